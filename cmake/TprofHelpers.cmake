@@ -1,0 +1,25 @@
+# tprof_add_library(NAME SRCS a.cc b.cc DEPS tprof::x ...)
+# Declares the static library tprof_<NAME> with the alias tprof::<NAME>.
+# Sources are listed explicitly (no GLOB); warnings stay private to tprof.
+set(TPROF_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wconversion
+    -Wno-sign-conversion)
+
+function(tprof_add_library NAME)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS;PUBLIC_DEPS" ${ARGN})
+  add_library(tprof_${NAME} STATIC ${ARG_SRCS})
+  add_library(tprof::${NAME} ALIAS tprof_${NAME})
+  target_include_directories(tprof_${NAME}
+    PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+    PRIVATE ${PROJECT_SOURCE_DIR})
+  target_compile_options(tprof_${NAME} PRIVATE ${TPROF_WARNINGS})
+  target_link_libraries(tprof_${NAME} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_DEPS})
+endfunction()
+
+# tprof_add_executable(NAME SRCS ... DEPS ...)
+function(tprof_add_executable NAME)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
+  add_executable(${NAME} ${ARG_SRCS})
+  target_include_directories(${NAME} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
+  target_compile_options(${NAME} PRIVATE ${TPROF_WARNINGS})
+  target_link_libraries(${NAME} PRIVATE ${ARG_DEPS})
+endfunction()

@@ -1,0 +1,21 @@
+// tprof/info.h — what a trace holds: format, producer, events by kind, lanes,
+// processes, time span and every diagnostic. The basis of `tprof info` and of
+// the golden tests over real traces.
+#pragma once
+
+#include <string>
+
+#include "tprof/trace.h"
+
+namespace tprof {
+
+std::string_view event_kind_name(EventKind kind);
+std::string_view lane_kind_name(LaneKind kind);
+std::string_view producer_name(Producer producer);
+
+// Human-readable summary.
+std::string format_info_text(const Trace& trace);
+// JSON summary (stable keys; counts, lanes, diagnostics with byte offsets).
+std::string format_info_json(const Trace& trace);
+
+}  // namespace tprof

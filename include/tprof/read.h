@@ -1,0 +1,47 @@
+// tprof/read.h — load any torch.profiler / Kineto trace into a tprof::Trace.
+//
+// Reads the Kineto JSON object format of every era (2021 string tids and old
+// category names, 2022 integer µs, 2023+ ns-precision µs, ts relative to
+// "baseTimeNanoseconds"), torch's legacy JSON array, and both as .gz.
+//
+//   tprof::Result<tprof::Trace> t = tprof::read_trace("worker0.pt.trace.json.gz");
+//   if (!t) { std::cerr << t.error().to_string(); return 2; }
+//
+// Hard errors (I/O, not JSON, wrong top level) return an Error with the file
+// and byte offset. A file that ends early loads every complete event before
+// the cut and records a `truncated` diagnostic; odd data is a diagnostic too.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "tprof/status.h"
+#include "tprof/trace.h"
+
+namespace tprof {
+
+struct ReadOptions {
+  // Parser threads; 0 = one per hardware thread.
+  int threads = 0;
+  // Called with (bytes parsed, bytes total) as the load progresses, from the
+  // thread that finished a piece of work, never concurrently.
+  std::function<void(std::uint64_t, std::uint64_t)> progress;
+  // Chunking (tuning and tests): an event array smaller than
+  // `min_parallel_bytes` is parsed by one thread, a larger one in pieces of
+  // about `chunk_bytes` (never fewer pieces than threads).
+  std::size_t min_parallel_bytes = 4u << 20;
+  std::size_t chunk_bytes = 16u << 20;
+};
+
+// Reads a trace file (.json or .json.gz, detected from the content).
+// Thread-safe; the Trace owns (or maps) the file bytes its args refer to.
+Result<Trace> read_trace(const std::string& path, const ReadOptions& options = {});
+
+// Reads a trace from bytes in memory (copied). `name` is used in errors.
+Result<Trace> read_trace_bytes(std::string_view bytes, const std::string& name = "<memory>",
+                               const ReadOptions& options = {});
+
+}  // namespace tprof

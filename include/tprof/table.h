@@ -1,0 +1,39 @@
+// tprof/table.h — torch's key_averages().table() text, byte for byte.
+//
+//   tprof::Result<std::string> text = tprof::format_table(events.key_averages(),
+//                                                        {.sort_by = "cpu_time_total", .row_limit = 15});
+//
+// Layout rules (widths from all rows, right-aligned cells, truncation and
+// padding by Unicode code points as Python does) are in
+// docs/torch-table-semantics.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tprof/key_averages.h"
+#include "tprof/status.h"
+
+namespace tprof {
+
+// table() arguments, with torch's defaults.
+struct TableOptions {
+  std::string sort_by;  // "" = no sorting (first appearance); any StatRow attribute torch knows
+  int row_limit = 100;  // negative = no limit
+  int max_name_column_width = 55;
+  int max_src_column_width = 75;
+  int max_shapes_column_width = 80;
+  std::string header;        // printed above the table when has_header
+  bool has_header = false;
+  bool top_level_events_only = false;
+  bool profile_memory = false;  // adds CPU Mem / Self CPU Mem (+ CUDA Mem when any)
+};
+
+// Returns the sort keys table() accepts (cpu_time_total, self_cuda_time_total, count, ...).
+const std::vector<std::string>& table_sort_keys();
+
+// Formats rows exactly as torch's _build_table. Errors: kInvalidArgument for
+// an unknown sort_by key (the message lists the valid ones).
+Result<std::string> format_table(const std::vector<StatRow>& rows, const TableOptions& options);
+
+}  // namespace tprof

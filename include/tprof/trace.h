@@ -1,0 +1,279 @@
+// tprof/trace.h — the one data model: a torch.profiler / Kineto trace as columns.
+//
+// Every part of tprof reads and writes this model: the reader fills it from a
+// file, the capture library fills it in-process, the analyzers and the writer
+// read it. Times are int64 nanoseconds (absolute: epoch ns for Kineto traces,
+// ns since the cycle start for torch's legacy export). Strings are interned
+// once; events refer to them by 32-bit ids.
+//
+//   tprof::Result<tprof::Trace> t = tprof::read_trace("trace.json");
+//   for (std::uint32_t e = 0; e < t->events.size(); ++e)
+//     if (t->events.kind[e] == tprof::EventKind::kKernel)
+//       total_ns += t->events.dur_ns[e];
+//
+// A Trace is move-only. Its views (string_views from `strings`, `args_json`)
+// stay valid as long as the Trace lives and is not modified.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tprof/string_pool.h"
+
+namespace tprof {
+
+inline constexpr std::uint32_t kNoIndex = 0xffffffffu;
+
+// Trace Event Format phases tprof keeps. B/E pairs are joined into kComplete
+// at load; unknown phases are dropped with a diagnostic.
+enum class Phase : std::uint8_t {
+  kComplete = 'X',
+  kInstant = 'i',
+  kCounter = 'C',
+  kFlowStart = 's',
+  kFlowStep = 't',
+  kFlowEnd = 'f',
+  kMetadata = 'M',
+};
+
+// What an event is, derived from its category (old and new Kineto names) and
+// phase. Analyses switch on this instead of comparing category strings.
+enum class EventKind : std::uint8_t {
+  kOther = 0,
+  kCpuOp,              // cpu_op, Operator (2021)
+  kUserAnnotation,     // user_annotation: record_function scopes, ProfilerStep#N
+  kPythonFunction,     // python_function
+  kCudaRuntime,        // cuda_runtime, Runtime (2021)
+  kCudaDriver,         // cuda_driver
+  kKernel,             // kernel, Kernel (2021)
+  kGpuMemcpy,          // gpu_memcpy, Memcpy (2021)
+  kGpuMemset,          // gpu_memset, Memset (2021)
+  kGpuUserAnnotation,  // gpu_user_annotation
+  kCudaSync,           // cuda_sync
+  kMemory,             // the "[memory]" instant (allocation / free)
+  kOutOfMemory,        // the "[OutOfMemory]" instant
+  kTraceSpan,          // the profiler's own "Trace" span
+  kFlow,               // s/t/f events (ac2g, async_cpu_to_gpu, fwdbwd, ...)
+  kMetadata,           // M events
+  kCount_,
+};
+
+// True for activities that run on the device (they get GPU lanes).
+constexpr bool is_device_kind(EventKind k) {
+  return k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset ||
+         k == EventKind::kGpuUserAnnotation;
+}
+
+// Event flags (EventColumns::flags).
+enum EventFlag : std::uint8_t {
+  kFlagInstantGlobal = 1 << 0,   // "s": "g"
+  kFlagInstantProcess = 1 << 1,  // "s": "p"
+  kFlagInstantThread = 1 << 2,   // "s": "t"
+  kFlagBindEnclosing = 1 << 3,   // "bp": "e"
+  kFlagFromBeginEnd = 1 << 4,    // joined from a B/E pair
+};
+
+// Struct-of-arrays event table in file order (capture: recording order).
+struct EventColumns {
+  std::vector<std::int64_t> ts_ns;
+  std::vector<std::int64_t> dur_ns;       // 0 for instants, flows and metadata
+  std::vector<StrId> name;
+  std::vector<StrId> cat;                 // kEmptyStr when absent; "cpu_op" for torch's legacy array
+  std::vector<std::uint32_t> lane;        // index into Trace::lanes
+  std::vector<Phase> phase;
+  std::vector<EventKind> kind;
+  std::vector<std::uint8_t> flags;        // EventFlag bits
+  std::vector<std::int64_t> external_id;  // args "External id", -1 when absent
+  std::vector<std::int64_t> correlation;  // args "correlation", -1 when absent
+  std::vector<std::int64_t> flow_id;      // "id" of flow events, -1 otherwise
+  std::vector<std::uint64_t> args_ref;    // see Trace::args_json; 0 = no args
+  std::vector<std::uint64_t> src_offset;  // byte offset in the source file (0 when built in memory)
+
+  std::size_t size() const { return ts_ns.size(); }
+  void reserve(std::size_t n);
+  void resize(std::size_t n);
+};
+
+// An identifier as written in the file: pid and tid are integers or strings.
+struct TraceId {
+  std::int64_t num = 0;
+  StrId str = kEmptyStr;
+  bool is_str = false;
+  friend bool operator==(const TraceId&, const TraceId&) = default;
+};
+
+enum class LaneKind : std::uint8_t {
+  kCpu = 0,    // a host thread: (pid, tid)
+  kGpu = 1,    // a device stream: (device, stream)
+  kOther = 2,  // profiler spans, global markers, lanes holding only metadata
+};
+
+// One timeline row. CPU lanes are keyed by (pid, tid), GPU lanes by
+// (device, stream) as Kineto writes them (pid = device, tid = stream).
+struct Lane {
+  TraceId pid;
+  TraceId tid;
+  LaneKind kind = LaneKind::kOther;
+  std::int32_t device = -1;  // GPU lanes
+  std::int64_t stream = -1;  // GPU lanes
+  StrId thread_name = kEmptyStr;  // from "thread_name" metadata
+  std::optional<std::int64_t> sort_index;
+};
+
+// Per process metadata ("process_name", "process_labels", "process_sort_index").
+struct Process {
+  TraceId pid;
+  StrId name = kEmptyStr;
+  StrId labels = kEmptyStr;
+  std::optional<std::int64_t> sort_index;
+};
+
+// A "[memory]" instant's payload (torch's allocation record).
+struct MemoryRecord {
+  std::uint32_t event = kNoIndex;
+  std::int64_t bytes = 0;             // negative on free
+  std::int64_t total_allocated = 0;
+  std::int64_t total_reserved = 0;
+  std::uint64_t addr = 0;
+  std::int16_t device_type = 0;       // c10::DeviceType: 0 CPU, 1 CUDA, ...
+  std::int16_t device_id = -1;
+};
+
+// Which program wrote the trace; decides torch-compatible time semantics.
+enum class Producer : std::uint8_t {
+  kUnknown = 0,
+  kTorchLegacy,  // torch's legacy JSON array (export without Kineto): integer µs
+  kKineto2022,   // torch ≤ 2.0 + libkineto (args "Profiler Event Index"/"Trace name")
+  kKineto,       // later Kineto: ns-precision µs
+  kTprof,        // tprof's own capture
+};
+
+enum class TraceFormat : std::uint8_t { kKinetoObject = 0, kLegacyArray = 1 };
+
+struct TraceMetadata {
+  TraceFormat format = TraceFormat::kKinetoObject;
+  Producer producer = Producer::kUnknown;
+  bool gzip = false;                         // the source was .gz
+  std::optional<std::int64_t> base_time_ns;  // "baseTimeNanoseconds": ts in the file is relative to it
+  // Every top-level key except "traceEvents", in file order, with its raw JSON value.
+  std::vector<std::pair<std::string, std::string>> top_level;
+  std::uint64_t dropped_events = 0;  // events the recorder lost (capture)
+
+  // Returns the raw JSON of a top-level key ("deviceProperties", "distributedInfo", ...), or "".
+  std::string_view top_level_json(std::string_view key) const;
+};
+
+enum class Severity : std::uint8_t { kInfo = 0, kWarning = 1, kError = 2 };
+
+// Odd data found while loading or checking a trace. Never fatal.
+enum class DiagnosticCode : std::uint8_t {
+  kTruncated = 0,       // the file ends early; everything before the cut is loaded
+  kUnknownPhase,        // "ph" we do not model; event skipped
+  kNegativeDuration,    // "dur" < 0; kept with dur 0
+  kUnmatchedBegin,      // B without E; dropped
+  kUnmatchedEnd,        // E without B; dropped
+  kUnescapedString,     // a raw quote/backslash inside a string (pre-2023 writers); read leniently
+  kMissingField,        // an event without "ph" or "ts"; skipped
+  kBadFieldType,        // a field of the wrong JSON type; ignored
+  kOutOfRange,          // a number that does not fit; event skipped
+  kNotAnEvent,          // a traceEvents element that is not an object
+  kOverlappingKernels,  // device activities overlapping on one stream; kept
+  kUnmatchedFlow,       // a flow start without end or the reverse
+  kDroppedEvents,       // the recorder dropped events (capture)
+  kTrailingData,        // bytes after the top-level JSON value
+  kCount_,
+};
+
+std::string_view diagnostic_code_name(DiagnosticCode code);
+Severity diagnostic_severity(DiagnosticCode code);
+
+struct Diagnostic {
+  DiagnosticCode code = DiagnosticCode::kTruncated;
+  Severity severity = Severity::kWarning;
+  std::uint32_t event = kNoIndex;  // index into events, when one applies
+  std::int64_t byte_offset = -1;   // in the source file, when one applies
+  std::string message;
+};
+
+// Diagnostics, capped per code (the count keeps the true total).
+class Diagnostics {
+ public:
+  static constexpr std::size_t kKeepPerCode = 16;
+
+  void add(DiagnosticCode code, std::int64_t byte_offset, std::string message,
+           std::uint32_t event = kNoIndex);
+  // Adds another set (a chunk's), shifting its event indices by `event_shift`.
+  void merge(const Diagnostics& other, std::uint32_t event_shift = 0);
+  const std::vector<Diagnostic>& items() const { return items_; }
+  std::uint64_t count(DiagnosticCode code) const { return counts_[static_cast<int>(code)]; }
+  std::uint64_t total() const;
+  bool empty() const { return total() == 0; }
+
+ private:
+  std::vector<Diagnostic> items_;
+  std::array<std::uint64_t, static_cast<int>(DiagnosticCode::kCount_)> counts_{};
+};
+
+class Trace {
+ public:
+  Trace();
+  Trace(Trace&&) noexcept;
+  Trace& operator=(Trace&&) noexcept;
+  ~Trace();
+
+  EventColumns events;
+  std::vector<Lane> lanes;
+  std::vector<Process> processes;
+  std::vector<MemoryRecord> memory;  // in event order
+  StringPool strings;
+  TraceMetadata meta;
+  Diagnostics diagnostics;
+
+  std::string_view str(StrId id) const { return strings.str(id); }
+  std::string_view name(std::uint32_t e) const { return strings.str(events.name[e]); }
+  std::string_view cat(std::uint32_t e) const { return strings.str(events.cat[e]); }
+
+  // Returns the raw JSON text of event e's "args" object ("" when it has none).
+  // The view points into the source bytes (or the trace's own store).
+  std::string_view args_json(std::uint32_t e) const;
+
+  // Stores `json` (an object's text) as event e's args.
+  void set_args_json(std::uint32_t e, std::string_view json);
+
+  // Lets args refer to `bytes` (kept alive by `owner`): the reader's source buffer.
+  void attach_source(std::shared_ptr<const void> owner, std::string_view bytes);
+  std::string_view source() const { return source_; }
+
+  // Returns the lane index for (pid, tid), adding a lane of `kind` when new.
+  std::uint32_t lane_for(const TraceId& pid, const TraceId& tid, LaneKind kind);
+  // Returns the process entry for pid, adding one when new.
+  Process& process_for(const TraceId& pid);
+
+  std::int64_t end_ns() const;    // max(ts + dur) over non-metadata events, 0 when empty
+  std::int64_t start_ns() const;  // min ts over non-metadata events, 0 when empty
+
+ private:
+  std::shared_ptr<const void> source_owner_;
+  std::string_view source_;
+  std::string owned_args_;
+};
+
+// Args references: 0 = none; high bit set = offset into the trace's own store,
+// otherwise offset into the source. The low 24 bits hold the length when it
+// fits (lengths ≥ 2^24-1 keep the escape value and are measured on demand).
+namespace args_ref {
+inline constexpr std::uint64_t kOwnedBit = 1ull << 63;
+inline constexpr int kLenBits = 24;
+inline constexpr std::uint64_t kLenMask = (1ull << kLenBits) - 1;
+constexpr std::uint64_t make(std::uint64_t offset, std::uint64_t len, bool owned) {
+  return (owned ? kOwnedBit : 0) | (offset << kLenBits) | (len < kLenMask ? len : kLenMask);
+}
+}  // namespace args_ref
+
+}  // namespace tprof

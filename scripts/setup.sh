@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages tprof needs, when they are missing.
+#   scripts/setup.sh            build dependencies
+#   scripts/setup.sh --test     + what the test suite uses (python3-torch for the
+#                                 real-PyTorch integration test; optional)
+# Nothing is downloaded at build time; apt is the only source.
+set -euo pipefail
+
+BUILD_PKGS=(cmake ninja-build g++ make pkg-config git
+            libsimdjson-dev libcli11-dev libdeflate-dev zlib1g-dev
+            libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev)
+TEST_PKGS=(python3 python3-torch)
+
+want=("${BUILD_PKGS[@]}")
+optional=()
+if [[ "${1:-}" == "--test" ]]; then
+  optional=("${TEST_PKGS[@]}")
+fi
+
+missing() {
+  local out=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || out+=("$p")
+  done
+  echo "${out[@]:-}"
+}
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null; then SUDO="sudo"; fi
+fi
+
+apt_install() {
+  # A fresh machine may have empty package lists: update once, then install.
+  if ! $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@"; then
+    $SUDO apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@"
+  fi
+}
+
+need=$(missing "${want[@]}")
+if [[ -n "$need" ]]; then
+  echo "setup: installing $need"
+  # shellcheck disable=SC2086
+  apt_install $need
+fi
+
+if [[ ${#optional[@]} -gt 0 ]]; then
+  need=$(missing "${optional[@]}")
+  if [[ -n "$need" ]]; then
+    echo "setup: installing $need (for the real-PyTorch integration test)"
+    # shellcheck disable=SC2086
+    apt_install $need || echo "setup: could not install $need; the tests that need it will say they are skipped"
+  fi
+fi

@@ -1,0 +1,55 @@
+#include "src/analyze/intervals.h"
+
+#include <algorithm>
+
+namespace tprof::internal {
+
+std::vector<Interval> merge_intervals(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  std::vector<Interval> out;
+  for (const Interval& i : v) {
+    if (i.end <= i.start) continue;
+    if (!out.empty() && i.start <= out.back().end) {
+      out.back().end = std::max(out.back().end, i.end);
+    } else {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+std::int64_t total_length(const std::vector<Interval>& merged) {
+  std::int64_t t = 0;
+  for (const Interval& i : merged) t += i.end - i.start;
+  return t;
+}
+
+std::int64_t union_length(std::vector<Interval> v) { return total_length(merge_intervals(std::move(v))); }
+
+std::int64_t covered_within(const std::vector<Interval>& merged, std::int64_t lo, std::int64_t hi) {
+  if (hi <= lo) return 0;
+  auto it = std::lower_bound(merged.begin(), merged.end(), lo,
+                             [](const Interval& i, std::int64_t t) { return i.end <= t; });
+  std::int64_t t = 0;
+  for (; it != merged.end() && it->start < hi; ++it) t += std::min(it->end, hi) - std::max(it->start, lo);
+  return t;
+}
+
+std::vector<Interval> subtract(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> out;
+  std::size_t j = 0;
+  for (Interval cur : a) {
+    while (j < b.size() && b[j].end <= cur.start) ++j;
+    std::size_t k = j;
+    while (k < b.size() && b[k].start < cur.end) {
+      if (b[k].start > cur.start) out.push_back({cur.start, b[k].start});
+      cur.start = std::max(cur.start, b[k].end);
+      if (cur.start >= cur.end) break;
+      ++k;
+    }
+    if (cur.start < cur.end) out.push_back(cur);
+  }
+  return out;
+}
+
+}  // namespace tprof::internal

@@ -1,0 +1,130 @@
+#include "src/base/gzip.h"
+
+#include <libdeflate.h>
+#include <zlib.h>
+
+#include <cstring>
+#include <vector>
+
+namespace tprof::internal {
+
+namespace {
+
+std::uint32_t le32(const unsigned char* p) {
+  return static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint32_t>(p[1]) << 8) |
+         (static_cast<std::uint32_t>(p[2]) << 16) | (static_cast<std::uint32_t>(p[3]) << 24);
+}
+
+// Streams through zlib to keep everything that decodes before damage.
+Result<Inflated> gunzip_salvage(std::string_view in) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 32) != Z_OK) return Error(ErrorCode::kInternal, "zlib init failed");
+  std::vector<char> out;
+  out.resize(in.size() * 4 + (1 << 16));
+  std::size_t produced = 0;
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size() > 0xffffffffu ? 0xffffffffu : in.size());
+  std::size_t fed = zs.avail_in;
+  bool truncated = false;
+  std::int64_t damage = -1;
+  for (;;) {
+    if (produced == out.size()) out.resize(out.size() * 2);
+    zs.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
+    std::size_t room = out.size() - produced;
+    zs.avail_out = static_cast<uInt>(room > 0xffffffffu ? 0xffffffffu : room);
+    const uInt before_out = zs.avail_out;
+    int rc = inflate(&zs, Z_NO_FLUSH);
+    produced += before_out - zs.avail_out;
+    if (zs.avail_in == 0 && fed < in.size()) {
+      std::size_t more = in.size() - fed;
+      if (more > 0xffffffffu) more = 0xffffffffu;
+      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()) + fed);
+      zs.avail_in = static_cast<uInt>(more);
+      fed += more;
+    }
+    if (rc == Z_STREAM_END) {
+      const std::size_t consumed = fed - zs.avail_in;
+      // Another member may follow (concatenated gzip); trailing zeros are padding.
+      std::size_t rest = consumed;
+      while (rest < in.size() && in[rest] == 0) ++rest;
+      if (rest >= in.size()) break;
+      if (!is_gzip(in.substr(rest))) {
+        truncated = true;
+        damage = static_cast<std::int64_t>(rest);
+        break;
+      }
+      inflateReset(&zs);
+      continue;
+    }
+    if (rc == Z_OK) continue;
+    if (rc == Z_BUF_ERROR) {
+      if (zs.avail_out == 0 || zs.avail_in > 0) continue;  // room or input was just added
+      truncated = true;                                    // input exhausted mid-stream
+      damage = static_cast<std::int64_t>(in.size());
+      break;
+    }
+    truncated = true;  // Z_DATA_ERROR and friends
+    damage = static_cast<std::int64_t>(fed - zs.avail_in);
+    break;
+  }
+  inflateEnd(&zs);
+  if (produced == 0 && truncated && damage <= 18) {
+    return Error(ErrorCode::kParse, "not a readable gzip stream (damaged header)", {}, damage);
+  }
+  Inflated r;
+  r.data = std::make_unique_for_overwrite<char[]>(produced + 1);
+  if (produced > 0) std::memcpy(r.data.get(), out.data(), produced);
+  r.size = produced;
+  r.truncated = truncated;
+  r.damage_offset = damage;
+  return r;
+}
+
+}  // namespace
+
+Result<Inflated> gunzip(std::string_view in) {
+  if (!is_gzip(in)) return Error(ErrorCode::kParse, "expected a gzip header (1f 8b)", {}, 0);
+  // ISIZE (the last member's size mod 2^32) is a good first guess for one member.
+  std::size_t capacity = in.size() >= 18 ? le32(reinterpret_cast<const unsigned char*>(in.data()) + in.size() - 4) : 0;
+  if (capacity < in.size()) capacity = in.size() * 4;
+  libdeflate_decompressor* d = libdeflate_alloc_decompressor();
+  if (d == nullptr) return Error(ErrorCode::kInternal, "libdeflate allocation failed");
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    Inflated r;
+    r.data = std::make_unique_for_overwrite<char[]>(capacity + 1);
+    std::size_t in_pos = 0, out_pos = 0;
+    libdeflate_result rc = LIBDEFLATE_SUCCESS;
+    while (in_pos < in.size()) {
+      std::size_t in_used = 0, out_used = 0;
+      rc = libdeflate_gzip_decompress_ex(d, in.data() + in_pos, in.size() - in_pos,
+                                         r.data.get() + out_pos, capacity - out_pos, &in_used, &out_used);
+      if (rc != LIBDEFLATE_SUCCESS) break;
+      in_pos += in_used;
+      out_pos += out_used;
+      while (in_pos < in.size() && in[in_pos] == 0) ++in_pos;  // padding after the last member
+    }
+    if (rc == LIBDEFLATE_SUCCESS) {
+      libdeflate_free_decompressor(d);
+      r.size = out_pos;
+      return r;
+    }
+    if (rc != LIBDEFLATE_INSUFFICIENT_SPACE) break;
+    capacity *= 2;  // multi-member or > 4 GiB: ISIZE was not the whole story
+  }
+  libdeflate_free_decompressor(d);
+  return gunzip_salvage(in);
+}
+
+Result<std::string> gzip(std::string_view data, int level) {
+  libdeflate_compressor* c = libdeflate_alloc_compressor(level);
+  if (c == nullptr) return Error(ErrorCode::kInternal, "libdeflate allocation failed");
+  std::string out;
+  out.resize(libdeflate_gzip_compress_bound(c, data.size()));
+  std::size_t n = libdeflate_gzip_compress(c, data.data(), data.size(), out.data(), out.size());
+  libdeflate_free_compressor(c);
+  if (n == 0) return Error(ErrorCode::kInternal, "gzip compression failed");
+  out.resize(n);
+  return out;
+}
+
+}  // namespace tprof::internal

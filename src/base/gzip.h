@@ -1,0 +1,37 @@
+// gzip: whole-buffer decompression (libdeflate) with a zlib salvage path for
+// damaged or cut files, and compression for .json.gz output.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "tprof/status.h"
+
+namespace tprof::internal {
+
+inline bool is_gzip(std::string_view bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+struct Inflated {
+  std::unique_ptr<char[]> data;
+  std::size_t size = 0;
+  // The stream ended early or was damaged: `data` holds what decoded before
+  // that point; `damage_offset` is the compressed byte where decoding stopped.
+  bool truncated = false;
+  std::int64_t damage_offset = -1;
+  std::string_view bytes() const { return {data.get(), size}; }
+};
+
+// Decompresses all gzip members of `compressed`. Fails only when not even the
+// gzip header decodes; later damage yields a truncated prefix.
+Result<Inflated> gunzip(std::string_view compressed);
+
+// Compresses `data` as one gzip member.
+Result<std::string> gzip(std::string_view data, int level = 6);
+
+}  // namespace tprof::internal

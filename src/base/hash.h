@@ -1,0 +1,37 @@
+// Fast non-cryptographic hashing for short strings (names, categories, keys).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+namespace tprof::internal {
+
+inline std::uint64_t mix64(std::uint64_t a, std::uint64_t b) {
+  // 64x64 -> 128 multiply, folded: the mixing step of the wy/komi family.
+  __uint128_t r = static_cast<__uint128_t>(a) * b;
+  return static_cast<std::uint64_t>(r) ^ static_cast<std::uint64_t>(r >> 64);
+}
+
+// Hashes 8 bytes at a time; the tail is read without going past the end.
+inline std::uint64_t hash_bytes(const char* p, std::size_t n) {
+  constexpr std::uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull;
+  std::uint64_t h = k0 ^ (n * k1);
+  while (n >= 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = mix64(h ^ w, k1);
+    p += 8;
+    n -= 8;
+  }
+  if (n > 0) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, p, n);
+    h = mix64(h ^ w, k0 ^ n);
+  }
+  return mix64(h, k1);
+}
+
+inline std::uint64_t hash_str(std::string_view s) { return hash_bytes(s.data(), s.size()); }
+
+}  // namespace tprof::internal

@@ -1,0 +1,206 @@
+#include <array>
+#include <string>
+
+#include "src/base/json_writer.h"
+#include "src/report/py_format.h"
+#include "tprof/info.h"
+
+namespace tprof {
+
+std::string_view event_kind_name(EventKind k) {
+  switch (k) {
+    case EventKind::kOther: return "other";
+    case EventKind::kCpuOp: return "cpu_op";
+    case EventKind::kUserAnnotation: return "user_annotation";
+    case EventKind::kPythonFunction: return "python_function";
+    case EventKind::kCudaRuntime: return "cuda_runtime";
+    case EventKind::kCudaDriver: return "cuda_driver";
+    case EventKind::kKernel: return "kernel";
+    case EventKind::kGpuMemcpy: return "gpu_memcpy";
+    case EventKind::kGpuMemset: return "gpu_memset";
+    case EventKind::kGpuUserAnnotation: return "gpu_user_annotation";
+    case EventKind::kCudaSync: return "cuda_sync";
+    case EventKind::kMemory: return "memory";
+    case EventKind::kOutOfMemory: return "out_of_memory";
+    case EventKind::kTraceSpan: return "trace_span";
+    case EventKind::kFlow: return "flow";
+    case EventKind::kMetadata: return "metadata";
+    case EventKind::kCount_: break;
+  }
+  return "unknown";
+}
+
+std::string_view lane_kind_name(LaneKind k) {
+  switch (k) {
+    case LaneKind::kCpu: return "cpu";
+    case LaneKind::kGpu: return "gpu";
+    case LaneKind::kOther: return "other";
+  }
+  return "unknown";
+}
+
+std::string_view producer_name(Producer p) {
+  switch (p) {
+    case Producer::kUnknown: return "unknown";
+    case Producer::kTorchLegacy: return "torch-legacy-array";
+    case Producer::kKineto2022: return "kineto-2022";
+    case Producer::kKineto: return "kineto";
+    case Producer::kTprof: return "tprof";
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr int kKinds = static_cast<int>(EventKind::kCount_);
+
+std::array<std::uint64_t, kKinds> count_kinds(const Trace& t) {
+  std::array<std::uint64_t, kKinds> n{};
+  for (EventKind k : t.events.kind) ++n[static_cast<int>(k)];
+  return n;
+}
+
+std::string id_text(const Trace& t, const TraceId& id) {
+  return id.is_str ? std::string(t.str(id.str)) : std::to_string(id.num);
+}
+
+void write_id(const Trace& t, const TraceId& id, internal::JsonWriter* w) {
+  if (id.is_str) {
+    w->value_string(t.str(id.str));
+  } else {
+    w->value_int(id.num);
+  }
+}
+
+}  // namespace
+
+std::string format_info_text(const Trace& t) {
+  std::string out;
+  out += "format:      ";
+  out += t.meta.format == TraceFormat::kLegacyArray ? "torch legacy JSON array" : "Kineto JSON object";
+  if (t.meta.gzip) out += " (gzip)";
+  out += "\nproducer:    " + std::string(producer_name(t.meta.producer)) + "\n";
+  out += "events:      " + std::to_string(t.events.size()) + "\n";
+  const auto kinds = count_kinds(t);
+  for (int k = 0; k < kKinds; ++k) {
+    if (kinds[k] == 0) continue;
+    std::string name(event_kind_name(static_cast<EventKind>(k)));
+    out += "  " + name + std::string(name.size() < 20 ? 20 - name.size() : 1, ' ') + std::to_string(kinds[k]) + "\n";
+  }
+  const std::int64_t span = t.end_ns() - t.start_ns();
+  out += "span:        " + internal::format_time_us(static_cast<double>(span) / 1000.0) + "\n";
+  out += "lanes:       " + std::to_string(t.lanes.size()) + "\n";
+  for (const Lane& l : t.lanes) {
+    if (l.kind == LaneKind::kOther) continue;
+    out += "  " + std::string(lane_kind_name(l.kind)) + "  pid " + id_text(t, l.pid) + "  tid " + id_text(t, l.tid);
+    if (l.kind == LaneKind::kGpu) out += "  (device " + std::to_string(l.device) + ", stream " + std::to_string(l.stream) + ")";
+    if (l.thread_name != kEmptyStr) out += "  " + std::string(t.str(l.thread_name));
+    out += "\n";
+  }
+  out += "diagnostics: " + std::to_string(t.diagnostics.total()) + "\n";
+  for (int c = 0; c < static_cast<int>(DiagnosticCode::kCount_); ++c) {
+    const auto code = static_cast<DiagnosticCode>(c);
+    if (t.diagnostics.count(code) == 0) continue;
+    out += "  " + std::string(diagnostic_code_name(code)) + ": " + std::to_string(t.diagnostics.count(code)) + "\n";
+    for (const Diagnostic& d : t.diagnostics.items()) {
+      if (d.code != code) continue;
+      out += "    byte " + std::to_string(d.byte_offset) + ": " + d.message + "\n";
+    }
+  }
+  return out;
+}
+
+std::string format_info_json(const Trace& t) {
+  std::string out;
+  internal::JsonWriter w(&out, internal::JsonWriter::kPretty);
+  w.begin_object();
+  w.key("format");
+  w.value_string(t.meta.format == TraceFormat::kLegacyArray ? "legacy_array" : "kineto_object");
+  w.key("gzip");
+  w.value_bool(t.meta.gzip);
+  w.key("producer");
+  w.value_string(producer_name(t.meta.producer));
+  w.key("events");
+  w.value_uint(t.events.size());
+  w.key("events_by_kind");
+  w.begin_object();
+  const auto kinds = count_kinds(t);
+  for (int k = 0; k < kKinds; ++k) {
+    if (kinds[k] == 0) continue;
+    w.key(event_kind_name(static_cast<EventKind>(k)));
+    w.value_uint(kinds[k]);
+  }
+  w.end_object();
+  w.key("memory_records");
+  w.value_uint(t.memory.size());
+  w.key("start_ns");
+  w.value_int(t.start_ns());
+  w.key("end_ns");
+  w.value_int(t.end_ns());
+  std::array<std::uint64_t, 3> lane_counts{};
+  for (const Lane& l : t.lanes) ++lane_counts[static_cast<int>(l.kind)];
+  w.key("lanes_by_kind");
+  w.begin_object();
+  for (int k = 0; k < 3; ++k) {
+    w.key(lane_kind_name(static_cast<LaneKind>(k)));
+    w.value_uint(lane_counts[static_cast<std::size_t>(k)]);
+  }
+  w.end_object();
+  w.key("lanes");
+  w.begin_array();
+  for (const Lane& l : t.lanes) {
+    if (l.kind == LaneKind::kOther) continue;
+    w.begin_object();
+    w.key("kind");
+    w.value_string(lane_kind_name(l.kind));
+    w.key("pid");
+    write_id(t, l.pid, &w);
+    w.key("tid");
+    write_id(t, l.tid, &w);
+    if (l.kind == LaneKind::kGpu) {
+      w.key("device");
+      w.value_int(l.device);
+      w.key("stream");
+      w.value_int(l.stream);
+    }
+    if (l.thread_name != kEmptyStr) {
+      w.key("thread_name");
+      w.value_string(t.str(l.thread_name));
+    }
+    w.end_object();
+  }
+  w.end_array();
+  w.key("diagnostic_counts");
+  w.begin_object();
+  for (int c = 0; c < static_cast<int>(DiagnosticCode::kCount_); ++c) {
+    const auto code = static_cast<DiagnosticCode>(c);
+    if (t.diagnostics.count(code) == 0) continue;
+    w.key(diagnostic_code_name(code));
+    w.value_uint(t.diagnostics.count(code));
+  }
+  w.end_object();
+  w.key("diagnostics");
+  w.begin_array();
+  for (const Diagnostic& d : t.diagnostics.items()) {
+    w.begin_object();
+    w.key("code");
+    w.value_string(diagnostic_code_name(d.code));
+    w.key("severity");
+    w.value_string(d.severity == Severity::kInfo ? "info" : d.severity == Severity::kWarning ? "warning" : "error");
+    w.key("byte_offset");
+    w.value_int(d.byte_offset);
+    if (d.event != kNoIndex) {
+      w.key("event");
+      w.value_uint(d.event);
+    }
+    w.key("message");
+    w.value_string(d.message);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  out.push_back('\n');
+  return out;
+}
+
+}  // namespace tprof

@@ -1,0 +1,105 @@
+#include <cmath>
+#include <string>
+
+#include "src/base/json_writer.h"
+#include "src/report/py_format.h"
+#include "tprof/steps.h"
+
+namespace tprof {
+
+namespace {
+
+std::string ms(std::int64_t ns) { return internal::fixed(static_cast<double>(ns) / 1e6, 3); }
+std::string t(std::int64_t ns) { return internal::format_time_us(static_cast<double>(ns) / 1000.0); }
+
+}  // namespace
+
+std::string format_steps_text(const Trace& trace, const StepsSummary& s) {
+  std::string out;
+  if (s.steps.empty()) {
+    out = "no ProfilerStep#N events in this trace (profile with a schedule and call prof.step())\n";
+    return out;
+  }
+  const char* const headers[] = {"Step", "Start (ms)", "Duration", "CPU busy", "GPU busy", "GPU idle", "Launches",
+                                 "First kernel - launch"};
+  const std::size_t widths[] = {8, 12, 12, 12, 12, 10, 10, 22};
+  auto row = [&](const std::string* cells) {
+    for (std::size_t i = 0; i < 8; ++i) {
+      internal::append_right(&out, cells[i], widths[i]);
+      out.append(i + 1 < 8 ? "  " : "\n");
+    }
+  };
+  std::string head[8];
+  for (std::size_t i = 0; i < 8; ++i) head[i] = headers[i];
+  row(head);
+  for (const StepStat& st : s.steps) {
+    std::string cells[8] = {
+        std::to_string(st.step),
+        ms(st.start_ns - s.trace_start_ns),
+        t(st.dur_ns),
+        t(st.cpu_busy_ns),
+        s.has_device ? t(st.gpu_busy_ns) : "-",
+        s.has_device ? internal::fixed(st.gpu_idle_pct, 1) + "%" : "-",
+        s.has_device ? std::to_string(st.launches) : "-",
+        st.first_kernel_offset_ns ? t(*st.first_kernel_offset_ns) : "-",
+    };
+    row(cells);
+  }
+  (void)trace;
+  return out;
+}
+
+std::string format_steps_json(const Trace& trace, const StepsSummary& s) {
+  std::string out;
+  internal::JsonWriter w(&out, internal::JsonWriter::kPretty);
+  w.begin_object();
+  w.key("has_device");
+  w.value_bool(s.has_device);
+  w.key("trace_start_ns");
+  w.value_int(s.trace_start_ns);
+  w.key("steps");
+  w.begin_array();
+  for (const StepStat& st : s.steps) {
+    w.begin_object();
+    w.key("step");
+    w.value_int(st.step);
+    w.key("start_ns");
+    w.value_int(st.start_ns);
+    w.key("start_offset_ns");
+    w.value_int(st.start_ns - s.trace_start_ns);
+    w.key("dur_ns");
+    w.value_int(st.dur_ns);
+    w.key("cpu_busy_ns");
+    w.value_int(st.cpu_busy_ns);
+    if (s.has_device) {
+      w.key("gpu_busy_ns");
+      w.value_int(st.gpu_busy_ns);
+      w.key("gpu_idle_pct");
+      w.value_double(std::round(st.gpu_idle_pct * 100.0) / 100.0);
+      w.key("launches");
+      w.value_int(st.launches);
+    }
+    if (st.first_kernel_offset_ns) {
+      w.key("first_kernel");
+      w.begin_object();
+      w.key("name");
+      w.value_string(trace.name(st.first_kernel_event));
+      w.key("ts_ns");
+      w.value_int(trace.events.ts_ns[st.first_kernel_event]);
+      w.key("launch_name");
+      w.value_string(trace.name(st.first_launch_event));
+      w.key("launch_ts_ns");
+      w.value_int(trace.events.ts_ns[st.first_launch_event]);
+      w.key("offset_ns");
+      w.value_int(*st.first_kernel_offset_ns);
+      w.end_object();
+    }
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  out.push_back('\n');
+  return out;
+}
+
+}  // namespace tprof

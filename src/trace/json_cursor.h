@@ -1,0 +1,120 @@
+// A pull tokenizer over JSON bytes, built for trace files: no allocation,
+// every error carries its byte offset, and two leniencies for what real
+// torch/Kineto writers produce (raw quotes and backslashes inside strings,
+// written unescaped before kineto#754 in 2023).
+//
+//   JsonCursor c(bytes.data(), bytes.data() + bytes.size(), bytes.data());
+//   if (!c.expect('{', "'{'")) return c.error();
+//   JsonCursor::Str key;
+//   while (c.read_string(&key) && c.expect(':', "':'")) { ... c.skip_value(); ... }
+//
+// The cursor never reads past `end`. Callers check each call's bool; after a
+// failure, `failure()` says whether the input ended early (truncation) or
+// held something else than expected (syntax).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tprof/status.h"
+
+namespace tprof::internal {
+
+enum class CursorFailure : std::uint8_t { kNone, kEof, kSyntax };
+
+class JsonCursor {
+ public:
+  JsonCursor(const char* begin, const char* end, const char* file_start)
+      : p_(begin), end_(end), base_(file_start) {}
+
+  struct Str {
+    std::string_view raw;   // between the quotes, escapes not decoded
+    bool escaped = false;   // raw contains backslash escapes
+    bool lenient = false;   // raw contains an unescaped quote or an invalid escape
+  };
+
+  // Skips whitespace and returns the next byte, or '\0' at the end.
+  char peek() {
+    skip_ws();
+    return p_ < end_ ? *p_ : '\0';
+  }
+  // Skips whitespace; consumes `c` if it is next.
+  bool eat(char c) {
+    skip_ws();
+    if (p_ < end_ && *p_ == c) {
+      ++p_;
+      return true;
+    }
+    return false;
+  }
+  // Skips whitespace and consumes `c`, or fails naming `what` was expected.
+  bool expect(char c, const char* what) {
+    if (eat(c)) return true;
+    return fail_here(what);
+  }
+
+  // Reads a string (after whitespace). Fails if the next value is not one.
+  bool read_string(Str* out);
+  // Reads a number's text (after whitespace), validated against JSON's grammar.
+  bool read_number(std::string_view* out);
+  // Skips one value of any type, validating it. Nesting is limited to 512.
+  bool skip_value();
+  // Reads true/false/null (after whitespace); `*which` is 't', 'f' or 'n'.
+  bool read_literal(char* which);
+
+  const char* pos() const { return p_; }
+  void set_pos(const char* p) { p_ = p; }
+  const char* end() const { return end_; }
+  bool at_end() {
+    skip_ws();
+    return p_ >= end_;
+  }
+  std::int64_t offset(const char* q) const { return q - base_; }
+  std::int64_t offset() const { return p_ - base_; }
+
+  CursorFailure failure() const { return failure_; }
+  std::int64_t failure_offset() const { return failure_pos_ ? failure_pos_ - base_ : -1; }
+  const char* expected() const { return expected_; }
+  // The failure as an Error ("expected X, found Y" / "unexpected end of file").
+  Error error() const;
+
+  // Records a failure at `at` (EOF if at == end) and returns false.
+  bool fail(const char* at, const char* what);
+  bool fail_here(const char* what) { return fail(p_, what); }
+
+  void skip_ws() {
+    while (p_ < end_) {
+      const char c = *p_;
+      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;
+      ++p_;
+    }
+  }
+
+ private:
+  bool scan_string_body(Str* out);
+
+  const char* p_;
+  const char* end_;
+  const char* base_;
+  CursorFailure failure_ = CursorFailure::kNone;
+  const char* failure_pos_ = nullptr;
+  const char* expected_ = "";
+};
+
+// Decodes JSON string escapes of `raw` (as returned in Str::raw) into `out`.
+// Invalid escapes and lone surrogates are kept/replaced leniently.
+void unescape_json(std::string_view raw, std::string* out);
+
+// Parses an integer number text. Fails on fractions, exponents and overflow.
+bool parse_int64(std::string_view text, std::int64_t* out);
+
+// Parses a decimal number of microseconds ("1795319515516244.078", "68.0",
+// "1.5e3") into integer nanoseconds exactly (rounding half away from zero
+// beyond the third decimal). Fails on overflow.
+bool parse_us_to_ns(std::string_view text, std::int64_t* out);
+
+// Parses any JSON number into a double (for values that are floats by nature).
+bool parse_double(std::string_view text, double* out);
+
+}  // namespace tprof::internal

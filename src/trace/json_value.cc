@@ -1,0 +1,114 @@
+#include "src/trace/json_value.h"
+
+#include "src/trace/json_cursor.h"
+
+namespace tprof::internal {
+
+namespace {
+constexpr int kMaxDepth = 512;
+}
+
+bool JsonValue::parse_at(JsonCursor* c, JsonValue* out, int depth) {
+  const char next = c->peek();
+  switch (next) {
+    case '{': {
+      if (depth >= kMaxDepth) return c->fail_here("less deeply nested JSON (limit 512)");
+      c->eat('{');
+      out->type_ = Type::kObject;
+      if (c->eat('}')) return true;
+      for (;;) {
+        JsonCursor::Str key;
+        if (!c->read_string(&key)) return false;
+        if (!c->expect(':', "':' after an object key")) return false;
+        std::string k;
+        if (key.escaped) {
+          unescape_json(key.raw, &k);
+        } else {
+          k.assign(key.raw);
+        }
+        out->members_.emplace_back(std::move(k), JsonValue());
+        if (!parse_at(c, &out->members_.back().second, depth + 1)) return false;
+        if (c->eat(',')) continue;
+        return c->expect('}', "',' or '}'");
+      }
+    }
+    case '[': {
+      if (depth >= kMaxDepth) return c->fail_here("less deeply nested JSON (limit 512)");
+      c->eat('[');
+      out->type_ = Type::kArray;
+      if (c->eat(']')) return true;
+      for (;;) {
+        out->items_.emplace_back();
+        if (!parse_at(c, &out->items_.back(), depth + 1)) return false;
+        if (c->eat(',')) continue;
+        return c->expect(']', "',' or ']'");
+      }
+    }
+    case '"': {
+      JsonCursor::Str s;
+      if (!c->read_string(&s)) return false;
+      out->type_ = Type::kString;
+      if (s.escaped) {
+        unescape_json(s.raw, &out->text_);
+      } else {
+        out->text_.assign(s.raw);
+      }
+      return true;
+    }
+    case 't':
+    case 'f':
+    case 'n': {
+      char which = 0;
+      if (!c->read_literal(&which)) return false;
+      out->type_ = which == 'n' ? Type::kNull : Type::kBool;
+      out->bool_ = which == 't';
+      return true;
+    }
+    default: {
+      std::string_view num;
+      if (!c->read_number(&num)) return c->fail_here("a value");
+      out->type_ = Type::kNumber;
+      out->text_.assign(num);
+      return true;
+    }
+  }
+}
+
+Result<JsonValue> JsonValue::parse(std::string_view text, std::int64_t base_offset) {
+  JsonCursor c(text.data(), text.data() + text.size(), text.data() - base_offset);
+  JsonValue v;
+  if (!parse_at(&c, &v)) return c.error();
+  if (!c.at_end()) {
+    c.fail_here("end of input after the JSON value");
+    return c.error();
+  }
+  return v;
+}
+
+bool JsonValue::get_int(std::int64_t* out) const {
+  if (type_ != Type::kNumber) return false;
+  if (parse_int64(text_, out)) return true;
+  double d = 0;
+  if (!parse_double(text_, &d)) return false;
+  if (d != static_cast<double>(static_cast<std::int64_t>(d))) return false;
+  *out = static_cast<std::int64_t>(d);
+  return true;
+}
+
+bool JsonValue::get_double(double* out) const {
+  return type_ == Type::kNumber && parse_double(text_, out);
+}
+
+std::int64_t JsonValue::int_or(std::int64_t fallback) const {
+  std::int64_t v = 0;
+  return get_int(&v) ? v : fallback;
+}
+
+const JsonValue* JsonValue::find(std::string_view key) const {
+  for (const auto& [k, v] : members_) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+}  // namespace tprof::internal

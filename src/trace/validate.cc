@@ -1,0 +1,85 @@
+#include "src/trace/validate.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace tprof::internal {
+
+namespace {
+
+void check_overlaps(Trace* t) {
+  const EventColumns& ev = t->events;
+  std::vector<std::vector<std::uint32_t>> per_lane(t->lanes.size());
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    const EventKind k = ev.kind[e];
+    if ((k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset) &&
+        ev.phase[e] == Phase::kComplete) {
+      per_lane[ev.lane[e]].push_back(e);
+    }
+  }
+  for (auto& list : per_lane) {
+    if (list.size() < 2) continue;
+    std::sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return ev.ts_ns[a] != ev.ts_ns[b] ? ev.ts_ns[a] < ev.ts_ns[b] : a < b;
+    });
+    std::uint32_t prev = list[0];
+    for (std::size_t i = 1; i < list.size(); ++i) {
+      const std::uint32_t e = list[i];
+      const std::int64_t prev_end = ev.ts_ns[prev] + ev.dur_ns[prev];
+      if (ev.ts_ns[e] < prev_end) {
+        std::string msg;
+        msg.append("'").append(t->name(e)).append("' starts ").append(std::to_string(prev_end - ev.ts_ns[e]));
+        msg.append(" ns before '").append(t->name(prev)).append("' ends on the same stream");
+        t->diagnostics.add(DiagnosticCode::kOverlappingKernels, static_cast<std::int64_t>(ev.src_offset[e]),
+                           std::move(msg), e);
+      }
+      if (ev.ts_ns[e] + ev.dur_ns[e] > prev_end) prev = e;
+    }
+  }
+}
+
+void check_flows(Trace* t) {
+  const EventColumns& ev = t->events;
+  struct Item {
+    StrId cat;
+    std::int64_t id;
+    std::uint32_t event;
+  };
+  std::vector<Item> items;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    const Phase p = ev.phase[e];
+    if (p == Phase::kFlowStart || p == Phase::kFlowEnd) items.push_back({ev.cat[e], ev.flow_id[e], e});
+  }
+  if (items.empty()) return;
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return a.cat != b.cat ? a.cat < b.cat : a.id != b.id ? a.id < b.id : a.event < b.event;
+  });
+  std::vector<std::uint32_t> lone;
+  for (std::size_t i = 0; i < items.size();) {
+    std::size_t j = i;
+    bool has_start = false, has_end = false;
+    for (; j < items.size() && items[j].cat == items[i].cat && items[j].id == items[i].id; ++j) {
+      (ev.phase[items[j].event] == Phase::kFlowStart ? has_start : has_end) = true;
+    }
+    if (!has_start || !has_end) lone.push_back(items[i].event);
+    i = j;
+  }
+  std::sort(lone.begin(), lone.end());
+  for (std::uint32_t e : lone) {
+    const bool is_start = ev.phase[e] == Phase::kFlowStart;
+    t->diagnostics.add(DiagnosticCode::kUnmatchedFlow, static_cast<std::int64_t>(ev.src_offset[e]),
+                       std::string("flow ") + (is_start ? "start" : "end") + " id " + std::to_string(ev.flow_id[e]) +
+                           " (" + std::string(t->cat(e)) + ") has no " + (is_start ? "end" : "start"),
+                       e);
+  }
+}
+
+}  // namespace
+
+void check_trace(Trace* trace) {
+  check_overlaps(trace);
+  check_flows(trace);
+}
+
+}  // namespace tprof::internal

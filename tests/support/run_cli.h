@@ -1,0 +1,18 @@
+// Test support: runs the tprof binary (TPROF_BIN) with arguments, no shell.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tprof::testing {
+
+struct CliResult {
+  int exit_code = -1;  // -1: did not exit normally (crash or signal)
+  std::string out;
+  std::string err;
+};
+
+// Runs `binary args...`, capturing stdout and stderr.
+CliResult run_cli(const std::string& binary, const std::vector<std::string>& args);
+
+}  // namespace tprof::testing

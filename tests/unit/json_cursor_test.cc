@@ -1,0 +1,168 @@
+#include "src/trace/json_cursor.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "src/trace/json_value.h"
+
+namespace tprof::internal {
+namespace {
+
+JsonCursor cursor(const std::string& s) { return JsonCursor(s.data(), s.data() + s.size(), s.data()); }
+
+TEST(JsonCursor, ReadsPlainAndEscapedStrings) {
+  std::string text = R"(  "abc", "a\"b\\c\u00e9")";
+  JsonCursor c = cursor(text);
+  JsonCursor::Str s;
+  ASSERT_TRUE(c.read_string(&s));
+  EXPECT_EQ(s.raw, "abc");
+  EXPECT_FALSE(s.escaped);
+  ASSERT_TRUE(c.eat(','));
+  ASSERT_TRUE(c.read_string(&s));
+  EXPECT_TRUE(s.escaped);
+  EXPECT_FALSE(s.lenient);
+  std::string out;
+  unescape_json(s.raw, &out);
+  EXPECT_EQ(out, "a\"b\\c\xc3\xa9");
+}
+
+TEST(JsonCursor, LongStringsCrossTheVectorWidth) {
+  std::string body(100, 'x');
+  body[37] = '\\';
+  body[38] = 'n';
+  std::string text = "\"" + body + "\"";
+  JsonCursor c = cursor(text);
+  JsonCursor::Str s;
+  ASSERT_TRUE(c.read_string(&s));
+  EXPECT_EQ(s.raw.size(), 100u);
+  EXPECT_TRUE(s.escaped);
+}
+
+TEST(JsonCursor, UnescapedQuoteInsideANameIsReadLeniently) {
+  // libkineto before 2023 wrote record_function names raw.
+  std::string text = R"({"name": "say "hi" now", "ph": "X"})";
+  JsonCursor c = cursor(text);
+  ASSERT_TRUE(c.eat('{'));
+  JsonCursor::Str key, value;
+  ASSERT_TRUE(c.read_string(&key));
+  ASSERT_TRUE(c.expect(':', "':'"));
+  ASSERT_TRUE(c.read_string(&value));
+  EXPECT_EQ(value.raw, "say \"hi\" now");
+  EXPECT_TRUE(value.lenient);
+  EXPECT_TRUE(c.eat(','));
+}
+
+TEST(JsonCursor, InvalidEscapeKeepsTheBackslash) {
+  std::string text = R"("C:\path\x")";
+  JsonCursor c = cursor(text);
+  JsonCursor::Str s;
+  ASSERT_TRUE(c.read_string(&s));
+  EXPECT_TRUE(s.lenient);
+  std::string out;
+  unescape_json(s.raw, &out);
+  EXPECT_EQ(out, "C:\\path\\x");
+}
+
+TEST(JsonCursor, SurrogatePairsDecodeToOneCodePoint) {
+  std::string out;
+  unescape_json(R"(\ud83d\ude00 \udc00)", &out);
+  EXPECT_EQ(out, "\xf0\x9f\x98\x80 \xef\xbf\xbd");
+}
+
+TEST(JsonCursor, EofInsideAStringIsTruncationAtTheEnd) {
+  std::string text = R"("abc)";
+  JsonCursor c = cursor(text);
+  JsonCursor::Str s;
+  EXPECT_FALSE(c.read_string(&s));
+  EXPECT_EQ(c.failure(), CursorFailure::kEof);
+  EXPECT_EQ(c.failure_offset(), 4);
+}
+
+TEST(JsonCursor, SyntaxErrorNamesOffsetAndExpectation) {
+  std::string text = R"({"a": [1, 2,, 3]})";
+  JsonCursor c = cursor(text);
+  EXPECT_FALSE(c.skip_value());
+  EXPECT_EQ(c.failure(), CursorFailure::kSyntax);
+  EXPECT_EQ(c.failure_offset(), 12);
+  EXPECT_EQ(c.error().message(), "expected a value, found ','");
+}
+
+TEST(JsonCursor, SkipValueValidatesNestedStructure) {
+  for (const char* ok : {R"({"a": {"b": [1, -2.5e3, "x", true, false, null, {}]}})", "[]", "{}", "\"s\"", "0"}) {
+    std::string text = ok;
+    JsonCursor c = cursor(text);
+    EXPECT_TRUE(c.skip_value()) << ok;
+    EXPECT_TRUE(c.at_end()) << ok;
+  }
+  for (const char* bad : {R"({"a" 1})", "[1 2]", "{1: 2}", "tru", "[", "01", "-", "1.", "1e"}) {
+    std::string text = bad;
+    JsonCursor c = cursor(text);
+    bool ok = c.skip_value() && c.at_end();
+    EXPECT_FALSE(ok) << bad;
+  }
+}
+
+TEST(JsonCursor, DeepNestingFailsInsteadOfOverflowing) {
+  std::string text(100000, '[');
+  JsonCursor c = cursor(text);
+  EXPECT_FALSE(c.skip_value());
+  EXPECT_EQ(c.failure(), CursorFailure::kSyntax);
+}
+
+TEST(ParseUsToNs, ExactForEpochMicrosWithThreeDecimals) {
+  std::int64_t ns = 0;
+  // A double cannot hold this: its ulp at 1.8e15 is 0.25 µs.
+  ASSERT_TRUE(parse_us_to_ns("1795319515516244.078", &ns));
+  EXPECT_EQ(ns, 1795319515516244078);
+  ASSERT_TRUE(parse_us_to_ns("1623212760127829", &ns));
+  EXPECT_EQ(ns, 1623212760127829000);
+  ASSERT_TRUE(parse_us_to_ns("68.0", &ns));
+  EXPECT_EQ(ns, 68000);
+  ASSERT_TRUE(parse_us_to_ns("0.5", &ns));
+  EXPECT_EQ(ns, 500);
+  ASSERT_TRUE(parse_us_to_ns("-1.25", &ns));
+  EXPECT_EQ(ns, -1250);
+}
+
+TEST(ParseUsToNs, SlowPathHandlesExponentsAndExtraDigits) {
+  std::int64_t ns = 0;
+  ASSERT_TRUE(parse_us_to_ns("1.5e3", &ns));
+  EXPECT_EQ(ns, 1500000);
+  ASSERT_TRUE(parse_us_to_ns("2E-3", &ns));
+  EXPECT_EQ(ns, 2);
+  ASSERT_TRUE(parse_us_to_ns("0.0004", &ns));
+  EXPECT_EQ(ns, 0);
+  ASSERT_TRUE(parse_us_to_ns("0.0005", &ns));  // half rounds away from zero
+  EXPECT_EQ(ns, 1);
+  ASSERT_TRUE(parse_us_to_ns("12.34567", &ns));
+  EXPECT_EQ(ns, 12346);
+  ASSERT_TRUE(parse_us_to_ns("123456789012345.12345", &ns));
+  EXPECT_EQ(ns, 123456789012345123);
+  EXPECT_FALSE(parse_us_to_ns("12345678901234567.5", &ns));  // 1.2e19 ns does not fit
+  EXPECT_FALSE(parse_us_to_ns("1e30", &ns));
+  EXPECT_FALSE(parse_us_to_ns("99999999999999999", &ns));
+  EXPECT_FALSE(parse_us_to_ns("abc", &ns));
+  EXPECT_FALSE(parse_us_to_ns("", &ns));
+}
+
+TEST(JsonValue, ParsesAndFindsMembers) {
+  auto v = JsonValue::parse(R"({"Input Dims": [[16, 32], []], "n": 7, "s": "x\ty"})");
+  ASSERT_TRUE(v);
+  const JsonValue* dims = v->find("Input Dims");
+  ASSERT_NE(dims, nullptr);
+  ASSERT_TRUE(dims->is_array());
+  EXPECT_EQ(dims->items().size(), 2u);
+  EXPECT_EQ(v->find("n")->int_or(0), 7);
+  EXPECT_EQ(v->find("s")->text(), "x\ty");
+  EXPECT_EQ(v->find("missing"), nullptr);
+}
+
+TEST(JsonValue, ErrorOffsetsIncludeTheBase) {
+  auto v = JsonValue::parse("[1, }", 100);
+  ASSERT_FALSE(v);
+  EXPECT_EQ(v.error().byte_offset(), 104);
+}
+
+}  // namespace
+}  // namespace tprof::internal

@@ -1,0 +1,300 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "src/base/gzip.h"
+#include "tprof/read.h"
+
+namespace tprof {
+namespace {
+
+Trace read_ok(const std::string& text, ReadOptions options = {}) {
+  Result<Trace> t = read_trace_bytes(text, "test.json", options);
+  EXPECT_TRUE(t) << (t ? "" : t.error().to_string());
+  return t ? std::move(t).value() : Trace();
+}
+
+Error read_error(const std::string& text) {
+  Result<Trace> t = read_trace_bytes(text, "test.json");
+  EXPECT_FALSE(t);
+  return t ? Error(ErrorCode::kInternal, "unexpected success") : t.error();
+}
+
+TEST(Reader, KinetoObjectWithEveryEventKind) {
+  const std::string text = R"(
+{
+  "schemaVersion": 1,
+  "deviceProperties": [{"id": 0, "name": "NVIDIA H100"}],
+  "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8},
+  "traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 11, "ts": 1700000000000000.125, "dur": 20.5,
+   "args": {"External id": 7, "Input Dims": [[2, 3], [3, 4]]}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 11, "ts": 1700000000000001, "dur": 5,
+   "args": {"External id": 7, "correlation": 99}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1700000000000010, "dur": 100,
+   "args": {"External id": 7, "correlation": 99, "device": 0, "stream": 7}},
+  {"ph": "s", "id": 99, "pid": 10, "tid": 11, "ts": 1700000000000001, "cat": "ac2g", "name": "ac2g"},
+  {"ph": "f", "id": 99, "pid": 0, "tid": 7, "ts": 1700000000000010, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+  {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 10, "tid": 11, "ts": 1700000000000002,
+   "args": {"Device Type": 1, "Device Id": 0, "Addr": 18446744073709551615, "Bytes": -4096, "Total Allocated": 0, "Total Reserved": 8192}},
+  {"name": "thread_name", "ph": "M", "ts": 1700000000000000, "pid": 10, "tid": 11, "args": {"name": "thread 11 [python]"}},
+  {"name": "process_labels", "ph": "M", "ts": 1700000000000000, "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}},
+  {"name": "process_sort_index", "ph": "M", "ts": 1700000000000000, "pid": 0, "tid": 0, "args": {"sort_index": 5000000}}
+  ],
+  "traceName": "x.json"
+})";
+  Trace t = read_ok(text);
+  ASSERT_EQ(t.events.size(), 9u);
+  EXPECT_TRUE(t.diagnostics.empty());
+  EXPECT_EQ(t.meta.format, TraceFormat::kKinetoObject);
+  EXPECT_EQ(t.meta.producer, Producer::kKineto);
+  EXPECT_EQ(t.events.ts_ns[0], 1700000000000000125);
+  EXPECT_EQ(t.events.dur_ns[0], 20500);
+  EXPECT_EQ(t.events.kind[0], EventKind::kCpuOp);
+  EXPECT_EQ(t.events.external_id[0], 7);
+  EXPECT_EQ(t.events.kind[1], EventKind::kCudaRuntime);
+  EXPECT_EQ(t.events.correlation[1], 99);
+  EXPECT_EQ(t.events.kind[2], EventKind::kKernel);
+  EXPECT_EQ(t.events.kind[3], EventKind::kFlow);
+  EXPECT_EQ(t.events.flow_id[4], 99);
+  EXPECT_TRUE(t.events.flags[4] & kFlagBindEnclosing);
+  EXPECT_EQ(t.events.kind[5], EventKind::kMemory);
+  EXPECT_TRUE(t.events.flags[5] & kFlagInstantThread);
+  ASSERT_EQ(t.memory.size(), 1u);
+  EXPECT_EQ(t.memory[0].bytes, -4096);
+  EXPECT_EQ(t.memory[0].device_type, 1);
+  EXPECT_EQ(t.memory[0].total_reserved, 8192);
+  EXPECT_EQ(t.memory[0].addr, 18446744073709551615ull);
+  EXPECT_EQ(t.args_json(0), R"({"External id": 7, "Input Dims": [[2, 3], [3, 4]]})");
+
+  const Lane& cpu = t.lanes[t.events.lane[0]];
+  EXPECT_EQ(cpu.kind, LaneKind::kCpu);
+  EXPECT_EQ(cpu.pid.num, 10);
+  EXPECT_EQ(cpu.tid.num, 11);
+  EXPECT_EQ(t.str(cpu.thread_name), "thread 11 [python]");
+  const Lane& gpu = t.lanes[t.events.lane[2]];
+  EXPECT_EQ(gpu.kind, LaneKind::kGpu);
+  EXPECT_EQ(gpu.device, 0);
+  EXPECT_EQ(gpu.stream, 7);
+  ASSERT_EQ(t.processes.size(), 1u);
+  EXPECT_EQ(t.str(t.processes[0].labels), "GPU 0");
+  EXPECT_EQ(t.processes[0].sort_index, 5000000);
+  EXPECT_EQ(t.meta.top_level_json("distributedInfo"), R"({"backend": "nccl", "rank": 3, "world_size": 8})");
+  EXPECT_EQ(t.meta.top_level_json("traceName"), R"("x.json")");
+}
+
+TEST(Reader, LegacyArrayIsCpuOpsInIntegerMicros) {
+  Trace t = read_ok(R"([{"name": "aten::zeros", "ph": "X", "ts": 96, "dur": 17, "tid": 1, "pid": "CPU functions", "args": {}}])");
+  ASSERT_EQ(t.events.size(), 1u);
+  EXPECT_EQ(t.meta.format, TraceFormat::kLegacyArray);
+  EXPECT_EQ(t.meta.producer, Producer::kTorchLegacy);
+  EXPECT_EQ(t.events.kind[0], EventKind::kCpuOp);
+  EXPECT_EQ(t.events.ts_ns[0], 96000);
+  EXPECT_EQ(t.lanes[0].kind, LaneKind::kCpu);
+  EXPECT_TRUE(t.lanes[0].pid.is_str);
+  EXPECT_EQ(read_ok("[]").events.size(), 0u);
+}
+
+TEST(Reader, BaseTimeNanosecondsAppliesEvenWhenItComesLast) {
+  Trace t = read_ok(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1.5, "dur": 1}],
+                       "baseTimeNanoseconds": 1700000000000000000})");
+  EXPECT_EQ(t.meta.base_time_ns, 1700000000000000000);
+  EXPECT_EQ(t.events.ts_ns[0], 1700000000000001500);
+}
+
+TEST(Reader, Era2021StringTidsAndOldCategories) {
+  Trace t = read_ok(R"({"traceEvents": [
+    {"ph": "X", "cat": "Operator", "name": "aten::empty", "pid": 5555, "tid": "5555", "ts": 10, "dur": 2, "args": {"External id": 3}},
+    {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 5555, "tid": "5555", "ts": 11, "dur": 1, "args": {"correlation": 4, "external id": 3}},
+    {"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "tid": "stream 7", "ts": 20, "dur": 5, "args": {"correlation": 4, "external id": 3}},
+    {"ph": "s", "id": 4, "pid": 5555, "tid": 5555, "ts": 11, "cat": "async", "name": "launch"}
+  ]})");
+  ASSERT_EQ(t.events.size(), 4u);
+  EXPECT_EQ(t.events.kind[0], EventKind::kCpuOp);
+  EXPECT_EQ(t.events.kind[1], EventKind::kCudaRuntime);
+  EXPECT_EQ(t.events.external_id[1], 3);
+  EXPECT_EQ(t.events.kind[2], EventKind::kKernel);
+  // "5555" and 5555 are one thread.
+  EXPECT_EQ(t.events.lane[0], t.events.lane[3]);
+  const Lane& gpu = t.lanes[t.events.lane[2]];
+  EXPECT_EQ(gpu.kind, LaneKind::kGpu);
+  EXPECT_EQ(gpu.stream, 7);
+}
+
+TEST(Reader, Kineto2022ArgsSelectTheOldProducer) {
+  Trace t = read_ok(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1,
+                       "args": {"Trace name": "PyTorch Profiler", "Profiler Event Index": 0}}]})");
+  EXPECT_EQ(t.meta.producer, Producer::kKineto2022);
+}
+
+TEST(Reader, OddDataBecomesDiagnosticsNotFailures) {
+  Trace t = read_ok(R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "neg", "pid": 1, "tid": 1, "ts": 5, "dur": -3},
+    {"ph": "Q", "name": "weird", "pid": 1, "tid": 1, "ts": 5},
+    {"name": "no phase", "pid": 1, "tid": 1, "ts": 5},
+    {"ph": "X", "name": "no ts", "pid": 1, "tid": 1},
+    42,
+    {"ph": "X", "cat": "user_annotation", "name": "say "hi"", "pid": 1, "tid": 1, "ts": 6, "dur": 1}
+  ]})");
+  ASSERT_EQ(t.events.size(), 2u);
+  EXPECT_EQ(t.events.dur_ns[0], 0);
+  EXPECT_EQ(t.name(1), "say \"hi\"");
+  EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kNegativeDuration), 1u);
+  EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kUnknownPhase), 1u);
+  EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kMissingField), 2u);
+  EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kNotAnEvent), 1u);
+  EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kUnescapedString), 1u);
+  for (const Diagnostic& d : t.diagnostics.items()) EXPECT_GT(d.byte_offset, 0) << d.message;
+}
+
+TEST(Reader, BeginEndPairsBecomeCompleteEvents) {
+  Trace t = read_ok(R"({"traceEvents": [
+    {"ph": "B", "name": "outer", "pid": 1, "tid": 1, "ts": 10},
+    {"ph": "B", "name": "inner", "pid": 1, "tid": 1, "ts": 12},
+    {"ph": "E", "pid": 1, "tid": 1, "ts": 15},
+    {"ph": "E", "pid": 1, "tid": 1, "ts": 30},
+    {"ph": "E", "pid": 1, "tid": 2, "ts": 31},
+    {"ph": "B", "name": "open", "pid": 1, "tid": 1, "ts": 40}
+  ]})");
+  ASSERT_EQ(t.events.size(), 3u);
+  EXPECT_EQ(t.events.phase[0], Phase::kComplete);
+  EXPECT_EQ(t.events.dur_ns[0], 20000);
+  EXPECT_EQ(t.events.dur_ns[1], 3000);
+  EXPECT_EQ(t.events.dur_ns[2], 0);
+  EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kUnmatchedEnd), 1u);
+  EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kUnmatchedBegin), 1u);
+}
+
+TEST(Reader, TruncatedFileKeepsEveryCompleteEvent) {
+  const std::string full = R"({"traceEvents": [
+    {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1},
+    {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 2, "dur": 1},
+    {"ph": "X", "name": "c", "pid": 1, "tid": 1, "ts": 3, "dur": 1}]})";
+  const std::size_t cut = full.find("\"c\"");
+  Trace t = read_ok(full.substr(0, cut));
+  EXPECT_EQ(t.events.size(), 2u);
+  ASSERT_EQ(t.diagnostics.count(DiagnosticCode::kTruncated), 1u);
+  EXPECT_EQ(t.diagnostics.items()[0].byte_offset, static_cast<std::int64_t>(cut));
+}
+
+TEST(Reader, TrailingNulPaddingIsTruncationNotGarbage) {
+  std::string text = R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1},)";
+  text += std::string(64, '\0');
+  Trace t = read_ok(text);
+  EXPECT_EQ(t.events.size(), 1u);
+  EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kTruncated), 1u);
+}
+
+TEST(Reader, HardErrorsNameTheOffsetAndWhatWasExpected) {
+  Error e = read_error("");
+  EXPECT_EQ(e.code(), ErrorCode::kFormat);
+  EXPECT_EQ(e.to_string(), "test.json: byte 0: empty file, expected a JSON object or array");
+
+  e = read_error("  hello");
+  EXPECT_EQ(e.code(), ErrorCode::kFormat);
+  EXPECT_EQ(e.byte_offset(), 2);
+
+  e = read_error("42");
+  EXPECT_EQ(e.code(), ErrorCode::kFormat);
+
+  e = read_error(R"({"traceEvents": {"a": 1}})");
+  EXPECT_EQ(e.code(), ErrorCode::kFormat);
+  EXPECT_EQ(e.byte_offset(), 16);
+
+  e = read_error(R"({"nodes": []})");
+  EXPECT_EQ(e.code(), ErrorCode::kFormat);
+
+  e = read_error(R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 1 "dur": 2}]})");
+  EXPECT_EQ(e.code(), ErrorCode::kParse);
+  EXPECT_EQ(e.byte_offset(), 50);
+  EXPECT_NE(e.message().find("expected ',' or '}'"), std::string::npos);
+
+  e = read_error("[[1, 2], [3]]");
+  EXPECT_EQ(e.code(), ErrorCode::kFormat);
+}
+
+TEST(Reader, GzipIsDetectedFromContent) {
+  auto gz = internal::gzip(R"([{"name": "a", "ph": "X", "ts": 1, "dur": 2, "tid": 1, "pid": "CPU functions", "args": {}}])");
+  ASSERT_TRUE(gz);
+  Trace t = read_ok(*gz);
+  EXPECT_TRUE(t.meta.gzip);
+  EXPECT_EQ(t.events.size(), 1u);
+  EXPECT_EQ(t.args_json(0), "{}");
+}
+
+TEST(Reader, BomAndTrailingData) {
+  Trace t = read_ok("\xEF\xBB\xBF[]");
+  EXPECT_EQ(t.events.size(), 0u);
+  t = read_ok("[] xyz");
+  EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kTrailingData), 1u);
+}
+
+ReadOptions one_thread() {
+  ReadOptions o;
+  o.threads = 1;
+  return o;
+}
+
+// Builds a trace big enough to split, with names that contain the chunk
+// boundary pattern ("}, {") so that some guessed boundaries are false.
+std::string big_trace(int n) {
+  std::string s = "{\"traceEvents\": [\n";
+  for (int i = 0; i < n; ++i) {
+    if (i) s += ",\n";
+    s += "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op" + std::to_string(i % 13) +
+         "}, {\\\"x\\\": 1}\", \"pid\": 1, \"tid\": " + std::to_string(i % 3) + ", \"ts\": " + std::to_string(i) +
+         ", \"dur\": 1, \"args\": {\"External id\": " + std::to_string(i) + ", \"nested\": [{\"a\": 1}, {\"b\": 2}]}}";
+  }
+  s += "\n], \"traceName\": \"big\"}";
+  return s;
+}
+
+TEST(Reader, ParallelChunksGiveTheSameModelAsOneThread) {
+  const std::string text = big_trace(20000);
+  ReadOptions one;
+  one.threads = 1;
+  ReadOptions many;
+  many.threads = 4;
+  many.min_parallel_bytes = 1;
+  many.chunk_bytes = 4096;  // hundreds of chunks, many guessed inside strings/args
+  Trace a = read_ok(text, one);
+  Trace b = read_ok(text, many);
+  ASSERT_EQ(a.events.size(), 20000u);
+  ASSERT_EQ(b.events.size(), 20000u);
+  for (std::uint32_t e = 0; e < a.events.size(); ++e) {
+    ASSERT_EQ(a.events.ts_ns[e], b.events.ts_ns[e]);
+    ASSERT_EQ(a.name(e), b.name(e));
+    ASSERT_EQ(a.events.external_id[e], b.events.external_id[e]);
+    ASSERT_EQ(a.args_json(e), b.args_json(e));
+    ASSERT_EQ(a.lanes[a.events.lane[e]].tid.num, b.lanes[b.events.lane[e]].tid.num);
+  }
+  EXPECT_EQ(b.meta.top_level_json("traceName"), "\"big\"");
+}
+
+TEST(Reader, ParallelTruncationAndErrorsMatchOneThread) {
+  const std::string text = big_trace(5000);
+  ReadOptions many;
+  many.threads = 3;
+  many.min_parallel_bytes = 1;
+  many.chunk_bytes = 2048;
+  for (std::size_t cut : {text.size() / 3, text.size() / 2 + 7, text.size() - 30}) {
+    Result<Trace> a = read_trace_bytes(text.substr(0, cut), "t", one_thread());
+    Result<Trace> b = read_trace_bytes(text.substr(0, cut), "t", many);
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(a->events.size(), b->events.size());
+    EXPECT_EQ(b->diagnostics.count(DiagnosticCode::kTruncated), 1u);
+  }
+  std::string bad = text;
+  bad[text.size() / 2] = '#';
+  Result<Trace> a = read_trace_bytes(bad, "t", one_thread());
+  Result<Trace> b = read_trace_bytes(bad, "t", many);
+  if (a) {
+    ASSERT_TRUE(b);  // the '#' landed inside a string
+  } else {
+    ASSERT_FALSE(b);
+    EXPECT_EQ(a.error().byte_offset(), b.error().byte_offset());
+  }
+}
+
+}  // namespace
+}  // namespace tprof

@@ -1,0 +1,41 @@
+// Shared pieces of the tprof CLI: loading a trace with a progress bar and
+// clear errors, and the one-line diagnostics note every command prints.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "tprof/trace.h"
+
+namespace CLI {
+class App;
+}
+
+namespace tprof::cli {
+
+enum ExitCode { kExitOk = 0, kExitCheckFailed = 1, kExitBadInput = 2 };
+
+struct GlobalOptions {
+  bool quiet = false;  // no progress bar, no diagnostics note
+  int threads = 0;     // parser threads, 0 = all cores
+};
+
+GlobalOptions& global_options();
+
+// Loads `path`; on failure prints "tprof: <file>: byte N: <what>" to stderr
+// and returns nothing (the caller exits with kExitBadInput).
+std::optional<Trace> load_trace(const std::string& path);
+
+// Prints one line naming the trace's diagnostics to stderr (unless quiet).
+void note_diagnostics(const Trace& trace, const std::string& path);
+
+// Writes text to stdout, or atomically to `path` when it is not empty.
+// Returns an exit code.
+int emit(const std::string& text, const std::string& path);
+
+// Subcommands: each adds itself to `app` and stores its exit code in *rc.
+void add_table_command(CLI::App& app, int* rc);
+void add_steps_command(CLI::App& app, int* rc);
+void add_info_command(CLI::App& app, int* rc);
+
+}  // namespace tprof::cli

@@ -1,0 +1,28 @@
+// tprof — read torch.profiler / Kineto traces the way an expert would.
+// The CLI parses flags, calls the library and prints; it has no logic of its own.
+#include <CLI/CLI.hpp>
+
+#include "tools/tprof/common.h"
+
+int main(int argc, char** argv) {
+  using namespace tprof::cli;
+  CLI::App app{"tprof: torch.profiler tables, steps and findings from any torch/Kineto trace"};
+  app.require_subcommand(1);
+  app.add_flag("-q,--quiet", global_options().quiet, "No progress bar and no diagnostics note on stderr");
+  app.add_option("--threads", global_options().threads, "Parser threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  int rc = kExitOk;
+  add_table_command(app, &rc);
+  add_steps_command(app, &rc);
+  add_info_command(app, &rc);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitBadInput;
+  }
+  return rc;
+}
