@@ -57,32 +57,61 @@ struct StatRow {
 
 struct EventListOptions {
   TimeSemantics time = TimeSemantics::kAuto;
+  bool with_memory = true;   // attribute [memory] records (CPU Mem columns, memory sort keys)
   bool with_shapes = false;  // decode "Input Dims" (group_by_input_shape, the events table)
   bool with_stacks = false;  // decode "Call stack" (group_by_stack_n, the events table)
 };
 
-// torch's prof.events(): the FunctionEvent list, sorted by (start, -end),
-// tree built per thread, duplicates merged, self times derived.
+// torch's prof.events(): the FunctionEvent list, tree built per thread,
+// duplicates merged, self times derived. Kept as compact columns (a few
+// dozen bytes per event); rows are materialised only when asked for.
+// The EventList refers to the Trace it was built from: keep that alive.
 class EventList {
  public:
   static EventList build(const Trace& trace, const EventListOptions& options = {});
 
-  const std::vector<StatRow>& rows() const { return rows_; }
-  std::vector<std::uint32_t> parents() const { return parent_; }  // kNoIndex for top level
-  TimeSemantics semantics() const { return semantics_; }
-  bool has_memory_records() const { return has_memory_records_; }
-  bool uses_device() const { return uses_device_; }
-
+  // prof.events(): one row per FunctionEvent, sorted by (start, -end) as torch sorts them.
+  std::vector<StatRow> event_rows() const;
   // key_averages(group_by_input_shape, group_by_stack_n): one row per key,
   // in order of first appearance.
   std::vector<StatRow> key_averages(bool group_by_input_shape = false, int group_by_stack_n = 0) const;
 
+  std::size_t size() const { return start_.size(); }
+  TimeSemantics semantics() const { return semantics_; }
+  bool has_memory_records() const { return has_memory_records_; }
+  bool uses_device() const { return uses_device_; }
+
  private:
-  std::vector<StatRow> rows_;
-  std::vector<std::uint32_t> parent_;
+  friend class EventListBuilder;
+  StatRow row(std::uint32_t i) const;
+  // Events in torch's order: (start, -end), then exact start, then file order.
+  std::vector<std::uint32_t> torch_order() const;
+  std::int64_t exact_start(std::uint32_t i) const;
+  // True when event a comes before event b in torch's order.
+  bool before(std::uint32_t a, std::uint32_t b) const;
+
+  const Trace* trace_ = nullptr;
   TimeSemantics semantics_ = TimeSemantics::kExactNanos;
   bool has_memory_records_ = false;
   bool uses_device_ = false;
+  // Per FunctionEvent (index i); synthetic "[memory]" rows have event_ =
+  // kMemoryBit | record index.
+  std::vector<std::int64_t> start_, end_;
+  std::vector<std::uint32_t> key_;  // StrId, or kStepKey for "ProfilerStep*"
+  std::vector<std::uint32_t> event_;
+  std::vector<std::uint32_t> lane_;
+  std::vector<std::uint32_t> parent_;  // kNoIndex: top level
+  std::vector<std::uint8_t> flags_;
+  std::vector<std::int64_t> self_cpu_;
+  std::vector<std::int64_t> device_total_;
+  std::vector<std::int64_t> self_device_;
+  // With memory records only.
+  std::vector<std::int64_t> cpu_mem_, self_cpu_mem_, dev_mem_, self_dev_mem_;
+  // With shapes / stacks only: ids into the pools below.
+  std::vector<std::uint32_t> shapes_;
+  std::vector<std::uint32_t> stack_;
+  std::vector<std::string> shape_pool_;
+  std::vector<std::vector<std::string>> stack_pool_;
 };
 
 }  // namespace tprof

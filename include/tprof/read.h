@@ -30,10 +30,15 @@ struct ReadOptions {
   // thread that finished a piece of work, never concurrently.
   std::function<void(std::uint64_t, std::uint64_t)> progress;
   // Chunking (tuning and tests): an event array smaller than
-  // `min_parallel_bytes` is parsed by one thread, a larger one in pieces of
-  // about `chunk_bytes` (never fewer pieces than threads).
+  // `min_parallel_bytes` is parsed in one piece, a larger one in pieces of
+  // about `chunk_bytes` (never fewer pieces than threads), each released as
+  // soon as it is merged.
   std::size_t min_parallel_bytes = 4u << 20;
   std::size_t chunk_bytes = 16u << 20;
+  // The SIMD token walker parses clean events and hands the rest to the
+  // lenient cursor parser; false parses everything with the cursor (tests
+  // prove both give the same Trace).
+  bool token_walker = true;
 };
 
 // Reads a trace file (.json or .json.gz, detected from the content).

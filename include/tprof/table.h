@@ -27,6 +27,9 @@ struct TableOptions {
   bool has_header = false;
   bool top_level_events_only = false;
   bool profile_memory = false;  // adds CPU Mem / Self CPU Mem (+ CUDA Mem when any)
+  // Events a tprof capture dropped (full buffers): stated under the table
+  // when non-zero (torch's own traces never have any).
+  std::uint64_t dropped_events = 0;
 };
 
 // Returns the sort keys table() accepts (cpu_time_total, self_cuda_time_total, count, ...).

@@ -187,6 +187,7 @@ enum class DiagnosticCode : std::uint8_t {
   kUnmatchedFlow,       // a flow start without end or the reverse
   kDroppedEvents,       // the recorder dropped events (capture)
   kTrailingData,        // bytes after the top-level JSON value
+  kActivityUnavailable, // capture: a requested activity (CUDA) could not be recorded
   kCount_,
 };
 

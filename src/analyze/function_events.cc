@@ -2,21 +2,27 @@
 // profiler_util.py / profiler.py step by step (docs/torch-table-semantics.md):
 //
 //   select CPU ops, annotations, runtime calls, device activities
-//     │  (drop torch's filtered names; python_function and profiler spans are not events in torch)
-//   order by exact start, attribute [memory] by closed interval, leftovers become "[memory]" rows
+//     │  (torch's filtered names dropped; python_function and profiler spans are not events to torch)
+//   [memory] records by closed interval (any thread); leftovers become "[memory]" rows
 //     │
-//   sort by (start, -end) ── link device activities to the op with their External id
+//   device activity time → the op(s) with its External id; runtime calls move to that op's thread
 //     │
-//   tree per thread (stack) ── merge same-name single children ── backward stacks
+//   per thread, in (start, -end) order: tree by a stack ── merge same-name single children
 //     │
-//   self times, device totals (bottom-up) ──▶ StatRow per event ──▶ key_averages groups
+//   backward stacks (only with stacks) ── self / total CPU and device times, bottom-up
+//     │
+//   key_averages: groups keyed by (name, device, user annotation[, shapes][, stack]),
+//                 rows in order of first appearance
+//
+// Everything is kept in flat columns and ordered with radix sorts: a
+// gigabyte trace has millions of FunctionEvents.
 #include <algorithm>
-#include <numeric>
 #include <string_view>
 #include <unordered_map>
 
 #include "src/analyze/py_repr.h"
-#include "src/trace/json_cursor.h"
+#include "src/analyze/radix_sort.h"
+#include "src/base/saturate.h"
 #include "src/trace/json_value.h"
 #include "tprof/key_averages.h"
 
@@ -25,6 +31,19 @@ namespace tprof {
 namespace {
 
 using internal::JsonValue;
+
+constexpr std::uint32_t kStepKey = 0xfffffffeu;       // key of every "ProfilerStep#N"
+constexpr std::uint32_t kMemoryBit = 0x80000000u;     // event_: a leftover memory record
+constexpr std::uint32_t kNoShapes = 0xffffffffu;
+
+enum Flag : std::uint8_t {
+  kDevice = 1,
+  kUserAnnotation = 2,  // gpu_user_annotation: kept out of the "Self CUDA" total
+  kFrontend = 4,        // cpu_op / user_annotation: carries kernels
+  kDead = 8,            // merged into its parent
+  kBackwardNode = 16,
+  kHasShapes = 32,
+};
 
 constexpr std::string_view kFilteredNames[] = {
     "[memory]",
@@ -64,33 +83,6 @@ bool is_device_memory(std::int16_t device_type) {
   return device_type == 1 || device_type == 6 || device_type == 20;  // CUDA, HIP, PrivateUse1
 }
 
-struct Node {
-  std::uint32_t event = kNoIndex;  // kNoIndex: synthetic memory row
-  std::uint32_t lane = kNoIndex;
-  std::int64_t start = 0, end = 0;  // chosen semantics, ns
-  std::int64_t exact_start = 0;     // ns as written (order of result.events())
-  std::int64_t exact_end = 0;
-  StrId name = kEmptyStr;
-  bool device = false;
-  bool user_annotation = false;  // gpu_user_annotation
-  bool frontend = false;         // cpu_op / user_annotation: carries kernels
-  bool step = false;             // "ProfilerStep#N"
-  std::int64_t external_id = -1;
-  std::int64_t cpu_mem = 0, dev_mem = 0;
-  std::int64_t kernel_ns = 0;
-  std::uint32_t parent = kNoIndex;
-  std::vector<std::uint32_t> children;
-  bool alive = true;
-  bool bw_node = false;
-  std::int64_t sequence_nr = -1;
-  std::int64_t fwd_thread = 0;
-  std::vector<std::string> stack;
-  std::string shapes;  // Python repr; "[]" when none
-  bool has_shapes = false;
-  // derived
-  std::int64_t cpu_total = 0, self_cpu = 0, dev_total = 0, self_dev = 0, self_cpu_mem = 0, self_dev_mem = 0;
-};
-
 bool is_cpu_event_kind(EventKind k) {
   return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation || k == EventKind::kCudaRuntime ||
          k == EventKind::kCudaDriver || k == EventKind::kOther;
@@ -98,405 +90,676 @@ bool is_cpu_event_kind(EventKind k) {
 
 bool is_device_event_kind(EventKind k) { return is_device_kind(k) || k == EventKind::kCudaSync; }
 
-// Decodes the args torch keeps per op: shapes, stack, sequence number, fwd thread.
-void decode_args(const Trace& t, Node* n, bool shapes, bool stacks) {
-  const std::string_view json = t.args_json(n->event);
-  if (json.empty()) {
-    if (shapes) n->shapes = "[]";
-    return;
-  }
-  auto parsed = JsonValue::parse(json);
-  if (!parsed) {
-    if (shapes) n->shapes = "[]";
-    return;
-  }
-  const JsonValue& args = *parsed;
-  if (shapes) {
-    const JsonValue* dims = args.find("Input Dims");
-    if (dims != nullptr && dims->is_array()) {
-      internal::append_py_repr(*dims, &n->shapes);
-      n->has_shapes = !dims->items().empty();
-    } else {
-      n->shapes = "[]";
-    }
-  }
-  if (stacks) {
-    const JsonValue* cs = args.find("Call stack");
-    if (cs != nullptr && cs->is_string() && !cs->text().empty()) {
-      std::string_view s = cs->text();
-      std::size_t pos = 0;
-      for (;;) {
-        const std::size_t semi = s.find(';', pos);
-        const std::string_view frame = s.substr(pos, semi == std::string_view::npos ? s.npos : semi - pos);
-        if (keep_frame(frame)) n->stack.emplace_back(frame);
-        if (semi == std::string_view::npos) break;
-        pos = semi + 1;
-      }
-    }
-    if (const JsonValue* seq = args.find("Sequence number")) n->sequence_nr = seq->int_or(-1);
-    if (const JsonValue* fwd = args.find("Fwd thread id")) n->fwd_thread = fwd->int_or(0);
-  }
-}
+}  // namespace
+
+// Builds an EventList's columns; a class so it can reach the private members.
+class EventListBuilder {
+ public:
+  EventListBuilder(const Trace& t, const EventListOptions& o, EventList* out) : t_(t), o_(o), l_(*out) {}
+  void run();
+
+ private:
+  void select_events();
+  void attribute_memory(const std::vector<std::uint32_t>& order);
+  void link_device_activity();
+  std::vector<std::uint32_t> lane_order() const;
+  void build_trees(const std::vector<std::uint32_t>& order);
+  void merge_duplicates(const std::vector<std::uint32_t>& order);
+  void decode_args();
+  void backward_stacks();
+  void derive(const std::vector<std::uint32_t>& order);
+
+  const Trace& t_;
+  const EventListOptions& o_;
+  EventList& l_;
+  bool truncate_ = false;
+  std::vector<std::int64_t> kernel_;  // own device activity (device events: their duration)
+  std::vector<std::int64_t> external_;
+  std::vector<std::int64_t> sequence_nr_, fwd_thread_;  // with stacks only
+};
+
+namespace {
+
+std::int64_t to_start(bool truncate, std::int64_t ts) { return truncate ? floor_div(ts, 1000) * 1000 : ts; }
 
 }  // namespace
 
-EventList EventList::build(const Trace& t, const EventListOptions& options) {
-  EventList out;
-  TimeSemantics sem = options.time;
-  if (sem == TimeSemantics::kAuto) {
-    sem = (t.meta.producer == Producer::kTorchLegacy || t.meta.producer == Producer::kKineto2022)
-              ? TimeSemantics::kTruncatedMicros
-              : TimeSemantics::kExactNanos;
-  }
-  out.semantics_ = sem;
-  const bool truncate = sem == TimeSemantics::kTruncatedMicros;
-  auto to_start = [&](std::int64_t ts) { return truncate ? floor_div(ts, 1000) * 1000 : ts; };
-  auto to_dur = [&](std::int64_t dur) { return truncate ? floor_div(dur, 1000) * 1000 : dur; };
-
-  const EventColumns& ev = t.events;
-  std::vector<bool> filtered_name(t.strings.size(), false);
+void EventListBuilder::select_events() {
+  const EventColumns& ev = t_.events;
+  std::vector<std::uint8_t> name_class(t_.strings.size(), 0);  // 1 filtered, 2 step
   for (std::string_view n : kFilteredNames) {
-    if (auto id = t.strings.find(n)) filtered_name[*id] = true;
+    if (auto id = t_.strings.find(n)) name_class[*id] = 1;
   }
-
-  // 1. Events torch turns into FunctionEvents, in result.events() order (exact start).
-  std::vector<Node> nodes;
+  for (StrId s = 0; s < t_.strings.size(); ++s) {
+    if (t_.strings.str(s).rfind("ProfilerStep#", 0) == 0) name_class[s] = 2;
+  }
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
     if (ev.phase[e] != Phase::kComplete) continue;
     const EventKind k = ev.kind[e];
     const bool dev = is_device_event_kind(k);
     if (!dev) {
       if (!is_cpu_event_kind(k)) continue;
-      if (k == EventKind::kOther && t.lanes[ev.lane[e]].kind != LaneKind::kCpu) continue;
+      if (k == EventKind::kOther && t_.lanes[ev.lane[e]].kind != LaneKind::kCpu) continue;
     }
-    if (filtered_name[ev.name[e]]) continue;
-    Node n;
-    n.event = e;
-    n.lane = ev.lane[e];
-    n.exact_start = ev.ts_ns[e];
-    n.exact_end = ev.ts_ns[e] + ev.dur_ns[e];
-    n.start = to_start(ev.ts_ns[e]);
-    n.end = n.start + to_dur(ev.dur_ns[e]);
-    n.name = ev.name[e];
-    n.device = dev;
-    n.user_annotation = k == EventKind::kGpuUserAnnotation;
-    n.frontend = k == EventKind::kCpuOp || k == EventKind::kUserAnnotation;
-    n.external_id = ev.external_id[e];
-    n.step = t.name(e).rfind("ProfilerStep#", 0) == 0;
-    if (dev) out.uses_device_ = true;
-    nodes.push_back(std::move(n));
+    const StrId name = ev.name[e];
+    if (name_class[name] == 1) continue;
+    const std::int64_t start = to_start(truncate_, ev.ts_ns[e]);
+    l_.start_.push_back(start);
+    l_.end_.push_back(start + (truncate_ ? floor_div(ev.dur_ns[e], 1000) * 1000 : ev.dur_ns[e]));
+    l_.key_.push_back(name_class[name] == 2 ? kStepKey : name);
+    l_.event_.push_back(e);
+    l_.lane_.push_back(ev.lane[e]);
+    std::uint8_t f = 0;
+    if (dev) f |= kDevice;
+    if (k == EventKind::kGpuUserAnnotation) f |= kUserAnnotation;
+    if (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) f |= kFrontend;
+    l_.flags_.push_back(f);
+    external_.push_back(ev.external_id[e]);
+    if (dev) l_.uses_device_ = true;
   }
-  std::stable_sort(nodes.begin(), nodes.end(),
-                   [](const Node& a, const Node& b) { return a.exact_start < b.exact_start; });
+}
 
-  // 2. Memory: each record counts for every CPU event whose closed interval
-  //    holds it (any thread); the rest become top-level "[memory]" rows.
-  struct Mem {
-    std::int64_t t;
-    std::int64_t exact;
-    std::uint32_t record;
-  };
-  std::vector<Mem> mems;
-  mems.reserve(t.memory.size());
-  for (std::uint32_t i = 0; i < t.memory.size(); ++i) {
-    const std::int64_t ts = ev.ts_ns[t.memory[i].event];
-    mems.push_back({to_start(ts), ts, i});
+void EventListBuilder::attribute_memory(const std::vector<std::uint32_t>& order) {
+  const EventColumns& ev = t_.events;
+  const std::size_t nm = t_.memory.size();
+  l_.has_memory_records_ = nm > 0;
+  if (nm == 0 || !o_.with_memory) return;
+  // Records by truncated time (stable: exact time, then file order).
+  std::vector<std::uint32_t> recs(nm);
+  std::vector<std::uint64_t> keys(nm);
+  std::int64_t lo = INT64_MAX;
+  for (const MemoryRecord& m : t_.memory) lo = std::min(lo, ev.ts_ns[m.event]);
+  for (std::uint32_t i = 0; i < nm; ++i) {
+    recs[i] = i;
+    keys[i] = static_cast<std::uint64_t>(ev.ts_ns[t_.memory[i].event] - lo);
   }
-  std::stable_sort(mems.begin(), mems.end(), [](const Mem& a, const Mem& b) { return a.exact < b.exact; });
-  out.has_memory_records_ = !mems.empty();
-  std::vector<Mem> by_t = mems;
-  std::stable_sort(by_t.begin(), by_t.end(), [](const Mem& a, const Mem& b) { return a.t < b.t; });
-  std::vector<std::int64_t> cpu_prefix(by_t.size() + 1, 0), dev_prefix(by_t.size() + 1, 0);
-  for (std::size_t i = 0; i < by_t.size(); ++i) {
-    const MemoryRecord& m = t.memory[by_t[i].record];
-    cpu_prefix[i + 1] = cpu_prefix[i] + (is_cpu_memory(m.device_type) ? m.bytes : 0);
-    dev_prefix[i + 1] = dev_prefix[i] + (is_device_memory(m.device_type) ? m.bytes : 0);
+  internal::radix_sort(&keys, &recs);  // exact order first (stable base for the next sort)
+  std::vector<std::int64_t> times(nm);
+  for (std::uint32_t i = 0; i < nm; ++i) {
+    times[i] = to_start(truncate_, ev.ts_ns[t_.memory[recs[i]].event]);
+    keys[i] = static_cast<std::uint64_t>(times[i] - to_start(truncate_, lo));
   }
-  std::vector<std::int64_t> by_t_times(by_t.size());
-  for (std::size_t i = 0; i < by_t.size(); ++i) by_t_times[i] = by_t[i].t;
-  // Difference array over by_t marks records covered by some CPU interval.
-  std::vector<int> covered(by_t.size() + 1, 0);
-  for (Node& n : nodes) {
-    if (n.device || by_t.empty()) continue;
-    const auto lo = std::lower_bound(by_t_times.begin(), by_t_times.end(), n.start) - by_t_times.begin();
-    const auto hi = std::upper_bound(by_t_times.begin(), by_t_times.end(), n.end) - by_t_times.begin();
-    if (hi <= lo) continue;
-    n.cpu_mem = cpu_prefix[hi] - cpu_prefix[lo];
-    n.dev_mem = dev_prefix[hi] - dev_prefix[lo];
-    ++covered[lo];
-    --covered[hi];
+  internal::radix_sort(&keys, &recs);
+  for (std::uint32_t i = 0; i < nm; ++i) times[i] = to_start(truncate_, ev.ts_ns[t_.memory[recs[i]].event]);
+  std::vector<std::int64_t> cpu_prefix(nm + 1, 0), dev_prefix(nm + 1, 0);
+  for (std::size_t i = 0; i < nm; ++i) {
+    const MemoryRecord& m = t_.memory[recs[i]];
+    cpu_prefix[i + 1] = internal::sat_add(cpu_prefix[i], is_cpu_memory(m.device_type) ? m.bytes : 0);
+    dev_prefix[i + 1] = internal::sat_add(dev_prefix[i], is_device_memory(m.device_type) ? m.bytes : 0);
   }
-  std::vector<bool> used(t.memory.size(), false);
-  for (std::size_t i = 0, run = 0; i < by_t.size(); ++i) {
+  const std::size_t n = l_.start_.size();
+  l_.cpu_mem_.assign(n, 0);
+  l_.dev_mem_.assign(n, 0);
+  std::vector<std::int32_t> covered(nm + 1, 0);
+  // Each thread's events come in start order: the first record at or after
+  // the start only moves forward, and the records up to the end are found by
+  // galloping from there (most ops hold few records).
+  std::size_t a = 0;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const std::uint32_t i = order[k];
+    if (k == 0 || l_.lane_[order[k - 1]] != l_.lane_[i]) {
+      a = static_cast<std::size_t>(std::lower_bound(times.begin(), times.end(), l_.start_[i]) - times.begin());
+    }
+    while (a < nm && times[a] < l_.start_[i]) ++a;
+    std::size_t from = a, to = a, step = 1;
+    while (to < nm && times[to] <= l_.end_[i]) {
+      from = to + 1;
+      to = a + step;
+      step *= 2;
+    }
+    to = std::min(to, nm);
+    const std::size_t b = static_cast<std::size_t>(
+        std::upper_bound(times.begin() + static_cast<std::ptrdiff_t>(from), times.begin() + static_cast<std::ptrdiff_t>(to),
+                         l_.end_[i]) -
+        times.begin());
+    if (b <= a) continue;
+    l_.cpu_mem_[i] = internal::sat_sub(cpu_prefix[b], cpu_prefix[a]);
+    l_.dev_mem_[i] = internal::sat_sub(dev_prefix[b], dev_prefix[a]);
+    ++covered[a];
+    --covered[b];
+  }
+  // Records no CPU event holds become "[memory]" rows, as torch adds them.
+  std::vector<std::uint32_t> leftover;
+  std::int32_t run = 0;
+  for (std::size_t i = 0; i < nm; ++i) {
     run += covered[i];
-    used[by_t[i].record] = run > 0;
+    if (run == 0) leftover.push_back(recs[i]);
   }
-  const StrId memory_name = t.strings.find("[memory]").value_or(kEmptyStr);
-  for (const Mem& m : mems) {
-    if (used[m.record]) continue;
-    const MemoryRecord& rec = t.memory[m.record];
-    Node n;
-    n.lane = ev.lane[rec.event];
-    n.start = n.end = m.t;
-    n.exact_start = n.exact_end = m.exact;
-    n.name = memory_name;
-    n.cpu_mem = is_cpu_memory(rec.device_type) ? rec.bytes : 0;
-    n.dev_mem = is_device_memory(rec.device_type) ? rec.bytes : 0;
-    nodes.push_back(std::move(n));
-  }
-
-  // 3. torch's order: (start, -end), stable.
-  std::stable_sort(nodes.begin(), nodes.end(), [](const Node& a, const Node& b) {
-    return a.start != b.start ? a.start < b.start : a.end > b.end;
+  std::sort(leftover.begin(), leftover.end(), [&](std::uint32_t x, std::uint32_t y) {
+    const std::int64_t tx = ev.ts_ns[t_.memory[x].event], ty = ev.ts_ns[t_.memory[y].event];
+    return tx != ty ? tx < ty : x < y;
   });
-  const std::uint32_t count = static_cast<std::uint32_t>(nodes.size());
-
-  // 4. Device activities charge their time to the op(s) with their External
-  //    id; runtime calls move to that op's thread.
-  std::unordered_map<std::int64_t, std::vector<std::uint32_t>> frontend_by_id;
-  for (std::uint32_t i = 0; i < count; ++i) {
-    if (nodes[i].frontend && nodes[i].external_id >= 0) frontend_by_id[nodes[i].external_id].push_back(i);
+  const StrId memory_name = t_.strings.find("[memory]").value_or(kEmptyStr);
+  for (std::uint32_t r : leftover) {
+    const MemoryRecord& m = t_.memory[r];
+    const std::int64_t at = to_start(truncate_, ev.ts_ns[m.event]);
+    l_.start_.push_back(at);
+    l_.end_.push_back(at);
+    l_.key_.push_back(memory_name);
+    l_.event_.push_back(kMemoryBit | r);
+    l_.lane_.push_back(ev.lane[m.event]);
+    l_.flags_.push_back(0);
+    l_.cpu_mem_.push_back(is_cpu_memory(m.device_type) ? m.bytes : 0);
+    l_.dev_mem_.push_back(is_device_memory(m.device_type) ? m.bytes : 0);
   }
-  for (std::uint32_t i = 0; i < count; ++i) {
-    Node& n = nodes[i];
-    if (n.external_id <= 0 || n.frontend) continue;
-    auto it = frontend_by_id.find(n.external_id);
-    if (it == frontend_by_id.end()) continue;
-    for (std::uint32_t f : it->second) {
-      if (n.device) {
-        nodes[f].kernel_ns += n.end - n.start;
+}
+
+void EventListBuilder::link_device_activity() {
+  const std::size_t n = l_.start_.size();
+  kernel_.assign(n, 0);
+  // External id -> frontend events, as a dense table when ids are compact
+  // (torch numbers them from 1), else sorted pairs.
+  std::int64_t max_id = -1;
+  std::size_t frontends = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if ((l_.flags_[i] & kFrontend) && external_[i] >= 0) {
+      max_id = std::max(max_id, external_[i]);
+      ++frontends;
+    }
+  }
+  if (frontends == 0) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (l_.flags_[i] & kDevice) kernel_[i] = l_.end_[i] - l_.start_[i];
+    }
+    return;
+  }
+  const bool dense = max_id < static_cast<std::int64_t>(4 * n + 1024);
+  std::vector<std::uint32_t> head, next;
+  std::vector<std::pair<std::int64_t, std::uint32_t>> pairs;
+  if (dense) {
+    head.assign(static_cast<std::size_t>(max_id) + 1, kNoIndex);
+    next.assign(n, kNoIndex);
+    for (std::size_t i = n; i-- > 0;) {  // lists in event order
+      if (!(l_.flags_[i] & kFrontend) || external_[i] < 0) continue;
+      next[i] = head[static_cast<std::size_t>(external_[i])];
+      head[static_cast<std::size_t>(external_[i])] = static_cast<std::uint32_t>(i);
+    }
+  } else {
+    for (std::size_t i = 0; i < n; ++i) {
+      if ((l_.flags_[i] & kFrontend) && external_[i] >= 0) pairs.emplace_back(external_[i], static_cast<std::uint32_t>(i));
+    }
+    std::sort(pairs.begin(), pairs.end());
+  }
+  auto for_each_frontend = [&](std::int64_t id, auto&& fn) {
+    if (dense) {
+      if (id > max_id) return;
+      for (std::uint32_t f = head[static_cast<std::size_t>(id)]; f != kNoIndex; f = next[f]) fn(f);
+    } else {
+      auto it = std::lower_bound(pairs.begin(), pairs.end(), std::make_pair(id, 0u));
+      for (; it != pairs.end() && it->first == id; ++it) fn(it->second);
+    }
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool dev = l_.flags_[i] & kDevice;
+    if (dev) kernel_[i] = l_.end_[i] - l_.start_[i];
+    if (external_[i] <= 0 || (l_.flags_[i] & kFrontend)) continue;
+    for_each_frontend(external_[i], [&](std::uint32_t f) {
+      if (dev) {
+        internal::sat_acc(kernel_[f], l_.end_[i] - l_.start_[i]);
       } else {
-        n.lane = nodes[f].lane;
+        l_.lane_[i] = l_.lane_[f];  // a runtime call belongs to its op's thread
       }
-    }
+    });
   }
+}
 
-  // 5. Tree per thread: an event's parent is the innermost earlier event on
-  //    its thread that contains it; partial overlaps never nest.
-  {
-    std::vector<std::uint32_t> order;
-    order.reserve(count);
-    for (std::uint32_t i = 0; i < count; ++i) {
-      if (!nodes[i].device) order.push_back(i);
-    }
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::uint32_t a, std::uint32_t b) { return nodes[a].lane < nodes[b].lane; });
-    std::vector<std::uint32_t> stack;
-    for (std::size_t k = 0; k < order.size(); ++k) {
-      const std::uint32_t i = order[k];
-      if (k == 0 || nodes[order[k - 1]].lane != nodes[i].lane) stack.clear();
-      Node& n = nodes[i];
-      while (!stack.empty()) {
-        Node& p = nodes[stack.back()];
-        if (n.start >= p.end || n.end > p.end) {
-          stack.pop_back();
-        } else {
-          p.children.push_back(i);
-          n.parent = stack.back();
-          break;
-        }
-      }
-      stack.push_back(i);
-    }
+// CPU events by (lane, start, -end, exact start, file order): each thread's
+// events in torch's (start, -end) order, the order the tree is built in.
+std::vector<std::uint32_t> EventListBuilder::lane_order() const {
+  const std::size_t n = l_.start_.size();
+  std::vector<std::uint32_t> idx;
+  idx.reserve(n);
+  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+  std::uint32_t max_lane = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (l_.flags_[i] & kDevice) continue;
+    idx.push_back(i);
+    lo = std::min(lo, l_.start_[i]);
+    hi = std::max(hi, l_.start_[i]);
+    max_lane = std::max(max_lane, l_.lane_[i]);
   }
-
-  // 6. Same-name single children merge into their parent, until stable.
-  auto key_of = [&](const Node& n) { return n.step ? std::string_view("ProfilerStep*") : t.str(n.name); };
-  for (bool changed = true; changed;) {
-    changed = false;
-    std::vector<std::uint32_t> dropped;
-    for (std::uint32_t i = 0; i < count; ++i) {
-      Node& n = nodes[i];
-      if (!n.alive || n.parent == kNoIndex) continue;
-      Node& p = nodes[n.parent];
-      if (key_of(p) != key_of(n) || p.children.size() != 1) continue;
-      p.children = n.children;
-      p.kernel_ns = n.kernel_ns;  // torch lifts the child's kernels
-      for (std::uint32_t c : n.children) nodes[c].parent = n.parent;
-      dropped.push_back(i);
-    }
-    for (std::uint32_t i : dropped) nodes[i].alive = false;
-    changed = !dropped.empty();
+  auto tie_less = [&](std::uint32_t a, std::uint32_t b) { return l_.before(a, b); };
+  auto full_less = [&](std::uint32_t a, std::uint32_t b) {
+    if (l_.lane_[a] != l_.lane_[b]) return l_.lane_[a] < l_.lane_[b];
+    if (l_.start_[a] != l_.start_[b]) return l_.start_[a] < l_.start_[b];
+    return tie_less(a, b);
+  };
+  if (idx.empty()) return idx;
+  const std::uint64_t span = static_cast<std::uint64_t>(hi - lo);
+  if (span >= (1ull << 44) || max_lane >= (1u << 19)) {
+    std::sort(idx.begin(), idx.end(), full_less);  // hours-long traces or huge thread counts
+    return idx;
   }
-
-  // Args torch keeps per op, decoded only when asked for.
-  if (options.with_shapes || options.with_stacks) {
-    for (Node& n : nodes) {
-      if (!n.alive) continue;
-      if (n.event == kNoIndex || n.device) {
-        if (options.with_shapes) n.shapes = "[]";
-        continue;
-      }
-      decode_args(t, &n, options.with_shapes, options.with_stacks);
-    }
+  std::vector<std::uint64_t> keys(idx.size());
+  for (std::size_t j = 0; j < idx.size(); ++j) {
+    keys[j] = (static_cast<std::uint64_t>(l_.lane_[idx[j]]) << 44) | static_cast<std::uint64_t>(l_.start_[idx[j]] - lo);
   }
+  internal::radix_sort(&keys, &idx);
+  for (std::size_t a = 0; a < idx.size();) {  // equal (lane, start): order by -end, exact start, index
+    std::size_t b = a + 1;
+    while (b < idx.size() && keys[b] == keys[a]) ++b;
+    if (b - a > 1) std::sort(idx.begin() + static_cast<std::ptrdiff_t>(a), idx.begin() + static_cast<std::ptrdiff_t>(b), tie_less);
+    a = b;
+  }
+  return idx;
+}
 
-  // 7. Backward ops show the stack of the forward op with their node's
-  //    (sequence number, forward thread). The trace does not say which ops
-  //    are backward nodes; one is a cpu_op lying inside (exact ns, same
-  //    thread) "autograd::engine::evaluate_function: <its name>". "Fwd thread
-  //    id" 1 (torch's first profiled thread) is the thread whose tid is the pid.
-  if (options.with_stacks) {
-    std::unordered_map<std::uint64_t, std::vector<std::pair<std::int64_t, std::int64_t>>> evals;
-    auto eval_key = [](std::uint32_t lane, StrId name) { return (static_cast<std::uint64_t>(lane) << 32) | name; };
-    for (const Node& n : nodes) {
-      if (n.event == kNoIndex || n.device) continue;
-      std::string_view name = t.str(n.name);
-      if (name.rfind(kEvalPrefix, 0) != 0) continue;
-      if (auto inner = t.strings.find(name.substr(kEvalPrefix.size()))) {
-        evals[eval_key(t.events.lane[n.event], *inner)].push_back({n.exact_start, n.exact_end});
-      }
-    }
-    for (Node& n : nodes) {
-      if (n.event == kNoIndex || n.device) continue;
-      auto it = evals.find(eval_key(t.events.lane[n.event], n.name));
-      if (it == evals.end()) continue;
-      for (const auto& [s, e] : it->second) {
-        if (s <= n.exact_start && n.exact_end <= e) n.bw_node = true;
-      }
-    }
-    std::uint32_t main_lane = kNoIndex;
-    for (std::uint32_t l = 0; l < t.lanes.size(); ++l) {
-      const Lane& lane = t.lanes[l];
-      if (lane.kind == LaneKind::kCpu && !lane.pid.is_str && !lane.tid.is_str && lane.pid.num == lane.tid.num) {
-        main_lane = l;
+void EventListBuilder::build_trees(const std::vector<std::uint32_t>& order) {
+  l_.parent_.assign(l_.start_.size(), kNoIndex);
+  kernel_.resize(l_.start_.size(), 0);
+  std::vector<std::uint32_t> stack;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const std::uint32_t i = order[k];
+    if (k == 0 || l_.lane_[order[k - 1]] != l_.lane_[i]) stack.clear();
+    while (!stack.empty()) {
+      const std::uint32_t p = stack.back();
+      if (l_.start_[i] >= l_.end_[p] || l_.end_[i] > l_.end_[p]) {
+        stack.pop_back();
+      } else {
+        l_.parent_[i] = p;
         break;
       }
     }
-    auto bw_parent = [&](std::uint32_t i) {
-      while (i != kNoIndex && !nodes[i].bw_node) i = nodes[i].parent;
-      return i;
-    };
-    std::unordered_map<std::int64_t, std::unordered_map<std::uint32_t, std::uint32_t>> fwd;  // seq -> lane -> node
-    for (std::uint32_t i = 0; i < count; ++i) {
-      if (!nodes[i].alive || bw_parent(i) != kNoIndex) continue;
-      fwd[nodes[i].sequence_nr].try_emplace(nodes[i].lane, i);
-    }
-    std::vector<std::vector<std::string>> new_stacks(count);
-    std::vector<bool> replaced(count, false);
-    for (std::uint32_t i = 0; i < count; ++i) {
-      if (!nodes[i].alive) continue;
-      const std::uint32_t p = bw_parent(i);
-      if (p == kNoIndex) continue;
-      replaced[i] = true;
-      const std::uint32_t fwd_lane = nodes[p].fwd_thread == 1 ? main_lane : kNoIndex;
-      auto s = fwd.find(nodes[p].sequence_nr);
-      if (s == fwd.end()) continue;
-      auto f = s->second.find(fwd_lane);
-      if (f != s->second.end()) new_stacks[i] = nodes[f->second].stack;
-    }
-    for (std::uint32_t i = 0; i < count; ++i) {
-      if (replaced[i]) nodes[i].stack = std::move(new_stacks[i]);
-    }
+    stack.push_back(i);
   }
+}
 
-  // 8. Derived times, children before parents (a parent sorts before its children).
-  for (std::uint32_t i = count; i-- > 0;) {
-    Node& n = nodes[i];
-    if (!n.alive) continue;
-    if (n.device) {
-      n.dev_total = n.self_dev = n.end - n.start;
-      continue;
-    }
-    n.cpu_total = n.end - n.start;
-    std::int64_t child_cpu = 0, child_dev = 0, child_cpu_mem = 0, child_dev_mem = 0;
-    for (std::uint32_t c : n.children) {
-      child_cpu += nodes[c].cpu_total;
-      child_dev += nodes[c].dev_total;
-      child_cpu_mem += nodes[c].cpu_mem;
-      child_dev_mem += nodes[c].dev_mem;
-    }
-    n.self_cpu = n.cpu_total - child_cpu;
-    n.dev_total = n.kernel_ns + child_dev;
-    n.self_dev = n.dev_total - child_dev;
-    n.self_cpu_mem = n.cpu_mem - child_cpu_mem;
-    n.self_dev_mem = n.dev_mem - child_dev_mem;
+void EventListBuilder::merge_duplicates(const std::vector<std::uint32_t>& order) {
+  // torch's _remove_dup_nodes: an event whose parent has the same name and
+  // exactly one child is deleted; the parent adopts its children and its
+  // kernels. Repeated until nothing changes (the result does not depend on
+  // the visiting order).
+  const std::size_t n = l_.start_.size();
+  std::vector<std::uint32_t> child_count(n, 0);
+  for (std::uint32_t i : order) {
+    if (l_.parent_[i] != kNoIndex) ++child_count[l_.parent_[i]];
   }
+  bool any = false;
+  for (std::uint32_t i : order) {
+    const std::uint32_t p = l_.parent_[i];
+    if (p != kNoIndex && child_count[p] == 1 && l_.key_[p] == l_.key_[i]) any = true;
+  }
+  if (!any) return;
+  // `order` visits parents before children, so a parent that died earlier in
+  // this pass is already dead when its children are visited: resolving to
+  // the nearest live ancestor reproduces torch's immediate re-parenting.
+  auto live_parent = [&](std::uint32_t i) {
+    std::uint32_t p = l_.parent_[i];
+    while (p != kNoIndex && (l_.flags_[p] & kDead)) p = l_.parent_[p];
+    l_.parent_[i] = p;
+    return p;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::uint32_t i : order) {
+      if (l_.flags_[i] & kDead) continue;
+      const std::uint32_t p = live_parent(i);
+      if (p == kNoIndex || child_count[p] != 1 || l_.key_[p] != l_.key_[i]) continue;
+      l_.flags_[i] |= kDead;
+      child_count[p] = child_count[i];
+      kernel_[p] = kernel_[i];
+      changed = true;
+    }
+  }
+  for (std::uint32_t i : order) live_parent(i);
+}
 
-  // 9. Rows.
-  std::vector<std::uint32_t> row_of(count, kNoIndex);
-  for (std::uint32_t i = 0; i < count; ++i) {
-    if (!nodes[i].alive) continue;
-    row_of[i] = static_cast<std::uint32_t>(out.rows_.size());
-    out.rows_.emplace_back();
+void EventListBuilder::decode_args() {
+  const std::size_t n = l_.start_.size();
+  if (o_.with_shapes) l_.shapes_.assign(n, kNoShapes);
+  if (o_.with_stacks) {
+    l_.stack_.assign(n, 0);
+    l_.stack_pool_.emplace_back();  // id 0: no frames
+    sequence_nr_.assign(n, -1);
+    fwd_thread_.assign(n, 0);
   }
-  out.parent_.assign(out.rows_.size(), kNoIndex);
-  for (std::uint32_t i = 0; i < count; ++i) {
-    Node& n = nodes[i];
-    if (!n.alive) continue;
-    StatRow& r = out.rows_[row_of[i]];
-    r.key = key_of(n);
-    r.count = 1;
-    r.cpu_time_total_ns = n.cpu_total;
-    r.self_cpu_time_total_ns = n.self_cpu;
-    r.device_time_total_ns = out.uses_device_ ? n.dev_total : 0;
-    r.self_device_time_total_ns = out.uses_device_ ? n.self_dev : 0;
-    r.cpu_memory_usage = n.cpu_mem;
-    r.self_cpu_memory_usage = n.device ? 0 : n.self_cpu_mem;
-    r.device_memory_usage = n.dev_mem;
-    r.self_device_memory_usage = n.device ? 0 : n.self_dev_mem;
-    r.is_device = n.device;
-    r.is_user_annotation = n.user_annotation;
-    r.has_parent = n.parent != kNoIndex;
-    r.input_shapes = std::move(n.shapes);
-    r.has_input_shapes = n.has_shapes;
-    r.stack = std::move(n.stack);
-    r.event = n.event;
-    r.lane = n.lane;
-    r.start_ns = n.start;
-    r.end_ns = n.end;
-    if (n.parent != kNoIndex) out.parent_[row_of[i]] = row_of[n.parent];
+  std::unordered_map<std::string, std::uint32_t> shape_ids, stack_ids;
+  std::string repr;
+  std::vector<std::string> frames;
+  for (std::size_t i = 0; i < n; ++i) {
+    if ((l_.flags_[i] & (kDevice | kDead)) || (l_.event_[i] & kMemoryBit)) continue;
+    const std::string_view json = t_.args_json(l_.event_[i]);
+    if (json.empty()) continue;
+    auto parsed = JsonValue::parse(json);
+    if (!parsed) continue;
+    if (o_.with_shapes) {
+      const JsonValue* dims = parsed->find("Input Dims");
+      if (dims != nullptr && dims->is_array()) {
+        repr.clear();
+        internal::append_py_repr(*dims, &repr);
+        auto [it, added] = shape_ids.try_emplace(repr, static_cast<std::uint32_t>(l_.shape_pool_.size()));
+        if (added) l_.shape_pool_.push_back(repr);
+        l_.shapes_[i] = it->second;
+        if (!dims->items().empty()) l_.flags_[i] |= kHasShapes;
+      }
+    }
+    if (o_.with_stacks) {
+      const JsonValue* cs = parsed->find("Call stack");
+      if (cs != nullptr && cs->is_string() && !cs->text().empty()) {
+        frames.clear();
+        std::string_view s = cs->text();
+        for (std::size_t pos = 0;;) {
+          const std::size_t semi = s.find(';', pos);
+          const std::string_view frame = s.substr(pos, semi == std::string_view::npos ? s.npos : semi - pos);
+          if (keep_frame(frame)) frames.emplace_back(frame);
+          if (semi == std::string_view::npos) break;
+          pos = semi + 1;
+        }
+        std::string joined;
+        for (const std::string& f : frames) joined.append(f).push_back('\x1e');
+        auto [it, added] = stack_ids.try_emplace(joined, static_cast<std::uint32_t>(l_.stack_pool_.size()));
+        if (added) l_.stack_pool_.push_back(frames);
+        l_.stack_[i] = it->second;
+      }
+      if (const JsonValue* seq = parsed->find("Sequence number")) sequence_nr_[i] = seq->int_or(-1);
+      if (const JsonValue* fwd = parsed->find("Fwd thread id")) fwd_thread_[i] = fwd->int_or(0);
+    }
   }
+}
+
+void EventListBuilder::backward_stacks() {
+  // Backward ops show the stack of the forward op with their node's
+  // (sequence number, forward thread). The trace does not say which ops are
+  // backward nodes; one is a cpu_op starting inside (same thread)
+  // "autograd::engine::evaluate_function: <its name>". Only its start is
+  // checked: with integer µs whose start and duration were truncated
+  // separately (the values torch's table uses), the node can end 1 µs after
+  // its wrapper. "Fwd thread id" 1 (torch's first profiled thread) is the
+  // thread whose tid is the pid.
+  const std::size_t n = l_.start_.size();
+  const EventColumns& ev = t_.events;
+  auto eval_key = [](std::uint32_t lane, StrId name) { return (static_cast<std::uint64_t>(lane) << 32) | name; };
+  std::unordered_map<std::uint64_t, std::vector<std::pair<std::int64_t, std::int64_t>>> evals;
+  for (std::size_t i = 0; i < n; ++i) {
+    if ((l_.flags_[i] & kDevice) || (l_.event_[i] & kMemoryBit) || l_.key_[i] == kStepKey) continue;
+    const std::uint32_t e = l_.event_[i];
+    const std::string_view name = t_.name(e);
+    if (name.rfind(kEvalPrefix, 0) != 0) continue;
+    if (auto inner = t_.strings.find(name.substr(kEvalPrefix.size()))) {
+      evals[eval_key(ev.lane[e], *inner)].push_back({ev.ts_ns[e], ev.ts_ns[e] + ev.dur_ns[e]});
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if ((l_.flags_[i] & kDevice) || (l_.event_[i] & kMemoryBit) || l_.key_[i] == kStepKey) continue;
+    const std::uint32_t e = l_.event_[i];
+    auto it = evals.find(eval_key(ev.lane[e], ev.name[e]));
+    if (it == evals.end()) continue;
+    // Starting inside the wrapper is enough: only backward nodes carry these
+    // names, and with start and duration truncated separately (torch 1.13)
+    // a node can end a microsecond after its wrapper.
+    for (const auto& [s, end] : it->second) {
+      if (s <= ev.ts_ns[e] && ev.ts_ns[e] <= end) l_.flags_[i] |= kBackwardNode;
+    }
+  }
+  std::uint32_t main_lane = kNoIndex;
+  for (std::uint32_t l = 0; l < t_.lanes.size(); ++l) {
+    const Lane& lane = t_.lanes[l];
+    if (lane.kind == LaneKind::kCpu && !lane.pid.is_str && !lane.tid.is_str && lane.pid.num == lane.tid.num) {
+      main_lane = l;
+      break;
+    }
+  }
+  auto bw_parent = [&](std::uint32_t i) {
+    while (i != kNoIndex && !(l_.flags_[i] & kBackwardNode)) i = l_.parent_[i];
+    return i;
+  };
+  // The first forward event (in torch's order) of each (sequence number, thread).
+  std::unordered_map<std::int64_t, std::unordered_map<std::uint32_t, std::uint32_t>> fwd;
+  const std::vector<std::uint32_t> order = l_.torch_order();
+  for (std::uint32_t i : order) {
+    if ((l_.flags_[i] & kDead) || bw_parent(i) != kNoIndex) continue;
+    fwd[sequence_nr_[i]].try_emplace(l_.lane_[i], i);
+  }
+  std::vector<std::uint32_t> new_stack = l_.stack_;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (l_.flags_[i] & kDead) continue;
+    const std::uint32_t p = bw_parent(i);
+    if (p == kNoIndex) continue;
+    new_stack[i] = 0;
+    const std::uint32_t fwd_lane = fwd_thread_[p] == 1 ? main_lane : kNoIndex;
+    auto s = fwd.find(sequence_nr_[p]);
+    if (s == fwd.end()) continue;
+    auto f = s->second.find(fwd_lane);
+    if (f != s->second.end()) new_stack[i] = l_.stack_[f->second];
+  }
+  l_.stack_.swap(new_stack);
+}
+
+void EventListBuilder::derive(const std::vector<std::uint32_t>& order) {
+  const std::size_t n = l_.start_.size();
+  const bool memory = !l_.cpu_mem_.empty();
+  l_.self_cpu_.assign(n, 0);
+  l_.device_total_ = kernel_;
+  std::vector<std::int64_t> child_cpu(n, 0), child_dev(n, 0), child_cpu_mem, child_dev_mem;
+  if (memory) {
+    child_cpu_mem.assign(n, 0);
+    child_dev_mem.assign(n, 0);
+  }
+  // Children come after their parents in `order`: walk it backwards.
+  for (std::size_t k = order.size(); k-- > 0;) {
+    const std::uint32_t i = order[k];
+    if (l_.flags_[i] & kDead) continue;
+    l_.device_total_[i] = internal::sat_add(kernel_[i], child_dev[i]);
+    const std::uint32_t p = l_.parent_[i];
+    if (p == kNoIndex) continue;
+    internal::sat_acc(child_cpu[p], l_.end_[i] - l_.start_[i]);
+    internal::sat_acc(child_dev[p], l_.device_total_[i]);
+    if (memory) {
+      internal::sat_acc(child_cpu_mem[p], l_.cpu_mem_[i]);
+      internal::sat_acc(child_dev_mem[p], l_.dev_mem_[i]);
+    }
+  }
+  l_.self_device_ = kernel_;
+  if (memory) {
+    l_.self_cpu_mem_.assign(n, 0);
+    l_.self_dev_mem_.assign(n, 0);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (l_.flags_[i] & kDevice) continue;
+    l_.self_cpu_[i] = internal::sat_sub(l_.end_[i] - l_.start_[i], child_cpu[i]);
+    if (memory) {
+      l_.self_cpu_mem_[i] = internal::sat_sub(l_.cpu_mem_[i], child_cpu_mem[i]);
+      l_.self_dev_mem_[i] = internal::sat_sub(l_.dev_mem_[i], child_dev_mem[i]);
+    }
+  }
+  if (!l_.uses_device_) {
+    std::fill(l_.device_total_.begin(), l_.device_total_.end(), 0);
+    std::fill(l_.self_device_.begin(), l_.self_device_.end(), 0);
+  }
+}
+
+void EventListBuilder::run() {
+  TimeSemantics sem = o_.time;
+  if (sem == TimeSemantics::kAuto) {
+    sem = (t_.meta.producer == Producer::kTorchLegacy || t_.meta.producer == Producer::kKineto2022)
+              ? TimeSemantics::kTruncatedMicros
+              : TimeSemantics::kExactNanos;
+  }
+  l_.trace_ = &t_;
+  l_.semantics_ = sem;
+  truncate_ = sem == TimeSemantics::kTruncatedMicros;
+  select_events();
+  link_device_activity();
+  external_ = {};
+  const std::vector<std::uint32_t> order = lane_order();
+  // Leftover memory rows are appended here; they hold nothing and sit in no
+  // event, so they stay out of `order` and the tree.
+  attribute_memory(order);
+  build_trees(order);
+  merge_duplicates(order);
+  if (o_.with_shapes || o_.with_stacks) decode_args();
+  if (o_.with_stacks) backward_stacks();
+  derive(order);
+}
+
+EventList EventList::build(const Trace& trace, const EventListOptions& options) {
+  EventList out;
+  EventListBuilder(trace, options, &out).run();
   return out;
 }
 
-std::vector<StatRow> EventList::key_averages(bool group_by_input_shape, int group_by_stack_n) const {
-  std::vector<StatRow> out;
-  std::unordered_map<std::string, std::size_t> index;
-  std::string key;
-  for (const StatRow& r : rows_) {
-    key.clear();
-    key.append(r.key);
-    key.push_back('\x1f');
-    key.push_back(r.is_device ? 'D' : 'C');
-    key.push_back(r.is_user_annotation ? 'U' : '-');
-    if (group_by_input_shape) {
-      key.push_back('\x1f');
-      key.append(r.input_shapes);
-    }
-    for (int i = 0; i < group_by_stack_n && i < static_cast<int>(r.stack.size()); ++i) {
-      key.push_back('\x1e');
-      key.append(r.stack[static_cast<std::size_t>(i)]);
-    }
-    auto [it, added] = index.try_emplace(key, out.size());
-    if (added) {
-      StatRow a;
-      a.key = r.key;
-      a.is_async = r.is_async;
-      a.is_device = r.is_device;
-      a.is_user_annotation = r.is_user_annotation;
-      a.has_parent = r.has_parent;
-      a.input_shapes = group_by_input_shape ? r.input_shapes : std::string();
-      a.has_input_shapes = group_by_input_shape && r.has_input_shapes;
-      const std::size_t n = std::min<std::size_t>(r.stack.size(), static_cast<std::size_t>(std::max(0, group_by_stack_n)));
-      a.stack.assign(r.stack.begin(), r.stack.begin() + static_cast<std::ptrdiff_t>(n));
-      a.event = r.event;
-      a.lane = r.lane;
-      a.start_ns = r.start_ns;
-      a.end_ns = r.end_ns;
-      out.push_back(std::move(a));
-    }
-    StatRow& a = out[it->second];
-    a.count += r.count;
-    a.cpu_time_total_ns += r.cpu_time_total_ns;
-    a.self_cpu_time_total_ns += r.self_cpu_time_total_ns;
-    a.device_time_total_ns += r.device_time_total_ns;
-    a.self_device_time_total_ns += r.self_device_time_total_ns;
-    a.cpu_memory_usage += r.cpu_memory_usage;
-    a.self_cpu_memory_usage += r.self_cpu_memory_usage;
-    a.device_memory_usage += r.device_memory_usage;
-    a.self_device_memory_usage += r.self_device_memory_usage;
+bool EventList::before(std::uint32_t a, std::uint32_t b) const {
+  // torch: stable sort by (start, -end) of result.events() (exact start
+  // order, then file order) followed by the leftover [memory] rows.
+  if (start_[a] != start_[b]) return start_[a] < start_[b];
+  if (end_[a] != end_[b]) return end_[a] > end_[b];
+  const bool ma = event_[a] & kMemoryBit, mb = event_[b] & kMemoryBit;
+  if (ma != mb) return mb;
+  const std::int64_t xa = exact_start(a), xb = exact_start(b);
+  return xa != xb ? xa < xb : a < b;
+}
+
+std::int64_t EventList::exact_start(std::uint32_t i) const {
+  const std::uint32_t e = event_[i];
+  if (e & kMemoryBit) return trace_->events.ts_ns[trace_->memory[e & ~kMemoryBit].event];
+  return trace_->events.ts_ns[e];
+}
+
+std::vector<std::uint32_t> EventList::torch_order() const {
+  const std::size_t n = start_.size();
+  std::vector<std::uint32_t> idx;
+  idx.reserve(n);
+  std::int64_t lo = INT64_MAX;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (flags_[i] & kDead) continue;
+    idx.push_back(i);
+    lo = std::min(lo, start_[i]);
   }
+  std::vector<std::uint64_t> keys(idx.size());
+  for (std::size_t j = 0; j < idx.size(); ++j) keys[j] = static_cast<std::uint64_t>(start_[idx[j]] - lo);
+  internal::radix_sort(&keys, &idx);
+  auto tie_less = [&](std::uint32_t a, std::uint32_t b) { return before(a, b); };
+  for (std::size_t a = 0; a < idx.size();) {
+    std::size_t b = a + 1;
+    while (b < idx.size() && keys[b] == keys[a]) ++b;
+    if (b - a > 1) std::sort(idx.begin() + static_cast<std::ptrdiff_t>(a), idx.begin() + static_cast<std::ptrdiff_t>(b), tie_less);
+    a = b;
+  }
+  return idx;
+}
+
+StatRow EventList::row(std::uint32_t i) const {
+  StatRow r;
+  r.key = key_[i] == kStepKey ? std::string("ProfilerStep*") : std::string(trace_->str(key_[i]));
+  r.count = 1;
+  const bool dev = flags_[i] & kDevice;
+  r.cpu_time_total_ns = dev ? 0 : end_[i] - start_[i];
+  r.self_cpu_time_total_ns = dev ? 0 : self_cpu_[i];
+  r.device_time_total_ns = device_total_[i];
+  r.self_device_time_total_ns = self_device_[i];
+  if (!cpu_mem_.empty()) {
+    r.cpu_memory_usage = cpu_mem_[i];
+    r.device_memory_usage = dev_mem_[i];
+    r.self_cpu_memory_usage = dev ? 0 : self_cpu_mem_[i];
+    r.self_device_memory_usage = dev ? 0 : self_dev_mem_[i];
+  }
+  r.is_device = dev;
+  r.is_user_annotation = flags_[i] & kUserAnnotation;
+  r.has_parent = parent_[i] != kNoIndex;
+  if (!shapes_.empty()) {
+    r.input_shapes = shapes_[i] == kNoShapes ? std::string("[]") : shape_pool_[shapes_[i]];
+    r.has_input_shapes = flags_[i] & kHasShapes;
+  }
+  if (!stack_.empty()) r.stack = stack_pool_[stack_[i]];
+  r.event = (event_[i] & kMemoryBit) ? kNoIndex : event_[i];
+  r.lane = lane_[i];
+  r.start_ns = start_[i];
+  r.end_ns = end_[i];
+  return r;
+}
+
+std::vector<StatRow> EventList::event_rows() const {
+  std::vector<StatRow> rows;
+  for (std::uint32_t i : torch_order()) rows.push_back(row(i));
+  return rows;
+}
+
+std::vector<StatRow> EventList::key_averages(bool group_by_input_shape, int group_by_stack_n) const {
+  const std::size_t n = start_.size();
+  const bool by_shape = group_by_input_shape && !shapes_.empty();
+  const std::size_t stack_n = group_by_stack_n > 0 && !stack_.empty() ? static_cast<std::size_t>(group_by_stack_n) : 0;
+  // Group ids: (key, device, user annotation) in a flat table; shapes and
+  // stack prefixes, when grouped by, through a hash map on top.
+  const std::size_t keys = trace_->strings.size() + 1;
+  std::vector<std::uint32_t> flat(by_shape || stack_n ? 0 : keys * 4, kNoIndex);
+  std::unordered_map<std::string, std::uint32_t> wide;
+  struct Group {
+    std::uint32_t first;  // the group's first event in torch's order
+    StatRow row;
+  };
+  std::vector<Group> groups;
+  std::vector<std::uint32_t> group_of(n, kNoIndex);
+  std::string wide_key;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (flags_[i] & kDead) continue;
+    const std::uint32_t key = key_[i] == kStepKey ? static_cast<std::uint32_t>(keys - 1) : key_[i];
+    const std::uint32_t variant = (flags_[i] & kDevice ? 1u : 0u) | (flags_[i] & kUserAnnotation ? 2u : 0u);
+    std::uint32_t* slot;
+    if (flat.empty()) {
+      wide_key.assign(reinterpret_cast<const char*>(&key), sizeof key);
+      wide_key.push_back(static_cast<char>(variant));
+      if (by_shape) {
+        const std::uint32_t s = shapes_[i];
+        wide_key.append(reinterpret_cast<const char*>(&s), sizeof s);
+      }
+      if (stack_n) {
+        const auto& frames = stack_pool_[stack_[i]];
+        for (std::size_t f = 0; f < std::min(stack_n, frames.size()); ++f) wide_key.append(frames[f]).push_back('\x1e');
+      }
+      slot = &wide.try_emplace(wide_key, kNoIndex).first->second;
+    } else {
+      slot = &flat[static_cast<std::size_t>(key) * 4 + variant];
+    }
+    if (*slot == kNoIndex) {
+      *slot = static_cast<std::uint32_t>(groups.size());
+      groups.push_back({i, {}});
+    }
+    group_of[i] = *slot;
+  }
+  // torch orders groups by their first event (in its (start, -end) order).
+  auto earlier = [&](std::uint32_t a, std::uint32_t b) { return before(a, b); };
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (group_of[i] != kNoIndex && earlier(i, groups[group_of[i]].first)) groups[group_of[i]].first = i;
+  }
+  for (Group& g : groups) {
+    g.row = row(g.first);  // fields copied from the first event
+    g.row.count = 0;
+    g.row.cpu_time_total_ns = g.row.self_cpu_time_total_ns = 0;
+    g.row.device_time_total_ns = g.row.self_device_time_total_ns = 0;
+    g.row.cpu_memory_usage = g.row.self_cpu_memory_usage = 0;
+    g.row.device_memory_usage = g.row.self_device_memory_usage = 0;
+    if (!by_shape) {
+      g.row.input_shapes.clear();
+      g.row.has_input_shapes = false;
+    }
+    if (g.row.stack.size() > stack_n) g.row.stack.resize(stack_n);
+  }
+  const bool memory = !cpu_mem_.empty();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (group_of[i] == kNoIndex) continue;
+    StatRow& r = groups[group_of[i]].row;
+    const bool dev = flags_[i] & kDevice;
+    ++r.count;
+    using internal::sat_acc;
+    if (!dev) {
+      sat_acc(r.cpu_time_total_ns, end_[i] - start_[i]);
+      sat_acc(r.self_cpu_time_total_ns, self_cpu_[i]);
+    }
+    sat_acc(r.device_time_total_ns, device_total_[i]);
+    sat_acc(r.self_device_time_total_ns, self_device_[i]);
+    if (memory) {
+      sat_acc(r.cpu_memory_usage, cpu_mem_[i]);
+      sat_acc(r.device_memory_usage, dev_mem_[i]);
+      if (!dev) {
+        sat_acc(r.self_cpu_memory_usage, self_cpu_mem_[i]);
+        sat_acc(r.self_device_memory_usage, self_dev_mem_[i]);
+      }
+    }
+  }
+  std::sort(groups.begin(), groups.end(), [&](const Group& a, const Group& b) { return earlier(a.first, b.first); });
+  std::vector<StatRow> out;
+  out.reserve(groups.size());
+  for (Group& g : groups) out.push_back(std::move(g.row));
   return out;
 }
 

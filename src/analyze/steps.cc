@@ -36,7 +36,10 @@ StepsSummary compute_steps(const Trace& t) {
     if (is_device_work(k)) {
       device.push_back({ev.ts_ns[e], ev.ts_ns[e] + ev.dur_ns[e]});
       if (ev.correlation[e] >= 0) device_by_corr.try_emplace(ev.correlation[e], e);
-    } else if (k == EventKind::kCudaRuntime && ev.correlation[e] >= 0) {
+    } else if ((k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver) && ev.correlation[e] >= 0) {
+      // Launches come from the runtime (cudaLaunchKernel) and from the driver
+      // (cuLaunchKernel, category cuda_driver: Triton and cuBLAS's CUTLASS
+      // GEMMs in torch 2.x traces).
       launches.push_back(e);
     } else if (t.name(e).rfind(kPrefix, 0) == 0 && t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
       StepStat s;

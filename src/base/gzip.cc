@@ -3,6 +3,7 @@
 #include <libdeflate.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -87,6 +88,9 @@ Result<Inflated> gunzip(std::string_view in) {
   // ISIZE (the last member's size mod 2^32) is a good first guess for one member.
   std::size_t capacity = in.size() >= 18 ? le32(reinterpret_cast<const unsigned char*>(in.data()) + in.size() - 4) : 0;
   if (capacity < in.size()) capacity = in.size() * 4;
+  // A cut or damaged file's ISIZE is any 4 bytes; deflate expands at most
+  // 1032:1, so a larger guess would only allocate (up to 4 GiB) for nothing.
+  capacity = std::min(capacity, in.size() * 1032);
   libdeflate_decompressor* d = libdeflate_alloc_decompressor();
   if (d == nullptr) return Error(ErrorCode::kInternal, "libdeflate allocation failed");
   for (int attempt = 0; attempt < 8; ++attempt) {

@@ -14,9 +14,20 @@ inline std::uint64_t mix64(std::uint64_t a, std::uint64_t b) {
 }
 
 // Hashes 8 bytes at a time; the tail is read without going past the end.
+// Strings over 64 bytes (C++ kernel names run to kilobytes) hash their
+// length, first 32, middle 8 and last 24 bytes: equal hashes are compared
+// in full anyway, and names that differ only elsewhere are rare.
 inline std::uint64_t hash_bytes(const char* p, std::size_t n) {
   constexpr std::uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull;
   std::uint64_t h = k0 ^ (n * k1);
+  if (n > 64) {
+    std::uint64_t w[8];
+    std::memcpy(w, p, 32);
+    std::memcpy(w + 4, p + n / 2, 8);
+    std::memcpy(w + 5, p + n - 24, 24);
+    for (std::uint64_t x : w) h = mix64(h ^ x, k1);
+    return mix64(h, k0);
+  }
   while (n >= 8) {
     std::uint64_t w;
     std::memcpy(&w, p, 8);

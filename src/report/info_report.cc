@@ -102,9 +102,14 @@ std::string format_info_text(const Trace& t) {
     const auto code = static_cast<DiagnosticCode>(c);
     if (t.diagnostics.count(code) == 0) continue;
     out += "  " + std::string(diagnostic_code_name(code)) + ": " + std::to_string(t.diagnostics.count(code)) + "\n";
+    std::uint64_t shown = 0;
     for (const Diagnostic& d : t.diagnostics.items()) {
       if (d.code != code) continue;
       out += "    byte " + std::to_string(d.byte_offset) + ": " + d.message + "\n";
+      ++shown;
+    }
+    if (shown < t.diagnostics.count(code)) {
+      out += "    ... and " + std::to_string(t.diagnostics.count(code) - shown) + " more\n";
     }
   }
   return out;

@@ -78,11 +78,12 @@ std::string format_share(double part, double total) {
 
 std::string format_memory(std::int64_t bytes) {
   constexpr std::int64_t kKb = 1024, kMb = 1024 * kKb, kGb = 1024 * kMb;
-  const std::int64_t mag = bytes < 0 ? -bytes : bytes;
+  // Unsigned: -INT64_MIN (a "Bytes" field of a crafted trace) does not fit.
+  const std::uint64_t mag = bytes < 0 ? 0 - static_cast<std::uint64_t>(bytes) : static_cast<std::uint64_t>(bytes);
   const double b = static_cast<double>(bytes);
-  if (mag >= kGb) return fixed(b * 1.0 / static_cast<double>(kGb), 2) + " Gb";
-  if (mag >= kMb) return fixed(b * 1.0 / static_cast<double>(kMb), 2) + " Mb";
-  if (mag >= kKb) return fixed(b * 1.0 / static_cast<double>(kKb), 2) + " Kb";
+  if (mag >= static_cast<std::uint64_t>(kGb)) return fixed(b * 1.0 / static_cast<double>(kGb), 2) + " Gb";
+  if (mag >= static_cast<std::uint64_t>(kMb)) return fixed(b * 1.0 / static_cast<double>(kMb), 2) + " Mb";
+  if (mag >= static_cast<std::uint64_t>(kKb)) return fixed(b * 1.0 / static_cast<double>(kKb), 2) + " Kb";
   return std::to_string(bytes) + " b";
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "src/base/saturate.h"
 #include "src/report/py_format.h"
 #include "tprof/table.h"
 
@@ -164,8 +165,8 @@ Result<std::string> format_table(const std::vector<StatRow>& input, const TableO
   // Totals over all rows, independent of sorting, limits and filters.
   std::int64_t sum_self_cpu = 0, sum_self_device = 0;
   for (const StatRow* r : rows) {
-    sum_self_cpu += r->self_cpu_time_total_ns;
-    if (r->is_device && !r->is_user_annotation) sum_self_device += r->self_device_time_total_ns;
+    internal::sat_acc(sum_self_cpu, r->self_cpu_time_total_ns);
+    if (r->is_device && !r->is_user_annotation) internal::sat_acc(sum_self_device, r->self_device_time_total_ns);
   }
 
   std::string out;
@@ -200,9 +201,16 @@ Result<std::string> format_table(const std::vector<StatRow>& input, const TableO
     if (opt.top_level_events_only && r->has_parent) continue;
     ++shown;
     std::string name = r->key;
-    if (opt.max_name_column_width >= 0 &&
-        py_len(name) >= static_cast<std::size_t>(std::max(0, opt.max_name_column_width - 3))) {
-      name = std::string(py_head(name, static_cast<std::size_t>(std::max(0, opt.max_name_column_width - 3)))) + "...";
+    // torch: `if len(name) >= w - 3: name = name[:w - 3] + "..."`. For w < 3
+    // the stop is negative and Python counts it from the end (w = 0 keeps
+    // all but the last 3 code points), so the condition always holds.
+    if (opt.max_name_column_width >= 0) {
+      const std::int64_t stop = static_cast<std::int64_t>(opt.max_name_column_width) - 3;
+      const std::int64_t len = static_cast<std::int64_t>(py_len(name));
+      if (len >= stop) {
+        const std::int64_t keep = stop >= 0 ? stop : std::max<std::int64_t>(0, len + stop);
+        name = std::string(py_head(name, static_cast<std::size_t>(keep))) + "...";
+      }
     }
     const double cpu_total = us(r->cpu_time_total_ns);
     const double count = static_cast<double>(r->count);
@@ -246,6 +254,10 @@ Result<std::string> format_table(const std::vector<StatRow>& input, const TableO
   out.append("Self CPU time total: ").append(format_time_us(us(sum_self_cpu))).push_back('\n');
   if (has_device_time) {
     out.append("Self CUDA time total: ").append(format_time_us(us(sum_self_device))).push_back('\n');
+  }
+  if (opt.dropped_events > 0) {
+    out.append("Dropped events: ").append(std::to_string(opt.dropped_events));
+    out.append(" (the recorder's thread buffers were full; these totals miss them)\n");
   }
   return out;
 }

@@ -69,6 +69,7 @@ struct ParseContext {
   // torch's legacy array has no "cat": its events are ops and annotations,
   // read as category "cpu_op" so that a written-back trace means the same.
   bool legacy_array = false;
+  bool token_walker = true;  // ReadOptions::token_walker
 };
 
 // Parses array elements starting at the cursor (positioned at an element's

@@ -3,6 +3,7 @@
 #include <emmintrin.h>
 
 #include <charconv>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -26,6 +27,48 @@ inline const char* find_quote_or_backslash(const char* p, const char* end) {
   }
   while (p < end && *p != '"' && *p != '\\') ++p;
   return p;
+}
+
+// The value of the eight decimal digits in x (digit values 0..9, the most
+// significant in the lowest byte).
+inline std::uint64_t swar_value8(std::uint64_t x) {
+  x = x * 10 + (x >> 8);  // pairs: 10*d0 + d1 in every even byte
+  return (((x & 0x000000ff000000ffull) * 0x000f424000000064ull) +
+          (((x >> 16) & 0x000000ff000000ffull) * 0x0000271000000001ull)) >>
+         32;
+}
+
+// Reads up to `max` decimal digits at *q into *v, eight bytes at a time
+// (SWAR) while eight bytes are readable, advancing *q. Returns how many.
+inline int read_digits(const char** q, const char* end, std::uint64_t* v, int max) {
+  static constexpr std::uint64_t kPow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+  const char* p = *q;
+  std::uint64_t acc = 0;
+  int n = 0;
+  while (n < max && end - p >= 8) {
+    std::uint64_t x;
+    std::memcpy(&x, p, 8);
+    // Non-zero bytes of `bad` are not digits: outside 0x30..0x3f, or above '9'.
+    const std::uint64_t bad = ((x & 0xf0f0f0f0f0f0f0f0ull) ^ 0x3030303030303030ull) |
+                              (((x + 0x0606060606060606ull) & 0xf0f0f0f0f0f0f0f0ull) ^ 0x3030303030303030ull);
+    const std::uint64_t nonzero = (((bad & 0x7f7f7f7f7f7f7f7full) + 0x7f7f7f7f7f7f7f7full) | bad) & 0x8080808080808080ull;
+    int k = nonzero == 0 ? 8 : __builtin_ctzll(nonzero) / 8;
+    if (k > max - n) k = max - n;
+    if (k == 0) break;
+    // Keep the first k digits, as the low end of an 8-digit number with leading zeros.
+    const std::uint64_t d = (x - 0x3030303030303030ull) << (8 * (8 - k));
+    acc = acc * kPow10[k] + swar_value8(k == 8 ? x - 0x3030303030303030ull : d);
+    p += k;
+    n += k;
+    if (k < 8) break;
+  }
+  while (n < max && p < end && is_digit(*p)) {
+    acc = acc * 10 + static_cast<std::uint64_t>(*p++ - '0');
+    ++n;
+  }
+  *q = p;
+  *v = acc;
+  return n;
 }
 
 std::string describe_byte(const char* p, const char* end) {
@@ -55,6 +98,28 @@ Error JsonCursor::error() const {
   return Error(ErrorCode::kParse,
                std::string("expected ") + expected_ + ", found " + describe_byte(failure_pos_, end_), {},
                failure_offset());
+}
+
+void JsonCursor::skip_ws_slow() {
+  // Most runs are short ("\n    " between Kineto's lines): bytes first,
+  // then 16 at a time for long indentation.
+  for (int i = 0; i < 8; ++i) {
+    if (p_ >= end_ || !is_ws(*p_)) return;
+    ++p_;
+  }
+  const __m128i space = _mm_set1_epi8(' ');
+  const __m128i nl = _mm_set1_epi8('\n');
+  while (end_ - p_ >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p_));
+    const int ws = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, space), _mm_cmpeq_epi8(v, nl)));
+    if (ws != 0xffff) {
+      p_ += __builtin_ctz(static_cast<unsigned>(~ws));
+      if (*p_ != '\r' && *p_ != '\t') return;
+      break;
+    }
+    p_ += 16;
+  }
+  while (p_ < end_ && is_ws(*p_)) ++p_;
 }
 
 bool JsonCursor::read_string(Str* out) {
@@ -95,6 +160,10 @@ bool JsonCursor::scan_string_body(Str* out) {
     }
     // A quote ends the string when what follows can follow a string. Anything
     // else means the writer did not escape a quote inside the text.
+    if (q + 1 < end_) {
+      const char n = q[1];
+      if (n == ',' || n == ':' || n == '}' || n == ']') break;
+    }
     const char* r = q + 1;
     while (r < end_ && is_ws(*r)) ++r;
     if (r >= end_ || *r == ',' || *r == ':' || *r == '}' || *r == ']') break;
@@ -229,6 +298,160 @@ bool JsonCursor::skip_value() {
       return fail(p_, obj ? "',' or '}'" : "',' or ']'");
     }
   }
+}
+
+namespace {
+
+inline bool is_number_char(char c) { return is_digit(c) || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+'; }
+
+// First of '"', '\\', '{', '}', '[', ']' in [p, end), or end.
+inline const char* find_structural(const char* p, const char* end) {
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i lbrace = _mm_set1_epi8('{'), rbrace = _mm_set1_epi8('}');
+  const __m128i lbracket = _mm_set1_epi8('['), rbracket = _mm_set1_epi8(']');
+  while (end - p >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i hit = _mm_or_si128(
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                     _mm_or_si128(_mm_cmpeq_epi8(v, lbrace), _mm_cmpeq_epi8(v, rbrace))),
+        _mm_or_si128(_mm_cmpeq_epi8(v, lbracket), _mm_cmpeq_epi8(v, rbracket)));
+    const int m = _mm_movemask_epi8(hit);
+    if (m != 0) return p + __builtin_ctz(static_cast<unsigned>(m));
+    p += 16;
+  }
+  while (p < end && *p != '"' && *p != '\\' && *p != '{' && *p != '}' && *p != '[' && *p != ']') ++p;
+  return p;
+}
+
+}  // namespace
+
+bool JsonCursor::skip_container_fast() {
+  // At '{' or '['. Tracks the kind of every open bracket (to reject "{]")
+  // and skips strings with the lenient string scanner.
+  constexpr int kMaxDepth = 512;
+  std::uint64_t is_object[kMaxDepth / 64] = {};
+  int depth = 0;
+  const char* q = p_;
+  for (;;) {
+    q = find_structural(q, end_);
+    if (q >= end_) return fail(end_, depth == 0 ? "a value" : "a closing bracket");
+    const char c = *q;
+    if (c == '"') {
+      p_ = q + 1;
+      Str s;
+      if (!scan_string_body(&s)) return false;
+      q = p_;
+      continue;
+    }
+    if (c == '\\') return fail(q, "a value (backslash outside a string)");
+    if (c == '{' || c == '[') {
+      if (depth == kMaxDepth) return fail(q, "less deeply nested JSON (limit 512)");
+      const std::uint64_t bit = 1ull << (depth & 63);
+      if (c == '{') {
+        is_object[depth >> 6] |= bit;
+      } else {
+        is_object[depth >> 6] &= ~bit;
+      }
+      ++depth;
+    } else {
+      if (depth == 0) return fail(q, "a value");
+      const bool obj = (is_object[(depth - 1) >> 6] >> ((depth - 1) & 63)) & 1;
+      if ((c == '}') != obj) return fail(q, obj ? "',' or '}'" : "',' or ']'");
+      if (--depth == 0) {
+        p_ = q + 1;
+        return true;
+      }
+    }
+    ++q;
+  }
+}
+
+bool JsonCursor::skip_value_fast() {
+  skip_ws();
+  if (p_ >= end_) return fail(p_, "a value");
+  const char c = *p_;
+  if (c == '"') {
+    ++p_;
+    Str s;
+    return scan_string_body(&s);
+  }
+  if (c == '{' || c == '[') return skip_container_fast();
+  if (c == '-' || is_digit(c)) {
+    const char* q = p_ + 1;
+    while (q < end_ && is_number_char(*q)) ++q;
+    p_ = q;
+    return true;
+  }
+  char which = 0;
+  return read_literal(&which);
+}
+
+bool scan_int(const char* p, const char* end, std::int64_t* out, const char** stop) {
+  const char* q = p;
+  const bool neg = q < end && *q == '-';
+  if (neg) ++q;
+  const char* digits = q;
+  std::uint64_t v = 0;
+  const int n = read_digits(&q, end, &v, 19);
+  if (n == 0 || (*digits == '0' && n > 1)) return false;
+  if ((q < end && is_number_char(*q)) || v > static_cast<std::uint64_t>(INT64_MAX)) return false;
+  *out = neg ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
+  *stop = q;
+  return true;
+}
+
+bool scan_us(const char* p, const char* end, std::int64_t* out, const char** stop) {
+  const char* q = p;
+  const bool neg = q < end && *q == '-';
+  if (neg) ++q;
+  const char* digits = q;
+  std::uint64_t whole = 0;
+  const int n = read_digits(&q, end, &whole, 16);
+  if (n == 0 || (*digits == '0' && n > 1)) return false;
+  std::uint64_t frac = 0;
+  int frac_digits = 0;
+  if (q < end && *q == '.') {
+    const char* f = ++q;
+    while (q < end && is_digit(*q) && q - f < 3) frac = frac * 10 + static_cast<std::uint64_t>(*q++ - '0');
+    frac_digits = static_cast<int>(q - f);
+    if (frac_digits == 0) return false;
+  }
+  if (q < end && is_number_char(*q)) return false;
+  static constexpr std::uint64_t kScale[] = {1000, 100, 10, 1};
+  const std::uint64_t ns = whole * 1000 + frac * kScale[frac_digits];
+  if (ns > static_cast<std::uint64_t>(INT64_MAX)) return false;
+  *out = neg ? -static_cast<std::int64_t>(ns) : static_cast<std::int64_t>(ns);
+  *stop = q;
+  return true;
+}
+
+bool JsonCursor::read_int(std::int64_t* out, bool* is_int) {
+  skip_ws();
+  const char* stop = nullptr;
+  if (scan_int(p_, end_, out, &stop)) {
+    *is_int = true;
+    p_ = stop;
+    return true;
+  }
+  std::string_view text;
+  if (!read_number(&text)) return false;  // full grammar check for the unusual case
+  *is_int = parse_int64(text, out);
+  return true;
+}
+
+bool JsonCursor::read_us(std::int64_t* out, bool* ok) {
+  skip_ws();
+  const char* stop = nullptr;
+  if (scan_us(p_, end_, out, &stop)) {
+    *ok = true;
+    p_ = stop;
+    return true;
+  }
+  std::string_view text;
+  if (!read_number(&text)) return false;
+  *ok = parse_us_to_ns(text, out);
+  return true;
 }
 
 namespace {

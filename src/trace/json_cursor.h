@@ -60,6 +60,16 @@ class JsonCursor {
   bool read_number(std::string_view* out);
   // Skips one value of any type, validating it. Nesting is limited to 512.
   bool skip_value();
+  // Skips one value quickly, for values a caller does not read: strings and
+  // bracket nesting are checked (and truncation detected), but the grammar
+  // inside a skipped object or array is not validated token by token.
+  bool skip_value_fast();
+  // Reads a number (after whitespace). `*is_int` says whether it was a plain
+  // integer that fits int64 (then `*out` holds it); other numbers are consumed.
+  bool read_int(std::int64_t* out, bool* is_int);
+  // Reads a number of microseconds (after whitespace) as exact nanoseconds;
+  // `*ok` is false when it does not fit.
+  bool read_us(std::int64_t* out, bool* ok);
   // Reads true/false/null (after whitespace); `*which` is 't', 'f' or 'n'.
   bool read_literal(char* which);
 
@@ -71,6 +81,7 @@ class JsonCursor {
     return p_ >= end_;
   }
   std::int64_t offset(const char* q) const { return q - base_; }
+  const char* base() const { return base_; }
   std::int64_t offset() const { return p_ - base_; }
 
   CursorFailure failure() const { return failure_; }
@@ -84,15 +95,16 @@ class JsonCursor {
   bool fail_here(const char* what) { return fail(p_, what); }
 
   void skip_ws() {
-    while (p_ < end_) {
-      const char c = *p_;
-      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;
-      ++p_;
-    }
+    // Structural characters and value starts are all above 0x20, JSON's
+    // whitespace all at or below: one compare settles the common case.
+    if (p_ < end_ && static_cast<unsigned char>(*p_) > 0x20) return;
+    skip_ws_slow();
   }
 
  private:
   bool scan_string_body(Str* out);
+  void skip_ws_slow();
+  bool skip_container_fast();
 
   const char* p_;
   const char* end_;
@@ -113,6 +125,14 @@ bool parse_int64(std::string_view text, std::int64_t* out);
 // "1.5e3") into integer nanoseconds exactly (rounding half away from zero
 // beyond the third decimal). Fails on overflow.
 bool parse_us_to_ns(std::string_view text, std::int64_t* out);
+
+// Plain numbers on raw bytes, for the token walker: the integer, or the
+// microseconds as ns (at most 16 integer digits and 3 decimals), that starts
+// at p. On success *stop is the first byte after it. False for anything
+// else (exponents, leading zeros, more digits, no digits): the caller then
+// uses the general path.
+bool scan_int(const char* p, const char* end, std::int64_t* out, const char** stop);
+bool scan_us(const char* p, const char* end, std::int64_t* out, const char** stop);
 
 // Parses any JSON number into a double (for values that are floats by nature).
 bool parse_double(std::string_view text, double* out);

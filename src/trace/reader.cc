@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -25,6 +26,7 @@
 #include "src/base/hash.h"
 #include "src/trace/event_parser.h"
 #include "src/trace/json_cursor.h"
+#include "src/trace/json_value.h"
 #include "src/trace/validate.h"
 
 namespace tprof {
@@ -89,7 +91,12 @@ class Reader {
   Status parse_array(JsonCursor* c, const ParseContext& ctx);
   void parse_chunk(ChunkResult* r, const ParseContext& ctx);
   void report_progress(std::size_t bytes);
-  void merge();
+  // Accepts parsed chunks in file order (re-parsing misguessed ones),
+  // appends them to the trace and frees them. Called by every worker after
+  // each chunk; one merges at a time.
+  void merge_ready(std::vector<std::unique_ptr<ChunkResult>>* guesses, const ParseContext& ctx);
+  void append_batch(EventBatch* b);
+  void reserve_events(const char* first, const char* end);
   void pair_begin_end();
   void finish_lanes();
   void apply_metadata();
@@ -100,7 +107,20 @@ class Reader {
   const ReadOptions& options_;
   const internal::MappedFile* map_;
   Trace trace_;
-  std::vector<std::unique_ptr<ChunkResult>> chunks_;  // accepted, in file order
+  // Streaming merge state: parsed_, next_merge_ and merging_ are guarded by
+  // merge_mu_; the rest belongs to the one thread that holds merging_.
+  std::mutex merge_mu_;
+  std::vector<std::uint8_t> parsed_;     // per guess: parse finished
+  std::size_t next_merge_ = 0;           // next guess to accept
+  bool merging_ = false;                 // a thread is merging
+  ChunkEnd last_end_;                    // where the last accepted chunk stopped
+  CursorFailure last_failure_ = CursorFailure::kNone;
+  Error last_error_{ErrorCode::kParse, {}};
+  bool stopped_ = false;                 // a failure or the array's end was accepted
+  struct LaneKeyHash {
+    std::size_t operator()(const std::pair<TraceId, TraceId>& k) const;
+  };
+  std::unordered_map<std::pair<TraceId, TraceId>, std::uint32_t, LaneKeyHash> lane_index_;
   bool truncated_ = false;
   std::int64_t truncated_at_ = -1;
   bool saw_events_key_ = false;
@@ -112,6 +132,7 @@ class Reader {
   std::vector<internal::EndMarker> ends_;
   bool saw_2022_args_ = false;
   bool saw_begin_ = false;
+  bool saw_tprof_ = false;
 };
 
 void Reader::report_progress(std::size_t bytes) {
@@ -131,6 +152,19 @@ void Reader::parse_chunk(ChunkResult* r, const ParseContext& ctx) {
   report_progress(len);
 }
 
+void Reader::reserve_events(const char* first, const char* end) {
+  // Reserve the columns from the event density of the first megabytes (a
+  // count of "ph" keys), with headroom. Reserved but untouched memory is not
+  // resident, and growing by doubling would copy gigabytes.
+  const std::size_t region = static_cast<std::size_t>(end - first);
+  const std::size_t sample = std::min<std::size_t>(region, 4u << 20);
+  std::size_t count = 0;
+  const std::string_view view(first, sample);
+  for (std::size_t pos = view.find("\"ph\""); pos != std::string_view::npos; pos = view.find("\"ph\"", pos + 4)) ++count;
+  const double per_byte = sample > 0 ? static_cast<double>(count) / static_cast<double>(sample) : 0.0;
+  trace_.events.reserve(static_cast<std::size_t>(per_byte * static_cast<double>(region) * 1.25) + 1024);
+}
+
 Status Reader::parse_array(JsonCursor* c, const ParseContext& ctx) {
   const char* first = c->pos();
   const char* end = bytes_.data() + bytes_.size();
@@ -146,7 +180,9 @@ Status Reader::parse_array(JsonCursor* c, const ParseContext& ctx) {
     guesses.push_back(std::move(r));
   };
   add_guess(first);
-  if (threads > 1 && region >= options_.min_parallel_bytes) {
+  // Large arrays are split even for one thread: parsed chunks release their
+  // pages and batches as they are merged, which bounds peak memory.
+  if (region >= options_.min_parallel_bytes) {
     const std::size_t n = std::max<std::size_t>(static_cast<std::size_t>(threads),
                                                 region / std::max<std::size_t>(options_.chunk_bytes, 1));
     const std::size_t step = region / n;
@@ -159,51 +195,82 @@ Status Reader::parse_array(JsonCursor* c, const ParseContext& ctx) {
   for (std::size_t i = 0; i < guesses.size(); ++i) {
     guesses[i]->stop_at = i + 1 < guesses.size() ? guesses[i + 1]->start : end;
   }
+  reserve_events(first, end);
+  parsed_.assign(guesses.size(), 0);
+  next_merge_ = 0;
+  stopped_ = false;
+  last_end_ = ChunkEnd{};
+  last_end_.pos = first;
 
-  // Parse them, in parallel when there is more than one.
-  if (guesses.size() == 1) {
-    parse_chunk(guesses[0].get(), ctx);
-  } else {
-    std::atomic<std::size_t> next{0};
-    auto work = [&] {
-      for (std::size_t i; (i = next.fetch_add(1)) < guesses.size();) parse_chunk(guesses[i].get(), ctx);
-    };
-    std::vector<std::thread> pool;
-    const int helpers = std::min<int>(threads, static_cast<int>(guesses.size())) - 1;
-    pool.reserve(static_cast<std::size_t>(helpers));
-    for (int t = 0; t < helpers; ++t) pool.emplace_back(work);
-    work();
-    for (auto& t : pool) t.join();
-  }
-
-  // Accept chunks whose predecessor ended where they start; re-parse the rest.
-  chunks_.push_back(std::move(guesses[0]));
-  for (std::size_t i = 1; i < guesses.size(); ++i) {
-    const ChunkResult& prev = *chunks_.back();
-    if (prev.end.failed || prev.end.array_closed) break;
-    if (guesses[i]->start == prev.end.pos) {
-      chunks_.push_back(std::move(guesses[i]));
-      continue;
+  // Parse (in parallel when there is more than one chunk) and merge as the
+  // chunks complete in order.
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < guesses.size();) {
+      parse_chunk(guesses[i].get(), ctx);
+      {
+        std::lock_guard<std::mutex> lock(merge_mu_);
+        parsed_[i] = 1;
+      }
+      merge_ready(&guesses, ctx);
     }
-    auto redo = std::make_unique<ChunkResult>();
-    redo->start = prev.end.pos;
-    redo->stop_at = guesses[i]->stop_at;
-    parse_chunk(redo.get(), ctx);
-    chunks_.push_back(std::move(redo));
-  }
-  const ChunkResult& last = *chunks_.back();
-  if (last.end.failed) {
-    const char* at = bytes_.data() + last.error.byte_offset();
-    if (last.failure == CursorFailure::kEof || only_padding(at, end)) {
+  };
+  std::vector<std::thread> pool;
+  const int helpers = std::min<int>(threads, static_cast<int>(guesses.size())) - 1;
+  pool.reserve(static_cast<std::size_t>(std::max(helpers, 0)));
+  for (int t = 0; t < helpers; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  merge_ready(&guesses, ctx);
+
+  if (last_end_.failed) {
+    const char* at = bytes_.data() + last_error_.byte_offset();
+    if (last_failure_ == CursorFailure::kEof || only_padding(at, end)) {
       truncated_ = true;
-      truncated_at_ = last.error.byte_offset();
+      truncated_at_ = last_error_.byte_offset();
       c->set_pos(end);
       return {};
     }
-    return error_at(last.error);
+    return error_at(last_error_);
   }
-  c->set_pos(last.end.pos);
+  c->set_pos(last_end_.pos);
   return {};
+}
+
+void Reader::merge_ready(std::vector<std::unique_ptr<ChunkResult>>* guesses, const ParseContext& ctx) {
+  {
+    std::lock_guard<std::mutex> lock(merge_mu_);
+    if (merging_) return;  // the merging thread will see what became ready
+    merging_ = true;
+  }
+  for (;;) {
+    std::unique_ptr<ChunkResult> g;
+    {
+      // Taking the next chunk and giving up the merger role happen under the
+      // same lock that marks chunks parsed, so no ready chunk is left behind.
+      std::lock_guard<std::mutex> lock(merge_mu_);
+      if (next_merge_ >= guesses->size() || !parsed_[next_merge_]) {
+        merging_ = false;
+        return;
+      }
+      g = std::move((*guesses)[next_merge_++]);
+    }
+    if (stopped_) continue;  // after a failure or the array's end: discarded
+    if (g->start != last_end_.pos) {
+      // A misguessed start (inside a string or nested args): parse this
+      // stretch again from where the previous chunk really stopped.
+      auto redo = std::make_unique<ChunkResult>();
+      redo->start = last_end_.pos;
+      redo->stop_at = g->stop_at;
+      g = std::move(redo);
+      parse_chunk(g.get(), ctx);
+    }
+    append_batch(&g->batch);
+    last_end_ = g->end;
+    last_failure_ = g->failure;
+    last_error_ = g->error;
+    stopped_ = last_end_.failed || last_end_.array_closed;
+  }
 }
 
 Status Reader::parse_top_level() {
@@ -231,7 +298,14 @@ Status Reader::parse_top_level() {
     saw_events_key_ = true;
     ParseContext ctx;
     ctx.legacy_array = true;
+    ctx.token_walker = options_.token_walker;
     TPROF_TRY(parse_array(&c, ctx));
+    // An array of objects none of which is an event (no "ph") is some other
+    // JSON document, not a trace with nothing in it.
+    if (trace_.events.size() == 0 && trace_.diagnostics.count(DiagnosticCode::kMissingField) > 0 && !truncated_) {
+      return error_at(Error(ErrorCode::kFormat,
+                            "top-level array holds objects without \"ph\": not a Chrome/Kineto trace", {}, 0));
+    }
   } else if (first == '{') {
     c.eat('{');
     bool closed = c.eat('}');
@@ -246,25 +320,47 @@ Status Reader::parse_top_level() {
       }
       if (k == "traceEvents") {
         if (c.peek() != '[') {
-          if (c.pos() >= end) break;
+          if (c.pos() >= end) {
+            c.fail_here("'[' after \"traceEvents\"");  // cut after the ':': truncation at the cut
+            break;
+          }
           return error_at(Error(ErrorCode::kFormat, "\"traceEvents\" is not an array (expected '[')", {},
                                 c.offset()));
         }
         c.eat('[');
         saw_events_key_ = true;
-        TPROF_TRY(parse_array(&c, ParseContext{}));
+        ParseContext ctx;
+        ctx.token_walker = options_.token_walker;
+        TPROF_TRY(parse_array(&c, ctx));
         if (truncated_) return {};
       } else {
         c.skip_ws();
-        const char* v = c.pos();
+        const char* v_start = c.pos();
         if (!c.skip_value()) break;
-        std::string raw(v, c.pos());
-        if (k == "baseTimeNanoseconds") {
+        // A number that runs into the cut may have lost digits (a cut
+        // "baseTimeNanoseconds" would shift every event): not a value yet.
+        if (c.pos() >= end && (*v_start == '-' || (*v_start >= '0' && *v_start <= '9'))) {
+          c.fail_here("',' or '}' after a number");
+          break;
+        }
+        std::string raw(v_start, c.pos());
+        if (k == "tprof") {
+          // Written by tprof's capture: how many events its buffers dropped.
+          saw_tprof_ = true;
+          auto value = internal::JsonValue::parse(raw, c.offset(v_start));
+          const internal::JsonValue* d = value ? value->find("droppedEvents") : nullptr;
+          std::int64_t n = 0;
+          if (d != nullptr && d->get_int(&n) && n > 0) {
+            trace_.meta.dropped_events = static_cast<std::uint64_t>(n);
+            trace_.diagnostics.add(DiagnosticCode::kDroppedEvents, c.offset(v_start),
+                                   std::to_string(n) + " events were dropped by the recorder (full thread buffers)");
+          }
+        } else if (k == "baseTimeNanoseconds") {
           std::int64_t base = 0;
           if (internal::parse_int64(raw, &base)) {
             trace_.meta.base_time_ns = base;
           } else {
-            trace_.diagnostics.add(DiagnosticCode::kBadFieldType, c.offset(v),
+            trace_.diagnostics.add(DiagnosticCode::kBadFieldType, c.offset(v_start),
                                    "\"baseTimeNanoseconds\" is not an integer, ignored");
           }
         }
@@ -298,86 +394,76 @@ Status Reader::parse_top_level() {
   return {};
 }
 
-void Reader::merge() {
-  std::size_t total = 0;
-  for (const auto& ch : chunks_) total += ch->batch.events.size();
-  EventColumns& out = trace_.events;
-  out.reserve(total);
-
-  struct LaneKeyHash {
-    std::size_t operator()(const std::pair<TraceId, TraceId>& k) const {
-      auto h = [](const TraceId& id) {
-        return id.is_str ? internal::mix64(id.str + 0x9e37ull, 0xff51afd7ed558ccdull)
-                         : internal::mix64(static_cast<std::uint64_t>(id.num), 0xc4ceb9fe1a85ec53ull);
-      };
-      return static_cast<std::size_t>(internal::mix64(h(k.first), h(k.second) + 1));
-    }
+std::size_t Reader::LaneKeyHash::operator()(const std::pair<TraceId, TraceId>& k) const {
+  auto h = [](const TraceId& id) {
+    return id.is_str ? internal::mix64(id.str + 0x9e37ull, 0xff51afd7ed558ccdull)
+                     : internal::mix64(static_cast<std::uint64_t>(id.num), 0xc4ceb9fe1a85ec53ull);
   };
-  std::unordered_map<std::pair<TraceId, TraceId>, std::uint32_t, LaneKeyHash> lane_index;
+  return static_cast<std::size_t>(internal::mix64(h(k.first), h(k.second) + 1));
+}
 
-  for (const auto& ch : chunks_) {
-    const EventBatch& b = ch->batch;
-    const std::uint32_t base = static_cast<std::uint32_t>(out.size());
-    std::vector<StrId> smap(b.strings.size());
-    for (StrId i = 0; i < b.strings.size(); ++i) smap[i] = trace_.strings.intern(b.strings.str(i));
-    auto map_id = [&](TraceId id) {
-      if (id.is_str) id.str = smap[id.str];
-      return id;
-    };
-    std::vector<std::uint32_t> lmap(b.lanes.size());
-    for (std::uint32_t i = 0; i < b.lanes.size(); ++i) {
-      auto key = std::make_pair(map_id(b.lanes[i].pid), map_id(b.lanes[i].tid));
-      auto [it, added] = lane_index.try_emplace(key, static_cast<std::uint32_t>(trace_.lanes.size()));
-      if (added) {
-        Lane lane;
-        lane.pid = key.first;
-        lane.tid = key.second;
-        trace_.lanes.push_back(lane);
-      }
-      lmap[i] = it->second;
+void Reader::append_batch(EventBatch* b) {
+  EventColumns& out = trace_.events;
+  const std::uint32_t base = static_cast<std::uint32_t>(out.size());
+  std::vector<StrId> smap(b->strings.size());
+  for (StrId i = 0; i < b->strings.size(); ++i) smap[i] = trace_.strings.intern(b->strings.str(i));
+  auto map_id = [&](TraceId id) {
+    if (id.is_str) id.str = smap[id.str];
+    return id;
+  };
+  std::vector<std::uint32_t> lmap(b->lanes.size());
+  for (std::uint32_t i = 0; i < b->lanes.size(); ++i) {
+    auto key = std::make_pair(map_id(b->lanes[i].pid), map_id(b->lanes[i].tid));
+    auto [it, added] = lane_index_.try_emplace(key, static_cast<std::uint32_t>(trace_.lanes.size()));
+    if (added) {
+      Lane lane;
+      lane.pid = key.first;
+      lane.tid = key.second;
+      trace_.lanes.push_back(lane);
     }
-    const EventColumns& in = b.events;
-    const std::size_t n = in.size();
-    auto append = [](auto& dst, const auto& src) { dst.insert(dst.end(), src.begin(), src.end()); };
-    append(out.ts_ns, in.ts_ns);
-    append(out.dur_ns, in.dur_ns);
-    append(out.phase, in.phase);
-    append(out.kind, in.kind);
-    append(out.flags, in.flags);
-    append(out.external_id, in.external_id);
-    append(out.correlation, in.correlation);
-    append(out.args_ref, in.args_ref);
-    append(out.src_offset, in.src_offset);
-    for (std::size_t i = 0; i < n; ++i) {
-      out.name.push_back(smap[in.name[i]]);
-      out.cat.push_back(smap[in.cat[i]]);
-      out.lane.push_back(lmap[in.lane[i]]);
-      std::int64_t fid = in.flow_id[i];
-      if (fid <= -2) fid = -static_cast<std::int64_t>(smap[static_cast<StrId>(-fid - 2)]) - 2;
-      out.flow_id.push_back(fid);
-    }
-    for (MemoryRecord m : b.memory) {
-      m.event += base;
-      trace_.memory.push_back(m);
-    }
-    for (internal::MetaRecord m : b.meta) {
-      m.event += base;
-      m.text = smap[m.text];
-      meta_.push_back(m);
-    }
-    for (internal::DeviceHint h : b.device_hints) {
-      h.lane = lmap[h.lane];
-      hints_.push_back(h);
-    }
-    for (internal::EndMarker e : b.ends) {
-      e.lane = lmap[e.lane];
-      ends_.push_back(e);
-    }
-    trace_.diagnostics.merge(b.diagnostics, base);
-    saw_2022_args_ |= b.saw_kineto_2022_args;
-    saw_begin_ |= b.saw_begin;
+    lmap[i] = it->second;
   }
-  chunks_.clear();
+  const EventColumns& in = b->events;
+  const std::size_t n = in.size();
+  auto append = [](auto& dst, const auto& src) { dst.insert(dst.end(), src.begin(), src.end()); };
+  append(out.ts_ns, in.ts_ns);
+  append(out.dur_ns, in.dur_ns);
+  append(out.phase, in.phase);
+  append(out.kind, in.kind);
+  append(out.flags, in.flags);
+  append(out.external_id, in.external_id);
+  append(out.correlation, in.correlation);
+  append(out.args_ref, in.args_ref);
+  append(out.src_offset, in.src_offset);
+  for (std::size_t i = 0; i < n; ++i) {
+    out.name.push_back(smap[in.name[i]]);
+    out.cat.push_back(smap[in.cat[i]]);
+    out.lane.push_back(lmap[in.lane[i]]);
+    std::int64_t fid = in.flow_id[i];
+    if (fid <= -2) fid = -static_cast<std::int64_t>(smap[static_cast<StrId>(-fid - 2)]) - 2;
+    out.flow_id.push_back(fid);
+  }
+  for (MemoryRecord m : b->memory) {
+    m.event += base;
+    trace_.memory.push_back(m);
+  }
+  for (internal::MetaRecord m : b->meta) {
+    m.event += base;
+    m.text = smap[m.text];
+    meta_.push_back(m);
+  }
+  for (internal::DeviceHint h : b->device_hints) {
+    h.lane = lmap[h.lane];
+    hints_.push_back(h);
+  }
+  for (internal::EndMarker e : b->ends) {
+    e.lane = lmap[e.lane];
+    ends_.push_back(e);
+  }
+  trace_.diagnostics.merge(b->diagnostics, base);
+  saw_2022_args_ |= b->saw_kineto_2022_args;
+  saw_begin_ |= b->saw_begin;
+  *b = EventBatch();  // free its memory now
 }
 
 void Reader::pair_begin_end() {
@@ -399,7 +485,11 @@ void Reader::pair_begin_end() {
     const std::uint32_t b = st.back();
     st.pop_back();
     std::int64_t dur = m.ts_ns - trace_.events.ts_ns[b];
-    if (dur < 0) {
+    if (dur >= (std::int64_t{1} << 62)) {
+      trace_.diagnostics.add(DiagnosticCode::kOutOfRange, static_cast<std::int64_t>(m.src_offset),
+                             "\"E\" more than 2^62 ns after its \"B\", kept with dur 0", b);
+      dur = 0;
+    } else if (dur < 0) {
       trace_.diagnostics.add(DiagnosticCode::kNegativeDuration, static_cast<std::int64_t>(m.src_offset),
                              "\"E\" before its \"B\", kept with dur 0", b);
       dur = 0;
@@ -480,10 +570,13 @@ void Reader::finish_lanes() {
       lane.kind = LaneKind::kOther;
     }
   }
+  // Kineto writes pid = device and tid = stream for device activity; the
+  // args' "device"/"stream" only fill in what the ids do not say (some
+  // writers put stream 0xffffffff there).
   for (const internal::DeviceHint& h : hints_) {
     Lane& lane = trace_.lanes[h.lane];
-    if (h.device >= 0) lane.device = h.device;
-    if (h.stream >= 0) lane.stream = h.stream;
+    if (lane.device < 0 && h.device >= 0) lane.device = h.device;
+    if (lane.stream < 0 && h.stream >= 0 && h.stream <= INT32_MAX) lane.stream = h.stream;
   }
 }
 
@@ -513,7 +606,6 @@ void Reader::apply_metadata() {
 Result<Trace> Reader::run(Trace trace) {
   trace_ = std::move(trace);
   TPROF_TRY(parse_top_level());
-  merge();
   if (truncated_) {
     trace_.diagnostics.add(DiagnosticCode::kTruncated, truncated_at_,
                            "file ends early (a job killed mid-write?): loaded " +
@@ -521,13 +613,26 @@ Result<Trace> Reader::run(Trace trace) {
   }
   pair_begin_end();
   if (trace_.meta.base_time_ns) {
+    // Applied only if every event stays within ±2^62 ns (see EventSink::commit).
     const std::int64_t base = *trace_.meta.base_time_ns;
-    for (auto& ts : trace_.events.ts_ns) ts += base;
+    constexpr std::int64_t kMaxTime = std::int64_t{1} << 62;
+    std::int64_t lo = 0, hi = 0;
+    for (std::int64_t ts : trace_.events.ts_ns) {
+      lo = std::min(lo, ts);
+      hi = std::max(hi, ts);
+    }
+    if (base > -kMaxTime && base < kMaxTime && lo + base > -kMaxTime && hi + base < kMaxTime) {
+      for (auto& ts : trace_.events.ts_ns) ts += base;
+    } else {
+      trace_.diagnostics.add(DiagnosticCode::kOutOfRange, -1,
+                             "\"baseTimeNanoseconds\" would put events beyond ±2^62 ns; ignored");
+    }
   }
   finish_lanes();
   apply_metadata();
   trace_.meta.producer = trace_.meta.format == TraceFormat::kLegacyArray ? Producer::kTorchLegacy
                          : saw_2022_args_                                 ? Producer::kKineto2022
+                         : saw_tprof_                                     ? Producer::kTprof
                                                                           : Producer::kKineto;
   internal::check_trace(&trace_);
   return std::move(trace_);

@@ -63,6 +63,7 @@ std::string_view diagnostic_code_name(DiagnosticCode code) {
     case DiagnosticCode::kUnmatchedFlow: return "unmatched_flow";
     case DiagnosticCode::kDroppedEvents: return "dropped_events";
     case DiagnosticCode::kTrailingData: return "trailing_data";
+    case DiagnosticCode::kActivityUnavailable: return "activity_unavailable";
     case DiagnosticCode::kCount_: break;
   }
   return "unknown";

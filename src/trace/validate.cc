@@ -20,9 +20,11 @@ void check_overlaps(Trace* t) {
   }
   for (auto& list : per_lane) {
     if (list.size() < 2) continue;
-    std::sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) {
+    // Writers emit each stream's activity in time order: sort only if not.
+    auto less = [&](std::uint32_t a, std::uint32_t b) {
       return ev.ts_ns[a] != ev.ts_ns[b] ? ev.ts_ns[a] < ev.ts_ns[b] : a < b;
-    });
+    };
+    if (!std::is_sorted(list.begin(), list.end(), less)) std::sort(list.begin(), list.end(), less);
     std::uint32_t prev = list[0];
     for (std::size_t i = 1; i < list.size(); ++i) {
       const std::uint32_t e = list[i];
@@ -47,23 +49,54 @@ void check_flows(Trace* t) {
     std::uint32_t event;
   };
   std::vector<Item> items;
+  std::int64_t max_id = -1;
+  bool plain_ids = true;  // every id is a small non-negative integer
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
     const Phase p = ev.phase[e];
-    if (p == Phase::kFlowStart || p == Phase::kFlowEnd) items.push_back({ev.cat[e], ev.flow_id[e], e});
+    if (p != Phase::kFlowStart && p != Phase::kFlowEnd) continue;
+    items.push_back({ev.cat[e], ev.flow_id[e], e});
+    plain_ids = plain_ids && ev.flow_id[e] >= 0;
+    max_id = std::max(max_id, ev.flow_id[e]);
   }
   if (items.empty()) return;
-  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-    return a.cat != b.cat ? a.cat < b.cat : a.id != b.id ? a.id < b.id : a.event < b.event;
-  });
   std::vector<std::uint32_t> lone;
-  for (std::size_t i = 0; i < items.size();) {
-    std::size_t j = i;
-    bool has_start = false, has_end = false;
-    for (; j < items.size() && items[j].cat == items[i].cat && items[j].id == items[i].id; ++j) {
-      (ev.phase[items[j].event] == Phase::kFlowStart ? has_start : has_end) = true;
+  bool done = false;
+  if (plain_ids && max_id < static_cast<std::int64_t>(8 * items.size() + 1024)) {
+    // Dense ids (correlation ids count up): one slot per (id, category).
+    std::vector<StrId> cats;
+    for (const Item& it : items) {
+      if (std::find(cats.begin(), cats.end(), it.cat) == cats.end()) cats.push_back(it.cat);
+      if (cats.size() > 8) break;
     }
-    if (!has_start || !has_end) lone.push_back(items[i].event);
-    i = j;
+    if (cats.size() <= 8) {
+      const std::size_t slots = static_cast<std::size_t>(max_id + 1);
+      std::vector<std::uint8_t> seen(slots * cats.size(), 0);  // bit 0: start, bit 1: end
+      std::vector<std::uint32_t> first(slots * cats.size(), kNoIndex);
+      for (const Item& it : items) {
+        const std::size_t c = static_cast<std::size_t>(std::find(cats.begin(), cats.end(), it.cat) - cats.begin());
+        const std::size_t slot = c * slots + static_cast<std::size_t>(it.id);
+        seen[slot] = static_cast<std::uint8_t>(seen[slot] | (ev.phase[it.event] == Phase::kFlowStart ? 1 : 2));
+        if (first[slot] == kNoIndex) first[slot] = it.event;
+      }
+      for (std::size_t slot = 0; slot < seen.size(); ++slot) {
+        if (seen[slot] == 1 || seen[slot] == 2) lone.push_back(first[slot]);
+      }
+      done = true;
+    }
+  }
+  if (!done) {
+    std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+      return a.cat != b.cat ? a.cat < b.cat : a.id != b.id ? a.id < b.id : a.event < b.event;
+    });
+    for (std::size_t i = 0; i < items.size();) {
+      std::size_t j = i;
+      bool has_start = false, has_end = false;
+      for (; j < items.size() && items[j].cat == items[i].cat && items[j].id == items[i].id; ++j) {
+        (ev.phase[items[j].event] == Phase::kFlowStart ? has_start : has_end) = true;
+      }
+      if (!has_start || !has_end) lone.push_back(items[i].event);
+      i = j;
+    }
   }
   std::sort(lone.begin(), lone.end());
   for (std::uint32_t e : lone) {

@@ -170,12 +170,13 @@ TEST(EventList, ShapesAreDecodedOnlyWhenAsked) {
   Trace t = make_trace({{"cpu_op", "aten::mm", 1, "0", "5", "\"Input Dims\": [[16, 32], [32, 8]]"},
                         {"cpu_op", "aten::mm", 1, "10", "5", "\"Input Dims\": [[4, 4], [4, 4]]"},
                         {"cpu_op", "aten::relu", 1, "20", "5", "\"Input Dims\": []"}});
-  EXPECT_EQ(EventList::build(t).rows()[0].input_shapes, "");
+  EXPECT_EQ(EventList::build(t).event_rows()[0].input_shapes, "");
   EventList list = EventList::build(t, {.with_shapes = true});
-  EXPECT_EQ(list.rows()[0].input_shapes, "[[16, 32], [32, 8]]");
-  EXPECT_TRUE(list.rows()[0].has_input_shapes);
-  EXPECT_EQ(list.rows()[2].input_shapes, "[]");
-  EXPECT_FALSE(list.rows()[2].has_input_shapes);
+  const std::vector<StatRow> rows = list.event_rows();
+  EXPECT_EQ(rows[0].input_shapes, "[[16, 32], [32, 8]]");
+  EXPECT_TRUE(rows[0].has_input_shapes);
+  EXPECT_EQ(rows[2].input_shapes, "[]");
+  EXPECT_FALSE(rows[2].has_input_shapes);
   EXPECT_EQ(list.key_averages(true).size(), 3u);
   EXPECT_EQ(list.key_averages(false).size(), 2u);
 }

@@ -34,6 +34,7 @@ int run_table(const TableArgs& a) {
                               : TimeSemantics::kAuto;
   lo.with_shapes = a.group_by_input_shape || a.events;
   lo.with_stacks = a.group_by_stack_n > 0 || a.events;
+  lo.with_memory = a.memory != "off" || a.sort_by.find("memory") != std::string::npos;
   const EventList list = EventList::build(*trace, lo);
 
   TableOptions to;
@@ -44,8 +45,9 @@ int run_table(const TableArgs& a) {
   to.has_header = !a.header.empty();
   to.header = a.header;
   to.profile_memory = a.memory == "on" || (a.memory == "auto" && list.has_memory_records());
+  to.dropped_events = trace->meta.dropped_events;
   Result<std::string> text =
-      format_table(a.events ? list.rows() : list.key_averages(a.group_by_input_shape, a.group_by_stack_n), to);
+      format_table(a.events ? list.event_rows() : list.key_averages(a.group_by_input_shape, a.group_by_stack_n), to);
   if (!text) {
     std::cerr << "tprof: " << text.error().to_string() << "\n";
     return kExitBadInput;

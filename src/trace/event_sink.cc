@@ -1,0 +1,203 @@
+#include "src/trace/event_sink.h"
+
+#include <string>
+
+#include "src/base/hash.h"
+#include "src/trace/json_cursor.h"
+
+namespace tprof::internal {
+
+namespace {
+
+constexpr std::uint32_t kEmptySlot = 0xffffffffu;
+
+std::uint64_t hash_id(const TraceId& id) {
+  return id.is_str ? (0x9e3779b97f4a7c15ull ^ id.str) * 0xff51afd7ed558ccdull
+                   : static_cast<std::uint64_t>(id.num) * 0xc4ceb9fe1a85ec53ull;
+}
+
+std::uint64_t hash_key(const LocalLaneKey& k) { return mix64(hash_id(k.pid) ^ 0x51ed27, hash_id(k.tid) + 1); }
+
+}  // namespace
+
+EventSink::EventSink(const ParseContext& ctx, EventBatch* batch) : b_(batch) {
+  memory_name_ = b_->strings.intern("[memory]");
+  oom_name_ = b_->strings.intern("[OutOfMemory]");
+  if (ctx.legacy_array) default_cat_ = b_->strings.intern("cpu_op");
+  if (b_->lane_slots.empty()) b_->lane_slots.assign(64, kEmptySlot);
+}
+
+EventKind EventSink::kind_of(StrId cat) {
+  if (cat >= cat_kind_.size()) cat_kind_.resize(cat + 1, -1);
+  if (cat_kind_[cat] < 0) {
+    EventKind k = kind_from_category(b_->strings.str(cat));
+    cat_kind_[cat] = static_cast<std::int8_t>(k);
+  }
+  return static_cast<EventKind>(cat_kind_[cat]);
+}
+
+void EventSink::commit(PendingEvent& ev, std::int64_t src) {
+  Phase phase;
+  bool begin = false;
+  switch (ev.ph) {
+    case 'X': phase = Phase::kComplete; break;
+    case 'B': phase = Phase::kComplete; begin = true; break;
+    case 'E': {
+      if (!ev.has_ts) {
+        b_->diagnostics.add(DiagnosticCode::kMissingField, src, "\"E\" event without \"ts\", skipped");
+        return;
+      }
+      b_->ends.push_back({static_cast<std::uint64_t>(src), b_->lane_index({ev.pid, ev.tid}), ev.ts});
+      return;
+    }
+    case 'i':
+    case 'I': phase = Phase::kInstant; break;
+    case 'C': phase = Phase::kCounter; break;
+    case 's': phase = Phase::kFlowStart; break;
+    case 't': phase = Phase::kFlowStep; break;
+    case 'f': phase = Phase::kFlowEnd; break;
+    case 'M': phase = Phase::kMetadata; break;
+    default:
+      b_->diagnostics.add(DiagnosticCode::kUnknownPhase, src,
+                          std::string("unsupported \"ph\" '") + (ev.ph >= 0x20 && ev.ph < 0x7f ? ev.ph : '?') +
+                              "', event skipped");
+      return;
+  }
+  // Times stay within ±2^62 ns (±146 years) so that ts + dur and the
+  // differences analyses take cannot overflow.
+  constexpr std::int64_t kMaxTime = std::int64_t{1} << 62;
+  if ((ev.has_ts && (ev.ts <= -kMaxTime || ev.ts >= kMaxTime)) || (ev.has_dur && ev.dur >= kMaxTime)) {
+    b_->diagnostics.add(DiagnosticCode::kOutOfRange, src, "\"ts\"/\"dur\" beyond ±2^62 ns (146 years), event skipped");
+    return;
+  }
+  if (!ev.has_ts && phase != Phase::kMetadata) {
+    b_->diagnostics.add(DiagnosticCode::kMissingField, src, "event without a usable \"ts\", skipped");
+    return;
+  }
+  const std::uint32_t index = static_cast<std::uint32_t>(b_->events.size());
+  if (phase != Phase::kComplete) {
+    ev.dur = 0;
+  } else if (begin) {
+    ev.dur = -1;  // the reader pairs it with its E event
+    ev.flags |= kFlagFromBeginEnd;
+    b_->saw_begin = true;
+  } else if (!ev.has_dur) {
+    b_->diagnostics.add(DiagnosticCode::kMissingField, src, "complete event without \"dur\", kept with dur 0",
+                        index);
+  } else if (ev.dur < 0) {
+    b_->diagnostics.add(DiagnosticCode::kNegativeDuration, src, "negative \"dur\", kept with dur 0", index);
+    ev.dur = 0;
+  }
+  EventKind kind;
+  switch (phase) {
+    case Phase::kMetadata: kind = EventKind::kMetadata; break;
+    case Phase::kFlowStart:
+    case Phase::kFlowStep:
+    case Phase::kFlowEnd: kind = EventKind::kFlow; break;
+    default:
+      if (phase == Phase::kInstant && ev.name == memory_name_) {
+        kind = EventKind::kMemory;
+      } else if (phase == Phase::kInstant && ev.name == oom_name_) {
+        kind = EventKind::kOutOfMemory;
+      } else {
+        kind = kind_of(ev.cat);
+      }
+  }
+  const std::uint32_t lane = b_->lane_index({ev.pid, ev.tid});
+  EventColumns& e = b_->events;
+  e.ts_ns.push_back(ev.ts);
+  e.dur_ns.push_back(ev.dur);
+  e.name.push_back(ev.name);
+  e.cat.push_back(ev.cat);
+  e.lane.push_back(lane);
+  e.phase.push_back(phase);
+  e.kind.push_back(kind);
+  e.flags.push_back(ev.flags);
+  e.external_id.push_back(ev.external_id);
+  e.correlation.push_back(ev.correlation);
+  e.flow_id.push_back(ev.flow_id);
+  e.args_ref.push_back(ev.args_len == 0 ? 0 : args_ref::make(ev.args_off, ev.args_len, false));
+  e.src_offset.push_back(static_cast<std::uint64_t>(src));
+  if (kind == EventKind::kMemory) {
+    MemoryRecord m;
+    m.event = index;
+    m.bytes = ev.bytes;
+    m.total_allocated = ev.total_allocated;
+    m.total_reserved = ev.total_reserved;
+    m.addr = ev.addr;
+    m.device_type = static_cast<std::int16_t>(ev.device_type);
+    m.device_id = static_cast<std::int16_t>(ev.device_id);
+    b_->memory.push_back(m);
+  } else if (kind == EventKind::kMetadata) {
+    b_->meta.push_back({index, ev.meta_text, ev.meta_number, ev.has_meta_number});
+  } else if ((is_device_kind(kind) || kind == EventKind::kCudaSync) && (ev.device >= 0 || ev.stream >= 0)) {
+    b_->device_hints.push_back({lane, static_cast<std::int32_t>(ev.device), ev.stream});
+  }
+}
+
+std::uint32_t EventBatch::lane_index(const LocalLaneKey& key) {
+  const std::uint64_t h = hash_key(key);
+  std::size_t mask = lane_slots.size() - 1;
+  std::size_t i = h & mask;
+  for (;; i = (i + 1) & mask) {
+    const std::uint32_t id = lane_slots[i];
+    if (id == kEmptySlot) break;
+    if (lanes[id] == key) return id;
+  }
+  const std::uint32_t id = static_cast<std::uint32_t>(lanes.size());
+  lanes.push_back(key);
+  lane_slots[i] = id;
+  if (lanes.size() * 2 > lane_slots.size()) {
+    std::vector<std::uint32_t> slots(lane_slots.size() * 2, kEmptySlot);
+    mask = slots.size() - 1;
+    for (std::uint32_t l = 0; l < lanes.size(); ++l) {
+      std::size_t j = hash_key(lanes[l]) & mask;
+      while (slots[j] != kEmptySlot) j = (j + 1) & mask;
+      slots[j] = l;
+    }
+    lane_slots.swap(slots);
+  }
+  return id;
+}
+
+EventKind kind_from_category(std::string_view cat) {
+  struct Entry {
+    std::string_view cat;
+    EventKind kind;
+  };
+  static constexpr Entry kTable[] = {
+      {"cpu_op", EventKind::kCpuOp},
+      {"Operator", EventKind::kCpuOp},
+      {"user_annotation", EventKind::kUserAnnotation},
+      {"python_function", EventKind::kPythonFunction},
+      {"cuda_runtime", EventKind::kCudaRuntime},
+      {"Runtime", EventKind::kCudaRuntime},
+      {"cuda_driver", EventKind::kCudaDriver},
+      {"kernel", EventKind::kKernel},
+      {"Kernel", EventKind::kKernel},
+      {"gpu_memcpy", EventKind::kGpuMemcpy},
+      {"Memcpy", EventKind::kGpuMemcpy},
+      {"gpu_memset", EventKind::kGpuMemset},
+      {"Memset", EventKind::kGpuMemset},
+      {"gpu_user_annotation", EventKind::kGpuUserAnnotation},
+      {"cuda_sync", EventKind::kCudaSync},
+      {"Trace", EventKind::kTraceSpan},
+  };
+  for (const Entry& e : kTable) {
+    if (e.cat == cat) return e.kind;
+  }
+  return EventKind::kOther;
+}
+
+bool canonical_int(std::string_view s, std::int64_t* out) {
+  if (s.empty() || s.size() > 18) return false;
+  std::size_t i = s[0] == '-' ? 1 : 0;
+  if (i == s.size()) return false;
+  if (s[i] == '0' && s.size() > i + 1) return false;
+  for (std::size_t j = i; j < s.size(); ++j) {
+    if (s[j] < '0' || s[j] > '9') return false;
+  }
+  return parse_int64(s, out);
+}
+
+}  // namespace tprof::internal

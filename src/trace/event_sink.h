@@ -1,0 +1,62 @@
+// Where parsed events go: the columns of an EventBatch. Both event parsers
+// (the token walker and the lenient cursor parser) fill a PendingEvent and
+// commit it here, so the two produce the same model and the same
+// diagnostics for the same event.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "src/trace/event_parser.h"
+
+namespace tprof::internal {
+
+// The event being parsed, before it is committed to the batch's columns.
+struct PendingEvent {
+  std::int64_t ts = 0, dur = 0;
+  bool has_ts = false, has_dur = false;
+  char ph = 0;
+  StrId name = kEmptyStr, cat = kEmptyStr;
+  TraceId pid, tid;
+  std::int64_t external_id = -1, correlation = -1, flow_id = -1;
+  std::uint8_t flags = 0;
+  std::uint64_t args_off = 0, args_len = 0;
+  std::int64_t device = -1, stream = -1;
+  // "[memory]" payload
+  std::int64_t bytes = 0, total_allocated = 0, total_reserved = 0, device_type = 0, device_id = -1;
+  std::uint64_t addr = 0;
+  // M payload
+  StrId meta_text = kEmptyStr;
+  std::int64_t meta_number = 0;
+  bool has_meta_number = false;
+};
+
+// True when `s` is a canonical decimal integer ("0", "-12"; no leading
+// zeros, at most 18 characters), stored in *out. Numeric pid/tid strings
+// ("5555" in 2021 traces) become numbers so one thread has one lane.
+bool canonical_int(std::string_view s, std::int64_t* out);
+
+class EventSink {
+ public:
+  EventSink(const ParseContext& ctx, EventBatch* batch);
+
+  EventBatch* batch() { return b_; }
+  // Scratch space for the token walker's index.
+  std::vector<std::uint32_t>& tokens() { return tokens_; }
+  // The category of events without "cat" (torch's legacy array: "cpu_op").
+  StrId default_cat() const { return default_cat_; }
+  // Validates and appends one event (or records why it was skipped).
+  void commit(PendingEvent& ev, std::int64_t src);
+
+ private:
+  EventKind kind_of(StrId cat);
+
+  EventBatch* b_;
+  StrId memory_name_ = 0, oom_name_ = 0;
+  StrId default_cat_ = kEmptyStr;
+  std::vector<std::int8_t> cat_kind_;  // by local cat id; -1 = not yet classified
+  std::vector<std::uint32_t> tokens_;
+};
+
+}  // namespace tprof::internal

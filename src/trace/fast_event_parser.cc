@@ -1,0 +1,480 @@
+// The token walker. Its acceptance rules mirror the cursor parser's:
+//  - a string ends at its first unescaped quote only if the next token is
+//    one of , : } ] — the cursor's lenient rule — otherwise the event falls
+//    back (a raw quote in a name);
+//  - skipped values get their brackets matched and their strings checked
+//    the same way, scalars are not validated (as JsonCursor::skip_value_fast);
+//  - a field of an unexpected type, a number that is not plain, an escaped
+//    "ph", an empty object or a non-object element falls back, so the cursor
+//    records the diagnostics it records.
+#include "src/trace/fast_event_parser.h"
+
+#include <charconv>
+#include <cstring>
+#include <string>
+
+#include "src/trace/json_cursor.h"
+#include "src/trace/structural_index.h"
+
+namespace tprof::internal {
+
+namespace {
+
+inline bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Token positions, indexed a window at a time as the walker asks for them.
+class Tokens {
+ public:
+  Tokens(const char* from, const char* end, std::size_t window, std::vector<std::uint32_t>* buf)
+      : end_(end), indexed_(from), window_((window + 63) / 64 * 64), buf_(buf) {
+    if (buf_->size() < window_ + 72) buf_->resize(window_ + 72);
+  }
+  // The next token, or nullptr at the end of the input.
+  const char* next() {
+    if (i_ == n_ && !refill()) return nullptr;
+    return base_ + (*buf_)[i_++];
+  }
+  const char* peek() {
+    if (i_ == n_ && !refill()) return nullptr;
+    return base_ + (*buf_)[i_];
+  }
+
+ private:
+  bool refill() {
+    while (indexed_ < end_) {
+      // Windows are whole 64-byte blocks except at the very end, so the
+      // indexer's carries (inside a string, a scalar, after a backslash)
+      // never see padding in the middle of the input.
+      const std::size_t left = static_cast<std::size_t>(end_ - indexed_);
+      const char* stop = left > window_ ? indexed_ + window_ : end_;
+      n_ = ix_.index(indexed_, stop, indexed_, buf_->data());
+      base_ = indexed_;
+      indexed_ = stop;
+      i_ = 0;
+      if (n_ > 0) return true;
+    }
+    return false;
+  }
+
+  StructuralIndexer ix_;
+  const char* end_;
+  const char* indexed_;
+  std::size_t window_;
+  std::vector<std::uint32_t>* buf_;
+  const char* base_ = nullptr;
+  std::size_t i_ = 0, n_ = 0;
+};
+
+class Walker {
+ public:
+  Walker(const char* from, const char* end, const char* file_start, EventSink* sink, std::size_t window)
+      : end_(end), file_start_(file_start), sink_(sink), b_(sink->batch()), tokens_(from, end, window, &sink->tokens()) {}
+
+  // The walker's token stream (held by value: its position stays in registers).
+  Tokens* tokens() { return &tokens_; }
+
+  // Parses the element whose '{' was just taken; *close is its '}'.
+  // False: fall back.
+  bool event(const char* open, const char** close);
+
+ private:
+  const char* skip_ws(const char* p) const {
+    while (p < end_ && is_ws(*p)) ++p;
+    return p;
+  }
+  // True if a value that ended just before `p` is followed by a separator.
+  bool ends_here(const char* p) const {
+    p = skip_ws(p);
+    return p < end_ && (*p == ',' || *p == '}' || *p == ']' || *p == ':');
+  }
+  // The value after the ':' token at `colon`: its first byte.
+  const char* value_after(const char* colon) const { return skip_ws(colon + 1); }
+  // Takes the token at `at` (the value's own first token: a quote or bracket).
+  bool take(const char* at) {
+    const char* t = t_->next();
+    return t == at;
+  }
+  // A string whose opening quote token was just taken: its text (escapes
+  // not decoded). The cursor's rule for where a string ends: its quote must
+  // be followed by , : } or ] — otherwise the event falls back.
+  bool string_at(const char* open, std::string_view* text) {
+    const char* close = t_->next();
+    if (close == nullptr || *close != '"' || !ends_here(close + 1)) return false;
+    *text = std::string_view(open + 1, static_cast<std::size_t>(close - open - 1));
+    return true;
+  }
+  bool string_value(const char* v, std::string_view* text) {
+    return v < end_ && *v == '"' && take(v) && string_at(v, text);
+  }
+  bool has_backslash(std::string_view s) const { return std::memchr(s.data(), '\\', s.size()) != nullptr; }
+  // Every escape is one JSON defines (the cursor reports the others).
+  static bool valid_escapes(std::string_view s) {
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (s[i] != '\\') continue;
+      if (i + 1 >= s.size()) return false;
+      const char e = s[++i];
+      if (e == 'u') {
+        if (s.size() - i <= 4) return false;
+        for (int h = 1; h <= 4; ++h) {
+          const char c = s[i + static_cast<std::size_t>(h)];
+          if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) return false;
+        }
+        i += 4;
+      } else if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n' && e != 'r' && e != 't') {
+        return false;
+      }
+    }
+    return true;
+  }
+  bool string_id(const char* v, StrId* out) {
+    std::string_view text;
+    if (!string_value(v, &text)) return false;
+    if (has_backslash(text)) {
+      if (!valid_escapes(text)) return false;
+      unescape_json(text, &scratch_);
+      *out = b_->strings.intern(scratch_);
+    } else {
+      *out = b_->strings.intern(text);
+    }
+    return true;
+  }
+  bool int_value(const char* v, std::int64_t* out) {
+    const char* stop = nullptr;
+    return scan_int(v, end_, out, &stop) && ends_here(stop);
+  }
+  bool time_value(const char* v, std::int64_t* out) {
+    const char* stop = nullptr;
+    return scan_us(v, end_, out, &stop) && ends_here(stop);
+  }
+  bool id_value(const char* v, TraceId* out);
+  bool skip_value(const char* v);
+  bool args(const char* open, PendingEvent* ev);
+  // The next token must be `c`.
+  const char* expect(char c) {
+    const char* t = t_->next();
+    return t != nullptr && *t == c ? t : nullptr;
+  }
+
+  const char* end_;
+  const char* file_start_;
+  EventSink* sink_;
+  EventBatch* b_;
+  Tokens tokens_;
+  Tokens* const t_ = &tokens_;
+  std::string scratch_;
+};
+
+bool Walker::id_value(const char* v, TraceId* out) {
+  if (v >= end_) return false;
+  if (*v == '"') {
+    std::string_view text;
+    if (!string_value(v, &text) || has_backslash(text)) return false;
+    std::int64_t n = 0;
+    if (canonical_int(text, &n)) {
+      *out = TraceId{n, kEmptyStr, false};
+    } else {
+      *out = TraceId{0, b_->strings.intern(text), true};
+    }
+    return true;
+  }
+  std::int64_t n = 0;
+  if (!int_value(v, &n)) return false;
+  *out = TraceId{n, kEmptyStr, false};
+  return true;
+}
+
+bool Walker::skip_value(const char* v) {
+  if (v >= end_) return false;
+  switch (*v) {
+    case '"': {
+      std::string_view text;
+      return string_value(v, &text);
+    }
+    case '{':
+    case '[': {
+      if (!take(v)) return false;
+      std::uint64_t kinds = *v == '{' ? 1 : 0;  // a bit per level: 1 = object
+      int depth = 1;
+      for (;;) {
+        const char* t = t_->next();
+        if (t == nullptr) return false;
+        switch (*t) {
+          case '{':
+          case '[':
+            if (depth == 64) return false;
+            kinds = (kinds << 1) | (*t == '{' ? 1 : 0);
+            ++depth;
+            break;
+          case '}':
+          case ']':
+            if (((kinds & 1) != 0) != (*t == '}')) return false;
+            kinds >>= 1;
+            if (--depth == 0) return ends_here(t + 1);
+            break;
+          case '"': {
+            std::string_view text;
+            if (!string_at(t, &text)) return false;
+            break;
+          }
+          default:
+            break;
+        }
+      }
+    }
+    case 't': return end_ - v >= 4 && std::memcmp(v, "true", 4) == 0 && ends_here(v + 4);
+    case 'f': return end_ - v >= 5 && std::memcmp(v, "false", 5) == 0 && ends_here(v + 5);
+    case 'n': return end_ - v >= 4 && std::memcmp(v, "null", 4) == 0 && ends_here(v + 4);
+    default: {
+      if (*v != '-' && (*v < '0' || *v > '9')) return false;
+      const char* q = v + 1;
+      while (q < end_ && ((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E' || *q == '-' || *q == '+')) {
+        ++q;
+      }
+      return ends_here(q);
+    }
+  }
+}
+
+bool Walker::args(const char* open, PendingEvent* ev) {
+  if (open >= end_ || *open != '{' || !take(open)) return false;
+  const char* close = nullptr;
+  const char* first = skip_ws(open + 1);
+  if (first < end_ && *first == '}') {
+    close = expect('}');
+    if (close == nullptr) return false;
+  } else {
+    for (;;) {
+      const char* kq = expect('"');
+      std::string_view k;
+      if (kq == nullptr || !string_at(kq, &k)) return false;
+      const char* colon = expect(':');
+      if (colon == nullptr) return false;
+      const char* v = value_after(colon);
+      bool ok = true;
+      switch (k.size()) {
+        case 4:
+          if (k == "name") {
+            ok = v < end_ && *v == '"' ? string_id(v, &ev->meta_text) : skip_value(v);
+          } else if (k == "Addr") {
+            const char* q = v;
+            while (q < end_ && *q >= '0' && *q <= '9') ++q;
+            auto r = std::from_chars(v, q, ev->addr);
+            ok = r.ec == std::errc() && ends_here(q);
+          } else {
+            ok = skip_value(v);
+          }
+          break;
+        case 5:
+          ok = k == "Bytes" ? int_value(v, &ev->bytes) : skip_value(v);
+          break;
+        case 6:
+          if (k == "device") {
+            ok = int_value(v, &ev->device);
+          } else if (k == "stream") {
+            ok = int_value(v, &ev->stream);
+          } else if (k == "labels") {
+            ok = v < end_ && *v == '"' ? string_id(v, &ev->meta_text) : skip_value(v);
+          } else {
+            ok = skip_value(v);
+          }
+          break;
+        case 9:
+          ok = k == "Device Id" ? int_value(v, &ev->device_id) : skip_value(v);
+          break;
+        case 10:
+          if (k == "sort_index") {
+            ok = int_value(v, &ev->meta_number);
+            ev->has_meta_number = ok;
+          } else {
+            if (k == "Trace name") b_->saw_kineto_2022_args = true;
+            ok = skip_value(v);
+          }
+          break;
+        case 11:
+          if (k == "External id" || k == "external id") {
+            ok = int_value(v, &ev->external_id);
+          } else if (k == "correlation") {
+            ok = int_value(v, &ev->correlation);
+          } else if (k == "Device Type") {
+            ok = int_value(v, &ev->device_type);
+          } else {
+            ok = skip_value(v);
+          }
+          break;
+        case 14:
+          ok = k == "Total Reserved" ? int_value(v, &ev->total_reserved) : skip_value(v);
+          break;
+        case 15:
+          ok = k == "Total Allocated" ? int_value(v, &ev->total_allocated) : skip_value(v);
+          break;
+        case 20:
+          if (k == "Profiler Event Index") b_->saw_kineto_2022_args = true;
+          ok = skip_value(v);
+          break;
+        default:
+          ok = skip_value(v);
+      }
+      if (!ok) return false;
+      const char* sep = t_->next();
+      if (sep == nullptr) return false;
+      if (*sep == ',') continue;
+      if (*sep != '}') return false;
+      close = sep;
+      break;
+    }
+  }
+  ev->args_off = static_cast<std::uint64_t>(open - file_start_);
+  ev->args_len = static_cast<std::uint64_t>(close + 1 - open);
+  return ends_here(close + 1);
+}
+
+bool Walker::event(const char* open, const char** close) {
+  PendingEvent ev;
+  ev.cat = sink_->default_cat();
+  const char* first = skip_ws(open + 1);
+  if (first >= end_ || *first == '}') return false;  // empty object: the cursor reports it
+  bool has_ph = false;
+  for (;;) {
+    const char* kq = expect('"');
+    std::string_view k;
+    if (kq == nullptr || !string_at(kq, &k)) return false;
+    const char* colon = expect(':');
+    if (colon == nullptr) return false;
+    const char* v = value_after(colon);
+    bool ok = true;
+    switch (k.size()) {
+      case 1:
+        if (k[0] == 's') {
+          std::string_view s;
+          ok = string_value(v, &s);
+          if (ok && s.size() == 1) {
+            const char scope = s[0];
+            ev.flags |= static_cast<std::uint8_t>(scope == 'g'   ? kFlagInstantGlobal
+                                                  : scope == 'p' ? kFlagInstantProcess
+                                                  : scope == 't' ? kFlagInstantThread
+                                                                 : 0);
+          }
+        } else {
+          ok = skip_value(v);
+        }
+        break;
+      case 2:
+        if (k == "ph") {
+          std::string_view s;
+          ok = string_value(v, &s) && !has_backslash(s);
+          if (ok) {
+            has_ph = true;
+            ev.ph = s.size() == 1 ? s[0] : '?';
+          }
+        } else if (k == "ts") {
+          ok = time_value(v, &ev.ts);
+          ev.has_ts = ok;
+        } else if (k == "id") {
+          if (v < end_ && *v == '"') {
+            std::string_view s;
+            ok = string_value(v, &s) && !has_backslash(s);
+            if (ok) {
+              std::int64_t n = 0;
+              ev.flow_id = canonical_int(s, &n) ? n : -static_cast<std::int64_t>(b_->strings.intern(s)) - 2;
+            }
+          } else {
+            ok = int_value(v, &ev.flow_id);
+          }
+        } else if (k == "bp") {
+          std::string_view s;
+          ok = string_value(v, &s);
+          if (ok && s == "e") ev.flags |= kFlagBindEnclosing;
+        } else {
+          ok = skip_value(v);
+        }
+        break;
+      case 3:
+        if (k == "pid") {
+          ok = id_value(v, &ev.pid);
+        } else if (k == "tid") {
+          ok = id_value(v, &ev.tid);
+        } else if (k == "cat") {
+          ok = string_id(v, &ev.cat);
+        } else if (k == "dur") {
+          ok = time_value(v, &ev.dur);
+          ev.has_dur = ok;
+        } else {
+          ok = skip_value(v);
+        }
+        break;
+      case 4:
+        if (k == "name") {
+          ok = string_id(v, &ev.name);
+        } else if (k == "args") {
+          ok = args(v, &ev);
+        } else {
+          ok = skip_value(v);
+        }
+        break;
+      default:
+        ok = skip_value(v);
+    }
+    if (!ok) return false;
+    const char* sep = t_->next();
+    if (sep == nullptr) return false;
+    if (*sep == ',') continue;
+    if (*sep != '}') return false;
+    *close = sep;
+    break;
+  }
+  if (!has_ph) return false;
+  sink_->commit(ev, open - file_start_);
+  return true;
+}
+
+}  // namespace
+
+FastResult parse_events_fast(const char* from, const char* end, const char* file_start, const char* stop_at,
+                             std::size_t window, EventSink* sink) {
+  FastResult r;
+  Walker walker(from, end, file_start, sink, window);
+  Tokens& tokens = *walker.tokens();
+  const char* elem = tokens.next();  // the '{' at `from`
+  for (;;) {
+    if (elem == nullptr || *elem != '{') {
+      r.status = FastStatus::kFallback;
+      r.pos = elem == nullptr ? from : elem;
+      return r;
+    }
+    // The event's own token cursor state cannot be rewound, so an event that
+    // falls back is re-read by the cursor from its '{'.
+    const char* close = nullptr;
+    if (!walker.event(elem, &close)) {
+      r.status = FastStatus::kFallback;
+      r.pos = elem;
+      return r;
+    }
+    ++r.events;
+    const char* sep = tokens.next();
+    if (sep == nullptr || (*sep != ',' && *sep != ']')) {
+      // The cursor reports what is wrong after a complete event.
+      r.status = FastStatus::kSeparator;
+      r.pos = close + 1;
+      return r;
+    }
+    if (*sep == ']') {
+      r.status = FastStatus::kArrayEnd;
+      r.pos = sep + 1;
+      return r;
+    }
+    const char* next = tokens.peek();
+    if (next == nullptr || *next != '{') {
+      r.status = FastStatus::kFallback;  // trailing comma, a non-object element, or the end
+      r.pos = sep + 1;
+      return r;
+    }
+    if (next >= stop_at) {
+      r.status = FastStatus::kStop;
+      r.pos = next;
+      return r;
+    }
+    elem = tokens.next();
+  }
+}
+
+}  // namespace tprof::internal
