@@ -1,0 +1,246 @@
+// Bad input through the CLI: every subcommand exits 2, prints nothing on
+// stdout and one stderr line "tprof: <path>: byte <N>: <what>" that says what
+// was expected (the byte part for parse and format errors, not for I/O);
+// bad flags exit 2; a failed run leaves no output file behind; a truncated
+// trace still gives its report (exit 0) and says it was truncated.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "src/base/file.h"
+#include "tests/support/run_cli.h"
+
+namespace tprof {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CliResult;
+using testing::run_cli;
+
+const std::vector<std::string> kCommands = {"table", "steps", "info"};
+
+std::string fixture_path(const std::string& relative) { return std::string(TPROF_TEST_DATA) + "/" + relative; }
+
+std::string read_fixture(const std::string& relative) {
+  Result<std::string> bytes = internal::read_file(fixture_path(relative));
+  EXPECT_TRUE(bytes) << relative;
+  return bytes ? std::move(bytes).value() : std::string();
+}
+
+class CliErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::path(::testing::TempDir()) /
+           ("tprof_cli_errors_" + std::to_string(getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& bytes) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p.string();
+  }
+
+  static CliResult run(const std::vector<std::string>& args) { return run_cli(TPROF_BIN, args); }
+
+  // The names of the files in the temp dir.
+  std::vector<std::string> listing() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  // Checks that `path` fails in every subcommand with exit code 2, an empty
+  // stdout and the one line "tprof: <path>: [byte <N>: ]<what>", N in
+  // [first_byte, last_byte]; first_byte -1: no byte part (I/O errors).
+  void expect_bad_input(const std::string& path, std::int64_t first_byte, std::int64_t last_byte,
+                        const std::string& what) {
+    for (const std::string& cmd : kCommands) {
+      SCOPED_TRACE("tprof " + cmd + " " + path);
+      const CliResult r = run({cmd, path});
+      EXPECT_EQ(r.exit_code, 2) << r.err;
+      EXPECT_EQ(r.out, "");
+      const std::string prefix = "tprof: " + path + ": ";
+      ASSERT_EQ(r.err.rfind(prefix, 0), 0u) << r.err;
+      EXPECT_EQ(r.err.back(), '\n');
+      EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
+      std::string message = r.err.substr(prefix.size());
+      if (first_byte < 0) {
+        EXPECT_EQ(message.rfind("byte ", 0), std::string::npos) << r.err;
+      } else {
+        std::int64_t n = -1;
+        char colon = 0;
+        int used = 0;
+        ASSERT_EQ(std::sscanf(message.c_str(), "byte %" SCNd64 "%c%n", &n, &colon, &used), 2) << r.err;
+        EXPECT_EQ(colon, ':') << r.err;
+        EXPECT_GE(n, first_byte) << r.err;
+        EXPECT_LE(n, last_byte) << r.err;
+        message = message.substr(static_cast<std::size_t>(used));
+      }
+      EXPECT_NE(message.find(what), std::string::npos) << "expected it to name '" << what << "': " << r.err;
+    }
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CliErrors, MissingFileIsAnIoErrorWithoutOffset) {
+  expect_bad_input((dir_ / "missing.json").string(), -1, -1, "cannot open");
+}
+
+TEST_F(CliErrors, DirectoryIsNotATraceFile) { expect_bad_input(dir_.string(), -1, -1, "expected a trace file"); }
+
+TEST_F(CliErrors, EmptyFile) { expect_bad_input(write("empty.json", ""), 0, 0, "empty file, expected a JSON object"); }
+
+TEST_F(CliErrors, WhitespaceOnlyFile) {
+  expect_bad_input(write("blank.json", " \n\t\n"), 4, 4, "expected a JSON object or array");
+}
+
+TEST_F(CliErrors, BinaryGarbage) {
+  std::string garbage;
+  // Starts with 0x80: not whitespace, not JSON.
+  for (int i = 0; i < 512; ++i) garbage += static_cast<char>((i * 167 + 0x80) & 0xff);
+  expect_bad_input(write("garbage.bin", garbage), 0, 0, "expected a JSON object or array");
+}
+
+TEST_F(CliErrors, JsonThatIsNotATrace) {
+  expect_bad_input(write("nodes.json", R"({"nodes": []})"), 0, 0, "without \"traceEvents\"");
+  expect_bad_input(write("number.json", "42\n"), 0, 0, "expected a JSON object or array");
+  expect_bad_input(write("string.json", R"("traceEvents")"), 0, 0, "expected a JSON object or array");
+  const std::string not_array = R"({"traceEvents": {"ph": "X"}})";
+  const auto object_at = static_cast<std::int64_t>(not_array.find(": {") + 2);
+  expect_bad_input(write("events_object.json", not_array), object_at, object_at, "\"traceEvents\" is not an array");
+  expect_bad_input(write("array_of_numbers.json", "[1, 2, 3]"), 1, 1, "does not hold trace events");
+}
+
+TEST_F(CliErrors, SyntaxErrorMidFileNamesItsByte) {
+  const std::string small = "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": 1},\n"
+                            " {\"ph\": \"X\", \"name\": \"b\", \"ts\": 2 \"dur\": 1}]}";
+  const auto small_at = static_cast<std::int64_t>(small.find("\"dur\": 1}]"));
+  expect_bad_input(write("small_syntax.json", small), small_at, small_at, "expected ',' or '}'");
+
+  // A real trace with one comma between an event's fields turned into ';'
+  // past the middle of the file.
+  std::string text = read_fixture("torch-1.13/memory/memory.kineto.json");
+  const std::size_t at = text.find(", \"dur\"", text.size() / 2);
+  ASSERT_NE(at, std::string::npos);
+  text[at] = ';';
+  expect_bad_input(write("memory_syntax.json", text), static_cast<std::int64_t>(at), static_cast<std::int64_t>(at),
+                   "expected ',' or '}'");
+}
+
+TEST_F(CliErrors, CorruptGzipHeader) {
+  std::string gz = read_fixture("torch-1.13/mlp/tb_gz/worker0.1795319515914.pt.trace.json.gz");
+  ASSERT_GT(gz.size(), 16u);
+  gz[2] = '\x63';  // compression method: only 8 (deflate) exists
+  // The offset is where decoding stopped, inside the 10-byte header.
+  expect_bad_input(write("bad_method.json.gz", gz), 2, 10, "gzip");
+  expect_bad_input(write("magic_only.json.gz", std::string("\x1f\x8b", 2)), 0, 2, "gzip");
+}
+
+TEST_F(CliErrors, BadFlagsExit2WithoutOutput) {
+  const std::string good = fixture_path("torch-1.13/memory/memory.kineto.json");
+  const std::vector<std::vector<std::string>> cases = {
+      {},
+      {"frobnicate", good},
+      {"table"},
+      {"table", good, "--bogus"},
+      {"--bogus", "table", good},
+      {"table", good, "--sort-by", "nonsense"},
+      {"table", good, "--row-limit", "abc"},
+      {"table", good, "--times", "fs"},
+      {"steps", good, "--format", "xml"},
+      {"info", good, "--format", "xml"},
+      {"info", good, "second_trace.json"},
+      {"--threads", "-1", "info", good},
+  };
+  for (const auto& args : cases) {
+    std::string line;
+    for (const auto& a : args) line += " " + a;
+    SCOPED_TRACE("tprof" + line);
+    const CliResult r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_FALSE(r.err.empty());
+  }
+  const CliResult sort = run({"table", good, "--sort-by", "nonsense"});
+  EXPECT_NE(sort.err.find("nonsense"), std::string::npos) << sort.err;
+  EXPECT_NE(sort.err.find("cpu_time_total"), std::string::npos) << "should list the valid keys: " << sort.err;
+}
+
+TEST_F(CliErrors, FailedRunLeavesNoOutputFile) {
+  const std::string bad = write("bad.json", R"({"traceEvents": [{"ph": "X",, "ts": 1}]})");
+  const std::string good = fixture_path("torch-1.13/memory/memory.kineto.json");
+  const std::string out = (dir_ / "out.txt").string();
+  for (const std::string& cmd : kCommands) {
+    SCOPED_TRACE("tprof " + cmd + " bad.json -o out.txt");
+    const CliResult r = run({cmd, bad, "-o", out});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(listing(), std::vector<std::string>{"bad.json"});
+  }
+  const CliResult sort = run({"table", good, "--sort-by", "nonsense", "-o", out});
+  EXPECT_EQ(sort.exit_code, 2) << sort.err;
+  EXPECT_EQ(listing(), std::vector<std::string>{"bad.json"});
+
+  // An output directory that does not exist: one line naming it, no stdout.
+  const std::string unwritable = (dir_ / "no_such_dir" / "out.txt").string();
+  const CliResult r = run({"info", good, "-o", unwritable});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("tprof: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("no_such_dir"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  EXPECT_EQ(listing(), std::vector<std::string>{"bad.json"});
+
+  // The same command with a good input writes the file and nothing else.
+  const CliResult ok = run({"table", good, "-o", out});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out, "");
+  EXPECT_EQ(listing(), (std::vector<std::string>{"bad.json", "out.txt"}));
+}
+
+TEST_F(CliErrors, TruncatedTraceStillReportsAndSaysSo) {
+  const std::string text = read_fixture("torch-1.13/memory/memory.kineto.json");
+  const std::string path = write("cut.json", text.substr(0, text.size() / 2));
+  for (const std::string& cmd : {std::string("table"), std::string("steps")}) {
+    SCOPED_TRACE("tprof " + cmd + " cut.json");
+    const CliResult r = run({cmd, path});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(r.out.empty());
+    EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+
+    const CliResult quiet = run({"-q", cmd, path});
+    EXPECT_EQ(quiet.exit_code, 0) << quiet.err;
+    EXPECT_EQ(quiet.err, "");
+    EXPECT_EQ(quiet.out, r.out);
+  }
+  // info lists every diagnostic in its report.
+  const CliResult info = run({"info", path});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("truncated"), std::string::npos) << info.out;
+
+  // A cut .gz too.
+  const std::string gz = read_fixture("torch-1.13/mlp/tb_gz/worker0.1795319515914.pt.trace.json.gz");
+  const std::string gz_path = write("cut.json.gz", gz.substr(0, gz.size() * 2 / 3));
+  const CliResult table = run({"table", gz_path});
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_FALSE(table.out.empty());
+  EXPECT_NE(table.err.find("truncated"), std::string::npos) << table.err;
+}
+
+}  // namespace
+}  // namespace tprof
