@@ -1,0 +1,85 @@
+// tprof/internal/recorder.h — the recording hot path, inline (not API).
+//
+// Every thread appends fixed-size records to its own preallocated buffer:
+// no lock, no allocation, no string copy per event. A full buffer drops the
+// record and counts it. The collector (Profiler::stop) reads each buffer up
+// to its published size.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "tprof/internal/ticks.h"
+
+namespace tprof::internal {
+
+enum RecordKind : std::uint16_t {
+  kRecordScope = 1,         // a: const ScopeSite*, b/c: start/end ticks, d: payload
+  kRecordDynamicScope = 2,  // a: name id | category id << 32, b/c: ticks, d: payload
+  kRecordStep = 3,          // a: step number, b/c: ticks
+  kRecordMemory = 4,        // a: address, b: tick, c: bytes (two's complement), e: device type << 8 | index
+};
+
+// One event, as written on the hot path. Trivially copyable, 32 bytes.
+struct Record {
+  std::uint64_t a;
+  std::uint64_t b;
+  std::uint64_t c;
+  std::uint32_t d;  // payload: 1 + word offset in the thread's payload arena, 0 = none
+  std::uint16_t kind;
+  std::uint16_t e;
+};
+static_assert(sizeof(Record) == 32, "records are written with one 32-byte store pattern");
+
+struct ThreadBuffer {
+  Record* records = nullptr;
+  std::uint32_t capacity = 0;
+  std::uint32_t size = 0;                    // written by the owner thread only
+  std::atomic<std::uint32_t> published{0};   // `size`, released for the collector
+  std::atomic<std::uint64_t> dropped{0};     // records lost to a full buffer (owner increments)
+  // The window this buffer's contents belong to; stored last (release) when
+  // the owner resets the buffer, so a collector that sees it sees the rest.
+  std::atomic<std::uint32_t> epoch{0};
+  std::uint64_t* payload = nullptr;          // shapes, in 64-bit words
+  std::uint32_t payload_capacity = 0;
+  std::uint32_t payload_size = 0;
+};
+
+// Set while a window records. Relaxed loads: a scope that starts as the
+// window opens or closes may or may not be recorded, as in torch.
+extern std::atomic<bool> g_recording;
+extern std::atomic<bool> g_record_shapes;
+extern std::atomic<bool> g_profile_memory;
+// Incremented at every window start; buffers of older epochs are stale.
+extern std::atomic<std::uint32_t> g_epoch;
+extern thread_local ThreadBuffer* tl_buffer;
+
+// Registers the calling thread (first use) or resets its buffer for the
+// current window. Not on the per-event path: once per thread per window.
+// May return nullptr (no memory): the caller then drops the event.
+ThreadBuffer* attach_thread_buffer() noexcept;
+
+inline ThreadBuffer* current_buffer() noexcept {
+  ThreadBuffer* b = tl_buffer;
+  if (__builtin_expect(b != nullptr && b->epoch.load(std::memory_order_relaxed) ==
+                                           g_epoch.load(std::memory_order_relaxed),
+                       1)) {
+    return b;
+  }
+  return attach_thread_buffer();
+}
+
+inline void append(const Record& r) noexcept {
+  ThreadBuffer* b = current_buffer();
+  if (__builtin_expect(b == nullptr, 0)) return;
+  const std::uint32_t i = b->size;
+  if (__builtin_expect(i == b->capacity, 0)) {
+    b->dropped.store(b->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return;
+  }
+  b->records[i] = r;
+  b->size = i + 1;
+  b->published.store(i + 1, std::memory_order_release);
+}
+
+}  // namespace tprof::internal

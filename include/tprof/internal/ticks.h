@@ -1,0 +1,24 @@
+// tprof/internal/ticks.h — the cheapest clock, read inline (not API).
+// Ticks become nanoseconds later (src/base/clock.h).
+#pragma once
+
+#include <cstdint>
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+namespace tprof::internal {
+
+// True when ticks are TSC reads (invariant TSC), else CLOCK_MONOTONIC ns.
+extern const bool g_use_tsc;
+std::uint64_t monotonic_ns() noexcept;
+
+inline std::uint64_t read_ticks() noexcept {
+#if defined(__x86_64__)
+  if (__builtin_expect(g_use_tsc, 1)) return __rdtsc();
+#endif
+  return monotonic_ns();
+}
+
+}  // namespace tprof::internal

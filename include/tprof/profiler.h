@@ -1,0 +1,153 @@
+// tprof/profiler.h — torch.profiler's model for C++ programs.
+//
+//   tprof::Profiler prof({.activities = {tprof::Activity::kCpu},
+//                         .schedule = tprof::schedule({.wait = 1, .warmup = 1, .active = 3, .repeat = 1}),
+//                         .on_trace_ready = tprof::tensorboard_trace_handler("./log"),
+//                         .record_shapes = true, .profile_memory = true});
+//   TPROF_TRY(prof.start());
+//   for (int i = 0; i < 5; ++i) {
+//     { TPROF_RECORD_FUNCTION("matmul_add"); fn(x, w, b); }
+//     TPROF_TRY(prof.step());
+//   }
+//   TPROF_TRY(prof.stop());
+//   std::cout << prof.key_averages().table({.sort_by = "cpu_time_total", .row_limit = 15});
+//   TPROF_TRY(prof.export_chrome_trace("trace.json"));
+//
+// The schedule follows torch's action table exactly (docs/torch-table-semantics.md
+// §4); each recorded step is a "ProfilerStep#N" annotation with the step's
+// own number (current PyTorch). key_averages()/table() and the written trace
+// go through the same tprof::Trace code as the `tprof` CLI.
+//
+// Thread-safety: start/step/stop/export are called from one thread (the
+// training loop); scopes and memory hooks from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tprof/key_averages.h"
+#include "tprof/record_function.h"
+#include "tprof/status.h"
+#include "tprof/table.h"
+#include "tprof/trace.h"
+
+namespace tprof {
+
+enum class Activity : std::uint8_t { kCpu, kCuda };
+
+// torch.profiler.ProfilerAction.
+enum class ProfilerAction : std::uint8_t { kNone, kWarmup, kRecord, kRecordAndSave };
+
+struct ScheduleOptions {
+  int wait = 0;
+  int warmup = 0;
+  int active = 1;
+  int repeat = 0;  // 0: cycle for ever
+  int skip_first = 0;
+};
+
+// torch.profiler.schedule(): step number -> action. Invalid arguments
+// (negative counts, active < 1) make Profiler::start() fail.
+class Schedule {
+ public:
+  Schedule() = default;
+  explicit Schedule(ScheduleOptions options) : options_(options), set_(true) {}
+
+  ProfilerAction operator()(std::int64_t step) const;
+  bool is_set() const { return set_; }
+  bool valid() const;
+  const ScheduleOptions& options() const { return options_; }
+
+ private:
+  ScheduleOptions options_;
+  bool set_ = false;
+};
+
+inline Schedule schedule(ScheduleOptions options) { return Schedule(options); }
+
+class Profiler;
+
+// Called when a window's trace is ready (torch's on_trace_ready). Its error,
+// if any, is returned by the step()/stop() that delivered the trace.
+using TraceHandler = std::function<Status(Profiler&)>;
+
+// torch.profiler.tensorboard_trace_handler: writes each trace to
+// `dir/<worker>.<epoch ms>.pt.trace.json[.gz]`; `worker` defaults to
+// "<host>_<pid>" (chosen at the first call and kept). Creates `dir`.
+TraceHandler tensorboard_trace_handler(std::string dir, std::string worker = {}, bool use_gzip = false);
+
+struct ProfilerOptions {
+  std::vector<Activity> activities = {Activity::kCpu};
+  Schedule schedule;  // unset: every step records; the trace is ready at stop()
+  TraceHandler on_trace_ready;
+  bool record_shapes = false;
+  bool profile_memory = false;
+  // Records each thread's buffer holds per window (32 bytes each); more are
+  // dropped and counted. Shapes use a separate arena of payload_words_per_thread.
+  std::uint32_t buffer_events_per_thread = 1u << 20;
+  std::uint32_t payload_words_per_thread = 1u << 18;
+};
+
+// key_averages(): rows and their table, as torch prints it.
+class KeyAverages {
+ public:
+  KeyAverages(std::vector<StatRow> rows, bool profile_memory, std::uint64_t dropped_events)
+      : rows_(std::move(rows)), profile_memory_(profile_memory), dropped_events_(dropped_events) {}
+
+  const std::vector<StatRow>& rows() const { return rows_; }
+  // torch's table(); profile_memory comes from the profiler options. An
+  // unknown sort key yields the error's message instead of a table.
+  std::string table(TableOptions options = {}) const;
+
+ private:
+  std::vector<StatRow> rows_;
+  bool profile_memory_;
+  std::uint64_t dropped_events_;
+};
+
+class Profiler {
+ public:
+  explicit Profiler(ProfilerOptions options = {});
+  ~Profiler();  // stops a running profiler (its handler errors are lost)
+  Profiler(const Profiler&) = delete;
+  Profiler& operator=(const Profiler&) = delete;
+
+  // Errors: kInvalidArgument for an invalid schedule or another profiler
+  // already running; kUnsupported is never returned for CUDA — without
+  // CUPTI the window records CPU only and the trace says why.
+  Status start();
+  // Ends step step_num() and begins the next one.
+  Status step();
+  Status stop();
+  std::int64_t step_num() const { return step_num_; }
+
+  // The last window's trace (empty before the first window completes).
+  const Trace& trace() const { return *trace_; }
+  KeyAverages key_averages(bool group_by_input_shape = false, int group_by_stack_n = 0) const;
+  // prof.events(): one row per event.
+  KeyAverages events() const;
+  // Writes the last window's trace (Kineto JSON; gzip when path ends in .gz).
+  Status export_chrome_trace(const std::string& path) const;
+
+ private:
+  Status transition(ProfilerAction from, ProfilerAction to, bool exiting);
+  void start_window();
+  void stop_window();
+  void open_step();
+  void close_step();
+
+  ProfilerOptions options_;
+  std::unique_ptr<Trace> trace_;
+  std::int64_t step_num_ = 0;
+  ProfilerAction action_ = ProfilerAction::kNone;
+  bool running_ = false;
+  bool recording_ = false;
+  std::uint64_t step_start_ = 0;  // ticks of the open step annotation, 0 = none
+  std::int64_t step_label_ = 0;
+  std::int64_t window_start_ns_ = 0;
+};
+
+}  // namespace tprof

@@ -1,0 +1,89 @@
+#include "src/base/clock.h"
+
+#include <time.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+namespace tprof::internal {
+
+namespace {
+
+bool detect_invariant_tsc() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_max(0x80000000, nullptr) < 0x80000007) return false;
+  __cpuid(0x80000007, a, b, c, d);
+  return (d & (1u << 8)) != 0;  // CPUID.80000007H:EDX[8]: invariant TSC
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+const bool g_use_tsc = detect_invariant_tsc();
+
+std::uint64_t monotonic_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+std::int64_t realtime_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000ll + ts.tv_nsec;
+}
+
+TickClock& TickClock::instance() {
+  static TickClock clock;
+  return clock;
+}
+
+void TickClock::sample() {
+  // Read monotonic between two tick reads and take the midpoint: bounds the
+  // error by half the sampling window.
+  const std::uint64_t t0 = read_ticks();
+  const std::int64_t mono = static_cast<std::int64_t>(monotonic_ns());
+  const std::uint64_t t1 = read_ticks();
+  const std::uint64_t tick = t0 + (t1 - t0) / 2;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!anchored_) {
+    anchored_ = true;
+    tick0_ = tick1_ = tick;
+    mono0_ = mono1_ = mono;
+    epoch_offset_ = realtime_ns() - static_cast<std::int64_t>(monotonic_ns());
+    return;
+  }
+  tick1_ = tick;
+  mono1_ = mono;
+}
+
+TickConversion TickClock::conversion() const {
+  TickConversion c;
+  std::lock_guard<std::mutex> lock(mu_);
+  c.tick0 = tick0_;
+  c.epoch_ns0 = mono0_ + epoch_offset_;
+  if (!g_use_tsc) return c;  // ticks are monotonic ns
+  if (tick1_ - tick0_ >= 10000000) {
+    c.ns_per_tick = static_cast<double>(mono1_ - mono0_) / static_cast<double>(tick1_ - tick0_);
+    return c;
+  }
+  // Samples too close together for a precise rate (a first, short window):
+  // measure the rate once over 2 ms and keep it until the anchor span is long.
+  if (short_rate_ == 0) {
+    const std::uint64_t t0 = read_ticks();
+    const std::uint64_t m0 = monotonic_ns();
+    while (monotonic_ns() - m0 < 2000000) {
+    }
+    const std::uint64_t t1 = read_ticks();
+    const std::uint64_t m1 = monotonic_ns();
+    short_rate_ = static_cast<double>(m1 - m0) / static_cast<double>(t1 - t0);
+  }
+  c.ns_per_tick = short_rate_;
+  return c;
+}
+
+}  // namespace tprof::internal

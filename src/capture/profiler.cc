@@ -1,0 +1,185 @@
+// Profiler: torch.profiler.profile's state machine over the recorder.
+//
+//   start() ── transition(NONE → schedule(0)) ── open ProfilerStep#0
+//   step()  ── close step ── transition(prev → schedule(n+1)) ── open ProfilerStep#n+1
+//   stop()  ── close step ── transition(current → exit)
+//
+// A transition runs, in order: stop the window (collect its records into a
+// Trace), deliver it (on_trace_ready), prepare, start a window — the subset
+// torch's table lists for that pair (docs/torch-table-semantics.md §4.1).
+#include "tprof/profiler.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+
+#include "src/base/clock.h"
+#include "src/capture/recorder.h"
+#include "src/capture/trace_builder.h"
+#include "tprof/write.h"
+
+namespace tprof {
+
+namespace {
+
+std::atomic<Profiler*> g_active{nullptr};
+
+std::string process_name() {
+  std::ifstream in("/proc/self/comm");
+  std::string name;
+  std::getline(in, name);
+  return name.empty() ? std::string("tprof") : name;
+}
+
+}  // namespace
+
+std::string KeyAverages::table(TableOptions options) const {
+  options.profile_memory = profile_memory_;
+  options.dropped_events = dropped_events_;
+  Result<std::string> text = format_table(rows_, options);
+  return text ? *text : text.error().message() + "\n";
+}
+
+Profiler::Profiler(ProfilerOptions options) : options_(std::move(options)), trace_(std::make_unique<Trace>()) {}
+
+Profiler::~Profiler() {
+  if (running_) static_cast<void>(stop());
+}
+
+Status Profiler::start() {
+  if (running_) return Error(ErrorCode::kInvalidArgument, "the profiler is already running");
+  if (options_.schedule.is_set() && !options_.schedule.valid()) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "invalid profiler schedule arguments (need wait, warmup, repeat, skip_first >= 0 and active > 0)");
+  }
+  Profiler* expected = nullptr;
+  if (!g_active.compare_exchange_strong(expected, this)) {
+    return Error(ErrorCode::kInvalidArgument, "another tprof::Profiler is running");
+  }
+  internal::configure_buffers(options_.buffer_events_per_thread, options_.payload_words_per_thread);
+  running_ = true;
+  step_num_ = 0;
+  action_ = options_.schedule(0);
+  Status s = transition(ProfilerAction::kNone, action_, false);
+  open_step();
+  return s;
+}
+
+Status Profiler::step() {
+  if (!running_) return Error(ErrorCode::kInvalidArgument, "step() before start()");
+  close_step();
+  const ProfilerAction prev = action_;
+  ++step_num_;
+  action_ = options_.schedule(step_num_);
+  Status s = transition(prev, action_, false);
+  open_step();
+  return s;
+}
+
+Status Profiler::stop() {
+  if (!running_) return {};
+  close_step();
+  Status s = transition(action_, ProfilerAction::kNone, true);
+  running_ = false;
+  g_active.store(nullptr);
+  return s;
+}
+
+void Profiler::open_step() {
+  // Without a schedule torch adds no step annotations.
+  if (!options_.schedule.is_set() || !recording_) return;
+  step_label_ = step_num_;
+  step_start_ = internal::read_ticks();
+}
+
+void Profiler::close_step() {
+  if (step_start_ == 0) return;
+  if (recording_) {
+    internal::append({static_cast<std::uint64_t>(step_label_), step_start_, internal::read_ticks(), 0,
+                      internal::kRecordStep, 0});
+  }
+  step_start_ = 0;
+}
+
+void Profiler::start_window() {
+  internal::TickClock::instance().sample();
+  window_start_ns_ = internal::realtime_ns();
+  internal::g_epoch.fetch_add(1, std::memory_order_relaxed);
+  internal::g_record_shapes.store(options_.record_shapes, std::memory_order_relaxed);
+  internal::g_profile_memory.store(options_.profile_memory, std::memory_order_relaxed);
+  internal::g_recording.store(true, std::memory_order_release);
+  recording_ = true;
+}
+
+void Profiler::stop_window() {
+  internal::g_recording.store(false, std::memory_order_release);
+  recording_ = false;
+  internal::TickClock::instance().sample();
+  const internal::TickConversion clock = internal::TickClock::instance().conversion();
+  internal::CaptureInfo info;
+  info.pid = static_cast<std::int64_t>(getpid());
+  info.process_name = process_name();
+  info.window_start_ns = window_start_ns_;
+  for (Activity a : options_.activities) info.cuda_requested |= a == Activity::kCuda;
+  info.cuda_available = false;
+  auto threads = internal::collect(internal::g_epoch.load(std::memory_order_relaxed));
+  trace_ = std::make_unique<Trace>(internal::build_trace(threads, clock, info));
+}
+
+Status Profiler::transition(ProfilerAction from, ProfilerAction to, bool exiting) {
+  using A = ProfilerAction;
+  bool start = false, stop = false, ready = false;
+  if (exiting) {
+    if (from == A::kWarmup) start = stop = true;
+    if (from == A::kRecord || from == A::kRecordAndSave) stop = ready = true;
+  } else {
+    switch (from) {
+      case A::kNone:
+        start = to == A::kRecord || to == A::kRecordAndSave;
+        break;
+      case A::kWarmup:
+        start = to != A::kWarmup;
+        stop = to == A::kNone;
+        break;
+      case A::kRecord:
+        stop = to == A::kNone || to == A::kWarmup;
+        break;
+      case A::kRecordAndSave:
+        stop = ready = true;
+        start = to == A::kRecord || to == A::kRecordAndSave;
+        break;
+    }
+  }
+  // torch: a warmup followed directly by NONE starts and stops at once.
+  if (start && stop && !ready) {
+    start_window();
+    stop_window();
+    return {};
+  }
+  Status status;
+  if (stop) stop_window();
+  if (ready && options_.on_trace_ready) status = options_.on_trace_ready(*this);
+  if (start) start_window();
+  return status;
+}
+
+KeyAverages Profiler::key_averages(bool group_by_input_shape, int group_by_stack_n) const {
+  EventListOptions o;
+  o.with_shapes = group_by_input_shape;
+  o.with_stacks = group_by_stack_n > 0;
+  const EventList list = EventList::build(*trace_, o);
+  return KeyAverages(list.key_averages(group_by_input_shape, group_by_stack_n), options_.profile_memory,
+                     trace_->meta.dropped_events);
+}
+
+KeyAverages Profiler::events() const {
+  EventListOptions o;
+  o.with_shapes = o.with_stacks = true;
+  const EventList list = EventList::build(*trace_, o);
+  return KeyAverages(list.event_rows(), options_.profile_memory, trace_->meta.dropped_events);
+}
+
+Status Profiler::export_chrome_trace(const std::string& path) const { return write_trace(*trace_, path); }
+
+}  // namespace tprof

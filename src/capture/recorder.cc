@@ -1,0 +1,282 @@
+// Thread buffers: registered on a thread's first record of a window,
+// preallocated, owned by the registry so that a thread's records survive its
+// exit until they are collected.
+#include "src/capture/recorder.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "src/base/hash.h"
+#include "tprof/record_function.h"
+
+namespace tprof::internal {
+
+std::atomic<bool> g_recording{false};
+std::atomic<bool> g_record_shapes{false};
+std::atomic<bool> g_profile_memory{false};
+std::atomic<std::uint32_t> g_epoch{0};
+thread_local ThreadBuffer* tl_buffer = nullptr;
+
+namespace {
+
+struct ThreadState {
+  ThreadBuffer buffer;
+  std::unique_ptr<Record[]> records;
+  std::unique_ptr<std::uint64_t[]> payload;
+  std::atomic<std::uint64_t> dropped_shapes{0};
+  std::int64_t tid = 0;
+  std::string name;
+  std::atomic<bool> alive{true};
+};
+
+struct Registry {
+  std::mutex mu;
+  std::vector<std::unique_ptr<ThreadState>> threads;
+  std::uint32_t capacity = 1u << 20;
+  std::uint32_t payload_capacity = 1u << 18;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // never destroyed: threads may record during exit
+  return *r;
+}
+
+thread_local ThreadState* tl_state = nullptr;
+
+// Marks the thread's state dead when the thread exits; the collector frees it.
+struct ExitGuard {
+  ~ExitGuard() {
+    if (tl_state != nullptr) tl_state->alive.store(false, std::memory_order_release);
+    tl_state = nullptr;
+    tl_buffer = nullptr;
+  }
+};
+thread_local ExitGuard tl_exit_guard;
+
+std::string current_thread_name() {
+  char name[64] = {};
+  if (pthread_getname_np(pthread_self(), name, sizeof name) != 0) return {};
+  return name;
+}
+
+// Runtime names: interned once process-wide; each thread caches its lookups.
+struct NameTable {
+  std::mutex mu;
+  std::deque<std::string> names;  // stable addresses
+  std::deque<std::string> categories;
+  std::unordered_map<std::string, std::uint32_t> ids;
+  std::vector<std::uint32_t> category_of;
+};
+NameTable& names() {
+  static NameTable* t = new NameTable();
+  return *t;
+}
+
+struct NameCache {
+  struct Slot {
+    std::uint64_t hash = 0;
+    std::uint32_t id = 0;
+    bool used = false;
+    std::string key;  // name + '\0' + category
+  };
+  std::vector<Slot> slots = std::vector<Slot>(64);
+  std::size_t used = 0;
+};
+thread_local NameCache tl_names;
+
+std::uint32_t intern_dynamic(std::string_view name, const char* category) {
+  std::string key;
+  const std::string_view cat = category != nullptr ? category : kUserAnnotation;
+  const std::uint64_t h = mix64(hash_str(name), hash_str(cat));
+  NameCache& cache = tl_names;
+  std::size_t mask = cache.slots.size() - 1;
+  for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+    NameCache::Slot& s = cache.slots[i];
+    if (!s.used) break;
+    if (s.hash == h && s.key.size() == name.size() + 1 + cat.size() && s.key.compare(0, name.size(), name) == 0 &&
+        s.key.compare(name.size() + 1, std::string::npos, cat) == 0) {
+      return s.id;
+    }
+  }
+  // First time this thread sees the name: the process-wide table, under a lock.
+  key.reserve(name.size() + 1 + cat.size());
+  key.append(name).push_back('\0');
+  key.append(cat);
+  std::uint32_t id = 0;
+  {
+    NameTable& t = names();
+    std::lock_guard<std::mutex> lock(t.mu);
+    auto [it, added] = t.ids.try_emplace(key, static_cast<std::uint32_t>(t.names.size()));
+    if (added) {
+      t.names.emplace_back(name);
+      auto c = std::find(t.categories.begin(), t.categories.end(), cat);
+      if (c == t.categories.end()) {
+        t.categories.emplace_back(cat);
+        c = t.categories.end() - 1;
+      }
+      t.category_of.push_back(static_cast<std::uint32_t>(c - t.categories.begin()));
+    }
+    id = it->second;
+  }
+  if ((cache.used + 1) * 2 > cache.slots.size()) {
+    std::vector<NameCache::Slot> bigger(cache.slots.size() * 2);
+    mask = bigger.size() - 1;
+    for (NameCache::Slot& s : cache.slots) {
+      if (!s.used) continue;
+      std::size_t i = s.hash & mask;
+      while (bigger[i].used) i = (i + 1) & mask;
+      bigger[i] = std::move(s);
+    }
+    cache.slots.swap(bigger);
+  }
+  std::size_t i = h & mask;
+  while (cache.slots[i].used) i = (i + 1) & mask;
+  cache.slots[i] = NameCache::Slot{h, id, true, std::move(key)};
+  ++cache.used;
+  return id;
+}
+
+}  // namespace
+
+void configure_buffers(std::uint32_t events_per_thread, std::uint32_t payload_words_per_thread) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.capacity = std::max<std::uint32_t>(events_per_thread, 1);
+  r.payload_capacity = payload_words_per_thread;
+}
+
+ThreadBuffer* attach_thread_buffer() noexcept {
+  Registry& r = registry();
+  ThreadState* st = tl_state;
+  std::uint32_t capacity = 0, payload_capacity = 0;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    capacity = r.capacity;
+    payload_capacity = r.payload_capacity;
+    if (st == nullptr) {
+      r.threads.push_back(std::make_unique<ThreadState>());
+      st = r.threads.back().get();
+      st->tid = static_cast<std::int64_t>(syscall(SYS_gettid));
+    }
+  }
+  if (tl_state == nullptr) {
+    tl_state = st;
+    (void)&tl_exit_guard;  // constructs the guard: its destructor runs at thread exit
+  }
+  // Preallocated once per thread (pages are touched only as records are
+  // written); reallocated only when a later profiler asks for another size.
+  // The collector never reads a buffer of the window being reset here.
+  if (st->buffer.capacity != capacity) {
+    st->records = std::make_unique_for_overwrite<Record[]>(capacity);
+    st->buffer.records = st->records.get();
+    st->buffer.capacity = capacity;
+  }
+  if (st->buffer.payload_capacity != payload_capacity) {
+    st->payload = std::make_unique_for_overwrite<std::uint64_t[]>(payload_capacity);
+    st->buffer.payload = st->payload.get();
+    st->buffer.payload_capacity = payload_capacity;
+  }
+  st->buffer.size = 0;
+  st->buffer.payload_size = 0;
+  st->buffer.published.store(0, std::memory_order_relaxed);
+  st->buffer.dropped.store(0, std::memory_order_relaxed);
+  st->dropped_shapes.store(0, std::memory_order_relaxed);
+  {
+    // The collector reads name and epoch under the registry lock.
+    std::string name = current_thread_name();
+    std::lock_guard<std::mutex> lock(r.mu);
+    st->name = std::move(name);
+    st->buffer.epoch.store(g_epoch.load(std::memory_order_relaxed), std::memory_order_release);
+  }
+  tl_buffer = &st->buffer;
+  return tl_buffer;
+}
+
+std::vector<ThreadRecords> collect(std::uint32_t epoch) {
+  Registry& r = registry();
+  std::vector<ThreadRecords> out;
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (const auto& st : r.threads) {
+    const ThreadBuffer& b = st->buffer;
+    if (b.epoch.load(std::memory_order_acquire) != epoch || b.records == nullptr) continue;
+    const std::uint32_t n = b.published.load(std::memory_order_acquire);
+    ThreadRecords tr;
+    tr.tid = st->tid;
+    tr.name = st->name;
+    tr.records.assign(b.records, b.records + n);
+    // Payload up to the end of the last entry a published record refers to
+    // (entries are written before their record is published).
+    std::uint32_t last = 0;  // 1 + offset of that entry
+    for (std::uint32_t i = 0; i < n; ++i) last = std::max(last, b.records[i].d);
+    if (last > 0) {
+      std::uint32_t w = last - 1;
+      const std::uint64_t shapes = b.payload[w++];
+      for (std::uint64_t s = 0; s < shapes && w < b.payload_capacity; ++s) w += 1 + static_cast<std::uint32_t>(b.payload[w]);
+      tr.payload.assign(b.payload, b.payload + std::min(w, b.payload_capacity));
+    }
+    tr.dropped = b.dropped.load(std::memory_order_relaxed);
+    tr.dropped_shapes = st->dropped_shapes.load(std::memory_order_relaxed);
+    out.push_back(std::move(tr));
+  }
+  // Exited threads are done writing: their records are copied, free them.
+  std::erase_if(r.threads, [](const std::unique_ptr<ThreadState>& st) { return !st->alive.load(std::memory_order_acquire); });
+  return out;
+}
+
+std::string_view dynamic_name(std::uint32_t id) {
+  NameTable& t = names();
+  std::lock_guard<std::mutex> lock(t.mu);
+  return id < t.names.size() ? std::string_view(t.names[id]) : std::string_view();
+}
+
+std::string_view dynamic_category(std::uint32_t id) {
+  NameTable& t = names();
+  std::lock_guard<std::mutex> lock(t.mu);
+  return id < t.category_of.size() ? std::string_view(t.categories[t.category_of[id]]) : std::string_view(kUserAnnotation);
+}
+
+}  // namespace tprof::internal
+
+namespace tprof {
+
+RecordFunction::RecordFunction(std::string_view name, const char* category) noexcept {
+  if (!internal::g_recording.load(std::memory_order_relaxed)) return;
+  a_ = internal::intern_dynamic(name, category);
+  kind_ = internal::kRecordDynamicScope;
+  start_ = internal::read_ticks();
+}
+
+RecordFunction::RecordFunction(const ScopeSite* site,
+                               std::initializer_list<std::initializer_list<std::int64_t>> shapes) noexcept {
+  if (!internal::g_recording.load(std::memory_order_relaxed)) return;
+  a_ = reinterpret_cast<std::uintptr_t>(site);
+  kind_ = internal::kRecordScope;
+  if (internal::g_record_shapes.load(std::memory_order_relaxed)) {
+    // Payload layout: [shape count][rank][dims...][rank][dims...]...
+    internal::ThreadBuffer* b = internal::current_buffer();
+    std::uint32_t words = 1;
+    for (const auto& s : shapes) words += 1 + static_cast<std::uint32_t>(s.size());
+    if (b != nullptr && b->payload_capacity - b->payload_size >= words) {
+      std::uint64_t* w = b->payload + b->payload_size;
+      *w++ = shapes.size();
+      for (const auto& s : shapes) {
+        *w++ = s.size();
+        for (std::int64_t d : s) *w++ = static_cast<std::uint64_t>(d);
+      }
+      payload_ = b->payload_size + 1;
+      b->payload_size += words;
+    } else if (internal::tl_state != nullptr) {
+      internal::tl_state->dropped_shapes.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  start_ = internal::read_ticks();
+}
+
+}  // namespace tprof

@@ -1,0 +1,340 @@
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <thread>
+#include <vector>
+
+#include "src/base/file.h"
+#include "tests/support/trace_compare.h"
+#include "tprof/profiler.h"
+#include "tprof/read.h"
+
+namespace tprof {
+namespace {
+
+namespace fs = std::filesystem;
+using A = ProfilerAction;
+
+// docs/torch-table-semantics.md §4.2, every example.
+TEST(Schedule, ActionTableOfTorch) {
+  auto actions = [](ScheduleOptions o, int n) {
+    std::vector<A> out;
+    const Schedule s(o);
+    for (int i = 0; i < n; ++i) out.push_back(s(i));
+    return out;
+  };
+  EXPECT_EQ(actions({.wait = 1, .warmup = 1, .active = 3, .repeat = 1}, 6),
+            (std::vector<A>{A::kNone, A::kWarmup, A::kRecord, A::kRecord, A::kRecordAndSave, A::kNone}));
+  EXPECT_EQ(actions({.wait = 1, .warmup = 1, .active = 2, .repeat = 2}, 10),
+            (std::vector<A>{A::kNone, A::kWarmup, A::kRecord, A::kRecordAndSave, A::kNone, A::kWarmup, A::kRecord,
+                            A::kRecordAndSave, A::kNone, A::kNone}));
+  // repeat = 0 cycles for ever.
+  EXPECT_EQ(actions({.wait = 1, .warmup = 1, .active = 2, .repeat = 0}, 12)[11], A::kRecordAndSave);
+  EXPECT_EQ(actions({.wait = 0, .warmup = 1, .active = 1, .skip_first = 3}, 7),
+            (std::vector<A>{A::kNone, A::kNone, A::kNone, A::kWarmup, A::kRecordAndSave, A::kWarmup,
+                            A::kRecordAndSave}));
+  EXPECT_EQ(actions({.wait = 0, .warmup = 0, .active = 2}, 3),
+            (std::vector<A>{A::kRecord, A::kRecordAndSave, A::kRecord}));
+  EXPECT_FALSE(Schedule({.active = 0}).valid());
+  EXPECT_FALSE(Schedule({.wait = -1, .active = 1}).valid());
+  EXPECT_TRUE(Schedule({.active = 1}).valid());
+}
+
+TEST(Profiler, InvalidScheduleAndDoubleStartAreErrors) {
+  Profiler bad({.schedule = schedule({.active = 0})});
+  Status s = bad.start();
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code(), ErrorCode::kInvalidArgument);
+
+  Profiler a;
+  ASSERT_TRUE(a.start());
+  Profiler b;
+  EXPECT_FALSE(b.start());  // one profiler at a time
+  ASSERT_TRUE(a.stop());
+  EXPECT_FALSE(Profiler().step());
+}
+
+std::vector<std::string> step_names(const Trace& t) {
+  std::vector<std::string> out;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.name(e).rfind("ProfilerStep#", 0) == 0) out.emplace_back(t.name(e));
+  }
+  return out;
+}
+
+// The blog's schedule: 5 steps, wait 1, warmup 1, active 3 -> one trace with
+// steps 2, 3, 4 (labelled with their own numbers), delivered in step() 5.
+TEST(Profiler, ScheduleWindowsStepLabelsAndReadyCalls) {
+  std::vector<std::int64_t> ready_at;
+  std::vector<std::vector<std::string>> traces;
+  Profiler prof({.schedule = schedule({.wait = 1, .warmup = 1, .active = 3, .repeat = 1}),
+                 .on_trace_ready = [&](Profiler& p) {
+                   ready_at.push_back(p.step_num());
+                   traces.push_back(step_names(p.trace()));
+                   return Status();
+                 }});
+  ASSERT_TRUE(prof.start());
+  for (int i = 0; i < 5; ++i) {
+    { TPROF_RECORD_FUNCTION("matmul_add"); }
+    ASSERT_TRUE(prof.step());
+  }
+  ASSERT_TRUE(prof.stop());
+  ASSERT_EQ(ready_at, (std::vector<std::int64_t>{5}));
+  EXPECT_EQ(traces[0], (std::vector<std::string>{"ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"}));
+  EXPECT_EQ(prof.key_averages().rows().size(), 2u);  // ProfilerStep*, matmul_add
+
+  // repeat = 2: traces at steps 4 and 8.
+  ready_at.clear();
+  traces.clear();
+  Profiler twice({.schedule = schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 2}),
+                  .on_trace_ready = [&](Profiler& p) {
+                    ready_at.push_back(p.step_num());
+                    traces.push_back(step_names(p.trace()));
+                    return Status();
+                  }});
+  ASSERT_TRUE(twice.start());
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(twice.step());
+  ASSERT_TRUE(twice.stop());
+  EXPECT_EQ(ready_at, (std::vector<std::int64_t>{4, 8}));
+  EXPECT_EQ(traces[1], (std::vector<std::string>{"ProfilerStep#6", "ProfilerStep#7"}));
+}
+
+TEST(Profiler, ACutShortWindowIsDeliveredAtStopAndNoScheduleMeansNoSteps) {
+  int ready = 0;
+  Profiler prof({.schedule = schedule({.wait = 0, .warmup = 0, .active = 5}),
+                 .on_trace_ready = [&](Profiler&) { ++ready; return Status(); }});
+  ASSERT_TRUE(prof.start());
+  ASSERT_TRUE(prof.step());
+  ASSERT_TRUE(prof.stop());  // stopped in RECORD: delivered
+  EXPECT_EQ(ready, 1);
+  EXPECT_EQ(step_names(prof.trace()), (std::vector<std::string>{"ProfilerStep#0", "ProfilerStep#1"}));
+
+  Profiler plain({.on_trace_ready = [&](Profiler&) { ++ready; return Status(); }});
+  ASSERT_TRUE(plain.start());
+  { TPROF_RECORD_FUNCTION("x"); }
+  ASSERT_TRUE(plain.step());
+  ASSERT_TRUE(plain.stop());
+  EXPECT_EQ(ready, 2);
+  EXPECT_TRUE(step_names(plain.trace()).empty());
+}
+
+TEST(Profiler, NothingIsRecordedOutsideWindows) {
+  Profiler prof({.schedule = schedule({.wait = 2, .warmup = 1, .active = 1, .repeat = 1})});
+  ASSERT_TRUE(prof.start());
+  for (int i = 0; i < 5; ++i) {
+    { TPROF_RECORD_FUNCTION("step body"); }
+    ASSERT_TRUE(prof.step());
+  }
+  ASSERT_TRUE(prof.stop());
+  int bodies = 0;
+  for (std::uint32_t e = 0; e < prof.trace().events.size(); ++e) bodies += prof.trace().name(e) == "step body";
+  EXPECT_EQ(bodies, 1);  // only step 3 records
+}
+
+TEST(Profiler, ScopesNestShapesAndMemoryAsTorchShowsThem) {
+  Profiler prof({.record_shapes = true, .profile_memory = true});
+  ASSERT_TRUE(prof.start());
+  {
+    TPROF_RECORD_FUNCTION("outer");
+    char buffer[64];
+    record_alloc(buffer, 4096);
+    { TPROF_RECORD_OP_SHAPES("op::mm", {{16, 32}, {32, 8}}); }
+    { RecordFunction dynamic(std::string("layer ") + "7", kCpuOp); }
+    record_free(buffer, 4096);
+    record_alloc(buffer + 8, 100, cuda_device(0));
+  }
+  ASSERT_TRUE(prof.stop());
+  const Trace& t = prof.trace();
+  EXPECT_EQ(t.meta.producer, Producer::kTprof);
+  ASSERT_EQ(t.memory.size(), 3u);
+  EXPECT_EQ(t.memory[0].bytes, 4096);
+  EXPECT_EQ(t.memory[0].total_allocated, 4096);
+  EXPECT_EQ(t.memory[1].total_allocated, 0);
+  EXPECT_EQ(t.memory[2].device_type, 1);
+  EXPECT_EQ(t.memory[2].device_id, 0);
+  std::map<std::string, std::string> args;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) args[std::string(t.name(e))] = std::string(t.args_json(e));
+  EXPECT_NE(args["op::mm"].find("\"Input Dims\": [[16, 32], [32, 8]]"), std::string::npos) << args["op::mm"];
+  EXPECT_EQ(t.cat(static_cast<std::uint32_t>(std::find_if(t.events.name.begin(), t.events.name.end(),
+                                                           [&](StrId n) { return t.str(n) == "layer 7"; }) -
+                                              t.events.name.begin())),
+            "cpu_op");
+
+  const KeyAverages ka = prof.key_averages(true);
+  const StatRow* outer = nullptr;
+  for (const StatRow& r : ka.rows()) {
+    if (r.key == "outer") outer = &r;
+  }
+  ASSERT_NE(outer, nullptr);
+  EXPECT_EQ(outer->cpu_memory_usage, 0);  // alloc and free inside
+  EXPECT_EQ(outer->device_memory_usage, 100);
+  const std::string table = ka.table({.sort_by = "cpu_time_total"});
+  EXPECT_NE(table.find("CPU Mem"), std::string::npos) << table;
+  EXPECT_NE(table.find("[[16, 32], [32, 8]]"), std::string::npos) << table;
+}
+
+TEST(Profiler, ThreadsThatStartAndExitDuringAWindowAreKept) {
+  Profiler prof;
+  ASSERT_TRUE(prof.start());
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([i] {
+      for (int k = 0; k <= i; ++k) {
+        TPROF_RECORD_FUNCTION("worker");
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(prof.stop());
+  const Trace& t = prof.trace();
+  int workers = 0;
+  std::set<std::uint32_t> lanes;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.name(e) == "worker") {
+      ++workers;
+      lanes.insert(t.events.lane[e]);
+    }
+  }
+  EXPECT_EQ(workers, 1 + 2 + 3 + 4);
+  EXPECT_EQ(lanes.size(), 4u);
+  for (std::uint32_t l : lanes) EXPECT_NE(t.lanes[l].thread_name, kEmptyStr);
+}
+
+// Workers record continuously while windows open and close underneath them
+// (run under TSan by `make test`): every delivered window holds only whole,
+// well-ordered events of its own time span.
+TEST(Profiler, WindowsOpenAndCloseWhileThreadsRecord) {
+  std::atomic<bool> done{false};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 2; ++w) {
+    workers.emplace_back([&done] {
+      while (!done.load(std::memory_order_relaxed)) {
+        TPROF_RECORD_FUNCTION("outer");
+        TPROF_RECORD_OP("inner");
+      }
+    });
+  }
+  int windows = 0;
+  Profiler prof({.schedule = schedule({.wait = 1, .warmup = 0, .active = 2}),
+                 .on_trace_ready =
+                     [&](Profiler& p) {
+                       ++windows;
+                       const Trace& t = p.trace();
+                       const std::int64_t lo = t.start_ns(), hi = t.end_ns();
+                       for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+                         if (t.events.phase[e] != Phase::kComplete) continue;
+                         EXPECT_GE(t.events.dur_ns[e], 0);
+                         EXPECT_GE(t.events.ts_ns[e], lo);
+                         EXPECT_LE(t.events.ts_ns[e] + t.events.dur_ns[e], hi);
+                       }
+                       return Status();
+                     },
+                 .buffer_events_per_thread = 1 << 14});
+  ASSERT_TRUE(prof.start());
+  for (int i = 0; i < 30; ++i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    ASSERT_TRUE(prof.step());
+  }
+  ASSERT_TRUE(prof.stop());
+  done = true;
+  for (auto& th : workers) th.join();
+  EXPECT_EQ(windows, 10);
+}
+
+TEST(Profiler, FullBuffersDropAndCountNeverGrow) {
+  Profiler prof({.buffer_events_per_thread = 100});
+  ASSERT_TRUE(prof.start());
+  for (int i = 0; i < 250; ++i) {
+    TPROF_RECORD_FUNCTION("many");
+  }
+  ASSERT_TRUE(prof.stop());
+  EXPECT_EQ(prof.trace().meta.dropped_events, 150u);
+  EXPECT_EQ(prof.trace().diagnostics.count(DiagnosticCode::kDroppedEvents), 1u);
+  const std::string table = prof.key_averages().table();
+  EXPECT_NE(table.find("Dropped events: 150"), std::string::npos) << table;
+  // The count survives the file.
+  const std::string path = ::testing::TempDir() + "/tprof_dropped.json";
+  ASSERT_TRUE(prof.export_chrome_trace(path));
+  Result<Trace> back = read_trace(path);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->meta.dropped_events, 150u);
+  EXPECT_EQ(back->meta.producer, Producer::kTprof);
+  std::remove(path.c_str());
+}
+
+TEST(Profiler, ExportedTraceReadsBackAsTheSameModel) {
+  Profiler prof({.schedule = schedule({.wait = 0, .warmup = 1, .active = 2}), .record_shapes = true,
+                 .profile_memory = true});
+  ASSERT_TRUE(prof.start());
+  for (int i = 0; i < 3; ++i) {
+    TPROF_RECORD_OP_SHAPES("op::add", {{i, 2}});
+    record_alloc(&i, 8);
+    ASSERT_TRUE(prof.step());
+  }
+  ASSERT_TRUE(prof.stop());
+  for (const char* name : {"/tprof_model.json", "/tprof_model.json.gz"}) {
+    const std::string path = ::testing::TempDir() + name;
+    ASSERT_TRUE(prof.export_chrome_trace(path));
+    Result<Trace> back = read_trace(path);
+    ASSERT_TRUE(back) << back.error().to_string();
+    EXPECT_EQ(testing::diff_traces(prof.trace(), *back), "");
+    EXPECT_EQ(back->meta.gzip, std::string(name).ends_with(".gz"));
+    std::remove(path.c_str());
+  }
+}
+
+TEST(TensorboardHandler, NamesFilesLikeTorch) {
+  const std::string dir = ::testing::TempDir() + "/tprof_tb/a/b";
+  fs::remove_all(::testing::TempDir() + "/tprof_tb");
+  for (bool gz : {false, true}) {
+    Profiler prof({.schedule = schedule({.wait = 0, .warmup = 0, .active = 1, .repeat = 2}),
+                   .on_trace_ready = tensorboard_trace_handler(dir, gz ? "worker0" : "", gz)});
+    ASSERT_TRUE(prof.start());
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(prof.step());
+    ASSERT_TRUE(prof.stop());
+  }
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::regex plain(std::string(host) + "_" + std::to_string(getpid()) + R"(\.\d{13}\.pt\.trace\.json)");
+  const std::regex gzipped(R"(worker0\.\d{13}\.pt\.trace\.json\.gz)");
+  int plain_files = 0, gz_files = 0;
+  for (const auto& f : fs::directory_iterator(dir)) {
+    const std::string name = f.path().filename().string();
+    if (std::regex_match(name, plain)) ++plain_files;
+    if (std::regex_match(name, gzipped)) {
+      ++gz_files;
+      auto bytes = internal::read_file(f.path().string());
+      ASSERT_TRUE(bytes);
+      EXPECT_EQ(static_cast<unsigned char>((*bytes)[0]), 0x1f);
+      Result<Trace> t = read_trace(f.path().string());
+      ASSERT_TRUE(t);
+      EXPECT_TRUE(t->meta.gzip);
+    }
+  }
+  // Two windows each; names in the same millisecond overwrite, as in torch.
+  EXPECT_GE(plain_files, 1);
+  EXPECT_GE(gz_files, 1);
+  EXPECT_EQ(plain_files + gz_files, static_cast<int>(std::distance(fs::directory_iterator(dir), fs::directory_iterator())));
+
+  // A path that cannot be a directory: the error comes back from step().
+  const std::string file = ::testing::TempDir() + "/tprof_tb_file";
+  ASSERT_TRUE(internal::write_file_atomic(file, "x"));
+  Profiler bad({.schedule = schedule({.active = 1}), .on_trace_ready = tensorboard_trace_handler(file + "/sub")});
+  ASSERT_TRUE(bad.start());
+  Status s = bad.step();
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message().find("Can't create directory"), std::string::npos);
+  EXPECT_FALSE(bad.stop());  // the next window is delivered at stop(), and fails the same way
+  std::remove(file.c_str());
+}
+
+}  // namespace
+}  // namespace tprof
