@@ -104,7 +104,7 @@ class EventList {
   std::vector<std::uint8_t> flags_;
   std::vector<std::int64_t> self_cpu_;
   std::vector<std::int64_t> device_total_;
-  std::vector<std::int64_t> self_device_;
+  std::vector<std::int64_t> self_device_;  // own device activity (device events: their duration)
   // With memory records only.
   std::vector<std::int64_t> cpu_mem_, self_cpu_mem_, dev_mem_, self_dev_mem_;
   // With shapes / stacks only: ids into the pools below.

@@ -113,8 +113,10 @@ class EventListBuilder {
   const EventListOptions& o_;
   EventList& l_;
   bool truncate_ = false;
-  std::vector<std::int64_t> kernel_;  // own device activity (device events: their duration)
-  std::vector<std::int64_t> external_;
+  // "External id" of event i (torch's correlation id of CPU ops); -1 for memory rows.
+  std::int64_t external(std::size_t i) const {
+    return (l_.event_[i] & kMemoryBit) ? -1 : t_.events.external_id[l_.event_[i]];
+  }
   std::vector<std::int64_t> sequence_nr_, fwd_thread_;  // with stacks only
 };
 
@@ -133,6 +135,14 @@ void EventListBuilder::select_events() {
   for (StrId s = 0; s < t_.strings.size(); ++s) {
     if (t_.strings.str(s).rfind("ProfilerStep#", 0) == 0) name_class[s] = 2;
   }
+  std::size_t complete = 0;
+  for (Phase p : ev.phase) complete += p == Phase::kComplete;
+  l_.start_.reserve(complete);
+  l_.end_.reserve(complete);
+  l_.key_.reserve(complete);
+  l_.event_.reserve(complete);
+  l_.lane_.reserve(complete);
+  l_.flags_.reserve(complete);
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
     if (ev.phase[e] != Phase::kComplete) continue;
     const EventKind k = ev.kind[e];
@@ -154,7 +164,6 @@ void EventListBuilder::select_events() {
     if (k == EventKind::kGpuUserAnnotation) f |= kUserAnnotation;
     if (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) f |= kFrontend;
     l_.flags_.push_back(f);
-    external_.push_back(ev.external_id[e]);
     if (dev) l_.uses_device_ = true;
   }
 }
@@ -246,20 +255,20 @@ void EventListBuilder::attribute_memory(const std::vector<std::uint32_t>& order)
 
 void EventListBuilder::link_device_activity() {
   const std::size_t n = l_.start_.size();
-  kernel_.assign(n, 0);
+  l_.self_device_.assign(n, 0);
   // External id -> frontend events, as a dense table when ids are compact
   // (torch numbers them from 1), else sorted pairs.
   std::int64_t max_id = -1;
   std::size_t frontends = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if ((l_.flags_[i] & kFrontend) && external_[i] >= 0) {
-      max_id = std::max(max_id, external_[i]);
+    if ((l_.flags_[i] & kFrontend) && external(i) >= 0) {
+      max_id = std::max(max_id, external(i));
       ++frontends;
     }
   }
   if (frontends == 0) {
     for (std::size_t i = 0; i < n; ++i) {
-      if (l_.flags_[i] & kDevice) kernel_[i] = l_.end_[i] - l_.start_[i];
+      if (l_.flags_[i] & kDevice) l_.self_device_[i] = l_.end_[i] - l_.start_[i];
     }
     return;
   }
@@ -270,13 +279,13 @@ void EventListBuilder::link_device_activity() {
     head.assign(static_cast<std::size_t>(max_id) + 1, kNoIndex);
     next.assign(n, kNoIndex);
     for (std::size_t i = n; i-- > 0;) {  // lists in event order
-      if (!(l_.flags_[i] & kFrontend) || external_[i] < 0) continue;
-      next[i] = head[static_cast<std::size_t>(external_[i])];
-      head[static_cast<std::size_t>(external_[i])] = static_cast<std::uint32_t>(i);
+      if (!(l_.flags_[i] & kFrontend) || external(i) < 0) continue;
+      next[i] = head[static_cast<std::size_t>(external(i))];
+      head[static_cast<std::size_t>(external(i))] = static_cast<std::uint32_t>(i);
     }
   } else {
     for (std::size_t i = 0; i < n; ++i) {
-      if ((l_.flags_[i] & kFrontend) && external_[i] >= 0) pairs.emplace_back(external_[i], static_cast<std::uint32_t>(i));
+      if ((l_.flags_[i] & kFrontend) && external(i) >= 0) pairs.emplace_back(external(i), static_cast<std::uint32_t>(i));
     }
     std::sort(pairs.begin(), pairs.end());
   }
@@ -291,11 +300,11 @@ void EventListBuilder::link_device_activity() {
   };
   for (std::size_t i = 0; i < n; ++i) {
     const bool dev = l_.flags_[i] & kDevice;
-    if (dev) kernel_[i] = l_.end_[i] - l_.start_[i];
-    if (external_[i] <= 0 || (l_.flags_[i] & kFrontend)) continue;
-    for_each_frontend(external_[i], [&](std::uint32_t f) {
+    if (dev) l_.self_device_[i] = l_.end_[i] - l_.start_[i];
+    if (external(i) <= 0 || (l_.flags_[i] & kFrontend)) continue;
+    for_each_frontend(external(i), [&](std::uint32_t f) {
       if (dev) {
-        internal::sat_acc(kernel_[f], l_.end_[i] - l_.start_[i]);
+        internal::sat_acc(l_.self_device_[f], l_.end_[i] - l_.start_[i]);
       } else {
         l_.lane_[i] = l_.lane_[f];  // a runtime call belongs to its op's thread
       }
@@ -346,7 +355,7 @@ std::vector<std::uint32_t> EventListBuilder::lane_order() const {
 
 void EventListBuilder::build_trees(const std::vector<std::uint32_t>& order) {
   l_.parent_.assign(l_.start_.size(), kNoIndex);
-  kernel_.resize(l_.start_.size(), 0);
+  l_.self_device_.resize(l_.start_.size(), 0);
   std::vector<std::uint32_t> stack;
   for (std::size_t k = 0; k < order.size(); ++k) {
     const std::uint32_t i = order[k];
@@ -367,41 +376,24 @@ void EventListBuilder::build_trees(const std::vector<std::uint32_t>& order) {
 void EventListBuilder::merge_duplicates(const std::vector<std::uint32_t>& order) {
   // torch's _remove_dup_nodes: an event whose parent has the same name and
   // exactly one child is deleted; the parent adopts its children and its
-  // kernels. Repeated until nothing changes (the result does not depend on
-  // the visiting order).
+  // kernels; repeated until nothing changes. One pass in `order` reaches the
+  // same fixed point: parents come before their children, a parent's child
+  // count changes only when its single child merges into it, and that
+  // child's children — the only events the change concerns — come later.
   const std::size_t n = l_.start_.size();
   std::vector<std::uint32_t> child_count(n, 0);
   for (std::uint32_t i : order) {
     if (l_.parent_[i] != kNoIndex) ++child_count[l_.parent_[i]];
   }
-  bool any = false;
   for (std::uint32_t i : order) {
-    const std::uint32_t p = l_.parent_[i];
-    if (p != kNoIndex && child_count[p] == 1 && l_.key_[p] == l_.key_[i]) any = true;
-  }
-  if (!any) return;
-  // `order` visits parents before children, so a parent that died earlier in
-  // this pass is already dead when its children are visited: resolving to
-  // the nearest live ancestor reproduces torch's immediate re-parenting.
-  auto live_parent = [&](std::uint32_t i) {
     std::uint32_t p = l_.parent_[i];
     while (p != kNoIndex && (l_.flags_[p] & kDead)) p = l_.parent_[p];
     l_.parent_[i] = p;
-    return p;
-  };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (std::uint32_t i : order) {
-      if (l_.flags_[i] & kDead) continue;
-      const std::uint32_t p = live_parent(i);
-      if (p == kNoIndex || child_count[p] != 1 || l_.key_[p] != l_.key_[i]) continue;
-      l_.flags_[i] |= kDead;
-      child_count[p] = child_count[i];
-      kernel_[p] = kernel_[i];
-      changed = true;
-    }
+    if (p == kNoIndex || child_count[p] != 1 || l_.key_[p] != l_.key_[i]) continue;
+    l_.flags_[i] |= kDead;
+    child_count[p] = child_count[i];
+    l_.self_device_[p] = l_.self_device_[i];
   }
-  for (std::uint32_t i : order) live_parent(i);
 }
 
 void EventListBuilder::decode_args() {
@@ -526,40 +518,26 @@ void EventListBuilder::backward_stacks() {
 }
 
 void EventListBuilder::derive(const std::vector<std::uint32_t>& order) {
+  // self = total - children, and device totals bottom-up, in place: children
+  // come after their parents in `order`, so walk it backwards.
   const std::size_t n = l_.start_.size();
   const bool memory = !l_.cpu_mem_.empty();
-  l_.self_cpu_.assign(n, 0);
-  l_.device_total_ = kernel_;
-  std::vector<std::int64_t> child_cpu(n, 0), child_dev(n, 0), child_cpu_mem, child_dev_mem;
+  l_.self_cpu_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) l_.self_cpu_[i] = (l_.flags_[i] & kDevice) ? 0 : l_.end_[i] - l_.start_[i];
+  l_.device_total_ = l_.self_device_;
   if (memory) {
-    child_cpu_mem.assign(n, 0);
-    child_dev_mem.assign(n, 0);
+    l_.self_cpu_mem_ = l_.cpu_mem_;
+    l_.self_dev_mem_ = l_.dev_mem_;
   }
-  // Children come after their parents in `order`: walk it backwards.
   for (std::size_t k = order.size(); k-- > 0;) {
     const std::uint32_t i = order[k];
-    if (l_.flags_[i] & kDead) continue;
-    l_.device_total_[i] = internal::sat_add(kernel_[i], child_dev[i]);
     const std::uint32_t p = l_.parent_[i];
-    if (p == kNoIndex) continue;
-    internal::sat_acc(child_cpu[p], l_.end_[i] - l_.start_[i]);
-    internal::sat_acc(child_dev[p], l_.device_total_[i]);
+    if ((l_.flags_[i] & kDead) || p == kNoIndex) continue;
+    l_.self_cpu_[p] = internal::sat_sub(l_.self_cpu_[p], l_.end_[i] - l_.start_[i]);
+    internal::sat_acc(l_.device_total_[p], l_.device_total_[i]);
     if (memory) {
-      internal::sat_acc(child_cpu_mem[p], l_.cpu_mem_[i]);
-      internal::sat_acc(child_dev_mem[p], l_.dev_mem_[i]);
-    }
-  }
-  l_.self_device_ = kernel_;
-  if (memory) {
-    l_.self_cpu_mem_.assign(n, 0);
-    l_.self_dev_mem_.assign(n, 0);
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    if (l_.flags_[i] & kDevice) continue;
-    l_.self_cpu_[i] = internal::sat_sub(l_.end_[i] - l_.start_[i], child_cpu[i]);
-    if (memory) {
-      l_.self_cpu_mem_[i] = internal::sat_sub(l_.cpu_mem_[i], child_cpu_mem[i]);
-      l_.self_dev_mem_[i] = internal::sat_sub(l_.dev_mem_[i], child_dev_mem[i]);
+      l_.self_cpu_mem_[p] = internal::sat_sub(l_.self_cpu_mem_[p], l_.cpu_mem_[i]);
+      l_.self_dev_mem_[p] = internal::sat_sub(l_.self_dev_mem_[p], l_.dev_mem_[i]);
     }
   }
   if (!l_.uses_device_) {
@@ -580,7 +558,6 @@ void EventListBuilder::run() {
   truncate_ = sem == TimeSemantics::kTruncatedMicros;
   select_events();
   link_device_activity();
-  external_ = {};
   const std::vector<std::uint32_t> order = lane_order();
   // Leftover memory rows are appended here; they hold nothing and sit in no
   // event, so they stay out of `order` and the tree.

@@ -216,8 +216,11 @@ bool Walker::skip_value(const char* v) {
             if (!string_at(t, &text)) return false;
             break;
           }
-          default:
+          case ',':
+          case ':':
             break;
+          default:
+            return false;  // a backslash outside a string
         }
       }
     }

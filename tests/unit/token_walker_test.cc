@@ -97,6 +97,10 @@ TEST(TokenWalker, AgreesOnOddInput) {
       R"({"traceEvents": [{"name": "process_sort_index", "ph": "M", "pid": 1, "tid": 0, "args": {"sort_index": 3.5}}, {"name": "thread_name", "ph": "M", "pid": 1, "tid": 1, "args": {"name": 5}}]})",
       R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 12345678901234567890, "dur": 1}]})",
       R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "ph": "i"}]})",
+      // backslashes outside strings
+      R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})",
+      R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"x": [1, \ 2]}}]})",
+      R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"x": {"y": 1\}}}]})",
   };
   for (const char* c : cases) expect_same(c, c);
 }
