@@ -4,51 +4,91 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace tprof::internal {
 
-void append_json_string(std::string* out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  const char* p = s.data();
-  const char* end = p + s.size();
-  const char* run = p;
+const char* find_json_escape(const char* p, const char* end) {
+#if defined(__SSE2__)
+  // Control characters: min(c, 0x1f) == c on unsigned bytes (SSE2 has no
+  // unsigned compare).
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i limit = _mm_set1_epi8(0x1f);
+  while (end - p >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i ctrl = _mm_cmpeq_epi8(_mm_min_epu8(v, limit), v);
+    const __m128i special = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash));
+    const int m = _mm_movemask_epi8(_mm_or_si128(ctrl, special));
+    if (m != 0) return p + __builtin_ctz(static_cast<unsigned>(m));
+    p += 16;
+  }
+#endif
   for (; p < end; ++p) {
     const unsigned char c = static_cast<unsigned char>(*p);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out->append(run, p);
-    run = p + 1;
+    if (c < 0x20 || c == '"' || c == '\\') return p;
+  }
+  return end;
+}
+
+bool needs_json_escape(std::string_view s) {
+  const char* end = s.data() + s.size();
+  return find_json_escape(s.data(), end) != end;
+}
+
+char* write_json_string(char* p, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  *p++ = '"';
+  const char* q = s.data();
+  const char* end = q + s.size();
+  for (;;) {
+    const char* stop = find_json_escape(q, end);
+    if (stop != q) std::memcpy(p, q, static_cast<std::size_t>(stop - q));  // q may be null for ""
+    p += stop - q;
+    if (stop == end) break;
+    const unsigned char c = static_cast<unsigned char>(*stop);
+    q = stop + 1;
+    *p++ = '\\';
     switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\t': out->append("\\t"); break;
-      case '\r': out->append("\\r"); break;
-      case '\b': out->append("\\b"); break;
-      case '\f': out->append("\\f"); break;
+      case '"': *p++ = '"'; break;
+      case '\\': *p++ = '\\'; break;
+      case '\n': *p++ = 'n'; break;
+      case '\t': *p++ = 't'; break;
+      case '\r': *p++ = 'r'; break;
+      case '\b': *p++ = 'b'; break;
+      case '\f': *p++ = 'f'; break;
       default: {
-        const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
-        out->append(esc, 6);
+        const char esc[5] = {'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
+        std::memcpy(p, esc, 5);
+        p += 5;
       }
     }
   }
-  out->append(run, end);
+  *p++ = '"';
+  return p;
+}
+
+void append_json_string(std::string* out, std::string_view s) {
+  // Escaped in pieces through a stack buffer: the one escaper, bounded room.
+  constexpr std::size_t kPiece = 1024;
+  char buf[6 * kPiece + 2];
+  if (s.size() <= kPiece) {
+    out->append(buf, write_json_string(buf, s));
+    return;
+  }
+  out->push_back('"');
+  for (std::size_t i = 0; i < s.size(); i += kPiece) {
+    char* end = write_json_string(buf, s.substr(i, kPiece));
+    out->append(buf + 1, end - 1);  // without the piece's own quotes
+  }
   out->push_back('"');
 }
 
 void append_us(std::string* out, std::int64_t ns) {
-  // Split with floor semantics on the magnitude so that -1 ns is "-0.001".
-  const bool neg = ns < 0;
-  const std::uint64_t mag = neg ? 0ull - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
   char buf[32];
-  char* p = buf;
-  if (neg) *p++ = '-';
-  p = std::to_chars(p, buf + sizeof buf, mag / 1000).ptr;
-  const unsigned frac = static_cast<unsigned>(mag % 1000);
-  *p++ = '.';
-  *p++ = static_cast<char>('0' + frac / 100);
-  *p++ = static_cast<char>('0' + frac / 10 % 10);
-  *p++ = static_cast<char>('0' + frac % 10);
-  out->append(buf, p);
+  out->append(buf, write_us(buf, ns));
 }
 
 void append_double(std::string* out, double v) {
@@ -62,95 +102,72 @@ void append_double(std::string* out, double v) {
 }
 
 void JsonWriter::newline_indent(std::size_t level) {
-  out_->push_back('\n');
-  out_->append(level * static_cast<std::size_t>(indent_), ' ');
-}
-
-void JsonWriter::before_value() {
-  if (after_key_) {
-    after_key_ = false;
+  const std::size_t n = level * static_cast<std::size_t>(indent_);
+  if (n + 1 > kStageBytes) {
+    flush();
+    out_->push_back('\n');
+    out_->append(n, ' ');
     return;
   }
-  if (stack_.empty()) return;
-  if (stack_.back()) out_->push_back(',');
-  stack_.back() = true;
+  char* p = room(n + 1);
+  *p = '\n';
+  std::memset(p + 1, ' ', n);
+  pos_ = p + n + 1;
+}
+
+void JsonWriter::separate_slow() {
+  const bool had = top();
+  set_top();
+  if (had) put_char(',');
   if (style_ == kPretty) {
-    newline_indent(stack_.size());
+    newline_indent(depth_);
   } else if (pending_break_) {
-    out_->push_back('\n');
-  } else if (out_->size() > 0 && out_->back() == ',') {
-    out_->push_back(' ');
+    put_char('\n');
+  } else if (had) {
+    put_char(' ');
   }
   pending_break_ = false;
-}
-
-void JsonWriter::open(char c) {
-  before_value();
-  out_->push_back(c);
-  stack_.push_back(false);
-}
-
-void JsonWriter::close(char c) {
-  const bool had = stack_.back();
-  stack_.pop_back();
-  if (had && (style_ == kPretty || pending_break_)) {
-    if (style_ == kPretty) {
-      newline_indent(stack_.size());
-    } else {
-      out_->push_back('\n');
-    }
-  }
-  pending_break_ = false;
-  out_->push_back(c);
-}
-
-void JsonWriter::key(std::string_view k) {
-  before_value();
-  append_json_string(out_, k);
-  out_->append(": ");
-  after_key_ = true;
-}
-
-void JsonWriter::value_string(std::string_view s) {
-  before_value();
-  append_json_string(out_, s);
-}
-
-void JsonWriter::value_int(std::int64_t v) {
-  before_value();
-  char buf[24];
-  out_->append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
-}
-
-void JsonWriter::value_uint(std::uint64_t v) {
-  before_value();
-  char buf[24];
-  out_->append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
 }
 
 void JsonWriter::value_double(double v) {
   before_value();
-  append_double(out_, v);
+  char buf[64];
+  char* end = buf;
+  if (std::isfinite(v)) {
+    end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  } else {
+    std::memcpy(buf, "null", 4);
+    end = buf + 4;
+  }
+  put_raw(std::string_view(buf, static_cast<std::size_t>(end - buf)));
+  after_value();
 }
 
-void JsonWriter::value_bool(bool v) {
+void JsonWriter::open(char c) {
   before_value();
-  out_->append(v ? "true" : "false");
+  put_char(c);
+  ++depth_;
+  if (depth_ <= 64) {
+    has_ &= ~(std::uint64_t{1} << (depth_ - 1));
+  } else {
+    deep_.push_back(false);
+  }
 }
 
-void JsonWriter::value_null() {
-  before_value();
-  out_->append("null");
-}
-
-void JsonWriter::value_us(std::int64_t ns) {
-  before_value();
-  append_us(out_, ns);
-}
-
-void JsonWriter::value_raw(std::string_view json) {
-  before_value();
-  out_->append(json);
+void JsonWriter::close(char c) {
+  const bool had = top();
+  if (depth_ > 64) deep_.pop_back();
+  --depth_;
+  if (had && (style_ == kPretty || pending_break_)) {
+    if (style_ == kPretty) {
+      newline_indent(depth_);
+    } else {
+      put_char('\n');
+    }
+  }
+  pending_break_ = false;
+  put_char(c);
+  after_value();
 }
 
 }  // namespace tprof::internal

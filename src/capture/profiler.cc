@@ -124,7 +124,12 @@ void Profiler::stop_window() {
   for (Activity a : options_.activities) info.cuda_requested |= a == Activity::kCuda;
   info.cuda_available = false;
   auto threads = internal::collect(internal::g_epoch.load(std::memory_order_relaxed));
+  // The previous window's trace goes first: its memory is free for this
+  // one's (the two never coexist, and repeated windows reuse the pages).
+  trace_.reset();
   trace_ = std::make_unique<Trace>(internal::build_trace(threads, clock, info));
+  threads.clear();
+  internal::release_collected();
 }
 
 Status Profiler::transition(ProfilerAction from, ProfilerAction to, bool exiting) {

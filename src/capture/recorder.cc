@@ -22,7 +22,7 @@ std::atomic<bool> g_recording{false};
 std::atomic<bool> g_record_shapes{false};
 std::atomic<bool> g_profile_memory{false};
 std::atomic<std::uint32_t> g_epoch{0};
-thread_local ThreadBuffer* tl_buffer = nullptr;
+constinit thread_local ThreadBuffer* tl_buffer = nullptr;
 
 namespace {
 
@@ -210,24 +210,22 @@ std::vector<ThreadRecords> collect(std::uint32_t epoch) {
     ThreadRecords tr;
     tr.tid = st->tid;
     tr.name = st->name;
-    tr.records.assign(b.records, b.records + n);
-    // Payload up to the end of the last entry a published record refers to
-    // (entries are written before their record is published).
-    std::uint32_t last = 0;  // 1 + offset of that entry
-    for (std::uint32_t i = 0; i < n; ++i) last = std::max(last, b.records[i].d);
-    if (last > 0) {
-      std::uint32_t w = last - 1;
-      const std::uint64_t shapes = b.payload[w++];
-      for (std::uint64_t s = 0; s < shapes && w < b.payload_capacity; ++s) w += 1 + static_cast<std::uint32_t>(b.payload[w]);
-      tr.payload.assign(b.payload, b.payload + std::min(w, b.payload_capacity));
-    }
+    tr.records = std::span<const Record>(b.records, n);
+    // The whole arena: readers follow only the entries published records
+    // refer to, which were written before those records were published.
+    tr.payload = std::span<const std::uint64_t>(b.payload, b.payload != nullptr ? b.payload_capacity : 0u);
     tr.dropped = b.dropped.load(std::memory_order_relaxed);
     tr.dropped_shapes = st->dropped_shapes.load(std::memory_order_relaxed);
     out.push_back(std::move(tr));
   }
-  // Exited threads are done writing: their records are copied, free them.
-  std::erase_if(r.threads, [](const std::unique_ptr<ThreadState>& st) { return !st->alive.load(std::memory_order_acquire); });
   return out;
+}
+
+void release_collected() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  // Exited threads are done writing, and their records have been used.
+  std::erase_if(r.threads, [](const std::unique_ptr<ThreadState>& st) { return !st->alive.load(std::memory_order_acquire); });
 }
 
 std::string_view dynamic_name(std::uint32_t id) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,19 +15,29 @@ namespace tprof::internal {
 // Buffer sizes for threads that attach from now on (and at their next window).
 void configure_buffers(std::uint32_t events_per_thread, std::uint32_t payload_words_per_thread);
 
-// What one thread recorded in a window.
+// What one thread recorded in a window: views of its buffer, valid until
+// release_collected() (see collect()).
 struct ThreadRecords {
   std::int64_t tid = 0;  // OS thread id
   std::string name;      // pthread name
-  std::vector<Record> records;
-  std::vector<std::uint64_t> payload;
+  std::span<const Record> records;
+  std::span<const std::uint64_t> payload;  // the arena; read only where records point
   std::uint64_t dropped = 0;        // events lost to a full buffer
   std::uint64_t dropped_shapes = 0; // shapes lost to a full payload arena
 };
 
-// Copies every thread's records of window `epoch` (what was published by
-// now), and frees the buffers of threads that have exited.
+// Every thread's records of window `epoch`: what was published by now, in
+// place (a window's records are 32 bytes each; copying them would double
+// the memory a stop() touches). The views stay valid until the next window
+// starts or release_collected() runs: records published after this call
+// land beyond them, a buffer is reset or reallocated only when its thread
+// records in a later window, and buffers of exited threads are freed only
+// by release_collected().
 std::vector<ThreadRecords> collect(std::uint32_t epoch);
+
+// Frees the buffers of threads that have exited. Invalidates the views of
+// their records.
+void release_collected();
 
 // Runtime names of kRecordDynamicScope records: (name id, category id).
 std::string_view dynamic_name(std::uint32_t id);

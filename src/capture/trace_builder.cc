@@ -1,9 +1,20 @@
+// Records of one window -> tprof::Trace.
+//
+//   records read in place (collect() copies nothing)
+//   ── per thread: order by start (linear for nested scopes, a stable sort
+//      otherwise) ── one pass: name/category/kind through per-site caches,
+//      ticks -> ns, columns written by index (capacity reserved once),
+//      args through one JsonWriter into one buffer that becomes the
+//      trace's source ── check_trace
+//
+// stop() pays this once per event, so nothing here allocates, copies or
+// hashes a string per event.
 #include "src/capture/trace_builder.h"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
-#include <unordered_map>
+#include <memory>
+#include <tuple>
 
 #include "src/base/json_writer.h"
 #include "src/trace/event_parser.h"
@@ -16,96 +27,237 @@ namespace {
 
 constexpr const char* kVersion = "0.1.0";
 
-void append_int(std::string* out, std::int64_t v) {
-  char buf[24];
-  out->append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+constexpr JsonKey kExternalId("External id"), kInputDims("Input Dims"), kDeviceType("Device Type"),
+    kDeviceId("Device Id"), kAddr("Addr"), kBytes("Bytes"), kTotalAllocated("Total Allocated"),
+    kTotalReserved("Total Reserved"), kVersionKey("version"), kDroppedEvents("droppedEvents"),
+    kDroppedShapes("droppedShapes"), kNameKey("name"), kLabels("labels");
+
+// The end of a record's interval (instants end where they start).
+std::uint64_t end_tick(const Record& r) { return r.kind == kRecordMemory ? r.b : r.c; }
+
+// Kineto's op order: by start, longer first; equal keys keep recording order.
+bool starts_before(const Record& x, const Record& y) {
+  return x.b != y.b ? x.b < y.b : end_tick(x) > end_tick(y);
 }
 
-void append_uint(std::string* out, std::uint64_t v) {
-  char buf[24];
-  out->append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+// The order of `records` by (start, longer first), stable. Records are
+// appended when scopes end, so properly nested scopes arrive in post-order:
+// a scope right after the subtrees of its children. Rebuilding pre-order
+// from that is linear (each scope moves in front of the blocks it starts
+// before); anything else (steps that overlap scopes, odd clocks) is caught
+// by the check and sorted.
+struct OrderScratch {
+  struct Block {
+    std::uint32_t head, tail;
+  };
+  std::vector<std::uint32_t> next;
+  std::vector<Block> blocks;
+};
+
+void start_order(std::span<const Record> records, std::vector<std::uint32_t>* order, OrderScratch* scratch) {
+  const auto n = static_cast<std::uint32_t>(records.size());
+  order->resize(n);
+  if (n == 0) return;
+  constexpr std::uint32_t kNone = 0xffffffffu;
+  std::vector<std::uint32_t>& next = scratch->next;
+  next.assign(n, kNone);
+  using Block = OrderScratch::Block;
+  std::vector<Block>& blocks = scratch->blocks;
+  blocks.clear();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    std::uint32_t rest = kNone, tail = i;
+    bool moved = false;
+    while (!blocks.empty() && starts_before(records[i], records[blocks.back().head])) {
+      const Block b = blocks.back();
+      blocks.pop_back();
+      if (!moved) tail = b.tail;  // the latest block ends the new one
+      moved = true;
+      next[b.tail] = rest;
+      rest = b.head;
+    }
+    next[i] = rest;
+    blocks.push_back({i, tail});
+  }
+  std::uint32_t k = 0;
+  for (const Block& b : blocks) {
+    for (std::uint32_t i = b.head;; i = next[i]) {
+      (*order)[k++] = i;
+      if (i == b.tail) break;
+    }
+  }
+  // Sorted by (key, recording order) is exactly the stable sort's result.
+  for (std::uint32_t j = 1; j < n; ++j) {
+    const std::uint32_t a = (*order)[j - 1], b = (*order)[j];
+    if (starts_before(records[a], records[b])) continue;
+    if (!starts_before(records[b], records[a]) && a < b) continue;
+    for (std::uint32_t i = 0; i < n; ++i) (*order)[i] = i;
+    std::stable_sort(order->begin(), order->end(),
+                     [&](std::uint32_t x, std::uint32_t y) { return starts_before(records[x], records[y]); });
+    return;
+  }
 }
 
 class Builder {
  public:
-  Builder(const TickConversion& clock, const CaptureInfo& info) : clock_(clock), info_(info) {}
+  Builder(const TickConversion& clock, const CaptureInfo& info) : clock_(clock), info_(info), aw_(&args_) {}
 
   Trace run(const std::vector<ThreadRecords>& threads);
 
  private:
+  struct Site {
+    const ScopeSite* site = nullptr;
+    StrId name = kEmptyStr, cat = kEmptyStr;
+    EventKind kind = EventKind::kOther;
+  };
+
+  // The next row. Rows are added 4096 at a time (zero-filled while they
+  // are about to be written, so they are still in cache) within the
+  // capacity reserved up front.
+  std::uint32_t next_row() {
+    if (n_ == rows_) {
+      rows_ = std::min<std::uint32_t>(rows_ + 4096, capacity_);
+      t_.events.resize(rows_);
+    }
+    return n_++;
+  }
   std::uint32_t add_event(Phase ph, StrId name, StrId cat, std::uint32_t lane, std::int64_t ts, std::int64_t dur) {
-    EventColumns& e = t_.events;
-    const std::uint32_t i = static_cast<std::uint32_t>(e.size());
-    e.ts_ns.push_back(ts);
-    e.dur_ns.push_back(dur);
-    e.name.push_back(name);
-    e.cat.push_back(cat);
-    e.lane.push_back(lane);
-    e.phase.push_back(ph);
-    e.kind.push_back(ph == Phase::kMetadata ? EventKind::kMetadata : kind_from_category(t_.str(cat)));
-    e.flags.push_back(0);
-    e.external_id.push_back(-1);
-    e.correlation.push_back(-1);
-    e.flow_id.push_back(-1);
-    e.args_ref.push_back(0);
-    e.src_offset.push_back(0);
-    return i;
+    const std::uint32_t e = next_row();
+    EventColumns& c = t_.events;
+    c.ts_ns[e] = ts;
+    c.dur_ns[e] = dur;
+    c.name[e] = name;
+    c.cat[e] = cat;
+    c.lane[e] = lane;
+    c.phase[e] = ph;
+    c.kind[e] = ph == Phase::kMetadata ? EventKind::kMetadata : kind_of(cat);
+    return e;
   }
-  void metadata(const char* what, std::uint32_t lane, const std::string& args) {
-    const std::uint32_t e = add_event(Phase::kMetadata, t_.strings.intern(what), kEmptyStr, lane, info_.window_start_ns, 0);
-    t_.set_args_json(e, args);
+  EventKind kind_of(StrId cat) {
+    if (cat >= cat_kinds_.size()) cat_kinds_.resize(cat + 1, -1);
+    if (cat_kinds_[cat] < 0) cat_kinds_[cat] = static_cast<std::int8_t>(kind_from_category(t_.str(cat)));
+    return static_cast<EventKind>(cat_kinds_[cat]);
   }
-  StrId site_name(const ScopeSite* site) {
-    auto [it, added] = sites_.try_emplace(site, StrId{});
-    if (added) it->second = t_.strings.intern(site->name);
-    return it->second;
+  // Writes event e's args object through aw_ as the next element of one
+  // array holding every event's args, and points e at it; store_args()
+  // makes that array the trace's source. (One array, not a value per
+  // event: the writer then copies its stage out every 16 KiB, not per event.)
+  template <class Fill>
+  void set_args(std::uint32_t e, Fill&& fill) {
+    aw_.begin_object();
+    const std::uint64_t start = aw_.size() - 1;  // at the '{'
+    fill(aw_);
+    aw_.end_object();
+    t_.events.args_ref[e] = args_ref::make(start, aw_.size() - start, false);
   }
-  StrId site_cat(const ScopeSite* site) {
-    auto [it, added] = site_cats_.try_emplace(site, StrId{});
-    if (added) it->second = t_.strings.intern(site->category != nullptr ? site->category : kUserAnnotation);
-    return it->second;
+  void store_args();
+  void metadata(const char* what, std::uint32_t lane, const JsonKey& key, std::string_view value) {
+    const std::uint32_t e =
+        add_event(Phase::kMetadata, t_.strings.intern(what), kEmptyStr, lane, info_.window_start_ns, 0);
+    set_args(e, [&](JsonWriter& w) {
+      w.key(key);
+      w.value_string(value);
+    });
   }
+  const Site& site(const ScopeSite* s);
+  std::pair<StrId, StrId> dynamic(std::uint32_t id);
 
   const TickConversion& clock_;
   const CaptureInfo& info_;
   Trace t_;
-  std::unordered_map<const ScopeSite*, StrId> sites_, site_cats_;
-  std::unordered_map<std::uint32_t, std::pair<StrId, StrId>> dynamic_;
+  std::uint32_t n_ = 0;     // events written
+  std::uint32_t rows_ = 0;  // rows the columns have
+  std::uint32_t capacity_ = 0;  // rows reserved: every record and the metadata
+  std::vector<Site> sites_ = std::vector<Site>(64);  // open addressing on the site pointer
+  std::size_t site_count_ = 0;
+  std::vector<std::int8_t> cat_kinds_;                 // per category id: EventKind, -1 unknown
+  std::vector<std::pair<StrId, StrId>> dynamic_;       // per runtime name id: name, category
   std::string args_;
+  JsonWriter aw_;
 };
 
-std::string json_string(std::string_view s) {
-  std::string out;
-  append_json_string(&out, s);
-  return out;
+// Hands every event's args to the trace without copying them: args_
+// becomes the trace's source buffer (tprof/trace.h: an args_ref without the
+// owned bit is an offset into the source), as the reader does with a file.
+void Builder::store_args() {
+  auto store = std::make_shared<const std::string>(std::move(args_));
+  t_.attach_source(store, *store);
+}
+
+const Builder::Site& Builder::site(const ScopeSite* s) {
+  std::size_t mask = sites_.size() - 1;
+  auto slot = [&](const ScopeSite* p) {
+    return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(p) >> 3) * 0x9e3779b97f4a7c15ull >> 40) & mask;
+  };
+  std::size_t i = slot(s);
+  for (; sites_[i].site != nullptr; i = (i + 1) & mask) {
+    if (sites_[i].site == s) return sites_[i];
+  }
+  if ((site_count_ + 1) * 2 > sites_.size()) {
+    std::vector<Site> bigger(sites_.size() * 2);
+    mask = bigger.size() - 1;
+    for (const Site& x : sites_) {
+      if (x.site == nullptr) continue;
+      std::size_t j = slot(x.site);
+      while (bigger[j].site != nullptr) j = (j + 1) & mask;
+      bigger[j] = x;
+    }
+    sites_.swap(bigger);
+    i = slot(s);
+    while (sites_[i].site != nullptr) i = (i + 1) & mask;
+  }
+  Site& added = sites_[i];
+  added.site = s;
+  added.name = t_.strings.intern(s->name);
+  added.cat = t_.strings.intern(s->category != nullptr ? s->category : kUserAnnotation);
+  added.kind = kind_of(added.cat);
+  ++site_count_;
+  return added;
+}
+
+std::pair<StrId, StrId> Builder::dynamic(std::uint32_t id) {
+  if (id >= dynamic_.size()) dynamic_.resize(id + 1, {kEmptyStr, kEmptyStr});
+  std::pair<StrId, StrId>& d = dynamic_[id];
+  if (d.second == kEmptyStr) {
+    d = {t_.strings.intern(dynamic_name(id)), t_.strings.intern(dynamic_category(id))};
+  }
+  return d;
 }
 
 Trace Builder::run(const std::vector<ThreadRecords>& threads) {
   t_.meta.producer = Producer::kTprof;
   std::uint64_t dropped = 0, dropped_shapes = 0;
-  std::size_t total = 0;
+  std::size_t total = 2 + threads.size();  // process and thread metadata
   for (const ThreadRecords& tr : threads) {
     dropped += tr.dropped;
     dropped_shapes += tr.dropped_shapes;
     total += tr.records.size();
   }
-  t_.events.reserve(total + 2 * threads.size() + 4);
+  // Sized once and written by index; trimmed to what was written at the end.
+  t_.events.reserve(total);
+  capacity_ = static_cast<std::uint32_t>(total);
+  args_.reserve(32 * total);  // "External id" args: about 20 bytes
+  aw_.begin_array();
   t_.meta.dropped_events = dropped;
   t_.meta.top_level.emplace_back("schemaVersion", "1");
   t_.meta.top_level.emplace_back("deviceProperties", "[]");
-  std::string tprof_key = "{\"version\": \"";
-  tprof_key += kVersion;
-  tprof_key += "\", \"droppedEvents\": ";
-  append_uint(&tprof_key, dropped);
-  tprof_key += ", \"droppedShapes\": ";
-  append_uint(&tprof_key, dropped_shapes);
-  tprof_key += "}";
-  t_.meta.top_level.emplace_back("tprof", tprof_key);
+  {
+    std::string tprof_key;
+    JsonWriter w(&tprof_key);
+    w.begin_object();
+    w.key(kVersionKey);
+    w.value_string(kVersion);
+    w.key(kDroppedEvents);
+    w.value_uint(dropped);
+    w.key(kDroppedShapes);
+    w.value_uint(dropped_shapes);
+    w.end_object();
+    t_.meta.top_level.emplace_back("tprof", std::move(tprof_key));
+  }
 
   const TraceId pid{info_.pid, kEmptyStr, false};
   const std::uint32_t process_lane = t_.lane_for(pid, TraceId{0, kEmptyStr, false}, LaneKind::kOther);
-  metadata("process_name", process_lane, "{\"name\": " + json_string(info_.process_name) + "}");
-  metadata("process_labels", process_lane, "{\"labels\": \"CPU\"}");
+  metadata("process_name", process_lane, kNameKey, info_.process_name);
+  metadata("process_labels", process_lane, kLabels, "CPU");
   Process& proc = t_.process_for(pid);
   proc.name = t_.strings.intern(info_.process_name);
   proc.labels = t_.strings.intern("CPU");
@@ -113,116 +265,126 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads) {
   // "Total Allocated" is the running sum per device over all threads, in time order.
   struct Mem {
     std::uint64_t tick;
-    std::size_t thread, record;
+    std::uint32_t thread, record;
   };
   std::vector<Mem> mems;
   for (std::size_t ti = 0; ti < threads.size(); ++ti) {
-    for (std::size_t ri = 0; ri < threads[ti].records.size(); ++ri) {
-      if (threads[ti].records[ri].kind == kRecordMemory) mems.push_back({threads[ti].records[ri].b, ti, ri});
+    const std::span<const Record> rs = threads[ti].records;
+    for (std::size_t ri = 0; ri < rs.size(); ++ri) {
+      if (rs[ri].kind == kRecordMemory) {
+        mems.push_back({rs[ri].b, static_cast<std::uint32_t>(ti), static_cast<std::uint32_t>(ri)});
+      }
     }
   }
-  std::stable_sort(mems.begin(), mems.end(), [](const Mem& a, const Mem& b) { return a.tick < b.tick; });
-  std::map<std::uint16_t, std::int64_t> running;
-  std::unordered_map<std::uint64_t, std::int64_t> total_after;  // (thread, record) -> running total
-  for (const Mem& m : mems) {
-    const Record& r = threads[m.thread].records[m.record];
-    running[r.e] += static_cast<std::int64_t>(r.c);
-    total_after[(static_cast<std::uint64_t>(m.thread) << 40) | m.record] = running[r.e];
+  std::vector<std::vector<std::int64_t>> total_after(threads.size());  // per thread, per record
+  if (!mems.empty()) {
+    std::stable_sort(mems.begin(), mems.end(), [](const Mem& a, const Mem& b) { return a.tick < b.tick; });
+    for (std::size_t ti = 0; ti < threads.size(); ++ti) total_after[ti].resize(threads[ti].records.size());
+    std::map<std::uint16_t, std::int64_t> running;
+    for (const Mem& m : mems) {
+      const Record& r = threads[m.thread].records[m.record];
+      std::int64_t& sum = running[r.e];
+      sum += static_cast<std::int64_t>(r.c);
+      total_after[m.thread][m.record] = sum;
+    }
   }
 
   const StrId user_annotation = t_.strings.intern(kUserAnnotation);
   const StrId memory_name = t_.strings.intern("[memory]");
   const StrId memory_cat = t_.strings.intern("cpu_instant_event");
+  const EventKind user_annotation_kind = kind_of(user_annotation);
   std::int64_t external_id = 0;
   std::vector<std::uint32_t> order;
+  OrderScratch order_scratch;
+  EventColumns& cols = t_.events;
   for (std::size_t ti = 0; ti < threads.size(); ++ti) {
     const ThreadRecords& tr = threads[ti];
+    const std::span<const Record> rs = tr.records;
+    const std::span<const std::uint64_t> payload = tr.payload;
     const std::uint32_t lane = t_.lane_for(pid, TraceId{tr.tid, kEmptyStr, false}, LaneKind::kCpu);
-    std::string thread_label = "thread " + std::to_string(tr.tid) + " (" + tr.name + ")";
-    metadata("thread_name", lane, "{\"name\": " + json_string(thread_label) + "}");
+    const std::string thread_label = "thread " + std::to_string(tr.tid) + " (" + tr.name + ")";
+    metadata("thread_name", lane, kNameKey, thread_label);
     t_.lanes[lane].thread_name = t_.strings.intern(thread_label);
-    // Records are appended when scopes end (children first): order by start,
-    // longer first, as Kineto writes ops.
-    order.resize(tr.records.size());
-    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-      const Record& x = tr.records[a];
-      const Record& y = tr.records[b];
-      const std::uint64_t xe = x.kind == kRecordMemory ? x.b : x.c, ye = y.kind == kRecordMemory ? y.b : y.c;
-      return x.b != y.b ? x.b < y.b : xe > ye;
-    });
-    for (std::uint32_t ri : order) {
-      const Record& r = tr.records[ri];
+    start_order(rs, &order, &order_scratch);
+    for (const std::uint32_t ri : order) {
+      const Record& r = rs[ri];
       if (r.kind == kRecordMemory) {
         const std::uint32_t e = add_event(Phase::kInstant, memory_name, memory_cat, lane, clock_(r.b), 0);
-        t_.events.kind[e] = EventKind::kMemory;
-        t_.events.flags[e] = kFlagInstantThread;
+        cols.kind[e] = EventKind::kMemory;
+        cols.flags[e] = kFlagInstantThread;
         MemoryRecord m;
         m.event = e;
         m.bytes = static_cast<std::int64_t>(r.c);
         m.addr = r.a;
         m.device_type = static_cast<std::int16_t>(r.e >> 8);
         m.device_id = static_cast<std::int16_t>(static_cast<std::int8_t>(r.e & 0xff));
-        m.total_allocated = total_after[(static_cast<std::uint64_t>(ti) << 40) | ri];
+        m.total_allocated = total_after[ti][ri];
         t_.memory.push_back(m);
-        args_ = "{\"Device Type\": ";
-        append_int(&args_, m.device_type);
-        args_ += ", \"Device Id\": ";
-        append_int(&args_, m.device_id);
-        args_ += ", \"Addr\": ";
-        append_uint(&args_, m.addr);
-        args_ += ", \"Bytes\": ";
-        append_int(&args_, m.bytes);
-        args_ += ", \"Total Allocated\": ";
-        append_int(&args_, m.total_allocated);
-        args_ += ", \"Total Reserved\": 0}";
-        t_.set_args_json(e, args_);
+        set_args(e, [&](JsonWriter& w) {
+          w.key(kDeviceType);
+          w.value_int(m.device_type);
+          w.key(kDeviceId);
+          w.value_int(m.device_id);
+          w.key(kAddr);
+          w.value_uint(m.addr);
+          w.key(kBytes);
+          w.value_int(m.bytes);
+          w.key(kTotalAllocated);
+          w.value_int(m.total_allocated);
+          w.key(kTotalReserved);
+          w.value_int(0);
+        });
         continue;
       }
       StrId name = kEmptyStr, cat = user_annotation;
+      EventKind kind = user_annotation_kind;
       if (r.kind == kRecordScope) {
-        const auto* site = reinterpret_cast<const ScopeSite*>(static_cast<std::uintptr_t>(r.a));
-        name = site_name(site);
-        cat = site_cat(site);
+        const Site& s = site(reinterpret_cast<const ScopeSite*>(static_cast<std::uintptr_t>(r.a)));
+        name = s.name;
+        cat = s.cat;
+        kind = s.kind;
       } else if (r.kind == kRecordDynamicScope) {
-        auto [it, added] = dynamic_.try_emplace(static_cast<std::uint32_t>(r.a));
-        if (added) {
-          it->second = {t_.strings.intern(dynamic_name(static_cast<std::uint32_t>(r.a))),
-                        t_.strings.intern(dynamic_category(static_cast<std::uint32_t>(r.a)))};
-        }
-        name = it->second.first;
-        cat = it->second.second;
+        std::tie(name, cat) = dynamic(static_cast<std::uint32_t>(r.a));
+        kind = kind_of(cat);
       } else if (r.kind == kRecordStep) {
         name = t_.strings.intern("ProfilerStep#" + std::to_string(static_cast<std::int64_t>(r.a)));
       } else {
         continue;
       }
       const std::int64_t ts = clock_(r.b);
-      const std::uint32_t e = add_event(Phase::kComplete, name, cat, lane, ts, clock_(r.c) - ts);
-      t_.events.external_id[e] = ++external_id;
-      args_ = "{\"External id\": ";
-      append_int(&args_, external_id);
-      if (r.d != 0 && r.d - 1 < tr.payload.size()) {
+      const std::uint32_t e = next_row();
+      cols.ts_ns[e] = ts;
+      cols.dur_ns[e] = clock_(r.c) - ts;
+      cols.name[e] = name;
+      cols.cat[e] = cat;
+      cols.lane[e] = lane;
+      cols.phase[e] = Phase::kComplete;
+      cols.kind[e] = kind;
+      cols.external_id[e] = ++external_id;
+      set_args(e, [&](JsonWriter& w) {
+        w.key(kExternalId);
+        w.value_int(external_id);
+        if (r.d == 0 || r.d - 1 >= payload.size()) return;
         // [count][rank][dims...]...
-        std::size_t w = r.d - 1;
-        const std::uint64_t count = tr.payload[w++];
-        args_ += ", \"Input Dims\": [";
-        for (std::uint64_t s = 0; s < count && w < tr.payload.size(); ++s) {
-          if (s) args_ += ", ";
-          args_ += '[';
-          const std::uint64_t rank = tr.payload[w++];
-          for (std::uint64_t k = 0; k < rank && w < tr.payload.size(); ++k) {
-            if (k) args_ += ", ";
-            append_int(&args_, static_cast<std::int64_t>(tr.payload[w++]));
+        std::size_t p = r.d - 1;
+        const std::uint64_t count = payload[p++];
+        w.key(kInputDims);
+        w.begin_array();
+        for (std::uint64_t s = 0; s < count && p < payload.size(); ++s) {
+          w.begin_array();
+          const std::uint64_t rank = payload[p++];
+          for (std::uint64_t k = 0; k < rank && p < payload.size(); ++k) {
+            w.value_int(static_cast<std::int64_t>(payload[p++]));
           }
-          args_ += ']';
+          w.end_array();
         }
-        args_ += ']';
-      }
-      args_ += '}';
-      t_.set_args_json(e, args_);
+        w.end_array();
+      });
     }
   }
+  t_.events.resize(n_);
+  aw_.end_array();  // complete: all of it is in args_
+  store_args();
   if (dropped > 0) {
     t_.diagnostics.add(DiagnosticCode::kDroppedEvents, -1,
                        std::to_string(dropped) + " events dropped: thread buffers were full "

@@ -75,16 +75,153 @@ bool copy_json_value(JsonCursor* c, JsonWriter* w, std::string* scratch, int dep
   }
 }
 
-// Re-emits stored JSON text; falls back to `fallback` if it does not parse.
-void write_stored_json(std::string_view json, JsonWriter* w, std::string* scratch, std::string_view fallback) {
-  JsonCursor c(json.data(), json.data() + json.size(), json.data());
-  std::string tmp;
-  JsonWriter sub(&tmp);
-  if (copy_json_value(&c, &sub, scratch, 0) && c.at_end()) {
-    w->value_raw(tmp);
-  } else {
-    w->value_raw(fallback);
+namespace {
+
+// Scans a string at *p (its opening quote) that the copy would write back
+// unchanged: no raw control characters, and only the escapes the one
+// escaper writes (\" \\ \n \t \r \b \f, \u00xx in lower case for the
+// other control characters). The closing quote must be followed by what
+// ends a string for JsonCursor too (checked by the caller).
+bool scan_compact_string(const char** p, const char* end) {
+  const char* q = *p + 1;
+  for (;;) {
+    q = find_json_escape(q, end);
+    if (q >= end) return false;
+    const unsigned char c = static_cast<unsigned char>(*q);
+    if (c == '"') break;
+    if (c < 0x20) return false;
+    // A backslash.
+    if (end - q < 2) return false;
+    const char e = q[1];
+    if (e == '"' || e == '\\' || e == 'n' || e == 't' || e == 'r' || e == 'b' || e == 'f') {
+      q += 2;
+      continue;
+    }
+    if (e != 'u' || end - q < 6 || q[2] != '0' || q[3] != '0' || (q[4] != '0' && q[4] != '1')) return false;
+    const char h = q[5];
+    const int v = (q[4] - '0') * 16 + (h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : -100);
+    if (v < 0 || v == '\b' || v == '\t' || v == '\n' || v == '\f' || v == '\r') return false;
+    q += 6;
   }
+  *p = q + 1;
+  return true;
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// JSON's number grammar, as JsonCursor::read_number accepts it.
+bool scan_number(const char** p, const char* end) {
+  const char* q = *p;
+  if (q < end && *q == '-') ++q;
+  if (q >= end) return false;
+  if (*q == '0') {
+    ++q;
+  } else if (is_digit(*q)) {
+    while (q < end && is_digit(*q)) ++q;
+  } else {
+    return false;
+  }
+  if (q < end && *q == '.') {
+    ++q;
+    if (q >= end || !is_digit(*q)) return false;
+    while (q < end && is_digit(*q)) ++q;
+  }
+  if (q < end && (*q == 'e' || *q == 'E')) {
+    ++q;
+    if (q < end && (*q == '+' || *q == '-')) ++q;
+    if (q >= end || !is_digit(*q)) return false;
+    while (q < end && is_digit(*q)) ++q;
+  }
+  *p = q;
+  return true;
+}
+
+bool scan_literal(const char** p, const char* end, std::string_view word) {
+  if (static_cast<std::size_t>(end - *p) < word.size() || std::string_view(*p, word.size()) != word) return false;
+  *p += word.size();
+  return true;
+}
+
+// An object key and its ": ".
+bool scan_compact_key(const char** p, const char* end) {
+  if (*p >= end || **p != '"' || !scan_compact_string(p, end)) return false;
+  if (end - *p < 2 || (*p)[0] != ':' || (*p)[1] != ' ') return false;
+  *p += 2;
+  return true;
+}
+
+}  // namespace
+
+bool is_compact_json(std::string_view json) {
+  const char* p = json.data();
+  const char* end = p + json.size();
+  std::uint64_t objects = 0;  // bit i: the container at depth i + 1 is an object
+  int depth = 0;
+  for (;;) {
+    // A value starts at p.
+    if (p >= end) return false;
+    const char c = *p;
+    bool scalar = true;
+    if (c == '{' || c == '[') {
+      const char closer = c == '{' ? '}' : ']';
+      ++p;
+      if (p < end && *p == closer) {
+        ++p;  // empty container: a complete value
+      } else {
+        if (depth == 64) return false;
+        objects = (objects << 1) | (c == '{' ? 1u : 0u);
+        ++depth;
+        if (c == '{' && !scan_compact_key(&p, end)) return false;
+        scalar = false;
+      }
+    } else if (c == '"') {
+      if (!scan_compact_string(&p, end)) return false;
+    } else if (c == 't') {
+      if (!scan_literal(&p, end, "true")) return false;
+    } else if (c == 'f') {
+      if (!scan_literal(&p, end, "false")) return false;
+    } else if (c == 'n') {
+      if (!scan_literal(&p, end, "null")) return false;
+    } else if (!scan_number(&p, end)) {
+      return false;
+    }
+    if (!scalar) continue;
+    // After a value: ", " and the next element, or closers.
+    for (;;) {
+      if (depth == 0) return p == end;
+      if (p >= end) return false;
+      const bool object = (objects & 1) != 0;
+      if (*p == ',') {
+        if (end - p < 2 || p[1] != ' ') return false;
+        p += 2;
+        if (object && !scan_compact_key(&p, end)) return false;
+        break;
+      }
+      if (*p != (object ? '}' : ']')) return false;
+      ++p;
+      objects >>= 1;
+      --depth;
+    }
+  }
+}
+
+// Re-emits stored JSON text; falls back to `fallback` if it does not parse.
+void write_stored_json(std::string_view json, JsonWriter* w, std::string* scratch, std::string* value,
+                       std::string_view fallback) {
+  // What tprof wrote itself (capture args, a trace written by tprof) is
+  // already in the form the copy produces: write it as it is.
+  if (is_compact_json(json)) {
+    w->value_raw(json);
+    return;
+  }
+  JsonCursor c(json.data(), json.data() + json.size(), json.data());
+  value->clear();
+  bool ok = false;
+  {
+    JsonWriter sub(value);
+    ok = copy_json_value(&c, &sub, scratch, 0) && c.at_end();
+  }
+  w->value_raw(ok ? std::string_view(*value) : fallback);
 }
 
 std::string canonical_json(std::string_view json) {

@@ -52,7 +52,9 @@ extern std::atomic<bool> g_record_shapes;
 extern std::atomic<bool> g_profile_memory;
 // Incremented at every window start; buffers of older epochs are stale.
 extern std::atomic<std::uint32_t> g_epoch;
-extern thread_local ThreadBuffer* tl_buffer;
+// constinit: no dynamic initialization, so a scope reads it straight from
+// the thread pointer (no TLS-init check per access).
+extern constinit thread_local ThreadBuffer* tl_buffer;
 
 // Registers the calling thread (first use) or resets its buffer for the
 // current window. Not on the per-event path: once per thread per window.
