@@ -7,7 +7,11 @@ ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
 TPROF      := $(BUILD)/tools/tprof/tprof
-DEMO_TRACE := tests/data/torch-1.13/blog/64_fp32_cold_eager.kineto.json
+EXAMPLE    := $(BUILD)/examples/matmul_add
+DEMO_DIR   := traces/01_matmul_add
+# fp32 by default: Debian's OpenBLAS has no bf16 GEMM, so bf16 would run as
+# converted fp32 (make demo DEMO_DTYPE=bf16 shows that).
+DEMO_DTYPE ?= fp32
 
 .PHONY: all setup setup-test configure build test test-release test-asan test-tsan demo bench clean
 
@@ -44,11 +48,30 @@ test-tsan: setup
 	$(TSAN_BUILD)/tests/unit/capture_test --gtest_brief=1
 	$(TSAN_BUILD)/tests/unit/reader_test --gtest_brief=1
 
+# The blog's experiment on the CPU (examples/README.md): 64x64 (overhead-bound)
+# and 1024x1024 (GEMM-bound), cold and warm, eager and compiled, into
+# $(DEMO_DIR); then tprof reads back the warm runs.
 demo: build
-	@echo "== tprof table (torch's key_averages().table(), from a real torch 1.13 trace)"
-	$(TPROF) table $(DEMO_TRACE) --sort-by cpu_time_total --row-limit 15
-	@echo "== tprof steps"
-	$(TPROF) steps $(DEMO_TRACE)
+	@test -x $(EXAMPLE) || { echo "demo: $(EXAMPLE) was not built: OpenBLAS was missing at configure time (make setup installs it)"; exit 1; }
+	@for size in 64 1024; do \
+	  for start in cold warm; do \
+	    for mode in eager compile; do \
+	      flags="--size $$size --dtype $(DEMO_DTYPE)"; \
+	      if [ $$start = warm ]; then flags="$$flags --warmup"; fi; \
+	      if [ $$mode = compile ]; then flags="$$flags --compile"; fi; \
+	      echo "== matmul_add $$flags"; \
+	      $(EXAMPLE) $$flags --trace-dir $(DEMO_DIR) || exit 1; \
+	    done; \
+	  done; \
+	done
+	@for run in 64_$(DEMO_DTYPE)_warm_eager 1024_$(DEMO_DTYPE)_warm_eager; do \
+	  echo; echo "== tprof table $(DEMO_DIR)/$$run.json"; \
+	  $(TPROF) table $(DEMO_DIR)/$$run.json --sort-by cpu_time_total --row-limit 15 || exit 1; \
+	  echo; echo "== tprof steps $(DEMO_DIR)/$$run.json"; \
+	  $(TPROF) steps $(DEMO_DIR)/$$run.json || exit 1; \
+	done
+	@echo; echo "== tprof table $(DEMO_DIR)/64_$(DEMO_DTYPE)_warm_compile.json (fused: addmm = bias copy + one GEMM)"
+	@$(TPROF) table $(DEMO_DIR)/64_$(DEMO_DTYPE)_warm_compile.json --sort-by cpu_time_total --row-limit 15
 
 bench: build
 	@echo "see bench/README.md"

@@ -1,0 +1,238 @@
+// matmul_add — the C++ port of the blog's 01_matmul_add.py: profiles
+// torch.add(torch.matmul(x, w), b) for one warmup and 20 active steps and
+// writes what the script writes, through tprof's public capture API only.
+//
+//   matmul_add --size 1024 --dtype fp32 --warmup --compile
+//   -> ./traces/01_matmul_add/1024_fp32_warm_compile.json  (Chrome trace)
+//      ./traces/01_matmul_add/1024_fp32_warm_compile.txt   (key_averages().table())
+//
+// Exit status: 0 done, 1 the profiler or a file failed, 2 bad arguments or
+// an unavailable device.
+#include <cblas.h>
+
+#include <charconv>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+
+#include "bf16.h"
+#include "ops.h"
+#include "tensor.h"
+#include "tprof/profiler.h"
+#include "tprof/record_function.h"
+
+namespace matmul_add {
+namespace {
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+// The blog's --warmup: this many untimed calls before profiling starts.
+constexpr int kWarmupCalls = 3;
+
+constexpr std::string_view kUsage =
+    "usage: matmul_add [--size N] [--dtype bf16|fp32] [--warmup] [--compile] [--batch N]\n"
+    "                  [--device cpu|cuda] [--trace-dir DIR] [--steps N]\n"
+    "  --size N         x, w and b are N x N (default 64)\n"
+    "  --dtype T        bf16 (default) or fp32\n"
+    "  --warmup         3 untimed calls before profiling (file name: warm, else cold)\n"
+    "  --compile        the fused path torch.compile runs: addmm (bias copy + one GEMM)\n"
+    "  --batch N        N independent N x N GEMMs per call, like torch.bmm (default 1: torch.mm)\n"
+    "  --device D       cpu (default); cuda is not available in this build\n"
+    "  --trace-dir DIR  where the .json and .txt go (default ./traces/01_matmul_add)\n"
+    "  --steps N        active steps recorded (default 20)\n";
+
+struct Options {
+  std::int64_t size = 64;
+  DType dtype = DType::kBf16;
+  bool warmup = false;
+  bool compile = false;
+  std::int64_t batch = 1;
+  std::string device = "cpu";
+  std::string trace_dir = "./traces/01_matmul_add";
+  int steps = 20;
+};
+
+// Parses a positive decimal integer that fits `T`; nothing else is accepted.
+template <class T>
+std::optional<T> parse_positive(std::string_view text) {
+  T value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 1) return std::nullopt;
+  return value;
+}
+
+// Returns the options, or an error message for the usage line.
+std::optional<Options> parse_args(int argc, char** argv, std::string& error) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view flag = argv[i];
+    if (flag == "--warmup") {
+      o.warmup = true;
+      continue;
+    }
+    if (flag == "--compile") {
+      o.compile = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      error = "unknown flag or missing value: " + std::string(flag);
+      return std::nullopt;
+    }
+    const std::string_view value = argv[++i];
+    bool ok = true;
+    if (flag == "--size") {
+      const auto v = parse_positive<std::int64_t>(value);
+      ok = v.has_value();
+      if (ok) o.size = *v;
+    } else if (flag == "--batch") {
+      const auto v = parse_positive<std::int64_t>(value);
+      ok = v.has_value();
+      if (ok) o.batch = *v;
+    } else if (flag == "--steps") {
+      const auto v = parse_positive<int>(value);
+      ok = v.has_value();
+      if (ok) o.steps = *v;
+    } else if (flag == "--dtype") {
+      ok = value == "bf16" || value == "fp32";
+      o.dtype = value == "fp32" ? DType::kFp32 : DType::kBf16;
+    } else if (flag == "--device") {
+      ok = value == "cpu" || value == "cuda";
+      o.device = value;
+    } else if (flag == "--trace-dir" || flag == "--trace_dir") {  // --trace_dir: the script's spelling
+      o.trace_dir = value;
+    } else {
+      error = "unknown flag: " + std::string(flag);
+      return std::nullopt;
+    }
+    if (!ok) {
+      error = "bad value for " + std::string(flag) + ": " + std::string(value);
+      return std::nullopt;
+    }
+  }
+  return o;
+}
+
+// Fills `t` with standard normal values (torch.randn), fixed seed.
+void fill_randn(Tensor& t, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist;
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    const float v = dist(gen);
+    if (t.dtype() == DType::kFp32) {
+      t.f32()[i] = v;
+    } else {
+      t.bf16()[i] = bf16_from_float(v);
+    }
+  }
+}
+
+// What eager PyTorch runs for torch.add(torch.matmul(x, w), b).
+Tensor eager_matmul_add(const Tensor& x, const Tensor& w, const Tensor& b) { return add(matmul(x, w), b); }
+
+// What torch.compile turns it into: one fused addmm (baddbmm when batched),
+// whose bias copy and GEMM are the two operations the blog still saw.
+Tensor compiled_matmul_add(const Tensor& x, const Tensor& w, const Tensor& b) {
+  return x.rank() == 2 ? addmm(b, x, w) : baddbmm(b, x, w);
+}
+
+// The output name without extension: <size>_<dtype>_<cold|warm>_<eager|compile>,
+// prefixed bmm<N>x when batched, as the torch fixtures in tests/data name theirs.
+std::string output_stem(const Options& o) {
+  std::string stem = o.batch > 1 ? "bmm" + std::to_string(o.batch) + "x" : "";
+  stem += std::to_string(o.size) + "_" + dtype_name(o.dtype);
+  stem += o.warmup ? "_warm" : "_cold";
+  stem += o.compile ? "_compile" : "_eager";
+  return stem;
+}
+
+tprof::Status write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return tprof::Error(tprof::ErrorCode::kIo, "cannot write the table", path);
+  return {};
+}
+
+tprof::Status run(const Options& o) {
+  const auto fn = o.compile ? compiled_matmul_add : eager_matmul_add;
+  Tensor x = Tensor::empty(o.batch, o.size, o.size, o.dtype);
+  Tensor w = Tensor::empty(o.batch, o.size, o.size, o.dtype);
+  Tensor b = Tensor::empty(o.batch, o.size, o.size, o.dtype);
+  fill_randn(x, 1);
+  fill_randn(w, 2);
+  fill_randn(b, 3);
+  if (o.warmup) {
+    for (int i = 0; i < kWarmupCalls; ++i) fn(x, w, b);
+  }
+
+  tprof::Profiler prof({.activities = {tprof::Activity::kCpu},
+                        .schedule = tprof::schedule({.wait = 0, .warmup = 1, .active = o.steps, .repeat = 1}),
+                        .record_shapes = true,
+                        .profile_memory = true});
+  TPROF_TRY(prof.start());
+  Tensor z;
+  // One profiler-warmup step, then the active ones; the window's trace is
+  // complete when the last step() leaves it.
+  for (int i = 0; i < 1 + o.steps; ++i) {
+    {
+      TPROF_RECORD_FUNCTION("matmul_add");
+      z = fn(x, w, b);
+    }
+    TPROF_TRY(prof.step());
+  }
+  TPROF_TRY(prof.stop());
+
+  std::error_code ec;
+  std::filesystem::create_directories(o.trace_dir, ec);
+  if (ec) return tprof::Error(tprof::ErrorCode::kIo, "cannot create the trace directory: " + ec.message(), o.trace_dir);
+  const std::string base = (std::filesystem::path(o.trace_dir) / output_stem(o)).string();
+  TPROF_TRY(prof.export_chrome_trace(base + ".json"));
+  // The script sorts by cuda_time_total; with CPU activity only every CUDA
+  // time is zero, so the CPU total orders the rows instead.
+  TPROF_TRY(write_text(base + ".txt", prof.key_averages().table({.sort_by = "cpu_time_total", .row_limit = 15})));
+  std::cout << "matmul_add: wrote " << base << ".json and " << base << ".txt\n";
+  return {};
+}
+
+}  // namespace
+}  // namespace matmul_add
+
+int main(int argc, char** argv) {
+  using namespace matmul_add;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+  }
+  std::string error;
+  const std::optional<Options> options = parse_args(argc, argv, error);
+  if (!options) {
+    std::cerr << "matmul_add: " << error << "\n" << kUsage;
+    return kExitUsage;
+  }
+  if (options->device == "cuda") {
+    std::cerr << "matmul_add: --device cuda is not available: CUDA support arrives with the CUDA/CUPTI work, "
+                 "and this build has none; use --device cpu\n";
+    return kExitUsage;
+  }
+  // One BLAS thread: OpenBLAS starts one per core by default, and on the
+  // 2-core CI machine its GEMM times then depend on whatever else runs there.
+  // A single thread keeps the runs comparable (64 vs 1024, eager vs compile).
+  openblas_set_num_threads(1);
+  if (options->dtype == DType::kBf16 && !has_bf16_gemm()) {
+    std::cerr << "matmul_add: note: bf16 runs as fp32: this OpenBLAS has no bf16 GEMM (cblas_sbgemm), so inputs "
+                 "are converted to fp32, multiplied with cblas_sgemm and rounded back to bf16\n";
+  }
+  const tprof::Status status = run(*options);
+  if (!status) {
+    std::cerr << "matmul_add: " << status.error().to_string() << "\n";
+    return kExitFailure;
+  }
+  return 0;
+}

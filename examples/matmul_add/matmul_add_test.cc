@@ -1,0 +1,259 @@
+// The matmul_add example: its bf16 rounding and operators against plain
+// loops, then the program itself, its files read back by the tprof CLI.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "examples/matmul_add/bf16.h"
+#include "examples/matmul_add/ops.h"
+#include "examples/matmul_add/tensor.h"
+#include "tests/support/run_cli.h"
+
+namespace matmul_add {
+namespace {
+
+namespace fs = std::filesystem;
+using tprof::testing::CliResult;
+using tprof::testing::run_cli;
+
+std::uint16_t bf16_bits(std::uint32_t float_bits) { return bf16_from_float(std::bit_cast<float>(float_bits)); }
+
+TEST(Bf16, RoundsToNearestEven) {
+  EXPECT_EQ(bf16_bits(0x3f800000u), 0x3f80);  // 1.0 is exact
+  EXPECT_EQ(bf16_bits(0x3f807fffu), 0x3f80);  // below one half: down
+  EXPECT_EQ(bf16_bits(0x3f808001u), 0x3f81);  // above one half: up
+  EXPECT_EQ(bf16_bits(0x3f808000u), 0x3f80);  // a tie goes to the even neighbour...
+  EXPECT_EQ(bf16_bits(0x3f818000u), 0x3f82);  // ...up or down
+  EXPECT_EQ(bf16_bits(0xbf818000u), 0xbf82);  // the same for negatives
+  EXPECT_EQ(bf16_bits(0x00018000u), 0x0002);  // and subnormals
+  EXPECT_EQ(bf16_bits(0x7f7fffffu), 0x7f80);  // the largest float rounds to infinity
+  EXPECT_EQ(bf16_bits(0xff800000u), 0xff80);  // -inf stays
+  EXPECT_TRUE(std::isnan(float_from_bf16(bf16_bits(0x7f800001u))));  // a NaN whose payload is all in the low half
+  EXPECT_TRUE(std::isnan(float_from_bf16(bf16_bits(0xffffffffu))));
+  EXPECT_EQ(float_from_bf16(0x3eab), 0.333984375f);
+
+  // Every bf16 value survives the round trip.
+  for (std::uint32_t h = 0; h < 0x10000u; ++h) {
+    const float f = float_from_bf16(static_cast<std::uint16_t>(h));
+    if (!std::isnan(f)) {
+      ASSERT_EQ(bf16_from_float(f), h) << h;
+    }
+  }
+  // Random floats land on the nearer of their two bf16 neighbours (the even
+  // one on a tie), measured in double. Above the largest bf16 the upper
+  // neighbour is 2^128, which IEEE rounding then turns into infinity.
+  std::mt19937 gen(7);
+  for (int i = 0; i < 200000; ++i) {
+    const std::uint32_t bits = gen() & 0x7f7fffffu;  // finite, positive
+    const double x = std::bit_cast<float>(bits);
+    const std::uint16_t lo = static_cast<std::uint16_t>(bits >> 16);
+    const double hi = lo == 0x7f7f ? std::ldexp(1.0, 128) : float_from_bf16(static_cast<std::uint16_t>(lo + 1));
+    const double dlo = x - float_from_bf16(lo), dhi = hi - x;
+    const std::uint16_t want = dlo < dhi ? lo : dhi < dlo ? static_cast<std::uint16_t>(lo + 1) : (lo & 1) ? lo + 1 : lo;
+    ASSERT_EQ(bf16_bits(bits), want) << std::hex << bits;
+  }
+}
+
+Tensor random_tensor(std::int64_t batch, std::int64_t rows, std::int64_t cols, DType dtype, std::uint32_t seed) {
+  Tensor t = Tensor::empty(batch, rows, cols, dtype);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    if (dtype == DType::kFp32) {
+      t.f32()[i] = dist(gen);
+    } else {
+      t.bf16()[i] = bf16_from_float(dist(gen));
+    }
+  }
+  return t;
+}
+
+double value(const Tensor& t, std::int64_t i) {
+  return t.dtype() == DType::kFp32 ? t.f32()[i] : float_from_bf16(t.bf16()[i]);
+}
+
+// x · w + b for every matrix of the batch, in double.
+std::vector<double> reference(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const std::int64_t m = x.rows(), k = x.cols(), n = w.cols();
+  std::vector<double> out(static_cast<std::size_t>(b.numel()));
+  for (std::int64_t p = 0; p < x.batch(); ++p) {
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        double s = value(b, (p * m + i) * n + j);
+        for (std::int64_t l = 0; l < k; ++l) s += value(x, (p * m + i) * k + l) * value(w, (p * k + l) * n + j);
+        out[static_cast<std::size_t>((p * m + i) * n + j)] = s;
+      }
+    }
+  }
+  return out;
+}
+
+// Non-square shapes, so a swapped dimension or leading stride shows.
+TEST(Ops, EagerAndFusedPathsComputeMatmulAdd) {
+  for (const DType dtype : {DType::kFp32, DType::kBf16}) {
+    for (const std::int64_t batch : {1, 3}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " batch " + std::to_string(batch));
+      const Tensor x = random_tensor(batch, 5, 7, dtype, 1);
+      const Tensor w = random_tensor(batch, 7, 4, dtype, 2);
+      const Tensor b = random_tensor(batch, 5, 4, dtype, 3);
+      const std::vector<double> want = reference(x, w, b);
+      const Tensor eager = add(matmul(x, w), b);
+      const Tensor fused = batch == 1 ? addmm(b, x, w) : baddbmm(b, x, w);
+      ASSERT_EQ(eager.rank(), batch == 1 ? 2 : 3);
+      ASSERT_EQ(eager.numel(), static_cast<std::int64_t>(want.size()));
+      ASSERT_EQ(fused.numel(), static_cast<std::int64_t>(want.size()));
+      // bf16 keeps 8 significant bits; eager rounds twice (mm, then add).
+      const double tol = dtype == DType::kFp32 ? 1e-5 : 0.05;
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        EXPECT_NEAR(value(eager, static_cast<std::int64_t>(i)), want[i], tol) << i;
+        EXPECT_NEAR(value(fused, static_cast<std::int64_t>(i)), want[i], tol) << i;
+      }
+    }
+  }
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The table's rows: name -> "# of Calls" (the last column).
+std::map<std::string, int> table_calls(const std::string& table) {
+  std::map<std::string, int> rows;
+  std::istringstream lines(table);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream cells(line);
+    std::vector<std::string> words;
+    for (std::string w; cells >> w;) words.push_back(w);
+    if (words.size() < 3 || words[0].starts_with("-") || words[0] == "Name" || words[0] == "Self") continue;
+    rows[words[0]] = std::stoi(words.back());
+  }
+  return rows;
+}
+
+class MatmulAddExample : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / "matmul_add_test" /
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  CliResult run_example(std::vector<std::string> args) {
+    args.push_back("--trace-dir");
+    args.push_back(dir_.string());
+    return run_cli(MATMUL_ADD_BIN, args);
+  }
+
+  fs::path dir_;
+};
+
+// The script's schedule (wait 0, warmup 1, active 20) over 21 calls: step 0
+// is the profiler's warmup, so the trace holds steps 1..20, each labelled
+// with its own number as current PyTorch does.
+TEST_F(MatmulAddExample, EagerRunWritesTwentyStepsAndTorchsTable) {
+  const CliResult run = run_example({"--size", "64", "--dtype", "fp32"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const fs::path json = dir_ / "64_fp32_cold_eager.json";
+  const fs::path txt = dir_ / "64_fp32_cold_eager.txt";
+  ASSERT_TRUE(fs::exists(json));
+  ASSERT_TRUE(fs::exists(txt));
+
+  const CliResult info = run_cli(TPROF_BIN, {"info", "--format", "json", json.string()});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("\"producer\": \"tprof\""), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("\"diagnostics\": []"), std::string::npos) << info.out;
+
+  const CliResult steps = run_cli(TPROF_BIN, {"steps", "--format", "json", json.string()});
+  ASSERT_EQ(steps.exit_code, 0) << steps.err;
+  std::vector<int> numbers;
+  const std::regex step_re(R"("step": (\d+))");
+  for (auto it = std::sregex_iterator(steps.out.begin(), steps.out.end(), step_re); it != std::sregex_iterator(); ++it) {
+    numbers.push_back(std::stoi((*it)[1]));
+  }
+  std::vector<int> want(20);
+  for (int i = 0; i < 20; ++i) want[i] = i + 1;
+  EXPECT_EQ(numbers, want) << steps.out;
+
+  const std::string table = read_text(txt);
+  const std::map<std::string, int> rows = table_calls(table);
+  for (const char* name : {"ProfilerStep*", "matmul_add", "op::matmul", "op::mm", "blas::sgemm", "op::add"}) {
+    ASSERT_TRUE(rows.contains(name)) << name << "\n" << table;
+    EXPECT_EQ(rows.at(name), 20) << name;
+  }
+  // Each call allocates its outputs, as torch's ops do: CPU Mem is shown.
+  EXPECT_NE(table.find("CPU Mem"), std::string::npos);
+  EXPECT_NE(table.find("320.00 Kb"), std::string::npos) << table;  // 20 outputs of 64x64 fp32
+
+  // The in-process table is the CLI's table of the written trace.
+  const CliResult cli = run_cli(TPROF_BIN, {"table", json.string(), "--sort-by", "cpu_time_total", "--row-limit", "15"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_EQ(cli.out, table);
+}
+
+TEST_F(MatmulAddExample, CompileRunsOneAddmmWithABiasCopy) {
+  const CliResult run = run_example({"--size", "64", "--dtype", "fp32", "--compile"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string table = read_text(dir_ / "64_fp32_cold_compile.txt");
+  const std::map<std::string, int> rows = table_calls(table);
+  for (const char* name : {"matmul_add", "op::addmm", "op::copy_", "blas::sgemm"}) {
+    ASSERT_TRUE(rows.contains(name)) << name << "\n" << table;
+    EXPECT_EQ(rows.at(name), 20) << name;
+  }
+  EXPECT_FALSE(rows.contains("op::add")) << table;
+  EXPECT_FALSE(rows.contains("op::mm")) << table;
+}
+
+TEST_F(MatmulAddExample, BatchedRunsBmmWithOneGemmPerMatrix) {
+  const CliResult run = run_example({"--size", "16", "--dtype", "fp32", "--batch", "4", "--warmup", "--steps", "5"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string table = read_text(dir_ / "bmm4x16_fp32_warm_eager.txt");
+  const std::map<std::string, int> rows = table_calls(table);
+  ASSERT_TRUE(rows.contains("op::bmm")) << table;
+  EXPECT_EQ(rows.at("op::bmm"), 5);
+  EXPECT_EQ(rows.at("blas::sgemm"), 4 * 5);
+  EXPECT_FALSE(rows.contains("op::mm")) << table;
+}
+
+// Debian's OpenBLAS has no cblas_sbgemm: bf16 then runs through fp32 and
+// says so; an OpenBLAS with it runs blas::sbgemm and says nothing.
+TEST_F(MatmulAddExample, Bf16SaysWhetherItRunsAsFp32) {
+  const CliResult run = run_example({"--size", "32"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::map<std::string, int> rows = table_calls(read_text(dir_ / "32_bf16_cold_eager.txt"));
+  if (run.err.find("bf16 runs as fp32") != std::string::npos) {
+    EXPECT_TRUE(rows.contains("blas::sgemm"));
+    EXPECT_EQ(rows.at("cast::bf16_to_fp32"), 2 * 20);
+    EXPECT_EQ(rows.at("cast::fp32_to_bf16"), 20);
+  } else {
+    EXPECT_TRUE(rows.contains("blas::sbgemm")) << run.err;
+  }
+}
+
+TEST_F(MatmulAddExample, CudaAndBadFlagsExitTwo) {
+  const CliResult cuda = run_example({"--device", "cuda"});
+  EXPECT_EQ(cuda.exit_code, 2);
+  EXPECT_NE(cuda.err.find("CUDA/CUPTI"), std::string::npos) << cuda.err;
+  EXPECT_FALSE(fs::exists(dir_));
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--size", "0"}, {"--dtype", "fp16"}, {"--batch", "x"}, {"--bogus"}, {"--size"}}) {
+    EXPECT_EQ(run_example(args).exit_code, 2) << args[0];
+  }
+}
+
+}  // namespace
+}  // namespace matmul_add
