@@ -37,5 +37,7 @@ int emit(const std::string& text, const std::string& path);
 void add_table_command(CLI::App& app, int* rc);
 void add_steps_command(CLI::App& app, int* rc);
 void add_info_command(CLI::App& app, int* rc);
+void add_diagnose_command(CLI::App& app, int* rc);
+void add_kernels_command(CLI::App& app, int* rc);
 
 }  // namespace tprof::cli

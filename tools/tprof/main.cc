@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   add_table_command(app, &rc);
   add_steps_command(app, &rc);
   add_info_command(app, &rc);
+  add_diagnose_command(app, &rc);
+  add_kernels_command(app, &rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

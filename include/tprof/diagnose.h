@@ -1,0 +1,176 @@
+// tprof/diagnose.h — read a trace the way an expert would: per-step verdicts,
+// findings with evidence, and the peers' breakdowns by their own definitions.
+//
+//   tprof::Diagnosis d = tprof::diagnose(trace);
+//   std::cout << tprof::format_diagnosis_text(trace, d);   // verdict first
+//   for (const tprof::Finding& f : d.findings) std::puts(f.id.c_str());
+//
+// Every rule lives in its own file under src/analyze/rules/ and is listed in
+// docs/diagnose.md with its definition, thresholds and origin (the blog's
+// cheatsheet, HolisticTraceAnalysis, TraceLens, the TensorBoard plugin,
+// Nsight Systems). The JSON form (format_diagnosis_json) is a stable
+// contract: ids never change meaning; additions are fine.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tprof/steps.h"
+#include "tprof/trace.h"
+
+namespace tprof {
+
+enum class FindingSeverity : std::uint8_t { kInfo = 0, kWarning = 1, kCritical = 2 };
+std::string_view severity_name(FindingSeverity s);
+
+// An event a person can click on in Perfetto: its name, lane, start (ns,
+// absolute, as in the trace) and the ProfilerStep it falls in (-1: none).
+struct EventRef {
+  std::string name;
+  std::string lane;  // "cpu pid 1073 tid 1073", "gpu 0 stream 7"
+  std::int64_t ts_ns = 0;
+  std::int64_t dur_ns = 0;
+  std::int64_t step = -1;
+};
+
+// Ordered named values: numbers (ns, counts, percentages), text, event
+// references, lists of those. Written as one JSON object.
+class Evidence {
+ public:
+  enum class Kind : std::uint8_t { kInt, kReal, kText, kEvent, kEvents, kInts, kTexts };
+  struct Field {
+    std::string key;
+    Kind kind = Kind::kInt;
+    std::int64_t i = 0;
+    double d = 0;
+    std::string s;
+    std::vector<EventRef> events;  // kEvent: one element
+    std::vector<std::int64_t> ints;
+    std::vector<std::string> texts;
+  };
+
+  Evidence& num(std::string key, std::int64_t v);
+  Evidence& real(std::string key, double v);
+  Evidence& text(std::string key, std::string v);
+  Evidence& event(std::string key, EventRef e);
+  Evidence& events(std::string key, std::vector<EventRef> e);
+  Evidence& ints(std::string key, std::vector<std::int64_t> v);
+  Evidence& texts(std::string key, std::vector<std::string> v);
+
+  const std::vector<Field>& fields() const { return fields_; }
+  // The field named `key`, or nullptr.
+  const Field* find(std::string_view key) const;
+
+ private:
+  std::vector<Field> fields_;
+};
+
+struct Finding {
+  std::string id;  // stable snake_case: "overhead_bound", "cold_start", ...
+  FindingSeverity severity = FindingSeverity::kInfo;
+  std::string title;  // one line with the key number
+  Evidence evidence;
+  std::string advice;
+  // Time at stake (ns), used to order findings by impact; 0 for health notes.
+  std::int64_t impact_ns = 0;
+};
+
+// Per-step verdicts (docs/diagnose.md, "Verdicts").
+enum class Verdict : std::uint8_t {
+  kOverheadBound = 0,
+  kComputeBound,
+  kInputBound,
+  kCommunicationBound,
+  kSyncBound,
+  kCpuOnly,
+};
+std::string_view verdict_name(Verdict v);  // "overhead-bound", ...
+
+struct StepVerdict {
+  std::int64_t step = -1;
+  std::int64_t start_ns = 0;
+  std::int64_t cpu_span_ns = 0;      // the ProfilerStep's duration
+  std::int64_t cpu_busy_ns = 0;
+  std::int64_t gpu_busy_ns = 0;      // device activity inside the step window
+  std::int64_t gpu_work_ns = 0;      // device activity launched by the step (wherever it ran)
+  double gpu_idle_pct = 0;
+  std::optional<std::int64_t> launch_offset_ns;  // first kernel start − its launch
+  std::int64_t dataloader_ns = 0;
+  std::int64_t sync_ns = 0;          // synchronizing runtime calls inside the step
+  std::int64_t exposed_comm_ns = 0;  // communication kernels not overlapped by compute
+  Verdict verdict = Verdict::kCpuOnly;
+};
+
+// TraceLens' gpu_timeline.csv (TraceLens/TreePerf/gpu_event_analyser.py).
+struct TracelensGpuTimeline {
+  std::int64_t computation_time_ns = 0;
+  std::int64_t exposed_comm_time_ns = 0;
+  std::int64_t exposed_memcpy_time_ns = 0;
+  std::int64_t busy_time_ns = 0;
+  std::int64_t idle_time_ns = 0;
+  std::int64_t total_time_ns = 0;
+  std::int64_t total_comm_time_ns = 0;
+  std::int64_t total_memcpy_time_ns = 0;
+};
+
+// HolisticTraceAnalysis' temporal breakdown of one rank, whole trace.
+struct HtaTemporal {
+  std::int64_t rank = 0;
+  std::int64_t kernel_time_ns = 0;
+  std::int64_t idle_time_ns = 0;
+  std::int64_t compute_time_ns = 0;
+  std::int64_t non_compute_time_ns = 0;
+};
+
+// HolisticTraceAnalysis' idle time breakdown (host wait, kernel wait, other).
+struct HtaIdle {
+  std::int64_t rank = 0;
+  std::int64_t host_wait_ns = 0;
+  std::int64_t kernel_wait_ns = 0;
+  std::int64_t other_ns = 0;
+};
+
+// The TensorBoard plugin's overview, one step; the rows sum to the step.
+struct TbPluginStep {
+  std::int64_t step = -1;
+  double kernel_us = 0, memcpy_us = 0, memset_us = 0, runtime_us = 0;
+  double dataloader_us = 0, cpu_exec_us = 0, other_us = 0;
+  double communication_us = 0;  // the plugin's Communication row (collectives)
+};
+
+struct Breakdowns {
+  std::optional<TracelensGpuTimeline> tracelens_gpu_timeline;  // traces with device activity
+  std::vector<HtaTemporal> hta_temporal;
+  std::vector<HtaIdle> hta_idle;
+  std::vector<TbPluginStep> tb_plugin_steps;
+};
+
+struct Diagnosis {
+  Verdict verdict = Verdict::kCpuOnly;  // the most common step verdict (the whole trace without steps)
+  std::string summary;                  // one sentence with the numbers behind the verdict
+  std::vector<StepVerdict> steps;
+  std::vector<Finding> findings;        // by severity, then impact
+  Breakdowns breakdowns;
+};
+
+struct DiagnoseOptions {
+  // Run only these rule ids (empty: all).
+  std::vector<std::string> only;
+};
+
+// Runs every rule. Never fails: a trace without steps or device activity
+// gets the findings that apply to it.
+Diagnosis diagnose(const Trace& trace, const DiagnoseOptions& options = {});
+
+// The ids of every rule, in registry order.
+std::vector<std::string> rule_ids();
+
+// Verdict first, then findings in order of impact, then the breakdowns.
+std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d);
+// {"verdict", "summary", "steps", "findings", "breakdowns"}; ns integers.
+std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d);
+std::string format_diagnosis_md(const Trace& trace, const Diagnosis& d);
+
+}  // namespace tprof

@@ -1,0 +1,186 @@
+#include "src/analyze/diagnose_context.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace tprof::internal {
+
+namespace {
+
+bool starts_with_ci(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    char a = s[i];
+    if (a >= 'A' && a <= 'Z') a = static_cast<char>(a - 'A' + 'a');
+    if (a != prefix[i]) return false;
+  }
+  return true;
+}
+
+bool contains_ci(std::string_view s, std::string_view needle) {
+  for (std::size_t i = 0; i + needle.size() <= s.size(); ++i) {
+    if (starts_with_ci(s.substr(i), needle)) return true;
+  }
+  return false;
+}
+
+std::string id_text(const Trace& t, const TraceId& id) {
+  return id.is_str ? std::string(t.str(id.str)) : std::to_string(id.num);
+}
+
+}  // namespace
+
+bool is_sync_call(std::string_view name) {
+  // cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize,
+  // cuCtxSynchronize, hipDeviceSynchronize, ...; cudaStreamWaitEvent only
+  // orders streams on the device and does not block the host.
+  return contains_ci(name, "synchronize");
+}
+
+bool is_comm_kernel(std::string_view name) {
+  // NCCL's kernels are ncclKernel_* / ncclDevKernel_*; RCCL keeps the names.
+  return starts_with_ci(name, "nccl") || starts_with_ci(name, "rccl") || contains_ci(name, "nccl:");
+}
+
+std::string format_ns(std::int64_t ns) {
+  char buf[48];
+  const double v = static_cast<double>(ns);
+  const std::int64_t mag = ns < 0 ? -ns : ns;
+  if (mag >= 1'000'000'000) {
+    std::snprintf(buf, sizeof buf, "%.3f s", v / 1e9);
+  } else if (mag >= 1'000'000) {
+    std::snprintf(buf, sizeof buf, "%.3f ms", v / 1e6);
+  } else if (mag >= 1'000) {
+    std::snprintf(buf, sizeof buf, "%.1f us", v / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld ns", static_cast<long long>(ns));
+  }
+  return buf;
+}
+
+std::string format_pct(double pct) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", pct);
+  return buf;
+}
+
+DiagnoseContext::DiagnoseContext(const Trace& t) : trace(t), steps(compute_steps(t)) {
+  std::sort(steps.steps.begin(), steps.steps.end(),
+            [](const StepStat& a, const StepStat& b) { return a.start_ns < b.start_ns; });
+  const EventColumns& ev = t.events;
+  const std::size_t n = ev.size();
+  start_ns = t.start_ns();
+  end_ns = t.end_ns();
+  for (std::uint32_t e = 0; e < n; ++e) {
+    const EventKind k = ev.kind[e];
+    const Lane& lane = t.lanes[ev.lane[e]];
+    switch (k) {
+      case EventKind::kKernel:
+      case EventKind::kGpuMemcpy:
+      case EventKind::kGpuMemset: {
+        DeviceOp op;
+        op.event = e;
+        op.lane = ev.lane[e];
+        op.device = lane.device;
+        op.stream = lane.stream;
+        op.start = ev.ts_ns[e];
+        op.end = ev.ts_ns[e] + std::max<std::int64_t>(0, ev.dur_ns[e]);
+        op.cls = k == EventKind::kGpuMemcpy   ? DeviceClass::kMemcpy
+                 : k == EventKind::kGpuMemset ? DeviceClass::kMemset
+                 : is_comm_kernel(t.name(e))  ? DeviceClass::kComm
+                                              : DeviceClass::kCompute;
+        device.push_back(op);
+        break;
+      }
+      case EventKind::kCudaRuntime:
+      case EventKind::kCudaDriver:
+      case EventKind::kCudaSync:
+        if (lane.kind == LaneKind::kCpu) {
+          runtime.push_back(e);
+          if (ev.correlation[e] >= 0) launch_by_corr_.emplace(ev.correlation[e], e);
+        }
+        break;
+      case EventKind::kCpuOp:
+      case EventKind::kUserAnnotation:
+      case EventKind::kPythonFunction:
+        if (lane.kind == LaneKind::kCpu) host_ops.push_back(e);
+        break;
+      default:
+        break;
+    }
+  }
+  auto by_ts = [&](std::uint32_t a, std::uint32_t b) { return ev.ts_ns[a] != ev.ts_ns[b] ? ev.ts_ns[a] < ev.ts_ns[b] : a < b; };
+  std::sort(runtime.begin(), runtime.end(), by_ts);
+  std::sort(host_ops.begin(), host_ops.end(), by_ts);
+  std::sort(device.begin(), device.end(), [](const DeviceOp& a, const DeviceOp& b) {
+    return a.start != b.start ? a.start < b.start : a.event < b.event;
+  });
+  for (DeviceOp& op : device) {
+    const std::int64_t corr = ev.correlation[op.event];
+    if (corr >= 0) op.launch = launch_for_correlation(corr);
+    op.step = step_index_at(op.launch != kNoIndex ? ev.ts_ns[op.launch] : op.start);
+  }
+}
+
+const std::vector<StatRow>& DiagnoseContext::averages() const {
+  if (!averages_) {
+    EventListOptions o;
+    o.with_memory = false;
+    const EventList list = EventList::build(trace, o);
+    averages_ = list.key_averages();
+    for (const StatRow& r : *averages_) {
+      self_cpu_total_ += r.self_cpu_time_total_ns;
+      if (r.is_device && !r.is_user_annotation) self_device_total_ += r.self_device_time_total_ns;
+    }
+  }
+  return *averages_;
+}
+
+std::int64_t DiagnoseContext::self_cpu_total_ns() const {
+  averages();
+  return self_cpu_total_;
+}
+
+std::int64_t DiagnoseContext::self_device_total_ns() const {
+  averages();
+  return self_device_total_;
+}
+
+int DiagnoseContext::step_index_at(std::int64_t ts) const {
+  const auto& s = steps.steps;
+  // The last step starting at or before ts.
+  auto it = std::upper_bound(s.begin(), s.end(), ts, [](std::int64_t v, const StepStat& st) { return v < st.start_ns; });
+  if (it == s.begin()) return -1;
+  --it;
+  if (ts >= it->start_ns + it->dur_ns) return -1;
+  return static_cast<int>(it - s.begin());
+}
+
+std::int64_t DiagnoseContext::step_number_at(std::int64_t ts) const { return step_number(step_index_at(ts)); }
+
+std::string DiagnoseContext::lane_label(std::uint32_t lane) const {
+  if (lane >= trace.lanes.size()) return "";
+  const Lane& l = trace.lanes[lane];
+  if (l.kind == LaneKind::kGpu) {
+    return "gpu " + std::to_string(l.device) + " stream " + std::to_string(l.stream);
+  }
+  return std::string(l.kind == LaneKind::kCpu ? "cpu" : "other") + " pid " + id_text(trace, l.pid) + " tid " +
+         id_text(trace, l.tid);
+}
+
+EventRef DiagnoseContext::ref(std::uint32_t e) const {
+  EventRef r;
+  r.name = std::string(trace.name(e));
+  r.lane = lane_label(trace.events.lane[e]);
+  r.ts_ns = trace.events.ts_ns[e];
+  r.dur_ns = trace.events.dur_ns[e];
+  r.step = step_number_at(r.ts_ns);
+  return r;
+}
+
+std::uint32_t DiagnoseContext::launch_for_correlation(std::int64_t correlation) const {
+  auto it = launch_by_corr_.find(correlation);
+  return it == launch_by_corr_.end() ? kNoIndex : it->second;
+}
+
+}  // namespace tprof::internal

@@ -1,0 +1,94 @@
+// What every diagnose rule reads, computed once per trace: steps, device
+// activities classified and linked to their launch calls, runtime calls,
+// torch's key_averages (lazily), and helpers that turn events into evidence.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tprof/diagnose.h"
+#include "tprof/key_averages.h"
+#include "tprof/steps.h"
+#include "tprof/trace.h"
+
+namespace tprof::internal {
+
+// What a device activity does (HTA's and TraceLens' categories).
+enum class DeviceClass : std::uint8_t {
+  kCompute = 0,  // kernels that are not communication
+  kComm,         // NCCL / RCCL kernels
+  kMemcpy,       // gpu_memcpy
+  kMemset,       // gpu_memset
+};
+
+struct DeviceOp {
+  std::uint32_t event = kNoIndex;
+  std::uint32_t lane = kNoIndex;
+  std::int32_t device = -1;
+  std::int64_t stream = -1;
+  std::int64_t start = 0;  // ns, absolute
+  std::int64_t end = 0;
+  DeviceClass cls = DeviceClass::kCompute;
+  std::uint32_t launch = kNoIndex;  // the runtime call with the same correlation id
+  std::int32_t step = -1;           // index into DiagnoseContext::steps.steps (by launch time, else start)
+};
+
+class DiagnoseContext {
+ public:
+  explicit DiagnoseContext(const Trace& trace);
+
+  const Trace& trace;
+  StepsSummary steps;               // steps.steps sorted by start
+  std::vector<DeviceOp> device;     // kernels, memcpy, memset (not gpu_user_annotation), by start
+  std::vector<std::uint32_t> runtime;   // cuda_runtime / cuda_driver / cuda_sync on CPU lanes, by ts
+  std::vector<std::uint32_t> host_ops;  // cpu_op / user_annotation / python_function on CPU lanes, by ts
+  std::int64_t start_ns = 0;        // first event
+  std::int64_t end_ns = 0;          // last event end
+  bool has_device() const { return !device.empty(); }
+
+  // torch's key_averages() rows (computed on first use) and the two totals
+  // torch prints under its table.
+  const std::vector<StatRow>& averages() const;
+  std::int64_t self_cpu_total_ns() const;
+  std::int64_t self_device_total_ns() const;
+
+  // Index into steps.steps of the step whose [start, end) holds ts, or -1.
+  int step_index_at(std::int64_t ts) const;
+  // Its number N (ProfilerStep#N), or -1.
+  std::int64_t step_number_at(std::int64_t ts) const;
+  std::int64_t step_number(int index) const { return index < 0 ? -1 : steps.steps[static_cast<std::size_t>(index)].step; }
+
+  // An event as evidence: name, lane label, ts, dur, step.
+  EventRef ref(std::uint32_t event) const;
+  // "cpu pid 1073 tid 1073", "gpu 0 stream 7".
+  std::string lane_label(std::uint32_t lane) const;
+  // The runtime call that launched device activity with this correlation id.
+  std::uint32_t launch_for_correlation(std::int64_t correlation) const;
+
+  EventKind kind(std::uint32_t e) const { return trace.events.kind[e]; }
+  std::int64_t ts(std::uint32_t e) const { return trace.events.ts_ns[e]; }
+  std::int64_t dur(std::uint32_t e) const { return trace.events.dur_ns[e]; }
+  std::int64_t end(std::uint32_t e) const { return trace.events.ts_ns[e] + trace.events.dur_ns[e]; }
+  std::string_view name(std::uint32_t e) const { return trace.name(e); }
+
+ private:
+  std::unordered_map<std::int64_t, std::uint32_t> launch_by_corr_;
+  mutable std::optional<std::vector<StatRow>> averages_;
+  mutable std::int64_t self_cpu_total_ = 0, self_device_total_ = 0;
+};
+
+// "1.234 ms", "56.7 us", "890 ns": durations in evidence titles.
+std::string format_ns(std::int64_t ns);
+// "12.3%"
+std::string format_pct(double pct);
+
+// True for names of synchronizing runtime calls (cudaDeviceSynchronize,
+// cudaStreamSynchronize, cudaEventSynchronize, hip*...).
+bool is_sync_call(std::string_view name);
+// True for communication kernel names (nccl*, rccl*, ncclDevKernel_*).
+bool is_comm_kernel(std::string_view name);
+
+}  // namespace tprof::internal

@@ -1,0 +1,74 @@
+// Per-name statistics of device activity (tprof kernels).
+#include "tprof/kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "src/analyze/diagnose_context.h"
+
+namespace tprof {
+
+namespace {
+
+// Nearest rank: the smallest value with at least q of the samples at or below it.
+std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, double q) {
+  const std::size_t n = sorted.size();
+  std::size_t rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(n)));
+  rank = std::clamp<std::size_t>(rank, 1, n);
+  return sorted[rank - 1];
+}
+
+}  // namespace
+
+KernelsSummary compute_kernels(const Trace& trace) {
+  const internal::DiagnoseContext c(trace);
+  KernelsSummary out;
+  std::unordered_map<StrId, std::size_t> index;
+  std::vector<std::vector<const internal::DeviceOp*>> ops;
+  for (const internal::DeviceOp& op : c.device) {
+    const StrId name = trace.events.name[op.event];
+    auto [it, fresh] = index.emplace(name, ops.size());
+    if (fresh) {
+      ops.emplace_back();
+      KernelStat s;
+      s.name = std::string(trace.str(name));
+      s.category = op.cls == internal::DeviceClass::kMemcpy   ? "memcpy"
+                   : op.cls == internal::DeviceClass::kMemset ? "memset"
+                                                              : "kernel";
+      out.kernels.push_back(std::move(s));
+    }
+    ops[it->second].push_back(&op);
+  }
+  std::vector<std::int64_t> d;
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    KernelStat& s = out.kernels[k];
+    d.clear();
+    for (const internal::DeviceOp* op : ops[k]) d.push_back(op->end - op->start);
+    std::sort(d.begin(), d.end());
+    s.count = static_cast<std::int64_t>(d.size());
+    for (std::int64_t v : d) s.total_ns += v;
+    s.mean_ns = static_cast<double>(s.total_ns) / static_cast<double>(s.count);
+    s.median_ns = nearest_rank(d, 0.5);
+    s.p90_ns = nearest_rank(d, 0.9);
+    s.min_ns = d.front();
+    s.max_ns = d.back();
+    double var = 0;
+    for (std::int64_t v : d) var += (static_cast<double>(v) - s.mean_ns) * (static_cast<double>(v) - s.mean_ns);
+    var /= static_cast<double>(s.count);
+    s.cv = s.mean_ns > 0 ? std::sqrt(var) / s.mean_ns : 0;
+    if (s.count >= 3) {
+      const double hi = 1.5 * static_cast<double>(s.median_ns), lo = 0.5 * static_cast<double>(s.median_ns);
+      for (const internal::DeviceOp* op : ops[k]) {
+        const double v = static_cast<double>(op->end - op->start);
+        if (v > hi || v < lo) s.outliers.push_back({c.step_number(op->step), op->start, op->end - op->start});
+      }
+    }
+    out.total_ns += s.total_ns;
+  }
+  std::stable_sort(out.kernels.begin(), out.kernels.end(),
+                   [](const KernelStat& a, const KernelStat& b) { return a.total_ns > b.total_ns; });
+  return out;
+}
+
+}  // namespace tprof

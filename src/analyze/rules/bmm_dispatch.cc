@@ -1,0 +1,98 @@
+// bmm_dispatch: aten::matmul on 3-D and larger inputs dispatches to
+// aten::bmm, which makes more runtime calls and more cuBLAS heuristic work
+// per op than aten::mm. Cheatsheet: "aten::mm (2-D) or aten::bmm (3-D and
+// up: more runtime calls, more heuristic work)".
+#include <algorithm>
+
+#include "src/analyze/rules/rules.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// One aten::bmm is enough to explain the dispatch (info); warning when each
+// bmm costs the CPU this much more than an mm in the same trace.
+constexpr std::int64_t kMinBmm = 1;
+constexpr double kSlowerThanMm = 1.5;
+
+bool is_occupancy_call(std::string_view name) {
+  // cudaOccupancyMaxActiveBlocksPerMultiprocessor[WithFlags]: cuBLAS choosing
+  // a kernel variant (the cheatsheet's "heavyweight, adaptively launched").
+  return name.find("Occupancy") != std::string_view::npos;
+}
+
+struct OpStats {
+  std::int64_t count = 0;
+  std::int64_t cpu_ns = 0;
+  std::int64_t runtime_calls = 0;
+  std::int64_t occupancy_calls = 0;
+  std::uint32_t first = kNoIndex;
+  std::uint32_t slowest = kNoIndex;
+  double per_op(std::int64_t v) const { return count > 0 ? static_cast<double>(v) / static_cast<double>(count) : 0; }
+};
+
+}  // namespace
+
+void rule_bmm_dispatch(const DiagnoseContext& c, std::vector<Finding>* out) {
+  const Trace& t = c.trace;
+  const auto bmm_id = t.strings.find("aten::bmm");
+  if (!bmm_id) return;
+  const auto mm_id = t.strings.find("aten::mm");
+  OpStats bmm, mm;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kCpuOp) continue;
+    const StrId n = t.events.name[e];
+    OpStats* s = n == *bmm_id ? &bmm : (mm_id && n == *mm_id) ? &mm : nullptr;
+    if (s == nullptr) continue;
+    ++s->count;
+    s->cpu_ns += c.dur(e);
+    if (s->first == kNoIndex) s->first = e;
+    if (s->slowest == kNoIndex || c.dur(e) > c.dur(s->slowest)) s->slowest = e;
+    // Runtime calls made while the op ran on its thread (runtime is sorted by ts).
+    const std::uint32_t lane = t.events.lane[e];
+    auto it = std::lower_bound(c.runtime.begin(), c.runtime.end(), c.ts(e),
+                               [&](std::uint32_t r, std::int64_t v) { return c.ts(r) < v; });
+    for (; it != c.runtime.end() && c.ts(*it) < c.end(e); ++it) {
+      if (t.events.lane[*it] != lane) continue;
+      ++s->runtime_calls;
+      if (is_occupancy_call(c.name(*it))) ++s->occupancy_calls;
+    }
+  }
+  if (bmm.count < kMinBmm) return;
+
+  const double rt_bmm = bmm.per_op(bmm.runtime_calls), rt_mm = mm.per_op(mm.runtime_calls);
+  const double cpu_bmm = bmm.per_op(bmm.cpu_ns), cpu_mm = mm.per_op(mm.cpu_ns);
+  const bool slower = mm.count > 0 && cpu_bmm >= kSlowerThanMm * cpu_mm;
+  char buf[64];
+  Finding f;
+  f.id = "bmm_dispatch";
+  f.severity = slower ? FindingSeverity::kWarning : FindingSeverity::kInfo;
+  std::snprintf(buf, sizeof buf, "%.1f", rt_bmm);
+  f.title = "aten::bmm x" + std::to_string(bmm.count) + " (3-D matmul): " + buf + " runtime calls per bmm";
+  if (mm.count > 0) {
+    std::snprintf(buf, sizeof buf, "%.1f", rt_mm);
+    f.title += std::string(" vs ") + buf + " per mm, " + format_ns(static_cast<std::int64_t>(cpu_bmm)) + " vs " +
+               format_ns(static_cast<std::int64_t>(cpu_mm)) + " CPU per op";
+  }
+  f.evidence.num("bmm_count", bmm.count)
+      .num("mm_count", mm.count)
+      .real("runtime_calls_per_bmm", rt_bmm)
+      .real("runtime_calls_per_mm", rt_mm)
+      .real("occupancy_calls_per_bmm", bmm.per_op(bmm.occupancy_calls))
+      .real("occupancy_calls_per_mm", mm.per_op(mm.occupancy_calls))
+      .num("bmm_total_cpu_ns", bmm.cpu_ns)
+      .num("bmm_mean_cpu_ns", static_cast<std::int64_t>(cpu_bmm));
+  if (mm.count > 0) f.evidence.num("mm_mean_cpu_ns", static_cast<std::int64_t>(cpu_mm));
+  f.evidence.event("slowest_bmm", c.ref(bmm.slowest));
+  if (mm.first != kNoIndex) f.evidence.event("first_mm", c.ref(mm.first));
+  f.advice =
+      "aten::matmul sends 3-D and larger inputs to aten::bmm, which does more runtime calls and more cuBLAS heuristic "
+      "work per op than aten::mm. When only the input has batch dimensions (a 2-D weight), flatten it to 2-D "
+      "(x.reshape(-1, k) @ w) so one mm runs; otherwise batch many small matmuls into fewer, larger bmm calls, or "
+      "capture the step with CUDA graphs.";
+  f.impact_ns = mm.count > 0 ? std::max<std::int64_t>(0, static_cast<std::int64_t>((cpu_bmm - cpu_mm) * static_cast<double>(bmm.count)))
+                             : bmm.cpu_ns;
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal

@@ -1,0 +1,122 @@
+// cold_start: the first recorded step is much wider than the rest
+// (workspace allocation, cuBLAS heuristics, lazy module loading). Evidence:
+// the first step's duration, the median of the others, and where the extra
+// time shows: the gap between the step's first op (the user annotation) and
+// its first child, step 1 vs later steps. Origin: docs/trace-reading.md,
+// "The first recorded step is much wider than the rest: cold start ... ~228
+// µs gap ... versus ~4–6 µs in later steps".
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/analyze/rules/rules.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// Need a first step and at least two others to call the rest "typical".
+constexpr std::size_t kMinSteps = 3;
+// "Much wider": twice the median of the other steps ...
+constexpr double kWidthRatio = 2.0;
+// ... and at least 100 µs more, so jitter on µs-sized steps stays quiet (the
+// post's step-1 gap alone was ~228 µs; the H100 traces' first steps are
+// 160–280 µs wider than the median).
+constexpr std::int64_t kMinExcessNs = 100'000;
+
+std::int64_t median_of(std::vector<std::int64_t> v) {
+  if (v.empty()) return 0;
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  return v[mid];
+}
+
+struct FirstGap {
+  std::uint32_t op = kNoIndex;     // the step's first host op (usually the user annotation)
+  std::uint32_t child = kNoIndex;  // its first child
+  std::int64_t gap_ns = 0;
+};
+
+// The step's first host op on the step's thread and its first child. Scans
+// host ops from the step start until the child is found: a few events per step.
+std::optional<FirstGap> first_gap(const DiagnoseContext& c, const StepStat& st) {
+  const EventColumns& ev = c.trace.events;
+  const std::int64_t step_end = st.start_ns + st.dur_ns;
+  auto it = std::lower_bound(c.host_ops.begin(), c.host_ops.end(), st.start_ns,
+                             [&](std::uint32_t e, std::int64_t v) { return c.ts(e) < v; });
+  FirstGap g;
+  for (; it != c.host_ops.end() && c.ts(*it) < step_end; ++it) {
+    const std::uint32_t e = *it;
+    if (e == st.event || ev.lane[e] != st.lane) continue;
+    if (g.op == kNoIndex) {
+      if (c.name(e).starts_with("ProfilerStep")) continue;
+      g.op = e;
+      continue;
+    }
+    if (c.ts(e) >= c.end(g.op)) return std::nullopt;  // a leaf: no child to measure against
+    g.child = e;
+    g.gap_ns = c.ts(e) - c.ts(g.op);
+    return g;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void rule_cold_start(const DiagnoseContext& c, std::vector<Finding>* out) {
+  const std::vector<StepStat>& steps = c.steps.steps;
+  if (steps.size() < kMinSteps) return;
+  const StepStat& first = steps.front();
+  std::vector<std::int64_t> others;
+  others.reserve(steps.size() - 1);
+  for (std::size_t i = 1; i < steps.size(); ++i) others.push_back(steps[i].dur_ns);
+  const std::int64_t median = median_of(others);
+  const std::int64_t excess = first.dur_ns - median;
+  if (median <= 0 || static_cast<double>(first.dur_ns) < kWidthRatio * static_cast<double>(median) ||
+      excess < kMinExcessNs) {
+    return;
+  }
+
+  const double ratio = static_cast<double>(first.dur_ns) / static_cast<double>(median);
+  Finding f;
+  f.id = "cold_start";
+  f.severity = FindingSeverity::kWarning;
+  char r[32];
+  std::snprintf(r, sizeof r, "%.1fx", ratio);
+  f.title = "Cold start: step " + std::to_string(first.step) + " took " + format_ns(first.dur_ns) + ", " + r +
+            " the median of the other steps (" + format_ns(median) + ")";
+  f.evidence.num("first_step", first.step)
+      .num("first_step_ns", first.dur_ns)
+      .num("median_other_steps_ns", median)
+      .num("excess_ns", excess)
+      .real("ratio", ratio)
+      .num("other_steps", static_cast<std::int64_t>(others.size()))
+      .event("first_step_event", c.ref(first.event));
+  // Where the extra time shows: the first op's dispatch gap, step 1 vs the rest.
+  if (const std::optional<FirstGap> g = first_gap(c, first)) {
+    std::vector<std::int64_t> later;
+    for (std::size_t i = 1; i < steps.size(); ++i) {
+      if (const std::optional<FirstGap> h = first_gap(c, steps[i])) later.push_back(h->gap_ns);
+    }
+    f.evidence.text("first_op", std::string(c.name(g->op)))
+        .text("first_child", std::string(c.name(g->child)))
+        .num("first_step_gap_ns", g->gap_ns);
+    if (!later.empty()) {
+      f.evidence.num("median_later_gap_ns", median_of(later))
+          .num("min_later_gap_ns", *std::min_element(later.begin(), later.end()))
+          .num("max_later_gap_ns", *std::max_element(later.begin(), later.end()));
+    }
+    f.evidence.event("first_op_event", c.ref(g->op)).event("first_child_event", c.ref(g->child));
+  }
+  f.evidence.ints("steps", {first.step});
+  f.advice =
+      "One-time costs land in the first step (workspace allocation, cuBLAS heuristics, lazy module loading, the "
+      "profiler's first active step). Run warm-up iterations before measuring and keep the schedule's warmup phase; "
+      "read the median of the later steps, not the first.";
+  f.impact_ns = excess;
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal

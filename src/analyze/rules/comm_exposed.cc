@@ -1,0 +1,97 @@
+// comm_exposed: the TensorBoard plugin's "high time cost on communication"
+// recommendation (kineto tb_plugin/torch_tb_profiler/profiler/data.py,
+// _analyze_distributed_metrics; roles in overall_parser.py). The plugin's
+// Communication role ranks below Kernel, Memcpy and Memset, so it is the
+// communication no computation or copy hides: exposed communication. It
+// recommends gradient compression / accumulation when that exceeds 10% of
+// the average step.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/analyze/intervals.h"
+#include "src/analyze/rules/rules.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// data.py: communication_ratio > 0.1.
+constexpr double kCommShare = 0.1;
+// Ours: the communication-bound verdict's threshold (docs/diagnose.md,
+// "Verdicts") makes the finding critical.
+constexpr double kCriticalShare = 0.25;
+constexpr std::size_t kMaxSteps = 16;
+
+}  // namespace
+
+void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
+  std::vector<Interval> comm, busy;
+  for (const DeviceOp& op : c.device) {
+    (op.cls == DeviceClass::kComm ? comm : busy).push_back({op.start, op.end});
+  }
+  if (comm.empty()) return;
+  const std::vector<Interval> comm_merged = merge_intervals(std::move(comm));
+  const std::vector<Interval> exposed = subtract(comm_merged, merge_intervals(std::move(busy)));
+
+  struct Window {
+    std::int64_t step, lo, hi;
+  };
+  std::vector<Window> windows;
+  for (const StepStat& s : c.steps.steps) windows.push_back({s.step, s.start_ns, s.start_ns + s.dur_ns});
+  if (windows.empty()) windows.push_back({-1, c.start_ns, c.end_ns});
+  std::int64_t total = 0, exposed_ns = 0, comm_ns = 0;
+  std::vector<std::int64_t> steps_over;
+  for (const Window& w : windows) {
+    const std::int64_t e = covered_within(exposed, w.lo, w.hi);
+    total += w.hi - w.lo;
+    exposed_ns += e;
+    comm_ns += covered_within(comm_merged, w.lo, w.hi);
+    if (w.step >= 0 && static_cast<double>(e) > kCommShare * static_cast<double>(w.hi - w.lo) &&
+        steps_over.size() < kMaxSteps) {
+      steps_over.push_back(w.step);
+    }
+  }
+  if (total <= 0) return;
+  const double share = static_cast<double>(exposed_ns) / static_cast<double>(total);
+  if (share <= kCommShare) return;
+
+  // The communication activity with the most exposed time: where to look first.
+  const DeviceOp* worst = nullptr;
+  std::int64_t worst_ns = 0;
+  for (const DeviceOp& op : c.device) {
+    if (op.cls != DeviceClass::kComm) continue;
+    const std::int64_t e = covered_within(exposed, op.start, op.end);
+    if (e > worst_ns) {
+      worst_ns = e;
+      worst = &op;
+    }
+  }
+
+  Finding f;
+  f.id = "comm_exposed";
+  f.severity = share >= kCriticalShare ? FindingSeverity::kCritical : FindingSeverity::kWarning;
+  f.title = format_pct(100.0 * share) + " of the step time is communication not overlapped by compute (" +
+            format_ns(exposed_ns) + ")";
+  const double overlap = comm_ns > 0 ? 100.0 * static_cast<double>(comm_ns - exposed_ns) / static_cast<double>(comm_ns) : 0;
+  f.evidence.real("exposed_comm_pct", 100.0 * share)
+      .num("exposed_comm_ns", exposed_ns)
+      .num("comm_ns", comm_ns)
+      .real("overlap_pct", overlap)
+      .num("step_total_ns", total)
+      .real("threshold_pct", 100.0 * kCommShare);
+  if (worst != nullptr) {
+    f.evidence.num("worst_exposed_ns", worst_ns).event("worst_comm", c.ref(worst->event));
+    if (worst->launch != kNoIndex) f.evidence.event("worst_comm_launch", c.ref(worst->launch));
+  }
+  if (!steps_over.empty()) f.evidence.ints("steps", steps_over);
+  f.advice =
+      "Communication runs while the GPU has nothing else to do. Overlap it with compute (DDP bucketing, "
+      "FSDP prefetch, async collectives on a side stream), communicate less often (gradient accumulation, "
+      "larger batches) or less data (gradient compression, lower precision).";
+  f.impact_ns = exposed_ns;
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal

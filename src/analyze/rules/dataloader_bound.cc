@@ -1,0 +1,106 @@
+// dataloader_bound: the TensorBoard plugin's "high time cost on input data
+// loading" recommendation (kineto tb_plugin/torch_tb_profiler/profiler/
+// data.py, analyze; the step breakdown in overall_parser.py and
+// event_parser.py). The plugin splits every step's time among roles in
+// priority order Kernel > Memcpy > Memset > Communication > Runtime >
+// DataLoader > CPU Exec > Other, so DataLoader counts only where no device
+// activity and no runtime call is running; it recommends more workers when
+// the average step spends > 5% in DataLoader.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/analyze/intervals.h"
+#include "src/analyze/rules/rules.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// data.py: dataloader_ratio > 0.05.
+constexpr double kDataLoaderShare = 0.05;
+// Ours: a quarter of the step in DataLoader is the input-bound verdict's
+// threshold (docs/diagnose.md, "Verdicts"); it makes the finding critical.
+constexpr double kCriticalShare = 0.25;
+constexpr std::size_t kMaxSteps = 16;
+
+// The plugin's DataLoader role (event_parser.py): torch's
+// "enumerate(DataLoader)#<iter>.__next__" and "enumerate(DataPipe)#..." scopes.
+bool is_dataloader_scope(std::string_view name) {
+  constexpr std::string_view kLoader = "enumerate(DataLoader)#";
+  constexpr std::string_view kPipe = "enumerate(DataPipe)#";
+  constexpr std::string_view kNext = ".__next__";
+  if (name.starts_with(kPipe)) return true;
+  return name.starts_with(kLoader) && name.ends_with(kNext);
+}
+
+}  // namespace
+
+void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
+  std::vector<Interval> loader;
+  std::uint32_t longest = kNoIndex;
+  for (std::uint32_t e : c.host_ops) {
+    const EventKind k = c.kind(e);
+    if (k != EventKind::kCpuOp && k != EventKind::kUserAnnotation) continue;
+    if (!is_dataloader_scope(c.name(e))) continue;
+    loader.push_back({c.ts(e), c.end(e)});
+    if (longest == kNoIndex || c.dur(e) > c.dur(longest)) longest = e;
+  }
+  if (loader.empty()) return;
+  std::vector<Interval> higher;
+  higher.reserve(c.device.size() + c.runtime.size());
+  for (const DeviceOp& op : c.device) higher.push_back({op.start, op.end});
+  for (std::uint32_t e : c.runtime) higher.push_back({c.ts(e), c.end(e)});
+  const std::vector<Interval> exposed = subtract(merge_intervals(std::move(loader)), merge_intervals(std::move(higher)));
+
+  // Windows: the steps, or the whole trace as the plugin's single step "0".
+  struct Window {
+    std::int64_t step, lo, hi;
+  };
+  std::vector<Window> windows;
+  for (const StepStat& s : c.steps.steps) windows.push_back({s.step, s.start_ns, s.start_ns + s.dur_ns});
+  if (windows.empty()) windows.push_back({-1, c.start_ns, c.end_ns});
+  std::int64_t total = 0, in_loader = 0, worst_ns = 0, worst_step = -1;
+  std::vector<std::int64_t> steps_over;
+  for (const Window& w : windows) {
+    const std::int64_t ns = covered_within(exposed, w.lo, w.hi);
+    total += w.hi - w.lo;
+    in_loader += ns;
+    if (ns > worst_ns) {
+      worst_ns = ns;
+      worst_step = w.step;
+    }
+    if (w.step >= 0 && static_cast<double>(ns) > kDataLoaderShare * static_cast<double>(w.hi - w.lo) &&
+        steps_over.size() < kMaxSteps) {
+      steps_over.push_back(w.step);
+    }
+  }
+  if (total <= 0) return;
+  const double share = static_cast<double>(in_loader) / static_cast<double>(total);
+  if (share <= kDataLoaderShare) return;
+
+  Finding f;
+  f.id = "dataloader_bound";
+  f.severity = share >= kCriticalShare ? FindingSeverity::kCritical : FindingSeverity::kWarning;
+  f.title = format_pct(100.0 * share) + " of the step time is in DataLoader (" + format_ns(in_loader) + " of " +
+            format_ns(total) + ")";
+  f.evidence.real("dataloader_pct", 100.0 * share)
+      .num("dataloader_ns", in_loader)
+      .num("step_total_ns", total)
+      .num("windows", static_cast<std::int64_t>(windows.size()))
+      .real("threshold_pct", 100.0 * kDataLoaderShare)
+      .num("worst_step", worst_step)
+      .num("worst_step_dataloader_ns", worst_ns)
+      .event("longest_dataloader", c.ref(longest));
+  if (!steps_over.empty()) f.evidence.ints("steps", steps_over);
+  f.advice =
+      "The training loop waits for its input. Set num_workers on the DataLoader (multi-process loading), "
+      "pin_memory=True, persistent_workers=True and a prefetch_factor; move decoding and augmentation off "
+      "the main process or onto the GPU.";
+  f.impact_ns = in_loader;
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal

@@ -1,0 +1,133 @@
+// heavy_kernel_launch: an occupancy query (cudaOccupancyMaxActiveBlocks-
+// PerMultiprocessor and kin) right before a kernel launch: the library
+// (cuBLAS, cuDNN) asked how many blocks fit per SM to pick a variant, so the
+// launch is a heavyweight, adaptively launched kernel (GEMM, convolution).
+// Origin: docs/trace-reading.md, "cudaOccupancyMaxActiveBlocksPerMultiprocessor
+// before a cudaLaunchKernel: a heavyweight, adaptively launched kernel".
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "src/analyze/rules/rules.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// "Right before": the next launch on the same thread, with no other launch
+// in between, from the same op (External id) or, when either has none,
+// within 100 µs of the query's end (cuBLAS queries and launches back to back).
+constexpr std::int64_t kMaxQueryToLaunchNs = 100'000;
+constexpr std::size_t kMaxKernelNames = 5;
+
+bool is_occupancy_query(std::string_view n) { return n.find("Occupancy") != std::string_view::npos; }
+
+// cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernel(Ex),
+// cudaLaunchCooperativeKernel, hipLaunchKernel, hipModuleLaunchKernel, ...
+bool is_launch(std::string_view n) {
+  return n.find("LaunchKernel") != std::string_view::npos || n.find("LaunchCooperativeKernel") != std::string_view::npos;
+}
+
+// Step lists stay readable on long traces: the first kMaxListedSteps step
+// numbers, and how many there are in all.
+constexpr std::size_t kMaxListedSteps = 32;
+void add_steps(Evidence& ev, std::vector<std::int64_t> steps) {
+  const auto n = static_cast<std::int64_t>(steps.size());
+  if (steps.size() > kMaxListedSteps) steps.resize(kMaxListedSteps);
+  ev.ints("steps", std::move(steps)).num("steps_count", n);
+}
+
+}  // namespace
+
+void rule_heavy_kernel_launch(const DiagnoseContext& c, std::vector<Finding>* out) {
+  const EventColumns& ev = c.trace.events;
+  std::vector<std::uint32_t> last_query(c.trace.lanes.size(), kNoIndex);
+  std::unordered_set<std::uint32_t> heavy;
+  std::int64_t queries = 0, query_ns = 0, launches = 0;
+  std::uint32_t first_query = kNoIndex, first_launch = kNoIndex;
+  for (std::uint32_t e : c.runtime) {
+    const std::string_view n = c.name(e);
+    std::uint32_t& q = last_query[ev.lane[e]];
+    if (is_occupancy_query(n)) {
+      q = e;
+      ++queries;
+      query_ns += c.dur(e);
+      continue;
+    }
+    if (!is_launch(n)) continue;
+    ++launches;
+    if (q != kNoIndex) {
+      const std::int64_t qe = ev.external_id[q], le = ev.external_id[e];
+      const bool same_op = qe >= 0 && le >= 0 ? qe == le : c.ts(e) - c.end(q) <= kMaxQueryToLaunchNs;
+      if (same_op) {
+        heavy.insert(e);
+        if (first_query == kNoIndex) {
+          first_query = q;
+          first_launch = e;
+        }
+      }
+    }
+    q = kNoIndex;
+  }
+  if (heavy.empty()) return;
+
+  // The kernels those launches started (correlation id), by name.
+  struct KernelStat {
+    std::int64_t count = 0;
+    std::int64_t ns = 0;
+  };
+  std::unordered_map<std::string_view, KernelStat> kernels;
+  std::int64_t kernel_ns = 0, kernel_count = 0;
+  std::uint32_t first_kernel = kNoIndex;  // the one the first heavy launch started
+  std::vector<std::int64_t> steps;
+  for (const DeviceOp& op : c.device) {
+    if (op.launch == kNoIndex || heavy.count(op.launch) == 0) continue;
+    KernelStat& k = kernels[c.name(op.event)];
+    ++k.count;
+    k.ns += op.end - op.start;
+    kernel_ns += op.end - op.start;
+    ++kernel_count;
+    if (op.launch == first_launch && first_kernel == kNoIndex) first_kernel = op.event;
+    if (op.step >= 0) steps.push_back(c.step_number(op.step));
+  }
+  std::sort(steps.begin(), steps.end());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  std::vector<std::pair<std::string_view, KernelStat>> by_time(kernels.begin(), kernels.end());
+  std::sort(by_time.begin(), by_time.end(), [](const auto& a, const auto& b) {
+    return a.second.ns != b.second.ns ? a.second.ns > b.second.ns : a.first < b.first;
+  });
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < by_time.size() && i < kMaxKernelNames; ++i) {
+    names.push_back(std::string(by_time[i].first) + " x" + std::to_string(by_time[i].second.count) + " (" +
+                    format_ns(by_time[i].second.ns) + ")");
+  }
+
+  const std::int64_t n_heavy = static_cast<std::int64_t>(heavy.size());
+  Finding f;
+  f.id = "heavy_kernel_launch";
+  f.severity = FindingSeverity::kInfo;
+  f.title = std::to_string(n_heavy) + " of " + std::to_string(launches) +
+            " launches follow an occupancy query: heavyweight, adaptively launched kernels" +
+            (by_time.empty() ? std::string() : " (" + std::string(by_time[0].first) + ")");
+  f.evidence.num("heavy_launches", n_heavy)
+      .num("launches", launches)
+      .num("occupancy_queries", queries)
+      .num("occupancy_query_ns", query_ns)
+      .num("kernel_count", kernel_count)
+      .num("kernel_ns", kernel_ns)
+      .texts("kernels", std::move(names))
+      .event("first_query", c.ref(first_query))
+      .event("first_launch", c.ref(first_launch));
+  if (first_kernel != kNoIndex) f.evidence.event("first_kernel", c.ref(first_kernel));
+  if (!steps.empty()) add_steps(f.evidence, std::move(steps));
+  f.advice =
+      "These are the heavy kernels (GEMM, convolution): the library queried occupancy to pick a variant. Their shapes "
+      "and dtype decide the time; launches without the query are small fixed-footprint elementwise or reduction kernels.";
+  f.impact_ns = kernel_ns;
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal

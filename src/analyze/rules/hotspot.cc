@@ -1,0 +1,143 @@
+// hotspot: one key_averages row holds most of the Self CUDA total (device
+// rows: kernels, memcpy, memset), or of the Self CPU total on traces without
+// device activity. Origin: docs/trace-reading.md, "One event dominates CUDA
+// total: the hotspot; start there".
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "src/analyze/rules/rules.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// "Dominates": at least half of the total (the H100 GEMMs hold 66% at 64×64
+// and 85% at 4096²; torch's table is sorted by this column for a reason).
+constexpr double kDominantShare = 0.5;
+// When Self CPU is this many times Self CUDA (overhead_bound's threshold)
+// the GPU mostly waits: the kernel hotspot is real but not where time goes.
+constexpr double kOverheadRatio = 10.0;
+// Instances named as evidence (the longest ones).
+constexpr std::size_t kMaxRefs = 3;
+
+bool is_step_key(std::string_view k) { return k.starts_with("ProfilerStep"); }
+
+// The longest of `events`, as evidence.
+std::vector<EventRef> longest_refs(const DiagnoseContext& c, std::vector<std::uint32_t> events) {
+  const std::size_t n = std::min(kMaxRefs, events.size());
+  std::partial_sort(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(n), events.end(),
+                    [&](std::uint32_t a, std::uint32_t b) { return c.dur(a) > c.dur(b); });
+  std::vector<EventRef> refs;
+  for (std::size_t i = 0; i < n; ++i) refs.push_back(c.ref(events[i]));
+  return refs;
+}
+
+// Step lists stay readable on long traces: the first kMaxListedSteps step
+// numbers, and how many there are in all.
+constexpr std::size_t kMaxListedSteps = 32;
+void add_steps(Evidence& ev, std::vector<std::int64_t> steps) {
+  const auto n = static_cast<std::int64_t>(steps.size());
+  if (steps.size() > kMaxListedSteps) steps.resize(kMaxListedSteps);
+  ev.ints("steps", std::move(steps)).num("steps_count", n);
+}
+
+}  // namespace
+
+void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
+  const std::vector<StatRow>& rows = c.averages();
+  const bool device = c.has_device();
+  const std::int64_t total = device ? c.self_device_total_ns() : c.self_cpu_total_ns();
+  if (total <= 0) return;
+  const StatRow* best = nullptr;
+  std::int64_t best_self = 0;
+  for (const StatRow& r : rows) {
+    std::int64_t self = 0;
+    if (device) {
+      if (!r.is_device || r.is_user_annotation) continue;
+      self = r.self_device_time_total_ns;
+    } else {
+      if (r.is_device || is_step_key(r.key)) continue;
+      self = r.self_cpu_time_total_ns;
+    }
+    if (self > best_self) {
+      best_self = self;
+      best = &r;
+    }
+  }
+  if (best == nullptr) return;
+  const double share = static_cast<double>(best_self) / static_cast<double>(total);
+  if (share < kDominantShare) return;
+
+  // The instances: device activities (and the CPU ops that launched them,
+  // joined by the launch call's External id) or host events of that name.
+  std::vector<std::uint32_t> instances;
+  std::vector<std::int64_t> steps;
+  std::unordered_map<std::string_view, std::int64_t> launched_by;
+  if (device) {
+    std::unordered_set<std::int64_t> ext_ids;
+    for (const DeviceOp& op : c.device) {
+      if (c.name(op.event) != best->key) continue;
+      instances.push_back(op.event);
+      if (op.step >= 0) steps.push_back(c.step_number(op.step));
+      const std::uint32_t src = op.launch != kNoIndex ? op.launch : op.event;
+      const std::int64_t ext = c.trace.events.external_id[src];
+      if (ext >= 0) ext_ids.insert(ext);
+    }
+    if (!ext_ids.empty()) {
+      for (std::uint32_t e : c.host_ops) {
+        if (c.kind(e) == EventKind::kCpuOp && ext_ids.count(c.trace.events.external_id[e]) != 0) ++launched_by[c.name(e)];
+      }
+    }
+  } else {
+    for (std::uint32_t e : c.host_ops) {
+      if (c.name(e) != best->key) continue;
+      instances.push_back(e);
+      const std::int64_t s = c.step_number_at(c.ts(e));
+      if (s >= 0) steps.push_back(s);
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+
+  Finding f;
+  f.id = "hotspot";
+  f.severity = FindingSeverity::kInfo;
+  const std::string col = device ? "Self CUDA" : "Self CPU";
+  f.title = "Hotspot: " + best->key + " holds " + format_pct(100.0 * share) + " of " + col + " total (" +
+            format_ns(best_self) + " of " + format_ns(total) + ", " + std::to_string(best->count) + " calls)";
+  f.evidence.text("key", best->key)
+      .text("column", device ? "self_cuda" : "self_cpu")
+      .num("self_ns", best_self)
+      .num("total_ns", total)
+      .real("share_pct", 100.0 * share)
+      .num("count", best->count)
+      .num("avg_ns", best->count > 0 ? best_self / best->count : 0);
+  if (!launched_by.empty()) {
+    auto it = std::max_element(launched_by.begin(), launched_by.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+    f.evidence.text("launched_by", std::string(it->first));
+  }
+  f.evidence.events("longest", longest_refs(c, std::move(instances)));
+  if (!steps.empty()) add_steps(f.evidence, std::move(steps));
+  const std::int64_t cpu_total = c.self_cpu_total_ns();
+  const bool gpu_waits = device && static_cast<double>(cpu_total) >= kOverheadRatio * static_cast<double>(total);
+  if (device) f.evidence.num("self_cpu_total_ns", cpu_total);
+  if (!device) {
+    f.advice = "Start here: this op holds most of the CPU time. Drill into its call sites and inputs.";
+  } else if (gpu_waits) {
+    f.advice = "This is where the GPU time goes, but the GPU mostly waits on the CPU (Self CPU total " + format_ns(cpu_total) +
+               "): speeding it up gains little until the launch overhead is fixed (see overhead_bound).";
+  } else {
+    f.advice =
+        "Start here: this device activity is where the GPU time goes. Check its shapes and dtype (tensor-core friendly "
+        "sizes, bf16), whether it can be fused with its neighbours, or whether a faster implementation exists.";
+  }
+  f.impact_ns = best_self;
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal

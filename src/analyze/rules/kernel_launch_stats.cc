@@ -1,0 +1,158 @@
+// kernel_launch_stats: HolisticTraceAnalysis' CUDA kernel launch statistics
+// (hta/analyzers/cuda_kernel_analysis.py, cuda_kernel_launch_stats and
+// docs/source/features/cuda_kernel_launch_stats.rst). Every device activity
+// joined to its launch call by correlation id gives three numbers: the launch
+// call's duration (cpu), the activity's duration (gpu) and the launch delay
+// (activity start − launch call end). From them HTA reads:
+//   short kernels     gpu < cpu and cpu <= runtime_cutoff
+//   runtime outliers  cpu > runtime_cutoff
+//   delay outliers    launch delay > launch_delay_cutoff
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "src/analyze/rules/rules.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// HTA's defaults: get_cuda_kernel_launch_stats(runtime_cutoff=50,
+// launch_delay_cutoff=100), both in µs.
+constexpr std::int64_t kRuntimeCutoffNs = 50'000;
+constexpr std::int64_t kLaunchDelayCutoffNs = 100'000;
+// HTA only plots the distributions; ours calls short kernels a finding when
+// they are at least half of a trace's launches (and there are enough of them
+// to be a pattern, not a warm-up).
+constexpr double kShortShare = 0.5;
+constexpr std::size_t kMinLaunches = 20;
+// Steps listed in evidence.
+constexpr std::size_t kMaxSteps = 16;
+
+// HTA joins cudaLaunchKernel, cudaMemcpyAsync and cudaMemsetAsync; ours takes
+// every launching call by the same token (cuLaunchKernel, cudaLaunchKernelExC,
+// cudaGraphLaunch, hipLaunchKernel, cuMemcpyHtoDAsync, ...) and leaves out
+// blocking calls (cudaMemcpy, hipMemcpyWithStream), whose duration is a wait.
+bool is_launch_call(std::string_view name) {
+  return name.find("Launch") != std::string_view::npos || name.find("MemcpyAsync") != std::string_view::npos ||
+         name.find("MemsetAsync") != std::string_view::npos ||
+         ((name.find("Memcpy") != std::string_view::npos || name.find("Memset") != std::string_view::npos) &&
+          name.find("Async") != std::string_view::npos);
+}
+
+std::int64_t median(std::vector<std::int64_t> v) {
+  if (v.empty()) return 0;
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+}  // namespace
+
+void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* out) {
+  if (!c.has_device()) return;
+  std::vector<std::int64_t> cpu_durs, delays;
+  std::int64_t launches = 0, short_kernels = 0, short_excess_ns = 0;
+  std::int64_t runtime_outliers = 0, runtime_outlier_ns = 0;
+  std::int64_t delay_outliers = 0, delay_outlier_ns = 0;
+  const DeviceOp* worst_runtime = nullptr;
+  const DeviceOp* worst_delay = nullptr;
+  std::int64_t worst_delay_ns = 0;
+  std::vector<std::int64_t> outlier_steps;
+  // End of the previous activity on each stream: a delay is only the launch
+  // path's fault when the stream had nothing queued before the activity.
+  std::unordered_map<std::uint32_t, std::int64_t> stream_end;
+  for (const DeviceOp& op : c.device) {
+    auto it = stream_end.try_emplace(op.lane, std::numeric_limits<std::int64_t>::min()).first;
+    const std::int64_t prev_end = it->second;
+    it->second = std::max(prev_end, op.end);
+    if (op.launch == kNoIndex || !is_launch_call(c.name(op.launch))) continue;
+    ++launches;
+    const std::int64_t cpu = c.dur(op.launch);
+    const std::int64_t gpu = op.end - op.start;
+    const std::int64_t delay = op.start - c.end(op.launch);
+    cpu_durs.push_back(cpu);
+    delays.push_back(delay);
+    if (cpu <= kRuntimeCutoffNs && gpu < cpu) {
+      ++short_kernels;
+      short_excess_ns += cpu - gpu;
+    }
+    if (cpu > kRuntimeCutoffNs) {
+      ++runtime_outliers;
+      runtime_outlier_ns += cpu;
+      if (worst_runtime == nullptr || cpu > c.dur(worst_runtime->launch)) worst_runtime = &op;
+      if (op.step >= 0) outlier_steps.push_back(c.step_number(op.step));
+    }
+    // Queued behind earlier work on its stream: waiting for the GPU, which is
+    // what a busy GPU should look like; not counted as a launch delay outlier.
+    const bool queued = prev_end > c.end(op.launch);
+    if (delay > kLaunchDelayCutoffNs && !queued) {
+      ++delay_outliers;
+      delay_outlier_ns += delay;
+      if (delay > worst_delay_ns) {
+        worst_delay_ns = delay;
+        worst_delay = &op;
+      }
+      if (op.step >= 0) outlier_steps.push_back(c.step_number(op.step));
+    }
+  }
+  if (launches == 0) return;
+  const double short_share = static_cast<double>(short_kernels) / static_cast<double>(launches);
+  const bool many_short = short_share >= kShortShare && static_cast<std::size_t>(launches) >= kMinLaunches;
+  if (!many_short && runtime_outliers == 0 && delay_outliers == 0) return;
+
+  std::sort(outlier_steps.begin(), outlier_steps.end());
+  outlier_steps.erase(std::unique(outlier_steps.begin(), outlier_steps.end()), outlier_steps.end());
+  if (outlier_steps.size() > kMaxSteps) outlier_steps.resize(kMaxSteps);
+
+  Finding f;
+  f.id = "kernel_launch_stats";
+  f.severity = many_short || delay_outliers > 0 ? FindingSeverity::kWarning : FindingSeverity::kInfo;
+  std::string title;
+  if (many_short) {
+    title = std::to_string(short_kernels) + " of " + std::to_string(launches) +
+            " device activities run shorter than their launch call (" +
+            format_pct(100.0 * short_share) + ")";
+  } else {
+    title = std::to_string(launches) + " launches";
+  }
+  if (runtime_outliers > 0) title += "; " + std::to_string(runtime_outliers) + " launch calls over " + format_ns(kRuntimeCutoffNs);
+  if (delay_outliers > 0) {
+    title += "; " + std::to_string(delay_outliers) + " launch delays over " + format_ns(kLaunchDelayCutoffNs) +
+             " (worst " + format_ns(worst_delay_ns) + ")";
+  }
+  f.title = std::move(title);
+  f.evidence.num("launches", launches)
+      .num("short_kernels", short_kernels)
+      .real("short_pct", 100.0 * short_share)
+      .num("median_launch_ns", median(std::move(cpu_durs)))
+      .num("median_launch_delay_ns", median(std::move(delays)))
+      .num("runtime_cutoff_ns", kRuntimeCutoffNs)
+      .num("runtime_outliers", runtime_outliers)
+      .num("launch_delay_cutoff_ns", kLaunchDelayCutoffNs)
+      .num("launch_delay_outliers", delay_outliers);
+  if (worst_runtime != nullptr) {
+    f.evidence.num("worst_launch_ns", c.dur(worst_runtime->launch))
+        .event("worst_launch", c.ref(worst_runtime->launch))
+        .event("worst_launch_activity", c.ref(worst_runtime->event));
+  }
+  if (worst_delay != nullptr) {
+    f.evidence.num("worst_launch_delay_ns", worst_delay_ns)
+        .event("worst_delay_launch", c.ref(worst_delay->launch))
+        .event("worst_delay_activity", c.ref(worst_delay->event));
+  }
+  if (!outlier_steps.empty()) f.evidence.ints("steps", outlier_steps);
+  f.advice =
+      "Short kernels: the host spends longer launching than the GPU computing; batch the work (larger ops, "
+      "torch.compile, CUDA graphs). Long launch calls: look for the first launch of a module (lazy loading), "
+      "pageable copies or allocator calls behind them. Launch delays on an idle stream: the driver or another "
+      "thread held the launch; check the lanes around the worst one.";
+  f.impact_ns = short_excess_ns + runtime_outlier_ns + delay_outlier_ns;
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal

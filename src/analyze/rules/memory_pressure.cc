@@ -1,0 +1,105 @@
+// memory_pressure: the TensorBoard plugin's "device memory usage is at the
+// limit" recommendation (kineto tb_plugin/torch_tb_profiler/profiler/data.py,
+// analyze; the peak from memory_parser.py, MemorySnapshot.get_peak_memory):
+// per device, the peak "Total Allocated" of torch's [memory] records against
+// deviceProperties[id].totalGlobalMem.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/analyze/rules/rules.h"
+#include "src/trace/json_value.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// data.py: peak_mem > total_mem * 0.9.
+constexpr double kMemoryShare = 0.9;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// totalGlobalMem by device id from the trace's "deviceProperties" array.
+std::map<std::int64_t, std::int64_t> device_memory(const Trace& t) {
+  std::map<std::int64_t, std::int64_t> out;
+  const std::string_view raw = t.meta.top_level_json("deviceProperties");
+  if (raw.empty()) return out;
+  auto v = JsonValue::parse(raw);
+  if (!v || !v->is_array()) return out;
+  std::int64_t position = 0;
+  for (const JsonValue& d : v->items()) {
+    const JsonValue* mem = d.find("totalGlobalMem");
+    const JsonValue* id = d.find("id");
+    std::int64_t bytes = 0;
+    // The plugin indexes the array by device id; "id" says the same when present.
+    const std::int64_t key = id != nullptr ? id->int_or(position) : position;
+    if (mem != nullptr && mem->get_int(&bytes) && bytes > 0) out[key] = bytes;
+    ++position;
+  }
+  return out;
+}
+
+std::string gib(std::int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / kGiB);
+  return buf;
+}
+
+}  // namespace
+
+void rule_memory_pressure(const DiagnoseContext& c, std::vector<Finding>* out) {
+  const Trace& t = c.trace;
+  if (t.memory.empty()) return;
+  const std::map<std::int64_t, std::int64_t> capacity = device_memory(t);
+  if (capacity.empty()) return;
+  struct Peak {
+    const MemoryRecord* allocated = nullptr;
+    const MemoryRecord* reserved = nullptr;
+  };
+  std::map<std::int64_t, Peak> peaks;
+  for (const MemoryRecord& r : t.memory) {
+    if (r.device_type == 0 || r.device_id < 0) continue;  // host memory
+    Peak& p = peaks[r.device_id];
+    if (p.allocated == nullptr || r.total_allocated > p.allocated->total_allocated) p.allocated = &r;
+    if (p.reserved == nullptr || r.total_reserved > p.reserved->total_reserved) p.reserved = &r;
+  }
+  for (const auto& [device, p] : peaks) {
+    auto cap = capacity.find(device);
+    if (cap == capacity.end()) continue;
+    const double total = static_cast<double>(cap->second);
+    const double alloc_share = static_cast<double>(p.allocated->total_allocated) / total;
+    const double reserved_share = static_cast<double>(p.reserved->total_reserved) / total;
+    // The plugin reads allocated memory only; ours also reports a caching
+    // allocator that reserves past the limit (fragmentation, cached blocks),
+    // which is what the device actually runs out of.
+    const bool alloc_high = alloc_share > kMemoryShare;
+    if (!alloc_high && reserved_share <= kMemoryShare) continue;
+    Finding f;
+    f.id = "memory_pressure";
+    f.severity = FindingSeverity::kWarning;
+    const MemoryRecord& at = alloc_high ? *p.allocated : *p.reserved;
+    f.title = std::string(alloc_high ? "peak allocated" : "peak reserved") + " memory on GPU " +
+              std::to_string(device) + " is " + format_pct(100.0 * (alloc_high ? alloc_share : reserved_share)) +
+              " of " + gib(cap->second);
+    f.evidence.num("device", device)
+        .num("total_memory_bytes", cap->second)
+        .num("peak_allocated_bytes", p.allocated->total_allocated)
+        .real("peak_allocated_pct", 100.0 * alloc_share)
+        .num("peak_reserved_bytes", p.reserved->total_reserved)
+        .real("peak_reserved_pct", 100.0 * reserved_share)
+        .real("threshold_pct", 100.0 * kMemoryShare);
+    if (at.event != kNoIndex) f.evidence.event("peak", c.ref(at.event));
+    f.advice = alloc_high
+                   ? "Tensors fill the device: one larger batch or activation and the step runs out of memory. "
+                     "Gradient checkpointing, mixed precision (AMP), or sharding (FSDP/ZeRO) free room."
+                   : "The caching allocator reserves most of the device while tensors use less: fragmentation. "
+                     "Try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or fewer differently sized "
+                     "temporaries.";
+    f.impact_ns = 0;
+    out->push_back(std::move(f));
+  }
+}
+
+}  // namespace tprof::internal

@@ -1,0 +1,66 @@
+// overlapping_kernels: device activities that overlap on one stream
+// (DiagnosticCode::kOverlappingKernels, found by the reader's validator).
+// A stream runs its work in order, so an overlap means the timestamps are
+// off (CUPTI clock conversion, a merged or edited trace). tprof keeps both
+// events; some viewers nest or drop one of them silently, so the trace a
+// person looks at can disagree with the numbers. Trace health; the pair
+// shown is the earliest one the reader kept.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/analyze/rules/rules.h"
+
+namespace tprof::internal {
+
+void rule_overlapping_kernels(const DiagnoseContext& c, std::vector<Finding>* out) {
+  const Trace& t = c.trace;
+  const std::uint64_t count = t.diagnostics.count(DiagnosticCode::kOverlappingKernels);
+  if (count == 0) return;
+  // The earliest flagged activity among the kept diagnostics, and the lanes.
+  std::uint32_t second = kNoIndex;
+  std::vector<std::uint32_t> lanes;
+  for (const Diagnostic& d : t.diagnostics.items()) {
+    if (d.code != DiagnosticCode::kOverlappingKernels || d.event == kNoIndex) continue;
+    if (second == kNoIndex || c.ts(d.event) < c.ts(second)) second = d.event;
+    const std::uint32_t lane = t.events.lane[d.event];
+    if (std::find(lanes.begin(), lanes.end(), lane) == lanes.end()) lanes.push_back(lane);
+  }
+  // Its partner: the activity on the same stream that started first and is
+  // still running when it starts (the one reaching furthest, as the validator
+  // tracks it).
+  std::uint32_t first = kNoIndex;
+  if (second != kNoIndex) {
+    const std::uint32_t lane = t.events.lane[second];
+    for (const DeviceOp& op : c.device) {
+      if (op.start > c.ts(second)) break;
+      if (op.event == second || op.lane != lane || op.end <= c.ts(second)) continue;
+      if (op.start == c.ts(second) && op.event > second) continue;
+      if (first == kNoIndex || op.end > c.end(first)) first = op.event;
+    }
+  }
+  std::vector<std::string> lane_labels;
+  for (std::uint32_t l : lanes) lane_labels.push_back(c.lane_label(l));
+
+  Finding f;
+  f.id = "overlapping_kernels";
+  f.severity = FindingSeverity::kWarning;
+  f.title = std::to_string(count) + " device activities overlap an earlier one on the same stream";
+  f.evidence.num("overlaps", static_cast<std::int64_t>(count)).texts("lanes", lane_labels);
+  if (first != kNoIndex && second != kNoIndex) {
+    f.evidence.num("overlap_ns", std::min(c.end(first), c.end(second)) - c.ts(second))
+        .event("first", c.ref(first))
+        .event("second", c.ref(second));
+  } else if (second != kNoIndex) {
+    f.evidence.event("second", c.ref(second));
+  }
+  f.advice =
+      "A stream runs one activity at a time, so these timestamps are off (clock conversion, a merged or "
+      "edited trace). tprof keeps both; Perfetto or chrome://tracing may nest or hide one, so busy times "
+      "read from a viewer can disagree with tprof's. Re-capture if the overlap is large.";
+  f.impact_ns = 0;
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal

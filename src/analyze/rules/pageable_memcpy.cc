@@ -1,0 +1,85 @@
+// pageable_memcpy: Nsight Systems' expert rule cuda_memcpy_async ("CUDA
+// Async Memcpy with Pageable Memory"; Nsight Systems User Guide, "Expert
+// Systems Analysis"): copies between the device and pageable host memory.
+// The driver stages them through a pinned buffer, so they run slower and the
+// "Async" call blocks the host (CUDA Runtime API, "API synchronization
+// behavior"). Kineto names the memory kind in the activity's name:
+// "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pageable)".
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/analyze/rules/rules.h"
+
+namespace tprof::internal {
+
+namespace {
+
+constexpr std::size_t kMaxSteps = 16;
+
+// args "bytes" of a Kineto memcpy activity, or -1.
+std::int64_t copy_bytes(std::string_view args) {
+  constexpr std::string_view kKey = "\"bytes\"";
+  const std::size_t at = args.find(kKey);
+  if (at == std::string_view::npos) return -1;
+  std::size_t i = at + kKey.size();
+  while (i < args.size() && (args[i] == ' ' || args[i] == ':' || args[i] == '\t' || args[i] == '\n')) ++i;
+  std::int64_t v = 0;
+  bool any = false;
+  for (; i < args.size() && args[i] >= '0' && args[i] <= '9'; ++i) {
+    v = v * 10 + (args[i] - '0');
+    any = true;
+  }
+  return any ? v : -1;
+}
+
+}  // namespace
+
+void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
+  std::int64_t copies = 0, htod = 0, dtoh = 0, copy_ns = 0, launch_ns = 0, bytes = 0;
+  const DeviceOp* longest = nullptr;
+  std::vector<std::int64_t> steps;
+  for (const DeviceOp& op : c.device) {
+    if (op.cls != DeviceClass::kMemcpy) continue;
+    const std::string_view name = c.name(op.event);
+    if (name.find("Pageable") == std::string_view::npos) continue;
+    ++copies;
+    if (name.find("HtoD") != std::string_view::npos) ++htod;
+    if (name.find("DtoH") != std::string_view::npos) ++dtoh;
+    copy_ns += op.end - op.start;
+    if (op.launch != kNoIndex) launch_ns += c.dur(op.launch);
+    const std::int64_t b = copy_bytes(c.trace.args_json(op.event));
+    if (b > 0) bytes += b;
+    if (longest == nullptr || op.end - op.start > longest->end - longest->start) longest = &op;
+    if (op.step >= 0) steps.push_back(c.step_number(op.step));
+  }
+  if (copies == 0) return;
+  std::sort(steps.begin(), steps.end());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  if (steps.size() > kMaxSteps) steps.resize(kMaxSteps);
+
+  Finding f;
+  f.id = "pageable_memcpy";
+  f.severity = FindingSeverity::kWarning;
+  f.title = std::to_string(copies) + " copies use pageable host memory (" + std::to_string(htod) + " HtoD, " +
+            std::to_string(dtoh) + " DtoH, " + format_ns(copy_ns) + " on the device)";
+  f.evidence.num("copies", copies)
+      .num("htod", htod)
+      .num("dtoh", dtoh)
+      .num("copy_ns", copy_ns)
+      .num("launch_ns", launch_ns)
+      .num("bytes", bytes)
+      .event("longest", c.ref(longest->event));
+  if (longest->launch != kNoIndex) f.evidence.event("longest_launch", c.ref(longest->launch));
+  if (!steps.empty()) f.evidence.ints("steps", steps);
+  f.advice =
+      "Pin the host buffers: DataLoader(pin_memory=True), tensor.pin_memory(), or allocate with "
+      "torch.empty(..., pin_memory=True); then copy with .to(device, non_blocking=True) so the copy "
+      "overlaps compute instead of blocking the host.";
+  f.impact_ns = copy_ns;
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal

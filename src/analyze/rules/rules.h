@@ -1,0 +1,61 @@
+// The diagnose rules: one function per file in this directory, each adding
+// zero or more findings with its id. docs/diagnose.md has every rule's
+// definition, thresholds and origin; registry.cc lists them in order.
+#pragma once
+
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "src/analyze/diagnose_context.h"
+#include "tprof/diagnose.h"
+
+namespace tprof::internal {
+
+using RuleFn = void (*)(const DiagnoseContext& c, std::vector<Finding>* out);
+struct RuleInfo {
+  std::string_view id;
+  RuleFn fn;
+};
+
+// Every rule, in the order they run.
+std::span<const RuleInfo> all_rules();
+
+// The blog's cheatsheet (docs/trace-reading.md).
+void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_cold_start(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_heavy_kernel_launch(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_sync_at_window_end(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_profiler_buffer_request(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_bmm_dispatch(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_addmm_fusion(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_recompilation(const DiagnoseContext& c, std::vector<Finding>* out);
+
+// What the peers report (HolisticTraceAnalysis, the TensorBoard plugin,
+// Nsight Systems).
+void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_memory_pressure(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out);
+
+// Trace health.
+void rule_truncated_trace(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_dropped_events(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_overlapping_kernels(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_unmatched_flows(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_clock_skew(const DiagnoseContext& c, std::vector<Finding>* out);
+
+}  // namespace tprof::internal

@@ -1,0 +1,96 @@
+// tprof kernels output: a text table and the JSON contract.
+#include <cmath>
+#include <cstdio>
+
+#include "src/analyze/diagnose_context.h"
+#include "src/base/json_writer.h"
+#include "tprof/kernels.h"
+
+namespace tprof {
+
+std::string format_kernels_text(const KernelsSummary& k) {
+  std::string out;
+  if (k.kernels.empty()) return "no device activity in the trace\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "%7s  %11s  %7s  %11s  %11s  %11s  %11s  %11s  %6s  %-16s  %s\n", "Count", "Total",
+                "Share", "Mean", "Median", "p90", "Min", "Max", "CV", "Outlier steps", "Name");
+  out += line;
+  for (const KernelStat& s : k.kernels) {
+    std::string steps;
+    std::size_t shown = 0;
+    for (const KernelOutlier& o : s.outliers) {
+      if (shown == 4) {
+        steps += ",+" + std::to_string(s.outliers.size() - 4);
+        break;
+      }
+      steps += (shown ? "," : "") + (o.step >= 0 ? std::to_string(o.step) : std::string("-"));
+      ++shown;
+    }
+    if (steps.empty()) steps = "-";
+    const double share = k.total_ns > 0 ? 100.0 * static_cast<double>(s.total_ns) / static_cast<double>(k.total_ns) : 0;
+    std::snprintf(line, sizeof line, "%7lld  %11s  %7s  %11s  %11s  %11s  %11s  %11s  %6.3f  %-16s  %s\n",
+                  static_cast<long long>(s.count), internal::format_ns(s.total_ns).c_str(),
+                  internal::format_pct(share).c_str(),
+                  internal::format_ns(static_cast<std::int64_t>(std::llround(s.mean_ns))).c_str(),
+                  internal::format_ns(s.median_ns).c_str(), internal::format_ns(s.p90_ns).c_str(),
+                  internal::format_ns(s.min_ns).c_str(), internal::format_ns(s.max_ns).c_str(), s.cv, steps.c_str(),
+                  s.name.c_str());
+    out += line;
+  }
+  return out;
+}
+
+std::string format_kernels_json(const KernelsSummary& k) {
+  std::string out;
+  {
+    internal::JsonWriter w(&out, internal::JsonWriter::kPretty);
+    w.begin_object();
+    w.key("total_ns");
+    w.value_int(k.total_ns);
+    w.key("kernels");
+    w.begin_array();
+    for (const KernelStat& s : k.kernels) {
+      w.begin_object();
+      w.key("name");
+      w.value_string(s.name);
+      w.key("category");
+      w.value_string(s.category);
+      w.key("count");
+      w.value_int(s.count);
+      w.key("total_ns");
+      w.value_int(s.total_ns);
+      w.key("mean_ns");
+      w.value_double(std::round(s.mean_ns * 1000.0) / 1000.0);
+      w.key("median_ns");
+      w.value_int(s.median_ns);
+      w.key("p90_ns");
+      w.value_int(s.p90_ns);
+      w.key("min_ns");
+      w.value_int(s.min_ns);
+      w.key("max_ns");
+      w.value_int(s.max_ns);
+      w.key("cv");
+      w.value_double(std::round(s.cv * 1e4) / 1e4);
+      w.key("outliers");
+      w.begin_array();
+      for (const KernelOutlier& o : s.outliers) {
+        w.begin_object();
+        w.key("step");
+        w.value_int(o.step);
+        w.key("ts_ns");
+        w.value_int(o.ts_ns);
+        w.key("dur_ns");
+        w.value_int(o.dur_ns);
+        w.end_object();
+      }
+      w.end_array();
+      w.end_object();
+    }
+    w.end_array();
+    w.end_object();
+  }
+  out.push_back('\n');
+  return out;
+}
+
+}  // namespace tprof

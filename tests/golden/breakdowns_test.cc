@@ -1,0 +1,317 @@
+// The peers' breakdowns (docs/diagnose.md, "Breakdowns").
+//
+// TraceLens: every row of gpu_timeline.csv that TraceLens itself wrote next
+// to a public trace (tests/data/public/tracelens) must agree within 1% of the
+// trace's total_time. TraceLens' definition (TraceLens/TreePerf/
+// gpu_event_analyser.py, GPUEventAnalyser.compute_metrics_dict, fed by
+// TreePerfAnalyzer.get_df_gpu_timeline): GPU events are kernel, gpu_memcpy and
+// gpu_memset events linked to a launching runtime call, on every stream
+// together; memcpy is gpu_memcpy; communication is a kernel or memset whose
+// name contains "nccl" (or "deep_ep"); the rest is computation.
+//   computation = |∪ computation|, total_comm = |∪ comm|,
+//   exposed_comm = |∪ comm − ∪ computation|, total_memcpy = |∪ memcpy|,
+//   exposed_memcpy = |∪ memcpy − ∪ computation − ∪ comm|,
+//   busy = |∪ all|, total = last end − first start, idle = total − busy.
+//
+// HolisticTraceAnalysis' temporal and idle-time breakdowns and the TensorBoard
+// plugin's per-step overview have no reference outputs here; they are checked
+// on small synthetic traces whose numbers were worked out by hand.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "src/analyze/breakdowns.h"
+#include "src/analyze/diagnose_context.h"
+#include "tprof/diagnose.h"
+#include "tprof/read.h"
+
+namespace tprof {
+namespace {
+
+const std::string kTracelens = std::string(TPROF_TEST_DATA) + "/public/tracelens/";
+
+// gpu_timeline.csv: "type,time ms,percent" rows -> type -> ms.
+std::map<std::string, double> read_gpu_timeline_csv(const std::string& path) {
+  std::map<std::string, double> rows;
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string type, ms;
+    if (!std::getline(ls, type, ',') || !std::getline(ls, ms, ',')) continue;
+    rows[type] = std::stod(ms);
+  }
+  return rows;
+}
+
+void expect_matches_tracelens(const std::string& trace_rel, const std::string& csv_rel) {
+  Result<Trace> t = read_trace(kTracelens + trace_rel);
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::map<std::string, double> want = read_gpu_timeline_csv(kTracelens + csv_rel);
+  ASSERT_EQ(want.size(), 8u) << csv_rel;
+  const Diagnosis d = diagnose(*t);
+  ASSERT_TRUE(d.breakdowns.tracelens_gpu_timeline);
+  const TracelensGpuTimeline& g = *d.breakdowns.tracelens_gpu_timeline;
+  const std::map<std::string, std::int64_t> got = {
+      {"computation_time", g.computation_time_ns}, {"exposed_comm_time", g.exposed_comm_time_ns},
+      {"exposed_memcpy_time", g.exposed_memcpy_time_ns}, {"busy_time", g.busy_time_ns},
+      {"idle_time", g.idle_time_ns}, {"total_time", g.total_time_ns},
+      {"total_comm_time", g.total_comm_time_ns}, {"total_memcpy_time", g.total_memcpy_time_ns}};
+  const double tol_ms = 0.01 * want.at("total_time");
+  for (const auto& [type, ms] : want) {
+    ASSERT_TRUE(got.count(type)) << type;
+    const double ours_ms = static_cast<double>(got.at(type)) / 1e6;
+    EXPECT_NEAR(ours_ms, ms, tol_ms) << type << " in " << trace_rel;
+  }
+  // TraceLens asserts this identity; ours holds exactly in ns.
+  EXPECT_EQ(g.computation_time_ns + g.exposed_comm_time_ns + g.exposed_memcpy_time_ns + g.idle_time_ns,
+            g.total_time_ns);
+}
+
+TEST(TracelensGpuTimeline, H100GaunernstBertSmallUncased) {
+  expect_matches_tracelens("h100/gaunernst_bert-small-uncased__1016001.json.gz",
+                           "h100/gaunernst_bert-small-uncased__1016001_perf_report_csvs/gpu_timeline.csv");
+}
+
+TEST(TracelensGpuTimeline, H100FalconsaiNsfwImageDetection) {
+  expect_matches_tracelens("h100/Falconsai_nsfw_image_detection__1016002.json.gz",
+                           "h100/Falconsai_nsfw_image_detection__1016002_perf_report_csvs/gpu_timeline.csv");
+}
+
+TEST(TracelensGpuTimeline, Mi210GpuOnlyTrace) {
+  expect_matches_tracelens("mi210/gpu_only_trace/gpu_only_trace.json.gz",
+                           "mi210/gpu_only_trace/gpu_only_trace_perf_report_csvs/gpu_timeline.csv");
+}
+
+TEST(TracelensGpuTimeline, Mi300GaunernstBertSmallUncased) {
+  expect_matches_tracelens("mi300/gaunernst_bert-small-uncased__1016001.json.gz",
+                           "mi300/gaunernst_bert-small-uncased__1016001_perf_report_csvs/gpu_timeline.csv");
+}
+
+TEST(TracelensGpuTimeline, InferenceSglangDecode) {
+  expect_matches_tracelens("inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz",
+                           "inference/sglang_decode/perf_csvs/gpu_timeline.csv");
+}
+
+TEST(TracelensGpuTimeline, TorchCompileTriton) {
+  expect_matches_tracelens("torch_compile_triton/trace.json.gz",
+                           "torch_compile_triton/trace_perf_report_csvs/gpu_timeline.csv");
+}
+
+// ---------------------------------------------------------------------------
+// Synthetic traces (ts/dur in µs; the numbers below are in ns).
+
+Breakdowns breakdowns_of(const std::string& json) {
+  Result<Trace> t = read_trace_bytes(json);
+  EXPECT_TRUE(t);
+  if (!t) return {};
+  const internal::DiagnoseContext c(*t);
+  return internal::compute_breakdowns(c);
+}
+
+// One host thread launching on two streams of GPU 0:
+//   stream 7: gemm [100,130) launched at 10, add [135,145) launched at 20,
+//             mul [200,210) launched at 190 (after add ended at 145),
+//             Memcpy DtoH [210.02,215) launched at 25
+//   stream 9: ncclDevKernel_AllReduce [120,160) launched at 30,
+//             Memset [300,301) unlinked.
+// Every device activity sorted by start: 100-130 gemm, 120-160 nccl,
+// 135-145 add, 200-210 mul, 210.02-215 memcpy, 300-301 memset.
+const char* kTwoStreams = R"json({"distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8}, "traceEvents": [
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 2, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 20, "dur": 2, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": 25, "dur": 2, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 30, "dur": 2, "args": {"correlation": 4}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 190, "dur": 2, "args": {"correlation": 5}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 100, "dur": 30, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "add", "pid": 0, "tid": 7, "ts": 135, "dur": 10, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "mul", "pid": 0, "tid": 7, "ts": 200, "dur": 10, "args": {"correlation": 5, "stream": 7}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pageable)", "pid": 0, "tid": 7, "ts": 210.02, "dur": 4.98, "args": {"correlation": 3, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 9, "ts": 120, "dur": 40, "args": {"correlation": 4, "stream": 9}},
+  {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 9, "ts": 300, "dur": 1, "args": {"stream": 9}}
+]})json";
+
+TEST(HtaTemporal, WholeTraceSpanIdleComputeAndNonCompute) {
+  const Breakdowns b = breakdowns_of(kTwoStreams);
+  ASSERT_EQ(b.hta_temporal.size(), 1u);
+  const HtaTemporal& h = b.hta_temporal[0];
+  EXPECT_EQ(h.rank, 3);  // distributedInfo.rank
+  // kernel_time: first start 100 to last end 301.
+  EXPECT_EQ(h.kernel_time_ns, 201000);
+  // busy: [100,160) + [200,210) + [210.02,215) + [300,301) = 60 + 10 + 4.98
+  // + 1 = 75.98 µs; idle 125.02 µs.
+  EXPECT_EQ(h.idle_time_ns, 125020);
+  // compute (not nccl*Kernel, not Memcpy/Memset): gemm ∪ add ∪ mul = 30 + 10 + 10.
+  EXPECT_EQ(h.compute_time_ns, 50000);
+  EXPECT_EQ(h.non_compute_time_ns, 201000 - 50000 - 125020);  // nccl and memcpy only
+}
+
+TEST(HtaIdle, HostWaitKernelWaitAndOtherPerStreamSummed) {
+  const Breakdowns b = breakdowns_of(kTwoStreams);
+  ASSERT_EQ(b.hta_idle.size(), 1u);
+  const HtaIdle& h = b.hta_idle[0];
+  EXPECT_EQ(h.rank, 3);
+  // Stream 7: add after gemm: gap 5 µs, launched at 20 < 130 -> other.
+  //           mul after add: gap 55 µs, launched at 190 > 145 -> host wait.
+  //           memcpy after mul: gap 20 ns < 30 ns, launched at 25 -> kernel wait.
+  // Stream 9: memset after nccl: gap 140 µs, no launch -> other.
+  EXPECT_EQ(h.host_wait_ns, 55000);
+  EXPECT_EQ(h.kernel_wait_ns, 20);
+  EXPECT_EQ(h.other_ns, 5000 + 140000);
+}
+
+TEST(TracelensGpuTimeline, SyntheticLinkedEventsOnly) {
+  const Breakdowns b = breakdowns_of(kTwoStreams);
+  ASSERT_TRUE(b.tracelens_gpu_timeline);
+  const TracelensGpuTimeline& g = *b.tracelens_gpu_timeline;
+  // The unlinked memset is left out: the window is 100..215.
+  EXPECT_EQ(g.total_time_ns, 115000);
+  EXPECT_EQ(g.computation_time_ns, 50000);
+  EXPECT_EQ(g.total_comm_time_ns, 40000);
+  EXPECT_EQ(g.exposed_comm_time_ns, 40000 - 10000 - 10000);  // minus gemm's tail [120,130) and add
+  EXPECT_EQ(g.total_memcpy_time_ns, 4980);
+  EXPECT_EQ(g.exposed_memcpy_time_ns, 4980);
+  EXPECT_EQ(g.busy_time_ns, 60000 + 14980);
+  EXPECT_EQ(g.idle_time_ns, 115000 - 74980);
+}
+
+TEST(HtaBreakdowns, TraceWithoutDistributedInfoIsRankZeroAndCpuOnlyHasNone) {
+  Breakdowns b = breakdowns_of(R"json({"traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 0, "dur": 1, "args": {"stream": 7}}]})json");
+  ASSERT_EQ(b.hta_temporal.size(), 1u);
+  EXPECT_EQ(b.hta_temporal[0].rank, 0);
+  b = breakdowns_of(R"json({"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0, "dur": 1}]})json");
+  EXPECT_TRUE(b.hta_temporal.empty());
+  EXPECT_TRUE(b.hta_idle.empty());
+  EXPECT_FALSE(b.tracelens_gpu_timeline);
+}
+
+// Two steps on one thread. Step 1 [0,100) launches a kernel at 40 that runs
+// [90,130), past the step's end; step 2 [100,200) launches nothing but runs
+// a memcpy its runtime call at 150 started. The device spans move the
+// steps: step 1 becomes [0,130) (its kernel's end), step 2 [130,200).
+//   step 1 [0,130): kernel [90,130) 40; runtime [40,45) 5; dataloader
+//     [10,30) 20; cpu_op aten::mm [30,60) minus runtime [40,45) = 25;
+//     other = 130 - 40 - 5 - 20 - 25 = 40.
+//   step 2 [130,200): memcpy [160,170) 10; memset [165,180) minus memcpy
+//     = 10; runtime [150,155) 5; cpu_op [140,190) minus the rest = 50 - 10
+//     - 10 - 5 = 25; other = 70 - 50 = 20.
+// Step 2 launched 1 activity, step 1 launched 1: 1 >= 0.8, both kept.
+const char* kTbSteps = R"json({"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+  {"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 30, "dur": 30},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 40, "dur": 5, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 90, "dur": 40, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::copy_", "pid": 1, "tid": 1, "ts": 140, "dur": 50},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": 150, "dur": 5, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7, "ts": 160, "dur": 10, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 7, "ts": 165, "dur": 15, "args": {"stream": 7}},
+  {"ph": "X", "cat": "python_function", "name": "train.py(10): step", "pid": 1, "tid": 1, "ts": 0, "dur": 200}
+]})json";
+
+TEST(TbPluginSteps, PriorityRuleAndDeviceExtendedSteps) {
+  const Breakdowns b = breakdowns_of(kTbSteps);
+  ASSERT_EQ(b.tb_plugin_steps.size(), 2u);
+  const TbPluginStep& s1 = b.tb_plugin_steps[0];
+  EXPECT_EQ(s1.step, 1);
+  EXPECT_DOUBLE_EQ(s1.kernel_us, 40);
+  EXPECT_DOUBLE_EQ(s1.memcpy_us, 0);
+  EXPECT_DOUBLE_EQ(s1.memset_us, 0);
+  EXPECT_DOUBLE_EQ(s1.runtime_us, 5);
+  EXPECT_DOUBLE_EQ(s1.dataloader_us, 20);
+  EXPECT_DOUBLE_EQ(s1.cpu_exec_us, 25);
+  EXPECT_DOUBLE_EQ(s1.other_us, 40);
+  const TbPluginStep& s2 = b.tb_plugin_steps[1];
+  EXPECT_EQ(s2.step, 2);
+  EXPECT_DOUBLE_EQ(s2.kernel_us, 0);
+  EXPECT_DOUBLE_EQ(s2.memcpy_us, 10);
+  EXPECT_DOUBLE_EQ(s2.memset_us, 10);
+  EXPECT_DOUBLE_EQ(s2.runtime_us, 5);
+  EXPECT_DOUBLE_EQ(s2.dataloader_us, 0);
+  EXPECT_DOUBLE_EQ(s2.cpu_exec_us, 25);
+  EXPECT_DOUBLE_EQ(s2.other_us, 20);
+}
+
+// A third step that launches nothing is dropped, as the plugin drops
+// trailing steps whose kernels may be missing from the trace.
+TEST(TbPluginSteps, TrailingStepWithoutDeviceWorkIsDropped) {
+  std::string json = kTbSteps;
+  const std::string extra =
+      R"(  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 200, "dur": 50},
+)";
+  json.insert(json.find("  {\"ph\": \"X\", \"cat\": \"python_function\""), extra);
+  const Breakdowns b = breakdowns_of(json);
+  ASSERT_EQ(b.tb_plugin_steps.size(), 2u);
+  EXPECT_EQ(b.tb_plugin_steps[1].step, 2);
+}
+
+// Without ProfilerStep the plugin shows one step over the CPU ops' span;
+// with no device work the spans stay the host's.
+TEST(TbPluginSteps, NoProfilerStepIsOneHostSpan) {
+  const Breakdowns b = breakdowns_of(R"json({"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
+  {"ph": "X", "cat": "cpu_op", "name": "nccl:all_reduce", "pid": 1, "tid": 1, "ts": 10, "dur": 4},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 1, "tid": 1, "ts": 16, "dur": 4},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 18, "dur": 2}
+]})json");
+  ASSERT_EQ(b.tb_plugin_steps.size(), 1u);
+  const TbPluginStep& s = b.tb_plugin_steps[0];
+  EXPECT_EQ(s.step, -1);
+  // [0,20): nccl:all_reduce is Communication 4; runtime [16,20) 4; cpu ops
+  // [0,10) 10 ([18,20) is under the runtime call); other [14,16) 2.
+  EXPECT_DOUBLE_EQ(s.kernel_us, 0);
+  EXPECT_DOUBLE_EQ(s.communication_us, 4);
+  EXPECT_DOUBLE_EQ(s.runtime_us, 4);
+  EXPECT_DOUBLE_EQ(s.cpu_exec_us, 10);
+  EXPECT_DOUBLE_EQ(s.other_us, 2);
+}
+
+}  // namespace
+}  // namespace tprof
+
+namespace tprof {
+namespace {
+
+// A collective: the kernel whose External id belongs to the CPU-side
+// nccl:all_reduce op is Communication, not Kernel, and so is the op itself
+// (the plugin's Communication role outranks Runtime and CPU Exec). In
+// [0,100): kernel gemm [20,40) 20; communication = ncclKernel [50,80) and
+// nccl:all_reduce [45,60) = [45,80) 35; runtime [12,17) 5 (the other call,
+// [47,52), is inside the collective); cpu_exec aten::mm [10,25) minus its
+// runtime and minus the kernel's wall time [20,40) (the priority rule runs
+// over wall time, not per lane) = [10,12) + [17,20) = 5; other = 100 - 20
+// - 35 - 5 - 5 = 35.
+const char* kTbComm = R"json({"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 15, "args": {"External id": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12, "dur": 5, "args": {"correlation": 1, "External id": 1}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 20, "args": {"correlation": 1, "External id": 1, "stream": 7}},
+  {"ph": "X", "cat": "cpu_op", "name": "nccl:all_reduce", "pid": 1, "tid": 1, "ts": 45, "dur": 15, "args": {"External id": 2}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 47, "dur": 5, "args": {"correlation": 2, "External id": 2}},
+  {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float", "pid": 0, "tid": 9, "ts": 50, "dur": 30, "args": {"correlation": 2, "External id": 2, "stream": 9}}
+]})json";
+
+TEST(TbPluginSteps, CollectiveKernelsAreCommunication) {
+  const Breakdowns b = breakdowns_of(kTbComm);
+  ASSERT_EQ(b.tb_plugin_steps.size(), 1u);
+  const TbPluginStep& s = b.tb_plugin_steps[0];
+  EXPECT_DOUBLE_EQ(s.kernel_us, 20);
+  EXPECT_DOUBLE_EQ(s.communication_us, 35);
+  EXPECT_DOUBLE_EQ(s.runtime_us, 5);
+  EXPECT_DOUBLE_EQ(s.cpu_exec_us, 5);
+  EXPECT_DOUBLE_EQ(s.other_us, 35);
+  const double sum = s.kernel_us + s.communication_us + s.memcpy_us + s.memset_us + s.runtime_us + s.dataloader_us +
+                     s.cpu_exec_us + s.other_us;
+  EXPECT_DOUBLE_EQ(sum, 100);
+}
+
+}  // namespace
+}  // namespace tprof

@@ -1,0 +1,259 @@
+// The peers' rules (HolisticTraceAnalysis, the TensorBoard plugin, Nsight
+// Systems) and the trace-health rules: for each, one small trace that shows
+// the pattern and one that does not.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tprof/diagnose.h"
+#include "tprof/read.h"
+
+namespace tprof {
+namespace {
+
+// Kineto-shaped events (ts, dur in µs).
+std::string x(const std::string& cat, const std::string& name, int pid, int tid, double ts, double dur,
+              const std::string& args = "") {
+  std::string s = R"({"ph": "X", "cat": ")" + cat + R"(", "name": ")" + name + R"(", "pid": )" +
+                  std::to_string(pid) + R"(, "tid": )" + std::to_string(tid) + R"(, "ts": )" + std::to_string(ts) +
+                  R"(, "dur": )" + std::to_string(dur);
+  if (!args.empty()) s += R"(, "args": {)" + args + "}";
+  return s + "}";
+}
+std::string corr(int id) { return R"("correlation": )" + std::to_string(id); }
+std::string step(int n, double ts, double dur) { return x("user_annotation", "ProfilerStep#" + std::to_string(n), 1, 1, ts, dur); }
+std::string launch(double ts, double dur, int id) { return x("cuda_runtime", "cudaLaunchKernel", 1, 1, ts, dur, corr(id)); }
+std::string kernel(const std::string& name, int stream, double ts, double dur, int id) {
+  return x("kernel", name, 0, stream, ts, dur, corr(id));
+}
+
+std::string doc(const std::vector<std::string>& events, const std::string& top = "") {
+  std::string s = "{" + top + (top.empty() ? "" : ", ") + R"("traceEvents": [)";
+  for (std::size_t i = 0; i < events.size(); ++i) s += (i ? ",\n" : "\n") + events[i];
+  return s + "\n]}";
+}
+
+std::vector<Finding> run(const std::string& text, const std::string& id) {
+  Result<Trace> t = read_trace_bytes(text);
+  EXPECT_TRUE(t);
+  if (!t) return {};
+  return diagnose(*t, {.only = {id}}).findings;
+}
+
+const Evidence::Field& field(const Finding& f, std::string_view key) {
+  const Evidence::Field* p = f.evidence.find(key);
+  EXPECT_NE(p, nullptr) << key;
+  static const Evidence::Field empty;
+  return p != nullptr ? *p : empty;
+}
+
+TEST(RulesPeers, KernelLaunchStatsShortKernelsAndDelays) {
+  std::vector<std::string> ev = {step(1, 0, 2000)};
+  // 20 launches of 10 µs each running a 2 µs kernel on an idle stream.
+  for (int i = 0; i < 20; ++i) {
+    ev.push_back(launch(10 + 40 * i, 10, i + 1));
+    ev.push_back(kernel("tiny", 7, 22 + 40 * i, 2, i + 1));
+  }
+  // One launch whose kernel starts 300 µs after the call ends, stream idle.
+  ev.push_back(launch(900, 5, 100));
+  ev.push_back(kernel("late", 7, 1205, 50, 100));
+  auto f = run(doc(ev), "kernel_launch_stats");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].id, "kernel_launch_stats");
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_EQ(field(f[0], "launches").i, 21);
+  EXPECT_EQ(field(f[0], "short_kernels").i, 20);
+  EXPECT_EQ(field(f[0], "launch_delay_outliers").i, 1);
+  EXPECT_EQ(field(f[0], "worst_launch_delay_ns").i, 300000);
+  EXPECT_EQ(field(f[0], "worst_delay_activity").events.at(0).name, "late");
+  EXPECT_EQ(field(f[0], "runtime_outliers").i, 0);
+
+  // Kernels longer than their 5 µs launches, queued back to back: silent.
+  std::vector<std::string> ok = {step(1, 0, 5000)};
+  for (int i = 0; i < 20; ++i) {
+    ok.push_back(launch(10 + 10 * i, 5, i + 1));
+    ok.push_back(kernel("gemm", 7, 20 + 200 * i, 200, i + 1));
+  }
+  EXPECT_TRUE(run(doc(ok), "kernel_launch_stats").empty());
+}
+
+TEST(RulesPeers, LowGpuUtilization) {
+  auto f = run(doc({step(1, 0, 1000), launch(10, 5, 1), kernel("k", 7, 20, 100, 1)}), "low_gpu_utilization");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_EQ(field(f[0], "device").i, 0);
+  EXPECT_EQ(field(f[0], "kernel_busy_ns").i, 100000);
+  EXPECT_EQ(field(f[0], "window_ns").i, 1000000);
+  EXPECT_NEAR(field(f[0], "utilization_pct").d, 10.0, 1e-9);
+  EXPECT_EQ(field(f[0], "longest_gap_ns").i, 880000);
+  EXPECT_EQ(f[0].impact_ns, 900000);
+  EXPECT_TRUE(run(doc({step(1, 0, 1000), launch(10, 5, 1), kernel("k", 7, 20, 800, 1)}), "low_gpu_utilization").empty());
+}
+
+TEST(RulesPeers, DataLoaderBound) {
+  const std::string dl = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+  auto f = run(doc({step(1, 0, 100), x("user_annotation", dl, 1, 1, 0, 20), step(2, 100, 100),
+                    x("user_annotation", dl, 1, 1, 100, 20)}),
+               "dataloader_bound");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_EQ(field(f[0], "dataloader_ns").i, 40000);
+  EXPECT_EQ(field(f[0], "step_total_ns").i, 200000);
+  EXPECT_NEAR(field(f[0], "dataloader_pct").d, 20.0, 1e-9);
+  EXPECT_EQ(field(f[0], "steps").ints, (std::vector<std::int64_t>{1, 2}));
+  EXPECT_EQ(field(f[0], "longest_dataloader").events.at(0).name, dl);
+  EXPECT_TRUE(run(doc({step(1, 0, 100), x("user_annotation", dl, 1, 1, 0, 3)}), "dataloader_bound").empty());
+}
+
+TEST(RulesPeers, CommExposed) {
+  auto f = run(doc({step(1, 0, 100), kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 20, 10, 30, 1),
+                    kernel("gemm", 7, 30, 20, 2)}),
+               "comm_exposed");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_EQ(field(f[0], "exposed_comm_ns").i, 20000);
+  EXPECT_EQ(field(f[0], "comm_ns").i, 30000);
+  EXPECT_NEAR(field(f[0], "exposed_comm_pct").d, 20.0, 1e-9);
+  EXPECT_EQ(field(f[0], "worst_comm").events.at(0).name, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+  EXPECT_EQ(f[0].impact_ns, 20000);
+  // The same all-reduce hidden under compute.
+  EXPECT_TRUE(run(doc({step(1, 0, 100), kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 20, 10, 30, 1),
+                       kernel("gemm", 7, 0, 100, 2)}),
+                  "comm_exposed")
+                  .empty());
+}
+
+std::string memory(double ts, long long allocated, long long reserved) {
+  return R"({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": )" +
+         std::to_string(ts) + R"(, "args": {"Device Type": 1, "Device Id": 0, "Addr": 1, "Bytes": 100, "Total Allocated": )" +
+         std::to_string(allocated) + R"(, "Total Reserved": )" + std::to_string(reserved) + "}}";
+}
+
+TEST(RulesPeers, MemoryPressure) {
+  const std::string props = R"("deviceProperties": [{"id": 0, "name": "GPU", "totalGlobalMem": 1000000}])";
+  auto f = run(doc({step(1, 0, 100), memory(10, 500000, 600000), memory(20, 950000, 960000), memory(30, 100, 960000)}, props),
+               "memory_pressure");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_EQ(field(f[0], "total_memory_bytes").i, 1000000);
+  EXPECT_EQ(field(f[0], "peak_allocated_bytes").i, 950000);
+  EXPECT_NEAR(field(f[0], "peak_allocated_pct").d, 95.0, 1e-9);
+  EXPECT_EQ(field(f[0], "peak").events.at(0).ts_ns, 20000);
+  EXPECT_EQ(field(f[0], "peak").events.at(0).step, 1);
+  EXPECT_TRUE(run(doc({memory(10, 500000, 600000)}, props), "memory_pressure").empty());
+  // Without deviceProperties the capacity is unknown: silent.
+  EXPECT_TRUE(run(doc({memory(20, 950000, 960000)}), "memory_pressure").empty());
+}
+
+TEST(RulesPeers, SyncApi) {
+  auto f = run(doc({step(3, 0, 100), x("cuda_runtime", "cudaStreamSynchronize", 1, 1, 50, 40),
+                    x("cuda_runtime", "cudaMemcpy", 1, 1, 92, 4), x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 97, 1),
+                    x("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 150, 10)}),
+               "sync_api");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_EQ(field(f[0], "calls").i, 2);
+  EXPECT_EQ(field(f[0], "sync_ns").i, 44000);
+  EXPECT_NEAR(field(f[0], "sync_pct").d, 44.0, 1e-9);
+  EXPECT_EQ(field(f[0], "longest").events.at(0).name, "cudaStreamSynchronize");
+  EXPECT_EQ(field(f[0], "steps").ints, (std::vector<std::int64_t>{3}));
+  // A synchronize after the last step is not this rule's.
+  EXPECT_TRUE(run(doc({step(3, 0, 100), x("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 150, 10)}), "sync_api").empty());
+}
+
+TEST(RulesPeers, PageableMemcpy) {
+  auto f = run(doc({step(1, 0, 100), x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 10, 30, corr(1)),
+                    x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, 20, 15, corr(1) + R"(, "bytes": 4096)")}),
+               "pageable_memcpy");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_EQ(field(f[0], "copies").i, 1);
+  EXPECT_EQ(field(f[0], "htod").i, 1);
+  EXPECT_EQ(field(f[0], "bytes").i, 4096);
+  EXPECT_EQ(field(f[0], "copy_ns").i, 15000);
+  EXPECT_EQ(field(f[0], "launch_ns").i, 30000);
+  EXPECT_EQ(field(f[0], "longest_launch").events.at(0).name, "cudaMemcpyAsync");
+  EXPECT_TRUE(run(doc({step(1, 0, 100), x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 10, 5, corr(1)),
+                       x("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0, 7, 20, 15, corr(1))}),
+                  "pageable_memcpy")
+                  .empty());
+}
+
+TEST(RulesPeers, TruncatedTrace) {
+  const std::string full = doc({step(1, 0, 100), launch(10, 5, 1), kernel("k", 7, 20, 10, 1), step(2, 100, 100)});
+  EXPECT_TRUE(run(full, "truncated_trace").empty());
+  const std::string cut = full.substr(0, full.find("ProfilerStep#2") + 5);
+  auto f = run(cut, "truncated_trace");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_EQ(field(f[0], "events_loaded").i, 3);
+  EXPECT_GT(field(f[0], "byte_offset").i, 0);
+  EXPECT_EQ(field(f[0], "last_event").events.at(0).name, "ProfilerStep#1");
+}
+
+TEST(RulesPeers, DroppedEvents) {
+  auto f = run(doc({step(1, 0, 100)}, R"("tprof": {"droppedEvents": 5})"), "dropped_events");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_EQ(field(f[0], "dropped_events").i, 5);
+  EXPECT_EQ(field(f[0], "events_kept").i, 1);
+  EXPECT_TRUE(run(doc({step(1, 0, 100)}), "dropped_events").empty());
+}
+
+TEST(RulesPeers, OverlappingKernels) {
+  auto f = run(doc({step(1, 0, 100), kernel("a", 7, 0, 50, 1), kernel("b", 7, 30, 30, 2), kernel("c", 8, 30, 30, 3)}),
+               "overlapping_kernels");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_EQ(field(f[0], "overlaps").i, 1);
+  EXPECT_EQ(field(f[0], "first").events.at(0).name, "a");
+  EXPECT_EQ(field(f[0], "second").events.at(0).name, "b");
+  EXPECT_EQ(field(f[0], "second").events.at(0).lane, "gpu 0 stream 7");
+  EXPECT_EQ(field(f[0], "overlap_ns").i, 20000);
+  EXPECT_TRUE(run(doc({kernel("a", 7, 0, 30, 1), kernel("b", 7, 30, 30, 2)}), "overlapping_kernels").empty());
+}
+
+std::string flow(char ph, int id, double ts, int pid, int tid) {
+  return std::string(R"({"ph": ")") + ph + R"(", "id": )" + std::to_string(id) +
+         R"(, "pid": )" + std::to_string(pid) + R"(, "tid": )" + std::to_string(tid) + R"(, "ts": )" +
+         std::to_string(ts) + R"(, "cat": "ac2g", "name": "ac2g")" + (ph == 'f' ? R"(, "bp": "e"})" : "}");
+}
+
+TEST(RulesPeers, UnmatchedFlows) {
+  auto f = run(doc({launch(10, 5, 1), kernel("k", 7, 20, 10, 1), flow('s', 1, 10, 1, 1), flow('f', 1, 20, 0, 7),
+                    launch(40, 5, 2), flow('s', 2, 40, 1, 1)}),
+               "unmatched_flows");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_EQ(field(f[0], "unmatched").i, 1);
+  EXPECT_EQ(field(f[0], "flow_events").i, 3);
+  EXPECT_EQ(field(f[0], "first").events.at(0).ts_ns, 40000);
+  EXPECT_EQ(field(f[0], "categories").texts, (std::vector<std::string>{"ac2g"}));
+  EXPECT_TRUE(run(doc({launch(10, 5, 1), kernel("k", 7, 20, 10, 1), flow('s', 1, 10, 1, 1), flow('f', 1, 20, 0, 7)}),
+                  "unmatched_flows")
+                  .empty());
+}
+
+TEST(RulesPeers, ClockSkew) {
+  auto f = run(doc({step(1, 0, 100), launch(10, 5, 1), kernel("early", 7, 5, 3, 1), launch(20, 5, 2),
+                    kernel("fine", 7, 30, 3, 2)}),
+               "clock_skew");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_EQ(field(f[0], "launches_checked").i, 2);
+  EXPECT_EQ(field(f[0], "starts_before_launch").i, 1);
+  EXPECT_EQ(field(f[0], "worst_offset_ns").i, -5000);
+  EXPECT_EQ(field(f[0], "worst_activity").events.at(0).name, "early");
+  // A device lane that starts before any host event.
+  auto g = run(doc({kernel("first", 7, 0, 3, 9), step(1, 50, 100), launch(60, 5, 1), kernel("k", 7, 70, 3, 1)}),
+               "clock_skew");
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(field(g[0], "device_lead_ns").i, 50000);
+  EXPECT_EQ(field(g[0], "first_device_activity").events.at(0).name, "first");
+  // Within a microsecond of rounding: silent.
+  EXPECT_TRUE(run(doc({step(1, 0, 100), launch(10, 5, 1), kernel("k", 7, 9.5, 3, 1)}), "clock_skew").empty());
+}
+
+}  // namespace
+}  // namespace tprof
