@@ -98,6 +98,9 @@ std::string format_bytes(std::int64_t b) {
   return buf;
 }
 
+// Copies whose "bytes" arg is read (total_bytes covers these).
+constexpr std::int64_t kMaxBytesRead = 4096;
+
 struct Pair {
   std::size_t copy;  // index into c.device
   std::size_t gemm;
@@ -128,16 +131,32 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   // The op that issued each copy: External id (Kineto puts the issuing
   // cpu_op's id on the runtime call and the device activity), else the
   // innermost cpu_op around the launch call on its thread.
-  std::unordered_map<std::int64_t, std::uint32_t> op_by_ext;
+  // Only the ids of the copies found, as a sorted vector (16 bytes an id):
+  // a hash map of every cpu_op would cost ~100 bytes an op on multi-GB traces.
+  std::vector<std::pair<std::int64_t, std::uint32_t>> op_by_ext;
+  for (const Pair& pr : pairs) {
+    const DeviceOp& op = c.device[pr.copy];
+    for (std::uint32_t e : {op.event, op.launch}) {
+      if (e != kNoIndex && t.events.external_id[e] >= 0) op_by_ext.emplace_back(t.events.external_id[e], kNoIndex);
+    }
+  }
+  std::sort(op_by_ext.begin(), op_by_ext.end());
+  op_by_ext.erase(std::unique(op_by_ext.begin(), op_by_ext.end()), op_by_ext.end());
+  auto find_ext = [&](std::int64_t x) {
+    auto it = std::lower_bound(op_by_ext.begin(), op_by_ext.end(), std::make_pair(x, std::uint32_t{0}));
+    return it != op_by_ext.end() && it->first == x ? it : op_by_ext.end();
+  };
   for (std::uint32_t e : c.host_ops) {
     const std::int64_t x = t.events.external_id[e];
-    if (x >= 0 && c.kind(e) == EventKind::kCpuOp) op_by_ext.emplace(x, e);
+    if (x < 0 || c.kind(e) != EventKind::kCpuOp) continue;
+    auto it = find_ext(x);
+    if (it != op_by_ext.end() && it->second == kNoIndex) it->second = e;
   }
   auto issuing_op = [&](const DeviceOp& op) -> std::uint32_t {
     for (std::uint32_t e : {op.event, op.launch}) {
       if (e == kNoIndex) continue;
-      auto it = op_by_ext.find(t.events.external_id[e]);
-      if (t.events.external_id[e] >= 0 && it != op_by_ext.end()) return it->second;
+      auto it = find_ext(t.events.external_id[e]);
+      if (t.events.external_id[e] >= 0 && it != op_by_ext.end() && it->second != kNoIndex) return it->second;
     }
     if (op.launch != kNoIndex) return enclosing_op(c, t.events.lane[op.launch], c.ts(op.launch));
     return kNoIndex;
@@ -157,7 +176,9 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
     ++count;
     copy_ns += cp.end - cp.start;
     gemm_ns += gm.end - gm.start;
-    const std::int64_t b = int_arg(t, cp.event, "bytes");
+    // Args are read from the source bytes: only for the first copies, so a
+    // trace with millions of them does not page in the whole file.
+    const std::int64_t b = count <= kMaxBytesRead ? int_arg(t, cp.event, "bytes") : -1;
     if (b >= 0) {
       bytes_total += b;
       if (bytes_first < 0) bytes_first = b;
