@@ -194,12 +194,10 @@ std::vector<StepVerdict> step_verdicts(const DiagnoseContext& c) {
 // The trace as one window when it has no steps.
 Verdict whole_trace_verdict(const DiagnoseContext& c) {
   if (!c.has_device()) return Verdict::kCpuOnly;
-  std::vector<Interval> busy;
-  for (const internal::DeviceOp& op : c.device) busy.push_back({op.start, op.end});
-  const std::int64_t gpu = internal::union_length(std::move(busy));
-  const std::int64_t span = std::max<std::int64_t>(1, c.end_ns - c.start_ns);
-  return static_cast<double>(gpu) >= kComputeShare * static_cast<double>(span) ? Verdict::kComputeBound
-                                                                               : Verdict::kOverheadBound;
+  const DiagnoseContext::BusyWindow w = c.gpu_busy_window();
+  return static_cast<double>(w.busy_ns) >= kComputeShare * static_cast<double>(std::max<std::int64_t>(1, w.span_ns))
+             ? Verdict::kComputeBound
+             : Verdict::kOverheadBound;
 }
 
 std::string summarize(const DiagnoseContext& c, const Diagnosis& d) {

@@ -1,7 +1,10 @@
 #include "src/analyze/diagnose_context.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+
+#include "src/analyze/intervals.h"
 
 namespace tprof::internal {
 
@@ -17,6 +20,12 @@ bool starts_with_ci(std::string_view s, std::string_view prefix) {
   return true;
 }
 
+std::string id_text(const Trace& t, const TraceId& id) {
+  return id.is_str ? std::string(t.str(id.str)) : std::to_string(id.num);
+}
+
+}  // namespace
+
 bool contains_ci(std::string_view s, std::string_view needle) {
   for (std::size_t i = 0; i + needle.size() <= s.size(); ++i) {
     if (starts_with_ci(s.substr(i), needle)) return true;
@@ -24,11 +33,38 @@ bool contains_ci(std::string_view s, std::string_view needle) {
   return false;
 }
 
-std::string id_text(const Trace& t, const TraceId& id) {
-  return id.is_str ? std::string(t.str(id.str)) : std::to_string(id.num);
+std::string title_name(std::string_view name) {
+  constexpr std::size_t kTitleName = 60;
+  return name.size() <= kTitleName ? std::string(name) : std::string(name.substr(0, kTitleName)) + "...";
 }
 
-}  // namespace
+void add_steps(Evidence& ev, std::vector<std::int64_t> steps) {
+  constexpr std::size_t kMaxListedSteps = 32;
+  const auto n = static_cast<std::int64_t>(steps.size());
+  if (steps.size() > kMaxListedSteps) steps.resize(kMaxListedSteps);
+  ev.ints("steps", std::move(steps)).num("steps_count", n);
+}
+
+std::int64_t upper_median(std::vector<std::int64_t> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+std::int64_t lower_median(std::vector<std::int64_t> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, double q) {
+  const std::size_t n = sorted.size();
+  std::size_t rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(n)));
+  rank = std::clamp<std::size_t>(rank, 1, n);
+  return sorted[rank - 1];
+}
 
 bool is_sync_call(std::string_view name) {
   // cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize,
@@ -134,6 +170,24 @@ const std::vector<StatRow>& DiagnoseContext::averages() const {
     }
   }
   return *averages_;
+}
+
+DiagnoseContext::BusyWindow DiagnoseContext::gpu_busy_window() const {
+  BusyWindow w;
+  if (!steps.steps.empty()) {
+    w.over_steps = true;
+    for (const StepStat& st : steps.steps) {
+      w.span_ns += st.dur_ns;
+      w.busy_ns += std::min(st.gpu_busy_ns, st.dur_ns);
+    }
+    return w;
+  }
+  std::vector<Interval> iv;
+  iv.reserve(device.size());
+  for (const DeviceOp& op : device) iv.push_back({op.start, op.end});
+  w.span_ns = end_ns - start_ns;
+  w.busy_ns = std::min(w.span_ns, union_length(std::move(iv)));
+  return w;
 }
 
 std::int64_t DiagnoseContext::self_cpu_total_ns() const {

@@ -68,6 +68,16 @@ class DiagnoseContext {
   // The runtime call that launched device activity with this correlation id.
   std::uint32_t launch_for_correlation(std::int64_t correlation) const;
 
+  // GPU busy time and the span it is measured over: each step's device
+  // activity clipped to the step, summed over the steps; without steps, the
+  // union of all device activity over the whole trace.
+  struct BusyWindow {
+    std::int64_t span_ns = 0;
+    std::int64_t busy_ns = 0;
+    bool over_steps = false;
+  };
+  BusyWindow gpu_busy_window() const;
+
   EventKind kind(std::uint32_t e) const { return trace.events.kind[e]; }
   std::int64_t ts(std::uint32_t e) const { return trace.events.ts_ns[e]; }
   std::int64_t dur(std::uint32_t e) const { return trace.events.dur_ns[e]; }
@@ -84,6 +94,25 @@ class DiagnoseContext {
 std::string format_ns(std::int64_t ns);
 // "12.3%"
 std::string format_pct(double pct);
+
+// True when s contains needle, ASCII case-insensitively.
+bool contains_ci(std::string_view s, std::string_view needle);
+// True for "ProfilerStep#N" names and torch's "ProfilerStep*" key.
+inline bool is_profiler_step(std::string_view name) { return name.starts_with("ProfilerStep"); }
+// `name`, cut to 60 characters with "..." for a finding's title.
+std::string title_name(std::string_view name);
+
+// Adds "steps" (the first 32 step numbers, so lists stay readable on long
+// traces) and "steps_count" (how many there are in all) to `ev`.
+void add_steps(Evidence& ev, std::vector<std::int64_t> steps);
+
+// The middle value: the upper one of an even count (v[n / 2]); 0 when empty.
+std::int64_t upper_median(std::vector<std::int64_t> v);
+// The lower one of an even count (v[(n - 1) / 2]); 0 when empty.
+std::int64_t lower_median(std::vector<std::int64_t> v);
+// Nearest rank on sorted, non-empty values: the smallest value with at
+// least q of them at or below it.
+std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, double q);
 
 // True for names of synchronizing runtime calls (cudaDeviceSynchronize,
 // cudaStreamSynchronize, cudaEventSynchronize, hip*...).

@@ -9,18 +9,6 @@
 
 namespace tprof {
 
-namespace {
-
-// Nearest rank: the smallest value with at least q of the samples at or below it.
-std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, double q) {
-  const std::size_t n = sorted.size();
-  std::size_t rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(n)));
-  rank = std::clamp<std::size_t>(rank, 1, n);
-  return sorted[rank - 1];
-}
-
-}  // namespace
-
 KernelsSummary compute_kernels(const Trace& trace) {
   const internal::DiagnoseContext c(trace);
   KernelsSummary out;
@@ -49,8 +37,8 @@ KernelsSummary compute_kernels(const Trace& trace) {
     s.count = static_cast<std::int64_t>(d.size());
     for (std::int64_t v : d) s.total_ns += v;
     s.mean_ns = static_cast<double>(s.total_ns) / static_cast<double>(s.count);
-    s.median_ns = nearest_rank(d, 0.5);
-    s.p90_ns = nearest_rank(d, 0.9);
+    s.median_ns = internal::nearest_rank(d, 0.5);
+    s.p90_ns = internal::nearest_rank(d, 0.9);
     s.min_ns = d.front();
     s.max_ns = d.back();
     double var = 0;

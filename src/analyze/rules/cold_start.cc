@@ -26,13 +26,6 @@ constexpr double kWidthRatio = 2.0;
 // 160–280 µs wider than the median).
 constexpr std::int64_t kMinExcessNs = 100'000;
 
-std::int64_t median_of(std::vector<std::int64_t> v) {
-  if (v.empty()) return 0;
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  return v[mid];
-}
-
 struct FirstGap {
   std::uint32_t op = kNoIndex;     // the step's first host op (usually the user annotation)
   std::uint32_t child = kNoIndex;  // its first child
@@ -51,7 +44,7 @@ std::optional<FirstGap> first_gap(const DiagnoseContext& c, const StepStat& st) 
     const std::uint32_t e = *it;
     if (e == st.event || ev.lane[e] != st.lane) continue;
     if (g.op == kNoIndex) {
-      if (c.name(e).starts_with("ProfilerStep")) continue;
+      if (is_profiler_step(c.name(e))) continue;
       g.op = e;
       continue;
     }
@@ -72,7 +65,7 @@ void rule_cold_start(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::vector<std::int64_t> others;
   others.reserve(steps.size() - 1);
   for (std::size_t i = 1; i < steps.size(); ++i) others.push_back(steps[i].dur_ns);
-  const std::int64_t median = median_of(others);
+  const std::int64_t median = upper_median(others);
   const std::int64_t excess = first.dur_ns - median;
   if (median <= 0 || static_cast<double>(first.dur_ns) < kWidthRatio * static_cast<double>(median) ||
       excess < kMinExcessNs) {
@@ -104,7 +97,7 @@ void rule_cold_start(const DiagnoseContext& c, std::vector<Finding>* out) {
         .text("first_child", std::string(c.name(g->child)))
         .num("first_step_gap_ns", g->gap_ns);
     if (!later.empty()) {
-      f.evidence.num("median_later_gap_ns", median_of(later))
+      f.evidence.num("median_later_gap_ns", upper_median(later))
           .num("min_later_gap_ns", *std::min_element(later.begin(), later.end()))
           .num("max_later_gap_ns", *std::max_element(later.begin(), later.end()));
     }

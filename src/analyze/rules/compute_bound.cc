@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "src/analyze/intervals.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -25,15 +24,6 @@ constexpr std::int64_t kMinDeviceTotalNs = 1'000'000;
 // "GPU busy most of the time": the step verdict's compute share (80%).
 constexpr double kBusyShare = 0.8;
 
-// Step lists stay readable on long traces: the first kMaxListedSteps step
-// numbers, and how many there are in all.
-constexpr std::size_t kMaxListedSteps = 32;
-void add_steps(Evidence& ev, std::vector<std::int64_t> steps) {
-  const auto n = static_cast<std::int64_t>(steps.size());
-  if (steps.size() > kMaxListedSteps) steps.resize(kMaxListedSteps);
-  ev.ints("steps", std::move(steps)).num("steps_count", n);
-}
-
 }  // namespace
 
 void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -44,23 +34,14 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   const double ratio = static_cast<double>(cpu) / static_cast<double>(dev);
   if (ratio > kMaxCpuToDevice) return;
 
-  std::int64_t span = 0, busy = 0;
+  const DiagnoseContext::BusyWindow w = c.gpu_busy_window();
+  const std::int64_t span = w.span_ns, busy = w.busy_ns;
   std::vector<std::int64_t> busy_steps;
-  if (!c.steps.steps.empty()) {
-    for (const StepStat& st : c.steps.steps) {
-      const std::int64_t b = std::min(st.gpu_busy_ns, st.dur_ns);
-      span += st.dur_ns;
-      busy += b;
-      if (st.dur_ns > 0 && static_cast<double>(b) >= kBusyShare * static_cast<double>(st.dur_ns)) {
-        busy_steps.push_back(st.step);
-      }
+  for (const StepStat& st : c.steps.steps) {
+    const std::int64_t b = std::min(st.gpu_busy_ns, st.dur_ns);
+    if (st.dur_ns > 0 && static_cast<double>(b) >= kBusyShare * static_cast<double>(st.dur_ns)) {
+      busy_steps.push_back(st.step);
     }
-  } else {
-    std::vector<Interval> iv;
-    iv.reserve(c.device.size());
-    for (const DeviceOp& op : c.device) iv.push_back({op.start, op.end});
-    span = c.end_ns - c.start_ns;
-    busy = std::min(span, union_length(std::move(iv)));
   }
   if (span <= 0) return;
   const double busy_share = static_cast<double>(busy) / static_cast<double>(span);

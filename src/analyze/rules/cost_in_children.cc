@@ -29,23 +29,12 @@ constexpr double kDrillShare = 0.5;
 constexpr int kMaxDrillDepth = 8;
 constexpr std::size_t kTopChildren = 3;
 
-bool is_step_name(std::string_view k) { return k.starts_with("ProfilerStep"); }
-
 struct ChildStat {
   std::int64_t ns = 0;
   std::int64_t count = 0;
 };
 
 std::uint64_t pair_key(StrId parent, StrId child) { return (static_cast<std::uint64_t>(parent) << 32) | child; }
-
-// Step lists stay readable on long traces: the first kMaxListedSteps step
-// numbers, and how many there are in all.
-constexpr std::size_t kMaxListedSteps = 32;
-void add_steps(Evidence& ev, std::vector<std::int64_t> steps) {
-  const auto n = static_cast<std::int64_t>(steps.size());
-  if (steps.size() > kMaxListedSteps) steps.resize(kMaxListedSteps);
-  ev.ints("steps", std::move(steps)).num("steps_count", n);
-}
 
 }  // namespace
 
@@ -54,7 +43,7 @@ void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) 
   if (cpu_total <= 0) return;
   const StatRow* best = nullptr;
   for (const StatRow& r : c.averages()) {
-    if (r.is_device || is_step_name(r.key) || r.cpu_time_total_ns <= 0) continue;
+    if (r.is_device || is_profiler_step(r.key) || r.cpu_time_total_ns <= 0) continue;
     if (static_cast<double>(r.cpu_time_total_ns) < kTotalToSelf * static_cast<double>(r.self_cpu_time_total_ns)) continue;
     if (static_cast<double>(r.cpu_time_total_ns) < kMinShareOfCpu * static_cast<double>(cpu_total)) continue;
     if (best == nullptr || r.cpu_time_total_ns - r.self_cpu_time_total_ns >

@@ -24,13 +24,6 @@ constexpr std::int64_t kBackedUpNs = 100'000;
 constexpr std::int64_t kStartMinNs = 100'000;
 constexpr double kStartFactor = 5.0;
 
-std::int64_t median_of(std::vector<std::int64_t> v) {
-  if (v.empty()) return 0;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
-
 }  // namespace
 
 void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -45,7 +38,7 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (max_op == SIZE_MAX || off > c.device[max_op].start - c.ts(c.device[max_op].launch)) max_op = i;
   }
   if (all.empty()) return;
-  const std::int64_t overall = median_of(all);
+  const std::int64_t overall = lower_median(all);
 
   // First vs later: per step (the first activity each step launched), else
   // the trace's first activity vs all the others.
@@ -64,7 +57,7 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   if (per_step.size() >= 2) {
     first = per_step.front();
-    later = median_of(std::vector<std::int64_t>(per_step.begin() + 1, per_step.end()));
+    later = lower_median(std::vector<std::int64_t>(per_step.begin() + 1, per_step.end()));
   } else {
     const DeviceOp& f0 = c.device[first_op];
     first = f0.start - c.ts(f0.launch);
@@ -75,7 +68,7 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
     for (std::size_t i = 0; i < c.device.size(); ++i) {
       if (i != first_op && c.device[i].launch != kNoIndex) rest.push_back(c.device[i].start - c.ts(c.device[i].launch));
     }
-    later = median_of(std::move(rest));
+    later = lower_median(std::move(rest));
   }
   const bool has_later = per_step.size() >= 2 || all.size() >= 2;
   const bool start_offset = has_later && first >= kStartMinNs && static_cast<double>(first) >= kStartFactor * static_cast<double>(later);

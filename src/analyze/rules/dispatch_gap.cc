@@ -34,24 +34,8 @@ struct Sample {
   std::int64_t gap_ns = 0;
 };
 
-std::int64_t median_of(std::vector<std::int64_t> v) {
-  if (v.empty()) return 0;
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  return v[mid];
-}
-
 bool is_scope(const DiagnoseContext& c, std::uint32_t e) {
-  return c.kind(e) == EventKind::kUserAnnotation && !c.name(e).starts_with("ProfilerStep");
-}
-
-// Step lists stay readable on long traces: the first kMaxListedSteps step
-// numbers, and how many there are in all.
-constexpr std::size_t kMaxListedSteps = 32;
-void add_steps(Evidence& ev, std::vector<std::int64_t> steps) {
-  const auto n = static_cast<std::int64_t>(steps.size());
-  if (steps.size() > kMaxListedSteps) steps.resize(kMaxListedSteps);
-  ev.ints("steps", std::move(steps)).num("steps_count", n);
+  return c.kind(e) == EventKind::kUserAnnotation && !is_profiler_step(c.name(e));
 }
 
 }  // namespace
@@ -102,13 +86,13 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       durs.push_back(c.dur(samples[k].ann));
       if (k > 0) later.push_back(samples[k].gap_ns);
     }
-    const std::int64_t med_later = median_of(later);
-    const std::int64_t med_all = median_of(all);
+    const std::int64_t med_later = upper_median(later);
+    const std::int64_t med_all = upper_median(all);
     const std::int64_t first = samples[0].gap_ns;
     const bool first_anomaly = static_cast<double>(first) >= kFirstRatio * static_cast<double>(med_later) &&
                                first - med_later >= kFirstExcessNs;
     const bool recurring = med_all >= kRecurringGapNs &&
-                           static_cast<double>(med_all) >= kRecurringShare * static_cast<double>(median_of(durs));
+                           static_cast<double>(med_all) >= kRecurringShare * static_cast<double>(upper_median(durs));
     if (!first_anomaly && !recurring) continue;
     std::int64_t impact = first - med_later;
     if (recurring) {
@@ -130,7 +114,7 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (k > 0) later.push_back(samples[k].gap_ns);
     if (samples[k].gap_ns > samples[widest].gap_ns) widest = k;
   }
-  const std::int64_t med_later = median_of(later);
+  const std::int64_t med_later = upper_median(later);
   const std::int64_t first = samples[0].gap_ns;
   // Steps with a gap worth a look: every one over the recurring floor, and
   // the first occurrence when it stands out.
@@ -148,7 +132,7 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
   f.id = "dispatch_gap";
   f.severity = best.recurring ? FindingSeverity::kWarning : FindingSeverity::kInfo;
   if (best.recurring) {
-    f.title = "Dispatch gap in \"" + name + "\": median " + format_ns(median_of(all)) + " before " + child +
+    f.title = "Dispatch gap in \"" + name + "\": median " + format_ns(upper_median(all)) + " before " + child +
               " on every call (" + std::to_string(samples.size()) + " calls, " + format_ns(total) + " in all)";
   } else {
     f.title = "Dispatch gap in \"" + name + "\": " + format_ns(first) + " before " + child + " on the first call vs " +
@@ -160,7 +144,7 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       .num("count", static_cast<std::int64_t>(samples.size()))
       .num("first_gap_ns", first)
       .num("median_later_gap_ns", med_later)
-      .num("median_gap_ns", median_of(all))
+      .num("median_gap_ns", upper_median(all))
       .num("max_later_gap_ns", later.empty() ? 0 : *std::max_element(later.begin(), later.end()))
       .num("total_gap_ns", total)
       .event("first_annotation", c.ref(samples[0].ann))

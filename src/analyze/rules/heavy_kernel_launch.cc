@@ -31,15 +31,6 @@ bool is_launch(std::string_view n) {
   return n.find("LaunchKernel") != std::string_view::npos || n.find("LaunchCooperativeKernel") != std::string_view::npos;
 }
 
-// Step lists stay readable on long traces: the first kMaxListedSteps step
-// numbers, and how many there are in all.
-constexpr std::size_t kMaxListedSteps = 32;
-void add_steps(Evidence& ev, std::vector<std::int64_t> steps) {
-  const auto n = static_cast<std::int64_t>(steps.size());
-  if (steps.size() > kMaxListedSteps) steps.resize(kMaxListedSteps);
-  ev.ints("steps", std::move(steps)).num("steps_count", n);
-}
-
 }  // namespace
 
 void rule_heavy_kernel_launch(const DiagnoseContext& c, std::vector<Finding>* out) {

@@ -26,20 +26,6 @@ constexpr int kMaxWalk = 256;
 // How many copies are listed as events in the evidence.
 constexpr std::size_t kMaxListed = 5;
 
-bool contains_ci(std::string_view s, std::string_view needle) {
-  if (needle.size() > s.size()) return false;
-  for (std::size_t i = 0; i + needle.size() <= s.size(); ++i) {
-    std::size_t j = 0;
-    for (; j < needle.size(); ++j) {
-      char a = s[i + j];
-      if (a >= 'A' && a <= 'Z') a = static_cast<char>(a - 'A' + 'a');
-      if (a != needle[j]) break;
-    }
-    if (j == needle.size()) return true;
-  }
-  return false;
-}
-
 // cuBLAS / cuBLASLt / CUTLASS GEMM kernels: ampere_bf16_s16816gemm_*,
 // sm90_xmma_gemm_*, nvjet_* (cuBLASLt on Hopper), cutlass_*.
 bool is_gemm_kernel(std::string_view name) {

@@ -24,8 +24,6 @@ constexpr double kOverheadRatio = 10.0;
 // Instances named as evidence (the longest ones).
 constexpr std::size_t kMaxRefs = 3;
 
-bool is_step_key(std::string_view k) { return k.starts_with("ProfilerStep"); }
-
 // The longest of `events`, as evidence.
 std::vector<EventRef> longest_refs(const DiagnoseContext& c, std::vector<std::uint32_t> events) {
   const std::size_t n = std::min(kMaxRefs, events.size());
@@ -34,15 +32,6 @@ std::vector<EventRef> longest_refs(const DiagnoseContext& c, std::vector<std::ui
   std::vector<EventRef> refs;
   for (std::size_t i = 0; i < n; ++i) refs.push_back(c.ref(events[i]));
   return refs;
-}
-
-// Step lists stay readable on long traces: the first kMaxListedSteps step
-// numbers, and how many there are in all.
-constexpr std::size_t kMaxListedSteps = 32;
-void add_steps(Evidence& ev, std::vector<std::int64_t> steps) {
-  const auto n = static_cast<std::int64_t>(steps.size());
-  if (steps.size() > kMaxListedSteps) steps.resize(kMaxListedSteps);
-  ev.ints("steps", std::move(steps)).num("steps_count", n);
 }
 
 }  // namespace
@@ -60,7 +49,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
       if (!r.is_device || r.is_user_annotation) continue;
       self = r.self_device_time_total_ns;
     } else {
-      if (r.is_device || is_step_key(r.key)) continue;
+      if (r.is_device || is_profiler_step(r.key)) continue;
       self = r.self_cpu_time_total_ns;
     }
     if (self > best_self) {

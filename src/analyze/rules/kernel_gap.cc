@@ -40,20 +40,6 @@ struct Gap {
   std::size_t before = 0, after = 0;  // indices into c.device
 };
 
-// Kernel names in titles are cut to this many characters (the evidence keeps
-// them whole): templated elementwise kernels run to hundreds.
-constexpr std::size_t kTitleName = 60;
-
-std::string short_name(std::string_view n) {
-  return n.size() <= kTitleName ? std::string(n) : std::string(n.substr(0, kTitleName)) + "...";
-}
-
-std::int64_t median_of(std::vector<std::int64_t> v) {
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
-
 }  // namespace
 
 void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -92,7 +78,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (gaps.size() < kMinUnits) continue;
     std::vector<std::int64_t> ns;
     for (const Gap& g : gaps) ns.push_back(g.ns);
-    const std::int64_t med = median_of(ns);
+    const std::int64_t med = lower_median(ns);
     std::size_t hits = 0;
     std::int64_t total = 0;
     std::vector<const Gap*> outliers;
@@ -127,8 +113,8 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     Finding f;
     f.id = "kernel_gap";
     f.severity = FindingSeverity::kWarning;
-    f.title = "Recurring GPU gap of " + format_ns(r.median) + " (median) between " + short_name(t.str(before)) +
-              " and " + short_name(t.str(after)) + " in " + std::to_string(r.hits) + " of " + std::to_string(r.units) +
+    f.title = "Recurring GPU gap of " + format_ns(r.median) + " (median) between " + title_name(t.str(before)) +
+              " and " + title_name(t.str(after)) + " in " + std::to_string(r.hits) + " of " + std::to_string(r.units) +
               " " + unit + " (" + c.lane_label(lane) + ")";
     f.evidence.text("pattern", "recurring")
         .text("lane", c.lane_label(lane))
@@ -171,8 +157,8 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
   f.id = "kernel_gap";
   f.severity = FindingSeverity::kInfo;
   f.title = "One-off GPU gap of " + format_ns(top.ns) + (by_step ? " in step " + std::to_string(c.step_number(top.step)) : "") +
-            " between " + short_name(c.name(c.device[top.before].event)) + " and " +
-            short_name(c.name(c.device[top.after].event)) + " (usually " + format_ns(one_offs.front().second) + ")" +
+            " between " + title_name(c.name(c.device[top.before].event)) + " and " +
+            title_name(c.name(c.device[top.after].event)) + " (usually " + format_ns(one_offs.front().second) + ")" +
             (one_offs.size() > 1 ? ", " + std::to_string(one_offs.size() - 1) + " more" : "");
   f.evidence.text("pattern", "one-off")
       .num("gap_ns", top.ns)

@@ -44,13 +44,6 @@ bool is_launch_call(std::string_view name) {
           name.find("Async") != std::string_view::npos);
 }
 
-std::int64_t median(std::vector<std::int64_t> v) {
-  if (v.empty()) return 0;
-  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
-
 }  // namespace
 
 void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -129,8 +122,8 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   f.evidence.num("launches", launches)
       .num("short_kernels", short_kernels)
       .real("short_pct", 100.0 * short_share)
-      .num("median_launch_ns", median(std::move(cpu_durs)))
-      .num("median_launch_delay_ns", median(std::move(delays)))
+      .num("median_launch_ns", upper_median(std::move(cpu_durs)))
+      .num("median_launch_delay_ns", upper_median(std::move(delays)))
       .num("runtime_cutoff_ns", kRuntimeCutoffNs)
       .num("runtime_outliers", runtime_outliers)
       .num("launch_delay_cutoff_ns", kLaunchDelayCutoffNs)

@@ -32,21 +32,6 @@ constexpr std::size_t kMaxFindings = 5;
 constexpr std::size_t kMaxListed = 10;
 constexpr std::size_t kMaxSteps = 100;
 
-// Kernel names in titles are cut to this many characters (the evidence keeps
-// them whole): templated elementwise kernels run to hundreds.
-constexpr std::size_t kTitleName = 60;
-
-std::string short_name(std::string_view n) {
-  return n.size() <= kTitleName ? std::string(n) : std::string(n.substr(0, kTitleName)) + "...";
-}
-
-std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, double q) {
-  const std::size_t n = sorted.size();
-  std::size_t rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(n)));
-  rank = std::clamp<std::size_t>(rank, 1, n);
-  return sorted[rank - 1];
-}
-
 }  // namespace
 
 void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -97,7 +82,7 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
     Finding f;
     f.id = "kernel_variance";
     f.severity = skew >= kMeanSkew ? FindingSeverity::kWarning : FindingSeverity::kInfo;
-    f.title = short_name(t.str(name)) + ": mean " + format_ns(static_cast<std::int64_t>(mean)) + " vs median " +
+    f.title = title_name(t.str(name)) + ": mean " + format_ns(static_cast<std::int64_t>(mean)) + " vs median " +
               format_ns(median) + " (cv " + cvbuf + "), " + std::to_string(slow + fast) + " outlier" +
               (slow + fast == 1 ? "" : "s") + " of " + std::to_string(d.size());
     f.evidence.text("kernel", std::string(t.str(name)))

@@ -26,15 +26,13 @@ constexpr std::int64_t kCheapPerCallNs = 10'000;
 // CUDA over the Self CUDA total for device rows.
 constexpr double kCostlyShare = 0.1;
 
-bool is_step_key(std::string_view k) { return k.starts_with("ProfilerStep"); }
-
 }  // namespace
 
 void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   const std::vector<StatRow>& rows = c.averages();
   std::vector<std::int64_t> counts;
   for (const StatRow& r : rows) {
-    if (!is_step_key(r.key) && !r.is_user_annotation) counts.push_back(r.count);
+    if (!is_profiler_step(r.key) && !r.is_user_annotation) counts.push_back(r.count);
   }
   if (counts.size() < 2) return;
   const std::size_t mid = counts.size() / 2;
@@ -48,7 +46,7 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   const StatRow* best = nullptr;
   std::int64_t best_cost = 0, best_total = 0;
   for (const StatRow& r : rows) {
-    if (is_step_key(r.key) || r.is_user_annotation || r.count < kMinCalls) continue;
+    if (is_profiler_step(r.key) || r.is_user_annotation || r.count < kMinCalls) continue;
     if (r.count < kCallsPerBaseline * baseline) continue;
     const std::int64_t cost = r.is_device ? r.self_device_time_total_ns : r.cpu_time_total_ns;
     const std::int64_t total = r.is_device ? dev_total : cpu_total;

@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "src/analyze/intervals.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -23,15 +22,6 @@ constexpr double kCriticalRatio = 100.0;
 // "GPU mostly idle": the TensorBoard plugin flags GPU utilisation < 50%.
 constexpr double kIdleShare = 0.5;
 
-// Step lists stay readable on long traces: the first kMaxListedSteps step
-// numbers, and how many there are in all.
-constexpr std::size_t kMaxListedSteps = 32;
-void add_steps(Evidence& ev, std::vector<std::int64_t> steps) {
-  const auto n = static_cast<std::int64_t>(steps.size());
-  if (steps.size() > kMaxListedSteps) steps.resize(kMaxListedSteps);
-  ev.ints("steps", std::move(steps)).num("steps_count", n);
-}
-
 }  // namespace
 
 void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -43,32 +33,22 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (ratio < kCpuToDeviceRatio) return;
 
   // GPU idle over the steps (their windows), else over the whole trace.
-  std::int64_t span = 0, busy = 0;
+  const DiagnoseContext::BusyWindow w = c.gpu_busy_window();
+  const std::int64_t span = w.span_ns, busy = w.busy_ns;
   std::vector<std::int64_t> affected;
-  std::int64_t affected_idle = 0;
+  std::int64_t affected_idle = w.over_steps ? 0 : span - busy;
   std::uint32_t worst_step_event = kNoIndex;
   double worst_idle = -1;
-  if (!c.steps.steps.empty()) {
-    for (const StepStat& st : c.steps.steps) {
-      span += st.dur_ns;
-      busy += std::min(st.gpu_busy_ns, st.dur_ns);
-      const double idle = st.dur_ns > 0 ? 1.0 - static_cast<double>(st.gpu_busy_ns) / static_cast<double>(st.dur_ns) : 0;
-      if (idle >= kIdleShare) {
-        affected.push_back(st.step);
-        affected_idle += st.dur_ns - std::min(st.gpu_busy_ns, st.dur_ns);
-        if (idle > worst_idle) {
-          worst_idle = idle;
-          worst_step_event = st.event;
-        }
+  for (const StepStat& st : c.steps.steps) {
+    const double idle = st.dur_ns > 0 ? 1.0 - static_cast<double>(st.gpu_busy_ns) / static_cast<double>(st.dur_ns) : 0;
+    if (idle >= kIdleShare) {
+      affected.push_back(st.step);
+      affected_idle += st.dur_ns - std::min(st.gpu_busy_ns, st.dur_ns);
+      if (idle > worst_idle) {
+        worst_idle = idle;
+        worst_step_event = st.event;
       }
     }
-  } else {
-    std::vector<Interval> iv;
-    iv.reserve(c.device.size());
-    for (const DeviceOp& op : c.device) iv.push_back({op.start, op.end});
-    span = c.end_ns - c.start_ns;
-    busy = std::min(span, union_length(std::move(iv)));
-    affected_idle = span - busy;
   }
   if (span <= 0) return;
   const double idle_share = 1.0 - static_cast<double>(busy) / static_cast<double>(span);
