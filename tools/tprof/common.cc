@@ -5,6 +5,9 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
+
+#include <CLI/CLI.hpp>
 
 #include "src/base/file.h"
 #include "tprof/read.h"
@@ -86,6 +89,35 @@ int emit(const std::string& text, const std::string& path) {
     return kExitBadInput;
   }
   return kExitOk;
+}
+
+CLI::App* add_report_command(CLI::App& app, int* rc, const std::string& name, const std::string& description,
+                             const std::vector<std::string>& formats, bool note_diags,
+                             std::function<std::string(const Trace&, const std::string& format)> render) {
+  struct Args {
+    std::string trace, format, output;
+  };
+  auto a = std::make_shared<Args>();
+  a->format = formats.front();
+  std::string formats_help;
+  for (std::size_t i = 0; i < formats.size(); ++i) {
+    formats_help += (i == 0 ? "" : i + 1 == formats.size() ? " or " : ", ") + formats[i];
+  }
+  CLI::App* cmd = app.add_subcommand(name, description);
+  cmd->add_option("TRACE", a->trace, "Trace file (.json or .json.gz)")->required();
+  cmd->add_option("--format", a->format, formats_help)->check(CLI::IsMember(formats))->capture_default_str();
+  cmd->add_option("-o,--output", a->output, "Write to a file instead of stdout");
+  cmd->callback([a, rc, note_diags, render = std::move(render)] {
+    std::optional<Trace> trace = load_trace(a->trace);
+    if (!trace) {
+      *rc = kExitBadInput;
+      return;
+    }
+    const std::string text = render(*trace, a->format);
+    if (note_diags) note_diagnostics(*trace, a->trace);
+    *rc = emit(text, a->output);
+  });
+  return cmd;
 }
 
 }  // namespace tprof::cli

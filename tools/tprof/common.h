@@ -2,8 +2,10 @@
 // clear errors, and the one-line diagnostics note every command prints.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tprof/trace.h"
 
@@ -32,6 +34,14 @@ void note_diagnostics(const Trace& trace, const std::string& path);
 // Writes text to stdout, or atomically to `path` when it is not empty.
 // Returns an exit code.
 int emit(const std::string& text, const std::string& path);
+
+// Adds the subcommand "NAME TRACE [--format F] [-o FILE]" (F one of
+// `formats`, the first the default): it loads the trace, prints
+// render(trace, format) to stdout or FILE, and with `note_diags` the
+// diagnostics note. Returns the subcommand for options of its own.
+CLI::App* add_report_command(CLI::App& app, int* rc, const std::string& name, const std::string& description,
+                             const std::vector<std::string>& formats, bool note_diags,
+                             std::function<std::string(const Trace&, const std::string& format)> render);
 
 // Subcommands: each adds itself to `app` and stores its exit code in *rc.
 void add_table_command(CLI::App& app, int* rc);

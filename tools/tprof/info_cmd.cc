@@ -7,22 +7,11 @@
 namespace tprof::cli {
 
 void add_info_command(CLI::App& app, int* rc) {
-  struct Args {
-    std::string trace, format = "text", output;
-  };
-  auto a = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("info", "Format, events by kind, lanes and diagnostics of a trace");
-  cmd->add_option("TRACE", a->trace, "Trace file (.json or .json.gz)")->required();
-  cmd->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
-  cmd->add_option("-o,--output", a->output, "Write to a file instead of stdout");
-  cmd->callback([a, rc] {
-    std::optional<Trace> trace = load_trace(a->trace);
-    if (!trace) {
-      *rc = kExitBadInput;
-      return;
-    }
-    *rc = emit(a->format == "json" ? format_info_json(*trace) : format_info_text(*trace), a->output);
-  });
+  // No diagnostics note: the output lists every diagnostic itself.
+  add_report_command(app, rc, "info", "Format, events by kind, lanes and diagnostics of a trace", {"text", "json"}, false,
+                     [](const Trace& t, const std::string& format) {
+                       return format == "json" ? format_info_json(t) : format_info_text(t);
+                     });
 }
 
 }  // namespace tprof::cli
