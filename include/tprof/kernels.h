@@ -21,6 +21,7 @@
 namespace tprof {
 
 struct KernelOutlier {
+  std::uint32_t event = kNoIndex;  // the activity in the trace
   std::int64_t step = -1;
   std::int64_t ts_ns = 0;
   std::int64_t dur_ns = 0;

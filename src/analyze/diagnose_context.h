@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tprof/diagnose.h"
+#include "tprof/kernels.h"
 #include "tprof/key_averages.h"
 #include "tprof/steps.h"
 #include "tprof/trace.h"
@@ -89,6 +90,10 @@ class DiagnoseContext {
   mutable std::optional<std::vector<StatRow>> averages_;
   mutable std::int64_t self_cpu_total_ = 0, self_device_total_ = 0;
 };
+
+// tprof kernels' statistics (include/tprof/kernels.h) of the context's
+// device activity: compute_kernels() and the kernel_variance rule.
+KernelsSummary kernel_stats(const DiagnoseContext& c);
 
 // "1.234 ms", "56.7 us", "890 ns": durations in evidence titles.
 std::string format_ns(std::int64_t ns);

@@ -9,8 +9,10 @@
 
 namespace tprof {
 
-KernelsSummary compute_kernels(const Trace& trace) {
-  const internal::DiagnoseContext c(trace);
+KernelsSummary compute_kernels(const Trace& trace) { return internal::kernel_stats(internal::DiagnoseContext(trace)); }
+
+KernelsSummary internal::kernel_stats(const internal::DiagnoseContext& c) {
+  const Trace& trace = c.trace;
   KernelsSummary out;
   std::unordered_map<StrId, std::size_t> index;
   std::vector<std::vector<const internal::DeviceOp*>> ops;
@@ -49,7 +51,7 @@ KernelsSummary compute_kernels(const Trace& trace) {
       const double hi = 1.5 * static_cast<double>(s.median_ns), lo = 0.5 * static_cast<double>(s.median_ns);
       for (const internal::DeviceOp* op : ops[k]) {
         const double v = static_cast<double>(op->end - op->start);
-        if (v > hi || v < lo) s.outliers.push_back({c.step_number(op->step), op->start, op->end - op->start});
+        if (v > hi || v < lo) s.outliers.push_back({op->event, c.step_number(op->step), op->start, op->end - op->start});
       }
     }
     out.total_ns += s.total_ns;
