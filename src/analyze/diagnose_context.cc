@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "src/analyze/intervals.h"
+#include "src/trace/json_value.h"
 
 namespace tprof::internal {
 
@@ -230,6 +231,16 @@ EventRef DiagnoseContext::ref(std::uint32_t e) const {
   r.dur_ns = trace.events.dur_ns[e];
   r.step = step_number_at(r.ts_ns);
   return r;
+}
+
+std::int64_t DiagnoseContext::int_arg(std::uint32_t e, std::string_view key) const {
+  const std::string_view json = trace.args_json(e);
+  if (json.empty()) return -1;
+  auto parsed = JsonValue::parse(json);
+  if (!parsed) return -1;
+  const JsonValue* v = parsed->find(key);
+  std::int64_t out = -1;
+  return v != nullptr && v->is_number() && v->get_int(&out) ? out : -1;
 }
 
 std::uint32_t DiagnoseContext::launch_for_correlation(std::int64_t correlation) const {

@@ -79,6 +79,10 @@ class DiagnoseContext {
   };
   BusyWindow gpu_busy_window() const;
 
+  // The integer arg `key` of event e (e.g. a memcpy's "bytes"), or -1 when
+  // absent or not an integer. Parses the event's args: not for every event.
+  std::int64_t int_arg(std::uint32_t e, std::string_view key) const;
+
   EventKind kind(std::uint32_t e) const { return trace.events.kind[e]; }
   std::int64_t ts(std::uint32_t e) const { return trace.events.ts_ns[e]; }
   std::int64_t dur(std::uint32_t e) const { return trace.events.dur_ns[e]; }

@@ -41,24 +41,6 @@ bool is_user_copy_op(std::string_view name) {
          name == "aten::contiguous" || name == "aten::_copy_from";
 }
 
-// An integer arg of event e ("bytes": 33554432) without building a JSON DOM.
-std::int64_t int_arg(const Trace& t, std::uint32_t e, std::string_view key) {
-  const std::string_view json = t.args_json(e);
-  std::string quoted = "\"";
-  quoted.append(key).push_back('"');
-  std::size_t p = json.find(quoted);
-  if (p == std::string_view::npos) return -1;
-  p += quoted.size();
-  while (p < json.size() && (json[p] == ' ' || json[p] == ':' || json[p] == '\t' || json[p] == '\n')) ++p;
-  std::int64_t v = 0;
-  bool any = false;
-  while (p < json.size() && json[p] >= '0' && json[p] <= '9') {
-    v = v * 10 + (json[p] - '0');
-    any = true;
-    ++p;
-  }
-  return any ? v : -1;
-}
 
 // The innermost cpu_op on `lane` that contains ts: the latest-starting one.
 std::uint32_t enclosing_op(const DiagnoseContext& c, std::uint32_t lane, std::int64_t ts) {
@@ -164,7 +146,7 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
     gemm_ns += gm.end - gm.start;
     // Args are read from the source bytes: only for the first copies, so a
     // trace with millions of them does not page in the whole file.
-    const std::int64_t b = count <= kMaxBytesRead ? int_arg(t, cp.event, "bytes") : -1;
+    const std::int64_t b = count <= kMaxBytesRead ? c.int_arg(cp.event, "bytes") : -1;
     if (b >= 0) {
       bytes_total += b;
       if (bytes_first < 0) bytes_first = b;

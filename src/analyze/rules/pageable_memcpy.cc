@@ -19,22 +19,6 @@ namespace {
 
 constexpr std::size_t kMaxSteps = 16;
 
-// args "bytes" of a Kineto memcpy activity, or -1.
-std::int64_t copy_bytes(std::string_view args) {
-  constexpr std::string_view kKey = "\"bytes\"";
-  const std::size_t at = args.find(kKey);
-  if (at == std::string_view::npos) return -1;
-  std::size_t i = at + kKey.size();
-  while (i < args.size() && (args[i] == ' ' || args[i] == ':' || args[i] == '\t' || args[i] == '\n')) ++i;
-  std::int64_t v = 0;
-  bool any = false;
-  for (; i < args.size() && args[i] >= '0' && args[i] <= '9'; ++i) {
-    v = v * 10 + (args[i] - '0');
-    any = true;
-  }
-  return any ? v : -1;
-}
-
 }  // namespace
 
 void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -50,7 +34,7 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (name.find("DtoH") != std::string_view::npos) ++dtoh;
     copy_ns += op.end - op.start;
     if (op.launch != kNoIndex) launch_ns += c.dur(op.launch);
-    const std::int64_t b = copy_bytes(c.trace.args_json(op.event));
+    const std::int64_t b = c.int_arg(op.event, "bytes");
     if (b > 0) bytes += b;
     if (longest == nullptr || op.end - op.start > longest->end - longest->start) longest = &op;
     if (op.step >= 0) steps.push_back(c.step_number(op.step));
