@@ -24,10 +24,6 @@ constexpr std::int64_t kMaxTs = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kMinTs = std::numeric_limits<std::int64_t>::min();
 
 bool contains(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
 
 // a ∩ b for merged, sorted interval lists.
 std::vector<Interval> intersect(const std::vector<Interval>& a, const std::vector<Interval>& b) {
@@ -107,8 +103,8 @@ std::int64_t trace_rank(const Trace& t) {
 // memory (^Memcpy, ^Memset, ^dma), and not matched by its non-compute
 // pattern (^nccl.*Kernel | .*Memcpy | ^Memset | .*Sync); the rest is OTHER.
 bool hta_is_compute(std::string_view name) {
-  if (starts_with(name, "nccl") && contains(name.substr(4), "Kernel")) return false;
-  if (starts_with(name, "Memset") || starts_with(name, "dma")) return false;
+  if (name.starts_with("nccl") && contains(name.substr(4), "Kernel")) return false;
+  if (name.starts_with("Memset") || name.starts_with("dma")) return false;
   if (contains(name, "Memcpy") || contains(name, "Sync")) return false;
   return true;
 }
@@ -181,8 +177,8 @@ bool tb_is_comm_op(std::string_view name) {
 }
 
 bool tb_is_dataloader(std::string_view name) {
-  return (starts_with(name, "enumerate(DataLoader)#") && ends_with(name, ".__next__")) ||
-         starts_with(name, "enumerate(DataPipe)#");
+  return (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__")) ||
+         name.starts_with("enumerate(DataPipe)#");
 }
 
 struct TbStep {
@@ -331,7 +327,7 @@ std::vector<TbPluginStep> tb_plugin_steps(const DiagnoseContext& c) {
         // user_annotation, so GPU-side annotations count as CPU Exec.
         // ProfilerStep#N spans are steps, never a role; we take the steps
         // from the host's ProfilerStep events only.
-        if (starts_with(name, "ProfilerStep#")) break;
+        if (name.starts_with("ProfilerStep#")) break;
         if (ev.kind[e] == EventKind::kCpuOp) {
           cpu_min = std::min(cpu_min, iv.start);
           cpu_max = std::max(cpu_max, iv.end);
