@@ -176,11 +176,6 @@ bool tb_is_comm_op(std::string_view name) {
   return std::find(kNames.begin(), kNames.end(), name) != kNames.end();
 }
 
-bool tb_is_dataloader(std::string_view name) {
-  return (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__")) ||
-         name.starts_with("enumerate(DataPipe)#");
-}
-
 struct TbStep {
   std::int64_t number = -1;
   std::int64_t start = 0;
@@ -332,7 +327,7 @@ std::vector<TbPluginStep> tb_plugin_steps(const DiagnoseContext& c) {
           cpu_min = std::min(cpu_min, iv.start);
           cpu_max = std::max(cpu_max, iv.end);
         }
-        if (tb_is_dataloader(name)) {
+        if (is_dataloader_scope(name)) {
           roles[kTbDataLoader].push_back(iv);
         } else if (tb_is_comm_op(name)) {
           roles[kTbComm].push_back(iv);

@@ -67,6 +67,11 @@ std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, double q) {
   return sorted[rank - 1];
 }
 
+bool is_dataloader_scope(std::string_view name) {
+  return (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__")) ||
+         name.starts_with("enumerate(DataPipe)#");
+}
+
 bool is_sync_call(std::string_view name) {
   // cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize,
   // cuCtxSynchronize, hipDeviceSynchronize, ...; cudaStreamWaitEvent only

@@ -123,6 +123,10 @@ std::int64_t lower_median(std::vector<std::int64_t> v);
 // least q of them at or below it.
 std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, double q);
 
+// The TensorBoard plugin's DataLoader role (event_parser.py): torch's
+// "enumerate(DataLoader)#<iter>.__next__" and "enumerate(DataPipe)#..." scopes.
+bool is_dataloader_scope(std::string_view name);
+
 // True for names of synchronizing runtime calls (cudaDeviceSynchronize,
 // cudaStreamSynchronize, cudaEventSynchronize, hip*...).
 bool is_sync_call(std::string_view name);

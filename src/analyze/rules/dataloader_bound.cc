@@ -26,16 +26,6 @@ constexpr double kDataLoaderShare = 0.05;
 constexpr double kCriticalShare = 0.25;
 constexpr std::size_t kMaxSteps = 16;
 
-// The plugin's DataLoader role (event_parser.py): torch's
-// "enumerate(DataLoader)#<iter>.__next__" and "enumerate(DataPipe)#..." scopes.
-bool is_dataloader_scope(std::string_view name) {
-  constexpr std::string_view kLoader = "enumerate(DataLoader)#";
-  constexpr std::string_view kPipe = "enumerate(DataPipe)#";
-  constexpr std::string_view kNext = ".__next__";
-  if (name.starts_with(kPipe)) return true;
-  return name.starts_with(kLoader) && name.ends_with(kNext);
-}
-
 }  // namespace
 
 void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
