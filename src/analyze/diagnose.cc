@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <future>
 
 #include "src/analyze/breakdowns.h"
 #include "src/analyze/diagnose_context.h"
@@ -230,7 +231,11 @@ std::vector<std::string> rule_ids() {
 }
 
 Diagnosis diagnose(const Trace& trace, const DiagnoseOptions& options) {
-  DiagnoseContext c(trace);
+  // Two threads: torch's averages alongside the context, the peers'
+  // breakdowns alongside the rules. Each part reads the trace and the
+  // context only, and the results do not depend on the split.
+  const DiagnoseContext c(trace, /*with_averages=*/true);
+  std::future<Breakdowns> breakdowns = std::async(std::launch::async, internal::compute_breakdowns, std::cref(c));
   Diagnosis d;
   d.steps = step_verdicts(c);
   if (d.steps.empty()) {
@@ -248,7 +253,7 @@ Diagnosis diagnose(const Trace& trace, const DiagnoseOptions& options) {
     if (a.severity != b.severity) return a.severity > b.severity;
     return a.impact_ns > b.impact_ns;
   });
-  d.breakdowns = internal::compute_breakdowns(c);
+  d.breakdowns = breakdowns.get();
   d.summary = summarize(c, d);
   return d;
 }

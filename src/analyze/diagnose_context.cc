@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <future>
 
 #include "src/analyze/intervals.h"
+#include "src/analyze/radix_sort.h"
 #include "src/trace/json_value.h"
 
 namespace tprof::internal {
@@ -106,76 +108,98 @@ std::string format_pct(double pct) {
   return buf;
 }
 
-DiagnoseContext::DiagnoseContext(const Trace& t) : trace(t), steps(compute_steps(t)) {
+namespace {
+
+std::vector<StatRow> torch_averages(const Trace& t) {
+  EventListOptions o;
+  o.with_memory = false;
+  return EventList::build(t, o).key_averages();
+}
+
+}  // namespace
+
+DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) {
+  std::future<std::vector<StatRow>> rows;
+  if (with_averages) rows = std::async(std::launch::async, torch_averages, std::cref(t));
+  steps = compute_steps(t);
   std::sort(steps.steps.begin(), steps.steps.end(),
             [](const StepStat& a, const StepStat& b) { return a.start_ns < b.start_ns; });
   const EventColumns& ev = t.events;
   const std::size_t n = ev.size();
   start_ns = t.start_ns();
   end_ns = t.end_ns();
+  // Names are interned: classify each distinct kernel name once.
+  std::vector<std::int8_t> comm_name(t.strings.size(), -1);
+  std::vector<std::uint32_t> device_events;
+  std::vector<std::pair<std::int64_t, std::uint32_t>> launch_corr;
   for (std::uint32_t e = 0; e < n; ++e) {
     const EventKind k = ev.kind[e];
-    const Lane& lane = t.lanes[ev.lane[e]];
     switch (k) {
       case EventKind::kKernel:
       case EventKind::kGpuMemcpy:
-      case EventKind::kGpuMemset: {
-        DeviceOp op;
-        op.event = e;
-        op.lane = ev.lane[e];
-        op.device = lane.device;
-        op.stream = lane.stream;
-        op.start = ev.ts_ns[e];
-        op.end = ev.ts_ns[e] + std::max<std::int64_t>(0, ev.dur_ns[e]);
-        op.cls = k == EventKind::kGpuMemcpy   ? DeviceClass::kMemcpy
-                 : k == EventKind::kGpuMemset ? DeviceClass::kMemset
-                 : is_comm_kernel(t.name(e))  ? DeviceClass::kComm
-                                              : DeviceClass::kCompute;
-        device.push_back(op);
+      case EventKind::kGpuMemset:
+        device_events.push_back(e);
         break;
-      }
       case EventKind::kCudaRuntime:
       case EventKind::kCudaDriver:
       case EventKind::kCudaSync:
-        if (lane.kind == LaneKind::kCpu) {
+        if (t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
           runtime.push_back(e);
-          if (ev.correlation[e] >= 0) launch_by_corr_.emplace(ev.correlation[e], e);
+          if (ev.correlation[e] >= 0) launch_corr.emplace_back(ev.correlation[e], e);
         }
         break;
       case EventKind::kCpuOp:
       case EventKind::kUserAnnotation:
       case EventKind::kPythonFunction:
-        if (lane.kind == LaneKind::kCpu) host_ops.push_back(e);
+        if (t.lanes[ev.lane[e]].kind == LaneKind::kCpu) host_ops.push_back(e);
         break;
       default:
         break;
     }
   }
-  auto by_ts = [&](std::uint32_t a, std::uint32_t b) { return ev.ts_ns[a] != ev.ts_ns[b] ? ev.ts_ns[a] < ev.ts_ns[b] : a < b; };
-  std::sort(runtime.begin(), runtime.end(), by_ts);
-  std::sort(host_ops.begin(), host_ops.end(), by_ts);
-  std::sort(device.begin(), device.end(), [](const DeviceOp& a, const DeviceOp& b) {
-    return a.start != b.start ? a.start < b.start : a.event < b.event;
-  });
-  for (DeviceOp& op : device) {
-    const std::int64_t corr = ev.correlation[op.event];
+  sort_by_time(ev.ts_ns, &runtime);
+  sort_by_time(ev.ts_ns, &host_ops);
+  sort_by_time(ev.ts_ns, &device_events);  // device activity starts at ts: by start, then index
+  launch_by_corr_ = IdIndex(std::move(launch_corr));
+  device.reserve(device_events.size());
+  for (std::uint32_t e : device_events) {
+    const EventKind k = ev.kind[e];
+    const Lane& lane = t.lanes[ev.lane[e]];
+    DeviceOp op;
+    op.event = e;
+    op.lane = ev.lane[e];
+    op.device = lane.device;
+    op.stream = lane.stream;
+    op.start = ev.ts_ns[e];
+    op.end = ev.ts_ns[e] + std::max<std::int64_t>(0, ev.dur_ns[e]);
+    if (k == EventKind::kGpuMemcpy) {
+      op.cls = DeviceClass::kMemcpy;
+    } else if (k == EventKind::kGpuMemset) {
+      op.cls = DeviceClass::kMemset;
+    } else {
+      std::int8_t& comm = comm_name[ev.name[e]];
+      if (comm < 0) comm = is_comm_kernel(t.name(e)) ? 1 : 0;
+      op.cls = comm ? DeviceClass::kComm : DeviceClass::kCompute;
+    }
+    const std::int64_t corr = ev.correlation[e];
     if (corr >= 0) op.launch = launch_for_correlation(corr);
     op.step = step_index_at(op.launch != kNoIndex ? ev.ts_ns[op.launch] : op.start);
+    device.push_back(op);
   }
+  if (rows.valid()) set_averages(rows.get());
 }
 
 const std::vector<StatRow>& DiagnoseContext::averages() const {
-  if (!averages_) {
-    EventListOptions o;
-    o.with_memory = false;
-    const EventList list = EventList::build(trace, o);
-    averages_ = list.key_averages();
-    for (const StatRow& r : *averages_) {
-      self_cpu_total_ += r.self_cpu_time_total_ns;
-      if (r.is_device && !r.is_user_annotation) self_device_total_ += r.self_device_time_total_ns;
-    }
-  }
+  if (!averages_) set_averages(torch_averages(trace));
   return *averages_;
+}
+
+void DiagnoseContext::set_averages(std::vector<StatRow> rows) const {
+  averages_ = std::move(rows);
+  for (const StatRow& r : *averages_) {
+    self_cpu_total_ += r.self_cpu_time_total_ns;
+    if (r.is_device && !r.is_user_annotation) self_device_total_ += r.self_device_time_total_ns;
+  }
 }
 
 DiagnoseContext::BusyWindow DiagnoseContext::gpu_busy_window() const {
@@ -249,8 +273,7 @@ std::int64_t DiagnoseContext::int_arg(std::uint32_t e, std::string_view key) con
 }
 
 std::uint32_t DiagnoseContext::launch_for_correlation(std::int64_t correlation) const {
-  auto it = launch_by_corr_.find(correlation);
-  return it == launch_by_corr_.end() ? kNoIndex : it->second;
+  return launch_by_corr_.find(correlation);
 }
 
 }  // namespace tprof::internal

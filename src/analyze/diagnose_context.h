@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "src/analyze/id_index.h"
 #include "tprof/diagnose.h"
 #include "tprof/kernels.h"
 #include "tprof/key_averages.h"
@@ -39,7 +39,9 @@ struct DeviceOp {
 
 class DiagnoseContext {
  public:
-  explicit DiagnoseContext(const Trace& trace);
+  // with_averages: also compute torch's key_averages() rows, on a second
+  // thread while this one builds the rest (diagnose needs both).
+  explicit DiagnoseContext(const Trace& trace, bool with_averages = false);
 
   const Trace& trace;
   StepsSummary steps;               // steps.steps sorted by start
@@ -50,8 +52,9 @@ class DiagnoseContext {
   std::int64_t end_ns = 0;          // last event end
   bool has_device() const { return !device.empty(); }
 
-  // torch's key_averages() rows (computed on first use) and the two totals
-  // torch prints under its table.
+  // torch's key_averages() rows (computed on first use unless the
+  // constructor did; the first use is then not thread-safe) and the two
+  // totals torch prints under its table.
   const std::vector<StatRow>& averages() const;
   std::int64_t self_cpu_total_ns() const;
   std::int64_t self_device_total_ns() const;
@@ -90,7 +93,8 @@ class DiagnoseContext {
   std::string_view name(std::uint32_t e) const { return trace.name(e); }
 
  private:
-  std::unordered_map<std::int64_t, std::uint32_t> launch_by_corr_;
+  void set_averages(std::vector<StatRow> rows) const;
+  IdIndex launch_by_corr_;
   mutable std::optional<std::vector<StatRow>> averages_;
   mutable std::int64_t self_cpu_total_ = 0, self_device_total_ = 0;
 };

@@ -5,17 +5,21 @@
 namespace tprof::internal {
 
 std::vector<Interval> merge_intervals(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
-  std::vector<Interval> out;
+  auto by_start = [](const Interval& a, const Interval& b) { return a.start < b.start; };
+  // Activities mostly arrive in time order already (one stream, one lane):
+  // checking is one pass, sorting is many.
+  if (!std::is_sorted(v.begin(), v.end(), by_start)) std::sort(v.begin(), v.end(), by_start);
+  std::size_t out = 0;  // merged in place: v[0, out) is the union so far
   for (const Interval& i : v) {
     if (i.end <= i.start) continue;
-    if (!out.empty() && i.start <= out.back().end) {
-      out.back().end = std::max(out.back().end, i.end);
+    if (out > 0 && i.start <= v[out - 1].end) {
+      v[out - 1].end = std::max(v[out - 1].end, i.end);
     } else {
-      out.push_back(i);
+      v[out++] = i;
     }
   }
-  return out;
+  v.resize(out);
+  return v;
 }
 
 std::int64_t total_length(const std::vector<Interval>& merged) {

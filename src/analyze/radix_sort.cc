@@ -35,4 +35,16 @@ void radix_sort(std::vector<std::uint64_t>* keys, std::vector<std::uint32_t>* va
   }
 }
 
+void sort_by_time(const std::vector<std::int64_t>& ts_ns, std::vector<std::uint32_t>* events) {
+  std::vector<std::uint32_t>& v = *events;
+  if (std::is_sorted(v.begin(), v.end(), [&](std::uint32_t a, std::uint32_t b) { return ts_ns[a] < ts_ns[b]; })) {
+    return;  // stable: equal times keep their index order
+  }
+  std::int64_t lo = ts_ns[v[0]];
+  for (std::uint32_t e : v) lo = std::min(lo, ts_ns[e]);
+  std::vector<std::uint64_t> keys(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) keys[i] = static_cast<std::uint64_t>(ts_ns[v[i]] - lo);
+  radix_sort(&keys, events);
+}
+
 }  // namespace tprof::internal

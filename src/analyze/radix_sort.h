@@ -13,4 +13,8 @@ namespace tprof::internal {
 // passes.
 void radix_sort(std::vector<std::uint64_t>* keys, std::vector<std::uint32_t>* values);
 
+// Orders event indices by ts_ns[e], equal times by index, given `events` in
+// ascending index order (as a pass over the trace collects them).
+void sort_by_time(const std::vector<std::int64_t>& ts_ns, std::vector<std::uint32_t>* events);
+
 }  // namespace tprof::internal

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <unordered_map>
 
+#include "src/analyze/id_index.h"
 #include "src/analyze/intervals.h"
+#include "src/analyze/radix_sort.h"
 
 namespace tprof {
 
@@ -27,21 +28,25 @@ StepsSummary compute_steps(const Trace& t) {
   const EventColumns& ev = t.events;
   constexpr std::string_view kPrefix = "ProfilerStep#";
 
+  // Names are interned: test each distinct one once, not every event.
+  std::vector<std::uint8_t> is_step_name(t.strings.size(), 0);
+  for (StrId s = 0; s < t.strings.size(); ++s) is_step_name[s] = t.strings.str(s).starts_with(kPrefix);
+
   std::vector<internal::Interval> device;
-  std::unordered_map<std::int64_t, std::uint32_t> device_by_corr;
+  std::vector<std::pair<std::int64_t, std::uint32_t>> device_corr;
   std::vector<std::uint32_t> launches;  // runtime calls, by ts
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
     if (ev.phase[e] != Phase::kComplete) continue;
     const EventKind k = ev.kind[e];
     if (is_device_work(k)) {
       device.push_back({ev.ts_ns[e], ev.ts_ns[e] + ev.dur_ns[e]});
-      if (ev.correlation[e] >= 0) device_by_corr.try_emplace(ev.correlation[e], e);
+      if (ev.correlation[e] >= 0) device_corr.emplace_back(ev.correlation[e], e);
     } else if ((k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver) && ev.correlation[e] >= 0) {
       // Launches come from the runtime (cudaLaunchKernel) and from the driver
       // (cuLaunchKernel, category cuda_driver: Triton and cuBLAS's CUTLASS
       // GEMMs in torch 2.x traces).
       launches.push_back(e);
-    } else if (t.name(e).rfind(kPrefix, 0) == 0 && t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
+    } else if (is_step_name[ev.name[e]] && t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
       StepStat s;
       std::string_view num = t.name(e).substr(kPrefix.size());
       std::from_chars(num.data(), num.data() + num.size(), s.step);
@@ -54,23 +59,22 @@ StepsSummary compute_steps(const Trace& t) {
   }
   out.has_device = !device.empty();
   const std::vector<internal::Interval> device_union = internal::merge_intervals(std::move(device));
-  std::sort(launches.begin(), launches.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return ev.ts_ns[a] != ev.ts_ns[b] ? ev.ts_ns[a] < ev.ts_ns[b] : a < b;
-  });
+  const internal::IdIndex device_by_corr(std::move(device_corr));
+  internal::sort_by_time(ev.ts_ns, &launches);
   std::sort(out.steps.begin(), out.steps.end(), [](const StepStat& a, const StepStat& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.event < b.event;
   });
 
-  // Host activity per lane, merged once.
-  std::unordered_map<std::uint32_t, std::vector<internal::Interval>> host;
-  for (const StepStat& s : out.steps) host.try_emplace(s.lane);
+  // Host activity of the lanes that hold steps, merged once per lane.
+  std::vector<std::vector<internal::Interval>> host(t.lanes.size());
+  std::vector<std::uint8_t> has_steps(t.lanes.size(), 0);
+  for (const StepStat& s : out.steps) has_steps[s.lane] = 1;
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
     if (ev.phase[e] != Phase::kComplete || !is_host_activity(ev.kind[e])) continue;
-    auto it = host.find(ev.lane[e]);
-    if (it == host.end() || t.name(e).rfind(kPrefix, 0) == 0) continue;
-    it->second.push_back({ev.ts_ns[e], ev.ts_ns[e] + ev.dur_ns[e]});
+    if (!has_steps[ev.lane[e]] || is_step_name[ev.name[e]]) continue;
+    host[ev.lane[e]].push_back({ev.ts_ns[e], ev.ts_ns[e] + ev.dur_ns[e]});
   }
-  for (auto& [lane, v] : host) v = internal::merge_intervals(std::move(v));
+  for (std::vector<internal::Interval>& v : host) v = internal::merge_intervals(std::move(v));
 
   for (StepStat& s : out.steps) {
     const std::int64_t end = s.start_ns + s.dur_ns;
@@ -81,12 +85,12 @@ StepsSummary compute_steps(const Trace& t) {
     auto it = std::lower_bound(launches.begin(), launches.end(), s.start_ns,
                                [&](std::uint32_t e, std::int64_t ts) { return ev.ts_ns[e] < ts; });
     for (; it != launches.end() && ev.ts_ns[*it] < end; ++it) {
-      auto d = device_by_corr.find(ev.correlation[*it]);
-      if (d == device_by_corr.end()) continue;
+      const std::uint32_t d = device_by_corr.find(ev.correlation[*it]);
+      if (d == kNoIndex) continue;
       ++s.launches;
       if (!s.first_kernel_offset_ns) {
-        s.first_kernel_offset_ns = ev.ts_ns[d->second] - ev.ts_ns[*it];
-        s.first_kernel_event = d->second;
+        s.first_kernel_offset_ns = ev.ts_ns[d] - ev.ts_ns[*it];
+        s.first_kernel_event = d;
         s.first_launch_event = *it;
       }
     }

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include "src/analyze/id_index.h"
 #include "src/analyze/intervals.h"
+#include "src/analyze/radix_sort.h"
 #include "tprof/read.h"
 #include "tprof/steps.h"
 
@@ -21,6 +23,56 @@ TEST(Intervals, UnionCoverageAndSubtraction) {
   auto rest = internal::subtract(merged, internal::merge_intervals({{1, 2}, {6, 7}, {11, 30}}));
   ASSERT_EQ(rest.size(), 4u);
   EXPECT_EQ(internal::total_length(rest), 11 - 1 - 1 - 1);
+}
+
+TEST(Intervals, MergeKeepsSortedInputAndSortsTheRest) {
+  // Already in order (the common case: one stream), with a touching pair,
+  // a nested one and an empty one.
+  auto sorted = internal::merge_intervals({{0, 2}, {2, 5}, {3, 4}, {6, 6}, {7, 9}});
+  ASSERT_EQ(sorted.size(), 2u);
+  EXPECT_EQ(sorted[0].start, 0);
+  EXPECT_EQ(sorted[0].end, 5);
+  EXPECT_EQ(sorted[1].start, 7);
+  // The same intervals out of order merge to the same union.
+  auto shuffled = internal::merge_intervals({{7, 9}, {3, 4}, {6, 6}, {2, 5}, {0, 2}});
+  ASSERT_EQ(shuffled.size(), 2u);
+  EXPECT_EQ(shuffled[0].end, 5);
+  EXPECT_EQ(shuffled[1].end, 9);
+  EXPECT_TRUE(internal::merge_intervals({}).empty());
+}
+
+TEST(IdIndex, DenseAndSparseIdsKeepTheFirstValue) {
+  // Compact ids (a dense table), a repeated id, a negative one (ignored).
+  const internal::IdIndex dense({{5, 50}, {6, 60}, {5, 51}, {-1, 99}, {9, 90}});
+  EXPECT_EQ(dense.find(5), 50u);
+  EXPECT_EQ(dense.find(6), 60u);
+  EXPECT_EQ(dense.find(9), 90u);
+  EXPECT_EQ(dense.find(7), kNoIndex);
+  EXPECT_EQ(dense.find(4), kNoIndex);
+  EXPECT_EQ(dense.find(10), kNoIndex);
+  EXPECT_EQ(dense.find(-1), kNoIndex);
+  // Ids far apart (sorted pairs), out of order, one repeated.
+  const internal::IdIndex sparse({{1'000'000'000'000, 1}, {3, 2}, {1'000'000'000'000, 3}, {-5, 4}, {70'000, 5}});
+  EXPECT_EQ(sparse.find(1'000'000'000'000), 1u);
+  EXPECT_EQ(sparse.find(3), 2u);
+  EXPECT_EQ(sparse.find(70'000), 5u);
+  EXPECT_EQ(sparse.find(4), kNoIndex);
+  EXPECT_EQ(sparse.find(-5), kNoIndex);
+  EXPECT_EQ(internal::IdIndex().find(0), kNoIndex);
+}
+
+TEST(SortByTime, OrdersByTimeThenIndex) {
+  const std::vector<std::int64_t> ts = {30, -5, 30, 10, 1LL << 40, 10};
+  std::vector<std::uint32_t> events = {0, 1, 2, 3, 4, 5};
+  internal::sort_by_time(ts, &events);
+  EXPECT_EQ(events, (std::vector<std::uint32_t>{1, 3, 5, 0, 2, 4}));
+  // A subset, already in order, stays as it is.
+  std::vector<std::uint32_t> subset = {1, 3, 5};
+  internal::sort_by_time(ts, &subset);
+  EXPECT_EQ(subset, (std::vector<std::uint32_t>{1, 3, 5}));
+  std::vector<std::uint32_t> none;
+  internal::sort_by_time(ts, &none);
+  EXPECT_TRUE(none.empty());
 }
 
 TEST(Steps, BusyIdleAndFirstKernelOffset) {
