@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -221,6 +222,10 @@ class Diagnostics {
   std::array<std::uint64_t, static_cast<int>(DiagnosticCode::kCount_)> counts_{};
 };
 
+namespace internal {
+class SourcePager;
+}  // namespace internal
+
 class Trace {
  public:
   Trace();
@@ -247,8 +252,14 @@ class Trace {
   // Stores `json` (an object's text) as event e's args.
   void set_args_json(std::uint32_t e, std::string_view json);
 
-  // Lets args refer to `bytes` (kept alive by `owner`): the reader's source buffer.
-  void attach_source(std::shared_ptr<const void> owner, std::string_view bytes);
+  // Lets args refer to `bytes` (kept alive by `owner`): the reader's source
+  // buffer. For a memory-mapped file, `release_pages(offset, len)` drops
+  // the mapped pages of a range; args_json then keeps at most 64 MiB of the
+  // file mapped (pages dropped are read again if touched, so earlier views
+  // stay valid). Without it, lazy args reads over a large mapped file would
+  // bring most of it back into memory.
+  void attach_source(std::shared_ptr<const void> owner, std::string_view bytes,
+                     std::function<void(std::size_t offset, std::size_t len)> release_pages = {});
   std::string_view source() const { return source_; }
 
   // Returns the lane index for (pid, tid), adding a lane of `kind` when new.
@@ -262,6 +273,7 @@ class Trace {
  private:
   std::shared_ptr<const void> source_owner_;
   std::string_view source_;
+  std::unique_ptr<internal::SourcePager> pager_;  // set for mapped sources
   std::string owned_args_;
 };
 

@@ -20,13 +20,15 @@ std::string format_kernels_text(const KernelsSummary& k) {
     std::size_t shown = 0;
     for (const KernelOutlier& o : s.outliers) {
       if (shown == 4) {
-        steps += ",+" + std::to_string(s.outliers.size() - 4);
+        steps += ",+";
+        steps += std::to_string(s.outliers.size() - 4);
         break;
       }
-      steps += (shown ? "," : "") + (o.step >= 0 ? std::to_string(o.step) : std::string("-"));
+      if (shown) steps += ',';
+      steps += o.step >= 0 ? std::to_string(o.step) : std::string("-");
       ++shown;
     }
-    if (steps.empty()) steps = "-";
+    if (steps.empty()) steps.push_back('-');
     const double share = k.total_ns > 0 ? 100.0 * static_cast<double>(s.total_ns) / static_cast<double>(k.total_ns) : 0;
     std::snprintf(line, sizeof line, "%7lld  %11s  %7s  %11s  %11s  %11s  %11s  %11s  %6.3f  %-16s  %s\n",
                   static_cast<long long>(s.count), internal::format_ns(s.total_ns).c_str(),

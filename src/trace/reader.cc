@@ -664,7 +664,8 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
     return reader.run(std::move(trace));
   }
   auto shared_map = std::make_shared<internal::MappedFile>(std::move(map));
-  trace.attach_source(shared_map, shared_map->bytes());
+  internal::MappedFile* m = shared_map.get();
+  trace.attach_source(shared_map, shared_map->bytes(), [m](std::size_t offset, std::size_t len) { m->release(offset, len); });
   Reader reader(shared_map->bytes(), path, options, shared_map.get());
   return reader.run(std::move(trace));
 }

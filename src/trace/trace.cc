@@ -1,7 +1,9 @@
 #include "tprof/trace.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
+#include <mutex>
 
 #include "src/base/check.h"
 #include "src/trace/json_cursor.h"
@@ -111,6 +113,44 @@ std::uint64_t Diagnostics::total() const {
   return t;
 }
 
+namespace internal {
+
+// Keeps the mapped part of a memory-mapped source small while args are read
+// lazily: the kernel maps a whole page-cache folio (up to 2 MiB) on each
+// fault, so a few thousand scattered reads would map most of a 1 GB file.
+// Reads are counted in 2 MiB windows; when more than kMaxWindows distinct
+// windows have been touched, all of them are released.
+class SourcePager {
+ public:
+  explicit SourcePager(std::function<void(std::size_t, std::size_t)> release) : release_(std::move(release)) {}
+
+  void touch(std::size_t offset, std::size_t len) {
+    const std::size_t first = offset / kWindow, last = (offset + std::max<std::size_t>(len, 1) - 1) / kWindow;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (std::size_t w = first; w <= last; ++w) {
+      if (std::find(windows_.begin(), windows_.begin() + static_cast<std::ptrdiff_t>(count_), w) !=
+          windows_.begin() + static_cast<std::ptrdiff_t>(count_)) {
+        continue;
+      }
+      if (count_ == kMaxWindows) {
+        for (std::size_t i = 0; i < count_; ++i) release_(windows_[i] * kWindow, kWindow);
+        count_ = 0;
+      }
+      windows_[count_++] = w;
+    }
+  }
+
+ private:
+  static constexpr std::size_t kWindow = std::size_t{2} << 20;
+  static constexpr std::size_t kMaxWindows = 32;  // 64 MiB
+  std::function<void(std::size_t, std::size_t)> release_;
+  std::mutex mu_;
+  std::array<std::size_t, kMaxWindows> windows_{};
+  std::size_t count_ = 0;
+};
+
+}  // namespace internal
+
 Trace::Trace() = default;
 Trace::Trace(Trace&&) noexcept = default;
 Trace& Trace::operator=(Trace&&) noexcept = default;
@@ -130,6 +170,7 @@ std::string_view Trace::args_json(std::uint32_t e) const {
     if (!c.skip_value()) return {};
     len = static_cast<std::uint64_t>(c.pos() - (store.data() + offset));
   }
+  if (!owned && pager_) pager_->touch(offset, len);
   return store.substr(offset, len);
 }
 
@@ -143,9 +184,12 @@ void Trace::set_args_json(std::uint32_t e, std::string_view json) {
   events.args_ref[e] = args_ref::make(offset, json.size(), true);
 }
 
-void Trace::attach_source(std::shared_ptr<const void> owner, std::string_view bytes) {
+void Trace::attach_source(std::shared_ptr<const void> owner, std::string_view bytes,
+                          std::function<void(std::size_t, std::size_t)> release_pages) {
   source_owner_ = std::move(owner);
   source_ = bytes;
+  pager_.reset();
+  if (release_pages) pager_ = std::make_unique<internal::SourcePager>(std::move(release_pages));
 }
 
 std::uint32_t Trace::lane_for(const TraceId& pid, const TraceId& tid, LaneKind kind) {

@@ -1,6 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "src/base/gzip.h"
 #include "tprof/read.h"
@@ -220,6 +227,57 @@ TEST(Reader, GzipIsDetectedFromContent) {
   EXPECT_TRUE(t.meta.gzip);
   EXPECT_EQ(t.events.size(), 1u);
   EXPECT_EQ(t.args_json(0), "{}");
+}
+
+// Lazy args reads over a large memory-mapped file release the mapped pages
+// as they go (Trace::attach_source); views handed out before a release must
+// still read the same bytes.
+TEST(Reader, ArgsOfALargeMappedFileStayReadableWhilePagesAreReleased) {
+  constexpr int kEvents = 48;
+  const std::string pad(1'500'000, 'x');  // 48 x 1.5 MB: more than the 64 MiB kept mapped
+  std::string text = R"({"traceEvents": [)";
+  for (int i = 0; i < kEvents; ++i) {
+    if (i > 0) text += ',';
+    text += R"({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": )";
+    text += std::to_string(i * 10);
+    text += R"(, "dur": 5, "args": {"i": )";
+    text += std::to_string(i);
+    text += R"(, "pad": ")";
+    text += pad;
+    text += "\"}}";
+  }
+  text += "]}";
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("tprof_reader_test_" + std::to_string(getpid()) + ".json");
+  { std::ofstream(path, std::ios::binary) << text; }
+  Result<Trace> read = read_trace(path.string());
+  std::filesystem::remove(path);
+  ASSERT_TRUE(read) << read.error().to_string();
+  Trace& t = *read;
+  ASSERT_EQ(t.events.size(), static_cast<std::size_t>(kEvents));
+  auto expect_args = [&](std::uint32_t e, std::string_view args) {
+    const std::string head = R"({"i": )" + std::to_string(e) + R"(, "pad": "xxx)";
+    EXPECT_EQ(args.substr(0, head.size()), head) << "event " << e;
+    EXPECT_EQ(args.size(), head.size() - 3 + pad.size() + 2) << "event " << e;
+  };
+  std::vector<std::string_view> views;
+  for (std::uint32_t e = 0; e < kEvents; ++e) views.push_back(t.args_json(e));
+  for (std::uint32_t e = kEvents; e-- > 0;) expect_args(e, t.args_json(e));
+  for (std::uint32_t e = 0; e < kEvents; ++e) expect_args(e, views[e]);  // read after their pages were released
+
+  // What gets released: whole 2 MiB windows, once more than 32 are touched.
+  auto copy = std::make_shared<std::string>(t.source());
+  std::vector<std::pair<std::size_t, std::size_t>> released;
+  t.attach_source(copy, *copy, [&](std::size_t offset, std::size_t len) { released.emplace_back(offset, len); });
+  for (std::uint32_t e = 0; e < kEvents; ++e) expect_args(e, t.args_json(e));
+  EXPECT_EQ(released.size(), 32u);  // ~36 windows touched: one full set released
+  for (const auto& [offset, len] : released) {
+    EXPECT_EQ(offset % (2 << 20), 0u);
+    EXPECT_EQ(len, std::size_t{2} << 20);
+  }
+  released.clear();
+  for (std::uint32_t e = kEvents; e-- > 0;) expect_args(e, t.args_json(e));
+  EXPECT_FALSE(released.empty());
 }
 
 TEST(Reader, BomAndTrailingData) {
