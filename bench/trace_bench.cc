@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
         {"tprof steps", {tprof, "-q", "steps", path}},
     };
     if (has_diagnose) rows.push_back({"tprof diagnose", {tprof, "-q", "diagnose", path}});
-    double floor_s = 0;
+    double floor_s = 0, table_s = 0, diagnose_s = 0;
     for (const Row& row : rows) {
       Run r = best_of(row.cmd, repeat);
       if (r.exit_code != 0) {
@@ -159,9 +159,12 @@ int main(int argc, char** argv) {
         continue;
       }
       if (floor_s == 0) floor_s = r.seconds;
+      if (row.label == "tprof table") table_s = r.seconds;
+      if (row.label == "tprof diagnose") diagnose_s = r.seconds;
       std::printf("  %-34s %9.3f %9.0f %9.2fx %11.0f %9.2f\n", row.label.c_str(), r.seconds, mb / r.seconds,
                   floor_s / r.seconds, r.peak_rss_mb, r.peak_rss_mb / mb);
     }
+    if (table_s > 0 && diagnose_s > 0) std::printf("  tprof diagnose / tprof table: %.2fx\n", diagnose_s / table_s);
     if (gz) {
       const std::string gz_path = path + ".gz";
       if (run({gen, "--size", size, "--seed", "1", "--out", gz_path, "--gzip"}).exit_code == 0) {

@@ -254,7 +254,7 @@ class Trace {
 
   // Lets args refer to `bytes` (kept alive by `owner`): the reader's source
   // buffer. For a memory-mapped file, `release_pages(offset, len)` drops
-  // the mapped pages of a range; args_json then keeps at most 64 MiB of the
+  // the mapped pages of a range; args_json then keeps at most 8 MiB of the
   // file mapped (pages dropped are read again if touched, so earlier views
   // stay valid). Without it, lazy args reads over a large mapped file would
   // bring most of it back into memory.

@@ -87,12 +87,6 @@ bool inner_pages(std::size_t offset, std::size_t len, std::size_t size, std::siz
 }
 }  // namespace
 
-void MappedFile::advise_sequential(std::size_t offset, std::size_t len) const {
-  std::size_t b = 0, e = 0;
-  if (!inner_pages(offset, len, map_size_, &b, &e)) return;
-  madvise(const_cast<char*>(data_) + b, e - b, MADV_SEQUENTIAL | MADV_WILLNEED);
-}
-
 void MappedFile::release(std::size_t offset, std::size_t len) const {
   std::size_t b = 0, e = 0;
   if (!inner_pages(offset, len, map_size_, &b, &e)) return;

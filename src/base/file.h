@@ -24,9 +24,6 @@ class MappedFile {
 
   std::string_view bytes() const { return {data_, size_}; }
 
-  // Hints that the pages wholly inside [offset, offset+len) will be read
-  // front to back, soon.
-  void advise_sequential(std::size_t offset, std::size_t len) const;
   // Drops the resident pages wholly inside [offset, offset+len): they are
   // read again from the page cache if touched later. Keeps peak RSS low
   // when a large file is parsed once.

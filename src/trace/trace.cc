@@ -142,7 +142,7 @@ class SourcePager {
 
  private:
   static constexpr std::size_t kWindow = std::size_t{2} << 20;
-  static constexpr std::size_t kMaxWindows = 32;  // 64 MiB
+  static constexpr std::size_t kMaxWindows = 4;  // 8 MiB
   std::function<void(std::size_t, std::size_t)> release_;
   std::mutex mu_;
   std::array<std::size_t, kMaxWindows> windows_{};
