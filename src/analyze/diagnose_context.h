@@ -52,9 +52,9 @@ class DiagnoseContext {
   std::int64_t end_ns = 0;          // last event end
   bool has_device() const { return !device.empty(); }
 
-  // torch's key_averages() rows (computed on first use unless the
-  // constructor did; the first use is then not thread-safe) and the two
-  // totals torch prints under its table.
+  // torch's key_averages() rows and the two totals torch prints under its
+  // table: computed by the constructor when with_averages, else on first
+  // use (which is then not thread-safe).
   const std::vector<StatRow>& averages() const;
   std::int64_t self_cpu_total_ns() const;
   std::int64_t self_device_total_ns() const;
