@@ -34,7 +34,7 @@ struct ReadOptions {
   // about `chunk_bytes` (never fewer pieces than threads), each released as
   // soon as it is merged.
   std::size_t min_parallel_bytes = 4u << 20;
-  std::size_t chunk_bytes = 16u << 20;
+  std::size_t chunk_bytes = 4u << 20;
   // The SIMD token walker parses clean events and hands the rest to the
   // lenient cursor parser; false parses everything with the cursor (tests
   // prove both give the same Trace).
