@@ -48,6 +48,20 @@ class DiagnoseContext {
   std::vector<DeviceOp> device;     // kernels, memcpy, memset (not gpu_user_annotation), by start
   std::vector<std::uint32_t> runtime;   // cuda_runtime / cuda_driver / cuda_sync on CPU lanes, by ts
   std::vector<std::uint32_t> host_ops;  // cpu_op / user_annotation / python_function on CPU lanes, by ts
+  // Calls fn(e) for the events of host_ops and runtime merged in ts order
+  // (a host op first when both start at once): every host-side event in
+  // one pass, for rules that nest calls inside ops per lane.
+  template <typename Fn>
+  void for_each_host_event(Fn fn) const {
+    std::size_t i = 0, j = 0;
+    while (i < host_ops.size() || j < runtime.size()) {
+      if (j >= runtime.size() || (i < host_ops.size() && ts(host_ops[i]) <= ts(runtime[j]))) {
+        fn(host_ops[i++]);
+      } else {
+        fn(runtime[j++]);
+      }
+    }
+  }
   std::int64_t start_ns = 0;        // first event
   std::int64_t end_ns = 0;          // last event end
   bool has_device() const { return !device.empty(); }

@@ -65,14 +65,7 @@ void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) 
   std::unordered_map<StrId, std::int64_t> name_total;
   std::vector<std::uint32_t> instances;
   std::vector<std::int64_t> steps;
-  std::size_t i = 0, j = 0;
-  while (i < c.host_ops.size() || j < c.runtime.size()) {
-    std::uint32_t e;
-    if (j >= c.runtime.size() || (i < c.host_ops.size() && c.ts(c.host_ops[i]) <= c.ts(c.runtime[j]))) {
-      e = c.host_ops[i++];
-    } else {
-      e = c.runtime[j++];
-    }
+  c.for_each_host_event([&](std::uint32_t e) {
     std::vector<std::uint32_t>& st = stacks[ev.lane[e]];
     while (!st.empty() && !(c.ts(st.back()) <= c.ts(e) && c.end(e) <= c.end(st.back()))) st.pop_back();
     const StrId name = ev.name[e];
@@ -88,7 +81,7 @@ void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) 
       if (s >= 0 && (steps.empty() || steps.back() != s)) steps.push_back(s);
     }
     st.push_back(e);
-  }
+  });
 
   // Children of one name, biggest first.
   auto children_of = [&](StrId parent) {

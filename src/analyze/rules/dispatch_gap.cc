@@ -48,14 +48,7 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
   const EventColumns& ev = c.trace.events;
   std::vector<std::vector<std::uint32_t>> pending(c.trace.lanes.size());
   std::unordered_map<StrId, std::vector<Sample>> by_name;
-  std::size_t i = 0, j = 0;
-  while (i < c.host_ops.size() || j < c.runtime.size()) {
-    std::uint32_t e;
-    if (j >= c.runtime.size() || (i < c.host_ops.size() && c.ts(c.host_ops[i]) <= c.ts(c.runtime[j]))) {
-      e = c.host_ops[i++];
-    } else {
-      e = c.runtime[j++];
-    }
+  c.for_each_host_event([&](std::uint32_t e) {
     std::vector<std::uint32_t>& p = pending[ev.lane[e]];
     for (std::size_t k = 0; k < p.size();) {
       const std::uint32_t a = p[k];
@@ -69,7 +62,7 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       }
     }
     if (is_scope(c, e)) p.push_back(e);
-  }
+  });
 
   struct Pick {
     StrId name = 0;
