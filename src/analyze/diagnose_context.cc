@@ -6,7 +6,7 @@
 #include <future>
 
 #include "src/analyze/intervals.h"
-#include "src/analyze/radix_sort.h"
+#include "src/base/radix_sort.h"
 #include "src/trace/json_value.h"
 
 namespace tprof::internal {

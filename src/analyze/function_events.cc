@@ -21,7 +21,7 @@
 #include <unordered_map>
 
 #include "src/analyze/py_repr.h"
-#include "src/analyze/radix_sort.h"
+#include "src/base/radix_sort.h"
 #include "src/base/saturate.h"
 #include "src/trace/json_value.h"
 #include "tprof/key_averages.h"

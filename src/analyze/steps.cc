@@ -5,7 +5,7 @@
 
 #include "src/analyze/id_index.h"
 #include "src/analyze/intervals.h"
-#include "src/analyze/radix_sort.h"
+#include "src/base/radix_sort.h"
 
 namespace tprof {
 

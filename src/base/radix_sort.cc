@@ -1,4 +1,4 @@
-#include "src/analyze/radix_sort.h"
+#include "src/base/radix_sort.h"
 
 #include <algorithm>
 #include <memory>

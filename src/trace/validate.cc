@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "src/base/radix_sort.h"
+
 namespace tprof::internal {
 
 namespace {
@@ -20,11 +22,7 @@ void check_overlaps(Trace* t) {
   }
   for (auto& list : per_lane) {
     if (list.size() < 2) continue;
-    // Writers emit each stream's activity in time order: sort only if not.
-    auto less = [&](std::uint32_t a, std::uint32_t b) {
-      return ev.ts_ns[a] != ev.ts_ns[b] ? ev.ts_ns[a] < ev.ts_ns[b] : a < b;
-    };
-    if (!std::is_sorted(list.begin(), list.end(), less)) std::sort(list.begin(), list.end(), less);
+    sort_by_time(ev.ts_ns, &list);  // writers emit a stream in time order: usually a check only
     std::uint32_t prev = list[0];
     for (std::size_t i = 1; i < list.size(); ++i) {
       const std::uint32_t e = list[i];

@@ -2,7 +2,7 @@
 
 #include "src/analyze/id_index.h"
 #include "src/analyze/intervals.h"
-#include "src/analyze/radix_sort.h"
+#include "src/base/radix_sort.h"
 #include "tprof/read.h"
 #include "tprof/steps.h"
 
