@@ -121,9 +121,7 @@ std::vector<StatRow> torch_averages(const Trace& t) {
 DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) {
   std::future<std::vector<StatRow>> rows;
   if (with_averages) rows = std::async(std::launch::async, torch_averages, std::cref(t));
-  steps = compute_steps(t);
-  std::sort(steps.steps.begin(), steps.steps.end(),
-            [](const StepStat& a, const StepStat& b) { return a.start_ns < b.start_ns; });
+  steps = compute_steps(t);  // its steps come sorted by start (then event)
   const EventColumns& ev = t.events;
   const std::size_t n = ev.size();
   start_ns = t.start_ns();
