@@ -124,7 +124,7 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
   steps = compute_steps(t);  // its steps come sorted by start (then event)
   const EventColumns& ev = t.events;
   const std::size_t n = ev.size();
-  start_ns = t.start_ns();
+  start_ns = steps.trace_start_ns;  // t.start_ns(), already computed
   end_ns = t.end_ns();
   // Names are interned: classify each distinct kernel name once.
   std::vector<std::int8_t> comm_name(t.strings.size(), -1);
