@@ -36,6 +36,10 @@
 
 namespace tprof {
 
+namespace internal {
+class ActivitySource;
+}  // namespace internal
+
 enum class Activity : std::uint8_t { kCpu, kCuda };
 
 // torch.profiler.ProfilerAction.
@@ -117,7 +121,9 @@ class Profiler {
 
   // Errors: kInvalidArgument for an invalid schedule or another profiler
   // already running; kUnsupported is never returned for CUDA — without
-  // CUPTI the window records CPU only and the trace says why.
+  // CUPTI (not built in, no library, no driver or GPU, another profiler
+  // holding it, no permission) the window records CPU only and the trace
+  // says why in an activity_unavailable diagnostic.
   Status start();
   // Ends step step_num() and begins the next one.
   Status step();
@@ -138,6 +144,9 @@ class Profiler {
   void stop_window();
   void open_step();
   void close_step();
+  void start_device();
+  bool wants_cuda() const;
+
 
   ProfilerOptions options_;
   std::unique_ptr<Trace> trace_;
@@ -148,6 +157,13 @@ class Profiler {
   std::uint64_t step_start_ = 0;  // ticks of the open step annotation, 0 = none
   std::int64_t step_label_ = 0;
   std::int64_t window_start_ns_ = 0;
+  std::int64_t window_start_monotonic_ns_ = 0;
+  // Kineto's CUDA activities (CUPTI), when asked for and built in. Started
+  // when a warmup or window begins, stopped (flushed, disabled) when the
+  // window ends.
+  std::unique_ptr<internal::ActivitySource> device_;
+  bool device_started_ = false;
+  std::string device_problem_;  // why it did not start, for this window's trace
 };
 
 }  // namespace tprof

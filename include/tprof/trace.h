@@ -62,6 +62,7 @@ enum class EventKind : std::uint8_t {
   kTraceSpan,          // the profiler's own "Trace" span
   kFlow,               // s/t/f events (ac2g, async_cpu_to_gpu, fwdbwd, ...)
   kMetadata,           // M events
+  kOverhead,           // overhead: the GPU tracer's own work (CUPTI buffer flush, ...)
   kCount_,
 };
 

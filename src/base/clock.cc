@@ -66,6 +66,7 @@ TickConversion TickClock::conversion() const {
   std::lock_guard<std::mutex> lock(mu_);
   c.tick0 = tick0_;
   c.epoch_ns0 = mono0_ + epoch_offset_;
+  c.monotonic_to_epoch_ns = epoch_offset_;
   if (!g_use_tsc) return c;  // ticks are monotonic ns
   if (tick1_ - tick0_ >= 10000000) {
     c.ns_per_tick = static_cast<double>(mono1_ - mono0_) / static_cast<double>(tick1_ - tick0_);

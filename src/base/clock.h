@@ -21,6 +21,9 @@ struct TickConversion {
   std::uint64_t tick0 = 0;
   std::int64_t epoch_ns0 = 0;
   double ns_per_tick = 1.0;
+  // Epoch ns - CLOCK_MONOTONIC ns: puts CLOCK_MONOTONIC times (the GPU
+  // tracer's clock) on the same time line as converted ticks.
+  std::int64_t monotonic_to_epoch_ns = 0;
   std::int64_t operator()(std::uint64_t ticks) const {
     const double delta = static_cast<double>(static_cast<std::int64_t>(ticks - tick0)) * ns_per_tick;
     return epoch_ns0 + static_cast<std::int64_t>(delta < 0 ? delta - 0.5 : delta + 0.5);

@@ -15,9 +15,13 @@
 #include <fstream>
 
 #include "src/base/clock.h"
+#include "src/capture/activity_source.h"
 #include "src/capture/recorder.h"
 #include "src/capture/trace_builder.h"
 #include "tprof/write.h"
+#if TPROF_HAVE_CUPTI
+#include "src/cupti/cupti_source.h"
+#endif
 
 namespace tprof {
 
@@ -47,6 +51,20 @@ Profiler::~Profiler() {
   if (running_) static_cast<void>(stop());
 }
 
+bool Profiler::wants_cuda() const {
+  for (Activity a : options_.activities) {
+    if (a == Activity::kCuda) return true;
+  }
+  return false;
+}
+
+void Profiler::start_device() {
+  if (device_ == nullptr || device_started_) return;
+  Status s = device_->start();
+  device_started_ = s.ok();
+  if (!s.ok()) device_problem_ = s.error().message();
+}
+
 Status Profiler::start() {
   if (running_) return Error(ErrorCode::kInvalidArgument, "the profiler is already running");
   if (options_.schedule.is_set() && !options_.schedule.valid()) {
@@ -58,6 +76,9 @@ Status Profiler::start() {
     return Error(ErrorCode::kInvalidArgument, "another tprof::Profiler is running");
   }
   internal::configure_buffers(options_.buffer_events_per_thread, options_.payload_words_per_thread);
+#if TPROF_HAVE_CUPTI
+  if (wants_cuda() && device_ == nullptr) device_ = internal::make_cupti_source({});
+#endif
   running_ = true;
   step_num_ = 0;
   action_ = options_.schedule(0);
@@ -81,6 +102,11 @@ Status Profiler::stop() {
   if (!running_) return {};
   close_step();
   Status s = transition(action_, ProfilerAction::kNone, true);
+  if (device_started_) {
+    internal::DeviceBatch unused;  // only a warmup's: no window was open
+    device_->stop(&unused);
+    device_started_ = false;
+  }
   running_ = false;
   g_active.store(nullptr);
   return s;
@@ -103,8 +129,11 @@ void Profiler::close_step() {
 }
 
 void Profiler::start_window() {
+  device_problem_.clear();
+  start_device();
   internal::TickClock::instance().sample();
   window_start_ns_ = internal::realtime_ns();
+  window_start_monotonic_ns_ = static_cast<std::int64_t>(internal::monotonic_ns());
   internal::g_epoch.fetch_add(1, std::memory_order_relaxed);
   internal::g_record_shapes.store(options_.record_shapes, std::memory_order_relaxed);
   internal::g_profile_memory.store(options_.profile_memory, std::memory_order_relaxed);
@@ -121,13 +150,20 @@ void Profiler::stop_window() {
   info.pid = static_cast<std::int64_t>(getpid());
   info.process_name = process_name();
   info.window_start_ns = window_start_ns_;
-  for (Activity a : options_.activities) info.cuda_requested |= a == Activity::kCuda;
-  info.cuda_available = false;
+  info.window_start_monotonic_ns = window_start_monotonic_ns_;
+  info.cuda_requested = wants_cuda();
+  info.cuda_available = device_ != nullptr;
+  internal::DeviceBatch device;
+  if (device_started_) {
+    device_->stop(&device);
+    device_started_ = false;
+  }
+  if (!device_problem_.empty()) device.problems.push_back(device_problem_);
   auto threads = internal::collect(internal::g_epoch.load(std::memory_order_relaxed));
   // The previous window's trace goes first: its memory is free for this
   // one's (the two never coexist, and repeated windows reuse the pages).
   trace_.reset();
-  trace_ = std::make_unique<Trace>(internal::build_trace(threads, clock, info));
+  trace_ = std::make_unique<Trace>(internal::build_trace(threads, device, clock, info));
   threads.clear();
   internal::release_collected();
 }
@@ -165,6 +201,9 @@ Status Profiler::transition(ProfilerAction from, ProfilerAction to, bool exiting
   Status status;
   if (stop) stop_window();
   if (ready && options_.on_trace_ready) status = options_.on_trace_ready(*this);
+  // torch's prepare: the GPU tracer starts with the warmup, so that its
+  // set-up cost is not in the recorded window.
+  if (to == A::kWarmup && !exiting) start_device();
   if (start) start_window();
   return status;
 }

@@ -228,6 +228,89 @@ void release_collected() {
   std::erase_if(r.threads, [](const std::unique_ptr<ThreadState>& st) { return !st->alive.load(std::memory_order_acquire); });
 }
 
+namespace {
+
+// Open push/pop ranges of a thread. constinit and trivially destructible:
+// usable from any thread at any time, even during thread exit.
+struct RangeStack {
+  static constexpr std::uint32_t kMaxDepth = 128;
+  std::uint64_t start[kMaxDepth];  // ticks; 0 = opened while not recording
+  std::uint32_t name[kMaxDepth];
+  std::uint32_t depth;  // may exceed kMaxDepth: those levels are not kept
+};
+constinit thread_local RangeStack tl_ranges{};
+
+struct OpenRange {
+  std::uint32_t name;
+  std::uint64_t start;
+};
+struct RangeMap {
+  std::mutex mu;
+  std::unordered_map<std::uint64_t, OpenRange> open;
+};
+RangeMap& range_map() {
+  static RangeMap* m = new RangeMap();  // never destroyed: ranges may end during exit
+  return *m;
+}
+
+void count_drop() noexcept {
+  ThreadBuffer* b = current_buffer();
+  if (b != nullptr) b->dropped.store(b->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void push_range(std::string_view name) noexcept {
+  RangeStack& st = tl_ranges;
+  const std::uint32_t d = st.depth++;
+  if (d >= RangeStack::kMaxDepth) {
+    if (g_recording.load(std::memory_order_relaxed)) count_drop();
+    return;
+  }
+  st.start[d] = 0;
+  if (!g_recording.load(std::memory_order_relaxed)) return;
+  st.name[d] = intern_dynamic(name, kUserAnnotation);
+  st.start[d] = read_ticks();
+}
+
+void pop_range() noexcept {
+  RangeStack& st = tl_ranges;
+  if (st.depth == 0) return;
+  const std::uint32_t d = --st.depth;
+  if (d >= RangeStack::kMaxDepth || st.start[d] == 0) return;
+  const std::uint64_t end = read_ticks();
+  if (!g_recording.load(std::memory_order_relaxed)) return;
+  append({st.name[d], st.start[d], end, 0, kRecordDynamicScope, 0});
+}
+
+void start_range(std::uint64_t id, std::string_view name) noexcept {
+  if (!g_recording.load(std::memory_order_relaxed)) return;
+  const std::uint32_t n = intern_dynamic(name, kUserAnnotation);
+  const std::uint64_t start = read_ticks();
+  RangeMap& m = range_map();
+  try {
+    std::lock_guard<std::mutex> lock(m.mu);
+    m.open[id] = OpenRange{n, start};
+  } catch (...) {
+    count_drop();  // no memory for the map: the range is lost, counted
+  }
+}
+
+void end_range(std::uint64_t id) noexcept {
+  const std::uint64_t end = read_ticks();
+  OpenRange r{};
+  {
+    RangeMap& m = range_map();
+    std::lock_guard<std::mutex> lock(m.mu);
+    auto it = m.open.find(id);
+    if (it == m.open.end()) return;
+    r = it->second;
+    m.open.erase(it);
+  }
+  if (!g_recording.load(std::memory_order_relaxed)) return;
+  append({r.name, r.start, end, 0, kRecordDynamicScope, 0});
+}
+
 std::string_view dynamic_name(std::uint32_t id) {
   NameTable& t = names();
   std::lock_guard<std::mutex> lock(t.mu);

@@ -39,6 +39,18 @@ std::vector<ThreadRecords> collect(std::uint32_t epoch);
 // their records.
 void release_collected();
 
+// NVTX-style ranges (tprof record): recorded as user_annotation scopes with
+// runtime names. push/pop nest on the calling thread (an unmatched pop is
+// ignored; nesting deeper than 128 drops the inner ranges, counted);
+// start/end may happen on different threads, the range is written on the
+// ending thread's lane. Allocation-free except start_range (a map under a
+// lock: NVTX start/end ranges are rare). Ranges opened while no window
+// records are not written.
+void push_range(std::string_view name) noexcept;
+void pop_range() noexcept;
+void start_range(std::uint64_t id, std::string_view name) noexcept;
+void end_range(std::uint64_t id) noexcept;
+
 // Runtime names of kRecordDynamicScope records: (name id, category id).
 std::string_view dynamic_name(std::uint32_t id);
 std::string_view dynamic_category(std::uint32_t id);

@@ -5,7 +5,11 @@
 //      otherwise) ── one pass: name/category/kind through per-site caches,
 //      ticks -> ns, columns written by index (capacity reserved once),
 //      args through one JsonWriter into one buffer that becomes the
-//      trace's source ── check_trace
+//      trace's source
+//   ── device batch: API calls -> innermost open scope on their thread
+//      (External id, user annotation) ── device work -> its launch by
+//      correlation id ── ac2g flows ── gpu_user_annotation spans
+//   ── lane metadata (M events) ── assemble_trace (shared with the reader)
 //
 // stop() pays this once per event, so nothing here allocates, copies or
 // hashes a string per event.
@@ -15,10 +19,11 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <unordered_map>
 
 #include "src/base/json_writer.h"
+#include "src/trace/assemble.h"
 #include "src/trace/event_parser.h"
-#include "src/trace/validate.h"
 #include "tprof/record_function.h"
 
 namespace tprof::internal {
@@ -30,7 +35,8 @@ constexpr const char* kVersion = "0.1.0";
 constexpr JsonKey kExternalId("External id"), kInputDims("Input Dims"), kDeviceType("Device Type"),
     kDeviceId("Device Id"), kAddr("Addr"), kBytes("Bytes"), kTotalAllocated("Total Allocated"),
     kTotalReserved("Total Reserved"), kVersionKey("version"), kDroppedEvents("droppedEvents"),
-    kDroppedShapes("droppedShapes"), kNameKey("name"), kLabels("labels");
+    kDroppedShapes("droppedShapes"), kDroppedDeviceRecords("droppedDeviceRecords"), kNameKey("name"),
+    kLabels("labels"), kSortIndex("sort_index");
 
 // The end of a record's interval (instants end where they start).
 std::uint64_t end_tick(const Record& r) { return r.kind == kRecordMemory ? r.b : r.c; }
@@ -101,9 +107,22 @@ class Builder {
  public:
   Builder(const TickConversion& clock, const CaptureInfo& info) : clock_(clock), info_(info), aw_(&args_) {}
 
-  Trace run(const std::vector<ThreadRecords>& threads);
+  Trace run(const std::vector<ThreadRecords>& threads, const DeviceBatch& device);
 
  private:
+  // A recorded scope, for linking API calls to the scope open around them.
+  struct Scope {
+    std::int64_t start, end;
+    std::int64_t external_id;
+    std::uint32_t event;
+    bool user_annotation;  // a user_annotation other than ProfilerStep#N
+  };
+  // What an API call is linked to: the innermost scope open around it, and
+  // the innermost user annotation (its gpu_user_annotation span).
+  struct Link {
+    std::int64_t external_id = -1;
+    std::uint32_t annotation = kNoIndex;  // event index of the user annotation
+  };
   struct Site {
     const ScopeSite* site = nullptr;
     StrId name = kEmptyStr, cat = kEmptyStr;
@@ -115,7 +134,7 @@ class Builder {
   // capacity reserved up front.
   std::uint32_t next_row() {
     if (n_ == rows_) {
-      rows_ = std::min<std::uint32_t>(rows_ + 4096, capacity_);
+      rows_ = n_ < capacity_ ? std::min<std::uint32_t>(rows_ + 4096, capacity_) : rows_ + 4096;
       t_.events.resize(rows_);
     }
     return n_++;
@@ -150,6 +169,8 @@ class Builder {
     t_.events.args_ref[e] = args_ref::make(start, aw_.size() - start, false);
   }
   void store_args();
+  // An M event and its payload for assemble_trace (which sets the lane's
+  // and process's names and sort indices from it, as for a file).
   void metadata(const char* what, std::uint32_t lane, const JsonKey& key, std::string_view value) {
     const std::uint32_t e =
         add_event(Phase::kMetadata, t_.strings.intern(what), kEmptyStr, lane, info_.window_start_ns, 0);
@@ -157,7 +178,43 @@ class Builder {
       w.key(key);
       w.value_string(value);
     });
+    meta_.push_back({e, t_.strings.intern(value), 0, false});
   }
+  void sort_index(const char* what, std::uint32_t lane, std::int64_t value) {
+    const std::uint32_t e =
+        add_event(Phase::kMetadata, t_.strings.intern(what), kEmptyStr, lane, info_.window_start_ns, 0);
+    set_args(e, [&](JsonWriter& w) {
+      w.key(kSortIndex);
+      w.value_int(value);
+    });
+    meta_.push_back({e, kEmptyStr, value, true});
+  }
+  // An event with args {"External id": ext (when linked), <members>}.
+  std::uint32_t add_linked_event(Phase ph, StrId name, StrId cat, std::uint32_t lane, std::int64_t ts,
+                                 std::int64_t dur, std::int64_t ext, std::string_view members) {
+    const std::uint32_t e = add_event(ph, name, cat, lane, ts, dur);
+    t_.events.external_id[e] = ext;
+    if (ext < 0 && members.empty()) return e;
+    set_args(e, [&](JsonWriter& w) {
+      if (ext >= 0) {
+        w.key(kExternalId);
+        w.value_int(ext);
+      }
+      if (!members.empty()) w.members_raw(members);
+    });
+    return e;
+  }
+  void add_flow(Phase ph, std::uint32_t lane, std::int64_t ts, std::uint64_t id) {
+    const std::uint32_t e = add_event(ph, ac2g_, ac2g_, lane, ts, 0);
+    t_.events.kind[e] = EventKind::kFlow;
+    t_.events.flow_id[e] = static_cast<std::int64_t>(id);
+    if (ph == Phase::kFlowEnd) t_.events.flags[e] = kFlagBindEnclosing;
+  }
+  std::uint32_t thread_lane(std::int64_t tid) {
+    return t_.lane_for(TraceId{info_.pid, kEmptyStr, false}, TraceId{tid, kEmptyStr, false}, LaneKind::kCpu);
+  }
+  void link_api_calls(const DeviceBatch& d, const std::vector<std::uint32_t>& api, std::vector<Link>* links);
+  void add_device(const DeviceBatch& d);
   const Site& site(const ScopeSite* s);
   std::pair<StrId, StrId> dynamic(std::uint32_t id);
 
@@ -173,6 +230,9 @@ class Builder {
   std::vector<std::pair<StrId, StrId>> dynamic_;       // per runtime name id: name, category
   std::string args_;
   JsonWriter aw_;
+  std::vector<MetaRecord> meta_;
+  std::unordered_map<std::int64_t, std::vector<Scope>> scopes_;  // per OS thread id, in start order
+  StrId ac2g_ = kEmptyStr;
 };
 
 // Hands every event's args to the trace without copying them: args_
@@ -223,23 +283,41 @@ std::pair<StrId, StrId> Builder::dynamic(std::uint32_t id) {
   return d;
 }
 
-Trace Builder::run(const std::vector<ThreadRecords>& threads) {
+Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch& device) {
   t_.meta.producer = Producer::kTprof;
   std::uint64_t dropped = 0, dropped_shapes = 0;
-  std::size_t total = 2 + threads.size();  // process and thread metadata
+  std::size_t total = 4 + 2 * threads.size();  // process and thread metadata
   for (const ThreadRecords& tr : threads) {
     dropped += tr.dropped;
     dropped_shapes += tr.dropped_shapes;
     total += tr.records.size();
   }
+  // Each device event, its flow, its share of the GPU annotation spans.
+  total += 3 * device.events.size();
   // Sized once and written by index; trimmed to what was written at the end.
   t_.events.reserve(total);
-  capacity_ = static_cast<std::uint32_t>(total);
+  capacity_ = static_cast<std::uint32_t>(std::min<std::size_t>(total, 0xffffffffu));
   args_.reserve(32 * total);  // "External id" args: about 20 bytes
   aw_.begin_array();
-  t_.meta.dropped_events = dropped;
+  t_.meta.dropped_events = dropped + device.dropped;
+  // Kineto's top level as PyTorch 2.x writes it: ts relative to
+  // baseTimeNanoseconds (µs with three decimals stay exact as doubles, which
+  // epoch µs near 1.8e15 are not), displayTimeUnit, the devices.
+  const std::int64_t base = info_.window_start_ns - info_.window_start_ns % 1000000000;
+  t_.meta.base_time_ns = base;
   t_.meta.top_level.emplace_back("schemaVersion", "1");
-  t_.meta.top_level.emplace_back("deviceProperties", "[]");
+  {
+    std::string props = "[";
+    for (std::size_t i = 0; i < device.device_properties.size(); ++i) {
+      if (i > 0) props += ", ";
+      props += device.device_properties[i];
+    }
+    props += "]";
+    t_.meta.top_level.emplace_back("deviceProperties", std::move(props));
+  }
+  for (const auto& kv : device.top_level) t_.meta.top_level.push_back(kv);
+  t_.meta.top_level.emplace_back("displayTimeUnit", "\"ms\"");
+  t_.meta.top_level.emplace_back("baseTimeNanoseconds", std::to_string(base));
   {
     std::string tprof_key;
     JsonWriter w(&tprof_key);
@@ -247,9 +325,11 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads) {
     w.key(kVersionKey);
     w.value_string(kVersion);
     w.key(kDroppedEvents);
-    w.value_uint(dropped);
+    w.value_uint(dropped + device.dropped);
     w.key(kDroppedShapes);
     w.value_uint(dropped_shapes);
+    w.key(kDroppedDeviceRecords);
+    w.value_uint(device.dropped);
     w.end_object();
     t_.meta.top_level.emplace_back("tprof", std::move(tprof_key));
   }
@@ -258,9 +338,7 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads) {
   const std::uint32_t process_lane = t_.lane_for(pid, TraceId{0, kEmptyStr, false}, LaneKind::kOther);
   metadata("process_name", process_lane, kNameKey, info_.process_name);
   metadata("process_labels", process_lane, kLabels, "CPU");
-  Process& proc = t_.process_for(pid);
-  proc.name = t_.strings.intern(info_.process_name);
-  proc.labels = t_.strings.intern("CPU");
+  sort_index("process_sort_index", process_lane, info_.pid);
 
   // "Total Allocated" is the running sum per device over all threads, in time order.
   struct Mem {
@@ -304,7 +382,9 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads) {
     const std::uint32_t lane = t_.lane_for(pid, TraceId{tr.tid, kEmptyStr, false}, LaneKind::kCpu);
     const std::string thread_label = "thread " + std::to_string(tr.tid) + " (" + tr.name + ")";
     metadata("thread_name", lane, kNameKey, thread_label);
-    t_.lanes[lane].thread_name = t_.strings.intern(thread_label);
+    sort_index("thread_sort_index", lane, tr.tid);
+    std::vector<Scope>& scopes = scopes_[tr.tid];
+    scopes.reserve(scopes.size() + rs.size());
     start_order(rs, &order, &order_scratch);
     for (const std::uint32_t ri : order) {
       const Record& r = rs[ri];
@@ -361,6 +441,8 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads) {
       cols.phase[e] = Phase::kComplete;
       cols.kind[e] = kind;
       cols.external_id[e] = ++external_id;
+      const bool annotation = kind == EventKind::kUserAnnotation && r.kind != kRecordStep;
+      scopes.push_back({ts, cols.ts_ns[e] + cols.dur_ns[e], external_id, e, annotation});
       set_args(e, [&](JsonWriter& w) {
         w.key(kExternalId);
         w.value_int(external_id);
@@ -382,6 +464,7 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads) {
       });
     }
   }
+  add_device(device);
   t_.events.resize(n_);
   aw_.end_array();  // complete: all of it is in args_
   store_args();
@@ -395,18 +478,201 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads) {
                        std::to_string(dropped_shapes) + " events lost their input shapes: payload arenas were full "
                                                         "(raise ProfilerOptions::payload_words_per_thread)");
   }
+  if (device.dropped > 0) {
+    t_.diagnostics.add(DiagnosticCode::kDroppedEvents, -1,
+                       std::to_string(device.dropped) + " GPU activity records dropped by the tracer (buffers full)");
+  }
   if (info_.cuda_requested && !info_.cuda_available) {
     t_.diagnostics.add(DiagnosticCode::kActivityUnavailable, -1,
                        "CUDA activity was requested, but this tprof was built without CUPTI: CPU only");
   }
-  check_trace(&t_);
+  for (const std::string& problem : device.problems) {
+    t_.diagnostics.add(DiagnosticCode::kActivityUnavailable, -1, problem);
+  }
+  assemble_trace(&t_, meta_, {});
   return std::move(t_);
+}
+
+void Builder::link_api_calls(const DeviceBatch& d, const std::vector<std::uint32_t>& api, std::vector<Link>* links) {
+  // Per thread, API calls by midpoint against the scopes in start order: a
+  // stack of the scopes open at that time. The midpoint, not the start:
+  // scope times are calibrated ticks and API times CLOCK_MONOTONIC, which
+  // agree to well under the microseconds a launch call lasts.
+  std::unordered_map<std::int64_t, std::vector<std::uint32_t>> by_thread;
+  for (const std::uint32_t i : api) by_thread[d.events[i].thread].push_back(i);
+  links->assign(d.events.size(), Link{});
+  const std::int64_t shift = clock_.monotonic_to_epoch_ns;
+  auto mid = [&](std::uint32_t i) {
+    const DeviceEvent& x = d.events[i];
+    return shift + x.start_ns + (x.end_ns - x.start_ns) / 2;
+  };
+  std::vector<std::uint32_t> open;         // indices into the thread's scopes
+  std::vector<std::uint32_t> annotation;   // innermost user annotation at each depth, or kNoIndex
+  for (auto& [tid, calls] : by_thread) {
+    auto it = scopes_.find(tid);
+    if (it == scopes_.end()) continue;
+    const std::vector<Scope>& scopes = it->second;
+    std::stable_sort(calls.begin(), calls.end(), [&](std::uint32_t a, std::uint32_t b) { return mid(a) < mid(b); });
+    open.clear();
+    annotation.clear();
+    std::size_t next = 0;
+    for (const std::uint32_t call : calls) {
+      const std::int64_t m = mid(call);
+      while (next < scopes.size() && scopes[next].start <= m) {
+        while (!open.empty() && scopes[open.back()].end <= scopes[next].start) {
+          open.pop_back();
+          annotation.pop_back();
+        }
+        const std::uint32_t below = annotation.empty() ? kNoIndex : annotation.back();
+        annotation.push_back(scopes[next].user_annotation ? static_cast<std::uint32_t>(next) : below);
+        open.push_back(static_cast<std::uint32_t>(next++));
+      }
+      while (!open.empty() && scopes[open.back()].end <= m) {
+        open.pop_back();
+        annotation.pop_back();
+      }
+      if (open.empty()) continue;
+      Link& l = (*links)[call];
+      l.external_id = scopes[open.back()].external_id;
+      if (annotation.back() != kNoIndex) l.annotation = scopes[annotation.back()].event;
+    }
+  }
+}
+
+void Builder::add_device(const DeviceBatch& d) {
+  if (d.events.empty()) return;
+  ac2g_ = t_.strings.intern("ac2g");
+  const std::int64_t shift = clock_.monotonic_to_epoch_ns;
+  std::vector<std::uint32_t> api, work;
+  for (std::uint32_t i = 0; i < d.events.size(); ++i) {
+    const DeviceEvent& x = d.events[i];
+    if (x.start_ns < info_.window_start_monotonic_ns) continue;  // a warmup's
+    const bool host = x.kind == DeviceEventKind::kRuntime || x.kind == DeviceEventKind::kDriver;
+    (host ? api : work).push_back(i);
+  }
+  auto by_start = [&](std::uint32_t a, std::uint32_t b) {
+    const DeviceEvent &x = d.events[a], &y = d.events[b];
+    return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
+  };
+  std::stable_sort(api.begin(), api.end(), by_start);
+  std::stable_sort(work.begin(), work.end(), by_start);
+  std::vector<Link> links;
+  link_api_calls(d, api, &links);
+
+  // The launch of each piece of device work: the API call with its
+  // correlation id (one call may launch many: a graph launch).
+  std::unordered_map<std::uint64_t, std::uint32_t> launch_of;
+  for (const std::uint32_t i : api) {
+    if (d.events[i].correlation != 0) launch_of.emplace(d.events[i].correlation, i);
+  }
+  std::vector<std::uint8_t> launched(d.events.size(), 0);
+  for (const std::uint32_t i : work) {
+    auto it = launch_of.find(d.events[i].correlation);
+    if (d.events[i].correlation != 0 && it != launch_of.end()) launched[it->second] = 1;
+  }
+
+  static constexpr const char* kCategory[] = {"kernel",       "gpu_memcpy",  "gpu_memset", "cuda_sync",
+                                              "cuda_runtime", "cuda_driver", "overhead"};
+  StrId cats[std::size(kCategory)];
+  for (std::size_t k = 0; k < std::size(kCategory); ++k) cats[k] = t_.strings.intern(kCategory[k]);
+  std::unordered_map<std::string_view, StrId> names;
+  auto name_of = [&](const DeviceEvent& x) {
+    const std::string_view n = d.name(x);
+    auto [it, added] = names.try_emplace(n, kEmptyStr);
+    if (added) it->second = t_.strings.intern(n);
+    return it->second;
+  };
+  auto set_correlation = [&](std::uint32_t e, const DeviceEvent& x) {
+    if (x.correlation != 0) t_.events.correlation[e] = static_cast<std::int64_t>(x.correlation);
+  };
+
+  for (const std::uint32_t i : api) {
+    const DeviceEvent& x = d.events[i];
+    const std::uint32_t lane = thread_lane(x.thread);
+    const std::int64_t ts = shift + x.start_ns;
+    const std::uint32_t e = add_linked_event(Phase::kComplete, name_of(x), cats[static_cast<int>(x.kind)], lane, ts,
+                                             x.end_ns - x.start_ns, links[i].external_id, d.args(x));
+    set_correlation(e, x);
+    if (launched[i]) add_flow(Phase::kFlowStart, lane, ts, x.correlation);
+  }
+
+  // GPU user annotation spans: per (annotation, device, stream), from the
+  // first to the last device activity its launches started (Kineto's).
+  struct Span {
+    std::int64_t start, end;
+  };
+  std::map<std::tuple<std::uint32_t, std::int32_t, std::int64_t>, Span> spans;
+  std::vector<std::int32_t> devices;
+  for (const std::uint32_t i : work) {
+    const DeviceEvent& x = d.events[i];
+    const bool overhead = x.kind == DeviceEventKind::kOverhead;
+    // Overhead: where Kineto puts it (pid -1, tid 0: no device).
+    const std::uint32_t lane = overhead ? t_.lane_for(TraceId{-1, kEmptyStr, false}, TraceId{0, kEmptyStr, false},
+                                                      LaneKind::kOther)
+                                        : t_.lane_for(TraceId{x.device, kEmptyStr, false},
+                                                      TraceId{x.stream, kEmptyStr, false}, LaneKind::kGpu);
+    if (!overhead && x.device >= 0 && std::find(devices.begin(), devices.end(), x.device) == devices.end()) {
+      devices.push_back(x.device);
+    }
+    auto it = x.correlation != 0 ? launch_of.find(x.correlation) : launch_of.end();
+    const Link link = it != launch_of.end() ? links[it->second] : Link{};
+    const std::int64_t ts = shift + x.start_ns;
+    const std::uint32_t e = add_linked_event(Phase::kComplete, name_of(x), cats[static_cast<int>(x.kind)], lane, ts,
+                                             x.end_ns - x.start_ns, link.external_id, d.args(x));
+    set_correlation(e, x);
+    if (it != launch_of.end()) add_flow(Phase::kFlowEnd, lane, ts, x.correlation);
+    if (link.annotation != kNoIndex && !overhead && x.kind != DeviceEventKind::kSync) {
+      auto [s, added] = spans.try_emplace({link.annotation, x.device, x.stream}, Span{ts, ts + x.end_ns - x.start_ns});
+      if (!added) {
+        s->second.start = std::min(s->second.start, ts);
+        s->second.end = std::max(s->second.end, ts + x.end_ns - x.start_ns);
+      }
+    }
+  }
+  const StrId gpu_annotation = t_.strings.intern("gpu_user_annotation");
+  for (const auto& [key, span] : spans) {
+    const auto& [annotation, dev, stream] = key;
+    const std::uint32_t lane =
+        t_.lane_for(TraceId{dev, kEmptyStr, false}, TraceId{stream, kEmptyStr, false}, LaneKind::kGpu);
+    // Kineto starts the span 1 ns early and ends it 1 ns late, so that
+    // viewers draw it around its first and last activity.
+    add_linked_event(Phase::kComplete, t_.events.name[annotation], gpu_annotation, lane, span.start - 1,
+                     span.end - span.start + 2, t_.events.external_id[annotation], {});
+  }
+
+  // Lane metadata as Kineto writes it: a process per device, a row per stream.
+  std::sort(devices.begin(), devices.end());
+  for (const std::int32_t dev : devices) {
+    const std::uint32_t lane =
+        t_.lane_for(TraceId{dev, kEmptyStr, false}, TraceId{0, kEmptyStr, false}, LaneKind::kOther);
+    metadata("process_name", lane, kNameKey, info_.process_name);
+    metadata("process_labels", lane, kLabels, "GPU " + std::to_string(dev));
+    sort_index("process_sort_index", lane, 5000000 + dev);
+  }
+  for (std::uint32_t l = 0; l < t_.lanes.size(); ++l) {
+    const Lane& lane = t_.lanes[l];
+    if (lane.kind != LaneKind::kGpu) continue;
+    const std::int64_t stream = lane.tid.num;
+    // "stream 7 " with Kineto's trailing space.
+    metadata("thread_name", l, kNameKey, "stream " + std::to_string(stream) + " ");
+    sort_index("thread_sort_index", l, stream);
+  }
+  // API calls on threads that recorded no scope: name their rows too.
+  for (const std::uint32_t i : api) {
+    const std::int64_t tid = d.events[i].thread;
+    if (scopes_.count(tid) != 0) continue;
+    scopes_[tid];  // once per thread
+    const std::uint32_t lane = thread_lane(tid);
+    metadata("thread_name", lane, kNameKey, "thread " + std::to_string(tid));
+    sort_index("thread_sort_index", lane, tid);
+  }
 }
 
 }  // namespace
 
-Trace build_trace(const std::vector<ThreadRecords>& threads, const TickConversion& clock, const CaptureInfo& info) {
-  return Builder(clock, info).run(threads);
+Trace build_trace(const std::vector<ThreadRecords>& threads, const DeviceBatch& device, const TickConversion& clock,
+                  const CaptureInfo& info) {
+  return Builder(clock, info).run(threads, device);
 }
 
 }  // namespace tprof::internal

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "src/base/clock.h"
+#include "src/capture/activity_source.h"
 #include "src/capture/recorder.h"
 #include "tprof/trace.h"
 
@@ -18,9 +19,19 @@ struct CaptureInfo {
   std::string process_name;
   std::int64_t window_start_ns = 0;  // epoch ns, for the metadata events
   bool cuda_requested = false;       // Activity::kCuda was asked for
-  bool cuda_available = false;
+  bool cuda_available = false;       // this build has a device source (CUPTI)
+  // Device activity that started before this CLOCK_MONOTONIC time (a
+  // warmup's) is not part of the window.
+  std::int64_t window_start_monotonic_ns = 0;
 };
 
-Trace build_trace(const std::vector<ThreadRecords>& threads, const TickConversion& clock, const CaptureInfo& info);
+// Builds the window's trace from the threads' records and the device
+// source's batch (empty without one): CPU scopes on thread lanes, API calls
+// linked to the innermost scope open around them (External id), device
+// work on (device, stream) lanes linked to its launch by correlation id and
+// an ac2g flow, gpu_user_annotation spans, Kineto's metadata, and the
+// assembly step the reader ends with (src/trace/assemble.h).
+Trace build_trace(const std::vector<ThreadRecords>& threads, const DeviceBatch& device, const TickConversion& clock,
+                  const CaptureInfo& info);
 
 }  // namespace tprof::internal

@@ -25,6 +25,7 @@ std::string_view event_kind_name(EventKind k) {
     case EventKind::kTraceSpan: return "trace_span";
     case EventKind::kFlow: return "flow";
     case EventKind::kMetadata: return "metadata";
+    case EventKind::kOverhead: return "overhead";
     case EventKind::kCount_: break;
   }
   return "unknown";

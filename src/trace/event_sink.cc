@@ -182,6 +182,7 @@ EventKind kind_from_category(std::string_view cat) {
       {"gpu_user_annotation", EventKind::kGpuUserAnnotation},
       {"cuda_sync", EventKind::kCudaSync},
       {"Trace", EventKind::kTraceSpan},
+      {"overhead", EventKind::kOverhead},
   };
   for (const Entry& e : kTable) {
     if (e.cat == cat) return e.kind;

@@ -1,0 +1,93 @@
+// Device activity behind an interface: what the capture library asks of a
+// GPU tracer (CUPTI in src/cupti, a replay of recorded records in tests).
+//
+//   Profiler ── window starts ──▶ source->start()      (enable; may refuse)
+//            ── window ends   ──▶ source->stop(&batch) (flush, disable, hand over)
+//            ── build_trace(threads, batch, ...)       (lanes, External ids, flows)
+//
+// A source delivers events in tprof's terms, not CUPTI's: a kind, times on
+// CLOCK_MONOTONIC (the clock the recorder's ticks are calibrated against),
+// the lane it belongs to, the correlation id that ties an API call to the
+// device work it launched, and its name and args as the trace will show
+// them. Linking to CPU scopes (External id), flows, GPU user-annotation
+// spans and lane metadata are the trace builder's, so that every source
+// gets them the same way.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tprof/status.h"
+
+namespace tprof::internal {
+
+enum class DeviceEventKind : std::uint8_t {
+  kKernel = 0,  // cat "kernel", on the (device, stream) lane
+  kMemcpy,      // cat "gpu_memcpy"
+  kMemset,      // cat "gpu_memset"
+  kSync,        // cat "cuda_sync": a host wait seen by the device (stream/event/context sync)
+  kRuntime,     // cat "cuda_runtime", on the calling thread's lane
+  kDriver,      // cat "cuda_driver", on the calling thread's lane
+  kOverhead,    // cat "overhead": the tracer's own work (buffer flush, instrumentation)
+};
+
+// One activity. Names and args live in the batch's `text`.
+struct DeviceEvent {
+  DeviceEventKind kind = DeviceEventKind::kKernel;
+  std::int64_t start_ns = 0;  // CLOCK_MONOTONIC ns
+  std::int64_t end_ns = 0;    // >= start_ns
+  std::int32_t device = -1;   // device activity and sync: the device; API calls: -1
+  std::int64_t stream = -1;   // device activity: the stream id; -1 when none (context sync)
+  std::int64_t thread = 0;    // API calls and overhead: OS thread id of the caller
+  std::uint64_t correlation = 0;  // API call <-> device work; 0 = none
+  std::uint32_t name_offset = 0, name_len = 0;  // in DeviceBatch::text
+  // The members of the args object as Kineto writes them, in its order,
+  // without braces and without "External id" (the builder writes that
+  // first when the event is linked to a CPU scope), e.g.
+  //   "device": 0, "context": 1, "stream": 7, "correlation": 33, "bytes": 8192
+  std::uint32_t args_offset = 0, args_len = 0;  // in DeviceBatch::text
+};
+
+// What a source hands over at the end of a window.
+struct DeviceBatch {
+  std::vector<DeviceEvent> events;  // any order
+  std::string text;                 // names and args members, referred to by offset
+  // One JSON object per device, as Kineto writes "deviceProperties" elements
+  // ({"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": ..., ...}).
+  std::vector<std::string> device_properties;
+  // Extra top-level keys (raw JSON values), e.g. {"cupti_version", "130001"}.
+  std::vector<std::pair<std::string, std::string>> top_level;
+  std::uint64_t dropped = 0;  // records the tracer lost (e.g. CUPTI's dropped-record count)
+  // Why device activity is missing or incomplete (no driver, CUPTI refused,
+  // ...): each becomes an `activity_unavailable` diagnostic on the trace.
+  std::vector<std::string> problems;
+
+  std::string_view name(const DeviceEvent& e) const { return std::string_view(text).substr(e.name_offset, e.name_len); }
+  std::string_view args(const DeviceEvent& e) const { return std::string_view(text).substr(e.args_offset, e.args_len); }
+  // Appends `s` to text; returns (offset, length).
+  std::pair<std::uint32_t, std::uint32_t> add_text(std::string_view s) {
+    const auto off = static_cast<std::uint32_t>(text.size());
+    text.append(s);
+    return {off, static_cast<std::uint32_t>(s.size())};
+  }
+};
+
+// A device tracer. Called from the profiler's control thread only; the
+// tracer's own callbacks may run on any thread.
+class ActivitySource {
+ public:
+  virtual ~ActivitySource() = default;
+  // Starts recording device activity (idempotent while started). An error
+  // says why it cannot (no driver, no CUPTI library, another profiler holds
+  // CUPTI, insufficient privileges); the window then records CPU only.
+  virtual Status start() = 0;
+  // Ends recording: waits for the device to finish queued work, flushes
+  // every buffer, disables the tracer (a stopped source costs nothing) and
+  // appends what was recorded since start() to *out.
+  virtual void stop(DeviceBatch* out) = 0;
+};
+
+}  // namespace tprof::internal

@@ -1,0 +1,111 @@
+#include "src/trace/assemble.h"
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "src/trace/json_cursor.h"
+#include "src/trace/validate.h"
+
+namespace tprof::internal {
+
+namespace {
+
+void finish_lanes(Trace* t, std::span<const DeviceHint> hints) {
+  Trace& trace_ = *t;
+  const std::size_t nl = trace_.lanes.size();
+  std::vector<std::uint8_t> seen(nl, 0);  // bit 0: host activity, bit 1: device activity
+  for (std::size_t e = 0; e < trace_.events.size(); ++e) {
+    const EventKind k = trace_.events.kind[e];
+    std::uint8_t bit = 0;
+    switch (k) {
+      case EventKind::kKernel:
+      case EventKind::kGpuMemcpy:
+      case EventKind::kGpuMemset:
+      case EventKind::kGpuUserAnnotation:
+      case EventKind::kCudaSync:
+        bit = 2;
+        break;
+      case EventKind::kCpuOp:
+      case EventKind::kUserAnnotation:
+      case EventKind::kPythonFunction:
+      case EventKind::kCudaRuntime:
+      case EventKind::kCudaDriver:
+      case EventKind::kMemory:
+      case EventKind::kOutOfMemory:
+        bit = 1;
+        break;
+      case EventKind::kOther:
+        // Unknown categories count as host work only under a numeric pid
+        // (not "Spans", "Traces", "").
+        bit = trace_.events.phase[e] == Phase::kComplete && !trace_.lanes[trace_.events.lane[e]].pid.is_str ? 1 : 0;
+        break;
+      default:
+        break;
+    }
+    seen[trace_.events.lane[e]] |= bit;
+  }
+  for (std::size_t l = 0; l < nl; ++l) {
+    Lane& lane = trace_.lanes[l];
+    if (seen[l] & 2) {
+      lane.kind = LaneKind::kGpu;
+      if (!lane.pid.is_str) lane.device = static_cast<std::int32_t>(lane.pid.num);
+      if (!lane.tid.is_str) {
+        lane.stream = lane.tid.num;
+      } else {
+        // 2021 traces: "stream 7".
+        std::string_view s = trace_.strings.str(lane.tid.str);
+        if (s.rfind("stream ", 0) == 0) {
+          std::int64_t v = 0;
+          if (parse_int64(s.substr(7), &v)) lane.stream = v;
+        }
+      }
+    } else if (seen[l] & 1) {
+      lane.kind = LaneKind::kCpu;  // also "CPU functions", the pid of torch's legacy export
+    } else {
+      lane.kind = LaneKind::kOther;
+    }
+  }
+  // Kineto writes pid = device and tid = stream for device activity; the
+  // args' "device"/"stream" only fill in what the ids do not say (some
+  // writers put stream 0xffffffff there).
+  for (const DeviceHint& h : hints) {
+    Lane& lane = trace_.lanes[h.lane];
+    if (lane.device < 0 && h.device >= 0) lane.device = h.device;
+    if (lane.stream < 0 && h.stream >= 0 && h.stream <= INT32_MAX) lane.stream = h.stream;
+  }
+}
+
+void apply_metadata(Trace* t, std::span<const MetaRecord> meta) {
+  Trace& trace_ = *t;
+  const auto process_name = trace_.strings.find("process_name");
+  const auto process_labels = trace_.strings.find("process_labels");
+  const auto process_sort = trace_.strings.find("process_sort_index");
+  const auto thread_name = trace_.strings.find("thread_name");
+  const auto thread_sort = trace_.strings.find("thread_sort_index");
+  for (const MetaRecord& m : meta) {
+    const StrId name = trace_.events.name[m.event];
+    Lane& lane = trace_.lanes[trace_.events.lane[m.event]];
+    if (name == process_name) {
+      trace_.process_for(lane.pid).name = m.text;
+    } else if (name == process_labels) {
+      trace_.process_for(lane.pid).labels = m.text;
+    } else if (name == process_sort && m.has_number) {
+      trace_.process_for(lane.pid).sort_index = m.number;
+    } else if (name == thread_name) {
+      lane.thread_name = m.text;
+    } else if (name == thread_sort && m.has_number) {
+      lane.sort_index = m.number;
+    }
+  }
+}
+
+}  // namespace
+
+void assemble_trace(Trace* trace, std::span<const MetaRecord> meta, std::span<const DeviceHint> hints) {
+  finish_lanes(trace, hints);
+  apply_metadata(trace, meta);
+  check_trace(trace);
+}
+
+}  // namespace tprof::internal
