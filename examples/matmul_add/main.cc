@@ -5,6 +5,11 @@
 //   matmul_add --size 1024 --dtype fp32 --warmup --compile
 //   -> ./traces/01_matmul_add/1024_fp32_warm_compile.json  (Chrome trace)
 //      ./traces/01_matmul_add/1024_fp32_warm_compile.txt   (key_averages().table())
+//   matmul_add --device cuda --warmup --fused
+//   -> ./traces/01_matmul_add/64_bf16_warm_fused.json / .txt
+//
+// --device cpu runs OpenBLAS (ops.h); --device cuda runs cuBLAS/cuBLASLt and
+// one kernel of ours (cuda_ops.h) in a build that found the CUDA toolkit.
 //
 // Exit status: 0 done, 1 the profiler or a file failed, 2 bad arguments or
 // an unavailable device.
@@ -19,8 +24,13 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "bf16.h"
+#if MATMUL_ADD_WITH_CUDA
+#include "cuda_ops.h"
+#endif
 #include "ops.h"
 #include "tensor.h"
 #include "tprof/profiler.h"
@@ -35,14 +45,15 @@ constexpr int kExitUsage = 2;
 constexpr int kWarmupCalls = 3;
 
 constexpr std::string_view kUsage =
-    "usage: matmul_add [--size N] [--dtype bf16|fp32] [--warmup] [--compile] [--batch N]\n"
+    "usage: matmul_add [--size N] [--dtype bf16|fp32] [--warmup] [--compile | --fused] [--batch N]\n"
     "                  [--device cpu|cuda] [--trace-dir DIR] [--steps N]\n"
     "  --size N         x, w and b are N x N (default 64)\n"
     "  --dtype T        bf16 (default) or fp32\n"
     "  --warmup         3 untimed calls before profiling (file name: warm, else cold)\n"
     "  --compile        the fused path torch.compile runs: addmm (bias copy + one GEMM)\n"
+    "  --fused          cuda only: one cuBLASLt GEMM computing x.w + b, no copy (file name: fused)\n"
     "  --batch N        N independent N x N GEMMs per call, like torch.bmm (default 1: torch.mm)\n"
-    "  --device D       cpu (default); cuda is not available in this build\n"
+    "  --device D       cpu (default, OpenBLAS) or cuda (cuBLAS/cuBLASLt on device 0)\n"
     "  --trace-dir DIR  where the .json and .txt go (default ./traces/01_matmul_add)\n"
     "  --steps N        active steps recorded (default 20)\n";
 
@@ -51,6 +62,7 @@ struct Options {
   DType dtype = DType::kBf16;
   bool warmup = false;
   bool compile = false;
+  bool fused = false;
   std::int64_t batch = 1;
   std::string device = "cpu";
   std::string trace_dir = "./traces/01_matmul_add";
@@ -77,6 +89,10 @@ std::optional<Options> parse_args(int argc, char** argv, std::string& error) {
     }
     if (flag == "--compile") {
       o.compile = true;
+      continue;
+    }
+    if (flag == "--fused") {
+      o.fused = true;
       continue;
     }
     if (i + 1 >= argc) {
@@ -114,6 +130,17 @@ std::optional<Options> parse_args(int argc, char** argv, std::string& error) {
       return std::nullopt;
     }
   }
+  // On the CPU, CBLAS's GEMM accumulates into C in place (C = A·B + beta·C)
+  // and has no separate output, so a "fused" CPU run would be --compile's
+  // copy + GEMM again: --fused exists for cuBLASLt's D = A·B + C only.
+  if (o.fused && o.compile) {
+    error = "--fused and --compile are different paths: give one";
+    return std::nullopt;
+  }
+  if (o.fused && o.device != "cuda") {
+    error = "--fused needs --device cuda (cuBLASLt's D = A*B + C; on the CPU it would be --compile's copy + GEMM)";
+    return std::nullopt;
+  }
   return o;
 }
 
@@ -140,13 +167,13 @@ Tensor compiled_matmul_add(const Tensor& x, const Tensor& w, const Tensor& b) {
   return x.rank() == 2 ? addmm(b, x, w) : baddbmm(b, x, w);
 }
 
-// The output name without extension: <size>_<dtype>_<cold|warm>_<eager|compile>,
+// The output name without extension: <size>_<dtype>_<cold|warm>_<eager|compile|fused>,
 // prefixed bmm<N>x when batched, as the torch fixtures in tests/data name theirs.
 std::string output_stem(const Options& o) {
   std::string stem = o.batch > 1 ? "bmm" + std::to_string(o.batch) + "x" : "";
   stem += std::to_string(o.size) + "_" + dtype_name(o.dtype);
   stem += o.warmup ? "_warm" : "_cold";
-  stem += o.compile ? "_compile" : "_eager";
+  stem += o.fused ? "_fused" : o.compile ? "_compile" : "_eager";
   return stem;
 }
 
@@ -158,7 +185,45 @@ tprof::Status write_text(const std::string& path, const std::string& text) {
   return {};
 }
 
-tprof::Status run(const Options& o) {
+// The script's profiler: schedule(wait=0, warmup=1, active=steps, repeat=1),
+// record_shapes and profile_memory.
+tprof::ProfilerOptions profiler_options(const Options& o, std::vector<tprof::Activity> activities) {
+  return {.activities = std::move(activities),
+          .schedule = tprof::schedule({.wait = 0, .warmup = 1, .active = o.steps, .repeat = 1}),
+          .record_shapes = true,
+          .profile_memory = true};
+}
+
+// Runs the profiled loop: `call` (returning a Status) once per step inside
+// record_function("matmul_add"), then prof.step().
+template <class Call>
+tprof::Status record_steps(tprof::Profiler& prof, const Options& o, Call&& call) {
+  TPROF_TRY(prof.start());
+  // One profiler-warmup step, then the active ones; the window's trace is
+  // complete when the last step() leaves it.
+  for (int i = 0; i < 1 + o.steps; ++i) {
+    {
+      TPROF_RECORD_FUNCTION("matmul_add");
+      TPROF_TRY(call());
+    }
+    TPROF_TRY(prof.step());
+  }
+  return prof.stop();
+}
+
+// Writes <stem>.json and <stem>.txt, the table sorted by `sort_by`.
+tprof::Status write_outputs(const tprof::Profiler& prof, const Options& o, const std::string& sort_by) {
+  std::error_code ec;
+  std::filesystem::create_directories(o.trace_dir, ec);
+  if (ec) return tprof::Error(tprof::ErrorCode::kIo, "cannot create the trace directory: " + ec.message(), o.trace_dir);
+  const std::string base = (std::filesystem::path(o.trace_dir) / output_stem(o)).string();
+  TPROF_TRY(prof.export_chrome_trace(base + ".json"));
+  TPROF_TRY(write_text(base + ".txt", prof.key_averages().table({.sort_by = sort_by, .row_limit = 15})));
+  std::cout << "matmul_add: wrote " << base << ".json and " << base << ".txt\n";
+  return {};
+}
+
+tprof::Status run_cpu(const Options& o) {
   const auto fn = o.compile ? compiled_matmul_add : eager_matmul_add;
   Tensor x = Tensor::empty(o.batch, o.size, o.size, o.dtype);
   Tensor w = Tensor::empty(o.batch, o.size, o.size, o.dtype);
@@ -170,34 +235,49 @@ tprof::Status run(const Options& o) {
     for (int i = 0; i < kWarmupCalls; ++i) fn(x, w, b);
   }
 
-  tprof::Profiler prof({.activities = {tprof::Activity::kCpu},
-                        .schedule = tprof::schedule({.wait = 0, .warmup = 1, .active = o.steps, .repeat = 1}),
-                        .record_shapes = true,
-                        .profile_memory = true});
-  TPROF_TRY(prof.start());
+  tprof::Profiler prof(profiler_options(o, {tprof::Activity::kCpu}));
   Tensor z;
-  // One profiler-warmup step, then the active ones; the window's trace is
-  // complete when the last step() leaves it.
-  for (int i = 0; i < 1 + o.steps; ++i) {
-    {
-      TPROF_RECORD_FUNCTION("matmul_add");
-      z = fn(x, w, b);
-    }
-    TPROF_TRY(prof.step());
-  }
-  TPROF_TRY(prof.stop());
-
-  std::error_code ec;
-  std::filesystem::create_directories(o.trace_dir, ec);
-  if (ec) return tprof::Error(tprof::ErrorCode::kIo, "cannot create the trace directory: " + ec.message(), o.trace_dir);
-  const std::string base = (std::filesystem::path(o.trace_dir) / output_stem(o)).string();
-  TPROF_TRY(prof.export_chrome_trace(base + ".json"));
+  TPROF_TRY(record_steps(prof, o, [&] {
+    z = fn(x, w, b);
+    return tprof::Status();
+  }));
   // The script sorts by cuda_time_total; with CPU activity only every CUDA
   // time is zero, so the CPU total orders the rows instead.
-  TPROF_TRY(write_text(base + ".txt", prof.key_averages().table({.sort_by = "cpu_time_total", .row_limit = 15})));
-  std::cout << "matmul_add: wrote " << base << ".json and " << base << ".txt\n";
-  return {};
+  return write_outputs(prof, o, "cpu_time_total");
 }
+
+#if MATMUL_ADD_WITH_CUDA
+// The same loop on device 0 (cuda_ops.h). Inputs are the CPU run's values,
+// uploaded before profiling, as the script creates its tensors on the device
+// before the profiler starts.
+tprof::Status run_cuda(const Options& o) {
+  Tensor x = Tensor::empty(o.batch, o.size, o.size, o.dtype);
+  Tensor w = Tensor::empty(o.batch, o.size, o.size, o.dtype);
+  Tensor b = Tensor::empty(o.batch, o.size, o.size, o.dtype);
+  fill_randn(x, 1);
+  fill_randn(w, 2);
+  fill_randn(b, 3);
+  const CudaMode mode = o.fused ? CudaMode::kFused : o.compile ? CudaMode::kCompile : CudaMode::kEager;
+  TPROF_TRY_ASSIGN(std::unique_ptr<CudaMatmulAdd> gpu, CudaMatmulAdd::create(x, w, b, mode));
+  if (o.warmup) {
+    for (int i = 0; i < kWarmupCalls; ++i) TPROF_TRY(gpu->call());
+    // Profiling starts with an idle device, as after the script's warmup.
+    TPROF_TRY(gpu->synchronize());
+  }
+
+  tprof::Profiler prof(profiler_options(o, {tprof::Activity::kCpu, tprof::Activity::kCuda}));
+  // No synchronization per step: torch's loop has none (each step only
+  // enqueues), and nothing here reads z. The profiler drains the device when
+  // the window closes (tprof's CUPTI source synchronizes in its stop, as
+  // torch's profiler does); the synchronize below reports errors of the
+  // enqueued work before any file is written.
+  TPROF_TRY(record_steps(prof, o, [&] { return gpu->call(); }));
+  TPROF_TRY(gpu->synchronize());
+  // The script's own sort key: with CUDA activity the device totals exist.
+  TPROF_TRY(write_outputs(prof, o, "cuda_time_total"));
+  return gpu->close();
+}
+#endif
 
 }  // namespace
 }  // namespace matmul_add
@@ -217,9 +297,24 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (options->device == "cuda") {
-    std::cerr << "matmul_add: --device cuda is not available: CUDA support arrives with the CUDA/CUPTI work, "
-                 "and this build has none; use --device cpu\n";
+#if MATMUL_ADD_WITH_CUDA
+    // Checked before anything is created, so a machine without a GPU or
+    // driver gets one line and no files.
+    if (const std::string why = cuda_unavailable_reason(); !why.empty()) {
+      std::cerr << "matmul_add: --device cuda: " << why << "\n";
+      return kExitUsage;
+    }
+    const tprof::Status status = run_cuda(*options);
+    if (!status) {
+      std::cerr << "matmul_add: " << status.error().to_string() << "\n";
+      return kExitFailure;
+    }
+    return 0;
+#else
+    std::cerr << "matmul_add: --device cuda: this build has no CUDA (the CUDA toolkit was not found at configure "
+                 "time)\n";
     return kExitUsage;
+#endif
   }
   // One BLAS thread: OpenBLAS starts one per core by default, and on the
   // 2-core CI machine its GEMM times then depend on whatever else runs there.
@@ -229,7 +324,7 @@ int main(int argc, char** argv) {
     std::cerr << "matmul_add: note: bf16 runs as fp32: this OpenBLAS has no bf16 GEMM (cblas_sbgemm), so inputs "
                  "are converted to fp32, multiplied with cblas_sgemm and rounded back to bf16\n";
   }
-  const tprof::Status status = run(*options);
+  const tprof::Status status = run_cpu(*options);
   if (!status) {
     std::cerr << "matmul_add: " << status.error().to_string() << "\n";
     return kExitFailure;

@@ -1,5 +1,7 @@
 // The matmul_add example: its bf16 rounding and operators against plain
 // loops, then the program itself, its files read back by the tprof CLI.
+// The CUDA forms run only where a device is present (skipped otherwise);
+// without one, --device cuda must be refused cleanly.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -15,6 +17,9 @@
 #include <vector>
 
 #include "examples/matmul_add/bf16.h"
+#if MATMUL_ADD_WITH_CUDA
+#include "examples/matmul_add/cuda_ops.h"
+#endif
 #include "examples/matmul_add/ops.h"
 #include "examples/matmul_add/tensor.h"
 #include "tests/support/run_cli.h"
@@ -244,16 +249,190 @@ TEST_F(MatmulAddExample, Bf16SaysWhetherItRunsAsFp32) {
   }
 }
 
-TEST_F(MatmulAddExample, CudaAndBadFlagsExitTwo) {
-  const CliResult cuda = run_example({"--device", "cuda"});
-  EXPECT_EQ(cuda.exit_code, 2);
-  EXPECT_NE(cuda.err.find("CUDA/CUPTI"), std::string::npos) << cuda.err;
-  EXPECT_FALSE(fs::exists(dir_));
-  for (const std::vector<std::string>& args :
-       std::vector<std::vector<std::string>>{{"--size", "0"}, {"--dtype", "fp16"}, {"--batch", "x"}, {"--bogus"}, {"--size"}}) {
-    EXPECT_EQ(run_example(args).exit_code, 2) << args[0];
+// Why --device cuda cannot run here, as the program says it ("" when it can).
+std::string cuda_refusal() {
+#if MATMUL_ADD_WITH_CUDA
+  const std::string why = cuda_unavailable_reason();
+  return why.empty() ? "" : "matmul_add: --device cuda: " + why + "\n";
+#else
+  return "matmul_add: --device cuda: this build has no CUDA (the CUDA toolkit was not found at configure time)\n";
+#endif
+}
+
+// Without a device or a driver (this machine, CI) --device cuda is refused
+// with status 2 and exactly one line naming the cause, before any file is
+// written, whatever the other flags.
+TEST_F(MatmulAddExample, CudaWithoutADeviceExitsTwoWithTheCause) {
+  const std::string want = cuda_refusal();
+  if (want.empty()) GTEST_SKIP() << "a CUDA device is present: CudaRunsWriteTracesWithDeviceWork covers it";
+#if MATMUL_ADD_WITH_CUDA
+  // No device or driver here; elsewhere, perhaps a GPU older than sm_80.
+  EXPECT_TRUE(want.starts_with("matmul_add: --device cuda: no CUDA device (cudaGetDeviceCount: ") ||
+              want.starts_with("matmul_add: --device cuda: CUDA device 0 "))
+      << want;
+#endif
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--device", "cuda"},
+           {"--device", "cuda", "--fused", "--warmup"},
+           {"--device", "cuda", "--compile", "--dtype", "fp32", "--batch", "2"}}) {
+    const CliResult run = run_example(args);
+    EXPECT_EQ(run.exit_code, 2) << args.size();
+    EXPECT_EQ(run.err, want);
+    EXPECT_EQ(run.out, "");
+    EXPECT_FALSE(fs::exists(dir_)) << args.size();
   }
 }
+
+TEST_F(MatmulAddExample, UsageListsFusedAndCuda) {
+  const CliResult help = run_example({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("[--compile | --fused]"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("  --fused "), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("cuda (cuBLAS/cuBLASLt"), std::string::npos) << help.out;
+  // A bad flag prints the same usage on stderr.
+  const CliResult bad = run_example({"--bogus"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("  --fused "), std::string::npos) << bad.err;
+}
+
+// --fused is cuBLASLt's D = A·B + C: refused on the CPU and with --compile,
+// as argument errors (status 2, no files), before any device is looked at.
+TEST_F(MatmulAddExample, FusedNeedsCudaAndExcludesCompile) {
+  const CliResult cpu = run_example({"--fused"});
+  EXPECT_EQ(cpu.exit_code, 2);
+  EXPECT_NE(cpu.err.find("--fused needs --device cuda"), std::string::npos) << cpu.err;
+  const CliResult explicit_cpu = run_example({"--device", "cpu", "--fused", "--size", "8"});
+  EXPECT_EQ(explicit_cpu.exit_code, 2);
+  EXPECT_NE(explicit_cpu.err.find("--fused needs --device cuda"), std::string::npos) << explicit_cpu.err;
+  const CliResult both = run_example({"--device", "cuda", "--fused", "--compile"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("--fused and --compile"), std::string::npos) << both.err;
+  EXPECT_FALSE(fs::exists(dir_));
+}
+
+TEST_F(MatmulAddExample, BadFlagsExitTwo) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"--size", "0"},     {"--dtype", "fp16"}, {"--batch", "x"}, {"--bogus"}, {"--size"}, {"--device", "gpu"},
+      {"--device", "cuda", "--size", "-1"}, {"--fused", "1"}};
+  for (const std::vector<std::string>& args : bad) {
+    const CliResult run = run_example(args);
+    EXPECT_EQ(run.exit_code, 2) << args[0] << " " << args.back();
+    EXPECT_NE(run.err.find("usage: matmul_add"), std::string::npos) << run.err;
+  }
+  EXPECT_FALSE(fs::exists(dir_));
+}
+
+// How many events of category `cat` a Kineto JSON trace holds.
+int count_category(const std::string& json, const std::string& cat) {
+  const std::regex re("\"cat\":\\s*\"" + cat + "\"");
+  return static_cast<int>(std::distance(std::sregex_iterator(json.begin(), json.end(), re), std::sregex_iterator()));
+}
+
+// On a machine with a GPU: each form writes its two files with the CPU
+// chain of the CPU example, and, when tprof records device activity (built
+// with CUPTI), the device work of docs/trace-reading.md: eager a GEMM and an
+// add kernel, compile a Memcpy DtoD and a GEMM, fused one GEMM and no copy.
+TEST_F(MatmulAddExample, CudaRunsWriteTracesWithDeviceWork) {
+  if (!cuda_refusal().empty()) GTEST_SKIP() << "no usable CUDA device: " << cuda_refusal();
+  constexpr int kSteps = 5;
+  struct Case {
+    std::vector<std::string> flags;
+    const char* stem;
+    std::vector<const char*> ops;
+    std::vector<const char*> absent;
+    int min_kernels_per_step;
+    bool memcpy;
+  };
+  const std::vector<Case> cases = {
+      {{}, "64_bf16_warm_eager", {"matmul_add", "op::matmul", "op::mm", "op::add"}, {"op::addmm", "op::copy_"},
+       2, false},
+      {{"--compile"}, "64_bf16_warm_compile", {"matmul_add", "op::addmm", "op::copy_"}, {"op::mm", "op::add"},
+       1, true},
+      {{"--fused"}, "64_bf16_warm_fused", {"matmul_add", "op::addmm"}, {"op::copy_", "op::mm", "op::add"},
+       1, false},
+      {{"--batch", "3", "--dtype", "fp32"}, "bmm3x64_fp32_warm_eager", {"op::matmul", "op::bmm", "op::add"},
+       {"op::mm"}, 2, false},
+  };
+  std::string no_device_activity;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.stem);
+    std::vector<std::string> args = {"--device", "cuda", "--size", "64", "--warmup", "--steps", std::to_string(kSteps)};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    const CliResult run = run_example(args);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const fs::path json = dir_ / (std::string(c.stem) + ".json");
+    ASSERT_TRUE(fs::exists(json));
+    const std::string table = read_text(dir_ / (std::string(c.stem) + ".txt"));
+    const std::map<std::string, int> rows = table_calls(table);
+    for (const char* name : c.ops) {
+      ASSERT_TRUE(rows.contains(name)) << name << "\n" << table;
+      EXPECT_EQ(rows.at(name), kSteps) << name;
+    }
+    for (const char* name : c.absent) EXPECT_FALSE(rows.contains(name)) << name << "\n" << table;
+
+    const std::string trace = read_text(json);
+    const int kernels = count_category(trace, "kernel");
+    const int memcpys = count_category(trace, "gpu_memcpy");
+    if (kernels == 0) {
+      // Only acceptable when the trace says why (tprof built without CUPTI).
+      const CliResult info = run_cli(TPROF_BIN, {"info", "--format", "json", json.string()});
+      EXPECT_NE(info.out.find("activity_unavailable"), std::string::npos)
+          << "no kernels and no reason in the trace:\n" << info.out;
+      no_device_activity = info.out;
+      continue;
+    }
+    // At least the active steps' work; the profiler's warmup step may add one more.
+    EXPECT_GE(kernels, c.min_kernels_per_step * kSteps);
+    if (c.memcpy) {
+      EXPECT_GE(memcpys, kSteps);
+      EXPECT_LE(memcpys, kSteps + 1);
+      EXPECT_NE(trace.find("Memcpy DtoD"), std::string::npos);
+    } else {
+      EXPECT_EQ(memcpys, 0);
+    }
+    if (c.min_kernels_per_step == 2) {
+      EXPECT_NE(trace.find("add_kernel"), std::string::npos);
+    }
+  }
+  if (!no_device_activity.empty()) {
+    GTEST_SKIP() << "CPU side checked; this tprof records no device activity:\n" << no_device_activity;
+  }
+}
+
+#if MATMUL_ADD_WITH_CUDA
+// The three CUDA forms against the reference, non-square so a swapped
+// dimension or leading stride shows, batched and not, on a GPU only.
+TEST(CudaOps, EagerCompileAndFusedComputeMatmulAdd) {
+  if (const std::string why = cuda_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+  for (const DType dtype : {DType::kFp32, DType::kBf16}) {
+    for (const std::int64_t batch : {1, 3}) {
+      for (const CudaMode mode : {CudaMode::kEager, CudaMode::kCompile, CudaMode::kFused}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " batch " + std::to_string(batch) + " mode " +
+                     std::to_string(static_cast<int>(mode)));
+        const Tensor x = random_tensor(batch, 5, 7, dtype, 1);
+        const Tensor w = random_tensor(batch, 7, 4, dtype, 2);
+        const Tensor b = random_tensor(batch, 5, 4, dtype, 3);
+        const std::vector<double> want = reference(x, w, b);
+        auto gpu = CudaMatmulAdd::create(x, w, b, mode);
+        ASSERT_TRUE(gpu.has_value()) << gpu.error().to_string();
+        // Twice: the second call reuses the pooled blocks of the first.
+        for (int i = 0; i < 2; ++i) ASSERT_TRUE((*gpu)->call().ok());
+        auto z = (*gpu)->result();
+        ASSERT_TRUE(z.has_value()) << z.error().to_string();
+        ASSERT_EQ(z->rank(), batch == 1 ? 2 : 3);
+        ASSERT_EQ(z->numel(), static_cast<std::int64_t>(want.size()));
+        // fp32 without TF32 is within float rounding of the double reference.
+        const double tol = dtype == DType::kFp32 ? 1e-5 : 0.05;
+        for (std::size_t i = 0; i < want.size(); ++i) {
+          EXPECT_NEAR(value(*z, static_cast<std::int64_t>(i)), want[i], tol) << i;
+        }
+        const tprof::Status closed = (*gpu)->close();
+        EXPECT_TRUE(closed.ok()) << closed.error().to_string();
+      }
+    }
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace matmul_add

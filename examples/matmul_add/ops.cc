@@ -5,43 +5,13 @@
 
 #include <cstdint>
 #include <cstring>
-#include <initializer_list>
-#include <optional>
 
 #include "bf16.h"
+#include "op_scope.h"
 #include "tprof/record_function.h"
 
 namespace matmul_add {
 namespace {
-
-using Shapes = std::initializer_list<std::initializer_list<std::int64_t>>;
-
-// An operator scope whose "Input Dims" follow the operands' rank.
-// TPROF_RECORD_OP_SHAPES needs the rank written at the call site, so the
-// operators that take both 2-D and 3-D operands open their scope here. Like
-// the macros, it records nothing in a TPROF_ENABLE=OFF build.
-class OpScope {
- public:
-  OpScope(const tprof::ScopeSite* site, const Tensor& a) noexcept {
-    if constexpr (!TPROF_ENABLE) return;
-    if (a.rank() == 2) {
-      scope_.emplace(site, Shapes{{a.rows(), a.cols()}});
-    } else {
-      scope_.emplace(site, Shapes{{a.batch(), a.rows(), a.cols()}});
-    }
-  }
-  OpScope(const tprof::ScopeSite* site, const Tensor& a, const Tensor& b) noexcept {
-    if constexpr (!TPROF_ENABLE) return;
-    if (a.rank() == 2) {
-      scope_.emplace(site, Shapes{{a.rows(), a.cols()}, {b.rows(), b.cols()}});
-    } else {
-      scope_.emplace(site, Shapes{{a.batch(), a.rows(), a.cols()}, {b.batch(), b.rows(), b.cols()}});
-    }
-  }
-
- private:
-  std::optional<tprof::RecordFunction> scope_;
-};
 
 using SbgemmFn = decltype(&cblas_sbgemm);
 
