@@ -143,6 +143,21 @@ void JsonWriter::value_double(double v) {
   after_value();
 }
 
+void JsonWriter::value_fixed6(double v) {
+  if (!std::isfinite(v)) {
+    value_null();
+    return;
+  }
+  before_value();
+  // Six decimals of a finite double: at most 309 integer digits.
+  char buf[330];
+  char* end = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, 6).ptr;
+  // The point is always there (precision 6): keep one digit after it.
+  while (end[-1] == '0' && end[-2] != '.') --end;
+  put_raw(std::string_view(buf, static_cast<std::size_t>(end - buf)));
+  after_value();
+}
+
 void JsonWriter::open(char c) {
   before_value();
   put_char(c);

@@ -132,6 +132,11 @@ class JsonWriter {
     after_value();
   }
   void value_double(double v);
+  // Writes v as printf("%f") does (six decimals, no exponent), then drops
+  // trailing zeros down to one decimal: "0.060606", "124.121216", "12.0".
+  // Kineto writes its float kernel metrics ("blocks per SM") this way.
+  // Non-finite values become null.
+  void value_fixed6(double v);
   void value_bool(bool v) { value_raw(v ? std::string_view("true") : std::string_view("false")); }
   void value_null() { value_raw("null"); }
   void value_us(std::int64_t ns) {

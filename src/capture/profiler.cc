@@ -77,7 +77,13 @@ Status Profiler::start() {
   }
   internal::configure_buffers(options_.buffer_events_per_thread, options_.payload_words_per_thread);
 #if TPROF_HAVE_CUPTI
-  if (wants_cuda() && device_ == nullptr) device_ = internal::make_cupti_source({});
+  if (wants_cuda() && device_ == nullptr) {
+    // NVTX ranges reach CUPTI only where NVTX_INJECTION64_PATH names
+    // libcupti (tprof record sets it); elsewhere this costs nothing.
+    internal::CuptiOptions cupti;
+    cupti.nvtx = true;
+    device_ = internal::make_cupti_source(cupti);
+  }
 #endif
   running_ = true;
   step_num_ = 0;

@@ -35,7 +35,8 @@ constexpr const char* kVersion = "0.1.0";
 constexpr JsonKey kExternalId("External id"), kInputDims("Input Dims"), kDeviceType("Device Type"),
     kDeviceId("Device Id"), kAddr("Addr"), kBytes("Bytes"), kTotalAllocated("Total Allocated"),
     kTotalReserved("Total Reserved"), kVersionKey("version"), kDroppedEvents("droppedEvents"),
-    kDroppedShapes("droppedShapes"), kDroppedDeviceRecords("droppedDeviceRecords"), kNameKey("name"),
+    kDroppedShapes("droppedShapes"), kDroppedDeviceRecords("droppedDeviceRecords"),
+    kActivityUnavailable("activityUnavailable"), kNameKey("name"),
     kLabels("labels"), kSortIndex("sort_index");
 
 // The end of a record's interval (instants end where they start).
@@ -318,6 +319,13 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   for (const auto& kv : device.top_level) t_.meta.top_level.push_back(kv);
   t_.meta.top_level.emplace_back("displayTimeUnit", "\"ms\"");
   t_.meta.top_level.emplace_back("baseTimeNanoseconds", std::to_string(base));
+  // Why a requested activity is missing: diagnostics on this trace, and
+  // kept in the file (the "tprof" key) for every reader of it.
+  std::vector<std::string> unavailable = device.problems;
+  if (info_.cuda_requested && !info_.cuda_available) {
+    unavailable.insert(unavailable.begin(),
+                       "CUDA activity was requested, but this tprof was built without CUPTI: CPU only");
+  }
   {
     std::string tprof_key;
     JsonWriter w(&tprof_key);
@@ -330,9 +338,16 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
     w.value_uint(dropped_shapes);
     w.key(kDroppedDeviceRecords);
     w.value_uint(device.dropped);
+    if (!unavailable.empty()) {
+      w.key(kActivityUnavailable);
+      w.begin_array();
+      for (const std::string& why : unavailable) w.value_string(why);
+      w.end_array();
+    }
     w.end_object();
     t_.meta.top_level.emplace_back("tprof", std::move(tprof_key));
   }
+  for (const std::string& why : unavailable) t_.diagnostics.add(DiagnosticCode::kActivityUnavailable, -1, why);
 
   const TraceId pid{info_.pid, kEmptyStr, false};
   const std::uint32_t process_lane = t_.lane_for(pid, TraceId{0, kEmptyStr, false}, LaneKind::kOther);
@@ -481,13 +496,6 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   if (device.dropped > 0) {
     t_.diagnostics.add(DiagnosticCode::kDroppedEvents, -1,
                        std::to_string(device.dropped) + " GPU activity records dropped by the tracer (buffers full)");
-  }
-  if (info_.cuda_requested && !info_.cuda_available) {
-    t_.diagnostics.add(DiagnosticCode::kActivityUnavailable, -1,
-                       "CUDA activity was requested, but this tprof was built without CUPTI: CPU only");
-  }
-  for (const std::string& problem : device.problems) {
-    t_.diagnostics.add(DiagnosticCode::kActivityUnavailable, -1, problem);
   }
   assemble_trace(&t_, meta_, {});
   return std::move(t_);

@@ -353,6 +353,15 @@ Status Reader::parse_top_level() {
             trace_.diagnostics.add(DiagnosticCode::kDroppedEvents, c.offset(v_start),
                                    std::to_string(n) + " events were dropped by the recorder (full thread buffers)");
           }
+          // Why a requested activity (CUDA) was not recorded.
+          const internal::JsonValue* u = value ? value->find("activityUnavailable") : nullptr;
+          if (u != nullptr && u->is_array()) {
+            for (const internal::JsonValue& why : u->items()) {
+              if (why.is_string()) {
+                trace_.diagnostics.add(DiagnosticCode::kActivityUnavailable, c.offset(v_start), why.text());
+              }
+            }
+          }
         } else if (k == "baseTimeNanoseconds") {
           std::int64_t base = 0;
           if (internal::parse_int64(raw, &base)) {

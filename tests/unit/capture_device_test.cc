@@ -263,6 +263,18 @@ TEST(CaptureDevice, ProblemsAndDropsBecomeDiagnostics) {
   bool named = false;
   for (const Diagnostic& d : t.diagnostics.items()) named |= d.message.find("no CUDA driver") != std::string::npos;
   EXPECT_TRUE(named);
+  // The written trace carries the reason: every reader of the file sees it.
+  std::string json;
+  write_trace_json(t, &json);
+  Result<Trace> back = read_trace_bytes(json, "cpu_only.json");
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->diagnostics.count(DiagnosticCode::kActivityUnavailable), 1u);
+  for (const Diagnostic& d : back->diagnostics.items()) {
+    if (d.code == DiagnosticCode::kActivityUnavailable) {
+      EXPECT_EQ(d.message, "CUDA activity unavailable: no CUDA driver");
+    }
+  }
+  EXPECT_EQ(back->meta.dropped_events, 7u);
 }
 
 }  // namespace

@@ -1,0 +1,667 @@
+#include "src/cupti/cupti_convert.h"
+
+#include <cuda_occupancy.h>
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "src/base/json_writer.h"
+#include "src/cupti/cupti_cbid_names.h"
+
+namespace tprof::internal {
+namespace {
+
+// Records are read by copying them into the struct their kind names: a
+// CUPTI buffer holds records of several types back to back, so reading one
+// through another type's pointer (or through CUpti_Activity, then through
+// the real type) would break aliasing rules and, for hand-built records,
+// alignment assumptions.
+template <class T>
+T read_record(const CUpti_Activity* record) {
+  T r;
+  std::memcpy(&r, record, sizeof r);
+  return r;
+}
+
+std::int64_t to_ns(std::uint64_t t) {
+  // CUPTI timestamps are unsigned; the live source makes them
+  // CLOCK_MONOTONIC ns, far below 2^63.
+  return static_cast<std::int64_t>(std::min<std::uint64_t>(t, std::numeric_limits<std::int64_t>::max()));
+}
+
+// The text between the braces of a compact object "{...}" ("" for "{}").
+std::string_view members_of(std::string_view object) {
+  return object.size() < 2 ? std::string_view() : object.substr(1, object.size() - 2);
+}
+
+constexpr JsonKey kDevice("device");
+constexpr JsonKey kContext("context");
+constexpr JsonKey kStream("stream");
+constexpr JsonKey kCorrelation("correlation");
+constexpr JsonKey kBytes("bytes");
+constexpr JsonKey kBandwidth("memory bandwidth (GB/s)");
+
+// Kineto leaves the bandwidth out of zero-length copies; bytes per ns is GB/s.
+void write_bandwidth(JsonWriter& w, std::uint64_t bytes, std::int64_t dur_ns) {
+  if (dur_ns <= 0) return;
+  w.key(kBandwidth);
+  w.value_double(static_cast<double>(bytes) / static_cast<double>(dur_ns));
+}
+
+// Kineto's float kernel metrics: "inf" (a string: JSON has no infinity)
+// when the device, hence its SM count, is unknown.
+void write_float_metric(JsonWriter& w, float v) {
+  if (std::isfinite(v)) {
+    w.value_fixed6(static_cast<double>(v));
+  } else {
+    w.value_string("inf");
+  }
+}
+
+}  // namespace
+
+// ---- names --------------------------------------------------------------------
+
+std::string_view memcpy_kind_name(std::uint32_t copy_kind) noexcept {
+  switch (copy_kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "HtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "AtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "AtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "AtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "DtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
+    default: return "<unknown>";  // Kineto's word, CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN included
+  }
+}
+
+std::string_view memory_kind_name(std::uint32_t memory_kind) noexcept {
+  switch (memory_kind) {
+    case CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN: return "Unknown";
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return "Pageable";
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return "Pinned";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return "Device";
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return "Array";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return "Managed";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return "Device Static";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return "Managed Static";
+    default: return "Unrecognized";
+  }
+}
+
+std::string_view sync_kind_name(std::uint32_t sync_type) noexcept {
+  switch (sync_type) {
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "Event Sync";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return "Stream Wait Event";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return "Stream Sync";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "Context Sync";
+    default: return "Unknown Sync";
+  }
+}
+
+std::string_view overhead_kind_name(std::uint32_t overhead_kind) noexcept {
+  switch (overhead_kind) {
+    case CUPTI_ACTIVITY_OVERHEAD_UNKNOWN: return "Unknown";
+    case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: return "Driver Compiler";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: return "Buffer Flush";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: return "Instrumentation";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: return "Resource";
+    case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: return "Runtime Triggered Module Loading";
+    case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: return "Lazy Function Loading";
+    case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: return "Command Buffer Full";
+    case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: return "Activity Buffer Request";
+    default: return "Unrecognized";
+  }
+}
+
+namespace {
+std::string_view find_cbid(const CbidName* table, std::size_t size, std::uint32_t cbid) noexcept {
+  const CbidName* end = table + size;
+  const CbidName* it =
+      std::lower_bound(table, end, cbid, [](const CbidName& e, std::uint32_t c) { return e.cbid < c; });
+  return it != end && it->cbid == cbid ? std::string_view(it->name) : std::string_view("INVALID");
+}
+}  // namespace
+
+std::string_view runtime_cbid_name(std::uint32_t cbid) noexcept {
+  return find_cbid(kRuntimeCbidNames, kRuntimeCbidNamesSize, cbid);
+}
+
+std::string_view driver_cbid_name(std::uint32_t cbid) noexcept {
+  return find_cbid(kDriverCbidNames, kDriverCbidNamesSize, cbid);
+}
+
+std::string demangle_kernel_name(const char* name) {
+  if (name == nullptr) return {};
+  // Only Itanium-mangled names: __cxa_demangle would also "demangle" plain
+  // identifiers that happen to look like builtin type codes.
+  if (name[0] != '_' || name[1] != 'Z') return name;
+  int status = 0;
+  char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status != 0 || out == nullptr) {
+    std::free(out);
+    return name;
+  }
+  std::string result(out);
+  std::free(out);
+  return result;
+}
+
+int estimated_occupancy_percent(const CuptiDevice& device, std::uint16_t registers, std::int32_t static_smem,
+                                std::int32_t dynamic_smem, std::int64_t block_threads, float blocks_per_sm) {
+  if (device.max_threads_per_sm == 0 || block_threads <= 0 || block_threads > INT_MAX) return 0;
+  cudaOccDeviceProp prop;
+  prop.computeMajor = static_cast<int>(device.compute_major);
+  prop.computeMinor = static_cast<int>(device.compute_minor);
+  prop.maxThreadsPerBlock = static_cast<int>(device.max_threads_per_block);
+  prop.maxThreadsPerMultiprocessor = static_cast<int>(device.max_threads_per_sm);
+  prop.regsPerBlock = static_cast<int>(device.regs_per_block);
+  prop.regsPerMultiprocessor = static_cast<int>(device.regs_per_sm);
+  prop.warpSize = static_cast<int>(device.warp_size);
+  prop.sharedMemPerBlock = device.smem_per_block;
+  prop.sharedMemPerMultiprocessor = device.smem_per_sm;
+  prop.numSms = static_cast<int>(device.num_sms);
+  prop.sharedMemPerBlockOptin = device.smem_per_block_optin;
+  prop.reservedSharedMemPerBlock = device.smem_reserved_per_block;
+
+  // The function as Kineto describes it: what CUPTI knows of the launch,
+  // with the default (not opt-in) shared memory limit.
+  cudaOccFuncAttributes attributes;
+  attributes.maxThreadsPerBlock = INT_MAX;
+  attributes.numRegs = registers;
+  attributes.sharedSizeBytes = static_cast<std::size_t>(std::max(static_smem, 0));
+  attributes.partitionedGCConfig = PARTITIONED_GC_OFF;
+  attributes.shmemLimitConfig = FUNC_SHMEM_LIMIT_DEFAULT;
+  attributes.maxDynamicSharedSizeBytes = 0;
+  const cudaOccDeviceState state;
+  cudaOccResult result;
+  const cudaOccError status =
+      cudaOccMaxActiveBlocksPerMultiprocessor(&result, &prop, &attributes, &state, static_cast<int>(block_threads),
+                                              static_cast<std::size_t>(std::max(dynamic_smem, 0)));
+  if (status != CUDA_OCC_SUCCESS) return 0;
+  // In float, as Kineto computes it, so that the rounding agrees.
+  const float active = std::min(static_cast<float>(result.activeBlocksPerMultiprocessor), blocks_per_sm);
+  const float occupancy =
+      active * static_cast<float>(block_threads) / static_cast<float>(device.max_threads_per_sm);
+  return static_cast<int>(std::lround(static_cast<double>(occupancy) * 100.0));
+}
+
+// ---- the converter ------------------------------------------------------------------
+
+void CuptiRecordConverter::add(const CUpti_Activity* record) {
+  if (record == nullptr) return;
+  CUpti_ActivityKind kind;
+  std::memcpy(&kind, record, sizeof kind);
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: add_kernel(record); break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY: add_memcpy(record); break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: add_memcpy_peer(record); break;
+    case CUPTI_ACTIVITY_KIND_MEMSET: add_memset(record); break;
+    case CUPTI_ACTIVITY_KIND_RUNTIME: add_api(record, DeviceEventKind::kRuntime); break;
+    case CUPTI_ACTIVITY_KIND_DRIVER: add_api(record, DeviceEventKind::kDriver); break;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: add_sync(record); break;
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: add_overhead(record); break;
+    case CUPTI_ACTIVITY_KIND_DEVICE: add_device(record); break;
+    case CUPTI_ACTIVITY_KIND_CONTEXT: add_context(record); break;
+    default: ++ignored_; break;
+  }
+}
+
+void CuptiRecordConverter::clamp(std::int64_t start_ns, std::int64_t* end_ns) {
+  if (*end_ns < start_ns) {
+    *end_ns = start_ns;
+    ++clamped_;
+  }
+}
+
+void CuptiRecordConverter::push(DeviceEvent e, std::pair<std::uint32_t, std::uint32_t> name,
+                                std::string_view args_object) {
+  e.name_offset = name.first;
+  e.name_len = name.second;
+  const auto args = batch_.add_text(members_of(args_object));
+  e.args_offset = args.first;
+  e.args_len = args.second;
+  batch_.events.push_back(e);
+}
+
+std::uint32_t CuptiRecordConverter::intern_kernel_name(const char* mangled) {
+  const std::string_view key = mangled == nullptr ? std::string_view() : std::string_view(mangled);
+  const auto it = kernel_name_ids_.find(key);
+  if (it != kernel_name_ids_.end()) return it->second;
+  // The name is copied: CUPTI owns the original and the buffer holding the
+  // record goes back to CUPTI before finish().
+  const auto id = static_cast<std::uint32_t>(kernel_names_.size());
+  const std::string& stored = kernel_names_.emplace_back(key);
+  kernel_name_ids_.emplace(std::string_view(stored), id);
+  return id;
+}
+
+void CuptiRecordConverter::add_kernel(const CUpti_Activity* record) {
+  const auto r = read_record<CUpti_ActivityKernel10>(record);
+  PendingKernel k{};
+  k.start_ns = to_ns(r.start);
+  k.end_ns = to_ns(r.end);
+  clamp(k.start_ns, &k.end_ns);
+  // CUPTI_TIMESTAMP_UNKNOWN (0) unless launch latency timestamps are on.
+  k.queued = r.queued;
+  k.device = r.deviceId;
+  k.context = r.contextId;
+  k.stream = r.streamId;
+  k.correlation = r.correlationId;
+  k.grid[0] = r.gridX;
+  k.grid[1] = r.gridY;
+  k.grid[2] = r.gridZ;
+  k.block[0] = r.blockX;
+  k.block[1] = r.blockY;
+  k.block[2] = r.blockZ;
+  k.static_smem = r.staticSharedMemory;
+  k.dynamic_smem = r.dynamicSharedMemory;
+  k.registers = r.registersPerThread;
+  k.name_id = intern_kernel_name(r.name);
+  kernels_.push_back(k);
+}
+
+void CuptiRecordConverter::emit_kernel(const PendingKernel& k, std::pair<std::uint32_t, std::uint32_t> name) {
+  const auto it = devices_.find(k.device);
+  const CuptiDevice* device = it == devices_.end() ? nullptr : &it->second;
+  // Kineto's formulas, in float: blocks over SMs, and warps as that times
+  // the block's threads over 32 (not rounded up to whole warps).
+  const std::int64_t blocks = static_cast<std::int64_t>(k.grid[0]) * k.grid[1] * k.grid[2];
+  const std::int64_t block_threads = static_cast<std::int64_t>(k.block[0]) * k.block[1] * k.block[2];
+  const float blocks_per_sm = device != nullptr && device->num_sms != 0
+                                  ? static_cast<float>(blocks) / static_cast<float>(device->num_sms)
+                                  : std::numeric_limits<float>::infinity();
+  const float warps_per_sm = blocks_per_sm * static_cast<float>(block_threads) / 32.0f;
+  const int occupancy =
+      device == nullptr ? 0
+                        : estimated_occupancy_percent(*device, k.registers, k.static_smem, k.dynamic_smem,
+                                                      block_threads, blocks_per_sm);
+
+  static constexpr JsonKey kQueued("queued");
+  static constexpr JsonKey kRegisters("registers per thread");
+  static constexpr JsonKey kSharedMemory("shared memory");
+  static constexpr JsonKey kBlocksPerSm("blocks per SM");
+  static constexpr JsonKey kWarpsPerSm("warps per SM");
+  static constexpr JsonKey kGrid("grid");
+  static constexpr JsonKey kBlock("block");
+  static constexpr JsonKey kOccupancy("est. achieved occupancy %");
+  scratch_.clear();
+  {
+    JsonWriter w(&scratch_);
+    w.begin_object();
+    w.key(kQueued);
+    w.value_uint(k.queued);
+    w.key(kDevice);
+    w.value_uint(k.device);
+    w.key(kContext);
+    w.value_uint(k.context);
+    w.key(kStream);
+    w.value_uint(k.stream);
+    w.key(kCorrelation);
+    w.value_uint(k.correlation);
+    w.key(kRegisters);
+    w.value_uint(k.registers);
+    w.key(kSharedMemory);
+    w.value_int(static_cast<std::int64_t>(k.static_smem) + k.dynamic_smem);
+    w.key(kBlocksPerSm);
+    write_float_metric(w, blocks_per_sm);
+    w.key(kWarpsPerSm);
+    write_float_metric(w, warps_per_sm);
+    w.key(kGrid);
+    w.begin_array();
+    for (const std::int32_t v : k.grid) w.value_int(v);
+    w.end_array();
+    w.key(kBlock);
+    w.begin_array();
+    for (const std::int32_t v : k.block) w.value_int(v);
+    w.end_array();
+    w.key(kOccupancy);
+    w.value_int(occupancy);
+    w.end_object();
+  }
+  DeviceEvent e;
+  e.kind = DeviceEventKind::kKernel;
+  e.start_ns = k.start_ns;
+  e.end_ns = k.end_ns;
+  e.device = static_cast<std::int32_t>(k.device);
+  e.stream = k.stream;
+  e.correlation = k.correlation;
+  push(e, name, scratch_);
+}
+
+void CuptiRecordConverter::add_memcpy(const CUpti_Activity* record) {
+  const auto r = read_record<CUpti_ActivityMemcpy6>(record);
+  DeviceEvent e;
+  e.kind = DeviceEventKind::kMemcpy;
+  e.start_ns = to_ns(r.start);
+  e.end_ns = to_ns(r.end);
+  clamp(e.start_ns, &e.end_ns);
+  e.device = static_cast<std::int32_t>(r.deviceId);
+  e.stream = r.streamId;
+  e.correlation = r.correlationId;
+  const std::string name = "Memcpy " + std::string(memcpy_kind_name(r.copyKind)) + " (" +
+                           std::string(memory_kind_name(r.srcKind)) + " -> " +
+                           std::string(memory_kind_name(r.dstKind)) + ")";
+  scratch_.clear();
+  {
+    JsonWriter w(&scratch_);
+    w.begin_object();
+    w.key(kDevice);
+    w.value_uint(r.deviceId);
+    w.key(kContext);
+    w.value_uint(r.contextId);
+    w.key(kStream);
+    w.value_uint(r.streamId);
+    w.key(kCorrelation);
+    w.value_uint(r.correlationId);
+    w.key(kBytes);
+    w.value_uint(r.bytes);
+    write_bandwidth(w, r.bytes, e.end_ns - e.start_ns);
+    w.end_object();
+  }
+  push(e, batch_.add_text(name), scratch_);
+}
+
+void CuptiRecordConverter::add_memcpy_peer(const CUpti_Activity* record) {
+  const auto r = read_record<CUpti_ActivityMemcpyPtoP4>(record);
+  DeviceEvent e;
+  e.kind = DeviceEventKind::kMemcpy;
+  e.start_ns = to_ns(r.start);
+  e.end_ns = to_ns(r.end);
+  clamp(e.start_ns, &e.end_ns);
+  // The lane is the device that executes the copy.
+  e.device = static_cast<std::int32_t>(r.deviceId);
+  e.stream = r.streamId;
+  e.correlation = r.correlationId;
+  const std::string name = "Memcpy " + std::string(memcpy_kind_name(r.copyKind)) + " (" +
+                           std::string(memory_kind_name(r.srcKind)) + " -> " +
+                           std::string(memory_kind_name(r.dstKind)) + ")";
+  static constexpr JsonKey kFromDevice("fromDevice");
+  static constexpr JsonKey kInDevice("inDevice");
+  static constexpr JsonKey kToDevice("toDevice");
+  static constexpr JsonKey kFromContext("fromContext");
+  static constexpr JsonKey kInContext("inContext");
+  static constexpr JsonKey kToContext("toContext");
+  scratch_.clear();
+  {
+    JsonWriter w(&scratch_);
+    w.begin_object();
+    w.key(kFromDevice);
+    w.value_uint(r.srcDeviceId);
+    w.key(kInDevice);
+    w.value_uint(r.deviceId);
+    w.key(kToDevice);
+    w.value_uint(r.dstDeviceId);
+    w.key(kFromContext);
+    w.value_uint(r.srcContextId);
+    w.key(kInContext);
+    w.value_uint(r.contextId);
+    w.key(kToContext);
+    w.value_uint(r.dstContextId);
+    w.key(kStream);
+    w.value_uint(r.streamId);
+    w.key(kCorrelation);
+    w.value_uint(r.correlationId);
+    w.key(kBytes);
+    w.value_uint(r.bytes);
+    write_bandwidth(w, r.bytes, e.end_ns - e.start_ns);
+    w.end_object();
+  }
+  push(e, batch_.add_text(name), scratch_);
+}
+
+void CuptiRecordConverter::add_memset(const CUpti_Activity* record) {
+  const auto r = read_record<CUpti_ActivityMemset4>(record);
+  DeviceEvent e;
+  e.kind = DeviceEventKind::kMemset;
+  e.start_ns = to_ns(r.start);
+  e.end_ns = to_ns(r.end);
+  clamp(e.start_ns, &e.end_ns);
+  e.device = static_cast<std::int32_t>(r.deviceId);
+  e.stream = r.streamId;
+  e.correlation = r.correlationId;
+  const std::string name = "Memset (" + std::string(memory_kind_name(r.memoryKind)) + ")";
+  scratch_.clear();
+  {
+    JsonWriter w(&scratch_);
+    w.begin_object();
+    w.key(kDevice);
+    w.value_uint(r.deviceId);
+    w.key(kContext);
+    w.value_uint(r.contextId);
+    w.key(kStream);
+    w.value_uint(r.streamId);
+    w.key(kCorrelation);
+    w.value_uint(r.correlationId);
+    w.key(kBytes);
+    w.value_uint(r.bytes);
+    write_bandwidth(w, r.bytes, e.end_ns - e.start_ns);
+    w.end_object();
+  }
+  push(e, batch_.add_text(name), scratch_);
+}
+
+std::pair<std::uint32_t, std::uint32_t> CuptiRecordConverter::api_name(DeviceEventKind kind, std::uint32_t cbid) {
+  const std::uint64_t key = (static_cast<std::uint64_t>(kind) << 32) | cbid;
+  const auto it = api_names_.find(key);
+  if (it != api_names_.end()) return it->second;
+  const std::string_view name =
+      kind == DeviceEventKind::kRuntime ? runtime_cbid_name(cbid) : driver_cbid_name(cbid);
+  const auto text = batch_.add_text(name);
+  api_names_.emplace(key, text);
+  return text;
+}
+
+void CuptiRecordConverter::add_api(const CUpti_Activity* record, DeviceEventKind kind) {
+  const auto r = read_record<CUpti_ActivityAPI>(record);
+  DeviceEvent e;
+  e.kind = kind;
+  e.start_ns = to_ns(r.start);
+  e.end_ns = to_ns(r.end);
+  clamp(e.start_ns, &e.end_ns);
+  e.device = -1;
+  e.stream = -1;
+  // The OS tid: the live source sets CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM.
+  e.thread = r.threadId;
+  e.correlation = r.correlationId;
+  static constexpr JsonKey kCbid("cbid");
+  scratch_.clear();
+  {
+    JsonWriter w(&scratch_);
+    w.begin_object();
+    w.key(kCbid);
+    w.value_uint(r.cbid);
+    w.key(kCorrelation);
+    w.value_uint(r.correlationId);
+    w.end_object();
+  }
+  push(e, api_name(kind, r.cbid), scratch_);
+}
+
+void CuptiRecordConverter::add_sync(const CUpti_Activity* record) {
+  const auto r = read_record<CUpti_ActivitySynchronization2>(record);
+  PendingSync s{};
+  s.start_ns = to_ns(r.start);
+  s.end_ns = to_ns(r.end);
+  clamp(s.start_ns, &s.end_ns);
+  s.type = static_cast<std::uint32_t>(r.type);
+  s.context = r.contextId;
+  s.stream = r.streamId;
+  s.event_id = r.cudaEventId;
+  s.correlation = r.correlationId;
+  syncs_.push_back(s);
+}
+
+void CuptiRecordConverter::emit_sync(const PendingSync& s) {
+  const auto it = context_device_.find(s.context);
+  const std::int64_t device = it == context_device_.end() ? -1 : static_cast<std::int64_t>(it->second);
+  // All bits set means "no stream" (a context sync); Kineto writes -1.
+  const std::int64_t stream = s.stream == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? std::int64_t{-1} : std::int64_t{s.stream};
+  const std::string_view kind = sync_kind_name(s.type);
+  static constexpr JsonKey kSyncKind("cuda_sync_kind");
+  static constexpr JsonKey kEventId("wait_on_cuda_event_id");
+  scratch_.clear();
+  {
+    JsonWriter w(&scratch_);
+    w.begin_object();
+    w.key(kSyncKind);
+    w.value_string(kind);
+    if (s.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE ||
+        s.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) {
+      w.key(kEventId);
+      w.value_uint(s.event_id);
+    }
+    w.key(kStream);
+    w.value_int(stream);
+    w.key(kCorrelation);
+    w.value_uint(s.correlation);
+    w.key(kDevice);
+    w.value_int(device);
+    w.key(kContext);
+    w.value_uint(s.context);
+    w.end_object();
+  }
+  DeviceEvent e;
+  e.kind = DeviceEventKind::kSync;
+  e.start_ns = s.start_ns;
+  e.end_ns = s.end_ns;
+  e.device = static_cast<std::int32_t>(device);
+  e.stream = stream;
+  e.correlation = s.correlation;
+  push(e, batch_.add_text(kind), scratch_);
+}
+
+void CuptiRecordConverter::add_overhead(const CUpti_Activity* record) {
+  const auto r = read_record<CUpti_ActivityOverhead3>(record);
+  DeviceEvent e;
+  e.kind = DeviceEventKind::kOverhead;
+  e.start_ns = to_ns(r.start);
+  e.end_ns = to_ns(r.end);
+  clamp(e.start_ns, &e.end_ns);
+  switch (r.objectKind) {
+    case CUPTI_ACTIVITY_OBJECT_THREAD: e.thread = r.objectId.pt.threadId; break;
+    case CUPTI_ACTIVITY_OBJECT_DEVICE:
+    case CUPTI_ACTIVITY_OBJECT_CONTEXT:
+    case CUPTI_ACTIVITY_OBJECT_STREAM: e.device = static_cast<std::int32_t>(r.objectId.dcs.deviceId); break;
+    default: break;
+  }
+  e.correlation = r.correlationId;
+  // Kineto writes no args for overhead events.
+  push(e, batch_.add_text(overhead_kind_name(static_cast<std::uint32_t>(r.overheadKind))), {});
+}
+
+void CuptiRecordConverter::add_device(const CUpti_Activity* record) {
+  const auto r = read_record<CUpti_ActivityDevice5>(record);
+  CuptiDevice d;
+  d.id = r.id;
+  d.name = r.name == nullptr ? std::string() : std::string(r.name);
+  d.global_memory_bytes = r.globalMemorySize;
+  d.compute_major = r.computeCapabilityMajor;
+  d.compute_minor = r.computeCapabilityMinor;
+  d.max_threads_per_block = r.maxThreadsPerBlock;
+  d.max_threads_per_sm = r.maxWarpsPerMultiprocessor * r.numThreadsPerWarp;
+  d.regs_per_block = r.maxRegistersPerBlock;
+  d.regs_per_sm = r.maxRegistersPerMultiprocessor;
+  d.warp_size = r.numThreadsPerWarp;
+  d.smem_per_block = r.maxSharedMemoryPerBlock;
+  d.smem_per_sm = r.maxSharedMemoryPerMultiprocessor;
+  d.num_sms = r.numMultiprocessors;
+  // The DEVICE record has neither the opt-in per-block shared memory limit
+  // nor the driver's per-block reservation (cudaDeviceProp has both). From
+  // compute capability 8.0 on the driver reserves 1 KiB per block and a
+  // block may opt in to the rest of the SM (A100: 164 KiB of 165, H100:
+  // 227 of 228); before that nothing is reserved and the opt-in limit is
+  // the SM's shared memory (V100: 96 KiB, T4: 64 KiB).
+  d.smem_reserved_per_block = d.compute_major >= 8 ? 1024 : 0;
+  d.smem_per_block_optin = d.smem_per_sm > d.smem_reserved_per_block ? d.smem_per_sm - d.smem_reserved_per_block : 0;
+  devices_[d.id] = std::move(d);
+}
+
+void CuptiRecordConverter::add_context(const CUpti_Activity* record) {
+  const auto r = read_record<CUpti_ActivityContext3>(record);
+  context_device_[r.contextId] = r.deviceId;
+}
+
+void CuptiRecordConverter::finish(DeviceBatch* out) {
+  // Kernels and syncs now that every DEVICE and CONTEXT record is in. Each
+  // distinct kernel name is demangled and stored once.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> kernel_text(kernel_names_.size(), {0, 0});
+  std::vector<bool> have_text(kernel_names_.size(), false);
+  for (const PendingKernel& k : kernels_) {
+    if (!have_text[k.name_id]) {
+      kernel_text[k.name_id] = batch_.add_text(demangle_kernel_name(kernel_names_[k.name_id].c_str()));
+      have_text[k.name_id] = true;
+    }
+    emit_kernel(k, kernel_text[k.name_id]);
+  }
+  for (const PendingSync& s : syncs_) emit_sync(s);
+
+  // Append to *out, moving the offsets past what it already holds.
+  const auto base = static_cast<std::uint32_t>(out->text.size());
+  out->text.append(batch_.text);
+  out->events.reserve(out->events.size() + batch_.events.size());
+  for (DeviceEvent e : batch_.events) {
+    e.name_offset += base;
+    e.args_offset += base;
+    out->events.push_back(e);
+  }
+
+  // One "deviceProperties" element per device, in Kineto's key order (the
+  // keys cudaDeviceProp gives it, filled from the DEVICE record).
+  for (const auto& [id, d] : devices_) {
+    std::string json;
+    JsonWriter w(&json);
+    w.begin_object();
+    w.key("id");
+    w.value_uint(d.id);
+    w.key("name");
+    w.value_string(d.name);
+    w.key("totalGlobalMem");
+    w.value_uint(d.global_memory_bytes);
+    w.key("computeMajor");
+    w.value_uint(d.compute_major);
+    w.key("computeMinor");
+    w.value_uint(d.compute_minor);
+    w.key("maxThreadsPerBlock");
+    w.value_uint(d.max_threads_per_block);
+    w.key("maxThreadsPerMultiprocessor");
+    w.value_uint(d.max_threads_per_sm);
+    w.key("regsPerBlock");
+    w.value_uint(d.regs_per_block);
+    w.key("warpSize");
+    w.value_uint(d.warp_size);
+    w.key("sharedMemPerBlock");
+    w.value_uint(d.smem_per_block);
+    w.key("numSms");
+    w.value_uint(d.num_sms);
+    w.key("regsPerMultiprocessor");
+    w.value_uint(d.regs_per_sm);
+    w.key("sharedMemPerBlockOptin");
+    w.value_uint(d.smem_per_block_optin);
+    w.key("sharedMemPerMultiprocessor");
+    w.value_uint(d.smem_per_sm);
+    w.end_object();
+    w.flush();
+    out->device_properties.push_back(std::move(json));
+  }
+
+  batch_ = DeviceBatch();
+  kernels_.clear();
+  syncs_.clear();
+  kernel_names_.clear();
+  kernel_name_ids_.clear();
+  api_names_.clear();
+  ignored_ = 0;
+  clamped_ = 0;
+}
+
+}  // namespace tprof::internal

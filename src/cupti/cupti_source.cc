@@ -1,0 +1,519 @@
+#include "src/cupti/cupti_source.h"
+
+#include <cupti.h>
+#include <dlfcn.h>
+#include <generated_nvtx_meta.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "src/capture/recorder.h"
+#include "src/cupti/cupti_convert.h"
+
+namespace tprof::internal {
+namespace {
+
+// ---- libcupti, loaded at run time ---------------------------------------------------
+//
+// Linking libcupti (or libcuda) would make every tprof binary fail to start
+// on a machine without the CUDA toolkit or driver; through dlopen such a
+// machine gets a CPU-only trace and a diagnostic instead.
+
+struct CuptiApi {
+  decltype(&cuptiGetVersion) get_version = nullptr;
+  decltype(&cuptiGetResultString) get_result_string = nullptr;
+  decltype(&cuptiSubscribe) subscribe = nullptr;
+  decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
+  decltype(&cuptiEnableDomain) enable_domain = nullptr;
+  decltype(&cuptiSetThreadIdType) set_thread_id_type = nullptr;
+  decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp_callback = nullptr;
+  decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
+  decltype(&cuptiActivityEnable) enable = nullptr;
+  decltype(&cuptiActivityDisable) disable = nullptr;
+  decltype(&cuptiActivityFlushAll) flush_all = nullptr;
+  decltype(&cuptiActivityGetNextRecord) get_next_record = nullptr;
+  decltype(&cuptiActivityGetNumDroppedRecords) get_num_dropped_records = nullptr;
+};
+
+template <class F>
+bool resolve(void* handle, const char* name, F* out, std::string* missing) {
+  void* sym = dlsym(handle, name);
+  if (sym == nullptr) {
+    if (!missing->empty()) missing->append(", ");
+    missing->append(name);
+    return false;
+  }
+  *out = reinterpret_cast<F>(sym);
+  return true;
+}
+
+// Filled once and never unloaded: CUPTI keeps threads and callbacks that
+// point into the library for the life of the process.
+CuptiApi g_api_storage;
+std::atomic<const CuptiApi*> g_api{nullptr};
+std::mutex g_load_mutex;
+
+Result<const CuptiApi*> load_cupti() {
+  std::lock_guard<std::mutex> lock(g_load_mutex);
+  if (const CuptiApi* api = g_api.load(std::memory_order_acquire)) return api;
+
+  // A library named in the environment is the only candidate: falling back
+  // to another CUPTI would hide the user's mistake.
+  std::vector<std::string> candidates;
+  const char* env = std::getenv("TPROF_CUPTI_LIBRARY");
+  if (env != nullptr && env[0] != '\0') {
+    candidates.emplace_back(env);
+  } else {
+    if (TPROF_CUPTI_DEFAULT_LIBRARY[0] != '\0') candidates.emplace_back(TPROF_CUPTI_DEFAULT_LIBRARY);
+    candidates.emplace_back("libcupti.so.13");
+    candidates.emplace_back("libcupti.so");
+  }
+  void* handle = nullptr;
+  std::string why;
+  for (const std::string& path : candidates) {
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle != nullptr) break;
+    const char* err = dlerror();
+    if (!why.empty()) why.append("; ");
+    why.append(err != nullptr ? err : path.c_str());
+  }
+  if (handle == nullptr) {
+    return Error(ErrorCode::kUnsupported, "CUDA activity unavailable: libcupti could not be loaded (" + why + ")");
+  }
+
+  CuptiApi api;
+  std::string missing;
+  resolve(handle, "cuptiGetVersion", &api.get_version, &missing);
+  resolve(handle, "cuptiGetResultString", &api.get_result_string, &missing);
+  resolve(handle, "cuptiSubscribe", &api.subscribe, &missing);
+  resolve(handle, "cuptiUnsubscribe", &api.unsubscribe, &missing);
+  resolve(handle, "cuptiEnableDomain", &api.enable_domain, &missing);
+  resolve(handle, "cuptiSetThreadIdType", &api.set_thread_id_type, &missing);
+  resolve(handle, "cuptiActivityRegisterTimestampCallback", &api.register_timestamp_callback, &missing);
+  resolve(handle, "cuptiActivityRegisterCallbacks", &api.register_callbacks, &missing);
+  resolve(handle, "cuptiActivityEnable", &api.enable, &missing);
+  resolve(handle, "cuptiActivityDisable", &api.disable, &missing);
+  resolve(handle, "cuptiActivityFlushAll", &api.flush_all, &missing);
+  resolve(handle, "cuptiActivityGetNextRecord", &api.get_next_record, &missing);
+  resolve(handle, "cuptiActivityGetNumDroppedRecords", &api.get_num_dropped_records, &missing);
+  if (!missing.empty()) {
+    // Nothing of it was used: unloading is safe here.
+    dlclose(handle);
+    return Error(ErrorCode::kUnsupported,
+                 "CUDA activity unavailable: the loaded libcupti lacks " + missing + " (CUPTI older than 12.x?)");
+  }
+  g_api_storage = api;
+  g_api.store(&g_api_storage, std::memory_order_release);
+  return &g_api_storage;
+}
+
+// ---- what start() and stop() say when CUPTI refuses ---------------------------------
+
+std::string result_text(const CuptiApi& api, CUptiResult r) {
+  const char* s = nullptr;
+  if (api.get_result_string(r, &s) != CUPTI_SUCCESS || s == nullptr) return "CUPTI error " + std::to_string(r);
+  return s;
+}
+
+// CUPTI answers a missing driver with CUPTI_ERROR_UNKNOWN from its first
+// call; the reason a person needs is that libcuda.so.1 is not there. Empty
+// when the driver loads.
+std::string missing_driver() {
+  if (void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(h);
+    return {};
+  }
+  const char* err = dlerror();
+  return "no CUDA driver: libcuda.so.1 could not be loaded (" + std::string(err != nullptr ? err : "") + ")";
+}
+
+Error cupti_error(const CuptiApi& api, const char* call, CUptiResult r) {
+  std::string why;
+  if (r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED) why = missing_driver();
+  if (!why.empty()) return Error(ErrorCode::kUnsupported, "CUDA activity unavailable: " + why);
+  switch (r) {
+    case CUPTI_ERROR_NOT_INITIALIZED:
+      why = "the CUDA driver could not be initialized (no libcuda.so.1 or no usable GPU)";
+      break;
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+      why = "insufficient privileges for GPU profiling (NVreg_RestrictProfilingToAdminUsers)";
+      break;
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      why = "another profiler already holds CUPTI";
+      break;
+    default:
+      why = std::string(call) + " failed";
+      break;
+  }
+  return Error(ErrorCode::kUnsupported,
+               "CUDA activity unavailable: " + why + " (" + call + ": " + result_text(api, r) + ")");
+}
+
+// The kinds a window records. The first one failing means no tracing at
+// all (it is where a missing driver or missing privileges show); a later
+// one that this CUPTI or device does not support is left out and reported.
+constexpr CUpti_ActivityKind kKinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMCPY2,
+    CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_DRIVER,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+    CUPTI_ACTIVITY_KIND_OVERHEAD,
+    // DEVICE and CONTEXT are not timed: enabling them makes CUPTI describe
+    // the devices (occupancy, deviceProperties) and contexts (sync devices).
+    CUPTI_ACTIVITY_KIND_DEVICE,
+    CUPTI_ACTIVITY_KIND_CONTEXT,
+};
+
+// ---- callbacks ------------------------------------------------------------------------
+//
+// CUPTI has one set of activity callbacks per process, plain C functions:
+// they reach the one live source through g_live. g_feed_mutex orders a
+// buffer's records against stop() (which clears g_live and finishes the
+// converter): a buffer completed after that is freed unread.
+
+class CuptiSource;
+std::mutex g_feed_mutex;
+CuptiSource* g_live = nullptr;  // guarded by g_feed_mutex
+// Buffer policy of the live source, read by buffer_requested without a lock.
+std::atomic<std::size_t> g_buffer_bytes{0};  // 0: no live source
+std::atomic<std::size_t> g_max_buffers{0};
+std::atomic<std::size_t> g_outstanding{0};      // handed to CUPTI, not yet completed
+std::atomic<std::uint64_t> g_refused_requests{0};
+
+std::uint64_t CUPTIAPI monotonic_ns() noexcept {
+  // The recorder calibrates its ticks against CLOCK_MONOTONIC: device
+  // timestamps on that clock need no conversion.
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) noexcept {
+  *buffer = nullptr;
+  *size = 0;
+  *max_records = 0;  // fill the buffer
+  const std::size_t bytes = g_buffer_bytes.load(std::memory_order_acquire);
+  if (bytes == 0) return;
+  // Bounded: past max_buffers CUPTI gets no buffer and drops (and counts)
+  // records rather than tprof growing without limit.
+  const std::size_t max = g_max_buffers.load(std::memory_order_relaxed);
+  std::size_t n = g_outstanding.load(std::memory_order_relaxed);
+  do {
+    if (n >= max) {
+      g_refused_requests.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  } while (!g_outstanding.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+  // CUPTI requires 8-byte alignment; bytes is a multiple of 8.
+  void* p = std::aligned_alloc(8, bytes);
+  if (p == nullptr) {
+    g_outstanding.fetch_sub(1, std::memory_order_relaxed);
+    g_refused_requests.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  *buffer = static_cast<std::uint8_t*>(p);
+  *size = bytes;
+}
+
+void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t size,
+                               std::size_t valid_bytes) noexcept;
+
+// NVTX text as a range name: ASCII as is; wide strings keep their ASCII
+// characters ('?' for others), which is what trace names need.
+constexpr std::string_view kUnnamedRange = "nvtx range";
+
+std::string_view wide_to_ascii(const wchar_t* s, char* buf, std::size_t cap) noexcept {
+  if (s == nullptr) return kUnnamedRange;
+  std::size_t n = 0;
+  for (; s[n] != L'\0' && n < cap; ++n) {
+    const auto c = static_cast<std::uint32_t>(s[n]);
+    buf[n] = c < 0x80 ? static_cast<char>(c) : '?';
+  }
+  return std::string_view(buf, n);
+}
+
+std::string_view attribute_message(const nvtxEventAttributes_t* a, char* buf, std::size_t cap) noexcept {
+  if (a == nullptr) return kUnnamedRange;
+  switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII: return a->message.ascii != nullptr ? a->message.ascii : kUnnamedRange;
+    case NVTX_MESSAGE_TYPE_UNICODE: return wide_to_ascii(a->message.unicode, buf, cap);
+    // A registered string handle: its text went by in an
+    // nvtxDomainRegisterString call tprof does not track.
+    default: return kUnnamedRange;
+  }
+}
+
+// Every push is answered with a push (named or not) so that pops pair up.
+void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) noexcept {
+  const void* params = data->functionParams;
+  // CUPTI calls back once per NVTX call, with its arguments and result.
+  // Pops need no arguments: every other call handled here does.
+  if (params == nullptr && cbid != CUPTI_CBID_NVTX_nvtxRangePop && cbid != CUPTI_CBID_NVTX_nvtxDomainRangePop) return;
+  char buf[256];
+  switch (cbid) {
+    case CUPTI_CBID_NVTX_nvtxRangePushA: {
+      const char* m = static_cast<const nvtxRangePushA_params*>(params)->message;
+      push_range(m != nullptr ? std::string_view(m) : kUnnamedRange);
+      break;
+    }
+    case CUPTI_CBID_NVTX_nvtxRangePushW:
+      push_range(wide_to_ascii(static_cast<const nvtxRangePushW_params*>(params)->message, buf, sizeof buf));
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangePushEx:
+      push_range(attribute_message(static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib, buf, sizeof buf));
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
+      push_range(attribute_message(static_cast<const nvtxDomainRangePushEx_params*>(params)->core.eventAttrib, buf,
+                                   sizeof buf));
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangePop:
+    case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+      pop_range();
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartA:
+    case CUPTI_CBID_NVTX_nvtxRangeStartW:
+    case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+    case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx: {
+      // The id the call returned is what nvtxRangeEnd will pass.
+      if (data->functionReturnValue == nullptr) return;
+      nvtxRangeId_t id;
+      std::memcpy(&id, data->functionReturnValue, sizeof id);
+      std::string_view name;
+      if (cbid == CUPTI_CBID_NVTX_nvtxRangeStartA) {
+        const char* m = static_cast<const nvtxRangeStartA_params*>(params)->message;
+        name = m != nullptr ? std::string_view(m) : kUnnamedRange;
+      } else if (cbid == CUPTI_CBID_NVTX_nvtxRangeStartW) {
+        name = wide_to_ascii(static_cast<const nvtxRangeStartW_params*>(params)->message, buf, sizeof buf);
+      } else if (cbid == CUPTI_CBID_NVTX_nvtxRangeStartEx) {
+        name = attribute_message(static_cast<const nvtxRangeStartEx_params*>(params)->eventAttrib, buf, sizeof buf);
+      } else {
+        name = attribute_message(static_cast<const nvtxDomainRangeStartEx_params*>(params)->core.eventAttrib, buf,
+                                 sizeof buf);
+      }
+      start_range(id, name);
+      break;
+    }
+    case CUPTI_CBID_NVTX_nvtxRangeEnd:
+      end_range(static_cast<const nvtxRangeEnd_params*>(params)->id);
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
+      end_range(static_cast<const nvtxDomainRangeEnd_params*>(params)->core.id);
+      break;
+    default:
+      break;
+  }
+}
+
+void CUPTIAPI on_callback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                          const void* cbdata) noexcept {
+  if (domain == CUPTI_CB_DOMAIN_NVTX && cbdata != nullptr) on_nvtx(cbid, static_cast<const CUpti_NvtxData*>(cbdata));
+}
+
+// ---- the source ---------------------------------------------------------------------
+
+class CuptiSource final : public ActivitySource {
+ public:
+  explicit CuptiSource(const CuptiOptions& options) : options_(options) {
+    // 8-byte multiples (CUPTI's alignment), at least one record's worth.
+    options_.buffer_bytes = (std::max<std::size_t>(options_.buffer_bytes, 4096) + 7) & ~std::size_t{7};
+    options_.max_buffers = std::max<std::size_t>(options_.max_buffers, 1);
+  }
+  ~CuptiSource() override {
+    if (started_) {
+      DeviceBatch discarded;
+      stop(&discarded);
+    }
+  }
+  CuptiSource(const CuptiSource&) = delete;
+  CuptiSource& operator=(const CuptiSource&) = delete;
+
+  Status start() override;
+  void stop(DeviceBatch* out) override;
+
+  // Reads one completed buffer (g_feed_mutex held).
+  void consume(CUcontext context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t valid_bytes) noexcept {
+    CUpti_Activity* record = nullptr;
+    while (api_->get_next_record(buffer, valid_bytes, &record) == CUPTI_SUCCESS) converter_.add(record);
+    std::size_t dropped = 0;
+    if (api_->get_num_dropped_records(context, stream_id, &dropped) == CUPTI_SUCCESS) dropped_ += dropped;
+  }
+
+ private:
+  // Reverses a partial start(): disables what was enabled, returns the
+  // buffers and lets CUPTI go.
+  void release();
+  void wait_for_device() noexcept;
+
+  CuptiOptions options_;
+  const CuptiApi* api_ = nullptr;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  std::vector<CUpti_ActivityKind> enabled_;
+  std::vector<std::string> problems_;  // kinds left out at start()
+  bool live_ = false;                  // g_live points here
+  bool started_ = false;
+  // Fed under g_feed_mutex by buffer_completed; read by stop().
+  CuptiRecordConverter converter_;
+  std::uint64_t dropped_ = 0;
+};
+
+void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t /*size*/,
+                               std::size_t valid_bytes) noexcept {
+  if (buffer == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(g_feed_mutex);
+    if (g_live != nullptr) g_live->consume(context, stream_id, buffer, valid_bytes);
+  }
+  std::free(buffer);
+  g_outstanding.fetch_sub(1, std::memory_order_relaxed);
+}
+
+Status CuptiSource::start() {
+  if (started_) return {};
+  TPROF_TRY_ASSIGN(api_, load_cupti());
+  {
+    std::lock_guard<std::mutex> lock(g_feed_mutex);
+    if (g_live != nullptr) {
+      return Error(ErrorCode::kUnsupported,
+                   "CUDA activity unavailable: another tprof CUPTI source is already recording in this process");
+    }
+  }
+  problems_.clear();
+  // Subscribing first: it is how CUPTI reports a profiler that got there
+  // first (Nsight Systems, another Kineto), before anything else changes.
+  CUptiResult r = api_->subscribe(&subscriber_, on_callback, nullptr);
+  if (r != CUPTI_SUCCESS) {
+    subscriber_ = nullptr;
+    return cupti_error(*api_, "cuptiSubscribe", r);
+  }
+  const auto fail = [&](const char* call, CUptiResult result) {
+    release();
+    return cupti_error(*api_, call, result);
+  };
+  if (options_.nvtx) {
+    r = api_->enable_domain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX);
+    if (r != CUPTI_SUCCESS) return fail("cuptiEnableDomain(NVTX)", r);
+  }
+  // OS thread ids, as the recorder's lanes use.
+  r = api_->set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  if (r != CUPTI_SUCCESS) return fail("cuptiSetThreadIdType", r);
+  r = api_->register_timestamp_callback(monotonic_ns);
+  if (r != CUPTI_SUCCESS) return fail("cuptiActivityRegisterTimestampCallback", r);
+
+  // Live before the callbacks exist: enabling a kind may request and
+  // complete buffers at once.
+  g_buffer_bytes.store(0, std::memory_order_relaxed);
+  g_max_buffers.store(options_.max_buffers, std::memory_order_relaxed);
+  g_refused_requests.store(0, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(g_feed_mutex);
+    g_live = this;
+    live_ = true;
+  }
+  g_buffer_bytes.store(options_.buffer_bytes, std::memory_order_release);
+  r = api_->register_callbacks(buffer_requested, buffer_completed);
+  if (r != CUPTI_SUCCESS) return fail("cuptiActivityRegisterCallbacks", r);
+
+  for (const CUpti_ActivityKind kind : kKinds) {
+    r = api_->enable(kind);
+    if (r == CUPTI_SUCCESS) {
+      enabled_.push_back(kind);
+    } else if (kind != kKinds[0] &&
+               (r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_NOT_COMPATIBLE || r == CUPTI_ERROR_INVALID_KIND)) {
+      problems_.push_back("CUPTI activity kind " + std::to_string(static_cast<int>(kind)) +
+                          " not recorded: " + result_text(*api_, r));
+    } else {
+      return fail("cuptiActivityEnable", r);
+    }
+  }
+  started_ = true;
+  return {};
+}
+
+void CuptiSource::release() {
+  for (const CUpti_ActivityKind kind : enabled_) api_->disable(kind);
+  if (!enabled_.empty()) {
+    // Hands back every buffer CUPTI holds, partly filled ones included; the
+    // completion callback reads them while this source is still live.
+    api_->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
+  enabled_.clear();
+  g_buffer_bytes.store(0, std::memory_order_release);
+  if (live_) {
+    std::lock_guard<std::mutex> lock(g_feed_mutex);
+    g_live = nullptr;
+    live_ = false;
+  }
+  if (subscriber_ != nullptr) {
+    if (options_.nvtx) api_->enable_domain(0, subscriber_, CUPTI_CB_DOMAIN_NVTX);
+    api_->unsubscribe(subscriber_);
+    subscriber_ = nullptr;
+  }
+}
+
+void CuptiSource::wait_for_device() noexcept {
+  // Kernels still queued at stop() would otherwise be missing or cut off.
+  // The runtime's call waits for the whole device; it is there when the
+  // program links libcudart globally. Otherwise the driver's context
+  // synchronize covers this thread's current context, if it has one.
+  // Errors (no context, no device) mean there is nothing to wait for.
+  using RuntimeSync = int (*)();
+  if (void* f = dlsym(RTLD_DEFAULT, "cudaDeviceSynchronize")) {
+    reinterpret_cast<RuntimeSync>(f)();
+    return;
+  }
+  // RTLD_NOLOAD: never loads the driver into a process that did not.
+  if (void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+    using DriverSync = int (*)();
+    if (void* f = dlsym(driver, "cuCtxSynchronize")) reinterpret_cast<DriverSync>(f)();
+    dlclose(driver);
+  }
+}
+
+void CuptiSource::stop(DeviceBatch* out) {
+  if (!started_) return;
+  wait_for_device();
+  // The forced flush in release() happens after the kinds are disabled, so
+  // that records produced while disabling are in it too.
+  api_->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  release();
+  started_ = false;
+
+  std::uint64_t dropped = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_feed_mutex);
+    converter_.finish(out);
+    dropped = dropped_;
+    dropped_ = 0;
+  }
+  out->dropped += dropped;
+  std::uint32_t version = 0;
+  if (api_->get_version(&version) == CUPTI_SUCCESS) out->top_level.emplace_back("cupti_version", std::to_string(version));
+  for (std::string& p : problems_) out->problems.push_back(std::move(p));
+  problems_.clear();
+  // Dropped records are counted in out->dropped: the trace builder reports them.
+  const std::uint64_t refused = g_refused_requests.exchange(0, std::memory_order_relaxed);
+  if (refused != 0 && dropped == 0) {
+    out->problems.push_back("CUPTI asked for more than " + std::to_string(options_.max_buffers) +
+                            " activity buffers at once (" + std::to_string(refused) +
+                            " requests refused); some CUDA activity may be missing");
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<ActivitySource> make_cupti_source(const CuptiOptions& options) {
+  return std::make_unique<CuptiSource>(options);
+}
+
+}  // namespace tprof::internal

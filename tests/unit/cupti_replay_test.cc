@@ -1,0 +1,634 @@
+// CUPTI logic on CPU: hand-built CUPTI activity records (the installed
+// headers' structs) replayed through CuptiRecordConverter, checked against
+// the values real PyTorch 2.11 / Kineto traces show for the same launches
+// (tests/data/gpu/h100-torch-2.11) and against a golden dump of the whole
+// batch. Also: the live source on a machine without a CUDA driver.
+//
+// Regenerate the golden file after a reviewed change:
+//   TPROF_UPDATE_GOLDEN=1 build/tests/unit/cupti_replay_test
+// then read the diff of tests/unit/expected/cupti_replay_batch.txt line
+// by line before keeping it.
+#include <cupti_activity.h>
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "src/cupti/cupti_cbid_names.h"
+#include "src/cupti/cupti_convert.h"
+#include "src/cupti/cupti_source.h"
+
+namespace tprof::internal {
+namespace {
+
+// The H100 80GB HBM3 of the fixtures, as a DEVICE record describes it.
+CUpti_ActivityDevice5 h100_device(std::uint32_t id) {
+  CUpti_ActivityDevice5 d{};
+  d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+  d.id = id;
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.globalMemorySize = 85017493504ull;
+  d.computeCapabilityMajor = 9;
+  d.computeCapabilityMinor = 0;
+  d.numThreadsPerWarp = 32;
+  d.numMultiprocessors = 132;
+  d.maxWarpsPerMultiprocessor = 64;
+  d.maxBlocksPerMultiprocessor = 32;
+  d.maxSharedMemoryPerMultiprocessor = 233472;
+  d.maxRegistersPerMultiprocessor = 65536;
+  d.maxRegistersPerBlock = 65536;
+  d.maxSharedMemoryPerBlock = 49152;
+  d.maxThreadsPerBlock = 1024;
+  return d;
+}
+
+CUpti_ActivityContext3 context_record(std::uint32_t context, std::uint32_t device) {
+  CUpti_ActivityContext3 c{};
+  c.kind = CUPTI_ACTIVITY_KIND_CONTEXT;
+  c.contextId = context;
+  c.deviceId = device;
+  return c;
+}
+
+// Times in the fixtures are µs with three decimals: ns here.
+CUpti_ActivityKernel10 kernel(const char* name, std::uint64_t start_ns, std::uint64_t dur_ns, std::uint32_t corr,
+                              std::array<int, 3> grid, std::array<int, 3> block, std::uint16_t regs,
+                              std::int32_t static_smem, std::int32_t dynamic_smem) {
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.name = name;
+  k.start = start_ns;
+  k.end = start_ns + dur_ns;
+  k.deviceId = 0;
+  k.contextId = 1;
+  k.streamId = 7;
+  k.correlationId = corr;
+  k.gridX = grid[0];
+  k.gridY = grid[1];
+  k.gridZ = grid[2];
+  k.blockX = block[0];
+  k.blockY = block[1];
+  k.blockZ = block[2];
+  k.registersPerThread = regs;
+  k.staticSharedMemory = static_smem;
+  k.dynamicSharedMemory = dynamic_smem;
+  k.queued = CUPTI_TIMESTAMP_UNKNOWN;
+  return k;
+}
+
+CUpti_ActivityMemcpy6 memcpy_record(std::uint8_t copy_kind, std::uint8_t src, std::uint8_t dst,
+                                    std::uint64_t start_ns, std::uint64_t dur_ns, std::uint64_t bytes,
+                                    std::uint32_t corr) {
+  CUpti_ActivityMemcpy6 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m.copyKind = copy_kind;
+  m.srcKind = src;
+  m.dstKind = dst;
+  m.start = start_ns;
+  m.end = start_ns + dur_ns;
+  m.bytes = bytes;
+  m.deviceId = 0;
+  m.contextId = 1;
+  m.streamId = 7;
+  m.correlationId = corr;
+  return m;
+}
+
+CUpti_ActivityAPI api_record(CUpti_ActivityKind kind, std::uint32_t cbid, std::uint64_t start_ns,
+                             std::uint64_t dur_ns, std::uint32_t tid, std::uint32_t corr) {
+  CUpti_ActivityAPI a{};
+  a.kind = kind;
+  a.cbid = cbid;
+  a.start = start_ns;
+  a.end = start_ns + dur_ns;
+  a.processId = tid;
+  a.threadId = tid;
+  a.correlationId = corr;
+  return a;
+}
+
+CUpti_ActivitySynchronization2 sync_record(CUpti_ActivitySynchronizationType type, std::uint64_t start_ns,
+                                           std::uint64_t dur_ns, std::uint32_t context, std::uint32_t stream,
+                                           std::uint32_t event, std::uint32_t corr) {
+  CUpti_ActivitySynchronization2 s{};
+  s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  s.type = type;
+  s.start = start_ns;
+  s.end = start_ns + dur_ns;
+  s.contextId = context;
+  s.streamId = stream;
+  s.cudaEventId = event;
+  s.correlationId = corr;
+  return s;
+}
+
+template <class T>
+void add(CuptiRecordConverter& c, const T& record) {
+  c.add(reinterpret_cast<const CUpti_Activity*>(&record));
+}
+
+const char* kind_name(DeviceEventKind k) {
+  switch (k) {
+    case DeviceEventKind::kKernel: return "kernel";
+    case DeviceEventKind::kMemcpy: return "gpu_memcpy";
+    case DeviceEventKind::kMemset: return "gpu_memset";
+    case DeviceEventKind::kSync: return "cuda_sync";
+    case DeviceEventKind::kRuntime: return "cuda_runtime";
+    case DeviceEventKind::kDriver: return "cuda_driver";
+    case DeviceEventKind::kOverhead: return "overhead";
+  }
+  return "?";
+}
+
+// One line per event: kind, start..end ns, lane (device/stream or thread),
+// correlation | name | args members; then the batch's other parts.
+std::string dump(const DeviceBatch& b) {
+  std::ostringstream out;
+  for (const DeviceEvent& e : b.events) {
+    out << kind_name(e.kind) << ' ' << e.start_ns << ".." << e.end_ns << " device=" << e.device
+        << " stream=" << e.stream << " thread=" << e.thread << " corr=" << e.correlation << " | " << b.name(e)
+        << " | " << b.args(e) << '\n';
+  }
+  for (const std::string& p : b.device_properties) out << "deviceProperties " << p << '\n';
+  for (const auto& [k, v] : b.top_level) out << "top_level " << k << " = " << v << '\n';
+  out << "dropped " << b.dropped << '\n';
+  for (const std::string& p : b.problems) out << "problem " << p << '\n';
+  return out.str();
+}
+
+const DeviceEvent* find(const DeviceBatch& b, DeviceEventKind kind, std::uint64_t corr) {
+  for (const DeviceEvent& e : b.events) {
+    if (e.kind == kind && e.correlation == corr) return &e;
+  }
+  return nullptr;
+}
+
+constexpr const char* kAddKernel =
+    "_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_15CUDAFunctor_addIN3c108BFloat16EEESt5arrayIPcLm3EEEEviT0_"
+    "T1_";
+
+// ---- cbid names ----------------------------------------------------------------------
+
+TEST(CuptiCbidNames, TablesAreSortedAndNamedAsKineto) {
+  for (std::size_t i = 1; i < kRuntimeCbidNamesSize; ++i) {
+    ASSERT_LT(kRuntimeCbidNames[i - 1].cbid, kRuntimeCbidNames[i].cbid) << kRuntimeCbidNames[i].name;
+  }
+  for (std::size_t i = 1; i < kDriverCbidNamesSize; ++i) {
+    ASSERT_LT(kDriverCbidNames[i - 1].cbid, kDriverCbidNames[i].cbid) << kDriverCbidNames[i].name;
+  }
+  // The ids and names of the fixtures' calls (cupti_runtime_cbid.h / cupti_driver_cbid.h).
+  EXPECT_EQ(runtime_cbid_name(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000), "cudaLaunchKernel");
+  EXPECT_EQ(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 211);
+  EXPECT_EQ(runtime_cbid_name(41), "cudaMemcpyAsync");
+  EXPECT_EQ(runtime_cbid_name(51), "cudaMemsetAsync");
+  EXPECT_EQ(runtime_cbid_name(165), "cudaDeviceSynchronize");
+  EXPECT_EQ(driver_cbid_name(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx), "cuLaunchKernelEx");
+  EXPECT_EQ(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 652);
+  // _v2 / _v3 are part of the name; only _vNNNN (a CUDA version) goes.
+  EXPECT_EQ(driver_cbid_name(CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v2), "cuCtxCreate_v2");
+  EXPECT_EQ(runtime_cbid_name(CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v2_v11030),
+            "cudaStreamGetCaptureInfo_v2");
+  EXPECT_EQ(runtime_cbid_name(0), "INVALID");
+  EXPECT_EQ(runtime_cbid_name(1u << 30), "INVALID");
+  EXPECT_EQ(driver_cbid_name(1u << 30), "INVALID");
+}
+
+// ---- kernels ---------------------------------------------------------------------------
+
+TEST(CuptiReplay, KernelsMatchTheH100Fixtures) {
+  CuptiRecordConverter c;
+  add(c, h100_device(0));
+  // tests/data/gpu/h100-torch-2.11: 64_bf16 (nvjet, small tiles), the
+  // add's elementwise kernel, and 4096_bf16 (nvjet, 2x66 blocks).
+  add(c, kernel("nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT", 4524450005117409, 2304, 1323, {4, 2, 1}, {384, 1, 1}, 168,
+                0, 164308));
+  add(c, kernel(kAddKernel, 4524516491526872, 30529, 1343, {16384, 1, 1}, {128, 1, 1}, 34, 0, 0));
+  add(c, kernel("nvjet_sm90_tst_256x128_64x4_1x2_h_badd_coopA_NNT", 4524529551727722, 176771, 47, {2, 66, 1},
+                {384, 1, 1}, 168, 0, 213188));
+  DeviceBatch b;
+  c.finish(&b);
+  ASSERT_EQ(b.events.size(), 3u);
+
+  const DeviceEvent* nvjet = find(b, DeviceEventKind::kKernel, 1323);
+  ASSERT_NE(nvjet, nullptr);
+  EXPECT_EQ(b.name(*nvjet), "nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT");
+  EXPECT_EQ(nvjet->start_ns, 4524450005117409);
+  EXPECT_EQ(nvjet->end_ns, 4524450005117409 + 2304);
+  EXPECT_EQ(nvjet->device, 0);
+  EXPECT_EQ(nvjet->stream, 7);
+  EXPECT_EQ(b.args(*nvjet),
+            "\"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": 7, \"correlation\": 1323, "
+            "\"registers per thread\": 168, \"shared memory\": 164308, \"blocks per SM\": 0.060606, "
+            "\"warps per SM\": 0.727273, \"grid\": [4, 2, 1], \"block\": [384, 1, 1], "
+            "\"est. achieved occupancy %\": 0");
+
+  const DeviceEvent* add_kernel = find(b, DeviceEventKind::kKernel, 1343);
+  ASSERT_NE(add_kernel, nullptr);
+  EXPECT_EQ(b.name(*add_kernel),
+            "void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::BFloat16>, "
+            "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>)");
+  EXPECT_EQ(b.args(*add_kernel),
+            "\"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": 7, \"correlation\": 1343, "
+            "\"registers per thread\": 34, \"shared memory\": 0, \"blocks per SM\": 124.121216, "
+            "\"warps per SM\": 496.484863, \"grid\": [16384, 1, 1], \"block\": [128, 1, 1], "
+            "\"est. achieved occupancy %\": 75");
+
+  const DeviceEvent* big = find(b, DeviceEventKind::kKernel, 47);
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(b.args(*big),
+            "\"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": 7, \"correlation\": 47, "
+            "\"registers per thread\": 168, \"shared memory\": 213188, \"blocks per SM\": 1.0, "
+            "\"warps per SM\": 12.0, \"grid\": [2, 66, 1], \"block\": [384, 1, 1], "
+            "\"est. achieved occupancy %\": 0");
+
+  // The fixture header's deviceProperties element.
+  ASSERT_EQ(b.device_properties.size(), 1u);
+  EXPECT_EQ(b.device_properties[0],
+            "{\"id\": 0, \"name\": \"NVIDIA H100 80GB HBM3\", \"totalGlobalMem\": 85017493504, "
+            "\"computeMajor\": 9, \"computeMinor\": 0, \"maxThreadsPerBlock\": 1024, "
+            "\"maxThreadsPerMultiprocessor\": 2048, \"regsPerBlock\": 65536, \"warpSize\": 32, "
+            "\"sharedMemPerBlock\": 49152, \"numSms\": 132, \"regsPerMultiprocessor\": 65536, "
+            "\"sharedMemPerBlockOptin\": 232448, \"sharedMemPerMultiprocessor\": 233472}");
+}
+
+TEST(CuptiReplay, OccupancyFollowsTheCalculator) {
+  CuptiRecordConverter c;
+  add(c, h100_device(0));
+  DeviceBatch b;
+  c.finish(&b);
+  CuptiDevice d;
+  d.compute_major = 9;
+  d.max_threads_per_block = 1024;
+  d.max_threads_per_sm = 2048;
+  d.regs_per_block = 65536;
+  d.regs_per_sm = 65536;
+  d.warp_size = 32;
+  d.smem_per_block = 49152;
+  d.smem_per_sm = 233472;
+  d.num_sms = 132;
+  d.smem_reserved_per_block = 1024;
+  d.smem_per_block_optin = 232448;
+  // 34 registers round to 40 a thread: 12 blocks of 128 threads fit an SM, 1536 of 2048 threads.
+  EXPECT_EQ(estimated_occupancy_percent(d, 34, 0, 0, 128, 124.121216f), 75);
+  // Fewer blocks than fit: the grid caps it (8 blocks of 128 over 2048 threads).
+  EXPECT_EQ(estimated_occupancy_percent(d, 34, 0, 0, 128, 8.0f), 50);
+  // Static shared memory past the default per-block limit: rejected, 0 (cuBLAS nvjet in the fixtures).
+  EXPECT_EQ(estimated_occupancy_percent(d, 168, 164308, 0, 384, 0.060606f), 0);
+  EXPECT_EQ(estimated_occupancy_percent(d, 32, 0, 0, 0, 1.0f), 0);
+  // No device properties: 0, and the float metrics say "inf" as Kineto does.
+  CuptiRecordConverter unknown;
+  add(unknown, kernel("k", 10, 5, 9, {1, 1, 1}, {32, 1, 1}, 16, 0, 0));
+  DeviceBatch u;
+  unknown.finish(&u);
+  ASSERT_EQ(u.events.size(), 1u);
+  EXPECT_EQ(u.args(u.events[0]),
+            "\"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": 7, \"correlation\": 9, "
+            "\"registers per thread\": 16, \"shared memory\": 0, \"blocks per SM\": \"inf\", "
+            "\"warps per SM\": \"inf\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], "
+            "\"est. achieved occupancy %\": 0");
+}
+
+TEST(CuptiReplay, KernelNamesThatDoNotDemangleStayRaw) {
+  EXPECT_EQ(demangle_kernel_name("nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT"), "nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT");
+  EXPECT_EQ(demangle_kernel_name("_Zgarbage"), "_Zgarbage");
+  EXPECT_EQ(demangle_kernel_name("_Z6squarePfi"), "square(float*, int)");
+  EXPECT_EQ(demangle_kernel_name(""), "");
+  EXPECT_EQ(demangle_kernel_name(nullptr), "");
+}
+
+// ---- copies, sets, API calls ---------------------------------------------------------
+
+TEST(CuptiReplay, MemcpyMemsetAndApiCallsMatchTheFixtures) {
+  CuptiRecordConverter c;
+  add(c, memcpy_record(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                       CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 4524529551671625, 19648, 33554432, 34));
+  CUpti_ActivityMemset4 s{};
+  s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  s.start = 4524529551717802;
+  s.end = s.start + 768;
+  s.bytes = 4;
+  s.contextId = 1;
+  s.streamId = 7;
+  s.correlationId = 46;
+  s.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  add(c, s);
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 41, 4524529551652176, 19402, 1346, 34));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_DRIVER, 652, 4524529551716538, 10575, 1346, 47));
+  DeviceBatch b;
+  c.finish(&b);
+  ASSERT_EQ(b.events.size(), 4u);
+
+  const DeviceEvent* copy = find(b, DeviceEventKind::kMemcpy, 34);
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(b.name(*copy), "Memcpy DtoD (Device -> Device)");
+  EXPECT_EQ(b.args(*copy),
+            "\"device\": 0, \"context\": 1, \"stream\": 7, \"correlation\": 34, \"bytes\": 33554432, "
+            "\"memory bandwidth (GB/s)\": 1707.7785016286646");
+  const DeviceEvent* set = find(b, DeviceEventKind::kMemset, 46);
+  ASSERT_NE(set, nullptr);
+  EXPECT_EQ(b.name(*set), "Memset (Device)");
+  EXPECT_EQ(b.args(*set),
+            "\"device\": 0, \"context\": 1, \"stream\": 7, \"correlation\": 46, \"bytes\": 4, "
+            "\"memory bandwidth (GB/s)\": 0.005208333333333333");
+  const DeviceEvent* rt = find(b, DeviceEventKind::kRuntime, 34);
+  ASSERT_NE(rt, nullptr);
+  EXPECT_EQ(b.name(*rt), "cudaMemcpyAsync");
+  EXPECT_EQ(b.args(*rt), "\"cbid\": 41, \"correlation\": 34");
+  EXPECT_EQ(rt->thread, 1346);
+  EXPECT_EQ(rt->device, -1);
+  const DeviceEvent* drv = find(b, DeviceEventKind::kDriver, 47);
+  ASSERT_NE(drv, nullptr);
+  EXPECT_EQ(b.name(*drv), "cuLaunchKernelEx");
+  EXPECT_EQ(b.args(*drv), "\"cbid\": 652, \"correlation\": 47");
+}
+
+TEST(CuptiReplay, ZeroLengthCopiesHaveNoBandwidth) {
+  CuptiRecordConverter c;
+  add(c, memcpy_record(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                       CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1000, 0, 64, 5));
+  DeviceBatch b;
+  c.finish(&b);
+  ASSERT_EQ(b.events.size(), 1u);
+  EXPECT_EQ(b.name(b.events[0]), "Memcpy HtoD (Pageable -> Device)");
+  EXPECT_EQ(b.args(b.events[0]), "\"device\": 0, \"context\": 1, \"stream\": 7, \"correlation\": 5, \"bytes\": 64");
+}
+
+// ---- synchronization, overhead, odd data ----------------------------------------------
+
+TEST(CuptiReplay, SyncDeviceComesFromALaterContextRecord) {
+  CuptiRecordConverter c;
+  add(c, sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 100, 50, 3,
+                     CUPTI_SYNCHRONIZATION_INVALID_VALUE, CUPTI_SYNCHRONIZATION_INVALID_VALUE, 528));
+  add(c, context_record(3, 2));  // in a later buffer
+  DeviceBatch b;
+  c.finish(&b);
+  ASSERT_EQ(b.events.size(), 1u);
+  const DeviceEvent& e = b.events[0];
+  EXPECT_EQ(b.name(e), "Context Sync");
+  EXPECT_EQ(e.device, 2);
+  EXPECT_EQ(e.stream, -1);
+  EXPECT_EQ(b.args(e),
+            "\"cuda_sync_kind\": \"Context Sync\", \"stream\": -1, \"correlation\": 528, \"device\": 2, "
+            "\"context\": 3");
+  // Contexts are remembered for the next window.
+  add(c, sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 300, 10, 3, 7,
+                     CUPTI_SYNCHRONIZATION_INVALID_VALUE, 600));
+  DeviceBatch next;
+  c.finish(&next);
+  ASSERT_EQ(next.events.size(), 1u);
+  EXPECT_EQ(next.events[0].device, 2);
+  EXPECT_EQ(next.events[0].stream, 7);
+}
+
+TEST(CuptiReplay, FinishAppendsToABatchThatHoldsText) {
+  CuptiRecordConverter c;
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 211, 10, 5, 42, 1));
+  DeviceBatch b;
+  b.add_text("something already there");
+  c.finish(&b);
+  ASSERT_EQ(b.events.size(), 1u);
+  EXPECT_EQ(b.name(b.events[0]), "cudaLaunchKernel");
+  EXPECT_EQ(b.args(b.events[0]), "\"cbid\": 211, \"correlation\": 1");
+}
+
+TEST(CuptiReplay, OddRecordsAreCountedNotFatal) {
+  CuptiRecordConverter c;
+  // end before start: written with end = start, counted.
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 211, 1000, 0, 42, 1));
+  CUpti_ActivityAPI reversed = api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 211, 2000, 0, 42, 2);
+  reversed.end = 1500;
+  add(c, reversed);
+  // A kind the converter does not handle.
+  CUpti_ActivityMarker2 marker{};
+  marker.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  add(c, marker);
+  c.add(nullptr);
+  EXPECT_EQ(c.clamped_records(), 1u);
+  EXPECT_EQ(c.ignored_records(), 1u);
+  DeviceBatch b;
+  c.finish(&b);
+  ASSERT_EQ(b.events.size(), 2u);
+  const DeviceEvent* e = find(b, DeviceEventKind::kRuntime, 2);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->start_ns, 2000);
+  EXPECT_EQ(e->end_ns, 2000);
+}
+
+// ---- everything at once, against the golden file -------------------------------------
+
+std::string golden_path() { return std::string(TPROF_SOURCE_DIR) + "/tests/unit/expected/cupti_replay_batch.txt"; }
+
+TEST(CuptiReplay, GoldenBatch) {
+  CuptiRecordConverter c;
+  // Buffer 1: work before its DEVICE and CONTEXT records.
+  add(c, sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, 5000, 200, 1,
+                     CUPTI_SYNCHRONIZATION_INVALID_VALUE, 12, 60));
+  add(c, sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, 5300, 10, 1, 7, 13, 61));
+  add(c, sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 5400, 20, 1, 7,
+                     CUPTI_SYNCHRONIZATION_INVALID_VALUE, 62));
+  add(c, sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 5500, 30, 1,
+                     CUPTI_SYNCHRONIZATION_INVALID_VALUE, CUPTI_SYNCHRONIZATION_INVALID_VALUE, 63));
+  add(c, sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN, 5600, 1, 9,
+                     CUPTI_SYNCHRONIZATION_INVALID_VALUE, CUPTI_SYNCHRONIZATION_INVALID_VALUE, 64));
+  add(c, kernel(kAddKernel, 4524516491526872, 30529, 1343, {16384, 1, 1}, {128, 1, 1}, 34, 0, 0));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 211, 4524516491390260, 8817, 1317, 1343));
+  add(c, kernel("nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT", 4524450005117409, 2304, 1323, {4, 2, 1}, {384, 1, 1}, 168,
+                0, 164308));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_DRIVER, 652, 4524450005105000, 10575, 1317, 1323));
+  // Buffer 2: the descriptions, then more work.
+  add(c, h100_device(0));
+  add(c, context_record(1, 0));
+  add(c, kernel("nvjet_sm90_tst_256x128_64x4_1x2_h_badd_coopA_NNT", 4524529551727722, 176771, 47, {2, 66, 1},
+                {384, 1, 1}, 168, 0, 213188));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_DRIVER, 652, 4524529551716538, 10575, 1346, 47));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 41, 4524529551652176, 19402, 1346, 34));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 51, 4524529551708905, 7139, 1346, 46));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 165, 4524529554709711, 939914, 1346, 528));
+  // Every copy direction, each with a different pair of memory kinds.
+  const std::uint8_t copy_kinds[] = {
+      CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH,
+      CUPTI_ACTIVITY_MEMCPY_KIND_HTOA,    CUPTI_ACTIVITY_MEMCPY_KIND_ATOH, CUPTI_ACTIVITY_MEMCPY_KIND_ATOA,
+      CUPTI_ACTIVITY_MEMCPY_KIND_ATOD,    CUPTI_ACTIVITY_MEMCPY_KIND_DTOA, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD,
+      CUPTI_ACTIVITY_MEMCPY_KIND_HTOH,    CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, 42};
+  const std::uint8_t memory_kinds[] = {
+      CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+      CUPTI_ACTIVITY_MEMORY_KIND_PINNED,  CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+      CUPTI_ACTIVITY_MEMORY_KIND_ARRAY,   CUPTI_ACTIVITY_MEMORY_KIND_MANAGED,
+      CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC, 99};
+  std::uint32_t corr = 100;
+  std::uint64_t t = 4524529551671625;
+  for (std::size_t i = 0; i < std::size(copy_kinds); ++i) {
+    add(c, memcpy_record(copy_kinds[i], memory_kinds[i % std::size(memory_kinds)],
+                         memory_kinds[(i + 3) % std::size(memory_kinds)], t, 1000 + i, 4096 * (i + 1), corr++));
+    t += 5000;
+  }
+  // The fixture's DtoD copy.
+  add(c, memcpy_record(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                       CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 4524529551671625, 19648, 33554432, 34));
+  // A peer copy from device 1 to device 0, executed by device 0.
+  CUpti_ActivityMemcpyPtoP4 peer{};
+  peer.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+  peer.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+  peer.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  peer.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  peer.start = 4524529552000000;
+  peer.end = peer.start + 4096;
+  peer.bytes = 1 << 20;
+  peer.deviceId = 0;
+  peer.contextId = 1;
+  peer.streamId = 13;
+  peer.srcDeviceId = 1;
+  peer.srcContextId = 2;
+  peer.dstDeviceId = 0;
+  peer.dstContextId = 1;
+  peer.correlationId = 70;
+  add(c, peer);
+  // The fixture's memset, and one on pinned host memory.
+  for (const std::uint16_t kind : {CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, CUPTI_ACTIVITY_MEMORY_KIND_PINNED}) {
+    CUpti_ActivityMemset4 s{};
+    s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+    s.start = kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE ? 4524529551717802 : 4524529551800000;
+    s.end = s.start + 768;
+    s.bytes = 4;
+    s.contextId = 1;
+    s.streamId = 7;
+    s.correlationId = kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE ? 46 : 48;
+    s.memoryKind = kind;
+    add(c, s);
+  }
+  // CUPTI's own work: on a thread, on a device, and on nothing.
+  CUpti_ActivityOverhead3 o{};
+  o.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+  o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
+  o.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  o.objectId.pt.processId = 1346;
+  o.objectId.pt.threadId = 1400;
+  o.start = 4524529560000000;
+  o.end = o.start + 12000;
+  add(c, o);
+  o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST;
+  o.objectKind = CUPTI_ACTIVITY_OBJECT_DEVICE;
+  o.objectId = {};
+  o.objectId.dcs.deviceId = 0;
+  add(c, o);
+  o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING;
+  o.objectKind = CUPTI_ACTIVITY_OBJECT_UNKNOWN;
+  add(c, o);
+  for (const CUpti_ActivityOverheadKind k :
+       {CUPTI_ACTIVITY_OVERHEAD_UNKNOWN, CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER,
+        CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION, CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE,
+        CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING, CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL,
+        CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT}) {
+    o.overheadKind = k;
+    add(c, o);
+  }
+  // Odd data: a reversed copy, an unknown kind.
+  CUpti_ActivityMemcpy6 reversed = memcpy_record(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+                                                 CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 4524529570000000, 0, 8, 90);
+  reversed.end = reversed.start - 100;
+  add(c, reversed);
+  CUpti_ActivityMarker2 marker{};
+  marker.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  add(c, marker);
+
+  EXPECT_EQ(c.clamped_records(), 1u);
+  EXPECT_EQ(c.ignored_records(), 1u);
+  DeviceBatch b;
+  c.finish(&b);
+  const std::string actual = dump(b);
+
+  if (const char* update = std::getenv("TPROF_UPDATE_GOLDEN"); update != nullptr && update[0] == '1') {
+    std::ofstream(golden_path(), std::ios::binary) << actual;
+    GTEST_SKIP() << "rewrote " << golden_path() << ": review the diff";
+  }
+  std::ifstream in(golden_path(), std::ios::binary);
+  ASSERT_TRUE(in) << golden_path() << " is missing; run with TPROF_UPDATE_GOLDEN=1 and review it";
+  std::stringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(actual, expected.str()) << "regenerate with TPROF_UPDATE_GOLDEN=1 after reviewing the change";
+}
+
+// ---- the live source without a driver --------------------------------------------------
+
+// Sets an environment variable for one test.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) {
+      old_ = old;
+      had_ = true;
+    }
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_.c_str(), old_.c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+// Whether this machine can run CUDA work (then the no-driver test is moot).
+bool have_cuda_driver() {
+  for (const char* path : {"/dev/nvidiactl", "/dev/nvidia0"}) {
+    if (std::ifstream(path)) return true;
+  }
+  return false;
+}
+
+TEST(CuptiLiveSource, MissingLibraryIsAClearError) {
+  ScopedEnv env("TPROF_CUPTI_LIBRARY", "/nonexistent/libcupti.so");
+  auto source = make_cupti_source(CuptiOptions{});
+  const Status s = source->start();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(s.error().message().find("libcupti could not be loaded"), std::string::npos) << s.error().message();
+  EXPECT_NE(s.error().message().find("/nonexistent/libcupti.so"), std::string::npos) << s.error().message();
+  DeviceBatch b;
+  source->stop(&b);  // harmless
+  EXPECT_TRUE(b.events.empty());
+  EXPECT_TRUE(b.problems.empty());
+}
+
+TEST(CuptiLiveSource, NoDriverFailsQuicklyAndStopIsHarmless) {
+  if (have_cuda_driver()) GTEST_SKIP() << "a CUDA driver is present";
+  CuptiOptions options;
+  options.nvtx = true;
+  auto source = make_cupti_source(options);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status s = source->start();
+  const auto elapsed = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(s.ok()) << "CUPTI started without a CUDA driver?";
+  EXPECT_EQ(s.error().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(s.error().message().find("CUDA activity unavailable: no CUDA driver: libcuda.so.1 could not be loaded"),
+            std::string::npos)
+      << s.error().message();
+  EXPECT_LT(elapsed, std::chrono::seconds(10)) << s.error().message();
+  std::printf("start() without a driver: %s\n", s.error().message().c_str());
+  DeviceBatch b;
+  source->stop(&b);
+  EXPECT_TRUE(b.events.empty());
+  // A second attempt says the same, and a second source may try too.
+  const Status again = source->start();
+  EXPECT_FALSE(again.ok());
+  auto other = make_cupti_source(CuptiOptions{});
+  EXPECT_FALSE(other->start().ok());
+  other->stop(&b);
+  source->stop(&b);
+}
+
+}  // namespace
+}  // namespace tprof::internal
