@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "src/capture/handlers.h"
 #include "tprof/profiler.h"
 
 namespace tprof {
@@ -41,18 +42,27 @@ std::string default_worker() {
 
 }  // namespace
 
+namespace internal {
+
+Result<std::string> tensorboard_trace_path(const std::string& dir, std::string* worker, bool use_gzip) {
+  TPROF_TRY(make_dirs(dir));
+  if (worker->empty()) *worker = default_worker();  // chosen once, kept for later traces
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  std::string path = dir;
+  if (!path.empty() && path.back() != '/') path += '/';
+  path += *worker + "." + std::to_string(ms) + ".pt.trace.json";
+  if (use_gzip) path += ".gz";
+  return path;
+}
+
+}  // namespace internal
+
 TraceHandler tensorboard_trace_handler(std::string dir, std::string worker, bool use_gzip) {
   auto state = std::make_shared<std::string>(std::move(worker));
   return [dir = std::move(dir), state, use_gzip](Profiler& prof) -> Status {
-    TPROF_TRY(make_dirs(dir));
-    if (state->empty()) *state = default_worker();  // chosen once, kept for later traces
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count();
-    std::string path = dir;
-    if (!path.empty() && path.back() != '/') path += '/';
-    path += *state + "." + std::to_string(ms) + ".pt.trace.json";
-    if (use_gzip) path += ".gz";
+    TPROF_TRY_ASSIGN(std::string path, internal::tensorboard_trace_path(dir, state.get(), use_gzip));
     return prof.export_chrome_trace(path);
   };
 }

@@ -49,5 +49,6 @@ void add_steps_command(CLI::App& app, int* rc);
 void add_info_command(CLI::App& app, int* rc);
 void add_diagnose_command(CLI::App& app, int* rc);
 void add_kernels_command(CLI::App& app, int* rc);
+void add_record_command(CLI::App& app, int* rc);
 
 }  // namespace tprof::cli

@@ -1,4 +1,5 @@
-// tprof — read torch.profiler / Kineto traces the way an expert would.
+// tprof — read torch.profiler / Kineto traces the way an expert would, and
+// record unmodified CUDA programs into them.
 // The CLI parses flags, calls the library and prints; it has no logic of its own.
 #include <CLI/CLI.hpp>
 
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   add_info_command(app, &rc);
   add_diagnose_command(app, &rc);
   add_kernels_command(app, &rc);
+  add_record_command(app, &rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,59 @@
+#include "src/trace/select.h"
+
+namespace tprof::internal {
+
+Trace select_window(const Trace& t, std::int64_t start_ns, std::int64_t end_ns) {
+  Trace out;
+  // Interned in id order into a fresh pool, every string gets its old id.
+  for (StrId id = 1; id < t.strings.size(); ++id) out.strings.intern(t.str(id));
+  out.processes = t.processes;
+  out.meta = t.meta;
+  const EventColumns& in = t.events;
+  std::vector<std::uint32_t> new_index(in.size(), kNoIndex);
+  std::uint32_t n = 0;
+  for (std::uint32_t e = 0; e < in.size(); ++e) {
+    const bool keep = in.phase[e] == Phase::kMetadata ||
+                      (in.ts_ns[e] <= end_ns && in.ts_ns[e] + in.dur_ns[e] >= start_ns);
+    if (keep) new_index[e] = n++;
+  }
+  // Lanes that still hold events, in order of first use: the lanes a
+  // reader of the written window would make.
+  std::vector<std::uint32_t> new_lane(t.lanes.size(), kNoIndex);
+  EventColumns& c = out.events;
+  c.resize(n);
+  for (std::uint32_t e = 0; e < in.size(); ++e) {
+    const std::uint32_t k = new_index[e];
+    if (k == kNoIndex) continue;
+    c.ts_ns[k] = in.ts_ns[e];
+    c.dur_ns[k] = in.dur_ns[e];
+    c.name[k] = in.name[e];
+    c.cat[k] = in.cat[e];
+    std::uint32_t& lane = new_lane[in.lane[e]];
+    if (lane == kNoIndex) {
+      lane = static_cast<std::uint32_t>(out.lanes.size());
+      out.lanes.push_back(t.lanes[in.lane[e]]);
+    }
+    c.lane[k] = lane;
+    c.phase[k] = in.phase[e];
+    c.kind[k] = in.kind[e];
+    c.flags[k] = in.flags[e];
+    c.external_id[k] = in.external_id[e];
+    c.correlation[k] = in.correlation[e];
+    c.flow_id[k] = in.flow_id[e];
+    c.src_offset[k] = in.src_offset[e];
+    out.set_args_json(k, t.args_json(e));
+  }
+  for (MemoryRecord m : t.memory) {
+    if (new_index[m.event] == kNoIndex) continue;
+    m.event = new_index[m.event];
+    out.memory.push_back(m);
+  }
+  for (const Diagnostic& d : t.diagnostics.items()) {
+    // Kept, without an event reference the window may have dropped.
+    const std::uint32_t event = d.event < new_index.size() ? new_index[d.event] : kNoIndex;
+    out.diagnostics.add(d.code, d.byte_offset, d.message, event);
+  }
+  return out;
+}
+
+}  // namespace tprof::internal

@@ -1,0 +1,18 @@
+// A time window of a trace as a trace of its own: what `tprof record
+// --nvtx-range` keeps of a whole run.
+#pragma once
+
+#include <cstdint>
+
+#include "tprof/trace.h"
+
+namespace tprof::internal {
+
+// Returns the events of `t` that overlap [start_ns, end_ns] (an instant or
+// flow inside it, a span that reaches into it), with every metadata event,
+// process, top-level key and diagnostic, and the lanes those events use
+// (in order of first use, as a reader of the written window makes them). Strings keep their ids;
+// args are copied into the new trace's own store.
+Trace select_window(const Trace& t, std::int64_t start_ns, std::int64_t end_ns);
+
+}  // namespace tprof::internal
