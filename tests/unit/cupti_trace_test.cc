@@ -1,0 +1,264 @@
+// CUPTI records -> converter -> trace builder -> Kineto JSON, end to end on
+// CPU: one step of the blog's matmul_add as an H100 runs it (eager GEMM and
+// add kernel, an addmm-style bias copy, a memset, the closing synchronize)
+// with the CPU scopes around it. Checked field by field against what
+// PyTorch 2.11 wrote for the same launches (tests/data/gpu/h100-torch-2.11)
+// and against a golden trace.
+//
+// Regenerate the golden file after a reviewed change:
+//   TPROF_UPDATE_GOLDEN=1 build/tests/unit/cupti_trace_test
+// then read the diff of tests/unit/expected/cupti_trace.json before keeping it.
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "src/capture/trace_builder.h"
+#include "src/trace/json_value.h"
+#include "tests/support/cupti_records.h"
+#include "tprof/key_averages.h"
+#include "tprof/read.h"
+#include "tprof/record_function.h"
+#include "tprof/write.h"
+
+namespace tprof::internal {
+namespace {
+
+constexpr std::uint32_t kTid = 4242;
+constexpr std::int64_t kEpochOfMonotonic0 = 1790857026000000000;  // the fixtures' baseTimeNanoseconds
+
+constexpr ScopeSite kMatmulAdd{"matmul_add", kUserAnnotation};
+constexpr ScopeSite kMatmul{"aten::matmul", kCpuOp};
+constexpr ScopeSite kMm{"aten::mm", kCpuOp};
+constexpr ScopeSite kAdd{"aten::add", kCpuOp};
+constexpr ScopeSite kCopy{"aten::copy_", kCpuOp};
+
+Record scope(const ScopeSite* site, std::uint64_t start, std::uint64_t end) {
+  return {reinterpret_cast<std::uintptr_t>(site), start, end, 0, kRecordScope, 0};
+}
+
+// One step; ticks are CLOCK_MONOTONIC ns here (ns_per_tick 1, same origin).
+std::vector<Record> cpu_records() {
+  return {
+      scope(&kMm, 1300, 3900),      scope(&kMatmul, 1200, 4000), scope(&kAdd, 4200, 7000),
+      scope(&kCopy, 7050, 7600),    scope(&kMatmulAdd, 1100, 8000),
+      {1, 1000, 9000, 0, kRecordStep, 0},  // ProfilerStep#1
+  };
+}
+
+// What CUPTI hands over for that step, in two buffers and out of order.
+DeviceBatch device_batch() {
+  CuptiRecordConverter c;
+  // Buffer 1: the API calls (CUPTI fills API records first, device records
+  // as the work completes).
+  add(c, api_record(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 1500, 300, kTid, 33));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, 3000, 100, kTid, 36));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 4500, 200, kTid, 34));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, 7100, 200, kTid, 35));
+  // The profiler's stop synchronizes after the last step, as torch's does.
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 9100, 400,
+                    kTid, 37));
+  // Buffer 2: device work, the context and device records last.
+  add(c, memcpy_record(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                       CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 7400, 1025, 8192, 35));
+  add(c, kernel("_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_15CUDAFunctor_addIN3c108BFloat16EEESt5arrayIPcLm3EEEEviT0_T1_",
+                4800, 1085, 34, {16384, 1, 1}, {128, 1, 1}, 34, 0, 0));
+  add(c, kernel("nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT", 1900, 2112, 33, {4, 2, 1}, {384, 1, 1}, 168, 0, 164308));
+  add(c, memset_record(3200, 1088, 4, 36));
+  add(c, sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 9200, 290, 1,
+                     static_cast<std::uint32_t>(CUPTI_SYNCHRONIZATION_INVALID_VALUE), 0, 37));
+  add(c, context_record(1, 0));
+  add(c, h100_device(0));
+  DeviceBatch b;
+  c.finish(&b);
+  b.top_level.emplace_back("cupti_version", "130001");
+  return b;
+}
+
+Trace build() {
+  const std::vector<Record> records = cpu_records();
+  std::vector<ThreadRecords> threads(1);
+  threads[0].tid = kTid;
+  threads[0].name = "python3";
+  threads[0].records = records;
+  TickConversion clock;
+  clock.epoch_ns0 = kEpochOfMonotonic0;
+  clock.monotonic_to_epoch_ns = kEpochOfMonotonic0;
+  CaptureInfo info;
+  info.pid = kTid;
+  info.process_name = "python3";
+  info.window_start_ns = kEpochOfMonotonic0 + 900;
+  info.window_start_monotonic_ns = 900;
+  info.cuda_requested = info.cuda_available = true;
+  return build_trace(threads, device_batch(), clock, info);
+}
+
+std::string golden_path() { return std::string(TPROF_SOURCE_DIR) + "/tests/unit/expected/cupti_trace.json"; }
+
+TEST(CuptiTrace, GoldenTrace) {
+  std::string json;
+  write_trace_json(build(), &json);
+  if (const char* u = std::getenv("TPROF_UPDATE_GOLDEN"); u != nullptr && u[0] == '1') {
+    std::ofstream(golden_path(), std::ios::binary) << json;
+    GTEST_SKIP() << "rewrote " << golden_path() << ": review the diff";
+  }
+  std::ifstream in(golden_path(), std::ios::binary);
+  ASSERT_TRUE(in) << golden_path();
+  std::stringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(json, expected.str());
+}
+
+Trace load_fixture(const std::string& name) {
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/gpu/h100-torch-2.11/" + name);
+  EXPECT_TRUE(t) << name;
+  return t ? std::move(t).value() : Trace();
+}
+
+// The keys of event e's args, in order.
+std::vector<std::string> arg_keys(const Trace& t, std::uint32_t e) {
+  std::vector<std::string> keys;
+  auto v = JsonValue::parse(t.args_json(e), 0);
+  if (!v) return keys;
+  for (const auto& [k, value] : v->members()) keys.push_back(k);
+  return keys;
+}
+
+// The first event of category `cat` named `name` (any name when empty).
+std::uint32_t first(const Trace& t, std::string_view cat, std::string_view name = {}) {
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.cat(e) == cat && (name.empty() || t.name(e) == name)) return e;
+  }
+  return kNoIndex;
+}
+
+TEST(CuptiTrace, EveryCategoryHasTheArgsPyTorchWrites) {
+  const Trace ours = build();
+  const Trace eager = load_fixture("4096_bf16_warm_eager.json");
+  const Trace compile = load_fixture("64_bf16_warm_compile.json");
+  struct Case {
+    const Trace& fixture;
+    std::string_view cat, name;
+  };
+  const Case cases[] = {
+      {eager, "kernel", "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"},
+      {eager, "gpu_memset", ""},
+      {eager, "cuda_runtime", "cudaLaunchKernel"},
+      {eager, "cuda_runtime", "cudaMemsetAsync"},
+      {eager, "cuda_driver", "cuLaunchKernelEx"},
+      {eager, "cuda_runtime", "cudaDeviceSynchronize"},
+      {eager, "gpu_user_annotation", ""},
+      {compile, "gpu_memcpy", ""},
+      {compile, "cuda_runtime", "cudaMemcpyAsync"},
+  };
+  for (const Case& c : cases) {
+    const std::uint32_t theirs = first(c.fixture, c.cat, c.name);
+    // Our kernel has another name (a 64x64 GEMM); the args are the same.
+    const std::uint32_t mine = first(ours, c.cat, c.cat == "kernel" ? std::string_view() : c.name);
+    ASSERT_NE(theirs, kNoIndex) << c.cat << " " << c.name;
+    ASSERT_NE(mine, kNoIndex) << c.cat << " " << c.name;
+    EXPECT_EQ(arg_keys(ours, mine), arg_keys(c.fixture, theirs)) << c.cat << " " << c.name;
+    EXPECT_EQ(ours.lanes[ours.events.lane[mine]].kind, c.fixture.lanes[c.fixture.events.lane[theirs]].kind)
+        << c.cat;
+  }
+  // The values that do not depend on the run, exactly as PyTorch wrote them.
+  const std::uint32_t k = first(ours, "kernel", "nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT");
+  ASSERT_NE(k, kNoIndex);
+  const std::string args(ours.args_json(k));
+  EXPECT_NE(args.find("\"registers per thread\": 168, \"shared memory\": 164308, \"blocks per SM\": 0.060606, "
+                      "\"warps per SM\": 0.727273, \"grid\": [4, 2, 1], \"block\": [384, 1, 1], "
+                      "\"est. achieved occupancy %\": 0"),
+            std::string::npos)
+      << args;
+  const std::uint32_t copy = first(ours, "gpu_memcpy");
+  EXPECT_EQ(ours.name(copy), "Memcpy DtoD (Device -> Device)");
+  EXPECT_NE(ours.args_json(copy).find("\"bytes\": 8192, \"memory bandwidth (GB/s)\": 7.9921951219512195"),
+            std::string::npos);
+  // The add kernel's demangled name is the one torch shows.
+  EXPECT_NE(first(ours, "kernel",
+                  "void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::BFloat16>, "
+                  "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>)"),
+            kNoIndex);
+}
+
+TEST(CuptiTrace, LanesMetadataAndTopLevelAsPyTorchWritesThem) {
+  const Trace ours = build();
+  const Trace fixture = load_fixture("64_bf16_warm_eager.json");
+  for (const Trace* t : {&ours, &fixture}) {
+    bool stream7 = false;
+    for (const Lane& l : t->lanes) {
+      if (l.kind != LaneKind::kGpu || l.stream != 7) continue;
+      stream7 = true;
+      EXPECT_EQ(t->str(l.thread_name), "stream 7 ");
+      EXPECT_EQ(l.sort_index, 7);
+      EXPECT_EQ(l.device, 0);
+    }
+    EXPECT_TRUE(stream7);
+    bool gpu0 = false;
+    for (const Process& p : t->processes) {
+      if (!p.pid.is_str && p.pid.num == 0) {
+        gpu0 = true;
+        EXPECT_EQ(t->str(p.labels), "GPU 0");
+        EXPECT_EQ(p.sort_index, 5000000);
+      }
+    }
+    EXPECT_TRUE(gpu0);
+    EXPECT_EQ(t->meta.top_level_json("displayTimeUnit"), "\"ms\"");
+    EXPECT_TRUE(t->meta.base_time_ns.has_value());
+  }
+  // deviceProperties: the fixture's element, key for key and value for value.
+  auto props = JsonValue::parse(ours.meta.top_level_json("deviceProperties"), 0);
+  auto theirs = JsonValue::parse(fixture.meta.top_level_json("deviceProperties"), 0);
+  ASSERT_TRUE(props && theirs);
+  ASSERT_EQ(props->items().size(), 1u);
+  for (const auto& [key, value] : props->items()[0].members()) {
+    const JsonValue* t = theirs->items()[0].find(key);
+    ASSERT_NE(t, nullptr) << key;
+    EXPECT_EQ(value.is_string() ? value.text() : std::to_string(value.int_or(-1)),
+              t->is_string() ? t->text() : std::to_string(t->int_or(-1)))
+        << key;
+  }
+}
+
+TEST(CuptiTrace, LaunchesStartBeforeTheirWorkAndTheTableChargesTheOps) {
+  const Trace t = build();
+  std::map<std::int64_t, std::int64_t> flow_start;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.events.phase[e] == Phase::kFlowStart) flow_start[t.events.flow_id[e]] = t.events.ts_ns[e];
+  }
+  std::size_t ends = 0;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.events.phase[e] != Phase::kFlowEnd) continue;
+    ++ends;
+    ASSERT_EQ(flow_start.count(t.events.flow_id[e]), 1u);
+    EXPECT_LT(flow_start[t.events.flow_id[e]], t.events.ts_ns[e]);
+  }
+  // Two kernels, the memset, the copy, and the synchronize as the device
+  // saw it (Kineto links a cuda_sync to its call the same way).
+  EXPECT_EQ(ends, 5u);
+  std::map<std::string, StatRow> cpu;
+  for (const StatRow& r : EventList::build(t).key_averages()) {
+    if (!r.is_user_annotation && !r.is_device) cpu[r.key] = r;
+  }
+  EXPECT_EQ(cpu["aten::mm"].self_device_time_total_ns, 2112 + 1088);  // GEMM and memset
+  EXPECT_EQ(cpu["aten::add"].self_device_time_total_ns, 1085);
+  EXPECT_EQ(cpu["aten::copy_"].self_device_time_total_ns, 1025);
+  EXPECT_EQ(cpu["matmul_add"].device_time_total_ns, 2112 + 1088 + 1085 + 1025);
+  // The context synchronize: on the GPU's lane; no scope was open around
+  // its call, so no External id (as torch's closing synchronize).
+  const std::uint32_t sync = first(t, "cuda_sync");
+  ASSERT_NE(sync, kNoIndex);
+  EXPECT_EQ(t.name(sync), "Context Sync");
+  EXPECT_EQ(t.lanes[t.events.lane[sync]].kind, LaneKind::kGpu);
+  EXPECT_EQ(t.events.external_id[sync], -1);
+}
+
+}  // namespace
+}  // namespace tprof::internal
