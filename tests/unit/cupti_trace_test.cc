@@ -54,6 +54,8 @@ std::vector<Record> cpu_records() {
 }
 
 // What CUPTI hands over for that step, in two buffers and out of order.
+// Stream 7 runs one thing at a time: GEMM 1900-4012, memset 4050-5138,
+// add 5200-6285, copy 7400-8425.
 DeviceBatch device_batch() {
   CuptiRecordConverter c;
   // Buffer 1: the API calls (CUPTI fills API records first, device records
@@ -69,9 +71,9 @@ DeviceBatch device_batch() {
   add(c, memcpy_record(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
                        CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 7400, 1025, 8192, 35));
   add(c, kernel("_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_15CUDAFunctor_addIN3c108BFloat16EEESt5arrayIPcLm3EEEEviT0_T1_",
-                4800, 1085, 34, {16384, 1, 1}, {128, 1, 1}, 34, 0, 0));
+                5200, 1085, 34, {16384, 1, 1}, {128, 1, 1}, 34, 0, 0));
   add(c, kernel("nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT", 1900, 2112, 33, {4, 2, 1}, {384, 1, 1}, 168, 0, 164308));
-  add(c, memset_record(3200, 1088, 4, 36));
+  add(c, memset_record(4050, 1088, 4, 36));  // queued behind the GEMM on stream 7
   add(c, sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 9200, 290, 1,
                      static_cast<std::uint32_t>(CUPTI_SYNCHRONIZATION_INVALID_VALUE), 0, 37));
   add(c, context_record(1, 0));
