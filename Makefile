@@ -75,6 +75,27 @@ demo: build
 	done
 	@echo; echo "== tprof table $(DEMO_DIR)/64_$(DEMO_DTYPE)_warm_compile.json (fused: addmm = bias copy + one GEMM)"
 	@$(TPROF) table $(DEMO_DIR)/64_$(DEMO_DTYPE)_warm_compile.json --sort-by cpu_time_total --row-limit 15
+	@# On a machine with an NVIDIA GPU: the blog's GPU runs (bf16, 64 and 4096,
+	@# cold and warm, eager, compile and fused) and what tprof reads in them.
+	@if nvidia-smi -L >/dev/null 2>&1; then \
+	  for size in 64 4096; do \
+	    for start in cold warm; do \
+	      for mode in eager compile fused; do \
+	        flags="--device cuda --size $$size --dtype bf16"; \
+	        if [ $$start = warm ]; then flags="$$flags --warmup"; fi; \
+	        if [ $$mode != eager ]; then flags="$$flags --$$mode"; fi; \
+	        echo "== matmul_add $$flags"; \
+	        $(EXAMPLE) $$flags --trace-dir $(DEMO_DIR)_cuda || exit 1; \
+	      done; \
+	    done; \
+	  done; \
+	  for run in 64_bf16_warm_eager 4096_bf16_warm_eager 64_bf16_warm_compile; do \
+	    echo; echo "== tprof diagnose $(DEMO_DIR)_cuda/$$run.json"; \
+	    $(TPROF) diagnose $(DEMO_DIR)_cuda/$$run.json | head -20 || exit 1; \
+	  done; \
+	else \
+	  echo; echo "demo: no NVIDIA GPU here (nvidia-smi): skipping matmul_add --device cuda"; \
+	fi
 
 bench: build
 	@echo "see bench/README.md"
