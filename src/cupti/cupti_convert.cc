@@ -97,6 +97,16 @@ std::string_view memory_kind_name(std::uint32_t memory_kind) noexcept {
   }
 }
 
+namespace {
+
+// "Memcpy DtoD (Device -> Device)": Kineto's name of a copy.
+std::string memcpy_name(std::uint32_t copy_kind, std::uint32_t src_kind, std::uint32_t dst_kind) {
+  return "Memcpy " + std::string(memcpy_kind_name(copy_kind)) + " (" + std::string(memory_kind_name(src_kind)) +
+         " -> " + std::string(memory_kind_name(dst_kind)) + ")";
+}
+
+}  // namespace
+
 std::string_view sync_kind_name(std::uint32_t sync_type) noexcept {
   switch (sync_type) {
     case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "Event Sync";
@@ -338,53 +348,51 @@ void CuptiRecordConverter::emit_kernel(const PendingKernel& k, std::pair<std::ui
   push(e, name, scratch_);
 }
 
-void CuptiRecordConverter::add_memcpy(const CUpti_Activity* record) {
-  const auto r = read_record<CUpti_ActivityMemcpy6>(record);
+template <class R>
+DeviceEvent CuptiRecordConverter::work_event(DeviceEventKind kind, const R& r) {
   DeviceEvent e;
-  e.kind = DeviceEventKind::kMemcpy;
+  e.kind = kind;
   e.start_ns = to_ns(r.start);
   e.end_ns = to_ns(r.end);
   clamp(e.start_ns, &e.end_ns);
   e.device = static_cast<std::int32_t>(r.deviceId);
   e.stream = r.streamId;
   e.correlation = r.correlationId;
-  const std::string name = "Memcpy " + std::string(memcpy_kind_name(r.copyKind)) + " (" +
-                           std::string(memory_kind_name(r.srcKind)) + " -> " +
-                           std::string(memory_kind_name(r.dstKind)) + ")";
+  return e;
+}
+
+template <class R>
+void CuptiRecordConverter::write_transfer_args(const R& r, std::int64_t dur_ns) {
   scratch_.clear();
-  {
-    JsonWriter w(&scratch_);
-    w.begin_object();
-    w.key(kDevice);
-    w.value_uint(r.deviceId);
-    w.key(kContext);
-    w.value_uint(r.contextId);
-    w.key(kStream);
-    w.value_uint(r.streamId);
-    w.key(kCorrelation);
-    w.value_uint(r.correlationId);
-    w.key(kBytes);
-    w.value_uint(r.bytes);
-    write_bandwidth(w, r.bytes, e.end_ns - e.start_ns);
-    w.end_object();
-  }
+  JsonWriter w(&scratch_);
+  w.begin_object();
+  w.key(kDevice);
+  w.value_uint(r.deviceId);
+  w.key(kContext);
+  w.value_uint(r.contextId);
+  w.key(kStream);
+  w.value_uint(r.streamId);
+  w.key(kCorrelation);
+  w.value_uint(r.correlationId);
+  w.key(kBytes);
+  w.value_uint(r.bytes);
+  write_bandwidth(w, r.bytes, dur_ns);
+  w.end_object();
+}
+
+void CuptiRecordConverter::add_memcpy(const CUpti_Activity* record) {
+  const auto r = read_record<CUpti_ActivityMemcpy6>(record);
+  const DeviceEvent e = work_event(DeviceEventKind::kMemcpy, r);
+  const std::string name = memcpy_name(r.copyKind, r.srcKind, r.dstKind);
+  write_transfer_args(r, e.end_ns - e.start_ns);
   push(e, batch_.add_text(name), scratch_);
 }
 
 void CuptiRecordConverter::add_memcpy_peer(const CUpti_Activity* record) {
   const auto r = read_record<CUpti_ActivityMemcpyPtoP4>(record);
-  DeviceEvent e;
-  e.kind = DeviceEventKind::kMemcpy;
-  e.start_ns = to_ns(r.start);
-  e.end_ns = to_ns(r.end);
-  clamp(e.start_ns, &e.end_ns);
   // The lane is the device that executes the copy.
-  e.device = static_cast<std::int32_t>(r.deviceId);
-  e.stream = r.streamId;
-  e.correlation = r.correlationId;
-  const std::string name = "Memcpy " + std::string(memcpy_kind_name(r.copyKind)) + " (" +
-                           std::string(memory_kind_name(r.srcKind)) + " -> " +
-                           std::string(memory_kind_name(r.dstKind)) + ")";
+  const DeviceEvent e = work_event(DeviceEventKind::kMemcpy, r);
+  const std::string name = memcpy_name(r.copyKind, r.srcKind, r.dstKind);
   static constexpr JsonKey kFromDevice("fromDevice");
   static constexpr JsonKey kInDevice("inDevice");
   static constexpr JsonKey kToDevice("toDevice");
@@ -421,32 +429,9 @@ void CuptiRecordConverter::add_memcpy_peer(const CUpti_Activity* record) {
 
 void CuptiRecordConverter::add_memset(const CUpti_Activity* record) {
   const auto r = read_record<CUpti_ActivityMemset4>(record);
-  DeviceEvent e;
-  e.kind = DeviceEventKind::kMemset;
-  e.start_ns = to_ns(r.start);
-  e.end_ns = to_ns(r.end);
-  clamp(e.start_ns, &e.end_ns);
-  e.device = static_cast<std::int32_t>(r.deviceId);
-  e.stream = r.streamId;
-  e.correlation = r.correlationId;
+  const DeviceEvent e = work_event(DeviceEventKind::kMemset, r);
   const std::string name = "Memset (" + std::string(memory_kind_name(r.memoryKind)) + ")";
-  scratch_.clear();
-  {
-    JsonWriter w(&scratch_);
-    w.begin_object();
-    w.key(kDevice);
-    w.value_uint(r.deviceId);
-    w.key(kContext);
-    w.value_uint(r.contextId);
-    w.key(kStream);
-    w.value_uint(r.streamId);
-    w.key(kCorrelation);
-    w.value_uint(r.correlationId);
-    w.key(kBytes);
-    w.value_uint(r.bytes);
-    write_bandwidth(w, r.bytes, e.end_ns - e.start_ns);
-    w.end_object();
-  }
+  write_transfer_args(r, e.end_ns - e.start_ns);
   push(e, batch_.add_text(name), scratch_);
 }
 

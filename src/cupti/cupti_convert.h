@@ -93,6 +93,14 @@ class CuptiRecordConverter {
   void add_device(const CUpti_Activity* record);
   void add_context(const CUpti_Activity* record);
 
+  // The event of a device activity record (start, end, deviceId, streamId,
+  // correlationId), its times ordered.
+  template <class R>
+  DeviceEvent work_event(DeviceEventKind kind, const R& r);
+  // Into scratch_: the args copies and memsets share (device, context,
+  // stream, correlation, bytes, bandwidth).
+  template <class R>
+  void write_transfer_args(const R& r, std::int64_t dur_ns);
   void emit_kernel(const PendingKernel& k, std::pair<std::uint32_t, std::uint32_t> name);
   void emit_sync(const PendingSync& s);
   // Orders times, counting a reversed pair.
