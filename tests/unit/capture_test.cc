@@ -270,6 +270,43 @@ TEST(Profiler, FullBuffersDropAndCountNeverGrow) {
   std::remove(path.c_str());
 }
 
+// CUDA asked for where it cannot be had (no driver, or a build without
+// CUPTI): every window still records the CPU, once per window the trace
+// says why the GPU is missing, and the written file says it too.
+TEST(Profiler, CudaWithoutADeviceRecordsCpuOnlyAndSaysWhy) {
+  if (access("/dev/nvidiactl", F_OK) == 0) GTEST_SKIP() << "an NVIDIA driver is present";
+  Profiler prof({.activities = {Activity::kCpu, Activity::kCuda},
+                 .schedule = schedule({.wait = 0, .warmup = 1, .active = 1, .repeat = 2})});
+  ASSERT_TRUE(prof.start());
+  std::vector<std::string> reasons;
+  std::size_t windows = 0;
+  for (int i = 0; i < 4; ++i) {
+    { TPROF_RECORD_FUNCTION("work"); }
+    ASSERT_TRUE(prof.step());
+    if (i % 2 == 1) {  // a window just ended
+      ++windows;
+      const Trace& t = prof.trace();
+      EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kActivityUnavailable), 1u);
+      for (const Diagnostic& d : t.diagnostics.items()) {
+        if (d.code == DiagnosticCode::kActivityUnavailable) reasons.push_back(d.message);
+      }
+      std::size_t work = 0;
+      for (std::uint32_t e = 0; e < t.events.size(); ++e) work += t.name(e) == "work";
+      EXPECT_EQ(work, 1u);
+    }
+  }
+  ASSERT_TRUE(prof.stop());
+  ASSERT_EQ(windows, 2u);
+  ASSERT_EQ(reasons.size(), 2u);
+  EXPECT_NE(reasons[0].find("CUDA"), std::string::npos) << reasons[0];
+  const std::string path = ::testing::TempDir() + "/tprof_cuda_unavailable.json";
+  ASSERT_TRUE(prof.export_chrome_trace(path));
+  Result<Trace> back = read_trace(path);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->diagnostics.count(DiagnosticCode::kActivityUnavailable), 1u);
+  std::remove(path.c_str());
+}
+
 TEST(Profiler, ExportedTraceReadsBackAsTheSameModel) {
   Profiler prof({.schedule = schedule({.wait = 0, .warmup = 1, .active = 2}), .record_shapes = true,
                  .profile_memory = true});
