@@ -113,16 +113,66 @@ Result<std::string> read_file(const std::string& path) {
   return out;
 }
 
+namespace {
+
+// The file a symbolic link means: its target, relative to the link's
+// directory when the link is relative (the target need not exist yet).
+std::string link_target(const std::string& path) {
+  std::string current = path;
+  for (int hops = 0; hops < 40; ++hops) {  // the kernel's own limit on a chain
+    char buf[4096];
+    const ssize_t n = ::readlink(current.c_str(), buf, sizeof buf);
+    if (n < 0 || static_cast<std::size_t>(n) >= sizeof buf) return current;
+    std::string target(buf, static_cast<std::size_t>(n));
+    if (!target.empty() && target[0] != '/') {
+      const std::size_t slash = current.rfind('/');
+      if (slash != std::string::npos) target = current.substr(0, slash + 1) + target;
+    }
+    current = std::move(target);
+  }
+  return current;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::create(const std::string& path) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (path.empty()) return Error(ErrorCode::kIo, "no output path given", path);
+  struct stat st {};
+  std::string target = path;
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) target = link_target(path);
+  bool existed = false;
+  if (::stat(target.c_str(), &st) == 0) {
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+      // A device or a pipe is written to, never replaced by a file.
+      const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return io_error(path, "cannot open for writing");
+      return std::unique_ptr<AtomicFileWriter>(new AtomicFileWriter(path, {}, fd));
+    }
+    if (S_ISDIR(st.st_mode)) {
+      errno = EISDIR;
+      return io_error(path, "cannot write the output");
+    }
+    if (!S_ISREG(st.st_mode)) {
+      return Error(ErrorCode::kIo, "cannot write the output: not a regular file, a device or a FIFO", path);
+    }
+    existed = true;
+  }
+  std::string tmp = target + ".tmp." + std::to_string(getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) return io_error(path, "cannot create");
-  return std::unique_ptr<AtomicFileWriter>(new AtomicFileWriter(path, std::move(tmp), fd));
+  // An existing file keeps its permissions; a new one gets 0666 less the umask.
+  if (existed && ::fchmod(fd, st.st_mode & 07777) != 0) {
+    Error e = io_error(path, "cannot set the mode of");
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return e;
+  }
+  return std::unique_ptr<AtomicFileWriter>(new AtomicFileWriter(std::move(target), std::move(tmp), fd));
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(tmp_path_.c_str());
+  if (!committed_ && !tmp_path_.empty()) ::unlink(tmp_path_.c_str());
 }
 
 Status AtomicFileWriter::write(std::string_view bytes) {
@@ -143,9 +193,17 @@ Status AtomicFileWriter::commit() {
     return io_error(path_, "cannot write");
   }
   fd_ = -1;
-  if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) return io_error(path_, "cannot rename into place");
+  if (!tmp_path_.empty() && ::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
+    return io_error(path_, "cannot rename into place");
+  }
   committed_ = true;
   return {};
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
 }
 
 Status write_file_atomic(const std::string& path, std::string_view bytes) {

@@ -39,9 +39,16 @@ class MappedFile {
 // Reads a whole (small) file into a string.
 Result<std::string> read_file(const std::string& path);
 
-// Writes a file so that it either appears complete or not at all: data goes
-// to a temporary file next to `path`, which is renamed over `path` on
-// commit(). Destroying an uncommitted writer removes the temporary file.
+// The one way tprof writes an output file. What is at `path` decides how:
+//   - nothing: a new file, complete or absent (a temporary file next to it,
+//     renamed into place on commit()); mode 0666 less the umask;
+//   - a regular file: replaced the same way, keeping its permission bits;
+//   - a symbolic link: its target is written, as above (the link stays);
+//   - a character device or a FIFO (/dev/null, /dev/stdout, a named pipe):
+//     written straight through, never replaced;
+//   - anything else (a directory, a block device, a socket): refused.
+// Every write and the final close are checked. Destroying an uncommitted
+// writer removes its temporary file.
 class AtomicFileWriter {
  public:
   static Result<std::unique_ptr<AtomicFileWriter>> create(const std::string& path);
@@ -54,10 +61,14 @@ class AtomicFileWriter {
   AtomicFileWriter(std::string path, std::string tmp_path, int fd)
       : path_(std::move(path)), tmp_path_(std::move(tmp_path)), fd_(fd) {}
   std::string path_;
-  std::string tmp_path_;
+  std::string tmp_path_;  // empty: writing straight through to path_
   int fd_ = -1;
   bool committed_ = false;
 };
+
+// True when `a` and `b` name the same existing file (device and inode),
+// symbolic links followed: an output path that would overwrite an input.
+bool same_file(const std::string& a, const std::string& b);
 
 // Writes `bytes` to `path` atomically (see AtomicFileWriter).
 Status write_file_atomic(const std::string& path, std::string_view bytes);

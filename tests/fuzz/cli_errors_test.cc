@@ -4,6 +4,7 @@
 // bad flags exit 2; a failed run leaves no output file behind; a truncated
 // trace still gives its report (exit 0) and says it was truncated.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -210,6 +211,38 @@ TEST_F(CliErrors, FailedRunLeavesNoOutputFile) {
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(ok.out, "");
   EXPECT_EQ(listing(), (std::vector<std::string>{"bad.json", "out.txt"}));
+}
+
+// Output safety: the input is never overwritten, a failed stdout is an
+// error, and devices are written to, not replaced.
+TEST_F(CliErrors, OutputNeverReplacesTheInputAndStdoutErrorsAreErrors) {
+  const std::string trace = write("in.json", read_fixture("torch-1.13/memory/memory.kineto.json"));
+  const std::string original = read_fixture("torch-1.13/memory/memory.kineto.json");
+  for (const std::string& cmd : kCommands) {
+    SCOPED_TRACE("tprof " + cmd + " in.json -o in.json");
+    const CliResult r = run({cmd, trace, "-o", trace});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err, "tprof: " + trace + ": is the input trace; refusing to overwrite it\n");
+    EXPECT_EQ(*internal::read_file(trace), original);
+  }
+  // The same through a link to it.
+  const std::string link = (dir_ / "link.json").string();
+  fs::create_symlink(trace, link);
+  EXPECT_EQ(run({"table", trace, "-o", link}).exit_code, 2);
+  EXPECT_EQ(*internal::read_file(trace), original);
+
+  const CliResult full = run_cli("/bin/sh", {"-c", std::string(TPROF_BIN) + " table '" + trace + "' > /dev/full"});
+  EXPECT_EQ(full.exit_code, 2) << full.err;
+  EXPECT_NE(full.err.find("tprof: cannot write to standard output: No space left on device"), std::string::npos)
+      << full.err;
+  const CliResult closed = run_cli("/bin/sh", {"-c", std::string(TPROF_BIN) + " info '" + trace + "' >&-"});
+  EXPECT_EQ(closed.exit_code, 2) << closed.err;
+
+  const CliResult null = run({"table", trace, "-o", "/dev/null"});
+  EXPECT_EQ(null.exit_code, 0) << null.err;
+  struct stat st {};
+  ASSERT_EQ(stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
 }
 
 TEST_F(CliErrors, TruncatedTraceStillReportsAndSaysSo) {

@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <string>
+#include <thread>
 
 #include "src/base/file.h"
 #include "src/base/gzip.h"
@@ -127,6 +131,101 @@ TEST(AtomicFileWriter, LeavesNothingBehindWhenNotCommitted) {
   ASSERT_TRUE(back);
   EXPECT_EQ(*back, "whole");
   std::remove(path.c_str());
+}
+
+// The output policy of the one writer (src/base/file.h), each case a thing
+// the temp-file-then-rename once did to a user's machine.
+class OutputPolicy : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/tprof_output_policy_" + std::to_string(getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  // Files in the directory: no temporary file may be left behind.
+  std::size_t entries() const {
+    return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(dir_), {}));
+  }
+  std::string dir_;
+};
+
+TEST_F(OutputPolicy, ANewFileFollowsTheUmaskAndAnExistingOneKeepsItsMode) {
+  const mode_t old = umask(022);
+  const std::string fresh = dir_ + "/fresh.json";
+  ASSERT_TRUE(write_file_atomic(fresh, "a"));
+  struct stat st {};
+  ASSERT_EQ(stat(fresh.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+  const std::string secret = dir_ + "/secret.json";
+  ASSERT_TRUE(write_file_atomic(secret, "a"));
+  ASSERT_EQ(chmod(secret.c_str(), 0600), 0);
+  ASSERT_TRUE(write_file_atomic(secret, "b"));
+  ASSERT_EQ(stat(secret.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(*read_file(secret), "b");
+  umask(old);
+  EXPECT_EQ(entries(), 2u);
+}
+
+TEST_F(OutputPolicy, ASymlinkHasItsTargetWrittenAndStaysALink) {
+  const std::string target = dir_ + "/target.json", link = dir_ + "/link.json";
+  ASSERT_EQ(symlink("target.json", link.c_str()), 0);  // relative, dangling
+  ASSERT_TRUE(write_file_atomic(link, "first"));
+  struct stat st {};
+  ASSERT_EQ(lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(*read_file(target), "first");
+  ASSERT_TRUE(write_file_atomic(link, "second"));
+  ASSERT_EQ(lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(*read_file(target), "second");
+  EXPECT_EQ(entries(), 2u);
+}
+
+TEST_F(OutputPolicy, DevicesAndFifosAreWrittenThroughNeverReplaced) {
+  ASSERT_TRUE(write_file_atomic("/dev/null", "into the void"));
+  struct stat st {};
+  ASSERT_EQ(stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  const std::string fifo = dir_ + "/pipe";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] {
+    Result<std::string> r = read_file(fifo);
+    received = r ? *r : "read failed";
+  });
+  ASSERT_TRUE(write_file_atomic(fifo, "through the pipe"));
+  reader.join();
+  EXPECT_EQ(received, "through the pipe");
+  ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  // A device that fails the write fails the call.
+  if (access("/dev/full", W_OK) == 0) {
+    Status full = write_file_atomic("/dev/full", std::string(1 << 16, 'x'));
+    ASSERT_FALSE(full);
+    EXPECT_NE(full.error().to_string().find("/dev/full"), std::string::npos);
+  }
+  EXPECT_EQ(entries(), 1u);
+}
+
+TEST_F(OutputPolicy, DirectoriesAndEmptyPathsAreRefusedWithThePath) {
+  Status s = write_file_atomic(dir_, "x");
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().to_string().find(dir_), std::string::npos);
+  EXPECT_NE(s.error().to_string().find("Is a directory"), std::string::npos) << s.error().to_string();
+  EXPECT_FALSE(write_file_atomic("", "x"));
+  EXPECT_EQ(entries(), 0u);
+}
+
+TEST_F(OutputPolicy, SameFileSeesThroughLinks) {
+  const std::string a = dir_ + "/a.json", link = dir_ + "/l.json";
+  ASSERT_TRUE(write_file_atomic(a, "x"));
+  ASSERT_EQ(symlink(a.c_str(), link.c_str()), 0);
+  EXPECT_TRUE(same_file(a, link));
+  EXPECT_TRUE(same_file(a, dir_ + "/./a.json"));
+  EXPECT_FALSE(same_file(a, dir_ + "/missing.json"));
+  EXPECT_FALSE(same_file(a, dir_));
 }
 
 }  // namespace

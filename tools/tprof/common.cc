@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 
@@ -77,11 +79,20 @@ void note_diagnostics(const Trace& trace, const std::string& path) {
   std::cerr << line << "\n";
 }
 
-int emit(const std::string& text, const std::string& path) {
+int emit(const std::string& text, const std::string& path, const std::string& input) {
   if (path.empty() || path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    // A full disk, a closed stdout or a broken pipe is an error, not a success.
+    errno = 0;
+    const bool ok = std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0;
+    if (!ok) {
+      std::cerr << "tprof: cannot write to standard output: " << std::strerror(errno != 0 ? errno : EIO) << "\n";
+      return kExitBadInput;
+    }
     return kExitOk;
+  }
+  if (!input.empty() && internal::same_file(path, input)) {
+    std::cerr << "tprof: " << path << ": is the input trace; refusing to overwrite it\n";
+    return kExitBadInput;
   }
   Status s = internal::write_file_atomic(path, text);
   if (!s) {
@@ -115,7 +126,7 @@ CLI::App* add_report_command(CLI::App& app, int* rc, const std::string& name, co
     }
     const std::string text = render(*trace, a->format);
     if (note_diags) note_diagnostics(*trace, a->trace);
-    *rc = emit(text, a->output);
+    *rc = emit(text, a->output, a->trace);
   });
   return cmd;
 }

@@ -31,9 +31,11 @@ std::optional<Trace> load_trace(const std::string& path);
 // Prints one line naming the trace's diagnostics to stderr (unless quiet).
 void note_diagnostics(const Trace& trace, const std::string& path);
 
-// Writes text to stdout, or atomically to `path` when it is not empty.
-// Returns an exit code.
-int emit(const std::string& text, const std::string& path);
+// Writes text to stdout, or to `path` when it is not empty (through the one
+// writer, src/base/file.h: atomic for files, straight through to devices and
+// FIFOs). Refuses a `path` that is the `input` trace. Returns an exit code:
+// 2 with one line on stderr when the output cannot be written.
+int emit(const std::string& text, const std::string& path, const std::string& input);
 
 // Adds the subcommand "NAME TRACE [--format F] [-o FILE]" (F one of
 // `formats`, the first the default): it loads the trace, prints

@@ -53,7 +53,7 @@ int run_table(const TableArgs& a) {
     return kExitBadInput;
   }
   note_diagnostics(*trace, a.trace);
-  return emit(*text, a.output);
+  return emit(*text, a.output, a.trace);
 }
 
 }  // namespace
