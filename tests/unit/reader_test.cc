@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -88,6 +89,36 @@ TEST(Reader, KinetoObjectWithEveryEventKind) {
   EXPECT_EQ(t.processes[0].sort_index, 5000000);
   EXPECT_EQ(t.meta.top_level_json("distributedInfo"), R"({"backend": "nccl", "rank": 3, "world_size": 8})");
   EXPECT_EQ(t.meta.top_level_json("traceName"), R"("x.json")");
+}
+
+// 10^5 threads under pid 0 cost about what 10^5 processes do: lane lookup
+// stays hashed (every lane of pid 0 once fell into one bucket: 20 s vs
+// 0.5 s). A ratio within this run, best of three each, not a time.
+TEST(Reader, ManyLanesOfOneProcessStayLinear) {
+  auto make = [](bool one_pid) {
+    std::string json = "{\"traceEvents\": [";
+    for (int i = 0; i < 100000; ++i) {
+      if (i > 0) json += ",\n";
+      json += "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op\", \"pid\": " +
+              std::to_string(one_pid ? 0 : i) + ", \"tid\": " + std::to_string(one_pid ? i : 1) +
+              ", \"ts\": " + std::to_string(i) + ", \"dur\": 1}";
+    }
+    return json + "]}";
+  };
+  auto best_of_3 = [](const std::string& json) {
+    double best = 1e30;
+    for (int r = 0; r < 3; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      Result<Trace> t = read_trace_bytes(json, "lanes.json");
+      const auto t1 = std::chrono::steady_clock::now();
+      EXPECT_TRUE(t);
+      EXPECT_EQ(t->lanes.size(), 100000u);
+      best = std::min(best, std::chrono::duration<double>(t1 - t0).count());
+    }
+    return best;
+  };
+  const double threads = best_of_3(make(true)), processes = best_of_3(make(false));
+  EXPECT_LT(threads, 4 * processes + 0.05) << threads << " s vs " << processes << " s";
 }
 
 TEST(Reader, LegacyArrayIsCpuOpsInIntegerMicros) {
