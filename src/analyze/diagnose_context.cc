@@ -86,6 +86,8 @@ bool is_comm_kernel(std::string_view name) {
   return starts_with_ci(name, "nccl") || starts_with_ci(name, "rccl") || contains_ci(name, "nccl:");
 }
 
+bool is_graph_launch(std::string_view name) { return name.find("GraphLaunch") != std::string_view::npos; }
+
 std::string format_ns(std::int64_t ns) {
   char buf[48];
   const double v = static_cast<double>(ns);
@@ -143,6 +145,9 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
       case EventKind::kCudaSync:
         if (t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
           runtime.push_back(e);
+          const std::string_view rn = t.name(e);
+          if (!hip_ && rn.starts_with("hip")) hip_ = true;
+          if (is_graph_launch(rn)) ++graph_launches_;
           if (ev.correlation[e] >= 0) launch_corr.emplace_back(ev.correlation[e], e);
         }
         break;
@@ -184,7 +189,60 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
     op.step = step_index_at(op.launch != kNoIndex ? ev.ts_ns[op.launch] : op.start);
     device.push_back(op);
   }
+  // Per device, the merged activity (device is sorted by start already).
+  for (const DeviceOp& op : device) {
+    auto it = std::find_if(busy_by_device_.begin(), busy_by_device_.end(),
+                           [&](const auto& d) { return d.first == op.device; });
+    if (it == busy_by_device_.end()) {
+      busy_by_device_.emplace_back(op.device, std::vector<Interval>{});
+      it = busy_by_device_.end() - 1;
+    }
+    std::vector<Interval>& v = it->second;
+    if (!v.empty() && op.start <= v.back().end) {
+      v.back().end = std::max(v.back().end, op.end);
+    } else if (op.end > op.start) {
+      v.push_back({op.start, op.end});
+    }
+  }
   if (rows.valid()) set_averages(rows.get());
+}
+
+std::int64_t DiagnoseContext::device_busy_ns(std::int32_t dev, std::int64_t from, std::int64_t to) const {
+  if (to <= from) return 0;
+  if (dev >= 0) {
+    for (const auto& [d, v] : busy_by_device_) {
+      if (d == dev) return covered_within(v, from, to);
+    }
+    return 0;
+  }
+  std::vector<Interval> all;
+  for (const auto& [d, v] : busy_by_device_) {
+    for (const Interval& i : v) {
+      if (i.end > from && i.start < to) all.push_back({std::max(i.start, from), std::min(i.end, to)});
+    }
+  }
+  return union_length(std::move(all));
+}
+
+std::string DiagnoseContext::launch_shape(std::uint32_t e) const {
+  const std::string_view json = trace.args_json(e);
+  if (json.empty()) return "";
+  auto parsed = JsonValue::parse(json);
+  if (!parsed) return "";
+  std::string out;
+  for (const char* key : {"grid", "block"}) {
+    const JsonValue* v = parsed->find(key);
+    if (v == nullptr || !v->is_array()) return "";
+    out += out.empty() ? "" : " ";
+    out += key;
+    out += " [";
+    for (std::size_t i = 0; i < v->items().size(); ++i) {
+      if (i > 0) out += ", ";
+      out += v->items()[i].text();
+    }
+    out += "]";
+  }
+  return out;
 }
 
 const std::vector<StatRow>& DiagnoseContext::averages() const {

@@ -6,9 +6,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "src/analyze/id_index.h"
+#include "src/analyze/intervals.h"
 #include "tprof/diagnose.h"
 #include "tprof/kernels.h"
 #include "tprof/key_averages.h"
@@ -96,6 +99,21 @@ class DiagnoseContext {
   };
   BusyWindow gpu_busy_window() const;
 
+  // Device activity on device `dev` (every stream; any device when dev < 0)
+  // inside [from, to), as a union: was the GPU busy while the host waited?
+  std::int64_t device_busy_ns(std::int32_t dev, std::int64_t from, std::int64_t to) const;
+
+  // "HIP" when the trace's runtime calls are hip* (ROCm), else "CUDA": the
+  // API and tools named in titles and advice.
+  std::string_view api() const { return hip_ ? "HIP" : "CUDA"; }
+  bool is_hip() const { return hip_; }
+  // Graph launch calls (cudaGraphLaunch, hipGraphLaunch) in the trace.
+  std::int64_t graph_launches() const { return graph_launches_; }
+
+  // Kineto's launch shape of a kernel: "grid [x, y, z] block [x, y, z]"
+  // from its args, or "" when absent. Parses the event's args.
+  std::string launch_shape(std::uint32_t e) const;
+
   // The integer arg `key` of event e (e.g. a memcpy's "bytes"), or -1 when
   // absent or not an integer. Parses the event's args: not for every event.
   std::int64_t int_arg(std::uint32_t e, std::string_view key) const;
@@ -109,6 +127,10 @@ class DiagnoseContext {
  private:
   void set_averages(std::vector<StatRow> rows) const;
   IdIndex launch_by_corr_;
+  // Merged device activity per device, (device, intervals) by device.
+  std::vector<std::pair<std::int32_t, std::vector<Interval>>> busy_by_device_;
+  bool hip_ = false;
+  std::int64_t graph_launches_ = 0;
   mutable std::optional<std::vector<StatRow>> averages_;
   mutable std::int64_t self_cpu_total_ = 0, self_device_total_ = 0;
 };
@@ -116,6 +138,11 @@ class DiagnoseContext {
 // tprof kernels' statistics (include/tprof/kernels.h) of the context's
 // device activity: compute_kernels() and the kernel_variance rule.
 KernelsSummary kernel_stats(const DiagnoseContext& c);
+// tprof kernels' statistics of one group of activities (ops by start):
+// count, total, mean, nearest-rank median and p90, cv, outliers (> 1.5x or
+// < 0.5x the median, groups of at least 3).
+KernelStat kernel_stat(const DiagnoseContext& c, std::string name, std::string category,
+                       const std::vector<const DeviceOp*>& ops);
 
 // "1.234 ms", "56.7 us", "890 ns": durations in evidence titles.
 std::string format_ns(std::int64_t ns);
@@ -150,5 +177,8 @@ bool is_dataloader_scope(std::string_view name);
 bool is_sync_call(std::string_view name);
 // True for communication kernel names (nccl*, rccl*, ncclDevKernel_*).
 bool is_comm_kernel(std::string_view name);
+// True for runtime calls that replay a graph (cudaGraphLaunch, hipGraphLaunch,
+// cuGraphLaunch): one call, many kernels.
+bool is_graph_launch(std::string_view name);
 
 }  // namespace tprof::internal

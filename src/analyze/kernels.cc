@@ -11,6 +11,36 @@ namespace tprof {
 
 KernelsSummary compute_kernels(const Trace& trace) { return internal::kernel_stats(internal::DiagnoseContext(trace)); }
 
+KernelStat internal::kernel_stat(const internal::DiagnoseContext& c, std::string name, std::string category,
+                                 const std::vector<const internal::DeviceOp*>& ops) {
+  KernelStat s;
+  s.name = std::move(name);
+  s.category = std::move(category);
+  std::vector<std::int64_t> d;
+  for (const internal::DeviceOp* op : ops) d.push_back(op->end - op->start);
+  std::sort(d.begin(), d.end());
+  s.count = static_cast<std::int64_t>(d.size());
+  if (d.empty()) return s;
+  for (std::int64_t v : d) s.total_ns += v;
+  s.mean_ns = static_cast<double>(s.total_ns) / static_cast<double>(s.count);
+  s.median_ns = internal::nearest_rank(d, 0.5);
+  s.p90_ns = internal::nearest_rank(d, 0.9);
+  s.min_ns = d.front();
+  s.max_ns = d.back();
+  double var = 0;
+  for (std::int64_t v : d) var += (static_cast<double>(v) - s.mean_ns) * (static_cast<double>(v) - s.mean_ns);
+  var /= static_cast<double>(s.count);
+  s.cv = s.mean_ns > 0 ? std::sqrt(var) / s.mean_ns : 0;
+  if (s.count >= 3) {
+    const double hi = 1.5 * static_cast<double>(s.median_ns), lo = 0.5 * static_cast<double>(s.median_ns);
+    for (const internal::DeviceOp* op : ops) {
+      const double v = static_cast<double>(op->end - op->start);
+      if (v > hi || v < lo) s.outliers.push_back({op->event, c.step_number(op->step), op->start, op->end - op->start});
+    }
+  }
+  return s;
+}
+
 KernelsSummary internal::kernel_stats(const internal::DiagnoseContext& c) {
   const Trace& trace = c.trace;
   KernelsSummary out;
@@ -30,30 +60,9 @@ KernelsSummary internal::kernel_stats(const internal::DiagnoseContext& c) {
     }
     ops[it->second].push_back(&op);
   }
-  std::vector<std::int64_t> d;
   for (std::size_t k = 0; k < ops.size(); ++k) {
     KernelStat& s = out.kernels[k];
-    d.clear();
-    for (const internal::DeviceOp* op : ops[k]) d.push_back(op->end - op->start);
-    std::sort(d.begin(), d.end());
-    s.count = static_cast<std::int64_t>(d.size());
-    for (std::int64_t v : d) s.total_ns += v;
-    s.mean_ns = static_cast<double>(s.total_ns) / static_cast<double>(s.count);
-    s.median_ns = internal::nearest_rank(d, 0.5);
-    s.p90_ns = internal::nearest_rank(d, 0.9);
-    s.min_ns = d.front();
-    s.max_ns = d.back();
-    double var = 0;
-    for (std::int64_t v : d) var += (static_cast<double>(v) - s.mean_ns) * (static_cast<double>(v) - s.mean_ns);
-    var /= static_cast<double>(s.count);
-    s.cv = s.mean_ns > 0 ? std::sqrt(var) / s.mean_ns : 0;
-    if (s.count >= 3) {
-      const double hi = 1.5 * static_cast<double>(s.median_ns), lo = 0.5 * static_cast<double>(s.median_ns);
-      for (const internal::DeviceOp* op : ops[k]) {
-        const double v = static_cast<double>(op->end - op->start);
-        if (v > hi || v < lo) s.outliers.push_back({op->event, c.step_number(op->step), op->start, op->end - op->start});
-      }
-    }
+    s = internal::kernel_stat(c, std::move(s.name), std::move(s.category), ops[k]);
     out.total_ns += s.total_ns;
   }
   std::stable_sort(out.kernels.begin(), out.kernels.end(),
