@@ -4,9 +4,16 @@
 // median or faster than half of it (names with at least 3 instances).
 // Cheatsheet: "The same kernel taking different times across identical steps
 // (...) Report median and spread, not only the mean; name the outlier steps."
+// Precondition: the same work. Instances are grouped by name and launch
+// shape (Kineto's grid and block args, when present): one name run at a
+// prefill and a decode shape, or per layer width, is different work. Only
+// compute kernels: copies (their time follows their bytes) and collectives
+// (their time follows the slowest peer) are left out.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <unordered_map>
 
 #include "src/analyze/rules/rules.h"
 
@@ -30,11 +37,35 @@ constexpr std::size_t kMaxSteps = 100;
 }  // namespace
 
 void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
-  // Outliers (> 1.5x or < 0.5x the median, names with at least 3
-  // instances) as tprof kernels defines and lists them.
-  const KernelsSummary kernels = kernel_stats(c);
+  const Trace& t = c.trace;
+  // Compute kernels by name, then by launch shape. Args are parsed only for
+  // names whose spread could hold an outlier at all (max > 1.5x min, which
+  // any outlier of a subgroup implies), so large traces parse few of them.
+  std::unordered_map<StrId, std::vector<const DeviceOp*>> by_name;
+  for (const DeviceOp& op : c.device) {
+    if (op.cls == DeviceClass::kCompute) by_name[t.events.name[op.event]].push_back(&op);
+  }
+  std::vector<KernelStat> groups;
+  std::vector<std::string> shapes;
+  for (const auto& [name, ops] : by_name) {
+    if (ops.size() < 3) continue;
+    std::int64_t lo = INT64_MAX, hi = 0;
+    for (const DeviceOp* op : ops) {
+      lo = std::min(lo, op->end - op->start);
+      hi = std::max(hi, op->end - op->start);
+    }
+    if (static_cast<double>(hi) <= 1.5 * static_cast<double>(lo)) continue;
+    std::map<std::string, std::vector<const DeviceOp*>> by_shape;
+    for (const DeviceOp* op : ops) by_shape[c.launch_shape(op->event)].push_back(op);
+    for (const auto& [shape, group] : by_shape) {
+      groups.push_back(kernel_stat(c, std::string(t.str(name)), "kernel", group));
+      shapes.push_back(shape);
+    }
+  }
   std::vector<Finding> found;
-  for (const KernelStat& k : kernels.kernels) {
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    const KernelStat& k = groups[gi];
+    const std::string& shape = shapes[gi];
     if (k.outliers.empty()) continue;
     const double mean = k.mean_ns;
     const std::int64_t median = k.median_ns;
@@ -45,7 +76,9 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
     for (const KernelOutlier& o : k.outliers) {
       ++(o.dur_ns > median ? slow : fast);
       excess += o.dur_ns > median ? o.dur_ns - median : median - o.dur_ns;
-      if (steps.size() < kMaxSteps && std::find(steps.begin(), steps.end(), o.step) == steps.end()) steps.push_back(o.step);
+      if (o.step >= 0 && steps.size() < kMaxSteps && std::find(steps.begin(), steps.end(), o.step) == steps.end()) {
+        steps.push_back(o.step);
+      }
       if (refs.size() < kMaxListed) refs.push_back(c.ref(o.event));
     }
     if (excess < kMinExcessNs || static_cast<double>(excess) < kMinExcessShare * static_cast<double>(k.total_ns)) continue;
@@ -57,9 +90,14 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.severity = skew >= kMeanSkew ? FindingSeverity::kWarning : FindingSeverity::kInfo;
     f.title = title_name(k.name) + ": mean " + format_ns(static_cast<std::int64_t>(mean)) + " vs median " +
               format_ns(median) + " (cv " + cvbuf + "), " + std::to_string(slow + fast) + " outlier" +
-              (slow + fast == 1 ? "" : "s") + " of " + std::to_string(k.count);
-    f.evidence.text("kernel", k.name)
-        .num("count", k.count)
+              (slow + fast == 1 ? "" : "s") + " of " + std::to_string(k.count) +
+              (shape.empty() ? "" : " at " + shape);
+    f.evidence.text("kernel", k.name);
+    if (!shape.empty()) {
+      const std::size_t block = shape.find(" block ");
+      f.evidence.text("grid", shape.substr(5, block - 5)).text("block", shape.substr(block + 7));
+    }
+    f.evidence.num("count", k.count)
         .num("mean_ns", static_cast<std::int64_t>(mean))
         .num("median_ns", median)
         .num("min_ns", k.min_ns)
@@ -67,13 +105,16 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
         .real("cv", k.cv)
         .num("slow_outliers", slow)
         .num("fast_outliers", fast)
-        .num("outlier_excess_ns", excess)
-        .ints("outlier_steps", steps)
-        .events("outliers", std::move(refs));
-    f.advice =
-        "Identical steps should run a kernel in the same time; outliers come from clocks, heat, power management, "
-        "driver housekeeping or the profiler itself. Judge by the median and the spread, not the mean; record more "
-        "steps (and lock clocks with nvidia-smi -lgc when benchmarking) to see whether the outlier steps repeat.";
+        .num("outlier_excess_ns", excess);
+    // Without steps there is no step to name: the key is left out.
+    if (!c.steps.steps.empty()) f.evidence.ints("outlier_steps", steps);
+    f.evidence.events("outliers", std::move(refs));
+    f.advice = std::string(
+                   "Identical steps should run a kernel in the same time; outliers come from clocks, heat, power "
+                   "management, driver housekeeping or the profiler itself. Judge by the median and the spread, not "
+                   "the mean; record more steps (and lock clocks with ") +
+               (c.is_hip() ? "rocm-smi --setperfdeterminism" : "nvidia-smi -lgc") +
+               " when benchmarking) to see whether the outlier steps repeat.";
     f.impact_ns = excess;
     found.push_back(std::move(f));
   }
