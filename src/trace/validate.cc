@@ -1,7 +1,10 @@
 #include "src/trace/validate.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "src/base/radix_sort.h"
@@ -37,6 +40,59 @@ void check_overlaps(Trace* t) {
       if (ev.ts_ns[e] + ev.dur_ns[e] > prev_end) prev = e;
     }
   }
+}
+
+// cudaLaunchKernel, cuLaunchKernelEx, cudaGraphLaunch, hipLaunchKernel,
+// cudaMemcpyAsync, cudaMemsetAsync, cudaMemcpy...: calls whose device
+// activity Kineto links with an ac2g flow.
+bool launches_device_work(std::string_view name) {
+  return name.find("Launch") != std::string_view::npos || name.find("Memcpy") != std::string_view::npos ||
+         name.find("Memset") != std::string_view::npos;
+}
+
+// Kineto (CUPTI and roctracer alike) writes an ac2g flow end on runtime
+// calls that launch nothing (cudaFuncSetAttribute, cudaDeviceGetAttribute,
+// hipGetDevicePropertiesR0600) and a flow start on cudaDeviceSynchronize or
+// a zero-byte cudaMemsetAsync: one end, no partner, in complete files. A
+// lone flow is expected when it sits on a CPU runtime call of its
+// correlation id that has no device activity, and either the call launches
+// nothing or device work launched after it was recorded (a window cut at
+// the end drops the activity of the last launches only).
+std::vector<std::uint32_t> drop_expected_lone_flows(const Trace& t, std::vector<std::uint32_t> lone) {
+  const EventColumns& ev = t.events;
+  std::vector<std::pair<std::int64_t, std::uint32_t>> calls;  // (correlation, runtime call)
+  std::vector<std::int64_t> device_corr;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    const EventKind k = ev.kind[e];
+    if (ev.correlation[e] < 0) continue;
+    if (k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset) {
+      device_corr.push_back(ev.correlation[e]);
+    } else if ((k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver || k == EventKind::kCudaSync) &&
+               t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
+      calls.emplace_back(ev.correlation[e], e);
+    }
+  }
+  std::sort(calls.begin(), calls.end());
+  std::sort(device_corr.begin(), device_corr.end());
+  auto has_device = [&](std::int64_t corr) { return std::binary_search(device_corr.begin(), device_corr.end(), corr); };
+  // The last launch whose device activity is in the trace.
+  std::int64_t last_recorded_launch = INT64_MIN;
+  for (const auto& [corr, e] : calls) {
+    if (has_device(corr)) last_recorded_launch = std::max(last_recorded_launch, ev.ts_ns[e]);
+  }
+  std::vector<std::uint32_t> kept;
+  for (std::uint32_t f : lone) {
+    const std::int64_t id = ev.flow_id[f];
+    auto it = std::lower_bound(calls.begin(), calls.end(), std::make_pair(id, std::uint32_t{0}));
+    bool expected = false;
+    for (; it != calls.end() && it->first == id && !expected; ++it) {
+      const std::uint32_t call = it->second;
+      expected = ev.lane[call] == ev.lane[f] && !has_device(id) &&
+                 (!launches_device_work(t.name(call)) || ev.ts_ns[call] < last_recorded_launch);
+    }
+    if (!expected) kept.push_back(f);
+  }
+  return kept;
 }
 
 void check_flows(Trace* t) {
@@ -97,6 +153,7 @@ void check_flows(Trace* t) {
     }
   }
   std::sort(lone.begin(), lone.end());
+  if (plain_ids) lone = drop_expected_lone_flows(*t, std::move(lone));
   for (std::uint32_t e : lone) {
     const bool is_start = ev.phase[e] == Phase::kFlowStart;
     t->diagnostics.add(DiagnosticCode::kUnmatchedFlow, static_cast<std::int64_t>(ev.src_offset[e]),

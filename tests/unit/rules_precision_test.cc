@@ -37,6 +37,19 @@ const Evidence::Field* find(const Finding& f, std::string_view key) { return f.e
 
 bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
 
+// ---- unmatched_flows ------------------------------------------------------
+
+TEST(RulesPrecision, UnmatchedFlowsQuietOnCompleteKinetoFiles) {
+  // Kineto puts an ac2g flow on runtime calls that launch nothing
+  // (cudaFuncSetAttribute, cudaDeviceGetAttribute, cudaDeviceSynchronize,
+  // hipGetDevicePropertiesR0600): one end, no partner, in complete files.
+  for (const char* rel : {kBertH100, kFalconsH100, kBertMi300}) {
+    const Trace t = load(rel);
+    EXPECT_TRUE(run(t, "unmatched_flows").empty()) << rel;
+    EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kUnmatchedFlow), 0u) << rel;
+  }
+}
+
 // ---- kernel_variance ------------------------------------------------------
 
 TEST(RulesPrecision, KernelVarianceLeavesOutCopiesAndCollectives) {

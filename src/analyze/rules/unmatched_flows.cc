@@ -2,6 +2,9 @@
 // but no end or the reverse (DiagnosticCode::kUnmatchedFlow, from the
 // reader's validator). Viewers draw no arrow for them; a truncated file or a
 // trace window that cut a launch from its kernel leaves them behind.
+// Precondition: only flows that should have a partner. The reader leaves
+// out the lone flows Kineto writes on runtime calls that launch nothing
+// (src/trace/validate.cc): they are in every complete Kineto file.
 // Trace health.
 #include <algorithm>
 #include <cstdint>
