@@ -121,5 +121,34 @@ TEST(RulesPrecision, KernelVarianceAdviceFitsTheVendor) {
   }
 }
 
+// ---- kernel_gap -----------------------------------------------------------
+
+TEST(RulesPrecision, KernelGapCountsStepsNotGaps) {
+  // bert on H100 records one step (ProfilerStep#6); the layer_norm → GEMM gap
+  // occurs 4 times in it: "in 4 of 4 steps" was gaps counted as steps.
+  const Trace t = load(kBertH100);
+  const std::int64_t steps = 1;
+  for (const Finding& f : run(t, "kernel_gap")) {
+    if (find(f, "pattern")->s != "recurring") continue;
+    if (find(f, "unit") != nullptr && find(f, "unit")->s == "steps") {
+      EXPECT_LE(find(f, "units")->i, steps) << f.title;
+    } else {
+      EXPECT_FALSE(contains(f.title, " steps (")) << f.title;
+    }
+  }
+}
+
+TEST(RulesPrecision, KernelGapNotOnCommStreamWhileComputeRuns) {
+  // rank 0: the NCCL stream idles between SendRecv kernels while the compute
+  // stream runs; that is not the GPU waiting on the host.
+  for (const Finding& f : run(kRank0, "kernel_gap")) {
+    const std::string before = find(f, "before") != nullptr ? find(f, "before")->s : "";
+    const std::string after = find(f, "after") != nullptr ? find(f, "after")->s : "";
+    if (contains(before, "nccl") || contains(after, "nccl")) {
+      EXPECT_FALSE(contains(f.advice, "host wait")) << f.title;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tprof

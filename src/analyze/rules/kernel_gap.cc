@@ -6,6 +6,11 @@
 // start). Cheatsheet: "A gap between two kernels inside one step that appears
 // only once in 20 steps is another buffer request — the profiler, not the
 // code"; the peers' "long GPU gaps" and HTA's host wait / kernel wait.
+// Preconditions: a gap is GPU idle time, so only the part of it where no
+// other stream of the device runs counts (a NCCL stream waiting while the
+// compute stream works is not a gap); "N of M steps" counts steps (a step
+// holds a hit when the pair's gap reached kMinGapNs at least once in it),
+// and traces with fewer than kMinUnits steps count occurrences instead.
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -44,7 +49,8 @@ struct Gap {
 
 void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
   const Trace& t = c.trace;
-  const bool by_step = !c.steps.steps.empty();
+  const bool has_steps = !c.steps.steps.empty();
+  const bool by_step = c.steps.steps.size() >= kMinUnits;
   // One pass in start order: the previous activity on each stream.
   std::vector<std::size_t> prev(t.lanes.size(), SIZE_MAX);
   std::vector<std::int64_t> prev_end(t.lanes.size(), INT64_MIN);
@@ -54,8 +60,9 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     const DeviceOp& op = c.device[i];
     const std::size_t p = prev[op.lane];
     // Only gaps inside one step (both launched by it), or anywhere without steps.
-    if (p != SIZE_MAX && (!by_step || (op.step >= 0 && c.device[p].step == op.step))) {
-      const std::int64_t gap = op.start - prev_end[op.lane];
+    if (p != SIZE_MAX && (!has_steps || (op.step >= 0 && c.device[p].step == op.step))) {
+      const std::int64_t gap =
+          op.start - prev_end[op.lane] - c.device_busy_ns(op.device, prev_end[op.lane], op.start);
       if (gap > 0) {
         pairs[{op.lane, t.events.name[c.device[p].event], t.events.name[op.event]}].push_back({gap, op.step, p, i});
       }
@@ -82,15 +89,27 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     std::size_t hits = 0;
     std::int64_t total = 0;
     std::vector<const Gap*> outliers;
+    std::vector<std::int32_t> hit_steps, all_steps;
     for (const Gap& g : gaps) {
+      all_steps.push_back(g.step);
       if (g.ns >= kMinGapNs) {
         ++hits;
         total += g.ns;
+        hit_steps.push_back(g.step);
       }
       if (g.ns >= kMinGapNs && static_cast<double>(g.ns) >= kOneOffFactor * static_cast<double>(med)) outliers.push_back(&g);
     }
-    if (static_cast<double>(hits) >= kRecurringShare * static_cast<double>(gaps.size())) {
-      recurring.push_back({&key, med, total, hits, gaps.size(), &gaps});
+    std::size_t units = gaps.size();
+    if (by_step) {
+      auto distinct = [](std::vector<std::int32_t>& v) {
+        std::sort(v.begin(), v.end());
+        return static_cast<std::size_t>(std::unique(v.begin(), v.end()) - v.begin());
+      };
+      hits = distinct(hit_steps);
+      units = distinct(all_steps);
+    }
+    if (units >= kMinUnits && static_cast<double>(hits) >= kRecurringShare * static_cast<double>(units)) {
+      recurring.push_back({&key, med, total, hits, units, &gaps});
     }
     const double max_one_offs = std::max(1.0, kOneOffShare * static_cast<double>(gaps.size()));
     if (!outliers.empty() && static_cast<double>(outliers.size()) <= max_one_offs) {
@@ -100,6 +119,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
 
   const char* unit = by_step ? "steps" : "occurrences";
   std::sort(recurring.begin(), recurring.end(), [](const Recurring& a, const Recurring& b) { return a.total > b.total; });
+  const bool graphs = c.graph_launches() > 0;
   if (recurring.size() > kMaxRecurring) recurring.resize(kMaxRecurring);
   for (const Recurring& r : recurring) {
     const auto& [lane, before, after] = *r.key;
@@ -115,7 +135,8 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.severity = FindingSeverity::kWarning;
     f.title = "Recurring GPU gap of " + format_ns(r.median) + " (median) between " + title_name(t.str(before)) +
               " and " + title_name(t.str(after)) + " in " + std::to_string(r.hits) + " of " + std::to_string(r.units) +
-              " " + unit + " (" + c.lane_label(lane) + ")";
+              " " + unit + (r.units != r.gaps->size() ? ", " + std::to_string(r.gaps->size()) + " gaps" : "") + " (" +
+            c.lane_label(lane) + ")";
     f.evidence.text("pattern", "recurring")
         .text("lane", c.lane_label(lane))
         .text("before", std::string(t.str(before)))
@@ -125,14 +146,25 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
         .num("total_gap_ns", r.total)
         .num("occurrences", static_cast<std::int64_t>(r.hits))
         .num("units", static_cast<std::int64_t>(r.units))
+        .text("unit", unit)
+        .num("gaps", static_cast<std::int64_t>(r.gaps->size()))
         .ints("gaps_ns", sizes)
         .event("kernel_before", c.ref(c.device[largest->before].event))
         .event("kernel_after", c.ref(c.device[largest->after].event));
     if (c.device[largest->after].launch != kNoIndex) f.evidence.event("launch_after", c.ref(c.device[largest->after].launch));
-    f.advice =
-        "The GPU sits idle between these two activities in most steps: the next one was not launched yet (host "
-        "wait), because the CPU spends longer preparing and launching than the GPU spends running. Cut per-op CPU "
-        "work: fuse ops (torch.compile), batch small ops, or replay the step as a CUDA graph.";
+    const bool comm = is_comm_kernel(t.str(before)) || is_comm_kernel(t.str(after));
+    if (comm) {
+      f.advice =
+          "The device is idle around a collective: it waits for its peers (a slower rank, the network) or for the "
+          "host to launch it. Compare the ranks' traces at this point before changing the code.";
+    } else {
+      f.advice = std::string(
+                     "The GPU sits idle between these two activities: the next one was not launched yet (host "
+                     "wait), because the CPU spends longer preparing and launching than the GPU spends running. Cut "
+                     "per-op CPU work: fuse ops (torch.compile), batch small ops") +
+                 (graphs ? ", or move more of the step into the graph it already replays." : ", or replay the step as a " +
+                                                                                                 std::string(c.api()) + " graph.");
+    }
     f.impact_ns = r.total;
     out->push_back(std::move(f));
   }
@@ -156,7 +188,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
   Finding f;
   f.id = "kernel_gap";
   f.severity = FindingSeverity::kInfo;
-  f.title = "One-off GPU gap of " + format_ns(top.ns) + (by_step ? " in step " + std::to_string(c.step_number(top.step)) : "") +
+  f.title = "One-off GPU gap of " + format_ns(top.ns) + (has_steps ? " in step " + std::to_string(c.step_number(top.step)) : "") +
             " between " + title_name(c.name(c.device[top.before].event)) + " and " +
             title_name(c.name(c.device[top.after].event)) + " (usually " + format_ns(one_offs.front().second) + ")" +
             (one_offs.size() > 1 ? ", " + std::to_string(one_offs.size() - 1) + " more" : "");
