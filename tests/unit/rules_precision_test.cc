@@ -150,5 +150,22 @@ TEST(RulesPrecision, KernelGapNotOnCommStreamWhileComputeRuns) {
   }
 }
 
+// ---- kernel_launch_stats, overhead_bound: graphs ----------------------------
+
+TEST(RulesPrecision, GraphLaunchCountsOnce) {
+  // SGLang decode: one hipGraphLaunch (463 ms) runs 544 kernels; it was
+  // counted as 544 launch calls over 50 µs.
+  const Trace t = load(kSglang);
+  const std::vector<Finding> f = run(t, "kernel_launch_stats");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_LE(find(f[0], "runtime_outliers")->i, 2);
+  ASSERT_NE(find(f[0], "graph_launches"), nullptr);
+  EXPECT_EQ(find(f[0], "graph_launches")->i, 1);
+  for (const Finding& o : run(t, "overhead_bound")) {
+    EXPECT_FALSE(contains(o.advice, "replay the launches with CUDA graphs")) << o.advice;
+    EXPECT_TRUE(contains(o.advice, "hipGraphLaunch")) << o.advice;
+  }
+}
+
 }  // namespace
 }  // namespace tprof

@@ -7,12 +7,16 @@
 //   short kernels     gpu < cpu and cpu <= runtime_cutoff
 //   runtime outliers  cpu > runtime_cutoff
 //   delay outliers    launch delay > launch_delay_cutoff
+// Precondition: one launch call, one launch. A graph launch (cudaGraphLaunch,
+// hipGraphLaunch) runs many kernels from one call: it counts once, its gpu
+// time is the sum of its activities and its delay is that of the first.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "src/analyze/rules/rules.h"
@@ -59,14 +63,26 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   // End of the previous activity on each stream: a delay is only the launch
   // path's fault when the stream had nothing queued before the activity.
   std::unordered_map<std::uint32_t, std::int64_t> stream_end;
+  // Graph launches: the device time of all their activities, and which were seen.
+  std::unordered_map<std::uint32_t, std::int64_t> graph_gpu_ns;
+  for (const DeviceOp& op : c.device) {
+    if (op.launch != kNoIndex && is_graph_launch(c.name(op.launch))) graph_gpu_ns[op.launch] += op.end - op.start;
+  }
+  std::unordered_set<std::uint32_t> graph_seen;
+  std::int64_t graph_launches = 0;
   for (const DeviceOp& op : c.device) {
     auto it = stream_end.try_emplace(op.lane, std::numeric_limits<std::int64_t>::min()).first;
     const std::int64_t prev_end = it->second;
     it->second = std::max(prev_end, op.end);
     if (op.launch == kNoIndex || !is_launch_call(c.name(op.launch))) continue;
+    const auto graph = graph_gpu_ns.find(op.launch);
+    if (graph != graph_gpu_ns.end()) {
+      if (!graph_seen.insert(op.launch).second) continue;  // the graph's later activities
+      ++graph_launches;
+    }
     ++launches;
     const std::int64_t cpu = c.dur(op.launch);
-    const std::int64_t gpu = op.end - op.start;
+    const std::int64_t gpu = graph != graph_gpu_ns.end() ? graph->second : op.end - op.start;
     const std::int64_t delay = op.start - c.end(op.launch);
     cpu_durs.push_back(cpu);
     delays.push_back(delay);
@@ -128,6 +144,7 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
       .num("runtime_outliers", runtime_outliers)
       .num("launch_delay_cutoff_ns", kLaunchDelayCutoffNs)
       .num("launch_delay_outliers", delay_outliers);
+  if (graph_launches > 0) f.evidence.num("graph_launches", graph_launches);
   if (worst_runtime != nullptr) {
     f.evidence.num("worst_launch_ns", c.dur(worst_runtime->launch))
         .event("worst_launch", c.ref(worst_runtime->launch))
@@ -140,8 +157,10 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   }
   if (!outlier_steps.empty()) f.evidence.ints("steps", outlier_steps);
   f.advice =
-      "Short kernels: the host spends longer launching than the GPU computing; batch the work (larger ops, "
-      "torch.compile, CUDA graphs). Long launch calls: look for the first launch of a module (lazy loading), "
+      std::string("Short kernels: the host spends longer launching than the GPU computing; batch the work (larger ops, "
+                  "torch.compile") +
+      (graph_launches > 0 ? ", more of the step inside the graphs it already replays" : ", " + std::string(c.api()) + " graphs") +
+      "). Long launch calls: look for the first launch of a module (lazy loading), "
       "pageable copies or allocator calls behind them. Launch delays on an idle stream: the driver or another "
       "thread held the launch; check the lanes around the worst one.";
   f.impact_ns = short_excess_ns + runtime_outlier_ns + delay_outlier_ns;

@@ -1,7 +1,8 @@
 // overhead_bound: the CPU spends far more time than the GPU and the GPU sits
 // mostly idle: it waits for the host to prepare and launch work.
 // Origin: docs/trace-reading.md, "Self CPU total ≫ Self CUDA total (ms vs
-// µs): overhead-bound".
+// µs): overhead-bound". Advice names graphs only when the trace does not
+// replay any yet (no cudaGraphLaunch / hipGraphLaunch).
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -73,9 +74,19 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     add_steps(f.evidence, std::move(affected));
     if (worst_step_event != kNoIndex) f.evidence.event("most_idle_step", c.ref(worst_step_event));
   }
-  f.advice =
-      "The GPU waits on the CPU to prepare and launch work. Give each launch more work (bigger or batched inputs), "
-      "fuse small ops (torch.compile), or replay the launches with CUDA graphs.";
+  if (c.graph_launches() > 0) {
+    const std::string call = c.is_hip() ? "hipGraphLaunch" : "cudaGraphLaunch";
+    f.evidence.num("graph_launches", c.graph_launches());
+    f.advice = "The GPU waits on the CPU to prepare and launch work, although the trace already replays graphs (" +
+               std::to_string(c.graph_launches()) + " " + call +
+               "): the host time is outside them. Look at what runs between the graph launches (scheduling, "
+               "sampling, Python), move more of the step into the graph, or overlap the host work with the "
+               "previous graph.";
+  } else {
+    f.advice = "The GPU waits on the CPU to prepare and launch work. Give each launch more work (bigger or batched "
+               "inputs), fuse small ops (torch.compile), or replay the launches with " +
+               std::string(c.api()) + " graphs.";
+  }
   f.impact_ns = affected_idle;
   out->push_back(std::move(f));
 }
