@@ -160,6 +160,16 @@ TEST(RulesPeers, SyncApi) {
   EXPECT_EQ(field(f[0], "steps").ints, (std::vector<std::int64_t>{3}));
   // A synchronize after the last step is not this rule's.
   EXPECT_TRUE(run(doc({step(3, 0, 100), x("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 150, 10)}), "sync_api").empty());
+  // The same wait while a kernel keeps the GPU busy: the host waited for
+  // queued work, the GPU did not: info, and the title says so.
+  auto busy = run(doc({step(3, 0, 100), launch(1, 2, 9), kernel("long", 7, 5, 95, 9),
+                       x("cuda_runtime", "cudaStreamSynchronize", 1, 1, 50, 40)}),
+                  "sync_api");
+  ASSERT_EQ(busy.size(), 1u);
+  EXPECT_EQ(busy[0].severity, FindingSeverity::kInfo);
+  EXPECT_NEAR(field(busy[0], "gpu_busy_pct").d, 100.0, 1e-9);
+  EXPECT_EQ(busy[0].impact_ns, 0);
+  EXPECT_NE(busy[0].title.find("the host waited, the GPU did not"), std::string::npos) << busy[0].title;
 }
 
 TEST(RulesPeers, PageableMemcpy) {

@@ -167,5 +167,16 @@ TEST(RulesPrecision, GraphLaunchCountsOnce) {
   }
 }
 
+// ---- sync_api -------------------------------------------------------------
+
+TEST(RulesPrecision, SyncApiNamesTheTracesApi) {
+  // mi300: hipDeviceSynchronize, not "CUDA calls".
+  const std::vector<Finding> f = run(kBertMi300, "sync_api");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(contains(f[0].title, "HIP")) << f[0].title;
+  EXPECT_FALSE(contains(f[0].title, "CUDA")) << f[0].title;
+  ASSERT_NE(find(f[0], "gpu_busy_pct"), nullptr);
+}
+
 }  // namespace
 }  // namespace tprof
