@@ -178,5 +178,15 @@ TEST(RulesPrecision, SyncApiNamesTheTracesApi) {
   ASSERT_NE(find(f[0], "gpu_busy_pct"), nullptr);
 }
 
+// ---- bmm_dispatch ---------------------------------------------------------
+
+TEST(RulesPrecision, BmmDispatchNeedsDeviceActivity) {
+  // CPU-only traces: "0.0 runtime calls per bmm vs 0.0 per mm".
+  for (const char* rel : {"kineto-public/hta_rank_non_gpu_2022-08.json.gz", "torch-1.13/blog/bmm8x64_fp32_cold_eager.kineto.json"}) {
+    EXPECT_TRUE(run(rel, "bmm_dispatch").empty()) << rel;
+  }
+  EXPECT_EQ(run(kRank0, "bmm_dispatch").size(), 1u);  // 40 bmm with their kernels: still read
+}
+
 }  // namespace
 }  // namespace tprof

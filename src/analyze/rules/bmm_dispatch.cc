@@ -2,6 +2,9 @@
 // aten::bmm, which makes more runtime calls and more cuBLAS heuristic work
 // per op than aten::mm. Cheatsheet: "aten::mm (2-D) or aten::bmm (3-D and
 // up: more runtime calls, more heuristic work)".
+// Preconditions: device activity (on a CPU-only trace there are no runtime
+// calls to count and no cuBLAS heuristics) and at least kMinBmm calls, so a
+// single first call (its one-time setup) is not read as the dispatch's cost.
 #include <algorithm>
 
 #include "src/analyze/rules/rules.h"
@@ -10,9 +13,10 @@ namespace tprof::internal {
 
 namespace {
 
-// One aten::bmm is enough to explain the dispatch (info); warning when each
-// bmm costs the CPU this much more than an mm in the same trace.
-constexpr std::int64_t kMinBmm = 1;
+// Enough aten::bmm calls for a per-call figure (as many_calls' and
+// kernel_variance's minimum); warning when each bmm costs the CPU this much
+// more than an mm in the same trace.
+constexpr std::int64_t kMinBmm = 3;
 constexpr double kSlowerThanMm = 1.5;
 
 bool is_occupancy_call(std::string_view name) {
@@ -35,6 +39,7 @@ struct OpStats {
 
 void rule_bmm_dispatch(const DiagnoseContext& c, std::vector<Finding>* out) {
   const Trace& t = c.trace;
+  if (!c.has_device()) return;
   const auto bmm_id = t.strings.find("aten::bmm");
   if (!bmm_id) return;
   const auto mm_id = t.strings.find("aten::mm");
@@ -62,7 +67,7 @@ void rule_bmm_dispatch(const DiagnoseContext& c, std::vector<Finding>* out) {
 
   const double rt_bmm = bmm.per_op(bmm.runtime_calls), rt_mm = mm.per_op(mm.runtime_calls);
   const double cpu_bmm = bmm.per_op(bmm.cpu_ns), cpu_mm = mm.per_op(mm.cpu_ns);
-  const bool slower = mm.count > 0 && cpu_bmm >= kSlowerThanMm * cpu_mm;
+  const bool slower = mm.count >= kMinBmm && cpu_bmm >= kSlowerThanMm * cpu_mm;
   char buf[64];
   Finding f;
   f.id = "bmm_dispatch";
