@@ -120,7 +120,10 @@ TEST(HiddenMemcpy, DtoDBeforeGemmFromAddmm) {
   EXPECT_EQ(field(f[0], "issuing_op").events[0].name, "aten::addmm");
   EXPECT_EQ(field(f[0], "launch").events[0].name, "cudaMemcpyAsync");
   EXPECT_EQ(f[0].impact_ns, 60000);
-  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);  // 20 of 320 µs: over 5%
+  // 20 µs of copy in a 900 µs step (the GPU works 320 µs of it): 2.2% of
+  // the step, under 5%: info.
+  EXPECT_EQ(f[0].severity, FindingSeverity::kInfo);
+  EXPECT_EQ(field(f[0], "step_ns").i, 900000);
   EXPECT_NE(f[0].title.find("32.0 MiB"), std::string::npos) << f[0].title;
 }
 

@@ -188,5 +188,72 @@ TEST(RulesPrecision, BmmDispatchNeedsDeviceActivity) {
   EXPECT_EQ(run(kRank0, "bmm_dispatch").size(), 1u);  // 40 bmm with their kernels: still read
 }
 
+// ---- hidden_memcpy, cold_start on the blog's runs ---------------------------
+
+std::string h100(const std::string& name) { return "gpu/h100-torch-2.11/" + name + ".json"; }
+
+TEST(RulesPrecision, HiddenMemcpySeverityFromTheStep) {
+  // 64²: 1 µs of copy in a ~160 µs step on an idle GPU: info. 4096²: 19 µs
+  // in a GPU-bound ~190 µs step of device work: a warning.
+  for (const char* n : {"64_bf16_cold_compile", "64_bf16_warm_compile"}) {
+    const std::vector<Finding> f = run(h100(n), "hidden_memcpy");
+    ASSERT_EQ(f.size(), 1u) << n;
+    EXPECT_EQ(f[0].severity, FindingSeverity::kInfo) << n;
+    ASSERT_NE(find(f[0], "step_share_pct"), nullptr);
+    EXPECT_LT(find(f[0], "step_share_pct")->d, 1.0) << n;
+  }
+  for (const char* n : {"4096_bf16_cold_compile", "4096_bf16_warm_compile"}) {
+    const std::vector<Finding> f = run(h100(n), "hidden_memcpy");
+    ASSERT_EQ(f.size(), 1u) << n;
+    EXPECT_EQ(f[0].severity, FindingSeverity::kWarning) << n;
+    EXPECT_GT(find(f[0], "step_share_pct")->d, 5.0) << n;
+  }
+}
+
+TEST(RulesPrecision, ColdStartNoWarningWithoutOneTimeWork) {
+  // Warm and cold runs record the same first step: the schedule's warmup
+  // step (not recorded) took the program's one-time work in both, and step 1
+  // runs the same calls as later steps, only slower. Not a warning; the
+  // finding stays (info) so the wide step is still explained.
+  for (const char* n : {"64_bf16_warm_eager", "64_bf16_warm_compile", "4096_bf16_warm_eager", "4096_bf16_warm_compile",
+                        "64_bf16_cold_eager", "64_bf16_cold_compile", "4096_bf16_cold_eager", "4096_bf16_cold_compile"}) {
+    const std::vector<Finding> f = run(h100(n), "cold_start");
+    ASSERT_EQ(f.size(), 1u) << n;
+    EXPECT_EQ(f[0].severity, FindingSeverity::kInfo) << n;
+    EXPECT_EQ(find(f[0], "one_time_calls"), nullptr) << n;  // listed only when there are some
+  }
+}
+
+TEST(RulesPrecision, ColdStartWarnsOnOneTimeWork) {
+  // The same shape with a cudaMalloc and a module load in step 1 only: the
+  // one-time work is in the recording, a warning.
+  auto x = [](const std::string& cat, const std::string& name, double ts, double dur) {
+    return R"({"ph": "X", "cat": ")" + cat + R"(", "name": ")" + name + R"(", "pid": 1, "tid": 1, "ts": )" +
+           std::to_string(ts) + R"(, "dur": )" + std::to_string(dur) + "}";
+  };
+  std::string doc = R"({"traceEvents": [)";
+  for (int i = 0; i < 4; ++i) {
+    const double ts = 1000.0 * i, dur = i == 0 ? 900 : 200;
+    if (i > 0) doc += ',';
+    doc += x("user_annotation", "ProfilerStep#" + std::to_string(i + 1), ts, dur);
+    doc += ',';
+    doc += x("cuda_runtime", "cudaLaunchKernel", ts + 10, 5);
+    if (i == 0) {
+      doc += ',';
+      doc += x("cuda_runtime", "cudaMalloc", ts + 20, 500);
+      doc += ',';
+      doc += x("cuda_driver", "cuModuleLoadData", ts + 600, 100);
+    }
+  }
+  doc += "]}";
+  Result<Trace> t = read_trace_bytes(doc);
+  ASSERT_TRUE(t);
+  const std::vector<Finding> f = run(*t, "cold_start");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  ASSERT_NE(find(f[0], "one_time_calls"), nullptr);
+  EXPECT_EQ(find(f[0], "one_time_calls")->texts, (std::vector<std::string>{"cuModuleLoadData", "cudaMalloc"}));
+}
+
 }  // namespace
 }  // namespace tprof

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,14 +73,30 @@ void rule_cold_start(const DiagnoseContext& c, std::vector<Finding>* out) {
     return;
   }
 
+  // Runtime calls by name: in the first step, and in any later one.
+  std::set<StrId> in_first, in_later;
+  for (std::uint32_t e : c.runtime) {
+    const int si = c.step_index_at(c.ts(e));
+    if (si < 0) continue;
+    (si == 0 ? in_first : in_later).insert(c.trace.events.name[e]);
+  }
+  std::vector<std::string> one_time;
+  for (StrId n : in_first) {
+    if (!in_later.contains(n)) one_time.emplace_back(c.trace.str(n));
+  }
+  std::sort(one_time.begin(), one_time.end());
+
   const double ratio = static_cast<double>(first.dur_ns) / static_cast<double>(median);
   Finding f;
   f.id = "cold_start";
-  f.severity = FindingSeverity::kWarning;
+  f.severity = one_time.empty() ? FindingSeverity::kInfo : FindingSeverity::kWarning;
   char r[32];
   std::snprintf(r, sizeof r, "%.1fx", ratio);
   f.title = "Cold start: step " + std::to_string(first.step) + " took " + format_ns(first.dur_ns) + ", " + r +
             " the median of the other steps (" + format_ns(median) + ")";
+  f.title += one_time.empty() ? "; the same calls as later steps, only slower"
+                              : "; one-time calls: " + one_time.front() +
+                                    (one_time.size() > 1 ? " and " + std::to_string(one_time.size() - 1) + " more" : "");
   f.evidence.num("first_step", first.step)
       .num("first_step_ns", first.dur_ns)
       .num("median_other_steps_ns", median)
@@ -87,6 +104,7 @@ void rule_cold_start(const DiagnoseContext& c, std::vector<Finding>* out) {
       .real("ratio", ratio)
       .num("other_steps", static_cast<std::int64_t>(others.size()))
       .event("first_step_event", c.ref(first.event));
+  if (!one_time.empty()) f.evidence.texts("one_time_calls", one_time);
   // Where the extra time shows: the first op's dispatch gap, step 1 vs the rest.
   if (const std::optional<FirstGap> g = first_gap(c, first)) {
     std::vector<std::int64_t> later;
@@ -104,10 +122,18 @@ void rule_cold_start(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.evidence.event("first_op_event", c.ref(g->op)).event("first_child_event", c.ref(g->child));
   }
   f.evidence.ints("steps", {first.step});
-  f.advice =
-      "One-time costs land in the first step (workspace allocation, cuBLAS heuristics, lazy module loading, the "
-      "profiler's first active step). Run warm-up iterations before measuring and keep the schedule's warmup phase; "
-      "read the median of the later steps, not the first.";
+  if (one_time.empty()) {
+    f.advice =
+        "The first recorded step runs the same runtime calls as the others, only slower: no allocation, module "
+        "loading or compilation shows in it, so the program's one-time work happened before the recording (warm-up "
+        "iterations or the schedule's warmup step). What is left is the profiler's first active step and cold "
+        "caches; read the median of the later steps, not the first.";
+  } else {
+    f.advice =
+        "One-time costs land in the first step (workspace allocation, cuBLAS heuristics, lazy module loading): the "
+        "calls listed run in it and in no later step. Run warm-up iterations before measuring and keep the "
+        "schedule's warmup phase; read the median of the later steps, not the first.";
+  }
   f.impact_ns = excess;
   out->push_back(std::move(f));
 }
