@@ -23,8 +23,11 @@
 
 namespace tprof {
 
+// The most parser threads a read uses (larger ReadOptions::threads are capped).
+inline constexpr int kMaxReaderThreads = 256;
+
 struct ReadOptions {
-  // Parser threads; 0 = one per hardware thread.
+  // Parser threads; 0 = one per hardware thread; at most kMaxReaderThreads.
   int threads = 0;
   // Called with (bytes parsed, bytes total) as the load progresses, from the
   // thread that finished a piece of work, never concurrently.

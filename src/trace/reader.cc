@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -168,7 +169,9 @@ Status Reader::parse_array(JsonCursor* c, const ParseContext& ctx) {
   const char* end = bytes_.data() + bytes_.size();
   const std::size_t region = static_cast<std::size_t>(end - first);
   int threads = options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency());
-  if (threads < 1) threads = 1;
+  // More parsers than this gain nothing, and the chunk guesses scale with
+  // the count (2^31 threads once meant 2^31 boundary searches).
+  threads = std::clamp(threads, 1, kMaxReaderThreads);
 
   // Guess chunk starts.
   std::vector<std::unique_ptr<ChunkResult>> guesses;
@@ -216,7 +219,15 @@ Status Reader::parse_array(JsonCursor* c, const ParseContext& ctx) {
   std::vector<std::thread> pool;
   const int helpers = std::min<int>(threads, static_cast<int>(guesses.size())) - 1;
   pool.reserve(static_cast<std::size_t>(std::max(helpers, 0)));
-  for (int t = 0; t < helpers; ++t) pool.emplace_back(work);
+  for (int t = 0; t < helpers; ++t) {
+    // Out of threads (a process or container limit): the ones started, and
+    // this one, parse every chunk anyway. The library never throws.
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
   work();
   for (auto& t : pool) t.join();
   merge_ready(&guesses, ctx);

@@ -245,6 +245,18 @@ TEST_F(CliErrors, OutputNeverReplacesTheInputAndStdoutErrorsAreErrors) {
   EXPECT_TRUE(S_ISCHR(st.st_mode));
 }
 
+TEST_F(CliErrors, ThreadCountsOutOfRangeAreUsageErrors) {
+  const std::string good = fixture_path("torch-1.13/memory/memory.kineto.json");
+  for (const std::string n : {"100000", "2147483647", "-1"}) {
+    const CliResult r = run({"--threads", n, "info", good});
+    EXPECT_EQ(r.exit_code, 2) << n;
+    EXPECT_EQ(r.out, "");
+    EXPECT_NE(r.err.find("--threads: Value " + n + " not in range 0 to 256"), std::string::npos) << r.err;
+    EXPECT_LT(r.err.size(), 200u) << r.err;
+  }
+  EXPECT_EQ(run({"--threads", "256", "info", good}).exit_code, 0);
+}
+
 TEST_F(CliErrors, TruncatedTraceStillReportsAndSaysSo) {
   const std::string text = read_fixture("torch-1.13/memory/memory.kineto.json");
   const std::string path = write("cut.json", text.substr(0, text.size() / 2));

@@ -121,6 +121,31 @@ TEST(Reader, ManyLanesOfOneProcessStayLinear) {
   EXPECT_LT(threads, 4 * processes + 0.05) << threads << " s vs " << processes << " s";
 }
 
+// --threads 2147483647 once spun 25 s guessing chunk starts; thread counts
+// are capped, so it costs what a sane count costs (a ratio in this run).
+TEST(Reader, AbsurdThreadCountsAreCapped) {
+  std::string json = "{\"traceEvents\": [";
+  for (int i = 0; i < 20000; ++i) {
+    json += std::string(i > 0 ? ",\n" : "") + "{\"ph\": \"X\", \"name\": \"op\", \"pid\": 1, \"tid\": 1, \"ts\": " +
+            std::to_string(i) + ", \"dur\": 1}";
+  }
+  json += "]}";
+  auto timed = [&](int threads) {
+    ReadOptions o;
+    o.threads = threads;
+    o.min_parallel_bytes = 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    Result<Trace> t = read_trace_bytes(json, "threads.json", o);
+    const auto t1 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(t);
+    EXPECT_EQ(t->events.size(), 20000u);
+    return std::chrono::duration<double>(t1 - t0).count();
+  };
+  const double sane = std::min(timed(2), timed(2));
+  const double absurd = timed(2147483647);
+  EXPECT_LT(absurd, 20 * sane + 0.2) << absurd << " s vs " << sane << " s";
+}
+
 TEST(Reader, LegacyArrayIsCpuOpsInIntegerMicros) {
   Trace t = read_ok(R"([{"name": "aten::zeros", "ph": "X", "ts": 96, "dur": 17, "tid": 1, "pid": "CPU functions", "args": {}}])");
   ASSERT_EQ(t.events.size(), 1u);

@@ -4,13 +4,15 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/tprof/common.h"
+#include "tprof/read.h"
 
 int main(int argc, char** argv) {
   using namespace tprof::cli;
   CLI::App app{"tprof: torch.profiler tables, steps and findings from any torch/Kineto trace"};
   app.require_subcommand(1);
   app.add_flag("-q,--quiet", global_options().quiet, "No progress bar and no diagnostics note on stderr");
-  app.add_option("--threads", global_options().threads, "Parser threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", global_options().threads, "Parser threads (0 = all cores, at most 256)")
+      ->check(CLI::Range(0, tprof::kMaxReaderThreads));
   int rc = kExitOk;
   add_table_command(app, &rc);
   add_steps_command(app, &rc);
