@@ -254,8 +254,7 @@ RangeMap& range_map() {
 }
 
 void count_drop() noexcept {
-  ThreadBuffer* b = current_buffer();
-  if (b != nullptr) b->dropped.store(b->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (ThreadBuffer* b = current_buffer()) count_dropped(b);
 }
 
 }  // namespace

@@ -71,12 +71,17 @@ inline ThreadBuffer* current_buffer() noexcept {
   return attach_thread_buffer();
 }
 
+// Counts one record lost on this thread (only the owner thread increments).
+inline void count_dropped(ThreadBuffer* b) noexcept {
+  b->dropped.store(b->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 inline void append(const Record& r) noexcept {
   ThreadBuffer* b = current_buffer();
   if (__builtin_expect(b == nullptr, 0)) return;
   const std::uint32_t i = b->size;
   if (__builtin_expect(i == b->capacity, 0)) {
-    b->dropped.store(b->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    count_dropped(b);
     return;
   }
   b->records[i] = r;
