@@ -394,7 +394,7 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
     const ThreadRecords& tr = threads[ti];
     const std::span<const Record> rs = tr.records;
     const std::span<const std::uint64_t> payload = tr.payload;
-    const std::uint32_t lane = t_.lane_for(pid, TraceId{tr.tid, kEmptyStr, false}, LaneKind::kCpu);
+    const std::uint32_t lane = thread_lane(tr.tid);
     const std::string thread_label = "thread " + std::to_string(tr.tid) + " (" + tr.name + ")";
     metadata("thread_name", lane, kNameKey, thread_label);
     sort_index("thread_sort_index", lane, tr.tid);
@@ -573,10 +573,16 @@ void Builder::add_device(const DeviceBatch& d) {
   for (const std::uint32_t i : api) {
     if (d.events[i].correlation != 0) launch_of.emplace(d.events[i].correlation, i);
   }
+  // Looked up once per piece of work: the API pass writes flow starts for
+  // the calls that launched something, the work pass the flow ends.
+  std::vector<std::uint32_t> launch(work.size(), kNoIndex);
   std::vector<std::uint8_t> launched(d.events.size(), 0);
-  for (const std::uint32_t i : work) {
-    auto it = launch_of.find(d.events[i].correlation);
-    if (d.events[i].correlation != 0 && it != launch_of.end()) launched[it->second] = 1;
+  for (std::size_t w = 0; w < work.size(); ++w) {
+    const std::uint64_t corr = d.events[work[w]].correlation;
+    auto it = corr != 0 ? launch_of.find(corr) : launch_of.end();
+    if (it == launch_of.end()) continue;
+    launch[w] = it->second;
+    launched[it->second] = 1;
   }
 
   static constexpr const char* kCategory[] = {"kernel",       "gpu_memcpy",  "gpu_memset", "cuda_sync",
@@ -611,8 +617,8 @@ void Builder::add_device(const DeviceBatch& d) {
   };
   std::map<std::tuple<std::uint32_t, std::int32_t, std::int64_t>, Span> spans;
   std::vector<std::int32_t> devices;
-  for (const std::uint32_t i : work) {
-    const DeviceEvent& x = d.events[i];
+  for (std::size_t w = 0; w < work.size(); ++w) {
+    const DeviceEvent& x = d.events[work[w]];
     const bool overhead = x.kind == DeviceEventKind::kOverhead;
     // Overhead: where Kineto puts it (pid -1, tid 0: no device).
     const std::uint32_t lane = overhead ? t_.lane_for(TraceId{-1, kEmptyStr, false}, TraceId{0, kEmptyStr, false},
@@ -622,13 +628,12 @@ void Builder::add_device(const DeviceBatch& d) {
     if (!overhead && x.device >= 0 && std::find(devices.begin(), devices.end(), x.device) == devices.end()) {
       devices.push_back(x.device);
     }
-    auto it = x.correlation != 0 ? launch_of.find(x.correlation) : launch_of.end();
-    const Link link = it != launch_of.end() ? links[it->second] : Link{};
+    const Link link = launch[w] != kNoIndex ? links[launch[w]] : Link{};
     const std::int64_t ts = shift + x.start_ns;
     const std::uint32_t e = add_linked_event(Phase::kComplete, name_of(x), cats[static_cast<int>(x.kind)], lane, ts,
                                              x.end_ns - x.start_ns, link.external_id, d.args(x));
     set_correlation(e, x);
-    if (it != launch_of.end()) add_flow(Phase::kFlowEnd, lane, ts, x.correlation);
+    if (launch[w] != kNoIndex) add_flow(Phase::kFlowEnd, lane, ts, x.correlation);
     if (link.annotation != kNoIndex && !overhead && x.kind != DeviceEventKind::kSync) {
       auto [s, added] = spans.try_emplace({link.annotation, x.device, x.stream}, Span{ts, ts + x.end_ns - x.start_ns});
       if (!added) {
