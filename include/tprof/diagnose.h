@@ -85,7 +85,11 @@ enum class Verdict : std::uint8_t {
   kCommunicationBound,
   kSyncBound,
   kCpuOnly,
+  kHostBound,        // the device idles while the host works without launching device work
+  kDependencyBound,  // launched device work waits (other streams, other ranks), not the host
+  kUnclear,          // no measured share supports a verdict
 };
+inline constexpr int kVerdictCount = 9;
 std::string_view verdict_name(Verdict v);  // "overhead-bound", ...
 
 struct StepVerdict {
@@ -100,6 +104,10 @@ struct StepVerdict {
   std::int64_t dataloader_ns = 0;
   std::int64_t sync_ns = 0;          // synchronizing runtime calls inside the step
   std::int64_t exposed_comm_ns = 0;  // communication kernels not overlapped by compute
+  // The device's idle time in the step, by what it waited on (docs/diagnose.md, "Verdicts"):
+  std::int64_t idle_launch_ns = 0;  // the host launching: stretches under 1 ms between launch calls
+  std::int64_t idle_host_ns = 0;    // the host working without launching for 1 ms or more
+  std::int64_t idle_queued_ns = 0;  // launched work not started yet (other streams, ranks)
   Verdict verdict = Verdict::kCpuOnly;
 };
 
@@ -148,8 +156,12 @@ struct Breakdowns {
 };
 
 struct Diagnosis {
-  Verdict verdict = Verdict::kCpuOnly;  // the most common step verdict (the whole trace without steps)
+  // The step verdict holding the most step time (the whole trace judged as
+  // one window without steps); kUnclear when no measured share supports one.
+  Verdict verdict = Verdict::kCpuOnly;
   std::string summary;                  // one sentence with the numbers behind the verdict
+  Evidence verdict_evidence;            // what was measured for the verdict (shares, idle split)
+  std::vector<std::string> support;     // ids of the findings that agree with the verdict
   std::vector<StepVerdict> steps;
   std::vector<Finding> findings;        // by severity, then impact
   Breakdowns breakdowns;

@@ -124,6 +124,11 @@ std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d) {
   std::string out;
   out += "Verdict: " + std::string(verdict_name(d.verdict)) + "\n";
   out += "  " + d.summary + "\n";
+  if (!d.support.empty()) {
+    out += "  supported by:";
+    for (std::size_t i = 0; i < d.support.size(); ++i) out += (i ? ", " : " ") + d.support[i];
+    out += "\n";
+  }
   if (!d.steps.empty()) {
     char line[256];
     out += "\nSteps\n";
@@ -173,6 +178,12 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
     w.value_string(verdict_name(d.verdict));
     w.key("summary");
     w.value_string(d.summary);
+    w.key("verdict_evidence");
+    write_evidence(w, d.verdict_evidence);
+    w.key("support");
+    w.begin_array();
+    for (const std::string& id : d.support) w.value_string(id);
+    w.end_array();
     w.key("steps");
     w.begin_array();
     for (const StepVerdict& v : d.steps) {
@@ -203,6 +214,12 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
       w.value_int(v.sync_ns);
       w.key("exposed_comm_ns");
       w.value_int(v.exposed_comm_ns);
+      w.key("idle_launch_ns");
+      w.value_int(v.idle_launch_ns);
+      w.key("idle_host_ns");
+      w.value_int(v.idle_host_ns);
+      w.key("idle_queued_ns");
+      w.value_int(v.idle_queued_ns);
       w.key("verdict");
       w.value_string(verdict_name(v.verdict));
       w.end_object();

@@ -1,0 +1,373 @@
+// Verdicts per step and for the trace. A window (a step, or the whole trace
+// without steps) is measured once: device busy time, the device work the
+// window launched, DataLoader time, exposed communication, host time blocked
+// in synchronizing calls, and the device's idle time split by what it waited
+// on. The verdict is the first share that is large enough; none is a
+// default, so a window no share explains is `unclear`.
+#include "src/analyze/verdict.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "src/analyze/intervals.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// Thresholds (docs/diagnose.md, "Verdicts").
+constexpr double kInputShare = 0.25;    // DataLoader time / span
+constexpr double kCommShare = 0.25;     // exposed communication / span
+constexpr double kComputeShare = 0.8;   // device work (launched or in the window) / span
+constexpr double kSyncShare = 0.5;      // host blocked in synchronizing calls / span
+constexpr double kIdleCauseShare = 0.25;  // one idle cause / span
+// A stretch of device idle time with no launch call for this long is the
+// host doing its own work (preprocessing, Python, compilation), not per-op
+// launch overhead: eager PyTorch dispatches an op in 5-100 µs, a cold first
+// call (cuBLAS set-up) in a few hundred.
+constexpr std::int64_t kHostWorkNs = 1'000'000;
+// Launched work counts as waiting (on other streams, events, other ranks)
+// only beyond the launch latency an idle device shows (2-20 µs on the H100
+// traces, up to ~50 µs on a first call).
+constexpr std::int64_t kQueueLatencyNs = 50'000;
+// "A deep queue": kernels start this long after their launch call returned.
+constexpr std::int64_t kDeepQueueNs = 1'000'000;
+
+bool is_dataloader(std::string_view name) { return name.find("DataLoader") != std::string_view::npos; }
+
+// cudaMemcpy, cudaMemcpy2D, hipMemcpy, cuMemcpyDtoH_v2...: copies that return
+// only when done. Their Async forms do not block.
+bool is_blocking_copy(std::string_view name) {
+  const bool copy = name.starts_with("cudaMemcpy") || name.starts_with("hipMemcpy") || name.starts_with("cuMemcpy");
+  return copy && name.find("Async") == std::string_view::npos && name.find("Peer") == std::string_view::npos;
+}
+
+// What one window measured.
+struct Facts {
+  std::int64_t span = 0;
+  std::int64_t busy = 0;          // device activity inside the window
+  std::int64_t work = 0;          // device activity launched by the window (steps only)
+  std::int64_t dataloader = 0;
+  std::int64_t exposed_comm = 0;
+  std::int64_t sync = 0;          // host blocked in synchronizing calls or blocking copies
+  std::int64_t idle_launch = 0;
+  std::int64_t idle_host = 0;
+  std::int64_t idle_queued = 0;
+  std::int64_t longest_host = 0;  // the longest stretch without a launch, and where it starts
+  std::int64_t longest_host_at = 0;
+  std::int64_t lead_host = 0;     // window start to its first device activity, when that is host work
+  std::int64_t lead_end = 0;
+  std::int64_t busy_after_lead = 0;
+  Verdict after_lead = Verdict::kUnclear;  // the verdict of the rest of the window (one window only)
+  std::int64_t queue_delay = 0;   // median start − launch end of the window's launched work
+
+  Facts& operator+=(const Facts& o) {
+    span += o.span;
+    busy += o.busy;
+    work += o.work;
+    dataloader += o.dataloader;
+    exposed_comm += o.exposed_comm;
+    sync += o.sync;
+    idle_launch += o.idle_launch;
+    idle_host += o.idle_host;
+    idle_queued += o.idle_queued;
+    if (o.longest_host > longest_host) {
+      longest_host = o.longest_host;
+      longest_host_at = o.longest_host_at;
+    }
+    lead_host += o.lead_host;
+    busy_after_lead += o.busy_after_lead;
+    return *this;
+  }
+  double share(std::int64_t v) const { return static_cast<double>(v) / static_cast<double>(std::max<std::int64_t>(1, span)); }
+};
+
+// Everything the windows are measured against, built once per trace.
+class Measure {
+ public:
+  explicit Measure(const DiagnoseContext& c) : c_(c), end_(c.end_ns) {
+    std::vector<Interval> busy, comm, compute, pending;
+    busy.reserve(c.device.size());
+    for (const DeviceOp& op : c.device) {
+      busy.push_back({op.start, op.end});
+      if (op.cls == DeviceClass::kCompute) compute.push_back({op.start, op.end});
+      if (op.cls == DeviceClass::kComm) comm.push_back({op.start, op.end});
+      if (op.launch != kNoIndex) {
+        const std::int64_t launched = c.end(op.launch);
+        launch_ts_.push_back(c.ts(op.launch));
+        if (op.start > launched + kQueueLatencyNs) pending.push_back({launched + kQueueLatencyNs, op.start});
+      }
+    }
+    busy_ = merge_intervals(std::move(busy));
+    exposed_comm_ = subtract(merge_intervals(std::move(comm)), merge_intervals(std::move(compute)));
+    // Waiting while the device is busy is a queue, not idle time.
+    queued_idle_ = subtract(merge_intervals(std::move(pending)), busy_);
+    std::sort(launch_ts_.begin(), launch_ts_.end());
+    launch_ts_.erase(std::unique(launch_ts_.begin(), launch_ts_.end()), launch_ts_.end());
+    std::vector<Interval> dl, sync;
+    for (std::uint32_t e : c.host_ops) {
+      if (is_dataloader(c.name(e))) dl.push_back({c.ts(e), c.end(e)});
+    }
+    for (std::uint32_t e : c.runtime) {
+      const std::string_view n = c.name(e);
+      if (is_sync_call(n) || is_blocking_copy(n)) sync.push_back({c.ts(e), c.end(e)});
+    }
+    dataloader_ = merge_intervals(std::move(dl));
+    sync_ = merge_intervals(std::move(sync));
+    // The device's idle time with nothing launched and waiting: the host's.
+    host_idle_ = subtract(subtract({{c.start_ns, c.end_ns}}, busy_), queued_idle_);
+  }
+
+  Facts window(std::int64_t lo, std::int64_t hi) const {
+    Facts f;
+    f.span = std::max<std::int64_t>(0, hi - lo);
+    f.busy = covered_within(busy_, lo, hi);
+    f.dataloader = covered_within(dataloader_, lo, hi);
+    f.exposed_comm = covered_within(exposed_comm_, lo, hi);
+    f.sync = covered_within(sync_, lo, hi);
+    f.idle_queued = covered_within(queued_idle_, lo, hi);
+    // Split the host's idle stretches at launch calls: short pieces are the
+    // host launching, long ones the host's own work.
+    auto it = std::upper_bound(host_idle_.begin(), host_idle_.end(), lo,
+                               [](std::int64_t v, const Interval& iv) { return v < iv.end; });
+    for (; it != host_idle_.end() && it->start < hi; ++it) {
+      const std::int64_t a = std::max(it->start, lo), b = std::min(it->end, hi);
+      std::int64_t from = a;
+      auto l = std::upper_bound(launch_ts_.begin(), launch_ts_.end(), a);
+      for (;; ++l) {
+        const std::int64_t to = (l != launch_ts_.end() && *l < b) ? *l : b;
+        const std::int64_t piece = to - from;
+        // A short piece is launching when it leads to a launch call or to
+        // device work starting; one that runs into the window's (or the
+        // trace's) end launched nothing and stays unattributed.
+        const bool tail = to == b && (b == hi || b == end_);
+        if (piece >= kHostWorkNs) {
+          f.idle_host += piece;
+          if (piece > f.longest_host) {
+            f.longest_host = piece;
+            f.longest_host_at = from;
+          }
+        } else if (!tail) {
+          f.idle_launch += piece;
+        }
+        if (to == b) break;
+        from = to;
+      }
+    }
+    // Host work before the window's first device activity.
+    auto first = std::upper_bound(busy_.begin(), busy_.end(), lo, [](std::int64_t v, const Interval& iv) { return v < iv.end; });
+    if (first != busy_.end() && first->start < hi) {
+      const std::int64_t lead_end = std::max(lo, first->start);
+      const std::int64_t lead_host = lead_end - lo - covered_within(queued_idle_, lo, lead_end);
+      if (lead_host >= kHostWorkNs) {
+        f.lead_host = lead_host;
+        f.lead_end = lead_end;
+        f.busy_after_lead = f.busy;
+      }
+    }
+    std::vector<std::int64_t> delays;
+    for (auto op = std::lower_bound(c_.device.begin(), c_.device.end(), lo,
+                                    [](const DeviceOp& d, std::int64_t v) { return d.start < v; });
+         op != c_.device.end() && op->start < hi; ++op) {
+      if (op->launch != kNoIndex) delays.push_back(std::max<std::int64_t>(0, op->start - c_.end(op->launch)));
+    }
+    f.queue_delay = upper_median(std::move(delays));
+    return f;
+  }
+
+ private:
+  const DiagnoseContext& c_;
+  std::int64_t end_;
+  std::vector<Interval> busy_, exposed_comm_, queued_idle_, dataloader_, sync_, host_idle_;
+  std::vector<std::int64_t> launch_ts_;
+};
+
+Verdict classify(const Facts& f, bool has_device) {
+  if (!has_device) return Verdict::kCpuOnly;
+  if (f.span <= 0) return Verdict::kUnclear;
+  if (f.share(f.dataloader) > kInputShare) return Verdict::kInputBound;
+  if (f.share(f.exposed_comm) > kCommShare) return Verdict::kCommunicationBound;
+  if (f.share(std::max(f.work, f.busy)) >= kComputeShare) return Verdict::kComputeBound;
+  if (f.share(f.sync) > kSyncShare) return Verdict::kSyncBound;
+  // The idle cause holding the most time, when it holds enough.
+  const std::array<std::pair<std::int64_t, Verdict>, 3> causes = {{{f.idle_launch, Verdict::kOverheadBound},
+                                                                   {f.idle_host, Verdict::kHostBound},
+                                                                   {f.idle_queued, Verdict::kDependencyBound}}};
+  const auto top = std::max_element(causes.begin(), causes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return f.share(top->first) >= kIdleCauseShare ? top->second : Verdict::kUnclear;
+}
+
+std::string pct(double share) { return format_pct(100.0 * share); }
+
+// One sentence: the numbers the verdict rests on.
+std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c) {
+  const std::string api = std::string(c.api());
+  switch (v) {
+    case Verdict::kCpuOnly: return "no device activity in the trace";
+    case Verdict::kInputBound: return "the DataLoader takes " + pct(f.share(f.dataloader)) + " of the time";
+    case Verdict::kCommunicationBound:
+      return "communication not overlapped by compute takes " + pct(f.share(f.exposed_comm)) + " of the time";
+    case Verdict::kComputeBound: {
+      std::string s = "the GPU is busy " + pct(f.share(f.busy)) + " of the time";
+      if (f.work > f.busy) {
+        char ratio[32];
+        std::snprintf(ratio, sizeof ratio, "%.1fx", static_cast<double>(f.work) / static_cast<double>(std::max<std::int64_t>(1, f.span)));
+        s += ", and the steps launch " + std::string(ratio) + " their own duration of device work";
+      }
+      if (f.queue_delay >= kDeepQueueNs) {
+        s += "; work starts a median " + format_ns(f.queue_delay) + " after its launch (the host runs ahead of a deep queue)";
+      }
+      return s;
+    }
+    case Verdict::kSyncBound: {
+      std::string s = "the host is blocked in synchronizing calls and blocking copies " + pct(f.share(f.sync)) +
+                      " of the time while the GPU is busy " + pct(f.share(f.busy));
+      if (f.share(f.idle_queued) >= kIdleCauseShare) {
+        s += "; for " + pct(f.share(f.idle_queued)) +
+             " of the time the GPU is idle with launched work not started: the awaited work is queued behind other "
+             "streams or ranks";
+      }
+      return s;
+    }
+    case Verdict::kOverheadBound:
+      return "the GPU is idle " + pct(1.0 - f.share(f.busy)) + " of the time, " + pct(f.share(f.idle_launch)) +
+             " while the host launches work (under 1 ms between launch calls)";
+    case Verdict::kHostBound: {
+      std::string s = "the GPU is idle " + pct(1.0 - f.share(f.busy)) + " of the time, " + pct(f.share(f.idle_host)) +
+                      " while the host runs 1 ms or more without launching device work (longest " +
+                      format_ns(f.longest_host) + ")";
+      if (f.lead_host > 0 && f.share(f.lead_host) >= kIdleCauseShare) {
+        const std::int64_t rest = std::max<std::int64_t>(1, f.span - f.lead_host);
+        s += "; " + format_ns(f.lead_host) + " of it is host work before the first device activity, after which the GPU is busy " +
+             format_pct(100.0 * static_cast<double>(f.busy_after_lead) / static_cast<double>(rest));
+        if (f.after_lead != Verdict::kUnclear) s += " (" + std::string(verdict_name(f.after_lead)) + ")";
+      }
+      return s;
+    }
+    case Verdict::kDependencyBound:
+      return "the GPU is idle " + pct(1.0 - f.share(f.busy)) + " of the time, " + pct(f.share(f.idle_queued)) +
+             " with launched work not started yet (it waits on other streams or ranks, not on the host)";
+    case Verdict::kUnclear:
+      return "unclear: the GPU is busy " + pct(f.share(f.busy)) + "; of the time, the host launching " +
+             pct(f.share(f.idle_launch)) + ", host work without launches " + pct(f.share(f.idle_host)) +
+             ", launched work waiting " + pct(f.share(f.idle_queued)) + ", blocked in " + api + " synchronization " +
+             pct(f.share(f.sync)) + ": no share is large enough to name a cause";
+  }
+  return "";
+}
+
+void add_facts(Evidence& ev, const Facts& f) {
+  ev.num("window_ns", f.span)
+      .num("gpu_busy_ns", f.busy)
+      .num("gpu_work_ns", f.work)
+      .num("dataloader_ns", f.dataloader)
+      .num("exposed_comm_ns", f.exposed_comm)
+      .num("sync_ns", f.sync)
+      .num("idle_launch_ns", f.idle_launch)
+      .num("idle_host_ns", f.idle_host)
+      .num("idle_queued_ns", f.idle_queued);
+  if (f.longest_host > 0) ev.num("longest_host_ns", f.longest_host);
+  if (f.lead_host > 0) ev.num("lead_host_ns", f.lead_host);
+  if (f.queue_delay > 0) ev.num("median_queue_delay_ns", f.queue_delay);
+}
+
+// Findings that agree with a verdict: the ids, in the findings' order.
+std::vector<std::string> supporting(Verdict v, const std::vector<Finding>& findings) {
+  auto agrees = [v](const Finding& f) {
+    const std::string& id = f.id;
+    const Evidence::Field* pattern = f.evidence.find("pattern");
+    const bool recurring_gap = id == "kernel_gap" && pattern != nullptr && pattern->s == "recurring";
+    switch (v) {
+      case Verdict::kOverheadBound:
+        return id == "overhead_bound" || id == "low_gpu_utilization" || id == "kernel_launch_stats" || recurring_gap ||
+               id == "many_calls";
+      case Verdict::kComputeBound: return id == "compute_bound" || id == "hotspot";
+      case Verdict::kInputBound: return id == "dataloader_bound";
+      case Verdict::kCommunicationBound: return id == "comm_exposed";
+      case Verdict::kSyncBound: return id == "sync_api" || id == "sync_at_window_end";
+      case Verdict::kHostBound:
+        return id == "low_gpu_utilization" || id == "compile_overhead" || id == "recompilation" || id == "cold_start";
+      case Verdict::kDependencyBound: return id == "low_gpu_utilization" || recurring_gap;
+      case Verdict::kCpuOnly:
+      case Verdict::kUnclear: return false;
+    }
+    return false;
+  };
+  std::vector<std::string> ids;
+  for (const Finding& f : findings) {
+    if (agrees(f) && std::find(ids.begin(), ids.end(), f.id) == ids.end()) ids.push_back(f.id);
+  }
+  return ids;
+}
+
+}  // namespace
+
+void judge(const DiagnoseContext& c, Diagnosis* d) {
+  const Measure m(c);
+  const std::size_t nsteps = c.steps.steps.size();
+  Facts all;
+  if (nsteps > 0) {
+    // Device work launched by each step, wherever it ran.
+    std::vector<std::vector<Interval>> work(nsteps);
+    for (const DeviceOp& op : c.device) {
+      if (op.step >= 0) work[static_cast<std::size_t>(op.step)].push_back({op.start, op.end});
+    }
+    std::vector<std::int64_t> delays;
+    for (std::size_t si = 0; si < nsteps; ++si) {
+      const StepStat& st = c.steps.steps[si];
+      Facts f = m.window(st.start_ns, st.start_ns + st.dur_ns);
+      f.work = union_length(std::move(work[si]));
+      StepVerdict v;
+      v.step = st.step;
+      v.start_ns = st.start_ns;
+      v.cpu_span_ns = st.dur_ns;
+      v.cpu_busy_ns = st.cpu_busy_ns;
+      v.gpu_busy_ns = st.gpu_busy_ns;
+      v.gpu_idle_pct = st.gpu_idle_pct;
+      v.launch_offset_ns = st.first_kernel_offset_ns;
+      v.gpu_work_ns = f.work;
+      v.exposed_comm_ns = f.exposed_comm;
+      v.dataloader_ns = f.dataloader;
+      v.sync_ns = f.sync;
+      v.idle_launch_ns = f.idle_launch;
+      v.idle_host_ns = f.idle_host;
+      v.idle_queued_ns = f.idle_queued;
+      v.verdict = classify(f, c.has_device());
+      d->steps.push_back(v);
+      if (f.queue_delay > 0) delays.push_back(f.queue_delay);
+      all += f;
+    }
+    all.queue_delay = upper_median(std::move(delays));
+  } else {
+    all = m.window(c.start_ns, c.end_ns);
+    // Host work before any device activity (loading, preprocessing, set-up)
+    // and the device phase after it: judge the device phase on its own too.
+    if (all.lead_host > 0) all.after_lead = classify(m.window(all.lead_end, c.end_ns), c.has_device());
+  }
+  d->verdict = classify(all, c.has_device());
+  d->verdict_evidence = Evidence();
+  d->verdict_evidence.text("window", nsteps > 0 ? "steps" : "trace");
+  add_facts(d->verdict_evidence, all);
+  d->support = supporting(d->verdict, d->findings);
+
+  std::string s;
+  if (nsteps > 0) {
+    std::size_t same = 0;
+    for (const StepVerdict& v : d->steps) same += v.verdict == d->verdict ? 1 : 0;
+    s = std::to_string(same) + " of " + std::to_string(nsteps) + " steps " + std::string(verdict_name(d->verdict)) + "; ";
+    if (d->verdict == Verdict::kUnclear) s.clear();
+  } else {
+    s = "no ProfilerStep in the trace, judged over the whole trace (" + format_ns(all.span) + "): ";
+  }
+  s += explain(d->verdict, all, c);
+  if (c.has_device()) {
+    // torch's names for the two totals under its table, on ROCm too.
+    s += "; Self CPU total " + format_ns(c.self_cpu_total_ns()) + ", Self CUDA total " + format_ns(c.self_device_total_ns());
+  }
+  d->summary = std::move(s);
+}
+
+}  // namespace tprof::internal

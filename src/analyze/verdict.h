@@ -1,0 +1,16 @@
+// The verdicts: what bounds each step and the trace, measured from the
+// device's busy time and what it waited on while idle (docs/diagnose.md,
+// "Verdicts"). Every verdict rests on a measured share; with none large
+// enough the verdict is `unclear` and says what was measured.
+#pragma once
+
+#include "src/analyze/diagnose_context.h"
+#include "tprof/diagnose.h"
+
+namespace tprof::internal {
+
+// Fills d->steps, d->verdict, d->verdict_evidence, d->summary, and
+// d->support from d->findings (so it runs after the rules).
+void judge(const DiagnoseContext& c, Diagnosis* d);
+
+}  // namespace tprof::internal

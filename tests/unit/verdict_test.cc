@@ -1,0 +1,167 @@
+// Verdicts (src/analyze/verdict.cc, docs/diagnose.md "Verdicts"): each
+// category on a small trace built for it, `unclear` when no measured share
+// is large enough (issue 11: "When no rule supports a verdict, the trace
+// still gets one"), and the verdicts of the real traces the issue names.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/support/kineto_events.h"
+#include "tprof/diagnose.h"
+#include "tprof/read.h"
+
+namespace tprof {
+namespace {
+
+using testing::corr;
+using testing::doc;
+using testing::kernel;
+using testing::launch;
+using testing::step;
+using testing::x;
+
+Diagnosis judge(const std::string& text) {
+  Result<Trace> t = read_trace_bytes(text);
+  EXPECT_TRUE(t);
+  return t ? diagnose(*t) : Diagnosis{};
+}
+
+Diagnosis judge_file(const std::string& rel) {
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/" + rel);
+  EXPECT_TRUE(t) << rel;
+  return t ? diagnose(*t) : Diagnosis{};
+}
+
+std::int64_t num(const Diagnosis& d, std::string_view key) {
+  const Evidence::Field* f = d.verdict_evidence.find(key);
+  return f != nullptr ? f->i : -1;
+}
+
+bool contains(const std::string& s, std::string_view needle) { return s.find(needle) != std::string::npos; }
+
+TEST(Verdict, OverheadBoundWhenTheHostLaunchesBetweenShortKernels) {
+  // Ten 2 µs kernels, one launched every 10 µs: the device waits on launches.
+  std::vector<std::string> ev = {step(1, 0, 100)};
+  for (int i = 0; i < 10; ++i) {
+    ev.push_back(launch(2 + 10 * i, 4, i + 1));
+    ev.push_back(kernel("tiny", 7, 8 + 10 * i, 2, i + 1));
+  }
+  const Diagnosis d = judge(doc(ev));
+  EXPECT_EQ(d.verdict, Verdict::kOverheadBound) << d.summary;
+  EXPECT_GT(num(d, "idle_launch_ns"), 70'000);
+  EXPECT_EQ(num(d, "idle_host_ns"), 0);
+  EXPECT_TRUE(contains(d.summary, "while the host launches work")) << d.summary;
+}
+
+TEST(Verdict, HostBoundWhenTheHostWorksWithoutLaunching) {
+  // 8 ms of host work that launches nothing, then 1 ms of device work.
+  const Diagnosis d = judge(doc({step(1, 0, 10'000), x("cpu_op", "preprocess", 1, 1, 10, 8'000),
+                                 launch(8'100, 5, 1), kernel("gemm", 7, 8'110, 1'000, 1)}));
+  EXPECT_EQ(d.verdict, Verdict::kHostBound) << d.summary;
+  EXPECT_GE(num(d, "idle_host_ns"), 8'000'000);
+  EXPECT_GE(num(d, "lead_host_ns"), 8'000'000);
+  EXPECT_TRUE(contains(d.summary, "without launching device work")) << d.summary;
+  EXPECT_EQ(d.steps.at(0).verdict, Verdict::kHostBound);
+}
+
+TEST(Verdict, HostPreprocessingThenAComputeBoundPhase) {
+  // No steps: 300 ms of preprocessing, then the GPU busy from its first kernel on.
+  const Diagnosis d = judge(doc({x("cpu_op", "load_and_preprocess", 1, 1, 0, 300'000), launch(300'000, 5, 1),
+                                 kernel("forward", 7, 300'010, 99'990, 1)}));
+  EXPECT_EQ(d.verdict, Verdict::kHostBound) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "before the first device activity")) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "(compute-bound)")) << d.summary;
+}
+
+TEST(Verdict, DependencyBoundWhenLaunchedWorkWaitsWithTheDeviceIdle) {
+  // The kernel is launched at 10 µs and starts at 5 ms: the stream waited on
+  // something else (an event of another stream, another rank), not the host.
+  const Diagnosis d = judge(doc({step(1, 0, 6'000), launch(10, 5, 1),
+                                 x("cuda_runtime", "cudaStreamWaitEvent", 1, 1, 20, 3),
+                                 kernel("gemm", 7, 5'000, 900, 1)}));
+  EXPECT_EQ(d.verdict, Verdict::kDependencyBound) << d.summary;
+  EXPECT_GT(num(d, "idle_queued_ns"), 4'500'000);
+  EXPECT_TRUE(contains(d.summary, "not on the host")) << d.summary;
+}
+
+TEST(Verdict, SyncBoundWhenTheHostBlocksInABlockingCopy) {
+  // cudaMemcpy (not Async) returns when the copy is done: 6 ms of a 10 ms step.
+  const Diagnosis d = judge(doc({step(1, 0, 10'000), launch(10, 5, 1), kernel("gemm", 7, 20, 1'000, 1),
+                                 x("cuda_runtime", "cudaMemcpy", 1, 1, 1'100, 6'000, corr(2)),
+                                 x("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 0, 7, 7'000, 90, corr(2))}));
+  EXPECT_EQ(d.verdict, Verdict::kSyncBound) << d.summary;
+  EXPECT_GE(num(d, "sync_ns"), 6'000'000);
+}
+
+TEST(Verdict, ComputeBoundNamesADeepQueue) {
+  // The host launches far ahead: each kernel starts ~2 ms after its launch.
+  std::vector<std::string> ev = {step(1, 0, 10'000)};
+  for (int i = 0; i < 10; ++i) {
+    ev.push_back(launch(5 + i * 10, 5, i + 1));
+    ev.push_back(kernel("gemm", 7, 2'000 + i * 1'000, 1'000, i + 1));
+  }
+  const Diagnosis d = judge(doc(ev));
+  EXPECT_EQ(d.verdict, Verdict::kComputeBound) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "deep queue")) << d.summary;
+}
+
+TEST(Verdict, UnclearWhenNoShareIsLargeEnough) {
+  // GPU busy 55%; the rest split: 2 ms of host work (20%), 1.5 ms of short
+  // launch gaps (15%), ~1 ms of launched work waiting (10%): no cause holds
+  // 25%, and a default would guess.
+  std::vector<std::string> ev = {step(1, 0, 10'000), launch(0, 5, 1), kernel("big", 7, 10, 5'500, 1),
+                                 x("cpu_op", "host_work", 1, 1, 5'510, 2'000)};
+  int id = 2;
+  for (double t = 7'510; t < 9'000; t += 100, ++id) {
+    ev.push_back(launch(t, 5, id));
+    ev.push_back(kernel("tiny", 7, t + 6, 1, id));
+  }
+  ev.push_back(launch(9'010, 5, id));
+  ev.push_back(kernel("late", 7, 10'100, 10, id));
+  const Diagnosis d = judge(doc(ev));
+  EXPECT_EQ(d.verdict, Verdict::kUnclear) << d.summary;
+  EXPECT_TRUE(d.summary.starts_with("unclear:")) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "no share is large enough")) << d.summary;
+  EXPECT_TRUE(d.support.empty());
+}
+
+TEST(Verdict, CpuOnlyWithoutDeviceActivity) {
+  const Diagnosis d = judge(doc({step(1, 0, 100), x("cpu_op", "aten::add", 1, 1, 10, 50)}));
+  EXPECT_EQ(d.verdict, Verdict::kCpuOnly);
+  EXPECT_TRUE(d.support.empty());
+}
+
+// ---- the real traces ------------------------------------------------------
+
+TEST(Verdict, BlogTracesKeepTheirVerdictsWithSupport) {
+  const std::string dir = "gpu/h100-torch-2.11/";
+  for (const char* run : {"64_bf16_cold_eager", "64_bf16_warm_compile"}) {
+    const Diagnosis d = judge_file(dir + run + ".json");
+    EXPECT_EQ(d.verdict, Verdict::kOverheadBound) << run;
+    EXPECT_NE(std::find(d.support.begin(), d.support.end(), "overhead_bound"), d.support.end()) << run;
+  }
+  for (const char* run : {"4096_bf16_cold_eager", "4096_bf16_warm_compile"}) {
+    const Diagnosis d = judge_file(dir + run + ".json");
+    EXPECT_EQ(d.verdict, Verdict::kComputeBound) << run;
+    EXPECT_NE(std::find(d.support.begin(), d.support.end(), "compute_bound"), d.support.end()) << run;
+  }
+}
+
+TEST(Verdict, TritonCompileTraceIsHostBoundNotOverheadBound) {
+  // HTA's triton_example: 13.3 s of host work (compilation) around 1.8 µs of
+  // kernels. "overhead-bound" (the old default) blamed launch overhead.
+  const Diagnosis d = judge_file("public/hta/triton_example/triton_example.json.gz");
+  EXPECT_EQ(d.verdict, Verdict::kHostBound) << d.summary;
+}
+
+TEST(Verdict, SglangDecodeIsAHostStallOnWorkThatWaits) {
+  // One hipMemcpyWithStream blocks the host for 463 ms; the copy starts only
+  // at its end, the GPU idle meanwhile with launched work queued.
+  const Diagnosis d = judge_file("public/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz");
+  EXPECT_EQ(d.verdict, Verdict::kSyncBound) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "launched work not started")) << d.summary;
+}
+
+}  // namespace
+}  // namespace tprof
