@@ -1,12 +1,17 @@
 #include "src/base/file.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
 
 namespace tprof::internal {
 
@@ -23,55 +28,253 @@ std::size_t page_size() {
 
 }  // namespace
 
-Result<MappedFile> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+namespace {
+
+// ---- the SIGBUS guard ------------------------------------------------------
+//
+// Live maps in a fixed table the signal handler can read without locks. A
+// fault inside one is the file shrinking under us: the handler maps a zero
+// page over the faulting page (mmap is a plain system call on Linux, safe in
+// a handler) and marks the slot. A fault anywhere else goes to the handler
+// that was installed before ours, or kills the process as it would have.
+
+struct GuardSlot {
+  std::atomic<std::uintptr_t> begin{0};
+  std::atomic<std::uintptr_t> end{0};
+  std::atomic<bool> hit{false};
+};
+constexpr int kGuardSlots = 64;
+GuardSlot g_guard[kGuardSlots];
+struct sigaction g_previous_bus {};
+
+void on_sigbus(int sig, siginfo_t* info, void* ctx) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
+  for (GuardSlot& slot : g_guard) {
+    const std::uintptr_t b = slot.begin.load(std::memory_order_acquire);
+    if (b != 0 && addr >= b && addr < slot.end.load(std::memory_order_acquire)) {
+      const std::uintptr_t page = addr & ~(static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE)) - 1);
+      void* p = mmap(reinterpret_cast<void*>(page), static_cast<std::size_t>(sysconf(_SC_PAGESIZE)), PROT_READ,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      if (p != MAP_FAILED) {
+        slot.hit.store(true, std::memory_order_release);
+        return;
+      }
+      break;
+    }
+  }
+  if ((g_previous_bus.sa_flags & SA_SIGINFO) != 0 && g_previous_bus.sa_sigaction != nullptr) {
+    g_previous_bus.sa_sigaction(sig, info, ctx);
+    return;
+  }
+  if (g_previous_bus.sa_handler != SIG_DFL && g_previous_bus.sa_handler != SIG_IGN &&
+      g_previous_bus.sa_handler != nullptr) {
+    g_previous_bus.sa_handler(sig);
+    return;
+  }
+  // Not ours and nobody else's: die of it as without the guard.
+  signal(SIGBUS, SIG_DFL);
+}
+
+void install_guard() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &g_previous_bus);
+  });
+}
+
+// A slot for [data, data+size), or -1 when all are taken (the map is then
+// unguarded, as before the guard existed).
+int guard(const char* data, std::size_t size) {
+  install_guard();
+  const auto b = reinterpret_cast<std::uintptr_t>(data);
+  for (int i = 0; i < kGuardSlots; ++i) {
+    std::uintptr_t expected = 0;
+    if (g_guard[i].begin.compare_exchange_strong(expected, b, std::memory_order_acq_rel)) {
+      g_guard[i].hit.store(false, std::memory_order_relaxed);
+      g_guard[i].end.store(b + size, std::memory_order_release);
+      return i;
+    }
+  }
+  return -1;
+}
+
+void unguard(int slot) {
+  if (slot < 0) return;
+  g_guard[slot].end.store(0, std::memory_order_release);
+  g_guard[slot].begin.store(0, std::memory_order_release);
+}
+
+// ---- streamed input -----------------------------------------------------
+
+std::size_t default_stream_limit() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  if (pages <= 0) return std::size_t{8} << 30;
+  return static_cast<std::size_t>(pages) / 2 * page_size();
+}
+
+// Waits until a FIFO has a writer (or data). The FIFO was opened without
+// blocking, so a FIFO nobody writes to cannot hang the open itself.
+Status wait_for_writer(int fd, const std::string& path, int wait_ms) {
+  pollfd p{fd, POLLIN, 0};
+  for (;;) {
+    const int n = ::poll(&p, 1, wait_ms);
+    if (n > 0) return {};
+    if (n == 0) {
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%.1f", wait_ms / 1000.0);
+      return Error(ErrorCode::kIo,
+                   "no writer opened this FIFO within " + std::string(secs) + " s; start the program that writes it first",
+                   path);
+    }
+    if (errno != EINTR) return io_error(path, "cannot wait on FIFO");
+  }
+}
+
+bool is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Reads fd to its end into *out (capacity doubling). Stops early, keeping
+// what it read, when the first byte that is not whitespace cannot start a
+// trace (JSON or gzip): /dev/zero and the like end at once, and the parser
+// reports the byte.
+Status read_stream(int fd, const std::string& path, std::size_t limit, std::unique_ptr<char[]>* out,
+                   std::size_t* size) {
+  std::size_t cap = 1 << 16, n = 0;
+  auto buf = std::make_unique_for_overwrite<char[]>(cap + 1);
+  bool checked = false;
+  for (;;) {
+    if (n == cap) {
+      if (cap >= limit) {
+        return Error(ErrorCode::kIo,
+                     "input from a pipe or device is larger than " + std::to_string(limit >> 20) +
+                         " MiB (half the physical memory); save it to a file and read that",
+                     path);
+      }
+      const std::size_t next = std::min(cap * 2, limit);
+      auto bigger = std::make_unique_for_overwrite<char[]>(next + 1);
+      std::memcpy(bigger.get(), buf.get(), n);
+      buf = std::move(bigger);
+      cap = next;
+    }
+    const ssize_t r = ::read(fd, buf.get() + n, cap - n);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return io_error(path, "cannot read");
+    }
+    if (r == 0) break;
+    n += static_cast<std::size_t>(r);
+    if (!checked) {
+      std::size_t i = 0;
+      while (i < n && is_json_space(buf[i])) ++i;
+      if (i < n) {
+        checked = true;
+        const char c = buf[i];
+        if (c != '{' && c != '[' && c != '\x1f' && !(c == '\xef' && i == 0)) break;
+      }
+    }
+  }
+  *out = std::move(buf);
+  *size = n;
+  return {};
+}
+
+}  // namespace
+
+Result<MappedFile> MappedFile::open(const std::string& path, const OpenOptions& options) {
+  const bool stdin_input = path == "-";
+  // O_NONBLOCK: opening a FIFO that has no writer returns at once instead
+  // of waiting forever (cleared again before reading).
+  int fd = stdin_input ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return io_error(path, "cannot open");
+  auto close_fd = [&] {
+    if (!stdin_input) ::close(fd);
+  };
   struct stat st {};
   if (fstat(fd, &st) != 0) {
     Error e = io_error(path, "cannot stat");
-    ::close(fd);
+    close_fd();
     return e;
   }
   if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
+    close_fd();
     return Error(ErrorCode::kIo, "is a directory, expected a trace file", path);
   }
   MappedFile f;
-  f.size_ = static_cast<std::size_t>(st.st_size);
-  if (f.size_ > 0) {
+  if (S_ISREG(st.st_mode) && st.st_size > 0) {
+    f.size_ = static_cast<std::size_t>(st.st_size);
     void* p = mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
       Error e = io_error(path, "cannot map");
-      ::close(fd);
+      close_fd();
       return e;
     }
     f.data_ = static_cast<const char*>(p);
     f.map_size_ = f.size_;
+    f.guard_slot_ = guard(f.data_, f.map_size_);
+    close_fd();
+    return f;
   }
-  ::close(fd);
+  // Everything else is read as a stream: pipes, FIFOs, devices, stdin, and
+  // regular files that report no size (/proc) or are empty.
+  if (S_ISFIFO(st.st_mode) && !stdin_input) {
+    Status waited = wait_for_writer(fd, path, options.fifo_wait_ms);
+    if (!waited.ok()) {
+      close_fd();
+      return waited.error();
+    }
+  }
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0 && (flags & O_NONBLOCK) != 0 && !stdin_input) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  const std::size_t limit = options.max_stream_bytes > 0 ? options.max_stream_bytes : default_stream_limit();
+  Status read = read_stream(fd, path, limit, &f.owned_, &f.size_);
+  close_fd();
+  if (!read.ok()) return read.error();
+  f.data_ = f.owned_.get();
   return f;
 }
 
+void MappedFile::reset() noexcept {
+  unguard(guard_slot_);
+  if (map_size_ > 0) munmap(const_cast<char*>(data_), map_size_);
+  owned_.reset();
+  data_ = nullptr;
+  size_ = map_size_ = 0;
+  guard_slot_ = -1;
+}
+
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(other.data_), size_(other.size_), map_size_(other.map_size_) {
+    : data_(other.data_),
+      size_(other.size_),
+      map_size_(other.map_size_),
+      owned_(std::move(other.owned_)),
+      guard_slot_(other.guard_slot_) {
   other.data_ = nullptr;
   other.size_ = other.map_size_ = 0;
+  other.guard_slot_ = -1;
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
-    if (map_size_ > 0) munmap(const_cast<char*>(data_), map_size_);
+    reset();
     data_ = other.data_;
     size_ = other.size_;
     map_size_ = other.map_size_;
+    owned_ = std::move(other.owned_);
+    guard_slot_ = other.guard_slot_;
     other.data_ = nullptr;
     other.size_ = other.map_size_ = 0;
+    other.guard_slot_ = -1;
   }
   return *this;
 }
 
-MappedFile::~MappedFile() {
-  if (map_size_ > 0) munmap(const_cast<char*>(data_), map_size_);
+MappedFile::~MappedFile() { reset(); }
+
+bool MappedFile::shrunk() const {
+  return guard_slot_ >= 0 && g_guard[guard_slot_].hit.load(std::memory_order_acquire);
 }
 
 namespace {

@@ -11,10 +11,25 @@
 
 namespace tprof::internal {
 
-// A read-only memory map of a whole file. Move-only; unmaps on destruction.
+// The bytes of a whole input. A regular file is memory-mapped; anything
+// else that can be read (a pipe, a FIFO, a character device, "-" for
+// stdin, a /proc file) is read into memory. Move-only.
+//
+// A mapped file that shrinks while it is read would raise SIGBUS: a
+// process-wide handler (installed on first use, chaining to any previous
+// one) maps zero pages over the part that went away and marks the map, so
+// the reader sees damage instead of dying; shrunk() then reports it.
 class MappedFile {
  public:
-  static Result<MappedFile> open(const std::string& path);
+  struct OpenOptions {
+    // How long to wait for a writer to open a FIFO before giving up.
+    int fifo_wait_ms = 10'000;
+    // The most bytes read from a stream (pipe, FIFO, device); 0: half the
+    // machine's physical memory.
+    std::size_t max_stream_bytes = 0;
+  };
+  static Result<MappedFile> open(const std::string& path, const OpenOptions& options);
+  static Result<MappedFile> open(const std::string& path) { return open(path, OpenOptions{}); }
 
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&& other) noexcept;
@@ -26,14 +41,21 @@ class MappedFile {
 
   // Drops the resident pages wholly inside [offset, offset+len): they are
   // read again from the page cache if touched later. Keeps peak RSS low
-  // when a large file is parsed once.
+  // when a large file is parsed once. No-op for streamed input.
   void release(std::size_t offset, std::size_t len) const;
+
+  // True once a read touched a part of the file that was cut off after it
+  // was mapped (the bytes read there were zeros).
+  bool shrunk() const;
 
  private:
   MappedFile() = default;
+  void reset() noexcept;
   const char* data_ = nullptr;
   std::size_t size_ = 0;
   std::size_t map_size_ = 0;
+  std::unique_ptr<char[]> owned_;  // streamed input
+  int guard_slot_ = -1;            // index in the SIGBUS guard's table, -1: none
 };
 
 // Reads a whole (small) file into a string.

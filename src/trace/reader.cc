@@ -571,6 +571,15 @@ Result<Trace> Reader::run(Trace trace) {
   return std::move(trace_);
 }
 
+// A mapped input cut short while it was read: what was parsed past the new
+// end was zeros, so no part of the result can be trusted.
+Error shrunk_error(const std::string& path) {
+  return Error(ErrorCode::kIo,
+               "the file shrank while it was read (is another program rewriting it?); read it again once it is "
+               "complete",
+               path);
+}
+
 struct OwnedBytes {
   std::unique_ptr<char[]> data;
   std::size_t size = 0;
@@ -583,6 +592,7 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
   Trace trace;
   if (internal::is_gzip(map.bytes())) {
     auto inflated = internal::gunzip(map.bytes());
+    if (map.shrunk()) return shrunk_error(path);
     if (!inflated) return inflated.error().with_path(path);
     auto owned = std::make_shared<internal::Inflated>(std::move(inflated).value());
     trace.meta.gzip = true;
@@ -600,7 +610,9 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
   internal::MappedFile* m = shared_map.get();
   trace.attach_source(shared_map, shared_map->bytes(), [m](std::size_t offset, std::size_t len) { m->release(offset, len); });
   Reader reader(shared_map->bytes(), path, options, shared_map.get());
-  return reader.run(std::move(trace));
+  Result<Trace> result = reader.run(std::move(trace));
+  if (shared_map->shrunk()) return shrunk_error(path);
+  return result;
 }
 
 Result<Trace> read_trace_bytes(std::string_view bytes, const std::string& name, const ReadOptions& options) {

@@ -245,6 +245,22 @@ TEST_F(CliErrors, OutputNeverReplacesTheInputAndStdoutErrorsAreErrors) {
   EXPECT_TRUE(S_ISCHR(st.st_mode));
 }
 
+TEST_F(CliErrors, PipesStdinAndDevicesAreInputs) {
+  // `-` was "cannot open"; /dev/stdin from a pipe and <(...) were "empty file".
+  const std::string trace = fixture_path("torch-1.13/memory/memory.kineto.json");
+  const CliResult file = run({"table", trace});
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  const CliResult dash = run_cli(TPROF_BIN, {"table", "-"}, trace);
+  EXPECT_EQ(dash.exit_code, 0) << dash.err;
+  EXPECT_EQ(dash.out, file.out);
+  const CliResult piped =
+      run_cli("/bin/sh", {"-c", "cat '" + trace + "' | " + std::string(TPROF_BIN) + " table /dev/stdin"});
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.out, file.out);
+  // A device that never ends stops at its first byte.
+  expect_bad_input("/dev/zero", 0, 0, "expected a JSON object or array");
+}
+
 TEST_F(CliErrors, ThreadCountsOutOfRangeAreUsageErrors) {
   const std::string good = fixture_path("torch-1.13/memory/memory.kineto.json");
   for (const std::string n : {"100000", "2147483647", "-1"}) {

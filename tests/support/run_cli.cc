@@ -7,7 +7,7 @@
 
 namespace tprof::testing {
 
-CliResult run_cli(const std::string& binary, const std::vector<std::string>& args) {
+CliResult run_cli(const std::string& binary, const std::vector<std::string>& args, const std::string& stdin_path) {
   CliResult r;
   int out_pipe[2], err_pipe[2];
   if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) return r;
@@ -15,6 +15,11 @@ CliResult run_cli(const std::string& binary, const std::vector<std::string>& arg
   if (pid == 0) {
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
+    if (!stdin_path.empty()) {
+      const int in = open(stdin_path.c_str(), O_RDONLY);
+      if (in < 0) _exit(126);
+      dup2(in, 0);
+    }
     close(out_pipe[0]);
     close(err_pipe[0]);
     std::vector<char*> argv;

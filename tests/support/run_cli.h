@@ -12,7 +12,8 @@ struct CliResult {
   std::string err;
 };
 
-// Runs `binary args...`, capturing stdout and stderr.
-CliResult run_cli(const std::string& binary, const std::vector<std::string>& args);
+// Runs `binary args...`, capturing stdout and stderr; stdin reads
+// `stdin_path` when one is given.
+CliResult run_cli(const std::string& binary, const std::vector<std::string>& args, const std::string& stdin_path = "");
 
 }  // namespace tprof::testing

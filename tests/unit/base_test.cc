@@ -1,4 +1,6 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -226,6 +228,92 @@ TEST_F(OutputPolicy, SameFileSeesThroughLinks) {
   EXPECT_TRUE(same_file(a, dir_ + "/./a.json"));
   EXPECT_FALSE(same_file(a, dir_ + "/missing.json"));
   EXPECT_FALSE(same_file(a, dir_));
+}
+
+// ---- inputs (MappedFile) ------------------------------------------------
+
+std::string write_temp(const std::string& name, const std::string& bytes) {
+  const std::string path = ::testing::TempDir() + "/tprof_input_" + std::to_string(getpid()) + "_" + name;
+  EXPECT_TRUE(write_file_atomic(path, bytes));
+  return path;
+}
+
+TEST(InputSources, AFileCutShortWhileMappedReadsZerosAndSaysSo) {
+  // Rewriting a trace in place while tprof reads it once killed it with
+  // SIGBUS (exit 135). Now the lost pages read as zeros and shrunk() says so.
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::string path = write_temp("shrink", std::string(4 * page, 'x'));
+  Result<MappedFile> m = MappedFile::open(path);
+  ASSERT_TRUE(m);
+  Result<MappedFile> other = MappedFile::open(write_temp("other", std::string(page, 'y')));
+  ASSERT_TRUE(other);
+  ASSERT_EQ(truncate(path.c_str(), static_cast<off_t>(page)), 0);
+  const std::string_view b = m->bytes();
+  EXPECT_EQ(b[0], 'x');
+  EXPECT_FALSE(m->shrunk());
+  EXPECT_EQ(b[3 * page + 5], '\0');
+  EXPECT_TRUE(m->shrunk());
+  EXPECT_FALSE(other->shrunk());
+  EXPECT_EQ(other->bytes()[0], 'y');
+  std::remove(path.c_str());
+}
+
+TEST(InputSources, APipeIsReadToItsEnd) {
+  // `<(cat t.json)` and /dev/stdin from a pipe were "empty file": their size is 0.
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const std::string text = "{\"traceEvents\": [" + std::string(200000, ' ') + "]}";
+  std::thread writer([&] {
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = write(fds[1], text.data() + done, text.size() - done);
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    close(fds[1]);
+  });
+  Result<MappedFile> m = MappedFile::open("/dev/fd/" + std::to_string(fds[0]));
+  writer.join();
+  close(fds[0]);
+  ASSERT_TRUE(m) << m.error().to_string();
+  EXPECT_EQ(m->bytes(), text);
+}
+
+TEST(InputSources, ADeviceOfNulBytesStopsAtTheFirstChunk) {
+  // /dev/zero never ends: the first byte already cannot start a trace.
+  Result<MappedFile> m = MappedFile::open("/dev/zero");
+  ASSERT_TRUE(m);
+  EXPECT_LE(m->bytes().size(), std::size_t{1} << 20);
+  EXPECT_EQ(m->bytes()[0], '\0');
+}
+
+TEST(InputSources, AFifoWithoutAWriterIsAnErrorNotAHang) {
+  const std::string path = ::testing::TempDir() + "/tprof_fifo_" + std::to_string(getpid());
+  std::remove(path.c_str());
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  Result<MappedFile> m = MappedFile::open(path, {.fifo_wait_ms = 100});
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().to_string().find("no writer opened this FIFO"), std::string::npos) << m.error().to_string();
+  EXPECT_NE(m.error().to_string().find(path), std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST(InputSources, AStreamLargerThanTheLimitIsAnError) {
+  signal(SIGPIPE, SIG_IGN);  // the writer outlives the read end
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  std::thread writer([&] {
+    const std::string chunk = "[" + std::string(65535, ' ');
+    for (int i = 0; i < 64; ++i) {
+      if (write(fds[1], chunk.data(), chunk.size()) <= 0) break;
+    }
+    close(fds[1]);
+  });
+  Result<MappedFile> m = MappedFile::open("/dev/fd/" + std::to_string(fds[0]), {.max_stream_bytes = 1 << 20});
+  close(fds[0]);  // the writer gets EPIPE and stops
+  writer.join();
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().to_string().find("larger than 1 MiB"), std::string::npos) << m.error().to_string();
 }
 
 }  // namespace

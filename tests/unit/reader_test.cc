@@ -346,6 +346,38 @@ TEST(Reader, ArgsOfALargeMappedFileStayReadableWhilePagesAreReleased) {
   EXPECT_FALSE(released.empty());
 }
 
+TEST(Reader, AFileThatShrinksWhileReadIsAnErrorNotACrash) {
+  // Rewriting a trace in place one second into `tprof info` killed it with
+  // SIGBUS. The progress callback stands in for the other program: it cuts
+  // the file to a tenth after the first piece is parsed.
+  std::string text = R"({"traceEvents": [)";
+  for (int i = 0; i < 40000; ++i) {
+    if (i > 0) text += ',';
+    text += R"({"ph": "X", "cat": "cpu_op", "name": "aten::op_with_a_long_name", "pid": 1, "tid": 1, "ts": )" +
+            std::to_string(i * 10) + R"(, "dur": 5})";
+  }
+  text += "]}";
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("tprof_shrink_test_" + std::to_string(getpid()) + ".json");
+  { std::ofstream(path, std::ios::binary) << text; }
+  ReadOptions options;
+  options.threads = 1;
+  options.min_parallel_bytes = 0;
+  options.chunk_bytes = 64 << 10;
+  bool cut = false;
+  options.progress = [&](std::uint64_t, std::uint64_t) {
+    if (!cut) {
+      cut = true;
+      std::filesystem::resize_file(path, text.size() / 10);
+    }
+  };
+  Result<Trace> read = read_trace(path.string(), options);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(cut);
+  ASSERT_FALSE(read);
+  EXPECT_NE(read.error().to_string().find("shrank while it was read"), std::string::npos) << read.error().to_string();
+}
+
 TEST(Reader, BomAndTrailingData) {
   Trace t = read_ok("\xEF\xBB\xBF[]");
   EXPECT_EQ(t.events.size(), 0u);
