@@ -50,9 +50,9 @@ enum class EventKind : std::uint8_t {
   kCpuOp,              // cpu_op, Operator (2021)
   kUserAnnotation,     // user_annotation: record_function scopes, ProfilerStep#N
   kPythonFunction,     // python_function
-  kCudaRuntime,        // cuda_runtime, Runtime (2021)
+  kCudaRuntime,        // cuda_runtime, Runtime (2021), mtia_runtime
   kCudaDriver,         // cuda_driver
-  kKernel,             // kernel, Kernel (2021)
+  kKernel,             // kernel, Kernel (2021), mtia_ccp_events (MTIA device activity)
   kGpuMemcpy,          // gpu_memcpy, Memcpy (2021)
   kGpuMemset,          // gpu_memset, Memset (2021)
   kGpuUserAnnotation,  // gpu_user_annotation

@@ -172,9 +172,13 @@ EventKind kind_from_category(std::string_view cat) {
       {"python_function", EventKind::kPythonFunction},
       {"cuda_runtime", EventKind::kCudaRuntime},
       {"Runtime", EventKind::kCudaRuntime},
+      // Meta's MTIA accelerator: Kineto writes its host API calls and its
+      // device activity (kernels, DMA, event waits) under these two names.
+      {"mtia_runtime", EventKind::kCudaRuntime},
       {"cuda_driver", EventKind::kCudaDriver},
       {"kernel", EventKind::kKernel},
       {"Kernel", EventKind::kKernel},
+      {"mtia_ccp_events", EventKind::kKernel},
       {"gpu_memcpy", EventKind::kGpuMemcpy},
       {"Memcpy", EventKind::kGpuMemcpy},
       {"gpu_memset", EventKind::kGpuMemset},

@@ -184,6 +184,23 @@ TEST(Reader, Era2021StringTidsAndOldCategories) {
   EXPECT_EQ(gpu.stream, 7);
 }
 
+// Events as HolisticTraceAnalysis' MTIA test trace writes them
+// (tests/data/public/hta/mtia_inference_trace): device activity under
+// mtia_ccp_events on "Stream N" threads, host calls under mtia_runtime.
+TEST(Reader, MtiaDeviceActivityIsDeviceWork) {
+  Trace t = read_ok(R"({"traceEvents": [
+    {"ph": "X", "cat": "mtia_runtime", "name": "recordEvent", "pid": 865, "tid": 1837, "ts": 10, "dur": 2, "args": {"correlation": 5, "device": 17, "stream_id": "108"}},
+    {"ph": "X", "cat": "mtia_ccp_events", "name": "pe_exe", "pid": 17, "tid": 3910, "ts": 20, "dur": 5, "args": {"stream": 112, "packet_ptr": 15}}
+  ]})");
+  ASSERT_EQ(t.events.size(), 2u);
+  EXPECT_EQ(t.events.kind[0], EventKind::kCudaRuntime);
+  EXPECT_EQ(t.events.kind[1], EventKind::kKernel);
+  EXPECT_EQ(t.lanes[t.events.lane[0]].kind, LaneKind::kCpu);
+  const Lane& dev = t.lanes[t.events.lane[1]];
+  EXPECT_EQ(dev.kind, LaneKind::kGpu);
+  EXPECT_EQ(dev.device, 17);
+}
+
 TEST(Reader, Kineto2022ArgsSelectTheOldProducer) {
   Trace t = read_ok(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1,
                        "args": {"Trace name": "PyTorch Profiler", "Profiler Event Index": 0}}]})");
