@@ -123,7 +123,8 @@ struct TracelensGpuTimeline {
   std::int64_t total_memcpy_time_ns = 0;
 };
 
-// HolisticTraceAnalysis' temporal breakdown of one rank, whole trace.
+// HolisticTraceAnalysis' temporal breakdown of one rank (get_temporal_breakdown),
+// over the events HTA keeps (docs/diagnose.md); ns, never negative.
 struct HtaTemporal {
   std::int64_t rank = 0;
   std::int64_t kernel_time_ns = 0;
@@ -132,9 +133,11 @@ struct HtaTemporal {
   std::int64_t non_compute_time_ns = 0;
 };
 
-// HolisticTraceAnalysis' idle time breakdown (host wait, kernel wait, other).
+// HolisticTraceAnalysis' idle time breakdown of one stream of one rank
+// (get_idle_time_breakdown: host wait, kernel wait, other); ns, never negative.
 struct HtaIdle {
   std::int64_t rank = 0;
+  std::int64_t stream = -1;  // the events' args "stream", as HTA reads it
   std::int64_t host_wait_ns = 0;
   std::int64_t kernel_wait_ns = 0;
   std::int64_t other_ns = 0;
@@ -151,7 +154,7 @@ struct TbPluginStep {
 struct Breakdowns {
   std::optional<TracelensGpuTimeline> tracelens_gpu_timeline;  // traces with device activity
   std::vector<HtaTemporal> hta_temporal;
-  std::vector<HtaIdle> hta_idle;
+  std::vector<HtaIdle> hta_idle;  // one per (rank, stream), streams in order of first appearance
   std::vector<TbPluginStep> tb_plugin_steps;
 };
 

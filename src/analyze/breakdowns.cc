@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdlib>
+#include <string>
 #include <limits>
 #include <string_view>
 #include <unordered_map>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "src/analyze/intervals.h"
+#include "src/trace/json_cursor.h"
 #include "src/trace/json_value.h"
 
 namespace tprof::internal {
@@ -86,8 +90,14 @@ std::optional<TracelensGpuTimeline> tracelens_gpu_timeline(const DiagnoseContext
 }
 
 // ---------------------------------------------------------------------------
-// HolisticTraceAnalysis: hta/analyzers/breakdown_analysis.py and the kernel
-// classes of hta/utils/utils.py.
+// HolisticTraceAnalysis (HTA): get_temporal_breakdown and
+// get_idle_time_breakdown (hta/analyzers/breakdown_analysis.py) over the
+// events TraceAnalysis(trace_dir=...) keeps after its parser
+// (hta/common/trace_parser.py) and its step filter (hta/common/trace.py,
+// _filter_irrelevant_gpu_kernels). HTA works in the file's µs; we keep ns,
+// so HTA's threshold of 30 (µs, its docstring says ns) is 30'000 ns here.
+
+constexpr std::int64_t kUs = 1000;
 
 // The rank HTA files a trace under: distributedInfo.rank, else 0.
 std::int64_t trace_rank(const Trace& t) {
@@ -99,66 +109,267 @@ std::int64_t trace_rank(const Trace& t) {
   return rank ? rank->int_or(0) : 0;
 }
 
-// HTA's COMPUTATION kernel type: not communication (^nccl.*Kernel), not
-// memory (^Memcpy, ^Memset, ^dma), and not matched by its non-compute
-// pattern (^nccl.*Kernel | .*Memcpy | ^Memset | .*Sync); the rest is OTHER.
-bool hta_is_compute(std::string_view name) {
-  if (name.starts_with("nccl") && contains(name.substr(4), "Kernel")) return false;
-  if (name.starts_with("Memset") || name.starts_with("dma")) return false;
-  if (contains(name, "Memcpy") || contains(name, "Sync")) return false;
-  return true;
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  const std::int64_t q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
-// get_temporal_breakdown for the one rank a trace file holds. HTA's GPU
-// events are those with a stream (kernels, memcpy, memset); kernel_time is
-// the span from the first start to the last end over every stream.
-HtaTemporal hta_temporal(const DiagnoseContext& c, std::int64_t rank) {
+// HTA's times (round_down_time_stamps). When the file's ts column holds
+// fractions of a µs (ns-resolution traces, pytorch#122425), HTA moves every
+// event inward to whole µs: ts = ceil(ts), end = floor(ts + dur). An event
+// under 1 µs that holds no whole µs then ends 1 µs before it starts; HTA
+// keeps it so, and so do we. With whole-µs ts HTA leaves times alone. Our
+// reader added baseTimeNanoseconds to ts, which HTA does not: we round in
+// the file's own frame.
+class HtaClock {
+ public:
+  explicit HtaClock(const Trace& t) : base_(t.meta.base_time_ns.value_or(0)) {
+    for (std::size_t e = 0; e < t.events.size() && !round_; ++e) round_ = (t.events.ts_ns[e] - base_) % kUs != 0;
+  }
+  std::int64_t start(std::int64_t ts) const { return round_ ? base_ - floor_div(base_ - ts, kUs) * kUs : ts; }
+  std::int64_t end(std::int64_t ts, std::int64_t dur) const {
+    return round_ ? base_ + floor_div(ts + dur - base_, kUs) * kUs : ts + dur;
+  }
+
+ private:
+  std::int64_t base_ = 0;
+  bool round_ = false;
+};
+
+// A number or numeric string as pandas' to_numeric(...).astype(int) reads
+// it; -1 for anything else (normalize_gpu_stream_numbers).
+std::int64_t hta_numeric(std::string_view text) {
+  std::int64_t v = 0;
+  if (parse_int64(text, &v)) return v;
+  const std::string s(text);
+  char* stop = nullptr;
+  const double d = std::strtod(s.c_str(), &stop);
+  if (s.empty() || stop != s.c_str() + s.size() || !std::isfinite(d) || std::fabs(d) > 9e18) return -1;
+  return static_cast<std::int64_t>(d);
+}
+
+// HTA's stream column: the event's args "stream", -1 when absent or not
+// numeric (ROCm writes "0x0" on runtime calls). Kineto's tid is the stream
+// on CUDA, but not on MTIA ("Stream 108" is tid 3774), so we read the arg.
+std::int64_t hta_stream(const Trace& t, std::uint32_t e) {
+  const std::string_view json = t.args_json(e);
+  if (json.empty()) return -1;
+  JsonCursor c(json.data(), json.data() + json.size(), json.data());
+  if (!c.eat('{') || c.eat('}')) return -1;
+  JsonCursor::Str key;
+  while (c.read_string(&key) && c.expect(':', "':'")) {
+    if (key.raw == "stream") {
+      if (c.peek() == '"') {
+        JsonCursor::Str s;
+        return c.read_string(&s) && !s.escaped ? hta_numeric(s.raw) : -1;
+      }
+      std::string_view num;
+      return c.read_number(&num) ? hta_numeric(num) : -1;
+    }
+    if (!c.skip_value_fast() || !c.eat(',')) return -1;
+  }
+  return -1;
+}
+
+// get_kernel_type(name) == COMPUTATION (hta/common/types.py patterns, used
+// with Python's re.match: anchored at the start, and ".*" stops at a
+// newline). COMMUNICATION is ^nccl | ^hip | ^hccl | .*ncclKernel, MEMORY
+// ^(hip)?Memcpy | ^(hip)?Memset | ^dma; COMPUTATION is what matches none of
+// those nor the non-compute pattern below; the rest is OTHER.
+bool hta_is_computation(std::string_view name) {
+  const std::string_view line = name.substr(0, name.find('\n'));
+  static constexpr std::array<std::string_view, 10> kPrefixes = {
+      "nccl",   "hip",    "hccl",   "Stream Wait Event", "runFunction", "job_exe",
+      "packet", "pe_exe", "cpum_exe_subgraph", "collective_subgraph_execution"};
+  for (std::string_view p : kPrefixes) {
+    if (name.starts_with(p)) return false;
+  }
+  static constexpr std::array<std::string_view, 5> kInfixes = {"ncclKernel", "Memcpy", "Memset", "dma", "Sync"};
+  for (std::string_view x : kInfixes) {
+    if (contains(line, x)) return false;
+  }
+  return !(line.starts_with("cuda") && contains(line.substr(4), "LaunchKernel"));
+}
+
+// One row of HTA's trace table that its breakdowns read: an event with a
+// stream (HTA's "GPU kernels"), times as HTA has them.
+struct HtaOp {
+  std::uint32_t event = 0;
+  std::int64_t stream = -1;
+  std::int64_t start = 0;  // ns, HTA's ts
+  std::int64_t end = 0;    // ns, HTA's ts + dur
+  bool has_launch = false;
+  std::int64_t launch_ts = 0;  // HTA's ts_runtime: the linked runtime call's ts
+  bool idle_cat = false;       // in get_idle_time_breakdown's categories (not cuda_sync)
+  bool computation = false;
+};
+
+bool is_profiler_step_name(std::string_view n) {
+  return n.size() > 13 && n.starts_with("ProfilerStep#") && n[13] >= '0' && n[13] <= '9';
+}
+
+// HTA's rows with a stream, in file order. Which events: Kineto's device
+// activity (kernel, gpu_memcpy, gpu_memset, mtia_ccp_events and their 2021
+// names) and cuda_sync, whenever args "stream" is not -1. HTA would also
+// take host events that carry a stream (Triton's cpu_op writes stream 0);
+// we do not (docs/diagnose.md).
+std::vector<HtaOp> hta_ops(const DiagnoseContext& c, const HtaClock& clock) {
+  const Trace& t = c.trace;
+  const EventColumns& ev = t.events;
+  auto kept = [&](std::uint32_t e) {  // a row of HTA's table at all: a complete event with a category
+    return ev.phase[e] == Phase::kComplete && !(ev.flags[e] & kFlagFromBeginEnd) && ev.cat[e] != kEmptyStr &&
+           ev.kind[e] != EventKind::kTraceSpan;
+  };
+  // The step filter: with at least two ProfilerStep#N names, HTA keeps the
+  // device rows whose correlation a host row before the last step's start
+  // shares, and the other rows that start before it. MTIA traces
+  // ("device_type": "MTIA") get another filter we do not reproduce.
+  std::unordered_set<StrId> step_names;
+  std::int64_t last_step_start = kMinTs;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (!kept(e) || !is_profiler_step_name(t.name(e))) continue;
+    step_names.insert(ev.name[e]);
+    last_step_start = std::max(last_step_start, clock.start(ev.ts_ns[e]));
+  }
+  const bool filter = step_names.size() >= 2 && t.meta.top_level_json("device_type") != "\"MTIA\"";
+
+  std::unordered_map<StrId, bool> computation;  // by name: classify each distinct name once
+  std::vector<HtaOp> ops;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    const EventKind k = ev.kind[e];
+    if (!(is_device_kind(k) || k == EventKind::kCudaSync) || k == EventKind::kGpuUserAnnotation || !kept(e)) continue;
+    HtaOp op;
+    op.stream = hta_stream(t, e);
+    if (op.stream == -1) continue;
+    op.event = e;
+    op.start = clock.start(ev.ts_ns[e]);
+    op.end = clock.end(ev.ts_ns[e], ev.dur_ns[e]);
+    const std::int64_t corr = ev.correlation[e];
+    const std::uint32_t launch = corr >= 0 ? c.launch_for_correlation(corr) : kNoIndex;
+    if (launch != kNoIndex) {
+      op.has_launch = true;
+      op.launch_ts = clock.start(ev.ts_ns[launch]);
+    }
+    if (filter) {
+      const std::string_view name = t.name(e);
+      // GPUKernelFilter's rows; every other row is a host row to HTA.
+      const bool device_row = (op.stream >= 0 && corr >= 0) || name == "Event Sync" || name == "Context Sync";
+      const bool keep = !device_row ? op.start < last_step_start
+                        : corr >= 0 ? op.has_launch && op.launch_ts < last_step_start
+                                    : true;
+      if (!keep) continue;
+    }
+    op.idle_cat = k != EventKind::kCudaSync;
+    auto [it, fresh] = computation.try_emplace(ev.name[e], false);
+    if (fresh) it->second = hta_is_computation(t.name(e));
+    op.computation = it->second;
+    ops.push_back(op);
+  }
+  return ops;
+}
+
+// merge_kernel_intervals (hta/utils/utils.py): rows by ts; a row opens a
+// new group when its ts is after every earlier row's end; a group spans
+// [its first ts, its largest end]. HTA then sums end − ts over the groups.
+struct HtaMerged {
+  std::int64_t first_start = 0;  // the first group's ts
+  std::int64_t last_end = 0;     // the last group's end
+  std::int64_t run = 0;          // Σ (end − ts) over groups
+};
+HtaMerged hta_merge(std::vector<Interval> rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  HtaMerged m;
+  if (rows.empty()) return m;
+  m.first_start = rows[0].start;
+  std::int64_t group_start = rows[0].start, group_end = rows[0].end, max_end = rows[0].end;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    if (rows[i].start > max_end) {
+      m.run += group_end - group_start;
+      group_start = rows[i].start;
+      group_end = rows[i].end;
+    } else {
+      group_end = std::max(group_end, rows[i].end);
+    }
+    max_end = std::max(max_end, rows[i].end);
+  }
+  m.run += group_end - group_start;
+  m.last_end = group_end;
+  return m;
+}
+
+// get_temporal_breakdown for the one rank a trace file holds: every row
+// with a stream, all streams together.
+HtaTemporal hta_temporal(const std::vector<HtaOp>& ops, std::int64_t rank) {
+  std::vector<Interval> all, comp;
+  for (const HtaOp& op : ops) {
+    all.push_back({op.start, op.end});
+    if (op.computation) comp.push_back({op.start, op.end});
+  }
+  const HtaMerged a = hta_merge(std::move(all));
+  const std::int64_t kernel_time = a.last_end - a.first_start;
+  const std::int64_t idle_time = kernel_time - a.run;
+  const std::int64_t compute_time = hta_merge(std::move(comp)).run;
+  const std::int64_t non_compute_time = kernel_time - compute_time - idle_time;
+  // HTA's arithmetic gives a negative value only through the events its
+  // rounding turns back 1 µs: alone they make a negative group (a negative
+  // compute_time), and a compute group that outlasts the merged one makes
+  // non_compute_time negative, where HTA's own assert fails. We report 0.
   HtaTemporal h;
   h.rank = rank;
-  std::vector<Interval> all, comp;
-  std::int64_t first = kMaxTs, last = kMinTs;
-  for (const DeviceOp& op : c.device) {
-    first = std::min(first, op.start);
-    last = std::max(last, op.end);
-    all.push_back({op.start, op.end});
-    if (hta_is_compute(c.name(op.event))) comp.push_back({op.start, op.end});
-  }
-  h.kernel_time_ns = last - first;
-  h.idle_time_ns = h.kernel_time_ns - union_length(std::move(all));
-  h.compute_time_ns = union_length(std::move(comp));
-  h.non_compute_time_ns = h.kernel_time_ns - h.compute_time_ns - h.idle_time_ns;
+  h.kernel_time_ns = std::max<std::int64_t>(0, kernel_time);
+  h.idle_time_ns = std::max<std::int64_t>(0, idle_time);
+  h.compute_time_ns = std::max<std::int64_t>(0, compute_time);
+  h.non_compute_time_ns = std::max<std::int64_t>(0, non_compute_time);
   return h;
 }
 
-// HTA's default consecutive_kernel_delay (TraceAnalysis.get_idle_time_breakdown).
-constexpr std::int64_t kHtaKernelWaitNs = 30;
+// HTA's default consecutive_kernel_delay (TraceAnalysis.get_idle_time_breakdown):
+// 30, compared with gaps in the file's µs.
+constexpr std::int64_t kHtaKernelWaitNs = 30 * kUs;
 
-// get_idle_time_breakdown, summed over streams. Per stream (HTA keys streams
-// by stream id alone), activities sorted by start: the gap before each one
-// is its start minus the previous activity's end (negative when they
-// overlap, and HTA sums it as is). It is host wait when the launching
-// runtime call started after the previous activity ended, else kernel wait
-// when the gap is under 30 ns, else other.
-HtaIdle hta_idle(const DiagnoseContext& c, std::int64_t rank) {
-  HtaIdle h;
-  h.rank = rank;
-  std::unordered_map<std::int64_t, std::int64_t> prev_end;  // stream -> end of its previous activity
-  // c.device is sorted by start, so each stream's activities come in order.
-  for (const DeviceOp& op : c.device) {
-    auto [it, fresh] = prev_end.try_emplace(op.stream, op.end);
-    if (fresh) continue;  // the first activity on a stream has no gap before it
-    const std::int64_t prev = it->second;
-    it->second = op.end;
-    const std::int64_t gap = op.start - prev;
-    if (op.launch != kNoIndex && c.ts(op.launch) > prev) {
-      h.host_wait_ns += gap;
-    } else if (gap < kHtaKernelWaitNs) {
-      h.kernel_wait_ns += gap;
-    } else {
-      h.other_ns += gap;
-    }
+// get_idle_time_breakdown for the trace's rank: one entry per stream, in
+// the order the streams first appear in the file. Per stream, rows by ts:
+// the gap before each row but the first is its ts minus the previous row's
+// end. It is host wait when the row's runtime call started after that end,
+// else kernel wait when the gap is under 30 µs, else other.
+std::vector<HtaIdle> hta_idle(const std::vector<HtaOp>& ops, std::int64_t rank) {
+  std::vector<std::int64_t> streams;
+  std::unordered_map<std::int64_t, std::vector<const HtaOp*>> by_stream;
+  for (const HtaOp& op : ops) {
+    if (!op.idle_cat) continue;
+    auto [it, fresh] = by_stream.try_emplace(op.stream);
+    if (fresh) streams.push_back(op.stream);
+    it->second.push_back(&op);
   }
-  return h;
+  std::vector<HtaIdle> out;
+  for (std::int64_t s : streams) {
+    std::vector<const HtaOp*>& rows = by_stream[s];
+    std::stable_sort(rows.begin(), rows.end(), [](const HtaOp* a, const HtaOp* b) { return a->start < b->start; });
+    std::int64_t host = 0, kernel = 0, other = 0;
+    for (std::size_t i = 1; i < rows.size(); ++i) {
+      const std::int64_t prev_end = rows[i - 1]->end;
+      const std::int64_t gap = rows[i]->start - prev_end;
+      if (rows[i]->has_launch && rows[i]->launch_ts > prev_end) {
+        host += gap;
+      } else if (gap < kHtaKernelWaitNs) {
+        kernel += gap;
+      } else {
+        other += gap;
+      }
+    }
+    // HTA sums the gaps as they come, so rows that overlap on one stream
+    // (negative gaps) lower a category's total, even below 0. We keep its
+    // sums and report a negative one as 0: time a stream waited is never
+    // negative.
+    HtaIdle h;
+    h.rank = rank;
+    h.stream = s;
+    h.host_wait_ns = std::max<std::int64_t>(0, host);
+    h.kernel_wait_ns = std::max<std::int64_t>(0, kernel);
+    h.other_ns = std::max<std::int64_t>(0, other);
+    out.push_back(h);
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------
@@ -392,10 +603,12 @@ std::vector<TbPluginStep> tb_plugin_steps(const DiagnoseContext& c) {
 Breakdowns compute_breakdowns(const DiagnoseContext& c) {
   Breakdowns b;
   b.tracelens_gpu_timeline = tracelens_gpu_timeline(c);
-  if (c.has_device()) {
+  const std::vector<HtaOp> hta = hta_ops(c, HtaClock(c.trace));
+  if (!hta.empty()) {
+    // HTA fails on a rank without rows with a stream; we give no entry.
     const std::int64_t rank = trace_rank(c.trace);
-    b.hta_temporal.push_back(hta_temporal(c, rank));
-    b.hta_idle.push_back(hta_idle(c, rank));
+    b.hta_temporal.push_back(hta_temporal(hta, rank));
+    b.hta_idle = hta_idle(hta, rank);
   }
   b.tb_plugin_steps = tb_plugin_steps(c);
   return b;

@@ -161,9 +161,18 @@ std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d) {
            format_ns(g.exposed_memcpy_time_ns) + " (" + pct(g.exposed_memcpy_time_ns) + "), idle " +
            format_ns(g.idle_time_ns) + " (" + pct(g.idle_time_ns) + ") of " + format_ns(g.total_time_ns) + "\n";
   }
-  for (const HtaIdle& h : b.hta_idle) {
-    out += "GPU idle causes (HTA), rank " + std::to_string(h.rank) + ": host wait " + format_ns(h.host_wait_ns) +
-           ", kernel wait " + format_ns(h.kernel_wait_ns) + ", other " + format_ns(h.other_ns) + "\n";
+  // One line per rank: HTA's per-stream rows summed (JSON has each stream).
+  for (std::size_t i = 0; i < b.hta_idle.size();) {
+    const std::int64_t rank = b.hta_idle[i].rank;
+    std::int64_t host = 0, kernel = 0, other = 0, streams = 0;
+    for (; i < b.hta_idle.size() && b.hta_idle[i].rank == rank; ++i, ++streams) {
+      host += b.hta_idle[i].host_wait_ns;
+      kernel += b.hta_idle[i].kernel_wait_ns;
+      other += b.hta_idle[i].other_ns;
+    }
+    out += "GPU idle causes (HTA), rank " + std::to_string(rank) + ", " + std::to_string(streams) +
+           (streams == 1 ? " stream" : " streams") + ": host wait " + format_ns(host) + ", kernel wait " +
+           format_ns(kernel) + ", other " + format_ns(other) + "\n";
   }
   return out;
 }
@@ -285,6 +294,8 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
       w.begin_object();
       w.key("rank");
       w.value_int(h.rank);
+      w.key("stream");
+      w.value_int(h.stream);
       w.key("host_wait_ns");
       w.value_int(h.host_wait_ns);
       w.key("kernel_wait_ns");

@@ -15,7 +15,10 @@
 //
 // HolisticTraceAnalysis' temporal and idle-time breakdowns and the TensorBoard
 // plugin's per-step overview have no reference outputs here; they are checked
-// on small synthetic traces whose numbers were worked out by hand.
+// on small synthetic traces whose numbers were worked out by hand from the
+// peers' source (HTA: hta/analyzers/breakdown_analysis.py, its parser's
+// rounding in hta/common/trace_parser.py and its step filter in
+// hta/common/trace.py).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -141,28 +144,146 @@ TEST(HtaTemporal, WholeTraceSpanIdleComputeAndNonCompute) {
   ASSERT_EQ(b.hta_temporal.size(), 1u);
   const HtaTemporal& h = b.hta_temporal[0];
   EXPECT_EQ(h.rank, 3);  // distributedInfo.rank
-  // kernel_time: first start 100 to last end 301.
+  // The memcpy's fractional ts makes HTA round every event inward to whole
+  // µs: the memcpy becomes [211,215). kernel_time: first start 100 to last
+  // end 301.
   EXPECT_EQ(h.kernel_time_ns, 201000);
-  // busy: [100,160) + [200,210) + [210.02,215) + [300,301) = 60 + 10 + 4.98
-  // + 1 = 75.98 µs; idle 125.02 µs.
-  EXPECT_EQ(h.idle_time_ns, 125020);
-  // compute (not nccl*Kernel, not Memcpy/Memset): gemm ∪ add ∪ mul = 30 + 10 + 10.
+  // Merged: [100,160) + [200,210) + [211,215) + [300,301) = 75 µs; idle 126.
+  EXPECT_EQ(h.idle_time_ns, 126000);
+  // COMPUTATION (not nccl*, Memcpy, Memset): gemm ∪ add ∪ mul = 30 + 10 + 10.
   EXPECT_EQ(h.compute_time_ns, 50000);
-  EXPECT_EQ(h.non_compute_time_ns, 201000 - 50000 - 125020);  // nccl and memcpy only
+  EXPECT_EQ(h.non_compute_time_ns, 201000 - 50000 - 126000);  // nccl's exposed 20, memcpy 4, memset 1
 }
 
-TEST(HtaIdle, HostWaitKernelWaitAndOtherPerStreamSummed) {
+TEST(HtaIdle, OneEntryPerStreamInOrderOfFirstAppearance) {
   const Breakdowns b = breakdowns_of(kTwoStreams);
-  ASSERT_EQ(b.hta_idle.size(), 1u);
-  const HtaIdle& h = b.hta_idle[0];
-  EXPECT_EQ(h.rank, 3);
-  // Stream 7: add after gemm: gap 5 µs, launched at 20 < 130 -> other.
-  //           mul after add: gap 55 µs, launched at 190 > 145 -> host wait.
-  //           memcpy after mul: gap 20 ns < 30 ns, launched at 25 -> kernel wait.
+  ASSERT_EQ(b.hta_idle.size(), 2u);
+  const HtaIdle& s7 = b.hta_idle[0];
+  EXPECT_EQ(s7.rank, 3);
+  EXPECT_EQ(s7.stream, 7);
+  // Stream 7 (rounded): add after gemm: gap 5 µs, launched at 20 < 130 ->
+  // kernel wait (under 30 µs). mul after add: launched at 190 > 145 -> host
+  // wait 55 µs. memcpy [211,215) after mul: gap 1 µs, launched at 25 ->
+  // kernel wait.
+  EXPECT_EQ(s7.host_wait_ns, 55000);
+  EXPECT_EQ(s7.kernel_wait_ns, 6000);
+  EXPECT_EQ(s7.other_ns, 0);
   // Stream 9: memset after nccl: gap 140 µs, no launch -> other.
-  EXPECT_EQ(h.host_wait_ns, 55000);
-  EXPECT_EQ(h.kernel_wait_ns, 20);
-  EXPECT_EQ(h.other_ns, 5000 + 140000);
+  const HtaIdle& s9 = b.hta_idle[1];
+  EXPECT_EQ(s9.stream, 9);
+  EXPECT_EQ(s9.host_wait_ns, 0);
+  EXPECT_EQ(s9.kernel_wait_ns, 0);
+  EXPECT_EQ(s9.other_ns, 140000);
+}
+
+// Whole-µs times (HTA leaves them alone): gaps of 29 and 31 µs on one
+// stream, both kernels launched long before.
+TEST(HtaIdle, ThirtyMicrosecondsSplitsKernelWaitFromOther) {
+  const Breakdowns b = breakdowns_of(R"json({"traceEvents": [
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 1, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 3, "dur": 1, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 100, "dur": 10, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 139, "dur": 10, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 7, "ts": 180, "dur": 10, "args": {"correlation": 3, "stream": 7}}
+]})json");
+  ASSERT_EQ(b.hta_idle.size(), 1u);
+  EXPECT_EQ(b.hta_idle[0].kernel_wait_ns, 29000);
+  EXPECT_EQ(b.hta_idle[0].other_ns, 31000);
+  EXPECT_EQ(b.hta_idle[0].host_wait_ns, 0);
+}
+
+// ns-resolution times: HTA rounds ts up and ends down to whole µs, so a
+// 0.4 µs kernel inside (120,121) ends 1 µs before it starts.
+//   a: 100.2 + 10.5 -> [101,110)    b: 110.9 + 5 -> [111,115)
+//   c: 120.3 + 0.4  -> [121,120)    d: 130.0 + 2 -> [130,132)
+TEST(HtaBreakdowns, NanosecondTimesAreRoundedToWholeMicroseconds) {
+  const Breakdowns b = breakdowns_of(R"json({"traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 100.2, "dur": 10.5, "args": {"stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 110.9, "dur": 5, "args": {"stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 7, "ts": 120.3, "dur": 0.4, "args": {"stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "d", "pid": 0, "tid": 7, "ts": 130.0, "dur": 2, "args": {"stream": 7}}
+]})json");
+  ASSERT_EQ(b.hta_idle.size(), 1u);
+  // Gaps: b 111-110 = 1, c 121-115 = 6, d 130-120 = 10: all kernel wait.
+  EXPECT_EQ(b.hta_idle[0].kernel_wait_ns, 17000);
+  EXPECT_EQ(b.hta_idle[0].other_ns, 0);
+  ASSERT_EQ(b.hta_temporal.size(), 1u);
+  const HtaTemporal& h = b.hta_temporal[0];
+  // Groups [101,110), [111,115), [121,120), [130,132): run 9 + 4 - 1 + 2.
+  EXPECT_EQ(h.kernel_time_ns, 31000);
+  EXPECT_EQ(h.idle_time_ns, 31000 - 14000);
+  EXPECT_EQ(h.compute_time_ns, 14000);
+  EXPECT_EQ(h.non_compute_time_ns, 0);
+}
+
+// Where HTA's own sums go negative we report 0.
+TEST(HtaBreakdowns, NeverNegative) {
+  // Two kernels overlapping on one stream (whole µs, not rounded): the gap
+  // is -10 µs, which HTA files as kernel wait.
+  Breakdowns b = breakdowns_of(R"json({"traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 100, "dur": 50, "args": {"stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 140, "dur": 20, "args": {"stream": 7}}
+]})json");
+  ASSERT_EQ(b.hta_idle.size(), 1u);
+  EXPECT_EQ(b.hta_idle[0].kernel_wait_ns, 0);
+  EXPECT_EQ(b.hta_idle[0].other_ns, 0);
+  // Rounded: gemm 0.5 + 10 -> [1,10), a memset 11.2 + 0.3 -> [12,11). The
+  // merged groups sum to 9 - 1 = 8 over a kernel_time of 10 (idle 2) while
+  // compute is 9: non_compute 10 - 9 - 2 = -1, where HTA's assert fails.
+  b = breakdowns_of(R"json({"traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 0.5, "dur": 10, "args": {"stream": 7}},
+  {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 7, "ts": 11.2, "dur": 0.3, "args": {"stream": 7}}
+]})json");
+  ASSERT_EQ(b.hta_temporal.size(), 1u);
+  EXPECT_EQ(b.hta_temporal[0].kernel_time_ns, 10000);
+  EXPECT_EQ(b.hta_temporal[0].idle_time_ns, 2000);
+  EXPECT_EQ(b.hta_temporal[0].compute_time_ns, 9000);
+  EXPECT_EQ(b.hta_temporal[0].non_compute_time_ns, 0);
+}
+
+// MTIA: device activity is mtia_ccp_events, on a thread that is not the
+// stream ("Stream 108" is tid 3774); host calls are mtia_runtime and link
+// by correlation. A row without a stream (tid 801) is not HTA's.
+TEST(HtaBreakdowns, MtiaDeviceEventsCountByTheirStreamArg) {
+  const Breakdowns b = breakdowns_of(R"json({"traceEvents": [
+  {"ph": "X", "cat": "mtia_runtime", "name": "runFunction - job", "pid": 865, "tid": 1, "ts": 10, "dur": 2, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "mtia_runtime", "name": "runFunction - job", "pid": 865, "tid": 1, "ts": 150, "dur": 2, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "mtia_ccp_events", "name": "job_exe", "pid": 17, "tid": 3774, "ts": 100, "dur": 20, "args": {"stream": 108, "correlation": 1}},
+  {"ph": "X", "cat": "mtia_ccp_events", "name": "event_wait", "pid": 17, "tid": 3774, "ts": 160, "dur": 10, "args": {"stream": 108, "correlation": 2}},
+  {"ph": "X", "cat": "mtia_ccp_events", "name": "dma_request", "pid": 17, "tid": 3910, "ts": 105, "dur": 5, "args": {"stream": 112}},
+  {"ph": "X", "cat": "mtia_ccp_events", "name": "dma_request", "pid": 17, "tid": 801, "ts": 400, "dur": 5, "args": {"sqid": 1}}
+]})json");
+  ASSERT_EQ(b.hta_idle.size(), 2u);
+  EXPECT_EQ(b.hta_idle[0].stream, 108);
+  // event_wait launched at 150 after job_exe ended at 120: host wait 40 µs.
+  EXPECT_EQ(b.hta_idle[0].host_wait_ns, 40000);
+  EXPECT_EQ(b.hta_idle[1].stream, 112);
+  ASSERT_EQ(b.hta_temporal.size(), 1u);
+  // [100,170); job_exe and dma are not COMPUTATION, event_wait is.
+  EXPECT_EQ(b.hta_temporal[0].kernel_time_ns, 70000);
+  EXPECT_EQ(b.hta_temporal[0].idle_time_ns, 40000);
+  EXPECT_EQ(b.hta_temporal[0].compute_time_ns, 10000);
+  EXPECT_EQ(b.hta_temporal[0].non_compute_time_ns, 20000);
+}
+
+// HTA's step filter: with two ProfilerStep#N names or more, device rows
+// launched after the last step's start, and rows without a correlation that
+// start after it, are left out.
+TEST(HtaBreakdowns, StepFilterDropsTheLastStep) {
+  const Breakdowns b = breakdowns_of(R"json({"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 110, "dur": 1, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 50, "dur": 60, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 120, "dur": 10, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 7, "ts": 150, "dur": 1, "args": {"stream": 7}}
+]})json");
+  ASSERT_EQ(b.hta_temporal.size(), 1u);
+  EXPECT_EQ(b.hta_temporal[0].kernel_time_ns, 60000);  // kernel a alone
+  ASSERT_EQ(b.hta_idle.size(), 1u);
+  EXPECT_EQ(b.hta_idle[0].other_ns + b.hta_idle[0].kernel_wait_ns + b.hta_idle[0].host_wait_ns, 0);
 }
 
 TEST(TracelensGpuTimeline, SyntheticLinkedEventsOnly) {
