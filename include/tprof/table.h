@@ -13,6 +13,7 @@
 
 #include "tprof/key_averages.h"
 #include "tprof/status.h"
+#include "tprof/trace.h"
 
 namespace tprof {
 
@@ -30,7 +31,14 @@ struct TableOptions {
   // Events a tprof capture dropped (full buffers): stated under the table
   // when non-zero (torch's own traces never have any).
   std::uint64_t dropped_events = 0;
+  // torch's use_device, upper-cased, in the device columns: "Self CUDA",
+  // "Self MTIA". device_name_of() picks it from a trace.
+  std::string device_name = "CUDA";
 };
+
+// The device columns' name for a trace: "MTIA" when its device activity is
+// MTIA's (mtia_ccp_events), else "CUDA" (torch says CUDA on ROCm too).
+std::string device_name_of(const Trace& trace);
 
 // Returns the sort keys table() accepts (cpu_time_total, self_cuda_time_total, count, ...).
 const std::vector<std::string>& table_sort_keys();

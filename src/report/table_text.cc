@@ -61,6 +61,15 @@ const std::vector<SortKey>& sort_keys() {
 
 }  // namespace
 
+std::string device_name_of(const Trace& trace) {
+  for (std::uint32_t e = 0; e < trace.events.size(); ++e) {
+    if (trace.events.kind[e] == EventKind::kKernel) {
+      return trace.strings.str(trace.events.cat[e]).starts_with("mtia") ? "MTIA" : "CUDA";
+    }
+  }
+  return "CUDA";
+}
+
 const std::vector<std::string>& table_sort_keys() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
@@ -118,14 +127,15 @@ Result<std::string> format_table(const std::vector<StatRow>& input, const TableO
 
   std::vector<std::string> headers = {"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"};
   if (has_device_time) {
-    for (const char* h : {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"}) headers.emplace_back(h);
+    const std::string& d = opt.device_name;
+    for (const std::string& h : {"Self " + d, "Self " + d + " %", d + " total", d + " time avg"}) headers.push_back(h);
   }
   if (opt.profile_memory) {
     headers.emplace_back("CPU Mem");
     headers.emplace_back("Self CPU Mem");
     if (has_device_mem) {
-      headers.emplace_back("CUDA Mem");
-      headers.emplace_back("Self CUDA Mem");
+      headers.push_back(opt.device_name + " Mem");
+      headers.push_back("Self " + opt.device_name + " Mem");
     }
   }
   headers.emplace_back("# of Calls");
@@ -253,7 +263,7 @@ Result<std::string> format_table(const std::vector<StatRow>& input, const TableO
   out.append(sep);
   out.append("Self CPU time total: ").append(format_time_us(us(sum_self_cpu))).push_back('\n');
   if (has_device_time) {
-    out.append("Self CUDA time total: ").append(format_time_us(us(sum_self_device))).push_back('\n');
+    out.append("Self ").append(opt.device_name).append(" time total: ").append(format_time_us(us(sum_self_device))).push_back('\n');
   }
   if (opt.dropped_events > 0) {
     out.append("Dropped events: ").append(std::to_string(opt.dropped_events));

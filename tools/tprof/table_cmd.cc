@@ -46,6 +46,7 @@ int run_table(const TableArgs& a) {
   to.header = a.header;
   to.profile_memory = a.memory == "on" || (a.memory == "auto" && list.has_memory_records());
   to.dropped_events = trace->meta.dropped_events;
+  to.device_name = device_name_of(*trace);
   Result<std::string> text =
       format_table(a.events ? list.event_rows() : list.key_averages(a.group_by_input_shape, a.group_by_stack_n), to);
   if (!text) {
