@@ -167,6 +167,16 @@ TEST(RulesPrecision, GraphLaunchCountsOnce) {
   }
 }
 
+// ---- addmm_fusion ---------------------------------------------------------
+
+TEST(RulesPrecision, AddmmFusionNeedsDeviceActivity) {
+  // CPU-only: "aten::addmm x6 instead of aten::mm + aten::add" with no GEMM
+  // kernel or DtoD copy to show; nn.Linear's addmm is not the user's fusion.
+  for (const char* rel : {"torch-1.13/mlp/cycle0.kineto.json", "kineto-public/hta_rank_non_gpu_2022-08.json.gz"}) {
+    EXPECT_TRUE(run(rel, "addmm_fusion").empty()) << rel;
+  }
+}
+
 // ---- sync_api -------------------------------------------------------------
 
 TEST(RulesPrecision, SyncApiNamesTheTracesApi) {

@@ -3,6 +3,8 @@
 // plus a DtoD copy of the bias. Cheatsheet: "aten::addmm(b, x, w) instead of
 // aten::mm + aten::add: fusion at the dispatcher level; the GPU still runs
 // the same GEMM, plus the DtoD copy."
+// Precondition: device activity. On a CPU-only trace there is no GEMM kernel
+// and no DtoD copy to show, and addmm is simply how nn.Linear runs there.
 #include <algorithm>
 #include <iterator>
 #include <unordered_map>
@@ -25,6 +27,7 @@ struct LaneOps {
 }  // namespace
 
 void rule_addmm_fusion(const DiagnoseContext& c, std::vector<Finding>* out) {
+  if (!c.has_device()) return;
   const Trace& t = c.trace;
   const auto addmm_id = t.strings.find("aten::addmm");
   if (!addmm_id) return;
