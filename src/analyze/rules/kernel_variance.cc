@@ -4,16 +4,22 @@
 // median or faster than half of it (names with at least 3 instances).
 // Cheatsheet: "The same kernel taking different times across identical steps
 // (...) Report median and spread, not only the mean; name the outlier steps."
-// Precondition: the same work. Instances are grouped by name and launch
-// shape (Kineto's grid and block args, when present): one name run at a
-// prefill and a decode shape, or per layer width, is different work. Only
-// compute kernels: copies (their time follows their bytes) and collectives
-// (their time follows the slowest peer) are left out.
+// Precondition: the same work in identical steps. Instances are grouped by
+// name, launch shape (Kineto's grid and block args, when present) and their
+// place in the step (the k-th launch of that name and shape in each step),
+// and a group needs 3 steps: within one pass the same kernel at one grid
+// serves different layers (alexnet's two FC layers, K 9216 and 4096; BERT's
+// GEMMs; batch norm per channel count), whose times differ by design. So
+// traces without steps, or with fewer than 3, get no finding. Only compute
+// kernels: copies (their time follows their bytes) and collectives (their
+// time follows the slowest peer) are left out.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "src/analyze/rules/rules.h"
 
@@ -33,6 +39,8 @@ constexpr std::size_t kMaxFindings = 5;
 // Outlier instances and steps listed in the evidence (the counts stay exact).
 constexpr std::size_t kMaxListed = 10;
 constexpr std::size_t kMaxSteps = 100;
+// Identical steps to compare: the blog's pattern is one step out of several.
+constexpr std::size_t kMinSteps = 3;
 
 }  // namespace
 
@@ -43,10 +51,11 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
   // any outlier of a subgroup implies), so large traces parse few of them.
   std::unordered_map<StrId, std::vector<const DeviceOp*>> by_name;
   for (const DeviceOp& op : c.device) {
-    if (op.cls == DeviceClass::kCompute) by_name[t.events.name[op.event]].push_back(&op);
+    if (op.cls == DeviceClass::kCompute && op.step >= 0) by_name[t.events.name[op.event]].push_back(&op);
   }
   std::vector<KernelStat> groups;
   std::vector<std::string> shapes;
+  std::vector<std::int64_t> calls;  // 1-based place in the step
   for (const auto& [name, ops] : by_name) {
     if (ops.size() < 3) continue;
     std::int64_t lo = INT64_MAX, hi = 0;
@@ -55,11 +64,20 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
       hi = std::max(hi, op->end - op->start);
     }
     if (static_cast<double>(hi) <= 1.5 * static_cast<double>(lo)) continue;
-    std::map<std::string, std::vector<const DeviceOp*>> by_shape;
-    for (const DeviceOp* op : ops) by_shape[c.launch_shape(op->event)].push_back(op);
-    for (const auto& [shape, group] : by_shape) {
+    // (shape, k-th launch of it in the step) -> one instance per step. ops
+    // are by start; within a step that is launch order on one stream.
+    std::map<std::pair<std::string, int>, std::vector<const DeviceOp*>> by_call;
+    std::map<std::pair<std::string, std::int32_t>, int> seen;  // (shape, step) -> launches so far
+    for (const DeviceOp* op : ops) {
+      std::string shape = c.launch_shape(op->event);
+      const int k = seen[{shape, op->step}]++;
+      by_call[{std::move(shape), k}].push_back(op);
+    }
+    for (const auto& [call, group] : by_call) {
+      if (group.size() < kMinSteps) continue;
       groups.push_back(kernel_stat(c, std::string(t.str(name)), "kernel", group));
-      shapes.push_back(shape);
+      shapes.push_back(call.first);
+      calls.push_back(call.second + 1);
     }
   }
   std::vector<Finding> found;
@@ -97,7 +115,7 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
       const std::size_t block = shape.find(" block ");
       f.evidence.text("grid", shape.substr(5, block - 5)).text("block", shape.substr(block + 7));
     }
-    f.evidence.num("count", k.count)
+    f.evidence.num("call_in_step", calls[gi]).num("count", k.count)
         .num("mean_ns", static_cast<std::int64_t>(mean))
         .num("median_ns", median)
         .num("min_ns", k.min_ns)
@@ -106,8 +124,7 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
         .num("slow_outliers", slow)
         .num("fast_outliers", fast)
         .num("outlier_excess_ns", excess);
-    // Without steps there is no step to name: the key is left out.
-    if (!c.steps.steps.empty()) f.evidence.ints("outlier_steps", steps);
+    f.evidence.ints("outlier_steps", steps);
     f.evidence.events("outliers", std::move(refs));
     f.advice = std::string(
                    "Identical steps should run a kernel in the same time; outliers come from clocks, heat, power "
