@@ -200,6 +200,30 @@ TEST(RulesPrecision, GraphLaunchCountsOnce) {
   }
 }
 
+// ---- overhead_bound: the host must be shown dispatching ----------------------
+
+TEST(RulesPrecision, OverheadBoundNeedsTheHostDispatching) {
+  // Self CPU >> Self CUDA and an idle GPU, but the host is not launching:
+  // CUDA context creation (cudaDeviceGetStreamPriorityRange, 19.6 s and
+  // 29.9 s under the first op), aten::empty for 2.2 ms of a 3.2 ms step, a
+  // 463 ms blocking hipMemcpyWithStream, a 13.3 s step with 1.5 ms recorded,
+  // an excerpt keeping 2.5 ms of a 122 ms step.
+  for (const char* rel : {"public/hta/execution_trace/benchmark_simple_add_trace.json.gz", kAlexnet,
+                          "public/hta/critical_path/cuda_event_sync/event_sync_trace.json.gz", kSglang,
+                          "public/hta/triton_example/triton_example.json.gz",
+                          "public/kineto/tb_plugin/samples/resnet50_num_workers_4/"
+                          "worker0.1623213129365.excerpt.pt.trace.json.gz",
+                          "kineto-public/hta_backward_thread_2022-10.json"}) {
+    for (const Finding& f : run(rel, "overhead_bound")) ADD_FAILURE() << rel << ": " << f.title;
+  }
+  // The blog's 64x64 runs: the host dispatches through most of each step.
+  for (const char* n : {"64_bf16_cold_eager", "64_bf16_warm_compile"}) {
+    const std::vector<Finding> f = run("gpu/h100-torch-2.11/" + std::string(n) + ".json", "overhead_bound");
+    ASSERT_EQ(f.size(), 1u) << n;
+    EXPECT_GT(find(f[0], "host_dispatch_pct")->d, 50.0) << n;
+  }
+}
+
 // ---- addmm_fusion ---------------------------------------------------------
 
 TEST(RulesPrecision, AddmmFusionNeedsDeviceActivity) {
