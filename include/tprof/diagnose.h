@@ -12,6 +12,7 @@
 // contract: ids never change meaning; additions are fine.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -158,6 +159,32 @@ struct Breakdowns {
   std::vector<TbPluginStep> tb_plugin_steps;
 };
 
+// A root cause: the findings that describe one problem, read together
+// (docs/diagnose.md, "Causes"). Launch overhead gathers overhead_bound,
+// low_gpu_utilization, recurring kernel gaps, short-kernel launch stats and
+// recurring dispatch gaps; a cold start gathers cold_start, the first-call
+// dispatch gap, the first step's one-off kernel gap and launch offset; every
+// other finding is a cause of its own.
+struct Cause {
+  std::string id;     // "launch_overhead", "cold_start", ...; a lone finding's id
+  std::string title;  // one line; a lone finding's title
+  FindingSeverity severity = FindingSeverity::kInfo;  // the strongest finding's
+  std::int64_t impact_ns = 0;  // the largest of its findings' (they overlap: never summed)
+  std::vector<std::size_t> findings;  // indices into Diagnosis::findings, strongest first
+  std::size_t anchor = 0;             // index of the finding the title comes from
+  std::optional<EventRef> look_at;    // the one event to open first, when a finding names one
+};
+
+// Host time of one CPU thread (traces without device activity): the union of
+// its ops, annotations, Python functions and runtime calls over the window.
+struct ThreadBusy {
+  std::string lane;         // "cpu pid 1073 tid 1073"
+  std::string thread_name;  // from metadata, "" when absent
+  std::int64_t busy_ns = 0;
+  std::int64_t window_ns = 0;  // the steps (first start to last end), else the whole trace
+  double busy_pct = 0;
+};
+
 struct Diagnosis {
   // The step verdict holding the most step time (the whole trace judged as
   // one window without steps); kUnclear when no measured share supports one.
@@ -167,6 +194,8 @@ struct Diagnosis {
   std::vector<std::string> support;     // ids of the findings that agree with the verdict
   std::vector<StepVerdict> steps;
   std::vector<Finding> findings;        // by severity, then impact
+  std::vector<Cause> causes;            // every finding in exactly one; by severity, then impact
+  std::vector<ThreadBusy> threads;      // traces without device activity; by busy time, largest first
   Breakdowns breakdowns;
 };
 
@@ -182,9 +211,22 @@ Diagnosis diagnose(const Trace& trace, const DiagnoseOptions& options = {});
 // The ids of every rule, in registry order.
 std::vector<std::string> rule_ids();
 
-// Verdict first, then findings in order of impact, then the breakdowns.
-std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d);
-// {"verdict", "summary", "steps", "findings", "breakdowns"}; ns integers.
+struct DiagnoseFormat {
+  // false: the 30-second view (verdict, steps in two lines, the top causes
+  // with one line of evidence, one event and the fix each, the other
+  // findings by id, the breakdowns), at most about 40 lines of at most
+  // about 160 characters. true: every step and every evidence field.
+  bool verbose = false;
+  std::size_t max_causes = 4;  // cause cards in the short view
+};
+
+// Verdict first, then the causes (or, verbose, every finding) in order of
+// impact, then the breakdowns. Events print as "name @ lane, at 0.198 ms
+// (ts 5117.500), 2.3 us, step 1": ms since the trace's first event (as
+// `tprof steps` and Perfetto count) and the ts written in the file.
+std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d, const DiagnoseFormat& format = {});
+// {"verdict", "summary", "steps", "findings", "causes", "threads",
+// "breakdowns"}; ns integers; events add "rel_ns" and "raw_ts".
 std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d);
 std::string format_diagnosis_md(const Trace& trace, const Diagnosis& d);
 

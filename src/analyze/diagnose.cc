@@ -6,6 +6,7 @@
 #include <future>
 
 #include "src/analyze/breakdowns.h"
+#include "src/analyze/causes.h"
 #include "src/analyze/diagnose_context.h"
 #include "src/analyze/rules/rules.h"
 #include "src/analyze/verdict.h"
@@ -124,6 +125,7 @@ Diagnosis diagnose(const Trace& trace, const DiagnoseOptions& options) {
   });
   internal::judge(c, &d);
   d.breakdowns = breakdowns.get();
+  internal::add_causes(c, &d);
   return d;
 }
 

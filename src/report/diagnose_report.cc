@@ -1,30 +1,33 @@
-// diagnose output: text (verdict first, findings by impact), JSON (the
-// stable contract of docs/diagnose.md), Markdown.
+// diagnose output: text (the 30-second view, or --verbose: every field),
+// JSON (the stable contract of docs/diagnose.md), Markdown.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "src/analyze/diagnose_context.h"
 #include "src/base/json_writer.h"
+#include "src/report/event_text.h"
+#include "src/report/py_format.h"
 #include "tprof/diagnose.h"
 
 namespace tprof {
 
 namespace {
 
+using internal::EventClock;
 using internal::format_ns;
 using internal::format_pct;
 using internal::JsonWriter;
 
+// The short view's limits (docs/diagnose.md, "Output").
+constexpr std::size_t kLineWidth = 160;  // code points
+constexpr std::size_t kListedThreads = 4;
+
 double round2(double v) { return std::round(v * 100.0) / 100.0; }
 
-std::string us_text(double us) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", us);
-  return buf;
-}
-
-void write_event(JsonWriter& w, const EventRef& e) {
+void write_event(JsonWriter& w, const EventRef& e, const EventClock& clock) {
   w.begin_object();
   w.key("name");
   w.value_string(e.name);
@@ -38,10 +41,14 @@ void write_event(JsonWriter& w, const EventRef& e) {
     w.key("step");
     w.value_int(e.step);
   }
+  w.key("rel_ns");
+  w.value_int(clock.rel_ns(e.ts_ns));
+  w.key("raw_ts");
+  w.value_us(clock.raw_ns(e.ts_ns));
   w.end_object();
 }
 
-void write_evidence(JsonWriter& w, const Evidence& ev) {
+void write_evidence(JsonWriter& w, const Evidence& ev, const EventClock& clock) {
   w.begin_object();
   for (const Evidence::Field& f : ev.fields()) {
     w.key(f.key);
@@ -49,10 +56,10 @@ void write_evidence(JsonWriter& w, const Evidence& ev) {
       case Evidence::Kind::kInt: w.value_int(f.i); break;
       case Evidence::Kind::kReal: w.value_double(std::isfinite(f.d) ? std::round(f.d * 1e4) / 1e4 : 0.0); break;
       case Evidence::Kind::kText: w.value_string(f.s); break;
-      case Evidence::Kind::kEvent: write_event(w, f.events.front()); break;
+      case Evidence::Kind::kEvent: write_event(w, f.events.front(), clock); break;
       case Evidence::Kind::kEvents:
         w.begin_array();
-        for (const EventRef& e : f.events) write_event(w, e);
+        for (const EventRef& e : f.events) write_event(w, e, clock);
         w.end_array();
         break;
       case Evidence::Kind::kInts:
@@ -70,34 +77,26 @@ void write_evidence(JsonWriter& w, const Evidence& ev) {
   w.end_object();
 }
 
-// One evidence value in a line of text.
-std::string evidence_value_text(const Evidence::Field& f) {
-  auto ev_text = [](const EventRef& e) {
-    std::string s = e.name + " @ " + e.lane + ", ts " + us_text(static_cast<double>(e.ts_ns) / 1e3) + " us";
-    if (e.dur_ns > 0) s += ", " + format_ns(e.dur_ns);
-    if (e.step >= 0) s += ", step " + std::to_string(e.step);
-    return s;
-  };
+std::string real_text(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+// One evidence value in a line of text. Points in time print as where to
+// find them (ms since the trace's start, the file's ts), never as durations.
+std::string evidence_value_text(const Evidence::Field& f, const EventClock& clock, bool short_names) {
   switch (f.kind) {
-    case Evidence::Kind::kInt: {
-      auto ends = [&](std::string_view suffix) {
-        return f.key.size() >= suffix.size() && f.key.compare(f.key.size() - suffix.size(), suffix.size(), suffix) == 0;
-      };
-      // Absolute times print as trace timestamps (µs, as Perfetto shows them), durations with a unit.
-      if (ends("ts_ns") || ends("start_ns") || ends("end_ns")) return us_text(static_cast<double>(f.i) / 1e3) + " us";
-      if (ends("_ns")) return format_ns(f.i);
+    case Evidence::Kind::kInt:
+      if (internal::is_timestamp_key(f.key)) return clock.at_text(f.i);
+      if (f.key.ends_with("_ns")) return format_ns(f.i);
       return std::to_string(f.i);
-    }
-    case Evidence::Kind::kReal: {
-      char buf[48];
-      std::snprintf(buf, sizeof buf, "%.4g", f.d);
-      return buf;
-    }
+    case Evidence::Kind::kReal: return real_text(f.d);
     case Evidence::Kind::kText: return f.s;
-    case Evidence::Kind::kEvent: return ev_text(f.events.front());
+    case Evidence::Kind::kEvent: return clock.event_text(f.events.front(), short_names);
     case Evidence::Kind::kEvents: {
       std::string s;
-      for (std::size_t i = 0; i < f.events.size() && i < 5; ++i) s += "\n      - " + ev_text(f.events[i]);
+      for (std::size_t i = 0; i < f.events.size() && i < 5; ++i) s += "\n      - " + clock.event_text(f.events[i], short_names);
       if (f.events.size() > 5) s += "\n      - ... " + std::to_string(f.events.size() - 5) + " more";
       return s;
     }
@@ -117,49 +116,169 @@ std::string evidence_value_text(const Evidence::Field& f) {
 
 std::string offset_text(const std::optional<std::int64_t>& v) { return v ? format_ns(*v) : std::string("-"); }
 
-}  // namespace
+bool has_device(const Diagnosis& d) { return d.breakdowns.tracelens_gpu_timeline.has_value(); }
 
-std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d) {
-  (void)trace;
-  std::string out;
-  out += "Verdict: " + std::string(verdict_name(d.verdict)) + "\n";
-  out += "  " + d.summary + "\n";
-  if (!d.support.empty()) {
-    out += "  supported by:";
-    for (std::size_t i = 0; i < d.support.size(); ++i) out += (i ? ", " : " ") + d.support[i];
-    out += "\n";
-  }
-  if (!d.steps.empty()) {
-    char line[256];
-    out += "\nSteps\n";
-    std::snprintf(line, sizeof line, "  %6s  %12s  %12s  %12s  %8s  %14s  %s\n", "step", "CPU span", "GPU busy", "GPU work",
-                  "GPU idle", "launch->kernel", "verdict");
-    out += line;
-    for (const StepVerdict& v : d.steps) {
-      std::snprintf(line, sizeof line, "  %6lld  %12s  %12s  %12s  %8s  %14s  %s\n", static_cast<long long>(v.step),
-                    format_ns(v.cpu_span_ns).c_str(), format_ns(v.gpu_busy_ns).c_str(), format_ns(v.gpu_work_ns).c_str(),
-                    format_pct(v.gpu_idle_pct).c_str(), offset_text(v.launch_offset_ns).c_str(),
-                    std::string(verdict_name(v.verdict)).c_str());
-      out += line;
+// A finding's title with the long names it quotes (cut at 60 characters by
+// the rule, for JSON) shortened to their kernel names.
+std::string short_title(const Finding& f) {
+  std::string t = f.title;
+  auto shorten = [&](const std::string& name) {
+    if (name.size() <= 48) return;
+    const std::string cut = internal::title_name(name);
+    const std::string short_name = internal::short_kernel_name(name);
+    for (std::size_t p = t.find(cut); p != std::string::npos; p = t.find(cut, p + short_name.size())) {
+      t.replace(p, cut.size(), short_name);
     }
+  };
+  for (const Evidence::Field& e : f.evidence.fields()) {
+    if (e.kind == Evidence::Kind::kText) shorten(e.s);
+    for (const EventRef& r : e.events) shorten(r.name);
   }
-  out += "\nFindings (" + std::to_string(d.findings.size()) + ", by impact)\n";
-  if (d.findings.empty()) out += "  none\n";
-  for (const Finding& f : d.findings) {
-    out += "\n  [" + std::string(severity_name(f.severity)) + "] " + f.id + ": " + f.title + "\n";
-    for (const Evidence::Field& e : f.evidence.fields()) out += "    " + e.key + ": " + evidence_value_text(e) + "\n";
-    if (!f.advice.empty()) out += "    advice: " + f.advice + "\n";
+  return t;
+}
+
+// `text` after `first`, wrapped at blanks to kLineWidth with continuation
+// lines indented like `more`; cut with "…" past max_lines.
+void append_wrapped(std::string* out, const std::string& first, std::string_view text, const std::string& more,
+                    std::size_t max_lines = 2) {
+  std::string line = first;
+  std::size_t lines = 1;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t next = text.find(' ', pos);
+    if (next == std::string_view::npos) next = text.size();
+    const std::string_view word = text.substr(pos, next - pos);
+    const bool fresh = line.size() == (lines == 1 ? first.size() : more.size());
+    if (!fresh && internal::py_len(line) + 1 + internal::py_len(word) > kLineWidth) {
+      if (lines == max_lines) {
+        line = std::string(internal::py_head(line, kLineWidth - 1)) + "…";
+        pos = text.size();
+        break;
+      }
+      *out += line + "\n";
+      line = more;
+      ++lines;
+    } else if (!fresh) {
+      line += ' ';
+    }
+    line += word;
+    pos = next + 1;
   }
+  if (internal::py_len(line) > kLineWidth) line = std::string(internal::py_head(line, kLineWidth - 1)) + "…";
+  *out += line + "\n";
+}
+
+// The advice's first sentence: the fix, without the explanation around it.
+std::string first_sentence(const std::string& advice) {
+  for (std::size_t p = advice.find(". "); p != std::string::npos; p = advice.find(". ", p + 1)) {
+    if (p + 2 < advice.size() && std::isupper(static_cast<unsigned char>(advice[p + 2]))) return advice.substr(0, p + 1);
+  }
+  return advice;
+}
+
+// A few of the finding's numbers, for a finding that is a cause on its own
+// (its title already says the main one).
+std::string key_numbers(const Finding& f) {
+  std::string s;
+  int n = 0;
+  for (const Evidence::Field& e : f.evidence.fields()) {
+    if (n == 4) break;
+    // Zeros are rarely the point (no outliers, no copies).
+    if ((e.kind == Evidence::Kind::kInt && e.i == 0) || (e.kind == Evidence::Kind::kReal && e.d == 0.0)) continue;
+    if (e.kind != Evidence::Kind::kInt && e.kind != Evidence::Kind::kReal) continue;
+    if (internal::is_timestamp_key(e.key) || e.key.find("cutoff") != std::string::npos ||
+        e.key.find("threshold") != std::string::npos) {
+      continue;
+    }
+    std::string key = e.key, value;
+    if (e.kind == Evidence::Kind::kInt && key.ends_with("_ns")) {
+      key.resize(key.size() - 3);
+      value = format_ns(e.i);
+    } else if (e.kind == Evidence::Kind::kInt) {
+      value = std::to_string(e.i);
+    } else if (key.ends_with("_pct")) {
+      key.resize(key.size() - 4);
+      value = format_pct(e.d);
+    } else {
+      value = real_text(e.d);
+    }
+    s += (n++ ? ", " : "") + key + " " + value;
+  }
+  return s;
+}
+
+std::string step_range(const std::vector<StepVerdict>& steps) {
+  bool contiguous = true;
+  for (std::size_t i = 1; i < steps.size(); ++i) contiguous &= steps[i].step == steps[i - 1].step + 1;
+  if (steps.size() == 1) return "#" + std::to_string(steps.front().step);
+  if (contiguous) return "#" + std::to_string(steps.front().step) + "-#" + std::to_string(steps.back().step);
+  return "#" + std::to_string(steps.front().step) + " to #" + std::to_string(steps.back().step);
+}
+
+// The steps in two lines: their spread, then where the time goes.
+void append_steps_summary(std::string* out, const Diagnosis& d) {
+  if (d.steps.empty()) return;
+  std::vector<std::int64_t> spans;
+  const StepVerdict* worst = &d.steps.front();
+  for (const StepVerdict& v : d.steps) {
+    spans.push_back(v.cpu_span_ns);
+    if (v.cpu_span_ns > worst->cpu_span_ns) worst = &v;
+  }
+  std::sort(spans.begin(), spans.end());
+  *out += "\nSteps: " + std::to_string(d.steps.size()) + " (" + step_range(d.steps) + "); first " +
+          format_ns(d.steps.front().cpu_span_ns) + ", median " + format_ns(internal::upper_median(spans)) + ", p90 " +
+          format_ns(internal::nearest_rank(spans, 0.9)) + ", worst step " + std::to_string(worst->step) + " (" +
+          format_ns(worst->cpu_span_ns) + ")\n";
+  std::vector<double> idle;
+  std::vector<std::int64_t> busy, offsets;
+  std::map<Verdict, int> verdicts;
+  for (const StepVerdict& v : d.steps) {
+    idle.push_back(v.gpu_idle_pct);
+    busy.push_back(v.cpu_busy_ns);
+    if (v.launch_offset_ns) offsets.push_back(*v.launch_offset_ns);
+    ++verdicts[v.verdict];
+  }
+  std::sort(idle.begin(), idle.end());
+  if (!has_device(d)) {
+    const std::int64_t median_busy = internal::upper_median(busy);
+    if (median_busy > 0) *out += "  CPU busy (the steps' thread): median " + format_ns(median_busy) + " a step\n";
+    return;
+  }
+  std::string line = "  GPU idle: median " + format_pct(idle[idle.size() / 2]) + " of a step";
+  if (!offsets.empty()) line += "; launch -> kernel: median " + format_ns(internal::upper_median(offsets));
+  line += "; verdicts:";
+  for (auto it = verdicts.rbegin(); it != verdicts.rend(); ++it) {
+    line += std::string(it == verdicts.rbegin() ? " " : ", ") + std::to_string(it->second) + " " +
+            std::string(verdict_name(it->first));
+  }
+  *out += line + "\n";
+}
+
+void append_threads(std::string* out, const Diagnosis& d, std::size_t max_threads) {
+  if (d.threads.empty()) return;
+  const ThreadBusy& top = d.threads.front();
+  *out += "\nThreads (busy time over " + std::string(d.steps.empty() ? "the trace" : "the steps") + ", " +
+          format_ns(top.window_ns) + ")\n";
+  for (std::size_t i = 0; i < d.threads.size() && i < max_threads; ++i) {
+    const ThreadBusy& t = d.threads[i];
+    *out += "  " + t.lane + (t.thread_name.empty() ? "" : " (" + t.thread_name + ")") + ": " + format_ns(t.busy_ns) +
+            " (" + format_pct(t.busy_pct) + ")\n";
+  }
+  if (d.threads.size() > max_threads) *out += "  ... " + std::to_string(d.threads.size() - max_threads) + " more\n";
+}
+
+void append_breakdowns(std::string* out, const Diagnosis& d, bool verbose) {
   const Breakdowns& b = d.breakdowns;
   if (b.tracelens_gpu_timeline) {
     const TracelensGpuTimeline& g = *b.tracelens_gpu_timeline;
     const double total = static_cast<double>(std::max<std::int64_t>(1, g.total_time_ns));
     auto pct = [&](std::int64_t v) { return format_pct(100.0 * static_cast<double>(v) / total); };
-    out += "\nGPU timeline (TraceLens)\n";
-    out += "  computation " + format_ns(g.computation_time_ns) + " (" + pct(g.computation_time_ns) + "), exposed comm " +
-           format_ns(g.exposed_comm_time_ns) + " (" + pct(g.exposed_comm_time_ns) + "), exposed memcpy " +
-           format_ns(g.exposed_memcpy_time_ns) + " (" + pct(g.exposed_memcpy_time_ns) + "), idle " +
-           format_ns(g.idle_time_ns) + " (" + pct(g.idle_time_ns) + ") of " + format_ns(g.total_time_ns) + "\n";
+    const std::string line = "computation " + format_ns(g.computation_time_ns) + " (" + pct(g.computation_time_ns) +
+                             "), exposed comm " + format_ns(g.exposed_comm_time_ns) + " (" + pct(g.exposed_comm_time_ns) +
+                             "), exposed memcpy " + format_ns(g.exposed_memcpy_time_ns) + " (" +
+                             pct(g.exposed_memcpy_time_ns) + "), idle " + format_ns(g.idle_time_ns) + " (" +
+                             pct(g.idle_time_ns) + ") of " + format_ns(g.total_time_ns);
+    *out += verbose ? "\nGPU timeline (TraceLens)\n  " + line + "\n" : "\nGPU timeline (TraceLens): " + line + "\n";
   }
   // One line per rank: HTA's per-stream rows summed (JSON has each stream).
   for (std::size_t i = 0; i < b.hta_idle.size();) {
@@ -170,15 +289,140 @@ std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d) {
       kernel += b.hta_idle[i].kernel_wait_ns;
       other += b.hta_idle[i].other_ns;
     }
-    out += "GPU idle causes (HTA), rank " + std::to_string(rank) + ", " + std::to_string(streams) +
-           (streams == 1 ? " stream" : " streams") + ": host wait " + format_ns(host) + ", kernel wait " +
-           format_ns(kernel) + ", other " + format_ns(other) + "\n";
+    *out += "GPU idle causes (HTA), rank " + std::to_string(rank) + ", " + std::to_string(streams) +
+            (streams == 1 ? " stream" : " streams") + ": host wait " + format_ns(host) + ", kernel wait " +
+            format_ns(kernel) + ", other " + format_ns(other) + "\n";
   }
+}
+
+std::string finding_ids(const Diagnosis& d, const std::vector<std::size_t>& idx) {
+  std::string s;
+  for (std::size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + d.findings[idx[i]].id;
+  return s;
+}
+
+void append_verdict(std::string* out, const Diagnosis& d) {
+  *out += "Verdict: " + std::string(verdict_name(d.verdict)) + "\n";
+  append_wrapped(out, "  ", d.summary, "  ");
+  if (!d.support.empty()) {
+    std::string ids;
+    for (std::size_t i = 0; i < d.support.size(); ++i) ids += (i ? ", " : "") + d.support[i];
+    append_wrapped(out, "  supported by: ", ids, "    ");
+  }
+}
+
+// The 30-second view: what is wrong, where to look, what to do.
+std::string format_short(const Diagnosis& d, const EventClock& clock, const DiagnoseFormat& format) {
+  std::string out;
+  append_verdict(&out, d);
+  append_steps_summary(&out, d);
+  append_threads(&out, d, kListedThreads);
+  const std::size_t shown = std::min(format.max_causes, d.causes.size());
+  if (d.causes.empty()) {
+    out += "\nNo findings.\n";
+  } else {
+    out += "\nTop causes (" + std::to_string(shown) + " of " + std::to_string(d.causes.size()) + ", " +
+           std::to_string(d.findings.size()) + " findings)\n";
+  }
+  for (std::size_t k = 0; k < shown; ++k) {
+    const Cause& c = d.causes[k];
+    const std::string head = "  " + std::to_string(k + 1) + ". [" + std::string(severity_name(c.severity)) + "] ";
+    const Finding& anchor = d.findings[c.anchor];
+    const bool lone = c.findings.size() == 1 && c.id == anchor.id;
+    append_wrapped(&out, head, lone ? short_title(anchor) : c.title, "       ");
+    // The evidence: the strongest symptom besides the one the title
+    // quotes; the title's own finding's numbers when it stands alone.
+    std::string evidence = key_numbers(anchor);
+    for (std::size_t i : c.findings) {
+      if (i == c.anchor) continue;
+      evidence = short_title(d.findings[i]);
+      break;
+    }
+    if (!evidence.empty()) append_wrapped(&out, "     evidence: ", evidence, "       ", 1);
+    if (c.look_at) append_wrapped(&out, "     look at: ", clock.event_text(*c.look_at, true), "       ", 1);
+    if (!anchor.advice.empty()) append_wrapped(&out, "     fix: ", first_sentence(anchor.advice), "       ");
+    if (!lone) append_wrapped(&out, "     findings: ", finding_ids(d, c.findings), "       ", 1);
+  }
+  if (shown < d.causes.size()) {
+    // The rest by id: a repeated rule once, with its count.
+    std::vector<std::pair<std::string, int>> ids;
+    for (std::size_t k = shown; k < d.causes.size(); ++k) {
+      for (std::size_t i : d.causes[k].findings) {
+        const std::string& id = d.findings[i].id;
+        auto it = std::find_if(ids.begin(), ids.end(), [&](const auto& p) { return p.first == id; });
+        if (it == ids.end()) {
+          ids.emplace_back(id, 1);
+        } else {
+          ++it->second;
+        }
+      }
+    }
+    std::string list;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      list += (i ? ", " : "") + ids[i].first + (ids[i].second > 1 ? " x" + std::to_string(ids[i].second) : "");
+    }
+    append_wrapped(&out, "  Also: ", list, "    ");
+  }
+  append_breakdowns(&out, d, false);
+  out += "\n(--verbose: every step and all evidence; --format json: everything)\n";
+  return out;
+}
+
+}  // namespace
+
+std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d, const DiagnoseFormat& format) {
+  const EventClock clock(trace);
+  if (!format.verbose) return format_short(d, clock, format);
+  const bool device = has_device(d);
+  std::string out;
+  append_verdict(&out, d);
+  if (!d.steps.empty()) {
+    char line[256];
+    out += "\nSteps\n";
+    if (device) {
+      std::snprintf(line, sizeof line, "  %6s  %12s  %12s  %12s  %8s  %14s  %s\n", "step", "CPU span", "GPU busy",
+                    "GPU work", "GPU idle", "launch->kernel", "verdict");
+    } else {
+      std::snprintf(line, sizeof line, "  %6s  %12s  %12s  %s\n", "step", "CPU span", "CPU busy", "verdict");
+    }
+    out += line;
+    for (const StepVerdict& v : d.steps) {
+      if (device) {
+        std::snprintf(line, sizeof line, "  %6lld  %12s  %12s  %12s  %8s  %14s  %s\n", static_cast<long long>(v.step),
+                      format_ns(v.cpu_span_ns).c_str(), format_ns(v.gpu_busy_ns).c_str(),
+                      format_ns(v.gpu_work_ns).c_str(), format_pct(v.gpu_idle_pct).c_str(),
+                      offset_text(v.launch_offset_ns).c_str(), std::string(verdict_name(v.verdict)).c_str());
+      } else {
+        std::snprintf(line, sizeof line, "  %6lld  %12s  %12s  %s\n", static_cast<long long>(v.step),
+                      format_ns(v.cpu_span_ns).c_str(), format_ns(v.cpu_busy_ns).c_str(),
+                      std::string(verdict_name(v.verdict)).c_str());
+      }
+      out += line;
+    }
+  }
+  append_threads(&out, d, d.threads.size());
+  if (!d.causes.empty()) {
+    out += "\nCauses (" + std::to_string(d.causes.size()) + ")\n";
+    for (const Cause& c : d.causes) {
+      out += "  [" + std::string(severity_name(c.severity)) + "] " + c.id + ": " + c.title + " (" +
+             finding_ids(d, c.findings) + ")\n";
+    }
+  }
+  out += "\nFindings (" + std::to_string(d.findings.size()) + ", by impact)\n";
+  if (d.findings.empty()) out += "  none\n";
+  for (const Finding& f : d.findings) {
+    out += "\n  [" + std::string(severity_name(f.severity)) + "] " + f.id + ": " + f.title + "\n";
+    for (const Evidence::Field& e : f.evidence.fields()) {
+      out += "    " + e.key + ": " + evidence_value_text(e, clock, false) + "\n";
+    }
+    if (!f.advice.empty()) out += "    advice: " + f.advice + "\n";
+  }
+  append_breakdowns(&out, d, true);
   return out;
 }
 
 std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
-  (void)trace;
+  const EventClock clock(trace);
   std::string out;
   {
     JsonWriter w(&out, JsonWriter::kPretty);
@@ -188,7 +432,7 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
     w.key("summary");
     w.value_string(d.summary);
     w.key("verdict_evidence");
-    write_evidence(w, d.verdict_evidence);
+    write_evidence(w, d.verdict_evidence, clock);
     w.key("support");
     w.begin_array();
     for (const std::string& id : d.support) w.value_string(id);
@@ -247,9 +491,55 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
       w.key("impact_ns");
       w.value_int(f.impact_ns);
       w.key("evidence");
-      write_evidence(w, f.evidence);
+      write_evidence(w, f.evidence, clock);
       w.key("advice");
       w.value_string(f.advice);
+      w.end_object();
+    }
+    w.end_array();
+    w.key("causes");
+    w.begin_array();
+    for (const Cause& c : d.causes) {
+      w.begin_object();
+      w.key("id");
+      w.value_string(c.id);
+      w.key("title");
+      w.value_string(c.title);
+      w.key("severity");
+      w.value_string(severity_name(c.severity));
+      w.key("impact_ns");
+      w.value_int(c.impact_ns);
+      // Rule ids repeat (kernel_gap fires once per gap pattern): the
+      // indices into "findings" say which.
+      w.key("findings");
+      w.begin_array();
+      for (std::size_t i : c.findings) w.value_string(d.findings[i].id);
+      w.end_array();
+      w.key("finding_indices");
+      w.begin_array();
+      for (std::size_t i : c.findings) w.value_int(static_cast<std::int64_t>(i));
+      w.end_array();
+      if (c.look_at) {
+        w.key("look_at");
+        write_event(w, *c.look_at, clock);
+      }
+      w.end_object();
+    }
+    w.end_array();
+    w.key("threads");
+    w.begin_array();
+    for (const ThreadBusy& t : d.threads) {
+      w.begin_object();
+      w.key("lane");
+      w.value_string(t.lane);
+      w.key("thread_name");
+      w.value_string(t.thread_name);
+      w.key("busy_ns");
+      w.value_int(t.busy_ns);
+      w.key("window_ns");
+      w.value_int(t.window_ns);
+      w.key("busy_pct");
+      w.value_double(round2(t.busy_pct));
       w.end_object();
     }
     w.end_array();
@@ -330,15 +620,44 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
 }
 
 std::string format_diagnosis_md(const Trace& trace, const Diagnosis& d) {
-  (void)trace;
+  const EventClock clock(trace);
+  const bool device = has_device(d);
   std::string out = "# tprof diagnose\n\n**Verdict: " + std::string(verdict_name(d.verdict)) + "** — " + d.summary + "\n";
+  if (!d.support.empty()) {
+    out += "\nSupported by:";
+    for (std::size_t i = 0; i < d.support.size(); ++i) out += std::string(i ? ", `" : " `") + d.support[i] + "`";
+    out += "\n";
+  }
   if (!d.steps.empty()) {
-    out += "\n## Steps\n\n| step | CPU span | GPU busy | GPU work | GPU idle | launch→kernel | verdict |\n";
-    out += "|---:|---:|---:|---:|---:|---:|---|\n";
+    if (device) {
+      out += "\n## Steps\n\n| step | CPU span | GPU busy | GPU work | GPU idle | launch→kernel | verdict |\n";
+      out += "|---:|---:|---:|---:|---:|---:|---|\n";
+    } else {
+      out += "\n## Steps\n\n| step | CPU span | CPU busy | verdict |\n|---:|---:|---:|---|\n";
+    }
     for (const StepVerdict& v : d.steps) {
-      out += "| " + std::to_string(v.step) + " | " + format_ns(v.cpu_span_ns) + " | " + format_ns(v.gpu_busy_ns) + " | " +
-             format_ns(v.gpu_work_ns) + " | " + format_pct(v.gpu_idle_pct) + " | " + offset_text(v.launch_offset_ns) +
-             " | " + std::string(verdict_name(v.verdict)) + " |\n";
+      if (device) {
+        out += "| " + std::to_string(v.step) + " | " + format_ns(v.cpu_span_ns) + " | " + format_ns(v.gpu_busy_ns) +
+               " | " + format_ns(v.gpu_work_ns) + " | " + format_pct(v.gpu_idle_pct) + " | " +
+               offset_text(v.launch_offset_ns) + " | " + std::string(verdict_name(v.verdict)) + " |\n";
+      } else {
+        out += "| " + std::to_string(v.step) + " | " + format_ns(v.cpu_span_ns) + " | " + format_ns(v.cpu_busy_ns) +
+               " | " + std::string(verdict_name(v.verdict)) + " |\n";
+      }
+    }
+  }
+  if (!d.threads.empty()) {
+    out += "\n## Threads\n\nBusy time over " + std::string(d.steps.empty() ? "the trace" : "the steps") + " (" +
+           format_ns(d.threads.front().window_ns) + ").\n\n| thread | name | busy | share |\n|---|---|---:|---:|\n";
+    for (const ThreadBusy& t : d.threads) {
+      out += "| " + t.lane + " | " + t.thread_name + " | " + format_ns(t.busy_ns) + " | " + format_pct(t.busy_pct) + " |\n";
+    }
+  }
+  if (!d.causes.empty()) {
+    out += "\n## Causes\n\n";
+    for (const Cause& c : d.causes) {
+      out += "- **" + std::string(severity_name(c.severity)) + "** `" + c.id + "`: " + c.title + " (" +
+             finding_ids(d, c.findings) + ")\n";
     }
   }
   out += "\n## Findings\n";
@@ -346,7 +665,7 @@ std::string format_diagnosis_md(const Trace& trace, const Diagnosis& d) {
   for (const Finding& f : d.findings) {
     out += "\n### `" + f.id + "` (" + std::string(severity_name(f.severity)) + "): " + f.title + "\n\n";
     for (const Evidence::Field& e : f.evidence.fields()) {
-      std::string v = evidence_value_text(e);
+      std::string v = evidence_value_text(e, clock, false);
       for (std::size_t p = v.find("\n      - "); p != std::string::npos; p = v.find("\n      - ", p)) {
         v.replace(p, 9, "\n  - ");
       }

@@ -8,15 +8,17 @@ namespace tprof::cli {
 
 void add_diagnose_command(CLI::App& app, int* rc) {
   auto only = std::make_shared<std::vector<std::string>>();
+  auto verbose = std::make_shared<bool>(false);
   CLI::App* cmd = add_report_command(
       app, rc, "diagnose", "Verdict per step, findings with evidence, GPU time breakdowns", {"text", "json", "md"}, true,
-      [only](const Trace& t, const std::string& format) {
+      [only, verbose](const Trace& t, const std::string& format) {
         const Diagnosis d = diagnose(t, {.only = *only});
         return format == "json" ? format_diagnosis_json(t, d)
                : format == "md" ? format_diagnosis_md(t, d)
-                                : format_diagnosis_text(t, d);
+                                : format_diagnosis_text(t, d, {.verbose = *verbose});
       });
   cmd->add_option("--only", *only, "Run only these rule ids")->check(CLI::IsMember(rule_ids()));
+  cmd->add_flag("--verbose,-v", *verbose, "Text: every step and every finding with all its evidence");
 }
 
 }  // namespace tprof::cli

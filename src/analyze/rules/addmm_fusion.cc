@@ -124,12 +124,21 @@ void rule_addmm_fusion(const DiagnoseContext& c, std::vector<Finding>* out) {
   f.evidence.event("addmm", c.ref(first_addmm));
   if (first_gemm != kNoIndex) f.evidence.event("gemm", c.ref(first_gemm));
   if (first_dtod != kNoIndex) f.evidence.event("dtod_copy", c.ref(first_dtod));
+  f.impact_ns = dtod_ns;
+  // A trace without device activity ran addmm on the CPU: no launch, copy
+  // or GEMM kernel to speak of.
+  if (!c.has_device()) {
+    f.advice =
+        "addmm fuses matmul + add at the dispatcher: one op instead of two, around the same matrix multiply. Compare "
+        "the time of the ops, not their counts.";
+    out->push_back(std::move(f));
+    return;
+  }
   f.advice =
       "addmm fuses matmul + add at the dispatcher: one op and one launch less on the CPU, but the GPU work is the same "
       "GEMM (the kernel name matches the eager mm) plus a device-to-device copy of the bias into the output. Compare "
       "GPU time, not op counts; for a real fusion use a bias epilogue (cuBLASLt, torch._addmm_activation) or "
       "torch.compile with max-autotune.";
-  f.impact_ns = dtod_ns;
   out->push_back(std::move(f));
 }
 

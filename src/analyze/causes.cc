@@ -1,0 +1,225 @@
+// Root causes: rules look at one symptom each, and several of them often see
+// the same problem from different sides. An overhead-bound step shows up as
+// a high CPU/GPU ratio (overhead_bound), low utilization (the TensorBoard
+// plugin), the same GPU gap every step (kernel_gap), kernels shorter than
+// their launch calls (HTA's launch stats) and Python time before each op
+// (dispatch_gap); a reader wants one card with one fix, not five. Groups
+// form only around their anchor finding, so a lone symptom (a recurring gap
+// in a compute-bound trace) stays a card of its own.
+#include "src/analyze/causes.h"
+
+#include <algorithm>
+#include <map>
+
+namespace tprof::internal {
+
+namespace {
+
+std::string_view text_of(const Finding& f, std::string_view key) {
+  const Evidence::Field* e = f.evidence.find(key);
+  return e != nullptr && e->kind == Evidence::Kind::kText ? std::string_view(e->s) : std::string_view();
+}
+
+std::int64_t int_of(const Finding& f, std::string_view key, std::int64_t fallback) {
+  const Evidence::Field* e = f.evidence.find(key);
+  return e != nullptr && e->kind == Evidence::Kind::kInt ? e->i : fallback;
+}
+
+double real_of(const Finding& f, std::string_view key) {
+  const Evidence::Field* e = f.evidence.find(key);
+  return e != nullptr && e->kind == Evidence::Kind::kReal ? e->d : 0.0;
+}
+
+// The first entry of the finding's "steps" list, or -1.
+std::int64_t first_listed_step(const Finding& f) {
+  const Evidence::Field* e = f.evidence.find("steps");
+  return e != nullptr && e->kind == Evidence::Kind::kInts && !e->ints.empty() ? e->ints.front() : -1;
+}
+
+struct Group {
+  std::string_view id;
+  std::string_view anchor;  // the finding the group forms around
+  bool (*member)(const Finding& f, std::int64_t cold_step);
+};
+
+// A recurring gap between compute kernels is host wait; one next to a
+// collective is waiting on peers, another cause.
+bool launch_overhead_member(const Finding& f, std::int64_t) {
+  if (f.id == "low_gpu_utilization") return true;
+  if (f.id == "kernel_gap") {
+    return text_of(f, "pattern") == "recurring" && !is_comm_kernel(text_of(f, "before")) &&
+           !is_comm_kernel(text_of(f, "after"));
+  }
+  // HTA's finding also fires on launch outliers alone; only short kernels
+  // (launching costs more than running) are this cause.
+  if (f.id == "kernel_launch_stats") return real_of(f, "short_pct") >= 50.0;
+  if (f.id == "dispatch_gap") return text_of(f, "pattern") == "recurring";
+  return false;
+}
+
+// What happens once, in the first recorded step.
+bool cold_start_member(const Finding& f, std::int64_t cold_step) {
+  if (f.id == "dispatch_gap") return text_of(f, "pattern") == "first_call" && first_listed_step(f) == cold_step;
+  if (f.id == "kernel_gap") return text_of(f, "pattern") == "one-off" && first_listed_step(f) == cold_step;
+  if (f.id == "cpu_gpu_offset") return text_of(f, "pattern") == "start_offset" && int_of(f, "first_step", -1) == cold_step;
+  return false;
+}
+
+// The GPU is the bottleneck: where its time goes, and the host queue that
+// backs up behind it.
+bool compute_member(const Finding& f, std::int64_t) {
+  if (f.id == "hotspot") return text_of(f, "column") == "self_cuda";
+  if (f.id == "cpu_gpu_offset") return text_of(f, "pattern") == "queue_backed_up";
+  return false;
+}
+
+// addmm_fusion counts the same DtoD copies under aten::addmm that
+// hidden_memcpy finds in front of the GEMM.
+bool hidden_copy_member(const Finding& f, std::int64_t) {
+  return f.id == "addmm_fusion" && int_of(f, "dtod_count", 0) > 0;
+}
+
+constexpr Group kGroups[] = {
+    {"launch_overhead", "overhead_bound", launch_overhead_member},
+    {"cold_start", "cold_start", cold_start_member},
+    {"compute_bound", "compute_bound", compute_member},
+    {"hidden_memcpy", "hidden_memcpy", hidden_copy_member},
+};
+
+std::string group_title(std::string_view id, const Finding& anchor) {
+  if (id == "launch_overhead") {
+    // "Overhead-bound: Self CPU ... (21x), GPU idle 95.2% of the steps"
+    std::string_view rest = anchor.title;
+    if (const std::size_t colon = rest.find(": "); colon != std::string_view::npos) rest.remove_prefix(colon + 2);
+    return "Launch overhead: the GPU waits for the CPU; " + std::string(rest);
+  }
+  if (id == "cold_start") {
+    // The width of the first step; the one-time calls stay in the evidence.
+    const std::size_t semi = anchor.title.find("; ");
+    return anchor.title.substr(0, semi);
+  }
+  return anchor.title;
+}
+
+// The first event of the finding, in evidence order.
+std::optional<EventRef> first_event(const Finding& f) {
+  for (const Evidence::Field& e : f.evidence.fields()) {
+    if ((e.kind == Evidence::Kind::kEvent || e.kind == Evidence::Kind::kEvents) && !e.events.empty()) {
+      return e.events.front();
+    }
+  }
+  return std::nullopt;
+}
+
+// The event to open first. Launch overhead: the kernel after the recurring
+// gap (the gap is where the GPU waits); a cold start: its first op, whose
+// wide dispatch gap shows the slow step; otherwise the strongest finding's
+// first event.
+std::optional<EventRef> pick_look_at(std::string_view id, const std::vector<Finding>& findings,
+                                     const std::vector<std::size_t>& members) {
+  auto keyed = [&](std::string_view finding_id, std::string_view key) -> std::optional<EventRef> {
+    for (std::size_t i : members) {
+      if (findings[i].id != finding_id) continue;
+      const Evidence::Field* e = findings[i].evidence.find(key);
+      if (e != nullptr && !e->events.empty()) return e->events.front();
+    }
+    return std::nullopt;
+  };
+  std::optional<EventRef> r;
+  if (id == "launch_overhead") r = keyed("kernel_gap", "kernel_after");
+  if (id == "cold_start" && !r) r = keyed("cold_start", "first_op_event");
+  if (id == "hidden_memcpy" && !r) r = keyed("hidden_memcpy", "copies");
+  for (std::size_t i = 0; i < members.size() && !r; ++i) r = first_event(findings[members[i]]);
+  return r;
+}
+
+}  // namespace
+
+std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64_t first_step) {
+  std::vector<Cause> causes;
+  std::vector<bool> taken(findings.size(), false);
+  for (const Group& g : kGroups) {
+    std::size_t anchor = findings.size();
+    for (std::size_t i = 0; i < findings.size(); ++i) {
+      if (!taken[i] && findings[i].id == g.anchor) {
+        anchor = i;
+        break;
+      }
+    }
+    if (anchor == findings.size()) continue;
+    const std::int64_t cold_step = g.id == "cold_start" ? int_of(findings[anchor], "first_step", first_step) : first_step;
+    Cause c;
+    c.id = std::string(g.id);
+    c.title = group_title(g.id, findings[anchor]);
+    c.anchor = anchor;
+    for (std::size_t i = 0; i < findings.size(); ++i) {
+      if (taken[i] || (i != anchor && !g.member(findings[i], cold_step))) continue;
+      taken[i] = true;
+      c.findings.push_back(i);  // findings are ordered by severity then impact: strongest first
+    }
+    causes.push_back(std::move(c));
+  }
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    if (taken[i]) continue;
+    Cause c;
+    c.id = findings[i].id;
+    c.title = findings[i].title;
+    c.anchor = i;
+    c.findings.push_back(i);
+    causes.push_back(std::move(c));
+  }
+  for (Cause& c : causes) {
+    // Symptoms of one cause measure the same lost time from different
+    // sides: the cause weighs as its largest, never their sum.
+    for (std::size_t i : c.findings) {
+      c.severity = std::max(c.severity, findings[i].severity);
+      c.impact_ns = std::max(c.impact_ns, findings[i].impact_ns);
+    }
+    c.look_at = pick_look_at(c.id, findings, c.findings);
+  }
+  std::stable_sort(causes.begin(), causes.end(), [](const Cause& a, const Cause& b) {
+    if (a.severity != b.severity) return a.severity > b.severity;
+    return a.impact_ns > b.impact_ns;
+  });
+  return causes;
+}
+
+std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c) {
+  const Trace& t = c.trace;
+  std::int64_t lo = c.start_ns, hi = c.end_ns;
+  if (!c.steps.steps.empty()) {
+    lo = c.steps.steps.front().start_ns;
+    hi = lo;
+    for (const StepStat& s : c.steps.steps) {
+      lo = std::min(lo, s.start_ns);
+      hi = std::max(hi, s.start_ns + s.dur_ns);
+    }
+  }
+  std::map<std::uint32_t, std::vector<Interval>> by_lane;
+  c.for_each_host_event([&](std::uint32_t e) {
+    const std::uint32_t lane = t.events.lane[e];
+    if (lane >= t.lanes.size() || t.lanes[lane].kind != LaneKind::kCpu) return;
+    const std::int64_t a = std::max(c.ts(e), lo), b = std::min(c.end(e), hi);
+    if (b > a) by_lane[lane].push_back({a, b});
+  });
+  std::vector<ThreadBusy> out;
+  const std::int64_t window = std::max<std::int64_t>(0, hi - lo);
+  for (auto& [lane, iv] : by_lane) {
+    ThreadBusy b;
+    b.lane = c.lane_label(lane);
+    b.thread_name = std::string(t.str(t.lanes[lane].thread_name));
+    b.busy_ns = union_length(std::move(iv));
+    b.window_ns = window;
+    b.busy_pct = window > 0 ? 100.0 * static_cast<double>(b.busy_ns) / static_cast<double>(window) : 0.0;
+    out.push_back(std::move(b));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const ThreadBusy& a, const ThreadBusy& b) { return a.busy_ns > b.busy_ns; });
+  return out;
+}
+
+void add_causes(const DiagnoseContext& c, Diagnosis* d) {
+  d->causes = group_causes(d->findings, c.steps.steps.empty() ? -1 : c.steps.steps.front().step);
+  if (!c.has_device()) d->threads = thread_busy(c);
+}
+
+}  // namespace tprof::internal

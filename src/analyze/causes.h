@@ -1,0 +1,23 @@
+// Root causes and per-thread host time, computed from a finished diagnosis
+// (docs/diagnose.md, "Causes").
+#pragma once
+
+#include "src/analyze/diagnose_context.h"
+#include "tprof/diagnose.h"
+
+namespace tprof::internal {
+
+// Fills d->causes from d->findings (already ordered by severity, then
+// impact), and d->threads when the trace has no device activity. Called
+// last by diagnose().
+void add_causes(const DiagnoseContext& c, Diagnosis* d);
+
+// Groups findings into causes; every finding lands in exactly one.
+// `first_step`: the number of the trace's first ProfilerStep (-1: none).
+std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64_t first_step);
+
+// Busy time of each CPU thread over the steps (first start to last end),
+// else over the whole trace; largest first.
+std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c);
+
+}  // namespace tprof::internal

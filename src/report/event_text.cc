@@ -1,0 +1,85 @@
+#include "src/report/event_text.h"
+
+#include "src/analyze/diagnose_context.h"
+#include "src/base/json_writer.h"
+#include "src/report/py_format.h"
+
+namespace tprof::internal {
+
+EventClock::EventClock(const Trace& t) : origin_ns_(t.start_ns()), base_ns_(t.meta.base_time_ns.value_or(0)) {}
+
+std::string EventClock::rel_ms_text(std::int64_t ts_ns) const {
+  // Round to the µs, then print µs as ms with the one exact formatter
+  // (append_us prints n / 1000 with three decimals): no floating point, so
+  // epoch-sized values stay exact.
+  const std::int64_t ns = rel_ns(ts_ns);
+  const std::int64_t us = ns >= 0 ? (ns + 500) / 1000 : -((-ns + 500) / 1000);
+  std::string s;
+  append_us(&s, us);
+  return s + " ms";
+}
+
+std::string EventClock::raw_ts_text(std::int64_t ts_ns) const {
+  std::string s;
+  append_us(&s, raw_ns(ts_ns));
+  return s;
+}
+
+std::string EventClock::at_text(std::int64_t ts_ns) const {
+  return "at " + rel_ms_text(ts_ns) + " (ts " + raw_ts_text(ts_ns) + ")";
+}
+
+std::string EventClock::event_text(const EventRef& e, bool short_name) const {
+  std::string s = (short_name ? short_kernel_name(e.name) : e.name) + " @ " + e.lane + ", " + at_text(e.ts_ns);
+  if (e.dur_ns > 0) s += ", " + format_ns(e.dur_ns);
+  if (e.step >= 0) s += ", step " + std::to_string(e.step);
+  return s;
+}
+
+std::string short_kernel_name(std::string_view name, std::size_t max_chars) {
+  if (py_len(name) <= max_chars) return std::string(name);
+  std::string_view full = name;
+  if (full.starts_with("void ")) full.remove_prefix(5);
+  // GCC's "(anonymous namespace)::" says nothing a reader needs.
+  std::string owned(full);
+  constexpr std::string_view kAnon = "(anonymous namespace)::";
+  for (std::size_t p = owned.find(kAnon); p != std::string::npos; p = owned.find(kAnon, p)) owned.erase(p, kAnon.size());
+  std::string_view s = owned;
+  // The parameter list: the first '(' outside template brackets.
+  int depth = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') {
+      ++depth;
+    } else if (s[i] == '>') {
+      --depth;
+    } else if (s[i] == '(' && depth == 0 && i > 0) {
+      s = s.substr(0, i);
+      break;
+    }
+  }
+  std::string out(s);
+  // Template arguments: keep the first.
+  if (const std::size_t lt = out.find('<'); lt != std::string::npos) {
+    depth = 0;
+    for (std::size_t i = lt; i < out.size(); ++i) {
+      if (out[i] == '<') ++depth;
+      if (out[i] == '>' && --depth == 0) break;
+      if (out[i] == ',' && depth == 1) {
+        out = out.substr(0, i) + ", …>";
+        break;
+      }
+    }
+  }
+  if (py_len(out) > max_chars) out = std::string(py_head(out, max_chars - 1)) + "…";
+  return out;
+}
+
+bool is_timestamp_key(std::string_view key) {
+  // Whole words only: "step_offsets_ns" is a list of durations.
+  for (std::string_view w : {std::string_view("ts_ns"), std::string_view("start_ns"), std::string_view("end_ns")}) {
+    if (key == w || (key.size() > w.size() && key.ends_with(w) && key[key.size() - w.size() - 1] == '_')) return true;
+  }
+  return false;
+}
+
+}  // namespace tprof::internal

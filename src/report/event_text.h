@@ -1,0 +1,54 @@
+// Where an event is, in words a person can search for: ms since the trace's
+// first event (the origin `tprof steps` and Perfetto use) and the "ts" as
+// written in the file; and kernel names short enough for a line of text.
+// Used by the diagnose text, Markdown and JSON sinks alike.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tprof/diagnose.h"
+#include "tprof/trace.h"
+
+namespace tprof::internal {
+
+class EventClock {
+ public:
+  // origin_ns: the trace's first event (Trace::start_ns()); file_base_ns:
+  // "baseTimeNanoseconds" (0 without it), which the reader added to every ts.
+  EventClock(std::int64_t origin_ns, std::int64_t file_base_ns) : origin_ns_(origin_ns), base_ns_(file_base_ns) {}
+  explicit EventClock(const Trace& t);
+
+  // ns since the trace's first event.
+  std::int64_t rel_ns(std::int64_t ts_ns) const { return ts_ns - origin_ns_; }
+  // The file's ts in ns (µs × 1000): relative to baseTimeNanoseconds when the file has it.
+  std::int64_t raw_ns(std::int64_t ts_ns) const { return ts_ns - base_ns_; }
+  // "0.198 ms": rounded to the µs.
+  std::string rel_ms_text(std::int64_t ts_ns) const;
+  // "5117.500": µs with three decimals, as Kineto writes "ts".
+  std::string raw_ts_text(std::int64_t ts_ns) const;
+  // "at 0.198 ms (ts 5117.500)"
+  std::string at_text(std::int64_t ts_ns) const;
+  // "nvjet_sm90_... @ gpu 0 stream 7, at 0.198 ms (ts 5117.500), 2.3 us, step 1";
+  // the name through short_kernel_name when `short_name`.
+  std::string event_text(const EventRef& e, bool short_name) const;
+
+ private:
+  std::int64_t origin_ns_ = 0;
+  std::int64_t base_ns_ = 0;
+};
+
+// A C++ kernel name cut for a line of text: no return type, parameter list
+// or "(anonymous namespace)::" qualifier, the first template argument only,
+// at most max_chars code points
+// ("void at::native::vectorized_elementwise_kernel<8, at::native::...>(int, ...)"
+// -> "at::native::vectorized_elementwise_kernel<8, …>"). Names up to
+// max_chars are returned unchanged.
+std::string short_kernel_name(std::string_view name, std::size_t max_chars = 48);
+
+// True for evidence keys holding a point in time ("ts_ns", "…_start_ns", "…_end_ns"),
+// not a duration.
+bool is_timestamp_key(std::string_view key);
+
+}  // namespace tprof::internal

@@ -1,0 +1,259 @@
+// tprof diagnose's output: root causes (findings grouped by what they
+// describe), event references a person can find (ms since the trace's start
+// and the file's own ts), the 30-second default view on the blog's H100
+// runs, and CPU-only traces without GPU words.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "src/analyze/causes.h"
+#include "src/report/event_text.h"
+#include "src/report/py_format.h"
+#include "tprof/diagnose.h"
+#include "tprof/read.h"
+
+namespace tprof {
+namespace {
+
+Finding finding(std::string id, FindingSeverity sev, std::int64_t impact, Evidence ev = {}) {
+  Finding f;
+  f.id = std::move(id);
+  f.severity = sev;
+  f.title = f.id + " title";
+  f.impact_ns = impact;
+  f.evidence = std::move(ev);
+  f.advice = "Do this. Then that.";
+  return f;
+}
+
+std::vector<std::string> ids_of(const std::vector<Finding>& fs, const Cause& c) {
+  std::vector<std::string> out;
+  for (std::size_t i : c.findings) out.push_back(fs[i].id);
+  return out;
+}
+
+const Cause* cause(const std::vector<Cause>& cs, std::string_view id) {
+  for (const Cause& c : cs) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
+
+constexpr auto kWarn = FindingSeverity::kWarning;
+constexpr auto kInfo = FindingSeverity::kInfo;
+
+// Ordered as diagnose() orders findings: severity, then impact.
+std::vector<Finding> blog_like_findings() {
+  std::vector<Finding> fs;
+  EventRef gap_after{"void at::native::vectorized_elementwise_kernel<8, X, Y>(int, X, Y)", "gpu 0 stream 7", 5'000, 1'000, 1};
+  fs.push_back(finding("low_gpu_utilization", kWarn, 1'400'000));
+  fs.push_back(finding("overhead_bound", kWarn, 1'200'000,
+                       Evidence().real("gpu_idle_pct", 95.2).text("window", "steps")));
+  fs.back().title = "Overhead-bound: Self CPU 1.340 ms vs Self CUDA 63.7 us (21x), GPU idle 95.2% of the steps";
+  fs.push_back(finding("kernel_gap", kWarn, 290'000,
+                       Evidence().text("pattern", "recurring").text("before", "nvjet").text("after", gap_after.name)
+                           .event("kernel_after", gap_after)));
+  fs.push_back(finding("kernel_gap", kWarn, 100'000,
+                       Evidence().text("pattern", "recurring").text("before", "ncclDevKernel_AllReduce").text("after", "gemm")));
+  fs.push_back(finding("kernel_launch_stats", kWarn, 90'000, Evidence().real("short_pct", 100.0)));
+  fs.push_back(finding("cold_start", kInfo, 226'000, Evidence().num("first_step", 1)));
+  fs.back().title = "Cold start: step 1 took 279.7 us, 5.3x the median; the same calls as later steps, only slower";
+  fs.push_back(finding("kernel_gap", kInfo, 43'000, Evidence().text("pattern", "one-off").ints("steps", {1})));
+  fs.push_back(finding("kernel_gap", kInfo, 40'000, Evidence().text("pattern", "one-off").ints("steps", {7})));
+  fs.push_back(finding("hotspot", kInfo, 42'000, Evidence().text("column", "self_cuda")));
+  fs.push_back(finding("dispatch_gap", kInfo, 19'000, Evidence().text("pattern", "first_call").ints("steps", {1})));
+  return fs;
+}
+
+TEST(Causes, GroupsSymptomsOfOneCauseAroundTheirAnchor) {
+  const std::vector<Finding> fs = blog_like_findings();
+  const std::vector<Cause> cs = internal::group_causes(fs, 1);
+  // Every finding in exactly one cause.
+  std::vector<int> seen(fs.size(), 0);
+  for (const Cause& c : cs) {
+    for (std::size_t i : c.findings) ++seen[i];
+  }
+  for (int n : seen) EXPECT_EQ(n, 1);
+
+  const Cause* lo = cause(cs, "launch_overhead");
+  ASSERT_NE(lo, nullptr);
+  EXPECT_EQ(ids_of(fs, *lo),
+            (std::vector<std::string>{"low_gpu_utilization", "overhead_bound", "kernel_gap", "kernel_launch_stats"}));
+  EXPECT_EQ(lo->findings[2], 2u);  // the compute gap, not the one next to a collective
+  EXPECT_EQ(lo->severity, kWarn);
+  EXPECT_EQ(lo->impact_ns, 1'400'000);  // the largest symptom, never the sum
+  EXPECT_EQ(fs[lo->anchor].id, "overhead_bound");
+  EXPECT_NE(lo->title.find("Launch overhead"), std::string::npos);
+  EXPECT_NE(lo->title.find("(21x)"), std::string::npos);
+  ASSERT_TRUE(lo->look_at.has_value());
+  EXPECT_EQ(lo->look_at->ts_ns, 5'000);  // the kernel after the recurring gap
+
+  const Cause* cold = cause(cs, "cold_start");
+  ASSERT_NE(cold, nullptr);
+  EXPECT_EQ(ids_of(fs, *cold), (std::vector<std::string>{"cold_start", "kernel_gap", "dispatch_gap"}));
+  EXPECT_EQ(cold->findings[1], 6u);  // the one-off gap of step 1, not the one of step 7
+  EXPECT_EQ(cold->title, "Cold start: step 1 took 279.7 us, 5.3x the median");
+
+  // No compute_bound: the hotspot stands alone; so do the collective's gap
+  // and the step-7 one-off.
+  EXPECT_EQ(cause(cs, "compute_bound"), nullptr);
+  ASSERT_NE(cause(cs, "hotspot"), nullptr);
+  int lone_gaps = 0;
+  for (const Cause& c : cs) lone_gaps += c.id == "kernel_gap";
+  EXPECT_EQ(lone_gaps, 2);
+
+  // By severity, then impact.
+  for (std::size_t i = 1; i < cs.size(); ++i) {
+    EXPECT_TRUE(cs[i - 1].severity > cs[i].severity ||
+                (cs[i - 1].severity == cs[i].severity && cs[i - 1].impact_ns >= cs[i].impact_ns));
+  }
+}
+
+TEST(Causes, SymptomsWithoutTheirAnchorStayFindingsOfTheirOwn) {
+  std::vector<Finding> fs;
+  fs.push_back(finding("low_gpu_utilization", kWarn, 100));
+  fs.push_back(finding("kernel_gap", kWarn, 50, Evidence().text("pattern", "recurring")));
+  fs.push_back(finding("dispatch_gap", kInfo, 10, Evidence().text("pattern", "first_call").ints("steps", {1})));
+  const std::vector<Cause> cs = internal::group_causes(fs, 1);
+  ASSERT_EQ(cs.size(), 3u);
+  EXPECT_EQ(cs[0].id, "low_gpu_utilization");
+  EXPECT_EQ(cs[0].title, "low_gpu_utilization title");
+  EXPECT_EQ(cs[1].id, "kernel_gap");
+  EXPECT_EQ(cs[2].id, "dispatch_gap");
+}
+
+TEST(Causes, ComputeAndHiddenCopyGroups) {
+  std::vector<Finding> fs;
+  fs.push_back(finding("hidden_memcpy", kWarn, 380));
+  fs.push_back(finding("compute_bound", kInfo, 3'800));
+  fs.push_back(finding("hotspot", kInfo, 3'400, Evidence().text("column", "self_cuda")));
+  fs.push_back(finding("addmm_fusion", kInfo, 380, Evidence().num("dtod_count", 20)));
+  fs.push_back(finding("cpu_gpu_offset", kInfo, 0, Evidence().text("pattern", "queue_backed_up")));
+  const std::vector<Cause> cs = internal::group_causes(fs, 1);
+  ASSERT_EQ(cs.size(), 2u);
+  EXPECT_EQ(cs[0].id, "hidden_memcpy");  // a warning before an info
+  EXPECT_EQ(ids_of(fs, cs[0]), (std::vector<std::string>{"hidden_memcpy", "addmm_fusion"}));
+  EXPECT_EQ(cs[1].id, "compute_bound");
+  EXPECT_EQ(ids_of(fs, cs[1]), (std::vector<std::string>{"compute_bound", "hotspot", "cpu_gpu_offset"}));
+}
+
+TEST(EventText, RelativeMsAndTheFilesOwnTs) {
+  // baseTimeNanoseconds 1790857026000000000 and a first event at ts
+  // 4524450004919.216 µs (the blog's 64x64 run).
+  const std::int64_t base = 1'790'857'026'000'000'000;
+  const std::int64_t first = base + 4'524'450'004'919'216;
+  const internal::EventClock clock(first - 227'000, base);
+  const std::int64_t kernel = base + 4'524'450'005'117'409;
+  EXPECT_EQ(clock.raw_ts_text(kernel), "4524450005117.409");  // exact: no double on the way
+  EXPECT_EQ(clock.rel_ms_text(kernel), "0.425 ms");
+  EXPECT_EQ(clock.at_text(first), "at 0.227 ms (ts 4524450004919.216)");
+  EventRef e{"void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::BFloat16>, "
+             "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>)",
+             "gpu 0 stream 7", kernel, 2'300, 1};
+  EXPECT_EQ(clock.event_text(e, true),
+            "at::native::vectorized_elementwise_kernel<8, …> @ gpu 0 stream 7, at 0.425 ms (ts 4524450005117.409), "
+            "2.3 us, step 1");
+  EXPECT_EQ(clock.event_text(e, false).substr(0, 5), "void ");
+}
+
+TEST(EventText, WithoutBaseTimeTheTsIsTheEpochMicrosecond) {
+  const internal::EventClock clock(1'795'319'515'516'000'000, 0);
+  EXPECT_EQ(clock.at_text(1'795'319'515'517'203'669), "at 1.204 ms (ts 1795319515517203.669)");
+  EXPECT_EQ(clock.rel_ms_text(1'795'319'515'516'000'499), "0.000 ms");
+  EXPECT_EQ(clock.rel_ms_text(1'795'319'515'516'000'500), "0.001 ms");
+}
+
+TEST(EventText, ClockOfATraceFromTheFile) {
+  const std::string json = R"({"baseTimeNanoseconds": 1000000000000, "traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 100.5, "dur": 10},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5117.5, "dur": 2.3}]})";
+  Result<Trace> t = read_trace_bytes(json);
+  ASSERT_TRUE(t.has_value());
+  const internal::EventClock clock(*t);
+  EXPECT_EQ(clock.at_text(t->events.ts_ns[1]), "at 5.017 ms (ts 5117.500)");
+  EXPECT_EQ(clock.raw_ns(t->events.ts_ns[0]), 100'500);
+}
+
+TEST(EventText, ShortKernelNames) {
+  EXPECT_EQ(internal::short_kernel_name("nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT"), "nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT");
+  EXPECT_EQ(internal::short_kernel_name("void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, "
+                                        "false, false>(float*, float const*, int, int, int, bool const*, int, bool)"),
+            "softmax_warp_forward<float, …>");
+  const std::string cut = internal::short_kernel_name(std::string(80, 'x'));
+  EXPECT_EQ(internal::py_len(cut), 48u);
+  EXPECT_TRUE(internal::is_timestamp_key("window_start_ns"));
+  EXPECT_TRUE(internal::is_timestamp_key("ts_ns"));
+  EXPECT_FALSE(internal::is_timestamp_key("step_offsets_ns"));
+  EXPECT_FALSE(internal::is_timestamp_key("first_step_ns"));
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t p = 0;
+  while (p < s.size()) {
+    const std::size_t n = s.find('\n', p);
+    out.push_back(s.substr(p, n - p));
+    p = n == std::string::npos ? s.size() : n + 1;
+  }
+  return out;
+}
+
+class BlogDefault : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BlogDefault, FitsThirtySecondsAndNamesTheCause) {
+  const std::string name = GetParam();
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/gpu/h100-torch-2.11/" + name + ".json");
+  ASSERT_TRUE(t.has_value());
+  const Diagnosis d = diagnose(*t);
+  const std::string text = format_diagnosis_text(*t, d);
+  const std::vector<std::string> lines = lines_of(text);
+  EXPECT_LE(lines.size(), 40u) << text;
+  for (const std::string& l : lines) EXPECT_LE(internal::py_len(l), 160u) << l;
+  const bool small = name.starts_with("64_");
+  EXPECT_NE(text.find(small ? "Verdict: overhead-bound" : "Verdict: compute-bound"), std::string::npos) << text;
+  EXPECT_NE(text.find(small ? "Launch overhead" : "Compute-bound"), std::string::npos) << text;
+  EXPECT_NE(text.find("worst step 1 ("), std::string::npos) << text;  // the cold step
+  if (name.find("compile") != std::string::npos) EXPECT_NE(text.find("hidden_memcpy"), std::string::npos) << text;
+  EXPECT_NE(text.find("GPU timeline (TraceLens)"), std::string::npos);
+  EXPECT_NE(text.find(" (ts "), std::string::npos);  // events carry the file's ts
+  EXPECT_EQ(text.find("1795"), std::string::npos) << "no epoch times: the file's ts are relative to its base";
+
+  const std::string verbose = format_diagnosis_text(*t, d, {.verbose = true});
+  EXPECT_GT(lines_of(verbose).size(), 40u);
+  EXPECT_NE(verbose.find("Findings ("), std::string::npos);
+  EXPECT_EQ(verbose.find("1795"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(H100, BlogDefault,
+                         ::testing::Values("64_bf16_cold_eager", "64_bf16_warm_eager", "64_bf16_cold_compile",
+                                           "64_bf16_warm_compile", "4096_bf16_cold_eager", "4096_bf16_warm_eager",
+                                           "4096_bf16_cold_compile", "4096_bf16_warm_compile"));
+
+class CpuOnly : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CpuOnly, ThreadsInsteadOfGpuColumns) {
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/" + GetParam());
+  ASSERT_TRUE(t.has_value());
+  const Diagnosis d = diagnose(*t);
+  EXPECT_EQ(d.verdict, Verdict::kCpuOnly);
+  ASSERT_FALSE(d.threads.empty());
+  for (std::size_t i = 1; i < d.threads.size(); ++i) EXPECT_GE(d.threads[i - 1].busy_ns, d.threads[i].busy_ns);
+  for (const ThreadBusy& b : d.threads) {
+    EXPECT_LE(b.busy_ns, b.window_ns);
+    EXPECT_TRUE(b.lane.starts_with("cpu pid "));
+  }
+  for (bool verbose : {false, true}) {
+    const std::string text = format_diagnosis_text(*t, d, {.verbose = verbose});
+    EXPECT_NE(text.find("Threads (busy time over"), std::string::npos) << text;
+    EXPECT_EQ(text.find("GPU"), std::string::npos) << text;
+    EXPECT_EQ(text.find("CUDA"), std::string::npos) << text;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Traces, CpuOnly,
+                         ::testing::Values("torch-1.13/mlp/cycle0.kineto.json", "torch-1.13/threads/threads.kineto.json",
+                                           "public/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"));
+
+}  // namespace
+}  // namespace tprof
