@@ -106,9 +106,10 @@ struct StepVerdict {
   std::int64_t sync_ns = 0;          // synchronizing runtime calls inside the step
   std::int64_t exposed_comm_ns = 0;  // communication kernels not overlapped by compute
   // The device's idle time in the step, by what it waited on (docs/diagnose.md, "Verdicts"):
-  std::int64_t idle_launch_ns = 0;  // the host launching: stretches under 1 ms between launch calls
-  std::int64_t idle_host_ns = 0;    // the host working without launching for 1 ms or more
+  std::int64_t idle_launch_ns = 0;  // the host launching: inside launch calls, or under 1 ms between them
+  std::int64_t idle_host_ns = 0;    // host events, no launch call, for 1 ms or more
   std::int64_t idle_queued_ns = 0;  // launched work not started yet (other streams, ranks)
+  std::int64_t idle_unrecorded_ns = 0;  // stretches of 1 ms or more with no host event either
   Verdict verdict = Verdict::kCpuOnly;
 };
 

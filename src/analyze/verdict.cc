@@ -56,6 +56,7 @@ struct Facts {
   std::int64_t idle_launch = 0;
   std::int64_t idle_host = 0;
   std::int64_t idle_queued = 0;
+  std::int64_t idle_unrecorded = 0;  // long idle stretches where no host event is recorded either
   std::int64_t longest_host = 0;  // the longest stretch without a launch, and where it starts
   std::int64_t longest_host_at = 0;
   std::int64_t lead_host = 0;     // window start to its first device activity, when that is host work
@@ -74,6 +75,7 @@ struct Facts {
     idle_launch += o.idle_launch;
     idle_host += o.idle_host;
     idle_queued += o.idle_queued;
+    idle_unrecorded += o.idle_unrecorded;
     if (o.longest_host > longest_host) {
       longest_host = o.longest_host;
       longest_host_at = o.longest_host_at;
@@ -89,7 +91,7 @@ struct Facts {
 class Measure {
  public:
   explicit Measure(const DiagnoseContext& c) : c_(c), end_(c.end_ns) {
-    std::vector<Interval> busy, comm, compute, pending;
+    std::vector<Interval> busy, comm, compute, pending, launch_iv, host;
     busy.reserve(c.device.size());
     for (const DeviceOp& op : c.device) {
       busy.push_back({op.start, op.end});
@@ -97,7 +99,7 @@ class Measure {
       if (op.cls == DeviceClass::kComm) comm.push_back({op.start, op.end});
       if (op.launch != kNoIndex) {
         const std::int64_t launched = c.end(op.launch);
-        launch_ts_.push_back(c.ts(op.launch));
+        launch_iv.push_back({c.ts(op.launch), launched});
         if (op.start > launched + kQueueLatencyNs) pending.push_back({launched + kQueueLatencyNs, op.start});
       }
     }
@@ -105,16 +107,19 @@ class Measure {
     exposed_comm_ = subtract(merge_intervals(std::move(comm)), merge_intervals(std::move(compute)));
     // Waiting while the device is busy is a queue, not idle time.
     queued_idle_ = subtract(merge_intervals(std::move(pending)), busy_);
-    std::sort(launch_ts_.begin(), launch_ts_.end());
-    launch_ts_.erase(std::unique(launch_ts_.begin(), launch_ts_.end()), launch_ts_.end());
+    launch_ = merge_intervals(std::move(launch_iv));
     std::vector<Interval> dl, sync;
     for (std::uint32_t e : c.host_ops) {
       if (is_dataloader(c.name(e))) dl.push_back({c.ts(e), c.end(e)});
+      // What the host is recorded doing; the step markers span everything.
+      if (!is_profiler_step(c.name(e))) host.push_back({c.ts(e), c.end(e)});
     }
     for (std::uint32_t e : c.runtime) {
       const std::string_view n = c.name(e);
       if (is_sync_call(n) || is_blocking_copy(n)) sync.push_back({c.ts(e), c.end(e)});
+      host.push_back({c.ts(e), c.end(e)});
     }
+    host_busy_ = merge_intervals(std::move(host));
     dataloader_ = merge_intervals(std::move(dl));
     sync_ = merge_intervals(std::move(sync));
     // The device's idle time with nothing launched and waiting: the host's.
@@ -129,32 +134,40 @@ class Measure {
     f.exposed_comm = covered_within(exposed_comm_, lo, hi);
     f.sync = covered_within(sync_, lo, hi);
     f.idle_queued = covered_within(queued_idle_, lo, hi);
-    // Split the host's idle stretches at launch calls: short pieces are the
-    // host launching, long ones the host's own work.
+    // The host's idle stretches: time inside launch calls is launching,
+    // however long (a first launch loads the kernel's module); the pieces
+    // between them are launching when short, else host work where host
+    // events cover them and unrecorded where nothing does.
     auto it = std::upper_bound(host_idle_.begin(), host_idle_.end(), lo,
                                [](std::int64_t v, const Interval& iv) { return v < iv.end; });
     for (; it != host_idle_.end() && it->start < hi; ++it) {
       const std::int64_t a = std::max(it->start, lo), b = std::min(it->end, hi);
+      f.idle_launch += covered_within(launch_, a, b);
       std::int64_t from = a;
-      auto l = std::upper_bound(launch_ts_.begin(), launch_ts_.end(), a);
+      auto l = std::upper_bound(launch_.begin(), launch_.end(), a,
+                                [](std::int64_t v, const Interval& iv) { return v < iv.end; });
       for (;; ++l) {
-        const std::int64_t to = (l != launch_ts_.end() && *l < b) ? *l : b;
+        const bool at_launch = l != launch_.end() && l->start < b;
+        const std::int64_t to = at_launch ? std::max(from, l->start) : b;
         const std::int64_t piece = to - from;
-        // A short piece is launching when it leads to a launch call or to
-        // device work starting; one that runs into the window's (or the
-        // trace's) end launched nothing and stays unattributed.
-        const bool tail = to == b && (b == hi || b == end_);
+        // A short piece leads to a launch call or to device work starting;
+        // one that runs into the window's (or the trace's) end launched
+        // nothing and stays unattributed.
+        const bool tail = !at_launch && (b == hi || b == end_);
         if (piece >= kHostWorkNs) {
-          f.idle_host += piece;
-          if (piece > f.longest_host) {
-            f.longest_host = piece;
+          const std::int64_t recorded = covered_within(host_busy_, from, to);
+          f.idle_host += recorded;
+          f.idle_unrecorded += piece - recorded;
+          if (recorded > f.longest_host) {
+            f.longest_host = recorded;
             f.longest_host_at = from;
           }
         } else if (!tail) {
           f.idle_launch += piece;
         }
-        if (to == b) break;
-        from = to;
+        if (!at_launch) break;
+        from = std::min(b, l->end);
+        if (from >= b) break;
       }
     }
     // Host work before the window's first device activity.
@@ -181,8 +194,7 @@ class Measure {
  private:
   const DiagnoseContext& c_;
   std::int64_t end_;
-  std::vector<Interval> busy_, exposed_comm_, queued_idle_, dataloader_, sync_, host_idle_;
-  std::vector<std::int64_t> launch_ts_;
+  std::vector<Interval> busy_, exposed_comm_, queued_idle_, dataloader_, sync_, host_idle_, launch_, host_busy_;
 };
 
 Verdict classify(const Facts& f, bool has_device) {
@@ -191,12 +203,16 @@ Verdict classify(const Facts& f, bool has_device) {
   if (f.share(f.dataloader) > kInputShare) return Verdict::kInputBound;
   if (f.share(f.exposed_comm) > kCommShare) return Verdict::kCommunicationBound;
   if (f.share(std::max(f.work, f.busy)) >= kComputeShare) return Verdict::kComputeBound;
-  if (f.share(f.sync) > kSyncShare) return Verdict::kSyncBound;
-  // The idle cause holding the most time, when it holds enough.
-  const std::array<std::pair<std::int64_t, Verdict>, 3> causes = {{{f.idle_launch, Verdict::kOverheadBound},
+  // The idle cause holding the most time, when it holds enough. Launched
+  // work waiting on the device comes before the host's sync: a host blocked
+  // on work that itself waits is the symptom, not the cause.
+  const std::array<std::pair<std::int64_t, Verdict>, 4> causes = {{{f.idle_queued, Verdict::kDependencyBound},
+                                                                   {f.idle_launch, Verdict::kOverheadBound},
                                                                    {f.idle_host, Verdict::kHostBound},
-                                                                   {f.idle_queued, Verdict::kDependencyBound}}};
+                                                                   {f.idle_unrecorded, Verdict::kUnclear}}};
   const auto top = std::max_element(causes.begin(), causes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (top->second == Verdict::kDependencyBound && f.share(top->first) >= kIdleCauseShare) return top->second;
+  if (f.share(f.sync) > kSyncShare) return Verdict::kSyncBound;
   return f.share(top->first) >= kIdleCauseShare ? top->second : Verdict::kUnclear;
 }
 
@@ -247,14 +263,25 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c) {
       }
       return s;
     }
-    case Verdict::kDependencyBound:
-      return "the GPU is idle " + pct(1.0 - f.share(f.busy)) + " of the time, " + pct(f.share(f.idle_queued)) +
-             " with launched work not started yet (it waits on other streams or ranks, not on the host)";
-    case Verdict::kUnclear:
-      return "unclear: the GPU is busy " + pct(f.share(f.busy)) + "; of the time, the host launching " +
-             pct(f.share(f.idle_launch)) + ", host work without launches " + pct(f.share(f.idle_host)) +
-             ", launched work waiting " + pct(f.share(f.idle_queued)) + ", blocked in " + api + " synchronization " +
-             pct(f.share(f.sync)) + ": no share is large enough to name a cause";
+    case Verdict::kDependencyBound: {
+      std::string s = "the GPU is idle " + pct(1.0 - f.share(f.busy)) + " of the time, " + pct(f.share(f.idle_queued)) +
+                      " with launched work not started yet (it waits on other streams or ranks, not on the host)";
+      if (f.share(f.sync) > kIdleCauseShare) {
+        s += "; the host meanwhile is blocked " + pct(f.share(f.sync)) + " of the time in synchronizing calls and blocking copies";
+      }
+      return s;
+    }
+    case Verdict::kUnclear: {
+      std::string s = "unclear: the GPU is busy " + pct(f.share(f.busy)) + "; of the time, the host launching " +
+                      pct(f.share(f.idle_launch)) + ", host work without launches " + pct(f.share(f.idle_host)) +
+                      ", launched work waiting " + pct(f.share(f.idle_queued)) + ", blocked in " + api +
+                      " synchronization " + pct(f.share(f.sync)) + ", nothing recorded on host or device " +
+                      pct(f.share(f.idle_unrecorded));
+      s += f.share(f.idle_unrecorded) >= kIdleCauseShare
+               ? ": the trace does not show what filled most of the time (an excerpt, or work outside the profiler)"
+               : ": no share is large enough to name a cause";
+      return s;
+    }
   }
   return "";
 }
@@ -268,7 +295,8 @@ void add_facts(Evidence& ev, const Facts& f) {
       .num("sync_ns", f.sync)
       .num("idle_launch_ns", f.idle_launch)
       .num("idle_host_ns", f.idle_host)
-      .num("idle_queued_ns", f.idle_queued);
+      .num("idle_queued_ns", f.idle_queued)
+      .num("idle_unrecorded_ns", f.idle_unrecorded);
   if (f.longest_host > 0) ev.num("longest_host_ns", f.longest_host);
   if (f.lead_host > 0) ev.num("lead_host_ns", f.lead_host);
   if (f.queue_delay > 0) ev.num("median_queue_delay_ns", f.queue_delay);
@@ -290,7 +318,7 @@ std::vector<std::string> supporting(Verdict v, const std::vector<Finding>& findi
       case Verdict::kSyncBound: return id == "sync_api" || id == "sync_at_window_end";
       case Verdict::kHostBound:
         return id == "low_gpu_utilization" || id == "compile_overhead" || id == "recompilation" || id == "cold_start";
-      case Verdict::kDependencyBound: return id == "low_gpu_utilization" || recurring_gap;
+      case Verdict::kDependencyBound: return id == "low_gpu_utilization" || recurring_gap || id == "sync_api";
       case Verdict::kCpuOnly:
       case Verdict::kUnclear: return false;
     }
@@ -335,6 +363,7 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
       v.idle_launch_ns = f.idle_launch;
       v.idle_host_ns = f.idle_host;
       v.idle_queued_ns = f.idle_queued;
+      v.idle_unrecorded_ns = f.idle_unrecorded;
       v.verdict = classify(f, c.has_device());
       d->steps.push_back(v);
       if (f.queue_delay > 0) delays.push_back(f.queue_delay);

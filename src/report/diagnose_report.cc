@@ -473,6 +473,8 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
       w.value_int(v.idle_host_ns);
       w.key("idle_queued_ns");
       w.value_int(v.idle_queued_ns);
+      w.key("idle_unrecorded_ns");
+      w.value_int(v.idle_unrecorded_ns);
       w.key("verdict");
       w.value_string(verdict_name(v.verdict));
       w.end_object();
