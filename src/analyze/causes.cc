@@ -135,7 +135,7 @@ std::optional<EventRef> pick_look_at(std::string_view id, const std::vector<Find
 
 }  // namespace
 
-std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64_t first_step) {
+std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64_t first_step, Verdict verdict) {
   std::vector<Cause> causes;
   std::vector<bool> taken(findings.size(), false);
   for (const Group& g : kGroups) {
@@ -146,11 +146,23 @@ std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64
         break;
       }
     }
+    const bool measured = g.id == "launch_overhead" && verdict == Verdict::kOverheadBound;
+    if (anchor == findings.size() && measured) {
+      // The measurements say overhead-bound: its strongest symptom anchors.
+      for (std::size_t i = 0; i < findings.size(); ++i) {
+        if (!taken[i] && g.member(findings[i], first_step)) {
+          anchor = i;
+          break;
+        }
+      }
+    }
     if (anchor == findings.size()) continue;
     const std::int64_t cold_step = g.id == "cold_start" ? int_of(findings[anchor], "first_step", first_step) : first_step;
     Cause c;
     c.id = std::string(g.id);
-    c.title = group_title(g.id, findings[anchor]);
+    c.title = findings[anchor].id == g.anchor || g.id != "launch_overhead"
+                  ? group_title(g.id, findings[anchor])
+                  : "Launch overhead: the GPU waits for the CPU; " + findings[anchor].title;
     c.anchor = anchor;
     for (std::size_t i = 0; i < findings.size(); ++i) {
       if (taken[i] || (i != anchor && !g.member(findings[i], cold_step))) continue;
@@ -218,7 +230,7 @@ std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c) {
 }
 
 void add_causes(const DiagnoseContext& c, Diagnosis* d) {
-  d->causes = group_causes(d->findings, c.steps.steps.empty() ? -1 : c.steps.steps.front().step);
+  d->causes = group_causes(d->findings, c.steps.steps.empty() ? -1 : c.steps.steps.front().step, d->verdict);
   if (!c.has_device()) d->threads = thread_busy(c);
 }
 

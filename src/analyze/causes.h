@@ -14,7 +14,11 @@ void add_causes(const DiagnoseContext& c, Diagnosis* d);
 
 // Groups findings into causes; every finding lands in exactly one.
 // `first_step`: the number of the trace's first ProfilerStep (-1: none).
-std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64_t first_step);
+// `verdict`: the measured verdict; when it is overhead-bound, the launch
+// overhead card forms around its strongest symptom even without the
+// overhead_bound finding (whose CPU/GPU ratio threshold may not hold).
+std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64_t first_step,
+                                Verdict verdict = Verdict::kUnclear);
 
 // Busy time of each CPU thread over the steps (first start to last end),
 // else over the whole trace; largest first.

@@ -123,6 +123,21 @@ TEST(Causes, SymptomsWithoutTheirAnchorStayFindingsOfTheirOwn) {
   EXPECT_EQ(cs[2].id, "dispatch_gap");
 }
 
+TEST(Causes, AnOverheadBoundVerdictGathersTheSymptomsWithoutTheirAnchor) {
+  // Falconsai on H100: measured overhead-bound (83% of the step launching),
+  // but Self CPU / Self CUDA is 6.4x, under overhead_bound's 10x: its
+  // symptoms were four cards with one fix repeated.
+  std::vector<Finding> fs;
+  fs.push_back(finding("low_gpu_utilization", kWarn, 100));
+  fs.push_back(finding("kernel_gap", kWarn, 50, Evidence().text("pattern", "recurring")));
+  fs.push_back(finding("kernel_gap", kWarn, 40, Evidence().text("pattern", "recurring")));
+  const std::vector<Cause> cs = internal::group_causes(fs, 1, Verdict::kOverheadBound);
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_EQ(cs[0].id, "launch_overhead");
+  EXPECT_EQ(cs[0].title, "Launch overhead: the GPU waits for the CPU; low_gpu_utilization title");
+  EXPECT_EQ(ids_of(fs, cs[0]), (std::vector<std::string>{"low_gpu_utilization", "kernel_gap", "kernel_gap"}));
+}
+
 TEST(Causes, ComputeAndHiddenCopyGroups) {
   std::vector<Finding> fs;
   fs.push_back(finding("hidden_memcpy", kWarn, 380));
