@@ -6,33 +6,19 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/kineto_events.h"
 #include "tprof/diagnose.h"
 #include "tprof/read.h"
 
 namespace tprof {
 namespace {
 
-// Kineto-shaped events (ts, dur in µs).
-std::string x(const std::string& cat, const std::string& name, int pid, int tid, double ts, double dur,
-              const std::string& args = "") {
-  std::string s = R"({"ph": "X", "cat": ")" + cat + R"(", "name": ")" + name + R"(", "pid": )" +
-                  std::to_string(pid) + R"(, "tid": )" + std::to_string(tid) + R"(, "ts": )" + std::to_string(ts) +
-                  R"(, "dur": )" + std::to_string(dur);
-  if (!args.empty()) s += R"(, "args": {)" + args + "}";
-  return s + "}";
-}
-std::string corr(int id) { return R"("correlation": )" + std::to_string(id); }
-std::string step(int n, double ts, double dur) { return x("user_annotation", "ProfilerStep#" + std::to_string(n), 1, 1, ts, dur); }
-std::string launch(double ts, double dur, int id) { return x("cuda_runtime", "cudaLaunchKernel", 1, 1, ts, dur, corr(id)); }
-std::string kernel(const std::string& name, int stream, double ts, double dur, int id) {
-  return x("kernel", name, 0, stream, ts, dur, corr(id));
-}
-
-std::string doc(const std::vector<std::string>& events, const std::string& top = "") {
-  std::string s = "{" + top + (top.empty() ? "" : ", ") + R"("traceEvents": [)";
-  for (std::size_t i = 0; i < events.size(); ++i) s += (i ? ",\n" : "\n") + events[i];
-  return s + "\n]}";
-}
+using testing::corr;
+using testing::doc;
+using testing::kernel;
+using testing::launch;
+using testing::step;
+using testing::x;
 
 std::vector<Finding> run(const std::string& text, const std::string& id) {
   Result<Trace> t = read_trace_bytes(text);
