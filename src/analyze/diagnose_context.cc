@@ -81,6 +81,11 @@ bool is_sync_call(std::string_view name) {
   return contains_ci(name, "synchronize");
 }
 
+bool is_blocking_memcpy(std::string_view name) {
+  const bool memcpy = name.starts_with("cudaMemcpy") || name.starts_with("cuMemcpy") || name.starts_with("hipMemcpy");
+  return memcpy && name.find("Async") == std::string_view::npos;
+}
+
 bool is_comm_kernel(std::string_view name) {
   // NCCL's kernels are ncclKernel_* / ncclDevKernel_*; RCCL keeps the names.
   return starts_with_ci(name, "nccl") || starts_with_ci(name, "rccl") || contains_ci(name, "nccl:");

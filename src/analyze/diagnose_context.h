@@ -175,6 +175,10 @@ bool is_dataloader_scope(std::string_view name);
 // True for names of synchronizing runtime calls (cudaDeviceSynchronize,
 // cudaStreamSynchronize, cudaEventSynchronize, hip*...).
 bool is_sync_call(std::string_view name);
+// True for copies that return only when done: cudaMemcpy, cudaMemcpy2D,
+// cudaMemcpyToSymbol, cuMemcpyDtoH_v2, hipMemcpy, hipMemcpyWithStream (the
+// forms without "Async").
+bool is_blocking_memcpy(std::string_view name);
 // True for communication kernel names (nccl*, rccl*, ncclDevKernel_*).
 bool is_comm_kernel(std::string_view name);
 // True for runtime calls that replay a graph (cudaGraphLaunch, hipGraphLaunch,

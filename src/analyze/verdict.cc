@@ -38,13 +38,6 @@ constexpr std::int64_t kDeepQueueNs = 1'000'000;
 
 bool is_dataloader(std::string_view name) { return name.find("DataLoader") != std::string_view::npos; }
 
-// cudaMemcpy, cudaMemcpy2D, hipMemcpy, cuMemcpyDtoH_v2...: copies that return
-// only when done. Their Async forms do not block.
-bool is_blocking_copy(std::string_view name) {
-  const bool copy = name.starts_with("cudaMemcpy") || name.starts_with("hipMemcpy") || name.starts_with("cuMemcpy");
-  return copy && name.find("Async") == std::string_view::npos && name.find("Peer") == std::string_view::npos;
-}
-
 // What one window measured.
 struct Facts {
   std::int64_t span = 0;
@@ -116,7 +109,7 @@ class Measure {
     }
     for (std::uint32_t e : c.runtime) {
       const std::string_view n = c.name(e);
-      if (is_sync_call(n) || is_blocking_copy(n)) sync.push_back({c.ts(e), c.end(e)});
+      if (is_sync_call(n) || is_blocking_memcpy(n)) sync.push_back({c.ts(e), c.end(e)});
       host.push_back({c.ts(e), c.end(e)});
     }
     host_busy_ = merge_intervals(std::move(host));

@@ -36,13 +36,6 @@ constexpr double kIdleShare = 0.5;
 constexpr double kDispatchShare = 0.5;
 constexpr std::int64_t kLongHostCallNs = 1'000'000;
 
-// cudaMemcpy, cuMemcpyDtoH_v2, hipMemcpyWithStream: the forms without
-// "Async" return only when the copy is done (as sync_api).
-bool is_blocking_memcpy(std::string_view name) {
-  const bool memcpy = name.starts_with("cudaMemcpy") || name.starts_with("cuMemcpy") || name.starts_with("hipMemcpy");
-  return memcpy && name.find("Async") == std::string_view::npos;
-}
-
 // Host time in the windows spent dispatching: host ops and runtime calls
 // (ProfilerStep spans aside) minus blocking calls (synchronize, blocking
 // memcpy: the host waits) and calls of kLongHostCallNs or more with no

@@ -30,13 +30,6 @@ constexpr double kWarningShare = 0.1;
 constexpr double kBusyShare = 0.5;
 constexpr std::size_t kMaxSteps = 16;
 
-// cudaMemcpy, cudaMemcpy2D, cudaMemcpyToSymbol, cuMemcpyDtoH_v2, hipMemcpy:
-// the forms without "Async" return only when the copy is done.
-bool is_blocking_memcpy(std::string_view name) {
-  const bool memcpy = name.starts_with("cudaMemcpy") || name.starts_with("cuMemcpy") || name.starts_with("hipMemcpy");
-  return memcpy && name.find("Async") == std::string_view::npos;
-}
-
 }  // namespace
 
 void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
