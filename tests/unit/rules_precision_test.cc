@@ -322,5 +322,18 @@ TEST(RulesPrecision, ColdStartWarnsOnOneTimeWork) {
   EXPECT_EQ(find(f[0], "one_time_calls")->texts, (std::vector<std::string>{"cuModuleLoadData", "cudaMalloc"}));
 }
 
+// ---- compile_overhead -----------------------------------------------------
+
+TEST(RulesPrecision, CompileOverheadIsInfoWhenTheGpuWorkItLaunchedHidesTheWrapper) {
+  // tracelens torch_compile_triton: no steps, one compiled region whose
+  // wrapper costs 0.54 ms of CPU while it launches ~12 ms of Triton and GEMM
+  // work on a GPU busy 94.5%: the wrapper is hidden, yet the rule warned
+  // (it counted device work per step, and without steps counted none).
+  const std::vector<Finding> f = run("public/tracelens/torch_compile_triton/trace.json.gz", "compile_overhead");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kInfo);
+  EXPECT_GT(find(f[0], "gpu_per_step_ns")->i, find(f[0], "wrapper_per_step_ns")->i);
+}
+
 }  // namespace
 }  // namespace tprof

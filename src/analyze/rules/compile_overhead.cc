@@ -81,11 +81,20 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
   const std::int64_t wrapper_step = wrapper_ns / std::max<std::int64_t>(1, nsteps);
   const std::int64_t ops_step = ops_ns / std::max<std::int64_t>(1, nsteps);
   const std::int64_t region_step = region_ns / std::max<std::int64_t>(1, nsteps);
+  // The device work the compiled code launched per step (per region without
+  // steps): when it outlasts the wrapper, the GPU hides the wrapper's time.
+  std::vector<Interval> region_iv;
+  if (steps.empty()) {
+    for (std::uint32_t r : regions) region_iv.push_back({c.ts(r), c.end(r)});
+    region_iv = merge_intervals(std::move(region_iv));
+  }
   std::int64_t gpu_ns = 0;
   for (const DeviceOp& op : c.device) {
-    if (op.step >= 0 && steps.count(op.step)) gpu_ns += op.end - op.start;
+    const bool counted = steps.empty() ? op.launch != kNoIndex && covered_within(region_iv, c.ts(op.launch), c.ts(op.launch) + 1) > 0
+                                       : op.step >= 0 && steps.count(op.step) > 0;
+    if (counted) gpu_ns += op.end - op.start;
   }
-  const std::int64_t gpu_step = steps.empty() ? 0 : gpu_ns / nsteps;
+  const std::int64_t gpu_step = gpu_ns / std::max<std::int64_t>(1, nsteps);
   const bool exposed = gpu_step < region_step + lookup_ns / std::max<std::int64_t>(1, nsteps);
   const bool heavy = static_cast<double>(wrapper_step) >= kWrapperVsOps * static_cast<double>(ops_step);
 
