@@ -50,8 +50,7 @@ struct Facts {
   std::int64_t idle_host = 0;
   std::int64_t idle_queued = 0;
   std::int64_t idle_unrecorded = 0;  // long idle stretches where no host event is recorded either
-  std::int64_t longest_host = 0;  // the longest stretch without a launch, and where it starts
-  std::int64_t longest_host_at = 0;
+  std::int64_t longest_host = 0;  // the longest stretch of host work without a launch
   std::int64_t lead_host = 0;     // window start to its first device activity, when that is host work
   std::int64_t lead_end = 0;
   std::int64_t busy_after_lead = 0;
@@ -69,10 +68,7 @@ struct Facts {
     idle_host += o.idle_host;
     idle_queued += o.idle_queued;
     idle_unrecorded += o.idle_unrecorded;
-    if (o.longest_host > longest_host) {
-      longest_host = o.longest_host;
-      longest_host_at = o.longest_host_at;
-    }
+    longest_host = std::max(longest_host, o.longest_host);
     lead_host += o.lead_host;
     busy_after_lead += o.busy_after_lead;
     return *this;
@@ -151,10 +147,7 @@ class Measure {
           const std::int64_t recorded = covered_within(host_busy_, from, to);
           f.idle_host += recorded;
           f.idle_unrecorded += piece - recorded;
-          if (recorded > f.longest_host) {
-            f.longest_host = recorded;
-            f.longest_host_at = from;
-          }
+          f.longest_host = std::max(f.longest_host, recorded);
         } else if (!tail) {
           f.idle_launch += piece;
         }

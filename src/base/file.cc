@@ -46,15 +46,16 @@ struct GuardSlot {
 constexpr int kGuardSlots = 64;
 GuardSlot g_guard[kGuardSlots];
 struct sigaction g_previous_bus {};
+std::uintptr_t g_page_size = 4096;  // set before the handler is installed (sysconf is not for handlers)
 
 void on_sigbus(int sig, siginfo_t* info, void* ctx) {
   const auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
   for (GuardSlot& slot : g_guard) {
     const std::uintptr_t b = slot.begin.load(std::memory_order_acquire);
     if (b != 0 && addr >= b && addr < slot.end.load(std::memory_order_acquire)) {
-      const std::uintptr_t page = addr & ~(static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE)) - 1);
-      void* p = mmap(reinterpret_cast<void*>(page), static_cast<std::size_t>(sysconf(_SC_PAGESIZE)), PROT_READ,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      const std::uintptr_t page = addr & ~(g_page_size - 1);
+      void* p = mmap(reinterpret_cast<void*>(page), g_page_size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                     -1, 0);
       if (p != MAP_FAILED) {
         slot.hit.store(true, std::memory_order_release);
         return;
@@ -78,6 +79,7 @@ void on_sigbus(int sig, siginfo_t* info, void* ctx) {
 void install_guard() {
   static std::once_flag once;
   std::call_once(once, [] {
+    g_page_size = page_size();
     struct sigaction sa {};
     sa.sa_sigaction = on_sigbus;
     sa.sa_flags = SA_SIGINFO;
