@@ -274,20 +274,22 @@ TEST(KernelVariance, SilentForSteadyKernels) {
 
 // One launch per step; its kernel starts `offset(s)` µs after the launch.
 template <typename OffsetFn>
-std::string offsets(int steps, OffsetFn offset) {
+// kernel_us: each kernel's duration; 200 µs with offsets growing 100 µs a
+// step makes the kernels run back to back, a queue behind a busy device.
+std::string offsets(int steps, OffsetFn offset, double kernel_us = 80) {
   TraceText t;
   std::int64_t corr = 1;
   for (int s = 0; s < steps; ++s) {
     const double b = 100.0 * s;
     t.step(s + 1, b, 90);
     t.call("cudaLaunchKernel", b + 10, 5, corr);
-    t.dev("kernel", kGemm, b + 10 + offset(s), 80, corr++);
+    t.dev("kernel", kGemm, b + 10 + offset(s), kernel_us, corr++);
   }
   return t.json();
 }
 
 TEST(CpuGpuOffset, QueueBackedUp) {
-  auto f = run(offsets(10, [](int s) { return 100.0 + 100.0 * s; }), "cpu_gpu_offset");
+  auto f = run(offsets(10, [](int s) { return 100.0 + 100.0 * s; }, 200), "cpu_gpu_offset");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(field(f[0], "pattern").s, "queue_backed_up");
   EXPECT_EQ(f[0].severity, FindingSeverity::kInfo);
@@ -295,6 +297,14 @@ TEST(CpuGpuOffset, QueueBackedUp) {
   EXPECT_EQ(field(f[0], "max_offset_ns").i, 1000000);
   EXPECT_EQ(field(f[0], "max_offset_step").i, 10);
   EXPECT_EQ(field(f[0], "step_offsets_ns").ints.size(), 10u);
+}
+
+TEST(CpuGpuOffset, WaitsOnAnIdleDeviceAreNoQueue) {
+  // The same offsets with 80 µs kernels: the device idles most of each wait,
+  // so the work waits on something else, not behind earlier kernels.
+  for (const Finding& f : run(offsets(10, [](int s) { return 100.0 + 100.0 * s; }), "cpu_gpu_offset")) {
+    EXPECT_NE(field(f, "pattern").s, "queue_backed_up");
+  }
 }
 
 TEST(CpuGpuOffset, LaneOffsetAtTheStart) {

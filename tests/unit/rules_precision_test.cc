@@ -322,6 +322,24 @@ TEST(RulesPrecision, ColdStartWarnsOnOneTimeWork) {
   EXPECT_EQ(find(f[0], "one_time_calls")->texts, (std::vector<std::string>{"cuModuleLoadData", "cudaMalloc"}));
 }
 
+// ---- cpu_gpu_offset ------------------------------------------------------
+
+TEST(RulesPrecision, AQueueIsBackedUpOnlyBehindABusyDevice) {
+  // "GPU queue backed up ... the GPU is the bottleneck (compute-bound)" on
+  // traces whose device idles while the work waits: the backward thread's
+  // one GEMM starts 64 ms after its launch on an idle GPU, rank 0's NCCL
+  // kernels wait on peers (next to a communication-bound verdict).
+  for (const char* rel : {"kineto-public/hta_backward_thread_2022-10.json", kRank0, kAlexnet}) {
+    for (const Finding& f : run(rel, "cpu_gpu_offset")) {
+      EXPECT_NE(find(f, "pattern")->s, "queue_backed_up") << rel << ": " << f.title;
+    }
+  }
+  // A GPU busy 94.5% with work queued 5.7 ms deep still is one.
+  const std::vector<Finding> busy = run("public/tracelens/torch_compile_triton/trace.json.gz", "cpu_gpu_offset");
+  ASSERT_EQ(busy.size(), 1u);
+  EXPECT_EQ(find(busy[0], "pattern")->s, "queue_backed_up");
+}
+
 // ---- compile_overhead -----------------------------------------------------
 
 TEST(RulesPrecision, CompileOverheadIsInfoWhenTheGpuWorkItLaunchedHidesTheWrapper) {

@@ -2,9 +2,10 @@
 // Two readings: the whole trace's median is large (the GPU queue is backed up:
 // the CPU runs ahead of a busy GPU, compute-bound), or only the first step's
 // is (the lane offset at the start: the profiler's buffer request, cold
-// start). Cheatsheet: "the first one explains the initial CPU→GPU lane
-// offset (~2.5 ms in the post with wait=0, warmup=0)", and its "Self CPU ≈
-// Self CUDA (...): compute-bound".
+// start). A backed-up queue needs a busy device while work waits.
+// Cheatsheet: "the first one explains the initial CPU→GPU lane offset
+// (~2.5 ms in the post with wait=0, warmup=0)", and its "Self CPU ≈ Self
+// CUDA (...): compute-bound".
 #include <algorithm>
 #include <vector>
 
@@ -18,6 +19,10 @@ namespace {
 // of matmul_add: median 7–13 µs); a median ten times that means work waits
 // in the stream's queue behind earlier kernels.
 constexpr std::int64_t kBackedUpNs = 100'000;
+// ... and the device is busy through most of those waits: work that waits
+// on an idle device waits on something else (another stream's event,
+// another rank), not in a queue behind earlier kernels.
+constexpr double kQueueBusyShare = 0.5;
 // The first step's (or first activity's) offset counts as a start-up lane
 // offset when it is both this large and this many times the later median
 // (the post: ~2.5 ms at the start against a few µs afterwards).
@@ -28,12 +33,17 @@ constexpr double kStartFactor = 5.0;
 
 void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::vector<std::int64_t> all;
+  std::int64_t waited = 0, waited_busy = 0;  // launch -> start, and the part with its device busy
   std::size_t first_op = SIZE_MAX, max_op = SIZE_MAX;
   for (std::size_t i = 0; i < c.device.size(); ++i) {
     const DeviceOp& op = c.device[i];
     if (op.launch == kNoIndex) continue;
     const std::int64_t off = op.start - c.ts(op.launch);
     all.push_back(off);
+    if (off >= kBackedUpNs) {
+      waited += off;
+      waited_busy += c.device_busy_ns(op.device, c.ts(op.launch), op.start);
+    }
     if (first_op == SIZE_MAX || c.ts(op.launch) < c.ts(c.device[first_op].launch)) first_op = i;
     if (max_op == SIZE_MAX || off > c.device[max_op].start - c.ts(c.device[max_op].launch)) max_op = i;
   }
@@ -72,7 +82,8 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   const bool has_later = per_step.size() >= 2 || all.size() >= 2;
   const bool start_offset = has_later && first >= kStartMinNs && static_cast<double>(first) >= kStartFactor * static_cast<double>(later);
-  const bool backed_up = overall >= kBackedUpNs;
+  const bool backed_up = overall >= kBackedUpNs &&
+                         static_cast<double>(waited_busy) >= kQueueBusyShare * static_cast<double>(waited);
   if (!start_offset && !backed_up) return;
 
   const DeviceOp& mx = c.device[max_op];

@@ -119,7 +119,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.advice = "Start here: this op holds most of the CPU time. Drill into its call sites and inputs.";
   } else if (gpu_waits) {
     f.advice = "This is where the GPU time goes, but the GPU mostly waits on the CPU (Self CPU total " + format_ns(cpu_total) +
-               "): speeding it up gains little until the launch overhead is fixed (see overhead_bound).";
+               "): speeding it up gains little until what the GPU waits on is fixed (see the verdict).";
   } else {
     f.advice =
         "Start here: this device activity is where the GPU time goes. Check its shapes and dtype (tensor-core friendly "
