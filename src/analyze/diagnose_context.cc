@@ -7,6 +7,7 @@
 
 #include "src/analyze/intervals.h"
 #include "src/base/radix_sort.h"
+#include "src/base/saturate.h"
 #include "src/trace/json_value.h"
 
 namespace tprof::internal {
@@ -113,6 +114,13 @@ std::string format_pct(double pct) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f%%", pct);
   return buf;
+}
+
+std::string count_of(std::int64_t n, std::string_view noun) {
+  std::string s = std::to_string(n) + " " + std::string(noun);
+  const bool es = noun.ends_with("s") || noun.ends_with("x") || noun.ends_with("ch") || noun.ends_with("sh");
+  if (n != 1) s += es ? "es" : "s";
+  return s;
 }
 
 namespace {
@@ -302,6 +310,13 @@ int DiagnoseContext::step_index_at(std::int64_t ts) const {
 }
 
 std::int64_t DiagnoseContext::step_number_at(std::int64_t ts) const { return step_number(step_index_at(ts)); }
+
+std::int64_t DiagnoseContext::window_ns() const {
+  if (steps.steps.empty()) return std::max<std::int64_t>(0, sat_sub(end_ns, start_ns));
+  std::int64_t total = 0;
+  for (const StepStat& s : steps.steps) total = sat_add(total, s.dur_ns);
+  return total;
+}
 
 std::string DiagnoseContext::lane_label(std::uint32_t lane) const {
   if (lane >= trace.lanes.size()) return "";

@@ -68,6 +68,9 @@ class DiagnoseContext {
   std::int64_t start_ns = 0;        // first event
   std::int64_t end_ns = 0;          // last event end
   bool has_device() const { return !device.empty(); }
+  // The time findings are weighed against: the steps' total, or the trace's
+  // span when it has no steps.
+  std::int64_t window_ns() const;
 
   // torch's key_averages() rows and the two totals torch prints under its
   // table: computed by the constructor when with_averages, else on first
@@ -148,6 +151,8 @@ KernelStat kernel_stat(const DiagnoseContext& c, std::string name, std::string c
 std::string format_ns(std::int64_t ns);
 // "12.3%"
 std::string format_pct(double pct);
+// "1 call", "3 calls": n and the noun, plural unless n is 1.
+std::string count_of(std::int64_t n, std::string_view noun);
 
 // True when s contains needle, ASCII case-insensitively.
 bool contains_ci(std::string_view s, std::string_view needle);

@@ -62,6 +62,31 @@ TEST(RulesPeers, KernelLaunchStatsShortKernelsAndDelays) {
     ok.push_back(kernel("gemm", 7, 20 + 200 * i, 200, i + 1));
   }
   EXPECT_TRUE(run(doc(ok), "kernel_launch_stats").empty());
+
+  // One launch whose kernel starts 64 ms late: an anecdote, not a
+  // distribution (hta_backward_thread); too few launches: silent.
+  EXPECT_TRUE(run(doc({step(1, 0, 70000), launch(10, 5, 1), kernel("late", 7, 64015, 50, 1)}), "kernel_launch_stats")
+                  .empty());
+}
+
+TEST(RulesPeers, KernelLaunchStatsCountsAGraphLaunchOnce) {
+  // 19 launches plus one cudaGraphLaunch that runs 30 kernels: 20 launches,
+  // the graph's device time is the sum of its kernels (30 µs > its 20 µs
+  // call: not a short kernel), its delay that of its first kernel.
+  std::vector<std::string> ev = {step(1, 0, 5000)};
+  for (int i = 0; i < 19; ++i) {
+    ev.push_back(launch(10 + 40 * i, 10, i + 1));
+    ev.push_back(kernel("tiny", 7, 22 + 40 * i, 2, i + 1));
+  }
+  ev.push_back(x("cuda_runtime", "cudaGraphLaunch", 1, 1, 1000, 20, corr(500)));
+  for (int k = 0; k < 30; ++k) ev.push_back(kernel("graph_k", 7, 1025 + 2 * k, 1, 500));
+  auto f = run(doc(ev), "kernel_launch_stats");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(field(f[0], "launches").i, 20);
+  EXPECT_EQ(field(f[0], "graph_launches").i, 1);
+  EXPECT_EQ(field(f[0], "short_kernels").i, 19);
+  EXPECT_NE(f[0].advice.find("inside the graphs it already replays"), std::string::npos) << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("Launch delays"), std::string::npos) << f[0].advice;  // none were found
 }
 
 TEST(RulesPeers, LowGpuUtilization) {
@@ -144,6 +169,19 @@ TEST(RulesPeers, SyncApi) {
   EXPECT_NEAR(field(f[0], "sync_pct").d, 44.0, 1e-9);
   EXPECT_EQ(field(f[0], "longest").events.at(0).name, "cudaStreamSynchronize");
   EXPECT_EQ(field(f[0], "steps").ints, (std::vector<std::int64_t>{3}));
+  // Without steps: a sync with device work launched after it stalls the
+  // pipeline; the trace's last drain does not.
+  auto nosteps = run(doc({launch(1, 2, 1), kernel("k", 7, 5, 5, 1), x("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 10, 40),
+                          launch(60, 2, 2), kernel("k", 7, 65, 5, 2),
+                          x("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 70, 30)}),
+                     "sync_api");
+  ASSERT_EQ(nosteps.size(), 1u);
+  EXPECT_EQ(field(nosteps[0], "calls").i, 1);
+  EXPECT_EQ(field(nosteps[0], "sync_ns").i, 40000);
+  EXPECT_EQ(field(nosteps[0], "window").s, "trace");
+  EXPECT_EQ(nosteps[0].severity, FindingSeverity::kWarning);  // 40 of 99 µs, GPU idle
+  EXPECT_NE(nosteps[0].title.find("1 synchronizing CUDA call before later device work blocks"), std::string::npos)
+      << nosteps[0].title;
   // A synchronize after the last step is not this rule's.
   EXPECT_TRUE(run(doc({step(3, 0, 100), x("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 150, 10)}), "sync_api").empty());
   // The same wait while a kernel keeps the GPU busy: the host waited for
@@ -160,18 +198,27 @@ TEST(RulesPeers, SyncApi) {
 
 TEST(RulesPeers, PageableMemcpy) {
   auto f = run(doc({step(1, 0, 100), x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 10, 30, corr(1)),
-                    x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, 20, 15, corr(1) + R"(, "bytes": 4096)")}),
+                    x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, 20, 15, corr(1) + R"(, "bytes": 1048576)"),
+                    x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 50, 10, corr(2)),
+                    x("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 0, 7, 55, 2, corr(2) + R"(, "bytes": 4)")}),
                "pageable_memcpy");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
   EXPECT_EQ(field(f[0], "copies").i, 1);
   EXPECT_EQ(field(f[0], "htod").i, 1);
-  EXPECT_EQ(field(f[0], "bytes").i, 4096);
+  EXPECT_EQ(field(f[0], "bytes").i, 1048576);
+  EXPECT_EQ(field(f[0], "small_copies_left_out").i, 1);  // the 4-byte read
   EXPECT_EQ(field(f[0], "copy_ns").i, 15000);
   EXPECT_EQ(field(f[0], "launch_ns").i, 30000);
   EXPECT_EQ(field(f[0], "longest_launch").events.at(0).name, "cudaMemcpyAsync");
   EXPECT_TRUE(run(doc({step(1, 0, 100), x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 10, 5, corr(1)),
                        x("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0, 7, 20, 15, corr(1))}),
+                  "pageable_memcpy")
+                  .empty());
+  // A scalar read (.item(): 4 bytes into pageable memory): its cost is the
+  // sync, not the staging; pinning would not shorten it.
+  EXPECT_TRUE(run(doc({step(1, 0, 100), x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 10, 30, corr(1)),
+                       x("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 0, 7, 20, 2, corr(1) + R"(, "bytes": 4)")}),
                   "pageable_memcpy")
                   .empty());
 }

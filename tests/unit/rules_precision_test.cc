@@ -187,17 +187,17 @@ TEST(RulesPrecision, KernelGapNotOnCommStreamWhileComputeRuns) {
 
 TEST(RulesPrecision, GraphLaunchCountsOnce) {
   // SGLang decode: one hipGraphLaunch (463 ms) runs 544 kernels; it was
-  // counted as 544 launch calls over 50 µs.
+  // counted as 544 launch calls over 50 µs, then as the top card with
+  // short-kernel advice for one 463 ms delay. Counted once, the trace has 14
+  // launches: too few for launch statistics (the verdict reads the delay).
   const Trace t = load(kSglang);
-  const std::vector<Finding> f = run(t, "kernel_launch_stats");
-  ASSERT_EQ(f.size(), 1u);
-  EXPECT_LE(find(f[0], "runtime_outliers")->i, 2);
-  ASSERT_NE(find(f[0], "graph_launches"), nullptr);
-  EXPECT_EQ(find(f[0], "graph_launches")->i, 1);
+  EXPECT_TRUE(run(t, "kernel_launch_stats").empty());
   for (const Finding& o : run(t, "overhead_bound")) {
     EXPECT_FALSE(contains(o.advice, "replay the launches with CUDA graphs")) << o.advice;
     EXPECT_TRUE(contains(o.advice, "hipGraphLaunch")) << o.advice;
   }
+  // hta_backward_thread: a single launch, 64 ms late.
+  EXPECT_TRUE(run("kineto-public/hta_backward_thread_2022-10.json", "kernel_launch_stats").empty());
 }
 
 // ---- overhead_bound: the host must be shown dispatching ----------------------
@@ -252,7 +252,85 @@ TEST(RulesPrecision, BmmDispatchNeedsDeviceActivity) {
   for (const char* rel : {"kineto-public/hta_rank_non_gpu_2022-08.json.gz", "torch-1.13/blog/bmm8x64_fp32_cold_eager.kineto.json"}) {
     EXPECT_TRUE(run(rel, "bmm_dispatch").empty()) << rel;
   }
-  EXPECT_EQ(run(kRank0, "bmm_dispatch").size(), 1u);  // 40 bmm with their kernels: still read
+}
+
+TEST(RulesPrecision, BmmDispatchNeedsMoreCallsThanMm) {
+  // rank 0: 40 bmm at 1.0 runtime calls each, as many as its mm, 90 vs 48 µs
+  // of CPU: the rule's mechanism (more runtime calls, more heuristics) is not
+  // in the trace; the gap is the ops' shapes and callers.
+  EXPECT_TRUE(run(kRank0, "bmm_dispatch").empty());
+}
+
+// ---- pageable_memcpy, hidden_memcpy: copies of a few bytes -------------------
+
+TEST(RulesPrecision, ScalarCopiesAreNotPinningOrBiasCopies) {
+  // event_sync: one 1-byte DtoH (.item()); rank 0: 1 to 5120-byte copies.
+  // Their cost is the sync, not the staging through a pinned buffer.
+  for (const char* rel : {"public/hta/critical_path/cuda_event_sync/event_sync_trace.json.gz", kRank0}) {
+    EXPECT_TRUE(run(rel, "pageable_memcpy").empty()) << rel;
+  }
+  // alexnet: 150 MB and 67 MB weight copies from pageable memory: fires, and
+  // says how many small ones it left out.
+  const std::vector<Finding> a = run(kAlexnet, "pageable_memcpy");
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(find(a[0], "copies")->i, 8);
+  EXPECT_EQ(find(a[0], "small_copies_left_out")->i, 8);
+  // rank 0: a 4-byte DtoD copy under aten::resize_ before a GEMM is no bias seed.
+  EXPECT_TRUE(run(kRank0, "hidden_memcpy").empty());
+}
+
+// ---- sync_api without steps ----------------------------------------------------
+
+TEST(RulesPrecision, SyncApiReadsTracesWithoutSteps) {
+  // SGLang decode has no ProfilerStep: its 463 ms blocking hipMemcpyWithStream,
+  // with decode work launched after it, was never reported.
+  const std::vector<Finding> f = run(kSglang, "sync_api");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(find(f[0], "window")->s, "trace");
+  EXPECT_GT(find(f[0], "sync_ns")->i, 460'000'000);
+  EXPECT_TRUE(contains(f[0].title, "HIP")) << f[0].title;
+  // The kernels it waits for sit queued behind a hipStreamWaitEvent on the
+  // idle GPU: the sync is the symptom; info, with the dependency's advice.
+  EXPECT_EQ(f[0].severity, FindingSeverity::kInfo);
+  EXPECT_GT(find(f[0], "gpu_idle_queued_ns")->i, 460'000'000);
+  EXPECT_TRUE(contains(f[0].advice, "itself waiting")) << f[0].advice;
+}
+
+// ---- cost_in_children: nested calls and torch's negative self time ----------
+
+TEST(RulesPrecision, CostInChildrenCountsNestedCallsOnce) {
+  // SGLang: aten::copy_ inside aten::copy_; torch's CPU total adds both
+  // (926 ms in a 474 ms trace). The rule prints the outermost time.
+  const std::vector<Finding> f = run(kSglang, "cost_in_children");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_LT(find(f[0], "cpu_total_ns")->i, 474'000'000);
+  EXPECT_GT(find(f[0], "torch_cpu_total_ns")->i, 900'000'000);
+  EXPECT_TRUE(contains(f[0].title, "outermost")) << f[0].title;
+  EXPECT_TRUE(contains(f[0].title, "hipMemcpyWithStream")) << f[0].title;
+  // torch 1.13 prints matmul_add's Self CPU as -84 us: named as torch's
+  // figure, not as a time the op spent.
+  const std::vector<Finding> n = run("torch-1.13/blog/64_bf16_warm_eager.kineto.json", "cost_in_children");
+  ASSERT_EQ(n.size(), 1u);
+  EXPECT_TRUE(contains(n[0].title, "all in its children (torch's table shows Self CPU -84.0 us)")) << n[0].title;
+}
+
+// ---- severity from the time at stake -----------------------------------------
+
+TEST(RulesPrecision, SeverityWeighsTheWindow) {
+  // triton_example: a 1.4 ms wrapper in a 13.3 s step.
+  const std::vector<Finding> c = run("public/hta/triton_example/triton_example.json.gz", "compile_overhead");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].severity, FindingSeverity::kInfo) << c[0].title;
+  EXPECT_LT(find(c[0], "window_share_pct")->d, 1.0);
+  // mi210: 339 hipExtModuleLaunchKernel calls while the GPU is busy 86%.
+  const std::vector<Finding> m = run(kMi210, "many_calls");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].severity, FindingSeverity::kInfo) << m[0].title;
+  EXPECT_TRUE(contains(m[0].title, "hidden behind a GPU busy")) << m[0].title;
+  // The blog's 64² compile: the wrapper is ~40% of each step: a warning.
+  const std::vector<Finding> w = run("gpu/h100-torch-2.11/64_bf16_cold_compile.json", "compile_overhead");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].severity, FindingSeverity::kWarning);
 }
 
 // ---- hidden_memcpy, cold_start on the blog's runs ---------------------------

@@ -5,6 +5,10 @@
 // Preconditions: device activity (on a CPU-only trace there are no runtime
 // calls to count and no cuBLAS heuristics) and at least kMinBmm calls, so a
 // single first call (its one-time setup) is not read as the dispatch's cost.
+// When the trace also has enough aten::mm calls to compare with, bmm must
+// show the mechanism: more runtime calls (or occupancy queries) per op than
+// mm. A bmm that is only slower on the CPU with the same calls differs in
+// shape or in its callers, which this rule cannot tell apart.
 #include <algorithm>
 
 #include "src/analyze/rules/rules.h"
@@ -18,6 +22,8 @@ namespace {
 // more than an mm in the same trace.
 constexpr std::int64_t kMinBmm = 3;
 constexpr double kSlowerThanMm = 1.5;
+// "More runtime calls per op": at least half a call more on average.
+constexpr double kMoreCalls = 0.5;
 
 bool is_occupancy_call(std::string_view name) {
   // cudaOccupancyMaxActiveBlocksPerMultiprocessor[WithFlags]: cuBLAS choosing
@@ -53,7 +59,8 @@ void rule_bmm_dispatch(const DiagnoseContext& c, std::vector<Finding>* out) {
     s->cpu_ns += c.dur(e);
     if (s->first == kNoIndex) s->first = e;
     if (s->slowest == kNoIndex || c.dur(e) > c.dur(s->slowest)) s->slowest = e;
-    // Runtime calls made while the op ran on its thread (runtime is sorted by ts).
+    // Runtime calls made while the op ran on its thread (runtime is sorted by
+    // ts).
     const std::uint32_t lane = t.events.lane[e];
     auto it = std::lower_bound(c.runtime.begin(), c.runtime.end(), c.ts(e),
                                [&](std::uint32_t r, std::int64_t v) { return c.ts(r) < v; });
@@ -67,7 +74,10 @@ void rule_bmm_dispatch(const DiagnoseContext& c, std::vector<Finding>* out) {
 
   const double rt_bmm = bmm.per_op(bmm.runtime_calls), rt_mm = mm.per_op(mm.runtime_calls);
   const double cpu_bmm = bmm.per_op(bmm.cpu_ns), cpu_mm = mm.per_op(mm.cpu_ns);
-  const bool slower = mm.count >= kMinBmm && cpu_bmm >= kSlowerThanMm * cpu_mm;
+  const bool compared = mm.count >= kMinBmm;
+  const double occ_bmm = bmm.per_op(bmm.occupancy_calls), occ_mm = mm.per_op(mm.occupancy_calls);
+  if (compared && rt_bmm < rt_mm + kMoreCalls && occ_bmm < occ_mm + kMoreCalls) return;
+  const bool slower = compared && cpu_bmm >= kSlowerThanMm * cpu_mm;
   char buf[64];
   Finding f;
   f.id = "bmm_dispatch";
@@ -83,8 +93,8 @@ void rule_bmm_dispatch(const DiagnoseContext& c, std::vector<Finding>* out) {
       .num("mm_count", mm.count)
       .real("runtime_calls_per_bmm", rt_bmm)
       .real("runtime_calls_per_mm", rt_mm)
-      .real("occupancy_calls_per_bmm", bmm.per_op(bmm.occupancy_calls))
-      .real("occupancy_calls_per_mm", mm.per_op(mm.occupancy_calls))
+      .real("occupancy_calls_per_bmm", occ_bmm)
+      .real("occupancy_calls_per_mm", occ_mm)
       .num("bmm_total_cpu_ns", bmm.cpu_ns)
       .num("bmm_mean_cpu_ns", static_cast<std::int64_t>(cpu_bmm));
   if (mm.count > 0) f.evidence.num("mm_mean_cpu_ns", static_cast<std::int64_t>(cpu_mm));
@@ -95,7 +105,8 @@ void rule_bmm_dispatch(const DiagnoseContext& c, std::vector<Finding>* out) {
       "work per op than aten::mm. When only the input has batch dimensions (a 2-D weight), flatten it to 2-D "
       "(x.reshape(-1, k) @ w) so one mm runs; otherwise batch many small matmuls into fewer, larger bmm calls, or "
       "capture the step with CUDA graphs.";
-  f.impact_ns = mm.count > 0 ? std::max<std::int64_t>(0, static_cast<std::int64_t>((cpu_bmm - cpu_mm) * static_cast<double>(bmm.count)))
+  f.impact_ns = mm.count > 0 ? std::max<std::int64_t>(
+                                   0, static_cast<std::int64_t>((cpu_bmm - cpu_mm) * static_cast<double>(bmm.count)))
                              : bmm.cpu_ns;
   out->push_back(std::move(f));
 }

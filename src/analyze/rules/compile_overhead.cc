@@ -19,6 +19,9 @@ namespace {
 // work of a step is shorter than the compiled region's CPU time, so nothing
 // hides it. Otherwise the finding is informational.
 constexpr double kWrapperVsOps = 1.0;
+// ... and the wrapper holds at least this share of the window (the steps, or
+// the trace): a 1.4 ms wrapper in a 13 s step is not what to fix first.
+constexpr double kWarnShareOfWindow = 0.05;
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
@@ -75,7 +78,8 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
       covered_to = end;
     }
   }
-  const std::int64_t nsteps = steps.empty() ? static_cast<std::int64_t>(regions.size()) : static_cast<std::int64_t>(steps.size());
+  const std::int64_t nsteps =
+      steps.empty() ? static_cast<std::int64_t>(regions.size()) : static_cast<std::int64_t>(steps.size());
   // Cache lookups run just before the region (outside it): part of the wrapper.
   const std::int64_t wrapper_ns = std::max<std::int64_t>(0, region_ns - ops_ns) + lookup_ns;
   const std::int64_t wrapper_step = wrapper_ns / std::max<std::int64_t>(1, nsteps);
@@ -90,19 +94,25 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
   }
   std::int64_t gpu_ns = 0;
   for (const DeviceOp& op : c.device) {
-    const bool counted = steps.empty() ? op.launch != kNoIndex && covered_within(region_iv, c.ts(op.launch), c.ts(op.launch) + 1) > 0
-                                       : op.step >= 0 && steps.count(op.step) > 0;
+    const bool counted =
+        steps.empty() ? op.launch != kNoIndex && covered_within(region_iv, c.ts(op.launch), c.ts(op.launch) + 1) > 0
+                      : op.step >= 0 && steps.count(op.step) > 0;
     if (counted) gpu_ns += op.end - op.start;
   }
   const std::int64_t gpu_step = gpu_ns / std::max<std::int64_t>(1, nsteps);
   const bool exposed = gpu_step < region_step + lookup_ns / std::max<std::int64_t>(1, nsteps);
   const bool heavy = static_cast<double>(wrapper_step) >= kWrapperVsOps * static_cast<double>(ops_step);
+  const std::int64_t window_ns = c.window_ns();
+  const double window_share = window_ns > 0 ? static_cast<double>(wrapper_ns) / static_cast<double>(window_ns) : 0;
+  const bool matters = window_share >= kWarnShareOfWindow;
 
   Finding f;
   f.id = "compile_overhead";
-  f.severity = heavy && exposed ? FindingSeverity::kWarning : FindingSeverity::kInfo;
-  f.title = "torch.compile wrapper: " + format_ns(wrapper_step) + " CPU per step around " + format_ns(ops_step) +
-            " of aten ops (" + std::to_string(regions.size()) + " compiled regions, Dynamo cache lookup " +
+  f.severity = heavy && exposed && matters ? FindingSeverity::kWarning : FindingSeverity::kInfo;
+  f.title = "torch.compile wrapper: " + format_ns(wrapper_step) + " CPU per step around " +
+            (ops_step > 0 ? format_ns(ops_step) + " of aten ops" : std::string("no aten ops")) + " (" +
+            format_pct(100.0 * window_share) + (c.steps.steps.empty() ? " of the trace, " : " of the steps, ") +
+            count_of(static_cast<std::int64_t>(regions.size()), "compiled region") + ", Dynamo cache lookup " +
             format_ns(lookup_n > 0 ? lookup_ns / lookup_n : 0) + " each)";
   f.evidence.num("regions", static_cast<std::int64_t>(regions.size()))
       .texts("region_names", region_names)
@@ -111,6 +121,8 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
       .num("ops_per_step_ns", ops_step)
       .num("region_per_step_ns", region_step)
       .num("gpu_per_step_ns", gpu_step)
+      .num("window_ns", window_ns)
+      .real("window_share_pct", 100.0 * window_share)
       .num("region_total_ns", region_ns)
       .num("ops_total_ns", ops_ns)
       .num("cache_lookup_count", lookup_n)

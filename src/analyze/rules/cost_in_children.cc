@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/analyze/rules/rules.h"
+#include "src/base/saturate.h"
 
 namespace tprof::internal {
 
@@ -44,10 +45,11 @@ void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) 
   const StatRow* best = nullptr;
   for (const StatRow& r : c.averages()) {
     if (r.is_device || is_profiler_step(r.key) || r.cpu_time_total_ns <= 0) continue;
-    if (static_cast<double>(r.cpu_time_total_ns) < kTotalToSelf * static_cast<double>(r.self_cpu_time_total_ns)) continue;
+    if (static_cast<double>(r.cpu_time_total_ns) < kTotalToSelf * static_cast<double>(r.self_cpu_time_total_ns))
+      continue;
     if (static_cast<double>(r.cpu_time_total_ns) < kMinShareOfCpu * static_cast<double>(cpu_total)) continue;
-    if (best == nullptr || r.cpu_time_total_ns - r.self_cpu_time_total_ns >
-                               best->cpu_time_total_ns - best->self_cpu_time_total_ns) {
+    if (best == nullptr ||
+        r.cpu_time_total_ns - r.self_cpu_time_total_ns > best->cpu_time_total_ns - best->self_cpu_time_total_ns) {
       best = &r;
     }
   }
@@ -59,28 +61,37 @@ void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) 
   // with a stack per CPU lane: each event's parent is the innermost open
   // event on its lane that contains it. Children are aggregated by
   // (parent name, child name); durations per name give each node's total.
+  // A call nested in a call of the same name (aten::copy_ inside
+  // aten::copy_) is recursion, not a child: its time is already in the outer
+  // call's, so it adds to neither the name's total nor its children, and its
+  // own children count as the outer call's. (torch's CPU total adds both.)
   const EventColumns& ev = c.trace.events;
-  std::vector<std::vector<std::uint32_t>> stacks(c.trace.lanes.size());
+  struct Open {
+    std::uint32_t e;
+  };
+  std::vector<std::vector<Open>> stacks(c.trace.lanes.size());
   std::unordered_map<std::uint64_t, ChildStat> children;
   std::unordered_map<StrId, std::int64_t> name_total;
   std::vector<std::uint32_t> instances;
   std::vector<std::int64_t> steps;
   c.for_each_host_event([&](std::uint32_t e) {
-    std::vector<std::uint32_t>& st = stacks[ev.lane[e]];
-    while (!st.empty() && !(c.ts(st.back()) <= c.ts(e) && c.end(e) <= c.end(st.back()))) st.pop_back();
+    std::vector<Open>& st = stacks[ev.lane[e]];
+    while (!st.empty() && !(c.ts(st.back().e) <= c.ts(e) && c.end(e) <= c.end(st.back().e))) st.pop_back();
     const StrId name = ev.name[e];
-    name_total[name] += c.dur(e);
-    if (!st.empty()) {
-      ChildStat& cs = children[pair_key(ev.name[st.back()], name)];
-      cs.ns += c.dur(e);
+    bool recursive = false;
+    for (auto it = st.rbegin(); it != st.rend() && !recursive; ++it) recursive = ev.name[it->e] == name;
+    if (!recursive) name_total[name] = sat_add(name_total[name], c.dur(e));
+    if (!st.empty() && ev.name[st.back().e] != name) {
+      ChildStat& cs = children[pair_key(ev.name[st.back().e], name)];
+      cs.ns = sat_add(cs.ns, c.dur(e));
       ++cs.count;
     }
-    if (name == *best_id) {
+    if (name == *best_id && !recursive) {
       instances.push_back(e);
       const std::int64_t s = c.step_number_at(c.ts(e));
       if (s >= 0 && (steps.empty() || steps.back() != s)) steps.push_back(s);
     }
-    st.push_back(e);
+    st.push_back({e});
   });
 
   // Children of one name, biggest first.
@@ -97,9 +108,10 @@ void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) 
   const std::int64_t best_total_dur = std::max<std::int64_t>(1, name_total[*best_id]);
   std::vector<std::string> child_texts;
   for (std::size_t k = 0; k < top.size() && k < kTopChildren; ++k) {
-    child_texts.push_back(std::string(c.trace.str(top[k].first)) + " " + format_ns(top[k].second.ns) + " (" +
-                          format_pct(100.0 * static_cast<double>(top[k].second.ns) / static_cast<double>(best_total_dur)) +
-                          ", " + std::to_string(top[k].second.count) + " calls)");
+    child_texts.push_back(
+        std::string(c.trace.str(top[k].first)) + " " + format_ns(top[k].second.ns) + " (" +
+        format_pct(100.0 * static_cast<double>(top[k].second.ns) / static_cast<double>(best_total_dur)) + ", " +
+        std::to_string(top[k].second.count) + " calls)");
   }
   // The drill-down path: follow the biggest child while it holds most of
   // its parent's time.
@@ -116,34 +128,47 @@ void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) 
     path.emplace_back(c.trace.str(cur));
   }
 
-  const std::int64_t in_children = best->cpu_time_total_ns - std::max<std::int64_t>(0, best->self_cpu_time_total_ns);
+  // The row's time counted once: its outermost calls. torch's CPU total adds
+  // nested calls of the same name again (926 ms of aten::copy_ in a 474 ms
+  // trace); the rule weighs and prints the outermost time.
+  const std::int64_t total =
+      std::min(best->cpu_time_total_ns, name_total[*best_id] > 0 ? name_total[*best_id] : best->cpu_time_total_ns);
+  const bool nested = total < best->cpu_time_total_ns;
+  const std::int64_t self = best->self_cpu_time_total_ns;
+  if (self > 0 && static_cast<double>(total) < kTotalToSelf * static_cast<double>(self)) return;
+  const std::int64_t in_children = total - std::max<std::int64_t>(0, self);
   Finding f;
   f.id = "cost_in_children";
   f.severity = FindingSeverity::kInfo;
-  // torch's legacy self times can be ≤ 0 (children rounded past their
-  // parent): then all of the row's time is in its children.
-  const bool has_self = best->self_cpu_time_total_ns > 0;
-  const double ratio = has_self ? static_cast<double>(best->cpu_time_total_ns) / static_cast<double>(best->self_cpu_time_total_ns) : 0;
+  // torch's legacy self times can be < 0 (children's times add up past their
+  // parent's): then all of the row's time is in its children, and the
+  // negative figure is torch's, named as such rather than printed as a time.
+  const bool has_self = self > 0;
+  const double ratio = has_self ? static_cast<double>(total) / static_cast<double>(self) : 0;
   char r[32];
+  std::snprintf(r, sizeof r, "%.1fx", ratio);
+  f.title = best->key + ": CPU total " + format_ns(total) + (nested ? " (outermost calls)" : "");
   if (has_self) {
-    std::snprintf(r, sizeof r, "%.1fx", ratio);
+    f.title += " vs Self CPU " + format_ns(self) + " (" + r + ")";
+  } else if (self < 0) {
+    f.title += ", all in its children (torch's table shows Self CPU " + format_ns(self) + ")";
   } else {
-    std::snprintf(r, sizeof r, "all in children");
+    f.title += ", all in its children";
   }
-  f.title = best->key + ": CPU total " + format_ns(best->cpu_time_total_ns) + " vs Self CPU " +
-            format_ns(best->self_cpu_time_total_ns) + " (" + r + "); the cost is in " + std::string(c.trace.str(top[0].first));
+  f.title += "; the cost is in " + std::string(c.trace.str(top[0].first));
   f.evidence.text("key", best->key)
-      .num("cpu_total_ns", best->cpu_time_total_ns)
+      .num("cpu_total_ns", total)
       .num("self_cpu_ns", best->self_cpu_time_total_ns)
       .num("children_ns", in_children)
       .num("count", best->count)
       .texts("top_children", std::move(child_texts))
       .num("top_child_ns", top[0].second.ns)
       .texts("drill_path", path);
+  if (nested) f.evidence.num("torch_cpu_total_ns", best->cpu_time_total_ns);
   if (has_self) f.evidence.real("total_to_self_ratio", ratio);
   if (!instances.empty()) {
-    const std::uint32_t longest =
-        *std::max_element(instances.begin(), instances.end(), [&](std::uint32_t a, std::uint32_t b) { return c.dur(a) < c.dur(b); });
+    const std::uint32_t longest = *std::max_element(
+        instances.begin(), instances.end(), [&](std::uint32_t a, std::uint32_t b) { return c.dur(a) < c.dur(b); });
     f.evidence.event("longest", c.ref(longest));
   }
   if (!steps.empty()) add_steps(f.evidence, std::move(steps));

@@ -10,6 +10,7 @@
 // (~10%: the GPU runs it on the critical path, a warning); at 64² it is 1 µs
 // of a ~160 µs step on a GPU idle 98% of the time (info: removing it would
 // not shorten the step; its host-side launch is overhead_bound's business).
+// Precondition: copies of at least kMinSeedBytes when their size is known.
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -48,7 +49,6 @@ bool is_user_copy_op(std::string_view name) {
          name == "aten::contiguous" || name == "aten::_copy_from";
 }
 
-
 // The innermost cpu_op on `lane` that contains ts: the latest-starting one.
 std::uint32_t enclosing_op(const DiagnoseContext& c, std::uint32_t lane, std::int64_t ts) {
   const auto& ops = c.host_ops;
@@ -75,6 +75,9 @@ std::string format_bytes(std::int64_t b) {
 
 // Copies whose "bytes" arg is read (total_bytes covers these).
 constexpr std::int64_t kMaxBytesRead = 4096;
+// A bias seed fills the GEMM's output (M×N elements); a copy of a few bytes
+// (a scalar for aten::resize_ or a pointer-mode alpha) is not one.
+constexpr std::int64_t kMinSeedBytes = 256;
 
 struct Pair {
   std::size_t copy;  // index into c.device
@@ -137,7 +140,7 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
     return kNoIndex;
   };
 
-  std::int64_t count = 0, copy_ns = 0, gemm_ns = 0, bytes_total = 0, bytes_first = -1;
+  std::int64_t read = 0, count = 0, copy_ns = 0, gemm_ns = 0, bytes_total = 0, bytes_first = -1;
   std::set<std::int64_t> steps;
   std::vector<std::string> op_names;
   std::unordered_map<std::string_view, std::int64_t> gemm_names;
@@ -148,12 +151,13 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
     const DeviceOp& gm = c.device[pr.gemm];
     const std::uint32_t op = issuing_op(cp);
     if (op != kNoIndex && is_user_copy_op(c.name(op))) continue;
+    // Args are read from the source bytes: only for the first copies, so a
+    // trace with millions of them does not page in the whole file.
+    const std::int64_t b = ++read <= kMaxBytesRead ? c.int_arg(cp.event, "bytes") : -1;
+    if (b >= 0 && b < kMinSeedBytes) continue;
     ++count;
     copy_ns += cp.end - cp.start;
     gemm_ns += gm.end - gm.start;
-    // Args are read from the source bytes: only for the first copies, so a
-    // trace with millions of them does not page in the whole file.
-    const std::int64_t b = count <= kMaxBytesRead ? c.int_arg(cp.event, "bytes") : -1;
     if (b >= 0) {
       bytes_total += b;
       if (bytes_first < 0) bytes_first = b;
@@ -207,10 +211,7 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
             (bytes_first >= 0 ? " of " + format_bytes(bytes_first) : std::string()) + " from " + op_names.front() +
             ", " + format_ns(per_step) + " per step (" + format_pct(100.0 * step_share) + " of the step, " +
             format_pct(100.0 * share) + " of copy + GEMM time)";
-  f.evidence.num("count", count)
-      .num("total_ns", copy_ns)
-      .num("per_step_ns", per_step)
-      .num("mean_ns", copy_ns / count);
+  f.evidence.num("count", count).num("total_ns", copy_ns).num("per_step_ns", per_step).num("mean_ns", copy_ns / count);
   if (bytes_first >= 0) f.evidence.num("bytes", bytes_first).num("total_bytes", bytes_total);
   f.evidence.texts("issued_by", op_names)
       .text("gemm_kernel", std::string(gemm_name))
@@ -227,7 +228,8 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
       "The copy is not in your code: aten::addmm (and nn.Linear with a bias) copies the bias into the output before "
       "cuBLAS computes C = A·B + C in place. It is an extra pass over the output on every call. To drop it, use a GEMM "
       "with a bias epilogue (cuBLASLt: torch._addmm_activation, or F.linear where it takes the Lt path) or let "
-      "torch.compile fuse the add into the GEMM (mode=\"max-autotune\"); at large sizes it is a few percent of the GEMM.";
+      "torch.compile fuse the add into the GEMM (mode=\"max-autotune\"); at "
+      "large sizes it is a few percent of the GEMM.";
   f.impact_ns = copy_ns;
   out->push_back(std::move(f));
 }

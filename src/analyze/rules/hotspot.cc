@@ -96,7 +96,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
   f.id = "hotspot";
   f.severity = FindingSeverity::kInfo;
   const std::string col = device ? "Self CUDA" : "Self CPU";
-  f.title = "Hotspot: " + best->key + " holds " + format_pct(100.0 * share) + " of " + col + " total (" +
+  f.title = "Hotspot: " + title_name(best->key) + " holds " + format_pct(100.0 * share) + " of " + col + " total (" +
             format_ns(best_self) + " of " + format_ns(total) + ", " + std::to_string(best->count) + " calls)";
   f.evidence.text("key", best->key)
       .text("column", device ? "self_cuda" : "self_cpu")

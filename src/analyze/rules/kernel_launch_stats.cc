@@ -7,9 +7,13 @@
 //   short kernels     gpu < cpu and cpu <= runtime_cutoff
 //   runtime outliers  cpu > runtime_cutoff
 //   delay outliers    launch delay > launch_delay_cutoff
-// Precondition: one launch call, one launch. A graph launch (cudaGraphLaunch,
-// hipGraphLaunch) runs many kernels from one call: it counts once, its gpu
+// Preconditions: at least kMinLaunches launches, so the statistics describe a
+// distribution (one launch with a long delay is an anecdote, and the verdict
+// reads it); one launch call, one launch: a graph launch (cudaGraphLaunch,
+// hipGraphLaunch) runs many kernels from one call, so it counts once, its gpu
 // time is the sum of its activities and its delay is that of the first.
+// Severity from the time at stake: delays are a warning once they add up to
+// kDelayWarnShare of the window (the steps, or the trace without steps).
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -29,11 +33,12 @@ namespace {
 // launch_delay_cutoff=100), both in µs.
 constexpr std::int64_t kRuntimeCutoffNs = 50'000;
 constexpr std::int64_t kLaunchDelayCutoffNs = 100'000;
-// HTA only plots the distributions; ours calls short kernels a finding when
-// they are at least half of a trace's launches (and there are enough of them
-// to be a pattern, not a warm-up).
+// HTA only plots the distributions; ours reports them once a trace has enough
+// launches to be a pattern, not a warm-up, and calls short kernels a finding
+// when they are at least half of the launches.
 constexpr double kShortShare = 0.5;
-constexpr std::size_t kMinLaunches = 20;
+constexpr std::int64_t kMinLaunches = 20;
+constexpr double kDelayWarnShare = 0.05;
 // Steps listed in evidence.
 constexpr std::size_t kMaxSteps = 16;
 
@@ -63,7 +68,8 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   // End of the previous activity on each stream: a delay is only the launch
   // path's fault when the stream had nothing queued before the activity.
   std::unordered_map<std::uint32_t, std::int64_t> stream_end;
-  // Graph launches: the device time of all their activities, and which were seen.
+  // Graph launches: the device time of all their activities, and which were
+  // seen.
   std::unordered_map<std::uint32_t, std::int64_t> graph_gpu_ns;
   for (const DeviceOp& op : c.device) {
     if (op.launch != kNoIndex && is_graph_launch(c.name(op.launch))) graph_gpu_ns[op.launch] += op.end - op.start;
@@ -109,9 +115,9 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
       if (op.step >= 0) outlier_steps.push_back(c.step_number(op.step));
     }
   }
-  if (launches == 0) return;
+  if (launches < kMinLaunches) return;
   const double short_share = static_cast<double>(short_kernels) / static_cast<double>(launches);
-  const bool many_short = short_share >= kShortShare && static_cast<std::size_t>(launches) >= kMinLaunches;
+  const bool many_short = short_share >= kShortShare;
   if (!many_short && runtime_outliers == 0 && delay_outliers == 0) return;
 
   std::sort(outlier_steps.begin(), outlier_steps.end());
@@ -120,22 +126,27 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
 
   Finding f;
   f.id = "kernel_launch_stats";
-  f.severity = many_short || delay_outliers > 0 ? FindingSeverity::kWarning : FindingSeverity::kInfo;
+  const std::int64_t window_ns = c.window_ns();
+  const bool costly_delays =
+      window_ns > 0 && static_cast<double>(delay_outlier_ns) >= kDelayWarnShare * static_cast<double>(window_ns);
+  f.severity = many_short || costly_delays ? FindingSeverity::kWarning : FindingSeverity::kInfo;
   std::string title;
   if (many_short) {
     title = std::to_string(short_kernels) + " of " + std::to_string(launches) +
-            " device activities run shorter than their launch call (" +
-            format_pct(100.0 * short_share) + ")";
+            " device activities run shorter than their launch call (" + format_pct(100.0 * short_share) + ")";
   } else {
-    title = std::to_string(launches) + " launches";
+    title = count_of(launches, "launch");
   }
-  if (runtime_outliers > 0) title += "; " + std::to_string(runtime_outliers) + " launch calls over " + format_ns(kRuntimeCutoffNs);
+  if (runtime_outliers > 0)
+    title += "; " + count_of(runtime_outliers, "launch call") + " over " + format_ns(kRuntimeCutoffNs);
   if (delay_outliers > 0) {
-    title += "; " + std::to_string(delay_outliers) + " launch delays over " + format_ns(kLaunchDelayCutoffNs) +
-             " (worst " + format_ns(worst_delay_ns) + ")";
+    title += "; " + count_of(delay_outliers, "launch delay") + " over " + format_ns(kLaunchDelayCutoffNs) + " (worst " +
+             format_ns(worst_delay_ns) + ")";
   }
   f.title = std::move(title);
   f.evidence.num("launches", launches)
+      .num("window_ns", window_ns)
+      .num("launch_delay_outlier_ns", delay_outlier_ns)
       .num("short_kernels", short_kernels)
       .real("short_pct", 100.0 * short_share)
       .num("median_launch_ns", upper_median(std::move(cpu_durs)))
@@ -156,13 +167,28 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
         .event("worst_delay_activity", c.ref(worst_delay->event));
   }
   if (!outlier_steps.empty()) f.evidence.ints("steps", outlier_steps);
-  f.advice =
-      std::string("Short kernels: the host spends longer launching than the GPU computing; batch the work (larger ops, "
-                  "torch.compile") +
-      (graph_launches > 0 ? ", more of the step inside the graphs it already replays" : ", " + std::string(c.api()) + " graphs") +
-      "). Long launch calls: look for the first launch of a module (lazy loading), "
-      "pageable copies or allocator calls behind them. Launch delays on an idle stream: the driver or another "
-      "thread held the launch; check the lanes around the worst one.";
+  // Advice for the parts that were found, in the title's order.
+  std::string advice;
+  if (many_short) {
+    advice += std::string(
+                  "Short kernels: the host spends longer launching than the GPU computing; batch the work "
+                  "(larger ops, torch.compile") +
+              (graph_launches > 0 ? ", more of the step inside the graphs it already replays"
+                                  : ", " + std::string(c.api()) + " graphs") +
+              "). ";
+  }
+  if (runtime_outliers > 0) {
+    advice +=
+        "Long launch calls: look for the first launch of a module (lazy loading), pageable copies or allocator "
+        "calls behind them. ";
+  }
+  if (delay_outliers > 0) {
+    advice += std::string("Launch delays on an idle stream: a wait on another stream (") +
+              (c.is_hip() ? "hipStreamWaitEvent" : "cudaStreamWaitEvent") +
+              "), the driver or another thread held the work; check the lanes around the worst one.";
+  }
+  while (!advice.empty() && advice.back() == ' ') advice.pop_back();
+  f.advice = std::move(advice);
   f.impact_ns = short_excess_ns + runtime_outlier_ns + delay_outlier_ns;
   out->push_back(std::move(f));
 }

@@ -25,6 +25,10 @@ constexpr std::int64_t kCheapPerCallNs = 10'000;
 // of making the call, children included) over the Self CPU total, or Self
 // CUDA over the Self CUDA total for device rows.
 constexpr double kCostlyShare = 0.1;
+// A host row's cost is at stake only when the device waits for it: with the
+// GPU busy this share of the window (compute_bound's threshold) the calls run
+// while queued work executes, and the finding is informational.
+constexpr double kHiddenBusyShare = 0.8;
 
 }  // namespace
 
@@ -39,7 +43,8 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::nth_element(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(mid), counts.end());
   const std::int64_t median_count = counts[mid];
   const std::size_t nsteps = c.steps.steps.size();
-  const std::int64_t baseline = nsteps > 0 ? static_cast<std::int64_t>(nsteps) : std::max<std::int64_t>(1, median_count);
+  const std::int64_t baseline =
+      nsteps > 0 ? static_cast<std::int64_t>(nsteps) : std::max<std::int64_t>(1, median_count);
   const std::int64_t cpu_total = c.self_cpu_total_ns();
   const std::int64_t dev_total = c.self_device_total_ns();
 
@@ -79,13 +84,17 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
     scan(c.runtime);
   }
 
+  const DiagnoseContext::BusyWindow w = c.gpu_busy_window();
+  const double gpu_busy = w.span_ns > 0 ? static_cast<double>(w.busy_ns) / static_cast<double>(w.span_ns) : 0;
+  const bool hidden = !best->is_device && c.has_device() && gpu_busy >= kHiddenBusyShare;
   Finding f;
   f.id = "many_calls";
-  f.severity = FindingSeverity::kWarning;
+  f.severity = hidden ? FindingSeverity::kInfo : FindingSeverity::kWarning;
   const double share = 100.0 * static_cast<double>(best_cost) / static_cast<double>(best_total);
   f.title = best->key + " called " + std::to_string(best->count) + " times (" + format_ns(best_cost / best->count) +
             " each): " + format_ns(best_cost) + ", " + format_pct(share) + " of " +
             (best->is_device ? "Self CUDA" : "Self CPU") + " total";
+  if (hidden) f.title += "; hidden behind a GPU busy " + format_pct(100.0 * gpu_busy);
   f.evidence.text("key", best->key)
       .num("count", best->count)
       .num("median_count", median_count)
@@ -95,11 +104,14 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
       .num("cost_ns", best_cost)
       .num("total_ns", best_total)
       .real("share_pct", share);
+  if (c.has_device()) f.evidence.real("gpu_busy_pct", 100.0 * gpu_busy);
   if (nsteps > 0) f.evidence.real("calls_per_step", static_cast<double>(best->count) / static_cast<double>(nsteps));
   f.evidence.events("examples", std::move(examples));
   f.advice =
       "Cheap per call, costly in sum: batch the work into fewer, larger calls (vectorise the loop, torch._foreach_*, "
-      "bigger tensors) or fuse the ops (torch.compile); CUDA graphs remove the per-launch CPU cost.";
+      "bigger tensors) or fuse the ops (torch.compile); " +
+      std::string(c.api()) + " graphs remove the per-launch CPU cost." +
+      (hidden ? " Here the GPU is busy through the calls: they cost host time, not step time." : "");
   f.impact_ns = best_cost;
   out->push_back(std::move(f));
 }

@@ -4,11 +4,17 @@
 // runtime calls that block the host until the device catches up —
 // cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize (and
 // their driver / HIP forms) — and memcpy calls without "Async". Ours looks
-// only inside ProfilerSteps, where a blocked host is a stalled pipeline; a
-// synchronize after the loop is sync_at_window_end's business.
-// Precondition for a warning: the GPU was mostly idle during the calls. A
-// sync while the GPU is busy is the host waiting for queued work: the host
-// lost that time, the GPU did not (a GPU-bound program looks like that).
+// inside ProfilerSteps, where a blocked host is a stalled pipeline; a
+// synchronize after the loop is sync_at_window_end's business. Without steps
+// it looks at the whole trace, but only at calls with device work launched
+// after them (the last drain of a trace stalls nothing).
+// Precondition for a warning: the GPU was mostly idle during the calls, and
+// idle for want of work. A sync while the GPU is busy is the host waiting
+// for queued work: the host lost that time, the GPU did not (a GPU-bound
+// program looks like that). A sync while work launched before it sits
+// queued on an idle device (behind a wait on another stream) waits for a
+// dependency: the sync is its symptom (SGLang decode: a 463 ms
+// hipMemcpyWithStream behind kernels held by a hipStreamWaitEvent).
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -29,32 +35,54 @@ constexpr double kWarningShare = 0.1;
 // sync_at_window_end: a GPU busy through the wait is not starved by it).
 constexpr double kBusyShare = 0.5;
 constexpr std::size_t kMaxSteps = 16;
+// How many device activities after a sync's start are searched for work
+// launched before it (bounded: the rule stays linear on huge traces).
+constexpr int kMaxScan = 4096;
 
 }  // namespace
 
 void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
-  if (c.steps.steps.empty()) return;
+  const bool has_steps = !c.steps.steps.empty();
+  // Without steps: the start of the last device work launched (or run).
+  std::int64_t last_launch = INT64_MIN;
+  for (const DeviceOp& op : c.device)
+    last_launch = std::max(last_launch, op.launch != kNoIndex ? c.ts(op.launch) : op.start);
+  if (!has_steps && !c.has_device()) return;
   std::map<std::string_view, std::int64_t> count_by_name, ns_by_name;
-  std::int64_t calls = 0, sync_ns = 0, busy_ns = 0;
+  std::int64_t calls = 0, sync_ns = 0, busy_ns = 0, queued_ns = 0;
+  // The device's idle time inside [from, to) while work launched before
+  // `from` had not started yet.
+  auto queued_idle = [&](std::int64_t from, std::int64_t to) -> std::int64_t {
+    auto it = std::lower_bound(c.device.begin(), c.device.end(), from,
+                               [](const DeviceOp& op, std::int64_t v) { return op.start < v; });
+    for (int scanned = 0; it != c.device.end() && scanned < kMaxScan; ++it, ++scanned) {
+      if (it->launch == kNoIndex || c.end(it->launch) > from) continue;
+      const std::int64_t until = std::min(it->start, to);
+      return until > from ? (until - from) - c.device_busy_ns(-1, from, until) : 0;
+    }
+    return 0;
+  };
   std::uint32_t worst = kNoIndex;
   std::vector<std::int64_t> steps;
   for (std::uint32_t e : c.runtime) {
     const std::string_view name = c.name(e);
     if (!is_sync_call(name) && !is_blocking_memcpy(name)) continue;
     const int si = c.step_index_at(c.ts(e));
-    if (si < 0) continue;
+    if (has_steps ? si < 0 : c.end(e) > last_launch) continue;
     ++calls;
     sync_ns += c.dur(e);
     busy_ns += c.device_busy_ns(-1, c.ts(e), c.end(e));
+    queued_ns += queued_idle(c.ts(e), c.end(e));
     ++count_by_name[name];
     ns_by_name[name] += c.dur(e);
     if (worst == kNoIndex || c.dur(e) > c.dur(worst)) worst = e;
-    const std::int64_t n = c.step_number(si);
-    if (steps.empty() || steps.back() != n) steps.push_back(n);
+    if (si >= 0) {
+      const std::int64_t n = c.step_number(si);
+      if (steps.empty() || steps.back() != n) steps.push_back(n);
+    }
   }
   if (calls == 0) return;
-  std::int64_t step_total = 0;
-  for (const StepStat& s : c.steps.steps) step_total += s.dur_ns;
+  const std::int64_t step_total = c.window_ns();
   const double share = step_total > 0 ? static_cast<double>(sync_ns) / static_cast<double>(step_total) : 0;
   std::sort(steps.begin(), steps.end());
   steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
@@ -67,28 +95,47 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
 
   const double busy = sync_ns > 0 ? static_cast<double>(busy_ns) / static_cast<double>(sync_ns) : 0;
   const bool gpu_busy = c.has_device() && busy >= kBusyShare;
+  // The device idled inside the calls: for want of work (the sync's cost), or
+  // with launched work queued behind something else (a dependency's).
+  const std::int64_t idle_ns = std::max<std::int64_t>(0, sync_ns - busy_ns);
+  const std::int64_t starved_ns = std::max<std::int64_t>(0, idle_ns - queued_ns);
+  const bool dependency = !gpu_busy && queued_ns > starved_ns;
   Finding f;
   f.id = "sync_api";
-  f.severity = share > kWarningShare && !gpu_busy ? FindingSeverity::kWarning : FindingSeverity::kInfo;
-  f.title = std::to_string(calls) + " synchronizing " + std::string(c.api()) + " calls inside steps block the host " +
-            format_ns(sync_ns) + " (" + format_pct(100.0 * share) + " of step time)";
-  if (gpu_busy) f.title += "; the GPU was busy " + format_pct(100.0 * busy) + " of it: the host waited, the GPU did not";
+  f.severity =
+      share > kWarningShare && !gpu_busy && !dependency ? FindingSeverity::kWarning : FindingSeverity::kInfo;
+  f.title = count_of(calls, "synchronizing " + std::string(c.api()) + " call") + " " +
+            (has_steps ? "inside steps" : "before later device work") + (calls == 1 ? " blocks" : " block") +
+            " the host " + format_ns(sync_ns) + " (" + format_pct(100.0 * share) +
+            (has_steps ? " of step time)" : " of the trace)");
+  if (gpu_busy)
+    f.title += "; the GPU was busy " + format_pct(100.0 * busy) + " of it: the host waited, the GPU did not";
+  if (dependency) {
+    f.title += "; work launched before it sat queued on the idle GPU " + format_ns(queued_ns) +
+               " of it: the host waited for that work to start";
+  }
   f.evidence.num("calls", calls)
       .num("sync_ns", sync_ns)
       .real("sync_pct", 100.0 * share)
       .num("step_total_ns", step_total)
+      .text("window", has_steps ? "steps" : "trace")
       .real("gpu_busy_pct", 100.0 * busy)
-      .num("gpu_idle_during_sync_ns", sync_ns - busy_ns)
+      .num("gpu_idle_during_sync_ns", idle_ns)
+      .num("gpu_idle_queued_ns", queued_ns)
       .num("steps_with_sync", steps_with)
       .texts("by_name", by_name)
-      .event("longest", c.ref(worst))
-      .ints("steps", steps);
+      .event("longest", c.ref(worst));
+  if (has_steps) f.evidence.ints("steps", steps);
   f.advice =
-      "Each call stops the host until the GPU drains, so the next launches start late. Find what triggers it "
-      "(.item(), .cpu(), printing or logging a tensor, torch.cuda.synchronize(), a non_blocking=False copy) "
-      "and move it out of the step, batch it every N steps, or use events and non_blocking copies.";
-  // What the waits cost the device: its idle time inside them.
-  f.impact_ns = sync_ns - busy_ns;
+      dependency
+          ? "The host waits for work that is itself waiting on the idle GPU (an event from another stream, lazy module "
+            "loading): fix what holds that work (see the verdict); the call only makes the host wait with it."
+          : "Each call stops the host until the GPU drains, so the next launches start late. Find what triggers it "
+            "(.item(), .cpu(), printing or logging a tensor, torch.cuda.synchronize(), a non_blocking=False copy) "
+            "and move it out of the step, batch it every N steps, or use events and non_blocking copies.";
+  // What the waits cost the device: its idle time inside them with nothing
+  // queued (queued work waits on something other than the host).
+  f.impact_ns = starved_ns;
   out->push_back(std::move(f));
 }
 
