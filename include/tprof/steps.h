@@ -25,6 +25,9 @@ namespace tprof {
 
 struct StepStat {
   std::int64_t step = -1;             // N of "ProfilerStep#N"
+  // False when the name holds no usable N ("ProfilerStep#abc", "#", a
+  // number past int64): `step` is then the previous step's number + 1.
+  bool numbered = true;
   std::uint32_t event = kNoIndex;     // the ProfilerStep event
   std::uint32_t lane = kNoIndex;
   std::int64_t start_ns = 0;          // absolute

@@ -49,7 +49,9 @@ StepsSummary compute_steps(const Trace& t) {
     } else if (is_step_name[ev.name[e]] && t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
       StepStat s;
       std::string_view num = t.name(e).substr(kPrefix.size());
-      std::from_chars(num.data(), num.data() + num.size(), s.step);
+      const auto r = std::from_chars(num.data(), num.data() + num.size(), s.step);
+      s.numbered = r.ec == std::errc() && r.ptr == num.data() + num.size() && s.step >= 0;
+      if (!s.numbered) s.step = -1;
       s.event = e;
       s.lane = ev.lane[e];
       s.start_ns = ev.ts_ns[e];
@@ -64,6 +66,10 @@ StepsSummary compute_steps(const Trace& t) {
   std::sort(out.steps.begin(), out.steps.end(), [](const StepStat& a, const StepStat& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.event < b.event;
   });
+  // Steps without a usable number follow the one before them.
+  for (std::size_t i = 0; i < out.steps.size(); ++i) {
+    if (!out.steps[i].numbered) out.steps[i].step = i == 0 ? 0 : out.steps[i - 1].step + 1;
+  }
 
   // Host activity of the lanes that hold steps, merged once per lane.
   std::vector<std::vector<internal::Interval>> host(t.lanes.size());

@@ -32,9 +32,11 @@ std::string format_steps_text(const Trace& trace, const StepsSummary& s) {
   std::string head[8];
   for (std::size_t i = 0; i < 8; ++i) head[i] = headers[i];
   row(head);
+  std::size_t unnumbered = 0;
   for (const StepStat& st : s.steps) {
+    if (!st.numbered) ++unnumbered;
     std::string cells[8] = {
-        std::to_string(st.step),
+        std::to_string(st.step) + (st.numbered ? "" : "*"),
         ms(st.start_ns - s.trace_start_ns),
         t(st.dur_ns),
         t(st.cpu_busy_ns),
@@ -44,6 +46,11 @@ std::string format_steps_text(const Trace& trace, const StepsSummary& s) {
         st.first_kernel_offset_ns ? t(*st.first_kernel_offset_ns) : "-",
     };
     row(cells);
+  }
+  if (unnumbered > 0) {
+    out += "* " + std::to_string(unnumbered) +
+           " step name(s) hold no usable number (ProfilerStep#abc, ProfilerStep#, past int64): numbered after the "
+           "step before\n";
   }
   (void)trace;
   return out;
@@ -63,6 +70,10 @@ std::string format_steps_json(const Trace& trace, const StepsSummary& s) {
     w.begin_object();
     w.key("step");
     w.value_int(st.step);
+    if (!st.numbered) {
+      w.key("numbered");
+      w.value_bool(false);
+    }
     w.key("start_ns");
     w.value_int(st.start_ns);
     w.key("start_offset_ns");

@@ -98,10 +98,23 @@ bool Parser::read_time(std::int64_t* out, bool* has, const char* field) {
   const char next = c_->peek();
   const char* at = c_->pos();
   bool ok = false;
+  if (c_->at_nonfinite()) {
+    if (!c_->skip_value_fast()) return false;
+    b_->diagnostics.add(DiagnosticCode::kBadFieldType, c_->offset(at),
+                        std::string("\"") + field + "\" is NaN or Infinity, not a time");
+    return true;
+  }
   if (next == '"') {
     JsonCursor::Str s;
     if (!c_->read_string(&s)) return false;
     ok = parse_us_to_ns(s.raw, out);
+    // A string holding no number ("z") is the wrong type, not a time out of range.
+    const char first = s.raw.empty() ? '\0' : s.raw.front();
+    if (!ok && first != '-' && first != '.' && (first < '0' || first > '9')) {
+      b_->diagnostics.add(DiagnosticCode::kBadFieldType, c_->offset(at),
+                          std::string("\"") + field + "\" is a string that holds no number, expected a number of µs");
+      return true;
+    }
   } else if (next == '-' || (next >= '0' && next <= '9')) {
     if (!c_->read_us(out, &ok)) return false;
   } else {
@@ -121,7 +134,7 @@ bool Parser::read_time(std::int64_t* out, bool* has, const char* field) {
 
 bool Parser::read_int_value(std::int64_t* out, bool* is_int) {
   const char next = c_->peek();
-  if (next == '-' || (next >= '0' && next <= '9')) {
+  if ((next == '-' || (next >= '0' && next <= '9')) && !c_->at_nonfinite()) {
     std::int64_t v = 0;
     bool ok = false;
     if (!c_->read_int(&v, &ok)) return false;

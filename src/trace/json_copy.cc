@@ -56,10 +56,13 @@ bool copy_json_value(JsonCursor* c, JsonWriter* w, std::string* scratch, int dep
     }
     case 't':
     case 'f':
-    case 'n': {
+    case 'n':
+    case 'N':
+    case 'I': {
       char which = 0;
       if (!c->read_literal(&which)) return false;
-      if (which == 'n') {
+      if (which == 'n' || which == 'N') {
+        // NaN and Infinity are not JSON: what we write stays valid.
         w->value_null();
       } else {
         w->value_bool(which == 't');
@@ -67,6 +70,12 @@ bool copy_json_value(JsonCursor* c, JsonWriter* w, std::string* scratch, int dep
       return true;
     }
     default: {
+      if (c->at_nonfinite()) {  // -Infinity
+        char which = 0;
+        if (!c->read_literal(&which)) return false;
+        w->value_null();
+        return true;
+      }
       std::string_view num;
       if (!c->read_number(&num)) return false;
       w->value_raw(num);

@@ -208,15 +208,25 @@ bool JsonCursor::read_number(std::string_view* out) {
   return true;
 }
 
+bool JsonCursor::at_nonfinite() {
+  skip_ws();
+  if (p_ >= end_) return false;
+  return *p_ == 'N' || *p_ == 'I' || (*p_ == '-' && end_ - p_ > 1 && p_[1] == 'I');
+}
+
 bool JsonCursor::read_literal(char* which) {
   skip_ws();
   static constexpr std::string_view kTrue = "true", kFalse = "false", kNull = "null";
+  static constexpr std::string_view kNaN = "NaN", kInf = "Infinity", kNegInf = "-Infinity";
   std::string_view want;
   if (p_ < end_) {
     switch (*p_) {
       case 't': want = kTrue; break;
       case 'f': want = kFalse; break;
       case 'n': want = kNull; break;
+      case 'N': want = kNaN; break;
+      case 'I': want = kInf; break;
+      case '-': want = kNegInf; break;
       default: break;
     }
   }
@@ -227,8 +237,9 @@ bool JsonCursor::read_literal(char* which) {
     if (p_[i] != want[i]) return fail(p_ + i, "true, false or null");
   }
   if (n < want.size()) return fail(end_, "true, false or null");
-  *which = want[0];
-  p_ += want.size();
+  const char* after = p_ + want.size();
+  *which = want[0] == 't' || want[0] == 'f' || want[0] == 'n' ? want[0] : 'N';
+  p_ = after;
   return true;
 }
 
@@ -268,10 +279,10 @@ bool JsonCursor::skip_value() {
     } else if (c == '"') {
       ++p_;
       if (!scan_string_body(&s)) return false;
-    } else if (c == '-' || is_digit(c)) {
+    } else if ((c == '-' || is_digit(c)) && !at_nonfinite()) {
       std::string_view num;
       if (!read_number(&num)) return false;
-    } else if (c == 't' || c == 'f' || c == 'n') {
+    } else if (c == 't' || c == 'f' || c == 'n' || at_nonfinite()) {
       char which = 0;
       if (!read_literal(&which)) return false;
     } else {
@@ -377,7 +388,7 @@ bool JsonCursor::skip_value_fast() {
     return scan_string_body(&s);
   }
   if (c == '{' || c == '[') return skip_container_fast();
-  if (c == '-' || is_digit(c)) {
+  if ((c == '-' || is_digit(c)) && !at_nonfinite()) {
     const char* q = p_ + 1;
     while (q < end_ && is_number_char(*q)) ++q;
     p_ = q;

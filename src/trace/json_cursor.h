@@ -71,7 +71,12 @@ class JsonCursor {
   // `*ok` is false when it does not fit.
   bool read_us(std::int64_t* out, bool* ok);
   // Reads true/false/null (after whitespace); `*which` is 't', 'f' or 'n'.
+  // Also NaN, Infinity and -Infinity, which Python's json.dump writes by
+  // default (not JSON, but common in traces): `*which` is then 'N', and
+  // readers treat the value as a number that is not finite.
   bool read_literal(char* which);
+  // True when the next value (after whitespace) is NaN, Infinity or -Infinity.
+  bool at_nonfinite();
 
   const char* pos() const { return p_; }
   void set_pos(const char* p) { p_ = p; }

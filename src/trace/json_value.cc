@@ -57,14 +57,23 @@ bool JsonValue::parse_at(JsonCursor* c, JsonValue* out, int depth) {
     }
     case 't':
     case 'f':
-    case 'n': {
+    case 'n':
+    case 'N':
+    case 'I': {
       char which = 0;
       if (!c->read_literal(&which)) return false;
-      out->type_ = which == 'n' ? Type::kNull : Type::kBool;
+      // NaN / Infinity (Python's json.dump): no finite value to read.
+      out->type_ = which == 'n' || which == 'N' ? Type::kNull : Type::kBool;
       out->bool_ = which == 't';
       return true;
     }
     default: {
+      if (c->at_nonfinite()) {  // -Infinity
+        char which = 0;
+        if (!c->read_literal(&which)) return false;
+        out->type_ = Type::kNull;
+        return true;
+      }
       std::string_view num;
       if (!c->read_number(&num)) return c->fail_here("a value");
       out->type_ = Type::kNumber;

@@ -227,6 +227,33 @@ TEST(Reader, OddDataBecomesDiagnosticsNotFailures) {
   for (const Diagnostic& d : t.diagnostics.items()) EXPECT_GT(d.byte_offset, 0) << d.message;
 }
 
+TEST(Reader, NanAndInfinityAreReadNotFatal) {
+  // Python's json.dump writes NaN and Infinity by default: one of them used
+  // to reject the whole file. In args they are kept as values with no
+  // finite number (null when written back); as a time they are a wrong type.
+  Trace t = read_ok(R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2,
+     "args": {"x": NaN, "y": -Infinity, "z": [Infinity, 1]}},
+    {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": -Infinity, "dur": 2},
+    {"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": 4, "dur": NaN},
+    {"ph": "X", "cat": "cpu_op", "name": "d", "pid": 1, "tid": 1, "ts": 5, "dur": "z"}
+  ]})");
+  ASSERT_EQ(t.events.size(), 3u);  // b has no usable ts
+  EXPECT_EQ(t.name(0), "a");
+  EXPECT_NE(t.args_json(0).find("NaN"), std::string_view::npos);
+  EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kBadFieldType), 3u);
+  bool said_nan = false, said_string = false;
+  for (const Diagnostic& d : t.diagnostics.items()) {
+    said_nan |= d.message.find("NaN or Infinity") != std::string::npos;
+    said_string |= d.message.find("\"dur\" is a string that holds no number") != std::string::npos;
+    EXPECT_EQ(d.message.find("representable"), std::string::npos) << d.message;  // not "out of range"
+  }
+  EXPECT_TRUE(said_nan);
+  EXPECT_TRUE(said_string);
+  // Not a value: still an error with its offset.
+  EXPECT_FALSE(read_trace_bytes(R"({"traceEvents": [{"ph": "X", "ts": Nan}]})"));
+}
+
 TEST(Reader, BeginEndPairsBecomeCompleteEvents) {
   Trace t = read_ok(R"({"traceEvents": [
     {"ph": "B", "name": "outer", "pid": 1, "tid": 1, "ts": 10},

@@ -115,6 +115,27 @@ TEST(Steps, BusyIdleAndFirstKernelOffset) {
   EXPECT_NE(txt.find("30.000us"), std::string::npos) << txt;
 }
 
+TEST(Steps, NamesWithoutAUsableNumberFollowTheStepBefore) {
+  // "#abc", "#" and a number past int64 were all step -1.
+  Result<Trace> t = read_trace_bytes(R"({"traceEvents": [
+    {"ph": "X", "name": "ProfilerStep#7", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+    {"ph": "X", "name": "ProfilerStep#abc", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+    {"ph": "X", "name": "ProfilerStep#99999999999999999999", "pid": 1, "tid": 1, "ts": 20, "dur": 5},
+    {"ph": "X", "name": "ProfilerStep#", "pid": 1, "tid": 1, "ts": 30, "dur": 5},
+    {"ph": "X", "name": "ProfilerStep#-3", "pid": 1, "tid": 1, "ts": 40, "dur": 5}]})");
+  ASSERT_TRUE(t);
+  StepsSummary s = compute_steps(*t);
+  ASSERT_EQ(s.steps.size(), 5u);
+  std::vector<std::int64_t> numbers;
+  for (const StepStat& st : s.steps) numbers.push_back(st.step);
+  EXPECT_EQ(numbers, (std::vector<std::int64_t>{7, 8, 9, 10, 11}));
+  EXPECT_TRUE(s.steps[0].numbered);
+  EXPECT_FALSE(s.steps[1].numbered);
+  const std::string text = format_steps_text(*t, s);
+  EXPECT_NE(text.find("4 step name(s) hold no usable number"), std::string::npos) << text;
+  EXPECT_NE(format_steps_json(*t, s).find("\"numbered\": false"), std::string::npos);
+}
+
 TEST(Steps, CpuOnlyTracesHaveNoGpuColumnsAndNoStepsIsSaid) {
   Result<Trace> t = read_trace_bytes(R"([{"name": "ProfilerStep#1", "ph": "X", "ts": 0, "dur": 10, "tid": 1, "pid": "CPU functions", "args": {}}])");
   ASSERT_TRUE(t);
