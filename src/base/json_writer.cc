@@ -1,5 +1,6 @@
 #include "src/base/json_writer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -21,21 +22,56 @@ const char* find_json_escape(const char* p, const char* end) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     const __m128i ctrl = _mm_cmpeq_epi8(_mm_min_epu8(v, limit), v);
     const __m128i special = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash));
-    const int m = _mm_movemask_epi8(_mm_or_si128(ctrl, special));
+    // The sign bit of a byte is its >= 0x80 flag: or-ed in after the mask.
+    const int m = _mm_movemask_epi8(_mm_or_si128(ctrl, special)) | _mm_movemask_epi8(v);
     if (m != 0) return p + __builtin_ctz(static_cast<unsigned>(m));
     p += 16;
   }
 #endif
   for (; p < end; ++p) {
     const unsigned char c = static_cast<unsigned char>(*p);
-    if (c < 0x20 || c == '"' || c == '\\') return p;
+    if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) return p;
   }
   return end;
 }
 
+int utf8_sequence_length(const char* p, const char* end) {
+  const auto b = [&](std::ptrdiff_t i) { return static_cast<unsigned char>(p[i]); };
+  const unsigned char c = b(0);
+  int n = 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;  // overlong
+    if (c == 0xed) hi = 0x9f;  // surrogates
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;  // overlong
+    if (c == 0xf4) hi = 0x8f;  // past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (end - p < n || b(1) < lo || b(1) > hi) return 0;
+  for (int i = 2; i < n; ++i) {
+    if (b(i) < 0x80 || b(i) > 0xbf) return 0;
+  }
+  return n;
+}
+
 bool needs_json_escape(std::string_view s) {
-  const char* end = s.data() + s.size();
-  return find_json_escape(s.data(), end) != end;
+  const char* p = s.data();
+  const char* end = p + s.size();
+  for (;;) {
+    p = find_json_escape(p, end);
+    if (p == end) return false;
+    const unsigned char c = static_cast<unsigned char>(*p);
+    if (c < 0x80) return true;
+    const int n = utf8_sequence_length(p, end);
+    if (n == 0) return true;
+    p += n;
+  }
 }
 
 char* write_json_string(char* p, std::string_view s) {
@@ -50,6 +86,19 @@ char* write_json_string(char* p, std::string_view s) {
     if (stop == end) break;
     const unsigned char c = static_cast<unsigned char>(*stop);
     q = stop + 1;
+    if (c >= 0x80) {
+      // Well-formed UTF-8 is copied; any other byte becomes U+FFFD.
+      const int n = utf8_sequence_length(stop, end);
+      if (n > 0) {
+        std::memcpy(p, stop, static_cast<std::size_t>(n));
+        p += n;
+        q = stop + n;
+      } else {
+        std::memcpy(p, "\\ufffd", 6);
+        p += 6;
+      }
+      continue;
+    }
     *p++ = '\\';
     switch (c) {
       case '"': *p++ = '"'; break;
@@ -79,9 +128,18 @@ void append_json_string(std::string* out, std::string_view s) {
     return;
   }
   out->push_back('"');
-  for (std::size_t i = 0; i < s.size(); i += kPiece) {
-    char* end = write_json_string(buf, s.substr(i, kPiece));
+  for (std::size_t i = 0; i < s.size();) {
+    // A piece never ends inside a UTF-8 sequence (it would read as invalid):
+    // it gives back up to 3 continuation bytes to the next piece.
+    std::size_t n = std::min(kPiece, s.size() - i);
+    if (i + n < s.size()) {
+      std::size_t back = 0;
+      while (back < 3 && back + 1 < n && (static_cast<unsigned char>(s[i + n - back]) & 0xc0) == 0x80) ++back;
+      if ((static_cast<unsigned char>(s[i + n - back]) & 0xc0) != 0x80) n -= back;
+    }
+    char* end = write_json_string(buf, s.substr(i, n));
     out->append(buf + 1, end - 1);  // without the piece's own quotes
+    i += n;
   }
   out->push_back('"');
 }

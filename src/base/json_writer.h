@@ -42,12 +42,19 @@ inline char* write_us(char* p, std::int64_t ns);
 inline char* write_int(char* p, std::int64_t v);
 inline char* write_uint(char* p, std::uint64_t v);
 
-// The first byte in [p, end) that JSON requires escaping ('"', '\', < 0x20:
-// the bytes the escaper changes), or end. SSE2, 16 bytes a step.
+// The first byte in [p, end) that the escaper must look at ('"', '\',
+// < 0x20, and every byte >= 0x80: UTF-8 is checked, an invalid byte becomes
+// \ufffd so the output is always valid JSON), or end. SSE2, 16 bytes a step.
 const char* find_json_escape(const char* p, const char* end);
 
-// True when `s` contains a byte JSON requires escaping: then the escaper
-// changes it; otherwise its string literal is `"` s `"`.
+// The length (2 to 4) of the well-formed UTF-8 sequence at p (its first byte
+// >= 0x80), or 0: overlong forms, surrogates and code points past U+10FFFF
+// are not well formed (Unicode 15, table 3-7).
+int utf8_sequence_length(const char* p, const char* end);
+
+// True when the escaper changes `s` (a quote, a backslash, a control
+// character or a byte that is not well-formed UTF-8); otherwise its string
+// literal is `"` s `"`.
 bool needs_json_escape(std::string_view s);
 
 // An object key fixed at compile time, checked then to need no escaping:

@@ -99,6 +99,12 @@ bool scan_compact_string(const char** p, const char* end) {
     const unsigned char c = static_cast<unsigned char>(*q);
     if (c == '"') break;
     if (c < 0x20) return false;
+    if (c >= 0x80) {  // well-formed UTF-8 is copied as is; anything else is not
+      const int n = utf8_sequence_length(q, end);
+      if (n == 0) return false;
+      q += n;
+      continue;
+    }
     // A backslash.
     if (end - q < 2) return false;
     const char e = q[1];

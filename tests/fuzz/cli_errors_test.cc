@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "src/base/file.h"
+#include "src/base/safe_text.h"
 #include "tests/support/run_cli.h"
 
 namespace tprof {
@@ -243,6 +244,28 @@ TEST_F(CliErrors, OutputNeverReplacesTheInputAndStdoutErrorsAreErrors) {
   struct stat st {};
   ASSERT_EQ(stat("/dev/null", &st), 0);
   EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
+TEST_F(CliErrors, HostileNamesNeverReachTheTerminalRaw) {
+  // An ESC sequence, an 8-bit CSI and bytes that are not UTF-8 in a name:
+  // text output shows them escaped, JSON output stays valid UTF-8.
+  const std::string trace = write("hostile.json", std::string(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ev)") +
+                                                      "\x1b[2J\xc2\x9b\xff" + R"(", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]})");
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"table", trace},
+                                             {"info", trace},
+                                             {"info", "--format", "json", trace},
+                                             {"kernels", "--format", "json", trace},
+                                             {"diagnose", trace},
+                                             {"diagnose", "--format", "json", trace},
+                                             {"diagnose", "--format", "md", trace}}) {
+    const CliResult r = run(args);
+    SCOPED_TRACE(args.front() + " " + args[1]);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+    EXPECT_FALSE(internal::needs_safe_text(r.out));  // valid UTF-8, no controls but \n and \t
+  }
+  EXPECT_NE(run({"table", trace}).out.find("ev\\x1b[2J\\u009b\xef\xbf\xbd"), std::string::npos);
 }
 
 TEST_F(CliErrors, PipesStdinAndDevicesAreInputs) {

@@ -11,6 +11,7 @@
 #include "src/base/file.h"
 #include "src/base/gzip.h"
 #include "src/base/json_writer.h"
+#include "src/base/safe_text.h"
 #include "tprof/string_pool.h"
 
 namespace tprof::internal {
@@ -314,6 +315,17 @@ TEST(InputSources, AStreamLargerThanTheLimitIsAnError) {
   writer.join();
   ASSERT_FALSE(m);
   EXPECT_NE(m.error().to_string().find("larger than 1 MiB"), std::string::npos) << m.error().to_string();
+}
+
+TEST(SafeText, ControlsAndInvalidUtf8BecomeVisible) {
+  // Text output quotes names from traces: no ESC sequence reaches a terminal.
+  EXPECT_EQ(safe_text("plain\ttext\n"), "plain\ttext\n");
+  EXPECT_FALSE(needs_safe_text("caf\xc3\xa9 \xe2\x86\x92\n"));
+  EXPECT_EQ(safe_text("a\x1b[31mb"), "a\\x1b[31mb");
+  EXPECT_EQ(safe_text(std::string_view("n\0ul\x7f\r", 6)), "n\\x00ul\\x7f\\x0d");
+  EXPECT_EQ(safe_text("csi\xc2\x9b"), "csi\\u009b");  // C1 control (8-bit CSI)
+  EXPECT_EQ(safe_text("bad\xff\xfe"), "bad\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_FALSE(needs_safe_text(safe_text("x\x1b\xff\xc2\x9b")));
 }
 
 }  // namespace

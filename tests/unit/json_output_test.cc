@@ -146,6 +146,30 @@ TEST(JsonOutput, CompactJsonIsExactlyWhatTheCopyWrites) {
   EXPECT_EQ(canonical_json(deep), deep);
 }
 
+TEST(JsonOutput, InvalidUtf8BecomesTheReplacementCharacter) {
+  // Names from a trace can hold any bytes; JSON output must stay valid.
+  auto json = [](std::string_view s) {
+    std::string out;
+    append_json_string(&out, s);
+    return out;
+  };
+  EXPECT_EQ(json("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80"), "\"caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80\"");
+  EXPECT_EQ(json("a\xff"), "\"a\\ufffd\"");
+  EXPECT_EQ(json("\xc0\xaf"), "\"\\ufffd\\ufffd\"");                  // overlong '/'
+  EXPECT_EQ(json("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");         // a surrogate
+  EXPECT_EQ(json("\xf4\x90\x80\x80"), "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");  // past U+10FFFF
+  EXPECT_EQ(json("\xe2\x86"), "\"\\ufffd\\ufffd\"");                  // cut short
+  EXPECT_FALSE(needs_json_escape("caf\xc3\xa9"));
+  EXPECT_TRUE(needs_json_escape("caf\xc3"));
+  // A long string is escaped in pieces: no piece may cut a sequence in two.
+  std::string long_text;
+  for (int i = 0; i < 3001; ++i) long_text += "\xc3\xa9";
+  long_text = "x" + long_text;  // odd offset: a piece boundary falls mid-sequence
+  EXPECT_EQ(json(long_text), "\"" + long_text + "\"");
+  // The copy of a trace's args: invalid bytes are rewritten, UTF-8 kept.
+  EXPECT_EQ(canonical_json("{\"a\": \"\xc3\xa9\xff\"}"), "{\"a\": \"\xc3\xa9\\ufffd\"}");
+}
+
 // Random texts over JSON's alphabet: whatever is_compact_json accepts, the
 // copy reproduces byte for byte.
 TEST(JsonOutput, CompactJsonNeverAcceptsWhatTheCopyChanges) {

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "src/base/file.h"
+#include "src/base/safe_text.h"
 #include "tprof/read.h"
 
 namespace tprof::cli {
@@ -79,7 +80,11 @@ void note_diagnostics(const Trace& trace, const std::string& path) {
   std::cerr << line << "\n";
 }
 
-int emit(const std::string& text, const std::string& path, const std::string& input) {
+int emit(const std::string& raw, const std::string& path, const std::string& input) {
+  // Names from the trace are quoted in every output: no control sequence or
+  // invalid UTF-8 reaches a terminal or a file (JSON is already escaped).
+  const std::string safe = internal::needs_safe_text(raw) ? internal::safe_text(raw) : std::string();
+  const std::string& text = safe.empty() ? raw : safe;
   if (path.empty() || path == "-") {
     // A full disk, a closed stdout or a broken pipe is an error, not a success.
     errno = 0;

@@ -1,0 +1,66 @@
+#include "src/base/safe_text.h"
+
+#include <cstdio>
+
+#include "src/base/json_writer.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// The length of the printable unit at p: 1 for a plain byte, the sequence
+// length for well-formed UTF-8 that is not a C1 control; 0 when the unit
+// must be rewritten.
+int printable_length(const char* p, const char* end) {
+  const unsigned char c = static_cast<unsigned char>(*p);
+  if (c < 0x80) return (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f ? 0 : 1;
+  const int n = utf8_sequence_length(p, end);
+  if (n == 2 && c == 0xc2 && static_cast<unsigned char>(p[1]) < 0xa0) return 0;  // U+0080..U+009F
+  return n;
+}
+
+}  // namespace
+
+bool needs_safe_text(std::string_view text) {
+  const char* p = text.data();
+  const char* end = p + text.size();
+  while (p < end) {
+    const int n = printable_length(p, end);
+    if (n == 0) return true;
+    p += n;
+  }
+  return false;
+}
+
+std::string safe_text(std::string_view text) {
+  if (!needs_safe_text(text)) return std::string(text);
+  std::string out;
+  out.reserve(text.size() + 16);
+  const char* p = text.data();
+  const char* end = p + text.size();
+  while (p < end) {
+    const int n = printable_length(p, end);
+    if (n > 0) {
+      out.append(p, static_cast<std::size_t>(n));
+      p += n;
+      continue;
+    }
+    const unsigned char c = static_cast<unsigned char>(*p);
+    char buf[8];
+    if (c < 0x80) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      p += 1;
+    } else if (utf8_sequence_length(p, end) == 2) {  // a C1 control
+      std::snprintf(buf, sizeof buf, "\\u%04x", ((c & 0x1f) << 6) | (static_cast<unsigned char>(p[1]) & 0x3f));
+      out += buf;
+      p += 2;
+    } else {
+      out += "\xef\xbf\xbd";  // U+FFFD for one byte that is not UTF-8
+      p += 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace tprof::internal
