@@ -90,7 +90,8 @@ inline void record_alloc(const void* ptr, std::int64_t bytes, Device device = kC
 
 // Records that `bytes` at `ptr` were freed (a negative [memory] event).
 inline void record_free(const void* ptr, std::int64_t bytes, Device device = kCpuDevice) noexcept {
-  record_alloc(ptr, -bytes, device);
+  // -INT64_MIN does not exist: the most negative size frees INT64_MAX bytes.
+  record_alloc(ptr, bytes == INT64_MIN ? INT64_MAX : -bytes, device);
 }
 
 }  // namespace tprof

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "src/analyze/diagnose_context.h"
+#include "src/base/saturate.h"
 
 namespace tprof {
 
@@ -21,8 +22,14 @@ KernelStat internal::kernel_stat(const internal::DiagnoseContext& c, std::string
   std::sort(d.begin(), d.end());
   s.count = static_cast<std::int64_t>(d.size());
   if (d.empty()) return s;
-  for (std::int64_t v : d) s.total_ns += v;
-  s.mean_ns = static_cast<double>(s.total_ns) / static_cast<double>(s.count);
+  // The total saturates (ten kernels of 4.6e15 µs do not fit int64 ns);
+  // the mean is summed in double, so it stays right when the total cannot.
+  double sum = 0;
+  for (std::int64_t v : d) {
+    s.total_ns = internal::sat_add(s.total_ns, v);
+    sum += static_cast<double>(v);
+  }
+  s.mean_ns = sum / static_cast<double>(s.count);
   s.median_ns = internal::nearest_rank(d, 0.5);
   s.p90_ns = internal::nearest_rank(d, 0.9);
   s.min_ns = d.front();

@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include "src/base/json_writer.h"
+#include "src/base/saturate.h"
 #include "src/trace/assemble.h"
 #include "src/trace/event_parser.h"
 #include "tprof/record_function.h"
@@ -377,7 +378,7 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
     for (const Mem& m : mems) {
       const Record& r = threads[m.thread].records[m.record];
       std::int64_t& sum = running[r.e];
-      sum += static_cast<std::int64_t>(r.c);
+      sum = internal::sat_add(sum, static_cast<std::int64_t>(r.c));  // sizes are the caller's: any int64
       total_after[m.thread][m.record] = sum;
     }
   }

@@ -24,7 +24,9 @@ void rule_dropped_events(const DiagnoseContext& c, std::vector<Finding>* out) {
   const std::int64_t dropped = static_cast<std::int64_t>(t.meta.dropped_events);
   if (dropped == 0 && diag == 0) return;
   const std::int64_t kept = static_cast<std::int64_t>(t.events.size());
-  const double share = dropped > 0 ? static_cast<double>(dropped) / static_cast<double>(dropped + kept) : 0;
+  // In double: dropped can be anything up to INT64_MAX (a file says so).
+  const double share =
+      dropped > 0 ? static_cast<double>(dropped) / (static_cast<double>(dropped) + static_cast<double>(kept)) : 0;
   std::string message;
   for (const Diagnostic& d : t.diagnostics.items()) {
     if (d.code == DiagnosticCode::kDroppedEvents) {
