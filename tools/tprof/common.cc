@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
@@ -54,17 +55,27 @@ class ProgressBar {
 
 }  // namespace
 
-std::optional<Trace> load_trace(const std::string& path) {
-  ProgressBar bar;
+std::optional<Trace> load_trace(const std::string& path, bool progress, std::string* error) {
+  std::optional<ProgressBar> bar;
   ReadOptions options;
   options.threads = global_options().threads;
-  options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
+  if (progress) {
+    bar.emplace();
+    options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar->update(done, total); };
+  }
   Result<Trace> trace = read_trace(path, options);
   if (!trace) {
-    std::cerr << "tprof: " << trace.error().to_string() << "\n";
+    *error = "tprof: " + trace.error().to_string() + "\n";
     return std::nullopt;
   }
   return std::move(trace).value();
+}
+
+std::optional<Trace> load_trace(const std::string& path) {
+  std::string error;
+  std::optional<Trace> trace = load_trace(path, true, &error);
+  if (!trace) std::cerr << error;
+  return trace;
 }
 
 void note_diagnostics(const Trace& trace, const std::string& path) {
@@ -80,7 +91,11 @@ void note_diagnostics(const Trace& trace, const std::string& path) {
   std::cerr << line << "\n";
 }
 
-int emit(const std::string& raw, const std::string& path, const std::string& input) {
+int emit(const std::string& text, const std::string& path, const std::string& input) {
+  return emit(text, path, input.empty() ? std::vector<std::string>{} : std::vector<std::string>{input});
+}
+
+int emit(const std::string& raw, const std::string& path, const std::vector<std::string>& inputs) {
   // Names from the trace are quoted in every output: no control sequence or
   // invalid UTF-8 reaches a terminal or a file (JSON is already escaped).
   const std::string safe = internal::needs_safe_text(raw) ? internal::safe_text(raw) : std::string();
@@ -95,9 +110,11 @@ int emit(const std::string& raw, const std::string& path, const std::string& inp
     }
     return kExitOk;
   }
-  if (!input.empty() && internal::same_file(path, input)) {
-    std::cerr << "tprof: " << path << ": is the input trace; refusing to overwrite it\n";
-    return kExitBadInput;
+  for (const std::string& input : inputs) {
+    if (!input.empty() && internal::same_file(path, input)) {
+      std::cerr << "tprof: " << path << ": is the input trace; refusing to overwrite it\n";
+      return kExitBadInput;
+    }
   }
   Status s = internal::write_file_atomic(path, text);
   if (!s) {

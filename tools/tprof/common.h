@@ -27,6 +27,10 @@ GlobalOptions& global_options();
 // Loads `path`; on failure prints "tprof: <file>: byte N: <what>" to stderr
 // and returns nothing (the caller exits with kExitBadInput).
 std::optional<Trace> load_trace(const std::string& path);
+// The same for loads on several threads: no progress bar unless `progress`,
+// and the error line stored in *error instead of printed, so the caller
+// reports in a fixed order.
+std::optional<Trace> load_trace(const std::string& path, bool progress, std::string* error);
 
 // Prints one line naming the trace's diagnostics to stderr (unless quiet).
 void note_diagnostics(const Trace& trace, const std::string& path);
@@ -36,6 +40,8 @@ void note_diagnostics(const Trace& trace, const std::string& path);
 // FIFOs). Refuses a `path` that is the `input` trace. Returns an exit code:
 // 2 with one line on stderr when the output cannot be written.
 int emit(const std::string& text, const std::string& path, const std::string& input);
+// The same, refusing a `path` that is any of `inputs`.
+int emit(const std::string& text, const std::string& path, const std::vector<std::string>& inputs);
 
 // Adds the subcommand "NAME TRACE [--format F] [-o FILE]" (F one of
 // `formats`, the first the default): it loads the trace, prints
@@ -51,6 +57,7 @@ void add_steps_command(CLI::App& app, int* rc);
 void add_info_command(CLI::App& app, int* rc);
 void add_diagnose_command(CLI::App& app, int* rc);
 void add_kernels_command(CLI::App& app, int* rc);
+void add_compare_command(CLI::App& app, int* rc);
 void add_record_command(CLI::App& app, int* rc);
 
 }  // namespace tprof::cli

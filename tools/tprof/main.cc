@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add_info_command(app, &rc);
   add_diagnose_command(app, &rc);
   add_kernels_command(app, &rc);
+  add_compare_command(app, &rc);
   add_record_command(app, &rc);
   try {
     app.parse(argc, argv);

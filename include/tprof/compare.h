@@ -1,0 +1,143 @@
+// tprof/compare.h — two traces of the same workload side by side: before and
+// after a change, eager and compiled, cold and warm. Steps are aligned, the
+// median step time is compared against the steps' own spread, and host ops
+// and device activities are diffed per step, new and vanished ones named.
+//
+//   tprof::Comparison c = tprof::compare_traces(a, b);
+//   std::cout << tprof::format_comparison_text(c, {.label_a = "a.json", .label_b = "b.json"});
+//   tprof::GateResult g = tprof::check_slower(c, 5.0);  // B more than 5% (and the noise) slower?
+//   std::cerr << tprof::format_gate_line(g);
+//   if (!g.passed) return 1;
+//
+// Definitions (docs/compare.md):
+//   alignment  both traces have ProfilerStep#N: by step number when one
+//              side's numbers all appear on the other (steps of both
+//              sides with a common number), else by order (the first
+//              min(n_A, n_B) steps of each). Otherwise each whole trace is
+//              one "step" (first event start to last event end).
+//   median     of the aligned steps' durations (the mean of the two middle
+//              values for an even count, truncated to ns).
+//   noise      MAD_A + MAD_B, each side's median absolute deviation of its
+//              aligned steps' durations from their median.
+//   ops        torch's FunctionEvents (tprof/key_averages.h) that are not
+//              device activities nor ProfilerStep#N, by name; an event
+//              belongs to the aligned step its start falls in. Self CPU and
+//              CPU total: the median over aligned steps of the per-step
+//              sums; calls: the mean per step.
+//   kernels    kernels, memcpy and memset by name; an activity belongs to
+//              the step its launch call started in (correlation id), else
+//              the one it started in. Device time: the median over aligned
+//              steps of the per-step sums; count: the mean per step.
+//   new / vanished  an op or kernel seen in the aligned steps of B only /
+//              of A only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tprof/diagnose.h"
+#include "tprof/trace.h"
+
+namespace tprof {
+
+enum class StepAlignment : std::uint8_t {
+  kStepNumber = 0,  // by the N of ProfilerStep#N
+  kOrder,           // first with first, second with second, ...
+  kWholeTrace,      // a side without steps: each whole trace is one step
+};
+std::string_view step_alignment_name(StepAlignment a);  // "step_number", "order", "whole_trace"
+
+// One side's aligned steps and what the comparison read from it.
+struct CompareSide {
+  bool has_steps = false;             // the trace has ProfilerStep#N events
+  std::size_t total_steps = 0;        // all of its steps, aligned or not
+  std::vector<std::int64_t> step;     // aligned steps' numbers (-1 for a whole trace)
+  std::vector<std::int64_t> dur_ns;   // aligned steps' durations
+  std::int64_t median_step_ns = 0;
+  std::int64_t mad_ns = 0;            // median absolute deviation of dur_ns
+  std::int64_t min_step_ns = 0;
+  std::int64_t max_step_ns = 0;
+  Verdict verdict = Verdict::kUnclear;  // tprof::diagnose(trace).verdict
+  std::string verdict_summary;
+};
+
+enum class ChangeKind : std::uint8_t {
+  kCommon = 0,  // on both sides
+  kNew,         // in B only
+  kVanished,    // in A only
+};
+std::string_view change_kind_name(ChangeKind k);  // "common", "new", "vanished"
+
+// A host op (by name): medians over aligned steps of per-step sums, ns.
+struct OpDelta {
+  std::string name;
+  ChangeKind change = ChangeKind::kCommon;
+  std::int64_t self_cpu_a_ns = 0, self_cpu_b_ns = 0;
+  std::int64_t cpu_total_a_ns = 0, cpu_total_b_ns = 0;
+  double calls_a = 0, calls_b = 0;  // mean per aligned step
+  std::int64_t self_cpu_delta_ns() const { return self_cpu_b_ns - self_cpu_a_ns; }
+  std::int64_t cpu_total_delta_ns() const { return cpu_total_b_ns - cpu_total_a_ns; }
+};
+
+// A device activity (kernel, memcpy, memset) by name.
+struct KernelDelta {
+  std::string name;
+  std::string category;  // "kernel", "memcpy", "memset"
+  ChangeKind change = ChangeKind::kCommon;
+  std::int64_t time_a_ns = 0, time_b_ns = 0;  // median per aligned step of the summed durations
+  double count_a = 0, count_b = 0;            // mean per aligned step
+  std::int64_t time_delta_ns() const { return time_b_ns - time_a_ns; }
+};
+
+struct Comparison {
+  StepAlignment alignment = StepAlignment::kWholeTrace;
+  CompareSide a, b;
+  std::int64_t delta_ns = 0;  // b.median_step_ns − a.median_step_ns
+  double delta_pct = 0;       // 100 × delta / a.median_step_ns (0 when A's median is 0)
+  std::int64_t noise_ns = 0;  // a.mad_ns + b.mad_ns
+  bool verdict_changed = false;
+  std::vector<OpDelta> ops;          // by |Self CPU delta|, then |CPU total delta|, then name
+  std::vector<KernelDelta> kernels;  // by |time delta|, then name
+};
+
+// Compares the two traces (B against A). Never fails: traces without steps
+// are compared as wholes, traces without device activity have no kernels.
+// Reads both traces (and diagnoses them) on two threads; the traces must
+// stay unmodified meanwhile.
+Comparison compare_traces(const Trace& a, const Trace& b);
+
+// The CI gate: fails when B's median step is slower than A's by more than
+// `max_slower_pct` percent of A's median and by more than the noise (both).
+struct GateResult {
+  bool passed = true;
+  double max_slower_pct = 0;
+  std::int64_t delta_ns = 0;   // B's median step − A's
+  double delta_pct = 0;
+  std::int64_t noise_ns = 0;
+  bool over_threshold = false;  // slower by more than max_slower_pct (any slowdown when A's median is 0)
+  bool over_noise = false;      // delta_ns > noise_ns
+};
+GateResult check_slower(const Comparison& c, double max_slower_pct);
+
+struct CompareFormat {
+  std::string label_a = "A";  // how the report names the traces (their paths)
+  std::string label_b = "B";
+  std::size_t top = 10;       // op and kernel rows shown (by |delta|); 0: all. JSON lists all.
+};
+
+// A short text report: steps and medians with the noise, verdicts, then the
+// top ops and kernels by |delta| and the new / vanished names.
+std::string format_comparison_text(const Comparison& c, const CompareFormat& f = {});
+// Markdown for a pull-request comment: the same content as tables.
+std::string format_comparison_md(const Comparison& c, const CompareFormat& f = {});
+// {"a", "b", "alignment", "steps", "median_step", "verdict", "ops",
+// "kernels"[, "gate"]}: ns integers, snake_case keys (docs/compare.md).
+// `gate` is written when given.
+std::string format_comparison_json(const Comparison& c, const CompareFormat& f = {},
+                                   const GateResult* gate = nullptr);
+// One line for CI logs: "compare gate: PASS|FAIL: B's median step ... (limit P%, noise N)".
+std::string format_gate_line(const GateResult& g);
+
+}  // namespace tprof

@@ -1,0 +1,414 @@
+#include "tprof/compare.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <future>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "src/analyze/id_index.h"
+#include "tprof/key_averages.h"
+#include "tprof/steps.h"
+
+namespace tprof {
+
+std::string_view step_alignment_name(StepAlignment a) {
+  switch (a) {
+    case StepAlignment::kStepNumber: return "step_number";
+    case StepAlignment::kOrder: return "order";
+    case StepAlignment::kWholeTrace: return "whole_trace";
+  }
+  return "whole_trace";
+}
+
+std::string_view change_kind_name(ChangeKind k) {
+  switch (k) {
+    case ChangeKind::kCommon: return "common";
+    case ChangeKind::kNew: return "new";
+    case ChangeKind::kVanished: return "vanished";
+  }
+  return "common";
+}
+
+namespace {
+
+// A host op instance: which name (index into SideData::op_names), where it
+// starts (the trace's own ts, the same clock as the steps) and its times.
+struct OpItem {
+  std::uint32_t name = 0;
+  std::int64_t ts_ns = 0;
+  std::int64_t self_ns = 0;
+  std::int64_t total_ns = 0;
+};
+
+// A device activity: its name, the time that decides its step (its launch
+// call's start when linked, else its own) and its duration.
+struct KernelItem {
+  std::uint32_t name = 0;
+  std::int64_t step_ts_ns = 0;
+  std::int64_t dur_ns = 0;
+};
+
+// What one trace gives the comparison before alignment; computed for both
+// traces at once.
+struct SideData {
+  StepsSummary steps;
+  std::int64_t trace_start_ns = 0;
+  std::int64_t trace_end_ns = 0;
+  Verdict verdict = Verdict::kUnclear;
+  std::string verdict_summary;
+  std::vector<std::string> op_names;
+  std::vector<OpItem> ops;
+  std::vector<std::string> kernel_names;
+  std::vector<std::string> kernel_categories;
+  std::vector<KernelItem> kernels;
+};
+
+std::string_view device_category(EventKind k) {
+  switch (k) {
+    case EventKind::kGpuMemcpy: return "memcpy";
+    case EventKind::kGpuMemset: return "memset";
+    default: return "kernel";
+  }
+}
+
+SideData read_side(const Trace& t) {
+  SideData d;
+  d.steps = compute_steps(t);
+  d.trace_start_ns = t.start_ns();
+  d.trace_end_ns = t.end_ns();
+  const Diagnosis diagnosis = diagnose(t);
+  d.verdict = diagnosis.verdict;
+  d.verdict_summary = diagnosis.summary;
+
+  // Host ops with torch's self/total times. Rows are reduced to small items
+  // at once; names are interned per side.
+  {
+    EventListOptions options;
+    options.with_memory = false;
+    const EventList events = EventList::build(t, options);
+    std::unordered_map<std::string, std::uint32_t> ids;
+    const std::vector<StatRow> rows = events.event_rows();
+    d.ops.reserve(rows.size());
+    for (const StatRow& r : rows) {
+      if (r.is_device || r.event == kNoIndex || r.key == "ProfilerStep*") continue;
+      auto [it, added] = ids.try_emplace(r.key, static_cast<std::uint32_t>(d.op_names.size()));
+      if (added) d.op_names.push_back(r.key);
+      d.ops.push_back({it->second, t.events.ts_ns[r.event], r.self_cpu_time_total_ns, r.cpu_time_total_ns});
+    }
+  }
+
+  // Device activities, each linked to its launch call by correlation id.
+  const EventColumns& ev = t.events;
+  std::vector<std::pair<std::int64_t, std::uint32_t>> launch_pairs;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    const EventKind k = ev.kind[e];
+    if (ev.phase[e] == Phase::kComplete && (k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver) &&
+        ev.correlation[e] >= 0) {
+      launch_pairs.emplace_back(ev.correlation[e], e);
+    }
+  }
+  const internal::IdIndex launch_by_corr(std::move(launch_pairs));
+  std::vector<std::uint32_t> name_ids(t.strings.size(), kNoIndex);
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    const EventKind k = ev.kind[e];
+    if (ev.phase[e] != Phase::kComplete) continue;
+    if (k != EventKind::kKernel && k != EventKind::kGpuMemcpy && k != EventKind::kGpuMemset) continue;
+    std::uint32_t& id = name_ids[ev.name[e]];
+    if (id == kNoIndex) {
+      id = static_cast<std::uint32_t>(d.kernel_names.size());
+      d.kernel_names.emplace_back(t.name(e));
+      d.kernel_categories.emplace_back(device_category(k));
+    }
+    const std::uint32_t launch = ev.correlation[e] >= 0 ? launch_by_corr.find(ev.correlation[e]) : kNoIndex;
+    d.kernels.push_back({id, launch != kNoIndex ? ev.ts_ns[launch] : ev.ts_ns[e], ev.dur_ns[e]});
+  }
+  return d;
+}
+
+// The median of `v` (the mean of the two middle values for an even count,
+// truncated toward zero); 0 for none.
+std::int64_t median_of(std::vector<std::int64_t> v) {
+  if (v.empty()) return 0;
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const std::int64_t hi = v[mid];
+  if (v.size() % 2 == 1) return hi;
+  const std::int64_t lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
+  return lo + (hi - lo) / 2;
+}
+
+std::int64_t mad_of(const std::vector<std::int64_t>& v, std::int64_t median) {
+  std::vector<std::int64_t> dev;
+  dev.reserve(v.size());
+  for (const std::int64_t x : v) dev.push_back(std::llabs(x - median));
+  return median_of(std::move(dev));
+}
+
+// An aligned step's window on one side: [start, end) and its pair index.
+struct Window {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::size_t pair = 0;
+};
+
+// The pair index of the window holding ts, or -1.
+std::ptrdiff_t find_window(const std::vector<Window>& w, std::int64_t ts) {
+  auto it = std::upper_bound(w.begin(), w.end(), ts, [](std::int64_t x, const Window& s) { return x < s.start_ns; });
+  if (it == w.begin()) return -1;
+  --it;
+  return ts < it->end_ns ? static_cast<std::ptrdiff_t>(it->pair) : -1;
+}
+
+bool has_duplicate_numbers(const std::vector<StepStat>& steps) {
+  std::vector<std::int64_t> n;
+  for (const StepStat& s : steps) n.push_back(s.step);
+  std::sort(n.begin(), n.end());
+  return std::adjacent_find(n.begin(), n.end()) != n.end();
+}
+
+// Aligned step indices into each side's steps (or, whole trace, one pair of -1).
+struct Alignment {
+  StepAlignment kind = StepAlignment::kWholeTrace;
+  std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> pairs;
+};
+
+Alignment align_steps(const StepsSummary& a, const StepsSummary& b) {
+  Alignment out;
+  if (a.steps.empty() || b.steps.empty()) {
+    out.pairs.emplace_back(-1, -1);
+    return out;
+  }
+  // By number when one side's numbers all appear on the other (the same
+  // schedule, or one run went on longer) and no number repeats.
+  if (!has_duplicate_numbers(a.steps) && !has_duplicate_numbers(b.steps)) {
+    std::map<std::int64_t, std::ptrdiff_t> b_by_number;
+    for (std::size_t j = 0; j < b.steps.size(); ++j) b_by_number[b.steps[j].step] = static_cast<std::ptrdiff_t>(j);
+    std::vector<std::pair<std::int64_t, std::pair<std::ptrdiff_t, std::ptrdiff_t>>> common;
+    for (std::size_t i = 0; i < a.steps.size(); ++i) {
+      auto it = b_by_number.find(a.steps[i].step);
+      if (it != b_by_number.end()) common.push_back({a.steps[i].step, {static_cast<std::ptrdiff_t>(i), it->second}});
+    }
+    if (common.size() == std::min(a.steps.size(), b.steps.size())) {
+      std::sort(common.begin(), common.end());
+      out.kind = StepAlignment::kStepNumber;
+      for (const auto& c : common) out.pairs.push_back(c.second);
+      return out;
+    }
+  }
+  out.kind = StepAlignment::kOrder;
+  const std::size_t n = std::min(a.steps.size(), b.steps.size());
+  for (std::size_t i = 0; i < n; ++i) out.pairs.emplace_back(static_cast<std::ptrdiff_t>(i), static_cast<std::ptrdiff_t>(i));
+  return out;
+}
+
+// Per name: per aligned step sums of two values and the instance count.
+struct PerStep {
+  std::vector<std::int64_t> x, y;
+  std::int64_t count = 0;
+};
+
+struct Aggregated {
+  std::int64_t x_median = 0, y_median = 0;
+  double per_step = 0;
+};
+
+Aggregated aggregate(const PerStep& p, std::size_t pairs) {
+  Aggregated a;
+  a.x_median = median_of(p.x);
+  a.y_median = p.y.empty() ? 0 : median_of(p.y);
+  a.per_step = pairs == 0 ? 0.0 : static_cast<double>(p.count) / static_cast<double>(pairs);
+  return a;
+}
+
+// The side's aligned steps: durations, windows (sorted by start) and the
+// side's summary numbers.
+std::vector<Window> fill_side(const SideData& d, const Alignment& al, bool first, CompareSide* side) {
+  std::vector<Window> windows;
+  side->has_steps = !d.steps.steps.empty();
+  side->total_steps = d.steps.steps.size();
+  for (std::size_t p = 0; p < al.pairs.size(); ++p) {
+    const std::ptrdiff_t i = first ? al.pairs[p].first : al.pairs[p].second;
+    if (i < 0) {
+      side->step.push_back(-1);
+      side->dur_ns.push_back(d.trace_end_ns - d.trace_start_ns);
+      // Inclusive of the last event's end: every event is inside.
+      windows.push_back({d.trace_start_ns, d.trace_end_ns + 1, p});
+    } else {
+      const StepStat& s = d.steps.steps[static_cast<std::size_t>(i)];
+      side->step.push_back(s.step);
+      side->dur_ns.push_back(s.dur_ns);
+      windows.push_back({s.start_ns, s.start_ns + s.dur_ns, p});
+    }
+  }
+  std::sort(windows.begin(), windows.end(), [](const Window& x, const Window& y) { return x.start_ns < y.start_ns; });
+  side->median_step_ns = median_of(side->dur_ns);
+  side->mad_ns = mad_of(side->dur_ns, side->median_step_ns);
+  if (!side->dur_ns.empty()) {
+    side->min_step_ns = *std::min_element(side->dur_ns.begin(), side->dur_ns.end());
+    side->max_step_ns = *std::max_element(side->dur_ns.begin(), side->dur_ns.end());
+  }
+  side->verdict = d.verdict;
+  side->verdict_summary = d.verdict_summary;
+  return windows;
+}
+
+std::vector<PerStep> bucket_ops(const SideData& d, const std::vector<Window>& w, std::size_t pairs) {
+  std::vector<PerStep> out(d.op_names.size(), PerStep{std::vector<std::int64_t>(pairs, 0),
+                                                      std::vector<std::int64_t>(pairs, 0), 0});
+  for (const OpItem& op : d.ops) {
+    const std::ptrdiff_t p = find_window(w, op.ts_ns);
+    if (p < 0) continue;
+    PerStep& s = out[op.name];
+    s.x[static_cast<std::size_t>(p)] += op.self_ns;
+    s.y[static_cast<std::size_t>(p)] += op.total_ns;
+    ++s.count;
+  }
+  return out;
+}
+
+std::vector<PerStep> bucket_kernels(const SideData& d, const std::vector<Window>& w, std::size_t pairs) {
+  std::vector<PerStep> out(d.kernel_names.size(), PerStep{std::vector<std::int64_t>(pairs, 0), {}, 0});
+  for (const KernelItem& k : d.kernels) {
+    const std::ptrdiff_t p = find_window(w, k.step_ts_ns);
+    if (p < 0) continue;
+    PerStep& s = out[k.name];
+    s.x[static_cast<std::size_t>(p)] += k.dur_ns;
+    ++s.count;
+  }
+  return out;
+}
+
+ChangeKind change_of(std::int64_t count_a, std::int64_t count_b) {
+  if (count_a == 0) return ChangeKind::kNew;
+  if (count_b == 0) return ChangeKind::kVanished;
+  return ChangeKind::kCommon;
+}
+
+}  // namespace
+
+Comparison compare_traces(const Trace& a, const Trace& b) {
+  // The two sides are independent until alignment: read B on a second thread.
+  std::future<SideData> fb = std::async(std::launch::async, [&b] { return read_side(b); });
+  const SideData da = read_side(a);
+  const SideData db = fb.get();
+
+  Comparison c;
+  const Alignment al = align_steps(da.steps, db.steps);
+  c.alignment = al.kind;
+  const std::size_t pairs = al.pairs.size();
+  const std::vector<Window> wa = fill_side(da, al, true, &c.a);
+  const std::vector<Window> wb = fill_side(db, al, false, &c.b);
+  c.delta_ns = c.b.median_step_ns - c.a.median_step_ns;
+  c.delta_pct = c.a.median_step_ns > 0
+                    ? 100.0 * static_cast<double>(c.delta_ns) / static_cast<double>(c.a.median_step_ns)
+                    : 0.0;
+  c.noise_ns = c.a.mad_ns + c.b.mad_ns;
+  c.verdict_changed = c.a.verdict != c.b.verdict;
+
+  // Ops by name, both sides; only names seen inside the aligned steps.
+  {
+    const std::vector<PerStep> pa = bucket_ops(da, wa, pairs);
+    const std::vector<PerStep> pb = bucket_ops(db, wb, pairs);
+    std::map<std::string_view, std::pair<const PerStep*, const PerStep*>> by_name;
+    for (std::size_t i = 0; i < pa.size(); ++i) {
+      if (pa[i].count > 0) by_name[da.op_names[i]].first = &pa[i];
+    }
+    for (std::size_t i = 0; i < pb.size(); ++i) {
+      if (pb[i].count > 0) by_name[db.op_names[i]].second = &pb[i];
+    }
+    for (const auto& [name, p] : by_name) {
+      OpDelta o;
+      o.name = std::string(name);
+      o.change = change_of(p.first ? p.first->count : 0, p.second ? p.second->count : 0);
+      if (p.first) {
+        const Aggregated g = aggregate(*p.first, pairs);
+        o.self_cpu_a_ns = g.x_median;
+        o.cpu_total_a_ns = g.y_median;
+        o.calls_a = g.per_step;
+      }
+      if (p.second) {
+        const Aggregated g = aggregate(*p.second, pairs);
+        o.self_cpu_b_ns = g.x_median;
+        o.cpu_total_b_ns = g.y_median;
+        o.calls_b = g.per_step;
+      }
+      c.ops.push_back(std::move(o));
+    }
+    std::sort(c.ops.begin(), c.ops.end(), [](const OpDelta& x, const OpDelta& y) {
+      const std::int64_t sx = std::llabs(x.self_cpu_delta_ns()), sy = std::llabs(y.self_cpu_delta_ns());
+      if (sx != sy) return sx > sy;
+      const std::int64_t tx = std::llabs(x.cpu_total_delta_ns()), ty = std::llabs(y.cpu_total_delta_ns());
+      if (tx != ty) return tx > ty;
+      const std::int64_t mx = std::max(x.self_cpu_a_ns, x.self_cpu_b_ns), my = std::max(y.self_cpu_a_ns, y.self_cpu_b_ns);
+      if (mx != my) return mx > my;
+      return x.name < y.name;
+    });
+  }
+
+  // Device activities by name (the category of the first side that has it).
+  {
+    const std::vector<PerStep> pa = bucket_kernels(da, wa, pairs);
+    const std::vector<PerStep> pb = bucket_kernels(db, wb, pairs);
+    struct Both {
+      const PerStep* a = nullptr;
+      const PerStep* b = nullptr;
+      std::string_view category;
+    };
+    std::map<std::string_view, Both> by_name;
+    for (std::size_t i = 0; i < pa.size(); ++i) {
+      if (pa[i].count == 0) continue;
+      Both& e = by_name[da.kernel_names[i]];
+      e.a = &pa[i];
+      e.category = da.kernel_categories[i];
+    }
+    for (std::size_t i = 0; i < pb.size(); ++i) {
+      if (pb[i].count == 0) continue;
+      Both& e = by_name[db.kernel_names[i]];
+      e.b = &pb[i];
+      if (e.category.empty()) e.category = db.kernel_categories[i];
+    }
+    for (const auto& [name, e] : by_name) {
+      KernelDelta k;
+      k.name = std::string(name);
+      k.category = std::string(e.category);
+      k.change = change_of(e.a ? e.a->count : 0, e.b ? e.b->count : 0);
+      if (e.a) {
+        const Aggregated g = aggregate(*e.a, pairs);
+        k.time_a_ns = g.x_median;
+        k.count_a = g.per_step;
+      }
+      if (e.b) {
+        const Aggregated g = aggregate(*e.b, pairs);
+        k.time_b_ns = g.x_median;
+        k.count_b = g.per_step;
+      }
+      c.kernels.push_back(std::move(k));
+    }
+    std::sort(c.kernels.begin(), c.kernels.end(), [](const KernelDelta& x, const KernelDelta& y) {
+      const std::int64_t dx = std::llabs(x.time_delta_ns()), dy = std::llabs(y.time_delta_ns());
+      if (dx != dy) return dx > dy;
+      const std::int64_t mx = std::max(x.time_a_ns, x.time_b_ns), my = std::max(y.time_a_ns, y.time_b_ns);
+      if (mx != my) return mx > my;
+      return x.name < y.name;
+    });
+  }
+  return c;
+}
+
+GateResult check_slower(const Comparison& c, double max_slower_pct) {
+  GateResult g;
+  g.max_slower_pct = max_slower_pct;
+  g.delta_ns = c.delta_ns;
+  g.noise_ns = c.noise_ns;
+  g.delta_pct = c.delta_pct;
+  // A's median of 0 (an empty trace): any slowdown of B is over every threshold.
+  g.over_threshold = c.delta_ns > 0 && (c.a.median_step_ns == 0 || c.delta_pct > max_slower_pct);
+  g.over_noise = c.delta_ns > c.noise_ns;
+  g.passed = !(g.over_threshold && g.over_noise);
+  return g;
+}
+
+}  // namespace tprof

@@ -1,0 +1,472 @@
+// Text, Markdown and JSON forms of tprof::Comparison (tprof/compare.h).
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/base/json_writer.h"
+#include "src/report/py_format.h"
+#include "tprof/compare.h"
+
+namespace tprof {
+
+namespace {
+
+constexpr std::size_t kNameWidth = 55;
+
+// `sign` then `s` (appending: GCC 12 warns wrongly about "x" + std::string&&).
+std::string with_sign(char sign, const std::string& s) {
+  std::string out(1, sign);
+  out += s;
+  return out;
+}
+// "1.234ms"; negative durations keep their sign.
+std::string t(std::int64_t ns) {
+  const std::string mag = internal::format_time_us(static_cast<double>(std::llabs(ns)) / 1000.0);
+  return ns < 0 ? with_sign('-', mag) : mag;
+}
+// "+1.234ms", "-2.000us", "0.000us".
+std::string signed_t(std::int64_t ns) { return ns > 0 ? with_sign('+', t(ns)) : t(ns); }
+std::string signed_pct(double pct) {
+  const std::string s = internal::fixed(pct, 1) + "%";
+  return pct > 0 && s != "0.0%" ? with_sign('+', s) : s;
+}
+// A threshold as given, without trailing zeros: 5 -> "5", 2.5 -> "2.5".
+std::string plain_number(double v) {
+  std::string s = internal::fixed(v, 3);
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+std::string per_step(double v) { return internal::fixed(v, 2); }
+
+// Long names (templated kernels) cut as torch's table cuts them.
+std::string short_name(std::string_view name) {
+  if (internal::py_len(name) <= kNameWidth) return std::string(name);
+  return std::string(internal::py_head(name, kNameWidth - 3)) + "...";
+}
+
+std::string_view change_mark(ChangeKind k) {
+  switch (k) {
+    case ChangeKind::kNew: return "new";
+    case ChangeKind::kVanished: return "vanished";
+    case ChangeKind::kCommon: break;
+  }
+  return "";
+}
+
+std::size_t shown(std::size_t n, const CompareFormat& f) { return f.top == 0 ? n : std::min(n, f.top); }
+
+std::string alignment_text(const Comparison& c) {
+  const std::size_t n = c.a.dur_ns.size();
+  switch (c.alignment) {
+    case StepAlignment::kStepNumber:
+      return std::to_string(n) + " aligned by step number (A has " + std::to_string(c.a.total_steps) + ", B has " +
+             std::to_string(c.b.total_steps) + ")";
+    case StepAlignment::kOrder:
+      return std::to_string(n) + " aligned by order (A has " + std::to_string(c.a.total_steps) + ", B has " +
+             std::to_string(c.b.total_steps) + "; step numbers differ)";
+    case StepAlignment::kWholeTrace: break;
+  }
+  const char* who = !c.a.has_steps && !c.b.has_steps ? "neither trace has" : !c.a.has_steps ? "A has no" : "B has no";
+  return std::string("whole traces compared (") + who + " ProfilerStep#N events)";
+}
+
+std::string median_verdict(const Comparison& c) {
+  if (c.delta_ns == 0) return "no change";
+  const bool beyond = std::llabs(c.delta_ns) > c.noise_ns;
+  const char* dir = c.delta_ns > 0 ? "B slower" : "B faster";
+  return std::string(dir) + (beyond ? ", beyond the noise" : ", within the noise");
+}
+
+template <class Row>
+std::vector<std::string> names_with(const std::vector<Row>& rows, ChangeKind k) {
+  std::vector<std::string> out;
+  for (const Row& r : rows) {
+    if (r.change == k) out.push_back(r.name);
+  }
+  return out;
+}
+
+// "a, b, c and 4 more" (at most `limit` names; 0: all).
+std::string name_list(const std::vector<std::string>& names, std::size_t limit, bool code) {
+  std::string out;
+  const std::size_t n = limit == 0 ? names.size() : std::min(limit, names.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i) out += ", ";
+    if (code) {
+      std::string escaped;
+      for (const char ch : short_name(names[i])) escaped += ch == '`' ? '\'' : ch;
+      out += "`" + escaped + "`";
+    } else {
+      out += short_name(names[i]);
+    }
+  }
+  if (n < names.size()) out += " and " + std::to_string(names.size() - n) + " more";
+  return out;
+}
+
+// A text table: right-aligned columns but the first (left).
+void text_table(std::string* out, const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> w(head.size(), 0);
+  for (std::size_t i = 0; i < head.size(); ++i) w[i] = internal::py_len(head[i]);
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], internal::py_len(r[i]));
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string l;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      if (i) l += "  ";
+      if (i == 0) {
+        internal::append_left(&l, cells[i], w[i]);
+      } else {
+        internal::append_right(&l, cells[i], w[i]);
+      }
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    *out += l + "\n";
+  };
+  line(head);
+  for (const auto& r : rows) line(r);
+}
+
+std::vector<std::vector<std::string>> op_rows(const Comparison& c, const CompareFormat& f, bool md) {
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t i = 0; i < shown(c.ops.size(), f); ++i) {
+    const OpDelta& o = c.ops[i];
+    std::string name = short_name(o.name);
+    if (md) name = name_list({o.name}, 0, true);
+    // The side an op is absent from shows "-", not a time of 0.
+    const bool in_a = o.change != ChangeKind::kNew, in_b = o.change != ChangeKind::kVanished;
+    rows.push_back({name, std::string(change_mark(o.change)), in_a ? t(o.self_cpu_a_ns) : "-",
+                    in_b ? t(o.self_cpu_b_ns) : "-", signed_t(o.self_cpu_delta_ns()),
+                    in_a ? t(o.cpu_total_a_ns) : "-", in_b ? t(o.cpu_total_b_ns) : "-",
+                    signed_t(o.cpu_total_delta_ns()), in_a ? per_step(o.calls_a) : "-",
+                    in_b ? per_step(o.calls_b) : "-"});
+  }
+  return rows;
+}
+
+std::vector<std::vector<std::string>> kernel_rows(const Comparison& c, const CompareFormat& f, bool md) {
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t i = 0; i < shown(c.kernels.size(), f); ++i) {
+    const KernelDelta& k = c.kernels[i];
+    std::string name = short_name(k.name);
+    if (md) name = name_list({k.name}, 0, true);
+    const bool in_a = k.change != ChangeKind::kNew, in_b = k.change != ChangeKind::kVanished;
+    rows.push_back({name, k.category, std::string(change_mark(k.change)), in_a ? t(k.time_a_ns) : "-",
+                    in_b ? t(k.time_b_ns) : "-", signed_t(k.time_delta_ns()), in_a ? per_step(k.count_a) : "-",
+                    in_b ? per_step(k.count_b) : "-"});
+  }
+  return rows;
+}
+
+const std::vector<std::string> kOpHead = {"Op",          "Change",      "Self CPU A", "Self CPU B", "Delta",
+                                          "CPU total A", "CPU total B", "Delta",      "Calls A",    "Calls B"};
+const std::vector<std::string> kKernelHead = {"Device activity", "Category", "Change",  "Time A",
+                                              "Time B",          "Delta",    "Count A", "Count B"};
+
+std::string per_what(const Comparison& c) {
+  return c.alignment == StepAlignment::kWholeTrace ? "whole trace" : "median per step";
+}
+
+}  // namespace
+
+std::string format_gate_line(const GateResult& g) {
+  std::string s = "compare gate: ";
+  s += g.passed ? "PASS" : "FAIL";
+  s += ": B's median step is " + signed_pct(g.delta_pct) + " (" + signed_t(g.delta_ns) + ") against A's";
+  s += "; limit +" + plain_number(g.max_slower_pct) + "%, noise " + t(g.noise_ns);
+  if (g.passed) {
+    s += g.delta_ns <= 0 ? " (not slower)" : !g.over_threshold ? " (within the limit)" : " (within the noise)";
+  } else {
+    s += " (slower beyond both)";
+  }
+  s += "\n";
+  return s;
+}
+
+std::string format_comparison_text(const Comparison& c, const CompareFormat& f) {
+  std::string out;
+  out += "A: " + f.label_a + "\n";
+  out += "B: " + f.label_b + "\n";
+  out += "steps:        " + alignment_text(c) + "\n";
+  out += "median step:  A " + t(c.a.median_step_ns) + "  B " + t(c.b.median_step_ns) + "  delta " +
+         signed_t(c.delta_ns) + " (" + signed_pct(c.delta_pct) + "): " + median_verdict(c) + "\n";
+  out += "noise:        " + t(c.noise_ns) + " (MAD of step times: A " + t(c.a.mad_ns) + ", B " + t(c.b.mad_ns) +
+         "; range A " + t(c.a.min_step_ns) + ".." + t(c.a.max_step_ns) + ", B " + t(c.b.min_step_ns) + ".." +
+         t(c.b.max_step_ns) + ")\n";
+  out += "verdict:      A " + std::string(verdict_name(c.a.verdict)) + ", B " + std::string(verdict_name(c.b.verdict)) +
+         (c.verdict_changed ? " (changed)" : " (unchanged)") + "\n";
+
+  out += "\nHost ops, " + per_what(c) + " (" +
+         (f.top == 0 || c.ops.size() <= f.top ? "all " + std::to_string(c.ops.size())
+                                              : "top " + std::to_string(f.top) + " of " + std::to_string(c.ops.size())) +
+         " by |Self CPU delta|):\n";
+  if (c.ops.empty()) {
+    out += "  none\n";
+  } else {
+    text_table(&out, kOpHead, op_rows(c, f, false));
+  }
+  const std::vector<std::string> new_ops = names_with(c.ops, ChangeKind::kNew);
+  const std::vector<std::string> gone_ops = names_with(c.ops, ChangeKind::kVanished);
+  if (!new_ops.empty()) out += "new ops (" + std::to_string(new_ops.size()) + "): " + name_list(new_ops, f.top, false) + "\n";
+  if (!gone_ops.empty()) {
+    out += "vanished ops (" + std::to_string(gone_ops.size()) + "): " + name_list(gone_ops, f.top, false) + "\n";
+  }
+
+  if (c.kernels.empty()) {
+    out += "\nDevice activities: none in either trace\n";
+    return out;
+  }
+  out += "\nDevice activities, " + per_what(c) + " (" +
+         (f.top == 0 || c.kernels.size() <= f.top
+              ? "all " + std::to_string(c.kernels.size())
+              : "top " + std::to_string(f.top) + " of " + std::to_string(c.kernels.size())) +
+         " by |time delta|):\n";
+  text_table(&out, kKernelHead, kernel_rows(c, f, false));
+  const std::vector<std::string> new_k = names_with(c.kernels, ChangeKind::kNew);
+  const std::vector<std::string> gone_k = names_with(c.kernels, ChangeKind::kVanished);
+  if (!new_k.empty()) out += "new device activities (" + std::to_string(new_k.size()) + "): " + name_list(new_k, f.top, false) + "\n";
+  if (!gone_k.empty()) {
+    out += "vanished device activities (" + std::to_string(gone_k.size()) + "): " + name_list(gone_k, f.top, false) + "\n";
+  }
+  return out;
+}
+
+namespace {
+
+std::string md_cell(std::string_view s) {
+  std::string out;
+  for (const char ch : s) {
+    if (ch == '|') out += '\\';
+    if (ch == '\n') {
+      out += ' ';
+      continue;
+    }
+    out += ch;
+  }
+  return out;
+}
+
+void md_table(std::string* out, const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows,
+              std::size_t left_columns) {
+  auto line = [&](const std::vector<std::string>& cells) {
+    *out += "|";
+    for (const std::string& cell : cells) {
+      *out += ' ';
+      *out += md_cell(cell);
+      *out += " |";
+    }
+    *out += "\n";
+  };
+  line(head);
+  *out += "|";
+  for (std::size_t i = 0; i < head.size(); ++i) *out += i < left_columns ? "---|" : "---:|";
+  *out += "\n";
+  for (const auto& r : rows) line(r);
+}
+
+}  // namespace
+
+std::string format_comparison_md(const Comparison& c, const CompareFormat& f) {
+  std::string out = "### tprof compare\n\n";
+  std::vector<std::vector<std::string>> summary = {
+      {"trace", name_list({f.label_a}, 0, true), name_list({f.label_b}, 0, true), ""},
+      {"steps", std::to_string(c.a.total_steps), std::to_string(c.b.total_steps), alignment_text(c)},
+      {"median step", t(c.a.median_step_ns), t(c.b.median_step_ns),
+       "**" + signed_t(c.delta_ns) + " (" + signed_pct(c.delta_pct) + ")**: " + median_verdict(c)},
+      {"spread (MAD)", t(c.a.mad_ns), t(c.b.mad_ns), "noise " + t(c.noise_ns)},
+      {"verdict", std::string(verdict_name(c.a.verdict)), std::string(verdict_name(c.b.verdict)),
+       c.verdict_changed ? "changed" : "unchanged"},
+  };
+  md_table(&out, {"", "A", "B", "B vs A"}, summary, 1);
+
+  out += "\n**Host ops**, " + per_what(c) + ", top " + std::to_string(shown(c.ops.size(), f)) + " of " +
+         std::to_string(c.ops.size()) + " by |Self CPU delta|\n\n";
+  if (!c.ops.empty()) {
+    md_table(&out, kOpHead, op_rows(c, f, true), 2);
+  }
+  const std::vector<std::string> new_ops = names_with(c.ops, ChangeKind::kNew);
+  const std::vector<std::string> gone_ops = names_with(c.ops, ChangeKind::kVanished);
+  if (!new_ops.empty() || !gone_ops.empty()) out += "\n";
+  if (!new_ops.empty()) out += "- new ops: " + name_list(new_ops, f.top, true) + "\n";
+  if (!gone_ops.empty()) out += "- vanished ops: " + name_list(gone_ops, f.top, true) + "\n";
+
+  if (!c.kernels.empty()) {
+    out += "\n**Device activities**, " + per_what(c) + ", top " + std::to_string(shown(c.kernels.size(), f)) +
+           " of " + std::to_string(c.kernels.size()) + " by |time delta|\n\n";
+    md_table(&out, kKernelHead, kernel_rows(c, f, true), 3);
+    const std::vector<std::string> new_k = names_with(c.kernels, ChangeKind::kNew);
+    const std::vector<std::string> gone_k = names_with(c.kernels, ChangeKind::kVanished);
+    if (!new_k.empty() || !gone_k.empty()) out += "\n";
+    if (!new_k.empty()) out += "- new device activities: " + name_list(new_k, f.top, true) + "\n";
+    if (!gone_k.empty()) out += "- vanished device activities: " + name_list(gone_k, f.top, true) + "\n";
+  }
+  return out;
+}
+
+namespace {
+
+double round_to(double v, double scale) { return std::round(v * scale) / scale; }
+
+void write_side(internal::JsonWriter& w, const CompareSide& s, const std::string& label) {
+  w.begin_object();
+  w.key("trace");
+  w.value_string(label);
+  w.key("has_steps");
+  w.value_bool(s.has_steps);
+  w.key("total_steps");
+  w.value_uint(s.total_steps);
+  w.key("aligned_steps");
+  w.value_uint(s.dur_ns.size());
+  w.key("median_step_ns");
+  w.value_int(s.median_step_ns);
+  w.key("mad_ns");
+  w.value_int(s.mad_ns);
+  w.key("min_step_ns");
+  w.value_int(s.min_step_ns);
+  w.key("max_step_ns");
+  w.value_int(s.max_step_ns);
+  w.key("verdict");
+  w.value_string(verdict_name(s.verdict));
+  w.key("verdict_summary");
+  w.value_string(s.verdict_summary);
+  w.end_object();
+}
+
+template <class Row>
+void write_names(internal::JsonWriter& w, const std::vector<Row>& rows, ChangeKind k) {
+  w.begin_array();
+  for (const Row& r : rows) {
+    if (r.change == k) w.value_string(r.name);
+  }
+  w.end_array();
+}
+
+}  // namespace
+
+std::string format_comparison_json(const Comparison& c, const CompareFormat& f, const GateResult* gate) {
+  std::string out;
+  {
+    internal::JsonWriter w(&out, internal::JsonWriter::kPretty);
+    w.begin_object();
+    w.key("a");
+    write_side(w, c.a, f.label_a);
+    w.key("b");
+    write_side(w, c.b, f.label_b);
+    w.key("alignment");
+    w.value_string(step_alignment_name(c.alignment));
+    w.key("steps");
+    w.begin_array();
+    for (std::size_t i = 0; i < c.a.dur_ns.size() && i < c.b.dur_ns.size(); ++i) {
+      w.begin_object();
+      w.key("step_a");
+      w.value_int(c.a.step[i]);
+      w.key("step_b");
+      w.value_int(c.b.step[i]);
+      w.key("dur_a_ns");
+      w.value_int(c.a.dur_ns[i]);
+      w.key("dur_b_ns");
+      w.value_int(c.b.dur_ns[i]);
+      w.key("delta_ns");
+      w.value_int(c.b.dur_ns[i] - c.a.dur_ns[i]);
+      w.end_object();
+    }
+    w.end_array();
+    w.key("median_step");
+    w.begin_object();
+    w.key("a_ns");
+    w.value_int(c.a.median_step_ns);
+    w.key("b_ns");
+    w.value_int(c.b.median_step_ns);
+    w.key("delta_ns");
+    w.value_int(c.delta_ns);
+    w.key("delta_pct");
+    w.value_double(round_to(c.delta_pct, 100.0));
+    w.key("noise_ns");
+    w.value_int(c.noise_ns);
+    w.key("beyond_noise");
+    w.value_bool(std::llabs(c.delta_ns) > c.noise_ns);
+    w.end_object();
+    w.key("verdict_changed");
+    w.value_bool(c.verdict_changed);
+    w.key("ops");
+    w.begin_array();
+    for (const OpDelta& o : c.ops) {
+      w.begin_object();
+      w.key("name");
+      w.value_string(o.name);
+      w.key("change");
+      w.value_string(change_kind_name(o.change));
+      w.key("self_cpu_a_ns");
+      w.value_int(o.self_cpu_a_ns);
+      w.key("self_cpu_b_ns");
+      w.value_int(o.self_cpu_b_ns);
+      w.key("self_cpu_delta_ns");
+      w.value_int(o.self_cpu_delta_ns());
+      w.key("cpu_total_a_ns");
+      w.value_int(o.cpu_total_a_ns);
+      w.key("cpu_total_b_ns");
+      w.value_int(o.cpu_total_b_ns);
+      w.key("cpu_total_delta_ns");
+      w.value_int(o.cpu_total_delta_ns());
+      w.key("calls_per_step_a");
+      w.value_double(round_to(o.calls_a, 1e4));
+      w.key("calls_per_step_b");
+      w.value_double(round_to(o.calls_b, 1e4));
+      w.end_object();
+    }
+    w.end_array();
+    w.key("kernels");
+    w.begin_array();
+    for (const KernelDelta& k : c.kernels) {
+      w.begin_object();
+      w.key("name");
+      w.value_string(k.name);
+      w.key("category");
+      w.value_string(k.category);
+      w.key("change");
+      w.value_string(change_kind_name(k.change));
+      w.key("time_a_ns");
+      w.value_int(k.time_a_ns);
+      w.key("time_b_ns");
+      w.value_int(k.time_b_ns);
+      w.key("time_delta_ns");
+      w.value_int(k.time_delta_ns());
+      w.key("count_per_step_a");
+      w.value_double(round_to(k.count_a, 1e4));
+      w.key("count_per_step_b");
+      w.value_double(round_to(k.count_b, 1e4));
+      w.end_object();
+    }
+    w.end_array();
+    w.key("new_ops");
+    write_names(w, c.ops, ChangeKind::kNew);
+    w.key("vanished_ops");
+    write_names(w, c.ops, ChangeKind::kVanished);
+    w.key("new_kernels");
+    write_names(w, c.kernels, ChangeKind::kNew);
+    w.key("vanished_kernels");
+    write_names(w, c.kernels, ChangeKind::kVanished);
+    if (gate != nullptr) {
+      w.key("gate");
+      w.begin_object();
+      w.key("max_slower_pct");
+      w.value_double(gate->max_slower_pct);
+      w.key("passed");
+      w.value_bool(gate->passed);
+      w.key("over_threshold");
+      w.value_bool(gate->over_threshold);
+      w.key("over_noise");
+      w.value_bool(gate->over_noise);
+      w.end_object();
+    }
+    w.end_object();
+  }
+  out.push_back('\n');
+  return out;
+}
+
+}  // namespace tprof
