@@ -113,8 +113,9 @@ Comparison compare_traces(const Trace& a, const Trace& b);
 struct GateResult {
   bool passed = true;
   double max_slower_pct = 0;
-  std::int64_t delta_ns = 0;   // B's median step − A's
-  double delta_pct = 0;
+  std::int64_t a_median_ns = 0;  // A's median step
+  std::int64_t delta_ns = 0;     // B's median step − A's
+  double delta_pct = 0;          // 0 when A's median is 0
   std::int64_t noise_ns = 0;
   bool over_threshold = false;  // slower by more than max_slower_pct (any slowdown when A's median is 0)
   bool over_noise = false;      // delta_ns > noise_ns

@@ -401,6 +401,7 @@ Comparison compare_traces(const Trace& a, const Trace& b) {
 GateResult check_slower(const Comparison& c, double max_slower_pct) {
   GateResult g;
   g.max_slower_pct = max_slower_pct;
+  g.a_median_ns = c.a.median_step_ns;
   g.delta_ns = c.delta_ns;
   g.noise_ns = c.noise_ns;
   g.delta_pct = c.delta_pct;

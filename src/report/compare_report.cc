@@ -28,9 +28,14 @@ std::string t(std::int64_t ns) {
 }
 // "+1.234ms", "-2.000us", "0.000us".
 std::string signed_t(std::int64_t ns) { return ns > 0 ? with_sign('+', t(ns)) : t(ns); }
+// The change in percent of A's median; "n/a %" when A's median is 0.
+std::string pct_of(double pct, std::int64_t a_median_ns);
 std::string signed_pct(double pct) {
   const std::string s = internal::fixed(pct, 1) + "%";
   return pct > 0 && s != "0.0%" ? with_sign('+', s) : s;
+}
+std::string pct_of(double pct, std::int64_t a_median_ns) {
+  return a_median_ns == 0 ? std::string("n/a %") : signed_pct(pct);
 }
 // A threshold as given, without trailing zeros: 5 -> "5", 2.5 -> "2.5".
 std::string plain_number(double v) {
@@ -176,7 +181,7 @@ std::string per_what(const Comparison& c) {
 std::string format_gate_line(const GateResult& g) {
   std::string s = "compare gate: ";
   s += g.passed ? "PASS" : "FAIL";
-  s += ": B's median step is " + signed_pct(g.delta_pct) + " (" + signed_t(g.delta_ns) + ") against A's";
+  s += ": B's median step is " + pct_of(g.delta_pct, g.a_median_ns) + " (" + signed_t(g.delta_ns) + ") against A's";
   s += "; limit +" + plain_number(g.max_slower_pct) + "%, noise " + t(g.noise_ns);
   if (g.passed) {
     s += g.delta_ns <= 0 ? " (not slower)" : !g.over_threshold ? " (within the limit)" : " (within the noise)";
@@ -193,7 +198,7 @@ std::string format_comparison_text(const Comparison& c, const CompareFormat& f) 
   out += "B: " + f.label_b + "\n";
   out += "steps:        " + alignment_text(c) + "\n";
   out += "median step:  A " + t(c.a.median_step_ns) + "  B " + t(c.b.median_step_ns) + "  delta " +
-         signed_t(c.delta_ns) + " (" + signed_pct(c.delta_pct) + "): " + median_verdict(c) + "\n";
+         signed_t(c.delta_ns) + " (" + pct_of(c.delta_pct, c.a.median_step_ns) + "): " + median_verdict(c) + "\n";
   out += "noise:        " + t(c.noise_ns) + " (MAD of step times: A " + t(c.a.mad_ns) + ", B " + t(c.b.mad_ns) +
          "; range A " + t(c.a.min_step_ns) + ".." + t(c.a.max_step_ns) + ", B " + t(c.b.min_step_ns) + ".." +
          t(c.b.max_step_ns) + ")\n";
@@ -276,7 +281,7 @@ std::string format_comparison_md(const Comparison& c, const CompareFormat& f) {
       {"trace", name_list({f.label_a}, 0, true), name_list({f.label_b}, 0, true), ""},
       {"steps", std::to_string(c.a.total_steps), std::to_string(c.b.total_steps), alignment_text(c)},
       {"median step", t(c.a.median_step_ns), t(c.b.median_step_ns),
-       "**" + signed_t(c.delta_ns) + " (" + signed_pct(c.delta_pct) + ")**: " + median_verdict(c)},
+       "**" + signed_t(c.delta_ns) + " (" + pct_of(c.delta_pct, c.a.median_step_ns) + ")**: " + median_verdict(c)},
       {"spread (MAD)", t(c.a.mad_ns), t(c.b.mad_ns), "noise " + t(c.noise_ns)},
       {"verdict", std::string(verdict_name(c.a.verdict)), std::string(verdict_name(c.b.verdict)),
        c.verdict_changed ? "changed" : "unchanged"},

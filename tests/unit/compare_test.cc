@@ -214,5 +214,17 @@ TEST(CompareTest, ReportsNameTheChanges) {
   EXPECT_EQ(format_gate_line(g).rfind("compare gate: ", 0), 0u);
 }
 
+TEST(CompareTest, AnEmptyBaselineFailsAnySlowdownWithoutAPercentage) {
+  const Trace empty = parse(doc({}));
+  const Trace b = parse(steps_trace({100, 100}));
+  const Comparison c = compare_traces(empty, b);
+  EXPECT_EQ(c.alignment, StepAlignment::kWholeTrace);
+  EXPECT_EQ(c.a.median_step_ns, 0);
+  const GateResult g = check_slower(c, 1000.0);
+  EXPECT_FALSE(g.passed);
+  EXPECT_NE(format_gate_line(g).find("n/a %"), std::string::npos);
+  EXPECT_TRUE(check_slower(compare_traces(empty, empty), 0.0).passed);
+}
+
 }  // namespace
 }  // namespace tprof
