@@ -15,6 +15,12 @@
 
 namespace tprof::internal {
 
+std::size_t half_physical_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  if (pages <= 0) return std::size_t{8} << 30;
+  return static_cast<std::size_t>(pages) / 2 * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
 namespace {
 
 Error io_error(const std::string& path, const char* what) {
@@ -112,11 +118,7 @@ void unguard(int slot) {
 
 // ---- streamed input -----------------------------------------------------
 
-std::size_t default_stream_limit() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  if (pages <= 0) return std::size_t{8} << 30;
-  return static_cast<std::size_t>(pages) / 2 * page_size();
-}
+std::size_t default_stream_limit() { return half_physical_memory(); }
 
 // Waits until a FIFO has a writer (or data). The FIFO was opened without
 // blocking, so a FIFO nobody writes to cannot hang the open itself.

@@ -11,6 +11,11 @@
 
 namespace tprof::internal {
 
+// Half the machine's physical memory (8 GiB when unknown): the most tprof
+// reads from a stream or inflates from a .gz, so a hostile input is an
+// error, not an out-of-memory abort.
+std::size_t half_physical_memory();
+
 // The bytes of a whole input. A regular file is memory-mapped; anything
 // else that can be read (a pipe, a FIFO, a character device, "-" for
 // stdin, a /proc file) is read into memory. Move-only.

@@ -24,12 +24,19 @@ struct Inflated {
   // that point; `damage_offset` is the compressed byte where decoding stopped.
   bool truncated = false;
   std::int64_t damage_offset = -1;
+  // Cut (the input ended mid-stream) or damaged (zlib's reason: "incorrect
+  // data check" for a CRC mismatch, "invalid block type", ...).
+  bool cut = false;
+  std::string damage;
   std::string_view bytes() const { return {data.get(), size}; }
 };
 
-// Decompresses all gzip members of `compressed`. Fails only when not even the
-// gzip header decodes; later damage yields a truncated prefix.
-Result<Inflated> gunzip(std::string_view compressed);
+// Decompresses all gzip members of `compressed`. Fails when not even the
+// gzip header decodes, when nothing decompresses before the stream is cut,
+// and when the output would pass `max_output` bytes (0: half the physical
+// memory), naming the limit (a gzip bomb is an error, not an abort); later
+// damage yields a truncated prefix.
+Result<Inflated> gunzip(std::string_view compressed, std::size_t max_output = 0);
 
 // Compresses `data` as one gzip member.
 Result<std::string> gzip(std::string_view data, int level = 6);

@@ -585,6 +585,34 @@ struct OwnedBytes {
   std::size_t size = 0;
 };
 
+// A decompressed .gz. A cut stream is read as a truncated trace (every
+// complete event kept). A damaged one (a CRC mismatch, an invalid block)
+// may have decoded garbage before zlib noticed: a JSON error in it is
+// reported as the gzip damage, at its compressed offset, which is what
+// `gzip -t` says, rather than at an offset in text nobody can see.
+Result<Trace> read_inflated(std::shared_ptr<internal::Inflated> owned, const std::string& path,
+                            const ReadOptions& options) {
+  Trace trace;
+  trace.meta.gzip = true;
+  const std::string where = "compressed byte " + std::to_string(owned->damage_offset);
+  if (owned->truncated) {
+    trace.diagnostics.add(DiagnosticCode::kTruncated, owned->damage_offset,
+                          (owned->cut ? "gzip stream cut at " + where
+                                      : "gzip stream damaged at " + where + " (" + owned->damage + ")") +
+                              "; reading the " + std::to_string(owned->size) + " bytes that decompressed");
+  }
+  trace.attach_source(owned, owned->bytes());
+  Reader reader(owned->bytes(), path, options, nullptr);
+  Result<Trace> result = reader.run(std::move(trace));
+  if (!result && owned->truncated && !owned->cut) {
+    return Error(ErrorCode::kParse,
+                 "the gzip stream is damaged (" + owned->damage + "); the JSON that decompressed before it breaks at "
+                 "decompressed byte " + std::to_string(result.error().byte_offset()) + ": " + result.error().message(),
+                 path, owned->damage_offset);
+  }
+  return result;
+}
+
 }  // namespace
 
 Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
@@ -594,17 +622,7 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
     auto inflated = internal::gunzip(map.bytes());
     if (map.shrunk()) return shrunk_error(path);
     if (!inflated) return inflated.error().with_path(path);
-    auto owned = std::make_shared<internal::Inflated>(std::move(inflated).value());
-    trace.meta.gzip = true;
-    if (owned->truncated) {
-      trace.diagnostics.add(DiagnosticCode::kTruncated, owned->damage_offset,
-                            "gzip stream ends early or is damaged at compressed byte " +
-                                std::to_string(owned->damage_offset) + "; reading the " +
-                                std::to_string(owned->size) + " bytes that decompressed");
-    }
-    trace.attach_source(owned, owned->bytes());
-    Reader reader(owned->bytes(), path, options, nullptr);
-    return reader.run(std::move(trace));
+    return read_inflated(std::make_shared<internal::Inflated>(std::move(inflated).value()), path, options);
   }
   auto shared_map = std::make_shared<internal::MappedFile>(std::move(map));
   internal::MappedFile* m = shared_map.get();
@@ -620,15 +638,7 @@ Result<Trace> read_trace_bytes(std::string_view bytes, const std::string& name, 
   if (internal::is_gzip(bytes)) {
     auto inflated = internal::gunzip(bytes);
     if (!inflated) return inflated.error().with_path(name);
-    auto owned = std::make_shared<internal::Inflated>(std::move(inflated).value());
-    trace.meta.gzip = true;
-    if (owned->truncated) {
-      trace.diagnostics.add(DiagnosticCode::kTruncated, owned->damage_offset,
-                            "gzip stream ends early or is damaged; reading what decompressed");
-    }
-    trace.attach_source(owned, owned->bytes());
-    Reader reader(owned->bytes(), name, options, nullptr);
-    return reader.run(std::move(trace));
+    return read_inflated(std::make_shared<internal::Inflated>(std::move(inflated).value()), name, options);
   }
   auto owned = std::make_shared<OwnedBytes>();
   owned->data = std::make_unique_for_overwrite<char[]>(bytes.size() + 1);

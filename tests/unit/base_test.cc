@@ -120,6 +120,40 @@ TEST(Gzip, GarbageIsAnErrorWithAnOffset) {
   EXPECT_GE(r.error().byte_offset(), 0);
 }
 
+TEST(Gzip, CutDamagedAndBombsSayWhich) {
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += "{\"name\": \"event " + std::to_string(i) + "\"},\n";
+  auto gz = gzip(text);
+  ASSERT_TRUE(gz);
+  // Cut mid-stream: a cut, at the end of the input.
+  auto cut = gunzip(std::string_view(*gz).substr(0, gz->size() / 2));
+  ASSERT_TRUE(cut);
+  EXPECT_TRUE(cut->cut);
+  EXPECT_EQ(cut->damage_offset, static_cast<std::int64_t>(gz->size() / 2));
+  // Cut right after the header: nothing decompressed is an error, not an
+  // "empty file" further on.
+  auto early = gunzip(std::string_view(*gz).substr(0, 20));
+  ASSERT_FALSE(early);
+  EXPECT_NE(early.error().message().find("cut before any data decompressed"), std::string::npos)
+      << early.error().message();
+  EXPECT_EQ(early.error().byte_offset(), 20);
+  // A flipped CRC byte: damaged, with zlib's reason, not a cut.
+  std::string bad = *gz;
+  bad[bad.size() - 6] ^= 1;
+  auto crc = gunzip(bad);
+  ASSERT_TRUE(crc);
+  EXPECT_TRUE(crc->truncated);
+  EXPECT_FALSE(crc->cut);
+  EXPECT_EQ(crc->damage, "incorrect data check");
+  // Past the output limit: an error naming it, never an allocation of it.
+  auto bomb = gunzip(*gz, 64 * 1024);
+  ASSERT_FALSE(bomb);
+  EXPECT_NE(bomb.error().message().find("decompresses to more than"), std::string::npos) << bomb.error().message();
+  auto bomb_salvaged = gunzip(std::string_view(*gz).substr(0, gz->size() - 1), 64 * 1024);  // the zlib path
+  ASSERT_FALSE(bomb_salvaged);
+  EXPECT_NE(bomb_salvaged.error().message().find("decompresses to more than"), std::string::npos);
+}
+
 TEST(AtomicFileWriter, LeavesNothingBehindWhenNotCommitted) {
   const std::string path = ::testing::TempDir() + "/tprof_atomic_test.txt";
   std::remove(path.c_str());

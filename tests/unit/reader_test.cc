@@ -254,6 +254,33 @@ TEST(Reader, NanAndInfinityAreReadNotFatal) {
   EXPECT_FALSE(read_trace_bytes(R"({"traceEvents": [{"ph": "X", "ts": Nan}]})"));
 }
 
+TEST(Reader, ADamagedGzipIsReportedAsGzipDamageAtItsCompressedOffset) {
+  // A byte flipped mid-stream decodes to garbage until zlib's CRC check: the
+  // JSON error that follows is the gzip's damage, which `gzip -t` names too.
+  std::string text = R"({"traceEvents": [)";
+  for (int i = 0; i < 5000; ++i) {
+    text += std::string(i ? "," : "") + R"({"ph": "X", "cat": "cpu_op", "name": "op)" + std::to_string(i) +
+            R"(", "pid": 1, "tid": 1, "ts": )" + std::to_string(i * 10) + R"(, "dur": 5})";
+  }
+  text += "]}";
+  auto gz = internal::gzip(text);
+  ASSERT_TRUE(gz);
+  std::string bad = *gz;
+  bad[bad.size() / 2] ^= 0xff;
+  Result<Trace> t = read_trace_bytes(bad, "bad.json.gz");
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.error().message().find("the gzip stream is damaged (incorrect data check)"), std::string::npos)
+      << t.error().to_string();
+  EXPECT_EQ(t.error().byte_offset(), static_cast<std::int64_t>(bad.size()) - 4);  // the CRC, where zlib noticed
+  // A cut .gz is a truncated trace: every complete event before the cut.
+  Result<Trace> cut = read_trace_bytes(std::string_view(*gz).substr(0, gz->size() / 2), "cut.json.gz");
+  ASSERT_TRUE(cut);
+  EXPECT_GT(cut->events.size(), 100u);
+  bool named = false;
+  for (const Diagnostic& d : cut->diagnostics.items()) named |= d.message.find("gzip stream cut at compressed byte") == 0;
+  EXPECT_TRUE(named);
+}
+
 TEST(Reader, BeginEndPairsBecomeCompleteEvents) {
   Trace t = read_ok(R"({"traceEvents": [
     {"ph": "B", "name": "outer", "pid": 1, "tid": 1, "ts": 10},
