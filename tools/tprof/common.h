@@ -59,5 +59,6 @@ void add_diagnose_command(CLI::App& app, int* rc);
 void add_kernels_command(CLI::App& app, int* rc);
 void add_compare_command(CLI::App& app, int* rc);
 void add_record_command(CLI::App& app, int* rc);
+void add_serve_command(CLI::App& app, int* rc);
 
 }  // namespace tprof::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   add_kernels_command(app, &rc);
   add_compare_command(app, &rc);
   add_record_command(app, &rc);
+  add_serve_command(app, &rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

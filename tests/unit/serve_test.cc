@@ -1,0 +1,489 @@
+// tprof serve: the HTTP server over a temporary directory, driven with raw
+// sockets; path refusals, CORS, the index page, limits, and the CLI's exit
+// codes and signal handling.
+#include "src/serve/server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tprof/diagnose.h"
+#include "tprof/read.h"
+
+namespace tprof::internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kTrace = std::string(TPROF_TEST_DATA) + "/public/kineto/docs/traces/after_fix_trace.json";
+const std::string kGzTrace = std::string(TPROF_TEST_DATA) +
+                             "/public/kineto/tb_plugin/samples/resnet50_num_workers_4/"
+                             "worker0.1623213129365.excerpt.pt.trace.json.gz";
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Response {
+  int status = -1;
+  std::string head;
+  std::string body;
+  bool has_header(const std::string& line) const { return head.find("\r\n" + line + "\r\n") != std::string::npos; }
+};
+
+int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  const timeval tv{10, 0};  // a hung server fails the test instead of hanging it
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+// Sends `request` as is on a new connection and reads until the server closes.
+Response http_exchange(int port, std::string_view request) {
+  Response r;
+  const int fd = connect_to(port);
+  if (fd < 0) return r;
+  while (!request.empty()) {
+    const ssize_t n = ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+    if (n <= 0) break;  // the server may answer and stop reading early
+    request.remove_prefix(static_cast<std::size_t>(n));
+  }
+  std::string raw;
+  char buf[65536];
+  while (true) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    raw.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  const std::size_t end = raw.find("\r\n\r\n");
+  if (raw.rfind("HTTP/1.1 ", 0) != 0 || end == std::string::npos) return r;
+  r.status = std::atoi(raw.c_str() + 9);
+  r.head = raw.substr(0, end + 2);
+  r.body = raw.substr(end + 4);
+  return r;
+}
+
+Response get(int port, const std::string& target, const std::string& method = "GET") {
+  return http_exchange(port, method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+}
+
+// A directory with two traces, one gzipped, one with a name that needs
+// escaping, links out of it and a secret next to it.
+class ServeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tprof_serve_test_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    base_ = tmpl;
+    dir_ = base_ + "/traces";
+    fs::create_directories(dir_ + "/sub dir");
+    fs::create_directories(dir_ + "/.git");
+    fs::create_directories(base_ + "/traces-evil");
+    fs::copy_file(kTrace, dir_ + "/after_fix_trace.json");
+    fs::copy_file(kTrace, dir_ + "/sub dir/a&b <x>.json");
+    fs::copy_file(kGzTrace, dir_ + "/w.pt.trace.json.gz");
+    std::ofstream(base_ + "/secret.json") << "SECRET";
+    std::ofstream(base_ + "/traces-evil/x.json") << "SECRET";
+    std::ofstream(dir_ + "/.git/hidden.json") << "SECRET";
+    std::ofstream(dir_ + "/notes.txt") << "not a trace";
+    fs::create_symlink(base_ + "/secret.json", dir_ + "/out.json");
+    fs::create_symlink("../traces-evil/x.json", dir_ + "/prefix.json");  // shares the root's prefix
+    fs::create_symlink("after_fix_trace.json", dir_ + "/inside.json");   // a link that stays inside
+  }
+  void TearDown() override {
+    stop_server();
+    fs::remove_all(base_);
+  }
+
+  void start_server(ServeOptions options = {}) {
+    options.dir = dir_;
+    options.port = 0;
+    Result<std::unique_ptr<TraceServer>> s = TraceServer::start(options);
+    ASSERT_TRUE(s) << s.error().to_string();
+    server_ = std::move(s).value();
+    port_ = server_->port();
+    // The socket listens once start() returns: connections wait in its
+    // backlog until run() accepts them, so no sleep is needed.
+    thread_ = std::thread([this] { run_status_ = server_->run(); });
+  }
+  void stop_server() {
+    if (!server_) return;
+    server_->stop();
+    thread_.join();
+    EXPECT_TRUE(run_status_);
+    server_.reset();
+  }
+
+  std::string base_, dir_;
+  std::unique_ptr<TraceServer> server_;
+  std::thread thread_;
+  Status run_status_;
+  int port_ = 0;
+};
+
+TEST_F(ServeTest, FindsTracesRecursivelyAndPrintsPerfettoLinks) {
+  start_server();
+  std::vector<std::string> names;
+  for (const ServedTrace& t : server_->traces()) names.push_back(t.rel_path);
+  // Hidden entries, non-traces and links out of the directory are left out.
+  EXPECT_EQ(names, (std::vector<std::string>{"after_fix_trace.json", "inside.json", "sub dir/a&b <x>.json",
+                                             "w.pt.trace.json.gz"}));
+  EXPECT_EQ(server_->perfetto_link(server_->traces()[0]),
+            "https://ui.perfetto.dev/#!/?url=http://127.0.0.1:" + std::to_string(port_) + "/after_fix_trace.json");
+  EXPECT_EQ(server_->traces()[2].url_path, "/sub%20dir/a%26b%20%3Cx%3E.json");
+  // Perfetto UI decodes the url argument once: the path's '%' are encoded again.
+  EXPECT_EQ(server_->perfetto_link(server_->traces()[2]),
+            "https://ui.perfetto.dev/#!/?url=http://127.0.0.1:" + std::to_string(port_) +
+                "/sub%2520dir/a%2526b%2520%253Cx%253E.json");
+}
+
+TEST_F(ServeTest, GetReturnsTheExactBytesWithCors) {
+  start_server();
+  const Response r = get(port_, "/after_fix_trace.json");
+  ASSERT_EQ(r.status, 200) << r.head;
+  EXPECT_EQ(r.body, slurp(kTrace));
+  EXPECT_TRUE(r.has_header("Access-Control-Allow-Origin: https://ui.perfetto.dev")) << r.head;
+  EXPECT_TRUE(r.has_header("Content-Type: application/json")) << r.head;
+  EXPECT_TRUE(r.has_header("Content-Length: " + std::to_string(slurp(kTrace).size()))) << r.head;
+  EXPECT_TRUE(r.has_header("Connection: close")) << r.head;
+
+  const Response gz = get(port_, "/w.pt.trace.json.gz");
+  ASSERT_EQ(gz.status, 200);
+  EXPECT_EQ(gz.body, slurp(kGzTrace));  // served compressed, unchanged
+  EXPECT_TRUE(gz.has_header("Content-Type: application/gzip")) << gz.head;
+
+  const Response enc = get(port_, "/sub%20dir/a%26b%20%3Cx%3E.json?x=1");
+  EXPECT_EQ(enc.status, 200);
+  EXPECT_EQ(enc.body, slurp(kTrace));
+  EXPECT_EQ(get(port_, "/inside.json").status, 200);  // a link that stays inside is fine
+
+  const Response head = get(port_, "/after_fix_trace.json", "HEAD");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_TRUE(head.body.empty());
+  EXPECT_TRUE(head.has_header("Content-Length: " + std::to_string(slurp(kTrace).size()))) << head.head;
+}
+
+TEST_F(ServeTest, AllowOriginIsConfigurable) {
+  start_server({.allow_origin = "*"});
+  EXPECT_TRUE(get(port_, "/after_fix_trace.json").has_header("Access-Control-Allow-Origin: *"));
+}
+
+TEST_F(ServeTest, AnswersPreflight) {
+  start_server();
+  const Response r = http_exchange(port_,
+                              "OPTIONS /after_fix_trace.json HTTP/1.1\r\nHost: 127.0.0.1:9001\r\n"
+                              "Origin: https://ui.perfetto.dev\r\nAccess-Control-Request-Method: GET\r\n"
+                              "Access-Control-Request-Private-Network: true\r\n\r\n");
+  EXPECT_EQ(r.status, 204) << r.head;
+  EXPECT_TRUE(r.has_header("Access-Control-Allow-Origin: https://ui.perfetto.dev")) << r.head;
+  EXPECT_TRUE(r.has_header("Access-Control-Allow-Methods: GET, HEAD, OPTIONS")) << r.head;
+  EXPECT_TRUE(r.has_header("Access-Control-Allow-Headers: *")) << r.head;
+  EXPECT_TRUE(r.has_header("Access-Control-Allow-Private-Network: true")) << r.head;
+  EXPECT_TRUE(r.body.empty());
+  EXPECT_EQ(http_exchange(port_, "OPTIONS * HTTP/1.1\r\n\r\n").status, 204);
+}
+
+TEST_F(ServeTest, IndexListsTracesWithVerdictsAndLinks) {
+  start_server();
+  const Response r = get(port_, "/");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_TRUE(r.has_header("Content-Type: text/html; charset=utf-8")) << r.head;
+  Result<Trace> t = read_trace(kTrace);
+  ASSERT_TRUE(t);
+  const std::string verdict(verdict_name(diagnose(*t).verdict));
+  EXPECT_NE(r.body.find("<a href=\"/after_fix_trace.json\">after_fix_trace.json</a>"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("<td class=\"verdict\">" + verdict + "</td>"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find(html_escape(server_->perfetto_link(server_->traces()[0]))), std::string::npos);
+  // Every name is escaped.
+  EXPECT_NE(r.body.find("sub dir/a&amp;b &lt;x&gt;.json"), std::string::npos);
+  EXPECT_EQ(r.body.find("<x>"), std::string::npos);
+  EXPECT_EQ(r.body.find("secret"), std::string::npos);
+  EXPECT_EQ(r.body.find("hidden.json"), std::string::npos);
+  // Cached: a second index is the same page.
+  EXPECT_EQ(get(port_, "/index.html").body, r.body);
+}
+
+TEST_F(ServeTest, RefusesEverythingOutsideTheDirectory) {
+  start_server();
+  const std::vector<std::string> targets = {
+      "/../secret.json",
+      "/%2e%2e/secret.json",
+      "/%2E%2E/secret.json",
+      "/%252e%252e/secret.json",
+      "/..%2fsecret.json",
+      "/sub%20dir/..%2F..%2Fsecret.json",
+      "/sub dir/../../secret.json",
+      "/./after_fix_trace.json",
+      "//etc/passwd",
+      "/etc/passwd",
+      "/%2fetc%2fpasswd",
+      "/out.json",
+      "/prefix.json",
+      "/.git/hidden.json",
+      "/after_fix_trace.json%00.txt",
+      "/x%00.json",
+      "/after_fix_trace.json%5c..%5c..%5csecret.json",
+      "/notes.txt",
+      "/sub%20dir",
+      "/%zz.json",
+      "/%2",
+      "http://evil/etc/passwd",
+      "http://127.0.0.1/../secret.json",
+  };
+  for (const std::string& target : targets) {
+    const Response r = get(port_, target);
+    EXPECT_TRUE(r.status == 400 || r.status == 403 || r.status == 404) << target << " -> " << r.status;
+    EXPECT_EQ(r.body.find("SECRET"), std::string::npos) << target;
+    EXPECT_EQ(r.body.find("root:"), std::string::npos) << target;
+  }
+  // The ones that name something real outside are refused as such.
+  EXPECT_EQ(get(port_, "/../secret.json").status, 403);
+  EXPECT_EQ(get(port_, "/%2e%2e/secret.json").status, 403);
+  EXPECT_EQ(get(port_, "/..%2fsecret.json").status, 403);
+  EXPECT_EQ(get(port_, "/out.json").status, 403);
+  EXPECT_EQ(get(port_, "/prefix.json").status, 403);
+  EXPECT_EQ(get(port_, "/x%00.json").status, 403);
+  EXPECT_EQ(get(port_, "http://evil/etc/passwd").status, 400);
+  // A raw NUL byte in the request line is malformed.
+  static constexpr char kNul[] = "GET /after_fix_trace.json\0 HTTP/1.1\r\n\r\n";
+  EXPECT_EQ(http_exchange(port_, std::string(kNul, sizeof kNul - 1)).status, 400);
+}
+
+TEST_F(ServeTest, RejectsBadRequestsMethodsAndForeignHosts) {
+  start_server();
+  const Response del = get(port_, "/after_fix_trace.json", "DELETE");
+  EXPECT_EQ(del.status, 405);
+  EXPECT_TRUE(del.has_header("Allow: GET, HEAD, OPTIONS")) << del.head;
+  EXPECT_EQ(get(port_, "/after_fix_trace.json", "POST").status, 405);
+  EXPECT_EQ(http_exchange(port_, "garbage\r\n\r\n").status, 400);
+  EXPECT_EQ(http_exchange(port_, "GET / HTTP/1.1 extra\r\n\r\n").status, 400);
+  EXPECT_EQ(http_exchange(port_, "GET / FTP/1.0\r\n\r\n").status, 400);
+  EXPECT_EQ(http_exchange(port_, "GET / HTTP/2.0\r\n\r\n").status, 505);
+  EXPECT_EQ(http_exchange(port_, "GET / HTTP/1.1\r\nno colon here\r\n\r\n").status, 400);
+  EXPECT_EQ(http_exchange(port_, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n folded\r\n\r\n").status, 400);
+  // DNS rebinding: a loopback server answers loopback names only.
+  EXPECT_EQ(http_exchange(port_, "GET / HTTP/1.1\r\nHost: evil.example\r\n\r\n").status, 403);
+  EXPECT_EQ(http_exchange(port_, "GET / HTTP/1.1\r\nHost: localhost:9001\r\n\r\n").status, 200);
+  EXPECT_EQ(http_exchange(port_, "GET / HTTP/1.0\r\n\r\n").status, 200);
+}
+
+TEST_F(ServeTest, HugeHeadersGet4xx) {
+  start_server();
+  const std::string big(100 * 1024, 'a');
+  const Response header = http_exchange(port_, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + big + "\r\n\r\n");
+  EXPECT_EQ(header.status, 431);
+  const Response line = http_exchange(port_, "GET /" + big + " HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(line.status, 414);
+  std::string many = "GET / HTTP/1.1\r\n";
+  for (int i = 0; i < 200; ++i) many += "X-" + std::to_string(i) + ": 1\r\n";
+  EXPECT_EQ(http_exchange(port_, many + "\r\n").status, 431);
+  EXPECT_EQ(get(port_, "/after_fix_trace.json").status, 200);  // and it still answers
+}
+
+TEST_F(ServeTest, SlowClientTimesOutWithoutBlockingOthers) {
+  start_server({.io_timeout_ms = 1000});
+  const int idle = connect_to(port_);  // sends nothing
+  ASSERT_GE(idle, 0);
+  const int partial = connect_to(port_);  // sends half a request
+  ASSERT_GE(partial, 0);
+  ASSERT_EQ(::send(partial, "GET / HTTP/1.1\r\n", 16, MSG_NOSIGNAL), 16);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(get(port_, "/after_fix_trace.json").status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(800));
+  // The idle ones are answered 408 once their time is up, and closed.
+  for (const int fd : {idle, partial}) {
+    std::string raw;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) raw.append(buf, static_cast<std::size_t>(n));
+    EXPECT_EQ(raw.rfind("HTTP/1.1 408 ", 0), 0u) << raw;
+    ::close(fd);
+  }
+}
+
+TEST_F(ServeTest, TenThousandRequestsLeaveItAnswering) {
+  start_server();
+  const std::string head_req = "HEAD /after_fix_trace.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  int ok = 0, refused = 0, bad = 0, dropped = 0;
+  for (int i = 0; i < 10'000; ++i) {
+    switch (i % 8) {
+      case 0: bad += http_exchange(port_, "BREW /pot HTTP/1.1\r\n\r\n").status == 405; break;
+      case 1: refused += http_exchange(port_, "GET /%2e%2e/secret.json HTTP/1.1\r\n\r\n").status == 403; break;
+      case 2: {  // connects and leaves at once
+        const int fd = connect_to(port_);
+        ASSERT_GE(fd, 0);
+        ::close(fd);
+        ++dropped;
+        break;
+      }
+      default: ok += http_exchange(port_, head_req).status == 200;
+    }
+  }
+  EXPECT_EQ(bad, 1250);
+  EXPECT_EQ(refused, 1250);
+  EXPECT_EQ(dropped, 1250);
+  EXPECT_EQ(ok, 6250);
+  const Response r = get(port_, "/after_fix_trace.json");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, slurp(kTrace));
+}
+
+TEST_F(ServeTest, MaxConnectionsEndsRun) {
+  ServeOptions options{.max_connections = 2};
+  options.dir = dir_;
+  options.port = 0;
+  Result<std::unique_ptr<TraceServer>> s = TraceServer::start(options);
+  ASSERT_TRUE(s);
+  const int port = (*s)->port();
+  std::thread t([&] { EXPECT_TRUE((*s)->run()); });
+  EXPECT_EQ(get(port, "/").status, 200);
+  EXPECT_EQ(get(port, "/after_fix_trace.json").status, 200);
+  t.join();
+  EXPECT_EQ((*s)->connections_handled(), 2u);
+}
+
+TEST_F(ServeTest, StartErrors) {
+  EXPECT_EQ(TraceServer::start({.dir = base_ + "/missing"}).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(TraceServer::start({.dir = base_ + "/secret.json"}).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(TraceServer::start({.dir = dir_, .bind_address = "not-an-ip"}).error().code(),
+            ErrorCode::kInvalidArgument);
+  start_server();
+  Result<std::unique_ptr<TraceServer>> second = TraceServer::start({.dir = dir_, .port = port_});
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code(), ErrorCode::kIo);
+  EXPECT_NE(second.error().message().find("in use"), std::string::npos) << second.error().message();
+}
+
+TEST(ServePathTest, DecodesOnceAndRefusesTraversal) {
+  EXPECT_EQ(decode_request_path("/a/b%20c.json").rel_path, "a/b c.json");
+  EXPECT_EQ(decode_request_path("/%252e%252e").rel_path, "%2e%2e");  // once, not twice
+  EXPECT_EQ(decode_request_path("/..").check, PathCheck::kForbidden);
+  EXPECT_EQ(decode_request_path("/a/%2E%2e/b").check, PathCheck::kForbidden);
+  EXPECT_EQ(decode_request_path("/a%2fb").check, PathCheck::kForbidden);
+  EXPECT_EQ(decode_request_path("/a%5cb").check, PathCheck::kForbidden);
+  EXPECT_EQ(decode_request_path("/a%00").check, PathCheck::kForbidden);
+  EXPECT_EQ(decode_request_path("/a%0a").check, PathCheck::kForbidden);
+  EXPECT_EQ(decode_request_path("//a").check, PathCheck::kForbidden);
+  EXPECT_EQ(decode_request_path("/a/").check, PathCheck::kForbidden);
+  EXPECT_EQ(decode_request_path("a").check, PathCheck::kForbidden);
+  EXPECT_EQ(decode_request_path("/a%2").check, PathCheck::kBadRequest);
+  EXPECT_EQ(decode_request_path("/a%g0").check, PathCheck::kBadRequest);
+  EXPECT_EQ(percent_encode_path("a b/c&d%.json"), "a%20b/c%26d%25.json");
+  EXPECT_EQ(html_escape("<a href=\"x\">&'</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
+  EXPECT_TRUE(is_trace_name("x.pt.trace.json.gz"));
+  EXPECT_FALSE(is_trace_name("x.json.txt"));
+}
+
+#ifdef TPROF_BIN
+// Starts `tprof serve ARGS` with its stdout on a pipe; returns its pid.
+pid_t spawn_serve(const std::vector<std::string>& args, int* out_fd) {
+  int fds[2];
+  if (::pipe(fds) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fds[1], 1);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(TPROF_BIN));
+    argv.push_back(const_cast<char*>("-q"));  // a global flag: before the subcommand
+    argv.push_back(const_cast<char*>("serve"));
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(TPROF_BIN, argv.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  *out_fd = fds[0];
+  return pid;
+}
+
+// Reads the child's first stdout line ("serving N traces from D at http://127.0.0.1:P/ ...").
+int read_port(int fd, std::string* line) {
+  char c;
+  while (::read(fd, &c, 1) == 1 && c != '\n') line->push_back(c);
+  const std::size_t at = line->find("http://127.0.0.1:");
+  return at == std::string::npos ? -1 : std::atoi(line->c_str() + at + 17);
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST_F(ServeTest, CliStopsOnSigtermWithExitZero) {
+  int out = -1;
+  const pid_t pid = spawn_serve({dir_, "--port", "0"}, &out);
+  ASSERT_GT(pid, 0);
+  std::string line;
+  const int port = read_port(out, &line);
+  ASSERT_GT(port, 0) << line;
+  std::string links;
+  char c;
+  for (int n = 0; n < 4 && ::read(out, &c, 1) == 1;) {
+    if (c == '\n') ++n;
+    links.push_back(c);
+  }
+  EXPECT_NE(links.find("https://ui.perfetto.dev/#!/?url=http://127.0.0.1:" + std::to_string(port) +
+                       "/after_fix_trace.json\n"),
+            std::string::npos)
+      << links;
+  EXPECT_EQ(get(port, "/after_fix_trace.json").status, 200);
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(wait_exit(pid), 0);
+  ::close(out);
+}
+
+TEST_F(ServeTest, CliMaxRequestsAndBadInput) {
+  int out = -1;
+  pid_t pid = spawn_serve({dir_, "--port", "0", "--max-requests", "1"}, &out);
+  std::string line;
+  const int port = read_port(out, &line);
+  ASSERT_GT(port, 0) << line;
+  EXPECT_EQ(get(port, "/").status, 200);
+  EXPECT_EQ(wait_exit(pid), 0);
+  ::close(out);
+
+  pid = spawn_serve({base_ + "/missing", "--port", "0"}, &out);
+  EXPECT_EQ(wait_exit(pid), 2);
+  ::close(out);
+  pid = spawn_serve({base_ + "/secret.json", "--port", "0"}, &out);
+  EXPECT_EQ(wait_exit(pid), 2);
+  ::close(out);
+  start_server();
+  pid = spawn_serve({dir_, "--port", std::to_string(port_)}, &out);
+  EXPECT_EQ(wait_exit(pid), 2);  // port in use
+  ::close(out);
+}
+#endif
+
+}  // namespace
+}  // namespace tprof::internal
