@@ -56,6 +56,14 @@ void add_serve_command(CLI::App& app, int* rc) {
       return;
     }
     internal::TraceServer& s = **server;
+    // Handlers first: a Ctrl-C as soon as the links show still exits 0.
+    g_server.store(&s);
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    struct sigaction old_int {}, old_term {};
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     std::printf("serving %zu trace%s from %s at %s/ (Ctrl-C stops)\n", s.traces().size(),
                 s.traces().size() == 1 ? "" : "s", s.root().c_str(), s.base_url().c_str());
     for (const internal::ServedTrace& t : s.traces()) std::printf("%s\n", s.perfetto_link(t).c_str());
@@ -66,13 +74,6 @@ void add_serve_command(CLI::App& app, int* rc) {
                 << s.port() << " open in a self-hosted or local Perfetto UI\n";
     }
 
-    g_server.store(&s);
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    struct sigaction old_int {}, old_term {};
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
     const Status st = s.run();
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
