@@ -75,7 +75,9 @@ inline Schedule schedule(ScheduleOptions options) { return Schedule(options); }
 class Profiler;
 
 // Called when a window's trace is ready (torch's on_trace_ready). Its error,
-// if any, is returned by the step()/stop() that delivered the trace.
+// if any, is returned by the step()/stop() that delivered the trace; so is an
+// exception it throws (as an error naming it: none escapes tprof, not even
+// from ~Profiler). Inside it, start()/step()/stop() return an error.
 using TraceHandler = std::function<Status(Profiler&)>;
 
 // torch.profiler.tensorboard_trace_handler: writes each trace to
@@ -154,10 +156,12 @@ class Profiler {
   ProfilerAction action_ = ProfilerAction::kNone;
   bool running_ = false;
   bool recording_ = false;
+  bool delivering_ = false;  // inside on_trace_ready
   std::uint64_t step_start_ = 0;  // ticks of the open step annotation, 0 = none
   std::int64_t step_label_ = 0;
   std::int64_t window_start_ns_ = 0;
   std::int64_t window_start_monotonic_ns_ = 0;
+  std::uint64_t window_start_ticks_ = 0;
   // Kineto's CUDA activities (CUPTI), when asked for and built in. Started
   // when a warmup or window begins, stopped (flushed, disabled) when the
   // window ends.

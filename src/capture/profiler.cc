@@ -12,9 +12,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <exception>
 #include <fstream>
+#include <string>
 
 #include "src/base/clock.h"
+#include "src/base/file.h"
 #include "src/capture/activity_source.h"
 #include "src/capture/recorder.h"
 #include "src/capture/trace_builder.h"
@@ -65,11 +68,30 @@ void Profiler::start_device() {
   if (!s.ok()) device_problem_ = s.error().message();
 }
 
+namespace {
+
+Error reentered(const char* what) {
+  return Error(ErrorCode::kInvalidArgument,
+               std::string(what) + "() called from on_trace_ready: the profiler is delivering a trace");
+}
+
+}  // namespace
+
 Status Profiler::start() {
+  if (delivering_) return reentered("start");
   if (running_) return Error(ErrorCode::kInvalidArgument, "the profiler is already running");
   if (options_.schedule.is_set() && !options_.schedule.valid()) {
     return Error(ErrorCode::kInvalidArgument,
                  "invalid profiler schedule arguments (need wait, warmup, repeat, skip_first >= 0 and active > 0)");
+  }
+  // Per recording thread: records of 32 bytes and the shapes arena. A size
+  // no machine can give is refused here, not discovered by the first scope.
+  const std::uint64_t per_thread = std::uint64_t{options_.buffer_events_per_thread} * sizeof(internal::Record) +
+                                   std::uint64_t{options_.payload_words_per_thread} * sizeof(std::uint64_t);
+  if (per_thread > internal::half_physical_memory()) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "buffer_events_per_thread and payload_words_per_thread ask for " + std::to_string(per_thread >> 20) +
+                     " MiB per recording thread, more than half the physical memory");
   }
   Profiler* expected = nullptr;
   if (!g_active.compare_exchange_strong(expected, this)) {
@@ -94,6 +116,7 @@ Status Profiler::start() {
 }
 
 Status Profiler::step() {
+  if (delivering_) return reentered("step");
   if (!running_) return Error(ErrorCode::kInvalidArgument, "step() before start()");
   close_step();
   const ProfilerAction prev = action_;
@@ -105,6 +128,7 @@ Status Profiler::step() {
 }
 
 Status Profiler::stop() {
+  if (delivering_) return reentered("stop");
   if (!running_) return {};
   close_step();
   Status s = transition(action_, ProfilerAction::kNone, true);
@@ -139,6 +163,7 @@ void Profiler::start_window() {
   start_device();
   internal::TickClock::instance().sample();
   window_start_ns_ = internal::realtime_ns();
+  window_start_ticks_ = internal::read_ticks();
   window_start_monotonic_ns_ = static_cast<std::int64_t>(internal::monotonic_ns());
   internal::g_epoch.fetch_add(1, std::memory_order_relaxed);
   internal::g_record_shapes.store(options_.record_shapes, std::memory_order_relaxed);
@@ -157,6 +182,7 @@ void Profiler::stop_window() {
   info.process_name = process_name();
   info.window_start_ns = window_start_ns_;
   info.window_start_monotonic_ns = window_start_monotonic_ns_;
+  info.window_start_ticks = window_start_ticks_;
   info.cuda_requested = wants_cuda();
   info.cuda_available = device_ != nullptr;
   internal::DeviceBatch device;
@@ -206,7 +232,19 @@ Status Profiler::transition(ProfilerAction from, ProfilerAction to, bool exiting
   }
   Status status;
   if (stop) stop_window();
-  if (ready && options_.on_trace_ready) status = options_.on_trace_ready(*this);
+  if (ready && options_.on_trace_ready) {
+    // The user's code: an exception becomes the call's error (it would
+    // otherwise leave the profiler half-stopped, or terminate in ~Profiler).
+    delivering_ = true;
+    try {
+      status = options_.on_trace_ready(*this);
+    } catch (const std::exception& e) {
+      status = Error(ErrorCode::kInternal, std::string("on_trace_ready threw: ") + e.what());
+    } catch (...) {
+      status = Error(ErrorCode::kInternal, "on_trace_ready threw an exception that is not a std::exception");
+    }
+    delivering_ = false;
+  }
   // torch's prepare: the GPU tracer starts with the warmup, so that its
   // set-up cost is not in the recorded window.
   if (to == A::kWarmup && !exiting) start_device();

@@ -11,6 +11,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 
 #include "src/base/hash.h"
@@ -49,6 +50,9 @@ Registry& registry() {
 }
 
 thread_local ThreadState* tl_state = nullptr;
+// Set when the guard below has run: a record made later in the thread's exit
+// (another thread_local's destructor) gets a state that is already dead.
+constinit thread_local bool tl_exited = false;
 
 // Marks the thread's state dead when the thread exits; the collector frees it.
 struct ExitGuard {
@@ -56,6 +60,7 @@ struct ExitGuard {
     if (tl_state != nullptr) tl_state->alive.store(false, std::memory_order_release);
     tl_state = nullptr;
     tl_buffer = nullptr;
+    tl_exited = true;
   }
 };
 thread_local ExitGuard tl_exit_guard;
@@ -89,16 +94,36 @@ struct NameCache {
   std::vector<Slot> slots = std::vector<Slot>(64);
   std::size_t used = 0;
 };
-thread_local NameCache tl_names;
+// The cache lives on the heap behind trivially destructible thread_locals:
+// a scope with a runtime name can run inside another thread_local's
+// destructor after this thread's cache is gone (a pool worker exiting while
+// a window records); it then goes to the process-wide table directly.
+constinit thread_local NameCache* tl_names = nullptr;
+constinit thread_local bool tl_names_gone = false;
+struct NameCacheOwner {
+  ~NameCacheOwner() {
+    delete tl_names;
+    tl_names = nullptr;
+    tl_names_gone = true;
+  }
+};
+thread_local NameCacheOwner tl_names_owner;
+
+NameCache* name_cache() {
+  if (tl_names != nullptr || tl_names_gone) return tl_names;
+  tl_names = new (std::nothrow) NameCache();
+  (void)&tl_names_owner;  // constructs the owner: its destructor frees the cache at thread exit
+  return tl_names;
+}
 
 std::uint32_t intern_dynamic(std::string_view name, const char* category) {
   std::string key;
   const std::string_view cat = category != nullptr ? category : kUserAnnotation;
   const std::uint64_t h = mix64(hash_str(name), hash_str(cat));
-  NameCache& cache = tl_names;
-  std::size_t mask = cache.slots.size() - 1;
-  for (std::size_t i = h & mask;; i = (i + 1) & mask) {
-    NameCache::Slot& s = cache.slots[i];
+  NameCache* const cached = name_cache();
+  std::size_t mask = cached != nullptr ? cached->slots.size() - 1 : 0;
+  for (std::size_t i = h & mask; cached != nullptr; i = (i + 1) & mask) {
+    NameCache::Slot& s = cached->slots[i];
     if (!s.used) break;
     if (s.hash == h && s.key.size() == name.size() + 1 + cat.size() && s.key.compare(0, name.size(), name) == 0 &&
         s.key.compare(name.size() + 1, std::string::npos, cat) == 0) {
@@ -125,6 +150,8 @@ std::uint32_t intern_dynamic(std::string_view name, const char* category) {
     }
     id = it->second;
   }
+  if (cached == nullptr) return id;
+  NameCache& cache = *cached;
   if ((cache.used + 1) * 2 > cache.slots.size()) {
     std::vector<NameCache::Slot> bigger(cache.slots.size() * 2);
     mask = bigger.size() - 1;
@@ -152,7 +179,40 @@ void configure_buffers(std::uint32_t events_per_thread, std::uint32_t payload_wo
   r.payload_capacity = payload_words_per_thread;
 }
 
+namespace {
+
+ThreadBuffer* attach_thread_buffer_or_throw();
+
+}  // namespace
+
 ThreadBuffer* attach_thread_buffer() noexcept {
+  // Out of memory for the registry or the thread's state: the event is
+  // dropped (uncounted: there is no buffer to count it in), never an abort.
+  try {
+    return attach_thread_buffer_or_throw();
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
+namespace {
+
+// Allocates a thread's arrays; on failure the buffer has no room, so every
+// record of the window is counted as dropped.
+template <typename T>
+void reallocate(std::unique_ptr<T[]>* storage, T** view, std::uint32_t* capacity, std::uint32_t wanted) {
+  if (*capacity == wanted && *view != nullptr) return;
+  storage->reset();
+  *view = nullptr;
+  *capacity = 0;
+  std::unique_ptr<T[]> fresh(new (std::nothrow) T[wanted]);
+  if (fresh == nullptr) return;
+  *view = fresh.get();
+  *capacity = wanted;
+  *storage = std::move(fresh);
+}
+
+ThreadBuffer* attach_thread_buffer_or_throw() {
   Registry& r = registry();
   ThreadState* st = tl_state;
   std::uint32_t capacity = 0, payload_capacity = 0;
@@ -168,20 +228,18 @@ ThreadBuffer* attach_thread_buffer() noexcept {
   }
   if (tl_state == nullptr) {
     tl_state = st;
-    (void)&tl_exit_guard;  // constructs the guard: its destructor runs at thread exit
+    if (tl_exited) {
+      st->alive.store(false, std::memory_order_release);  // collected after this window, then freed
+    } else {
+      (void)&tl_exit_guard;  // constructs the guard: its destructor runs at thread exit
+    }
   }
   // Preallocated once per thread (pages are touched only as records are
   // written); reallocated only when a later profiler asks for another size.
   // The collector never reads a buffer of the window being reset here.
-  if (st->buffer.capacity != capacity) {
-    st->records = std::make_unique_for_overwrite<Record[]>(capacity);
-    st->buffer.records = st->records.get();
-    st->buffer.capacity = capacity;
-  }
-  if (st->buffer.payload_capacity != payload_capacity) {
-    st->payload = std::make_unique_for_overwrite<std::uint64_t[]>(payload_capacity);
-    st->buffer.payload = st->payload.get();
-    st->buffer.payload_capacity = payload_capacity;
+  reallocate(&st->records, &st->buffer.records, &st->buffer.capacity, capacity);
+  if (payload_capacity > 0) {
+    reallocate(&st->payload, &st->buffer.payload, &st->buffer.payload_capacity, payload_capacity);
   }
   st->buffer.size = 0;
   st->buffer.payload_size = 0;
@@ -199,18 +257,21 @@ ThreadBuffer* attach_thread_buffer() noexcept {
   return tl_buffer;
 }
 
+}  // namespace
+
 std::vector<ThreadRecords> collect(std::uint32_t epoch) {
   Registry& r = registry();
   std::vector<ThreadRecords> out;
   std::lock_guard<std::mutex> lock(r.mu);
   for (const auto& st : r.threads) {
     const ThreadBuffer& b = st->buffer;
-    if (b.epoch.load(std::memory_order_acquire) != epoch || b.records == nullptr) continue;
+    if (b.epoch.load(std::memory_order_acquire) != epoch) continue;
+    if (b.records == nullptr && b.dropped.load(std::memory_order_relaxed) == 0) continue;
     const std::uint32_t n = b.published.load(std::memory_order_acquire);
     ThreadRecords tr;
     tr.tid = st->tid;
     tr.name = st->name;
-    tr.records = std::span<const Record>(b.records, n);
+    tr.records = b.records != nullptr ? std::span<const Record>(b.records, n) : std::span<const Record>();
     // The whole arena: readers follow only the entries published records
     // refer to, which were written before those records were published.
     tr.payload = std::span<const std::uint64_t>(b.payload, b.payload != nullptr ? b.payload_capacity : 0u);

@@ -432,6 +432,7 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
         });
         continue;
       }
+      if (r.b < info_.window_start_ticks) continue;  // began before the window: not the window's
       StrId name = kEmptyStr, cat = user_annotation;
       EventKind kind = user_annotation_kind;
       if (r.kind == kRecordScope) {

@@ -23,6 +23,10 @@ struct CaptureInfo {
   // Device activity that started before this CLOCK_MONOTONIC time (a
   // warmup's) is not part of the window.
   std::int64_t window_start_monotonic_ns = 0;
+  // CPU scopes that began before this tick (open when the window started,
+  // e.g. at the previous window's stop()) are not part of the window: torch
+  // records an op only when the profiler saw it begin.
+  std::uint64_t window_start_ticks = 0;
 };
 
 // Builds the window's trace from the threads' records and the device

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <stdexcept>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -371,6 +373,92 @@ TEST(TensorboardHandler, NamesFilesLikeTorch) {
   EXPECT_NE(s.error().message().find("Can't create directory"), std::string::npos);
   EXPECT_FALSE(bad.stop());  // the next window is delivered at stop(), and fails the same way
   std::remove(file.c_str());
+}
+
+// ---- faults in the user's code and at the edges (issue 13) ----------------
+
+std::size_t count_named(const Trace& t, std::string_view name) {
+  std::size_t n = 0;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) n += t.name(e) == name ? 1 : 0;
+  return n;
+}
+
+TEST(ProfilerFaults, AHandlerThatThrowsIsAnErrorNotATerminate) {
+  auto thrower = [](Profiler&) -> Status { throw std::runtime_error("disk on fire"); };
+  {
+    Profiler prof({.on_trace_ready = thrower});
+    ASSERT_TRUE(prof.start());
+    { TPROF_RECORD_FUNCTION("work"); }
+    Status s = prof.stop();
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.error().message().find("on_trace_ready threw: disk on fire"), std::string::npos) << s.error().message();
+    EXPECT_TRUE(prof.start());  // the profiler is in a usable state
+  }  // ~Profiler stops it: the handler throws again, and nothing escapes
+  SUCCEED();
+}
+
+TEST(ProfilerFaults, AHandlerThatCallsStopGetsAnErrorInsteadOfRecursing) {
+  Status inner;
+  Profiler prof({.on_trace_ready = [&](Profiler& p) {
+    inner = p.stop();
+    return Status{};
+  }});
+  ASSERT_TRUE(prof.start());
+  { TPROF_RECORD_FUNCTION("work"); }
+  EXPECT_TRUE(prof.stop());
+  ASSERT_FALSE(inner);
+  EXPECT_NE(inner.error().message().find("stop() called from on_trace_ready"), std::string::npos);
+  EXPECT_EQ(count_named(prof.trace(), "work"), 1u);
+}
+
+TEST(ProfilerFaults, AScopeOpenAtStopIsInNoWindow) {
+  // It was missing from its window (it had not ended) and then showed up in
+  // the next one, starting before that window began.
+  Profiler prof;
+  ASSERT_TRUE(prof.start());
+  auto open = std::make_unique<RecordFunction>(std::string("straddler"), kCpuOp);
+  { TPROF_RECORD_FUNCTION("inside first"); }
+  ASSERT_TRUE(prof.stop());
+  EXPECT_EQ(count_named(prof.trace(), "straddler"), 0u);
+  ASSERT_TRUE(prof.start());
+  { TPROF_RECORD_FUNCTION("inside second"); }
+  open.reset();  // ends inside the second window
+  ASSERT_TRUE(prof.stop());
+  EXPECT_EQ(count_named(prof.trace(), "straddler"), 0u);
+  EXPECT_EQ(count_named(prof.trace(), "inside second"), 1u);
+}
+
+TEST(ProfilerFaults, ARuntimeNameInAThreadLocalDestructorIsRecorded) {
+  // A pool worker exiting while a window records: its thread_locals are
+  // destroyed in reverse order, the name cache (made at its first runtime
+  // name) before an object made earlier, whose destructor still records.
+  struct Farewell {
+    bool armed = false;
+    ~Farewell() {
+      if (armed) RecordFunction bye(std::string("farewell ") + "scope", kCpuOp);
+    }
+  };
+  Profiler prof;
+  ASSERT_TRUE(prof.start());
+  std::thread worker([] {
+    thread_local Farewell farewell;
+    farewell.armed = true;
+    { RecordFunction first(std::string("first ") + "name", kCpuOp); }  // creates the cache
+  });
+  worker.join();
+  ASSERT_TRUE(prof.stop());
+  EXPECT_EQ(count_named(prof.trace(), "first name"), 1u);
+  EXPECT_EQ(count_named(prof.trace(), "farewell scope"), 1u);
+}
+
+TEST(ProfilerFaults, BuffersNoMachineCanGiveAreRefusedAtStart) {
+  Profiler prof({.buffer_events_per_thread = UINT32_MAX});
+  Status s = prof.start();
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message().find("more than half the physical memory"), std::string::npos) << s.error().message();
+  Profiler ok;  // the refused one did not keep the process-wide slot
+  EXPECT_TRUE(ok.start());
+  EXPECT_TRUE(ok.stop());
 }
 
 }  // namespace
