@@ -2,14 +2,15 @@
 # Installs the Debian 12 packages tprof needs, when they are missing.
 #   scripts/setup.sh            build dependencies
 #   scripts/setup.sh --test     + what the test suite uses (python3-torch for the
-#                                 real-PyTorch integration test; optional)
+#                                 real-PyTorch integration test, chromium for the
+#                                 headless test of tprof report's page; optional)
 # Nothing is downloaded at build time; apt is the only source.
 set -euo pipefail
 
 BUILD_PKGS=(cmake ninja-build g++ make pkg-config git
             libsimdjson-dev libcli11-dev libdeflate-dev zlib1g-dev
             libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev)
-TEST_PKGS=(python3 python3-torch)
+TEST_PKGS=(python3 python3-torch chromium)
 
 want=("${BUILD_PKGS[@]}")
 optional=()
@@ -48,7 +49,7 @@ fi
 if [[ ${#optional[@]} -gt 0 ]]; then
   need=$(missing "${optional[@]}")
   if [[ -n "$need" ]]; then
-    echo "setup: installing $need (for the real-PyTorch integration test)"
+    echo "setup: installing $need (for the real-PyTorch and headless-browser tests)"
     # shellcheck disable=SC2086
     apt_install $need || echo "setup: could not install $need; the tests that need it will say they are skipped"
   fi

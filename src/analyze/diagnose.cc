@@ -113,6 +113,10 @@ Diagnosis diagnose(const Trace& trace, const DiagnoseOptions& options) {
   // breakdowns alongside the rules. Each part reads the trace and the
   // context only, and the results do not depend on the split.
   const DiagnoseContext c(trace, /*with_averages=*/true);
+  return internal::diagnose(c, options);
+}
+
+Diagnosis internal::diagnose(const DiagnoseContext& c, const DiagnoseOptions& options) {
   std::future<Breakdowns> breakdowns = std::async(std::launch::async, internal::compute_breakdowns, std::cref(c));
   Diagnosis d;
   for (const internal::RuleInfo& r : internal::all_rules()) {

@@ -138,6 +138,10 @@ class DiagnoseContext {
   mutable std::int64_t self_cpu_total_ = 0, self_device_total_ = 0;
 };
 
+// diagnose() on a context the caller built (with_averages: true), so a
+// caller that also reads the context (tprof report) builds it once.
+Diagnosis diagnose(const DiagnoseContext& c, const DiagnoseOptions& options = {});
+
 // tprof kernels' statistics (include/tprof/kernels.h) of the context's
 // device activity: compute_kernels() and the kernel_variance rule.
 KernelsSummary kernel_stats(const DiagnoseContext& c);

@@ -17,6 +17,8 @@ namespace tprof {
 namespace {
 
 using internal::EventClock;
+using internal::evidence_value_text;
+using internal::real_text;
 using internal::format_ns;
 using internal::format_pct;
 using internal::JsonWriter;
@@ -75,43 +77,6 @@ void write_evidence(JsonWriter& w, const Evidence& ev, const EventClock& clock) 
     }
   }
   w.end_object();
-}
-
-std::string real_text(double v) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
-
-// One evidence value in a line of text. Points in time print as where to
-// find them (ms since the trace's start, the file's ts), never as durations.
-std::string evidence_value_text(const Evidence::Field& f, const EventClock& clock, bool short_names) {
-  switch (f.kind) {
-    case Evidence::Kind::kInt:
-      if (internal::is_timestamp_key(f.key)) return clock.at_text(f.i);
-      if (f.key.ends_with("_ns")) return format_ns(f.i);
-      return std::to_string(f.i);
-    case Evidence::Kind::kReal: return real_text(f.d);
-    case Evidence::Kind::kText: return f.s;
-    case Evidence::Kind::kEvent: return clock.event_text(f.events.front(), short_names);
-    case Evidence::Kind::kEvents: {
-      std::string s;
-      for (std::size_t i = 0; i < f.events.size() && i < 5; ++i) s += "\n      - " + clock.event_text(f.events[i], short_names);
-      if (f.events.size() > 5) s += "\n      - ... " + std::to_string(f.events.size() - 5) + " more";
-      return s;
-    }
-    case Evidence::Kind::kInts: {
-      std::string s = "[";
-      for (std::size_t i = 0; i < f.ints.size(); ++i) s += (i ? ", " : "") + std::to_string(f.ints[i]);
-      return s + "]";
-    }
-    case Evidence::Kind::kTexts: {
-      std::string s;
-      for (std::size_t i = 0; i < f.texts.size(); ++i) s += (i ? ", " : "") + f.texts[i];
-      return s;
-    }
-  }
-  return "";
 }
 
 std::string offset_text(const std::optional<std::int64_t>& v) { return v ? format_ns(*v) : std::string("-"); }

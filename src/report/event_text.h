@@ -51,4 +51,11 @@ std::string short_kernel_name(std::string_view name, std::size_t max_chars = 48)
 // not a duration.
 bool is_timestamp_key(std::string_view key);
 
+// "0.1235": a real evidence value to four significant digits.
+std::string real_text(double v);
+// One evidence value in a line of text. Points in time print as where to
+// find them (ms since the trace's start, the file's ts), never as durations;
+// durations as "1.234 ms"; an event list one "\n      - " line per event (5 at most).
+std::string evidence_value_text(const Evidence::Field& f, const EventClock& clock, bool short_names);
+
 }  // namespace tprof::internal
