@@ -198,6 +198,7 @@ void Profiler::stop_window() {
   trace_ = std::make_unique<Trace>(internal::build_trace(threads, device, clock, info));
   threads.clear();
   internal::release_collected();
+  internal::release_dynamic_names();  // the trace holds its own copies
 }
 
 Status Profiler::transition(ProfilerAction from, ProfilerAction to, bool exiting) {

@@ -71,14 +71,21 @@ std::string current_thread_name() {
   return name;
 }
 
-// Runtime names: interned once process-wide; each thread caches its lookups.
+// Runtime names: interned process-wide for a window; each thread caches its
+// lookups. A record carries (generation << 32 | id): the table is emptied
+// after every window (release_dynamic_names), so a program naming millions
+// of scopes does not keep them, and a key from an earlier generation is
+// recognised as stale instead of naming the wrong scope.
 struct NameTable {
   std::mutex mu;
+  std::uint32_t gen = 1;
   std::deque<std::string> names;  // stable addresses
   std::deque<std::string> categories;
   std::unordered_map<std::string, std::uint32_t> ids;
   std::vector<std::uint32_t> category_of;
 };
+std::atomic<std::uint32_t> g_names_gen{1};
+constexpr std::uint64_t kNoName = ~std::uint64_t{0};  // interning failed (no memory)
 NameTable& names() {
   static NameTable* t = new NameTable();
   return *t;
@@ -93,6 +100,7 @@ struct NameCache {
   };
   std::vector<Slot> slots = std::vector<Slot>(64);
   std::size_t used = 0;
+  std::uint32_t gen = 0;  // the table generation its ids belong to
 };
 // The cache lives on the heap behind trivially destructible thread_locals:
 // a scope with a runtime name can run inside another thread_local's
@@ -116,28 +124,35 @@ NameCache* name_cache() {
   return tl_names;
 }
 
-std::uint32_t intern_dynamic(std::string_view name, const char* category) {
+std::uint64_t intern_dynamic_or_throw(std::string_view name, const char* category) {
   std::string key;
   const std::string_view cat = category != nullptr ? category : kUserAnnotation;
   const std::uint64_t h = mix64(hash_str(name), hash_str(cat));
   NameCache* const cached = name_cache();
+  const std::uint32_t current = g_names_gen.load(std::memory_order_acquire);
+  if (cached != nullptr && cached->gen != current) {  // the table was emptied since
+    cached->slots.assign(64, NameCache::Slot{});
+    cached->used = 0;
+    cached->gen = current;
+  }
   std::size_t mask = cached != nullptr ? cached->slots.size() - 1 : 0;
   for (std::size_t i = h & mask; cached != nullptr; i = (i + 1) & mask) {
     NameCache::Slot& s = cached->slots[i];
     if (!s.used) break;
     if (s.hash == h && s.key.size() == name.size() + 1 + cat.size() && s.key.compare(0, name.size(), name) == 0 &&
         s.key.compare(name.size() + 1, std::string::npos, cat) == 0) {
-      return s.id;
+      return (std::uint64_t{current} << 32) | s.id;
     }
   }
   // First time this thread sees the name: the process-wide table, under a lock.
   key.reserve(name.size() + 1 + cat.size());
   key.append(name).push_back('\0');
   key.append(cat);
-  std::uint32_t id = 0;
+  std::uint32_t id = 0, gen = 0;
   {
     NameTable& t = names();
     std::lock_guard<std::mutex> lock(t.mu);
+    gen = t.gen;
     auto [it, added] = t.ids.try_emplace(key, static_cast<std::uint32_t>(t.names.size()));
     if (added) {
       t.names.emplace_back(name);
@@ -150,7 +165,8 @@ std::uint32_t intern_dynamic(std::string_view name, const char* category) {
     }
     id = it->second;
   }
-  if (cached == nullptr) return id;
+  const std::uint64_t result = (std::uint64_t{gen} << 32) | id;
+  if (cached == nullptr || gen != cached->gen) return result;  // emptied meanwhile: not cached
   NameCache& cache = *cached;
   if ((cache.used + 1) * 2 > cache.slots.size()) {
     std::vector<NameCache::Slot> bigger(cache.slots.size() * 2);
@@ -167,7 +183,17 @@ std::uint32_t intern_dynamic(std::string_view name, const char* category) {
   while (cache.slots[i].used) i = (i + 1) & mask;
   cache.slots[i] = NameCache::Slot{h, id, true, std::move(key)};
   ++cache.used;
-  return id;
+  return result;
+}
+
+// Runs inside noexcept scopes: out of memory loses the name (the record is
+// then dropped and counted by the builder), never the process.
+std::uint64_t intern_dynamic(std::string_view name, const char* category) noexcept {
+  try {
+    return intern_dynamic_or_throw(name, category);
+  } catch (...) {
+    return kNoName;
+  }
 }
 
 }  // namespace
@@ -296,13 +322,13 @@ namespace {
 struct RangeStack {
   static constexpr std::uint32_t kMaxDepth = 128;
   std::uint64_t start[kMaxDepth];  // ticks; 0 = opened while not recording
-  std::uint32_t name[kMaxDepth];
+  std::uint64_t name[kMaxDepth];
   std::uint32_t depth;  // may exceed kMaxDepth: those levels are not kept
 };
 constinit thread_local RangeStack tl_ranges{};
 
 struct OpenRange {
-  std::uint32_t name;
+  std::uint64_t name;
   std::uint64_t start;
 };
 struct RangeMap {
@@ -345,7 +371,7 @@ void pop_range() noexcept {
 
 void start_range(std::uint64_t id, std::string_view name) noexcept {
   if (!g_recording.load(std::memory_order_relaxed)) return;
-  const std::uint32_t n = intern_dynamic(name, kUserAnnotation);
+  const std::uint64_t n = intern_dynamic(name, kUserAnnotation);
   const std::uint64_t start = read_ticks();
   RangeMap& m = range_map();
   try {
@@ -371,16 +397,37 @@ void end_range(std::uint64_t id) noexcept {
   append({r.name, r.start, end, 0, kRecordDynamicScope, 0});
 }
 
-std::string_view dynamic_name(std::uint32_t id) {
+bool dynamic_lookup(std::uint64_t key, std::string_view* name, std::string_view* category) {
   NameTable& t = names();
   std::lock_guard<std::mutex> lock(t.mu);
-  return id < t.names.size() ? std::string_view(t.names[id]) : std::string_view();
+  const auto id = static_cast<std::uint32_t>(key);
+  if (key >> 32 != t.gen || id >= t.names.size()) return false;
+  *name = t.names[id];
+  *category = t.categories[t.category_of[id]];
+  return true;
 }
 
-std::string_view dynamic_category(std::uint32_t id) {
+std::size_t dynamic_names_held() {
   NameTable& t = names();
   std::lock_guard<std::mutex> lock(t.mu);
-  return id < t.category_of.size() ? std::string_view(t.categories[t.category_of[id]]) : std::string_view(kUserAnnotation);
+  return t.names.size();
+}
+
+void release_dynamic_names() {
+  NameTable& t = names();
+  std::deque<std::string> names, categories;
+  std::unordered_map<std::string, std::uint32_t> ids;
+  std::vector<std::uint32_t> category_of;
+  {
+    std::lock_guard<std::mutex> lock(t.mu);
+    t.names.swap(names);
+    t.categories.swap(categories);
+    t.ids.swap(ids);
+    t.category_of.swap(category_of);
+    t.gen = t.gen + 1 == static_cast<std::uint32_t>(kNoName >> 32) ? 1 : t.gen + 1;
+    g_names_gen.store(t.gen, std::memory_order_release);
+  }
+  // The old containers are freed here, outside the lock.
 }
 
 }  // namespace tprof::internal

@@ -51,8 +51,14 @@ void pop_range() noexcept;
 void start_range(std::uint64_t id, std::string_view name) noexcept;
 void end_range(std::uint64_t id) noexcept;
 
-// Runtime names of kRecordDynamicScope records: (name id, category id).
-std::string_view dynamic_name(std::uint32_t id);
-std::string_view dynamic_category(std::uint32_t id);
+// The runtime name and category of a kRecordDynamicScope record's key; false
+// when the key is stale (from before the last release) or interning failed.
+// The views stay valid until release_dynamic_names().
+bool dynamic_lookup(std::uint64_t key, std::string_view* name, std::string_view* category);
+// Empties the runtime-name table (after a window's trace is built): names are
+// kept for one window, not for the life of the process.
+void release_dynamic_names();
+// How many runtime names the table holds now (for tests).
+std::size_t dynamic_names_held();
 
 }  // namespace tprof::internal

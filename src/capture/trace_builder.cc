@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -218,7 +219,7 @@ class Builder {
   void link_api_calls(const DeviceBatch& d, const std::vector<std::uint32_t>& api, std::vector<Link>* links);
   void add_device(const DeviceBatch& d);
   const Site& site(const ScopeSite* s);
-  std::pair<StrId, StrId> dynamic(std::uint32_t id);
+  std::optional<std::pair<StrId, StrId>> dynamic(std::uint64_t key);
 
   const TickConversion& clock_;
   const CaptureInfo& info_;
@@ -230,6 +231,8 @@ class Builder {
   std::size_t site_count_ = 0;
   std::vector<std::int8_t> cat_kinds_;                 // per category id: EventKind, -1 unknown
   std::vector<std::pair<StrId, StrId>> dynamic_;       // per runtime name id: name, category
+  std::vector<std::uint64_t> dynamic_key_;             // the full key each entry was read for
+  std::uint64_t stale_names_ = 0;                      // dynamic scopes whose key did not resolve
   std::string args_;
   JsonWriter aw_;
   std::vector<MetaRecord> meta_;
@@ -276,13 +279,18 @@ const Builder::Site& Builder::site(const ScopeSite* s) {
   return added;
 }
 
-std::pair<StrId, StrId> Builder::dynamic(std::uint32_t id) {
-  if (id >= dynamic_.size()) dynamic_.resize(id + 1, {kEmptyStr, kEmptyStr});
-  std::pair<StrId, StrId>& d = dynamic_[id];
-  if (d.second == kEmptyStr) {
-    d = {t_.strings.intern(dynamic_name(id)), t_.strings.intern(dynamic_category(id))};
+std::optional<std::pair<StrId, StrId>> Builder::dynamic(std::uint64_t key) {
+  const auto id = static_cast<std::uint32_t>(key);
+  if (id < dynamic_.size() && dynamic_[id].second != kEmptyStr && dynamic_key_[id] == key) return dynamic_[id];
+  std::string_view name, category;
+  if (!dynamic_lookup(key, &name, &category)) return std::nullopt;
+  if (id >= dynamic_.size()) {
+    dynamic_.resize(id + 1, {kEmptyStr, kEmptyStr});
+    dynamic_key_.resize(id + 1, 0);
   }
-  return d;
+  dynamic_[id] = {t_.strings.intern(name), t_.strings.intern(category)};
+  dynamic_key_[id] = key;
+  return dynamic_[id];
 }
 
 Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch& device) {
@@ -441,7 +449,12 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
         cat = s.cat;
         kind = s.kind;
       } else if (r.kind == kRecordDynamicScope) {
-        std::tie(name, cat) = dynamic(static_cast<std::uint32_t>(r.a));
+        const auto d = dynamic(r.a);
+        if (!d) {  // a stale key (a race with the previous window's release) or no memory to intern
+          ++stale_names_;
+          continue;
+        }
+        std::tie(name, cat) = *d;
         kind = kind_of(cat);
       } else if (r.kind == kRecordStep) {
         name = t_.strings.intern("ProfilerStep#" + std::to_string(static_cast<std::int64_t>(r.a)));
@@ -498,6 +511,13 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   if (device.dropped > 0) {
     t_.diagnostics.add(DiagnosticCode::kDroppedEvents, -1,
                        std::to_string(device.dropped) + " GPU activity records dropped by the tracer (buffers full)");
+  }
+  if (stale_names_ > 0) {
+    t_.meta.dropped_events += stale_names_;
+    t_.diagnostics.add(DiagnosticCode::kDroppedEvents, -1,
+                       std::to_string(stale_names_) +
+                           " scopes with runtime names dropped: named across a window boundary, or no memory to "
+                           "intern the name");
   }
   assemble_trace(&t_, meta_, {});
   return std::move(t_);

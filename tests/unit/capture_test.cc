@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "src/base/file.h"
+#include "src/capture/recorder.h"
 #include "tests/support/trace_compare.h"
 #include "tprof/profiler.h"
 #include "tprof/read.h"
@@ -459,6 +460,27 @@ TEST(ProfilerFaults, BuffersNoMachineCanGiveAreRefusedAtStart) {
   Profiler ok;  // the refused one did not keep the process-wide slot
   EXPECT_TRUE(ok.start());
   EXPECT_TRUE(ok.stop());
+}
+
+TEST(ProfilerFaults, RuntimeNamesAreKeptForOneWindowOnly) {
+  // 2M unique names used to stay in the process (917 MB, 794 MB a window
+  // later). The table is emptied once each window's trace is built; names
+  // reused in the next window are interned again and named right.
+  Profiler prof;
+  ASSERT_TRUE(prof.start());
+  for (int i = 0; i < 50000; ++i) RecordFunction r("unique name " + std::to_string(i), kCpuOp);
+  { RecordFunction again(std::string("shared"), kCpuOp); }
+  ASSERT_TRUE(prof.stop());
+  EXPECT_EQ(internal::dynamic_names_held(), 0u);
+  EXPECT_EQ(count_named(prof.trace(), "unique name 49999"), 1u);
+  ASSERT_TRUE(prof.start());
+  { RecordFunction again(std::string("shared"), kCpuOp); }
+  { RecordFunction fresh(std::string("second window"), kUserAnnotation); }
+  ASSERT_TRUE(prof.stop());
+  EXPECT_EQ(count_named(prof.trace(), "shared"), 1u);
+  EXPECT_EQ(count_named(prof.trace(), "second window"), 1u);
+  EXPECT_EQ(count_named(prof.trace(), "unique name 0"), 0u);
+  EXPECT_EQ(prof.trace().meta.dropped_events, 0u);
 }
 
 }  // namespace
