@@ -210,6 +210,29 @@ TEST_F(MatmulAddExample, EagerRunWritesTwentyStepsAndTorchsTable) {
   EXPECT_EQ(cli.out, table);
 }
 
+// tprof sweep runs this example at each size and reads its traces back.
+TEST_F(MatmulAddExample, SweepRunsEachSizeAndChartsIt) {
+  const fs::path html = dir_ / "sweep.html";
+  fs::create_directories(dir_);
+  const CliResult r = run_cli(TPROF_BIN, {"-q", "sweep", "--program", MATMUL_ADD_BIN, "--sizes", "8,32,128", "--steps",
+                                          "3", "--format", "json", "--html", html.string(), "--keep", dir_.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex size_re(R"("size": (\d+))");
+  std::vector<int> sizes;
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), size_re); it != std::sregex_iterator(); ++it) {
+    sizes.push_back(std::stoi((*it)[1]));
+  }
+  EXPECT_EQ(sizes, (std::vector<int>{8, 32, 128})) << r.out;
+  EXPECT_NE(r.out.find("\"steps\": 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"verdict\": \"cpu-only\""), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(dir_ / "128_fp32_warm_eager.json"));
+  EXPECT_NE(read_text(html).find("data-points=\"3\""), std::string::npos);
+  // A program that fails: exit 2 with its output's tail.
+  const CliResult bad = run_cli(TPROF_BIN, {"-q", "sweep", "--program", "/bin/false", "--sizes", "8"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("failed"), std::string::npos) << bad.err;
+}
+
 TEST_F(MatmulAddExample, CompileRunsOneAddmmWithABiasCopy) {
   const CliResult run = run_example({"--size", "64", "--dtype", "fp32", "--compile"});
   ASSERT_EQ(run.exit_code, 0) << run.err;

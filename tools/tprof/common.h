@@ -60,6 +60,7 @@ void add_kernels_command(CLI::App& app, int* rc);
 void add_compare_command(CLI::App& app, int* rc);
 void add_record_command(CLI::App& app, int* rc);
 void add_serve_command(CLI::App& app, int* rc);
+void add_sweep_command(CLI::App& app, int* rc);
 void add_report_html_command(CLI::App& app, int* rc);
 
 }  // namespace tprof::cli

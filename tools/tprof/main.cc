@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   add_compare_command(app, &rc);
   add_record_command(app, &rc);
   add_serve_command(app, &rc);
+  add_sweep_command(app, &rc);
   add_report_html_command(app, &rc);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,131 @@
+#include "tprof/sweep.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "src/analyze/intervals.h"
+#include "src/base/saturate.h"
+#include "tprof/diagnose.h"
+#include "tprof/steps.h"
+
+namespace tprof {
+
+namespace {
+
+std::int64_t median(std::vector<std::int64_t> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+bool is_host_op(EventKind k) { return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation; }
+
+bool is_device_work(EventKind k) {
+  return k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset;
+}
+
+// Per step (by start), the time in leaf host ops of the step's thread: a
+// stack per lane over the ops sorted by (start, longer first); an op with a
+// child nested in it is not a leaf.
+std::vector<std::int64_t> leaf_time_per_step(const Trace& t, const StepsSummary& steps) {
+  const EventColumns& ev = t.events;
+  std::vector<std::uint32_t> ops;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (ev.phase[e] != Phase::kComplete || !is_host_op(ev.kind[e])) continue;
+    if (t.name(e).starts_with("ProfilerStep#")) continue;
+    ops.push_back(e);
+  }
+  std::sort(ops.begin(), ops.end(), [&](std::uint32_t a, std::uint32_t b) {
+    if (ev.lane[a] != ev.lane[b]) return ev.lane[a] < ev.lane[b];
+    if (ev.ts_ns[a] != ev.ts_ns[b]) return ev.ts_ns[a] < ev.ts_ns[b];
+    return ev.dur_ns[a] > ev.dur_ns[b];
+  });
+  std::vector<std::uint8_t> has_child(ev.size(), 0);
+  std::vector<std::uint32_t> stack;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const std::uint32_t e = ops[i];
+    if (i > 0 && ev.lane[ops[i - 1]] != ev.lane[e]) stack.clear();
+    const std::int64_t end = internal::sat_add(ev.ts_ns[e], ev.dur_ns[e]);
+    while (!stack.empty() && internal::sat_add(ev.ts_ns[stack.back()], ev.dur_ns[stack.back()]) < end) stack.pop_back();
+    if (!stack.empty()) has_child[stack.back()] = 1;
+    stack.push_back(e);
+  }
+  std::vector<std::int64_t> out(std::max<std::size_t>(1, steps.steps.size()), 0);
+  for (const std::uint32_t e : ops) {
+    if (has_child[e]) continue;
+    std::size_t step = 0;
+    if (!steps.steps.empty()) {
+      // The step whose span holds the op's start, on any thread (ops of a
+      // worker thread count in the step that ran them).
+      auto it = std::upper_bound(steps.steps.begin(), steps.steps.end(), ev.ts_ns[e],
+                                 [](std::int64_t v, const StepStat& s) { return v < s.start_ns; });
+      if (it == steps.steps.begin()) continue;
+      --it;
+      if (ev.ts_ns[e] >= internal::sat_add(it->start_ns, it->dur_ns)) continue;
+      step = static_cast<std::size_t>(it - steps.steps.begin());
+    }
+    internal::sat_acc(out[step], ev.dur_ns[e]);
+  }
+  return out;
+}
+
+}  // namespace
+
+SweepPoint sweep_point(const Trace& trace, std::int64_t size) {
+  SweepPoint p;
+  p.size = size;
+  const StepsSummary steps = compute_steps(trace);
+  p.device = steps.has_device;
+  std::vector<std::int64_t> step_ns, work_ns;
+  if (steps.steps.empty()) {
+    step_ns.push_back(std::max<std::int64_t>(0, internal::sat_sub(trace.end_ns(), trace.start_ns())));
+    if (p.device) {
+      std::vector<internal::Interval> busy;
+      const EventColumns& ev = trace.events;
+      for (std::uint32_t e = 0; e < ev.size(); ++e) {
+        if (is_device_work(ev.kind[e])) busy.push_back({ev.ts_ns[e], internal::sat_add(ev.ts_ns[e], ev.dur_ns[e])});
+      }
+      work_ns.push_back(internal::union_length(std::move(busy)));
+    } else {
+      work_ns = leaf_time_per_step(trace, steps);
+    }
+  } else {
+    const std::vector<std::int64_t> leaf = p.device ? std::vector<std::int64_t>() : leaf_time_per_step(trace, steps);
+    for (std::size_t i = 0; i < steps.steps.size(); ++i) {
+      step_ns.push_back(steps.steps[i].dur_ns);
+      work_ns.push_back(p.device ? steps.steps[i].gpu_busy_ns : leaf[i]);
+    }
+  }
+  p.steps = static_cast<std::int64_t>(step_ns.size());
+  std::vector<std::int64_t> overhead(step_ns.size());
+  for (std::size_t i = 0; i < step_ns.size(); ++i) overhead[i] = std::max<std::int64_t>(0, step_ns[i] - work_ns[i]);
+  p.step_ns = median(step_ns);
+  p.work_ns = median(work_ns);
+  p.overhead_ns = median(overhead);
+  // The share of each step that works (capped at 100%: a GPU-bound step's
+  // device work can outlast its CPU span), median over the steps.
+  std::vector<double> share(step_ns.size());
+  for (std::size_t i = 0; i < share.size(); ++i) {
+    const std::int64_t span = std::max(step_ns[i], work_ns[i]);
+    share[i] = span > 0 ? 100.0 * static_cast<double>(work_ns[i]) / static_cast<double>(span) : 0;
+  }
+  std::sort(share.begin(), share.end());
+  p.work_pct = share.empty() ? 0 : share[share.size() / 2];
+  p.verdict = std::string(verdict_name(diagnose(trace).verdict));
+  return p;
+}
+
+Sweep finish_sweep(std::vector<SweepPoint> points) {
+  Sweep s;
+  std::sort(points.begin(), points.end(), [](const SweepPoint& a, const SweepPoint& b) { return a.size < b.size; });
+  s.points = std::move(points);
+  // The smallest size from which every point works at least half its step.
+  for (std::size_t i = s.points.size(); i-- > 0;) {
+    if (s.points[i].work_pct < 50.0) break;
+    s.crossover_size = s.points[i].size;
+  }
+  return s;
+}
+
+}  // namespace tprof
