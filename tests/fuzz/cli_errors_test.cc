@@ -268,6 +268,27 @@ TEST_F(CliErrors, HostileNamesNeverReachTheTerminalRaw) {
   EXPECT_NE(run({"table", trace}).out.find("ev\\x1b[2J\\u009b\xef\xbf\xbd"), std::string::npos);
 }
 
+TEST_F(CliErrors, VersionUnknownCommandsAndGlobalFlagsAnywhere) {
+  const CliResult v = run({"--version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_EQ(v.out.rfind("tprof ", 0), 0u) << v.out;
+  const CliResult typo = run({"tabel", "x.json"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_EQ(typo.out, "");
+  EXPECT_NE(typo.err.find("unknown command 'tabel'; did you mean 'table'?"), std::string::npos) << typo.err;
+  const CliResult far = run({"--threads", "2", "xyzzy"});
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
+  // -q after the command: the diagnostics note is gone, as with -q before it.
+  const std::string trace = write("odd.json", R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1}]})");
+  const CliResult before = run({"-q", "table", trace});
+  const CliResult after = run({"table", trace, "-q"});
+  EXPECT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_EQ(after.err, "");
+  EXPECT_EQ(after.out, before.out);
+  EXPECT_NE(run({"table", trace}).err.find("note"), std::string::npos);
+}
+
 TEST_F(CliErrors, PipesStdinAndDevicesAreInputs) {
   // `-` was "cannot open"; /dev/stdin from a pipe and <(...) were "empty file".
   const std::string trace = fixture_path("torch-1.13/memory/memory.kineto.json");

@@ -3,13 +3,57 @@
 // The CLI parses flags, calls the library and prints; it has no logic of its own.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "tools/tprof/common.h"
 #include "tprof/read.h"
+
+namespace {
+
+// Levenshtein distance, for "did you mean".
+std::size_t distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The command word of argv (the first argument that is not a global flag or
+// its value), or "" when there is none.
+std::string command_word(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--threads") {
+      ++i;
+      continue;
+    }
+    if (a.starts_with("-")) continue;
+    return std::string(a);
+  }
+  return {};
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace tprof::cli;
   CLI::App app{"tprof: torch.profiler tables, steps and findings from any torch/Kineto trace"};
   app.require_subcommand(1);
+  // Global flags are accepted after the command too (tprof table t.json -q).
+  app.fallthrough();
+  app.set_version_flag("--version", "tprof " TPROF_VERSION);
   app.add_flag("-q,--quiet", global_options().quiet, "No progress bar and no diagnostics note on stderr");
   app.add_option("--threads", global_options().threads, "Parser threads (0 = all cores, at most 256)")
       ->check(CLI::Range(0, tprof::kMaxReaderThreads));
@@ -24,8 +68,30 @@ int main(int argc, char** argv) {
   add_serve_command(app, &rc);
   add_sweep_command(app, &rc);
   add_report_html_command(app, &rc);
+  // An unknown command gets the closest one, not CLI11's "not expected".
+  if (const std::string word = command_word(argc, argv); !word.empty()) {
+    std::string best;
+    std::size_t best_d = SIZE_MAX;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known |= sub->get_name() == word;
+      const std::size_t d = distance(word, sub->get_name());
+      if (d < best_d) {
+        best_d = d;
+        best = sub->get_name();
+      }
+    }
+    if (!known) {
+      std::cerr << "tprof: unknown command '" << word << "'"
+                << (best_d <= std::max<std::size_t>(2, word.size() / 3) ? "; did you mean '" + best + "'?" : std::string())
+                << " (tprof --help lists the commands)\n";
+      return kExitBadInput;
+    }
+  }
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
