@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -372,6 +373,61 @@ std::vector<HtaIdle> hta_idle(const std::vector<HtaOp>& ops, std::int64_t rank) 
   return out;
 }
 
+// get_kernel_type (hta/utils/utils.py): COMMUNICATION, then MEMORY, then
+// COMPUTATION, else OTHER. HTA's communication pattern takes every name
+// starting with "hip", so hipMemcpy is COMMUNICATION to HTA; so it is here.
+enum HtaKernelType : int { kHtaComputation = 1, kHtaCommunication = 2, kHtaMemory = 4, kHtaOther = 0 };
+int hta_kernel_type(std::string_view name, bool computation) {
+  const std::string_view line = name.substr(0, name.find('\n'));
+  if (name.starts_with("nccl") || name.starts_with("hip") || name.starts_with("hccl") || contains(line, "ncclKernel")) {
+    return kHtaCommunication;
+  }
+  if (name.starts_with("Memcpy") || name.starts_with("Memset") || name.starts_with("dma")) return kHtaMemory;
+  return computation ? kHtaComputation : kHtaOther;
+}
+
+// merge_kernel_intervals' groups themselves (hta_merge sums them): rows by
+// ts, a group spans [its first ts, its largest end]. A group can end before
+// it starts (HtaClock's rounding), as in HTA.
+std::vector<Interval> hta_groups(std::vector<Interval> rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  std::vector<Interval> groups;
+  std::int64_t max_end = kMinTs;
+  for (const Interval& r : rows) {
+    if (groups.empty() || r.start > max_end) {
+      groups.push_back(r);
+    } else {
+      groups.back().end = std::max(groups.back().end, r.end);
+    }
+    max_end = std::max(max_end, r.end);
+  }
+  return groups;
+}
+
+// HTA's running-status sweep: each group adds its type's bit at its ts and
+// takes it back at its end; boundaries by time, and a stretch between two
+// boundaries gets the running value after the first. HTA sorts ties in no
+// set order, which changes only stretches of length 0, so the sums agree.
+// Calls visit(running, length) for every stretch of positive length.
+template <typename Visit>
+void hta_sweep(const std::array<std::vector<Interval>, 3>& groups, Visit visit) {
+  std::vector<std::pair<std::int64_t, int>> edges;
+  for (std::size_t t = 0; t < groups.size(); ++t) {
+    const int bit = 1 << t;
+    for (const Interval& g : groups[t]) {
+      edges.emplace_back(g.start, bit);
+      edges.emplace_back(g.end, -bit);
+    }
+  }
+  std::sort(edges.begin(), edges.end());
+  int running = 0;
+  for (std::size_t i = 0; i < edges.size();) {
+    const std::int64_t at = edges[i].first;
+    for (; i < edges.size() && edges[i].first == at; ++i) running += edges[i].second;
+    if (i < edges.size() && edges[i].first > at) visit(running, edges[i].first - at);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // The TensorBoard plugin: tb_plugin/torch_tb_profiler/profiler/
 // event_parser.py (StepParser) and overall_parser.py (OverallParser).
@@ -612,6 +668,56 @@ Breakdowns compute_breakdowns(const DiagnoseContext& c) {
   }
   b.tb_plugin_steps = tb_plugin_steps(c);
   return b;
+}
+
+}  // namespace tprof::internal
+
+namespace tprof::internal {
+
+HtaKernelTypes compute_hta_kernel_types(const DiagnoseContext& c) {
+  HtaKernelTypes out;
+  const std::string_view info = c.trace.meta.top_level_json("distributedInfo");
+  if (!info.empty()) {
+    Result<JsonValue> v = JsonValue::parse(info);
+    const JsonValue* rank = v && v->is_object() ? v->find("rank") : nullptr;
+    std::int64_t r = 0;
+    out.has_rank = rank != nullptr && rank->get_int(&r) && r >= 0;
+    if (out.has_rank) out.rank = r;
+  }
+  // Bits as _get_gpu_kernel_type_time numbers the types it analyses:
+  // COMPUTATION 1, COMMUNICATION 2, MEMORY 4 (include_memory_kernels).
+  std::array<std::vector<Interval>, 3> rows;
+  const Trace& t = c.trace;
+  for (const HtaOp& op : hta_ops(c, HtaClock(t))) {
+    const int type = hta_kernel_type(t.name(op.event), op.computation);
+    if (type == kHtaOther) continue;
+    rows[static_cast<std::size_t>(std::countr_zero(static_cast<unsigned>(type)))].push_back({op.start, op.end});
+  }
+  std::array<std::vector<Interval>, 3> groups;
+  for (std::size_t i = 0; i < rows.size(); ++i) groups[i] = hta_groups(std::move(rows[i]));
+  for (const Interval& g : groups[1]) out.comm_ns += g.end - g.start;
+
+  static constexpr std::array<std::string_view, 3> kNames = {"COMPUTATION", "COMMUNICATION", "MEMORY"};
+  std::array<std::int64_t, 8> by_running{};
+  hta_sweep(groups, [&](int running, std::int64_t len) {
+    if (running > 0 && running < 8) by_running[static_cast<std::size_t>(running)] += len;
+  });
+  // get_comm_comp_overlap sweeps communication and computation alone.
+  hta_sweep({groups[0], groups[1], {}}, [&](int running, std::int64_t len) {
+    if (running == 3) out.comm_comp_overlap_ns += len;
+  });
+  for (std::size_t r = 1; r < by_running.size(); ++r) {
+    if (by_running[r] == 0) continue;
+    std::string label;
+    for (std::size_t b = 0; b < kNames.size(); ++b) {
+      if ((r & (std::size_t{1} << b)) == 0) continue;
+      if (!label.empty()) label += " overlapping ";
+      label += kNames[b];
+    }
+    out.kernel_types.emplace_back(std::move(label), by_running[r]);
+  }
+  std::sort(out.kernel_types.begin(), out.kernel_types.end());
+  return out;
 }
 
 }  // namespace tprof::internal

@@ -78,8 +78,10 @@ std::optional<Trace> load_trace(const std::string& path) {
   return trace;
 }
 
-void note_diagnostics(const Trace& trace, const std::string& path) {
-  if (global_options().quiet || trace.diagnostics.empty()) return;
+void note_diagnostics(const Trace& trace, const std::string& path) { std::cerr << diagnostics_note(trace, path); }
+
+std::string diagnostics_note(const Trace& trace, const std::string& path) {
+  if (global_options().quiet || trace.diagnostics.empty()) return {};
   std::string line = "tprof: note: " + path + ":";
   for (int c = 0; c < static_cast<int>(DiagnosticCode::kCount_); ++c) {
     const auto code = static_cast<DiagnosticCode>(c);
@@ -88,7 +90,7 @@ void note_diagnostics(const Trace& trace, const std::string& path) {
     line.append(" ").append(diagnostic_code_name(code)).append("=").append(std::to_string(n));
   }
   line += " (details: tprof info)";
-  std::cerr << line << "\n";
+  return line + "\n";
 }
 
 int emit(const std::string& text, const std::string& path, const std::string& input) {

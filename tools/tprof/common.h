@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tprof/ranks.h"
 #include "tprof/trace.h"
 
 namespace CLI {
@@ -34,6 +35,21 @@ std::optional<Trace> load_trace(const std::string& path, bool progress, std::str
 
 // Prints one line naming the trace's diagnostics to stderr (unless quiet).
 void note_diagnostics(const Trace& trace, const std::string& path);
+// That line ("" when quiet or when there are none), for callers on several threads.
+std::string diagnostics_note(const Trace& trace, const std::string& path);
+
+// Many ranks (tools/tprof/ranks_load.cc). Lists the *.json / *.json.gz
+// files under `dir`, recursively, sorted by path; *.summary.json files are
+// skipped with a note, other names ignored. False with the error line in
+// *error when there is no trace or the directory cannot be read.
+bool list_rank_traces(const std::string& dir, std::vector<std::string>* files, std::string* error);
+// Loads and summarizes each file (tprof/ranks.h) on a small pool of
+// threads: as many as cores, and as the memory allows for the largest
+// trace. Prints the diagnostics notes, then every load error, in file
+// order; false when any file failed.
+bool summarize_traces(const std::vector<std::string>& files, std::vector<RankSummary>* out);
+// The job view as text, json or md.
+std::string format_job(const JobView& view, const std::string& format);
 
 // Writes text to stdout, or to `path` when it is not empty (through the one
 // writer, src/base/file.h: atomic for files, straight through to devices and
@@ -62,5 +78,7 @@ void add_record_command(CLI::App& app, int* rc);
 void add_serve_command(CLI::App& app, int* rc);
 void add_sweep_command(CLI::App& app, int* rc);
 void add_report_html_command(CLI::App& app, int* rc);
+void add_summarize_command(CLI::App& app, int* rc);
+void add_merge_command(CLI::App& app, int* rc);
 
 }  // namespace tprof::cli

@@ -68,6 +68,8 @@ int main(int argc, char** argv) {
   add_serve_command(app, &rc);
   add_sweep_command(app, &rc);
   add_report_html_command(app, &rc);
+  add_summarize_command(app, &rc);
+  add_merge_command(app, &rc);
   // An unknown command gets the closest one, not CLI11's "not expected".
   if (const std::string word = command_word(argc, argv); !word.empty()) {
     std::string best;

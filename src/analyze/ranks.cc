@@ -1,0 +1,200 @@
+// Many ranks: a summary per rank, the merge, the job view. The view reads
+// only summaries, so `tprof diagnose DIR` (summaries made in memory) and
+// `tprof merge` (summaries read from files) give the same result.
+#include "tprof/ranks.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "src/analyze/breakdowns.h"
+#include "src/analyze/diagnose_context.h"
+
+namespace tprof {
+
+namespace {
+
+std::int64_t clamp0(std::int64_t v) { return std::max<std::int64_t>(0, v); }
+
+// The median of `v` (the mean of the middle two for an even count; 0 when empty).
+std::int64_t median(std::vector<std::int64_t> v) {
+  if (v.empty()) return 0;
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const std::int64_t hi = v[mid];
+  if (v.size() % 2 == 1) return hi;
+  const std::int64_t lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
+  return lo + (hi - lo) / 2;
+}
+
+// The median absolute deviation from the median.
+std::int64_t mad(const std::vector<std::int64_t>& v) {
+  const std::int64_t m = median(v);
+  std::vector<std::int64_t> dev;
+  dev.reserve(v.size());
+  for (const std::int64_t x : v) dev.push_back(x > m ? x - m : m - x);
+  return median(std::move(dev));
+}
+
+double round_to(double v, double scale) { return std::round(v * scale) / scale; }
+
+}  // namespace
+
+RankSummary summarize_rank(const Trace& trace, std::string source) {
+  const internal::DiagnoseContext c(trace, /*with_averages=*/true);
+  const Diagnosis d = internal::diagnose(c);
+  const internal::HtaKernelTypes k = internal::compute_hta_kernel_types(c);
+
+  RankSummary r;
+  r.rank = k.has_rank ? k.rank : -1;
+  r.source = std::move(source);
+  r.verdict = d.verdict;
+  r.has_device = c.has_device();
+  for (const StepVerdict& s : d.steps) {
+    RankStep st;
+    st.step = s.step;
+    st.dur_ns = clamp0(s.cpu_span_ns);
+    if (r.has_device) {
+      const std::int64_t busy = std::min(clamp0(s.gpu_busy_ns), st.dur_ns);
+      st.communication_ns = std::min(clamp0(s.exposed_comm_ns), busy);
+      st.computation_ns = busy - st.communication_ns;
+    } else {
+      st.computation_ns = std::min(clamp0(s.cpu_busy_ns), st.dur_ns);
+    }
+    st.idle_ns = st.dur_ns - st.computation_ns - st.communication_ns;
+    r.steps.push_back(st);
+  }
+  r.comm_comp_overlap_ns = k.comm_comp_overlap_ns;
+  r.comm_ns = k.comm_ns;
+  for (const auto& [label, ns] : k.kernel_types) r.kernel_types.push_back({label, ns});
+  return r;
+}
+
+Result<JobSummary> merge_summaries(const std::vector<JobSummary>& parts) {
+  JobSummary out;
+  for (const JobSummary& p : parts) out.ranks.insert(out.ranks.end(), p.ranks.begin(), p.ranks.end());
+  std::sort(out.ranks.begin(), out.ranks.end(), [](const RankSummary& a, const RankSummary& b) {
+    return std::tie(a.rank, a.source) < std::tie(b.rank, b.source);
+  });
+  for (std::size_t i = 1; i < out.ranks.size(); ++i) {
+    const RankSummary& a = out.ranks[i - 1];
+    const RankSummary& b = out.ranks[i];
+    if (a.rank >= 0 && a.rank == b.rank) {
+      return Error(ErrorCode::kInvalidArgument, "rank " + std::to_string(a.rank) + " appears twice (" + a.source +
+                                                    " and " + b.source + "); one summary per rank");
+    }
+    // Two traces without rank numbers and the same file name (from two
+    // folders) would sort by input order; refuse rather than guess.
+    if (a.rank < 0 && b.rank < 0 && a.source == b.source) {
+      return Error(ErrorCode::kInvalidArgument, a.source + " appears twice without a rank number (distributedInfo.rank)");
+    }
+  }
+  return out;
+}
+
+JobView compute_job_view(const JobSummary& job) {
+  JobView v;
+  // Ranks as numbered in the traces, unless one has no number: then every
+  // rank is its place in the order of file names (merge sorted -1 first,
+  // by source).
+  std::vector<const RankSummary*> order;
+  for (const RankSummary& r : job.ranks) order.push_back(&r);
+  v.ranks_from_file_names = std::any_of(order.begin(), order.end(), [](const RankSummary* r) { return r->rank < 0; });
+  if (v.ranks_from_file_names) {
+    std::stable_sort(order.begin(), order.end(),
+                     [](const RankSummary* a, const RankSummary* b) { return a->source < b->source; });
+  }
+
+  std::vector<std::int64_t> medians, comp, comm, idle;
+  std::map<std::string, std::int64_t> kernel_types;
+  std::int64_t kernel_total = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const RankSummary& s = *order[i];
+    RankRow row;
+    row.rank = v.ranks_from_file_names ? static_cast<std::int64_t>(i) : s.rank;
+    row.source = s.source;
+    row.verdict = s.verdict;
+    row.steps = static_cast<std::int64_t>(s.steps.size());
+    std::vector<std::int64_t> durs, c, m, d;
+    for (const RankStep& st : s.steps) {
+      durs.push_back(st.dur_ns);
+      c.push_back(st.computation_ns);
+      m.push_back(st.communication_ns);
+      d.push_back(st.idle_ns);
+    }
+    row.median_step_ns = median(durs);
+    row.step_mad_ns = mad(durs);
+    row.median_computation_ns = median(std::move(c));
+    row.median_communication_ns = median(std::move(m));
+    row.median_idle_ns = median(std::move(d));
+    if (row.steps > 0) {
+      medians.push_back(row.median_step_ns);
+      comp.push_back(row.median_computation_ns);
+      comm.push_back(row.median_communication_ns);
+      idle.push_back(row.median_idle_ns);
+    }
+    CommCompOverlap o;
+    o.rank = row.rank;
+    if (s.comm_ns > 0) {
+      o.overlap_pct = round_to(100.0 * static_cast<double>(s.comm_comp_overlap_ns) / static_cast<double>(s.comm_ns), 100);
+    }
+    v.comm_comp_overlap.push_back(o);
+    for (const KernelTypeTime& k : s.kernel_types) {
+      kernel_types[k.kernel_type] += k.ns;
+      kernel_total += k.ns;
+    }
+    v.ranks.push_back(std::move(row));
+  }
+  std::stable_sort(v.ranks.begin(), v.ranks.end(), [](const RankRow& a, const RankRow& b) { return a.rank < b.rank; });
+  std::stable_sort(v.comm_comp_overlap.begin(), v.comm_comp_overlap.end(),
+                   [](const CommCompOverlap& a, const CommCompOverlap& b) { return a.rank < b.rank; });
+
+  v.ranks_with_steps = static_cast<std::int64_t>(medians.size());
+  v.median_step_ns = median(medians);
+  v.ranks_mad_ns = mad(medians);
+  const std::array<std::int64_t, 3> reference = {median(comp), median(comm), median(idle)};
+  static constexpr std::array<const char*, 3> kPhases = {"computation", "communication", "idle"};
+  // A straggler's median step exceeds the job's by more than the noise:
+  // 3 MADs of the ranks' medians (how far ranks spread), 3 MADs of its own
+  // steps (how far it jitters) and 2% of the job's median step, whichever
+  // is largest. Two ranks alone never make one: the MAD of two medians is
+  // half their gap.
+  for (const RankRow& row : v.ranks) {
+    if (row.steps == 0 || v.ranks_with_steps < 2) continue;
+    const std::int64_t excess = row.median_step_ns - v.median_step_ns;
+    const std::int64_t noise = std::max({3 * v.ranks_mad_ns, 3 * row.step_mad_ns, v.median_step_ns / 50});
+    if (excess <= noise) continue;
+    Straggler s;
+    s.rank = row.rank;
+    s.median_step_ns = row.median_step_ns;
+    s.excess_ns = excess;
+    s.noise_ns = noise;
+    s.excess_pct = v.median_step_ns > 0 ? round_to(100.0 * static_cast<double>(excess) / static_cast<double>(v.median_step_ns), 10) : 0;
+    const std::array<std::int64_t, 3> mine = {row.median_computation_ns, row.median_communication_ns, row.median_idle_ns};
+    std::size_t best = 0;
+    for (std::size_t p = 1; p < mine.size(); ++p) {
+      if (mine[p] - reference[p] > mine[best] - reference[best]) best = p;
+    }
+    s.phase = kPhases[best];
+    s.phase_excess_ns = mine[best] - reference[best];
+    v.stragglers.push_back(std::move(s));
+  }
+  std::stable_sort(v.stragglers.begin(), v.stragglers.end(),
+                   [](const Straggler& a, const Straggler& b) { return a.excess_ns > b.excess_ns; });
+
+  for (const auto& [label, ns] : kernel_types) {
+    KernelTypeRow k;
+    k.kernel_type = label;
+    k.ns = ns;
+    k.pct = kernel_total > 0 ? round_to(100.0 * static_cast<double>(ns) / static_cast<double>(kernel_total), 10) : 0;
+    v.kernel_types.push_back(std::move(k));
+  }
+  std::stable_sort(v.kernel_types.begin(), v.kernel_types.end(),
+                   [](const KernelTypeRow& a, const KernelTypeRow& b) { return a.ns > b.ns; });
+  return v;
+}
+
+}  // namespace tprof
