@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,6 +22,8 @@
 #include "src/base/json_writer.h"
 #include "src/report/event_text.h"
 #include "src/report/html_assets.h"
+#include "src/report/html_views.h"
+#include "tprof/compare.h"
 #include "tprof/diagnose.h"
 #include "tprof/kernels.h"
 #include "tprof/table.h"
@@ -135,8 +139,55 @@ std::vector<const StatRow*> top_op_rows(const std::vector<StatRow>& rows, std::s
   return out;
 }
 
+// New and vanished names in the data, per list: enough for tools and tests,
+// bounded for pages comparing very different traces.
+constexpr std::size_t kMaxCompareNamesInData = 200;
+
+void write_compare_json(JsonWriter& w, const Comparison& cmp, const HtmlReportOptions& options) {
+  w.begin_object();
+  w.key("a");
+  w.value_string(options.baseline_file_name);
+  w.key("b");
+  w.value_string(options.trace_file_name);
+  w.key("alignment");
+  w.value_string(step_alignment_name(cmp.alignment));
+  w.key("aligned_steps");
+  w.value_uint(cmp.a.dur_ns.size());
+  w.key("median_a_ns");
+  w.value_int(cmp.a.median_step_ns);
+  w.key("median_b_ns");
+  w.value_int(cmp.b.median_step_ns);
+  w.key("delta_ns");
+  w.value_int(cmp.delta_ns);
+  w.key("delta_pct");
+  w.value_double(std::round(cmp.delta_pct * 100) / 100);
+  w.key("noise_ns");
+  w.value_int(cmp.noise_ns);
+  w.key("verdict_a");
+  w.value_string(verdict_name(cmp.a.verdict));
+  w.key("verdict_b");
+  w.value_string(verdict_name(cmp.b.verdict));
+  w.key("verdict_changed");
+  w.value_bool(cmp.verdict_changed);
+  auto names = [&](std::string_view key, const auto& rows, ChangeKind kind) {
+    w.key(key);
+    w.begin_array();
+    std::size_t n = 0;
+    for (const auto& r : rows) {
+      if (r.change == kind && n++ < kMaxCompareNamesInData) w.value_string(r.name);
+    }
+    w.end_array();
+  };
+  names("new_ops", cmp.ops, ChangeKind::kNew);
+  names("vanished_ops", cmp.ops, ChangeKind::kVanished);
+  names("new_kernels", cmp.kernels, ChangeKind::kNew);
+  names("vanished_kernels", cmp.kernels, ChangeKind::kVanished);
+  w.end_object();
+}
+
 std::string report_json(const Trace& trace, const DiagnoseContext& c, const Diagnosis& d,
-                        const std::vector<KernelHistogram>& hists, const HtmlReportOptions& options) {
+                        const std::vector<KernelHistogram>& hists, const internal::Timeline& timeline,
+                        const internal::FlameTree& flame, const Comparison* cmp, const HtmlReportOptions& options) {
   std::string out;
   JsonWriter w(&out);
   w.begin_object();
@@ -246,6 +297,14 @@ std::string report_json(const Trace& trace, const DiagnoseContext& c, const Diag
     w.end_array();
   }
   w.end_array();
+  w.key("timeline");
+  internal::write_timeline_json(w, timeline);
+  w.key("flame");
+  internal::write_flame_json(w, flame);
+  if (cmp != nullptr) {
+    w.key("compare");
+    write_compare_json(w, *cmp, options);
+  }
   w.end_object();
   w.flush();
   return out;
@@ -308,6 +367,96 @@ void append_causes_html(std::string* out, const Trace& trace, const Diagnosis& d
   o += "</section>\n";
 }
 
+// "+1.234 ms", "-56.7 us", "0 ns": a signed difference.
+std::string signed_ns(std::int64_t ns) { return (ns > 0 ? "+" : "") + internal::format_ns(ns); }
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// tprof compare's A-against-B summary, as static HTML (every name escaped).
+void append_compare_html(std::string* out, const Comparison& cmp, const HtmlReportOptions& options) {
+  std::string& o = *out;
+  const std::string a = html_escape(options.baseline_file_name.empty() ? "A" : options.baseline_file_name);
+  const std::string b = html_escape(options.trace_file_name.empty() ? "B" : options.trace_file_name);
+  const bool beyond = std::llabs(cmp.delta_ns) > cmp.noise_ns;
+  o += "<section id=\"compare\" data-compare=\"1\" data-alignment=\"" +
+       std::string(step_alignment_name(cmp.alignment)) + "\" data-verdict-changed=\"" +
+       (cmp.verdict_changed ? "1" : "0") + "\">\n<h2>B against A (tprof compare)</h2>\n";
+  o += "<p>A: <code>" + a + "</code> &nbsp; B: <code>" + b +
+       "</code>. The sections below this one show <b>B</b>. Steps aligned by " +
+       html_escape(step_alignment_name(cmp.alignment)) + "; times are medians over the " +
+       std::to_string(cmp.a.dur_ns.size()) + " aligned steps (docs/compare.md).</p>\n";
+  o += "<table class=\"cmp\">\n<tr><th></th><th>A</th><th>B</th><th>B &minus; A</th></tr>\n";
+  o += "<tr><td>steps (aligned / all)</td><td>" + std::to_string(cmp.a.dur_ns.size()) + " / " +
+       std::to_string(cmp.a.total_steps) + "</td><td>" + std::to_string(cmp.b.dur_ns.size()) + " / " +
+       std::to_string(cmp.b.total_steps) + "</td><td></td></tr>\n";
+  o += "<tr><td>median step</td><td>" + internal::format_ns(cmp.a.median_step_ns) + "</td><td>" +
+       internal::format_ns(cmp.b.median_step_ns) + "</td><td class=\"" +
+       (cmp.delta_ns > 0 ? "worse" : cmp.delta_ns < 0 ? "better" : "") + "\">" + signed_ns(cmp.delta_ns) +
+       (cmp.a.median_step_ns > 0 ? " (" + std::string(cmp.delta_pct > 0 ? "+" : "") + fixed(cmp.delta_pct, 1) + "%)"
+                                 : std::string()) +
+       "</td></tr>\n";
+  o += "<tr><td>MAD (spread)</td><td>" + internal::format_ns(cmp.a.mad_ns) + "</td><td>" +
+       internal::format_ns(cmp.b.mad_ns) + "</td><td>noise " + internal::format_ns(cmp.noise_ns) + ": B is " +
+       (cmp.delta_ns > 0 ? "slower" : cmp.delta_ns < 0 ? "faster" : "the same") +
+       (cmp.delta_ns == 0 ? "" : beyond ? ", beyond the noise" : ", within the noise") + "</td></tr>\n";
+  o += "<tr><td>verdict</td><td>" + html_escape(verdict_name(cmp.a.verdict)) + "</td><td>" +
+       html_escape(verdict_name(cmp.b.verdict)) + "</td><td>" + (cmp.verdict_changed ? "<b>changed</b>" : "unchanged") +
+       "</td></tr>\n</table>\n";
+
+  const std::size_t top = options.compare_top;
+  o += "<h3>Host ops: the largest Self CPU deltas (per step)</h3>\n";
+  o += "<table class=\"cmp-rows\" id=\"compare-ops\">\n<tr><th>Name</th><th>change</th><th>Self CPU A</th>"
+       "<th>Self CPU B</th><th>delta</th><th>CPU total A</th><th>CPU total B</th><th>calls/step A</th><th>calls/step "
+       "B</th></tr>\n";
+  for (std::size_t i = 0; i < cmp.ops.size() && i < top; ++i) {
+    const OpDelta& r = cmp.ops[i];
+    o += "<tr class=\"" + std::string(change_kind_name(r.change)) + "\"><td title=\"" + html_escape(r.name) + "\">" +
+         html_escape(r.name) + "</td><td>" + std::string(change_kind_name(r.change)) + "</td><td>" +
+         internal::format_ns(r.self_cpu_a_ns) + "</td><td>" + internal::format_ns(r.self_cpu_b_ns) + "</td><td>" +
+         signed_ns(r.self_cpu_delta_ns()) + "</td><td>" + internal::format_ns(r.cpu_total_a_ns) + "</td><td>" +
+         internal::format_ns(r.cpu_total_b_ns) + "</td><td>" + fixed(r.calls_a, 1) + "</td><td>" +
+         fixed(r.calls_b, 1) + "</td></tr>\n";
+  }
+  o += "</table>\n";
+  o += "<h3>Device activities: the largest time deltas (per step)</h3>\n";
+  if (cmp.kernels.empty()) {
+    o += "<p class=\"empty\">No device activity on either side.</p>\n";
+  } else {
+    o += "<table class=\"cmp-rows\" id=\"compare-kernels\">\n<tr><th>Name</th><th>kind</th><th>change</th>"
+         "<th>time A</th><th>time B</th><th>delta</th><th>count/step A</th><th>count/step B</th></tr>\n";
+    for (std::size_t i = 0; i < cmp.kernels.size() && i < top; ++i) {
+      const KernelDelta& r = cmp.kernels[i];
+      o += "<tr class=\"" + std::string(change_kind_name(r.change)) + "\"><td title=\"" + html_escape(r.name) +
+           "\">" + html_escape(r.name) + "</td><td>" + html_escape(r.category) + "</td><td>" +
+           std::string(change_kind_name(r.change)) + "</td><td>" + internal::format_ns(r.time_a_ns) + "</td><td>" +
+           internal::format_ns(r.time_b_ns) + "</td><td>" + signed_ns(r.time_delta_ns()) + "</td><td>" +
+           fixed(r.count_a, 1) + "</td><td>" + fixed(r.count_b, 1) + "</td></tr>\n";
+    }
+    o += "</table>\n";
+  }
+  o += "<dl class=\"changes\">\n";
+  auto names = [&](std::string_view title, const auto& rows, ChangeKind kind) {
+    std::size_t n = 0;
+    std::string list;
+    for (const auto& r : rows) {
+      if (r.change != kind) continue;
+      if (n++ < options.compare_names) list += "<code>" + html_escape(r.name) + "</code> ";
+    }
+    o += "<dt>" + std::string(title) + " (" + std::to_string(n) + ")</dt><dd>" + (n == 0 ? "none" : list);
+    if (n > options.compare_names) o += "and " + std::to_string(n - options.compare_names) + " more";
+    o += "</dd>\n";
+  };
+  names("New ops (in B only)", cmp.ops, ChangeKind::kNew);
+  names("Vanished ops (in A only)", cmp.ops, ChangeKind::kVanished);
+  names("New device activities", cmp.kernels, ChangeKind::kNew);
+  names("Vanished device activities", cmp.kernels, ChangeKind::kVanished);
+  o += "</dl>\n</section>\n";
+}
+
 constexpr std::string_view kStyle = R"CSS(
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0 auto; max-width: 1180px; padding: 16px 24px; color: #1d1d1f; background: #fff; }
 h1 { font-size: 22px; margin: 4px 0; } h2 { font-size: 18px; margin: 22px 0 8px; border-bottom: 1px solid #ddd; } h3 { font-size: 15px; margin: 6px 0; }
@@ -328,6 +477,24 @@ table.ops th:first-child, table.ops td:first-child { text-align: left; font-fami
 table.ops th { cursor: pointer; user-select: none; background: #f3f3f3; position: sticky; top: 0; }
 table.ops th[aria-sort="ascending"]::after { content: " \25B2"; } table.ops th[aria-sort="descending"]::after { content: " \25BC"; }
 summary { cursor: pointer; color: #555; font-size: 13px; }
+#timeline, #flame { position: relative; }
+#timeline canvas, #flame canvas { display: block; cursor: crosshair; }
+#flame canvas { cursor: pointer; }
+.tip { position: absolute; pointer-events: none; background: rgba(29,29,31,0.92); color: #fff; font-size: 12px; padding: 4px 7px; border-radius: 3px; max-width: 520px; white-space: pre-line; word-break: break-all; z-index: 5; display: none; }
+.marks { list-style: none; padding: 0; margin: 6px 0; font-size: 12px; }
+.marks li { cursor: pointer; margin: 1px 0; } .marks li:hover { text-decoration: underline; }
+.marks .sev { margin-right: 6px; }
+.tl-bar { font-size: 12px; color: #555; margin: 4px 0; } .tl-bar button { font-size: 12px; margin-left: 8px; }
+table.cmp, table.cmp-rows { border-collapse: collapse; font-size: 12px; margin: 6px 0 12px; }
+table.cmp td, table.cmp th, table.cmp-rows td, table.cmp-rows th { padding: 3px 10px; border-bottom: 1px solid #eee; text-align: right; }
+table.cmp td:first-child, table.cmp-rows td:first-child, table.cmp-rows th:first-child { text-align: left; }
+table.cmp-rows td:first-child { font-family: ui-monospace, monospace; max-width: 460px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+table.cmp-rows th, table.cmp th { background: #f3f3f3; }
+table.cmp-rows td, table.cmp td { white-space: nowrap; }
+td.worse { color: #b3261e; } td.better { color: #1e7b34; }
+tr.new td:first-child { color: #1e7b34; } tr.vanished td:first-child { color: #b3261e; text-decoration: line-through; }
+dl.changes dt { font-weight: 600; font-size: 13px; margin-top: 6px; } dl.changes dd { margin: 2px 0 0 16px; font-size: 12px; }
+dl.changes code { margin-right: 4px; }
 footer { margin-top: 28px; color: #777; font-size: 12px; }
 )CSS";
 
@@ -484,7 +651,220 @@ constexpr std::string_view kScript = R"JS(
     box.dataset.rows = String(rows.length);
   }
 
-  [drawSteps, drawKernels, drawTable].forEach(function (f) {
+  // A canvas the size of its CSS box times the device pixel ratio.
+  function makeCanvas(box, w, h) {
+    var r = window.devicePixelRatio || 1, cv = el('canvas');
+    cv.width = Math.round(w * r); cv.height = Math.round(h * r);
+    cv.style.width = w + 'px'; cv.style.height = h + 'px';
+    box.appendChild(cv);
+    var ctx = cv.getContext('2d');
+    ctx.setTransform(r, 0, 0, r, 0, 0);
+    return { cv: cv, ctx: ctx };
+  }
+  function tipFor(box) {
+    var tip = el('div', 'tip');
+    box.appendChild(tip);
+    return {
+      show: function (text, x, y) { tip.textContent = text; tip.style.display = 'block'; tip.style.left = Math.min(x + 12, box.clientWidth - 200) + 'px'; tip.style.top = (y + 14) + 'px'; },
+      hide: function () { tip.style.display = 'none'; },
+    };
+  }
+  var SEV = { critical: '#b3261e', warning: '#e8a317', info: '#3c78c8' };
+  function niceStep(x) {
+    var p = Math.pow(10, Math.floor(Math.log10(x))), m = x / p;
+    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+  }
+
+  // The timeline: lanes as rows, busy intervals as bars, a hand-written
+  // canvas renderer (uPlot draws series over one y scale, not rows of
+  // rectangles). Times are in the data's units (unit_ns each).
+  function drawTimeline() {
+    var box = document.getElementById('timeline'), T = data.timeline;
+    if (!T.lanes.length) { box.appendChild(el('p', 'empty', 'No events on CPU threads or GPU streams.')); box.dataset.drawn = '0'; return; }
+    var U = T.unit_ns, spanU = Math.max(1, Math.ceil(T.span_ns / U));
+    var lanes = T.lanes.map(function (l) {
+      var iv = [], t = 0;
+      for (var i = 0; i + 1 < l.iv.length; i += 2) { var a = t + l.iv[i], b = a + l.iv[i + 1]; iv.push(a, b); t = b; }
+      return { l: l, iv: iv };
+    });
+    var LABEL = 190, ROW = 16, AXIS = 24, W = widthOf(box, 1120), H = AXIS + lanes.length * ROW + 6;
+    var bar = el('div', 'tl-bar'), reset = el('button', null, 'Reset zoom'), range = el('span');
+    bar.appendChild(range); bar.appendChild(reset); box.appendChild(bar);
+    var c = makeCanvas(box, W, H), ctx = c.ctx, tip = tipFor(box);
+    var view = { lo: 0, hi: spanU }, drag = null;
+    var plotW = W - LABEL - 8;
+    function xOf(u) { return LABEL + (u - view.lo) / (view.hi - view.lo) * plotW; }
+    function uOf(x) { return view.lo + (x - LABEL) / plotW * (view.hi - view.lo); }
+    function setView(lo, hi) {
+      var minW = Math.min(spanU, 20);
+      if (hi - lo < minW) { var m = (lo + hi) / 2; lo = m - minW / 2; hi = m + minW / 2; }
+      lo = Math.max(0, lo); hi = Math.min(spanU, hi);
+      view = { lo: lo, hi: hi }; draw();
+    }
+    function draw() {
+      ctx.clearRect(0, 0, W, H);
+      range.textContent = 'showing ' + fmtNs(view.lo * U) + ' to ' + fmtNs(view.hi * U) + ' of ' + fmtNs(T.span_ns) + ' (from the first event)';
+      ctx.font = '11px sans-serif'; ctx.textBaseline = 'middle';
+      var step = niceStep((view.hi - view.lo) * U / 8) / U;
+      ctx.fillStyle = '#555'; ctx.strokeStyle = '#e4e4e4'; ctx.lineWidth = 1;
+      for (var g = Math.ceil(view.lo / step) * step; g <= view.hi; g += step) {
+        var gx = Math.round(xOf(g)) + 0.5;
+        ctx.beginPath(); ctx.moveTo(gx, AXIS - 4); ctx.lineTo(gx, H); ctx.stroke();
+        ctx.fillText(fmtNs(g * U), gx + 3, 9);
+      }
+      lanes.forEach(function (ln, row) {
+        var y = AXIS + row * ROW;
+        if (row % 2) { ctx.fillStyle = 'rgba(0,0,0,0.03)'; ctx.fillRect(0, y, W, ROW); }
+        ctx.fillStyle = '#333';
+        var label = ln.l.label + (ln.l.thread ? ' ' + ln.l.thread : '');
+        ctx.save(); ctx.beginPath(); ctx.rect(0, y, LABEL - 6, ROW); ctx.clip();
+        ctx.fillText(label, 4, y + ROW / 2); ctx.restore();
+        ctx.fillStyle = ln.l.gpu ? 'rgba(60,120,200,0.85)' : 'rgba(40,150,80,0.8)';
+        var iv = ln.iv, lastX = -1;
+        for (var i = 0; i < iv.length; i += 2) {
+          if (iv[i + 1] < view.lo || iv[i] > view.hi) continue;
+          var x0 = Math.max(LABEL, xOf(iv[i])), x1 = Math.min(W - 8, xOf(iv[i + 1]));
+          if (x1 - x0 < 1) { if (Math.floor(x0) === lastX) continue; x1 = x0 + 1; }
+          lastX = Math.floor(x0);
+          ctx.fillRect(x0, y + 3, x1 - x0, ROW - 6);
+        }
+      });
+      T.marks.forEach(function (m, k) {
+        var u = m.ts_ns / U;
+        if (u < view.lo || u > view.hi) return;
+        var x = xOf(u), col = SEV[m.severity] || '#555';
+        var y0 = m.lane >= 0 ? AXIS + m.lane * ROW : AXIS, y1 = m.lane >= 0 ? y0 + ROW : H;
+        ctx.strokeStyle = col; ctx.fillStyle = col; ctx.lineWidth = 2;
+        ctx.beginPath(); ctx.moveTo(x, y0); ctx.lineTo(x, y1); ctx.stroke();
+        ctx.beginPath(); ctx.moveTo(x - 5, y0 - 1); ctx.lineTo(x + 5, y0 - 1); ctx.lineTo(x, y0 + 6); ctx.closePath(); ctx.fill();
+        ctx.fillText(String(m.cause + 1), x + 6, y0 + 4);
+      });
+      if (drag && Math.abs(drag.x1 - drag.x0) > 2) {
+        ctx.fillStyle = 'rgba(60,120,200,0.15)';
+        ctx.fillRect(Math.min(drag.x0, drag.x1), AXIS, Math.abs(drag.x1 - drag.x0), H - AXIS);
+      }
+    }
+    function pos(ev) { var b = c.cv.getBoundingClientRect(); return { x: ev.clientX - b.left, y: ev.clientY - b.top }; }
+    function hover(p) {
+      if (p.x < LABEL) { tip.hide(); return; }
+      var row = Math.floor((p.y - AXIS) / ROW), u = uOf(p.x), tol = 5 / plotW * (view.hi - view.lo);
+      for (var k = 0; k < T.marks.length; k++) {
+        var m = T.marks[k];
+        if ((m.lane === row || m.lane < 0) && Math.abs(m.ts_ns / U - u) <= tol) {
+          tip.show('cause ' + (m.cause + 1) + ' (' + m.severity + '): ' + m.title + '\nlook at: ' + m.name + '\n' + m.lane_label + ' at ' + fmtNs(m.ts_ns) + ', ' + fmtNs(m.dur_ns), p.x, p.y);
+          return;
+        }
+      }
+      var ln = lanes[row];
+      if (!ln) { tip.hide(); return; }
+      var best = null;
+      ln.l.top.forEach(function (e) { if (e[0] <= u + tol && u - tol <= e[0] + e[1] && (!best || e[1] < best[1])) best = e; });
+      var iv = ln.iv, hit = -1, lo = 0, hi = iv.length / 2 - 1;
+      while (lo <= hi) { var mid = (lo + hi) >> 1; if (iv[2 * mid + 1] < u - tol) lo = mid + 1; else if (iv[2 * mid] > u + tol) hi = mid - 1; else { hit = mid; break; } }
+      var text = ln.l.label + (ln.l.thread ? ' (' + ln.l.thread + ')' : '') + ': ' + ln.l.events + ' events, busy ' + fmtNs(ln.l.busy_ns);
+      if (best) text += '\n' + T.names[best[2]] + ': ' + fmtNs(best[1] * U) + ' at ' + fmtNs(best[0] * U);
+      if (hit >= 0) text += '\nbusy ' + fmtNs(iv[2 * hit] * U) + ' to ' + fmtNs(iv[2 * hit + 1] * U);
+      tip.show(text, p.x, p.y);
+    }
+    c.cv.addEventListener('wheel', function (ev) {
+      ev.preventDefault();
+      var p = pos(ev), u = uOf(Math.max(LABEL, p.x)), f = ev.deltaY < 0 ? 0.8 : 1.25;
+      setView(u - (u - view.lo) * f, u + (view.hi - u) * f);
+    }, { passive: false });
+    c.cv.addEventListener('mousedown', function (ev) { var p = pos(ev); if (p.x >= LABEL) drag = { x0: p.x, x1: p.x }; });
+    c.cv.addEventListener('mousemove', function (ev) { var p = pos(ev); if (drag) { drag.x1 = Math.max(LABEL, Math.min(W - 8, p.x)); draw(); } hover(p); });
+    c.cv.addEventListener('mouseleave', function () { tip.hide(); });
+    window.addEventListener('mouseup', function () {
+      if (!drag) return;
+      var d = drag; drag = null;
+      if (Math.abs(d.x1 - d.x0) > 4) setView(uOf(Math.min(d.x0, d.x1)), uOf(Math.max(d.x0, d.x1))); else draw();
+    });
+    c.cv.addEventListener('dblclick', function () { setView(0, spanU); });
+    reset.addEventListener('click', function () { setView(0, spanU); });
+    if (T.marks.length) {
+      var list = el('ul', 'marks');
+      T.marks.forEach(function (m) {
+        var li = el('li');
+        var sev = el('span', 'sev', m.severity);
+        sev.style.color = SEV[m.severity] || '#555';
+        li.appendChild(sev);
+        li.appendChild(document.createTextNode((m.cause + 1) + '. ' + m.title + ': ' + m.name + ' (' + m.lane_label + ', ' + fmtNs(m.ts_ns) + ')'));
+        li.addEventListener('click', function () { var u = m.ts_ns / U, w = Math.max(m.dur_ns / U * 6, spanU / 200); setView(u - w / 2, u + w / 2); });
+        list.appendChild(li);
+      });
+      box.appendChild(list);
+    }
+    draw();
+    box.dataset.drawn = String(lanes.length);
+  }
+
+  // The flame graph (icicle): the root on top, children below their parent,
+  // width proportional to total time within the node zoomed into.
+  function drawFlame() {
+    var box = document.getElementById('flame'), F = data.flame;
+    if (!F.nodes.length) { box.appendChild(el('p', 'empty', 'No CPU ops in this trace.')); box.dataset.drawn = '0'; return; }
+    var nodes = F.nodes.map(function (n) { return { parent: n[0], name: F.names[n[1]], total: n[2], calls: n[3], kids: [], depth: 0 }; });
+    var maxDepth = 0;
+    nodes.forEach(function (n, i) {
+      if (n.parent >= 0) { nodes[n.parent].kids.push(i); n.depth = nodes[n.parent].depth + 1; maxDepth = Math.max(maxDepth, n.depth); }
+    });
+    nodes.forEach(function (n) { n.kids.sort(function (a, b) { return nodes[b].total - nodes[a].total; }); });
+    var ROW = 18, W = widthOf(box, 1120), H = (maxDepth + 1) * ROW + 2;
+    var c = makeCanvas(box, W, H), ctx = c.ctx, tip = tipFor(box), rects = [], focus = 0;
+    function color(name) {
+      var h = 0;
+      for (var i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) | 0;
+      return 'hsl(' + (15 + Math.abs(h) % 40) + ',' + (65 + Math.abs(h >> 8) % 25) + '%,' + (58 + Math.abs(h >> 16) % 18) + '%)';
+    }
+    function cell(i, x, w, dim) {
+      var n = nodes[i], y = n.depth * ROW;
+      ctx.fillStyle = dim ? '#ddd' : color(n.name);
+      ctx.fillRect(x, y, Math.max(w - 1, 0.5), ROW - 1);
+      rects.push([x, y, w, i]);
+      if (w > 40) {
+        ctx.save(); ctx.beginPath(); ctx.rect(x, y, w - 2, ROW); ctx.clip();
+        ctx.fillStyle = '#1d1d1f'; ctx.fillText(n.name, x + 3, y + ROW / 2); ctx.restore();
+      }
+    }
+    function layout(i, x, w) {
+      cell(i, x, w, false);
+      var n = nodes[i], cx = x;
+      n.kids.forEach(function (k) {
+        var kw = n.total > 0 ? w * nodes[k].total / n.total : 0;
+        if (kw >= 0.5) layout(k, cx, kw);
+        cx += kw;
+      });
+    }
+    function draw() {
+      ctx.clearRect(0, 0, W, H); rects = [];
+      ctx.font = '11px sans-serif'; ctx.textBaseline = 'middle';
+      for (var a = nodes[focus].parent; a >= 0; a = nodes[a].parent) cell(a, 0, W, true);
+      layout(focus, 0, W);
+    }
+    function at(ev) {
+      var b = c.cv.getBoundingClientRect(), x = ev.clientX - b.left, y = ev.clientY - b.top;
+      for (var k = rects.length - 1; k >= 0; k--) { var r = rects[k]; if (x >= r[0] && x < r[0] + r[2] && y >= r[1] && y < r[1] + ROW) return { i: r[3], x: x, y: y }; }
+      return null;
+    }
+    c.cv.addEventListener('click', function (ev) {
+      var h = at(ev);
+      if (!h) return;
+      focus = (h.i === focus && nodes[focus].parent >= 0) ? nodes[focus].parent : h.i;
+      draw();
+    });
+    c.cv.addEventListener('mousemove', function (ev) {
+      var h = at(ev);
+      if (!h) { tip.hide(); return; }
+      var n = nodes[h.i], p = n.parent >= 0 ? nodes[n.parent] : null;
+      tip.show(n.name + '\n' + fmtNs(n.total) + ' total, ' + (100 * n.total / nodes[0].total).toFixed(1) + '% of all' +
+        (p ? ', ' + (100 * n.total / p.total).toFixed(1) + '% of ' + p.name : '') + (n.parent >= 0 ? '\n' + n.calls + ' calls' : ''), h.x, h.y);
+    });
+    c.cv.addEventListener('mouseleave', function () { tip.hide(); });
+    draw();
+    box.dataset.drawn = String(nodes.length);
+  }
+
+  [drawSteps, drawKernels, drawTable, drawTimeline, drawFlame].forEach(function (f) {
     try { f(); } catch (e) { fail(f.name + ': ' + (e && e.stack ? e.stack : e)); }
   });
   body.dataset.rendered = '1';
@@ -509,13 +889,19 @@ std::string html_escape(std::string_view text) {
   return out;
 }
 
-std::string format_report_html(const Trace& trace, const HtmlReportOptions& options) {
-  // One context for the diagnosis, the kernels and the op table.
+namespace {
+
+// The page for `trace`, with the comparison section when `cmp` is given.
+std::string render_page(const Trace& trace, const HtmlReportOptions& options, const Comparison* cmp) {
+  // One context for the diagnosis, the kernels, the op table, the timeline
+  // and the flame graph.
   const DiagnoseContext c(trace, /*with_averages=*/true);
   const Diagnosis d = internal::diagnose(c);
   const KernelsSummary ks = internal::kernel_stats(c);
   const std::vector<KernelHistogram> hists = kernel_histograms(c, ks, options);
-  const std::string json = report_json(trace, c, d, hists, options);
+  const internal::Timeline timeline = internal::build_timeline(c, d, options);
+  const internal::FlameTree flame = internal::build_flame_tree(c, options);
+  const std::string json = report_json(trace, c, d, hists, timeline, flame, cmp, options);
 
   const std::string name = options.trace_file_name.empty() ? std::string("trace") : options.trace_file_name;
   std::string o;
@@ -538,6 +924,7 @@ std::string format_report_html(const Trace& trace, const HtmlReportOptions& opti
          "DIR</code> serves the trace's folder on 127.0.0.1:9001; serve is a separate command).</p>\n";
   }
   o += "</header>\n<main>\n";
+  if (cmp != nullptr) append_compare_html(&o, *cmp, options);
   append_verdict_html(&o, trace, d);
 
   const std::size_t steps_drawn = std::min(d.steps.size(), options.max_steps);
@@ -548,6 +935,23 @@ std::string format_report_html(const Trace& trace, const HtmlReportOptions& opti
   o += "</p>\n<div id=\"steps-chart\" data-steps=\"" + std::to_string(steps_drawn) + "\"></div>\n</section>\n";
 
   append_causes_html(&o, trace, d, options);
+
+  o += "<section>\n<h2>Timeline</h2>\n<p>" + std::to_string(timeline.lanes.size()) + " of " +
+       std::to_string(timeline.lanes_total) +
+       " lanes (CPU threads, then GPU streams); a bar is busy time, gaps shorter than about 1/" +
+       std::to_string(options.timeline_resolution) +
+       " of the trace merged. Triangles mark the events the root causes point at. Wheel to zoom, drag to zoom into a "
+       "range, double-click to reset; hover for names.</p>\n";
+  o += "<div id=\"timeline\" data-lanes=\"" + std::to_string(timeline.lanes.size()) + "\" data-intervals=\"" +
+       std::to_string(timeline.interval_count()) + "\" data-marks=\"" + std::to_string(timeline.marks.size()) +
+       "\"></div>\n</section>\n";
+
+  o += "<section>\n<h2>CPU flame graph (host op tree)</h2>\n<p>Ops and record_function annotations nested per "
+       "thread, merged by call path; width is total time. Nodes under " +
+       fixed(options.flame_min_fraction * 100, 1) + "% of the whole are left out (" +
+       std::to_string(flame.nodes.size()) + " of " + std::to_string(flame.nodes_total) +
+       " nodes drawn). Click a node to zoom into it, click the top row to zoom out.</p>\n";
+  o += "<div id=\"flame\" data-nodes=\"" + std::to_string(flame.nodes.size()) + "\"></div>\n</section>\n";
 
   o += "<section>\n<h2>Kernel durations</h2>\n<p>Duration histograms of the " + std::to_string(hists.size()) +
        " device activities with the most total time (" + std::to_string(options.histogram_bins) +
@@ -569,6 +973,17 @@ std::string format_report_html(const Trace& trace, const HtmlReportOptions& opti
   o += kScript;
   o += "</script>\n</body>\n</html>\n";
   return o;
+}
+
+}  // namespace
+
+std::string format_report_html(const Trace& trace, const HtmlReportOptions& options) {
+  return render_page(trace, options, nullptr);
+}
+
+std::string format_compare_report_html(const Trace& a, const Trace& b, const HtmlReportOptions& options) {
+  const Comparison cmp = compare_traces(a, b);
+  return render_page(b, options, &cmp);
 }
 
 }  // namespace tprof

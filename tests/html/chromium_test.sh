@@ -2,11 +2,14 @@
 # Opens tprof report's page in headless Chromium (offline, file://) and checks
 # that its scripts ran: body[data-rendered="1"], no body[data-errors], no
 # uncaught errors on the console, one chart per step / kernel as the page
-# announces them, and a screenshot that is not blank.
-#   chromium_test.sh TPROF_BIN TRACE WORKDIR STEPS KERNELS
+# announces them, the timeline's lanes and the flame graph's nodes drawn,
+# and a screenshot that is not blank. With TRACE_B the page is
+# `tprof report TRACE TRACE_B` (B against A; STEPS and KERNELS are B's) and
+# must carry the compare section.
+#   chromium_test.sh TPROF_BIN TRACE WORKDIR STEPS KERNELS [TRACE_B]
 # Exits 77 (CTest's SKIP_RETURN_CODE) when Chromium is not installed.
 set -uo pipefail
-tprof="$1" trace="$2" work="$3" want_steps="$4" want_kernels="$5"
+tprof="$1" trace="$2" work="$3" want_steps="$4" want_kernels="$5" trace_b="${6:-}"
 fail() { echo "FAIL: $*"; exit 1; }
 
 browser=""
@@ -19,7 +22,7 @@ if [[ -z "$browser" ]]; then
 fi
 
 rm -rf "$work" && mkdir -p "$work"
-"$tprof" -q report "$trace" -o "$work/report.html" 2>"$work/tprof.err" || fail "tprof report: $(cat "$work/tprof.err")"
+"$tprof" -q report "$trace" ${trace_b:+"$trace_b"} -o "$work/report.html" 2>"$work/tprof.err" || fail "tprof report: $(cat "$work/tprof.err")"
 
 profile="$(mktemp -d)"
 trap 'rm -rf "$profile"' EXIT
@@ -55,6 +58,23 @@ plots=$(grep -o 'class="uplot' "$work/dom.html" | wc -l)
 [[ $plots == $((want_kernels + 1)) ]] || fail "$plots uPlot charts in the DOM, want $((want_kernels + 1))"
 [[ -n "$rows" && "$rows" -gt 0 ]] || fail "op table has no rows"
 [[ $(grep -o '<tr>' "$work/dom.html" | wc -l) -gt "$rows" ]] || fail "op table rows missing from the DOM"
+
+lanes="$(attr timeline data-lanes)" drawn_lanes="$(attr timeline data-drawn)"
+intervals="$(attr timeline data-intervals)" marks="$(attr timeline data-marks)"
+nodes="$(attr flame data-nodes)" drawn_nodes="$(attr flame data-drawn)"
+echo "timeline: $lanes lanes (drawn $drawn_lanes), $intervals intervals, $marks marks; flame graph: $nodes nodes (drawn $drawn_nodes)"
+[[ -n "$lanes" && "$lanes" -gt 0 && "$drawn_lanes" == "$lanes" ]] || fail "timeline lanes not drawn"
+[[ -n "$intervals" && "$intervals" -gt 0 ]] || fail "timeline has no intervals"
+[[ -n "$marks" ]] || fail "timeline has no data-marks"
+[[ -n "$nodes" && "$nodes" -gt 1 && "$drawn_nodes" == "$nodes" ]] || fail "flame graph not drawn"
+[[ $(grep -o '<canvas' "$work/dom.html" | wc -l) -ge $((want_kernels + 3)) ]] || fail "canvases missing"
+if [[ -n "$trace_b" ]]; then
+  [[ "$(attr compare data-compare)" == 1 ]] || fail "no compare section (data-compare=\"1\")"
+  grep -q '<code>aten::addmm</code>' "$work/dom.html" || fail "compare section lists no aten::addmm"
+  echo "compare section: alignment $(attr compare data-alignment), verdict changed $(attr compare data-verdict-changed)"
+else
+  [[ -z "$(attr compare data-compare)" ]] || fail "one trace, yet a compare section"
+fi
 
 timeout 120 "$browser" "${flags[@]}" --screenshot="$work/report.png" --window-size=1200,900 "$url" \
   >/dev/null 2>"$work/chromium-shot.log"

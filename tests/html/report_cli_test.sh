@@ -29,4 +29,19 @@ grep -q "byte" "$work/err" || fail "bad JSON: no byte offset in: $(cat "$work/er
 [[ ! -s "$work/out" ]] || fail "report wrote to stdout"
 head -c 15 "$work/report.html" | grep -q "<!DOCTYPE html>" || fail "not an HTML document"
 grep -q 'data-steps="' "$work/report.html" || fail "no steps chart"
+grep -q 'data-compare=' "$work/report.html" && fail "one trace, yet a compare section"
+
+# Two traces: B's page with the compare section; a third is refused, and so
+# is -o naming either input.
+cp "$trace" "$work/b.json"
+"$tprof" -q report "$trace" "$work/b.json" -o "$work/two.html" 2>"$work/err"; rc=$?
+[[ $rc == 0 ]] || fail "report A B: exit $rc: $(cat "$work/err")"
+grep -q '<section id="compare" data-compare="1"' "$work/two.html" || fail "report A B: no compare section"
+"$tprof" -q report "$trace" "$work/b.json" "$work/b.json" -o "$work/three.html" 2>"$work/err"; rc=$?
+[[ $rc == 2 ]] || fail "three traces: exit $rc, expected 2"
+"$tprof" -q report "$trace" "$work/b.json" -o "$work/b.json" 2>"$work/err"; rc=$?
+[[ $rc == 2 ]] || fail "-o naming B: exit $rc, expected 2"
+"$tprof" -q report "$trace" "$work/missing.json" -o "$work/x.html" 2>"$work/err"; rc=$?
+[[ $rc == 2 ]] || fail "missing B: exit $rc, expected 2"
+grep -q "tprof: .*missing.json" "$work/err" || fail "missing B: message was: $(cat "$work/err")"
 echo "OK: tprof report CLI ($(wc -c <"$work/report.html") bytes)"

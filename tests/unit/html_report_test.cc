@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <regex>
+#include <set>
 #include <string>
 
 #include "src/report/html_assets.h"
 #include "src/trace/json_value.h"
+#include "tprof/compare.h"
 #include "tprof/html_report.h"
 #include "tprof/kernels.h"
 #include "tprof/read.h"
@@ -38,6 +41,75 @@ std::int64_t int_of(const JsonValue* v) {
   std::int64_t i = -1;
   if (v == nullptr || !v->get_int(&i)) return -1;
   return i;
+}
+
+// The value of attribute `name` on the element with id `id` ("" when absent).
+std::string attr_of(const std::string& html, const std::string& id, const std::string& name) {
+  const std::size_t at = html.find("id=\"" + id + "\"");
+  if (at == std::string::npos) return "";
+  const std::size_t end = html.find('>', at);
+  const std::size_t a = html.find(" " + name + "=\"", at);
+  if (a == std::string::npos || a > end) return "";
+  const std::size_t v = a + name.size() + 3;
+  return html.substr(v, html.find('"', v) - v);
+}
+
+bool has_text(const JsonValue* list, std::string_view text) {
+  if (list == nullptr) return false;
+  for (const JsonValue& v : list->items()) {
+    if (v.text() == text) return true;
+  }
+  return false;
+}
+
+// Checks the timeline's data against the page's attributes and the bounds;
+// returns the number of intervals.
+std::size_t check_timeline(const std::string& html, const JsonValue& t, const HtmlReportOptions& o) {
+  const JsonValue* lanes = t.find("lanes");
+  EXPECT_NE(lanes, nullptr);
+  if (lanes == nullptr) return 0;
+  EXPECT_LE(lanes->items().size(), o.max_timeline_lanes);
+  EXPECT_EQ(attr_of(html, "timeline", "data-lanes"), std::to_string(lanes->items().size()));
+  const std::int64_t unit = int_of(t.find("unit_ns"));
+  const std::int64_t span = int_of(t.find("span_ns"));
+  EXPECT_GE(unit, 1);
+  std::size_t intervals = 0;
+  for (const JsonValue& l : lanes->items()) {
+    const auto& iv = l.find("iv")->items();
+    EXPECT_EQ(iv.size() % 2, 0u);
+    EXPECT_LE(iv.size() / 2, o.max_lane_intervals);
+    EXPECT_GE(int_of(l.find("merge_ns")), span / o.timeline_resolution);
+    intervals += iv.size() / 2;
+    // Gaps and lengths are non-negative and end inside the span (units).
+    std::int64_t t_u = 0;
+    for (const JsonValue& x : iv) {
+      EXPECT_GE(int_of(&x), 0);
+      t_u += int_of(&x);
+    }
+    EXPECT_LE(t_u, span / unit + 2);
+    EXPECT_LE(l.find("top")->items().size(), o.timeline_top_events);
+  }
+  EXPECT_LE(intervals, o.max_timeline_intervals);
+  EXPECT_EQ(attr_of(html, "timeline", "data-intervals"), std::to_string(intervals));
+  EXPECT_EQ(attr_of(html, "timeline", "data-marks"), std::to_string(t.find("marks")->items().size()));
+  return intervals;
+}
+
+// Checks the flame graph's nodes: parents first, a child within its parent.
+void check_flame(const std::string& html, const JsonValue& f, std::size_t cap) {
+  const auto& nodes = f.find("nodes")->items();
+  EXPECT_LE(nodes.size(), cap);
+  EXPECT_EQ(attr_of(html, "flame", "data-nodes"), std::to_string(nodes.size()));
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const std::int64_t parent = int_of(&nodes[i].items()[0]);
+    if (i == 0) {
+      EXPECT_EQ(parent, -1);
+      continue;
+    }
+    ASSERT_GE(parent, 0);
+    ASSERT_LT(parent, static_cast<std::int64_t>(i));
+    EXPECT_LE(int_of(&nodes[i].items()[2]), int_of(&nodes[static_cast<std::size_t>(parent)].items()[2]));
+  }
 }
 
 class HtmlReportH100 : public ::testing::Test {
@@ -153,6 +225,50 @@ TEST_F(HtmlReportH100, DataBlobParsesAndMatchesTheAnalyses) {
   EXPECT_TRUE(has_mm);
 }
 
+TEST_F(HtmlReportH100, TimelineHasTheLanesAndTheFindings) {
+  Result<JsonValue> v = JsonValue::parse(data_blob(*html_));
+  ASSERT_TRUE(v);
+  const JsonValue* t = v->find("timeline");
+  ASSERT_NE(t, nullptr);
+  EXPECT_GT(check_timeline(*html_, *t, {}), 0u);
+  bool cpu = false, gpu = false;
+  for (const JsonValue& l : t->find("lanes")->items()) {
+    (l.find("gpu")->as_bool() ? gpu : cpu) = true;
+    EXPECT_GT(int_of(l.find("busy_ns")), 0);
+    EXPECT_FALSE(l.find("top")->items().empty());
+  }
+  EXPECT_TRUE(cpu);
+  EXPECT_TRUE(gpu);
+  EXPECT_EQ(int_of(t->find("lanes_total")), static_cast<std::int64_t>(t->find("lanes")->items().size()));
+  // Every cause that points at an event is a mark, on a drawn lane.
+  std::size_t look_ats = 0;
+  for (std::size_t p = html_->find("<p class=\"look\">"); p != std::string::npos;
+       p = html_->find("<p class=\"look\">", p + 1)) {
+    ++look_ats;
+  }
+  const auto& marks = t->find("marks")->items();
+  EXPECT_EQ(marks.size(), look_ats);
+  ASSERT_FALSE(marks.empty());
+  for (const JsonValue& m : marks) {
+    EXPECT_GE(int_of(m.find("lane")), 0) << m.find("lane_label")->text();
+    EXPECT_GE(int_of(m.find("ts_ns")), 0);
+    EXPECT_FALSE(m.find("title")->text().empty());
+  }
+}
+
+TEST_F(HtmlReportH100, FlameGraphHoldsTheOpTree) {
+  Result<JsonValue> v = JsonValue::parse(data_blob(*html_));
+  ASSERT_TRUE(v);
+  const JsonValue* f = v->find("flame");
+  ASSERT_NE(f, nullptr);
+  check_flame(*html_, *f, 2000);
+  const JsonValue* names = f->find("names");
+  EXPECT_TRUE(has_text(names, "all threads"));
+  EXPECT_TRUE(has_text(names, "ProfilerStep#*"));
+  EXPECT_TRUE(has_text(names, "aten::mm"));
+  EXPECT_GT(int_of(&f->find("nodes")->items()[0].items()[2]), 0);
+}
+
 TEST_F(HtmlReportH100, ShowsTheVerdictAndCauses) {
   const std::string& h = *html_;
   EXPECT_NE(h.find("<section id=\"verdict\" data-verdict=\""), std::string::npos);
@@ -200,6 +316,156 @@ TEST(HtmlReport, TraceWithoutStepsOrDevice) {
   Result<JsonValue> v = JsonValue::parse(data_blob(h));
   ASSERT_TRUE(v);
   EXPECT_FALSE(v->find("has_device")->as_bool());
+}
+
+TEST(HtmlReport, FlameGraphNestsOpsByPath) {
+  Result<Trace> t = read_trace_bytes(R"({"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 10, "dur": 50},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 20, "dur": 30},
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 110, "dur": 40},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 160, "dur": 1}]})");
+  ASSERT_TRUE(t);
+  const std::string h = format_report_html(*t);
+  Result<JsonValue> v = JsonValue::parse(data_blob(h));
+  ASSERT_TRUE(v);
+  const JsonValue& f = *v->find("flame");
+  check_flame(h, f, 2000);
+  // all → thread → ProfilerStep#* (2 calls) → aten::linear (2) → aten::addmm;
+  // aten::relu is 0.5% of the root: kept at the threshold.
+  std::vector<std::string> paths;
+  const auto& nodes = f.find("nodes")->items();
+  std::vector<std::string> path_of;
+  for (const JsonValue& n : nodes) {
+    const std::int64_t parent = int_of(&n.items()[0]);
+    const std::string name(f.find("names")->items()[static_cast<std::size_t>(int_of(&n.items()[1]))].text());
+    path_of.push_back(parent < 0 ? name : path_of[static_cast<std::size_t>(parent)] + "/" + name);
+    paths.push_back(path_of.back() + " " + std::to_string(int_of(&n.items()[2])) + " " +
+                    std::to_string(int_of(&n.items()[3])));
+  }
+  ASSERT_EQ(paths.size(), 6u);
+  EXPECT_EQ(paths[0], "all threads 200000 0");
+  EXPECT_EQ(paths[1], "all threads/thread pid 1 tid 1 200000 0");
+  EXPECT_EQ(paths[2], "all threads/thread pid 1 tid 1/ProfilerStep#* 200000 2");
+  EXPECT_EQ(paths[3], "all threads/thread pid 1 tid 1/ProfilerStep#*/aten::linear 90000 2");
+  EXPECT_EQ(paths[4], "all threads/thread pid 1 tid 1/ProfilerStep#*/aten::linear/aten::addmm 30000 1");
+  EXPECT_EQ(paths[5], "all threads/thread pid 1 tid 1/ProfilerStep#*/aten::relu 1000 1");
+  // Pruned: at 1% aten::relu goes; capped at 3 nodes.
+  EXPECT_EQ(JsonValue::parse(data_blob(format_report_html(*t, {.flame_min_fraction = 0.01})))
+                ->find("flame")->find("nodes")->items().size(),
+            5u);
+  EXPECT_EQ(JsonValue::parse(data_blob(format_report_html(*t, {.max_flame_nodes = 3})))
+                ->find("flame")->find("nodes")->items().size(),
+            3u);
+}
+
+// 100,000 events on 80 CPU threads and 4 GPU streams: the page keeps its
+// bounds (lanes, intervals per lane and in all, flame nodes, size).
+TEST(HtmlReport, LargeTraceStaysBounded) {
+  std::string text = R"({"traceEvents": [)";
+  std::size_t events = 0;
+  auto add = [&](std::string_view cat, const std::string& name, int pid, int tid, std::int64_t ts, std::int64_t dur,
+                 std::string_view args = "") {
+    text += events++ ? ",\n" : "\n";
+    text += R"({"ph": "X", "cat": ")" + std::string(cat) + R"(", "name": ")" + name + R"(", "pid": )" +
+            std::to_string(pid) + R"(, "tid": )" + std::to_string(tid) + R"(, "ts": )" + std::to_string(ts) +
+            R"(, "dur": )" + std::to_string(dur);
+    if (!args.empty()) text += R"(, "args": )" + std::string(args);
+    text += "}";
+  };
+  constexpr int kThreads = 80;
+  constexpr int kBlocks = 100;  // per thread; 11 events each: 88,000
+  for (int tid = 1; tid <= kThreads; ++tid) {
+    for (int b = 0; b < kBlocks; ++b) {
+      const std::int64_t t0 = b * 200 + tid;
+      add("user_annotation", "block_" + std::to_string(b % 7), 1, tid, t0, 100);
+      for (int j = 0; j < 5; ++j) {
+        add("cpu_op", "aten::op_" + std::to_string((b + j) % 13), 1, tid, t0 + 2 + j * 19, 15);
+        add("cpu_op", "aten::inner_" + std::to_string((b * 7 + j + tid) % 61), 1, tid, t0 + 4 + j * 19, 6);
+      }
+    }
+  }
+  for (int k = 0; events < 100000; ++k) {
+    const int stream = 7 + k % 4;
+    add("kernel", "kernel_" + std::to_string(k % 17), 0, stream, (k / 4) * 7, 1,
+        R"({"device": 0, "stream": )" + std::to_string(stream) + "}");
+  }
+  text += "\n]}";
+  Result<Trace> t = read_trace_bytes(text);
+  ASSERT_TRUE(t) << t.error().to_string();
+  ASSERT_EQ(t->events.size(), 100000u);
+
+  const HtmlReportOptions o;
+  const std::string h = format_report_html(*t, o);
+  EXPECT_LT(h.size(), 2u * 1024 * 1024);
+  Result<JsonValue> v = JsonValue::parse(data_blob(h));
+  ASSERT_TRUE(v) << v.error().to_string();
+  const JsonValue& tl = *v->find("timeline");
+  EXPECT_EQ(int_of(tl.find("lanes_total")), kThreads + 4);
+  EXPECT_EQ(tl.find("lanes")->items().size(), o.max_timeline_lanes);
+  check_timeline(h, tl, o);
+  check_flame(h, *v->find("flame"), o.max_flame_nodes);
+  // A GPU stream's 3,000 kernels are 6 us apart, over span / 4000: the
+  // stream is over its share (40,000 / 64 lanes) and merged coarser.
+  const JsonValue& gpu = tl.find("lanes")->items().back();
+  ASSERT_TRUE(gpu.find("gpu")->as_bool());
+  EXPECT_EQ(int_of(gpu.find("events")), 3000);
+  EXPECT_GT(int_of(gpu.find("merge_ns")), int_of(tl.find("span_ns")) / o.timeline_resolution);
+  EXPECT_GT(gpu.find("iv")->items().size() / 2, 100u);
+  EXPECT_LE(gpu.find("iv")->items().size() / 2, o.max_timeline_intervals / o.max_timeline_lanes);
+
+  // Tighter bounds hold too.
+  HtmlReportOptions tight;
+  tight.max_timeline_lanes = 10;
+  tight.max_lane_intervals = 50;
+  tight.max_flame_nodes = 40;
+  const std::string small = format_report_html(*t, tight);
+  Result<JsonValue> sv = JsonValue::parse(data_blob(small));
+  ASSERT_TRUE(sv);
+  EXPECT_EQ(sv->find("timeline")->find("lanes")->items().size(), 10u);
+  check_timeline(small, *sv->find("timeline"), tight);
+  check_flame(small, *sv->find("flame"), 40);
+  EXPECT_EQ(sv->find("flame")->find("nodes")->items().size(), 40u);
+  std::printf("100k-event synthetic trace: page %zu bytes (tight bounds: %zu)\n", h.size(), small.size());
+}
+
+TEST(HtmlReport, TwoTracesAddTheComparison) {
+  const std::string dir = std::string(TPROF_TEST_DATA) + "/gpu/h100-torch-2.11/";
+  Result<Trace> a = read_trace(dir + "64_bf16_warm_eager.json");
+  Result<Trace> b = read_trace(dir + "64_bf16_warm_compile.json");
+  ASSERT_TRUE(a && b);
+  HtmlReportOptions o;
+  o.trace_file_name = "64_bf16_warm_compile.json";
+  o.baseline_file_name = "64_bf16_warm_eager.json";
+  const std::string h = format_compare_report_html(*a, *b, o);
+  EXPECT_TRUE(h.starts_with("<!DOCTYPE html>\n<html"));
+  EXPECT_EQ(count_of(h, "</html>"), 1u);
+  EXPECT_NE(h.find("<section id=\"compare\" data-compare=\"1\""), std::string::npos);
+  EXPECT_NE(h.find("The sections below this one show <b>B</b>"), std::string::npos);
+  EXPECT_NE(h.find("<code>aten::addmm</code>"), std::string::npos);
+  EXPECT_LT(h.find("id=\"compare\""), h.find("id=\"verdict\""));
+  Result<JsonValue> v = JsonValue::parse(data_blob(h));
+  ASSERT_TRUE(v) << v.error().to_string();
+  const JsonValue* c = v->find("compare");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->find("a")->text(), "64_bf16_warm_eager.json");
+  EXPECT_EQ(c->find("b")->text(), "64_bf16_warm_compile.json");
+  EXPECT_TRUE(has_text(c->find("new_ops"), "aten::addmm"));
+  EXPECT_TRUE(has_text(c->find("vanished_ops"), "aten::mm"));
+  EXPECT_FALSE(has_text(c->find("new_ops"), "aten::mm"));
+  const Comparison cmp = compare_traces(*a, *b);
+  EXPECT_EQ(int_of(c->find("median_a_ns")), cmp.a.median_step_ns);
+  EXPECT_EQ(int_of(c->find("median_b_ns")), cmp.b.median_step_ns);
+  EXPECT_EQ(int_of(c->find("noise_ns")), cmp.noise_ns);
+  // The other sections show B: the same data as B's own page.
+  const std::string only_b = format_report_html(*b, {.trace_file_name = "64_bf16_warm_compile.json"});
+  Result<JsonValue> vb = JsonValue::parse(data_blob(only_b));
+  ASSERT_TRUE(vb);
+  EXPECT_EQ(v->find("steps")->items().size(), vb->find("steps")->items().size());
+  EXPECT_EQ(v->find("ops")->items().size(), vb->find("ops")->items().size());
+  EXPECT_EQ(only_b.find("id=\"compare\""), std::string::npos);
+  EXPECT_EQ(vb->find("compare"), nullptr);
 }
 
 TEST(HtmlReport, EscapesHtml) {

@@ -1,0 +1,408 @@
+// Timeline and flame graph data for tprof report (docs/report.md).
+//
+// Both are reduced here, never in the page: a 100 MB trace has millions of
+// events, and the page must stay a few MB. The timeline keeps per lane the
+// union of its events merged at span / timeline_resolution (coarser when a
+// lane would still have too many intervals), and a few named events for the
+// tooltips; the flame graph keeps the call tree's large nodes only.
+#include "src/report/html_views.h"
+
+#include <algorithm>
+#include <queue>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+namespace tprof::internal {
+
+namespace {
+
+using Span = std::pair<std::int64_t, std::int64_t>;
+
+// Joins sorted intervals whose gap is at most `gap` (0: the plain union).
+std::vector<Span> merge_spans(const std::vector<Span>& sorted, std::int64_t gap) {
+  std::vector<Span> out;
+  for (const Span& s : sorted) {
+    if (!out.empty() && s.first <= out.back().second + gap) {
+      out.back().second = std::max(out.back().second, s.second);
+    } else {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+struct LaneEvents {
+  std::uint32_t lane = 0;
+  std::vector<std::uint32_t> events;
+  std::int64_t busy_ns = 0;
+  bool marked = false;
+};
+
+}  // namespace
+
+std::size_t Timeline::interval_count() const {
+  std::size_t n = 0;
+  for (const TimelineLane& l : lanes) n += l.intervals.size();
+  return n;
+}
+
+Timeline build_timeline(const DiagnoseContext& c, const Diagnosis& d, const HtmlReportOptions& options) {
+  Timeline t;
+  t.start_ns = c.start_ns;
+  t.span_ns = std::max<std::int64_t>(1, c.end_ns - c.start_ns);
+  const Trace& trace = c.trace;
+
+  // Events per lane: host-side events on CPU lanes, device activity on GPU lanes.
+  std::unordered_map<std::uint32_t, LaneEvents> by_lane;
+  c.for_each_host_event([&](std::uint32_t e) {
+    LaneEvents& l = by_lane[trace.events.lane[e]];
+    l.lane = trace.events.lane[e];
+    l.events.push_back(e);
+  });
+  for (const DeviceOp& op : c.device) {
+    LaneEvents& l = by_lane[op.lane];
+    l.lane = op.lane;
+    l.events.push_back(op.event);
+  }
+  std::vector<LaneEvents> lanes;
+  lanes.reserve(by_lane.size());
+  for (auto& [lane, l] : by_lane) lanes.push_back(std::move(l));
+  t.lanes_total = lanes.size();
+
+  // The marks' lanes are kept even when they are not among the busiest.
+  const std::size_t n_causes = std::min(d.causes.size(), options.max_causes);
+  std::unordered_map<std::string, std::size_t> lane_by_label;
+  for (std::size_t i = 0; i < lanes.size(); ++i) lane_by_label.emplace(c.lane_label(lanes[i].lane), i);
+  for (std::size_t i = 0; i < n_causes; ++i) {
+    if (!d.causes[i].look_at) continue;
+    auto it = lane_by_label.find(d.causes[i].look_at->lane);
+    if (it != lane_by_label.end()) lanes[it->second].marked = true;
+  }
+
+  // Per lane: events sorted by start, their union (busy time).
+  std::vector<std::vector<Span>> unions(lanes.size());
+  for (std::size_t i = 0; i < lanes.size(); ++i) {
+    std::vector<Span> spans;
+    spans.reserve(lanes[i].events.size());
+    for (std::uint32_t e : lanes[i].events) spans.emplace_back(c.ts(e) - t.start_ns, c.end(e) - t.start_ns);
+    std::sort(spans.begin(), spans.end());
+    unions[i] = merge_spans(spans, 0);
+    for (const Span& s : unions[i]) lanes[i].busy_ns += s.second - s.first;
+  }
+
+  // The lanes drawn: marked first, then by busy time; shown CPU then GPU.
+  std::vector<std::size_t> order(lanes.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (lanes[a].marked != lanes[b].marked) return lanes[a].marked;
+    if (lanes[a].busy_ns != lanes[b].busy_ns) return lanes[a].busy_ns > lanes[b].busy_ns;
+    return lanes[a].lane < lanes[b].lane;
+  });
+  if (order.size() > options.max_timeline_lanes) order.resize(options.max_timeline_lanes);
+  auto lane_key = [&](std::size_t i) {
+    const Lane& l = trace.lanes[lanes[i].lane];
+    const bool gpu = l.kind == LaneKind::kGpu;
+    return std::tuple(gpu, gpu ? l.device : 0, gpu ? l.stream : 0, lanes[i].lane);
+  };
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return lane_key(a) < lane_key(b); });
+
+  // Each lane's share of the interval budget, at most max_lane_intervals.
+  const std::size_t per_lane =
+      order.empty() ? 0
+                    : std::max<std::size_t>(1, std::min(options.max_lane_intervals,
+                                                        options.max_timeline_intervals / order.size()));
+  std::unordered_map<std::string, int> row_by_label;  // drawn lanes: their row
+  const std::int64_t base_gap = t.span_ns / std::max(1, options.timeline_resolution);
+  for (std::size_t i : order) {
+    const LaneEvents& le = lanes[i];
+    const Lane& lane = trace.lanes[le.lane];
+    TimelineLane out;
+    out.label = c.lane_label(le.lane);
+    out.thread_name = std::string(trace.str(lane.thread_name));
+    out.gpu = lane.kind == LaneKind::kGpu;
+    out.events = le.events.size();
+    out.busy_ns = le.busy_ns;
+    out.intervals = merge_spans(unions[i], base_gap);
+    out.merge_ns = base_gap;
+    if (out.intervals.size() > per_lane) {
+      // Still too many: merge on a grid of per_lane cells, an interval
+      // joining the previous one when it starts in the cell where that one
+      // ends. Each interval then ends in a cell of its own, so at most
+      // per_lane remain. (A larger gap alone would not do: evenly spaced
+      // kernels merge all at once or not at all.)
+      const std::int64_t cell = t.span_ns / static_cast<std::int64_t>(per_lane) + 1;
+      std::vector<Span> coarse;
+      for (const Span& s : out.intervals) {
+        if (!coarse.empty() && s.first / cell <= (coarse.back().second - 1) / cell) {
+          coarse.back().second = std::max(coarse.back().second, s.second);
+        } else {
+          coarse.push_back(s);
+        }
+      }
+      out.intervals = std::move(coarse);
+      out.merge_ns = std::max(base_gap, cell);
+    }
+    std::vector<std::uint32_t> longest = le.events;
+    const std::size_t n_top = std::min(options.timeline_top_events, longest.size());
+    std::partial_sort(longest.begin(), longest.begin() + static_cast<std::ptrdiff_t>(n_top), longest.end(),
+                      [&](std::uint32_t a, std::uint32_t b) {
+                        return c.dur(a) != c.dur(b) ? c.dur(a) > c.dur(b) : a < b;
+                      });
+    for (std::size_t k = 0; k < n_top; ++k) {
+      const std::uint32_t e = longest[k];
+      out.top.push_back({c.ts(e) - t.start_ns, c.dur(e), std::string(c.name(e))});
+    }
+    row_by_label.emplace(out.label, static_cast<int>(t.lanes.size()));
+    t.lanes.push_back(std::move(out));
+  }
+
+  for (std::size_t i = 0; i < n_causes; ++i) {
+    const Cause& cause = d.causes[i];
+    if (!cause.look_at) continue;
+    TimelineMark m;
+    const auto it = row_by_label.find(cause.look_at->lane);
+    if (it != row_by_label.end()) m.lane = it->second;
+    m.ts_ns = cause.look_at->ts_ns - t.start_ns;
+    m.dur_ns = cause.look_at->dur_ns;
+    m.cause = i;
+    m.name = cause.look_at->name;
+    m.lane_label = cause.look_at->lane;
+    m.title = cause.title;
+    m.severity = std::string(severity_name(cause.severity));
+    t.marks.push_back(std::move(m));
+  }
+  return t;
+}
+
+FlameTree build_flame_tree(const DiagnoseContext& c, const HtmlReportOptions& options) {
+  FlameTree f;
+  const Trace& trace = c.trace;
+  // The ops and annotations of each CPU lane, by start, a parent before a
+  // child that starts with it (longer first, then file order).
+  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> by_lane;
+  for (std::uint32_t e : c.host_ops) {
+    const EventKind k = c.kind(e);
+    if (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) by_lane[trace.events.lane[e]].push_back(e);
+  }
+  std::vector<std::uint32_t> lane_ids;
+  for (const auto& [lane, events] : by_lane) lane_ids.push_back(lane);
+  std::sort(lane_ids.begin(), lane_ids.end());
+
+  struct Node {
+    Node(int p, std::string_view n) : parent(p), name(n) {}
+    int parent;
+    std::string_view name;
+    std::int64_t total_ns = 0;
+    std::int64_t calls = 0;
+    std::vector<int> children;
+  };
+  std::vector<Node> nodes;
+  std::vector<std::string> thread_names;  // owns the thread nodes' names
+  thread_names.reserve(lane_ids.size());
+  nodes.emplace_back(-1, "all threads");
+  // (parent node, name id) → node; ProfilerStep#N all map to one id.
+  constexpr StrId kStepName = static_cast<StrId>(-1);
+  std::unordered_map<std::uint64_t, int> child_of;
+  auto child = [&](int parent, StrId name_id, std::string_view name) {
+    const std::uint64_t key = (static_cast<std::uint64_t>(parent) << 32) | name_id;
+    auto [it, fresh] = child_of.emplace(key, static_cast<int>(nodes.size()));
+    if (fresh) {
+      nodes.emplace_back(parent, name);
+      nodes[static_cast<std::size_t>(parent)].children.push_back(it->second);
+    }
+    return it->second;
+  };
+
+  for (std::uint32_t lane : lane_ids) {
+    std::vector<std::uint32_t>& events = by_lane[lane];
+    std::sort(events.begin(), events.end(), [&](std::uint32_t a, std::uint32_t b) {
+      if (c.ts(a) != c.ts(b)) return c.ts(a) < c.ts(b);
+      if (c.dur(a) != c.dur(b)) return c.dur(a) > c.dur(b);
+      return a < b;
+    });
+    const Lane& l = trace.lanes[lane];
+    std::string label = "thread " + c.lane_label(lane).substr(4);  // drop "cpu "
+    if (l.thread_name != kEmptyStr) label += " (" + std::string(trace.str(l.thread_name)) + ")";
+    thread_names.push_back(std::move(label));
+    const int thread = static_cast<int>(nodes.size());
+    nodes.emplace_back(0, thread_names.back());
+    nodes[0].children.push_back(thread);
+    // The open ancestors: (end, node).
+    std::vector<std::pair<std::int64_t, int>> stack;
+    for (std::uint32_t e : events) {
+      const std::int64_t ts = c.ts(e), end = c.end(e);
+      // Pop what ended, and what this event is not inside (overlaps without nesting).
+      while (!stack.empty() && (stack.back().first <= ts || stack.back().first < end)) stack.pop_back();
+      const int parent = stack.empty() ? thread : stack.back().second;
+      const std::string_view name = c.name(e);
+      const bool step = is_profiler_step(name);
+      const int n = child(parent, step ? kStepName : trace.events.name[e], step ? "ProfilerStep#*" : name);
+      nodes[static_cast<std::size_t>(n)].total_ns += end - ts;
+      nodes[static_cast<std::size_t>(n)].calls += 1;
+      if (stack.empty()) nodes[static_cast<std::size_t>(thread)].total_ns += end - ts;
+      stack.emplace_back(end, n);
+    }
+    nodes[0].total_ns += nodes[static_cast<std::size_t>(thread)].total_ns;
+  }
+  if (nodes.size() == 1) return f;  // no host ops: no tree
+  f.nodes_total = nodes.size();
+
+  // The largest nodes first (a parent is never smaller than its child, so
+  // it is always taken before it); children under the threshold are left out.
+  const auto min_ns = static_cast<std::int64_t>(static_cast<double>(nodes[0].total_ns) * options.flame_min_fraction);
+  auto smaller = [&](int a, int b) {
+    const std::int64_t ta = nodes[static_cast<std::size_t>(a)].total_ns;
+    const std::int64_t tb = nodes[static_cast<std::size_t>(b)].total_ns;
+    return ta != tb ? ta < tb : a > b;
+  };
+  std::priority_queue<int, std::vector<int>, decltype(smaller)> queue(smaller);
+  std::vector<int> out_index(nodes.size(), -1);
+  queue.push(0);
+  while (!queue.empty() && f.nodes.size() < options.max_flame_nodes) {
+    const int n = queue.top();
+    queue.pop();
+    const Node& node = nodes[static_cast<std::size_t>(n)];
+    out_index[static_cast<std::size_t>(n)] = static_cast<int>(f.nodes.size());
+    f.nodes.push_back({node.parent < 0 ? -1 : out_index[static_cast<std::size_t>(node.parent)], std::string(node.name),
+                       node.total_ns, node.calls});
+    for (int ch : node.children) {
+      if (nodes[static_cast<std::size_t>(ch)].total_ns >= min_ns && nodes[static_cast<std::size_t>(ch)].total_ns > 0) {
+        queue.push(ch);
+      }
+    }
+  }
+  return f;
+}
+
+namespace {
+
+// Strings written once, referred to by index.
+class NameTable {
+ public:
+  int index(const std::string& s) {
+    auto [it, fresh] = index_.emplace(s, static_cast<int>(names_.size()));
+    if (fresh) names_.push_back(&it->first);
+    return it->second;
+  }
+  void write(JsonWriter& w) const {
+    w.begin_array();
+    for (const std::string* s : names_) w.value_string(*s);
+    w.end_array();
+  }
+
+ private:
+  std::unordered_map<std::string, int> index_;
+  std::vector<const std::string*> names_;
+};
+
+}  // namespace
+
+void write_timeline_json(JsonWriter& w, const Timeline& t) {
+  // Times in units of unit_ns (a millionth of the span, at least 1 ns), and
+  // intervals as (gap since the previous end, length) pairs: small numbers,
+  // so 40,000 intervals take a few hundred KB.
+  const std::int64_t unit = std::max<std::int64_t>(1, (t.span_ns + 999999) / 1000000);
+  NameTable names;
+  w.begin_object();
+  w.key("start_ns");
+  w.value_int(t.start_ns);
+  w.key("span_ns");
+  w.value_int(t.span_ns);
+  w.key("unit_ns");
+  w.value_int(unit);
+  w.key("lanes_total");
+  w.value_uint(t.lanes_total);
+  w.key("lanes");
+  w.begin_array();
+  for (const TimelineLane& l : t.lanes) {
+    w.begin_object();
+    w.key("label");
+    w.value_string(l.label);
+    w.key("thread");
+    w.value_string(l.thread_name);
+    w.key("gpu");
+    w.value_bool(l.gpu);
+    w.key("events");
+    w.value_uint(l.events);
+    w.key("busy_ns");
+    w.value_int(l.busy_ns);
+    w.key("merge_ns");
+    w.value_int(l.merge_ns);
+    w.key("iv");
+    w.begin_array();
+    std::int64_t prev = 0;
+    for (const auto& [s, e] : l.intervals) {
+      const std::int64_t su = std::max(prev, s / unit);
+      const std::int64_t eu = std::max(su + 1, (e + unit - 1) / unit);  // at least one unit: visible
+      w.value_int(su - prev);
+      w.value_int(eu - su);
+      prev = eu;
+    }
+    w.end_array();
+    // [start, duration, name index], in units.
+    w.key("top");
+    w.begin_array();
+    for (const TimelineEvent& e : l.top) {
+      w.begin_array();
+      w.value_int(e.start_ns / unit);
+      w.value_int((e.dur_ns + unit - 1) / unit);
+      w.value_int(names.index(e.name));
+      w.end_array();
+    }
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.key("marks");
+  w.begin_array();
+  for (const TimelineMark& m : t.marks) {
+    w.begin_object();
+    w.key("lane");
+    w.value_int(m.lane);
+    w.key("ts_ns");
+    w.value_int(m.ts_ns);
+    w.key("dur_ns");
+    w.value_int(m.dur_ns);
+    w.key("cause");
+    w.value_uint(m.cause);
+    w.key("name");
+    w.value_string(m.name);
+    w.key("lane_label");
+    w.value_string(m.lane_label);
+    w.key("title");
+    w.value_string(m.title);
+    w.key("severity");
+    w.value_string(m.severity);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("names");
+  names.write(w);
+  w.end_object();
+}
+
+void write_flame_json(JsonWriter& w, const FlameTree& f) {
+  NameTable names;
+  w.begin_object();
+  w.key("nodes_total");
+  w.value_uint(f.nodes_total);
+  // [parent, name index, total ns, calls]
+  w.key("nodes");
+  w.begin_array();
+  for (const FlameNode& n : f.nodes) {
+    w.begin_array();
+    w.value_int(n.parent);
+    w.value_int(names.index(n.name));
+    w.value_int(n.total_ns);
+    w.value_int(n.calls);
+    w.end_array();
+  }
+  w.end_array();
+  w.key("names");
+  names.write(w);
+  w.end_object();
+}
+
+}  // namespace tprof::internal
