@@ -21,6 +21,22 @@ int printable_length(const char* p, const char* end) {
 
 }  // namespace
 
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
 bool needs_safe_text(std::string_view text) {
   const char* p = text.data();
   const char* end = p + text.size();

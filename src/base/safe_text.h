@@ -17,4 +17,8 @@ std::string safe_text(std::string_view text);
 // True when safe_text(text) would change it.
 bool needs_safe_text(std::string_view text);
 
+// Escapes & < > " ' for HTML text and attribute values (the one HTML
+// escaper: tprof report's pages, tprof serve's index).
+std::string html_escape(std::string_view text);
+
 }  // namespace tprof::internal

@@ -20,6 +20,7 @@
 
 #include "src/analyze/diagnose_context.h"
 #include "src/base/json_writer.h"
+#include "src/base/safe_text.h"
 #include "src/report/event_text.h"
 #include "src/report/html_assets.h"
 #include "src/report/html_views.h"
@@ -873,21 +874,7 @@ constexpr std::string_view kScript = R"JS(
 
 }  // namespace
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string html_escape(std::string_view text) { return internal::html_escape(text); }
 
 namespace {
 

@@ -218,22 +218,6 @@ std::string percent_encode_path(std::string_view rel_path) {
   return out;
 }
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return out;
-}
-
 bool is_trace_name(std::string_view name) { return ends_with(name, ".json") || ends_with(name, ".json.gz"); }
 
 struct TraceServer::Request {

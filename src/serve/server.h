@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/base/safe_text.h"  // html_escape, shared with tprof report
 #include "tprof/status.h"
 
 namespace tprof::internal {
@@ -71,9 +72,6 @@ DecodedPath decode_request_path(std::string_view path);
 
 // Percent-encodes every byte of `rel_path` outside [A-Za-z0-9-._~/].
 std::string percent_encode_path(std::string_view rel_path);
-
-// Escapes & < > " ' for HTML text and attribute values.
-std::string html_escape(std::string_view text);
 
 // True for the names served as traces: *.json and *.json.gz.
 bool is_trace_name(std::string_view name);
