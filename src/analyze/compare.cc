@@ -1,3 +1,4 @@
+#include "src/analyze/diagnose_context.h"
 #include "tprof/compare.h"
 
 #include <algorithm>
@@ -128,23 +129,11 @@ SideData read_side(const Trace& t) {
   return d;
 }
 
-// The median of `v` (the mean of the two middle values for an even count,
-// truncated toward zero); 0 for none.
-std::int64_t median_of(std::vector<std::int64_t> v) {
-  if (v.empty()) return 0;
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const std::int64_t hi = v[mid];
-  if (v.size() % 2 == 1) return hi;
-  const std::int64_t lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-  return lo + (hi - lo) / 2;
-}
-
 std::int64_t mad_of(const std::vector<std::int64_t>& v, std::int64_t median) {
   std::vector<std::int64_t> dev;
   dev.reserve(v.size());
   for (const std::int64_t x : v) dev.push_back(std::llabs(x - median));
-  return median_of(std::move(dev));
+  return internal::mean_median(std::move(dev));
 }
 
 // An aligned step's window on one side: [start, end) and its pair index.
@@ -217,8 +206,8 @@ struct Aggregated {
 
 Aggregated aggregate(const PerStep& p, std::size_t pairs) {
   Aggregated a;
-  a.x_median = median_of(p.x);
-  a.y_median = p.y.empty() ? 0 : median_of(p.y);
+  a.x_median = internal::mean_median(p.x);
+  a.y_median = p.y.empty() ? 0 : internal::mean_median(p.y);
   a.per_step = pairs == 0 ? 0.0 : static_cast<double>(p.count) / static_cast<double>(pairs);
   return a;
 }
@@ -244,7 +233,7 @@ std::vector<Window> fill_side(const SideData& d, const Alignment& al, bool first
     }
   }
   std::sort(windows.begin(), windows.end(), [](const Window& x, const Window& y) { return x.start_ns < y.start_ns; });
-  side->median_step_ns = median_of(side->dur_ns);
+  side->median_step_ns = internal::mean_median(side->dur_ns);
   side->mad_ns = mad_of(side->dur_ns, side->median_step_ns);
   if (!side->dur_ns.empty()) {
     side->min_step_ns = *std::min_element(side->dur_ns.begin(), side->dur_ns.end());

@@ -63,6 +63,16 @@ std::int64_t lower_median(std::vector<std::int64_t> v) {
   return *mid;
 }
 
+std::int64_t mean_median(std::vector<std::int64_t> v) {
+  if (v.empty()) return 0;
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const std::int64_t hi = v[mid];
+  if (v.size() % 2 == 1) return hi;
+  const std::int64_t lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
+  return lo + (hi - lo) / 2;
+}
+
 std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, double q) {
   const std::size_t n = sorted.size();
   std::size_t rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(n)));

@@ -173,6 +173,10 @@ void add_steps(Evidence& ev, std::vector<std::int64_t> steps);
 std::int64_t upper_median(std::vector<std::int64_t> v);
 // The lower one of an even count (v[(n - 1) / 2]); 0 when empty.
 std::int64_t lower_median(std::vector<std::int64_t> v);
+// The mean of the two middle values of an even count (truncated toward
+// zero), the middle one of an odd count; 0 when empty (tprof compare's and
+// the ranks view's median).
+std::int64_t mean_median(std::vector<std::int64_t> v);
 // Nearest rank on sorted, non-empty values: the smallest value with at
 // least q of them at or below it.
 std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, double q);

@@ -19,24 +19,13 @@ namespace {
 
 std::int64_t clamp0(std::int64_t v) { return std::max<std::int64_t>(0, v); }
 
-// The median of `v` (the mean of the middle two for an even count; 0 when empty).
-std::int64_t median(std::vector<std::int64_t> v) {
-  if (v.empty()) return 0;
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const std::int64_t hi = v[mid];
-  if (v.size() % 2 == 1) return hi;
-  const std::int64_t lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-  return lo + (hi - lo) / 2;
-}
-
 // The median absolute deviation from the median.
 std::int64_t mad(const std::vector<std::int64_t>& v) {
-  const std::int64_t m = median(v);
+  const std::int64_t m = internal::mean_median(v);
   std::vector<std::int64_t> dev;
   dev.reserve(v.size());
   for (const std::int64_t x : v) dev.push_back(x > m ? x - m : m - x);
-  return median(std::move(dev));
+  return internal::mean_median(std::move(dev));
 }
 
 double round_to(double v, double scale) { return std::round(v * scale) / scale; }
@@ -125,11 +114,11 @@ JobView compute_job_view(const JobSummary& job) {
       m.push_back(st.communication_ns);
       d.push_back(st.idle_ns);
     }
-    row.median_step_ns = median(durs);
+    row.median_step_ns = internal::mean_median(durs);
     row.step_mad_ns = mad(durs);
-    row.median_computation_ns = median(std::move(c));
-    row.median_communication_ns = median(std::move(m));
-    row.median_idle_ns = median(std::move(d));
+    row.median_computation_ns = internal::mean_median(std::move(c));
+    row.median_communication_ns = internal::mean_median(std::move(m));
+    row.median_idle_ns = internal::mean_median(std::move(d));
     if (row.steps > 0) {
       medians.push_back(row.median_step_ns);
       comp.push_back(row.median_computation_ns);
@@ -153,9 +142,10 @@ JobView compute_job_view(const JobSummary& job) {
                    [](const CommCompOverlap& a, const CommCompOverlap& b) { return a.rank < b.rank; });
 
   v.ranks_with_steps = static_cast<std::int64_t>(medians.size());
-  v.median_step_ns = median(medians);
+  v.median_step_ns = internal::mean_median(medians);
   v.ranks_mad_ns = mad(medians);
-  const std::array<std::int64_t, 3> reference = {median(comp), median(comm), median(idle)};
+  const std::array<std::int64_t, 3> reference = {internal::mean_median(comp), internal::mean_median(comm),
+                                                 internal::mean_median(idle)};
   static constexpr std::array<const char*, 3> kPhases = {"computation", "communication", "idle"};
   // A straggler's median step exceeds the job's by more than the noise:
   // 3 MADs of the ranks' medians (how far ranks spread), 3 MADs of its own

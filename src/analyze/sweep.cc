@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "src/analyze/diagnose_context.h"
 #include "src/analyze/intervals.h"
 #include "src/base/saturate.h"
 #include "tprof/diagnose.h"
@@ -12,12 +13,6 @@
 namespace tprof {
 
 namespace {
-
-std::int64_t median(std::vector<std::int64_t> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 bool is_host_op(EventKind k) { return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation; }
 
@@ -100,9 +95,9 @@ SweepPoint sweep_point(const Trace& trace, std::int64_t size) {
   p.steps = static_cast<std::int64_t>(step_ns.size());
   std::vector<std::int64_t> overhead(step_ns.size());
   for (std::size_t i = 0; i < step_ns.size(); ++i) overhead[i] = std::max<std::int64_t>(0, step_ns[i] - work_ns[i]);
-  p.step_ns = median(step_ns);
-  p.work_ns = median(work_ns);
-  p.overhead_ns = median(overhead);
+  p.step_ns = internal::upper_median(step_ns);
+  p.work_ns = internal::upper_median(work_ns);
+  p.overhead_ns = internal::upper_median(overhead);
   // The share of each step that works (capped at 100%: a GPU-bound step's
   // device work can outlast its CPU span), median over the steps.
   std::vector<double> share(step_ns.size());
