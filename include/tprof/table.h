@@ -47,4 +47,15 @@ const std::vector<std::string>& table_sort_keys();
 // an unknown sort_by key (the message lists the valid ones).
 Result<std::string> format_table(const std::vector<StatRow>& rows, const TableOptions& options);
 
+// The rows the table shows, in its order: sorted by options.sort_by,
+// top_level_events_only and row_limit applied (the same selection as
+// format_table). Same errors.
+Result<std::vector<const StatRow*>> select_table_rows(const std::vector<StatRow>& rows, const TableOptions& options);
+
+// The selected rows for programs: JSON ({"rows": [...]}, times in integer ns,
+// memory in bytes, the table's columns by snake_case key) or CSV (one header
+// line, RFC 4180 quoting). Full names, never cut to a column width.
+Result<std::string> format_table_json(const std::vector<StatRow>& rows, const TableOptions& options);
+Result<std::string> format_table_csv(const std::vector<StatRow>& rows, const TableOptions& options);
+
 }  // namespace tprof

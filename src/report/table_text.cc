@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "src/base/json_writer.h"
 #include "src/base/saturate.h"
 #include "src/report/py_format.h"
 #include "tprof/table.h"
@@ -77,6 +78,110 @@ const std::vector<std::string>& table_sort_keys() {
     return n;
   }();
   return names;
+}
+
+Result<std::vector<const StatRow*>> select_table_rows(const std::vector<StatRow>& input, const TableOptions& opt) {
+  std::vector<const StatRow*> rows;
+  rows.reserve(input.size());
+  for (const StatRow& r : input) rows.push_back(&r);
+  if (!opt.sort_by.empty()) {
+    const SortKey* key = nullptr;
+    for (const SortKey& k : sort_keys()) {
+      if (k.name == opt.sort_by) key = &k;
+    }
+    if (key == nullptr) {
+      std::string valid;
+      for (const std::string& n : table_sort_keys()) valid += (valid.empty() ? "" : ", ") + n;
+      return Error(ErrorCode::kInvalidArgument, "unknown sort key '" + opt.sort_by + "' (valid: " + valid + ")");
+    }
+    std::stable_sort(rows.begin(), rows.end(),
+                     [&](const StatRow* a, const StatRow* b) { return key->value(*a) > key->value(*b); });
+  }
+  const std::size_t limit = opt.row_limit < 0 ? static_cast<std::size_t>(-1) : static_cast<std::size_t>(opt.row_limit);
+  std::vector<const StatRow*> shown;
+  for (const StatRow* r : rows) {
+    if (shown.size() == limit) break;
+    if (opt.top_level_events_only && r->has_parent) continue;
+    shown.push_back(r);
+  }
+  return shown;
+}
+
+namespace {
+
+// The columns for programs, in the table's order.
+struct Column {
+  const char* key;
+  std::int64_t (*value)(const StatRow&);
+};
+constexpr Column kColumns[] = {
+    {"count", [](const StatRow& r) { return r.count; }},
+    {"self_cpu_time_total_ns", [](const StatRow& r) { return r.self_cpu_time_total_ns; }},
+    {"cpu_time_total_ns", [](const StatRow& r) { return r.cpu_time_total_ns; }},
+    {"self_device_time_total_ns", [](const StatRow& r) { return r.self_device_time_total_ns; }},
+    {"device_time_total_ns", [](const StatRow& r) { return r.device_time_total_ns; }},
+    {"self_cpu_memory_usage", [](const StatRow& r) { return r.self_cpu_memory_usage; }},
+    {"cpu_memory_usage", [](const StatRow& r) { return r.cpu_memory_usage; }},
+    {"self_device_memory_usage", [](const StatRow& r) { return r.self_device_memory_usage; }},
+    {"device_memory_usage", [](const StatRow& r) { return r.device_memory_usage; }},
+};
+
+std::string csv_field(std::string_view s) {
+  if (s.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+Result<std::string> format_table_json(const std::vector<StatRow>& input, const TableOptions& opt) {
+  TPROF_TRY_ASSIGN(std::vector<const StatRow*> rows, select_table_rows(input, opt));
+  std::string out;
+  internal::JsonWriter w(&out, internal::JsonWriter::kPretty);
+  w.begin_object();
+  w.key("device");
+  w.value_string(opt.device_name);
+  w.key("rows");
+  w.begin_array();
+  for (const StatRow* r : rows) {
+    w.begin_object();
+    w.key("name");
+    w.value_string(r->key);
+    for (const Column& c : kColumns) {
+      w.key(c.key);
+      w.value_int(c.value(*r));
+    }
+    if (r->has_input_shapes) {
+      w.key("input_shapes");
+      w.value_string(r->input_shapes);
+    }
+    w.key("is_device");
+    w.value_bool(r->is_device);
+    w.key("is_user_annotation");
+    w.value_bool(r->is_user_annotation);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  out += "\n";
+  return out;
+}
+
+Result<std::string> format_table_csv(const std::vector<StatRow>& input, const TableOptions& opt) {
+  TPROF_TRY_ASSIGN(std::vector<const StatRow*> rows, select_table_rows(input, opt));
+  std::string out = "name";
+  for (const Column& c : kColumns) out += std::string(",") + c.key;
+  out += ",input_shapes\n";
+  for (const StatRow* r : rows) {
+    out += csv_field(r->key);
+    for (const Column& c : kColumns) out += "," + std::to_string(c.value(*r));
+    out += "," + csv_field(r->input_shapes) + "\n";
+  }
+  return out;
 }
 
 Result<std::string> format_table(const std::vector<StatRow>& input, const TableOptions& opt) {

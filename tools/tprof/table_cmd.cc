@@ -22,6 +22,7 @@ struct TableArgs {
   std::string memory = "auto";
   bool events = false;
   std::string times = "auto";
+  std::string format = "text";
   std::string output;
 };
 
@@ -47,8 +48,11 @@ int run_table(const TableArgs& a) {
   to.profile_memory = a.memory == "on" || (a.memory == "auto" && list.has_memory_records());
   to.dropped_events = trace->meta.dropped_events;
   to.device_name = device_name_of(*trace);
-  Result<std::string> text =
-      format_table(a.events ? list.event_rows() : list.key_averages(a.group_by_input_shape, a.group_by_stack_n), to);
+  const std::vector<StatRow> rows =
+      a.events ? list.event_rows() : list.key_averages(a.group_by_input_shape, a.group_by_stack_n);
+  Result<std::string> text = a.format == "json"  ? format_table_json(rows, to)
+                             : a.format == "csv" ? format_table_csv(rows, to)
+                                                 : format_table(rows, to);
   if (!text) {
     std::cerr << "tprof: " << text.error().to_string() << "\n";
     return kExitBadInput;
@@ -76,6 +80,9 @@ void add_table_command(CLI::App& app, int* rc) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--header", args->header, "A header line above the table");
+  cmd->add_option("--format", args->format,
+                  "text (torch's table, byte for byte), json or csv (the same rows, full names, ns and bytes)")
+      ->check(CLI::IsMember({"text", "json", "csv"}));
   cmd->add_option("--memory", args->memory, "CPU Mem columns: auto (when the trace has [memory] events), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
