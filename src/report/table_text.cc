@@ -80,23 +80,33 @@ const std::vector<std::string>& table_sort_keys() {
   return names;
 }
 
-Result<std::vector<const StatRow*>> select_table_rows(const std::vector<StatRow>& input, const TableOptions& opt) {
+namespace {
+
+// The rows in the table's order: sorted(..., key, reverse=True) when sort_by
+// is set, which is stable (ties keep their first-appearance order).
+Result<std::vector<const StatRow*>> sorted_rows(const std::vector<StatRow>& input, const TableOptions& opt) {
   std::vector<const StatRow*> rows;
   rows.reserve(input.size());
   for (const StatRow& r : input) rows.push_back(&r);
-  if (!opt.sort_by.empty()) {
-    const SortKey* key = nullptr;
-    for (const SortKey& k : sort_keys()) {
-      if (k.name == opt.sort_by) key = &k;
-    }
-    if (key == nullptr) {
-      std::string valid;
-      for (const std::string& n : table_sort_keys()) valid += (valid.empty() ? "" : ", ") + n;
-      return Error(ErrorCode::kInvalidArgument, "unknown sort key '" + opt.sort_by + "' (valid: " + valid + ")");
-    }
-    std::stable_sort(rows.begin(), rows.end(),
-                     [&](const StatRow* a, const StatRow* b) { return key->value(*a) > key->value(*b); });
+  if (opt.sort_by.empty()) return rows;
+  const SortKey* key = nullptr;
+  for (const SortKey& k : sort_keys()) {
+    if (k.name == opt.sort_by) key = &k;
   }
+  if (key == nullptr) {
+    std::string valid;
+    for (const std::string& n : table_sort_keys()) valid += (valid.empty() ? "" : ", ") + n;
+    return Error(ErrorCode::kInvalidArgument, "unknown sort key '" + opt.sort_by + "' (valid: " + valid + ")");
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](const StatRow* a, const StatRow* b) { return key->value(*a) > key->value(*b); });
+  return rows;
+}
+
+}  // namespace
+
+Result<std::vector<const StatRow*>> select_table_rows(const std::vector<StatRow>& input, const TableOptions& opt) {
+  TPROF_TRY_ASSIGN(std::vector<const StatRow*> rows, sorted_rows(input, opt));
   const std::size_t limit = opt.row_limit < 0 ? static_cast<std::size_t>(-1) : static_cast<std::size_t>(opt.row_limit);
   std::vector<const StatRow*> shown;
   for (const StatRow* r : rows) {
@@ -186,9 +196,7 @@ Result<std::string> format_table_csv(const std::vector<StatRow>& input, const Ta
 
 Result<std::string> format_table(const std::vector<StatRow>& input, const TableOptions& opt) {
   if (input.empty()) return std::string();
-  std::vector<const StatRow*> rows;
-  rows.reserve(input.size());
-  for (const StatRow& r : input) rows.push_back(&r);
+  TPROF_TRY_ASSIGN(std::vector<const StatRow*> rows, sorted_rows(input, opt));
 
   const bool has_device_time =
       std::any_of(rows.begin(), rows.end(), [](const StatRow* r) { return r->self_device_time_total_ns > 0; });
@@ -196,21 +204,6 @@ Result<std::string> format_table(const std::vector<StatRow>& input, const TableO
       std::any_of(rows.begin(), rows.end(), [](const StatRow* r) { return r->self_device_memory_usage > 0; });
   const bool has_input_shapes =
       std::any_of(rows.begin(), rows.end(), [](const StatRow* r) { return r->has_input_shapes; });
-
-  if (!opt.sort_by.empty()) {
-    const SortKey* key = nullptr;
-    for (const SortKey& k : sort_keys()) {
-      if (k.name == opt.sort_by) key = &k;
-    }
-    if (key == nullptr) {
-      std::string valid;
-      for (const std::string& n : table_sort_keys()) valid += (valid.empty() ? "" : ", ") + n;
-      return Error(ErrorCode::kInvalidArgument, "unknown sort key '" + opt.sort_by + "' (valid: " + valid + ")");
-    }
-    // sorted(..., reverse=True) is stable: ties keep their first-appearance order.
-    std::stable_sort(rows.begin(), rows.end(),
-                     [&](const StatRow* a, const StatRow* b) { return key->value(*a) > key->value(*b); });
-  }
 
   std::size_t name_w = 0, shapes_w = 0, src_w = 0;
   bool has_stack = false;
