@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "src/base/file.h"
 #include "tools/tprof/common.h"
 #include "tprof/sweep.h"
 
@@ -68,16 +69,11 @@ int run(const std::vector<std::string>& args, const std::string& log) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// The last 600 bytes of the child's log, for the error message.
 std::string tail(const std::string& path) {
-  std::error_code ec;
-  std::string text;
-  if (auto f = std::unique_ptr<FILE, int (*)(FILE*)>(std::fopen(path.c_str(), "rb"), std::fclose)) {
-    char buf[4096];
-    std::size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) text.append(buf, n);
-  }
-  if (text.size() > 600) text = "..." + text.substr(text.size() - 600);
-  return text;
+  Result<std::string> text = internal::read_file(path);
+  if (!text) return {};
+  return text->size() > 600 ? "..." + text->substr(text->size() - 600) : *text;
 }
 
 int run_sweep(const SweepArgs& a) {
