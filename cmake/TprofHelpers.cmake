@@ -1,3 +1,5 @@
+include(GNUInstallDirs)
+
 # tprof_add_library(NAME SRCS a.cc b.cc DEPS tprof::x ...)
 # Declares the static library tprof_<NAME> with the alias tprof::<NAME>.
 # Sources are listed explicitly (no GLOB); warnings stay private to tprof.
@@ -8,9 +10,11 @@ function(tprof_add_library NAME)
   cmake_parse_arguments(ARG "" "" "SRCS;DEPS;PUBLIC_DEPS" ${ARGN})
   add_library(tprof_${NAME} STATIC ${ARG_SRCS})
   add_library(tprof::${NAME} ALIAS tprof_${NAME})
+  # Installed as tprof::<NAME> (cmake/TprofInstall.cmake).
+  set_target_properties(tprof_${NAME} PROPERTIES EXPORT_NAME ${NAME})
   target_include_directories(tprof_${NAME}
-    PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
-    PRIVATE ${PROJECT_SOURCE_DIR})
+    PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+    PRIVATE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
   target_compile_options(tprof_${NAME} PRIVATE ${TPROF_WARNINGS})
   target_link_libraries(tprof_${NAME} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_DEPS})
 endfunction()

@@ -34,6 +34,7 @@
 #include "ops.h"
 #include "tensor.h"
 #include "tprof/profiler.h"
+#include "tprof/profiler_tables.h"
 #include "tprof/record_function.h"
 
 namespace matmul_add {
@@ -218,7 +219,8 @@ tprof::Status write_outputs(const tprof::Profiler& prof, const Options& o, const
   if (ec) return tprof::Error(tprof::ErrorCode::kIo, "cannot create the trace directory: " + ec.message(), o.trace_dir);
   const std::string base = (std::filesystem::path(o.trace_dir) / output_stem(o)).string();
   TPROF_TRY(prof.export_chrome_trace(base + ".json"));
-  TPROF_TRY(write_text(base + ".txt", prof.key_averages().table({.sort_by = sort_by, .row_limit = 15})));
+  TPROF_TRY_ASSIGN(const std::string table, prof.key_averages().table({.sort_by = sort_by, .row_limit = 15}));
+  TPROF_TRY(write_text(base + ".txt", table));
   std::cout << "matmul_add: wrote " << base << ".json and " << base << ".txt\n";
   return {};
 }

@@ -10,13 +10,20 @@
 //     TPROF_TRY(prof.step());
 //   }
 //   TPROF_TRY(prof.stop());
-//   std::cout << prof.key_averages().table({.sort_by = "cpu_time_total", .row_limit = 15});
 //   TPROF_TRY(prof.export_chrome_trace("trace.json"));
+//   // With tprof/profiler_tables.h (target tprof::tprof), as in torch:
+//   std::cout << *prof.key_averages().table({.sort_by = "cpu_time_total", .row_limit = 15});
 //
 // The schedule follows torch's action table exactly (docs/torch-table-semantics.md
 // §4); each recorded step is a "ProfilerStep#N" annotation with the step's
-// own number (current PyTorch). key_averages()/table() and the written trace
-// go through the same tprof::Trace code as the `tprof` CLI.
+// own number (current PyTorch). The written trace goes through the same
+// tprof::Trace writer as the `tprof` CLI.
+//
+// Layering: this header and the target tprof::capture need only tprof::trace
+// and tprof::base, and compile as C++17. key_averages() and events() are
+// declared here (so prof.key_averages() reads as in torch) and defined one
+// layer up, in tprof::tprof (src/profiler_tables/), with the KeyAverages
+// type in tprof/profiler_tables.h.
 //
 // Thread-safety: start/step/stop/export are called from one thread (the
 // training loop); scopes and memory hooks from any thread.
@@ -28,10 +35,8 @@
 #include <string>
 #include <vector>
 
-#include "tprof/key_averages.h"
 #include "tprof/record_function.h"
 #include "tprof/status.h"
-#include "tprof/table.h"
 #include "tprof/trace.h"
 
 namespace tprof {
@@ -97,22 +102,8 @@ struct ProfilerOptions {
   std::uint32_t payload_words_per_thread = 1u << 18;
 };
 
-// key_averages(): rows and their table, as torch prints it.
-class KeyAverages {
- public:
-  KeyAverages(std::vector<StatRow> rows, bool profile_memory, std::uint64_t dropped_events)
-      : rows_(std::move(rows)), profile_memory_(profile_memory), dropped_events_(dropped_events) {}
-
-  const std::vector<StatRow>& rows() const { return rows_; }
-  // torch's table(); profile_memory comes from the profiler options. An
-  // unknown sort key yields the error's message instead of a table.
-  std::string table(TableOptions options = {}) const;
-
- private:
-  std::vector<StatRow> rows_;
-  bool profile_memory_;
-  std::uint64_t dropped_events_;
-};
+// key_averages()'s result: defined in tprof/profiler_tables.h.
+class KeyAverages;
 
 class Profiler {
  public:
@@ -134,9 +125,13 @@ class Profiler {
 
   // The last window's trace (empty before the first window completes).
   const Trace& trace() const { return *trace_; }
+  // torch's key_averages() and events() over the last window's trace.
+  // Defined in tprof::tprof, not tprof::capture: include
+  // tprof/profiler_tables.h (or tprof/tprof.h) and link tprof::tprof.
   KeyAverages key_averages(bool group_by_input_shape = false, int group_by_stack_n = 0) const;
   // prof.events(): one row per event.
   KeyAverages events() const;
+  bool profile_memory() const { return options_.profile_memory; }
   // Writes the last window's trace (Kineto JSON; gzip when path ends in .gz).
   Status export_chrome_trace(const std::string& path) const;
 

@@ -107,7 +107,11 @@ struct TraceId {
   std::int64_t num = 0;
   StrId str = kEmptyStr;
   bool is_str = false;
-  friend bool operator==(const TraceId&, const TraceId&) = default;
+  // Spelled out (not = default) so this header compiles as C++17.
+  friend bool operator==(const TraceId& a, const TraceId& b) {
+    return a.num == b.num && a.str == b.str && a.is_str == b.is_str;
+  }
+  friend bool operator!=(const TraceId& a, const TraceId& b) { return !(a == b); }
 };
 
 enum class LaneKind : std::uint8_t {

@@ -41,13 +41,6 @@ std::string process_name() {
 
 }  // namespace
 
-std::string KeyAverages::table(TableOptions options) const {
-  options.profile_memory = profile_memory_;
-  options.dropped_events = dropped_events_;
-  Result<std::string> text = format_table(rows_, options);
-  return text ? *text : text.error().message() + "\n";
-}
-
 Profiler::Profiler(ProfilerOptions options) : options_(std::move(options)), trace_(std::make_unique<Trace>()) {}
 
 Profiler::~Profiler() {
@@ -251,22 +244,6 @@ Status Profiler::transition(ProfilerAction from, ProfilerAction to, bool exiting
   if (to == A::kWarmup && !exiting) start_device();
   if (start) start_window();
   return status;
-}
-
-KeyAverages Profiler::key_averages(bool group_by_input_shape, int group_by_stack_n) const {
-  EventListOptions o;
-  o.with_shapes = group_by_input_shape;
-  o.with_stacks = group_by_stack_n > 0;
-  const EventList list = EventList::build(*trace_, o);
-  return KeyAverages(list.key_averages(group_by_input_shape, group_by_stack_n), options_.profile_memory,
-                     trace_->meta.dropped_events);
-}
-
-KeyAverages Profiler::events() const {
-  EventListOptions o;
-  o.with_shapes = o.with_stacks = true;
-  const EventList list = EventList::build(*trace_, o);
-  return KeyAverages(list.event_rows(), options_.profile_memory, trace_->meta.dropped_events);
 }
 
 Status Profiler::export_chrome_trace(const std::string& path) const { return write_trace(*trace_, path); }

@@ -17,7 +17,7 @@ if [ ! -x "$bin" ]; then
   echo "update.sh: $bin not found; configure and build first (see tests/README.md)" >&2
   exit 2
 fi
-cmake --build "$build" --target tprof golden_cases_test >/dev/null
+cmake --build "$build" --target tprof_cli golden_cases_test >/dev/null
 status=0
 TPROF_UPDATE_GOLDEN=1 "$bin" --gtest_brief=1 "$@" || status=$?
 if git -C "$here" rev-parse >/dev/null 2>&1; then

@@ -18,6 +18,7 @@
 #include "src/capture/recorder.h"
 #include "tests/support/trace_compare.h"
 #include "tprof/profiler.h"
+#include "tprof/profiler_tables.h"
 #include "tprof/read.h"
 
 namespace tprof {
@@ -179,7 +180,7 @@ TEST(Profiler, ScopesNestShapesAndMemoryAsTorchShowsThem) {
   ASSERT_NE(outer, nullptr);
   EXPECT_EQ(outer->cpu_memory_usage, 0);  // alloc and free inside
   EXPECT_EQ(outer->device_memory_usage, 100);
-  const std::string table = ka.table({.sort_by = "cpu_time_total"});
+  const std::string table = *ka.table({.sort_by = "cpu_time_total"});
   EXPECT_NE(table.find("CPU Mem"), std::string::npos) << table;
   EXPECT_NE(table.find("[[16, 32], [32, 8]]"), std::string::npos) << table;
 }
@@ -252,6 +253,18 @@ TEST(Profiler, WindowsOpenAndCloseWhileThreadsRecord) {
   EXPECT_EQ(windows, 10);
 }
 
+TEST(Profiler, TableWithAnUnknownSortKeyIsAnError) {
+  Profiler prof;
+  ASSERT_TRUE(prof.start());
+  { TPROF_RECORD_FUNCTION("op"); }
+  ASSERT_TRUE(prof.stop());
+  const Result<std::string> table = prof.key_averages().table({.sort_by = "cpu_time_totl"});
+  ASSERT_FALSE(table);
+  EXPECT_EQ(table.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(table.error().message().find("cpu_time_total"), std::string::npos) << table.error().message();
+  ASSERT_TRUE(prof.key_averages().table({.sort_by = "cpu_time_total"}));
+}
+
 TEST(Profiler, FullBuffersDropAndCountNeverGrow) {
   Profiler prof({.buffer_events_per_thread = 100});
   ASSERT_TRUE(prof.start());
@@ -261,7 +274,7 @@ TEST(Profiler, FullBuffersDropAndCountNeverGrow) {
   ASSERT_TRUE(prof.stop());
   EXPECT_EQ(prof.trace().meta.dropped_events, 150u);
   EXPECT_EQ(prof.trace().diagnostics.count(DiagnosticCode::kDroppedEvents), 1u);
-  const std::string table = prof.key_averages().table();
+  const std::string table = *prof.key_averages().table();
   EXPECT_NE(table.find("Dropped events: 150"), std::string::npos) << table;
   // The count survives the file.
   const std::string path = ::testing::TempDir() + "/tprof_dropped.json";

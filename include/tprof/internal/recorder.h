@@ -52,9 +52,18 @@ extern std::atomic<bool> g_record_shapes;
 extern std::atomic<bool> g_profile_memory;
 // Incremented at every window start; buffers of older epochs are stale.
 extern std::atomic<std::uint32_t> g_epoch;
-// constinit: no dynamic initialization, so a scope reads it straight from
-// the thread pointer (no TLS-init check per access).
-extern constinit thread_local ThreadBuffer* tl_buffer;
+// Constant-initialized (constinit in C++20, the same promise spelled for
+// C++17 compilers): no dynamic initialization, so a scope reads it straight
+// from the thread pointer (no TLS-init check per access). This header
+// compiles as C++17 (the capture headers' contract, docs/install.md).
+#if defined(__cpp_constinit)
+#define TPROF_CONSTINIT constinit
+#elif defined(__clang__)
+#define TPROF_CONSTINIT __attribute__((require_constant_initialization))
+#else
+#define TPROF_CONSTINIT
+#endif
+extern TPROF_CONSTINIT thread_local ThreadBuffer* tl_buffer;
 
 // Registers the calling thread (first use) or resets its buffer for the
 // current window. Not on the per-event path: once per thread per window.

@@ -1,0 +1,83 @@
+#!/bin/bash
+# Installs the tprof build BUILD into a temporary prefix and builds a small
+# consumer three ways (issue 14): find_package(tprof) (C++17 capture and
+# C++20 everything), pkg-config (tprof-capture as C++17, tprof as C++20),
+# and FetchContent of the source tree (capture only, without libdeflate or
+# zlib, checking the subproject adds no global targets or cache settings).
+# Each consumer program runs and its trace is read back by the installed CLI.
+# Then cpack makes the .deb, and its tprof runs from the unpacked package.
+#
+#   consumer_test.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src=$1
+build=$2
+work=$(mktemp -d "${TMPDIR:-/tmp}/tprof_consumer.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+cmake_gen=()
+command -v ninja >/dev/null && cmake_gen=(-G Ninja)
+
+step() { echo "== $*"; }
+
+step "install into $prefix"
+cmake --install "$build" --prefix "$prefix" >"$work/install.log"
+for f in bin/tprof include/tprof/profiler.h include/tprof/tprof.h; do
+  test -e "$prefix/$f" || { echo "not installed: $f"; exit 1; }
+done
+config=$(find "$prefix" -name tprofConfig.cmake)
+version=$(find "$prefix" -name tprofConfigVersion.cmake)
+pcdir=$(dirname "$(find "$prefix" -name tprof-capture.pc)")
+test -n "$config" -a -n "$version" -a -d "$pcdir" || { echo "no CMake config or pkg-config file installed"; exit 1; }
+"$prefix/bin/tprof" --version
+
+check_trace() {  # the installed CLI reads what a consumer wrote
+  "$prefix/bin/tprof" -q table "$1" > "$work/table.txt"
+  grep -q "$2" "$work/table.txt" || { echo "table of $1 lacks $2:"; cat "$work/table.txt"; exit 1; }
+}
+
+step "find_package(tprof)"
+cmake -S "$src/tests/consumer/project" -B "$work/fp" "${cmake_gen[@]}" -DMODE=find_package \
+  -DCMAKE_PREFIX_PATH="$prefix" >"$work/fp.log" || { cat "$work/fp.log"; exit 1; }
+cmake --build "$work/fp" >>"$work/fp.log" 2>&1 || { cat "$work/fp.log"; exit 1; }
+"$work/fp/consumer_capture" "$work/fp_capture.json"
+check_trace "$work/fp_capture.json" "ProfilerStep\*"
+check_trace "$work/fp_capture.json" "work"
+"$work/fp/consumer_full" "$work/fp_full.json" > "$work/fp_full.txt"
+grep -q "matmul_add" "$work/fp_full.txt" && grep -q "matmul_add scopes read back: 3" "$work/fp_full.txt" ||
+  { cat "$work/fp_full.txt"; exit 1; }
+
+step "pkg-config"
+export PKG_CONFIG_PATH=$pcdir
+cxx=${CXX:-c++}
+# shellcheck disable=SC2046
+$cxx -std=c++17 -Wall -Wextra -Wpedantic -Werror -o "$work/pc_capture" "$src/tests/consumer/capture_main.cc" \
+  $(pkg-config --cflags --libs tprof-capture)
+"$work/pc_capture" "$work/pc_capture.json"
+check_trace "$work/pc_capture.json" "work"
+# shellcheck disable=SC2046
+$cxx -o "$work/pc_full" "$src/tests/consumer/full_main.cc" $(pkg-config --cflags --libs tprof)
+"$work/pc_full" "$work/pc_full.json" | grep -q "matmul_add scopes read back: 3"
+
+step "FetchContent (capture only, no libdeflate, no zlib)"
+cmake -S "$src/tests/consumer/project" -B "$work/fc" "${cmake_gen[@]}" -DMODE=fetchcontent -DTPROF_SOURCE_DIR="$src" \
+  -DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON \
+  >"$work/fc.log" 2>&1 || { cat "$work/fc.log"; exit 1; }
+grep -q "libdeflate/zlib not found" "$work/fc.log" || { echo "the capture-only build looked for gzip and found it"; cat "$work/fc.log"; exit 1; }
+cmake --build "$work/fc" --target consumer_capture >>"$work/fc.log" 2>&1 || { cat "$work/fc.log"; exit 1; }
+"$work/fc/consumer_capture" "$work/fc_capture.json"
+check_trace "$work/fc_capture.json" "work"
+
+step "cpack -G DEB"
+(cd "$work" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$work/deb" >"$work/cpack.log" 2>&1) ||
+  { cat "$work/cpack.log"; exit 1; }
+deb=$(find "$work/deb" -maxdepth 1 -name '*.deb' | head -1)
+test -n "$deb" || { echo "cpack made no .deb"; cat "$work/cpack.log"; exit 1; }
+mkdir "$work/debroot"
+if command -v dpkg-deb >/dev/null; then
+  dpkg-deb -x "$deb" "$work/debroot"
+else
+  (cd "$work/debroot" && ar x "$deb" && tar xf data.tar.*)
+fi
+"$work/debroot/usr/bin/tprof" --version
+test -e "$work/debroot/usr/include/tprof/profiler.h"
+echo "consumer_test: find_package, pkg-config, FetchContent and the .deb all work"
