@@ -35,9 +35,12 @@
 #include <string>
 #include <vector>
 
+// trace.h first: GCC 12's -Wshadow takes EventKind::kCpuOp, declared after
+// record_function.h's tprof::kCpuOp, for a shadowing declaration.
+#include "tprof/trace.h"
+// (blank line: keeps include sorting from moving trace.h back)
 #include "tprof/record_function.h"
 #include "tprof/status.h"
-#include "tprof/trace.h"
 
 namespace tprof {
 

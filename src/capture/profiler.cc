@@ -159,6 +159,10 @@ void Profiler::start_window() {
   window_start_ticks_ = internal::read_ticks();
   window_start_monotonic_ns_ = static_cast<std::int64_t>(internal::monotonic_ns());
   internal::g_epoch.fetch_add(1, std::memory_order_relaxed);
+  // The calling thread (the training loop's) attaches now, its pages
+  // faulted in, so its first scope in the window pays neither (a no-op
+  // past the first window).
+  static_cast<void>(internal::prepare_thread_buffer());
   internal::g_record_shapes.store(options_.record_shapes, std::memory_order_relaxed);
   internal::g_profile_memory.store(options_.profile_memory, std::memory_order_relaxed);
   internal::g_recording.store(true, std::memory_order_release);
@@ -240,8 +244,12 @@ Status Profiler::transition(ProfilerAction from, ProfilerAction to, bool exiting
     delivering_ = false;
   }
   // torch's prepare: the GPU tracer starts with the warmup, so that its
-  // set-up cost is not in the recorded window.
-  if (to == A::kWarmup && !exiting) start_device();
+  // set-up cost is not in the recorded window; so do this thread's buffer
+  // pages (prepare_thread_buffer).
+  if (to == A::kWarmup && !exiting) {
+    start_device();
+    static_cast<void>(internal::prepare_thread_buffer());
+  }
   if (start) start_window();
   return status;
 }

@@ -35,6 +35,9 @@ struct ThreadState {
   std::int64_t tid = 0;
   std::string name;
   std::atomic<bool> alive{true};
+  // Every page of records/payload has been written (prepare_thread_buffer);
+  // owner thread only, cleared when the arrays are reallocated.
+  bool prefaulted = false;
 };
 
 struct Registry {
@@ -263,10 +266,13 @@ ThreadBuffer* attach_thread_buffer_or_throw() {
   // Preallocated once per thread (pages are touched only as records are
   // written); reallocated only when a later profiler asks for another size.
   // The collector never reads a buffer of the window being reset here.
+  const Record* const old_records = st->buffer.records;
+  const std::uint64_t* const old_payload = st->buffer.payload;
   reallocate(&st->records, &st->buffer.records, &st->buffer.capacity, capacity);
   if (payload_capacity > 0) {
     reallocate(&st->payload, &st->buffer.payload, &st->buffer.payload_capacity, payload_capacity);
   }
+  if (st->buffer.records != old_records || st->buffer.payload != old_payload) st->prefaulted = false;
   st->buffer.size = 0;
   st->buffer.payload_size = 0;
   st->buffer.published.store(0, std::memory_order_relaxed);
@@ -284,6 +290,25 @@ ThreadBuffer* attach_thread_buffer_or_throw() {
 }
 
 }  // namespace
+
+bool prepare_thread_buffer() noexcept {
+  ThreadBuffer* b = attach_thread_buffer();
+  if (b == nullptr || b->records == nullptr) return false;
+  ThreadState* st = tl_state;
+  if (st == nullptr || st->prefaulted) return true;
+  // One write per 4 KiB page (volatile: the stores must happen). The
+  // buffer is empty for this window, so nothing recorded is overwritten.
+  constexpr std::size_t kPage = 4096;
+  auto touch = [](void* data, std::size_t bytes) {
+    volatile char* p = static_cast<char*>(data);
+    for (std::size_t i = 0; i < bytes; i += kPage) p[i] = 0;
+    if (bytes > 0) p[bytes - 1] = 0;  // the last page, when the array does not start on a page boundary
+  };
+  touch(b->records, std::size_t{b->capacity} * sizeof(Record));
+  if (b->payload != nullptr) touch(b->payload, std::size_t{b->payload_capacity} * sizeof(std::uint64_t));
+  st->prefaulted = true;
+  return true;
+}
 
 std::vector<ThreadRecords> collect(std::uint32_t epoch) {
   Registry& r = registry();

@@ -15,6 +15,14 @@ namespace tprof::internal {
 // Buffer sizes for threads that attach from now on (and at their next window).
 void configure_buffers(std::uint32_t events_per_thread, std::uint32_t payload_words_per_thread);
 
+// Attaches the calling thread's buffer for the current window and, the
+// first time after the buffer was allocated, writes every page of it, so
+// page faults (a 2 MB huge-page fault costs hundreds of µs) are paid here,
+// in start() and at the warm-up, and not inside the first measured step.
+// Returns false when there is no memory (the thread's scopes then drop,
+// counted). Call from the thread that will record (the training loop's).
+bool prepare_thread_buffer() noexcept;
+
 // What one thread recorded in a window: views of its buffer, valid until
 // release_collected() (see collect()).
 struct ThreadRecords {
