@@ -2,13 +2,16 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -53,6 +56,61 @@ class ProgressBar {
   int last_pct_ = -1;
 };
 
+bool stdout_has_color() {
+  const std::string& mode = global_options().color;
+  // An explicit --color beats NO_COLOR, as no-color.org asks of command-line flags.
+  if (mode != "auto") return mode == "always";
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && no_color[0] != '\0') return false;
+  const char* term = std::getenv("TERM");
+  if (term != nullptr && std::string_view(term) == "dumb") return false;
+  return isatty(1) == 1;
+}
+
+// Wraps the severity tag that opens a line of diagnose's text ("  [warning] "
+// in both views, "  3. [critical] " in the short one) in SGR colours. Only
+// that position is matched, two spaces in: titles quote names from the trace,
+// and continuation lines are indented further, so a "[info] " inside a name
+// stays plain. Runs after safe_text, which would escape these ESC bytes.
+std::string color_severities(std::string_view text) {
+  struct Style {
+    std::string_view tag, sgr;
+  };
+  static constexpr Style kStyles[] = {
+      {"[critical] ", "\x1b[1;31m"}, {"[warning] ", "\x1b[33m"}, {"[info] ", "\x1b[36m"}};
+  static constexpr std::string_view kReset = "\x1b[0m";
+  std::string out;
+  out.reserve(text.size() + 256);
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t nl = text.find('\n', pos);
+    const std::size_t end = nl == std::string_view::npos ? text.size() : nl + 1;
+    const std::string_view line = text.substr(pos, end - pos);
+    pos = end;
+    std::size_t at = 2;
+    if (!line.starts_with("  ")) {
+      out += line;
+      continue;
+    }
+    std::size_t digits = at;
+    while (digits < line.size() && std::isdigit(static_cast<unsigned char>(line[digits]))) ++digits;
+    if (digits > at && line.substr(digits).starts_with(". ")) at = digits + 2;
+    const Style* style = nullptr;
+    for (const Style& s : kStyles) {
+      if (line.substr(at).starts_with(s.tag)) style = &s;
+    }
+    if (style == nullptr) {
+      out += line;
+      continue;
+    }
+    // The tag without its trailing blank is coloured.
+    const std::size_t tag_end = at + style->tag.size() - 1;
+    out.append(line.substr(0, at)).append(style->sgr).append(line.substr(at, tag_end - at)).append(kReset);
+    out += line.substr(tag_end);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<Trace> load_trace(const std::string& path, bool progress, std::string* error) {
@@ -93,19 +151,22 @@ std::string diagnostics_note(const Trace& trace, const std::string& path) {
   return line + "\n";
 }
 
-int emit(const std::string& text, const std::string& path, const std::string& input) {
-  return emit(text, path, input.empty() ? std::vector<std::string>{} : std::vector<std::string>{input});
+int emit(const std::string& text, const std::string& path, const std::string& input, Markup markup) {
+  return emit(text, path, input.empty() ? std::vector<std::string>{} : std::vector<std::string>{input}, markup);
 }
 
-int emit(const std::string& raw, const std::string& path, const std::vector<std::string>& inputs) {
+int emit(const std::string& raw, const std::string& path, const std::vector<std::string>& inputs, Markup markup) {
   // Names from the trace are quoted in every output: no control sequence or
   // invalid UTF-8 reaches a terminal or a file (JSON is already escaped).
   const std::string safe = internal::needs_safe_text(raw) ? internal::safe_text(raw) : std::string();
   const std::string& text = safe.empty() ? raw : safe;
   if (path.empty() || path == "-") {
+    const std::string colored =
+        markup == Markup::kSeverities && stdout_has_color() ? color_severities(text) : std::string();
+    const std::string& out = colored.empty() ? text : colored;
     // A full disk, a closed stdout or a broken pipe is an error, not a success.
     errno = 0;
-    const bool ok = std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0;
+    const bool ok = std::fwrite(out.data(), 1, out.size(), stdout) == out.size() && std::fflush(stdout) == 0;
     if (!ok) {
       std::cerr << "tprof: cannot write to standard output: " << std::strerror(errno != 0 ? errno : EIO) << "\n";
       return kExitBadInput;

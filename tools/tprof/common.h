@@ -2,6 +2,7 @@
 // clear errors, and the one-line diagnostics note every command prints.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -19,8 +20,9 @@ namespace tprof::cli {
 enum ExitCode { kExitOk = 0, kExitCheckFailed = 1, kExitBadInput = 2 };
 
 struct GlobalOptions {
-  bool quiet = false;  // no progress bar, no diagnostics note
-  int threads = 0;     // parser threads, 0 = all cores
+  bool quiet = false;          // no progress bar, no diagnostics note
+  int threads = 0;             // parser threads, 0 = all cores
+  std::string color = "auto";  // --color: auto, always or never
 };
 
 GlobalOptions& global_options();
@@ -51,13 +53,21 @@ bool summarize_traces(const std::vector<std::string>& files, std::vector<RankSum
 // The job view as text, json or md.
 std::string format_job(const JobView& view, const std::string& format);
 
+// What emit may colour on stdout when colours are on: --color=always, or
+// --color=auto (the default) with stdout a terminal, NO_COLOR unset or empty
+// (no-color.org) and TERM not "dumb". kSeverities: the "[critical]",
+// "[warning]" and "[info]" tags that open the lines of diagnose's text view.
+enum class Markup : std::uint8_t { kNone, kSeverities };
+
 // Writes text to stdout, or to `path` when it is not empty (through the one
 // writer, src/base/file.h: atomic for files, straight through to devices and
 // FIFOs). Refuses a `path` that is the `input` trace. Returns an exit code:
-// 2 with one line on stderr when the output cannot be written.
-int emit(const std::string& text, const std::string& path, const std::string& input);
+// 2 with one line on stderr when the output cannot be written. Colours
+// (`markup`) go to stdout only, never into a file.
+int emit(const std::string& text, const std::string& path, const std::string& input, Markup markup = Markup::kNone);
 // The same, refusing a `path` that is any of `inputs`.
-int emit(const std::string& text, const std::string& path, const std::vector<std::string>& inputs);
+int emit(const std::string& text, const std::string& path, const std::vector<std::string>& inputs,
+         Markup markup = Markup::kNone);
 
 // Adds the subcommand "NAME TRACE [--format F] [-o FILE]" (F one of
 // `formats`, the first the default): it loads the trace, prints

@@ -72,7 +72,7 @@ void add_diagnose_command(CLI::App& app, int* rc) {
                              : a->format == "md" ? format_diagnosis_md(*trace, d)
                                                  : format_diagnosis_text(*trace, d, {.verbose = a->verbose});
     note_diagnostics(*trace, a->trace);
-    *rc = emit(text, a->output, a->trace);
+    *rc = emit(text, a->output, a->trace, a->format == "text" ? Markup::kSeverities : Markup::kNone);
   });
 }
 

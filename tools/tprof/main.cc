@@ -35,7 +35,7 @@ std::size_t distance(std::string_view a, std::string_view b) {
 std::string command_word(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if (a == "--threads") {
+    if (a == "--threads" || a == "--color") {
       ++i;
       continue;
     }
@@ -57,6 +57,10 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", global_options().quiet, "No progress bar and no diagnostics note on stderr");
   app.add_option("--threads", global_options().threads, "Parser threads (0 = all cores, at most 256)")
       ->check(CLI::Range(0, tprof::kMaxReaderThreads));
+  app.add_option("--color", global_options().color,
+                 "Colour severities on a terminal: auto (not when NO_COLOR is set or TERM=dumb), always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
   int rc = kExitOk;
   add_table_command(app, &rc);
   add_steps_command(app, &rc);
