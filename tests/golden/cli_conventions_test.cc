@@ -1,5 +1,6 @@
 // CLI conventions seen from outside the binary: severity colours on a
-// terminal only (--color, NO_COLOR, TERM=dumb, never in JSON or files).
+// terminal only (--color, NO_COLOR, TERM=dumb, never in JSON or files), and
+// `-` reading a plain or gzip trace from a pipe.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -29,6 +30,8 @@ const std::string kEnv = "/usr/bin/env";
 const std::string kTrace = std::string(TPROF_TEST_DATA) + "/gpu/h100-torch-2.11/64_bf16_cold_eager.json";
 // A critical one.
 const std::string kCriticalTrace = std::string(TPROF_TEST_DATA) + "/public/hta/trace_filter/sampled_rank-0.json.gz";
+std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
+
 // Runs tprof under env(1), whose arguments set or unset variables first;
 // NO_COLOR and TERM are always given so the caller's environment does not
 // decide the test.
@@ -174,6 +177,29 @@ TEST(CliColors, BadModeIsAUsageError) {
   // "--color always" (two words): "always" is the flag's value, not the command.
   const CliResult two_words = run_env(kPlainEnv, {"--color", "never", "diagnose", kTrace});
   EXPECT_EQ(two_words.exit_code, 0) << two_words.err;
+}
+
+TEST(CliStdin, DashReadsPlainAndGzipTracesFromAPipe) {
+  const std::string trace = std::string(TPROF_TEST_DATA) + "/torch-1.13/memory/memory.kineto.json";
+  for (const std::string cmd : {"info", "table"}) {
+    SCOPED_TRACE(cmd);
+    const CliResult file = run_cli(TPROF_BIN, {cmd, trace});
+    ASSERT_EQ(file.exit_code, 0) << file.err;
+    const std::string tprof = std::string(TPROF_BIN) + " " + cmd + " -";
+    const CliResult plain = run_cli("/bin/sh", {"-c", "cat " + shell_quote(trace) + " | " + tprof});
+    EXPECT_EQ(plain.exit_code, 0) << plain.err;
+    EXPECT_EQ(plain.out, file.out);
+    const CliResult gz = run_cli("/bin/sh", {"-c", "gzip -c " + shell_quote(trace) + " | " + tprof});
+    EXPECT_EQ(gz.exit_code, 0) << gz.err;
+    if (cmd == "info") {
+      // The one difference: info names the compression it found.
+      EXPECT_NE(gz.out.find("Kineto JSON object (gzip)"), std::string::npos) << gz.out;
+    } else {
+      EXPECT_EQ(gz.out, file.out);
+    }
+  }
+  const CliResult help = run_cli(TPROF_BIN, {"table", "--help"});
+  EXPECT_NE(help.out.find("- reads stdin"), std::string::npos) << help.out;
 }
 
 }  // namespace

@@ -200,7 +200,7 @@ CLI::App* add_report_command(CLI::App& app, int* rc, const std::string& name, co
     formats_help += (i == 0 ? "" : i + 1 == formats.size() ? " or " : ", ") + formats[i];
   }
   CLI::App* cmd = app.add_subcommand(name, description);
-  cmd->add_option("TRACE", a->trace, "Trace file (.json or .json.gz)")->required();
+  cmd->add_option("TRACE", a->trace, "Trace file (.json or .json.gz; - reads stdin)")->required();
   cmd->add_option("--format", a->format, formats_help)->check(CLI::IsMember(formats))->capture_default_str();
   cmd->add_option("-o,--output", a->output, "Write to a file instead of stdout");
   cmd->callback([a, rc, note_diags, render = std::move(render)] {

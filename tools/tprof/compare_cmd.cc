@@ -22,8 +22,8 @@ void add_compare_command(CLI::App& app, int* rc) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("compare", "Compare trace B against A: steps, ops, kernels, verdicts; a CI gate");
-  cmd->add_option("A", args->a, "Baseline trace (.json or .json.gz)")->required();
-  cmd->add_option("B", args->b, "Trace compared against A")->required();
+  cmd->add_option("A", args->a, "Baseline trace (.json or .json.gz; - reads stdin)")->required();
+  cmd->add_option("B", args->b, "Trace compared against A (- reads stdin)")->required();
   cmd->add_option("--format", args->format, "text, json or md")
       ->check(CLI::IsMember({"text", "json", "md"}))
       ->capture_default_str();

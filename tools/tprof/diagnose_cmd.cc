@@ -49,7 +49,9 @@ void add_diagnose_command(CLI::App& app, int* rc) {
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("diagnose", "Verdict per step, findings with evidence, GPU time breakdowns; "
                                                  "a directory: one rank per trace, stragglers, HTA's job breakdowns");
-  cmd->add_option("TRACE", a->trace, "Trace file (.json or .json.gz), or a directory of one trace per rank")->required();
+  cmd->add_option("TRACE", a->trace,
+                  "Trace file (.json or .json.gz; - reads stdin), or a directory of one trace per rank")
+      ->required();
   cmd->add_option("--format", a->format, "text, json or md")
       ->check(CLI::IsMember({"text", "json", "md"}))
       ->capture_default_str();

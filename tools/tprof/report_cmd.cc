@@ -23,7 +23,7 @@ void add_report_html_command(CLI::App& app, int* rc) {
       "report",
       "Self-contained HTML report (verdict, causes, steps, timeline, CPU flame graph, kernel durations, op table); "
       "opens offline. Given A B: B's report with B compared against A");
-  cmd->add_option("TRACE", a->traces, "Trace file (.json or .json.gz); or two: A (baseline) and B")
+  cmd->add_option("TRACE", a->traces, "Trace file (.json or .json.gz; - reads stdin); or two: A (baseline) and B")
       ->required()
       ->expected(1, 2);
   cmd->add_option("-o,--output", a->output, "The HTML file to write")->required();

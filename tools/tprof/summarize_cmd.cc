@@ -19,7 +19,7 @@ void add_summarize_command(CLI::App& app, int* rc) {
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("summarize", "One rank's summary for tprof merge (per-step phases, HTA overlap "
                                                   "and kernel-type times, verdict)");
-  cmd->add_option("TRACE", a->trace, "Trace file (.json or .json.gz) of one rank")->required();
+  cmd->add_option("TRACE", a->trace, "Trace file (.json or .json.gz; - reads stdin) of one rank")->required();
   cmd->add_option("-o,--output", a->output, "Write to a file instead of stdout");
   cmd->callback([a, rc] {
     std::vector<RankSummary> summaries;

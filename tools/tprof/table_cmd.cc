@@ -66,7 +66,7 @@ int run_table(const TableArgs& a) {
 void add_table_command(CLI::App& app, int* rc) {
   auto args = std::make_shared<TableArgs>();
   CLI::App* cmd = app.add_subcommand("table", "torch's key_averages().table(), byte for byte");
-  cmd->add_option("TRACE", args->trace, "Trace file (.json or .json.gz)")->required();
+  cmd->add_option("TRACE", args->trace, "Trace file (.json or .json.gz; - reads stdin)")->required();
   cmd->add_option("--sort-by", args->sort_by,
                   "Sort key, as torch: cpu_time_total, self_cpu_time_total, cuda_time_total, "
                   "self_cuda_time_total, cpu_time, cuda_time, cpu_memory_usage, self_cpu_memory_usage, "
