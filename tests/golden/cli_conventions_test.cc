@@ -1,6 +1,8 @@
 // CLI conventions seen from outside the binary: severity colours on a
-// terminal only (--color, NO_COLOR, TERM=dumb, never in JSON or files), and
-// `-` reading a plain or gzip trace from a pipe.
+// terminal only (--color, NO_COLOR, TERM=dumb, never in JSON or files), `-`
+// reading a plain or gzip trace from a pipe, and the man page and bash
+// completion generated from the command definitions (the completion's
+// behaviour in bash: completion_test.sh).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -30,6 +32,10 @@ const std::string kEnv = "/usr/bin/env";
 const std::string kTrace = std::string(TPROF_TEST_DATA) + "/gpu/h100-torch-2.11/64_bf16_cold_eager.json";
 // A critical one.
 const std::string kCriticalTrace = std::string(TPROF_TEST_DATA) + "/public/hta/trace_filter/sampled_rank-0.json.gz";
+// The commands users see; the hidden completion and man are tprof's too.
+const std::vector<std::string> kCommands = {"table",  "steps",     "info",  "diagnose",   "kernels", "compare", "record",
+                                            "serve",  "sweep",     "report", "summarize", "merge",   "completion", "man"};
+
 std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
 
 // Runs tprof under env(1), whose arguments set or unset variables first;
@@ -200,6 +206,69 @@ TEST(CliStdin, DashReadsPlainAndGzipTracesFromAPipe) {
   }
   const CliResult help = run_cli(TPROF_BIN, {"table", "--help"});
   EXPECT_NE(help.out.find("- reads stdin"), std::string::npos) << help.out;
+}
+
+std::string read_text(const fs::path& path) {
+  std::stringstream s;
+  s << std::ifstream(path).rdbuf();
+  return s.str();
+}
+
+TEST(CliManPage, HasTheSectionsAndEveryCommandAndPassesGroff) {
+  const CliResult man = run_cli(TPROF_BIN, {"man"});
+  ASSERT_EQ(man.exit_code, 0) << man.err;
+  const std::string& page = man.out;
+  EXPECT_EQ(page.find(".TH TPROF 1 "), page.find('\n') + 1) << "the title after one comment line";
+  for (const std::string section : {"NAME", "SYNOPSIS", "DESCRIPTION", "GLOBAL OPTIONS", "COMMANDS", "EXIT STATUS",
+                                    "ENVIRONMENT", "SEE ALSO"}) {
+    EXPECT_NE(page.find("\n.SH " + section + "\n"), std::string::npos) << section;
+  }
+  for (const std::string& cmd : kCommands) {
+    EXPECT_NE(page.find("\n.SS \"tprof " + cmd + " "), std::string::npos) << cmd;
+  }
+  EXPECT_NE(page.find("\\fB\\-\\-format\\fR \\fItext\\fR|\\fIjson\\fR|\\fIcsv\\fR"), std::string::npos);
+  EXPECT_NE(page.find("\\fB\\-\\-color\\fR \\fIauto\\fR|\\fIalways\\fR|\\fInever\\fR"), std::string::npos);
+  EXPECT_NE(page.find(".B NO_COLOR"), std::string::npos);
+  for (const std::string code : {"0", "1", "2"}) EXPECT_NE(page.find(".TP\n.B " + code + "\n"), std::string::npos);
+  // The build writes the same page next to the binary, for install().
+  EXPECT_EQ(read_text(fs::path(TPROF_BIN).parent_path() / "tprof.1"), page);
+
+  // groff's own checks: every warning enabled, none given.
+  if (system("command -v groff >/dev/null 2>&1") != 0) GTEST_SKIP() << "groff not installed; structure checked only";
+  const fs::path file = fs::path(::testing::TempDir()) / ("tprof_man_" + std::to_string(getpid()) + ".1");
+  std::ofstream(file) << page;
+  const CliResult groff = run_cli("/bin/sh", {"-c", "groff -man -z -ww " + shell_quote(file.string()) + " 2>&1"});
+  EXPECT_EQ(groff.exit_code, 0);
+  EXPECT_EQ(groff.out, "");
+  if (system("command -v man >/dev/null 2>&1") == 0) {
+    const CliResult warnings = run_cli(
+        "/bin/sh", {"-c", "MANWIDTH=80 man --warnings -l " + shell_quote(file.string()) + " 2>&1 >/dev/null"});
+    EXPECT_EQ(warnings.out, "");
+  }
+  fs::remove(file);
+}
+
+TEST(CliCompletion, ListsEveryCommandAndMatchesTheBuiltFile) {
+  const CliResult script = run_cli(TPROF_BIN, {"completion", "bash"});
+  ASSERT_EQ(script.exit_code, 0) << script.err;
+  // The words offered before the command.
+  const std::string head = "\n    \"\") words=\"";
+  const std::size_t at = script.out.find(head);
+  ASSERT_NE(at, std::string::npos) << script.out;
+  const std::size_t begin = at + head.size();
+  std::string words = " ";
+  words.append(script.out, begin, script.out.find('"', begin) - begin).append(" ");
+  for (const std::string& cmd : kCommands) {
+    EXPECT_NE(words.find(" " + cmd + " "), std::string::npos) << cmd << " in" << words;
+  }
+  EXPECT_NE(script.out.find("\ncomplete -F _tprof tprof\n"), std::string::npos);
+  EXPECT_EQ(read_text(fs::path(TPROF_BIN).parent_path() / "tprof.bash"), script.out);
+  // Both generators stay out of --help; the commands users need are there.
+  const CliResult help = run_cli(TPROF_BIN, {"--help"});
+  EXPECT_EQ(help.out.find("completion"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find("\n  man "), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("\n  diagnose "), std::string::npos) << help.out;
+  EXPECT_EQ(run_cli(TPROF_BIN, {"completion", "zsh"}).exit_code, 2);
 }
 
 }  // namespace

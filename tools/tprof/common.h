@@ -90,5 +90,9 @@ void add_sweep_command(CLI::App& app, int* rc);
 void add_report_html_command(CLI::App& app, int* rc);
 void add_summarize_command(CLI::App& app, int* rc);
 void add_merge_command(CLI::App& app, int* rc);
+// Hidden from --help: the bash completion and the man page (generate_cmd.cc),
+// generated from the commands above, so these two are added last.
+void add_completion_command(CLI::App& app, int* rc);
+void add_man_command(CLI::App& app, int* rc);
 
 }  // namespace tprof::cli

@@ -74,6 +74,8 @@ int main(int argc, char** argv) {
   add_report_html_command(app, &rc);
   add_summarize_command(app, &rc);
   add_merge_command(app, &rc);
+  add_completion_command(app, &rc);
+  add_man_command(app, &rc);
   // An unknown command gets the closest one, not CLI11's "not expected".
   if (const std::string word = command_word(argc, argv); !word.empty()) {
     std::string best;
