@@ -21,7 +21,8 @@ step() { echo "== $*"; }
 
 step "install into $prefix"
 cmake --install "$build" --prefix "$prefix" >"$work/install.log"
-for f in bin/tprof include/tprof/profiler.h include/tprof/tprof.h; do
+for f in bin/tprof include/tprof/profiler.h include/tprof/tprof.h share/man/man1/tprof.1 \
+  share/bash-completion/completions/tprof; do
   test -e "$prefix/$f" || { echo "not installed: $f"; exit 1; }
 done
 config=$(find "$prefix" -name tprofConfig.cmake)
@@ -80,4 +81,5 @@ else
 fi
 "$work/debroot/usr/bin/tprof" --version
 test -e "$work/debroot/usr/include/tprof/profiler.h"
+test -e "$work/debroot/usr/share/man/man1/tprof.1"
 echo "consumer_test: find_package, pkg-config, FetchContent and the .deb all work"
