@@ -7,7 +7,11 @@
 #include <atomic>
 #include <chrono>
 #include <set>
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <stdexcept>
@@ -184,6 +188,65 @@ TEST(Profiler, ScopesNestShapesAndMemoryAsTorchShowsThem) {
   const std::string table = *ka.table({.sort_by = "cpu_time_total"});
   EXPECT_NE(table.find("CPU Mem"), std::string::npos) << table;
   EXPECT_NE(table.find("[[16, 32], [32, 8]]"), std::string::npos) << table;
+}
+
+// Viewers read "ts" and "dur" as doubles. Epoch microseconds (~1.8e15 with
+// three decimals) keep only 0.25 us there, and nested scopes of tens of ns
+// then end after their parents; the export is relative to
+// baseTimeNanoseconds (as PyTorch 2.x writes it), exact as doubles.
+TEST(Profiler, ExportedTimesReadAsDoublesKeepEveryChildInsideItsParent) {
+  Profiler prof;
+  ASSERT_TRUE(prof.start());
+  for (int i = 0; i < 2000; ++i) {
+    TPROF_RECORD_FUNCTION("outer");
+    { TPROF_RECORD_FUNCTION("inner"); }
+  }
+  ASSERT_TRUE(prof.stop());
+  const std::string path = ::testing::TempDir() + "/tprof_doubles.json";
+  ASSERT_TRUE(prof.export_chrome_trace(path));
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::smatch base;
+  ASSERT_TRUE(std::regex_search(text, base, std::regex("\"baseTimeNanoseconds\": ([0-9]+)")));
+  EXPECT_GT(std::stoll(base[1]), 1'500'000'000'000'000'000LL);  // epoch ns
+  EXPECT_NE(text.find("\"displayTimeUnit\": \"ms\""), std::string::npos);
+  // The parent comes from exact integer ns (the text without its decimal
+  // point); containment is checked on doubles, as a viewer computes it.
+  struct Span {
+    std::int64_t begin_ns, end_ns;
+    double begin, end;
+  };
+  auto exact_ns = [](std::string v) {
+    const std::size_t dot = v.find('.');
+    EXPECT_EQ(v.size() - dot, 4u) << v;  // three decimals
+    v.erase(dot, 1);
+    return std::stoll(v);
+  };
+  std::vector<Span> spans;
+  const std::regex x("\"ph\": \"X\".*\"ts\": ([0-9.]+), \"dur\": ([0-9.]+)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), x); it != std::sregex_iterator(); ++it) {
+    const double ts = std::strtod((*it)[1].str().c_str(), nullptr);  // as a viewer parses it
+    const double dur = std::strtod((*it)[2].str().c_str(), nullptr);
+    EXPECT_LT(ts, 1e10) << "ts is not relative";
+    const std::int64_t b = exact_ns((*it)[1].str());
+    spans.push_back({b, b + exact_ns((*it)[2].str()), ts, ts + dur});
+  }
+  ASSERT_EQ(spans.size(), 4000u);
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.end_ns > b.end_ns;
+  });
+  std::vector<const Span*> stack;
+  int children = 0, outside = 0;
+  for (const Span& s : spans) {
+    while (!stack.empty() && stack.back()->end_ns <= s.begin_ns) stack.pop_back();
+    if (!stack.empty()) {
+      ++children;
+      outside += s.begin < stack.back()->begin || s.end > stack.back()->end;
+    }
+    stack.push_back(&s);
+  }
+  EXPECT_EQ(children, 2000);
+  EXPECT_EQ(outside, 0);
 }
 
 TEST(Profiler, ThreadsThatStartAndExitDuringAWindowAreKept) {
