@@ -38,7 +38,7 @@
 // trace.h first: GCC 12's -Wshadow takes EventKind::kCpuOp, declared after
 // record_function.h's tprof::kCpuOp, for a shadowing declaration.
 #include "tprof/trace.h"
-// (blank line: keeps include sorting from moving trace.h back)
+
 #include "tprof/record_function.h"
 #include "tprof/status.h"
 

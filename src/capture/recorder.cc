@@ -227,18 +227,20 @@ ThreadBuffer* attach_thread_buffer() noexcept {
 namespace {
 
 // Allocates a thread's arrays; on failure the buffer has no room, so every
-// record of the window is counted as dropped.
+// record of the window is counted as dropped. Returns whether the array
+// changed (its pages then need faulting in again).
 template <typename T>
-void reallocate(std::unique_ptr<T[]>* storage, T** view, std::uint32_t* capacity, std::uint32_t wanted) {
-  if (*capacity == wanted && *view != nullptr) return;
+bool reallocate(std::unique_ptr<T[]>* storage, T** view, std::uint32_t* capacity, std::uint32_t wanted) {
+  if (*capacity == wanted && *view != nullptr) return false;
   storage->reset();
   *view = nullptr;
   *capacity = 0;
   std::unique_ptr<T[]> fresh(new (std::nothrow) T[wanted]);
-  if (fresh == nullptr) return;
+  if (fresh == nullptr) return true;
   *view = fresh.get();
   *capacity = wanted;
   *storage = std::move(fresh);
+  return true;
 }
 
 ThreadBuffer* attach_thread_buffer_or_throw() {
@@ -266,13 +268,13 @@ ThreadBuffer* attach_thread_buffer_or_throw() {
   // Preallocated once per thread (pages are touched only as records are
   // written); reallocated only when a later profiler asks for another size.
   // The collector never reads a buffer of the window being reset here.
-  const Record* const old_records = st->buffer.records;
-  const std::uint64_t* const old_payload = st->buffer.payload;
-  reallocate(&st->records, &st->buffer.records, &st->buffer.capacity, capacity);
+  // A fresh array may even sit at the old one's address: whether it
+  // changed is what reallocate says, not a pointer comparison.
+  bool changed = reallocate(&st->records, &st->buffer.records, &st->buffer.capacity, capacity);
   if (payload_capacity > 0) {
-    reallocate(&st->payload, &st->buffer.payload, &st->buffer.payload_capacity, payload_capacity);
+    changed |= reallocate(&st->payload, &st->buffer.payload, &st->buffer.payload_capacity, payload_capacity);
   }
-  if (st->buffer.records != old_records || st->buffer.payload != old_payload) st->prefaulted = false;
+  if (changed) st->prefaulted = false;
   st->buffer.size = 0;
   st->buffer.payload_size = 0;
   st->buffer.published.store(0, std::memory_order_relaxed);
