@@ -31,11 +31,15 @@ std::size_t distance(std::string_view a, std::string_view b) {
 }
 
 // The command word of argv (the first argument that is not a global flag or
-// its value), or "" when there is none.
-std::string command_word(int argc, char** argv) {
+// its value), or "" when there is none. The global options that take a
+// value come from `app`, so a new one needs no change here.
+std::string command_word(const CLI::App& app, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if (a == "--threads" || a == "--color") {
+    const CLI::Option* opt = a.starts_with("--") && a.find('=') == std::string_view::npos
+                                 ? app.get_option_no_throw(std::string(a))
+                                 : nullptr;
+    if (opt != nullptr && opt->get_items_expected_min() > 0) {  // takes a value (flags expect none)
       ++i;
       continue;
     }
@@ -77,7 +81,7 @@ int main(int argc, char** argv) {
   add_completion_command(app, &rc);
   add_man_command(app, &rc);
   // An unknown command gets the closest one, not CLI11's "not expected".
-  if (const std::string word = command_word(argc, argv); !word.empty()) {
+  if (const std::string word = command_word(app, argc, argv); !word.empty()) {
     std::string best;
     std::size_t best_d = SIZE_MAX;
     bool known = false;
