@@ -63,7 +63,7 @@ bool JsonValue::parse_at(JsonCursor* c, JsonValue* out, int depth) {
       char which = 0;
       if (!c->read_literal(&which)) return false;
       // NaN / Infinity (Python's json.dump): no finite value to read.
-      out->type_ = which == 'n' || which == 'N' ? Type::kNull : Type::kBool;
+      out->type_ = which == 't' || which == 'f' ? Type::kBool : Type::kNull;
       out->bool_ = which == 't';
       return true;
     }

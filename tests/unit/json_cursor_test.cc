@@ -158,6 +158,18 @@ TEST(JsonValue, ParsesAndFindsMembers) {
   EXPECT_EQ(v->find("missing"), nullptr);
 }
 
+// Python's json.dump writes them; none has a finite value. Infinity was
+// read as the boolean false.
+TEST(JsonValue, NanAndInfinitiesAreValuesWithoutANumber) {
+  auto v = JsonValue::parse("[NaN, Infinity, -Infinity, true, false, null]");
+  ASSERT_TRUE(v);
+  ASSERT_EQ(v->items().size(), 6u);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(v->items()[i].is_null()) << i;
+  EXPECT_TRUE(v->items()[3].is_bool() && v->items()[3].as_bool());
+  EXPECT_TRUE(v->items()[4].is_bool() && !v->items()[4].as_bool());
+  EXPECT_TRUE(v->items()[5].is_null());
+}
+
 TEST(JsonValue, ErrorOffsetsIncludeTheBase) {
   auto v = JsonValue::parse("[1, }", 100);
   ASSERT_FALSE(v);
