@@ -33,6 +33,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 // trace.h first: GCC 12's -Wshadow takes EventKind::kCpuOp, declared after
@@ -138,6 +139,17 @@ class Profiler {
   // Writes the last window's trace (Kineto JSON; gzip when path ends in .gz).
   Status export_chrome_trace(const std::string& path) const;
 
+  // torch's add_metadata / add_metadata_json: a top-level key of the trace,
+  // in every trace this profiler builds after the call (torch keeps it for
+  // the current Kineto session only). add_metadata writes `value` as a
+  // JSON string; add_metadata_json writes `json`, which must be one valid
+  // JSON value ("distributedInfo" is how torch tells ranks apart). The same
+  // key again replaces the value. Errors (kInvalidArgument): invalid JSON, an
+  // empty key, or a key tprof writes itself (traceEvents, schemaVersion,
+  // deviceProperties, displayTimeUnit, baseTimeNanoseconds, tprof).
+  Status add_metadata(const std::string& key, const std::string& value);
+  Status add_metadata_json(const std::string& key, const std::string& json);
+
  private:
   Status transition(ProfilerAction from, ProfilerAction to, bool exiting);
   void start_window();
@@ -150,13 +162,13 @@ class Profiler {
 
   ProfilerOptions options_;
   std::unique_ptr<Trace> trace_;
+  std::vector<std::pair<std::string, std::string>> metadata_;  // key, JSON value
   std::int64_t step_num_ = 0;
   ProfilerAction action_ = ProfilerAction::kNone;
   bool running_ = false;
   bool recording_ = false;
   bool delivering_ = false;  // inside on_trace_ready
-  std::uint64_t step_start_ = 0;  // ticks of the open step annotation, 0 = none
-  std::int64_t step_label_ = 0;
+  internal::OpenSlot step_;  // the open ProfilerStep#N annotation's record (buffer == nullptr: none)
   std::int64_t window_start_ns_ = 0;
   std::int64_t window_start_monotonic_ns_ = 0;
   std::uint64_t window_start_ticks_ = 0;

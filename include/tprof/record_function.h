@@ -1,24 +1,39 @@
-// tprof/record_function.h — RAII scopes and memory hooks: what a program
-// calls on its hot paths while a tprof::Profiler may be recording.
+// tprof/record_function.h — RAII scopes, events and memory hooks: what a
+// program calls on its hot paths while a tprof::Profiler may be recording.
 //
 //   void matmul_add(...) {
+//     TPROF_RECORD_FUNCTION_SCOPE();                  // named "matmul_add" (the enclosing function)
 //     TPROF_RECORD_FUNCTION("matmul_add");            // static name: a pointer and a tick
 //     { TPROF_RECORD_OP("op::mm"); gemm(...); }        // category cpu_op, as torch's aten ops
 //     tprof::RecordFunction scope(layer_name);         // a runtime name: interned once per thread
+//     scope.arg("batch", 64).arg("layout", "NHWC");    // Kineto "args" of the scope
+//     TPROF_INSTANT("cache flushed");                  // an instant event ("i")
+//     tprof::counter("queue depth", queue.size());     // a counter sample ("C")
 //   }
+//   tprof::Flow f = tprof::flow_begin("task");        // on the submitting thread, inside a scope ...
+//   tprof::flow_end(f);                               // ... on the thread that runs it, inside a scope
 //   void* p = malloc(n); tprof::record_alloc(p, n);   // [memory] events for profile_memory
 //
-// Cost: with no window recording, a scope is one relaxed load and one branch;
-// while recording, two tick reads and one 32-byte record in a thread-local
-// buffer (no lock, no allocation). Building with TPROF_ENABLE=0 (CMake
-// option TPROF_ENABLE=OFF) removes the macros entirely.
+// Cost: with no window recording, every call here is one relaxed load and
+// one branch; while recording, a scope is two tick reads and one 32-byte
+// record in a thread-local buffer (no lock, no allocation). Runtime names,
+// argument keys and string values are interned: a hash lookup in a
+// thread-local cache, a lock only the first time a thread sees one.
+// Building with TPROF_ENABLE=0 (CMake option TPROF_ENABLE=OFF) removes the
+// macros entirely.
 //
-// Thread-safety: scopes and hooks may be used from any thread at any time.
+// A full buffer drops what begins after it filled, counted exactly; scopes
+// already open keep their records, so no child is kept without its parent.
+//
+// Thread-safety: scopes, events and hooks may be used from any thread at any
+// time; one RecordFunction belongs to the thread that made it.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <string_view>
+#include <type_traits>
 
 #include "tprof/internal/recorder.h"
 
@@ -31,6 +46,8 @@ namespace tprof {
 // Categories a scope is written with (Kineto's names).
 inline constexpr const char* kUserAnnotation = "user_annotation";  // torch's record_function
 inline constexpr const char* kCpuOp = "cpu_op";                    // torch's aten operators
+inline constexpr const char* kCpuInstantEvent = "cpu_instant_event";  // Kineto's instants
+inline constexpr const char* kUserCounter = "user_counter";           // counter samples
 
 // A call site, described once (static constexpr) per macro use.
 struct ScopeSite {
@@ -46,35 +63,94 @@ struct Device {
 inline constexpr Device kCpuDevice{0, -1};
 inline constexpr Device cuda_device(std::int16_t index) { return Device{1, index}; }
 
+using Shapes = std::initializer_list<std::initializer_list<std::int64_t>>;
+
 // A scope: recorded from construction to destruction when a window records.
 class RecordFunction {
  public:
+  // A scope that records nothing (TPROF_RECORD_FUNCTION_VAR when TPROF_ENABLE=0).
+  enum Off { kOff };
+  explicit RecordFunction(Off) noexcept {}
   explicit RecordFunction(const ScopeSite* site) noexcept {
     if (__builtin_expect(internal::g_recording.load(std::memory_order_relaxed), 0)) {
-      a_ = reinterpret_cast<std::uintptr_t>(site);
-      kind_ = internal::kRecordScope;
-      start_ = internal::read_ticks();
+      internal::open_span(reinterpret_cast<std::uintptr_t>(site), internal::kRecordScope, 0, &slot_);
     }
   }
   // As above, with input shapes ("Input Dims"), kept when the profiler has
   // record_shapes. Shapes beyond the thread's payload space are dropped (counted).
-  RecordFunction(const ScopeSite* site, std::initializer_list<std::initializer_list<std::int64_t>> shapes) noexcept;
+  RecordFunction(const ScopeSite* site, Shapes shapes) noexcept;
   // A runtime name: interned (a lock only the first time a thread sees it).
   explicit RecordFunction(std::string_view name, const char* category = kUserAnnotation) noexcept;
+  RecordFunction(std::string_view name, Shapes shapes, const char* category = kUserAnnotation) noexcept;
 
   ~RecordFunction() {
-    if (start_ != 0) internal::append({a_, start_, internal::read_ticks(), payload_, kind_, 0});
+    if (slot_.buffer != nullptr) internal::close_span(slot_);
   }
 
   RecordFunction(const RecordFunction&) = delete;
   RecordFunction& operator=(const RecordFunction&) = delete;
 
+  // Arguments, written in the scope's Kineto "args" after "External id" and
+  // "Input Dims", in the order given. Recorded only while the scope is (a
+  // record each, dropped and counted when the buffer is full). Call from the
+  // scope's thread, before it ends.
+  template <class T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  RecordFunction& arg(std::string_view key, T value) noexcept {
+    if (slot_.buffer != nullptr) {
+      add_arg(key, std::is_signed_v<T> ? internal::kArgInt : internal::kArgUint, static_cast<std::uint64_t>(value));
+    }
+    return *this;
+  }
+  RecordFunction& arg(std::string_view key, double value) noexcept;
+  RecordFunction& arg(std::string_view key, bool value) noexcept;
+  RecordFunction& arg(std::string_view key, std::string_view value) noexcept;
+  RecordFunction& arg(std::string_view key, const char* value) noexcept {
+    return arg(key, value != nullptr ? std::string_view(value) : std::string_view());
+  }
+
+  // Whether this scope is being recorded.
+  bool recording() const noexcept { return slot_.buffer != nullptr; }
+
  private:
-  std::uint64_t a_ = 0;
-  std::uint64_t start_ = 0;  // 0: not recording
-  std::uint32_t payload_ = 0;
-  std::uint16_t kind_ = 0;
+  void add_arg(std::string_view key, std::uint16_t type, std::uint64_t value) noexcept;
+
+  internal::OpenSlot slot_;
 };
+
+// An instant event (ph "i", thread scope, category cpu_instant_event unless
+// the site says otherwise) at this moment.
+inline void instant(const ScopeSite* site) noexcept {
+  if (__builtin_expect(internal::g_recording.load(std::memory_order_relaxed), 0)) {
+    internal::append(
+        {reinterpret_cast<std::uintptr_t>(site), internal::read_ticks(), 0, 0, internal::kRecordInstant, 0});
+  }
+}
+// The same with a runtime name (interned).
+void instant(std::string_view name) noexcept;
+
+// A counter sample (ph "C", args {"value": v}): the counter `name` has
+// `value` from now on. Viewers draw each name as a track.
+inline void counter(const ScopeSite* site, double value) noexcept {
+  if (__builtin_expect(internal::g_recording.load(std::memory_order_relaxed), 0)) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    internal::append(
+        {reinterpret_cast<std::uintptr_t>(site), internal::read_ticks(), bits, 0, internal::kRecordCounter, 0});
+  }
+}
+void counter(std::string_view name, double value) noexcept;
+
+// A flow between two points of the program, usually on two threads (a task
+// submitted here and run there): an arrow from the scope open around
+// flow_begin() to the scope open around flow_end(). Copyable; id 0 when
+// flow_begin() ran while no window recorded (flow_end() then does nothing).
+// A flow whose other end falls outside the window is not written.
+struct Flow {
+  std::uint64_t id = 0;
+  std::uint64_t name = 0;  // interned name key
+};
+Flow flow_begin(std::string_view name = "flow") noexcept;
+void flow_end(const Flow& flow) noexcept;
 
 // Records an allocation of `bytes` at `ptr` on `device` (a [memory] event,
 // when the profiler has profile_memory). Thread-safe, allocation-free.
@@ -99,27 +175,53 @@ inline void record_free(const void* ptr, std::int64_t bytes, Device device = kCp
 #define TPROF_CONCAT_INNER2_(a, b) a##b
 #define TPROF_CONCAT2_(a, b) TPROF_CONCAT_INNER2_(a, b)
 
+// Each macro use declares its site and scope under names made unique by
+// __COUNTER__, so two on one line (a macro expanding to two) do not collide.
+#define TPROF_UNIQUE_(prefix, id) TPROF_CONCAT2_(prefix, id)
+#define TPROF_SCOPE_IMPL_(id, name, category)                                         \
+  static constexpr ::tprof::ScopeSite TPROF_UNIQUE_(tprof_site_, id){name, category}; \
+  const ::tprof::RecordFunction TPROF_UNIQUE_(tprof_scope_, id) { &TPROF_UNIQUE_(tprof_site_, id) }
+#define TPROF_SCOPE_SHAPES_IMPL_(id, name, category, ...)                             \
+  static constexpr ::tprof::ScopeSite TPROF_UNIQUE_(tprof_site_, id){name, category}; \
+  const ::tprof::RecordFunction TPROF_UNIQUE_(tprof_scope_, id) {                     \
+    &TPROF_UNIQUE_(tprof_site_, id), ::tprof::Shapes __VA_ARGS__                      \
+  }
+
 #if TPROF_ENABLE
 // A scope named by a string literal, category user_annotation (torch's record_function).
-#define TPROF_RECORD_FUNCTION(name)                                                          \
-  static constexpr ::tprof::ScopeSite TPROF_CONCAT2_(tprof_site_, __LINE__){name};           \
-  const ::tprof::RecordFunction TPROF_CONCAT2_(tprof_scope_, __LINE__) {                     \
-    &TPROF_CONCAT2_(tprof_site_, __LINE__)                                                   \
-  }
+#define TPROF_RECORD_FUNCTION(name) TPROF_SCOPE_IMPL_(__COUNTER__, name, ::tprof::kUserAnnotation)
+// A scope named after the enclosing function (__func__: "forward", not the signature).
+#define TPROF_RECORD_FUNCTION_SCOPE() TPROF_SCOPE_IMPL_(__COUNTER__, __func__, ::tprof::kUserAnnotation)
 // A scope of category cpu_op (an operator, as torch's aten:: events).
-#define TPROF_RECORD_OP(name)                                                                \
-  static constexpr ::tprof::ScopeSite TPROF_CONCAT2_(tprof_site_, __LINE__){name, ::tprof::kCpuOp}; \
-  const ::tprof::RecordFunction TPROF_CONCAT2_(tprof_scope_, __LINE__) {                     \
-    &TPROF_CONCAT2_(tprof_site_, __LINE__)                                                   \
-  }
+#define TPROF_RECORD_OP(name) TPROF_SCOPE_IMPL_(__COUNTER__, name, ::tprof::kCpuOp)
 // An operator scope with input shapes: TPROF_RECORD_OP_SHAPES("op::mm", {{m, k}, {k, n}}).
-#define TPROF_RECORD_OP_SHAPES(name, ...)                                                    \
-  static constexpr ::tprof::ScopeSite TPROF_CONCAT2_(tprof_site_, __LINE__){name, ::tprof::kCpuOp}; \
-  const ::tprof::RecordFunction TPROF_CONCAT2_(tprof_scope_, __LINE__) {                     \
-    &TPROF_CONCAT2_(tprof_site_, __LINE__), __VA_ARGS__                                      \
-  }
+#define TPROF_RECORD_OP_SHAPES(name, ...) TPROF_SCOPE_SHAPES_IMPL_(__COUNTER__, name, ::tprof::kCpuOp, __VA_ARGS__)
+// A scope in a variable you name, for arguments:
+//   TPROF_RECORD_FUNCTION_VAR(scope, "decode"); scope.arg("tokens", n);
+#define TPROF_RECORD_FUNCTION_VAR(var, name) TPROF_SCOPE_VAR_IMPL_(__COUNTER__, var, name)
+#define TPROF_SCOPE_VAR_IMPL_(id, var, name)                                                          \
+  static constexpr ::tprof::ScopeSite TPROF_UNIQUE_(tprof_site_, id){name, ::tprof::kUserAnnotation}; \
+  ::tprof::RecordFunction var { &TPROF_UNIQUE_(tprof_site_, id) }
+// An instant event named by a string literal.
+#define TPROF_INSTANT(name) TPROF_INSTANT_IMPL_(__COUNTER__, name)
+#define TPROF_INSTANT_IMPL_(id, name)                                                                    \
+  do {                                                                                                   \
+    static constexpr ::tprof::ScopeSite TPROF_UNIQUE_(tprof_site_, id){name, ::tprof::kCpuInstantEvent}; \
+    ::tprof::instant(&TPROF_UNIQUE_(tprof_site_, id));                                                   \
+  } while (0)
+// A counter sample named by a string literal.
+#define TPROF_COUNTER(name, value) TPROF_COUNTER_IMPL_(__COUNTER__, name, value)
+#define TPROF_COUNTER_IMPL_(id, name, value)                                                         \
+  do {                                                                                               \
+    static constexpr ::tprof::ScopeSite TPROF_UNIQUE_(tprof_site_, id){name, ::tprof::kUserCounter}; \
+    ::tprof::counter(&TPROF_UNIQUE_(tprof_site_, id), static_cast<double>(value));                   \
+  } while (0)
 #else
 #define TPROF_RECORD_FUNCTION(name) static_cast<void>(0)
+#define TPROF_RECORD_FUNCTION_SCOPE() static_cast<void>(0)
 #define TPROF_RECORD_OP(name) static_cast<void>(0)
 #define TPROF_RECORD_OP_SHAPES(name, ...) static_cast<void>(0)
+#define TPROF_RECORD_FUNCTION_VAR(var, name) ::tprof::RecordFunction var(::tprof::RecordFunction::kOff)
+#define TPROF_INSTANT(name) static_cast<void>(0)
+#define TPROF_COUNTER(name, value) static_cast<void>(0)
 #endif

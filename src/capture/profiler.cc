@@ -18,9 +18,11 @@
 
 #include "src/base/clock.h"
 #include "src/base/file.h"
+#include "src/base/json_writer.h"
 #include "src/capture/activity_source.h"
 #include "src/capture/recorder.h"
 #include "src/capture/trace_builder.h"
+#include "src/trace/json_value.h"
 #include "tprof/write.h"
 #if TPROF_HAVE_CUPTI
 #include "src/cupti/cupti_source.h"
@@ -62,6 +64,37 @@ void Profiler::start_device() {
 }
 
 namespace {
+
+void write_json(const internal::JsonValue& v, internal::JsonWriter* w) {
+  using T = internal::JsonValue::Type;
+  switch (v.type()) {
+    case T::kNull:
+      w->value_null();
+      break;
+    case T::kBool:
+      w->value_bool(v.as_bool());
+      break;
+    case T::kNumber:
+      w->value_raw(v.text());
+      break;
+    case T::kString:
+      w->value_string(v.text());
+      break;
+    case T::kArray:
+      w->begin_array();
+      for (const internal::JsonValue& item : v.items()) write_json(item, w);
+      w->end_array();
+      break;
+    case T::kObject:
+      w->begin_object();
+      for (const auto& [key, member] : v.members()) {
+        w->key(key);
+        write_json(member, w);
+      }
+      w->end_object();
+      break;
+  }
+}
 
 Error reentered(const char* what) {
   return Error(ErrorCode::kInvalidArgument,
@@ -138,17 +171,15 @@ Status Profiler::stop() {
 void Profiler::open_step() {
   // Without a schedule torch adds no step annotations.
   if (!options_.schedule.is_set() || !recording_) return;
-  step_label_ = step_num_;
-  step_start_ = internal::read_ticks();
+  // Its record is taken now, before any scope of the step: a buffer that
+  // fills during the step keeps the step.
+  internal::open_span(static_cast<std::uint64_t>(step_num_), internal::kRecordStep, 0, &step_);
 }
 
 void Profiler::close_step() {
-  if (step_start_ == 0) return;
-  if (recording_) {
-    internal::append({static_cast<std::uint64_t>(step_label_), step_start_, internal::read_ticks(), 0,
-                      internal::kRecordStep, 0});
-  }
-  step_start_ = 0;
+  if (step_.buffer == nullptr) return;
+  if (recording_) internal::close_span(step_);
+  step_ = {};
 }
 
 void Profiler::start_window() {
@@ -171,6 +202,8 @@ void Profiler::start_window() {
 
 void Profiler::stop_window() {
   internal::g_recording.store(false, std::memory_order_release);
+  // Scopes that end after this tick are still open at the window's end.
+  const std::uint64_t window_end_ticks = internal::read_ticks();
   recording_ = false;
   internal::TickClock::instance().sample();
   const internal::TickConversion clock = internal::TickClock::instance().conversion();
@@ -182,6 +215,8 @@ void Profiler::stop_window() {
   info.window_start_ticks = window_start_ticks_;
   info.cuda_requested = wants_cuda();
   info.cuda_available = device_ != nullptr;
+  info.metadata = metadata_;
+  info.window_end_ticks = window_end_ticks;
   internal::DeviceBatch device;
   if (device_started_) {
     device_->stop(&device);
@@ -255,5 +290,42 @@ Status Profiler::transition(ProfilerAction from, ProfilerAction to, bool exiting
 }
 
 Status Profiler::export_chrome_trace(const std::string& path) const { return write_trace(*trace_, path); }
+
+Status Profiler::add_metadata(const std::string& key, const std::string& value) {
+  std::string json;
+  internal::JsonWriter w(&json);
+  w.value_string(value);
+  return add_metadata_json(key, json);
+}
+
+Status Profiler::add_metadata_json(const std::string& key, const std::string& json) {
+  static constexpr std::string_view kOwn[] = {"traceEvents",     "schemaVersion",       "deviceProperties",
+                                              "displayTimeUnit", "baseTimeNanoseconds", "tprof"};
+  if (key.empty()) return Error(ErrorCode::kInvalidArgument, "add_metadata: the key is empty");
+  for (std::string_view own : kOwn) {
+    if (key == own) {
+      return Error(ErrorCode::kInvalidArgument, "add_metadata: \"" + key + "\" is a key tprof writes itself");
+    }
+  }
+  Result<internal::JsonValue> parsed = internal::JsonValue::parse(json);
+  if (!parsed) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "add_metadata_json(\"" + key + "\"): not one valid JSON value: " + parsed.error().to_string());
+  }
+  // Stored as tprof's writer writes JSON: compact, valid UTF-8, no NaN.
+  std::string canonical;
+  {
+    internal::JsonWriter w(&canonical);
+    write_json(*parsed, &w);
+  }
+  for (auto& [k, v] : metadata_) {
+    if (k == key) {
+      v = std::move(canonical);
+      return {};
+    }
+  }
+  metadata_.emplace_back(key, std::move(canonical));
+  return {};
+}
 
 }  // namespace tprof

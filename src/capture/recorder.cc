@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -300,6 +302,8 @@ bool prepare_thread_buffer() noexcept {
   if (st == nullptr || st->prefaulted) return true;
   // One write per 4 KiB page (volatile: the stores must happen). The
   // buffer is empty for this window, so nothing recorded is overwritten.
+  // Not prefault_for_writing(): in a fresh process the first scopes written
+  // into a buffer populated that way ran 2.3x slower (first_window_bench).
   constexpr std::size_t kPage = 4096;
   auto touch = [](void* data, std::size_t bytes) {
     volatile char* p = static_cast<char*>(data);
@@ -335,22 +339,36 @@ std::vector<ThreadRecords> collect(std::uint32_t epoch) {
   return out;
 }
 
+namespace {
+
+// Whether the OS thread `tid` of this process has finished. A thread marked
+// dead may still be running its other thread_local destructors, which can
+// record (into a state made for them): its state is freed only once the
+// kernel says the thread is gone.
+bool thread_gone(std::int64_t tid) {
+  return syscall(SYS_tgkill, static_cast<long>(getpid()), static_cast<long>(tid), 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace
+
 void release_collected() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   // Exited threads are done writing, and their records have been used.
-  std::erase_if(r.threads, [](const std::unique_ptr<ThreadState>& st) { return !st->alive.load(std::memory_order_acquire); });
+  std::erase_if(r.threads, [](const std::unique_ptr<ThreadState>& st) {
+    return !st->alive.load(std::memory_order_acquire) && thread_gone(st->tid);
+  });
 }
 
 namespace {
 
-// Open push/pop ranges of a thread. constinit and trivially destructible:
+// Open push/pop ranges of a thread, each with its record (taken when the
+// range is pushed, as a scope's). constinit and trivially destructible:
 // usable from any thread at any time, even during thread exit.
 struct RangeStack {
   static constexpr std::uint32_t kMaxDepth = 128;
-  std::uint64_t start[kMaxDepth];  // ticks; 0 = opened while not recording
-  std::uint64_t name[kMaxDepth];
-  std::uint32_t depth;  // may exceed kMaxDepth: those levels are not kept
+  OpenSlot slot[kMaxDepth];  // buffer == nullptr: opened while not recording, or dropped
+  std::uint32_t depth;       // may exceed kMaxDepth: those levels are not kept
 };
 constinit thread_local RangeStack tl_ranges{};
 
@@ -380,20 +398,17 @@ void push_range(std::string_view name) noexcept {
     if (g_recording.load(std::memory_order_relaxed)) count_drop();
     return;
   }
-  st.start[d] = 0;
+  st.slot[d] = OpenSlot{};
   if (!g_recording.load(std::memory_order_relaxed)) return;
-  st.name[d] = intern_dynamic(name, kUserAnnotation);
-  st.start[d] = read_ticks();
+  open_span(intern_dynamic(name, kUserAnnotation), kRecordDynamicScope, 0, &st.slot[d]);
 }
 
 void pop_range() noexcept {
   RangeStack& st = tl_ranges;
   if (st.depth == 0) return;
   const std::uint32_t d = --st.depth;
-  if (d >= RangeStack::kMaxDepth || st.start[d] == 0) return;
-  const std::uint64_t end = read_ticks();
-  if (!g_recording.load(std::memory_order_relaxed)) return;
-  append({st.name[d], st.start[d], end, 0, kRecordDynamicScope, 0});
+  if (d >= RangeStack::kMaxDepth || st.slot[d].buffer == nullptr) return;
+  close_span(st.slot[d]);
 }
 
 void start_range(std::uint64_t id, std::string_view name) noexcept {
@@ -459,39 +474,124 @@ void release_dynamic_names() {
 
 }  // namespace tprof::internal
 
+namespace tprof::internal {
+namespace {
+
+// Writes "Input Dims" into the thread's payload arena: [count][rank][dims...]...
+// Returns the record's payload reference (1 + word offset), 0 when the
+// shapes are not kept (not asked for, or no room: counted).
+std::uint32_t store_shapes(Shapes shapes) noexcept {
+  if (!g_record_shapes.load(std::memory_order_relaxed)) return 0;
+  ThreadBuffer* b = current_buffer();
+  std::uint64_t words = 1;
+  for (const auto& s : shapes) words += 1 + s.size();
+  if (b != nullptr && b->payload_capacity - b->payload_size >= words) {
+    std::uint64_t* w = b->payload + b->payload_size;
+    *w++ = shapes.size();
+    for (const auto& s : shapes) {
+      *w++ = s.size();
+      for (std::int64_t d : s) *w++ = static_cast<std::uint64_t>(d);
+    }
+    const std::uint32_t ref = b->payload_size + 1;
+    b->payload_size += static_cast<std::uint32_t>(words);
+    return ref;
+  }
+  if (tl_state != nullptr) tl_state->dropped_shapes.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+// A key that is stale by the time the trace is built is dropped there; one
+// that failed to intern (no memory) is dropped here, counted.
+bool interned(std::uint64_t key) noexcept {
+  if (key != kNoName) return true;
+  count_drop();
+  return false;
+}
+
+std::atomic<std::uint64_t> g_next_flow{1};
+
+}  // namespace
+}  // namespace tprof::internal
+
 namespace tprof {
 
 RecordFunction::RecordFunction(std::string_view name, const char* category) noexcept {
   if (!internal::g_recording.load(std::memory_order_relaxed)) return;
-  a_ = internal::intern_dynamic(name, category);
-  kind_ = internal::kRecordDynamicScope;
-  start_ = internal::read_ticks();
+  const std::uint64_t key = internal::intern_dynamic(name, category);
+  if (!internal::interned(key)) return;
+  internal::open_span(key, internal::kRecordDynamicScope, 0, &slot_);
 }
 
-RecordFunction::RecordFunction(const ScopeSite* site,
-                               std::initializer_list<std::initializer_list<std::int64_t>> shapes) noexcept {
+RecordFunction::RecordFunction(std::string_view name, Shapes shapes, const char* category) noexcept {
   if (!internal::g_recording.load(std::memory_order_relaxed)) return;
-  a_ = reinterpret_cast<std::uintptr_t>(site);
-  kind_ = internal::kRecordScope;
-  if (internal::g_record_shapes.load(std::memory_order_relaxed)) {
-    // Payload layout: [shape count][rank][dims...][rank][dims...]...
-    internal::ThreadBuffer* b = internal::current_buffer();
-    std::uint32_t words = 1;
-    for (const auto& s : shapes) words += 1 + static_cast<std::uint32_t>(s.size());
-    if (b != nullptr && b->payload_capacity - b->payload_size >= words) {
-      std::uint64_t* w = b->payload + b->payload_size;
-      *w++ = shapes.size();
-      for (const auto& s : shapes) {
-        *w++ = s.size();
-        for (std::int64_t d : s) *w++ = static_cast<std::uint64_t>(d);
-      }
-      payload_ = b->payload_size + 1;
-      b->payload_size += words;
-    } else if (internal::tl_state != nullptr) {
-      internal::tl_state->dropped_shapes.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-  start_ = internal::read_ticks();
+  const std::uint64_t key = internal::intern_dynamic(name, category);
+  if (!internal::interned(key)) return;
+  internal::open_span(key, internal::kRecordDynamicScope, internal::store_shapes(shapes), &slot_);
+}
+
+RecordFunction::RecordFunction(const ScopeSite* site, Shapes shapes) noexcept {
+  if (!internal::g_recording.load(std::memory_order_relaxed)) return;
+  internal::open_span(reinterpret_cast<std::uintptr_t>(site), internal::kRecordScope, internal::store_shapes(shapes),
+                      &slot_);
+}
+
+void RecordFunction::add_arg(std::string_view key, std::uint16_t type, std::uint64_t value) noexcept {
+  // Only into the scope's own buffer and window: the record refers to the
+  // scope by its index there.
+  internal::ThreadBuffer* b = internal::current_buffer();
+  if (b != slot_.buffer || b->epoch.load(std::memory_order_relaxed) != slot_.epoch) return;
+  const std::uint64_t k = internal::intern_dynamic(key, internal::kArgKeyCategory);
+  if (!internal::interned(k)) return;
+  internal::append({k, value, slot_.index, 0, internal::kRecordArg, type});
+}
+
+RecordFunction& RecordFunction::arg(std::string_view key, double value) noexcept {
+  if (slot_.buffer == nullptr) return *this;
+  std::uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  add_arg(key, internal::kArgDouble, bits);
+  return *this;
+}
+
+RecordFunction& RecordFunction::arg(std::string_view key, bool value) noexcept {
+  if (slot_.buffer != nullptr) add_arg(key, internal::kArgBool, value ? 1 : 0);
+  return *this;
+}
+
+RecordFunction& RecordFunction::arg(std::string_view key, std::string_view value) noexcept {
+  if (slot_.buffer == nullptr) return *this;
+  const std::uint64_t v = internal::intern_dynamic(value, internal::kArgKeyCategory);
+  if (internal::interned(v)) add_arg(key, internal::kArgString, v);
+  return *this;
+}
+
+void instant(std::string_view name) noexcept {
+  if (!internal::g_recording.load(std::memory_order_relaxed)) return;
+  const std::uint64_t key = internal::intern_dynamic(name, kCpuInstantEvent);
+  if (internal::interned(key)) internal::append({key, internal::read_ticks(), 0, 0, internal::kRecordInstant, 1});
+}
+
+void counter(std::string_view name, double value) noexcept {
+  if (!internal::g_recording.load(std::memory_order_relaxed)) return;
+  const std::uint64_t key = internal::intern_dynamic(name, kUserCounter);
+  if (!internal::interned(key)) return;
+  std::uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  internal::append({key, internal::read_ticks(), bits, 0, internal::kRecordCounter, 1});
+}
+
+Flow flow_begin(std::string_view name) noexcept {
+  if (!internal::g_recording.load(std::memory_order_relaxed)) return {};
+  const std::uint64_t key = internal::intern_dynamic(name, internal::kFlowCategory);
+  if (!internal::interned(key)) return {};
+  const Flow f{internal::g_next_flow.fetch_add(1, std::memory_order_relaxed), key};
+  internal::append({f.id, internal::read_ticks(), f.name, 0, internal::kRecordFlow, 0});
+  return f;
+}
+
+void flow_end(const Flow& flow) noexcept {
+  if (flow.id == 0 || !internal::g_recording.load(std::memory_order_relaxed)) return;
+  internal::append({flow.id, internal::read_ticks(), flow.name, 0, internal::kRecordFlow, 1});
 }
 
 }  // namespace tprof

@@ -12,6 +12,11 @@
 
 namespace tprof::internal {
 
+// Categories of interned strings that are not scope names: argument keys and
+// string values, and flow names (also the flows' category in the trace).
+inline constexpr const char* kArgKeyCategory = "\x01arg";
+inline constexpr const char* kFlowCategory = "user_flow";
+
 // Buffer sizes for threads that attach from now on (and at their next window).
 void configure_buffers(std::uint32_t events_per_thread, std::uint32_t payload_words_per_thread);
 

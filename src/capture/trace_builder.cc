@@ -1,11 +1,14 @@
 // Records of one window -> tprof::Trace.
 //
 //   records read in place (collect() copies nothing)
-//   ── per thread: order by start (linear for nested scopes, a stable sort
-//      otherwise) ── one pass: name/category/kind through per-site caches,
-//      ticks -> ns, columns written by index (capacity reserved once),
-//      args through one JsonWriter into one buffer that becomes the
-//      trace's source
+//   ── all threads: memory totals in time order, flows with both ends
+//   ── per thread: the window's records (span ends read once; spans still
+//      open at stop() left out, counted), in start order (already so but
+//      for late-written NVTX ranges: a linear check, else a stable sort),
+//      arguments by their scope ── one pass: name/category/kind through
+//      per-site caches, ticks -> ns, columns written by index (capacity
+//      reserved once), args through one JsonWriter into one buffer that
+//      becomes the trace's source
 //   ── device batch: API calls -> innermost open scope on their thread
 //      (External id, user annotation) ── device work -> its launch by
 //      correlation id ── ac2g flows ── gpu_user_annotation spans
@@ -16,6 +19,7 @@
 #include "src/capture/trace_builder.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -38,72 +42,33 @@ constexpr JsonKey kExternalId("External id"), kInputDims("Input Dims"), kDeviceT
     kDeviceId("Device Id"), kAddr("Addr"), kBytes("Bytes"), kTotalAllocated("Total Allocated"),
     kTotalReserved("Total Reserved"), kVersionKey("version"), kDroppedEvents("droppedEvents"),
     kDroppedShapes("droppedShapes"), kDroppedDeviceRecords("droppedDeviceRecords"),
-    kActivityUnavailable("activityUnavailable"), kNameKey("name"),
-    kLabels("labels"), kSortIndex("sort_index");
+    kActivityUnavailable("activityUnavailable"), kNameKey("name"), kLabels("labels"), kSortIndex("sort_index"),
+    kValue("value"), kUnfinishedScopes("unfinishedScopes");
 
-// The end of a record's interval (instants end where they start).
-std::uint64_t end_tick(const Record& r) { return r.kind == kRecordMemory ? r.b : r.c; }
-
-// Kineto's op order: by start, longer first; equal keys keep recording order.
-bool starts_before(const Record& x, const Record& y) {
-  return x.b != y.b ? x.b < y.b : end_tick(x) > end_tick(y);
-}
-
-// The order of `records` by (start, longer first), stable. Records are
-// appended when scopes end, so properly nested scopes arrive in post-order:
-// a scope right after the subtrees of its children. Rebuilding pre-order
-// from that is linear (each scope moves in front of the blocks it starts
-// before); anything else (steps that overlap scopes, odd clocks) is caught
-// by the check and sorted.
-struct OrderScratch {
-  struct Block {
-    std::uint32_t head, tail;
-  };
-  std::vector<std::uint32_t> next;
-  std::vector<Block> blocks;
+// What the builder orders a thread's records by: start tick, then the
+// longer first (Kineto's op order); equal keys keep recording order.
+struct Item {
+  std::uint64_t start, end;
+  std::uint32_t record;
 };
 
-void start_order(std::span<const Record> records, std::vector<std::uint32_t>* order, OrderScratch* scratch) {
-  const auto n = static_cast<std::uint32_t>(records.size());
-  order->resize(n);
-  if (n == 0) return;
-  constexpr std::uint32_t kNone = 0xffffffffu;
-  std::vector<std::uint32_t>& next = scratch->next;
-  next.assign(n, kNone);
-  using Block = OrderScratch::Block;
-  std::vector<Block>& blocks = scratch->blocks;
-  blocks.clear();
-  for (std::uint32_t i = 0; i < n; ++i) {
-    std::uint32_t rest = kNone, tail = i;
-    bool moved = false;
-    while (!blocks.empty() && starts_before(records[i], records[blocks.back().head])) {
-      const Block b = blocks.back();
-      blocks.pop_back();
-      if (!moved) tail = b.tail;  // the latest block ends the new one
-      moved = true;
-      next[b.tail] = rest;
-      rest = b.head;
-    }
-    next[i] = rest;
-    blocks.push_back({i, tail});
-  }
-  std::uint32_t k = 0;
-  for (const Block& b : blocks) {
-    for (std::uint32_t i = b.head;; i = next[i]) {
-      (*order)[k++] = i;
-      if (i == b.tail) break;
+bool starts_before(const Item& x, const Item& y) { return x.start != y.start ? x.start < y.start : x.end > y.end; }
+
+// Records are taken when a span begins and an instant happens, so a
+// thread's items arrive in this order already; the check is linear, and
+// only records written late (an NVTX start/end range, on the thread that
+// ended it) make the stable sort run.
+void order_items(std::vector<Item>* items) {
+  for (std::size_t j = 1; j < items->size(); ++j) {
+    if (starts_before((*items)[j], (*items)[j - 1])) {
+      std::stable_sort(items->begin(), items->end(), starts_before);
+      return;
     }
   }
-  // Sorted by (key, recording order) is exactly the stable sort's result.
-  for (std::uint32_t j = 1; j < n; ++j) {
-    const std::uint32_t a = (*order)[j - 1], b = (*order)[j];
-    if (starts_before(records[a], records[b])) continue;
-    if (!starts_before(records[b], records[a]) && a < b) continue;
-    for (std::uint32_t i = 0; i < n; ++i) (*order)[i] = i;
-    std::stable_sort(order->begin(), order->end(),
-                     [&](std::uint32_t x, std::uint32_t y) { return starts_before(records[x], records[y]); });
-    return;
-  }
+}
+
+bool is_span(const Record& r) {
+  return r.kind == kRecordScope || r.kind == kRecordDynamicScope || r.kind == kRecordStep;
 }
 
 class Builder {
@@ -220,6 +185,8 @@ class Builder {
   void add_device(const DeviceBatch& d);
   const Site& site(const ScopeSite* s);
   std::optional<std::pair<StrId, StrId>> dynamic(std::uint64_t key);
+  void write_scope_args(std::span<const Record> rs, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& args,
+                        std::uint32_t scope, JsonWriter& w);
 
   const TickConversion& clock_;
   const CaptureInfo& info_;
@@ -293,6 +260,48 @@ std::optional<std::pair<StrId, StrId>> Builder::dynamic(std::uint64_t key) {
   return dynamic_[id];
 }
 
+// The arguments recorded for the scope at record `scope` (`args` is sorted
+// by scope record), in the order they were given.
+void Builder::write_scope_args(std::span<const Record> rs,
+                               const std::vector<std::pair<std::uint32_t, std::uint32_t>>& args, std::uint32_t scope,
+                               JsonWriter& w) {
+  auto it = std::lower_bound(args.begin(), args.end(), std::make_pair(scope, std::uint32_t{0}));
+  for (; it != args.end() && it->first == scope; ++it) {
+    const Record& a = rs[it->second];
+    const auto key = dynamic(a.a);
+    std::optional<std::pair<StrId, StrId>> text;
+    if (a.e == kArgString) text = dynamic(a.b);
+    if (!key || (a.e == kArgString && !text)) {  // interned in an earlier window (cannot happen in one scope's life)
+      ++stale_names_;
+      continue;
+    }
+    w.key(t_.str(key->first));
+    switch (a.e) {
+      case kArgInt:
+        w.value_int(static_cast<std::int64_t>(a.b));
+        break;
+      case kArgUint:
+        w.value_uint(a.b);
+        break;
+      case kArgDouble: {
+        double v;
+        std::memcpy(&v, &a.b, sizeof v);
+        w.value_double(v);
+        break;
+      }
+      case kArgBool:
+        w.value_bool(a.b != 0);
+        break;
+      case kArgString:
+        w.value_string(t_.str(text->first));
+        break;
+      default:
+        w.value_null();
+        break;
+    }
+  }
+}
+
 Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch& device) {
   t_.meta.producer = Producer::kTprof;
   std::uint64_t dropped = 0, dropped_shapes = 0;
@@ -309,7 +318,6 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   capacity_ = static_cast<std::uint32_t>(std::min<std::size_t>(total, 0xffffffffu));
   args_.reserve(32 * total);  // "External id" args: about 20 bytes
   aw_.begin_array();
-  t_.meta.dropped_events = dropped + device.dropped;
   // Kineto's top level as PyTorch 2.x writes it: ts relative to
   // baseTimeNanoseconds (µs with three decimals stay exact as doubles, which
   // epoch µs near 1.8e15 are not), displayTimeUnit, the devices.
@@ -328,35 +336,12 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   for (const auto& kv : device.top_level) t_.meta.top_level.push_back(kv);
   t_.meta.top_level.emplace_back("displayTimeUnit", "\"ms\"");
   t_.meta.top_level.emplace_back("baseTimeNanoseconds", std::to_string(base));
-  // Why a requested activity is missing: diagnostics on this trace, and
-  // kept in the file (the "tprof" key) for every reader of it.
-  std::vector<std::string> unavailable = device.problems;
-  if (info_.cuda_requested && !info_.cuda_available) {
-    unavailable.insert(unavailable.begin(),
-                       "CUDA activity was requested, but this tprof was built without CUPTI: CPU only");
+  // The user's (Profiler::add_metadata); a key the device source wrote wins.
+  for (const auto& [key, json] : info_.metadata) {
+    const bool taken = std::any_of(t_.meta.top_level.begin(), t_.meta.top_level.end(),
+                                   [&](const auto& kv) { return kv.first == key; });
+    if (!taken) t_.meta.top_level.emplace_back(key, json);
   }
-  {
-    std::string tprof_key;
-    JsonWriter w(&tprof_key);
-    w.begin_object();
-    w.key(kVersionKey);
-    w.value_string(kVersion);
-    w.key(kDroppedEvents);
-    w.value_uint(dropped + device.dropped);
-    w.key(kDroppedShapes);
-    w.value_uint(dropped_shapes);
-    w.key(kDroppedDeviceRecords);
-    w.value_uint(device.dropped);
-    if (!unavailable.empty()) {
-      w.key(kActivityUnavailable);
-      w.begin_array();
-      for (const std::string& why : unavailable) w.value_string(why);
-      w.end_array();
-    }
-    w.end_object();
-    t_.meta.top_level.emplace_back("tprof", std::move(tprof_key));
-  }
-  for (const std::string& why : unavailable) t_.diagnostics.add(DiagnosticCode::kActivityUnavailable, -1, why);
 
   const TraceId pid{info_.pid, kEmptyStr, false};
   const std::uint32_t process_lane = t_.lane_for(pid, TraceId{0, kEmptyStr, false}, LaneKind::kOther);
@@ -364,17 +349,23 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   metadata("process_labels", process_lane, kLabels, "CPU");
   sort_index("process_sort_index", process_lane, info_.pid);
 
-  // "Total Allocated" is the running sum per device over all threads, in time order.
+  // One pass over every thread's records for what crosses threads:
+  // "Total Allocated" is the running sum per device over all threads, in
+  // time order; a flow is written when both its ends are in the window.
   struct Mem {
     std::uint64_t tick;
     std::uint32_t thread, record;
   };
   std::vector<Mem> mems;
+  std::unordered_map<std::uint64_t, std::uint8_t> flow_ends;  // id -> bit 0 begins, bit 1 ends
   for (std::size_t ti = 0; ti < threads.size(); ++ti) {
     const std::span<const Record> rs = threads[ti].records;
     for (std::size_t ri = 0; ri < rs.size(); ++ri) {
       if (rs[ri].kind == kRecordMemory) {
         mems.push_back({rs[ri].b, static_cast<std::uint32_t>(ti), static_cast<std::uint32_t>(ri)});
+      } else if (rs[ri].kind == kRecordFlow && rs[ri].b >= info_.window_start_ticks &&
+                 rs[ri].b <= info_.window_end_ticks) {
+        flow_ends[rs[ri].a] |= static_cast<std::uint8_t>(rs[ri].e == 0 ? 1 : 2);
       }
     }
   }
@@ -396,8 +387,9 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   const StrId memory_cat = t_.strings.intern("cpu_instant_event");
   const EventKind user_annotation_kind = kind_of(user_annotation);
   std::int64_t external_id = 0;
-  std::vector<std::uint32_t> order;
-  OrderScratch order_scratch;
+  std::uint64_t unfinished = 0;  // spans still open when the window stopped
+  std::vector<Item> items;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> scope_args;  // (scope's record, arg record)
   EventColumns& cols = t_.events;
   for (std::size_t ti = 0; ti < threads.size(); ++ti) {
     const ThreadRecords& tr = threads[ti];
@@ -409,8 +401,36 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
     sort_index("thread_sort_index", lane, tr.tid);
     std::vector<Scope>& scopes = scopes_[tr.tid];
     scopes.reserve(scopes.size() + rs.size());
-    start_order(rs, &order, &order_scratch);
-    for (const std::uint32_t ri : order) {
+    items.reserve(rs.size());
+    // The window's records of this thread, each span's end read once (its
+    // thread may still be writing it: one still open at stop() ends later).
+    items.clear();
+    scope_args.clear();
+    for (std::uint32_t ri = 0; ri < rs.size(); ++ri) {
+      const Record& r = rs[ri];
+      if (r.kind == kRecordArg) {
+        scope_args.emplace_back(static_cast<std::uint32_t>(r.c), ri);
+        continue;
+      }
+      std::uint64_t end = r.b;
+      if (is_span(r)) {
+        end = load_end(r);
+        if (r.b < info_.window_start_ticks) continue;  // began before the window: not the window's
+        if (end == 0 || end > info_.window_end_ticks) {
+          ++unfinished;
+          continue;
+        }
+      } else if (r.kind != kRecordMemory && (r.b < info_.window_start_ticks || r.b > info_.window_end_ticks)) {
+        continue;
+      }
+      items.push_back({r.b, end, ri});
+    }
+    order_items(&items);
+    // Arguments by their scope's record, in the order they were given.
+    std::stable_sort(scope_args.begin(), scope_args.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (const Item& item : items) {
+      const std::uint32_t ri = item.record;
       const Record& r = rs[ri];
       if (r.kind == kRecordMemory) {
         const std::uint32_t e = add_event(Phase::kInstant, memory_name, memory_cat, lane, clock_(r.b), 0);
@@ -440,7 +460,44 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
         });
         continue;
       }
-      if (r.b < info_.window_start_ticks) continue;  // began before the window: not the window's
+      if (r.kind == kRecordInstant || r.kind == kRecordCounter) {
+        StrId name = kEmptyStr, cat = kEmptyStr;
+        if (r.e == 0) {
+          const Site& s = site(reinterpret_cast<const ScopeSite*>(static_cast<std::uintptr_t>(r.a)));
+          name = s.name;
+          cat = s.cat;
+        } else if (const auto d = dynamic(r.a)) {
+          std::tie(name, cat) = *d;
+        } else {
+          ++stale_names_;
+          continue;
+        }
+        if (r.kind == kRecordInstant) {
+          const std::uint32_t e = add_event(Phase::kInstant, name, cat, lane, clock_(r.b), 0);
+          cols.flags[e] = kFlagInstantThread;
+        } else {
+          const std::uint32_t e = add_event(Phase::kCounter, name, cat, lane, clock_(r.b), 0);
+          double value;
+          std::memcpy(&value, &r.c, sizeof value);
+          set_args(e, [&](JsonWriter& w) {
+            w.key(kValue);
+            w.value_double(value);
+          });
+        }
+        continue;
+      }
+      if (r.kind == kRecordFlow) {
+        auto it = flow_ends.find(r.a);
+        if (it == flow_ends.end() || it->second != 3) continue;  // its other end is in another window
+        const auto d = dynamic(r.c);
+        if (!d) continue;  // named in an earlier window: its begin is not in this one
+        const std::uint32_t e =
+            add_event(r.e == 0 ? Phase::kFlowStart : Phase::kFlowEnd, d->first, d->second, lane, clock_(r.b), 0);
+        cols.kind[e] = EventKind::kFlow;
+        cols.flow_id[e] = static_cast<std::int64_t>(r.a & 0x7fffffffffffffffull);
+        cols.flags[e] = kFlagBindEnclosing;
+        continue;
+      }
       StrId name = kEmptyStr, cat = user_annotation;
       EventKind kind = user_annotation_kind;
       if (r.kind == kRecordScope) {
@@ -464,7 +521,7 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
       const std::int64_t ts = clock_(r.b);
       const std::uint32_t e = next_row();
       cols.ts_ns[e] = ts;
-      cols.dur_ns[e] = clock_(r.c) - ts;
+      cols.dur_ns[e] = clock_(item.end) - ts;
       cols.name[e] = name;
       cols.cat[e] = cat;
       cols.lane[e] = lane;
@@ -476,25 +533,59 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
       set_args(e, [&](JsonWriter& w) {
         w.key(kExternalId);
         w.value_int(external_id);
-        if (r.d == 0 || r.d - 1 >= payload.size()) return;
-        // [count][rank][dims...]...
-        std::size_t p = r.d - 1;
-        const std::uint64_t count = payload[p++];
-        w.key(kInputDims);
-        w.begin_array();
-        for (std::uint64_t s = 0; s < count && p < payload.size(); ++s) {
+        if (r.d != 0 && r.d - 1 < payload.size()) {
+          // [count][rank][dims...]...
+          std::size_t p = r.d - 1;
+          const std::uint64_t count = payload[p++];
+          w.key(kInputDims);
           w.begin_array();
-          const std::uint64_t rank = payload[p++];
-          for (std::uint64_t k = 0; k < rank && p < payload.size(); ++k) {
-            w.value_int(static_cast<std::int64_t>(payload[p++]));
+          for (std::uint64_t s = 0; s < count && p < payload.size(); ++s) {
+            w.begin_array();
+            const std::uint64_t rank = payload[p++];
+            for (std::uint64_t k = 0; k < rank && p < payload.size(); ++k) {
+              w.value_int(static_cast<std::int64_t>(payload[p++]));
+            }
+            w.end_array();
           }
           w.end_array();
         }
-        w.end_array();
+        if (!scope_args.empty()) write_scope_args(rs, scope_args, ri, w);
       });
     }
   }
   add_device(device);
+  t_.meta.dropped_events = dropped + device.dropped + stale_names_;
+  // Why a requested activity is missing: diagnostics on this trace, and
+  // kept in the file (the "tprof" key) for every reader of it.
+  std::vector<std::string> unavailable = device.problems;
+  if (info_.cuda_requested && !info_.cuda_available) {
+    unavailable.insert(unavailable.begin(),
+                       "CUDA activity was requested, but this tprof was built without CUPTI: CPU only");
+  }
+  {
+    std::string tprof_key;
+    JsonWriter w(&tprof_key);
+    w.begin_object();
+    w.key(kVersionKey);
+    w.value_string(kVersion);
+    w.key(kDroppedEvents);
+    w.value_uint(t_.meta.dropped_events);
+    w.key(kDroppedShapes);
+    w.value_uint(dropped_shapes);
+    w.key(kDroppedDeviceRecords);
+    w.value_uint(device.dropped);
+    w.key(kUnfinishedScopes);
+    w.value_uint(unfinished);
+    if (!unavailable.empty()) {
+      w.key(kActivityUnavailable);
+      w.begin_array();
+      for (const std::string& why : unavailable) w.value_string(why);
+      w.end_array();
+    }
+    w.end_object();
+    t_.meta.top_level.emplace_back("tprof", std::move(tprof_key));
+  }
+  for (const std::string& why : unavailable) t_.diagnostics.add(DiagnosticCode::kActivityUnavailable, -1, why);
   t_.events.resize(n_);
   aw_.end_array();  // complete: all of it is in args_
   store_args();
@@ -513,7 +604,6 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
                        std::to_string(device.dropped) + " GPU activity records dropped by the tracer (buffers full)");
   }
   if (stale_names_ > 0) {
-    t_.meta.dropped_events += stale_names_;
     t_.diagnostics.add(DiagnosticCode::kDroppedEvents, -1,
                        std::to_string(stale_names_) +
                            " scopes with runtime names dropped: named across a window boundary, or no memory to "

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/base/clock.h"
@@ -27,6 +28,11 @@ struct CaptureInfo {
   // e.g. at the previous window's stop()) are not part of the window: torch
   // records an op only when the profiler saw it begin.
   std::uint64_t window_start_ticks = 0;
+  // Scopes without an end, or ending after this tick, were still open when
+  // the window stopped: not part of it (torch keeps only finished ops).
+  std::uint64_t window_end_ticks = ~std::uint64_t{0};
+  // Profiler::add_metadata(_json): top-level keys, values as JSON.
+  std::vector<std::pair<std::string, std::string>> metadata;
 };
 
 // Builds the window's trace from the threads' records and the device

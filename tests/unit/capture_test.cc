@@ -32,6 +32,12 @@ namespace {
 namespace fs = std::filesystem;
 using A = ProfilerAction;
 
+std::size_t count_named(const Trace& t, std::string_view name) {
+  std::size_t n = 0;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) n += t.name(e) == name ? 1 : 0;
+  return n;
+}
+
 // docs/torch-table-semantics.md §4.2, every example.
 TEST(Schedule, ActionTableOfTorch) {
   auto actions = [](ScheduleOptions o, int n) {
@@ -374,6 +380,76 @@ TEST(Profiler, FullBuffersDropAndCountNeverGrow) {
   std::remove(path.c_str());
 }
 
+// Records used to be written when a scope ended, so a buffer that filled
+// inside a long scope kept its children and lost it (and the step around
+// it). A scope's record is taken when it begins: whatever is open when the
+// buffer fills is kept, what begins later is dropped, counted exactly.
+TEST(Profiler, AFullBufferKeepsEveryScopeThatWasOpenWhenItFilled) {
+  Profiler prof({.schedule = schedule({.active = 1, .repeat = 1}), .buffer_events_per_thread = 100});
+  ASSERT_TRUE(prof.start());
+  {
+    TPROF_RECORD_FUNCTION("outer");
+    for (int i = 0; i < 60; ++i) {
+      TPROF_RECORD_FUNCTION("middle");
+      { TPROF_RECORD_OP("inner"); }
+    }
+  }
+  ASSERT_TRUE(prof.stop());
+  const Trace& t = prof.trace();
+  // 100 records: the step, outer, then 49 middle/inner pairs; the other 11
+  // pairs are dropped.
+  EXPECT_EQ(count_named(t, "ProfilerStep#0"), 1u);
+  EXPECT_EQ(count_named(t, "outer"), 1u);
+  EXPECT_EQ(count_named(t, "middle"), 49u);
+  EXPECT_EQ(count_named(t, "inner"), 49u);
+  EXPECT_EQ(t.meta.dropped_events, 22u);
+  // Every kept scope lies inside every kept scope that began before it.
+  const std::uint32_t step = static_cast<std::uint32_t>(
+      std::find_if(t.events.name.begin(), t.events.name.end(), [&](StrId n) { return t.str(n) == "ProfilerStep#0"; }) -
+      t.events.name.begin());
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.events.phase[e] != Phase::kComplete || e == step) continue;
+    EXPECT_GE(t.events.ts_ns[e], t.events.ts_ns[step]);
+    EXPECT_LE(t.events.ts_ns[e] + t.events.dur_ns[e], t.events.ts_ns[step] + t.events.dur_ns[step]);
+  }
+}
+
+// A thread marked dead may still run thread_local destructors that record
+// (into a state made for them). Its state must outlive a stop() that frees
+// exited threads' states until the thread is really gone (ASan in make test
+// saw the use after free this guards against).
+TEST(Profiler, AThreadStillExitingKeepsItsBufferAcrossStop) {
+  std::atomic<int> phase{0};
+  struct Lingerer {
+    std::atomic<int>* phase = nullptr;
+    ~Lingerer() {
+      if (phase == nullptr) return;
+      { TPROF_RECORD_FUNCTION("late 1"); }
+      phase->store(1);
+      while (phase->load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      { TPROF_RECORD_FUNCTION("late 2"); }
+      phase->store(3);
+    }
+  };
+  Profiler prof;
+  ASSERT_TRUE(prof.start());
+  std::thread worker([&phase] {
+    thread_local Lingerer lingerer;
+    lingerer.phase = &phase;
+    TPROF_RECORD_FUNCTION("early");  // attaches: tprof's exit guard is destroyed before the lingerer
+  });
+  while (phase.load() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(prof.stop());  // frees the states of exited threads
+  EXPECT_EQ(count_named(prof.trace(), "early"), 1u);
+  EXPECT_EQ(count_named(prof.trace(), "late 1"), 1u);
+  ASSERT_TRUE(prof.start());
+  phase.store(2);
+  while (phase.load() != 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  worker.join();
+  ASSERT_TRUE(prof.stop());
+  EXPECT_EQ(count_named(prof.trace(), "late 2"), 1u);
+}
+
 // CUDA asked for where it cannot be had (no driver, or a build without
 // CUPTI): every window still records the CPU, once per window the trace
 // says why the GPU is missing, and the written file says it too.
@@ -479,12 +555,6 @@ TEST(TensorboardHandler, NamesFilesLikeTorch) {
 
 // ---- faults in the user's code and at the edges (issue 13) ----------------
 
-std::size_t count_named(const Trace& t, std::string_view name) {
-  std::size_t n = 0;
-  for (std::uint32_t e = 0; e < t.events.size(); ++e) n += t.name(e) == name ? 1 : 0;
-  return n;
-}
-
 TEST(ProfilerFaults, AHandlerThatThrowsIsAnErrorNotATerminate) {
   auto thrower = [](Profiler&) -> Status { throw std::runtime_error("disk on fire"); };
   {
@@ -522,11 +592,14 @@ TEST(ProfilerFaults, AScopeOpenAtStopIsInNoWindow) {
   { TPROF_RECORD_FUNCTION("inside first"); }
   ASSERT_TRUE(prof.stop());
   EXPECT_EQ(count_named(prof.trace(), "straddler"), 0u);
+  EXPECT_NE(prof.trace().meta.top_level_json("tprof").find("\"unfinishedScopes\": 1"), std::string_view::npos)
+      << prof.trace().meta.top_level_json("tprof");
   ASSERT_TRUE(prof.start());
   { TPROF_RECORD_FUNCTION("inside second"); }
   open.reset();  // ends inside the second window
   ASSERT_TRUE(prof.stop());
   EXPECT_EQ(count_named(prof.trace(), "straddler"), 0u);
+  EXPECT_EQ(prof.trace().meta.dropped_events, 0u);  // not lost: unfinished, and said so
   EXPECT_EQ(count_named(prof.trace(), "inside second"), 1u);
 }
 

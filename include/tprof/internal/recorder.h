@@ -1,9 +1,13 @@
 // tprof/internal/recorder.h — the recording hot path, inline (not API).
 //
 // Every thread appends fixed-size records to its own preallocated buffer:
-// no lock, no allocation, no string copy per event. A full buffer drops the
-// record and counts it. The collector (Profiler::stop) reads each buffer up
-// to its published size.
+// no lock, no allocation, no string copy per event. A scope takes its record
+// when it begins and writes its end tick into it when it ends, so records
+// are in start order, a full buffer drops the scopes that begin after it
+// filled (their enclosing scopes already hold records: no child is ever
+// kept without its parent), and a scope still open at stop() is visible as
+// one. Every drop is counted. The collector (Profiler::stop) reads each
+// buffer up to its published size.
 #pragma once
 
 #include <atomic>
@@ -13,12 +17,22 @@
 
 namespace tprof::internal {
 
+// Spans (scope, dynamic scope, step) have b = start tick and c = end tick,
+// 0 while open; c is written by the owner thread after the record was
+// published, so it is read with load_end().
 enum RecordKind : std::uint16_t {
-  kRecordScope = 1,         // a: const ScopeSite*, b/c: start/end ticks, d: payload
-  kRecordDynamicScope = 2,  // a: name id | category id << 32, b/c: ticks, d: payload
+  kRecordScope = 1,         // a: const ScopeSite*, b/c: ticks, d: payload
+  kRecordDynamicScope = 2,  // a: runtime name key, b/c: ticks, d: payload
   kRecordStep = 3,          // a: step number, b/c: ticks
   kRecordMemory = 4,        // a: address, b: tick, c: bytes (two's complement), e: device type << 8 | index
+  kRecordInstant = 5,       // a: const ScopeSite* (e = 0) or runtime name key (e = 1), b: tick
+  kRecordCounter = 6,       // a, e: as an instant's, b: tick, c: the value's double bits
+  kRecordFlow = 7,          // a: flow id, b: tick, c: name key, e: 0 begins, 1 ends
+  kRecordArg = 8,           // a: key's name key, b: value, c: its scope's record index, e: ArgType
 };
+
+// How a kRecordArg's value is held in b.
+enum ArgType : std::uint16_t { kArgInt = 0, kArgUint = 1, kArgDouble = 2, kArgBool = 3, kArgString = 4 };
 
 // One event, as written on the hot path. Trivially copyable, 32 bytes.
 struct Record {
@@ -97,5 +111,51 @@ inline void append(const Record& r) noexcept {
   b->size = i + 1;
   b->published.store(i + 1, std::memory_order_release);
 }
+
+// An open span's record: where to write its end. buffer == nullptr: none
+// (not recording, or dropped).
+struct OpenSlot {
+  ThreadBuffer* buffer = nullptr;
+  std::uint32_t index = 0;
+  std::uint32_t epoch = 0;
+};
+
+// Takes the next record for a span beginning now (its start tick is read
+// last, so the bookkeeping is outside the measured time). False when the
+// buffer is full (counted) or there is none.
+inline bool open_span(std::uint64_t a, std::uint16_t kind, std::uint32_t payload, OpenSlot* slot) noexcept {
+  ThreadBuffer* b = current_buffer();
+  if (__builtin_expect(b == nullptr, 0)) return false;
+  const std::uint32_t i = b->size;
+  if (__builtin_expect(i == b->capacity, 0)) {
+    count_dropped(b);
+    return false;
+  }
+  Record& r = b->records[i];
+  r.a = a;
+  r.c = 0;
+  r.d = payload;
+  r.kind = kind;
+  r.e = 0;
+  slot->buffer = b;
+  slot->index = i;
+  slot->epoch = b->epoch.load(std::memory_order_relaxed);
+  r.b = read_ticks();
+  b->size = i + 1;
+  b->published.store(i + 1, std::memory_order_release);
+  return true;
+}
+
+// Ends the span: its end tick goes into its record, unless the buffer has
+// been reset for a later window since (the span began in an earlier one:
+// that window's trace is built, and its record is gone).
+inline void close_span(const OpenSlot& slot) noexcept {
+  const std::uint64_t end = read_ticks();
+  if (__builtin_expect(slot.buffer->epoch.load(std::memory_order_relaxed) != slot.epoch, 0)) return;
+  __atomic_store_n(&slot.buffer->records[slot.index].c, end, __ATOMIC_RELAXED);
+}
+
+// A span's end tick as the collector reads it (0: still open).
+inline std::uint64_t load_end(const Record& r) noexcept { return __atomic_load_n(&r.c, __ATOMIC_RELAXED); }
 
 }  // namespace tprof::internal
