@@ -98,7 +98,9 @@ struct EventColumns {
   std::vector<std::uint64_t> src_offset;  // byte offset in the source file (0 when built in memory)
 
   std::size_t size() const { return ts_ns.size(); }
-  void reserve(std::size_t n);
+  // prefault: make the reserved rows resident now (one call per column, not
+  // a page fault per 4 KiB as they are written; for rows about to be filled).
+  void reserve(std::size_t n, bool prefault = false);
   void resize(std::size_t n);
 };
 

@@ -26,6 +26,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "src/base/file.h"
 #include "src/base/json_writer.h"
 #include "src/base/saturate.h"
 #include "src/trace/assemble.h"
@@ -314,9 +315,10 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   // Each device event, its flow, its share of the GPU annotation spans.
   total += 3 * device.events.size();
   // Sized once and written by index; trimmed to what was written at the end.
-  t_.events.reserve(total);
+  t_.events.reserve(total, /*prefault=*/true);
   capacity_ = static_cast<std::uint32_t>(std::min<std::size_t>(total, 0xffffffffu));
   args_.reserve(32 * total);  // "External id" args: about 20 bytes
+  prefault_for_writing(args_.data(), args_.capacity());
   aw_.begin_array();
   // Kineto's top level as PyTorch 2.x writes it: ts relative to
   // baseTimeNanoseconds (µs with three decimals stay exact as doubles, which
@@ -401,7 +403,9 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
     sort_index("thread_sort_index", lane, tr.tid);
     std::vector<Scope>& scopes = scopes_[tr.tid];
     scopes.reserve(scopes.size() + rs.size());
+    prefault_for_writing(scopes.data(), scopes.capacity() * sizeof(Scope));
     items.reserve(rs.size());
+    prefault_for_writing(items.data(), items.capacity() * sizeof(Item));
     // The window's records of this thread, each span's end read once (its
     // thread may still be writing it: one still open at stop() ends later).
     items.clear();

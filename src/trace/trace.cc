@@ -6,24 +6,35 @@
 #include <mutex>
 
 #include "src/base/check.h"
+#include "src/base/file.h"
 #include "src/trace/json_cursor.h"
 
 namespace tprof {
 
-void EventColumns::reserve(std::size_t n) {
-  ts_ns.reserve(n);
-  dur_ns.reserve(n);
-  name.reserve(n);
-  cat.reserve(n);
-  lane.reserve(n);
-  phase.reserve(n);
-  kind.reserve(n);
-  flags.reserve(n);
-  external_id.reserve(n);
-  correlation.reserve(n);
-  flow_id.reserve(n);
-  args_ref.reserve(n);
-  src_offset.reserve(n);
+namespace {
+
+template <class T>
+void reserve_column(std::vector<T>* column, std::size_t n, bool prefault) {
+  column->reserve(n);
+  if (prefault) internal::prefault_for_writing(column->data(), n * sizeof(T));
+}
+
+}  // namespace
+
+void EventColumns::reserve(std::size_t n, bool prefault) {
+  reserve_column(&ts_ns, n, prefault);
+  reserve_column(&dur_ns, n, prefault);
+  reserve_column(&name, n, prefault);
+  reserve_column(&cat, n, prefault);
+  reserve_column(&lane, n, prefault);
+  reserve_column(&phase, n, prefault);
+  reserve_column(&kind, n, prefault);
+  reserve_column(&flags, n, prefault);
+  reserve_column(&external_id, n, prefault);
+  reserve_column(&correlation, n, prefault);
+  reserve_column(&flow_id, n, prefault);
+  reserve_column(&args_ref, n, prefault);
+  reserve_column(&src_offset, n, prefault);
 }
 
 void EventColumns::resize(std::size_t n) {

@@ -272,6 +272,7 @@ class BackgroundWriter {
     } else {
       *buffer = std::string();
       buffer->reserve(kBufferBytes);
+      internal::prefault_for_writing(buffer->data(), kBufferBytes);
     }
   }
 
@@ -331,6 +332,7 @@ Status write_trace(const Trace& trace, const std::string& path, const WriteOptio
     return file->commit();
   }
   buffer.reserve(kBufferBytes);
+  internal::prefault_for_writing(buffer.data(), kBufferBytes);
   BackgroundWriter background(file.get());
   DocumentWriter(trace, &buffer).write([&] { background.submit(&buffer); });
   TPROF_TRY(background.finish());
