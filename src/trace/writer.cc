@@ -10,6 +10,7 @@
 // a second thread while the next piece is generated.
 #include "tprof/write.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -332,7 +333,9 @@ Status write_trace(const Trace& trace, const std::string& path, const WriteOptio
     return file->commit();
   }
   buffer.reserve(kBufferBytes);
-  internal::prefault_for_writing(buffer.data(), kBufferBytes);
+  // As much of it as the document will use (about 160 bytes an event): a
+  // small trace does not pay for populating 4 MiB.
+  internal::prefault_for_writing(buffer.data(), std::min<std::size_t>(kBufferBytes, 160 * trace.events.size()));
   BackgroundWriter background(file.get());
   DocumentWriter(trace, &buffer).write([&] { background.submit(&buffer); });
   TPROF_TRY(background.finish());
