@@ -295,7 +295,7 @@ Status Profiler::add_metadata(const std::string& key, const std::string& value) 
   std::string json;
   internal::JsonWriter w(&json);
   w.value_string(value);
-  return add_metadata_json(key, json);
+  return add_metadata_json(key, *w.out());  // out(): flushed
 }
 
 Status Profiler::add_metadata_json(const std::string& key, const std::string& json) {

@@ -385,6 +385,25 @@ RangeMap& range_map() {
   return *m;
 }
 
+// fork() copies a lock held by another thread in the locked state, and
+// that thread does not exist in the child: its first attach or runtime name
+// would wait forever. tprof's locks are taken around fork() (none is ever
+// held while taking another, so the order is free) and released on both
+// sides.
+void lock_for_fork() {
+  registry().mu.lock();
+  names().mu.lock();
+  range_map().mu.lock();
+}
+void unlock_after_fork() {
+  range_map().mu.unlock();
+  names().mu.unlock();
+  registry().mu.unlock();
+}
+[[maybe_unused]] const bool g_fork_handlers = [] {
+  return pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork) == 0;
+}();
+
 void count_drop() noexcept {
   if (ThreadBuffer* b = current_buffer()) count_dropped(b);
 }
