@@ -21,13 +21,17 @@ std::size_t half_physical_memory() {
   return static_cast<std::size_t>(pages) / 2 * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
 }
 
-bool prefault_for_writing(const void* data, std::size_t bytes) noexcept {
+void advise_huge_pages(const void* data, std::size_t bytes) noexcept {
   constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  if (bytes < 2 * kHuge) return;
   const auto first = reinterpret_cast<std::uintptr_t>(data);
-  if (bytes >= 2 * kHuge) {
-    const std::uintptr_t begin = (first + kHuge - 1) & ~(kHuge - 1), end = (first + bytes) & ~(kHuge - 1);
-    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-  }
+  const std::uintptr_t begin = (first + kHuge - 1) & ~(kHuge - 1), end = (first + bytes) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
+bool prefault_for_writing(const void* data, std::size_t bytes) noexcept {
+  advise_huge_pages(data, bytes);
+  const auto first = reinterpret_cast<std::uintptr_t>(data);
   const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
   const std::uintptr_t begin = (first + page - 1) & ~(page - 1), end = (first + bytes) & ~(page - 1);
   if (end <= begin) return true;

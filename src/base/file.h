@@ -16,11 +16,15 @@ namespace tprof::internal {
 // error, not an out-of-memory abort.
 std::size_t half_physical_memory();
 
+// Asks for transparent huge pages over the 2 MiB-aligned part of
+// [data, data + bytes) (THP's "madvise" mode is Debian's default): one page
+// fault per 2 MiB instead of 512 as it is first written, and a fault costs
+// microseconds under a hypervisor. For arrays of 4 MiB and more; advisory.
+void advise_huge_pages(const void* data, std::size_t bytes) noexcept;
+
 // Makes [data, data + bytes) resident and writable up front, for an array
-// about to be written whole: transparent huge pages over its 2 MiB-aligned
-// part (THP's "madvise" mode is Debian's default), then the page tables
-// filled in one call (MADV_POPULATE_WRITE) instead of a fault per 4 KiB
-// page as it is written; a fault costs microseconds under a hypervisor.
+// about to be written whole: advise_huge_pages(), then the page tables
+// filled in one call (MADV_POPULATE_WRITE) instead of a fault per page.
 // Fresh memory of a process's first trace was most of what its stop() and
 // export cost. Already-resident pages cost a page-table walk. Returns
 // false where the kernel cannot populate (before Linux 5.14): the pages
