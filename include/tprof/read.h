@@ -42,6 +42,13 @@ struct ReadOptions {
   // lenient cursor parser; false parses everything with the cursor (tests
   // prove both give the same Trace).
   bool token_walker = true;
+  // A .gz may inflate to at most this many bytes (0: half the physical
+  // memory) and at most this many times its compressed size (0: no ratio
+  // limit). Real traces compress 7-28:1 (the public fixtures); a gzip bomb
+  // 800-1030:1 (DEFLATE's most). Past either limit the read fails naming
+  // it, before allocating it.
+  std::uint64_t max_inflated_bytes = 0;
+  double max_inflate_ratio = 200;
 };
 
 // Reads a trace file (.json or .json.gz, detected from the content).

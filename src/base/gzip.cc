@@ -19,15 +19,21 @@ std::uint32_t le32(const unsigned char* p) {
          (static_cast<std::uint32_t>(p[2]) << 16) | (static_cast<std::uint32_t>(p[3]) << 24);
 }
 
-Error too_large(std::size_t limit) {
+// The output bound and what set it, for the message.
+struct Limit {
+  std::size_t bytes;
+  std::string what;
+};
+
+Error too_large(const Limit& limit) {
   return Error(ErrorCode::kUnsupported,
-               "decompresses to more than " + std::to_string(limit >> 20) +
-                   " MiB (the limit: half the physical memory); a gzip bomb, or decompress it to a file and read that",
+               "decompresses to more than " + std::to_string(limit.bytes >> 20) + " MiB (the limit: " + limit.what +
+                   "); a gzip bomb, or decompress it to a file and read that",
                {}, -1);
 }
 
 // Streams through zlib to keep everything that decodes before damage.
-Result<Inflated> gunzip_salvage(std::string_view in, std::size_t limit) {
+Result<Inflated> gunzip_salvage(std::string_view in, const Limit& limit) {
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 32) != Z_OK) return Error(ErrorCode::kInternal, "zlib init failed");
   struct End {
@@ -35,7 +41,7 @@ Result<Inflated> gunzip_salvage(std::string_view in, std::size_t limit) {
     ~End() { inflateEnd(zs); }  // on every way out, a bad_alloc included
   } end_guard{&zs};
   std::vector<char> out;
-  out.resize(std::min(limit, in.size() * 4 + (1 << 16)));
+  out.resize(std::min(limit.bytes, in.size() * 4 + (1 << 16)));
   std::size_t produced = 0;
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
   zs.avail_in = static_cast<uInt>(in.size() > 0xffffffffu ? 0xffffffffu : in.size());
@@ -45,8 +51,8 @@ Result<Inflated> gunzip_salvage(std::string_view in, std::size_t limit) {
   std::string reason;
   for (;;) {
     if (produced == out.size()) {
-      if (out.size() >= limit) return too_large(limit);
-      out.resize(std::min(limit, out.size() * 2));
+      if (out.size() >= limit.bytes) return too_large(limit);
+      out.resize(std::min(limit.bytes, out.size() * 2));
     }
     zs.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
     std::size_t room = out.size() - produced;
@@ -107,14 +113,14 @@ Result<Inflated> gunzip_salvage(std::string_view in, std::size_t limit) {
   return r;
 }
 
-Result<Inflated> gunzip_whole(std::string_view in, std::size_t limit) {
+Result<Inflated> gunzip_whole(std::string_view in, const Limit& limit) {
   if (!is_gzip(in)) return Error(ErrorCode::kParse, "expected a gzip header (1f 8b)", {}, 0);
   // ISIZE (the last member's size mod 2^32) is a good first guess for one member.
   std::size_t capacity = in.size() >= 18 ? le32(reinterpret_cast<const unsigned char*>(in.data()) + in.size() - 4) : 0;
   if (capacity < in.size()) capacity = in.size() * 4;
   // A cut or damaged file's ISIZE is any 4 bytes; deflate expands at most
   // 1032:1, so a larger guess would only allocate (up to 4 GiB) for nothing.
-  capacity = std::min({capacity, in.size() * 1032, limit});
+  capacity = std::min({capacity, in.size() * 1032, limit.bytes});
   // Freed on every way out, a bad_alloc from the buffers included.
   const std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> d(
       libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
@@ -138,16 +144,27 @@ Result<Inflated> gunzip_whole(std::string_view in, std::size_t limit) {
       return r;
     }
     if (rc != LIBDEFLATE_INSUFFICIENT_SPACE) break;
-    if (capacity >= limit) return too_large(limit);
-    capacity = std::min(limit, capacity * 2);  // multi-member or > 4 GiB: ISIZE was not the whole story
+    if (capacity >= limit.bytes) return too_large(limit);
+    capacity = std::min(limit.bytes, capacity * 2);  // multi-member or > 4 GiB: ISIZE was not the whole story
   }
   return gunzip_salvage(in, limit);
 }
 
 }  // namespace
 
-Result<Inflated> gunzip(std::string_view in, std::size_t max_output) {
-  const std::size_t limit = max_output > 0 ? max_output : half_physical_memory();
+Result<Inflated> gunzip(std::string_view in, const GunzipLimits& limits) {
+  Limit limit{half_physical_memory(), "half the physical memory"};
+  if (limits.max_output > 0) limit = {limits.max_output, "max_inflated_bytes, --max-inflated-mib"};
+  if (limits.max_ratio > 0) {
+    const double by_ratio = limits.max_ratio * static_cast<double>(std::max<std::size_t>(in.size(), 4096));
+    if (by_ratio < static_cast<double>(limit.bytes)) {
+      std::string ratio = std::to_string(limits.max_ratio);
+      ratio.erase(ratio.find_last_not_of('0') + 1);
+      if (!ratio.empty() && ratio.back() == '.') ratio.pop_back();
+      limit = {static_cast<std::size_t>(by_ratio),
+               ratio + " times the " + std::to_string(in.size()) + " compressed bytes (max_inflate_ratio, --max-inflate-ratio)"};
+    }
+  }
   // A process under an address-space limit (ulimit -v) can fail below our
   // own limit: that is an error with the size, not an abort.
   try {

@@ -31,12 +31,20 @@ struct Inflated {
   std::string_view bytes() const { return {data.get(), size}; }
 };
 
+// How far a stream may inflate: the smaller of `max_output` bytes (0: half
+// the physical memory) and `max_ratio` times its compressed size (0: no
+// ratio; at least 4 KiB of input is assumed, so tiny files are not
+// refused). Real traces compress 7-28:1, bombs up to DEFLATE's ~1030:1.
+struct GunzipLimits {
+  std::size_t max_output = 0;
+  double max_ratio = 0;
+};
+
 // Decompresses all gzip members of `compressed`. Fails when not even the
 // gzip header decodes, when nothing decompresses before the stream is cut,
-// and when the output would pass `max_output` bytes (0: half the physical
-// memory), naming the limit (a gzip bomb is an error, not an abort); later
-// damage yields a truncated prefix.
-Result<Inflated> gunzip(std::string_view compressed, std::size_t max_output = 0);
+// and when the output would pass the limits, naming the one it hit (a gzip
+// bomb is an error, not an abort); later damage yields a truncated prefix.
+Result<Inflated> gunzip(std::string_view compressed, const GunzipLimits& limits = {});
 
 // Compresses `data` as one gzip member.
 Result<std::string> gzip(std::string_view data, int level = 6);

@@ -14,7 +14,7 @@ Error no_gzip() {
 
 }  // namespace
 
-Result<Inflated> gunzip(std::string_view, std::size_t) { return no_gzip(); }
+Result<Inflated> gunzip(std::string_view, const GunzipLimits&) { return no_gzip(); }
 
 Result<std::string> gzip(std::string_view, int) { return no_gzip(); }
 

@@ -615,11 +615,19 @@ Result<Trace> read_inflated(std::shared_ptr<internal::Inflated> owned, const std
 
 }  // namespace
 
+namespace {
+
+internal::GunzipLimits gunzip_limits(const ReadOptions& options) {
+  return {static_cast<std::size_t>(options.max_inflated_bytes), options.max_inflate_ratio};
+}
+
+}  // namespace
+
 Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
   TPROF_TRY_ASSIGN(internal::MappedFile map, internal::MappedFile::open(path));
   Trace trace;
   if (internal::is_gzip(map.bytes())) {
-    auto inflated = internal::gunzip(map.bytes());
+    auto inflated = internal::gunzip(map.bytes(), gunzip_limits(options));
     if (map.shrunk()) return shrunk_error(path);
     if (!inflated) return inflated.error().with_path(path);
     return read_inflated(std::make_shared<internal::Inflated>(std::move(inflated).value()), path, options);
@@ -636,7 +644,7 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
 Result<Trace> read_trace_bytes(std::string_view bytes, const std::string& name, const ReadOptions& options) {
   Trace trace;
   if (internal::is_gzip(bytes)) {
-    auto inflated = internal::gunzip(bytes);
+    auto inflated = internal::gunzip(bytes, gunzip_limits(options));
     if (!inflated) return inflated.error().with_path(name);
     return read_inflated(std::make_shared<internal::Inflated>(std::move(inflated).value()), name, options);
   }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "src/base/file.h"
+#include "src/base/gzip.h"
 #include "src/base/safe_text.h"
 #include "tests/support/run_cli.h"
 
@@ -150,6 +151,27 @@ TEST_F(CliErrors, CorruptGzipHeader) {
   // The offset is where decoding stopped, inside the 10-byte header.
   expect_bad_input(write("bad_method.json.gz", gz), 2, 10, "gzip");
   expect_bad_input(write("magic_only.json.gz", std::string("\x1f\x8b", 2)), 0, 2, "gzip");
+}
+
+// A gzip bomb (64 MiB of spaces in under 100 KiB) is refused
+// by the ratio limit before it is inflated; each limit is a flag, and the
+// message names the one that stopped it.
+TEST_F(CliErrors, GzipBombsStopAtTheRatioOrTheSizeLimitNamingIt) {
+  const auto gz = internal::gzip(std::string(64u << 20, ' '), 9);
+  ASSERT_TRUE(gz);
+  const std::string bomb = write("bomb.json.gz", *gz);
+  const CliResult by_ratio = run({"info", bomb});
+  EXPECT_EQ(by_ratio.exit_code, 2);
+  EXPECT_NE(by_ratio.err.find("200 times the"), std::string::npos) << by_ratio.err;
+  EXPECT_NE(by_ratio.err.find("--max-inflate-ratio"), std::string::npos) << by_ratio.err;
+  const CliResult by_size = run({"info", bomb, "--max-inflate-ratio", "0", "--max-inflated-mib", "8"});
+  EXPECT_EQ(by_size.exit_code, 2);
+  EXPECT_NE(by_size.err.find("more than 8 MiB"), std::string::npos) << by_size.err;
+  EXPECT_NE(by_size.err.find("--max-inflated-mib"), std::string::npos) << by_size.err;
+  // With the ratio lifted, it inflates and is what it is: whitespace.
+  const CliResult lifted = run({"info", bomb, "--max-inflate-ratio", "0"});
+  EXPECT_EQ(lifted.exit_code, 2);
+  EXPECT_EQ(lifted.err.find("more than"), std::string::npos) << lifted.err;
 }
 
 TEST_F(CliErrors, BadFlagsExit2WithoutOutput) {

@@ -146,12 +146,19 @@ TEST(Gzip, CutDamagedAndBombsSayWhich) {
   EXPECT_FALSE(crc->cut);
   EXPECT_EQ(crc->damage, "incorrect data check");
   // Past the output limit: an error naming it, never an allocation of it.
-  auto bomb = gunzip(*gz, 64 * 1024);
+  auto bomb = gunzip(*gz, {.max_output = 64 * 1024});
   ASSERT_FALSE(bomb);
   EXPECT_NE(bomb.error().message().find("decompresses to more than"), std::string::npos) << bomb.error().message();
-  auto bomb_salvaged = gunzip(std::string_view(*gz).substr(0, gz->size() - 1), 64 * 1024);  // the zlib path
+  EXPECT_NE(bomb.error().message().find("max_inflated_bytes"), std::string::npos) << bomb.error().message();
+  auto bomb_salvaged =
+      gunzip(std::string_view(*gz).substr(0, gz->size() - 1), {.max_output = 64 * 1024});  // the zlib path
   ASSERT_FALSE(bomb_salvaged);
   EXPECT_NE(bomb_salvaged.error().message().find("decompresses to more than"), std::string::npos);
+  // The ratio: the smaller bound wins, and the message says which it was.
+  auto by_ratio = gunzip(*gz, {.max_output = 0, .max_ratio = 1.5});
+  ASSERT_FALSE(by_ratio);
+  EXPECT_NE(by_ratio.error().message().find("1.5 times the"), std::string::npos) << by_ratio.error().message();
+  EXPECT_TRUE(gunzip(*gz, {.max_output = 0, .max_ratio = 1000}));
 }
 
 TEST(AtomicFileWriter, LeavesNothingBehindWhenNotCommitted) {

@@ -113,10 +113,17 @@ std::string color_severities(std::string_view text) {
 
 }  // namespace
 
-std::optional<Trace> load_trace(const std::string& path, bool progress, std::string* error) {
-  std::optional<ProgressBar> bar;
+ReadOptions read_options() {
   ReadOptions options;
   options.threads = global_options().threads;
+  options.max_inflated_bytes = global_options().max_inflated_mib << 20;
+  options.max_inflate_ratio = global_options().max_inflate_ratio;
+  return options;
+}
+
+std::optional<Trace> load_trace(const std::string& path, bool progress, std::string* error) {
+  std::optional<ProgressBar> bar;
+  ReadOptions options = read_options();
   if (progress) {
     bar.emplace();
     options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar->update(done, total); };

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tprof/ranks.h"
+#include "tprof/read.h"
 #include "tprof/trace.h"
 
 namespace CLI {
@@ -23,7 +24,12 @@ struct GlobalOptions {
   bool quiet = false;          // no progress bar, no diagnostics note
   int threads = 0;             // parser threads, 0 = all cores
   std::string color = "auto";  // --color: auto, always or never
+  std::uint64_t max_inflated_mib = 0;  // --max-inflated-mib: 0 = half the physical memory
+  double max_inflate_ratio = 200;      // --max-inflate-ratio: 0 = none
 };
+
+// ReadOptions from the global flags (threads, gzip limits).
+ReadOptions read_options();
 
 GlobalOptions& global_options();
 

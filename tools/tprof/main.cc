@@ -61,6 +61,14 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", global_options().quiet, "No progress bar and no diagnostics note on stderr");
   app.add_option("--threads", global_options().threads, "Parser threads (0 = all cores, at most 256)")
       ->check(CLI::Range(0, tprof::kMaxReaderThreads));
+  app.add_option("--max-inflated-mib", global_options().max_inflated_mib,
+                 "A .gz may inflate to at most this many MiB (0 = half the physical memory)")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--max-inflate-ratio", global_options().max_inflate_ratio,
+                 "... and to at most this many times its compressed size (0 = no ratio limit)")
+      ->check(CLI::Range(0.0, 1e9))
+      ->capture_default_str();
   app.add_option("--color", global_options().color,
                  "Colour severities on a terminal: auto (not when NO_COLOR is set or TERM=dumb), always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}))

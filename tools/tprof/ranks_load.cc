@@ -92,7 +92,7 @@ bool summarize_traces(const std::vector<std::string>& files, std::vector<RankSum
   std::atomic<std::size_t> next{0};
   auto work = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < files.size();) {
-      ReadOptions options;
+      ReadOptions options = read_options();
       options.threads = reader_threads;
       Result<Trace> trace = read_trace(files[i], options);
       if (!trace) {
