@@ -1,5 +1,6 @@
 #include "src/base/file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -361,6 +362,28 @@ std::string link_target(const std::string& path) {
   return current;
 }
 
+// Removes `<target>.tmp.<pid>` files of processes that no longer exist: an
+// export killed mid-way (SIGKILL, a crash) leaves its temporary file, and
+// the next write of the same target clears it. A live pid's file is kept
+// (it may be writing), so at worst a reused pid keeps one a while longer.
+void remove_stale_temporaries(const std::string& target) {
+  const std::size_t slash = target.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : target.substr(0, slash));
+  const std::string prefix = (slash == std::string::npos ? target : target.substr(slash + 1)) + ".tmp.";
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) continue;
+    const std::string_view digits = name.substr(prefix.size());
+    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string_view::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(std::string(digits)));
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    ::unlinkat(::dirfd(d), e->d_name, 0);
+  }
+  ::closedir(d);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::create(const std::string& path) {
@@ -385,6 +408,7 @@ Result<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::create(const std::st
     }
     existed = true;
   }
+  remove_stale_temporaries(target);
   std::string tmp = target + ".tmp." + std::to_string(getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) return io_error(path, "cannot create");

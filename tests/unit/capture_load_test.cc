@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,9 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "tprof/profiler.h"
+#include "tprof/read.h"
 
 namespace tprof {
 namespace {
@@ -198,6 +203,126 @@ TEST(ProfilerFaults, AForkedChildNeitherBlocksNorReachesTheParentsTrace) {
   EXPECT_EQ(count_named(t, "child static"), 0u);
   EXPECT_EQ(count_named(t, "child thread"), 0u);
   EXPECT_GT(count_named(t, "churn name"), 0u);
+}
+
+// The control thread is not the recording one: start() and step() on one
+// thread, stop() on another, while workers record (TSan in make test).
+TEST(ProfilerFaults, StopFromAnotherThreadWhileWorkersRecord) {
+  Profiler prof({.schedule = schedule({.active = 2})});
+  std::atomic<bool> done{false};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 2; ++w) {
+    workers.emplace_back([&done] {
+      while (!done.load(std::memory_order_relaxed)) {
+        TPROF_RECORD_FUNCTION("work");
+      }
+    });
+  }
+  ASSERT_TRUE(prof.start());
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_TRUE(prof.step());
+  }
+  Status stopped;
+  std::thread([&] { stopped = prof.stop(); }).join();
+  done = true;
+  for (auto& th : workers) th.join();
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(count_named(prof.trace(), "ProfilerStep#3"), 1u);
+  EXPECT_GT(count_named(prof.trace(), "work"), 0u);
+}
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A window big enough that its export takes a while (tens of ms).
+void record_big_window(Profiler* prof, int scopes) {
+  ASSERT_TRUE(prof->start());
+  for (int i = 0; i < scopes; ++i) {
+    TPROF_RECORD_FUNCTION("export me");
+  }
+  ASSERT_TRUE(prof->stop());
+}
+
+// SIGKILL at any moment of an export over an existing trace leaves the old
+// file, whole, or the new one, whole: never a mix or a prefix.
+TEST(ProfilerFaults, AnExportKilledMidWayLeavesTheOldFileOrTheNewOne) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("tprof_killed_export_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path target = dir / "trace.json";
+  const std::string old_text = "{\"traceEvents\": []}\n";
+  const int scopes = kSanitized ? 50'000 : 400'000;
+  int replaced = 0, kept = 0;
+  for (int trial = 0; trial < 6; ++trial) {
+    std::ofstream(target, std::ios::binary) << old_text;
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      Profiler prof;
+      record_big_window(&prof, scopes);
+      _exit(prof.export_chrome_trace(target.string()).ok() ? 0 : 1);
+    }
+    // Kill it somewhere between recording and the end of its export.
+    std::this_thread::sleep_for(std::chrono::milliseconds(40 + 25 * trial));
+    kill(child, SIGKILL);
+    int status = 0;
+    waitpid(child, &status, 0);
+    const std::string now = slurp(target);
+    if (now == old_text) {
+      ++kept;
+      continue;
+    }
+    const Result<Trace> t = read_trace(target.string());
+    ASSERT_TRUE(t) << "trial " << trial << ": a partial file: " << t.error().to_string();
+    EXPECT_EQ(count_named(*t, "export me"), static_cast<std::size_t>(scopes));
+    EXPECT_TRUE(t->diagnostics.count(DiagnosticCode::kTruncated) == 0);
+    ++replaced;
+  }
+  EXPECT_EQ(kept + replaced, 6);
+  // Killed exports leave their temporary files; the next export of the
+  // same target clears those of processes that are gone.
+  Profiler prof;
+  record_big_window(&prof, 10);
+  ASSERT_TRUE(prof.export_chrome_trace(target.string()));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+  fs::remove_all(dir);
+}
+
+// A disk that fills during the export (RLIMIT_FSIZE in a child, the same
+// EFBIG/ENOSPC path for the writer): the export fails with the reason, the
+// existing trace is untouched, and no temporary file is left beside it.
+TEST(ProfilerFaults, AFullDiskFailsTheExportAndLeavesTheOldFile) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("tprof_full_disk_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path target = dir / "trace.json";
+  const std::string old_text = "{\"traceEvents\": []}\n";
+  std::ofstream(target, std::ios::binary) << old_text;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Profiler prof;
+    record_big_window(&prof, 20'000);
+    signal(SIGXFSZ, SIG_IGN);  // writes past the limit fail with EFBIG instead
+    rlimit limit{64 * 1024, 64 * 1024};
+    setrlimit(RLIMIT_FSIZE, &limit);
+    const Status s = prof.export_chrome_trace(target.string());
+    _exit(s.ok() ? 0 : (s.error().message().find("File too large") != std::string::npos ? 3 : 4));
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3) << "0: the export did not fail; 4: it failed without saying why";
+  EXPECT_EQ(slurp(target), old_text);
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir)) ++files;
+  EXPECT_EQ(files, 1u) << "a temporary file was left beside the trace";
+  fs::remove_all(dir);
 }
 
 }  // namespace
