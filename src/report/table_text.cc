@@ -195,8 +195,10 @@ Result<std::string> format_table_csv(const std::vector<StatRow>& input, const Ta
 }
 
 Result<std::string> format_table(const std::vector<StatRow>& input, const TableOptions& opt) {
-  if (input.empty()) return std::string();
+  // The sort key is checked first: a misspelt key is an error with no rows
+  // too, as in the JSON and CSV forms (torch returns "" before it looks).
   TPROF_TRY_ASSIGN(std::vector<const StatRow*> rows, sorted_rows(input, opt));
+  if (rows.empty()) return std::string();
 
   const bool has_device_time =
       std::any_of(rows.begin(), rows.end(), [](const StatRow* r) { return r->self_device_time_total_ns > 0; });

@@ -163,17 +163,17 @@ int main(int argc, char** argv) {
     } else if (std::filesystem::is_regular_file(arg, ec)) {
       files.emplace_back(arg);
     } else {
-      std::fprintf(stderr, "reader_fuzzer: %s: not a file or directory\n", arg.c_str());
+      std::fprintf(stderr, "%s: %s: not a file or directory\n", argv[0], arg.c_str());
       return 2;
     }
   }
   if (files.empty()) {
-    std::fprintf(stderr, "usage: reader_fuzzer [--print-input] CORPUS_DIR_OR_FILE...\n(no input files found)\n");
+    std::fprintf(stderr, "usage: %s [--print-input] CORPUS_DIR_OR_FILE...\n(no input files found)\n", argv[0]);
     return 2;
   }
   // Directory order is unspecified; sorting keeps runs identical.
   std::sort(files.begin(), files.end());
   for (const auto& f : files) replay_file(f);
-  std::printf("reader_fuzzer: %zu files, %zu inputs, no property failed\n", files.size(), g_runs);
+  std::printf("%s: %zu files, %zu inputs, no property failed\n", argv[0], files.size(), g_runs);
   return 0;
 }

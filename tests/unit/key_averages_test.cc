@@ -219,6 +219,10 @@ TEST(Table, LayoutRulesOfTorch) {
   EXPECT_EQ(bad.error().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(bad.error().message().find("self_cpu_time_total"), std::string::npos);
   EXPECT_EQ(*format_table({}, {}), "");
+  // No rows: still an error for a misspelt key (table_fuzzer found text
+  // saying "" where JSON and CSV said the key was unknown).
+  EXPECT_FALSE(format_table({}, {.sort_by = "nope"}));
+  EXPECT_EQ(*format_table({}, {.sort_by = "cpu_time_total"}), "");
 }
 
 }  // namespace
