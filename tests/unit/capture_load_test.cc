@@ -220,9 +220,12 @@ TEST(ProfilerFaults, StopFromAnotherThreadWhileWorkersRecord) {
   }
   ASSERT_TRUE(prof.start());
   for (int i = 0; i < 3; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // Long enough for a worker's first attach in a window (a 32 MiB buffer,
+    // slow under ASan) to be followed by records.
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
     ASSERT_TRUE(prof.step());
   }
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
   Status stopped;
   std::thread([&] { stopped = prof.stop(); }).join();
   done = true;
