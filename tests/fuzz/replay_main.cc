@@ -20,23 +20,15 @@
 #include <string_view>
 #include <vector>
 
+#include "tests/support/sanitizers.h"
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
 
 namespace {
 
 // Sanitizer builds (`make test` runs the unit label under ASan+UBSan at -O0)
 // are ~30x slower, so they replay fewer variants.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+using tprof::testing::kSanitized;
 
 // Per file: this many cuts spread evenly (every byte of a shorter file; the
 // truncation test cuts real traces far more densely) and random mutations.

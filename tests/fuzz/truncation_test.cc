@@ -21,23 +21,15 @@
 #include "src/base/gzip.h"
 #include "tprof/read.h"
 
+#include "tests/support/sanitizers.h"
+
 namespace tprof {
 namespace {
 
 // Sanitizer builds run this suite too (`make test`); they are 20-50x slower,
 // so the large fixtures get fewer cut points there. Small files are always
 // cut at every byte.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+using tprof::testing::kSanitized;
 
 constexpr int kCodes = static_cast<int>(DiagnosticCode::kCount_);
 

@@ -27,20 +27,12 @@
 #include "tprof/profiler.h"
 #include "tprof/read.h"
 
+#include "tests/support/sanitizers.h"
+
 namespace tprof {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+using tprof::testing::kSanitized;
 
 std::size_t count_named(const Trace& t, std::string_view name) {
   std::size_t n = 0;

@@ -25,22 +25,14 @@
 #include "tprof/read.h"
 #include "tprof/table.h"
 
+#include "tests/support/sanitizers.h"
+
 namespace tprof {
 namespace {
 
 namespace fs = std::filesystem;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+using tprof::testing::kSanitized;
 
 std::string events(const std::string& body) { return "{\"traceEvents\": [" + body + "]}"; }
 
