@@ -4,6 +4,7 @@
 #include "src/capture/recorder.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,10 +31,50 @@ constinit thread_local ThreadBuffer* tl_buffer = nullptr;
 
 namespace {
 
+// Anonymous memory for a thread's arrays. MAP_NORESERVE: the pages a thread
+// never writes are not charged to the process, so thousands of short-lived
+// threads with 32 MiB buffers do not make fork() fail (ENOMEM); and trim()
+// unmaps the unused tail when the thread exits, while its records wait for
+// the collector.
+class Mapping {
+ public:
+  Mapping() = default;
+  ~Mapping() { reset(); }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+
+  bool allocate(std::size_t bytes) {
+    reset();
+    if (bytes == 0) return true;
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return false;
+    data_ = p;
+    bytes_ = bytes;
+    return true;
+  }
+  void reset() {
+    if (data_ != nullptr) ::munmap(data_, bytes_);
+    data_ = nullptr;
+    bytes_ = 0;
+  }
+  // Unmaps the whole pages past the first `keep` bytes.
+  void trim(std::size_t keep) {
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t from = (keep + page - 1) / page * page;
+    if (data_ == nullptr || from >= bytes_) return;
+    if (::munmap(static_cast<char*>(data_) + from, bytes_ - from) == 0) bytes_ = from;
+  }
+  void* data() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
 struct ThreadState {
   ThreadBuffer buffer;
-  std::unique_ptr<Record[]> records;
-  std::unique_ptr<std::uint64_t[]> payload;
+  Mapping records;
+  Mapping payload;
   std::atomic<std::uint64_t> dropped_shapes{0};
   std::int64_t tid = 0;
   std::string name;
@@ -60,10 +101,19 @@ thread_local ThreadState* tl_state = nullptr;
 // (another thread_local's destructor) gets a state that is already dead.
 constinit thread_local bool tl_exited = false;
 
-// Marks the thread's state dead when the thread exits; the collector frees it.
+// Marks the thread's state dead when the thread exits; the collector frees
+// it. What the thread wrote stays for the collector; the rest of its arrays
+// is given back now: nothing writes past `size` any more (tl_buffer is
+// cleared, a later record in this thread's exit gets a new state), and the
+// collector reads only what records point to, below it.
 struct ExitGuard {
   ~ExitGuard() {
-    if (tl_state != nullptr) tl_state->alive.store(false, std::memory_order_release);
+    if (tl_state != nullptr) {
+      ThreadBuffer& b = tl_state->buffer;
+      tl_state->records.trim(std::size_t{b.size} * sizeof(Record));
+      tl_state->payload.trim(std::size_t{b.payload_size} * sizeof(std::uint64_t));
+      tl_state->alive.store(false, std::memory_order_release);
+    }
     tl_state = nullptr;
     tl_buffer = nullptr;
     tl_exited = true;
@@ -233,16 +283,13 @@ namespace {
 // record of the window is counted as dropped. Returns whether the array
 // changed (its pages then need faulting in again).
 template <typename T>
-bool reallocate(std::unique_ptr<T[]>* storage, T** view, std::uint32_t* capacity, std::uint32_t wanted) {
+bool reallocate(Mapping* storage, T** view, std::uint32_t* capacity, std::uint32_t wanted) {
   if (*capacity == wanted && *view != nullptr) return false;
-  storage->reset();
   *view = nullptr;
   *capacity = 0;
-  std::unique_ptr<T[]> fresh(new (std::nothrow) T[wanted]);
-  if (fresh == nullptr) return true;
-  *view = fresh.get();
+  if (!storage->allocate(std::size_t{wanted} * sizeof(T)) || storage->data() == nullptr) return true;
+  *view = static_cast<T*>(storage->data());
   *capacity = wanted;
-  *storage = std::move(fresh);
   return true;
 }
 

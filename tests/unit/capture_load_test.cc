@@ -82,6 +82,37 @@ TEST(ProfilerLoad, EightThreadsFillBoundedBuffersAndEveryDropIsCounted) {
   for (const auto& [lane, n] : per_lane) EXPECT_EQ(n, kCapacity) << "lane " << lane;
 }
 
+std::uint64_t virtual_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmSize:", 0) == 0) return std::stoull(line.substr(7)) * 1024;
+  }
+  return 0;
+}
+
+// Thousands of short-lived threads record in one window (a pool that
+// churns): each dead thread keeps only the pages it wrote until stop(), not
+// its 32 MiB buffer, and fork() still works (it failed with ENOMEM).
+TEST(ProfilerLoad, ShortLivedThreadsKeepOnlyWhatTheyWroteUntilStop) {
+  const int kThreads = kSanitized ? 300 : 3000;
+  Profiler prof;  // default buffers: 32 MiB of records a thread
+  ASSERT_TRUE(prof.start());
+  const std::uint64_t before = virtual_bytes();
+  for (int i = 0; i < kThreads; ++i) {
+    std::thread([] { TPROF_RECORD_FUNCTION("short-lived"); }).join();
+  }
+  const std::uint64_t grown = virtual_bytes() - before;
+  EXPECT_LT(grown, std::uint64_t{kThreads} * (1u << 20)) << grown / (1u << 20) << " MiB for " << kThreads << " threads";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0) << std::strerror(errno);
+  if (child == 0) _exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(prof.stop());
+  EXPECT_EQ(count_named(prof.trace(), "short-lived"), static_cast<std::size_t>(kThreads));
+}
+
 // ~Profiler stops the window under scopes that are still open; they end
 // later, into buffers the next window reuses, without touching its trace.
 TEST(ProfilerFaults, AProfilerDestroyedUnderOpenScopesLeavesThemHarmless) {
