@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <string>
 
 #include "src/trace/event_sink.h"
 #include "src/trace/fast_event_parser.h"
@@ -326,15 +327,20 @@ bool Parser::parse_event() {
               ok = c_->read_string(&s);
               if (ok) {
                 std::int64_t v = 0;
-                if (canonical_int(s.raw, &v)) {
+                if (canonical_int(s.raw, &v) && v >= 0) {
                   ev.flow_id = v;
                 } else {
-                  // Non-numeric ids are interned; the id column stores -(str + 2).
+                  // Other ids are interned; the id column stores -(str + 2).
                   ev.flow_id = -static_cast<std::int64_t>(b_->strings.intern(s.raw)) - 2;
                 }
               }
             } else {
               ok = read_int_value(&ev.flow_id);
+              // A negative number would read as the encoding of a string id
+              // (and -INT64_MIN does not exist): kept as its text.
+              if (ok && ev.flow_id < 0) {
+                ev.flow_id = -static_cast<std::int64_t>(b_->strings.intern(std::to_string(ev.flow_id))) - 2;
+              }
             }
           } else if (k == "bp") {
             JsonCursor::Str s;

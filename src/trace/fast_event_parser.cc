@@ -378,10 +378,15 @@ bool Walker::event(const char* open, const char** close) {
             ok = string_value(v, &s) && !has_backslash(s);
             if (ok) {
               std::int64_t n = 0;
-              ev.flow_id = canonical_int(s, &n) ? n : -static_cast<std::int64_t>(b_->strings.intern(s)) - 2;
+              ev.flow_id =
+                  canonical_int(s, &n) && n >= 0 ? n : -static_cast<std::int64_t>(b_->strings.intern(s)) - 2;
             }
           } else {
             ok = int_value(v, &ev.flow_id);
+            // As in event_parser.cc: a negative number is kept as its text.
+            if (ok && ev.flow_id < 0) {
+              ev.flow_id = -static_cast<std::int64_t>(b_->strings.intern(std::to_string(ev.flow_id))) - 2;
+            }
           }
         } else if (k == "bp") {
           std::string_view s;
