@@ -33,7 +33,11 @@ using tprof::testing::kSanitized;
 // Per file: this many cuts spread evenly (every byte of a shorter file; the
 // truncation test cuts real traces far more densely) and random mutations.
 constexpr std::size_t kCuts = kSanitized ? 32 : 256;
+#ifdef TPROF_REPLAY_MUTATIONS  // a target whose every input is costly sets its own
+constexpr int kRandomMutations = TPROF_REPLAY_MUTATIONS;
+#else
 constexpr int kRandomMutations = kSanitized ? 64 : 1024;
+#endif
 
 struct SplitMix64 {
   std::uint64_t state;

@@ -1,0 +1,131 @@
+// The tprof command line: global flags, the subcommands, and the "did you
+// mean" for an unknown one. The CLI parses flags, calls the library and
+// prints; it has no logic of its own.
+#include "tools/tprof/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tools/tprof/common.h"
+#include "tprof/read.h"
+
+namespace {
+
+// Levenshtein distance, for "did you mean".
+std::size_t distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The command word of argv (the first argument that is not a global flag or
+// its value), or "" when there is none. The global options that take a
+// value come from `app`, so a new one needs no change here.
+std::string command_word(const CLI::App& app, int argc, const char* const* argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    const CLI::Option* opt = a.starts_with("--") && a.find('=') == std::string_view::npos
+                                 ? app.get_option_no_throw(std::string(a))
+                                 : nullptr;
+    if (opt != nullptr && opt->get_items_expected_min() > 0) {  // takes a value (flags expect none)
+      ++i;
+      continue;
+    }
+    if (a.starts_with("-")) continue;
+    return std::string(a);
+  }
+  return {};
+}
+
+}  // namespace
+
+namespace tprof::cli {
+
+int run(int argc, const char* const* argv) {
+  // Each run starts from the defaults (the fuzz target runs many in one process).
+  global_options() = GlobalOptions{};
+  CLI::App app{"tprof: torch.profiler tables, steps and findings from any torch/Kineto trace"};
+  app.require_subcommand(1);
+  // Global flags are accepted after the command too (tprof table t.json -q).
+  app.fallthrough();
+  app.set_version_flag("--version", "tprof " TPROF_VERSION);
+  app.add_flag("-q,--quiet", global_options().quiet, "No progress bar and no diagnostics note on stderr");
+  app.add_option("--threads", global_options().threads, "Parser threads (0 = all cores, at most 256)")
+      ->check(CLI::Range(0, tprof::kMaxReaderThreads));
+  app.add_option("--max-inflated-mib", global_options().max_inflated_mib,
+                 "A .gz may inflate to at most this many MiB (0 = half the physical memory)")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--max-inflate-ratio", global_options().max_inflate_ratio,
+                 "... and to at most this many times its compressed size (0 = no ratio limit)")
+      ->check(CLI::Range(0.0, 1e9))
+      ->capture_default_str();
+  app.add_option("--color", global_options().color,
+                 "Colour severities on a terminal: auto (not when NO_COLOR is set or TERM=dumb), always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  int rc = kExitOk;
+  add_table_command(app, &rc);
+  add_steps_command(app, &rc);
+  add_info_command(app, &rc);
+  add_diagnose_command(app, &rc);
+  add_kernels_command(app, &rc);
+  add_compare_command(app, &rc);
+  add_record_command(app, &rc);
+  add_serve_command(app, &rc);
+  add_sweep_command(app, &rc);
+  add_report_html_command(app, &rc);
+  add_summarize_command(app, &rc);
+  add_merge_command(app, &rc);
+  add_completion_command(app, &rc);
+  add_man_command(app, &rc);
+  // An unknown command gets the closest one, not CLI11's "not expected".
+  if (const std::string word = command_word(app, argc, argv); !word.empty()) {
+    std::string best;
+    std::size_t best_d = SIZE_MAX;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known |= sub->get_name() == word;
+      const std::size_t d = distance(word, sub->get_name());
+      if (d < best_d) {
+        best_d = d;
+        best = sub->get_name();
+      }
+    }
+    if (!known) {
+      std::cerr << "tprof: unknown command '" << word << "'"
+                << (best_d <= std::max<std::size_t>(2, word.size() / 3) ? "; did you mean '" + best + "'?"
+                                                                        : std::string())
+                << " (tprof --help lists the commands)\n";
+      return kExitBadInput;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitBadInput;
+  }
+  return rc;
+}
+
+}  // namespace tprof::cli
