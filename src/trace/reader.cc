@@ -559,6 +559,10 @@ Result<Trace> Reader::run(Trace trace) {
     if (base > -kMaxTime && base < kMaxTime && lo + base > -kMaxTime && hi + base < kMaxTime) {
       for (auto& ts : trace_.events.ts_ns) ts += base;
     } else {
+      // The times stay as written, relative to nothing: a writer of this
+      // trace must not subtract the base from them (the top-level key is
+      // kept as it was, so a rewritten file reads back the same).
+      trace_.meta.base_time_ns.reset();
       trace_.diagnostics.add(DiagnosticCode::kOutOfRange, -1,
                              "\"baseTimeNanoseconds\" would put events beyond ±2^62 ns; ignored");
     }

@@ -166,6 +166,27 @@ TEST(Reader, BaseTimeNanosecondsAppliesEvenWhenItComesLast) {
   EXPECT_EQ(t.events.ts_ns[0], 1700000000000001500);
 }
 
+// Found by reader_libfuzzer: a base that would put the events past ±2^62 ns
+// is ignored, and the model must then hold no base, or the writer subtracts
+// it from times it was never added to and the rewritten file loses them all.
+TEST(Reader, AnIgnoredBaseTimeIsNotSubtractedWhenTheTraceIsWritten) {
+  const std::string text = R"({"baseTimeNanoseconds": 8170759026000000000, "traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 4524484371203.161, "dur": 2},
+    {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 4524484371204.5, "dur": 0.5}]})";
+  Trace t = read_ok(text);
+  ASSERT_EQ(t.events.size(), 2u);
+  EXPECT_FALSE(t.meta.base_time_ns.has_value());
+  EXPECT_EQ(t.events.ts_ns[0], 4524484371203161);
+  EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kOutOfRange), 1u);
+  std::string written;
+  write_trace_json(t, &written);
+  Trace again = read_ok(written);
+  ASSERT_EQ(again.events.size(), 2u) << written;
+  EXPECT_EQ(again.events.ts_ns[0], t.events.ts_ns[0]);
+  EXPECT_EQ(again.events.ts_ns[1], t.events.ts_ns[1]);
+  EXPECT_NE(written.find("\"baseTimeNanoseconds\": 8170759026000000000"), std::string::npos);
+}
+
 TEST(Reader, Era2021StringTidsAndOldCategories) {
   Trace t = read_ok(R"({"traceEvents": [
     {"ph": "X", "cat": "Operator", "name": "aten::empty", "pid": 5555, "tid": "5555", "ts": 10, "dur": 2, "args": {"External id": 3}},
