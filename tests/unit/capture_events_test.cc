@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/trace_queries.h"
 #include "tprof/profiler.h"
 #include "tprof/profiler_tables.h"
 #include "tprof/read.h"
@@ -26,11 +27,7 @@ std::uint32_t find_named(const Trace& t, std::string_view name) {
   return kNoIndex;
 }
 
-std::size_t count_named(const Trace& t, std::string_view name) {
-  std::size_t n = 0;
-  for (std::uint32_t e = 0; e < t.events.size(); ++e) n += t.name(e) == name ? 1 : 0;
-  return n;
-}
+using tprof::testing::count_named;
 
 // The exported file read back (the same model, from JSON).
 Trace exported(const Profiler& prof, const std::string& name, std::string* text = nullptr) {

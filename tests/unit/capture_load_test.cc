@@ -28,17 +28,14 @@
 #include "tprof/read.h"
 
 #include "tests/support/sanitizers.h"
+#include "tests/support/trace_queries.h"
 
 namespace tprof {
 namespace {
 
 using tprof::testing::kSanitized;
 
-std::size_t count_named(const Trace& t, std::string_view name) {
-  std::size_t n = 0;
-  for (std::uint32_t e = 0; e < t.events.size(); ++e) n += t.name(e) == name ? 1 : 0;
-  return n;
-}
+using tprof::testing::count_named;
 
 // 8 threads each record far more scopes than their buffer holds: every
 // buffer is filled exactly, every other scope is counted as dropped, and

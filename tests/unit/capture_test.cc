@@ -22,6 +22,7 @@
 #include "src/base/file.h"
 #include "src/capture/recorder.h"
 #include "tests/support/trace_compare.h"
+#include "tests/support/trace_queries.h"
 #include "tprof/profiler.h"
 #include "tprof/profiler_tables.h"
 #include "tprof/read.h"
@@ -32,11 +33,7 @@ namespace {
 namespace fs = std::filesystem;
 using A = ProfilerAction;
 
-std::size_t count_named(const Trace& t, std::string_view name) {
-  std::size_t n = 0;
-  for (std::uint32_t e = 0; e < t.events.size(); ++e) n += t.name(e) == name ? 1 : 0;
-  return n;
-}
+using tprof::testing::count_named;
 
 // docs/torch-table-semantics.md §4.2, every example.
 TEST(Schedule, ActionTableOfTorch) {
