@@ -198,8 +198,11 @@ class Builder {
   std::vector<Site> sites_ = std::vector<Site>(64);  // open addressing on the site pointer
   std::size_t site_count_ = 0;
   std::vector<std::int8_t> cat_kinds_;                 // per category id: EventKind, -1 unknown
-  std::vector<std::pair<StrId, StrId>> dynamic_;       // per runtime name id: name, category
-  std::vector<std::uint64_t> dynamic_key_;             // the full key each entry was read for
+  struct Dynamic {
+    std::uint64_t key = 0;  // the full key the entry was read for
+    std::pair<StrId, StrId> name_cat{kEmptyStr, kEmptyStr};
+  };
+  std::vector<Dynamic> dynamic_;  // per runtime name id (the key's low 32 bits)
   std::uint64_t stale_names_ = 0;                      // dynamic scopes whose key did not resolve
   std::string args_;
   JsonWriter aw_;
@@ -249,16 +252,14 @@ const Builder::Site& Builder::site(const ScopeSite* s) {
 
 std::optional<std::pair<StrId, StrId>> Builder::dynamic(std::uint64_t key) {
   const auto id = static_cast<std::uint32_t>(key);
-  if (id < dynamic_.size() && dynamic_[id].second != kEmptyStr && dynamic_key_[id] == key) return dynamic_[id];
+  if (id < dynamic_.size() && dynamic_[id].name_cat.second != kEmptyStr && dynamic_[id].key == key) {
+    return dynamic_[id].name_cat;
+  }
   std::string_view name, category;
   if (!dynamic_lookup(key, &name, &category)) return std::nullopt;
-  if (id >= dynamic_.size()) {
-    dynamic_.resize(id + 1, {kEmptyStr, kEmptyStr});
-    dynamic_key_.resize(id + 1, 0);
-  }
-  dynamic_[id] = {t_.strings.intern(name), t_.strings.intern(category)};
-  dynamic_key_[id] = key;
-  return dynamic_[id];
+  if (id >= dynamic_.size()) dynamic_.resize(id + 1);
+  dynamic_[id] = {key, {t_.strings.intern(name), t_.strings.intern(category)}};
+  return dynamic_[id].name_cat;
 }
 
 // The arguments recorded for the scope at record `scope` (`args` is sorted
