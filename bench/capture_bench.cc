@@ -316,8 +316,8 @@ void BM_StopAndExport(benchmark::State& state) {
     const Clock write_clock;
     auto file = tprof::internal::AtomicFileWriter::create(path);
     if (!file) return false;
-    for (std::size_t i = 0; i < json.size(); i += 4u << 20) {
-      if (!(*file)->write(std::string_view(json).substr(i, 4u << 20))) return false;
+    for (std::size_t i = 0; i < json.size(); i += 256u << 10) {
+      if (!(*file)->write(std::string_view(json).substr(i, 256u << 10))) return false;
     }
     if (!(*file)->commit()) return false;
     const double s4 = write_clock.seconds();

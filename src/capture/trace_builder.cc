@@ -394,6 +394,7 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   std::vector<Item> items;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> scope_args;  // (scope's record, arg record)
   EventColumns& cols = t_.events;
+  const bool link_scopes = !device.events.empty();
   for (std::size_t ti = 0; ti < threads.size(); ++ti) {
     const ThreadRecords& tr = threads[ti];
     const std::span<const Record> rs = tr.records;
@@ -402,9 +403,14 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
     const std::string thread_label = "thread " + std::to_string(tr.tid) + " (" + tr.name + ")";
     metadata("thread_name", lane, kNameKey, thread_label);
     sort_index("thread_sort_index", lane, tr.tid);
+    // The scopes are kept only to link GPU API calls to them (add_device):
+    // a CPU-only window does not write them (32 bytes an event of fresh
+    // memory in a process's first window).
     std::vector<Scope>& scopes = scopes_[tr.tid];
-    scopes.reserve(scopes.size() + rs.size());
-    prefault_for_writing(scopes.data(), scopes.capacity() * sizeof(Scope));
+    if (link_scopes) {
+      scopes.reserve(scopes.size() + rs.size());
+      prefault_for_writing(scopes.data(), scopes.capacity() * sizeof(Scope));
+    }
     items.reserve(rs.size());
     prefault_for_writing(items.data(), items.capacity() * sizeof(Item));
     // The window's records of this thread, each span's end read once (its
@@ -534,7 +540,7 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
       cols.kind[e] = kind;
       cols.external_id[e] = ++external_id;
       const bool annotation = kind == EventKind::kUserAnnotation && r.kind != kRecordStep;
-      scopes.push_back({ts, cols.ts_ns[e] + cols.dur_ns[e], external_id, e, annotation});
+      if (link_scopes) scopes.push_back({ts, cols.ts_ns[e] + cols.dur_ns[e], external_id, e, annotation});
       set_args(e, [&](JsonWriter& w) {
         w.key(kExternalId);
         w.value_int(external_id);

@@ -6,7 +6,7 @@
 // (args, top-level values) is re-emitted token by token, so text that a
 // lenient read accepted (raw quotes in names) comes out valid — unless it
 // already is exactly what that copy would write (is_compact_json: tprof's
-// own args), which is written as it is. A file is written in 4 MiB pieces by
+// own args), which is written as it is. A file is written in 256 KiB pieces by
 // a second thread while the next piece is generated.
 #include "tprof/write.h"
 
@@ -29,8 +29,12 @@ namespace {
 using internal::JsonKey;
 using internal::JsonWriter;
 
-constexpr std::size_t kFlushBytes = 4u << 20;
-constexpr std::size_t kBufferBytes = kFlushBytes + (1u << 20);  // a full buffer and the event that filled it
+// Pieces of 256 KiB: the three in use (one being filled, two queued) stay
+// in L2 and are reused; 4 MiB pieces were ~12 MiB of fresh memory to
+// populate in a process's first window, for the same steady state
+// (bench/README.md, "First window of a fresh process").
+constexpr std::size_t kFlushBytes = 256u << 10;
+constexpr std::size_t kBufferBytes = kFlushBytes + (64u << 10);  // a full buffer and the event that filled it
 
 constexpr JsonKey kArgs("args"), kBp("bp"), kCat("cat"), kDur("dur"), kId("id"), kName("name"), kPh("ph"), kPid("pid"),
     kS("s"), kTid("tid"), kTs("ts"), kTraceEvents("traceEvents");
@@ -334,7 +338,7 @@ Status write_trace(const Trace& trace, const std::string& path, const WriteOptio
   }
   buffer.reserve(kBufferBytes);
   // As much of it as the document will use (about 160 bytes an event): a
-  // small trace does not pay for populating 4 MiB.
+  // small trace does not pay for populating the whole buffer.
   internal::prefault_for_writing(buffer.data(), std::min<std::size_t>(kBufferBytes, 160 * trace.events.size()));
   BackgroundWriter background(file.get());
   DocumentWriter(trace, &buffer).write([&] { background.submit(&buffer); });
