@@ -140,8 +140,10 @@ Status Profiler::start() {
   if (wants_cuda() && device_ == nullptr) {
     // NVTX ranges reach CUPTI only where NVTX_INJECTION64_PATH names
     // libcupti (tprof record sets it); elsewhere this costs nothing.
+    static constexpr internal::NvtxRanges kRecorderRanges{internal::push_range, internal::pop_range,
+                                                          internal::start_range, internal::end_range};
     internal::CuptiOptions cupti;
-    cupti.nvtx = true;
+    cupti.nvtx = &kRecorderRanges;
     device_ = internal::make_cupti_source(cupti);
   }
 #endif

@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "src/capture/recorder.h"
 #include "src/cupti/cupti_convert.h"
 
 namespace tprof::internal {
@@ -254,8 +253,7 @@ std::string_view attribute_message(const nvtxEventAttributes_t* a, char* buf, st
   }
 }
 
-// Every push is answered with a push (named or not) so that pops pair up.
-void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) noexcept {
+void on_nvtx(const NvtxRanges& ranges, CUpti_CallbackId cbid, const CUpti_NvtxData* data) noexcept {
   const void* params = data->functionParams;
   // CUPTI calls back once per NVTX call, with its arguments and result.
   // Pops need no arguments: every other call handled here does.
@@ -264,22 +262,22 @@ void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) noexcept {
   switch (cbid) {
     case CUPTI_CBID_NVTX_nvtxRangePushA: {
       const char* m = static_cast<const nvtxRangePushA_params*>(params)->message;
-      push_range(m != nullptr ? std::string_view(m) : kUnnamedRange);
+      ranges.push(m != nullptr ? std::string_view(m) : kUnnamedRange);
       break;
     }
     case CUPTI_CBID_NVTX_nvtxRangePushW:
-      push_range(wide_to_ascii(static_cast<const nvtxRangePushW_params*>(params)->message, buf, sizeof buf));
+      ranges.push(wide_to_ascii(static_cast<const nvtxRangePushW_params*>(params)->message, buf, sizeof buf));
       break;
     case CUPTI_CBID_NVTX_nvtxRangePushEx:
-      push_range(attribute_message(static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib, buf, sizeof buf));
+      ranges.push(attribute_message(static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib, buf, sizeof buf));
       break;
     case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
-      push_range(attribute_message(static_cast<const nvtxDomainRangePushEx_params*>(params)->core.eventAttrib, buf,
-                                   sizeof buf));
+      ranges.push(attribute_message(static_cast<const nvtxDomainRangePushEx_params*>(params)->core.eventAttrib, buf,
+                                    sizeof buf));
       break;
     case CUPTI_CBID_NVTX_nvtxRangePop:
     case CUPTI_CBID_NVTX_nvtxDomainRangePop:
-      pop_range();
+      ranges.pop();
       break;
     case CUPTI_CBID_NVTX_nvtxRangeStartA:
     case CUPTI_CBID_NVTX_nvtxRangeStartW:
@@ -301,23 +299,26 @@ void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) noexcept {
         name = attribute_message(static_cast<const nvtxDomainRangeStartEx_params*>(params)->core.eventAttrib, buf,
                                  sizeof buf);
       }
-      start_range(id, name);
+      ranges.start(id, name);
       break;
     }
     case CUPTI_CBID_NVTX_nvtxRangeEnd:
-      end_range(static_cast<const nvtxRangeEnd_params*>(params)->id);
+      ranges.end(static_cast<const nvtxRangeEnd_params*>(params)->id);
       break;
     case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
-      end_range(static_cast<const nvtxDomainRangeEnd_params*>(params)->core.id);
+      ranges.end(static_cast<const nvtxDomainRangeEnd_params*>(params)->core.id);
       break;
     default:
       break;
   }
 }
 
-void CUPTIAPI on_callback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+// userdata: the source's NvtxRanges (subscribed with it only when set).
+void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const void* cbdata) noexcept {
-  if (domain == CUPTI_CB_DOMAIN_NVTX && cbdata != nullptr) on_nvtx(cbid, static_cast<const CUpti_NvtxData*>(cbdata));
+  if (domain == CUPTI_CB_DOMAIN_NVTX && cbdata != nullptr && userdata != nullptr) {
+    on_nvtx(*static_cast<const NvtxRanges*>(userdata), cbid, static_cast<const CUpti_NvtxData*>(cbdata));
+  }
 }
 
 // ---- the source ---------------------------------------------------------------------
@@ -391,7 +392,7 @@ Status CuptiSource::start() {
   problems_.clear();
   // Subscribing first: it is how CUPTI reports a profiler that got there
   // first (Nsight Systems, another Kineto), before anything else changes.
-  CUptiResult r = api_->subscribe(&subscriber_, on_callback, nullptr);
+  CUptiResult r = api_->subscribe(&subscriber_, on_callback, const_cast<NvtxRanges*>(options_.nvtx));
   if (r != CUPTI_SUCCESS) {
     subscriber_ = nullptr;
     return cupti_error(*api_, "cuptiSubscribe", r);
@@ -514,6 +515,10 @@ void CuptiSource::stop(DeviceBatch* out) {
 
 std::unique_ptr<ActivitySource> make_cupti_source(const CuptiOptions& options) {
   return std::make_unique<CuptiSource>(options);
+}
+
+void report_nvtx(const NvtxRanges& ranges, std::uint32_t cbid, const void* data) noexcept {
+  if (data != nullptr) on_nvtx(ranges, static_cast<CUpti_CallbackId>(cbid), static_cast<const CUpti_NvtxData*>(data));
 }
 
 }  // namespace tprof::internal

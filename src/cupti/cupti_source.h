@@ -3,7 +3,7 @@
 // profiling window is open.
 //
 //   CuptiOptions options;
-//   options.nvtx = true;                    // tprof record: NVTX ranges too
+//   options.nvtx = &ranges;                 // NVTX ranges too, reported there
 //   std::unique_ptr<ActivitySource> src = make_cupti_source(options);
 //   if (Status s = src->start(); !s) note(s.error().message());  // CPU only
 //   ...
@@ -16,17 +16,30 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <string_view>
 
 #include "src/capture/activity_source.h"
 
 namespace tprof::internal {
 
+// Where NVTX ranges go: capture passes the recorder's push_range & co.
+// (src/capture/recorder.h). Function pointers, so that this library needs
+// only the interface header of capture, not capture itself (which links
+// this one). Each is called on the thread that made the NVTX call.
+struct NvtxRanges {
+  void (*push)(std::string_view name) noexcept;
+  void (*pop)() noexcept;
+  void (*start)(std::uint64_t id, std::string_view name) noexcept;
+  void (*end)(std::uint64_t id) noexcept;
+};
+
 struct CuptiOptions {
-  // Also report NVTX push/pop and start/end ranges to the recorder
-  // (push_range & co. in src/capture/recorder.h). NVTX calls reach CUPTI
-  // only when NVTX_INJECTION64_PATH names libcupti (tprof record sets it).
-  bool nvtx = false;
+  // Also report NVTX push/pop and start/end ranges here (null: not at all).
+  // NVTX calls reach CUPTI only when NVTX_INJECTION64_PATH names libcupti
+  // (tprof record sets it). Must outlive the source.
+  const NvtxRanges* nvtx = nullptr;
   // Size of each activity buffer handed to CUPTI (rounded up to 8 bytes).
   std::size_t buffer_bytes = std::size_t{4} << 20;
   // Buffers CUPTI may hold at once; beyond that it drops records and counts
@@ -38,5 +51,11 @@ struct CuptiOptions {
 // has one set of activity callbacks); start() on a second one fails with
 // kUnsupported while the first runs. Control-thread calls only.
 std::unique_ptr<ActivitySource> make_cupti_source(const CuptiOptions& options);
+
+// What the NVTX callback does with one CUPTI_CB_DOMAIN_NVTX callback:
+// `cbid` is its CUpti_CallbackId, `data` its CUpti_NvtxData. Every push is
+// answered with a push (named "nvtx range" when the text is not at hand) so
+// that pops pair up. Exposed for tests (no NVTX or GPU needed).
+void report_nvtx(const NvtxRanges& ranges, std::uint32_t cbid, const void* data) noexcept;
 
 }  // namespace tprof::internal

@@ -9,8 +9,11 @@
 // then read the diff of tests/unit/expected/cupti_replay_batch.txt line
 // by line before keeping it.
 #include <cupti_activity.h>
+#include <cupti_callbacks.h>
 #include <cupti_driver_cbid.h>
+#include <cupti_nvtx_cbid.h>
 #include <cupti_runtime_cbid.h>
+#include <generated_nvtx_meta.h>
 #include <gtest/gtest.h>
 
 #include <array>
@@ -484,6 +487,53 @@ bool have_cuda_driver() {
   return false;
 }
 
+// The NVTX callback without CUPTI: each kind of call reaches the ranges it
+// was given (capture passes the recorder's), with its text or the id the
+// start returned; a push without usable text is still a push.
+std::vector<std::string> g_nvtx_calls;
+
+TEST(CuptiNvtx, EachCallReachesTheRangesItWasGiven) {
+  static constexpr NvtxRanges kLog{
+      [](std::string_view name) noexcept { g_nvtx_calls.push_back("push " + std::string(name)); },
+      []() noexcept { g_nvtx_calls.push_back("pop"); },
+      [](std::uint64_t id, std::string_view name) noexcept {
+        g_nvtx_calls.push_back("start " + std::to_string(id) + " " + std::string(name));
+      },
+      [](std::uint64_t id) noexcept { g_nvtx_calls.push_back("end " + std::to_string(id)); }};
+  g_nvtx_calls.clear();
+  auto call = [](CUpti_CallbackId cbid, const void* params, const void* result = nullptr) {
+    CUpti_NvtxData data{};
+    data.functionName = "nvtx";
+    data.functionParams = params;
+    data.functionReturnValue = result;
+    report_nvtx(kLog, cbid, &data);
+  };
+  const nvtxRangePushA_params forward{"forward"};
+  call(CUPTI_CBID_NVTX_nvtxRangePushA, &forward);
+  const nvtxRangePushW_params wide{L"b\u00e4ckward"};
+  call(CUPTI_CBID_NVTX_nvtxRangePushW, &wide);
+  nvtxEventAttributes_t attrib{};
+  attrib.version = NVTX_VERSION;
+  attrib.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  attrib.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  attrib.message.ascii = "optimizer";
+  const nvtxRangePushEx_params ex{&attrib};
+  call(CUPTI_CBID_NVTX_nvtxRangePushEx, &ex);
+  const nvtxRangePushA_params unnamed{nullptr};
+  call(CUPTI_CBID_NVTX_nvtxRangePushA, &unnamed);
+  call(CUPTI_CBID_NVTX_nvtxRangePop, nullptr);
+  const nvtxRangeStartA_params load{"load"};
+  const nvtxRangeId_t id = 42;
+  call(CUPTI_CBID_NVTX_nvtxRangeStartA, &load, &id);
+  call(CUPTI_CBID_NVTX_nvtxRangeStartA, &load);  // no id returned: nothing to end later
+  const nvtxRangeEnd_params end{id};
+  call(CUPTI_CBID_NVTX_nvtxRangeEnd, &end);
+  call(CUPTI_CBID_NVTX_nvtxRangePushA, nullptr);  // no arguments: not a push CUPTI can describe
+  const std::vector<std::string> expected = {"push forward", "push b?ckward", "push optimizer", "push nvtx range",
+                                             "pop",          "start 42 load", "end 42"};
+  EXPECT_EQ(g_nvtx_calls, expected);
+}
+
 TEST(CuptiLiveSource, MissingLibraryIsAClearError) {
   ScopedEnv env("TPROF_CUPTI_LIBRARY", "/nonexistent/libcupti.so");
   auto source = make_cupti_source(CuptiOptions{});
@@ -500,8 +550,10 @@ TEST(CuptiLiveSource, MissingLibraryIsAClearError) {
 
 TEST(CuptiLiveSource, NoDriverFailsQuicklyAndStopIsHarmless) {
   if (have_cuda_driver()) GTEST_SKIP() << "a CUDA driver is present";
+  static constexpr NvtxRanges kNowhere{[](std::string_view) noexcept {}, []() noexcept {},
+                                      [](std::uint64_t, std::string_view) noexcept {}, [](std::uint64_t) noexcept {}};
   CuptiOptions options;
-  options.nvtx = true;
+  options.nvtx = &kNowhere;
   auto source = make_cupti_source(options);
   const auto t0 = std::chrono::steady_clock::now();
   const Status s = source->start();
