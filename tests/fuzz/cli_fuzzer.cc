@@ -29,9 +29,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "tools/tprof/cli.h"
@@ -155,22 +157,16 @@ bool parse_args(std::string_view bytes, const Workspace& w, std::vector<std::str
     if (args->size() > kMaxArgs || arg.size() > kMaxArgBytes) return false;
     if (arg.find('\0') != std::string::npos) return false;  // argv strings cannot hold a NUL
     if (arg == "record" || arg == "serve" || arg == "sweep") return false;
-    if (arg == "@a")
-      arg = w.cpu;
-    else if (arg == "@g")
-      arg = w.gpu;
-    else if (arg == "@z")
-      arg = w.gz;
-    else if (arg == "@r")
-      arg = w.ranks;
-    else if (arg == "@s")
-      arg = w.summary;
-    else if (arg == "@o")
-      arg = w.out_text;
-    else if (arg == "@h")
-      arg = w.out_html;
-    else if (arg.find('/') != std::string::npos)
+    const std::pair<std::string_view, const std::string*> placeholders[] = {
+        {"@a", &w.cpu},     {"@g", &w.gpu},      {"@z", &w.gz},      {"@r", &w.ranks},
+        {"@s", &w.summary}, {"@o", &w.out_text}, {"@h", &w.out_html}};
+    const auto named =
+        std::find_if(std::begin(placeholders), std::end(placeholders), [&](const auto& p) { return p.first == arg; });
+    if (named != std::end(placeholders)) {
+      arg = *named->second;
+    } else if (arg.find('/') != std::string::npos) {
       return false;  // only the scratch tree
+    }
     args->push_back(std::move(arg));
     if (nl == bytes.size()) break;
     pos = nl + 1;
