@@ -104,6 +104,16 @@ struct ProfilerOptions {
   // dropped and counted. Shapes use a separate arena of payload_words_per_thread.
   std::uint32_t buffer_events_per_thread = 1u << 20;
   std::uint32_t payload_words_per_thread = 1u << 18;
+  // On-demand windows for long jobs (`kill -USR2 <pid>`): a signal number
+  // (0: off). start() installs a handler for it (restored by stop()) and
+  // opens no window; each delivery then toggles recording at the next
+  // step(): a window opens there, or the open one ends there and its trace
+  // goes to on_trace_ready. Steps are "ProfilerStep#N" annotations, as
+  // under a schedule; an open window also ends at stop(). Memory stays
+  // bounded however long the job runs: each window is released when the
+  // next one ends. Cannot be combined with a schedule (kInvalidArgument);
+  // SIGKILL, SIGSTOP and numbers outside 1..NSIG-1 are refused.
+  int toggle_signal = 0;
 };
 
 // key_averages()'s result: defined in tprof/profiler_tables.h.
@@ -152,6 +162,8 @@ class Profiler {
 
  private:
   Status transition(ProfilerAction from, ProfilerAction to, bool exiting);
+  // The action of step step_num_: the schedule's, or the toggles'.
+  ProfilerAction next_action();
   void start_window();
   void stop_window();
   void open_step();
@@ -178,6 +190,9 @@ class Profiler {
   std::unique_ptr<internal::ActivitySource> device_;
   bool device_started_ = false;
   std::string device_problem_;  // why it did not start, for this window's trace
+  // toggle_signal: the handler's delivery count seen by the last step().
+  unsigned toggles_seen_ = 0;
+  bool toggle_installed_ = false;
 };
 
 }  // namespace tprof

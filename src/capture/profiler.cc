@@ -10,10 +10,12 @@
 #include "tprof/profiler.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <exception>
 #include <string>
 
@@ -34,6 +36,13 @@ namespace tprof {
 namespace {
 
 std::atomic<Profiler*> g_active{nullptr};
+
+// ProfilerOptions::toggle_signal: deliveries, counted by the handler (an
+// atomic add is async-signal-safe); the profiler acts on them at step().
+std::atomic<unsigned> g_toggles{0};
+struct sigaction g_toggle_old {};
+
+void on_toggle_signal(int) { g_toggles.fetch_add(1, std::memory_order_relaxed); }
 
 // The kernel's name of this process (/proc/self/comm, at most 15 bytes and
 // a newline). Read with plain system calls: the first std::ifstream of a
@@ -131,9 +140,31 @@ Status Profiler::start() {
                  "buffer_events_per_thread and payload_words_per_thread ask for " + std::to_string(per_thread >> 20) +
                      " MiB per recording thread, more than half the physical memory");
   }
+  const int toggle = options_.toggle_signal;
+  if (toggle != 0) {
+    if (options_.schedule.is_set()) {
+      return Error(ErrorCode::kInvalidArgument, "toggle_signal and a schedule cannot be combined");
+    }
+    if (toggle < 1 || toggle >= NSIG || toggle == SIGKILL || toggle == SIGSTOP) {
+      return Error(ErrorCode::kInvalidArgument, "toggle_signal " + std::to_string(toggle) + " cannot be caught");
+    }
+  }
   Profiler* expected = nullptr;
   if (!g_active.compare_exchange_strong(expected, this)) {
     return Error(ErrorCode::kInvalidArgument, "another tprof::Profiler is running");
+  }
+  if (toggle != 0) {
+    struct sigaction sa {};
+    sa.sa_handler = on_toggle_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(toggle, &sa, &g_toggle_old) != 0) {
+      g_active.store(nullptr);
+      return Error(ErrorCode::kInvalidArgument,
+                   "toggle_signal " + std::to_string(toggle) + ": sigaction failed: " + std::strerror(errno));
+    }
+    toggle_installed_ = true;
+    toggles_seen_ = g_toggles.load(std::memory_order_relaxed);
   }
   internal::configure_buffers(options_.buffer_events_per_thread, options_.payload_words_per_thread);
 #if TPROF_HAVE_CUPTI
@@ -149,19 +180,35 @@ Status Profiler::start() {
 #endif
   running_ = true;
   step_num_ = 0;
-  action_ = options_.schedule(0);
+  // On demand: armed, no window until the first toggle.
+  action_ = toggle != 0 ? ProfilerAction::kNone : options_.schedule(0);
   Status s = transition(ProfilerAction::kNone, action_, false);
   open_step();
   return s;
+}
+
+ProfilerAction Profiler::next_action() {
+  if (options_.toggle_signal == 0) return options_.schedule(step_num_);
+  const unsigned toggles = g_toggles.load(std::memory_order_relaxed);
+  // An even number of deliveries since the last step() changes nothing.
+  const bool flip = ((toggles - toggles_seen_) & 1u) != 0;
+  toggles_seen_ = toggles;
+  const bool recording = action_ == ProfilerAction::kRecord;
+  if (!flip) return action_;
+  // Leaving a window is kRecordAndSave's transition: stop, deliver.
+  return recording ? ProfilerAction::kNone : ProfilerAction::kRecord;
 }
 
 Status Profiler::step() {
   if (delivering_) return reentered("step");
   if (!running_) return Error(ErrorCode::kInvalidArgument, "step() before start()");
   close_step();
-  const ProfilerAction prev = action_;
+  ProfilerAction prev = action_;
   ++step_num_;
-  action_ = options_.schedule(step_num_);
+  action_ = next_action();
+  if (options_.toggle_signal != 0 && prev == ProfilerAction::kRecord && action_ == ProfilerAction::kNone) {
+    prev = ProfilerAction::kRecordAndSave;  // the window ends here: stop and deliver
+  }
   Status s = transition(prev, action_, false);
   open_step();
   return s;
@@ -178,13 +225,18 @@ Status Profiler::stop() {
     device_started_ = false;
   }
   running_ = false;
+  if (toggle_installed_) {
+    sigaction(options_.toggle_signal, &g_toggle_old, nullptr);
+    toggle_installed_ = false;
+  }
   g_active.store(nullptr);
   return s;
 }
 
 void Profiler::open_step() {
-  // Without a schedule torch adds no step annotations.
-  if (!options_.schedule.is_set() || !recording_) return;
+  // Without a schedule torch adds no step annotations; on-demand windows
+  // have them, so that a window is whole steps.
+  if ((!options_.schedule.is_set() && options_.toggle_signal == 0) || !recording_) return;
   // Its record is taken now, before any scope of the step: a buffer that
   // fills during the step keeps the step.
   internal::open_span(static_cast<std::uint64_t>(step_num_), internal::kRecordStep, 0, &step_);

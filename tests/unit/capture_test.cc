@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -136,6 +137,54 @@ TEST(Profiler, ACutShortWindowIsDeliveredAtStopAndNoScheduleMeansNoSteps) {
   ASSERT_TRUE(plain.stop());
   EXPECT_EQ(ready, 2);
   EXPECT_TRUE(step_names(plain.trace()).empty());
+}
+
+// On-demand windows: each SIGUSR2 toggles recording at the next step().
+// Signals before steps 3 and 6 make one window of steps 3..5, delivered in
+// step() 6; two signals before step 8 change nothing; one before step 9
+// opens a window that stop() ends and delivers.
+TEST(Profiler, ASignalTogglesWindowsAtTheNextStep) {
+  std::vector<std::int64_t> ready_at;
+  std::vector<std::vector<std::string>> traces;
+  Profiler prof({.on_trace_ready =
+                     [&](Profiler& p) {
+                       ready_at.push_back(p.step_num());
+                       traces.push_back(step_names(p.trace()));
+                       return Status();
+                     },
+                 .toggle_signal = SIGUSR2});
+  ASSERT_TRUE(prof.start());
+  for (int i = 0; i < 11; ++i) {
+    { TPROF_RECORD_FUNCTION("work"); }
+    if (i == 2 || i == 5 || i == 8) ASSERT_EQ(raise(SIGUSR2), 0);
+    if (i == 7) {
+      ASSERT_EQ(raise(SIGUSR2), 0);
+      ASSERT_EQ(raise(SIGUSR2), 0);
+    }
+    ASSERT_TRUE(prof.step());
+  }
+  ASSERT_TRUE(prof.stop());
+  ASSERT_EQ(ready_at, (std::vector<std::int64_t>{6, 11}));
+  EXPECT_EQ(traces[0], (std::vector<std::string>{"ProfilerStep#3", "ProfilerStep#4", "ProfilerStep#5"}));
+  EXPECT_EQ(traces[1], (std::vector<std::string>{"ProfilerStep#9", "ProfilerStep#10", "ProfilerStep#11"}));
+  EXPECT_EQ(count_named(prof.trace(), "work"), 2u);  // steps 9 and 10
+  // stop() gave the signal back: the default action again.
+  struct sigaction now {};
+  ASSERT_EQ(sigaction(SIGUSR2, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);
+}
+
+TEST(Profiler, ToggleSignalRefusesASchedule) {
+  Profiler both({.schedule = schedule({.active = 1}), .toggle_signal = SIGUSR2});
+  EXPECT_FALSE(both.start());
+  Profiler kill({.toggle_signal = SIGKILL});
+  EXPECT_FALSE(kill.start());
+  Profiler out_of_range({.toggle_signal = 100000});
+  EXPECT_FALSE(out_of_range.start());
+  // A refused start leaves nothing behind: another profiler starts.
+  Profiler ok({.toggle_signal = SIGUSR2});
+  EXPECT_TRUE(ok.start());
+  EXPECT_TRUE(ok.stop());
 }
 
 TEST(Profiler, NothingIsRecordedOutsideWindows) {
