@@ -354,7 +354,8 @@ class CuptiSource final : public ActivitySource {
   // Reverses a partial start(): disables what was enabled, returns the
   // buffers and lets CUPTI go.
   void release();
-  void wait_for_device() noexcept;
+  // Waits for queued device work; false when the driver has shut down.
+  bool wait_for_device() noexcept;
 
   CuptiOptions options_;
   const CuptiApi* api_ = nullptr;
@@ -462,32 +463,92 @@ void CuptiSource::release() {
   }
 }
 
-void CuptiSource::wait_for_device() noexcept {
+bool CuptiSource::wait_for_device() noexcept {
   // Kernels still queued at stop() would otherwise be missing or cut off.
-  // The runtime's call waits for the whole device; it is there when the
-  // program links libcudart globally. Otherwise the driver's context
-  // synchronize covers this thread's current context, if it has one.
-  // Errors (no context, no device) mean there is nothing to wait for.
-  using RuntimeSync = int (*)();
-  if (void* f = dlsym(RTLD_DEFAULT, "cudaDeviceSynchronize")) {
-    reinterpret_cast<RuntimeSync>(f)();
-    return;
+  // The thread ending the window need not hold a CUDA context (tprof
+  // record's session thread holds none), so every device whose primary
+  // context is active gets it made current here for a context synchronize.
+  // The driver is asked with RTLD_NOLOAD: a process that never loaded it
+  // ran nothing.
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (driver == nullptr) return true;
+  using GetCount = CUresult (*)(int*);
+  using Get = CUresult (*)(CUdevice*, int);
+  using GetState = CUresult (*)(CUdevice, unsigned*, int*);
+  using Retain = CUresult (*)(CUcontext*, CUdevice);
+  using Release = CUresult (*)(CUdevice);
+  using Push = CUresult (*)(CUcontext);
+  using Pop = CUresult (*)(CUcontext*);
+  using Sync = CUresult (*)();
+  // The exported names of the versioned entry points (cuda.h maps the
+  // plain names to these with macros).
+  const auto get_count = reinterpret_cast<GetCount>(dlsym(driver, "cuDeviceGetCount"));
+  const auto get = reinterpret_cast<Get>(dlsym(driver, "cuDeviceGet"));
+  const auto get_state = reinterpret_cast<GetState>(dlsym(driver, "cuDevicePrimaryCtxGetState"));
+  const auto retain = reinterpret_cast<Retain>(dlsym(driver, "cuDevicePrimaryCtxRetain"));
+  const auto release = reinterpret_cast<Release>(dlsym(driver, "cuDevicePrimaryCtxRelease_v2"));
+  const auto push = reinterpret_cast<Push>(dlsym(driver, "cuCtxPushCurrent_v2"));
+  const auto pop = reinterpret_cast<Pop>(dlsym(driver, "cuCtxPopCurrent_v2"));
+  const auto sync = reinterpret_cast<Sync>(dlsym(driver, "cuCtxSynchronize"));
+  bool alive = true;
+  int count = 0;
+  if (get_count != nullptr) {
+    const CUresult r = get_count(&count);
+    // At process exit after the driver's own teardown: its contexts are
+    // gone (CUPTI delivered their records as they were destroyed).
+    if (r == CUDA_ERROR_DEINITIALIZED) alive = false;
+    if (r != CUDA_SUCCESS) count = 0;
   }
-  // RTLD_NOLOAD: never loads the driver into a process that did not.
-  if (void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
-    using DriverSync = int (*)();
-    if (void* f = dlsym(driver, "cuCtxSynchronize")) reinterpret_cast<DriverSync>(f)();
-    dlclose(driver);
+  if (get == nullptr || get_state == nullptr || retain == nullptr || release == nullptr || push == nullptr ||
+      pop == nullptr || sync == nullptr) {
+    count = 0;
   }
+  for (int d = 0; d < count; ++d) {
+    CUdevice dev = 0;
+    unsigned flags = 0;
+    int active = 0;
+    if (get(&dev, d) != CUDA_SUCCESS || get_state(dev, &flags, &active) != CUDA_SUCCESS || active == 0) continue;
+    CUcontext ctx = nullptr;
+    if (retain(&ctx, dev) != CUDA_SUCCESS) continue;
+    if (push(ctx) == CUDA_SUCCESS) {
+      sync();
+      CUcontext popped = nullptr;
+      pop(&popped);
+    }
+    release(dev);
+  }
+  dlclose(driver);
+  return alive;
 }
 
 void CuptiSource::stop(DeviceBatch* out) {
   if (!started_) return;
-  wait_for_device();
-  // The forced flush in release() happens after the kinds are disabled, so
-  // that records produced while disabling are in it too.
-  api_->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  release();
+  // The calls tprof makes from here on (the device wait) are not the
+  // program's: the API kinds go off first.
+  for (const CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) {
+    const auto it = std::find(enabled_.begin(), enabled_.end(), kind);
+    if (it == enabled_.end()) continue;
+    api_->disable(kind);
+    enabled_.erase(it);
+  }
+  if (wait_for_device()) {
+    // The forced flush in release() happens after the kinds are disabled, so
+    // that records produced while disabling are in it too.
+    api_->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    release();
+  } else {
+    // The driver is gone (the process is exiting and its teardown ran
+    // first): CUPTI must not be called any more. What it delivered when
+    // the contexts were destroyed is all there is.
+    problems_.push_back("the CUDA driver had shut down when the window ended (process exit): device activity "
+                        "still queued then is missing");
+    enabled_.clear();
+    subscriber_ = nullptr;
+    g_buffer_bytes.store(0, std::memory_order_release);
+    std::lock_guard<std::mutex> lock(g_feed_mutex);
+    g_live = nullptr;
+    live_ = false;
+  }
   started_ = false;
 
   std::uint64_t dropped = 0;
@@ -512,6 +573,11 @@ void CuptiSource::stop(DeviceBatch* out) {
 }
 
 }  // namespace
+
+Status preload_cupti() {
+  TPROF_TRY(load_cupti());
+  return {};
+}
 
 std::unique_ptr<ActivitySource> make_cupti_source(const CuptiOptions& options) {
   return std::make_unique<CuptiSource>(options);

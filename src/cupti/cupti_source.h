@@ -52,6 +52,13 @@ struct CuptiOptions {
 // kUnsupported while the first runs. Control-thread calls only.
 std::unique_ptr<ActivitySource> make_cupti_source(const CuptiOptions& options);
 
+// Loads libcupti now (as the first start() would), without subscribing.
+// tprof record calls it before registering its exit handler: a library
+// loaded later has its static destructors run before that handler at exit
+// (glibc runs exit functions in reverse order of registration), and CUPTI
+// used after its own teardown crashes. Errors as start()'s.
+Status preload_cupti();
+
 // What the NVTX callback does with one CUPTI_CB_DOMAIN_NVTX callback:
 // `cbid` is its CUpti_CallbackId, `data` its CUpti_NvtxData. Every push is
 // answered with a push (named "nvtx range" when the text is not at hand) so
