@@ -1,5 +1,6 @@
 // tprof sweep's reports: a table, JSON and a self-contained HTML chart.
 #include <string>
+#include <vector>
 
 #include "src/base/json_writer.h"
 #include "src/report/html_assets.h"
@@ -18,33 +19,49 @@ std::string us(std::int64_t ns) { return internal::fixed(static_cast<double>(ns)
 std::string format_sweep_text(const Sweep& s) {
   std::string out;
   const bool device = !s.points.empty() && s.points.front().device;
-  const char* const headers[] = {"Size", "Steps", "Step (us)", device ? "Device (us)" : "Work (us)", "Overhead (us)",
-                                 "Work %", "Verdict"};
-  const std::size_t widths[] = {7, 6, 12, 12, 14, 7, 16};
-  auto row = [&](const std::string* cells) {
-    for (std::size_t i = 0; i < 7; ++i) {
+  // With device work the host's own time per step gets a column: a step
+  // that waits for the GPU is longer than its ProfilerStep.
+  std::vector<std::string> head = {"Size", "Steps", "Step (us)"};
+  std::vector<std::size_t> widths = {7, 6, 12};
+  if (device) {
+    head.insert(head.end(), {"Host (us)", "Device (us)"});
+    widths.insert(widths.end(), {12, 12});
+  } else {
+    head.emplace_back("Work (us)");
+    widths.push_back(12);
+  }
+  head.insert(head.end(), {"Overhead (us)", "Work %", "Verdict"});
+  widths.insert(widths.end(), {14, 7, 16});
+  auto row = [&](const std::vector<std::string>& cells) {
+    for (std::size_t i = 0; i < cells.size(); ++i) {
       internal::append_right(&out, cells[i], widths[i]);
-      out.append(i + 1 < 7 ? "  " : "\n");
+      out.append(i + 1 < cells.size() ? "  " : "\n");
     }
   };
-  std::string head[7];
-  for (std::size_t i = 0; i < 7; ++i) head[i] = headers[i];
   row(head);
   for (const SweepPoint& p : s.points) {
-    std::string cells[7] = {std::to_string(p.size), std::to_string(p.steps), us(p.step_ns), us(p.work_ns),
-                            us(p.overhead_ns),     internal::fixed(p.work_pct, 1) + "%", p.verdict};
+    std::vector<std::string> cells = {std::to_string(p.size), std::to_string(p.steps), us(p.step_ns)};
+    if (device) cells.push_back(us(p.host_ns));
+    cells.insert(cells.end(), {us(p.work_ns), us(p.overhead_ns), internal::fixed(p.work_pct, 1) + "%", p.verdict});
     row(cells);
   }
-  out += device ? "work: device busy time per step (kernels, copies, memsets the step launched)\n"
-                : "work: time in leaf host ops per step (ops that call no other op: the GEMM, the add loop)\n";
+  if (device) {
+    out += "step: start to completion (its own end or its device work's, the later); host: the ProfilerStep's span\n";
+    out += "device: device work per step (kernels, copies, memsets the step launched, wherever they ran)\n";
+  } else {
+    out += "work: time in leaf host ops per step (ops that call no other op: the GEMM, the add loop)\n";
+  }
+  // The crossover is read off the Work % column: the rule and the numbers
+  // printed above it are the same.
   if (s.crossover_size) {
     out += "crossover: from size " + std::to_string(*s.crossover_size) +
-           " on, a step spends at least half its time working: compute-bound";
+           " on, every size works at least half of its step (work >= overhead)";
     out += s.points.empty() || *s.crossover_size != s.points.front().size ? "\n" : " (already at the smallest size)\n";
+  } else if (!s.points.empty()) {
+    out += "crossover: none up to size " + std::to_string(s.points.back().size) + ": the largest size works " +
+           internal::fixed(s.points.back().work_pct, 1) + "% of its step, under half (work < overhead)\n";
   } else {
-    out += "crossover: none in this range: every size up to " +
-           (s.points.empty() ? std::string("-") : std::to_string(s.points.back().size)) +
-           " spends most of its step around the work (overhead-bound)\n";
+    out += "crossover: none (no sizes)\n";
   }
   return out;
 }
@@ -65,6 +82,8 @@ std::string format_sweep_json(const Sweep& s) {
     w.value_bool(p.device);
     w.key("step_ns");
     w.value_int(p.step_ns);
+    w.key("host_ns");
+    w.value_int(p.host_ns);
     w.key("work_ns");
     w.value_int(p.work_ns);
     w.key("overhead_ns");
@@ -113,18 +132,21 @@ td, th { padding: 3px 10px; text-align: right; border-bottom: 1px solid #ddd; }
   html += "</style>\n</head>\n<body>\n<h1>";
   html += html_escape(title);
   html += "</h1>\n<p class=\"note\">Per step, median over the steps of each run: the step, the ";
-  html += device ? "device's busy time (kernels, copies, memsets)" : "time in leaf host ops (where the arithmetic is)";
+  html += device ? "device work it launched (kernels, copies, memsets)" : "time in leaf host ops (where the arithmetic is)";
   html += " and the overhead around it. Where the work line crosses the overhead line the run turns from "
           "overhead-bound to compute-bound.</p>\n<p id=\"crossover\">";
-  html += s.crossover_size ? "Crossover: compute-bound from size " + std::to_string(*s.crossover_size) + " on."
-                           : std::string("No crossover in this range.");
+  html += s.crossover_size ? "Crossover: from size " + std::to_string(*s.crossover_size) +
+                                 " on, every size works at least half of its step."
+                           : std::string("No crossover in this range: the largest size works under half of its step.");
   html += "</p>\n<div id=\"sweep-chart\" data-points=\"" + std::to_string(s.points.size()) + "\"></div>\n";
-  html += "<table id=\"sweep-table\"><tr><th>size</th><th>step (us)</th><th>work (us)</th><th>overhead (us)</th>"
-          "<th>work %</th><th>verdict</th></tr>\n";
+  html += "<table id=\"sweep-table\"><tr><th>size</th><th>step (us)</th>";
+  html += device ? "<th>host (us)</th><th>device (us)</th>" : "<th>work (us)</th>";
+  html += "<th>overhead (us)</th><th>work %</th><th>verdict</th></tr>\n";
   for (const SweepPoint& p : s.points) {
-    html += "<tr><td>" + std::to_string(p.size) + "</td><td>" + us(p.step_ns) + "</td><td>" + us(p.work_ns) +
-            "</td><td>" + us(p.overhead_ns) + "</td><td>" + internal::fixed(p.work_pct, 1) + "%</td><td>" +
-            html_escape(p.verdict) + "</td></tr>\n";
+    html += "<tr><td>" + std::to_string(p.size) + "</td><td>" + us(p.step_ns) + "</td><td>";
+    if (device) html += us(p.host_ns) + "</td><td>";
+    html += us(p.work_ns) + "</td><td>" + us(p.overhead_ns) + "</td><td>" + internal::fixed(p.work_pct, 1) +
+            "%</td><td>" + html_escape(p.verdict) + "</td></tr>\n";
   }
   html += "</table>\n<script type=\"application/json\" id=\"sweep-data\">";
   html += data;

@@ -105,6 +105,11 @@ int run_sweep(const SweepArgs& a) {
     const std::vector<std::string> args = {program,     "--size",  std::to_string(size), "--dtype",     a.dtype,
                                            "--warmup",  "--steps", std::to_string(a.steps), "--trace-dir", dir.string(),
                                            "--device",  a.device};
+    // The example names its trace <size>_<dtype>_warm_eager.json (--warmup,
+    // no --compile/--fused). Exactly that file, removed first: a --keep
+    // directory may hold a _compile or _fused trace, or an older run's.
+    const fs::path trace = dir / (std::to_string(size) + "_" + a.dtype + "_warm_eager.json");
+    fs::remove(trace, ec);
     const std::string log = (dir / ("sweep_" + std::to_string(size) + ".log")).string();
     if (!global_options().quiet) std::cerr << "sweep: size " << size << "\n";
     const int status = run(args, log);
@@ -114,15 +119,13 @@ int run_sweep(const SweepArgs& a) {
       rc = kExitBadInput;
       break;
     }
-    // The example names its trace <size>_<dtype>_warm_eager[...].json.
-    std::string found;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-      const std::string n = e.path().filename().string();
-      if (n.rfind(std::to_string(size) + "_" + a.dtype + "_warm_", 0) == 0 && n.ends_with(".json")) found = e.path().string();
+    if (!fs::is_regular_file(trace, ec)) {
+      std::cerr << "tprof: sweep: no trace written for size " << size << ": expected " << trace.string() << "\n";
+      rc = kExitBadInput;
+      break;
     }
-    std::optional<Trace> t = found.empty() ? std::nullopt : load_trace(found);
+    std::optional<Trace> t = load_trace(trace.string());
     if (!t) {
-      if (found.empty()) std::cerr << "tprof: sweep: no trace written for size " << size << " in " << dir.string() << "\n";
       rc = kExitBadInput;
       break;
     }
