@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,6 +19,9 @@
 
 #include "examples/matmul_add/bf16.h"
 #if MATMUL_ADD_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+#include "examples/matmul_add/add_kernel.h"
 #include "examples/matmul_add/cuda_ops.h"
 #endif
 #include "examples/matmul_add/ops.h"
@@ -451,6 +455,116 @@ TEST(CudaOps, EagerCompileAndFusedComputeMatmulAdd) {
         }
         const tprof::Status closed = (*gpu)->close();
         EXPECT_TRUE(closed.ok()) << closed.error().to_string();
+      }
+    }
+  }
+}
+
+// The add's launch is torch's vectorized elementwise launch (no device
+// needed): 128 threads a block, 1024 elements a block, and the grid torch's
+// own trace of the same add shows on the H100 (tests/data/gpu/h100-torch-2.11:
+// vectorized_elementwise_kernel<8, CUDAFunctor_add<BFloat16>>, grid
+// [16384, 1, 1] and block [128, 1, 1] at 4096 x 4096, [4, 1, 1] at 64 x 64).
+TEST(AddKernel, LaunchesLikeTorchsVectorizedElementwiseKernel) {
+  for (const auto& [file, count] : {std::pair<std::string, std::int64_t>{"4096_bf16_warm_eager.json", 4096 * 4096},
+                                    {"64_bf16_warm_eager.json", 64 * 64}}) {
+    const std::string trace =
+        read_text(fs::path(TPROF_SOURCE_DIR) / "tests" / "data" / "gpu" / "h100-torch-2.11" / file);
+    const std::size_t at = trace.find("vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add");
+    ASSERT_NE(at, std::string::npos) << file;
+    // The kernel event's args follow its name within a few hundred bytes.
+    const std::string event = trace.substr(at, 1500);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(event, m, std::regex(R"("grid": \[(\d+), 1, 1\],\s*"block": \[(\d+), 1, 1\])")))
+        << event;
+    EXPECT_EQ(add_blocks(count), std::stoll(m[1].str())) << file;
+    EXPECT_EQ(add_threads_per_block(), std::stoi(m[2].str())) << file;
+  }
+  EXPECT_EQ(add_blocks(0), 0);
+  EXPECT_EQ(add_blocks(1), 1);
+  EXPECT_EQ(add_blocks(1024), 1);
+  EXPECT_EQ(add_blocks(1025), 2);
+  // 16-byte accesses where every pointer allows them, elementwise otherwise.
+  const auto at = [](std::uintptr_t address) { return reinterpret_cast<const void*>(address); };
+  EXPECT_EQ(add_vector_width(at(0x1000), at(0x2000), at(0x3000), /*bf16=*/true), 8);
+  EXPECT_EQ(add_vector_width(at(0x1000), at(0x2000), at(0x3000), /*bf16=*/false), 4);
+  EXPECT_EQ(add_vector_width(at(0x1002), at(0x2000), at(0x3000), true), 1);
+  EXPECT_EQ(add_vector_width(at(0x1000), at(0x2008), at(0x3000), false), 1);
+  EXPECT_EQ(add_vector_width(at(0x1000), at(0x2000), at(0x3004), false), 1);
+}
+
+// On a GPU: the add is bit for bit the host's (fp32 sums; bf16 summed in
+// fp32 and rounded once), for lengths that end inside a vector, a tile and
+// a grid's last block, and for pointers that rule out 16-byte accesses.
+TEST(CudaOps, AddIsExactForEveryLengthAndAlignment) {
+  if (const std::string why = cuda_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+  for (const bool bf16 : {true, false}) {
+    const std::size_t elem = bf16 ? 2 : 4;
+    for (const std::int64_t count : {1, 7, 8, 1023, 1024, 1025, 3 * 1024 + 5, (1 << 20) + 3}) {
+      for (const std::int64_t offset : {0, 1}) {  // elements: 1 misaligns all three
+        SCOPED_TRACE((bf16 ? "bf16 " : "fp32 ") + std::to_string(count) + " offset " + std::to_string(offset));
+        const std::size_t n = static_cast<std::size_t>(count + offset);
+        std::vector<std::uint32_t> a(n), b(n);
+        std::mt19937 gen(static_cast<std::uint32_t>(count * 2 + offset));
+        std::normal_distribution<float> dist(0.0f, 8.0f);
+        for (std::size_t i = 0; i < n; ++i) {
+          const float x = dist(gen), y = dist(gen);
+          a[i] = bf16 ? bf16_from_float(x) : std::bit_cast<std::uint32_t>(x);
+          b[i] = bf16 ? bf16_from_float(y) : std::bit_cast<std::uint32_t>(y);
+        }
+        // Host layout: bf16 as uint16_t, fp32 as its bits.
+        std::vector<unsigned char> ha(n * elem), hb(n * elem), hz(n * elem);
+        for (std::size_t i = 0; i < n; ++i) {
+          if (bf16) {
+            const auto va = static_cast<std::uint16_t>(a[i]), vb = static_cast<std::uint16_t>(b[i]);
+            std::memcpy(&ha[i * 2], &va, 2);
+            std::memcpy(&hb[i * 2], &vb, 2);
+          } else {
+            std::memcpy(&ha[i * 4], &a[i], 4);
+            std::memcpy(&hb[i * 4], &b[i], 4);
+          }
+        }
+        void *da = nullptr, *db = nullptr, *dz = nullptr;
+        ASSERT_EQ(cudaMalloc(&da, n * elem), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&db, n * elem), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&dz, n * elem), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(da, ha.data(), n * elem, cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(db, hb.data(), n * elem, cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemset(dz, 0xff, n * elem), cudaSuccess);
+        const std::size_t skip = static_cast<std::size_t>(offset) * elem;
+        auto* pa = static_cast<char*>(da) + skip;
+        auto* pb = static_cast<char*>(db) + skip;
+        auto* pz = static_cast<char*>(dz) + skip;
+        EXPECT_EQ(add_vector_width(pa, pb, pz, bf16), offset == 0 ? (bf16 ? 8 : 4) : 1);
+        ASSERT_EQ(launch_add(pa, pb, pz, count, bf16, nullptr), cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(hz.data(), dz, n * elem, cudaMemcpyDeviceToHost), cudaSuccess);
+        cudaFree(da);
+        cudaFree(db);
+        cudaFree(dz);
+        int wrong = 0;
+        for (std::size_t i = static_cast<std::size_t>(offset); i < n && wrong < 5; ++i) {
+          std::uint32_t got = 0, want = 0;
+          if (bf16) {
+            std::uint16_t g = 0;
+            std::memcpy(&g, &hz[i * 2], 2);
+            got = g;
+            want = bf16_from_float(float_from_bf16(static_cast<std::uint16_t>(a[i])) +
+                                   float_from_bf16(static_cast<std::uint16_t>(b[i])));
+          } else {
+            std::memcpy(&got, &hz[i * 4], 4);
+            want = std::bit_cast<std::uint32_t>(std::bit_cast<float>(a[i]) + std::bit_cast<float>(b[i]));
+          }
+          if (got != want) {
+            ADD_FAILURE() << "element " << i - static_cast<std::size_t>(offset) << ": got " << std::hex << got
+                          << ", want " << want;
+            ++wrong;
+          }
+        }
+        // Nothing before the first element is written (the offset's padding).
+        if (offset > 0) {
+          EXPECT_EQ(hz[0], 0xff);
+        }
       }
     }
   }
