@@ -132,7 +132,8 @@ td, th { padding: 3px 10px; text-align: right; border-bottom: 1px solid #ddd; }
   html += "</style>\n</head>\n<body>\n<h1>";
   html += html_escape(title);
   html += "</h1>\n<p class=\"note\">Per step, median over the steps of each run: the step, the ";
-  html += device ? "device work it launched (kernels, copies, memsets)" : "time in leaf host ops (where the arithmetic is)";
+  html += device ? "device work it launched (kernels, copies, memsets)"
+                 : "time in leaf host ops (where the arithmetic is)";
   html += " and the overhead around it. Where the work line crosses the overhead line the run turns from "
           "overhead-bound to compute-bound.</p>\n<p id=\"crossover\">";
   html += s.crossover_size ? "Crossover: from size " + std::to_string(*s.crossover_size) +

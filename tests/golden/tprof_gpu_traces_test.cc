@@ -73,12 +73,14 @@ TEST_P(TprofGpuTrace, DiagnoseJudgesTheSizeAndFindsTheHiddenCopyUnderCompileOnly
   const bool small = stem.starts_with("64_");
   EXPECT_EQ(verdict_name(d.verdict), small ? "overhead-bound" : "compute-bound") << d.summary;
   // Most steps agree with the trace's verdict (a cold run's first step may not).
-  const auto agree = std::count_if(d.steps.begin(), d.steps.end(), [&](const StepVerdict& s) { return s.verdict == d.verdict; });
+  const auto agree =
+      std::count_if(d.steps.begin(), d.steps.end(), [&](const StepVerdict& s) { return s.verdict == d.verdict; });
   EXPECT_GE(agree, 19) << d.summary;
   const bool compile = stem.ends_with("_compile");
   EXPECT_EQ(has_finding(d, "hidden_memcpy"), compile) << stem;
   if (compile) {
-    const Finding& f = *std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& x) { return x.id == "hidden_memcpy"; });
+    const Finding& f =
+        *std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& x) { return x.id == "hidden_memcpy"; });
     // One bias copy per step, N×N bf16, issued by the addmm's op::copy_.
     const std::int64_t n = small ? 64 : 4096;
     ASSERT_NE(f.evidence.find("count"), nullptr);
