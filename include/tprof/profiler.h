@@ -51,6 +51,19 @@ class ActivitySource;
 
 enum class Activity : std::uint8_t { kCpu, kCuda };
 
+// Which CUDA runtime and driver calls an Activity::kCuda window records.
+enum class CudaApiCalls : std::uint8_t {
+  // Those torch.profiler records (Kineto's lists): every runtime call but
+  // cudaGetDevice, cudaSetDevice, cudaGetLastError and
+  // cudaEvent{Create,CreateWithFlags,Destroy}; of the driver's, only
+  // cuLaunchKernel, cuLaunchKernelEx and the cuMem* virtual-memory calls.
+  // The others are never recorded (CUPTI's per-call switches), which keeps
+  // the capture cheap.
+  kTorch,
+  // Every runtime and driver call the program makes (tprof record --api all).
+  kAll,
+};
+
 // torch.profiler.ProfilerAction.
 enum class ProfilerAction : std::uint8_t { kNone, kWarmup, kRecord, kRecordAndSave };
 
@@ -114,6 +127,16 @@ struct ProfilerOptions {
   // next one ends. Cannot be combined with a schedule (kInvalidArgument);
   // SIGKILL, SIGSTOP and numbers outside 1..NSIG-1 are refused.
   int toggle_signal = 0;
+  // Activity::kCuda: which runtime and driver calls the trace holds
+  // (cat "cuda_runtime" / "cuda_driver"). Default: torch.profiler's.
+  CudaApiCalls cuda_api_calls = CudaApiCalls::kTorch;
+  // Activity::kCuda: also record CUDA synchronizations (cat "cuda_sync" on
+  // the device's lane: stream, event and context syncs, and a stream
+  // waiting on an event), as torch's
+  // _ExperimentalConfig(enable_cuda_sync_events=True). Off by default, as
+  // in torch. Their time is the host waiting: tables never count it as
+  // device (CUDA) time.
+  bool cuda_sync_events = false;
 };
 
 // key_averages()'s result: defined in tprof/profiler_tables.h.

@@ -175,6 +175,9 @@ Status Profiler::start() {
                                                           internal::start_range, internal::end_range};
     internal::CuptiOptions cupti;
     cupti.nvtx = &kRecorderRanges;
+    cupti.api_calls = options_.cuda_api_calls == CudaApiCalls::kAll ? internal::CuptiApiCalls::kAll
+                                                                     : internal::CuptiApiCalls::kTorch;
+    cupti.sync_events = options_.cuda_sync_events;
     device_ = internal::make_cupti_source(cupti);
   }
 #endif

@@ -12,6 +12,7 @@
 
 #include "src/base/json_writer.h"
 #include "src/cupti/cupti_cbid_names.h"
+#include "src/cupti/kineto_api_calls.h"
 
 namespace tprof::internal {
 namespace {
@@ -448,6 +449,11 @@ std::pair<std::uint32_t, std::uint32_t> CuptiRecordConverter::api_name(DeviceEve
 
 void CuptiRecordConverter::add_api(const CUpti_Activity* record, DeviceEventKind kind) {
   const auto r = read_record<CUpti_ActivityAPI>(record);
+  if (torch_api_calls_only_ && !(kind == DeviceEventKind::kRuntime ? kineto_records_runtime_call(r.cbid)
+                                                                   : kineto_records_driver_call(r.cbid))) {
+    ++filtered_api_;
+    return;
+  }
   DeviceEvent e;
   e.kind = kind;
   e.start_ns = to_ns(r.start);
@@ -647,6 +653,7 @@ void CuptiRecordConverter::finish(DeviceBatch* out) {
   api_names_.clear();
   ignored_ = 0;
   clamped_ = 0;
+  filtered_api_ = 0;
 }
 
 }  // namespace tprof::internal

@@ -61,8 +61,15 @@ class CuptiRecordConverter {
   // report a context once, in an earlier window than its work.
   void finish(DeviceBatch* out);
 
+  // Drops the runtime and driver call records torch.profiler leaves out
+  // (src/cupti/kineto_api_calls.h) when true; keeps every call when false
+  // (the default).
+  void keep_torch_api_calls_only(bool on) { torch_api_calls_only_ = on; }
+
   // Records of kinds the converter does not handle, since the last finish().
   std::uint64_t ignored_records() const { return ignored_; }
+  // API call records dropped by keep_torch_api_calls_only, since the last finish().
+  std::uint64_t filtered_api_records() const { return filtered_api_; }
   // Records whose end preceded their start (written with end = start).
   std::uint64_t clamped_records() const { return clamped_; }
 
@@ -124,6 +131,8 @@ class CuptiRecordConverter {
   std::string scratch_;  // one args object at a time
   std::uint64_t ignored_ = 0;
   std::uint64_t clamped_ = 0;
+  std::uint64_t filtered_api_ = 0;
+  bool torch_api_calls_only_ = false;
 };
 
 // Kineto's names for CUPTI enumerations (cupti_strings.cpp).

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "src/cupti/activity_switches.h"
 #include "src/cupti/cupti_convert.h"
 
 namespace tprof::internal {
@@ -39,6 +40,10 @@ struct CuptiApi {
   decltype(&cuptiActivityFlushAll) flush_all = nullptr;
   decltype(&cuptiActivityGetNextRecord) get_next_record = nullptr;
   decltype(&cuptiActivityGetNumDroppedRecords) get_num_dropped_records = nullptr;
+  // Optional (CUPTI 12.5+): the per-call switches of the runtime and driver
+  // kinds. Without them the calls torch leaves out are dropped afterwards.
+  decltype(&cuptiActivityEnableRuntimeApi) enable_runtime_api = nullptr;
+  decltype(&cuptiActivityEnableDriverApi) enable_driver_api = nullptr;
 };
 
 template <class F>
@@ -102,6 +107,10 @@ Result<const CuptiApi*> load_cupti() {
   resolve(handle, "cuptiActivityFlushAll", &api.flush_all, &missing);
   resolve(handle, "cuptiActivityGetNextRecord", &api.get_next_record, &missing);
   resolve(handle, "cuptiActivityGetNumDroppedRecords", &api.get_num_dropped_records, &missing);
+  api.enable_runtime_api =
+      reinterpret_cast<decltype(api.enable_runtime_api)>(dlsym(handle, "cuptiActivityEnableRuntimeApi"));
+  api.enable_driver_api =
+      reinterpret_cast<decltype(api.enable_driver_api)>(dlsym(handle, "cuptiActivityEnableDriverApi"));
   if (!missing.empty()) {
     // Nothing of it was used: unloading is safe here.
     dlclose(handle);
@@ -156,23 +165,16 @@ Error cupti_error(const CuptiApi& api, const char* call, CUptiResult r) {
                "CUDA activity unavailable: " + why + " (" + call + ": " + result_text(api, r) + ")");
 }
 
-// The kinds a window records. The first one failing means no tracing at
-// all (it is where a missing driver or missing privileges show); a later
-// one that this CUPTI or device does not support is left out and reported.
-constexpr CUpti_ActivityKind kKinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-    CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_MEMCPY2,
-    CUPTI_ACTIVITY_KIND_MEMSET,
-    CUPTI_ACTIVITY_KIND_RUNTIME,
-    CUPTI_ACTIVITY_KIND_DRIVER,
-    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-    CUPTI_ACTIVITY_KIND_OVERHEAD,
-    // DEVICE and CONTEXT are not timed: enabling them makes CUPTI describe
-    // the devices (occupancy, deviceProperties) and contexts (sync devices).
-    CUPTI_ACTIVITY_KIND_DEVICE,
-    CUPTI_ACTIVITY_KIND_CONTEXT,
-};
+// The kinds and per-call switches a window sets (src/cupti/activity_switches.h).
+ActivitySwitches switches_of(const CuptiApi& api) {
+  ActivitySwitches s;
+  s.enable = api.enable;
+  s.disable = api.disable;
+  s.enable_runtime_api = api.enable_runtime_api;
+  s.enable_driver_api = api.enable_driver_api;
+  s.result_string = api.get_result_string;
+  return s;
+}
 
 // ---- callbacks ------------------------------------------------------------------------
 //
@@ -329,6 +331,10 @@ class CuptiSource final : public ActivitySource {
     // 8-byte multiples (CUPTI's alignment), at least one record's worth.
     options_.buffer_bytes = (std::max<std::size_t>(options_.buffer_bytes, 4096) + 7) & ~std::size_t{7};
     options_.max_buffers = std::max<std::size_t>(options_.max_buffers, 1);
+    // What CUPTI's per-call switches should already have left out is
+    // dropped here too: where this libcupti lacks them, and should one not
+    // take (records are read off the hot path, one table look-up each).
+    converter_.keep_torch_api_calls_only(options_.api_calls == CuptiApiCalls::kTorch);
   }
   ~CuptiSource() override {
     if (started_) {
@@ -360,8 +366,8 @@ class CuptiSource final : public ActivitySource {
   CuptiOptions options_;
   const CuptiApi* api_ = nullptr;
   CUpti_SubscriberHandle subscriber_ = nullptr;
-  std::vector<CUpti_ActivityKind> enabled_;
-  std::vector<std::string> problems_;  // kinds left out at start()
+  EnabledActivities enabled_;
+  std::vector<std::string> problems_;  // kinds and switches left out at start()
   bool live_ = false;                  // g_live points here
   bool started_ = false;
   // Fed under g_feed_mutex by buffer_completed; read by stop().
@@ -426,30 +432,26 @@ Status CuptiSource::start() {
   r = api_->register_callbacks(buffer_requested, buffer_completed);
   if (r != CUPTI_SUCCESS) return fail("cuptiActivityRegisterCallbacks", r);
 
-  for (const CUpti_ActivityKind kind : kKinds) {
-    r = api_->enable(kind);
-    if (r == CUPTI_SUCCESS) {
-      enabled_.push_back(kind);
-    } else if (kind != kKinds[0] &&
-               (r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_NOT_COMPATIBLE || r == CUPTI_ERROR_INVALID_KIND)) {
-      problems_.push_back("CUPTI activity kind " + std::to_string(static_cast<int>(kind)) +
-                          " not recorded: " + result_text(*api_, r));
-    } else {
-      return fail("cuptiActivityEnable", r);
-    }
-  }
+  // The first kind failing means no tracing at all (it is where a missing
+  // driver or missing privileges show); a later one that this CUPTI or
+  // device does not support is left out and reported.
+  enable_activities(switches_of(*api_), options_, &enabled_);
+  for (std::string& p : enabled_.problems) problems_.push_back(std::move(p));
+  enabled_.problems.clear();
+  if (enabled_.failed_call != nullptr) return fail(enabled_.failed_call, enabled_.failed_result);
   started_ = true;
   return {};
 }
 
 void CuptiSource::release() {
-  for (const CUpti_ActivityKind kind : enabled_) api_->disable(kind);
-  if (!enabled_.empty()) {
+  const bool any = !enabled_.kinds.empty() || enabled_.driver_calls_by_cbid;
+  disable_activities(switches_of(*api_), &enabled_);
+  if (any) {
     // Hands back every buffer CUPTI holds, partly filled ones included; the
     // completion callback reads them while this source is still live.
     api_->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
-  enabled_.clear();
+  enabled_ = {};
   g_buffer_bytes.store(0, std::memory_order_release);
   if (live_) {
     std::lock_guard<std::mutex> lock(g_feed_mutex);
@@ -525,12 +527,7 @@ void CuptiSource::stop(DeviceBatch* out) {
   if (!started_) return;
   // The calls tprof makes from here on (the device wait) are not the
   // program's: the API kinds go off first.
-  for (const CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) {
-    const auto it = std::find(enabled_.begin(), enabled_.end(), kind);
-    if (it == enabled_.end()) continue;
-    api_->disable(kind);
-    enabled_.erase(it);
-  }
+  disable_api_records(switches_of(*api_), &enabled_);
   if (wait_for_device()) {
     // The forced flush in release() happens after the kinds are disabled, so
     // that records produced while disabling are in it too.
@@ -542,7 +539,7 @@ void CuptiSource::stop(DeviceBatch* out) {
     // the contexts were destroyed is all there is.
     problems_.push_back("the CUDA driver had shut down when the window ended (process exit): device activity "
                         "still queued then is missing");
-    enabled_.clear();
+    enabled_ = {};
     subscriber_ = nullptr;
     g_buffer_bytes.store(0, std::memory_order_release);
     std::lock_guard<std::mutex> lock(g_feed_mutex);

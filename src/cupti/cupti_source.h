@@ -1,6 +1,7 @@
-// The live CUPTI activity source: records kernels, copies, memsets, CUDA
-// runtime/driver calls, synchronizations and CUPTI's own overhead while a
-// profiling window is open.
+// The live CUPTI activity source: records kernels, copies, memsets, the
+// CUDA runtime and driver calls torch.profiler records (or all of them),
+// CUPTI's own overhead and, when asked, synchronizations while a profiling
+// window is open.
 //
 //   CuptiOptions options;
 //   options.nvtx = &ranges;                 // NVTX ranges too, reported there
@@ -35,7 +36,25 @@ struct NvtxRanges {
   void (*end)(std::uint64_t id) noexcept;
 };
 
+// Which CUDA runtime and driver calls a window records.
+enum class CuptiApiCalls : std::uint8_t {
+  // Those torch.profiler records (Kineto's lists, src/cupti/kineto_api_calls.h):
+  // every runtime call but cudaGetDevice, cudaSetDevice, cudaGetLastError
+  // and cudaEvent{Create,CreateWithFlags,Destroy}; of the driver, only
+  // cuLaunchKernel(Ex) and the cuMem* virtual memory calls. The others are
+  // switched off in CUPTI itself, so they cost no records.
+  kTorch = 0,
+  // Every runtime and driver call the program makes.
+  kAll = 1,
+};
+
 struct CuptiOptions {
+  CuptiApiCalls api_calls = CuptiApiCalls::kTorch;
+  // Also record synchronizations (CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: cat
+  // "cuda_sync", the host waiting on a stream, an event or the context),
+  // as torch's _ExperimentalConfig(enable_cuda_sync_events=True). Off by
+  // default, as in torch.
+  bool sync_events = false;
   // Also report NVTX push/pop and start/end ranges here (null: not at all).
   // NVTX calls reach CUPTI only when NVTX_INJECTION64_PATH names libcupti
   // (tprof record sets it). Must outlive the source.

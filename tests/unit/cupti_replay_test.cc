@@ -21,13 +21,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "src/cupti/activity_switches.h"
 #include "src/cupti/cupti_cbid_names.h"
 #include "src/cupti/cupti_convert.h"
 #include "src/cupti/cupti_source.h"
+#include "src/cupti/kineto_api_calls.h"
 #include "tests/support/cupti_records.h"
 
 namespace tprof::internal {
@@ -318,6 +322,243 @@ TEST(CuptiReplay, OddRecordsAreCountedNotFatal) {
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->start_ns, 2000);
   EXPECT_EQ(e->end_ns, 2000);
+}
+
+// ---- which calls a window records: the source's CUPTI switches ------------------------
+//
+// A CUPTI that logs what start() and stop() ask of it (the vocabulary of the
+// stand-in libcupti, tests/standin) and keeps the state CUPTI documents for
+// it (cupti_activity.h, cuptiActivityEnableRuntimeApi): enabling a kind
+// records every call of it and overrides the per-call switches set before;
+// a per-call switch set after the kind, or without it, decides that call.
+
+struct FakeCupti {
+  std::vector<std::string> log;
+  std::set<int> kinds;
+  std::map<std::uint32_t, bool> runtime_calls, driver_calls;  // per-call switches in force
+  CUptiResult refuse_driver_api = CUPTI_SUCCESS;               // what enable_driver_api answers
+
+  bool records_runtime(std::uint32_t cbid) const {
+    auto it = runtime_calls.find(cbid);
+    return it != runtime_calls.end() ? it->second : kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME) != 0;
+  }
+  bool records_driver(std::uint32_t cbid) const {
+    auto it = driver_calls.find(cbid);
+    return it != driver_calls.end() ? it->second : kinds.count(CUPTI_ACTIVITY_KIND_DRIVER) != 0;
+  }
+};
+FakeCupti* g_fake = nullptr;
+
+CUptiResult fake_enable(CUpti_ActivityKind k) {
+  g_fake->log.push_back("activity_enable " + std::to_string(k));
+  g_fake->kinds.insert(k);
+  if (k == CUPTI_ACTIVITY_KIND_RUNTIME) g_fake->runtime_calls.clear();
+  if (k == CUPTI_ACTIVITY_KIND_DRIVER) g_fake->driver_calls.clear();
+  return CUPTI_SUCCESS;
+}
+CUptiResult fake_disable(CUpti_ActivityKind k) {
+  g_fake->log.push_back("activity_disable " + std::to_string(k));
+  g_fake->kinds.erase(k);
+  if (k == CUPTI_ACTIVITY_KIND_RUNTIME) g_fake->runtime_calls.clear();
+  if (k == CUPTI_ACTIVITY_KIND_DRIVER) g_fake->driver_calls.clear();
+  return CUPTI_SUCCESS;
+}
+CUptiResult fake_runtime_api(CUpti_CallbackId cbid, std::uint8_t on) {
+  g_fake->log.push_back("runtime_api " + std::to_string(cbid) + " " + std::to_string(on));
+  g_fake->runtime_calls[cbid] = on != 0;
+  return CUPTI_SUCCESS;
+}
+CUptiResult fake_driver_api(CUpti_CallbackId cbid, std::uint8_t on) {
+  g_fake->log.push_back("driver_api " + std::to_string(cbid) + " " + std::to_string(on));
+  if (g_fake->refuse_driver_api != CUPTI_SUCCESS && on != 0 && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) {
+    return g_fake->refuse_driver_api;
+  }
+  g_fake->driver_calls[cbid] = on != 0;
+  return CUPTI_SUCCESS;
+}
+
+class CuptiSwitches : public ::testing::Test {
+ protected:
+  void SetUp() override { g_fake = &fake_; }
+  void TearDown() override { g_fake = nullptr; }
+  ActivitySwitches all_functions() const { return {fake_enable, fake_disable, fake_runtime_api, fake_driver_api}; }
+  std::size_t index_of(const std::string& line) const {
+    for (std::size_t i = 0; i < fake_.log.size(); ++i) {
+      if (fake_.log[i] == line) return i;
+    }
+    return fake_.log.size();
+  }
+  bool logged(const std::string& line) const { return index_of(line) < fake_.log.size(); }
+  FakeCupti fake_;
+};
+
+std::string enabled(CUpti_ActivityKind k) { return "activity_enable " + std::to_string(k); }
+
+TEST_F(CuptiSwitches, ByDefaultCuptiRecordsExactlyTheCallsTorchRecords) {
+  EnabledActivities on;
+  enable_activities(all_functions(), CuptiOptions{}, &on);
+  EXPECT_EQ(on.failed_call, nullptr);
+  EXPECT_TRUE(on.problems.empty()) << on.problems.front();
+  // Every runtime and driver call CUPTI knows, through CUPTI's own state:
+  // a call Kineto drops is never recorded, a call it keeps always is.
+  for (std::size_t i = 0; i < kRuntimeCbidNamesSize; ++i) {
+    const std::uint32_t cbid = kRuntimeCbidNames[i].cbid;
+    EXPECT_EQ(fake_.records_runtime(cbid), kineto_records_runtime_call(cbid)) << kRuntimeCbidNames[i].name;
+  }
+  for (std::size_t i = 0; i < kDriverCbidNamesSize; ++i) {
+    const std::uint32_t cbid = kDriverCbidNames[i].cbid;
+    EXPECT_EQ(fake_.records_driver(cbid), kineto_records_driver_call(cbid)) << kDriverCbidNames[i].name;
+  }
+  // The per-step noise: none of it.
+  EXPECT_FALSE(fake_.records_runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020));
+  EXPECT_FALSE(fake_.records_runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020));
+  EXPECT_FALSE(fake_.records_driver(CUPTI_DRIVER_TRACE_CBID_cuKernelGetAttribute));
+  EXPECT_FALSE(fake_.records_driver(CUPTI_DRIVER_TRACE_CBID_cuKernelGetName));
+  EXPECT_TRUE(fake_.records_runtime(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+  EXPECT_TRUE(fake_.records_driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx));
+  // How: the runtime kind, then its per-call switches off; the driver's
+  // kept calls one by one, never the DRIVER kind; no synchronizations.
+  const std::size_t runtime_kind = index_of(enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
+  ASSERT_LT(runtime_kind, fake_.log.size());
+  for (const KinetoCbid& c : kKinetoDroppedRuntimeCalls) {
+    const std::size_t at = index_of("runtime_api " + std::to_string(c.cbid) + " 0");
+    ASSERT_LT(at, fake_.log.size()) << c.cbid;
+    EXPECT_GT(at, runtime_kind) << "a per-call switch before the kind is overridden by it";
+  }
+  for (const KinetoCbid& c : kKinetoKeptDriverCalls) EXPECT_TRUE(logged("driver_api " + std::to_string(c.cbid) + " 1"));
+  EXPECT_FALSE(logged(enabled(CUPTI_ACTIVITY_KIND_DRIVER)));
+  EXPECT_FALSE(logged(enabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)));
+  for (const CUpti_ActivityKind k :
+       {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+        CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT}) {
+    EXPECT_TRUE(logged(enabled(k))) << k;
+  }
+  EXPECT_TRUE(on.driver_calls_by_cbid);
+
+  // The window's end: no call is recorded any more (tprof's own device
+  // wait comes next), device work still is; then everything goes off.
+  disable_api_records(all_functions(), &on);
+  for (std::size_t i = 0; i < kRuntimeCbidNamesSize; ++i) EXPECT_FALSE(fake_.records_runtime(kRuntimeCbidNames[i].cbid));
+  for (std::size_t i = 0; i < kDriverCbidNamesSize; ++i) EXPECT_FALSE(fake_.records_driver(kDriverCbidNames[i].cbid));
+  EXPECT_EQ(fake_.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 1u);
+  disable_activities(all_functions(), &on);
+  EXPECT_TRUE(fake_.kinds.empty());
+  EXPECT_TRUE(on.kinds.empty());
+}
+
+TEST_F(CuptiSwitches, AllCallsAreTheWholeKindsWithoutSwitches) {
+  CuptiOptions options;
+  options.api_calls = CuptiApiCalls::kAll;
+  EnabledActivities on;
+  enable_activities(all_functions(), options, &on);
+  EXPECT_TRUE(on.problems.empty());
+  for (std::size_t i = 0; i < kRuntimeCbidNamesSize; ++i) EXPECT_TRUE(fake_.records_runtime(kRuntimeCbidNames[i].cbid));
+  for (std::size_t i = 0; i < kDriverCbidNamesSize; ++i) EXPECT_TRUE(fake_.records_driver(kDriverCbidNames[i].cbid));
+  for (const std::string& line : fake_.log) {
+    EXPECT_EQ(line.rfind("runtime_api", 0), std::string::npos) << line;
+    EXPECT_EQ(line.rfind("driver_api", 0), std::string::npos) << line;
+  }
+  disable_activities(all_functions(), &on);
+  EXPECT_TRUE(fake_.kinds.empty());
+}
+
+TEST_F(CuptiSwitches, SynchronizationsOnlyWhenAsked) {
+  CuptiOptions options;
+  options.sync_events = true;
+  EnabledActivities on;
+  enable_activities(all_functions(), options, &on);
+  EXPECT_TRUE(logged(enabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)));
+  disable_activities(all_functions(), &on);
+  EXPECT_TRUE(logged("activity_disable " + std::to_string(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)));
+}
+
+TEST_F(CuptiSwitches, OlderCuptiRecordsEverythingAndSaysTheConverterDrops) {
+  ActivitySwitches old = all_functions();
+  old.enable_runtime_api = nullptr;
+  old.enable_driver_api = nullptr;
+  EnabledActivities on;
+  enable_activities(old, CuptiOptions{}, &on);
+  EXPECT_EQ(on.failed_call, nullptr);
+  EXPECT_TRUE(logged(enabled(CUPTI_ACTIVITY_KIND_RUNTIME)));
+  EXPECT_TRUE(logged(enabled(CUPTI_ACTIVITY_KIND_DRIVER)));
+  EXPECT_FALSE(on.driver_calls_by_cbid);
+  ASSERT_EQ(on.problems.size(), 2u);
+  EXPECT_NE(on.problems[0].find("no cuptiActivityEnableRuntimeApi"), std::string::npos) << on.problems[0];
+  EXPECT_NE(on.problems[1].find("no cuptiActivityEnableDriverApi"), std::string::npos) << on.problems[1];
+  EXPECT_NE(on.problems[1].find("dropped"), std::string::npos) << on.problems[1];
+
+  // What such a CUPTI hands over: the converter keeps what torch keeps.
+  CuptiRecordConverter c;
+  c.keep_torch_api_calls_only(true);
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 10, 1, 42, 1));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuKernelGetAttribute, 12, 1, 42, 2));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName, 13, 1, 42, 3));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 14, 5, 42, 4));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 20, 5, 42, 5));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020, 26, 1, 42, 6));
+  EXPECT_EQ(c.filtered_api_records(), 4u);
+  DeviceBatch b;
+  c.finish(&b);
+  ASSERT_EQ(b.events.size(), 2u);
+  EXPECT_EQ(b.name(b.events[0]), "cuLaunchKernelEx");
+  EXPECT_EQ(b.name(b.events[1]), "cudaLaunchKernel");
+  // By default (kAll's converter) every call stays.
+  CuptiRecordConverter every;
+  add(every, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 10, 1, 42, 1));
+  add(every, api_record(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName, 13, 1, 42, 3));
+  DeviceBatch all;
+  every.finish(&all);
+  EXPECT_EQ(all.events.size(), 2u);
+}
+
+TEST_F(CuptiSwitches, ADriverCallCuptiCannotSwitchAloneFallsBackToTheKind) {
+  fake_.refuse_driver_api = CUPTI_ERROR_INVALID_PARAMETER;
+  EnabledActivities on;
+  enable_activities(all_functions(), CuptiOptions{}, &on);
+  EXPECT_EQ(on.failed_call, nullptr);
+  EXPECT_TRUE(logged(enabled(CUPTI_ACTIVITY_KIND_DRIVER)));
+  EXPECT_FALSE(on.driver_calls_by_cbid);
+  // The switches set before the refusal were undone first.
+  EXPECT_TRUE(logged("driver_api " + std::to_string(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) + " 0"));
+  ASSERT_EQ(on.problems.size(), 1u);
+  EXPECT_NE(on.problems[0].find("cuptiActivityEnableDriverApi"), std::string::npos);
+  // Every kept call is recorded (the converter drops the rest).
+  for (const KinetoCbid& c : kKinetoKeptDriverCalls) EXPECT_TRUE(fake_.records_driver(c.cbid)) << c.cbid;
+  disable_activities(all_functions(), &on);
+  EXPECT_TRUE(fake_.kinds.empty());
+}
+
+CUptiResult refuse_kernels(CUpti_ActivityKind k) {
+  g_fake->log.push_back("activity_enable " + std::to_string(k));
+  return k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? CUPTI_ERROR_INSUFFICIENT_PRIVILEGES : CUPTI_SUCCESS;
+}
+
+TEST_F(CuptiSwitches, TheFirstKindFailingStopsEverything) {
+  ActivitySwitches s = all_functions();
+  s.enable = refuse_kernels;
+  EnabledActivities on;
+  enable_activities(s, CuptiOptions{}, &on);
+  EXPECT_STREQ(on.failed_call, "cuptiActivityEnable");
+  EXPECT_EQ(on.failed_result, CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);
+  EXPECT_TRUE(on.kinds.empty());
+  EXPECT_EQ(fake_.log.size(), 1u);
+}
+
+TEST(KinetoApiCalls, TheListsNameRealCallsOnce) {
+  std::set<std::uint32_t> seen;
+  for (const KinetoCbid& c : kKinetoDroppedRuntimeCalls) {
+    EXPECT_TRUE(seen.insert(c.cbid).second) << c.cbid;
+    EXPECT_NE(runtime_cbid_name(c.cbid), "INVALID") << c.cbid;
+    EXPECT_FALSE(kineto_records_runtime_call(c.cbid));
+  }
+  seen.clear();
+  for (const KinetoCbid& c : kKinetoKeptDriverCalls) {
+    EXPECT_TRUE(seen.insert(c.cbid).second) << c.cbid;
+    EXPECT_NE(driver_cbid_name(c.cbid), "INVALID") << c.cbid;
+    EXPECT_TRUE(kineto_records_driver_call(c.cbid));
+  }
+  EXPECT_EQ(runtime_cbid_name(kKinetoDroppedRuntimeCalls[0].cbid), "cudaGetDevice");
+  EXPECT_EQ(driver_cbid_name(kKinetoKeptDriverCalls[1].cbid), "cuLaunchKernelEx");
 }
 
 // ---- everything at once, against the golden file -------------------------------------
