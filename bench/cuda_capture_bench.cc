@@ -8,7 +8,7 @@
 // tprof, in a rotating order); the medians over rounds of the mean step
 // time are printed with the ratios the targets are stated in
 // (bench/README.md): tprof's added cost per step <= 1.2x the floor's.
-// torch.profiler's own cost on the same ops: bench/torch_profiler_cost.py.
+// torch.profiler and tprof record on the PyTorch loop: bench/record_cost.py.
 // Needs a GPU; exits 2 with the reason without one.
 #include <cupti.h>
 
