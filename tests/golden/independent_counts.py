@@ -9,10 +9,11 @@ For each trace it prints:
   events          len(traceEvents) (or of the legacy array)
   by_cat          counts of the "cat" field (None: no cat); ph "M" and the
                   "[memory]" instants are counted separately
-  device_ns       sum of "dur" of X events whose cat is a device activity torch
-                  charges to "Self CUDA time total": kernel/Kernel,
-                  gpu_memcpy/Memcpy, gpu_memset/Memset, cuda_sync
-                  (gpu_user_annotation is excluded, as in torch >= 2.4)
+  device_ns       sum of "dur" of X events whose cat is device work, which
+                  tprof's "Self CUDA time total" is: kernel/Kernel,
+                  gpu_memcpy/Memcpy, gpu_memset/Memset (gpu_user_annotation
+                  is excluded, as in torch >= 2.4; so is cuda_sync, the host
+                  waiting, which torch would count: docs/torch-table-semantics.md §6)
   kernel_ns       the same sum over kernel/Kernel only
   per_kernel      for names matching GEMM patterns: (count, sum dur ns)
   steps           per ProfilerStep#N on a CPU thread: dur, GPU busy (union of
@@ -42,7 +43,7 @@ TRACES = [
     "torch-1.13/mlp/cycle0.json",
 ]
 
-DEVICE_CATS = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "cuda_sync"}
+DEVICE_CATS = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset"}
 BUSY_CATS = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset"}
 KERNEL_CATS = {"kernel", "Kernel"}
 LAUNCH_CATS = {"cuda_runtime", "Runtime", "cuda_driver"}

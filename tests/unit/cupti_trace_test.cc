@@ -253,6 +253,14 @@ TEST(CuptiTrace, LaunchesStartBeforeTheirWorkAndTheTableChargesTheOps) {
   EXPECT_EQ(cpu["aten::add"].self_device_time_total_ns, 1085);
   EXPECT_EQ(cpu["aten::copy_"].self_device_time_total_ns, 1025);
   EXPECT_EQ(cpu["matmul_add"].device_time_total_ns, 2112 + 1088 + 1085 + 1025);
+  // The synchronization is the host waiting, not device work: no row, and
+  // Self CUDA time total is the kernels', the memset's and the copy's.
+  std::int64_t self_cuda = 0;
+  for (const StatRow& r : EventList::build(t).key_averages()) {
+    EXPECT_NE(r.key, "Context Sync");
+    if (r.is_device && !r.is_user_annotation) self_cuda += r.self_device_time_total_ns;
+  }
+  EXPECT_EQ(self_cuda, 2112 + 1088 + 1085 + 1025);
   // The context synchronize: on the GPU's lane; no scope was open around
   // its call, so no External id (as torch's closing synchronize).
   const std::uint32_t sync = first(t, "cuda_sync");
