@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -685,6 +686,21 @@ void Builder::add_device(const DeviceBatch& d) {
     const DeviceEvent &x = d.events[a], &y = d.events[b];
     return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
   };
+  // Kineto logs a "Stream Wait Event" only on a stream that shows device
+  // work in the window (CuptiActivityProfiler::logDeferredEvents).
+  std::set<std::pair<std::int32_t, std::int64_t>> work_streams;
+  for (const std::uint32_t i : work) {
+    const DeviceEvent& x = d.events[i];
+    if (x.kind == DeviceEventKind::kKernel || x.kind == DeviceEventKind::kMemcpy ||
+        x.kind == DeviceEventKind::kMemset) {
+      work_streams.emplace(x.device, x.stream);
+    }
+  }
+  std::erase_if(work, [&](std::uint32_t i) {
+    const DeviceEvent& x = d.events[i];
+    return x.kind == DeviceEventKind::kSync && d.name(x) == "Stream Wait Event" &&
+           work_streams.count({x.device, x.stream}) == 0;
+  });
   std::stable_sort(api.begin(), api.end(), by_start);
   std::stable_sort(work.begin(), work.end(), by_start);
   std::vector<Link> links;
@@ -740,14 +756,20 @@ void Builder::add_device(const DeviceBatch& d) {
   };
   std::map<std::tuple<std::uint32_t, std::int32_t, std::int64_t>, Span> spans;
   std::vector<std::int32_t> devices;
+  std::set<std::uint32_t> stream_lanes;  // lanes Kineto names "stream N" (its recordStream)
   for (std::size_t w = 0; w < work.size(); ++w) {
     const DeviceEvent& x = d.events[work[w]];
     const bool overhead = x.kind == DeviceEventKind::kOverhead;
+    // A context synchronization has no stream (-1): Kineto writes its tid
+    // as a positive number (output_json.cpp sanitizeTid: 1) and names no
+    // row for it.
+    const bool streamless = x.kind == DeviceEventKind::kSync && x.stream < 0;
     // Overhead: where Kineto puts it (pid -1, tid 0: no device).
-    const std::uint32_t lane = overhead ? t_.lane_for(TraceId{-1, kEmptyStr, false}, TraceId{0, kEmptyStr, false},
-                                                      LaneKind::kOther)
-                                        : t_.lane_for(TraceId{x.device, kEmptyStr, false},
-                                                      TraceId{x.stream, kEmptyStr, false}, LaneKind::kGpu);
+    const std::uint32_t lane =
+        overhead ? t_.lane_for(TraceId{-1, kEmptyStr, false}, TraceId{0, kEmptyStr, false}, LaneKind::kOther)
+                 : t_.lane_for(TraceId{x.device, kEmptyStr, false},
+                               TraceId{streamless ? -x.stream : x.stream, kEmptyStr, false}, LaneKind::kGpu);
+    if (!overhead && !streamless) stream_lanes.insert(lane);
     if (!overhead && x.device >= 0 && std::find(devices.begin(), devices.end(), x.device) == devices.end()) {
       devices.push_back(x.device);
     }
@@ -785,9 +807,8 @@ void Builder::add_device(const DeviceBatch& d) {
     metadata("process_labels", lane, kLabels, "GPU " + std::to_string(dev));
     sort_index("process_sort_index", lane, 5000000 + dev);
   }
-  for (std::uint32_t l = 0; l < t_.lanes.size(); ++l) {
+  for (const std::uint32_t l : stream_lanes) {
     const Lane& lane = t_.lanes[l];
-    if (lane.kind != LaneKind::kGpu) continue;
     const std::int64_t stream = lane.tid.num;
     // "stream 7 " with Kineto's trailing space.
     metadata("thread_name", l, kNameKey, "stream " + std::to_string(stream) + " ");

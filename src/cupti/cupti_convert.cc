@@ -268,6 +268,7 @@ void CuptiRecordConverter::add_kernel(const CUpti_Activity* record) {
   k.context = r.contextId;
   k.stream = r.streamId;
   k.correlation = r.correlationId;
+  learn_context(r.contextId, r.deviceId);
   k.grid[0] = r.gridX;
   k.grid[1] = r.gridY;
   k.grid[2] = r.gridZ;
@@ -359,6 +360,7 @@ DeviceEvent CuptiRecordConverter::work_event(DeviceEventKind kind, const R& r) {
   e.device = static_cast<std::int32_t>(r.deviceId);
   e.stream = r.streamId;
   e.correlation = r.correlationId;
+  learn_context(r.contextId, r.deviceId);
   return e;
 }
 
@@ -492,13 +494,22 @@ void CuptiRecordConverter::add_sync(const CUpti_Activity* record) {
   syncs_.push_back(s);
 }
 
+void CuptiRecordConverter::learn_context(std::uint32_t context, std::uint32_t device) {
+  // A CONTEXT record, when there is one, has the last word (add_context).
+  context_device_.try_emplace(context, device);
+}
+
 void CuptiRecordConverter::emit_sync(const PendingSync& s) {
+  // Kineto's contextIdtoDeviceId: the device its work records named for
+  // the context, else 0.
   const auto it = context_device_.find(s.context);
-  const std::int64_t device = it == context_device_.end() ? -1 : static_cast<std::int64_t>(it->second);
+  const std::int64_t device = it == context_device_.end() ? 0 : static_cast<std::int64_t>(it->second);
   // All bits set means "no stream" (a context sync); Kineto writes -1.
   const std::int64_t stream = s.stream == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? std::int64_t{-1} : std::int64_t{s.stream};
   const std::string_view kind = sync_kind_name(s.type);
   static constexpr JsonKey kSyncKind("cuda_sync_kind");
+  static constexpr JsonKey kWaitOnStream("wait_on_stream");
+  static constexpr JsonKey kWaitOnRecord("wait_on_cuda_event_record_corr_id");
   static constexpr JsonKey kEventId("wait_on_cuda_event_id");
   scratch_.clear();
   {
@@ -508,6 +519,13 @@ void CuptiRecordConverter::emit_sync(const PendingSync& s) {
     w.value_string(kind);
     if (s.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE ||
         s.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) {
+      // The stream and launch the event was recorded after come from
+      // CUPTI_ACTIVITY_KIND_CUDA_EVENT records, which tprof does not
+      // enable: -1, as Kineto writes them when it has none.
+      w.key(kWaitOnStream);
+      w.value_int(-1);
+      w.key(kWaitOnRecord);
+      w.value_int(-1);
       w.key(kEventId);
       w.value_uint(s.event_id);
     }

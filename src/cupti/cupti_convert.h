@@ -99,6 +99,8 @@ class CuptiRecordConverter {
   void add_overhead(const CUpti_Activity* record);
   void add_device(const CUpti_Activity* record);
   void add_context(const CUpti_Activity* record);
+  // The device of a context, from a work record (kernel, copy, memset).
+  void learn_context(std::uint32_t context, std::uint32_t device);
 
   // The event of a device activity record (start, end, deviceId, streamId,
   // correlationId), its times ordered.

@@ -270,5 +270,62 @@ TEST(CuptiTrace, LaunchesStartBeforeTheirWorkAndTheTableChargesTheOps) {
   EXPECT_EQ(t.events.external_id[sync], -1);
 }
 
+// Synchronizations (ProfilerOptions::cuda_sync_events) as Kineto writes
+// them: cat cuda_sync on the device's pid; a stream's on its stream's row,
+// a context's (no stream) on tid 1 (Kineto writes tids as positive
+// numbers) with no row named for it; a stream waiting on an event only
+// where the window shows device work on that stream; an event sync's args
+// with the keys of Kineto's public trace (tests/data/public/kineto).
+TEST(CuptiTrace, SynchronizationsAsKinetoWritesThem) {
+  CuptiRecordConverter c;
+  add(c, kernel("nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT", 1900, 2112, 33, {4, 2, 1}, {384, 1, 1}, 168, 0, 164308));
+  add(c, sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, 1000, 10, 1, 7, 5, 40));
+  add(c, sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, 1100, 10, 1, 13, 5, 41));
+  add(c, sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, 4100, 30, 1,
+                     static_cast<std::uint32_t>(CUPTI_SYNCHRONIZATION_INVALID_VALUE), 5, 42));
+  add(c, sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 4200, 30, 1,
+                     static_cast<std::uint32_t>(CUPTI_SYNCHRONIZATION_INVALID_VALUE), 0, 43));
+  add(c, context_record(1, 0));
+  DeviceBatch b;
+  c.finish(&b);
+  TickConversion clock;
+  clock.epoch_ns0 = clock.monotonic_to_epoch_ns = kEpochOfMonotonic0;
+  CaptureInfo info;
+  info.pid = kTid;
+  info.process_name = "python3";
+  info.window_start_ns = kEpochOfMonotonic0 + 900;
+  info.window_start_monotonic_ns = 900;
+  info.cuda_requested = info.cuda_available = true;
+  const Trace t = build_trace({}, b, clock, info);
+  std::map<std::string, std::vector<std::uint32_t>> syncs;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.cat(e) == "cuda_sync") syncs[std::string(t.name(e))].push_back(e);
+  }
+  ASSERT_EQ(syncs["Stream Wait Event"].size(), 1u) << "stream 13 shows no work: its wait is left out";
+  const std::uint32_t wait = syncs["Stream Wait Event"][0];
+  EXPECT_EQ(t.events.correlation[wait], 40);
+  EXPECT_EQ(t.lanes[t.events.lane[wait]].tid.num, 7);
+  ASSERT_EQ(syncs["Context Sync"].size(), 1u);
+  const Lane& context_lane = t.lanes[t.events.lane[syncs["Context Sync"][0]]];
+  EXPECT_EQ(context_lane.pid.num, 0);
+  EXPECT_EQ(context_lane.tid.num, 1);
+  EXPECT_EQ(context_lane.thread_name, kEmptyStr);
+  // The event sync's keys are those of Kineto's own trace.
+  const Trace kineto = [] {
+    Result<Trace> r = read_trace(std::string(TPROF_TEST_DATA) + "/public/kineto/docs/traces/after_fix_trace.json");
+    EXPECT_TRUE(r);
+    return r ? std::move(r).value() : Trace();
+  }();
+  ASSERT_EQ(syncs["Event Sync"].size(), 1u);
+  const std::uint32_t theirs = first(kineto, "cuda_sync", "Event Sync");
+  ASSERT_NE(theirs, kNoIndex);
+  std::vector<std::string> keys = arg_keys(kineto, theirs);
+  keys.erase(keys.begin());  // "External id": the builder's, for a call inside a scope
+  EXPECT_EQ(arg_keys(t, syncs["Event Sync"][0]), keys);
+  EXPECT_NE(t.args_json(syncs["Event Sync"][0]).find("\"wait_on_stream\": -1, \"wait_on_cuda_event_record_corr_id\": -1, "
+                                                     "\"wait_on_cuda_event_id\": 5, \"stream\": -1"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tprof::internal
