@@ -4,26 +4,69 @@
 // record's injection must write the trace and pass the program's exit
 // status through, whichever way the program ends and whichever order the
 // driver registers its teardown in.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "tests/support/run_cli.h"
 #include "tprof/read.h"
+
+extern char** environ;
 
 namespace tprof {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::CliResult;
-using testing::run_cli;
+
+struct CliResult {
+  int exit_code = -1;   // -1: did not exit normally
+  int term_signal = 0;  // the signal it died of, when it did
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs binary with args in this environment, its output in files under dir.
+CliResult run(const fs::path& dir, const std::string& binary, const std::vector<std::string>& args) {
+  const fs::path out = dir / "stdout", err = dir / "stderr";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> all = {binary};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  CliResult r;
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return r;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
 
 class StandinRecord : public ::testing::Test {
  protected:
@@ -46,7 +89,7 @@ class StandinRecord : public ::testing::Test {
     args.push_back("--");
     args.push_back(STANDIN_APP);
     args.insert(args.end(), app_args.begin(), app_args.end());
-    return run_cli(TPROF_BIN, args);
+    return run(dir_, TPROF_BIN, args);
   }
 
   std::vector<fs::path> traces() const {
@@ -69,12 +112,7 @@ class StandinRecord : public ::testing::Test {
     return n;
   }
 
-  std::string cupti_log() const {
-    std::ifstream in(log_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  std::string cupti_log() const { return slurp(log_); }
 
   fs::path dir_;
   std::string log_;
