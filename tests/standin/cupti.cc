@@ -178,20 +178,20 @@ class Cupti {
   Cupti(const Cupti&) = delete;
   Cupti& operator=(const Cupti&) = delete;
 
-  // Stops the worker and lets go of the driver. Buffers CUPTI still holds
-  // are not handed back: a tool must flush before this.
-  void shut_down() noexcept {
+  // Stops the worker and, unless told not to, takes CUPTI's hooks out of
+  // the driver. Buffers CUPTI still holds are not handed back: a tool must
+  // flush before this.
+  void shut_down(bool unhook) noexcept {
     {
       std::lock_guard<std::mutex> lock(buf_mu_);
       stop_ = true;
     }
     worker_cv_.notify_all();
     if (worker_.joinable()) worker_.join();
-    if (driver_.load(std::memory_order_acquire) != nullptr) {
-      if (void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
-        if (auto detach = reinterpret_cast<DetachToolFn>(dlsym(h, kDetachToolSymbol))) detach(&kHooks);
-        dlclose(h);
-      }
+    if (unhook) {
+      std::lock_guard<std::mutex> lock(config_mu_);
+      if (hooked_) detach_fn_(&kHooks);
+      hooked_ = false;
     }
   }
 
@@ -205,14 +205,41 @@ class Cupti {
     if (driver_.load(std::memory_order_acquire) != nullptr) return CUPTI_SUCCESS;
     void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (h == nullptr) return CUPTI_ERROR_UNKNOWN;
-    auto attach_fn = reinterpret_cast<AttachToolFn>(dlsym(h, kAttachToolSymbol));
-    const DriverForTool* d = attach_fn != nullptr ? attach_fn(&kHooks) : nullptr;
+    attach_fn_ = reinterpret_cast<AttachToolFn>(dlsym(h, kAttachToolSymbol));
+    detach_fn_ = reinterpret_cast<DetachToolFn>(dlsym(h, kDetachToolSymbol));
+    // The driver stays loaded (the reference taken by its loader): the
+    // function pointers stay valid.
     dlclose(h);
-    if (attach_fn == nullptr) return CUPTI_ERROR_UNKNOWN;  // not a driver this CUPTI knows
+    if (attach_fn_ == nullptr || detach_fn_ == nullptr) return CUPTI_ERROR_UNKNOWN;  // not a driver this CUPTI knows
+    const DriverForTool* d = attach_fn_(&kHooks);
     if (d == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;  // torn down
+    hooked_ = true;
     driver_.store(d, std::memory_order_release);
+    update_hooks_locked();
     return CUPTI_SUCCESS;
   }
+
+  // The driver calls into CUPTI only while CUPTI has something on (a
+  // subscriber, an activity kind, a per-call record switch), as real CUPTI
+  // registers its driver callbacks on demand. config_mu_ held.
+  void update_hooks_locked() noexcept {
+    if (driver_.load(std::memory_order_acquire) == nullptr) return;
+    bool wanted = subscriber_.load(std::memory_order_acquire) != nullptr;
+    for (const auto& on : kind_on_) wanted = wanted || on.load(std::memory_order_relaxed);
+    for (const auto& on : runtime_on_) wanted = wanted || on.load(std::memory_order_relaxed) != 0;
+    for (const auto& on : driver_on_) wanted = wanted || on.load(std::memory_order_relaxed) != 0;
+    if (wanted && !hooked_) {
+      hooked_ = attach_fn_(&kHooks) != nullptr;
+    } else if (!wanted && hooked_) {
+      detach_fn_(&kHooks);
+      hooked_ = false;
+    }
+  }
+  void update_hooks() noexcept {
+    std::lock_guard<std::mutex> lock(config_mu_);
+    update_hooks_locked();
+  }
+
   const DriverForTool* driver() const noexcept { return driver_.load(std::memory_order_acquire); }
 
   // ---- configuration -----------------------------------------------------------------
@@ -421,6 +448,9 @@ class Cupti {
   }
 
   std::atomic<const DriverForTool*> driver_{nullptr};
+  AttachToolFn attach_fn_ = nullptr;  // config_mu_
+  DetachToolFn detach_fn_ = nullptr;
+  bool hooked_ = false;  // the driver calls kHooks
   std::mutex buf_mu_;
   Buffer current_;
   std::deque<Buffer> full_;
@@ -470,21 +500,29 @@ void log_written() noexcept {
 // A namespace-scope object with a destructor: the compiler registers that
 // destructor with __cxa_atexit when the library is loaded (dlopen), so it
 // runs at exit before every exit handler registered earlier.
+//
+// STANDIN_CUPTI_TEARDOWN=dangle leaves CUPTI's hooks in the driver: a
+// driver call that reaches CUPTI after this (the driver's own exit
+// teardown, a thread still launching) faults too, the pessimistic reading
+// of "dangling pointer paths". cuptiFinalize takes them out first.
 struct Global {
   Global() {
     log_open();
+    const char* mode = std::getenv("STANDIN_CUPTI_TEARDOWN");
+    unhook_at_teardown = mode == nullptr || std::strcmp(mode, "dangle") != 0;
     g_state = new Cupti;
   }
   ~Global() {
     Cupti* s = g_state;
     log_written();
-    log_line("teardown");
-    s->shut_down();
+    log_line(unhook_at_teardown ? "teardown" : "teardown dangle");
+    s->shut_down(unhook_at_teardown);
     delete s;
     g_state = nullptr;
   }
   Global(const Global&) = delete;
   Global& operator=(const Global&) = delete;
+  bool unhook_at_teardown = true;
 };
 Global g_global;
 
@@ -1015,6 +1053,7 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_Ca
   s.subscriber_storage_->userdata = userdata;
   s.subscriber_.store(s.subscriber_storage_.get(), std::memory_order_release);
   *subscriber = s.subscriber_storage_.get();
+  s.update_hooks_locked();
   log_line("subscribe");
   return CUPTI_SUCCESS;
 }
@@ -1026,6 +1065,7 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
   s.subscriber_.store(nullptr, std::memory_order_release);
   // Kept, not freed: another thread may be inside a callback with it.
   static_cast<void>(s.subscriber_storage_.release());
+  s.update_hooks_locked();
   log_line("unsubscribe");
   return CUPTI_SUCCESS;
 }
@@ -1140,6 +1180,7 @@ CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
   } else if (kind == CUPTI_ACTIVITY_KIND_DRIVER) {
     for (auto& on : s.driver_on_) on.store(1, std::memory_order_relaxed);
   }
+  s.update_hooks();
   log_line("activity_enable %d", static_cast<int>(kind));
   return CUPTI_SUCCESS;
 }
@@ -1154,6 +1195,7 @@ CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
   } else if (kind == CUPTI_ACTIVITY_KIND_DRIVER) {
     for (auto& on : s.driver_on_) on.store(0, std::memory_order_relaxed);
   }
+  s.update_hooks();
   log_line("activity_disable %d", static_cast<int>(kind));
   return CUPTI_SUCCESS;
 }
@@ -1163,6 +1205,7 @@ CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_
   if (const CUptiResult r = s.attach(); r != CUPTI_SUCCESS) return fail(r);
   if (cbid >= standin::kCbidSlots) return fail(CUPTI_ERROR_INVALID_PARAMETER);
   s.runtime_on_[cbid].store(enable != 0 ? 1 : 0, std::memory_order_relaxed);
+  s.update_hooks();
   log_line("runtime_api %u %d", cbid, enable != 0 ? 1 : 0);
   return CUPTI_SUCCESS;
 }
@@ -1172,6 +1215,7 @@ CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t
   if (const CUptiResult r = s.attach(); r != CUPTI_SUCCESS) return fail(r);
   if (cbid >= standin::kCbidSlots) return fail(CUPTI_ERROR_INVALID_PARAMETER);
   s.driver_on_[cbid].store(enable != 0 ? 1 : 0, std::memory_order_relaxed);
+  s.update_hooks();
   log_line("driver_api %u %d", cbid, enable != 0 ? 1 : 0);
   return CUPTI_SUCCESS;
 }
@@ -1253,7 +1297,7 @@ CUptiResult CUPTIAPI cuptiFinalize(void) {
   old->attach();
   log_line("finalize");
   standin::g_state = new standin::Cupti;
-  old->shut_down();
+  old->shut_down(true);
   // The old state is kept: a callback running on another thread may
   // still read it.
   return CUPTI_SUCCESS;

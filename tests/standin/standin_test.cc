@@ -678,6 +678,31 @@ void timestamps_from_the_callback() {
   _exit(0);
 }
 
+// libcupti loaded after cuInit (as an injection loads it): at exit its
+// destructor runs before the runtime's and the driver's teardowns, which
+// reach CUPTI's hooks while it has something on.
+void hooks_after_teardown(const char* mode, const char* how) {
+  setenv("STANDIN_CUPTI_TEARDOWN", mode, 1);
+  g_libs.driver = must_load(STANDIN_DRIVER, RTLD_NOW | RTLD_GLOBAL);
+  g_libs.runtime = must_load(STANDIN_RUNTIME, RTLD_NOW | RTLD_GLOBAL);
+  void* p = nullptr;
+  RT_OK(RT(cudaMalloc)(&p, 16));  // cuInit, the context
+  g_libs.cupti = must_load(STANDIN_CUPTI, RTLD_NOW | RTLD_LOCAL);
+  CUpti_SubscriberHandle s = subscribe();
+  register_buffers();
+  CUPTI_OK(CUPTI(cuptiActivityEnable)(CUPTI_ACTIVITY_KIND_RUNTIME));
+  int device = 0;
+  RT_OK(RT(cudaGetDevice)(&device));
+  CUPTI_OK(CUPTI(cuptiActivityFlushAll)(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  if (std::strcmp(how, "finalize") == 0) CUPTI_OK(CUPTI(cuptiFinalize)());
+  if (std::strcmp(how, "off") == 0) {
+    CUPTI_OK(CUPTI(cuptiActivityDisable)(CUPTI_ACTIVITY_KIND_RUNTIME));
+    CUPTI_OK(CUPTI(cuptiUnsubscribe)(s));
+  }
+  std::fprintf(stderr, "exiting\n");
+  std::exit(0);
+}
+
 // ---- tests ----------------------------------------------------------------------------------
 
 TEST(Standin, CallbacksAndNvtxArriveOnTheCallingThread) { RUN_SCENARIO(callbacks_on_the_calling_thread()); }
@@ -727,6 +752,16 @@ TEST(Standin, TheDriversTeardownRunsBeforeOrAfterTheInjectionsExitHandler) {
 TEST(Standin, AtExitTheContextsBuffersComeBackOnTheExitingThread) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(context_buffers_at_exit(), ::testing::ExitedWithCode(0), "completed 5 records on the exiting thread");
+}
+
+TEST(Standin, DanglingHooksFaultUnlessCuptiWasFinalizedOrHadNothingOn) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // The driver's teardown tells a freed CUPTI that the context goes.
+  EXPECT_EXIT(hooks_after_teardown("dangle", "on"), ::testing::KilledBySignal(SIGSEGV), "exiting");
+  EXPECT_EXIT(hooks_after_teardown("dangle", "finalize"), ::testing::ExitedWithCode(0), "exiting");
+  EXPECT_EXIT(hooks_after_teardown("dangle", "off"), ::testing::ExitedWithCode(0), "exiting");
+  // By default the teardown takes CUPTI's hooks out of the driver.
+  EXPECT_EXIT(hooks_after_teardown("detach", "on"), ::testing::ExitedWithCode(0), "exiting");
 }
 
 TEST(Standin, GraphReplaysCarryTheClonedNodeTheGraphAndTheLaunchsCorrelation) { RUN_SCENARIO(graphs()); }
