@@ -82,7 +82,8 @@ std::uint32_t os_tid() noexcept { return static_cast<std::uint32_t>(syscall(SYS_
 //
 // Outside the state on purpose: plain ints, no destructor, so the teardown
 // can log its last lines. One write(2) per line on an O_APPEND descriptor:
-// lines of several processes (a torchrun-like parent's children) do not mix.
+// lines of several processes (a torchrun-like parent's children) do not
+// mix; each ends with pid=<pid>.
 
 int g_log_fd = -1;
 
@@ -94,13 +95,12 @@ void log_open() noexcept {
 __attribute__((format(printf, 1, 2))) void log_line(const char* fmt, ...) noexcept {
   if (g_log_fd < 0) return;
   char buf[512];
-  int n = std::snprintf(buf, sizeof buf, "%d ", static_cast<int>(getpid()));
   va_list ap;
   va_start(ap, fmt);
-  n += std::vsnprintf(buf + n, sizeof buf - static_cast<std::size_t>(n) - 1, fmt, ap);
+  int n = std::vsnprintf(buf, sizeof buf - 32, fmt, ap);
   va_end(ap);
-  n = std::min<int>(n, static_cast<int>(sizeof buf) - 2);
-  buf[n++] = '\n';
+  n = std::clamp<int>(n, 0, static_cast<int>(sizeof buf) - 33);
+  n += std::snprintf(buf + n, 32, " pid=%d\n", static_cast<int>(getpid()));
   ssize_t ignored = write(g_log_fd, buf, static_cast<std::size_t>(n));
   static_cast<void>(ignored);
 }

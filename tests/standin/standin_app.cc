@@ -3,7 +3,7 @@
 // ranges, CUDA graphs, Triton's driver-API launches, torchrun's children,
 // several threads, and every way a process ends.
 //
-//   standin_app [--steps N] [--run-ms T] [--nvtx] [--nvtx-early] [--graph] [--triton]
+//   standin_app [--steps N] [--run-ms T] [--stop-file PATH] [--nvtx] [--nvtx-early] [--graph] [--triton]
 //               [--threads K] [--children N] [--no-sync]
 //               [--exit return|exit|exit-thread|python|sigint|sigint-python|sigterm|throw|_exit]
 //
@@ -42,6 +42,7 @@ struct Options {
   std::string exit_mode = "return";
   int steps = 20;
   int run_ms = 0;
+  std::string stop_file;
   int threads = 1;
   int children = 0;
   bool nvtx = false;
@@ -144,15 +145,17 @@ void step(const Options& o, const DriverApi& d, cudaStream_t s, int i) {
   if (o.nvtx) nvtxRangePop();
 }
 
-// Steps on stream s: N of them, and more until run_ms has passed.
+// Step i of a loop started at `start`: the first --steps always, then
+// more while --run-ms has not passed and --stop-file does not exist.
+bool keep_stepping(const Options& o, std::chrono::steady_clock::time_point start, int i) {
+  if (i < o.steps) return true;
+  if (o.run_ms <= 0 || std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(o.run_ms)) return false;
+  return o.stop_file.empty() || i % 64 != 0 || access(o.stop_file.c_str(), F_OK) != 0;
+}
+
 void run_steps(const Options& o, const DriverApi& d, cudaStream_t s) {
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0;; ++i) {
-    const bool counted = i < o.steps;
-    const bool timed = o.run_ms > 0 && std::chrono::steady_clock::now() - start < std::chrono::milliseconds(o.run_ms);
-    if (!counted && !timed) break;
-    step(o, d, s, i);
-  }
+  for (int i = 0; keep_stepping(o, start, i); ++i) step(o, d, s, i);
 }
 
 // K kernels captured into a graph inside NVTX ranges, the graph replayed
@@ -175,9 +178,7 @@ void run_graph(const Options& o) {
   cudaGraphExec_t exec = nullptr;
   check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0;; ++i) {
-    const bool timed = o.run_ms > 0 && std::chrono::steady_clock::now() - start < std::chrono::milliseconds(o.run_ms);
-    if (i >= o.steps && !timed) break;
+  for (int i = 0; keep_stepping(o, start, i); ++i) {
     if (o.nvtx) nvtxRangePushA("replay");
     check(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
     if (o.nvtx) nvtxRangePop();
@@ -273,6 +274,8 @@ bool parse(int argc, char** argv, Options* o) {
       if (!value(&o->steps)) return false;
     } else if (a == "--run-ms") {
       if (!value(&o->run_ms)) return false;
+    } else if (a == "--stop-file" && i + 1 < argc) {
+      o->stop_file = argv[++i];
     } else if (a == "--threads") {
       if (!value(&o->threads) || o->threads < 1) return false;
     } else if (a == "--children") {
@@ -306,9 +309,10 @@ bool parse(int argc, char** argv, Options* o) {
 int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, &o)) {
-    std::fprintf(stderr,
-                 "usage: standin_app [--steps N] [--run-ms T] [--nvtx] [--nvtx-early] [--graph] [--triton] "
-                 "[--threads K] [--children N] [--no-sync] [--exit MODE]\n");
+    std::fprintf(
+        stderr,
+        "usage: standin_app [--steps N] [--run-ms T] [--stop-file PATH] [--nvtx] [--nvtx-early] [--graph] [--triton] "
+        "[--threads K] [--children N] [--no-sync] [--exit MODE]\n");
     return 2;
   }
   if (o.children > 0) return run_children(argc, argv, o.children);  // the parent never touches CUDA

@@ -129,8 +129,8 @@ TEST_F(StandinRecord, AWholeRunEndingAtExitWritesItsTrace) {
   EXPECT_EQ(kernels(kGemm), 20u);
   // CUPTI was flushed while it still existed.
   const std::string log = cupti_log();
-  const std::size_t flush = log.rfind(" flush_all 1\n");
-  const std::size_t teardown = log.find(" teardown\n");
+  const std::size_t flush = log.rfind("\nflush_all 1 pid=");
+  const std::size_t teardown = log.find("\nteardown pid=");
   ASSERT_NE(flush, std::string::npos) << log;
   ASSERT_NE(teardown, std::string::npos) << log;
   EXPECT_LT(flush, teardown) << log;

@@ -720,9 +720,10 @@ TEST(Standin, PerCallSwitchesFollowCuptisDocumentedOrderAndTheLogCountsWrittenRe
   const std::string text = read_file(log);
   std::remove(log.c_str());
   for (const char* line :
-       {" runtime_api 17 1\n", " activity_enable 5\n", " runtime_api 17 0\n", " driver_api 4 0\n",
-        " activity_disable 5\n", " flush_all 1\n", " written runtime 17 cudaGetDevice_v3020 3\n",
-        " written runtime 3 cudaGetDeviceCount_v3020 3\n", " written driver 4 cuDeviceGetCount 1\n", " teardown\n"}) {
+       {"\nruntime_api 17 1 pid=", "\nactivity_enable 5 pid=", "\nruntime_api 17 0 pid=", "\ndriver_api 4 0 pid=",
+        "\nactivity_disable 5 pid=", "\nflush_all 1 pid=", "\nwritten runtime 17 cudaGetDevice_v3020 3 pid=",
+        "\nwritten runtime 3 cudaGetDeviceCount_v3020 3 pid=", "\nwritten driver 4 cuDeviceGetCount 1 pid=",
+        "\nteardown pid="}) {
     EXPECT_NE(text.find(line), std::string::npos) << "no \"" << line << "\" in\n" << text;
   }
 }
@@ -777,8 +778,8 @@ TEST(Standin, RecordsBeyondARefusedBufferAreDroppedCountedAndNeverWritten) {
   RUN_SCENARIO(refused_buffers_drop_records(log));
   const std::string text = read_file(log);
   std::remove(log.c_str());
-  EXPECT_NE(text.find(" written runtime 17 cudaGetDevice_v3020 3\n"), std::string::npos) << text;
-  EXPECT_NE(text.find(" dropped 7\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nwritten runtime 17 cudaGetDevice_v3020 3 pid="), std::string::npos) << text;
+  EXPECT_NE(text.find(" dropped 7 pid="), std::string::npos) << text;
 }
 
 TEST(Standin, TimestampsComeFromTheRegisteredCallback) { RUN_SCENARIO(timestamps_from_the_callback()); }
