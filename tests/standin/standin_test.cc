@@ -69,12 +69,26 @@ void* must_load(const char* path, int flags) {
   return h;
 }
 
+// The stand-ins, or (on a machine with a GPU) real CUDA:
+// STANDIN_TEST_DRIVER=libcuda.so.1 STANDIN_TEST_RUNTIME=.../libcudart.so.13
+// STANDIN_TEST_CUPTI=.../libcupti.so.13 run every scenario that needs no
+// stand-in kernel against real CUDA; each failure is a place where the
+// stand-in and CUDA differ.
+const char* lib(const char* env, const char* standin) {
+  const char* v = std::getenv(env);
+  return v != nullptr && *v != '\0' ? v : standin;
+}
+const char* driver_lib() { return lib("STANDIN_TEST_DRIVER", STANDIN_DRIVER); }
+const char* runtime_lib() { return lib("STANDIN_TEST_RUNTIME", STANDIN_RUNTIME); }
+const char* cupti_lib() { return lib("STANDIN_TEST_CUPTI", STANDIN_CUPTI); }
+bool real_cuda() { return std::getenv("STANDIN_TEST_DRIVER") != nullptr; }
+
 // The driver and runtime as a program has them (global), CUPTI as tprof
 // loads it (local).
 void load_all() {
-  g_libs.driver = must_load(STANDIN_DRIVER, RTLD_NOW | RTLD_GLOBAL);
-  g_libs.runtime = must_load(STANDIN_RUNTIME, RTLD_NOW | RTLD_GLOBAL);
-  g_libs.cupti = must_load(STANDIN_CUPTI, RTLD_NOW | RTLD_LOCAL);
+  g_libs.driver = must_load(driver_lib(), RTLD_NOW | RTLD_GLOBAL);
+  g_libs.runtime = must_load(runtime_lib(), RTLD_NOW | RTLD_GLOBAL);
+  g_libs.cupti = must_load(cupti_lib(), RTLD_NOW | RTLD_LOCAL);
 }
 
 template <class F>
@@ -282,7 +296,7 @@ std::string temp_path(const char* tag) { return ::testing::TempDir() + "standin_
 // ---- scenarios ----------------------------------------------------------------------------
 
 void callbacks_on_the_calling_thread() {
-  setenv("NVTX_INJECTION64_PATH", STANDIN_CUPTI, 1);
+  setenv("NVTX_INJECTION64_PATH", cupti_lib(), 1);
   load_all();
   CUpti_SubscriberHandle s = subscribe();
   CUPTI_OK(CUPTI(cuptiEnableDomain)(1, s, CUPTI_CB_DOMAIN_RUNTIME_API));
@@ -471,7 +485,7 @@ void second_subscriber_refused() {
 }
 
 void no_driver_fails_like_real_cupti() {
-  g_libs.cupti = must_load(STANDIN_CUPTI, RTLD_NOW | RTLD_LOCAL);
+  g_libs.cupti = must_load(cupti_lib(), RTLD_NOW | RTLD_LOCAL);
   std::uint32_t version = 0;
   CUPTI_OK(CUPTI(cuptiGetVersion)(&version));
   REQUIRE(version == CUPTI_API_VERSION);
@@ -508,7 +522,7 @@ void exit_handler_and_cupti(bool handler_first) {
 
 void driver_atexit_order(const char* order) {
   setenv("CUDA_INJECTION64_PATH", STANDIN_TEST_INJECT, 1);
-  setenv("STANDIN_DRIVER_ATEXIT", order, 1);
+  if (order != nullptr) setenv("STANDIN_DRIVER_ATEXIT", order, 1);
   load_all();
   int device = 0;
   RT_OK(RT(cudaGetDevice)(&device));  // cuInit: the injection registers its handler
@@ -688,12 +702,12 @@ void timestamps_from_the_callback() {
 // destructor runs before the runtime's and the driver's teardowns, which
 // reach CUPTI's hooks while it has something on.
 void hooks_after_teardown(const char* mode, const char* how) {
-  setenv("STANDIN_CUPTI_TEARDOWN", mode, 1);
-  g_libs.driver = must_load(STANDIN_DRIVER, RTLD_NOW | RTLD_GLOBAL);
-  g_libs.runtime = must_load(STANDIN_RUNTIME, RTLD_NOW | RTLD_GLOBAL);
+  if (mode != nullptr) setenv("STANDIN_CUPTI_TEARDOWN", mode, 1);
+  g_libs.driver = must_load(driver_lib(), RTLD_NOW | RTLD_GLOBAL);
+  g_libs.runtime = must_load(runtime_lib(), RTLD_NOW | RTLD_GLOBAL);
   void* p = nullptr;
   RT_OK(RT(cudaMalloc)(&p, 16));  // cuInit, the context
-  g_libs.cupti = must_load(STANDIN_CUPTI, RTLD_NOW | RTLD_LOCAL);
+  g_libs.cupti = must_load(cupti_lib(), RTLD_NOW | RTLD_LOCAL);
   CUpti_SubscriberHandle s = subscribe();
   register_buffers();
   CUPTI_OK(CUPTI(cuptiActivityEnable)(CUPTI_ACTIVITY_KIND_RUNTIME));
@@ -717,7 +731,10 @@ TEST(Standin, FullBuffersCompleteOnCuptisThreadAndAForcedFlushOnTheCaller) {
   RUN_SCENARIO(full_buffers_on_cuptis_thread_flush_on_the_caller());
 }
 
-TEST(Standin, DeviceWorkIsInAFlushOnlyOnceTheDeviceHasRunIt) { RUN_SCENARIO(device_work_waits_for_the_device()); }
+TEST(Standin, DeviceWorkIsInAFlushOnlyOnceTheDeviceHasRunIt) {
+  if (real_cuda()) GTEST_SKIP() << "needs a stand-in kernel";
+  RUN_SCENARIO(device_work_waits_for_the_device());
+}
 
 TEST(Standin, PerCallSwitchesFollowCuptisDocumentedOrderAndTheLogCountsWrittenRecords) {
   const std::string log = temp_path("switches.log");
@@ -725,6 +742,7 @@ TEST(Standin, PerCallSwitchesFollowCuptisDocumentedOrderAndTheLogCountsWrittenRe
   RUN_SCENARIO(per_call_switches(log));
   const std::string text = read_file(log);
   std::remove(log.c_str());
+  if (real_cuda()) return;  // the log is the stand-in's
   for (const char* line :
        {"\nruntime_api 17 1 pid=", "\nactivity_enable 5 pid=", "\nruntime_api 17 0 pid=", "\ndriver_api 4 0 pid=",
         "\nactivity_disable 5 pid=", "\nflush_all 1 pid=", "\nwritten runtime 17 cudaGetDevice_v3020 3 pid=",
@@ -749,6 +767,12 @@ TEST(Standin, CuptiUsedAfterItsTeardownDiesOfSigsegv) {
 
 TEST(Standin, TheDriversTeardownRunsBeforeOrAfterTheInjectionsExitHandler) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
+  if (real_cuda()) {
+    // The real order is not documented: this states "before" (the
+    // stand-in's default); a failure shows what real CUDA does.
+    EXPECT_EXIT(driver_atexit_order(nullptr), ::testing::ExitedWithCode(0), "inject atexit: cuCtxSynchronize 0\n");
+    return;
+  }
   // Registered before InitializeInjection: it runs after the injection's handler.
   EXPECT_EXIT(driver_atexit_order("before"), ::testing::ExitedWithCode(0), "inject atexit: cuCtxSynchronize 0\n");
   // Registered after: the context is gone when the injection's handler runs.
@@ -763,6 +787,13 @@ TEST(Standin, AtExitTheContextsBuffersComeBackOnTheExitingThread) {
 
 TEST(Standin, DanglingHooksFaultUnlessCuptiWasFinalizedOrHadNothingOn) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
+  if (real_cuda()) {
+    // States the stand-in's default (the teardown unhooks itself); a
+    // SIGSEGV here means real CUPTI dangles, as STANDIN_CUPTI_TEARDOWN=dangle.
+    EXPECT_EXIT(hooks_after_teardown(nullptr, "on"), ::testing::ExitedWithCode(0), "exiting");
+    EXPECT_EXIT(hooks_after_teardown(nullptr, "finalize"), ::testing::ExitedWithCode(0), "exiting");
+    return;
+  }
   // The driver's teardown tells a freed CUPTI that the context goes.
   EXPECT_EXIT(hooks_after_teardown("dangle", "on"), ::testing::KilledBySignal(SIGSEGV), "exiting");
   EXPECT_EXIT(hooks_after_teardown("dangle", "finalize"), ::testing::ExitedWithCode(0), "exiting");
@@ -771,7 +802,10 @@ TEST(Standin, DanglingHooksFaultUnlessCuptiWasFinalizedOrHadNothingOn) {
   EXPECT_EXIT(hooks_after_teardown("detach", "on"), ::testing::ExitedWithCode(0), "exiting");
 }
 
-TEST(Standin, GraphReplaysCarryTheClonedNodeTheGraphAndTheLaunchsCorrelation) { RUN_SCENARIO(graphs()); }
+TEST(Standin, GraphReplaysCarryTheClonedNodeTheGraphAndTheLaunchsCorrelation) {
+  if (real_cuda()) GTEST_SKIP() << "needs a stand-in kernel";
+  RUN_SCENARIO(graphs());
+}
 
 TEST(Standin, DeviceAndContextRecordsOnlyForKindsOnWhenTheContextIsCreated) {
   RUN_SCENARIO(device_and_context_records(true));
@@ -784,11 +818,15 @@ TEST(Standin, RecordsBeyondARefusedBufferAreDroppedCountedAndNeverWritten) {
   RUN_SCENARIO(refused_buffers_drop_records(log));
   const std::string text = read_file(log);
   std::remove(log.c_str());
+  if (real_cuda()) return;
   EXPECT_NE(text.find("\nwritten runtime 17 cudaGetDevice_v3020 3 pid="), std::string::npos) << text;
   EXPECT_NE(text.find(" dropped 7 pid="), std::string::npos) << text;
 }
 
-TEST(Standin, TimestampsComeFromTheRegisteredCallback) { RUN_SCENARIO(timestamps_from_the_callback()); }
+TEST(Standin, TimestampsComeFromTheRegisteredCallback) {
+  if (real_cuda()) GTEST_SKIP() << "needs a stand-in kernel";
+  RUN_SCENARIO(timestamps_from_the_callback());
+}
 
 // standin_app on its own: each way of ending, after its work.
 struct AppRun {
@@ -820,6 +858,7 @@ AppRun run_app(const std::vector<std::string>& args) {
 }
 
 TEST(StandinApp, EachExitPathEndsAsDocumentedAfterItsWork) {
+  if (real_cuda()) GTEST_SKIP() << "the stand-in program";
   const struct {
     const char* mode;
     int code;    // exit status, or
@@ -840,6 +879,7 @@ TEST(StandinApp, EachExitPathEndsAsDocumentedAfterItsWork) {
 }
 
 TEST(StandinApp, GraphTritonThreadsAndChildrenRun) {
+  if (real_cuda()) GTEST_SKIP() << "the stand-in program";
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--graph", "--nvtx"}, {"--triton"}, {"--threads", "3"}, {"--nvtx-early", "--nvtx"}}) {
     const AppRun r = run_app(args);
