@@ -67,7 +67,7 @@ class JsonKey {
       if (static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\') key_needs_escaping();
     }
   }
-  std::string_view text() const { return text_; }
+  constexpr std::string_view text() const { return text_; }
 
  private:
   static void key_needs_escaping();  // not constexpr: calling it fails compilation

@@ -32,6 +32,7 @@
 #include "src/base/saturate.h"
 #include "src/trace/assemble.h"
 #include "src/trace/event_parser.h"
+#include "src/trace/kineto_keys.h"
 #include "tprof/record_function.h"
 
 namespace tprof::internal {
@@ -40,12 +41,24 @@ namespace {
 
 constexpr const char* kVersion = "0.1.0";
 
-constexpr JsonKey kExternalId("External id"), kInputDims("Input Dims"), kDeviceType("Device Type"),
-    kDeviceId("Device Id"), kAddr("Addr"), kBytes("Bytes"), kTotalAllocated("Total Allocated"),
-    kTotalReserved("Total Reserved"), kVersionKey("version"), kDroppedEvents("droppedEvents"),
-    kDroppedShapes("droppedShapes"), kDroppedDeviceRecords("droppedDeviceRecords"),
-    kActivityUnavailable("activityUnavailable"), kNameKey("name"), kLabels("labels"), kSortIndex("sort_index"),
-    kValue("value"), kUnfinishedScopes("unfinishedScopes");
+// Kineto's keys and names are src/trace/kineto_keys.h's; these are tprof's own.
+constexpr JsonKey kVersionKey("version"), kDroppedEvents("droppedEvents"), kDroppedShapes("droppedShapes"),
+    kDroppedDeviceRecords("droppedDeviceRecords"), kActivityUnavailable("activityUnavailable"), kValue("value"),
+    kUnfinishedScopes("unfinishedScopes");
+using kineto::kAddr;
+using kineto::kBytes;
+using kineto::kDeviceId;
+using kineto::kDeviceType;
+using kineto::kExternalId;
+using kineto::kInputDims;
+using kineto::kLabels;
+using kineto::kSortIndex;
+using kineto::kTotalAllocated;
+using kineto::kTotalReserved;
+constexpr const JsonKey& kNameKey = kineto::kMetaName;
+// The scope categories the recorder's call sites name are Kineto's.
+static_assert(std::string_view(kCpuOp) == kineto::kCatCpuOp &&
+              std::string_view(kUserAnnotation) == kineto::kCatUserAnnotation);
 
 // What the builder orders a thread's records by: start tick, then the
 // longer first (Kineto's op order); equal keys keep recording order.
@@ -141,7 +154,7 @@ class Builder {
   void store_args();
   // An M event and its payload for assemble_trace (which sets the lane's
   // and process's names and sort indices from it, as for a file).
-  void metadata(const char* what, std::uint32_t lane, const JsonKey& key, std::string_view value) {
+  void metadata(std::string_view what, std::uint32_t lane, const JsonKey& key, std::string_view value) {
     const std::uint32_t e =
         add_event(Phase::kMetadata, t_.strings.intern(what), kEmptyStr, lane, info_.window_start_ns, 0);
     set_args(e, [&](JsonWriter& w) {
@@ -150,7 +163,7 @@ class Builder {
     });
     meta_.push_back({e, t_.strings.intern(value), 0, false});
   }
-  void sort_index(const char* what, std::uint32_t lane, std::int64_t value) {
+  void sort_index(std::string_view what, std::uint32_t lane, std::int64_t value) {
     const std::uint32_t e =
         add_event(Phase::kMetadata, t_.strings.intern(what), kEmptyStr, lane, info_.window_start_ns, 0);
     set_args(e, [&](JsonWriter& w) {
@@ -349,9 +362,9 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
 
   const TraceId pid{info_.pid, kEmptyStr, false};
   const std::uint32_t process_lane = t_.lane_for(pid, TraceId{0, kEmptyStr, false}, LaneKind::kOther);
-  metadata("process_name", process_lane, kNameKey, info_.process_name);
-  metadata("process_labels", process_lane, kLabels, "CPU");
-  sort_index("process_sort_index", process_lane, info_.pid);
+  metadata(kineto::kProcessName, process_lane, kNameKey, info_.process_name);
+  metadata(kineto::kProcessLabels, process_lane, kLabels, "CPU");
+  sort_index(kineto::kProcessSortIndex, process_lane, info_.pid);
 
   // One pass over every thread's records for what crosses threads:
   // "Total Allocated" is the running sum per device over all threads, in
@@ -387,8 +400,8 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   }
 
   const StrId user_annotation = t_.strings.intern(kUserAnnotation);
-  const StrId memory_name = t_.strings.intern("[memory]");
-  const StrId memory_cat = t_.strings.intern("cpu_instant_event");
+  const StrId memory_name = t_.strings.intern(kineto::kMemoryName);
+  const StrId memory_cat = t_.strings.intern(kineto::kCatCpuInstantEvent);
   const EventKind user_annotation_kind = kind_of(user_annotation);
   std::int64_t external_id = 0;
   std::uint64_t unfinished = 0;  // spans still open when the window stopped
@@ -402,8 +415,8 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
     const std::span<const std::uint64_t> payload = tr.payload;
     const std::uint32_t lane = thread_lane(tr.tid);
     const std::string thread_label = "thread " + std::to_string(tr.tid) + " (" + tr.name + ")";
-    metadata("thread_name", lane, kNameKey, thread_label);
-    sort_index("thread_sort_index", lane, tr.tid);
+    metadata(kineto::kThreadName, lane, kNameKey, thread_label);
+    sort_index(kineto::kThreadSortIndex, lane, tr.tid);
     // The scopes are kept only to link GPU API calls to them (add_device):
     // a CPU-only window does not write them (32 bytes an event of fresh
     // memory in a process's first window).
@@ -673,7 +686,7 @@ void Builder::link_api_calls(const DeviceBatch& d, const std::vector<std::uint32
 
 void Builder::add_device(const DeviceBatch& d) {
   if (d.events.empty()) return;
-  ac2g_ = t_.strings.intern("ac2g");
+  ac2g_ = t_.strings.intern(kineto::kCatAc2g);
   const std::int64_t shift = clock_.monotonic_to_epoch_ns;
   std::vector<std::uint32_t> api, work;
   for (std::uint32_t i = 0; i < d.events.size(); ++i) {
@@ -724,8 +737,10 @@ void Builder::add_device(const DeviceBatch& d) {
     launched[it->second] = 1;
   }
 
-  static constexpr const char* kCategory[] = {"kernel",       "gpu_memcpy",  "gpu_memset", "cuda_sync",
-                                              "cuda_runtime", "cuda_driver", "overhead"};
+  // By DeviceEventKind.
+  static constexpr std::string_view kCategory[] = {
+      kineto::kCatKernel,      kineto::kCatGpuMemcpy,  kineto::kCatGpuMemset, kineto::kCatCudaSync,
+      kineto::kCatCudaRuntime, kineto::kCatCudaDriver, kineto::kCatOverhead};
   StrId cats[std::size(kCategory)];
   for (std::size_t k = 0; k < std::size(kCategory); ++k) cats[k] = t_.strings.intern(kCategory[k]);
   std::unordered_map<std::string_view, StrId> names;
@@ -787,7 +802,7 @@ void Builder::add_device(const DeviceBatch& d) {
       }
     }
   }
-  const StrId gpu_annotation = t_.strings.intern("gpu_user_annotation");
+  const StrId gpu_annotation = t_.strings.intern(kineto::kCatGpuUserAnnotation);
   for (const auto& [key, span] : spans) {
     const auto& [annotation, dev, stream] = key;
     const std::uint32_t lane =
@@ -803,16 +818,16 @@ void Builder::add_device(const DeviceBatch& d) {
   for (const std::int32_t dev : devices) {
     const std::uint32_t lane =
         t_.lane_for(TraceId{dev, kEmptyStr, false}, TraceId{0, kEmptyStr, false}, LaneKind::kOther);
-    metadata("process_name", lane, kNameKey, info_.process_name);
-    metadata("process_labels", lane, kLabels, "GPU " + std::to_string(dev));
-    sort_index("process_sort_index", lane, 5000000 + dev);
+    metadata(kineto::kProcessName, lane, kNameKey, info_.process_name);
+    metadata(kineto::kProcessLabels, lane, kLabels, "GPU " + std::to_string(dev));
+    sort_index(kineto::kProcessSortIndex, lane, 5000000 + dev);
   }
   for (const std::uint32_t l : stream_lanes) {
     const Lane& lane = t_.lanes[l];
     const std::int64_t stream = lane.tid.num;
     // "stream 7 " with Kineto's trailing space.
-    metadata("thread_name", l, kNameKey, "stream " + std::to_string(stream) + " ");
-    sort_index("thread_sort_index", l, stream);
+    metadata(kineto::kThreadName, l, kNameKey, "stream " + std::to_string(stream) + " ");
+    sort_index(kineto::kThreadSortIndex, l, stream);
   }
   // API calls on threads that recorded no scope: name their rows too.
   for (const std::uint32_t i : api) {
@@ -820,8 +835,8 @@ void Builder::add_device(const DeviceBatch& d) {
     if (scopes_.count(tid) != 0) continue;
     scopes_[tid];  // once per thread
     const std::uint32_t lane = thread_lane(tid);
-    metadata("thread_name", lane, kNameKey, "thread " + std::to_string(tid));
-    sort_index("thread_sort_index", lane, tid);
+    metadata(kineto::kThreadName, lane, kNameKey, "thread " + std::to_string(tid));
+    sort_index(kineto::kThreadSortIndex, lane, tid);
   }
 }
 

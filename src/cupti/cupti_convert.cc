@@ -13,6 +13,7 @@
 #include "src/base/json_writer.h"
 #include "src/cupti/cupti_cbid_names.h"
 #include "src/cupti/kineto_api_calls.h"
+#include "src/trace/kineto_keys.h"
 
 namespace tprof::internal {
 namespace {
@@ -40,12 +41,13 @@ std::string_view members_of(std::string_view object) {
   return object.size() < 2 ? std::string_view() : object.substr(1, object.size() - 2);
 }
 
-constexpr JsonKey kDevice("device");
-constexpr JsonKey kContext("context");
-constexpr JsonKey kStream("stream");
-constexpr JsonKey kCorrelation("correlation");
-constexpr JsonKey kBytes("bytes");
-constexpr JsonKey kBandwidth("memory bandwidth (GB/s)");
+// Kineto's arg keys (CuptiActivity.h), spelled in src/trace/kineto_keys.h.
+using kineto::kBandwidth;
+using kineto::kContext;
+using kineto::kCorrelation;
+using kineto::kDevice;
+using kineto::kStream;
+constexpr const JsonKey& kBytes = kineto::kWorkBytes;
 
 // Kineto leaves the bandwidth out of zero-length copies; bytes per ns is GB/s.
 void write_bandwidth(JsonWriter& w, std::uint64_t bytes, std::int64_t dur_ns) {
@@ -298,14 +300,14 @@ void CuptiRecordConverter::emit_kernel(const PendingKernel& k, std::pair<std::ui
                         : estimated_occupancy_percent(*device, k.registers, k.static_smem, k.dynamic_smem,
                                                       block_threads, blocks_per_sm);
 
-  static constexpr JsonKey kQueued("queued");
-  static constexpr JsonKey kRegisters("registers per thread");
-  static constexpr JsonKey kSharedMemory("shared memory");
-  static constexpr JsonKey kBlocksPerSm("blocks per SM");
-  static constexpr JsonKey kWarpsPerSm("warps per SM");
-  static constexpr JsonKey kGrid("grid");
-  static constexpr JsonKey kBlock("block");
-  static constexpr JsonKey kOccupancy("est. achieved occupancy %");
+  using kineto::kBlock;
+  using kineto::kBlocksPerSm;
+  using kineto::kGrid;
+  using kineto::kOccupancy;
+  using kineto::kQueued;
+  using kineto::kRegisters;
+  using kineto::kSharedMemory;
+  using kineto::kWarpsPerSm;
   scratch_.clear();
   {
     JsonWriter w(&scratch_);
@@ -396,12 +398,12 @@ void CuptiRecordConverter::add_memcpy_peer(const CUpti_Activity* record) {
   // The lane is the device that executes the copy.
   const DeviceEvent e = work_event(DeviceEventKind::kMemcpy, r);
   const std::string name = memcpy_name(r.copyKind, r.srcKind, r.dstKind);
-  static constexpr JsonKey kFromDevice("fromDevice");
-  static constexpr JsonKey kInDevice("inDevice");
-  static constexpr JsonKey kToDevice("toDevice");
-  static constexpr JsonKey kFromContext("fromContext");
-  static constexpr JsonKey kInContext("inContext");
-  static constexpr JsonKey kToContext("toContext");
+  using kineto::kFromContext;
+  using kineto::kFromDevice;
+  using kineto::kInContext;
+  using kineto::kInDevice;
+  using kineto::kToContext;
+  using kineto::kToDevice;
   scratch_.clear();
   {
     JsonWriter w(&scratch_);
@@ -466,7 +468,7 @@ void CuptiRecordConverter::add_api(const CUpti_Activity* record, DeviceEventKind
   // The OS tid: the live source sets CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM.
   e.thread = r.threadId;
   e.correlation = r.correlationId;
-  static constexpr JsonKey kCbid("cbid");
+  using kineto::kCbid;
   scratch_.clear();
   {
     JsonWriter w(&scratch_);
@@ -507,10 +509,10 @@ void CuptiRecordConverter::emit_sync(const PendingSync& s) {
   // All bits set means "no stream" (a context sync); Kineto writes -1.
   const std::int64_t stream = s.stream == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? std::int64_t{-1} : std::int64_t{s.stream};
   const std::string_view kind = sync_kind_name(s.type);
-  static constexpr JsonKey kSyncKind("cuda_sync_kind");
-  static constexpr JsonKey kWaitOnStream("wait_on_stream");
-  static constexpr JsonKey kWaitOnRecord("wait_on_cuda_event_record_corr_id");
-  static constexpr JsonKey kEventId("wait_on_cuda_event_id");
+  using kineto::kSyncKind;
+  using kineto::kWaitOnStream;
+  constexpr const JsonKey& kWaitOnRecord = kineto::kWaitOnEventRecord;
+  constexpr const JsonKey& kEventId = kineto::kWaitOnEventId;
   scratch_.clear();
   {
     JsonWriter w(&scratch_);
@@ -630,33 +632,33 @@ void CuptiRecordConverter::finish(DeviceBatch* out) {
     std::string json;
     JsonWriter w(&json);
     w.begin_object();
-    w.key("id");
+    w.key(kineto::kPropId);
     w.value_uint(d.id);
-    w.key("name");
+    w.key(kineto::kPropName);
     w.value_string(d.name);
-    w.key("totalGlobalMem");
+    w.key(kineto::kPropTotalGlobalMem);
     w.value_uint(d.global_memory_bytes);
-    w.key("computeMajor");
+    w.key(kineto::kPropComputeMajor);
     w.value_uint(d.compute_major);
-    w.key("computeMinor");
+    w.key(kineto::kPropComputeMinor);
     w.value_uint(d.compute_minor);
-    w.key("maxThreadsPerBlock");
+    w.key(kineto::kPropMaxThreadsPerBlock);
     w.value_uint(d.max_threads_per_block);
-    w.key("maxThreadsPerMultiprocessor");
+    w.key(kineto::kPropMaxThreadsPerMultiprocessor);
     w.value_uint(d.max_threads_per_sm);
-    w.key("regsPerBlock");
+    w.key(kineto::kPropRegsPerBlock);
     w.value_uint(d.regs_per_block);
-    w.key("warpSize");
+    w.key(kineto::kPropWarpSize);
     w.value_uint(d.warp_size);
-    w.key("sharedMemPerBlock");
+    w.key(kineto::kPropSharedMemPerBlock);
     w.value_uint(d.smem_per_block);
-    w.key("numSms");
+    w.key(kineto::kPropNumSms);
     w.value_uint(d.num_sms);
-    w.key("regsPerMultiprocessor");
+    w.key(kineto::kPropRegsPerMultiprocessor);
     w.value_uint(d.regs_per_sm);
-    w.key("sharedMemPerBlockOptin");
+    w.key(kineto::kPropSharedMemPerBlockOptin);
     w.value_uint(d.smem_per_block_optin);
-    w.key("sharedMemPerMultiprocessor");
+    w.key(kineto::kPropSharedMemPerMultiprocessor);
     w.value_uint(d.smem_per_sm);
     w.end_object();
     w.flush();

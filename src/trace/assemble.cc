@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "src/trace/json_cursor.h"
+#include "src/trace/kineto_keys.h"
 #include "src/trace/validate.h"
 
 namespace tprof::internal {
@@ -78,11 +79,11 @@ void finish_lanes(Trace* t, std::span<const DeviceHint> hints) {
 
 void apply_metadata(Trace* t, std::span<const MetaRecord> meta) {
   Trace& trace_ = *t;
-  const auto process_name = trace_.strings.find("process_name");
-  const auto process_labels = trace_.strings.find("process_labels");
-  const auto process_sort = trace_.strings.find("process_sort_index");
-  const auto thread_name = trace_.strings.find("thread_name");
-  const auto thread_sort = trace_.strings.find("thread_sort_index");
+  const auto process_name = trace_.strings.find(kineto::kProcessName);
+  const auto process_labels = trace_.strings.find(kineto::kProcessLabels);
+  const auto process_sort = trace_.strings.find(kineto::kProcessSortIndex);
+  const auto thread_name = trace_.strings.find(kineto::kThreadName);
+  const auto thread_sort = trace_.strings.find(kineto::kThreadSortIndex);
   for (const MetaRecord& m : meta) {
     const StrId name = trace_.events.name[m.event];
     Lane& lane = trace_.lanes[trace_.events.lane[m.event]];

@@ -7,12 +7,11 @@
 
 #include "src/trace/event_sink.h"
 #include "src/trace/fast_event_parser.h"
+#include "src/trace/kineto_keys.h"
 
 namespace tprof::internal {
 
 namespace {
-
-constexpr bool key_is(std::string_view key, std::string_view want) { return key == want; }
 
 // The lenient, byte-by-byte parser: handles everything, reports every
 // oddity with its offset. The token walker (fast_event_parser.cc) hands it
@@ -176,83 +175,52 @@ bool Parser::parse_args(PendingEvent* ev) {
       const std::string_view k = key.raw;
       bool ok = true;
       bool is_int = false;
-      switch (k.size()) {
-        case 4:
-          if (key_is(k, "name")) {
-            ok = c_->peek() == '"' ? read_string_id(&ev->meta_text) : c_->skip_value_fast();
-          } else if (key_is(k, "Addr")) {
-            ok = read_uint_value(&ev->addr);
-          } else {
-            ok = c_->skip_value_fast();
-          }
+      using kineto::ArgColumn;
+      switch (kineto::arg_column(k)) {
+        case ArgColumn::kMetaText:
+          ok = c_->peek() == '"' ? read_string_id(&ev->meta_text) : c_->skip_value_fast();
           break;
-        case 5:
-          if (key_is(k, "Bytes")) {
-            ok = read_int_value(&ev->bytes);
-          } else {
-            ok = c_->skip_value_fast();
-          }
+        case ArgColumn::kMemoryAddr:
+          ok = read_uint_value(&ev->addr);
           break;
-        case 6:
-          if (key_is(k, "device")) {
-            ok = read_int_value(&ev->device);
-          } else if (key_is(k, "stream")) {
-            ok = read_int_value(&ev->stream);
-          } else if (key_is(k, "labels")) {
-            ok = c_->peek() == '"' ? read_string_id(&ev->meta_text) : c_->skip_value_fast();
-          } else {
-            ok = c_->skip_value_fast();
-          }
+        case ArgColumn::kMemoryBytes:
+          ok = read_int_value(&ev->bytes);
           break;
-        case 9:
-          if (key_is(k, "Device Id")) {
-            ok = read_int_value(&ev->device_id);
-          } else {
-            ok = c_->skip_value_fast();
-          }
+        case ArgColumn::kDeviceIndex:
+          ok = read_int_value(&ev->device);
           break;
-        case 10:
-          if (key_is(k, "sort_index")) {
-            ok = read_int_value(&ev->meta_number, &is_int);
-            ev->has_meta_number = is_int;
-          } else if (key_is(k, "Trace name")) {
-            b_->saw_kineto_2022_args = true;
-            ok = c_->skip_value_fast();
-          } else {
-            ok = c_->skip_value_fast();
-          }
+        case ArgColumn::kStreamId:
+          ok = read_int_value(&ev->stream);
           break;
-        case 11:
-          if (key_is(k, "External id") || key_is(k, "external id")) {
-            ok = read_int_value(&ev->external_id);
-          } else if (key_is(k, "correlation")) {
-            ok = read_int_value(&ev->correlation);
-          } else if (key_is(k, "Device Type")) {
-            ok = read_int_value(&ev->device_type);
-          } else {
-            ok = c_->skip_value_fast();
-          }
+        case ArgColumn::kMemoryDeviceId:
+          ok = read_int_value(&ev->device_id);
           break;
-        case 15:
-          if (key_is(k, "Total Allocated")) {
-            ok = read_int_value(&ev->total_allocated);
-          } else {
-            ok = c_->skip_value_fast();
-          }
+        case ArgColumn::kMetaNumber:
+          ok = read_int_value(&ev->meta_number, &is_int);
+          ev->has_meta_number = is_int;
           break;
-        case 14:
-          if (key_is(k, "Total Reserved")) {
-            ok = read_int_value(&ev->total_reserved);
-          } else {
-            ok = c_->skip_value_fast();
-          }
+        case ArgColumn::kExternal:
+          ok = read_int_value(&ev->external_id);
           break;
-        case 20:
-          if (key_is(k, "Profiler Event Index")) b_->saw_kineto_2022_args = true;
+        case ArgColumn::kCorrelationId:
+          ok = read_int_value(&ev->correlation);
+          break;
+        case ArgColumn::kMemoryDeviceType:
+          ok = read_int_value(&ev->device_type);
+          break;
+        case ArgColumn::kMemoryAllocated:
+          ok = read_int_value(&ev->total_allocated);
+          break;
+        case ArgColumn::kMemoryReserved:
+          ok = read_int_value(&ev->total_reserved);
+          break;
+        case ArgColumn::kKineto2022:
+          b_->saw_kineto_2022_args = true;
           ok = c_->skip_value_fast();
           break;
-        default:
+        case ArgColumn::kNone:
           ok = c_->skip_value_fast();
+          break;
       }
       if (!ok) return false;
       if (c_->eat(',')) continue;
@@ -282,108 +250,103 @@ bool Parser::parse_event() {
         k = scratch_;
       }
       bool ok = true;
-      switch (k.size()) {
-        case 1:
-          if (k[0] == 's') {
+      using kineto::EventField;
+      switch (kineto::event_field(k)) {
+        case EventField::kScope:
+          if (c_->peek() == '"') {
             JsonCursor::Str s;
-            if (c_->peek() == '"') {
-              ok = c_->read_string(&s);
-              if (ok && s.raw.size() == 1) {
-                const char scope = s.raw[0];
-                ev.flags |= static_cast<std::uint8_t>(scope == 'g'   ? kFlagInstantGlobal
-                                                      : scope == 'p' ? kFlagInstantProcess
-                                                      : scope == 't' ? kFlagInstantThread
-                                                                     : 0);
-              }
-            } else {
-              ok = c_->skip_value_fast();
+            ok = c_->read_string(&s);
+            if (ok && s.raw.size() == 1) {
+              const char scope = s.raw[0];
+              ev.flags |= static_cast<std::uint8_t>(scope == 'g'   ? kFlagInstantGlobal
+                                                    : scope == 'p' ? kFlagInstantProcess
+                                                    : scope == 't' ? kFlagInstantThread
+                                                                   : 0);
             }
           } else {
             ok = c_->skip_value_fast();
           }
           break;
-        case 2:
-          if (k == "ph") {
+        case EventField::kPhase: {
+          JsonCursor::Str s;
+          const char* at = c_->pos();
+          if (c_->peek() == '"') {
+            ok = c_->read_string(&s);
+            if (ok) {
+              has_ph = true;
+              ev.ph = s.raw.size() == 1 ? s.raw[0] : '?';
+            }
+          } else {
+            ok = c_->skip_value_fast();
+            if (ok) {
+              b_->diagnostics.add(DiagnosticCode::kBadFieldType, c_->offset(at), "\"ph\" is not a string");
+            }
+          }
+          break;
+        }
+        case EventField::kTimestamp:
+          ok = read_time(&ev.ts, &ev.has_ts, "ts");
+          break;
+        case EventField::kFlowId: {
+          const char next = c_->peek();
+          if (next == '"') {
             JsonCursor::Str s;
+            ok = c_->read_string(&s);
+            if (ok) {
+              std::int64_t v = 0;
+              if (canonical_int(s.raw, &v) && v >= 0) {
+                ev.flow_id = v;
+              } else {
+                // Other ids are interned; the id column stores -(str + 2).
+                ev.flow_id = -static_cast<std::int64_t>(b_->strings.intern(s.raw)) - 2;
+              }
+            }
+          } else {
+            ok = read_int_value(&ev.flow_id);
+            // A negative number would read as the encoding of a string id
+            // (and -INT64_MIN does not exist): kept as its text.
+            if (ok && ev.flow_id < 0) {
+              ev.flow_id = -static_cast<std::int64_t>(b_->strings.intern(std::to_string(ev.flow_id))) - 2;
+            }
+          }
+          break;
+        }
+        case EventField::kBindPoint:
+          if (c_->peek() == '"') {
+            JsonCursor::Str s;
+            ok = c_->read_string(&s);
+            if (ok && s.raw == "e") ev.flags |= kFlagBindEnclosing;
+          } else {
+            ok = c_->skip_value_fast();
+          }
+          break;
+        case EventField::kProcessId:
+          ok = read_id(&ev.pid);
+          break;
+        case EventField::kThreadId:
+          ok = read_id(&ev.tid);
+          break;
+        case EventField::kCategory:
+          ok = c_->peek() == '"' ? read_string_id(&ev.cat) : c_->skip_value_fast();
+          break;
+        case EventField::kDuration:
+          ok = read_time(&ev.dur, &ev.has_dur, "dur");
+          break;
+        case EventField::kEventName:
+          if (c_->peek() == '"') {
+            ok = read_string_id(&ev.name);
+          } else {
             const char* at = c_->pos();
-            if (c_->peek() == '"') {
-              ok = c_->read_string(&s);
-              if (ok) {
-                has_ph = true;
-                ev.ph = s.raw.size() == 1 ? s.raw[0] : '?';
-              }
-            } else {
-              ok = c_->skip_value_fast();
-              if (ok) {
-                b_->diagnostics.add(DiagnosticCode::kBadFieldType, c_->offset(at), "\"ph\" is not a string");
-              }
-            }
-          } else if (k == "ts") {
-            ok = read_time(&ev.ts, &ev.has_ts, "ts");
-          } else if (k == "id") {
-            const char next = c_->peek();
-            if (next == '"') {
-              JsonCursor::Str s;
-              ok = c_->read_string(&s);
-              if (ok) {
-                std::int64_t v = 0;
-                if (canonical_int(s.raw, &v) && v >= 0) {
-                  ev.flow_id = v;
-                } else {
-                  // Other ids are interned; the id column stores -(str + 2).
-                  ev.flow_id = -static_cast<std::int64_t>(b_->strings.intern(s.raw)) - 2;
-                }
-              }
-            } else {
-              ok = read_int_value(&ev.flow_id);
-              // A negative number would read as the encoding of a string id
-              // (and -INT64_MIN does not exist): kept as its text.
-              if (ok && ev.flow_id < 0) {
-                ev.flow_id = -static_cast<std::int64_t>(b_->strings.intern(std::to_string(ev.flow_id))) - 2;
-              }
-            }
-          } else if (k == "bp") {
-            JsonCursor::Str s;
-            if (c_->peek() == '"') {
-              ok = c_->read_string(&s);
-              if (ok && s.raw == "e") ev.flags |= kFlagBindEnclosing;
-            } else {
-              ok = c_->skip_value_fast();
-            }
-          } else {
             ok = c_->skip_value_fast();
+            if (ok) b_->diagnostics.add(DiagnosticCode::kBadFieldType, c_->offset(at), "\"name\" is not a string");
           }
           break;
-        case 3:
-          if (k == "pid") {
-            ok = read_id(&ev.pid);
-          } else if (k == "tid") {
-            ok = read_id(&ev.tid);
-          } else if (k == "cat") {
-            ok = c_->peek() == '"' ? read_string_id(&ev.cat) : c_->skip_value_fast();
-          } else if (k == "dur") {
-            ok = read_time(&ev.dur, &ev.has_dur, "dur");
-          } else {
-            ok = c_->skip_value_fast();
-          }
+        case EventField::kArgsObject:
+          ok = parse_args(&ev);
           break;
-        case 4:
-          if (k == "name") {
-            if (c_->peek() == '"') {
-              ok = read_string_id(&ev.name);
-            } else {
-              const char* at = c_->pos();
-              ok = c_->skip_value_fast();
-              if (ok) b_->diagnostics.add(DiagnosticCode::kBadFieldType, c_->offset(at), "\"name\" is not a string");
-            }
-          } else if (k == "args") {
-            ok = parse_args(&ev);
-          } else {
-            ok = c_->skip_value_fast();
-          }
-          break;
-        default:
+        case EventField::kOther:
           ok = c_->skip_value_fast();
+          break;
       }
       if (!ok) return false;
       if (c_->eat(',')) continue;

@@ -4,6 +4,7 @@
 
 #include "src/base/hash.h"
 #include "src/trace/json_cursor.h"
+#include "src/trace/kineto_keys.h"
 
 namespace tprof::internal {
 
@@ -21,8 +22,8 @@ std::uint64_t hash_key(const LocalLaneKey& k) { return mix64(hash_id(k.pid) ^ 0x
 }  // namespace
 
 EventSink::EventSink(const ParseContext& ctx, EventBatch* batch) : b_(batch) {
-  memory_name_ = b_->strings.intern("[memory]");
-  oom_name_ = b_->strings.intern("[OutOfMemory]");
+  memory_name_ = b_->strings.intern(kineto::kMemoryName);
+  oom_name_ = b_->strings.intern(kineto::kOutOfMemoryName);
   if (ctx.legacy_array) default_cat_ = b_->strings.intern("cpu_op");
   if (b_->lane_slots.empty()) b_->lane_slots.assign(64, kEmptySlot);
 }
@@ -161,34 +162,7 @@ std::uint32_t EventBatch::lane_index(const LocalLaneKey& key) {
 }
 
 EventKind kind_from_category(std::string_view cat) {
-  struct Entry {
-    std::string_view cat;
-    EventKind kind;
-  };
-  static constexpr Entry kTable[] = {
-      {"cpu_op", EventKind::kCpuOp},
-      {"Operator", EventKind::kCpuOp},
-      {"user_annotation", EventKind::kUserAnnotation},
-      {"python_function", EventKind::kPythonFunction},
-      {"cuda_runtime", EventKind::kCudaRuntime},
-      {"Runtime", EventKind::kCudaRuntime},
-      // Meta's MTIA accelerator: Kineto writes its host API calls and its
-      // device activity (kernels, DMA, event waits) under these two names.
-      {"mtia_runtime", EventKind::kCudaRuntime},
-      {"cuda_driver", EventKind::kCudaDriver},
-      {"kernel", EventKind::kKernel},
-      {"Kernel", EventKind::kKernel},
-      {"mtia_ccp_events", EventKind::kKernel},
-      {"gpu_memcpy", EventKind::kGpuMemcpy},
-      {"Memcpy", EventKind::kGpuMemcpy},
-      {"gpu_memset", EventKind::kGpuMemset},
-      {"Memset", EventKind::kGpuMemset},
-      {"gpu_user_annotation", EventKind::kGpuUserAnnotation},
-      {"cuda_sync", EventKind::kCudaSync},
-      {"Trace", EventKind::kTraceSpan},
-      {"overhead", EventKind::kOverhead},
-  };
-  for (const Entry& e : kTable) {
+  for (const kineto::CategoryKind& e : kineto::kCategories) {
     if (e.cat == cat) return e.kind;
   }
   return EventKind::kOther;

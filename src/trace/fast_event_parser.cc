@@ -14,6 +14,7 @@
 #include <string>
 
 #include "src/trace/json_cursor.h"
+#include "src/trace/kineto_keys.h"
 #include "src/trace/structural_index.h"
 
 namespace tprof::internal {
@@ -254,68 +255,56 @@ bool Walker::args(const char* open, PendingEvent* ev) {
       if (colon == nullptr) return false;
       const char* v = value_after(colon);
       bool ok = true;
-      switch (k.size()) {
-        case 4:
-          if (k == "name") {
-            ok = v < end_ && *v == '"' ? string_id(v, &ev->meta_text) : skip_value(v);
-          } else if (k == "Addr") {
-            const char* q = v;
-            while (q < end_ && *q >= '0' && *q <= '9') ++q;
-            auto r = std::from_chars(v, q, ev->addr);
-            ok = r.ec == std::errc() && ends_here(q);
-          } else {
-            ok = skip_value(v);
-          }
+      using kineto::ArgColumn;
+      switch (kineto::arg_column(k)) {
+        case ArgColumn::kMetaText:
+          ok = v < end_ && *v == '"' ? string_id(v, &ev->meta_text) : skip_value(v);
           break;
-        case 5:
-          ok = k == "Bytes" ? int_value(v, &ev->bytes) : skip_value(v);
+        case ArgColumn::kMemoryAddr: {
+          const char* q = v;
+          while (q < end_ && *q >= '0' && *q <= '9') ++q;
+          auto r = std::from_chars(v, q, ev->addr);
+          ok = r.ec == std::errc() && ends_here(q);
           break;
-        case 6:
-          if (k == "device") {
-            ok = int_value(v, &ev->device);
-          } else if (k == "stream") {
-            ok = int_value(v, &ev->stream);
-          } else if (k == "labels") {
-            ok = v < end_ && *v == '"' ? string_id(v, &ev->meta_text) : skip_value(v);
-          } else {
-            ok = skip_value(v);
-          }
+        }
+        case ArgColumn::kMemoryBytes:
+          ok = int_value(v, &ev->bytes);
           break;
-        case 9:
-          ok = k == "Device Id" ? int_value(v, &ev->device_id) : skip_value(v);
+        case ArgColumn::kDeviceIndex:
+          ok = int_value(v, &ev->device);
           break;
-        case 10:
-          if (k == "sort_index") {
-            ok = int_value(v, &ev->meta_number);
-            ev->has_meta_number = ok;
-          } else {
-            if (k == "Trace name") b_->saw_kineto_2022_args = true;
-            ok = skip_value(v);
-          }
+        case ArgColumn::kStreamId:
+          ok = int_value(v, &ev->stream);
           break;
-        case 11:
-          if (k == "External id" || k == "external id") {
-            ok = int_value(v, &ev->external_id);
-          } else if (k == "correlation") {
-            ok = int_value(v, &ev->correlation);
-          } else if (k == "Device Type") {
-            ok = int_value(v, &ev->device_type);
-          } else {
-            ok = skip_value(v);
-          }
+        case ArgColumn::kMemoryDeviceId:
+          ok = int_value(v, &ev->device_id);
           break;
-        case 14:
-          ok = k == "Total Reserved" ? int_value(v, &ev->total_reserved) : skip_value(v);
+        case ArgColumn::kMetaNumber:
+          ok = int_value(v, &ev->meta_number);
+          ev->has_meta_number = ok;
           break;
-        case 15:
-          ok = k == "Total Allocated" ? int_value(v, &ev->total_allocated) : skip_value(v);
+        case ArgColumn::kExternal:
+          ok = int_value(v, &ev->external_id);
           break;
-        case 20:
-          if (k == "Profiler Event Index") b_->saw_kineto_2022_args = true;
+        case ArgColumn::kCorrelationId:
+          ok = int_value(v, &ev->correlation);
+          break;
+        case ArgColumn::kMemoryDeviceType:
+          ok = int_value(v, &ev->device_type);
+          break;
+        case ArgColumn::kMemoryAllocated:
+          ok = int_value(v, &ev->total_allocated);
+          break;
+        case ArgColumn::kMemoryReserved:
+          ok = int_value(v, &ev->total_reserved);
+          break;
+        case ArgColumn::kKineto2022:
+          b_->saw_kineto_2022_args = true;
           ok = skip_value(v);
           break;
-        default:
+        case ArgColumn::kNone:
           ok = skip_value(v);
+          break;
       }
       if (!ok) return false;
       const char* sep = t_->next();
@@ -345,82 +334,77 @@ bool Walker::event(const char* open, const char** close) {
     if (colon == nullptr) return false;
     const char* v = value_after(colon);
     bool ok = true;
-    switch (k.size()) {
-      case 1:
-        if (k[0] == 's') {
-          std::string_view s;
-          ok = string_value(v, &s);
-          if (ok && s.size() == 1) {
-            const char scope = s[0];
-            ev.flags |= static_cast<std::uint8_t>(scope == 'g'   ? kFlagInstantGlobal
-                                                  : scope == 'p' ? kFlagInstantProcess
-                                                  : scope == 't' ? kFlagInstantThread
-                                                                 : 0);
-          }
-        } else {
-          ok = skip_value(v);
+    using kineto::EventField;
+    switch (kineto::event_field(k)) {
+      case EventField::kScope: {
+        std::string_view s;
+        ok = string_value(v, &s);
+        if (ok && s.size() == 1) {
+          const char scope = s[0];
+          ev.flags |= static_cast<std::uint8_t>(scope == 'g'   ? kFlagInstantGlobal
+                                                : scope == 'p' ? kFlagInstantProcess
+                                                : scope == 't' ? kFlagInstantThread
+                                                               : 0);
         }
         break;
-      case 2:
-        if (k == "ph") {
+      }
+      case EventField::kPhase: {
+        std::string_view s;
+        ok = string_value(v, &s) && !has_backslash(s);
+        if (ok) {
+          has_ph = true;
+          ev.ph = s.size() == 1 ? s[0] : '?';
+        }
+        break;
+      }
+      case EventField::kTimestamp:
+        ok = time_value(v, &ev.ts);
+        ev.has_ts = ok;
+        break;
+      case EventField::kFlowId:
+        if (v < end_ && *v == '"') {
           std::string_view s;
           ok = string_value(v, &s) && !has_backslash(s);
           if (ok) {
-            has_ph = true;
-            ev.ph = s.size() == 1 ? s[0] : '?';
+            std::int64_t n = 0;
+            ev.flow_id = canonical_int(s, &n) && n >= 0 ? n : -static_cast<std::int64_t>(b_->strings.intern(s)) - 2;
           }
-        } else if (k == "ts") {
-          ok = time_value(v, &ev.ts);
-          ev.has_ts = ok;
-        } else if (k == "id") {
-          if (v < end_ && *v == '"') {
-            std::string_view s;
-            ok = string_value(v, &s) && !has_backslash(s);
-            if (ok) {
-              std::int64_t n = 0;
-              ev.flow_id =
-                  canonical_int(s, &n) && n >= 0 ? n : -static_cast<std::int64_t>(b_->strings.intern(s)) - 2;
-            }
-          } else {
-            ok = int_value(v, &ev.flow_id);
-            // As in event_parser.cc: a negative number is kept as its text.
-            if (ok && ev.flow_id < 0) {
-              ev.flow_id = -static_cast<std::int64_t>(b_->strings.intern(std::to_string(ev.flow_id))) - 2;
-            }
+        } else {
+          ok = int_value(v, &ev.flow_id);
+          // As in event_parser.cc: a negative number is kept as its text.
+          if (ok && ev.flow_id < 0) {
+            ev.flow_id = -static_cast<std::int64_t>(b_->strings.intern(std::to_string(ev.flow_id))) - 2;
           }
-        } else if (k == "bp") {
-          std::string_view s;
-          ok = string_value(v, &s);
-          if (ok && s == "e") ev.flags |= kFlagBindEnclosing;
-        } else {
-          ok = skip_value(v);
         }
         break;
-      case 3:
-        if (k == "pid") {
-          ok = id_value(v, &ev.pid);
-        } else if (k == "tid") {
-          ok = id_value(v, &ev.tid);
-        } else if (k == "cat") {
-          ok = string_id(v, &ev.cat);
-        } else if (k == "dur") {
-          ok = time_value(v, &ev.dur);
-          ev.has_dur = ok;
-        } else {
-          ok = skip_value(v);
-        }
+      case EventField::kBindPoint: {
+        std::string_view s;
+        ok = string_value(v, &s);
+        if (ok && s == "e") ev.flags |= kFlagBindEnclosing;
         break;
-      case 4:
-        if (k == "name") {
-          ok = string_id(v, &ev.name);
-        } else if (k == "args") {
-          ok = args(v, &ev);
-        } else {
-          ok = skip_value(v);
-        }
+      }
+      case EventField::kProcessId:
+        ok = id_value(v, &ev.pid);
         break;
-      default:
+      case EventField::kThreadId:
+        ok = id_value(v, &ev.tid);
+        break;
+      case EventField::kCategory:
+        ok = string_id(v, &ev.cat);
+        break;
+      case EventField::kDuration:
+        ok = time_value(v, &ev.dur);
+        ev.has_dur = ok;
+        break;
+      case EventField::kEventName:
+        ok = string_id(v, &ev.name);
+        break;
+      case EventField::kArgsObject:
+        ok = args(v, &ev);
+        break;
+      case EventField::kOther:
         ok = skip_value(v);
+        break;
     }
     if (!ok) return false;
     const char* sep = t_->next();

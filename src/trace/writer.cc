@@ -21,12 +21,12 @@
 #include "src/base/gzip.h"
 #include "src/base/json_writer.h"
 #include "src/trace/json_copy.h"
+#include "src/trace/kineto_keys.h"
 
 namespace tprof {
 
 namespace {
 
-using internal::JsonKey;
 using internal::JsonWriter;
 
 // Pieces of 256 KiB: the three in use (one being filled, two queued) stay
@@ -36,8 +36,18 @@ using internal::JsonWriter;
 constexpr std::size_t kFlushBytes = 256u << 10;
 constexpr std::size_t kBufferBytes = kFlushBytes + (64u << 10);  // a full buffer and the event that filled it
 
-constexpr JsonKey kArgs("args"), kBp("bp"), kCat("cat"), kDur("dur"), kId("id"), kName("name"), kPh("ph"), kPid("pid"),
-    kS("s"), kTid("tid"), kTs("ts"), kTraceEvents("traceEvents");
+using internal::kineto::kArgs;
+using internal::kineto::kBp;
+using internal::kineto::kCat;
+using internal::kineto::kDur;
+using internal::kineto::kId;
+using internal::kineto::kName;
+using internal::kineto::kPh;
+using internal::kineto::kPid;
+using internal::kineto::kS;
+using internal::kineto::kTid;
+using internal::kineto::kTraceEvents;
+using internal::kineto::kTs;
 
 // Writes one trace. Per event, the writer formats the numbers and copies
 // bytes: the members that events of one (phase, category, name, lane) share
