@@ -134,6 +134,14 @@ Driver* const g = [] {
 
 thread_local ApiCall* tl_call = nullptr;
 thread_local bool tl_in_init = false;
+// The calling thread's context stack (its top is the current context), as
+// the real driver keeps one per thread: a thread that never made a runtime
+// call, set or pushed a context has none, and a context synchronize there
+// fails with CUDA_ERROR_INVALID_CONTEXT.
+constexpr int kMaxContextDepth = 16;
+thread_local CUcontext tl_contexts[kMaxContextDepth] = {};
+thread_local int tl_context_depth = 0;
+CUcontext current_context() noexcept { return tl_context_depth > 0 ? tl_contexts[tl_context_depth - 1] : nullptr; }
 
 const ToolHooks* tool() noexcept { return g->tool.load(std::memory_order_acquire); }
 
@@ -183,12 +191,19 @@ const DeviceInfo& device_info() noexcept {
 
 // The primary context: created by the first call that needs one, on its
 // thread (cudart's first real call; a driver-API program's first launch).
+// Creates the primary context at the first call that needs one and makes
+// it the calling thread's current context when the thread has none: what
+// the runtime does on every thread it is called from (the driver-API
+// launches of this stand-in are as lenient).
 void ensure_context() noexcept {
   std::call_once(g->context_once, [] {
     g->have_context.store(true, std::memory_order_release);
     if (const ToolHooks* t = tool()) t->context_created(context_info(), device_info());
   });
+  if (tl_context_depth == 0) tl_contexts[tl_context_depth++] = &g->context;
 }
+
+
 
 std::uint32_t current_correlation() noexcept { return tl_call != nullptr ? tl_call->correlation_id : 0; }
 
@@ -875,14 +890,86 @@ CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
   cuCtxGetCurrent_params p{pctx};
   DriverCall api(CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, "cuCtxGetCurrent", &p);
   if (pctx == nullptr) return api.finish(CUDA_ERROR_INVALID_VALUE);
-  *pctx = standin::g->have_context.load(std::memory_order_acquire) ? &standin::g->context : nullptr;
+  *pctx = standin::current_context();
   return api.finish(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuCtxSynchronize(void) {
   if (CUresult r = standin::ready(); r != CUDA_SUCCESS) return r;
   DriverCall api(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize", nullptr);
+  // The calling thread's context: none, no synchronize (a thread that
+  // never used the runtime, such as a profiler's own).
+  if (standin::current_context() == nullptr) return api.finish(CUDA_ERROR_INVALID_CONTEXT);
   return api.finish(standin::context_synchronize_impl());
+}
+
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+  if (CUresult r = standin::ready(); r != CUDA_SUCCESS) return r;
+  cuCtxSetCurrent_params p{ctx};
+  DriverCall api(CUPTI_DRIVER_TRACE_CBID_cuCtxSetCurrent, "cuCtxSetCurrent", &p);
+  if (ctx != nullptr && ctx != &standin::g->context) return api.finish(CUDA_ERROR_INVALID_CONTEXT);
+  if (ctx == nullptr) {
+    if (standin::tl_context_depth > 0) --standin::tl_context_depth;
+  } else if (standin::tl_context_depth == 0) {
+    standin::tl_contexts[standin::tl_context_depth++] = ctx;
+  } else {
+    standin::tl_contexts[standin::tl_context_depth - 1] = ctx;
+  }
+  return api.finish(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
+  if (CUresult r = standin::ready(); r != CUDA_SUCCESS) return r;
+  cuCtxPushCurrent_v2_params p{ctx};
+  DriverCall api(CUPTI_DRIVER_TRACE_CBID_cuCtxPushCurrent_v2, "cuCtxPushCurrent_v2", &p);
+  if (ctx != &standin::g->context) return api.finish(CUDA_ERROR_INVALID_CONTEXT);
+  if (standin::tl_context_depth >= standin::kMaxContextDepth) return api.finish(CUDA_ERROR_INVALID_VALUE);
+  standin::tl_contexts[standin::tl_context_depth++] = ctx;
+  return api.finish(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* pctx) {
+  if (CUresult r = standin::ready(); r != CUDA_SUCCESS) return r;
+  cuCtxPopCurrent_v2_params p{pctx};
+  DriverCall api(CUPTI_DRIVER_TRACE_CBID_cuCtxPopCurrent_v2, "cuCtxPopCurrent_v2", &p);
+  if (standin::tl_context_depth == 0) return api.finish(CUDA_ERROR_INVALID_CONTEXT);
+  CUcontext top = standin::tl_contexts[--standin::tl_context_depth];
+  if (pctx != nullptr) *pctx = top;
+  return api.finish(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  if (CUresult r = standin::ready(); r != CUDA_SUCCESS) return r;
+  cuDevicePrimaryCtxGetState_params p{dev, flags, active};
+  DriverCall api(CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState", &p);
+  if (flags == nullptr || active == nullptr) return api.finish(CUDA_ERROR_INVALID_VALUE);
+  if (dev != 0) return api.finish(CUDA_ERROR_INVALID_DEVICE);
+  *flags = 0;
+  *active = standin::g->have_context.load(std::memory_order_acquire) ? 1 : 0;
+  return api.finish(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  if (CUresult r = standin::ready(); r != CUDA_SUCCESS) return r;
+  cuDevicePrimaryCtxRetain_params p{pctx, dev};
+  DriverCall api(CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", &p);
+  if (pctx == nullptr) return api.finish(CUDA_ERROR_INVALID_VALUE);
+  if (dev != 0) return api.finish(CUDA_ERROR_INVALID_DEVICE);
+  // Retaining creates the context when it does not exist yet; it does not
+  // make it current (that is cuCtxPushCurrent's or cuCtxSetCurrent's).
+  const int depth = standin::tl_context_depth;
+  standin::ensure_context();
+  standin::tl_context_depth = depth;
+  *pctx = &standin::g->context;
+  return api.finish(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  if (CUresult r = standin::ready(); r != CUDA_SUCCESS) return r;
+  cuDevicePrimaryCtxRelease_v2_params p{dev};
+  DriverCall api(CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease_v2", &p);
+  // The runtime holds its own reference: the context stays.
+  return api.finish(dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE);
 }
 
 CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {

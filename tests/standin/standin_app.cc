@@ -4,7 +4,7 @@
 // several threads, and every way a process ends.
 //
 //   standin_app [--steps N] [--run-ms T] [--stop-file PATH] [--nvtx] [--nvtx-early] [--graph] [--triton]
-//               [--threads K] [--children N] [--no-sync]
+//               [--threads K] [--children N] [--no-sync] [--gemm-us US] [--linger-ms T]
 //               [--exit return|exit|exit-thread|python|sigint|sigint-python|sigterm|throw|_exit]
 //
 // It prints "standin_app done" (flushed) once its work is done, before the
@@ -36,6 +36,8 @@
 
 extern char** environ;
 
+extern "C" __attribute__((visibility("default"))) int Py_AtExit(void (*func)());
+
 namespace {
 
 struct Options {
@@ -50,6 +52,8 @@ struct Options {
   bool graph = false;
   bool triton = false;
   bool sync = true;
+  int gemm_us = 0;  // 0: the GEMM's 2.1 us
+  int linger_ms = 0;  // sleep this long after the work, before the exit path
 };
 
 // Host stubs standing in for __global__ functions, named as nvcc would
@@ -214,6 +218,15 @@ thread_local ThreadLocalCudaUser tl_cuda_user;
 
 std::atomic<bool> g_sigint{false};
 
+// CPython's Py_AtExit (exported by the python3 executable): functions run
+// last-registered first at the end of Py_FinalizeEx, before the process
+// exits or, after a KeyboardInterrupt, kills itself with SIGINT. At most 32.
+void (*g_py_exit_funcs[32])() = {};
+int g_py_exit_count = 0;
+void py_finalize() {
+  while (g_py_exit_count > 0) g_py_exit_funcs[--g_py_exit_count]();
+}
+
 // ---- torchrun-like parent --------------------------------------------------------------
 
 int run_children(int argc, char** argv, int n) {
@@ -290,6 +303,10 @@ bool parse(int argc, char** argv, Options* o) {
       o->triton = true;
     } else if (a == "--no-sync") {
       o->sync = false;
+    } else if (a == "--gemm-us" && i + 1 < argc) {
+      o->gemm_us = std::atoi(argv[++i]);
+    } else if (a == "--linger-ms" && i + 1 < argc) {
+      o->linger_ms = std::atoi(argv[++i]);
     } else if (a == "--exit" && i + 1 < argc) {
       o->exit_mode = argv[++i];
       static const char* const kModes[] = {"return",        "exit",    "exit-thread", "python", "sigint",
@@ -312,10 +329,14 @@ int main(int argc, char** argv) {
     std::fprintf(
         stderr,
         "usage: standin_app [--steps N] [--run-ms T] [--stop-file PATH] [--nvtx] [--nvtx-early] [--graph] [--triton] "
-        "[--threads K] [--children N] [--no-sync] [--exit MODE]\n");
+        "[--threads K] [--children N] [--no-sync] [--gemm-us US] [--linger-ms T] [--exit MODE]\n");
     return 2;
   }
   if (o.children > 0) return run_children(argc, argv, o.children);  // the parent never touches CUDA
+  if (o.gemm_us > 0) {
+    // A GPU-bound step: the device is still busy when the program ends.
+    standin_register_kernel(reinterpret_cast<const void*>(&gemm_stub), kGemmName, std::int64_t{o.gemm_us} * 1000);
+  }
 
   if (o.exit_mode == "python") std::atexit(python_atexit);  // before CUDA, as libtorch's statics
   if (o.exit_mode == "sigint-python") {
@@ -361,15 +382,22 @@ int main(int argc, char** argv) {
   }
   if (o.sync) check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   if (o.nvtx) nvtxRangeEnd(measure);
-  char host[64];
-  check(cudaMemcpy(host, buffer, sizeof host, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  if (o.sync) {
+    // A synchronous copy waits for the stream: --no-sync leaves work queued.
+    char host[64];
+    check(cudaMemcpy(host, buffer, sizeof host, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  }
 
   std::printf("standin_app done\n");
   std::fflush(stdout);
+  if (o.linger_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.linger_ms));
 
   const std::string& m = o.exit_mode;
   if (m == "exit") std::exit(10);
-  if (m == "python") std::exit(12);
+  if (m == "python") {
+    py_finalize();
+    std::exit(12);
+  }
   if (m == "_exit") _exit(13);
   if (m == "throw") throw std::runtime_error("standin_app: --exit throw");
   if (m == "sigint" || m == "sigterm") {
@@ -385,6 +413,7 @@ int main(int argc, char** argv) {
     while (!g_sigint.load()) std::this_thread::yield();
     std::fprintf(stderr, "KeyboardInterrupt\n");
     std::fflush(nullptr);
+    py_finalize();
     signal(SIGINT, SIG_DFL);
     kill(getpid(), SIGINT);
     for (;;) pause();
@@ -395,5 +424,11 @@ int main(int argc, char** argv) {
     std::thread([] { std::exit(11); }).detach();
     for (int i = 0;; ++i) step(o, d, nullptr, i);
   }
+  return 0;
+}
+
+extern "C" int Py_AtExit(void (*func)()) {
+  if (g_py_exit_count >= 32) return -1;
+  g_py_exit_funcs[g_py_exit_count++] = func;
   return 0;
 }

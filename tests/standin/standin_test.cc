@@ -290,8 +290,12 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-// The same in the test and in its scenario's process (a pid would not be).
-std::string temp_path(const char* tag) { return ::testing::TempDir() + "standin_test_" + tag; }
+// The same in the test and in its scenario's process (a pid would not be),
+// and its own for each test: ctest runs this binary's tests in parallel.
+std::string temp_path(const char* tag) {
+  return ::testing::TempDir() + "standin_test_" + ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+         "_" + tag;
+}
 
 // ---- scenarios ----------------------------------------------------------------------------
 
