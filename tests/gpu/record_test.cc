@@ -52,6 +52,14 @@ TEST_F(Record, AProgramThatCannotRunIs127AndBadOptionsAre2) {
   EXPECT_EQ(r.exit_code, 2);
   r = run_cli(TPROF_BIN, {"record", "--delay-ms", "-5", "--", "true"});
   EXPECT_EQ(r.exit_code, 2);
+  // SIGKILL cannot be caught; SIGTERM ends a recording, it does not toggle one.
+  for (const char* sig : {"KILL", "SIGTERM", "9", "", "USR3"}) {
+    r = run_cli(TPROF_BIN, {"record", "--on-signal", sig, "--", "true"});
+    EXPECT_EQ(r.exit_code, 2) << sig;
+    EXPECT_NE(r.err.find("--on-signal"), std::string::npos) << r.err;
+  }
+  r = run_cli(TPROF_BIN, {"record", "--api", "some", "--", "true"});
+  EXPECT_EQ(r.exit_code, 2);
 }
 
 TEST_F(Record, AProgramKilledByASignalKillsRecordTheSameWay) {

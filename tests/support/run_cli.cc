@@ -52,6 +52,7 @@ CliResult run_cli(const std::string& binary, const std::vector<std::string>& arg
   int status = 0;
   waitpid(pid, &status, 0);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return r;
 }
 

@@ -8,6 +8,7 @@ namespace tprof::testing {
 
 struct CliResult {
   int exit_code = -1;  // -1: did not exit normally (crash or signal)
+  int term_signal = 0;  // the signal it died of, when it did
   std::string out;
   std::string err;
 };

@@ -1,5 +1,5 @@
-// tprof record [--delay-ms N] [--duration-ms N] [--nvtx-range NAME] [-o DIR] [--worker NAME] [--gzip]
-//              -- PROGRAM [ARGS...]
+// tprof record [--delay-ms N] [--duration-ms N] [--nvtx-range NAME] [--on-signal SIG] [--api torch|all]
+//              [-o DIR] [--worker NAME] [--gzip] -- PROGRAM [ARGS...]
 //
 // Runs PROGRAM unmodified with CUDA's injection hook pointing at
 // libtprof_inject.so (src/cupti/inject.cc), which records it the way
@@ -15,12 +15,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tools/tprof/common.h"
@@ -37,6 +39,9 @@ struct RecordOptions {
   std::string dir = ".";
   std::string worker;
   std::string nvtx_range;
+  std::string on_signal;
+  bool on_signal_set = false;  // given, even as ""
+  std::string api = "torch";
   bool gzip = false;
   std::vector<std::string> command;
 };
@@ -65,18 +70,58 @@ std::set<std::string> trace_files(const std::string& dir) {
   return out;
 }
 
+// "USR2", "SIGUSR2" or "12" -> 12; 0 when it is not a signal a window may
+// toggle on (SIGKILL and SIGSTOP cannot be caught; the fatal signals end
+// the recording instead, and SIGCHLD/SIGPIPE/SIGALRM belong to programs).
+int parse_toggle_signal(std::string name) {
+  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
+  static constexpr std::pair<const char*, int> kNames[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"WINCH", SIGWINCH},
+                                                           {"URG", SIGURG},   {"PWR", SIGPWR},   {"TTIN", SIGTTIN},
+                                                           {"TTOU", SIGTTOU}};
+  for (const auto& [n, sig] : kNames) {
+    if (name == n) return sig;
+  }
+  if (!name.empty() && name.size() <= 2 && std::isdigit(static_cast<unsigned char>(name[0])) &&
+      std::isdigit(static_cast<unsigned char>(name.back()))) {
+    const int sig = std::stoi(name);
+    for (const auto& [n, s] : kNames) {
+      if (s == sig) return sig;
+    }
+    if (sig >= SIGRTMIN && sig <= SIGRTMAX) return sig;
+  }
+  return 0;
+}
+
+// The child to pass the --on-signal signal on to: `kill -USR2 <tprof
+// record's pid>` toggles the program's window as well as its own pid would.
+volatile sig_atomic_t g_child = 0;
+void forward_signal(int sig) {
+  if (g_child > 0) ::kill(static_cast<pid_t>(g_child), sig);
+}
+
 // Runs the command with `env` added; returns its wait status, or sets
-// *exec_errno when it could not be started.
+// *exec_errno when it could not be started. A nonzero `forward` signal
+// received meanwhile is passed on to the child.
 int run_child(const std::vector<std::string>& command, const std::vector<std::pair<std::string, std::string>>& env,
-              int* exec_errno) {
+              int forward, int* exec_errno) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     *exec_errno = errno;
     return -1;
   }
+  // The forwarding handler is in place before the child exists: a signal
+  // in between must not kill tprof record (the child resets it).
+  struct sigaction pass {}, old_pass{};
+  if (forward != 0) {
+    pass.sa_handler = forward_signal;
+    sigemptyset(&pass.sa_mask);
+    pass.sa_flags = SA_RESTART;
+    sigaction(forward, &pass, &old_pass);
+  }
   const pid_t pid = fork();
   if (pid < 0) {
     *exec_errno = errno;
+    if (forward != 0) sigaction(forward, &old_pass, nullptr);
     close(fds[0]);
     close(fds[1]);
     return -1;
@@ -84,6 +129,10 @@ int run_child(const std::vector<std::string>& command, const std::vector<std::pa
   if (pid == 0) {
     close(fds[0]);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    // exec keeps the pid: the injection library tells this process from
+    // the ones it starts (their traces get the pid in their names).
+    setenv("TPROF_RECORD_ROOT_PID", std::to_string(getpid()).c_str(), 1);
+    if (forward != 0) signal(forward, SIG_DFL);
     std::vector<char*> argv;
     for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -106,9 +155,12 @@ int run_child(const std::vector<std::string>& command, const std::vector<std::pa
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGINT, &ignore, &old_int);
   sigaction(SIGQUIT, &ignore, &old_quit);
+  g_child = pid;
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (forward != 0) sigaction(forward, &old_pass, nullptr);
+  g_child = 0;
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGQUIT, &old_quit, nullptr);
   if (n == static_cast<ssize_t>(sizeof e)) {
@@ -131,6 +183,15 @@ int record(const RecordOptions& o) {
                  "(set TPROF_INJECT_LIBRARY)\n";
     return kExitBadInput;
   }
+  int toggle = 0;
+  if (o.on_signal_set) {
+    toggle = parse_toggle_signal(o.on_signal);
+    if (toggle == 0) {
+      std::cerr << "tprof record: --on-signal " << o.on_signal
+                << ": expected USR1, USR2, WINCH, URG, PWR, TTIN, TTOU or a real-time signal number\n";
+      return kExitBadInput;
+    }
+  }
   std::error_code ec;
   fs::create_directories(o.dir, ec);
   if (ec) {
@@ -146,6 +207,8 @@ int record(const RecordOptions& o) {
   };
   if (!o.worker.empty()) env.emplace_back("TPROF_RECORD_WORKER", o.worker);
   if (!o.nvtx_range.empty()) env.emplace_back("TPROF_RECORD_NVTX_RANGE", o.nvtx_range);
+  if (toggle != 0) env.emplace_back("TPROF_RECORD_ON_SIGNAL", std::to_string(toggle));
+  if (o.api == "all") env.emplace_back("TPROF_RECORD_API", "all");
   // NVTX ranges reach CUPTI's callbacks only through NVTX's own injection
   // hook; a value the user set is kept.
   const char* cupti = std::getenv("TPROF_CUPTI_LIBRARY");
@@ -155,7 +218,7 @@ int record(const RecordOptions& o) {
   }
   const std::set<std::string> before = trace_files(o.dir);
   int exec_errno = 0;
-  const int status = run_child(o.command, env, &exec_errno);
+  const int status = run_child(o.command, env, toggle, &exec_errno);
   if (status < 0) {
     std::cerr << "tprof record: cannot run " << o.command[0] << ": " << std::strerror(exec_errno) << "\n";
     return exec_errno == ENOENT ? 127 : 126;
@@ -168,8 +231,8 @@ int record(const RecordOptions& o) {
   }
   if (written == 0 && !global_options().quiet) {
     std::cerr << "tprof record: no trace written: " << o.command[0]
-              << " did not initialize CUDA, exited before the window began (--delay-ms), or never ran the "
-                 "--nvtx-range\n";
+              << " did not initialize CUDA, exited before the window began (--delay-ms"
+              << (toggle != 0 ? ", no --on-signal signal" : "") << "), or never ran the --nvtx-range\n";
   }
   if (WIFSIGNALED(status)) {
     // Die the way PROGRAM did, so that a shell sees the same status.
@@ -195,12 +258,21 @@ void add_record_command(CLI::App& app, int* rc) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--nvtx-range", o->nvtx_range,
                   "Keep only the first NVTX range of this name (push/pop or start/end) and what ran in it");
+  cmd->add_option("--on-signal", o->on_signal,
+                  "Record on demand: each SIG (e.g. USR2) sent to PROGRAM or to tprof record starts a window or "
+                  "ends the open one, each window its own trace (--duration-ms: each window's length)");
+  cmd->add_option("--api", o->api,
+                  "CUDA runtime/driver calls to record: torch (default: the ones torch.profiler records) or all")
+      ->check(CLI::IsMember({"torch", "all"}));
   cmd->add_option("-o,--dir", o->dir, "Directory for <worker>.<epoch ms>.pt.trace.json (default: .)");
   cmd->add_option("--worker", o->worker, "File name prefix (default: <host>_<pid>, as torch's handler)");
   cmd->add_flag("--gzip", o->gzip, "Write .pt.trace.json.gz");
   cmd->add_option("command", o->command, "-- PROGRAM [ARGS...]")->required()->expected(1, -1);
   cmd->footer("Exit status: PROGRAM's; 127/126 when PROGRAM cannot be run; 2 for bad options.");
-  cmd->callback([o, rc] { *rc = record(*o); });
+  cmd->callback([o, rc, cmd] {
+    o->on_signal_set = cmd->count("--on-signal") > 0;
+    *rc = record(*o);
+  });
 }
 
 }  // namespace tprof::cli

@@ -1,0 +1,379 @@
+// tprof record end to end on the CUDA stand-in (tests/standin/): the real
+// CLI, the real injection library, a driver that calls InitializeInjection
+// inside cuInit, a CUPTI that completes buffers on its own thread and dies
+// when used after its teardown, and a program that exits every way a real
+// one does. On commit 6c32929 every exit that ran the window to the end
+// died of SIGSEGV here, as it did on an H100.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/run_cli.h"
+#include "tests/support/trace_queries.h"
+#include "tprof/read.h"
+
+namespace tprof {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::count_named;
+using testing::run_cli;
+
+constexpr const char kGemm[] = "nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT";
+
+class RecordStandin : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = fs::temp_directory_path() / ("tprof_standin_" + std::to_string(getpid()) + "_" + name);
+    fs::remove_all(dir_);
+    // The stand-in CUPTI, as a user would point tprof at another libcupti;
+    // tprof record hands it to NVTX too.
+    setenv("TPROF_CUPTI_LIBRARY", STANDIN_CUPTI, 1);
+    unsetenv("STANDIN_DRIVER_ATEXIT");
+    unsetenv("STANDIN_CUPTI_LOG");
+  }
+  void TearDown() override {
+    fs::remove_all(dir_);
+    unsetenv("STANDIN_DRIVER_ATEXIT");
+    unsetenv("STANDIN_CUPTI_LOG");
+  }
+  std::vector<fs::path> traces() const {
+    std::vector<fs::path> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir_, ec)) out.push_back(e.path());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  testing::CliResult record(std::vector<std::string> args, const std::vector<std::string>& app_args) {
+    std::vector<std::string> all = {"record", "-o", dir_.string()};
+    all.insert(all.end(), args.begin(), args.end());
+    all.push_back("--");
+    all.push_back(STANDIN_APP);
+    all.insert(all.end(), app_args.begin(), app_args.end());
+    return run_cli(TPROF_BIN, all);
+  }
+  fs::path dir_;
+};
+
+std::size_t count_kind(const Trace& t, EventKind kind) {
+  std::size_t n = 0;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) n += t.events.kind[e] == kind;
+  return n;
+}
+
+struct ExitPath {
+  const char* mode;
+  int exit_code;  // -1: dies of term_signal
+  int term_signal;
+  const char* driver_atexit;
+};
+
+void PrintTo(const ExitPath& p, std::ostream* os) { *os << p.mode << " (driver atexit " << p.driver_atexit << ")"; }
+
+std::string exit_path_name(const ::testing::TestParamInfo<ExitPath>& info) {
+  std::string n = std::string(info.param.mode) + "_driver_atexit_" + info.param.driver_atexit;
+  for (char& c : n) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return n;
+}
+
+class RecordExitPath : public RecordStandin, public ::testing::WithParamInterface<ExitPath> {};
+
+// The default window (the whole run) is written however the program ends,
+// its status passes through, and the trace holds the work: 20 steps of a
+// GEMM and an add kernel each. Both orders of the driver's own exit handler
+// against the injection call (the real driver does not document which).
+TEST_P(RecordExitPath, TheWholeRunIsWrittenAndTheStatusPassesThrough) {
+  const ExitPath& p = GetParam();
+  setenv("STANDIN_DRIVER_ATEXIT", p.driver_atexit, 1);
+  const auto r = record({"--worker", "w"}, {"--steps", "20", "--exit", p.mode});
+  EXPECT_EQ(r.exit_code, p.exit_code) << r.err;
+  EXPECT_EQ(r.term_signal, p.term_signal) << r.err;
+  EXPECT_NE(r.out.find("standin_app done"), std::string::npos) << r.out;
+  const std::vector<fs::path> files = traces();
+  ASSERT_EQ(files.size(), 1u) << r.err;
+  EXPECT_EQ(files[0].filename().string().rfind("w.", 0), 0u) << files[0];
+  EXPECT_NE(r.err.find("tprof record: trace written to " + files[0].string()), std::string::npos) << r.err;
+  Result<Trace> t = read_trace(files[0].string());
+  ASSERT_TRUE(t) << t.error().to_string();
+  EXPECT_EQ(t->meta.producer, Producer::kTprof);
+  // Every step's GEMM; the paths that end in a signal run more steps after
+  // the done line's 20 before the signal lands, never fewer.
+  EXPECT_GE(count_named(*t, kGemm), 20u);
+  EXPECT_GE(count_kind(*t, EventKind::kKernel), 40u);
+  EXPECT_GE(count_named(*t, "cudaLaunchKernel"), 40u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ExitPaths, RecordExitPath,
+    ::testing::Values(ExitPath{"return", 0, 0, "before"}, ExitPath{"exit", 10, 0, "before"},
+                      ExitPath{"exit-thread", 11, 0, "before"}, ExitPath{"python", 12, 0, "before"},
+                      ExitPath{"sigint", -1, SIGINT, "before"}, ExitPath{"sigint-python", -1, SIGINT, "before"},
+                      ExitPath{"sigterm", -1, SIGTERM, "before"},
+                      ExitPath{"throw", -1, SIGABRT, "before"}, ExitPath{"return", 0, 0, "after"},
+                      ExitPath{"exit-thread", 11, 0, "after"}, ExitPath{"python", 12, 0, "after"},
+                      ExitPath{"sigterm", -1, SIGTERM, "after"}),
+    exit_path_name);
+
+// A GPU-bound program: 40 GEMMs of 5 ms are queued at once, and a 50 ms
+// window ends while most of them still wait on the device. The window's
+// end waits for the device from tprof's own thread, which holds no CUDA
+// context until it makes the primary one current: every GEMM launched in
+// the window is in the trace, whole.
+TEST_F(RecordStandin, WorkStillQueuedWhenTheWindowEndsIsWaitedFor) {
+  const auto r = record({"--duration-ms", "50"},
+                        {"--steps", "40", "--gemm-us", "5000", "--no-sync", "--linger-ms", "400"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<fs::path> files = traces();
+  ASSERT_EQ(files.size(), 1u) << r.err;
+  Result<Trace> t = read_trace(files[0].string());
+  ASSERT_TRUE(t) << t.error().to_string();
+  EXPECT_EQ(count_named(*t, kGemm), 40u);
+  EXPECT_EQ(t->diagnostics.count(DiagnosticCode::kActivityUnavailable), 0u);
+}
+
+TEST_F(RecordStandin, UnderscoreExitWritesNothingAndSaysSo) {
+  const auto r = record({}, {"--steps", "5", "--exit", "_exit"});
+  EXPECT_EQ(r.exit_code, 13) << r.err;
+  EXPECT_TRUE(traces().empty());
+  EXPECT_NE(r.err.find("no trace written"), std::string::npos) << r.err;
+}
+
+// A window that ends while the program runs (the timer thread) and one cut
+// to an NVTX range of the whole run.
+TEST_F(RecordStandin, ATimedWindowAndAnNvtxRange) {
+  auto r = record({"--duration-ms", "100"}, {"--run-ms", "600"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<fs::path> files = traces();
+  ASSERT_EQ(files.size(), 1u) << r.err;
+  Result<Trace> t = read_trace(files[0].string());
+  ASSERT_TRUE(t) << t.error().to_string();
+  EXPECT_GT(count_named(*t, kGemm), 0u);
+  fs::remove_all(dir_);
+
+  r = record({"--nvtx-range", "measure"}, {"--steps", "20", "--nvtx"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  files = traces();
+  ASSERT_EQ(files.size(), 1u) << r.err;
+  t = read_trace(files[0].string());
+  ASSERT_TRUE(t) << t.error().to_string();
+  std::size_t ranges = 0;
+  for (std::uint32_t e = 0; e < t->events.size(); ++e) {
+    ranges += t->events.kind[e] == EventKind::kUserAnnotation && t->name(e) == "measure";
+  }
+  EXPECT_EQ(ranges, 1u);  // the range itself, on the CPU lane (its GPU span aside)
+  EXPECT_GT(count_named(*t, kGemm), 0u);
+}
+
+// How many records of API `name` (in `domain`: runtime or driver) the
+// stand-in CUPTI wrote to activity buffers, from its log's
+// "written <domain> <cbid> <name> <count>" lines.
+std::uint64_t written(const fs::path& log, const std::string& domain, const std::string& name) {
+  std::ifstream in(log);
+  std::string line;
+  std::uint64_t total = 0;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string w, d, cbid, n;
+    std::uint64_t count = 0;
+    if (!(words >> w >> d >> cbid >> n >> count) || w != "written" || d != domain) continue;
+    if (n == name || n.rfind(name + "_v", 0) == 0) total += count;
+  }
+  return total;
+}
+
+// What a PyTorch program does besides eager launches: NVTX ranges, graph
+// replays (two of the three captured kernels are GEMMs), Triton's
+// driver-API launches, several launching threads.
+TEST_F(RecordStandin, NvtxGraphsTritonAndThreads) {
+  const struct {
+    std::vector<std::string> args;
+    const char* kernel;
+    std::size_t count;
+  } cases[] = {
+      {{"--steps", "20", "--graph", "--nvtx"}, kGemm, 40},
+      {{"--steps", "20", "--triton"}, "triton_poi_fused_add_0", 20},
+      {{"--steps", "20", "--threads", "4"}, kGemm, 80},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args.back());
+    fs::remove_all(dir_);
+    const auto r = record({}, c.args);
+    EXPECT_EQ(r.exit_code, 0) << "signal " << r.term_signal << "\n" << r.err;
+    const std::vector<fs::path> files = traces();
+    ASSERT_EQ(files.size(), 1u) << r.err;
+    Result<Trace> t = read_trace(files[0].string());
+    ASSERT_TRUE(t) << t.error().to_string();
+    EXPECT_EQ(count_named(*t, c.kernel), c.count);
+  }
+}
+
+// What torch.profiler records, and nothing else: CUPTI is asked not to
+// record the calls Kineto drops (the stand-in counts the records it writes
+// per call); --api all records them.
+TEST_F(RecordStandin, TheCallsKinetoDropsAreNeverRecordedUnlessAskedFor) {
+  const fs::path log = fs::temp_directory_path() / ("tprof_standin_log_" + std::to_string(getpid()));
+  fs::remove(log);
+  setenv("STANDIN_CUPTI_LOG", log.c_str(), 1);
+  auto r = record({}, {"--steps", "10"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<fs::path> files = traces();
+  ASSERT_EQ(files.size(), 1u) << r.err;
+  Result<Trace> t = read_trace(files[0].string());
+  ASSERT_TRUE(t) << t.error().to_string();
+  EXPECT_EQ(count_named(*t, "cudaGetDevice"), 0u);
+  EXPECT_EQ(count_named(*t, "cudaGetLastError"), 0u);
+  EXPECT_EQ(count_named(*t, "cuKernelGetAttribute"), 0u);
+  EXPECT_EQ(count_named(*t, "cudaLaunchKernel"), 20u);
+  // Never written to a buffer, not filtered afterwards.
+  EXPECT_EQ(written(log, "runtime", "cudaGetDevice"), 0u);
+  EXPECT_EQ(written(log, "runtime", "cudaGetLastError"), 0u);
+  EXPECT_EQ(written(log, "driver", "cuKernelGetAttribute"), 0u);
+  EXPECT_EQ(written(log, "runtime", "cudaLaunchKernel"), 20u);
+  fs::remove(log);
+  unsetenv("STANDIN_CUPTI_LOG");
+  fs::remove_all(dir_);
+
+  r = record({"--api", "all"}, {"--steps", "10"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  files = traces();
+  ASSERT_EQ(files.size(), 1u) << r.err;
+  t = read_trace(files[0].string());
+  ASSERT_TRUE(t) << t.error().to_string();
+  EXPECT_GE(count_named(*t, "cudaGetDevice"), 20u);
+  EXPECT_GE(count_named(*t, "cuKernelGetAttribute"), 20u);
+}
+
+// torchrun's shape: the parent never touches CUDA; each child does, with
+// RANK set. One trace per rank, read back by diagnose DIR as the job.
+TEST_F(RecordStandin, EachChildProcessWritesItsRanksTrace) {
+  const auto r = record({"--worker", "job"}, {"--children", "2", "--steps", "10"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<fs::path> files = traces();
+  ASSERT_EQ(files.size(), 2u) << r.err;
+  EXPECT_EQ(files[0].filename().string().rfind("job_rank0.", 0), 0u) << files[0];
+  EXPECT_EQ(files[1].filename().string().rfind("job_rank1.", 0), 0u) << files[1];
+  for (int rank = 0; rank < 2; ++rank) {
+    Result<Trace> t = read_trace(files[static_cast<std::size_t>(rank)].string());
+    ASSERT_TRUE(t) << t.error().to_string();
+    EXPECT_EQ(t->meta.top_level_json("distributedInfo"),
+              "{\"rank\": " + std::to_string(rank) + ", \"world_size\": 2}");
+    EXPECT_GE(count_named(*t, kGemm), 10u);
+  }
+  const auto d = run_cli(TPROF_BIN, {"diagnose", dir_.string(), "--format", "json"});
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find("\"ranks\""), std::string::npos) << d.out.substr(0, 400);
+  EXPECT_EQ(d.out.find("file name order"), std::string::npos);
+}
+
+// Whether `pid` has a handler for `sig` (SigCgt in /proc/PID/status).
+bool catches(pid_t pid, int sig) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("SigCgt:", 0) != 0) continue;
+    const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
+    return ((mask >> (sig - 1)) & 1u) != 0;
+  }
+  return false;
+}
+
+// The first child of `pid`, 0 while it has none.
+pid_t child_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  long long c = 0;
+  return in >> c ? static_cast<pid_t>(c) : 0;
+}
+
+// --on-signal: each SIGUSR2 starts or ends a window, each its own trace.
+// Signals go once to the program and once through tprof record (which
+// passes them on); the program ends with a window open, which the exit
+// writes. Five signals: three traces.
+TEST_F(RecordStandin, EachSignalStartsOrEndsAWindow) {
+  const fs::path out = dir_.string() + ".out";
+  const fs::path log = dir_.string() + ".log";
+  fs::remove(log);
+  setenv("STANDIN_CUPTI_LOG", log.c_str(), 1);
+  const pid_t record_pid = fork();
+  ASSERT_GE(record_pid, 0);
+  if (record_pid == 0) {
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execl(TPROF_BIN, TPROF_BIN, "record", "--on-signal", "USR2", "-o", dir_.c_str(), "--", STANDIN_APP, "--run-ms",
+          "60000", "--stop-file", (dir_.string() + ".stop").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Until CUDA is initialized the program has SIGUSR2's default action:
+  // wait for the injection's handler.
+  pid_t app = 0;
+  for (int i = 0; i < 2000 && (app == 0 || !catches(app, SIGUSR2)); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (app == 0) app = child_of(record_pid);
+  }
+  ASSERT_NE(app, 0);
+  ASSERT_TRUE(catches(app, SIGUSR2));
+  // Each toggle is sent once the previous one took effect: a window has
+  // opened when CUPTI got its subscriber, ended when its trace is there.
+  const auto count_lines = [&](const std::string& what) {
+    std::ifstream in(log);
+    std::string line;
+    std::size_t n = 0;
+    while (std::getline(in, line)) n += line.rfind(what + " ", 0) == 0 || line == what;
+    return n;
+  };
+  const auto wait_for = [](const std::function<bool()>& done) {
+    for (int i = 0; i < 3000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return done();
+  };
+  const auto open_window = [&](pid_t to, std::size_t nth) {
+    ASSERT_EQ(kill(to, SIGUSR2), 0);
+    ASSERT_TRUE(wait_for([&] { return count_lines("subscribe") >= nth; })) << nth;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // some work in it
+  };
+  const auto end_window = [&](pid_t to, std::size_t nth) {
+    ASSERT_EQ(kill(to, SIGUSR2), 0);
+    ASSERT_TRUE(wait_for([&] { return traces().size() >= nth; })) << nth;
+  };
+  open_window(app, 1);
+  end_window(record_pid, 1);  // passed on by tprof record
+  open_window(app, 2);
+  end_window(app, 2);
+  open_window(app, 3);  // open at exit
+  std::ofstream(dir_.string() + ".stop").put('x');
+  int status = 0;
+  ASSERT_EQ(waitpid(record_pid, &status, 0), record_pid);
+  fs::remove(dir_.string() + ".stop");
+  std::ifstream printed(out);
+  std::stringstream err;
+  err << printed.rdbuf();
+  fs::remove(out);
+  fs::remove(log);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << err.str();
+  const std::vector<fs::path> files = traces();
+  ASSERT_EQ(files.size(), 3u) << err.str();
+  for (const fs::path& f : files) {
+    Result<Trace> t = read_trace(f.string());
+    ASSERT_TRUE(t) << t.error().to_string();
+    EXPECT_GT(count_named(*t, kGemm), 0u) << f;
+  }
+}
+
+}  // namespace
+}  // namespace tprof
