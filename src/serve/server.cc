@@ -67,6 +67,37 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+// Host's value: host [":" port] (RFC 9110 7.2, RFC 3986 3.2.2), where host is
+// an IP literal in brackets or a registered name / IPv4 address.
+bool is_valid_host(std::string_view host) {
+  std::string_view port;
+  if (!host.empty() && host.front() == '[') {
+    const std::size_t close = host.find(']');
+    if (close == std::string_view::npos || close == 1) return false;
+    for (const char c : host.substr(1, close - 1)) {
+      if (!is_hex(c) && c != ':' && c != '.') return false;
+    }
+    const std::string_view rest = host.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') return false;
+    port = rest.empty() ? rest : rest.substr(1);
+  } else {
+    const std::size_t colon = host.find(':');
+    const std::string_view name = host.substr(0, colon);
+    for (std::size_t i = 0; i < name.size(); ++i) {
+      const char c = name[i];
+      const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                         (c != '\0' && std::strchr("-._~!$&'()*+,;=", c) != nullptr);
+      if (c == '%' && i + 2 < name.size() && is_hex(name[i + 1]) && is_hex(name[i + 2])) {
+        i += 2;  // pct-encoded
+      } else if (!plain) {
+        return false;
+      }
+    }
+    port = colon == std::string_view::npos ? std::string_view() : host.substr(colon + 1);
+  }
+  return port.size() <= 5 && std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 // Writes all of `bytes`; false when the peer went away or stalled past the
 // socket's send timeout. MSG_NOSIGNAL: a closed peer is an error, not SIGPIPE.
 bool send_all(int fd, std::string_view bytes) {
@@ -220,13 +251,95 @@ std::string percent_encode_path(std::string_view rel_path) {
 
 bool is_trace_name(std::string_view name) { return ends_with(name, ".json") || ends_with(name, ".json.gz"); }
 
-struct TraceServer::Request {
-  int status = 0;  // non-zero: answer with this error
-  std::string method;
-  std::string target;
-  std::string host;
-  bool has_host = false;
-};
+RequestHead parse_request_head(std::string_view head) {
+  RequestHead req;
+  const std::size_t line_end = head.find("\r\n");
+  const std::string_view line = head.substr(0, line_end);
+  if (line.size() > kMaxRequestLine) {
+    req.status = 414;
+    return req;
+  }
+  if (head.size() > kMaxHead) {
+    req.status = 431;
+    return req;
+  }
+  // Lines end in CRLF and nowhere else: a lone CR or LF is refused rather
+  // than guessed at, since another parser on the way might split the head
+  // differently (request smuggling).
+  for (std::size_t i = 0; i < head.size(); ++i) {
+    if ((head[i] == '\n' && (i == 0 || head[i - 1] != '\r')) ||
+        (head[i] == '\r' && (i + 1 == head.size() || head[i + 1] != '\n'))) {
+      req.status = 400;
+      return req;
+    }
+  }
+  const std::size_t sp1 = line.find(' ');
+  const std::size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != line.npos) {
+    req.status = 400;
+    return req;
+  }
+  req.method = std::string(line.substr(0, sp1));
+  req.target = std::string(line.substr(sp1 + 1, sp2 - sp1 - 1));
+  const std::string_view version = line.substr(sp2 + 1);
+  const bool method_ok = !req.method.empty() && std::all_of(req.method.begin(), req.method.end(), is_token_char);
+  const bool target_ok = !req.target.empty() && std::all_of(req.target.begin(), req.target.end(), [](char c) {
+    return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
+  });
+  if (!method_ok || !target_ok || version.substr(0, 5) != "HTTP/") {
+    req.status = 400;
+    return req;
+  }
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") {
+    req.status = 505;
+    return req;
+  }
+  // Header fields: "name: value" lines; folded lines (obsolete) are refused.
+  std::string_view rest = line_end == std::string_view::npos ? std::string_view() : head.substr(line_end + 2);
+  int fields = 0;
+  while (!rest.empty()) {
+    const std::size_t eol = rest.find("\r\n");
+    const std::string_view field = rest.substr(0, eol);
+    rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 2);
+    const std::size_t colon = field.find(':');
+    if (++fields > kMaxHeaderFields) {
+      req.status = 431;
+      return req;
+    }
+    // The name is a token right up to the colon: " Host:" (folded) and
+    // "Host :" are malformed (RFC 9112 5.1).
+    if (colon == 0 || colon == std::string_view::npos ||
+        !std::all_of(field.begin(), field.begin() + static_cast<std::ptrdiff_t>(colon), is_token_char)) {
+      req.status = 400;
+      return req;
+    }
+    std::string_view value = field.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    // NUL, CR, LF and the other control bytes (tab aside) have no place in
+    // a value (RFC 9110 5.5); bytes from 0x80 up (obs-text) are let through.
+    const bool value_ok = std::all_of(value.begin(), value.end(), [](char c) {
+      const auto u = static_cast<unsigned char>(c);
+      return (u >= 0x20 && u != 0x7f) || c == '\t';
+    });
+    if (!value_ok) {
+      req.status = 400;
+      return req;
+    }
+    if (lower(field.substr(0, colon)) == "host") {
+      // Two Hosts would leave it to each reader which one counts (and the
+      // DNS-rebinding check to the last one): 400, as RFC 9112 3.2 asks.
+      if (req.has_host || !is_valid_host(value)) {
+        req.status = 400;
+        return req;
+      }
+      req.host = std::string(value);
+      req.has_host = true;
+    }
+  }
+  if (version == "HTTP/1.1" && !req.has_host) req.status = 400;  // RFC 9112 3.2
+  return req;
+}
 
 Result<std::unique_ptr<TraceServer>> TraceServer::start(const ServeOptions& options) {
   std::unique_ptr<TraceServer> s(new TraceServer(options));
@@ -417,31 +530,43 @@ void TraceServer::handle_connection(int fd) {
   // bytes cannot hold a worker longer than io_timeout_ms.
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(options_.io_timeout_ms);
   std::string buf;
-  Request req;
+  int early = 0;  // an answer decided before the head is complete
+  std::size_t scanned = 0;
   std::size_t head_end = std::string::npos;
   char chunk[4096];
   while (true) {
+    // A lone CR or LF is refused at once (a head ending in "\n\n" would
+    // otherwise wait for its deadline); a CR at the very end may yet be
+    // followed by its LF.
+    for (; early == 0 && scanned < buf.size(); ++scanned) {
+      if (buf[scanned] == '\n' && (scanned == 0 || buf[scanned - 1] != '\r')) early = 400;
+      if (buf[scanned] == '\r') {
+        if (scanned + 1 == buf.size()) break;
+        if (buf[scanned + 1] != '\n') early = 400;
+      }
+    }
+    if (early != 0) break;
     head_end = buf.find("\r\n\r\n");
     if (head_end != std::string::npos) break;
     const std::size_t line_end = buf.find("\r\n");
     if (line_end == std::string::npos && buf.size() > kMaxRequestLine) {
-      req.status = 414;
+      early = 414;
       break;
     }
     if (buf.size() > kMaxHead) {
-      req.status = 431;
+      early = 431;
       break;
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
-      req.status = 408;
+      early = 408;
       break;
     }
     pollfd p{fd, POLLIN, 0};
     const int pr = ::poll(&p, 1, static_cast<int>(left));
     if (pr < 0 && errno == EINTR) continue;
     if (pr <= 0) {
-      req.status = 408;
+      early = 408;
       break;
     }
     const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
@@ -449,59 +574,11 @@ void TraceServer::handle_connection(int fd) {
     if (n <= 0) return;  // the client left (or reset) before sending a request
     buf.append(chunk, static_cast<std::size_t>(n));
   }
-
-  if (req.status == 0) {
-    const std::string_view head(buf.data(), head_end);
-    const std::size_t line_end = head.find("\r\n");
-    const std::string_view line = head.substr(0, line_end);
-    // One read may bring a whole oversized head at once.
-    if (line.size() > kMaxRequestLine) {
-      req.status = 414;
-    } else if (head.size() > kMaxHead) {
-      req.status = 431;
-    }
-    const std::size_t sp1 = line.find(' ');
-    const std::size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-    if (req.status != 0) {
-      // Too large: answered as such, not parsed.
-    } else if (sp1 == std::string_view::npos || sp2 == std::string_view::npos ||
-               line.find(' ', sp2 + 1) != line.npos) {
-      req.status = 400;
-    } else {
-      req.method = std::string(line.substr(0, sp1));
-      req.target = std::string(line.substr(sp1 + 1, sp2 - sp1 - 1));
-      const std::string_view version = line.substr(sp2 + 1);
-      const bool method_ok = !req.method.empty() && std::all_of(req.method.begin(), req.method.end(), is_token_char);
-      const bool target_ok = !req.target.empty() && std::all_of(req.target.begin(), req.target.end(), [](char c) {
-        return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
-      });
-      if (!method_ok || !target_ok || version.substr(0, 5) != "HTTP/") {
-        req.status = 400;
-      } else if (version != "HTTP/1.1" && version != "HTTP/1.0") {
-        req.status = 505;
-      }
-    }
-    // Header fields: "name: value" lines; folded lines (obsolete) are refused.
-    std::string_view rest = line_end == std::string_view::npos ? std::string_view() : head.substr(line_end + 2);
-    int fields = 0;
-    while (req.status == 0 && !rest.empty()) {
-      const std::size_t eol = rest.find("\r\n");
-      const std::string_view field = rest.substr(0, eol);
-      rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 2);
-      const std::size_t colon = field.find(':');
-      if (++fields > kMaxHeaderFields) {
-        req.status = 431;
-      } else if (colon == 0 || colon == std::string_view::npos || field.front() == ' ' || field.front() == '\t' ||
-                 !std::all_of(field.begin(), field.begin() + static_cast<std::ptrdiff_t>(colon), is_token_char)) {
-        req.status = 400;
-      } else if (lower(field.substr(0, colon)) == "host") {
-        std::string_view value = field.substr(colon + 1);
-        while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-        while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-        req.host = std::string(value);
-        req.has_host = true;
-      }
-    }
+  RequestHead req;
+  if (early != 0) {
+    req.status = early;
+  } else {
+    req = parse_request_head(std::string_view(buf).substr(0, head_end));
   }
   respond(fd, req);
 
@@ -541,7 +618,7 @@ std::string common_headers(const std::string& allow_origin) {
 
 }  // namespace
 
-void TraceServer::respond(int fd, const Request& req) {
+void TraceServer::respond(int fd, const RequestHead& req) {
   auto answer = [&](int status, std::string_view extra_headers = {}) {
     const std::string body = std::to_string(status) + " " + reason_phrase(status) + "\n";
     std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) + "\r\n";

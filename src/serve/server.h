@@ -76,6 +76,20 @@ std::string percent_encode_path(std::string_view rel_path);
 // True for the names served as traces: *.json and *.json.gz.
 bool is_trace_name(std::string_view name);
 
+// A request head (request line and header fields, without the blank line
+// that ends it), checked strictly: one "METHOD SP target SP HTTP/1.x" line;
+// fields "name: value" with a token name and a value free of NUL, CR, LF and
+// other control bytes but tab; no folded lines; at most one Host, exactly
+// one for HTTP/1.1, with a value that is a host and optional port.
+struct RequestHead {
+  int status = 0;      // 0: well-formed; else the status to answer with
+  std::string method;
+  std::string target;
+  std::string host;    // Host's value, trimmed, when has_host
+  bool has_host = false;
+};
+RequestHead parse_request_head(std::string_view head);
+
 class TraceServer {
  public:
   // Resolves the directory, finds its traces and listens. Errors:
@@ -106,10 +120,9 @@ class TraceServer {
  private:
   explicit TraceServer(ServeOptions options) : options_(std::move(options)) {}
 
-  struct Request;
   void worker_loop();
   void handle_connection(int fd);
-  void respond(int fd, const Request& req);
+  void respond(int fd, const RequestHead& req);
   void serve_index(int fd, bool head);
   void serve_file(int fd, const std::string& target_path, bool head);
   std::string verdict_for(const ServedTrace& trace);

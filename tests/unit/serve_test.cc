@@ -1,6 +1,6 @@
 // tprof serve: the HTTP server over a temporary directory, driven with raw
-// sockets; path refusals, CORS, the index page, limits, and the CLI's exit
-// codes and signal handling.
+// sockets; path refusals, CORS, the index page, the strict head parser,
+// limits, and the CLI's exit codes and signal handling.
 #include "src/serve/server.h"
 
 #include <arpa/inet.h>
@@ -18,6 +18,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -28,6 +29,8 @@ namespace tprof::internal {
 namespace {
 
 namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
 
 const std::string kTrace = std::string(TPROF_TEST_DATA) + "/public/kineto/docs/traces/after_fix_trace.json";
 const std::string kGzTrace = std::string(TPROF_TEST_DATA) +
@@ -207,7 +210,7 @@ TEST_F(ServeTest, AnswersPreflight) {
   EXPECT_TRUE(r.has_header("Access-Control-Allow-Headers: *")) << r.head;
   EXPECT_TRUE(r.has_header("Access-Control-Allow-Private-Network: true")) << r.head;
   EXPECT_TRUE(r.body.empty());
-  EXPECT_EQ(http_exchange(port_, "OPTIONS * HTTP/1.1\r\n\r\n").status, 204);
+  EXPECT_EQ(http_exchange(port_, "OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").status, 204);
 }
 
 TEST_F(ServeTest, IndexListsTracesWithVerdictsAndLinks) {
@@ -272,7 +275,7 @@ TEST_F(ServeTest, RefusesEverythingOutsideTheDirectory) {
   EXPECT_EQ(get(port_, "/x%00.json").status, 403);
   EXPECT_EQ(get(port_, "http://evil/etc/passwd").status, 400);
   // A raw NUL byte in the request line is malformed.
-  static constexpr char kNul[] = "GET /after_fix_trace.json\0 HTTP/1.1\r\n\r\n";
+  static constexpr char kNul[] = "GET /after_fix_trace.json\0 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
   EXPECT_EQ(http_exchange(port_, std::string(kNul, sizeof kNul - 1)).status, 400);
 }
 
@@ -328,14 +331,92 @@ TEST_F(ServeTest, SlowClientTimesOutWithoutBlockingOthers) {
   }
 }
 
+// Review finding I: with two Host fields the last won, so "Host: evil" then
+// "Host: 127.0.0.1" passed the DNS-rebinding check. Exactly one Host now
+// (HTTP/1.1; at most one for 1.0), and its value must be a host[:port].
+TEST_F(ServeTest, HostIsOneWellFormedField) {
+  start_server();
+  const std::vector<std::string> bad = {
+      "GET / HTTP/1.1\r\nHost: evil.example\r\nHost: 127.0.0.1\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nhost: localhost\r\n\r\n",
+      "GET / HTTP/1.0\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\n\r\n",
+      "GET / HTTP/1.1\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: 127.0.0.1 evil\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: 127.0.0.1/x\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: 127.0.0.1:x\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: user@127.0.0.1\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n",
+  };
+  for (const std::string& request : bad) {
+    EXPECT_EQ(http_exchange(port_, request).status, 400) << request;
+  }
+  EXPECT_EQ(http_exchange(port_, "GET / HTTP/1.1\r\nHost: [::1]:9001\r\n\r\n").status, 200);
+  EXPECT_EQ(http_exchange(port_, "GET / HTTP/1.1\r\nhOsT:\t127.0.0.1:9001 \r\n\r\n").status, 200);
+  EXPECT_EQ(http_exchange(port_, "GET / HTTP/1.0\r\n\r\n").status, 200);
+}
+
+// Review finding I: NUL bytes in header values were accepted. NUL, a lone
+// CR or LF, and other control bytes (tab aside) in any value are 400; so is
+// a head whose lines end in a bare LF, at once rather than at the deadline.
+TEST_F(ServeTest, ControlBytesInHeaderValuesAreRefused) {
+  start_server();
+  for (const char c : {'\0', '\r', '\n', '\x01', '\x1b', '\x7f'}) {
+    const std::string host = "GET / HTTP/1.1\r\nHost: 127.0.0.1" + std::string(1, c) + "x\r\n\r\n";
+    EXPECT_EQ(http_exchange(port_, host).status, 400) << static_cast<int>(c);
+    const std::string other =
+        "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Other: a" + std::string(1, c) + "b\r\n\r\n";
+    EXPECT_EQ(http_exchange(port_, other).status, 400) << static_cast<int>(c);
+  }
+  EXPECT_EQ(http_exchange(port_, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Tab: a\tb\r\n\r\n").status, 200);
+  EXPECT_EQ(http_exchange(port_, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Utf8: \xc3\xa9\r\n\r\n").status, 200);
+  const Clock::time_point start = Clock::now();
+  EXPECT_EQ(http_exchange(port_, "GET / HTTP/1.1\nHost: 127.0.0.1\n\n").status, 400);
+  EXPECT_LT(Clock::now() - start, milliseconds(4000));  // not the 5 s head deadline
+}
+
+TEST(ServeParseTest, RequestHeadsAreParsedStrictly) {
+  RequestHead r = parse_request_head("GET /a.json?x HTTP/1.1\r\nHost: localhost:9001\r\nAccept: */*");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.method, "GET");
+  EXPECT_EQ(r.target, "/a.json?x");
+  EXPECT_TRUE(r.has_host);
+  EXPECT_EQ(r.host, "localhost:9001");
+  r = parse_request_head("GET / HTTP/1.0");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_FALSE(r.has_host);
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.1\r\nHost:").status, 0);  // empty: allowed, not loopback
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.1").status, 400);
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.1\r\nHost: a\r\nHost: a").status, 400);
+  EXPECT_EQ(parse_request_head(std::string("GET / HTTP/1.1\r\nHost: a\r\nX: \0", 30)).status, 400);
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.1\r\nHost: a\r\nX: a\rb").status, 400);
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.1\r\nHost: a\nX: b").status, 400);
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.1\r\nHost: a\r\n X: b").status, 400);
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.1\r\nHost: a\r\nX : b").status, 400);
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.1\r\nHost: a\r\n: b").status, 400);
+  EXPECT_EQ(parse_request_head("GET  / HTTP/1.1\r\nHost: a").status, 400);
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.2\r\nHost: a").status, 505);
+  EXPECT_EQ(parse_request_head("GET /" + std::string(9000, 'a') + " HTTP/1.1\r\nHost: a").status, 414);
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.1\r\nHost: a\r\nX: " + std::string(17000, 'a')).status, 431);
+  std::string many = "GET / HTTP/1.1\r\nHost: a";
+  for (int i = 0; i < 100; ++i) many += "\r\nX: 1";
+  EXPECT_EQ(parse_request_head(many).status, 431);
+  for (const char* host : {"127.0.0.1", "localhost", "[::1]", "[::1]:1", "a-b.example:80", "h:"}) {
+    EXPECT_EQ(parse_request_head(std::string("GET / HTTP/1.1\r\nHost: ") + host).status, 0) << host;
+  }
+  for (const char* host : {"a b", "a/b", "a:b", "a@b", "[::1", "[::1]x", "[zz]", "a:123456", "a\\b"}) {
+    EXPECT_EQ(parse_request_head(std::string("GET / HTTP/1.1\r\nHost: ") + host).status, 400) << host;
+  }
+}
+
 TEST_F(ServeTest, TenThousandRequestsLeaveItAnswering) {
   start_server();
   const std::string head_req = "HEAD /after_fix_trace.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
   int ok = 0, refused = 0, bad = 0, dropped = 0;
   for (int i = 0; i < 10'000; ++i) {
     switch (i % 8) {
-      case 0: bad += http_exchange(port_, "BREW /pot HTTP/1.1\r\n\r\n").status == 405; break;
-      case 1: refused += http_exchange(port_, "GET /%2e%2e/secret.json HTTP/1.1\r\n\r\n").status == 403; break;
+      case 0: bad += get(port_, "/pot", "BREW").status == 405; break;
+      case 1: refused += get(port_, "/%2e%2e/secret.json").status == 403; break;
       case 2: {  // connects and leaves at once
         const int fd = connect_to(port_);
         ASSERT_GE(fd, 0);
