@@ -2,17 +2,26 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <string_view>
+#include <thread>
 
 namespace tprof::internal {
 
@@ -142,22 +151,47 @@ void unguard(int slot) {
 
 std::size_t default_stream_limit() { return half_physical_memory(); }
 
-// Waits until a FIFO has a writer (or data). The FIFO was opened without
-// blocking, so a FIFO nobody writes to cannot hang the open itself.
+// Waits until a named FIFO has a writer (it was opened here without
+// blocking, so a FIFO nobody writes to cannot hang the open itself). Once
+// one is there, the read waits for data as long as a writer holds the FIFO
+// open, however slow it is (`tprof info <(sleep 60; cat t.json)`): only a
+// FIFO that no writer opens within wait_ms is an error.
+//
+// poll() shows data, and a hang-up once a writer has come and gone, but
+// nothing for a writer that has opened the FIFO and not written yet. So
+// this opens the FIFO for writing itself and closes it at once: from then
+// on POLLHUP means exactly "no writer has it open now", and its absence
+// means one does. (A reader blocked in a blocking open of the same FIFO
+// elsewhere is woken by that and reads an end of file.) A pipe (`<(cmd)`,
+// `cmd |`, pipefs) was made with its writer: nothing to wait for.
 Status wait_for_writer(int fd, const std::string& path, int wait_ms) {
-  pollfd p{fd, POLLIN, 0};
+  struct statfs fs {};
+  if (fstatfs(fd, &fs) == 0 && fs.f_type == PIPEFS_MAGIC) return {};
+  int probe = ::open(("/proc/self/fd/" + std::to_string(fd)).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (probe < 0) probe = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // no /proc
+  const bool probed = probe >= 0;
+  if (probed) ::close(probe);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   for (;;) {
-    const int n = ::poll(&p, 1, wait_ms);
-    if (n > 0) return {};
-    if (n == 0) {
-      char secs[32];
-      std::snprintf(secs, sizeof secs, "%.1f", wait_ms / 1000.0);
-      return Error(ErrorCode::kIo,
-                   "no writer opened this FIFO within " + std::string(secs) + " s; start the program that writes it first",
-                   path);
-    }
-    if (errno != EINTR) return io_error(path, "cannot wait on FIFO");
+    pollfd p{fd, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    // Probed: look every 10 ms (a hang-up is reported at once while no
+    // writer is there). Not probed: data or a writer that left end the wait.
+    const int timeout_ms = static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, probed ? 10 : INT_MAX));
+    const int n = ::poll(&p, 1, probed ? 0 : timeout_ms);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return io_error(path, "cannot wait on FIFO");
+    if ((p.revents & POLLIN) != 0) return {};                    // data
+    if (probed && (p.revents & POLLHUP) == 0) return {};         // a writer has it open
+    if (!probed && (p.revents & POLLHUP) != 0) return {};        // a writer came and went
+    if (left.count() <= 0) break;
+    if (probed) std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
   }
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f", wait_ms / 1000.0);
+  return Error(ErrorCode::kIo,
+               "no writer opened this FIFO within " + std::string(secs) + " s; start the program that writes it first",
+               path);
 }
 
 bool is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -344,118 +378,484 @@ Result<std::string> read_file(const std::string& path) {
 
 namespace {
 
-// The file a symbolic link means: its target, relative to the link's
-// directory when the link is relative (the target need not exist yet).
-std::string link_target(const std::string& path) {
-  std::string current = path;
-  for (int hops = 0; hops < 40; ++hops) {  // the kernel's own limit on a chain
-    char buf[4096];
-    const ssize_t n = ::readlink(current.c_str(), buf, sizeof buf);
-    if (n < 0 || static_cast<std::size_t>(n) >= sizeof buf) return current;
-    std::string target(buf, static_cast<std::size_t>(n));
-    if (!target.empty() && target[0] != '/') {
-      const std::size_t slash = current.rfind('/');
-      if (slash != std::string::npos) target = current.substr(0, slash + 1) + target;
+// ---- output ----------------------------------------------------------------
+
+constexpr int kMaxLinkHops = 40;  // the kernel's own limit on a chain of links
+constexpr std::string_view kTmpMarker = ".tmp.";
+constexpr std::size_t kTmpRandomDigits = 16;
+
+// The descriptor a path names without naming a file, or -1. These are
+// links the kernel resolves to whatever the descriptor holds (the shell's
+// `>> log`, a pipe, a terminal); resolving one and renaming a file over
+// the result would replace the user's log, or fail for a pipe.
+int descriptor_of(std::string_view path) {
+  if (path == "/dev/stdin") return STDIN_FILENO;
+  if (path == "/dev/stdout") return STDOUT_FILENO;
+  if (path == "/dev/stderr") return STDERR_FILENO;
+  const std::string own = "/proc/" + std::to_string(::getpid()) + "/fd/";
+  for (const std::string_view prefix :
+       {std::string_view("/dev/fd/"), std::string_view("/proc/self/fd/"), std::string_view("/proc/thread-self/fd/"),
+        std::string_view(own)}) {
+    if (!path.starts_with(prefix)) continue;
+    const std::string_view digits = path.substr(prefix.size());
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+      return -1;
     }
-    current = std::move(target);
+    return std::stoi(std::string(digits));
   }
-  return current;
+  return -1;
 }
 
-// Removes `<target>.tmp.<pid>` files of processes that no longer exist: an
-// export killed mid-way (SIGKILL, a crash) leaves its temporary file, and
-// the next write of the same target clears it. A live pid's file is kept
-// (it may be writing), so at worst a reused pid keeps one a while longer.
-void remove_stale_temporaries(const std::string& target) {
-  const std::size_t slash = target.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : target.substr(0, slash));
-  const std::string prefix = (slash == std::string::npos ? target : target.substr(slash + 1)) + ".tmp.";
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return;
+// "dir/name" as (dir, name): "name" is (".", "name"), "/name" is ("/", "name").
+void split_path(const std::string& path, std::string* dir, std::string* name) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) {
+    dir->assign(1, '.');
+    *name = path;
+    return;
+  }
+  *dir = path.substr(0, slash == 0 ? 1 : slash);
+  *name = path.substr(slash + 1);
+}
+
+// True when the directory entry `link` lives in /proc: a magic link
+// (another process's descriptor, /proc/self/cwd/...) whose target is not
+// a path to replace.
+bool in_procfs(const std::string& link) {
+  std::string dir, name;
+  split_path(link, &dir, &name);
+  struct statfs fs {};
+  return ::statfs(dir.c_str(), &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
+}
+
+// One hop of a symbolic link: its target, relative to the link's directory
+// when the link is relative (the target need not exist).
+Result<std::string> read_link(const std::string& link, const std::string& path) {
+  char buf[4096];
+  const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
+  if (n < 0) return io_error(path, "cannot read the symbolic link");
+  if (n == 0 || static_cast<std::size_t>(n) >= sizeof buf) {
+    errno = n == 0 ? ENOENT : ENAMETOOLONG;
+    return io_error(path, "cannot follow the symbolic link");
+  }
+  std::string target(buf, static_cast<std::size_t>(n));
+  if (target[0] != '/') {
+    const std::size_t slash = link.rfind('/');
+    if (slash != std::string::npos) target = link.substr(0, slash + 1) + target;
+  }
+  return target;
+}
+
+std::uint64_t random_bits() {
+  std::uint64_t r = 0;
+  if (::getrandom(&r, sizeof r, GRND_NONBLOCK) == static_cast<ssize_t>(sizeof r)) return r;
+  // No entropy yet (early boot): O_EXCL still makes the name ours, only
+  // less unpredictable.
+  static std::atomic<std::uint64_t> counter{0};
+  const auto now = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return now ^ (counter.fetch_add(1) * 0x9e3779b97f4a7c15ull) ^ reinterpret_cast<std::uintptr_t>(&r);
+}
+
+// "<name>.tmp.<pid>.<16 hex digits>", the name cut so the whole fits
+// NAME_MAX. The pid lets a later write tell a dead process's file from a
+// live one's; the random part makes the name impossible to plant ahead.
+std::string temporary_name(const std::string& name) {
+  char random[kTmpRandomDigits + 1];
+  std::snprintf(random, sizeof random, "%016llx", static_cast<unsigned long long>(random_bits()));
+  const std::string suffix = std::string(kTmpMarker) + std::to_string(::getpid()) + "." + random;
+  return name.substr(0, std::min(name.size(), std::size_t{NAME_MAX} - suffix.size())) + suffix;
+}
+
+// The pid in a temporary file's name, or -1 when `entry` is not one: any
+// "<...>.tmp.<pid>.<16 hex digits>", or "<name>.tmp.<pid>" (the form
+// before issue 23, for the same target only).
+pid_t temporary_owner(std::string_view entry, std::string_view name) {
+  auto pid_of = [](std::string_view digits) -> pid_t {
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+      return -1;
+    }
+    return static_cast<pid_t>(std::stol(std::string(digits)));
+  };
+  if (entry.size() > kTmpRandomDigits + 1 && entry[entry.size() - kTmpRandomDigits - 1] == '.' &&
+      entry.substr(entry.size() - kTmpRandomDigits).find_first_not_of("0123456789abcdef") == std::string_view::npos) {
+    const std::string_view rest = entry.substr(0, entry.size() - kTmpRandomDigits - 1);
+    const std::size_t marker = rest.rfind(kTmpMarker);
+    if (marker != std::string_view::npos) return pid_of(rest.substr(marker + kTmpMarker.size()));
+  }
+  if (entry.size() > name.size() + kTmpMarker.size() && entry.starts_with(name) &&
+      entry.substr(name.size(), kTmpMarker.size()) == kTmpMarker) {
+    return pid_of(entry.substr(name.size() + kTmpMarker.size()));
+  }
+  return -1;
+}
+
+// Removes the temporary files a killed or crashed write left in the
+// directory (of any target): regular files owned by this user whose
+// process no longer exists. A live pid's file is kept (it may be writing);
+// a file of another user, or a link, is never touched, so a root process
+// cannot be made to remove what only looks like a temporary file.
+void remove_stale_temporaries(int dir_fd, const std::string& name) {
+  const int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return;
+  }
+  const pid_t self = ::getpid();
+  const uid_t me = ::geteuid();
   while (const dirent* e = ::readdir(d)) {
-    const std::string_view name = e->d_name;
-    if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) continue;
-    const std::string_view digits = name.substr(prefix.size());
-    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string_view::npos) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(std::string(digits)));
-    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    const pid_t pid = temporary_owner(e->d_name, name);
+    if (pid <= 0 || pid == self) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != me) {
+      continue;
+    }
     ::unlinkat(::dirfd(d), e->d_name, 0);
   }
   ::closedir(d);
 }
 
-}  // namespace
+// The descriptor a /dev/fd-like path names, duplicated (closing ours
+// leaves the caller's open; the file offset and O_APPEND are shared, so
+// `>> log` appends).
+Result<int> open_descriptor(int n, const std::string& path) {
+  const int flags = ::fcntl(n, F_GETFL);
+  if (flags < 0) {
+    return Error(ErrorCode::kIo, "names descriptor " + std::to_string(n) + ", which is not open", path);
+  }
+  if ((flags & O_ACCMODE) == O_RDONLY) {
+    return Error(ErrorCode::kIo,
+                 "names descriptor " + std::to_string(n) + ", which is open only for reading; not writing there", path);
+  }
+  // What stdio holds for the same descriptor goes first.
+  if (n == STDOUT_FILENO) std::fflush(stdout);
+  if (n == STDERR_FILENO) std::fflush(stderr);
+  const int fd = ::fcntl(n, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0) return io_error(path, "cannot duplicate the descriptor");
+  return fd;
+}
 
-Result<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::create(const std::string& path) {
-  if (path.empty()) return Error(ErrorCode::kIo, "no output path given", path);
+Status clear_nonblocking(int fd, const std::string& path) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) return io_error(path, "cannot open for writing");
+  return {};
+}
+
+// A character device, written straight through. O_NONBLOCK: a line that
+// waits for a carrier cannot hang the open; O_NOFOLLOW: a link swapped in
+// since the lstat is an error, not followed.
+Result<int> open_device(const std::string& target, const std::string& path) {
+  int fd;
+  do {
+    fd = ::open(target.c_str(), O_WRONLY | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return io_error(path, "cannot open for writing");
   struct stat st {};
-  std::string target = path;
-  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) target = link_target(path);
-  bool existed = false;
-  if (::stat(target.c_str(), &st) == 0) {
-    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
-      // A device or a pipe is written to, never replaced by a file.
-      const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd < 0) return io_error(path, "cannot open for writing");
-      return std::unique_ptr<AtomicFileWriter>(new AtomicFileWriter(path, {}, fd));
+  Status cleared = clear_nonblocking(fd, path);
+  if (!cleared || ::fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode)) {
+    ::close(fd);
+    if (!cleared) return cleared.error();
+    return Error(ErrorCode::kIo, "changed while it was opened; expected a device", path);
+  }
+  return fd;
+}
+
+// A FIFO: a blocking open would wait forever for a reader. Opened without
+// blocking, it fails (ENXIO) until a reader has it open; tried again every
+// 10 ms until wait_ms have passed.
+Result<int> open_fifo(const std::string& target, const std::string& path, int wait_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  for (;;) {
+    const int fd = ::open(target.c_str(), O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+      struct stat st {};
+      Status cleared = clear_nonblocking(fd, path);
+      if (!cleared || ::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
+        ::close(fd);
+        if (!cleared) return cleared.error();
+        return Error(ErrorCode::kIo, "changed while it was opened; expected a FIFO", path);
+      }
+      return fd;
+    }
+    if (errno == EINTR) continue;
+    if (errno != ENXIO) return io_error(path, "cannot open for writing");
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%.1f", wait_ms / 1000.0);
+      return Error(ErrorCode::kIo,
+                   "no reader opened this FIFO within " + std::string(secs) +
+                       " s; start the program that reads it first",
+                   path);
+    }
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::milliseconds(10)));
+  }
+}
+
+// Writes all of `bytes`; returns 0 or the errno of the failure. A write
+// past RLIMIT_FSIZE (`ulimit -f`) raises SIGXFSZ in the writing thread,
+// whose default action kills the process and leaves the temporary file;
+// blocked here, the write fails with EFBIG instead and is reported like a
+// full disk. The signal this write raised is taken off the thread; one
+// that was pending or blocked before is left to the caller.
+int write_all(int fd, std::string_view bytes) {
+  sigset_t xfsz, old, pending;
+  sigemptyset(&xfsz);
+  sigaddset(&xfsz, SIGXFSZ);
+  pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+  sigemptyset(&pending);
+  sigpending(&pending);
+  const bool ours = sigismember(&old, SIGXFSZ) == 0 && sigismember(&pending, SIGXFSZ) == 0;
+  int err = 0;
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n > 0) {
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {  // a descriptor someone left non-blocking
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, -1);
+      continue;
+    }
+    err = n < 0 ? errno : EIO;
+    break;
+  }
+  if (ours) {
+    sigemptyset(&pending);
+    sigpending(&pending);
+    if (sigismember(&pending, SIGXFSZ) == 1) {
+      const timespec zero{};
+      while (sigtimedwait(&xfsz, nullptr, &zero) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return err;
+}
+
+// What is at an output path, links followed by hand.
+struct OutputTarget {
+  enum class Kind : std::uint8_t { kNew, kFile, kStream } kind = Kind::kNew;
+  std::string path;     // kNew, kFile: the file to create or replace
+  struct stat st {};    // kFile: the file's
+  int fd = -1;          // kStream: open for writing
+};
+
+Result<OutputTarget> resolve_output(const std::string& path, const OutputOptions& options) {
+  OutputTarget out;
+  out.path = path;
+  for (int hops = 0;; ++hops) {
+    if (const int n = descriptor_of(out.path); n >= 0) {
+      TPROF_TRY_ASSIGN(out.fd, open_descriptor(n, path));
+      out.kind = OutputTarget::Kind::kStream;
+      return out;
+    }
+    struct stat& st = out.st;
+    if (::lstat(out.path.c_str(), &st) != 0) {
+      if (errno == ENOENT) return out;  // a new file (its directory is checked when the file is made)
+      return io_error(path, "cannot write the output");
+    }
+    if (S_ISLNK(st.st_mode)) {
+      if (hops == kMaxLinkHops) {
+        return Error(ErrorCode::kIo,
+                     "is a symbolic link loop (or a chain of more than 40 links); expected a path to a file, "
+                     "not replacing it",
+                     path);
+      }
+      if (in_procfs(out.path)) {
+        return Error(ErrorCode::kIo,
+                     "is a link in /proc that is not one of this process's descriptors (/dev/fd/N, "
+                     "/proc/self/fd/N); name the file itself",
+                     path);
+      }
+      TPROF_TRY_ASSIGN(out.path, read_link(out.path, path));
+      continue;
+    }
+    if (S_ISREG(st.st_mode)) {
+      if ((st.st_mode & 0222) == 0) {
+        char mode[16];
+        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+        return Error(ErrorCode::kIo,
+                     std::string("is read-only (mode ") + mode +
+                         "); expected a writable file, not replacing it (make it writable or remove it first)",
+                     path);
+      }
+      if (::faccessat(AT_FDCWD, out.path.c_str(), W_OK, AT_EACCESS) != 0) {
+        return io_error(path, "cannot write the output");
+      }
+      out.kind = OutputTarget::Kind::kFile;
+      return out;
+    }
+    if (S_ISCHR(st.st_mode)) {
+      TPROF_TRY_ASSIGN(out.fd, open_device(out.path, path));
+      out.kind = OutputTarget::Kind::kStream;
+      return out;
+    }
+    if (S_ISFIFO(st.st_mode)) {
+      TPROF_TRY_ASSIGN(out.fd, open_fifo(out.path, path, options.fifo_wait_ms));
+      out.kind = OutputTarget::Kind::kStream;
+      return out;
     }
     if (S_ISDIR(st.st_mode)) {
       errno = EISDIR;
       return io_error(path, "cannot write the output");
     }
-    if (!S_ISREG(st.st_mode)) {
-      return Error(ErrorCode::kIo, "cannot write the output: not a regular file, a device or a FIFO", path);
+    return Error(ErrorCode::kIo, "cannot write the output: not a regular file, a device or a FIFO", path);
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::create(const std::string& path,
+                                                                   const OutputOptions& options) {
+  if (path.empty()) return Error(ErrorCode::kIo, "no output path given", path);
+  std::unique_ptr<AtomicFileWriter> w(new AtomicFileWriter());
+  w->path_ = path;
+  w->replace_ = options.replace;
+  OutputTarget target;
+  target.path = path;
+  if (options.replace) {
+    TPROF_TRY_ASSIGN(target, resolve_output(path, options));
+    if (target.kind == OutputTarget::Kind::kStream) {
+      w->fd_ = target.fd;
+      return w;
     }
-    existed = true;
   }
-  remove_stale_temporaries(target);
-  std::string tmp = target + ".tmp." + std::to_string(getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) return io_error(path, "cannot create");
-  // An existing file keeps its permissions; a new one gets 0666 less the umask.
-  if (existed && ::fchmod(fd, st.st_mode & 07777) != 0) {
-    Error e = io_error(path, "cannot set the mode of");
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return e;
+  split_path(target.path, &w->dir_, &w->name_);
+  if (w->name_.empty() || w->name_ == "." || w->name_ == "..") {
+    errno = EISDIR;
+    return io_error(path, "cannot write the output");
   }
-  return std::unique_ptr<AtomicFileWriter>(new AtomicFileWriter(std::move(target), std::move(tmp), fd));
+  w->dir_fd_ = ::open(w->dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (w->dir_fd_ < 0) return io_error(path, "cannot create");
+  remove_stale_temporaries(w->dir_fd_, w->name_);
+  // O_EXCL | O_NOFOLLOW: a name someone planted (a link to a file of
+  // theirs, or of root's) is never opened; a fresh random name is tried.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string tmp = temporary_name(w->name_);
+    const int fd = ::openat(w->dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      w->fd_ = fd;
+      w->tmp_name_ = std::move(tmp);
+      break;
+    }
+    if (errno != EEXIST && errno != EINTR) return io_error(path, "cannot create");
+  }
+  if (w->fd_ < 0) {
+    errno = EEXIST;
+    return io_error(path, "cannot create a temporary file");
+  }
+  if (target.kind == OutputTarget::Kind::kFile) {
+    // An existing file keeps its mode, and its owner and group where this
+    // process may give them (root writing a user's file leaves it theirs).
+    const struct stat& st = target.st;
+    if (st.st_uid != ::geteuid() || st.st_gid != ::getegid()) {
+      [[maybe_unused]] const int ignored = ::fchown(w->fd_, st.st_uid, st.st_gid);
+    }
+    if (::fchmod(w->fd_, st.st_mode & 07777) != 0) return io_error(path, "cannot set the mode of");
+  }
+  return w;
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_ && !tmp_path_.empty()) ::unlink(tmp_path_.c_str());
+  if (!committed_ && !tmp_name_.empty()) ::unlinkat(dir_fd_, tmp_name_.c_str(), 0);
+  if (dir_fd_ >= 0) ::close(dir_fd_);
 }
 
 Status AtomicFileWriter::write(std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return io_error(path_, "cannot write");
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(n));
+  if (fd_ < 0) return Error(ErrorCode::kIo, "cannot write: the output is already closed", path_);
+  if (const int err = write_all(fd_, bytes); err != 0) {
+    errno = err;
+    return io_error(path_, "cannot write");
   }
   return {};
 }
 
-Status AtomicFileWriter::commit() {
-  if (::close(fd_) != 0) {
-    fd_ = -1;
-    return io_error(path_, "cannot write");
+namespace {
+
+// Closes `*fd`, checked (NFS reports some write errors only here).
+Status close_checked(int* fd, const std::string& path) {
+  const int f = *fd;
+  *fd = -1;
+  if (f < 0) return Error(ErrorCode::kIo, "cannot write: the output is already closed", path);
+  if (::close(f) != 0) return io_error(path, "cannot write");
+  return {};
+}
+
+// Gives the file `tmp` the name `name` in `dir_fd` unless something has
+// that name: true when it did, false when the name is taken.
+Result<bool> link_without_replacing(int dir_fd, const std::string& tmp, const std::string& name,
+                                    const std::string& path) {
+  if (::renameat2(dir_fd, tmp.c_str(), dir_fd, name.c_str(), RENAME_NOREPLACE) == 0) return true;
+  if (errno == EEXIST) return false;
+  if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) return io_error(path, "cannot rename into place");
+  // A file system without RENAME_NOREPLACE (NFS, older kernels): link()
+  // never replaces either.
+  if (::linkat(dir_fd, tmp.c_str(), dir_fd, name.c_str(), 0) != 0) {
+    if (errno == EEXIST) return false;
+    return io_error(path, "cannot link into place");
   }
-  fd_ = -1;
-  if (!tmp_path_.empty() && ::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-    return io_error(path_, "cannot rename into place");
+  ::unlinkat(dir_fd, tmp.c_str(), 0);
+  return true;
+}
+
+}  // namespace
+
+Status AtomicFileWriter::commit() {
+  TPROF_TRY(close_checked(&fd_, path_));
+  if (!tmp_name_.empty()) {
+    if (replace_) {
+      if (::renameat(dir_fd_, tmp_name_.c_str(), dir_fd_, name_.c_str()) != 0) {
+        return io_error(path_, "cannot rename into place");
+      }
+    } else {
+      TPROF_TRY_ASSIGN(const bool placed, link_without_replacing(dir_fd_, tmp_name_, name_, path_));
+      if (!placed) {
+        errno = EEXIST;
+        return io_error(path_, "cannot write a new file (not replacing what is there)");
+      }
+    }
   }
   committed_ = true;
   return {};
 }
 
+Result<std::string> AtomicFileWriter::commit_unique(const std::function<std::string(int attempt)>& name) {
+  if (replace_ || tmp_name_.empty()) {
+    return Error(ErrorCode::kInvalidArgument, "commit_unique() needs a writer made with replace = false", path_);
+  }
+  TPROF_TRY(close_checked(&fd_, path_));
+  const std::size_t slash = path_.rfind('/');
+  const std::string prefix = slash == std::string::npos ? std::string() : path_.substr(0, slash + 1);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const std::string candidate = name(attempt);
+    if (candidate.empty() || candidate.find('/') != std::string::npos || candidate == "." || candidate == "..") {
+      return Error(ErrorCode::kInvalidArgument, "not a file name: \"" + candidate + "\"", path_);
+    }
+    TPROF_TRY_ASSIGN(const bool placed, link_without_replacing(dir_fd_, tmp_name_, candidate, path_));
+    if (placed) {
+      committed_ = true;
+      return prefix + candidate;
+    }
+  }
+  errno = EEXIST;
+  return io_error(path_, "cannot write a new file: 1000 names tried were taken");
+}
+
 bool same_file(const std::string& a, const std::string& b) {
+  auto identify = [](const std::string& p, struct stat* st) {
+    if (p == "-") return ::fstat(STDIN_FILENO, st) == 0;
+    if (const int n = descriptor_of(p); n >= 0) return ::fstat(n, st) == 0;
+    return ::stat(p.c_str(), st) == 0;
+  };
   struct stat sa {}, sb {};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
+  return identify(a, &sa) && identify(b, &sb) && S_ISREG(sa.st_mode) && S_ISREG(sb.st_mode) &&
+         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 Status write_file_atomic(const std::string& path, std::string_view bytes) {

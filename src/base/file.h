@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -42,7 +43,10 @@ bool prefault_for_writing(const void* data, std::size_t bytes) noexcept;
 class MappedFile {
  public:
   struct OpenOptions {
-    // How long to wait for a writer to open a FIFO before giving up.
+    // How long to wait for a writer to open a named FIFO before giving up.
+    // Once one has opened it, the read waits for data as long as a writer
+    // holds it open; a pipe (`<(cmd)`, `cmd |`) always has one, so it is
+    // read without this limit.
     int fifo_wait_ms = 10'000;
     // The most bytes read from a stream (pipe, FIFO, device); 0: half the
     // machine's physical memory.
@@ -81,35 +85,80 @@ class MappedFile {
 // Reads a whole (small) file into a string.
 Result<std::string> read_file(const std::string& path);
 
-// The one way tprof writes an output file. What is at `path` decides how:
-//   - nothing: a new file, complete or absent (a temporary file next to it,
-//     renamed into place on commit()); mode 0666 less the umask;
-//   - a regular file: replaced the same way, keeping its permission bits;
-//   - a symbolic link: its target is written, as above (the link stays);
-//   - a character device or a FIFO (/dev/null, /dev/stdout, a named pipe):
-//     written straight through, never replaced;
+// How AtomicFileWriter::create treats what it finds at the path.
+struct OutputOptions {
+  // How long to wait for a reader to open a FIFO output; then an error.
+  int fifo_wait_ms = 10'000;
+  // false: a new file only. create() needs just the directory, and the
+  // file is put in place by commit_unique(), which never replaces anything
+  // (commit() then fails when the name is taken).
+  bool replace = true;
+};
+
+// The one way tprof writes an output file. What the path names decides how:
+//   - /dev/stdout, /dev/stderr, /dev/stdin, /dev/fd/N, /proc/self/fd/N (and
+//     /proc/thread-self/fd/N, /proc/<own pid>/fd/N, or a symbolic link to
+//     one of them): the open descriptor is written (a dup of it, so
+//     appending where it was opened for append), never resolved to a file
+//     and replaced; a descriptor that is not open, or open only for
+//     reading, is refused;
+//   - nothing: a new file, complete or absent: a temporary file made beside
+//     it (O_CREAT|O_EXCL|O_NOFOLLOW, an unpredictable name
+//     "<name>.tmp.<pid>.<16 hex digits>"), renamed into place on commit();
+//     mode 0666 less the umask;
+//   - a regular file: replaced the same way, keeping its mode bits (and its
+//     owner and group where the process may set them); a file without any
+//     write permission bit, or one this process may not write, is refused;
+//   - a symbolic link: its target is written as above (the link stays); a
+//     loop (or a chain of more than 40 links) is refused, as is a link in
+//     /proc other than the descriptor names above;
+//   - a character device: written straight through, never replaced;
+//   - a FIFO: opened without blocking, waiting up to fifo_wait_ms for a
+//     reader (then refused), and written straight through;
 //   - anything else (a directory, a block device, a socket): refused.
-// Every write and the final close are checked. Destroying an uncommitted
-// writer removes its temporary file.
+// Temporary files of processes that no longer exist, owned by this user,
+// in the same directory, are removed when a temporary file is made there.
+// Every write and the final close are checked; a write past RLIMIT_FSIZE
+// is an error (EFBIG: SIGXFSZ is blocked while writing), never a kill.
+// Destroying an uncommitted writer removes its temporary file. Errors name
+// the path as given. One thread at a time per writer.
 class AtomicFileWriter {
  public:
-  static Result<std::unique_ptr<AtomicFileWriter>> create(const std::string& path);
+  static Result<std::unique_ptr<AtomicFileWriter>> create(const std::string& path, const OutputOptions& options);
+  static Result<std::unique_ptr<AtomicFileWriter>> create(const std::string& path) {
+    return create(path, OutputOptions{});
+  }
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
   ~AtomicFileWriter();
 
   Status write(std::string_view bytes);
   Status commit();
 
+  // For a writer made with replace = false: puts the finished file under
+  // the first of name(0), name(1), ... (names in the directory of the path
+  // given to create()) that nothing holds, atomically and never replacing
+  // anything (renameat2 RENAME_NOREPLACE, or link() where the file system
+  // lacks it). Returns the path it was given under (the directory of the
+  // create() path joined with the name). Gives up after 1000 names.
+  Result<std::string> commit_unique(const std::function<std::string(int attempt)>& name);
+
  private:
-  AtomicFileWriter(std::string path, std::string tmp_path, int fd)
-      : path_(std::move(path)), tmp_path_(std::move(tmp_path)), fd_(fd) {}
-  std::string path_;
-  std::string tmp_path_;  // empty: writing straight through to path_
+  AtomicFileWriter() = default;
+  std::string path_;      // as given, for messages
+  std::string dir_;       // the directory of the temporary file, as a path ("" for streams)
+  std::string tmp_name_;  // the temporary file's name in dir_fd_; empty: writing straight through
+  std::string name_;      // the final name in dir_fd_
+  int dir_fd_ = -1;
   int fd_ = -1;
+  bool replace_ = true;
   bool committed_ = false;
 };
 
-// True when `a` and `b` name the same existing file (device and inode),
-// symbolic links followed: an output path that would overwrite an input.
+// True when `a` and `b` name the same existing regular file (device and
+// inode), symbolic links followed; "-" is standard input, and the
+// descriptor names above are their descriptors: an output that would
+// overwrite an input.
 bool same_file(const std::string& a, const std::string& b);
 
 // Writes `bytes` to `path` atomically (see AtomicFileWriter).

@@ -43,6 +43,11 @@ struct DeviceEvent {
   std::int64_t stream = -1;   // device activity: the stream id; -1 when none (context sync)
   std::int64_t thread = 0;    // API calls and overhead: OS thread id of the caller
   std::uint64_t correlation = 0;  // API call <-> device work; 0 = none
+  // Device work replayed from a CUDA graph: the node that ran it, as the
+  // tracer names it (CUPTI's graphNodeId: the executable graph's node,
+  // which may be a clone of the node the program created). 0 = not from a
+  // graph.
+  std::uint64_t graph_node = 0;
   std::uint32_t name_offset = 0, name_len = 0;  // in DeviceBatch::text
   // The members of the args object as Kineto writes them, in its order,
   // without braces and without "External id" (the builder writes that

@@ -49,6 +49,18 @@ using kineto::kDevice;
 using kineto::kStream;
 constexpr const JsonKey& kBytes = kineto::kWorkBytes;
 
+// Kineto's graph ids of work replayed from a CUDA graph (after the
+// bandwidth of a copy, after the occupancy of a kernel). Kineto writes them
+// for every activity, zeros included; tprof only for graph work, so that
+// other activities keep the args every torch before 2026 wrote.
+void write_graph_ids(JsonWriter& w, std::uint32_t graph_id, std::uint64_t graph_node_id) {
+  if (graph_id == 0 && graph_node_id == 0) return;
+  w.key(kineto::kGraphId);
+  w.value_uint(graph_id);
+  w.key(kineto::kGraphNodeId);
+  w.value_uint(graph_node_id);
+}
+
 // Kineto leaves the bandwidth out of zero-length copies; bytes per ns is GB/s.
 void write_bandwidth(JsonWriter& w, std::uint64_t bytes, std::int64_t dur_ns) {
   if (dur_ns <= 0) return;
@@ -281,6 +293,8 @@ void CuptiRecordConverter::add_kernel(const CUpti_Activity* record) {
   k.dynamic_smem = r.dynamicSharedMemory;
   k.registers = r.registersPerThread;
   k.name_id = intern_kernel_name(r.name);
+  k.graph_node = r.graphNodeId;
+  k.graph = r.graphId;
   kernels_.push_back(k);
 }
 
@@ -340,6 +354,7 @@ void CuptiRecordConverter::emit_kernel(const PendingKernel& k, std::pair<std::ui
     w.end_array();
     w.key(kOccupancy);
     w.value_int(occupancy);
+    write_graph_ids(w, k.graph, k.graph_node);
     w.end_object();
   }
   DeviceEvent e;
@@ -349,6 +364,7 @@ void CuptiRecordConverter::emit_kernel(const PendingKernel& k, std::pair<std::ui
   e.device = static_cast<std::int32_t>(k.device);
   e.stream = k.stream;
   e.correlation = k.correlation;
+  e.graph_node = k.graph_node;
   push(e, name, scratch_);
 }
 
@@ -362,6 +378,7 @@ DeviceEvent CuptiRecordConverter::work_event(DeviceEventKind kind, const R& r) {
   e.device = static_cast<std::int32_t>(r.deviceId);
   e.stream = r.streamId;
   e.correlation = r.correlationId;
+  e.graph_node = r.graphNodeId;
   learn_context(r.contextId, r.deviceId);
   return e;
 }
@@ -382,6 +399,7 @@ void CuptiRecordConverter::write_transfer_args(const R& r, std::int64_t dur_ns) 
   w.key(kBytes);
   w.value_uint(r.bytes);
   write_bandwidth(w, r.bytes, dur_ns);
+  write_graph_ids(w, r.graphId, r.graphNodeId);
   w.end_object();
 }
 
@@ -427,6 +445,7 @@ void CuptiRecordConverter::add_memcpy_peer(const CUpti_Activity* record) {
     w.key(kBytes);
     w.value_uint(r.bytes);
     write_bandwidth(w, r.bytes, e.end_ns - e.start_ns);
+    write_graph_ids(w, r.graphId, r.graphNodeId);
     w.end_object();
   }
   push(e, batch_.add_text(name), scratch_);

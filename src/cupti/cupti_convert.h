@@ -83,6 +83,8 @@ class CuptiRecordConverter {
     std::int32_t static_smem, dynamic_smem;
     std::uint16_t registers;
     std::uint32_t name_id;  // index into kernel_names_
+    std::uint64_t graph_node;  // 0 unless replayed from a CUDA graph
+    std::uint32_t graph;
   };
   // What a synchronization's event needs once contexts are known.
   struct PendingSync {

@@ -154,6 +154,10 @@ inline constexpr JsonKey kQueued("queued"), kRegisters("registers per thread"), 
     kOccupancy("est. achieved occupancy %");
 inline constexpr JsonKey kFromDevice("fromDevice"), kInDevice("inDevice"), kToDevice("toDevice"),
     kFromContext("fromContext"), kInContext("inContext"), kToContext("toContext");  // peer copies
+// Work replayed from a CUDA graph (kernels, copies, memsets): Kineto
+// writes them since 2026 (kineto#1276, CUDA 12+), for every activity, 0
+// when not from a graph; tprof only when nonzero.
+inline constexpr JsonKey kGraphId("graph id"), kGraphNodeId("graph node id");
 inline constexpr JsonKey kCbid("cbid");
 inline constexpr JsonKey kSyncKind("cuda_sync_kind"), kWaitOnStream("wait_on_stream"),
     kWaitOnEventRecord("wait_on_cuda_event_record_corr_id"), kWaitOnEventId("wait_on_cuda_event_id");

@@ -114,6 +114,16 @@ inline CUpti_ActivitySynchronization2 sync_record(CUpti_ActivitySynchronizationT
   return s;
 }
 
+// A kernel, copy or memset record as a CUDA graph's replay writes it: the
+// graph's id and the id of the node that ran it (CUPTI's graphId,
+// graphNodeId).
+template <class T>
+inline T from_graph(T record, std::uint32_t graph, std::uint64_t node) {
+  record.graphId = graph;
+  record.graphNodeId = node;
+  return record;
+}
+
 template <class T>
 inline void add(CuptiRecordConverter& c, const T& record) {
   c.add(reinterpret_cast<const CUpti_Activity*>(&record));

@@ -263,6 +263,67 @@ TEST(CuptiReplay, ZeroLengthCopiesHaveNoBandwidth) {
   EXPECT_EQ(b.args(b.events[0]), "\"device\": 0, \"context\": 1, \"stream\": 7, \"correlation\": 5, \"bytes\": 64");
 }
 
+// ---- CUDA graphs ---------------------------------------------------------------------
+
+bool ends_with(std::string_view s, std::string_view tail) {
+  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+}
+
+// Work replayed from a graph carries Kineto's "graph id" and "graph node
+// id" last (Kineto: after the kernel's occupancy, after a copy's
+// bandwidth), and the event the node that ran it; other work neither
+// (Kineto writes zeros there, tprof nothing: the args of eager work stay
+// those of every torch before 2026).
+TEST(CuptiReplay, GraphWorkCarriesItsGraphAndNodeIds) {
+  CuptiRecordConverter c;
+  add(c, h100_device(0));
+  add(c, from_graph(kernel("triton_poi_fused_add_0", 1000, 500, 50, {16, 1, 1}, {128, 1, 1}, 32, 0, 0), 3, 11));
+  add(c, kernel("triton_poi_fused_add_0", 2000, 500, 51, {16, 1, 1}, {128, 1, 1}, 32, 0, 0));
+  add(c, from_graph(memcpy_record(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                                  CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 3000, 100, 4096, 52),
+                    3, 12));
+  add(c, from_graph(memset_record(3200, 100, 64, 53), 3, 13));
+  add(c, memset_record(3400, 100, 64, 54));
+  CUpti_ActivityMemcpyPtoP4 peer{};
+  peer.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+  peer.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+  peer.start = 3600;
+  peer.end = 3700;
+  peer.bytes = 1024;
+  peer.srcDeviceId = 1;
+  peer.correlationId = 55;
+  add(c, from_graph(peer, 4, 14));
+  DeviceBatch b;
+  c.finish(&b);
+
+  const DeviceEvent* replayed = find(b, DeviceEventKind::kKernel, 50);
+  const DeviceEvent* eager = find(b, DeviceEventKind::kKernel, 51);
+  ASSERT_TRUE(replayed && eager);
+  EXPECT_EQ(replayed->graph_node, 11u);
+  EXPECT_TRUE(ends_with(b.args(*replayed), "\"est. achieved occupancy %\": 1, \"graph id\": 3, \"graph node id\": 11"))
+      << b.args(*replayed);
+  EXPECT_EQ(eager->graph_node, 0u);
+  EXPECT_EQ(b.args(*eager).find("graph"), std::string_view::npos) << b.args(*eager);
+
+  const DeviceEvent* copy = find(b, DeviceEventKind::kMemcpy, 52);
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->graph_node, 12u);
+  EXPECT_TRUE(ends_with(b.args(*copy), "\"memory bandwidth (GB/s)\": 40.96, \"graph id\": 3, \"graph node id\": 12"))
+      << b.args(*copy);
+  const DeviceEvent* set = find(b, DeviceEventKind::kMemset, 53);
+  ASSERT_NE(set, nullptr);
+  EXPECT_EQ(set->graph_node, 13u);
+  EXPECT_TRUE(ends_with(b.args(*set), "\"graph id\": 3, \"graph node id\": 13")) << b.args(*set);
+  const DeviceEvent* eager_set = find(b, DeviceEventKind::kMemset, 54);
+  ASSERT_NE(eager_set, nullptr);
+  EXPECT_EQ(eager_set->graph_node, 0u);
+  EXPECT_EQ(b.args(*eager_set).find("graph"), std::string_view::npos) << b.args(*eager_set);
+  const DeviceEvent* p2p = find(b, DeviceEventKind::kMemcpy, 55);
+  ASSERT_NE(p2p, nullptr);
+  EXPECT_EQ(p2p->graph_node, 14u);
+  EXPECT_TRUE(ends_with(b.args(*p2p), "\"graph id\": 4, \"graph node id\": 14")) << b.args(*p2p);
+}
+
 // ---- synchronization, overhead, odd data ----------------------------------------------
 
 TEST(CuptiReplay, SyncDeviceComesFromALaterContextRecord) {
