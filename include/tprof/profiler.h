@@ -103,7 +103,8 @@ class Profiler;
 using TraceHandler = std::function<Status(Profiler&)>;
 
 // torch.profiler.tensorboard_trace_handler: writes each trace to
-// `dir/<worker>.<epoch ms>.pt.trace.json[.gz]`; `worker` defaults to
+// `dir/<worker>.<epoch ns>.pt.trace.json[.gz]` (a new file each time, never
+// replacing one: a taken name moves to the next ns); `worker` defaults to
 // "<host>_<pid>" (chosen at the first call and kept). Creates `dir`.
 TraceHandler tensorboard_trace_handler(std::string dir, std::string worker = {}, bool use_gzip = false);
 

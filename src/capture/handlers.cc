@@ -7,7 +7,9 @@
 #include <cstring>
 #include <memory>
 
+#include "src/base/file.h"
 #include "src/capture/handlers.h"
+#include "src/trace/writer.h"
 #include "tprof/profiler.h"
 
 namespace tprof {
@@ -44,17 +46,30 @@ std::string default_worker() {
 
 namespace internal {
 
-Result<std::string> tensorboard_trace_path(const std::string& dir, std::string* worker, bool use_gzip) {
+Result<std::string> write_tensorboard_trace(const Trace& trace, const std::string& dir, std::string* worker,
+                                            bool use_gzip, std::int64_t epoch_ns) {
   TPROF_TRY(make_dirs(dir));
   if (worker->empty()) *worker = default_worker();  // chosen once, kept for later traces
-  const auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
-  std::string path = dir;
-  if (!path.empty() && path.back() != '/') path += '/';
-  path += *worker + "." + std::to_string(ms) + ".pt.trace.json";
-  if (use_gzip) path += ".gz";
-  return path;
+  if (epoch_ns < 0) {
+    epoch_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+  }
+  // A taken name moves to the next nanosecond rather than gaining a
+  // suffix: TensorBoard's plugin reads "<worker>.<digits>.pt.trace.json",
+  // and a suffix would make the file another worker's.
+  auto name = [&](int attempt) {
+    return *worker + "." + std::to_string(epoch_ns + attempt) + ".pt.trace.json" + (use_gzip ? ".gz" : "");
+  };
+  std::string prefix = dir;
+  if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+  TPROF_TRY_ASSIGN(auto file, AtomicFileWriter::create(prefix + name(0), {.replace = false}));
+  TPROF_TRY(write_trace_to(trace, file.get(), use_gzip, WriteOptions{}.gzip_level));
+  // The worker may hold a '/' (torch joins it to the directory as it is):
+  // the file's name is what follows the last one.
+  return file->commit_unique([&](int attempt) {
+    const std::string path = prefix + name(attempt);
+    return path.substr(path.rfind('/') + 1);
+  });
 }
 
 }  // namespace internal
@@ -62,8 +77,8 @@ Result<std::string> tensorboard_trace_path(const std::string& dir, std::string* 
 TraceHandler tensorboard_trace_handler(std::string dir, std::string worker, bool use_gzip) {
   auto state = std::make_shared<std::string>(std::move(worker));
   return [dir = std::move(dir), state, use_gzip](Profiler& prof) -> Status {
-    TPROF_TRY_ASSIGN(std::string path, internal::tensorboard_trace_path(dir, state.get(), use_gzip));
-    return prof.export_chrome_trace(path);
+    TPROF_TRY(internal::write_tensorboard_trace(prof.trace(), dir, state.get(), use_gzip));
+    return {};
   };
 }
 

@@ -379,8 +379,8 @@ class Session {
     return {};
   }
   tprof::Status emit(const tprof::Trace& t) {
-    TPROF_TRY_ASSIGN(std::string path, tprof::internal::tensorboard_trace_path(dir_, &worker_, gzip_));
-    return tprof::write_trace(t, path);
+    TPROF_TRY(tprof::internal::write_tensorboard_trace(t, dir_, &worker_, gzip_));
+    return {};
   }
 
   std::mutex mu_;  // the profiler: the cuInit thread's first start, then the session thread

@@ -22,6 +22,7 @@
 #include "src/base/json_writer.h"
 #include "src/trace/json_copy.h"
 #include "src/trace/kineto_keys.h"
+#include "src/trace/writer.h"
 
 namespace tprof {
 
@@ -334,26 +335,33 @@ class BackgroundWriter {
 
 }  // namespace
 
-Status write_trace(const Trace& trace, const std::string& path, const WriteOptions& options) {
-  const bool gz = options.compression == Compression::kGzip ||
-                  (options.compression == Compression::kAuto && path.size() > 3 &&
-                   path.compare(path.size() - 3, 3, ".gz") == 0);
-  TPROF_TRY_ASSIGN(auto file, internal::AtomicFileWriter::create(path));
+namespace internal {
+
+Status write_trace_to(const Trace& trace, AtomicFileWriter* file, bool compress, int gzip_level) {
   std::string buffer;
-  if (gz) {
+  if (compress) {
     write_trace_json(trace, &buffer);
-    TPROF_TRY_ASSIGN(std::string compressed, internal::gzip(buffer, options.gzip_level));
-    TPROF_TRY(file->write(compressed));
-    return file->commit();
+    TPROF_TRY_ASSIGN(std::string compressed, internal::gzip(buffer, gzip_level));
+    return file->write(compressed);
   }
   buffer.reserve(kBufferBytes);
   // As much of it as the document will use (about 160 bytes an event): a
   // small trace does not pay for populating the whole buffer.
   internal::prefault_for_writing(buffer.data(), std::min<std::size_t>(kBufferBytes, 160 * trace.events.size()));
-  BackgroundWriter background(file.get());
+  BackgroundWriter background(file);
   DocumentWriter(trace, &buffer).write([&] { background.submit(&buffer); });
   TPROF_TRY(background.finish());
-  TPROF_TRY(file->write(buffer));
+  return file->write(buffer);
+}
+
+}  // namespace internal
+
+Status write_trace(const Trace& trace, const std::string& path, const WriteOptions& options) {
+  const bool gz = options.compression == Compression::kGzip ||
+                  (options.compression == Compression::kAuto && path.size() > 3 &&
+                   path.compare(path.size() - 3, 3, ".gz") == 0);
+  TPROF_TRY_ASSIGN(auto file, internal::AtomicFileWriter::create(path));
+  TPROF_TRY(internal::write_trace_to(trace, file.get(), gz, options.gzip_level));
   return file->commit();
 }
 

@@ -574,8 +574,8 @@ TEST(TensorboardHandler, NamesFilesLikeTorch) {
   }
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  const std::regex plain(std::string(host) + "_" + std::to_string(getpid()) + R"(\.\d{13}\.pt\.trace\.json)");
-  const std::regex gzipped(R"(worker0\.\d{13}\.pt\.trace\.json\.gz)");
+  const std::regex plain(std::string(host) + "_" + std::to_string(getpid()) + R"(\.\d{19}\.pt\.trace\.json)");
+  const std::regex gzipped(R"(worker0\.\d{19}\.pt\.trace\.json\.gz)");
   int plain_files = 0, gz_files = 0;
   for (const auto& f : fs::directory_iterator(dir)) {
     const std::string name = f.path().filename().string();
@@ -590,9 +590,10 @@ TEST(TensorboardHandler, NamesFilesLikeTorch) {
       EXPECT_TRUE(t->meta.gzip);
     }
   }
-  // Two windows each; names in the same millisecond overwrite, as in torch.
-  EXPECT_GE(plain_files, 1);
-  EXPECT_GE(gz_files, 1);
+  // Two windows each, each its own file (epoch ns, a taken name never
+  // replaced: tests/unit/output_safety_test.cc).
+  EXPECT_EQ(plain_files, 2);
+  EXPECT_EQ(gz_files, 2);
   EXPECT_EQ(plain_files + gz_files, static_cast<int>(std::distance(fs::directory_iterator(dir), fs::directory_iterator())));
 
   // A path that cannot be a directory: the error comes back from step().

@@ -264,7 +264,7 @@ void add_record_command(CLI::App& app, int* rc) {
   cmd->add_option("--api", o->api,
                   "CUDA runtime/driver calls to record: torch (default: the ones torch.profiler records) or all")
       ->check(CLI::IsMember({"torch", "all"}));
-  cmd->add_option("-o,--dir", o->dir, "Directory for <worker>.<epoch ms>.pt.trace.json (default: .)");
+  cmd->add_option("-o,--dir", o->dir, "Directory for <worker>.<epoch ns>.pt.trace.json (default: .)");
   cmd->add_option("--worker", o->worker, "File name prefix (default: <host>_<pid>, as torch's handler)");
   cmd->add_flag("--gzip", o->gzip, "Write .pt.trace.json.gz");
   cmd->add_option("command", o->command, "-- PROGRAM [ARGS...]")->required()->expected(1, -1);
