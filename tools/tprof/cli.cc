@@ -5,7 +5,11 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +54,42 @@ std::string command_word(const CLI::App& app, int argc, const char* const* argv)
   return {};
 }
 
+// Standard output failures are errors: `--help` or `--version` (or any
+// command's stdout) into a full device, a closed stdout or a file past
+// `ulimit -f` exits 2 with the reason, never 0 with the text lost.
+int stdout_failed(int err) {
+  std::clearerr(stdout);  // for the next run in this process (the fuzz target)
+  std::cout.clear();
+  std::cerr << "tprof: cannot write to standard output: " << std::strerror(err != 0 ? err : EIO) << "\n";
+  return tprof::cli::kExitBadInput;
+}
+
+// Prints what CLI11 made for --help or --version, checked.
+int print_checked(const std::string& text, int rc) {
+  errno = 0;
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+    return stdout_failed(errno);
+  }
+  return rc;
+}
+
+// Flushes what commands printed to stdout and checks it. A command that
+// already failed has said why; its code stands.
+int checked_stdout(int rc) {
+  errno = 0;
+  std::cout.flush();
+  int err = errno;
+  const bool flushed = std::fflush(stdout) == 0;
+  if (err == 0) err = errno;
+  if (flushed && std::cout.good() && std::ferror(stdout) == 0) return rc;
+  if (rc != tprof::cli::kExitOk) {
+    std::clearerr(stdout);
+    std::cout.clear();
+    return rc;
+  }
+  return stdout_failed(err);
+}
+
 }  // namespace
 
 namespace tprof::cli {
@@ -57,6 +97,8 @@ namespace tprof::cli {
 int run(int argc, const char* const* argv) {
   // Each run starts from the defaults (the fuzz target runs many in one process).
   global_options() = GlobalOptions{};
+  std::clearerr(stdout);
+  std::cout.clear();
   CLI::App app{"tprof: torch.profiler tables, steps and findings from any torch/Kineto trace"};
   app.require_subcommand(1);
   // Global flags are accepted after the command too (tprof table t.json -q).
@@ -115,17 +157,15 @@ int run(int argc, const char* const* argv) {
   }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+  } catch (const CLI::Success& e) {  // --help, --help-all, --version
+    std::ostringstream text;
+    const int code = app.exit(e, text, std::cerr);
+    return print_checked(text.str(), code);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return kExitBadInput;
   }
-  return rc;
+  return checked_stdout(rc);
 }
 
 }  // namespace tprof::cli
