@@ -46,7 +46,8 @@ struct DeviceEvent {
   // Device work replayed from a CUDA graph: the node that ran it, as the
   // tracer names it (CUPTI's graphNodeId: the executable graph's node,
   // which may be a clone of the node the program created). 0 = not from a
-  // graph.
+  // graph. The builder attributes the work to the scope open where the
+  // node was created (GraphNodeScopes, src/capture/graph_nodes.h).
   std::uint64_t graph_node = 0;
   std::uint32_t name_offset = 0, name_len = 0;  // in DeviceBatch::text
   // The members of the args object as Kineto writes them, in its order,

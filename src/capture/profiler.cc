@@ -23,6 +23,7 @@
 #include "src/base/file.h"
 #include "src/base/json_writer.h"
 #include "src/capture/activity_source.h"
+#include "src/capture/graph_nodes.h"
 #include "src/capture/recorder.h"
 #include "src/capture/trace_builder.h"
 #include "src/trace/json_value.h"
@@ -173,8 +174,13 @@ Status Profiler::start() {
     // libcupti (tprof record sets it); elsewhere this costs nothing.
     static constexpr internal::NvtxRanges kRecorderRanges{internal::push_range, internal::pop_range,
                                                           internal::start_range, internal::end_range};
+    // CUDA graph nodes as the program makes them: records of its threads,
+    // linked to their scopes by build_trace like API calls.
+    static constexpr internal::GraphNodes kRecorderGraphNodes{internal::graph_node_created,
+                                                              internal::graph_node_cloned};
     internal::CuptiOptions cupti;
     cupti.nvtx = &kRecorderRanges;
+    cupti.graph_nodes = &kRecorderGraphNodes;
     cupti.api_calls = options_.cuda_api_calls == CudaApiCalls::kAll ? internal::CuptiApiCalls::kAll
                                                                      : internal::CuptiApiCalls::kTorch;
     cupti.sync_events = options_.cuda_sync_events;
@@ -286,6 +292,7 @@ void Profiler::stop_window() {
   info.cuda_available = device_ != nullptr;
   info.metadata = metadata_;
   info.window_end_ticks = window_end_ticks;
+  info.graph_nodes = &internal::graph_node_scopes();
   internal::DeviceBatch device;
   if (device_started_) {
     device_->stop(&device);

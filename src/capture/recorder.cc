@@ -508,6 +508,16 @@ void end_range(std::uint64_t id) noexcept {
   append({r.name, r.start, end, 0, kRecordDynamicScope, 0});
 }
 
+void graph_node_created(std::uint64_t node) noexcept {
+  if (!g_recording.load(std::memory_order_relaxed)) return;
+  append({node, read_ticks(), 0, 0, kRecordGraphNode, 0});
+}
+
+void graph_node_cloned(std::uint64_t node, std::uint64_t original) noexcept {
+  if (!g_recording.load(std::memory_order_relaxed)) return;
+  append({node, read_ticks(), original, 0, kRecordGraphNode, 1});
+}
+
 bool dynamic_lookup(std::uint64_t key, std::string_view* name, std::string_view* category) {
   NameTable& t = names();
   std::lock_guard<std::mutex> lock(t.mu);

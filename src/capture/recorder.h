@@ -64,6 +64,17 @@ void pop_range() noexcept;
 void start_range(std::uint64_t id, std::string_view name) noexcept;
 void end_range(std::uint64_t id) noexcept;
 
+// CUDA graph nodes (CUPTI's RESOURCE callbacks, on the thread making the
+// node): a node created now (a launch under stream capture, a
+// cudaGraphAdd*Node, the executable graph's copy inside
+// cudaGraphInstantiate), and a node that is a copy of `original`. Each is a
+// kRecordGraphNode record of the calling thread, so the trace builder
+// links a creation to the scope open on that thread at that moment, as it
+// links API calls. Recorded only while a window records; no lock, no
+// allocation.
+void graph_node_created(std::uint64_t node) noexcept;
+void graph_node_cloned(std::uint64_t node, std::uint64_t original) noexcept;
+
 // The runtime name and category of a kRecordDynamicScope record's key; false
 // when the key is stale (from before the last release) or interning failed.
 // The views stay valid until release_dynamic_names().

@@ -9,9 +9,12 @@
 //      per-site caches, ticks -> ns, columns written by index (capacity
 //      reserved once), args through one JsonWriter into one buffer that
 //      becomes the trace's source
+//   ── CUDA graph nodes created in the window -> innermost open scope on
+//      their thread ── into the process-wide GraphNodeScopes
 //   ── device batch: API calls -> innermost open scope on their thread
 //      (External id, user annotation) ── device work -> its launch by
-//      correlation id ── ac2g flows ── gpu_user_annotation spans
+//      correlation id ── ac2g flows ── gpu_user_annotation spans ── work
+//      replayed from a graph -> the scope its node was created in
 //   ── lane metadata (M events) ── assemble_trace (shared with the reader)
 //
 // stop() pays this once per event, so nothing here allocates, copies or
@@ -104,7 +107,25 @@ class Builder {
   // the innermost user annotation (its gpu_user_annotation span).
   struct Link {
     std::int64_t external_id = -1;
+    std::uint32_t scope = kNoIndex;       // event index of the innermost scope
     std::uint32_t annotation = kNoIndex;  // event index of the user annotation
+  };
+  // A time on a thread to link to the scope open then; `index` is its Link's.
+  struct LinkQuery {
+    std::int64_t thread, ts;
+    std::uint32_t index;
+  };
+  // Where a graph node was created: its scope's and user annotation's
+  // names, the annotation's start (which instance of the name), and its
+  // event when it is in this window.
+  struct GraphScope {
+    StrId scope = kEmptyStr, annotation = kEmptyStr;
+    std::int64_t annotation_start_ns = 0;
+    std::uint32_t annotation_event = kNoIndex;
+  };
+  struct NodeCreated {
+    std::int64_t thread, ts;
+    std::uint64_t node;
   };
   struct Site {
     const ScopeSite* site = nullptr;
@@ -173,17 +194,24 @@ class Builder {
     meta_.push_back({e, kEmptyStr, value, true});
   }
   // An event with args {"External id": ext (when linked), <members>}.
+  // With `graph_scope` (work replayed from a CUDA graph), "graph node
+  // scope": its name after them.
   std::uint32_t add_linked_event(Phase ph, StrId name, StrId cat, std::uint32_t lane, std::int64_t ts,
-                                 std::int64_t dur, std::int64_t ext, std::string_view members) {
+                                 std::int64_t dur, std::int64_t ext, std::string_view members,
+                                 StrId graph_scope = kEmptyStr) {
     const std::uint32_t e = add_event(ph, name, cat, lane, ts, dur);
     t_.events.external_id[e] = ext;
-    if (ext < 0 && members.empty()) return e;
+    if (ext < 0 && members.empty() && graph_scope == kEmptyStr) return e;
     set_args(e, [&](JsonWriter& w) {
       if (ext >= 0) {
         w.key(kExternalId);
         w.value_int(ext);
       }
       if (!members.empty()) w.members_raw(members);
+      if (graph_scope != kEmptyStr) {
+        w.key(kineto::kGraphNodeScope);
+        w.value_string(t_.str(graph_scope));
+      }
     });
     return e;
   }
@@ -196,7 +224,10 @@ class Builder {
   std::uint32_t thread_lane(std::int64_t tid) {
     return t_.lane_for(TraceId{info_.pid, kEmptyStr, false}, TraceId{tid, kEmptyStr, false}, LaneKind::kCpu);
   }
+  void link_to_scopes(std::vector<LinkQuery>* queries, std::vector<Link>* links);
   void link_api_calls(const DeviceBatch& d, const std::vector<std::uint32_t>& api, std::vector<Link>* links);
+  void link_graph_nodes();
+  const GraphScope& graph_scope(std::uint64_t node);
   void add_device(const DeviceBatch& d);
   const Site& site(const ScopeSite* s);
   std::optional<std::pair<StrId, StrId>> dynamic(std::uint64_t key);
@@ -223,6 +254,13 @@ class Builder {
   std::vector<MetaRecord> meta_;
   std::unordered_map<std::int64_t, std::vector<Scope>> scopes_;  // per OS thread id, in start order
   StrId ac2g_ = kEmptyStr;
+  // CUDA graph nodes: created in the window (kRecordGraphNode), copies made
+  // in it (copy -> original), the scope each created node is linked to,
+  // and what each replayed node resolved to.
+  std::vector<NodeCreated> nodes_created_;
+  std::unordered_map<std::uint64_t, std::uint64_t> node_copies_;
+  std::unordered_map<std::uint64_t, Link> node_links_;
+  std::unordered_map<std::uint64_t, GraphScope> graph_scopes_;
 };
 
 // Hands every event's args to the trace without copying them: args_
@@ -375,6 +413,7 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   };
   std::vector<Mem> mems;
   std::unordered_map<std::uint64_t, std::uint8_t> flow_ends;  // id -> bit 0 begins, bit 1 ends
+  bool graph_nodes = false;  // some thread recorded a CUDA graph node
   for (std::size_t ti = 0; ti < threads.size(); ++ti) {
     const std::span<const Record> rs = threads[ti].records;
     for (std::size_t ri = 0; ri < rs.size(); ++ri) {
@@ -383,6 +422,8 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
       } else if (rs[ri].kind == kRecordFlow && rs[ri].b >= info_.window_start_ticks &&
                  rs[ri].b <= info_.window_end_ticks) {
         flow_ends[rs[ri].a] |= static_cast<std::uint8_t>(rs[ri].e == 0 ? 1 : 2);
+      } else if (rs[ri].kind == kRecordGraphNode) {
+        graph_nodes = true;
       }
     }
   }
@@ -408,7 +449,7 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   std::vector<Item> items;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> scope_args;  // (scope's record, arg record)
   EventColumns& cols = t_.events;
-  const bool link_scopes = !device.events.empty();
+  const bool link_scopes = !device.events.empty() || graph_nodes;
   for (std::size_t ti = 0; ti < threads.size(); ++ti) {
     const ThreadRecords& tr = threads[ti];
     const std::span<const Record> rs = tr.records;
@@ -417,9 +458,10 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
     const std::string thread_label = "thread " + std::to_string(tr.tid) + " (" + tr.name + ")";
     metadata(kineto::kThreadName, lane, kNameKey, thread_label);
     sort_index(kineto::kThreadSortIndex, lane, tr.tid);
-    // The scopes are kept only to link GPU API calls to them (add_device):
-    // a CPU-only window does not write them (32 bytes an event of fresh
-    // memory in a process's first window).
+    // The scopes are kept only to link GPU API calls and graph nodes to
+    // them (add_device, link_graph_nodes): a CPU-only window does not
+    // write them (32 bytes an event of fresh memory in a process's first
+    // window).
     std::vector<Scope>& scopes = scopes_[tr.tid];
     if (link_scopes) {
       scopes.reserve(scopes.size() + rs.size());
@@ -435,6 +477,15 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
       const Record& r = rs[ri];
       if (r.kind == kRecordArg) {
         scope_args.emplace_back(static_cast<std::uint32_t>(r.c), ri);
+        continue;
+      }
+      if (r.kind == kRecordGraphNode) {
+        if (r.b < info_.window_start_ticks || r.b > info_.window_end_ticks) continue;
+        if (r.e == 0) {
+          nodes_created_.push_back({tr.tid, clock_(r.b), r.a});
+        } else {
+          node_copies_.try_emplace(r.a, r.c);
+        }
         continue;
       }
       std::uint64_t end = r.b;
@@ -578,6 +629,7 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
       });
     }
   }
+  link_graph_nodes();
   add_device(device);
   t_.meta.dropped_events = dropped + device.dropped + stale_names_;
   // Why a requested activity is missing: diagnostics on this trace, and
@@ -638,31 +690,29 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   return std::move(t_);
 }
 
-void Builder::link_api_calls(const DeviceBatch& d, const std::vector<std::uint32_t>& api, std::vector<Link>* links) {
-  // Per thread, API calls by midpoint against the scopes in start order: a
-  // stack of the scopes open at that time. The midpoint, not the start:
-  // scope times are calibrated ticks and API times CLOCK_MONOTONIC, which
-  // agree to well under the microseconds a launch call lasts.
-  std::unordered_map<std::int64_t, std::vector<std::uint32_t>> by_thread;
-  for (const std::uint32_t i : api) by_thread[d.events[i].thread].push_back(i);
-  links->assign(d.events.size(), Link{});
-  const std::int64_t shift = clock_.monotonic_to_epoch_ns;
-  auto mid = [&](std::uint32_t i) {
-    const DeviceEvent& x = d.events[i];
-    return shift + x.start_ns + (x.end_ns - x.start_ns) / 2;
-  };
-  std::vector<std::uint32_t> open;         // indices into the thread's scopes
-  std::vector<std::uint32_t> annotation;   // innermost user annotation at each depth, or kNoIndex
-  for (auto& [tid, calls] : by_thread) {
+void Builder::link_to_scopes(std::vector<LinkQuery>* queries, std::vector<Link>* links) {
+  // Per thread, the times in order against the scopes in start order: a
+  // stack of the scopes open at that time.
+  std::stable_sort(queries->begin(), queries->end(), [](const LinkQuery& a, const LinkQuery& b) {
+    return a.thread != b.thread ? a.thread < b.thread : a.ts < b.ts;
+  });
+  std::vector<std::uint32_t> open;        // indices into the thread's scopes
+  std::vector<std::uint32_t> annotation;  // innermost user annotation at each depth, or kNoIndex
+  for (std::size_t q = 0; q < queries->size();) {
+    const std::int64_t tid = (*queries)[q].thread;
+    std::size_t end = q;
+    while (end < queries->size() && (*queries)[end].thread == tid) ++end;
     auto it = scopes_.find(tid);
-    if (it == scopes_.end()) continue;
+    if (it == scopes_.end()) {
+      q = end;
+      continue;
+    }
     const std::vector<Scope>& scopes = it->second;
-    std::stable_sort(calls.begin(), calls.end(), [&](std::uint32_t a, std::uint32_t b) { return mid(a) < mid(b); });
     open.clear();
     annotation.clear();
     std::size_t next = 0;
-    for (const std::uint32_t call : calls) {
-      const std::int64_t m = mid(call);
+    for (; q < end; ++q) {
+      const std::int64_t m = (*queries)[q].ts;
       while (next < scopes.size() && scopes[next].start <= m) {
         while (!open.empty() && scopes[open.back()].end <= scopes[next].start) {
           open.pop_back();
@@ -677,11 +727,89 @@ void Builder::link_api_calls(const DeviceBatch& d, const std::vector<std::uint32
         annotation.pop_back();
       }
       if (open.empty()) continue;
-      Link& l = (*links)[call];
+      Link& l = (*links)[(*queries)[q].index];
       l.external_id = scopes[open.back()].external_id;
+      l.scope = scopes[open.back()].event;
       if (annotation.back() != kNoIndex) l.annotation = scopes[annotation.back()].event;
     }
   }
+}
+
+void Builder::link_api_calls(const DeviceBatch& d, const std::vector<std::uint32_t>& api, std::vector<Link>* links) {
+  // By midpoint, not start: scope times are calibrated ticks and API times
+  // CLOCK_MONOTONIC, which agree to well under the microseconds a launch
+  // call lasts.
+  links->assign(d.events.size(), Link{});
+  const std::int64_t shift = clock_.monotonic_to_epoch_ns;
+  std::vector<LinkQuery> queries;
+  queries.reserve(api.size());
+  for (const std::uint32_t i : api) {
+    const DeviceEvent& x = d.events[i];
+    queries.push_back({x.thread, shift + x.start_ns + (x.end_ns - x.start_ns) / 2, i});
+  }
+  link_to_scopes(&queries, links);
+}
+
+void Builder::link_graph_nodes() {
+  // A node's creation is a record of its thread (the recorder's tick, the
+  // scopes' clock): the scope open at that tick is exact.
+  if (nodes_created_.empty() && node_copies_.empty()) return;
+  std::vector<LinkQuery> queries;
+  queries.reserve(nodes_created_.size());
+  for (std::uint32_t k = 0; k < nodes_created_.size(); ++k) {
+    queries.push_back({nodes_created_[k].thread, nodes_created_[k].ts, k});
+  }
+  std::vector<Link> links(nodes_created_.size());
+  link_to_scopes(&queries, &links);
+  for (std::uint32_t k = 0; k < nodes_created_.size(); ++k) {
+    if (links[k].scope != kNoIndex) node_links_.try_emplace(nodes_created_[k].node, links[k]);
+  }
+  // For later windows: the names, not the events (those are this trace's).
+  // A copy's own creation (inside cudaGraphInstantiate) is not where its
+  // work was captured: its original's is.
+  if (info_.graph_nodes == nullptr) return;
+  for (const auto& [copy, original] : node_copies_) info_.graph_nodes->add_clone(copy, original);
+  for (const auto& [node, link] : node_links_) {
+    if (node_copies_.count(node) != 0) continue;
+    const bool annotated = link.annotation != kNoIndex;
+    info_.graph_nodes->add_node(node, t_.str(t_.events.name[link.scope]),
+                                annotated ? t_.str(t_.events.name[link.annotation]) : std::string_view(),
+                                annotated ? t_.events.ts_ns[link.annotation] : 0);
+  }
+}
+
+const Builder::GraphScope& Builder::graph_scope(std::uint64_t node) {
+  auto [it, added] = graph_scopes_.try_emplace(node);
+  if (!added) return it->second;
+  GraphScope& g = it->second;
+  // The node a replayed activity names is usually the executable graph's
+  // copy: its original was created where the work was captured.
+  std::uint64_t root = node;
+  for (int i = 0; i < GraphNodeScopes::kMaxCopies; ++i) {
+    const auto copy = node_copies_.find(root);
+    const std::uint64_t next = copy != node_copies_.end() ? copy->second
+                               : info_.graph_nodes != nullptr ? info_.graph_nodes->original(root)
+                                                              : root;
+    if (next == root) break;
+    root = next;
+  }
+  if (const auto link = node_links_.find(root); link != node_links_.end()) {
+    g.scope = t_.events.name[link->second.scope];
+    if (link->second.annotation != kNoIndex) {
+      g.annotation = t_.events.name[link->second.annotation];
+      g.annotation_start_ns = t_.events.ts_ns[link->second.annotation];
+      g.annotation_event = link->second.annotation;
+    }
+    return g;
+  }
+  // Created before this window (while an earlier one recorded): by name.
+  GraphNodeScopes::Names names;
+  if (info_.graph_nodes != nullptr && info_.graph_nodes->find(root, &names)) {
+    if (!names.scope.empty()) g.scope = t_.strings.intern(names.scope);
+    if (!names.annotation.empty()) g.annotation = t_.strings.intern(names.annotation);
+    g.annotation_start_ns = names.annotation_start_ns;
+  }
+  return g;
 }
 
 void Builder::add_device(const DeviceBatch& d) {
@@ -770,6 +898,16 @@ void Builder::add_device(const DeviceBatch& d) {
     std::int64_t start, end;
   };
   std::map<std::tuple<std::uint32_t, std::int32_t, std::int64_t>, Span> spans;
+  // Work replayed from graphs: per (capture's annotation: name and start,
+  // device, stream, graph launch), with the annotation's External id in
+  // this window (-1: captured in an earlier one). By name and start, not
+  // by name alone: two ranges of one name (a GEMM, an add, a GEMM) are two
+  // spans around their own work.
+  struct ReplaySpan {
+    Span span;
+    std::int64_t external_id;
+  };
+  std::map<std::tuple<StrId, std::int64_t, std::int32_t, std::int64_t, std::uint64_t>, ReplaySpan> replay_spans;
   std::vector<std::int32_t> devices;
   std::set<std::uint32_t> stream_lanes;  // lanes Kineto names "stream N" (its recordStream)
   for (std::size_t w = 0; w < work.size(); ++w) {
@@ -790,8 +928,15 @@ void Builder::add_device(const DeviceBatch& d) {
     }
     const Link link = launch[w] != kNoIndex ? links[launch[w]] : Link{};
     const std::int64_t ts = shift + x.start_ns;
-    const std::uint32_t e = add_linked_event(Phase::kComplete, name_of(x), cats[static_cast<int>(x.kind)], lane, ts,
-                                             x.end_ns - x.start_ns, link.external_id, d.args(x));
+    // Replayed from a CUDA graph: its launch is the graph launch (External
+    // id, flow); the scope it was captured in is an arg and, for a user
+    // annotation, a span of its own per replay, never an External id (the
+    // capture's op may be in another window, and its time is not this).
+    const GraphScope* captured = x.graph_node != 0 && !overhead ? &graph_scope(x.graph_node) : nullptr;
+    const std::uint32_t e =
+        add_linked_event(Phase::kComplete, name_of(x), cats[static_cast<int>(x.kind)], lane, ts,
+                         x.end_ns - x.start_ns, link.external_id, d.args(x),
+                         captured != nullptr ? captured->scope : kEmptyStr);
     set_correlation(e, x);
     if (launch[w] != kNoIndex) add_flow(Phase::kFlowEnd, lane, ts, x.correlation);
     if (link.annotation != kNoIndex && !overhead && x.kind != DeviceEventKind::kSync) {
@@ -799,6 +944,21 @@ void Builder::add_device(const DeviceBatch& d) {
       if (!added) {
         s->second.start = std::min(s->second.start, ts);
         s->second.end = std::max(s->second.end, ts + x.end_ns - x.start_ns);
+      }
+    }
+    // The capture's annotation: one span per replay (the graph launch's
+    // correlation id), unless it is the launch's own annotation (captured
+    // and replayed inside the same range: that span is already there).
+    if (captured != nullptr && captured->annotation != kEmptyStr && x.kind != DeviceEventKind::kSync &&
+        (captured->annotation_event == kNoIndex || captured->annotation_event != link.annotation)) {
+      const std::int64_t ext =
+          captured->annotation_event != kNoIndex ? t_.events.external_id[captured->annotation_event] : -1;
+      auto [s, added] = replay_spans.try_emplace(
+          {captured->annotation, captured->annotation_start_ns, x.device, x.stream, x.correlation},
+          ReplaySpan{Span{ts, ts + x.end_ns - x.start_ns}, ext});
+      if (!added) {
+        s->second.span.start = std::min(s->second.span.start, ts);
+        s->second.span.end = std::max(s->second.span.end, ts + x.end_ns - x.start_ns);
       }
     }
   }
@@ -811,6 +971,13 @@ void Builder::add_device(const DeviceBatch& d) {
     // viewers draw it around its first and last activity.
     add_linked_event(Phase::kComplete, t_.events.name[annotation], gpu_annotation, lane, span.start - 1,
                      span.end - span.start + 2, t_.events.external_id[annotation], {});
+  }
+  for (const auto& [key, replay] : replay_spans) {
+    const auto& [name, annotation_start, dev, stream, correlation] = key;
+    const std::uint32_t lane =
+        t_.lane_for(TraceId{dev, kEmptyStr, false}, TraceId{stream, kEmptyStr, false}, LaneKind::kGpu);
+    add_linked_event(Phase::kComplete, name, gpu_annotation, lane, replay.span.start - 1,
+                     replay.span.end - replay.span.start + 2, replay.external_id, {});
   }
 
   // Lane metadata as Kineto writes it: a process per device, a row per stream.

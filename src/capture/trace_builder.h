@@ -10,6 +10,7 @@
 
 #include "src/base/clock.h"
 #include "src/capture/activity_source.h"
+#include "src/capture/graph_nodes.h"
 #include "src/capture/recorder.h"
 #include "tprof/trace.h"
 
@@ -33,6 +34,11 @@ struct CaptureInfo {
   std::uint64_t window_end_ticks = ~std::uint64_t{0};
   // Profiler::add_metadata(_json): top-level keys, values as JSON.
   std::vector<std::pair<std::string, std::string>> metadata;
+  // The scopes CUDA graph nodes were created in, across windows (the
+  // process's graph_node_scopes()): read for work replayed from nodes this
+  // window did not see created, extended with the nodes it did. Null: this
+  // window's nodes only.
+  GraphNodeScopes* graph_nodes = nullptr;
 };
 
 // Builds the window's trace from the threads' records and the device
@@ -40,7 +46,10 @@ struct CaptureInfo {
 // linked to the innermost scope open around them (External id), device
 // work on (device, stream) lanes linked to its launch by correlation id and
 // an ac2g flow, gpu_user_annotation spans, Kineto's metadata, and the
-// assembly step the reader ends with (src/trace/assemble.h).
+// assembly step the reader ends with (src/trace/assemble.h). Work replayed
+// from a CUDA graph also names the scope its node was created in ("graph
+// node scope") and gets a gpu_user_annotation span per replay for the
+// user annotation open then (docs/torch-trace-formats.md).
 Trace build_trace(const std::vector<ThreadRecords>& threads, const DeviceBatch& device, const TickConversion& clock,
                   const CaptureInfo& info);
 

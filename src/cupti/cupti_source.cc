@@ -44,6 +44,10 @@ struct CuptiApi {
   // kinds. Without them the calls torch leaves out are dropped afterwards.
   decltype(&cuptiActivityEnableRuntimeApi) enable_runtime_api = nullptr;
   decltype(&cuptiActivityEnableDriverApi) enable_driver_api = nullptr;
+  // Optional: CUDA graph nodes (RESOURCE callbacks). Without them replayed
+  // work keeps its graph ids but is attributed to no capture-time scope.
+  decltype(&cuptiEnableCallback) enable_callback = nullptr;
+  decltype(&cuptiGetGraphNodeId) get_graph_node_id = nullptr;
 };
 
 template <class F>
@@ -111,6 +115,8 @@ Result<const CuptiApi*> load_cupti() {
       reinterpret_cast<decltype(api.enable_runtime_api)>(dlsym(handle, "cuptiActivityEnableRuntimeApi"));
   api.enable_driver_api =
       reinterpret_cast<decltype(api.enable_driver_api)>(dlsym(handle, "cuptiActivityEnableDriverApi"));
+  api.enable_callback = reinterpret_cast<decltype(api.enable_callback)>(dlsym(handle, "cuptiEnableCallback"));
+  api.get_graph_node_id = reinterpret_cast<decltype(api.get_graph_node_id)>(dlsym(handle, "cuptiGetGraphNodeId"));
   if (!missing.empty()) {
     // Nothing of it was used: unloading is safe here.
     dlclose(handle);
@@ -315,19 +321,62 @@ void on_nvtx(const NvtxRanges& ranges, CUpti_CallbackId cbid, const CUpti_NvtxDa
   }
 }
 
-// userdata: the source's NvtxRanges (subscribed with it only when set).
+void on_graph_node(const GraphNodes& nodes, CUpti_CallbackId cbid, const CUpti_ResourceData* data,
+                   std::uint64_t (*node_id)(const void* node) noexcept) noexcept {
+  if (cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) return;
+  const auto* graph = static_cast<const CUpti_GraphData*>(data->resourceDescriptor);
+  if (graph == nullptr) return;
+  const std::uint64_t node = node_id(graph->node);
+  if (node == 0) return;
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
+    nodes.created(node);
+    return;
+  }
+  const std::uint64_t original = node_id(graph->originalNode);
+  if (original != 0) nodes.cloned(node, original);
+}
+
+// CUPTI's id of a graph node; 0 when it has none to give.
+std::uint64_t cupti_node_id(const void* node) noexcept {
+  const CuptiApi* api = g_api.load(std::memory_order_acquire);
+  std::uint64_t id = 0;
+  if (node == nullptr || api == nullptr || api->get_graph_node_id == nullptr ||
+      api->get_graph_node_id(static_cast<CUgraphNode>(const_cast<void*>(node)), &id) != CUPTI_SUCCESS) {
+    return 0;
+  }
+  return id;
+}
+
+// What the callbacks report to: CuptiOptions' hooks, each null when not asked for.
+struct CallbackHooks {
+  const NvtxRanges* nvtx = nullptr;
+  const GraphNodes* graph_nodes = nullptr;
+};
+
+// userdata: the source's CallbackHooks. A domain is enabled only when its
+// hook is set.
 void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const void* cbdata) noexcept {
-  if (domain == CUPTI_CB_DOMAIN_NVTX && cbdata != nullptr && userdata != nullptr) {
-    on_nvtx(*static_cast<const NvtxRanges*>(userdata), cbid, static_cast<const CUpti_NvtxData*>(cbdata));
+  if (cbdata == nullptr || userdata == nullptr) return;
+  const auto& hooks = *static_cast<const CallbackHooks*>(userdata);
+  if (domain == CUPTI_CB_DOMAIN_NVTX && hooks.nvtx != nullptr) {
+    on_nvtx(*hooks.nvtx, cbid, static_cast<const CUpti_NvtxData*>(cbdata));
+  } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && hooks.graph_nodes != nullptr) {
+    on_graph_node(*hooks.graph_nodes, cbid, static_cast<const CUpti_ResourceData*>(cbdata), cupti_node_id);
   }
 }
+
+// The RESOURCE callbacks that report graph nodes.
+constexpr CUpti_CallbackIdResource kGraphNodeCallbacks[] = {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+                                                             CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED};
 
 // ---- the source ---------------------------------------------------------------------
 
 class CuptiSource final : public ActivitySource {
  public:
   explicit CuptiSource(const CuptiOptions& options) : options_(options) {
+    hooks_.nvtx = options_.nvtx;
+    hooks_.graph_nodes = options_.graph_nodes;
     // 8-byte multiples (CUPTI's alignment), at least one record's worth.
     options_.buffer_bytes = (std::max<std::size_t>(options_.buffer_bytes, 4096) + 7) & ~std::size_t{7};
     options_.max_buffers = std::max<std::size_t>(options_.max_buffers, 1);
@@ -362,8 +411,14 @@ class CuptiSource final : public ActivitySource {
   void release();
   // Waits for queued device work; false when the driver has shut down.
   bool wait_for_device() noexcept;
+  // The RESOURCE callbacks of graph nodes (options_.graph_nodes); a
+  // failure is a problem of the window, not an error.
+  void enable_graph_callbacks();
+  void disable_graph_callbacks();
 
   CuptiOptions options_;
+  CallbackHooks hooks_;  // the subscriber's userdata
+  bool graph_callbacks_ = false;  // the graph node callbacks are on
   const CuptiApi* api_ = nullptr;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   EnabledActivities enabled_;
@@ -399,7 +454,7 @@ Status CuptiSource::start() {
   problems_.clear();
   // Subscribing first: it is how CUPTI reports a profiler that got there
   // first (Nsight Systems, another Kineto), before anything else changes.
-  CUptiResult r = api_->subscribe(&subscriber_, on_callback, const_cast<NvtxRanges*>(options_.nvtx));
+  CUptiResult r = api_->subscribe(&subscriber_, on_callback, &hooks_);
   if (r != CUPTI_SUCCESS) {
     subscriber_ = nullptr;
     return cupti_error(*api_, "cuptiSubscribe", r);
@@ -412,6 +467,7 @@ Status CuptiSource::start() {
     r = api_->enable_domain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX);
     if (r != CUPTI_SUCCESS) return fail("cuptiEnableDomain(NVTX)", r);
   }
+  if (options_.graph_nodes) enable_graph_callbacks();
   // OS thread ids, as the recorder's lanes use.
   r = api_->set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
   if (r != CUPTI_SUCCESS) return fail("cuptiSetThreadIdType", r);
@@ -443,6 +499,38 @@ Status CuptiSource::start() {
   return {};
 }
 
+void CuptiSource::enable_graph_callbacks() {
+  // Not fatal: without them, work replayed from a graph keeps its ids and
+  // its launch, only not the scope it was captured in.
+  const char* missing = api_->enable_callback == nullptr     ? "cuptiEnableCallback"
+                        : api_->get_graph_node_id == nullptr ? "cuptiGetGraphNodeId"
+                                                             : nullptr;
+  if (missing != nullptr) {
+    problems_.push_back(std::string("this libcupti lacks ") + missing +
+                        ": work replayed from CUDA graphs is not attributed to the scope it was captured in");
+    return;
+  }
+  for (const CUpti_CallbackIdResource cbid : kGraphNodeCallbacks) {
+    const CUptiResult r = api_->enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid);
+    if (r != CUPTI_SUCCESS) {
+      problems_.push_back("cuptiEnableCallback(RESOURCE, " + std::to_string(cbid) + ") failed (" +
+                          result_text(*api_, r) +
+                          "): work replayed from CUDA graphs is not attributed to the scope it was captured in");
+      disable_graph_callbacks();
+      return;
+    }
+    graph_callbacks_ = true;
+  }
+}
+
+void CuptiSource::disable_graph_callbacks() {
+  if (!graph_callbacks_) return;
+  for (const CUpti_CallbackIdResource cbid : kGraphNodeCallbacks) {
+    api_->enable_callback(0, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid);
+  }
+  graph_callbacks_ = false;
+}
+
 void CuptiSource::release() {
   const bool any = !enabled_.kinds.empty() || enabled_.driver_calls_by_cbid;
   disable_activities(switches_of(*api_), &enabled_);
@@ -460,6 +548,7 @@ void CuptiSource::release() {
   }
   if (subscriber_ != nullptr) {
     if (options_.nvtx) api_->enable_domain(0, subscriber_, CUPTI_CB_DOMAIN_NVTX);
+    disable_graph_callbacks();
     api_->unsubscribe(subscriber_);
     subscriber_ = nullptr;
   }
@@ -541,6 +630,7 @@ void CuptiSource::stop(DeviceBatch* out) {
                         "still queued then is missing");
     enabled_ = {};
     subscriber_ = nullptr;
+    graph_callbacks_ = false;
     g_buffer_bytes.store(0, std::memory_order_release);
     std::lock_guard<std::mutex> lock(g_feed_mutex);
     g_live = nullptr;
@@ -582,6 +672,13 @@ std::unique_ptr<ActivitySource> make_cupti_source(const CuptiOptions& options) {
 
 void report_nvtx(const NvtxRanges& ranges, std::uint32_t cbid, const void* data) noexcept {
   if (data != nullptr) on_nvtx(ranges, static_cast<CUpti_CallbackId>(cbid), static_cast<const CUpti_NvtxData*>(data));
+}
+
+void report_graph_node(const GraphNodes& nodes, std::uint32_t cbid, const void* data,
+                       std::uint64_t (*node_id)(const void* node) noexcept) noexcept {
+  if (data != nullptr) {
+    on_graph_node(nodes, static_cast<CUpti_CallbackId>(cbid), static_cast<const CUpti_ResourceData*>(data), node_id);
+  }
 }
 
 }  // namespace tprof::internal

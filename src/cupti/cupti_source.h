@@ -5,6 +5,7 @@
 //
 //   CuptiOptions options;
 //   options.nvtx = &ranges;                 // NVTX ranges too, reported there
+//   options.graph_nodes = &nodes;           // CUDA graph nodes as they are made
 //   std::unique_ptr<ActivitySource> src = make_cupti_source(options);
 //   if (Status s = src->start(); !s) note(s.error().message());  // CPU only
 //   ...
@@ -36,6 +37,19 @@ struct NvtxRanges {
   void (*end)(std::uint64_t id) noexcept;
 };
 
+// Where CUDA graph nodes go as the program makes them: capture passes the
+// recorder's graph_node_created / graph_node_cloned (src/capture/recorder.h),
+// function pointers for the same reason as NvtxRanges. `created` runs on
+// the thread that made the node (a launch under stream capture, a
+// cudaGraphAdd*Node, or inside cudaGraphInstantiate for the executable
+// graph's copy), `cloned` right after it for a copy, naming the node it was
+// copied from. Ids are CUPTI's (cuptiGetGraphNodeId), the ids replayed
+// work carries in graphNodeId.
+struct GraphNodes {
+  void (*created)(std::uint64_t node) noexcept;
+  void (*cloned)(std::uint64_t node, std::uint64_t original) noexcept;
+};
+
 // Which CUDA runtime and driver calls a window records.
 enum class CuptiApiCalls : std::uint8_t {
   // Those torch.profiler records (Kineto's lists, src/cupti/kineto_api_calls.h):
@@ -59,6 +73,10 @@ struct CuptiOptions {
   // NVTX calls reach CUPTI only when NVTX_INJECTION64_PATH names libcupti
   // (tprof record sets it). Must outlive the source.
   const NvtxRanges* nvtx = nullptr;
+  // Also report CUDA graph nodes created and cloned while the source is
+  // started (CUPTI's RESOURCE callbacks GRAPHNODE_CREATED and
+  // GRAPHNODE_CLONED; null: not at all). Must outlive the source.
+  const GraphNodes* graph_nodes = nullptr;
   // Size of each activity buffer handed to CUPTI (rounded up to 8 bytes).
   std::size_t buffer_bytes = std::size_t{4} << 20;
   // Buffers CUPTI may hold at once; beyond that it drops records and counts
@@ -83,5 +101,14 @@ Status preload_cupti();
 // answered with a push (named "nvtx range" when the text is not at hand) so
 // that pops pair up. Exposed for tests (no NVTX or GPU needed).
 void report_nvtx(const NvtxRanges& ranges, std::uint32_t cbid, const void* data) noexcept;
+
+// What the RESOURCE callback does with one CUPTI_CB_DOMAIN_RESOURCE
+// callback: `cbid` is its CUpti_CallbackIdResource, `data` its
+// CUpti_ResourceData; `node_id` gives a CUgraphNode's id (CUPTI's
+// cuptiGetGraphNodeId; 0 when it fails, and the node is then not
+// reported). Only GRAPHNODE_CREATED and GRAPHNODE_CLONED are reported.
+// Exposed for tests (no CUDA or GPU needed).
+void report_graph_node(const GraphNodes& nodes, std::uint32_t cbid, const void* data,
+                       std::uint64_t (*node_id)(const void* node) noexcept) noexcept;
 
 }  // namespace tprof::internal

@@ -158,6 +158,10 @@ inline constexpr JsonKey kFromDevice("fromDevice"), kInDevice("inDevice"), kToDe
 // writes them since 2026 (kineto#1276, CUDA 12+), for every activity, 0
 // when not from a graph; tprof only when nonzero.
 inline constexpr JsonKey kGraphId("graph id"), kGraphNodeId("graph node id");
+// tprof's own, in Kineto's style: the scope (op, user annotation or NVTX
+// range) open on the thread that created the graph node a replayed
+// activity ran (docs/torch-trace-formats.md).
+inline constexpr JsonKey kGraphNodeScope("graph node scope");
 inline constexpr JsonKey kCbid("cbid");
 inline constexpr JsonKey kSyncKind("cuda_sync_kind"), kWaitOnStream("wait_on_stream"),
     kWaitOnEventRecord("wait_on_cuda_event_record_corr_id"), kWaitOnEventId("wait_on_cuda_event_id");

@@ -324,6 +324,52 @@ TEST(CuptiReplay, GraphWorkCarriesItsGraphAndNodeIds) {
   EXPECT_TRUE(ends_with(b.args(*p2p), "\"graph id\": 4, \"graph node id\": 14")) << b.args(*p2p);
 }
 
+// The RESOURCE callback without CUPTI: a node created and a node cloned
+// reach the hooks with the ids CUPTI gives their handles; other resources,
+// and handles without an id, reach nothing.
+std::vector<std::string> g_graph_calls;
+int g_node_handles[3];
+
+std::uint64_t handle_id(const void* node) noexcept {
+  for (int i = 0; i < 2; ++i) {
+    if (node == &g_node_handles[i]) return 100 + static_cast<std::uint64_t>(i);
+  }
+  return 0;  // g_node_handles[2]: CUPTI has no id for it
+}
+
+TEST(CuptiGraphNodes, CreatedAndClonedNodesReachTheHooksWithTheirIds) {
+  static constexpr GraphNodes kLog{
+      [](std::uint64_t node) noexcept { g_graph_calls.push_back("created " + std::to_string(node)); },
+      [](std::uint64_t node, std::uint64_t original) noexcept {
+        g_graph_calls.push_back("cloned " + std::to_string(node) + " " + std::to_string(original));
+      }};
+  g_graph_calls.clear();
+  auto handle = [](int i) { return reinterpret_cast<CUgraphNode>(&g_node_handles[i]); };
+  CUpti_GraphData graph{};
+  CUpti_ResourceData data{};
+  data.resourceDescriptor = &graph;
+  graph.node = handle(0);
+  report_graph_node(kLog, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, &data, handle_id);
+  graph.node = handle(1);
+  graph.originalNode = handle(0);
+  report_graph_node(kLog, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, &data, handle_id);
+  report_graph_node(kLog, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, &data, handle_id);
+  // Not node creations.
+  report_graph_node(kLog, CUPTI_CBID_RESOURCE_GRAPH_CREATED, &data, handle_id);
+  report_graph_node(kLog, CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, &data, handle_id);
+  // No id for the node, or for its original; no descriptor at all.
+  graph.node = handle(2);
+  report_graph_node(kLog, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, &data, handle_id);
+  graph.node = handle(1);
+  graph.originalNode = nullptr;
+  report_graph_node(kLog, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, &data, handle_id);
+  data.resourceDescriptor = nullptr;
+  report_graph_node(kLog, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, &data, handle_id);
+  report_graph_node(kLog, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, nullptr, handle_id);
+  const std::vector<std::string> expected = {"created 100", "created 101", "cloned 101 100"};
+  EXPECT_EQ(g_graph_calls, expected);
+}
+
 // ---- synchronization, overhead, odd data ----------------------------------------------
 
 TEST(CuptiReplay, SyncDeviceComesFromALaterContextRecord) {

@@ -14,6 +14,7 @@
 #include <cupti_runtime_cbid.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "src/capture/graph_nodes.h"
 #include "src/capture/trace_builder.h"
 #include "src/cupti/cupti_cbid_names.h"
 #include "src/cupti/kineto_api_calls.h"
@@ -329,6 +331,282 @@ TEST(CuptiTrace, SynchronizationsAsKinetoWritesThem) {
   EXPECT_NE(t.args_json(syncs["Event Sync"][0]).find("\"wait_on_stream\": -1, \"wait_on_cuda_event_record_corr_id\": -1, "
                                                      "\"wait_on_cuda_event_id\": 5, \"stream\": -1"),
             std::string::npos);
+}
+
+// ---- CUDA graphs and Triton's driver launches -----------------------------------------
+
+// What torch.compile(mode="reduce-overhead") does: a GEMM, an add and a
+// GEMM captured into a CUDA graph, each inside an annotation, the graph
+// instantiated (its nodes copied: 1 -> 11, 2 -> 12, 3 -> 13), then
+// replayed; and an Inductor (Triton) kernel launched with cuLaunchKernel.
+constexpr ScopeSite kCaptureRange{"capture", kUserAnnotation};
+constexpr ScopeSite kGraphGemm{"graph_gemm", kUserAnnotation};
+constexpr ScopeSite kGraphAdd{"graph_add", kUserAnnotation};
+constexpr ScopeSite kInstantiate{"cuda_graph::instantiate", kCpuOp};
+constexpr ScopeSite kReplay{"replay", kUserAnnotation};
+constexpr ScopeSite kGraphed{"graphed_forward", kCpuOp};
+constexpr const char* kGemmKernel = "nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT";
+constexpr const char* kTritonKernel = "triton_poi_fused_add_0";
+
+Record node_created(std::uint64_t node, std::uint64_t tick) { return {node, tick, 0, 0, kRecordGraphNode, 0}; }
+Record node_cloned(std::uint64_t node, std::uint64_t original, std::uint64_t tick) {
+  return {node, tick, original, 0, kRecordGraphNode, 1};
+}
+
+// The capture: node 1 inside aten::mm inside graph_gemm, node 2 directly
+// inside graph_add, node 3 inside a second graph_gemm; their copies made
+// inside cuda_graph::instantiate.
+std::vector<Record> capture_records() {
+  return {
+      scope(&kCaptureRange, 100, 400), scope(&kGraphGemm, 110, 200),  scope(&kMm, 120, 190),
+      node_created(1, 150),            scope(&kGraphAdd, 210, 300),   node_created(2, 250),
+      scope(&kGraphGemm, 310, 390),    node_created(3, 350),          scope(&kInstantiate, 420, 480),
+      node_created(11, 430),           node_cloned(11, 1, 431),       node_created(12, 440),
+      node_cloned(12, 2, 441),         node_created(13, 450),         node_cloned(13, 3, 451),
+  };
+}
+
+// Two replays (one inside the replay annotation, one inside an op) and a
+// Triton kernel between them, launched inside aten::add.
+std::vector<Record> replay_records() {
+  return {scope(&kReplay, 500, 700), scope(&kAdd, 710, 790), scope(&kGraphed, 880, 990)};
+}
+
+DeviceBatch replay_batch() {
+  CuptiRecordConverter c;
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, 520, 40, kTid, 50));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 720, 20, kTid, 52));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, 890, 20, kTid, 51));
+  add(c, from_graph(kernel(kGemmKernel, 600, 50, 50, {4, 2, 1}, {384, 1, 1}, 168, 0, 0), 3, 11));
+  add(c, from_graph(kernel(kTritonKernel, 660, 30, 50, {16, 1, 1}, {128, 1, 1}, 32, 0, 0), 3, 12));
+  add(c, from_graph(kernel(kGemmKernel, 695, 10, 50, {4, 2, 1}, {384, 1, 1}, 168, 0, 0), 3, 13));
+  add(c, kernel(kTritonKernel, 800, 50, 52, {16, 1, 1}, {128, 1, 1}, 32, 0, 0));
+  add(c, from_graph(kernel(kGemmKernel, 920, 20, 51, {4, 2, 1}, {384, 1, 1}, 168, 0, 0), 3, 11));
+  add(c, from_graph(kernel(kTritonKernel, 945, 10, 51, {16, 1, 1}, {128, 1, 1}, 32, 0, 0), 3, 12));
+  add(c, from_graph(kernel(kGemmKernel, 960, 10, 51, {4, 2, 1}, {384, 1, 1}, 168, 0, 0), 3, 13));
+  add(c, context_record(1, 0));
+  add(c, h100_device(0));
+  DeviceBatch b;
+  c.finish(&b);
+  return b;
+}
+
+Trace build_window(const std::vector<Record>& records, const DeviceBatch& batch, GraphNodeScopes* nodes) {
+  std::vector<ThreadRecords> threads(1);
+  threads[0].tid = kTid;
+  threads[0].name = "python3";
+  threads[0].records = records;
+  TickConversion clock;
+  clock.epoch_ns0 = kEpochOfMonotonic0;
+  clock.monotonic_to_epoch_ns = kEpochOfMonotonic0;
+  CaptureInfo info;
+  info.pid = kTid;
+  info.process_name = "python3";
+  info.window_start_ns = kEpochOfMonotonic0 + 50;
+  info.window_start_monotonic_ns = 50;
+  info.cuda_requested = info.cuda_available = true;
+  info.graph_nodes = nodes;
+  return build_trace(threads, batch, clock, info);
+}
+
+// Events of category `cat` named `name`, in time order.
+std::vector<std::uint32_t> all(const Trace& t, std::string_view cat, std::string_view name) {
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.cat(e) == cat && t.name(e) == name) out.push_back(e);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return t.events.ts_ns[a] < t.events.ts_ns[b]; });
+  return out;
+}
+
+std::string arg_text(const Trace& t, std::uint32_t e, const char* key) {
+  auto v = JsonValue::parse(t.args_json(e), 0);
+  const JsonValue* a = v ? v->find(key) : nullptr;
+  return a == nullptr ? "<none>" : a->is_string() ? a->text() : std::to_string(a->int_or(-1));
+}
+
+// The External ids of the scopes named `name`, in time order.
+std::vector<std::int64_t> externals_of(const Trace& t, std::string_view name) {
+  std::vector<std::int64_t> out;
+  for (const std::string_view cat : {"cpu_op", "user_annotation"}) {
+    for (const std::uint32_t e : all(t, cat, name)) out.push_back(t.events.external_id[e]);
+  }
+  return out;
+}
+std::int64_t external_of(const Trace& t, std::string_view name) {
+  const std::vector<std::int64_t> ids = externals_of(t, name);
+  return ids.empty() ? -2 : ids[0];
+}
+
+// Each replayed kernel: its graph's ids, the scope its node was captured
+// in (the copy's original's, not cudaGraphInstantiate's), its launch's
+// External id and flow; per replay a gpu_user_annotation span for each
+// capture annotation, around its own work. The capture's ops are charged
+// nothing.
+void expect_replays(const Trace& t, bool capture_in_window) {
+  SCOPED_TRACE(capture_in_window ? "captured in this window" : "captured in an earlier window");
+  const std::vector<std::uint32_t> gemms = all(t, "kernel", kGemmKernel);
+  const std::vector<std::uint32_t> triton = all(t, "kernel", kTritonKernel);
+  ASSERT_EQ(gemms.size(), 4u);
+  ASSERT_EQ(triton.size(), 3u);  // replayed, launched by cuLaunchKernel, replayed
+  const std::uint32_t replayed[] = {gemms[0], triton[0], gemms[1], gemms[2], triton[2], gemms[3]};
+  const char* const scope[] = {"aten::mm", "graph_add", "graph_gemm"};
+  const char* const launched_in[] = {"replay", "graphed_forward"};
+  for (int i = 0; i < 6; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(arg_text(t, replayed[i], "graph id"), "3");
+    EXPECT_EQ(arg_text(t, replayed[i], "graph node id"), std::to_string(11 + i % 3));
+    EXPECT_EQ(arg_text(t, replayed[i], "graph node scope"), scope[i % 3]);
+    EXPECT_EQ(t.events.external_id[replayed[i]], external_of(t, launched_in[i / 3]));
+    EXPECT_EQ(arg_keys(t, replayed[i]).back(), "graph node scope");
+  }
+  // The Triton kernel: eager, its driver call's op.
+  EXPECT_EQ(arg_text(t, triton[1], "graph node scope"), "<none>");
+  EXPECT_EQ(arg_text(t, triton[1], "graph id"), "<none>");
+  EXPECT_EQ(t.events.external_id[triton[1]], external_of(t, "aten::add"));
+
+  // Flows: each launch call (two graph launches, one cuLaunchKernel) to
+  // each piece of work it launched.
+  std::set<std::int64_t> starts;
+  std::map<std::int64_t, std::vector<std::string>> ends;  // flow id -> the kernels it ends at
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.events.phase[e] == Phase::kFlowStart) starts.insert(t.events.flow_id[e]);
+    if (t.events.phase[e] != Phase::kFlowEnd) continue;
+    for (std::uint32_t k = 0; k < t.events.size(); ++k) {
+      if (t.events.kind[k] == EventKind::kKernel && t.events.lane[k] == t.events.lane[e] &&
+          t.events.ts_ns[k] == t.events.ts_ns[e]) {
+        ends[t.events.flow_id[e]].push_back(std::string(t.name(k)));
+      }
+    }
+  }
+  EXPECT_EQ(starts, (std::set<std::int64_t>{50, 51, 52}));
+  ASSERT_EQ(ends.size(), 3u);
+  const std::vector<std::string> graph_kernels = {kGemmKernel, kTritonKernel, kGemmKernel};
+  EXPECT_EQ(ends[50], graph_kernels);
+  EXPECT_EQ(ends[51], graph_kernels);
+  EXPECT_EQ(ends[52], std::vector<std::string>{kTritonKernel});
+  EXPECT_EQ(all(t, "cuda_driver", "cuLaunchKernel").size(), 1u);
+  EXPECT_EQ(all(t, "cuda_runtime", "cudaGraphLaunch").size(), 2u);
+
+  // GPU spans: the launch's annotation (replay 1), and per replay one for
+  // each capture annotation, on the kernels' stream: two graph_gemm ranges
+  // are two spans, each around its own GEMM (not one over the add).
+  EXPECT_EQ(all(t, "gpu_user_annotation", "replay").size(), 1u);
+  EXPECT_EQ(all(t, "gpu_user_annotation", "capture").size(), 0u);  // not innermost
+  const std::vector<std::uint32_t> gemm_spans = all(t, "gpu_user_annotation", "graph_gemm");
+  const std::vector<std::uint32_t> add_spans = all(t, "gpu_user_annotation", "graph_add");
+  ASSERT_EQ(gemm_spans.size(), 4u);
+  ASSERT_EQ(add_spans.size(), 2u);
+  const std::vector<std::int64_t> gemm_ranges = externals_of(t, "graph_gemm");
+  for (int k = 0; k < 4; ++k) {
+    SCOPED_TRACE(k);
+    EXPECT_EQ(t.events.ts_ns[gemm_spans[k]], t.events.ts_ns[gemms[k]] - 1);
+    EXPECT_EQ(t.events.dur_ns[gemm_spans[k]], t.events.dur_ns[gemms[k]] + 2);
+    EXPECT_EQ(t.events.lane[gemm_spans[k]], t.events.lane[gemms[k]]);
+    // Linked to the capture's annotation when it is in this trace, else to nothing.
+    EXPECT_EQ(t.events.external_id[gemm_spans[k]], capture_in_window ? gemm_ranges[k % 2] : -1);
+  }
+  for (int r = 0; r < 2; ++r) {
+    const std::uint32_t a = add_spans[r], ak = triton[2 * r];
+    EXPECT_EQ(t.events.ts_ns[a], t.events.ts_ns[ak] - 1);
+    EXPECT_EQ(t.events.dur_ns[a], t.events.dur_ns[ak] + 2);
+    EXPECT_EQ(t.events.external_id[a], capture_in_window ? external_of(t, "graph_add") : -1);
+  }
+
+  // torch's table: the replays' time is their launching op's, never the
+  // capture's (aten::mm ran once, at capture, and launched nothing).
+  std::map<std::string, StatRow> cpu;
+  for (const StatRow& r : EventList::build(t).key_averages()) {
+    if (!r.is_device) cpu[r.key] = r;
+  }
+  EXPECT_EQ(cpu.count("aten::mm"), capture_in_window ? 1u : 0u);
+  EXPECT_EQ(cpu["graphed_forward"].self_device_time_total_ns, 20 + 10 + 10);
+  EXPECT_EQ(cpu["aten::add"].self_device_time_total_ns, 50);
+  EXPECT_EQ(cpu["aten::mm"].device_time_total_ns, 0);
+}
+
+TEST(CuptiTrace, ReplayedKernelsAreAttributedToTheScopeTheirNodeWasCapturedIn) {
+  std::vector<Record> records = capture_records();
+  for (const Record& r : replay_records()) records.push_back(r);
+  GraphNodeScopes nodes;
+  expect_replays(build_window(records, replay_batch(), &nodes), true);
+  // Without the process's table: the same, from this window's records.
+  expect_replays(build_window(records, replay_batch(), nullptr), true);
+  // What later windows will know: the originals by name, the copies as copies.
+  GraphNodeScopes::Names n;
+  ASSERT_TRUE(nodes.find(11, &n));
+  EXPECT_EQ(n.scope, "aten::mm");
+  EXPECT_EQ(n.annotation, "graph_gemm");
+  EXPECT_EQ(n.annotation_start_ns, kEpochOfMonotonic0 + 110);
+  ASSERT_TRUE(nodes.find(2, &n));
+  EXPECT_EQ(n.scope, "graph_add");
+  EXPECT_EQ(n.annotation, "graph_add");
+  EXPECT_EQ(nodes.original(12), 2u);
+  EXPECT_EQ(nodes.size(), 6u);  // nodes 1, 2 and 3, copies 11, 12 and 13
+}
+
+// Captured and replayed inside the same range (a compiled step that
+// captures on its first call): the range's GPU span is there once, not a
+// second time as the capture's.
+TEST(CuptiTrace, ARangeThatCapturedAndLaunchedHasOneSpan) {
+  static constexpr ScopeSite kCompiledStep{"compiled_step", kUserAnnotation};
+  const std::vector<Record> records = {scope(&kCompiledStep, 100, 900), node_created(1, 150),
+                                       node_created(11, 200), node_cloned(11, 1, 201)};
+  CuptiRecordConverter c;
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, 300, 40, kTid, 60));
+  add(c, from_graph(kernel(kGemmKernel, 400, 50, 60, {4, 2, 1}, {384, 1, 1}, 168, 0, 0), 3, 11));
+  DeviceBatch b;
+  c.finish(&b);
+  const Trace t = build_window(records, b, nullptr);
+  const std::vector<std::uint32_t> k = all(t, "kernel", kGemmKernel);
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_EQ(arg_text(t, k[0], "graph node scope"), "compiled_step");
+  EXPECT_EQ(all(t, "gpu_user_annotation", "compiled_step").size(), 1u);
+}
+
+// The whole trace of the capture and the replays, as Perfetto and tprof
+// read it, against a reviewed golden file (regenerate as GoldenTrace's).
+TEST(CuptiTrace, GraphGoldenTrace) {
+  std::vector<Record> records = capture_records();
+  for (const Record& r : replay_records()) records.push_back(r);
+  GraphNodeScopes nodes;
+  std::string json;
+  write_trace_json(build_window(records, replay_batch(), &nodes), &json);
+  const std::string path = std::string(TPROF_SOURCE_DIR) + "/tests/unit/expected/cupti_graph_trace.json";
+  if (const char* u = std::getenv("TPROF_UPDATE_GOLDEN"); u != nullptr && u[0] == '1') {
+    std::ofstream(path, std::ios::binary) << json;
+    GTEST_SKIP() << "rewrote " << path << ": review the diff";
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in) << path;
+  std::stringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(json, expected.str());
+}
+
+// torch.compile's case: the graph captured in one window (or a warmup that
+// recorded), replayed in later ones. The names come from the process's
+// table; the capture's scopes are not in this trace, so the spans link to
+// nothing and no op of another window is charged.
+TEST(CuptiTrace, ReplaysInALaterWindowAreAttributedByName) {
+  GraphNodeScopes nodes;
+  const Trace first = build_window(capture_records(), DeviceBatch(), &nodes);
+  EXPECT_EQ(nodes.size(), 6u);
+  expect_replays(build_window(replay_records(), replay_batch(), &nodes), false);
+  // A graph captured while no window recorded: ids, launches and flows,
+  // but no scope to name.
+  GraphNodeScopes none;
+  const Trace unknown = build_window(replay_records(), replay_batch(), &none);
+  std::size_t replayed = 0;
+  for (std::uint32_t e = 0; e < unknown.events.size(); ++e) {
+    if (unknown.cat(e) != "kernel" || arg_text(unknown, e, "graph node id") == "<none>") continue;
+    ++replayed;
+    EXPECT_EQ(arg_text(unknown, e, "graph node scope"), "<none>");
+    EXPECT_GE(unknown.events.external_id[e], 1);
+  }
+  EXPECT_EQ(replayed, 6u);
+  EXPECT_EQ(all(unknown, "gpu_user_annotation", "graph_gemm").size(), 0u);
 }
 
 // ---- tprof's own captures on an H100 (tests/data/gpu/h100-tprof) ----------------------

@@ -29,6 +29,7 @@ enum RecordKind : std::uint16_t {
   kRecordCounter = 6,       // a, e: as an instant's, b: tick, c: the value's double bits
   kRecordFlow = 7,          // a: flow id, b: tick, c: name key, e: 0 begins, 1 ends
   kRecordArg = 8,           // a: key's name key, b: value, c: its scope's record index, e: ArgType
+  kRecordGraphNode = 9,     // a: CUDA graph node id, b: tick, e: 0 created, 1 cloned (c: the node it copies)
 };
 
 // How a kRecordArg's value is held in b.
