@@ -4,7 +4,8 @@
 // several threads, and every way a process ends.
 //
 //   standin_app [--steps N] [--run-ms T] [--stop-file PATH] [--nvtx] [--nvtx-early] [--graph] [--triton]
-//               [--threads K] [--children N] [--no-sync] [--gemm-us US] [--linger-ms T]
+//               [--threads K] [--children N] [--no-sync] [--gemm-us US] [--step-sleep-us US]
+//               [--linger-ms T]
 //               [--exit return|exit|exit-thread|python|sigint|sigint-python|sigterm|throw|_exit]
 //
 // It prints "standin_app done" (flushed) once its work is done, before the
@@ -53,6 +54,7 @@ struct Options {
   bool triton = false;
   bool sync = true;
   int gemm_us = 0;  // 0: the GEMM's 2.1 us
+  int step_sleep_us = 0;  // sleep this long after each step (other work between steps)
   int linger_ms = 0;  // sleep this long after the work, before the exit path
 };
 
@@ -157,9 +159,17 @@ bool keep_stepping(const Options& o, std::chrono::steady_clock::time_point start
   return o.stop_file.empty() || i % 64 != 0 || access(o.stop_file.c_str(), F_OK) != 0;
 }
 
+// --step-sleep-us: the host's other work between steps.
+void between_steps(const Options& o) {
+  if (o.step_sleep_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(o.step_sleep_us));
+}
+
 void run_steps(const Options& o, const DriverApi& d, cudaStream_t s) {
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; keep_stepping(o, start, i); ++i) step(o, d, s, i);
+  for (int i = 0; keep_stepping(o, start, i); ++i) {
+    step(o, d, s, i);
+    between_steps(o);
+  }
 }
 
 // K kernels captured into a graph inside NVTX ranges, the graph replayed
@@ -186,6 +196,7 @@ void run_graph(const Options& o) {
     if (o.nvtx) nvtxRangePushA("replay");
     check(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
     if (o.nvtx) nvtxRangePop();
+    between_steps(o);
   }
   check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
@@ -305,6 +316,8 @@ bool parse(int argc, char** argv, Options* o) {
       o->sync = false;
     } else if (a == "--gemm-us" && i + 1 < argc) {
       o->gemm_us = std::atoi(argv[++i]);
+    } else if (a == "--step-sleep-us" && i + 1 < argc) {
+      o->step_sleep_us = std::atoi(argv[++i]);
     } else if (a == "--linger-ms" && i + 1 < argc) {
       o->linger_ms = std::atoi(argv[++i]);
     } else if (a == "--exit" && i + 1 < argc) {
@@ -329,7 +342,8 @@ int main(int argc, char** argv) {
     std::fprintf(
         stderr,
         "usage: standin_app [--steps N] [--run-ms T] [--stop-file PATH] [--nvtx] [--nvtx-early] [--graph] [--triton] "
-        "[--threads K] [--children N] [--no-sync] [--gemm-us US] [--linger-ms T] [--exit MODE]\n");
+        "[--threads K] [--children N] [--no-sync] [--gemm-us US] [--step-sleep-us US] [--linger-ms T] "
+        "[--exit MODE]\n");
     return 2;
   }
   if (o.children > 0) return run_children(argc, argv, o.children);  // the parent never touches CUDA

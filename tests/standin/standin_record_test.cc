@@ -17,6 +17,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -30,6 +32,7 @@ namespace tprof {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::arg_text;
 using testing::count_named;
 using testing::run_cli;
 
@@ -221,6 +224,143 @@ TEST_F(RecordStandin, NvtxGraphsTritonAndThreads) {
     Result<Trace> t = read_trace(files[0].string());
     ASSERT_TRUE(t) << t.error().to_string();
     EXPECT_EQ(count_named(*t, c.kernel), c.count);
+  }
+}
+
+std::vector<std::uint32_t> events_named(const Trace& t, std::string_view cat, std::string_view name) {
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.cat(e) == cat && t.name(e) == name) out.push_back(e);
+  }
+  return out;
+}
+
+// The correlation ids of the launches that have an ac2g flow start, and for
+// each id the device work its flow ends at (by lane and start).
+struct Flows {
+  std::set<std::int64_t> starts;
+  std::map<std::int64_t, std::vector<std::uint32_t>> ends;
+};
+Flows flows(const Trace& t) {
+  Flows f;
+  std::map<std::pair<std::uint32_t, std::int64_t>, std::uint32_t> work;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.events.kind[e] == EventKind::kKernel) work[{t.events.lane[e], t.events.ts_ns[e]}] = e;
+  }
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.events.phase[e] == Phase::kFlowStart) f.starts.insert(t.events.flow_id[e]);
+    if (t.events.phase[e] != Phase::kFlowEnd) continue;
+    auto it = work.find({t.events.lane[e], t.events.ts_ns[e]});
+    if (it != work.end()) f.ends[t.events.flow_id[e]].push_back(it->second);
+  }
+  return f;
+}
+
+// CUDA graphs end to end: standin_app captures a GEMM, an add and a GEMM,
+// each in its NVTX range, instantiates (the stand-in copies every node, as
+// CUDA does) and replays the graph in a "replay" range every step. Each
+// replayed kernel names its graph and node (the copy), is linked to its
+// cudaGraphLaunch (its External id, a flow from the call),
+// and names the range its node was captured in; each replay has a GPU span
+// per capture range.
+TEST_F(RecordStandin, GraphReplaysNameTheRangeTheyWereCapturedIn) {
+  const auto r = record({}, {"--steps", "20", "--graph", "--nvtx"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<fs::path> files = traces();
+  ASSERT_EQ(files.size(), 1u) << r.err;
+  Result<Trace> t = read_trace(files[0].string());
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<std::uint32_t> launches = events_named(*t, "cuda_runtime", "cudaGraphLaunch");
+  ASSERT_EQ(launches.size(), 20u);
+  const Flows f = flows(*t);
+  std::set<std::string> node_ids;
+  std::map<std::string, std::size_t> scopes;  // "graph node scope" -> kernels
+  for (const std::uint32_t launch : launches) {
+    const std::int64_t corr = t->events.correlation[launch];
+    EXPECT_EQ(f.starts.count(corr), 1u) << corr;
+    ASSERT_EQ(f.ends.count(corr), 1u) << corr;
+    const std::vector<std::uint32_t>& kernels = f.ends.at(corr);
+    ASSERT_EQ(kernels.size(), 3u) << corr;  // every replayed kernel, from its graph launch
+    const char* const expected[] = {"graph_gemm", "graph_add", "graph_gemm"};
+    for (std::size_t k = 0; k < 3; ++k) {
+      const std::uint32_t e = kernels[k];
+      EXPECT_EQ(arg_text(*t, e, "graph node scope"), expected[k]) << t->name(e);
+      EXPECT_NE(arg_text(*t, e, "graph id"), "<none>");
+      // The launch's op (which range that is, is linking by time and not
+      // this test's subject: the stand-in's calls last well under a µs).
+      EXPECT_GE(t->events.external_id[launch], 1);
+      EXPECT_EQ(t->events.external_id[e], t->events.external_id[launch]);
+      node_ids.insert(arg_text(*t, e, "graph node id"));
+      ++scopes[arg_text(*t, e, "graph node scope")];
+    }
+  }
+  EXPECT_EQ(node_ids.size(), 3u);  // the same three nodes every replay
+  EXPECT_EQ(scopes["graph_gemm"], 40u);
+  EXPECT_EQ(scopes["graph_add"], 20u);
+  // GPU spans: per replay, one for each capture range.
+  EXPECT_GT(events_named(*t, "gpu_user_annotation", "replay").size(), 0u);
+  EXPECT_EQ(events_named(*t, "gpu_user_annotation", "graph_gemm").size(), 40u);
+  EXPECT_EQ(events_named(*t, "gpu_user_annotation", "graph_add").size(), 20u);
+}
+
+// A graph captured before the window (tprof record --delay-ms: the capture
+// is the program's first work, the window opens 300 ms later, a replay
+// every 20 ms until 800 ms): its replays keep their ids, launches and
+// flows, and name no capture scope (docs/torch-trace-formats.md).
+TEST_F(RecordStandin, AGraphCapturedBeforeTheWindowIsReplayedWithoutAScope) {
+  const auto r = record({"--delay-ms", "300"},
+                        {"--graph", "--nvtx", "--steps", "1", "--run-ms", "800", "--step-sleep-us", "20000"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<fs::path> files = traces();
+  ASSERT_EQ(files.size(), 1u) << r.err;
+  Result<Trace> t = read_trace(files[0].string());
+  ASSERT_TRUE(t) << t.error().to_string();
+  EXPECT_EQ(count_named(*t, "cudaStreamBeginCapture"), 0u);  // before the window
+  const Flows f = flows(*t);
+  std::size_t replayed = 0;
+  for (std::uint32_t e = 0; e < t->events.size(); ++e) {
+    if (t->events.kind[e] != EventKind::kKernel) continue;
+    ++replayed;
+    EXPECT_NE(arg_text(*t, e, "graph node id"), "<none>");
+    EXPECT_EQ(arg_text(*t, e, "graph node scope"), "<none>");
+    EXPECT_EQ(f.ends.count(t->events.correlation[e]), 1u);
+  }
+  EXPECT_GT(replayed, 0u);
+  EXPECT_EQ(events_named(*t, "gpu_user_annotation", "graph_gemm").size(), 0u);
+}
+
+// Triton's launches (cuLaunchKernel, and cuLaunchKernelEx every other
+// step), kept by default as Kineto keeps them: each kernel under its name,
+// linked to its driver call by a flow and to the call's range.
+TEST_F(RecordStandin, TritonDriverLaunchesAreRecordedWithNamesAndFlows) {
+  const auto r = record({}, {"--steps", "20", "--triton", "--nvtx"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<fs::path> files = traces();
+  ASSERT_EQ(files.size(), 1u) << r.err;
+  Result<Trace> t = read_trace(files[0].string());
+  ASSERT_TRUE(t) << t.error().to_string();
+  const Flows f = flows(*t);
+  const struct {
+    const char* call;
+    const char* kernel;
+    std::size_t count;
+  } cases[] = {{"cuLaunchKernel", "triton_poi_fused_add_0", 20}, {"cuLaunchKernelEx", "triton_red_fused_sum_1", 10}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.call);
+    const std::vector<std::uint32_t> calls = events_named(*t, "cuda_driver", c.call);
+    ASSERT_EQ(calls.size(), c.count);
+    EXPECT_EQ(events_named(*t, "kernel", c.kernel).size(), c.count);
+    for (const std::uint32_t call : calls) {
+      const std::int64_t corr = t->events.correlation[call];
+      EXPECT_EQ(f.starts.count(corr), 1u);
+      ASSERT_EQ(f.ends.count(corr), 1u);
+      ASSERT_EQ(f.ends.at(corr).size(), 1u);
+      const std::uint32_t k = f.ends.at(corr)[0];
+      EXPECT_EQ(t->name(k), c.kernel);
+      EXPECT_GE(t->events.external_id[call], 1);
+      EXPECT_EQ(t->events.external_id[k], t->events.external_id[call]);
+      EXPECT_EQ(arg_text(*t, k, "graph node id"), "<none>");
+    }
   }
 }
 

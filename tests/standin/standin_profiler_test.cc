@@ -1,0 +1,176 @@
+// tprof::Profiler in a C++ program on the CUDA stand-in (tests/standin/):
+// the program links tprof and the stand-in runtime, no injection; tprof
+// loads the stand-in CUPTI (TPROF_CUPTI_LIBRARY) when a window starts.
+// CUDA graphs across windows: a graph captured inside tprof scopes in one
+// window and replayed in later ones names the scopes it was captured in
+// (by name, from the process's table); a graph captured while no window
+// recorded names none.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/standin/standin.h"
+#include "tests/support/trace_queries.h"
+#include "tprof/profiler.h"
+#include "tprof/record_function.h"
+
+namespace tprof {
+namespace {
+
+using testing::arg_text;
+
+void gemm_stub() {}
+void add_stub() {}
+void early_stub() {}
+constexpr const char kGemm[] = "nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT";
+constexpr const char kAdd[] = "add_kernel";
+constexpr const char kEarly[] = "early_kernel";
+
+// As nvcc's registration code: before main.
+struct RegisterKernels {
+  RegisterKernels() {
+    standin_register_kernel(reinterpret_cast<const void*>(&gemm_stub), kGemm, 2100);
+    standin_register_kernel(reinterpret_cast<const void*>(&add_stub), kAdd, 1300);
+    standin_register_kernel(reinterpret_cast<const void*>(&early_stub), kEarly, 1000);
+  }
+} g_register_kernels;
+
+void launch(void (*stub)(), cudaStream_t s) {
+  void* no_args[1] = {nullptr};
+  ASSERT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(stub), dim3(4, 2, 1), dim3(256, 1, 1), no_args, 0, s),
+            cudaSuccess);
+}
+
+cudaGraphExec_t instantiate(cudaStream_t s) {
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  {
+    TPROF_RECORD_OP("cuda_graph::instantiate");  // the copies are made here: not where the work was captured
+    EXPECT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  }
+  return exec;
+}
+
+// A GEMM inside op::mm inside "graph_gemm", an add directly inside "graph_add".
+cudaGraphExec_t capture_in_scopes(cudaStream_t s) {
+  EXPECT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  {
+    TPROF_RECORD_FUNCTION("graph_gemm");
+    TPROF_RECORD_OP("op::mm");
+    launch(&gemm_stub, s);
+  }
+  {
+    TPROF_RECORD_FUNCTION("graph_add");
+    launch(&add_stub, s);
+  }
+  return instantiate(s);
+}
+
+// One kernel inside "early": captured before any window records.
+cudaGraphExec_t capture_early(cudaStream_t s) {
+  EXPECT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  {
+    TPROF_RECORD_FUNCTION("early");
+    launch(&early_stub, s);
+  }
+  return instantiate(s);
+}
+
+ProfilerOptions cuda_options() {
+  ProfilerOptions o;
+  o.activities = {Activity::kCpu, Activity::kCuda};
+  return o;
+}
+
+// Per kernel name: the "graph node scope" of each of its events, in order.
+std::map<std::string, std::vector<std::string>> graph_scopes(const Trace& t) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.events.kind[e] == EventKind::kKernel) out[std::string(t.name(e))].push_back(arg_text(t, e, "graph node scope"));
+  }
+  return out;
+}
+
+std::size_t count(const Trace& t, std::string_view cat, std::string_view name) {
+  std::size_t n = 0;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) n += t.cat(e) == cat && t.name(e) == name;
+  return n;
+}
+
+TEST(StandinProfiler, GraphReplaysNameTheirCaptureScopesInEveryWindow) {
+  setenv("TPROF_CUPTI_LIBRARY", STANDIN_CUPTI, 1);
+  int devices = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  const cudaGraphExec_t early = capture_early(s);  // no window: tprof sees nothing of it
+
+  // Window 1: the capture, and a replay inside "replay".
+  cudaGraphExec_t graph = nullptr;
+  {
+    Profiler p(cuda_options());
+    ASSERT_TRUE(p.start().ok());
+    graph = capture_in_scopes(s);
+    {
+      TPROF_RECORD_FUNCTION("replay");
+      ASSERT_EQ(cudaGraphLaunch(graph, s), cudaSuccess);
+    }
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    ASSERT_TRUE(p.stop().ok());
+    const Trace& t = p.trace();
+    EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kActivityUnavailable), 0u);
+    const auto scopes = graph_scopes(t);
+    EXPECT_EQ(scopes.at(kGemm), std::vector<std::string>{"op::mm"});
+    EXPECT_EQ(scopes.at(kAdd), std::vector<std::string>{"graph_add"});
+    EXPECT_EQ(count(t, "gpu_user_annotation", "graph_gemm"), 1u);
+    EXPECT_EQ(count(t, "gpu_user_annotation", "graph_add"), 1u);
+  }
+
+  // Window 2: two replays of it and one of the early graph, inside an op.
+  {
+    Profiler p(cuda_options());
+    ASSERT_TRUE(p.start().ok());
+    {
+      TPROF_RECORD_OP("graphed_forward");
+      ASSERT_EQ(cudaGraphLaunch(graph, s), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(graph, s), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(early, s), cudaSuccess);
+    }
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    ASSERT_TRUE(p.stop().ok());
+    const Trace& t = p.trace();
+    const auto scopes = graph_scopes(t);
+    EXPECT_EQ(scopes.at(kGemm), (std::vector<std::string>{"op::mm", "op::mm"}));
+    EXPECT_EQ(scopes.at(kAdd), (std::vector<std::string>{"graph_add", "graph_add"}));
+    EXPECT_EQ(scopes.at(kEarly), std::vector<std::string>{"<none>"});
+    // A span per replay for each capture annotation, linked to no event of
+    // this window; the kernels' External id is graphed_forward's.
+    EXPECT_EQ(count(t, "gpu_user_annotation", "graph_gemm"), 2u);
+    EXPECT_EQ(count(t, "gpu_user_annotation", "graph_add"), 2u);
+    EXPECT_EQ(count(t, "gpu_user_annotation", "early"), 0u);
+    std::int64_t graphed = -1;
+    for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+      if (t.name(e) == "graphed_forward") graphed = t.events.external_id[e];
+    }
+    for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+      if (t.events.kind[e] == EventKind::kKernel) {
+        EXPECT_EQ(t.events.external_id[e], graphed) << t.name(e);
+      }
+      if (t.cat(e) == "gpu_user_annotation") {
+        EXPECT_EQ(t.events.external_id[e], -1) << t.name(e);
+      }
+    }
+    EXPECT_EQ(count(t, "cpu_op", "op::mm"), 0u);
+  }
+  ASSERT_EQ(cudaGraphExecDestroy(graph), cudaSuccess);
+  ASSERT_EQ(cudaGraphExecDestroy(early), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
+}  // namespace
+}  // namespace tprof
