@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -20,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <unordered_map>
 
 #include "tprof/diagnose.h"
 #include "tprof/read.h"
@@ -32,16 +34,29 @@ namespace {
 constexpr std::size_t kMaxRequestLine = 8 * 1024;
 constexpr std::size_t kMaxHead = 16 * 1024;
 constexpr int kMaxHeaderFields = 100;
-// Connections accepted but not yet picked up by a worker; beyond this the
-// server answers 503 at once instead of letting them wait.
-constexpr std::size_t kMaxQueued = 64;
-// After answering, what the client may still send is read and dropped (up to
-// this much, for at most the linger time) so that closing does not reset
-// the connection before the client has read the answer.
+// Requests read and waiting for a worker; beyond this a new one is answered
+// 503 at once instead of waiting behind a slow index page.
+constexpr std::size_t kMaxQueuedRequests = 64;
+// Connections refused with 503 (a limit was reached) that are held for their
+// lingering close. Beyond this a refusal is sent without waiting and the
+// connection closed at once, which can reach the client as a reset.
+constexpr int kMaxRefusing = 64;
+// After an answer, what the client still sends is read and dropped, up to
+// this much (see Loop::linger_read).
 constexpr std::size_t kMaxDrain = 1 << 20;
-constexpr int kLingerMs = 1000;
+// Bytes one connection may write in one turn, so that a fast reader of a
+// large trace does not hold up the others.
+constexpr std::size_t kMaxWriteTurn = 4 << 20;
+// Connections accepted in one turn of the loop.
+constexpr int kMaxAcceptsPerTurn = 64;
+// After stop(), answers under way have this long to finish.
+constexpr int kStopGraceMs = 1000;
+// Descriptors left to the rest of the process when max_open_connections is
+// fitted to RLIMIT_NOFILE (each connection may hold a socket and a file).
+constexpr long kReservedFds = 64;
 
 using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
 
 bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 int hex_value(char c) {
@@ -96,18 +111,6 @@ bool is_valid_host(std::string_view host) {
     port = colon == std::string_view::npos ? std::string_view() : host.substr(colon + 1);
   }
   return port.size() <= 5 && std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-// Writes all of `bytes`; false when the peer went away or stalled past the
-// socket's send timeout. MSG_NOSIGNAL: a closed peer is an error, not SIGPIPE.
-bool send_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
 }
 
 const char* reason_phrase(int status) {
@@ -185,6 +188,45 @@ std::string format_size(std::uint64_t bytes) {
     std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
   }
   return buf;
+}
+
+// How long an answer of `bytes` may take as a whole: the base deadline plus
+// one second per min_send_rate bytes.
+milliseconds send_allowance(std::uint64_t bytes, const ServeOptions& o) {
+  const std::uint64_t rate = o.min_send_rate_bytes_per_s;
+  const std::uint64_t extra_ms = bytes / rate * 1000 + bytes % rate * 1000 / rate;  // rate <= 2^40 (start())
+  return milliseconds(o.response_timeout_ms) + milliseconds(std::min<std::uint64_t>(extra_ms, INT_MAX));
+}
+
+// The client's address without its port: the key of the per-client limit.
+// An IPv4 address reaching an IPv6 socket counts as that IPv4 address.
+std::string peer_key(const sockaddr_storage& addr) {
+  if (addr.ss_family == AF_INET) {
+    const auto* a4 = reinterpret_cast<const sockaddr_in*>(&addr);
+    return std::string(reinterpret_cast<const char*>(&a4->sin_addr), 4);
+  }
+  if (addr.ss_family == AF_INET6) {
+    const auto* a6 = reinterpret_cast<const sockaddr_in6*>(&addr);
+    const char* bytes = reinterpret_cast<const char*>(&a6->sin6_addr);
+    if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr)) return std::string(bytes + 12, 4);
+    return std::string(bytes, 16);
+  }
+  return {};
+}
+
+// The headers every answer carries: CORS for Perfetto UI (and Chrome's
+// private network access preflight), no caching of files that change.
+std::string common_headers(const std::string& allow_origin) {
+  return "Access-Control-Allow-Origin: " + allow_origin +
+         "\r\n"
+         "Access-Control-Allow-Methods: GET, HEAD, OPTIONS\r\n"
+         "Access-Control-Allow-Headers: *\r\n"
+         "Access-Control-Allow-Private-Network: true\r\n"
+         "Access-Control-Max-Age: 600\r\n"
+         "Vary: Origin\r\n"
+         "X-Content-Type-Options: nosniff\r\n"
+         "Cache-Control: no-store\r\n"
+         "Connection: close\r\n";
 }
 
 }  // namespace
@@ -343,6 +385,20 @@ RequestHead parse_request_head(std::string_view head) {
 
 Result<std::unique_ptr<TraceServer>> TraceServer::start(const ServeOptions& options) {
   std::unique_ptr<TraceServer> s(new TraceServer(options));
+  ServeOptions& o = s->options_;
+  o.request_timeout_ms = std::max(1, o.request_timeout_ms);
+  o.response_timeout_ms = std::max(1, o.response_timeout_ms);
+  o.min_send_rate_bytes_per_s = std::clamp<std::uint64_t>(o.min_send_rate_bytes_per_s, 1, std::uint64_t{1} << 40);
+  o.linger_ms = std::max(0, o.linger_ms);
+  o.max_connections_per_client = std::max(1, o.max_connections_per_client);
+  o.max_open_connections = std::max(1, o.max_open_connections);
+  // Each connection may hold a socket and a file: fit the limit to the
+  // descriptors this process may open (tprof serve raises its soft limit).
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+    const long fit = (static_cast<long>(files.rlim_cur) - kReservedFds - kMaxRefusing) / 2;
+    o.max_open_connections = static_cast<int>(std::clamp<long>(fit, 1, o.max_open_connections));
+  }
   struct stat st {};
   if (::stat(options.dir.c_str(), &st) != 0) {
     return Error(ErrorCode::kInvalidArgument, std::string("cannot open directory: ") + std::strerror(errno),
@@ -370,7 +426,7 @@ Result<std::unique_ptr<TraceServer>> TraceServer::start(const ServeOptions& opti
   }
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> ai_guard(ai, &::freeaddrinfo);
   const std::string where = options.bind_address + ":" + port_text;
-  s->listen_fd_ = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+  s->listen_fd_ = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
   if (s->listen_fd_ < 0) return Error(ErrorCode::kIo, std::string("socket: ") + std::strerror(errno));
   // Lets a restarted server bind while old connections sit in TIME_WAIT; on
   // Linux it never allows two listeners on one port.
@@ -408,14 +464,16 @@ Result<std::unique_ptr<TraceServer>> TraceServer::start(const ServeOptions& opti
 TraceServer::~TraceServer() {
   stop();
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    accept_done_ = true;
+    std::lock_guard<std::mutex> lock(jobs_mu_);
+    workers_done_ = true;
   }
-  queue_cv_.notify_all();
+  jobs_cv_.notify_all();
   for (std::thread& t : workers_) {
     if (t.joinable()) t.join();
   }
-  for (const int fd : queue_) ::close(fd);
+  for (const Answer& a : answers_) {
+    if (a.file_fd >= 0) ::close(a.file_fd);
+  }
   if (listen_fd_ >= 0) ::close(listen_fd_);
   for (const int fd : wake_fds_) {
     if (fd >= 0) ::close(fd);
@@ -438,6 +496,10 @@ std::string TraceServer::perfetto_link(const ServedTrace& trace) const {
 
 void TraceServer::stop() noexcept {
   stopping_.store(true, std::memory_order_relaxed);
+  wake();
+}
+
+void TraceServer::wake() noexcept {
   if (wake_fds_[1] >= 0) {
     const char byte = 1;
     // Async-signal-safe; a full pipe already holds a wake-up.
@@ -445,213 +507,516 @@ void TraceServer::stop() noexcept {
   }
 }
 
-Status TraceServer::run() {
-  const int workers = std::max(1, options_.workers);
-  for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_loop(); });
+ServeStats TraceServer::stats() const {
+  ServeStats s;
+  // closed first (acquire, paired with the release in close_connection):
+  // every connection seen closed is then seen accepted too, so
+  // open_connections never goes below zero.
+  s.closed = closed_.load(std::memory_order_acquire);
+  s.accepted = accepted_.load(std::memory_order_relaxed);
+  s.open_connections = s.accepted - s.closed;
+  s.busy = busy_.load(std::memory_order_relaxed);
+  s.request_timeouts = request_timeouts_.load(std::memory_order_relaxed);
+  s.response_timeouts = response_timeouts_.load(std::memory_order_relaxed);
+  return s;
+}
+
+// run()'s event loop. It alone touches the sockets, never blocks on one
+// (they are non-blocking), and gives each connection a deadline for the
+// phase it is in:
+//
+//   accept ── kHead: read the head ─┬─ malformed, too large, 408 ──────┐
+//      │       (request_timeout_ms) └─ complete: a worker builds the   │
+//      │                               answer (kWaiting, no deadline)  │
+//      ├─ a limit reached: 503 ────────────────────────────────────────┤
+//      ▼                                                               ▼
+//   kWriting: send head and body (response_timeout_ms + size / min_send_rate,
+//      │      else aborted with a reset)
+//      ▼ all sent: shutdown(SHUT_WR), a FIN after the answer
+//   kLingering: read and drop until the client closes (linger_ms), close
+//
+// Closing only after the client's FIN (or the linger time) keeps close()
+// from finding unread bytes, which would make the kernel send a reset
+// instead of a FIN; a client that gets a reset reports an error, and may
+// drop the part of the answer it has not read yet. SO_LINGER stays off
+// (with a zero timeout close() resets), except to abort an answer that
+// overran its deadline.
+struct TraceServer::Loop {
+  enum class Phase : std::uint8_t { kHead, kWaiting, kWriting, kLingering };
+  struct Connection {
+    std::uint64_t id = 0;
+    int fd = -1;  // -1: closed, erased at the end of the turn
+    std::string peer;
+    bool holds_slot = true;  // false: refused, in the 503 lane
+    Phase phase = Phase::kHead;
+    Clock::time_point deadline = Clock::time_point::max();
+    std::string in;            // the head so far
+    std::size_t scanned = 0;   // in[0, scanned) has no lone CR or LF
+    std::size_t searched = 0;  // in[0, searched) holds no CRLFCRLF
+    std::string out;           // head and in-memory body
+    std::size_t out_sent = 0;
+    int file_fd = -1;
+    off_t file_offset = 0;
+    std::uint64_t file_size = 0;
+    std::size_t drained = 0;
+  };
+
+  explicit Loop(TraceServer& s) : server(s), options(s.options_) {}
+  ~Loop() {
+    for (auto& [id, c] : conns) close_connection(c);
+  }
+
+  Status run();
+  void begin_stop(Clock::time_point now);
+  void take_answers();
+  void accept_some(Clock::time_point now);
+  void on_ready(Connection& c, Clock::time_point now);
+  void read_head(Connection& c, Clock::time_point now);
+  void answer(Connection& c, int status, Clock::time_point now, bool head_only = false);
+  void start_writing(Connection& c, std::string bytes, int file_fd, std::uint64_t file_size,
+                     Clock::time_point now);
+  void write_some(Connection& c, Clock::time_point now);
+  void linger_read(Connection& c);
+  void drain_and_close(Connection& c);
+  void close_connection(Connection& c);
+  void expire(Clock::time_point now);
+
+  TraceServer& server;
+  const ServeOptions& options;
+  std::unordered_map<std::uint64_t, Connection> conns;
+  std::unordered_map<std::string, int> per_client;  // slots held per address
+  int holding = 0;                                   // connections holding a slot
+  int refusing = 0;                                  // connections in the 503 lane
+  std::uint64_t next_id = 1;
   std::uint64_t accepted = 0;
-  Status status;
-  while (!stopping_.load(std::memory_order_relaxed) &&
-         (options_.max_connections == 0 || accepted < options_.max_connections)) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fds_[0], POLLIN, 0}};
-    const int n = ::poll(fds, 2, -1);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      status = Error(ErrorCode::kIo, std::string("poll: ") + std::strerror(errno));
-      break;
+  Clock::time_point accept_resume = Clock::time_point::min();
+  bool stop_seen = false;
+  Clock::time_point stop_deadline = Clock::time_point::max();
+};
+
+Status TraceServer::Loop::run() {
+  std::vector<pollfd> fds;
+  std::vector<std::uint64_t> ids;
+  while (true) {
+    Clock::time_point now = Clock::now();
+    if (server.stopping_.load(std::memory_order_relaxed) && !stop_seen) begin_stop(now);
+    const std::uint64_t limit = options.exit_after_connections;
+    const bool accepting = !stop_seen && (limit == 0 || accepted < limit);
+    if (!accepting && conns.empty()) break;
+    if (stop_seen && now >= stop_deadline) break;
+
+    fds.clear();
+    ids.clear();
+    const bool listen_now = accepting && now >= accept_resume;
+    fds.push_back({server.wake_fds_[0], POLLIN, 0});
+    fds.push_back({listen_now ? server.listen_fd_ : -1, POLLIN, 0});  // poll() skips a negative fd
+    Clock::time_point next = stop_deadline;
+    if (accepting && !listen_now) next = std::min(next, accept_resume);
+    for (auto& [id, c] : conns) {
+      if (c.phase == Phase::kWaiting) continue;  // a worker has it
+      fds.push_back({c.fd, static_cast<short>(c.phase == Phase::kWriting ? POLLOUT : POLLIN), 0});
+      ids.push_back(id);
+      next = std::min(next, c.deadline);
     }
-    if (fds[1].revents != 0) break;
-    if ((fds[0].revents & POLLIN) == 0) continue;
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
-      // The peer may have gone already (ECONNABORTED), or descriptors ran
-      // out for a moment: neither stops the server.
-      if (errno == EMFILE || errno == ENFILE) ::poll(nullptr, 0, 10);
+    int timeout_ms = -1;
+    if (next != Clock::time_point::max()) {
+      // Rounded up: waking a little early would only poll again.
+      const auto left = std::chrono::ceil<milliseconds>(next - now).count();
+      timeout_ms = static_cast<int>(std::clamp<std::int64_t>(left, 0, INT_MAX));
+    }
+    if (::poll(fds.data(), fds.size(), timeout_ms) < 0) {
+      if (errno == EINTR) continue;
+      return Error(ErrorCode::kIo, std::string("poll: ") + std::strerror(errno));
+    }
+    now = Clock::now();
+    if (fds[0].revents != 0) {
+      char buf[256];
+      while (::read(server.wake_fds_[0], buf, sizeof buf) > 0) {
+      }
+      take_answers();
+    }
+    if (fds[1].revents != 0) accept_some(now);
+    for (std::size_t i = 2; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      const auto it = conns.find(ids[i - 2]);
+      if (it != conns.end() && it->second.fd >= 0) on_ready(it->second, now);
+    }
+    expire(now);
+    std::erase_if(conns, [](const auto& entry) { return entry.second.fd < 0; });
+  }
+  return {};
+}
+
+// On stop(): no more accepting; connections still sending their head are
+// closed unanswered, and requests no worker has taken yet are dropped; the
+// rest have kStopGraceMs to finish.
+void TraceServer::Loop::begin_stop(Clock::time_point now) {
+  stop_seen = true;
+  stop_deadline = now + milliseconds(kStopGraceMs);
+  std::deque<Job> dropped;
+  {
+    std::lock_guard<std::mutex> lock(server.jobs_mu_);
+    dropped.swap(server.jobs_);
+  }
+  for (const Job& job : dropped) {
+    const auto it = conns.find(job.conn_id);
+    if (it != conns.end()) close_connection(it->second);
+  }
+  for (auto& [id, c] : conns) {
+    if (c.fd >= 0 && c.phase == Phase::kHead) close_connection(c);
+  }
+}
+
+void TraceServer::Loop::take_answers() {
+  std::deque<Answer> ready;
+  {
+    std::lock_guard<std::mutex> lock(server.answers_mu_);
+    ready.swap(server.answers_);
+  }
+  const Clock::time_point now = Clock::now();
+  for (Answer& a : ready) {
+    const auto it = conns.find(a.conn_id);
+    if (it == conns.end() || it->second.fd < 0) {
+      if (a.file_fd >= 0) ::close(a.file_fd);
       continue;
     }
-    ++accepted;
-    bool queued = false;
-    {
-      std::lock_guard<std::mutex> lock(queue_mu_);
-      if (queue_.size() < kMaxQueued) {
-        queue_.push_back(fd);
-        queued = true;
+    start_writing(it->second, std::move(a.bytes), a.file_fd, a.file_size, now);
+  }
+}
+
+void TraceServer::Loop::accept_some(Clock::time_point now) {
+  for (int i = 0; i < kMaxAcceptsPerTurn; ++i) {
+    if (options.exit_after_connections != 0 && accepted >= options.exit_after_connections) return;
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    const int fd = ::accept4(server.listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;  // the peer left already
+      // Out of descriptors or memory for a moment: try again shortly rather
+      // than spin on a listening socket that stays readable.
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        accept_resume = now + milliseconds(50);
       }
+      return;
     }
-    if (queued) {
-      queue_cv_.notify_one();
+    ++accepted;
+    server.accepted_.fetch_add(1, std::memory_order_relaxed);
+    Connection c;
+    c.id = next_id++;
+    c.fd = fd;
+    c.peer = peer_key(addr);
+    const auto held = per_client.find(c.peer);
+    const int by_peer = held == per_client.end() ? 0 : held->second;
+    const std::uint64_t id = c.id;
+    if (holding < options.max_open_connections && by_peer < options.max_connections_per_client) {
+      ++holding;
+      ++per_client[c.peer];
+      c.deadline = now + milliseconds(options.request_timeout_ms);
+      // Bytes the client sent already are reported by the next poll.
+      conns.emplace(id, std::move(c));
+    } else if (refusing < kMaxRefusing) {
+      c.holds_slot = false;
+      ++refusing;
+      answer(conns.emplace(id, std::move(c)).first->second, 503, now);
     } else {
-      static constexpr std::string_view kBusy =
-          "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 1\r\n\r\n";
-      ::send(fd, kBusy.data(), kBusy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      ::close(fd);
-      handled_.fetch_add(1, std::memory_order_relaxed);
+      // Even the 503 lane is full: answer without waiting and close; the
+      // answer may then arrive as a reset, but accepting goes on, so that
+      // clients within the limits are not kept waiting behind the others.
+      const std::string busy = server.plain_answer(503, false);
+      [[maybe_unused]] const ssize_t n = ::send(fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::shutdown(fd, SHUT_WR);
+      c.holds_slot = false;
+      ++refusing;
+      server.busy_.fetch_add(1, std::memory_order_relaxed);
+      drain_and_close(c);
     }
+  }
+}
+
+void TraceServer::Loop::on_ready(Connection& c, Clock::time_point now) {
+  switch (c.phase) {
+    case Phase::kHead: return read_head(c, now);
+    case Phase::kWriting: return write_some(c, now);
+    case Phase::kLingering: return linger_read(c);
+    case Phase::kWaiting: return;
+  }
+}
+
+void TraceServer::Loop::read_head(Connection& c, Clock::time_point now) {
+  char chunk[4096];
+  const ssize_t n = ::recv(c.fd, chunk, sizeof chunk, MSG_DONTWAIT);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
+  if (n <= 0) return close_connection(c);  // the client left (or reset) before sending a request
+  c.in.append(chunk, static_cast<std::size_t>(n));
+  // A lone CR or LF is refused at once (a head ending in "\n\n" would
+  // otherwise wait for its deadline); a CR at the very end may yet be
+  // followed by its LF.
+  for (; c.scanned < c.in.size(); ++c.scanned) {
+    const char ch = c.in[c.scanned];
+    if (ch == '\n' && (c.scanned == 0 || c.in[c.scanned - 1] != '\r')) return answer(c, 400, now);
+    if (ch == '\r') {
+      if (c.scanned + 1 == c.in.size()) break;
+      if (c.in[c.scanned + 1] != '\n') return answer(c, 400, now);
+    }
+  }
+  const std::size_t from = c.searched >= 3 ? c.searched - 3 : 0;
+  const std::size_t end = c.in.find("\r\n\r\n", from);
+  if (end == std::string::npos) {
+    c.searched = c.in.size();
+    if (c.in.size() > kMaxRequestLine && c.in.find("\r\n") == std::string::npos) return answer(c, 414, now);
+    if (c.in.size() > kMaxHead + 4) return answer(c, 431, now);
+    return;
+  }
+  RequestHead req = parse_request_head(std::string_view(c.in).substr(0, end));
+  std::string().swap(c.in);
+  if (req.status != 0) return answer(c, req.status, now, req.method == "HEAD");
+  bool queued = false;
+  {
+    std::lock_guard<std::mutex> lock(server.jobs_mu_);
+    if (server.jobs_.size() < kMaxQueuedRequests) {
+      server.jobs_.push_back({c.id, std::move(req)});
+      queued = true;
+    }
+  }
+  if (!queued) return answer(c, 503, now);
+  server.jobs_cv_.notify_one();
+  c.phase = Phase::kWaiting;
+  c.deadline = Clock::time_point::max();
+}
+
+void TraceServer::Loop::answer(Connection& c, int status, Clock::time_point now, bool head_only) {
+  if (status == 503) server.busy_.fetch_add(1, std::memory_order_relaxed);
+  if (status == 408) server.request_timeouts_.fetch_add(1, std::memory_order_relaxed);
+  start_writing(c, server.plain_answer(status, head_only), -1, 0, now);
+}
+
+void TraceServer::Loop::start_writing(Connection& c, std::string bytes, int file_fd, std::uint64_t file_size,
+                                      Clock::time_point now) {
+  c.phase = Phase::kWriting;
+  c.out = std::move(bytes);
+  c.out_sent = 0;
+  c.file_fd = file_fd;
+  c.file_offset = 0;
+  c.file_size = file_fd >= 0 ? file_size : 0;
+  c.deadline = now + send_allowance(c.out.size() + c.file_size, options);
+  write_some(c, now);  // the socket is most likely writable already
+}
+
+void TraceServer::Loop::write_some(Connection& c, Clock::time_point now) {
+  std::size_t turn = 0;
+  while (c.out_sent < c.out.size()) {
+    // MSG_MORE: the head and the file's first bytes may share a packet.
+    const int more = c.file_size > 0 ? MSG_MORE : 0;
+    const ssize_t n =
+        ::send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL | MSG_DONTWAIT | more);
+    if (n > 0) {
+      c.out_sent += static_cast<std::size_t>(n);
+      turn += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return;  // poll() says when there is room again
+    } else {
+      return close_connection(c);  // the client went away
+    }
+  }
+  while (static_cast<std::uint64_t>(c.file_offset) < c.file_size) {
+    if (turn >= kMaxWriteTurn) return;  // the others' turn; POLLOUT brings it back
+    const std::uint64_t left = c.file_size - static_cast<std::uint64_t>(c.file_offset);
+    const ssize_t n = ::sendfile(c.fd, c.file_fd, &c.file_offset, std::min<std::uint64_t>(left, kMaxWriteTurn));
+    if (n > 0) {
+      turn += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return;
+    } else {
+      // The client went away, or the file shrank under us (n == 0): the
+      // promised Content-Length cannot be kept, so the connection ends here.
+      return close_connection(c);
+    }
+  }
+  if (c.file_fd >= 0) {
+    ::close(c.file_fd);
+    c.file_fd = -1;
+  }
+  std::string().swap(c.out);
+  // All sent: FIN after the answer, then wait for the client's.
+  ::shutdown(c.fd, SHUT_WR);
+  c.phase = Phase::kLingering;
+  c.deadline = now + milliseconds(options.linger_ms);
+  c.drained = 0;
+  linger_read(c);
+}
+
+// Reads and drops what the client still sends (a body, a second request)
+// until it closes; too much of it, and the connection is closed anyway.
+void TraceServer::Loop::linger_read(Connection& c) {
+  char buf[16384];
+  while (true) {
+    const ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) {
+      c.drained += static_cast<std::size_t>(n);
+      if (c.drained > kMaxDrain) return close_connection(c);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return;
+    } else {
+      return close_connection(c);  // 0: the client closed after reading its answer
+    }
+  }
+}
+
+// Closes after reading what is already there, so that close() finds no
+// unread bytes and ends the connection with a FIN rather than a reset.
+void TraceServer::Loop::drain_and_close(Connection& c) {
+  char buf[16384];
+  for (std::size_t total = 0; total < kMaxDrain;) {
+    const ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n <= 0) break;
+    total += static_cast<std::size_t>(n);
+  }
+  close_connection(c);
+}
+
+void TraceServer::Loop::close_connection(Connection& c) {
+  if (c.fd < 0) return;
+  if (c.file_fd >= 0) ::close(c.file_fd);
+  c.file_fd = -1;
+  ::close(c.fd);
+  c.fd = -1;
+  if (c.holds_slot) {
+    --holding;
+    const auto it = per_client.find(c.peer);
+    if (it != per_client.end() && --it->second == 0) per_client.erase(it);
+  } else {
+    --refusing;
+  }
+  server.closed_.fetch_add(1, std::memory_order_release);
+}
+
+void TraceServer::Loop::expire(Clock::time_point now) {
+  for (auto& [id, c] : conns) {
+    if (c.fd < 0 || now < c.deadline) continue;
+    switch (c.phase) {
+      case Phase::kHead:
+        answer(c, 408, now);  // no whole head within request_timeout_ms
+        break;
+      case Phase::kWriting: {
+        // The whole answer took too long: abort. A plain close() would
+        // leave the kernel sending what the socket buffer still holds (up
+        // to megabytes) at the slow reader's pace; SO_LINGER with a zero
+        // timeout makes close() drop it and reset the connection instead.
+        server.response_timeouts_.fetch_add(1, std::memory_order_relaxed);
+        const linger abort{.l_onoff = 1, .l_linger = 0};
+        ::setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+        close_connection(c);
+        break;
+      }
+      case Phase::kLingering:
+        drain_and_close(c);
+        break;
+      case Phase::kWaiting:
+        break;
+    }
+  }
+}
+
+Status TraceServer::run() {
+  // sendfile() to a closed peer raises SIGPIPE (send() has MSG_NOSIGNAL):
+  // blocked on this thread while it serves, and taken before unblocking.
+  sigset_t pipe_set;
+  sigset_t old_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+
+  const int workers = std::max(1, options_.workers);
+  for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_loop(); });
+  Status status;
+  {
+    Loop loop(*this);
+    status = loop.run();
   }
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    accept_done_ = true;
+    std::lock_guard<std::mutex> lock(jobs_mu_);
+    workers_done_ = true;
+    jobs_.clear();
   }
-  queue_cv_.notify_all();
+  jobs_cv_.notify_all();
   for (std::thread& t : workers_) t.join();
   workers_.clear();
+  {
+    std::lock_guard<std::mutex> lock(answers_mu_);
+    for (const Answer& a : answers_) {
+      if (a.file_fd >= 0) ::close(a.file_fd);
+    }
+    answers_.clear();
+  }
   ::close(listen_fd_);
   listen_fd_ = -1;
+
+  if (!sigismember(&old_set, SIGPIPE)) {
+    const timespec zero{};
+    while (sigtimedwait(&pipe_set, nullptr, &zero) == SIGPIPE) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
   return status;
 }
 
 void TraceServer::worker_loop() {
-  // sendfile() to a closed peer raises SIGPIPE (send() has MSG_NOSIGNAL);
-  // blocked here it stays pending on this thread and is dropped with it.
-  sigset_t pipe_set;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr);
   while (true) {
-    int fd = -1;
+    Job job;
     {
-      std::unique_lock<std::mutex> lock(queue_mu_);
-      queue_cv_.wait(lock, [this] { return !queue_.empty() || accept_done_; });
-      if (queue_.empty()) return;
-      fd = queue_.front();
-      queue_.pop_front();
+      std::unique_lock<std::mutex> lock(jobs_mu_);
+      jobs_cv_.wait(lock, [this] { return !jobs_.empty() || workers_done_; });
+      if (workers_done_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
     }
-    // On a signal, connections still waiting are closed unanswered.
-    if (!stopping_.load(std::memory_order_relaxed)) handle_connection(fd);
-    ::close(fd);
-    handled_.fetch_add(1, std::memory_order_relaxed);
+    Answer a = answer_request(job.request);
+    a.conn_id = job.conn_id;
+    {
+      std::lock_guard<std::mutex> lock(answers_mu_);
+      answers_.push_back(std::move(a));
+    }
+    wake();
   }
 }
 
-void TraceServer::handle_connection(int fd) {
-  const timeval tv{options_.io_timeout_ms / 1000, (options_.io_timeout_ms % 1000) * 1000};
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-
-  // Read the request head against one deadline, so a client that trickles
-  // bytes cannot hold a worker longer than io_timeout_ms.
-  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(options_.io_timeout_ms);
-  std::string buf;
-  int early = 0;  // an answer decided before the head is complete
-  std::size_t scanned = 0;
-  std::size_t head_end = std::string::npos;
-  char chunk[4096];
-  while (true) {
-    // A lone CR or LF is refused at once (a head ending in "\n\n" would
-    // otherwise wait for its deadline); a CR at the very end may yet be
-    // followed by its LF.
-    for (; early == 0 && scanned < buf.size(); ++scanned) {
-      if (buf[scanned] == '\n' && (scanned == 0 || buf[scanned - 1] != '\r')) early = 400;
-      if (buf[scanned] == '\r') {
-        if (scanned + 1 == buf.size()) break;
-        if (buf[scanned + 1] != '\n') early = 400;
-      }
-    }
-    if (early != 0) break;
-    head_end = buf.find("\r\n\r\n");
-    if (head_end != std::string::npos) break;
-    const std::size_t line_end = buf.find("\r\n");
-    if (line_end == std::string::npos && buf.size() > kMaxRequestLine) {
-      early = 414;
-      break;
-    }
-    if (buf.size() > kMaxHead) {
-      early = 431;
-      break;
-    }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) {
-      early = 408;
-      break;
-    }
-    pollfd p{fd, POLLIN, 0};
-    const int pr = ::poll(&p, 1, static_cast<int>(left));
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr <= 0) {
-      early = 408;
-      break;
-    }
-    const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the client left (or reset) before sending a request
-    buf.append(chunk, static_cast<std::size_t>(n));
-  }
-  RequestHead req;
-  if (early != 0) {
-    req.status = early;
-  } else {
-    req = parse_request_head(std::string_view(buf).substr(0, head_end));
-  }
-  respond(fd, req);
-
-  // Lingering close: tell the client we are done, then drop what it still
-  // sends until it closes, so the kernel does not reset the connection
-  // (and discard the answer) because unread bytes were left behind.
-  ::shutdown(fd, SHUT_WR);
-  const Clock::time_point linger_end = Clock::now() + std::chrono::milliseconds(kLingerMs);
-  std::size_t drained = 0;
-  while (drained < kMaxDrain) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(linger_end - Clock::now()).count();
-    if (left <= 0) break;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;
-    const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-    if (n <= 0) break;
-    drained += static_cast<std::size_t>(n);
-  }
+std::string TraceServer::plain_answer(int status, bool head_only, std::string_view extra_headers) const {
+  const std::string body = std::to_string(status) + " " + reason_phrase(status) + "\n";
+  std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) + "\r\n";
+  out += common_headers(options_.allow_origin);
+  out += extra_headers;
+  if (status == 503) out += "Retry-After: 1\r\n";
+  out += "Content-Type: text/plain; charset=utf-8\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  if (!head_only) out += body;
+  return out;
 }
 
-namespace {
-
-// The headers every answer carries: CORS for Perfetto UI (and Chrome's
-// private network access preflight), no caching of files that change.
-std::string common_headers(const std::string& allow_origin) {
-  return "Access-Control-Allow-Origin: " + allow_origin +
-         "\r\n"
-         "Access-Control-Allow-Methods: GET, HEAD, OPTIONS\r\n"
-         "Access-Control-Allow-Headers: *\r\n"
-         "Access-Control-Allow-Private-Network: true\r\n"
-         "Access-Control-Max-Age: 600\r\n"
-         "Vary: Origin\r\n"
-         "X-Content-Type-Options: nosniff\r\n"
-         "Cache-Control: no-store\r\n"
-         "Connection: close\r\n";
-}
-
-}  // namespace
-
-void TraceServer::respond(int fd, const RequestHead& req) {
-  auto answer = [&](int status, std::string_view extra_headers = {}) {
-    const std::string body = std::to_string(status) + " " + reason_phrase(status) + "\n";
-    std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) + "\r\n";
-    out += common_headers(options_.allow_origin);
-    out += extra_headers;
-    out += "Content-Type: text/plain; charset=utf-8\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
-    if (req.method != "HEAD") out += body;
-    send_all(fd, out);
-  };
-  if (req.status != 0) return answer(req.status);
+TraceServer::Answer TraceServer::answer_request(const RequestHead& req) {
   const bool is_get = req.method == "GET";
   const bool is_head = req.method == "HEAD";
   const bool is_options = req.method == "OPTIONS";
-  if (!is_get && !is_head && !is_options) return answer(405, "Allow: GET, HEAD, OPTIONS\r\n");
+  const std::string no_content = "HTTP/1.1 204 No Content\r\n" + common_headers(options_.allow_origin) +
+                                 "Allow: GET, HEAD, OPTIONS\r\nContent-Length: 0\r\n\r\n";
+  if (!is_get && !is_head && !is_options) {
+    return {.bytes = plain_answer(405, false, "Allow: GET, HEAD, OPTIONS\r\n")};
+  }
   // Only origin-form targets ("/path"); absolute-form ("http://host/path")
   // is for proxies, which this is not. "OPTIONS *" asks about the server.
-  if (is_options && req.target == "*") {
-    send_all(fd, "HTTP/1.1 204 No Content\r\n" + common_headers(options_.allow_origin) +
-                     "Allow: GET, HEAD, OPTIONS\r\nContent-Length: 0\r\n\r\n");
-    return;
-  }
-  if (req.target.front() != '/') return answer(400);
+  if (is_options && req.target == "*") return {.bytes = no_content};
+  if (req.target.front() != '/') return {.bytes = plain_answer(400, is_head)};
   // DNS rebinding: a page whose name resolves to 127.0.0.1 is same-origin
   // with this server, so a loopback server answers only loopback names.
-  if (loopback_ && req.has_host && !is_loopback_host(req.host)) return answer(403);
+  if (loopback_ && req.has_host && !is_loopback_host(req.host)) return {.bytes = plain_answer(403, is_head)};
   const std::string path = req.target.substr(0, req.target.find_first_of("?#"));
-  if (is_options) {
-    send_all(fd, "HTTP/1.1 204 No Content\r\n" + common_headers(options_.allow_origin) +
-                     "Allow: GET, HEAD, OPTIONS\r\nContent-Length: 0\r\n\r\n");
-    return;
-  }
-  if (path == "/" || path == "/index.html") return serve_index(fd, is_head);
-  serve_file(fd, path, is_head);
+  if (is_options) return {.bytes = no_content};
+  if (path == "/" || path == "/index.html") return serve_index(is_head);
+  return serve_file(path, is_head);
 }
 
 std::string TraceServer::verdict_for(const ServedTrace& trace) {
@@ -678,7 +1043,7 @@ std::string TraceServer::verdict_for(const ServedTrace& trace) {
   return verdict;
 }
 
-void TraceServer::serve_index(int fd, bool head) {
+TraceServer::Answer TraceServer::serve_index(bool head) {
   std::string body =
       "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>tprof serve</title>\n"
       "<style>body{font:14px sans-serif;margin:2em}td,th{padding:.3em 1em;text-align:left}"
@@ -703,19 +1068,11 @@ void TraceServer::serve_index(int fd, bool head) {
                     "Content-Type: text/html; charset=utf-8\r\nContent-Length: " +
                     std::to_string(body.size()) + "\r\n\r\n";
   if (!head) out += body;
-  send_all(fd, out);
+  return {.bytes = std::move(out)};
 }
 
-void TraceServer::serve_file(int fd, const std::string& target_path, bool head) {
-  auto fail = [&](int status) {
-    const std::string body = std::to_string(status) + " " + reason_phrase(status) + "\n";
-    std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) + "\r\n" +
-                      common_headers(options_.allow_origin) +
-                      "Content-Type: text/plain; charset=utf-8\r\nContent-Length: " + std::to_string(body.size()) +
-                      "\r\n\r\n";
-    if (!head) out += body;
-    send_all(fd, out);
-  };
+TraceServer::Answer TraceServer::serve_file(const std::string& target_path, bool head) {
+  const auto fail = [&](int status) { return Answer{.bytes = plain_answer(status, head)}; };
   const DecodedPath decoded = decode_request_path(target_path);
   if (decoded.check == PathCheck::kBadRequest) return fail(400);
   if (decoded.check != PathCheck::kOk) return fail(403);
@@ -729,6 +1086,8 @@ void TraceServer::serve_file(int fd, const std::string& target_path, bool head) 
   if (std::string_view(resolved).substr(0, prefix.size()) != prefix) return fail(403);
   // O_NOFOLLOW: the resolved path has no link left in its last component;
   // one put there since realpath() is refused rather than followed.
+  // O_NONBLOCK: a FIFO named *.json does not hold the worker (and is
+  // refused below as not a regular file).
   const int file = ::open(resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (file < 0) return fail(errno == ENOENT ? 404 : 403);
   struct stat st {};
@@ -740,18 +1099,16 @@ void TraceServer::serve_file(int fd, const std::string& target_path, bool head) 
   const auto size = static_cast<std::uint64_t>(st.st_size);
   // A .json.gz goes out as the compressed bytes (no Content-Encoding):
   // Perfetto UI unpacks gzip itself, and the download stays the file.
-  const std::string out = "HTTP/1.1 200 OK\r\n" + common_headers(options_.allow_origin) +
-                          "Content-Type: " + (gz ? "application/gzip" : "application/json") +
-                          "\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n";
-  if (send_all(fd, out) && !head) {
-    off_t offset = 0;
-    while (static_cast<std::uint64_t>(offset) < size) {
-      const ssize_t n = ::sendfile(fd, file, &offset, size - static_cast<std::uint64_t>(offset));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;  // peer gone, stalled past SO_SNDTIMEO, or the file shrank
-    }
+  Answer a{.bytes = "HTTP/1.1 200 OK\r\n" + common_headers(options_.allow_origin) +
+                    "Content-Type: " + (gz ? "application/gzip" : "application/json") +
+                    "\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n"};
+  if (head) {
+    ::close(file);
+  } else {
+    a.file_fd = file;  // run()'s loop sends it and closes it
+    a.file_size = size;
   }
-  ::close(file);
+  return a;
 }
 
 }  // namespace tprof::internal

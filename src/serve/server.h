@@ -12,6 +12,13 @@
 // once, segments that are empty or start with '.', encoded separators and
 // control bytes are refused, and the file's realpath must lie under the
 // directory's realpath (docs/serve.md, "Security model").
+//
+// One thread (run()'s) owns every socket and never blocks on a client: it
+// reads request heads and writes answers without blocking, each against one
+// deadline for the whole head and one for the whole answer. Worker threads
+// only build answers (the index page's verdicts can take seconds), so slow or
+// silent clients cost a connection slot each, never a thread
+// (docs/serve.md, "Slow and hostile clients").
 #pragma once
 
 #include <atomic>
@@ -37,12 +44,40 @@ struct ServeOptions {
   int port = 9001;                          // 0: the kernel picks a free port (see port())
   // Allowed origin for cross-origin reads (Access-Control-Allow-Origin).
   std::string allow_origin = "https://ui.perfetto.dev";
-  // A client has this long to send its request head, and each write may
-  // stall this long before the connection is dropped.
-  int io_timeout_ms = 5000;
-  // Stop after this many connections were accepted and answered; 0: never.
-  std::uint64_t max_connections = 0;
-  int workers = 8;  // connections handled at once; more wait in a short queue
+
+  // Deadlines, each for a whole phase however the bytes trickle:
+  // from accepting a connection to the end of its request head (then 408),
+  int request_timeout_ms = 5000;
+  // and from the first byte of an answer to its last: response_timeout_ms
+  // plus one second per min_send_rate_bytes_per_s of answer (then the
+  // connection is reset, the answer cut short).
+  int response_timeout_ms = 10'000;
+  std::uint64_t min_send_rate_bytes_per_s = 1 << 20;
+  // After answering, how long to wait for the client to close before closing
+  // (a close with unread bytes would reset the connection and could discard
+  // the answer).
+  int linger_ms = 1000;
+
+  // Connections held at once (clamped to what RLIMIT_NOFILE allows), and per
+  // client address; beyond either a new connection is answered 503.
+  int max_open_connections = 512;
+  int max_connections_per_client = 256;
+  // Threads that build answers (the index page, file lookups); requests
+  // waiting for one are capped too (docs/serve.md), beyond that 503.
+  int workers = 4;
+  // For tests: return from run() once this many connections were accepted
+  // and closed; 0: never.
+  std::uint64_t exit_after_connections = 0;
+};
+
+// What the server has done so far; counters only grow, except open_connections.
+struct ServeStats {
+  std::uint64_t accepted = 0;           // connections accepted
+  std::uint64_t closed = 0;             // connections closed (answered or not)
+  std::uint64_t open_connections = 0;   // held now (accepted - closed), 503 lane included
+  std::uint64_t busy = 0;               // answered 503 (a limit was reached)
+  std::uint64_t request_timeouts = 0;   // answered 408 (no whole head in time)
+  std::uint64_t response_timeouts = 0;  // reset before the whole answer was sent
 };
 
 // A trace file found under the directory.
@@ -109,22 +144,42 @@ class TraceServer {
   // "https://ui.perfetto.dev/#!/?url=http://127.0.0.1:PORT/<encoded path>".
   std::string perfetto_link(const ServedTrace& trace) const;
 
-  // Serves on the calling thread until stop() or max_connections, then
-  // waits for the connections in flight. Call once.
+  // Serves on the calling thread until stop() or exit_after_connections,
+  // then lets answers under way finish (at most a second after stop()).
+  // Call once. Errors: kIo when poll() fails.
   Status run();
   // Asks run() to return. Thread-safe and async-signal-safe.
   void stop() noexcept;
 
-  std::uint64_t connections_handled() const { return handled_.load(std::memory_order_relaxed); }
+  // Thread-safe; the counters are read one by one, not as one snapshot.
+  ServeStats stats() const;
+  std::uint64_t connections_handled() const { return closed_.load(std::memory_order_relaxed); }
+  // max_open_connections after clamping to the descriptor limit.
+  int max_open_connections() const { return options_.max_open_connections; }
 
  private:
   explicit TraceServer(ServeOptions options) : options_(std::move(options)) {}
 
+  struct Loop;  // run()'s sockets and their state (server.cc)
+  // An answer a worker built for a connection: head and in-memory body in
+  // `bytes`, then `file_size` bytes of `file_fd` (-1: none), owned.
+  struct Answer {
+    std::uint64_t conn_id = 0;
+    std::string bytes;
+    int file_fd = -1;
+    std::uint64_t file_size = 0;
+  };
+  struct Job {
+    std::uint64_t conn_id = 0;
+    RequestHead request;
+  };
+
   void worker_loop();
-  void handle_connection(int fd);
-  void respond(int fd, const RequestHead& req);
-  void serve_index(int fd, bool head);
-  void serve_file(int fd, const std::string& target_path, bool head);
+  void wake() noexcept;
+  Answer answer_request(const RequestHead& req);
+  std::string plain_answer(int status, bool head_only, std::string_view extra_headers = {}) const;
+  Answer serve_index(bool head);
+  Answer serve_file(const std::string& target_path, bool head);
   std::string verdict_for(const ServedTrace& trace);
 
   ServeOptions options_;
@@ -136,12 +191,21 @@ class TraceServer {
   int listen_fd_ = -1;
   int wake_fds_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};
-  std::atomic<std::uint64_t> handled_{0};
 
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
-  std::deque<int> queue_;
-  bool accept_done_ = false;
+  std::atomic<std::uint64_t> accepted_{0};
+  std::atomic<std::uint64_t> closed_{0};
+  std::atomic<std::uint64_t> busy_{0};
+  std::atomic<std::uint64_t> request_timeouts_{0};
+  std::atomic<std::uint64_t> response_timeouts_{0};
+
+  // Requests waiting for a worker, and the answers workers built; run()'s
+  // thread is woken through wake_fds_ when an answer is ready.
+  std::mutex jobs_mu_;
+  std::condition_variable jobs_cv_;
+  std::deque<Job> jobs_;
+  bool workers_done_ = false;
+  std::mutex answers_mu_;
+  std::deque<Answer> answers_;
   std::vector<std::thread> workers_;
 
   // Verdicts by path, with the size and mtime they were computed for.

@@ -1,6 +1,8 @@
 // tprof serve: the HTTP server over a temporary directory, driven with raw
 // sockets; path refusals, CORS, the index page, the strict head parser,
-// limits, and the CLI's exit codes and signal handling.
+// deadlines and connection limits against slow and silent clients (the
+// load test is serve_load_test.cc), and the CLI's exit codes and signal
+// handling.
 #include "src/serve/server.h"
 
 #include <arpa/inet.h>
@@ -11,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -22,15 +25,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/serve_client.h"
 #include "tprof/diagnose.h"
 #include "tprof/read.h"
 
-namespace tprof::internal {
+namespace tprof::internal::serve_test {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
 
 const std::string kTrace = std::string(TPROF_TEST_DATA) + "/public/kineto/docs/traces/after_fix_trace.json";
 const std::string kGzTrace = std::string(TPROF_TEST_DATA) +
@@ -42,59 +44,6 @@ std::string slurp(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-struct Response {
-  int status = -1;
-  std::string head;
-  std::string body;
-  bool has_header(const std::string& line) const { return head.find("\r\n" + line + "\r\n") != std::string::npos; }
-};
-
-int connect_to(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  const timeval tv{10, 0};  // a hung server fails the test instead of hanging it
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  return fd;
-}
-
-// Sends `request` as is on a new connection and reads until the server closes.
-Response http_exchange(int port, std::string_view request) {
-  Response r;
-  const int fd = connect_to(port);
-  if (fd < 0) return r;
-  while (!request.empty()) {
-    const ssize_t n = ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-    if (n <= 0) break;  // the server may answer and stop reading early
-    request.remove_prefix(static_cast<std::size_t>(n));
-  }
-  std::string raw;
-  char buf[65536];
-  while (true) {
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    raw.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  const std::size_t end = raw.find("\r\n\r\n");
-  if (raw.rfind("HTTP/1.1 ", 0) != 0 || end == std::string::npos) return r;
-  r.status = std::atoi(raw.c_str() + 9);
-  r.head = raw.substr(0, end + 2);
-  r.body = raw.substr(end + 4);
-  return r;
-}
-
-Response get(int port, const std::string& target, const std::string& method = "GET") {
-  return http_exchange(port, method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
 }
 
 // A directory with two traces, one gzipped, one with a name that needs
@@ -142,6 +91,16 @@ class ServeTest : public ::testing::Test {
     thread_.join();
     EXPECT_TRUE(run_status_);
     server_.reset();
+  }
+  // Waits (at most 10 s) until the server holds `n` connections, so that
+  // connections counted on are accepted, not waiting in the kernel's backlog.
+  bool wait_open(std::uint64_t n) {
+    const Clock::time_point end = Clock::now() + milliseconds(10'000);
+    while (server_->stats().open_connections != n) {
+      if (Clock::now() > end) return false;
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    return true;
   }
 
   std::string base_, dir_;
@@ -311,7 +270,7 @@ TEST_F(ServeTest, HugeHeadersGet4xx) {
 }
 
 TEST_F(ServeTest, SlowClientTimesOutWithoutBlockingOthers) {
-  start_server({.io_timeout_ms = 1000});
+  start_server({.request_timeout_ms = 1000});
   const int idle = connect_to(port_);  // sends nothing
   ASSERT_GE(idle, 0);
   const int partial = connect_to(port_);  // sends half a request
@@ -322,13 +281,172 @@ TEST_F(ServeTest, SlowClientTimesOutWithoutBlockingOthers) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(800));
   // The idle ones are answered 408 once their time is up, and closed.
   for (const int fd : {idle, partial}) {
-    std::string raw;
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) raw.append(buf, static_cast<std::size_t>(n));
-    EXPECT_EQ(raw.rfind("HTTP/1.1 408 ", 0), 0u) << raw;
+    const Received raw = read_until_close(fd, milliseconds(10'000));
+    EXPECT_EQ(raw.bytes.rfind("HTTP/1.1 408 ", 0), 0u) << raw.bytes;
+    EXPECT_TRUE(raw.eof);
     ::close(fd);
   }
+}
+
+// A trace-named file of `size_bytes`: bigger than what the socket buffers
+// of both ends hold, so that sending it waits on the reader.
+void write_big_trace(const std::string& path, std::size_t size_bytes) {
+  std::ofstream out(path, std::ios::binary);
+  const std::string open = "{\"traceEvents\": [], \"pad\": \"";
+  out << open << std::string(size_bytes - open.size() - 2, 'x') << "\"}";
+}
+
+// Review finding G (issue 23): eight clients reading 64 KB every ~11 s held
+// every worker, because the send timeout was per call. Twelve slow readers
+// now hold twelve connection slots and no thread.
+TEST_F(ServeTest, SlowReadersDoNotHoldTheServer) {
+  write_big_trace(dir_ + "/big.json", 8 << 20);
+  start_server();
+  std::vector<int> slow;
+  for (int i = 0; i < 12; ++i) {
+    const int fd = connect_to(port_, 64 * 1024);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(send_all(fd, "GET /big.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    slow.push_back(fd);
+  }
+  ASSERT_TRUE(wait_open(12));
+  std::atomic<bool> done{false};
+  std::thread reader([&] {  // 64 KB a second each: never stalled, never done
+    char buf[65536];
+    while (!done.load()) {
+      for (const int fd : slow) ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+      for (int i = 0; i < 20 && !done.load(); ++i) std::this_thread::sleep_for(milliseconds(50));
+    }
+  });
+  for (int i = 0; i < 8; ++i) {
+    const Response r = get(port_, i % 2 == 0 ? "/after_fix_trace.json" : "/", "GET", milliseconds(5000));
+    EXPECT_EQ(r.status, 200) << "request " << i << ": " << r.raw.bytes.substr(0, 200);
+    if (r.status != 200) break;
+  }
+  done.store(true);
+  reader.join();
+  for (const int fd : slow) ::close(fd);
+}
+
+// Review finding G: the send deadline is for the whole answer, not each
+// call. A reader that keeps taking 64 KB every 200 ms is cut off once
+// response_timeout_ms plus size / min_send_rate has passed.
+TEST_F(ServeTest, SlowReaderIsCutOffAtTheResponseDeadline) {
+  write_big_trace(dir_ + "/big.json", 8 << 20);
+  // 1 s + 8 MB at 64 MB/s: about 1.1 s for the whole answer.
+  start_server({.response_timeout_ms = 1000, .min_send_rate_bytes_per_s = 64 << 20});
+  const int fd = connect_to(port_, 64 * 1024);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_all(fd, "GET /big.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  const Clock::time_point start = Clock::now();
+  std::size_t received = 0;
+  bool closed = false;
+  char buf[65536];
+  while (!closed && Clock::now() - start < milliseconds(10'000)) {
+    std::this_thread::sleep_for(milliseconds(200));
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) received += static_cast<std::size_t>(n);
+    closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+  const auto took = Clock::now() - start;
+  ::close(fd);
+  EXPECT_TRUE(closed) << "still sending after 10 s; " << received << " bytes so far";
+  EXPECT_LT(received, std::size_t{8} << 20);
+  EXPECT_GE(took, milliseconds(1000));  // not before its deadline
+  EXPECT_EQ(server_->stats().response_timeouts, 1u);
+  EXPECT_EQ(get(port_, "/after_fix_trace.json").status, 200);
+}
+
+// Review finding G: 80 half-open connections (connected, silent) left 0 of
+// 36 requests answered. A hundred now wait for their 408 in slots of their
+// own while 36 requests from four clients are answered.
+TEST_F(ServeTest, HalfOpenConnectionsDoNotStarveOthers) {
+  start_server();
+  std::vector<int> idle;
+  for (int i = 0; i < 100; ++i) {
+    const int fd = connect_to(port_);
+    ASSERT_GE(fd, 0);
+    idle.push_back(fd);
+  }
+  EXPECT_TRUE(wait_open(100));  // held by the server, not waiting in the backlog
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < 9; ++i) {
+        const Response r = get(port_, (c + i) % 3 == 0 ? "/" : "/after_fix_trace.json", "GET", milliseconds(5000));
+        if (r.status != 200) return;
+        ok.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(ok.load(), 36);
+  for (const int fd : idle) ::close(fd);
+}
+
+// Review finding G: the 503 came as a reset (closed with the request unread).
+// Now it is a whole answer the client reads, then a clean close.
+TEST_F(ServeTest, BusyIsAComplete503ThenAClose) {
+  start_server({.max_open_connections = 8, .workers = 1});
+  // Seventy silent connections fill the server (before: one worker and a
+  // queue of 64). Those refused already are read and closed.
+  std::vector<int> held;
+  for (int i = 0; i < 70; ++i) {
+    const int fd = connect_to(port_);
+    ASSERT_GE(fd, 0);
+    held.push_back(fd);
+  }
+  std::this_thread::sleep_for(milliseconds(300));
+  std::erase_if(held, [](int fd) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) != 1) return false;
+    read_until_close(fd, milliseconds(5000));
+    ::close(fd);
+    return true;
+  });
+  for (int i = 0; i < 20; ++i) {
+    const int fd = connect_to(port_);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(send_all(fd, "GET /after_fix_trace.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    const Response r = parse_response(read_until_close(fd, milliseconds(5000)));
+    ::close(fd);
+    EXPECT_EQ(r.status, 503) << i << ": " << r.raw.bytes;
+    EXPECT_TRUE(r.raw.eof) << i << (r.raw.reset ? ": reset" : ": no close");
+    EXPECT_TRUE(r.has_header("Retry-After: 1")) << r.head;
+    EXPECT_TRUE(r.has_header("Access-Control-Allow-Origin: https://ui.perfetto.dev")) << r.head;
+    if (r.status != 503 || !r.raw.eof) break;
+  }
+  for (const int fd : held) ::close(fd);
+}
+
+// One address may hold max_connections_per_client connections; the next
+// is answered 503, while another address is still served.
+TEST_F(ServeTest, PerClientConnectionLimit) {
+  start_server({.max_connections_per_client = 4});
+  std::vector<int> held;
+  for (int i = 0; i < 4; ++i) {
+    const int fd = connect_to(port_);
+    ASSERT_GE(fd, 0);
+    held.push_back(fd);
+  }
+  ASSERT_TRUE(wait_open(4));
+  const Response busy = get(port_, "/after_fix_trace.json");
+  EXPECT_EQ(busy.status, 503) << busy.head;
+  EXPECT_TRUE(busy.raw.eof);
+  // Any 127.0.0.0/8 address is loopback on Linux: another client.
+  const int other = connect_to(port_, 0, "127.0.0.2");
+  if (other >= 0) {
+    ASSERT_TRUE(send_all(other, "GET /after_fix_trace.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    EXPECT_EQ(parse_response(read_until_close(other, milliseconds(10'000))).status, 200);
+    ::close(other);
+  }
+  ::close(held.back());
+  held.pop_back();
+  ASSERT_TRUE(wait_open(3));
+  EXPECT_EQ(get(port_, "/after_fix_trace.json").status, 200);
+  for (const int fd : held) ::close(fd);
+  EXPECT_GE(server_->stats().busy, 1u);
 }
 
 // Review finding I: with two Host fields the last won, so "Host: evil" then
@@ -373,6 +491,31 @@ TEST_F(ServeTest, ControlBytesInHeaderValuesAreRefused) {
   const Clock::time_point start = Clock::now();
   EXPECT_EQ(http_exchange(port_, "GET / HTTP/1.1\nHost: 127.0.0.1\n\n").status, 400);
   EXPECT_LT(Clock::now() - start, milliseconds(4000));  // not the 5 s head deadline
+}
+
+// Bytes trickled one at a time do not extend the head's deadline.
+TEST_F(ServeTest, TrickledHeadGets408AtItsDeadline) {
+  start_server({.request_timeout_ms = 1000});
+  const int fd = connect_to(port_);
+  ASSERT_GE(fd, 0);
+  const std::string head = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+  const Clock::time_point start = Clock::now();
+  std::size_t sent = 0;
+  Received raw;
+  while (Clock::now() - start < milliseconds(10'000)) {
+    if (::send(fd, sent < head.size() ? &head[sent] : "x", 1, MSG_NOSIGNAL) != 1) break;
+    ++sent;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) == 1) {
+      raw = read_until_close(fd, milliseconds(5000));
+      break;
+    }
+  }
+  const auto took = Clock::now() - start;
+  ::close(fd);
+  EXPECT_EQ(raw.bytes.rfind("HTTP/1.1 408 ", 0), 0u) << raw.bytes;
+  EXPECT_GE(took, milliseconds(1000));
+  EXPECT_LT(took, milliseconds(6000));
 }
 
 TEST(ServeParseTest, RequestHeadsAreParsedStrictly) {
@@ -437,7 +580,7 @@ TEST_F(ServeTest, TenThousandRequestsLeaveItAnswering) {
 }
 
 TEST_F(ServeTest, MaxConnectionsEndsRun) {
-  ServeOptions options{.max_connections = 2};
+  ServeOptions options{.exit_after_connections = 2};
   options.dir = dir_;
   options.port = 0;
   Result<std::unique_ptr<TraceServer>> s = TraceServer::start(options);
@@ -575,4 +718,4 @@ TEST_F(ServeTest, CliMaxRequestsAndBadInput) {
 #endif
 
 }  // namespace
-}  // namespace tprof::internal
+}  // namespace tprof::internal::serve_test

@@ -1,7 +1,9 @@
 // tprof serve DIR: the traces in DIR on 127.0.0.1, one Perfetto UI link per
 // trace, an index page with verdicts at "/" (docs/serve.md).
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <iostream>
@@ -38,12 +40,20 @@ void add_serve_command(CLI::App& app, int* rc) {
   cmd->add_option("--allow-origin", opts->allow_origin, "Access-Control-Allow-Origin sent with every answer")
       ->capture_default_str();
   // For tests: exit 0 after answering N connections.
-  cmd->add_option("--max-requests", opts->max_connections, "")->group("");
+  cmd->add_option("--max-requests", opts->exit_after_connections, "")->group("");
   cmd->callback([opts, rc] {
     if (!is_loopback_address(opts->bind_address)) {
       std::cerr << "tprof: warning: --bind " << opts->bind_address
                 << " is not a loopback address: anyone who can reach it can read every trace in " << opts->dir
                 << "\n";
+    }
+    // Each connection may hold a socket and a file: a soft descriptor limit
+    // of 1024 would cut the connection limit (docs/serve.md), so raise it
+    // toward the hard limit, as servers do.
+    rlimit files{};
+    if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY && files.rlim_cur < 4096) {
+      files.rlim_cur = files.rlim_max == RLIM_INFINITY ? 4096 : std::min<rlim_t>(files.rlim_max, 4096);
+      ::setrlimit(RLIMIT_NOFILE, &files);
     }
     Result<std::unique_ptr<internal::TraceServer>> server = internal::TraceServer::start(*opts);
     if (!server) {
@@ -68,6 +78,10 @@ void add_serve_command(CLI::App& app, int* rc) {
                 s.traces().size() == 1 ? "" : "s", s.root().c_str(), s.base_url().c_str());
     for (const internal::ServedTrace& t : s.traces()) std::printf("%s\n", s.perfetto_link(t).c_str());
     std::fflush(stdout);
+    if (s.max_open_connections() < opts->max_open_connections && !global_options().quiet) {
+      std::cerr << "tprof: note: at most " << s.max_open_connections()
+                << " connections at once (the descriptor limit, ulimit -n, allows no more)\n";
+    }
     if (s.port() != 9001 && !global_options().quiet) {
       std::cerr << "tprof: note: ui.perfetto.dev fetches local traces from port 9001 only (its content security "
                    "policy); links to port "
