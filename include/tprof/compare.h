@@ -77,8 +77,9 @@ struct OpDelta {
   std::int64_t self_cpu_a_ns = 0, self_cpu_b_ns = 0;
   std::int64_t cpu_total_a_ns = 0, cpu_total_b_ns = 0;
   double calls_a = 0, calls_b = 0;  // mean per aligned step
-  std::int64_t self_cpu_delta_ns() const { return self_cpu_b_ns - self_cpu_a_ns; }
-  std::int64_t cpu_total_delta_ns() const { return cpu_total_b_ns - cpu_total_a_ns; }
+  // B − A, saturating at the int64 limits (self times may be negative).
+  std::int64_t self_cpu_delta_ns() const;
+  std::int64_t cpu_total_delta_ns() const;
 };
 
 // A device activity (kernel, memcpy, memset) by name.
@@ -88,7 +89,7 @@ struct KernelDelta {
   ChangeKind change = ChangeKind::kCommon;
   std::int64_t time_a_ns = 0, time_b_ns = 0;  // median per aligned step of the summed durations
   double count_a = 0, count_b = 0;            // mean per aligned step
-  std::int64_t time_delta_ns() const { return time_b_ns - time_a_ns; }
+  std::int64_t time_delta_ns() const;  // B − A, saturating
 };
 
 struct Comparison {

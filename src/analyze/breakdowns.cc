@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "src/analyze/intervals.h"
+#include "src/base/saturate.h"
 #include "src/trace/json_cursor.h"
 #include "src/trace/json_value.h"
 
@@ -115,6 +116,8 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
+constexpr std::int64_t kMaxInstant = (std::int64_t{1} << 62) - 1;
+
 // HTA's times (round_down_time_stamps). When the file's ts column holds
 // fractions of a µs (ns-resolution traces, pytorch#122425), HTA moves every
 // event inward to whole µs: ts = ceil(ts), end = floor(ts + dur). An event
@@ -127,9 +130,13 @@ class HtaClock {
   explicit HtaClock(const Trace& t) : base_(t.meta.base_time_ns.value_or(0)) {
     for (std::size_t e = 0; e < t.events.size() && !round_; ++e) round_ = (t.events.ts_ns[e] - base_) % kUs != 0;
   }
-  std::int64_t start(std::int64_t ts) const { return round_ ? base_ - floor_div(base_ - ts, kUs) * kUs : ts; }
+  // Rounded times stay inside the reader's ±2^62 ns, so that gaps between
+  // them fit int64 (a start rounded up past 2^62 could not).
+  std::int64_t start(std::int64_t ts) const {
+    return round_ ? std::min(kMaxInstant, base_ - floor_div(base_ - ts, kUs) * kUs) : ts;
+  }
   std::int64_t end(std::int64_t ts, std::int64_t dur) const {
-    return round_ ? base_ + floor_div(ts + dur - base_, kUs) * kUs : ts + dur;
+    return round_ ? std::max(-kMaxInstant, base_ + floor_div(ts + dur - base_, kUs) * kUs) : ts + dur;
   }
 
  private:
@@ -349,13 +356,15 @@ std::vector<HtaIdle> hta_idle(const std::vector<HtaOp>& ops, std::int64_t rank) 
     std::int64_t host = 0, kernel = 0, other = 0;
     for (std::size_t i = 1; i < rows.size(); ++i) {
       const std::int64_t prev_end = rows[i - 1]->end;
+      // Negative when a row starts inside the previous one (HTA keeps
+      // those): rows nested in one long row add up past any span.
       const std::int64_t gap = rows[i]->start - prev_end;
       if (rows[i]->has_launch && rows[i]->launch_ts > prev_end) {
-        host += gap;
+        sat_acc(host, gap);
       } else if (gap < kHtaKernelWaitNs) {
-        kernel += gap;
+        sat_acc(kernel, gap);
       } else {
-        other += gap;
+        sat_acc(other, gap);
       }
     }
     // HTA sums the gaps as they come, so rows that overlap on one stream

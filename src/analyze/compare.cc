@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "src/analyze/id_index.h"
+#include "src/base/saturate.h"
 #include "tprof/key_averages.h"
 #include "tprof/steps.h"
 
@@ -23,6 +24,10 @@ std::string_view step_alignment_name(StepAlignment a) {
   }
   return "whole_trace";
 }
+
+std::int64_t OpDelta::self_cpu_delta_ns() const { return internal::sat_sub(self_cpu_b_ns, self_cpu_a_ns); }
+std::int64_t OpDelta::cpu_total_delta_ns() const { return internal::sat_sub(cpu_total_b_ns, cpu_total_a_ns); }
+std::int64_t KernelDelta::time_delta_ns() const { return internal::sat_sub(time_b_ns, time_a_ns); }
 
 std::string_view change_kind_name(ChangeKind k) {
   switch (k) {
@@ -251,8 +256,10 @@ std::vector<PerStep> bucket_ops(const SideData& d, const std::vector<Window>& w,
     const std::ptrdiff_t p = find_window(w, op.ts_ns);
     if (p < 0) continue;
     PerStep& s = out[op.name];
-    s.x[static_cast<std::size_t>(p)] += op.self_ns;
-    s.y[static_cast<std::size_t>(p)] += op.total_ns;
+    // Saturating: a step may hold any number of long (and, for self time,
+    // negative: overlapping children) ops.
+    internal::sat_acc(s.x[static_cast<std::size_t>(p)], op.self_ns);
+    internal::sat_acc(s.y[static_cast<std::size_t>(p)], op.total_ns);
     ++s.count;
   }
   return out;
@@ -264,10 +271,15 @@ std::vector<PerStep> bucket_kernels(const SideData& d, const std::vector<Window>
     const std::ptrdiff_t p = find_window(w, k.step_ts_ns);
     if (p < 0) continue;
     PerStep& s = out[k.name];
-    s.x[static_cast<std::size_t>(p)] += k.dur_ns;
+    internal::sat_acc(s.x[static_cast<std::size_t>(p)], k.dur_ns);
     ++s.count;
   }
   return out;
+}
+
+// |v| for any int64 (a saturated delta may be INT64_MIN, which llabs cannot take).
+std::uint64_t magnitude(std::int64_t v) {
+  return v < 0 ? 0 - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
 }
 
 ChangeKind change_of(std::int64_t count_a, std::int64_t count_b) {
@@ -294,7 +306,7 @@ Comparison compare_traces(const Trace& a, const Trace& b) {
   c.delta_pct = c.a.median_step_ns > 0
                     ? 100.0 * static_cast<double>(c.delta_ns) / static_cast<double>(c.a.median_step_ns)
                     : 0.0;
-  c.noise_ns = c.a.mad_ns + c.b.mad_ns;
+  c.noise_ns = internal::sat_add(c.a.mad_ns, c.b.mad_ns);
   c.verdict_changed = c.a.verdict != c.b.verdict;
 
   // Ops by name, both sides; only names seen inside the aligned steps.
@@ -327,9 +339,9 @@ Comparison compare_traces(const Trace& a, const Trace& b) {
       c.ops.push_back(std::move(o));
     }
     std::sort(c.ops.begin(), c.ops.end(), [](const OpDelta& x, const OpDelta& y) {
-      const std::int64_t sx = std::llabs(x.self_cpu_delta_ns()), sy = std::llabs(y.self_cpu_delta_ns());
+      const std::uint64_t sx = magnitude(x.self_cpu_delta_ns()), sy = magnitude(y.self_cpu_delta_ns());
       if (sx != sy) return sx > sy;
-      const std::int64_t tx = std::llabs(x.cpu_total_delta_ns()), ty = std::llabs(y.cpu_total_delta_ns());
+      const std::uint64_t tx = magnitude(x.cpu_total_delta_ns()), ty = magnitude(y.cpu_total_delta_ns());
       if (tx != ty) return tx > ty;
       const std::int64_t mx = std::max(x.self_cpu_a_ns, x.self_cpu_b_ns), my = std::max(y.self_cpu_a_ns, y.self_cpu_b_ns);
       if (mx != my) return mx > my;
@@ -377,7 +389,7 @@ Comparison compare_traces(const Trace& a, const Trace& b) {
       c.kernels.push_back(std::move(k));
     }
     std::sort(c.kernels.begin(), c.kernels.end(), [](const KernelDelta& x, const KernelDelta& y) {
-      const std::int64_t dx = std::llabs(x.time_delta_ns()), dy = std::llabs(y.time_delta_ns());
+      const std::uint64_t dx = magnitude(x.time_delta_ns()), dy = magnitude(y.time_delta_ns());
       if (dx != dy) return dx > dy;
       const std::int64_t mx = std::max(x.time_a_ns, x.time_b_ns), my = std::max(y.time_a_ns, y.time_b_ns);
       if (mx != my) return mx > my;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <future>
+#include <numeric>
 
 #include "src/analyze/intervals.h"
 #include "src/base/radix_sort.h"
@@ -70,7 +71,7 @@ std::int64_t mean_median(std::vector<std::int64_t> v) {
   const std::int64_t hi = v[mid];
   if (v.size() % 2 == 1) return hi;
   const std::int64_t lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-  return lo + (hi - lo) / 2;
+  return std::midpoint(lo, hi);  // lo + (hi - lo) / 2 without the overflow
 }
 
 std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, double q) {
@@ -107,7 +108,8 @@ bool is_graph_launch(std::string_view name) { return name.find("GraphLaunch") !=
 std::string format_ns(std::int64_t ns) {
   char buf[48];
   const double v = static_cast<double>(ns);
-  const std::int64_t mag = ns < 0 ? -ns : ns;
+  // Unsigned: -INT64_MIN (a sum saturated downwards) does not exist.
+  const std::uint64_t mag = ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
   if (mag >= 1'000'000'000) {
     std::snprintf(buf, sizeof buf, "%.3f s", v / 1e9);
   } else if (mag >= 1'000'000) {
@@ -276,8 +278,10 @@ const std::vector<StatRow>& DiagnoseContext::averages() const {
 void DiagnoseContext::set_averages(std::vector<StatRow> rows) const {
   averages_ = std::move(rows);
   for (const StatRow& r : *averages_) {
-    self_cpu_total_ += r.self_cpu_time_total_ns;
-    if (r.is_device && !r.is_user_annotation) self_device_total_ += r.self_device_time_total_ns;
+    // Saturating, as torch's table footer is (table_text.cc): two rows that
+    // each saturated summed to -2 ns.
+    sat_acc(self_cpu_total_, r.self_cpu_time_total_ns);
+    if (r.is_device && !r.is_user_annotation) sat_acc(self_device_total_, r.self_device_time_total_ns);
   }
 }
 
@@ -286,8 +290,8 @@ DiagnoseContext::BusyWindow DiagnoseContext::gpu_busy_window() const {
   if (!steps.steps.empty()) {
     w.over_steps = true;
     for (const StepStat& st : steps.steps) {
-      w.span_ns += st.dur_ns;
-      w.busy_ns += std::min(st.gpu_busy_ns, st.dur_ns);
+      sat_acc(w.span_ns, st.dur_ns);  // steps may overlap: the sum is not bounded by the trace's span
+      sat_acc(w.busy_ns, std::min(st.gpu_busy_ns, st.dur_ns));
     }
     return w;
   }

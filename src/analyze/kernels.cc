@@ -70,7 +70,7 @@ KernelsSummary internal::kernel_stats(const internal::DiagnoseContext& c) {
   for (std::size_t k = 0; k < ops.size(); ++k) {
     KernelStat& s = out.kernels[k];
     s = internal::kernel_stat(c, std::move(s.name), std::move(s.category), ops[k]);
-    out.total_ns += s.total_ns;
+    out.total_ns = internal::sat_add(out.total_ns, s.total_ns);  // two saturated kernels made -2
   }
   std::stable_sort(out.kernels.begin(), out.kernels.end(),
                    [](const KernelStat& a, const KernelStat& b) { return a.total_ns > b.total_ns; });

@@ -12,6 +12,7 @@
 
 #include "src/analyze/breakdowns.h"
 #include "src/analyze/diagnose_context.h"
+#include "src/base/saturate.h"
 
 namespace tprof {
 
@@ -132,8 +133,9 @@ JobView compute_job_view(const JobSummary& job) {
     }
     v.comm_comp_overlap.push_back(o);
     for (const KernelTypeTime& k : s.kernel_types) {
-      kernel_types[k.kernel_type] += k.ns;
-      kernel_total += k.ns;
+      // From summary files: any int64, so the sums saturate.
+      internal::sat_acc(kernel_types[k.kernel_type], k.ns);
+      internal::sat_acc(kernel_total, k.ns);
     }
     v.ranks.push_back(std::move(row));
   }
@@ -155,7 +157,8 @@ JobView compute_job_view(const JobSummary& job) {
   for (const RankRow& row : v.ranks) {
     if (row.steps == 0 || v.ranks_with_steps < 2) continue;
     const std::int64_t excess = row.median_step_ns - v.median_step_ns;
-    const std::int64_t noise = std::max({3 * v.ranks_mad_ns, 3 * row.step_mad_ns, v.median_step_ns / 50});
+    const std::int64_t noise =
+        std::max({internal::sat_mul(3, v.ranks_mad_ns), internal::sat_mul(3, row.step_mad_ns), v.median_step_ns / 50});
     if (excess <= noise) continue;
     Straggler s;
     s.rank = row.rank;

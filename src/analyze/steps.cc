@@ -6,6 +6,7 @@
 #include "src/analyze/id_index.h"
 #include "src/analyze/intervals.h"
 #include "src/base/radix_sort.h"
+#include "src/base/saturate.h"
 
 namespace tprof {
 
@@ -68,7 +69,8 @@ StepsSummary compute_steps(const Trace& t) {
   });
   // Steps without a usable number follow the one before them.
   for (std::size_t i = 0; i < out.steps.size(); ++i) {
-    if (!out.steps[i].numbered) out.steps[i].step = i == 0 ? 0 : out.steps[i - 1].step + 1;
+    // (ProfilerStep#9223372036854775807 has no successor: saturate.)
+    if (!out.steps[i].numbered) out.steps[i].step = i == 0 ? 0 : internal::sat_add(out.steps[i - 1].step, 1);
   }
 
   // Host activity of the lanes that hold steps, merged once per lane.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/analyze/intervals.h"
+#include "src/base/saturate.h"
 
 namespace tprof::internal {
 
@@ -57,20 +58,21 @@ struct Facts {
   Verdict after_lead = Verdict::kUnclear;  // the verdict of the rest of the window (one window only)
   std::int64_t queue_delay = 0;   // median start − launch end of the window's launched work
 
+  // Over steps, which may overlap: the sums saturate (saturate.h).
   Facts& operator+=(const Facts& o) {
-    span += o.span;
-    busy += o.busy;
-    work += o.work;
-    dataloader += o.dataloader;
-    exposed_comm += o.exposed_comm;
-    sync += o.sync;
-    idle_launch += o.idle_launch;
-    idle_host += o.idle_host;
-    idle_queued += o.idle_queued;
-    idle_unrecorded += o.idle_unrecorded;
+    sat_acc(span, o.span);
+    sat_acc(busy, o.busy);
+    sat_acc(work, o.work);
+    sat_acc(dataloader, o.dataloader);
+    sat_acc(exposed_comm, o.exposed_comm);
+    sat_acc(sync, o.sync);
+    sat_acc(idle_launch, o.idle_launch);
+    sat_acc(idle_host, o.idle_host);
+    sat_acc(idle_queued, o.idle_queued);
+    sat_acc(idle_unrecorded, o.idle_unrecorded);
     longest_host = std::max(longest_host, o.longest_host);
-    lead_host += o.lead_host;
-    busy_after_lead += o.busy_after_lead;
+    sat_acc(lead_host, o.lead_host);
+    sat_acc(busy_after_lead, o.busy_after_lead);
     return *this;
   }
   double share(std::int64_t v) const { return static_cast<double>(v) / static_cast<double>(std::max<std::int64_t>(1, span)); }

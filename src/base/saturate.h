@@ -19,6 +19,12 @@ inline std::int64_t sat_sub(std::int64_t a, std::int64_t b) {
   return b < 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
 }
 
+inline std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (!__builtin_mul_overflow(a, b, &r)) return r;
+  return (a < 0) != (b < 0) ? std::numeric_limits<std::int64_t>::min() : std::numeric_limits<std::int64_t>::max();
+}
+
 // a += b, saturating.
 inline void sat_acc(std::int64_t& a, std::int64_t b) { a = sat_add(a, b); }
 

@@ -23,7 +23,9 @@ std::string with_sign(char sign, const std::string& s) {
 }
 // "1.234ms"; negative durations keep their sign.
 std::string t(std::int64_t ns) {
-  const std::string mag = internal::format_time_us(static_cast<double>(std::llabs(ns)) / 1000.0);
+  // |ns| in unsigned arithmetic: a saturated delta may be INT64_MIN.
+  const std::uint64_t abs_ns = ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
+  const std::string mag = internal::format_time_us(static_cast<double>(abs_ns) / 1000.0);
   return ns < 0 ? with_sign('-', mag) : mag;
 }
 // "+1.234ms", "-2.000us", "0.000us".

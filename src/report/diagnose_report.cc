@@ -8,6 +8,7 @@
 
 #include "src/analyze/diagnose_context.h"
 #include "src/base/json_writer.h"
+#include "src/base/saturate.h"
 #include "src/report/event_text.h"
 #include "src/report/py_format.h"
 #include "tprof/diagnose.h"
@@ -19,6 +20,7 @@ namespace {
 using internal::EventClock;
 using internal::evidence_value_text;
 using internal::real_text;
+using internal::sat_acc;
 using internal::format_ns;
 using internal::format_pct;
 using internal::JsonWriter;
@@ -250,9 +252,9 @@ void append_breakdowns(std::string* out, const Diagnosis& d, bool verbose) {
     const std::int64_t rank = b.hta_idle[i].rank;
     std::int64_t host = 0, kernel = 0, other = 0, streams = 0;
     for (; i < b.hta_idle.size() && b.hta_idle[i].rank == rank; ++i, ++streams) {
-      host += b.hta_idle[i].host_wait_ns;
-      kernel += b.hta_idle[i].kernel_wait_ns;
-      other += b.hta_idle[i].other_ns;
+      sat_acc(host, b.hta_idle[i].host_wait_ns);  // streams run at once: the sum may pass any span
+      sat_acc(kernel, b.hta_idle[i].kernel_wait_ns);
+      sat_acc(other, b.hta_idle[i].other_ns);
     }
     *out += "GPU idle causes (HTA), rank " + std::to_string(rank) + ", " + std::to_string(streams) +
             (streams == 1 ? " stream" : " streams") + ": host wait " + format_ns(host) + ", kernel wait " +

@@ -14,8 +14,10 @@ std::string EventClock::rel_ms_text(std::int64_t ts_ns) const {
   // Round to the µs, then print µs as ms with the one exact formatter
   // (append_us prints n / 1000 with three decimals): no floating point, so
   // epoch-sized values stay exact.
+  // Half away from zero, without adding 500 first: a time 2^63 ns after the
+  // trace's start would overflow.
   const std::int64_t ns = rel_ns(ts_ns);
-  const std::int64_t us = ns >= 0 ? (ns + 500) / 1000 : -((-ns + 500) / 1000);
+  const std::int64_t us = ns / 1000 + (ns % 1000 >= 500) - (ns % 1000 <= -500);
   std::string s;
   append_us(&s, us);
   return s + " ms";

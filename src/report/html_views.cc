@@ -8,11 +8,14 @@
 #include "src/report/html_views.h"
 
 #include <algorithm>
+#include <limits>
 #include <queue>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
+
+#include "src/base/saturate.h"
 
 namespace tprof::internal {
 
@@ -21,10 +24,12 @@ namespace {
 using Span = std::pair<std::int64_t, std::int64_t>;
 
 // Joins sorted intervals whose gap is at most `gap` (0: the plain union).
+// Times are offsets from the trace's start, so they and their differences
+// fit int64, but an offset plus a gap may not.
 std::vector<Span> merge_spans(const std::vector<Span>& sorted, std::int64_t gap) {
   std::vector<Span> out;
   for (const Span& s : sorted) {
-    if (!out.empty() && s.first <= out.back().second + gap) {
+    if (!out.empty() && s.first - out.back().second <= gap) {
       out.back().second = std::max(out.back().second, s.second);
     } else {
       out.push_back(s);
@@ -32,6 +37,9 @@ std::vector<Span> merge_spans(const std::vector<Span>& sorted, std::int64_t gap)
   }
   return out;
 }
+
+// ⌈a / b⌉ for a >= 0, b > 0, without a + b - 1 (a may be near 2^63).
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
 struct LaneEvents {
   std::uint32_t lane = 0;
@@ -239,19 +247,26 @@ FlameTree build_flame_tree(const DiagnoseContext& c, const HtmlReportOptions& op
       const std::string_view name = c.name(e);
       const bool step = is_profiler_step(name);
       const int n = child(parent, step ? kStepName : trace.events.name[e], step ? "ProfilerStep#*" : name);
-      nodes[static_cast<std::size_t>(n)].total_ns += end - ts;
+      // Same-named calls and overlapping top-level events add up past any
+      // span: the sums saturate.
+      sat_acc(nodes[static_cast<std::size_t>(n)].total_ns, end - ts);
       nodes[static_cast<std::size_t>(n)].calls += 1;
-      if (stack.empty()) nodes[static_cast<std::size_t>(thread)].total_ns += end - ts;
+      if (stack.empty()) sat_acc(nodes[static_cast<std::size_t>(thread)].total_ns, end - ts);
       stack.emplace_back(end, n);
     }
-    nodes[0].total_ns += nodes[static_cast<std::size_t>(thread)].total_ns;
+    sat_acc(nodes[0].total_ns, nodes[static_cast<std::size_t>(thread)].total_ns);
   }
   if (nodes.size() == 1) return f;  // no host ops: no tree
   f.nodes_total = nodes.size();
 
   // The largest nodes first (a parent is never smaller than its child, so
   // it is always taken before it); children under the threshold are left out.
-  const auto min_ns = static_cast<std::int64_t>(static_cast<double>(nodes[0].total_ns) * options.flame_min_fraction);
+  // In double, converted back only inside int64 (a saturated root's time is
+  // 2^63 as a double: a fraction of 1 would keep it there).
+  const double min_share = static_cast<double>(nodes[0].total_ns) * options.flame_min_fraction;
+  const std::int64_t min_ns = !(min_share > 0)    ? 0
+                              : min_share < 9.2e18 ? static_cast<std::int64_t>(min_share)
+                                                   : std::numeric_limits<std::int64_t>::max();
   auto smaller = [&](int a, int b) {
     const std::int64_t ta = nodes[static_cast<std::size_t>(a)].total_ns;
     const std::int64_t tb = nodes[static_cast<std::size_t>(b)].total_ns;
@@ -303,7 +318,7 @@ void write_timeline_json(JsonWriter& w, const Timeline& t) {
   // Times in units of unit_ns (a millionth of the span, at least 1 ns), and
   // intervals as (gap since the previous end, length) pairs: small numbers,
   // so 40,000 intervals take a few hundred KB.
-  const std::int64_t unit = std::max<std::int64_t>(1, (t.span_ns + 999999) / 1000000);
+  const std::int64_t unit = std::max<std::int64_t>(1, ceil_div(t.span_ns, 1000000));
   NameTable names;
   w.begin_object();
   w.key("start_ns");
@@ -335,7 +350,7 @@ void write_timeline_json(JsonWriter& w, const Timeline& t) {
     std::int64_t prev = 0;
     for (const auto& [s, e] : l.intervals) {
       const std::int64_t su = std::max(prev, s / unit);
-      const std::int64_t eu = std::max(su + 1, (e + unit - 1) / unit);  // at least one unit: visible
+      const std::int64_t eu = std::max(su + 1, ceil_div(e, unit));  // at least one unit: visible
       w.value_int(su - prev);
       w.value_int(eu - su);
       prev = eu;
@@ -347,7 +362,7 @@ void write_timeline_json(JsonWriter& w, const Timeline& t) {
     for (const TimelineEvent& e : l.top) {
       w.begin_array();
       w.value_int(e.start_ns / unit);
-      w.value_int((e.dur_ns + unit - 1) / unit);
+      w.value_int(ceil_div(e.dur_ns, unit));
       w.value_int(names.index(e.name));
       w.end_array();
     }

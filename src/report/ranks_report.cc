@@ -299,7 +299,9 @@ Result<RankSummary> parse_rank(const JsonValue& o, const std::string& where) {
     for (std::size_t j = 0; j < 5; ++j) {
       if (!s.items()[j].is_number() || !s.items()[j].get_int(&f[j])) return bad(at, "not an array of 5 integers");
     }
-    if (f[1] < 0 || f[2] < 0 || f[3] < 0 || f[4] < 0 || f[2] + f[3] + f[4] != f[1]) {
+    // f[2] + f[3] + f[4] == f[1], without the sum (it could overflow).
+    if (f[1] < 0 || f[2] < 0 || f[3] < 0 || f[4] < 0 || f[2] > f[1] || f[3] > f[1] - f[2] ||
+        f[4] != f[1] - f[2] - f[3]) {
       return bad(at, "the phases are negative or do not sum to the step");
     }
     r.steps.push_back({f[0], f[1], f[2], f[3], f[4]});

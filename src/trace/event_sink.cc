@@ -12,6 +12,12 @@ namespace {
 
 constexpr std::uint32_t kEmptySlot = 0xffffffffu;
 
+// Every instant the model keeps (ts, and ts + dur) lies strictly within
+// ±2^62 ns (±146 years): the difference of any two instants, the span of a
+// whole trace included, then fits int64. Sums over many events still
+// saturate (src/base/saturate.h).
+constexpr std::int64_t kMaxTime = std::int64_t{1} << 62;
+
 std::uint64_t hash_id(const TraceId& id) {
   return id.is_str ? (0x9e3779b97f4a7c15ull ^ id.str) * 0xff51afd7ed558ccdull
                    : static_cast<std::uint64_t>(id.num) * 0xc4ceb9fe1a85ec53ull;
@@ -48,6 +54,10 @@ void EventSink::commit(PendingEvent& ev, std::int64_t src) {
         b_->diagnostics.add(DiagnosticCode::kMissingField, src, "\"E\" event without \"ts\", skipped");
         return;
       }
+      if (ev.ts <= -kMaxTime || ev.ts >= kMaxTime) {
+        b_->diagnostics.add(DiagnosticCode::kOutOfRange, src, "\"ts\" beyond ±2^62 ns (146 years), event skipped");
+        return;
+      }
       b_->ends.push_back({static_cast<std::uint64_t>(src), b_->lane_index({ev.pid, ev.tid}), ev.ts});
       return;
     }
@@ -64,10 +74,9 @@ void EventSink::commit(PendingEvent& ev, std::int64_t src) {
                               "', event skipped");
       return;
   }
-  // Times stay within ±2^62 ns (±146 years) so that ts + dur and the
-  // differences analyses take cannot overflow.
-  constexpr std::int64_t kMaxTime = std::int64_t{1} << 62;
-  if ((ev.has_ts && (ev.ts <= -kMaxTime || ev.ts >= kMaxTime)) || (ev.has_dur && ev.dur >= kMaxTime)) {
+  // Within range, ts + dur cannot overflow; only a complete event keeps its dur.
+  if ((ev.has_ts && (ev.ts <= -kMaxTime || ev.ts >= kMaxTime)) || (ev.has_dur && ev.dur >= kMaxTime) ||
+      (ev.has_ts && ev.has_dur && ev.ph == 'X' && ev.dur > 0 && ev.ts + ev.dur >= kMaxTime)) {
     b_->diagnostics.add(DiagnosticCode::kOutOfRange, src, "\"ts\"/\"dur\" beyond ±2^62 ns (146 years), event skipped");
     return;
   }

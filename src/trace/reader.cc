@@ -552,9 +552,10 @@ Result<Trace> Reader::run(Trace trace) {
     const std::int64_t base = *trace_.meta.base_time_ns;
     constexpr std::int64_t kMaxTime = std::int64_t{1} << 62;
     std::int64_t lo = 0, hi = 0;
-    for (std::int64_t ts : trace_.events.ts_ns) {
+    for (std::size_t e = 0; e < trace_.events.size(); ++e) {
+      const std::int64_t ts = trace_.events.ts_ns[e];
       lo = std::min(lo, ts);
-      hi = std::max(hi, ts);
+      hi = std::max(hi, ts + std::max<std::int64_t>(0, trace_.events.dur_ns[e]));  // its end, too
     }
     if (base > -kMaxTime && base < kMaxTime && lo + base > -kMaxTime && hi + base < kMaxTime) {
       for (auto& ts : trace_.events.ts_ns) ts += base;

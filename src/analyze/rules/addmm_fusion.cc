@@ -82,12 +82,12 @@ void rule_addmm_fusion(const DiagnoseContext& c, std::vector<Finding>* out) {
     const std::int64_t d = op.end - op.start;
     if (op.cls == DeviceClass::kMemcpy) {
       ++dtod_count;
-      dtod_ns += d;
+      sat_acc(dtod_ns, d);
       if (first_dtod == kNoIndex) first_dtod = op.event;
     } else if (op.cls == DeviceClass::kCompute) {
       const StrId n = t.events.name[op.event];
       ++kernel_count[n];
-      kernel_ns[n] += d;
+      sat_acc(kernel_ns[n], d);
     }
   }
   // The GEMM: the kernel addmm launches most often (longest total on ties).

@@ -56,7 +56,7 @@ void rule_bmm_dispatch(const DiagnoseContext& c, std::vector<Finding>* out) {
     OpStats* s = n == *bmm_id ? &bmm : (mm_id && n == *mm_id) ? &mm : nullptr;
     if (s == nullptr) continue;
     ++s->count;
-    s->cpu_ns += c.dur(e);
+    sat_acc(s->cpu_ns, c.dur(e));
     if (s->first == kNoIndex) s->first = e;
     if (s->slowest == kNoIndex || c.dur(e) > c.dur(s->slowest)) s->slowest = e;
     // Runtime calls made while the op ran on its thread (runtime is sorted by

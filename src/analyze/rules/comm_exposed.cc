@@ -45,9 +45,9 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::vector<std::int64_t> steps_over;
   for (const Window& w : windows) {
     const std::int64_t e = covered_within(exposed, w.lo, w.hi);
-    total += w.hi - w.lo;
-    exposed_ns += e;
-    comm_ns += covered_within(comm_merged, w.lo, w.hi);
+    sat_acc(total, w.hi - w.lo);  // steps may overlap
+    sat_acc(exposed_ns, e);
+    sat_acc(comm_ns, covered_within(comm_merged, w.lo, w.hi));
     if (w.step >= 0 && static_cast<double>(e) > kCommShare * static_cast<double>(w.hi - w.lo) &&
         steps_over.size() < kMaxSteps) {
       steps_over.push_back(w.step);

@@ -41,11 +41,11 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
       if (std::find(region_names.begin(), region_names.end(), n) == region_names.end()) region_names.emplace_back(n);
     } else if (n == "TorchDynamo Cache Lookup") {
       ++lookup_n;
-      lookup_ns += c.dur(e);
+      sat_acc(lookup_ns, c.dur(e));
       if (first_lookup == kNoIndex) first_lookup = e;
     } else if (n == "AOTDispatcher Runtime Wrapper Prologue") {
       ++prologue_n;
-      prologue_ns += c.dur(e);
+      sat_acc(prologue_ns, c.dur(e));
       if (first_prologue == kNoIndex) first_prologue = e;
     }
   }
@@ -62,7 +62,7 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
     if (lane == nested_lane && c.ts(r) < nested_end) continue;
     nested_lane = lane;
     nested_end = c.end(r);
-    region_ns += c.dur(r);
+    sat_acc(region_ns, c.dur(r));
     if (c.dur(r) > c.dur(slowest)) slowest = r;
     const int si = c.step_index_at(c.ts(r));
     if (si >= 0) steps.insert(si);
@@ -74,14 +74,14 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
       if (t.events.lane[e] != lane || c.kind(e) != EventKind::kCpuOp || c.ts(e) < covered_to) continue;
       if (!starts_with(c.name(e), "aten::")) continue;
       const std::int64_t end = std::min(c.end(e), c.end(r));
-      ops_ns += end - c.ts(e);
+      sat_acc(ops_ns, end - c.ts(e));
       covered_to = end;
     }
   }
   const std::int64_t nsteps =
       steps.empty() ? static_cast<std::int64_t>(regions.size()) : static_cast<std::int64_t>(steps.size());
   // Cache lookups run just before the region (outside it): part of the wrapper.
-  const std::int64_t wrapper_ns = std::max<std::int64_t>(0, region_ns - ops_ns) + lookup_ns;
+  const std::int64_t wrapper_ns = sat_add(std::max<std::int64_t>(0, region_ns - ops_ns), lookup_ns);
   const std::int64_t wrapper_step = wrapper_ns / std::max<std::int64_t>(1, nsteps);
   const std::int64_t ops_step = ops_ns / std::max<std::int64_t>(1, nsteps);
   const std::int64_t region_step = region_ns / std::max<std::int64_t>(1, nsteps);
@@ -97,10 +97,10 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
     const bool counted =
         steps.empty() ? op.launch != kNoIndex && covered_within(region_iv, c.ts(op.launch), c.ts(op.launch) + 1) > 0
                       : op.step >= 0 && steps.count(op.step) > 0;
-    if (counted) gpu_ns += op.end - op.start;
+    if (counted) sat_acc(gpu_ns, op.end - op.start);
   }
   const std::int64_t gpu_step = gpu_ns / std::max<std::int64_t>(1, nsteps);
-  const bool exposed = gpu_step < region_step + lookup_ns / std::max<std::int64_t>(1, nsteps);
+  const bool exposed = gpu_step < sat_add(region_step, lookup_ns / std::max<std::int64_t>(1, nsteps));
   const bool heavy = static_cast<double>(wrapper_step) >= kWrapperVsOps * static_cast<double>(ops_step);
   const std::int64_t window_ns = c.window_ns();
   const double window_share = window_ns > 0 ? static_cast<double>(wrapper_ns) / static_cast<double>(window_ns) : 0;

@@ -49,7 +49,8 @@ void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) 
       continue;
     if (static_cast<double>(r.cpu_time_total_ns) < kMinShareOfCpu * static_cast<double>(cpu_total)) continue;
     if (best == nullptr ||
-        r.cpu_time_total_ns - r.self_cpu_time_total_ns > best->cpu_time_total_ns - best->self_cpu_time_total_ns) {
+        sat_sub(r.cpu_time_total_ns, r.self_cpu_time_total_ns) >
+            sat_sub(best->cpu_time_total_ns, best->self_cpu_time_total_ns)) {
       best = &r;
     }
   }

@@ -41,8 +41,8 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
     const std::int64_t off = op.start - c.ts(op.launch);
     all.push_back(off);
     if (off >= kBackedUpNs) {
-      waited += off;
-      waited_busy += c.device_busy_ns(op.device, c.ts(op.launch), op.start);
+      sat_acc(waited, off);
+      sat_acc(waited_busy, c.device_busy_ns(op.device, c.ts(op.launch), op.start));
     }
     if (first_op == SIZE_MAX || c.ts(op.launch) < c.ts(c.device[first_op].launch)) first_op = i;
     if (max_op == SIZE_MAX || off > c.device[max_op].start - c.ts(c.device[max_op].launch)) max_op = i;
@@ -93,7 +93,7 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.severity = FindingSeverity::kWarning;
     f.title = std::string("CPU→GPU lane offset at the start: the ") +
               (per_step.size() >= 2 ? "first step's kernel" : "first kernel") + " starts " + format_ns(first) + " after its launch vs " + format_ns(later) + " later";
-    f.impact_ns = first - later;
+    f.impact_ns = sat_sub(first, later);  // later may be negative (a kernel before its launch)
   } else {
     f.severity = FindingSeverity::kInfo;
     f.title = "GPU queue backed up: device work starts " + format_ns(overall) + " after its launch (median), up to " +

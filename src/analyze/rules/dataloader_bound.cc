@@ -56,8 +56,8 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
   std::vector<std::int64_t> steps_over;
   for (const Window& w : windows) {
     const std::int64_t ns = covered_within(exposed, w.lo, w.hi);
-    total += w.hi - w.lo;
-    in_loader += ns;
+    sat_acc(total, w.hi - w.lo);  // steps may overlap
+    sat_acc(in_loader, ns);
     if (ns > worst_ns) {
       worst_ns = ns;
       worst_step = w.step;

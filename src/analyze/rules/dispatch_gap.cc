@@ -90,7 +90,7 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     std::int64_t impact = first - med_later;
     if (recurring) {
       impact = 0;
-      for (std::int64_t g : all) impact += g;
+      for (std::int64_t g : all) sat_acc(impact, g);
     }
     if (impact > best.impact || (impact == best.impact && name < best.name)) best = {name, recurring, impact};
   }
@@ -102,7 +102,7 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::size_t widest = 0;
   std::vector<std::int64_t> gap_steps;
   for (std::size_t k = 0; k < samples.size(); ++k) {
-    total += samples[k].gap_ns;
+    sat_acc(total, samples[k].gap_ns);
     all.push_back(samples[k].gap_ns);
     if (k > 0) later.push_back(samples[k].gap_ns);
     if (samples[k].gap_ns > samples[widest].gap_ns) widest = k;

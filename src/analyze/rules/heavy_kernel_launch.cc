@@ -45,7 +45,7 @@ void rule_heavy_kernel_launch(const DiagnoseContext& c, std::vector<Finding>* ou
     if (is_occupancy_query(n)) {
       q = e;
       ++queries;
-      query_ns += c.dur(e);
+      sat_acc(query_ns, c.dur(e));
       continue;
     }
     if (!is_launch(n)) continue;
@@ -78,8 +78,8 @@ void rule_heavy_kernel_launch(const DiagnoseContext& c, std::vector<Finding>* ou
     if (op.launch == kNoIndex || heavy.count(op.launch) == 0) continue;
     KernelStat& k = kernels[c.name(op.event)];
     ++k.count;
-    k.ns += op.end - op.start;
-    kernel_ns += op.end - op.start;
+    sat_acc(k.ns, op.end - op.start);
+    sat_acc(kernel_ns, op.end - op.start);
     ++kernel_count;
     if (op.launch == first_launch && first_kernel == kNoIndex) first_kernel = op.event;
     if (op.step >= 0) steps.push_back(c.step_number(op.step));

@@ -156,10 +156,10 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
     const std::int64_t b = ++read <= kMaxBytesRead ? c.int_arg(cp.event, "bytes") : -1;
     if (b >= 0 && b < kMinSeedBytes) continue;
     ++count;
-    copy_ns += cp.end - cp.start;
-    gemm_ns += gm.end - gm.start;
+    sat_acc(copy_ns, cp.end - cp.start);
+    sat_acc(gemm_ns, gm.end - gm.start);
     if (b >= 0) {
-      bytes_total += b;
+      sat_acc(bytes_total, b);
       if (bytes_first < 0) bytes_first = b;
     }
     if (cp.step >= 0) steps.insert(c.step_number(cp.step));
@@ -185,7 +185,8 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   const std::int64_t nsteps = steps.empty() ? 1 : static_cast<std::int64_t>(steps.size());
   const std::int64_t per_step = copy_ns / nsteps;
-  const double share = static_cast<double>(copy_ns) / static_cast<double>(std::max<std::int64_t>(1, copy_ns + gemm_ns));
+  const double share =
+      static_cast<double>(copy_ns) / static_cast<double>(std::max<std::int64_t>(1, sat_add(copy_ns, gemm_ns)));
 
   // The step's time: per step the longer of its span and the union of the
   // device work it launched (a GPU-bound step runs past its CPU span);

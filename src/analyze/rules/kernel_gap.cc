@@ -94,7 +94,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       all_steps.push_back(g.step);
       if (g.ns >= kMinGapNs) {
         ++hits;
-        total += g.ns;
+        sat_acc(total, g.ns);
         hit_steps.push_back(g.step);
       }
       if (g.ns >= kMinGapNs && static_cast<double>(g.ns) >= kOneOffFactor * static_cast<double>(med)) outliers.push_back(&g);
@@ -175,7 +175,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::vector<std::int64_t> steps, sizes;
   std::vector<EventRef> befores, afters;
   for (const auto& [g, med] : one_offs) {
-    excess += g.ns - med;
+    sat_acc(excess, g.ns - med);
     const std::int64_t s = c.step_number(g.step);
     if (std::find(steps.begin(), steps.end(), s) == steps.end() && steps.size() < 100) steps.push_back(s);
     if (befores.size() < kMaxListed) {

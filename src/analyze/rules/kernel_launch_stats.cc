@@ -72,7 +72,9 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   // seen.
   std::unordered_map<std::uint32_t, std::int64_t> graph_gpu_ns;
   for (const DeviceOp& op : c.device) {
-    if (op.launch != kNoIndex && is_graph_launch(c.name(op.launch))) graph_gpu_ns[op.launch] += op.end - op.start;
+    if (op.launch != kNoIndex && is_graph_launch(c.name(op.launch))) {
+      sat_acc(graph_gpu_ns[op.launch], op.end - op.start);
+    }
   }
   std::unordered_set<std::uint32_t> graph_seen;
   std::int64_t graph_launches = 0;
@@ -94,11 +96,11 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
     delays.push_back(delay);
     if (cpu <= kRuntimeCutoffNs && gpu < cpu) {
       ++short_kernels;
-      short_excess_ns += cpu - gpu;
+      sat_acc(short_excess_ns, cpu - gpu);
     }
     if (cpu > kRuntimeCutoffNs) {
       ++runtime_outliers;
-      runtime_outlier_ns += cpu;
+      sat_acc(runtime_outlier_ns, cpu);
       if (worst_runtime == nullptr || cpu > c.dur(worst_runtime->launch)) worst_runtime = &op;
       if (op.step >= 0) outlier_steps.push_back(c.step_number(op.step));
     }
@@ -107,7 +109,7 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
     const bool queued = prev_end > c.end(op.launch);
     if (delay > kLaunchDelayCutoffNs && !queued) {
       ++delay_outliers;
-      delay_outlier_ns += delay;
+      sat_acc(delay_outlier_ns, delay);
       if (delay > worst_delay_ns) {
         worst_delay_ns = delay;
         worst_delay = &op;
@@ -189,7 +191,7 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   }
   while (!advice.empty() && advice.back() == ' ') advice.pop_back();
   f.advice = std::move(advice);
-  f.impact_ns = short_excess_ns + runtime_outlier_ns + delay_outlier_ns;
+  f.impact_ns = sat_add(sat_add(short_excess_ns, runtime_outlier_ns), delay_outlier_ns);
   out->push_back(std::move(f));
 }
 

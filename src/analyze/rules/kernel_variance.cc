@@ -93,7 +93,7 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
     std::int64_t slow = 0, fast = 0;
     for (const KernelOutlier& o : k.outliers) {
       ++(o.dur_ns > median ? slow : fast);
-      excess += o.dur_ns > median ? o.dur_ns - median : median - o.dur_ns;
+      sat_acc(excess, o.dur_ns > median ? o.dur_ns - median : median - o.dur_ns);
       if (o.step >= 0 && steps.size() < kMaxSteps && std::find(steps.begin(), steps.end(), o.step) == steps.end()) {
         steps.push_back(o.step);
       }

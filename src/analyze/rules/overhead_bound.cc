@@ -71,7 +71,7 @@ std::int64_t dispatch_ns(const DiagnoseContext& c, const std::vector<Interval>& 
   }
   const std::vector<Interval> busy = merge_intervals(std::move(all));
   std::int64_t in_windows = 0;
-  for (const Interval& w : windows) in_windows += covered_within(busy, w.start, w.end);
+  for (const Interval& w : windows) sat_acc(in_windows, covered_within(busy, w.start, w.end));  // steps may overlap
   return in_windows;
 }
 
@@ -96,7 +96,7 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     const double idle = st.dur_ns > 0 ? 1.0 - static_cast<double>(st.gpu_busy_ns) / static_cast<double>(st.dur_ns) : 0;
     if (idle >= kIdleShare) {
       affected.push_back(st.step);
-      affected_idle += st.dur_ns - std::min(st.gpu_busy_ns, st.dur_ns);
+      sat_acc(affected_idle, st.dur_ns - std::min(st.gpu_busy_ns, st.dur_ns));
       if (idle > worst_idle) {
         worst_idle = idle;
         worst_step_event = st.event;

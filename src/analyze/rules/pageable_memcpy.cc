@@ -45,9 +45,9 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
     ++copies;
     if (name.find("HtoD") != std::string_view::npos) ++htod;
     if (name.find("DtoH") != std::string_view::npos) ++dtoh;
-    copy_ns += op.end - op.start;
-    if (op.launch != kNoIndex) launch_ns += c.dur(op.launch);
-    if (b > 0) bytes += b;
+    sat_acc(copy_ns, op.end - op.start);
+    if (op.launch != kNoIndex) sat_acc(launch_ns, c.dur(op.launch));
+    if (b > 0) sat_acc(bytes, b);
     if (longest == nullptr || op.end - op.start > longest->end - longest->start) longest = &op;
     if (op.step >= 0) steps.push_back(c.step_number(op.step));
   }

@@ -47,7 +47,7 @@ void rule_profiler_buffer_request(const DiagnoseContext& c, std::vector<Finding>
   std::vector<std::int64_t> steps, gaps;
   std::vector<EventRef> refs;
   for (std::uint32_t e : reqs) {
-    total += c.dur(e);
+    sat_acc(total, c.dur(e));
     const std::int64_t s = c.step_number_at(c.ts(e));
     if (std::find(steps.begin(), steps.end(), s) == steps.end()) steps.push_back(s);
     if (refs.size() < kMaxListed) refs.push_back(c.ref(e));
@@ -63,7 +63,7 @@ void rule_profiler_buffer_request(const DiagnoseContext& c, std::vector<Finding>
     // A request overlapping idle device time explains that gap.
     if (busy_until[i] < c.end(e) && busy_until[i] < it->start) {
       const std::int64_t gap = it->start - busy_until[i];
-      explained_gap_ns += gap;
+      sat_acc(explained_gap_ns, gap);
       gaps.push_back(gap);
     }
   }

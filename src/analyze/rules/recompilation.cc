@@ -91,7 +91,7 @@ void rule_recompilation(const DiagnoseContext& c, std::vector<Finding>* out) {
   for (std::uint32_t e : changes) {
     steps.push_back(c.step_number_at(c.ts(e)));
     refs.push_back(c.ref(e));
-    excess += std::max<std::int64_t>(0, c.dur(e) - median);
+    sat_acc(excess, std::max<std::int64_t>(0, c.dur(e) - median));
   }
   const double share = static_cast<double>(changes.size()) / static_cast<double>(std::max<std::size_t>(1, call_steps.size()));
   std::vector<std::string> hash_list(hashes.begin(), hashes.end());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "src/analyze/diagnose_context.h"
+#include "src/base/saturate.h"  // rules sum the trace's times: sat_acc, never +=
 #include "tprof/diagnose.h"
 
 namespace tprof::internal {

@@ -70,11 +70,11 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
     const int si = c.step_index_at(c.ts(e));
     if (has_steps ? si < 0 : c.end(e) > last_launch) continue;
     ++calls;
-    sync_ns += c.dur(e);
-    busy_ns += c.device_busy_ns(-1, c.ts(e), c.end(e));
-    queued_ns += queued_idle(c.ts(e), c.end(e));
+    sat_acc(sync_ns, c.dur(e));  // calls on several threads may overlap
+    sat_acc(busy_ns, c.device_busy_ns(-1, c.ts(e), c.end(e)));
+    sat_acc(queued_ns, queued_idle(c.ts(e), c.end(e)));
     ++count_by_name[name];
-    ns_by_name[name] += c.dur(e);
+    sat_acc(ns_by_name[name], c.dur(e));
     if (worst == kNoIndex || c.dur(e) > c.dur(worst)) worst = e;
     if (si >= 0) {
       const std::int64_t n = c.step_number(si);
