@@ -46,7 +46,8 @@ struct ReadOptions {
   // memory) and at most this many times its compressed size (0: no ratio
   // limit). Real traces compress 7-28:1 (the public fixtures); a gzip bomb
   // 800-1030:1 (DEFLATE's most). Past either limit the read fails naming
-  // it, before allocating it.
+  // it, before allocating it. A NaN, infinite or negative ratio is refused
+  // (kInvalidArgument) before anything is read.
   std::uint64_t max_inflated_bytes = 0;
   double max_inflate_ratio = 200;
 };

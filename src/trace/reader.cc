@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -626,9 +627,23 @@ internal::GunzipLimits gunzip_limits(const ReadOptions& options) {
   return {static_cast<std::size_t>(options.max_inflated_bytes), options.max_inflate_ratio};
 }
 
+// A ratio that no comparison can hold (NaN: every `by_ratio < limit` is
+// false) would lift the gzip limit as silently as 0 does on purpose; a
+// negative or infinite one means nothing. Refused before any byte is read.
+Status check_options(const ReadOptions& options, const std::string& path) {
+  const double r = options.max_inflate_ratio;
+  if (std::isfinite(r) && r >= 0) return Status();
+  const std::string text = std::isnan(r) ? "nan" : std::isinf(r) ? (r > 0 ? "inf" : "-inf") : std::to_string(r);
+  return Error(ErrorCode::kInvalidArgument,
+               "the gzip ratio limit (max_inflate_ratio, --max-inflate-ratio) is " + text +
+                   ": give a finite number >= 0 (0: no ratio limit)",
+               path);
+}
+
 }  // namespace
 
 Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
+  TPROF_TRY(check_options(options, path));
   TPROF_TRY_ASSIGN(internal::MappedFile map, internal::MappedFile::open(path));
   Trace trace;
   if (internal::is_gzip(map.bytes())) {
@@ -647,6 +662,7 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
 }
 
 Result<Trace> read_trace_bytes(std::string_view bytes, const std::string& name, const ReadOptions& options) {
+  TPROF_TRY(check_options(options, name));
   Trace trace;
   if (internal::is_gzip(bytes)) {
     auto inflated = internal::gunzip(bytes, gunzip_limits(options));

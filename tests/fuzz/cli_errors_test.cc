@@ -174,6 +174,26 @@ TEST_F(CliErrors, GzipBombsStopAtTheRatioOrTheSizeLimitNamingIt) {
   EXPECT_EQ(lifted.err.find("more than"), std::string::npos) << lifted.err;
 }
 
+// --max-inflate-ratio nan lifted the gzip limit silently (issue 23): NaN,
+// infinities and negative ratios are refused with exit 2 and a line naming
+// the flag; 0 stays the documented "no ratio limit" (the test above).
+TEST_F(CliErrors, AGzipRatioThatIsNotANumberIsRefused) {
+  const auto gz = internal::gzip(std::string(64u << 20, ' '), 9);
+  ASSERT_TRUE(gz);
+  const std::string bomb = write("bomb.json.gz", *gz);
+  const std::string plain = fixture_path("torch-1.13/memory/memory.kineto.json");
+  for (const std::string ratio : {"nan", "NaN", "-nan", "inf", "-inf", "-1", "1e400"}) {
+    for (const std::string& file : {bomb, plain}) {
+      SCOPED_TRACE("--max-inflate-ratio " + ratio + " " + file);
+      const CliResult r = run({"info", file, "--max-inflate-ratio", ratio});
+      EXPECT_EQ(r.exit_code, 2) << r.err;
+      EXPECT_EQ(r.out, "");
+      EXPECT_NE(r.err.find("--max-inflate-ratio"), std::string::npos) << r.err;
+      EXPECT_EQ(r.err.find("more than"), std::string::npos) << r.err;  // refused before inflating
+    }
+  }
+}
+
 TEST_F(CliErrors, BadFlagsExit2WithoutOutput) {
   const std::string good = fixture_path("torch-1.13/memory/memory.kineto.json");
   const std::vector<std::vector<std::string>> cases = {

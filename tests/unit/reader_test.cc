@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -301,6 +302,23 @@ TEST(Reader, NanAndInfinityAreReadNotFatal) {
   EXPECT_TRUE(said_string);
   // Not a value: still an error with its offset.
   EXPECT_FALSE(read_trace_bytes(R"({"traceEvents": [{"ph": "X", "ts": Nan}]})"));
+}
+
+// A ratio NaN lifted the gzip limit silently (issue 23: every comparison
+// with it is false); NaN, infinities and negative ratios are refused before reading.
+TEST(Reader, AGzipRatioLimitThatIsNotANumberIsRefused) {
+  for (double r : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                   -std::numeric_limits<double>::infinity(), -1.0}) {
+    ReadOptions o;
+    o.max_inflate_ratio = r;
+    Result<Trace> t = read_trace_bytes(R"({"traceEvents": []})", "x.json", o);
+    ASSERT_FALSE(t) << r;
+    EXPECT_EQ(t.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(t.error().message().find("--max-inflate-ratio"), std::string::npos) << t.error().message();
+  }
+  ReadOptions none;
+  none.max_inflate_ratio = 0;  // documented: no ratio limit
+  EXPECT_TRUE(read_trace_bytes(R"({"traceEvents": []})", "x.json", none));
 }
 
 TEST(Reader, ADamagedGzipIsReportedAsGzipDamageAtItsCompressedOffset) {
