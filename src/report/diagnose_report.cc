@@ -21,6 +21,7 @@ using internal::EventClock;
 using internal::evidence_value_text;
 using internal::real_text;
 using internal::sat_acc;
+using internal::sat_sub;
 using internal::format_ns;
 using internal::format_pct;
 using internal::JsonWriter;
@@ -176,7 +177,8 @@ std::string key_numbers(const Finding& f) {
 
 std::string step_range(const std::vector<StepVerdict>& steps) {
   bool contiguous = true;
-  for (std::size_t i = 1; i < steps.size(); ++i) contiguous &= steps[i].step == steps[i - 1].step + 1;
+  // A difference, not step + 1: the step after ProfilerStep#INT64_MAX has its number too.
+  for (std::size_t i = 1; i < steps.size(); ++i) contiguous &= sat_sub(steps[i].step, steps[i - 1].step) == 1;
   if (steps.size() == 1) return "#" + std::to_string(steps.front().step);
   if (contiguous) return "#" + std::to_string(steps.front().step) + "-#" + std::to_string(steps.back().step);
   return "#" + std::to_string(steps.front().step) + " to #" + std::to_string(steps.back().step);

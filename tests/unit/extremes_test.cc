@@ -221,6 +221,9 @@ TEST(Extremes, AStepAfterTheLargestNumberStaysAtIt) {
   ASSERT_EQ(s.steps.size(), 2u);
   EXPECT_EQ(s.steps[1].step, kMax);  // numbered after the one before: kMax + 1 does not exist
   EXPECT_FALSE(s.steps[1].numbered);
+  // diagnose's text names the steps' range (it tested step + 1 == next).
+  const std::string text = format_diagnosis_text(*t, diagnose(*t));
+  EXPECT_NE(text.find("Steps: 2 (#9223372036854775807 to #9223372036854775807)"), std::string::npos) << text;
 }
 
 // Children that overlap each other inside their parent (torch keeps them
