@@ -34,9 +34,12 @@ test: setup-test test-release test-asan test-tsan
 test-release: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
+# The unit label under ASan+UBSan, the tprof program included: hostile_cli_test
+# runs every command on the hostile corpora through it, and fails on any
+# sanitizer report (UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1).
 test-asan: setup
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-	  -DTPROF_SANITIZE=address,undefined -DTPROF_UNIT_TESTS_ONLY=ON
+	  -DTPROF_SANITIZE=address,undefined -DTPROF_UNIT_TESTS_ONLY=ON -DTPROF_UNIT_TESTS_WITH_CLI=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -L unit -j $(JOBS)
 
