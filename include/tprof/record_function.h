@@ -27,6 +27,21 @@
 //
 // Thread-safety: scopes, events and hooks may be used from any thread at any
 // time; one RecordFunction belongs to the thread that made it.
+//
+// Signal handlers: the calls with static names are async-signal-safe on a
+// thread whose buffer is attached for the window: TPROF_RECORD_FUNCTION,
+// TPROF_RECORD_FUNCTION_SCOPE, TPROF_RECORD_OP, TPROF_RECORD_OP_SHAPES,
+// TPROF_RECORD_FUNCTION_VAR (without arg()), RecordFunction(const ScopeSite*),
+// TPROF_INSTANT, TPROF_COUNTER, instant/counter(const ScopeSite*),
+// record_alloc, record_free and flow_end. A handler's record is kept, or,
+// when the handler interrupted tprof on its own thread, refused and counted
+// as dropped; the interrupted thread's records are always kept. A thread's
+// buffer is attached by its first record in each window (a lock; the first
+// time the thread records at all, an allocation): Profiler::start() and the
+// step() that opens a window attach the calling thread, any other thread
+// must record once in the window before a handler on it does. Runtime names
+// (RecordFunction(std::string_view), instant/counter(std::string_view),
+// flow_begin, arg()) intern under a lock and allocate: not from a handler.
 #pragma once
 
 #include <cstdint>
@@ -113,6 +128,7 @@ class RecordFunction {
 
  private:
   void add_arg(std::string_view key, std::uint16_t type, std::uint64_t value) noexcept;
+  void add_arg_inside(std::string_view key, std::uint16_t type, std::uint64_t value) noexcept;
 
   internal::OpenSlot slot_;
 };

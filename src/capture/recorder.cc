@@ -29,8 +29,75 @@ std::atomic<bool> g_record_shapes{false};
 std::atomic<bool> g_profile_memory{false};
 std::atomic<std::uint32_t> g_epoch{0};
 constinit thread_local ThreadBuffer* tl_buffer = nullptr;
+constinit thread_local std::atomic<std::uint32_t> tl_in_recorder{kOutsideRecorder};
 
 namespace {
+
+// Records refused on this thread while it had no buffer of the current
+// window to count them in (it was attaching one, or about to): added to the
+// buffer's `refused` when the thread leaves tprof (leave_tprof). A
+// lock-free atomic: a handler may interrupt an increment with its own.
+constinit thread_local std::atomic<std::uint64_t> tl_refused_pending{0};
+
+// Ends a kInTprof span: the mark goes back to `was`, then the refusals
+// counted as pending go to the thread's buffer, if it has one of the
+// current window (else they wait for its next attach). From the restored
+// mark on, a handler counts straight into the buffer (count_refused) or
+// into the pending count again; both are atomic adds.
+void leave_tprof(std::uint32_t was) noexcept {
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  tl_in_recorder.store(was, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  ThreadBuffer* b = tl_buffer;
+  if (tl_refused_pending.load(std::memory_order_relaxed) != 0 && b != nullptr &&
+      b->epoch.load(std::memory_order_relaxed) == g_epoch.load(std::memory_order_relaxed)) {
+    b->refused.fetch_add(tl_refused_pending.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
+  }
+}
+
+// A span of the recorder that is not a record: attaching a buffer, holding
+// one of tprof's locks, the thread's exit. Marked kInTprof, so a handler
+// that interrupts it is refused (its record counted in tl_refused_pending)
+// and never waits for a lock its own thread holds, nor sees a buffer being
+// reset. Nests (restores the mark it found, leave_tprof).
+class TprofSection {
+ public:
+  TprofSection() noexcept : was_(tl_in_recorder.load(std::memory_order_relaxed)) {
+    tl_in_recorder.store(kInTprof, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  ~TprofSection() { leave_tprof(was_); }
+  TprofSection(const TprofSection&) = delete;
+  TprofSection& operator=(const TprofSection&) = delete;
+
+ private:
+  std::uint32_t was_;
+};
+
+// A record's span inside the recorder (enter_recorder/leave_recorder) for
+// the out-of-line paths; false when refused (counted, unless `count` is
+// false: a call that records nothing, as NVTX calls made while no window
+// records, still keeps out of the thread's state).
+class RecorderSection {
+ public:
+  RecorderSection() noexcept : entered_(enter_recorder()) {}
+  explicit RecorderSection(bool count) noexcept
+      : entered_(count ? enter_recorder() : tl_in_recorder.load(std::memory_order_relaxed) == kOutsideRecorder) {
+    if (!count && entered_) {
+      tl_in_recorder.store(kInRecorder, std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
+  }
+  ~RecorderSection() {
+    if (entered_) leave_recorder();
+  }
+  RecorderSection(const RecorderSection&) = delete;
+  RecorderSection& operator=(const RecorderSection&) = delete;
+  explicit operator bool() const noexcept { return entered_; }
+
+ private:
+  bool entered_;
+};
 
 // Anonymous memory for a thread's arrays. MAP_NORESERVE: the pages a thread
 // never writes are not charged to the process, so thousands of short-lived
@@ -109,6 +176,7 @@ constinit thread_local bool tl_exited = false;
 // collector reads only what records point to, below it.
 struct ExitGuard {
   ~ExitGuard() {
+    const TprofSection section;
     if (tl_state != nullptr) {
       ThreadBuffer& b = tl_state->buffer;
       tl_state->records.trim(std::size_t{b.size} * sizeof(Record));
@@ -268,6 +336,7 @@ std::uint64_t intern_dynamic(std::string_view name, const char* category) noexce
 }  // namespace
 
 void configure_buffers(std::uint32_t events_per_thread, std::uint32_t payload_words_per_thread) {
+  const TprofSection section;  // holds the registry's lock
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.capacity = std::max<std::uint32_t>(events_per_thread, 1);
@@ -280,7 +349,25 @@ ThreadBuffer* attach_thread_buffer_or_throw();
 
 }  // namespace
 
+void count_refused() noexcept {
+  // Inside the recorder with the current window's buffer attached: into it.
+  // Elsewhere (attaching, holding a lock, a stale or no buffer yet) the
+  // buffer may be about to be reset: pending, moved into the buffer when the
+  // thread leaves that section. A handler that interrupts this one counts
+  // its own record with its own locked add.
+  ThreadBuffer* b = tl_buffer;
+  if (tl_in_recorder.load(std::memory_order_relaxed) == kInRecorder && b != nullptr &&
+      b->epoch.load(std::memory_order_relaxed) == g_epoch.load(std::memory_order_relaxed)) {
+    b->refused.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  tl_refused_pending.fetch_add(1, std::memory_order_relaxed);
+}
+
 ThreadBuffer* attach_thread_buffer() noexcept {
+  // A handler interrupting the attach is refused: the buffer is being reset
+  // and the registry's lock may be held by this thread.
+  const TprofSection section;
   // Out of memory for the registry or the thread's state: the event is
   // dropped (uncounted: there is no buffer to count it in), never an abort.
   try {
@@ -342,6 +429,7 @@ ThreadBuffer* attach_thread_buffer_or_throw() {
   st->buffer.payload_size = 0;
   st->buffer.published.store(0, std::memory_order_relaxed);
   st->buffer.dropped.store(0, std::memory_order_relaxed);
+  st->buffer.refused.store(0, std::memory_order_relaxed);
   st->dropped_shapes.store(0, std::memory_order_relaxed);
   {
     // The collector reads name and epoch under the registry lock.
@@ -357,6 +445,9 @@ ThreadBuffer* attach_thread_buffer_or_throw() {
 }  // namespace
 
 bool prepare_thread_buffer() noexcept {
+  // The pages are written below: a handler's record meanwhile would be
+  // overwritten, so it is refused (counted) instead.
+  const TprofSection section;
   ThreadBuffer* b = attach_thread_buffer();
   if (b == nullptr || b->records == nullptr) return false;
   ThreadState* st = tl_state;
@@ -380,6 +471,7 @@ bool prepare_thread_buffer() noexcept {
 }
 
 std::vector<ThreadRecords> collect(std::uint32_t epoch) {
+  const TprofSection section;  // holds the registry's lock
   Registry& r = registry();
   std::vector<ThreadRecords> out;
   std::lock_guard<std::mutex> lock(r.mu);
@@ -396,6 +488,7 @@ std::vector<ThreadRecords> collect(std::uint32_t epoch) {
     // refer to, which were written before those records were published.
     tr.payload = std::span<const std::uint64_t>(b.payload, b.payload != nullptr ? b.payload_capacity : 0u);
     tr.dropped = b.dropped.load(std::memory_order_relaxed);
+    tr.refused = b.refused.load(std::memory_order_relaxed);
     tr.dropped_shapes = st->dropped_shapes.load(std::memory_order_relaxed);
     out.push_back(std::move(tr));
   }
@@ -415,6 +508,7 @@ bool thread_gone(std::int64_t tid) {
 }  // namespace
 
 void release_collected() {
+  const TprofSection section;  // holds the registry's lock
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   // Exited threads are done writing, and their records have been used.
@@ -453,7 +547,13 @@ RangeMap& range_map() {
 // would wait forever. tprof's locks are taken around fork() (none is ever
 // held while taking another, so the order is free) and released on both
 // sides.
+// The forking thread is marked kInTprof meanwhile (its mark is copied into
+// the child): a handler on it is refused rather than waiting for these.
+constinit thread_local std::uint32_t tl_mark_before_fork = kOutsideRecorder;
 void lock_for_fork() {
+  tl_mark_before_fork = tl_in_recorder.load(std::memory_order_relaxed);
+  tl_in_recorder.store(kInTprof, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   registry().mu.lock();
   names().mu.lock();
   range_map().mu.lock();
@@ -462,18 +562,25 @@ void unlock_after_fork() {
   range_map().mu.unlock();
   names().mu.unlock();
   registry().mu.unlock();
+  leave_tprof(tl_mark_before_fork);
 }
 [[maybe_unused]] const bool g_fork_handlers = [] {
   return pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork) == 0;
 }();
 
+// Inside the recorder.
 void count_drop() noexcept {
   if (ThreadBuffer* b = current_buffer()) count_dropped(b);
 }
 
 }  // namespace
 
+// NVTX calls from a signal handler: a push refused while its thread is
+// inside the recorder has its pop refused too (the thread is still inside
+// when the handler pops), so the stack stays balanced.
 void push_range(std::string_view name) noexcept {
+  const RecorderSection section(g_recording.load(std::memory_order_relaxed));  // the stack, the names, the buffer
+  if (!section) return;
   RangeStack& st = tl_ranges;
   const std::uint32_t d = st.depth++;
   if (d >= RangeStack::kMaxDepth) {
@@ -482,19 +589,24 @@ void push_range(std::string_view name) noexcept {
   }
   st.slot[d] = OpenSlot{};
   if (!g_recording.load(std::memory_order_relaxed)) return;
-  open_span(intern_dynamic(name, kUserAnnotation), kRecordDynamicScope, 0, &st.slot[d]);
+  open_span_inside(intern_dynamic(name, kUserAnnotation), kRecordDynamicScope, 0, &st.slot[d]);
 }
 
 void pop_range() noexcept {
+  const std::uint64_t end = read_ticks();
+  const RecorderSection section(false);  // its push was refused and counted
+  if (!section) return;
   RangeStack& st = tl_ranges;
   if (st.depth == 0) return;
   const std::uint32_t d = --st.depth;
   if (d >= RangeStack::kMaxDepth || st.slot[d].buffer == nullptr) return;
-  close_span(st.slot[d]);
+  close_span_inside(st.slot[d], end);
 }
 
 void start_range(std::uint64_t id, std::string_view name) noexcept {
   if (!g_recording.load(std::memory_order_relaxed)) return;
+  const RecorderSection section;  // the names' cache and lock, the map's lock
+  if (!section) return;
   const std::uint64_t n = intern_dynamic(name, kUserAnnotation);
   const std::uint64_t start = read_ticks();
   RangeMap& m = range_map();
@@ -508,6 +620,8 @@ void start_range(std::uint64_t id, std::string_view name) noexcept {
 
 void end_range(std::uint64_t id) noexcept {
   const std::uint64_t end = read_ticks();
+  const RecorderSection section(g_recording.load(std::memory_order_relaxed));  // the map's lock, the buffer
+  if (!section) return;
   OpenRange r{};
   {
     RangeMap& m = range_map();
@@ -518,7 +632,7 @@ void end_range(std::uint64_t id) noexcept {
     m.open.erase(it);
   }
   if (!g_recording.load(std::memory_order_relaxed)) return;
-  append({r.name, r.start, end, 0, kRecordDynamicScope, 0});
+  append_inside({r.name, r.start, end, 0, kRecordDynamicScope, 0});
 }
 
 void graph_node_created(std::uint64_t node) noexcept {
@@ -532,6 +646,7 @@ void graph_node_cloned(std::uint64_t node, std::uint64_t original) noexcept {
 }
 
 bool dynamic_lookup(std::uint64_t key, std::string_view* name, std::string_view* category) {
+  const TprofSection section;  // holds the names' lock
   NameTable& t = names();
   std::lock_guard<std::mutex> lock(t.mu);
   const auto id = static_cast<std::uint32_t>(key);
@@ -542,12 +657,14 @@ bool dynamic_lookup(std::uint64_t key, std::string_view* name, std::string_view*
 }
 
 std::size_t dynamic_names_held() {
+  const TprofSection section;  // holds the names' lock
   NameTable& t = names();
   std::lock_guard<std::mutex> lock(t.mu);
   return t.names.size();
 }
 
 void release_dynamic_names() {
+  const TprofSection section;  // holds the names' lock, resets this thread's cache
   NameTable& t = names();
   std::deque<std::string> names, categories;
   std::unordered_map<std::string, std::uint32_t> ids;
@@ -591,7 +708,8 @@ namespace {
 
 // Writes "Input Dims" into the thread's payload arena: [count][rank][dims...]...
 // Returns the record's payload reference (1 + word offset), 0 when the
-// shapes are not kept (not asked for, or no room: counted).
+// shapes are not kept (not asked for, or no room: counted). Inside the
+// recorder, with the scope's record.
 std::uint32_t store_shapes(Shapes shapes) noexcept {
   if (!g_record_shapes.load(std::memory_order_relaxed)) return 0;
   ThreadBuffer* b = current_buffer();
@@ -613,7 +731,8 @@ std::uint32_t store_shapes(Shapes shapes) noexcept {
 }
 
 // A key that is stale by the time the trace is built is dropped there; one
-// that failed to intern (no memory) is dropped here, counted.
+// that failed to intern (no memory) is dropped here, counted. Inside the
+// recorder.
 bool interned(std::uint64_t key) noexcept {
   if (key != kNoName) return true;
   count_drop();
@@ -627,34 +746,50 @@ std::atomic<std::uint64_t> g_next_flow{1};
 
 namespace tprof {
 
+// Each entry point below is one span inside the recorder (RecorderSection):
+// interning (the thread's name cache, the table's lock), the shapes' arena
+// and the record together; refused and counted as one record when a signal
+// handler calls it while its thread is inside.
+
 RecordFunction::RecordFunction(std::string_view name, const char* category) noexcept {
   if (!internal::g_recording.load(std::memory_order_relaxed)) return;
+  const internal::RecorderSection section;
+  if (!section) return;
   const std::uint64_t key = internal::intern_dynamic(name, category);
   if (!internal::interned(key)) return;
-  internal::open_span(key, internal::kRecordDynamicScope, 0, &slot_);
+  internal::open_span_inside(key, internal::kRecordDynamicScope, 0, &slot_);
 }
 
 RecordFunction::RecordFunction(std::string_view name, Shapes shapes, const char* category) noexcept {
   if (!internal::g_recording.load(std::memory_order_relaxed)) return;
+  const internal::RecorderSection section;
+  if (!section) return;
   const std::uint64_t key = internal::intern_dynamic(name, category);
   if (!internal::interned(key)) return;
-  internal::open_span(key, internal::kRecordDynamicScope, internal::store_shapes(shapes), &slot_);
+  internal::open_span_inside(key, internal::kRecordDynamicScope, internal::store_shapes(shapes), &slot_);
 }
 
 RecordFunction::RecordFunction(const ScopeSite* site, Shapes shapes) noexcept {
   if (!internal::g_recording.load(std::memory_order_relaxed)) return;
-  internal::open_span(reinterpret_cast<std::uintptr_t>(site), internal::kRecordScope, internal::store_shapes(shapes),
-                      &slot_);
+  const internal::RecorderSection section;
+  if (!section) return;
+  internal::open_span_inside(reinterpret_cast<std::uintptr_t>(site), internal::kRecordScope,
+                             internal::store_shapes(shapes), &slot_);
 }
 
 void RecordFunction::add_arg(std::string_view key, std::uint16_t type, std::uint64_t value) noexcept {
+  const internal::RecorderSection section;
+  if (section) add_arg_inside(key, type, value);
+}
+
+void RecordFunction::add_arg_inside(std::string_view key, std::uint16_t type, std::uint64_t value) noexcept {
   // Only into the scope's own buffer and window: the record refers to the
   // scope by its index there.
   internal::ThreadBuffer* b = internal::current_buffer();
   if (b != slot_.buffer || b->epoch.load(std::memory_order_relaxed) != slot_.epoch) return;
   const std::uint64_t k = internal::intern_dynamic(key, internal::kArgKeyCategory);
   if (!internal::interned(k)) return;
-  internal::append({k, value, slot_.index, 0, internal::kRecordArg, type});
+  internal::append_inside({k, value, slot_.index, 0, internal::kRecordArg, type});
 }
 
 RecordFunction& RecordFunction::arg(std::string_view key, double value) noexcept {
@@ -672,32 +807,42 @@ RecordFunction& RecordFunction::arg(std::string_view key, bool value) noexcept {
 
 RecordFunction& RecordFunction::arg(std::string_view key, std::string_view value) noexcept {
   if (slot_.buffer == nullptr) return *this;
+  const internal::RecorderSection section;
+  if (!section) return *this;
   const std::uint64_t v = internal::intern_dynamic(value, internal::kArgKeyCategory);
-  if (internal::interned(v)) add_arg(key, internal::kArgString, v);
+  if (internal::interned(v)) add_arg_inside(key, internal::kArgString, v);
   return *this;
 }
 
 void instant(std::string_view name) noexcept {
   if (!internal::g_recording.load(std::memory_order_relaxed)) return;
+  const internal::RecorderSection section;
+  if (!section) return;
   const std::uint64_t key = internal::intern_dynamic(name, kCpuInstantEvent);
-  if (internal::interned(key)) internal::append({key, internal::read_ticks(), 0, 0, internal::kRecordInstant, 1});
+  if (internal::interned(key)) {
+    internal::append_inside({key, internal::read_ticks(), 0, 0, internal::kRecordInstant, 1});
+  }
 }
 
 void counter(std::string_view name, double value) noexcept {
   if (!internal::g_recording.load(std::memory_order_relaxed)) return;
+  const internal::RecorderSection section;
+  if (!section) return;
   const std::uint64_t key = internal::intern_dynamic(name, kUserCounter);
   if (!internal::interned(key)) return;
   std::uint64_t bits;
   std::memcpy(&bits, &value, sizeof bits);
-  internal::append({key, internal::read_ticks(), bits, 0, internal::kRecordCounter, 1});
+  internal::append_inside({key, internal::read_ticks(), bits, 0, internal::kRecordCounter, 1});
 }
 
 Flow flow_begin(std::string_view name) noexcept {
   if (!internal::g_recording.load(std::memory_order_relaxed)) return {};
+  const internal::RecorderSection section;
+  if (!section) return {};
   const std::uint64_t key = internal::intern_dynamic(name, internal::kFlowCategory);
   if (!internal::interned(key)) return {};
   const Flow f{internal::g_next_flow.fetch_add(1, std::memory_order_relaxed), key};
-  internal::append({f.id, internal::read_ticks(), f.name, 0, internal::kRecordFlow, 0});
+  internal::append_inside({f.id, internal::read_ticks(), f.name, 0, internal::kRecordFlow, 0});
   return f;
 }
 

@@ -36,6 +36,7 @@ struct ThreadRecords {
   std::span<const Record> records;
   std::span<const std::uint64_t> payload;  // the arena; read only where records point
   std::uint64_t dropped = 0;        // events lost to a full buffer
+  std::uint64_t refused = 0;        // events refused to a signal handler that interrupted the recorder
   std::uint64_t dropped_shapes = 0; // shapes lost to a full payload arena
 };
 

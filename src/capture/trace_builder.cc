@@ -358,10 +358,11 @@ void Builder::write_scope_args(std::span<const Record> rs,
 
 Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch& device) {
   t_.meta.producer = Producer::kTprof;
-  std::uint64_t dropped = 0, dropped_shapes = 0;
+  std::uint64_t dropped = 0, refused = 0, dropped_shapes = 0;
   std::size_t total = 4 + 2 * threads.size();  // process and thread metadata
   for (const ThreadRecords& tr : threads) {
     dropped += tr.dropped;
+    refused += tr.refused;
     dropped_shapes += tr.dropped_shapes;
     total += tr.records.size();
   }
@@ -631,7 +632,7 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   }
   link_graph_nodes();
   add_device(device);
-  t_.meta.dropped_events = dropped + device.dropped + stale_names_;
+  t_.meta.dropped_events = dropped + refused + device.dropped + stale_names_;
   // Why a requested activity is missing: diagnostics on this trace, and
   // kept in the file (the "tprof" key) for every reader of it.
   std::vector<std::string> unavailable = device.problems;
@@ -670,6 +671,12 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
     t_.diagnostics.add(DiagnosticCode::kDroppedEvents, -1,
                        std::to_string(dropped) + " events dropped: thread buffers were full "
                                                  "(raise ProfilerOptions::buffer_events_per_thread)");
+  }
+  if (refused > 0) {
+    t_.diagnostics.add(DiagnosticCode::kDroppedEvents, -1,
+                       std::to_string(refused) +
+                           " events dropped: recorded from a signal handler that interrupted tprof's recorder on "
+                           "its thread");
   }
   if (dropped_shapes > 0) {
     t_.diagnostics.add(DiagnosticCode::kDroppedEvents, -1,

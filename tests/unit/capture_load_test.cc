@@ -4,6 +4,7 @@
 // runs these under ASan+UBSan and TSan too (with fewer scopes there).
 #include <gtest/gtest.h>
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -253,6 +254,129 @@ TEST(ProfilerFaults, StopFromAnotherThreadWhileWorkersRecord) {
   EXPECT_TRUE(stopped);
   EXPECT_EQ(count_named(prof.trace(), "ProfilerStep#3"), 1u);
   EXPECT_GT(count_named(prof.trace(), "work"), 0u);
+}
+
+// Records made from a signal handler on the recording thread
+// (docs/reliability.md "Capture"): a second thread interrupts the loop
+// below with SIGUSR1 and SIGUSR2, one at a time, as often as it can; both
+// handlers record a static-name scope and instant. Every record is kept or
+// counted as dropped: the loop's own records are all kept (a handler that
+// interrupts the recorder on its thread refuses its own record, counted),
+// and every handler record that is missing is in droppedEvents. Before
+// this, a handler between the recorder's read of the buffer's size and its
+// store of the next took the same slot: one of the two records was lost,
+// uncounted.
+std::atomic<std::uint64_t> g_handler_scopes{0};
+std::atomic<std::uint64_t> g_handler_instants{0};
+std::atomic<std::uint64_t> g_handled{0};
+
+extern "C" void record_from_handler(int) {
+  const int saved_errno = errno;
+  {
+    g_handler_scopes.fetch_add(1, std::memory_order_relaxed);  // lock-free: async-signal-safe
+    TPROF_RECORD_FUNCTION("signal: handler scope");
+    g_handler_instants.fetch_add(1, std::memory_order_relaxed);
+    TPROF_INSTANT("signal: handler instant");
+  }
+  g_handled.fetch_add(1, std::memory_order_release);
+  errno = saved_errno;
+}
+
+struct SignalRun {
+  std::uint64_t signals = 0;
+  std::uint64_t handler_scopes = 0;
+  std::uint64_t handler_instants = 0;
+};
+
+// Records `loops` times a scope and an instant on this thread while another
+// thread sends it signals; returns what the handlers issued.
+SignalRun record_under_signals(std::uint64_t loops) {
+  g_handler_scopes = 0;
+  g_handler_instants = 0;
+  g_handled = 0;
+  struct sigaction sa {}, old_usr1{}, old_usr2{};
+  sa.sa_handler = record_from_handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART | SA_NODEFER;  // either handler may interrupt the other, or itself
+  sigaction(SIGUSR1, &sa, &old_usr1);
+  sigaction(SIGUSR2, &sa, &old_usr2);
+  const pthread_t target = pthread_self();
+  std::atomic<bool> done{false};
+  std::thread sender([&] {
+    // One signal at a time (a second would merge into the pending one):
+    // the next goes once the handler of the last has run. At least one,
+    // however late this thread starts.
+    std::uint64_t n = 0;
+    do {
+      const std::uint64_t seen = g_handled.load(std::memory_order_acquire);
+      pthread_kill(target, (n++ & 1) != 0 ? SIGUSR2 : SIGUSR1);
+      while (g_handled.load(std::memory_order_acquire) == seen && !done.load(std::memory_order_relaxed)) {
+      }
+    } while (!done.load(std::memory_order_relaxed));
+  });
+  for (std::uint64_t i = 0; i < loops; ++i) {
+    { TPROF_RECORD_FUNCTION("signal: loop scope"); }
+    TPROF_INSTANT("signal: loop instant");
+  }
+  done = true;
+  sender.join();
+  // A signal still pending is delivered now, while the window records
+  // (unblocking delivers it before pthread_sigmask returns).
+  sigset_t both;
+  sigemptyset(&both);
+  sigaddset(&both, SIGUSR1);
+  sigaddset(&both, SIGUSR2);
+  pthread_sigmask(SIG_BLOCK, &both, nullptr);
+  pthread_sigmask(SIG_UNBLOCK, &both, nullptr);
+  sigaction(SIGUSR1, &old_usr1, nullptr);
+  sigaction(SIGUSR2, &old_usr2, nullptr);
+  return {g_handled.load(), g_handler_scopes.load(), g_handler_instants.load()};
+}
+
+TEST(ProfilerFaults, RecordsFromASignalHandlerAreKeptOrCountedExactly) {
+  const std::uint64_t kLoops = kSanitized ? 100'000 : 1'000'000;
+  // Room for everything: what is missing was refused, not left out of a full buffer.
+  Profiler prof({.buffer_events_per_thread = 1u << 22, .payload_words_per_thread = 0});
+  ASSERT_TRUE(prof.start());
+  const SignalRun run = record_under_signals(kLoops);
+  ASSERT_TRUE(prof.stop());
+  const Trace& t = prof.trace();
+  const std::size_t kept_scopes = count_named(t, "signal: handler scope");
+  const std::size_t kept_instants = count_named(t, "signal: handler instant");
+  EXPECT_GT(run.signals, 0u);
+  EXPECT_EQ(count_named(t, "signal: loop scope"), kLoops);
+  EXPECT_EQ(count_named(t, "signal: loop instant"), kLoops);
+  ASSERT_LE(kept_scopes, run.handler_scopes);
+  ASSERT_LE(kept_instants, run.handler_instants);
+  EXPECT_EQ(t.meta.dropped_events, (run.handler_scopes - kept_scopes) + (run.handler_instants - kept_instants))
+      << run.signals << " signals; handler scopes " << kept_scopes << " of " << run.handler_scopes
+      << ", instants " << kept_instants << " of " << run.handler_instants;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.events.phase[e] == Phase::kComplete) {
+      ASSERT_GE(t.events.dur_ns[e], 0) << t.name(e);
+    }
+  }
+}
+
+// The same with a buffer that fills half-way: it holds exactly its
+// capacity, and everything else, from the loop or a handler, is counted.
+TEST(ProfilerFaults, ASignalHandlerRecordingIntoAFullBufferIsCountedExactly) {
+  const std::uint64_t kLoops = kSanitized ? 100'000 : 1'000'000;
+  const std::uint32_t kCapacity = static_cast<std::uint32_t>(kLoops);  // 2 records a loop
+  Profiler prof({.buffer_events_per_thread = kCapacity, .payload_words_per_thread = 0});
+  ASSERT_TRUE(prof.start());
+  const SignalRun run = record_under_signals(kLoops);
+  ASSERT_TRUE(prof.stop());
+  const Trace& t = prof.trace();
+  std::uint64_t kept = 0;
+  for (const char* name : {"signal: loop scope", "signal: loop instant", "signal: handler scope",
+                           "signal: handler instant"}) {
+    kept += count_named(t, name);
+  }
+  EXPECT_GT(run.signals, 0u);
+  EXPECT_EQ(kept, kCapacity);
+  EXPECT_EQ(kept + t.meta.dropped_events, 2 * kLoops + run.handler_scopes + run.handler_instants)
+      << run.signals << " signals";
 }
 
 namespace fs = std::filesystem;

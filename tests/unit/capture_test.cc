@@ -436,6 +436,55 @@ TEST(Profiler, FullBuffersDropAndCountNeverGrow) {
   std::remove(path.c_str());
 }
 
+// What a signal handler meets when it interrupts tprof on its own thread
+// (the thread's mark set; capture_load_test sends real signals): its
+// record is refused and counted. Inside a record, straight into the
+// window's buffer; inside an attach (the buffer about to be reset), as
+// pending, moved into the buffer when the attach ends. The thread's own
+// records around it are kept, and the count reaches the file.
+TEST(Profiler, ARecordMadeWhileItsThreadIsInsideTprofIsRefusedAndCounted) {
+  using internal::tl_in_recorder;
+  Profiler prof({.profile_memory = true});
+  ASSERT_TRUE(prof.start());
+  // A new window for this thread's buffer (start() attached it): its next
+  // record attaches again.
+  internal::g_epoch.fetch_add(1);
+  tl_in_recorder.store(internal::kInTprof);  // as if attaching
+  { TPROF_RECORD_FUNCTION("refused while attaching"); }
+  tl_in_recorder.store(internal::kOutsideRecorder);
+  { TPROF_RECORD_FUNCTION("kept after"); }  // attaches: the pending refusal moves into the buffer
+  tl_in_recorder.store(internal::kInRecorder);  // as if inside a record
+  {
+    TPROF_RECORD_FUNCTION("refused while recording");
+    TPROF_INSTANT("refused instant");
+    TPROF_COUNTER("refused counter", 1);
+    int x = 0;
+    record_alloc(&x, 4);
+  }
+  tl_in_recorder.store(internal::kOutsideRecorder);
+  { TPROF_RECORD_FUNCTION("kept last"); }
+  ASSERT_TRUE(prof.stop());
+  const Trace& t = prof.trace();
+  EXPECT_EQ(count_named(t, "kept after"), 1u);
+  EXPECT_EQ(count_named(t, "kept last"), 1u);
+  for (const char* name : {"refused while attaching", "refused while recording", "refused instant",
+                           "refused counter", "[memory]"}) {
+    EXPECT_EQ(count_named(t, name), 0u) << name;
+  }
+  EXPECT_EQ(t.meta.dropped_events, 5u);
+  bool said = false;
+  for (const Diagnostic& d : t.diagnostics.items()) {
+    said |= d.code == DiagnosticCode::kDroppedEvents && d.message.find("signal handler") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+  const std::string path = ::testing::TempDir() + "/tprof_refused.json";
+  ASSERT_TRUE(prof.export_chrome_trace(path));
+  Result<Trace> back = read_trace(path);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->meta.dropped_events, 5u);
+  std::remove(path.c_str());
+}
+
 // Records used to be written when a scope ended, so a buffer that filled
 // inside a long scope kept its children and lost it (and the step around
 // it). A scope's record is taken when it begins: whatever is open when the

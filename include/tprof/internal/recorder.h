@@ -8,6 +8,14 @@
 // kept without its parent), and a scope still open at stop() is visible as
 // one. Every drop is counted. The collector (Profiler::stop) reads each
 // buffer up to its published size.
+//
+// Signal handlers: a handler runs on the thread it interrupts and may record
+// into the same buffer. The thread marks itself while it is inside the
+// recorder (tl_in_recorder: plain stores, ordered by signal fences, no
+// locked instruction); a record made while the mark is set comes from a
+// handler that interrupted the recorder on its own thread, and is refused
+// and counted (count_refused: a locked add, the rare path). A record made at
+// any other moment, in a handler or not, finds the buffer whole and is kept.
 #pragma once
 
 #include <atomic>
@@ -52,6 +60,7 @@ struct ThreadBuffer {
   std::uint32_t size = 0;                    // written by the owner thread only
   std::atomic<std::uint32_t> published{0};   // `size`, released for the collector
   std::atomic<std::uint64_t> dropped{0};     // records lost to a full buffer (owner increments)
+  std::atomic<std::uint64_t> refused{0};     // records refused to a signal handler (count_refused)
   // The window this buffer's contents belong to; stored last (release) when
   // the owner resets the buffer, so a collector that sees it sees the rest.
   std::atomic<std::uint32_t> epoch{0};
@@ -80,11 +89,50 @@ extern std::atomic<std::uint32_t> g_epoch;
 #endif
 extern TPROF_CONSTINIT thread_local ThreadBuffer* tl_buffer;
 
+// Where the calling thread is (tl_in_recorder): outside tprof; inside the
+// recorder, on its buffer (the window's, or about to attach one); or
+// elsewhere in tprof: attaching a buffer, holding one of its locks, its exit.
+enum InRecorder : std::uint32_t { kOutsideRecorder = 0, kInRecorder = 1, kInTprof = 2 };
+// Async-signal-safe to read and write (lock-free, relaxed: one thread).
+extern TPROF_CONSTINIT thread_local std::atomic<std::uint32_t> tl_in_recorder;
+
+// Counts one record refused because its thread was inside the recorder
+// (a signal handler interrupted it): async-signal-safe, nests.
+void count_refused() noexcept;
+
+// Marks the calling thread inside the recorder; false, with the record
+// counted as refused, when it already was (a handler interrupted it). Every
+// path that touches the thread's buffer or per-thread state runs between
+// enter_recorder() and leave_recorder(). The signal fences keep the
+// compiler from moving the buffer's accesses across the mark; the CPU
+// shows a thread its own stores in order, and a handler runs on the thread.
+inline bool enter_recorder() noexcept {
+  if (__builtin_expect(tl_in_recorder.load(std::memory_order_relaxed) != kOutsideRecorder, 0)) {
+    count_refused();
+    return false;
+  }
+  tl_in_recorder.store(kInRecorder, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  return true;
+}
+
+// Clears the mark. A handler that interrupted the thread in between was
+// refused and left the mark alone; one that came just before the mark was
+// set restored it to clear before this thread went on.
+inline void leave_recorder() noexcept {
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  tl_in_recorder.store(kOutsideRecorder, std::memory_order_relaxed);
+}
+
 // Registers the calling thread (first use) or resets its buffer for the
 // current window. Not on the per-event path: once per thread per window.
+// Takes a lock, and allocates the first time a thread records: not
+// async-signal-safe. Called inside the recorder (marks itself kInTprof).
 // May return nullptr (no memory): the caller then drops the event.
 ThreadBuffer* attach_thread_buffer() noexcept;
 
+// The calling thread's buffer for the current window (attached now if it
+// is not yet). Call inside the recorder.
 inline ThreadBuffer* current_buffer() noexcept {
   ThreadBuffer* b = tl_buffer;
   if (__builtin_expect(b != nullptr && b->epoch.load(std::memory_order_relaxed) ==
@@ -95,12 +143,14 @@ inline ThreadBuffer* current_buffer() noexcept {
   return attach_thread_buffer();
 }
 
-// Counts one record lost on this thread (only the owner thread increments).
+// Counts one record lost on this thread: inside the recorder, where no
+// handler can count into `dropped` at the same time (a plain increment).
 inline void count_dropped(ThreadBuffer* b) noexcept {
   b->dropped.store(b->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-inline void append(const Record& r) noexcept {
+// Appends a record; call inside the recorder.
+inline void append_inside(const Record& r) noexcept {
   ThreadBuffer* b = current_buffer();
   if (__builtin_expect(b == nullptr, 0)) return;
   const std::uint32_t i = b->size;
@@ -113,8 +163,14 @@ inline void append(const Record& r) noexcept {
   b->published.store(i + 1, std::memory_order_release);
 }
 
+inline void append(const Record& r) noexcept {
+  if (__builtin_expect(!enter_recorder(), 0)) return;
+  append_inside(r);
+  leave_recorder();
+}
+
 // An open span's record: where to write its end. buffer == nullptr: none
-// (not recording, or dropped).
+// (not recording, dropped, or refused).
 struct OpenSlot {
   ThreadBuffer* buffer = nullptr;
   std::uint32_t index = 0;
@@ -123,8 +179,8 @@ struct OpenSlot {
 
 // Takes the next record for a span beginning now (its start tick is read
 // last, so the bookkeeping is outside the measured time). False when the
-// buffer is full (counted) or there is none.
-inline bool open_span(std::uint64_t a, std::uint16_t kind, std::uint32_t payload, OpenSlot* slot) noexcept {
+// buffer is full (counted) or there is none. Call inside the recorder.
+inline bool open_span_inside(std::uint64_t a, std::uint16_t kind, std::uint32_t payload, OpenSlot* slot) noexcept {
   ThreadBuffer* b = current_buffer();
   if (__builtin_expect(b == nullptr, 0)) return false;
   const std::uint32_t i = b->size;
@@ -147,13 +203,36 @@ inline bool open_span(std::uint64_t a, std::uint16_t kind, std::uint32_t payload
   return true;
 }
 
-// Ends the span: its end tick goes into its record, unless the buffer has
-// been reset for a later window since (the span began in an earlier one:
-// that window's trace is built, and its record is gone).
-inline void close_span(const OpenSlot& slot) noexcept {
-  const std::uint64_t end = read_ticks();
+// As above, or false when refused (counted).
+inline bool open_span(std::uint64_t a, std::uint16_t kind, std::uint32_t payload, OpenSlot* slot) noexcept {
+  if (__builtin_expect(!enter_recorder(), 0)) return false;
+  const bool opened = open_span_inside(a, kind, payload, slot);
+  leave_recorder();
+  return opened;
+}
+
+// Ends the span at tick `end`: its end tick goes into its record, unless
+// the buffer has been reset for a later window since (the span began in an
+// earlier one: that window's trace is built, and its record is gone). Call
+// inside the recorder.
+inline void close_span_inside(const OpenSlot& slot, std::uint64_t end) noexcept {
   if (__builtin_expect(slot.buffer->epoch.load(std::memory_order_relaxed) != slot.epoch, 0)) return;
   __atomic_store_n(&slot.buffer->records[slot.index].c, end, __ATOMIC_RELAXED);
+}
+
+// Ends the span now. Never refused: the span's record is its own. It is
+// marked all the same: a handler between the epoch check and the store
+// could reset the buffer for a new window (its first record there), and the
+// end tick would land in the handler's record; the handler is refused
+// instead. The mark it found is restored.
+inline void close_span(const OpenSlot& slot) noexcept {
+  const std::uint64_t end = read_ticks();
+  const std::uint32_t was = tl_in_recorder.load(std::memory_order_relaxed);
+  tl_in_recorder.store(kInRecorder, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  close_span_inside(slot, end);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  tl_in_recorder.store(was, std::memory_order_relaxed);
 }
 
 // A span's end tick as the collector reads it (0: still open).
