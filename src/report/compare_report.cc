@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "src/base/json_writer.h"
+#include "src/report/kernel_names.h"
 #include "src/report/py_format.h"
 #include "tprof/compare.h"
 
@@ -96,18 +97,33 @@ std::vector<std::string> names_with(const std::vector<Row>& rows, ChangeKind k) 
   return out;
 }
 
-// "a, b, c and 4 more" (at most `limit` names; 0: all).
-std::string name_list(const std::vector<std::string>& names, std::size_t limit, bool code) {
+// Kernel names as this view prints them: unique, at most the name column's
+// width unless two kernels need more to differ (src/report/kernel_names.h).
+internal::KernelNames kernel_names(const Comparison& c) {
+  std::vector<std::string_view> names;
+  for (const KernelDelta& k : c.kernels) names.push_back(k.name);
+  return internal::KernelNames(names, kNameWidth);
+}
+
+std::vector<std::string> view_names(std::vector<std::string> names, const internal::KernelNames& view) {
+  for (std::string& n : names) n = view.get(n);
+  return names;
+}
+
+// "a, b, c and 4 more" (at most `limit` names; 0: all); `cut`: long names
+// cut as torch cuts them (kernel names come already shortened, uncut).
+std::string name_list(const std::vector<std::string>& names, std::size_t limit, bool code, bool cut = true) {
   std::string out;
   const std::size_t n = limit == 0 ? names.size() : std::min(limit, names.size());
   for (std::size_t i = 0; i < n; ++i) {
     if (i) out += ", ";
+    const std::string name = cut ? short_name(names[i]) : names[i];
     if (code) {
       std::string escaped;
-      for (const char ch : short_name(names[i])) escaped += ch == '`' ? '\'' : ch;
+      for (const char ch : name) escaped += ch == '`' ? '\'' : ch;
       out += "`" + escaped + "`";
     } else {
-      out += short_name(names[i]);
+      out += name;
     }
   }
   if (n < names.size()) out += " and " + std::to_string(names.size() - n) + " more";
@@ -157,10 +173,11 @@ std::vector<std::vector<std::string>> op_rows(const Comparison& c, const Compare
 
 std::vector<std::vector<std::string>> kernel_rows(const Comparison& c, const CompareFormat& f, bool md) {
   std::vector<std::vector<std::string>> rows;
+  const internal::KernelNames names = kernel_names(c);
   for (std::size_t i = 0; i < shown(c.kernels.size(), f); ++i) {
     const KernelDelta& k = c.kernels[i];
-    std::string name = short_name(k.name);
-    if (md) name = name_list({k.name}, 0, true);
+    std::string name = names.get(k.name);
+    if (md) name = name_list({name}, 0, true, false);
     const bool in_a = k.change != ChangeKind::kNew, in_b = k.change != ChangeKind::kVanished;
     rows.push_back({name, k.category, std::string(change_mark(k.change)), in_a ? t(k.time_a_ns) : "-",
                     in_b ? t(k.time_b_ns) : "-", signed_t(k.time_delta_ns()), in_a ? per_step(k.count_a) : "-",
@@ -233,11 +250,12 @@ std::string format_comparison_text(const Comparison& c, const CompareFormat& f) 
               : "top " + std::to_string(f.top) + " of " + std::to_string(c.kernels.size())) +
          " by |time delta|):\n";
   text_table(&out, kKernelHead, kernel_rows(c, f, false));
-  const std::vector<std::string> new_k = names_with(c.kernels, ChangeKind::kNew);
-  const std::vector<std::string> gone_k = names_with(c.kernels, ChangeKind::kVanished);
-  if (!new_k.empty()) out += "new device activities (" + std::to_string(new_k.size()) + "): " + name_list(new_k, f.top, false) + "\n";
+  const internal::KernelNames view = kernel_names(c);
+  const std::vector<std::string> new_k = view_names(names_with(c.kernels, ChangeKind::kNew), view);
+  const std::vector<std::string> gone_k = view_names(names_with(c.kernels, ChangeKind::kVanished), view);
+  if (!new_k.empty()) out += "new device activities (" + std::to_string(new_k.size()) + "): " + name_list(new_k, f.top, false, false) + "\n";
   if (!gone_k.empty()) {
-    out += "vanished device activities (" + std::to_string(gone_k.size()) + "): " + name_list(gone_k, f.top, false) + "\n";
+    out += "vanished device activities (" + std::to_string(gone_k.size()) + "): " + name_list(gone_k, f.top, false, false) + "\n";
   }
   return out;
 }
@@ -305,11 +323,12 @@ std::string format_comparison_md(const Comparison& c, const CompareFormat& f) {
     out += "\n**Device activities**, " + per_what(c) + ", top " + std::to_string(shown(c.kernels.size(), f)) +
            " of " + std::to_string(c.kernels.size()) + " by |time delta|\n\n";
     md_table(&out, kKernelHead, kernel_rows(c, f, true), 3);
-    const std::vector<std::string> new_k = names_with(c.kernels, ChangeKind::kNew);
-    const std::vector<std::string> gone_k = names_with(c.kernels, ChangeKind::kVanished);
+    const internal::KernelNames view = kernel_names(c);
+    const std::vector<std::string> new_k = view_names(names_with(c.kernels, ChangeKind::kNew), view);
+    const std::vector<std::string> gone_k = view_names(names_with(c.kernels, ChangeKind::kVanished), view);
     if (!new_k.empty() || !gone_k.empty()) out += "\n";
-    if (!new_k.empty()) out += "- new device activities: " + name_list(new_k, f.top, true) + "\n";
-    if (!gone_k.empty()) out += "- vanished device activities: " + name_list(gone_k, f.top, true) + "\n";
+    if (!new_k.empty()) out += "- new device activities: " + name_list(new_k, f.top, true, false) + "\n";
+    if (!gone_k.empty()) out += "- vanished device activities: " + name_list(gone_k, f.top, true, false) + "\n";
   }
   return out;
 }

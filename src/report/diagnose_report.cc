@@ -86,20 +86,21 @@ std::string offset_text(const std::optional<std::int64_t>& v) { return v ? forma
 
 bool has_device(const Diagnosis& d) { return d.breakdowns.tracelens_gpu_timeline.has_value(); }
 
-// A finding's title with the long names it quotes (cut at 60 characters by
-// the rule, for JSON) shortened to their kernel names.
-std::string short_title(const Finding& f) {
-  std::string t = f.title;
+// A title with the kernel names finding f quotes (cut at 60 characters by
+// the rule, for JSON) as the view names them (src/report/kernel_names.h).
+std::string short_title(std::string t, const Finding& f, const internal::KernelNames& names) {
   auto shorten = [&](const std::string& name) {
-    if (name.size() <= 48) return;
+    if (!names.has(name)) return;
     const std::string cut = internal::title_name(name);
-    const std::string short_name = internal::short_kernel_name(name);
+    const std::string short_name = names.get(name);
+    if (cut == short_name) return;
     for (std::size_t p = t.find(cut); p != std::string::npos; p = t.find(cut, p + short_name.size())) {
       t.replace(p, cut.size(), short_name);
     }
   };
   for (const Evidence::Field& e : f.evidence.fields()) {
     if (e.kind == Evidence::Kind::kText) shorten(e.s);
+    for (const std::string& text : e.texts) shorten(text);
     for (const EventRef& r : e.events) shorten(r.name);
   }
   return t;
@@ -281,7 +282,8 @@ void append_verdict(std::string* out, const Diagnosis& d) {
 }
 
 // The 30-second view: what is wrong, where to look, what to do.
-std::string format_short(const Diagnosis& d, const EventClock& clock, const DiagnoseFormat& format) {
+std::string format_short(const Diagnosis& d, const EventClock& clock, const internal::KernelNames& names,
+                         const DiagnoseFormat& format) {
   std::string out;
   append_verdict(&out, d);
   append_steps_summary(&out, d);
@@ -298,17 +300,17 @@ std::string format_short(const Diagnosis& d, const EventClock& clock, const Diag
     const std::string head = "  " + std::to_string(k + 1) + ". [" + std::string(severity_name(c.severity)) + "] ";
     const Finding& anchor = d.findings[c.anchor];
     const bool lone = c.findings.size() == 1 && c.id == anchor.id;
-    append_wrapped(&out, head, lone ? short_title(anchor) : c.title, "       ");
+    append_wrapped(&out, head, short_title(lone ? anchor.title : c.title, anchor, names), "       ");
     // The evidence: the strongest symptom besides the one the title
     // quotes; the title's own finding's numbers when it stands alone.
     std::string evidence = key_numbers(anchor);
     for (std::size_t i : c.findings) {
       if (i == c.anchor) continue;
-      evidence = short_title(d.findings[i]);
+      evidence = short_title(d.findings[i].title, d.findings[i], names);
       break;
     }
     if (!evidence.empty()) append_wrapped(&out, "     evidence: ", evidence, "       ", 1);
-    if (c.look_at) append_wrapped(&out, "     look at: ", clock.event_text(*c.look_at, true), "       ", 1);
+    if (c.look_at) append_wrapped(&out, "     look at: ", clock.event_text(*c.look_at, &names), "       ", 1);
     if (!anchor.advice.empty()) append_wrapped(&out, "     fix: ", first_sentence(anchor.advice), "       ");
     if (!lone) append_wrapped(&out, "     findings: ", finding_ids(d, c.findings), "       ", 1);
   }
@@ -341,7 +343,7 @@ std::string format_short(const Diagnosis& d, const EventClock& clock, const Diag
 
 std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d, const DiagnoseFormat& format) {
   const EventClock clock(trace);
-  if (!format.verbose) return format_short(d, clock, format);
+  if (!format.verbose) return format_short(d, clock, internal::KernelNames(trace), format);
   const bool device = has_device(d);
   std::string out;
   append_verdict(&out, d);
@@ -382,7 +384,7 @@ std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d, const 
   for (const Finding& f : d.findings) {
     out += "\n  [" + std::string(severity_name(f.severity)) + "] " + f.id + ": " + f.title + "\n";
     for (const Evidence::Field& e : f.evidence.fields()) {
-      out += "    " + e.key + ": " + evidence_value_text(e, clock, false) + "\n";
+      out += "    " + e.key + ": " + evidence_value_text(e, clock, nullptr) + "\n";
     }
     if (!f.advice.empty()) out += "    advice: " + f.advice + "\n";
   }
@@ -636,7 +638,7 @@ std::string format_diagnosis_md(const Trace& trace, const Diagnosis& d) {
   for (const Finding& f : d.findings) {
     out += "\n### `" + f.id + "` (" + std::string(severity_name(f.severity)) + "): " + f.title + "\n\n";
     for (const Evidence::Field& e : f.evidence.fields()) {
-      std::string v = evidence_value_text(e, clock, false);
+      std::string v = evidence_value_text(e, clock, nullptr);
       for (std::size_t p = v.find("\n      - "); p != std::string::npos; p = v.find("\n      - ", p)) {
         v.replace(p, 9, "\n  - ");
       }

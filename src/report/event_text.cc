@@ -33,49 +33,11 @@ std::string EventClock::at_text(std::int64_t ts_ns) const {
   return "at " + rel_ms_text(ts_ns) + " (ts " + raw_ts_text(ts_ns) + ")";
 }
 
-std::string EventClock::event_text(const EventRef& e, bool short_name) const {
-  std::string s = (short_name ? short_kernel_name(e.name) : e.name) + " @ " + e.lane + ", " + at_text(e.ts_ns);
+std::string EventClock::event_text(const EventRef& e, const KernelNames* names) const {
+  std::string s = (names != nullptr ? names->get(e.name) : e.name) + " @ " + e.lane + ", " + at_text(e.ts_ns);
   if (e.dur_ns > 0) s += ", " + format_ns(e.dur_ns);
   if (e.step >= 0) s += ", step " + std::to_string(e.step);
   return s;
-}
-
-std::string short_kernel_name(std::string_view name, std::size_t max_chars) {
-  if (py_len(name) <= max_chars) return std::string(name);
-  std::string_view full = name;
-  if (full.starts_with("void ")) full.remove_prefix(5);
-  // GCC's "(anonymous namespace)::" says nothing a reader needs.
-  std::string owned(full);
-  constexpr std::string_view kAnon = "(anonymous namespace)::";
-  for (std::size_t p = owned.find(kAnon); p != std::string::npos; p = owned.find(kAnon, p)) owned.erase(p, kAnon.size());
-  std::string_view s = owned;
-  // The parameter list: the first '(' outside template brackets.
-  int depth = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '<') {
-      ++depth;
-    } else if (s[i] == '>') {
-      --depth;
-    } else if (s[i] == '(' && depth == 0 && i > 0) {
-      s = s.substr(0, i);
-      break;
-    }
-  }
-  std::string out(s);
-  // Template arguments: keep the first.
-  if (const std::size_t lt = out.find('<'); lt != std::string::npos) {
-    depth = 0;
-    for (std::size_t i = lt; i < out.size(); ++i) {
-      if (out[i] == '<') ++depth;
-      if (out[i] == '>' && --depth == 0) break;
-      if (out[i] == ',' && depth == 1) {
-        out = out.substr(0, i) + ", …>";
-        break;
-      }
-    }
-  }
-  if (py_len(out) > max_chars) out = std::string(py_head(out, max_chars - 1)) + "…";
-  return out;
 }
 
 bool is_timestamp_key(std::string_view key) {
@@ -94,7 +56,7 @@ std::string real_text(double v) {
 
 // One evidence value in a line of text. Points in time print as where to
 // find them (ms since the trace's start, the file's ts), never as durations.
-std::string evidence_value_text(const Evidence::Field& f, const EventClock& clock, bool short_names) {
+std::string evidence_value_text(const Evidence::Field& f, const EventClock& clock, const KernelNames* names) {
   switch (f.kind) {
     case Evidence::Kind::kInt:
       if (internal::is_timestamp_key(f.key)) return clock.at_text(f.i);
@@ -102,10 +64,10 @@ std::string evidence_value_text(const Evidence::Field& f, const EventClock& cloc
       return std::to_string(f.i);
     case Evidence::Kind::kReal: return real_text(f.d);
     case Evidence::Kind::kText: return f.s;
-    case Evidence::Kind::kEvent: return clock.event_text(f.events.front(), short_names);
+    case Evidence::Kind::kEvent: return clock.event_text(f.events.front(), names);
     case Evidence::Kind::kEvents: {
       std::string s;
-      for (std::size_t i = 0; i < f.events.size() && i < 5; ++i) s += "\n      - " + clock.event_text(f.events[i], short_names);
+      for (std::size_t i = 0; i < f.events.size() && i < 5; ++i) s += "\n      - " + clock.event_text(f.events[i], names);
       if (f.events.size() > 5) s += "\n      - ... " + std::to_string(f.events.size() - 5) + " more";
       return s;
     }

@@ -1,6 +1,6 @@
 // Where an event is, in words a person can search for: ms since the trace's
 // first event (the origin `tprof steps` and Perfetto use) and the "ts" as
-// written in the file; and kernel names short enough for a line of text.
+// written in the file; kernel names through src/report/kernel_names.h.
 // Used by the diagnose text, Markdown and JSON sinks alike.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "src/report/kernel_names.h"
 #include "tprof/diagnose.h"
 #include "tprof/trace.h"
 
@@ -31,21 +32,13 @@ class EventClock {
   // "at 0.198 ms (ts 5117.500)"
   std::string at_text(std::int64_t ts_ns) const;
   // "nvjet_sm90_... @ gpu 0 stream 7, at 0.198 ms (ts 5117.500), 2.3 us, step 1";
-  // the name through short_kernel_name when `short_name`.
-  std::string event_text(const EventRef& e, bool short_name) const;
+  // a kernel's name as `names` gives it (nullptr: the full name).
+  std::string event_text(const EventRef& e, const KernelNames* names) const;
 
  private:
   std::int64_t origin_ns_ = 0;
   std::int64_t base_ns_ = 0;
 };
-
-// A C++ kernel name cut for a line of text: no return type, parameter list
-// or "(anonymous namespace)::" qualifier, the first template argument only,
-// at most max_chars code points
-// ("void at::native::vectorized_elementwise_kernel<8, at::native::...>(int, ...)"
-// -> "at::native::vectorized_elementwise_kernel<8, …>"). Names up to
-// max_chars are returned unchanged.
-std::string short_kernel_name(std::string_view name, std::size_t max_chars = 48);
 
 // True for evidence keys holding a point in time ("ts_ns", "…_start_ns", "…_end_ns"),
 // not a duration.
@@ -55,7 +48,8 @@ bool is_timestamp_key(std::string_view key);
 std::string real_text(double v);
 // One evidence value in a line of text. Points in time print as where to
 // find them (ms since the trace's start, the file's ts), never as durations;
-// durations as "1.234 ms"; an event list one "\n      - " line per event (5 at most).
-std::string evidence_value_text(const Evidence::Field& f, const EventClock& clock, bool short_names);
+// durations as "1.234 ms"; an event list one "\n      - " line per event (5 at most);
+// kernel names as `names` gives them (nullptr: full names).
+std::string evidence_value_text(const Evidence::Field& f, const EventClock& clock, const KernelNames* names);
 
 }  // namespace tprof::internal

@@ -188,7 +188,8 @@ void write_compare_json(JsonWriter& w, const Comparison& cmp, const HtmlReportOp
 
 std::string report_json(const Trace& trace, const DiagnoseContext& c, const Diagnosis& d,
                         const std::vector<KernelHistogram>& hists, const internal::Timeline& timeline,
-                        const internal::FlameTree& flame, const Comparison* cmp, const HtmlReportOptions& options) {
+                        const internal::FlameTree& flame, const Comparison* cmp, const HtmlReportOptions& options,
+                        const internal::KernelNames& names) {
   std::string out;
   JsonWriter w(&out);
   w.begin_object();
@@ -251,6 +252,8 @@ std::string report_json(const Trace& trace, const DiagnoseContext& c, const Diag
     w.begin_object();
     w.key("name");
     w.value_string(k.name);
+    w.key("short_name");
+    w.value_string(names.get(k.name));
     w.key("category");
     w.value_string(k.category);
     w.key("count");
@@ -313,7 +316,7 @@ std::string report_json(const Trace& trace, const DiagnoseContext& c, const Diag
 
 // The verdict and its evidence as HTML (readable without scripts); every
 // text from the trace goes through html_escape.
-void append_verdict_html(std::string* out, const Trace& trace, const Diagnosis& d) {
+void append_verdict_html(std::string* out, const Trace& trace, const Diagnosis& d, const internal::KernelNames& names) {
   const internal::EventClock clock(trace);
   std::string& o = *out;
   o += "<section id=\"verdict\" data-verdict=\"" + html_escape(verdict_name(d.verdict)) + "\">\n";
@@ -322,7 +325,7 @@ void append_verdict_html(std::string* out, const Trace& trace, const Diagnosis& 
   if (!d.verdict_evidence.fields().empty()) {
     o += "<details><summary>What was measured</summary>\n<dl class=\"evidence\">\n";
     for (const Evidence::Field& f : d.verdict_evidence.fields()) {
-      o += "<dt>" + html_escape(f.key) + "</dt><dd>" + html_escape(internal::evidence_value_text(f, clock, true)) +
+      o += "<dt>" + html_escape(f.key) + "</dt><dd>" + html_escape(internal::evidence_value_text(f, clock, &names)) +
            "</dd>\n";
     }
     o += "</dl>\n</details>\n";
@@ -331,7 +334,8 @@ void append_verdict_html(std::string* out, const Trace& trace, const Diagnosis& 
 }
 
 // The causes, strongest first, each with its evidence folded away.
-void append_causes_html(std::string* out, const Trace& trace, const Diagnosis& d, const HtmlReportOptions& options) {
+void append_causes_html(std::string* out, const Trace& trace, const Diagnosis& d, const internal::KernelNames& names,
+                        const HtmlReportOptions& options) {
   const internal::EventClock clock(trace);
   std::string& o = *out;
   const std::size_t n = std::min(d.causes.size(), options.max_causes);
@@ -344,14 +348,14 @@ void append_causes_html(std::string* out, const Trace& trace, const Diagnosis& d
     o += "<div class=\"cause sev-" + sev + "\" data-id=\"" + html_escape(cause.id) + "\">\n";
     o += "<h3><span class=\"sev\">" + sev + "</span> " + html_escape(cause.title) + "</h3>\n";
     if (cause.look_at) {
-      o += "<p class=\"look\">Look at: " + html_escape(clock.event_text(*cause.look_at, true)) + "</p>\n";
+      o += "<p class=\"look\">Look at: " + html_escape(clock.event_text(*cause.look_at, &names)) + "</p>\n";
     }
     if (!anchor.advice.empty()) o += "<p class=\"advice\">" + html_escape(anchor.advice) + "</p>\n";
     o += "<details><summary>Evidence</summary>\n<dl class=\"evidence\">\n";
     std::size_t shown = 0;
     for (const Evidence::Field& f : anchor.evidence.fields()) {
       if (shown++ == kMaxEvidenceFields) break;
-      o += "<dt>" + html_escape(f.key) + "</dt><dd>" + html_escape(internal::evidence_value_text(f, clock, true)) +
+      o += "<dt>" + html_escape(f.key) + "</dt><dd>" + html_escape(internal::evidence_value_text(f, clock, &names)) +
            "</dd>\n";
     }
     o += "</dl>\n</details>\n";
@@ -429,10 +433,13 @@ void append_compare_html(std::string* out, const Comparison& cmp, const HtmlRepo
   } else {
     o += "<table class=\"cmp-rows\" id=\"compare-kernels\">\n<tr><th>Name</th><th>kind</th><th>change</th>"
          "<th>time A</th><th>time B</th><th>delta</th><th>count/step A</th><th>count/step B</th></tr>\n";
+    std::vector<std::string_view> kernel_names;
+    for (const KernelDelta& r : cmp.kernels) kernel_names.push_back(r.name);
+    const internal::KernelNames names(kernel_names);
     for (std::size_t i = 0; i < cmp.kernels.size() && i < top; ++i) {
       const KernelDelta& r = cmp.kernels[i];
       o += "<tr class=\"" + std::string(change_kind_name(r.change)) + "\"><td title=\"" + html_escape(r.name) +
-           "\">" + html_escape(r.name) + "</td><td>" + html_escape(r.category) + "</td><td>" +
+           "\">" + html_escape(names.get(r.name)) + "</td><td>" + html_escape(r.category) + "</td><td>" +
            std::string(change_kind_name(r.change)) + "</td><td>" + internal::format_ns(r.time_a_ns) + "</td><td>" +
            internal::format_ns(r.time_b_ns) + "</td><td>" + signed_ns(r.time_delta_ns()) + "</td><td>" +
            fixed(r.count_a, 1) + "</td><td>" + fixed(r.count_b, 1) + "</td></tr>\n";
@@ -582,7 +589,7 @@ constexpr std::string_view kScript = R"JS(
     data.kernels.forEach(function (k, idx) {
       var card = el('div', 'kernel-hist');
       card.dataset.kernel = String(idx);
-      var h = el('h3', null, k.name);
+      var h = el('h3', null, k.short_name || k.name);
       h.title = k.name;
       card.appendChild(h);
       card.appendChild(el('p', 'stats', k.count + ' × ' + k.category + ', total ' + fmtNs(k.total_ns) + ' · mean ' + fmtNs(k.mean_ns) +
@@ -888,7 +895,8 @@ std::string render_page(const Trace& trace, const HtmlReportOptions& options, co
   const std::vector<KernelHistogram> hists = kernel_histograms(c, ks, options);
   const internal::Timeline timeline = internal::build_timeline(c, d, options);
   const internal::FlameTree flame = internal::build_flame_tree(c, options);
-  const std::string json = report_json(trace, c, d, hists, timeline, flame, cmp, options);
+  const internal::KernelNames names(trace);
+  const std::string json = report_json(trace, c, d, hists, timeline, flame, cmp, options, names);
 
   const std::string name = options.trace_file_name.empty() ? std::string("trace") : options.trace_file_name;
   std::string o;
@@ -912,7 +920,7 @@ std::string render_page(const Trace& trace, const HtmlReportOptions& options, co
   }
   o += "</header>\n<main>\n";
   if (cmp != nullptr) append_compare_html(&o, *cmp, options);
-  append_verdict_html(&o, trace, d);
+  append_verdict_html(&o, trace, d, names);
 
   const std::size_t steps_drawn = std::min(d.steps.size(), options.max_steps);
   o += "<section>\n<h2>Steps: CPU busy, GPU busy, GPU idle</h2>\n";
@@ -921,7 +929,7 @@ std::string render_page(const Trace& trace, const HtmlReportOptions& options, co
   if (d.steps.size() > steps_drawn) o += " The first " + std::to_string(steps_drawn) + " steps are drawn.";
   o += "</p>\n<div id=\"steps-chart\" data-steps=\"" + std::to_string(steps_drawn) + "\"></div>\n</section>\n";
 
-  append_causes_html(&o, trace, d, options);
+  append_causes_html(&o, trace, d, names, options);
 
   o += "<section>\n<h2>Timeline</h2>\n<p>" + std::to_string(timeline.lanes.size()) + " of " +
        std::to_string(timeline.lanes_total) +

@@ -4,13 +4,22 @@
 
 #include "src/analyze/diagnose_context.h"
 #include "src/base/json_writer.h"
+#include "src/report/kernel_names.h"
 #include "tprof/kernels.h"
 
 namespace tprof {
 
+// The view's kernel names: short, and unique among the trace's kernels.
+internal::KernelNames view_names(const KernelsSummary& k) {
+  std::vector<std::string_view> names;
+  for (const KernelStat& s : k.kernels) names.push_back(s.name);
+  return internal::KernelNames(names);
+}
+
 std::string format_kernels_text(const KernelsSummary& k) {
   std::string out;
   if (k.kernels.empty()) return "no device activity in the trace\n";
+  const internal::KernelNames names = view_names(k);
   char line[512];
   std::snprintf(line, sizeof line, "%7s  %11s  %7s  %11s  %11s  %11s  %11s  %11s  %6s  %-16s  %s\n", "Count", "Total",
                 "Share", "Mean", "Median", "p90", "Min", "Max", "CV", "Outlier steps", "Name");
@@ -36,7 +45,7 @@ std::string format_kernels_text(const KernelsSummary& k) {
                   internal::format_ns(static_cast<std::int64_t>(std::llround(s.mean_ns))).c_str(),
                   internal::format_ns(s.median_ns).c_str(), internal::format_ns(s.p90_ns).c_str(),
                   internal::format_ns(s.min_ns).c_str(), internal::format_ns(s.max_ns).c_str(), s.cv, steps.c_str(),
-                  s.name.c_str());
+                  names.get(s.name).c_str());
     out += line;
   }
   return out;
@@ -51,10 +60,13 @@ std::string format_kernels_json(const KernelsSummary& k) {
     w.value_int(k.total_ns);
     w.key("kernels");
     w.begin_array();
+    const internal::KernelNames names = view_names(k);
     for (const KernelStat& s : k.kernels) {
       w.begin_object();
       w.key("name");
       w.value_string(s.name);
+      w.key("short_name");
+      w.value_string(names.get(s.name));
       w.key("category");
       w.value_string(s.category);
       w.key("count");
