@@ -41,9 +41,24 @@ struct KernelStat {
   std::vector<KernelOutlier> outliers;  // by start time
 };
 
+// A CUPTI range-profiler range name (cat "cuda_profiler_range": one per
+// kernel with auto ranges): how many ranges, and each hardware counter
+// summed over them. Its times are the profiling span split evenly, not
+// measured, so ranges have no durations here.
+struct RangeCounter {
+  std::string name;  // "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
+  double sum = 0;
+};
+struct RangeStat {
+  std::string name;
+  std::int64_t count = 0;
+  std::vector<RangeCounter> counters;  // in the trace's order
+};
+
 struct KernelsSummary {
   std::vector<KernelStat> kernels;  // by total time, descending
   std::int64_t total_ns = 0;        // sum over all
+  std::vector<RangeStat> ranges;    // by count, descending, then first seen
 };
 
 KernelsSummary compute_kernels(const Trace& trace);

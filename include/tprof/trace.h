@@ -63,13 +63,16 @@ enum class EventKind : std::uint8_t {
   kFlow,               // s/t/f events (ac2g, async_cpu_to_gpu, fwdbwd, ...)
   kMetadata,           // M events
   kOverhead,           // overhead: the GPU tracer's own work (CUPTI buffer flush, ...)
+  kProfilerRange,      // cuda_profiler_range: CUPTI range profiler, hardware counters per kernel or range
   kCount_,
 };
 
-// True for activities that run on the device (they get GPU lanes).
+// True for activities that run on the device (they get GPU lanes). A
+// range-profiler range is device work too (torch counts it as CUDA time),
+// though its times are not measured (docs/diagnose.md, "Range profiler").
 constexpr bool is_device_kind(EventKind k) {
   return k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset ||
-         k == EventKind::kGpuUserAnnotation;
+         k == EventKind::kGpuUserAnnotation || k == EventKind::kProfilerRange;
 }
 
 // Event flags (EventColumns::flags).

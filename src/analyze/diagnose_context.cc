@@ -155,7 +155,7 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
   end_ns = t.end_ns();
   // Names are interned: classify each distinct kernel name once.
   std::vector<std::int8_t> comm_name(t.strings.size(), -1);
-  std::vector<std::uint32_t> device_events;
+  std::vector<std::uint32_t> device_events, range_events;
   std::vector<std::pair<std::int64_t, std::uint32_t>> launch_corr;
   for (std::uint32_t e = 0; e < n; ++e) {
     const EventKind k = ev.kind[e];
@@ -164,6 +164,9 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
       case EventKind::kGpuMemcpy:
       case EventKind::kGpuMemset:
         device_events.push_back(e);
+        break;
+      case EventKind::kProfilerRange:
+        range_events.push_back(e);
         break;
       case EventKind::kCudaRuntime:
       case EventKind::kCudaDriver:
@@ -214,6 +217,7 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
     op.step = step_index_at(op.launch != kNoIndex ? ev.ts_ns[op.launch] : op.start);
     device.push_back(op);
   }
+  link_ranges(std::move(range_events));
   // Per device, the merged activity (device is sorted by start already).
   for (const DeviceOp& op : device) {
     auto it = std::find_if(busy_by_device_.begin(), busy_by_device_.end(),
@@ -230,6 +234,38 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
     }
   }
   if (rows.valid()) set_averages(rows.get());
+}
+
+void DiagnoseContext::link_ranges(std::vector<std::uint32_t> events) {
+  if (events.empty()) return;
+  const EventColumns& ev = trace.events;
+  sort_by_time(ev.ts_ns, &events);
+  // Without correlation ids, the k-th range is the k-th kernel launch when
+  // the counts agree: the range profiler serializes kernels (HTA matches
+  // them so, hta/analyzers/cupti_counter_analysis.py).
+  std::vector<std::uint32_t> launches;
+  for (std::uint32_t e : runtime) {
+    if (name(e).find("LaunchKernel") != std::string_view::npos) launches.push_back(e);
+  }
+  const bool by_order = launches.size() == events.size();
+  ranges.reserve(events.size());
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const std::uint32_t e = events[i];
+    const Lane& lane = trace.lanes[ev.lane[e]];
+    DeviceOp op;
+    op.event = e;
+    op.lane = ev.lane[e];
+    op.device = lane.device;
+    op.stream = lane.stream;
+    op.start = ev.ts_ns[e];
+    op.end = ev.ts_ns[e] + std::max<std::int64_t>(0, ev.dur_ns[e]);
+    op.cls = DeviceClass::kRange;
+    // Kineto writes correlation 0 for a range it could not match to a kernel.
+    if (ev.correlation[e] > 0) op.launch = launch_for_correlation(ev.correlation[e]);
+    if (op.launch == kNoIndex && by_order) op.launch = launches[i];
+    op.step = step_index_at(op.launch != kNoIndex ? ev.ts_ns[op.launch] : op.start);
+    ranges.push_back(op);
+  }
 }
 
 std::int64_t DiagnoseContext::device_busy_ns(std::int32_t dev, std::int64_t from, std::int64_t to) const {

@@ -26,6 +26,7 @@ enum class DeviceClass : std::uint8_t {
   kComm,         // NCCL / RCCL kernels
   kMemcpy,       // gpu_memcpy
   kMemset,       // gpu_memset
+  kRange,        // cuda_profiler_range: counters, not measured times (DiagnoseContext::ranges)
 };
 
 struct DeviceOp {
@@ -49,6 +50,12 @@ class DiagnoseContext {
   const Trace& trace;
   StepsSummary steps;               // steps.steps sorted by start
   std::vector<DeviceOp> device;     // kernels, memcpy, memset (not gpu_user_annotation), by start
+  // CUPTI range-profiler ranges (cls kRange), by start: device work with
+  // hardware counters, whose times are the profiling span split evenly, so
+  // they stay out of `device` and of every time-based measure. Linked to
+  // their launch by the "correlation" arg, else in order to the trace's
+  // kernel launch calls when the counts match (HTA's cupti_counter_analysis).
+  std::vector<DeviceOp> ranges;
   std::vector<std::uint32_t> runtime;   // cuda_runtime / cuda_driver / cuda_sync on CPU lanes, by ts
   std::vector<std::uint32_t> host_ops;  // cpu_op / user_annotation / python_function on CPU lanes, by ts
   // Calls fn(e) for the events of host_ops and runtime merged in ts order
@@ -129,6 +136,7 @@ class DiagnoseContext {
 
  private:
   void set_averages(std::vector<StatRow> rows) const;
+  void link_ranges(std::vector<std::uint32_t> events);
   IdIndex launch_by_corr_;
   // Merged device activity per device, (device, intervals) by device.
   std::vector<std::pair<std::int32_t, std::vector<Interval>>> busy_by_device_;
@@ -145,6 +153,8 @@ Diagnosis diagnose(const DiagnoseContext& c, const DiagnoseOptions& options = {}
 // tprof kernels' statistics (include/tprof/kernels.h) of the context's
 // device activity: compute_kernels() and the kernel_variance rule.
 KernelsSummary kernel_stats(const DiagnoseContext& c);
+// The range-profiler ranges by name with their counters summed (kernels.h).
+std::vector<RangeStat> range_stats(const DiagnoseContext& c);
 // tprof kernels' statistics of one group of activities (ops by start):
 // count, total, mean, nearest-rank median and p90, cv, outliers (> 1.5x or
 // < 0.5x the median, groups of at least 3).

@@ -7,6 +7,7 @@
 
 #include "src/analyze/diagnose_context.h"
 #include "src/base/saturate.h"
+#include "src/trace/json_value.h"
 
 namespace tprof {
 
@@ -74,6 +75,39 @@ KernelsSummary internal::kernel_stats(const internal::DiagnoseContext& c) {
   }
   std::stable_sort(out.kernels.begin(), out.kernels.end(),
                    [](const KernelStat& a, const KernelStat& b) { return a.total_ns > b.total_ns; });
+  out.ranges = range_stats(c);
+  return out;
+}
+
+std::vector<RangeStat> internal::range_stats(const internal::DiagnoseContext& c) {
+  const Trace& trace = c.trace;
+  std::vector<RangeStat> out;
+  std::unordered_map<StrId, std::size_t> index;
+  for (const internal::DeviceOp& op : c.ranges) {
+    const StrId name = trace.events.name[op.event];
+    auto [it, fresh] = index.emplace(name, out.size());
+    if (fresh) out.push_back(RangeStat{std::string(trace.str(name)), 0, {}});
+    RangeStat& s = out[it->second];
+    ++s.count;
+    // Counters are the args' numbers named as CUPTI's Perfworks metrics are
+    // ("smsp__…", "dram__bytes_read.sum"); ids ("correlation") are not.
+    const std::string_view raw = trace.args_json(op.event);
+    if (raw.empty()) continue;
+    Result<internal::JsonValue> args = internal::JsonValue::parse(raw);
+    if (!args.has_value() || !args->is_object()) continue;
+    for (const auto& [key, value] : args->members()) {
+      double v = 0;
+      if (key.find("__") == std::string::npos) continue;
+      if (!value.is_number() || !value.get_double(&v) || !std::isfinite(v)) continue;
+      auto at = std::find_if(s.counters.begin(), s.counters.end(), [&](const RangeCounter& r) { return r.name == key; });
+      if (at == s.counters.end()) {
+        s.counters.push_back(RangeCounter{key, v});
+      } else {
+        at->sum += v;
+      }
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const RangeStat& a, const RangeStat& b) { return a.count > b.count; });
   return out;
 }
 

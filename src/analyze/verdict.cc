@@ -385,6 +385,18 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
     s += "; Self CPU total " + format_ns(c.self_cpu_total_ns()) + ", Self CUDA total " + format_ns(c.self_device_total_ns());
   }
   d->summary = std::move(s);
+  // A CUPTI range-profiler trace: device work with hardware counters and no
+  // measured times (the profiler replays each kernel; Kineto spreads the
+  // profiling span evenly over the ranges). Not cpu-only; no time share to
+  // judge by (docs/diagnose.md, "Range profiler").
+  if (c.device.empty() && !c.ranges.empty()) {
+    d->verdict = Verdict::kUnclear;
+    for (StepVerdict& v : d->steps) v.verdict = Verdict::kUnclear;
+    d->verdict_evidence.num("profiler_ranges", static_cast<std::int64_t>(c.ranges.size()));
+    d->summary = "a CUPTI range-profiler trace: " + std::to_string(c.ranges.size()) +
+                 " device ranges with hardware counters (tprof kernels), no measured kernel times, so no time "
+                 "share to judge by; profile again without the range profiler for a verdict";
+  }
 }
 
 }  // namespace tprof::internal

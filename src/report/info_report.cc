@@ -26,6 +26,7 @@ std::string_view event_kind_name(EventKind k) {
     case EventKind::kFlow: return "flow";
     case EventKind::kMetadata: return "metadata";
     case EventKind::kOverhead: return "overhead";
+    case EventKind::kProfilerRange: return "cuda_profiler_range";
     case EventKind::kCount_: break;
   }
   return "unknown";

@@ -13,13 +13,50 @@ namespace tprof {
 internal::KernelNames view_names(const KernelsSummary& k) {
   std::vector<std::string_view> names;
   for (const KernelStat& s : k.kernels) names.push_back(s.name);
+  for (const RangeStat& r : k.ranges) names.push_back(r.name);
   return internal::KernelNames(names);
+}
+
+// A counter's sum: an integer as one ("38731776"), else 4 significant digits.
+std::string counter_text(double v) {
+  char b[64];
+  if (std::fabs(v) < 9e15 && v == std::floor(v)) {
+    std::snprintf(b, sizeof b, "%lld", static_cast<long long>(v));
+  } else {
+    std::snprintf(b, sizeof b, "%.4g", v);
+  }
+  return b;
+}
+
+// The range profiler's ranges: per name, the count and the counters that
+// are not zero (docs/diagnose.md, "Range profiler").
+void append_ranges_text(std::string* out, const KernelsSummary& k, const internal::KernelNames& names) {
+  std::int64_t total = 0;
+  for (const RangeStat& r : k.ranges) total += r.count;
+  *out += "Range profiler (CUPTI, cuda_profiler_range): " + std::to_string(total) + " ranges, " +
+          std::to_string(k.ranges.size()) +
+          " names; hardware counters summed per name, zeros left out (range times are not measured)\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%7s  %s\n", "Count", "Name / counters");
+  *out += line;
+  for (const RangeStat& r : k.ranges) {
+    std::snprintf(line, sizeof line, "%7lld  ", static_cast<long long>(r.count));
+    *out += line + names.get(r.name) + "\n";
+    for (const RangeCounter& c : r.counters) {
+      if (c.sum == 0) continue;
+      *out += "         " + c.name + " " + counter_text(c.sum) + "\n";
+    }
+  }
 }
 
 std::string format_kernels_text(const KernelsSummary& k) {
   std::string out;
-  if (k.kernels.empty()) return "no device activity in the trace\n";
   const internal::KernelNames names = view_names(k);
+  if (k.kernels.empty()) {
+    if (k.ranges.empty()) return "no device activity in the trace\n";
+    append_ranges_text(&out, k, names);
+    return out;
+  }
   char line[512];
   std::snprintf(line, sizeof line, "%7s  %11s  %7s  %11s  %11s  %11s  %11s  %11s  %6s  %-16s  %s\n", "Count", "Total",
                 "Share", "Mean", "Median", "p90", "Min", "Max", "CV", "Outlier steps", "Name");
@@ -47,6 +84,10 @@ std::string format_kernels_text(const KernelsSummary& k) {
                   internal::format_ns(s.min_ns).c_str(), internal::format_ns(s.max_ns).c_str(), s.cv, steps.c_str(),
                   names.get(s.name).c_str());
     out += line;
+  }
+  if (!k.ranges.empty()) {
+    out += "\n";
+    append_ranges_text(&out, k, names);
   }
   return out;
 }
@@ -101,6 +142,29 @@ std::string format_kernels_json(const KernelsSummary& k) {
       w.end_object();
     }
     w.end_array();
+    // Range-profiler ranges (only when the trace has them): counters by name.
+    if (!k.ranges.empty()) {
+      w.key("ranges");
+      w.begin_array();
+      for (const RangeStat& r : k.ranges) {
+        w.begin_object();
+        w.key("name");
+        w.value_string(r.name);
+        w.key("short_name");
+        w.value_string(names.get(r.name));
+        w.key("count");
+        w.value_int(r.count);
+        w.key("counters");
+        w.begin_object();
+        for (const RangeCounter& c : r.counters) {
+          w.key(c.name);
+          w.value_double(c.sum);
+        }
+        w.end_object();
+        w.end_object();
+      }
+      w.end_array();
+    }
     w.end_object();
   }
   out.push_back('\n');

@@ -25,6 +25,7 @@ void finish_lanes(Trace* t, std::span<const DeviceHint> hints) {
       case EventKind::kGpuMemset:
       case EventKind::kGpuUserAnnotation:
       case EventKind::kCudaSync:
+      case EventKind::kProfilerRange:
         bit = 2;
         break;
       case EventKind::kCpuOp:

@@ -93,6 +93,11 @@ inline constexpr std::string_view kCatAc2g = "ac2g";    // launch -> device work
 // Meta's MTIA accelerator: its host API calls and its device activity.
 inline constexpr std::string_view kCatMtiaRuntime = "mtia_runtime";
 inline constexpr std::string_view kCatMtiaCcpEvents = "mtia_ccp_events";
+// CUPTI's range profiler (Kineto's CuptiRangeProfiler, CUDA <= 12.6, removed
+// from Kineto in 2026 with the category kept): one event per kernel (auto
+// range) or user range, its hardware counters in args, its ts/dur the
+// profiling span split evenly among the ranges, not measured.
+inline constexpr std::string_view kCatCudaProfilerRange = "cuda_profiler_range";
 
 // What each category is. 2021 traces (torch ~1.9) used other names for the
 // same events; the reader accepts both.
@@ -120,6 +125,7 @@ inline constexpr CategoryKind kCategories[] = {
     {kCatCudaSync, EventKind::kCudaSync},
     {kCatTrace, EventKind::kTraceSpan},
     {kCatOverhead, EventKind::kOverhead},
+    {kCatCudaProfilerRange, EventKind::kProfilerRange},
 };
 
 // ---- metadata events (ph "M") --------------------------------------------------
