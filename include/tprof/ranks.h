@@ -1,7 +1,9 @@
 // tprof/ranks.h — many ranks of one job: a small summary per rank, a merge
 // that is associative and order-independent, and the job view (per-rank
-// steps and verdicts, stragglers and the phase that makes them slow,
-// HolisticTraceAnalysis' comm/comp overlap and kernel-type breakdown).
+// steps and verdicts; stragglers: the rank that arrives last at the
+// collectives, with the wait it inflicts and what it did before arriving;
+// ranks whose median step is slow; HolisticTraceAnalysis' comm/comp overlap
+// and kernel-type breakdown).
 //
 //   tprof::RankSummary r = tprof::summarize_rank(trace, "rank-3.json.gz");   // where the trace lives
 //   std::string file = tprof::format_rank_summary_json(tprof::JobSummary{{r}});
@@ -27,9 +29,10 @@
 
 namespace tprof {
 
-// The summary file's "format" and the one "version" this tprof reads.
+// The summary file's "format" and the version this tprof writes. It reads
+// version 1 too (summaries without collectives: no straggler analysis).
 inline constexpr std::string_view kRankSummaryFormat = "tprof.rank_summary";
-inline constexpr std::int64_t kRankSummaryVersion = 1;
+inline constexpr std::int64_t kRankSummaryVersion = 2;
 
 // One ProfilerStep's time split into phases (ns; the three sum to dur_ns).
 // With device activity: computation = device busy in the step − exposed
@@ -51,16 +54,57 @@ struct KernelTypeTime {
   std::int64_t ns = 0;
 };
 
+// Where a rank's collectives are numbered: the kernel's process group (args
+// "Process Group Name", current Kineto) or else its stream, and the kernel's
+// name cut at "(". The n-th collective of a group in a step is the same
+// collective on every rank of the group.
+struct CollectiveGroup {
+  std::string on;      // "pg 3", "stream 84"
+  std::string kernel;  // "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+};
+
+// One collective (communication) kernel of one rank, as the straggler
+// analysis reads it; ns on the rank's own clock. "Before" is the stretch
+// from the end of the rank's previous collective (else the start of its
+// step, else of its trace) to this kernel's start, its arrival; the device's
+// time in it is split four ways, summing to before_ns:
+// computation_ns + communication_ns + input_ns + (the rest: host).
+struct RankCollective {
+  std::int32_t group = 0;   // index into RankSummary::collective_groups
+  std::int64_t step = -1;   // the ProfilerStep its launch (else its start) falls in
+  std::int64_t start_ns = 0;  // arrival
+  std::int64_t end_ns = 0;
+  std::int64_t before_ns = 0;
+  std::int64_t computation_ns = 0;    // other kernels, copies, sets running
+  std::int64_t communication_ns = 0;  // other collectives running, not under computation
+  std::int64_t input_ns = 0;          // device idle, the host in a DataLoader scope
+  // The longest of each in the stretch (index into RankSummary::names, -1
+  // none) and its time there: a compute kernel, another collective, the
+  // host event while the device idled.
+  std::int32_t top_kernel = -1;
+  std::int64_t top_kernel_ns = 0;
+  std::int32_t top_comm = -1;
+  std::int64_t top_comm_ns = 0;
+  std::int32_t top_host = -1;
+  std::int64_t top_host_ns = 0;
+};
+
 // Everything the job view needs from one rank's trace.
 struct RankSummary {
   std::int64_t rank = -1;  // distributedInfo.rank; -1 when the trace has none
   std::string source;      // the trace's file name (no directory)
   Verdict verdict = Verdict::kCpuOnly;
   bool has_device = false;
+  std::int64_t world_size = -1;  // distributedInfo.world_size; -1 when absent
   std::vector<RankStep> steps;  // by start time
   std::int64_t comm_comp_overlap_ns = 0;  // HTA get_comm_comp_overlap numerator
   std::int64_t comm_ns = 0;               // ... and denominator
   std::vector<KernelTypeTime> kernel_types;  // by label
+  // False for a version-1 summary, which has no collectives to read.
+  bool has_collectives = true;
+  std::vector<CollectiveGroup> collective_groups;
+  std::vector<std::string> names;
+  std::vector<RankCollective> collectives;  // by start
 };
 
 // Summaries of several ranks: sorted by (rank, source), which makes merging
@@ -78,10 +122,21 @@ RankSummary summarize_rank(const Trace& trace, std::string source);
 // sources; ranks without a number (-1) never clash.
 Result<JobSummary> merge_summaries(const std::vector<JobSummary>& parts);
 
+// A rank that waits at collectives for a straggler: its verdict in the view.
+struct WaitingFor {
+  std::int64_t rank = 0;           // the straggler
+  std::string collective;          // the kernel where it waits the most for it
+  std::int64_t wait_per_step_ns = 0;
+  double wait_pct = 0;             // of the job's median step (1 decimal)
+};
+
 struct RankRow {
   std::int64_t rank = 0;  // as shown: distributedInfo.rank, or the file-name order
   std::string source;
-  Verdict verdict = Verdict::kCpuOnly;
+  Verdict verdict = Verdict::kCpuOnly;  // the rank's own trace's verdict
+  std::optional<WaitingFor> waiting_for;  // set: the view's verdict is "waiting for rank k at <collective>"
+  std::int64_t collectives = 0;  // matched collectives it joins (clocks aligned, ends agree)
+  std::int64_t last_at = 0;      // ... where it arrives last
   std::int64_t steps = 0;
   std::int64_t median_step_ns = 0;  // 0 without steps
   std::int64_t step_mad_ns = 0;     // median absolute deviation of the rank's steps
@@ -91,7 +146,10 @@ struct RankRow {
   std::int64_t median_idle_ns = 0;
 };
 
-struct Straggler {
+// A rank whose median step is longer than the job's (docs/scale.md, "Slow
+// ranks"): ranks that do not wait for each other. In a synchronous job
+// every rank's step is the same length; read the stragglers instead.
+struct SlowRank {
   std::int64_t rank = 0;
   std::int64_t median_step_ns = 0;
   std::int64_t excess_ns = 0;  // over the job's median step
@@ -99,6 +157,48 @@ struct Straggler {
   double excess_pct = 0;
   std::string phase;            // "computation", "communication" or "idle"
   std::int64_t phase_excess_ns = 0;  // its per-step median of that phase − the ranks' median
+};
+
+// What a straggler did before arriving, beyond the others: one of
+// "computation", "communication" (waiting in other collectives), "input"
+// (DataLoader), "host" (the device idle, the host elsewhere).
+struct ArrivalCause {
+  std::string what;
+  std::int64_t excess_per_step_ns = 0;  // its time − the other ranks' median, per step
+  std::string top;                      // its longest such event ("" none recorded)
+};
+
+// The rank that arrives last at the collectives (docs/scale.md, "Stragglers").
+struct Straggler {
+  std::int64_t rank = 0;
+  std::int64_t collectives = 0;  // matched collectives it joins
+  std::int64_t last_at = 0;      // ... where it arrives last
+  std::int64_t ranks = 0;        // ranks per collective (median)
+  std::string collective;        // the kernel where it makes the others wait the most
+  std::string on;                // its group ("pg 0", "stream 84")
+  std::int64_t steps = 0;        // steps its collectives fall in (0: the trace has none)
+  std::int64_t wait_ns = 0;      // the others' median wait, summed over its late collectives
+  std::int64_t wait_per_step_ns = 0;  // wait_ns / steps (wait_ns without steps)
+  double wait_pct = 0;           // of the job's median step (of the collectives' span without steps), 1 decimal
+  std::int64_t lead_ns = 0;      // median, after the next-latest rank
+  std::int64_t after_arrival_ns = 0;  // median time its late collectives still take once it arrives
+  std::vector<ArrivalCause> before;   // excess over the others, largest first (positive only)
+  double share_needed = 0;       // the share of its collectives it must be last at (docs/scale.md)
+  bool named = false;            // passed the thresholds (else: the latest rank, shown to say why not)
+  std::string advice;
+};
+
+// How the ranks' collectives were matched and their clocks aligned.
+struct CollectiveAlignment {
+  std::int64_t ranks_with_collectives = 0;
+  std::int64_t ranks_aligned = 0;     // clock offset found against the others
+  std::int64_t groups = 0;            // (process group or stream, kernel) pairs seen on 2+ ranks
+  std::int64_t matched = 0;           // collectives seen on 2+ aligned ranks whose ends agree
+  std::int64_t ends_disagree = 0;     // seen on 2+ ranks, ends more than the tolerance apart
+  std::int64_t max_offset_ns = 0;     // the largest clock offset (signed) against the first rank
+  std::int64_t max_offset_rank = -1;
+  std::int64_t end_spread_ns = 0;     // median |aligned end − the collective's end| of matched ones
+  std::string note;                   // why there is nothing to match, "" otherwise
 };
 
 struct CommCompOverlap {
@@ -118,7 +218,11 @@ struct JobView {
   std::int64_t ranks_with_steps = 0;
   std::int64_t median_step_ns = 0;     // median of the ranks' median steps
   std::int64_t ranks_mad_ns = 0;       // MAD of the ranks' median steps
-  std::vector<Straggler> stragglers;   // slowest first
+  std::int64_t world_size = -1;        // the largest distributedInfo.world_size; -1 none
+  CollectiveAlignment alignment;
+  std::vector<Straggler> stragglers;   // named ones, most wait first
+  std::optional<Straggler> latest;     // none named: the rank last most often, to say why not
+  std::vector<SlowRank> slow_ranks;    // slowest first
   std::vector<CommCompOverlap> comm_comp_overlap;  // by rank
   std::vector<KernelTypeRow> kernel_types;         // by time, largest first
 };
@@ -127,16 +231,17 @@ struct JobView {
 JobView compute_job_view(const JobSummary& job);
 
 // The view as text (default), JSON or Markdown; the JSON is a stable
-// contract: {"ranks", "job", "stragglers", "breakdowns"}, ns integers.
+// contract: {"ranks", "job", "collectives", "stragglers", "latest",
+// "slow_ranks", "breakdowns"}, ns integers.
 std::string format_job_text(const JobView& v);
 std::string format_job_json(const JobView& v);
 std::string format_job_md(const JobView& v);
 
-// The summary file: {"format": "tprof.rank_summary", "version": 1, "ranks": [...]}.
+// The summary file: {"format": "tprof.rank_summary", "version": 2, "ranks": [...]}.
 std::string format_rank_summary_json(const JobSummary& job);
-// Reads a summary file's text; kFormat with what is wrong for anything that
-// is not a summary this tprof writes (another format, another version, a
-// missing or mistyped field).
+// Reads a summary file's text (version 1 or 2); kFormat with what is wrong
+// for anything that is not a summary this tprof writes (another format, a
+// missing or mistyped field), kUnsupported for another version.
 Result<JobSummary> parse_rank_summary_json(std::string_view text);
 
 }  // namespace tprof

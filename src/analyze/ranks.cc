@@ -12,7 +12,9 @@
 
 #include "src/analyze/breakdowns.h"
 #include "src/analyze/diagnose_context.h"
+#include "src/analyze/ranks_collectives.h"
 #include "src/base/saturate.h"
+#include "src/trace/json_value.h"
 
 namespace tprof {
 
@@ -31,6 +33,16 @@ std::int64_t mad(const std::vector<std::int64_t>& v) {
 
 double round_to(double v, double scale) { return std::round(v * scale) / scale; }
 
+// distributedInfo.world_size, or -1.
+std::int64_t world_size(const Trace& t) {
+  const std::string_view info = t.meta.top_level_json("distributedInfo");
+  if (info.empty()) return -1;
+  Result<internal::JsonValue> v = internal::JsonValue::parse(info);
+  const internal::JsonValue* w = v && v->is_object() ? v->find("world_size") : nullptr;
+  std::int64_t out = -1;
+  return w != nullptr && w->get_int(&out) && out > 0 ? out : -1;
+}
+
 }  // namespace
 
 RankSummary summarize_rank(const Trace& trace, std::string source) {
@@ -43,6 +55,7 @@ RankSummary summarize_rank(const Trace& trace, std::string source) {
   r.source = std::move(source);
   r.verdict = d.verdict;
   r.has_device = c.has_device();
+  r.world_size = world_size(trace);
   for (const StepVerdict& s : d.steps) {
     RankStep st;
     st.step = s.step;
@@ -60,6 +73,7 @@ RankSummary summarize_rank(const Trace& trace, std::string source) {
   r.comm_comp_overlap_ns = k.comm_comp_overlap_ns;
   r.comm_ns = k.comm_ns;
   for (const auto& [label, ns] : k.kernel_types) r.kernel_types.push_back({label, ns});
+  internal::summarize_collectives(c, &r);
   return r;
 }
 
@@ -98,7 +112,7 @@ JobView compute_job_view(const JobSummary& job) {
                      [](const RankSummary* a, const RankSummary* b) { return a->source < b->source; });
   }
 
-  std::vector<std::int64_t> medians, comp, comm, idle;
+  std::vector<std::int64_t> medians, comp, comm, idle, shown;
   std::map<std::string, std::int64_t> kernel_types;
   std::int64_t kernel_total = 0;
   for (std::size_t i = 0; i < order.size(); ++i) {
@@ -107,6 +121,8 @@ JobView compute_job_view(const JobSummary& job) {
     row.rank = v.ranks_from_file_names ? static_cast<std::int64_t>(i) : s.rank;
     row.source = s.source;
     row.verdict = s.verdict;
+    shown.push_back(row.rank);
+    v.world_size = std::max(v.world_size, s.world_size);
     row.steps = static_cast<std::int64_t>(s.steps.size());
     std::vector<std::int64_t> durs, c, m, d;
     for (const RankStep& st : s.steps) {
@@ -139,17 +155,28 @@ JobView compute_job_view(const JobSummary& job) {
     }
     v.ranks.push_back(std::move(row));
   }
-  std::stable_sort(v.ranks.begin(), v.ranks.end(), [](const RankRow& a, const RankRow& b) { return a.rank < b.rank; });
   std::stable_sort(v.comm_comp_overlap.begin(), v.comm_comp_overlap.end(),
                    [](const CommCompOverlap& a, const CommCompOverlap& b) { return a.rank < b.rank; });
 
   v.ranks_with_steps = static_cast<std::int64_t>(medians.size());
   v.median_step_ns = internal::mean_median(medians);
   v.ranks_mad_ns = mad(medians);
+
+  internal::CollectiveView cv = internal::analyze_collectives(order, shown, v.median_step_ns);
+  for (std::size_t i = 0; i < v.ranks.size(); ++i) {
+    v.ranks[i].waiting_for = std::move(cv.waiting_for[i]);
+    v.ranks[i].collectives = cv.collectives[i];
+    v.ranks[i].last_at = cv.last_at[i];
+  }
+  v.alignment = std::move(cv.alignment);
+  v.stragglers = std::move(cv.stragglers);
+  v.latest = std::move(cv.latest);
+  std::stable_sort(v.ranks.begin(), v.ranks.end(), [](const RankRow& a, const RankRow& b) { return a.rank < b.rank; });
+
   const std::array<std::int64_t, 3> reference = {internal::mean_median(comp), internal::mean_median(comm),
                                                  internal::mean_median(idle)};
   static constexpr std::array<const char*, 3> kPhases = {"computation", "communication", "idle"};
-  // A straggler's median step exceeds the job's by more than the noise:
+  // A slow rank's median step exceeds the job's by more than the noise:
   // 3 MADs of the ranks' medians (how far ranks spread), 3 MADs of its own
   // steps (how far it jitters) and 2% of the job's median step, whichever
   // is largest. Two ranks alone never make one: the MAD of two medians is
@@ -160,7 +187,7 @@ JobView compute_job_view(const JobSummary& job) {
     const std::int64_t noise =
         std::max({internal::sat_mul(3, v.ranks_mad_ns), internal::sat_mul(3, row.step_mad_ns), v.median_step_ns / 50});
     if (excess <= noise) continue;
-    Straggler s;
+    SlowRank s;
     s.rank = row.rank;
     s.median_step_ns = row.median_step_ns;
     s.excess_ns = excess;
@@ -173,10 +200,10 @@ JobView compute_job_view(const JobSummary& job) {
     }
     s.phase = kPhases[best];
     s.phase_excess_ns = mine[best] - reference[best];
-    v.stragglers.push_back(std::move(s));
+    v.slow_ranks.push_back(std::move(s));
   }
-  std::stable_sort(v.stragglers.begin(), v.stragglers.end(),
-                   [](const Straggler& a, const Straggler& b) { return a.excess_ns > b.excess_ns; });
+  std::stable_sort(v.slow_ranks.begin(), v.slow_ranks.end(),
+                   [](const SlowRank& a, const SlowRank& b) { return a.excess_ns > b.excess_ns; });
 
   for (const auto& [label, ns] : kernel_types) {
     KernelTypeRow k;

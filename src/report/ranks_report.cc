@@ -1,9 +1,12 @@
 // The job view as text, JSON and Markdown, and the rank summary file
 // (written with JsonWriter, read back with JsonValue).
+#include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include "src/analyze/diagnose_context.h"
+#include "src/analyze/ranks_collectives.h"
 #include "src/base/json_writer.h"
 #include "src/trace/json_value.h"
 #include "tprof/ranks.h"
@@ -26,18 +29,109 @@ std::string pct_text(double v, int decimals) {
 std::string header_line(const JobView& v) {
   std::string s = std::to_string(v.ranks.size()) + (v.ranks.size() == 1 ? " rank" : " ranks") + " (numbered by " +
                   (v.ranks_from_file_names ? "file name order: a trace has no distributedInfo.rank" : "distributedInfo.rank") +
-                  "), " + std::to_string(v.ranks_with_steps) + " with steps";
+                  ")";
+  if (v.world_size > 0 && v.world_size != static_cast<std::int64_t>(v.ranks.size())) {
+    s += " of " + std::to_string(v.world_size) + " in the job (distributedInfo.world_size)";
+  }
+  s += ", " + std::to_string(v.ranks_with_steps) + " with steps";
   if (v.ranks_with_steps > 0) {
     s += "; job median step " + internal::format_ns(v.median_step_ns) + ", ranks' MAD " + internal::format_ns(v.ranks_mad_ns);
   }
   return s;
 }
 
-std::string straggler_line(const Straggler& s) {
+std::string slow_rank_line(const SlowRank& s) {
   return "rank " + std::to_string(s.rank) + ": median step " + internal::format_ns(s.median_step_ns) + ", +" +
          internal::format_ns(s.excess_ns) + " (+" + pct_text(s.excess_pct, 1) + ") over the job median (noise " +
          internal::format_ns(s.noise_ns) + "); slow in " + s.phase + ": " + (s.phase_excess_ns >= 0 ? "+" : "") +
          internal::format_ns(s.phase_excess_ns) + " per step over the ranks' median";
+}
+
+std::string signed_ns(std::int64_t ns) { return (ns >= 0 ? "+" : "-") + internal::format_ns(ns >= 0 ? ns : -ns); }
+
+std::string per_step_text(const Straggler& s) { return s.steps > 0 ? " per step" : " over the traced collectives"; }
+
+// "96.1 ms over 8 steps; 61.0% of the job median step"
+std::string share_text(const Straggler& s) {
+  if (s.steps == 0) return pct_text(s.wait_pct, 1) + " of the traced collectives' span";
+  return internal::format_ns(s.wait_ns) + " over " + std::to_string(s.steps) + (s.steps == 1 ? " step" : " steps") +
+         "; " + pct_text(s.wait_pct, 1) + " of the job median step";
+}
+
+// "rank 5: last at 8 of 8 collectives it joins (16 ranks each); the others wait ..."
+std::string straggler_line(const Straggler& s) {
+  return "rank " + std::to_string(s.rank) + ": last at " + std::to_string(s.last_at) + " of " +
+         std::to_string(s.collectives) + " matched collectives it joins (" + std::to_string(s.ranks) +
+         " traced ranks each); the others wait " + internal::format_ns(s.wait_per_step_ns) + per_step_text(s) + " for it (" +
+         share_text(s) + "), most at " + s.collective + " (" + s.on + "); it arrives " + internal::format_ns(s.lead_ns) +
+         " after the next-latest rank and its collectives end " + internal::format_ns(s.after_arrival_ns) +
+         " after it arrives (medians)";
+}
+
+std::string before_line(const Straggler& s) {
+  std::string out = "before arriving, beyond the other ranks' median" + per_step_text(s) + ":";
+  if (s.before.empty()) return out + " nothing";
+  for (std::size_t i = 0; i < s.before.size(); ++i) {
+    const ArrivalCause& a = s.before[i];
+    out += (i == 0 ? " " : ", ") + a.what + " +" + internal::format_ns(a.excess_per_step_ns);
+    if (!a.top.empty()) out += " (longest: " + internal::title_name(a.top) + ")";
+  }
+  return out;
+}
+
+// Why the latest rank is no straggler: each threshold it misses.
+std::string why_not(const Straggler& s) {
+  std::string out;
+  auto add = [&out](const std::string& r) { out += (out.empty() ? "" : "; ") + r; };
+  if (s.last_at < internal::kStragglerMinLate) {
+    add("last at fewer than " + std::to_string(internal::kStragglerMinLate) + " collectives");
+  }
+  if (static_cast<double>(s.last_at) < s.share_needed * static_cast<double>(s.collectives)) {
+    add("last at under " + pct_text(100.0 * s.share_needed, 0) + " of the collectives it joins");
+  }
+  if (s.wait_pct < internal::kStragglerMinWaitPct) {
+    add("the others wait under " + pct_text(internal::kStragglerMinWaitPct, 0) + " of a step for it");
+  }
+  return out;
+}
+
+// Nearly a straggler (it misses one threshold of three, or two but makes
+// the others wait long): the whole story; otherwise one line.
+std::string latest_line(const Straggler& s, const std::string& indent) {
+  const bool close = s.last_at >= internal::kStragglerMinLate || s.wait_pct >= internal::kStragglerMinWaitPct;
+  if (!close) {
+    return "Stragglers: none (no rank arrives last repeatedly: the most often last, rank " + std::to_string(s.rank) +
+           ", is last at " + std::to_string(s.last_at) + " of " + std::to_string(s.collectives) +
+           " matched collectives, and the others wait " + internal::format_ns(s.wait_per_step_ns) + per_step_text(s) +
+           " for it)";
+  }
+  return "Stragglers: none that arrives last repeatedly (" + why_not(s) + "); the rank the others wait for most:\n" +
+         indent + straggler_line(s) + "\n" + indent + before_line(s);
+}
+
+std::string alignment_line(const JobView& v) {
+  const CollectiveAlignment& a = v.alignment;
+  if (a.matched == 0) return "Collectives: none matched across ranks (" + a.note + ")";
+  std::string out = "Collectives: " + std::to_string(a.matched) + " matched (" + std::to_string(a.groups) +
+                    (a.groups == 1 ? " kernel" : " kernels") + " by process group or stream) across " +
+                    std::to_string(a.ranks_aligned) + " ranks; clocks aligned on their ends, which agree within " +
+                    internal::format_ns(a.end_spread_ns) + " (median); largest clock offset " +
+                    signed_ns(a.max_offset_ns) + " (rank " + std::to_string(a.max_offset_rank) + ")";
+  if (a.ranks_with_collectives > a.ranks_aligned) {
+    const std::int64_t left = a.ranks_with_collectives - a.ranks_aligned;
+    out += "; " + std::to_string(left) + (left == 1 ? " rank" : " ranks") + " not aligned (fewer than 2 collectives' ends agree with the others)";
+  }
+  if (a.ends_disagree > 0) out += "; " + std::to_string(a.ends_disagree) + " more whose ends disagree, left out";
+  if (v.world_size > static_cast<std::int64_t>(v.ranks.size())) {
+    out += "; " + std::to_string(v.ranks.size()) + " of " + std::to_string(v.world_size) +
+           " ranks traced: the latest traced rank may itself wait for an untraced one";
+  }
+  return out;
+}
+
+std::string verdict_text(const RankRow& r) {
+  if (!r.waiting_for) return std::string(verdict_name(r.verdict));
+  return "waiting for rank " + std::to_string(r.waiting_for->rank) + " at " + r.waiting_for->collective;
 }
 
 std::string overlap_text(const CommCompOverlap& o) {
@@ -49,23 +143,39 @@ std::string overlap_text(const CommCompOverlap& o) {
 std::string format_job_text(const JobView& v) {
   std::string out = header_line(v) + "\n\n";
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%6s %6s %12s %11s %12s %14s %12s  %-20s %s\n", "rank", "steps", "median step",
-                "step MAD", "computation", "communication", "idle", "verdict", "file");
+  int width = 20;
+  for (const RankRow& r : v.ranks) width = std::max(width, static_cast<int>(verdict_text(r).size()));
+  std::snprintf(buf, sizeof buf, "%6s %6s %12s %11s %12s %14s %12s  %-*s %s\n", "rank", "steps", "median step",
+                "step MAD", "computation", "communication", "idle", width, "verdict", "file");
   out += buf;
   for (const RankRow& r : v.ranks) {
-    std::snprintf(buf, sizeof buf, "%6lld %6lld %12s %11s %12s %14s %12s  %-20s ", static_cast<long long>(r.rank),
+    std::snprintf(buf, sizeof buf, "%6lld %6lld %12s %11s %12s %14s %12s  ", static_cast<long long>(r.rank),
                   static_cast<long long>(r.steps), internal::format_ns(r.median_step_ns).c_str(),
                   internal::format_ns(r.step_mad_ns).c_str(), internal::format_ns(r.median_computation_ns).c_str(),
-                  internal::format_ns(r.median_communication_ns).c_str(), internal::format_ns(r.median_idle_ns).c_str(),
-                  std::string(verdict_name(r.verdict)).c_str());
-    out += buf + r.source + "\n";
+                  internal::format_ns(r.median_communication_ns).c_str(), internal::format_ns(r.median_idle_ns).c_str());
+    std::string verdict = verdict_text(r);
+    verdict.resize(static_cast<std::size_t>(width), ' ');
+    out += buf + verdict + " " + r.source + "\n";
   }
   out += "(per-rank medians over its steps; the phases split each step: docs/scale.md)\n\n";
-  if (v.stragglers.empty()) {
-    out += std::string("Stragglers: none (slower than the job median by more than ") + kNoiseRule + ")\n";
+  if (!v.stragglers.empty()) {
+    out += "Stragglers (the rank that arrives last at the collectives, clocks aligned on their common ends):\n";
+    for (const Straggler& s : v.stragglers) {
+      out += "  " + straggler_line(s) + "\n    " + before_line(s) + "\n    fix: " + s.advice + "\n";
+    }
+  } else if (v.latest) {
+    out += latest_line(*v.latest, "  ") + "\n";
+  } else if (v.alignment.matched > 0) {
+    out += "Stragglers: none (no rank arrives last at a matched collective by more than the spread of its ends)\n";
   } else {
-    out += std::string("Stragglers (slower than the job median by more than ") + kNoiseRule + "):\n";
-    for (const Straggler& s : v.stragglers) out += "  " + straggler_line(s) + "\n";
+    out += "Stragglers: none (" + v.alignment.note + ")\n";
+  }
+  out += alignment_line(v) + "\n";
+  if (v.slow_ranks.empty()) {
+    out += std::string("Slow ranks: none (median step over the job median by more than ") + kNoiseRule + ")\n";
+  } else {
+    out += std::string("Slow ranks (median step over the job median by more than ") + kNoiseRule + "):\n";
+    for (const SlowRank& s : v.slow_ranks) out += "  " + slow_rank_line(s) + "\n";
   }
   out += "\nBreakdowns (HolisticTraceAnalysis)\n  comm/comp overlap:";
   if (v.comm_comp_overlap.empty()) out += " none";
@@ -90,11 +200,24 @@ std::string format_job_md(const JobView& v) {
     out += "| " + std::to_string(r.rank) + " | " + std::to_string(r.steps) + " | " + internal::format_ns(r.median_step_ns) +
            " | " + internal::format_ns(r.step_mad_ns) + " | " + internal::format_ns(r.median_computation_ns) + " | " +
            internal::format_ns(r.median_communication_ns) + " | " + internal::format_ns(r.median_idle_ns) + " | " +
-           std::string(verdict_name(r.verdict)) + " | `" + r.source + "` |\n";
+           verdict_text(r) + " | `" + r.source + "` |\n";
   }
-  out += std::string("\n## Stragglers\n\nSlower than the job median by more than ") + kNoiseRule + ".\n\n";
-  if (v.stragglers.empty()) out += "None.\n";
-  for (const Straggler& s : v.stragglers) out += "- " + straggler_line(s) + "\n";
+  out += "\n## Stragglers\n\nThe rank that arrives last at the collectives, clocks aligned on their common ends.\n\n";
+  if (!v.stragglers.empty()) {
+    for (const Straggler& s : v.stragglers) {
+      out += "- " + straggler_line(s) + "\n  - " + before_line(s) + "\n  - fix: " + s.advice + "\n";
+    }
+  } else if (v.latest) {
+    out += latest_line(*v.latest, "- ") + "\n";
+  } else if (v.alignment.matched > 0) {
+    out += "None: no rank arrives last at a matched collective by more than the spread of its ends.\n";
+  } else {
+    out += "None: " + v.alignment.note + ".\n";
+  }
+  out += "\n" + alignment_line(v) + ".\n";
+  out += std::string("\n## Slow ranks\n\nMedian step over the job median by more than ") + kNoiseRule + ".\n\n";
+  if (v.slow_ranks.empty()) out += "None.\n";
+  for (const SlowRank& s : v.slow_ranks) out += "- " + slow_rank_line(s) + "\n";
   out += "\n## Breakdowns (HolisticTraceAnalysis)\n\n| rank | comm/comp overlap |\n|---:|---:|\n";
   for (const CommCompOverlap& o : v.comm_comp_overlap) {
     out += "| " + std::to_string(o.rank) + " | " + (o.overlap_pct ? pct_text(*o.overlap_pct, 2) : std::string("n/a")) + " |\n";
@@ -120,6 +243,19 @@ std::string format_job_json(const JobView& v) {
       w.key("rank"); w.value_int(r.rank);
       w.key("source"); w.value_string(r.source);
       w.key("verdict"); w.value_string(verdict_name(r.verdict));
+      w.key("waiting_for");
+      if (r.waiting_for) {
+        w.begin_object();
+        w.key("rank"); w.value_int(r.waiting_for->rank);
+        w.key("collective"); w.value_string(r.waiting_for->collective);
+        w.key("wait_per_step_ns"); w.value_int(r.waiting_for->wait_per_step_ns);
+        w.key("wait_pct"); w.value_double(r.waiting_for->wait_pct);
+        w.end_object();
+      } else {
+        w.value_null();
+      }
+      w.key("collectives"); w.value_int(r.collectives);
+      w.key("last_at"); w.value_int(r.last_at);
       w.key("steps"); w.value_int(r.steps);
       w.key("median_step_ns"); w.value_int(r.median_step_ns);
       w.key("step_mad_ns"); w.value_int(r.step_mad_ns);
@@ -134,10 +270,62 @@ std::string format_job_json(const JobView& v) {
     w.key("ranks_with_steps"); w.value_int(v.ranks_with_steps);
     w.key("median_step_ns"); w.value_int(v.median_step_ns);
     w.key("ranks_mad_ns"); w.value_int(v.ranks_mad_ns);
+    w.key("world_size"); w.value_int(v.world_size);
     w.end_object();
+    const CollectiveAlignment& a = v.alignment;
+    w.key("collectives");
+    w.begin_object();
+    w.key("ranks_with_collectives"); w.value_int(a.ranks_with_collectives);
+    w.key("ranks_aligned"); w.value_int(a.ranks_aligned);
+    w.key("groups"); w.value_int(a.groups);
+    w.key("matched"); w.value_int(a.matched);
+    w.key("ends_disagree"); w.value_int(a.ends_disagree);
+    w.key("max_offset_ns"); w.value_int(a.max_offset_ns);
+    w.key("max_offset_rank"); w.value_int(a.max_offset_rank);
+    w.key("end_spread_ns"); w.value_int(a.end_spread_ns);
+    w.key("note"); w.value_string(a.note);
+    w.end_object();
+    auto straggler = [&w](const Straggler& s) {
+      w.begin_object();
+      w.key("rank"); w.value_int(s.rank);
+      w.key("named"); w.value_bool(s.named);
+      w.key("collectives"); w.value_int(s.collectives);
+      w.key("last_at"); w.value_int(s.last_at);
+      w.key("ranks"); w.value_int(s.ranks);
+      w.key("collective"); w.value_string(s.collective);
+      w.key("on"); w.value_string(s.on);
+      w.key("steps"); w.value_int(s.steps);
+      w.key("wait_ns"); w.value_int(s.wait_ns);
+      w.key("wait_per_step_ns"); w.value_int(s.wait_per_step_ns);
+      w.key("wait_pct"); w.value_double(s.wait_pct);
+      w.key("lead_ns"); w.value_int(s.lead_ns);
+      w.key("after_arrival_ns"); w.value_int(s.after_arrival_ns);
+      w.key("before");
+      w.begin_array();
+      for (const ArrivalCause& c : s.before) {
+        w.begin_object();
+        w.key("what"); w.value_string(c.what);
+        w.key("excess_per_step_ns"); w.value_int(c.excess_per_step_ns);
+        w.key("top"); w.value_string(c.top);
+        w.end_object();
+      }
+      w.end_array();
+      w.key("advice"); w.value_string(s.advice);
+      w.end_object();
+    };
     w.key("stragglers");
     w.begin_array();
-    for (const Straggler& s : v.stragglers) {
+    for (const Straggler& s : v.stragglers) straggler(s);
+    w.end_array();
+    w.key("latest");
+    if (v.latest) {
+      straggler(*v.latest);
+    } else {
+      w.value_null();
+    }
+    w.key("slow_ranks");
+    w.begin_array();
+    for (const SlowRank& s : v.slow_ranks) {
       w.begin_object();
       w.key("rank"); w.value_int(s.rank);
       w.key("median_step_ns"); w.value_int(s.median_step_ns);
@@ -182,6 +370,62 @@ std::string format_job_json(const JobView& v) {
   return out;
 }
 
+namespace {
+
+constexpr const char* kCollectiveFields[] = {"group",          "step",       "start_ns",      "end_ns",
+                                             "before_ns",      "computation_ns", "communication_ns", "input_ns",
+                                             "top_kernel",     "top_kernel_ns",  "top_comm",     "top_comm_ns",
+                                             "top_host",       "top_host_ns"};
+constexpr std::size_t kCollectiveFieldCount = sizeof kCollectiveFields / sizeof kCollectiveFields[0];
+
+// Starts and ends relative to the rank's first collective: shorter lines
+// than epoch ns.
+void write_collectives(JsonWriter& w, const RankSummary& r) {
+  std::int64_t base = 0;
+  if (!r.collectives.empty()) {
+    base = r.collectives[0].start_ns;
+    for (const RankCollective& c : r.collectives) base = std::min(base, c.start_ns);
+  }
+  w.key("collective_groups");
+  w.begin_array();
+  for (const CollectiveGroup& g : r.collective_groups) {
+    w.begin_object();
+    w.key("on"); w.value_string(g.on);
+    w.key("kernel"); w.value_string(g.kernel);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("names");
+  w.begin_array();
+  for (const std::string& n : r.names) w.value_string(n);
+  w.end_array();
+  w.key("time_base_ns"); w.value_int(base);
+  w.key("collectives");
+  w.begin_array();
+  for (const RankCollective& c : r.collectives) {
+    std::string line;
+    {
+      JsonWriter l(&line);
+      l.begin_array();
+      for (const std::int64_t f : {std::int64_t{c.group}, c.step, c.start_ns - base, c.end_ns - base, c.before_ns,
+                                   c.computation_ns, c.communication_ns, c.input_ns, std::int64_t{c.top_kernel},
+                                   c.top_kernel_ns, std::int64_t{c.top_comm}, c.top_comm_ns, std::int64_t{c.top_host},
+                                   c.top_host_ns}) {
+        l.value_int(f);
+      }
+      l.end_array();
+    }
+    w.value_raw(line);
+  }
+  w.end_array();
+  w.key("collective_fields");
+  w.begin_array();
+  for (const char* f : kCollectiveFields) w.value_string(f);
+  w.end_array();
+}
+
+}  // namespace
+
 std::string format_rank_summary_json(const JobSummary& job) {
   std::string out;
   {
@@ -197,6 +441,7 @@ std::string format_rank_summary_json(const JobSummary& job) {
       w.key("source"); w.value_string(r.source);
       w.key("verdict"); w.value_string(verdict_name(r.verdict));
       w.key("has_device"); w.value_bool(r.has_device);
+      w.key("world_size"); w.value_int(r.world_size);
       // One compact line per step: a summary of thousands of steps stays readable.
       w.key("steps");
       w.begin_array();
@@ -233,6 +478,9 @@ std::string format_rank_summary_json(const JobSummary& job) {
         w.end_object();
       }
       w.end_array();
+      // A summary of version 1, merged into this one, has no collectives: it
+      // keeps none here either.
+      if (r.has_collectives) write_collectives(w, r);
       w.end_object();
     }
     w.end_array();
@@ -268,6 +516,77 @@ Result<const JsonValue*> get_array(const JsonValue& o, const std::string& where,
   const JsonValue* v = o.find(key);
   if (v == nullptr || !v->is_array()) return bad(where, "\"" + std::string(key) + "\" is missing or not an array");
   return v;
+}
+
+// The collectives of a version-2 summary: every index in range, every time
+// non-negative, the stretch before each split into parts that fit in it.
+Status parse_collectives(const JsonValue& o, const std::string& where, RankSummary* r) {
+  const JsonValue* groups = nullptr;
+  TPROF_TRY_ASSIGN(groups, get_array(o, where, "collective_groups"));
+  for (std::size_t i = 0; i < groups->items().size(); ++i) {
+    const JsonValue& g = groups->items()[i];
+    const std::string at = where + ".collective_groups[" + std::to_string(i) + "]";
+    if (!g.is_object()) return bad(at, "not an object");
+    CollectiveGroup cg;
+    TPROF_TRY_ASSIGN(cg.on, get_string(g, at, "on"));
+    TPROF_TRY_ASSIGN(cg.kernel, get_string(g, at, "kernel"));
+    r->collective_groups.push_back(std::move(cg));
+  }
+  const JsonValue* names = nullptr;
+  TPROF_TRY_ASSIGN(names, get_array(o, where, "names"));
+  for (std::size_t i = 0; i < names->items().size(); ++i) {
+    if (!names->items()[i].is_string()) return bad(where + ".names[" + std::to_string(i) + "]", "not a string");
+    r->names.push_back(names->items()[i].text());
+  }
+  std::int64_t base = 0;
+  TPROF_TRY_ASSIGN(base, get_int(o, where, "time_base_ns"));
+  const JsonValue* colls = nullptr;
+  TPROF_TRY_ASSIGN(colls, get_array(o, where, "collectives"));
+  const auto n_groups = static_cast<std::int64_t>(r->collective_groups.size());
+  const auto n_names = static_cast<std::int64_t>(r->names.size());
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t i = 0; i < colls->items().size(); ++i) {
+    const JsonValue& c = colls->items()[i];
+    const std::string at = where + ".collectives[" + std::to_string(i) + "]";
+    const std::string shape = "not an array of " + std::to_string(kCollectiveFieldCount) + " integers";
+    std::int64_t f[kCollectiveFieldCount] = {};
+    if (!c.is_array() || c.items().size() != kCollectiveFieldCount) return bad(at, shape);
+    for (std::size_t j = 0; j < kCollectiveFieldCount; ++j) {
+      if (!c.items()[j].is_number() || !c.items()[j].get_int(&f[j])) return bad(at, shape);
+    }
+    if (f[0] < 0 || f[0] >= n_groups) return bad(at, "\"group\" is not an index into \"collective_groups\"");
+    for (const std::size_t j : {8, 10, 12}) {
+      if (f[j] < -1 || f[j] >= n_names) return bad(at, "\"" + std::string(kCollectiveFields[j]) + "\" is not an index into \"names\" or -1");
+    }
+    for (const std::size_t j : {2, 3, 4, 5, 6, 7, 9, 11, 13}) {
+      if (f[j] < 0) return bad(at, "\"" + std::string(kCollectiveFields[j]) + "\" is negative");
+    }
+    // base + start and base + end must not overflow; end >= start; the
+    // parts fit in the stretch, checked without adding them.
+    if (f[3] < f[2] || (base > 0 && f[3] > kMax - base) || (base < 0 && f[3] + base < -kMax)) {
+      return bad(at, "\"end_ns\" is before \"start_ns\" or out of range");
+    }
+    if (f[5] > f[4] || f[6] > f[4] - f[5] || f[7] > f[4] - f[5] - f[6]) {
+      return bad(at, "the parts of \"before_ns\" do not fit in it");
+    }
+    RankCollective rc;
+    rc.group = static_cast<std::int32_t>(f[0]);
+    rc.step = f[1];
+    rc.start_ns = base + f[2];
+    rc.end_ns = base + f[3];
+    rc.before_ns = f[4];
+    rc.computation_ns = f[5];
+    rc.communication_ns = f[6];
+    rc.input_ns = f[7];
+    rc.top_kernel = static_cast<std::int32_t>(f[8]);
+    rc.top_kernel_ns = f[9];
+    rc.top_comm = static_cast<std::int32_t>(f[10]);
+    rc.top_comm_ns = f[11];
+    rc.top_host = static_cast<std::int32_t>(f[12]);
+    rc.top_host_ns = f[13];
+    r->collectives.push_back(rc);
+  }
+  return Status();
 }
 
 Result<RankSummary> parse_rank(const JsonValue& o, const std::string& where) {
@@ -321,6 +640,12 @@ Result<RankSummary> parse_rank(const JsonValue& o, const std::string& where) {
     TPROF_TRY_ASSIGN(t.ns, get_int(k, at, "ns"));
     r.kernel_types.push_back(std::move(t));
   }
+  if (const JsonValue* ws = o.find("world_size"); ws != nullptr) {
+    if (!ws->is_number() || !ws->get_int(&r.world_size)) return bad(where, "\"world_size\" is not an integer");
+  }
+  const JsonValue* colls = o.find("collectives");
+  r.has_collectives = colls != nullptr;
+  if (colls != nullptr) TPROF_TRY(parse_collectives(o, where, &r));
   return r;
 }
 
@@ -336,8 +661,8 @@ Result<JobSummary> parse_rank_summary_json(std::string_view text) {
   }
   std::int64_t version = 0;
   TPROF_TRY_ASSIGN(version, get_int(*doc, "top level", "version"));
-  if (version != kRankSummaryVersion) {
-    return Error(ErrorCode::kUnsupported, "rank summary version " + std::to_string(version) + "; this tprof reads version " +
+  if (version != 1 && version != kRankSummaryVersion) {
+    return Error(ErrorCode::kUnsupported, "rank summary version " + std::to_string(version) + "; this tprof reads versions 1 and " +
                                               std::to_string(kRankSummaryVersion) + " (summarize the trace again)");
   }
   const JsonValue* ranks = nullptr;

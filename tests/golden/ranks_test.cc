@@ -1,7 +1,10 @@
 // Many ranks (tprof/ranks.h): merge is order-independent and associative,
 // a summary survives its file, `tprof merge` of `tprof summarize` outputs
-// is byte for byte `tprof diagnose DIR`, a rank twice slower in compute is
-// named a straggler in "computation", and bad inputs exit 2.
+// is byte for byte `tprof diagnose DIR`, the rank that arrives last at the
+// collectives is named a straggler with what it did before arriving (the
+// synthetic jobs of tests/data/ranks/, whatever the ranks' clocks), a rank
+// twice slower in compute is a slow rank, and bad inputs exit 2.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -88,7 +91,7 @@ TEST(RanksTest, DuplicateRankIsAnError) {
   EXPECT_NE(m.error().message().find("rank 1 appears twice"), std::string::npos);
 }
 
-TEST(RanksTest, TwiceSlowerComputeIsAStragglerInComputation) {
+TEST(RanksTest, TwiceSlowerComputeIsASlowRankInComputation) {
   std::vector<JobSummary> parts;
   for (int r = 0; r < 4; ++r) parts.push_back({{synthetic_rank(r, 10000, 6000)}});
   parts.push_back({{synthetic_rank(4, 16000, 12000)}});  // the same idle, twice the compute
@@ -97,20 +100,196 @@ TEST(RanksTest, TwiceSlowerComputeIsAStragglerInComputation) {
   const JobView v = compute_job_view(*job);
   ASSERT_EQ(v.ranks.size(), 5u);
   EXPECT_EQ(v.median_step_ns, 10'000'000);
-  ASSERT_EQ(v.stragglers.size(), 1u);
-  EXPECT_EQ(v.stragglers[0].rank, 4);
-  EXPECT_EQ(v.stragglers[0].phase, "computation");
-  EXPECT_EQ(v.stragglers[0].excess_ns, 6'000'000);
-  EXPECT_NEAR(v.stragglers[0].phase_excess_ns, 6'000'000, 10'000);
-  EXPECT_DOUBLE_EQ(v.stragglers[0].excess_pct, 60.0);
+  ASSERT_EQ(v.slow_ranks.size(), 1u);
+  EXPECT_EQ(v.slow_ranks[0].rank, 4);
+  EXPECT_EQ(v.slow_ranks[0].phase, "computation");
+  EXPECT_EQ(v.slow_ranks[0].excess_ns, 6'000'000);
+  EXPECT_NEAR(v.slow_ranks[0].phase_excess_ns, 6'000'000, 10'000);
+  EXPECT_DOUBLE_EQ(v.slow_ranks[0].excess_pct, 60.0);
+  // No collective kernels: nothing to judge stragglers by, and it says so.
+  EXPECT_TRUE(v.stragglers.empty());
+  EXPECT_FALSE(v.latest);
+  EXPECT_EQ(v.alignment.note, "fewer than 2 ranks have collective kernels");
 }
 
-TEST(RanksTest, EqualRanksHaveNoStraggler) {
+TEST(RanksTest, EqualRanksHaveNoSlowRank) {
   std::vector<JobSummary> parts;
   for (int r = 0; r < 8; ++r) parts.push_back({{synthetic_rank(r, 10000 + 10 * r, 6000)}});
   Result<JobSummary> job = merge_summaries(parts);
   ASSERT_TRUE(job);
-  EXPECT_TRUE(compute_job_view(*job).stragglers.empty());
+  EXPECT_TRUE(compute_job_view(*job).slow_ranks.empty());
+}
+
+// Every rank of a job in tests/data/ranks/ (make_jobs.py), summarized.
+std::vector<JobSummary> job_parts(const std::string& name) {
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(std::string(TPROF_TEST_DATA) + "/ranks/" + name)) {
+    files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<JobSummary> parts;
+  for (const std::string& f : files) parts.push_back({{summarize_file(f)}});
+  return parts;
+}
+
+JobView job_view(const std::vector<JobSummary>& parts) {
+  Result<JobSummary> job = merge_summaries(parts);
+  EXPECT_TRUE(job);
+  return job ? compute_job_view(*job) : JobView{};
+}
+
+// The planted late rank is named, with the cause planted before its
+// arrival, and every other rank's verdict is waiting for it.
+void expect_straggler(const JobView& v, std::int64_t rank, const std::string& cause, const std::string& top,
+                      const std::string& collective, double min_pct) {
+  ASSERT_EQ(v.stragglers.size(), 1u);
+  const Straggler& s = v.stragglers[0];
+  EXPECT_TRUE(s.named);
+  EXPECT_EQ(s.rank, rank);
+  EXPECT_EQ(s.last_at, 8);
+  EXPECT_EQ(s.collectives, 8);
+  EXPECT_EQ(s.steps, 8);
+  EXPECT_EQ(s.collective, collective);
+  EXPECT_GE(s.wait_pct, min_pct);
+  ASSERT_FALSE(s.before.empty());
+  EXPECT_EQ(s.before[0].what, cause);
+  EXPECT_EQ(s.before[0].top, top);
+  // Only the planted cause is named: jitter of a few µs is none.
+  EXPECT_EQ(s.before.size(), 1u);
+  EXPECT_NE(s.advice.find("overlapping their communication with compute will not help"), std::string::npos);
+  EXPECT_FALSE(v.latest);
+  EXPECT_EQ(v.alignment.ranks_aligned, static_cast<std::int64_t>(v.ranks.size()));
+  EXPECT_EQ(v.alignment.ends_disagree, 0);
+  for (const RankRow& r : v.ranks) {
+    if (r.rank == rank) {
+      EXPECT_FALSE(r.waiting_for) << r.rank;
+      EXPECT_EQ(r.last_at, 8);
+      continue;
+    }
+    ASSERT_TRUE(r.waiting_for) << r.rank;
+    EXPECT_EQ(r.waiting_for->rank, rank);
+    EXPECT_EQ(r.waiting_for->collective, collective);
+    EXPECT_EQ(r.last_at, 0) << r.rank;
+  }
+}
+
+constexpr const char* kGemm = "ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_stages_64x3_nn";
+constexpr const char* kLoader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+
+TEST(RanksStragglerTest, LateComputeIsNamedWithItsKernel) {
+  expect_straggler(job_view(job_parts("late_compute")), 11, "computation", kGemm,
+                   "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50.0);
+}
+
+TEST(RanksStragglerTest, LateHostIsNamedWithTheHostEvent) {
+  expect_straggler(job_view(job_parts("late_host")), 6, "host", "log_metrics", "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                   50.0);
+}
+
+// Old Kineto: no process group on the kernels, matched by stream.
+TEST(RanksStragglerTest, LateInputIsNamedWithTheDataLoader) {
+  const JobView v = job_view(job_parts("late_input"));
+  expect_straggler(v, 2, "input", kLoader, "ncclKernel_AllReduce_RING_LL_Sum_float", 45.0);
+  ASSERT_FALSE(v.stragglers.empty());
+  EXPECT_EQ(v.stragglers[0].on, "stream 20");
+}
+
+TEST(RanksStragglerTest, BalancedJobHasNone) {
+  const JobView v = job_view(job_parts("balanced"));
+  EXPECT_TRUE(v.stragglers.empty());
+  EXPECT_EQ(v.alignment.matched, 8);
+  EXPECT_EQ(v.alignment.ranks_aligned, 8);
+  for (const RankRow& r : v.ranks) EXPECT_FALSE(r.waiting_for) << r.rank;
+  if (v.latest) {
+    EXPECT_LT(v.latest->wait_pct, 5.0);
+  }
+}
+
+// Late at 2 steps of 8: no straggler, but the rank the others wait for
+// most is rank 4, computing longer, and the waiting ranks say so.
+TEST(RanksStragglerTest, LateAtSomeStepsIsNoStragglerButIsNamed) {
+  const JobView v = job_view(job_parts("late_some"));
+  EXPECT_TRUE(v.stragglers.empty());
+  ASSERT_TRUE(v.latest);
+  EXPECT_FALSE(v.latest->named);
+  EXPECT_EQ(v.latest->rank, 4);
+  EXPECT_LT(v.latest->last_at * 2, v.latest->collectives);
+  ASSERT_FALSE(v.latest->before.empty());
+  EXPECT_EQ(v.latest->before[0].what, "computation");
+  for (const RankRow& r : v.ranks) {
+    if (r.rank == 4) continue;
+    ASSERT_TRUE(r.waiting_for) << r.rank;
+    EXPECT_EQ(r.waiting_for->rank, 4);
+  }
+}
+
+// Clocks: the ranks' clocks are seconds apart in the traces already; moving
+// the straggler's and another rank's by more (either way) changes nothing.
+TEST(RanksStragglerTest, ClockOffsetsDoNotMatter) {
+  std::vector<JobSummary> parts = job_parts("late_compute");
+  const std::string before = format_job_json(job_view(parts));
+  for (auto& [rank, shift] : {std::pair{11, -3'600'000'000'000LL}, std::pair{3, 42'000'000'000LL}}) {
+    for (RankCollective& c : parts[static_cast<std::size_t>(rank)].ranks[0].collectives) {
+      c.start_ns += shift;
+      c.end_ns += shift;
+    }
+  }
+  const JobView v = job_view(parts);
+  ASSERT_EQ(v.stragglers.size(), 1u);
+  EXPECT_EQ(v.stragglers[0].rank, 11);
+  // Everything but the offsets found is the same.
+  JobView was = job_view(job_parts("late_compute"));
+  was.alignment.max_offset_ns = v.alignment.max_offset_ns;
+  was.alignment.max_offset_rank = v.alignment.max_offset_rank;
+  EXPECT_EQ(format_job_json(v), format_job_json(was));
+  EXPECT_NE(format_job_json(v), before);
+}
+
+// The 2-rank HTA pair of a 128-rank job: rank 1 arrives last at 3 of the 4
+// collectives whose ends agree, but the wait is 2% of a step: no straggler.
+TEST(RanksStragglerTest, HtaPairHasNoStraggler) {
+  const JobView v = job_view({{{summarize_file(kDir + "/sampled_rank-0.json.gz")}},
+                              {{summarize_file(kDir + "/sampled_rank-1.json.gz")}}});
+  EXPECT_EQ(v.world_size, 128);
+  EXPECT_EQ(v.alignment.ranks_aligned, 2);
+  EXPECT_EQ(v.alignment.matched, 4);
+  EXPECT_TRUE(v.stragglers.empty());
+  ASSERT_TRUE(v.latest);
+  EXPECT_EQ(v.latest->rank, 1);
+  EXPECT_EQ(v.latest->last_at, 3);
+  EXPECT_LT(v.latest->wait_pct, 5.0);
+  for (const RankRow& r : v.ranks) EXPECT_FALSE(r.waiting_for) << r.rank;
+}
+
+// A version-1 summary (no collectives) still merges; the view says why it
+// cannot judge stragglers. A collective pointing outside the tables is an error.
+TEST(RanksStragglerTest, SummaryVersionsAndBadCollectives) {
+  Result<JobSummary> old = parse_rank_summary_json(
+      R"({"format": "tprof.rank_summary", "version": 1, "ranks": [)"
+      R"({"rank": 0, "source": "a.json", "verdict": "compute-bound", "has_device": true, "steps": [],)"
+      R"( "hta_comm_comp_overlap": {"overlap_ns": 0, "comm_ns": 0}, "hta_kernel_types": []},)"
+      R"({"rank": 1, "source": "b.json", "verdict": "compute-bound", "has_device": true, "steps": [],)"
+      R"( "hta_comm_comp_overlap": {"overlap_ns": 0, "comm_ns": 0}, "hta_kernel_types": []}]})");
+  ASSERT_TRUE(old) << old.error().to_string();
+  EXPECT_FALSE(old->ranks[0].has_collectives);
+  const JobView v = compute_job_view(*old);
+  EXPECT_NE(v.alignment.note.find("summarize the traces again"), std::string::npos) << v.alignment.note;
+
+  const JobSummary late{{summarize_file(std::string(TPROF_TEST_DATA) + "/ranks/late_host/rank-06.json.gz")}};
+  std::string text = format_rank_summary_json(late);
+  Result<JobSummary> back = parse_rank_summary_json(text);
+  ASSERT_TRUE(back) << back.error().to_string();
+  EXPECT_EQ(back->ranks[0].collectives.size(), 8u);
+  EXPECT_EQ(format_rank_summary_json(*back), text);
+  const std::size_t at = text.find("\"collectives\": [");
+  ASSERT_NE(at, std::string::npos);
+  const std::size_t first = text.find("[0,", at);
+  ASSERT_NE(first, std::string::npos);
+  text.replace(first, 3, "[7,");
+  back = parse_rank_summary_json(text);
+  ASSERT_FALSE(back);
+  EXPECT_NE(back.error().message().find("not an index into \"collective_groups\""), std::string::npos)
+      << back.error().message();
 }
 
 TEST(RanksTest, ForeignSummaryIsAClearError) {
@@ -164,6 +343,21 @@ TEST(RanksTest, MergeOfSummariesEqualsDiagnoseDir) {
   EXPECT_EQ(unreadable.exit_code, 2);
   EXPECT_NE(unreadable.err.find("rank-1.json"), std::string::npos) << unreadable.err;
   fs::remove_all(tmp);
+}
+
+// What a user reads: the waiting ranks' verdict names the straggler and
+// the collective, and nobody is told to overlap communication.
+TEST(RanksStragglerTest, DiagnoseDirTextNamesTheWait) {
+  const testing::CliResult r =
+      testing::run_cli(TPROF_BIN, {"-q", "diagnose", std::string(TPROF_TEST_DATA) + "/ranks/late_host"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("waiting for rank 6 at ncclDevKernel_AllReduce_Sum_f32_RING_LL rank-00.json.gz"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Stragglers (the rank that arrives last"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  rank 6: last at 8 of 8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("host +15.000 ms (longest: log_metrics)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("communication-bound"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -1,0 +1,653 @@
+// Stragglers from arrivals at collectives (docs/scale.md, "Stragglers").
+//
+// In a synchronous job every rank's collective kernel ends together: the
+// collective completes once the last rank has joined. The late rank starts
+// its kernel last and so has the shortest one; the punctual ranks sit in
+// long kernels, waiting. Step lengths are the same on every rank and say
+// nothing. So each rank's summary keeps its collective kernels (start =
+// arrival, end) and what its device did before each arrival; the view
+// matches the kernels across ranks (group + step + sequence number),
+// aligns the ranks' clocks on the common ends, and names the rank that
+// arrives last, again and again, with the wait it inflicts.
+#include "src/analyze/ranks_collectives.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include "src/analyze/intervals.h"
+#include "src/base/saturate.h"
+#include "src/trace/json_value.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// [start, end) with a payload: an event, a collective's index.
+struct Span {
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+  std::uint32_t id = 0;
+};
+
+bool by_start(const Span& a, const Span& b) { return a.start < b.start || (a.start == b.start && a.id < b.id); }
+
+// Calls fn(a_item, w_item, overlap_ns) once for every item of `a` and item
+// of `w` that overlap by more than 0; both sorted by start. One sweep that
+// keeps the items still open on each side: its cost is the two sizes plus
+// the pairs, where scanning back for long enclosing events would be
+// quadratic.
+template <typename Fn>
+void for_each_overlap(const std::vector<Span>& a, const std::vector<Span>& w, Fn fn) {
+  std::vector<const Span*> open_a, open_w;
+  auto prune = [](std::vector<const Span*>& open, std::int64_t t) {
+    std::erase_if(open, [t](const Span* s) { return s->end <= t; });
+  };
+  std::size_t i = 0, j = 0;
+  while (i < a.size() || j < w.size()) {
+    const bool take_a = j >= w.size() || (i < a.size() && a[i].start <= w[j].start);
+    const Span& s = take_a ? a[i++] : w[j++];
+    if (s.end <= s.start) continue;
+    std::vector<const Span*>& other = take_a ? open_w : open_a;
+    prune(other, s.start);
+    for (const Span* o : other) {
+      const std::int64_t overlap = std::min(s.end, o->end) - s.start;
+      if (take_a) {
+        fn(s, *o, overlap);
+      } else {
+        fn(*o, s, overlap);
+      }
+    }
+    (take_a ? open_a : open_w).push_back(&s);
+  }
+}
+
+// The kernel's name up to its parameter list: "ncclDevKernel_AllReduce_Sum_f32_RING_LL".
+std::string_view short_name(std::string_view name) {
+  const std::size_t paren = name.find('(');
+  if (paren != std::string_view::npos) name = name.substr(0, paren);
+  while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+  return name;
+}
+
+// Current Kineto puts the process group on the collective's kernel (args
+// "Process Group Name"); older traces have only the stream, which NCCL
+// creates per communicator in the same order on every rank.
+std::string group_on(const DiagnoseContext& c, const DeviceOp& op) {
+  const std::string_view args = c.trace.args_json(op.event);
+  if (!args.empty()) {
+    Result<JsonValue> v = JsonValue::parse(args);
+    const JsonValue* pg = v && v->is_object() ? v->find("Process Group Name") : nullptr;
+    if (pg != nullptr && (pg->is_string() || pg->is_number()) && !pg->text().empty()) return "pg " + pg->text();
+  }
+  return "stream " + std::to_string(op.stream);
+}
+
+struct Densest {
+  std::size_t count = 0;
+  std::int64_t median = 0;
+  std::int64_t lo = 0, hi = 0;  // the values at the window's two ends
+};
+
+// The window of `width` holding the most values (ties: the one whose median
+// is nearest 0, then the lowest): the clock offset that most collectives'
+// ends agree on, or the ranks whose ends agree on one collective. Robust to
+// wrong matches (a kernel missing on one rank shifts the numbering).
+Densest densest(std::vector<std::int64_t> v, std::int64_t width) {
+  Densest best;
+  if (v.empty()) return best;
+  std::sort(v.begin(), v.end());
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (j < i) j = i;
+    while (j + 1 < v.size() && sat_sub(v[j + 1], v[i]) <= width) ++j;
+    const std::size_t n = j - i + 1;
+    const std::int64_t med =
+        mean_median(std::vector<std::int64_t>(v.begin() + static_cast<std::ptrdiff_t>(i), v.begin() + static_cast<std::ptrdiff_t>(j) + 1));
+    const auto mag = [](std::int64_t x) { return x < 0 ? sat_sub(0, x) : x; };
+    if (n > best.count || (n == best.count && mag(med) < mag(best.median))) best = {n, med, v[i], v[j]};
+  }
+  return best;
+}
+
+double round1(double v) { return std::round(v * 10) / 10; }
+
+double pct_of(std::int64_t part, std::int64_t whole) {
+  return whole > 0 ? round1(100.0 * static_cast<double>(part) / static_cast<double>(whole)) : 0;
+}
+
+}  // namespace
+
+void summarize_collectives(const DiagnoseContext& c, RankSummary* r) {
+  r->has_collectives = true;
+  std::vector<const DeviceOp*> comm;
+  std::vector<Interval> compute_iv, busy_iv;
+  std::vector<Span> compute_spans, comm_spans;
+  for (std::size_t i = 0; i < c.device.size(); ++i) {
+    const DeviceOp& op = c.device[i];
+    busy_iv.push_back({op.start, op.end});
+    const Span s{op.start, op.end, static_cast<std::uint32_t>(i)};
+    if (op.cls == DeviceClass::kComm) {
+      comm.push_back(&op);
+      comm_spans.push_back(s);
+    } else {
+      compute_iv.push_back({op.start, op.end});
+      compute_spans.push_back(s);
+    }
+  }
+  if (comm.empty()) return;
+  const std::vector<Interval> compute = merge_intervals(std::move(compute_iv));
+  const std::vector<Interval> busy = merge_intervals(std::move(busy_iv));
+  std::vector<std::int64_t> comm_ends;
+  for (const DeviceOp* op : comm) comm_ends.push_back(op->end);
+  std::sort(comm_ends.begin(), comm_ends.end());
+
+  std::map<std::pair<std::string, std::string>, std::int32_t> groups;
+  std::unordered_map<std::string, std::int32_t> names;
+  auto intern = [&](std::string_view n) {
+    auto [it, added] = names.emplace(std::string(n), static_cast<std::int32_t>(r->names.size()));
+    if (added) r->names.emplace_back(n);
+    return it->second;
+  };
+  std::vector<Span> windows, idle;  // id: the collective's index
+  for (std::size_t k = 0; k < comm.size(); ++k) {
+    const DeviceOp& op = *comm[k];
+    RankCollective rc;
+    auto key = std::make_pair(group_on(c, op), std::string(short_name(c.name(op.event))));
+    auto [g, added] = groups.emplace(key, static_cast<std::int32_t>(r->collective_groups.size()));
+    if (added) r->collective_groups.push_back({key.first, key.second});
+    rc.group = g->second;
+    rc.step = c.step_number(op.step);
+    rc.start_ns = op.start;
+    rc.end_ns = op.end;
+    // Since the rank's previous collective ended: a point every rank of a
+    // synchronous job passes at the same time, so the ranks' stretches
+    // differ by how late each arrives.
+    std::int64_t from = c.start_ns;
+    const auto prev = std::upper_bound(comm_ends.begin(), comm_ends.end(), op.start);
+    if (prev != comm_ends.begin()) {
+      from = *(prev - 1);
+    } else if (op.step >= 0) {
+      from = c.steps.steps[static_cast<std::size_t>(op.step)].start_ns;
+    }
+    from = std::min(from, op.start);
+    rc.before_ns = sat_sub(op.start, from);
+    rc.computation_ns = covered_within(compute, from, op.start);
+    rc.communication_ns = covered_within(busy, from, op.start) - rc.computation_ns;
+    windows.push_back({from, op.start, static_cast<std::uint32_t>(k)});
+    // The device's idle pieces in the stretch: the gaps of `busy` (merged,
+    // so sorted by end too).
+    auto b = std::partition_point(busy.begin(), busy.end(), [&](const Interval& x) { return x.end <= from; });
+    std::int64_t t = from;
+    for (; b != busy.end() && b->start < op.start; ++b) {
+      if (b->start > t) idle.push_back({t, b->start, static_cast<std::uint32_t>(k)});
+      t = std::max(t, b->end);
+    }
+    if (t < op.start) idle.push_back({t, op.start, static_cast<std::uint32_t>(k)});
+    r->collectives.push_back(rc);
+  }
+  std::sort(windows.begin(), windows.end(), by_start);
+  std::sort(idle.begin(), idle.end(), by_start);
+
+  // The longest kernel and the longest other collective in each stretch.
+  auto longest = [&](const std::vector<Span>& ops, std::int32_t RankCollective::*top, std::int64_t RankCollective::*top_ns) {
+    std::vector<std::pair<std::int64_t, std::uint32_t>> best(comm.size(), {0, 0});
+    for_each_overlap(ops, windows, [&](const Span& op, const Span& w, std::int64_t ov) {
+      if (ov > best[w.id].first) best[w.id] = {ov, op.id};
+    });
+    for (std::size_t k = 0; k < comm.size(); ++k) {
+      if (best[k].first <= 0) continue;
+      r->collectives[k].*top = intern(c.name(c.device[best[k].second].event));
+      r->collectives[k].*top_ns = best[k].first;
+    }
+  };
+  longest(compute_spans, &RankCollective::top_kernel, &RankCollective::top_kernel_ns);
+  longest(comm_spans, &RankCollective::top_comm, &RankCollective::top_comm_ns);
+
+  // The host while the device idled: DataLoader time, and the event that
+  // covers the most of one idle piece (of those covering at least half as
+  // much, the shortest: the inner call, not the annotation around it).
+  std::vector<Span> host, loader;
+  c.for_each_host_event([&](std::uint32_t e) {
+    if (is_profiler_step(c.name(e))) return;
+    const Span s{c.ts(e), c.end(e), e};
+    host.push_back(s);
+    if (is_dataloader_scope(c.name(e))) loader.push_back(s);
+  });
+  std::stable_sort(host.begin(), host.end(), by_start);
+  std::stable_sort(loader.begin(), loader.end(), by_start);
+  std::vector<std::int64_t> input(comm.size(), 0);
+  for_each_overlap(loader, idle, [&](const Span&, const Span& w, std::int64_t ov) { sat_acc(input[w.id], ov); });
+  struct Pair {
+    std::uint32_t k, event;
+    std::int64_t ov;
+  };
+  std::vector<Pair> pairs;
+  for_each_overlap(host, idle, [&](const Span& e, const Span& w, std::int64_t ov) { pairs.push_back({w.id, e.id, ov}); });
+  std::stable_sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) { return a.k < b.k; });
+  for (std::size_t i = 0; i < pairs.size();) {
+    std::size_t j = i;
+    std::int64_t most = 0;
+    for (; j < pairs.size() && pairs[j].k == pairs[i].k; ++j) most = std::max(most, pairs[j].ov);
+    const Pair* pick = nullptr;
+    for (std::size_t p = i; p < j; ++p) {
+      if (pairs[p].ov * 2 < most) continue;
+      if (pick == nullptr || c.dur(pairs[p].event) < c.dur(pick->event)) pick = &pairs[p];
+    }
+    RankCollective& rc = r->collectives[pairs[i].k];
+    rc.top_host = intern(c.name(pick->event));
+    rc.top_host_ns = pick->ov;
+    i = j;
+  }
+  for (std::size_t k = 0; k < comm.size(); ++k) {
+    RankCollective& rc = r->collectives[k];
+    const std::int64_t idle_ns = rc.before_ns - rc.computation_ns - rc.communication_ns;
+    rc.input_ns = std::min(input[k], idle_ns);
+  }
+}
+
+namespace {
+
+// One collective kernel of one rank, numbered within its (group, step).
+struct Entry {
+  std::int32_t gid = 0;
+  std::int64_t step = -1;
+  std::int32_t seq = 0;
+  std::int32_t ri = 0;  // index into order
+  const RankCollective* c = nullptr;
+};
+
+// One collective matched across ranks: entries [b, e), `ok` marks those
+// whose ends agree.
+struct Instance {
+  std::size_t b = 0, e = 0;
+  std::int32_t gid = 0;
+  std::int64_t step = -1;
+  std::int32_t last = -1;  // ri of the rank arriving last beyond a tie, else -1
+  std::int64_t end = 0;    // the common end (aligned)
+  std::int64_t wait = 0;   // the others' median wait for the last
+  std::int64_t lead = 0;   // the last's arrival − the next-latest's
+  std::int64_t after = 0;  // the common end − the last's arrival
+  std::int64_t members = 0;
+};
+
+constexpr const char* kCauses[] = {"computation", "communication", "input", "host"};
+
+std::int64_t cause_ns(const RankCollective& c, int what) {
+  switch (what) {
+    case 0: return c.computation_ns;
+    case 1: return c.communication_ns;
+    case 2: return c.input_ns;
+    default: return c.before_ns - c.computation_ns - c.communication_ns - c.input_ns;
+  }
+}
+
+std::string straggler_advice(const Straggler& s, const std::string& waits_at) {
+  const std::string k = "rank " + std::to_string(s.rank);
+  std::string a;
+  const ArrivalCause* top = s.before.empty() ? nullptr : &s.before[0];
+  const std::string named = top != nullptr && !top->top.empty() ? " (" + title_name(top->top) + ")" : "";
+  if (top == nullptr) {
+    a = "Before its late collectives " + k + " does no more than the others: its previous collective may end later "
+        "on it (read that one), or its trace misses what it did.";
+  } else if (top->what == "computation") {
+    a = k + " computes longer before the collective" + named + ": look for work spread unevenly over the ranks "
+        "(shard sizes, sequence lengths, expert routing) or a slower GPU on that rank (clocks, temperature, another "
+        "model).";
+  } else if (top->what == "input") {
+    a = k + " waits for its input" + named + ": more DataLoader workers, pinned memory and prefetching, and check "
+        "the storage or network it reads from.";
+  } else if (top->what == "host") {
+    a = "The host of " + k + " launches the collective late" + named + ": look at what its CPU does there (a "
+        "synchronization, logging, checkpointing, Python work, another process on its cores).";
+  } else {
+    a = k + " is itself waiting in other collectives first" + named + ": read the straggler of those.";
+  }
+  return a + " The other ranks' time in " + waits_at + " is waiting for " + k +
+         ": overlapping their communication with compute will not help.";
+}
+
+}  // namespace
+
+CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
+                                   const std::vector<std::int64_t>& shown_rank, std::int64_t median_step_ns) {
+  CollectiveView out;
+  const std::size_t n = order.size();
+  out.waiting_for.assign(n, std::nullopt);
+  out.collectives.assign(n, 0);
+  out.last_at.assign(n, 0);
+  bool old_summaries = false;
+  for (const RankSummary* s : order) {
+    if (!s->has_collectives) old_summaries = true;
+    if (!s->collectives.empty()) ++out.alignment.ranks_with_collectives;
+  }
+
+  // Number each rank's collectives within (group, step): the n-th all-reduce
+  // of a process group in step 7 is the same all-reduce on every rank.
+  std::map<std::pair<std::string, std::string>, std::int32_t> gids;
+  std::vector<std::pair<std::string, std::string>> group_of;
+  std::vector<Entry> entries;
+  for (std::size_t ri = 0; ri < n; ++ri) {
+    const RankSummary& s = *order[ri];
+    std::vector<std::int32_t> local;
+    for (const CollectiveGroup& g : s.collective_groups) {
+      auto [it, added] = gids.emplace(std::make_pair(g.on, g.kernel), static_cast<std::int32_t>(group_of.size()));
+      if (added) group_of.push_back(it->first);
+      local.push_back(it->second);
+    }
+    std::vector<const RankCollective*> cs;
+    for (const RankCollective& c : s.collectives) cs.push_back(&c);
+    std::stable_sort(cs.begin(), cs.end(), [](const RankCollective* a, const RankCollective* b) { return a->start_ns < b->start_ns; });
+    std::map<std::pair<std::int32_t, std::int64_t>, std::int32_t> seq;
+    for (const RankCollective* c : cs) {
+      const std::int32_t gid = local[static_cast<std::size_t>(c->group)];
+      entries.push_back({gid, c->step, seq[{gid, c->step}]++, static_cast<std::int32_t>(ri), c});
+    }
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.gid, a.step, a.seq, a.ri) < std::tie(b.gid, b.step, b.seq, b.ri);
+  });
+  std::vector<Instance> runs;
+  for (std::size_t b = 0; b < entries.size();) {
+    std::size_t e = b + 1;
+    while (e < entries.size() && entries[e].gid == entries[b].gid && entries[e].step == entries[b].step &&
+           entries[e].seq == entries[b].seq) {
+      ++e;
+    }
+    if (e - b >= 2) runs.push_back({b, e, entries[b].gid, entries[b].step});
+    b = e;
+  }
+  if (runs.empty()) {
+    out.alignment.note = old_summaries && out.alignment.ranks_with_collectives < 2
+                             ? "summaries of version 1 have no collectives: summarize the traces again"
+                         : out.alignment.ranks_with_collectives < 2
+                             ? "fewer than 2 ranks have collective kernels"
+                             : "no collective kernel is on 2 ranks (the same kernel and process group or stream, in "
+                               "the same step)";
+    return out;
+  }
+
+  // Clock offsets against the first rank, from the ends: ranks that share
+  // no collective with it are aligned through ranks that do.
+  std::vector<std::int64_t> offset(n, 0);
+  std::vector<char> aligned(n, 0);
+  std::int32_t ref = entries[runs[0].b].ri;
+  for (const Instance& run : runs) ref = std::min(ref, entries[run.b].ri);
+  aligned[static_cast<std::size_t>(ref)] = 1;
+  for (bool progress = true; progress;) {
+    progress = false;
+    std::vector<std::vector<std::int64_t>> diffs(n);
+    for (const Instance& run : runs) {
+      const Entry* anchor = nullptr;
+      for (std::size_t k = run.b; k < run.e && anchor == nullptr; ++k) {
+        if (aligned[static_cast<std::size_t>(entries[k].ri)]) anchor = &entries[k];
+      }
+      if (anchor == nullptr) continue;
+      for (std::size_t k = run.b; k < run.e; ++k) {
+        const std::size_t ri = static_cast<std::size_t>(entries[k].ri);
+        if (aligned[ri]) continue;
+        diffs[ri].push_back(sat_add(sat_sub(entries[k].c->end_ns, anchor->c->end_ns), offset[static_cast<std::size_t>(anchor->ri)]));
+      }
+    }
+    for (std::size_t ri = 0; ri < n; ++ri) {
+      if (diffs[ri].empty()) continue;
+      const Densest d = densest(std::move(diffs[ri]), kCollectiveEndToleranceNs);
+      // Two collectives at least: one alone would agree with any offset.
+      if (d.count < 2) continue;
+      offset[ri] = d.median;
+      aligned[ri] = 1;
+      progress = true;
+    }
+  }
+
+  // Each matched collective: the ranks whose aligned ends agree, their
+  // arrivals, the last one.
+  std::vector<char> ok(entries.size(), 0);
+  std::vector<std::int64_t> arrival(entries.size(), 0), finish(entries.size(), 0);
+  std::vector<std::set<std::int64_t>> steps_of(n);
+  std::vector<std::vector<std::int64_t>> members_of(n);
+  std::vector<std::int64_t> residuals;
+  std::vector<std::int64_t> span_lo(n, std::numeric_limits<std::int64_t>::max()),
+      span_hi(n, std::numeric_limits<std::int64_t>::min());
+  std::set<std::int32_t> matched_groups;
+  std::vector<Instance> insts;
+  for (Instance run : runs) {
+    std::vector<std::int64_t> ends;
+    for (std::size_t k = run.b; k < run.e; ++k) {
+      const std::size_t ri = static_cast<std::size_t>(entries[k].ri);
+      if (!aligned[ri]) continue;
+      arrival[k] = sat_sub(entries[k].c->start_ns, offset[ri]);
+      finish[k] = sat_sub(entries[k].c->end_ns, offset[ri]);
+      ends.push_back(finish[k]);
+    }
+    if (ends.size() < 2) continue;
+    const Densest d = densest(std::move(ends), kCollectiveEndToleranceNs);
+    if (d.count < 2) {
+      ++out.alignment.ends_disagree;
+      continue;
+    }
+    std::vector<std::size_t> members;
+    std::vector<std::int64_t> member_ends;
+    for (std::size_t k = run.b; k < run.e; ++k) {
+      if (!aligned[static_cast<std::size_t>(entries[k].ri)] || finish[k] < d.lo || finish[k] > d.hi) continue;
+      ok[k] = 1;
+      members.push_back(k);
+      member_ends.push_back(finish[k]);
+    }
+    ++out.alignment.matched;
+    matched_groups.insert(run.gid);
+    run.end = mean_median(member_ends);
+    run.members = static_cast<std::int64_t>(members.size());
+    for (const std::size_t k : members) {
+      const std::size_t ri = static_cast<std::size_t>(entries[k].ri);
+      residuals.push_back(finish[k] > run.end ? finish[k] - run.end : run.end - finish[k]);
+      ++out.collectives[ri];
+      if (run.step >= 0) steps_of[ri].insert(run.step);
+      members_of[ri].push_back(run.members);
+      span_lo[ri] = std::min(span_lo[ri], arrival[k]);
+      span_hi[ri] = std::max(span_hi[ri], run.end);
+    }
+    std::stable_sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) { return arrival[a] < arrival[b]; });
+    const std::size_t last = members.back();
+    run.lead = sat_sub(arrival[last], arrival[members[members.size() - 2]]);
+    const std::int64_t tie = std::max(sat_sub(d.hi, d.lo), kArrivalTieNs);
+    if (run.lead > tie) {
+      run.last = entries[last].ri;
+      ++out.last_at[static_cast<std::size_t>(run.last)];
+      std::vector<std::int64_t> waits;
+      for (std::size_t m = 0; m + 1 < members.size(); ++m) waits.push_back(sat_sub(arrival[last], arrival[members[m]]));
+      run.wait = mean_median(std::move(waits));
+      run.after = sat_sub(run.end, arrival[last]);
+    }
+    insts.push_back(run);
+  }
+  out.alignment.groups = static_cast<std::int64_t>(matched_groups.size());
+  out.alignment.end_spread_ns = mean_median(std::move(residuals));
+  std::int64_t max_mag = -1;
+  for (std::size_t ri = 0; ri < n; ++ri) {
+    if (!aligned[ri]) continue;
+    ++out.alignment.ranks_aligned;
+    const std::int64_t mag = offset[ri] < 0 ? sat_sub(0, offset[ri]) : offset[ri];
+    if (mag > max_mag) {
+      max_mag = mag;
+      out.alignment.max_offset_ns = offset[ri];
+      out.alignment.max_offset_rank = shown_rank[ri];
+    }
+  }
+  if (out.alignment.matched == 0) {
+    out.alignment.note = "no collective's ends agree across ranks once their clocks are aligned";
+    return out;
+  }
+
+  // Per rank, over the collectives where it is last: the wait it inflicts,
+  // and what it did before arriving beyond what the others did.
+  auto per_step = [&](std::size_t ri, std::int64_t total) {
+    const auto steps = static_cast<std::int64_t>(steps_of[ri].size());
+    return steps > 0 ? total / steps : total;
+  };
+  auto pct = [&](std::size_t ri, std::int64_t total) {
+    if (!steps_of[ri].empty() && median_step_ns > 0) return pct_of(per_step(ri, total), median_step_ns);
+    return pct_of(total, sat_sub(span_hi[ri], span_lo[ri]));
+  };
+  std::vector<Straggler> candidates;
+  std::vector<std::size_t> candidate_ri;
+  for (std::size_t ri = 0; ri < n; ++ri) {
+    if (out.last_at[ri] == 0) continue;
+    Straggler s;
+    s.rank = shown_rank[ri];
+    s.collectives = out.collectives[ri];
+    s.last_at = out.last_at[ri];
+    s.ranks = mean_median(members_of[ri]);
+    s.steps = static_cast<std::int64_t>(steps_of[ri].size());
+    std::map<std::int32_t, std::int64_t> by_group;
+    std::vector<std::int64_t> leads, afters;
+    std::array<std::int64_t, 4> excess = {0, 0, 0, 0};
+    std::array<std::map<std::string, std::int64_t>, 3> tops;  // kernel, collective, host event
+    for (const Instance& in : insts) {
+      if (in.last != static_cast<std::int32_t>(ri)) continue;
+      sat_acc(s.wait_ns, in.wait);
+      sat_acc(by_group[in.gid], in.wait);
+      leads.push_back(in.lead);
+      afters.push_back(in.after);
+      const RankCollective* mine = nullptr;
+      std::array<std::vector<std::int64_t>, 4> others;
+      for (std::size_t k = in.b; k < in.e; ++k) {
+        if (!ok[k]) continue;
+        if (entries[k].ri == in.last) {
+          mine = entries[k].c;
+          continue;
+        }
+        for (int w = 0; w < 4; ++w) others[static_cast<std::size_t>(w)].push_back(cause_ns(*entries[k].c, w));
+      }
+      for (int w = 0; w < 4; ++w) {
+        sat_acc(excess[static_cast<std::size_t>(w)],
+                sat_sub(cause_ns(*mine, w), mean_median(std::move(others[static_cast<std::size_t>(w)]))));
+      }
+      const std::vector<std::string>& names = order[ri]->names;
+      const std::pair<std::int32_t, std::int64_t> top[3] = {
+          {mine->top_kernel, mine->top_kernel_ns}, {mine->top_comm, mine->top_comm_ns}, {mine->top_host, mine->top_host_ns}};
+      for (int t = 0; t < 3; ++t) {
+        if (top[t].first >= 0) sat_acc(tops[static_cast<std::size_t>(t)][names[static_cast<std::size_t>(top[t].first)]], top[t].second);
+      }
+    }
+    std::int32_t worst = -1;
+    for (const auto& [g, w] : by_group) {
+      if (worst < 0 || w > by_group[worst]) worst = g;
+    }
+    s.on = group_of[static_cast<std::size_t>(worst)].first;
+    s.collective = group_of[static_cast<std::size_t>(worst)].second;
+    s.wait_per_step_ns = per_step(ri, s.wait_ns);
+    s.wait_pct = pct(ri, s.wait_ns);
+    s.lead_ns = mean_median(std::move(leads));
+    s.after_arrival_ns = mean_median(std::move(afters));
+    auto top_name = [&](std::size_t t, bool loader) {
+      std::string best;
+      std::int64_t most = 0;
+      for (const auto& [name, ns] : tops[t]) {
+        if (t == 2 && is_dataloader_scope(name) != loader) continue;
+        if (ns > most) {
+          most = ns;
+          best = name;
+        }
+      }
+      return best;
+    };
+    // A cause worth naming: beyond the arrival tie and a tenth of the wait
+    // it explains (jitter of a few µs is no cause).
+    const std::int64_t least_cause = std::max(kArrivalTieNs, s.wait_per_step_ns / 10);
+    for (int w = 0; w < 4; ++w) {
+      const std::int64_t e = per_step(ri, excess[static_cast<std::size_t>(w)]);
+      if (e < least_cause) continue;
+      ArrivalCause a;
+      a.what = kCauses[w];
+      a.excess_per_step_ns = e;
+      a.top = w == 0 ? top_name(0, false) : w == 1 ? top_name(1, false) : top_name(2, w == 2);
+      s.before.push_back(std::move(a));
+    }
+    std::stable_sort(s.before.begin(), s.before.end(),
+                     [](const ArrivalCause& a, const ArrivalCause& b) { return a.excess_per_step_ns > b.excess_per_step_ns; });
+    // Last at half its collectives at least, and clearly more often than
+    // chance (one in `ranks`): 3 in 4 with two ranks.
+    s.share_needed = std::max(0.5, 1.0 / static_cast<double>(std::max<std::int64_t>(s.ranks, 1)) + 0.25);
+    s.named = s.last_at >= kStragglerMinLate &&
+              static_cast<double>(s.last_at) >= s.share_needed * static_cast<double>(s.collectives) &&
+              s.wait_pct >= kStragglerMinWaitPct;
+    s.advice = straggler_advice(s, s.collective);
+    candidates.push_back(std::move(s));
+    candidate_ri.push_back(ri);
+  }
+
+  auto more_wait = [](const Straggler& a, const Straggler& b) {
+    return std::tie(b.wait_ns, b.last_at, a.rank) < std::tie(a.wait_ns, a.last_at, b.rank);
+  };
+  bool any_named = false;
+  for (const Straggler& s : candidates) any_named = any_named || s.named;
+  std::size_t latest = candidates.size();
+  if (!any_named && !candidates.empty()) {
+    latest = static_cast<std::size_t>(std::min_element(candidates.begin(), candidates.end(), more_wait) - candidates.begin());
+  }
+
+  // The ranks that wait for a named straggler, or for the latest rank when
+  // none is named (late at a few steps only): their verdict, where the wait
+  // is a material share of their step (kStragglerMinWaitPct).
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (!candidates[i].named && i != latest) continue;
+    const auto k = static_cast<std::int32_t>(candidate_ri[i]);
+    std::vector<std::int64_t> wait(n, 0);
+    std::vector<std::map<std::int32_t, std::int64_t>> by_group(n);
+    for (const Instance& in : insts) {
+      if (in.last != k) continue;
+      std::int64_t at = 0;
+      for (std::size_t e = in.b; e < in.e; ++e) {
+        if (ok[e] && entries[e].ri == k) at = arrival[e];
+      }
+      for (std::size_t e = in.b; e < in.e; ++e) {
+        if (!ok[e] || entries[e].ri == k) continue;
+        const std::size_t ri = static_cast<std::size_t>(entries[e].ri);
+        const std::int64_t w = sat_sub(at, arrival[e]);
+        sat_acc(wait[ri], w);
+        sat_acc(by_group[ri][in.gid], w);
+      }
+    }
+    for (std::size_t ri = 0; ri < n; ++ri) {
+      if (wait[ri] <= 0) continue;
+      WaitingFor w;
+      w.rank = candidates[i].rank;
+      w.wait_per_step_ns = per_step(ri, wait[ri]);
+      w.wait_pct = pct(ri, wait[ri]);
+      if (w.wait_pct < kStragglerMinWaitPct) continue;
+      // The wait replaces the rank's own verdict where that verdict rests on
+      // it (exposed communication, launched work waiting, nothing clear),
+      // or where it is a large share of the step.
+      const Verdict own = order[ri]->verdict;
+      if (own != Verdict::kCommunicationBound && own != Verdict::kDependencyBound && own != Verdict::kUnclear &&
+          w.wait_pct < kWaitingVerdictPct) {
+        continue;
+      }
+      std::int32_t worst = -1;
+      for (const auto& [g, ns] : by_group[ri]) {
+        if (worst < 0 || ns > by_group[ri][worst]) worst = g;
+      }
+      w.collective = group_of[static_cast<std::size_t>(worst)].second;
+      std::optional<WaitingFor>& slot = out.waiting_for[ri];
+      if (!slot || w.wait_per_step_ns > slot->wait_per_step_ns) slot = std::move(w);
+    }
+  }
+
+  for (Straggler& s : candidates) {
+    if (s.named) out.stragglers.push_back(s);
+  }
+  std::stable_sort(out.stragglers.begin(), out.stragglers.end(), more_wait);
+  if (latest < candidates.size()) out.latest = candidates[latest];
+  return out;
+}
+
+}  // namespace tprof::internal

@@ -1,0 +1,49 @@
+// The straggler analysis of many ranks (docs/scale.md, "Stragglers"): each
+// rank's collective kernels with what its device did before each one
+// (summarize side), then, over the summaries, the collectives matched
+// across ranks, the clocks aligned on their common ends, the rank that
+// arrives last and the wait it inflicts (view side).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "src/analyze/diagnose_context.h"
+#include "tprof/ranks.h"
+
+namespace tprof::internal {
+
+// Ends of one collective on its ranks agree within this, once the clocks
+// are aligned; a clock offset rests on ends that agree within it.
+inline constexpr std::int64_t kCollectiveEndToleranceNs = 1'000'000;
+// Arrivals closer than this (or than the spread of the ends) are a tie.
+inline constexpr std::int64_t kArrivalTieNs = 10'000;
+// A straggler arrives last at this many matched collectives at least ...
+inline constexpr std::int64_t kStragglerMinLate = 3;
+// ... and the others wait for it at least this share of a step.
+inline constexpr double kStragglerMinWaitPct = 5.0;
+// A rank's verdict becomes "waiting for rank k" when its own verdict is
+// communication-bound, dependency-bound or unclear, or when it waits this
+// share of a step at least.
+inline constexpr double kWaitingVerdictPct = 25.0;
+
+// Fills r's collective_groups, names and collectives from the trace's
+// communication kernels (c.device of class kComm).
+void summarize_collectives(const DiagnoseContext& c, RankSummary* r);
+
+struct CollectiveView {
+  CollectiveAlignment alignment;
+  std::vector<Straggler> stragglers;  // named, most wait first
+  std::optional<Straggler> latest;    // none named: the rank last most often
+  // Per rank of `order`:
+  std::vector<std::optional<WaitingFor>> waiting_for;
+  std::vector<std::int64_t> collectives, last_at;
+};
+
+// The analysis over the ranks in `order`, shown as `shown_rank` (same
+// size); `median_step_ns` is the job's median step (0 without steps).
+CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
+                                   const std::vector<std::int64_t>& shown_rank, std::int64_t median_step_ns);
+
+}  // namespace tprof::internal
