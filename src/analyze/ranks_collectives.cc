@@ -59,7 +59,7 @@ void for_each_overlap(const std::vector<Span>& a, const std::vector<Span>& w, Fn
     std::vector<const Span*>& other = take_a ? open_w : open_a;
     prune(other, s.start);
     for (const Span* o : other) {
-      const std::int64_t overlap = std::min(s.end, o->end) - s.start;
+      const std::int64_t overlap = sat_sub(std::min(s.end, o->end), s.start);
       if (take_a) {
         fn(s, *o, overlap);
       } else {
@@ -239,7 +239,7 @@ void summarize_collectives(const DiagnoseContext& c, RankSummary* r) {
     for (; j < pairs.size() && pairs[j].k == pairs[i].k; ++j) most = std::max(most, pairs[j].ov);
     const Pair* pick = nullptr;
     for (std::size_t p = i; p < j; ++p) {
-      if (pairs[p].ov * 2 < most) continue;
+      if (pairs[p].ov < most - pairs[p].ov) continue;  // under half of the most
       if (pick == nullptr || c.dur(pairs[p].event) < c.dur(pick->event)) pick = &pairs[p];
     }
     RankCollective& rc = r->collectives[pairs[i].k];
@@ -448,7 +448,7 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     run.members = static_cast<std::int64_t>(members.size());
     for (const std::size_t k : members) {
       const std::size_t ri = static_cast<std::size_t>(entries[k].ri);
-      residuals.push_back(finish[k] > run.end ? finish[k] - run.end : run.end - finish[k]);
+      residuals.push_back(finish[k] > run.end ? sat_sub(finish[k], run.end) : sat_sub(run.end, finish[k]));
       ++out.collectives[ri];
       if (run.step >= 0) steps_of[ri].insert(run.step);
       members_of[ri].push_back(run.members);

@@ -8,6 +8,7 @@
 #include "src/analyze/diagnose_context.h"
 #include "src/analyze/ranks_collectives.h"
 #include "src/base/json_writer.h"
+#include "src/base/saturate.h"
 #include "src/trace/json_value.h"
 #include "tprof/ranks.h"
 
@@ -47,7 +48,7 @@ std::string slow_rank_line(const SlowRank& s) {
          internal::format_ns(s.phase_excess_ns) + " per step over the ranks' median";
 }
 
-std::string signed_ns(std::int64_t ns) { return (ns >= 0 ? "+" : "-") + internal::format_ns(ns >= 0 ? ns : -ns); }
+std::string signed_ns(std::int64_t ns) { return (ns >= 0 ? "+" : "-") + internal::format_ns(ns >= 0 ? ns : internal::sat_sub(0, ns)); }
 
 std::string per_step_text(const Straggler& s) { return s.steps > 0 ? " per step" : " over the traced collectives"; }
 
@@ -407,7 +408,8 @@ void write_collectives(JsonWriter& w, const RankSummary& r) {
     {
       JsonWriter l(&line);
       l.begin_array();
-      for (const std::int64_t f : {std::int64_t{c.group}, c.step, c.start_ns - base, c.end_ns - base, c.before_ns,
+      for (const std::int64_t f : {std::int64_t{c.group}, c.step, internal::sat_sub(c.start_ns, base),
+                                   internal::sat_sub(c.end_ns, base), c.before_ns,
                                    c.computation_ns, c.communication_ns, c.input_ns, std::int64_t{c.top_kernel},
                                    c.top_kernel_ns, std::int64_t{c.top_comm}, c.top_comm_ns, std::int64_t{c.top_host},
                                    c.top_host_ns}) {
