@@ -12,6 +12,7 @@
 // contract: ids never change meaning; additions are fine.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -68,6 +69,12 @@ class Evidence {
   std::vector<Field> fields_;
 };
 
+// A stretch of time [start, end) in ns (absolute, as EventRef::ts_ns).
+struct TimeRange {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
 struct Finding {
   std::string id;  // stable snake_case: "overhead_bound", "cold_start", ...
   FindingSeverity severity = FindingSeverity::kInfo;
@@ -76,6 +83,52 @@ struct Finding {
   std::string advice;
   // Time at stake (ns), used to order findings by impact; 0 for health notes.
   std::int64_t impact_ns = 0;
+  // The GPU idle time this finding accounts for: sorted, disjoint ranges
+  // inside Diagnosis::idle's spans, none of them claimed by another finding
+  // (docs/diagnose.md, "GPU idle time"); empty for findings about other
+  // things. idle_ns is their total.
+  std::vector<TimeRange> idle_claim;
+  std::int64_t idle_ns = 0;
+};
+
+// Why the device was idle: each stretch of GPU idle time has exactly one
+// cause (docs/diagnose.md, "GPU idle time"; ids from idle_cause_id()).
+enum class IdleCause : std::uint8_t {
+  kLaunching = 0,      // "launching": the host dispatching and launching op after op
+  kHostWork,           // "host_work": 1 ms or more of recorded host work without a launch
+  kUnrecorded,         // "unrecorded": 1 ms or more where the trace records nothing
+  kBlockedSync,        // "blocked_sync": the launching thread in a synchronize or a blocking copy
+  kBlockedCopy,        // "blocked_copy": ... in an async copy that blocked (pageable memory)
+  kBlockedAlloc,       // "blocked_alloc": ... in an allocator call (cudaMalloc, cudaFree, ...)
+  kBlockedInit,        // "blocked_init": ... in context, module or library initialisation
+  kBlockedLaunchQueue, // "blocked_launch_queue": ... in a launch stalled by a full launch queue
+  kBlockedOther,       // "blocked_other": ... in another runtime call that blocked
+  kStreamWait,         // "stream_wait": launched work waits on another stream or an event
+  kPeers,              // "peers": launched collectives wait for the other ranks
+  kProfiler,           // "profiler": the profiler's own overhead (Activity Buffer Request)
+  kOutsideSteps,       // "outside_steps": idle time in the window but in no step
+};
+inline constexpr int kIdleCauseCount = 13;
+std::string_view idle_cause_id(IdleCause c);  // "launching", "blocked_sync", ...
+
+// One stretch of GPU idle time and its cause.
+struct IdleSpan {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  IdleCause cause = IdleCause::kLaunching;
+  std::int64_t step = -1;              // the ProfilerStep number it lies in; -1: none
+  std::uint32_t event = kNoIndex;      // the host event that explains it (blocking call, launch call, buffer request)
+};
+
+// The GPU's idle time, partitioned (docs/diagnose.md, "GPU idle time").
+struct IdleAccount {
+  // The window: the steps, from the first one's start to the end of the last
+  // one or of the device work they launched; the whole trace without steps.
+  std::int64_t window_start_ns = 0;
+  std::int64_t window_end_ns = 0;
+  std::int64_t idle_ns = 0;  // the window minus device activity (every device and stream)
+  std::array<std::int64_t, kIdleCauseCount> by_cause{};  // by IdleCause; sums to idle_ns
+  std::vector<IdleSpan> spans;                           // sorted, disjoint; lengths sum to idle_ns
 };
 
 // Per-step verdicts (docs/diagnose.md, "Verdicts").
@@ -110,6 +163,7 @@ struct StepVerdict {
   std::int64_t idle_host_ns = 0;    // host events, no launch call, for 1 ms or more
   std::int64_t idle_queued_ns = 0;  // launched work not started yet (other streams, ranks)
   std::int64_t idle_unrecorded_ns = 0;  // stretches of 1 ms or more with no host event either
+  std::array<std::int64_t, kIdleCauseCount> idle_by_cause{};  // the step's idle time by IdleCause (sums to its idle)
   Verdict verdict = Verdict::kCpuOnly;
 };
 
@@ -198,6 +252,7 @@ struct Diagnosis {
   std::vector<Cause> causes;            // every finding in exactly one; by severity, then impact
   std::vector<ThreadBusy> threads;      // traces without device activity; by busy time, largest first
   Breakdowns breakdowns;
+  IdleAccount idle;                     // traces with device activity: the GPU idle time by cause
 };
 
 struct DiagnoseOptions {

@@ -8,6 +8,7 @@
 #include "src/analyze/breakdowns.h"
 #include "src/analyze/causes.h"
 #include "src/analyze/diagnose_context.h"
+#include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
 #include "src/analyze/verdict.h"
 
@@ -128,6 +129,7 @@ Diagnosis internal::diagnose(const DiagnoseContext& c, const DiagnoseOptions& op
     return a.impact_ns > b.impact_ns;
   });
   internal::judge(c, &d);
+  if (c.has_device()) d.idle = c.idle().account(c);
   d.breakdowns = breakdowns.get();
   internal::add_causes(c, &d);
   return d;

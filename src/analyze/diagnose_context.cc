@@ -6,6 +6,7 @@
 #include <future>
 #include <numeric>
 
+#include "src/analyze/idle.h"
 #include "src/analyze/intervals.h"
 #include "src/base/radix_sort.h"
 #include "src/base/saturate.h"
@@ -309,6 +310,11 @@ std::string DiagnoseContext::launch_shape(std::uint32_t e) const {
 const std::vector<StatRow>& DiagnoseContext::averages() const {
   if (!averages_) set_averages(torch_averages(trace));
   return *averages_;
+}
+
+const IdlePartition& DiagnoseContext::idle() const {
+  if (!idle_) idle_ = std::make_shared<const IdlePartition>(*this);
+  return *idle_;
 }
 
 void DiagnoseContext::set_averages(std::vector<StatRow> rows) const {

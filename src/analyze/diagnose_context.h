@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@
 
 namespace tprof::internal {
 
+class IdlePartition;
 // What a device activity does (HTA's and TraceLens' categories).
 enum class DeviceClass : std::uint8_t {
   kCompute = 0,  // kernels that are not communication
@@ -85,6 +87,10 @@ class DiagnoseContext {
   const std::vector<StatRow>& averages() const;
   std::int64_t self_cpu_total_ns() const;
   std::int64_t self_device_total_ns() const;
+  // The GPU idle time partitioned by cause (src/analyze/idle.h): built on
+  // first use, which is then not thread-safe (diagnose's rules and verdicts
+  // run on one thread).
+  const IdlePartition& idle() const;
 
   // Index into steps.steps of the step whose [start, end) holds ts, or -1.
   int step_index_at(std::int64_t ts) const;
@@ -143,6 +149,7 @@ class DiagnoseContext {
   bool hip_ = false;
   std::int64_t graph_launches_ = 0;
   mutable std::optional<std::vector<StatRow>> averages_;
+  mutable std::shared_ptr<const IdlePartition> idle_;
   mutable std::int64_t self_cpu_total_ = 0, self_device_total_ = 0;
 };
 

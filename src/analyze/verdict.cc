@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "src/analyze/idle.h"
 #include "src/analyze/intervals.h"
 #include "src/base/saturate.h"
 
@@ -25,15 +26,8 @@ constexpr double kCommShare = 0.25;     // exposed communication / span
 constexpr double kComputeShare = 0.8;   // device work (launched or in the window) / span
 constexpr double kSyncShare = 0.5;      // host blocked in synchronizing calls / span
 constexpr double kIdleCauseShare = 0.25;  // one idle cause / span
-// A stretch of device idle time with no launch call for this long is the
-// host doing its own work (preprocessing, Python, compilation), not per-op
-// launch overhead: eager PyTorch dispatches an op in 5-100 µs, a cold first
-// call (cuBLAS set-up) in a few hundred.
-constexpr std::int64_t kHostWorkNs = 1'000'000;
-// Launched work counts as waiting (on other streams, events, other ranks)
-// only beyond the launch latency an idle device shows (2-20 µs on the H100
-// traces, up to ~50 µs on a first call).
-constexpr std::int64_t kQueueLatencyNs = 50'000;
+// The device's idle time and its causes come from the idle partition
+// (src/analyze/idle.h: kHostWorkNs, kQueueLatencyNs, the blocking calls).
 // "A deep queue": kernels start this long after their launch call returned.
 constexpr std::int64_t kDeepQueueNs = 1'000'000;
 
@@ -47,10 +41,13 @@ struct Facts {
   std::int64_t dataloader = 0;
   std::int64_t exposed_comm = 0;
   std::int64_t sync = 0;          // host blocked in synchronizing calls or blocking copies
-  std::int64_t idle_launch = 0;
-  std::int64_t idle_host = 0;
-  std::int64_t idle_queued = 0;
-  std::int64_t idle_unrecorded = 0;  // long idle stretches where no host event is recorded either
+  IdlePartition::Totals idle{};   // the device's idle time by cause (the partition)
+  std::int64_t idle_launch = 0;   // launching
+  std::int64_t idle_host = 0;     // host_work
+  std::int64_t idle_queued = 0;   // stream_wait + peers
+  std::int64_t idle_unrecorded = 0;  // unrecorded
+  std::int64_t idle_sync = 0;     // blocked_sync + blocked_copy: the host waits on the device
+  std::int64_t idle_blocked_host = 0;  // the other blocked_*: allocator, initialisation, a full queue, other calls
   std::int64_t longest_host = 0;  // the longest stretch of host work without a launch
   std::int64_t lead_host = 0;     // window start to its first device activity, when that is host work
   std::int64_t lead_end = 0;
@@ -70,6 +67,9 @@ struct Facts {
     sat_acc(idle_host, o.idle_host);
     sat_acc(idle_queued, o.idle_queued);
     sat_acc(idle_unrecorded, o.idle_unrecorded);
+    sat_acc(idle_sync, o.idle_sync);
+    sat_acc(idle_blocked_host, o.idle_blocked_host);
+    for (std::size_t k = 0; k < idle.size(); ++k) sat_acc(idle[k], o.idle[k]);
     longest_host = std::max(longest_host, o.longest_host);
     sat_acc(lead_host, o.lead_host);
     sat_acc(busy_after_lead, o.busy_after_lead);
@@ -81,40 +81,26 @@ struct Facts {
 // Everything the windows are measured against, built once per trace.
 class Measure {
  public:
-  explicit Measure(const DiagnoseContext& c) : c_(c), end_(c.end_ns) {
-    std::vector<Interval> busy, comm, compute, pending, launch_iv, host;
+  explicit Measure(const DiagnoseContext& c) : c_(c), idle_(c.idle()) {
+    std::vector<Interval> busy, comm, compute;
     busy.reserve(c.device.size());
     for (const DeviceOp& op : c.device) {
       busy.push_back({op.start, op.end});
       if (op.cls == DeviceClass::kCompute) compute.push_back({op.start, op.end});
       if (op.cls == DeviceClass::kComm) comm.push_back({op.start, op.end});
-      if (op.launch != kNoIndex) {
-        const std::int64_t launched = c.end(op.launch);
-        launch_iv.push_back({c.ts(op.launch), launched});
-        if (op.start > launched + kQueueLatencyNs) pending.push_back({launched + kQueueLatencyNs, op.start});
-      }
     }
     busy_ = merge_intervals(std::move(busy));
     exposed_comm_ = subtract(merge_intervals(std::move(comm)), merge_intervals(std::move(compute)));
-    // Waiting while the device is busy is a queue, not idle time.
-    queued_idle_ = subtract(merge_intervals(std::move(pending)), busy_);
-    launch_ = merge_intervals(std::move(launch_iv));
     std::vector<Interval> dl, sync;
     for (std::uint32_t e : c.host_ops) {
       if (is_dataloader(c.name(e))) dl.push_back({c.ts(e), c.end(e)});
-      // What the host is recorded doing; the step markers span everything.
-      if (!is_profiler_step(c.name(e))) host.push_back({c.ts(e), c.end(e)});
     }
     for (std::uint32_t e : c.runtime) {
       const std::string_view n = c.name(e);
       if (is_sync_call(n) || is_blocking_memcpy(n)) sync.push_back({c.ts(e), c.end(e)});
-      host.push_back({c.ts(e), c.end(e)});
     }
-    host_busy_ = merge_intervals(std::move(host));
     dataloader_ = merge_intervals(std::move(dl));
     sync_ = merge_intervals(std::move(sync));
-    // The device's idle time with nothing launched and waiting: the host's.
-    host_idle_ = subtract(subtract({{c.start_ns, c.end_ns}}, busy_), queued_idle_);
   }
 
   Facts window(std::int64_t lo, std::int64_t hi) const {
@@ -124,45 +110,25 @@ class Measure {
     f.dataloader = covered_within(dataloader_, lo, hi);
     f.exposed_comm = covered_within(exposed_comm_, lo, hi);
     f.sync = covered_within(sync_, lo, hi);
-    f.idle_queued = covered_within(queued_idle_, lo, hi);
-    // The host's idle stretches: time inside launch calls is launching,
-    // however long (a first launch loads the kernel's module); the pieces
-    // between them are launching when short, else host work where host
-    // events cover them and unrecorded where nothing does.
-    auto it = std::upper_bound(host_idle_.begin(), host_idle_.end(), lo,
-                               [](std::int64_t v, const Interval& iv) { return v < iv.end; });
-    for (; it != host_idle_.end() && it->start < hi; ++it) {
-      const std::int64_t a = std::max(it->start, lo), b = std::min(it->end, hi);
-      f.idle_launch += covered_within(launch_, a, b);
-      std::int64_t from = a;
-      auto l = std::upper_bound(launch_.begin(), launch_.end(), a,
-                                [](std::int64_t v, const Interval& iv) { return v < iv.end; });
-      for (;; ++l) {
-        const bool at_launch = l != launch_.end() && l->start < b;
-        const std::int64_t to = at_launch ? std::max(from, l->start) : b;
-        const std::int64_t piece = to - from;
-        // A short piece leads to a launch call or to device work starting;
-        // one that runs into the window's (or the trace's) end launched
-        // nothing and stays unattributed.
-        const bool tail = !at_launch && (b == hi || b == end_);
-        if (piece >= kHostWorkNs) {
-          const std::int64_t recorded = covered_within(host_busy_, from, to);
-          f.idle_host += recorded;
-          f.idle_unrecorded += piece - recorded;
-          f.longest_host = std::max(f.longest_host, recorded);
-        } else if (!tail) {
-          f.idle_launch += piece;
-        }
-        if (!at_launch) break;
-        from = std::min(b, l->end);
-        if (from >= b) break;
-      }
-    }
+    // The device's idle time by cause, from the one partition the rules
+    // claim from too (src/analyze/idle.h).
+    f.idle = idle_.totals_within(lo, hi);
+    auto at = [&](IdleCause k) { return f.idle[static_cast<std::size_t>(k)]; };
+    f.idle_launch = at(IdleCause::kLaunching);
+    f.idle_host = at(IdleCause::kHostWork);
+    f.idle_queued = at(IdleCause::kStreamWait) + at(IdleCause::kPeers);
+    f.idle_unrecorded = at(IdleCause::kUnrecorded);
+    f.idle_sync = at(IdleCause::kBlockedSync) + at(IdleCause::kBlockedCopy);
+    f.idle_blocked_host = at(IdleCause::kBlockedAlloc) + at(IdleCause::kBlockedInit) +
+                          at(IdleCause::kBlockedLaunchQueue) + at(IdleCause::kBlockedOther);
+    f.longest_host = idle_.longest_host_work(lo, hi);
     // Host work before the window's first device activity.
     auto first = std::upper_bound(busy_.begin(), busy_.end(), lo, [](std::int64_t v, const Interval& iv) { return v < iv.end; });
     if (first != busy_.end() && first->start < hi) {
       const std::int64_t lead_end = std::max(lo, first->start);
-      const std::int64_t lead_host = lead_end - lo - covered_within(queued_idle_, lo, lead_end);
+      const IdlePartition::Totals lead = idle_.totals_within(lo, lead_end);
+      const std::int64_t lead_host = lead_end - lo - lead[static_cast<std::size_t>(IdleCause::kStreamWait)] -
+                                     lead[static_cast<std::size_t>(IdleCause::kPeers)];
       if (lead_host >= kHostWorkNs) {
         f.lead_host = lead_host;
         f.lead_end = lead_end;
@@ -181,8 +147,8 @@ class Measure {
 
  private:
   const DiagnoseContext& c_;
-  std::int64_t end_;
-  std::vector<Interval> busy_, exposed_comm_, queued_idle_, dataloader_, sync_, host_idle_, launch_, host_busy_;
+  const IdlePartition& idle_;
+  std::vector<Interval> busy_, exposed_comm_, dataloader_, sync_;
 };
 
 Verdict classify(const Facts& f, bool has_device) {
@@ -194,10 +160,16 @@ Verdict classify(const Facts& f, bool has_device) {
   // The idle cause holding the most time, when it holds enough. Launched
   // work waiting on the device comes before the host's sync: a host blocked
   // on work that itself waits is the symptom, not the cause.
-  const std::array<std::pair<std::int64_t, Verdict>, 4> causes = {{{f.idle_queued, Verdict::kDependencyBound},
+  // The host blocked in an allocator call or initialisation is host work
+  // that launches nothing; blocked in a sync or a synchronous copy, it waits
+  // on the device (sync-bound).
+  const std::array<std::pair<std::int64_t, Verdict>, 5> causes = {{{f.idle_queued, Verdict::kDependencyBound},
                                                                    {f.idle_launch, Verdict::kOverheadBound},
-                                                                   {f.idle_host, Verdict::kHostBound},
-                                                                   {f.idle_unrecorded, Verdict::kUnclear}}};
+                                                                   {f.idle_host + f.idle_blocked_host, Verdict::kHostBound},
+                                                                   {f.idle_sync, Verdict::kSyncBound},
+                                                                   {f.idle_unrecorded +
+                                                                        f.idle[static_cast<std::size_t>(IdleCause::kProfiler)],
+                                                                    Verdict::kUnclear}}};
   const auto top = std::max_element(causes.begin(), causes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   if (top->second == Verdict::kDependencyBound && f.share(top->first) >= kIdleCauseShare) return top->second;
   if (f.share(f.sync) > kSyncShare) return Verdict::kSyncBound;
@@ -229,6 +201,10 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c) {
     case Verdict::kSyncBound: {
       std::string s = "the host is blocked in synchronizing calls and blocking copies " + pct(f.share(f.sync)) +
                       " of the time while the GPU is busy " + pct(f.share(f.busy));
+      if (f.share(f.idle_sync) >= kIdleCauseShare) {
+        s += "; the GPU is idle " + pct(f.share(f.idle_sync)) +
+             " of the time while the host is blocked in them or in copies made synchronous (pageable memory)";
+      }
       if (f.share(f.idle_queued) >= kIdleCauseShare) {
         s += "; for " + pct(f.share(f.idle_queued)) +
              " of the time the GPU is idle with launched work not started: the awaited work is queued behind other "
@@ -240,9 +216,20 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c) {
       return "the GPU is idle " + pct(1.0 - f.share(f.busy)) + " of the time, " + pct(f.share(f.idle_launch)) +
              " while the host launches work (under 1 ms between launch calls)";
     case Verdict::kHostBound: {
-      std::string s = "the GPU is idle " + pct(1.0 - f.share(f.busy)) + " of the time, " + pct(f.share(f.idle_host)) +
-                      " while the host runs 1 ms or more without launching device work (longest " +
-                      format_ns(f.longest_host) + ")";
+      std::string s = "the GPU is idle " + pct(1.0 - f.share(f.busy)) + " of the time";
+      if (f.idle_host > 0 || f.idle_blocked_host == 0) {
+        s += ", " + pct(f.share(f.idle_host)) + " while the host runs 1 ms or more without launching device work (longest " +
+             format_ns(f.longest_host) + ")";
+      }
+      // The blocking calls by kind (host_blocked names them and their ops).
+      const std::pair<IdleCause, const char*> kinds[] = {{IdleCause::kBlockedAlloc, "allocator calls"},
+                                                         {IdleCause::kBlockedInit, "initialisation (context, modules)"},
+                                                         {IdleCause::kBlockedLaunchQueue, "launches on a full queue"},
+                                                         {IdleCause::kBlockedOther, "other runtime calls"}};
+      for (const auto& [k, what] : kinds) {
+        const std::int64_t ns = f.idle[static_cast<std::size_t>(k)];
+        if (f.share(ns) >= 0.01) s += ", " + pct(f.share(ns)) + " while the host is blocked in " + what;
+      }
       if (f.lead_host > 0 && f.share(f.lead_host) >= kIdleCauseShare) {
         const std::int64_t rest = std::max<std::int64_t>(1, f.span - f.lead_host);
         s += "; " + format_ns(f.lead_host) + " of it is host work before the first device activity, after which the GPU is busy " +
@@ -262,6 +249,7 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c) {
     case Verdict::kUnclear: {
       std::string s = "unclear: the GPU is busy " + pct(f.share(f.busy)) + "; of the time, the host launching " +
                       pct(f.share(f.idle_launch)) + ", host work without launches " + pct(f.share(f.idle_host)) +
+                      ", the host blocked in calls " + pct(f.share(f.idle_blocked_host + f.idle_sync)) +
                       ", launched work waiting " + pct(f.share(f.idle_queued)) + ", blocked in " + api +
                       " synchronization " + pct(f.share(f.sync)) + ", nothing recorded on host or device " +
                       pct(f.share(f.idle_unrecorded));
@@ -284,7 +272,8 @@ void add_facts(Evidence& ev, const Facts& f) {
       .num("idle_launch_ns", f.idle_launch)
       .num("idle_host_ns", f.idle_host)
       .num("idle_queued_ns", f.idle_queued)
-      .num("idle_unrecorded_ns", f.idle_unrecorded);
+      .num("idle_unrecorded_ns", f.idle_unrecorded)
+      .num("idle_blocked_ns", f.idle_sync + f.idle_blocked_host);
   if (f.longest_host > 0) ev.num("longest_host_ns", f.longest_host);
   if (f.lead_host > 0) ev.num("lead_host_ns", f.lead_host);
   if (f.queue_delay > 0) ev.num("median_queue_delay_ns", f.queue_delay);
@@ -352,6 +341,7 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
       v.idle_host_ns = f.idle_host;
       v.idle_queued_ns = f.idle_queued;
       v.idle_unrecorded_ns = f.idle_unrecorded;
+      v.idle_by_cause = f.idle;
       v.verdict = classify(f, c.has_device());
       d->steps.push_back(v);
       if (f.queue_delay > 0) delays.push_back(f.queue_delay);

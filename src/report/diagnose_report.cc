@@ -1,6 +1,7 @@
 // diagnose output: text (the 30-second view, or --verbose: every field),
 // JSON (the stable contract of docs/diagnose.md), Markdown.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -265,6 +266,100 @@ void append_breakdowns(std::string* out, const Diagnosis& d, bool verbose) {
   }
 }
 
+// The GPU idle partition (docs/diagnose.md, "GPU idle time") in words.
+std::string_view idle_label(IdleCause c) {
+  switch (c) {
+    case IdleCause::kLaunching: return "launching";
+    case IdleCause::kHostWork: return "host work";
+    case IdleCause::kUnrecorded: return "unrecorded";
+    case IdleCause::kBlockedSync: return "blocked in syncs";
+    case IdleCause::kBlockedCopy: return "blocked in copies";
+    case IdleCause::kBlockedAlloc: return "blocked in the allocator";
+    case IdleCause::kBlockedInit: return "blocked in initialisation";
+    case IdleCause::kBlockedLaunchQueue: return "full launch queue";
+    case IdleCause::kBlockedOther: return "blocked in other calls";
+    case IdleCause::kStreamWait: return "waiting on streams/events";
+    case IdleCause::kPeers: return "waiting for peers";
+    case IdleCause::kProfiler: return "profiler";
+    case IdleCause::kOutsideSteps: return "outside steps";
+  }
+  return "";
+}
+
+// The causes with time, largest first.
+std::vector<std::pair<IdleCause, std::int64_t>> idle_causes(const IdleAccount& a) {
+  std::vector<std::pair<IdleCause, std::int64_t>> v;
+  for (int k = 0; k < kIdleCauseCount; ++k) {
+    if (a.by_cause[static_cast<std::size_t>(k)] > 0) v.emplace_back(static_cast<IdleCause>(k), a.by_cause[static_cast<std::size_t>(k)]);
+  }
+  std::stable_sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  return v;
+}
+
+// The idle time of `claim` (sorted, disjoint) by cause.
+std::array<std::int64_t, kIdleCauseCount> claim_by_cause(const IdleAccount& a, const std::vector<TimeRange>& claim) {
+  std::array<std::int64_t, kIdleCauseCount> t{};
+  std::size_t j = 0;
+  for (const TimeRange& r : claim) {
+    while (j < a.spans.size() && a.spans[j].end_ns <= r.start_ns) ++j;
+    for (std::size_t k = j; k < a.spans.size() && a.spans[k].start_ns < r.end_ns; ++k) {
+      const std::int64_t len = std::min(r.end_ns, a.spans[k].end_ns) - std::max(r.start_ns, a.spans[k].start_ns);
+      if (len > 0) t[static_cast<std::size_t>(a.spans[k].cause)] += len;
+    }
+  }
+  return t;
+}
+
+// One or two lines: the idle time and its causes, as shares of it.
+void append_idle_short(std::string* out, const Diagnosis& d) {
+  const IdleAccount& a = d.idle;
+  if (a.idle_ns <= 0) return;
+  const std::int64_t window = std::max<std::int64_t>(1, a.window_end_ns - a.window_start_ns);
+  // Causes of 1% or more by name, the rest together: one or two lines.
+  std::string text;
+  std::int64_t rest = 0;
+  for (const auto& [cause, ns] : idle_causes(a)) {
+    if (static_cast<double>(ns) < 0.01 * static_cast<double>(a.idle_ns)) {
+      rest += ns;
+      continue;
+    }
+    text += (text.empty() ? "" : ", ") + std::string(idle_label(cause)) + " " +
+            format_pct(100.0 * static_cast<double>(ns) / static_cast<double>(a.idle_ns));
+  }
+  if (rest > 0) text += ", other " + format_pct(100.0 * static_cast<double>(rest) / static_cast<double>(a.idle_ns));
+  // Under the steps' two lines; on a line of its own without steps.
+  const std::string head = (d.steps.empty() ? "\nGPU idle " : "  GPU idle ") + format_ns(a.idle_ns) + " (" +
+                           format_pct(100.0 * static_cast<double>(a.idle_ns) / static_cast<double>(window)) + " of " +
+                           (d.steps.empty() ? "the trace" : "the steps") + ") by cause: ";
+  if (d.steps.empty()) *out += "\n";
+  append_wrapped(out, head.substr(d.steps.empty() ? 1 : 0), text, "    ");
+}
+
+// Every cause with its time and the findings that account for it.
+void append_idle_verbose(std::string* out, const Diagnosis& d) {
+  const IdleAccount& a = d.idle;
+  if (a.window_end_ns <= a.window_start_ns) return;
+  const std::int64_t window = a.window_end_ns - a.window_start_ns;
+  *out += "\nGPU idle time: " + format_ns(a.idle_ns) + " of " + format_ns(window) + " (" +
+          format_pct(100.0 * static_cast<double>(a.idle_ns) / static_cast<double>(window)) + "), " +
+          std::to_string(a.spans.size()) + " spans\n";
+  std::vector<std::array<std::int64_t, kIdleCauseCount>> claims(d.findings.size());
+  for (std::size_t i = 0; i < d.findings.size(); ++i) claims[i] = claim_by_cause(a, d.findings[i].idle_claim);
+  for (int k = 0; k < kIdleCauseCount; ++k) {
+    const std::int64_t ns = a.by_cause[static_cast<std::size_t>(k)];
+    if (ns <= 0) continue;
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-22s %12s  %6s", std::string(idle_cause_id(static_cast<IdleCause>(k))).c_str(),
+                  format_ns(ns).c_str(), format_pct(100.0 * static_cast<double>(ns) / static_cast<double>(std::max<std::int64_t>(1, a.idle_ns))).c_str());
+    std::string by;
+    for (std::size_t i = 0; i < d.findings.size(); ++i) {
+      const std::int64_t c = claims[i][static_cast<std::size_t>(k)];
+      if (c > 0) by += (by.empty() ? "  claimed by " : ", ") + d.findings[i].id + " " + format_ns(c);
+    }
+    *out += line + by + "\n";
+  }
+}
+
 std::string finding_ids(const Diagnosis& d, const std::vector<std::size_t>& idx) {
   std::string s;
   for (std::size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + d.findings[idx[i]].id;
@@ -287,6 +382,7 @@ std::string format_short(const Diagnosis& d, const EventClock& clock, const inte
   std::string out;
   append_verdict(&out, d);
   append_steps_summary(&out, d);
+  append_idle_short(&out, d);
   append_threads(&out, d, kListedThreads);
   const std::size_t shown = std::min(format.max_causes, d.causes.size());
   if (d.causes.empty()) {
@@ -371,6 +467,7 @@ std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d, const 
       out += line;
     }
   }
+  append_idle_verbose(&out, d);
   append_threads(&out, d, d.threads.size());
   if (!d.causes.empty()) {
     out += "\nCauses (" + std::to_string(d.causes.size()) + ")\n";
@@ -391,6 +488,58 @@ std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d, const 
   append_breakdowns(&out, d, true);
   return out;
 }
+
+namespace {
+
+// "idle": the partition's window, total, causes, and what each finding
+// claims of it; the spans themselves only counted (there is one per gap).
+void write_idle(JsonWriter& w, const Diagnosis& d) {
+  const IdleAccount& a = d.idle;
+  w.key("idle");
+  w.begin_object();
+  w.key("window_start_ns");
+  w.value_int(a.window_start_ns);
+  w.key("window_end_ns");
+  w.value_int(a.window_end_ns);
+  w.key("idle_ns");
+  w.value_int(a.idle_ns);
+  w.key("by_cause");
+  w.begin_object();
+  for (int k = 0; k < kIdleCauseCount; ++k) {
+    w.key(idle_cause_id(static_cast<IdleCause>(k)));
+    w.value_int(a.by_cause[static_cast<std::size_t>(k)]);
+  }
+  w.end_object();
+  w.key("claims");
+  w.begin_array();
+  for (std::size_t i = 0; i < d.findings.size(); ++i) {
+    const Finding& f = d.findings[i];
+    if (f.idle_ns <= 0) continue;
+    w.begin_object();
+    w.key("finding_index");
+    w.value_int(static_cast<std::int64_t>(i));
+    w.key("id");
+    w.value_string(f.id);
+    w.key("idle_ns");
+    w.value_int(f.idle_ns);
+    w.key("by_cause");
+    w.begin_object();
+    const auto t = claim_by_cause(a, f.idle_claim);
+    for (int k = 0; k < kIdleCauseCount; ++k) {
+      if (t[static_cast<std::size_t>(k)] == 0) continue;
+      w.key(idle_cause_id(static_cast<IdleCause>(k)));
+      w.value_int(t[static_cast<std::size_t>(k)]);
+    }
+    w.end_object();
+    w.end_object();
+  }
+  w.end_array();
+  w.key("spans_count");
+  w.value_int(static_cast<std::int64_t>(a.spans.size()));
+  w.end_object();
+}
+
+}  // namespace
 
 std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
   const EventClock clock(trace);
@@ -446,6 +595,16 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
       w.value_int(v.idle_queued_ns);
       w.key("idle_unrecorded_ns");
       w.value_int(v.idle_unrecorded_ns);
+      // The step's idle time by cause (docs/diagnose.md, "GPU idle time");
+      // causes without time are left out.
+      w.key("idle_by_cause");
+      w.begin_object();
+      for (int k = 0; k < kIdleCauseCount; ++k) {
+        if (v.idle_by_cause[static_cast<std::size_t>(k)] == 0) continue;
+        w.key(idle_cause_id(static_cast<IdleCause>(k)));
+        w.value_int(v.idle_by_cause[static_cast<std::size_t>(k)]);
+      }
+      w.end_object();
       w.key("verdict");
       w.value_string(verdict_name(v.verdict));
       w.end_object();
@@ -463,6 +622,8 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
       w.value_string(f.title);
       w.key("impact_ns");
       w.value_int(f.impact_ns);
+      w.key("idle_ns");
+      w.value_int(f.idle_ns);
       w.key("evidence");
       write_evidence(w, f.evidence, clock);
       w.key("advice");
@@ -499,6 +660,7 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
       w.end_object();
     }
     w.end_array();
+    write_idle(w, d);
     w.key("threads");
     w.begin_array();
     for (const ThreadBusy& t : d.threads) {

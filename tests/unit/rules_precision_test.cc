@@ -293,7 +293,8 @@ TEST(RulesPrecision, SyncApiReadsTracesWithoutSteps) {
   // idle GPU: the sync is the symptom; info, with the dependency's advice.
   EXPECT_EQ(f[0].severity, FindingSeverity::kInfo);
   EXPECT_GT(find(f[0], "gpu_idle_queued_ns")->i, 460'000'000);
-  EXPECT_TRUE(contains(f[0].advice, "itself waiting")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "itself waits on the idle GPU")) << f[0].advice;
+  EXPECT_EQ(f[0].advice.rfind("Fix what holds the work hipMemcpyWithStream", 0), 0u) << f[0].advice;
 }
 
 // ---- cost_in_children: nested calls and torch's negative self time ----------

@@ -174,12 +174,23 @@ TEST(Verdict, AStretchWhereNothingIsRecordedIsUnclear) {
   EXPECT_TRUE(contains(d.summary, "does not show what filled")) << d.summary;
 }
 
-TEST(Verdict, ASlowLaunchCallIsLaunchOverheadNotHostWork) {
-  // MI250 toy: one hipLaunchKernel takes 6.5 ms (the kernel's module loads).
+TEST(Verdict, AFirstLaunchLoadingItsModuleIsInitialisationNotLaunchOverhead) {
+  // MI250 toy: the kernel's first hipLaunchKernel takes 6.5 ms (its module
+  // loads): the host is blocked in initialisation, not launching op after op.
   const Diagnosis d = judge(doc({step(1, 0, 8'000), launch(10, 6'500, 1), kernel("k", 7, 6'520, 5, 1),
                                  launch(6'600, 5, 2), kernel("k", 7, 6'610, 5, 2)}));
-  EXPECT_EQ(d.verdict, Verdict::kOverheadBound) << d.summary;
+  EXPECT_EQ(d.verdict, Verdict::kHostBound) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "blocked in initialisation")) << d.summary;
+  EXPECT_EQ(d.steps.at(0).idle_by_cause[static_cast<std::size_t>(IdleCause::kBlockedInit)], 6'500'000);
   EXPECT_EQ(num(d, "idle_host_ns"), 0);
+}
+
+TEST(Verdict, ALaterSlowLaunchIsNotInitialisation) {
+  // The same kernel launched again slowly loads nothing: blocked, not init.
+  const Diagnosis d = judge(doc({step(1, 0, 8'000), launch(10, 5, 1), kernel("k", 7, 20, 5, 1), launch(100, 6'500, 2),
+                                 kernel("k", 7, 6'610, 5, 2)}));
+  EXPECT_EQ(d.steps.at(0).idle_by_cause[static_cast<std::size_t>(IdleCause::kBlockedInit)], 0);
+  EXPECT_EQ(d.steps.at(0).idle_by_cause[static_cast<std::size_t>(IdleCause::kBlockedOther)], 6'500'000);
 }
 
 }  // namespace

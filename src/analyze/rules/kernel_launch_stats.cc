@@ -23,6 +23,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -76,6 +77,14 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
       sat_acc(graph_gpu_ns[op.launch], op.end - op.start);
     }
   }
+  // Launch calls that blocked by effect (a copy that waited for its
+  // transfer, a full launch queue, module loading, a sync): host_blocked and
+  // sync_api explain them; they are not launch overhead.
+  std::unordered_set<std::uint32_t> blocked;
+  for (const BlockingCall& b : c.idle().blocking()) {
+    if (b.op != kNoIndex) blocked.insert(b.event);
+  }
+  std::int64_t blocked_launches = 0;
   std::unordered_set<std::uint32_t> graph_seen;
   std::int64_t graph_launches = 0;
   for (const DeviceOp& op : c.device) {
@@ -98,7 +107,9 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
       ++short_kernels;
       sat_acc(short_excess_ns, cpu - gpu);
     }
-    if (cpu > kRuntimeCutoffNs) {
+    if (cpu > kRuntimeCutoffNs && blocked.count(op.launch) > 0) {
+      ++blocked_launches;
+    } else if (cpu > kRuntimeCutoffNs) {
       ++runtime_outliers;
       sat_acc(runtime_outlier_ns, cpu);
       if (worst_runtime == nullptr || cpu > c.dur(worst_runtime->launch)) worst_runtime = &op;
@@ -156,7 +167,8 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
       .num("runtime_cutoff_ns", kRuntimeCutoffNs)
       .num("runtime_outliers", runtime_outliers)
       .num("launch_delay_cutoff_ns", kLaunchDelayCutoffNs)
-      .num("launch_delay_outliers", delay_outliers);
+      .num("launch_delay_outliers", delay_outliers)
+      .num("blocked_launch_calls", blocked_launches);
   if (graph_launches > 0) f.evidence.num("graph_launches", graph_launches);
   if (worst_runtime != nullptr) {
     f.evidence.num("worst_launch_ns", c.dur(worst_runtime->launch))
@@ -172,22 +184,23 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   // Advice for the parts that were found, in the title's order.
   std::string advice;
   if (many_short) {
-    advice += std::string(
-                  "Short kernels: the host spends longer launching than the GPU computing; batch the work "
-                  "(larger ops, torch.compile") +
-              (graph_launches > 0 ? ", more of the step inside the graphs it already replays"
-                                  : ", " + std::string(c.api()) + " graphs") +
-              "). ";
+    advice += (graph_launches > 0 ? std::string("Move more of the step into the graphs it already replays")
+                                  : "Replay the step as a " + std::string(c.api()) +
+                                        " graph (torch.compile(mode=\"reduce-overhead\"))") +
+              " or batch the work into fewer, larger ops (torch.compile fuses elementwise chains): " +
+              std::to_string(short_kernels) + " activities run shorter than the call that launched them, so the "
+              "host, not the GPU, sets the pace. ";
   }
   if (runtime_outliers > 0) {
     advice +=
-        "Long launch calls: look for the first launch of a module (lazy loading), pageable copies or allocator "
-        "calls behind them. ";
+        "Warm up before recording if the long launch calls are first launches (lazy module loading), and check "
+        "the CPU lane around the worst one for what holds it (another thread, the driver). ";
   }
   if (delay_outliers > 0) {
-    advice += std::string("Launch delays on an idle stream: a wait on another stream (") +
+    advice += std::string("Start earlier the work the delayed kernels wait for (a ") +
               (c.is_hip() ? "hipStreamWaitEvent" : "cudaStreamWaitEvent") +
-              "), the driver or another thread held the work; check the lanes around the worst one.";
+              " on another stream's event, another thread's launches): on an idle stream a kernel that starts "
+              "long after its launch is held on the device, not by the host.";
   }
   while (!advice.empty() && advice.back() == ' ') advice.pop_back();
   f.advice = std::move(advice);

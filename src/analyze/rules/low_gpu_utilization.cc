@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "src/analyze/idle.h"
 #include "src/analyze/intervals.h"
 #include "src/analyze/rules/rules.h"
 
@@ -99,17 +100,42 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
       .real("threshold_pct", 100.0 * kLowUtilization)
       .ints("low_devices", devices)
       .texts("per_device", per_device_text);
+  // Where the idle time goes: the partition's causes over the window, and
+  // the claim: what no earlier finding accounts for, of the causes shared
+  // between rules (the blocked_* and profiler causes stay with their rules).
+  const IdlePartition& p = c.idle();
+  std::vector<std::string> by_cause;
+  for (int k = 0; k < kIdleCauseCount; ++k) {
+    const std::int64_t ns = p.totals()[static_cast<std::size_t>(k)];
+    if (ns > 0) {
+      by_cause.push_back(std::string(idle_cause_id(static_cast<IdleCause>(k))) + " " + format_ns(ns) + " (" +
+                         format_pct(100.0 * static_cast<double>(ns) / static_cast<double>(std::max<std::int64_t>(1, p.idle_ns()))) + ")");
+    }
+  }
+  set_idle_claim(f, claimable_idle(p, kAllCauses & ~kReservedCauses, nullptr, *out));
+  f.evidence.num("gpu_idle_ns", p.idle_ns()).texts("idle_by_cause", by_cause).num("idle_claimed_ns", f.idle_ns);
   const Gap gap = longest_gap(c, worst.device, lo, hi);
   if (gap.ns > 0) {
     f.evidence.num("longest_gap_ns", gap.ns);
     if (gap.before != kNoIndex) f.evidence.event("gap_start_kernel", c.ref(gap.before));
     if (gap.after != kNoIndex) f.evidence.event("gap_end_kernel", c.ref(gap.after));
   }
-  f.advice =
-      "The GPU waits more than it works. Check where the idle time goes (host launch overhead, data loading, "
-      "synchronization: see the other findings); if the work is simply small, a larger batch or fusing ops "
-      "(torch.compile, CUDA graphs) raises utilization.";
-  f.impact_ns = window - worst.busy;
+  // The fix for the cause holding the most of the idle time.
+  // it accounts for (its claim; the whole partition when earlier findings
+  // took all of it, whose fixes then come first).
+  std::vector<Interval> claimed;
+  for (const TimeRange& r : f.idle_claim) claimed.push_back({r.start_ns, r.end_ns});
+  IdlePartition::Totals in_steps = claimed.empty() ? p.totals() : idle_by_cause(p, claimed);
+  in_steps[static_cast<std::size_t>(IdleCause::kOutsideSteps)] = 0;
+  const IdleCause top = dominant_cause(in_steps);
+  const double top_pct = 100.0 * static_cast<double>(p.totals()[static_cast<std::size_t>(top)]) /
+                         static_cast<double>(std::max<std::int64_t>(1, p.idle_ns()));
+  f.evidence.text("idle_cause", std::string(idle_cause_id(top)));
+  f.advice = idle_remedy(top, c) + " That cause holds " + format_pct(top_pct) + " of the GPU's idle time (" +
+             format_ns(p.idle_ns()) + ").";
+  // What it accounts for beyond the findings before it (docs/diagnose.md,
+  // "GPU idle time").
+  f.impact_ns = f.idle_ns;
   out->push_back(std::move(f));
 }
 

@@ -12,9 +12,11 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -54,12 +56,16 @@ std::int64_t dispatch_ns(const DiagnoseContext& c, const std::vector<Interval>& 
   // calls (a helper thread sleeping in a 4.8 s wait says nothing about the
   // thread that launches), then the union over threads.
   std::unordered_map<std::uint32_t, std::pair<std::vector<Interval>, std::vector<Interval>>> by_lane;  // host, idle
+  // Calls that blocked by effect (allocator, pageable copies, a full launch
+  // queue, initialisation: src/analyze/idle.h) wait too.
+  std::unordered_set<std::uint32_t> blocked;
+  for (const BlockingCall& b : c.idle().blocking()) blocked.insert(b.event);
   auto add = [&](std::uint32_t e, bool runtime) {
     const std::string_view n = c.name(e);
     if (is_profiler_step(n) || c.dur(e) <= 0) return;
     auto& [host, idle] = by_lane[c.trace.events.lane[e]];
     host.push_back({c.ts(e), c.end(e)});
-    const bool blocking = runtime && (is_sync_call(n) || is_blocking_memcpy(n));
+    const bool blocking = runtime && (is_sync_call(n) || is_blocking_memcpy(n) || blocked.count(e) > 0);
     if (blocking || (c.dur(e) >= kLongHostCallNs && !launches_inside(e))) idle.push_back({c.ts(e), c.end(e)});
   };
   for (std::uint32_t e : c.host_ops) add(e, false);
@@ -89,14 +95,14 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   const DiagnoseContext::BusyWindow w = c.gpu_busy_window();
   const std::int64_t span = w.span_ns, busy = w.busy_ns;
   std::vector<std::int64_t> affected;
-  std::int64_t affected_idle = w.over_steps ? 0 : span - busy;
+  std::vector<Interval> affected_windows;  // the steps it speaks for (the trace without steps)
   std::uint32_t worst_step_event = kNoIndex;
   double worst_idle = -1;
   for (const StepStat& st : c.steps.steps) {
     const double idle = st.dur_ns > 0 ? 1.0 - static_cast<double>(st.gpu_busy_ns) / static_cast<double>(st.dur_ns) : 0;
     if (idle >= kIdleShare) {
       affected.push_back(st.step);
-      sat_acc(affected_idle, st.dur_ns - std::min(st.gpu_busy_ns, st.dur_ns));
+      affected_windows.push_back({st.start_ns, st.start_ns + st.dur_ns});
       if (idle > worst_idle) {
         worst_idle = idle;
         worst_step_event = st.event;
@@ -115,6 +121,11 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
 
   Finding f;
   f.id = "overhead_bound";
+  // The GPU time it accounts for: the partition's launching time in the
+  // steps it names (the whole window without steps).
+  affected_windows = merge_intervals(std::move(affected_windows));
+  set_idle_claim(f, claimable_idle(c.idle(), cause_bit(IdleCause::kLaunching),
+                                   w.over_steps ? &affected_windows : nullptr, *out));
   f.severity = ratio >= kCriticalRatio ? FindingSeverity::kCritical : FindingSeverity::kWarning;
   char r[32];
   std::snprintf(r, sizeof r, "%.0fx", ratio);
@@ -128,26 +139,40 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
       .num("gpu_busy_ns", busy)
       .num("host_dispatch_ns", dispatch)
       .real("host_dispatch_pct", 100.0 * dispatch_share)
+      .num("gpu_idle_launching_ns", f.idle_ns)
       .text("window", c.steps.steps.empty() ? "trace" : "steps");
   if (!c.steps.steps.empty()) {
     f.evidence.num("steps_total", static_cast<std::int64_t>(c.steps.steps.size()));
     add_steps(f.evidence, std::move(affected));
     if (worst_step_event != kNoIndex) f.evidence.event("most_idle_step", c.ref(worst_step_event));
   }
+  // Launch calls per step (the whole trace without steps): what one graph
+  // replay would stand in for.
+  std::unordered_set<std::uint32_t> launch_calls;
+  for (const DeviceOp& op : c.device) {
+    if (op.launch != kNoIndex && (c.steps.steps.empty() || op.step >= 0)) launch_calls.insert(op.launch);
+  }
+  const std::int64_t per_step =
+      static_cast<std::int64_t>(launch_calls.size()) /
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(c.steps.steps.size()));
+  f.evidence.num("launches_per_step", per_step);
+  const std::string per = c.steps.steps.empty() ? " in the trace" : " per step";
   if (c.graph_launches() > 0) {
     const std::string call = c.is_hip() ? "hipGraphLaunch" : "cudaGraphLaunch";
     f.evidence.num("graph_launches", c.graph_launches());
-    f.advice = "The GPU waits on the CPU to prepare and launch work, although the trace already replays graphs (" +
-               std::to_string(c.graph_launches()) + " " + call +
-               "): the host time is outside them. Look at what runs between the graph launches (scheduling, "
-               "sampling, Python), move more of the step into the graph, or overlap the host work with the "
-               "previous graph.";
+    f.advice = "Move the host work between the graph launches (scheduling, sampling, Python) into the graph or "
+               "overlap it with the previous replay; " + std::to_string(per_step) + " launch calls" + per +
+               " remain outside the " + std::to_string(c.graph_launches()) + " " + call +
+               " calls. The GPU waits on the CPU to prepare and launch work.";
   } else {
-    f.advice = "The GPU waits on the CPU to prepare and launch work. Give each launch more work (bigger or batched "
-               "inputs), fuse small ops (torch.compile), or replay the launches with " +
-               std::string(c.api()) + " graphs.";
+    f.advice = "Replay the step as a " + std::string(c.api()) +
+               " graph (torch.compile(mode=\"reduce-overhead\"), or torch.cuda.graphs by hand), which turns the " +
+               std::to_string(per_step) + " launch calls" + per +
+               " into one, or fuse the small ops (torch.compile) and give each launch more work (a larger batch). "
+               "The GPU waits on the CPU, which spends longer dispatching and launching each op than the GPU "
+               "spends running it.";
   }
-  f.impact_ns = affected_idle;
+  f.impact_ns = f.idle_ns;
   out->push_back(std::move(f));
 }
 

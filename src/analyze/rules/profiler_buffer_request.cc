@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -81,6 +82,9 @@ void rule_profiler_buffer_request(const DiagnoseContext& c, std::vector<Finding>
 
   Finding f;
   f.id = "profiler_buffer_request";
+  // The GPU time it costs: the partition's profiler time (device idle while
+  // a request runs, inside the steps), which only this rule claims.
+  if (c.has_device()) set_idle_claim(f, claimable_idle(c.idle(), cause_bit(IdleCause::kProfiler), nullptr, *out));
   f.severity = FindingSeverity::kInfo;
   f.title = std::to_string(reqs.size()) + " Activity Buffer Request" + (reqs.size() == 1 ? "" : "s") + " (" +
             format_ns(total) + "): the profiler allocating its event buffer";
@@ -92,15 +96,16 @@ void rule_profiler_buffer_request(const DiagnoseContext& c, std::vector<Finding>
       .num("before_first_kernel", before_first)
       .num("explained_gaps", static_cast<std::int64_t>(gaps.size()))
       .num("explained_gap_ns", explained_gap_ns)
-      .ints("gaps_ns", gaps);
+      .ints("gaps_ns", gaps)
+      .num("gpu_idle_ns", f.idle_ns);
   if (initial_offset >= 0) f.evidence.num("initial_offset_ns", initial_offset).event("first_kernel", c.ref(first_kernel));
   f.evidence.events("requests", std::move(refs));
   f.advice =
-      "This is the profiler, not your code: CUPTI asks for a new activity buffer and the device work around it "
-      "starts late. The first request explains the offset between the CPU and GPU lanes at the start; one inside a "
-      "step explains a gap that appears only once. Use the schedule's wait/warmup steps so it falls outside the "
-      "active window, record more steps to confirm the gap does not repeat, and exclude those steps when judging.";
-  f.impact_ns = total;
+      "Give the schedule wait/warmup steps so the request falls outside the active window, and leave the steps it "
+      "lands in out when judging step time. This is the profiler, not your code: CUPTI asks for a new activity "
+      "buffer and the device work around it starts late; the first request explains the offset between the CPU and "
+      "GPU lanes at the start, one inside a step a gap that appears only once.";
+  f.impact_ns = f.idle_ns;
   out->push_back(std::move(f));
 }
 

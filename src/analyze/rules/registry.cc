@@ -30,6 +30,7 @@ std::span<const RuleInfo> all_rules() {
       {"memory_pressure", rule_memory_pressure},
       {"sync_api", rule_sync_api},
       {"pageable_memcpy", rule_pageable_memcpy},
+      {"host_blocked", rule_host_blocked},
       {"truncated_trace", rule_truncated_trace},
       {"dropped_events", rule_dropped_events},
       {"overlapping_kernels", rule_overlapping_kernels},

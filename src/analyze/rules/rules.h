@@ -51,6 +51,8 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_memory_pressure(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out);
+// Host calls that block their thread, by effect (src/analyze/idle.h).
+void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out);
 
 // Trace health.
 void rule_truncated_trace(const DiagnoseContext& c, std::vector<Finding>* out);

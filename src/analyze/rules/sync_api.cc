@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -35,6 +36,26 @@ constexpr double kWarningShare = 0.1;
 // sync_at_window_end: a GPU busy through the wait is not starved by it).
 constexpr double kBusyShare = 0.5;
 constexpr std::size_t kMaxSteps = 16;
+// Precondition: the calls block the host this share of the window (their
+// union: calls on several threads overlap) or the GPU idles this share of it
+// inside them; below, a few µs of .item() are not worth a line.
+constexpr double kMinShare = 0.01;
+
+// What in Python makes the op around a sync synchronize.
+std::string trigger_of(const std::string& site) {
+  if (site.find("_local_scalar_dense") != std::string::npos || site.find("aten::item") != std::string::npos) {
+    return ".item() (or float()/int()/bool() of a tensor)";
+  }
+  if (site.find("is_nonzero") != std::string::npos) return "a Python `if tensor:`";
+  if (site.find("nonzero") != std::string::npos || site.find("masked_select") != std::string::npos ||
+      site.find("unique") != std::string::npos) {
+    return "an op whose output size depends on the data (nonzero, masked_select, unique, boolean indexing)";
+  }
+  if (site.find("copy_") != std::string::npos || site.find("aten::to") != std::string::npos) {
+    return "a copy to the host (.cpu(), .tolist(), .numpy(), .to() without non_blocking=True)";
+  }
+  return "";
+}
 // How many device activities after a sync's start are searched for work
 // launched before it (bounded: the rule stays linear on huge traces).
 constexpr int kMaxScan = 4096;
@@ -64,12 +85,14 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
   };
   std::uint32_t worst = kNoIndex;
   std::vector<std::int64_t> steps;
+  std::vector<Interval> counted;  // the calls this finding reports
   for (std::uint32_t e : c.runtime) {
     const std::string_view name = c.name(e);
     if (!is_sync_call(name) && !is_blocking_memcpy(name)) continue;
     const int si = c.step_index_at(c.ts(e));
     if (has_steps ? si < 0 : c.end(e) > last_launch) continue;
     ++calls;
+    counted.push_back({c.ts(e), c.end(e)});
     sat_acc(sync_ns, c.dur(e));  // calls on several threads may overlap
     sat_acc(busy_ns, c.device_busy_ns(-1, c.ts(e), c.end(e)));
     sat_acc(queued_ns, queued_idle(c.ts(e), c.end(e)));
@@ -83,7 +106,9 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   if (calls == 0) return;
   const std::int64_t step_total = c.window_ns();
-  const double share = step_total > 0 ? static_cast<double>(sync_ns) / static_cast<double>(step_total) : 0;
+  counted = merge_intervals(std::move(counted));
+  const std::int64_t blocked_ns = total_length(counted);  // the host's time in them, counted once
+  const double share = step_total > 0 ? static_cast<double>(blocked_ns) / static_cast<double>(step_total) : 0;
   std::sort(steps.begin(), steps.end());
   steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
   const std::int64_t steps_with = static_cast<std::int64_t>(steps.size());
@@ -102,11 +127,15 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
   const bool dependency = !gpu_busy && queued_ns > starved_ns;
   Finding f;
   f.id = "sync_api";
+  // What the waits cost the GPU: the partition's blocked_sync time inside
+  // the calls (the thread that launches next was in them, nothing queued).
+  set_idle_claim(f, claimable_idle(c.idle(), cause_bit(IdleCause::kBlockedSync), &counted, *out));
+  if (share < kMinShare && static_cast<double>(f.idle_ns) < kMinShare * static_cast<double>(step_total)) return;
   f.severity =
       share > kWarningShare && !gpu_busy && !dependency ? FindingSeverity::kWarning : FindingSeverity::kInfo;
   f.title = count_of(calls, "synchronizing " + std::string(c.api()) + " call") + " " +
             (has_steps ? "inside steps" : "before later device work") + (calls == 1 ? " blocks" : " block") +
-            " the host " + format_ns(sync_ns) + " (" + format_pct(100.0 * share) +
+            " the host " + format_ns(blocked_ns) + " (" + format_pct(100.0 * share) +
             (has_steps ? " of step time)" : " of the trace)");
   if (gpu_busy)
     f.title += "; the GPU was busy " + format_pct(100.0 * busy) + " of it: the host waited, the GPU did not";
@@ -116,26 +145,40 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   f.evidence.num("calls", calls)
       .num("sync_ns", sync_ns)
+      .num("host_blocked_ns", blocked_ns)
       .real("sync_pct", 100.0 * share)
       .num("step_total_ns", step_total)
       .text("window", has_steps ? "steps" : "trace")
       .real("gpu_busy_pct", 100.0 * busy)
       .num("gpu_idle_during_sync_ns", idle_ns)
       .num("gpu_idle_queued_ns", queued_ns)
+      .num("gpu_idle_ns", f.idle_ns)
       .num("steps_with_sync", steps_with)
       .texts("by_name", by_name)
       .event("longest", c.ref(worst));
+  const std::string site = call_sites(c, {worst})[worst];
+  if (!site.empty()) {
+    f.evidence.text("longest_site", site);
+    f.title += "; longest " + std::string(c.name(worst)) + " " + format_ns(c.dur(worst)) + " in " + site;
+  }
   if (has_steps) f.evidence.ints("steps", steps);
-  f.advice =
-      dependency
-          ? "The host waits for work that is itself waiting on the idle GPU (an event from another stream, lazy module "
-            "loading): fix what holds that work (see the verdict); the call only makes the host wait with it."
-          : "Each call stops the host until the GPU drains, so the next launches start late. Find what triggers it "
-            "(.item(), .cpu(), printing or logging a tensor, torch.cuda.synchronize(), a non_blocking=False copy) "
-            "and move it out of the step, batch it every N steps, or use events and non_blocking copies.";
-  // What the waits cost the device: its idle time inside them with nothing
-  // queued (queued work waits on something other than the host).
-  f.impact_ns = starved_ns;
+  const std::string where = std::string(c.name(worst)) + (site.empty() ? "" : " in " + site);
+  const std::string trigger = trigger_of(site);
+  if (dependency) {
+    f.advice = "Fix what holds the work " + where +
+               " waits for (see the verdict: an event from another stream, lazy module loading), not the call. The "
+               "host waits for work that itself waits on the idle GPU.";
+  } else if (gpu_busy) {
+    f.advice = "No change needed unless the host has other work to do: while " + where +
+               " waits, the GPU runs queued work. Moving " + (trigger.empty() ? "the sync" : trigger) +
+               " out of the step would let the host queue the next step earlier.";
+  } else {
+    f.advice = "Move " + (trigger.empty() ? "what triggers " + where : trigger + " behind " + where) +
+               " out of the step, do it every N steps, or record an event and read the value later (non_blocking "
+               "copies into pinned memory). Each call stops the host until the GPU drains, so the next launches "
+               "start late and the GPU idles meanwhile.";
+  }
+  f.impact_ns = f.idle_ns;
   out->push_back(std::move(f));
 }
 

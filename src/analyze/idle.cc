@@ -1,0 +1,560 @@
+// The GPU idle partition (docs/diagnose.md, "GPU idle time"). The window's
+// idle time (no device activity on any device or stream) is cut in this
+// order, each cause taking what is left:
+//   outside_steps  not inside any step (traces with steps)
+//   profiler       an Activity Buffer Request runs (CUPTI asking for memory)
+//   peers          a launched collective has not started 50 µs after its launch returned
+//   stream_wait    other launched work has not started 50 µs after its launch returned
+//   the host side: what the thread that launches next is doing:
+//     blocked_*    inside a call that blocks it (BlockingCall, by effect)
+//     launching    inside a launch call, or in a piece under 1 ms before one
+//     host_work    a piece of 1 ms or more (or after the last launch) where host events are recorded
+//     unrecorded   the rest of such a piece
+// Each step is linear or n log n in the trace's events: diagnose stays fast.
+#include "src/analyze/idle.h"
+
+#include <algorithm>
+#include <string_view>
+#include <utility>
+
+#include "src/analyze/diagnose_context.h"
+#include "src/base/saturate.h"
+
+namespace tprof {
+
+std::string_view idle_cause_id(IdleCause c) {
+  switch (c) {
+    case IdleCause::kLaunching: return "launching";
+    case IdleCause::kHostWork: return "host_work";
+    case IdleCause::kUnrecorded: return "unrecorded";
+    case IdleCause::kBlockedSync: return "blocked_sync";
+    case IdleCause::kBlockedCopy: return "blocked_copy";
+    case IdleCause::kBlockedAlloc: return "blocked_alloc";
+    case IdleCause::kBlockedInit: return "blocked_init";
+    case IdleCause::kBlockedLaunchQueue: return "blocked_launch_queue";
+    case IdleCause::kBlockedOther: return "blocked_other";
+    case IdleCause::kStreamWait: return "stream_wait";
+    case IdleCause::kPeers: return "peers";
+    case IdleCause::kProfiler: return "profiler";
+    case IdleCause::kOutsideSteps: return "outside_steps";
+  }
+  return "launching";
+}
+
+namespace internal {
+
+namespace {
+
+constexpr std::string_view kBufferRequest = "Activity Buffer Request";
+
+// a ∩ b for sorted, merged interval lists.
+std::vector<Interval> intersect(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> out;
+  std::size_t j = 0;
+  for (const Interval& x : a) {
+    while (j < b.size() && b[j].end <= x.start) ++j;
+    for (std::size_t k = j; k < b.size() && b[k].start < x.end; ++k) {
+      const std::int64_t s = std::max(x.start, b[k].start), e = std::min(x.end, b[k].end);
+      if (e > s) out.push_back({s, e});
+    }
+  }
+  return out;
+}
+
+bool is_alloc_call(std::string_view n) {
+  for (std::string_view k : {"malloc", "free", "hostalloc", "hostregister", "hostunregister", "memalloc", "memcreate",
+                             "memmap", "memunmap", "memrelease", "memaddress", "mempool"}) {
+    if (contains_ci(n, k)) return true;
+  }
+  return false;
+}
+
+bool is_init_call(std::string_view n) {
+  for (std::string_view k : {"init", "moduleload", "libraryload", "modulegetfunction", "linkcomplete", "ctxcreate",
+                             "primaryctx", "setdevice"}) {
+    if (contains_ci(n, k)) return true;
+  }
+  return false;
+}
+
+struct Launch {
+  std::int64_t ts = 0, end = 0;
+  std::uint32_t lane = 0;
+  std::uint32_t event = kNoIndex;
+  bool blocked = false;
+  IdleCause kind = IdleCause::kLaunching;
+};
+
+}  // namespace
+
+IdlePartition::IdlePartition(const DiagnoseContext& c) {
+  const Trace& t = c.trace;
+  const auto& steps = c.steps.steps;
+  std::int64_t lo = c.start_ns, hi = c.end_ns;
+  if (!steps.empty()) {
+    lo = steps.front().start_ns;
+    hi = lo;
+    for (const StepStat& st : steps) {
+      lo = std::min(lo, st.start_ns);
+      hi = std::max(hi, st.start_ns + st.dur_ns);
+    }
+    for (const DeviceOp& op : c.device) {
+      if (op.step >= 0) hi = std::max(hi, op.end);
+    }
+  }
+  window_ = {lo, std::max(lo, hi)};
+  step_totals_.assign(steps.size(), Totals{});
+
+  // Launch calls, one entry per call (a graph launch runs many activities),
+  // and each stream's queue as HTA counts it: +1 at a launch call's start,
+  // -1 at its activity's start.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> by_call;  // (launch event, index into c.device)
+  std::vector<std::vector<std::int64_t>> queued_at(t.lanes.size()), started_at(t.lanes.size());
+  for (std::uint32_t i = 0; i < c.device.size(); ++i) {
+    const DeviceOp& op = c.device[i];
+    if (op.launch == kNoIndex) continue;
+    by_call.emplace_back(op.launch, i);
+    queued_at[op.lane].push_back(c.ts(op.launch));
+    started_at[op.lane].push_back(op.start);
+  }
+  for (auto& v : queued_at) std::sort(v.begin(), v.end());
+  for (auto& v : started_at) std::sort(v.begin(), v.end());
+  std::sort(by_call.begin(), by_call.end());
+  // The first launch of each kernel name (by call time): where lazy module
+  // loading happens. A later slow launch of the same kernel loads nothing.
+  std::unordered_map<std::uint32_t, std::int64_t> first_launch_of;  // kernel name id -> earliest launch ts
+  for (const auto& [call, idx] : by_call) {
+    const DeviceOp& op = c.device[idx];
+    if (op.cls != DeviceClass::kCompute && op.cls != DeviceClass::kComm) continue;
+    auto [it, fresh] = first_launch_of.try_emplace(t.events.name[op.event], c.ts(call));
+    if (!fresh) it->second = std::min(it->second, c.ts(call));
+  }
+  std::vector<Launch> launches;
+  std::vector<BlockingCall> launch_blocks;
+  for (std::size_t i = 0; i < by_call.size();) {
+    const std::uint32_t e = by_call[i].first;
+    std::int64_t depth = 0;
+    bool copy_pageable = false, copy_done = false, first_of_kernel = false;
+    const std::uint32_t first_op = by_call[i].second;
+    for (; i < by_call.size() && by_call[i].first == e; ++i) {
+      const DeviceOp& op = c.device[by_call[i].second];
+      if (op.cls == DeviceClass::kCompute || op.cls == DeviceClass::kComm) {
+        first_of_kernel = first_of_kernel || first_launch_of[t.events.name[op.event]] == c.ts(e);
+      }
+      const auto& q = queued_at[op.lane];
+      const auto& s = started_at[op.lane];
+      const std::int64_t d = static_cast<std::int64_t>(std::upper_bound(q.begin(), q.end(), c.ts(e)) - q.begin()) -
+                             static_cast<std::int64_t>(std::upper_bound(s.begin(), s.end(), c.ts(e)) - s.begin());
+      depth = std::max(depth, d);
+      if (op.cls == DeviceClass::kMemcpy) {
+        copy_pageable = copy_pageable || c.name(op.event).find("Pageable") != std::string_view::npos;
+        copy_done = copy_done || op.end <= c.end(e);
+      }
+    }
+    Launch l{c.ts(e), c.end(e), t.events.lane[e], e};
+    if (c.dur(e) >= kBlockingCallNs) {
+      const std::string_view n = c.name(e);
+      l.blocked = true;
+      if (is_sync_call(n) || is_blocking_memcpy(n)) {
+        l.kind = IdleCause::kBlockedSync;
+      } else if (copy_pageable || (copy_done && depth >= 2)) {
+        // Pageable memory makes an async copy synchronous (CUDA Runtime API,
+        // "API synchronization behavior"); one that returned only after its
+        // copy ran behind queued work waited for that work.
+        l.kind = IdleCause::kBlockedCopy;
+      } else if (depth >= kQueueFullDepth) {
+        l.kind = IdleCause::kBlockedLaunchQueue;
+      } else if (c.dur(e) >= kSlowLaunchNs && first_of_kernel) {
+        // The kernel's first launch: its module is loaded now (lazy loading).
+        l.kind = IdleCause::kBlockedInit;
+      } else if (c.dur(e) >= kSlowLaunchNs) {
+        // A slow launch that loads nothing (a graph's upload, a memset or
+        // copy call held by the driver): blocked all the same.
+        l.kind = IdleCause::kBlockedOther;
+      } else {
+        l.blocked = false;
+      }
+      if (l.blocked) launch_blocks.push_back({e, l.kind, depth, first_op});
+    }
+    launches.push_back(l);
+  }
+  std::sort(launches.begin(), launches.end(), [](const Launch& a, const Launch& b) { return a.ts < b.ts; });
+
+  // Blocking calls that launch nothing: top-level runtime calls (a driver
+  // call inside a runtime call is part of it) of kBlockingCallNs or more.
+  std::vector<std::int64_t> outer_end(t.lanes.size(), INT64_MIN);
+  std::vector<TraceId> seen_pid;  // processes whose first CUDA/HIP call is behind us
+  blocking_ = std::move(launch_blocks);
+  for (std::uint32_t e : c.runtime) {
+    const std::uint32_t lane = t.events.lane[e];
+    const std::string_view nm = c.name(e);
+    // The process's first CUDA/HIP runtime call creates the context (lazy
+    // initialisation), whatever its name; other runtimes (MTIA) say nothing.
+    bool first_in_process = false;
+    if (nm.starts_with("cuda") || nm.starts_with("hip") || nm.starts_with("cu")) {
+      const TraceId pid = t.lanes[lane].pid;
+      if (std::find(seen_pid.begin(), seen_pid.end(), pid) == seen_pid.end()) {
+        seen_pid.push_back(pid);
+        first_in_process = true;
+      }
+    }
+    if (c.ts(e) < outer_end[lane]) continue;
+    outer_end[lane] = c.end(e);
+    if (c.dur(e) < kBlockingCallNs || std::binary_search(by_call.begin(), by_call.end(), std::make_pair(e, 0u),
+                                                          [](const auto& a, const auto& b) { return a.first < b.first; })) {
+      continue;
+    }
+    const std::string_view n = c.name(e);
+    IdleCause kind = IdleCause::kBlockedOther;
+    if (is_sync_call(n) || is_blocking_memcpy(n)) {
+      kind = IdleCause::kBlockedSync;
+    } else if (is_alloc_call(n)) {
+      kind = IdleCause::kBlockedAlloc;
+    } else if (is_init_call(n) || (first_in_process && c.dur(e) >= kSlowLaunchNs)) {
+      // The first CUDA call of a thread creates the context, whatever its name.
+      kind = IdleCause::kBlockedInit;
+    }
+    blocking_.push_back({e, kind, -1, kNoIndex});
+  }
+  std::stable_sort(blocking_.begin(), blocking_.end(),
+                   [&](const BlockingCall& a, const BlockingCall& b) { return c.ts(a.event) < c.ts(b.event); });
+  std::vector<std::vector<std::uint32_t>> blocking_by_lane(t.lanes.size());  // indices into blocking_, by ts
+  for (std::uint32_t i = 0; i < blocking_.size(); ++i) {
+    const BlockingCall& b = blocking_[i];
+    // Launch calls that block are handled as launches below.
+    if (b.op == kNoIndex) blocking_by_lane[t.events.lane[b.event]].push_back(i);
+  }
+
+  if (!c.has_device() || window_.end <= window_.start) return;
+
+  std::vector<Interval> busy, pend_comm, pend_other, prof, host, step_iv;
+  busy.reserve(c.device.size());
+  for (const DeviceOp& op : c.device) {
+    busy.push_back({op.start, op.end});
+    if (op.launch == kNoIndex) continue;
+    const std::int64_t from = c.end(op.launch) + kQueueLatencyNs;
+    if (op.start > from) (op.cls == DeviceClass::kComm ? pend_comm : pend_other).push_back({from, op.start});
+  }
+  busy = merge_intervals(std::move(busy));
+  pend_comm = merge_intervals(std::move(pend_comm));
+  pend_other = merge_intervals(std::move(pend_other));
+  if (const auto id = t.strings.find(kBufferRequest)) {
+    for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+      if (t.events.name[e] == *id && t.events.phase[e] == Phase::kComplete) prof.push_back({c.ts(e), c.end(e)});
+    }
+  }
+  prof = merge_intervals(std::move(prof));
+  for (std::uint32_t e : c.host_ops) {
+    if (!is_profiler_step(c.name(e))) host.push_back({c.ts(e), c.end(e)});
+  }
+  for (std::uint32_t e : c.runtime) host.push_back({c.ts(e), c.end(e)});
+  host = merge_intervals(std::move(host));
+  for (const StepStat& st : steps) step_iv.push_back({st.start_ns, st.start_ns + st.dur_ns});
+  step_iv = merge_intervals(std::move(step_iv));
+
+  const std::vector<Interval> idle = subtract({window_}, busy);
+  idle_ns_ = total_length(idle);
+  std::vector<Span> out;
+  auto emit = [&](std::int64_t a, std::int64_t b, IdleCause cause, std::uint32_t event) {
+    if (b > a) out.push_back({{a, b}, cause, -1, event});
+  };
+  auto emit_all = [&](const std::vector<Interval>& v, IdleCause cause) {
+    for (const Interval& i : v) emit(i.start, i.end, cause, kNoIndex);
+  };
+  std::vector<Interval> rest = idle;
+  if (!steps.empty()) {
+    emit_all(subtract(rest, step_iv), IdleCause::kOutsideSteps);
+    rest = intersect(rest, step_iv);
+  }
+  emit_all(intersect(rest, prof), IdleCause::kProfiler);
+  rest = subtract(rest, prof);
+  emit_all(intersect(rest, pend_comm), IdleCause::kPeers);
+  rest = subtract(rest, pend_comm);
+  emit_all(intersect(rest, pend_other), IdleCause::kStreamWait);
+  rest = subtract(rest, pend_other);
+
+  // The host side. `filler` splits a piece without blocking calls: launching
+  // when it is short and leads to a launch, else host work where host events
+  // are recorded and unrecorded where none are.
+  auto filler = [&](std::int64_t a, std::int64_t b, bool long_piece, std::uint32_t next) {
+    if (b <= a) return;
+    if (!long_piece) {
+      emit(a, b, IdleCause::kLaunching, next);
+      return;
+    }
+    auto it = std::upper_bound(host.begin(), host.end(), a, [](std::int64_t v, const Interval& i) { return v < i.end; });
+    std::int64_t cur = a;
+    for (; it != host.end() && it->start < b; ++it) {
+      const std::int64_t s = std::max(cur, it->start), e = std::min(b, it->end);
+      emit(cur, s, IdleCause::kUnrecorded, kNoIndex);
+      emit(s, e, IdleCause::kHostWork, kNoIndex);
+      cur = std::max(cur, e);
+    }
+    emit(cur, b, IdleCause::kUnrecorded, kNoIndex);
+  };
+  // A piece between launch calls: the blocking calls of the thread that
+  // launches next, and the filler around them.
+  auto stretch = [&](std::int64_t a, std::int64_t b, std::uint32_t lane, bool has_next, std::uint32_t next) {
+    const bool long_piece = !has_next || b - a >= kHostWorkNs;
+    const std::size_t first = out.size();
+    std::int64_t cur = a;
+    if (lane < blocking_by_lane.size()) {
+      const std::vector<std::uint32_t>& calls = blocking_by_lane[lane];
+      auto it = std::upper_bound(calls.begin(), calls.end(), a,
+                                 [&](std::int64_t v, std::uint32_t i) { return v < c.end(blocking_[i].event); });
+      for (; it != calls.end() && c.ts(blocking_[*it].event) < b; ++it) {
+        const BlockingCall& call = blocking_[*it];
+        const std::int64_t s = std::max(cur, c.ts(call.event)), e = std::min(b, c.end(call.event));
+        if (e <= s) continue;
+        filler(cur, s, long_piece, next);
+        emit(s, e, call.kind, call.event);
+        cur = e;
+      }
+    }
+    filler(cur, b, long_piece, next);
+    if (long_piece) {
+      std::int64_t recorded = 0;
+      for (std::size_t i = first; i < out.size(); ++i) {
+        if (out[i].cause == IdleCause::kHostWork) recorded += out[i].range.end - out[i].range.start;
+      }
+      if (recorded > 0) host_work_.emplace_back(a, recorded);
+    }
+  };
+  std::size_t k = 0;
+  for (const Interval& iv : rest) {
+    std::int64_t cur = iv.start;
+    while (cur < iv.end) {
+      while (k < launches.size() && launches[k].end <= cur) ++k;
+      if (k == launches.size()) {
+        // After the last launch call: its thread. A piece that ends where
+        // device work launched earlier starts is that work's launch latency.
+        stretch(cur, iv.end, launches.empty() ? UINT32_MAX : launches.back().lane, iv.end < window_.end,
+                launches.empty() ? kNoIndex : launches.back().event);
+        break;
+      }
+      const Launch& l = launches[k];
+      if (l.ts > cur) {
+        const std::int64_t to = std::min(l.ts, iv.end);
+        stretch(cur, to, l.lane, true, l.event);
+        cur = to;
+      } else {
+        const std::int64_t to = std::min(l.end, iv.end);
+        emit(cur, to, l.blocked ? l.kind : IdleCause::kLaunching, l.event);
+        cur = to;
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const Span& a, const Span& b) { return a.range.start < b.range.start; });
+
+  // Split at step boundaries, give each piece its step, merge neighbours.
+  std::vector<std::int64_t> bounds;
+  for (const StepStat& st : steps) {
+    bounds.push_back(st.start_ns);
+    bounds.push_back(st.start_ns + st.dur_ns);
+  }
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  spans_.reserve(out.size());
+  auto push = [&](Span s) {
+    if (s.cause != IdleCause::kOutsideSteps) {
+      s.step = c.step_index_at(s.range.start);
+      if (s.step < 0 && !steps.empty()) s.cause = IdleCause::kOutsideSteps;
+    }
+    if (!spans_.empty()) {
+      Span& b = spans_.back();
+      if (b.range.end == s.range.start && b.cause == s.cause && b.step == s.step && b.event == s.event) {
+        b.range.end = s.range.end;
+        return;
+      }
+    }
+    spans_.push_back(s);
+  };
+  for (const Span& s : out) {
+    Span piece = s;
+    auto b = std::upper_bound(bounds.begin(), bounds.end(), piece.range.start);
+    for (; b != bounds.end() && *b < s.range.end; ++b) {
+      Span head = piece;
+      head.range.end = *b;
+      push(head);
+      piece.range.start = *b;
+    }
+    push(piece);
+  }
+  for (const Span& s : spans_) {
+    const std::int64_t len = s.range.end - s.range.start;
+    totals_[static_cast<std::size_t>(s.cause)] += len;
+    if (s.step >= 0) step_totals_[static_cast<std::size_t>(s.step)][static_cast<std::size_t>(s.cause)] += len;
+  }
+}
+
+IdlePartition::Totals IdlePartition::totals_within(std::int64_t lo, std::int64_t hi) const {
+  Totals t{};
+  auto it = std::upper_bound(spans_.begin(), spans_.end(), lo, [](std::int64_t v, const Span& s) { return v < s.range.end; });
+  for (; it != spans_.end() && it->range.start < hi; ++it) {
+    const std::int64_t len = std::min(hi, it->range.end) - std::max(lo, it->range.start);
+    if (len > 0) t[static_cast<std::size_t>(it->cause)] += len;
+  }
+  return t;
+}
+
+std::int64_t IdlePartition::longest_host_work(std::int64_t lo, std::int64_t hi) const {
+  std::int64_t best = 0;
+  auto it = std::lower_bound(host_work_.begin(), host_work_.end(), std::make_pair(lo, INT64_MIN));
+  for (; it != host_work_.end() && it->first < hi; ++it) best = std::max(best, it->second);
+  return best;
+}
+
+std::vector<Interval> IdlePartition::ranges(std::uint32_t mask, std::int64_t lo, std::int64_t hi) const {
+  std::vector<Interval> out;
+  auto it = std::upper_bound(spans_.begin(), spans_.end(), lo, [](std::int64_t v, const Span& s) { return v < s.range.end; });
+  for (; it != spans_.end() && it->range.start < hi; ++it) {
+    if ((mask & cause_bit(it->cause)) == 0) continue;
+    const Interval r{std::max(lo, it->range.start), std::min(hi, it->range.end)};
+    if (r.end <= r.start) continue;
+    if (!out.empty() && out.back().end == r.start) {
+      out.back().end = r.end;
+    } else {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+const BlockingCall* IdlePartition::blocking_call(std::uint32_t event) const {
+  for (const BlockingCall& b : blocking_) {
+    if (b.event == event) return &b;
+  }
+  return nullptr;
+}
+
+IdleAccount IdlePartition::account(const DiagnoseContext& c) const {
+  IdleAccount a;
+  a.window_start_ns = window_.start;
+  a.window_end_ns = window_.end;
+  a.idle_ns = idle_ns_;
+  a.by_cause = totals_;
+  a.spans.reserve(spans_.size());
+  for (const Span& s : spans_) a.spans.push_back({s.range.start, s.range.end, s.cause, c.step_number(s.step), s.event});
+  return a;
+}
+
+std::vector<Interval> claimable_idle(const IdlePartition& p, std::uint32_t mask, const std::vector<Interval>* candidate,
+                                     const std::vector<Finding>& earlier) {
+  std::vector<Interval> r = p.ranges(mask, p.window().start, p.window().end);
+  if (candidate != nullptr) r = intersect(r, *candidate);
+  std::vector<Interval> taken;
+  for (const Finding& f : earlier) {
+    for (const TimeRange& x : f.idle_claim) taken.push_back({x.start_ns, x.end_ns});
+  }
+  if (taken.empty()) return r;
+  return subtract(r, merge_intervals(std::move(taken)));
+}
+
+void set_idle_claim(Finding& f, const std::vector<Interval>& ranges) {
+  f.idle_claim.clear();
+  f.idle_claim.reserve(ranges.size());
+  f.idle_ns = 0;
+  for (const Interval& i : ranges) {
+    f.idle_claim.push_back({i.start, i.end});
+    f.idle_ns += i.end - i.start;
+  }
+}
+
+IdlePartition::Totals idle_by_cause(const IdlePartition& p, const std::vector<Interval>& ranges) {
+  IdlePartition::Totals t{};
+  const auto& spans = p.spans();
+  std::size_t j = 0;
+  for (const Interval& r : ranges) {
+    while (j < spans.size() && spans[j].range.end <= r.start) ++j;
+    for (std::size_t k = j; k < spans.size() && spans[k].range.start < r.end; ++k) {
+      const std::int64_t len = std::min(r.end, spans[k].range.end) - std::max(r.start, spans[k].range.start);
+      if (len > 0) t[static_cast<std::size_t>(spans[k].cause)] += len;
+    }
+  }
+  return t;
+}
+
+std::unordered_map<std::uint32_t, std::string> call_sites(const DiagnoseContext& c, std::vector<std::uint32_t> events) {
+  std::sort(events.begin(), events.end());
+  std::unordered_map<std::uint32_t, std::string> site;
+  if (events.empty()) return site;
+  std::vector<std::vector<std::uint32_t>> open(c.trace.lanes.size());  // ops open on each thread
+  c.for_each_host_event([&](std::uint32_t e) {
+    std::vector<std::uint32_t>& st = open[c.trace.events.lane[e]];
+    while (!st.empty() && c.end(st.back()) <= c.ts(e)) st.pop_back();
+    const EventKind k = c.kind(e);
+    const bool wanted = std::binary_search(events.begin(), events.end(), e);
+    if (wanted) {
+      std::uint32_t outer = kNoIndex, inner = kNoIndex, ann = kNoIndex;
+      for (std::uint32_t o : st) {
+        if (c.end(o) < c.end(e)) continue;  // ended before the call did: not around it
+        if (c.kind(o) == EventKind::kCpuOp && !is_profiler_step(c.name(o))) {  // 2021 traces: ProfilerStep#N is an op
+          if (outer == kNoIndex) outer = o;
+          inner = o;
+        } else if (c.kind(o) == EventKind::kUserAnnotation && !is_profiler_step(c.name(o))) {
+          ann = o;
+        }
+      }
+      std::string s;
+      if (outer != kNoIndex) s = title_name(c.name(outer));
+      if (inner != outer && c.name(inner) != c.name(outer)) s += " > " + title_name(c.name(inner));
+      if (ann != kNoIndex) s += (s.empty() ? "\"" : " in \"") + title_name(c.name(ann)) + "\"";
+      site[e] = std::move(s);
+    }
+    if (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation || k == EventKind::kPythonFunction) st.push_back(e);
+  });
+  return site;
+}
+
+IdleCause dominant_cause(const IdlePartition::Totals& t) {
+  return static_cast<IdleCause>(std::max_element(t.begin(), t.end()) - t.begin());
+}
+
+std::string idle_remedy(IdleCause cause, const DiagnoseContext& c) {
+  const std::string api(c.api());
+  switch (cause) {
+    case IdleCause::kLaunching:
+      return c.graph_launches() > 0
+                 ? "Move more of the step into the " + api + " graphs it already replays, or fuse the ops launched "
+                   "between them (torch.compile)."
+                 : "Replay the step as a " + api +
+                       " graph (torch.compile(mode=\"reduce-overhead\")), fuse small ops (torch.compile) or give "
+                       "each op more work (a larger batch): the host is launching op after op.";
+    case IdleCause::kHostWork:
+      return "Move the host work that launches nothing out of the step or overlap it with device work (DataLoader "
+             "workers, prefetching, a side thread).";
+    case IdleCause::kUnrecorded:
+      return "Record what the host does between launches (other threads, the Python stack, the process that feeds "
+             "this one): the trace holds no event there.";
+    case IdleCause::kBlockedSync:
+      return "Move the synchronizing calls sync_api names (.item(), .cpu(), torch.cuda.synchronize()) out of the "
+             "step.";
+    case IdleCause::kBlockedCopy:
+      return "Pin the host memory of the copies host_blocked names (pin_memory=True) and copy with "
+             "non_blocking=True.";
+    case IdleCause::kBlockedAlloc:
+      return "Pre-allocate the memory of the allocator calls host_blocked names, or let the caching allocator keep "
+             "it (no torch.cuda.empty_cache() in the loop).";
+    case IdleCause::kBlockedInit:
+      return "Warm up before recording (untimed iterations, the schedule's warmup steps) so context creation and "
+             "module loading fall outside the window.";
+    case IdleCause::kBlockedLaunchQueue:
+    case IdleCause::kBlockedOther:
+      return "Take the blocking runtime calls host_blocked names out of the step (create streams, events and "
+             "handles once).";
+    case IdleCause::kStreamWait:
+      return "Start earlier, or split, the work that launched kernels wait for on other streams (cudaStreamWaitEvent), "
+             "so the waits overlap compute.";
+    case IdleCause::kPeers:
+      return "Find the rank that reaches the collectives last (tprof diagnose on the job's trace directory) and fix "
+             "what it does before them.";
+    case IdleCause::kProfiler:
+      return "Give the schedule wait/warmup steps so the profiler's buffer requests fall outside the active window.";
+    case IdleCause::kOutsideSteps:
+      break;
+  }
+  return "Put the work between steps inside them, or record the steps that hold it.";
+}
+
+}  // namespace internal
+}  // namespace tprof

@@ -1,0 +1,129 @@
+// One accounting of the GPU's idle time (docs/diagnose.md, "GPU idle
+// time"): every stretch of the window where no device activity runs gets
+// exactly one cause (the host launching, the host blocked in a call, work
+// waiting on another stream or on peers, the profiler, outside any step),
+// so the causes sum to the idle time. Built once per trace
+// (DiagnoseContext::idle()); the verdicts and the rules about idle time read
+// it, and findings claim its ranges without sharing any (claim_idle()).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "src/analyze/intervals.h"
+#include "tprof/diagnose.h"
+
+namespace tprof::internal {
+
+class DiagnoseContext;
+
+// A host call that blocked its thread by effect: it lasted kBlockingCallNs
+// or more and is an allocator call, a synchronize or blocking copy, an async
+// copy that returned only once its copy was done, a launch while its
+// stream's queue was full, initialisation, or another runtime call.
+struct BlockingCall {
+  std::uint32_t event = kNoIndex;
+  IdleCause kind = IdleCause::kBlockedOther;  // one of the kBlocked* causes
+  // Launch calls: the depth of the launched work's stream queue when the
+  // call started (HTA's queue length), else -1.
+  std::int64_t queue_depth = -1;
+  std::uint32_t op = kNoIndex;  // index into DiagnoseContext::device of the work it launched, or kNoIndex
+};
+
+// A call lasting at least this long blocks its thread (HTA's runtime_cutoff
+// for launch calls, 50 µs; per-op dispatch costs 5-50 µs).
+inline constexpr std::int64_t kBlockingCallNs = 50'000;
+// A launch call this long with its stream's queue not full loads the
+// kernel's module (lazy loading, CUDA >= 11.7): initialisation.
+inline constexpr std::int64_t kSlowLaunchNs = 1'000'000;
+// The launch queue is full from this depth: CUDA's per-stream limit is 1024
+// (HTA's docs, "Augmented Counters"); launches stall at 942-1014 on HTA's
+// trace_diff trace, whose count misses entries the trace cannot show.
+inline constexpr std::int64_t kQueueFullDepth = 900;
+// Launched work counts as waiting (on other streams, events, peers) only
+// beyond the latency an idle device shows after a launch returns (2-20 µs
+// on the H100 traces, up to ~50 µs on a first call).
+inline constexpr std::int64_t kQueueLatencyNs = 50'000;
+// A stretch without launch calls this long is host work, not per-op launch
+// overhead (eager PyTorch dispatches an op in 5-100 µs).
+inline constexpr std::int64_t kHostWorkNs = 1'000'000;
+
+// Bit masks of IdleCause values.
+constexpr std::uint32_t cause_bit(IdleCause c) { return 1u << static_cast<unsigned>(c); }
+inline constexpr std::uint32_t kBlockedCauses =
+    cause_bit(IdleCause::kBlockedSync) | cause_bit(IdleCause::kBlockedCopy) | cause_bit(IdleCause::kBlockedAlloc) |
+    cause_bit(IdleCause::kBlockedInit) | cause_bit(IdleCause::kBlockedLaunchQueue) |
+    cause_bit(IdleCause::kBlockedOther);
+// Causes only their own rule claims: blocked_sync (sync_api), the other
+// blocked_* (host_blocked), profiler (profiler_buffer_request). The rest are
+// shared, claimed first come in the rules' order (overhead_bound,
+// kernel_gap, low_gpu_utilization).
+inline constexpr std::uint32_t kReservedCauses = kBlockedCauses | cause_bit(IdleCause::kProfiler);
+inline constexpr std::uint32_t kAllCauses = (1u << kIdleCauseCount) - 1;
+
+class IdlePartition {
+ public:
+  explicit IdlePartition(const DiagnoseContext& c);
+
+  struct Span {
+    Interval range;
+    IdleCause cause = IdleCause::kLaunching;
+    std::int32_t step = -1;  // index into steps.steps; -1 outside every step
+    std::uint32_t event = kNoIndex;
+  };
+  using Totals = std::array<std::int64_t, kIdleCauseCount>;
+
+  Interval window() const { return window_; }
+  std::int64_t idle_ns() const { return idle_ns_; }
+  const std::vector<Span>& spans() const { return spans_; }  // sorted, disjoint
+  const Totals& totals() const { return totals_; }
+  // The idle time of step index `step` by cause.
+  const Totals& step_totals(std::size_t step) const { return step_totals_[step]; }
+  // The idle time inside [lo, hi) by cause.
+  Totals totals_within(std::int64_t lo, std::int64_t hi) const;
+  // The longest stretch of recorded host work without a launch (the host
+  // work part of one piece of kHostWorkNs or more) starting inside [lo, hi).
+  std::int64_t longest_host_work(std::int64_t lo, std::int64_t hi) const;
+  // The idle ranges of the causes in `mask` inside [lo, hi), merged.
+  std::vector<Interval> ranges(std::uint32_t mask, std::int64_t lo, std::int64_t hi) const;
+  // Every blocking call in the window, by start.
+  const std::vector<BlockingCall>& blocking() const { return blocking_; }
+  // The blocking call that is `event`, or nullptr.
+  const BlockingCall* blocking_call(std::uint32_t event) const;
+
+  // The public form (Diagnosis::idle).
+  IdleAccount account(const DiagnoseContext& c) const;
+
+ private:
+  Interval window_;
+  std::int64_t idle_ns_ = 0;
+  std::vector<Span> spans_;
+  Totals totals_{};
+  std::vector<Totals> step_totals_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> host_work_;  // (start, recorded ns) per long piece
+  std::vector<BlockingCall> blocking_;
+};
+
+// The ranges of `candidate` (sorted, merged) that lie in idle spans of the
+// causes in `mask` and that no finding in `earlier` claims; `candidate`
+// nullptr: the whole window.
+std::vector<Interval> claimable_idle(const IdlePartition& p, std::uint32_t mask, const std::vector<Interval>* candidate,
+                                     const std::vector<Finding>& earlier);
+// Sets f's idle_claim and idle_ns from merged ranges.
+void set_idle_claim(Finding& f, const std::vector<Interval>& ranges);
+// The idle time inside `ranges` (merged) by cause.
+IdlePartition::Totals idle_by_cause(const IdlePartition& p, const std::vector<Interval>& ranges);
+// Where each host call in `events` ran: "outer op > inner op in
+// \"annotation\"" (the outermost and innermost op around it on its thread,
+// the innermost record_function scope other than ProfilerStep#N), "" when
+// none is recorded around it. One pass over the host events.
+std::unordered_map<std::uint32_t, std::string> call_sites(const DiagnoseContext& c, std::vector<std::uint32_t> events);
+// The cause holding the most of `t`.
+IdleCause dominant_cause(const IdlePartition::Totals& t);
+// The remedy for idle time of `cause`, as the first sentence of a fix.
+std::string idle_remedy(IdleCause cause, const DiagnoseContext& c);
+
+}  // namespace tprof::internal

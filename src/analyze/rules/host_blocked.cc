@@ -1,0 +1,206 @@
+// host_blocked: host calls that block the thread, recognised by their
+// effect rather than their name (src/analyze/idle.h, BlockingCall): a call
+// of 50 µs or more that is an async copy which returned only once its copy
+// was done (pageable host memory, Nsight Systems' cuda_memcpy_async; a
+// device-to-host read behind queued work), an allocator call, context,
+// module or library initialisation (a first CUDA call, a launch that loads
+// its module), a launch stalled because its stream's queue was full (HTA's
+// queue length, "Augmented Counters"), or another runtime call. One finding
+// per kind, each naming the ops and annotations the calls ran in and the
+// GPU time they cost: the GPU idle time while the thread that launches next
+// was inside them (the partition's blocked_* causes, which only this rule
+// claims). Synchronize calls and blocking copies by name are sync_api's.
+// Precondition: the calls of a kind block the host kMinHostNs or more in
+// the steps (the whole trace without steps), and the GPU idles
+// kMinIdleShare of the window inside them or the host is blocked
+// kMinHostShare of it; a GPU kept busy through them lost nothing (info: the
+// host waited, the GPU did not).
+#include <algorithm>
+#include <array>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "src/analyze/idle.h"
+#include "src/analyze/rules/rules.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// A kind is a finding once its calls block the host this long in all.
+constexpr std::int64_t kMinHostNs = 1'000'000;
+// ... and either the GPU idles this share of the window inside them, or the
+// host is blocked in them this share of it (the GPU lost nothing, but the
+// host could have done other work).
+constexpr double kMinIdleShare = 0.01;
+constexpr double kMinHostShare = 0.10;
+// Warning once the GPU idles this share of the window (the steps, or the
+// trace without steps) inside the calls (kernel_launch_stats' share).
+constexpr double kWarnShare = 0.05;
+constexpr std::size_t kMaxSites = 5;
+constexpr std::size_t kMaxSteps = 16;
+
+struct KindText {
+  IdleCause kind;
+  const char* one;   // "1 <one> blocks the host ..."
+  const char* many;  // "<n> <many> block the host ..."
+};
+
+constexpr KindText kKinds[] = {
+    {IdleCause::kBlockedCopy, "async copy", "async copies"},
+    {IdleCause::kBlockedAlloc, "allocator call", "allocator calls"},
+    {IdleCause::kBlockedInit, "initialisation call", "initialisation calls"},
+    {IdleCause::kBlockedLaunchQueue, "launch on a full queue", "launches on a full queue"},
+    {IdleCause::kBlockedOther, "runtime call", "runtime calls"},
+};
+
+// The fix: the remedy for the longest call, named by its call and site,
+// then why (docs/diagnose.md, "host_blocked").
+std::string advice_for(IdleCause kind, std::string_view call, const std::string& site, std::string_view copy_name,
+                       bool lost_gpu_time, bool graphs, std::string_view api) {
+  const std::string where = std::string(call) + (site.empty() ? "" : " in " + site);
+  switch (kind) {
+    case IdleCause::kBlockedCopy:
+      if (copy_name.find("DtoH") != std::string_view::npos) {
+        return "Move the read of the result behind " + where +
+               " (.item(), .cpu(), .tolist(), printing a tensor) out of the step or do it every N steps, and copy "
+               "into pinned memory with non_blocking=True when the value is needed later. A copy to pageable host "
+               "memory returns only once the copy and all the work queued before it are done, so the host stops "
+               "launching meanwhile.";
+      }
+      return "Pin the host tensor copied by " + where +
+             " (pin_memory=True, DataLoader(pin_memory=True)) and copy it with .to(device, non_blocking=True). From "
+             "pageable memory the driver stages the copy through a pinned buffer and the call returns only once it "
+             "is done (Nsight Systems' cuda_memcpy_async rule).";
+    case IdleCause::kBlockedAlloc:
+      return "Pre-allocate the memory " + where +
+             " asks for, outside the loop, or let PyTorch's caching allocator keep it (no torch.cuda.empty_cache() in "
+             "the loop, stable shapes, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True). cudaMalloc and cudaFree "
+             "synchronize the device and call into the driver on every use.";
+    case IdleCause::kBlockedInit:
+      return "Warm up before recording: run the step a few times untimed (or give the schedule warmup steps) so "
+             "that " + where + " happens before the window, or load modules eagerly (CUDA_MODULE_LOADING=EAGER). "
+             "Context creation and lazy module loading are one-time costs that inflate the steps they land in.";
+    case IdleCause::kBlockedLaunchQueue:
+      if (!lost_gpu_time) {
+        return "No change needed unless the host has other work to do: the GPU stays busy while " + where +
+               " waits for a free slot in its stream's launch queue (about 1024 entries). The host simply runs far "
+               "ahead of the device.";
+      }
+      return std::string(graphs ? "Move more of the step into the graphs it already replays"
+                                : "Replay the step as a " + std::string(api) + " graph (torch.compile(mode=\"reduce-overhead\"))") +
+             " or launch fewer, larger kernels so " + where +
+             " does not wait for queue slots. A full launch queue (about 1024 entries per stream) makes each launch "
+             "wait for an earlier kernel to finish.";
+    default:
+      break;
+  }
+  return "Create the streams, events and handles " + where +
+         " makes once, before the loop, and reuse them. Such calls go to the driver and may synchronize the device.";
+}
+
+}  // namespace
+
+void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
+  if (!c.has_device()) return;
+  const IdlePartition& p = c.idle();
+  const bool has_steps = !c.steps.steps.empty();
+  std::vector<const BlockingCall*> calls;
+  for (const BlockingCall& b : p.blocking()) {
+    if (b.kind == IdleCause::kBlockedSync) continue;
+    if (has_steps && c.step_index_at(c.ts(b.event)) < 0) continue;
+    calls.push_back(&b);
+  }
+  if (calls.empty()) return;
+
+  std::vector<std::uint32_t> events;
+  for (const BlockingCall* b : calls) events.push_back(b->event);
+  std::unordered_map<std::uint32_t, std::string> site = call_sites(c, std::move(events));
+
+  // GPU idle inside each call: the partition's spans it explains.
+  std::unordered_map<std::uint32_t, std::int64_t> idle_of;
+  for (const IdlePartition::Span& s : p.spans()) {
+    if ((cause_bit(s.cause) & kBlockedCauses) != 0 && s.event != kNoIndex) idle_of[s.event] += s.range.end - s.range.start;
+  }
+
+  const std::int64_t window = c.window_ns();
+  for (const KindText& kt : kKinds) {
+    std::int64_t n = 0, host_ns = 0, max_depth = -1;
+    const BlockingCall* longest = nullptr;
+    // (call name, site) -> count, host time, GPU idle
+    std::map<std::pair<std::string, std::string>, std::array<std::int64_t, 3>> by_site;
+    std::vector<std::int64_t> steps;
+    for (const BlockingCall* b : calls) {
+      if (b->kind != kt.kind) continue;
+      ++n;
+      sat_acc(host_ns, c.dur(b->event));
+      max_depth = std::max(max_depth, b->queue_depth);
+      if (longest == nullptr || c.dur(b->event) > c.dur(longest->event)) longest = b;
+      auto& row = by_site[{std::string(c.name(b->event)), site[b->event]}];
+      ++row[0];
+      sat_acc(row[1], c.dur(b->event));
+      sat_acc(row[2], idle_of[b->event]);
+      const std::int64_t s = c.step_number_at(c.ts(b->event));
+      if (s >= 0) steps.push_back(s);
+    }
+    if (n == 0 || host_ns < kMinHostNs) continue;
+    const std::vector<Interval> claim = claimable_idle(p, cause_bit(kt.kind), nullptr, *out);
+    Finding f;
+    f.id = "host_blocked";
+    set_idle_claim(f, claim);
+    const double idle_share = window > 0 ? static_cast<double>(f.idle_ns) / static_cast<double>(window) : 0.0;
+    const double host_share = window > 0 ? static_cast<double>(host_ns) / static_cast<double>(window) : 0.0;
+    // Material: the GPU lost time in them, or the host lost a large share
+    // of its own (what it could have done meanwhile).
+    if (idle_share < kMinIdleShare && host_share < kMinHostShare) continue;
+    f.severity = idle_share >= kWarnShare ? FindingSeverity::kWarning : FindingSeverity::kInfo;
+    std::vector<std::pair<std::pair<std::string, std::string>, std::array<std::int64_t, 3>>> rows(by_site.begin(),
+                                                                                                   by_site.end());
+    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second[1] > b.second[1]; });
+    std::vector<std::string> sites;
+    for (std::size_t i = 0; i < rows.size() && i < kMaxSites; ++i) {
+      const auto& [key, v] = rows[i];
+      sites.push_back(key.first + (key.second.empty() ? "" : " in " + key.second) + " x" + std::to_string(v[0]) + ": host " + format_ns(v[1]) +
+                      ", GPU idle " + format_ns(v[2]));
+    }
+    const std::string& top_site = site[longest->event];
+    f.title = std::to_string(n) + " " + (n == 1 ? std::string(kt.one) + " blocks" : std::string(kt.many) + " block") + " the host " +
+              format_ns(host_ns) + (f.idle_ns > 0 ? ", the GPU idle " + format_ns(f.idle_ns) + " meanwhile"
+                                                  : "; the GPU stayed busy: the host waited, the GPU did not") +
+              "; longest " + std::string(c.name(longest->event)) + " " + format_ns(c.dur(longest->event)) +
+              (top_site.empty() ? "" : " in " + top_site);
+    if (kt.kind == IdleCause::kBlockedCopy && longest->op != kNoIndex) {
+      f.title += " (" + title_name(c.name(c.device[longest->op].event)) + ")";
+    }
+    if (kt.kind == IdleCause::kBlockedLaunchQueue) f.title += " (queue depth up to " + std::to_string(max_depth) + ")";
+    std::sort(steps.begin(), steps.end());
+    steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+    const auto steps_with = static_cast<std::int64_t>(steps.size());
+    if (steps.size() > kMaxSteps) steps.resize(kMaxSteps);
+    f.evidence.text("kind", std::string(idle_cause_id(kt.kind)))
+        .num("calls", n)
+        .num("host_blocked_ns", host_ns)
+        .num("gpu_idle_ns", f.idle_ns)
+        .num("window_ns", window)
+        .real("gpu_idle_pct", 100.0 * idle_share)
+        .num("min_call_ns", kBlockingCallNs)
+        .texts("sites", sites)
+        .text("longest_site", top_site)
+        .event("longest", c.ref(longest->event));
+    if (longest->op != kNoIndex) f.evidence.event("longest_activity", c.ref(c.device[longest->op].event));
+    if (kt.kind == IdleCause::kBlockedLaunchQueue) {
+      f.evidence.num("max_queue_depth", max_depth).num("queue_full_depth", kQueueFullDepth);
+    }
+    if (has_steps) f.evidence.ints("steps", steps).num("steps_count", steps_with);
+    f.advice = advice_for(kt.kind, c.name(longest->event), top_site,
+                          longest->op != kNoIndex ? c.name(c.device[longest->op].event) : std::string_view(),
+                          f.idle_ns > 0, c.graph_launches() > 0, c.api());
+    f.impact_ns = f.idle_ns;
+    out->push_back(std::move(f));
+  }
+}
+
+}  // namespace tprof::internal

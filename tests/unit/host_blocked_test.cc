@@ -1,0 +1,89 @@
+// host_blocked (docs/diagnose.md): host calls that block the launching
+// thread, recognised by effect, named with the op or annotation around them
+// and the GPU time lost, on real traces: HTA's alexnet benchmark (a 6 s
+// cudaFree inside cuDNN's convolution, context creation under the first CUDA
+// call) fires; the blog's matmul + add runs, which block nothing, stay silent.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tprof/diagnose.h"
+#include "tprof/read.h"
+
+namespace tprof {
+namespace {
+
+Diagnosis diagnose_file(const std::string& rel) {
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/" + rel);
+  EXPECT_TRUE(t.has_value()) << rel;
+  return t ? diagnose(*t) : Diagnosis{};
+}
+
+const Evidence::Field* field(const Finding& f, const std::string& key) {
+  for (const Evidence::Field& e : f.evidence.fields()) {
+    if (e.key == key) return &e;
+  }
+  return nullptr;
+}
+
+const Finding* blocked(const Diagnosis& d, const std::string& kind) {
+  for (const Finding& f : d.findings) {
+    const Evidence::Field* k = field(f, "kind");
+    if (f.id == "host_blocked" && k != nullptr && k->s == kind) return &f;
+  }
+  return nullptr;
+}
+
+constexpr const char* kAlexnet = "public/hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz";
+
+TEST(HostBlocked, AllocatorCallsNamedWithTheirOpAndTheGpuTimeLost) {
+  const Diagnosis d = diagnose_file(kAlexnet);
+  const Finding* f = blocked(d, "blocked_alloc");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, FindingSeverity::kWarning);
+  EXPECT_EQ(field(*f, "calls")->i, 34);
+  // The longest: cudaFree for 6.008692 s under cuDNN's convolution (the trace's
+  // own event), while no device activity runs.
+  EXPECT_EQ(field(*f, "longest")->events.at(0).name, "cudaFree");
+  EXPECT_EQ(field(*f, "longest")->events.at(0).dur_ns, 6'008'692'000);
+  EXPECT_EQ(field(*f, "longest_site")->s,
+            "aten::conv2d > aten::cudnn_convolution in \"[param|pytorch.model.alex_net|0|0|0|warmup|forward]\"");
+  EXPECT_GT(f->idle_ns, 8'500'000'000);
+  EXPECT_EQ(f->impact_ns, f->idle_ns);
+  EXPECT_EQ(d.idle.by_cause[static_cast<std::size_t>(IdleCause::kBlockedAlloc)], f->idle_ns);
+  // The remedy first, naming the call and where it runs.
+  EXPECT_EQ(f->advice.rfind("Pre-allocate the memory cudaFree in aten::conv2d > aten::cudnn_convolution", 0), 0u)
+      << f->advice;
+}
+
+TEST(HostBlocked, TheFirstCudaCallCreatesTheContext) {
+  const Diagnosis d = diagnose_file(kAlexnet);
+  const Finding* f = blocked(d, "blocked_init");
+  ASSERT_NE(f, nullptr);
+  // cudaDeviceGetStreamPriorityRange is the process's first CUDA call: 29.9 s
+  // of lazy initialisation inside aten::to, not launch overhead.
+  EXPECT_EQ(field(*f, "longest")->events.at(0).name, "cudaDeviceGetStreamPriorityRange");
+  EXPECT_EQ(field(*f, "longest_site")->s, "aten::to > aten::empty_strided in \"[param|cuda]\"");
+  EXPECT_EQ(f->advice.rfind("Warm up before recording", 0), 0u) << f->advice;
+  // Not the launch overhead verdict: the GPU waits on a blocked host.
+  EXPECT_NE(d.verdict, Verdict::kOverheadBound);
+  for (const Finding& g : d.findings) EXPECT_NE(g.id, "overhead_bound");
+}
+
+TEST(HostBlocked, SilentOnTheBlogRuns) {
+  for (const char* rel : {"gpu/h100-torch-2.11/64_bf16_cold_eager.json", "gpu/h100-torch-2.11/64_bf16_warm_compile.json",
+                          "gpu/h100-torch-2.11/4096_bf16_cold_eager.json", "gpu/h100-tprof/64_bf16_cold_eager.json",
+                          "gpu/h100-tprof/4096_bf16_warm_fused.json", "torch-1.13/blog/64_fp32_cold_eager.kineto.json",
+                          "torch-1.13/blog/bmm8x1024_bf16_cold_eager.kineto.json"}) {
+    const Diagnosis d = diagnose_file(rel);
+    for (const Finding& f : d.findings) EXPECT_NE(f.id, "host_blocked") << rel << ": " << f.title;
+    for (IdleCause k : {IdleCause::kBlockedCopy, IdleCause::kBlockedAlloc, IdleCause::kBlockedLaunchQueue,
+                        IdleCause::kBlockedOther}) {
+      EXPECT_EQ(d.idle.by_cause[static_cast<std::size_t>(k)], 0) << rel << " " << idle_cause_id(k);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tprof
