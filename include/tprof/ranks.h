@@ -193,8 +193,8 @@ struct CollectiveAlignment {
   std::int64_t ranks_with_collectives = 0;
   std::int64_t ranks_aligned = 0;     // clock offset found against the others
   std::int64_t groups = 0;            // (process group or stream, kernel) pairs seen on 2+ ranks
-  std::int64_t matched = 0;           // collectives seen on 2+ aligned ranks whose ends agree
-  std::int64_t ends_disagree = 0;     // seen on 2+ ranks, ends more than the tolerance apart
+  std::int64_t matched = 0;           // collectives seen on 2+ aligned ranks whose ends agree (by number, else by end)
+  std::int64_t unmatched = 0;         // collective kernels of aligned ranks whose end agrees with no other rank's
   std::int64_t max_offset_ns = 0;     // the largest clock offset (signed) against the first rank
   std::int64_t max_offset_rank = -1;
   std::int64_t end_spread_ns = 0;     // median |aligned end − the collective's end| of matched ones

@@ -265,10 +265,11 @@ struct Entry {
   const RankCollective* c = nullptr;
 };
 
-// One collective matched across ranks: entries [b, e), `ok` marks those
-// whose ends agree.
+// One collective across ranks: entries [b, e) share its number; `idx`
+// holds those whose ends agree once matched.
 struct Instance {
   std::size_t b = 0, e = 0;
+  std::vector<std::size_t> idx;
   std::int32_t gid = 0;
   std::int64_t step = -1;
   std::int32_t last = -1;  // ri of the rank arriving last beyond a tie, else -1
@@ -362,7 +363,14 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
            entries[e].seq == entries[b].seq) {
       ++e;
     }
-    if (e - b >= 2) runs.push_back({b, e, entries[b].gid, entries[b].step});
+    if (e - b >= 2) {
+      Instance run;
+      run.b = b;
+      run.e = e;
+      run.gid = entries[b].gid;
+      run.step = entries[b].step;
+      runs.push_back(std::move(run));
+    }
     b = e;
   }
   if (runs.empty()) {
@@ -419,27 +427,17 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
       span_hi(n, std::numeric_limits<std::int64_t>::min());
   std::set<std::int32_t> matched_groups;
   std::vector<Instance> insts;
-  for (Instance run : runs) {
-    std::vector<std::int64_t> ends;
-    for (std::size_t k = run.b; k < run.e; ++k) {
-      const std::size_t ri = static_cast<std::size_t>(entries[k].ri);
-      if (!aligned[ri]) continue;
-      arrival[k] = sat_sub(entries[k].c->start_ns, offset[ri]);
-      finish[k] = sat_sub(entries[k].c->end_ns, offset[ri]);
-      ends.push_back(finish[k]);
-    }
-    if (ends.size() < 2) continue;
-    const Densest d = densest(std::move(ends), kCollectiveEndToleranceNs);
-    if (d.count < 2) {
-      ++out.alignment.ends_disagree;
-      continue;
-    }
-    std::vector<std::size_t> members;
+  for (std::size_t k = 0; k < entries.size(); ++k) {
+    const std::size_t ri = static_cast<std::size_t>(entries[k].ri);
+    if (!aligned[ri]) continue;
+    arrival[k] = sat_sub(entries[k].c->start_ns, offset[ri]);
+    finish[k] = sat_sub(entries[k].c->end_ns, offset[ri]);
+  }
+  // A matched collective: its members' arrivals, the last one, the wait.
+  auto accept = [&](Instance run, std::vector<std::size_t> members, std::int64_t spread) {
     std::vector<std::int64_t> member_ends;
-    for (std::size_t k = run.b; k < run.e; ++k) {
-      if (!aligned[static_cast<std::size_t>(entries[k].ri)] || finish[k] < d.lo || finish[k] > d.hi) continue;
+    for (const std::size_t k : members) {
       ok[k] = 1;
-      members.push_back(k);
       member_ends.push_back(finish[k]);
     }
     ++out.alignment.matched;
@@ -458,7 +456,7 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     std::stable_sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) { return arrival[a] < arrival[b]; });
     const std::size_t last = members.back();
     run.lead = sat_sub(arrival[last], arrival[members[members.size() - 2]]);
-    const std::int64_t tie = std::max(sat_sub(d.hi, d.lo), kArrivalTieNs);
+    const std::int64_t tie = std::max(spread, kArrivalTieNs);
     if (run.lead > tie) {
       run.last = entries[last].ri;
       ++out.last_at[static_cast<std::size_t>(run.last)];
@@ -467,7 +465,60 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
       run.wait = mean_median(std::move(waits));
       run.after = sat_sub(run.end, arrival[last]);
     }
-    insts.push_back(run);
+    run.idx = std::move(members);
+    insts.push_back(std::move(run));
+  };
+  // By number within (group, step): the ranks whose aligned ends agree.
+  for (const Instance& run : runs) {
+    std::vector<std::int64_t> ends;
+    for (std::size_t k = run.b; k < run.e; ++k) {
+      if (aligned[static_cast<std::size_t>(entries[k].ri)]) ends.push_back(finish[k]);
+    }
+    if (ends.size() < 2) continue;
+    const Densest d = densest(std::move(ends), kCollectiveEndToleranceNs);
+    if (d.count < 2) continue;
+    std::vector<std::size_t> members;
+    for (std::size_t k = run.b; k < run.e; ++k) {
+      if (!aligned[static_cast<std::size_t>(entries[k].ri)] || finish[k] < d.lo || finish[k] > d.hi) continue;
+      members.push_back(k);
+    }
+    accept(run, std::move(members), sat_sub(d.hi, d.lo));
+  }
+  // The rest by their aligned ends within (group, step): a rank with one
+  // collective more or less in a group and step shifts the numbers of the
+  // ones after it. In end order, a collective takes the next kernels whose
+  // ends lie within the tolerance of its first, one per rank.
+  std::vector<std::size_t> rest;
+  for (std::size_t k = 0; k < entries.size(); ++k) {
+    if (aligned[static_cast<std::size_t>(entries[k].ri)] && !ok[k]) rest.push_back(k);
+  }
+  std::stable_sort(rest.begin(), rest.end(), [&](std::size_t a, std::size_t b) {
+    return std::tie(entries[a].gid, entries[a].step, finish[a]) < std::tie(entries[b].gid, entries[b].step, finish[b]);
+  });
+  std::vector<char> used(rest.size(), 0);
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if (used[i]) continue;
+    const Entry& first = entries[rest[i]];
+    std::vector<std::size_t> members = {rest[i]};
+    std::set<std::int32_t> ranks = {first.ri};
+    for (std::size_t j = i + 1; j < rest.size(); ++j) {
+      const Entry& e = entries[rest[j]];
+      if (e.gid != first.gid || e.step != first.step ||
+          sat_sub(finish[rest[j]], finish[rest[i]]) > kCollectiveEndToleranceNs) {
+        break;
+      }
+      if (used[j] || !ranks.insert(e.ri).second) continue;
+      used[j] = 1;
+      members.push_back(rest[j]);
+    }
+    if (members.size() < 2) {
+      ++out.alignment.unmatched;
+      continue;
+    }
+    Instance run;
+    run.gid = first.gid;
+    run.step = first.step;
+    accept(run, members, sat_sub(finish[members.back()], finish[members.front()]));
   }
   out.alignment.groups = static_cast<std::int64_t>(matched_groups.size());
   out.alignment.end_spread_ns = mean_median(std::move(residuals));
@@ -519,8 +570,7 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
       afters.push_back(in.after);
       const RankCollective* mine = nullptr;
       std::array<std::vector<std::int64_t>, 4> others;
-      for (std::size_t k = in.b; k < in.e; ++k) {
-        if (!ok[k]) continue;
+      for (const std::size_t k : in.idx) {
         if (entries[k].ri == in.last) {
           mine = entries[k].c;
           continue;
@@ -606,11 +656,11 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     for (const Instance& in : insts) {
       if (in.last != k) continue;
       std::int64_t at = 0;
-      for (std::size_t e = in.b; e < in.e; ++e) {
-        if (ok[e] && entries[e].ri == k) at = arrival[e];
+      for (const std::size_t e : in.idx) {
+        if (entries[e].ri == k) at = arrival[e];
       }
-      for (std::size_t e = in.b; e < in.e; ++e) {
-        if (!ok[e] || entries[e].ri == k) continue;
+      for (const std::size_t e : in.idx) {
+        if (entries[e].ri == k) continue;
         const std::size_t ri = static_cast<std::size_t>(entries[e].ri);
         const std::int64_t w = sat_sub(at, arrival[e]);
         sat_acc(wait[ri], w);

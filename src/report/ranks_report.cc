@@ -122,7 +122,10 @@ std::string alignment_line(const JobView& v) {
     const std::int64_t left = a.ranks_with_collectives - a.ranks_aligned;
     out += "; " + std::to_string(left) + (left == 1 ? " rank" : " ranks") + " not aligned (fewer than 2 collectives' ends agree with the others)";
   }
-  if (a.ends_disagree > 0) out += "; " + std::to_string(a.ends_disagree) + " more whose ends disagree, left out";
+  if (a.unmatched > 0) {
+    out += "; " + std::to_string(a.unmatched) + (a.unmatched == 1 ? " collective kernel" : " collective kernels") +
+           " whose end agrees with no other rank's, left out";
+  }
   if (v.world_size > static_cast<std::int64_t>(v.ranks.size())) {
     out += "; " + std::to_string(v.ranks.size()) + " of " + std::to_string(v.world_size) +
            " ranks traced: the latest traced rank may itself wait for an untraced one";
@@ -280,7 +283,7 @@ std::string format_job_json(const JobView& v) {
     w.key("ranks_aligned"); w.value_int(a.ranks_aligned);
     w.key("groups"); w.value_int(a.groups);
     w.key("matched"); w.value_int(a.matched);
-    w.key("ends_disagree"); w.value_int(a.ends_disagree);
+    w.key("unmatched"); w.value_int(a.unmatched);
     w.key("max_offset_ns"); w.value_int(a.max_offset_ns);
     w.key("max_offset_rank"); w.value_int(a.max_offset_rank);
     w.key("end_spread_ns"); w.value_int(a.end_spread_ns);
