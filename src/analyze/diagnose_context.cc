@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "src/analyze/idle.h"
+#include "src/analyze/efficiency.h"
 #include "src/analyze/intervals.h"
 #include "src/base/radix_sort.h"
 #include "src/base/saturate.h"
@@ -315,6 +316,11 @@ const std::vector<StatRow>& DiagnoseContext::averages() const {
 const IdlePartition& DiagnoseContext::idle() const {
   if (!idle_) idle_ = std::make_shared<const IdlePartition>(*this);
   return *idle_;
+}
+
+const Efficiency& DiagnoseContext::efficiency() const {
+  if (!efficiency_) efficiency_ = std::make_shared<const Efficiency>(compute_efficiency(*this));
+  return *efficiency_;
 }
 
 void DiagnoseContext::set_averages(std::vector<StatRow> rows) const {

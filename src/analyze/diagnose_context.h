@@ -22,6 +22,7 @@
 namespace tprof::internal {
 
 class IdlePartition;
+struct Efficiency;
 // What a device activity does (HTA's and TraceLens' categories).
 enum class DeviceClass : std::uint8_t {
   kCompute = 0,  // kernels that are not communication
@@ -92,6 +93,10 @@ class DiagnoseContext {
   // run on one thread).
   const IdlePartition& idle() const;
 
+  // Kernel classes and achieved rates against the device's peak
+  // (src/analyze/efficiency.h): built on first use, like idle().
+  const Efficiency& efficiency() const;
+
   // Index into steps.steps of the step whose [start, end) holds ts, or -1.
   int step_index_at(std::int64_t ts) const;
   // Its number N (ProfilerStep#N), or -1.
@@ -149,6 +154,7 @@ class DiagnoseContext {
   bool hip_ = false;
   std::int64_t graph_launches_ = 0;
   mutable std::optional<std::vector<StatRow>> averages_;
+  mutable std::shared_ptr<const Efficiency> efficiency_;
   mutable std::shared_ptr<const IdlePartition> idle_;
   mutable std::int64_t self_cpu_total_ = 0, self_device_total_ = 0;
 };

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "src/analyze/efficiency.h"
 #include "src/analyze/idle.h"
 #include "src/analyze/intervals.h"
 #include "src/base/saturate.h"
@@ -196,6 +197,15 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c) {
       if (f.queue_delay >= kDeepQueueNs) {
         s += "; work starts a median " + format_ns(f.queue_delay) + " after its launch (the host runs ahead of a deep queue)";
       }
+      // What the GPU is busy with (docs/diagnose.md, "Efficiency"): busy is
+      // good news only when it is mostly efficient math.
+      const Efficiency& eff = c.efficiency();
+      const std::string mix = efficiency_text(eff);
+      if (memory_bound_share(eff) >= 0.5) {
+        s += "; GPU-bound on memory-bound elementwise/reduction kernels (" +
+             format_pct(100.0 * memory_bound_share(eff)) + " of GPU time): fuse them";
+      }
+      if (!mix.empty()) s += "; " + mix;
       return s;
     }
     case Verdict::kSyncBound: {

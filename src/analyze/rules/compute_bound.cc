@@ -1,13 +1,17 @@
 // compute_bound: the host keeps the GPU fed: Self CPU ≈ Self CUDA, both
-// large, and the GPU busy most of the time. Usually what you want (info).
-// Origin: docs/trace-reading.md, "Self CPU ≈ Self CUDA, both in ms:
-// compute-bound — usually what you want".
+// large, and the GPU busy most of the time. Good news only when the GPU's
+// time is mostly efficient math: the title says what the GPU is busy with
+// (kernel classes, the GEMMs' achieved TFLOP/s against the device's peak,
+// src/analyze/efficiency.h), and a GPU busy mostly with memory-bound
+// kernels is told to fuse them. Origin: docs/trace-reading.md, "Self CPU ≈
+// Self CUDA, both in ms: compute-bound — usually what you want".
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "src/analyze/efficiency.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -23,6 +27,11 @@ constexpr double kMaxCpuToDevice = 2.0;
 constexpr std::int64_t kMinDeviceTotalNs = 1'000'000;
 // "GPU busy most of the time": the step verdict's compute share (80%).
 constexpr double kBusyShare = 0.8;
+// "Mostly memory-bound": elementwise and reduction kernels hold half the
+// device time or more.
+constexpr double kMemoryBoundShare = 0.5;
+// "Efficient math": GEMMs at half their dense peak or more.
+constexpr double kEfficientGemm = 0.5;
 
 }  // namespace
 
@@ -52,8 +61,14 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   f.severity = FindingSeverity::kInfo;
   char r[32];
   std::snprintf(r, sizeof r, "%.2f", ratio);
-  f.title = "Compute-bound: GPU busy " + format_pct(100.0 * busy_share) + (c.steps.steps.empty() ? " of the trace" : " of the steps") +
-            "; Self CPU " + format_ns(cpu) + " vs Self CUDA " + format_ns(dev) + " (ratio " + r + ")";
+  const Efficiency& eff = c.efficiency();
+  const bool memory_bound = memory_bound_share(eff) >= kMemoryBoundShare;
+  const GemmRate gemm = gemm_rate(eff);
+  const std::string mix = efficiency_text(eff);
+  f.title = std::string(memory_bound ? "GPU-bound on memory-bound kernels" : "Compute-bound") + ": GPU busy " +
+            format_pct(100.0 * busy_share) + (c.steps.steps.empty() ? " of the trace" : " of the steps") +
+            (mix.empty() ? "" : "; " + mix) + "; Self CPU " + format_ns(cpu) + " vs Self CUDA " + format_ns(dev) +
+            " (ratio " + r + ")";
   f.evidence.num("self_cpu_total_ns", cpu)
       .num("self_device_total_ns", dev)
       .real("cpu_to_device_ratio", ratio)
@@ -65,9 +80,36 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.evidence.num("steps_total", static_cast<std::int64_t>(c.steps.steps.size()));
     add_steps(f.evidence, std::move(busy_steps));
   }
-  f.advice =
-      "The GPU is the bottleneck, which is usually what you want. Speed-ups now come from the kernels themselves: "
-      "start at the hotspot, check dtype (bf16/TF32), shapes that suit the tensor cores, and fusion of memory-bound ops.";
+  for (int k = 0; k < kKernelClassCount; ++k) {
+    const double s = eff.share(static_cast<KernelClass>(k));
+    if (s > 0) f.evidence.real("gpu_time_pct_" + std::string(kernel_class_name(static_cast<KernelClass>(k))), 100.0 * s);
+  }
+  if (gemm.tflops > 0) f.evidence.real("gemm_tflops", gemm.tflops);
+  if (gemm.peak_tflops > 0) f.evidence.real("gemm_peak_tflops", gemm.peak_tflops).text("gemm_dtype", gemm.dtype);
+  if (!eff.device_name.empty()) f.evidence.text("device", eff.device_name);
+  // The memory-bound kernels, largest first (at most 3).
+  std::vector<std::string> mem_kernels;
+  for (const KernelEfficiency& k : eff.kernels) {
+    if ((k.cls == KernelClass::kElementwise || k.cls == KernelClass::kReduction) && mem_kernels.size() < 3) {
+      mem_kernels.push_back(k.name);
+    }
+  }
+  if (memory_bound) {
+    f.evidence.texts("memory_bound_kernels", mem_kernels);
+    std::string names;
+    for (std::size_t i = 0; i < mem_kernels.size(); ++i) names += (i ? ", " : "") + title_name(mem_kernels[i]);
+    f.advice = "Fuse the memory-bound kernels (" + names + ") with torch.compile or fused ops: " +
+               format_pct(100.0 * memory_bound_share(eff)) +
+               " of the GPU time is elementwise and reduction kernels, whose time is memory traffic, not math; "
+               "a busy GPU is not an efficient one here.";
+  } else if (gemm.peak_tflops > 0 && gemm.tflops >= kEfficientGemm * gemm.peak_tflops) {
+    f.advice = "The GPU is the bottleneck and its GEMMs run at " + format_pct(100.0 * gemm.tflops / gemm.peak_tflops) +
+               " of the peak: speed-ups now come from doing less work (fusing the remaining memory-bound kernels, "
+               "lower precision where it is safe), not from the host.";
+  } else {
+    f.advice = "Start at the hotspot kernels: check dtype (bf16/TF32), shapes that suit the tensor cores, and fusion "
+               "of memory-bound ops; the host keeps the GPU fed, so speed-ups come from the kernels themselves.";
+  }
   f.impact_ns = dev;
   out->push_back(std::move(f));
 }

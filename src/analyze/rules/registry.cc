@@ -23,6 +23,7 @@ std::span<const RuleInfo> all_rules() {
       {"addmm_fusion", rule_addmm_fusion},
       {"compile_overhead", rule_compile_overhead},
       {"recompilation", rule_recompilation},
+      {"memory_bound_elementwise", rule_memory_bound_elementwise},
       {"kernel_launch_stats", rule_kernel_launch_stats},
       {"low_gpu_utilization", rule_low_gpu_utilization},
       {"dataloader_bound", rule_dataloader_bound},

@@ -42,6 +42,9 @@ void rule_addmm_fusion(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_recompilation(const DiagnoseContext& c, std::vector<Finding>* out);
 
+// Efficiency (src/analyze/efficiency.h).
+void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding>* out);
+
 // What the peers report (HolisticTraceAnalysis, the TensorBoard plugin,
 // Nsight Systems).
 void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* out);

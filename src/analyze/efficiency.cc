@@ -1,0 +1,393 @@
+// Kernel classes, achieved TFLOP/s and GB/s, the peak table (efficiency.h).
+#include "src/analyze/efficiency.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <unordered_map>
+
+#include "src/trace/json_value.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// Dense peaks, no sparsity (docs/peaks.md has the source of every number).
+// MI250 is one GCD: ROCm shows each of the package's two dies as a device.
+constexpr DevicePeak kH100Sxm{"H100 SXM", 989.4, 494.7, 66.9, 3350};
+constexpr DevicePeak kH100Pcie{"H100 PCIe", 756.5, 378.0, 51.2, 2000};
+constexpr DevicePeak kH200{"H200", 989.4, 494.7, 66.9, 4800};
+constexpr DevicePeak kA100_80{"A100 80GB SXM", 312, 156, 19.5, 2039};
+constexpr DevicePeak kA100_80Pcie{"A100 80GB PCIe", 312, 156, 19.5, 1935};
+constexpr DevicePeak kA100_40{"A100 40GB", 312, 156, 19.5, 1555};
+constexpr DevicePeak kB200{"B200", 2250, 1125, 75, 8000};
+constexpr DevicePeak kL4{"L4", 121, 60, 30.3, 300};
+constexpr DevicePeak kMi300x{"MI300X", 1307.4, 653.7, 163.4, 5300};
+constexpr DevicePeak kMi250Gcd{"MI250 (one GCD)", 181.0, 0, 22.6, 1638};
+
+bool has(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+std::string lower(std::string_view s) {
+  std::string o(s);
+  for (char& ch : o) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return o;
+}
+
+const DevicePeak* peak_for(std::string_view name, std::int64_t sms, std::int64_t mem, std::int64_t major,
+                           std::int64_t minor) {
+  if (has(name, "H200")) return &kH200;
+  if (has(name, "H100")) {
+    if (has(name, "PCIe") || sms == 114) return &kH100Pcie;
+    if (has(name, "NVL")) return nullptr;  // not in the table
+    if (has(name, "HBM3") || has(name, "SXM") || sms == 132) return &kH100Sxm;
+    return nullptr;
+  }
+  if (has(name, "A100")) {
+    if (mem > (48LL << 30)) return has(name, "PCIe") || has(name, "PCIE") ? &kA100_80Pcie : &kA100_80;
+    return &kA100_40;
+  }
+  if (has(name, "B200")) return &kB200;
+  if (has(name, "NVIDIA L4")) return &kL4;
+  if (has(name, "MI300X")) return &kMi300x;
+  // ROCm names its devices by marketing name or "AMD Radeon Graphics": the
+  // architecture (gfx90a: 9.0, gfx942: 9.4) and the CU count tell them apart.
+  const bool amd = has(name, "AMD") || has(name, "Instinct");
+  if (amd && (has(name, "MI250") || (major == 9 && minor == 0 && sms == 104))) return &kMi250Gcd;
+  if (amd && major == 9 && minor == 4 && sms == 304) return &kMi300x;
+  return nullptr;
+}
+
+// The kernel's own name: before its template arguments or parameters,
+// after its namespaces ("matmul_add::add_kernel<…>" is "add_kernel": a
+// namespace must not make an add a GEMM).
+std::string_view base_name(std::string_view name) {
+  if (name.starts_with("void ")) name.remove_prefix(5);
+  const std::size_t open = name.find_first_of("<(");
+  if (open != std::string_view::npos) name = name.substr(0, open);
+  const std::size_t colon = name.rfind("::");
+  return colon == std::string_view::npos ? name : name.substr(colon + 2);
+}
+
+KernelClass class_of_text(std::string_view text) {
+  const std::string n = lower(text);
+  for (std::string_view p : {"nccl", "rccl", "all_reduce", "allreduce", "all_gather", "reduce_scatter"}) {
+    if (has(n, p)) return KernelClass::kComm;
+  }
+  for (std::string_view p : {"flash", "fmha", "attention", "attn", "sdpa"}) {
+    if (has(n, p)) return KernelClass::kAttention;
+  }
+  for (std::string_view p : {"gemm", "nvjet", "cutlass", "xmma", "wgmma", "hmma", "cublas", "matmul", "gemv",
+                             "triton_tem_fused_mm", "mm_kernel", "conv"}) {
+    if (has(n, p)) return KernelClass::kGemm;
+  }
+  for (std::string_view p : {"reduce", "norm", "softmax", "sum_functor", "mean", "argmax", "cross_entropy"}) {
+    if (has(n, p)) return KernelClass::kReduction;
+  }
+  for (std::string_view p : {"elementwise", "triton_poi", "functor", "copy_kernel", "fill", "cat", "index"}) {
+    if (has(n, p)) return KernelClass::kElementwise;
+  }
+  return KernelClass::kOther;
+}
+
+// By the kernel's own name first, then (kernel_class below) by the op that
+// launched it, then by its whole name (a library kernel named by its
+// template argument: "cutlass::Kernel2<…_s161616gemm_bf16…>").
+KernelClass class_of_name(std::string_view name, DeviceClass dc) {
+  if (dc == DeviceClass::kComm) return KernelClass::kComm;
+  if (dc == DeviceClass::kMemcpy || dc == DeviceClass::kMemset) return KernelClass::kCopy;
+  return class_of_text(base_name(name));
+}
+
+// The op's own class when the kernel's name says nothing ("add_kernel").
+KernelClass class_of_op(std::string_view op) {
+  const std::size_t colon = op.rfind("::");
+  const std::string_view base = colon == std::string_view::npos ? op : op.substr(colon + 2);
+  for (std::string_view g : {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear"}) {
+    if (base == g) return KernelClass::kGemm;
+  }
+  for (std::string_view e : {"add", "add_", "mul", "mul_", "sub", "sub_", "div", "div_", "relu", "relu_", "gelu",
+                             "silu", "sigmoid", "tanh", "exp", "copy_", "fill_", "zero_", "where", "clamp"}) {
+    if (base == e) return KernelClass::kElementwise;
+  }
+  return KernelClass::kOther;
+}
+
+std::string dtype_of_type(std::string_view t) {
+  if (has(t, "BFloat16")) return "bf16";
+  if (has(t, "Half")) return "fp16";
+  if (t == "float" || has(t, "Float")) return "fp32";
+  if (t == "double") return "fp64";
+  return "";
+}
+
+// A kernel name's dtype: its template arguments' element type.
+std::string dtype_of_kernel(std::string_view name) {
+  if (has(name, "BFloat16") || has(name, "__nv_bfloat16") || has(name, "bfloat16")) return "bf16";
+  if (has(name, "c10::Half") || has(name, "__half")) return "fp16";
+  if (has(name, "<float") || has(name, "(float") || has(name, " float>")) return "fp32";
+  return "";
+}
+
+double elem_bytes(std::string_view dtype) {
+  if (dtype == "bf16" || dtype == "fp16") return 2;
+  if (dtype == "fp32") return 4;
+  if (dtype == "fp64") return 8;
+  return 0;
+}
+
+using Dims = std::vector<std::vector<std::int64_t>>;
+
+double elements(const std::vector<std::int64_t>& d) {
+  double n = 1;
+  for (std::int64_t v : d) n *= static_cast<double>(std::max<std::int64_t>(0, v));
+  return n;
+}
+
+// 2·M·N·K (times the batch) from the op's input shapes; 0 when unknown.
+double gemm_flops(std::string_view op, const Dims& in) {
+  const std::size_t colon = op.rfind("::");
+  const std::string_view base = colon == std::string_view::npos ? op : op.substr(colon + 2);
+  auto mk_kn = [](const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) -> double {
+    if (a.size() != 2 || b.size() != 2 || a[1] != b[0]) return 0;
+    return 2.0 * static_cast<double>(a[0]) * static_cast<double>(a[1]) * static_cast<double>(b[1]);
+  };
+  if ((base == "mm" || base == "matmul") && in.size() >= 2) return mk_kn(in[0], in[1]);
+  if (base == "addmm" && in.size() >= 3) return mk_kn(in[1], in[2]);
+  if ((base == "bmm" && in.size() >= 2) || (base == "baddbmm" && in.size() >= 3)) {
+    const auto& a = base == "bmm" ? in[0] : in[1];
+    const auto& b = base == "bmm" ? in[1] : in[2];
+    if (a.size() != 3 || b.size() != 3 || a[0] != b[0] || a[2] != b[1]) return 0;
+    return 2.0 * static_cast<double>(a[0]) * static_cast<double>(a[1]) * static_cast<double>(a[2]) *
+           static_cast<double>(b[2]);
+  }
+  if (base == "linear" && in.size() >= 2 && !in[0].empty() && in[1].size() == 2 && in[0].back() == in[1][1]) {
+    return 2.0 * elements(in[0]) * static_cast<double>(in[1][0]);
+  }
+  return 0;
+}
+
+// An elementwise op's bytes: every tensor input read once, the output (the
+// largest input's size) written once; 0 when no tensor input is known.
+double elementwise_bytes(const Dims& in, double elem) {
+  double read = 0, largest = 0;
+  for (const auto& d : in) {
+    if (d.empty()) continue;  // a scalar
+    const double n = elements(d);
+    read += n;
+    largest = std::max(largest, n);
+  }
+  return largest > 0 ? (read + largest) * elem : 0;
+}
+
+struct OpInfo {
+  std::string name;
+  Dims dims;
+  std::string dtype;  // of the first tensor input with a type
+  bool has_dims = false;
+};
+
+OpInfo op_info(const Trace& t, std::uint32_t e) {
+  OpInfo o;
+  o.name = std::string(t.name(e));
+  const std::string_view raw = t.args_json(e);
+  if (raw.empty()) return o;
+  Result<JsonValue> args = JsonValue::parse(raw);
+  if (!args.has_value() || !args->is_object()) return o;
+  if (const JsonValue* d = args->find("Input Dims"); d != nullptr && d->is_array()) {
+    o.has_dims = true;
+    for (const JsonValue& item : d->items()) {
+      std::vector<std::int64_t> shape;
+      if (item.is_array()) {
+        for (const JsonValue& v : item.items()) shape.push_back(v.int_or(0));
+      }
+      o.dims.push_back(std::move(shape));
+    }
+  }
+  if (const JsonValue* ty = args->find("Input type"); ty != nullptr && ty->is_array()) {
+    for (const JsonValue& v : ty->items()) {
+      if (!v.is_string()) continue;
+      o.dtype = dtype_of_type(v.text());
+      if (!o.dtype.empty()) break;
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string_view kernel_class_name(KernelClass k) {
+  switch (k) {
+    case KernelClass::kGemm: return "GEMM";
+    case KernelClass::kAttention: return "attention";
+    case KernelClass::kElementwise: return "elementwise";
+    case KernelClass::kReduction: return "reduction/normalisation";
+    case KernelClass::kComm: return "communication";
+    case KernelClass::kCopy: return "copy/memset";
+    case KernelClass::kOther: return "other";
+  }
+  return "other";
+}
+
+const DevicePeak* device_peak(const Trace& t, std::string* device_name) {
+  device_name->clear();
+  const std::string_view raw = t.meta.top_level_json("deviceProperties");
+  if (raw.empty()) return nullptr;
+  Result<JsonValue> v = JsonValue::parse(raw);
+  if (!v.has_value() || !v->is_array() || v->items().empty()) return nullptr;
+  const JsonValue& d = v->items().front();
+  const JsonValue* name = d.find("name");
+  if (name == nullptr || !name->is_string()) return nullptr;
+  *device_name = name->text();
+  auto num = [&](std::string_view key) {
+    const JsonValue* x = d.find(key);
+    return x != nullptr ? x->int_or(-1) : -1;
+  };
+  return peak_for(*device_name, num("numSms"), num("totalGlobalMem"), num("computeMajor"), num("computeMinor"));
+}
+
+double Efficiency::gemm_peak_tflops(std::string_view dtype) const {
+  if (peak == nullptr) return 0;
+  if (dtype == "bf16" || dtype == "fp16") return peak->bf16_tflops;
+  // torch's default for fp32 matmuls is full fp32 (allow_tf32 off).
+  if (dtype == "fp32") return peak->fp32_tflops;
+  return 0;
+}
+
+Efficiency compute_efficiency(const DiagnoseContext& c) {
+  const Trace& t = c.trace;
+  const EventColumns& ev = t.events;
+  Efficiency out;
+  out.peak = device_peak(t, &out.device_name);
+  // Ops by External id: a kernel's own, else its launch call's (tprof's
+  // captures put it on the launch only). The innermost op (the shortest)
+  // wins where ids repeat.
+  std::unordered_map<std::int64_t, std::uint32_t> op_by_id;
+  for (std::uint32_t e : c.host_ops) {
+    if (ev.kind[e] != EventKind::kCpuOp || ev.external_id[e] < 0) continue;
+    auto [it, fresh] = op_by_id.emplace(ev.external_id[e], e);
+    if (!fresh && ev.dur_ns[e] < ev.dur_ns[it->second]) it->second = e;
+  }
+  std::unordered_map<std::uint32_t, OpInfo> ops;
+  std::unordered_map<std::string, std::size_t> by_name;
+  std::vector<std::vector<std::pair<double, std::int64_t>>> sized;  // per kernel: (amount, ns) per instance, -1 unknown
+  for (const DeviceOp& op : c.device) {
+    const std::int64_t dur = std::max<std::int64_t>(0, op.end - op.start);
+    out.total_ns += dur;
+    const std::string_view name = t.name(op.event);
+    std::int64_t id = ev.external_id[op.event];
+    if (id < 0 && op.launch != kNoIndex) id = ev.external_id[op.launch];
+    const OpInfo* info = nullptr;
+    if (auto it = op_by_id.find(id); id >= 0 && it != op_by_id.end()) {
+      auto [at, fresh] = ops.try_emplace(it->second);
+      if (fresh) at->second = op_info(t, it->second);
+      info = &at->second;
+    }
+    KernelClass cls = class_of_name(name, op.cls);
+    if (info != nullptr && (cls == KernelClass::kOther || cls == KernelClass::kElementwise)) {
+      const KernelClass by_op = class_of_op(info->name);
+      if (by_op != KernelClass::kOther) cls = by_op;
+    }
+    if (cls == KernelClass::kOther) {
+      // Its template arguments (not its namespaces).
+      const std::size_t lt = name.find('<');
+      if (lt != std::string_view::npos) cls = class_of_text(name.substr(lt));
+    }
+    out.class_ns[static_cast<std::size_t>(cls)] += dur;
+    auto [at, fresh] = by_name.emplace(std::string(name), out.kernels.size());
+    if (fresh) {
+      KernelEfficiency k;
+      k.name = std::string(name);
+      k.cls = cls;
+      if (info != nullptr) k.op = info->name;
+      k.dtype = info != nullptr && !info->dtype.empty() ? info->dtype : dtype_of_kernel(name);
+      out.kernels.push_back(std::move(k));
+      sized.emplace_back();
+    }
+    KernelEfficiency& k = out.kernels[at->second];
+    if (k.op.empty() && info != nullptr) {
+      // The first instance launched before the window has no op: the first
+      // one with an op decides (its class counted from here on).
+      k.op = info->name;
+      k.cls = cls;
+      if (!info->dtype.empty()) k.dtype = info->dtype;
+    }
+    ++k.count;
+    k.time_ns += dur;
+    double amount = -1;
+    if (info != nullptr && info->has_dims) {
+      if (cls == KernelClass::kGemm) {
+        const double f = gemm_flops(info->name, info->dims);
+        if (f > 0) amount = f;
+      } else if (cls == KernelClass::kElementwise && elem_bytes(k.dtype) > 0) {
+        const double b = elementwise_bytes(info->dims, elem_bytes(k.dtype));
+        if (b > 0) amount = b;
+      }
+    }
+    sized[at->second].emplace_back(amount, dur);
+  }
+  // A kernel's rate is over the instances whose amount is known (an
+  // instance launched before the window has no op, so no shapes).
+  for (std::size_t i = 0; i < out.kernels.size(); ++i) {
+    KernelEfficiency& k = out.kernels[i];
+    for (const auto& [amount, ns] : sized[i]) {
+      if (amount < 0) continue;
+      (k.cls == KernelClass::kGemm ? k.flops : k.bytes) += amount;
+      k.sized_time_ns += ns;
+      ++k.sized_count;
+    }
+  }
+  std::stable_sort(out.kernels.begin(), out.kernels.end(),
+                   [](const KernelEfficiency& a, const KernelEfficiency& b) { return a.time_ns > b.time_ns; });
+  return out;
+}
+
+GemmRate gemm_rate(const Efficiency& e) {
+  GemmRate r;
+  double flops = 0;
+  bool first = true, same = true;
+  for (const KernelEfficiency& k : e.kernels) {
+    if (k.cls != KernelClass::kGemm || k.sized_time_ns <= 0) continue;
+    flops += k.flops;
+    r.time_ns += k.sized_time_ns;
+    if (first) r.dtype = k.dtype;
+    same = same && k.dtype == r.dtype;
+    first = false;
+  }
+  if (!same) r.dtype.clear();
+  if (r.time_ns > 0) r.tflops = flops / static_cast<double>(r.time_ns) / 1e3;
+  r.peak_tflops = e.gemm_peak_tflops(r.dtype);
+  return r;
+}
+
+std::string efficiency_text(const Efficiency& e) {
+  if (e.total_ns <= 0) return "";
+  std::vector<std::pair<double, KernelClass>> classes;
+  for (int k = 0; k < kKernelClassCount; ++k) {
+    const double s = e.share(static_cast<KernelClass>(k));
+    if (s >= 0.05) classes.emplace_back(s, static_cast<KernelClass>(k));
+  }
+  std::stable_sort(classes.begin(), classes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out;
+  const GemmRate g = gemm_rate(e);
+  for (const auto& [share, k] : classes) {
+    if (!out.empty()) out += ", ";
+    out += std::string(kernel_class_name(k)) + " " + format_pct(100.0 * share);
+    if (out.size() == kernel_class_name(k).size() + 1 + format_pct(100.0 * share).size()) out += " of GPU time";
+    if (k != KernelClass::kGemm || g.tflops <= 0) continue;
+    char rate[48];
+    std::snprintf(rate, sizeof rate, "%.0f TFLOP/s", g.tflops);
+    out += std::string(" at ") + rate;
+    if (g.peak_tflops > 0) {
+      out += " (" + format_pct(100.0 * g.tflops / g.peak_tflops) + " of the " + std::string(e.peak->name) +
+             "'s dense " + g.dtype + " peak)";
+    } else if (e.peak == nullptr) {
+      out += e.device_name.empty() ? " (no deviceProperties in the trace: no peak to compare with)"
+                                   : " (" + e.device_name + " is not in the peak table)";
+    } else {
+      out += " (dtype not recorded: no peak to compare with)";
+    }
+  }
+  return out;
+}
+
+}  // namespace tprof::internal

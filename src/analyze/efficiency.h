@@ -1,0 +1,90 @@
+// How efficient the GPU's work is (docs/diagnose.md, "Efficiency"): kernel
+// classes with their shares of device time; achieved TFLOP/s of GEMMs from
+// their launching op's input shapes, achieved GB/s of elementwise kernels
+// from theirs; both against the device's peak from a table keyed by the
+// trace's deviceProperties (docs/peaks.md, every number with its source).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/analyze/diagnose_context.h"
+
+namespace tprof::internal {
+
+enum class KernelClass : std::uint8_t { kGemm = 0, kAttention, kElementwise, kReduction, kComm, kCopy, kOther };
+inline constexpr int kKernelClassCount = 7;
+std::string_view kernel_class_name(KernelClass k);  // "GEMM", "attention", "elementwise", ...
+
+// One device's dense peaks (no sparsity); 0 where the device has no such
+// unit. docs/peaks.md gives the source of each row.
+struct DevicePeak {
+  std::string_view name;      // "H100 SXM"
+  double bf16_tflops = 0;     // dense fp16/bf16 tensor (matrix) cores: equal on every device here
+  double tf32_tflops = 0;     // dense TF32 tensor cores (fp32 GEMMs with TF32 allowed)
+  double fp32_tflops = 0;     // fp32 without tensor cores (vector; matrix on CDNA2)
+  double hbm_gbps = 0;        // DRAM bandwidth, GB/s (1e9 bytes)
+};
+
+// The peak row for device 0 of the trace's deviceProperties, or nullptr (no
+// deviceProperties, or a device not in the table). `device_name` gets the
+// name the trace gives ("" without deviceProperties).
+const DevicePeak* device_peak(const Trace& t, std::string* device_name);
+
+struct KernelEfficiency {
+  std::string name;           // the kernel's full name
+  KernelClass cls = KernelClass::kOther;
+  std::string op;             // the launching op ("aten::mm"), "" when none is known
+  std::string dtype;          // "bf16", "fp16", "fp32", "" unknown
+  std::int64_t count = 0;
+  std::int64_t time_ns = 0;   // sum of durations
+  // Over the instances whose op's shapes are known:
+  std::int64_t sized_count = 0;
+  std::int64_t sized_time_ns = 0;
+  double flops = 0;           // GEMMs: 2·M·N·K per instance
+  double bytes = 0;           // elementwise: inputs + output
+  double tflops() const { return sized_time_ns > 0 ? flops / static_cast<double>(sized_time_ns) / 1e3 : 0; }
+  double gbps() const { return sized_time_ns > 0 ? bytes / static_cast<double>(sized_time_ns) : 0; }
+};
+
+struct Efficiency {
+  const DevicePeak* peak = nullptr;
+  std::string device_name;
+  std::array<std::int64_t, kKernelClassCount> class_ns{};  // sum of kernel durations by class
+  std::int64_t total_ns = 0;                               // over all device activity (copies and memsets too)
+  std::vector<KernelEfficiency> kernels;                   // by time, descending
+  double share(KernelClass k) const {
+    return total_ns > 0 ? static_cast<double>(class_ns[static_cast<std::size_t>(k)]) / static_cast<double>(total_ns) : 0;
+  }
+  // The GEMM peak for a dtype ("bf16"/"fp16" tensor, "fp32": TF32 when the
+  // device has it, else fp32), 0 when unknown.
+  double gemm_peak_tflops(std::string_view dtype) const;
+};
+
+Efficiency compute_efficiency(const DiagnoseContext& c);
+
+// The GEMM kernels' achieved rate over the instances with known shapes, its
+// dtype ("" when they differ or are unknown) and the share of the peak (0
+// when the device or dtype is unknown).
+struct GemmRate {
+  double tflops = 0;
+  double peak_tflops = 0;
+  std::string dtype;
+  std::int64_t time_ns = 0;  // the GEMM time the rate is measured over
+};
+GemmRate gemm_rate(const Efficiency& e);
+
+// "GEMM 85.0% of GPU time at 813 TFLOP/s (82.2% of the H100 SXM's dense bf16
+// peak), elementwise 15.0%": the classes of at least 5% of device time, the
+// GEMM rate where shapes are known, and why a share of peak is missing.
+std::string efficiency_text(const Efficiency& e);
+
+// Memory-bound work: elementwise plus reduction/normalisation kernels.
+inline double memory_bound_share(const Efficiency& e) {
+  return e.share(KernelClass::kElementwise) + e.share(KernelClass::kReduction);
+}
+
+}  // namespace tprof::internal

@@ -1,0 +1,89 @@
+// memory_bound_elementwise: an elementwise kernel that holds a material
+// share of GPU time. Elementwise kernels do about one operation per element
+// loaded, far below any GPU's ridge point: their time is memory traffic,
+// and the fix is fewer round trips to memory (fusion), not faster math.
+// Origin: docs/trace-reading.md, the blog's 4096 run (the add kernel, 15% of
+// GPU time at the HBM ceiling, fusable into the GEMM's epilogue).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "src/analyze/efficiency.h"
+#include "src/analyze/rules/rules.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// A material share: 10% of all device time, 100 us in all, 2 instances.
+constexpr double kMinShare = 0.10;
+constexpr std::int64_t kMinTimeNs = 100'000;
+constexpr std::int64_t kMinCount = 2;
+// "Near the ceiling": 70% of the device's HBM bandwidth or more.
+constexpr double kNearCeiling = 0.70;
+// At most this many kernels are named.
+constexpr std::size_t kMaxFindings = 3;
+
+std::string gbps_text(double gbps) {
+  char b[32];
+  if (gbps >= 1000) {
+    std::snprintf(b, sizeof b, "%.2f TB/s", gbps / 1000);
+  } else {
+    std::snprintf(b, sizeof b, "%.0f GB/s", gbps);
+  }
+  return b;
+}
+
+}  // namespace
+
+void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding>* out) {
+  if (!c.has_device()) return;
+  const Efficiency& eff = c.efficiency();
+  if (eff.total_ns <= 0) return;
+  std::size_t fired = 0;
+  for (const KernelEfficiency& k : eff.kernels) {
+    if (fired == kMaxFindings) break;
+    if (k.cls != KernelClass::kElementwise || k.count < kMinCount || k.time_ns < kMinTimeNs) continue;
+    const double share = static_cast<double>(k.time_ns) / static_cast<double>(eff.total_ns);
+    if (share < kMinShare) continue;
+    ++fired;
+    Finding f;
+    f.id = "memory_bound_elementwise";
+    f.severity = FindingSeverity::kWarning;
+    std::string rate;
+    const bool sized = k.sized_count > 0 && k.gbps() > 0;
+    if (sized) {
+      rate = gbps_text(k.gbps());
+      if (eff.peak != nullptr) {
+        const double of_peak = k.gbps() / eff.peak->hbm_gbps;
+        rate += " (" + format_pct(100.0 * of_peak) + " of the " + std::string(eff.peak->name) + "'s HBM bandwidth, " +
+                (of_peak > 1.0 ? "at the ceiling; over 100%: part of the data comes from L2"
+                               : of_peak >= kNearCeiling ? "near the ceiling" : "below the ceiling") + ")";
+      } else {
+        rate += (eff.device_name.empty() ? " (no deviceProperties in the trace: no peak to compare with)"
+                                         : " (" + eff.device_name + " is not in the peak table)");
+      }
+    }
+    f.title = "Memory-bound elementwise kernel " + title_name(k.name) + (k.op.empty() ? "" : " (" + k.op + ")") +
+              ": " + format_pct(100.0 * share) + " of GPU time" + (sized ? ", moving " + rate : "") + "; fusable";
+    f.evidence.text("kernel", k.name)
+        .text("op", k.op)
+        .text("dtype", k.dtype)
+        .num("count", k.count)
+        .num("time_ns", k.time_ns)
+        .real("gpu_time_pct", 100.0 * share);
+    if (sized) {
+      f.evidence.real("achieved_gbps", k.gbps()).num("sized_count", k.sized_count);
+      if (eff.peak != nullptr) f.evidence.real("peak_gbps", eff.peak->hbm_gbps).real("pct_of_peak", 100.0 * k.gbps() / eff.peak->hbm_gbps);
+    }
+    f.advice = "Fuse " + (k.op.empty() ? std::string("this elementwise op") : k.op) +
+               " into the kernel that produces its input (torch.compile fuses elementwise chains and GEMM "
+               "epilogues; or an addmm/epilogue variant of the op before it). An elementwise kernel does about "
+               "one operation per element it loads, so its time is memory traffic: only fewer round trips to "
+               "memory make it faster.";
+    f.impact_ns = k.time_ns;
+    out->push_back(std::move(f));
+  }
+}
+
+}  // namespace tprof::internal
