@@ -81,8 +81,13 @@ struct Finding {
   std::string title;  // one line with the key number
   Evidence evidence;
   std::string advice;
-  // Time at stake (ns), used to order findings by impact; 0 for health notes.
+  // Time it could save (ns) in the window: the steps, or the whole trace
+  // without steps; findings and causes are ordered by it. 0 for notes that
+  // name no saving (trace health, where the time goes).
   std::int64_t impact_ns = 0;
+  // The same per recorded step: impact_ns / the steps (impact_ns without
+  // steps), unless the rule measured it per step itself.
+  std::int64_t impact_per_step_ns = 0;
   // The GPU idle time this finding accounts for: sorted, disjoint ranges
   // inside Diagnosis::idle's spans, none of them claimed by another finding
   // (docs/diagnose.md, "GPU idle time"); empty for findings about other
@@ -225,6 +230,7 @@ struct Cause {
   std::string title;  // one line; a lone finding's title
   FindingSeverity severity = FindingSeverity::kInfo;  // the strongest finding's
   std::int64_t impact_ns = 0;  // the largest of its findings' (they overlap: never summed)
+  std::int64_t impact_per_step_ns = 0;  // the same, per step
   std::vector<std::size_t> findings;  // indices into Diagnosis::findings, strongest first
   std::size_t anchor = 0;             // index of the finding the title comes from
   std::optional<EventRef> look_at;    // the one event to open first, when a finding names one
@@ -249,7 +255,7 @@ struct Diagnosis {
   std::vector<std::string> support;     // ids of the findings that agree with the verdict
   std::vector<StepVerdict> steps;
   std::vector<Finding> findings;        // by severity, then impact
-  std::vector<Cause> causes;            // every finding in exactly one; by severity, then impact
+  std::vector<Cause> causes;            // every finding in exactly one; by impact, then severity
   std::vector<ThreadBusy> threads;      // traces without device activity; by busy time, largest first
   Breakdowns breakdowns;
   IdleAccount idle;                     // traces with device activity: the GPU idle time by cause

@@ -167,7 +167,7 @@ std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64
     for (std::size_t i = 0; i < findings.size(); ++i) {
       if (taken[i] || (i != anchor && !g.member(findings[i], cold_step))) continue;
       taken[i] = true;
-      c.findings.push_back(i);  // findings are ordered by severity then impact: strongest first
+      c.findings.push_back(i);  // findings are ordered by impact, then severity: strongest first
     }
     causes.push_back(std::move(c));
   }
@@ -186,12 +186,15 @@ std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64
     for (std::size_t i : c.findings) {
       c.severity = std::max(c.severity, findings[i].severity);
       c.impact_ns = std::max(c.impact_ns, findings[i].impact_ns);
+      c.impact_per_step_ns = std::max(c.impact_per_step_ns, findings[i].impact_per_step_ns);
     }
     c.look_at = pick_look_at(c.id, findings, c.findings);
   }
+  // By the time each could save; severity breaks ties (the notes without a
+  // saving: trace health first).
   std::stable_sort(causes.begin(), causes.end(), [](const Cause& a, const Cause& b) {
-    if (a.severity != b.severity) return a.severity > b.severity;
-    return a.impact_ns > b.impact_ns;
+    if (a.impact_ns != b.impact_ns) return a.impact_ns > b.impact_ns;
+    return a.severity > b.severity;
   });
   return causes;
 }

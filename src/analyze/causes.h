@@ -7,8 +7,11 @@
 
 namespace tprof::internal {
 
-// Fills d->causes from d->findings (already ordered by severity, then
-// impact), and d->threads when the trace has no device activity. Called
+// The order of findings and causes: the time they could save (impact_ns),
+// largest first, then severity (docs/diagnose.md, "Causes").
+bool by_impact(const Finding& a, const Finding& b);
+
+// Fills d->causes from d->findings (already ordered by by_impact), and d->threads when the trace has no device activity. Called
 // last by diagnose().
 void add_causes(const DiagnoseContext& c, Diagnosis* d);
 

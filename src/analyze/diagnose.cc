@@ -1,5 +1,6 @@
 // diagnose(): the context once, every rule, the verdicts (verdict.cc), the
-// peers' breakdowns; findings ordered by severity, then by the time at stake.
+// peers' breakdowns; findings ordered by the time they could save, then by
+// severity.
 #include "tprof/diagnose.h"
 
 #include <algorithm>
@@ -117,6 +118,11 @@ Diagnosis diagnose(const Trace& trace, const DiagnoseOptions& options) {
   return internal::diagnose(c, options);
 }
 
+bool internal::by_impact(const Finding& a, const Finding& b) {
+  if (a.impact_ns != b.impact_ns) return a.impact_ns > b.impact_ns;
+  return a.severity > b.severity;
+}
+
 Diagnosis internal::diagnose(const DiagnoseContext& c, const DiagnoseOptions& options) {
   std::future<Breakdowns> breakdowns = std::async(std::launch::async, internal::compute_breakdowns, std::cref(c));
   Diagnosis d;
@@ -124,10 +130,13 @@ Diagnosis internal::diagnose(const DiagnoseContext& c, const DiagnoseOptions& op
     if (!options.only.empty() && std::find(options.only.begin(), options.only.end(), r.id) == options.only.end()) continue;
     r.fn(c, &d.findings);
   }
-  std::stable_sort(d.findings.begin(), d.findings.end(), [](const Finding& a, const Finding& b) {
-    if (a.severity != b.severity) return a.severity > b.severity;
-    return a.impact_ns > b.impact_ns;
-  });
+  // The saving per step: averaged over the recorded steps where the rule did
+  // not measure it per step (a one-time cost shows as its share of a step).
+  const auto steps = static_cast<std::int64_t>(c.steps.steps.size());
+  for (Finding& f : d.findings) {
+    if (f.impact_per_step_ns == 0 && f.impact_ns > 0) f.impact_per_step_ns = steps > 0 ? f.impact_ns / steps : f.impact_ns;
+  }
+  std::stable_sort(d.findings.begin(), d.findings.end(), by_impact);
   internal::judge(c, &d);
   if (c.has_device()) d.idle = c.idle().account(c);
   d.breakdowns = breakdowns.get();

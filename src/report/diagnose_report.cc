@@ -407,7 +407,15 @@ std::string format_short(const Diagnosis& d, const EventClock& clock, const inte
     }
     if (!evidence.empty()) append_wrapped(&out, "     evidence: ", evidence, "       ", 1);
     if (c.look_at) append_wrapped(&out, "     look at: ", clock.event_text(*c.look_at, &names), "       ", 1);
-    if (!anchor.advice.empty()) append_wrapped(&out, "     fix: ", first_sentence(anchor.advice), "       ");
+    if (!anchor.advice.empty()) {
+      // What the fix could save: per step where there are steps.
+      std::string label = "     fix: ";
+      if (c.impact_ns > 0) {
+        label = d.steps.empty() ? "     fix (up to " + format_ns(c.impact_ns) + "): "
+                                : "     fix (up to " + format_ns(c.impact_per_step_ns) + " a step): ";
+      }
+      append_wrapped(&out, label, first_sentence(anchor.advice), "       ");
+    }
     if (!lone) append_wrapped(&out, "     findings: ", finding_ids(d, c.findings), "       ", 1);
   }
   if (shown < d.causes.size()) {
@@ -480,6 +488,9 @@ std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d, const 
   if (d.findings.empty()) out += "  none\n";
   for (const Finding& f : d.findings) {
     out += "\n  [" + std::string(severity_name(f.severity)) + "] " + f.id + ": " + f.title + "\n";
+    if (f.impact_ns > 0) {
+      out += "    impact: " + format_ns(f.impact_ns) + (d.steps.empty() ? "" : ", " + format_ns(f.impact_per_step_ns) + " a step") + "\n";
+    }
     for (const Evidence::Field& e : f.evidence.fields()) {
       out += "    " + e.key + ": " + evidence_value_text(e, clock, nullptr) + "\n";
     }
@@ -622,6 +633,8 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
       w.value_string(f.title);
       w.key("impact_ns");
       w.value_int(f.impact_ns);
+      w.key("impact_per_step_ns");
+      w.value_int(f.impact_per_step_ns);
       w.key("idle_ns");
       w.value_int(f.idle_ns);
       w.key("evidence");
@@ -643,6 +656,8 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
       w.value_string(severity_name(c.severity));
       w.key("impact_ns");
       w.value_int(c.impact_ns);
+      w.key("impact_per_step_ns");
+      w.value_int(c.impact_per_step_ns);
       // Rule ids repeat (kernel_gap fires once per gap pattern): the
       // indices into "findings" say which.
       w.key("findings");

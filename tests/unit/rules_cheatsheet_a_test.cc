@@ -210,7 +210,7 @@ TEST(Hotspot, OneKernelDominatesSelfCuda) {
   EXPECT_EQ(field(f[0], "count").i, 5);
   EXPECT_EQ(field(f[0], "launched_by").s, "aten::mm");
   EXPECT_EQ(field(f[0], "longest").events.size(), 3u);
-  EXPECT_EQ(f[0].impact_ns, 150000);
+  EXPECT_EQ(f[0].impact_ns, 0);  // where the time goes, not a saving
 }
 
 TEST(Hotspot, SilentWhenTimeIsSpread) {
@@ -268,7 +268,7 @@ TEST(CostInChildren, NamesTheChildrenAndTheDrillPath) {
   ASSERT_FALSE(kids.empty());
   EXPECT_EQ(kids[0].rfind("aten::mm ", 0), 0u) << kids[0];
   EXPECT_EQ(field(f[0], "drill_path").texts, (std::vector<std::string>{"aten::matmul", "aten::mm"}));
-  EXPECT_EQ(f[0].impact_ns, 5 * 38000);
+  EXPECT_EQ(f[0].impact_ns, 0);  // a drill path, not a saving
 }
 
 TEST(CostInChildren, SilentWhenRowsHoldTheirOwnTime) {

@@ -264,16 +264,24 @@ std::string flow(char ph, int id, double ts, int pid, int tid) {
 }
 
 TEST(RulesPeers, UnmatchedFlows) {
+  // The kernel at 45 lost its link to its launch, between two linked launches.
   auto f = run(doc({launch(10, 5, 1), kernel("k", 7, 20, 10, 1), flow('s', 1, 10, 1, 1), flow('f', 1, 20, 0, 7),
-                    launch(40, 5, 2), flow('s', 2, 40, 1, 1)}),
+                    launch(40, 5, 2), kernel("k", 7, 45, 10, 2), flow('f', 2, 45, 0, 7), launch(60, 5, 3), kernel("k", 7, 70, 10, 3),
+                    flow('s', 3, 60, 1, 1), flow('f', 3, 70, 0, 7)}),
                "unmatched_flows");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
   EXPECT_EQ(field(f[0], "unmatched").i, 1);
-  EXPECT_EQ(field(f[0], "flow_events").i, 3);
-  EXPECT_EQ(field(f[0], "first").events.at(0).ts_ns, 40000);
+  EXPECT_EQ(field(f[0], "flow_events").i, 5);
+  EXPECT_EQ(field(f[0], "first").events.at(0).ts_ns, 45000);
   EXPECT_EQ(field(f[0], "categories").texts, (std::vector<std::string>{"ac2g"}));
   EXPECT_TRUE(run(doc({launch(10, 5, 1), kernel("k", 7, 20, 10, 1), flow('s', 1, 10, 1, 1), flow('f', 1, 20, 0, 7)}),
+                  "unmatched_flows")
+                  .empty());
+  // The last launch's kernel ran after the recording stopped: cut at the
+  // window's edge, normal.
+  EXPECT_TRUE(run(doc({launch(10, 5, 1), kernel("k", 7, 20, 10, 1), flow('s', 1, 10, 1, 1), flow('f', 1, 20, 0, 7),
+                       launch(40, 5, 2), flow('s', 2, 40, 1, 1)}),
                   "unmatched_flows")
                   .empty());
 }

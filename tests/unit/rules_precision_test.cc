@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,61 @@ TEST(RulesPrecision, UnmatchedFlowsQuietOnCompleteKinetoFiles) {
     EXPECT_TRUE(run(t, "unmatched_flows").empty()) << rel;
     EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kUnmatchedFlow), 0u) << rel;
   }
+}
+
+TEST(RulesPrecision, UnmatchedFlowsQuietWhereNothingIsMissing) {
+  // HTA's cuda_event_sync: lone ac2g flows on cudaEventRecord and
+  // cudaEventElapsedTime, which launch nothing (was: "2 flow events have no
+  // partner"); Kineto's docs example: flows on cuda_sync spans ("Stream Wait
+  // Event", "Event Sync"; was a warning at 50%).
+  for (const char* rel : {"public/hta/critical_path/cuda_event_sync/event_sync_trace.json.gz",
+                          "public/hta/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz",
+                          "public/kineto/docs/traces/after_fix_trace.json"}) {
+    EXPECT_TRUE(run(rel, "unmatched_flows").empty()) << rel;
+  }
+}
+
+// The blog's 64x64 eager run on H100 with the flow starts of launches in
+// the middle of the window renamed: their kernels lose their links inside
+// the window. Those launched at the ends lose theirs at the window's edge.
+std::string cut_flows(const std::vector<int>& ids) {
+  std::ifstream in(data("gpu/h100-torch-2.11/64_bf16_warm_eager.json"));
+  std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (int id : ids) {
+    const std::string from = "\"ph\": \"s\", \"id\": " + std::to_string(id) + ",";
+    const std::size_t at = doc.find(from);
+    EXPECT_NE(at, std::string::npos) << id;
+    if (at != std::string::npos) doc.replace(at, from.size(), "\"ph\": \"s\", \"id\": 9" + std::to_string(id) + "000,");
+  }
+  return doc;
+}
+
+TEST(RulesPrecision, UnmatchedFlowsCountsOnlyLinksBrokenInsideTheWindow) {
+  Result<Trace> whole = read_trace_bytes(cut_flows({}));
+  ASSERT_TRUE(whole);
+  EXPECT_TRUE(run(*whole, "unmatched_flows").empty());
+  // The first launches' links cut, as a window starting late would: normal.
+  Result<Trace> edge = read_trace_bytes(cut_flows({41, 51, 68}));
+  ASSERT_TRUE(edge);
+  EXPECT_TRUE(run(*edge, "unmatched_flows").empty());
+  // Links of launches in the middle: broken inside the window.
+  const std::string cut = cut_flows({});
+  std::vector<int> middle;
+  for (std::size_t at = cut.find("\"ph\": \"s\", \"id\": "); at != std::string::npos;
+       at = cut.find("\"ph\": \"s\", \"id\": ", at + 1)) {
+    middle.push_back(std::stoi(cut.substr(at + 17)));
+  }
+  ASSERT_GT(middle.size(), 20u);
+  middle = std::vector<int>(middle.begin() + 10, middle.begin() + 20);
+  Result<Trace> inside = read_trace_bytes(cut_flows(middle));
+  ASSERT_TRUE(inside);
+  const std::vector<Finding> f = run(*inside, "unmatched_flows");
+  ASSERT_EQ(f.size(), 1u);
+  // 10 links cut; the reader leaves out lone ends it expects (validate.cc).
+  EXPECT_GE(find(f[0], "unmatched")->i, 8);
+  EXPECT_LE(find(f[0], "unmatched")->i, 10);
+  EXPECT_EQ(find(f[0], "at_window_edges")->i, 0);
+  EXPECT_TRUE(f[0].advice.starts_with("Re-export the trace")) << f[0].advice;
 }
 
 // ---- kernel_variance ------------------------------------------------------
@@ -135,14 +192,14 @@ TEST(RulesPrecision, KernelVarianceComparesTheSameCallAcrossSteps) {
 TEST(RulesPrecision, KernelVarianceGroupsByLaunchShape) {
   // One name at two grids per step (one per layer width): two groups; the
   // slow grid-64 instance of step 4 is compared with grid 64 only.
-  std::vector<std::vector<Launch>> steps(4, {{64, 100}, {256, 300}});
-  steps[3][0].dur = 250;
+  std::vector<std::vector<Launch>> steps(5, {{64, 100}, {256, 300}});
+  steps[3][0].dur = 700;
   Result<Trace> t = read_trace_bytes(kernel_steps(steps));
   ASSERT_TRUE(t);
   const std::vector<Finding> f = run(*t, "kernel_variance");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(find(f[0], "grid")->s, "[64, 1, 1]");
-  EXPECT_EQ(find(f[0], "count")->i, 4);
+  EXPECT_EQ(find(f[0], "count")->i, 5);
   EXPECT_EQ(find(f[0], "median_ns")->i, 100000);
 }
 
@@ -328,10 +385,13 @@ TEST(RulesPrecision, SeverityWeighsTheWindow) {
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0].severity, FindingSeverity::kInfo) << m[0].title;
   EXPECT_TRUE(contains(m[0].title, "hidden behind a GPU busy")) << m[0].title;
-  // The blog's 64² compile: the wrapper is ~40% of each step: a warning.
+  // The blog's 64² compile: the wrapper (~49 us a step, ~27% of it) is less
+  // than the compiled code it wraps (~84 us): info, with its saving.
   const std::vector<Finding> w = run("gpu/h100-torch-2.11/64_bf16_cold_compile.json", "compile_overhead");
   ASSERT_EQ(w.size(), 1u);
-  EXPECT_EQ(w[0].severity, FindingSeverity::kWarning);
+  EXPECT_EQ(w[0].severity, FindingSeverity::kInfo);
+  EXPECT_GT(w[0].impact_ns, 0);
+  EXPECT_TRUE(w[0].advice.starts_with("Compile a larger region")) << w[0].advice;
 }
 
 // ---- hidden_memcpy, cold_start on the blog's runs ---------------------------

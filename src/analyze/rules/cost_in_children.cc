@@ -177,7 +177,8 @@ void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) 
   for (const std::string& p : path) drill += (drill.empty() ? "" : " → ") + p;
   f.advice = "The time is spent in what this row calls, not in the row itself: drill down (" + drill +
              ") and optimise where the time becomes self time.";
-  f.impact_ns = in_children;
+  // A drill path, not a saving: no impact.
+  f.impact_ns = 0;
   out->push_back(std::move(f));
 }
 

@@ -125,7 +125,9 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
         "Start here: this device activity is where the GPU time goes. Check its shapes and dtype (tensor-core friendly "
         "sizes, bf16), whether it can be fused with its neighbours, or whether a faster implementation exists.";
   }
-  f.impact_ns = best_self;
+  // Where the time goes, not what a change would save: no impact (the
+  // verdict and the efficiency findings say whether it can be faster).
+  f.impact_ns = 0;
   out->push_back(std::move(f));
 }
 

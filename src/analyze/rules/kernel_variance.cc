@@ -10,7 +10,8 @@
 // and a group needs 3 steps: within one pass the same kernel at one grid
 // serves different layers (alexnet's two FC layers, K 9216 and 4096; BERT's
 // GEMMs; batch norm per channel count), whose times differ by design. So
-// traces without steps, or with fewer than 3, get no finding. Only compute
+// traces without steps, or with fewer than 5, get no finding; 3 or 4
+// samples with one outlier are an anecdote, not a spread. Only compute
 // kernels: copies (their time follows their bytes) and collectives (their
 // time follows the slowest peer) are left out.
 #include <algorithm>
@@ -31,16 +32,23 @@ namespace {
 // the name's total, so a 1 µs memset taking 1.3 µs once is not reported.
 constexpr std::int64_t kMinExcessNs = 5'000;
 constexpr double kMinExcessShare = 0.05;
+// Ours: and the slow outliers' excess (the time steady runs would save; fast
+// outliers save nothing) must be material: at least 20 µs and 1% of the
+// steps' time. A few µs of one elementwise kernel is not worth a line.
+constexpr std::int64_t kMinSavingNs = 20'000;
+constexpr double kMinSavingShare = 0.01;
 // Warning when the mean misleads: it is at least 10% away from the median
-// (the post: mean ~1084 µs against ~580 µs per step).
+// (the post: mean ~1084 µs against ~580 µs per step), and the slow runs cost
+// at least 5% of the steps' time (the post: 1.9 ms of 20 ms).
 constexpr double kMeanSkew = 0.10;
+constexpr double kWarningSavingShare = 0.05;
 // One finding per kernel name, at most this many (largest excess first).
 constexpr std::size_t kMaxFindings = 5;
 // Outlier instances and steps listed in the evidence (the counts stay exact).
 constexpr std::size_t kMaxListed = 10;
 constexpr std::size_t kMaxSteps = 100;
 // Identical steps to compare: the blog's pattern is one step out of several.
-constexpr std::size_t kMinSteps = 3;
+constexpr std::size_t kMinSteps = 5;
 
 }  // namespace
 
@@ -80,6 +88,8 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
       calls.push_back(call.second + 1);
     }
   }
+  std::int64_t steps_ns = 0;
+  for (const StepStat& s : c.steps.steps) sat_acc(steps_ns, s.dur_ns);
   std::vector<Finding> found;
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
     const KernelStat& k = groups[gi];
@@ -90,9 +100,10 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
     std::int64_t excess = 0;
     std::vector<std::int64_t> steps;
     std::vector<EventRef> refs;
-    std::int64_t slow = 0, fast = 0;
+    std::int64_t slow = 0, fast = 0, slow_excess = 0;
     for (const KernelOutlier& o : k.outliers) {
       ++(o.dur_ns > median ? slow : fast);
+      if (o.dur_ns > median) sat_acc(slow_excess, o.dur_ns - median);
       sat_acc(excess, o.dur_ns > median ? o.dur_ns - median : median - o.dur_ns);
       if (o.step >= 0 && steps.size() < kMaxSteps && std::find(steps.begin(), steps.end(), o.step) == steps.end()) {
         steps.push_back(o.step);
@@ -100,12 +111,15 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
       if (refs.size() < kMaxListed) refs.push_back(c.ref(o.event));
     }
     if (excess < kMinExcessNs || static_cast<double>(excess) < kMinExcessShare * static_cast<double>(k.total_ns)) continue;
+    if (slow_excess < kMinSavingNs || static_cast<double>(slow_excess) < kMinSavingShare * static_cast<double>(steps_ns)) {
+      continue;
+    }
     const double skew = median > 0 ? std::abs(mean - static_cast<double>(median)) / static_cast<double>(median) : 0;
     char cvbuf[32];
     std::snprintf(cvbuf, sizeof cvbuf, "%.2f", k.cv);
     Finding f;
     f.id = "kernel_variance";
-    f.severity = skew >= kMeanSkew ? FindingSeverity::kWarning : FindingSeverity::kInfo;
+    f.severity = skew >= kMeanSkew && static_cast<double>(slow_excess) >= kWarningSavingShare * static_cast<double>(steps_ns) ? FindingSeverity::kWarning : FindingSeverity::kInfo;
     f.title = title_name(k.name) + ": mean " + format_ns(static_cast<std::int64_t>(mean)) + " vs median " +
               format_ns(median) + " (cv " + cvbuf + "), " + std::to_string(slow + fast) + " outlier" +
               (slow + fast == 1 ? "" : "s") + " of " + std::to_string(k.count) +
@@ -123,16 +137,20 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
         .real("cv", k.cv)
         .num("slow_outliers", slow)
         .num("fast_outliers", fast)
-        .num("outlier_excess_ns", excess);
+        .num("outlier_excess_ns", excess)
+        .num("slow_excess_ns", slow_excess);
     f.evidence.ints("outlier_steps", steps);
     f.evidence.events("outliers", std::move(refs));
-    f.advice = std::string(
-                   "Identical steps should run a kernel in the same time; outliers come from clocks, heat, power "
-                   "management, driver housekeeping or the profiler itself. Judge by the median and the spread, not "
-                   "the mean; record more steps (and lock clocks with ") +
-               (c.is_hip() ? "rocm-smi --setperfdeterminism" : "nvidia-smi -lgc") +
-               " when benchmarking) to see whether the outlier steps repeat.";
-    f.impact_ns = excess;
+    std::string step_list;
+    for (std::size_t i = 0; i < steps.size() && i < 5; ++i) step_list += (i ? ", " : "") + std::to_string(steps[i]);
+    if (steps.size() > 5) step_list += ", ...";
+    f.advice = "Lock the GPU clocks (" + std::string(c.is_hip() ? "rocm-smi --setperfdeterminism" : "nvidia-smi -lgc") +
+               ") and record more steps to see whether the slow run" + (steps.size() == 1 ? "" : "s") +
+               (step_list.empty() ? "" : " in step" + std::string(steps.size() == 1 ? " " : "s ") + step_list) +
+               " repeat; judge this kernel by its median " + format_ns(median) +
+               ", not its mean. Identical steps should run a kernel in the same time: outliers come from clocks, "
+               "heat, power management, driver housekeeping or the profiler itself.";
+    f.impact_ns = slow_excess;
     found.push_back(std::move(f));
   }
   std::sort(found.begin(), found.end(), [](const Finding& a, const Finding& b) {

@@ -2,9 +2,13 @@
 // but no end or the reverse (DiagnosticCode::kUnmatchedFlow, from the
 // reader's validator). Viewers draw no arrow for them; a truncated file or a
 // trace window that cut a launch from its kernel leaves them behind.
-// Precondition: only flows that should have a partner. The reader leaves
-// out the lone flows Kineto writes on runtime calls that launch nothing
-// (src/trace/validate.cc): they are in every complete Kineto file.
+// Precondition: only flows that should have a partner, inside the window.
+// The reader leaves out the lone flows Kineto writes on runtime calls that
+// launch nothing (src/trace/validate.cc): they are in every complete Kineto
+// file; the rule also leaves out those on cuda_sync spans and on calls of a
+// correlation id with neither a launching call nor device activity, and
+// those outside the first-to-last span of the matched flows (cut by the
+// profiling window).
 // Trace health.
 #include <algorithm>
 #include <cstdint>
@@ -17,11 +21,12 @@ namespace tprof::internal {
 
 namespace {
 
-// Ours: a few strays at the window's edges are normal; more than this share
-// of the flow events means links (launch → kernel) are broken in bulk.
+// Ours: flows cut at the window's edges are normal and never counted; more
+// than this share of the flow events broken inside the window means links
+// (launch → kernel) are broken in bulk.
 constexpr double kWarningShare = 0.1;
-// Ours: up to this share they are the strays a profiling window always cuts
-// (a launch just before it, a kernel just after); not worth a finding.
+// Ours: up to this share of broken links inside the window is not worth a
+// finding.
 constexpr double kSilentShare = 0.02;
 
 }  // namespace
@@ -30,33 +35,76 @@ void rule_unmatched_flows(const DiagnoseContext& c, std::vector<Finding>* out) {
   const Trace& t = c.trace;
   const std::uint64_t count = t.diagnostics.count(DiagnosticCode::kUnmatchedFlow);
   if (count == 0) return;
-  std::int64_t flow_events = 0;
-  for (Phase p : t.events.phase) {
-    if (p == Phase::kFlowStart || p == Phase::kFlowEnd) ++flow_events;
+  const EventColumns& ev = t.events;
+  std::vector<std::uint32_t> lone;
+  for (const Diagnostic& d : t.diagnostics.items()) {
+    if (d.code == DiagnosticCode::kUnmatchedFlow && d.event != kNoIndex) lone.push_back(d.event);
   }
+  std::sort(lone.begin(), lone.end());
+  // The window the links cover: the first to the last flow event that has
+  // its partner. A flow outside it was cut by the profiling window (a launch
+  // whose kernel ran after the recording stopped, a kernel whose launch came
+  // before it started): normal, not a defect.
+  std::int64_t flow_events = 0, lo = INT64_MAX, hi = INT64_MIN;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (ev.phase[e] != Phase::kFlowStart && ev.phase[e] != Phase::kFlowEnd) continue;
+    ++flow_events;
+    if (std::binary_search(lone.begin(), lone.end(), e)) continue;
+    lo = std::min(lo, ev.ts_ns[e]);
+    hi = std::max(hi, ev.ts_ns[e]);
+  }
+  // Only links that should exist: a launching call (Launch, Memcpy, Memset in
+  // its name) or a device activity of the flow's correlation id. Kineto also
+  // puts ac2g flows on calls that launch nothing (cudaEventRecord,
+  // cudaEventElapsedTime) and on cuda_sync spans ("Event Sync", "Stream Wait
+  // Event"): nothing is missing there.
+  std::vector<std::int64_t> linkable;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (ev.correlation[e] < 0) continue;
+    const EventKind k = ev.kind[e];
+    const bool device = k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset;
+    const std::string_view n = t.name(e);
+    const bool launch = (k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver) &&
+                        (n.find("Launch") != std::string_view::npos || n.find("Memcpy") != std::string_view::npos ||
+                         n.find("Memset") != std::string_view::npos);
+    if (device || launch) linkable.push_back(ev.correlation[e]);
+  }
+  std::sort(linkable.begin(), linkable.end());
+  std::int64_t inside = 0, at_edges = 0, launch_nothing = 0;
   std::uint32_t first = kNoIndex;
   std::vector<std::string> categories;
-  for (const Diagnostic& d : t.diagnostics.items()) {
-    if (d.code != DiagnosticCode::kUnmatchedFlow || d.event == kNoIndex) continue;
-    if (first == kNoIndex || c.ts(d.event) < c.ts(first)) first = d.event;
-    const std::string cat(t.cat(d.event));
+  for (std::uint32_t e : lone) {
+    if (!std::binary_search(linkable.begin(), linkable.end(), ev.flow_id[e])) {
+      ++launch_nothing;
+      continue;
+    }
+    if (ev.ts_ns[e] < lo || ev.ts_ns[e] > hi) {
+      ++at_edges;
+      continue;
+    }
+    ++inside;
+    if (first == kNoIndex || c.ts(e) < c.ts(first)) first = e;
+    const std::string cat(t.cat(e));
     if (std::find(categories.begin(), categories.end(), cat) == categories.end()) categories.push_back(cat);
   }
-  const double share = flow_events > 0 ? static_cast<double>(count) / static_cast<double>(flow_events) : 1.0;
-  if (share <= kSilentShare) return;
+  const double share = flow_events > 0 ? static_cast<double>(inside) / static_cast<double>(flow_events) : 1.0;
+  if (inside == 0 || share <= kSilentShare) return;
   Finding f;
   f.id = "unmatched_flows";
   f.severity = share > kWarningShare ? FindingSeverity::kWarning : FindingSeverity::kInfo;
-  f.title = std::to_string(count) + " flow events have no partner (" + format_pct(100.0 * share) +
-            " of flow events)";
-  f.evidence.num("unmatched", static_cast<std::int64_t>(count))
+  f.title = std::to_string(inside) + " launch/kernel links broken inside the recorded window (" +
+            format_pct(100.0 * share) + " of flow events)";
+  f.evidence.num("unmatched", inside)
+      .num("at_window_edges", at_edges)
+      .num("on_calls_launching_nothing", launch_nothing)
       .num("flow_events", flow_events)
       .real("unmatched_pct", 100.0 * share)
       .texts("categories", categories);
   if (first != kNoIndex) f.evidence.event("first", c.ref(first));
   f.advice =
-      "Arrows from these launches to their kernels (or between forward and backward) are missing in the "
-      "viewer. A few at the window's edges are normal; many point to a truncated or merged trace.";
+      "Re-export the trace from the profiler, unedited and unmerged, before trusting launch → kernel offsets: "
+      "launches and kernels inside the window have lost their links, so the viewer draws no arrow and tprof cannot "
+      "tie those kernels to the op or step that launched them.";
   f.impact_ns = 0;
   out->push_back(std::move(f));
 }
