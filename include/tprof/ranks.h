@@ -236,6 +236,8 @@ JobView compute_job_view(const JobSummary& job);
 std::string format_job_text(const JobView& v);
 std::string format_job_json(const JobView& v);
 std::string format_job_md(const JobView& v);
+// One self-contained HTML page (tprof report DIR): the text view, escaped.
+std::string format_job_html(const JobView& v);
 
 // The summary file: {"format": "tprof.rank_summary", "version": 2, "ranks": [...]}.
 std::string format_rank_summary_json(const JobSummary& job);

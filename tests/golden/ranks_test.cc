@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -360,6 +361,19 @@ TEST(RanksStragglerTest, DiagnoseDirTextNamesTheWait) {
   EXPECT_NE(r.out.find("  rank 6: last at 8 of 8"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("host +15.000 ms (longest: log_metrics)"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("communication-bound"), std::string::npos) << r.out;
+
+  // tprof report DIR: the same view, one page.
+  const fs::path page = fs::temp_directory_path() / ("tprof_ranks_report_" + std::to_string(::getpid()) + ".html");
+  const testing::CliResult html = testing::run_cli(
+      TPROF_BIN, {"-q", "report", std::string(TPROF_TEST_DATA) + "/ranks/late_host", "-o", page.string()});
+  ASSERT_EQ(html.exit_code, 0) << html.err;
+  std::ifstream in(page);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fs::remove(page);
+  EXPECT_EQ(text.rfind("<!doctype html>", 0), 0u);
+  EXPECT_NE(text.find("waiting for rank 6 at ncclDevKernel_AllReduce_Sum_f32_RING_LL rank-00.json.gz"), std::string::npos);
+  EXPECT_NE(text.find("host +15.000 ms (longest: log_metrics)"), std::string::npos);
+  EXPECT_EQ(text.find("communication-bound"), std::string::npos);
 }
 
 }  // namespace

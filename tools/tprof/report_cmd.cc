@@ -10,8 +10,33 @@
 
 #include "tools/tprof/common.h"
 #include "tprof/html_report.h"
+#include "tprof/ranks.h"
 
 namespace tprof::cli {
+
+namespace {
+
+// A directory: one trace per rank, the job view as a page (docs/scale.md).
+int report_dir(const std::string& dir, const std::string& output) {
+  std::vector<std::string> files;
+  std::string error;
+  if (!list_rank_traces(dir, &files, &error)) {
+    std::cerr << error;
+    return kExitBadInput;
+  }
+  std::vector<RankSummary> summaries;
+  if (!summarize_traces(files, &summaries)) return kExitBadInput;
+  std::vector<JobSummary> parts;
+  for (RankSummary& s : summaries) parts.push_back(JobSummary{{std::move(s)}});
+  Result<JobSummary> job = merge_summaries(parts);
+  if (!job) {
+    std::cerr << "tprof: " << dir << ": " << job.error().message() << "\n";
+    return kExitBadInput;
+  }
+  return emit(format_job_html(compute_job_view(*job)), output, files);
+}
+
+}  // namespace
 
 void add_report_html_command(CLI::App& app, int* rc) {
   struct Args {
@@ -23,12 +48,19 @@ void add_report_html_command(CLI::App& app, int* rc) {
       "report",
       "Self-contained HTML report (verdict, causes, steps, timeline, CPU flame graph, kernel durations, op table); "
       "opens offline. Given A B: B's report with B compared against A");
-  cmd->add_option("TRACE", a->traces, "Trace file (.json or .json.gz; - reads stdin); or two: A (baseline) and B")
+  cmd->add_option("TRACE", a->traces,
+                  "Trace file (.json or .json.gz; - reads stdin); or two: A (baseline) and B; or a directory of one "
+                  "trace per rank (the job view of tprof diagnose DIR)")
       ->required()
       ->expected(1, 2);
   cmd->add_option("-o,--output", a->output, "The HTML file to write")->required();
   cmd->callback([a, rc] {
     auto file_name = [](const std::string& path) { return std::filesystem::path(path).filename().string(); };
+    std::error_code ec;
+    if (a->traces.size() == 1 && std::filesystem::is_directory(a->traces[0], ec)) {
+      *rc = report_dir(a->traces[0], a->output);
+      return;
+    }
     if (a->traces.size() == 1) {
       std::optional<Trace> trace = load_trace(a->traces[0]);
       if (!trace) {
