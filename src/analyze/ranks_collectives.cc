@@ -297,20 +297,21 @@ std::string straggler_advice(const Straggler& s, const std::string& waits_at) {
   const ArrivalCause* top = s.before.empty() ? nullptr : &s.before[0];
   const std::string named = top != nullptr && !top->top.empty() ? " (" + title_name(top->top) + ")" : "";
   if (top == nullptr) {
-    a = "Before its late collectives " + k + " does no more than the others: its previous collective may end later "
-        "on it (read that one), or its trace misses what it did.";
+    a = "Read the collective before the late ones on " + k + ": before these it does no more than the others, so "
+        "its previous collective may end later on it, or its trace misses what it did.";
   } else if (top->what == "computation") {
-    a = k + " computes longer before the collective" + named + ": look for work spread unevenly over the ranks "
-        "(shard sizes, sequence lengths, expert routing) or a slower GPU on that rank (clocks, temperature, another "
-        "model).";
+    a = "Even out the work of " + k + " before the collective" + named + ": shard sizes, sequence lengths or "
+        "expert routing that give it more than the others, or a slower GPU on that rank (clocks, temperature, "
+        "another model).";
   } else if (top->what == "input") {
-    a = k + " waits for its input" + named + ": more DataLoader workers, pinned memory and prefetching, and check "
-        "the storage or network it reads from.";
+    a = "Feed the input of " + k + " faster" + named + ": more DataLoader workers, pinned memory and prefetching; "
+        "check the storage or network it reads from.";
   } else if (top->what == "host") {
-    a = "The host of " + k + " launches the collective late" + named + ": look at what its CPU does there (a "
-        "synchronization, logging, checkpointing, Python work, another process on its cores).";
+    a = "Take the host work off the path of " + k + " to the collective" + named + ": a synchronization, logging, "
+        "checkpointing, Python work, or another process on its cores delays its launch.";
   } else {
-    a = k + " is itself waiting in other collectives first" + named + ": read the straggler of those.";
+    a = "Find the straggler of the collectives " + k + " waits in first" + named + ": it is late here because it "
+        "is late there.";
   }
   return a + " The other ranks' time in " + waits_at + " is waiting for " + k +
          ": overlapping their communication with compute will not help.";

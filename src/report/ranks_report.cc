@@ -70,6 +70,11 @@ std::string straggler_line(const Straggler& s) {
          " after it arrives (medians)";
 }
 
+// "fix (up to 15.001 ms a step): ": the others' wait is what it could save.
+std::string fix_label(const Straggler& s) {
+  return "fix (up to " + internal::format_ns(s.wait_per_step_ns) + (s.steps > 0 ? " a step" : " in the window") + "): ";
+}
+
 std::string before_line(const Straggler& s) {
   std::string out = "before arriving, beyond the other ranks' median" + per_step_text(s) + ":";
   if (s.before.empty()) return out + " nothing";
@@ -166,7 +171,7 @@ std::string format_job_text(const JobView& v) {
   if (!v.stragglers.empty()) {
     out += "Stragglers (the rank that arrives last at the collectives, clocks aligned on their common ends):\n";
     for (const Straggler& s : v.stragglers) {
-      out += "  " + straggler_line(s) + "\n    " + before_line(s) + "\n    fix: " + s.advice + "\n";
+      out += "  " + straggler_line(s) + "\n    " + before_line(s) + "\n    " + fix_label(s) + s.advice + "\n";
     }
   } else if (v.latest) {
     out += latest_line(*v.latest, "  ") + "\n";
@@ -223,7 +228,7 @@ std::string format_job_md(const JobView& v) {
   out += "\n## Stragglers\n\nThe rank that arrives last at the collectives, clocks aligned on their common ends.\n\n";
   if (!v.stragglers.empty()) {
     for (const Straggler& s : v.stragglers) {
-      out += "- " + straggler_line(s) + "\n  - " + before_line(s) + "\n  - fix: " + s.advice + "\n";
+      out += "- " + straggler_line(s) + "\n  - " + before_line(s) + "\n  - " + fix_label(s) + s.advice + "\n";
     }
   } else if (v.latest) {
     out += latest_line(*v.latest, "- ") + "\n";
