@@ -372,7 +372,11 @@ TEST(HeavyKernelLaunch, OccupancyQueryBeforeTheGemmLaunch) {
   EXPECT_EQ(names[0].rfind("ampere_bf16_s16816gemm_bf16_128x256 x5", 0), 0u) << names[0];
   EXPECT_EQ(field(f[0], "first_kernel").events.at(0).name, "ampere_bf16_s16816gemm_bf16_128x256");
   EXPECT_EQ(field(f[0], "first_launch").events.at(0).name, "cudaLaunchKernel");
-  EXPECT_EQ(f[0].impact_ns, 100000);
+  // Where the GPU time goes, not a saving; the fix names the kernel to tune.
+  EXPECT_EQ(f[0].impact_ns, 0);
+  EXPECT_TRUE(f[0].advice.starts_with("To shorten these kernels, work on their inputs, starting with "
+                                      "ampere_bf16_s16816gemm_bf16_128x256 (x5, 100.0 us)"))
+      << f[0].advice;
 }
 
 TEST(HeavyKernelLaunch, SilentWithoutOccupancyQueries) {

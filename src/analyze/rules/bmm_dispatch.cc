@@ -10,6 +10,7 @@
 // mm. A bmm that is only slower on the CPU with the same calls differs in
 // shape or in its callers, which this rule cannot tell apart.
 #include <algorithm>
+#include <cstdio>
 
 #include "src/analyze/rules/rules.h"
 
@@ -100,11 +101,15 @@ void rule_bmm_dispatch(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (mm.count > 0) f.evidence.num("mm_mean_cpu_ns", static_cast<std::int64_t>(cpu_mm));
   f.evidence.event("slowest_bmm", c.ref(bmm.slowest));
   if (mm.first != kNoIndex) f.evidence.event("first_mm", c.ref(mm.first));
-  f.advice =
-      "aten::matmul sends 3-D and larger inputs to aten::bmm, which does more runtime calls and more cuBLAS heuristic "
-      "work per op than aten::mm. When only the input has batch dimensions (a 2-D weight), flatten it to 2-D "
-      "(x.reshape(-1, k) @ w) so one mm runs; otherwise batch many small matmuls into fewer, larger bmm calls, or "
-      "capture the step with CUDA graphs.";
+  {
+    char per[32];
+    std::snprintf(per, sizeof per, "%.1f", rt_bmm);
+    f.advice = "Where the weight is 2-D, flatten the batched input (x.reshape(-1, k) @ w) so aten::matmul runs one "
+               "aten::mm instead of aten::bmm; otherwise batch the small matmuls into fewer, larger bmm calls or "
+               "capture the step as a CUDA graph. The " + std::to_string(bmm.count) + " bmm calls make " + per +
+               " runtime calls each (" + format_ns(static_cast<std::int64_t>(cpu_bmm)) +
+               " of CPU per call): aten::bmm does more runtime calls and cuBLAS heuristic work per op than aten::mm.";
+  }
   f.impact_ns = mm.count > 0 ? std::max<std::int64_t>(
                                    0, static_cast<std::int64_t>((cpu_bmm - cpu_mm) * static_cast<double>(bmm.count)))
                              : bmm.cpu_ns;

@@ -70,10 +70,11 @@ void rule_clock_skew(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (device_first) {
     f.evidence.num("device_lead_ns", lane_lead).event("first_device_activity", c.ref(first_dev.event));
   }
-  f.advice =
-      "Host and device timestamps are not on one clock, so launch → kernel offsets and idle gaps are off by "
-      "the skew. Re-capture on one machine with a current PyTorch/Kineto; when merging traces from several "
-      "hosts, align their clocks first.";
+  const std::int64_t skew = std::max(-worst_offset, device_first ? lane_lead : 0);
+  f.advice = "Read launch → kernel offsets and GPU idle gaps in this trace with " + format_ns(skew) +
+             " of slack, and re-capture on one machine with a current PyTorch/Kineto (or align the hosts' clocks "
+             "before merging traces) for exact ones. A kernel cannot start before its launch call, so the host and "
+             "device timestamps are not on one clock.";
   f.impact_ns = 0;
   out->push_back(std::move(f));
 }

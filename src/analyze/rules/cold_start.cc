@@ -7,6 +7,7 @@
 // µs gap ... versus ~4–6 µs in later steps".
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -73,16 +74,28 @@ void rule_cold_start(const DiagnoseContext& c, std::vector<Finding>* out) {
     return;
   }
 
-  // Runtime calls by name: in the first step, and in any later one.
+  // Runtime calls by name: in the first step, and in any later one; the
+  // first step's time in each name (what the one-time calls cost it).
   std::set<StrId> in_first, in_later;
+  std::map<StrId, std::int64_t> first_ns;
   for (std::uint32_t e : c.runtime) {
     const int si = c.step_index_at(c.ts(e));
     if (si < 0) continue;
     (si == 0 ? in_first : in_later).insert(c.trace.events.name[e]);
+    if (si == 0) sat_acc(first_ns[c.trace.events.name[e]], c.dur(e));
   }
   std::vector<std::string> one_time;
+  std::int64_t one_time_ns = 0;
+  StrId costliest = 0;
+  std::int64_t costliest_ns = -1;
   for (StrId n : in_first) {
-    if (!in_later.contains(n)) one_time.emplace_back(c.trace.str(n));
+    if (in_later.contains(n)) continue;
+    one_time.emplace_back(c.trace.str(n));
+    sat_acc(one_time_ns, first_ns[n]);
+    if (first_ns[n] > costliest_ns) {
+      costliest_ns = first_ns[n];
+      costliest = n;
+    }
   }
   std::sort(one_time.begin(), one_time.end());
 
@@ -122,17 +135,19 @@ void rule_cold_start(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.evidence.event("first_op_event", c.ref(g->op)).event("first_child_event", c.ref(g->child));
   }
   f.evidence.ints("steps", {first.step});
+  const std::string schedule = "torch.profiler.schedule(wait=1, warmup=1, active=" + std::to_string(steps.size()) + ")";
   if (one_time.empty()) {
-    f.advice =
-        "The first recorded step runs the same runtime calls as the others, only slower: no allocation, module "
-        "loading or compilation shows in it, so the program's one-time work happened before the recording (warm-up "
-        "iterations or the schedule's warmup step). What is left is the profiler's first active step and cold "
-        "caches; read the median of the later steps, not the first.";
+    f.advice = "Judge this run by the median step (" + format_ns(median) + "), not step " + std::to_string(first.step) +
+               " (" + format_ns(excess) + " longer); to keep it out of the recording, add a warm-up step (" + schedule +
+               "). The first step makes the same runtime calls as the others, only slower, so the one-time work "
+               "happened before the recording and what is left is the profiler's first active step and cold caches.";
   } else {
-    f.advice =
-        "One-time costs land in the first step (workspace allocation, cuBLAS heuristics, lazy module loading): the "
-        "calls listed run in it and in no later step. Run warm-up iterations before measuring and keep the "
-        "schedule's warmup phase; read the median of the later steps, not the first.";
+    f.evidence.num("one_time_calls_ns", one_time_ns);
+    f.advice = "Run at least one warm-up iteration before the profiled steps (" + schedule + "): step " +
+               std::to_string(first.step) + " loses " + format_ns(excess) + " to one-time setup, " +
+               format_ns(one_time_ns) + " of it in calls no later step makes (" + std::string(c.trace.str(costliest)) +
+               " " + format_ns(costliest_ns) + (one_time.size() > 1 ? ", and " + std::to_string(one_time.size() - 1) + " more" : "") +
+               "). Workspace allocation, cuBLAS/cuDNN heuristics and lazy module loading run once, on the first call.";
   }
   f.impact_ns = excess;
   out->push_back(std::move(f));

@@ -86,10 +86,16 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (worst->launch != kNoIndex) f.evidence.event("worst_comm_launch", c.ref(worst->launch));
   }
   if (!steps_over.empty()) f.evidence.ints("steps", steps_over);
-  f.advice =
-      "Communication runs while the GPU has nothing else to do. Overlap it with compute (DDP bucketing, "
-      "FSDP prefetch, async collectives on a side stream), communicate less often (gradient accumulation, "
-      "larger batches) or less data (gradient compression, lower precision).";
+  const std::string worst_name = worst != nullptr ? std::string(c.name(worst->event)) : std::string("the collectives");
+  const std::size_t nsteps = c.steps.steps.size();
+  f.advice = "First run tprof diagnose on all ranks' traces together: if this rank waits for a straggler at " +
+             worst_name + ", speed up the straggler instead. Otherwise overlap the collectives with compute: let DDP "
+             "start them during backward (a smaller bucket_cap_mb sends the first buckets earlier; FSDP: "
+             "forward/backward_prefetch), or communicate less (no_sync() for gradient accumulation, bf16 gradient "
+             "compression); " + format_ns(exposed_ns) + " of communication (" +
+             (nsteps > 0 ? format_ns(exposed_ns / static_cast<std::int64_t>(nsteps)) + " per step" : std::string("in the window")) +
+             ") runs with no compute beside it. In a synchronous job a rank that arrives early sits in the collective "
+             "until the last one arrives, which looks like exposed communication too.";
   f.impact_ns = exposed_ns;
   out->push_back(std::move(f));
 }

@@ -175,8 +175,9 @@ void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) 
   if (!steps.empty()) add_steps(f.evidence, std::move(steps));
   std::string drill;
   for (const std::string& p : path) drill += (drill.empty() ? "" : " → ") + p;
-  f.advice = "The time is spent in what this row calls, not in the row itself: drill down (" + drill +
-             ") and optimise where the time becomes self time.";
+  f.advice = "Optimise " + path.back() + (path.size() > 1 ? " (" + drill + ")" : std::string()) + ", not " + best->key +
+             ": " + std::string(c.trace.str(top[0].first)) + " alone takes " + format_ns(top[0].second.ns) + " of its " +
+             format_ns(total) + ". A row's CPU total counts its children, and here the children hold the time.";
   // A drill path, not a saving: no impact.
   f.impact_ns = 0;
   out->push_back(std::move(f));

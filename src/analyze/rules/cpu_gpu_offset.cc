@@ -7,6 +7,9 @@
 // (~2.5 ms in the post with wait=0, warmup=0)", and its "Self CPU ≈ Self
 // CUDA (...): compute-bound".
 #include <algorithm>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "src/analyze/rules/rules.h"
@@ -114,17 +117,35 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (first_event != kNoIndex) f.evidence.event("first_kernel", c.ref(first_event));
   f.evidence.event("max_offset_kernel", c.ref(mx.event));
   if (start_offset) {
-    f.advice =
-        "Only the start is late: the profiler allocating its activity buffer (an Activity Buffer Request on the GPU "
-        "lane) or a cold start (context, cuBLAS workspace, lazy module loading) delays the first kernels. It is not "
-        "your code: give the schedule warmup steps (wait=1, warmup=1) or warm-up calls before profiling, and judge "
-        "from the later steps.";
+    f.advice = "Start the profiler after a warm-up step (torch.profiler.schedule(wait=1, warmup=1, active=" +
+               std::to_string(std::max<std::size_t>(1, c.steps.steps.size())) + ")) or run "
+               "a few iterations before profiling, and judge launch latency from the later steps (" +
+               format_ns(later) + "), not the first (" + format_ns(first) +
+               "). The profiler's activity-buffer request and one-time setup (context, cuBLAS workspace, lazy "
+               "module loading) delay only the first kernels.";
   } else {
-    f.advice =
-        "The CPU launches work faster than the GPU finishes it, so each launch waits in the stream's queue: the GPU "
-        "is the bottleneck (compute-bound), usually what you want. Speed up the kernels themselves (precision, "
-        "shapes, fusion); CPU-side optimisations will not shorten the step. A growing offset across steps means the "
-        "queue keeps filling until a synchronize.";
+    // What the queue waits behind: the device activity with the most GPU
+    // time (communication named as such, never given compute advice).
+    std::unordered_map<std::string_view, std::int64_t> by_name;
+    std::string_view top;
+    std::int64_t top_ns = -1;
+    bool top_comm = false;
+    for (const DeviceOp& op : c.device) {
+      std::int64_t& ns = by_name[c.name(op.event)];
+      sat_acc(ns, op.end - op.start);
+      if (ns > top_ns || (ns == top_ns && c.name(op.event) < top)) {
+        top_ns = ns;
+        top = c.name(op.event);
+        top_comm = op.cls == DeviceClass::kComm;
+      }
+    }
+    f.evidence.text("top_device_activity", std::string(top)).num("top_device_activity_ns", top_ns);
+    f.advice = std::string("Leave the host side alone and shorten the GPU work: the most GPU time goes to ") +
+               std::string(top) + " (" + format_ns(top_ns) + ")" +
+               (top_comm ? ", a collective: see the communication findings and the rank analysis"
+                         : ", whose efficiency the kernel-class findings report") +
+               ". Launches wait a median " + format_ns(overall) +
+               " in the stream's queue because the CPU runs ahead of a busy GPU, which costs no step time.";
   }
   out->push_back(std::move(f));
 }

@@ -85,10 +85,14 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
       .num("worst_step_dataloader_ns", worst_ns)
       .event("longest_dataloader", c.ref(longest));
   if (!steps_over.empty()) f.evidence.ints("steps", steps_over);
-  f.advice =
-      "The training loop waits for its input. Set num_workers on the DataLoader (multi-process loading), "
-      "pin_memory=True, persistent_workers=True and a prefetch_factor; move decoding and augmentation off "
-      "the main process or onto the GPU.";
+  const std::size_t nsteps = c.steps.steps.size();
+  f.advice = "Load the input in worker processes: DataLoader(num_workers=4 or more, up to the CPU cores per GPU, "
+             "pin_memory=True, persistent_workers=True, prefetch_factor=2), and move decoding and augmentation out "
+             "of the main process; the loop waits " + format_ns(in_loader) + " in " + std::string(c.name(longest)) +
+             (nsteps > 0 ? " (" + format_ns(in_loader / static_cast<std::int64_t>(nsteps)) + " a step, up to " +
+                               format_ns(worst_ns) + " in step " + std::to_string(worst_step) + ")"
+                         : std::string()) +
+             ". While the main process loads the next batch no kernel and no launch runs, so the GPU idles.";
   f.impact_ns = in_loader;
   out->push_back(std::move(f));
 }

@@ -34,8 +34,19 @@ struct Sample {
   std::int64_t gap_ns = 0;
 };
 
+// Scopes torch opens around its own work are not the user's Python: a
+// collective's (nccl:all_reduce, gloo:..., record_param_comms) spends the
+// time before its launch in the process group, and a DataLoader's waits for
+// input (dataloader_bound's subject).
+bool is_library_scope(std::string_view n) {
+  for (std::string_view p : {"nccl:", "gloo:", "ucc:", "mpi:", "c10d::", "record_param_comms"}) {
+    if (n.substr(0, p.size()) == p) return true;
+  }
+  return is_dataloader_scope(n);
+}
+
 bool is_scope(const DiagnoseContext& c, std::uint32_t e) {
-  return c.kind(e) == EventKind::kUserAnnotation && !is_profiler_step(c.name(e));
+  return c.kind(e) == EventKind::kUserAnnotation && !is_profiler_step(c.name(e)) && !is_library_scope(c.name(e));
 }
 
 }  // namespace
@@ -144,11 +155,25 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       .event("first_child_event", c.ref(samples[0].child));
   if (widest != 0) f.evidence.event("widest_gap_annotation", c.ref(samples[widest].ann));
   if (!gap_steps.empty()) add_steps(f.evidence, std::move(gap_steps));
-  f.advice = best.recurring
-                 ? "Every call spends this long in Python and the dispatcher before its first op: move work out of the "
-                   "scope, avoid per-call Python logic (shape checks, .item(), list building), or compile / CUDA-graph the region."
-                 : "Only the first call pays this: one-time setup (lazy initialisation, cuBLAS heuristics, caches). Warm up "
-                   "before measuring and keep the profiler schedule's warmup phase.";
+  if (best.recurring && name.rfind("Optimizer.step#", 0) == 0) {
+    f.advice = "Use the fused optimizer (fused=True on torch.optim.Adam/AdamW/SGD) or compile the step "
+               "(torch.compile(optimizer.step)): \"" + name + "\" spends a median " + format_ns(upper_median(all)) +
+               " before " + child + " on each of " + std::to_string(samples.size()) + " calls, " + format_ns(total) +
+               " in all. That time is the optimizer's Python grouping parameters and their state before the first "
+               "kernel is launched.";
+  } else if (best.recurring) {
+    f.advice = "Move the Python work that runs in \"" + name + "\" before " + child +
+               " out of the scope (shape checks, .item(), list building, per-call module lookups), or compile the region "
+               "(torch.compile) so it dispatches as one graph: it costs a median " + format_ns(upper_median(all)) +
+               " on each of " + std::to_string(samples.size()) + " calls, " + format_ns(total) +
+               " in all. Nothing is recorded between entering the scope and its first op, so that time is Python and "
+               "dispatcher work, not GPU work.";
+  } else {
+    f.advice = "Call \"" + name + "\" once before profiling (a warm-up iteration): its first call spends " +
+               format_ns(first) + " before " + child + " against " + format_ns(med_later) +
+               " on later calls. Only the first call pays for lazy initialisation, cuBLAS/cuDNN heuristics and "
+               "cache fills.";
+  }
   f.impact_ns = best.impact;
   out->push_back(std::move(f));
 }

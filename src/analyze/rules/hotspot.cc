@@ -18,6 +18,9 @@ namespace {
 // "Dominates": at least half of the total (the H100 GEMMs hold 66% at 64×64
 // and 85% at 4096²; torch's table is sorted by this column for a reason).
 constexpr double kDominantShare = 0.5;
+// ... and at least 10 µs in all: a 20 ns kernel that is the trace's only one
+// is not a place to start.
+constexpr std::int64_t kMinSelfNs = 10'000;
 // When Self CPU is this many times Self CUDA (overhead_bound's threshold)
 // the GPU mostly waits: the kernel hotspot is real but not where time goes.
 constexpr double kOverheadRatio = 10.0;
@@ -32,6 +35,15 @@ std::vector<EventRef> longest_refs(const DiagnoseContext& c, std::vector<std::ui
   std::vector<EventRef> refs;
   for (std::size_t i = 0; i < n; ++i) refs.push_back(c.ref(events[i]));
   return refs;
+}
+
+// GEMM kernels by the names cuBLAS, cuBLASLt (nvjet), CUTLASS and rocBLAS /
+// hipBLASLt (Cijk) give them.
+bool is_gemm_name(std::string_view n) {
+  for (std::string_view k : {"gemm", "nvjet", "cutlass", "xmma", "Cijk_", "_sgemm", "_hgemm"}) {
+    if (n.find(k) != std::string_view::npos) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -59,18 +71,20 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   if (best == nullptr) return;
   const double share = static_cast<double>(best_self) / static_cast<double>(total);
-  if (share < kDominantShare) return;
+  if (share < kDominantShare || best_self < kMinSelfNs) return;
 
   // The instances: device activities (and the CPU ops that launched them,
   // joined by the launch call's External id) or host events of that name.
   std::vector<std::uint32_t> instances;
   std::vector<std::int64_t> steps;
+  bool comm = false;
   std::unordered_map<std::string_view, std::int64_t> launched_by;
   if (device) {
     std::unordered_set<std::int64_t> ext_ids;
     for (const DeviceOp& op : c.device) {
       if (c.name(op.event) != best->key) continue;
       instances.push_back(op.event);
+      comm = comm || op.cls == DeviceClass::kComm;
       if (op.step >= 0) steps.push_back(c.step_number(op.step));
       const std::uint32_t src = op.launch != kNoIndex ? op.launch : op.event;
       const std::int64_t ext = c.trace.events.external_id[src];
@@ -115,15 +129,46 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
   const std::int64_t cpu_total = c.self_cpu_total_ns();
   const bool gpu_waits = device && static_cast<double>(cpu_total) >= kOverheadRatio * static_cast<double>(total);
   if (device) f.evidence.num("self_cpu_total_ns", cpu_total);
+  const bool gemm = device && !comm && is_gemm_name(best->key);
+  if (comm) f.evidence.text("kind", "communication");
+  const std::string name = title_name(best->key);
+  const std::string avg = format_ns(best->count > 0 ? best_self / best->count : 0);
+  const std::string by = launched_by.empty() ? std::string()
+                                             : " (launched by " + std::string(std::max_element(launched_by.begin(), launched_by.end(),
+                                                                                  [](const auto& a, const auto& b) { return a.second < b.second; })
+                                                                     ->first) + ")";
   if (!device) {
-    f.advice = "Start here: this op holds most of the CPU time. Drill into its call sites and inputs.";
+    f.advice = "Start with the callers of " + name + ": " + std::to_string(best->count) + " calls at " + avg +
+               " each; call it less often or on larger inputs. It holds most of the CPU time, so any saving shows in "
+               "the step.";
+  } else if (comm) {
+    f.advice = "Before tuning " + name + ", run tprof diagnose on all ranks' traces together: a rank that waits for a "
+               "straggler spends that wait inside this collective. If no rank is late, overlap it with compute or send "
+               "less (DDP bucket_cap_mb, bf16 gradients). Communication kernels are as fast as the link and the "
+               "slowest rank allow, not a matter of shapes or dtypes.";
   } else if (gpu_waits) {
-    f.advice = "This is where the GPU time goes, but the GPU mostly waits on the CPU (Self CPU total " + format_ns(cpu_total) +
-               "): speeding it up gains little until what the GPU waits on is fixed (see the verdict).";
+    f.advice = "Fix what the GPU waits on first (the verdict's cause), then " + name +
+               ": the host spends " + format_ns(cpu_total) + " of Self CPU against " + format_ns(total) +
+               " of GPU time, so speeding it up would only leave the GPU idle longer.";
+  } else if (gemm) {
+    // The dtype where the kernel name gives it: cuBLAS's sgemm is fp32 on the
+    // SIMT units; nvjet's "_h_", hgemm, f16 and bf16 are half precision.
+    const std::string_view k = best->key;
+    const bool fp32 = k.find("sgemm") != std::string_view::npos;
+    const bool half = k.find("_h_") != std::string_view::npos || k.find("hgemm") != std::string_view::npos ||
+                      k.find("f16") != std::string_view::npos || k.find("bf16") != std::string_view::npos;
+    const std::string dtype = fp32   ? "it runs in fp32 without tensor cores (sgemm): autocast to bf16 (torch.autocast) or "
+                                       "allow TF32 (torch.backends.cuda.matmul.allow_tf32 = True)"
+                              : half ? "it already runs in half precision: keep its dimensions multiples of 8 and give it "
+                                       "larger or fewer matrices"
+                                     : "if it runs in fp32, autocast to bf16 or allow TF32, and keep its dimensions "
+                                       "multiples of 8";
+    f.advice = "Start with " + name + by + ": compare its achieved TFLOP/s with the GPU's peak (the efficiency "
+               "findings, tprof kernels); " + dtype + ". It holds " + format_pct(100.0 * share) + " of the GPU time, so any gain shows in the step.";
   } else {
-    f.advice =
-        "Start here: this device activity is where the GPU time goes. Check its shapes and dtype (tensor-core friendly "
-        "sizes, bf16), whether it can be fused with its neighbours, or whether a faster implementation exists.";
+    f.advice = "Start with " + name + by + ": " + std::to_string(best->count) + " calls at " + avg +
+               "; fuse it with the ops around it (torch.compile) or check whether its input sizes and dtype can shrink. "
+               "It holds " + format_pct(100.0 * share) + " of the GPU time, so any gain shows in the step.";
   }
   // Where the time goes, not what a change would save: no impact (the
   // verdict and the efficiency findings say whether it can be faster).

@@ -107,11 +107,25 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (c.has_device()) f.evidence.real("gpu_busy_pct", 100.0 * gpu_busy);
   if (nsteps > 0) f.evidence.real("calls_per_step", static_cast<double>(best->count) / static_cast<double>(nsteps));
   f.evidence.events("examples", std::move(examples));
-  f.advice =
-      "Cheap per call, costly in sum: batch the work into fewer, larger calls (vectorise the loop, torch._foreach_*, "
-      "bigger tensors) or fuse the ops (torch.compile); " +
-      std::string(c.api()) + " graphs remove the per-launch CPU cost." +
-      (hidden ? " Here the GPU is busy through the calls: they cost host time, not step time." : "");
+  const std::string each = nsteps > 0 ? std::to_string(best->count / static_cast<std::int64_t>(nsteps)) + " a step"
+                                      : std::to_string(best->count) + " in the window";
+  const std::string_view key = best->key;
+  const bool launch = key.find("LaunchKernel") != std::string_view::npos;
+  std::string remedy;
+  if (launch) {
+    remedy = "Replay the step as a " + std::string(c.api()) +
+             " graph (torch.compile(mode=\"reduce-overhead\")) or fuse the small ops (torch.compile) to cut the " +
+             best->key + " calls (" + each + ")";
+  } else if (best->is_device) {
+    remedy = "Fuse the ops that launch " + title_name(best->key) + " (torch.compile) or give each more work (batch "
+             "the loop into one larger tensor op) to cut its " + each + " launches";
+  } else {
+    remedy = "Batch the " + best->key + " calls (" + each + ") into fewer, larger ones: one op on a stacked tensor "
+             "instead of a Python loop, torch._foreach_* for per-parameter updates, or torch.compile to fuse them";
+  }
+  f.advice = remedy + (hidden ? "; the GPU is busy through them, so this saves host time, not step time" : "") + ". At " +
+             format_ns(best_cost / best->count) + " a call, the fixed cost of each call adds up to " +
+             format_ns(best_cost) + ".";
   f.impact_ns = best_cost;
   out->push_back(std::move(f));
 }

@@ -65,6 +65,20 @@ void rule_memory_pressure(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (p.allocated == nullptr || r.total_allocated > p.allocated->total_allocated) p.allocated = &r;
     if (p.reserved == nullptr || r.total_reserved > p.reserved->total_reserved) p.reserved = &r;
   }
+  // Allocator churn: device allocations and frees the caching allocator made
+  // in the window (it reuses blocks; a cudaFree means it gave memory back,
+  // after empty_cache() or an allocation that failed and was retried).
+  std::int64_t mallocs = 0, frees = 0, churn_ns = 0;
+  std::uint32_t longest_churn = kNoIndex;
+  for (std::uint32_t e : c.runtime) {
+    const std::string_view n = c.name(e);
+    const bool is_malloc = n == "cudaMalloc" || n == "hipMalloc" || n == "cudaMallocAsync" || n == "hipMallocAsync";
+    const bool is_free = n == "cudaFree" || n == "hipFree" || n == "cudaFreeAsync" || n == "hipFreeAsync";
+    if (!is_malloc && !is_free) continue;
+    (is_malloc ? mallocs : frees) += 1;
+    sat_acc(churn_ns, c.dur(e));
+    if (longest_churn == kNoIndex || c.dur(e) > c.dur(longest_churn)) longest_churn = e;
+  }
   for (const auto& [device, p] : peaks) {
     auto cap = capacity.find(device);
     if (cap == capacity.end()) continue;
@@ -91,12 +105,27 @@ void rule_memory_pressure(const DiagnoseContext& c, std::vector<Finding>* out) {
         .real("peak_reserved_pct", 100.0 * reserved_share)
         .real("threshold_pct", 100.0 * kMemoryShare);
     if (at.event != kNoIndex) f.evidence.event("peak", c.ref(at.event));
-    f.advice = alloc_high
-                   ? "Tensors fill the device: one larger batch or activation and the step runs out of memory. "
-                     "Gradient checkpointing, mixed precision (AMP), or sharding (FSDP/ZeRO) free room."
-                   : "The caching allocator reserves most of the device while tensors use less: fragmentation. "
-                     "Try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or fewer differently sized "
-                     "temporaries.";
+    std::string churn;
+    if (mallocs + frees > 0) {
+      f.evidence.num("malloc_calls", mallocs).num("free_calls", frees).num("malloc_free_ns", churn_ns);
+      f.evidence.event("longest_malloc_free", c.ref(longest_churn));
+      churn = "; the window has " + std::to_string(mallocs) + " device allocations and " + std::to_string(frees) +
+              " frees (" + format_ns(churn_ns) + " of host time)" +
+              (frees > 0 ? ": remove torch.cuda.empty_cache() from the loop, since every cudaFree makes the next "
+                           "step cudaMalloc again"
+                         : "");
+    }
+    if (alloc_high) {
+      f.advice = "Shrink what is live at the peak (" + gib(p.allocated->total_allocated) + " allocated of " +
+                 gib(cap->second) + "): activation checkpointing (torch.utils.checkpoint) on the largest blocks, bf16 "
+                 "autocast, or sharding the parameters and optimizer state (FSDP/ZeRO)" + churn +
+                 ". With this little headroom one larger batch or sequence runs out of memory.";
+    } else {
+      f.advice = "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator reserves " +
+                 gib(p.reserved->total_reserved) + " while tensors peak at " + gib(p.allocated->total_allocated) +
+                 churn + ". The gap is cached blocks of the wrong sizes (fragmentation), and reserved memory is what "
+                 "the device runs out of.";
+    }
     f.impact_ns = 0;
     out->push_back(std::move(f));
   }

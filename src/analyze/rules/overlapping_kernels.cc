@@ -55,10 +55,13 @@ void rule_overlapping_kernels(const DiagnoseContext& c, std::vector<Finding>* ou
   } else if (second != kNoIndex) {
     f.evidence.event("second", c.ref(second));
   }
-  f.advice =
-      "A stream runs one activity at a time, so these timestamps are off (clock conversion, a merged or "
-      "edited trace). tprof keeps both; Perfetto or chrome://tracing may nest or hide one, so busy times "
-      "read from a viewer can disagree with tprof's. Re-capture if the overlap is large.";
+  std::string lanes_text;
+  for (std::size_t i = 0; i < lane_labels.size() && i < 3; ++i) lanes_text += (i ? ", " : "") + lane_labels[i];
+  if (lane_labels.size() > 3) lanes_text += ", ...";
+  f.advice = "Take busy times on " + lanes_text +
+             " from tprof, not from a viewer (Perfetto and chrome://tracing may nest or hide one of the pair), and "
+             "re-capture with a current PyTorch/Kineto if the figures matter. A stream runs one activity at a time, "
+             "so overlapping activities mean the timestamps are off (clock conversion, a merged or edited trace).";
   f.impact_ns = 0;
   out->push_back(std::move(f));
 }

@@ -1,6 +1,7 @@
 // recompilation: the "## Call CompiledFxGraph <hash> ##" op names the
 // Inductor graph a compiled region runs. The same hash every step is a cache
-// hit (silent); a hash that changes means the frame was compiled again.
+// hit (silent); a hash first seen in a later step means the frame was
+// compiled again. Several hashes within one step are the frame's pieces.
 // Cheatsheet: "## Call CompiledFxGraph <hash> with the same hash each step:
 // cache hits; a changing hash means recompilation."
 #include <algorithm>
@@ -58,26 +59,38 @@ void rule_recompilation(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   if (calls.size() < 2) return;
 
+  // Per frame, the graphs its earlier steps ran. A graph first seen in a
+  // later step is a recompilation; several graphs within one step are the
+  // frame's pieces (graph breaks, vLLM's piecewise graphs), and a graph an
+  // earlier step already ran is a cache hit. Calls outside any step cannot be
+  // placed in that order and are not judged.
   struct Frame {
-    std::string_view last;
-    std::set<std::string_view> seen;
+    std::int64_t step = -1;                   // the step of the frame's latest call
+    std::set<std::string_view> before;        // graphs run in steps before `step`
+    std::set<std::string_view> in_step;       // graphs run in `step`
   };
   std::map<std::string_view, Frame> frames;
-  std::vector<std::uint32_t> changes;  // calls whose hash differs from the frame's previous call
+  std::vector<std::uint32_t> changes;  // calls that run a graph new to their frame after its first step
   std::set<std::string_view> hashes;
   std::set<std::int64_t> call_steps;
   std::int64_t new_graphs = 0;
   for (std::uint32_t e : calls) {
+    const std::int64_t step = c.step_number_at(c.ts(e));
+    if (step < 0) continue;
     const std::string_view h = graph_hash(c.name(e));
     hashes.insert(h);
-    call_steps.insert(c.step_number_at(c.ts(e)));
+    call_steps.insert(step);
     Frame& fr = frames[frame_of(c, e)];
-    if (!fr.last.empty() && h != fr.last) {
-      changes.push_back(e);
-      if (!fr.seen.count(h)) ++new_graphs;
+    if (step != fr.step) {
+      fr.before.insert(fr.in_step.begin(), fr.in_step.end());
+      fr.in_step.clear();
+      fr.step = step;
     }
-    fr.last = h;
-    fr.seen.insert(h);
+    if (!fr.before.empty() && !fr.before.count(h) && !fr.in_step.count(h)) {
+      changes.push_back(e);
+      ++new_graphs;
+    }
+    fr.in_step.insert(h);
   }
   if (changes.empty()) return;
 
@@ -99,7 +112,7 @@ void rule_recompilation(const DiagnoseContext& c, std::vector<Finding>* out) {
   Finding f;
   f.id = "recompilation";
   f.severity = share >= kCriticalShare ? FindingSeverity::kCritical : FindingSeverity::kWarning;
-  f.title = "CompiledFxGraph hash changes " + std::to_string(changes.size()) + " times over " +
+  f.title = "A new CompiledFxGraph hash appears " + std::to_string(changes.size()) + " times after the first step, over " +
             std::to_string(calls.size()) + " calls (" + std::to_string(hashes.size()) + " distinct graphs): recompilation";
   f.evidence.num("changes", static_cast<std::int64_t>(changes.size()))
       .num("calls", static_cast<std::int64_t>(calls.size()))
@@ -109,11 +122,15 @@ void rule_recompilation(const DiagnoseContext& c, std::vector<Finding>* out) {
       .ints("change_steps", steps)
       .num("median_call_ns", median)
       .events("changed_calls", std::move(refs));
-  f.advice =
-      "The compiled region ran a different Inductor graph: Dynamo's guards failed (a new shape, dtype, device, or a "
-      "Python value baked into the graph) and the frame was compiled again. Run with TORCH_LOGS=recompiles to see "
-      "which guard failed; mark changing dimensions dynamic (torch._dynamo.mark_dynamic or dynamic=True), pad inputs "
-      "to a few fixed shapes, or pass changing scalars as tensors.";
+  std::string step_list;
+  for (std::size_t i = 0; i < steps.size() && i < 5; ++i) step_list += (i ? ", " : "") + std::to_string(steps[i]);
+  if (steps.size() > 5) step_list += ", ...";
+  f.advice = "Run with TORCH_LOGS=recompiles to name the guard that failed, then mark the changing dimension dynamic "
+             "(torch._dynamo.mark_dynamic, or torch.compile(dynamic=True)), pad inputs to a few fixed shapes, or pass "
+             "changing Python scalars as tensors: the graph changed " + std::to_string(changes.size()) +
+             " times (step" + (steps.size() == 1 ? " " : "s ") + step_list + "), those calls " + format_ns(excess) +
+             " longer than the median call (" + format_ns(median) +
+             "). A new graph hash means Dynamo's guards failed and the frame was compiled again.";
   f.impact_ns = excess;
   out->push_back(std::move(f));
 }

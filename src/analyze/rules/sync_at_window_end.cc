@@ -65,10 +65,11 @@ void rule_sync_at_window_end(const DiagnoseContext& c, std::vector<Finding>* out
   if (last_op != kNoIndex) f.evidence.event("last_device_activity", c.ref(last_op));
   const std::int64_t step = c.step_number_at(lo);
   if (step >= 0) f.evidence.ints("steps", {step});
-  f.advice =
-      "The host waits while the GPU has almost nothing left to do: this is the profiler flushing at the window's end, "
-      "not GPU work. Do not count it as step time; with this little GPU work per step the run is overhead-bound "
-      "(see overhead_bound): give the GPU more work per launch.";
+  f.advice = "Leave the final " + std::string(c.name(sync)) + " (" + format_ns(sync_ns) +
+             ") out of step-time comparisons" + (step >= 0 ? " (it ends step " + std::to_string(step) + ")" : std::string()) +
+             ", and if the loop itself calls torch.cuda.synchronize() there, drop that call. Nothing is launched after "
+             "it and the GPU runs only " + format_ns(gpu_ns) +
+             " of work during it, so the host is waiting for the profiler's flush at the window's end, not for kernels.";
   f.impact_ns = sync_ns - gpu_ns;
   out->push_back(std::move(f));
 }
