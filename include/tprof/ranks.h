@@ -182,7 +182,10 @@ struct Straggler {
   double wait_pct = 0;           // of the job's median step (of the collectives' span without steps), 1 decimal
   std::int64_t lead_ns = 0;      // median, after the next-latest rank
   std::int64_t after_arrival_ns = 0;  // median time its late collectives still take once it arrives
-  std::vector<ArrivalCause> before;   // excess over the others, largest first (positive only)
+  // Its late collectives whose stretches start together on every rank
+  // (within 1 ms, aligned): the ones `before` compares.
+  std::int64_t compared = 0;
+  std::vector<ArrivalCause> before;   // excess over the others, largest first (named ones only)
   double share_needed = 0;       // the share of its collectives it must be last at (docs/scale.md)
   bool named = false;            // passed the thresholds (else: the latest rank, shown to say why not)
   std::string advice;

@@ -296,7 +296,10 @@ std::string straggler_advice(const Straggler& s, const std::string& waits_at) {
   std::string a;
   const ArrivalCause* top = s.before.empty() ? nullptr : &s.before[0];
   const std::string named = top != nullptr && !top->top.empty() ? " (" + title_name(top->top) + ")" : "";
-  if (top == nullptr) {
+  if (s.compared == 0) {
+    a = "Read what " + k + " does before its late collectives: its stretches before them do not start with the "
+        "other ranks' (a collective only some ranks run), so they are not compared here.";
+  } else if (top == nullptr) {
     a = "Read the collective before the late ones on " + k + ": before these it does no more than the others, so "
         "its previous collective may end later on it, or its trace misses what it did.";
   } else if (top->what == "computation") {
@@ -569,6 +572,17 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
       sat_acc(by_group[in.gid], in.wait);
       leads.push_back(in.lead);
       afters.push_back(in.after);
+      // The stretches compare only where they start together on every rank
+      // (each starts at its rank's previous collective: one the others
+      // lack makes it shorter there, or longer on a rank that lacks it).
+      std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = std::numeric_limits<std::int64_t>::min();
+      for (const std::size_t k : in.idx) {
+        const std::int64_t from = sat_sub(arrival[k], entries[k].c->before_ns);
+        lo = std::min(lo, from);
+        hi = std::max(hi, from);
+      }
+      if (sat_sub(hi, lo) > kCollectiveEndToleranceNs) continue;
+      ++s.compared;
       const RankCollective* mine = nullptr;
       std::array<std::vector<std::int64_t>, 4> others;
       for (const std::size_t k : in.idx) {

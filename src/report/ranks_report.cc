@@ -76,7 +76,16 @@ std::string fix_label(const Straggler& s) {
 }
 
 std::string before_line(const Straggler& s) {
-  std::string out = "before arriving, beyond the other ranks' median" + per_step_text(s) + ":";
+  if (s.compared == 0) {
+    return "before arriving: not comparable (at none of its late collectives does the stretch since the previous "
+           "collective start together on every rank)";
+  }
+  std::string out = "before arriving, beyond the other ranks' median" + per_step_text(s);
+  if (s.compared < s.last_at) {
+    out += " (at " + std::to_string(s.compared) + " of its " + std::to_string(s.last_at) +
+           " late collectives: where the stretch since the previous collective starts together on every rank)";
+  }
+  out += ":";
   if (s.before.empty()) return out + " nothing";
   for (std::size_t i = 0; i < s.before.size(); ++i) {
     const ArrivalCause& a = s.before[i];
@@ -323,6 +332,7 @@ std::string format_job_json(const JobView& v) {
       w.key("wait_pct"); w.value_double(s.wait_pct);
       w.key("lead_ns"); w.value_int(s.lead_ns);
       w.key("after_arrival_ns"); w.value_int(s.after_arrival_ns);
+      w.key("compared"); w.value_int(s.compared);
       w.key("before");
       w.begin_array();
       for (const ArrivalCause& c : s.before) {

@@ -150,6 +150,7 @@ void expect_straggler(const JobView& v, std::int64_t rank, const std::string& ca
   EXPECT_EQ(s.last_at, 8);
   EXPECT_EQ(s.collectives, 8);
   EXPECT_EQ(s.steps, 8);
+  EXPECT_EQ(s.compared, 8);
   EXPECT_EQ(s.collective, collective);
   EXPECT_GE(s.wait_pct, min_pct);
   ASSERT_FALSE(s.before.empty());
@@ -260,6 +261,9 @@ TEST(RanksStragglerTest, HtaPairHasNoStraggler) {
   ASSERT_TRUE(v.latest);
   EXPECT_EQ(v.latest->rank, 1);
   EXPECT_EQ(v.latest->last_at, 4);
+  // Rank 0's send/receives to untraced peers sit between the matched ones:
+  // only one late collective's stretch starts together on both ranks.
+  EXPECT_EQ(v.latest->compared, 1);
   EXPECT_LT(v.latest->wait_pct, 5.0);
   for (const RankRow& r : v.ranks) EXPECT_FALSE(r.waiting_for) << r.rank;
 }
