@@ -77,7 +77,7 @@ KernelClass class_of_text(std::string_view text) {
     if (has(n, p)) return KernelClass::kAttention;
   }
   for (std::string_view p : {"gemm", "nvjet", "cutlass", "xmma", "wgmma", "hmma", "cublas", "matmul", "gemv",
-                             "triton_tem_fused_mm", "mm_kernel", "conv"}) {
+                             "triton_tem_fused_mm", "mm_kernel", "conv", "scudnn", "dgrad_engine", "wgrad_alg"}) {
     if (has(n, p)) return KernelClass::kGemm;
   }
   for (std::string_view p : {"reduce", "norm", "softmax", "sum_functor", "mean", "argmax", "cross_entropy"}) {
@@ -299,7 +299,8 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
       k.name = std::string(name);
       k.cls = cls;
       if (info != nullptr) k.op = info->name;
-      k.dtype = info != nullptr && !info->dtype.empty() ? info->dtype : dtype_of_kernel(name);
+      k.dtype_from_op = info != nullptr && !info->dtype.empty();
+      k.dtype = k.dtype_from_op ? info->dtype : dtype_of_kernel(name);
       out.kernels.push_back(std::move(k));
       sized.emplace_back();
     }
@@ -309,7 +310,10 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
       // one with an op decides (its class counted from here on).
       k.op = info->name;
       k.cls = cls;
-      if (!info->dtype.empty()) k.dtype = info->dtype;
+      if (!info->dtype.empty()) {
+        k.dtype = info->dtype;
+        k.dtype_from_op = true;
+      }
     }
     ++k.count;
     k.time_ns += dur;
@@ -339,6 +343,72 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
   std::stable_sort(out.kernels.begin(), out.kernels.end(),
                    [](const KernelEfficiency& a, const KernelEfficiency& b) { return a.time_ns > b.time_ns; });
   return out;
+}
+
+TensorCores tensor_cores(const Trace& t) {
+  TensorCores tc;
+  const std::string_view raw = t.meta.top_level_json("deviceProperties");
+  if (raw.empty()) return tc;
+  Result<JsonValue> v = JsonValue::parse(raw);
+  if (!v.has_value() || !v->is_array() || v->items().empty()) return tc;
+  const JsonValue& d = v->items().front();
+  auto num = [&](std::string_view key) {
+    const JsonValue* x = d.find(key);
+    return x != nullptr ? x->int_or(-1) : -1;
+  };
+  if (const JsonValue* name = d.find("name"); name != nullptr && name->is_string()) tc.device = name->text();
+  tc.major = num("computeMajor");
+  tc.minor = num("computeMinor");
+  if (tc.major < 0 || tc.minor < 0) return tc;
+  tc.known = true;
+  // ROCm reports the gfx architecture as the compute capability (gfx90a:
+  // 9.0, gfx942: 9.4); its names say AMD or Instinct, or only "AMD Radeon
+  // Graphics". gfx906 (MI50, Radeon VII) is 9.0 too, with 60 CUs and no
+  // matrix cores: 9.0 needs MI100/MI200's CU count.
+  tc.amd = has(tc.device, "AMD") || has(tc.device, "Instinct") || has(tc.device, "Radeon");
+  if (tc.amd) {
+    const bool matrix = tc.major == 9 && ((tc.minor == 0 && num("numSms") >= 104) || tc.minor >= 4);
+    tc.fp16 = tc.bf16 = matrix;
+    return tc;
+  }
+  tc.fp16 = tc.major >= 7;
+  tc.bf16 = tc.tf32 = tc.major >= 8;
+  return tc;
+}
+
+namespace {
+
+bool has_tensor_core_mark(const std::string& lower_name, std::string_view name) {
+  for (std::string_view p : {"tensorop", "s1688", "s16816", "h1688", "h16816", "i8816", "hmma", "wmma", "xmma", "wgmma",
+                             "_mma", "tf32", "bf16", "f16", "nvjet", "mfma", "triton"}) {
+    if (has(lower_name, p)) return true;
+  }
+  return has(name, "_MI");  // Tensile: matrix instructions (MFMA)
+}
+
+}  // namespace
+
+Fp32Math fp32_math(const KernelEfficiency& k) {
+  const std::string full = lower(k.name);
+  if (has_tensor_core_mark(full, k.name) || has(full, "gemv")) return Fp32Math::kNo;
+  const std::string base = lower(base_name(k.name));
+  if (has(base, "sgemm") || has(base, "scudnn")) return Fp32Math::kByName;
+  if ((base.starts_with("dgrad_engine") || base.starts_with("wgrad_alg")) && has(full, "<float,")) {
+    return Fp32Math::kByName;
+  }
+  if (k.cls == KernelClass::kGemm && k.dtype_from_op && k.dtype == "fp32" &&
+      (has(base, "gemm") || k.name.starts_with("Cijk_"))) {
+    return Fp32Math::kByOpType;
+  }
+  return Fp32Math::kNo;
+}
+
+bool is_conv_kernel(const KernelEfficiency& k) {
+  const std::string base = lower(base_name(k.name));
+  for (std::string_view p : {"cudnn", "conv", "dgrad", "wgrad", "fprop"}) {
+    if (has(base, p)) return true;
+  }
+  return has(lower(k.op), "conv");
 }
 
 GemmRate gemm_rate(const Efficiency& e) {

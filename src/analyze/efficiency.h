@@ -39,6 +39,7 @@ struct KernelEfficiency {
   KernelClass cls = KernelClass::kOther;
   std::string op;             // the launching op ("aten::mm"), "" when none is known
   std::string dtype;          // "bf16", "fp16", "fp32", "" unknown
+  bool dtype_from_op = false; // dtype is the op's Input type (else the kernel name's, or unknown)
   std::int64_t count = 0;
   std::int64_t time_ns = 0;   // sum of durations
   // Over the instances whose op's shapes are known:
@@ -81,6 +82,34 @@ GemmRate gemm_rate(const Efficiency& e);
 // peak), elementwise 15.0%": the classes of at least 5% of device time, the
 // GEMM rate where shapes are known, and why a share of peak is missing.
 std::string efficiency_text(const Efficiency& e);
+
+// The device's tensor (matrix) cores, from device 0 of the trace's
+// deviceProperties: NVIDIA by compute capability (sm70+: fp16; sm80+: also
+// bf16 and TF32), AMD by architecture (gfx908/gfx90a: 9.0 with >= 104 CUs,
+// CDNA3+: 9.4 and up; fp16 and bf16). `known` is false without
+// deviceProperties or a compute capability; all false for a GPU without them.
+struct TensorCores {
+  bool known = false;
+  bool amd = false;
+  std::string device;          // the name deviceProperties gives
+  std::int64_t major = -1, minor = -1;
+  bool fp16 = false, bf16 = false, tf32 = false;
+};
+TensorCores tensor_cores(const Trace& t);
+
+// How a kernel is known to run fp32 GEMM or convolution math without
+// tensor cores: by its own name (cuBLAS/CUTLASS SIMT `sgemm`, cuDNN
+// `scudnn`, `implicit_convolve_sgemm`, `dgrad_engine<float`,
+// `wgrad_alg*_engine<float`), or by its launching op's Input type (float)
+// for a GEMM kernel whose name is a library GEMM (`gemm`, Tensile's `Cijk_`)
+// with no tensor-core mark. A name with a tensor-core mark (`tensorop`,
+// `s1688`, `s16816`, `h1688`, `h16816`, `i8816`, `hmma`, `wmma`, `xmma`,
+// `mma`, `tf32`, `bf16`, `f16`, `nvjet`, `mfma`, `_MI`), a Triton kernel, a
+// GEMV, or anything else is kNo: unknown counts as no.
+enum class Fp32Math : std::uint8_t { kNo = 0, kByName, kByOpType };
+Fp32Math fp32_math(const KernelEfficiency& k);
+// A convolution kernel (cuDNN's names, or launched by a conv op), else a matmul.
+bool is_conv_kernel(const KernelEfficiency& k);
 
 // Memory-bound work: elementwise plus reduction/normalisation kernels.
 inline double memory_bound_share(const Efficiency& e) {

@@ -97,5 +97,107 @@ TEST(Efficiency, CommunicationIsNeverGemm) {
   }
 }
 
+// fp32_math (src/analyze/rules/fp32_math.cc): fp32 GEMM/conv kernels on a
+// GPU whose tensor cores would take them.
+
+// HTA's alexnet on an A100 (sm80): cuBLAS's ampere_sgemm and cuDNN's
+// scudnn run fp32 on the CUDA cores, next to a TF32 xmma conv.
+constexpr const char* kA100Alexnet =
+    "public/hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz";
+// The TensorBoard plugin's resnet50 sample on a V100 (sm70: fp16 tensor
+// cores only), Input type float.
+constexpr const char* kV100Resnet =
+    "public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.excerpt.pt.trace.json.gz";
+
+double real_field(const Finding& f, std::string_view key) {
+  const Evidence::Field* e = f.evidence.find(key);
+  return e != nullptr ? e->d : -1;
+}
+
+TEST(Fp32Math, A100AlexnetTf32OrBf16OnTheSgemmAndScudnnKernels) {
+  const Trace t = load(kA100Alexnet);
+  const internal::TensorCores tc = internal::tensor_cores(t);
+  EXPECT_TRUE(tc.known && tc.tf32 && tc.bf16 && !tc.amd);
+  const Diagnosis d = diagnose(t);
+  const Finding* f = find(d, "fp32_math");
+  ASSERT_NE(f, nullptr);
+  // 2.621 ms of ampere_sgemm + 2.069 ms of scudnn of 10.692 ms of kernels;
+  // the TF32 xmma conv (1.814 ms) is already on the tensor cores.
+  EXPECT_NE(f->title.find("on the NVIDIA A100-PG509-200 (sm80): 43.9% of kernel time (4.690 ms, 7.1% of GPU time)"),
+            std::string::npos)
+      << f->title;
+  EXPECT_EQ(f->title.find("xmma"), std::string::npos) << f->title;
+  EXPECT_EQ(f->severity, FindingSeverity::kInfo);  // 7.1% of device time: pageable copies hold 84%
+  EXPECT_TRUE(f->advice.starts_with(
+      "Put the fp32 math on the tensor cores: torch.autocast(\"cuda\", dtype=torch.bfloat16) around the forward, or "
+      "for the matmuls alone torch.set_float32_matmul_precision(\"high\") (TF32)"))
+      << f->advice;
+  EXPECT_NE(f->advice.find("19.5 TFLOP/s"), std::string::npos) << f->advice;
+  EXPECT_EQ(f->impact_ns, 4'690'000 / 2);
+}
+
+TEST(Fp32Math, V100ResnetFp16AutocastWithGradScaler) {
+  const Trace t = load(kV100Resnet);
+  const Diagnosis d = diagnose(t);
+  const Finding* f = find(d, "fp32_math");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, FindingSeverity::kWarning);
+  EXPECT_NEAR(real_field(*f, "kernel_time_pct"), 71.2, 0.1);
+  EXPECT_TRUE(f->advice.starts_with("Put the fp32 math on the tensor cores: torch.autocast(\"cuda\", "
+                                    "dtype=torch.float16) around the forward, with torch.amp.GradScaler"))
+      << f->advice;
+  // Named by the conv ops that launched them; no bf16 or TF32 on sm70.
+  EXPECT_NE(f->advice.find("aten::cudnn_convolution_backward_weight"), std::string::npos) << f->advice;
+  EXPECT_EQ(f->advice.find("bfloat16"), std::string::npos);
+  EXPECT_EQ(f->advice.find("set_float32_matmul_precision"), std::string::npos);
+}
+
+TEST(Fp32Math, SilentOnBf16H100AndCpuOnly) {
+  for (const char* rel : {kTorchShapes, "gpu/h100-torch-2.11/64_bf16_warm_eager.json",
+                          "gpu/h100-torch-2.11/4096_bf16_warm_compile.json",
+                          "public/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"}) {
+    const Trace t = load(rel);
+    EXPECT_EQ(find(diagnose(t), "fp32_math"), nullptr) << rel;
+  }
+}
+
+TEST(Fp32Math, TensorCoreKernelNamesAreNotFp32Math) {
+  // Kernel names from HTA's trace_diff pair (A100, TF32 tensor ops next to
+  // ampere_sgemm) and the alexnet trace.
+  auto kernel = [](std::string name) {
+    internal::KernelEfficiency k;
+    k.name = std::move(name);
+    k.cls = KernelClass::kGemm;
+    return k;
+  };
+  using internal::Fp32Math;
+  EXPECT_EQ(internal::fp32_math(kernel("ampere_sgemm_128x128_tn")), Fp32Math::kByName);
+  EXPECT_EQ(internal::fp32_math(kernel("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x4_nn_align1>("
+                                       "cutlass_80_tensorop_s1688gemm_64x64_32x4_nn_align1::Params)")),
+            Fp32Math::kNo);
+  EXPECT_EQ(internal::fp32_math(kernel("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw")),
+            Fp32Math::kNo);
+  EXPECT_EQ(internal::fp32_math(kernel("ampere_gcgemm_64x64_nt")), Fp32Math::kNo);  // FFT conv: left out
+  // The op's float type alone needs a library GEMM name without a tensor-core mark.
+  internal::KernelEfficiency by_op = kernel("gemm_kernel_unknown");
+  by_op.dtype = "fp32";
+  by_op.dtype_from_op = true;
+  EXPECT_EQ(internal::fp32_math(by_op), Fp32Math::kByOpType);
+  by_op.name = "nvjet_tst_128x64_64x8_1x2_h_bz_TNT";
+  EXPECT_EQ(internal::fp32_math(by_op), Fp32Math::kNo);
+}
+
+// compute_bound's impact is a saving, not the state's size: the blog's
+// efficient bf16 GEMMs (82% of peak) save nothing by being "compute-bound".
+TEST(ComputeBound, EfficientGemmsClaimNoSaving) {
+  const Trace t = load(kTorchShapes);
+  const Diagnosis d = diagnose(t);
+  const Finding* f = find(d, "compute_bound");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->impact_ns, 0);
+  const std::string text = format_diagnosis_text(t, d, DiagnoseFormat{});
+  EXPECT_EQ(text.find("fix (up to 192.8 us a step)"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace tprof

@@ -185,7 +185,9 @@ TEST(ComputeBound, GpuBusyAndTotalsAlike) {
   EXPECT_EQ(field(f[0], "self_device_total_ns").i, 1200000);
   EXPECT_LT(field(f[0], "cpu_to_device_ratio").d, 2.0);
   EXPECT_GE(field(f[0], "gpu_busy_pct").d, 80.0);
-  EXPECT_EQ(f[0].impact_ns, 1200000);
+  // The state is not a saving: neither memory-bound nor GEMMs measured below
+  // their peak (docs/diagnose.md, compute_bound's impact).
+  EXPECT_EQ(f[0].impact_ns, 0);
 }
 
 TEST(ComputeBound, SilentWhenOverheadBoundOrTiny) {

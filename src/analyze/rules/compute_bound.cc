@@ -110,7 +110,23 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.advice = "Start at the hotspot kernels: check dtype (bf16/TF32), shapes that suit the tensor cores, and fusion "
                "of memory-bound ops; the host keeps the GPU fed, so speed-ups come from the kernels themselves.";
   }
-  f.impact_ns = dev;
+  // The time it could save, not the state's size: the memory-bound kernels'
+  // time it says to fuse (fusion can remove at most all of it); the GEMMs'
+  // time above what their FLOPs take at the dense peak when they run below
+  // half of it; nothing for an efficient GPU (good news) or an unmeasured
+  // one. Other findings (memory_bound_elementwise, fp32_math) name their own
+  // savings.
+  if (memory_bound) {
+    f.impact_ns = eff.class_ns[static_cast<std::size_t>(KernelClass::kElementwise)] +
+                  eff.class_ns[static_cast<std::size_t>(KernelClass::kReduction)];
+  } else if (gemm.peak_tflops > 0 && gemm.tflops > 0 && gemm.tflops < kEfficientGemm * gemm.peak_tflops) {
+    const double at_peak = static_cast<double>(gemm.time_ns) * gemm.tflops / gemm.peak_tflops;
+    f.impact_ns = gemm.time_ns - static_cast<std::int64_t>(at_peak);
+  }
+  f.evidence.num("saving_ns", f.impact_ns)
+      .text("saving_basis", memory_bound       ? "memory-bound kernels' time (fusion)"
+                            : f.impact_ns > 0  ? "GEMM time above the dense peak"
+                                               : "none: the state, not a saving");
   out->push_back(std::move(f));
 }
 

@@ -24,6 +24,7 @@ std::span<const RuleInfo> all_rules() {
       {"compile_overhead", rule_compile_overhead},
       {"recompilation", rule_recompilation},
       {"memory_bound_elementwise", rule_memory_bound_elementwise},
+      {"fp32_math", rule_fp32_math},
       {"kernel_launch_stats", rule_kernel_launch_stats},
       {"low_gpu_utilization", rule_low_gpu_utilization},
       {"dataloader_bound", rule_dataloader_bound},

@@ -44,6 +44,7 @@ void rule_recompilation(const DiagnoseContext& c, std::vector<Finding>* out);
 
 // Efficiency (src/analyze/efficiency.h).
 void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out);
 
 // What the peers report (HolisticTraceAnalysis, the TensorBoard plugin,
 // Nsight Systems).

@@ -1,0 +1,164 @@
+// fp32_math: fp32 GEMMs and convolutions running without tensor cores on a
+// GPU that has them. torch runs float matmuls in full fp32 by default, on
+// the CUDA cores (cuBLAS `sgemm`, cuDNN `scudnn`), at a fraction of the
+// tensor cores' rate (A100: 19.5 TFLOP/s fp32 vs 156 TF32 and 312 bf16);
+// TF32 or autocast puts the same math on the tensor cores. Which kernels
+// run fp32 math and by which evidence: src/analyze/efficiency.h,
+// fp32_math(). Origin: the TensorBoard plugin's tensor-core check
+// (tb_plugin "Kernel using Tensor Cores" / "GPU kernels eligible for
+// Tensor Cores"), issue 24 item 4.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "src/analyze/efficiency.h"
+#include "src/analyze/rules/rules.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// A material share: the fp32 math holds at least 20% of the compute kernels'
+// time (device time less copies, memsets and collectives: those do no math
+// tensor cores could take) and 5% of all device time, 500 us in all, over
+// at least 3 kernel instances.
+constexpr double kMinComputeShare = 0.20;
+constexpr double kMinDeviceShare = 0.05;
+constexpr std::int64_t kMinTimeNs = 500'000;
+constexpr std::int64_t kMinCount = 3;
+// A warning from 20% of all device time.
+constexpr double kWarningDeviceShare = 0.20;
+// The saving claimed: half the fp32 kernels' time, a 2x speed-up. The peak
+// ratios are 8x (A100 fp32 -> TF32) to 16x (-> bf16), but small or
+// memory-bound GEMMs gain far less, and autocast adds casts.
+constexpr double kSavedFraction = 0.5;
+// Kernels named in the title and the fix.
+constexpr std::size_t kMaxNamed = 3;
+
+std::string sm_text(const TensorCores& tc) {
+  if (tc.amd) return "gfx9." + std::to_string(tc.minor);
+  return "sm" + std::to_string(tc.major) + std::to_string(tc.minor);
+}
+
+std::string lower_ascii(std::string_view s) {
+  std::string o(s);
+  for (char& ch : o) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return o;
+}
+
+std::string tflops_text(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, v >= 100 ? "%.0f" : "%.1f", v);
+  return b;
+}
+
+}  // namespace
+
+void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out) {
+  if (!c.has_device()) return;
+  const TensorCores tc = tensor_cores(c.trace);
+  // No deviceProperties: the GPU is unknown, so is whether it has tensor
+  // cores; a GPU without them (before sm70) has nothing to move the math to.
+  if (!tc.known || !tc.fp16) return;
+  const Efficiency& eff = c.efficiency();
+  const std::int64_t compute_ns = eff.total_ns - eff.class_ns[static_cast<std::size_t>(KernelClass::kComm)] -
+                                  eff.class_ns[static_cast<std::size_t>(KernelClass::kCopy)];
+  if (compute_ns <= 0) return;
+  std::vector<const KernelEfficiency*> fp32;
+  std::int64_t time_ns = 0, count = 0;
+  bool by_name = false, by_op = false, any_conv = false, any_matmul = false;
+  for (const KernelEfficiency& k : eff.kernels) {
+    const Fp32Math m = fp32_math(k);
+    if (m == Fp32Math::kNo) continue;
+    fp32.push_back(&k);
+    time_ns += k.time_ns;
+    count += k.count;
+    (m == Fp32Math::kByName ? by_name : by_op) = true;
+    (is_conv_kernel(k) ? any_conv : any_matmul) = true;
+  }
+  const double of_compute = static_cast<double>(time_ns) / static_cast<double>(compute_ns);
+  const double of_device = eff.total_ns > 0 ? static_cast<double>(time_ns) / static_cast<double>(eff.total_ns) : 0;
+  if (time_ns < kMinTimeNs || count < kMinCount || of_compute < kMinComputeShare || of_device < kMinDeviceShare) {
+    return;
+  }
+  // eff.kernels is by time, descending: so is fp32.
+  std::string names, ops;
+  std::vector<std::string> kernel_list, op_list;
+  for (const KernelEfficiency* k : fp32) {
+    if (kernel_list.size() < kMaxNamed) {
+      kernel_list.push_back(k->name);
+      names += (names.empty() ? "" : ", ") + title_name(k->name);
+    }
+    // The op only where it is a GEMM or convolution op: an External id
+    // shared with another op must not name aten::clamp_min.
+    const std::string op = lower_ascii(k->op);
+    const bool math_op = op.find("mm") != std::string::npos || op.find("linear") != std::string::npos ||
+                         op.find("conv") != std::string::npos;
+    if (math_op && op_list.size() < kMaxNamed &&
+        std::find(op_list.begin(), op_list.end(), k->op) == op_list.end()) {
+      op_list.push_back(k->op);
+      ops += (ops.empty() ? "" : ", ") + k->op;
+    }
+  }
+  const std::string device = tc.device + " (" + sm_text(tc) + ")";
+  const std::string shares = format_pct(100.0 * of_compute) + " of kernel time (" + format_ns(time_ns) + ", " +
+                             format_pct(100.0 * of_device) + " of GPU time)";
+
+  Finding f;
+  f.id = "fp32_math";
+  f.severity = of_device >= kWarningDeviceShare ? FindingSeverity::kWarning : FindingSeverity::kInfo;
+  f.title = "fp32 " + std::string(any_conv && any_matmul ? "GEMMs and convolutions" : any_conv ? "convolutions" : "GEMMs") +
+            " without tensor cores on the " + device + ": " + shares + " in " + names;
+  f.evidence.text("device", tc.device)
+      .num("compute_major", tc.major)
+      .num("compute_minor", tc.minor)
+      .text("tensor_cores", tc.tf32 ? "fp16, bf16, tf32" : tc.bf16 ? "fp16, bf16" : "fp16")
+      .num("fp32_math_ns", time_ns)
+      .num("fp32_math_count", count)
+      .real("kernel_time_pct", 100.0 * of_compute)
+      .real("gpu_time_pct", 100.0 * of_device)
+      .num("compute_kernel_ns", compute_ns)
+      .texts("kernels", kernel_list)
+      .text("evidence", by_name && by_op ? "kernel names (sgemm/scudnn) and the ops' Input type (float)"
+                        : by_name        ? "kernel names (sgemm/scudnn: fp32 on the CUDA cores)"
+                                         : "the ops' Input type (float) and GEMM kernels without a tensor-core mark");
+  if (!op_list.empty()) f.evidence.texts("ops", op_list);
+  const std::string touch =
+      "; it would touch " + shares + (ops.empty() ? ", " + title_name(fp32.front()->name) + " first" : ": " + ops);
+  std::string fix;
+  if (tc.bf16 && !tc.amd) {
+    fix = "Put the fp32 math on the tensor cores: torch.autocast(\"cuda\", dtype=torch.bfloat16) around the forward";
+    if (any_matmul) fix += ", or for the matmuls alone torch.set_float32_matmul_precision(\"high\") (TF32)";
+    fix += touch + ".";
+  } else if (tc.bf16) {
+    fix = "Put the fp32 math on the matrix cores: torch.autocast(\"cuda\", dtype=torch.bfloat16) around the forward" +
+          touch + ".";
+  } else {
+    fix = "Put the fp32 math on the tensor cores: torch.autocast(\"cuda\", dtype=torch.float16) around the forward, "
+          "with torch.amp.GradScaler(\"cuda\") for training" +
+          touch + "; this GPU's tensor cores take fp16 only (no bf16, no TF32).";
+  }
+  std::string why = " These kernels run fp32 on the " + std::string(tc.amd ? "vector units" : "CUDA cores");
+  const double fp32_peak = eff.peak != nullptr ? eff.peak->fp32_tflops : 0;
+  const double tensor_peak = eff.peak != nullptr ? (tc.bf16 ? eff.peak->bf16_tflops : 0) : 0;
+  if (fp32_peak > 0 && tensor_peak > 0) {
+    why += ", at most " + tflops_text(fp32_peak) + " TFLOP/s on the " + std::string(eff.peak->name) + " against " +
+           tflops_text(tensor_peak) + " bf16" +
+           (eff.peak->tf32_tflops > 0 && !tc.amd ? " and " + tflops_text(eff.peak->tf32_tflops) + " TF32" : "") +
+           " on its tensor cores";
+    f.evidence.real("fp32_peak_tflops", fp32_peak).real("tensor_peak_tflops", tensor_peak);
+  }
+  why += "; lower-precision inputs with fp32 accumulation are the standard trade for training and inference.";
+  if (any_conv && tc.tf32) {
+    why += " cuDNN allows TF32 for convolutions by default (torch.backends.cudnn.allow_tf32), so fp32 conv kernels "
+           "here mean it was turned off or cuDNN chose them: torch.backends.cudnn.benchmark = True lets it time the "
+           "tensor-core ones.";
+  }
+  f.advice = fix + why;
+  f.impact_ns = static_cast<std::int64_t>(kSavedFraction * static_cast<double>(time_ns));
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal
