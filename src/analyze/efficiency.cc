@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <unordered_map>
 
+#include "src/base/saturate.h"
 #include "src/trace/json_value.h"
 
 namespace tprof::internal {
@@ -272,7 +273,7 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
   std::vector<std::vector<std::pair<double, std::int64_t>>> sized;  // per kernel: (amount, ns) per instance, -1 unknown
   for (const DeviceOp& op : c.device) {
     const std::int64_t dur = std::max<std::int64_t>(0, op.end - op.start);
-    out.total_ns += dur;
+    sat_acc(out.total_ns, dur);
     const std::string_view name = t.name(op.event);
     std::int64_t id = ev.external_id[op.event];
     if (id < 0 && op.launch != kNoIndex) id = ev.external_id[op.launch];
@@ -292,7 +293,7 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
       const std::size_t lt = name.find('<');
       if (lt != std::string_view::npos) cls = class_of_text(name.substr(lt));
     }
-    out.class_ns[static_cast<std::size_t>(cls)] += dur;
+    sat_acc(out.class_ns[static_cast<std::size_t>(cls)], dur);
     auto [at, fresh] = by_name.emplace(std::string(name), out.kernels.size());
     if (fresh) {
       KernelEfficiency k;
@@ -316,7 +317,7 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
       }
     }
     ++k.count;
-    k.time_ns += dur;
+    sat_acc(k.time_ns, dur);
     double amount = -1;
     if (info != nullptr && info->has_dims) {
       if (cls == KernelClass::kGemm) {
@@ -336,7 +337,7 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
     for (const auto& [amount, ns] : sized[i]) {
       if (amount < 0) continue;
       (k.cls == KernelClass::kGemm ? k.flops : k.bytes) += amount;
-      k.sized_time_ns += ns;
+      sat_acc(k.sized_time_ns, ns);
       ++k.sized_count;
     }
   }

@@ -15,6 +15,7 @@
 
 #include "src/analyze/efficiency.h"
 #include "src/analyze/rules/rules.h"
+#include "src/base/saturate.h"
 
 namespace tprof::internal {
 
@@ -73,7 +74,7 @@ void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out) {
     const Fp32Math m = fp32_math(k);
     if (m == Fp32Math::kNo) continue;
     fp32.push_back(&k);
-    time_ns += k.time_ns;
+    sat_acc(time_ns, k.time_ns);
     count += k.count;
     (m == Fp32Math::kByName ? by_name : by_op) = true;
     (is_conv_kernel(k) ? any_conv : any_matmul) = true;
