@@ -112,8 +112,9 @@ enum class IdleCause : std::uint8_t {
   kPeers,              // "peers": launched collectives wait for the other ranks
   kProfiler,           // "profiler": the profiler's own overhead (Activity Buffer Request)
   kOutsideSteps,       // "outside_steps": idle time in the window but in no step
+  kKernelLatency,      // "kernel_latency": work queued behind the work before it on its stream starts within 10 µs of it
 };
-inline constexpr int kIdleCauseCount = 13;
+inline constexpr int kIdleCauseCount = 14;
 std::string_view idle_cause_id(IdleCause c);  // "launching", "blocked_sync", ...
 
 // One stretch of GPU idle time and its cause.

@@ -5,6 +5,10 @@
 //   profiler       an Activity Buffer Request runs (CUPTI asking for memory)
 //   peers          a launched collective has not started 50 µs after its launch returned
 //   stream_wait    other launched work has not started 50 µs after its launch returned
+//                  and after the work before it on its stream ended
+//   kernel_latency work launched behind still-running work on its stream
+//                  starts within 10 µs after that work ends (device-side
+//                  kernel-to-kernel latency, HTA's "kernel wait")
 //   the host side: what the thread that launches next is doing:
 //     blocked_*    inside a call that blocks it (BlockingCall, by effect)
 //     launching    inside a launch call, or in a piece under 1 ms before one
@@ -37,6 +41,7 @@ std::string_view idle_cause_id(IdleCause c) {
     case IdleCause::kPeers: return "peers";
     case IdleCause::kProfiler: return "profiler";
     case IdleCause::kOutsideSteps: return "outside_steps";
+    case IdleCause::kKernelLatency: return "kernel_latency";
   }
   return "launching";
 }
@@ -227,17 +232,43 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
 
   if (!c.has_device() || window_.end <= window_.start) return;
 
-  std::vector<Interval> busy, pend_comm, pend_other, prof, host, step_iv;
+  std::vector<Interval> busy, pend_comm, pend_other, latency, prof, host, step_iv;
   busy.reserve(c.device.size());
-  for (const DeviceOp& op : c.device) {
-    busy.push_back({op.start, op.end});
+  for (const DeviceOp& op : c.device) busy.push_back({op.start, op.end});
+  // Each op's predecessor on its stream: the latest end among the ops of
+  // its (device, stream) that started before it (device is sorted by start).
+  std::vector<std::uint32_t> order(c.device.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const DeviceOp &x = c.device[a], &y = c.device[b];
+    if (x.device != y.device) return x.device < y.device;
+    return x.stream < y.stream;
+  });
+  std::int64_t run_end = INT64_MIN;  // the latest end so far in the current (device, stream)
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const DeviceOp& op = c.device[order[k]];
+    if (k == 0 || c.device[order[k - 1]].device != op.device || c.device[order[k - 1]].stream != op.stream) {
+      run_end = INT64_MIN;
+    }
+    const std::int64_t prev_end = run_end;
+    run_end = std::max(run_end, op.end);
     if (op.launch == kNoIndex) continue;
-    const std::int64_t from = c.end(op.launch) + kQueueLatencyNs;
+    const std::int64_t launched = c.end(op.launch);
+    if (launched < prev_end && prev_end < op.start) {
+      // Queued behind its predecessor: the first kKernelLatencyNs after it
+      // are the device's own latency; after that, a wait.
+      latency.push_back({prev_end, std::min(op.start, sat_add(prev_end, kKernelLatencyNs))});
+      const std::int64_t from = sat_add(prev_end, kKernelLatencyNs);
+      if (op.start > from) (op.cls == DeviceClass::kComm ? pend_comm : pend_other).push_back({from, op.start});
+      continue;
+    }
+    const std::int64_t from = sat_add(std::max(launched, prev_end), kQueueLatencyNs);
     if (op.start > from) (op.cls == DeviceClass::kComm ? pend_comm : pend_other).push_back({from, op.start});
   }
   busy = merge_intervals(std::move(busy));
   pend_comm = merge_intervals(std::move(pend_comm));
   pend_other = merge_intervals(std::move(pend_other));
+  latency = merge_intervals(std::move(latency));
   if (const auto id = t.strings.find(kBufferRequest)) {
     for (std::uint32_t e = 0; e < t.events.size(); ++e) {
       if (t.events.name[e] == *id && t.events.phase[e] == Phase::kComplete) prof.push_back({c.ts(e), c.end(e)});
@@ -272,6 +303,8 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
   rest = subtract(rest, pend_comm);
   emit_all(intersect(rest, pend_other), IdleCause::kStreamWait);
   rest = subtract(rest, pend_other);
+  emit_all(intersect(rest, latency), IdleCause::kKernelLatency);
+  rest = subtract(rest, latency);
 
   // The host side. `filler` splits a piece without blocking calls: launching
   // when it is short and leads to a launch, else host work where host events
@@ -550,6 +583,9 @@ std::string idle_remedy(IdleCause cause, const DiagnoseContext& c) {
              "what it does before them.";
     case IdleCause::kProfiler:
       return "Give the schedule wait/warmup steps so the profiler's buffer requests fall outside the active window.";
+    case IdleCause::kKernelLatency:
+      return "Launch fewer, larger kernels (fuse the short ones with torch.compile, or a CUDA graph): the kernels were "
+             "already queued, so these gaps are the device's own start-up time between kernels, paid once per kernel.";
     case IdleCause::kOutsideSteps:
       break;
   }

@@ -47,6 +47,11 @@ inline constexpr std::int64_t kQueueFullDepth = 900;
 // beyond the latency an idle device shows after a launch returns (2-20 µs
 // on the H100 traces, up to ~50 µs on a first call).
 inline constexpr std::int64_t kQueueLatencyNs = 50'000;
+// Work launched while the work before it on its stream still ran starts this
+// soon after that work ends on its own: the device's kernel-to-kernel
+// latency (1-5 µs between queued kernels on the H100 traces), not a wait.
+// Beyond it, queued work waits on something (an event, another stream).
+inline constexpr std::int64_t kKernelLatencyNs = 10'000;
 // A stretch without launch calls this long is host work, not per-op launch
 // overhead (eager PyTorch dispatches an op in 5-100 µs).
 inline constexpr std::int64_t kHostWorkNs = 1'000'000;

@@ -282,6 +282,7 @@ std::string_view idle_label(IdleCause c) {
     case IdleCause::kPeers: return "waiting for peers";
     case IdleCause::kProfiler: return "profiler";
     case IdleCause::kOutsideSteps: return "outside steps";
+    case IdleCause::kKernelLatency: return "kernel-to-kernel latency";
   }
   return "";
 }
@@ -449,6 +450,7 @@ std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d, const 
   const EventClock clock(trace);
   if (!format.verbose) return format_short(d, clock, internal::KernelNames(trace), format);
   const bool device = has_device(d);
+  const internal::KernelNames names(trace);
   std::string out;
   append_verdict(&out, d);
   if (!d.steps.empty()) {
@@ -480,14 +482,15 @@ std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d, const 
   if (!d.causes.empty()) {
     out += "\nCauses (" + std::to_string(d.causes.size()) + ")\n";
     for (const Cause& c : d.causes) {
-      out += "  [" + std::string(severity_name(c.severity)) + "] " + c.id + ": " + c.title + " (" +
-             finding_ids(d, c.findings) + ")\n";
+      const Finding& anchor = d.findings[c.anchor];
+      out += "  [" + std::string(severity_name(c.severity)) + "] " + c.id + ": " + short_title(c.title, anchor, names) +
+             " (" + finding_ids(d, c.findings) + ")\n";
     }
   }
   out += "\nFindings (" + std::to_string(d.findings.size()) + ", by impact)\n";
   if (d.findings.empty()) out += "  none\n";
   for (const Finding& f : d.findings) {
-    out += "\n  [" + std::string(severity_name(f.severity)) + "] " + f.id + ": " + f.title + "\n";
+    out += "\n  [" + std::string(severity_name(f.severity)) + "] " + f.id + ": " + short_title(f.title, f, names) + "\n";
     if (f.impact_ns > 0) {
       out += "    impact: " + format_ns(f.impact_ns) + (d.steps.empty() ? "" : ", " + format_ns(f.impact_per_step_ns) + " a step") + "\n";
     }

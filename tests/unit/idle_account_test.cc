@@ -156,6 +156,31 @@ std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
   return n + "_" + std::to_string(info.index);
 }
 
+#ifndef TPROF_IDLE_FIXTURES
+// Work queued behind the kernel before it on its one stream starts 1-5 µs
+// after it: the device's kernel-to-kernel latency, not a wait on another
+// stream or an event (the blog's 4096 run on the H100: one stream, no event).
+TEST(IdleCauses, QueuedKernelsOnOneStreamAreKernelLatencyNotStreamWait) {
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/gpu/h100-torch-2.11/4096_bf16_warm_eager.json");
+  ASSERT_TRUE(t);
+  const Diagnosis d = diagnose(*t);
+  const auto at = [&](IdleCause c) { return d.idle.by_cause[static_cast<std::size_t>(c)]; };
+  EXPECT_EQ(at(IdleCause::kStreamWait), 0);
+  EXPECT_GT(at(IdleCause::kKernelLatency), 0);
+  // 19 steps of GEMM -> add -> next GEMM, each gap a few µs.
+  EXPECT_LT(at(IdleCause::kKernelLatency), 40 * 10'000);
+}
+
+// Kineto's backward-thread trace: kernels on the backward stream wait for
+// the forward stream's work, launched long before; that is a stream wait.
+TEST(IdleCauses, WorkWaitingOnAnotherStreamIsStreamWait) {
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/kineto-public/hta_backward_thread_2022-10.json");
+  ASSERT_TRUE(t);
+  const Diagnosis d = diagnose(*t);
+  EXPECT_GT(d.idle.by_cause[static_cast<std::size_t>(IdleCause::kStreamWait)], 1'000'000);
+}
+#endif
+
 INSTANTIATE_TEST_SUITE_P(EveryTrace, IdleAccountTest, ::testing::ValuesIn(trace_files()), test_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(IdleAccountTest);
 
