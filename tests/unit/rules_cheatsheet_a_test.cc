@@ -523,5 +523,15 @@ TEST(CheatsheetOnH100, EvidenceMatchesTorchsTable) {
   EXPECT_NEAR(field(cb[0], "cpu_to_device_ratio").d, 1.0, 0.05);
 }
 
+// A GPU busy 88% of the steps hides the host: aten::matmul's time in
+// aten::mm (19x its Self CPU here too) changes nothing, so no finding.
+TEST(CheatsheetOnH100, CostInChildrenSilentWhenTheGpuIsTheBottleneck) {
+  Result<Trace> t = read_trace(h100("4096_bf16_warm_eager"));
+  ASSERT_TRUE(t);
+  Diagnosis d = diagnose(*t, {.only = {"cost_in_children", "compute_bound"}});
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].id, "compute_bound");
+}
+
 }  // namespace
 }  // namespace tprof

@@ -29,6 +29,10 @@ constexpr double kMinShareOfCpu = 0.1;
 constexpr double kDrillShare = 0.5;
 constexpr int kMaxDrillDepth = 8;
 constexpr std::size_t kTopChildren = 3;
+// A GPU busy this share of the steps (compute_bound's threshold) hides the
+// host's time: where the host spends it changes nothing, so the rule is
+// silent.
+constexpr double kGpuBoundShare = 0.8;
 
 struct ChildStat {
   std::int64_t ns = 0;
@@ -42,6 +46,10 @@ std::uint64_t pair_key(StrId parent, StrId child) { return (static_cast<std::uin
 void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) {
   const std::int64_t cpu_total = c.self_cpu_total_ns();
   if (cpu_total <= 0) return;
+  if (c.has_device()) {
+    const DiagnoseContext::BusyWindow w = c.gpu_busy_window();
+    if (w.span_ns > 0 && static_cast<double>(w.busy_ns) >= kGpuBoundShare * static_cast<double>(w.span_ns)) return;
+  }
   const StatRow* best = nullptr;
   for (const StatRow& r : c.averages()) {
     if (r.is_device || is_profiler_step(r.key) || r.cpu_time_total_ns <= 0) continue;
@@ -175,9 +183,10 @@ void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) 
   if (!steps.empty()) add_steps(f.evidence, std::move(steps));
   std::string drill;
   for (const std::string& p : path) drill += (drill.empty() ? "" : " → ") + p;
-  f.advice = "Optimise " + path.back() + (path.size() > 1 ? " (" + drill + ")" : std::string()) + ", not " + best->key +
-             ": " + std::string(c.trace.str(top[0].first)) + " alone takes " + format_ns(top[0].second.ns) + " of its " +
-             format_ns(total) + ". A row's CPU total counts its children, and here the children hold the time.";
+  f.advice = "Look for the time in " + path.back() + (path.size() > 1 ? " (" + drill + ")" : std::string()) +
+             ", not in " + best->key + " itself: its child " + std::string(c.trace.str(top[0].first)) + " takes " +
+             format_ns(top[0].second.ns) + " of its " + format_ns(total) +
+             ". A row's CPU total counts its children, and here the children hold the time.";
   // A drill path, not a saving: no impact.
   f.impact_ns = 0;
   out->push_back(std::move(f));
