@@ -523,6 +523,17 @@ TEST(CheatsheetOnH100, EvidenceMatchesTorchsTable) {
   EXPECT_NEAR(field(cb[0], "cpu_to_device_ratio").d, 1.0, 0.05);
 }
 
+// The compiled run records no shapes: the GEMMs' rate is unknown, and the
+// fix says how to measure it instead of guessing at dtype and shapes.
+TEST(CheatsheetOnH100, ComputeBoundWithoutShapesAsksForThem) {
+  Result<Trace> t = read_trace(h100("4096_bf16_cold_compile"));
+  ASSERT_TRUE(t);
+  auto cb = diagnose(*t, {.only = {"compute_bound"}}).findings;
+  ASSERT_EQ(cb.size(), 1u);
+  EXPECT_EQ(cb[0].advice.rfind("Record shapes (torch.profiler.profile(record_shapes=True))", 0), 0u) << cb[0].advice;
+  EXPECT_EQ(cb[0].impact_ns, 0);
+}
+
 // A GPU busy 88% of the steps hides the host: aten::matmul's time in
 // aten::mm (19x its Self CPU here too) changes nothing, so no finding.
 TEST(CheatsheetOnH100, CostInChildrenSilentWhenTheGpuIsTheBottleneck) {

@@ -13,6 +13,7 @@
 
 #include "src/analyze/efficiency.h"
 #include "src/analyze/rules/rules.h"
+#include "src/base/saturate.h"
 
 namespace tprof::internal {
 
@@ -106,6 +107,15 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.advice = "The GPU is the bottleneck and its GEMMs run at " + format_pct(100.0 * gemm.tflops / gemm.peak_tflops) +
                " of the peak: speed-ups now come from doing less work (fusing the remaining memory-bound kernels, "
                "lower precision where it is safe), not from the host.";
+  } else if (gemm.peak_tflops > 0 && gemm.tflops > 0) {
+    f.advice = "Give the GEMMs shapes the tensor cores suit (dimensions in multiples of 16, larger batches or fused "
+               "projections) and check their dtype: they run at " + format_pct(100.0 * gemm.tflops / gemm.peak_tflops) +
+               " of the dense " + gemm.dtype + " peak. The host keeps the GPU fed, so speed-ups come from the kernels.";
+  } else if (gemm.tflops <= 0 && eff.share(KernelClass::kGemm) >= kMemoryBoundShare) {
+    f.advice = "Record shapes (torch.profiler.profile(record_shapes=True)) so the GEMMs (" +
+               format_pct(100.0 * eff.share(KernelClass::kGemm)) +
+               " of the GPU time) can be measured against the peak: without their shapes their TFLOP/s is unknown, "
+               "and with the host keeping the GPU fed, any speed-up is in them.";
   } else {
     f.advice = "Start at the hotspot kernels: check dtype (bf16/TF32), shapes that suit the tensor cores, and fusion "
                "of memory-bound ops; the host keeps the GPU fed, so speed-ups come from the kernels themselves.";
@@ -117,8 +127,8 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   // one. Other findings (memory_bound_elementwise, fp32_math) name their own
   // savings.
   if (memory_bound) {
-    f.impact_ns = eff.class_ns[static_cast<std::size_t>(KernelClass::kElementwise)] +
-                  eff.class_ns[static_cast<std::size_t>(KernelClass::kReduction)];
+    f.impact_ns = sat_add(eff.class_ns[static_cast<std::size_t>(KernelClass::kElementwise)],
+                          eff.class_ns[static_cast<std::size_t>(KernelClass::kReduction)]);
   } else if (gemm.peak_tflops > 0 && gemm.tflops > 0 && gemm.tflops < kEfficientGemm * gemm.peak_tflops) {
     const double at_peak = static_cast<double>(gemm.time_ns) * gemm.tflops / gemm.peak_tflops;
     f.impact_ns = gemm.time_ns - static_cast<std::int64_t>(at_peak);
