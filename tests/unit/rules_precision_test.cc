@@ -491,6 +491,15 @@ TEST(RulesPrecision, HotspotGemmAdviceFollowsItsDtype) {
   EXPECT_TRUE(contains(fp32[0].advice, "fp32 without tensor cores (sgemm)")) << fp32[0].advice;
 }
 
+TEST(RulesPrecision, HotspotOnTheCpuTellsSlowCallsFromFrequentOnes) {
+  // torch 1.13's threads trace: 7 CPU aten::mm calls of 11.5 ms each are
+  // slow in themselves; "call it less often or on larger inputs" misleads.
+  const std::vector<Finding> slow = run("torch-1.13/threads/threads.kineto.json", "hotspot");
+  ASSERT_EQ(slow.size(), 1u);
+  EXPECT_TRUE(slow[0].advice.starts_with("Make each call of aten::mm cheaper (7 calls at")) << slow[0].advice;
+  EXPECT_TRUE(contains(slow[0].advice, "torch.get_num_threads()")) << slow[0].advice;
+}
+
 TEST(RulesPrecision, DispatchGapLeavesCollectiveScopesAlone) {
   // HTA's ranks: "nccl:all_to_all" spends 130-150 us before its launch in the
   // process group, not in user Python; it was told to "move work out of the

@@ -26,6 +26,9 @@ constexpr std::int64_t kMinSelfNs = 10'000;
 constexpr double kOverheadRatio = 10.0;
 // Instances named as evidence (the longest ones).
 constexpr std::size_t kMaxRefs = 3;
+// A CPU op whose calls take this long each is slow in itself (a GEMM or
+// convolution on the CPU), not a small op called too often.
+constexpr std::int64_t kSlowCpuCallNs = 1'000'000;
 
 // The longest of `events`, as evidence.
 std::vector<EventRef> longest_refs(const DiagnoseContext& c, std::vector<std::uint32_t> events) {
@@ -137,7 +140,13 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                                              : " (launched by " + std::string(std::max_element(launched_by.begin(), launched_by.end(),
                                                                                   [](const auto& a, const auto& b) { return a.second < b.second; })
                                                                      ->first) + ")";
-  if (!device) {
+  if (!device && best->count > 0 && best_self / best->count >= kSlowCpuCallNs) {
+    // Few long calls: the op's own speed, not how often it runs.
+    f.advice = "Make each call of " + name + " cheaper (" + std::to_string(best->count) + " calls at " + avg +
+               " each): for math ops check the intra-op threads (torch.get_num_threads() against the cores), the "
+               "dtype and the BLAS in use, or run them on a GPU. It holds most of the CPU time, so any saving shows "
+               "in the step.";
+  } else if (!device) {
     f.advice = "Start with the callers of " + name + ": " + std::to_string(best->count) + " calls at " + avg +
                " each; call it less often or on larger inputs. It holds most of the CPU time, so any saving shows in "
                "the step.";
