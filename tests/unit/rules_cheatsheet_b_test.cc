@@ -186,6 +186,17 @@ TEST(ProfilerBufferRequest, ExplainsTheLaneOffsetAndAOneOffGap) {
   EXPECT_EQ(field(f[0], "requests").events[1].step, 3);
 }
 
+// A request after all device work (Kineto's end-of-window flush) delays
+// nothing: the real H100 tprof traces each have one, 0.1-2 ms after the last
+// kernel.
+TEST(ProfilerBufferRequest, SilentAfterTheLastKernel) {
+  for (const char* name : {"64_bf16_warm_fused", "4096_bf16_warm_fused"}) {
+    Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/gpu/h100-tprof/" + name + ".json");
+    ASSERT_TRUE(t) << name;
+    EXPECT_TRUE(diagnose(*t, {.only = {"profiler_buffer_request"}}).findings.empty()) << name;
+  }
+}
+
 TEST(ProfilerBufferRequest, SilentWithoutTheEvents) {
   EXPECT_TRUE(run(with_buffer_requests(false), "profiler_buffer_request").empty());
 }

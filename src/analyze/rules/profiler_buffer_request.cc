@@ -85,6 +85,10 @@ void rule_profiler_buffer_request(const DiagnoseContext& c, std::vector<Finding>
   // The GPU time it costs: the partition's profiler time (device idle while
   // a request runs, inside the steps), which only this rule claims.
   if (c.has_device()) set_idle_claim(f, claimable_idle(c.idle(), cause_bit(IdleCause::kProfiler), nullptr, *out));
+  // A request that precedes no device work, overlaps no device gap and holds
+  // no idle time in the steps (the end-of-window flush, after the last
+  // kernel) delays nothing: nothing to say, and wait/warmup would not move it.
+  if (before_first == 0 && gaps.empty() && f.idle_ns == 0) return;
   f.severity = FindingSeverity::kInfo;
   f.title = std::to_string(reqs.size()) + " Activity Buffer Request" + (reqs.size() == 1 ? "" : "s") + " (" +
             format_ns(total) + "): the profiler allocating its event buffer";
