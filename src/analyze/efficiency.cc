@@ -11,6 +11,15 @@
 
 namespace tprof::internal {
 
+bool write_only_op(std::string_view op) {
+  for (std::string_view w : {"aten::fill_", "aten::zero_", "aten::zeros", "aten::ones", "aten::full", "aten::zeros_like",
+                             "aten::ones_like", "aten::full_like", "aten::normal_", "aten::uniform_", "aten::bernoulli_",
+                             "aten::random_"}) {
+    if (op == w) return true;
+  }
+  return false;
+}
+
 namespace {
 
 // Dense peaks, no sparsity (docs/peaks.md has the source of every number).
@@ -169,7 +178,9 @@ double gemm_flops(std::string_view op, const Dims& in) {
 
 // An elementwise op's bytes: every tensor input read once, the output (the
 // largest input's size) written once; 0 when no tensor input is known.
-double elementwise_bytes(const Dims& in, double elem) {
+// Bytes an elementwise op moves: every tensor input read once and the
+// largest written once; a write-only op writes its largest tensor only.
+double elementwise_bytes(std::string_view op, const Dims& in, double elem) {
   double read = 0, largest = 0;
   for (const auto& d : in) {
     if (d.empty()) continue;  // a scalar
@@ -177,7 +188,8 @@ double elementwise_bytes(const Dims& in, double elem) {
     read += n;
     largest = std::max(largest, n);
   }
-  return largest > 0 ? (read + largest) * elem : 0;
+  if (largest <= 0) return 0;
+  return (write_only_op(op) ? largest : read + largest) * elem;
 }
 
 struct OpInfo {
@@ -324,7 +336,7 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
         const double f = gemm_flops(info->name, info->dims);
         if (f > 0) amount = f;
       } else if (cls == KernelClass::kElementwise && elem_bytes(k.dtype) > 0) {
-        const double b = elementwise_bytes(info->dims, elem_bytes(k.dtype));
+        const double b = elementwise_bytes(info->name, info->dims, elem_bytes(k.dtype));
         if (b > 0) amount = b;
       }
     }

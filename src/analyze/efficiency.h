@@ -112,6 +112,11 @@ Fp32Math fp32_math(const KernelEfficiency& k);
 bool is_conv_kernel(const KernelEfficiency& k);
 
 // Memory-bound work: elementwise plus reduction/normalisation kernels.
+// Ops that only write their output (aten::fill_, aten::zero_, aten::zeros,
+// the random generators): their first input is the tensor they overwrite,
+// not one they read.
+bool write_only_op(std::string_view op);
+
 inline double memory_bound_share(const Efficiency& e) {
   return e.share(KernelClass::kElementwise) + e.share(KernelClass::kReduction);
 }

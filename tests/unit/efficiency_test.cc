@@ -199,5 +199,27 @@ TEST(ComputeBound, EfficientGemmsClaimNoSaving) {
   EXPECT_EQ(text.find("fix (up to 192.8 us a step)"), std::string::npos) << text;
 }
 
+// A fill writes its tensor and reads none (its first input is the tensor
+// it overwrites): on HTA's MI250 run (record_shapes) the fills must not be
+// counted as reading it too, which doubled their rate.
+TEST(Efficiency, FillsOnlyWrite) {
+  EXPECT_TRUE(internal::write_only_op("aten::fill_"));
+  EXPECT_TRUE(internal::write_only_op("aten::zero_"));
+  EXPECT_FALSE(internal::write_only_op("aten::add_"));
+  const Trace t = load("public/hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+  internal::DiagnoseContext c(t);
+  int fills = 0;
+  for (const internal::KernelEfficiency& k : c.efficiency().kernels) {
+    if (!internal::write_only_op(k.op) || k.sized_count == 0) continue;
+    ++fills;
+    // aten::fill_ of a [5, 128] float tensor (Input Dims [[5, 128], []]):
+    // 640 elements written, 2,560 bytes; read and written it was 5,120.
+    EXPECT_EQ(k.op, "aten::fill_");
+    EXPECT_EQ(k.sized_count, 1);
+    EXPECT_DOUBLE_EQ(k.bytes, 5 * 128 * 4);
+  }
+  EXPECT_EQ(fills, 1);
+}
+
 }  // namespace
 }  // namespace tprof

@@ -21,6 +21,10 @@ constexpr std::int64_t kMinTimeNs = 100'000;
 constexpr std::int64_t kMinCount = 2;
 // "Near the ceiling": 70% of the device's HBM bandwidth or more.
 constexpr double kNearCeiling = 0.70;
+// A rate this far above the HBM peak means the byte count is wrong (an
+// input the kernel does not read, a broadcast read once from cache): the
+// rate is not printed.
+constexpr double kImplausibleOfPeak = 1.5;
 // At most this many kernels are named.
 constexpr std::size_t kMaxFindings = 3;
 
@@ -51,7 +55,9 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     f.id = "memory_bound_elementwise";
     f.severity = FindingSeverity::kWarning;
     std::string rate;
-    const bool sized = k.sized_count > 0 && k.gbps() > 0;
+    const bool sized = k.sized_count > 0 && k.gbps() > 0 &&
+                       (eff.peak == nullptr || k.gbps() <= kImplausibleOfPeak * eff.peak->hbm_gbps);
+    const bool fill = write_only_op(k.op);
     if (sized) {
       rate = gbps_text(k.gbps());
       if (eff.peak != nullptr) {
@@ -65,7 +71,8 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
       }
     }
     f.title = "Memory-bound elementwise kernel " + title_name(k.name) + (k.op.empty() ? "" : " (" + k.op + ")") +
-              ": " + format_pct(100.0 * share) + " of GPU time" + (sized ? ", moving " + rate : "") + "; fusable";
+              ": " + format_pct(100.0 * share) + " of GPU time" + (sized ? ", moving " + rate : "") +
+              (fill ? "; it only writes memory" : "; fusable");
     f.evidence.text("kernel", k.name)
         .text("op", k.op)
         .text("dtype", k.dtype)
@@ -75,6 +82,15 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     if (sized) {
       f.evidence.real("achieved_gbps", k.gbps()).num("sized_count", k.sized_count);
       if (eff.peak != nullptr) f.evidence.real("peak_gbps", eff.peak->hbm_gbps).real("pct_of_peak", 100.0 * k.gbps() / eff.peak->hbm_gbps);
+    }
+    if (fill) {
+      f.advice = "Avoid writing what is overwritten or discarded: " + k.op +
+                 " fills memory with a constant (gradients: optimizer.zero_grad(set_to_none=True); buffers whose "
+                 "values are written later: torch.empty instead of torch.zeros; or let torch.compile fold the fill "
+                 "into its consumer). A fill's time is pure memory traffic.";
+      f.impact_ns = k.time_ns;
+      out->push_back(std::move(f));
+      continue;
     }
     f.advice = "Fuse " + (k.op.empty() ? std::string("this elementwise op") : k.op) +
                " into the kernel that produces its input (torch.compile fuses elementwise chains and GEMM "
