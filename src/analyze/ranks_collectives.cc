@@ -660,11 +660,13 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     latest = static_cast<std::size_t>(std::min_element(candidates.begin(), candidates.end(), more_wait) - candidates.begin());
   }
 
-  // The ranks that wait for a named straggler, or for the latest rank when
-  // none is named (late at a few steps only): their verdict, where the wait
-  // is a material share of their step (kStragglerMinWaitPct).
+  // The ranks that wait for a named straggler: their verdict, where the wait
+  // is a material share of their step (kStragglerMinWaitPct). A rank late at
+  // a few collectives only (`latest`, not named) changes no verdict: the
+  // others do not wait for it at most steps, so "waiting for rank k" would
+  // misdescribe them; the view names it as the latest rank instead.
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    if (!candidates[i].named && i != latest) continue;
+    if (!candidates[i].named) continue;
     const auto k = static_cast<std::int32_t>(candidate_ri[i]);
     std::vector<std::int64_t> wait(n, 0);
     std::vector<std::map<std::int32_t, std::int64_t>> by_group(n);

@@ -218,11 +218,10 @@ TEST(RanksStragglerTest, LateAtSomeStepsIsNoStragglerButIsNamed) {
   EXPECT_LT(v.latest->last_at * 2, v.latest->collectives);
   ASSERT_FALSE(v.latest->before.empty());
   EXPECT_EQ(v.latest->before[0].what, "computation");
-  for (const RankRow& r : v.ranks) {
-    if (r.rank == 4) continue;
-    ASSERT_TRUE(r.waiting_for) << r.rank;
-    EXPECT_EQ(r.waiting_for->rank, 4);
-  }
+  // Late at 3 of 8 only: the others do not wait for it at most steps, so
+  // no rank's verdict becomes "waiting for rank 4" (the review pass rejected
+  // that reading).
+  for (const RankRow& r : v.ranks) EXPECT_FALSE(r.waiting_for) << r.rank;
 }
 
 // Clocks: the ranks' clocks are seconds apart in the traces already; moving
