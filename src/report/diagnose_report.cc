@@ -415,7 +415,7 @@ std::string format_short(const Diagnosis& d, const EventClock& clock, const inte
         label = d.steps.empty() ? "     fix (up to " + format_ns(c.impact_ns) + "): "
                                 : "     fix (up to " + format_ns(c.impact_per_step_ns) + " a step): ";
       }
-      append_wrapped(&out, label, first_sentence(anchor.advice), "       ");
+      append_wrapped(&out, label, first_sentence(short_title(anchor.advice, anchor, names)), "       ");
     }
     if (!lone) append_wrapped(&out, "     findings: ", finding_ids(d, c.findings), "       ", 1);
   }
@@ -497,7 +497,7 @@ std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d, const 
     for (const Evidence::Field& e : f.evidence.fields()) {
       out += "    " + e.key + ": " + evidence_value_text(e, clock, nullptr) + "\n";
     }
-    if (!f.advice.empty()) out += "    advice: " + f.advice + "\n";
+    if (!f.advice.empty()) out += "    advice: " + short_title(f.advice, f, names) + "\n";
   }
   append_breakdowns(&out, d, true);
   return out;
@@ -774,6 +774,7 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
 
 std::string format_diagnosis_md(const Trace& trace, const Diagnosis& d) {
   const EventClock clock(trace);
+  const internal::KernelNames names(trace);
   const bool device = has_device(d);
   std::string out = "# tprof diagnose\n\n**Verdict: " + std::string(verdict_name(d.verdict)) + "** — " + d.summary + "\n";
   if (!d.support.empty()) {
@@ -809,14 +810,15 @@ std::string format_diagnosis_md(const Trace& trace, const Diagnosis& d) {
   if (!d.causes.empty()) {
     out += "\n## Causes\n\n";
     for (const Cause& c : d.causes) {
-      out += "- **" + std::string(severity_name(c.severity)) + "** `" + c.id + "`: " + c.title + " (" +
+      out += "- **" + std::string(severity_name(c.severity)) + "** `" + c.id + "`: " +
+             short_title(c.title, d.findings[c.anchor], names) + " (" +
              finding_ids(d, c.findings) + ")\n";
     }
   }
   out += "\n## Findings\n";
   if (d.findings.empty()) out += "\nNone.\n";
   for (const Finding& f : d.findings) {
-    out += "\n### `" + f.id + "` (" + std::string(severity_name(f.severity)) + "): " + f.title + "\n\n";
+    out += "\n### `" + f.id + "` (" + std::string(severity_name(f.severity)) + "): " + short_title(f.title, f, names) + "\n\n";
     for (const Evidence::Field& e : f.evidence.fields()) {
       std::string v = evidence_value_text(e, clock, nullptr);
       for (std::size_t p = v.find("\n      - "); p != std::string::npos; p = v.find("\n      - ", p)) {
@@ -824,7 +826,7 @@ std::string format_diagnosis_md(const Trace& trace, const Diagnosis& d) {
       }
       out += "- " + e.key + ": " + v + "\n";
     }
-    if (!f.advice.empty()) out += "\n" + f.advice + "\n";
+    if (!f.advice.empty()) out += "\n" + short_title(f.advice, f, names) + "\n";
   }
   return out;
 }
