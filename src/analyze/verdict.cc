@@ -29,6 +29,9 @@ constexpr double kSyncShare = 0.5;      // host blocked in synchronizing calls /
 constexpr double kIdleCauseShare = 0.25;  // one idle cause / span
 // The device's idle time and its causes come from the idle partition
 // (src/analyze/idle.h: kHostWorkNs, kQueueLatencyNs, the blocking calls).
+// A strict majority of this many steps or more names the verdict when the
+// steps together are unclear.
+constexpr std::size_t kMajorityMinSteps = 3;
 // "A deep queue": kernels start this long after their launch call returned.
 constexpr std::int64_t kDeepQueueNs = 1'000'000;
 
@@ -365,6 +368,22 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
     if (all.lead_host > 0) all.after_lead = classify(m.window(all.lead_end, c.end_ns), c.has_device());
   }
   d->verdict = classify(all, c.has_device());
+  // Steps that mostly agree outweigh a window the outliers (a slow first or
+  // last step) leave unclear: a strict majority of at least 3 steps names
+  // the verdict, and the summary says how many steps it holds for.
+  std::string majority_note;
+  if (d->verdict == Verdict::kUnclear && nsteps >= kMajorityMinSteps) {
+    std::array<std::size_t, kVerdictCount> count{};
+    for (const StepVerdict& v : d->steps) ++count[static_cast<std::size_t>(v.verdict)];
+    for (const StepVerdict& v : d->steps) {
+      const std::size_t n = count[static_cast<std::size_t>(v.verdict)];
+      if (v.verdict != Verdict::kUnclear && 2 * n > nsteps) {
+        d->verdict = v.verdict;
+        majority_note = " (the steps together are unclear: the others differ)";
+        break;
+      }
+    }
+  }
   d->verdict_evidence = Evidence();
   d->verdict_evidence.text("window", nsteps > 0 ? "steps" : "trace");
   add_facts(d->verdict_evidence, all);
@@ -374,7 +393,8 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
   if (nsteps > 0) {
     std::size_t same = 0;
     for (const StepVerdict& v : d->steps) same += v.verdict == d->verdict ? 1 : 0;
-    s = std::to_string(same) + " of " + std::to_string(nsteps) + " steps " + std::string(verdict_name(d->verdict)) + "; ";
+    s = std::to_string(same) + " of " + std::to_string(nsteps) + " steps " + std::string(verdict_name(d->verdict)) +
+        majority_note + "; ";
     if (d->verdict == Verdict::kUnclear) s.clear();
   } else {
     s = "no ProfilerStep in the trace, judged over the whole trace (" + format_ns(all.span) + "): ";
