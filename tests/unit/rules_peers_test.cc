@@ -35,25 +35,42 @@ const Evidence::Field& field(const Finding& f, std::string_view key) {
 }
 
 TEST(RulesPeers, KernelLaunchStatsShortKernelsAndDelays) {
-  std::vector<std::string> ev = {step(1, 0, 2000)};
+  std::vector<std::string> ev = {step(1, 0, 3000)};
   // 20 launches of 10 µs each running a 2 µs kernel on an idle stream.
   for (int i = 0; i < 20; ++i) {
     ev.push_back(launch(10 + 40 * i, 10, i + 1));
     ev.push_back(kernel("tiny", 7, 22 + 40 * i, 2, i + 1));
   }
-  // One launch whose kernel starts 300 µs after the call ends, stream idle.
-  ev.push_back(launch(900, 5, 100));
-  ev.push_back(kernel("late", 7, 1205, 50, 100));
+  // Three launches whose kernel starts 300 µs after the call ends, stream
+  // idle.
+  for (int j = 0; j < 3; ++j) {
+    ev.push_back(launch(900 + 400 * j, 5, 100 + j));
+    ev.push_back(kernel("late", 7, 1205 + 400 * j, 50, 100 + j));
+  }
   auto f = run(doc(ev), "kernel_launch_stats");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].id, "kernel_launch_stats");
   EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
-  EXPECT_EQ(field(f[0], "launches").i, 21);
+  EXPECT_EQ(field(f[0], "launches").i, 23);
   EXPECT_EQ(field(f[0], "short_kernels").i, 20);
-  EXPECT_EQ(field(f[0], "launch_delay_outliers").i, 1);
+  EXPECT_EQ(field(f[0], "short_kernels_idle_stream").i, 20);
+  EXPECT_EQ(field(f[0], "launch_delay_outliers").i, 3);
   EXPECT_EQ(field(f[0], "worst_launch_delay_ns").i, 300000);
   EXPECT_EQ(field(f[0], "worst_delay_activity").events.at(0).name, "late");
   EXPECT_EQ(field(f[0], "runtime_outliers").i, 0);
+  // The impact is the device idle time the launches leave, not their host
+  // time: at least the three 300 µs delays.
+  EXPECT_GE(f[0].impact_ns, 900000);
+  EXPECT_EQ(f[0].impact_ns, field(f[0], "gpu_idle_ns").i);
+
+  // One late launch is an anecdote: the finding keeps the short kernels
+  // only.
+  ev.resize(ev.size() - 4);
+  f = run(doc(ev), "kernel_launch_stats");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(field(f[0], "launch_delay_outliers").i, 1);
+  EXPECT_EQ(f[0].title.find("launch delay"), std::string::npos) << f[0].title;
+  EXPECT_EQ(f[0].advice.find("delayed kernels"), std::string::npos) << f[0].advice;
 
   // Kernels longer than their 5 µs launches, queued back to back: silent.
   std::vector<std::string> ok = {step(1, 0, 5000)};

@@ -257,6 +257,28 @@ TEST(RulesPrecision, GraphLaunchCountsOnce) {
   EXPECT_TRUE(run("kineto-public/hta_backward_thread_2022-10.json", "kernel_launch_stats").empty());
 }
 
+// ---- kernel_launch_stats: what the launches cost the device -----------------
+
+TEST(RulesPrecision, KernelLaunchStatsCountsTheIdleTheLaunchesLeave) {
+  // 64²: every kernel waits on its launch; the impact is the device idle
+  // time between them (launching), not the host time of the calls.
+  const std::vector<Finding> small = run("gpu/h100-torch-2.11/64_bf16_cold_eager.json", "kernel_launch_stats");
+  ASSERT_EQ(small.size(), 1u);
+  const Evidence::Field* idle = small[0].evidence.find("gpu_idle_ns");
+  ASSERT_NE(idle, nullptr);
+  EXPECT_EQ(small[0].impact_ns, idle->i);
+  EXPECT_GT(small[0].impact_ns, 0);
+  // 4096² fused: 20 of 40 activities are 1 µs memsets, but queued behind
+  // 177 µs GEMMs on a queue 1.6 ms deep: they cost nothing; the GPU sets
+  // the pace.
+  EXPECT_TRUE(run("gpu/h100-tprof/4096_bf16_warm_fused.json", "kernel_launch_stats").empty());
+  // The resnet50 excerpt: one launch delay over 100 µs in 56 launches is an
+  // anecdote, not a pattern.
+  EXPECT_TRUE(run("public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.excerpt.pt.trace.json.gz",
+                  "kernel_launch_stats")
+                  .empty());
+}
+
 // ---- overhead_bound: the host must be shown dispatching ----------------------
 
 TEST(RulesPrecision, OverheadBoundNeedsTheHostDispatching) {

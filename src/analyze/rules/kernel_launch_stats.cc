@@ -40,6 +40,14 @@ constexpr std::int64_t kLaunchDelayCutoffNs = 100'000;
 constexpr double kShortShare = 0.5;
 constexpr std::int64_t kMinLaunches = 20;
 constexpr double kDelayWarnShare = 0.05;
+// Outliers of a kind are a pattern from this many on (one 106 µs launch call
+// or one 149 ms delay is an anecdote).
+constexpr std::int64_t kMinOutliers = 3;
+// The device idle time the reported launches leave must be at least this
+// share of the window: on a busy GPU or behind a deep queue the work waits
+// on the device, not on the host, and short kernels cost nothing.
+constexpr double kMinIdleShare = 0.01;
+constexpr double kMinExposedShare = 0.1;
 // Steps listed in evidence.
 constexpr std::size_t kMaxSteps = 16;
 
@@ -59,13 +67,18 @@ bool is_launch_call(std::string_view name) {
 void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (!c.has_device()) return;
   std::vector<std::int64_t> cpu_durs, delays;
-  std::int64_t launches = 0, short_kernels = 0, short_excess_ns = 0;
+  std::int64_t launches = 0, short_kernels = 0, short_exposed = 0, short_excess_ns = 0;
   std::int64_t runtime_outliers = 0, runtime_outlier_ns = 0;
   std::int64_t delay_outliers = 0, delay_outlier_ns = 0;
   const DeviceOp* worst_runtime = nullptr;
   const DeviceOp* worst_delay = nullptr;
   std::int64_t worst_delay_ns = 0;
-  std::vector<std::int64_t> outlier_steps;
+  std::vector<std::int64_t> outlier_steps, delay_steps;
+  // Where the device may idle because of a launch: from when the stream
+  // had nothing left (or, first on its stream, the call started) to the
+  // activity's start, per exposed short kernel and runtime outlier; the
+  // delay itself per delay outlier.
+  std::vector<Interval> short_at_stake, runtime_at_stake, delay_at_stake;
   // End of the previous activity on each stream: a delay is only the launch
   // path's fault when the stream had nothing queued before the activity.
   std::unordered_map<std::uint32_t, std::int64_t> stream_end;
@@ -103,9 +116,19 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
     const std::int64_t delay = op.start - c.end(op.launch);
     cpu_durs.push_back(cpu);
     delays.push_back(delay);
+    // Queued behind earlier work on its stream: waiting for the GPU, which is
+    // what a busy GPU should look like; neither a short kernel that costs
+    // anything nor a launch delay outlier.
+    const bool queued = prev_end > c.end(op.launch);
+    const Interval at_stake{prev_end == std::numeric_limits<std::int64_t>::min() ? c.ts(op.launch) : prev_end,
+                            op.start};
     if (cpu <= kRuntimeCutoffNs && gpu < cpu) {
       ++short_kernels;
-      sat_acc(short_excess_ns, cpu - gpu);
+      if (!queued) {
+        ++short_exposed;
+        sat_acc(short_excess_ns, cpu - gpu);
+        if (at_stake.end > at_stake.start) short_at_stake.push_back(at_stake);
+      }
     }
     if (cpu > kRuntimeCutoffNs && blocked.count(op.launch) > 0) {
       ++blocked_launches;
@@ -114,10 +137,8 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
       sat_acc(runtime_outlier_ns, cpu);
       if (worst_runtime == nullptr || cpu > c.dur(worst_runtime->launch)) worst_runtime = &op;
       if (op.step >= 0) outlier_steps.push_back(c.step_number(op.step));
+      if (at_stake.end > at_stake.start) runtime_at_stake.push_back(at_stake);
     }
-    // Queued behind earlier work on its stream: waiting for the GPU, which is
-    // what a busy GPU should look like; not counted as a launch delay outlier.
-    const bool queued = prev_end > c.end(op.launch);
     if (delay > kLaunchDelayCutoffNs && !queued) {
       ++delay_outliers;
       sat_acc(delay_outlier_ns, delay);
@@ -125,13 +146,44 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
         worst_delay_ns = delay;
         worst_delay = &op;
       }
-      if (op.step >= 0) outlier_steps.push_back(c.step_number(op.step));
+      if (op.step >= 0) delay_steps.push_back(c.step_number(op.step));
+      delay_at_stake.push_back({c.end(op.launch), op.start});
     }
   }
   if (launches < kMinLaunches) return;
   const double short_share = static_cast<double>(short_kernels) / static_cast<double>(launches);
-  const bool many_short = short_share >= kShortShare;
-  if (!many_short && runtime_outliers == 0 && delay_outliers == 0) return;
+  // Short kernels cost something only on an idle stream (queued behind
+  // longer work they cost nothing): a pattern of those too, and not a
+  // handful among thousands queued deep.
+  const bool many_short = short_share >= kShortShare && short_exposed >= kMinOutliers &&
+                          static_cast<double>(short_exposed) >= kMinExposedShare * static_cast<double>(short_kernels);
+  const bool runtime_pattern = runtime_outliers >= kMinOutliers;
+  const bool delay_pattern = delay_outliers >= kMinOutliers;
+  if (!many_short && !runtime_pattern && !delay_pattern) return;
+  if (!runtime_pattern) outlier_steps.clear();
+  if (delay_pattern) outlier_steps.insert(outlier_steps.end(), delay_steps.begin(), delay_steps.end());
+  // The device idle time the reported parts leave (the idle partition, in
+  // the steps): what they cost, not the host time they take.
+  // Before a short kernel only the host launching (and the device's own
+  // kernel-to-kernel latency) is the launch path's; in a long call or a
+  // delay, any idle time in the steps.
+  std::vector<Interval> at_stake;
+  if (runtime_pattern) at_stake.insert(at_stake.end(), runtime_at_stake.begin(), runtime_at_stake.end());
+  if (delay_pattern) at_stake.insert(at_stake.end(), delay_at_stake.begin(), delay_at_stake.end());
+  const std::vector<Interval> outliers = merge_intervals(std::move(at_stake));
+  const IdlePartition::Totals idle_outliers = idle_by_cause(c.idle(), outliers);
+  std::int64_t idle_ns = 0;
+  for (int k = 0; k < kIdleCauseCount; ++k) {
+    if (static_cast<IdleCause>(k) != IdleCause::kOutsideSteps) sat_acc(idle_ns, idle_outliers[static_cast<std::size_t>(k)]);
+  }
+  if (many_short) {
+    const IdlePartition::Totals idle_short =
+        idle_by_cause(c.idle(), subtract(merge_intervals(std::move(short_at_stake)), outliers));
+    sat_acc(idle_ns, idle_short[static_cast<std::size_t>(IdleCause::kLaunching)]);
+    sat_acc(idle_ns, idle_short[static_cast<std::size_t>(IdleCause::kKernelLatency)]);
+  }
+  const std::int64_t window_ns = c.window_ns();
+  if (window_ns <= 0 || static_cast<double>(idle_ns) < kMinIdleShare * static_cast<double>(window_ns)) return;
 
   std::sort(outlier_steps.begin(), outlier_steps.end());
   outlier_steps.erase(std::unique(outlier_steps.begin(), outlier_steps.end()), outlier_steps.end());
@@ -139,28 +191,30 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
 
   Finding f;
   f.id = "kernel_launch_stats";
-  const std::int64_t window_ns = c.window_ns();
-  const bool costly_delays =
-      window_ns > 0 && static_cast<double>(delay_outlier_ns) >= kDelayWarnShare * static_cast<double>(window_ns);
+  const bool costly_delays = static_cast<double>(idle_ns) >= kDelayWarnShare * static_cast<double>(window_ns);
   f.severity = many_short || costly_delays ? FindingSeverity::kWarning : FindingSeverity::kInfo;
   std::string title;
   if (many_short) {
     title = std::to_string(short_kernels) + " of " + std::to_string(launches) +
             " device activities run shorter than their launch call (" + format_pct(100.0 * short_share) + ")";
+    if (short_exposed < short_kernels) title += ", " + std::to_string(short_exposed) + " of them on an idle stream";
   } else {
     title = count_of(launches, "launch");
   }
-  if (runtime_outliers > 0)
+  if (runtime_pattern)
     title += "; " + count_of(runtime_outliers, "launch call") + " over " + format_ns(kRuntimeCutoffNs);
-  if (delay_outliers > 0) {
+  if (delay_pattern) {
     title += "; " + count_of(delay_outliers, "launch delay") + " over " + format_ns(kLaunchDelayCutoffNs) + " (worst " +
              format_ns(worst_delay_ns) + ")";
   }
+  title += ", leaving the GPU idle " + format_ns(idle_ns);
   f.title = std::move(title);
   f.evidence.num("launches", launches)
       .num("window_ns", window_ns)
       .num("launch_delay_outlier_ns", delay_outlier_ns)
       .num("short_kernels", short_kernels)
+      .num("short_kernels_idle_stream", short_exposed)
+      .num("gpu_idle_ns", idle_ns)
       .real("short_pct", 100.0 * short_share)
       .num("median_launch_ns", upper_median(std::move(cpu_durs)))
       .num("median_launch_delay_ns", upper_median(std::move(delays)))
@@ -170,12 +224,12 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
       .num("launch_delay_outliers", delay_outliers)
       .num("blocked_launch_calls", blocked_launches);
   if (graph_launches > 0) f.evidence.num("graph_launches", graph_launches);
-  if (worst_runtime != nullptr) {
+  if (worst_runtime != nullptr && runtime_pattern) {
     f.evidence.num("worst_launch_ns", c.dur(worst_runtime->launch))
         .event("worst_launch", c.ref(worst_runtime->launch))
         .event("worst_launch_activity", c.ref(worst_runtime->event));
   }
-  if (worst_delay != nullptr) {
+  if (worst_delay != nullptr && delay_pattern) {
     f.evidence.num("worst_launch_delay_ns", worst_delay_ns)
         .event("worst_delay_launch", c.ref(worst_delay->launch))
         .event("worst_delay_activity", c.ref(worst_delay->event));
@@ -188,15 +242,15 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
                                   : "Replay the step as a " + std::string(c.api()) +
                                         " graph (torch.compile(mode=\"reduce-overhead\"))") +
               " or batch the work into fewer, larger ops (torch.compile fuses elementwise chains): " +
-              std::to_string(short_kernels) + " activities run shorter than the call that launched them, so the "
+              std::to_string(short_exposed) + " activities on an idle stream run shorter than the call that launched them, so the "
               "host, not the GPU, sets the pace. ";
   }
-  if (runtime_outliers > 0) {
+  if (runtime_pattern) {
     advice +=
         "Warm up before recording if the long launch calls are first launches (lazy module loading), and check "
         "the CPU lane around the worst one for what holds it (another thread, the driver). ";
   }
-  if (delay_outliers > 0) {
+  if (delay_pattern) {
     advice += std::string("Start earlier the work the delayed kernels wait for (a ") +
               (c.is_hip() ? "hipStreamWaitEvent" : "cudaStreamWaitEvent") +
               " on another stream's event, another thread's launches): on an idle stream a kernel that starts "
@@ -204,7 +258,8 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   }
   while (!advice.empty() && advice.back() == ' ') advice.pop_back();
   f.advice = std::move(advice);
-  f.impact_ns = sat_add(sat_add(short_excess_ns, runtime_outlier_ns), delay_outlier_ns);
+  f.evidence.num("short_excess_ns", short_excess_ns).num("runtime_outlier_ns", runtime_outlier_ns);
+  f.impact_ns = idle_ns;
   out->push_back(std::move(f));
 }
 
