@@ -144,7 +144,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     // Few long calls: the op's own speed, not how often it runs.
     f.advice = "Make each call of " + name + " cheaper (" + std::to_string(best->count) + " calls at " + avg +
                " each): for math ops check the intra-op threads (torch.get_num_threads() against the cores), the "
-               "dtype and the BLAS in use, or run them on a GPU. It holds most of the CPU time, so any saving shows "
+               "dtype and the BLAS in use. It holds most of the CPU time, so any saving shows "
                "in the step.";
   } else if (!device) {
     f.advice = "Start with the callers of " + name + ": " + std::to_string(best->count) + " calls at " + avg +
