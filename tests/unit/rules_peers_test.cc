@@ -274,6 +274,25 @@ TEST(RulesPeers, OverlappingKernels) {
   EXPECT_TRUE(run(doc({kernel("a", 7, 0, 30, 1), kernel("b", 7, 30, 30, 2)}), "overlapping_kernels").empty());
 }
 
+TEST(RulesPeers, OverlappingKernelsSilentWhenNotMaterialOrPdl) {
+  // 2 µs of overlap in a 100 ms window: no figure changes (< 0.1%).
+  EXPECT_TRUE(run(doc({step(1, 0, 100000), kernel("a", 7, 0, 50, 1), kernel("b", 7, 48, 30, 2)}),
+                  "overlapping_kernels")
+                  .empty());
+  // 2 µs tail overlaps in a 200 µs window: material on a GPU of unknown
+  // architecture, programmatic dependent launch on sm90+ (H100, B200).
+  const std::string tail = doc({step(1, 0, 200), kernel("a", 7, 0, 50, 1), kernel("b", 7, 48, 50, 2),
+                                kernel("c", 7, 96, 50, 3)});
+  auto f = run(tail, "overlapping_kernels");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(field(f[0], "overlap_total_ns").i, 4000);
+  EXPECT_EQ(field(f[0], "overlap_max_ns").i, 2000);
+  const std::string sm90 =
+      R"({"deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0}], )" +
+      tail.substr(tail.find('{') + 1);
+  EXPECT_TRUE(run(sm90, "overlapping_kernels").empty());
+}
+
 std::string flow(char ph, int id, double ts, int pid, int tid) {
   return std::string(R"({"ph": ")") + ph + R"(", "id": )" + std::to_string(id) +
          R"(, "pid": )" + std::to_string(pid) + R"(, "tid": )" + std::to_string(tid) + R"(, "ts": )" +
