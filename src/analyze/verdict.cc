@@ -55,6 +55,11 @@ struct Facts {
   std::int64_t longest_host = 0;  // the longest stretch of host work without a launch
   std::int64_t lead_host = 0;     // window start to its first device activity, when that is host work
   std::int64_t lead_end = 0;
+  // Launched work waiting before the window's first device activity, with
+  // nothing on the device it could wait for: a clock offset between the
+  // host's and the device's timelines, or work the trace does not hold.
+  std::int64_t lead_wait = 0;
+  std::int64_t first_device = 0;
   std::int64_t busy_after_lead = 0;
   Verdict after_lead = Verdict::kUnclear;  // the verdict of the rest of the window (one window only)
   std::int64_t queue_delay = 0;   // median start − launch end of the window's launched work
@@ -133,6 +138,8 @@ class Measure {
       const IdlePartition::Totals lead = idle_.totals_within(lo, lead_end);
       const std::int64_t lead_host = lead_end - lo - lead[static_cast<std::size_t>(IdleCause::kStreamWait)] -
                                      lead[static_cast<std::size_t>(IdleCause::kPeers)];
+      f.lead_wait = lead[static_cast<std::size_t>(IdleCause::kStreamWait)] + lead[static_cast<std::size_t>(IdleCause::kPeers)];
+      f.first_device = lead_end;
       if (lead_host >= kHostWorkNs) {
         f.lead_host = lead_host;
         f.lead_end = lead_end;
@@ -327,6 +334,7 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
   const Measure m(c);
   const std::size_t nsteps = c.steps.steps.size();
   Facts all;
+  std::string lead_wait_note;  // the no-step window starts at its first device activity
   if (nsteps > 0) {
     // Device work launched by each step, wherever it ran.
     std::vector<std::vector<Interval>> work(nsteps);
@@ -363,6 +371,16 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
     all.queue_delay = upper_median(std::move(delays));
   } else {
     all = m.window(c.start_ns, c.end_ns);
+    // A lead of launched work waiting on an empty device explains nothing
+    // about the program: judge from the first device activity.
+    if (all.span > 0 && all.share(all.lead_wait) >= kIdleCauseShare && all.first_device > c.start_ns) {
+      const std::int64_t wait = all.lead_wait, from = all.first_device;
+      all = m.window(from, c.end_ns);
+      lead_wait_note = "judged from the first device activity, " + format_ns(from - c.start_ns) +
+                       " into the trace (" + format_ns(all.span) + "): before it, launched work waits " + format_ns(wait) +
+                       " with nothing running on the device (a clock offset between host and device, or work the "
+                       "trace does not hold): ";
+    }
     // Host work before any device activity (loading, preprocessing, set-up)
     // and the device phase after it: judge the device phase on its own too.
     if (all.lead_host > 0) all.after_lead = classify(m.window(all.lead_end, c.end_ns), c.has_device());
@@ -397,7 +415,8 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
         majority_note + "; ";
     if (d->verdict == Verdict::kUnclear) s.clear();
   } else {
-    s = "no ProfilerStep in the trace, judged over the whole trace (" + format_ns(all.span) + "): ";
+    s = lead_wait_note.empty() ? "no ProfilerStep in the trace, judged over the whole trace (" + format_ns(all.span) + "): "
+                               : "no ProfilerStep in the trace, " + lead_wait_note;
   }
   s += explain(d->verdict, all, c);
   if (c.has_device()) {

@@ -211,5 +211,20 @@ TEST(ExtendedFixtures, AStepMajorityNamesTheVerdict) {
       << r.out.substr(0, 400);
 }
 
+// TraceLens' vLLM graph_execution trace: host events end at 26 ms, the
+// device runs from 151 ms to 308 ms at 99.7% busy. The 149 ms before the
+// first device activity is launched work waiting on an empty device (a
+// clock offset or work the trace lacks), not a dependency: the verdict is
+// judged from the first device activity (the review pass rejected
+// "dependency-bound").
+TEST(ExtendedFixtures, ALeadOfWaitingOnAnEmptyDeviceIsNotADependency) {
+  TPROF_REQUIRE_FIXTURES();
+  testing::CliResult r = testing::run_cli(
+      TPROF_BIN, {"-q", "diagnose", kFixtures + "/public/tracelens/inference/vllm_prefilldecode_piecewise/graph_execution.json.gz"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("Verdict: compute-bound\n  no ProfilerStep in the trace, judged from the first device activity", 0), 0u)
+      << r.out.substr(0, 400);
+}
+
 }  // namespace
 }  // namespace tprof
