@@ -549,6 +549,18 @@ TEST(CheatsheetOnH100, ComputeBoundWithoutShapesAsksForThem) {
   EXPECT_EQ(cb[0].impact_ns, 0);
 }
 
+// TraceLens' MI210 trace: 339 hipExtModuleLaunchKernel calls while the GPU
+// is busy 86% of the trace. They cost host time only, so no saving ranks
+// them (the review pass rejected them as the top cause).
+TEST(ManyCalls, HiddenBehindABusyGpuSavesNothing) {
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/public/tracelens/mi210/gpu_only_trace/gpu_only_trace.json.gz");
+  ASSERT_TRUE(t);
+  auto f = diagnose(*t, {.only = {"many_calls"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].title.find("hidden behind a GPU busy"), std::string::npos) << f[0].title;
+  EXPECT_EQ(f[0].impact_ns, 0);
+}
+
 // A GPU busy 88% of the steps hides the host: aten::matmul's time in
 // aten::mm (19x its Self CPU here too) changes nothing, so no finding.
 TEST(CheatsheetOnH100, CostInChildrenSilentWhenTheGpuIsTheBottleneck) {

@@ -131,8 +131,8 @@ void rule_addmm_fusion(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (first_dtod != kNoIndex) f.evidence.event("dtod_copy", c.ref(first_dtod));
   f.impact_ns = dtod_ns;
   const std::int64_t steps = std::max<std::int64_t>(1, static_cast<std::int64_t>(c.steps.steps.size()));
-  f.advice = "Let torch.compile(mode=\"max-autotune\") fuse the add into the GEMM's epilogue, or pass the addend as a "
-             "1-D bias so aten::addmm takes cuBLASLt's bias epilogue: either drops the " + std::to_string(dtod_count) +
+  f.advice = "Let torch.compile(mode=\"max-autotune\") fuse the add into the GEMM's epilogue, or, where the addend "
+             "is a bias vector broadcast over the rows, pass it 1-D so aten::addmm takes cuBLASLt's bias epilogue: either drops the " + std::to_string(dtod_count) +
              " DtoD copies (" + format_ns(dtod_ns / steps) + (c.steps.steps.empty() ? "" : " per step") +
              "). addmm fuses matmul + add at the dispatcher only: one launch less on the CPU, but the GPU runs the same "
              "GEMM plus a device-to-device copy of the addend into the output; compare GPU time, not op counts.";

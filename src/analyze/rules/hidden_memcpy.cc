@@ -225,8 +225,8 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (first_launch != kNoIndex) f.evidence.event("launch", c.ref(first_launch));
   if (first_op != kNoIndex) f.evidence.event("issuing_op", c.ref(first_op));
   f.evidence.event("gemm", c.ref(first_gemm));
-  f.advice = "Let torch.compile(mode=\"max-autotune\") fuse the add into the GEMM's epilogue, or pass the addend as a "
-             "1-D bias so " + std::string(op_names.front()) + " takes cuBLASLt's bias epilogue: either drops the " +
+  f.advice = "Let torch.compile(mode=\"max-autotune\") fuse the add into the GEMM's epilogue, or, where the addend "
+             "is a bias vector broadcast over the rows, pass it 1-D so " + std::string(op_names.front()) + " takes cuBLASLt's bias epilogue: either drops the " +
              std::to_string(count) + " copies" + (bytes_first >= 0 ? " of " + format_bytes(bytes_first) : std::string()) +
              " (" + format_ns(per_step) + " per step). The copy is not in your code: aten::addmm (and nn.Linear with a "
              "2-D bias) copies the addend into the output before cuBLAS computes C = A·B + C in place, an extra pass "

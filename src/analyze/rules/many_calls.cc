@@ -126,7 +126,8 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   f.advice = remedy + (hidden ? "; the GPU is busy through them, so this saves host time, not step time" : "") + ". At " +
              format_ns(best_cost / best->count) + " a call, the fixed cost of each call adds up to " +
              format_ns(best_cost) + ".";
-  f.impact_ns = best_cost;
+  // Behind a busy GPU the calls cost host time only: the step saves nothing.
+  f.impact_ns = hidden ? 0 : best_cost;
   out->push_back(std::move(f));
 }
 
