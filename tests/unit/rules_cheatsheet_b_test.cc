@@ -349,7 +349,9 @@ TEST(CpuGpuOffset, SilentForPromptLaunches) {
 
 // ---- bmm_dispatch --------------------------------------------------------
 
-std::string matmuls(bool with_bmm, bool bmm_extra_calls = true) {
+// bmm_us: each bmm's CPU time; dims: when set, the bmm runs inside an
+// aten::matmul with these "Input Dims".
+std::string matmuls(bool with_bmm, bool bmm_extra_calls = true, double bmm_us = 60, std::string_view dims = "") {
   TraceText t;
   std::int64_t corr = 1, ext = 1;
   for (int s = 0; s < 3; ++s) {
@@ -359,7 +361,11 @@ std::string matmuls(bool with_bmm, bool bmm_extra_calls = true) {
     t.call("cudaLaunchKernel", b + 20, 5, corr);
     t.dev("kernel", kGemm, b + 30, 10, corr++);
     if (with_bmm) {
-      t.op("aten::bmm", b + 100, 60, ext++);
+      if (!dims.empty()) {
+        t.x("cpu_op", "aten::matmul", 1, 1, b + 99, bmm_us + 2,
+            R"("External id": )" + std::to_string(ext++) + R"(, "Input Dims": )" + std::string(dims));
+      }
+      t.op("aten::bmm", b + 100, bmm_us, ext++);
       if (bmm_extra_calls) {
         t.call("cudaGetDevice", b + 105, 2, corr++);
         t.call("cudaOccupancyMaxActiveBlocksPerMultiprocessor", b + 110, 5, corr++);
@@ -389,6 +395,21 @@ TEST(BmmDispatch, MoreRuntimeCallsPerBmmThanPerMm) {
 TEST(BmmDispatch, SilentWhenBmmMakesNoMoreCallsThanMm) {
   // 3x the CPU of an mm, but one launch each: not the dispatch's extra calls.
   EXPECT_TRUE(run(matmuls(true, false), "bmm_dispatch").empty());
+}
+
+TEST(BmmDispatch, SilentWithoutExtraCpuCost) {
+  // More calls per bmm, but 21 µs of CPU vs 20 µs per mm: no cost.
+  EXPECT_TRUE(run(matmuls(true, true, 21), "bmm_dispatch").empty());
+}
+
+TEST(BmmDispatch, FlattenOnlyWhereAnOperandIs2D) {
+  // Attention: both operands 3-D, which no reshape turns into an mm.
+  EXPECT_TRUE(run(matmuls(true, true, 60, "[[8, 64, 64], [8, 64, 64]]"), "bmm_dispatch").empty());
+  // A 2-D operand against a 3-D one: flatten.
+  auto f = run(matmuls(true, true, 60, "[[64, 64], [8, 64, 64]]"), "bmm_dispatch");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(field(f[0], "flattenable_matmuls").i, 3);
+  EXPECT_NE(f[0].advice.find("flatten"), std::string::npos) << f[0].advice;
 }
 
 TEST(BmmDispatch, SilentWithoutBmm) { EXPECT_TRUE(run(matmuls(false), "bmm_dispatch").empty()); }

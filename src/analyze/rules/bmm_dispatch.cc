@@ -8,9 +8,16 @@
 // When the trace also has enough aten::mm calls to compare with, bmm must
 // show the mechanism: more runtime calls (or occupancy queries) per op than
 // mm. A bmm that is only slower on the CPU with the same calls differs in
-// shape or in its callers, which this rule cannot tell apart.
+// shape or in its callers, which this rule cannot tell apart. A bmm with
+// no measurable extra CPU per op over mm (< 1.2×) costs nothing. With
+// shapes recorded, the rule fires only where an aten::matmul has a 2-D
+// operand against a 3-D one (flattening applies): attention's bmm (both
+// operands 3-D) cannot be flattened. Without shapes and without mm to
+// compare with, no extra cost is shown: silent.
 #include <algorithm>
 #include <cstdio>
+
+#include "src/trace/json_value.h"
 
 #include "src/analyze/rules/rules.h"
 
@@ -25,6 +32,21 @@ constexpr std::int64_t kMinBmm = 3;
 constexpr double kSlowerThanMm = 1.5;
 // "More runtime calls per op": at least half a call more on average.
 constexpr double kMoreCalls = 0.5;
+// "Measurable extra cost": each bmm takes at least 1.2× an mm's CPU time
+// (56.6 vs 55.2 µs is the same cost).
+constexpr double kMeasurable = 1.2;
+
+// The ranks of an op's first two "Input Dims" entries; {-1, -1} without.
+std::pair<int, int> operand_ranks(const Trace& t, std::uint32_t e) {
+  const std::string_view raw = t.args_json(e);
+  if (raw.empty()) return {-1, -1};
+  Result<JsonValue> args = JsonValue::parse(raw);
+  if (!args.has_value() || !args->is_object()) return {-1, -1};
+  const JsonValue* d = args->find("Input Dims");
+  if (d == nullptr || !d->is_array() || d->items().size() < 2) return {-1, -1};
+  const auto rank = [](const JsonValue& v) { return v.is_array() ? static_cast<int>(v.items().size()) : -1; };
+  return {rank(d->items()[0]), rank(d->items()[1])};
+}
 
 bool is_occupancy_call(std::string_view name) {
   // cudaOccupancyMaxActiveBlocksPerMultiprocessor[WithFlags]: cuBLAS choosing
@@ -50,10 +72,20 @@ void rule_bmm_dispatch(const DiagnoseContext& c, std::vector<Finding>* out) {
   const auto bmm_id = t.strings.find("aten::bmm");
   if (!bmm_id) return;
   const auto mm_id = t.strings.find("aten::mm");
+  const auto matmul_id = t.strings.find("aten::matmul");
   OpStats bmm, mm;
+  bool shapes = false;          // a bmm or matmul with Input Dims
+  std::int64_t flattenable = 0;  // matmuls with a 2-D operand against a 3-D+ one
   for (std::uint32_t e : c.host_ops) {
     if (c.kind(e) != EventKind::kCpuOp) continue;
     const StrId n = t.events.name[e];
+    if ((matmul_id && n == *matmul_id) || n == *bmm_id) {
+      const auto [a, b] = operand_ranks(t, e);
+      if (a >= 0 && b >= 0) {
+        shapes = true;
+        if (n != *bmm_id && ((a == 2 && b >= 3) || (b == 2 && a >= 3))) ++flattenable;
+      }
+    }
     OpStats* s = n == *bmm_id ? &bmm : (mm_id && n == *mm_id) ? &mm : nullptr;
     if (s == nullptr) continue;
     ++s->count;
@@ -78,6 +110,13 @@ void rule_bmm_dispatch(const DiagnoseContext& c, std::vector<Finding>* out) {
   const bool compared = mm.count >= kMinBmm;
   const double occ_bmm = bmm.per_op(bmm.occupancy_calls), occ_mm = mm.per_op(mm.occupancy_calls);
   if (compared && rt_bmm < rt_mm + kMoreCalls && occ_bmm < occ_mm + kMoreCalls) return;
+  // No measurable extra cost: the same CPU per op as mm, or no mm to
+  // compare with and no shapes to say the bmm could be an mm.
+  if (compared && cpu_bmm < kMeasurable * cpu_mm) return;
+  if (!compared && !shapes) return;
+  // Shapes recorded and no matmul with a 2-D operand: attention-style bmm
+  // (both operands 3-D), which no reshape turns into an mm.
+  if (shapes && flattenable == 0) return;
   const bool slower = compared && cpu_bmm >= kSlowerThanMm * cpu_mm;
   char buf[64];
   Finding f;
@@ -98,15 +137,17 @@ void rule_bmm_dispatch(const DiagnoseContext& c, std::vector<Finding>* out) {
       .real("occupancy_calls_per_mm", occ_mm)
       .num("bmm_total_cpu_ns", bmm.cpu_ns)
       .num("bmm_mean_cpu_ns", static_cast<std::int64_t>(cpu_bmm));
+  if (shapes) f.evidence.num("flattenable_matmuls", flattenable);
   if (mm.count > 0) f.evidence.num("mm_mean_cpu_ns", static_cast<std::int64_t>(cpu_mm));
   f.evidence.event("slowest_bmm", c.ref(bmm.slowest));
   if (mm.first != kNoIndex) f.evidence.event("first_mm", c.ref(mm.first));
   {
     char per[32];
     std::snprintf(per, sizeof per, "%.1f", rt_bmm);
-    f.advice = "Where the weight is 2-D, flatten the batched input (x.reshape(-1, k) @ w) so aten::matmul runs one "
-               "aten::mm instead of aten::bmm; otherwise batch the small matmuls into fewer, larger bmm calls or "
-               "capture the step as a CUDA graph. The " + std::to_string(bmm.count) + " bmm calls make " + per +
+    f.advice = std::string(shapes ? std::to_string(flattenable) + " aten::matmul calls have a 2-D operand against a "
+                                                                   "3-D one: flatten the batched side "
+                                    : "Where one operand is 2-D, flatten the batched side ") +
+               "(x.reshape(-1, k) @ w) so aten::matmul runs one aten::mm instead of aten::bmm. The " + std::to_string(bmm.count) + " bmm calls make " + per +
                " runtime calls each (" + format_ns(static_cast<std::int64_t>(cpu_bmm)) +
                " of CPU per call): aten::bmm does more runtime calls and cuBLAS heuristic work per op than aten::mm.";
   }
