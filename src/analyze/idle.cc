@@ -189,6 +189,10 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
   // call inside a runtime call is part of it) of kBlockingCallNs or more.
   std::vector<std::int64_t> outer_end(t.lanes.size(), INT64_MIN);
   std::vector<TraceId> seen_pid;  // processes whose first CUDA/HIP call is behind us
+  // (process, name) of the create calls seen: the first stream, event or
+  // handle creation of its kind (cuDNN/cuBLAS creating theirs in the first
+  // convolution or GEMM) is one-time library initialisation.
+  std::vector<std::pair<TraceId, std::string_view>> seen_create;
   blocking_ = std::move(launch_blocks);
   for (std::uint32_t e : c.runtime) {
     const std::uint32_t lane = t.events.lane[e];
@@ -203,6 +207,14 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
         first_in_process = true;
       }
     }
+    bool first_create = false;
+    if (contains_ci(nm, "create")) {
+      const std::pair<TraceId, std::string_view> key{t.lanes[lane].pid, nm};
+      if (std::find(seen_create.begin(), seen_create.end(), key) == seen_create.end()) {
+        seen_create.push_back(key);
+        first_create = true;
+      }
+    }
     if (c.ts(e) < outer_end[lane]) continue;
     outer_end[lane] = c.end(e);
     if (c.dur(e) < kBlockingCallNs || std::binary_search(by_call.begin(), by_call.end(), std::make_pair(e, 0u),
@@ -215,8 +227,10 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
       kind = IdleCause::kBlockedSync;
     } else if (is_alloc_call(n)) {
       kind = IdleCause::kBlockedAlloc;
-    } else if (is_init_call(n) || (first_in_process && c.dur(e) >= kSlowLaunchNs)) {
-      // The first CUDA call of a thread creates the context, whatever its name.
+    } else if (is_init_call(n) || ((first_in_process || first_create) && c.dur(e) >= kSlowLaunchNs)) {
+      // The first CUDA call of a thread creates the context, whatever its
+      // name; the first slow create call of a kind is a library's one-time
+      // set-up (cuDNN's handle and streams on the first convolution).
       kind = IdleCause::kBlockedInit;
     }
     blocking_.push_back({e, kind, -1, kNoIndex});

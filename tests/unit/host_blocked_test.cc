@@ -71,6 +71,66 @@ TEST(HostBlocked, TheFirstCudaCallCreatesTheContext) {
   for (const Finding& g : d.findings) EXPECT_NE(g.id, "overhead_bound");
 }
 
+TEST(HostBlocked, ALibrarysFirstStreamCreationIsInitialisation) {
+  // cuDNN creates its handle and streams inside the first convolution of
+  // the warm-up pass: cudaStreamCreateWithFlags for 732 ms is one-time
+  // set-up (blocked_init, warm up before recording), not a call to hoist
+  // out of a loop.
+  const Diagnosis d = diagnose_file(kAlexnet);
+  const Finding* init = blocked(d, "blocked_init");
+  ASSERT_NE(init, nullptr);
+  EXPECT_EQ(field(*init, "calls")->i, 3);
+  bool stream_create = false;
+  for (const std::string& s : field(*init, "sites")->texts) stream_create |= s.rfind("cudaStreamCreateWithFlags", 0) == 0;
+  EXPECT_TRUE(stream_create);
+  for (const Finding& f : d.findings) {
+    EXPECT_EQ(f.advice.find("Create the streams"), std::string::npos) << f.title;
+  }
+}
+
+// A step with a blocking runtime call of `name` (5 ms) between two launches,
+// `creates` cudaStreamCreate calls of 2 ms before it.
+std::string blocking_call_trace(const std::string& name, int creates) {
+  std::string ev = R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 20000})";
+  auto add = [&](const std::string& cat, const std::string& n, int pid, int tid, double ts, double dur,
+                 const std::string& args) {
+    ev += ",\n{\"ph\": \"X\", \"cat\": \"" + cat + "\", \"name\": \"" + n + "\", \"pid\": " + std::to_string(pid) +
+          ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + std::to_string(ts) + ", \"dur\": " + std::to_string(dur) +
+          ", \"args\": {" + args + "}}";
+  };
+  add("cuda_runtime", "cudaLaunchKernel", 1, 1, 10, 5, R"("correlation": 1)");
+  add("kernel", "k", 0, 7, 20, 100, R"("stream": 7, "correlation": 1)");
+  double t = 200;
+  for (int i = 0; i < creates; ++i, t += 2100) add("cuda_runtime", "cudaStreamCreate", 1, 1, t, 2000, R"("correlation": 10)");
+  add("cuda_runtime", name, 1, 1, t, 5000, R"("correlation": 11)");
+  add("cuda_runtime", "cudaLaunchKernel", 1, 1, t + 5010, 5, R"("correlation": 2)");
+  add("kernel", "k", 0, 7, t + 5020, 100, R"("stream": 7, "correlation": 2)");
+  return "{\"traceEvents\": [\n" + ev + "\n]}";
+}
+
+TEST(HostBlocked, ABlockingCallThatCreatesNothingGetsNoCreateOnceAdvice) {
+  // MTIA's gif_merge (HTA's mtia_inference trace) blocks the host but
+  // creates nothing: named as a blocking runtime call with the device idle
+  // it costs.
+  Result<Trace> t = read_trace_bytes(blocking_call_trace("gif_merge", 0));
+  ASSERT_TRUE(t);
+  const Diagnosis d = diagnose(*t, {.only = {"host_blocked"}});
+  const Finding* f = blocked(d, "blocked_other");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->advice.rfind("Find why gif_merge blocks the thread", 0), 0u) << f->advice;
+  EXPECT_EQ(f->advice.find("Create the streams"), std::string::npos) << f->advice;
+  // A second slow cudaStreamCreate in the loop is the create-once case; the
+  // first of its kind is initialisation.
+  t = read_trace_bytes(blocking_call_trace("cudaStreamCreate", 1));
+  ASSERT_TRUE(t);
+  const Diagnosis d2 = diagnose(*t, {.only = {"host_blocked"}});
+  const Finding* other = blocked(d2, "blocked_other");
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(field(*other, "calls")->i, 1);
+  EXPECT_EQ(other->advice.rfind("Create the streams, events and handles cudaStreamCreate", 0), 0u) << other->advice;
+  EXPECT_NE(blocked(d2, "blocked_init"), nullptr);
+}
+
 TEST(HostBlocked, SilentOnTheBlogRuns) {
   for (const char* rel : {"gpu/h100-torch-2.11/64_bf16_cold_eager.json", "gpu/h100-torch-2.11/64_bf16_warm_compile.json",
                           "gpu/h100-torch-2.11/4096_bf16_cold_eager.json", "gpu/h100-tprof/64_bf16_cold_eager.json",

@@ -98,8 +98,16 @@ std::string advice_for(IdleCause kind, std::string_view call, const std::string&
     default:
       break;
   }
-  return "Create the streams, events and handles " + where +
-         " makes once, before the loop, and reuse them. Such calls go to the driver and may synchronize the device.";
+  if (contains_ci(call, "create")) {
+    return "Create the streams, events and handles " + where +
+           " makes once, before the loop, and reuse them. Such calls go to the driver and may synchronize the device.";
+  }
+  // Not a create call (MTIA's gif_merge, a driver query): name it and what
+  // it costs; whether it can move depends on what it does.
+  return "Find why " + where + " blocks the thread (a blocking runtime call: it returns only once the driver or "
+         "device is done) and move it out of the step or overlap it with device work" +
+         (lost_gpu_time ? std::string(": the GPU idles while the host is inside it.")
+                        : std::string("; the GPU stayed busy, so only the host lost time.")) ;
 }
 
 }  // namespace
