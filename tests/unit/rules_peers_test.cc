@@ -119,6 +119,19 @@ TEST(RulesPeers, LowGpuUtilization) {
   EXPECT_TRUE(run(doc({step(1, 0, 1000), launch(10, 5, 1), kernel("k", 7, 20, 800, 1)}), "low_gpu_utilization").empty());
 }
 
+TEST(RulesPeers, LowGpuUtilizationLeavesDataLoaderWaitsToDataLoaderBound) {
+  // The GPU idles 900 µs of the 1 ms step, 600 µs of it while the host
+  // waits in the DataLoader: that is dataloader_bound's, claimed once.
+  const std::string dl = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+  auto f = run(doc({step(1, 0, 1000), x("user_annotation", dl, 1, 1, 0, 600), launch(700, 5, 1),
+                    kernel("k", 7, 710, 100, 1)}),
+               "low_gpu_utilization");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_LE(f[0].impact_ns, 300000);
+  EXPECT_GT(f[0].impact_ns, 0);
+  EXPECT_EQ(f[0].advice.find("Record only the timed iterations"), std::string::npos) << f[0].advice;
+}
+
 TEST(RulesPeers, DataLoaderBound) {
   const std::string dl = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
   auto f = run(doc({step(1, 0, 100), x("user_annotation", dl, 1, 1, 0, 20), step(2, 100, 100),

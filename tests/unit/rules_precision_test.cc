@@ -279,6 +279,31 @@ TEST(RulesPrecision, KernelLaunchStatsCountsTheIdleTheLaunchesLeave) {
                   .empty());
 }
 
+// ---- low_gpu_utilization: set-up is not per-step host work -----------------
+
+TEST(RulesPrecision, LowGpuUtilizationCallsSetUpSetUp) {
+  // HTA's event_sync: 2.2 ms in aten::ones > aten::empty (the first
+  // allocation) before any kernel; alexnet: no steps, no DataLoader, the
+  // host work is the benchmark's set-up. Neither is input loading.
+  for (const char* rel : {"public/hta/critical_path/cuda_event_sync/event_sync_trace.json.gz",
+                          "public/hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"}) {
+    const std::vector<Finding> f = run(rel, "low_gpu_utilization");
+    ASSERT_EQ(f.size(), 1u) << rel;
+    EXPECT_EQ(f[0].advice.rfind("Record only the timed iterations", 0), 0u) << f[0].advice;
+    EXPECT_FALSE(contains(f[0].advice, "DataLoader workers")) << f[0].advice;
+    EXPECT_NE(f[0].evidence.find("setup_host_work_ns"), nullptr) << rel;
+  }
+  EXPECT_TRUE(contains(run("public/hta/critical_path/cuda_event_sync/event_sync_trace.json.gz", "low_gpu_utilization")
+                           .at(0)
+                           .advice,
+                       "aten::ones > aten::empty"));
+  // The blog's 64² eager steps: the host launches op after op inside the
+  // steps, no set-up advice.
+  for (const Finding& f : run("gpu/h100-torch-2.11/64_bf16_cold_eager.json", "low_gpu_utilization")) {
+    EXPECT_FALSE(contains(f.advice, "Record only the timed iterations")) << f.advice;
+  }
+}
+
 // ---- overhead_bound: the host must be shown dispatching ----------------------
 
 TEST(RulesPrecision, OverheadBoundNeedsTheHostDispatching) {

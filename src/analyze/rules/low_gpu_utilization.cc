@@ -112,7 +112,22 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
                          format_pct(100.0 * static_cast<double>(ns) / static_cast<double>(std::max<std::int64_t>(1, p.idle_ns()))) + ")");
     }
   }
-  set_idle_claim(f, claimable_idle(p, kAllCauses & ~kReservedCauses, nullptr, *out));
+  // DataLoader scopes: their idle time is dataloader_bound's (the input
+  // wait), not claimed here too.
+  std::vector<Interval> loader;
+  for (std::uint32_t e : c.host_ops) {
+    const EventKind k = c.kind(e);
+    if ((k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) && is_dataloader_scope(c.name(e))) {
+      loader.push_back({c.ts(e), c.end(e)});
+    }
+  }
+  const bool has_loader = !loader.empty();
+  std::vector<Interval> candidate = {{std::min(c.start_ns, p.window().start), std::max(c.end_ns, p.window().end)}};
+  if (has_loader) candidate = subtract(candidate, merge_intervals(std::move(loader)));
+  set_idle_claim(f, claimable_idle(p, kAllCauses & ~kReservedCauses, &candidate, *out));
+  // Nothing left to claim outside DataLoader waits and the other findings:
+  // they say it.
+  if (has_loader && f.idle_ns == 0) return;
   f.evidence.num("gpu_idle_ns", p.idle_ns()).texts("idle_by_cause", by_cause).num("idle_claimed_ns", f.idle_ns);
   const Gap gap = longest_gap(c, worst.device, lo, hi);
   if (gap.ns > 0) {
@@ -133,6 +148,61 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
   f.evidence.text("idle_cause", std::string(idle_cause_id(top)));
   f.advice = idle_remedy(top, c) + " That cause holds " + format_pct(top_pct) + " of the GPU's idle time (" +
              format_ns(p.idle_ns()) + ").";
+  // Host work in a trace without a DataLoader that is set-up, not input
+  // loading: before the first device activity (model and tensor creation,
+  // the first allocation), or anywhere in a trace without steps (a
+  // benchmark's harness between its timed parts). Record only the timed
+  // iterations.
+  if (top == IdleCause::kHostWork && !has_loader && !c.device.empty()) {
+    const std::int64_t first = c.device.front().start;
+    const std::int64_t host_work = in_steps[static_cast<std::size_t>(IdleCause::kHostWork)];
+    std::vector<Interval> before;
+    for (const Interval& r : claimed) {
+      if (r.start < first) before.push_back({r.start, std::min(r.end, first)});
+    }
+    const std::int64_t setup = idle_by_cause(p, before)[static_cast<std::size_t>(IdleCause::kHostWork)];
+    const bool before_first = host_work > 0 && 2 * setup >= host_work;
+    if (before_first || (steps.empty() && host_work > 0)) {
+      // Where: the longest host-work idle span (before the first activity,
+      // or anywhere), and the op holding most of it with the op inside
+      // that holding most.
+      Interval span{0, 0};
+      for (const Interval& r : p.ranges(cause_bit(IdleCause::kHostWork), lo, before_first ? first : hi)) {
+        if (r.end - r.start > span.end - span.start) span = r;
+      }
+      auto overlap = [&](std::uint32_t e) {
+        return std::max<std::int64_t>(0, std::min(c.end(e), span.end) - std::max(c.ts(e), span.start));
+      };
+      std::uint32_t outer = kNoIndex, inner = kNoIndex;
+      for (std::uint32_t e : c.host_ops) {
+        if (c.kind(e) != EventKind::kCpuOp || overlap(e) == 0) continue;
+        if (outer == kNoIndex || overlap(e) > overlap(outer) ||
+            (overlap(e) == overlap(outer) && c.dur(e) > c.dur(outer)))
+          outer = e;
+      }
+      if (outer != kNoIndex) {
+        for (std::uint32_t e : c.host_ops) {
+          if (e == outer || c.kind(e) != EventKind::kCpuOp || c.ts(e) < c.ts(outer) || c.end(e) > c.end(outer) ||
+              overlap(e) == 0)
+            continue;
+          if (inner == kNoIndex || overlap(e) > overlap(inner)) inner = e;
+        }
+      }
+      std::string what;
+      if (outer != kNoIndex) {
+        what = " (longest " + format_ns(span.end - span.start) + " in " + std::string(c.name(outer)) +
+               (inner != kNoIndex ? " > " + std::string(c.name(inner)) : std::string()) + ")";
+        f.evidence.event("setup_op", c.ref(outer));
+      }
+      f.evidence.num("setup_host_work_ns", before_first ? setup : host_work);
+      f.advice = "Record only the timed iterations (start the profiler after set-up, or give the schedule wait and "
+                 "warmup steps): " +
+                 format_ns(before_first ? setup : host_work) + " of the idle time is host work that launches nothing" +
+                 (before_first ? std::string(", before the first device activity") : std::string(", in a trace without steps")) +
+                 what + ", with no DataLoader in the trace: set-up, not per-step input. That cause holds " +
+                 format_pct(top_pct) + " of the GPU's idle time (" + format_ns(p.idle_ns()) + ").";
+    }
+  }
   // What it accounts for beyond the findings before it (docs/diagnose.md,
   // "GPU idle time").
   f.impact_ns = f.idle_ns;
