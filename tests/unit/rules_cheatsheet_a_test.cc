@@ -215,6 +215,19 @@ TEST(Hotspot, OneKernelDominatesSelfCuda) {
   EXPECT_EQ(f[0].impact_ns, 0);  // where the time goes, not a saving
 }
 
+TEST(Hotspot, AFusedLowPrecisionKernelIsNotToldToFuseOrShrink) {
+  // vLLM's Triton MoE GEMM (gather/scatter, SwiGLU epilogue, mxfp4 weights).
+  Gen g;
+  g.ops = {Op{.name = "aten::mm", .kernel = "_matmul_ogs_NNT_bf16xbf16xmxfp4_128x128x128x1_swiglu", .cpu_us = 20,
+              .kernel_us = 30},
+           Op{.name = "aten::add", .kernel = "add_kernel", .cpu_us = 10, .kernel_us = 3}};
+  auto f = run(make(g), "hotspot");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].advice.find("already fused or low-precision"), std::string::npos) << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("torch.compile"), std::string::npos) << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("dtype"), std::string::npos) << f[0].advice;
+}
+
 TEST(Hotspot, SilentWhenTimeIsSpread) {
   Gen g;
   g.ops = {Op{.name = "aten::mm", .kernel = "k1", .cpu_us = 20, .kernel_us = 10},

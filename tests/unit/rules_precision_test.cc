@@ -539,6 +539,34 @@ TEST(RulesPrecision, HotspotGemmAdviceFollowsItsDtype) {
   EXPECT_TRUE(contains(fp32[0].advice, "fp32 without tensor cores (sgemm)")) << fp32[0].advice;
 }
 
+TEST(RulesPrecision, HotspotOnAnIdleGpuPointsAtWhatItWaitsOn) {
+  // tprof's 64×64 fused run: the GPU is idle most of the steps and Self CPU
+  // is 8× Self CUDA (below overhead_bound's 10×): a 2.4 µs GEMM is not
+  // where the time goes. The 4096² run of the same code is compute-bound:
+  // its GEMM is.
+  const std::vector<Finding> idle = run("gpu/h100-tprof/64_bf16_warm_fused.json", "hotspot");
+  ASSERT_EQ(idle.size(), 1u);
+  EXPECT_TRUE(idle[0].advice.starts_with("Fix what the GPU waits on first")) << idle[0].advice;
+  const std::vector<Finding> busy = run("gpu/h100-tprof/4096_bf16_warm_fused.json", "hotspot");
+  ASSERT_EQ(busy.size(), 1u);
+  EXPECT_TRUE(busy[0].advice.starts_with("Start with nvjet_")) << busy[0].advice;
+}
+
+TEST(RulesPrecision, HotspotOnACpuCollectiveIsAboutThePeers) {
+  // HTA's CPU-only rank 34: gloo:all_reduce holds 91% of Self CPU, 213 ms a
+  // call, waiting for the other ranks; it was told to "call it less often".
+  const std::vector<Finding> f = run("public/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", "hotspot");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(contains(f[0].advice, "waiting on the other ranks")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "straggler")) << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "call it less often")) << f[0].advice;
+}
+
+TEST(RulesPrecision, HotspotSilentWhenItsTimeIsNegligible) {
+  // HTA's simple_add: 16 µs of GPU time in a 19.8 s trace.
+  EXPECT_TRUE(run("public/hta/execution_trace/benchmark_simple_add_trace.json.gz", "hotspot").empty());
+}
+
 TEST(RulesPrecision, HotspotOnTheCpuTellsSlowCallsFromFrequentOnes) {
   // torch 1.13's threads trace: 7 CPU aten::mm calls of 11.5 ms each are
   // slow in themselves; "call it less often or on larger inputs" misleads.
