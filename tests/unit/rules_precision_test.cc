@@ -616,6 +616,27 @@ TEST(RulesPrecision, AQueueIsBackedUpOnlyBehindABusyDevice) {
 
 // ---- compile_overhead -----------------------------------------------------
 
+TEST(RulesPrecision, CompileOverheadCountsItsRegionsAndIdleOnce) {
+  // The blog's 64² warm compile: 2 launches per step inside the regions; on
+  // the whole diagnosis overhead_bound's launch overhead already claims the
+  // GPU idle in the wrapper's time (216 us of a ~221 us step): the wrapper's
+  // impact is what is left, not 60 us a step again.
+  const Diagnosis d = diagnose(load("gpu/h100-torch-2.11/64_bf16_warm_compile.json"));
+  const Finding* co = nullptr;
+  for (const Finding& x : d.findings) {
+    if (x.id == "compile_overhead") co = &x;
+  }
+  ASSERT_NE(co, nullptr);
+  EXPECT_EQ(find(*co, "region_launches")->i, 40);
+  EXPECT_GT(find(*co, "wrapper_idle_claimed_elsewhere_ns")->i, 0);
+  EXPECT_LT(co->impact_ns, find(*co, "wrapper_idle_ns")->i / 10) << co->impact_ns;
+  EXPECT_TRUE(contains(co->advice, "not added again")) << co->advice;
+  // With compile_overhead alone nothing else claims the idle.
+  const std::vector<Finding> alone = run("gpu/h100-torch-2.11/64_bf16_warm_compile.json", "compile_overhead");
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_GT(alone[0].impact_ns, 1'000'000);
+}
+
 TEST(RulesPrecision, CompileOverheadIsInfoWhenTheGpuWorkItLaunchedHidesTheWrapper) {
   // tracelens torch_compile_triton: no steps, one compiled region whose
   // wrapper costs 0.54 ms of CPU while it launches ~12 ms of Triton and GEMM
