@@ -249,6 +249,88 @@ TEST(KernelGap, SilentForBackToBackKernelsAndGapsBetweenSteps) {
   EXPECT_TRUE(run(two_kernels(20, [](int) { return 2.0; }), "kernel_gap").empty());
 }
 
+TEST(KernelGap, ARecurringPatternLeavesItsOneOffToTheOneOffFinding) {
+  // 30 µs every step, 500 µs in step 7: the recurring finding counts the 19
+  // usual gaps, the one-off the 500 µs one; no gap counted twice.
+  auto f = run(two_kernels(20, [](int s) { return s == 6 ? 500.0 : 30.0; }), "kernel_gap");
+  ASSERT_EQ(f.size(), 2u);
+  const Finding& rec = field(f[0], "pattern").s == "recurring" ? f[0] : f[1];
+  const Finding& one = field(f[0], "pattern").s == "recurring" ? f[1] : f[0];
+  EXPECT_EQ(field(one, "pattern").s, "one-off");
+  EXPECT_EQ(field(rec, "gaps").i, 19);
+  EXPECT_EQ(rec.impact_ns, 19 * 30000);
+  EXPECT_EQ(field(one, "gap_ns").i, 500000);
+  EXPECT_EQ(one.impact_ns, 500000 - 30000);
+}
+
+// Steps where a device-to-host readback (or, `compiled`, a copy launched by
+// aten::copy_ inside CompiledFunctionBackward) is followed 80 µs later by
+// the next activity.
+std::string readback_then_launch(bool compiled) {
+  TraceText t;
+  std::int64_t corr = 1;
+  for (int s = 0; s < 5; ++s) {
+    const double b = 1000.0 * s;
+    t.step(s + 1, b, 900);
+    if (compiled) t.op("autograd::engine::evaluate_function: CompiledFunctionBackward", b + 5, 200, 500 + s);
+    t.call(compiled ? "cudaMemcpyAsync" : "cudaMemcpyAsync", b + 10, 5, corr);
+    t.dev("gpu_memcpy", compiled ? kDtoD : "Memcpy DtoH (Device -> Pageable)", b + 20, 5, corr++);
+    if (compiled) t.op("aten::copy_", b + 100, 10, 600 + s);
+    t.call(compiled ? "cudaMemcpyAsync" : "cudaLaunchKernel", b + 100, 5, corr);
+    if (compiled) {
+      t.dev("gpu_memcpy", kDtoD, b + 105, 5, corr++);
+    } else {
+      t.dev("kernel", kAdd, b + 105, 10, corr++);
+    }
+  }
+  return t.json();
+}
+
+TEST(KernelGap, AGapAfterAReadbackIsAHostRoundTrip) {
+  // The host waits for the readback and computes on it before launching
+  // the next op: no graph or fusion removes that.
+  auto f = run(readback_then_launch(false), "kernel_gap");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].advice.rfind("Take the host round trip out of the step", 0), 0u) << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("graph (torch.compile"), std::string::npos) << f[0].advice;
+  // The same gap after a device-to-device copy: launch overhead.
+  auto g = run(two_kernels(5, [](int) { return 80.0; }), "kernel_gap");
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].advice.find("host round trip"), std::string::npos) << g[0].advice;
+}
+
+TEST(KernelGap, CopiesInCompiledCodeNameTheOpAndNoSecondTorchCompile) {
+  auto f = run(readback_then_launch(true), "kernel_gap");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(field(f[0], "launched_by").s.find("aten::copy_"), std::string::npos) << field(f[0], "launched_by").s;
+  EXPECT_NE(f[0].advice.find("already runs code torch.compile compiled"), std::string::npos) << f[0].advice;
+  EXPECT_NE(f[0].advice.find("AOTAutograd"), std::string::npos) << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("Replay the step"), std::string::npos) << f[0].advice;
+}
+
+TEST(KernelGap, AWaitOnAnotherStreamNamesTheAwaitedWork) {
+  // kAdd (stream 7) is launched at once but starts only when "producer"
+  // on stream 9, launched 180 µs late, ends: a stream wait, and no
+  // collective is involved, so no "rank that reaches this collective last".
+  TraceText t;
+  std::int64_t corr = 1;
+  for (int s = 0; s < 5; ++s) {
+    const double b = 1000.0 * s;
+    t.step(s + 1, b, 900);
+    t.call("cudaLaunchKernel", b + 10, 5, corr);
+    t.dev("kernel", kGemm, b + 20, 50, corr++);
+    t.call("cudaLaunchKernel", b + 30, 5, corr);
+    t.dev("kernel", kAdd, b + 300, 10, corr++);
+    t.call("cudaLaunchKernel", b + 190, 5, corr);
+    t.x("kernel", "producer", 0, 9, b + 200, 100, R"("stream": 9, "correlation": )" + std::to_string(corr++));
+  }
+  auto f = run(t.json(), "kernel_gap");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(field(f[0], "awaited").s.find("producer"), std::string::npos) << field(f[0], "awaited").s;
+  EXPECT_NE(f[0].advice.find("producer"), std::string::npos) << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("collective"), std::string::npos) << f[0].advice;
+}
+
 // ---- kernel_variance -----------------------------------------------------
 
 std::string gemm_durations(const std::vector<double>& durs) {
@@ -571,6 +653,21 @@ TEST(RealH100Traces, RulesFireWhereAnExpertWouldSay) {
       }
     }
   }
+}
+
+TEST(RealH100Traces, KernelGapAdviceKnowsCompiledCode) {
+  // 64² compiled: the gap before the GEMM is in the Torch-Compiled Region
+  // already; eager: graphs or torch.compile.
+  const Real compiled = load_real("64_bf16_warm_compile");
+  const Finding* c = compiled.find("kernel_gap", "recurring");
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(field(*c, "launched_by").s.find("Torch-Compiled Region"), std::string::npos);
+  EXPECT_NE(c->advice.find("already runs code torch.compile compiled"), std::string::npos) << c->advice;
+  const Real eager = load_real("64_bf16_cold_eager");
+  const Finding* e = eager.find("kernel_gap", "recurring");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->advice.rfind("Replay the step as a CUDA graph", 0), 0u) << e->advice;
+  EXPECT_NE(e->advice.find("(launched by aten::add"), std::string::npos) << e->advice;
 }
 
 }  // namespace

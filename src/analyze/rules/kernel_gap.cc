@@ -88,16 +88,62 @@ IdleCause add_idle_evidence(const DiagnoseContext& c, const std::vector<const Ga
   return top;
 }
 
+// What the advice can name about a gap beyond the two activities.
+struct GapContext {
+  std::string site;     // where the activity after the gap was launched (call_sites), "" when unknown
+  bool compiled = false;  // launched from code torch.compile already compiled (CompiledFunction in the stack)
+  bool copy = false;      // the activity after is a copy (a memcpy, aten::copy_ or clone)
+  bool readback = false;  // the activity before is a device→host copy
+  std::string awaited;  // the work on another stream the activity after waited for, "" when none
+  bool awaited_comm = false;
+};
+
+bool is_readback(std::string_view name) {
+  return name.find("DtoH") != std::string_view::npos || name.find("Device -> Pageable") != std::string_view::npos ||
+         name.find("Device -> Pinned") != std::string_view::npos;
+}
+
 std::string gap_advice(IdleCause cause, bool comm, bool graphs, std::string_view api, const std::string& before,
-                       const std::string& after) {
-  if (comm || cause == IdleCause::kPeers) {
+                       const std::string& after, const GapContext& x) {
+  const std::string launched = x.site.empty() ? std::string() : " (launched by " + x.site + ")";
+  const std::string readback_note =
+      x.readback ? " The device-to-host copy " + before +
+                       " before it is a readback the host waits on (a sync): the host computes on the value before it "
+                       "launches what follows, so copy into pinned memory with non_blocking=True and consume the value "
+                       "later, or pipeline the next batch's input (TorchRec TrainPipelineSparseDist)."
+                 : std::string();
+  if (comm) {
     return "Find the rank that reaches this collective last (tprof diagnose on the job's trace directory names it) "
            "and fix what it does before it; this rank's GPU waits for its peers (or for the host to launch the "
            "collective), which no change on this rank removes.";
   }
+  if (cause == IdleCause::kPeers || (cause == IdleCause::kStreamWait && !x.awaited.empty())) {
+    if (!x.awaited.empty() && x.awaited_comm) {
+      return after + launched + " waits on " + x.awaited + ", which waits for its peers: find the rank that reaches it last (tprof diagnose on "
+             "the job's trace directory) and fix what it does before it, or start it earlier so the wait overlaps "
+             "compute." + readback_note;
+    }
+    if (!x.awaited.empty()) {
+      return "Start earlier, or split, " + x.awaited + ", which " + after + launched +
+             " waits for (the event behind a cudaStreamWaitEvent), so the wait overlaps compute. "
+             "The kernel was launched in time and waited on the device, not on the host.";
+    }
+    return after + launched + " waits, through another stream, on work that waits for peers: find the rank that "
+           "reaches the collectives last (tprof diagnose on the job's trace directory) and fix what it does before "
+           "them." + readback_note;
+  }
+  const bool host_side = cause == IdleCause::kLaunching || cause == IdleCause::kHostWork ||
+                         cause == IdleCause::kUnrecorded || (cause_bit(cause) & kBlockedCauses) != 0;
+  if (x.readback && host_side) {
+    return "Take the host round trip out of the step: the host reads back " + before +
+           " (a device-to-host copy, which waits for the device), computes on the value and only then launches " +
+           after + launched + ". A data-dependent round trip cannot be replayed as a graph or fused: keep the value "
+           "on the device, copy it into pinned memory with non_blocking=True and use it a step later, or pipeline "
+           "the input distribution (TorchRec TrainPipelineSparseDist) so the round trip overlaps compute.";
+  }
   switch (cause) {
     case IdleCause::kStreamWait:
-      return "Start earlier, or split, the work " + after +
+      return "Start earlier, or split, the work " + after + launched +
              " waits for on another stream (the event behind a cudaStreamWaitEvent), so the wait overlaps compute. "
              "The kernel was launched in time and waited on the device, not on the host.";
     case IdleCause::kBlockedSync:
@@ -110,7 +156,7 @@ std::string gap_advice(IdleCause cause, bool comm, bool graphs, std::string_view
              " (sync_api and host_blocked name it and where it runs). The next kernel is launched only when it "
              "returns.";
     case IdleCause::kHostWork:
-      return "Move the host work between " + before + " and " + after +
+      return "Move the host work between " + before + " and " + after + launched +
              " out of the step or overlap it with device work (DataLoader workers, prefetching, a side thread). The "
              "host runs 1 ms or more without launching anything.";
     case IdleCause::kUnrecorded:
@@ -119,12 +165,62 @@ std::string gap_advice(IdleCause cause, bool comm, bool graphs, std::string_view
     default:
       break;
   }
-  return (graphs ? std::string("Move the ops between ") + before + " and " + after +
+  if (x.compiled) {
+    return "Launch " + after + launched + " without the host: the step already runs code torch.compile compiled, "
+           "so compile it with mode=\"reduce-overhead\" (" + std::string(api) + " graphs)" +
+           (x.copy ? ", and find why the compiled code copies (input mutation or aliasing makes AOTAutograd clone "
+                     "inputs; graph breaks split the graph)"
+                   : std::string()) +
+           ". The host launches op after op slower than the GPU runs them.";
+  }
+  return (graphs ? std::string("Move the ops between ") + before + " and " + after + launched +
                        " into the graph the step already replays, or fuse them (torch.compile)"
                  : "Replay the step as a " + std::string(api) +
                        " graph (torch.compile(mode=\"reduce-overhead\")) or fuse the ops between " + before +
-                       " and " + after + " (torch.compile)") +
+                       " and " + after + launched + " (torch.compile)") +
          ". The host launches op after op slower than the GPU runs them, so " + after + " starts late.";
+}
+
+// The context of the gap `g`: where its second activity was launched, and
+// the work on another stream of its device that ended last inside the gap
+// (what it waited for).
+GapContext gap_context(const DiagnoseContext& c, const Gap& g) {
+  GapContext x;
+  const DeviceOp& before = c.device[g.before];
+  const DeviceOp& after = c.device[g.after];
+  x.readback = is_readback(c.name(before.event));
+  std::vector<std::uint32_t> events;
+  if (after.launch != kNoIndex) events.push_back(after.launch);
+  const DeviceOp* awaited = nullptr;
+  for (const DeviceOp& op : c.device) {
+    if (op.start >= after.start) break;
+    if (op.device != after.device || op.lane == after.lane) continue;
+    if (op.end <= g.range.start || op.end > after.start) continue;
+    // The last work to end before it started: on HTA's trace_diff the
+    // permute after a lengths readback starts the very µs the embedding
+    // backward on the compute stream ends.
+    if (awaited == nullptr || op.end > awaited->end) awaited = &op;
+  }
+  if (awaited != nullptr && awaited->launch != kNoIndex) events.push_back(awaited->launch);
+  const auto sites = call_sites(c, events);
+  if (after.launch != kNoIndex) {
+    const auto it = sites.find(after.launch);
+    if (it != sites.end()) x.site = it->second;
+    x.compiled = x.site.find("CompiledFunction") != std::string::npos ||
+                 x.site.find("Torch-Compiled Region") != std::string::npos;
+    x.copy = c.name(after.event).find("Memcpy") != std::string_view::npos ||
+             x.site.find("copy_") != std::string::npos || x.site.find("clone") != std::string::npos;
+  }
+  if (awaited != nullptr) {
+    x.awaited = title_name(c.name(awaited->event));
+    x.awaited_comm = awaited->cls == DeviceClass::kComm;
+    if (awaited->launch != kNoIndex) {
+      const auto it = sites.find(awaited->launch);
+      if (it != sites.end() && !it->second.empty()) x.awaited += " (in " + it->second + ")";
+    }
+    x.awaited += " on " + c.lane_label(awaited->lane);
+  }
+  return x;
 }
 
 }  // namespace
@@ -164,7 +260,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     const Key* key;
     std::int64_t median, total, long_median;
     std::size_t hits, units;
-    const std::vector<Gap>* gaps;
+    std::vector<const Gap*> gaps;  // the pair's gaps less its one-offs (the one-off finding reports those)
   };
   std::vector<Recurring> recurring;
   std::vector<std::pair<Gap, std::int64_t>> one_offs;  // gap, the pair's median
@@ -176,17 +272,25 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     std::size_t hits = 0;
     std::int64_t total = 0;
     std::vector<const Gap*> outliers;
+    for (const Gap& g : gaps) {
+      if (g.ns >= kMinGapNs && static_cast<double>(g.ns) >= kOneOffFactor * static_cast<double>(med)) outliers.push_back(&g);
+    }
+    const double max_one_offs = std::max(1.0, kOneOffShare * static_cast<double>(gaps.size()));
+    const bool has_one_offs = !outliers.empty() && static_cast<double>(outliers.size()) <= max_one_offs;
     std::vector<std::int32_t> hit_steps, all_steps;
     std::vector<std::int64_t> long_gaps;
+    std::vector<const Gap*> kept;
     for (const Gap& g : gaps) {
       all_steps.push_back(g.step);
+      // A one-off is the one-off finding's: not counted in the pattern too.
+      if (has_one_offs && std::find(outliers.begin(), outliers.end(), &g) != outliers.end()) continue;
+      kept.push_back(&g);
       if (g.ns >= kMinGapNs) {
         ++hits;
         sat_acc(total, g.ns);
         hit_steps.push_back(g.step);
         long_gaps.push_back(g.ns);
       }
-      if (g.ns >= kMinGapNs && static_cast<double>(g.ns) >= kOneOffFactor * static_cast<double>(med)) outliers.push_back(&g);
     }
     std::size_t units = gaps.size();
     if (by_step) {
@@ -198,10 +302,9 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       units = distinct(all_steps);
     }
     if (units >= kMinUnits && static_cast<double>(hits) >= kRecurringShare * static_cast<double>(units)) {
-      recurring.push_back({&key, med, total, lower_median(std::move(long_gaps)), hits, units, &gaps});
+      recurring.push_back({&key, med, total, lower_median(std::move(long_gaps)), hits, units, std::move(kept)});
     }
-    const double max_one_offs = std::max(1.0, kOneOffShare * static_cast<double>(gaps.size()));
-    if (!outliers.empty() && static_cast<double>(outliers.size()) <= max_one_offs) {
+    if (has_one_offs) {
       for (const Gap* g : outliers) one_offs.push_back({*g, med});
     }
   }
@@ -220,16 +323,18 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     const auto& [lane, before, after] = *r.key;
     std::vector<EventRef> refs;
     std::vector<std::int64_t> sizes;
-    const Gap* largest = &r.gaps->front();
-    for (const Gap& g : *r.gaps) {
-      if (g.ns > largest->ns) largest = &g;
-      if (sizes.size() < 100) sizes.push_back(g.ns);
+    const Gap* largest = r.gaps.front();
+    for (const Gap* g : r.gaps) {
+      if (g->ns > largest->ns) largest = g;
+      if (sizes.size() < 100) sizes.push_back(g->ns);
     }
-    std::vector<const Gap*> listed;
-    for (const Gap& g : *r.gaps) listed.push_back(&g);
+    const std::vector<const Gap*>& listed = r.gaps;
     Finding f;
     f.id = "kernel_gap";
     set_idle_claim(f, gap_claim(c, listed, *out));
+    // What it prints as impact (its claim, after earlier findings) meets
+    // the same minimum as its gaps.
+    if (static_cast<double>(f.idle_ns) < kMinShare * static_cast<double>(window)) continue;
     f.severity = static_cast<double>(f.idle_ns) >= kWarnShare * static_cast<double>(window) ? FindingSeverity::kWarning
                                                                                             : FindingSeverity::kInfo;
     // The title quotes the gaps the finding is about (those of kMinGapNs or
@@ -237,7 +342,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     // "a recurring gap of 1 ns".
     f.title = "Recurring GPU gap of " + format_ns(r.long_median) + " (median) between " + title_name(t.str(before)) +
               " and " + title_name(t.str(after)) + " in " + std::to_string(r.hits) + " of " + std::to_string(r.units) +
-              " " + unit + (r.units != r.gaps->size() ? ", " + std::to_string(r.gaps->size()) + " gaps" : "") + " (" +
+              " " + unit + (r.units != r.gaps.size() ? ", " + std::to_string(r.gaps.size()) + " gaps" : "") + " (" +
             c.lane_label(lane) + ")";
     f.evidence.text("pattern", "recurring")
         .text("lane", c.lane_label(lane))
@@ -250,14 +355,17 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
         .num("occurrences", static_cast<std::int64_t>(r.hits))
         .num("units", static_cast<std::int64_t>(r.units))
         .text("unit", unit)
-        .num("gaps", static_cast<std::int64_t>(r.gaps->size()))
+        .num("gaps", static_cast<std::int64_t>(r.gaps.size()))
         .ints("gaps_ns", sizes)
         .event("kernel_before", c.ref(c.device[largest->before].event))
         .event("kernel_after", c.ref(c.device[largest->after].event));
     if (c.device[largest->after].launch != kNoIndex) f.evidence.event("launch_after", c.ref(c.device[largest->after].launch));
     const bool comm = is_comm_kernel(t.str(before)) || is_comm_kernel(t.str(after));
+    const GapContext x = gap_context(c, *largest);
+    if (!x.site.empty()) f.evidence.text("launched_by", x.site);
+    if (!x.awaited.empty()) f.evidence.text("awaited", x.awaited);
     f.advice = gap_advice(add_idle_evidence(c, listed, f), comm, graphs, c.api(), title_name(t.str(before)),
-                          title_name(t.str(after)));
+                          title_name(t.str(after)), x);
     f.impact_ns = f.idle_ns;
     out->push_back(std::move(f));
   }
@@ -305,8 +413,10 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       "Record more steps and leave this gap out of the step time if it does not come back. A gap in one step only "
       "is rarely the code: the profiler allocating a buffer (Activity Buffer Request), a cold start in the first "
       "step, or host-side housekeeping.";
-  // What it accounts for, at most its excess over the usual gaps.
+  // What it accounts for, at most its excess over the usual gaps; below
+  // the minimum once earlier findings took their part: silent.
   f.impact_ns = std::min(excess, f.idle_ns);
+  if (static_cast<double>(f.impact_ns) < kMinShare * static_cast<double>(window)) return;
   out->push_back(std::move(f));
 }
 
