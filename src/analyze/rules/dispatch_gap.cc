@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "src/analyze/idle.h"
+#include "src/analyze/intervals.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -174,7 +176,31 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
                " on later calls. Only the first call pays for lazy initialisation, cuBLAS/cuDNN heuristics and "
                "cache fills.";
   }
-  f.impact_ns = best.impact;
+  // What the gaps cost: on a device trace, the GPU idle inside them (a host
+  // gap while the device runs queued work costs no device time; gaps on
+  // several threads at once count once); on a CPU-only trace, their union.
+  // Never more than the window.
+  std::vector<Interval> gaps;
+  if (best.recurring) {
+    for (const Sample& s : samples) gaps.push_back({c.ts(s.ann), c.ts(s.child)});
+  } else {
+    gaps.push_back({c.ts(samples[0].ann), c.ts(samples[0].child)});
+  }
+  gaps = merge_intervals(std::move(gaps));
+  const std::int64_t gaps_ns = total_length(gaps);
+  std::int64_t cost = gaps_ns;
+  if (c.has_device()) {
+    const std::vector<Finding> none;
+    cost = total_length(claimable_idle(c.idle(), kAllCauses, &gaps, none));
+    f.evidence.num("gpu_idle_in_gaps_ns", cost);
+  }
+  f.impact_ns = std::min({best.impact, cost, c.window_ns()});
+  // Recurring gaps the device mostly runs through are a host matter: info.
+  if (best.recurring && c.has_device() && 2 * cost < gaps_ns) {
+    f.severity = FindingSeverity::kInfo;
+    f.advice += " The device stays busy through most of these gaps (" + format_ns(cost) + " idle of " +
+                format_ns(gaps_ns) + "), so they cost the run little as it stands.";
+  }
   out->push_back(std::move(f));
 }
 
