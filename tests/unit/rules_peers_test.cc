@@ -187,6 +187,27 @@ TEST(RulesPeers, MemoryPressure) {
   EXPECT_TRUE(run(doc({memory(20, 950000, 960000)}), "memory_pressure").empty());
 }
 
+TEST(RulesPeers, SyncApiDuringGraphCaptureIsStartUp) {
+  // vLLM's capture trace: a device synchronize between capture warm-up
+  // runs (cudaStreamBeginCapture recorded) is one-time start-up.
+  std::vector<std::string> ev = {launch(1, 2, 1), kernel("k", 7, 5, 5, 1),
+                                 x("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 10, 40), launch(60, 2, 2),
+                                 kernel("k", 7, 65, 5, 2), x("cuda_runtime", "cudaStreamBeginCapture", 1, 1, 70, 2),
+                                 x("cuda_runtime", "cudaStreamEndCapture", 1, 1, 80, 2)};
+  auto f = run(doc(ev), "sync_api");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kInfo);
+  EXPECT_EQ(field(f[0], "graph_captures").i, 1);
+  EXPECT_EQ(f[0].advice.rfind("Profile the graph replay", 0), 0u) << f[0].advice;
+  EXPECT_NE(f[0].title.find("graph capture (one-time start-up)"), std::string::npos) << f[0].title;
+  // Without the capture: the usual per-step advice.
+  ev.resize(ev.size() - 2);
+  auto g = run(doc(ev), "sync_api");
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].advice.find("graph replay"), std::string::npos) << g[0].advice;
+  EXPECT_EQ(g[0].evidence.find("graph_captures"), nullptr);
+}
+
 TEST(RulesPeers, SyncApi) {
   auto f = run(doc({step(3, 0, 100), x("cuda_runtime", "cudaStreamSynchronize", 1, 1, 50, 40),
                     x("cuda_runtime", "cudaMemcpy", 1, 1, 92, 4), x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 97, 1),

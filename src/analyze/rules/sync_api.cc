@@ -83,11 +83,16 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
     }
     return 0;
   };
+  // CUDA/HIP graph capture recorded (cudaStreamBeginCapture,
+  // hipStreamBeginCapture): the syncs are the capture's warm-up, paid once
+  // at start-up, not per step.
+  std::int64_t captures = 0;
   std::uint32_t worst = kNoIndex;
   std::vector<std::int64_t> steps;
   std::vector<Interval> counted;  // the calls this finding reports
   for (std::uint32_t e : c.runtime) {
     const std::string_view name = c.name(e);
+    if (name.find("StreamBeginCapture") != std::string_view::npos) ++captures;
     if (!is_sync_call(name) && !is_blocking_memcpy(name)) continue;
     const int si = c.step_index_at(c.ts(e));
     if (has_steps ? si < 0 : c.end(e) > last_launch) continue;
@@ -131,8 +136,8 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
   // the calls (the thread that launches next was in them, nothing queued).
   set_idle_claim(f, claimable_idle(c.idle(), cause_bit(IdleCause::kBlockedSync), &counted, *out));
   if (share < kMinShare && static_cast<double>(f.idle_ns) < kMinShare * static_cast<double>(step_total)) return;
-  f.severity =
-      share > kWarningShare && !gpu_busy && !dependency ? FindingSeverity::kWarning : FindingSeverity::kInfo;
+  f.severity = share > kWarningShare && !gpu_busy && !dependency && captures == 0 ? FindingSeverity::kWarning
+                                                                                  : FindingSeverity::kInfo;
   f.title = count_of(calls, "synchronizing " + std::string(c.api()) + " call") + " " +
             (has_steps ? "inside steps" : "before later device work") + (calls == 1 ? " blocks" : " block") +
             " the host " + format_ns(blocked_ns) + " (" + format_pct(100.0 * share) +
@@ -164,7 +169,14 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (has_steps) f.evidence.ints("steps", steps);
   const std::string where = std::string(c.name(worst)) + (site.empty() ? "" : " in " + site);
   const std::string trigger = trigger_of(site);
-  if (dependency) {
+  if (captures > 0) f.evidence.num("graph_captures", captures);
+  if (captures > 0) {
+    f.title += "; during " + std::string(c.api()) + " graph capture (one-time start-up)";
+    f.advice = "Profile the graph replay (steady-state iterations, after capture) to judge serving or step "
+               "performance: this trace records " + std::to_string(captures) + " " + std::string(c.api()) +
+               " graph capture" + (captures == 1 ? "" : "s") + " (" + (c.is_hip() ? "hipStreamBeginCapture" : "cudaStreamBeginCapture") +
+               "), and " + where + " is the capture's warm-up, paid once at start-up, not per step.";
+  } else if (dependency) {
     f.advice = "Fix what holds the work " + where +
                " waits for (see the verdict: an event from another stream, lazy module loading), not the call. The "
                "host waits for work that itself waits on the idle GPU.";
