@@ -171,7 +171,14 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   if (runtime_pattern) at_stake.insert(at_stake.end(), runtime_at_stake.begin(), runtime_at_stake.end());
   if (delay_pattern) at_stake.insert(at_stake.end(), delay_at_stake.begin(), delay_at_stake.end());
   const std::vector<Interval> outliers = merge_intervals(std::move(at_stake));
-  const IdlePartition::Totals idle_outliers = idle_by_cause(c.idle(), outliers);
+  // A delay whose idle time an earlier finding already names (kernel_gap's
+  // stream wait, a blocking call) is not counted again.
+  std::vector<Interval> earlier;
+  for (const Finding& g : *out) {
+    for (const TimeRange& r : g.idle_claim) earlier.push_back({r.start_ns, r.end_ns});
+  }
+  const IdlePartition::Totals idle_outliers =
+      idle_by_cause(c.idle(), subtract(outliers, merge_intervals(std::move(earlier))));
   std::int64_t idle_ns = 0;
   for (int k = 0; k < kIdleCauseCount; ++k) {
     if (static_cast<IdleCause>(k) != IdleCause::kOutsideSteps) sat_acc(idle_ns, idle_outliers[static_cast<std::size_t>(k)]);
