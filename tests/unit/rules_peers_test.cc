@@ -327,6 +327,28 @@ TEST(RulesPeers, OverlappingKernelsSilentWhenNotMaterialOrPdl) {
   EXPECT_TRUE(run(sm90, "overlapping_kernels").empty());
 }
 
+TEST(RulesPeers, DataLoaderBoundWithWorkersAlreadyInUse) {
+  // PARAM's resnet: the iterator is already _MultiProcessingDataLoaderIter,
+  // so "use num_workers" is no advice; a wait that is mostly the first
+  // __next__ is the workers starting.
+  const std::string mp = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+  auto f = run(doc({step(1, 0, 100), x("user_annotation", mp, 1, 1, 0, 60), step(2, 100, 100),
+                    x("user_annotation", mp, 1, 1, 100, 10)}),
+               "dataloader_bound");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(field(f[0], "iterator").s, "multi_process");
+  EXPECT_EQ(field(f[0], "first_call_ns").i, 60000);
+  EXPECT_NE(f[0].advice.find("already uses worker processes"), std::string::npos) << f[0].advice;
+  EXPECT_NE(f[0].advice.find("persistent_workers=True"), std::string::npos) << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("num_workers=4"), std::string::npos) << f[0].advice;
+  // Later waits dominate: the workers do not keep up.
+  auto g = run(doc({step(1, 0, 100), x("user_annotation", mp, 1, 1, 0, 10), step(2, 100, 100),
+                    x("user_annotation", mp, 1, 1, 100, 40), step(3, 200, 100), x("user_annotation", mp, 1, 1, 200, 40)}),
+               "dataloader_bound");
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_NE(g[0].advice.find("do not keep up"), std::string::npos) << g[0].advice;
+}
+
 std::string flow(char ph, int id, double ts, int pid, int tid) {
   return std::string(R"({"ph": ")") + ph + R"(", "id": )" + std::to_string(id) +
          R"(, "pid": )" + std::to_string(pid) + R"(, "tid": )" + std::to_string(tid) + R"(, "ts": )" +
