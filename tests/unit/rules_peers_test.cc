@@ -187,6 +187,18 @@ TEST(RulesPeers, MemoryPressure) {
   EXPECT_TRUE(run(doc({memory(20, 950000, 960000)}), "memory_pressure").empty());
 }
 
+TEST(RulesPeers, MemoryPressureReadsAPoolSetAsideUpFront) {
+  // vLLM's capture trace: 178.5 of a 179 GiB peak was allocated before the
+  // recording (the KV cache sized to gpu_memory_utilization): by design.
+  const std::string props = R"("deviceProperties": [{"id": 0, "name": "GPU", "totalGlobalMem": 1000000}])";
+  auto f = run(doc({step(1, 0, 100), memory(10, 900000, 960000), memory(20, 950000, 960000)}, props), "memory_pressure");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kInfo);
+  EXPECT_EQ(field(f[0], "allocated_before_window_bytes").i, 899900);
+  EXPECT_NE(f[0].advice.find("by design"), std::string::npos) << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("checkpointing"), std::string::npos) << f[0].advice;
+}
+
 TEST(RulesPeers, SyncApiDuringGraphCaptureIsStartUp) {
   // vLLM's capture trace: a device synchronize between capture warm-up
   // runs (cudaStreamBeginCapture recorded) is one-time start-up.

@@ -20,6 +20,11 @@ namespace {
 // data.py: peak_mem > total_mem * 0.9.
 constexpr double kMemoryShare = 0.9;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// A peak held by memory allocated before the recording (≥ 90% of it) or by
+// one allocation (≥ 50%) is a pre-sized pool: vLLM's KV cache allocated to
+// gpu_memory_utilization (0.9) at start-up, by design, not pressure.
+constexpr double kPreallocatedShare = 0.9;
+constexpr double kOneAllocationShare = 0.5;
 
 // totalGlobalMem by device id from the trace's "deviceProperties" array.
 std::map<std::int64_t, std::int64_t> device_memory(const Trace& t) {
@@ -57,11 +62,15 @@ void rule_memory_pressure(const DiagnoseContext& c, std::vector<Finding>* out) {
   struct Peak {
     const MemoryRecord* allocated = nullptr;
     const MemoryRecord* reserved = nullptr;
+    std::int64_t before = -1;   // allocated before the first record of the window
+    std::int64_t largest = 0;   // the largest single allocation
   };
   std::map<std::int64_t, Peak> peaks;
   for (const MemoryRecord& r : t.memory) {
     if (r.device_type == 0 || r.device_id < 0) continue;  // host memory
     Peak& p = peaks[r.device_id];
+    if (p.before < 0) p.before = std::max<std::int64_t>(0, r.total_allocated - std::max<std::int64_t>(0, r.bytes));
+    p.largest = std::max(p.largest, r.bytes);
     if (p.allocated == nullptr || r.total_allocated > p.allocated->total_allocated) p.allocated = &r;
     if (p.reserved == nullptr || r.total_reserved > p.reserved->total_reserved) p.reserved = &r;
   }
@@ -90,9 +99,12 @@ void rule_memory_pressure(const DiagnoseContext& c, std::vector<Finding>* out) {
     // which is what the device actually runs out of.
     const bool alloc_high = alloc_share > kMemoryShare;
     if (!alloc_high && reserved_share <= kMemoryShare) continue;
+    const double peak_alloc = static_cast<double>(p.allocated->total_allocated);
+    const bool preallocated = alloc_high && (static_cast<double>(p.before) >= kPreallocatedShare * peak_alloc ||
+                                             static_cast<double>(p.largest) >= kOneAllocationShare * peak_alloc);
     Finding f;
     f.id = "memory_pressure";
-    f.severity = FindingSeverity::kWarning;
+    f.severity = preallocated ? FindingSeverity::kInfo : FindingSeverity::kWarning;
     const MemoryRecord& at = alloc_high ? *p.allocated : *p.reserved;
     f.title = std::string(alloc_high ? "peak allocated" : "peak reserved") + " memory on GPU " +
               std::to_string(device) + " is " + format_pct(100.0 * (alloc_high ? alloc_share : reserved_share)) +
@@ -103,7 +115,9 @@ void rule_memory_pressure(const DiagnoseContext& c, std::vector<Finding>* out) {
         .real("peak_allocated_pct", 100.0 * alloc_share)
         .num("peak_reserved_bytes", p.reserved->total_reserved)
         .real("peak_reserved_pct", 100.0 * reserved_share)
-        .real("threshold_pct", 100.0 * kMemoryShare);
+        .real("threshold_pct", 100.0 * kMemoryShare)
+        .num("allocated_before_window_bytes", p.before)
+        .num("largest_allocation_bytes", p.largest);
     if (at.event != kNoIndex) f.evidence.event("peak", c.ref(at.event));
     std::string churn;
     if (mallocs + frees > 0) {
@@ -115,7 +129,16 @@ void rule_memory_pressure(const DiagnoseContext& c, std::vector<Finding>* out) {
                            "step cudaMalloc again"
                          : "");
     }
-    if (alloc_high) {
+    if (preallocated) {
+      const bool before = static_cast<double>(p.before) >= kPreallocatedShare * peak_alloc;
+      f.title += before ? ", " + gib(p.before) + " of it allocated before the recording"
+                        : ", " + gib(p.largest) + " of it in one allocation";
+      f.advice = "Most of the peak is memory set aside up front (" +
+                 (before ? gib(p.before) + " allocated before the recording started" : "one allocation of " + gib(p.largest)) +
+                 "; the recorded work adds " + gib(p.allocated->total_allocated - std::min(p.before, p.allocated->total_allocated)) +
+                 "): a server that reserves its KV cache or arena up front (vLLM's gpu_memory_utilization) does this by "
+                 "design. Lower that fraction only if other processes need the memory or allocations in the window fail.";
+    } else if (alloc_high) {
       f.advice = "Shrink what is live at the peak (" + gib(p.allocated->total_allocated) + " allocated of " +
                  gib(cap->second) + "): activation checkpointing (torch.utils.checkpoint) on the largest blocks, bf16 "
                  "autocast, or sharding the parameters and optimizer state (FSDP/ZeRO)" + churn +
