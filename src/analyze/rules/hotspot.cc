@@ -186,7 +186,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.advice = name + ": " + std::to_string(best->count) + " calls at " + avg +
                " each, mostly waiting on the other ranks. Run tprof diagnose on all ranks' traces together to find "
                "the straggler the others wait for; if none is late, send less or less often (gradient bucketing, "
-               "bf16 gradients) or use NCCL on GPUs.";
+               "bf16 gradients), or overlap it with compute.";
   } else if (!device && best->count > 0 && best_self / best->count >= kSlowCpuCallNs) {
     // Few long calls: the op's own speed, not how often it runs.
     f.advice = "Make each call of " + name + " cheaper (" + std::to_string(best->count) + " calls at " + avg +
