@@ -178,6 +178,7 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
           const std::string_view rn = t.name(e);
           if (!hip_ && rn.starts_with("hip")) hip_ = true;
           if (is_graph_launch(rn)) ++graph_launches_;
+          if (rn.find("StreamBeginCapture") != std::string_view::npos) ++graph_captures_;
           if (ev.correlation[e] >= 0) launch_corr.emplace_back(ev.correlation[e], e);
         }
         break;

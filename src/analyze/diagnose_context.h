@@ -130,6 +130,9 @@ class DiagnoseContext {
   bool is_hip() const { return hip_; }
   // Graph launch calls (cudaGraphLaunch, hipGraphLaunch) in the trace.
   std::int64_t graph_launches() const { return graph_launches_; }
+  // cudaStreamBeginCapture / hipStreamBeginCapture calls: the trace records
+  // CUDA/HIP graph capture, whose eager warm-up runs are start-up, not steps.
+  std::int64_t graph_captures() const { return graph_captures_; }
 
   // Kineto's launch shape of a kernel: "grid [x, y, z] block [x, y, z]"
   // from its args, or "" when absent. Parses the event's args.
@@ -153,6 +156,7 @@ class DiagnoseContext {
   std::vector<std::pair<std::int32_t, std::vector<Interval>>> busy_by_device_;
   bool hip_ = false;
   std::int64_t graph_launches_ = 0;
+  std::int64_t graph_captures_ = 0;
   mutable std::optional<std::vector<StatRow>> averages_;
   mutable std::shared_ptr<const Efficiency> efficiency_;
   mutable std::shared_ptr<const IdlePartition> idle_;

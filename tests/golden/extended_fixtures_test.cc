@@ -226,5 +226,20 @@ TEST(ExtendedFixtures, ALeadOfWaitingOnAnEmptyDeviceIsNotADependency) {
       << r.out.substr(0, 400);
 }
 
+// TraceLens' vLLM graph-capture trace (25 hipStreamBeginCapture): the gaps
+// and short launches are the eager warm-up before each capture; "replay as
+// a HIP graph" or "DataLoader workers" would be circular (review pass).
+TEST(ExtendedFixtures, AGraphCaptureTraceGetsNoGapOrLaunchAdvice) {
+  TPROF_REQUIRE_FIXTURES();
+  testing::CliResult r = testing::run_cli(
+      TPROF_BIN, {"-q", "diagnose", "--verbose",
+                  kFixtures + "/public/tracelens/inference/vllm_prefilldecode_piecewise/capture_traces/"
+                              "graph_capture_rank_0.1773709679453551615.pt.trace.json.gz"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("] sync_api: "), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_EQ(r.out.find("] kernel_gap: "), std::string::npos);
+  EXPECT_EQ(r.out.find("] kernel_launch_stats: "), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tprof

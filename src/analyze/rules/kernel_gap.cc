@@ -226,6 +226,10 @@ GapContext gap_context(const DiagnoseContext& c, const Gap& g) {
 }  // namespace
 
 void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
+  // A trace of graph capture holds the eager warm-up runs before each
+  // capture: their gaps are start-up, and graphs are what it is making
+  // (sync_api says so and points at the replay).
+  if (c.graph_captures() > 0) return;
   const Trace& t = c.trace;
   const bool has_steps = !c.steps.steps.empty();
   const bool by_step = c.steps.steps.size() >= kMinUnits;

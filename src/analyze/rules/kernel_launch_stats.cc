@@ -66,6 +66,9 @@ bool is_launch_call(std::string_view name) {
 
 void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (!c.has_device()) return;
+  // Graph capture's eager warm-up launches are start-up; "replay as a graph"
+  // would be circular (see kernel_gap).
+  if (c.graph_captures() > 0) return;
   std::vector<std::int64_t> cpu_durs, delays;
   std::int64_t launches = 0, short_kernels = 0, short_exposed = 0, short_excess_ns = 0;
   std::int64_t runtime_outliers = 0, runtime_outlier_ns = 0;
