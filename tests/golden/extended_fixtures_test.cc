@@ -241,5 +241,16 @@ TEST(ExtendedFixtures, AGraphCaptureTraceGetsNoGapOrLaunchAdvice) {
   EXPECT_EQ(r.out.find("] kernel_launch_stats: "), std::string::npos);
 }
 
+// HTA's df_index_resolver: 2,002 gaps between the fills that
+// Optimizer.zero_grad launches per parameter; the fix is set_to_none, not
+// "CUDA graph or fuse" (review pass).
+TEST(ExtendedFixtures, ZeroGradFillGapsGetSetToNone) {
+  TPROF_REQUIRE_FIXTURES();
+  testing::CliResult r = testing::run_cli(
+      TPROF_BIN, {"-q", "diagnose", "--verbose", kFixtures + "/public/hta/df_index_resolver/df_index_resolver.json.gz"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("advice: Call optimizer.zero_grad(set_to_none=True)"), std::string::npos) << r.out.substr(0, 3000);
+}
+
 }  // namespace
 }  // namespace tprof

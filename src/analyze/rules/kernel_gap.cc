@@ -141,6 +141,12 @@ std::string gap_advice(IdleCause cause, bool comm, bool graphs, std::string_view
            "on the device, copy it into pinned memory with non_blocking=True and use it a step later, or pipeline "
            "the input distribution (TorchRec TrainPipelineSparseDist) so the round trip overlaps compute.";
   }
+  if (host_side && x.site.find("zero_grad") != std::string::npos) {
+    // Gradients zeroed one fill kernel per parameter, launched op after op.
+    return "Call optimizer.zero_grad(set_to_none=True) (the default since torch 2.0): the per-parameter fills" +
+           launched + " and the gaps between them go away, and the next backward writes fresh gradients. Each fill is a "
+           "tiny kernel the host launches one by one, slower than the GPU runs them.";
+  }
   switch (cause) {
     case IdleCause::kStreamWait:
       return "Start earlier, or split, the work " + after + launched +
