@@ -574,6 +574,19 @@ TEST(ManyCalls, HiddenBehindABusyGpuSavesNothing) {
   EXPECT_EQ(f[0].impact_ns, 0);
 }
 
+// TraceLens' MI210 trace: no GEMM rate to judge by and GEMMs a third of the
+// GPU time: the fix names the kernels that hold the time and the AMD tool
+// that tells memory- from math-bound, not a generic checklist.
+TEST(ComputeBound, WithoutARateNamesTheTopKernels) {
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/public/tracelens/mi210/gpu_only_trace/gpu_only_trace.json.gz");
+  ASSERT_TRUE(t);
+  auto f = diagnose(*t, {.only = {"compute_bound"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].advice.rfind("Start at the kernels that hold the GPU time (void at::native::batch_norm_backward_kernel", 0), 0u)
+      << f[0].advice;
+  EXPECT_NE(f[0].advice.find("rocprof"), std::string::npos) << f[0].advice;
+}
+
 // A GPU busy 88% of the steps hides the host: aten::matmul's time in
 // aten::mm (19x its Self CPU here too) changes nothing, so no finding.
 TEST(CheatsheetOnH100, CostInChildrenSilentWhenTheGpuIsTheBottleneck) {

@@ -117,8 +117,20 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
                " of the GPU time) can be measured against the peak: without their shapes their TFLOP/s is unknown, "
                "and with the host keeping the GPU fed, any speed-up is in them.";
   } else {
-    f.advice = "Start at the hotspot kernels: check dtype (bf16/TF32), shapes that suit the tensor cores, and fusion "
-               "of memory-bound ops; the host keeps the GPU fed, so speed-ups come from the kernels themselves.";
+    // No measured rate to judge by: name where the GPU time goes.
+    std::vector<std::string> top;
+    std::string names;
+    for (const KernelEfficiency& k : eff.kernels) {
+      if (top.size() == 3 || eff.total_ns <= 0) break;
+      top.push_back(k.name);
+      names += (names.empty() ? "" : ", ") + title_name(k.name) + " " +
+               format_pct(100.0 * static_cast<double>(k.time_ns) / static_cast<double>(eff.total_ns));
+    }
+    f.evidence.texts("top_kernels", top);
+    f.advice = "Start at the kernels that hold the GPU time (" + names +
+               "): profile them with " + std::string(c.is_hip() ? "rocprof (Omniperf)" : "Nsight Compute") +
+               " to see whether each is limited by memory or math, and fuse the "
+               "memory-bound ones; the host keeps the GPU fed, so speed-ups come from the kernels themselves.";
   }
   // The time it could save, not the state's size: the memory-bound kernels'
   // time it says to fuse (fusion can remove at most all of it); the GEMMs'
