@@ -145,6 +145,21 @@ std::vector<StatRow> torch_averages(const Trace& t) {
   return EventList::build(t, o).key_averages();
 }
 
+// Event e as a device activity: its lane's device and stream, its span.
+DeviceOp device_op(const Trace& t, std::uint32_t e, DeviceClass cls) {
+  const EventColumns& ev = t.events;
+  const Lane& lane = t.lanes[ev.lane[e]];
+  DeviceOp op;
+  op.event = e;
+  op.lane = ev.lane[e];
+  op.device = lane.device;
+  op.stream = lane.stream;
+  op.start = ev.ts_ns[e];
+  op.end = ev.ts_ns[e] + std::max<std::int64_t>(0, ev.dur_ns[e]);
+  op.cls = cls;
+  return op;
+}
+
 }  // namespace
 
 DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) {
@@ -198,14 +213,7 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
   device.reserve(device_events.size());
   for (std::uint32_t e : device_events) {
     const EventKind k = ev.kind[e];
-    const Lane& lane = t.lanes[ev.lane[e]];
-    DeviceOp op;
-    op.event = e;
-    op.lane = ev.lane[e];
-    op.device = lane.device;
-    op.stream = lane.stream;
-    op.start = ev.ts_ns[e];
-    op.end = ev.ts_ns[e] + std::max<std::int64_t>(0, ev.dur_ns[e]);
+    DeviceOp op = device_op(t, e, DeviceClass::kCompute);
     if (k == EventKind::kGpuMemcpy) {
       op.cls = DeviceClass::kMemcpy;
     } else if (k == EventKind::kGpuMemset) {
@@ -254,15 +262,7 @@ void DiagnoseContext::link_ranges(std::vector<std::uint32_t> events) {
   ranges.reserve(events.size());
   for (std::size_t i = 0; i < events.size(); ++i) {
     const std::uint32_t e = events[i];
-    const Lane& lane = trace.lanes[ev.lane[e]];
-    DeviceOp op;
-    op.event = e;
-    op.lane = ev.lane[e];
-    op.device = lane.device;
-    op.stream = lane.stream;
-    op.start = ev.ts_ns[e];
-    op.end = ev.ts_ns[e] + std::max<std::int64_t>(0, ev.dur_ns[e]);
-    op.cls = DeviceClass::kRange;
+    DeviceOp op = device_op(trace, e, DeviceClass::kRange);
     // Kineto writes correlation 0 for a range it could not match to a kernel.
     if (ev.correlation[e] > 0) op.launch = launch_for_correlation(ev.correlation[e]);
     if (op.launch == kNoIndex && by_order) op.launch = launches[i];

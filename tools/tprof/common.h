@@ -56,6 +56,9 @@ bool list_rank_traces(const std::string& dir, std::vector<std::string>* files, s
 // trace. Prints the diagnostics notes, then every load error, in file
 // order; false when any file failed.
 bool summarize_traces(const std::vector<std::string>& files, std::vector<RankSummary>* out);
+// list_rank_traces, summarize_traces and merge_summaries for a directory of
+// ranks (diagnose DIR, report DIR): the job, or nullopt after printing why.
+std::optional<JobSummary> load_job_dir(const std::string& dir, std::vector<std::string>* files);
 // The job view as text, json or md.
 std::string format_job(const JobView& view, const std::string& format);
 

@@ -26,20 +26,8 @@ struct Args {
 
 int diagnose_dir(const Args& a) {
   std::vector<std::string> files;
-  std::string error;
-  if (!list_rank_traces(a.trace, &files, &error)) {
-    std::cerr << error;
-    return kExitBadInput;
-  }
-  std::vector<RankSummary> summaries;
-  if (!summarize_traces(files, &summaries)) return kExitBadInput;
-  std::vector<JobSummary> parts;
-  for (RankSummary& s : summaries) parts.push_back(JobSummary{{std::move(s)}});
-  Result<JobSummary> job = merge_summaries(parts);
-  if (!job) {
-    std::cerr << "tprof: " << a.trace << ": " << job.error().message() << "\n";
-    return kExitBadInput;
-  }
+  const std::optional<JobSummary> job = load_job_dir(a.trace, &files);
+  if (!job) return kExitBadInput;
   return emit(format_job(compute_job_view(*job), a.format), a.output, files);
 }
 

@@ -75,6 +75,24 @@ bool list_rank_traces(const std::string& dir, std::vector<std::string>* files, s
   return true;
 }
 
+std::optional<JobSummary> load_job_dir(const std::string& dir, std::vector<std::string>* files) {
+  std::string error;
+  if (!list_rank_traces(dir, files, &error)) {
+    std::cerr << error;
+    return std::nullopt;
+  }
+  std::vector<RankSummary> summaries;
+  if (!summarize_traces(*files, &summaries)) return std::nullopt;
+  std::vector<JobSummary> parts;
+  for (RankSummary& s : summaries) parts.push_back(JobSummary{{std::move(s)}});
+  Result<JobSummary> job = merge_summaries(parts);
+  if (!job) {
+    std::cerr << "tprof: " << dir << ": " << job.error().message() << "\n";
+    return std::nullopt;
+  }
+  return std::move(*job);
+}
+
 bool summarize_traces(const std::vector<std::string>& files, std::vector<RankSummary>* out) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::uint64_t largest = 1;

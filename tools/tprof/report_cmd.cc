@@ -19,20 +19,8 @@ namespace {
 // A directory: one trace per rank, the job view as a page (docs/scale.md).
 int report_dir(const std::string& dir, const std::string& output) {
   std::vector<std::string> files;
-  std::string error;
-  if (!list_rank_traces(dir, &files, &error)) {
-    std::cerr << error;
-    return kExitBadInput;
-  }
-  std::vector<RankSummary> summaries;
-  if (!summarize_traces(files, &summaries)) return kExitBadInput;
-  std::vector<JobSummary> parts;
-  for (RankSummary& s : summaries) parts.push_back(JobSummary{{std::move(s)}});
-  Result<JobSummary> job = merge_summaries(parts);
-  if (!job) {
-    std::cerr << "tprof: " << dir << ": " << job.error().message() << "\n";
-    return kExitBadInput;
-  }
+  const std::optional<JobSummary> job = load_job_dir(dir, &files);
+  if (!job) return kExitBadInput;
   return emit(format_job_html(compute_job_view(*job)), output, files);
 }
 
