@@ -16,6 +16,7 @@
 
 #include "src/analyze/efficiency.h"
 #include "src/analyze/rules/rules.h"
+#include "src/base/saturate.h"
 
 namespace tprof::internal {
 
@@ -61,19 +62,16 @@ void rule_overlapping_kernels(const DiagnoseContext& c, std::vector<Finding>* ou
   // the furthest end before it on its stream.
   std::int64_t overlap_total = 0, overlap_max = 0;
   {
-    std::vector<std::pair<std::uint32_t, std::int64_t>> furthest;  // lane → end
+    // By lane index: linear in the activities however many lanes there are.
+    std::vector<std::int64_t> furthest(c.trace.lanes.size(), INT64_MIN);  // lane → end so far
     for (const DeviceOp& op : c.device) {
-      auto it = std::find_if(furthest.begin(), furthest.end(), [&](const auto& p) { return p.first == op.lane; });
-      if (it == furthest.end()) {
-        furthest.emplace_back(op.lane, op.end);
-        continue;
-      }
-      if (op.start < it->second) {
-        const std::int64_t o = std::min(it->second, op.end) - op.start;
-        overlap_total += o;
+      std::int64_t& end = furthest[op.lane];
+      if (end != INT64_MIN && op.start < end) {
+        const std::int64_t o = sat_sub(std::min(end, op.end), op.start);
+        sat_acc(overlap_total, o);
         overlap_max = std::max(overlap_max, o);
       }
-      it->second = std::max(it->second, op.end);
+      end = std::max(end, op.end);
     }
   }
   const std::int64_t window = c.window_ns();
