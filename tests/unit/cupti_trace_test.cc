@@ -90,8 +90,10 @@ DeviceBatch device_batch() {
   return b;
 }
 
-Trace build() {
-  const std::vector<Record> records = cpu_records();
+// One python3 thread's records and a device batch as the window starting
+// at monotonic `start_ns` (graph nodes' scopes when given).
+Trace window_trace(const std::vector<Record>& records, const DeviceBatch& batch, std::int64_t start_ns,
+                   GraphNodeScopes* nodes) {
   std::vector<ThreadRecords> threads(1);
   threads[0].tid = kTid;
   threads[0].name = "python3";
@@ -102,11 +104,14 @@ Trace build() {
   CaptureInfo info;
   info.pid = kTid;
   info.process_name = "python3";
-  info.window_start_ns = kEpochOfMonotonic0 + 900;
-  info.window_start_monotonic_ns = 900;
+  info.window_start_ns = kEpochOfMonotonic0 + start_ns;
+  info.window_start_monotonic_ns = start_ns;
   info.cuda_requested = info.cuda_available = true;
-  return build_trace(threads, device_batch(), clock, info);
+  info.graph_nodes = nodes;
+  return build_trace(threads, batch, clock, info);
 }
+
+Trace build() { return window_trace(cpu_records(), device_batch(), 900, nullptr); }
 
 std::string golden_path() { return std::string(TPROF_SOURCE_DIR) + "/tests/unit/expected/cupti_trace.json"; }
 
@@ -392,21 +397,7 @@ DeviceBatch replay_batch() {
 }
 
 Trace build_window(const std::vector<Record>& records, const DeviceBatch& batch, GraphNodeScopes* nodes) {
-  std::vector<ThreadRecords> threads(1);
-  threads[0].tid = kTid;
-  threads[0].name = "python3";
-  threads[0].records = records;
-  TickConversion clock;
-  clock.epoch_ns0 = kEpochOfMonotonic0;
-  clock.monotonic_to_epoch_ns = kEpochOfMonotonic0;
-  CaptureInfo info;
-  info.pid = kTid;
-  info.process_name = "python3";
-  info.window_start_ns = kEpochOfMonotonic0 + 50;
-  info.window_start_monotonic_ns = 50;
-  info.cuda_requested = info.cuda_available = true;
-  info.graph_nodes = nodes;
-  return build_trace(threads, batch, clock, info);
+  return window_trace(records, batch, 50, nodes);
 }
 
 // Events of category `cat` named `name`, in time order.
