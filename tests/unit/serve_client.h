@@ -19,6 +19,12 @@
 
 namespace tprof::internal::serve_test {
 
+// The traces both serve tests open: a small plain one and a gzip one.
+inline const std::string kTrace = std::string(TPROF_TEST_DATA) + "/public/kineto/docs/traces/after_fix_trace.json";
+inline const std::string kGzTrace = std::string(TPROF_TEST_DATA) +
+                                    "/public/kineto/tb_plugin/samples/resnet50_num_workers_4/"
+                                    "worker0.1623213129365.excerpt.pt.trace.json.gz";
+
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 

@@ -34,10 +34,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kTrace = std::string(TPROF_TEST_DATA) + "/public/kineto/docs/traces/after_fix_trace.json";
-const std::string kGzTrace = std::string(TPROF_TEST_DATA) +
-                             "/public/kineto/tb_plugin/samples/resnet50_num_workers_4/"
-                             "worker0.1623213129365.excerpt.pt.trace.json.gz";
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
