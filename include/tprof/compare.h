@@ -5,9 +5,9 @@
 //
 //   tprof::Comparison c = tprof::compare_traces(a, b);
 //   std::cout << tprof::format_comparison_text(c, {.label_a = "a.json", .label_b = "b.json"});
-//   tprof::GateResult g = tprof::check_slower(c, 5.0);  // B more than 5% (and the noise) slower?
+//   tprof::GateResult g = tprof::check_gate(c, {.max_slower_pct = 5.0});  // B more than 5% slower, beyond the noise?
 //   std::cerr << tprof::format_gate_line(g);
-//   if (!g.passed) return 1;
+//   if (g.outcome != tprof::GateOutcome::kPass) return g.outcome == tprof::GateOutcome::kFail ? 1 : 2;
 //
 // Definitions (docs/compare.md):
 //   alignment  both traces have ProfilerStep#N: by step number when one
@@ -18,7 +18,16 @@
 //   median     of the aligned steps' durations (the mean of the two middle
 //              values for an even count, truncated to ns).
 //   noise      MAD_A + MAD_B, each side's median absolute deviation of its
-//              aligned steps' durations from their median.
+//              aligned steps' durations from their median (the spread shown;
+//              the gate decides with the interval below).
+//   metrics    per aligned step: "step" the ProfilerStep's duration (the
+//              host's wall time), "device" the union of the device work the
+//              step launched (wherever it ran), "cpu" the step thread's busy
+//              time. The gate reads one: device when both runs are GPU-bound
+//              (compute- or communication-bound), else step.
+//   interval   95% bootstrap interval of B's mean over A's mean − 1, paired
+//              (resampling aligned pairs) when steps align by number,
+//              unpaired otherwise; 4000 resamples, a fixed seed.
 //   ops        torch's FunctionEvents (tprof/key_averages.h) that are not
 //              device activities nor ProfilerStep#N, by name; an event
 //              belongs to the aligned step its start falls in. Self CPU and
@@ -49,6 +58,14 @@ enum class StepAlignment : std::uint8_t {
 };
 std::string_view step_alignment_name(StepAlignment a);  // "step_number", "order", "whole_trace"
 
+// What a run ran on: a gate refuses runs whose set-ups differ.
+struct RunSetup {
+  std::string device;            // deviceProperties[0].name; "" when the trace has none
+  std::int64_t device_count = 0; // GPUs with device activity in the trace
+  std::int64_t world_size = -1;  // distributedInfo.world_size; -1 when absent
+  std::string dtype;             // the dtype of most GEMM/kernel time ("bf16", "fp32", ...); "" unknown
+};
+
 // One side's aligned steps and what the comparison read from it.
 struct CompareSide {
   bool has_steps = false;             // the trace has ProfilerStep#N events
@@ -61,6 +78,37 @@ struct CompareSide {
   std::int64_t max_step_ns = 0;
   Verdict verdict = Verdict::kUnclear;  // tprof::diagnose(trace).verdict
   std::string verdict_summary;
+  // Per aligned step (as dur_ns): the device work it launched (union, ns;
+  // empty when the trace has no device activity) and its thread's busy time.
+  std::vector<std::int64_t> device_ns;
+  std::vector<std::int64_t> cpu_ns;
+  bool gpu_bound = false;  // verdict compute-bound or communication-bound
+  RunSetup setup;
+};
+
+enum class CompareMetric : std::uint8_t {
+  kAuto = 0,  // device when both runs are GPU-bound, else step
+  kStep,      // the ProfilerStep's duration (the host's wall time per step)
+  kDevice,    // the union of the device work each step launched
+  kCpu,       // the step thread's busy time
+};
+std::string_view compare_metric_name(CompareMetric m);  // "auto", "step", "device", "cpu"
+
+// One metric over the aligned steps: B's mean against A's, with the 95%
+// bootstrap interval of the change (docs/compare.md, "The gate").
+struct MetricComparison {
+  CompareMetric metric = CompareMetric::kStep;
+  bool available = false;          // device: both traces have device activity
+  std::size_t steps = 0;           // aligned steps measured
+  bool paired = false;             // resampled as pairs (steps aligned by number)
+  std::int64_t mean_a_ns = 0, mean_b_ns = 0;
+  std::int64_t median_a_ns = 0, median_b_ns = 0;
+  double delta_pct = 0;            // 100 × (mean_b / mean_a − 1); 0 when mean_a is 0
+  bool has_interval = false;       // two or more steps
+  double low_pct = 0, high_pct = 0;  // the interval of delta_pct
+  std::int64_t low_ns = 0, high_ns = 0;  // the interval of mean_b − mean_a
+  // Slower or faster beyond the noise: the interval excludes 0.
+  bool beyond_noise() const { return has_interval && (low_ns > 0 || high_ns < 0); }
 };
 
 enum class ChangeKind : std::uint8_t {
@@ -101,6 +149,14 @@ struct Comparison {
   bool verdict_changed = false;
   std::vector<OpDelta> ops;          // by |Self CPU delta|, then |CPU total delta|, then name
   std::vector<KernelDelta> kernels;  // by |time delta|, then name
+  // Step, device and cpu, in that order (device unavailable without device
+  // activity on both sides), and the metric the run is bound by.
+  std::vector<MetricComparison> metrics;
+  CompareMetric bound_metric = CompareMetric::kStep;
+  std::string bound_reason;  // "both runs are GPU-bound (compute-bound, compute-bound)"
+  // Set-up differences, one line each: "device: NVIDIA A100 vs NVIDIA V100".
+  std::vector<std::string> setup_differences;
+  const MetricComparison* metric(CompareMetric m) const;  // nullptr for kAuto
 };
 
 // Compares the two traces (B against A). Never fails: traces without steps
@@ -109,18 +165,34 @@ struct Comparison {
 // stay unmodified meanwhile.
 Comparison compare_traces(const Trace& a, const Trace& b);
 
-// The CI gate: fails when B's median step is slower than A's by more than
-// `max_slower_pct` percent of A's median and by more than the noise (both).
-struct GateResult {
-  bool passed = true;
+// The CI gate (docs/compare.md, "The gate"): B fails when its mean per
+// step of the metric is slower than A's by more than max_slower_pct percent
+// and the 95% interval of the change lies above 0 (slower beyond the noise).
+// It refuses to decide (kRefused) with fewer aligned steps than min_steps,
+// with an unavailable metric, or when the set-ups differ (unless allowed).
+struct GateOptions {
   double max_slower_pct = 0;
-  std::int64_t a_median_ns = 0;  // A's median step
-  std::int64_t delta_ns = 0;     // B's median step − A's
-  double delta_pct = 0;          // 0 when A's median is 0
-  std::int64_t noise_ns = 0;
-  bool over_threshold = false;  // slower by more than max_slower_pct (any slowdown when A's median is 0)
-  bool over_noise = false;      // delta_ns > noise_ns
+  CompareMetric metric = CompareMetric::kAuto;
+  std::size_t min_steps = 5;     // fewer aligned steps: the noise is unknown
+  bool allow_mismatch = false;   // gate runs whose device, count, world size or dtype differ
 };
+
+enum class GateOutcome : std::uint8_t { kPass = 0, kFail, kRefused };
+
+struct GateResult {
+  GateOutcome outcome = GateOutcome::kPass;
+  bool passed = true;            // outcome == kPass
+  double max_slower_pct = 0;
+  CompareMetric metric = CompareMetric::kStep;  // the metric read (auto resolved)
+  std::string metric_reason;     // why this metric ("--metric", or the bound)
+  MetricComparison m;            // its comparison
+  std::size_t min_steps = 0;
+  bool over_threshold = false;   // slower by more than max_slower_pct (any slowdown when A's mean is 0)
+  bool over_noise = false;       // the interval lies above 0 (no interval: noise unknown, counted as over)
+  std::string refusal;           // why kRefused
+};
+GateResult check_gate(const Comparison& c, const GateOptions& options);
+// check_gate with the default options and this threshold.
 GateResult check_slower(const Comparison& c, double max_slower_pct);
 
 struct CompareFormat {
@@ -139,7 +211,8 @@ std::string format_comparison_md(const Comparison& c, const CompareFormat& f = {
 // `gate` is written when given.
 std::string format_comparison_json(const Comparison& c, const CompareFormat& f = {},
                                    const GateResult* gate = nullptr);
-// One line for CI logs: "compare gate: PASS|FAIL: B's median step ... (limit P%, noise N)".
+// One line for CI logs: "compare gate: PASS|FAIL|REFUSED: B's mean device
+// time per step is ... [95% interval] against A's; limit P% (...)".
 std::string format_gate_line(const GateResult& g);
 
 }  // namespace tprof

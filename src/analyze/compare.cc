@@ -2,15 +2,21 @@
 #include "tprof/compare.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <future>
+#include <limits>
 #include <map>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 
+#include "src/analyze/efficiency.h"
 #include "src/analyze/id_index.h"
+#include "src/analyze/intervals.h"
+#include "src/base/check.h"
 #include "src/base/saturate.h"
+#include "src/trace/json_value.h"
 #include "tprof/key_averages.h"
 #include "tprof/steps.h"
 
@@ -28,6 +34,23 @@ std::string_view step_alignment_name(StepAlignment a) {
 std::int64_t OpDelta::self_cpu_delta_ns() const { return internal::sat_sub(self_cpu_b_ns, self_cpu_a_ns); }
 std::int64_t OpDelta::cpu_total_delta_ns() const { return internal::sat_sub(cpu_total_b_ns, cpu_total_a_ns); }
 std::int64_t KernelDelta::time_delta_ns() const { return internal::sat_sub(time_b_ns, time_a_ns); }
+
+std::string_view compare_metric_name(CompareMetric m) {
+  switch (m) {
+    case CompareMetric::kAuto: return "auto";
+    case CompareMetric::kStep: return "step";
+    case CompareMetric::kDevice: return "device";
+    case CompareMetric::kCpu: return "cpu";
+  }
+  return "step";
+}
+
+const MetricComparison* Comparison::metric(CompareMetric m) const {
+  for (const MetricComparison& x : metrics) {
+    if (x.metric == m) return &x;
+  }
+  return nullptr;
+}
 
 std::string_view change_kind_name(ChangeKind k) {
   switch (k) {
@@ -61,6 +84,15 @@ struct KernelItem {
 // traces at once.
 struct SideData {
   StepsSummary steps;
+  // Per step (as steps.steps): the union of the device work it launched and
+  // its thread's busy time; for the whole trace: all device work, and the
+  // busiest host thread.
+  std::vector<std::int64_t> step_device_ns;
+  std::vector<std::int64_t> step_cpu_ns;
+  std::int64_t trace_device_ns = 0;
+  std::int64_t trace_cpu_ns = 0;
+  bool has_device = false;
+  RunSetup setup;
   std::int64_t trace_start_ns = 0;
   std::int64_t trace_end_ns = 0;
   Verdict verdict = Verdict::kUnclear;
@@ -80,14 +112,71 @@ std::string_view device_category(EventKind k) {
   }
 }
 
+// distributedInfo.world_size, or -1.
+std::int64_t world_size(const Trace& t) {
+  const std::string_view info = t.meta.top_level_json("distributedInfo");
+  if (info.empty()) return -1;
+  Result<internal::JsonValue> v = internal::JsonValue::parse(info);
+  const internal::JsonValue* w = v && v->is_object() ? v->find("world_size") : nullptr;
+  std::int64_t out = -1;
+  return w != nullptr && w->get_int(&out) && out > 0 ? out : -1;
+}
+
+RunSetup setup_of(const internal::DiagnoseContext& c) {
+  RunSetup s;
+  internal::device_peak(c.trace, &s.device);
+  std::vector<std::int32_t> devices;
+  for (const internal::DeviceOp& op : c.device) devices.push_back(op.device);
+  std::sort(devices.begin(), devices.end());
+  s.device_count = std::unique(devices.begin(), devices.end()) - devices.begin();
+  s.world_size = world_size(c.trace);
+  // The dtype of most kernel time whose dtype is known.
+  std::map<std::string, std::int64_t> by_dtype;
+  if (c.has_device()) {
+    for (const internal::KernelEfficiency& k : c.efficiency().kernels) {
+      if (!k.dtype.empty()) internal::sat_acc(by_dtype[k.dtype], k.time_ns);
+    }
+  }
+  std::int64_t best = 0;
+  for (const auto& [dtype, ns] : by_dtype) {
+    if (ns > best) best = ns, s.dtype = dtype;
+  }
+  return s;
+}
+
+// The busiest host thread's busy time over the whole trace.
+std::int64_t busiest_thread_ns(const internal::DiagnoseContext& c) {
+  std::map<std::uint32_t, std::vector<internal::Interval>> by_lane;
+  c.for_each_host_event([&](std::uint32_t e) {
+    by_lane[c.trace.events.lane[e]].push_back({c.ts(e), c.end(e)});
+  });
+  std::int64_t best = 0;
+  for (auto& [lane, v] : by_lane) best = std::max(best, internal::union_length(std::move(v)));
+  return best;
+}
+
 SideData read_side(const Trace& t) {
   SideData d;
-  d.steps = compute_steps(t);
+  const internal::DiagnoseContext ctx(t, /*with_averages=*/true);
+  const Diagnosis diagnosis = internal::diagnose(ctx);
+  d.steps = ctx.steps;
   d.trace_start_ns = t.start_ns();
   d.trace_end_ns = t.end_ns();
-  const Diagnosis diagnosis = diagnose(t);
   d.verdict = diagnosis.verdict;
   d.verdict_summary = diagnosis.summary;
+  d.has_device = ctx.has_device();
+  TPROF_CHECK(diagnosis.steps.size() == d.steps.steps.size());
+  for (const StepVerdict& v : diagnosis.steps) {
+    d.step_device_ns.push_back(v.gpu_work_ns);
+    d.step_cpu_ns.push_back(v.cpu_busy_ns);
+  }
+  {
+    std::vector<internal::Interval> all;
+    for (const internal::DeviceOp& op : ctx.device) all.push_back({op.start, op.end});
+    d.trace_device_ns = internal::union_length(std::move(all));
+  }
+  d.trace_cpu_ns = busiest_thread_ns(ctx);
+  d.setup = setup_of(ctx);
 
   // Host ops with torch's self/total times. Rows are reduced to small items
   // at once; names are interned per side.
@@ -228,12 +317,16 @@ std::vector<Window> fill_side(const SideData& d, const Alignment& al, bool first
     if (i < 0) {
       side->step.push_back(-1);
       side->dur_ns.push_back(d.trace_end_ns - d.trace_start_ns);
+      side->device_ns.push_back(d.trace_device_ns);
+      side->cpu_ns.push_back(d.trace_cpu_ns);
       // Inclusive of the last event's end: every event is inside.
       windows.push_back({d.trace_start_ns, d.trace_end_ns + 1, p});
     } else {
       const StepStat& s = d.steps.steps[static_cast<std::size_t>(i)];
       side->step.push_back(s.step);
       side->dur_ns.push_back(s.dur_ns);
+      side->device_ns.push_back(d.step_device_ns[static_cast<std::size_t>(i)]);
+      side->cpu_ns.push_back(d.step_cpu_ns[static_cast<std::size_t>(i)]);
       windows.push_back({s.start_ns, s.start_ns + s.dur_ns, p});
     }
   }
@@ -246,6 +339,9 @@ std::vector<Window> fill_side(const SideData& d, const Alignment& al, bool first
   }
   side->verdict = d.verdict;
   side->verdict_summary = d.verdict_summary;
+  if (!d.has_device) side->device_ns.clear();
+  side->gpu_bound = d.verdict == Verdict::kComputeBound || d.verdict == Verdict::kCommunicationBound;
+  side->setup = d.setup;
   return windows;
 }
 
@@ -288,6 +384,114 @@ ChangeKind change_of(std::int64_t count_a, std::int64_t count_b) {
   return ChangeKind::kCommon;
 }
 
+// A deterministic generator (splitmix64): the same traces give the same
+// interval on every machine and every run.
+struct SplitMix {
+  std::uint64_t x;
+  std::uint64_t next() {
+    std::uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, n): the modulo's bias is below n / 2^64.
+  std::size_t below(std::size_t n) { return static_cast<std::size_t>(next() % n); }
+};
+
+double mean_of(const std::vector<std::int64_t>& v) {
+  double s = 0;
+  for (const std::int64_t x : v) s += static_cast<double>(x);
+  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+}
+
+std::int64_t to_ns(double v) {
+  if (!(v == v)) return 0;
+  if (v >= 9.2e18) return std::numeric_limits<std::int64_t>::max();
+  if (v <= -9.2e18) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(std::llround(v));
+}
+
+// B's mean against A's over the aligned steps, with the 95% percentile
+// bootstrap interval of mean_B − mean_A and of mean_B / mean_A − 1.
+// Paired: each resample draws n aligned pairs (a step's A and B stay
+// together, so what changes from step to step on both sides cancels);
+// unpaired: each side is resampled on its own.
+MetricComparison compare_metric(CompareMetric metric, const std::vector<std::int64_t>& a,
+                                const std::vector<std::int64_t>& b, bool paired) {
+  MetricComparison m;
+  m.metric = metric;
+  m.available = !a.empty() && !b.empty();
+  if (!m.available) return m;
+  m.steps = std::min(a.size(), b.size());
+  m.paired = paired && a.size() == b.size();
+  const double ma = mean_of(a), mb = mean_of(b);
+  m.mean_a_ns = to_ns(ma);
+  m.mean_b_ns = to_ns(mb);
+  m.median_a_ns = internal::mean_median(a);
+  m.median_b_ns = internal::mean_median(b);
+  m.delta_pct = ma > 0 ? 100.0 * (mb / ma - 1.0) : 0.0;
+  if (a.size() < 2 || b.size() < 2) return m;
+  m.has_interval = true;
+  // 4000 resamples; fewer for very long runs (at most about 4e7 draws).
+  const std::size_t n = std::max(a.size(), b.size());
+  const std::size_t resamples = std::clamp<std::size_t>(40000000 / n, 400, 4000);
+  SplitMix rng{0x7470726f66ull};  // "tprof"
+  std::vector<double> diff, rel;
+  diff.reserve(resamples);
+  rel.reserve(resamples);
+  for (std::size_t r = 0; r < resamples; ++r) {
+    double sa = 0, sb = 0;
+    if (m.paired) {
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        const std::size_t i = rng.below(a.size());
+        sa += static_cast<double>(a[i]);
+        sb += static_cast<double>(b[i]);
+      }
+    } else {
+      for (std::size_t k = 0; k < a.size(); ++k) sa += static_cast<double>(a[rng.below(a.size())]);
+      for (std::size_t k = 0; k < b.size(); ++k) sb += static_cast<double>(b[rng.below(b.size())]);
+    }
+    const double ra = sa / static_cast<double>(a.size()), rb = sb / static_cast<double>(b.size());
+    diff.push_back(rb - ra);
+    if (ra > 0) rel.push_back(100.0 * (rb / ra - 1.0));
+  }
+  auto bounds = [](std::vector<double>& v, double* lo, double* hi) {
+    if (v.empty()) return;
+    std::sort(v.begin(), v.end());
+    const double last = static_cast<double>(v.size() - 1);
+    *lo = v[static_cast<std::size_t>(std::floor(0.025 * last))];
+    *hi = v[static_cast<std::size_t>(std::ceil(0.975 * last))];
+  };
+  double lo = 0, hi = 0;
+  bounds(diff, &lo, &hi);
+  m.low_ns = to_ns(lo);
+  m.high_ns = to_ns(hi);
+  bounds(rel, &m.low_pct, &m.high_pct);
+  return m;
+}
+
+std::string verdict_list(const CompareSide& a, const CompareSide& b) {
+  return "A " + std::string(verdict_name(a.verdict)) + ", B " + std::string(verdict_name(b.verdict));
+}
+
+// What differs between the two runs' set-ups, one line each.
+std::vector<std::string> setup_differences(const RunSetup& a, const RunSetup& b) {
+  std::vector<std::string> out;
+  if (!a.device.empty() && !b.device.empty() && a.device != b.device) {
+    out.push_back("device: " + a.device + " vs " + b.device);
+  }
+  if (a.device_count != b.device_count) {
+    out.push_back("devices with work: " + std::to_string(a.device_count) + " vs " + std::to_string(b.device_count));
+  }
+  // No distributedInfo: one process (torch writes it only under torch.distributed).
+  const std::int64_t wa = std::max<std::int64_t>(a.world_size, 1), wb = std::max<std::int64_t>(b.world_size, 1);
+  if (wa != wb) out.push_back("world size: " + std::to_string(wa) + " vs " + std::to_string(wb));
+  if (!a.dtype.empty() && !b.dtype.empty() && a.dtype != b.dtype) {
+    out.push_back("dtype: " + a.dtype + " vs " + b.dtype);
+  }
+  return out;
+}
+
 }  // namespace
 
 Comparison compare_traces(const Trace& a, const Trace& b) {
@@ -308,6 +512,22 @@ Comparison compare_traces(const Trace& a, const Trace& b) {
                     : 0.0;
   c.noise_ns = internal::sat_add(c.a.mad_ns, c.b.mad_ns);
   c.verdict_changed = c.a.verdict != c.b.verdict;
+
+  // The metrics the gate may read, and the one the runs are bound by.
+  const bool paired = al.kind == StepAlignment::kStepNumber;
+  c.metrics.push_back(compare_metric(CompareMetric::kStep, c.a.dur_ns, c.b.dur_ns, paired));
+  c.metrics.push_back(compare_metric(CompareMetric::kDevice, c.a.device_ns, c.b.device_ns, paired));
+  c.metrics.push_back(compare_metric(CompareMetric::kCpu, c.a.cpu_ns, c.b.cpu_ns, paired));
+  if (c.a.gpu_bound && c.b.gpu_bound && c.metric(CompareMetric::kDevice)->available) {
+    c.bound_metric = CompareMetric::kDevice;
+    c.bound_reason = "both runs are GPU-bound (" + verdict_list(c.a, c.b) + ")";
+  } else {
+    c.bound_metric = CompareMetric::kStep;
+    c.bound_reason = c.a.gpu_bound && c.b.gpu_bound ? "no device work on one side"
+                     : c.a.gpu_bound || c.b.gpu_bound ? "only one run is GPU-bound (" + verdict_list(c.a, c.b) + ")"
+                                                      : "neither run is GPU-bound (" + verdict_list(c.a, c.b) + ")";
+  }
+  c.setup_differences = setup_differences(c.a.setup, c.b.setup);
 
   // Ops by name, both sides; only names seen inside the aligned steps.
   {
@@ -399,18 +619,54 @@ Comparison compare_traces(const Trace& a, const Trace& b) {
   return c;
 }
 
-GateResult check_slower(const Comparison& c, double max_slower_pct) {
+GateResult check_gate(const Comparison& c, const GateOptions& o) {
   GateResult g;
-  g.max_slower_pct = max_slower_pct;
-  g.a_median_ns = c.a.median_step_ns;
-  g.delta_ns = c.delta_ns;
-  g.noise_ns = c.noise_ns;
-  g.delta_pct = c.delta_pct;
-  // A's median of 0 (an empty trace): any slowdown of B is over every threshold.
-  g.over_threshold = c.delta_ns > 0 && (c.a.median_step_ns == 0 || c.delta_pct > max_slower_pct);
-  g.over_noise = c.delta_ns > c.noise_ns;
-  g.passed = !(g.over_threshold && g.over_noise);
+  g.max_slower_pct = o.max_slower_pct;
+  g.min_steps = o.min_steps;
+  if (o.metric == CompareMetric::kAuto) {
+    g.metric = c.bound_metric;
+    g.metric_reason = c.bound_reason;
+  } else {
+    g.metric = o.metric;
+    g.metric_reason = "--metric " + std::string(compare_metric_name(o.metric));
+  }
+  if (const MetricComparison* m = c.metric(g.metric)) g.m = *m;
+  g.m.metric = g.metric;
+  const MetricComparison& m = g.m;
+  // A's mean of 0 (an empty trace): any slowdown of B is over every threshold.
+  g.over_threshold = m.mean_b_ns > m.mean_a_ns && (m.mean_a_ns == 0 || m.delta_pct > o.max_slower_pct);
+  // Without an interval (one step, allowed by min_steps) only the threshold decides.
+  g.over_noise = m.has_interval ? m.low_ns > 0 : true;
+  auto refuse = [&](std::string why) {
+    g.outcome = GateOutcome::kRefused;
+    g.refusal = std::move(why);
+    g.passed = false;
+    return g;
+  };
+  if (!m.available) {
+    return refuse(g.metric == CompareMetric::kDevice ? "no device activity on both sides to measure device time"
+                                                     : "nothing to measure");
+  }
+  if (m.steps < o.min_steps) {
+    return refuse(std::to_string(m.steps) + (m.steps == 1 ? " aligned step" : " aligned steps") +
+                  ": too few to tell a change from the noise (--min-steps " + std::to_string(o.min_steps) +
+                  "; lower it to gate anyway)");
+  }
+  if (!c.setup_differences.empty() && !o.allow_mismatch) {
+    std::string why = "the runs' set-ups differ (";
+    for (std::size_t i = 0; i < c.setup_differences.size(); ++i) {
+      if (i) why += "; ";
+      why += c.setup_differences[i];
+    }
+    return refuse(why + "); --allow-mismatch gates anyway");
+  }
+  g.outcome = g.over_threshold && g.over_noise ? GateOutcome::kFail : GateOutcome::kPass;
+  g.passed = g.outcome == GateOutcome::kPass;
   return g;
+}
+
+GateResult check_slower(const Comparison& c, double max_slower_pct) {
+  return check_gate(c, GateOptions{.max_slower_pct = max_slower_pct});
 }
 
 }  // namespace tprof

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "src/base/json_writer.h"
+#include "src/base/saturate.h"
 #include "src/report/kernel_names.h"
 #include "src/report/py_format.h"
 #include "tprof/compare.h"
@@ -49,12 +50,6 @@ std::string plain_number(double v) {
 }
 std::string per_step(double v) { return internal::fixed(v, 2); }
 
-// Long names (templated kernels) cut as torch's table cuts them.
-std::string short_name(std::string_view name) {
-  if (internal::py_len(name) <= kNameWidth) return std::string(name);
-  return std::string(internal::py_head(name, kNameWidth - 3)) + "...";
-}
-
 std::string_view change_mark(ChangeKind k) {
   switch (k) {
     case ChangeKind::kNew: return "new";
@@ -81,11 +76,48 @@ std::string alignment_text(const Comparison& c) {
   return std::string("whole traces compared (") + who + " ProfilerStep#N events)";
 }
 
-std::string median_verdict(const Comparison& c) {
-  if (c.delta_ns == 0) return "no change";
-  const bool beyond = std::llabs(c.delta_ns) > c.noise_ns;
-  const char* dir = c.delta_ns > 0 ? "B slower" : "B faster";
-  return std::string(dir) + (beyond ? ", beyond the noise" : ", within the noise");
+std::string_view metric_label(CompareMetric m) {
+  switch (m) {
+    case CompareMetric::kDevice: return "device time";
+    case CompareMetric::kCpu: return "CPU busy";
+    case CompareMetric::kStep:
+    case CompareMetric::kAuto: break;
+  }
+  return "step time";
+}
+
+// "+3.4% [+1.2%, +5.0%]"; "n/a %" when A's mean is 0.
+std::string change_with_interval(const MetricComparison& m) {
+  std::string s = pct_of(m.delta_pct, m.mean_a_ns);
+  if (m.has_interval && m.mean_a_ns > 0) s += " [" + signed_pct(m.low_pct) + ", " + signed_pct(m.high_pct) + "]";
+  return s;
+}
+
+// "B slower, beyond the noise": the interval of the change excludes 0.
+std::string metric_verdict(const MetricComparison& m) {
+  if (m.mean_b_ns == m.mean_a_ns && (!m.has_interval || (m.low_ns == 0 && m.high_ns == 0))) return "no change";
+  const char* dir = m.mean_b_ns > m.mean_a_ns ? "B slower" : m.mean_b_ns < m.mean_a_ns ? "B faster" : "B even";
+  if (!m.has_interval) return std::string(dir) + ", noise unknown (one step per side)";
+  return std::string(dir) + (m.beyond_noise() ? ", beyond the noise" : ", within the noise");
+}
+
+std::string sampling_text(const Comparison& c) {
+  const MetricComparison& m = c.metrics.front();
+  return std::string(m.paired ? "paired" : "unpaired") + " bootstrap over " + std::to_string(m.steps) +
+         (m.steps == 1 ? " step" : " steps");
+}
+
+std::string setup_text(const RunSetup& s) {
+  std::string out = s.device.empty() ? (s.device_count > 0 ? "GPU (no deviceProperties)" : "no device") : s.device;
+  if (s.device_count > 0) out += " ×" + std::to_string(s.device_count);
+  if (s.world_size > 0) out += ", world size " + std::to_string(s.world_size);
+  if (!s.dtype.empty()) out += ", " + s.dtype;
+  return out;
+}
+
+std::string file_name(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 template <class Row>
@@ -105,19 +137,27 @@ internal::KernelNames kernel_names(const Comparison& c) {
   return internal::KernelNames(names, kNameWidth);
 }
 
+// Op names the same way: the identifying start and end kept, the middle
+// elided, two ops never printed alike.
+internal::KernelNames op_names(const Comparison& c) {
+  std::vector<std::string_view> names;
+  for (const OpDelta& o : c.ops) names.push_back(o.name);
+  return internal::KernelNames::plain(names, kNameWidth);
+}
+
 std::vector<std::string> view_names(std::vector<std::string> names, const internal::KernelNames& view) {
   for (std::string& n : names) n = view.get(n);
   return names;
 }
 
-// "a, b, c and 4 more" (at most `limit` names; 0: all); `cut`: long names
-// cut as torch cuts them (kernel names come already shortened, uncut).
-std::string name_list(const std::vector<std::string>& names, std::size_t limit, bool code, bool cut = true) {
+// "a, b, c and 4 more" (at most `limit` names; 0: all), as given (the
+// view's names: already shortened).
+std::string name_list(const std::vector<std::string>& names, std::size_t limit, bool code) {
   std::string out;
   const std::size_t n = limit == 0 ? names.size() : std::min(limit, names.size());
   for (std::size_t i = 0; i < n; ++i) {
     if (i) out += ", ";
-    const std::string name = cut ? short_name(names[i]) : names[i];
+    const std::string& name = names[i];
     if (code) {
       std::string escaped;
       for (const char ch : name) escaped += ch == '`' ? '\'' : ch;
@@ -156,10 +196,11 @@ void text_table(std::string* out, const std::vector<std::string>& head, const st
 
 std::vector<std::vector<std::string>> op_rows(const Comparison& c, const CompareFormat& f, bool md) {
   std::vector<std::vector<std::string>> rows;
+  const internal::KernelNames names = op_names(c);
   for (std::size_t i = 0; i < shown(c.ops.size(), f); ++i) {
     const OpDelta& o = c.ops[i];
-    std::string name = short_name(o.name);
-    if (md) name = name_list({o.name}, 0, true);
+    std::string name = names.get(o.name);
+    if (md) name = name_list({name}, 0, true);
     // The side an op is absent from shows "-", not a time of 0.
     const bool in_a = o.change != ChangeKind::kNew, in_b = o.change != ChangeKind::kVanished;
     rows.push_back({name, std::string(change_mark(o.change)), in_a ? t(o.self_cpu_a_ns) : "-",
@@ -177,7 +218,7 @@ std::vector<std::vector<std::string>> kernel_rows(const Comparison& c, const Com
   for (std::size_t i = 0; i < shown(c.kernels.size(), f); ++i) {
     const KernelDelta& k = c.kernels[i];
     std::string name = names.get(k.name);
-    if (md) name = name_list({name}, 0, true, false);
+    if (md) name = name_list({name}, 0, true);
     const bool in_a = k.change != ChangeKind::kNew, in_b = k.change != ChangeKind::kVanished;
     rows.push_back({name, k.category, std::string(change_mark(k.change)), in_a ? t(k.time_a_ns) : "-",
                     in_b ? t(k.time_b_ns) : "-", signed_t(k.time_delta_ns()), in_a ? per_step(k.count_a) : "-",
@@ -198,17 +239,25 @@ std::string per_what(const Comparison& c) {
 }  // namespace
 
 std::string format_gate_line(const GateResult& g) {
+  const MetricComparison& m = g.m;
   std::string s = "compare gate: ";
-  s += g.passed ? "PASS" : "FAIL";
-  s += ": B's median step is " + pct_of(g.delta_pct, g.a_median_ns) + " (" + signed_t(g.delta_ns) + ") against A's";
-  s += "; limit +" + plain_number(g.max_slower_pct) + "%, noise " + t(g.noise_ns);
-  if (g.passed) {
-    s += g.delta_ns <= 0 ? " (not slower)" : !g.over_threshold ? " (within the limit)" : " (within the noise)";
-  } else {
-    s += " (slower beyond both)";
+  s += g.outcome == GateOutcome::kPass ? "PASS" : g.outcome == GateOutcome::kFail ? "FAIL" : "REFUSED";
+  s += ": B's mean " + std::string(metric_label(g.metric)) + (g.metric == CompareMetric::kStep ? "" : " per step");
+  if (m.available) {
+    s += " is " + change_with_interval(m) + " (" + signed_t(internal::sat_sub(m.mean_b_ns, m.mean_a_ns)) +
+         ") against A's";
   }
-  s += "\n";
-  return s;
+  s += " [" + g.metric_reason + "]";
+  if (g.outcome == GateOutcome::kRefused) return s + "; not gated: " + g.refusal + "\n";
+  s += "; limit +" + plain_number(g.max_slower_pct) + "%";
+  if (g.outcome == GateOutcome::kFail) {
+    s += m.has_interval ? " (slower beyond the limit and the noise)" : " (slower beyond the limit; noise unknown)";
+  } else if (m.mean_b_ns <= m.mean_a_ns) {
+    s += " (not slower)";
+  } else {
+    s += !g.over_threshold ? " (within the limit)" : " (within the noise: the interval reaches 0)";
+  }
+  return s + "\n";
 }
 
 std::string format_comparison_text(const Comparison& c, const CompareFormat& f) {
@@ -217,10 +266,23 @@ std::string format_comparison_text(const Comparison& c, const CompareFormat& f) 
   out += "B: " + f.label_b + "\n";
   out += "steps:        " + alignment_text(c) + "\n";
   out += "median step:  A " + t(c.a.median_step_ns) + "  B " + t(c.b.median_step_ns) + "  delta " +
-         signed_t(c.delta_ns) + " (" + pct_of(c.delta_pct, c.a.median_step_ns) + "): " + median_verdict(c) + "\n";
-  out += "noise:        " + t(c.noise_ns) + " (MAD of step times: A " + t(c.a.mad_ns) + ", B " + t(c.b.mad_ns) +
-         "; range A " + t(c.a.min_step_ns) + ".." + t(c.a.max_step_ns) + ", B " + t(c.b.min_step_ns) + ".." +
-         t(c.b.max_step_ns) + ")\n";
+         signed_t(c.delta_ns) + " (" + pct_of(c.delta_pct, c.a.median_step_ns) + ")\n";
+  out += "spread:       MAD of step times A " + t(c.a.mad_ns) + ", B " + t(c.b.mad_ns) + "; range A " +
+         t(c.a.min_step_ns) + ".." + t(c.a.max_step_ns) + ", B " + t(c.b.min_step_ns) + ".." + t(c.b.max_step_ns) +
+         "\n";
+  out += "\nPer step, mean of B against A with its 95% interval (" + sampling_text(c) + "):\n";
+  {
+    std::vector<std::vector<std::string>> rows;
+    for (const MetricComparison& m : c.metrics) {
+      if (!m.available) continue;
+      rows.push_back({std::string(m.metric == c.bound_metric ? "* " : "  ") + std::string(metric_label(m.metric)),
+                      t(m.mean_a_ns), t(m.mean_b_ns), change_with_interval(m), metric_verdict(m)});
+    }
+    text_table(&out, {"  metric", "A", "B", "change", ""}, rows);
+  }
+  out += "* bounds the run: " + c.bound_reason + "; the gate reads it (--metric chooses another)\n";
+  out += "\nset-up:       A " + setup_text(c.a.setup) + "\n              B " + setup_text(c.b.setup) + "\n";
+  for (const std::string& d : c.setup_differences) out += "  differs:    " + d + "\n";
   out += "verdict:      A " + std::string(verdict_name(c.a.verdict)) + ", B " + std::string(verdict_name(c.b.verdict)) +
          (c.verdict_changed ? " (changed)" : " (unchanged)") + "\n";
 
@@ -233,9 +295,12 @@ std::string format_comparison_text(const Comparison& c, const CompareFormat& f) 
   } else {
     text_table(&out, kOpHead, op_rows(c, f, false));
   }
-  const std::vector<std::string> new_ops = names_with(c.ops, ChangeKind::kNew);
-  const std::vector<std::string> gone_ops = names_with(c.ops, ChangeKind::kVanished);
-  if (!new_ops.empty()) out += "new ops (" + std::to_string(new_ops.size()) + "): " + name_list(new_ops, f.top, false) + "\n";
+  const internal::KernelNames op_view = op_names(c);
+  const std::vector<std::string> new_ops = view_names(names_with(c.ops, ChangeKind::kNew), op_view);
+  const std::vector<std::string> gone_ops = view_names(names_with(c.ops, ChangeKind::kVanished), op_view);
+  if (!new_ops.empty()) {
+    out += "new ops (" + std::to_string(new_ops.size()) + "): " + name_list(new_ops, f.top, false) + "\n";
+  }
   if (!gone_ops.empty()) {
     out += "vanished ops (" + std::to_string(gone_ops.size()) + "): " + name_list(gone_ops, f.top, false) + "\n";
   }
@@ -253,9 +318,9 @@ std::string format_comparison_text(const Comparison& c, const CompareFormat& f) 
   const internal::KernelNames view = kernel_names(c);
   const std::vector<std::string> new_k = view_names(names_with(c.kernels, ChangeKind::kNew), view);
   const std::vector<std::string> gone_k = view_names(names_with(c.kernels, ChangeKind::kVanished), view);
-  if (!new_k.empty()) out += "new device activities (" + std::to_string(new_k.size()) + "): " + name_list(new_k, f.top, false, false) + "\n";
+  if (!new_k.empty()) out += "new device activities (" + std::to_string(new_k.size()) + "): " + name_list(new_k, f.top, false) + "\n";
   if (!gone_k.empty()) {
-    out += "vanished device activities (" + std::to_string(gone_k.size()) + "): " + name_list(gone_k, f.top, false, false) + "\n";
+    out += "vanished device activities (" + std::to_string(gone_k.size()) + "): " + name_list(gone_k, f.top, false) + "\n";
   }
   return out;
 }
@@ -297,24 +362,39 @@ void md_table(std::string* out, const std::vector<std::string>& head, const std:
 
 std::string format_comparison_md(const Comparison& c, const CompareFormat& f) {
   std::string out = "### tprof compare\n\n";
+  out += "- A: " + name_list({f.label_a}, 0, true) + "\n- B: " + name_list({f.label_b}, 0, true) + "\n\n";
   std::vector<std::vector<std::string>> summary = {
-      {"trace", name_list({f.label_a}, 0, true), name_list({f.label_b}, 0, true), ""},
+      {"trace", name_list({file_name(f.label_a)}, 0, true), name_list({file_name(f.label_b)}, 0, true), ""},
       {"steps", std::to_string(c.a.total_steps), std::to_string(c.b.total_steps), alignment_text(c)},
       {"median step", t(c.a.median_step_ns), t(c.b.median_step_ns),
-       "**" + signed_t(c.delta_ns) + " (" + pct_of(c.delta_pct, c.a.median_step_ns) + ")**: " + median_verdict(c)},
-      {"spread (MAD)", t(c.a.mad_ns), t(c.b.mad_ns), "noise " + t(c.noise_ns)},
-      {"verdict", std::string(verdict_name(c.a.verdict)), std::string(verdict_name(c.b.verdict)),
-       c.verdict_changed ? "changed" : "unchanged"},
+       signed_t(c.delta_ns) + " (" + pct_of(c.delta_pct, c.a.median_step_ns) + ")"},
+      {"spread (MAD)", t(c.a.mad_ns), t(c.b.mad_ns), ""},
   };
+  for (const MetricComparison& m : c.metrics) {
+    if (!m.available) continue;
+    const bool bound = m.metric == c.bound_metric;
+    std::string change = change_with_interval(m) + ": " + metric_verdict(m);
+    if (bound) change = "**" + change + "**";
+    summary.push_back({"mean " + std::string(metric_label(m.metric)) + (bound ? " (bounds the run)" : ""),
+                       t(m.mean_a_ns), t(m.mean_b_ns), change});
+  }
+  summary.push_back({"set-up", setup_text(c.a.setup), setup_text(c.b.setup),
+                     c.setup_differences.empty() ? "same" : "**differs**"});
+  summary.push_back({"verdict", std::string(verdict_name(c.a.verdict)), std::string(verdict_name(c.b.verdict)),
+                     c.verdict_changed ? "changed" : "unchanged"});
   md_table(&out, {"", "A", "B", "B vs A"}, summary, 1);
+  out += "\nMeans per step with their 95% interval (" + sampling_text(c) + "); the run is bound by " +
+         std::string(metric_label(c.bound_metric)) + ": " + c.bound_reason + ".\n";
+  for (const std::string& d : c.setup_differences) out += "- set-up differs: " + d + "\n";
 
   out += "\n**Host ops**, " + per_what(c) + ", top " + std::to_string(shown(c.ops.size(), f)) + " of " +
          std::to_string(c.ops.size()) + " by |Self CPU delta|\n\n";
   if (!c.ops.empty()) {
     md_table(&out, kOpHead, op_rows(c, f, true), 2);
   }
-  const std::vector<std::string> new_ops = names_with(c.ops, ChangeKind::kNew);
-  const std::vector<std::string> gone_ops = names_with(c.ops, ChangeKind::kVanished);
+  const internal::KernelNames op_view = op_names(c);
+  const std::vector<std::string> new_ops = view_names(names_with(c.ops, ChangeKind::kNew), op_view);
+  const std::vector<std::string> gone_ops = view_names(names_with(c.ops, ChangeKind::kVanished), op_view);
   if (!new_ops.empty() || !gone_ops.empty()) out += "\n";
   if (!new_ops.empty()) out += "- new ops: " + name_list(new_ops, f.top, true) + "\n";
   if (!gone_ops.empty()) out += "- vanished ops: " + name_list(gone_ops, f.top, true) + "\n";
@@ -327,8 +407,8 @@ std::string format_comparison_md(const Comparison& c, const CompareFormat& f) {
     const std::vector<std::string> new_k = view_names(names_with(c.kernels, ChangeKind::kNew), view);
     const std::vector<std::string> gone_k = view_names(names_with(c.kernels, ChangeKind::kVanished), view);
     if (!new_k.empty() || !gone_k.empty()) out += "\n";
-    if (!new_k.empty()) out += "- new device activities: " + name_list(new_k, f.top, true, false) + "\n";
-    if (!gone_k.empty()) out += "- vanished device activities: " + name_list(gone_k, f.top, true, false) + "\n";
+    if (!new_k.empty()) out += "- new device activities: " + name_list(new_k, f.top, true) + "\n";
+    if (!gone_k.empty()) out += "- vanished device activities: " + name_list(gone_k, f.top, true) + "\n";
   }
   return out;
 }
@@ -359,6 +439,54 @@ void write_side(internal::JsonWriter& w, const CompareSide& s, const std::string
   w.value_string(verdict_name(s.verdict));
   w.key("verdict_summary");
   w.value_string(s.verdict_summary);
+  w.key("gpu_bound");
+  w.value_bool(s.gpu_bound);
+  w.key("setup");
+  w.begin_object();
+  w.key("device");
+  w.value_string(s.setup.device);
+  w.key("device_count");
+  w.value_int(s.setup.device_count);
+  w.key("world_size");
+  w.value_int(s.setup.world_size);
+  w.key("dtype");
+  w.value_string(s.setup.dtype);
+  w.end_object();
+  w.end_object();
+}
+
+void write_metric(internal::JsonWriter& w, const MetricComparison& m) {
+  w.begin_object();
+  w.key("metric");
+  w.value_string(compare_metric_name(m.metric));
+  w.key("available");
+  w.value_bool(m.available);
+  w.key("steps");
+  w.value_uint(m.steps);
+  w.key("paired");
+  w.value_bool(m.paired);
+  w.key("mean_a_ns");
+  w.value_int(m.mean_a_ns);
+  w.key("mean_b_ns");
+  w.value_int(m.mean_b_ns);
+  w.key("median_a_ns");
+  w.value_int(m.median_a_ns);
+  w.key("median_b_ns");
+  w.value_int(m.median_b_ns);
+  w.key("delta_pct");
+  w.value_double(round_to(m.delta_pct, 100.0));
+  w.key("has_interval");
+  w.value_bool(m.has_interval);
+  w.key("low_pct");
+  w.value_double(round_to(m.low_pct, 100.0));
+  w.key("high_pct");
+  w.value_double(round_to(m.high_pct, 100.0));
+  w.key("low_ns");
+  w.value_int(m.low_ns);
+  w.key("high_ns");
+  w.value_int(m.high_ns);
+  w.key("beyond_noise");
+  w.value_bool(m.beyond_noise());
   w.end_object();
 }
 
@@ -416,6 +544,18 @@ std::string format_comparison_json(const Comparison& c, const CompareFormat& f, 
     w.key("beyond_noise");
     w.value_bool(std::llabs(c.delta_ns) > c.noise_ns);
     w.end_object();
+    w.key("metrics");
+    w.begin_array();
+    for (const MetricComparison& m : c.metrics) write_metric(w, m);
+    w.end_array();
+    w.key("bound_metric");
+    w.value_string(compare_metric_name(c.bound_metric));
+    w.key("bound_reason");
+    w.value_string(c.bound_reason);
+    w.key("setup_differences");
+    w.begin_array();
+    for (const std::string& d : c.setup_differences) w.value_string(d);
+    w.end_array();
     w.key("verdict_changed");
     w.value_bool(c.verdict_changed);
     w.key("ops");
@@ -479,6 +619,18 @@ std::string format_comparison_json(const Comparison& c, const CompareFormat& f, 
     if (gate != nullptr) {
       w.key("gate");
       w.begin_object();
+      w.key("outcome");
+      w.value_string(gate->outcome == GateOutcome::kPass   ? "pass"
+                     : gate->outcome == GateOutcome::kFail ? "fail"
+                                                           : "refused");
+      w.key("metric");
+      w.value_string(compare_metric_name(gate->metric));
+      w.key("metric_reason");
+      w.value_string(gate->metric_reason);
+      w.key("min_steps");
+      w.value_uint(gate->min_steps);
+      w.key("refusal");
+      w.value_string(gate->refusal);
       w.key("max_slower_pct");
       w.value_double(gate->max_slower_pct);
       w.key("passed");

@@ -312,7 +312,10 @@ std::string lambda_text(const Comp& c, const Style& st) {
   bool after = false;
   for (const Part& p : inner.parts) {
     if (p.open == '(' && !after) {
-      s += "(" + join(items_text(p, st)) + ")";
+      // Appended piece by piece: GCC 12 warns wrongly (-Wrestrict) about "(" + std::string&&.
+      s += '(';
+      s += join(items_text(p, st));
+      s += ')';
       after = true;
     } else if (p.open == 0 && after && !st.collapse) {
       s += trim(p.text);
@@ -469,6 +472,14 @@ KernelNames::KernelNames(const std::vector<std::string_view>& names, std::size_t
   build(names);
 }
 
+KernelNames KernelNames::plain(const std::vector<std::string_view>& names, std::size_t max_chars) {
+  KernelNames out;
+  out.max_chars_ = max_chars;
+  out.signatures_ = false;
+  out.build(names);
+  return out;
+}
+
 KernelNames::KernelNames(const Trace& trace, std::size_t max_chars) : max_chars_(max_chars) {
   std::vector<char> seen(trace.strings.size(), 0);
   std::vector<std::string_view> names;
@@ -491,7 +502,9 @@ void KernelNames::build(const std::vector<std::string_view>& given) {
   }
   std::vector<std::string> out(names.size());
   std::vector<int> level(names.size(), 0);
-  for (std::size_t i = 0; i < names.size(); ++i) out[i] = short_kernel_name(names[i], max_chars_);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    out[i] = signatures_ ? short_kernel_name(names[i], max_chars_) : cut(std::string(names[i]), max_chars_);
+  }
   // Each round lengthens the names that share a text; the third numbers them.
   for (int round = 0; round < 3; ++round) {
     std::unordered_map<std::string, std::vector<std::size_t>> by_text;
@@ -502,7 +515,7 @@ void KernelNames::build(const std::vector<std::string_view>& given) {
       if (same.size() < 2) continue;
       collided = true;
       if (level[i] == 0) {
-        out[i] = long_kernel_name(names[i]);
+        out[i] = signatures_ ? long_kernel_name(names[i]) : std::string(names[i]);
         level[i] = 1;
       } else if (round == 2 || level[i] >= 1) {
         const auto at = std::find(same.begin(), same.end(), i) - same.begin();

@@ -48,6 +48,10 @@ class KernelNames {
   // Every device activity name in the trace (kernels, copies, memsets,
   // range-profiler ranges).
   explicit KernelNames(const Trace& trace, std::size_t max_chars = kShortKernelName);
+  // Names that are not kernel signatures (ops "aten::addmm", annotations,
+  // compiled-graph names): kept whole up to max_chars, else cut in the
+  // middle (the start and the end kept); collisions numbered " #2", " #3".
+  static KernelNames plain(const std::vector<std::string_view>& names, std::size_t max_chars);
 
   // The view's name for `name`; a name not given to the constructor (an
   // op's "aten::mm", a thread) comes back as it is.
@@ -58,6 +62,7 @@ class KernelNames {
  private:
   void build(const std::vector<std::string_view>& names);
   std::size_t max_chars_ = kShortKernelName;
+  bool signatures_ = true;  // names are parsed as C++ signatures
   std::unordered_map<std::string, std::string> map_;
 };
 

@@ -4,16 +4,22 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "tests/support/kineto_events.h"
 #include "tprof/read.h"
+#include "tprof/steps.h"
 
 namespace tprof {
 namespace {
 
 using testing::doc;
+using testing::kernel;
+using testing::launch;
 using testing::step;
 using testing::x;
 
@@ -106,9 +112,14 @@ void expect_no_change(const Comparison& c) {
     EXPECT_EQ(k.time_delta_ns(), 0) << k.name;
     EXPECT_EQ(k.count_a, k.count_b) << k.name;
   }
-  const GateResult g = check_slower(c, 0.0);
+  // (torch 1.13's traces have 3 steps: fewer than the gate's default minimum.)
+  const GateResult g = check_gate(c, {.min_steps = 1});
   EXPECT_TRUE(g.passed);
   EXPECT_FALSE(g.over_threshold);
+  for (const MetricComparison& m : c.metrics) {
+    EXPECT_EQ(m.mean_a_ns, m.mean_b_ns) << compare_metric_name(m.metric);
+    EXPECT_FALSE(m.beyond_noise()) << compare_metric_name(m.metric);
+  }
 }
 
 TEST(CompareTest, ATraceAgainstItselfShowsNoChange) {
@@ -163,15 +174,18 @@ TEST(CompareTest, ClearlySlowerStepsFailTheGate) {
 }
 
 TEST(CompareTest, ADifferenceInsideTheNoisePassesTheGate) {
+  // B's steps are A's, reordered, 5 µs slower on two and faster on one:
+  // unpaired the spread hides it, and paired the changes disagree.
   const Trace a = parse(steps_trace({100, 120, 80, 110, 90}));
-  const Trace b = parse(steps_trace({105, 125, 85, 115, 95}));
+  const Trace b = parse(steps_trace({85, 115, 125, 95, 105}));
   const Comparison c = compare_traces(a, b);
   EXPECT_EQ(c.delta_ns, 5000);
-  EXPECT_EQ(c.noise_ns, 20000);
   const GateResult g = check_slower(c, 0.0);
-  EXPECT_TRUE(g.passed);
+  EXPECT_TRUE(g.passed) << format_gate_line(g);
   EXPECT_TRUE(g.over_threshold);
   EXPECT_FALSE(g.over_noise);
+  EXPECT_LT(g.m.low_ns, 0);
+  EXPECT_GT(g.m.high_ns, 0);
 }
 
 TEST(CompareTest, StepsAlignByOrderWhenNumbersDifferAndWholeTracesWithoutSteps) {
@@ -220,10 +234,197 @@ TEST(CompareTest, AnEmptyBaselineFailsAnySlowdownWithoutAPercentage) {
   const Comparison c = compare_traces(empty, b);
   EXPECT_EQ(c.alignment, StepAlignment::kWholeTrace);
   EXPECT_EQ(c.a.median_step_ns, 0);
-  const GateResult g = check_slower(c, 1000.0);
-  EXPECT_FALSE(g.passed);
+  // Whole traces are one step each: the gate refuses unless told to decide on one.
+  EXPECT_EQ(check_slower(c, 1000.0).outcome, GateOutcome::kRefused);
+  const GateResult g = check_gate(c, {.max_slower_pct = 1000.0, .min_steps = 1});
+  EXPECT_EQ(g.outcome, GateOutcome::kFail);
   EXPECT_NE(format_gate_line(g).find("n/a %"), std::string::npos);
-  EXPECT_TRUE(check_slower(compare_traces(empty, empty), 0.0).passed);
+  EXPECT_NE(format_gate_line(g).find("noise unknown"), std::string::npos);
+  EXPECT_TRUE(check_gate(compare_traces(empty, empty), {.min_steps = 1}).passed);
+}
+
+// ---- The gate on planted changes (docs/compare.md, "The gate") ----
+
+// The trace with every instant t (event starts and ends) moved to f(t);
+// with host_only, only the events on CPU lanes (the device's stay).
+Trace remapped(const std::string& rel, const std::function<std::int64_t(std::int64_t)>& f, bool host_only = false) {
+  Trace t = load(rel);
+  EventColumns& ev = t.events;
+  for (std::size_t e = 0; e < ev.size(); ++e) {
+    if (host_only && (ev.lane[e] >= t.lanes.size() || t.lanes[ev.lane[e]].kind != LaneKind::kCpu)) continue;
+    const std::int64_t start = f(ev.ts_ns[e]);
+    const std::int64_t end = f(ev.ts_ns[e] + ev.dur_ns[e]);
+    ev.ts_ns[e] = start;
+    ev.dur_ns[e] = end - start;
+  }
+  return t;
+}
+
+// Time stretched by `factor` from `from` on (and by 1 before it).
+std::function<std::int64_t(std::int64_t)> stretch(std::int64_t from, double factor) {
+  return [=](std::int64_t t) {
+    return t <= from ? t : from + static_cast<std::int64_t>(static_cast<double>(t - from) * factor);
+  };
+}
+
+// Time stretched by `factor` inside [from, to) only (shifted after it).
+std::function<std::int64_t(std::int64_t)> stretch_phase(std::int64_t from, std::int64_t to, double factor) {
+  return [=](std::int64_t t) {
+    if (t <= from) return t;
+    const std::int64_t in = std::min(t, to) - from;
+    return from + static_cast<std::int64_t>(static_cast<double>(in) * factor) + std::max<std::int64_t>(0, t - to);
+  };
+}
+
+constexpr const char* kEager64 = "gpu/h100-torch-2.11/64_bf16_warm_eager.json";
+constexpr const char* kEager4096 = "gpu/h100-torch-2.11/4096_bf16_warm_eager.json";
+constexpr const char* kCompile4096 = "gpu/h100-torch-2.11/4096_bf16_warm_compile.json";
+
+TEST(CompareGateTest, SelfComparePasses) {
+  for (const char* rel : {kEager64, kEager4096}) {
+    const Trace a = load(rel);
+    const GateResult g = check_slower(compare_traces(a, a), 0.0);
+    EXPECT_EQ(g.outcome, GateOutcome::kPass) << rel << ": " << format_gate_line(g);
+    EXPECT_EQ(g.m.low_ns, 0);
+    EXPECT_EQ(g.m.high_ns, 0);
+  }
+}
+
+TEST(CompareGateTest, UniformSlowdownsFail) {
+  // Overhead-bound (step time) and GPU-bound (device time) runs, ×1.1 and ×1.5.
+  for (const char* rel : {kEager64, kEager4096}) {
+    const Trace a = load(rel);
+    for (const double factor : {1.1, 1.5}) {
+      const Trace b = remapped(rel, stretch(a.start_ns(), factor));
+      const Comparison c = compare_traces(a, b);
+      const GateResult g = check_slower(c, 5.0);
+      EXPECT_EQ(g.outcome, GateOutcome::kFail) << rel << " x" << factor << ": " << format_gate_line(g);
+      EXPECT_NEAR(g.m.delta_pct, 100.0 * (factor - 1.0), 0.5) << rel;
+      EXPECT_GT(g.m.low_pct, 0.0) << rel;
+      EXPECT_EQ(g.metric, std::string(rel) == kEager4096 ? CompareMetric::kDevice : CompareMetric::kStep) << rel;
+      // Faster the other way round: never fails.
+      EXPECT_EQ(check_slower(compare_traces(b, a), 0.0).outcome, GateOutcome::kPass) << rel;
+    }
+  }
+}
+
+TEST(CompareGateTest, OneSlowPhaseFails) {
+  // Steps 8 to 12 of 20 run 1.6× slower; the other 15 are unchanged, so
+  // their median step does not move, but the run takes 15% longer.
+  const Trace a = load(kEager64);
+  const std::vector<StepStat> steps = compute_steps(a).steps;
+  ASSERT_EQ(steps.size(), 20u);
+  const std::int64_t from = steps[7].start_ns, to = steps[11].start_ns + steps[11].dur_ns;
+  const Trace b = remapped(kEager64, stretch_phase(from, to, 1.6));
+  const Comparison c = compare_traces(a, b);
+  const GateResult g = check_slower(c, 5.0);
+  EXPECT_EQ(g.outcome, GateOutcome::kFail) << format_gate_line(g);
+  EXPECT_GT(g.m.delta_pct, 5.0);
+}
+
+TEST(CompareGateTest, HostOnlySlowdownOfAGpuBoundRunIsNotADeviceRegression) {
+  // The host launches 1.5× slower, the device's work is untouched: the run
+  // stays GPU-bound, its device time per step does not change.
+  const Trace a = load(kEager4096);
+  const Trace b = remapped(kEager4096, stretch(a.start_ns(), 1.5), /*host_only=*/true);
+  const Comparison c = compare_traces(a, b);
+  ASSERT_TRUE(c.b.gpu_bound) << verdict_name(c.b.verdict);
+  const GateResult g = check_slower(c, 5.0);
+  EXPECT_EQ(g.metric, CompareMetric::kDevice);
+  EXPECT_EQ(g.outcome, GateOutcome::kPass) << format_gate_line(g);
+  EXPECT_EQ(g.m.delta_pct, 0.0);
+  // The host's step time did slow down, and gating on it says so.
+  const GateResult step = check_gate(c, {.max_slower_pct = 5.0, .metric = CompareMetric::kStep});
+  EXPECT_EQ(step.outcome, GateOutcome::kFail) << format_gate_line(step);
+}
+
+TEST(CompareGateTest, EagerToCompileAt4096IsFasterOnTheDevice) {
+  // Host step spans: compile +77% (the host runs ahead of a deep queue);
+  // device time per step: 199.7 µs → 193.0 µs.
+  const Comparison c = compare_traces(load(kEager4096), load(kCompile4096));
+  EXPECT_GT(c.delta_pct, 50.0);
+  const GateResult g = check_slower(c, 5.0);
+  EXPECT_EQ(g.metric, CompareMetric::kDevice);
+  EXPECT_EQ(g.outcome, GateOutcome::kPass) << format_gate_line(g);
+  EXPECT_EQ(g.m.mean_a_ns / 100, 1997);
+  EXPECT_EQ(g.m.mean_b_ns / 100, 1930);
+  EXPECT_LT(g.m.high_pct, 0.0);  // faster beyond the noise
+}
+
+TEST(CompareGateTest, JitterWithinTheNoisePasses) {
+  // Every step of B is A's stretched by ±3% (alternating signs, seeded): no
+  // change on average, and the interval says so.
+  const Trace a = load(kEager64);
+  const std::vector<StepStat> steps = compute_steps(a).steps;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> jitter(0.0, 0.03);
+  std::vector<std::pair<std::int64_t, double>> slopes;  // from each step's start
+  for (std::size_t i = 0; i < steps.size(); ++i) slopes.push_back({steps[i].start_ns, 1.0 + (i % 2 ? -1 : 1) * jitter(rng)});
+  const auto f = [&](std::int64_t t) {
+    double out = static_cast<double>(std::min(t, slopes.front().first));
+    for (std::size_t i = 0; i < slopes.size(); ++i) {
+      const std::int64_t lo = slopes[i].first;
+      // The last step's slope runs to the end of the trace.
+      const std::int64_t hi = i + 1 < slopes.size() ? slopes[i + 1].first : std::max(t, lo);
+      if (t > lo) out += static_cast<double>(std::min(t, hi) - lo) * slopes[i].second;
+    }
+    return static_cast<std::int64_t>(out);
+  };
+  const Trace b = remapped(kEager64, f);
+  const Comparison c = compare_traces(a, b);
+  const GateResult g = check_slower(c, 0.0);
+  EXPECT_EQ(g.outcome, GateOutcome::kPass) << format_gate_line(g);
+  EXPECT_FALSE(g.over_noise);
+}
+
+TEST(CompareGateTest, ReorderedStepsArePaired) {
+  // The same step times in another order: no change; paired by number.
+  const std::vector<double> durs = {100, 130, 90, 115, 105, 95, 140, 85, 110, 120};
+  std::vector<double> shuffled = durs;
+  std::reverse(shuffled.begin(), shuffled.end());
+  std::rotate(shuffled.begin(), shuffled.begin() + 3, shuffled.end());
+  const Comparison c = compare_traces(parse(steps_trace(durs)), parse(steps_trace(shuffled)));
+  const GateResult g = check_slower(c, 0.0);
+  EXPECT_TRUE(g.m.paired);
+  EXPECT_EQ(g.m.delta_pct, 0.0);
+  EXPECT_EQ(g.outcome, GateOutcome::kPass) << format_gate_line(g);
+  EXPECT_LT(g.m.low_ns, 0);
+  EXPECT_GT(g.m.high_ns, 0);
+}
+
+TEST(CompareGateTest, TooFewStepsRefuseUnlessAllowed) {
+  const Trace a = parse(steps_trace({100, 100, 100}));
+  const Trace b = parse(steps_trace({200, 200, 200}));
+  const Comparison c = compare_traces(a, b);
+  const GateResult g = check_slower(c, 5.0);
+  EXPECT_EQ(g.outcome, GateOutcome::kRefused);
+  EXPECT_NE(g.refusal.find("--min-steps 5"), std::string::npos) << g.refusal;
+  EXPECT_NE(format_gate_line(g).find("REFUSED"), std::string::npos);
+  EXPECT_EQ(check_gate(c, {.max_slower_pct = 5.0, .min_steps = 3}).outcome, GateOutcome::kFail);
+}
+
+TEST(CompareGateTest, DifferentSetUpsRefuseUnlessAllowed) {
+  const auto job = [](const std::string& device, int world, double dur) {
+    std::vector<std::string> ev;
+    for (int i = 0; i < 6; ++i) {
+      ev.push_back(step(i + 1, 1000 + i * 200, dur));
+      ev.push_back(launch(1001 + i * 200, 5, i + 1));
+      ev.push_back(kernel("void gemm_kernel<float>(float*)", 7, 1010 + i * 200, dur / 2, i + 1));
+    }
+    return doc(ev, R"("deviceProperties": [{"id": 0, "name": ")" + device +
+                       R"("}], "distributedInfo": {"rank": 0, "world_size": )" + std::to_string(world) + "}");
+  };
+  const Trace a = parse(job("NVIDIA A100-SXM4-80GB", 8, 100));
+  const Trace b = parse(job("Tesla V100-SXM2-32GB", 2, 150));
+  const Comparison c = compare_traces(a, b);
+  ASSERT_EQ(c.setup_differences.size(), 2u);
+  EXPECT_EQ(c.setup_differences[0], "device: NVIDIA A100-SXM4-80GB vs Tesla V100-SXM2-32GB");
+  EXPECT_EQ(c.setup_differences[1], "world size: 8 vs 2");
+  const GateResult g = check_slower(c, 5.0);
+  EXPECT_EQ(g.outcome, GateOutcome::kRefused);
+  EXPECT_NE(g.refusal.find("world size: 8 vs 2"), std::string::npos) << g.refusal;
+  EXPECT_EQ(check_gate(c, {.max_slower_pct = 5.0, .allow_mismatch = true}).outcome, GateOutcome::kFail);
+  EXPECT_TRUE(compare_traces(a, a).setup_differences.empty());
 }
 
 }  // namespace

@@ -19,6 +19,9 @@ void add_compare_command(CLI::App& app, int* rc) {
     std::string a, b, format = "text", output;
     std::size_t top = 10;
     double max_slower_pct = 0;
+    std::string metric = "auto";
+    std::size_t min_steps = 5;
+    bool allow_mismatch = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("compare", "Compare trace B against A: steps, ops, kernels, verdicts; a CI gate");
@@ -32,8 +35,9 @@ void add_compare_command(CLI::App& app, int* rc) {
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
   CLI::Option* gate = cmd->add_option("--fail-if-slower", args->max_slower_pct,
-                                      "Exit 1 when B's median step is slower than A's by more than PCT percent "
-                                      "and more than the noise")
+                                      "Exit 1 when B's mean per step (of --metric) is slower than A's by more than "
+                                      "PCT percent and the 95% interval of the change lies above 0; exit 2 when it "
+                                      "cannot decide (too few steps, different set-ups)")
                           ->type_name("PCT")
                           ->check(CLI::Validator(
                               [](const std::string& s) -> std::string {
@@ -44,6 +48,19 @@ void add_compare_command(CLI::App& app, int* rc) {
                                 return {};
                               },
                               "PCT >= 0"));
+
+  cmd->add_option("--metric", args->metric,
+                  "What the gate compares per step: auto (device time when both runs are GPU-bound, else step), "
+                  "step (the ProfilerStep's wall time), device (the device work it launched), cpu (its thread's busy "
+                  "time)")
+      ->check(CLI::IsMember({"auto", "step", "device", "cpu"}))
+      ->capture_default_str();
+  cmd->add_option("--min-steps", args->min_steps,
+                  "The gate refuses (exit 2) with fewer aligned steps: the noise is unknown")
+      ->check(CLI::Range(1, 1000000000))
+      ->capture_default_str();
+  cmd->add_flag("--allow-mismatch", args->allow_mismatch,
+                "Gate even when the device, device count, world size or dtype differ");
 
   cmd->callback([args, rc, gate] {
     // Both traces load at once; errors are reported in argument order.
@@ -62,7 +79,16 @@ void add_compare_command(CLI::App& app, int* rc) {
     const Comparison c = compare_traces(*a, *b);
     const CompareFormat f{.label_a = args->a, .label_b = args->b, .top = args->top};
     std::optional<GateResult> g;
-    if (gate->count() > 0) g = check_slower(c, args->max_slower_pct);
+    if (gate->count() > 0) {
+      const CompareMetric metric = args->metric == "step"     ? CompareMetric::kStep
+                                   : args->metric == "device" ? CompareMetric::kDevice
+                                   : args->metric == "cpu"    ? CompareMetric::kCpu
+                                                              : CompareMetric::kAuto;
+      g = check_gate(c, {.max_slower_pct = args->max_slower_pct,
+                         .metric = metric,
+                         .min_steps = args->min_steps,
+                         .allow_mismatch = args->allow_mismatch});
+    }
     const std::string text = args->format == "json" ? format_comparison_json(c, f, g ? &*g : nullptr)
                              : args->format == "md" ? format_comparison_md(c, f)
                                                     : format_comparison_text(c, f);
@@ -71,7 +97,8 @@ void add_compare_command(CLI::App& app, int* rc) {
     *rc = emit(text, args->output, std::vector<std::string>{args->a, args->b});
     if (*rc != kExitOk || !g) return;
     std::cerr << format_gate_line(*g);
-    if (!g->passed) *rc = kExitCheckFailed;
+    if (g->outcome == GateOutcome::kFail) *rc = kExitCheckFailed;
+    if (g->outcome == GateOutcome::kRefused) *rc = kExitBadInput;
   });
 }
 
