@@ -105,6 +105,13 @@ struct RankSummary {
   std::vector<CollectiveGroup> collective_groups;
   std::vector<std::string> names;
   std::vector<RankCollective> collectives;  // by start
+  // Which process wrote the trace and when: one process's windows (a
+  // tensorboard handler writes one file per profiling window) are one rank
+  // of the view (docs/scale.md, "One process, several windows").
+  std::string worker;     // <worker> of a "<worker>.<digits>.pt.trace.json[.gz]" file name; "" for other names
+  std::int64_t pid = -1;  // the host process id (the pid of its CPU threads' events); -1 unknown
+  std::int64_t start_ns = 0;  // the trace's first event and last end, ns on the rank's own clock;
+  std::int64_t end_ns = 0;    // both 0 when unknown (a summary from before they were kept)
 };
 
 // Summaries of several ranks: sorted by (rank, source), which makes merging
@@ -117,10 +124,19 @@ struct JobSummary {
 // file name stored in the summary. Never fails.
 RankSummary summarize_rank(const Trace& trace, std::string source);
 
-// Concatenates the parts' ranks and sorts them by (rank, source). Fails
-// (kInvalidArgument) when one rank number appears twice, naming both
-// sources; ranks without a number (-1) never clash.
+// Concatenates the parts' ranks and sorts them by (rank, source). Several
+// traces of one rank number are that process's windows when they share its
+// pid (or, pid unknown, the tensorboard worker name) and do not overlap in
+// time; compute_job_view merges them into one rank. Fails
+// (kInvalidArgument), naming both files, when one rank number comes from
+// two processes, when two windows overlap, or when one file name appears
+// twice; ranks without a number (-1) never clash.
 Result<JobSummary> merge_summaries(const std::vector<JobSummary>& parts);
+
+// The worker name of a tensorboard trace file name, as torch's
+// tensorboard_trace_handler and tprof's write it
+// ("<worker>.<digits>.pt.trace.json", optionally ".gz"); "" for any other name.
+std::string tensorboard_worker(std::string_view file_name);
 
 // A rank that waits at collectives for a straggler: its verdict in the view.
 struct WaitingFor {
@@ -144,6 +160,12 @@ struct RankRow {
   std::int64_t median_computation_ns = 0;
   std::int64_t median_communication_ns = 0;
   std::int64_t median_idle_ns = 0;
+  // The process's traces merged into this rank (its profiling windows), in
+  // time order: their file names (the first is `source`) and how many of
+  // `step_list`'s steps each holds.
+  std::vector<std::string> windows;
+  std::vector<std::int64_t> window_steps;
+  std::vector<RankStep> step_list;  // every step, windows in time order (the page draws them)
 };
 
 // A rank whose median step is longer than the job's (docs/scale.md, "Slow

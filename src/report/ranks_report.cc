@@ -29,7 +29,11 @@ std::string pct_text(double v, int decimals) {
 }
 
 std::string header_line(const JobView& v) {
-  std::string s = std::to_string(v.ranks.size()) + (v.ranks.size() == 1 ? " rank" : " ranks") + " (numbered by " +
+  std::size_t traces = 0;
+  for (const RankRow& r : v.ranks) traces += r.windows.size();
+  std::string s = std::to_string(v.ranks.size()) + (v.ranks.size() == 1 ? " rank" : " ranks") + " (";
+  if (traces > v.ranks.size()) s += "from " + std::to_string(traces) + " traces, one process's windows one rank; ";
+  s += std::string("numbered by ") +
                   (v.ranks_from_file_names ? "file name order: a trace has no distributedInfo.rank" : "distributedInfo.rank") +
                   ")";
   if (v.world_size > 0 && v.world_size != static_cast<std::int64_t>(v.ranks.size())) {
@@ -148,6 +152,21 @@ std::string alignment_line(const JobView& v) {
   return out;
 }
 
+// "rank 0: 3 windows of 2 + 2 + 2 steps, in time order: a.1.pt.trace.json, a.2.pt.trace.json, a.3.pt.trace.json",
+// one line per rank merged from several traces; none when every rank is one trace.
+std::vector<std::string> window_lines(const JobView& v) {
+  std::vector<std::string> out;
+  for (const RankRow& r : v.ranks) {
+    if (r.windows.size() < 2) continue;
+    std::string line = "rank " + std::to_string(r.rank) + ": " + std::to_string(r.windows.size()) + " windows of ";
+    for (std::size_t i = 0; i < r.window_steps.size(); ++i) line += (i == 0 ? "" : " + ") + std::to_string(r.window_steps[i]);
+    line += " steps, in time order:";
+    for (std::size_t i = 0; i < r.windows.size(); ++i) line += (i == 0 ? " " : ", ") + r.windows[i];
+    out.push_back(line);
+  }
+  return out;
+}
+
 std::string verdict_text(const RankRow& r) {
   if (!r.waiting_for) return std::string(verdict_name(r.verdict));
   return "waiting for rank " + std::to_string(r.waiting_for->rank) + " at " + r.waiting_for->collective;
@@ -176,7 +195,9 @@ std::string format_job_text(const JobView& v) {
     verdict.resize(static_cast<std::size_t>(width), ' ');
     out += buf + verdict + " " + r.source + "\n";
   }
-  out += "(per-rank medians over its steps; the phases split each step: docs/scale.md)\n\n";
+  out += "(per-rank medians over its steps; the phases split each step: docs/scale.md)\n";
+  for (const std::string& line : window_lines(v)) out += line + "\n";
+  out += "\n";
   if (!v.stragglers.empty()) {
     out += "Stragglers (the rank that arrives last at the collectives, clocks aligned on their common ends):\n";
     for (const Straggler& s : v.stragglers) {
@@ -234,6 +255,9 @@ std::string format_job_md(const JobView& v) {
            internal::format_ns(r.median_communication_ns) + " | " + internal::format_ns(r.median_idle_ns) + " | " +
            verdict_text(r) + " | `" + r.source + "` |\n";
   }
+  const std::vector<std::string> windows = window_lines(v);
+  if (!windows.empty()) out += "\n";
+  for (const std::string& line : windows) out += "- " + line + "\n";
   out += "\n## Stragglers\n\nThe rank that arrives last at the collectives, clocks aligned on their common ends.\n\n";
   if (!v.stragglers.empty()) {
     for (const Straggler& s : v.stragglers) {
@@ -294,6 +318,10 @@ std::string format_job_json(const JobView& v) {
       w.key("median_computation_ns"); w.value_int(r.median_computation_ns);
       w.key("median_communication_ns"); w.value_int(r.median_communication_ns);
       w.key("median_idle_ns"); w.value_int(r.median_idle_ns);
+      w.key("windows");
+      w.begin_array();
+      for (const std::string& f : r.windows) w.value_string(f);
+      w.end_array();
       w.end_object();
     }
     w.end_array();
@@ -476,6 +504,10 @@ std::string format_rank_summary_json(const JobSummary& job) {
       w.key("verdict"); w.value_string(verdict_name(r.verdict));
       w.key("has_device"); w.value_bool(r.has_device);
       w.key("world_size"); w.value_int(r.world_size);
+      w.key("worker"); w.value_string(r.worker);
+      w.key("pid"); w.value_int(r.pid);
+      w.key("start_ns"); w.value_int(r.start_ns);
+      w.key("end_ns"); w.value_int(r.end_ns);
       // One compact line per step: a summary of thousands of steps stays readable.
       w.key("steps");
       w.begin_array();
@@ -677,6 +709,19 @@ Result<RankSummary> parse_rank(const JsonValue& o, const std::string& where) {
   if (const JsonValue* ws = o.find("world_size"); ws != nullptr) {
     if (!ws->is_number() || !ws->get_int(&r.world_size)) return bad(where, "\"world_size\" is not an integer");
   }
+  // Which process and when (optional: summaries written before tprof kept
+  // them have neither; their ranks never group as windows).
+  if (const JsonValue* worker = o.find("worker"); worker != nullptr) {
+    if (!worker->is_string()) return bad(where, "\"worker\" is not a string");
+    r.worker = worker->text();
+  }
+  for (auto [key, field] : {std::pair{"pid", &r.pid}, std::pair{"start_ns", &r.start_ns}, std::pair{"end_ns", &r.end_ns}}) {
+    if (const JsonValue* x = o.find(key); x != nullptr) {
+      if (!x->is_number() || !x->get_int(field)) return bad(where, "\"" + std::string(key) + "\" is not an integer");
+    }
+  }
+  if (r.pid < -1) return bad(where, "\"pid\" is below -1");
+  if (r.end_ns < r.start_ns) return bad(where, "\"end_ns\" is before \"start_ns\"");
   const JsonValue* colls = o.find("collectives");
   r.has_collectives = colls != nullptr;
   if (colls != nullptr) TPROF_TRY(parse_collectives(o, where, &r));

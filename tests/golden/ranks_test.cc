@@ -3,11 +3,13 @@
 // is byte for byte `tprof diagnose DIR`, the rank that arrives last at the
 // collectives is named a straggler with what it did before arriving (the
 // synthetic jobs of tests/data/ranks/, whatever the ranks' clocks), a rank
-// twice slower in compute is a slow rank, and bad inputs exit 2.
+// twice slower in compute is a slow rank, one process's windows are one rank
+// (two processes claiming a rank are an error), and bad inputs exit 2.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -377,6 +379,145 @@ TEST(RanksStragglerTest, DiagnoseDirTextNamesTheWait) {
   EXPECT_NE(text.find("waiting for rank 6 at ncclDevKernel_AllReduce_Sum_f32_RING_LL rank-00.json.gz"), std::string::npos);
   EXPECT_NE(text.find("host +15.000 ms (longest: log_metrics)"), std::string::npos);
   EXPECT_EQ(text.find("communication-bound"), std::string::npos);
+}
+
+// --- One process, several windows (docs/scale.md) ---------------------------
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(RanksWindowsTest, TensorboardWorkerName) {
+  EXPECT_EQ(tensorboard_worker("host_4000.1700000000123.pt.trace.json"), "host_4000");
+  EXPECT_EQ(tensorboard_worker("trainer-6_4006.1700000000373.pt.trace.json.gz"), "trainer-6_4006");
+  EXPECT_EQ(tensorboard_worker("rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"), "rank-34.Jul_15_10_52_41");
+  EXPECT_EQ(tensorboard_worker("rank-0.json.gz"), "");
+  EXPECT_EQ(tensorboard_worker("host.abc.pt.trace.json"), "");
+  EXPECT_EQ(tensorboard_worker(".123.pt.trace.json"), "");
+  EXPECT_EQ(tensorboard_worker("host..pt.trace.json"), "");
+}
+
+// tests/data/ranks/windows: ranks 0 and 6 of late_host, three windows each
+// (make_windows.py). Two ranks, each its six steps in time order, and rank 6
+// still the straggler across the windows.
+TEST(RanksWindowsTest, OneProcessWindowsAreOneRank) {
+  const JobView v = job_view(job_parts("windows"));
+  ASSERT_EQ(v.ranks.size(), 2u);
+  for (const RankRow& r : v.ranks) {
+    EXPECT_EQ(r.windows.size(), 3u) << r.rank;
+    EXPECT_EQ(r.window_steps, (std::vector<std::int64_t>{2, 2, 2})) << r.rank;
+    EXPECT_EQ(r.steps, 6);
+    std::vector<std::int64_t> steps;
+    for (const RankStep& s : r.step_list) steps.push_back(s.step);
+    EXPECT_EQ(steps, (std::vector<std::int64_t>{10, 11, 13, 14, 16, 17})) << r.rank;
+    EXPECT_TRUE(std::is_sorted(r.windows.begin(), r.windows.end()));
+  }
+  EXPECT_EQ(v.ranks[0].rank, 0);
+  EXPECT_EQ(v.ranks[1].rank, 6);
+  EXPECT_FALSE(v.ranks_from_file_names);
+  ASSERT_EQ(v.stragglers.size(), 1u);
+  EXPECT_EQ(v.stragglers[0].rank, 6);
+  EXPECT_EQ(v.stragglers[0].last_at, 6);
+  ASSERT_TRUE(v.ranks[0].waiting_for);
+  EXPECT_EQ(v.ranks[0].waiting_for->rank, 6);
+  // The windows' order on input does not matter.
+  std::vector<JobSummary> parts = job_parts("windows");
+  std::reverse(parts.begin(), parts.end());
+  EXPECT_EQ(format_job_json(job_view(parts)), format_job_json(v));
+
+  const testing::CliResult r =
+      testing::run_cli(TPROF_BIN, {"-q", "diagnose", std::string(TPROF_TEST_DATA) + "/ranks/windows"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("appears twice"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.rfind("2 ranks (from 6 traces, one process's windows one rank;", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("rank 0: 3 windows of 2 + 2 + 2 steps, in time order: trainer-0_4000.1700000000123.pt.trace.json.gz, "
+                       "trainer-0_4000.1700000000373.pt.trace.json.gz, trainer-0_4000.1700000000623.pt.trace.json.gz"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("rank 6: 3 windows"), std::string::npos) << r.out;
+}
+
+// Without rank numbers the tensorboard worker name (and pid) groups windows;
+// other names stay one rank per file.
+TEST(RanksWindowsTest, UnnumberedWindowsGroupByWorker) {
+  auto window = [](const std::string& name, int pid, double t0) {
+    std::vector<std::string> ev;
+    for (int n = 0; n < 2; ++n) {
+      ev.push_back(testing::x("user_annotation", "ProfilerStep#" + std::to_string(n + static_cast<int>(t0)), pid, pid,
+                              t0 * 1000 + n * 100, 100));
+    }
+    Result<Trace> t = read_trace_bytes(doc(ev));
+    EXPECT_TRUE(t);
+    return JobSummary{{summarize_rank(*t, name)}};
+  };
+  const JobView v = job_view({window("w.3.pt.trace.json", 7, 30), window("w.1.pt.trace.json", 7, 10),
+                              window("w.2.pt.trace.json", 7, 20), window("other.json", 7, 40),
+                              window("w.5.pt.trace.json", 8, 50)});
+  EXPECT_TRUE(v.ranks_from_file_names);
+  ASSERT_EQ(v.ranks.size(), 3u);  // other.json; w (pid 7), three windows; w (pid 8): another process
+  EXPECT_EQ(v.ranks[0].windows, (std::vector<std::string>{"other.json"}));
+  EXPECT_EQ(v.ranks[1].windows, (std::vector<std::string>{"w.1.pt.trace.json", "w.2.pt.trace.json", "w.3.pt.trace.json"}));
+  EXPECT_EQ(v.ranks[1].steps, 6);
+  EXPECT_EQ(v.ranks[1].step_list.front().step, 10);
+  EXPECT_EQ(v.ranks[1].step_list.back().step, 31);
+  EXPECT_EQ(v.ranks[2].windows, (std::vector<std::string>{"w.5.pt.trace.json"}));
+}
+
+// Two processes claiming one rank, two windows overlapping, one file twice:
+// errors naming both files.
+TEST(RanksWindowsTest, TwoProcessesClaimingARankAreAnError) {
+  std::vector<JobSummary> dup = job_parts("dup_rank");
+  Result<JobSummary> m = merge_summaries(dup);
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message().find("rank 0 appears twice"), std::string::npos) << m.error().message();
+  EXPECT_NE(m.error().message().find("two processes (pid 400"), std::string::npos) << m.error().message();
+
+  // One window copied under another tensorboard name: same pid, same span.
+  JobSummary a = job_parts("windows")[0];
+  JobSummary b = a;
+  b.ranks[0].source = "trainer-0_4000.1700000000999.pt.trace.json.gz";
+  m = merge_summaries({a, b});
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message().find("overlap in time"), std::string::npos) << m.error().message();
+
+  for (const char* cmd : {"diagnose", "report"}) {
+    const fs::path out = fs::temp_directory_path() / ("tprof_dup_rank_" + std::to_string(::getpid()) + ".html");
+    std::vector<std::string> args = {"-q", cmd, std::string(TPROF_TEST_DATA) + "/ranks/dup_rank"};
+    if (std::string(cmd) == "report") args.insert(args.end(), {"-o", out.string()});
+    const testing::CliResult r = testing::run_cli(TPROF_BIN, args);
+    EXPECT_EQ(r.exit_code, 2) << cmd;
+    EXPECT_NE(r.err.find("rank 0 appears twice (trainer-"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out)) << cmd;
+  }
+}
+
+// A summary keeps what groups windows; merge of the windows' summaries is
+// still diagnose DIR, byte for byte.
+TEST(RanksWindowsTest, MergeOfWindowSummariesEqualsDiagnoseDir) {
+  const std::string dir = std::string(TPROF_TEST_DATA) + "/ranks/windows";
+  const fs::path tmp = fs::temp_directory_path() / ("tprof_windows_test_" + std::to_string(::getpid()));
+  fs::create_directories(tmp);
+  std::vector<std::string> args = {"-q", "merge", "--format", "json"};
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string out = (tmp / (e.path().filename().string() + ".summary.json")).string();
+    const testing::CliResult r = testing::run_cli(TPROF_BIN, {"-q", "summarize", e.path().string(), "-o", out});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    args.push_back(out);
+  }
+  Result<JobSummary> one = parse_rank_summary_json(read_file(args.back()));
+  ASSERT_TRUE(one) << one.error().to_string();
+  EXPECT_FALSE(one->ranks[0].worker.empty());
+  EXPECT_GE(one->ranks[0].pid, 4000);
+  EXPECT_LT(one->ranks[0].start_ns, one->ranks[0].end_ns);
+  const testing::CliResult merged = testing::run_cli(TPROF_BIN, args);
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  const testing::CliResult direct = testing::run_cli(TPROF_BIN, {"-q", "diagnose", "--format", "json", dir});
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  EXPECT_EQ(merged.out, direct.out);
+  fs::remove_all(tmp);
 }
 
 }  // namespace
