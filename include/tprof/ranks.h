@@ -261,7 +261,9 @@ JobView compute_job_view(const JobSummary& job);
 std::string format_job_text(const JobView& v);
 std::string format_job_json(const JobView& v);
 std::string format_job_md(const JobView& v);
-// One self-contained HTML page (tprof report DIR): the text view, escaped.
+// One self-contained HTML page (tprof report DIR, src/report/html_job.cc):
+// per-rank step bars, the straggler and the wait, comm/compute overlap,
+// verdicts and slow ranks as inline SVG, the text view at the bottom.
 std::string format_job_html(const JobView& v);
 
 // The summary file: {"format": "tprof.rank_summary", "version": 2, "ranks": [...]}.

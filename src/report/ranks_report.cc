@@ -8,7 +8,6 @@
 #include "src/analyze/diagnose_context.h"
 #include "src/analyze/ranks_collectives.h"
 #include "src/base/json_writer.h"
-#include "src/base/safe_text.h"
 #include "src/base/saturate.h"
 #include "src/trace/json_value.h"
 #include "tprof/ranks.h"
@@ -229,19 +228,6 @@ std::string format_job_text(const JobView& v) {
     out += (i == 0 ? " " : ", ") + k.kernel_type + " " + internal::format_ns(k.ns) + " (" + pct_text(k.pct, 1) + ")";
   }
   out += "\n";
-  return out;
-}
-
-std::string format_job_html(const JobView& v) {
-  std::string out =
-      "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>tprof: " +
-      internal::html_escape(std::to_string(v.ranks.size()) + (v.ranks.size() == 1 ? " rank" : " ranks")) +
-      "</title>\n<style>body{font:14px/1.4 system-ui,sans-serif;margin:1.5em}pre{font:12px/1.35 ui-monospace,"
-      "monospace;white-space:pre;overflow-x:auto}</style></head>\n<body>\n<h1>tprof diagnose: many ranks</h1>\n"
-      "<p>The job view of <code>tprof diagnose DIR</code> (docs/scale.md): per-rank steps and verdicts, the "
-      "straggler the others wait for, slow ranks, HolisticTraceAnalysis' breakdowns.</p>\n<pre>";
-  out += internal::html_escape(format_job_text(v));
-  out += "</pre>\n</body></html>\n";
   return out;
 }
 

@@ -4,7 +4,8 @@
 // collectives is named a straggler with what it did before arriving (the
 // synthetic jobs of tests/data/ranks/, whatever the ranks' clocks), a rank
 // twice slower in compute is a slow rank, one process's windows are one rank
-// (two processes claiming a rank are an error), and bad inputs exit 2.
+// (two processes claiming a rank are an error), tprof report DIR's page
+// carries the bars and escapes names, and bad inputs exit 2.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -517,6 +518,66 @@ TEST(RanksWindowsTest, MergeOfWindowSummariesEqualsDiagnoseDir) {
   const testing::CliResult direct = testing::run_cli(TPROF_BIN, {"-q", "diagnose", "--format", "json", dir});
   ASSERT_EQ(direct.exit_code, 0) << direct.err;
   EXPECT_EQ(merged.out, direct.out);
+  fs::remove_all(tmp);
+}
+
+// --- tprof report DIR ------------------------------------------------------
+
+// The page: one row of bars per rank, every bar's parts summing to its step,
+// the straggler's section, names escaped.
+TEST(RanksReportTest, PageHasBarsAndEscapesNames) {
+  std::vector<JobSummary> parts = job_parts("late_host");
+  parts[0].ranks[0].source = "<img src=x onerror=alert(1)>.json";
+  const std::string page = format_job_html(job_view(parts));
+  EXPECT_EQ(page.find("<img src=x"), std::string::npos);
+  EXPECT_NE(page.find("&lt;img src=x onerror=alert(1)&gt;.json"), std::string::npos);
+  EXPECT_NE(page.find("<section id=\"ranks\" data-ranks=\"8\""), std::string::npos);
+  EXPECT_NE(page.find("<section id=\"straggler\" data-named=\"1\" data-rank=\"6\""), std::string::npos);
+  std::size_t bars = 0;
+  for (std::size_t at = page.find("<g class=\"step\""); at != std::string::npos; at = page.find("<g class=\"step\"", at + 1)) {
+    const std::string tag = page.substr(at, page.find('>', at) - at);
+    auto attr = [&tag](const std::string& name) {
+      const std::size_t p = tag.find(name + "=\"") + name.size() + 2;
+      return std::stoll(tag.substr(p, tag.find('"', p) - p));
+    };
+    EXPECT_EQ(attr("data-computation-ns") + attr("data-communication-ns") + attr("data-idle-ns"), attr("data-dur-ns")) << tag;
+    ++bars;
+  }
+  EXPECT_EQ(bars, 64u);  // 8 ranks x 8 steps
+  EXPECT_NE(page.find("<details id=\"text-view\">"), std::string::npos);
+  EXPECT_EQ(page.find("http://"), std::string::npos);  // nothing fetched
+  EXPECT_EQ(page.find("https://"), std::string::npos);
+}
+
+// report DIR writes its file atomically: a failed run leaves the old file as
+// it was, and no temporary file behind; a bad directory exits 2.
+TEST(RanksReportTest, ReportDirCliIsAtomicAndRefusesBadDirs) {
+  const fs::path tmp = fs::temp_directory_path() / ("tprof_report_dir_test_" + std::to_string(::getpid()));
+  fs::create_directories(tmp / "out");
+  const fs::path page = tmp / "out" / "job.html";
+  std::ofstream(page) << "old page";
+  const fs::path empty = tmp / "empty";
+  fs::create_directories(empty);
+  const fs::path broken = tmp / "broken";
+  fs::create_directories(broken);
+  std::ofstream((broken / "rank-0.json").string()) << "not json at all";
+  for (const fs::path& bad : {empty, broken, tmp / "missing"}) {
+    const testing::CliResult r = testing::run_cli(TPROF_BIN, {"-q", "report", bad.string(), "-o", page.string()});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_FALSE(r.err.empty()) << bad;
+    EXPECT_EQ(read_file(page), "old page") << bad;
+  }
+  const testing::CliResult ok =
+      testing::run_cli(TPROF_BIN, {"-q", "report", std::string(TPROF_TEST_DATA) + "/ranks/windows", "-o", page.string()});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const std::string text = read_file(page);
+  EXPECT_EQ(text.rfind("<!doctype html>", 0), 0u);
+  EXPECT_TRUE(text.ends_with("</html>\n"));
+  EXPECT_NE(text.find("data-windows=\"3\""), std::string::npos);
+  EXPECT_NE(text.find("class=\"window-edge\""), std::string::npos);
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(tmp / "out")) files += e.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(files, 1u);  // no temporary file left
   fs::remove_all(tmp);
 }
 

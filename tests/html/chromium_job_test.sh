@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Opens tprof report DIR's job page in headless Chromium (offline, file://)
+# at 1200x900 and checks: body[data-rendered="1"], no console errors, the
+# page no wider than its window (body[data-scroll-width] <= data-window-width),
+# one row of step bars per rank (section#ranks[data-ranks]), every step bar's
+# parts (computation + exposed communication + idle) summing to its step,
+# the straggler section naming STRAGGLER (or none: -1), and a screenshot
+# that is not blank. One --dump-dom run and one screenshot.
+#   chromium_job_test.sh TPROF_BIN DIR WORKDIR RANKS STRAGGLER
+# Exits 77 (CTest's SKIP_RETURN_CODE) when Chromium is not installed.
+set -uo pipefail
+tprof="$1" dir="$2" work="$3" want_ranks="$4" want_straggler="$5"
+fail() { echo "FAIL: $*"; exit 1; }
+
+browser=""
+for b in chromium chromium-browser google-chrome; do
+  if command -v "$b" >/dev/null 2>&1; then browser="$(command -v "$b")"; break; fi
+done
+if [[ -z "$browser" ]]; then
+  echo "SKIPPED: chromium not installed (scripts/setup.sh --test installs it)"
+  exit 77
+fi
+
+rm -rf "$work" && mkdir -p "$work"
+"$tprof" -q report "$dir" -o "$work/job.html" 2>"$work/tprof.err" || fail "tprof report DIR: $(cat "$work/tprof.err")"
+
+profile="$(mktemp -d)"
+trap 'rm -rf "$profile"' EXIT
+# As root Chromium needs --no-sandbox; everything that could reach the
+# network is off, so a page that fetched anything would show it.
+flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
+       --disable-component-update --disable-sync --user-data-dir="$profile" --virtual-time-budget=3000
+       --enable-logging=stderr --v=0 --window-size=1200,900)
+url="file://$work/job.html"
+
+timeout 120 "$browser" "${flags[@]}" --dump-dom "$url" >"$work/dom.html" 2>"$work/chromium.log"
+rc=$?
+[[ $rc == 0 ]] || { tail -20 "$work/chromium.log"; fail "chromium --dump-dom exited $rc"; }
+
+body="$(grep -o '<body[^>]*>' "$work/dom.html" | head -1)"
+echo "body: $body"
+[[ "$body" == *'data-rendered="1"'* ]] || fail "page did not finish (no data-rendered=\"1\")"
+if grep -E 'CONSOLE.*(Uncaught|Error)|Uncaught ' "$work/chromium.log"; then fail "errors on the console"; fi
+
+python3 - "$work/dom.html" "$want_ranks" "$want_straggler" <<'PY' || fail "the page's structure (above)"
+import re, sys
+dom, want_ranks, want_straggler = open(sys.argv[1]).read(), int(sys.argv[2]), sys.argv[3]
+def attrs(tag):
+    return dict(re.findall(r'([a-z-]+)="([^"]*)"', tag))
+def fail(msg):
+    print("FAIL:", msg); sys.exit(1)
+body = attrs(re.search(r'<body[^>]*>', dom).group(0))
+sw, ww = int(body["data-scroll-width"]), int(body["data-window-width"])
+print(f"scroll width {sw}, window width {ww}")
+if sw > ww: fail(f"the page is {sw} px wide in a {ww} px window")
+ranks = attrs(re.search(r'<section id="ranks"[^>]*>', dom).group(0))
+if int(ranks["data-ranks"]) != want_ranks: fail(f"data-ranks {ranks['data-ranks']}, want {want_ranks}")
+rows = [attrs(t) for t in re.findall(r'<div class="rank-row[^"]*"[^>]*>', dom)]
+if len(rows) != want_ranks: fail(f"{len(rows)} rank rows, want {want_ranks}")
+bars = [attrs(t) for t in re.findall(r'<g class="step"[^>]*>', dom)]
+if len(bars) != int(ranks["data-steps-drawn"]): fail(f"{len(bars)} step bars, the section says {ranks['data-steps-drawn']}")
+for r in rows:
+    if int(r["data-drawn"]) < 1: fail(f"rank {r['data-rank']} has no step bars")
+if sum(int(r["data-drawn"]) for r in rows) != len(bars): fail("step bars do not add up per rank")
+for b in bars:
+    parts = int(b["data-computation-ns"]) + int(b["data-communication-ns"]) + int(b["data-idle-ns"])
+    if parts != int(b["data-dur-ns"]): fail(f"step {b['data-step']}: parts {parts} != step {b['data-dur-ns']}")
+rects = len(re.findall(r'<rect class="c-(comp|comm|idle)"', dom))
+if rects < len(bars): fail(f"{rects} bar rectangles for {len(bars)} steps")
+s = attrs(re.search(r'<section id="straggler"[^>]*>', dom).group(0))
+if want_straggler == "-1":
+    if s["data-named"] != "0": fail(f"a straggler named: rank {s.get('data-rank')}")
+elif s["data-named"] != "1" or s["data-rank"] != want_straggler:
+    fail(f"straggler {s.get('data-rank')} (named {s['data-named']}), want rank {want_straggler}")
+for key in ("_ns", "_pct"):
+    text = re.sub(r'<[^>]*>', ' ', re.sub(r'<(script|style)[^>]*>.*?</\1>', ' ', dom, flags=re.S))
+    if re.search(r'\w' + key + r'\b', text): fail(f"a raw *{key} key in the page's text")
+print(f"{len(rows)} ranks, {len(bars)} step bars whose parts sum to the step, straggler {s.get('data-rank', 'none')}")
+PY
+
+timeout 120 "$browser" "${flags[@]}" --screenshot="$work/job.png" "$url" >/dev/null 2>"$work/chromium-shot.log"
+rc=$?
+[[ $rc == 0 && -s "$work/job.png" ]] || { tail -20 "$work/chromium-shot.log"; fail "no screenshot (exit $rc)"; }
+read -r w h nonwhite colors < <(python3 "$(dirname "$0")/png_stats.py" "$work/job.png") || fail "cannot read the screenshot"
+echo "screenshot $work/job.png: ${w}x${h}, non-white fraction $nonwhite, $colors colours"
+python3 -c "import sys; sys.exit(0 if float('$nonwhite') > 0.03 and int('$colors') > 50 else 1)" \
+  || fail "the screenshot looks blank"
+echo "OK: headless Chromium ($("$browser" --version 2>/dev/null | head -1)) drew the job page"
