@@ -214,6 +214,9 @@ std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c) {
   c.for_each_host_event([&](std::uint32_t e) {
     const std::uint32_t lane = t.events.lane[e];
     if (lane >= t.lanes.size() || t.lanes[lane].kind != LaneKind::kCpu) return;
+    // ProfilerStep#N wraps the step; counted, it made the steps' thread 100%
+    // busy whatever it did (tprof steps leaves it out of CPU busy too).
+    if (is_profiler_step(c.name(e))) return;
     const std::int64_t a = std::max(c.ts(e), lo), b = std::min(c.end(e), hi);
     if (b > a) by_lane[lane].push_back({a, b});
   });
