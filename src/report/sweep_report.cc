@@ -124,7 +124,7 @@ std::string format_sweep_html(const Sweep& s, const std::string& title) {
   html += "</title>\n<style>\n";
   html += internal::uplot_css();
   html += R"CSS(
-body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #222; }
+body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #222; overflow-wrap: anywhere; }
 table { border-collapse: collapse; margin-top: 16px; }
 td, th { padding: 3px 10px; text-align: right; border-bottom: 1px solid #ddd; }
 .note { color: #555; }
@@ -163,16 +163,29 @@ td, th { padding: 3px 10px; text-align: right; border-bottom: 1px solid #ddd; }
     const x = d.points.map(p => p.size);
     const us = k => d.points.map(p => Math.max(p[k] / 1000, 0.001));
     const el = document.getElementById('sweep-chart');
+    // x is a size, not a time: uPlot's default time scale would print the
+    // sizes as dates ("1/1/70"). The labels are kept in data-xticks for
+    // the tests.
+    const xticks = (u, splits) => {
+      const labels = splits.map(v => (v == null ? '' : String(Math.round(v))));
+      el.dataset.xticks = labels.join('|');
+      return labels;
+    };
     new uPlot({
       width: Math.min(900, window.innerWidth - 48), height: 420,
-      scales: { x: { distr: 3 }, y: { distr: 3 } },
-      axes: [{ label: 'size (N of N x N)' }, { label: 'us per step' }],
+      scales: { x: { time: false, distr: 3 }, y: { distr: 3 } },
+      // One tick per size swept, each labelled (the log scale's own ticks
+      // fall between the sizes, most of them unlabelled).
+      axes: [{ label: 'size (N of N x N)', splits: () => x, filter: (u, splits) => splits, values: xticks },
+             { label: 'us per step' }],
       series: [{ label: 'size' },
                { label: 'step', stroke: '#444', width: 2 },
                { label: 'work', stroke: '#2a7ab9', width: 2 },
                { label: 'overhead', stroke: '#d98c00', width: 2 }],
     }, [x, us('step_ns'), us('work_ns'), us('overhead_ns')], el);
     el.dataset.drawn = String(x.length);
+    body.dataset.scrollWidth = String(document.documentElement.scrollWidth);
+    body.dataset.windowWidth = String(window.innerWidth);
     body.dataset.rendered = '1';
   } catch (e) {
     body.dataset.errors = String(e);
