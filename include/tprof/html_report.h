@@ -43,6 +43,13 @@ struct HtmlReportOptions {
   std::size_t max_timeline_intervals = 40000;
   int timeline_resolution = 4000;
   std::size_t timeline_top_events = 20;
+  // Op nesting on the CPU lanes (drawn when zoomed in): per CPU lane its
+  // longest host events with their depth in the lane's call stack, at most
+  // max_lane_nested_events per lane, max_nested_events in all, none deeper
+  // than max_nest_depth.
+  std::size_t max_nested_events = 4000;
+  std::size_t max_lane_nested_events = 400;
+  int max_nest_depth = 12;
   // Flame graph: nodes kept (the largest), and the smallest one as a
   // fraction of all the host ops' time.
   std::size_t max_flame_nodes = 2000;

@@ -21,6 +21,7 @@
 #include "src/analyze/diagnose_context.h"
 #include "src/base/json_writer.h"
 #include "src/base/safe_text.h"
+#include "src/base/url.h"
 #include "src/report/event_text.h"
 #include "src/report/html_assets.h"
 #include "src/report/html_views.h"
@@ -40,24 +41,27 @@ using internal::JsonWriter;
 constexpr std::size_t kMaxEvidenceFields = 12;
 
 // The Perfetto UI opens a trace served by `tprof serve` (default port 9001).
-constexpr std::string_view kPerfettoPrefix = "https://ui.perfetto.dev/#!/?url=http://127.0.0.1:9001/";
+constexpr std::string_view kServeBase = "http://127.0.0.1:9001/";
 
-// Percent-encodes everything but RFC 3986's unreserved characters.
-std::string url_path_encode(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-        c == '_' || c == '~') {
-      out += ch;
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
+// The URL `tprof serve` gives the trace ("" without a file name).
+std::string served_trace_url(const HtmlReportOptions& options) {
+  if (options.trace_file_name.empty()) return "";
+  return std::string(kServeBase) + internal::percent_encode(options.trace_file_name);
+}
+
+// The Perfetto link that opens the trace zoomed around one event and selects
+// it: [ts - pad, ts + dur + pad] with pad = max(dur, 5 us), inside the
+// trace's [lo, hi]. The page's script builds the same for the event under
+// the cursor (perfettoLink in kScript).
+std::string perfetto_event_link(const std::string& trace_url, std::int64_t ts, std::int64_t dur, std::int64_t lo,
+                                std::int64_t hi) {
+  const std::int64_t pad = std::max<std::int64_t>(dur, 5000);
+  internal::PerfettoView v;
+  v.vis_start_ns = std::max(lo, ts - pad);
+  v.vis_end_ns = std::min(hi, ts + dur + pad);
+  v.ts_ns = ts;
+  v.dur_ns = dur;
+  return internal::perfetto_link(trace_url, v);
 }
 
 // JSON text safe inside <script type="application/json">: '<' only occurs
@@ -188,8 +192,8 @@ void write_compare_json(JsonWriter& w, const Comparison& cmp, const HtmlReportOp
 
 std::string report_json(const Trace& trace, const DiagnoseContext& c, const Diagnosis& d,
                         const std::vector<KernelHistogram>& hists, const internal::Timeline& timeline,
-                        const internal::FlameTree& flame, const Comparison* cmp, const HtmlReportOptions& options,
-                        const internal::KernelNames& names) {
+                        const internal::FlameTree& flame, const internal::StepBars& bars, const Comparison* cmp,
+                        const HtmlReportOptions& options, const internal::KernelNames& names) {
   std::string out;
   JsonWriter w(&out);
   w.begin_object();
@@ -222,12 +226,18 @@ std::string report_json(const Trace& trace, const DiagnoseContext& c, const Diag
   }
   w.end_array();
 
+  w.key("perfetto");
+  w.value_string(options.trace_file_name.empty() ? std::string() : internal::perfetto_link(served_trace_url(options)));
   w.key("steps_total");
   w.value_uint(d.steps.size());
+  // The parts' ids and labels, once; each step's "parts" follow them.
+  w.key("step_parts");
+  internal::write_step_bars_json(w, bars);
   w.key("steps");
   w.begin_array();
-  for (std::size_t i = 0; i < d.steps.size() && i < options.max_steps; ++i) {
+  for (std::size_t i = 0; i < d.steps.size() && i < bars.steps.size(); ++i) {
     const StepVerdict& s = d.steps[i];
+    const internal::StepBar& bar = bars.steps[i];
     w.begin_object();
     w.key("step");
     w.value_int(s.step);
@@ -235,10 +245,20 @@ std::string report_json(const Trace& trace, const DiagnoseContext& c, const Diag
     w.value_int(s.cpu_span_ns);
     w.key("cpu_busy_ns");
     w.value_int(s.cpu_busy_ns);
+    w.key("cpu_any_busy_ns");
+    w.value_int(bar.cpu_any_busy_ns);
     w.key("gpu_busy_ns");
     w.value_int(s.gpu_busy_ns);
     w.key("gpu_idle_ns");
     w.value_int(std::max<std::int64_t>(0, s.cpu_span_ns - s.gpu_busy_ns));
+    w.key("gpu_work_ns");
+    w.value_int(s.gpu_work_ns);
+    w.key("lag_ns");
+    w.value_int(bar.lag_ns);
+    w.key("parts");
+    w.begin_array();
+    for (const std::int64_t p : bar.parts) w.value_int(p);
+    w.end_array();
     w.key("verdict");
     w.value_string(verdict_name(s.verdict));
     w.end_object();
@@ -334,8 +354,8 @@ void append_verdict_html(std::string* out, const Trace& trace, const Diagnosis& 
 }
 
 // The causes, strongest first, each with its evidence folded away.
-void append_causes_html(std::string* out, const Trace& trace, const Diagnosis& d, const internal::KernelNames& names,
-                        const HtmlReportOptions& options) {
+void append_causes_html(std::string* out, const Trace& trace, const DiagnoseContext& c, const Diagnosis& d,
+                        const internal::KernelNames& names, const HtmlReportOptions& options) {
   const internal::EventClock clock(trace);
   std::string& o = *out;
   const std::size_t n = std::min(d.causes.size(), options.max_causes);
@@ -348,7 +368,14 @@ void append_causes_html(std::string* out, const Trace& trace, const Diagnosis& d
     o += "<div class=\"cause sev-" + sev + "\" data-id=\"" + html_escape(cause.id) + "\">\n";
     o += "<h3><span class=\"sev\">" + sev + "</span> " + html_escape(cause.title) + "</h3>\n";
     if (cause.look_at) {
-      o += "<p class=\"look\">Look at: " + html_escape(clock.event_text(*cause.look_at, &names)) + "</p>\n";
+      o += "<p class=\"look\">Look at: " + html_escape(clock.event_text(*cause.look_at, &names));
+      if (!options.trace_file_name.empty()) {
+        o += " <a class=\"perfetto\" href=\"" +
+             html_escape(perfetto_event_link(served_trace_url(options), cause.look_at->ts_ns, cause.look_at->dur_ns,
+                                             c.start_ns, c.end_ns)) +
+             "\" target=\"_blank\" rel=\"noopener\">open in Perfetto UI</a>";
+      }
+      o += "</p>\n";
     }
     if (!anchor.advice.empty()) o += "<p class=\"advice\">" + html_escape(anchor.advice) + "</p>\n";
     o += "<details><summary>Evidence</summary>\n<dl class=\"evidence\">\n";
@@ -414,37 +441,37 @@ void append_compare_html(std::string* out, const Comparison& cmp, const HtmlRepo
 
   const std::size_t top = options.compare_top;
   o += "<h3>Host ops: the largest Self CPU deltas (per step)</h3>\n";
-  o += "<table class=\"cmp-rows\" id=\"compare-ops\">\n<tr><th>Name</th><th>change</th><th>Self CPU A</th>"
+  o += "<div class=\"table-wrap\"><table class=\"cmp-rows\" id=\"compare-ops\">\n<tr><th>Name</th><th>change</th><th>Self CPU A</th>"
        "<th>Self CPU B</th><th>delta</th><th>CPU total A</th><th>CPU total B</th><th>calls/step A</th><th>calls/step "
        "B</th></tr>\n";
   for (std::size_t i = 0; i < cmp.ops.size() && i < top; ++i) {
     const OpDelta& r = cmp.ops[i];
-    o += "<tr class=\"" + std::string(change_kind_name(r.change)) + "\"><td title=\"" + html_escape(r.name) + "\">" +
-         html_escape(r.name) + "</td><td>" + std::string(change_kind_name(r.change)) + "</td><td>" +
+    o += "<tr class=\"" + std::string(change_kind_name(r.change)) + "\"><td><div class=\"name\" title=\"" +
+         html_escape(r.name) + "\">" + html_escape(r.name) + "</div></td><td>" + std::string(change_kind_name(r.change)) + "</td><td>" +
          internal::format_ns(r.self_cpu_a_ns) + "</td><td>" + internal::format_ns(r.self_cpu_b_ns) + "</td><td>" +
          signed_ns(r.self_cpu_delta_ns()) + "</td><td>" + internal::format_ns(r.cpu_total_a_ns) + "</td><td>" +
          internal::format_ns(r.cpu_total_b_ns) + "</td><td>" + fixed(r.calls_a, 1) + "</td><td>" +
          fixed(r.calls_b, 1) + "</td></tr>\n";
   }
-  o += "</table>\n";
+  o += "</table></div>\n";
   o += "<h3>Device activities: the largest time deltas (per step)</h3>\n";
   if (cmp.kernels.empty()) {
     o += "<p class=\"empty\">No device activity on either side.</p>\n";
   } else {
-    o += "<table class=\"cmp-rows\" id=\"compare-kernels\">\n<tr><th>Name</th><th>kind</th><th>change</th>"
+    o += "<div class=\"table-wrap\"><table class=\"cmp-rows\" id=\"compare-kernels\">\n<tr><th>Name</th><th>kind</th><th>change</th>"
          "<th>time A</th><th>time B</th><th>delta</th><th>count/step A</th><th>count/step B</th></tr>\n";
     std::vector<std::string_view> kernel_names;
     for (const KernelDelta& r : cmp.kernels) kernel_names.push_back(r.name);
     const internal::KernelNames names(kernel_names);
     for (std::size_t i = 0; i < cmp.kernels.size() && i < top; ++i) {
       const KernelDelta& r = cmp.kernels[i];
-      o += "<tr class=\"" + std::string(change_kind_name(r.change)) + "\"><td title=\"" + html_escape(r.name) +
-           "\">" + html_escape(names.get(r.name)) + "</td><td>" + html_escape(r.category) + "</td><td>" +
+      o += "<tr class=\"" + std::string(change_kind_name(r.change)) + "\"><td><div class=\"name\" title=\"" +
+           html_escape(r.name) + "\">" + html_escape(names.get(r.name)) + "</div></td><td>" + html_escape(r.category) + "</td><td>" +
            std::string(change_kind_name(r.change)) + "</td><td>" + internal::format_ns(r.time_a_ns) + "</td><td>" +
            internal::format_ns(r.time_b_ns) + "</td><td>" + signed_ns(r.time_delta_ns()) + "</td><td>" +
            fixed(r.count_a, 1) + "</td><td>" + fixed(r.count_b, 1) + "</td></tr>\n";
     }
-    o += "</table>\n";
+    o += "</table></div>\n";
   }
   o += "<dl class=\"changes\">\n";
   auto names = [&](std::string_view title, const auto& rows, ChangeKind kind) {
@@ -470,18 +497,18 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
 h1 { font-size: 22px; margin: 4px 0; } h2 { font-size: 18px; margin: 22px 0 8px; border-bottom: 1px solid #ddd; } h3 { font-size: 15px; margin: 6px 0; }
 header p { margin: 2px 0; color: #555; }
 .verdict { color: #b3261e; }
-dl.evidence { display: grid; grid-template-columns: max-content 1fr; gap: 1px 14px; margin: 6px 0; font-size: 13px; }
+dl.evidence { display: grid; grid-template-columns: minmax(0, max-content) minmax(0, 1fr); gap: 1px 14px; margin: 6px 0; font-size: 13px; }
 dl.evidence dt { color: #666; } dl.evidence dd { margin: 0; white-space: pre-line; word-break: break-word; }
 .cause { border-left: 4px solid #999; padding: 4px 12px; margin: 10px 0; background: #fafafa; }
 .cause.sev-critical { border-color: #b3261e; } .cause.sev-warning { border-color: #e8a317; } .cause.sev-info { border-color: #3c78c8; }
 .sev { text-transform: uppercase; font-size: 11px; padding: 1px 5px; border-radius: 3px; background: #eee; }
 .advice { color: #333; } .empty { color: #777; font-style: italic; }
-.kernel-hist { display: inline-block; vertical-align: top; width: 540px; margin: 6px 10px 10px 0; }
+.kernel-hist { display: inline-block; vertical-align: top; width: 540px; max-width: 100%; margin: 6px 10px 10px 0; }
 .kernel-hist h3 { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; font-family: ui-monospace, monospace; font-size: 12px; }
 .kernel-hist .stats { font-size: 12px; color: #444; margin: 0 0 4px; }
 table.ops { border-collapse: collapse; font-size: 12px; width: 100%; }
 table.ops th, table.ops td { padding: 3px 8px; border-bottom: 1px solid #eee; text-align: right; }
-table.ops th:first-child, table.ops td:first-child { text-align: left; font-family: ui-monospace, monospace; max-width: 560px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+table.ops th:first-child, table.ops td:first-child { text-align: left; font-family: ui-monospace, monospace; }
 table.ops th { cursor: pointer; user-select: none; background: #f3f3f3; position: sticky; top: 0; }
 table.ops th[aria-sort="ascending"]::after { content: " \25B2"; } table.ops th[aria-sort="descending"]::after { content: " \25BC"; }
 summary { cursor: pointer; color: #555; font-size: 13px; }
@@ -496,7 +523,7 @@ summary { cursor: pointer; color: #555; font-size: 13px; }
 table.cmp, table.cmp-rows { border-collapse: collapse; font-size: 12px; margin: 6px 0 12px; }
 table.cmp td, table.cmp th, table.cmp-rows td, table.cmp-rows th { padding: 3px 10px; border-bottom: 1px solid #eee; text-align: right; }
 table.cmp td:first-child, table.cmp-rows td:first-child, table.cmp-rows th:first-child { text-align: left; }
-table.cmp-rows td:first-child { font-family: ui-monospace, monospace; max-width: 460px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+table.cmp-rows td:first-child { font-family: ui-monospace, monospace; }
 table.cmp-rows th, table.cmp th { background: #f3f3f3; }
 table.cmp-rows td, table.cmp td { white-space: nowrap; }
 td.worse { color: #b3261e; } td.better { color: #1e7b34; }
@@ -504,6 +531,21 @@ tr.new td:first-child { color: #1e7b34; } tr.vanished td:first-child { color: #b
 dl.changes dt { font-weight: 600; font-size: 13px; margin-top: 6px; } dl.changes dd { margin: 2px 0 0 16px; font-size: 12px; }
 dl.changes code { margin-right: 4px; }
 footer { margin-top: 28px; color: #777; font-size: 12px; }
+/* No page wider than its window: names from traces (kernel names run to
+   thousands of characters) break anywhere in text, sit ellipsized in table
+   cells (the full name in a title attribute), and wide tables scroll inside
+   their own box. */
+main, section, header, footer { min-width: 0; }
+p, li, dd, dt, h3, code, .summary { overflow-wrap: anywhere; }
+.table-wrap { overflow-x: auto; max-width: 100%; }
+div.name { max-width: min(460px, 45vw); overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+ul.legend { list-style: none; padding: 0; margin: 4px 0 6px; font-size: 12px; display: flex; flex-wrap: wrap; gap: 2px 16px; }
+ul.legend .swatch { display: inline-block; width: 12px; height: 12px; margin-right: 5px; vertical-align: -2px; border-radius: 2px; }
+ul.legend .swatch.hatched { background: repeating-linear-gradient(135deg, rgba(60,120,200,0.85) 0 2px, rgba(60,120,200,0.12) 2px 5px); border: 1px solid rgba(60,120,200,0.9); width: 10px; height: 10px; }
+ul.legend .swatch.tick { height: 0; border-top: 2px solid #1d1d1f; vertical-align: 3px; border-radius: 0; }
+#steps-chart { position: relative; }
+#steps-chart canvas { display: block; }
+.tl-pick { font-size: 12px; color: #333; margin: 4px 0; min-height: 1.4em; overflow-wrap: anywhere; }
 )CSS";
 
 // Draws the charts and the table from #report-data. Errors are kept in
@@ -532,38 +574,122 @@ constexpr std::string_view kScript = R"JS(
     return e;
   }
   function widthOf(node, dflt) { return Math.max(320, Math.min(dflt, node.clientWidth || dflt)); }
-  var INCRS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000];
 
+  // Durations for axes: the unit picked by the visible range (s, ms, us,
+  // ns), the decimals by the tick step, trailing zeros trimmed: "1.5 ms",
+  // "250 us", never "1000.000 ms".
+  function unitOf(rangeNs) { return rangeNs >= 1e9 ? [1e9, 's'] : rangeNs >= 1e6 ? [1e6, 'ms'] : rangeNs >= 1e3 ? [1e3, 'us'] : [1, 'ns']; }
+  function fmtTick(ns, stepNs, rangeNs) {
+    var u = unitOf(rangeNs), v = ns / u[0], st = stepNs / u[0];
+    var dec = st >= 1 ? 0 : Math.min(9, Math.ceil(-Math.log10(st) - 1e-9));
+    var s = v.toFixed(dec);
+    if (s.indexOf('.') >= 0) s = s.replace(/0+$/, '').replace(/\.$/, '');
+    if (s === '-0') s = '0';
+    return s + ' ' + u[1];
+  }
+  function niceStep(x) {
+    var p = Math.pow(10, Math.floor(Math.log10(x))), m = x / p;
+    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+  }
+
+  // Where the step went: one stacked bar per step (parts from C++, summing
+  // to the step), the queue past the step's end hatched above it, the CPU
+  // busy time as a tick. A canvas of our own: uPlot does not stack bars.
+  var PART_COLORS = { compute: 'rgb(60,120,200)', exposed_comm: 'rgb(140,90,200)', exposed_copy: 'rgb(30,165,165)',
+    cpu_busy: 'rgb(40,150,80)', cpu_idle: 'rgba(150,150,150,0.45)', idle_launching: 'rgb(232,163,23)',
+    idle_kernel_latency: 'rgb(245,205,120)', idle_host_work: 'rgb(214,96,40)', idle_unrecorded: 'rgb(190,190,190)',
+    idle_stream_wait: 'rgb(200,80,120)', idle_peers: 'rgb(170,60,60)', idle_profiler: 'rgb(120,120,120)' };
+  function partColor(key) { return PART_COLORS[key] || (key.indexOf('idle_blocked') === 0 ? 'rgb(179,38,30)' : 'rgb(160,140,110)'); }
+  function hatch(ctx) {
+    var r = window.devicePixelRatio || 1, p = document.createElement('canvas');
+    p.width = p.height = Math.round(8 * r);
+    var c = p.getContext('2d');
+    c.scale(r, r); c.fillStyle = 'rgba(60,120,200,0.12)'; c.fillRect(0, 0, 8, 8);
+    c.strokeStyle = 'rgba(60,120,200,0.8)'; c.lineWidth = 1.5;
+    c.beginPath(); c.moveTo(0, 8); c.lineTo(8, 0); c.moveTo(-2, 2); c.lineTo(2, -2); c.moveTo(6, 10); c.lineTo(10, 6); c.stroke();
+    var pat = ctx.createPattern(p, 'repeat');
+    if (pat && pat.setTransform && window.DOMMatrix) pat.setTransform(new DOMMatrix().scale(1 / r, 1 / r));
+    return pat;
+  }
   function drawSteps() {
-    var box = document.getElementById('steps-chart');
-    var steps = data.steps;
+    var box = document.getElementById('steps-chart'), steps = data.steps, P = data.step_parts;
     if (!steps.length) { box.appendChild(el('p', 'empty', 'No ProfilerStep events in this trace.')); box.dataset.drawn = '0'; return; }
-    var xs = [], total = [], gpu = [], cpu = [];
-    steps.forEach(function (s, i) { xs.push(i); total.push(s.dur_ns / 1e6); gpu.push(s.gpu_busy_ns / 1e6); cpu.push(s.cpu_busy_ns / 1e6); });
-    var bars = uPlot.paths.bars({ size: [0.7, 80] });
-    function at(key) { return function (u, v, si, i) { return i == null ? '-' : fmtNs(steps[i][key]); }; }
-    var series = [
-      { label: 'step', value: function (u, v, si, i) { return i == null ? '-' : 'step ' + steps[i].step + ' (' + steps[i].verdict + ')'; } },
-      { label: data.has_device ? 'GPU idle' : 'step', fill: data.has_device ? 'rgba(232,163,23,0.45)' : 'rgba(150,150,150,0.35)',
-        stroke: data.has_device ? 'rgb(232,163,23)' : 'rgb(150,150,150)', paths: bars, points: { show: false },
-        value: at(data.has_device ? 'gpu_idle_ns' : 'dur_ns') },
-    ];
-    var cols = [xs, total];
-    if (data.has_device) {
-      series.push({ label: 'GPU busy', fill: 'rgba(60,120,200,0.85)', stroke: 'rgb(60,120,200)', paths: bars, points: { show: false }, value: at('gpu_busy_ns') });
-      cols.push(gpu);
+    var used = [];
+    P.keys.forEach(function (k, j) { if (steps.some(function (s) { return s.parts[j] > 0; })) used.push(j); });
+    var anyLag = steps.some(function (s) { return s.lag_ns > 0; });
+    var legend = el('ul', 'legend');
+    used.forEach(function (j) {
+      var li = el('li'), sw = el('span', 'swatch');
+      sw.style.background = partColor(P.keys[j]);
+      li.appendChild(sw); li.appendChild(document.createTextNode(P.labels[j])); legend.appendChild(li);
+    });
+    if (anyLag) { var lq = el('li'), sq = el('span', 'swatch hatched'); lq.appendChild(sq); lq.appendChild(document.createTextNode('queued: the step\u2019s device work still running after the step ended')); legend.appendChild(lq); }
+    var lt = el('li'), st = el('span', 'swatch tick');
+    lt.appendChild(st); lt.appendChild(document.createTextNode(P.device ? 'CPU busy (the step\u2019s thread)' : 'CPU busy (any thread)')); legend.appendChild(lt);
+    box.appendChild(legend);
+    var W = widthOf(box, 1120), H = 300, L = 64, R = 8, TOP = 10, B = 34;
+    var c = makeCanvas(box, W, H), ctx = c.ctx, tip = tipFor(box);
+    var maxNs = 1;
+    steps.forEach(function (s) { maxNs = Math.max(maxNs, s.dur_ns + s.lag_ns, s.cpu_busy_ns, s.cpu_any_busy_ns); });
+    var yStep = niceStep(maxNs / 5), yMax = Math.ceil(maxNs * 1.04 / yStep) * yStep, plotH = H - TOP - B, plotW = W - L - R;
+    function yOf(ns) { return TOP + plotH * (1 - ns / yMax); }
+    var bw = plotW / steps.length, barW = Math.max(1, Math.min(60, bw * 0.72));
+    ctx.font = '11px sans-serif'; ctx.textBaseline = 'middle'; ctx.fillStyle = '#555'; ctx.strokeStyle = '#e4e4e4'; ctx.lineWidth = 1;
+    var ticks = [];
+    for (var g = 0; g <= yMax + yStep / 2; g += yStep) {
+      var gy = Math.round(yOf(g)) + 0.5;
+      ctx.beginPath(); ctx.moveTo(L, gy); ctx.lineTo(W - R, gy); ctx.stroke();
+      var lab = fmtTick(g, yStep, yMax); ticks.push(lab);
+      ctx.textAlign = 'right'; ctx.fillText(lab, L - 6, gy); ctx.textAlign = 'left';
     }
-    series.push({ label: 'CPU busy', stroke: 'rgb(40,150,80)', width: 2, points: { show: true, size: 6 }, value: at('cpu_busy_ns') });
-    cols.push(cpu);
-    new uPlot({
-      width: widthOf(box, 1120), height: 300,
-      scales: { x: { time: false, range: [-0.5, steps.length - 0.5] }, y: { range: function (u, lo, hi) { return [0, hi * 1.08 || 1]; } } },
-      axes: [
-        { label: 'step', incrs: INCRS, values: function (u, splits) { return splits.map(function (v) { return steps[v] ? String(steps[v].step) : ''; }); } },
-        { label: 'ms', size: 60 },
-      ],
-      series: series,
-    }, cols, box);
+    box.dataset.ticks = ticks.join('|');
+    var pat = hatch(ctx), holder = el('div', 'bar-data');
+    holder.hidden = true;
+    // Step numbers under the bars, every k-th so that they never overlap.
+    var every = Math.max(1, Math.ceil(ctx.measureText(String(steps[steps.length - 1].step) + '  ').width / bw));
+    steps.forEach(function (s, i) {
+      var x0 = L + i * bw + (bw - barW) / 2, acc = 0;
+      used.forEach(function (j) {
+        var v = s.parts[j];
+        if (v <= 0) return;
+        ctx.fillStyle = partColor(P.keys[j]);
+        var ya = yOf(acc), yb = yOf(acc + v);
+        ctx.fillRect(x0, yb, barW, Math.max(ya - yb, 0));
+        acc += v;
+      });
+      if (s.lag_ns > 0) {
+        var ya = yOf(s.dur_ns), yb = yOf(s.dur_ns + s.lag_ns);
+        ctx.fillStyle = pat || 'rgba(60,120,200,0.25)'; ctx.fillRect(x0, yb, barW, ya - yb);
+        ctx.strokeStyle = 'rgba(60,120,200,0.9)'; ctx.strokeRect(x0 + 0.5, yb + 0.5, Math.max(barW - 1, 0), Math.max(ya - yb - 1, 0));
+      }
+      var busy = P.device ? s.cpu_busy_ns : s.cpu_any_busy_ns, ty = Math.round(yOf(busy)) + 0.5;
+      ctx.strokeStyle = '#1d1d1f'; ctx.lineWidth = 2; ctx.setLineDash(P.device ? [] : [3, 2]);
+      ctx.beginPath(); ctx.moveTo(x0 - 1, ty); ctx.lineTo(x0 + barW + 1, ty); ctx.stroke();
+      ctx.setLineDash([]); ctx.lineWidth = 1;
+      if (i % every === 0) { ctx.fillStyle = '#555'; ctx.textAlign = 'center'; ctx.fillText(String(s.step), L + (i + 0.5) * bw, H - B + 10); ctx.textAlign = 'left'; }
+      var d = el('i', 'step-bar');
+      d.dataset.step = String(s.step); d.dataset.durNs = String(s.dur_ns); d.dataset.sumNs = String(acc);
+      d.dataset.lagNs = String(s.lag_ns); d.dataset.cpuBusyNs = String(busy);
+      holder.appendChild(d);
+    });
+    ctx.fillStyle = '#555'; ctx.textAlign = 'center'; ctx.fillText('step', L + plotW / 2, H - 8); ctx.textAlign = 'left';
+    box.appendChild(holder);
+    c.cv.addEventListener('mousemove', function (ev) {
+      var b = c.cv.getBoundingClientRect(), x = ev.clientX - b.left, y = ev.clientY - b.top, i = Math.floor((x - L) / bw);
+      var s = steps[i];
+      if (!s || x < L) { tip.hide(); return; }
+      var lines = ['step ' + s.step + ' (' + s.verdict + '): ' + fmtNs(s.dur_ns)];
+      used.forEach(function (j) { var v = s.parts[j]; if (v > 0) lines.push(P.labels[j] + ': ' + fmtNs(v) + ' (' + (100 * v / Math.max(1, s.dur_ns)).toFixed(1) + '%)'); });
+      if (P.device) {
+        lines.push('device work it launched: ' + fmtNs(s.gpu_work_ns));
+        lines.push(s.lag_ns > 0 ? 'queued: its device work ran on ' + fmtNs(s.lag_ns) + ' after the step ended' : 'its device work ended within the step');
+        lines.push('CPU busy (the step\u2019s thread): ' + fmtNs(s.cpu_busy_ns));
+      } else {
+        lines.push('CPU busy: the step\u2019s thread ' + fmtNs(s.cpu_busy_ns) + ', any thread ' + fmtNs(s.cpu_any_busy_ns));
+      }
+      tip.show(lines.join('\n'), x, y);
+    });
+    c.cv.addEventListener('mouseleave', function () { tip.hide(); });
     box.dataset.drawn = String(steps.length);
   }
 
@@ -571,12 +697,19 @@ constexpr std::string_view kScript = R"JS(
     return function (u) {
       var ctx = u.ctx, r = uPlot.pxRatio || 1;
       ctx.save();
-      [[k.median_ns, '#1d1d1f', [], 'median'], [k.mean_ns, '#b3261e', [6 * r, 4 * r], 'mean']].forEach(function (m, j) {
-        var x = u.valToPos(m[0] / 1e3, 'x', true);
+      // The labels never collide: each on its own row, the smaller value's
+      // label left of its line and the larger's right of it (flipped when
+      // it would leave the plot).
+      var lines = [[k.median_ns, '#1d1d1f', [], 'median'], [k.mean_ns, '#b3261e', [6 * r, 4 * r], 'mean']];
+      lines.forEach(function (m, j) {
+        var x = u.valToPos(m[0] / 1e3, 'x', true), other = lines[1 - j][0];
         ctx.strokeStyle = m[1]; ctx.fillStyle = m[1]; ctx.lineWidth = 2 * r; ctx.setLineDash(m[2]);
         ctx.beginPath(); ctx.moveTo(x, u.bbox.top); ctx.lineTo(x, u.bbox.top + u.bbox.height); ctx.stroke();
         ctx.font = (11 * r) + 'px sans-serif';
-        ctx.fillText(m[3], x + 4 * r, u.bbox.top + (12 + 13 * j) * r);
+        var w = ctx.measureText(m[3]).width, left = m[0] < other || (m[0] === other && j === 0);
+        if (left && x - 4 * r - w < u.bbox.left) left = false;
+        if (!left && x + 4 * r + w > u.bbox.left + u.bbox.width) left = true;
+        ctx.fillText(m[3], left ? x - 4 * r - w : x + 4 * r, u.bbox.top + (12 + 13 * j) * r);
       });
       ctx.restore();
     };
@@ -601,9 +734,16 @@ constexpr std::string_view kScript = R"JS(
       for (var b = 0; b < k.counts.length; b++) { xs.push((k.lo_ns + (b + 0.5) * k.bin_ns) / 1e3); ys.push(k.counts[b]); }
       var lo = k.lo_ns / 1e3, hi = (k.lo_ns + k.counts.length * k.bin_ns) / 1e3;
       new uPlot({
-        width: 530, height: 190, legend: { show: false },
+        width: Math.min(530, widthOf(box, 1120) - 10), height: 190, legend: { show: false },
         scales: { x: { time: false, range: [lo, hi] }, y: { range: function (u, a, m) { return [0, m * 1.15 || 1]; } } },
-        axes: [{ label: 'duration (us)' }, { label: 'instances', size: 50 }],
+        // Tick labels at least 70 px apart, in the unit of the range with
+        // trailing zeros trimmed: long decimals no longer run together.
+        axes: [{ label: 'duration', space: 70, values: function (u, splits) {
+                   var stp = splits.length > 1 ? (splits[1] - splits[0]) * 1e3 : 1, rng = (hi - lo) * 1e3;
+                   var labs = splits.map(function (v) { return fmtTick(v * 1e3, stp, rng); });
+                   plot.dataset.ticks = labs.join('|');
+                   return labs; } },
+               { label: 'instances', size: 50, space: 30 }],
         series: [{}, { label: 'instances', fill: 'rgba(60,120,200,0.6)', stroke: 'rgb(60,120,200)', paths: uPlot.paths.bars({ size: [1, 100], gap: 1 }), points: { show: false } }],
         hooks: { draw: [marks(k)] },
       }, [xs, ys], plot);
@@ -624,8 +764,9 @@ constexpr std::string_view kScript = R"JS(
       rows.forEach(function (r) {
         var row = el('tr');
         cols.forEach(function (c) {
-          var td = el('td', null, c[2] ? fmtNs(r[c[1]]) : String(r[c[1]]));
-          if (c[1] === 0) td.title = r[0];
+          var td;
+          if (c[1] === 0) { td = el('td'); var nm = el('div', 'name', r[0]); nm.title = r[0]; td.appendChild(nm); }
+          else td = el('td', null, c[2] ? fmtNs(r[c[1]]) : String(r[c[1]]));
           row.appendChild(td);
         });
         tbody.appendChild(row);
@@ -653,7 +794,9 @@ constexpr std::string_view kScript = R"JS(
     thead.appendChild(tr);
     table.appendChild(thead);
     table.appendChild(tbody);
-    box.appendChild(table);
+    var wrap = el('div', 'table-wrap');
+    wrap.appendChild(table);
+    box.appendChild(wrap);
     if (data.ops_total > rows.length) box.appendChild(el('p', 'more', rows.length + ' of ' + data.ops_total + ' rows (the ones with the most CPU or ' + dev + ' time); tprof table shows them all.'));
     sortBy(2);
     box.dataset.rows = String(rows.length);
@@ -678,14 +821,27 @@ constexpr std::string_view kScript = R"JS(
     };
   }
   var SEV = { critical: '#b3261e', warning: '#e8a317', info: '#3c78c8' };
-  function niceStep(x) {
-    var p = Math.pow(10, Math.floor(Math.log10(x))), m = x / p;
-    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+  // The Perfetto link for an event (start relative to the trace's first
+  // event, exact ns): the page's copy of perfetto_event_link (C++, which
+  // writes data.perfetto with src/base/url.h's perfetto_link): zoom to
+  // [ts - pad, ts + dur + pad], pad = max(dur, 5 us), inside the trace, and
+  // select the event. Absolute times in BigInt: they may pass 2^53.
+  function perfettoLink(relNs, durNs) {
+    var T = data.timeline;
+    if (!data.perfetto) return '';
+    var start = BigInt(T.start_ns_text), ts = start + BigInt(Math.round(relNs)), dur = BigInt(Math.round(durNs));
+    var pad = dur > BigInt(5000) ? dur : BigInt(5000), lo = ts - pad, hi = ts + dur + pad, end = start + BigInt(T.span_ns);
+    if (lo < start) lo = start;
+    if (hi > end) hi = end;
+    var s = data.perfetto;
+    if (lo < hi) s += '&visStart=' + lo + '&visEnd=' + hi;
+    return s + '&ts=' + ts + '&dur=' + dur;
   }
 
   // The timeline: lanes as rows, busy intervals as bars, a hand-written
   // canvas renderer (uPlot draws series over one y scale, not rows of
-  // rectangles). Times are in the data's units (unit_ns each).
+  // rectangles). Times are in the data's units (unit_ns each); nested
+  // events, steps and marks carry exact ns.
   function drawTimeline() {
     var box = document.getElementById('timeline'), T = data.timeline;
     if (!T.lanes.length) { box.appendChild(el('p', 'empty', 'No events on CPU threads or GPU streams.')); box.dataset.drawn = '0'; return; }
@@ -693,16 +849,26 @@ constexpr std::string_view kScript = R"JS(
     var lanes = T.lanes.map(function (l) {
       var iv = [], t = 0;
       for (var i = 0; i + 1 < l.iv.length; i += 2) { var a = t + l.iv[i], b = a + l.iv[i + 1]; iv.push(a, b); t = b; }
-      return { l: l, iv: iv };
+      return { l: l, iv: iv, nest: l.nest || [], depth: l.nest && l.nest.length ? l.max_depth + 1 : 0 };
     });
-    var LABEL = 190, ROW = 16, AXIS = 24, W = widthOf(box, 1120), H = AXIS + lanes.length * ROW + 6;
+    var LABEL = 190, ROW = 16, NROW = 13, AXIS = 24, W = widthOf(box, 1120);
     var bar = el('div', 'tl-bar'), reset = el('button', null, 'Reset zoom'), range = el('span');
     bar.appendChild(range); bar.appendChild(reset); box.appendChild(bar);
-    var c = makeCanvas(box, W, H), ctx = c.ctx, tip = tipFor(box);
-    var view = { lo: 0, hi: spanU }, drag = null;
+    var c = makeCanvas(box, W, AXIS + lanes.length * ROW + 6), ctx = c.ctx, tip = tipFor(box);
+    var pick = el('div', 'tl-pick'), pickText = el('span', null, 'Click an event to keep it here, with a link to it in Perfetto UI.'), pickLink = el('a');
+    pickLink.id = 'tl-perfetto'; pickLink.target = '_blank'; pickLink.rel = 'noopener'; pickLink.textContent = 'open in Perfetto UI at this event';
+    pickLink.style.display = 'none';
+    pick.appendChild(pickText); pick.appendChild(document.createTextNode(' ')); pick.appendChild(pickLink); box.appendChild(pick);
+    var view = { lo: 0, hi: spanU }, drag = null, tops = [], H = 0, groups = [];
     var plotW = W - LABEL - 8;
     function xOf(u) { return LABEL + (u - view.lo) / (view.hi - view.lo) * plotW; }
     function uOf(x) { return view.lo + (x - LABEL) / plotW * (view.hi - view.lo); }
+    function nested() { return (view.hi - view.lo) <= spanU / 4; }
+    function layout() {
+      var y = AXIS, open = nested();
+      tops = lanes.map(function (ln) { var t = y; y += ROW + (open ? ln.depth * NROW : 0); return t; });
+      return y + 6;
+    }
     function setView(lo, hi) {
       var minW = Math.min(spanU, 20);
       if (hi - lo < minW) { var m = (lo + hi) / 2; lo = m - minW / 2; hi = m + minW / 2; }
@@ -710,19 +876,42 @@ constexpr std::string_view kScript = R"JS(
       view = { lo: lo, hi: hi }; draw();
     }
     function draw() {
+      var h = layout();
+      if (h !== H) {
+        H = h; var r = window.devicePixelRatio || 1;
+        c.cv.height = Math.round(H * r); c.cv.style.height = H + 'px'; ctx.setTransform(r, 0, 0, r, 0, 0);
+      }
       ctx.clearRect(0, 0, W, H);
+      var rangeNs = (view.hi - view.lo) * U;
       range.textContent = 'showing ' + fmtNs(view.lo * U) + ' to ' + fmtNs(view.hi * U) + ' of ' + fmtNs(T.span_ns) + ' (from the first event)';
       ctx.font = '11px sans-serif'; ctx.textBaseline = 'middle';
-      var step = niceStep((view.hi - view.lo) * U / 8) / U;
+      // Steps: alternate shading and a dashed line at each boundary,
+      // numbered where there is room.
+      var lastLabel = -1e9;
+      T.steps.forEach(function (s, k) {
+        var a = s[0] / U, b = (s[0] + s[1]) / U;
+        if (b < view.lo || a > view.hi) return;
+        var x0 = Math.max(LABEL, xOf(a)), x1 = Math.min(W - 8, xOf(b));
+        if (k % 2 === 0) { ctx.fillStyle = 'rgba(60,120,200,0.05)'; ctx.fillRect(x0, AXIS, Math.max(0, x1 - x0), H - AXIS); }
+        ctx.strokeStyle = 'rgba(90,90,90,0.55)'; ctx.setLineDash([4, 3]);
+        [a, b].forEach(function (e) { if (e >= view.lo && e <= view.hi) { var ex = Math.round(xOf(e)) + 0.5; ctx.beginPath(); ctx.moveTo(ex, AXIS - 10); ctx.lineTo(ex, H); ctx.stroke(); } });
+        ctx.setLineDash([]);
+        var label = '#' + s[2], lx = Math.max(x0, xOf(a)) + 2;
+        if (lx - lastLabel > ctx.measureText(label).width + 6 && x1 - x0 > ctx.measureText(label).width + 4) { ctx.fillStyle = '#666'; ctx.fillText(label, lx, AXIS - 5); lastLabel = lx; }
+      });
+      var stepNs = niceStep(rangeNs / 8), step = stepNs / U, ticks = [];
       ctx.fillStyle = '#555'; ctx.strokeStyle = '#e4e4e4'; ctx.lineWidth = 1;
       for (var g = Math.ceil(view.lo / step) * step; g <= view.hi; g += step) {
-        var gx = Math.round(xOf(g)) + 0.5;
-        ctx.beginPath(); ctx.moveTo(gx, AXIS - 4); ctx.lineTo(gx, H); ctx.stroke();
-        ctx.fillText(fmtNs(g * U), gx + 3, 9);
+        var gx = Math.round(xOf(g)) + 0.5, lab = fmtTick(g * U, stepNs, rangeNs);
+        ctx.beginPath(); ctx.moveTo(gx, AXIS - 14); ctx.lineTo(gx, H); ctx.stroke();
+        if (gx + 3 + ctx.measureText(lab).width < W) { ctx.fillStyle = '#555'; ctx.fillText(lab, gx + 3, 7); }
+        ticks.push(lab);
       }
+      box.dataset.ticks = ticks.join('|');
+      var open = nested();
       lanes.forEach(function (ln, row) {
-        var y = AXIS + row * ROW;
-        if (row % 2) { ctx.fillStyle = 'rgba(0,0,0,0.03)'; ctx.fillRect(0, y, W, ROW); }
+        var y = tops[row], hgt = ROW + (open ? ln.depth * NROW : 0);
+        if (row % 2) { ctx.fillStyle = 'rgba(0,0,0,0.03)'; ctx.fillRect(0, y, W, hgt); }
         ctx.fillStyle = '#333';
         var label = ln.l.label + (ln.l.thread ? ' ' + ln.l.thread : '');
         ctx.save(); ctx.beginPath(); ctx.rect(0, y, LABEL - 6, ROW); ctx.clip();
@@ -736,56 +925,107 @@ constexpr std::string_view kScript = R"JS(
           lastX = Math.floor(x0);
           ctx.fillRect(x0, y + 3, x1 - x0, ROW - 6);
         }
+        if (!open) return;
+        ln.nest.forEach(function (e) {
+          var a = e[0] / U, b = (e[0] + e[1]) / U;
+          if (b < view.lo || a > view.hi) return;
+          var x0 = Math.max(LABEL, xOf(a)), x1 = Math.min(W - 8, xOf(b)), ny = y + ROW + e[3] * NROW;
+          if (x1 - x0 < 0.5) return;
+          ctx.fillStyle = 'hsl(' + (140 - 14 * (e[3] % 6)) + ',45%,' + (58 + 4 * (e[3] % 4)) + '%)';
+          ctx.fillRect(x0, ny, Math.max(x1 - x0 - 0.5, 0.5), NROW - 1);
+          if (x1 - x0 > 30) {
+            ctx.save(); ctx.beginPath(); ctx.rect(x0, ny, x1 - x0 - 2, NROW); ctx.clip();
+            ctx.fillStyle = '#1d1d1f'; ctx.font = '10px sans-serif'; ctx.fillText(T.names[e[2]], x0 + 2, ny + NROW / 2); ctx.font = '11px sans-serif'; ctx.restore();
+          }
+        });
       });
+      // Marks: those closer than 14 px on one row share one triangle
+      // labelled with every cause number ("1,3").
+      groups = [];
+      var byRow = {};
       T.marks.forEach(function (m, k) {
         var u = m.ts_ns / U;
         if (u < view.lo || u > view.hi) return;
-        var x = xOf(u), col = SEV[m.severity] || '#555';
-        var y0 = m.lane >= 0 ? AXIS + m.lane * ROW : AXIS, y1 = m.lane >= 0 ? y0 + ROW : H;
-        ctx.strokeStyle = col; ctx.fillStyle = col; ctx.lineWidth = 2;
-        ctx.beginPath(); ctx.moveTo(x, y0); ctx.lineTo(x, y1); ctx.stroke();
-        ctx.beginPath(); ctx.moveTo(x - 5, y0 - 1); ctx.lineTo(x + 5, y0 - 1); ctx.lineTo(x, y0 + 6); ctx.closePath(); ctx.fill();
-        ctx.fillText(String(m.cause + 1), x + 6, y0 + 4);
+        var x = xOf(u), key = String(m.lane), gs = byRow[key] || (byRow[key] = []), last = gs[gs.length - 1];
+        if (last && Math.abs(x - last.x) < 14) { last.ks.push(k); return; }
+        var grp = { x: x, lane: m.lane, ks: [k] };
+        gs.push(grp); groups.push(grp);
       });
+      groups.forEach(function (grp) {
+        var m = T.marks[grp.ks[0]], col = SEV[m.severity] || '#555';
+        var y0 = grp.lane >= 0 ? tops[grp.lane] : AXIS, y1 = grp.lane >= 0 ? y0 + ROW : H;
+        ctx.strokeStyle = col; ctx.fillStyle = col; ctx.lineWidth = 2;
+        ctx.beginPath(); ctx.moveTo(grp.x, y0); ctx.lineTo(grp.x, y1); ctx.stroke();
+        ctx.beginPath(); ctx.moveTo(grp.x - 5, y0 - 1); ctx.lineTo(grp.x + 5, y0 - 1); ctx.lineTo(grp.x, y0 + 6); ctx.closePath(); ctx.fill();
+        var text = grp.ks.map(function (k) { return String(T.marks[k].cause + 1); }).join(',');
+        ctx.fillStyle = 'rgba(255,255,255,0.85)'; ctx.fillRect(grp.x + 5, y0 - 1, ctx.measureText(text).width + 2, 11);
+        ctx.fillStyle = col; ctx.fillText(text, grp.x + 6, y0 + 4);
+        ctx.lineWidth = 1;
+      });
+      box.dataset.markGroups = String(groups.length);
       if (drag && Math.abs(drag.x1 - drag.x0) > 2) {
         ctx.fillStyle = 'rgba(60,120,200,0.15)';
         ctx.fillRect(Math.min(drag.x0, drag.x1), AXIS, Math.abs(drag.x1 - drag.x0), H - AXIS);
       }
     }
     function pos(ev) { var b = c.cv.getBoundingClientRect(); return { x: ev.clientX - b.left, y: ev.clientY - b.top }; }
-    function hover(p) {
-      if (p.x < LABEL) { tip.hide(); return; }
-      var row = Math.floor((p.y - AXIS) / ROW), u = uOf(p.x), tol = 5 / plotW * (view.hi - view.lo);
-      for (var k = 0; k < T.marks.length; k++) {
-        var m = T.marks[k];
-        if ((m.lane === row || m.lane < 0) && Math.abs(m.ts_ns / U - u) <= tol) {
-          tip.show('cause ' + (m.cause + 1) + ' (' + m.severity + '): ' + m.title + '\nlook at: ' + m.name + '\n' + m.lane_label + ' at ' + fmtNs(m.ts_ns) + ', ' + fmtNs(m.dur_ns), p.x, p.y);
-          return;
+    // What is under the pointer: {text, rel, dur} (rel, dur in exact ns when known).
+    function under(p) {
+      if (p.x < LABEL || p.y < AXIS) return null;
+      var row = -1;
+      for (var r = 0; r < tops.length; r++) if (p.y >= tops[r]) row = r;
+      var u = uOf(p.x), tol = 5 / plotW * (view.hi - view.lo);
+      for (var gi = 0; gi < groups.length; gi++) {
+        var grp = groups[gi];
+        if ((grp.lane === row || grp.lane < 0) && Math.abs(grp.x - p.x) <= 6 && (grp.lane < 0 || p.y < tops[row] + ROW)) {
+          var lines = grp.ks.map(function (k) { var m = T.marks[k]; return 'cause ' + (m.cause + 1) + ' (' + m.severity + '): ' + m.title + '\nlook at: ' + m.name + '\n' + m.lane_label + ' at ' + fmtNs(m.ts_ns) + ', ' + fmtNs(m.dur_ns); });
+          var m0 = T.marks[grp.ks[0]];
+          return { text: lines.join('\n'), rel: m0.ts_ns, dur: m0.dur_ns, name: m0.name };
         }
       }
       var ln = lanes[row];
-      if (!ln) { tip.hide(); return; }
+      if (!ln) return null;
+      var base = ln.l.label + (ln.l.thread ? ' (' + ln.l.thread + ')' : '');
+      var dy = p.y - tops[row] - ROW;
+      if (nested() && dy >= 0) {
+        var depth = Math.floor(dy / NROW), hit = null;
+        ln.nest.forEach(function (e) { if (e[3] === depth && e[0] / U <= u + tol && u - tol <= (e[0] + e[1]) / U && (!hit || e[1] < hit[1])) hit = e; });
+        if (!hit) return null;
+        return { text: T.names[hit[2]] + '\n' + fmtNs(hit[1]) + ' at ' + fmtNs(hit[0]) + ', depth ' + hit[3] + '\n' + base, rel: hit[0], dur: hit[1], name: T.names[hit[2]] };
+      }
       var best = null;
       ln.l.top.forEach(function (e) { if (e[0] <= u + tol && u - tol <= e[0] + e[1] && (!best || e[1] < best[1])) best = e; });
-      var iv = ln.iv, hit = -1, lo = 0, hi = iv.length / 2 - 1;
-      while (lo <= hi) { var mid = (lo + hi) >> 1; if (iv[2 * mid + 1] < u - tol) lo = mid + 1; else if (iv[2 * mid] > u + tol) hi = mid - 1; else { hit = mid; break; } }
-      var text = ln.l.label + (ln.l.thread ? ' (' + ln.l.thread + ')' : '') + ': ' + ln.l.events + ' events, busy ' + fmtNs(ln.l.busy_ns);
-      if (best) text += '\n' + T.names[best[2]] + ': ' + fmtNs(best[1] * U) + ' at ' + fmtNs(best[0] * U);
-      if (hit >= 0) text += '\nbusy ' + fmtNs(iv[2 * hit] * U) + ' to ' + fmtNs(iv[2 * hit + 1] * U);
-      tip.show(text, p.x, p.y);
+      var iv = ln.iv, hitI = -1, lo = 0, hi = iv.length / 2 - 1;
+      while (lo <= hi) { var mid = (lo + hi) >> 1; if (iv[2 * mid + 1] < u - tol) lo = mid + 1; else if (iv[2 * mid] > u + tol) hi = mid - 1; else { hitI = mid; break; } }
+      var text = base + ': ' + ln.l.events + ' events, busy ' + fmtNs(ln.l.busy_ns);
+      if (best) text += '\n' + T.names[best[2]] + ': ' + fmtNs(best[4]) + ' at ' + fmtNs(best[3]);
+      if (hitI >= 0) text += '\nbusy ' + fmtNs(iv[2 * hitI] * U) + ' to ' + fmtNs(iv[2 * hitI + 1] * U);
+      return best ? { text: text, rel: best[3], dur: best[4], name: T.names[best[2]] } : { text: text };
+    }
+    function hover(p) {
+      var h = under(p);
+      if (!h) { tip.hide(); return; }
+      tip.show(h.text + (h.rel != null && data.perfetto ? '\n(click to keep it below, with its Perfetto link)' : ''), p.x, p.y);
     }
     c.cv.addEventListener('wheel', function (ev) {
       ev.preventDefault();
       var p = pos(ev), u = uOf(Math.max(LABEL, p.x)), f = ev.deltaY < 0 ? 0.8 : 1.25;
       setView(u - (u - view.lo) * f, u + (view.hi - u) * f);
     }, { passive: false });
-    c.cv.addEventListener('mousedown', function (ev) { var p = pos(ev); if (p.x >= LABEL) drag = { x0: p.x, x1: p.x }; });
+    c.cv.addEventListener('mousedown', function (ev) { var p = pos(ev); if (p.x >= LABEL) drag = { x0: p.x, x1: p.x, y: p.y }; });
     c.cv.addEventListener('mousemove', function (ev) { var p = pos(ev); if (drag) { drag.x1 = Math.max(LABEL, Math.min(W - 8, p.x)); draw(); } hover(p); });
     c.cv.addEventListener('mouseleave', function () { tip.hide(); });
     window.addEventListener('mouseup', function () {
       if (!drag) return;
       var d = drag; drag = null;
-      if (Math.abs(d.x1 - d.x0) > 4) setView(uOf(Math.min(d.x0, d.x1)), uOf(Math.max(d.x0, d.x1))); else draw();
+      if (Math.abs(d.x1 - d.x0) > 4) { setView(uOf(Math.min(d.x0, d.x1)), uOf(Math.max(d.x0, d.x1))); return; }
+      draw();
+      var h = under({ x: d.x0, y: d.y });
+      if (!h || h.rel == null) return;
+      pickText.textContent = h.name + ': ' + fmtNs(h.dur) + ' at ' + fmtNs(h.rel) + ' from the first event.';
+      var link = perfettoLink(h.rel, h.dur);
+      pickLink.style.display = link ? '' : 'none';
+      if (link) pickLink.href = link;
     });
     c.cv.addEventListener('dblclick', function () { setView(0, spanU); });
     reset.addEventListener('click', function () { setView(0, spanU); });
@@ -797,6 +1037,8 @@ constexpr std::string_view kScript = R"JS(
         sev.style.color = SEV[m.severity] || '#555';
         li.appendChild(sev);
         li.appendChild(document.createTextNode((m.cause + 1) + '. ' + m.title + ': ' + m.name + ' (' + m.lane_label + ', ' + fmtNs(m.ts_ns) + ')'));
+        var link = perfettoLink(m.ts_ns, m.dur_ns);
+        if (link) li.dataset.perfetto = link;
         li.addEventListener('click', function () { var u = m.ts_ns / U, w = Math.max(m.dur_ns / U * 6, spanU / 200); setView(u - w / 2, u + w / 2); });
         list.appendChild(li);
       });
@@ -875,6 +1117,9 @@ constexpr std::string_view kScript = R"JS(
   [drawSteps, drawKernels, drawTable, drawTimeline, drawFlame].forEach(function (f) {
     try { f(); } catch (e) { fail(f.name + ': ' + (e && e.stack ? e.stack : e)); }
   });
+  // What the tests compare: the page must never be wider than its window.
+  body.dataset.scrollWidth = String(document.documentElement.scrollWidth);
+  body.dataset.windowWidth = String(window.innerWidth);
   body.dataset.rendered = '1';
 })();
 )JS";
@@ -896,7 +1141,8 @@ std::string render_page(const Trace& trace, const HtmlReportOptions& options, co
   const internal::Timeline timeline = internal::build_timeline(c, d, options);
   const internal::FlameTree flame = internal::build_flame_tree(c, options);
   const internal::KernelNames names(trace);
-  const std::string json = report_json(trace, c, d, hists, timeline, flame, cmp, options, names);
+  const internal::StepBars bars = internal::build_step_bars(c, d, options);
+  const std::string json = report_json(trace, c, d, hists, timeline, flame, bars, cmp, options, names);
 
   const std::string name = options.trace_file_name.empty() ? std::string("trace") : options.trace_file_name;
   std::string o;
@@ -913,8 +1159,7 @@ std::string render_page(const Trace& trace, const HtmlReportOptions& options, co
        " of trace, " + std::to_string(d.steps.size()) + " steps, " + std::to_string(ks.kernels.size()) +
        " device activity names.</p>\n";
   if (!options.trace_file_name.empty()) {
-    o += "<p><a id=\"perfetto-link\" href=\"" + html_escape(std::string(kPerfettoPrefix) +
-                                                             url_path_encode(options.trace_file_name)) +
+    o += "<p><a id=\"perfetto-link\" href=\"" + html_escape(internal::perfetto_link(served_trace_url(options))) +
          "\" target=\"_blank\" rel=\"noopener\">Open the trace in Perfetto UI</a> (works while <code>tprof serve "
          "DIR</code> serves the trace's folder on 127.0.0.1:9001; serve is a separate command).</p>\n";
   }
@@ -922,24 +1167,38 @@ std::string render_page(const Trace& trace, const HtmlReportOptions& options, co
   if (cmp != nullptr) append_compare_html(&o, *cmp, options);
   append_verdict_html(&o, trace, d, names);
 
-  const std::size_t steps_drawn = std::min(d.steps.size(), options.max_steps);
-  o += "<section>\n<h2>Steps: CPU busy, GPU busy, GPU idle</h2>\n";
-  o += "<p>One bar per ProfilerStep: its height is the step's duration, split into GPU busy and GPU idle; the line is "
-       "the CPU busy time of the step's thread (docs/steps.md).";
+  const std::size_t steps_drawn = bars.steps.size();
+  o += "<section id=\"where\">\n<h2>Where the step went</h2>\n<p>";
+  if (bars.device) {
+    o += "One bar per ProfilerStep, as tall as the step: the GPU's time in it split into compute, communication and "
+         "copies not hidden behind compute, and the GPU's idle time by what it waited on. The hatched part above a bar "
+         "is the queue: how long the device work the step launched ran on after the step ended on the host. The black "
+         "tick is the CPU busy time of the step's thread.";
+  } else {
+    o += "One bar per ProfilerStep, as tall as the step: the time the step's thread was busy in recorded events "
+         "(ops, annotations, Python functions) and the rest. The dashed tick is the time any CPU thread was busy in "
+         "the step (work handed to other threads shows there).";
+  }
+  o += " Hover a bar for its numbers.";
   if (d.steps.size() > steps_drawn) o += " The first " + std::to_string(steps_drawn) + " steps are drawn.";
   o += "</p>\n<div id=\"steps-chart\" data-steps=\"" + std::to_string(steps_drawn) + "\"></div>\n</section>\n";
 
-  append_causes_html(&o, trace, d, names, options);
+  append_causes_html(&o, trace, c, d, names, options);
 
   o += "<section>\n<h2>Timeline</h2>\n<p>" + std::to_string(timeline.lanes.size()) + " of " +
        std::to_string(timeline.lanes_total) +
        " lanes (CPU threads, then GPU streams); a bar is busy time, gaps shorter than about 1/" +
        std::to_string(options.timeline_resolution) +
-       " of the trace merged. Triangles mark the events the root causes point at. Wheel to zoom, drag to zoom into a "
-       "range, double-click to reset; hover for names.</p>\n";
+       " of the trace merged; dashed lines are step boundaries. Triangles mark the events the root causes point at "
+       "(numbered as the causes; close ones share a triangle). Wheel to zoom, drag to zoom into a range, double-click "
+       "to reset. Zoomed in to a quarter of the trace or less, the CPU lanes open into their op nesting (the " +
+       std::to_string(options.max_lane_nested_events) +
+       " longest events of each lane, for the tooltips and Perfetto). Hover for names; click an event to keep it "
+       "below with a link that opens the trace in Perfetto UI at that event.</p>\n";
   o += "<div id=\"timeline\" data-lanes=\"" + std::to_string(timeline.lanes.size()) + "\" data-intervals=\"" +
        std::to_string(timeline.interval_count()) + "\" data-marks=\"" + std::to_string(timeline.marks.size()) +
-       "\"></div>\n</section>\n";
+       "\" data-steps=\"" + std::to_string(timeline.steps.size()) + "\" data-nested=\"" +
+       std::to_string(timeline.nested_count()) + "\"></div>\n</section>\n";
 
   o += "<section>\n<h2>CPU flame graph (host op tree)</h2>\n<p>Ops and record_function annotations nested per "
        "thread, merged by call path; width is total time. Nodes under " +

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/analyze/diagnose_context.h"
@@ -23,6 +24,14 @@ struct TimelineEvent {
   std::string name;
 };
 
+// A host event with its depth in its lane's call stack (0: outermost).
+struct NestedEvent {
+  std::int64_t start_ns = 0;  // relative to Timeline::start_ns, exact
+  std::int64_t dur_ns = 0;
+  int depth = 0;
+  std::string name;
+};
+
 struct TimelineLane {
   std::string label;  // lane_label(): "cpu pid 1 tid 2", "gpu 0 stream 7"
   std::string thread_name;
@@ -33,6 +42,18 @@ struct TimelineLane {
   // [start, end) relative to Timeline::start_ns, by start, disjoint.
   std::vector<std::pair<std::int64_t, std::int64_t>> intervals;
   std::vector<TimelineEvent> top;  // the longest events, longest first
+  // CPU lanes: the longest host events with their depth, by start (bounded
+  // by the options' max_*nested_events and max_nest_depth).
+  std::vector<NestedEvent> nested;
+  int max_depth = -1;  // the deepest nesting in `nested`; -1: none
+};
+
+// A ProfilerStep on the timeline: [start, start + dur) relative to
+// Timeline::start_ns.
+struct TimelineStep {
+  std::int64_t step = -1;
+  std::int64_t start_ns = 0;
+  std::int64_t dur_ns = 0;
 };
 
 struct TimelineMark {
@@ -49,6 +70,8 @@ struct Timeline {
   std::size_t lanes_total = 0;  // CPU and GPU lanes with events, drawn or not
   std::vector<TimelineLane> lanes;  // CPU lanes, then GPU lanes
   std::vector<TimelineMark> marks;
+  std::vector<TimelineStep> steps;  // the first max_steps steps, by start
+  std::size_t nested_count() const;
   std::size_t interval_count() const;
 };
 
@@ -76,6 +99,49 @@ struct FlameTree {
 // least `flame_min_fraction` of the root's time, at most `max_flame_nodes`,
 // the largest first (a parent always before its children).
 FlameTree build_flame_tree(const DiagnoseContext& c, const HtmlReportOptions& options);
+
+// Where each step's time went (docs/report.md, "Where the step went"):
+// parts that sum to the step's duration exactly, and how far the device
+// work it launched runs past its end.
+//
+// With device activity the parts are TraceLens' split of the device's busy
+// time inside the step (computation: kernels and memsets that are not
+// communication; exposed communication: communication not overlapped by
+// computation; exposed copies: memcpy overlapped by neither), then the
+// device's idle time in the step by IdleCause (StepVerdict::idle_by_cause).
+// Without device activity: the step thread's busy time (tprof steps' CPU
+// busy) and the rest of the step.
+struct StepBar {
+  std::int64_t step = -1;
+  std::int64_t start_ns = 0;  // absolute
+  std::int64_t dur_ns = 0;    // the ProfilerStep's span
+  std::vector<std::int64_t> parts;  // by StepBars::keys; sums to dur_ns
+  // The end of the device work the step launched (kernels, copies, memsets
+  // whose launch call ran in it, wherever they ran), absolute; 0 without.
+  std::int64_t work_end_ns = 0;
+  // work_end_ns − the step's end, when positive: the queue depth (how far
+  // the device runs behind the host), 0 when the work ended in the step.
+  std::int64_t lag_ns = 0;
+  std::int64_t cpu_busy_ns = 0;      // the step's thread (tprof steps' CPU busy)
+  std::int64_t cpu_any_busy_ns = 0;  // any CPU thread (host events, not ProfilerStep#N itself)
+  std::string verdict;
+};
+
+struct StepBars {
+  bool device = false;
+  std::vector<std::string> keys;    // stable ids: "compute", "exposed_comm", "idle_launching", ...
+  std::vector<std::string> labels;  // the same in plain words, for the page
+  std::vector<StepBar> steps;       // the first max_steps steps
+};
+
+StepBars build_step_bars(const DiagnoseContext& c, const Diagnosis& d, const HtmlReportOptions& options);
+
+// The plain-words label of an idle cause on the page ("waiting on the host
+// to launch", ...).
+std::string_view idle_cause_label(IdleCause cause);
+
+// "steps": {...} member of the page's data.
+void write_step_bars_json(JsonWriter& w, const StepBars& b);
 
 // "timeline": {...} and "flame": {...} members of the page's data
 // (docs/report.md, "The data").

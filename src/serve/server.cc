@@ -23,6 +23,7 @@
 #include <system_error>
 #include <unordered_map>
 
+#include "src/base/url.h"
 #include "tprof/diagnose.h"
 #include "tprof/read.h"
 
@@ -273,23 +274,7 @@ DecodedPath decode_request_path(std::string_view path) {
   return out;
 }
 
-std::string percent_encode_path(std::string_view rel_path) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char c : rel_path) {
-    const auto u = static_cast<unsigned char>(c);
-    const bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-                      c == '.' || c == '_' || c == '~' || c == '/';
-    if (keep) {
-      out.push_back(c);
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[u >> 4]);
-      out.push_back(kHex[u & 15]);
-    }
-  }
-  return out;
-}
+std::string percent_encode_path(std::string_view rel_path) { return internal::percent_encode(rel_path, true); }
 
 bool is_trace_name(std::string_view name) { return ends_with(name, ".json") || ends_with(name, ".json.gz"); }
 
@@ -481,17 +466,8 @@ TraceServer::~TraceServer() {
 }
 
 std::string TraceServer::perfetto_link(const ServedTrace& trace) const {
-  // Perfetto UI decodes its route arguments once, so a '%' of the encoded
-  // path is itself encoded; every other byte is already safe in the fragment.
-  std::string link = "https://ui.perfetto.dev/#!/?url=" + base_url_;
-  for (const char c : trace.url_path) {
-    if (c == '%') {
-      link += "%25";
-    } else {
-      link.push_back(c);
-    }
-  }
-  return link;
+  // The one Perfetto link builder (src/base/url.h), as tprof report's.
+  return internal::perfetto_link(base_url_ + trace.url_path);
 }
 
 void TraceServer::stop() noexcept {

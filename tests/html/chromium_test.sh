@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Opens tprof report's page in headless Chromium (offline, file://) and checks
-# that its scripts ran: body[data-rendered="1"], no body[data-errors], no
-# uncaught errors on the console, one chart per step / kernel as the page
-# announces them, the timeline's lanes and the flame graph's nodes drawn,
-# and a screenshot that is not blank. With TRACE_B the page is
-# `tprof report TRACE TRACE_B` (B against A; STEPS and KERNELS are B's) and
-# must carry the compare section.
+# Opens tprof report's page in headless Chromium (offline, file://, a
+# 1200x900 window) and checks that its scripts ran: body[data-rendered="1"],
+# no body[data-errors], no uncaught errors on the console, the page no wider
+# than its window (body[data-scroll-width] <= body[data-window-width]), one
+# chart per step / kernel as the page announces them, every step's stacked
+# bar summing to the step, the timeline's lanes and the flame graph's nodes
+# drawn, tick labels in sensible units, the JavaScript Perfetto links equal
+# to the C++ ones, and a screenshot that is not blank. With TRACE_B the page
+# is `tprof report TRACE TRACE_B` (B against A; STEPS and KERNELS are B's)
+# and must carry the compare section.
 #   chromium_test.sh TPROF_BIN TRACE WORKDIR STEPS KERNELS [TRACE_B]
+#   QUEUE_GROWS=1: the steps' queue (data-lag-ns) grows from step to step
+#   CPU_BUSY=1: every step shows CPU busy time (a CPU-only trace)
+#   chromium_test.sh TPROF_BIN sweep:MATMUL_ADD WORKDIR SIZES
+#     tprof sweep's page (sizes like 16,64,256): drawn, no dates on its x
+#     axis (the sizes themselves), no wider than its window.
 # Exits 77 (CTest's SKIP_RETURN_CODE) when Chromium is not installed.
 set -uo pipefail
-tprof="$1" trace="$2" work="$3" want_steps="$4" want_kernels="$5" trace_b="${6:-}"
+tprof="$1" trace="$2" work="$3" want_steps="$4" want_kernels="${5:-}" trace_b="${6:-}"
 fail() { echo "FAIL: $*"; exit 1; }
 
 browser=""
@@ -22,7 +30,17 @@ if [[ -z "$browser" ]]; then
 fi
 
 rm -rf "$work" && mkdir -p "$work"
-"$tprof" -q report "$trace" ${trace_b:+"$trace_b"} -o "$work/report.html" 2>"$work/tprof.err" || fail "tprof report: $(cat "$work/tprof.err")"
+if [[ "$trace" == sweep:* && ! -x "${trace#sweep:}" ]]; then
+  echo "SKIPPED: ${trace#sweep:} not built (examples/matmul_add needs OpenBLAS): no sweep page"
+  exit 0
+fi
+if [[ "$trace" == sweep:* ]]; then
+  "$tprof" -q sweep --program "${trace#sweep:}" --sizes "$want_steps" --steps 2 --html "$work/report.html" \
+    >"$work/sweep.txt" 2>"$work/tprof.err" || fail "tprof sweep: $(cat "$work/tprof.err")"
+else
+  "$tprof" -q report "$trace" ${trace_b:+"$trace_b"} -o "$work/report.html" 2>"$work/tprof.err" \
+    || fail "tprof report: $(cat "$work/tprof.err")"
+fi
 
 profile="$(mktemp -d)"
 trap 'rm -rf "$profile"' EXIT
@@ -30,7 +48,7 @@ trap 'rm -rf "$profile"' EXIT
 # the network is off, so a page that fetched anything would fail to draw.
 flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
        --disable-component-update --disable-sync --user-data-dir="$profile" --virtual-time-budget=5000
-       --enable-logging=stderr --v=0)
+       --enable-logging=stderr --v=0 --window-size=1200,900)
 url="file://$work/report.html"
 
 timeout 120 "$browser" "${flags[@]}" --dump-dom "$url" >"$work/dom.html" 2>"$work/chromium.log"
@@ -44,8 +62,34 @@ echo "body: $body"
 if grep -E 'CONSOLE.*(Uncaught|Error)|Uncaught ' "$work/chromium.log"; then fail "errors on the console"; fi
 
 attr() {  # attr ID NAME: the attribute NAME of the element with id ID in the DOM
-  grep -o "<[a-z]* id=\"$1\"[^>]*>" "$work/dom.html" | head -1 | grep -o "$2=\"[^\"]*\"" | cut -d'"' -f2
+  grep -o "<[a-z]* id=\"$1\"[^>]*>" "$work/dom.html" | head -1 | grep -o " $2=\"[^\"]*\"" | cut -d'"' -f2
 }
+battr() { grep -o " $1=\"[^\"]*\"" <<<"$body" | cut -d'"' -f2; }
+scroll_w="$(battr data-scroll-width)" window_w="$(battr data-window-width)"
+echo "page width $scroll_w in a window of $window_w"
+[[ -n "$scroll_w" && -n "$window_w" ]] || fail "no data-scroll-width / data-window-width on body"
+(( scroll_w <= window_w )) || fail "the page is wider ($scroll_w px) than its window ($window_w px)"
+
+shoot() {  # a 1200x900 screenshot that is not blank
+  timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --screenshot="$work/report.png" "$url" \
+    >/dev/null 2>"$work/chromium-shot.log"
+  local rc=$?
+  [[ $rc == 0 && -s "$work/report.png" ]] || { tail -20 "$work/chromium-shot.log"; fail "no screenshot (exit $rc)"; }
+  read -r w h nonwhite colors < <(python3 "$(dirname "$0")/png_stats.py" "$work/report.png") || fail "cannot read the screenshot"
+  echo "screenshot $work/report.png: ${w}x${h}, non-white fraction $nonwhite, $colors colours"
+  python3 -c "import sys; sys.exit(0 if float('$nonwhite') > 0.03 and int('$colors') > 50 else 1)" \
+    || fail "the screenshot looks blank"
+}
+
+if [[ "$trace" == sweep:* ]]; then
+  xticks="$(attr sweep-chart data-xticks)"
+  echo "sweep chart: drawn $(attr sweep-chart data-drawn), x ticks $xticks"
+  [[ "$(attr sweep-chart data-drawn)" == "$(attr sweep-chart data-points)" ]] || fail "sweep chart not drawn"
+  [[ "$xticks" == "${want_steps//,/|}" ]] || fail "sweep x axis labels '$xticks', want the sizes ${want_steps}"
+  shoot
+  echo "OK: headless Chromium drew tprof sweep's page"
+  exit 0
+fi
 steps="$(attr steps-chart data-steps)" drawn_steps="$(attr steps-chart data-drawn)"
 kernels="$(attr kernels-chart data-kernels)" drawn_kernels="$(attr kernels-chart data-drawn)"
 rows="$(attr ops-table data-rows)"
@@ -55,9 +99,44 @@ echo "steps $steps (drawn $drawn_steps), kernels $kernels (drawn $drawn_kernels)
 hists=$(grep -o 'class="kernel-hist"' "$work/dom.html" | wc -l)
 plots=$(grep -o 'class="uplot' "$work/dom.html" | wc -l)
 [[ $hists == "$want_kernels" ]] || fail "$hists kernel histograms in the DOM, want $want_kernels"
-[[ $plots == $((want_kernels + 1)) ]] || fail "$plots uPlot charts in the DOM, want $((want_kernels + 1))"
+[[ $plots == "$want_kernels" ]] || fail "$plots uPlot charts in the DOM, want $want_kernels"
 [[ -n "$rows" && "$rows" -gt 0 ]] || fail "op table has no rows"
 [[ $(grep -o '<tr>' "$work/dom.html" | wc -l) -gt "$rows" ]] || fail "op table rows missing from the DOM"
+
+# Where the step went: one bar per step whose parts sum to the step (the
+# data are integer ns: within 1 us of rounding), the queue and CPU busy.
+python3 - "$work/dom.html" "$want_steps" "${QUEUE_GROWS:-0}" "${CPU_BUSY:-0}" <<'PY' || fail "step bars"
+import re, sys
+dom, want, queue, cpu = open(sys.argv[1]).read(), int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1"
+bars = [dict(re.findall(r'data-([a-z-]+)="(-?\d+)"', b)) for b in re.findall(r'<i class="step-bar"[^>]*>', dom)]
+print("step bars:", len(bars), "lags (us):", [int(b["lag-ns"]) // 1000 for b in bars])
+if len(bars) != want: sys.exit(f"{len(bars)} step bars, want {want}")
+for b in bars:
+    if abs(int(b["sum-ns"]) - int(b["dur-ns"])) > 1000:
+        sys.exit(f"step {b['step']}: parts sum to {b['sum-ns']} ns, the step is {b['dur-ns']} ns")
+lags = [int(b["lag-ns"]) for b in bars]
+if queue and not (all(b > a for a, b in zip(lags, lags[1:])) and lags[0] > 0):
+    sys.exit(f"the queue does not grow from step to step: {lags}")
+if cpu and not all(int(b["cpu-busy-ns"]) > 0 for b in bars):
+    sys.exit("a step shows no CPU busy time")
+PY
+# Ticks: the unit follows the visible range ("250 us", "1.5 ms"): no
+# trailing zeros, never 1000 or more of a unit.
+for id in steps-chart timeline; do
+  ticks="$(attr "$id" data-ticks)"
+  echo "$id ticks: $ticks"
+  [[ -n "$ticks" ]] || fail "$id: no data-ticks"
+  if tr '|' '\n' <<<"$ticks" | grep -Ev '^-?(0|[1-9][0-9]{0,2})(\.[0-9]*[1-9])? (s|ms|us|ns)$'; then
+    fail "$id: tick labels out of form"
+  fi
+done
+# The script's Perfetto links are the C++ ones (src/base/url.h): the first
+# mark's equals the first cause's "open in Perfetto UI" link.
+first_cause_link="$(grep -o '<a class="perfetto" href="[^"]*"' "$work/dom.html" | head -1 | cut -d'"' -f4)"
+first_mark_link="$(grep -o '<li data-perfetto="[^"]*"' "$work/dom.html" | head -1 | cut -d'"' -f2)"
+echo "perfetto link: $first_mark_link"
+[[ -z "$first_cause_link$first_mark_link" || "$first_cause_link" == "$first_mark_link" ]] \
+  || fail "the page's Perfetto link ($first_mark_link) differs from the C++ one ($first_cause_link)"
 
 lanes="$(attr timeline data-lanes)" drawn_lanes="$(attr timeline data-drawn)"
 intervals="$(attr timeline data-intervals)" marks="$(attr timeline data-marks)"
@@ -76,12 +155,5 @@ else
   [[ -z "$(attr compare data-compare)" ]] || fail "one trace, yet a compare section"
 fi
 
-timeout 120 "$browser" "${flags[@]}" --screenshot="$work/report.png" --window-size=1200,900 "$url" \
-  >/dev/null 2>"$work/chromium-shot.log"
-rc=$?
-[[ $rc == 0 && -s "$work/report.png" ]] || { tail -20 "$work/chromium-shot.log"; fail "no screenshot (exit $rc)"; }
-read -r w h nonwhite colors < <(python3 "$(dirname "$0")/png_stats.py" "$work/report.png") || fail "cannot read the screenshot"
-echo "screenshot $work/report.png: ${w}x${h}, non-white fraction $nonwhite, $colors colours"
-python3 -c "import sys; sys.exit(0 if float('$nonwhite') > 0.03 and int('$colors') > 50 else 1)" \
-  || fail "the screenshot looks blank"
+shoot
 echo "OK: headless Chromium ($("$browser" --version 2>/dev/null | head -1)) drew the report"
