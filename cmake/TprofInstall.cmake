@@ -45,7 +45,7 @@ endif()
 # (${pcfiledir}), so `cmake --install --prefix X` and the .deb both work.
 file(RELATIVE_PATH TPROF_PC_PREFIX_FROM_PCDIR /_root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /_root)
 string(REGEX REPLACE "/$" "" TPROF_PC_PREFIX_FROM_PCDIR "${TPROF_PC_PREFIX_FROM_PCDIR}")
-foreach(_pc tprof tprof-capture)
+foreach(_pc tprof tprof-capture tprof-tables)
   configure_file(${PROJECT_SOURCE_DIR}/cmake/${_pc}.pc.in ${PROJECT_BINARY_DIR}/${_pc}.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/${_pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
 endforeach()

@@ -3,14 +3,15 @@
 #   scripts/setup.sh            build dependencies
 #   scripts/setup.sh --test     + what the test suite uses (python3-torch for the
 #                                 real-PyTorch integration test, chromium for the
-#                                 headless test of tprof report's page; optional)
+#                                 headless test of tprof report's page, clang for
+#                                 the strict-flags consumer test; optional)
 # Nothing is downloaded at build time; apt is the only source.
 set -euo pipefail
 
 BUILD_PKGS=(cmake ninja-build g++ make pkg-config git
             libsimdjson-dev libcli11-dev libdeflate-dev zlib1g-dev
             libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev)
-TEST_PKGS=(python3 python3-torch chromium)
+TEST_PKGS=(python3 python3-torch chromium clang)
 
 want=("${BUILD_PKGS[@]}")
 optional=()

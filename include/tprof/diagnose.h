@@ -264,7 +264,7 @@ struct Diagnosis {
 
 struct DiagnoseOptions {
   // Run only these rule ids (empty: all).
-  std::vector<std::string> only;
+  std::vector<std::string> only{};
 };
 
 // Runs every rule. Never fails: a trace without steps or device activity

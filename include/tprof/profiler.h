@@ -11,7 +11,7 @@
 //   }
 //   TPROF_TRY(prof.stop());
 //   TPROF_TRY(prof.export_chrome_trace("trace.json"));
-//   // With tprof/profiler_tables.h (target tprof::tprof), as in torch:
+//   // With tprof/profiler_tables.h (target tprof::profiler_tables, C++17; or tprof::tprof), as in torch:
 //   std::cout << *prof.key_averages().table({.sort_by = "cpu_time_total", .row_limit = 15});
 //
 // The schedule follows torch's action table exactly (docs/torch-table-semantics.md
@@ -22,7 +22,7 @@
 // Layering: this header and the target tprof::capture need only tprof::trace
 // and tprof::base, and compile as C++17. key_averages() and events() are
 // declared here (so prof.key_averages() reads as in torch) and defined one
-// layer up, in tprof::tprof (src/profiler_tables/), with the KeyAverages
+// layer up, in tprof::profiler_tables (src/profiler_tables/), with the KeyAverages
 // type in tprof/profiler_tables.h.
 //
 // Thread-safety: start/step/stop/export are called from one thread (the
@@ -110,8 +110,8 @@ TraceHandler tensorboard_trace_handler(std::string dir, std::string worker = {},
 
 struct ProfilerOptions {
   std::vector<Activity> activities = {Activity::kCpu};
-  Schedule schedule;  // unset: every step records; the trace is ready at stop()
-  TraceHandler on_trace_ready;
+  Schedule schedule{};  // unset: every step records; the trace is ready at stop()
+  TraceHandler on_trace_ready{};
   bool record_shapes = false;
   bool profile_memory = false;
   // Records each thread's buffer holds per window (32 bytes each); more are
@@ -165,7 +165,8 @@ class Profiler {
   const Trace& trace() const { return *trace_; }
   // torch's key_averages() and events() over the last window's trace.
   // Defined in tprof::tprof, not tprof::capture: include
-  // tprof/profiler_tables.h (or tprof/tprof.h) and link tprof::tprof.
+  // tprof/profiler_tables.h (or tprof/tprof.h) and link tprof::profiler_tables
+  // (C++17; pkg-config tprof-tables) or tprof::tprof.
   KeyAverages key_averages(bool group_by_input_shape = false, int group_by_stack_n = 0) const;
   // prof.events(): one row per event.
   KeyAverages events() const;

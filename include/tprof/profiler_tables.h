@@ -8,10 +8,14 @@
 //
 // This is the layer above capture and report (docs/architecture.md): the
 // capture library (tprof::capture) records and writes traces and knows
-// nothing of tables; this header's functions live in tprof::tprof, which
-// links capture, analyze and report. Requires C++20, like the analyzer's
-// headers (the capture headers alone compile as C++17).
+// nothing of tables; this header's functions live in tprof::profiler_tables
+// (pkg-config tprof-tables), which links capture, analyze and report, and
+// compiles as C++17 like the capture headers. tprof::tprof includes it.
 #pragma once
+
+#if !defined(TPROF_HAS_TABLES)
+#error "tprof/profiler_tables.h: prof.key_averages().table() lives in tprof::profiler_tables, not tprof::capture: link tprof::profiler_tables or tprof::tprof (CMake), or use pkg-config tprof-tables (C++17) / tprof"
+#endif
 
 #include <cstdint>
 #include <string>

@@ -31,7 +31,7 @@ struct ReadOptions {
   int threads = 0;
   // Called with (bytes parsed, bytes total) as the load progresses, from the
   // thread that finished a piece of work, never concurrently.
-  std::function<void(std::uint64_t, std::uint64_t)> progress;
+  std::function<void(std::uint64_t, std::uint64_t)> progress{};
   // Chunking (tuning and tests): an event array smaller than
   // `min_parallel_bytes` is parsed in one piece, a larger one in pieces of
   // about `chunk_bytes` (never fewer pieces than threads), each released as

@@ -233,11 +233,22 @@ inline void record_free(const void* ptr, std::int64_t bytes, Device device = kCp
     ::tprof::counter(&TPROF_UNIQUE_(tprof_site_, id), static_cast<double>(value));                   \
   } while (0)
 #else
-#define TPROF_RECORD_FUNCTION(name) static_cast<void>(0)
+namespace tprof::internal {
+// Names its arguments without evaluating them (it is only ever inside
+// sizeof): a variable computed only for a disabled macro stays "used".
+template <class... T>
+constexpr int unevaluated_use(const T&...) noexcept {
+  return 0;
+}
+}  // namespace tprof::internal
+#define TPROF_UNUSED_ARGS_(...) static_cast<void>(sizeof(::tprof::internal::unevaluated_use(__VA_ARGS__)))
+#define TPROF_RECORD_FUNCTION(name) TPROF_UNUSED_ARGS_(name)
 #define TPROF_RECORD_FUNCTION_SCOPE() static_cast<void>(0)
-#define TPROF_RECORD_OP(name) static_cast<void>(0)
-#define TPROF_RECORD_OP_SHAPES(name, ...) static_cast<void>(0)
-#define TPROF_RECORD_FUNCTION_VAR(var, name) ::tprof::RecordFunction var(::tprof::RecordFunction::kOff)
-#define TPROF_INSTANT(name) static_cast<void>(0)
-#define TPROF_COUNTER(name, value) static_cast<void>(0)
+#define TPROF_RECORD_OP(name) TPROF_UNUSED_ARGS_(name)
+#define TPROF_RECORD_OP_SHAPES(name, ...) TPROF_UNUSED_ARGS_(name, ::tprof::Shapes __VA_ARGS__)
+#define TPROF_RECORD_FUNCTION_VAR(var, name) \
+  TPROF_UNUSED_ARGS_(name);                  \
+  ::tprof::RecordFunction var(::tprof::RecordFunction::kOff)
+#define TPROF_INSTANT(name) TPROF_UNUSED_ARGS_(name)
+#define TPROF_COUNTER(name, value) TPROF_UNUSED_ARGS_(name, value)
 #endif

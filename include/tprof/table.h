@@ -19,12 +19,12 @@ namespace tprof {
 
 // table() arguments, with torch's defaults.
 struct TableOptions {
-  std::string sort_by;  // "" = no sorting (first appearance); any StatRow attribute torch knows
+  std::string sort_by{};  // "" = no sorting (first appearance); any StatRow attribute torch knows
   int row_limit = 100;  // negative = no limit
   int max_name_column_width = 55;
   int max_src_column_width = 75;
   int max_shapes_column_width = 80;
-  std::string header;        // printed above the table when has_header
+  std::string header{};      // printed above the table when has_header
   bool has_header = false;
   bool top_level_events_only = false;
   bool profile_memory = false;  // adds CPU Mem / Self CPU Mem (+ CUDA Mem when any)

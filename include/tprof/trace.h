@@ -223,7 +223,7 @@ class Diagnostics {
   // Adds another set (a chunk's), shifting its event indices by `event_shift`.
   void merge(const Diagnostics& other, std::uint32_t event_shift = 0);
   const std::vector<Diagnostic>& items() const { return items_; }
-  std::uint64_t count(DiagnosticCode code) const { return counts_[static_cast<int>(code)]; }
+  std::uint64_t count(DiagnosticCode code) const { return counts_[static_cast<std::size_t>(code)]; }
   std::uint64_t total() const;
   bool empty() const { return total() == 0; }
 

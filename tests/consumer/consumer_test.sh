@@ -56,8 +56,41 @@ $cxx -std=c++17 -Wall -Wextra -Wpedantic -Werror -o "$work/pc_capture" "$src/tes
 "$work/pc_capture" "$work/pc_capture.json"
 check_trace "$work/pc_capture.json" "work"
 # shellcheck disable=SC2046
-$cxx -o "$work/pc_full" "$src/tests/consumer/full_main.cc" $(pkg-config --cflags --libs tprof)
+# The README's table call ({.sort_by = ..., .row_limit = ...}) under -Wextra -Werror.
+$cxx -std=c++20 -Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Werror -o "$work/pc_full" \
+  "$src/tests/consumer/full_main.cc" $(pkg-config --cflags --libs tprof)
 "$work/pc_full" "$work/pc_full.json" | grep -q "matmul_add scopes read back: 3"
+
+step "strict flags: GCC and clang, C++17, TPROF_ENABLE=1 and 0 (tests/consumer/strict_main.cc)"
+strict=(-std=c++17 -Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Werror)
+for c in g++ clang++; do
+  if ! command -v "$c" >/dev/null; then echo "SKIPPED $c: not installed (scripts/setup.sh --test installs clang)"; continue; fi
+  # shellcheck disable=SC2046
+  "$c" "${strict[@]}" -DTPROF_ENABLE=0 -fsyntax-only $(pkg-config --cflags tprof-capture) "$src/tests/consumer/strict_main.cc"
+  # shellcheck disable=SC2046
+  "$c" "${strict[@]}" -pthread -o "$work/strict_$c" "$src/tests/consumer/strict_main.cc" \
+    $(pkg-config --cflags --libs tprof-capture)
+  "$work/strict_$c" "$work/strict_$c.d" >/dev/null
+  # wait 1, warmup 1, active 2, repeat 2 over 8 steps: two windows, two files.
+  n=$(find "$work/strict_$c.d" -name 'strict.*.pt.trace.json' | wc -l)
+  [[ $n == 2 ]] || { echo "$c: $n trace files, want 2"; ls -l "$work/strict_$c.d"; exit 1; }
+  for f in "$work/strict_$c.d"/*.json; do check_trace "$f" "op::mm"; check_trace "$f" "tile 0"; done
+done
+
+step "the in-process table from C++17 (pkg-config tprof-tables), and a clear error without it"
+for c in g++ clang++; do
+  if ! command -v "$c" >/dev/null; then continue; fi
+  # shellcheck disable=SC2046
+  "$c" "${strict[@]}" -pthread -o "$work/tables17_$c" "$src/tests/consumer/tables17_main.cc" \
+    $(pkg-config --cflags --libs tprof-tables)
+  "$work/tables17_$c" | grep -q "tables17 work" || { echo "$c: the C++17 table lacks its scope"; exit 1; }
+  # shellcheck disable=SC2046
+  if "$c" -std=c++17 -fsyntax-only $(pkg-config --cflags tprof-capture) "$src/tests/consumer/tables17_main.cc" \
+    2>"$work/tables17_err.txt"; then
+    echo "$c: profiler_tables.h compiled with tprof-capture's flags alone"; exit 1
+  fi
+  grep -q "lives in tprof::profiler_tables" "$work/tables17_err.txt" || { cat "$work/tables17_err.txt"; exit 1; }
+done
 
 step "FetchContent (capture only, no libdeflate, no zlib)"
 cmake -S "$src/tests/consumer/project" -B "$work/fc" "${cmake_gen[@]}" -DMODE=fetchcontent -DTPROF_SOURCE_DIR="$src" \
