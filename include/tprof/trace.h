@@ -175,6 +175,8 @@ struct TraceMetadata {
   // Every top-level key except "traceEvents", in file order, with its raw JSON value.
   std::vector<std::pair<std::string, std::string>> top_level;
   std::uint64_t dropped_events = 0;  // events the recorder lost (capture)
+  std::uint64_t dropped_shapes = 0;  // kept scopes whose input shapes were lost (capture)
+  std::uint64_t unfinished_scopes = 0;  // scopes still open when the window ended (capture)
 
   // Returns the raw JSON of a top-level key ("deviceProperties", "distributedInfo", ...), or "".
   std::string_view top_level_json(std::string_view key) const;
@@ -199,6 +201,7 @@ enum class DiagnosticCode : std::uint8_t {
   kDroppedEvents,       // the recorder dropped events (capture)
   kTrailingData,        // bytes after the top-level JSON value
   kActivityUnavailable, // capture: a requested activity (CUDA) could not be recorded
+  kUnfinishedScopes,    // capture: scopes still open when the window ended (left out of the trace)
   kCount_,
 };
 

@@ -713,9 +713,12 @@ namespace {
 std::uint32_t store_shapes(Shapes shapes) noexcept {
   if (!g_record_shapes.load(std::memory_order_relaxed)) return 0;
   ThreadBuffer* b = current_buffer();
+  // A full record buffer drops the scope whole (counted as a dropped
+  // event): its shapes are neither stored nor counted as lost.
+  if (b == nullptr || b->size == b->capacity) return 0;
   std::uint64_t words = 1;
   for (const auto& s : shapes) words += 1 + s.size();
-  if (b != nullptr && b->payload_capacity - b->payload_size >= words) {
+  if (b->payload_capacity - b->payload_size >= words) {
     std::uint64_t* w = b->payload + b->payload_size;
     *w++ = shapes.size();
     for (const auto& s : shapes) {

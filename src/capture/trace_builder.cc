@@ -678,10 +678,16 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
                            " events dropped: recorded from a signal handler that interrupted tprof's recorder on "
                            "its thread");
   }
+  t_.meta.dropped_shapes = dropped_shapes;
+  t_.meta.unfinished_scopes = unfinished;
   if (dropped_shapes > 0) {
     t_.diagnostics.add(DiagnosticCode::kDroppedEvents, -1,
-                       std::to_string(dropped_shapes) + " events lost their input shapes: payload arenas were full "
+                       std::to_string(dropped_shapes) + " kept scopes lost their input shapes: payload arenas were full "
                                                         "(raise ProfilerOptions::payload_words_per_thread)");
+  }
+  if (unfinished > 0) {
+    t_.diagnostics.add(DiagnosticCode::kUnfinishedScopes, -1,
+                       std::to_string(unfinished) + " scopes were still open when the window ended: left out of the trace");
   }
   if (device.dropped > 0) {
     t_.diagnostics.add(DiagnosticCode::kDroppedEvents, -1,

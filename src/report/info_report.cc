@@ -91,13 +91,28 @@ std::string format_info_text(const Trace& t) {
   }
   const std::int64_t span = t.end_ns() - t.start_ns();
   out += "span:        " + internal::format_time_us(static_cast<double>(span) / 1000.0) + "\n";
-  out += "lanes:       " + std::to_string(t.lanes.size()) + "\n";
+  // The lanes listed: CPU threads and GPU streams (the others hold only
+  // metadata or profiler spans, counted apart).
+  std::size_t other_lanes = 0;
+  for (const Lane& l : t.lanes) other_lanes += l.kind == LaneKind::kOther ? 1 : 0;
+  out += "lanes:       " + std::to_string(t.lanes.size() - other_lanes);
+  if (other_lanes > 0) {
+    out += " (and " + std::to_string(other_lanes) + " holding only metadata or profiler spans, not listed)";
+  }
+  out += "\n";
   for (const Lane& l : t.lanes) {
     if (l.kind == LaneKind::kOther) continue;
     out += "  " + std::string(lane_kind_name(l.kind)) + "  pid " + id_text(t, l.pid) + "  tid " + id_text(t, l.tid);
     if (l.kind == LaneKind::kGpu) out += "  (device " + std::to_string(l.device) + ", stream " + std::to_string(l.stream) + ")";
     if (l.thread_name != kEmptyStr) out += "  " + std::string(t.str(l.thread_name));
     out += "\n";
+  }
+  if (t.meta.producer == Producer::kTprof) {
+    // What tprof's recorder could not keep (the "tprof" key): zeros included,
+    // so "nothing lost" is said, not implied.
+    out += "capture:     " + std::to_string(t.meta.dropped_events) + " events dropped, " +
+           std::to_string(t.meta.dropped_shapes) + " kept scopes without their shapes, " +
+           std::to_string(t.meta.unfinished_scopes) + " scopes unfinished at the window's end\n";
   }
   out += "diagnostics: " + std::to_string(t.diagnostics.total()) + "\n";
   for (int c = 0; c < static_cast<int>(DiagnosticCode::kCount_); ++c) {
@@ -144,6 +159,17 @@ std::string format_info_json(const Trace& t) {
   w.value_int(t.start_ns());
   w.key("end_ns");
   w.value_int(t.end_ns());
+  if (t.meta.producer == Producer::kTprof) {
+    w.key("capture");
+    w.begin_object();
+    w.key("dropped_events");
+    w.value_uint(t.meta.dropped_events);
+    w.key("dropped_shapes");
+    w.value_uint(t.meta.dropped_shapes);
+    w.key("unfinished_scopes");
+    w.value_uint(t.meta.unfinished_scopes);
+    w.end_object();
+  }
   std::array<std::uint64_t, 3> lane_counts{};
   for (const Lane& l : t.lanes) ++lane_counts[static_cast<int>(l.kind)];
   w.key("lanes_by_kind");

@@ -365,6 +365,22 @@ Status Reader::parse_top_level() {
             trace_.diagnostics.add(DiagnosticCode::kDroppedEvents, c.offset(v_start),
                                    std::to_string(n) + " events were dropped by the recorder (full thread buffers)");
           }
+          // Kept scopes without their shapes, and scopes open at the window's end.
+          std::int64_t shapes = 0, unfinished = 0;
+          const internal::JsonValue* ds = value ? value->find("droppedShapes") : nullptr;
+          if (ds != nullptr && ds->get_int(&shapes) && shapes > 0) {
+            trace_.meta.dropped_shapes = static_cast<std::uint64_t>(shapes);
+            trace_.diagnostics.add(DiagnosticCode::kDroppedEvents, c.offset(v_start),
+                                   std::to_string(shapes) +
+                                       " kept scopes lost their input shapes (the recorder's payload arenas were full)");
+          }
+          const internal::JsonValue* us = value ? value->find("unfinishedScopes") : nullptr;
+          if (us != nullptr && us->get_int(&unfinished) && unfinished > 0) {
+            trace_.meta.unfinished_scopes = static_cast<std::uint64_t>(unfinished);
+            trace_.diagnostics.add(DiagnosticCode::kUnfinishedScopes, c.offset(v_start),
+                                   std::to_string(unfinished) +
+                                       " scopes were still open when the window ended: left out of the trace");
+          }
           // Why a requested activity (CUDA) was not recorded.
           const internal::JsonValue* u = value ? value->find("activityUnavailable") : nullptr;
           if (u != nullptr && u->is_array()) {

@@ -77,6 +77,7 @@ std::string_view diagnostic_code_name(DiagnosticCode code) {
     case DiagnosticCode::kDroppedEvents: return "dropped_events";
     case DiagnosticCode::kTrailingData: return "trailing_data";
     case DiagnosticCode::kActivityUnavailable: return "activity_unavailable";
+    case DiagnosticCode::kUnfinishedScopes: return "unfinished_scopes";
     case DiagnosticCode::kCount_: break;
   }
   return "unknown";

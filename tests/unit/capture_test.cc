@@ -436,6 +436,33 @@ TEST(Profiler, FullBuffersDropAndCountNeverGrow) {
   std::remove(path.c_str());
 }
 
+TEST(Profiler, DroppedShapesCountOnlyKeptScopes) {
+  // 100 records, and room for the shapes of 12 scopes (4 words each): of 250
+  // scopes 150 are dropped whole (events, not shapes) and 88 of the 100 kept
+  // lack their shapes. Counting dropped scopes too said 238.
+  Profiler prof({.record_shapes = true, .buffer_events_per_thread = 100, .payload_words_per_thread = 48});
+  ASSERT_TRUE(prof.start());
+  for (int i = 0; i < 250; ++i) {
+    TPROF_RECORD_OP_SHAPES("shaped", {{2, 3}});
+  }
+  ASSERT_TRUE(prof.stop());
+  const Trace& t = prof.trace();
+  EXPECT_EQ(t.meta.dropped_events, 150u);
+  EXPECT_EQ(t.meta.dropped_shapes, 88u);
+  std::size_t with_shapes = 0;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.name(e) == "shaped" && t.args_json(e).find("Input Dims") != std::string_view::npos) ++with_shapes;
+  }
+  EXPECT_EQ(with_shapes, 12u);
+  const std::string path = ::testing::TempDir() + "/tprof_dropped_shapes.json";
+  ASSERT_TRUE(prof.export_chrome_trace(path));
+  Result<Trace> back = read_trace(path);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->meta.dropped_shapes, 88u);
+  EXPECT_EQ(back->meta.dropped_events, 150u);
+  std::remove(path.c_str());
+}
+
 // What a signal handler meets when it interrupts tprof on its own thread
 // (the thread's mark set; capture_load_test sends real signals): its
 // record is refused and counted. Inside a record, straight into the
@@ -700,6 +727,18 @@ TEST(ProfilerFaults, AScopeOpenAtStopIsInNoWindow) {
   EXPECT_EQ(count_named(prof.trace(), "straddler"), 0u);
   EXPECT_NE(prof.trace().meta.top_level_json("tprof").find("\"unfinishedScopes\": 1"), std::string_view::npos)
       << prof.trace().meta.top_level_json("tprof");
+  // Said where every command shows it: the model, a diagnostic, and read back from the file.
+  EXPECT_EQ(prof.trace().meta.unfinished_scopes, 1u);
+  EXPECT_EQ(prof.trace().diagnostics.count(DiagnosticCode::kUnfinishedScopes), 1u);
+  {
+    const std::string path = ::testing::TempDir() + "/tprof_unfinished.json";
+    ASSERT_TRUE(prof.export_chrome_trace(path));
+    Result<Trace> back = read_trace(path);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->meta.unfinished_scopes, 1u);
+    EXPECT_EQ(back->diagnostics.count(DiagnosticCode::kUnfinishedScopes), 1u);
+    std::remove(path.c_str());
+  }
   ASSERT_TRUE(prof.start());
   { TPROF_RECORD_FUNCTION("inside second"); }
   open.reset();  // ends inside the second window

@@ -54,6 +54,43 @@ std::string command_word(const CLI::App& app, int argc, const char* const* argv)
   return {};
 }
 
+// Command options written before the command (`tprof --format json steps
+// t.json`) move to just after it: the command's own parser then takes them
+// or names the one it does not know. Global options (and their values)
+// stay where they are. Without a known command word, argv is unchanged.
+std::vector<std::string> command_first(CLI::App& app, int argc, const char* const* argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  auto is_command = [&](const std::string& a) {
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      if (sub->get_name() == a) return true;
+    }
+    return false;
+  };
+  std::vector<std::string> global{args.empty() ? std::string("tprof") : args[0]}, moved;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") return args;
+    const std::string flag = a.substr(0, a.find('='));
+    const CLI::Option* opt = a.starts_with("-") ? app.get_option_no_throw(flag) : nullptr;
+    if (opt != nullptr) {
+      global.push_back(a);
+      if (opt->get_items_expected_min() > 0 && a.find('=') == std::string::npos && i + 1 < args.size()) {
+        global.push_back(args[++i]);
+      }
+      continue;
+    }
+    if (!a.starts_with("-") && is_command(a)) {
+      if (moved.empty()) return args;
+      global.push_back(a);
+      global.insert(global.end(), moved.begin(), moved.end());
+      global.insert(global.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      return global;
+    }
+    moved.push_back(a);
+  }
+  return args;
+}
+
 // Standard output failures are errors: `--help` or `--version` (or any
 // command's stdout) into a full device, a closed stdout or a file past
 // `ulimit -f` exits 2 with the reason, never 0 with the text lost.
@@ -134,6 +171,11 @@ int run(int argc, const char* const* argv) {
   add_merge_command(app, &rc);
   add_completion_command(app, &rc);
   add_man_command(app, &rc);
+  const std::vector<std::string> reordered = command_first(app, argc, argv);
+  std::vector<const char*> reordered_argv;
+  for (const std::string& a : reordered) reordered_argv.push_back(a.c_str());
+  argc = static_cast<int>(reordered_argv.size());
+  argv = reordered_argv.data();
   // An unknown command gets the closest one, not CLI11's "not expected".
   if (const std::string word = command_word(app, argc, argv); !word.empty()) {
     std::string best;
