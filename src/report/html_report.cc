@@ -413,31 +413,67 @@ void append_compare_html(std::string* out, const Comparison& cmp, const HtmlRepo
   std::string& o = *out;
   const std::string a = html_escape(options.baseline_file_name.empty() ? "A" : options.baseline_file_name);
   const std::string b = html_escape(options.trace_file_name.empty() ? "B" : options.trace_file_name);
-  const bool beyond = std::llabs(cmp.delta_ns) > cmp.noise_ns;
   o += "<section id=\"compare\" data-compare=\"1\" data-alignment=\"" +
        std::string(step_alignment_name(cmp.alignment)) + "\" data-verdict-changed=\"" +
-       (cmp.verdict_changed ? "1" : "0") + "\">\n<h2>B against A (tprof compare)</h2>\n";
+       (cmp.verdict_changed ? "1" : "0") + "\" data-bound-metric=\"" +
+       std::string(compare_metric_name(cmp.bound_metric)) + "\">\n<h2>B against A (tprof compare)</h2>\n";
+  const MetricComparison& first = cmp.metrics.front();
   o += "<p>A: <code>" + a + "</code> &nbsp; B: <code>" + b +
        "</code>. The sections below this one show <b>B</b>. Steps aligned by " +
-       html_escape(step_alignment_name(cmp.alignment)) + "; times are medians over the " +
-       std::to_string(cmp.a.dur_ns.size()) + " aligned steps (docs/compare.md).</p>\n";
+       html_escape(step_alignment_name(cmp.alignment)) + "; per step, the mean of B against A with its 95% " +
+       (first.paired ? "paired" : "unpaired") + " bootstrap interval over the " +
+       std::to_string(cmp.a.dur_ns.size()) + " aligned steps; ops and device activities are medians per step "
+       "(docs/compare.md).</p>\n";
   o += "<table class=\"cmp\">\n<tr><th></th><th>A</th><th>B</th><th>B &minus; A</th></tr>\n";
   o += "<tr><td>steps (aligned / all)</td><td>" + std::to_string(cmp.a.dur_ns.size()) + " / " +
        std::to_string(cmp.a.total_steps) + "</td><td>" + std::to_string(cmp.b.dur_ns.size()) + " / " +
        std::to_string(cmp.b.total_steps) + "</td><td></td></tr>\n";
-  o += "<tr><td>median step</td><td>" + internal::format_ns(cmp.a.median_step_ns) + "</td><td>" +
-       internal::format_ns(cmp.b.median_step_ns) + "</td><td class=\"" +
-       (cmp.delta_ns > 0 ? "worse" : cmp.delta_ns < 0 ? "better" : "") + "\">" + signed_ns(cmp.delta_ns) +
+  o += "<tr><td>median step (MAD)</td><td>" + internal::format_ns(cmp.a.median_step_ns) + " (" +
+       internal::format_ns(cmp.a.mad_ns) + ")</td><td>" + internal::format_ns(cmp.b.median_step_ns) + " (" +
+       internal::format_ns(cmp.b.mad_ns) + ")</td><td>" + signed_ns(cmp.delta_ns) +
        (cmp.a.median_step_ns > 0 ? " (" + std::string(cmp.delta_pct > 0 ? "+" : "") + fixed(cmp.delta_pct, 1) + "%)"
                                  : std::string()) +
        "</td></tr>\n";
-  o += "<tr><td>MAD (spread)</td><td>" + internal::format_ns(cmp.a.mad_ns) + "</td><td>" +
-       internal::format_ns(cmp.b.mad_ns) + "</td><td>noise " + internal::format_ns(cmp.noise_ns) + ": B is " +
-       (cmp.delta_ns > 0 ? "slower" : cmp.delta_ns < 0 ? "faster" : "the same") +
-       (cmp.delta_ns == 0 ? "" : beyond ? ", beyond the noise" : ", within the noise") + "</td></tr>\n";
+  // The three metrics; the one the run is bound by (what the gate reads) in bold.
+  for (const MetricComparison& m : cmp.metrics) {
+    if (!m.available) continue;
+    const bool bound = m.metric == cmp.bound_metric;
+    const char* label = m.metric == CompareMetric::kDevice ? "device time / step"
+                        : m.metric == CompareMetric::kCpu  ? "CPU busy / step"
+                                                           : "step time";
+    std::string change = m.mean_a_ns > 0 ? (m.delta_pct > 0 ? "+" : "") + fixed(m.delta_pct, 1) + "%" : "n/a";
+    if (m.has_interval && m.mean_a_ns > 0) {
+      change += " [" + std::string(m.low_pct > 0 ? "+" : "") + fixed(m.low_pct, 1) + "%, " +
+                (m.high_pct > 0 ? "+" : "") + fixed(m.high_pct, 1) + "%]";
+    }
+    const std::string verdict = !m.has_interval   ? "noise unknown"
+                                : m.low_ns > 0    ? "B slower, beyond the noise"
+                                : m.high_ns < 0   ? "B faster, beyond the noise"
+                                : m.low_ns == 0 && m.high_ns == 0 ? "no change"
+                                                  : "within the noise";
+    const char* cls = m.beyond_noise() ? (m.low_ns > 0 ? "worse" : "better") : "";
+    o += std::string("<tr class=\"metric\" data-metric=\"") + std::string(compare_metric_name(m.metric)) +
+         "\"><td>" + (bound ? "<b>" : "") + "mean " + label + (bound ? "</b> (bounds the run)" : "") + "</td><td>" +
+         internal::format_ns(m.mean_a_ns) + "</td><td>" + internal::format_ns(m.mean_b_ns) + "</td><td class=\"" +
+         cls + "\">" + change + ": " + verdict + "</td></tr>\n";
+  }
+  o += "<tr><td>bound by</td><td colspan=\"3\">" + html_escape(cmp.bound_reason) +
+       " &mdash; <code>tprof compare --fail-if-slower PCT</code> gates on it</td></tr>\n";
   o += "<tr><td>verdict</td><td>" + html_escape(verdict_name(cmp.a.verdict)) + "</td><td>" +
        html_escape(verdict_name(cmp.b.verdict)) + "</td><td>" + (cmp.verdict_changed ? "<b>changed</b>" : "unchanged") +
-       "</td></tr>\n</table>\n";
+       "</td></tr>\n";
+  for (const std::string& d : cmp.setup_differences) {
+    o += "<tr><td>set-up differs</td><td colspan=\"3\" class=\"worse\">" + html_escape(d) + "</td></tr>\n";
+  }
+  o += "</table>\n";
+
+  // One naming rule for every list (src/report/kernel_names.h): ops keep
+  // their namespace and the two ends of long names, kernels their short form.
+  std::vector<std::string_view> op_list, kernel_list;
+  for (const OpDelta& r : cmp.ops) op_list.push_back(r.name);
+  for (const KernelDelta& r : cmp.kernels) kernel_list.push_back(r.name);
+  const internal::KernelNames op_names = internal::KernelNames::plain(op_list, internal::kShortKernelName);
+  const internal::KernelNames kernel_names(kernel_list);
 
   const std::size_t top = options.compare_top;
   o += "<h3>Host ops: the largest Self CPU deltas (per step)</h3>\n";
@@ -447,7 +483,8 @@ void append_compare_html(std::string* out, const Comparison& cmp, const HtmlRepo
   for (std::size_t i = 0; i < cmp.ops.size() && i < top; ++i) {
     const OpDelta& r = cmp.ops[i];
     o += "<tr class=\"" + std::string(change_kind_name(r.change)) + "\"><td><div class=\"name\" title=\"" +
-         html_escape(r.name) + "\">" + html_escape(r.name) + "</div></td><td>" + std::string(change_kind_name(r.change)) + "</td><td>" +
+         html_escape(r.name) + "\">" + html_escape(op_names.get(r.name)) + "</div></td><td>" +
+         std::string(change_kind_name(r.change)) + "</td><td>" +
          internal::format_ns(r.self_cpu_a_ns) + "</td><td>" + internal::format_ns(r.self_cpu_b_ns) + "</td><td>" +
          signed_ns(r.self_cpu_delta_ns()) + "</td><td>" + internal::format_ns(r.cpu_total_a_ns) + "</td><td>" +
          internal::format_ns(r.cpu_total_b_ns) + "</td><td>" + fixed(r.calls_a, 1) + "</td><td>" +
@@ -460,13 +497,10 @@ void append_compare_html(std::string* out, const Comparison& cmp, const HtmlRepo
   } else {
     o += "<div class=\"table-wrap\"><table class=\"cmp-rows\" id=\"compare-kernels\">\n<tr><th>Name</th><th>kind</th><th>change</th>"
          "<th>time A</th><th>time B</th><th>delta</th><th>count/step A</th><th>count/step B</th></tr>\n";
-    std::vector<std::string_view> kernel_names;
-    for (const KernelDelta& r : cmp.kernels) kernel_names.push_back(r.name);
-    const internal::KernelNames names(kernel_names);
     for (std::size_t i = 0; i < cmp.kernels.size() && i < top; ++i) {
       const KernelDelta& r = cmp.kernels[i];
       o += "<tr class=\"" + std::string(change_kind_name(r.change)) + "\"><td><div class=\"name\" title=\"" +
-           html_escape(r.name) + "\">" + html_escape(names.get(r.name)) + "</div></td><td>" + html_escape(r.category) + "</td><td>" +
+           html_escape(r.name) + "\">" + html_escape(kernel_names.get(r.name)) + "</div></td><td>" + html_escape(r.category) + "</td><td>" +
            std::string(change_kind_name(r.change)) + "</td><td>" + internal::format_ns(r.time_a_ns) + "</td><td>" +
            internal::format_ns(r.time_b_ns) + "</td><td>" + signed_ns(r.time_delta_ns()) + "</td><td>" +
            fixed(r.count_a, 1) + "</td><td>" + fixed(r.count_b, 1) + "</td></tr>\n";
@@ -474,21 +508,23 @@ void append_compare_html(std::string* out, const Comparison& cmp, const HtmlRepo
     o += "</table></div>\n";
   }
   o += "<dl class=\"changes\">\n";
-  auto names = [&](std::string_view title, const auto& rows, ChangeKind kind) {
+  auto names = [&](std::string_view title, const auto& rows, ChangeKind kind, const internal::KernelNames& view) {
     std::size_t n = 0;
     std::string list;
     for (const auto& r : rows) {
       if (r.change != kind) continue;
-      if (n++ < options.compare_names) list += "<code>" + html_escape(r.name) + "</code> ";
+      if (n++ < options.compare_names) {
+        list += "<code title=\"" + html_escape(r.name) + "\">" + html_escape(view.get(r.name)) + "</code> ";
+      }
     }
     o += "<dt>" + std::string(title) + " (" + std::to_string(n) + ")</dt><dd>" + (n == 0 ? "none" : list);
     if (n > options.compare_names) o += "and " + std::to_string(n - options.compare_names) + " more";
     o += "</dd>\n";
   };
-  names("New ops (in B only)", cmp.ops, ChangeKind::kNew);
-  names("Vanished ops (in A only)", cmp.ops, ChangeKind::kVanished);
-  names("New device activities", cmp.kernels, ChangeKind::kNew);
-  names("Vanished device activities", cmp.kernels, ChangeKind::kVanished);
+  names("New ops (in B only)", cmp.ops, ChangeKind::kNew, op_names);
+  names("Vanished ops (in A only)", cmp.ops, ChangeKind::kVanished, op_names);
+  names("New device activities", cmp.kernels, ChangeKind::kNew, kernel_names);
+  names("Vanished device activities", cmp.kernels, ChangeKind::kVanished, kernel_names);
   o += "</dl>\n</section>\n";
 }
 

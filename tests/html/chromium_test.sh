@@ -149,7 +149,7 @@ echo "timeline: $lanes lanes (drawn $drawn_lanes), $intervals intervals, $marks 
 [[ $(grep -o '<canvas' "$work/dom.html" | wc -l) -ge $((want_kernels + 3)) ]] || fail "canvases missing"
 if [[ -n "$trace_b" ]]; then
   [[ "$(attr compare data-compare)" == 1 ]] || fail "no compare section (data-compare=\"1\")"
-  grep -q '<code>aten::addmm</code>' "$work/dom.html" || fail "compare section lists no aten::addmm"
+  grep -q '>aten::addmm</code>' "$work/dom.html" || fail "compare section lists no aten::addmm"
   echo "compare section: alignment $(attr compare data-alignment), verdict changed $(attr compare data-verdict-changed)"
 else
   [[ -z "$(attr compare data-compare)" ]] || fail "one trace, yet a compare section"
