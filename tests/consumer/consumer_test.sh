@@ -61,14 +61,14 @@ $cxx -std=c++20 -Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow
   "$src/tests/consumer/full_main.cc" $(pkg-config --cflags --libs tprof)
 "$work/pc_full" "$work/pc_full.json" | grep -q "matmul_add scopes read back: 3"
 
-step "strict flags: GCC and clang, C++17, TPROF_ENABLE=1 and 0 (tests/consumer/strict_main.cc)"
+step "strict flags: GCC and clang, C++17, TPROF_ENABLE=1 and 0 (examples/thread_pool/main.cc)"
 strict=(-std=c++17 -Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Werror)
 for c in g++ clang++; do
   if ! command -v "$c" >/dev/null; then echo "SKIPPED $c: not installed (scripts/setup.sh --test installs clang)"; continue; fi
   # shellcheck disable=SC2046
-  "$c" "${strict[@]}" -DTPROF_ENABLE=0 -fsyntax-only $(pkg-config --cflags tprof-capture) "$src/tests/consumer/strict_main.cc"
+  "$c" "${strict[@]}" -DTPROF_ENABLE=0 -fsyntax-only $(pkg-config --cflags tprof-capture) "$src/examples/thread_pool/main.cc"
   # shellcheck disable=SC2046
-  "$c" "${strict[@]}" -pthread -o "$work/strict_$c" "$src/tests/consumer/strict_main.cc" \
+  "$c" "${strict[@]}" -pthread -o "$work/strict_$c" "$src/examples/thread_pool/main.cc" \
     $(pkg-config --cflags --libs tprof-capture)
   "$work/strict_$c" "$work/strict_$c.d" >/dev/null
   # wait 1, warmup 1, active 2, repeat 2 over 8 steps: two windows, two files.

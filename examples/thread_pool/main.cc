@@ -1,10 +1,17 @@
-// Every public capture API a production C++ program uses, compiled by
-// tests/consumer/strict_test.sh with the strictest flags (-Wall -Wextra
-// -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Werror) by GCC and
-// clang, as C++17, with TPROF_ENABLE=1 and =0 (issue 26): a thread pool of 4
-// workers with static and run-time named scopes, arguments, shapes,
-// instants, counters, flows across the queue, allocations, and a
-// wait/warmup/active/repeat schedule delivered to a tensorboard-style handler.
+// thread_pool: a C++ program instrumented with tprof::capture the way a
+// production service would be (docs/capture.md walks through it): a pool of
+// 4 workers fed through a queue, with static and run-time named scopes,
+// arguments, shapes, instants, a counter, flows from each submit to the
+// worker that runs the job, allocations, and a wait/warmup/active/repeat
+// schedule whose windows go to a tensorboard-style handler.
+//
+//   build/examples/thread_pool traces/thread_pool    # two windows, two files
+//   build/tools/tprof/tprof table traces/thread_pool/strict.*.pt.trace.json
+//
+// tests/consumer/consumer_test.sh builds this file against the installed
+// library with the strictest flags (-Wall -Wextra -Wpedantic -Wconversion
+// -Wsign-conversion -Wshadow -Werror), GCC and clang, C++17, with
+// TPROF_ENABLE=1 (run, traces read back) and 0.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
