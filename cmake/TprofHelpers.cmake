@@ -8,8 +8,16 @@ set(TPROF_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wconver
 
 function(tprof_add_library NAME)
   cmake_parse_arguments(ARG "" "" "SRCS;DEPS;PUBLIC_DEPS" ${ARGN})
+  # STATIC whatever BUILD_SHARED_LIBS says: a shared build needs one
+  # recorder per process first (docs/install.md, issue 26, item 3).
   add_library(tprof_${NAME} STATIC ${ARG_SRCS})
   add_library(tprof::${NAME} ALIAS tprof_${NAME})
+  # As a subproject (FetchContent, add_subdirectory) a library builds only
+  # when the consumer links it: `cmake --build` of a tprof::capture program
+  # compiles base, trace and capture, not the analyzer (consumer_test.sh).
+  if(NOT TPROF_TOP_LEVEL AND NOT TPROF_INSTALL)
+    set_target_properties(tprof_${NAME} PROPERTIES EXCLUDE_FROM_ALL ON)
+  endif()
   # Installed as tprof::<NAME> (cmake/TprofInstall.cmake).
   set_target_properties(tprof_${NAME} PROPERTIES EXPORT_NAME ${NAME})
   target_include_directories(tprof_${NAME}

@@ -92,27 +92,80 @@ for c in g++ clang++; do
   grep -q "lives in tprof::profiler_tables" "$work/tables17_err.txt" || { cat "$work/tables17_err.txt"; exit 1; }
 done
 
-step "FetchContent (capture only, no libdeflate, no zlib)"
+step "FetchContent (capture only, no libdeflate, no zlib, no CUPTI): builds only what it links"
 cmake -S "$src/tests/consumer/project" -B "$work/fc" "${cmake_gen[@]}" -DMODE=fetchcontent -DTPROF_SOURCE_DIR="$src" \
   -DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON \
-  >"$work/fc.log" 2>&1 || { cat "$work/fc.log"; exit 1; }
+  -DTPROF_WITH_CUPTI=OFF >"$work/fc.log" 2>&1 || { cat "$work/fc.log"; exit 1; }
 grep -q "libdeflate/zlib not found" "$work/fc.log" || { echo "the capture-only build looked for gzip and found it"; cat "$work/fc.log"; exit 1; }
-cmake --build "$work/fc" --target consumer_capture >>"$work/fc.log" 2>&1 || { cat "$work/fc.log"; exit 1; }
+# The default target, as a consumer builds: tprof's libraries are
+# EXCLUDE_FROM_ALL as a subproject, so only what consumer_capture links
+# (base, trace, capture) compiles.
+cmake --build "$work/fc" >>"$work/fc.log" 2>&1 || { cat "$work/fc.log"; exit 1; }
+objs=$(find "$work/fc/_deps" -name '*.o' | wc -l)
+above=$(find "$work/fc/_deps" -name '*.o' | grep -E '/(analyze|report|serve|profiler_tables|cupti)/' | head -3 || true)
+echo "FetchContent compiled $objs of tprof's objects for consumer_capture"
+[[ -z $above ]] || { echo "FetchContent built objects consumer_capture does not link: $above"; exit 1; }
+(( objs <= 32 )) || { echo "FetchContent built $objs objects; base + trace + capture are 29"; exit 1; }
 "$work/fc/consumer_capture" "$work/fc_capture.json"
 check_trace "$work/fc_capture.json" "work"
+# Light to link: no compression library, no CUPTI code (built without it).
+if readelf -d "$work/fc/consumer_capture" | grep -E 'NEEDED.*(libz\.|libdeflate|cupti)'; then
+  echo "consumer_capture needs a compression or CUDA library"; exit 1
+fi
+if nm -C "$work/fc/consumer_capture" | grep -qiE 'cupti|libdeflate_|deflateInit'; then
+  echo "consumer_capture carries CUPTI or compression code:"; nm -C "$work/fc/consumer_capture" | grep -iE 'cupti|libdeflate_|deflateInit' | head; exit 1
+fi
+# .json.gz from capture alone: zlib loaded at run time (src/base/gzip_codec.h).
+"$work/fc/consumer_capture" "$work/fc_capture.json.gz"
+check_trace "$work/fc_capture.json.gz" "work"
 
-step "cpack -G DEB"
+step "cpack -G DEB: libtprof-dev and tprof"
 (cd "$work" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$work/deb" >"$work/cpack.log" 2>&1) ||
   { cat "$work/cpack.log"; exit 1; }
-deb=$(find "$work/deb" -maxdepth 1 -name '*.deb' | head -1)
-test -n "$deb" || { echo "cpack made no .deb"; cat "$work/cpack.log"; exit 1; }
+dev_deb=$(find "$work/deb" -maxdepth 1 -name 'libtprof-dev_*.deb' | head -1)
+cli_deb=$(find "$work/deb" -maxdepth 1 -name 'tprof_*.deb' | head -1)
+test -n "$dev_deb" -a -n "$cli_deb" || { echo "cpack did not make libtprof-dev and tprof .debs:"; ls "$work/deb"; cat "$work/cpack.log"; exit 1; }
 mkdir "$work/debroot"
 if command -v dpkg-deb >/dev/null; then
-  dpkg-deb -x "$deb" "$work/debroot"
+  multiarch=$(gcc -print-multiarch 2>/dev/null || true)
+  field() { dpkg-deb -f "$1" "$2"; }
+  contents() { dpkg-deb -c "$1" | awk '{print $6}'; }
+  # Real dependencies: the CLI's shared libraries, the -dev package's link inputs.
+  cli_dep=$(field "$cli_deb" Depends)
+  for d in libc6 libstdc++6 zlib1g libdeflate0; do
+    [[ $cli_dep == *"$d"* ]] || { echo "tprof's Depends lacks $d: $cli_dep"; exit 1; }
+  done
+  dev_dep=$(field "$dev_deb" Depends)
+  if grep -q -- '-ltprof_gzip' "$pcdir/tprof.pc"; then
+    for d in libdeflate-dev zlib1g-dev; do
+      [[ $dev_dep == *"$d"* ]] || { echo "libtprof-dev's Depends lacks $d: $dev_dep"; exit 1; }
+    done
+  fi
+  contents "$dev_deb" >"$work/dev.txt"
+  contents "$cli_deb" >"$work/cli.txt"
+  for f in ./usr/include/tprof/profiler.h "./usr/lib/$multiarch/libtprof_capture.a" \
+    "./usr/lib/$multiarch/cmake/tprof/tprofConfig.cmake" "./usr/lib/$multiarch/pkgconfig/tprof-capture.pc" \
+    ./usr/share/doc/libtprof-dev/copyright; do
+    grep -qxF "$f" "$work/dev.txt" || { echo "libtprof-dev lacks $f:"; cat "$work/dev.txt"; exit 1; }
+  done
+  for f in ./usr/bin/tprof ./usr/share/man/man1/tprof.1 ./usr/share/doc/tprof/copyright; do
+    grep -qxF "$f" "$work/cli.txt" || { echo "tprof lacks $f:"; cat "$work/cli.txt"; exit 1; }
+  done
+  if grep -q include/ "$work/cli.txt" || grep -q bin/tprof "$work/dev.txt"; then
+    echo "the CLI and -dev packages overlap"; exit 1
+  fi
+  dpkg-deb -x "$dev_deb" "$work/debroot"
+  dpkg-deb -x "$cli_deb" "$work/debroot"
+  # The unpacked -dev package builds a capture program (multiarch pkgconfig dir).
+  # shellcheck disable=SC2046
+  $cxx -std=c++17 -o "$work/deb_capture" "$src/tests/consumer/capture_main.cc" \
+    $(PKG_CONFIG_PATH="$work/debroot/usr/lib/$multiarch/pkgconfig" pkg-config --cflags --libs tprof-capture)
+  "$work/deb_capture" "$work/deb_capture.json"
+  check_trace "$work/deb_capture.json" "work"
 else
-  (cd "$work/debroot" && ar x "$deb" && tar xf data.tar.*)
+  for d in "$dev_deb" "$cli_deb"; do (cd "$work/debroot" && ar x "$d" && tar xf data.tar.* && rm -f data.tar.* control.tar.* debian-binary); done
 fi
 "$work/debroot/usr/bin/tprof" --version
 test -e "$work/debroot/usr/include/tprof/profiler.h"
 test -e "$work/debroot/usr/share/man/man1/tprof.1"
-echo "consumer_test: find_package, pkg-config, FetchContent and the .deb all work"
+echo "consumer_test: find_package, pkg-config, FetchContent and the .debs all work"

@@ -12,8 +12,9 @@
 #    be placed.
 # 2. The link closure of tprof_capture (read from LINKS, written at
 #    configure time by tests/layering/CMakeLists.txt) holds only capture,
-#    cupti, trace and base among tprof's libraries; tprof_cupti's holds no
-#    tprof_capture (capture links cupti, never the other way round).
+#    cupti, trace and base among tprof's libraries, and no compression
+#    library (tprof::gzip, libdeflate, zlib: issue 26, item 3); tprof_cupti's
+#    holds no tprof_capture (capture links cupti, never the other way round).
 #
 #   cmake -DSOURCE_DIR=<repo> -DLINKS=<build>/tests/layering/links.cmake -P CheckLayering.cmake
 cmake_minimum_required(VERSION 3.20)
@@ -154,7 +155,24 @@ if(DEFINED links_tprof_cupti)
     list(APPEND failures "tprof_cupti links tprof_capture (closure: ${cupti_text}): capture links cupti, not the other way round")
   endif()
 endif()
+# Every link item of a target in the closure, tprof's or not.
+function(link_items targets out)
+  set(items "")
+  foreach(t IN LISTS targets)
+    foreach(dep IN LISTS links_${t})
+      string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" dep "${dep}")
+      list(APPEND items "${dep}")
+    endforeach()
+  endforeach()
+  set(${out} ${items} PARENT_SCOPE)
+endfunction()
 link_closure(tprof_capture seen)
+link_items("${seen}" capture_items)
+foreach(item IN LISTS capture_items)
+  if(item MATCHES "LIBDEFLATE|ZLIB|deflate|^z$|tprof::gzip|tprof_gzip")
+    list(APPEND failures "tprof_capture's closure links ${item}: capture links no compression library (zlib is loaded at run time, src/base/gzip_codec.h)")
+  endif()
+endforeach()
 list(JOIN seen ", " seen_text)
 foreach(t IN LISTS seen)
   if(NOT t MATCHES "^tprof_(capture|cupti|trace|base)$")

@@ -4,9 +4,8 @@
 
 #include <cstdint>
 
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
+// No <x86intrin.h> (48k preprocessed lines in every instrumented file):
+// the compiler's builtin reads the TSC (GCC and clang).
 
 namespace tprof::internal {
 
@@ -16,7 +15,7 @@ std::uint64_t monotonic_ns() noexcept;
 
 inline std::uint64_t read_ticks() noexcept {
 #if defined(__x86_64__)
-  if (__builtin_expect(g_use_tsc, 1)) return __rdtsc();
+  if (__builtin_expect(g_use_tsc, 1)) return __builtin_ia32_rdtsc();
 #endif
   return monotonic_ns();
 }
