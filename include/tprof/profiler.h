@@ -25,8 +25,15 @@
 // layer up, in tprof::profiler_tables (src/profiler_tables/), with the KeyAverages
 // type in tprof/profiler_tables.h.
 //
-// Thread-safety: start/step/stop/export are called from one thread (the
-// training loop); scopes and memory hooks from any thread.
+// Delivery: a window's trace is built and handed to on_trace_ready on a
+// tprof thread ("tprof-deliver"); the step() that ends a window only takes
+// its buffers (microseconds, whatever the window's size) and goes on.
+// stop() and flush() wait for the pending windows; trace() on the program's
+// thread shows the last window delivered by then. ProfilerOptions::
+// deliver_inline keeps torch's behaviour (built and delivered inside step()).
+//
+// Thread-safety: start/step/stop/flush/export are called from one thread
+// (the training loop); scopes and memory hooks from any thread.
 #pragma once
 
 #include <cstdint>
@@ -96,10 +103,16 @@ inline Schedule schedule(ScheduleOptions options) { return Schedule(options); }
 
 class Profiler;
 
-// Called when a window's trace is ready (torch's on_trace_ready). Its error,
-// if any, is returned by the step()/stop() that delivered the trace; so is an
+// Called when a window's trace is ready (torch's on_trace_ready), on the
+// delivery thread (the step()'s thread with deliver_inline). Inside it,
+// prof.trace(), export_chrome_trace(), key_averages(), events() and
+// step_num() show the window being delivered, even while the program's
+// thread records the next one; start()/step()/stop()/flush() return an
+// error; add_metadata must not be called. Its error, if any, and an
 // exception it throws (as an error naming it: none escapes tprof, not even
-// from ~Profiler). Inside it, start()/step()/stop() return an error.
+// from ~Profiler), is returned by the next step()/stop()/flush() of the
+// program's thread (with deliver_inline: by the step()/stop() that
+// delivered the trace). Windows are delivered one at a time, in order.
 using TraceHandler = std::function<Status(Profiler&)>;
 
 // torch.profiler.tensorboard_trace_handler: writes each trace to
@@ -138,6 +151,25 @@ struct ProfilerOptions {
   // in torch. Their time is the host waiting: tables never count it as
   // device (CUDA) time.
   bool cuda_sync_events = false;
+  // Deliver on the program's thread, as torch does: the step() or stop()
+  // that ends a window builds its trace and runs on_trace_ready before it
+  // returns (150-200 ms for a 500k-event window, bench/README.md). Off by
+  // default: a tprof thread builds and delivers, the window's end costs the
+  // program's thread microseconds, and its buffer pages are faulted in by
+  // that thread ahead of need. Off-thread, at most two ended windows wait
+  // for their traces to be built (each thread's records of one stay in
+  // place in one of its two buffers, the next window records into the
+  // other); a window that would begin while two wait blocks the program's
+  // thread in that step() until the older is built (counted:
+  // Profiler::delivery_stats()). Nothing is dropped for a slow handler.
+  bool deliver_inline = false;
+};
+
+// Off-thread delivery's counters (Profiler::delivery_stats()).
+struct DeliveryStats {
+  std::uint64_t windows = 0;  // windows ended (handed to the delivery thread)
+  std::uint64_t waits = 0;    // step()/start() calls that waited for a window to be built
+  std::int64_t wait_ns = 0;   // the program's thread's time in those waits
 };
 
 // key_averages()'s result: defined in tprof/profiler_tables.h.
@@ -146,7 +178,9 @@ class KeyAverages;
 class Profiler {
  public:
   explicit Profiler(ProfilerOptions options = {});
-  ~Profiler();  // stops a running profiler (its handler errors are lost)
+  // Stops a running profiler: every pending window is delivered first (its
+  // handler errors are lost).
+  ~Profiler();
   Profiler(const Profiler&) = delete;
   Profiler& operator=(const Profiler&) = delete;
 
@@ -156,13 +190,32 @@ class Profiler {
   // holding it, no permission) the window records CPU only and the trace
   // says why in an activity_unavailable diagnostic.
   Status start();
-  // Ends step step_num() and begins the next one.
+  // Ends step step_num() and begins the next one. A window that ends here
+  // is handed to the delivery thread; step() does not wait for it (it
+  // waits only when two ended windows are still unbuilt, see
+  // deliver_inline). Returns the first error of an earlier window's
+  // on_trace_ready not yet returned.
   Status step();
+  // Ends the open window, and waits until every window is delivered (so
+  // trace(), key_averages() and export_chrome_trace() show the last one
+  // when it returns, as in torch). Returns the first handler error not yet
+  // returned.
   Status stop();
-  std::int64_t step_num() const { return step_num_; }
+  // Waits until every ended window has been delivered (its handler
+  // returned) and the delivery thread is idle (this thread's buffers
+  // faulted in), and returns the first handler error not yet returned;
+  // then trace() is the last delivered window's. Does not end a window.
+  Status flush();
+  // The current step; inside on_trace_ready, the step at which the
+  // delivered window ended.
+  std::int64_t step_num() const;
+  DeliveryStats delivery_stats() const { return stats_; }
 
-  // The last window's trace (empty before the first window completes).
-  const Trace& trace() const { return *trace_; }
+  // The last delivered window's trace (empty before the first is). On the
+  // program's thread: the reference is valid until its next
+  // step()/stop()/flush() (which may take in a newer window); inside
+  // on_trace_ready: the window being delivered. Never from other threads.
+  const Trace& trace() const;
   // torch's key_averages() and events() over the last window's trace.
   // Defined in tprof::tprof, not tprof::capture: include
   // tprof/profiler_tables.h (or tprof/tprof.h) and link tprof::profiler_tables
@@ -171,7 +224,7 @@ class Profiler {
   // prof.events(): one row per event.
   KeyAverages events() const;
   bool profile_memory() const { return options_.profile_memory; }
-  // Writes the last window's trace (Kineto JSON; gzip when path ends in .gz).
+  // Writes trace() (Kineto JSON; gzip when path ends in .gz).
   Status export_chrome_trace(const std::string& path) const;
 
   // torch's add_metadata / add_metadata_json: a top-level key of the trace,
@@ -189,8 +242,16 @@ class Profiler {
   Status transition(ProfilerAction from, ProfilerAction to, bool exiting);
   // The action of step step_num_: the schedule's, or the toggles'.
   ProfilerAction next_action();
+  struct Delivery;  // the delivery thread and its queue (profiler.cc)
   void start_window();
-  void stop_window();
+  Status stop_window(bool ready);
+  Status deliver_now(const Trace& trace, std::int64_t step);
+  bool delivering() const;
+  void start_delivery();
+  void stop_delivery();
+  void run_delivery();
+  void wait_for_room();
+  Status take_delivered();
   void open_step();
   void close_step();
   void start_device();
@@ -204,7 +265,8 @@ class Profiler {
   ProfilerAction action_ = ProfilerAction::kNone;
   bool running_ = false;
   bool recording_ = false;
-  bool delivering_ = false;  // inside on_trace_ready
+  std::unique_ptr<Delivery> delivery_;  // off-thread delivery, while running
+  DeliveryStats stats_;
   internal::OpenSlot step_;  // the open ProfilerStep#N annotation's record (buffer == nullptr: none)
   std::int64_t window_start_ns_ = 0;
   std::int64_t window_start_monotonic_ns_ = 0;

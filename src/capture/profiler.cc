@@ -13,11 +13,19 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <exception>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "src/base/clock.h"
 #include "src/base/file.h"
@@ -63,13 +71,87 @@ std::string process_name() {
   return name.empty() ? std::string("tprof") : name;
 }
 
+// The window on_trace_ready is delivering on this thread: trace(),
+// export_chrome_trace(), key_averages() and step_num() of that profiler
+// answer from it (the program's thread has moved on meanwhile).
+struct Delivering {
+  const Profiler* prof = nullptr;
+  const Trace* trace = nullptr;
+  std::int64_t step = 0;
+};
+thread_local Delivering tl_delivering;
+
 }  // namespace
+
+// Off-thread delivery. The program's thread ends a window by collecting
+// its buffers' views (O(threads)) and queueing them; this thread builds the
+// trace, releases the buffers, runs on_trace_ready, and leaves the trace for
+// the program's thread to take in at its next step()/stop()/flush(). The
+// program's thread alone reads and replaces trace_; traces it lets go are
+// freed here too (a large one takes milliseconds to free).
+//
+//   program thread                     tprof-deliver
+//   step(): window ends ── Window ──▶  build_trace, release_window(epoch)
+//           next window records       on_trace_ready (trace() = this window)
+//   step()/flush(): trace_ ◀─ latest ─ latest, first error
+namespace {
+
+// An ended window: views of its threads' buffers (held until built), what
+// the trace builder needs besides, and its runtime names.
+struct PendingWindow {
+  std::uint32_t epoch = 0;
+  bool ready = false;  // on_trace_ready gets it (else only trace() does)
+  std::int64_t step = 0;
+  std::vector<internal::ThreadRecords> threads;
+  internal::DeviceBatch device;
+  internal::TickConversion clock{};
+  internal::CaptureInfo info;
+  std::unique_ptr<internal::RetiredNames> names;
+};
+
+// Turns a window's records into its trace and gives its buffers and names
+// back (on whichever thread delivers).
+std::unique_ptr<Trace> build_window(PendingWindow& w) {
+  w.info.process_name = process_name();
+  w.info.names = w.names.get();
+  auto trace = std::make_unique<Trace>(internal::build_trace(w.threads, w.device, w.clock, w.info));
+  w.threads.clear();
+  internal::release_window(w.epoch);
+  w.names.reset();  // the trace holds its own copies
+  return trace;
+}
+
+}  // namespace
+
+struct Profiler::Delivery {
+  std::mutex mu;
+  std::condition_variable wake;  // the delivery thread: work queued
+  std::condition_variable done;  // the program's thread: a window built or delivered
+  std::deque<PendingWindow> queue;
+  internal::ThreadHandle prefault = nullptr;  // a thread whose buffers to fault in
+  internal::ThreadHandle owner = nullptr;     // the program's thread, faulted in again after each build
+  bool prefaulting = false;
+  std::vector<std::unique_ptr<Trace>> graveyard;
+  std::unique_ptr<Trace> latest;  // delivered, not yet taken in
+  std::optional<Error> error;     // the first handler error not yet returned
+  std::uint64_t later_errors = 0;  // handler errors after it, before it was returned
+  std::uint64_t enqueued = 0, built = 0, delivered = 0;
+  bool quit = false;
+  std::thread thread;
+};
 
 Profiler::Profiler(ProfilerOptions options) : options_(std::move(options)), trace_(std::make_unique<Trace>()) {}
 
 Profiler::~Profiler() {
   if (running_) static_cast<void>(stop());
+  stop_delivery();
 }
+
+bool Profiler::delivering() const { return tl_delivering.prof == this; }
+
+const Trace& Profiler::trace() const { return delivering() ? *tl_delivering.trace : *trace_; }
+
+std::int64_t Profiler::step_num() const { return delivering() ? tl_delivering.step : step_num_; }
 
 bool Profiler::wants_cuda() const {
   for (Activity a : options_.activities) {
@@ -126,7 +208,7 @@ Error reentered(const char* what) {
 }  // namespace
 
 Status Profiler::start() {
-  if (delivering_) return reentered("start");
+  if (delivering()) return reentered("start");
   if (running_) return Error(ErrorCode::kInvalidArgument, "the profiler is already running");
   if (options_.schedule.is_set() && !options_.schedule.valid()) {
     return Error(ErrorCode::kInvalidArgument,
@@ -189,11 +271,173 @@ Status Profiler::start() {
 #endif
   running_ = true;
   step_num_ = 0;
+  if (!options_.deliver_inline) start_delivery();
   // On demand: armed, no window until the first toggle.
   action_ = toggle != 0 ? ProfilerAction::kNone : options_.schedule(0);
   Status s = transition(ProfilerAction::kNone, action_, false);
   open_step();
+  // The delivery thread faults in this thread's buffers now, ahead of the
+  // windows (the one a window starting here attached is done: left alone).
+  // Without a schedule or toggles there is one window, in one buffer.
+  if (delivery_ != nullptr && (options_.schedule.is_set() || toggle != 0)) {
+    const internal::ThreadHandle self = internal::register_thread();
+    {
+      const std::lock_guard<std::mutex> lock(delivery_->mu);
+      delivery_->prefault = self;
+      delivery_->owner = self;
+    }
+    delivery_->wake.notify_one();
+  }
   return s;
+}
+
+void Profiler::start_delivery() {
+  if (delivery_ != nullptr) return;
+  delivery_ = std::make_unique<Delivery>();
+  delivery_->thread = std::thread([this] { run_delivery(); });
+}
+
+void Profiler::stop_delivery() {
+  if (delivery_ == nullptr) return;
+  {
+    const std::lock_guard<std::mutex> lock(delivery_->mu);
+    delivery_->quit = true;
+  }
+  delivery_->wake.notify_one();
+  delivery_->thread.join();  // it delivers what is queued first
+  delivery_.reset();
+}
+
+void Profiler::run_delivery() {
+  pthread_setname_np(pthread_self(), "tprof-deliver");
+  Delivery& d = *delivery_;
+  std::unique_lock<std::mutex> lock(d.mu);
+  for (;;) {
+    d.wake.wait(lock, [&] { return d.quit || !d.queue.empty() || d.prefault != nullptr || !d.graveyard.empty(); });
+    if (!d.graveyard.empty()) {
+      std::vector<std::unique_ptr<Trace>> dead;
+      dead.swap(d.graveyard);
+      lock.unlock();
+      dead.clear();
+      lock.lock();
+      continue;
+    }
+    if (d.prefault != nullptr && !d.quit) {  // not worth it any more at stop()
+      const internal::ThreadHandle thread = d.prefault;
+      d.prefault = nullptr;
+      d.prefaulting = true;
+      lock.unlock();
+      internal::prefault_thread(thread);
+      lock.lock();
+      d.prefaulting = false;
+      d.done.notify_all();
+      continue;
+    }
+    if (!d.queue.empty()) {
+      PendingWindow w = std::move(d.queue.front());
+      d.queue.pop_front();
+      lock.unlock();
+      std::unique_ptr<Trace> trace = build_window(w);
+      // The buffer just released, or one of an old size, is ready before
+      // the program's thread needs it for the window after next.
+      internal::prefault_thread(d.owner);
+      lock.lock();
+      ++d.built;  // its buffers are free: a window waiting to begin may
+      lock.unlock();
+      d.done.notify_all();
+      Status s;
+      if (w.ready && options_.on_trace_ready) s = deliver_now(*trace, w.step);
+      std::unique_ptr<Trace> old;
+      lock.lock();
+      if (!s.ok()) {
+        if (d.error.has_value()) {
+          ++d.later_errors;
+        } else {
+          d.error = s.error();
+        }
+      }
+      old = std::move(d.latest);  // never taken in: superseded
+      d.latest = std::move(trace);
+      ++d.delivered;
+      lock.unlock();
+      d.done.notify_all();
+      old.reset();
+      lock.lock();
+      continue;
+    }
+    if (d.quit) return;
+  }
+}
+
+Status Profiler::deliver_now(const Trace& trace, std::int64_t step) {
+  // The user's code: an exception becomes the call's error (it would
+  // otherwise leave the profiler half-stopped, end the delivery thread, or
+  // terminate in ~Profiler).
+  const Delivering outer = tl_delivering;
+  tl_delivering = Delivering{this, &trace, step};
+  Status status;
+  try {
+    status = options_.on_trace_ready(*this);
+  } catch (const std::exception& e) {
+    status = Error(ErrorCode::kInternal, std::string("on_trace_ready threw: ") + e.what());
+  } catch (...) {
+    status = Error(ErrorCode::kInternal, "on_trace_ready threw an exception that is not a std::exception");
+  }
+  tl_delivering = outer;
+  return status;
+}
+
+// A window may begin only while at most one ended window is unbuilt: each
+// recording thread then has a free buffer of its two.
+void Profiler::wait_for_room() {
+  if (delivery_ == nullptr) return;
+  Delivery& d = *delivery_;
+  std::unique_lock<std::mutex> lock(d.mu);
+  if (d.enqueued - d.built < 2) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  d.done.wait(lock, [&] { return d.enqueued - d.built < 2; });
+  ++stats_.waits;
+  stats_.wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Status Profiler::take_delivered() {
+  if (delivery_ == nullptr) return {};
+  Delivery& d = *delivery_;
+  Status s;
+  {
+    const std::lock_guard<std::mutex> lock(d.mu);
+    if (d.latest != nullptr) {
+      // The trace let go is freed on the delivery thread.
+      d.graveyard.push_back(std::move(trace_));
+      trace_ = std::move(d.latest);
+    }
+    if (d.error.has_value()) {
+      Error e = std::move(*d.error);
+      d.error.reset();
+      if (d.later_errors > 0) {
+        e = Error(e.code(), e.message() + " (and " + std::to_string(d.later_errors) +
+                                " later on_trace_ready errors)", e.path(), e.byte_offset());
+        d.later_errors = 0;
+      }
+      s = std::move(e);
+    }
+  }
+  d.wake.notify_one();
+  return s;
+}
+
+Status Profiler::flush() {
+  if (delivering()) return reentered("flush");
+  if (delivery_ == nullptr) return {};
+  {
+    std::unique_lock<std::mutex> lock(delivery_->mu);
+    // Idle: every window delivered, the buffers faulted in.
+    delivery_->done.wait(lock, [&] {
+      const Delivery& d = *delivery_;
+      return d.delivered == d.enqueued && (d.quit || (d.prefault == nullptr && !d.prefaulting));
+    });
+  }
+  return take_delivered();
 }
 
 ProfilerAction Profiler::next_action() {
@@ -209,7 +453,7 @@ ProfilerAction Profiler::next_action() {
 }
 
 Status Profiler::step() {
-  if (delivering_) return reentered("step");
+  if (delivering()) return reentered("step");
   if (!running_) return Error(ErrorCode::kInvalidArgument, "step() before start()");
   close_step();
   ProfilerAction prev = action_;
@@ -220,14 +464,20 @@ Status Profiler::step() {
   }
   Status s = transition(prev, action_, false);
   open_step();
-  return s;
+  if (!s.ok()) return s;  // an earlier window's error waits for the next call
+  return take_delivered();
 }
 
 Status Profiler::stop() {
-  if (delivering_) return reentered("stop");
+  if (delivering()) return reentered("stop");
   if (!running_) return {};
   close_step();
   Status s = transition(action_, ProfilerAction::kNone, true);
+  // torch's prof.stop(); prof.export_chrome_trace(...): the last window is
+  // delivered, and trace() is it, when stop() returns.
+  Status delivered = flush();
+  stop_delivery();
+  if (s.ok()) s = std::move(delivered);
   if (device_started_) {
     internal::DeviceBatch unused;  // only a warmup's: no window was open
     device_->stop(&unused);
@@ -258,6 +508,8 @@ void Profiler::close_step() {
 }
 
 void Profiler::start_window() {
+  // Off-thread: not while two ended windows still hold their buffers.
+  wait_for_room();
   device_problem_.clear();
   start_device();
   internal::TickClock::instance().sample();
@@ -266,8 +518,8 @@ void Profiler::start_window() {
   window_start_monotonic_ns_ = static_cast<std::int64_t>(internal::monotonic_ns());
   internal::g_epoch.fetch_add(1, std::memory_order_relaxed);
   // The calling thread (the training loop's) attaches now, its pages
-  // faulted in, so its first scope in the window pays neither (a no-op
-  // past the first window).
+  // faulted in, so its first scope in the window pays neither (off-thread,
+  // the delivery thread faulted them in already, and this attaches only).
   static_cast<void>(internal::prepare_thread_buffer());
   internal::g_record_shapes.store(options_.record_shapes, std::memory_order_relaxed);
   internal::g_profile_memory.store(options_.profile_memory, std::memory_order_relaxed);
@@ -275,16 +527,18 @@ void Profiler::start_window() {
   recording_ = true;
 }
 
-void Profiler::stop_window() {
+Status Profiler::stop_window(bool ready) {
   internal::g_recording.store(false, std::memory_order_release);
   // Scopes that end after this tick are still open at the window's end.
   const std::uint64_t window_end_ticks = internal::read_ticks();
   recording_ = false;
   internal::TickClock::instance().sample();
-  const internal::TickConversion clock = internal::TickClock::instance().conversion();
-  internal::CaptureInfo info;
+  PendingWindow w;
+  w.clock = internal::TickClock::instance().conversion();
+  w.ready = ready && options_.on_trace_ready != nullptr;
+  w.step = step_num_;
+  internal::CaptureInfo& info = w.info;
   info.pid = static_cast<std::int64_t>(getpid());
-  info.process_name = process_name();
   info.window_start_ns = window_start_ns_;
   info.window_start_monotonic_ns = window_start_monotonic_ns_;
   info.window_start_ticks = window_start_ticks_;
@@ -293,20 +547,31 @@ void Profiler::stop_window() {
   info.metadata = metadata_;
   info.window_end_ticks = window_end_ticks;
   info.graph_nodes = &internal::graph_node_scopes();
-  internal::DeviceBatch device;
   if (device_started_) {
-    device_->stop(&device);
+    device_->stop(&w.device);
     device_started_ = false;
   }
-  if (!device_problem_.empty()) device.problems.push_back(device_problem_);
-  auto threads = internal::collect(internal::g_epoch.load(std::memory_order_relaxed));
-  // The previous window's trace goes first: its memory is free for this
-  // one's (the two never coexist, and repeated windows reuse the pages).
+  if (!device_problem_.empty()) w.device.problems.push_back(device_problem_);
+  // Views of the buffers, held until the trace is built, and the window's
+  // runtime names: O(threads), no record is read or copied here.
+  w.epoch = internal::g_epoch.load(std::memory_order_relaxed);
+  w.threads = internal::collect(w.epoch);
+  w.names = internal::retire_dynamic_names();
+  if (delivery_ != nullptr) {
+    {
+      const std::lock_guard<std::mutex> lock(delivery_->mu);
+      delivery_->queue.push_back(std::move(w));
+      ++delivery_->enqueued;
+    }
+    delivery_->wake.notify_one();
+    ++stats_.windows;
+    return {};
+  }
+  // Inline: the previous window's trace goes first: its memory is free for
+  // this one's (the two never coexist, and repeated windows reuse the pages).
   trace_.reset();
-  trace_ = std::make_unique<Trace>(internal::build_trace(threads, device, clock, info));
-  threads.clear();
-  internal::release_collected();
-  internal::release_dynamic_names();  // the trace holds its own copies
+  trace_ = build_window(w);
+  return w.ready ? deliver_now(*trace_, w.step) : Status();
 }
 
 Status Profiler::transition(ProfilerAction from, ProfilerAction to, bool exiting) {
@@ -336,36 +601,23 @@ Status Profiler::transition(ProfilerAction from, ProfilerAction to, bool exiting
   // torch: a warmup followed directly by NONE starts and stops at once.
   if (start && stop && !ready) {
     start_window();
-    stop_window();
-    return {};
+    return stop_window(false);
   }
   Status status;
-  if (stop) stop_window();
-  if (ready && options_.on_trace_ready) {
-    // The user's code: an exception becomes the call's error (it would
-    // otherwise leave the profiler half-stopped, or terminate in ~Profiler).
-    delivering_ = true;
-    try {
-      status = options_.on_trace_ready(*this);
-    } catch (const std::exception& e) {
-      status = Error(ErrorCode::kInternal, std::string("on_trace_ready threw: ") + e.what());
-    } catch (...) {
-      status = Error(ErrorCode::kInternal, "on_trace_ready threw an exception that is not a std::exception");
-    }
-    delivering_ = false;
-  }
+  if (stop) status = stop_window(ready);
   // torch's prepare: the GPU tracer starts with the warmup, so that its
   // set-up cost is not in the recorded window; so do this thread's buffer
-  // pages (prepare_thread_buffer).
+  // pages (inline: here, prepare_thread_buffer; off-thread: the delivery
+  // thread faults them in from start() on).
   if (to == A::kWarmup && !exiting) {
     start_device();
-    static_cast<void>(internal::prepare_thread_buffer());
+    if (delivery_ == nullptr) static_cast<void>(internal::prepare_thread_buffer());
   }
   if (start) start_window();
   return status;
 }
 
-Status Profiler::export_chrome_trace(const std::string& path) const { return write_trace(*trace_, path); }
+Status Profiler::export_chrome_trace(const std::string& path) const { return write_trace(trace(), path); }
 
 Status Profiler::add_metadata(const std::string& key, const std::string& value) {
   std::string json;

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -139,24 +140,47 @@ class Mapping {
   std::size_t bytes_ = 0;
 };
 
-struct ThreadState {
+// One of a thread's two buffers. The flags are read and written under the
+// registry's lock.
+struct BufferSlot {
   ThreadBuffer buffer;
   Mapping records;
   Mapping payload;
-  std::atomic<std::uint64_t> dropped_shapes{0};
+  // Every page of records/payload has been written (prepare_thread_buffer,
+  // prefault_thread); cleared when the arrays are reallocated.
+  bool prefaulted = false;
+  // Collected at a window's end; its records are read until that window's
+  // trace is built (release_window). The owner does not attach it meanwhile.
+  bool held = false;
+  // The delivery thread is writing its pages (prefault_thread): the owner
+  // waits before attaching it.
+  bool preparing = false;
+};
+
+// Two buffers per thread (double buffering): a window's records stay in
+// place while its trace is built on the delivery thread, and the thread
+// records the next window into the other buffer. The profiler lets a
+// window begin only while at most one ended window is unbuilt, so one of
+// the two is always free when a thread attaches.
+constexpr int kSlots = 2;
+
+struct ThreadState {
+  BufferSlot slots[kSlots];
+  int current = -1;  // the slot tl_buffer points to (under the registry's lock)
   std::int64_t tid = 0;
   std::string name;
   std::atomic<bool> alive{true};
-  // Every page of records/payload has been written (prepare_thread_buffer);
-  // owner thread only, cleared when the arrays are reallocated.
-  bool prefaulted = false;
 };
 
 struct Registry {
   std::mutex mu;
+  std::condition_variable prepared;  // a slot's `preparing` went false
   std::vector<std::unique_ptr<ThreadState>> threads;
   std::uint32_t capacity = 1u << 20;
   std::uint32_t payload_capacity = 1u << 18;
+  // The last window whose trace is built (release_window): a dead thread's
+  // state goes when every buffer it attached belongs to it or an earlier one.
+  std::uint32_t released_epoch = 0;
 };
 
 Registry& registry() {
@@ -178,9 +202,15 @@ struct ExitGuard {
   ~ExitGuard() {
     const TprofSection section;
     if (tl_state != nullptr) {
-      ThreadBuffer& b = tl_state->buffer;
-      tl_state->records.trim(std::size_t{b.size} * sizeof(Record));
-      tl_state->payload.trim(std::size_t{b.payload_size} * sizeof(std::uint64_t));
+      // A buffer the delivery thread is faulting in is not trimmed under it.
+      Registry& r = registry();
+      std::unique_lock<std::mutex> lock(r.mu);
+      for (BufferSlot& slot : tl_state->slots) {
+        r.prepared.wait(lock, [&] { return !slot.preparing; });
+        const ThreadBuffer& b = slot.buffer;
+        slot.records.trim(std::size_t{b.size} * sizeof(Record));
+        slot.payload.trim(std::size_t{b.payload_size} * sizeof(std::uint64_t));
+      }
       tl_state->alive.store(false, std::memory_order_release);
     }
     tl_state = nullptr;
@@ -393,53 +423,111 @@ bool reallocate(Mapping* storage, T** view, std::uint32_t* capacity, std::uint32
   return true;
 }
 
+// The calling thread's state, registered now if it has none. Under the
+// registry's lock.
+ThreadState* own_state_locked(Registry& r) {
+  ThreadState* st = tl_state;
+  if (st == nullptr) {
+    r.threads.push_back(std::make_unique<ThreadState>());
+    st = r.threads.back().get();
+    st->tid = static_cast<std::int64_t>(syscall(SYS_gettid));
+  }
+  return st;
+}
+
+void adopt_state(ThreadState* st) {
+  if (tl_state != nullptr) return;
+  tl_state = st;
+  if (tl_exited) {
+    st->alive.store(false, std::memory_order_release);  // collected after this window, then freed
+  } else {
+    (void)&tl_exit_guard;  // constructs the guard: its destructor runs at thread exit
+  }
+}
+
 ThreadBuffer* attach_thread_buffer_or_throw() {
   Registry& r = registry();
-  ThreadState* st = tl_state;
+  ThreadState* st = nullptr;
+  BufferSlot* slot = nullptr;
   std::uint32_t capacity = 0, payload_capacity = 0;
   {
-    std::lock_guard<std::mutex> lock(r.mu);
+    std::unique_lock<std::mutex> lock(r.mu);
     capacity = r.capacity;
     payload_capacity = r.payload_capacity;
-    if (st == nullptr) {
-      r.threads.push_back(std::make_unique<ThreadState>());
-      st = r.threads.back().get();
-      st->tid = static_cast<std::int64_t>(syscall(SYS_gettid));
+    st = own_state_locked(r);
+    // A free buffer whose pages are in (the one used last first), else
+    // one the delivery thread is faulting in (waited for: it is nearly
+    // done), else any free one (its pages fault as records are written).
+    for (;;) {
+      auto free_slot = [&](int i) { return !st->slots[i].held && !st->slots[i].preparing; };
+      auto warm = [&](int i) {
+        const BufferSlot& x = st->slots[i];
+        return x.prefaulted && x.buffer.capacity == capacity &&
+               (payload_capacity == 0 || x.buffer.payload_capacity == payload_capacity);
+      };
+      int pick = -1;
+      bool preparing = false;
+      for (int pass = 0; pass < 2 && pick < 0; ++pass) {
+        for (int k = 0; k < kSlots && pick < 0; ++k) {
+          // The current one first, then the others.
+          const int i = st->current >= 0 ? (st->current + k) % kSlots : k;
+          preparing |= !st->slots[i].held && st->slots[i].preparing;
+          if (free_slot(i) && (pass == 1 || warm(i))) pick = i;
+        }
+        if (pass == 0 && pick < 0 && preparing) break;
+      }
+      if (pick < 0 && preparing) {
+        r.prepared.wait(lock);
+        continue;
+      }
+      // Both held: a window began while two ended ones were unbuilt, which
+      // the profiler never does. No buffer: the event is dropped.
+      if (pick < 0) return nullptr;
+      st->current = pick;
+      slot = &st->slots[pick];
+      break;
     }
   }
-  if (tl_state == nullptr) {
-    tl_state = st;
-    if (tl_exited) {
-      st->alive.store(false, std::memory_order_release);  // collected after this window, then freed
-    } else {
-      (void)&tl_exit_guard;  // constructs the guard: its destructor runs at thread exit
-    }
-  }
-  // Preallocated once per thread (pages are touched only as records are
-  // written); reallocated only when a later profiler asks for another size.
-  // The collector never reads a buffer of the window being reset here.
-  // A fresh array may even sit at the old one's address: whether it
-  // changed is what reallocate says, not a pointer comparison.
-  bool changed = reallocate(&st->records, &st->buffer.records, &st->buffer.capacity, capacity);
+  adopt_state(st);
+  // Preallocated once per buffer (pages are touched only as records are
+  // written, or by prefault_thread); reallocated only when a later profiler
+  // asks for another size. The collector never reads a buffer being reset
+  // here (a held one is never picked). A fresh array may even sit at the
+  // old one's address: whether it changed is what reallocate says, not a
+  // pointer comparison.
+  ThreadBuffer& b = slot->buffer;
+  bool changed = reallocate(&slot->records, &b.records, &b.capacity, capacity);
   if (payload_capacity > 0) {
-    changed |= reallocate(&st->payload, &st->buffer.payload, &st->buffer.payload_capacity, payload_capacity);
+    changed |= reallocate(&slot->payload, &b.payload, &b.payload_capacity, payload_capacity);
   }
-  if (changed) st->prefaulted = false;
-  st->buffer.size = 0;
-  st->buffer.payload_size = 0;
-  st->buffer.published.store(0, std::memory_order_relaxed);
-  st->buffer.dropped.store(0, std::memory_order_relaxed);
-  st->buffer.refused.store(0, std::memory_order_relaxed);
-  st->dropped_shapes.store(0, std::memory_order_relaxed);
+  b.size = 0;
+  b.payload_size = 0;
+  b.published.store(0, std::memory_order_relaxed);
+  b.dropped.store(0, std::memory_order_relaxed);
+  b.refused.store(0, std::memory_order_relaxed);
+  b.dropped_shapes.store(0, std::memory_order_relaxed);
   {
     // The collector reads name and epoch under the registry lock.
     std::string name = current_thread_name();
     std::lock_guard<std::mutex> lock(r.mu);
+    if (changed) slot->prefaulted = false;
     st->name = std::move(name);
-    st->buffer.epoch.store(g_epoch.load(std::memory_order_relaxed), std::memory_order_release);
+    b.epoch.store(g_epoch.load(std::memory_order_relaxed), std::memory_order_release);
   }
-  tl_buffer = &st->buffer;
+  tl_buffer = &b;
   return tl_buffer;
+}
+
+// Huge pages where aligned, then one write per 4 KiB page (volatile: the
+// stores must happen). In first_window_bench the advice made a fresh
+// process's start() ~80 ms faster (a 32 MiB buffer); populating with
+// prefault_for_writing() instead made its first scopes 2.3x slower.
+void touch_pages(void* data, std::size_t bytes) {
+  constexpr std::size_t kPage = 4096;
+  advise_huge_pages(data, bytes);
+  volatile char* p = static_cast<char*>(data);
+  for (std::size_t i = 0; i < bytes; i += kPage) p[i] = 0;
+  if (bytes > 0) p[bytes - 1] = 0;  // the last page, when the array does not start on a page boundary
 }
 
 }  // namespace
@@ -451,23 +539,81 @@ bool prepare_thread_buffer() noexcept {
   ThreadBuffer* b = attach_thread_buffer();
   if (b == nullptr || b->records == nullptr) return false;
   ThreadState* st = tl_state;
-  if (st == nullptr || st->prefaulted) return true;
-  // Huge pages where aligned, then one write per 4 KiB page (volatile: the
-  // stores must happen). The buffer is empty for this window, so nothing
-  // recorded is overwritten. In first_window_bench the advice made a fresh
-  // process's start() ~80 ms faster (a 32 MiB buffer); populating with
-  // prefault_for_writing() instead made its first scopes 2.3x slower.
-  constexpr std::size_t kPage = 4096;
-  auto touch = [](void* data, std::size_t bytes) {
-    advise_huge_pages(data, bytes);
-    volatile char* p = static_cast<char*>(data);
-    for (std::size_t i = 0; i < bytes; i += kPage) p[i] = 0;
-    if (bytes > 0) p[bytes - 1] = 0;  // the last page, when the array does not start on a page boundary
-  };
-  touch(b->records, std::size_t{b->capacity} * sizeof(Record));
-  if (b->payload != nullptr) touch(b->payload, std::size_t{b->payload_capacity} * sizeof(std::uint64_t));
-  st->prefaulted = true;
+  if (st == nullptr) return true;
+  BufferSlot* slot = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    slot = &st->slots[st->current];
+    if (slot->prefaulted) return true;
+  }
+  // The buffer is empty for this window, so nothing recorded is overwritten;
+  // it is this thread's current one, which prefault_thread never touches.
+  touch_pages(b->records, std::size_t{b->capacity} * sizeof(Record));
+  if (b->payload != nullptr) touch_pages(b->payload, std::size_t{b->payload_capacity} * sizeof(std::uint64_t));
+  std::lock_guard<std::mutex> lock(registry().mu);
+  slot->prefaulted = true;
   return true;
+}
+
+ThreadHandle register_thread() noexcept {
+  const TprofSection section;  // holds the registry's lock
+  try {
+    Registry& r = registry();
+    ThreadState* st = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(r.mu);
+      st = own_state_locked(r);
+    }
+    adopt_state(st);
+    return st;
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
+void prefault_thread(ThreadHandle thread) noexcept {
+  if (thread == nullptr) return;
+  auto* st = static_cast<ThreadState*>(thread);
+  Registry& r = registry();
+  for (int i = 0; i < kSlots; ++i) {
+    BufferSlot& slot = st->slots[i];
+    std::uint32_t capacity = 0, payload_capacity = 0;
+    {
+      std::lock_guard<std::mutex> lock(r.mu);
+      // Its owner's current buffer (it may be recording into it), a held
+      // one (being read), or one already done: left alone.
+      capacity = r.capacity;
+      payload_capacity = r.payload_capacity;
+      // The current buffer's fields are its owner's (written outside the
+      // lock): not even read.
+      if (i == st->current || slot.held || !st->alive.load(std::memory_order_relaxed)) continue;
+      if (slot.prefaulted && slot.buffer.capacity == capacity &&
+          (payload_capacity == 0 || slot.buffer.payload_capacity == payload_capacity)) {
+        continue;
+      }
+      slot.preparing = true;
+    }
+    // The owner does not attach a preparing slot: this thread has it alone.
+    ThreadBuffer& b = slot.buffer;
+    bool ok = true;
+    try {
+      reallocate(&slot.records, &b.records, &b.capacity, capacity);
+      if (payload_capacity > 0) reallocate(&slot.payload, &b.payload, &b.payload_capacity, payload_capacity);
+    } catch (...) {
+      ok = false;
+    }
+    ok = ok && b.records != nullptr;
+    if (ok) {
+      touch_pages(b.records, std::size_t{b.capacity} * sizeof(Record));
+      if (b.payload != nullptr) touch_pages(b.payload, std::size_t{b.payload_capacity} * sizeof(std::uint64_t));
+    }
+    {
+      std::lock_guard<std::mutex> lock(r.mu);
+      slot.preparing = false;
+      slot.prefaulted = ok;
+    }
+    r.prepared.notify_all();
+  }
 }
 
 std::vector<ThreadRecords> collect(std::uint32_t epoch) {
@@ -475,22 +621,27 @@ std::vector<ThreadRecords> collect(std::uint32_t epoch) {
   Registry& r = registry();
   std::vector<ThreadRecords> out;
   std::lock_guard<std::mutex> lock(r.mu);
+  out.reserve(r.threads.size());
   for (const auto& st : r.threads) {
-    const ThreadBuffer& b = st->buffer;
-    if (b.epoch.load(std::memory_order_acquire) != epoch) continue;
-    if (b.records == nullptr && b.dropped.load(std::memory_order_relaxed) == 0) continue;
-    const std::uint32_t n = b.published.load(std::memory_order_acquire);
-    ThreadRecords tr;
-    tr.tid = st->tid;
-    tr.name = st->name;
-    tr.records = b.records != nullptr ? std::span<const Record>(b.records, n) : std::span<const Record>();
-    // The whole arena: readers follow only the entries published records
-    // refer to, which were written before those records were published.
-    tr.payload = std::span<const std::uint64_t>(b.payload, b.payload != nullptr ? b.payload_capacity : 0u);
-    tr.dropped = b.dropped.load(std::memory_order_relaxed);
-    tr.refused = b.refused.load(std::memory_order_relaxed);
-    tr.dropped_shapes = st->dropped_shapes.load(std::memory_order_relaxed);
-    out.push_back(std::move(tr));
+    for (BufferSlot& slot : st->slots) {
+      const ThreadBuffer& b = slot.buffer;
+      if (b.epoch.load(std::memory_order_acquire) != epoch) continue;
+      // Read until release_window(epoch), wherever the trace is built.
+      slot.held = true;
+      if (b.records == nullptr && b.dropped.load(std::memory_order_relaxed) == 0) continue;
+      const std::uint32_t n = b.published.load(std::memory_order_acquire);
+      ThreadRecords tr;
+      tr.tid = st->tid;
+      tr.name = st->name;
+      tr.records = b.records != nullptr ? std::span<const Record>(b.records, n) : std::span<const Record>();
+      // The whole arena: readers follow only the entries published records
+      // refer to, which were written before those records were published.
+      tr.payload = std::span<const std::uint64_t>(b.payload, b.payload != nullptr ? b.payload_capacity : 0u);
+      tr.dropped = b.dropped.load(std::memory_order_relaxed);
+      tr.refused = b.refused.load(std::memory_order_relaxed);
+      tr.dropped_shapes = b.dropped_shapes.load(std::memory_order_relaxed);
+      out.push_back(std::move(tr));
+    }
   }
   return out;
 }
@@ -505,16 +656,44 @@ bool thread_gone(std::int64_t tid) {
   return syscall(SYS_tgkill, static_cast<long>(getpid()), static_cast<long>(tid), 0) != 0 && errno == ESRCH;
 }
 
+// Whether `epoch` is `released` or before it (epochs wrap: by difference).
+bool at_or_before(std::uint32_t epoch, std::uint32_t released) {
+  return static_cast<std::int32_t>(released - epoch) >= 0;
+}
+
 }  // namespace
 
-void release_collected() {
+void release_window(std::uint32_t epoch) {
   const TprofSection section;  // holds the registry's lock
   Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  // Exited threads are done writing, and their records have been used.
-  std::erase_if(r.threads, [](const std::unique_ptr<ThreadState>& st) {
-    return !st->alive.load(std::memory_order_acquire) && thread_gone(st->tid);
-  });
+  std::vector<std::unique_ptr<ThreadState>> gone;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.released_epoch = epoch;
+    for (const auto& st : r.threads) {
+      for (BufferSlot& slot : st->slots) {
+        if (slot.held && slot.buffer.epoch.load(std::memory_order_relaxed) == epoch) slot.held = false;
+      }
+    }
+    // Exited threads are done writing, and their records have been used:
+    // every buffer they attached belongs to this window or an earlier one
+    // (a thread that recorded in the window now open, and exited, stays
+    // until that window's trace is built).
+    auto done = [&](const std::unique_ptr<ThreadState>& st) {
+      if (st->alive.load(std::memory_order_acquire)) return false;
+      for (const BufferSlot& slot : st->slots) {
+        const std::uint32_t e = slot.buffer.epoch.load(std::memory_order_relaxed);
+        if (slot.held || slot.preparing || (e != 0 && !at_or_before(e, epoch))) return false;
+      }
+      return thread_gone(st->tid);
+    };
+    for (auto& st : r.threads) {
+      if (done(st)) gone.push_back(std::move(st));
+    }
+    std::erase_if(r.threads, [](const std::unique_ptr<ThreadState>& st) { return st == nullptr; });
+  }
+  // Unmapped outside the lock: a recording thread attaching meanwhile does
+  // not wait for it.
 }
 
 namespace {
@@ -564,8 +743,16 @@ void unlock_after_fork() {
   registry().mu.unlock();
   leave_tprof(tl_mark_before_fork);
 }
+// The child has no delivery thread: a buffer it was faulting in is
+// nobody's to finish, and the child's owner must not wait for it.
+void unlock_in_child() {
+  for (const auto& st : registry().threads) {
+    for (BufferSlot& slot : st->slots) slot.preparing = false;
+  }
+  unlock_after_fork();
+}
 [[maybe_unused]] const bool g_fork_handlers = [] {
-  return pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork) == 0;
+  return pthread_atfork(lock_for_fork, unlock_after_fork, unlock_in_child) == 0;
 }();
 
 // Inside the recorder.
@@ -645,11 +832,19 @@ void graph_node_cloned(std::uint64_t node, std::uint64_t original) noexcept {
   append({node, read_ticks(), original, 0, kRecordGraphNode, 1});
 }
 
-bool dynamic_lookup(std::uint64_t key, std::string_view* name, std::string_view* category) {
+bool dynamic_lookup(const RetiredNames* retired, std::uint64_t key, std::string_view* name,
+                    std::string_view* category) {
+  const auto id = static_cast<std::uint32_t>(key);
+  if (retired != nullptr) {
+    // The window's own table, no longer written: no lock.
+    if (key >> 32 != retired->gen || id >= retired->names.size()) return false;
+    *name = retired->names[id];
+    *category = retired->categories[retired->category_of[id]];
+    return true;
+  }
   const TprofSection section;  // holds the names' lock
   NameTable& t = names();
   std::lock_guard<std::mutex> lock(t.mu);
-  const auto id = static_cast<std::uint32_t>(key);
   if (key >> 32 != t.gen || id >= t.names.size()) return false;
   *name = t.names[id];
   *category = t.categories[t.category_of[id]];
@@ -663,43 +858,51 @@ std::size_t dynamic_names_held() {
   return t.names.size();
 }
 
-void release_dynamic_names() {
-  const TprofSection section;  // holds the names' lock, resets this thread's cache
-  NameTable& t = names();
-  std::deque<std::string> names, categories;
-  std::unordered_map<std::string, std::uint32_t> ids;
-  std::vector<std::uint32_t> category_of;
-  {
-    std::lock_guard<std::mutex> lock(t.mu);
-    t.names.swap(names);
-    t.categories.swap(categories);
-    t.ids.swap(ids);
-    t.category_of.swap(category_of);
-    t.gen = t.gen + 1 == static_cast<std::uint32_t>(kNoName >> 32) ? 1 : t.gen + 1;
-    g_names_gen.store(t.gen, std::memory_order_release);
-  }
-  // The calling thread's own cache (the one that recorded, in most
-  // programs) is emptied now; other threads' at their next runtime name, or
-  // at their exit. The old containers are freed here, outside the lock.
-  if (tl_names != nullptr) {
-    try {
-      tl_names->reset(g_names_gen.load(std::memory_order_relaxed));
-    } catch (const std::bad_alloc&) {
-      // No memory for 64 empty slots: the stale cache is reset at the next name.
-    }
-  }
+RetiredNames::~RetiredNames() {
   const bool many = names.size() >= (std::size_t{1} << 16);
   names = {};
   categories = {};
   ids = {};
   category_of = {};
+  cache.reset();
 #ifdef __GLIBC__
   // glibc keeps what a large table freed (small blocks, interleaved with
   // the trace's): 2M names left 400 MB resident after the Profiler was
   // gone, 60 MB with this (about 20 ms, once a window of 2^16 names or more).
   if (many) malloc_trim(0);
+#else
+  static_cast<void>(many);
 #endif
 }
+
+std::unique_ptr<RetiredNames> retire_dynamic_names() {
+  const TprofSection section;  // holds the names' lock, swaps this thread's cache
+  auto retired = std::make_unique<RetiredNames>();
+  NameTable& t = names();
+  {
+    // Swaps only (no string is copied or freed under the lock): the table
+    // starts the next generation empty, at once.
+    std::lock_guard<std::mutex> lock(t.mu);
+    retired->gen = t.gen;
+    t.names.swap(retired->names);
+    t.categories.swap(retired->categories);
+    t.ids.swap(retired->ids);
+    t.category_of.swap(retired->category_of);
+    t.gen = t.gen + 1 == static_cast<std::uint32_t>(kNoName >> 32) ? 1 : t.gen + 1;
+    g_names_gen.store(t.gen, std::memory_order_release);
+  }
+  // The calling thread's own cache (the one that recorded, in most
+  // programs) goes with the table, to be freed where the table is; the
+  // thread starts a fresh one at its next runtime name. Other threads'
+  // caches start over at their next runtime name, or at their exit.
+  if (tl_names != nullptr) {
+    retired->cache = std::shared_ptr<void>(tl_names, [](void* c) { delete static_cast<NameCache*>(c); });
+    tl_names = nullptr;
+  }
+  return retired;
+}
+
+void release_dynamic_names() { retire_dynamic_names().reset(); }
 
 }  // namespace tprof::internal
 
@@ -729,7 +932,7 @@ std::uint32_t store_shapes(Shapes shapes) noexcept {
     b->payload_size += static_cast<std::uint32_t>(words);
     return ref;
   }
-  if (tl_state != nullptr) tl_state->dropped_shapes.fetch_add(1, std::memory_order_relaxed);
+  b->dropped_shapes.fetch_add(1, std::memory_order_relaxed);
   return 0;
 }
 

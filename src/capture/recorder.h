@@ -3,9 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "tprof/internal/recorder.h"
@@ -23,10 +26,23 @@ void configure_buffers(std::uint32_t events_per_thread, std::uint32_t payload_wo
 // Attaches the calling thread's buffer for the current window and, the
 // first time after the buffer was allocated, writes every page of it, so
 // page faults (a 2 MB huge-page fault costs hundreds of µs) are paid here,
-// in start() and at the warm-up, and not inside the first measured step.
-// Returns false when there is no memory (the thread's scopes then drop,
-// counted). Call from the thread that will record (the training loop's).
+// and not inside the first measured step (a no-op for a buffer that
+// prefault_thread already did). Returns false when there is no memory (the
+// thread's scopes then drop, counted). Call from the thread that will
+// record (the training loop's).
 bool prepare_thread_buffer() noexcept;
+
+// A registered thread, for prefault_thread (null: no memory).
+using ThreadHandle = void*;
+// Registers the calling thread (no buffer is allocated yet).
+ThreadHandle register_thread() noexcept;
+// Allocates and writes every page of `thread`'s buffers that it is not
+// recording into and that no window holds, from the calling thread (the
+// delivery thread): the owner's first records in them fault nothing, and
+// the owner never pays for the faults. An owner attaching a buffer being
+// faulted in waits for it. The thread must stay registered meanwhile
+// (release_window runs on the same thread as this).
+void prefault_thread(ThreadHandle thread) noexcept;
 
 // What one thread recorded in a window: views of its buffer, valid until
 // release_collected() (see collect()).
@@ -42,16 +58,17 @@ struct ThreadRecords {
 
 // Every thread's records of window `epoch`: what was published by now, in
 // place (a window's records are 32 bytes each; copying them would double
-// the memory a stop() touches). The views stay valid until the next window
-// starts or release_collected() runs: records published after this call
-// land beyond them, a buffer is reset or reallocated only when its thread
-// records in a later window, and buffers of exited threads are freed only
-// by release_collected().
+// the memory a stop() touches). O(threads), no record is read: the program's
+// thread calls it at the window's end, and the trace is built elsewhere.
+// The buffers are held: the views stay valid until release_window(epoch),
+// even while the next window records (its threads attach their other
+// buffer); records published after this call land beyond them.
 std::vector<ThreadRecords> collect(std::uint32_t epoch);
 
-// Frees the buffers of threads that have exited. Invalidates the views of
-// their records.
-void release_collected();
+// Ends collect(epoch)'s hold (the window's trace is built: its buffers may
+// be reset for a later window) and frees the states of threads that have
+// exited and have no records of a later window. Invalidates the views.
+void release_window(std::uint32_t epoch);
 
 // NVTX-style ranges (tprof record): recorded as user_annotation scopes with
 // runtime names. push/pop nest on the calling thread (an unmatched pop is
@@ -76,12 +93,34 @@ void end_range(std::uint64_t id) noexcept;
 void graph_node_created(std::uint64_t node) noexcept;
 void graph_node_cloned(std::uint64_t node, std::uint64_t original) noexcept;
 
-// The runtime name and category of a kRecordDynamicScope record's key; false
-// when the key is stale (from before the last release) or interning failed.
-// The views stay valid until release_dynamic_names().
-bool dynamic_lookup(std::uint64_t key, std::string_view* name, std::string_view* category);
-// Empties the runtime-name table (after a window's trace is built): names are
-// kept for one window, not for the life of the process.
+// A window's runtime names, taken out of the process-wide table when the
+// window ends (retire_dynamic_names): read without a lock by the trace
+// builder, freed with it (wherever that is: the delivery thread).
+struct RetiredNames {
+  std::uint32_t gen = 0;
+  std::deque<std::string> names;
+  std::deque<std::string> categories;
+  std::unordered_map<std::string, std::uint32_t> ids;
+  std::vector<std::uint32_t> category_of;
+  std::shared_ptr<void> cache;  // the retiring thread's name cache
+  RetiredNames() = default;
+  RetiredNames(const RetiredNames&) = delete;
+  RetiredNames& operator=(const RetiredNames&) = delete;
+  ~RetiredNames();  // gives a large table's memory back to the system
+};
+
+// The runtime name and category of a kRecordDynamicScope record's key, in
+// `retired` (null: the live table); false when the key is stale (another
+// generation) or interning failed. The views stay valid as long as
+// `retired` (the live table's: until the next retire).
+bool dynamic_lookup(const RetiredNames* retired, std::uint64_t key, std::string_view* name,
+                    std::string_view* category);
+// Takes the runtime-name table out (at a window's end, O(1): swaps): names
+// are kept for one window, not for the life of the process. The next
+// window's names start a new generation; keys of this one found later are
+// stale.
+std::unique_ptr<RetiredNames> retire_dynamic_names();
+// retire_dynamic_names(), freed at once.
 void release_dynamic_names();
 // How many runtime names the table holds now (for tests).
 std::size_t dynamic_names_held();

@@ -308,7 +308,7 @@ std::optional<std::pair<StrId, StrId>> Builder::dynamic(std::uint64_t key) {
     return dynamic_[id].name_cat;
   }
   std::string_view name, category;
-  if (!dynamic_lookup(key, &name, &category)) return std::nullopt;
+  if (!dynamic_lookup(info_.names, key, &name, &category)) return std::nullopt;
   if (id >= dynamic_.size()) dynamic_.resize(id + 1);
   dynamic_[id] = {key, {t_.strings.intern(name), t_.strings.intern(category)}};
   return dynamic_[id].name_cat;

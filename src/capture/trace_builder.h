@@ -39,6 +39,8 @@ struct CaptureInfo {
   // window did not see created, extended with the nodes it did. Null: this
   // window's nodes only.
   GraphNodeScopes* graph_nodes = nullptr;
+  // The window's runtime names (retire_dynamic_names); null: the live table.
+  const RetiredNames* names = nullptr;
 };
 
 // Builds the window's trace from the threads' records and the device

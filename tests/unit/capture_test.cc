@@ -3,11 +3,14 @@
 #include <malloc.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <set>
 #include <algorithm>
 #include <cstdlib>
@@ -597,6 +600,7 @@ TEST(Profiler, CudaWithoutADeviceRecordsCpuOnlyAndSaysWhy) {
     ASSERT_TRUE(prof.step());
     if (i % 2 == 1) {  // a window just ended
       ++windows;
+      ASSERT_TRUE(prof.flush());  // delivered off-thread: trace() is it once flushed
       const Trace& t = prof.trace();
       EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kActivityUnavailable), 1u);
       for (const Diagnostic& d : t.diagnostics.items()) {
@@ -674,15 +678,22 @@ TEST(TensorboardHandler, NamesFilesLikeTorch) {
   EXPECT_EQ(gz_files, 2);
   EXPECT_EQ(plain_files + gz_files, static_cast<int>(std::distance(fs::directory_iterator(dir), fs::directory_iterator())));
 
-  // A path that cannot be a directory: the error comes back from step().
+  // A path that cannot be a directory: the error comes back from step()
+  // (inline), or from the next call that waits for the delivery (flush()).
   const std::string file = ::testing::TempDir() + "/tprof_tb_file";
   ASSERT_TRUE(internal::write_file_atomic(file, "x"));
-  Profiler bad({.schedule = schedule({.active = 1}), .on_trace_ready = tensorboard_trace_handler(file + "/sub")});
-  ASSERT_TRUE(bad.start());
-  Status s = bad.step();
-  ASSERT_FALSE(s);
-  EXPECT_NE(s.error().message().find("Can't create directory"), std::string::npos);
-  EXPECT_FALSE(bad.stop());  // the next window is delivered at stop(), and fails the same way
+  for (bool inline_delivery : {true, false}) {
+    Profiler bad({.schedule = schedule({.active = 1}),
+                  .on_trace_ready = tensorboard_trace_handler(file + "/sub"),
+                  .deliver_inline = inline_delivery});
+    ASSERT_TRUE(bad.start());
+    Status s = bad.step();
+    // Off-thread: step() returns it only if the delivery was that fast.
+    if (!inline_delivery && s.ok()) s = bad.flush();
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.error().message().find("Can't create directory"), std::string::npos);
+    EXPECT_FALSE(bad.stop());  // the next window is delivered at stop(), and fails the same way
+  }
   std::remove(file.c_str());
 }
 
@@ -828,6 +839,289 @@ TEST(ProfilerFaults, RuntimeNamesLeaveNothingOnTheThreadThatRecorded) {
   EXPECT_LT(after, before + (2u << 20)) << before << " bytes in use before the window, " << after << " after";
 }
 #endif
+
+// ---- off-thread delivery (issue 26, item 1) -------------------------------
+
+// A gate the test opens once: a handler can hold its delivery until the
+// program's thread has gone on.
+class Gate {
+ public:
+  void open() {
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return open_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+TEST(ProfilerDelivery, TheHandlerRunsOnATprofThreadOrInlineOnTheCaller) {
+  for (bool inline_delivery : {false, true}) {
+    std::thread::id handler_thread;
+    int calls = 0;
+    Profiler prof({.schedule = schedule({.active = 1, .repeat = 1}),
+                   .on_trace_ready = [&](Profiler& p) -> Status {
+                     handler_thread = std::this_thread::get_id();
+                     ++calls;
+                     EXPECT_EQ(count_named(p.trace(), "in window"), 1u);
+                     EXPECT_EQ(p.step_num(), 1);  // the step the window ended at
+                     return {};
+                   },
+                   .deliver_inline = inline_delivery});
+    ASSERT_TRUE(prof.start());
+    { TPROF_RECORD_FUNCTION("in window"); }
+    ASSERT_TRUE(prof.step());
+    if (inline_delivery) {
+      EXPECT_EQ(calls, 1);  // delivered inside step(), as torch does
+      EXPECT_EQ(count_named(prof.trace(), "in window"), 1u);
+    }
+    ASSERT_TRUE(prof.stop());
+    EXPECT_EQ(calls, 1);
+    EXPECT_EQ(count_named(prof.trace(), "in window"), 1u);  // stop() waited for it
+    if (inline_delivery) {
+      EXPECT_EQ(handler_thread, std::this_thread::get_id());
+      EXPECT_EQ(prof.delivery_stats().windows, 0u);
+    } else {
+      EXPECT_NE(handler_thread, std::this_thread::get_id());
+      EXPECT_EQ(prof.delivery_stats().windows, 1u);
+    }
+  }
+}
+
+// The handler sees the window it delivers (trace(), export_chrome_trace(),
+// key_averages(), step_num()) while the program's thread records the next
+// one and reads its own trace() (TSan: no race between the two).
+TEST(ProfilerDelivery, TheHandlerSeesItsWindowWhileTheProgramRecordsTheNext) {
+  Gate recorded_next;
+  const std::string path = ::testing::TempDir() + "/tprof_delivered.json";
+  std::atomic<int> delivered{0};
+  Profiler prof({.schedule = schedule({.active = 1, .repeat = 2}),
+                 .on_trace_ready = [&](Profiler& p) -> Status {
+                   if (delivered.load() == 0) {
+                     recorded_next.wait();
+                     EXPECT_EQ(count_named(p.trace(), "first"), 3u);
+                     EXPECT_EQ(count_named(p.trace(), "second"), 0u);
+                     EXPECT_EQ(p.step_num(), 1);
+                     TPROF_TRY(p.export_chrome_trace(path));
+                     const std::string table = *p.key_averages().table();
+                     EXPECT_NE(table.find("first"), std::string::npos) << table;
+                     EXPECT_EQ(table.find("second"), std::string::npos) << table;
+                   }
+                   delivered.fetch_add(1);
+                   return {};
+                 }});
+  ASSERT_TRUE(prof.start());
+  for (int i = 0; i < 3; ++i) { TPROF_RECORD_FUNCTION("first"); }
+  ASSERT_TRUE(prof.step());  // window 1 ends, window 2 records
+  for (int i = 0; i < 2; ++i) { TPROF_RECORD_FUNCTION("second"); }
+  // The program's own trace() is still the one before (none delivered yet).
+  EXPECT_EQ(count_named(prof.trace(), "first"), 0u);
+  recorded_next.open();
+  ASSERT_TRUE(prof.flush());
+  EXPECT_EQ(count_named(prof.trace(), "first"), 3u);  // taken in by flush()
+  Result<Trace> written = read_trace(path);
+  ASSERT_TRUE(written);
+  EXPECT_EQ(count_named(*written, "first"), 3u);
+  EXPECT_EQ(count_named(*written, "second"), 0u);
+  ASSERT_TRUE(prof.stop());
+  EXPECT_EQ(delivered.load(), 2);
+  EXPECT_EQ(count_named(prof.trace(), "second"), 2u);
+  EXPECT_EQ(count_named(prof.trace(), "first"), 0u);
+  std::remove(path.c_str());
+}
+
+TEST(ProfilerDelivery, FlushWaitsAndReturnsTheHandlersError) {
+  std::atomic<int> calls{0};
+  Profiler prof({.schedule = schedule({.active = 1}),
+                 .on_trace_ready = [&](Profiler&) -> Status {
+                   std::this_thread::sleep_for(std::chrono::milliseconds(30));
+                   calls.fetch_add(1);
+                   return Error(ErrorCode::kIo, "disk full");
+                 }});
+  ASSERT_TRUE(prof.start());
+  { TPROF_RECORD_FUNCTION("w"); }
+  ASSERT_TRUE(prof.step());  // does not wait for the 30 ms handler
+  Status s = prof.flush();
+  EXPECT_EQ(calls.load(), 1);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message(), "disk full");
+  EXPECT_TRUE(prof.flush());  // returned once
+  // An exception from the handler is an error too, on the delivery thread.
+  Profiler throws({.schedule = schedule({.active = 1}),
+                   .on_trace_ready = [](Profiler&) -> Status { throw std::runtime_error("boom"); }});
+  prof.stop().ok();
+  ASSERT_TRUE(throws.start());
+  s = throws.step();  // returns it when the delivery was that fast, else stop() does
+  if (s.ok()) s = throws.stop();
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message().find("boom"), std::string::npos);
+}
+
+TEST(ProfilerDelivery, AnErrorIsReturnedByTheNextStep) {
+  std::atomic<bool> ran{false};
+  Gate ended;
+  Profiler prof({.schedule = schedule({.active = 1, .repeat = 1}),
+                 .on_trace_ready = [&](Profiler& p) -> Status {
+                   ended.wait();
+                   // Inside the handler, the control calls refuse.
+                   EXPECT_FALSE(p.step());
+                   EXPECT_FALSE(p.flush());
+                   ran.store(true);
+                   return Error(ErrorCode::kIo, "handler failed");
+                 }});
+  ASSERT_TRUE(prof.start());
+  ASSERT_TRUE(prof.step());  // the window ends; its handler has not run yet
+  ended.open();
+  Status s;
+  for (int i = 0; i < 2000 && s.ok(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    s = prof.step();  // no window: each returns what was delivered meanwhile
+  }
+  EXPECT_TRUE(ran.load());
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message(), "handler failed");
+  EXPECT_TRUE(prof.stop());
+}
+
+// Windows shorter than the handler: the program's thread waits (counted)
+// instead of dropping a window or growing memory, and every window is
+// delivered whole, in order, with its own step.
+TEST(ProfilerDelivery, ManyShortWindowsWithASlowHandlerAreAllDelivered) {
+  struct Seen {
+    std::int64_t step;
+    std::size_t work;
+    std::size_t step_annotation;  // ProfilerStep#(step - 1)
+  };
+  std::vector<Seen> seen;  // the delivery thread's only, until stop()
+  const int kWindows = tprof::testing::kSanitized ? 12 : 40;
+  Profiler prof({.schedule = schedule({.active = 1}),
+                 .on_trace_ready = [&](Profiler& p) -> Status {
+                   seen.push_back({p.step_num(), count_named(p.trace(), "work"),
+                                   count_named(p.trace(), "ProfilerStep#" + std::to_string(p.step_num() - 1))});
+                   std::this_thread::sleep_for(std::chrono::milliseconds(3));
+                   return {};
+                 },
+                 .buffer_events_per_thread = 1u << 12,
+                 .payload_words_per_thread = 1u << 10});
+  ASSERT_TRUE(prof.start());
+  for (int i = 0; i < kWindows; ++i) {
+    { TPROF_RECORD_FUNCTION("work"); }
+    { TPROF_RECORD_FUNCTION("work"); }
+    ASSERT_TRUE(prof.step());
+  }
+  ASSERT_TRUE(prof.stop());
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(kWindows) + 1);  // stop() ends the last (empty) one
+  for (int i = 0; i < kWindows; ++i) {
+    EXPECT_EQ(seen[i].step, i + 1);
+    EXPECT_EQ(seen[i].work, 2u);
+    EXPECT_EQ(seen[i].step_annotation, 1u);
+  }
+  EXPECT_EQ(seen.back().work, 0u);
+  EXPECT_EQ(prof.delivery_stats().windows, static_cast<std::uint64_t>(kWindows) + 1);
+  EXPECT_GT(prof.delivery_stats().waits, 0u);  // the handler is slower than the windows
+  EXPECT_GT(prof.delivery_stats().wait_ns, 0);
+}
+
+TEST(ProfilerDelivery, TheDestructorDeliversPendingWindows) {
+  std::atomic<int> delivered{0};
+  {
+    Profiler prof({.schedule = schedule({.active = 1, .repeat = 3}),
+                   .on_trace_ready = [&](Profiler& p) -> Status {
+                     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                     if (count_named(p.trace(), "kept") == 1) delivered.fetch_add(1);
+                     return {};
+                   }});
+    ASSERT_TRUE(prof.start());
+    for (int i = 0; i < 3; ++i) {
+      { TPROF_RECORD_FUNCTION("kept"); }
+      ASSERT_TRUE(prof.step());
+    }
+    // No stop(): the program ends here.
+  }
+  EXPECT_EQ(delivered.load(), 3);
+}
+
+// A thread that records in the window now open and exits while the previous
+// window is still being delivered keeps its records (its buffer is not freed
+// with the delivered window's), thread_local destructors included; and each
+// of a thread's two buffers counts its own drops exactly.
+TEST(ProfilerDelivery, ThreadsExitingWhileTheLastWindowIsDeliveredKeepTheirRecords) {
+  Gate release_first;
+  struct Farewell {
+    bool armed = false;
+    ~Farewell() {
+      if (armed) RecordFunction bye(std::string("farewell"), kCpuOp);
+    }
+  };
+  std::vector<std::uint64_t> drops;  // the delivery thread's only
+  Profiler prof({.schedule = schedule({.active = 1, .repeat = 3}),
+                 .on_trace_ready = [&](Profiler& p) -> Status {
+                   if (drops.empty()) release_first.wait();  // window 2 stays unbuilt meanwhile
+                   drops.push_back(p.trace().meta.dropped_events);
+                   return {};
+                 },
+                 .buffer_events_per_thread = 100,
+                 .payload_words_per_thread = 64});
+  ASSERT_TRUE(prof.start());
+  for (int i = 0; i < 150; ++i) { TPROF_RECORD_FUNCTION("first"); }  // 51 dropped (the step's record is one)
+  ASSERT_TRUE(prof.step());
+  for (int i = 0; i < 10; ++i) { TPROF_RECORD_FUNCTION("between"); }
+  ASSERT_TRUE(prof.step());  // window 3 records while window 2 waits to be built
+  std::thread worker([] {
+    thread_local Farewell farewell;
+    farewell.armed = true;
+    TPROF_RECORD_FUNCTION("exiting thread");
+  });
+  worker.join();  // exited (thread_local destructors run) during window 3
+  for (int i = 0; i < 120; ++i) { TPROF_RECORD_FUNCTION("second"); }
+  release_first.open();  // window 2's trace is built now, its buffers released
+  ASSERT_TRUE(prof.stop());
+  EXPECT_EQ(count_named(prof.trace(), "exiting thread"), 1u);
+  EXPECT_EQ(count_named(prof.trace(), "farewell"), 1u);
+  EXPECT_EQ(count_named(prof.trace(), "second"), 99u);  // 100 records: the step's and 99
+  ASSERT_EQ(drops.size(), 3u);
+  EXPECT_EQ(drops[0], 51u);
+  EXPECT_EQ(drops[1], 0u);
+  EXPECT_EQ(drops[2], 21u);
+  EXPECT_LE(prof.delivery_stats().waits, 1u);  // 1: window 3 began before window 1 was built
+}
+
+// The delivery thread faults the program thread's buffers in from start()
+// on: entering the warmup and the window faults nothing on the program's
+// thread (getrusage's per-thread minor faults).
+TEST(ProfilerDelivery, EnteringAWindowFaultsNoBufferPageOnTheProgramsThread) {
+  if (tprof::testing::kSanitized) GTEST_SKIP() << "sanitizer runtimes fault their shadow memory in";
+  Profiler prof({.schedule = schedule({.wait = 1, .warmup = 1, .active = 1, .repeat = 2}),
+                 .buffer_events_per_thread = 1u << 18});
+  ASSERT_TRUE(prof.start());
+  ASSERT_TRUE(prof.flush());  // the delivery thread is idle: both buffers faulted in
+  rusage before{}, after{};
+  ASSERT_EQ(getrusage(RUSAGE_THREAD, &before), 0);
+  ASSERT_TRUE(prof.step());  // warmup
+  ASSERT_TRUE(prof.step());  // the window begins
+  for (int i = 0; i < 1000; ++i) { TPROF_RECORD_FUNCTION("warm"); }
+  ASSERT_TRUE(prof.step());  // it ends (wait)
+  // A step's work later: the buffer this thread's earlier tests left at
+  // another size has been faulted in again after the build.
+  ASSERT_TRUE(prof.flush());
+  ASSERT_TRUE(prof.step());  // warmup
+  ASSERT_TRUE(prof.step());  // the second window, in either buffer
+  for (int i = 0; i < 1000; ++i) { TPROF_RECORD_FUNCTION("warm"); }
+  ASSERT_EQ(getrusage(RUSAGE_THREAD, &after), 0);
+  // 8 MiB buffers: 2048 pages each (or 4 huge pages) would be faulted here.
+  EXPECT_LT(after.ru_minflt - before.ru_minflt, 32) << "minor faults on the program's thread";
+  ASSERT_TRUE(prof.stop());
+  EXPECT_EQ(count_named(prof.trace(), "warm"), 1000u);
+}
 
 }  // namespace
 }  // namespace tprof

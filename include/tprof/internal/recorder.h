@@ -67,6 +67,7 @@ struct ThreadBuffer {
   std::uint64_t* payload = nullptr;          // shapes, in 64-bit words
   std::uint32_t payload_capacity = 0;
   std::uint32_t payload_size = 0;
+  std::atomic<std::uint64_t> dropped_shapes{0};  // shapes lost to a full payload arena (owner increments)
 };
 
 // Set while a window records. Relaxed loads: a scope that starts as the
@@ -124,8 +125,10 @@ inline void leave_recorder() noexcept {
   tl_in_recorder.store(kOutsideRecorder, std::memory_order_relaxed);
 }
 
-// Registers the calling thread (first use) or resets its buffer for the
-// current window. Not on the per-event path: once per thread per window.
+// Registers the calling thread (first use) or resets a buffer for the
+// current window. Each thread has two buffers: the one a window ended in
+// stays untouched until that window's trace is built (on the delivery
+// thread), while the thread records the next window into the other. Not on the per-event path: once per thread per window.
 // Takes a lock, and allocates the first time a thread records: not
 // async-signal-safe. Called inside the recorder (marks itself kInTprof).
 // May return nullptr (no memory): the caller then drops the event.
