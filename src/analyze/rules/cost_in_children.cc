@@ -123,13 +123,23 @@ void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) 
   std::unordered_set<StrId> scope_cat;
   const std::optional<StrId> ua = c.trace.strings.find("user_annotation");
   const std::optional<StrId> pf = c.trace.strings.find("python_function");
+  // How many calls of each (lane, name) are open on the lane's stack: a
+  // call is recursive when its name is already open, found in O(1) however
+  // deep the nesting (walking the stack made 100,000 levels take 5 s).
+  std::unordered_map<std::uint64_t, std::uint32_t> open_calls;
+  auto open_key = [&](std::uint32_t e) { return pair_key(ev.lane[e], ev.name[e]); };
   c.for_each_host_event([&](std::uint32_t e) {
     std::vector<std::uint32_t>& st = stacks[ev.lane[e]];
-    while (!st.empty() && !(c.ts(st.back()) <= c.ts(e) && c.end(e) <= c.end(st.back()))) st.pop_back();
+    while (!st.empty() && !(c.ts(st.back()) <= c.ts(e) && c.end(e) <= c.end(st.back()))) {
+      auto it = open_calls.find(open_key(st.back()));
+      if (--it->second == 0) open_calls.erase(it);
+      st.pop_back();
+    }
     const StrId name = ev.name[e];
     if ((ua && ev.cat[e] == *ua) || (pf && ev.cat[e] == *pf)) scope_cat.insert(name);
-    bool recursive = false;
-    for (auto it = st.rbegin(); it != st.rend() && !recursive; ++it) recursive = ev.name[*it] == name;
+    std::uint32_t& open = open_calls[open_key(e)];
+    const bool recursive = open > 0;
+    ++open;
     if (!recursive) name_total[name] = sat_add(name_total[name], c.dur(e));
     if (!st.empty() && ev.name[st.back()] != name) {
       ChildStat& cs = children[pair_key(ev.name[st.back()], name)];
@@ -140,13 +150,19 @@ void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) 
     st.push_back(e);
   });
 
-  // Children of one name, biggest first.
+  // Children of one name, biggest first (indexed by parent once: scanning
+  // every pair per call was quadratic in distinct names).
+  std::unordered_map<StrId, std::vector<std::pair<StrId, ChildStat>>> by_parent;
+  for (const auto& [k, cs] : children) {
+    by_parent[static_cast<StrId>(k >> 32)].emplace_back(static_cast<StrId>(k & 0xffffffffu), cs);
+  }
   auto children_of = [&](StrId parent) {
-    std::vector<std::pair<StrId, ChildStat>> v;
-    for (const auto& [k, cs] : children) {
-      if (static_cast<StrId>(k >> 32) == parent) v.emplace_back(static_cast<StrId>(k & 0xffffffffu), cs);
-    }
-    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
+    auto it = by_parent.find(parent);
+    std::vector<std::pair<StrId, ChildStat>> v = it == by_parent.end() ? std::vector<std::pair<StrId, ChildStat>>{}
+                                                                       : it->second;
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+      return a.second.ns != b.second.ns ? a.second.ns > b.second.ns : a.first < b.first;
+    });
     return v;
   };
   // The drill-down path from a row: follow the biggest child while it holds
