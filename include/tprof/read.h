@@ -42,6 +42,12 @@ struct ReadOptions {
   // lenient cursor parser; false parses everything with the cursor (tests
   // prove both give the same Trace).
   bool token_walker = true;
+  // A syntax error inside "traceEvents" skips to the next event the reader
+  // can resynchronise on (an element starting '{"' after "}," ), keeps
+  // everything else, and records each skipped byte range as a
+  // `skipped_bytes` diagnostic. strict: the first such error fails the read
+  // (kParse, with its byte offset), as before salvage existed.
+  bool strict = false;
   // A .gz may inflate to at most this many bytes (0: half the physical
   // memory) and at most this many times its compressed size (0: no ratio
   // limit). Real traces compress 7-28:1 (the public fixtures); a gzip bomb

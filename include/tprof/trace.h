@@ -202,6 +202,7 @@ enum class DiagnosticCode : std::uint8_t {
   kTrailingData,        // bytes after the top-level JSON value
   kActivityUnavailable, // capture: a requested activity (CUDA) could not be recorded
   kUnfinishedScopes,    // capture: scopes still open when the window ended (left out of the trace)
+  kSkippedBytes,        // a syntax error inside traceEvents: bytes skipped to the next event (salvage)
   kCount_,
 };
 

@@ -421,12 +421,14 @@ ChunkEnd parse_event_elements(JsonCursor* c, const char* stop_at, const ParseCon
         if (!parser.parse_event()) {
           end.failed = true;
           end.pos = c->pos();
+          end.element = elem;
           return end;
         }
       } else {
         if (!c->skip_value()) {
           end.failed = true;
           end.pos = c->pos();
+          end.element = elem;
           return end;
         }
         batch->diagnostics.add(DiagnosticCode::kNotAnEvent, c->offset(elem),
@@ -438,6 +440,7 @@ ChunkEnd parse_event_elements(JsonCursor* c, const char* stop_at, const ParseCon
     c->fail_here("',' or ']' after an event");
     end.failed = true;
     end.pos = c->pos();
+    end.element = c->pos();
     return end;
   }
 }

@@ -63,6 +63,9 @@ struct ChunkEnd {
   const char* pos = nullptr;     // where parsing stopped (an element start, or after ']')
   bool array_closed = false;     // the array's ']' was consumed
   bool failed = false;           // cursor failure (see cursor.failure())
+  // On failure: where the element being read began (the failure is inside
+  // it), or the failure itself when it was between elements.
+  const char* element = nullptr;
 };
 
 struct ParseContext {

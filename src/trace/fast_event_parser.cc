@@ -421,6 +421,17 @@ bool Walker::event(const char* open, const char** close) {
 
 }  // namespace
 
+namespace {
+
+bool only_whitespace(const char* p, const char* end) {
+  for (; p < end; ++p) {
+    if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 FastResult parse_events_fast(const char* from, const char* end, const char* file_start, const char* stop_at,
                              std::size_t window, EventSink* sink) {
   FastResult r;
@@ -443,6 +454,10 @@ FastResult parse_events_fast(const char* from, const char* end, const char* file
     }
     ++r.events;
     const char* sep = tokens.next();
+    // The structural index skips what is not structure: a separator counts
+    // only when nothing but whitespace precedes it (garbage after an event
+    // must reach the cursor, not read as "], ..." further on).
+    if (sep != nullptr && !only_whitespace(close + 1, sep)) sep = nullptr;
     if (sep == nullptr || (*sep != ',' && *sep != ']')) {
       // The cursor reports what is wrong after a complete event.
       r.status = FastStatus::kSeparator;
@@ -455,6 +470,7 @@ FastResult parse_events_fast(const char* from, const char* end, const char* file
       return r;
     }
     const char* next = tokens.peek();
+    if (next != nullptr && !only_whitespace(sep + 1, next)) next = nullptr;
     if (next == nullptr || *next != '{') {
       r.status = FastStatus::kFallback;  // trailing comma, a non-object element, or the end
       r.pos = sep + 1;

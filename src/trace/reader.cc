@@ -71,6 +71,20 @@ const char* find_boundary(const char* from, const char* begin, const char* end) 
   return end;
 }
 
+// Where reading may resume after damage at `from`: the next element start
+// (as find_boundary) whose '{' opens an object with a key ('{' then '"'),
+// after `from`. Returns `end` if none.
+const char* find_resync(const char* from, const char* begin, const char* end) {
+  for (const char* p = from + 1; p < end; ++p) {
+    p = find_boundary(p, begin, end);
+    if (p >= end) return end;
+    const char* q = p + 1;
+    while (q < end && is_ws(*q)) ++q;
+    if (q < end && (*q == '"' || *q == '}')) return p;
+  }
+  return end;
+}
+
 bool only_padding(const char* p, const char* end) {
   for (; p < end; ++p) {
     if (*p != '\0' && !is_ws(*p)) return false;
@@ -117,6 +131,12 @@ class Reader {
   CursorFailure last_failure_ = CursorFailure::kNone;
   Error last_error_{ErrorCode::kParse, {}};
   bool stopped_ = false;                 // a failure or the array's end was accepted
+  // Salvage: byte ranges [from, to) skipped after a syntax error, and why.
+  struct Skipped {
+    std::int64_t from = 0, to = 0;
+    std::string why;
+  };
+  std::vector<Skipped> skipped_;
   struct LaneKeyHash {
     std::size_t operator()(const std::pair<TraceId, TraceId>& k) const;
   };
@@ -233,6 +253,12 @@ Status Reader::parse_array(JsonCursor* c, const ParseContext& ctx) {
   for (auto& t : pool) t.join();
   merge_ready(&guesses, ctx);
 
+  for (const Skipped& s : skipped_) {
+    trace_.diagnostics.add(DiagnosticCode::kSkippedBytes, s.from,
+                           "bytes " + std::to_string(s.from) + ".." + std::to_string(s.to) + " skipped (" +
+                               std::to_string(s.to - s.from) + " bytes): " + s.why +
+                               "; reading resumed at the next event (--strict refuses the file instead)");
+  }
   if (last_end_.failed) {
     const char* at = bytes_.data() + last_error_.byte_offset();
     if (last_failure_ == CursorFailure::kEof || only_padding(at, end)) {
@@ -279,6 +305,32 @@ void Reader::merge_ready(std::vector<std::unique_ptr<ChunkResult>>* guesses, con
     last_end_ = g->end;
     last_failure_ = g->failure;
     last_error_ = g->error;
+    // Salvage a syntax error: skip from the damaged element to the next one
+    // the reader can resynchronise on, and read on. In merge order, so the
+    // result does not depend on how the array was split.
+    while (!options_.strict && last_end_.failed && last_failure_ == CursorFailure::kSyntax) {
+      const char* end = bytes_.data() + bytes_.size();
+      const char* fail_at = bytes_.data() + last_error_.byte_offset();
+      const char* resume = find_resync(std::max(fail_at, last_end_.pos), bytes_.data(), end);
+      if (resume >= end) break;  // nothing to resume at: the error (or truncation) stands
+      const char* from = last_end_.element != nullptr ? last_end_.element : fail_at;
+      skipped_.push_back({from - bytes_.data(), resume - bytes_.data(), last_error_.message()});
+      if (resume >= g->stop_at) {
+        // The next chunks start from here (a misguessed start is re-read).
+        last_end_ = ChunkEnd{};
+        last_end_.pos = resume;
+        last_failure_ = CursorFailure::kNone;
+        break;
+      }
+      auto rest = std::make_unique<ChunkResult>();
+      rest->start = resume;
+      rest->stop_at = g->stop_at;
+      parse_chunk(rest.get(), ctx);
+      append_batch(&rest->batch);
+      last_end_ = rest->end;
+      last_failure_ = rest->failure;
+      last_error_ = rest->error;
+    }
     stopped_ = last_end_.failed || last_end_.array_closed;
   }
 }
@@ -624,7 +676,12 @@ Result<Trace> read_inflated(std::shared_ptr<internal::Inflated> owned, const std
                               "; reading the " + std::to_string(owned->size) + " bytes that decompressed");
   }
   trace.attach_source(owned, owned->bytes());
-  Reader reader(owned->bytes(), path, options, nullptr);
+  // A damaged (not cut) stream decompressed to garbage past the damage: no
+  // event there can be trusted, so a syntax error is the gzip's damage, not
+  // a region to skip (salvage is for text that is right around its damage).
+  ReadOptions inflated_options = options;
+  if (owned->truncated && !owned->cut) inflated_options.strict = true;
+  Reader reader(owned->bytes(), path, inflated_options, nullptr);
   Result<Trace> result = reader.run(std::move(trace));
   if (!result && owned->truncated && !owned->cut) {
     return Error(ErrorCode::kParse,

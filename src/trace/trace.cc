@@ -78,6 +78,7 @@ std::string_view diagnostic_code_name(DiagnosticCode code) {
     case DiagnosticCode::kTrailingData: return "trailing_data";
     case DiagnosticCode::kActivityUnavailable: return "activity_unavailable";
     case DiagnosticCode::kUnfinishedScopes: return "unfinished_scopes";
+    case DiagnosticCode::kSkippedBytes: return "skipped_bytes";
     case DiagnosticCode::kCount_: break;
   }
   return "unknown";
@@ -87,6 +88,7 @@ Severity diagnostic_severity(DiagnosticCode code) {
   switch (code) {
     case DiagnosticCode::kTruncated:
     case DiagnosticCode::kDroppedEvents:
+    case DiagnosticCode::kSkippedBytes:
     case DiagnosticCode::kOutOfRange:
       return Severity::kError;
     case DiagnosticCode::kUnescapedString:
