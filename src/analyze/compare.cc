@@ -16,7 +16,6 @@
 #include "src/analyze/intervals.h"
 #include "src/base/check.h"
 #include "src/base/saturate.h"
-#include "src/trace/json_value.h"
 #include "tprof/key_averages.h"
 #include "tprof/steps.h"
 
@@ -112,15 +111,6 @@ std::string_view device_category(EventKind k) {
   }
 }
 
-// distributedInfo.world_size, or -1.
-std::int64_t world_size(const Trace& t) {
-  const std::string_view info = t.meta.top_level_json("distributedInfo");
-  if (info.empty()) return -1;
-  Result<internal::JsonValue> v = internal::JsonValue::parse(info);
-  const internal::JsonValue* w = v && v->is_object() ? v->find("world_size") : nullptr;
-  std::int64_t out = -1;
-  return w != nullptr && w->get_int(&out) && out > 0 ? out : -1;
-}
 
 RunSetup setup_of(const internal::DiagnoseContext& c) {
   RunSetup s;
@@ -129,7 +119,7 @@ RunSetup setup_of(const internal::DiagnoseContext& c) {
   for (const internal::DeviceOp& op : c.device) devices.push_back(op.device);
   std::sort(devices.begin(), devices.end());
   s.device_count = std::unique(devices.begin(), devices.end()) - devices.begin();
-  s.world_size = world_size(c.trace);
+  s.world_size = internal::world_size(c.trace);
   // The dtype of most kernel time whose dtype is known.
   std::map<std::string, std::int64_t> by_dtype;
   if (c.has_device()) {

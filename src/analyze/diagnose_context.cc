@@ -66,6 +66,15 @@ std::int64_t lower_median(std::vector<std::int64_t> v) {
   return *mid;
 }
 
+std::int64_t world_size(const Trace& t) {
+  const std::string_view info = t.meta.top_level_json("distributedInfo");
+  if (info.empty()) return -1;
+  Result<JsonValue> v = JsonValue::parse(info);
+  const JsonValue* w = v && v->is_object() ? v->find("world_size") : nullptr;
+  std::int64_t out = -1;
+  return w != nullptr && w->get_int(&out) && out > 0 ? out : -1;
+}
+
 std::int64_t mean_median(std::vector<std::int64_t> v) {
   if (v.empty()) return 0;
   const std::size_t mid = v.size() / 2;

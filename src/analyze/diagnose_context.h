@@ -204,6 +204,9 @@ std::int64_t lower_median(std::vector<std::int64_t> v);
 // zero), the middle one of an odd count; 0 when empty (tprof compare's and
 // the ranks view's median).
 std::int64_t mean_median(std::vector<std::int64_t> v);
+
+// distributedInfo.world_size of the trace, or -1 when absent or not a positive integer.
+std::int64_t world_size(const Trace& t);
 // Nearest rank on sorted, non-empty values: the smallest value with at
 // least q of them at or below it.
 std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, double q);

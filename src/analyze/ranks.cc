@@ -33,15 +33,6 @@ std::int64_t mad(const std::vector<std::int64_t>& v) {
 
 double round_to(double v, double scale) { return std::round(v * scale) / scale; }
 
-// distributedInfo.world_size, or -1.
-std::int64_t world_size(const Trace& t) {
-  const std::string_view info = t.meta.top_level_json("distributedInfo");
-  if (info.empty()) return -1;
-  Result<internal::JsonValue> v = internal::JsonValue::parse(info);
-  const internal::JsonValue* w = v && v->is_object() ? v->find("world_size") : nullptr;
-  std::int64_t out = -1;
-  return w != nullptr && w->get_int(&out) && out > 0 ? out : -1;
-}
 
 // The host process's id: the pid most of the CPU threads' events carry
 // (Kineto writes device activity under the device's number as pid; a CPU
@@ -201,7 +192,7 @@ RankSummary summarize_rank(const Trace& trace, std::string source) {
   r.source = std::move(source);
   r.verdict = d.verdict;
   r.has_device = c.has_device();
-  r.world_size = world_size(trace);
+  r.world_size = internal::world_size(trace);
   for (const StepVerdict& s : d.steps) {
     RankStep st;
     st.step = s.step;

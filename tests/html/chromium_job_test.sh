@@ -12,25 +12,15 @@ set -uo pipefail
 tprof="$1" dir="$2" work="$3" want_ranks="$4" want_straggler="$5"
 fail() { echo "FAIL: $*"; exit 1; }
 
-browser=""
-for b in chromium chromium-browser google-chrome; do
-  if command -v "$b" >/dev/null 2>&1; then browser="$(command -v "$b")"; break; fi
-done
-if [[ -z "$browser" ]]; then
-  echo "SKIPPED: chromium not installed (scripts/setup.sh --test installs it)"
-  exit 77
-fi
+source "$(dirname "$0")/chromium_lib.sh"
+find_browser
 
 rm -rf "$work" && mkdir -p "$work"
 "$tprof" -q report "$dir" -o "$work/job.html" 2>"$work/tprof.err" || fail "tprof report DIR: $(cat "$work/tprof.err")"
 
 profile="$(mktemp -d)"
 trap 'rm -rf "$profile"' EXIT
-# As root Chromium needs --no-sandbox; everything that could reach the
-# network is off, so a page that fetched anything would show it.
-flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
-       --disable-component-update --disable-sync --user-data-dir="$profile" --virtual-time-budget=3000
-       --enable-logging=stderr --v=0 --window-size=1200,900)
+offline_flags "$profile" 3000
 url="file://$work/job.html"
 
 timeout 120 "$browser" "${flags[@]}" --dump-dom "$url" >"$work/dom.html" 2>"$work/chromium.log"

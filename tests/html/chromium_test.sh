@@ -20,14 +20,8 @@ set -uo pipefail
 tprof="$1" trace="$2" work="$3" want_steps="$4" want_kernels="${5:-}" trace_b="${6:-}"
 fail() { echo "FAIL: $*"; exit 1; }
 
-browser=""
-for b in chromium chromium-browser google-chrome; do
-  if command -v "$b" >/dev/null 2>&1; then browser="$(command -v "$b")"; break; fi
-done
-if [[ -z "$browser" ]]; then
-  echo "SKIPPED: chromium not installed (scripts/setup.sh --test installs it)"
-  exit 77
-fi
+source "$(dirname "$0")/chromium_lib.sh"
+find_browser
 
 rm -rf "$work" && mkdir -p "$work"
 if [[ "$trace" == sweep:* && ! -x "${trace#sweep:}" ]]; then
@@ -44,11 +38,7 @@ fi
 
 profile="$(mktemp -d)"
 trap 'rm -rf "$profile"' EXIT
-# As the root user Chromium needs --no-sandbox; everything that could reach
-# the network is off, so a page that fetched anything would fail to draw.
-flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
-       --disable-component-update --disable-sync --user-data-dir="$profile" --virtual-time-budget=5000
-       --enable-logging=stderr --v=0 --window-size=1200,900)
+offline_flags "$profile" 5000
 url="file://$work/report.html"
 
 timeout 120 "$browser" "${flags[@]}" --dump-dom "$url" >"$work/dom.html" 2>"$work/chromium.log"
