@@ -238,20 +238,31 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
     device.push_back(op);
   }
   link_ranges(std::move(range_events));
-  // Per device, the merged activity (device is sorted by start already).
-  for (const DeviceOp& op : device) {
-    auto it = std::find_if(busy_by_device_.begin(), busy_by_device_.end(),
-                           [&](const auto& d) { return d.first == op.device; });
-    if (it == busy_by_device_.end()) {
-      busy_by_device_.emplace_back(op.device, std::vector<Interval>{});
-      it = busy_by_device_.end() - 1;
+  // Per device, the merged activity (device is sorted by start already),
+  // and all devices' together.
+  {
+    std::vector<std::pair<std::int32_t, std::vector<Interval>>> by_device;
+    std::vector<Interval> all;
+    for (const DeviceOp& op : device) {
+      auto it = std::find_if(by_device.begin(), by_device.end(), [&](const auto& d) { return d.first == op.device; });
+      if (it == by_device.end()) {
+        by_device.emplace_back(op.device, std::vector<Interval>{});
+        it = by_device.end() - 1;
+      }
+      std::vector<Interval>& v = it->second;
+      if (!v.empty() && op.start <= v.back().end) {
+        v.back().end = std::max(v.back().end, op.end);
+      } else if (op.end > op.start) {
+        v.push_back({op.start, op.end});
+      }
+      if (!all.empty() && op.start <= all.back().end) {
+        all.back().end = std::max(all.back().end, op.end);
+      } else if (op.end > op.start) {
+        all.push_back({op.start, op.end});
+      }
     }
-    std::vector<Interval>& v = it->second;
-    if (!v.empty() && op.start <= v.back().end) {
-      v.back().end = std::max(v.back().end, op.end);
-    } else if (op.end > op.start) {
-      v.push_back({op.start, op.end});
-    }
+    for (auto& [d, v] : by_device) busy_by_device_.emplace_back(d, CoverageIndex(std::move(v)));
+    busy_all_ = CoverageIndex(std::move(all));
   }
   if (rows.valid()) set_averages(rows.get());
 }
@@ -284,27 +295,47 @@ std::int64_t DiagnoseContext::device_busy_ns(std::int32_t dev, std::int64_t from
   if (to <= from) return 0;
   if (dev >= 0) {
     for (const auto& [d, v] : busy_by_device_) {
-      if (d == dev) return covered_within(v, from, to);
+      if (d == dev) return v.covered(from, to);
     }
     return 0;
   }
-  std::vector<Interval> all;
-  for (const auto& [d, v] : busy_by_device_) {
-    for (const Interval& i : v) {
-      if (i.end > from && i.start < to) all.push_back({std::max(i.start, from), std::min(i.end, to)});
-    }
-  }
-  return union_length(std::move(all));
+  return busy_all_.covered(from, to);
 }
 
 std::string DiagnoseContext::launch_shape(std::uint32_t e) const {
   const std::string_view json = trace.args_json(e);
   if (json.empty()) return "";
-  auto parsed = JsonValue::parse(json);
-  if (!parsed) return "";
+  // Only the two arrays are parsed (Kineto's kernel args are one flat
+  // object; parsing all of it per kernel was a tenth of diagnose): each
+  // key's value from its '[' to the first ']' (the arrays hold numbers).
+  // Anything unexpected falls back to parsing the whole object.
+  auto array_of = [&](std::string_view key) -> std::optional<JsonValue> {
+    const std::string quoted = "\"" + std::string(key) + "\"";
+    const std::size_t k = json.find(quoted);
+    if (k == std::string_view::npos || json.find(quoted, k + 1) != std::string_view::npos) return std::nullopt;
+    std::size_t p = k + quoted.size();
+    while (p < json.size() && (json[p] == ' ' || json[p] == '\n' || json[p] == '\t' || json[p] == '\r')) ++p;
+    if (p >= json.size() || json[p] != ':') return std::nullopt;
+    const std::size_t open = json.find('[', p);
+    const std::size_t close = json.find(']', p);
+    if (open == std::string_view::npos || close == std::string_view::npos || close < open) return std::nullopt;
+    for (std::size_t i = p + 1; i < open; ++i) {
+      if (json[i] != ' ' && json[i] != '\n' && json[i] != '\t' && json[i] != '\r') return std::nullopt;
+    }
+    Result<JsonValue> v = JsonValue::parse(json.substr(open, close - open + 1));
+    if (!v) return std::nullopt;
+    return std::move(*v);
+  };
+  std::optional<JsonValue> grid = array_of("grid"), block = array_of("block");
+  std::optional<JsonValue> whole;
+  if (!grid || !block) {
+    Result<JsonValue> parsed = JsonValue::parse(json);
+    if (!parsed) return "";
+    whole = std::move(*parsed);
+  }
   std::string out;
   for (const char* key : {"grid", "block"}) {
-    const JsonValue* v = parsed->find(key);
+    const JsonValue* v = whole ? whole->find(key) : (key[0] == 'g' ? &*grid : &*block);
     if (v == nullptr || !v->is_array()) return "";
     out += out.empty() ? "" : " ";
     out += key;

@@ -153,7 +153,8 @@ class DiagnoseContext {
   void link_ranges(std::vector<std::uint32_t> events);
   IdIndex launch_by_corr_;
   // Merged device activity per device, (device, intervals) by device.
-  std::vector<std::pair<std::int32_t, std::vector<Interval>>> busy_by_device_;
+  std::vector<std::pair<std::int32_t, CoverageIndex>> busy_by_device_;
+  CoverageIndex busy_all_;  // every device's activity, merged
   bool hip_ = false;
   std::int64_t graph_launches_ = 0;
   std::int64_t graph_captures_ = 0;

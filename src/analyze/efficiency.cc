@@ -281,7 +281,11 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
     if (!fresh && ev.dur_ns[e] < ev.dur_ns[it->second]) it->second = e;
   }
   std::unordered_map<std::uint32_t, OpInfo> ops;
-  std::unordered_map<std::string, std::size_t> by_name;
+  // Per name id: the kernel's index in out.kernels, and its class by name
+  // (computed once per name, not per instance: string scans and a string
+  // key per kernel instance were most of this pass).
+  std::vector<std::uint32_t> kernel_of(t.strings.size(), kNoIndex);
+  std::vector<std::int8_t> class_by_name(t.strings.size(), -1);
   std::vector<std::vector<std::pair<double, std::int64_t>>> sized;  // per kernel: (amount, ns) per instance, -1 unknown
   for (const DeviceOp& op : c.device) {
     const std::int64_t dur = std::max<std::int64_t>(0, op.end - op.start);
@@ -295,7 +299,13 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
       if (fresh) at->second = op_info(t, it->second);
       info = &at->second;
     }
-    KernelClass cls = class_of_name(name, op.cls);
+    const StrId name_id = ev.name[op.event];
+    std::int8_t& named = class_by_name[name_id];
+    if (named < 0 && op.cls != DeviceClass::kComm && op.cls != DeviceClass::kMemcpy &&
+        op.cls != DeviceClass::kMemset) {
+      named = static_cast<std::int8_t>(class_of_name(name, op.cls));
+    }
+    KernelClass cls = named >= 0 ? static_cast<KernelClass>(named) : class_of_name(name, op.cls);
     if (info != nullptr && (cls == KernelClass::kOther || cls == KernelClass::kElementwise)) {
       const KernelClass by_op = class_of_op(info->name);
       if (by_op != KernelClass::kOther) cls = by_op;
@@ -306,7 +316,10 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
       if (lt != std::string_view::npos) cls = class_of_text(name.substr(lt));
     }
     sat_acc(out.class_ns[static_cast<std::size_t>(cls)], dur);
-    auto [at, fresh] = by_name.emplace(std::string(name), out.kernels.size());
+    std::uint32_t& slot = kernel_of[name_id];
+    const bool fresh = slot == kNoIndex;
+    if (fresh) slot = static_cast<std::uint32_t>(out.kernels.size());
+    const std::size_t index = slot;
     if (fresh) {
       KernelEfficiency k;
       k.name = std::string(name);
@@ -317,7 +330,7 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
       out.kernels.push_back(std::move(k));
       sized.emplace_back();
     }
-    KernelEfficiency& k = out.kernels[at->second];
+    KernelEfficiency& k = out.kernels[index];
     if (k.op.empty() && info != nullptr) {
       // The first instance launched before the window has no op: the first
       // one with an op decides (its class counted from here on).
@@ -340,7 +353,7 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
         if (b > 0) amount = b;
       }
     }
-    sized[at->second].emplace_back(amount, dur);
+    sized[index].emplace_back(amount, dur);
   }
   // A kernel's rate is over the instances whose amount is known (an
   // instance launched before the window has no op, so no shapes).

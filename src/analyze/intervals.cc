@@ -1,6 +1,7 @@
 #include "src/analyze/intervals.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace tprof::internal {
 
@@ -36,6 +37,28 @@ std::int64_t covered_within(const std::vector<Interval>& merged, std::int64_t lo
                              [](const Interval& i, std::int64_t t) { return i.end <= t; });
   std::int64_t t = 0;
   for (; it != merged.end() && it->start < hi; ++it) t += std::min(it->end, hi) - std::max(it->start, lo);
+  return t;
+}
+
+CoverageIndex::CoverageIndex(std::vector<Interval> merged) : merged_(std::move(merged)) {
+  prefix_.reserve(merged_.size() + 1);
+  prefix_.push_back(0);
+  for (const Interval& i : merged_) prefix_.push_back(prefix_.back() + (i.end - i.start));
+}
+
+std::int64_t CoverageIndex::covered(std::int64_t lo, std::int64_t hi) const {
+  if (hi <= lo || merged_.empty()) return 0;
+  // [a, b): the intervals that end after lo and start before hi.
+  const auto a = std::lower_bound(merged_.begin(), merged_.end(), lo,
+                                  [](const Interval& i, std::int64_t t) { return i.end <= t; });
+  const auto b = std::lower_bound(a, merged_.end(), hi,
+                                  [](const Interval& i, std::int64_t t) { return i.start < t; });
+  if (a >= b) return 0;
+  const auto ia = static_cast<std::size_t>(a - merged_.begin());
+  const auto ib = static_cast<std::size_t>(b - merged_.begin());
+  std::int64_t t = prefix_[ib] - prefix_[ia];
+  t -= std::max<std::int64_t>(0, lo - a->start);           // the first one's part before lo
+  t -= std::max<std::int64_t>(0, (b - 1)->end - hi);       // the last one's part after hi
   return t;
 }
 

@@ -25,6 +25,26 @@ TEST(Intervals, UnionCoverageAndSubtraction) {
   EXPECT_EQ(internal::total_length(rest), 11 - 1 - 1 - 1);
 }
 
+TEST(Intervals, CoverageIndexAgreesWithTheLinearScan) {
+  // Random merged intervals, random queries (inside, across, outside, empty):
+  // the prefix-sum index answers what covered_within's scan does.
+  std::uint64_t x = 12345;
+  auto next = [&] { return x = x * 6364136223846793005ull + 1442695040888963407ull, static_cast<std::int64_t>(x >> 40); };
+  std::vector<internal::Interval> raw;
+  for (int i = 0; i < 500; ++i) {
+    const std::int64_t a = next() % 100000, len = next() % 300;
+    raw.push_back({a, a + len});
+  }
+  const auto merged = internal::merge_intervals(raw);
+  const internal::CoverageIndex index(merged);
+  EXPECT_EQ(index.covered(-1000, 1000000), internal::total_length(merged));
+  for (int q = 0; q < 5000; ++q) {
+    const std::int64_t lo = next() % 110000 - 5000, hi = lo + next() % 20000 - 100;
+    ASSERT_EQ(index.covered(lo, hi), internal::covered_within(merged, lo, hi)) << lo << ".." << hi;
+  }
+  EXPECT_EQ(internal::CoverageIndex().covered(0, 10), 0);
+}
+
 TEST(Intervals, MergeKeepsSortedInputAndSortsTheRest) {
   // Already in order (the common case: one stream), with a touching pair,
   // a nested one and an empty one.

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -74,17 +75,30 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (static_cast<double>(hi) <= 1.5 * static_cast<double>(lo)) continue;
     // (shape, k-th launch of it in the step) -> one instance per step. ops
     // are by start; within a step that is launch order on one stream.
-    std::map<std::pair<std::string, int>, std::vector<const DeviceOp*>> by_call;
-    std::map<std::pair<std::string, std::int32_t>, int> seen;  // (shape, step) -> launches so far
+    // Shapes interned to small ids: the maps compare integers, not strings
+    // (per kernel instance on large traces); groups are still visited in
+    // (shape text, call) order.
+    std::vector<std::string> shape_text;
+    std::unordered_map<std::string, int> shape_id;
+    std::map<std::pair<int, int>, std::vector<const DeviceOp*>> by_call;
+    std::map<std::pair<int, std::int32_t>, int> seen;  // (shape, step) -> launches so far
     for (const DeviceOp* op : ops) {
-      std::string shape = c.launch_shape(op->event);
-      const int k = seen[{shape, op->step}]++;
-      by_call[{std::move(shape), k}].push_back(op);
+      auto [it, fresh] = shape_id.try_emplace(c.launch_shape(op->event), static_cast<int>(shape_text.size()));
+      if (fresh) shape_text.push_back(it->first);
+      const int k = seen[{it->second, op->step}]++;
+      by_call[{it->second, k}].push_back(op);
     }
-    for (const auto& [call, group] : by_call) {
+    std::vector<std::pair<int, int>> order;
+    for (const auto& [call, group] : by_call) order.push_back(call);
+    std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+      return std::tie(shape_text[static_cast<std::size_t>(a.first)], a.second) <
+             std::tie(shape_text[static_cast<std::size_t>(b.first)], b.second);
+    });
+    for (const auto& call : order) {
+      const std::vector<const DeviceOp*>& group = by_call[call];
       if (group.size() < kMinSteps) continue;
       groups.push_back(kernel_stat(c, std::string(t.str(name)), "kernel", group));
-      shapes.push_back(call.first);
+      shapes.push_back(shape_text[static_cast<std::size_t>(call.first)]);
       calls.push_back(call.second + 1);
     }
   }
