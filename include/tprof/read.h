@@ -48,14 +48,20 @@ struct ReadOptions {
   // `skipped_bytes` diagnostic. strict: the first such error fails the read
   // (kParse, with its byte offset), as before salvage existed.
   bool strict = false;
-  // A .gz may inflate to at most this many bytes (0: half the physical
-  // memory) and at most this many times its compressed size (0: no ratio
-  // limit). Real traces compress 7-28:1 (the public fixtures); a gzip bomb
-  // 800-1030:1 (DEFLATE's most). Past either limit the read fails naming
-  // it, before allocating it. A NaN, infinite or negative ratio is refused
-  // (kInvalidArgument) before anything is read.
+  // A .gz is streamed: inflated window by window (on a thread of its own
+  // unless threads == 1) into the parser, so its memory is the model (the
+  // events, and their args copied out of the text), not the inflated text.
+  // Its text may be at most `max_inflated_bytes` (0: half the physical
+  // memory) and at most `max_inflate_ratio` times its compressed size (0: no
+  // ratio limit): these bound the time a gzip bomb takes (real traces
+  // compress 7-28:1, a bomb 800-1030:1, DEFLATE's most). Its model may be
+  // at most `max_model_bytes` (0: half the physical memory). Past a limit
+  // the read fails naming it; one JSON value (an event, a top-level value)
+  // of more than 32 MiB in a .gz fails too. A NaN, infinite or negative
+  // ratio is refused (kInvalidArgument) before anything is read.
   std::uint64_t max_inflated_bytes = 0;
   double max_inflate_ratio = 200;
+  std::uint64_t max_model_bytes = 0;
 };
 
 // Reads a trace file (.json or .json.gz, detected from the content).

@@ -44,7 +44,57 @@ struct GunzipLimits {
 // gzip header decodes, when nothing decompresses before the stream is cut,
 // and when the output would pass the limits, naming the one it hit (a gzip
 // bomb is an error, not an abort); later damage yields a truncated prefix.
-Result<Inflated> gunzip(std::string_view compressed, const GunzipLimits& limits = {});
+Result<Inflated> gunzip(std::string_view compressed, const GunzipLimits &limits = {});
+
+// Inflates every gzip member of `compressed` in windows of text, on a thread
+// of its own when `threaded` (it overlaps with a parser on another core),
+// for a reader that parses as the text arrives: memory is a few windows, not
+// the inflated size (issue 27). Limits as gunzip(), on the text streamed
+// (they bound the time a bomb takes, no longer its memory). Damage and cuts
+// end the stream with what decoded before them, as gunzip() does. zlib
+// (linked with tprof::gzip, else loaded at run time); the caller keeps
+// `compressed` alive until the stream is destroyed.
+class GunzipStream {
+ public:
+  // A window of text: `size` bytes at `data`, text offset `offset`; the
+  // `headroom` bytes before `data` and 64 after its end are the caller's
+  // (to prepend what it kept of the previous window).
+  struct Window {
+    char *data = nullptr;
+    std::size_t size = 0;
+    std::uint64_t offset = 0;
+    int slot = -1;
+  };
+  static Result<std::unique_ptr<GunzipStream>> start(std::string_view compressed, const GunzipLimits &limits,
+                                                     std::size_t window_bytes, std::size_t headroom, bool threaded);
+  ~GunzipStream();
+  GunzipStream(const GunzipStream &) = delete;
+  GunzipStream &operator=(const GunzipStream &) = delete;
+
+  // Blocks for the next window; false at the end of the stream (then see
+  // end_error() and damage()). Each window is the caller's until recycle().
+  bool next(Window *w);
+  void recycle(const Window &w);
+  std::size_t headroom() const;
+  // The error that ended the stream (past a limit, or nothing decoded
+  // before damage), if any; valid once next() returned false.
+  const Error *end_error() const;
+  // Damage or a cut (what gunzip() reports in Inflated); once next() returned
+  // false.
+  bool truncated() const;
+  bool cut() const;
+  std::int64_t damage_offset() const;
+  const std::string &damage() const;
+  // Compressed bytes consumed and text bytes produced so far (any thread).
+  std::uint64_t compressed_done() const;
+  std::uint64_t text_done() const;
+
+  struct State;
+
+ private:
+  explicit GunzipStream(std::unique_ptr<State> s);
+  std::unique_ptr<State> s_;
+};
 
 // Compresses `data` as one gzip member.
 Result<std::string> gzip(std::string_view data, int level = 6);

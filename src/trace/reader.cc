@@ -1,11 +1,15 @@
 // The reader: bytes -> Trace.
 //
-//   file ──mmap──┐                      ┌─ chunk 0 ─ parse_event_elements ─ EventBatch ─┐
-//   .gz ─gunzip──┴─ top level (object   ├─ chunk 1 ─ ...                                ├─ merge (file order,
-//                   or legacy array) ───┤   (parallel, event-aligned)                   │  ids remapped)
-//                                       └─ chunk N ─ ...                                ┘      │
-//                                          pair B/E, base time, producer, assemble_trace (lanes,
-//                                          metadata, checks; shared with capture) ─▶ Trace
+//   file ──mmap──┐                      ┌─ chunk 0 ─ parse_event_elements ─
+//   EventBatch ─┐ .gz ─gunzip──┴─ top level (object   ├─ chunk 1 ─ ... ├─ merge
+//   (file order,
+//                   or legacy array) ───┤   (parallel, event-aligned) │  ids
+//                   remapped)
+//                                       └─ chunk N ─ ... ┘      │
+//                                          pair B/E, base time, producer,
+//                                          assemble_trace (lanes, metadata,
+//                                          checks; shared with capture) ─▶
+//                                          Trace
 //
 // Chunks start at guessed event boundaries ("}, {" between array elements).
 // A guess can be wrong (the pattern inside a string or a nested array), so a
@@ -17,6 +21,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <system_error>
@@ -42,8 +47,8 @@ using internal::JsonCursor;
 using internal::ParseContext;
 
 struct ChunkResult {
-  const char* start = nullptr;
-  const char* stop_at = nullptr;
+  const char *start = nullptr;
+  const char *stop_at = nullptr;
   EventBatch batch;
   ChunkEnd end;
   CursorFailure failure = CursorFailure::kNone;
@@ -54,12 +59,12 @@ inline bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\
 
 // The first element start at or after `from`: a '{' preceded (across
 // whitespace) by ',' which is preceded by '}'. Returns `end` if none.
-const char* find_boundary(const char* from, const char* begin, const char* end) {
-  const char* p = from;
+const char *find_boundary(const char *from, const char *begin, const char *end) {
+  const char *p = from;
   while (p < end) {
-    p = static_cast<const char*>(std::memchr(p, '{', static_cast<std::size_t>(end - p)));
+    p = static_cast<const char *>(std::memchr(p, '{', static_cast<std::size_t>(end - p)));
     if (p == nullptr) return end;
-    const char* q = p - 1;
+    const char *q = p - 1;
     while (q > begin && is_ws(*q)) --q;
     if (q > begin && *q == ',') {
       --q;
@@ -74,18 +79,87 @@ const char* find_boundary(const char* from, const char* begin, const char* end) 
 // Where reading may resume after damage at `from`: the next element start
 // (as find_boundary) whose '{' opens an object with a key ('{' then '"'),
 // after `from`. Returns `end` if none.
-const char* find_resync(const char* from, const char* begin, const char* end) {
-  for (const char* p = from + 1; p < end; ++p) {
+const char *find_resync(const char *from, const char *begin, const char *end) {
+  for (const char *p = from + 1; p < end; ++p) {
     p = find_boundary(p, begin, end);
     if (p >= end) return end;
-    const char* q = p + 1;
+    const char *q = p + 1;
     while (q < end && is_ws(*q)) ++q;
     if (q < end && (*q == '"' || *q == '}')) return p;
   }
   return end;
 }
 
-bool only_padding(const char* p, const char* end) {
+// The last element start in [from, end) whose '{' opens an object with a
+// key (as find_resync), searching back from `end`; `from` if none. A
+// streamed window is parsed up to it: the element there may continue in
+// the next window. A guess (the pattern may sit inside a string): an
+// element that still runs into the window's end is parsed again.
+const char *find_last_boundary(const char *from, const char *end) {
+  const char *p = end;
+  while (p > from) {
+    const void *hit = memrchr(from, '{', static_cast<std::size_t>(p - from));
+    if (hit == nullptr) return from;
+    p = static_cast<const char *>(hit);
+    const char *q = p + 1;
+    while (q < end && is_ws(*q)) ++q;
+    if (q < end && *q == '"') {
+      const char *b = p - 1;
+      while (b > from && is_ws(*b)) --b;
+      if (b > from && *b == ',') {
+        --b;
+        while (b > from && is_ws(*b)) --b;
+        if (b >= from && *b == '}') return p;
+      }
+    }
+  }
+  return from;
+}
+
+// The args of events read from a streamed .gz: copied out of each window as
+// its events are merged (the window is then reused), and the trace's
+// source once the read ends. realloc: glibc moves large blocks by
+// remapping their pages, not by copying them.
+struct ArgsArena {
+  char *data = nullptr;
+  std::size_t size = 0, cap = 0;
+  ArgsArena() = default;
+  ArgsArena(const ArgsArena &) = delete;
+  ArgsArena &operator=(const ArgsArena &) = delete;
+  ~ArgsArena() { std::free(data); }
+  bool append(const char *p, std::size_t n) {
+    if (size + n > cap) {
+      const std::size_t want = std::max({cap * 2, size + n, std::size_t{1} << 20});
+      char *grown = static_cast<char *>(std::realloc(data, want + 1));
+      if (grown == nullptr) return false;
+      data = grown;
+      cap = want;
+    }
+    std::memcpy(data + size, p, n);
+    size += n;
+    return true;
+  }
+};
+
+// What one event costs in the model's columns (the model limit for a
+// streamed .gz counts these and the args bytes).
+constexpr std::size_t kEventColumnBytes =
+    sizeof(std::int64_t) * 2 + sizeof(EventColumns::phase[0]) + sizeof(EventColumns::kind[0]) +
+    sizeof(EventColumns::flags[0]) + sizeof(EventColumns::external_id[0]) + sizeof(EventColumns::correlation[0]) +
+    sizeof(EventColumns::args_ref[0]) + sizeof(EventColumns::src_offset[0]) + sizeof(EventColumns::name[0]) +
+    sizeof(EventColumns::cat[0]) + sizeof(EventColumns::lane[0]) + sizeof(EventColumns::flow_id[0]);
+
+// Streamed .gz: text windows, and the most a single element (an event, a
+// top-level value, or a damaged stretch before the next event) may span
+// across them: the tail kept for it is the only memory that grows with the
+// text.
+constexpr std::size_t kStreamWindowBytes = 8u << 20;
+constexpr std::size_t kStreamHeadroomBytes = 1u << 20;
+constexpr std::size_t kMaxStreamTailBytes = 32u << 20;
+
+const char kNoText[1] = "";
+
+bool only_padding(const char *p, const char *end) {
   for (; p < end; ++p) {
     if (*p != '\0' && !is_ws(*p)) return false;
   }
@@ -94,32 +168,71 @@ bool only_padding(const char* p, const char* end) {
 
 class Reader {
  public:
-  Reader(std::string_view bytes, std::string path, const ReadOptions& options,
-         const internal::MappedFile* map)
-      : bytes_(bytes), path_(std::move(path)), options_(options), map_(map) {}
+  Reader(std::string_view bytes, std::string path, const ReadOptions &options, const internal::MappedFile *map)
+      : bytes_(bytes), path_(std::move(path)), options_(options), map_(map), origin_(bytes.data()) {}
+  // A streamed .gz: the text comes window by window from `stream`.
+  Reader(internal::GunzipStream *stream, std::uint64_t compressed_size, std::string path, const ReadOptions &options)
+      : bytes_(kNoText, 0),
+        path_(std::move(path)),
+        options_(options),
+        map_(nullptr),
+        stream_(stream),
+        compressed_size_(compressed_size),
+        origin_(kNoText),
+        final_(false) {}
+  ~Reader() {
+    if (stream_ != nullptr) stream_->recycle(win_);
+  }
 
   Result<Trace> run(Trace trace);
+  // Reads (and drops) what is left of a streamed .gz, so that its damage,
+  // if any, is known.
+  void drain();
+  // The first byte range skipped after a syntax error: the error's text
+  // offset and message (a streamed .gz that turns out damaged refuses it).
+  bool first_skip(std::int64_t *at, std::string *why) const {
+    if (skipped_.empty()) return false;
+    *at = skipped_.front().at;
+    *why = skipped_.front().why;
+    return true;
+  }
 
  private:
   Status parse_top_level();
   // Parses the elements of the array whose '[' was just consumed. On success
   // the cursor stands after its ']' (or at EOF when truncated).
-  Status parse_array(JsonCursor* c, const ParseContext& ctx);
-  void parse_chunk(ChunkResult* r, const ParseContext& ctx);
+  Status parse_array(JsonCursor *c, const ParseContext &ctx);
+  // Parses (in parallel chunks) and merges the elements in [first, stop).
+  void parse_span(const char *first, const char *stop, const ParseContext &ctx, int threads);
+  Status finish_array(JsonCursor *c);
+  Status parse_object(JsonCursor *c);
+  // One top-level key and its value; false on a cursor failure.
+  Result<bool> top_level_key(JsonCursor *c);
+  void parse_chunk(ChunkResult *r, const ParseContext &ctx);
+  // Streamed .gz: replaces the text before `*keep` with the next window
+  // (`*keep` then points at the same text there); false at the end of the
+  // stream (then final_). Fails past a limit.
+  Result<bool> refill(const char **keep);
+  // Skips whitespace, refilling until there is a byte to read or the end.
+  Status wait_for_text(JsonCursor *c);
+  Status check_model_size();
+  const char *text_end() const { return bytes_.data() + bytes_.size(); }
   void report_progress(std::size_t bytes);
   // Accepts parsed chunks in file order (re-parsing misguessed ones),
   // appends them to the trace and frees them. Called by every worker after
   // each chunk; one merges at a time.
-  void merge_ready(std::vector<std::unique_ptr<ChunkResult>>* guesses, const ParseContext& ctx);
-  void append_batch(EventBatch* b);
-  void reserve_events(const char* first, const char* end);
+  void merge_ready(std::vector<std::unique_ptr<ChunkResult>> *guesses, const ParseContext &ctx);
+  void append_batch(EventBatch *b);
+  // `total`: the text the array spans, when more than [first, end) (a
+  // streamed .gz: an estimate).
+  void reserve_events(const char *first, const char *end, std::size_t total = 0);
   void pair_begin_end();
   Error error_at(Error e) const { return e.with_path(path_); }
 
   std::string_view bytes_;
   std::string path_;
-  const ReadOptions& options_;
-  const internal::MappedFile* map_;
+  const ReadOptions &options_;
+  const internal::MappedFile *map_;
   Trace trace_;
   // Streaming merge state: parsed_, next_merge_ and merging_ are guarded by
   // merge_mu_; the rest belongs to the one thread that holds merging_.
@@ -134,11 +247,12 @@ class Reader {
   // Salvage: byte ranges [from, to) skipped after a syntax error, and why.
   struct Skipped {
     std::int64_t from = 0, to = 0;
+    std::int64_t at = 0;  // the syntax error
     std::string why;
   };
   std::vector<Skipped> skipped_;
   struct LaneKeyHash {
-    std::size_t operator()(const std::pair<TraceId, TraceId>& k) const;
+    std::size_t operator()(const std::pair<TraceId, TraceId> &k) const;
   };
   std::unordered_map<std::pair<TraceId, TraceId>, std::uint32_t, LaneKeyHash> lane_index_;
   bool truncated_ = false;
@@ -153,7 +267,96 @@ class Reader {
   bool saw_2022_args_ = false;
   bool saw_begin_ = false;
   bool saw_tprof_ = false;
+  // Streamed .gz (stream_ set): bytes_ holds the text from offset
+  // bytes_.data() - origin_ (origin_ is where offset 0 would be; a text
+  // offset is `p - origin_` in every mode), in the window win_ or, when the
+  // tail kept outgrew the window's headroom, in big_.
+  internal::GunzipStream *stream_ = nullptr;
+  std::uint64_t compressed_size_ = 0;
+  const char *origin_ = nullptr;
+  bool final_ = true;  // no more text comes
+  internal::GunzipStream::Window win_{};
+  std::vector<char> big_;
+  bool reserved_ = false;
+  std::shared_ptr<ArgsArena> args_owner_ = std::make_shared<ArgsArena>();
+  ArgsArena &args_ = *args_owner_;
+  bool args_failed_ = false;  // the arena could not grow
 };
+
+Result<bool> Reader::refill(const char **keep) {
+  if (final_) return false;
+  const char *end = text_end();
+  const std::size_t tail = static_cast<std::size_t>(end - *keep);
+  const std::uint64_t keep_off = static_cast<std::uint64_t>(*keep - origin_);
+  if (tail > kMaxStreamTailBytes) {
+    return error_at(Error(ErrorCode::kUnsupported,
+                          "one JSON value of more than " + std::to_string(kMaxStreamTailBytes >> 20) +
+                              " MiB (an event, a top-level value or a damaged "
+                              "stretch) in a streamed .gz: "
+                              "decompress it to a file and read that",
+                          {}, static_cast<std::int64_t>(keep_off)));
+  }
+  internal::GunzipStream::Window w;
+  if (!stream_->next(&w)) {
+    final_ = true;
+    if (const Error *e = stream_->end_error(); e != nullptr) return error_at(*e);
+    return false;
+  }
+  if (tail <= stream_->headroom()) {
+    char *dst = w.data - tail;
+    if (tail > 0) std::memcpy(dst, *keep, tail);
+    bytes_ = std::string_view(dst, tail + w.size);
+    big_ = std::vector<char>();
+    stream_->recycle(win_);
+    win_ = w;
+  } else {
+    std::vector<char> joined(tail + w.size + 64, '\0');
+    std::memcpy(joined.data(), *keep, tail);
+    std::memcpy(joined.data() + tail, w.data, w.size);
+    big_.swap(joined);
+    bytes_ = std::string_view(big_.data(), tail + w.size);
+    stream_->recycle(win_);
+    stream_->recycle(w);
+    win_ = internal::GunzipStream::Window{};
+  }
+  // Where text offset 0 would be: offsets stay those of the whole text.
+  origin_ = reinterpret_cast<const char *>(reinterpret_cast<std::uintptr_t>(bytes_.data()) - keep_off);
+  *keep = bytes_.data();
+  if (options_.progress) options_.progress(stream_->compressed_done(), compressed_size_);
+  return true;
+}
+
+Status Reader::wait_for_text(JsonCursor *c) {
+  c->skip_ws();
+  while (c->pos() >= text_end() && !final_) {
+    const char *keep = text_end();
+    TPROF_TRY(refill(&keep));
+    *c = JsonCursor(keep, text_end(), origin_);
+    c->skip_ws();
+  }
+  return {};
+}
+
+void Reader::drain() {
+  if (stream_ == nullptr) return;
+  internal::GunzipStream::Window w;
+  while (!final_ && stream_->next(&w)) stream_->recycle(w);
+  final_ = true;
+}
+
+Status Reader::check_model_size() {
+  const std::uint64_t limit = options_.max_model_bytes > 0
+                                  ? options_.max_model_bytes
+                                  : static_cast<std::uint64_t>(internal::half_physical_memory());
+  const std::uint64_t model = static_cast<std::uint64_t>(trace_.events.size()) * kEventColumnBytes + args_.size;
+  if (model <= limit) return {};
+  return error_at(Error(
+      ErrorCode::kUnsupported,
+      "its events and args pass " + std::to_string(limit >> 20) + " MiB (the limit: " +
+          (options_.max_model_bytes > 0 ? std::string("max_model_bytes") : std::string("half the physical memory")) +
+          "); a gzip bomb, or a trace larger than this machine reads",
+      {}, -1));
+}
 
 void Reader::report_progress(std::size_t bytes) {
   if (!options_.progress) return;
@@ -162,22 +365,48 @@ void Reader::report_progress(std::size_t bytes) {
   options_.progress(progress_done_, bytes_.size());
 }
 
-void Reader::parse_chunk(ChunkResult* r, const ParseContext& ctx) {
-  JsonCursor c(r->start, bytes_.data() + bytes_.size(), bytes_.data());
+void Reader::parse_chunk(ChunkResult *r, const ParseContext &ctx) {
+  JsonCursor c(r->start, text_end(), origin_);
   r->end = internal::parse_event_elements(&c, r->stop_at, ctx, &r->batch);
   r->failure = c.failure();
   if (r->end.failed) r->error = c.error();
+  if (!final_ && r->end.failed && r->failure == CursorFailure::kEof) {
+    // Streamed: the text ran out inside an element that the next window
+    // completes. The chunk ends before that element, whose partial reading
+    // (diagnostics of fields already read) is parsed again: its start is
+    // where the next window's text begins.
+    const char *element = r->end.element;
+    if (element == nullptr || element >= text_end()) {
+      r->end.failed = false;  // between elements
+    } else {
+      r->batch = EventBatch();
+      ChunkEnd end;
+      end.pos = element;
+      if (element > r->start) {
+        JsonCursor again(r->start, text_end(), origin_);
+        end = internal::parse_event_elements(&again, element, ctx, &r->batch);
+        if (end.failed) {  // cannot be: it read these bytes before
+          r->error = again.error();
+          r->failure = again.failure();
+          r->end = end;
+          return;
+        }
+      }
+      r->end = end;
+    }
+    r->failure = CursorFailure::kNone;
+  }
   const std::size_t len = static_cast<std::size_t>(r->end.pos - r->start);
   if (map_ != nullptr) map_->release(static_cast<std::size_t>(r->start - bytes_.data()), len);
-  report_progress(len);
+  if (stream_ == nullptr) report_progress(len);
 }
 
-void Reader::reserve_events(const char* first, const char* end) {
+void Reader::reserve_events(const char *first, const char *end, std::size_t total) {
   // Reserve the columns from the event density of the first megabytes (a
   // count of "ph" keys), with headroom. Reserved but untouched memory is not
   // resident, and growing by doubling would copy gigabytes.
-  const std::size_t region = static_cast<std::size_t>(end - first);
-  const std::size_t sample = std::min<std::size_t>(region, 4u << 20);
+  const std::size_t region = std::max(static_cast<std::size_t>(end - first), total);
+  const std::size_t sample = std::min<std::size_t>(static_cast<std::size_t>(end - first), 4u << 20);
   std::size_t count = 0;
   const std::string_view view(first, sample);
   for (std::size_t pos = view.find("\"ph\""); pos != std::string_view::npos; pos = view.find("\"ph\"", pos + 4)) ++count;
@@ -185,18 +414,50 @@ void Reader::reserve_events(const char* first, const char* end) {
   trace_.events.reserve(static_cast<std::size_t>(per_byte * static_cast<double>(region) * 1.25) + 1024);
 }
 
-Status Reader::parse_array(JsonCursor* c, const ParseContext& ctx) {
-  const char* first = c->pos();
-  const char* end = bytes_.data() + bytes_.size();
-  const std::size_t region = static_cast<std::size_t>(end - first);
+Status Reader::parse_array(JsonCursor *c, const ParseContext &ctx) {
   int threads = options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency());
   // More parsers than this gain nothing, and the chunk guesses scale with
   // the count (2^31 threads once meant 2^31 boundary searches).
   threads = std::clamp(threads, 1, kMaxReaderThreads);
+  if (stream_ == nullptr) {
+    parse_span(c->pos(), text_end(), ctx, threads);
+    return finish_array(c);
+  }
+  // Streamed .gz: the inflater has a core of its own; each window is parsed
+  // up to its last event start, and the text from there is kept for the
+  // next window.
+  if (options_.threads <= 0) threads = std::max(1, threads - 1);
+  const char *first = c->pos();
+  for (;;) {
+    const char *stop = final_ ? text_end() : find_last_boundary(first, text_end());
+    parse_span(first, stop, ctx, threads);
+    TPROF_TRY(check_model_size());
+    if (final_ || last_end_.array_closed) break;
+    const char *keep = nullptr;
+    if (!last_end_.failed) {
+      keep = last_end_.pos;
+    } else if (last_failure_ == CursorFailure::kSyntax && !options_.strict) {
+      // Salvage found nothing to resume at in this window: read on, keeping
+      // the damaged element, and look again.
+      keep = last_end_.element != nullptr ? last_end_.element : origin_ + last_error_.byte_offset();
+      skipped_.erase(
+          std::remove_if(skipped_.begin(), skipped_.end(), [&](const Skipped &k) { return k.from >= keep - origin_; }),
+          skipped_.end());
+    } else {
+      break;  // an error that stands
+    }
+    TPROF_TRY(refill(&keep));
+    first = keep;
+  }
+  return finish_array(c);
+}
+
+void Reader::parse_span(const char *first, const char *end, const ParseContext &ctx, int threads) {
+  const std::size_t region = static_cast<std::size_t>(end - first);
 
   // Guess chunk starts.
   std::vector<std::unique_ptr<ChunkResult>> guesses;
-  auto add_guess = [&](const char* start) {
+  auto add_guess = [&](const char *start) {
     auto r = std::make_unique<ChunkResult>();
     r->start = start;
     guesses.push_back(std::move(r));
@@ -209,7 +470,7 @@ Status Reader::parse_array(JsonCursor* c, const ParseContext& ctx) {
                                                 region / std::max<std::size_t>(options_.chunk_bytes, 1));
     const std::size_t step = region / n;
     for (std::size_t i = 1; i < n; ++i) {
-      const char* b = find_boundary(first + i * step, first, end);
+      const char *b = find_boundary(first + i * step, first, end);
       if (b >= end) break;
       if (b > guesses.back()->start) add_guess(b);
     }
@@ -217,7 +478,17 @@ Status Reader::parse_array(JsonCursor* c, const ParseContext& ctx) {
   for (std::size_t i = 0; i < guesses.size(); ++i) {
     guesses[i]->stop_at = i + 1 < guesses.size() ? guesses[i + 1]->start : end;
   }
-  reserve_events(first, end);
+  if (!reserved_) {
+    reserved_ = true;
+    if (stream_ == nullptr) {
+      reserve_events(first, end);
+    } else {
+      // The text to come, from the compression ratio so far.
+      const double done = static_cast<double>(std::max<std::uint64_t>(stream_->compressed_done(), 1));
+      const double ratio = static_cast<double>(stream_->text_done()) / done;
+      reserve_events(first, end, static_cast<std::size_t>(ratio * static_cast<double>(compressed_size_)));
+    }
+  }
   parsed_.assign(guesses.size(), 0);
   next_merge_ = 0;
   stopped_ = false;
@@ -245,35 +516,39 @@ Status Reader::parse_array(JsonCursor* c, const ParseContext& ctx) {
     // this one, parse every chunk anyway. The library never throws.
     try {
       pool.emplace_back(work);
-    } catch (const std::system_error&) {
+    } catch (const std::system_error &) {
       break;
     }
   }
   work();
-  for (auto& t : pool) t.join();
+  for (auto &t : pool) t.join();
   merge_ready(&guesses, ctx);
+}
 
-  for (const Skipped& s : skipped_) {
+Status Reader::finish_array(JsonCursor *c) {
+  const char *end = text_end();
+  for (const Skipped &s : skipped_) {
     trace_.diagnostics.add(DiagnosticCode::kSkippedBytes, s.from,
                            "bytes " + std::to_string(s.from) + ".." + std::to_string(s.to) + " skipped (" +
                                std::to_string(s.to - s.from) + " bytes): " + s.why +
-                               "; reading resumed at the next event (--strict refuses the file instead)");
+                               "; reading resumed at the next event (--strict refuses the file "
+                               "instead)");
   }
   if (last_end_.failed) {
-    const char* at = bytes_.data() + last_error_.byte_offset();
+    const char *at = origin_ + last_error_.byte_offset();
     if (last_failure_ == CursorFailure::kEof || only_padding(at, end)) {
       truncated_ = true;
       truncated_at_ = last_error_.byte_offset();
-      c->set_pos(end);
+      *c = JsonCursor(end, end, origin_);
       return {};
     }
     return error_at(last_error_);
   }
-  c->set_pos(last_end_.pos);
+  *c = JsonCursor(last_end_.pos, end, origin_);
   return {};
 }
 
-void Reader::merge_ready(std::vector<std::unique_ptr<ChunkResult>>* guesses, const ParseContext& ctx) {
+void Reader::merge_ready(std::vector<std::unique_ptr<ChunkResult>> *guesses, const ParseContext &ctx) {
   {
     std::lock_guard<std::mutex> lock(merge_mu_);
     if (merging_) return;  // the merging thread will see what became ready
@@ -309,12 +584,12 @@ void Reader::merge_ready(std::vector<std::unique_ptr<ChunkResult>>* guesses, con
     // the reader can resynchronise on, and read on. In merge order, so the
     // result does not depend on how the array was split.
     while (!options_.strict && last_end_.failed && last_failure_ == CursorFailure::kSyntax) {
-      const char* end = bytes_.data() + bytes_.size();
-      const char* fail_at = bytes_.data() + last_error_.byte_offset();
-      const char* resume = find_resync(std::max(fail_at, last_end_.pos), bytes_.data(), end);
+      const char *end = text_end();
+      const char *fail_at = origin_ + last_error_.byte_offset();
+      const char *resume = find_resync(std::max(fail_at, last_end_.pos), bytes_.data(), end);
       if (resume >= end) break;  // nothing to resume at: the error (or truncation) stands
-      const char* from = last_end_.element != nullptr ? last_end_.element : fail_at;
-      skipped_.push_back({from - bytes_.data(), resume - bytes_.data(), last_error_.message()});
+      const char *from = last_end_.element != nullptr ? last_end_.element : fail_at;
+      skipped_.push_back({from - origin_, resume - origin_, last_error_.byte_offset(), last_error_.message()});
       if (resume >= g->stop_at) {
         // The next chunks start from here (a misguessed start is re-read).
         last_end_ = ChunkEnd{};
@@ -336,26 +611,33 @@ void Reader::merge_ready(std::vector<std::unique_ptr<ChunkResult>>* guesses, con
 }
 
 Status Reader::parse_top_level() {
-  const char* begin = bytes_.data();
-  const char* end = begin + bytes_.size();
-  const char* start = begin;
+  if (stream_ != nullptr) {
+    // The first window (the BOM and the first byte need it).
+    const char *keep = bytes_.data();
+    TPROF_TRY(refill(&keep));
+  }
+  const char *begin = bytes_.data();
+  const char *start = begin;
   if (bytes_.size() >= 3 && std::memcmp(begin, "\xEF\xBB\xBF", 3) == 0) start += 3;  // UTF-8 BOM
-  JsonCursor c(start, end, begin);
+  JsonCursor c(start, text_end(), origin_);
+  TPROF_TRY(wait_for_text(&c));
   const char first = c.peek();
-  if (c.pos() >= end) {
-    return error_at(Error(ErrorCode::kFormat,
-                          bytes_.empty() ? "empty file, expected a JSON object or array"
-                                         : "no JSON value, expected a JSON object or array",
-                          {}, c.offset()));
+  if (c.pos() >= text_end()) {
+    const bool empty = stream_ != nullptr ? stream_->text_done() == 0 : bytes_.empty();
+    return error_at(
+        Error(ErrorCode::kFormat,
+              empty ? "empty file, expected a JSON object or array" : "no JSON value, expected a JSON object or array",
+              {}, c.offset()));
   }
   if (first == '[') {
     trace_.meta.format = TraceFormat::kLegacyArray;
     c.eat('[');
+    TPROF_TRY(wait_for_text(&c));
     // torch's legacy export: an array of events without "cat".
     const char next = c.peek();
-    if (next != '{' && next != ']' && c.pos() < end) {
-      return error_at(Error(ErrorCode::kFormat,
-                            "top-level array does not hold trace events (expected '{' or ']')", {}, c.offset()));
+    if (next != '{' && next != ']' && c.pos() < text_end()) {
+      return error_at(Error(ErrorCode::kFormat, "top-level array does not hold trace events (expected '{' or ']')", {},
+                            c.offset()));
     }
     saw_events_key_ = true;
     ParseContext ctx;
@@ -366,135 +648,189 @@ Status Reader::parse_top_level() {
     // JSON document, not a trace with nothing in it.
     if (trace_.events.size() == 0 && trace_.diagnostics.count(DiagnosticCode::kMissingField) > 0 && !truncated_) {
       return error_at(Error(ErrorCode::kFormat,
-                            "top-level array holds objects without \"ph\": not a Chrome/Kineto trace", {}, 0));
+                            "top-level array holds objects without \"ph\": not "
+                            "a Chrome/Kineto trace",
+                            {}, 0));
     }
   } else if (first == '{') {
-    c.eat('{');
-    bool closed = c.eat('}');
-    while (!closed) {
-      JsonCursor::Str key;
-      if (!c.read_string(&key) || !c.expect(':', "':' after an object key")) break;
-      std::string k;
-      if (key.escaped) {
-        internal::unescape_json(key.raw, &k);
-      } else {
-        k.assign(key.raw);
-      }
-      if (k == "traceEvents") {
-        if (c.peek() != '[') {
-          if (c.pos() >= end) {
-            c.fail_here("'[' after \"traceEvents\"");  // cut after the ':': truncation at the cut
-            break;
-          }
-          return error_at(Error(ErrorCode::kFormat, "\"traceEvents\" is not an array (expected '[')", {},
-                                c.offset()));
-        }
-        c.eat('[');
-        saw_events_key_ = true;
-        ParseContext ctx;
-        ctx.token_walker = options_.token_walker;
-        TPROF_TRY(parse_array(&c, ctx));
-        if (truncated_) return {};
-      } else {
-        c.skip_ws();
-        const char* v_start = c.pos();
-        if (!c.skip_value()) break;
-        // A number that runs into the cut may have lost digits (a cut
-        // "baseTimeNanoseconds" would shift every event): not a value yet.
-        if (c.pos() >= end && (*v_start == '-' || (*v_start >= '0' && *v_start <= '9'))) {
-          c.fail_here("',' or '}' after a number");
-          break;
-        }
-        std::string raw(v_start, c.pos());
-        if (k == "tprof") {
-          // Written by tprof's capture: how many events its buffers dropped.
-          saw_tprof_ = true;
-          auto value = internal::JsonValue::parse(raw, c.offset(v_start));
-          const internal::JsonValue* d = value ? value->find("droppedEvents") : nullptr;
-          std::int64_t n = 0;
-          if (d != nullptr && d->get_int(&n) && n > 0) {
-            trace_.meta.dropped_events = static_cast<std::uint64_t>(n);
-            trace_.diagnostics.add(DiagnosticCode::kDroppedEvents, c.offset(v_start),
-                                   std::to_string(n) + " events were dropped by the recorder (full thread buffers)");
-          }
-          // Kept scopes without their shapes, and scopes open at the window's end.
-          std::int64_t shapes = 0, unfinished = 0;
-          const internal::JsonValue* ds = value ? value->find("droppedShapes") : nullptr;
-          if (ds != nullptr && ds->get_int(&shapes) && shapes > 0) {
-            trace_.meta.dropped_shapes = static_cast<std::uint64_t>(shapes);
-            trace_.diagnostics.add(DiagnosticCode::kDroppedEvents, c.offset(v_start),
-                                   std::to_string(shapes) +
-                                       " kept scopes lost their input shapes (the recorder's payload arenas were full)");
-          }
-          const internal::JsonValue* us = value ? value->find("unfinishedScopes") : nullptr;
-          if (us != nullptr && us->get_int(&unfinished) && unfinished > 0) {
-            trace_.meta.unfinished_scopes = static_cast<std::uint64_t>(unfinished);
-            trace_.diagnostics.add(DiagnosticCode::kUnfinishedScopes, c.offset(v_start),
-                                   std::to_string(unfinished) +
-                                       " scopes were still open when the window ended: left out of the trace");
-          }
-          // Why a requested activity (CUDA) was not recorded.
-          const internal::JsonValue* u = value ? value->find("activityUnavailable") : nullptr;
-          if (u != nullptr && u->is_array()) {
-            for (const internal::JsonValue& why : u->items()) {
-              if (why.is_string()) {
-                trace_.diagnostics.add(DiagnosticCode::kActivityUnavailable, c.offset(v_start), why.text());
-              }
-            }
-          }
-        } else if (k == "baseTimeNanoseconds") {
-          std::int64_t base = 0;
-          if (internal::parse_int64(raw, &base)) {
-            trace_.meta.base_time_ns = base;
-          } else {
-            trace_.diagnostics.add(DiagnosticCode::kBadFieldType, c.offset(v_start),
-                                   "\"baseTimeNanoseconds\" is not an integer, ignored");
-          }
-        }
-        trace_.meta.top_level.emplace_back(std::move(k), std::move(raw));
-      }
-      if (c.eat(',')) continue;
-      if (!c.expect('}', "',' or '}' at the top level")) break;
-      closed = true;
-    }
-    if (!closed) {
-      if (c.failure() == CursorFailure::kEof || only_padding(c.pos(), end)) {
-        truncated_ = true;
-        truncated_at_ = c.failure_offset();
-        return {};
-      }
-      return error_at(c.error());
-    }
-    if (!saw_events_key_) {
-      return error_at(Error(ErrorCode::kFormat,
-                            "JSON object without \"traceEvents\": not a Chrome/Kineto trace", {}, 0));
-    }
+    TPROF_TRY(parse_object(&c));
+    if (truncated_) return {};
   } else {
     c.fail_here("a JSON object or array (a trace)");
     return error_at(Error(ErrorCode::kFormat, c.error().message(), {}, c.offset()));
   }
-  c.skip_ws();
-  if (c.pos() < end && !only_padding(c.pos(), end)) {
-    trace_.diagnostics.add(DiagnosticCode::kTrailingData, c.offset(),
-                           "data after the end of the top-level JSON value, ignored");
+  if (truncated_) return {};
+  // Data after the value: whitespace and NUL padding are fine. A streamed
+  // .gz is read to its end (what follows may be damaged).
+  TPROF_TRY(wait_for_text(&c));
+  std::int64_t junk_at = c.pos() < text_end() ? c.offset() : -1;
+  for (;;) {
+    if (c.pos() < text_end() && !only_padding(c.pos(), text_end())) {
+      trace_.diagnostics.add(DiagnosticCode::kTrailingData, junk_at,
+                             "data after the end of the top-level JSON value, ignored");
+      break;
+    }
+    if (final_) break;
+    const char *keep = text_end();
+    TPROF_TRY(refill(&keep));
+    c = JsonCursor(keep, text_end(), origin_);
+    if (junk_at < 0) {
+      TPROF_TRY(wait_for_text(&c));
+      if (c.pos() < text_end()) junk_at = c.offset();
+    }
+  }
+  while (!final_) {
+    const char *keep = text_end();
+    TPROF_TRY(refill(&keep));
   }
   return {};
 }
 
-std::size_t Reader::LaneKeyHash::operator()(const std::pair<TraceId, TraceId>& k) const {
+Status Reader::parse_object(JsonCursor *cp) {
+  JsonCursor &c = *cp;
+  c.eat('{');
+  TPROF_TRY(wait_for_text(&c));
+  bool closed = c.eat('}');
+  while (!closed) {
+    TPROF_TRY(wait_for_text(&c));
+    const char *key_start = c.pos();
+    TPROF_TRY_ASSIGN(const bool ok, top_level_key(&c));
+    if (truncated_) return {};
+    if (ok) {
+      TPROF_TRY(wait_for_text(&c));
+      if (c.eat(',')) continue;
+      if (c.expect('}', "',' or '}' at the top level")) {
+        closed = true;
+        break;
+      }
+    }
+    // Streamed: a key or value that runs into the window's end is read
+    // again from its start with the next window.
+    if (!final_ && (c.failure() == CursorFailure::kEof || c.pos() >= text_end())) {
+      const char *keep = key_start;
+      TPROF_TRY(refill(&keep));
+      c = JsonCursor(keep, text_end(), origin_);
+      continue;
+    }
+    break;
+  }
+  if (!closed) {
+    if (c.failure() == CursorFailure::kEof || only_padding(c.pos(), text_end())) {
+      truncated_ = true;
+      truncated_at_ = c.failure_offset();
+      return {};
+    }
+    return error_at(c.error());
+  }
+  if (!saw_events_key_) {
+    return error_at(Error(ErrorCode::kFormat, "JSON object without \"traceEvents\": not a Chrome/Kineto trace", {}, 0));
+  }
+  return {};
+}
+
+Result<bool> Reader::top_level_key(JsonCursor *c) {
+  JsonCursor::Str key;
+  if (!c->read_string(&key) || !c->expect(':', "':' after an object key")) return false;
+  std::string k;
+  if (key.escaped) {
+    internal::unescape_json(key.raw, &k);
+  } else {
+    k.assign(key.raw);
+  }
+  const char *end = text_end();
+  if (k == "traceEvents") {
+    TPROF_TRY(wait_for_text(c));
+    end = text_end();
+    if (c->peek() != '[') {
+      if (c->pos() >= end) {
+        c->fail_here("'[' after \"traceEvents\"");  // cut after the ':':
+                                                    // truncation at the cut
+        return false;
+      }
+      return error_at(Error(ErrorCode::kFormat, "\"traceEvents\" is not an array (expected '[')", {}, c->offset()));
+    }
+    c->eat('[');
+    saw_events_key_ = true;
+    ParseContext ctx;
+    ctx.token_walker = options_.token_walker;
+    TPROF_TRY(parse_array(c, ctx));
+    return true;
+  }
+  c->skip_ws();
+  const char *v_start = c->pos();
+  if (!c->skip_value()) return false;
+  // A number that runs into the cut may have lost digits (a cut
+  // "baseTimeNanoseconds" would shift every event): not a value yet.
+  if (c->pos() >= end && (*v_start == '-' || (*v_start >= '0' && *v_start <= '9'))) {
+    c->fail_here("',' or '}' after a number");
+    return false;
+  }
+  std::string raw(v_start, c->pos());
+  if (k == "tprof") {
+    // Written by tprof's capture: how many events its buffers dropped.
+    saw_tprof_ = true;
+    auto value = internal::JsonValue::parse(raw, c->offset(v_start));
+    const internal::JsonValue *d = value ? value->find("droppedEvents") : nullptr;
+    std::int64_t n = 0;
+    if (d != nullptr && d->get_int(&n) && n > 0) {
+      trace_.meta.dropped_events = static_cast<std::uint64_t>(n);
+      trace_.diagnostics.add(DiagnosticCode::kDroppedEvents, c->offset(v_start),
+                             std::to_string(n) + " events were dropped by the recorder (full thread buffers)");
+    }
+    // Kept scopes without their shapes, and scopes open at the window's end.
+    std::int64_t shapes = 0, unfinished = 0;
+    const internal::JsonValue *ds = value ? value->find("droppedShapes") : nullptr;
+    if (ds != nullptr && ds->get_int(&shapes) && shapes > 0) {
+      trace_.meta.dropped_shapes = static_cast<std::uint64_t>(shapes);
+      trace_.diagnostics.add(DiagnosticCode::kDroppedEvents, c->offset(v_start),
+                             std::to_string(shapes) +
+                                 " kept scopes lost their input shapes (the "
+                                 "recorder's payload arenas were full)");
+    }
+    const internal::JsonValue *us = value ? value->find("unfinishedScopes") : nullptr;
+    if (us != nullptr && us->get_int(&unfinished) && unfinished > 0) {
+      trace_.meta.unfinished_scopes = static_cast<std::uint64_t>(unfinished);
+      trace_.diagnostics.add(DiagnosticCode::kUnfinishedScopes, c->offset(v_start),
+                             std::to_string(unfinished) +
+                                 " scopes were still open when the "
+                                 "window ended: left out of the trace");
+    }
+    // Why a requested activity (CUDA) was not recorded.
+    const internal::JsonValue *u = value ? value->find("activityUnavailable") : nullptr;
+    if (u != nullptr && u->is_array()) {
+      for (const internal::JsonValue &why : u->items()) {
+        if (why.is_string()) {
+          trace_.diagnostics.add(DiagnosticCode::kActivityUnavailable, c->offset(v_start), why.text());
+        }
+      }
+    }
+  } else if (k == "baseTimeNanoseconds") {
+    std::int64_t base = 0;
+    if (internal::parse_int64(raw, &base)) {
+      trace_.meta.base_time_ns = base;
+    } else {
+      trace_.diagnostics.add(DiagnosticCode::kBadFieldType, c->offset(v_start),
+                             "\"baseTimeNanoseconds\" is not an integer, ignored");
+    }
+  }
+  trace_.meta.top_level.emplace_back(std::move(k), std::move(raw));
+  return true;
+}
+
+std::size_t Reader::LaneKeyHash::operator()(const std::pair<TraceId, TraceId> &k) const {
   // Each operand of a multiply-fold is offset by a constant: mix64(0, x) is
   // 0 for every x, which once sent every lane of pid 0 to one bucket
   // (100k threads: quadratic).
-  auto h = [](const TraceId& id) {
-    return id.is_str ? internal::mix64(id.str ^ 0x9e3779b97f4a7c15ull, 0xff51afd7ed558ccdull)
-                     : internal::mix64(static_cast<std::uint64_t>(id.num) ^ 0xa0761d6478bd642full,
-                                       0xc4ceb9fe1a85ec53ull);
+  auto h = [](const TraceId &id) {
+    return id.is_str
+               ? internal::mix64(id.str ^ 0x9e3779b97f4a7c15ull, 0xff51afd7ed558ccdull)
+               : internal::mix64(static_cast<std::uint64_t>(id.num) ^ 0xa0761d6478bd642full, 0xc4ceb9fe1a85ec53ull);
   };
   return static_cast<std::size_t>(internal::mix64(h(k.first) ^ 0xe7037ed1a0b428dbull, h(k.second) + 1));
 }
 
-void Reader::append_batch(EventBatch* b) {
-  EventColumns& out = trace_.events;
+void Reader::append_batch(EventBatch *b) {
+  EventColumns &out = trace_.events;
   const std::uint32_t base = static_cast<std::uint32_t>(out.size());
   std::vector<StrId> smap(b->strings.size());
   for (StrId i = 0; i < b->strings.size(); ++i) smap[i] = trace_.strings.intern(b->strings.str(i));
@@ -514,9 +850,9 @@ void Reader::append_batch(EventBatch* b) {
     }
     lmap[i] = it->second;
   }
-  const EventColumns& in = b->events;
+  const EventColumns &in = b->events;
   const std::size_t n = in.size();
-  auto append = [](auto& dst, const auto& src) { dst.insert(dst.end(), src.begin(), src.end()); };
+  auto append = [](auto &dst, const auto &src) { dst.insert(dst.end(), src.begin(), src.end()); };
   append(out.ts_ns, in.ts_ns);
   append(out.dur_ns, in.dur_ns);
   append(out.phase, in.phase);
@@ -524,7 +860,28 @@ void Reader::append_batch(EventBatch* b) {
   append(out.flags, in.flags);
   append(out.external_id, in.external_id);
   append(out.correlation, in.correlation);
-  append(out.args_ref, in.args_ref);
+  if (stream_ == nullptr) {
+    append(out.args_ref, in.args_ref);
+  } else {
+    // Streamed: the window goes back to the inflater, so each event's args
+    // move to the trace's arena now (the model then holds them, and
+    // Trace::args_json reads them there as from a source).
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint64_t ref = in.args_ref[i];
+      if (ref != 0 && (ref & args_ref::kOwnedBit) == 0) {
+        const char *p = origin_ + ((ref & ~args_ref::kOwnedBit) >> args_ref::kLenBits);
+        std::uint64_t len = ref & args_ref::kLenMask;
+        if (len == args_ref::kLenMask) {
+          JsonCursor c(p, text_end(), origin_);
+          len = c.skip_value() ? static_cast<std::uint64_t>(c.pos() - p) : 0;
+        }
+        const std::uint64_t at = args_.size;
+        ref = len > 0 && args_.append(p, len) ? args_ref::make(at, len, false) : 0;
+        if (len > 0 && ref == 0) args_failed_ = true;
+      }
+      out.args_ref.push_back(ref);
+    }
+  }
   append(out.src_offset, in.src_offset);
   for (std::size_t i = 0; i < n; ++i) {
     out.name.push_back(smap[in.name[i]]);
@@ -566,8 +923,8 @@ void Reader::pair_begin_end() {
   }
   std::vector<std::vector<std::uint32_t>> stacks(trace_.lanes.size());
   std::size_t bi = 0, ei = 0;
-  auto close = [&](const internal::EndMarker& m) {
-    auto& st = stacks[m.lane];
+  auto close = [&](const internal::EndMarker &m) {
+    auto &st = stacks[m.lane];
     if (st.empty()) {
       trace_.diagnostics.add(DiagnosticCode::kUnmatchedEnd, static_cast<std::int64_t>(m.src_offset),
                              "\"E\" event without a matching \"B\", ignored");
@@ -597,7 +954,7 @@ void Reader::pair_begin_end() {
       close(ends_[ei++]);
     }
   }
-  for (auto& st : stacks) {
+  for (auto &st : stacks) {
     for (std::uint32_t b : st) {
       trace_.events.dur_ns[b] = 0;
       trace_.diagnostics.add(DiagnosticCode::kUnmatchedBegin,
@@ -610,6 +967,15 @@ void Reader::pair_begin_end() {
 Result<Trace> Reader::run(Trace trace) {
   trace_ = std::move(trace);
   TPROF_TRY(parse_top_level());
+  if (stream_ != nullptr) {
+    if (args_failed_) {
+      return error_at(Error(ErrorCode::kUnsupported,
+                            "not enough memory for the args of its " + std::to_string(trace_.events.size()) + " events",
+                            {}, -1));
+    }
+    const ArgsArena *arena = args_owner_.get();
+    trace_.attach_source(args_owner_, std::string_view(arena->data != nullptr ? arena->data : kNoText, arena->size));
+  }
   if (truncated_) {
     trace_.diagnostics.add(DiagnosticCode::kTruncated, truncated_at_,
                            "file ends early (a job killed mid-write?): loaded " +
@@ -617,7 +983,8 @@ Result<Trace> Reader::run(Trace trace) {
   }
   pair_begin_end();
   if (trace_.meta.base_time_ns) {
-    // Applied only if every event stays within ±2^62 ns (see EventSink::commit).
+    // Applied only if every event stays within ±2^62 ns (see
+    // EventSink::commit).
     const std::int64_t base = *trace_.meta.base_time_ns;
     constexpr std::int64_t kMaxTime = std::int64_t{1} << 62;
     std::int64_t lo = 0, hi = 0;
@@ -627,7 +994,7 @@ Result<Trace> Reader::run(Trace trace) {
       hi = std::max(hi, ts + std::max<std::int64_t>(0, trace_.events.dur_ns[e]));  // its end, too
     }
     if (base > -kMaxTime && base < kMaxTime && lo + base > -kMaxTime && hi + base < kMaxTime) {
-      for (auto& ts : trace_.events.ts_ns) ts += base;
+      for (auto &ts : trace_.events.ts_ns) ts += base;
     } else {
       // The times stay as written, relative to nothing: a writer of this
       // trace must not subtract the base from them (the top-level key is
@@ -647,9 +1014,10 @@ Result<Trace> Reader::run(Trace trace) {
 
 // A mapped input cut short while it was read: what was parsed past the new
 // end was zeros, so no part of the result can be trusted.
-Error shrunk_error(const std::string& path) {
+Error shrunk_error(const std::string &path) {
   return Error(ErrorCode::kIo,
-               "the file shrank while it was read (is another program rewriting it?); read it again once it is "
+               "the file shrank while it was read (is another program "
+               "rewriting it?); read it again once it is "
                "complete",
                path);
 }
@@ -659,36 +1027,50 @@ struct OwnedBytes {
   std::size_t size = 0;
 };
 
-// A decompressed .gz. A cut stream is read as a truncated trace (every
+// A streamed .gz. A cut stream is read as a truncated trace (every
 // complete event kept). A damaged one (a CRC mismatch, an invalid block)
-// may have decoded garbage before zlib noticed: a JSON error in it is
-// reported as the gzip damage, at its compressed offset, which is what
-// `gzip -t` says, rather than at an offset in text nobody can see.
-Result<Trace> read_inflated(std::shared_ptr<internal::Inflated> owned, const std::string& path,
-                            const ReadOptions& options) {
+// may have decoded garbage before zlib noticed: a JSON error in it, or a
+// stretch salvage skipped, is reported as the gzip damage, at its compressed
+// offset, which is what `gzip -t` says, rather than at an offset in text
+// nobody can see (salvage is for text that is right around its damage).
+Result<Trace> read_gzip(std::string_view compressed, const std::string &path, const ReadOptions &options,
+                        const internal::GunzipLimits &limits) {
+  auto started =
+      internal::GunzipStream::start(compressed, limits, kStreamWindowBytes, kStreamHeadroomBytes, options.threads != 1);
+  if (!started) return started.error().with_path(path);
+  internal::GunzipStream &stream = **started;
   Trace trace;
   trace.meta.gzip = true;
-  const std::string where = "compressed byte " + std::to_string(owned->damage_offset);
-  if (owned->truncated) {
-    trace.diagnostics.add(DiagnosticCode::kTruncated, owned->damage_offset,
-                          (owned->cut ? "gzip stream cut at " + where
-                                      : "gzip stream damaged at " + where + " (" + owned->damage + ")") +
-                              "; reading the " + std::to_string(owned->size) + " bytes that decompressed");
-  }
-  trace.attach_source(owned, owned->bytes());
-  // A damaged (not cut) stream decompressed to garbage past the damage: no
-  // event there can be trusted, so a syntax error is the gzip's damage, not
-  // a region to skip (salvage is for text that is right around its damage).
-  ReadOptions inflated_options = options;
-  if (owned->truncated && !owned->cut) inflated_options.strict = true;
-  Reader reader(owned->bytes(), path, inflated_options, nullptr);
+  Reader reader(&stream, compressed.size(), path, options);
   Result<Trace> result = reader.run(std::move(trace));
-  if (!result && owned->truncated && !owned->cut) {
-    return Error(ErrorCode::kParse,
-                 "the gzip stream is damaged (" + owned->damage + "); the JSON that decompressed before it breaks at "
-                 "decompressed byte " + std::to_string(result.error().byte_offset()) + ": " + result.error().message(),
-                 path, owned->damage_offset);
+  reader.drain();  // a read that failed early: is the stream damaged?
+  const bool damaged = stream.truncated() && !stream.cut();
+  std::int64_t text_at = -1;
+  std::string why;
+  if (!result && damaged && result.error().code() != ErrorCode::kUnsupported) {
+    text_at = result.error().byte_offset();
+    why = result.error().message();
+  } else if (result && damaged) {
+    reader.first_skip(&text_at, &why);
   }
+  if (!why.empty() || (!result && damaged && result.error().code() != ErrorCode::kUnsupported)) {
+    return Error(ErrorCode::kParse,
+                 "the gzip stream is damaged (" + stream.damage() +
+                     "); the JSON that decompressed before it breaks at "
+                     "decompressed byte " +
+                     std::to_string(text_at) + ": " + why,
+                 path, stream.damage_offset());
+  }
+  if (!result || !stream.truncated()) return result;
+  // The gzip's word first: it explains whatever the JSON says about the cut.
+  const std::string where = "compressed byte " + std::to_string(stream.damage_offset());
+  Diagnostics diagnostics;
+  diagnostics.add(DiagnosticCode::kTruncated, stream.damage_offset(),
+                  (stream.cut() ? "gzip stream cut at " + where
+                                : "gzip stream damaged at " + where + " (" + stream.damage() + ")") +
+                      "; reading the " + std::to_string(stream.text_done()) + " bytes that decompressed");
+  diagnostics.merge(result->diagnostics);
+  result->diagnostics = std::move(diagnostics);
   return result;
 }
 
@@ -696,14 +1078,14 @@ Result<Trace> read_inflated(std::shared_ptr<internal::Inflated> owned, const std
 
 namespace {
 
-internal::GunzipLimits gunzip_limits(const ReadOptions& options) {
+internal::GunzipLimits gunzip_limits(const ReadOptions &options) {
   return {static_cast<std::size_t>(options.max_inflated_bytes), options.max_inflate_ratio};
 }
 
 // A ratio that no comparison can hold (NaN: every `by_ratio < limit` is
 // false) would lift the gzip limit as silently as 0 does on purpose; a
 // negative or infinite one means nothing. Refused before any byte is read.
-Status check_options(const ReadOptions& options, const std::string& path) {
+Status check_options(const ReadOptions &options, const std::string &path) {
   const double r = options.max_inflate_ratio;
   if (std::isfinite(r) && r >= 0) return Status();
   const std::string text = std::isnan(r) ? "nan" : std::isinf(r) ? (r > 0 ? "inf" : "-inf") : std::to_string(r);
@@ -715,33 +1097,29 @@ Status check_options(const ReadOptions& options, const std::string& path) {
 
 }  // namespace
 
-Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
+Result<Trace> read_trace(const std::string &path, const ReadOptions &options) {
   TPROF_TRY(check_options(options, path));
   TPROF_TRY_ASSIGN(internal::MappedFile map, internal::MappedFile::open(path));
   Trace trace;
   if (internal::is_gzip(map.bytes())) {
-    auto inflated = internal::gunzip(map.bytes(), gunzip_limits(options));
+    Result<Trace> result = read_gzip(map.bytes(), path, options, gunzip_limits(options));
     if (map.shrunk()) return shrunk_error(path);
-    if (!inflated) return inflated.error().with_path(path);
-    return read_inflated(std::make_shared<internal::Inflated>(std::move(inflated).value()), path, options);
+    return result;
   }
   auto shared_map = std::make_shared<internal::MappedFile>(std::move(map));
-  internal::MappedFile* m = shared_map.get();
-  trace.attach_source(shared_map, shared_map->bytes(), [m](std::size_t offset, std::size_t len) { m->release(offset, len); });
+  internal::MappedFile *m = shared_map.get();
+  trace.attach_source(shared_map, shared_map->bytes(),
+                      [m](std::size_t offset, std::size_t len) { m->release(offset, len); });
   Reader reader(shared_map->bytes(), path, options, shared_map.get());
   Result<Trace> result = reader.run(std::move(trace));
   if (shared_map->shrunk()) return shrunk_error(path);
   return result;
 }
 
-Result<Trace> read_trace_bytes(std::string_view bytes, const std::string& name, const ReadOptions& options) {
+Result<Trace> read_trace_bytes(std::string_view bytes, const std::string &name, const ReadOptions &options) {
   TPROF_TRY(check_options(options, name));
   Trace trace;
-  if (internal::is_gzip(bytes)) {
-    auto inflated = internal::gunzip(bytes, gunzip_limits(options));
-    if (!inflated) return inflated.error().with_path(name);
-    return read_inflated(std::make_shared<internal::Inflated>(std::move(inflated).value()), name, options);
-  }
+  if (internal::is_gzip(bytes)) return read_gzip(bytes, name, options, gunzip_limits(options));
   auto owned = std::make_shared<OwnedBytes>();
   owned->data = std::make_unique_for_overwrite<char[]>(bytes.size() + 1);
   if (!bytes.empty()) std::memcpy(owned->data.get(), bytes.data(), bytes.size());
