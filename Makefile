@@ -48,10 +48,11 @@ test-asan: setup
 test-tsan: setup
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DTPROF_SANITIZE=thread -DTPROF_UNIT_TESTS_ONLY=ON
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target capture_test capture_events_test capture_load_test reader_test rules_peers_test rules_cheatsheet_a_test serve_test
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target capture_test capture_events_test capture_load_test capture_spill_test reader_test rules_peers_test rules_cheatsheet_a_test serve_test
 	$(TSAN_BUILD)/tests/unit/capture_test --gtest_brief=1
 	$(TSAN_BUILD)/tests/unit/capture_events_test --gtest_brief=1
 	$(TSAN_BUILD)/tests/unit/capture_load_test --gtest_brief=1
+	$(TSAN_BUILD)/tests/unit/capture_spill_test --gtest_brief=1
 	$(TSAN_BUILD)/tests/unit/reader_test --gtest_brief=1
 	$(TSAN_BUILD)/tests/unit/rules_peers_test --gtest_brief=1
 	$(TSAN_BUILD)/tests/unit/rules_cheatsheet_a_test --gtest_brief=1

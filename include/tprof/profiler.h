@@ -163,6 +163,31 @@ struct ProfilerOptions {
   // thread in that step() until the older is built (counted:
   // Profiler::delivery_stats()). Nothing is dropped for a slow handler.
   bool deliver_inline = false;
+  // Streaming windows: a directory (on disk, not tmpfs: that is memory) for
+  // the records of windows longer than the buffers. Empty (default): a
+  // window keeps its first buffer_events_per_thread records per thread and
+  // drops the rest, counted. Set: each thread's buffer is a ring of 4
+  // chunks; a full chunk is handed to a tprof thread ("tprof-spill") that
+  // writes it to the window's temporary file, and the thread records on in
+  // the next chunk, so memory stays at the buffers' size and nothing is
+  // dropped while the disk keeps up. When it does not, a thread whose next
+  // chunk is still being written waits for it (up to 50 ms, counted in
+  // spill_stats()), then drops records (counted, droppedEvents) until a
+  // chunk is free. At the window's end the chunks are read back in order
+  // and the trace is the same as an in-memory window's. The file is
+  // unlinked when created (none is left behind, even by a crash) and its
+  // space freed when the window's trace is built. start() returns kIo
+  // when no file can be created in the directory.
+  std::string spill_dir;
+};
+
+// Streaming windows' counters since start() (Profiler::spill_stats()).
+struct SpillStats {
+  std::uint64_t chunks = 0;   // chunks written to spill files
+  std::uint64_t bytes = 0;    // bytes written
+  std::uint64_t waits = 0;    // times a recording thread waited for a chunk to be written
+  std::int64_t wait_ns = 0;   // recording threads' time in those waits
+  std::uint64_t dropped = 0;  // records dropped: no chunk free after a wait, or a write failed (also in droppedEvents)
 };
 
 // Off-thread delivery's counters (Profiler::delivery_stats()).
@@ -210,6 +235,8 @@ class Profiler {
   // delivered window ended.
   std::int64_t step_num() const;
   DeliveryStats delivery_stats() const { return stats_; }
+  // spill_dir's counters (process-wide, since this profiler's start()); any thread.
+  SpillStats spill_stats() const;
 
   // The last delivered window's trace (empty before the first is). On the
   // program's thread: the reference is valid until its next

@@ -114,7 +114,14 @@ struct PendingWindow {
 std::unique_ptr<Trace> build_window(PendingWindow& w) {
   w.info.process_name = process_name();
   w.info.names = w.names.get();
+  // Streaming windows: the spilled chunks, read back in front of the
+  // records in place (the file is closed, its space freed, whatever follows).
+  std::unique_ptr<internal::RestoredWindow> restored = internal::restore_spilled(w.epoch, &w.threads);
+  if (restored != nullptr && restored->lost > 0) {
+    w.info.capture_problems.push_back(std::to_string(restored->lost) + " events lost: " + restored->error);
+  }
   auto trace = std::make_unique<Trace>(internal::build_trace(w.threads, w.device, w.clock, w.info));
+  restored.reset();
   w.threads.clear();
   internal::release_window(w.epoch);
   w.names.reset();  // the trace holds its own copies
@@ -250,6 +257,14 @@ Status Profiler::start() {
     toggles_seen_ = g_toggles.load(std::memory_order_relaxed);
   }
   internal::configure_buffers(options_.buffer_events_per_thread, options_.payload_words_per_thread);
+  if (Status spill = internal::configure_spill(options_.spill_dir); !spill.ok()) {
+    if (toggle_installed_) {
+      sigaction(toggle, &g_toggle_old, nullptr);
+      toggle_installed_ = false;
+    }
+    g_active.store(nullptr);
+    return spill;
+  }
 #if TPROF_HAVE_CUPTI
   if (wants_cuda() && device_ == nullptr) {
     // NVTX ranges reach CUPTI only where NVTX_INJECTION64_PATH names
@@ -478,6 +493,8 @@ Status Profiler::stop() {
   Status delivered = flush();
   stop_delivery();
   if (s.ok()) s = std::move(delivered);
+  // Every window is built: nothing is left for the spill thread.
+  if (!options_.spill_dir.empty()) static_cast<void>(internal::configure_spill({}));
   if (device_started_) {
     internal::DeviceBatch unused;  // only a warmup's: no window was open
     device_->stop(&unused);
@@ -615,6 +632,11 @@ Status Profiler::transition(ProfilerAction from, ProfilerAction to, bool exiting
   }
   if (start) start_window();
   return status;
+}
+
+SpillStats Profiler::spill_stats() const {
+  const internal::SpillCounters c = internal::spill_counters();
+  return SpillStats{c.chunks, c.bytes, c.waits, c.wait_ns, c.dropped};
 }
 
 Status Profiler::export_chrome_trace(const std::string& path) const { return write_trace(trace(), path); }

@@ -5,12 +5,20 @@
 
 #include <malloc.h>  // malloc_trim (glibc)
 #include <pthread.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <system_error>
+#include <thread>
+#include <tuple>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -155,6 +163,19 @@ struct BufferSlot {
   // The delivery thread is writing its pages (prefault_thread): the owner
   // waits before attaching it.
   bool preparing = false;
+  // The whole arrays (`buffer` views one chunk of them when spilling).
+  Record* ring = nullptr;
+  std::uint32_t ring_capacity = 0;
+  std::uint64_t* payload_ring = nullptr;
+  std::uint32_t payload_ring_capacity = 0;
+  // Spilling: the ring's chunks (1: no spilling, the whole arrays), the
+  // current one, and which are with the spill thread (set by the owner
+  // under the registry's lock, cleared by the spill thread once written).
+  int chunks = 1;
+  int chunk = 0;
+  std::atomic<bool> busy[kSpillChunks] = {};
+  bool dropping = false;  // waited kSpillMaxWaitNs in vain: drop without waiting until a chunk is free (owner)
+  BufferSlot() { buffer.slot = this; }
 };
 
 // Two buffers per thread (double buffering): a window's records stay in
@@ -181,6 +202,7 @@ struct Registry {
   // The last window whose trace is built (release_window): a dead thread's
   // state goes when every buffer it attached belongs to it or an earlier one.
   std::uint32_t released_epoch = 0;
+  int spill_chunks = 1;  // chunks per ring for buffers attached from now on (configure_spill)
 };
 
 Registry& registry() {
@@ -207,6 +229,9 @@ struct ExitGuard {
       std::unique_lock<std::mutex> lock(r.mu);
       for (BufferSlot& slot : tl_state->slots) {
         r.prepared.wait(lock, [&] { return !slot.preparing; });
+        // A spilling ring's chunks may be anywhere in it (and with the
+        // spill thread): kept whole.
+        if (slot.chunks > 1) continue;
         const ThreadBuffer& b = slot.buffer;
         slot.records.trim(std::size_t{b.size} * sizeof(Record));
         slot.payload.trim(std::size_t{b.payload_size} * sizeof(std::uint64_t));
@@ -450,10 +475,13 @@ ThreadBuffer* attach_thread_buffer_or_throw() {
   ThreadState* st = nullptr;
   BufferSlot* slot = nullptr;
   std::uint32_t capacity = 0, payload_capacity = 0;
+  int chunks = 1;
   {
     std::unique_lock<std::mutex> lock(r.mu);
     capacity = r.capacity;
     payload_capacity = r.payload_capacity;
+    // A ring smaller than its chunks does not spill.
+    chunks = capacity >= static_cast<std::uint32_t>(r.spill_chunks) ? r.spill_chunks : 1;
     st = own_state_locked(r);
     // A free buffer whose pages are in (the one used last first), else
     // one the delivery thread is faulting in (waited for: it is nearly
@@ -462,8 +490,8 @@ ThreadBuffer* attach_thread_buffer_or_throw() {
       auto free_slot = [&](int i) { return !st->slots[i].held && !st->slots[i].preparing; };
       auto warm = [&](int i) {
         const BufferSlot& x = st->slots[i];
-        return x.prefaulted && x.buffer.capacity == capacity &&
-               (payload_capacity == 0 || x.buffer.payload_capacity == payload_capacity);
+        return x.prefaulted && x.ring_capacity == capacity &&
+               (payload_capacity == 0 || x.payload_ring_capacity == payload_capacity);
       };
       int pick = -1;
       bool preparing = false;
@@ -496,10 +524,21 @@ ThreadBuffer* attach_thread_buffer_or_throw() {
   // old one's address: whether it changed is what reallocate says, not a
   // pointer comparison.
   ThreadBuffer& b = slot->buffer;
-  bool changed = reallocate(&slot->records, &b.records, &b.capacity, capacity);
+  bool changed = reallocate(&slot->records, &slot->ring, &slot->ring_capacity, capacity);
   if (payload_capacity > 0) {
-    changed |= reallocate(&slot->payload, &b.payload, &b.payload_capacity, payload_capacity);
+    changed |= reallocate(&slot->payload, &slot->payload_ring, &slot->payload_ring_capacity, payload_capacity);
   }
+  // Its chunks are all written: the slot was held until its window was
+  // restored, which waits for the spill thread.
+  slot->chunks = chunks;
+  slot->chunk = 0;
+  slot->dropping = false;
+  b.records = slot->ring;
+  b.capacity = slot->ring_capacity / static_cast<std::uint32_t>(chunks);
+  b.payload = slot->payload_ring;
+  b.payload_capacity = slot->payload_ring_capacity / static_cast<std::uint32_t>(chunks);
+  b.base = 0;
+  b.payload_base = 0;
   b.size = 0;
   b.payload_size = 0;
   b.published.store(0, std::memory_order_relaxed);
@@ -548,8 +587,10 @@ bool prepare_thread_buffer() noexcept {
   }
   // The buffer is empty for this window, so nothing recorded is overwritten;
   // it is this thread's current one, which prefault_thread never touches.
-  touch_pages(b->records, std::size_t{b->capacity} * sizeof(Record));
-  if (b->payload != nullptr) touch_pages(b->payload, std::size_t{b->payload_capacity} * sizeof(std::uint64_t));
+  touch_pages(slot->ring, std::size_t{slot->ring_capacity} * sizeof(Record));
+  if (slot->payload_ring != nullptr) {
+    touch_pages(slot->payload_ring, std::size_t{slot->payload_ring_capacity} * sizeof(std::uint64_t));
+  }
   std::lock_guard<std::mutex> lock(registry().mu);
   slot->prefaulted = true;
   return true;
@@ -587,25 +628,29 @@ void prefault_thread(ThreadHandle thread) noexcept {
       // The current buffer's fields are its owner's (written outside the
       // lock): not even read.
       if (i == st->current || slot.held || !st->alive.load(std::memory_order_relaxed)) continue;
-      if (slot.prefaulted && slot.buffer.capacity == capacity &&
-          (payload_capacity == 0 || slot.buffer.payload_capacity == payload_capacity)) {
+      if (slot.prefaulted && slot.ring_capacity == capacity &&
+          (payload_capacity == 0 || slot.payload_ring_capacity == payload_capacity)) {
         continue;
       }
       slot.preparing = true;
     }
-    // The owner does not attach a preparing slot: this thread has it alone.
-    ThreadBuffer& b = slot.buffer;
+    // The owner does not attach a preparing slot: this thread has it alone
+    // (its `buffer` view is set again when it is attached).
     bool ok = true;
     try {
-      reallocate(&slot.records, &b.records, &b.capacity, capacity);
-      if (payload_capacity > 0) reallocate(&slot.payload, &b.payload, &b.payload_capacity, payload_capacity);
+      reallocate(&slot.records, &slot.ring, &slot.ring_capacity, capacity);
+      if (payload_capacity > 0) {
+        reallocate(&slot.payload, &slot.payload_ring, &slot.payload_ring_capacity, payload_capacity);
+      }
     } catch (...) {
       ok = false;
     }
-    ok = ok && b.records != nullptr;
+    ok = ok && slot.ring != nullptr;
     if (ok) {
-      touch_pages(b.records, std::size_t{b.capacity} * sizeof(Record));
-      if (b.payload != nullptr) touch_pages(b.payload, std::size_t{b.payload_capacity} * sizeof(std::uint64_t));
+      touch_pages(slot.ring, std::size_t{slot.ring_capacity} * sizeof(Record));
+      if (slot.payload_ring != nullptr) {
+        touch_pages(slot.payload_ring, std::size_t{slot.payload_ring_capacity} * sizeof(std::uint64_t));
+      }
     }
     {
       std::lock_guard<std::mutex> lock(r.mu);
@@ -637,6 +682,9 @@ std::vector<ThreadRecords> collect(std::uint32_t epoch) {
       // The whole arena: readers follow only the entries published records
       // refer to, which were written before those records were published.
       tr.payload = std::span<const std::uint64_t>(b.payload, b.payload != nullptr ? b.payload_capacity : 0u);
+      tr.base = b.base;  // written under this lock (make_room)
+      tr.payload_base = b.payload_base;
+      tr.spill_key = &b;
       tr.dropped = b.dropped.load(std::memory_order_relaxed);
       tr.refused = b.refused.load(std::memory_order_relaxed);
       tr.dropped_shapes = b.dropped_shapes.load(std::memory_order_relaxed);
@@ -696,6 +744,341 @@ void release_window(std::uint32_t epoch) {
   // not wait for it.
 }
 
+// Streaming windows: the spill thread and its hand-over.
+//
+//   owner thread (make_room, once per chunk)       tprof-spill thread
+//   chunk k full ── registry lock: queue it,  ──▶  pwrite records, then
+//   busy[k] = true, continue in chunk k+1          payload words, to the
+//   (waits for it to be free: counted, at          window's file; index
+//   most kSpillMaxWaitNs, then drops, counted)     entry; busy[k] = false
+//   restore_spilled (the build, at the window's end): waits for the window's
+//   chunks, reads them back in order, closes the (already unlinked) file.
+namespace {
+
+struct SpillChunk {
+  BufferSlot* slot = nullptr;
+  int chunk = 0;
+  std::uint32_t epoch = 0;
+  const void* key = nullptr;
+  std::uint32_t base = 0, count = 0;
+  std::uint64_t payload_base = 0;
+  std::uint32_t payload_words = 0;
+  const Record* records = nullptr;
+  const std::uint64_t* payload = nullptr;
+};
+
+struct SpillEntry {
+  const void* key = nullptr;
+  std::uint32_t base = 0, count = 0;
+  std::uint64_t payload_base = 0;
+  std::uint32_t payload_words = 0;
+  std::uint64_t offset = 0;
+  bool lost = false;
+};
+
+// One window's file. fd, size and error are the spill thread's until
+// `pending` is 0 (then restore_spilled's, under the lock).
+struct SpillFile {
+  int fd = -1;
+  std::uint64_t size = 0;
+  std::uint64_t pending = 0;  // chunks queued, not yet written
+  std::vector<SpillEntry> index;
+  std::string error;
+};
+
+struct Spiller {
+  std::mutex mu;
+  std::condition_variable wake;     // the spill thread: a chunk queued, or quit
+  std::condition_variable written;  // restore_spilled: a chunk written
+  std::deque<SpillChunk> queue;
+  std::map<std::uint32_t, SpillFile> windows;  // by epoch; nodes stay put
+  std::string dir;
+  bool quit = false;
+  std::thread thread;
+};
+Spiller& spiller() {
+  static Spiller* s = new Spiller();  // never destroyed, as the registry
+  return *s;
+}
+
+std::atomic<std::uint64_t> g_spill_chunks{0}, g_spill_bytes{0}, g_spill_waits{0}, g_spill_dropped{0};
+std::atomic<std::int64_t> g_spill_wait_ns{0}, g_spill_delay_ns{0}, g_spill_max_wait_ns{kSpillMaxWaitNs};
+
+std::int64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return std::int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+// A temporary file in `dir`, unlinked at once: nothing is left behind, even
+// by a process that dies; its space is freed when the fd is closed.
+int open_spill_file(const std::string& dir, std::string* error) {
+  std::string path = dir + "/tprof-spill.XXXXXX";
+  const int fd = ::mkostemp(path.data(), O_CLOEXEC);
+  if (fd < 0) {
+    *error = "spill_dir \"" + dir + "\": cannot create a file: " + std::strerror(errno);
+    return -1;
+  }
+  ::unlink(path.c_str());
+  return fd;
+}
+
+bool pwrite_all(int fd, const void* data, std::size_t bytes, std::uint64_t offset) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::pwrite(fd, p, bytes, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    bytes -= static_cast<std::size_t>(n);
+    offset += static_cast<std::uint64_t>(n);
+  }
+  return true;
+}
+
+bool pread_all(int fd, void* data, std::size_t bytes, std::uint64_t offset) {
+  char* p = static_cast<char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::pread(fd, p, bytes, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    bytes -= static_cast<std::size_t>(n);
+    offset += static_cast<std::uint64_t>(n);
+  }
+  return true;
+}
+
+void run_spill() {
+  pthread_setname_np(pthread_self(), "tprof-spill");
+  Spiller& s = spiller();
+  std::unique_lock<std::mutex> lock(s.mu);
+  for (;;) {
+    s.wake.wait(lock, [&] { return s.quit || !s.queue.empty(); });
+    if (s.queue.empty()) return;  // quit, and every chunk written
+    const SpillChunk c = s.queue.front();
+    s.queue.pop_front();
+    SpillFile& f = s.windows[c.epoch];
+    const std::string dir = s.dir;
+    lock.unlock();
+    if (const std::int64_t delay = g_spill_delay_ns.load(std::memory_order_relaxed); delay > 0) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(delay));
+    }
+    SpillEntry e{c.key, c.base, c.count, c.payload_base, c.payload_words, f.size, false};
+    if (f.fd < 0 && f.error.empty()) f.fd = open_spill_file(dir, &f.error);
+    const std::size_t record_bytes = std::size_t{c.count} * sizeof(Record);
+    const std::size_t payload_bytes = std::size_t{c.payload_words} * sizeof(std::uint64_t);
+    if (f.fd < 0 || !pwrite_all(f.fd, c.records, record_bytes, f.size) ||
+        !pwrite_all(f.fd, c.payload, payload_bytes, f.size + record_bytes)) {
+      if (f.error.empty()) f.error = std::string("writing the spill file failed: ") + std::strerror(errno);
+      e.lost = true;
+      g_spill_dropped.fetch_add(c.count, std::memory_order_relaxed);
+    } else {
+      f.size += record_bytes + payload_bytes;
+      g_spill_chunks.fetch_add(1, std::memory_order_relaxed);
+      g_spill_bytes.fetch_add(record_bytes + payload_bytes, std::memory_order_relaxed);
+    }
+    lock.lock();
+    f.index.push_back(e);  // reserved when the chunk was queued
+    --f.pending;
+    // The owner may write the chunk again: its bytes are in the file.
+    c.slot->busy[c.chunk].store(false, std::memory_order_release);
+    s.written.notify_all();
+  }
+}
+
+// Hands `b`'s full chunk to the spill thread and makes the next chunk of
+// the ring current; false (nothing counted) when it cannot.
+bool spill_chunk(ThreadBuffer* b) noexcept {
+  auto* slot = static_cast<BufferSlot*>(b->slot);
+  if (slot == nullptr || slot->chunks <= 1 || (b->size == 0 && b->payload_size == 0)) return false;
+  // Record numbers are 32-bit per thread and window (4G records, 128 GiB).
+  if (std::uint64_t{b->base} + b->size + b->capacity > 0xffffffffu) return false;
+  const int next = (slot->chunk + 1) % slot->chunks;
+  if (slot->busy[next].load(std::memory_order_acquire)) {
+    // The spill thread is behind: wait for it, a bounded and counted time
+    // (a record is never kept waiting by a thread that already gave up).
+    if (slot->dropping) return false;
+    const std::int64_t t0 = now_ns();
+    const std::int64_t max_wait = g_spill_max_wait_ns.load(std::memory_order_relaxed);
+    std::int64_t waited = 0;
+    while (slot->busy[next].load(std::memory_order_acquire) && waited < max_wait) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      waited = now_ns() - t0;
+    }
+    g_spill_waits.fetch_add(1, std::memory_order_relaxed);
+    g_spill_wait_ns.fetch_add(waited, std::memory_order_relaxed);
+    if (slot->busy[next].load(std::memory_order_acquire)) {
+      slot->dropping = true;
+      return false;
+    }
+  }
+  slot->dropping = false;
+  Spiller& s = spiller();
+  {
+    // Under the registry's lock: collect() reads the chunk view whole, and
+    // a buffer it has taken (held) hands nothing over after it.
+    std::lock_guard<std::mutex> lock(registry().mu);
+    if (slot->held) return false;
+    // Busy before it is queued: the spill thread may write it and clear
+    // the mark as soon as the spiller's lock is released.
+    slot->busy[slot->chunk].store(true, std::memory_order_relaxed);
+    try {
+      std::lock_guard<std::mutex> spill_lock(s.mu);
+      SpillFile& f = s.windows[b->epoch.load(std::memory_order_relaxed)];
+      f.index.reserve(f.index.size() + f.pending + 1);
+      s.queue.push_back(SpillChunk{slot, slot->chunk, b->epoch.load(std::memory_order_relaxed), b, b->base, b->size,
+                                   b->payload_base, b->payload_size, b->records, b->payload});
+      ++f.pending;
+    } catch (...) {
+      slot->busy[slot->chunk].store(false, std::memory_order_relaxed);
+      return false;  // no memory for the queue
+    }
+    b->base += b->size;
+    b->payload_base += b->payload_size;
+    slot->chunk = next;
+    b->records = slot->ring + std::size_t{b->capacity} * static_cast<std::size_t>(next);
+    if (slot->payload_ring != nullptr) {
+      b->payload = slot->payload_ring + std::size_t{b->payload_capacity} * static_cast<std::size_t>(next);
+    }
+    b->size = 0;
+    b->payload_size = 0;
+    b->published.store(0, std::memory_order_release);
+  }
+  s.wake.notify_one();
+  return true;
+}
+
+}  // namespace
+
+bool make_room(ThreadBuffer* b) noexcept {
+  if (spill_chunk(b)) return true;
+  count_dropped(b);
+  const auto* slot = static_cast<const BufferSlot*>(b->slot);
+  if (slot != nullptr && slot->chunks > 1) g_spill_dropped.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+void close_spilled_span(ThreadBuffer* b, std::uint32_t epoch, std::uint32_t index, std::uint64_t end) noexcept {
+  // Only into the span's own window: after it, the span ended too late.
+  if (tl_buffer != b || g_epoch.load(std::memory_order_relaxed) != epoch) return;
+  append_inside({index, end, 0, 0, kRecordSpanEnd, 0});
+}
+
+Status configure_spill(const std::string& dir) {
+  const TprofSection section;  // holds the registry's and the spiller's locks
+  Spiller& s = spiller();
+  if (!dir.empty()) {
+    std::string error;
+    const int fd = open_spill_file(dir, &error);
+    if (fd < 0) return Error(ErrorCode::kIo, error, dir);
+    ::close(fd);
+  }
+  // Stops the thread first (it writes what is queued), then starts it
+  // again for `dir`.
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.quit = true;
+  }
+  s.wake.notify_all();
+  if (s.thread.joinable()) s.thread.join();
+  {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    registry().spill_chunks = dir.empty() ? 1 : kSpillChunks;
+  }
+  if (dir.empty()) return {};
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.quit = false;
+    s.dir = dir;
+  }
+  for (auto* c : {&g_spill_chunks, &g_spill_bytes, &g_spill_waits, &g_spill_dropped}) {
+    c->store(0, std::memory_order_relaxed);
+  }
+  g_spill_wait_ns.store(0, std::memory_order_relaxed);
+  try {
+    s.thread = std::thread(run_spill);
+  } catch (const std::system_error& e) {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    registry().spill_chunks = 1;
+    return Error(ErrorCode::kInternal, std::string("cannot start the spill thread: ") + e.what());
+  }
+  return {};
+}
+
+SpillCounters spill_counters() {
+  SpillCounters c;
+  c.chunks = g_spill_chunks.load(std::memory_order_relaxed);
+  c.bytes = g_spill_bytes.load(std::memory_order_relaxed);
+  c.waits = g_spill_waits.load(std::memory_order_relaxed);
+  c.wait_ns = g_spill_wait_ns.load(std::memory_order_relaxed);
+  c.dropped = g_spill_dropped.load(std::memory_order_relaxed);
+  return c;
+}
+
+void set_spill_delay_for_testing(std::int64_t ns) { g_spill_delay_ns.store(ns, std::memory_order_relaxed); }
+
+void set_spill_max_wait_for_testing(std::int64_t ns) { g_spill_max_wait_ns.store(ns, std::memory_order_relaxed); }
+
+std::unique_ptr<RestoredWindow> restore_spilled(std::uint32_t epoch, std::vector<ThreadRecords>* threads) {
+  Spiller& s = spiller();
+  SpillFile f;
+  {
+    const TprofSection section;  // holds the spiller's lock
+    std::unique_lock<std::mutex> lock(s.mu);
+    auto it = s.windows.find(epoch);
+    if (it == s.windows.end()) return nullptr;
+    s.written.wait(lock, [&] { return it->second.pending == 0; });
+    f = std::move(it->second);
+    s.windows.erase(it);
+  }
+  auto out = std::make_unique<RestoredWindow>();
+  std::sort(f.index.begin(), f.index.end(), [](const SpillEntry& x, const SpillEntry& y) {
+    return std::tie(x.key, x.base, x.payload_base) < std::tie(y.key, y.base, y.payload_base);
+  });
+  for (ThreadRecords& tr : *threads) {
+    if (tr.base == 0 && tr.payload_base == 0) continue;
+    std::vector<Record> records(std::size_t{tr.base} + tr.records.size(), Record{});
+    std::vector<std::uint64_t> words(tr.payload_base, 0);
+    auto e = std::lower_bound(f.index.begin(), f.index.end(), tr.spill_key,
+                              [](const SpillEntry& x, const void* key) { return x.key < key; });
+    for (; e != f.index.end() && e->key == tr.spill_key; ++e) {
+      const bool fits = std::size_t{e->base} + e->count <= tr.base && e->payload_base + e->payload_words <= words.size();
+      const std::size_t record_bytes = std::size_t{e->count} * sizeof(Record);
+      if (e->lost || !fits || !pread_all(f.fd, records.data() + e->base, record_bytes, e->offset) ||
+          !pread_all(f.fd, words.data() + e->payload_base, std::size_t{e->payload_words} * sizeof(std::uint64_t),
+                     e->offset + record_bytes)) {
+        if (!e->lost && out->error.empty()) out->error = std::string("reading the spill file failed: ") + std::strerror(errno);
+        if (fits) std::fill_n(records.begin() + e->base, e->count, Record{});  // kind 0: skipped by the builder
+        out->lost += e->count;
+        tr.dropped += e->count;
+      }
+    }
+    // The chunk still in place; a span's end is read once (its thread may
+    // still be writing it).
+    for (std::size_t i = 0; i < tr.records.size(); ++i) {
+      Record r = tr.records[i];
+      r.c = load_end(tr.records[i]);
+      records[tr.base + i] = r;
+    }
+    // Ends of spans whose records were spilled before they ended.
+    for (const Record& r : records) {
+      if (r.kind != kRecordSpanEnd || r.a >= records.size()) continue;
+      Record& span = records[r.a];
+      const bool is_span = span.kind == kRecordScope || span.kind == kRecordDynamicScope || span.kind == kRecordStep;
+      if (is_span && span.c == 0) span.c = r.b;
+    }
+    tr.records = std::span<const Record>(records.data(), records.size());
+    tr.base = 0;
+    tr.spilled_payload = std::span<const std::uint64_t>(words.data(), words.size());
+    out->records.push_back(std::move(records));
+    out->payload.push_back(std::move(words));
+  }
+  if (!f.error.empty() && out->error.empty()) out->error = f.error;
+  if (f.fd >= 0) ::close(f.fd);
+  return out;
+}
+
 namespace {
 
 // Open push/pop ranges of a thread, each with its record (taken when the
@@ -723,9 +1106,9 @@ RangeMap& range_map() {
 
 // fork() copies a lock held by another thread in the locked state, and
 // that thread does not exist in the child: its first attach or runtime name
-// would wait forever. tprof's locks are taken around fork() (none is ever
-// held while taking another, so the order is free) and released on both
-// sides.
+// would wait forever. tprof's locks are taken around fork() (in the one
+// order any is held while taking another: the registry's, then the
+// spiller's, as make_room does) and released on both sides.
 // The forking thread is marked kInTprof meanwhile (its mark is copied into
 // the child): a handler on it is refused rather than waiting for these.
 constinit thread_local std::uint32_t tl_mark_before_fork = kOutsideRecorder;
@@ -734,12 +1117,14 @@ void lock_for_fork() {
   tl_in_recorder.store(kInTprof, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   registry().mu.lock();
+  spiller().mu.lock();  // after the registry's: make_room holds both in this order
   names().mu.lock();
   range_map().mu.lock();
 }
 void unlock_after_fork() {
   range_map().mu.unlock();
   names().mu.unlock();
+  spiller().mu.unlock();
   registry().mu.unlock();
   leave_tprof(tl_mark_before_fork);
 }
@@ -917,18 +1302,23 @@ std::uint32_t store_shapes(Shapes shapes) noexcept {
   if (!g_record_shapes.load(std::memory_order_relaxed)) return 0;
   ThreadBuffer* b = current_buffer();
   // A full record buffer drops the scope whole (counted as a dropped
-  // event): its shapes are neither stored nor counted as lost.
-  if (b == nullptr || b->size == b->capacity) return 0;
+  // event): its shapes are neither stored nor counted as lost. Spilling,
+  // the chunk goes first, and the scope's record and shapes go in the next.
+  if (b == nullptr || (b->size == b->capacity && !spill_chunk(b))) return 0;
   std::uint64_t words = 1;
   for (const auto& s : shapes) words += 1 + s.size();
-  if (b->payload_capacity - b->payload_size >= words) {
+  if (b->payload_capacity - b->payload_size < words && words <= b->payload_capacity && b->size > 0) {
+    static_cast<void>(spill_chunk(b));  // a full arena, spilling: its chunk goes, the next has room
+  }
+  // The reference is 1 + the word's number in the window (32 bits).
+  if (b->payload_capacity - b->payload_size >= words && b->payload_base + b->payload_size + words < 0xffffffffu) {
     std::uint64_t* w = b->payload + b->payload_size;
     *w++ = shapes.size();
     for (const auto& s : shapes) {
       *w++ = s.size();
       for (std::int64_t d : s) *w++ = static_cast<std::uint64_t>(d);
     }
-    const std::uint32_t ref = b->payload_size + 1;
+    const auto ref = static_cast<std::uint32_t>(b->payload_base + b->payload_size + 1);
     b->payload_size += static_cast<std::uint32_t>(words);
     return ref;
   }

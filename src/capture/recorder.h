@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tprof/internal/recorder.h"
+#include "tprof/status.h"
 
 namespace tprof::internal {
 
@@ -51,6 +52,15 @@ struct ThreadRecords {
   std::string name;      // pthread name
   std::span<const Record> records;
   std::span<const std::uint64_t> payload;  // the arena; read only where records point
+  // Spilling (spill_dir): `records` starts at record number `base` of the
+  // window and `payload` at word `payload_base`; restore_spilled() puts the
+  // spilled records in front (then base is 0) and the spilled words in
+  // `spilled_payload` (payload_base words: a payload reference below it
+  // points there).
+  std::uint32_t base = 0;
+  std::uint64_t payload_base = 0;
+  std::span<const std::uint64_t> spilled_payload;
+  const void* spill_key = nullptr;  // the buffer, as the spill thread's index names it
   std::uint64_t dropped = 0;        // events lost to a full buffer
   std::uint64_t refused = 0;        // events refused to a signal handler that interrupted the recorder
   std::uint64_t dropped_shapes = 0; // shapes lost to a full payload arena
@@ -69,6 +79,51 @@ std::vector<ThreadRecords> collect(std::uint32_t epoch);
 // be reset for a later window) and frees the states of threads that have
 // exited and have no records of a later window. Invalidates the views.
 void release_window(std::uint32_t epoch);
+
+// Streaming windows (ProfilerOptions::spill_dir). Threads attaching from
+// now on split their buffers into a ring of kSpillChunks chunks; a full
+// chunk goes to the "tprof-spill" thread, which writes it to the window's
+// temporary file in `dir` (created and unlinked at once: no file outlives
+// the process, its space is freed when the window is restored). An empty
+// `dir` stops the thread (call when no window is pending). Errors
+// (kIo): `dir` is not a writable directory.
+inline constexpr int kSpillChunks = 4;
+Status configure_spill(const std::string& dir);
+
+// Counters of the spill thread and the threads handing it chunks, since
+// configure_spill(dir) (Profiler::spill_stats()).
+struct SpillCounters {
+  std::uint64_t chunks = 0;    // chunks written
+  std::uint64_t bytes = 0;     // bytes written
+  std::uint64_t waits = 0;     // full chunks that waited for a free one (the spill thread was behind)
+  std::int64_t wait_ns = 0;    // recording threads' time in those waits
+  std::uint64_t dropped = 0;   // records dropped: no chunk free within kSpillMaxWaitNs, or a write failed
+};
+SpillCounters spill_counters();
+// How long a recording thread waits for a free chunk before it drops
+// (counted) until one is free.
+inline constexpr std::int64_t kSpillMaxWaitNs = 50'000'000;
+// Tests: the spill thread sleeps this long before each chunk (a slow disk).
+void set_spill_delay_for_testing(std::int64_t ns);
+// Tests: how long a recording thread waits for a free chunk (default
+// kSpillMaxWaitNs): tests that expect no drop on a loaded machine (a
+// sanitizer build on 2 cores) wait longer.
+void set_spill_max_wait_for_testing(std::int64_t ns);
+
+// What restore_spilled() read back, owning the views it put in ThreadRecords.
+struct RestoredWindow {
+  std::vector<std::vector<Record>> records;
+  std::vector<std::vector<std::uint64_t>> payload;
+  std::uint64_t lost = 0;  // records of chunks that could not be written or read (counted as dropped)
+  std::string error;       // why, when lost > 0
+};
+// Waits until the spill thread has written window `epoch`'s chunks, reads
+// them back into memory in order, in front of each thread's records in
+// place (their views and counts are rewritten; a kRecordSpanEnd record's
+// end tick goes into its span's record), and closes the window's file.
+// Null when nothing of the window was spilled. Call after collect(epoch):
+// no chunk of the window is handed over after it.
+std::unique_ptr<RestoredWindow> restore_spilled(std::uint32_t epoch, std::vector<ThreadRecords>* threads);
 
 // NVTX-style ranges (tprof record): recorded as user_annotation scopes with
 // runtime names. push/pop nest on the calling thread (an unmatched pop is

@@ -454,7 +454,15 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   for (std::size_t ti = 0; ti < threads.size(); ++ti) {
     const ThreadRecords& tr = threads[ti];
     const std::span<const Record> rs = tr.records;
-    const std::span<const std::uint64_t> payload = tr.payload;
+    // Payload references are word numbers in the window: the spilled words
+    // first (restore_spilled), then the arena's chunk in place.
+    const std::span<const std::uint64_t> spilled_payload = tr.spilled_payload;
+    const std::span<const std::uint64_t> live_payload = tr.payload;
+    const std::uint64_t payload_base = tr.payload_base;
+    const std::uint64_t payload_size = payload_base + live_payload.size();
+    auto payload = [&](std::size_t p) {
+      return p < payload_base ? (p < spilled_payload.size() ? spilled_payload[p] : 0) : live_payload[p - payload_base];
+    };
     const std::uint32_t lane = thread_lane(tr.tid);
     const std::string thread_label = "thread " + std::to_string(tr.tid) + " (" + tr.name + ")";
     metadata(kineto::kThreadName, lane, kNameKey, thread_label);
@@ -480,6 +488,7 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
         scope_args.emplace_back(static_cast<std::uint32_t>(r.c), ri);
         continue;
       }
+      if (r.kind == kRecordSpanEnd) continue;  // restore_spilled put its tick in its span's record
       if (r.kind == kRecordGraphNode) {
         if (r.b < info_.window_start_ticks || r.b > info_.window_end_ticks) continue;
         if (r.e == 0) {
@@ -610,17 +619,17 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
       set_args(e, [&](JsonWriter& w) {
         w.key(kExternalId);
         w.value_int(external_id);
-        if (r.d != 0 && r.d - 1 < payload.size()) {
+        if (r.d != 0 && r.d - 1 < payload_size) {
           // [count][rank][dims...]...
           std::size_t p = r.d - 1;
-          const std::uint64_t count = payload[p++];
+          const std::uint64_t count = payload(p++);
           w.key(kInputDims);
           w.begin_array();
-          for (std::uint64_t s = 0; s < count && p < payload.size(); ++s) {
+          for (std::uint64_t s = 0; s < count && p < payload_size; ++s) {
             w.begin_array();
-            const std::uint64_t rank = payload[p++];
-            for (std::uint64_t k = 0; k < rank && p < payload.size(); ++k) {
-              w.value_int(static_cast<std::int64_t>(payload[p++]));
+            const std::uint64_t rank = payload(p++);
+            for (std::uint64_t k = 0; k < rank && p < payload_size; ++k) {
+              w.value_int(static_cast<std::int64_t>(payload(p++)));
             }
             w.end_array();
           }
@@ -672,6 +681,7 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
                        std::to_string(dropped) + " events dropped: thread buffers were full "
                                                  "(raise ProfilerOptions::buffer_events_per_thread)");
   }
+  for (const std::string& why : info_.capture_problems) t_.diagnostics.add(DiagnosticCode::kDroppedEvents, -1, why);
   if (refused > 0) {
     t_.diagnostics.add(DiagnosticCode::kDroppedEvents, -1,
                        std::to_string(refused) +

@@ -41,6 +41,9 @@ struct CaptureInfo {
   GraphNodeScopes* graph_nodes = nullptr;
   // The window's runtime names (retire_dynamic_names); null: the live table.
   const RetiredNames* names = nullptr;
+  // Why events were lost besides full buffers (a spill file that could not
+  // be written or read): dropped_events diagnostics.
+  std::vector<std::string> capture_problems;
 };
 
 // Builds the window's trace from the threads' records and the device

@@ -7,7 +7,9 @@
 // filled (their enclosing scopes already hold records: no child is ever
 // kept without its parent), and a scope still open at stop() is visible as
 // one. Every drop is counted. The collector (Profiler::stop) reads each
-// buffer up to its published size.
+// buffer up to its published size. With spilling (ProfilerOptions::
+// spill_dir) a full chunk is handed to the spill thread instead of
+// dropping (make_room, the rare path).
 //
 // Signal handlers: a handler runs on the thread it interrupts and may record
 // into the same buffer. The thread marks itself while it is inside the
@@ -38,6 +40,7 @@ enum RecordKind : std::uint16_t {
   kRecordFlow = 7,          // a: flow id, b: tick, c: name key, e: 0 begins, 1 ends
   kRecordArg = 8,           // a: key's name key, b: value, c: its scope's record index, e: ArgType
   kRecordGraphNode = 9,     // a: CUDA graph node id, b: tick, e: 0 created, 1 cloned (c: the node it copies)
+  kRecordSpanEnd = 10,      // a: a spilled span's record number in the window, b: its end tick (spill_dir)
 };
 
 // How a kRecordArg's value is held in b.
@@ -54,10 +57,17 @@ struct Record {
 };
 static_assert(sizeof(Record) == 32, "records are written with one 32-byte store pattern");
 
+// Record numbers: a record's number in its thread's window is `base` + its
+// index in `records`. Without spilling `base` is 0 and `records` is the
+// whole buffer. With ProfilerOptions::spill_dir the buffer is a ring of
+// chunks: `records`/`capacity` (and `payload`/`payload_capacity`) are the
+// chunk being written, and the chunks before it were handed to the spill
+// thread (make_room), `base` records and `payload_base` words in all.
 struct ThreadBuffer {
   Record* records = nullptr;
   std::uint32_t capacity = 0;
   std::uint32_t size = 0;                    // written by the owner thread only
+  std::uint32_t base = 0;                    // records of this window spilled before `records` (owner)
   std::atomic<std::uint32_t> published{0};   // `size`, released for the collector
   std::atomic<std::uint64_t> dropped{0};     // records lost to a full buffer (owner increments)
   std::atomic<std::uint64_t> refused{0};     // records refused to a signal handler (count_refused)
@@ -68,6 +78,8 @@ struct ThreadBuffer {
   std::uint32_t payload_capacity = 0;
   std::uint32_t payload_size = 0;
   std::atomic<std::uint64_t> dropped_shapes{0};  // shapes lost to a full payload arena (owner increments)
+  std::uint64_t payload_base = 0;            // payload words of this window spilled before `payload` (owner)
+  void* slot = nullptr;                      // the recorder's bookkeeping for this buffer (recorder.cc)
 };
 
 // Set while a window records. Relaxed loads: a scope that starts as the
@@ -152,14 +164,27 @@ inline void count_dropped(ThreadBuffer* b) noexcept {
   b->dropped.store(b->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
+// Called when `b` (the calling thread's current buffer) is full. With
+// spilling, hands the full chunk to the spill thread and makes the next
+// chunk of the ring current (b->size is then 0): true. Without, or when
+// the ring has no free chunk within the spill wait (the spill thread is
+// behind), or the window has ended: counts the record as dropped, false.
+// The rare path (once per chunk): out of line, takes a lock. Call inside
+// the recorder.
+bool make_room(ThreadBuffer* b) noexcept;
+
+// Ends a span whose record was spilled already (its chunk is the spill
+// thread's): appends a kRecordSpanEnd record for it. Call inside the recorder.
+void close_spilled_span(ThreadBuffer* b, std::uint32_t epoch, std::uint32_t index, std::uint64_t end) noexcept;
+
 // Appends a record; call inside the recorder.
 inline void append_inside(const Record& r) noexcept {
   ThreadBuffer* b = current_buffer();
   if (__builtin_expect(b == nullptr, 0)) return;
-  const std::uint32_t i = b->size;
+  std::uint32_t i = b->size;
   if (__builtin_expect(i == b->capacity, 0)) {
-    count_dropped(b);
-    return;
+    if (!make_room(b)) return;
+    i = b->size;
   }
   b->records[i] = r;
   b->size = i + 1;
@@ -176,7 +201,7 @@ inline void append(const Record& r) noexcept {
 // (not recording, dropped, or refused).
 struct OpenSlot {
   ThreadBuffer* buffer = nullptr;
-  std::uint32_t index = 0;
+  std::uint32_t index = 0;  // the record's number in the window (base + index in the chunk)
   std::uint32_t epoch = 0;
 };
 
@@ -186,10 +211,10 @@ struct OpenSlot {
 inline bool open_span_inside(std::uint64_t a, std::uint16_t kind, std::uint32_t payload, OpenSlot* slot) noexcept {
   ThreadBuffer* b = current_buffer();
   if (__builtin_expect(b == nullptr, 0)) return false;
-  const std::uint32_t i = b->size;
+  std::uint32_t i = b->size;
   if (__builtin_expect(i == b->capacity, 0)) {
-    count_dropped(b);
-    return false;
+    if (!make_room(b)) return false;
+    i = b->size;
   }
   Record& r = b->records[i];
   r.a = a;
@@ -198,7 +223,7 @@ inline bool open_span_inside(std::uint64_t a, std::uint16_t kind, std::uint32_t 
   r.kind = kind;
   r.e = 0;
   slot->buffer = b;
-  slot->index = i;
+  slot->index = b->base + i;
   slot->epoch = b->epoch.load(std::memory_order_relaxed);
   r.b = read_ticks();
   b->size = i + 1;
@@ -216,11 +241,18 @@ inline bool open_span(std::uint64_t a, std::uint16_t kind, std::uint32_t payload
 
 // Ends the span at tick `end`: its end tick goes into its record, unless
 // the buffer has been reset for a later window since (the span began in an
-// earlier one: that window's trace is built, and its record is gone). Call
-// inside the recorder.
+// earlier one: that window's trace is built, and its record is gone). A
+// record in a chunk already spilled gets its end as a record of its own.
+// Call inside the recorder.
 inline void close_span_inside(const OpenSlot& slot, std::uint64_t end) noexcept {
-  if (__builtin_expect(slot.buffer->epoch.load(std::memory_order_relaxed) != slot.epoch, 0)) return;
-  __atomic_store_n(&slot.buffer->records[slot.index].c, end, __ATOMIC_RELAXED);
+  ThreadBuffer* const b = slot.buffer;
+  if (__builtin_expect(b->epoch.load(std::memory_order_relaxed) != slot.epoch, 0)) return;
+  const std::uint32_t base = b->base;
+  if (__builtin_expect(slot.index < base, 0)) {
+    close_spilled_span(b, slot.epoch, slot.index, end);
+    return;
+  }
+  __atomic_store_n(&b->records[slot.index - base].c, end, __ATOMIC_RELAXED);
 }
 
 // Ends the span now. Never refused: the span's record is its own. It is
