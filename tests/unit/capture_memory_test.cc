@@ -10,15 +10,9 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/sanitizers.h"
 #include "tprof/profiler.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TPROF_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define TPROF_TEST_SANITIZED 1
-#endif
-#endif
 
 namespace tprof {
 namespace {
@@ -84,12 +78,12 @@ TEST(CaptureMemory, TenMillionEventsStayWithinTheBufferAndDropsAreExact) {
   std::cout << "RSS growth while recording " << kEvents << " events into a " << kCapacity
             << "-event buffer: " << growth / 1024 << " KiB (buffer " << buffer / 1024 << " KiB, "
             << (peak_reset ? "peak RSS" : "RSS") << ")\n";
-#ifndef TPROF_TEST_SANITIZED
-  // The buffer and a little more (the payload arena is reserved, not
-  // touched, without shapes); never the 320 MB 10M records would take.
-  EXPECT_LE(growth, buffer + (4 << 20));
-  EXPECT_GE(growth, buffer / 2);  // the records really were written
-#endif
+  if (!tprof::testing::kSanitized) {
+    // The buffer and a little more (the payload arena is reserved, not
+    // touched, without shapes); never the 320 MB 10M records would take.
+    EXPECT_LE(growth, buffer + (4 << 20));
+    EXPECT_GE(growth, buffer / 2);  // the records really were written
+  }
 }
 
 }  // namespace

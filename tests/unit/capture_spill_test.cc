@@ -21,17 +21,11 @@
 
 #include "src/capture/recorder.h"
 #include "src/trace/json_value.h"
+#include "tests/support/sanitizers.h"
 #include "tests/support/trace_queries.h"
 #include "tprof/profiler.h"
 #include "tprof/record_function.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TPROF_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define TPROF_TEST_SANITIZED 1
-#endif
-#endif
 
 namespace tprof {
 namespace {
@@ -271,9 +265,7 @@ std::int64_t rss_bytes() {
 // process's memory at the buffers while the window records.
 TEST(CaptureSpill, MemoryStaysAtTheBuffersWhileRecording) {
   const PatientSpill patient;
-#ifdef TPROF_TEST_SANITIZED
-  GTEST_SKIP() << "RSS is the sanitizer's, not tprof's";
-#else
+  if (tprof::testing::kSanitized) GTEST_SKIP() << "RSS is the sanitizer's, not tprof's";
   SpillDir dir;
   constexpr std::uint32_t kEvents = 1u << 16;  // 2 MiB of records a buffer
   constexpr int kScopes = 2'000'000;
@@ -294,7 +286,6 @@ TEST(CaptureSpill, MemoryStaysAtTheBuffersWhileRecording) {
   std::printf("RSS growth while recording %d events spilled from a %u-event buffer: %lld KiB\n", kScopes, kEvents,
               static_cast<long long>(grown >> 10));
   EXPECT_LT(grown, std::int64_t{16} << 20);
-#endif
 }
 
 }  // namespace
