@@ -305,6 +305,20 @@ TEST(RulesPeers, DroppedEvents) {
   EXPECT_EQ(field(f[0], "dropped_events").i, 5);
   EXPECT_EQ(field(f[0], "events_kept").i, 1);
   EXPECT_TRUE(run(doc({step(1, 0, 100)}), "dropped_events").empty());
+
+  // Losses that cost detail, not time (issue 26): kept scopes without their
+  // shapes, scopes open when the window ended. Info, titled by what was lost.
+  auto shapes = run(doc({step(1, 0, 100)}, R"("tprof": {"droppedEvents": 0, "droppedShapes": 7})"), "dropped_events");
+  ASSERT_EQ(shapes.size(), 1u);
+  EXPECT_EQ(shapes[0].severity, FindingSeverity::kInfo);
+  EXPECT_EQ(shapes[0].title, "7 kept scopes lost their input shapes");
+  EXPECT_EQ(field(shapes[0], "shapes_missing").i, 7);
+  auto open = run(doc({step(1, 0, 100)}, R"("tprof": {"droppedEvents": 0, "unfinishedScopes": 2})"), "dropped_events");
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].severity, FindingSeverity::kInfo);
+  EXPECT_EQ(open[0].title, "2 scopes were still open when the window ended");
+  EXPECT_EQ(field(open[0], "unfinished_scopes").i, 2);
+  EXPECT_NE(open[0].advice.find("left out of the trace"), std::string::npos) << open[0].advice;
 }
 
 TEST(RulesPeers, OverlappingKernels) {
