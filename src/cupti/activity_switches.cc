@@ -46,7 +46,8 @@ constexpr const char* kDroppedAfterwards =
 
 }  // namespace
 
-void enable_activities(const ActivitySwitches& cupti, const CuptiOptions& options, EnabledActivities* out) {
+void enable_activities(const ActivitySwitches& cupti, const CuptiOptions& options, CudaContexts contexts,
+                       EnabledActivities* out) {
   const bool torch = options.api_calls == CuptiApiCalls::kTorch;
   // Device work first: the kernel kind failing is where a missing driver
   // or missing permission shows.
@@ -79,9 +80,12 @@ void enable_activities(const ActivitySwitches& cupti, const CuptiOptions& option
 
   // Driver calls: torch keeps a few. Switched on one by one they are the
   // only driver records CUPTI writes at all; the DRIVER kind would record
-  // every call (a PyTorch step makes several Kineto drops).
-  bool driver_kind = !torch;
-  if (torch) {
+  // every call (a PyTorch step makes several Kineto drops). The switches
+  // hold only for contexts created after them: a window opening on a
+  // running program takes the kind, as Kineto does, and the converter
+  // keeps what torch keeps.
+  bool driver_kind = !torch || contexts == CudaContexts::kExist;
+  if (!driver_kind) {
     if (cupti.enable_driver_api == nullptr) {
       out->problems.push_back(std::string("this libcupti has no cuptiActivityEnableDriverApi (CUPTI before 12.5)") +
                               kDroppedAfterwards);

@@ -47,11 +47,20 @@ struct EnabledActivities {
   CUptiResult failed_result = CUPTI_SUCCESS;
 };
 
+// Where CUDA stands when a window starts: CUPTI's per-call driver
+// switches (cuptiActivityEnableDriverApi without the DRIVER kind) take
+// effect only for contexts created after them. Measured on an H200 (CUDA
+// 13.0, driver 580): switched on before cudaFree(0), cuLaunchKernelEx is
+// recorded; switched on once the context exists, the call returns
+// CUPTI_SUCCESS and nothing is ever recorded.
+enum class CudaContexts { kNoneYet, kExist };
+
 // Enables, in this order: the kernel, copy and memset kinds; RUNTIME,
 // then (kTorch) the per-call switch off for each call Kineto drops (the
 // kind turns every call on again, so the switches come after it); for the
-// driver, kTorch switches on only the calls Kineto keeps (no DRIVER kind:
-// the cheapest way to the same records), kAll the DRIVER kind;
+// driver, kTorch switches on only the calls Kineto keeps when no context
+// exists yet (no DRIVER kind: the cheapest way to the same records), and
+// otherwise, like kAll, the DRIVER kind (the converter drops the rest);
 // SYNCHRONIZATION when options.sync_events; OVERHEAD, DEVICE and CONTEXT.
 // Without the per-call functions (or when one fails for the driver),
 // kTorch enables the whole kinds and leaves the dropping to the converter
@@ -59,7 +68,8 @@ struct EnabledActivities {
 // so. An unsupported kind after the first is left
 // out with a problem; any other failure stops with out->failed_call set.
 // Control thread only.
-void enable_activities(const ActivitySwitches& cupti, const CuptiOptions& options, EnabledActivities* out);
+void enable_activities(const ActivitySwitches& cupti, const CuptiOptions& options, CudaContexts contexts,
+                       EnabledActivities* out);
 
 // Turns the runtime and driver call records off (the kinds, and the
 // driver's per-call switches), leaving the device activity kinds on.

@@ -48,6 +48,11 @@ struct CuptiDevice {
 
 class CuptiRecordConverter {
  public:
+  // A device described by the driver rather than by a DEVICE record
+  // (CUPTI writes those only for contexts created while the kind is on): kept
+  // unless a DEVICE record for the same id has come or comes later.
+  void add_device_info(const CuptiDevice& device) { devices_.emplace(device.id, device); }
+
   // Converts one record, read according to record->kind as the struct
   // version of the installed headers (CUpti_ActivityKernel10, Memcpy6,
   // MemcpyPtoP4, Memset4, API, Synchronization2, Overhead3, Device5,

@@ -370,6 +370,97 @@ void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_Cal
 constexpr CUpti_CallbackIdResource kGraphNodeCallbacks[] = {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
                                                              CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED};
 
+// Whether a CUDA context exists already (enable_activities): the calling
+// thread has one current, or a device's primary context is active (what
+// the runtime, PyTorch and cuBLAS use). The driver is asked with
+// RTLD_NOLOAD; not loaded or not initialized, there is none. A context
+// only another thread created with cuCtxCreate is not seen.
+CudaContexts cuda_contexts() noexcept {
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (driver == nullptr) return CudaContexts::kNoneYet;
+  using GetCount = CUresult (*)(int*);
+  using Get = CUresult (*)(CUdevice*, int);
+  using GetState = CUresult (*)(CUdevice, unsigned*, int*);
+  using GetCurrent = CUresult (*)(CUcontext*);
+  const auto get_count = reinterpret_cast<GetCount>(dlsym(driver, "cuDeviceGetCount"));
+  const auto get = reinterpret_cast<Get>(dlsym(driver, "cuDeviceGet"));
+  const auto get_state = reinterpret_cast<GetState>(dlsym(driver, "cuDevicePrimaryCtxGetState"));
+  const auto get_current = reinterpret_cast<GetCurrent>(dlsym(driver, "cuCtxGetCurrent"));
+  bool exist = false;
+  CUcontext current = nullptr;
+  if (get_current != nullptr && get_current(&current) == CUDA_SUCCESS && current != nullptr) exist = true;
+  int count = 0;
+  if (!exist && get_count != nullptr && get != nullptr && get_state != nullptr && get_count(&count) == CUDA_SUCCESS) {
+    for (int d = 0; d < count && !exist; ++d) {
+      CUdevice dev = 0;
+      unsigned flags = 0;
+      int active = 0;
+      exist = get(&dev, d) == CUDA_SUCCESS && get_state(dev, &flags, &active) == CUDA_SUCCESS && active != 0;
+    }
+  }
+  dlclose(driver);
+  return exist ? CudaContexts::kExist : CudaContexts::kNoneYet;
+}
+
+// The devices as the driver describes them, in CuptiDevice's terms (what
+// a DEVICE record would hold, plus the two shared-memory limits it lacks):
+// deviceProperties and kernel occupancy for a window that opens once the
+// contexts exist, when CUPTI writes no DEVICE record. Empty when the
+// driver is not loaded or not initialized.
+std::vector<CuptiDevice> driver_devices() noexcept {
+  std::vector<CuptiDevice> out;
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (driver == nullptr) return out;
+  using GetCount = CUresult (*)(int*);
+  using Get = CUresult (*)(CUdevice*, int);
+  using GetName = CUresult (*)(char*, int, CUdevice);
+  using TotalMem = CUresult (*)(std::size_t*, CUdevice);
+  using GetAttribute = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+  const auto get_count = reinterpret_cast<GetCount>(dlsym(driver, "cuDeviceGetCount"));
+  const auto get = reinterpret_cast<Get>(dlsym(driver, "cuDeviceGet"));
+  const auto get_name = reinterpret_cast<GetName>(dlsym(driver, "cuDeviceGetName"));
+  const auto total_mem = reinterpret_cast<TotalMem>(dlsym(driver, "cuDeviceTotalMem_v2"));
+  const auto attribute = reinterpret_cast<GetAttribute>(dlsym(driver, "cuDeviceGetAttribute"));
+  int count = 0;
+  if (get_count == nullptr || get == nullptr || get_name == nullptr || total_mem == nullptr || attribute == nullptr ||
+      get_count(&count) != CUDA_SUCCESS) {
+    count = 0;
+  }
+  for (int i = 0; i < count; ++i) {
+    CUdevice dev = 0;
+    if (get(&dev, i) != CUDA_SUCCESS) continue;
+    bool ok = true;
+    const auto attr = [&](CUdevice_attribute a) {
+      int v = 0;
+      if (attribute(&v, a, dev) != CUDA_SUCCESS || v < 0) ok = false;
+      return static_cast<std::uint32_t>(v);
+    };
+    CuptiDevice d;
+    d.id = static_cast<std::uint32_t>(i);
+    char name[256] = {};
+    if (get_name(name, static_cast<int>(sizeof name) - 1, dev) != CUDA_SUCCESS) ok = false;
+    d.name = name;
+    std::size_t bytes = 0;
+    if (total_mem(&bytes, dev) != CUDA_SUCCESS) ok = false;
+    d.global_memory_bytes = bytes;
+    d.compute_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    d.compute_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    d.max_threads_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    d.max_threads_per_sm = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+    d.regs_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+    d.regs_per_sm = attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+    d.warp_size = attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+    d.smem_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+    d.smem_per_sm = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+    d.num_sms = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    d.smem_reserved_per_block = attr(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
+    d.smem_per_block_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    if (ok && d.warp_size > 0 && d.num_sms > 0) out.push_back(std::move(d));
+  }
+  dlclose(driver);
+  return out;
+}
+
 // ---- the source ---------------------------------------------------------------------
 
 class CuptiSource final : public ActivitySource {
@@ -491,7 +582,15 @@ Status CuptiSource::start() {
   // The first kind failing means no tracing at all (it is where a missing
   // driver or missing privileges show); a later one that this CUPTI or
   // device does not support is left out and reported.
-  enable_activities(switches_of(*api_), options_, &enabled_);
+  // A window on a running program: CUPTI will not describe the devices,
+  // the driver does (asked before any API kind is on: not recorded).
+  const CudaContexts contexts = cuda_contexts();
+  if (contexts == CudaContexts::kExist) {
+    std::vector<CuptiDevice> devices = driver_devices();
+    std::lock_guard<std::mutex> lock(g_feed_mutex);
+    for (const CuptiDevice& d : devices) converter_.add_device_info(d);
+  }
+  enable_activities(switches_of(*api_), options_, contexts, &enabled_);
   for (std::string& p : enabled_.problems) problems_.push_back(std::move(p));
   enabled_.problems.clear();
   if (enabled_.failed_call != nullptr) return fail(enabled_.failed_call, enabled_.failed_result);

@@ -161,6 +161,54 @@ TEST(CuptiReplay, KernelsMatchTheH100Fixtures) {
             "\"sharedMemPerBlockOptin\": 232448, \"sharedMemPerMultiprocessor\": 233472}");
 }
 
+// A window opened once the context exists gets no DEVICE record (CUPTI
+// writes it at the context's creation): on the H200 matmul_add's traces had
+// "deviceProperties": [] and every kernel "blocks per SM": "inf". The
+// source asks the driver instead; a DEVICE record, when one comes, wins.
+TEST(CuptiReplay, DevicesTheDriverDescribesGiveKernelsTheirOccupancyAndTheTraceItsProperties) {
+  CuptiDevice h200;
+  h200.id = 0;
+  h200.name = "NVIDIA H200";
+  h200.global_memory_bytes = 150109880320;
+  h200.compute_major = 9;
+  h200.max_threads_per_block = 1024;
+  h200.max_threads_per_sm = 2048;
+  h200.regs_per_block = 65536;
+  h200.regs_per_sm = 65536;
+  h200.warp_size = 32;
+  h200.smem_per_block = 49152;
+  h200.smem_per_sm = 233472;
+  h200.num_sms = 132;
+  h200.smem_reserved_per_block = 1024;
+  h200.smem_per_block_optin = 232448;
+  CuptiRecordConverter c;
+  c.add_device_info(h200);
+  add(c, kernel(kAddKernel, 4524516491526872, 30529, 1343, {16384, 1, 1}, {128, 1, 1}, 34, 0, 0));
+  DeviceBatch b;
+  c.finish(&b);
+  ASSERT_EQ(b.events.size(), 1u);
+  EXPECT_NE(b.args(b.events[0]).find("\"blocks per SM\": 124.121216, \"warps per SM\": 496.484863"), std::string::npos)
+      << b.args(b.events[0]);
+  EXPECT_NE(b.args(b.events[0]).find("\"est. achieved occupancy %\": 75"), std::string::npos);
+  // Kineto's keys and order, as tprof record wrote them on the H200 (the
+  // DEVICE record there): the same element.
+  ASSERT_EQ(b.device_properties.size(), 1u);
+  EXPECT_EQ(b.device_properties[0],
+            "{\"id\": 0, \"name\": \"NVIDIA H200\", \"totalGlobalMem\": 150109880320, "
+            "\"computeMajor\": 9, \"computeMinor\": 0, \"maxThreadsPerBlock\": 1024, "
+            "\"maxThreadsPerMultiprocessor\": 2048, \"regsPerBlock\": 65536, \"warpSize\": 32, "
+            "\"sharedMemPerBlock\": 49152, \"numSms\": 132, \"regsPerMultiprocessor\": 65536, "
+            "\"sharedMemPerBlockOptin\": 232448, \"sharedMemPerMultiprocessor\": 233472}");
+  // A DEVICE record replaces what the driver said; the driver's does not replace a record.
+  CuptiRecordConverter both;
+  add(both, h100_device(0));
+  both.add_device_info(h200);
+  DeviceBatch bb;
+  both.finish(&bb);
+  ASSERT_EQ(bb.device_properties.size(), 1u);
+  EXPECT_NE(bb.device_properties[0].find("H100"), std::string::npos) << bb.device_properties[0];
+}
+
 TEST(CuptiReplay, OccupancyFollowsTheCalculator) {
   CuptiRecordConverter c;
   add(c, h100_device(0));
@@ -444,6 +492,9 @@ struct FakeCupti {
   std::set<int> kinds;
   std::map<std::uint32_t, bool> runtime_calls, driver_calls;  // per-call switches in force
   CUptiResult refuse_driver_api = CUPTI_SUCCESS;               // what enable_driver_api answers
+  // A context exists: a per-call driver switch turned on now answers
+  // CUPTI_SUCCESS and records nothing (measured on an H200, CUDA 13.0).
+  bool context = false;
 
   bool records_runtime(std::uint32_t cbid) const {
     auto it = runtime_calls.find(cbid);
@@ -480,6 +531,7 @@ CUptiResult fake_driver_api(CUpti_CallbackId cbid, std::uint8_t on) {
   if (g_fake->refuse_driver_api != CUPTI_SUCCESS && on != 0 && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) {
     return g_fake->refuse_driver_api;
   }
+  if (on != 0 && g_fake->context) return CUPTI_SUCCESS;
   g_fake->driver_calls[cbid] = on != 0;
   return CUPTI_SUCCESS;
 }
@@ -503,7 +555,7 @@ std::string enabled(CUpti_ActivityKind k) { return "activity_enable " + std::to_
 
 TEST_F(CuptiSwitches, ByDefaultCuptiRecordsExactlyTheCallsTorchRecords) {
   EnabledActivities on;
-  enable_activities(all_functions(), CuptiOptions{}, &on);
+  enable_activities(all_functions(), CuptiOptions{}, CudaContexts::kNoneYet, &on);
   EXPECT_EQ(on.failed_call, nullptr);
   EXPECT_TRUE(on.problems.empty()) << on.problems.front();
   // Every runtime and driver call CUPTI knows, through CUPTI's own state:
@@ -553,11 +605,35 @@ TEST_F(CuptiSwitches, ByDefaultCuptiRecordsExactlyTheCallsTorchRecords) {
   EXPECT_TRUE(on.kinds.empty());
 }
 
+TEST_F(CuptiSwitches, AWindowOpenedOnARunningProgramTakesTheDriverKindAndTheConverterKeepsWhatTorchKeeps) {
+  // matmul_add on the H200: its context and cuBLAS handles exist before
+  // the window; the per-call switches took, and cuBLASLt's GEMM launches
+  // (cuLaunchKernelEx) were missing, their kernels linked to no step.
+  fake_.context = true;
+  EnabledActivities on;
+  enable_activities(all_functions(), CuptiOptions{}, CudaContexts::kExist, &on);
+  EXPECT_EQ(on.failed_call, nullptr);
+  EXPECT_TRUE(on.problems.empty()) << on.problems.front();
+  EXPECT_TRUE(logged(enabled(CUPTI_ACTIVITY_KIND_DRIVER)));
+  EXPECT_FALSE(on.driver_calls_by_cbid);
+  for (const KinetoCbid& c : kKinetoKeptDriverCalls) EXPECT_TRUE(fake_.records_driver(c.cbid)) << c.cbid;
+  // What the switches alone would have recorded there: nothing.
+  FakeCupti alone;
+  alone.context = true;
+  g_fake = &alone;
+  EnabledActivities switches_only;
+  enable_activities(all_functions(), CuptiOptions{}, CudaContexts::kNoneYet, &switches_only);
+  EXPECT_FALSE(alone.records_driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx));
+  g_fake = &fake_;
+  disable_activities(all_functions(), &on);
+  EXPECT_TRUE(fake_.kinds.empty());
+}
+
 TEST_F(CuptiSwitches, AllCallsAreTheWholeKindsWithoutSwitches) {
   CuptiOptions options;
   options.api_calls = CuptiApiCalls::kAll;
   EnabledActivities on;
-  enable_activities(all_functions(), options, &on);
+  enable_activities(all_functions(), options, CudaContexts::kNoneYet, &on);
   EXPECT_TRUE(on.problems.empty());
   for (std::size_t i = 0; i < kRuntimeCbidNamesSize; ++i) EXPECT_TRUE(fake_.records_runtime(kRuntimeCbidNames[i].cbid));
   for (std::size_t i = 0; i < kDriverCbidNamesSize; ++i) EXPECT_TRUE(fake_.records_driver(kDriverCbidNames[i].cbid));
@@ -573,7 +649,7 @@ TEST_F(CuptiSwitches, SynchronizationsOnlyWhenAsked) {
   CuptiOptions options;
   options.sync_events = true;
   EnabledActivities on;
-  enable_activities(all_functions(), options, &on);
+  enable_activities(all_functions(), options, CudaContexts::kNoneYet, &on);
   EXPECT_TRUE(logged(enabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)));
   disable_activities(all_functions(), &on);
   EXPECT_TRUE(logged("activity_disable " + std::to_string(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)));
@@ -584,7 +660,7 @@ TEST_F(CuptiSwitches, OlderCuptiRecordsEverythingAndSaysTheConverterDrops) {
   old.enable_runtime_api = nullptr;
   old.enable_driver_api = nullptr;
   EnabledActivities on;
-  enable_activities(old, CuptiOptions{}, &on);
+  enable_activities(old, CuptiOptions{}, CudaContexts::kNoneYet, &on);
   EXPECT_EQ(on.failed_call, nullptr);
   EXPECT_TRUE(logged(enabled(CUPTI_ACTIVITY_KIND_RUNTIME)));
   EXPECT_TRUE(logged(enabled(CUPTI_ACTIVITY_KIND_DRIVER)));
@@ -621,7 +697,7 @@ TEST_F(CuptiSwitches, OlderCuptiRecordsEverythingAndSaysTheConverterDrops) {
 TEST_F(CuptiSwitches, ADriverCallCuptiCannotSwitchAloneFallsBackToTheKind) {
   fake_.refuse_driver_api = CUPTI_ERROR_INVALID_PARAMETER;
   EnabledActivities on;
-  enable_activities(all_functions(), CuptiOptions{}, &on);
+  enable_activities(all_functions(), CuptiOptions{}, CudaContexts::kNoneYet, &on);
   EXPECT_EQ(on.failed_call, nullptr);
   EXPECT_TRUE(logged(enabled(CUPTI_ACTIVITY_KIND_DRIVER)));
   EXPECT_FALSE(on.driver_calls_by_cbid);
@@ -644,7 +720,7 @@ TEST_F(CuptiSwitches, TheFirstKindFailingStopsEverything) {
   ActivitySwitches s = all_functions();
   s.enable = refuse_kernels;
   EnabledActivities on;
-  enable_activities(s, CuptiOptions{}, &on);
+  enable_activities(s, CuptiOptions{}, CudaContexts::kNoneYet, &on);
   EXPECT_STREQ(on.failed_call, "cuptiActivityEnable");
   EXPECT_EQ(on.failed_result, CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);
   EXPECT_TRUE(on.kinds.empty());
