@@ -134,6 +134,20 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
     auto [it, fresh] = first_launch_of.try_emplace(t.events.name[op.event], c.ts(call));
     if (!fresh) it->second = std::min(it->second, c.ts(call));
   }
+  // Each process's first launch call: CUDA (12 and later) creates the
+  // context lazily, in the first call that needs one, and that call (a
+  // cudaMalloc, cudaDeviceGetStreamPriorityRange in PyTorch's first tensor)
+  // comes before any launch and takes 100 ms or more.
+  std::vector<std::pair<TraceId, std::int64_t>> first_launch_in;  // (pid, ts)
+  for (const auto& [call, idx] : by_call) {
+    const TraceId pid = t.lanes[t.events.lane[call]].pid;
+    auto it = std::find_if(first_launch_in.begin(), first_launch_in.end(), [&](const auto& p) { return p.first == pid; });
+    if (it == first_launch_in.end()) {
+      first_launch_in.emplace_back(pid, c.ts(call));
+    } else {
+      it->second = std::min(it->second, c.ts(call));
+    }
+  }
   std::vector<Launch> launches;
   std::vector<BlockingCall> launch_blocks;
   for (std::size_t i = 0; i < by_call.size();) {
@@ -193,6 +207,7 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
   // handle creation of its kind (cuDNN/cuBLAS creating theirs in the first
   // convolution or GEMM) is one-time library initialisation.
   std::vector<std::pair<TraceId, std::string_view>> seen_create;
+  std::vector<TraceId> seen_context;  // processes whose context-creating call is behind us
   blocking_ = std::move(launch_blocks);
   for (std::uint32_t e : c.runtime) {
     const std::uint32_t lane = t.events.lane[e];
@@ -215,6 +230,19 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
         first_create = true;
       }
     }
+    // The first call of kContextCreateNs or more before the process's
+    // first launch: the context is created in it.
+    bool creates_context = false;
+    if (c.dur(e) >= kContextCreateNs && (nm.starts_with("cuda") || nm.starts_with("hip") || nm.starts_with("cu"))) {
+      const TraceId pid = t.lanes[lane].pid;
+      const auto it =
+          std::find_if(first_launch_in.begin(), first_launch_in.end(), [&](const auto& p) { return p.first == pid; });
+      const std::int64_t first_launch = it == first_launch_in.end() ? INT64_MAX : it->second;
+      if (c.end(e) <= first_launch && std::find(seen_context.begin(), seen_context.end(), pid) == seen_context.end()) {
+        seen_context.push_back(pid);
+        creates_context = true;
+      }
+    }
     if (c.ts(e) < outer_end[lane]) continue;
     outer_end[lane] = c.end(e);
     if (c.dur(e) < kBlockingCallNs || std::binary_search(by_call.begin(), by_call.end(), std::make_pair(e, 0u),
@@ -223,7 +251,9 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
     }
     const std::string_view n = c.name(e);
     IdleCause kind = IdleCause::kBlockedOther;
-    if (is_sync_call(n) || is_blocking_memcpy(n)) {
+    if (creates_context) {
+      kind = IdleCause::kBlockedInit;
+    } else if (is_sync_call(n) || is_blocking_memcpy(n)) {
       kind = IdleCause::kBlockedSync;
     } else if (is_alloc_call(n)) {
       kind = IdleCause::kBlockedAlloc;

@@ -39,6 +39,10 @@ inline constexpr std::int64_t kBlockingCallNs = 50'000;
 // A launch call this long with its stream's queue not full loads the
 // kernel's module (lazy loading, CUDA >= 11.7): initialisation.
 inline constexpr std::int64_t kSlowLaunchNs = 1'000'000;
+// A CUDA/HIP call this long before its process's first launch creates the
+// context (tprof record's whole-run traces on an H200: cudaMalloc 114 ms in
+// a plain CUDA program, cudaDeviceGetStreamPriorityRange 107 ms in PyTorch's).
+inline constexpr std::int64_t kContextCreateNs = 10'000'000;
 // The launch queue is full from this depth: CUDA's per-stream limit is 1024
 // (HTA's docs, "Augmented Counters"); launches stall at 942-1014 on HTA's
 // trace_diff trace, whose count misses entries the trace cannot show.

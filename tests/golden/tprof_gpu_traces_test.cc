@@ -174,5 +174,89 @@ TEST(TprofGpuTraces, TheCliSaysOverheadBoundAt64AndComputeBoundAt4096) {
   }
 }
 
+// ---- tprof record on an H200: unmodified programs ------------------------------------
+//
+// tests/data/gpu/h200-tprof/record_*.json: `tprof record` on a PyTorch
+// script with no profiler in it (plain_matmul_add.py: the blog's
+// matmul_add, 20 steps in an NVTX range "measure", each in a range "step")
+// and on a plain CUDA C++ program (vecadd.cu); both programs are in
+// ../h100-tprof/. The PyTorch 2.11 traces of the same ops on an H100
+// (h100-torch-2.11/) are what torch.profiler records.
+
+const std::string kRecordDir = std::string(TPROF_TEST_DATA) + "/gpu/h200-tprof/";
+
+Trace load_file(const std::string& path) {
+  Result<Trace> t = read_trace(path);
+  EXPECT_TRUE(t) << path << ": " << (t ? "" : t.error().to_string());
+  return t ? std::move(t).value() : Trace();
+}
+
+// Names and counts of the device activities and of the CUDA calls.
+std::map<std::string, int> names_of(const Trace& t, bool device) {
+  std::map<std::string, int> out;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    const EventKind k = t.events.kind[e];
+    if (t.events.phase[e] != Phase::kComplete) continue;
+    const bool api = k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver;
+    if (device ? is_device_work(k) : api) ++out[std::string(t.name(e))];
+  }
+  return out;
+}
+
+TEST(TprofRecordTrace, AnUnmodifiedPyTorchProgramGetsTheKernelsAndCallsTorchProfilerRecords) {
+  for (const auto& [mine, torchs] :
+       {std::pair<std::string, std::string>{"record_plain_64_nvtx", "64_bf16_warm_eager"},
+        {"record_plain_64_compile_nvtx", "64_bf16_warm_compile"}}) {
+    SCOPED_TRACE(mine);
+    const Trace t = load_file(kRecordDir + mine + ".json");
+    const Trace torch = load_file(std::string(TPROF_TEST_DATA) + "/gpu/h100-torch-2.11/" + torchs + ".json");
+    EXPECT_EQ(t.meta.producer, Producer::kTprof);
+    EXPECT_TRUE(t.diagnostics.empty()) << t.diagnostics.items().front().message;
+    // --nvtx-range measure: the 20 steps, each kernel and call as torch
+    // names and counts them, no call torch leaves out (cudaGetDevice, ...).
+    EXPECT_EQ(names_of(t, /*device=*/true), names_of(torch, true));
+    EXPECT_EQ(names_of(t, /*device=*/false), names_of(torch, false));
+    EXPECT_NE(t.meta.top_level_json("deviceProperties").find("NVIDIA H200"), std::string_view::npos);
+  }
+}
+
+TEST(TprofRecordTrace, DiagnoseReadsTheBlogsStoryWithoutAProfilerInTheProgram) {
+  const Diagnosis small = diagnose(load_file(kRecordDir + "record_plain_64_nvtx.json"));
+  EXPECT_EQ(verdict_name(small.verdict), "overhead-bound") << small.summary;
+  const Diagnosis big = diagnose(load_file(kRecordDir + "record_plain_4096_nvtx.json"));
+  EXPECT_EQ(verdict_name(big.verdict), "compute-bound") << big.summary;
+  // torch.compile's addmm copies the bias: found with no ATen op in the
+  // trace, named by the call that launched it, counted over the trace.
+  const Diagnosis compiled = diagnose(load_file(kRecordDir + "record_plain_64_compile_nvtx.json"));
+  const auto f = std::find_if(compiled.findings.begin(), compiled.findings.end(),
+                              [](const Finding& x) { return x.id == "hidden_memcpy"; });
+  ASSERT_NE(f, compiled.findings.end());
+  EXPECT_NE(f->title.find("20 copies of 8.0 KiB from cudaMemcpyAsync (no op recorded)"), std::string::npos) << f->title;
+  EXPECT_NE(f->title.find(" in all ("), std::string::npos) << f->title;
+  EXPECT_EQ(f->title.find("per step"), std::string::npos) << f->title;
+  EXPECT_EQ(f->advice.find("(no op recorded) takes"), std::string::npos) << f->advice;
+  EXPECT_NE(f->advice.find("so the addmm takes cuBLASLt's bias epilogue"), std::string::npos) << f->advice;
+  EXPECT_FALSE(has_finding(small, "hidden_memcpy"));
+}
+
+// A whole run (no --nvtx-range): the process's first call that needs a
+// context creates it, 100 ms or more before any launch. That is start-up,
+// not an allocator or a runtime call to move out of a loop.
+TEST(TprofRecordTrace, AWholeRunsContextCreationIsStartUpNotAnAllocatorProblem) {
+  for (const auto& [file, call] : {std::pair<std::string, std::string>{"record_vecadd", "cudaMalloc"},
+                                   {"record_plain_64", "cudaDeviceGetStreamPriorityRange"}}) {
+    SCOPED_TRACE(file);
+    const Diagnosis d = diagnose(load_file(kRecordDir + file + ".json"));
+    const auto f = std::find_if(d.findings.begin(), d.findings.end(),
+                                [](const Finding& x) { return x.id == "host_blocked"; });
+    ASSERT_NE(f, d.findings.end());
+    EXPECT_NE(f->title.find("initialisation call"), std::string::npos) << f->title;
+    EXPECT_NE(f->title.find("longest " + call), std::string::npos) << f->title;
+    EXPECT_TRUE(f->advice.starts_with("Leave start-up out of the recording: " + call)) << f->advice;
+    EXPECT_EQ(f->advice.find("CUDA_MODULE_LOADING"), std::string::npos) << f->advice;
+    for (const Finding& g : d.findings) EXPECT_EQ(g.title.find("allocator call"), std::string::npos) << g.title;
+  }
+}
+
 }  // namespace
 }  // namespace tprof

@@ -163,8 +163,11 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
       if (bytes_first < 0) bytes_first = b;
     }
     if (cp.step >= 0) steps.insert(c.step_number(cp.step));
-    const std::string_view op_name = op != kNoIndex ? c.name(op) : std::string_view("(unknown op)");
-    if (std::find(op_names.begin(), op_names.end(), op_name) == op_names.end()) op_names.emplace_back(op_name);
+    // Without an op (tprof record of a program: CUDA calls, no ATen ops), the call that launched it.
+    const std::string op_name = op != kNoIndex          ? std::string(c.name(op))
+                                : cp.launch != kNoIndex ? std::string(c.name(cp.launch)) + " (no op recorded)"
+                                                        : std::string("(no op recorded)");
+    if (std::find(op_names.begin(), op_names.end(), op_name) == op_names.end()) op_names.push_back(op_name);
     ++gemm_names[c.name(gm.event)];
     if (copies.size() < kMaxListed) copies.push_back(c.ref(cp.event));
     if (first_gemm == kNoIndex) {
@@ -210,7 +213,9 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   f.severity = step_share >= kWarnShare ? FindingSeverity::kWarning : FindingSeverity::kInfo;
   f.title = "Hidden Memcpy DtoD before the GEMM: " + std::to_string(count) + " copies" +
             (bytes_first >= 0 ? " of " + format_bytes(bytes_first) : std::string()) + " from " + op_names.front() +
-            ", " + format_ns(per_step) + " per step (" + format_pct(100.0 * step_share) + " of the step, " +
+            ", " + format_ns(per_step) +
+            (c.steps.steps.empty() ? " in all (" + format_pct(100.0 * step_share) + " of the trace, "
+                                   : " per step (" + format_pct(100.0 * step_share) + " of the step, ") +
             format_pct(100.0 * share) + " of copy + GEMM time)";
   f.evidence.num("count", count).num("total_ns", copy_ns).num("per_step_ns", per_step).num("mean_ns", copy_ns / count);
   if (bytes_first >= 0) f.evidence.num("bytes", bytes_first).num("total_bytes", bytes_total);
@@ -226,9 +231,12 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (first_op != kNoIndex) f.evidence.event("issuing_op", c.ref(first_op));
   f.evidence.event("gemm", c.ref(first_gemm));
   f.advice = "Let torch.compile(mode=\"max-autotune\") fuse the add into the GEMM's epilogue, or, where the addend "
-             "is a bias vector broadcast over the rows, pass it 1-D so " + std::string(op_names.front()) + " takes cuBLASLt's bias epilogue: either drops the " +
+             "is a bias vector broadcast over the rows, pass it 1-D so " +
+             (first_op != kNoIndex ? op_names.front() : std::string("the addmm")) +
+             " takes cuBLASLt's bias epilogue: either drops the " +
              std::to_string(count) + " copies" + (bytes_first >= 0 ? " of " + format_bytes(bytes_first) : std::string()) +
-             " (" + format_ns(per_step) + " per step). The copy is not in your code: aten::addmm (and nn.Linear with a "
+             " (" + format_ns(per_step) + (c.steps.steps.empty() ? " in all" : " per step") +
+             "). The copy is not in your code: aten::addmm (and nn.Linear with a "
              "2-D bias) copies the addend into the output before cuBLAS computes C = A·B + C in place, an extra pass "
              "over the output on every call.";
   f.impact_ns = copy_ns;

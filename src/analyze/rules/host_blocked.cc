@@ -60,7 +60,7 @@ constexpr KindText kKinds[] = {
 // The fix: the remedy for the longest call, named by its call and site,
 // then why (docs/diagnose.md, "host_blocked").
 std::string advice_for(IdleCause kind, std::string_view call, const std::string& site, std::string_view copy_name,
-                       bool lost_gpu_time, bool graphs, std::string_view api) {
+                       bool lost_gpu_time, bool graphs, std::string_view api, bool launch, bool has_steps) {
   const std::string where = std::string(call) + (site.empty() ? "" : " in " + site);
   switch (kind) {
     case IdleCause::kBlockedCopy:
@@ -81,9 +81,18 @@ std::string advice_for(IdleCause kind, std::string_view call, const std::string&
              "the loop, stable shapes, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True). cudaMalloc and cudaFree "
              "synchronize the device and call into the driver on every use.";
     case IdleCause::kBlockedInit:
+      if (!launch && !has_steps) {
+        // A whole-run recording (tprof record, a profiler started with the
+        // program): the context is created in it, once per process.
+        return "Leave start-up out of the recording: " + where +
+               " is where this process sets up CUDA (the context, created lazily by the first call that needs "
+               "one), a one-time cost. Record from the first step on (tprof record --nvtx-range or --delay-ms, "
+               "torch.profiler's schedule with wait and warmup steps) to see the steady state.";
+      }
       return "Warm up before recording: run the step a few times untimed (or give the schedule warmup steps) so "
-             "that " + where + " happens before the window, or load modules eagerly (CUDA_MODULE_LOADING=EAGER). "
-             "Context creation and lazy module loading are one-time costs that inflate the steps they land in.";
+             "that " + where + " happens before the window" +
+             (launch ? ", or load modules eagerly (CUDA_MODULE_LOADING=EAGER)" : "") +
+             ". Context creation and lazy module loading are one-time costs that inflate the steps they land in.";
     case IdleCause::kBlockedLaunchQueue:
       if (!lost_gpu_time) {
         return "No change needed unless the host has other work to do: the GPU stays busy while " + where +
@@ -205,7 +214,7 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (has_steps) f.evidence.ints("steps", steps).num("steps_count", steps_with);
     f.advice = advice_for(kt.kind, c.name(longest->event), top_site,
                           longest->op != kNoIndex ? c.name(c.device[longest->op].event) : std::string_view(),
-                          f.idle_ns > 0, c.graph_launches() > 0, c.api());
+                          f.idle_ns > 0, c.graph_launches() > 0, c.api(), longest->op != kNoIndex, has_steps);
     f.impact_ns = f.idle_ns;
     out->push_back(std::move(f));
   }
