@@ -1,23 +1,28 @@
 // libcupti.so.13, stand-in: the CUPTI calls tprof (and Kineto-like tools)
 // make, with real CUPTI's threads, buffers and teardown.
 //
+//   first call that needs the driver ── the loaded libcuda.so.1, else dlopen
+//               it (none to load: CUPTI_ERROR_UNKNOWN)
 //   app thread: API enter ── callback ── (the call) ── API record ── callback exit
 //               NVTX call (NVTX's injection, InitializeInjectionNvtx2) ── callback
 //               no buffer at hand ── bufferRequested (this thread) ── refused: drop, count
 //   driver: device work ── pending until the simulated device finishes it
 //   worker thread (CUPTI's own): finished work ── buffers; FULL buffers ── bufferCompleted
 //   cuptiActivityFlushAll(FORCED) on thread T: finished work ── buffers ── every
-//               buffer (partial ones too) ── bufferCompleted on T, then returns
-//   driver teardown (context destroyed) ── the same, on the exiting thread
+//               buffer (partial ones too) ── to the worker ── bufferCompleted on
+//               the WORKER; T waits for it, then returns
+//   driver teardown (context destroyed) ── RESOURCE callback only: buffers not
+//               flushed by then are never handed back
 //   process exit: the static object below is destroyed (registered with
-//               __cxa_atexit when this library was LOADED): worker stopped, state
-//               freed, pointer null ── any later CUPTI call dies of SIGSEGV
+//               __cxa_atexit when this library was LOADED): counts logged,
+//               hooks out of the driver; the state and the worker survive, so
+//               a flush from a later exit handler still works
 //
-// The last point is the point: libcupti 13.0 keeps its state behind C++
-// statics of a dlopen'ed library, and a tool that calls it from an exit
-// handler registered before the library was loaded calls it after its
-// destructors ran (PAPI PR #594: CUDA 13.0 leaves dangling pointers at
-// shutdown). This stand-in dies there too, deliberately.
+// Each of these was checked against CUDA 13.0 / CUPTI 13.0 on an H200
+// (tests/standin/README.md, "Checked against real CUDA"). The last point
+// used to be the opposite (the state freed, a later call dying of
+// SIGSEGV, the reading of PAPI PR #594 for CUDA 13.0.0); the H200 did not
+// die, and STANDIN_CUPTI_TEARDOWN=dangle keeps that reading as an option.
 //
 // STANDIN_CUPTI_LOG=<file>: one line per configuration call and, at the
 // end of the process, what was written (tests/standin/README.md).
@@ -179,8 +184,8 @@ class Cupti {
   Cupti& operator=(const Cupti&) = delete;
 
   // Stops the worker and, unless told not to, takes CUPTI's hooks out of
-  // the driver. Buffers CUPTI still holds are not handed back: a tool must
-  // flush before this.
+  // the driver (cuptiFinalize, the dangling teardown). Buffers CUPTI still
+  // holds are not handed back: a tool must flush before this.
   void shut_down(bool unhook) noexcept {
     {
       std::lock_guard<std::mutex> lock(buf_mu_);
@@ -188,28 +193,44 @@ class Cupti {
     }
     worker_cv_.notify_all();
     if (worker_.joinable()) worker_.join();
-    if (unhook) {
-      std::lock_guard<std::mutex> lock(config_mu_);
-      if (hooked_) detach_fn_(&kHooks);
-      hooked_ = false;
-    }
+    if (unhook) unhook_for_good();
+  }
+
+  // The process-exit teardown: CUPTI's hooks leave the driver for good;
+  // the state, its worker thread and the buffers it holds stay, so a tool
+  // that flushes after this (an exit handler registered before libcupti
+  // was loaded) still gets them, as it did on an H200 with CUPTI 13.0.
+  void unhook_for_good() noexcept {
+    std::lock_guard<std::mutex> lock(config_mu_);
+    torn_down_ = true;
+    if (hooked_) detach_fn_(&kHooks);
+    hooked_ = false;
   }
 
   // ---- the driver --------------------------------------------------------------------
   //
-  // As real CUPTI: it works with the driver already loaded in the process
-  // (RTLD_NOLOAD); without one its calls fail with CUPTI_ERROR_UNKNOWN.
+  // As real CUPTI 13.0: the driver already in the process, else it loads
+  // libcuda.so.1 itself (on an H200 the driver was not loaded before the
+  // first cuptiSubscribe and was after it, and every call succeeded); where
+  // there is none to load (no driver installed) its calls fail with
+  // CUPTI_ERROR_UNKNOWN. The stand-in finds the stand-in driver by its
+  // RUNPATH; STANDIN_CUPTI_NO_DRIVER=1 makes that lookup fail, as on a
+  // machine with no driver installed.
   CUptiResult attach() noexcept {
     if (driver_.load(std::memory_order_acquire) != nullptr) return CUPTI_SUCCESS;
     std::lock_guard<std::mutex> lock(config_mu_);
     if (driver_.load(std::memory_order_acquire) != nullptr) return CUPTI_SUCCESS;
+    const char* none = std::getenv("STANDIN_CUPTI_NO_DRIVER");
+    if (none != nullptr && std::strcmp(none, "1") == 0) return CUPTI_ERROR_UNKNOWN;
     void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    const bool loaded_here = h == nullptr;
+    if (loaded_here) h = dlopen("libcuda.so.1", RTLD_NOW);
     if (h == nullptr) return CUPTI_ERROR_UNKNOWN;
     attach_fn_ = reinterpret_cast<AttachToolFn>(dlsym(h, kAttachToolSymbol));
     detach_fn_ = reinterpret_cast<DetachToolFn>(dlsym(h, kDetachToolSymbol));
-    // The driver stays loaded (the reference taken by its loader): the
-    // function pointers stay valid.
-    dlclose(h);
+    // Already loaded: its loader's reference keeps it, and the function
+    // pointers, valid. Loaded here: CUPTI keeps its own reference.
+    if (!loaded_here) dlclose(h);
     if (attach_fn_ == nullptr || detach_fn_ == nullptr) return CUPTI_ERROR_UNKNOWN;  // not a driver this CUPTI knows
     const DriverForTool* d = attach_fn_(&kHooks);
     if (d == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;  // torn down
@@ -223,7 +244,7 @@ class Cupti {
   // subscriber, an activity kind, a per-call record switch), as real CUPTI
   // registers its driver callbacks on demand. config_mu_ held.
   void update_hooks_locked() noexcept {
-    if (driver_.load(std::memory_order_acquire) == nullptr) return;
+    if (driver_.load(std::memory_order_acquire) == nullptr || torn_down_) return;
     bool wanted = subscriber_.load(std::memory_order_acquire) != nullptr;
     for (const auto& on : kind_on_) wanted = wanted || on.load(std::memory_order_relaxed);
     for (const auto& on : runtime_on_) wanted = wanted || on.load(std::memory_order_relaxed) != 0;
@@ -306,21 +327,32 @@ class Cupti {
     if (wake) worker_cv_.notify_one();
   }
 
-  // Hands back buffers on this thread: every one (forced) or every one
-  // holding records; finished device work first.
+  // Hands back buffers: every one (forced) or every one holding records;
+  // finished device work first. CUPTI's own thread completes them, and
+  // this call returns once it has (on an H200 with CUPTI 13.0 a forced
+  // flush's partial buffer came back on CUPTI's thread, before
+  // cuptiActivityFlushAll returned). Called on that thread (from a
+  // completion callback) or with the worker stopped, it completes them
+  // itself.
   void flush(bool forced) noexcept {
     const std::uint64_t start = now();
     std::deque<Buffer> batch;
     {
       std::unique_lock<std::mutex> lock(buf_mu_);
       move_finished_locked(monotonic_ns());
-      batch.swap(full_);
       if (current_.data != nullptr && (forced || current_.records != 0)) {
-        batch.push_back(current_);
+        full_.push_back(current_);
         current_ = Buffer{};
       }
-      // Buffers the worker took before this call are handed back before it returns.
-      idle_cv_.wait(lock, [&] { return completing_ == 0; });
+      if (!stop_ && std::this_thread::get_id() != worker_.get_id()) {
+        // Everything in full_ now, and what the worker took before, is
+        // handed back before this returns.
+        const std::uint64_t ticket = ++flush_asked_;
+        worker_cv_.notify_one();
+        idle_cv_.wait(lock, [&] { return flush_done_ >= ticket; });
+      } else {
+        batch.swap(full_);
+      }
     }
     complete_all(batch);
     if (kind_on(CUPTI_ACTIVITY_KIND_OVERHEAD)) write_overhead(CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH, start, now());
@@ -415,11 +447,12 @@ class Cupti {
     }
   }
 
-  // CUPTI's own thread: finished device work into buffers, full buffers back.
+  // CUPTI's own thread: finished device work into buffers, full buffers
+  // back, and what a flush hands it.
   void work() noexcept {
     std::unique_lock<std::mutex> lock(buf_mu_);
     while (!stop_) {
-      if (full_.empty()) {
+      if (full_.empty() && flush_done_ == flush_asked_) {
         std::uint64_t next = UINT64_MAX;
         for (const Pending& p : pending_) next = std::min(next, p.end_ns);
         if (next == UINT64_MAX) {
@@ -435,28 +468,32 @@ class Cupti {
       }
       if (stop_) break;
       move_finished_locked(monotonic_ns());
-      if (full_.empty()) continue;
+      const std::uint64_t asked = flush_asked_;
+      if (full_.empty() && asked == flush_done_) continue;
       std::deque<Buffer> batch;
       batch.swap(full_);
-      ++completing_;
       lock.unlock();
       complete_all(batch);
       lock.lock();
-      --completing_;
+      flush_done_ = asked;
       idle_cv_.notify_all();
     }
+    // Stopped: no flush waits on it any more.
+    flush_done_ = flush_asked_;
+    idle_cv_.notify_all();
   }
 
   std::atomic<const DriverForTool*> driver_{nullptr};
   AttachToolFn attach_fn_ = nullptr;  // config_mu_
   DetachToolFn detach_fn_ = nullptr;
-  bool hooked_ = false;  // the driver calls kHooks
+  bool hooked_ = false;     // the driver calls kHooks
+  bool torn_down_ = false;  // the process-exit teardown ran: never hooked again
   std::mutex buf_mu_;
   Buffer current_;
   std::deque<Buffer> full_;
   std::vector<Pending> pending_;
   std::atomic<std::uint64_t> dropped_{0};
-  int completing_ = 0;
+  std::uint64_t flush_asked_ = 0, flush_done_ = 0;  // flushes handed to the worker, and completed
   std::condition_variable idle_cv_;
   bool stop_ = false;
   std::uint64_t worker_wake_at_ = 0;
@@ -466,8 +503,8 @@ class Cupti {
 
 // ---- the global state and its teardown ------------------------------------------------
 //
-// g_state is read on every call without a check: after the teardown it is
-// null and the call faults, like libcupti 13.0's dangling state.
+// g_state is read on every call without a check: after a dangling
+// teardown (STANDIN_CUPTI_TEARDOWN=dangle) it is null and the call faults.
 Cupti* volatile g_state = nullptr;
 
 Cupti& state() noexcept { return *g_state; }
@@ -505,28 +542,42 @@ void log_written() noexcept {
 // destructor with __cxa_atexit when the library is loaded (dlopen), so it
 // runs at exit before every exit handler registered earlier.
 //
-// STANDIN_CUPTI_TEARDOWN=dangle leaves CUPTI's hooks in the driver: a
-// driver call that reaches CUPTI after this (the driver's own exit
-// teardown, a thread still launching) faults too, the pessimistic reading
-// of "dangling pointer paths". cuptiFinalize takes them out first.
+// By default it logs the counts and takes CUPTI's hooks out of the driver;
+// the state, its worker thread and the buffers it holds survive, and a
+// later call works: on an H200 with CUPTI 13.0, a forced flush from an exit
+// handler registered before libcupti was loaded returned CUPTI_SUCCESS and
+// handed back the buffer.
+//
+// STANDIN_CUPTI_TEARDOWN=dangle is the pessimistic reading of PAPI pull
+// request #594 ("a regression in Cuda Toolkit 13.0.0 leaving dangling
+// pointer paths"), not what the H200 did: the teardown frees the state,
+// leaves the pointer null and CUPTI's hooks in the driver, so any CUPTI
+// call after it, and any driver call that reaches CUPTI (the driver's own
+// exit teardown, a thread still launching), dies of SIGSEGV, unless the
+// tool called cuptiFinalize (which takes the hooks out) or turned
+// everything off first.
 struct Global {
   Global() {
     log_open();
     const char* mode = std::getenv("STANDIN_CUPTI_TEARDOWN");
-    unhook_at_teardown = mode == nullptr || std::strcmp(mode, "dangle") != 0;
+    dangle = mode != nullptr && std::strcmp(mode, "dangle") == 0;
     g_state = new Cupti;
   }
   ~Global() {
     Cupti* s = g_state;
     log_written();
-    log_line(unhook_at_teardown ? "teardown" : "teardown dangle");
-    s->shut_down(unhook_at_teardown);
+    log_line(dangle ? "teardown dangle" : "teardown");
+    if (!dangle) {
+      s->unhook_for_good();
+      return;
+    }
+    s->shut_down(false);
     delete s;
     g_state = nullptr;
   }
   Global(const Global&) = delete;
   Global& operator=(const Global&) = delete;
-  bool unhook_at_teardown = true;
+  bool dangle = false;
 };
 Global g_global;
 
@@ -537,9 +588,34 @@ CUptiResult fail(CUptiResult r) noexcept {
 
 // ---- hooks: what the driver calls, on the caller's thread ------------------------------
 
+// Correlation ids are CUPTI's, one process-wide sequence over the calls
+// it traces: a call whose callback or record is on, or any call while
+// device work is recorded (its kernels, copies and syncs carry the id).
+// A call it does not trace takes none. Measured on an H200 with CUPTI
+// 13.0: a subscriber with the runtime domain and cuDeviceGetCount's
+// callback on saw correlation ids 1 to 4 for the four calls it traced,
+// though the runtime's initialization made about 117 driver calls before
+// the second and a cuDeviceGet (its callback off) came before the fourth.
+std::atomic<std::uint32_t> g_next_correlation{1};
+
+bool traces_device_work(const Cupti& s) noexcept {
+  for (const CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                     CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+                                     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}) {
+    if (s.kind_on(k)) return true;
+  }
+  return false;
+}
+
 void on_api_enter(ApiCall* call) noexcept {
   Cupti& s = state();
-  if (CUpti_Subscriber_st* sub = s.subscriber_for(call->domain, call->cbid)) {
+  CUpti_Subscriber_st* sub = s.subscriber_for(call->domain, call->cbid);
+  const auto& on = call->domain == CUPTI_CB_DOMAIN_RUNTIME_API ? s.runtime_on_ : s.driver_on_;
+  const bool recorded = call->cbid < kCbidSlots && on[call->cbid].load(std::memory_order_relaxed) != 0;
+  if (sub != nullptr || recorded || traces_device_work(s)) {
+    call->correlation_id = g_next_correlation.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (sub != nullptr) {
     CUpti_CallbackData d{};
     d.callbackSite = CUPTI_API_ENTER;
     d.functionName = call->name;
@@ -768,13 +844,15 @@ void on_context_created(const ContextInfo& c, const DeviceInfo& d) noexcept {
   deliver_resource(s, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, c.context, nullptr, nullptr);
 }
 
-// The context is going (the driver's exit teardown): the tool hears of it,
-// and every buffer goes back now, on this thread.
+// The context is going (the driver's exit teardown): the tool hears of it.
+// No buffer goes back: on an H200 with CUPTI 13.0, records left in CUPTI's
+// buffers at exit without a flush never came back (a program that made
+// five API records and exited got no completion at all). A tool flushes
+// before the driver's teardown or loses them.
 void on_context_destroying(const ContextInfo& c) noexcept {
   Cupti& s = state();
   log_line("context_destroyed %u", c.context_id);
   deliver_resource(s, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, c.context, nullptr, nullptr);
-  s.flush(true);
 }
 
 const ToolHooks kHooks = {on_api_enter,       on_api_exit,          on_work, on_sync, on_resource,
@@ -1049,8 +1127,10 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_Ca
   }
   std::lock_guard<std::mutex> lock(s.config_mu_);
   if (s.subscriber_storage_) {
+    // Returned, not kept: on an H200 with CUPTI 13.0, cuptiGetLastError
+    // after the refusal gave CUPTI_SUCCESS.
     log_line("subscribe error %d", static_cast<int>(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED));
-    return fail(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+    return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   }
   s.subscriber_storage_ = std::make_unique<CUpti_Subscriber_st>();
   s.subscriber_storage_->callback = callback;
@@ -1214,10 +1294,22 @@ CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_
   return CUPTI_SUCCESS;
 }
 
+// Switched on without the DRIVER kind once the context exists, a driver
+// call is not recorded, though the call succeeds: on an H200 with CUPTI
+// 13.0, cuptiActivityEnableDriverApi(cbid, 1) recorded the call when made
+// before the context was created and nothing when made after it (the
+// DRIVER kind recorded it either way). The stand-in takes the context's
+// creation as the line ("after cuInit, before the context" is unmeasured);
+// the log line says "late" for such a switch.
 CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
   standin::Cupti& s = state();
   if (const CUptiResult r = s.attach(); r != CUPTI_SUCCESS) return fail(r);
   if (cbid >= standin::kCbidSlots) return fail(CUPTI_ERROR_INVALID_PARAMETER);
+  const bool late = enable != 0 && !s.kind_on(CUPTI_ACTIVITY_KIND_DRIVER) && s.driver()->have_context();
+  if (late) {
+    log_line("driver_api %u 1 late", cbid);
+    return CUPTI_SUCCESS;
+  }
   s.driver_on_[cbid].store(enable != 0 ? 1 : 0, std::memory_order_relaxed);
   s.update_hooks();
   log_line("driver_api %u %d", cbid, enable != 0 ? 1 : 0);

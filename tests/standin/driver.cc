@@ -9,13 +9,20 @@
 //     ── reported to CUPTI at once (Work); CUPTI shows it once it has ended
 //   synchronize ── sleeps/spins until the work has ended ── Sync to CUPTI
 //   teardown (at exit) ── waits for the device ── CUPTI: context_destroying
+//     (a RESOURCE callback; CUPTI hands no buffers back there)
 //     ── every call from then on: CUDA_ERROR_DEINITIALIZED
 //
 // The driver's state is a heap object that is never freed (a C library has
 // no static destructors), so only its atexit teardown changes it at exit.
 // CUPTI attaches through standin_driver_attach_tool (tests/standin/standin_internal.h);
-// the runtime reaches the same functions through standin_driver_internal(),
-// which makes no DRIVER API records, as cudart's internal path does not.
+// the runtime reaches most of the same functions through
+// standin_driver_internal(), which makes no DRIVER API records. The runtime
+// is not silent in the DRIVER domain, though: real cudart 13 calls public,
+// traced driver entry points too (measured on an H200 with CUPTI 13.0:
+// cuDeviceGetCount first thing in its initialization, about 117 traced
+// driver calls in all there, and a cuKernelGetName before every kernel
+// launch), so the stand-in runtime calls cuDeviceGetCount and
+// cuKernelGetName through the exported functions below.
 #include <dlfcn.h>
 #include <time.h>
 
@@ -115,7 +122,6 @@ struct Driver {
   CUctx_st context;
   CUstream_st legacy;
   std::vector<CUstream_st*> streams;  // created ones
-  std::atomic<std::uint32_t> next_correlation{1};
   std::atomic<std::uint32_t> next_stream_id{kFirstStreamId};
   std::atomic<std::uint32_t> next_event_id{1};
   std::atomic<std::uint32_t> next_graph_id{1};
@@ -225,8 +231,10 @@ CUresult ready() noexcept {
 
 // ---- API calls --------------------------------------------------------------------------
 
+// The correlation id is CUPTI's to give (at api_enter), to the calls it
+// traces; a call it does not trace has none (0).
 void api_begin(ApiCall* call) noexcept {
-  call->correlation_id = g->next_correlation.fetch_add(1, std::memory_order_relaxed);
+  call->correlation_id = 0;
   if (g->have_context.load(std::memory_order_acquire)) {
     call->context = &g->context;
     call->context_id = kContextId;
@@ -735,8 +743,9 @@ const char* error_name_impl(CUresult r) noexcept {
 // ---- cuInit and the teardown ----------------------------------------------------------
 
 // The primary context goes at exit: the device finishes its work, CUPTI
-// hands back what it holds for the context, and the driver refuses every
-// call from then on.
+// hears of it (CONTEXT_DESTROY_STARTING; it hands back no buffers: on an
+// H200 with CUPTI 13.0 a process that exited without a flush got none),
+// and the driver refuses every call from then on.
 void teardown() {
   if (g->state.load(std::memory_order_acquire) != State::kReady) return;
   wait_until(device_busy_until());
@@ -782,7 +791,9 @@ std::uint32_t graph_id_of(CUgraph graph) noexcept { return graph != nullptr ? gr
 std::uint64_t node_id_of(CUgraphNode node) noexcept { return node != nullptr ? node->id : 0; }
 std::uint32_t exec_id_of(CUgraphExec exec) noexcept { return exec != nullptr ? exec->id : 0; }
 
-const DriverForTool kForTool = {graph_id_of, node_id_of, exec_id_of};
+bool have_context_impl() noexcept { return g->have_context.load(std::memory_order_acquire); }
+
+const DriverForTool kForTool = {graph_id_of, node_id_of, exec_id_of, have_context_impl};
 
 bool deinitialized_impl() noexcept { return g->state.load(std::memory_order_acquire) == State::kTornDown; }
 

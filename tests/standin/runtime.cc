@@ -2,10 +2,23 @@
 // (cuda_runtime_api.h signatures), over the stand-in driver.
 //
 //   first call ── dlopen("libcuda.so.1") ── driver init (cuInit: the
-//       injection runs here) ── atexit(teardown): registered AFTER cuInit,
-//       so it runs BEFORE every exit handler the injection registered
+//       injection runs here) ── cuDeviceGetCount (public: a DRIVER API call,
+//       before the first runtime call's own enter callback) ──
+//       atexit(teardown): registered AFTER cuInit, so it runs BEFORE every
+//       exit handler the injection registered
 //   each call ── one RUNTIME API call (its own correlation id, callbacks,
 //       record on this thread) ── the driver's internal path (no DRIVER records)
+//   kernel launch ── cuKernelGetName (public: a DRIVER API call that ends
+//       before the launch's RUNTIME call starts, with the lower correlation id)
+//       ── the launch's RUNTIME call
+//
+// Measured with real cudart 13 and CUPTI 13.0 on an H200: the first runtime
+// call of a process is preceded, on its thread, by a cuDeviceGetCount
+// (correlation 1, the runtime call 2), and with the DRIVER kind on the
+// initialization makes about 117 traced driver calls (this stand-in makes
+// that one); every cudaLaunchKernel is preceded by a cuKernelGetName
+// (tprof's H100 fixture 4096_bf16_warm_eager.json: cuKernelGetName
+// correlation 16, then cudaLaunchKernel 17).
 //   teardown (at exit) ── the device finishes, the allocations are freed,
 //       the streams destroyed, through the driver ── every later call:
 //       cudaErrorCudartUnloading
@@ -43,6 +56,9 @@ struct Runtime {
   std::once_flag init_once;
   cudaError_t init_error = cudaSuccess;
   const DriverInternal* driver = nullptr;
+  // The public (traced) driver entry points the runtime calls.
+  CUresult (*device_get_count)(int*) = nullptr;
+  CUresult (*kernel_get_name)(const char**, CUkernel) = nullptr;
   std::atomic<bool> unloading{false};
   std::mutex mu;
   std::unordered_map<const void*, Kernel> kernels;
@@ -95,10 +111,16 @@ cudaError_t init() noexcept {
       return;
     }
     rt->driver = internal();
+    rt->device_get_count = reinterpret_cast<decltype(rt->device_get_count)>(dlsym(h, "cuDeviceGetCount"));
+    rt->kernel_get_name = reinterpret_cast<decltype(rt->kernel_get_name)>(dlsym(h, "cuKernelGetName"));
     if (const CUresult r = rt->driver->init(); r != CUDA_SUCCESS) {
       rt->init_error = to_runtime(r);
       return;
     }
+    // The first traced call of the process: a tool subscribed to the
+    // DRIVER domain sees it before the runtime call that caused it.
+    int count = 0;
+    if (rt->device_get_count != nullptr) static_cast<void>(rt->device_get_count(&count));
     std::atexit(teardown);
   });
   return rt->init_error;
@@ -168,6 +190,19 @@ CUfunction function_of(const void* host_fn, const char** name) noexcept {
   return it->second.function;
 }
 
+// What cudart does before a kernel launch's own RUNTIME call opens: it
+// asks the driver for the kernel's name, through the public (traced)
+// cuKernelGetName. Nothing for a host function it does not know, or once
+// it is unloading.
+void before_launch(const void* host_fn) noexcept {
+  if (rt->unloading.load(std::memory_order_acquire) || init() != cudaSuccess) return;
+  const char* registered = nullptr;
+  CUfunction f = function_of(host_fn, &registered);
+  if (f == nullptr || rt->kernel_get_name == nullptr) return;
+  const char* name = nullptr;
+  static_cast<void>(rt->kernel_get_name(&name, reinterpret_cast<CUkernel>(f)));
+}
+
 const char* kernel_name(const void* host_fn) noexcept {
   std::lock_guard<std::mutex> lock(rt->mu);
   auto it = rt->kernels.find(host_fn);
@@ -195,7 +230,7 @@ int standin_register_kernel(const void* host_fn, const char* mangled_name, std::
 
 cudaError_t CUDARTAPI cudaDriverGetVersion(int* driverVersion) {
   cudaDriverGetVersion_v3020_params p{driverVersion};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaDriverGetVersion_v3020, "cudaDriverGetVersion_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaDriverGetVersion_v3020, "cudaDriverGetVersion", &p);
   if (!call.open()) return call.refused();
   if (driverVersion == nullptr) return call.finish(cudaErrorInvalidValue);
   *driverVersion = CUDA_VERSION;
@@ -204,7 +239,7 @@ cudaError_t CUDARTAPI cudaDriverGetVersion(int* driverVersion) {
 
 cudaError_t CUDARTAPI cudaRuntimeGetVersion(int* runtimeVersion) {
   cudaRuntimeGetVersion_v3020_params p{runtimeVersion};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaRuntimeGetVersion_v3020, "cudaRuntimeGetVersion_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaRuntimeGetVersion_v3020, "cudaRuntimeGetVersion", &p);
   if (!call.open()) return call.refused();
   if (runtimeVersion == nullptr) return call.finish(cudaErrorInvalidValue);
   *runtimeVersion = CUDART_VERSION;
@@ -213,7 +248,7 @@ cudaError_t CUDARTAPI cudaRuntimeGetVersion(int* runtimeVersion) {
 
 cudaError_t CUDARTAPI cudaGetDeviceCount(int* count) {
   cudaGetDeviceCount_v3020_params p{count};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020, "cudaGetDeviceCount_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020, "cudaGetDeviceCount", &p);
   if (!call.open()) return call.refused();
   if (count == nullptr) return call.finish(cudaErrorInvalidValue);
   *count = 1;
@@ -222,7 +257,7 @@ cudaError_t CUDARTAPI cudaGetDeviceCount(int* count) {
 
 cudaError_t CUDARTAPI cudaGetDevice(int* device) {
   cudaGetDevice_v3020_params p{device};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, "cudaGetDevice_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, "cudaGetDevice", &p);
   if (!call.open()) return call.refused();
   if (device == nullptr) return call.finish(cudaErrorInvalidValue);
   *device = 0;
@@ -231,13 +266,13 @@ cudaError_t CUDARTAPI cudaGetDevice(int* device) {
 
 cudaError_t CUDARTAPI cudaSetDevice(int device) {
   cudaSetDevice_v3020_params p{device};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020, "cudaSetDevice_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020, "cudaSetDevice", &p);
   if (!call.open()) return call.refused();
   return call.finish(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
 }
 
 cudaError_t CUDARTAPI cudaGetLastError(void) {
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020, "cudaGetLastError_v3020", nullptr);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020, "cudaGetLastError", nullptr);
   if (!call.open()) return call.refused();
   const cudaError_t e = standin::tl_last_error;
   standin::tl_last_error = cudaSuccess;
@@ -246,7 +281,7 @@ cudaError_t CUDARTAPI cudaGetLastError(void) {
 }
 
 cudaError_t CUDARTAPI cudaPeekAtLastError(void) {
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020, "cudaPeekAtLastError_v3020", nullptr);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020, "cudaPeekAtLastError", nullptr);
   if (!call.open()) return call.refused();
   const cudaError_t e = standin::tl_last_error;
   call.finish(cudaSuccess);
@@ -280,7 +315,7 @@ const char* CUDARTAPI cudaGetErrorString(cudaError_t error) {
 
 cudaError_t CUDARTAPI cudaMalloc(void** devPtr, size_t size) {
   cudaMalloc_v3020_params p{devPtr, size};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc", &p);
   if (!call.open()) return call.refused();
   const CUresult r = driver().alloc(devPtr, size);
   if (r == CUDA_SUCCESS) {
@@ -292,7 +327,7 @@ cudaError_t CUDARTAPI cudaMalloc(void** devPtr, size_t size) {
 
 cudaError_t CUDARTAPI cudaFree(void* devPtr) {
   cudaFree_v3020_params p{devPtr};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree", &p);
   if (!call.open()) return call.refused();
   {
     std::lock_guard<std::mutex> lock(rt->mu);
@@ -303,7 +338,7 @@ cudaError_t CUDARTAPI cudaFree(void* devPtr) {
 
 cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
   cudaMemcpy_v3020_params p{dst, src, count, kind};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, "cudaMemcpy_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, "cudaMemcpy", &p);
   if (!call.open()) return call.refused();
   return call.finish(driver().copy(dst, src, count, kind, nullptr, true));
 }
@@ -311,29 +346,30 @@ cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t count, enum 
 cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
                                       cudaStream_t stream) {
   cudaMemcpyAsync_v3020_params p{dst, src, count, kind, stream};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync", &p);
   if (!call.open()) return call.refused();
   return call.finish(driver().copy(dst, src, count, kind, stream, false));
 }
 
 cudaError_t CUDARTAPI cudaMemset(void* devPtr, int value, size_t count) {
   cudaMemset_v3020_params p{devPtr, value, count};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, "cudaMemset_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, "cudaMemset", &p);
   if (!call.open()) return call.refused();
   return call.finish(driver().fill(devPtr, value, count, nullptr, true));
 }
 
 cudaError_t CUDARTAPI cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
   cudaMemsetAsync_v3020_params p{devPtr, value, count, stream};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, "cudaMemsetAsync_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, "cudaMemsetAsync", &p);
   if (!call.open()) return call.refused();
   return call.finish(driver().fill(devPtr, value, count, stream, false));
 }
 
 cudaError_t CUDARTAPI cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
                                        cudaStream_t stream) {
+  standin::before_launch(func);
   cudaLaunchKernel_v7000_params p{func, gridDim, blockDim, args, sharedMem, stream};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel_v7000", &p,
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel", &p,
                    standin::kernel_name(func));
   if (!call.open()) return call.refused();
   const char* name = nullptr;
@@ -347,21 +383,21 @@ cudaError_t CUDARTAPI cudaLaunchKernel(const void* func, dim3 gridDim, dim3 bloc
 }
 
 cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize_v3020", nullptr);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize", nullptr);
   if (!call.open()) return call.refused();
   return call.finish(driver().context_synchronize());
 }
 
 cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream) {
   cudaStreamSynchronize_v3020_params p{stream};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, "cudaStreamSynchronize_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, "cudaStreamSynchronize", &p);
   if (!call.open()) return call.refused();
   return call.finish(driver().stream_synchronize(stream));
 }
 
 cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t* pStream) {
   cudaStreamCreate_v3020_params p{pStream};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreate_v3020, "cudaStreamCreate_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreate_v3020, "cudaStreamCreate", &p);
   if (!call.open()) return call.refused();
   const CUresult r = driver().stream_create(pStream);
   if (r == CUDA_SUCCESS) {
@@ -373,7 +409,7 @@ cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t* pStream) {
 
 cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t stream) {
   cudaStreamDestroy_v5050_params p{stream};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050, "cudaStreamDestroy_v5050", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050, "cudaStreamDestroy", &p);
   if (!call.open()) return call.refused();
   {
     std::lock_guard<std::mutex> lock(rt->mu);
@@ -384,70 +420,70 @@ cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t stream) {
 
 cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t* event) {
   cudaEventCreate_v3020_params p{event};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaEventCreate_v3020, "cudaEventCreate_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaEventCreate_v3020, "cudaEventCreate", &p);
   if (!call.open()) return call.refused();
   return call.finish(driver().event_create(event));
 }
 
 cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   cudaEventRecord_v3020_params p{event, stream};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, "cudaEventRecord_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, "cudaEventRecord", &p);
   if (!call.open()) return call.refused();
   return call.finish(driver().event_record(event, stream));
 }
 
 cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event) {
   cudaEventSynchronize_v3020_params p{event};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020, "cudaEventSynchronize_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020, "cudaEventSynchronize", &p);
   if (!call.open()) return call.refused();
   return call.finish(driver().event_synchronize(event));
 }
 
 cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t event) {
   cudaEventDestroy_v3020_params p{event};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020, "cudaEventDestroy_v3020", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020, "cudaEventDestroy", &p);
   if (!call.open()) return call.refused();
   return call.finish(driver().event_destroy(event));
 }
 
 cudaError_t CUDARTAPI cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
   cudaStreamBeginCapture_v10000_params p{stream, mode};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, "cudaStreamBeginCapture_v10000", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, "cudaStreamBeginCapture", &p);
   if (!call.open()) return call.refused();
   return call.finish(driver().begin_capture(stream));
 }
 
 cudaError_t CUDARTAPI cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
   cudaStreamEndCapture_v10000_params p{stream, pGraph};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, "cudaStreamEndCapture_v10000", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, "cudaStreamEndCapture", &p);
   if (!call.open()) return call.refused();
   return call.finish(driver().end_capture(stream, pGraph));
 }
 
 cudaError_t CUDARTAPI cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph, unsigned long long flags) {
   cudaGraphInstantiate_v12000_params p{pGraphExec, graph, flags};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, "cudaGraphInstantiate_v12000", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, "cudaGraphInstantiate", &p);
   if (!call.open()) return call.refused();
   return call.finish(driver().graph_instantiate(pGraphExec, graph));
 }
 
 cudaError_t CUDARTAPI cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
   cudaGraphLaunch_v10000_params p{graphExec, stream};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, "cudaGraphLaunch_v10000", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, "cudaGraphLaunch", &p);
   if (!call.open()) return call.refused();
   return call.finish(driver().graph_launch(graphExec, stream));
 }
 
 cudaError_t CUDARTAPI cudaGraphDestroy(cudaGraph_t graph) {
   cudaGraphDestroy_v10000_params p{graph};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphDestroy_v10000, "cudaGraphDestroy_v10000", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphDestroy_v10000, "cudaGraphDestroy", &p);
   if (!call.open()) return call.refused();
   return call.finish(driver().graph_destroy(graph));
 }
 
 cudaError_t CUDARTAPI cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
   cudaGraphExecDestroy_v10000_params p{graphExec};
-  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecDestroy_v10000, "cudaGraphExecDestroy_v10000", &p);
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecDestroy_v10000, "cudaGraphExecDestroy", &p);
   if (!call.open()) return call.refused();
   return call.finish(driver().graph_exec_destroy(graphExec));
 }

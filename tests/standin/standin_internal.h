@@ -3,6 +3,9 @@
 //
 //   runtime ── standin_driver_internal() ──▶ driver        (no DRIVER records:
 //                                                           cudart's internal path)
+//   runtime ── cuDeviceGetCount, cuKernelGetName ──▶ driver (public entry points:
+//                                                           DRIVER records, as
+//                                                           real cudart makes them)
 //   CUPTI ── standin_driver_attach_tool(hooks) ──▶ driver   (as real CUPTI finds the
 //         ◀── hooks: API enter/exit, device work, syncs,    loaded driver and hooks
 //             resources, context creation/destruction        into it)
@@ -32,7 +35,7 @@ struct ApiCall {
   const char* symbol = nullptr;  // kernel name of a launch
   CUcontext context = nullptr;
   std::uint32_t context_id = 0;
-  std::uint32_t correlation_id = 0;
+  std::uint32_t correlation_id = 0;    // CUPTI's: set at api_enter for a call it traces
   std::uint32_t result = 0;            // numeric result, for the API record
   std::uint64_t correlation_data = 0;  // the subscriber's per-call slot
   std::uint64_t tool_start = 0;        // CUPTI's: the record's start
@@ -102,8 +105,8 @@ struct ToolHooks {
   // carries for that cbid (CUpti_GraphData* for graph callbacks).
   void (*resource)(CUpti_CallbackIdResource cbid, CUcontext context, CUstream stream, void* descriptor) noexcept;
   void (*context_created)(const ContextInfo& context, const DeviceInfo& device) noexcept;
-  // The driver's teardown, before the context goes: CUPTI hands back what
-  // it holds, on this (the exiting) thread.
+  // The driver's teardown, before the context goes (the RESOURCE callback;
+  // CUPTI hands nothing back there: real CUPTI 13.0 did not).
   void (*context_destroying)(const ContextInfo& context) noexcept;
 };
 
@@ -112,6 +115,9 @@ struct DriverForTool {
   std::uint32_t (*graph_id)(CUgraph graph) noexcept;  // 0 for null
   std::uint64_t (*graph_node_id)(CUgraphNode node) noexcept;
   std::uint32_t (*graph_exec_id)(CUgraphExec exec) noexcept;
+  // Whether the primary context exists (per-call DRIVER switches turned on
+  // after it record nothing).
+  bool (*have_context)() noexcept;
 };
 
 // Exported by the driver (extern "C"): CUPTI attaches at its first call
@@ -122,8 +128,9 @@ using DetachToolFn = void (*)(const ToolHooks* hooks);
 inline constexpr const char kAttachToolSymbol[] = "standin_driver_attach_tool";
 inline constexpr const char kDetachToolSymbol[] = "standin_driver_detach_tool";
 
-// The driver's functions as cudart reaches them: no DRIVER API records.
-// Device work takes its correlation id from the innermost API call open on
+// The driver's functions as cudart reaches them: no DRIVER API records
+// (the runtime's few traced driver calls go through the public entry
+// points, which it finds with dlsym). Device work takes its correlation id from the innermost API call open on
 // the calling thread (the runtime's own).
 struct DriverInternal {
   CUresult (*init)() noexcept;  // cuInit(0), injection included

@@ -1,9 +1,12 @@
 // tprof record end to end on the CUDA stand-in (tests/standin/): the real
 // CLI, the real injection library, a driver that calls InitializeInjection
-// inside cuInit, a CUPTI that completes buffers on its own thread and dies
-// when used after its teardown, and a program that exits every way a real
-// one does. On commit 6c32929 every exit that ran the window to the end
-// died of SIGSEGV here, as it did on an H100.
+// inside cuInit, a CUPTI that completes buffers (flushed ones too) on its
+// own thread and hands back nothing left unflushed at exit, and a program
+// that exits every way a real one does. On commit 6c32929 every exit that
+// ran the window to the end died of SIGSEGV here, as it did on an H100,
+// while the stand-in CUPTI died when used after its teardown (now only
+// with STANDIN_CUPTI_TEARDOWN=dangle: real CUPTI 13.0 survived that on an
+// H200).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -101,7 +104,11 @@ class RecordExitPath : public RecordStandin, public ::testing::WithParamInterfac
 // The default window (the whole run) is written however the program ends,
 // its status passes through, and the trace holds the work: 20 steps of a
 // GEMM and an add kernel each. Both orders of the driver's own exit handler
-// against the injection call (the real driver does not document which).
+// against the injection call: "before" (the driver's teardown runs after
+// tprof's exit handler) is what the real driver did on an H200; "after"
+// is the order an exit handler registered before cuInit meets, where the
+// driver's teardown runs first and, as real CUPTI 13.0 does, CUPTI hands
+// back nothing then.
 TEST_P(RecordExitPath, TheWholeRunIsWrittenAndTheStatusPassesThrough) {
   const ExitPath& p = GetParam();
   setenv("STANDIN_DRIVER_ATEXIT", p.driver_atexit, 1);

@@ -1,7 +1,9 @@
 // The CUDA stand-in (tests/standin) behaves as real CUDA does where tprof
 // depends on it: a minimal CUPTI subscriber, loaded with dlopen as tprof
 // loads libcupti, checks threads, buffers, flushes, per-call switches,
-// graphs, the driver's exit order and CUPTI's death after its teardown.
+// graphs, the driver's exit order and CUPTI at and after its teardown.
+// Where real CUDA was measured (an H200, CUDA 13.0, driver 580), a test
+// states what it did (tests/standin/README.md, "Checked against real CUDA").
 //
 // Every scenario runs in a fresh process (a "threadsafe" death test
 // re-executes this binary): the stand-ins keep process-wide state, and
@@ -338,17 +340,39 @@ void callbacks_on_the_calling_thread() {
   const std::uint32_t me = os_tid();
   std::lock_guard<std::mutex> lock(g_seen.mu);
   const auto& cbs = g_seen.callbacks;
-  // cudaGetDevice here and on the other thread, cuDeviceGetCount: enter and exit each.
+  // Enter and exit each: the runtime's initialization (its cuDeviceGetCount,
+  // traced, before the first runtime call's enter: real cudart 13 on an
+  // H200), cudaGetDevice here, this test's cuDeviceGetCount, cudaGetDevice
+  // on the other thread. Correlation ids as measured there: 1 to 4.
   std::vector<Callback> api;
   for (const Callback& c : cbs) {
     if (c.domain == CUPTI_CB_DOMAIN_RUNTIME_API || c.domain == CUPTI_CB_DOMAIN_DRIVER_API) api.push_back(c);
   }
-  REQUIRE(api.size() == 6);
-  REQUIRE(api[0].name == "cudaGetDevice_v3020" && api[0].site == CUPTI_API_ENTER && api[0].tid == me);
-  REQUIRE(api[1].site == CUPTI_API_EXIT && api[1].correlation == api[0].correlation && api[1].tid == me);
-  REQUIRE(api[2].name == "cuDeviceGetCount" && api[2].domain == CUPTI_CB_DOMAIN_DRIVER_API && api[2].tid == me);
-  REQUIRE(api[2].correlation > api[0].correlation);
-  REQUIRE(api[4].name == "cudaGetDevice_v3020" && api[4].tid == other && api[5].tid == other);
+  if (real_cuda()) {
+    for (const Callback& c : cbs) {
+      std::fprintf(stderr, "seen: domain %d cbid %u %s site %d corr %u tid %s text '%s' returned %lld\n",
+                   static_cast<int>(c.domain), c.cbid, c.name.c_str(), c.site, c.correlation,
+                   c.tid == me ? "me" : c.tid == other ? "other" : "third", c.text.c_str(), c.returned);
+    }
+  }
+  REQUIRE(api.size() == 8);
+  const struct {
+    CUpti_CallbackDomain domain;
+    const char* name;
+    std::uint32_t correlation;
+    std::uint32_t tid;
+  } want[4] = {{CUPTI_CB_DOMAIN_DRIVER_API, "cuDeviceGetCount", 1, me},
+               {CUPTI_CB_DOMAIN_RUNTIME_API, "cudaGetDevice", 2, me},
+               {CUPTI_CB_DOMAIN_DRIVER_API, "cuDeviceGetCount", 3, me},
+               {CUPTI_CB_DOMAIN_RUNTIME_API, "cudaGetDevice", 4, other}};
+  for (std::size_t i = 0; i < 4; ++i) {
+    const Callback& enter = api[2 * i];
+    const Callback& leave = api[2 * i + 1];
+    REQUIRE(enter.domain == want[i].domain && enter.name == want[i].name && enter.site == CUPTI_API_ENTER);
+    REQUIRE(leave.domain == want[i].domain && leave.name == want[i].name && leave.site == CUPTI_API_EXIT);
+    REQUIRE(enter.correlation == want[i].correlation && leave.correlation == want[i].correlation);
+    REQUIRE(enter.tid == want[i].tid && leave.tid == want[i].tid);
+  }
   std::vector<Callback> nvtx;
   for (const Callback& c : cbs) {
     if (c.domain == CUPTI_CB_DOMAIN_NVTX && c.cbid != CUPTI_CBID_NVTX_nvtxDomainCreateA) nvtx.push_back(c);
@@ -368,7 +392,7 @@ void callbacks_on_the_calling_thread() {
   _exit(0);
 }
 
-void full_buffers_on_cuptis_thread_flush_on_the_caller() {
+void full_buffers_and_a_forced_flush_on_cuptis_thread() {
   load_all();
   register_buffers();
   g_buffer_bytes = 25 * sizeof(CUpti_ActivityAPI);  // 25 records a buffer
@@ -390,12 +414,22 @@ void full_buffers_on_cuptis_thread_flush_on_the_caller() {
     for (const Completion& c : g_seen.completions) REQUIRE(c.tid != me && c.records == 25);
   }
   REQUIRE(api_records(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020) == 200);
-  // A forced flush hands back the partial buffer on this thread before it returns.
+  // A forced flush hands back the partial buffer on CUPTI's thread, not
+  // this one, before it returns (real CUPTI 13.0 on an H200).
   CUPTI_OK(CUPTI(cuptiActivityFlushAll)(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   {
     std::lock_guard<std::mutex> lock(g_seen.mu);
+    for (const Completion& c : g_seen.completions) {
+      if (real_cuda()) {
+        std::fprintf(stderr, "completion: tid %s records %zu\n",
+                     c.tid == me                                  ? "me"
+                     : c.tid == g_seen.completions.front().tid ? "other (the first's)"
+                                                                  : "other (not the first's)",
+                     c.records);
+      }
+    }
     REQUIRE(g_seen.completions.size() == 9);
-    REQUIRE(g_seen.completions.back().tid == me && g_seen.completions.back().records == 10);
+    REQUIRE(g_seen.completions.back().tid != me && g_seen.completions.back().records == 10);
   }
   const auto api = records_of<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_RUNTIME);
   REQUIRE(api.size() == 210);
@@ -482,23 +516,73 @@ void second_subscriber_refused() {
   load_all();
   subscribe();
   CUpti_SubscriberHandle again = nullptr;
-  REQUIRE(CUPTI(cuptiSubscribe)(&again, on_callback, nullptr) == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
-  REQUIRE(CUPTI(cuptiGetLastError)() == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
-  REQUIRE(CUPTI(cuptiGetLastError)() == CUPTI_SUCCESS);
+  const CUptiResult second = CUPTI(cuptiSubscribe)(&again, on_callback, nullptr);
+  const CUptiResult last = CUPTI(cuptiGetLastError)();
+  const CUptiResult last_again = CUPTI(cuptiGetLastError)();
+  std::fprintf(stderr, "second subscribe %d, last error %d, then %d\n", static_cast<int>(second),
+               static_cast<int>(last), static_cast<int>(last_again));
+  REQUIRE(second == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+  // Returned, not kept as the last error (real CUPTI 13.0 on an H200).
+  REQUIRE(last == CUPTI_SUCCESS);
+  REQUIRE(last_again == CUPTI_SUCCESS);
   _exit(0);
 }
 
-void no_driver_fails_like_real_cupti() {
+// CUPTI loaded into a process with no driver loaded, its calls' results
+// and whether libcuda.so.1 is loaded before and after cuptiSubscribe.
+struct NoDriverRun {
+  bool loaded_before = false, loaded_after = false;
+  CUptiResult subscribe = CUPTI_SUCCESS, thread_id_type = CUPTI_SUCCESS, register_callbacks = CUPTI_SUCCESS,
+              enable = CUPTI_SUCCESS, flush = CUPTI_SUCCESS;
+};
+
+NoDriverRun cupti_without_a_loaded_driver() {
   g_libs.cupti = must_load(cupti_lib(), RTLD_NOW | RTLD_LOCAL);
   std::uint32_t version = 0;
   CUPTI_OK(CUPTI(cuptiGetVersion)(&version));
   REQUIRE(version == CUPTI_API_VERSION);
+  NoDriverRun r;
   CUpti_SubscriberHandle s = nullptr;
-  REQUIRE(CUPTI(cuptiSubscribe)(&s, on_callback, nullptr) == CUPTI_ERROR_UNKNOWN);
-  REQUIRE(CUPTI(cuptiSetThreadIdType)(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) == CUPTI_ERROR_UNKNOWN);
-  CUPTI_OK(CUPTI(cuptiActivityRegisterCallbacks)(buffer_requested, buffer_completed));
-  REQUIRE(CUPTI(cuptiActivityEnable)(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_ERROR_UNKNOWN);
-  REQUIRE(CUPTI(cuptiActivityFlushAll)(0) == CUPTI_ERROR_UNKNOWN);
+  r.loaded_before = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) != nullptr;
+  r.subscribe = CUPTI(cuptiSubscribe)(&s, on_callback, nullptr);
+  r.loaded_after = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) != nullptr;
+  r.thread_id_type = CUPTI(cuptiSetThreadIdType)(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  r.register_callbacks = CUPTI(cuptiActivityRegisterCallbacks)(buffer_requested, buffer_completed);
+  r.enable = CUPTI(cuptiActivityEnable)(CUPTI_ACTIVITY_KIND_RUNTIME);
+  r.flush = CUPTI(cuptiActivityFlushAll)(0);
+  std::fprintf(stderr,
+               "no driver: loaded before %d after subscribe %d; subscribe %d thread id type %d register %d "
+               "enable %d flush %d\n",
+               r.loaded_before, r.loaded_after, static_cast<int>(r.subscribe), static_cast<int>(r.thread_id_type),
+               static_cast<int>(r.register_callbacks), static_cast<int>(r.enable), static_cast<int>(r.flush));
+  return r;
+}
+
+// A driver is installed: CUPTI loads it itself at cuptiSubscribe, and
+// every call works (real CUPTI 13.0 on an H200).
+void cupti_loads_the_driver() {
+  const NoDriverRun r = cupti_without_a_loaded_driver();
+  REQUIRE(!r.loaded_before && r.loaded_after);
+  CUPTI_OK(r.subscribe);
+  CUPTI_OK(r.thread_id_type);
+  CUPTI_OK(r.register_callbacks);
+  CUPTI_OK(r.enable);
+  CUPTI_OK(r.flush);
+  _exit(0);
+}
+
+// No driver installed (real CUPTI 13.0 on a machine without one; the
+// stand-in with STANDIN_CUPTI_NO_DRIVER=1): the calls that need it fail
+// with CUPTI_ERROR_UNKNOWN; registering the buffer callbacks works.
+void no_driver_installed_fails_like_real_cupti() {
+  setenv("STANDIN_CUPTI_NO_DRIVER", "1", 1);
+  const NoDriverRun r = cupti_without_a_loaded_driver();
+  REQUIRE(!r.loaded_before && !r.loaded_after);
+  REQUIRE(r.subscribe == CUPTI_ERROR_UNKNOWN);
+  REQUIRE(r.thread_id_type == CUPTI_ERROR_UNKNOWN);
+  CUPTI_OK(r.register_callbacks);
+  REQUIRE(r.enable == CUPTI_ERROR_UNKNOWN);
+  REQUIRE(r.flush == CUPTI_ERROR_UNKNOWN);
   _exit(0);
 }
 
@@ -511,7 +595,8 @@ void flush_at_exit() {
   std::fprintf(stderr, "exit handler: flushed %d, %zu buffers\n", static_cast<int>(r), g_seen.completions.size());
 }
 
-void exit_handler_and_cupti(bool handler_first) {
+void exit_handler_and_cupti(bool handler_first, const char* teardown = nullptr) {
+  if (teardown != nullptr) setenv("STANDIN_CUPTI_TEARDOWN", teardown, 1);
   if (handler_first) std::atexit(flush_at_exit);
   load_all();
   if (!handler_first) std::atexit(flush_at_exit);
@@ -528,8 +613,8 @@ void driver_atexit_order(const char* order) {
   setenv("CUDA_INJECTION64_PATH", STANDIN_TEST_INJECT, 1);
   if (order != nullptr) setenv("STANDIN_DRIVER_ATEXIT", order, 1);
   load_all();
-  int device = 0;
-  RT_OK(RT(cudaGetDevice)(&device));  // cuInit: the injection registers its handler
+  void* p = nullptr;
+  RT_OK(RT(cudaMalloc)(&p, 16));  // cuInit (the injection registers its handler), the context current here
   std::exit(0);
 }
 
@@ -537,6 +622,7 @@ std::uint32_t g_main_tid = 0;
 
 void print_completions() {
   std::lock_guard<std::mutex> lock(g_seen.mu);
+  std::fprintf(stderr, "at exit: %zu completions\n", g_seen.completions.size());
   for (const Completion& c : g_seen.completions) {
     std::fprintf(stderr, "completed %zu records on %s\n", c.records,
                  c.tid == g_main_tid ? "the exiting thread" : "another thread");
@@ -545,7 +631,8 @@ void print_completions() {
 
 void context_buffers_at_exit() {
   // Registered before anything CUDA: it runs last, after the driver's
-  // teardown (which hands the buffers back) and CUPTI's.
+  // teardown and CUPTI's. Nothing was flushed: the five records never
+  // come back (real CUPTI 13.0 on an H200).
   g_main_tid = os_tid();
   std::atexit(print_completions);
   load_all();
@@ -643,6 +730,11 @@ void device_and_context_records(bool enable_first) {
   CUPTI_OK(CUPTI(cuptiActivityFlushAll)(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   const auto devices = records_of<CUpti_ActivityDevice5>(CUPTI_ACTIVITY_KIND_DEVICE);
   const auto contexts = records_of<CUpti_ActivityContext3>(CUPTI_ACTIVITY_KIND_CONTEXT);
+  std::fprintf(stderr, "enable %s the context: %zu device records, %zu context records\n",
+               enable_first ? "before" : "after", devices.size(), contexts.size());
+  for (const auto& c : contexts) {
+    std::fprintf(stderr, "context record: id %u device %u null stream %u\n", c.contextId, c.deviceId, c.nullStreamId);
+  }
   if (!enable_first) {
     REQUIRE(devices.empty() && contexts.empty());
     _exit(0);
@@ -650,8 +742,45 @@ void device_and_context_records(bool enable_first) {
   REQUIRE(devices.size() == 1 && contexts.size() == 1);
   REQUIRE(devices[0].numMultiprocessors == 132 && devices[0].computeCapabilityMajor == 9);
   REQUIRE(devices[0].maxWarpsPerMultiprocessor * devices[0].numThreadsPerWarp == 2048);
-  REQUIRE(std::string(devices[0].name).find("H100") != std::string::npos);
+  std::fprintf(stderr, "device record: %s, %u SMs\n", devices[0].name, devices[0].numMultiprocessors);
+  if (real_cuda()) {
+    char name[256] = {};
+    REQUIRE(DRV(cuDeviceGetName)(name, sizeof name, 0) == CUDA_SUCCESS);
+    REQUIRE(std::string(devices[0].name) == name);
+  } else {
+    REQUIRE(std::string(devices[0].name).find("H100") != std::string::npos);
+  }
   REQUIRE(contexts[0].contextId == 1 && contexts[0].deviceId == 0 && contexts[0].nullStreamId == 7);
+  _exit(0);
+}
+
+// cuptiActivityEnableDriverApi without the DRIVER kind, switched on before
+// or after the context exists, or the DRIVER kind after it: how many of
+// three cuDeviceGetCount calls made then are recorded.
+enum class DriverSwitch { kCallBeforeTheContext, kCallAfterTheContext, kKindAfterTheContext };
+
+void driver_api_switch(DriverSwitch when) {
+  load_all();
+  register_buffers();
+  void* p = nullptr;
+  if (when != DriverSwitch::kCallBeforeTheContext) RT_OK(RT(cudaMalloc)(&p, 16));  // the context exists from here
+  if (when == DriverSwitch::kKindAfterTheContext) {
+    CUPTI_OK(CUPTI(cuptiActivityEnable)(CUPTI_ACTIVITY_KIND_DRIVER));
+  } else {
+    CUPTI_OK(CUPTI(cuptiActivityEnableDriverApi)(CUPTI_DRIVER_TRACE_CBID_cuDeviceGetCount, 1));
+  }
+  if (when == DriverSwitch::kCallBeforeTheContext) RT_OK(RT(cudaMalloc)(&p, 16));
+  std::uint64_t t0 = 0;
+  CUPTI_OK(CUPTI(cuptiGetTimestamp)(&t0));
+  int count = 0;
+  for (int i = 0; i < 3; ++i) REQUIRE(DRV(cuDeviceGetCount)(&count) == CUDA_SUCCESS);
+  CUPTI_OK(CUPTI(cuptiActivityFlushAll)(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  std::size_t recorded = 0;
+  for (const auto& r : records_of<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_DRIVER)) {
+    recorded += r.cbid == CUPTI_DRIVER_TRACE_CBID_cuDeviceGetCount && r.start >= t0;
+  }
+  std::fprintf(stderr, "driver switch %d: %zu of 3 cuDeviceGetCount recorded\n", static_cast<int>(when), recorded);
+  REQUIRE(recorded == (when == DriverSwitch::kCallAfterTheContext ? 0u : 3u));
   _exit(0);
 }
 
@@ -731,8 +860,8 @@ void hooks_after_teardown(const char* mode, const char* how) {
 
 TEST(Standin, CallbacksAndNvtxArriveOnTheCallingThread) { RUN_SCENARIO(callbacks_on_the_calling_thread()); }
 
-TEST(Standin, FullBuffersCompleteOnCuptisThreadAndAForcedFlushOnTheCaller) {
-  RUN_SCENARIO(full_buffers_on_cuptis_thread_flush_on_the_caller());
+TEST(Standin, FullBuffersAndAForcedFlushCompleteOnCuptisThread) {
+  RUN_SCENARIO(full_buffers_and_a_forced_flush_on_cuptis_thread());
 }
 
 TEST(Standin, DeviceWorkIsInAFlushOnlyOnceTheDeviceHasRunIt) {
@@ -749,8 +878,8 @@ TEST(Standin, PerCallSwitchesFollowCuptisDocumentedOrderAndTheLogCountsWrittenRe
   if (real_cuda()) return;  // the log is the stand-in's
   for (const char* line :
        {"\nruntime_api 17 1 pid=", "\nactivity_enable 5 pid=", "\nruntime_api 17 0 pid=", "\ndriver_api 4 0 pid=",
-        "\nactivity_disable 5 pid=", "\nflush_all 1 pid=", "\nwritten runtime 17 cudaGetDevice_v3020 3 pid=",
-        "\nwritten runtime 3 cudaGetDeviceCount_v3020 3 pid=", "\nwritten driver 4 cuDeviceGetCount 1 pid=",
+        "\nactivity_disable 5 pid=", "\nflush_all 1 pid=", "\nwritten runtime 17 cudaGetDevice 3 pid=",
+        "\nwritten runtime 3 cudaGetDeviceCount 3 pid=", "\nwritten driver 4 cuDeviceGetCount 1 pid=",
         "\nteardown pid="}) {
     EXPECT_NE(text.find(line), std::string::npos) << "no \"" << line << "\" in\n" << text;
   }
@@ -758,15 +887,32 @@ TEST(Standin, PerCallSwitchesFollowCuptisDocumentedOrderAndTheLogCountsWrittenRe
 
 TEST(Standin, ASecondSubscriberIsRefused) { RUN_SCENARIO(second_subscriber_refused()); }
 
-TEST(Standin, WithoutADriverCuptiFailsAsRealCuptiDoes) { RUN_SCENARIO(no_driver_fails_like_real_cupti()); }
+TEST(Standin, WithNoDriverLoadedCuptiLoadsItAtSubscribe) {
+  if (std::getenv("STANDIN_TEST_CUPTI") != nullptr && !real_cuda()) {
+    GTEST_SKIP() << "real CUPTI without real CUDA: no driver to load here";
+  }
+  RUN_SCENARIO(cupti_loads_the_driver());
+}
 
-TEST(Standin, CuptiUsedAfterItsTeardownDiesOfSigsegv) {
+// Passes with the real libcupti on a machine without a driver:
+// STANDIN_TEST_CUPTI=/usr/local/cuda/lib64/libcupti.so.13 standin_test --gtest_filter='*WithoutADriver*'
+TEST(Standin, WithoutADriverInstalledCuptiFailsAsRealCuptiDoes) {
+  if (real_cuda()) GTEST_SKIP() << "a driver is installed";
+  RUN_SCENARIO(no_driver_installed_fails_like_real_cupti());
+}
+
+TEST(Standin, CuptiUsedAfterItsTeardownStillFlushes) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   // The handler was registered before libcupti was loaded: CUPTI's static
-  // destructor runs first, and the handler's flush faults.
-  EXPECT_EXIT(exit_handler_and_cupti(true), ::testing::KilledBySignal(SIGSEGV), "exit handler: flushing");
+  // destructor runs first, and the handler's flush still works (real CUPTI
+  // 13.0 on an H200: CUPTI_SUCCESS, the buffer handed back).
+  EXPECT_EXIT(exit_handler_and_cupti(true), ::testing::ExitedWithCode(0), "exit handler: flushed 0, 1 buffers");
   // Registered after: it runs first, and CUPTI is still there.
   EXPECT_EXIT(exit_handler_and_cupti(false), ::testing::ExitedWithCode(0), "exit handler: flushed 0, 1 buffers");
+  if (real_cuda()) return;
+  // STANDIN_CUPTI_TEARDOWN=dangle (the reading of CUDA 13.0.0 in PAPI
+  // #594, not what the H200 did): the state is freed, the flush faults.
+  EXPECT_EXIT(exit_handler_and_cupti(true, "dangle"), ::testing::KilledBySignal(SIGSEGV), "exit handler: flushing");
 }
 
 TEST(Standin, TheDriversTeardownRunsBeforeOrAfterTheInjectionsExitHandler) {
@@ -784,9 +930,9 @@ TEST(Standin, TheDriversTeardownRunsBeforeOrAfterTheInjectionsExitHandler) {
               "inject atexit: cuCtxSynchronize 4\n");  // CUDA_ERROR_DEINITIALIZED
 }
 
-TEST(Standin, AtExitTheContextsBuffersComeBackOnTheExitingThread) {
+TEST(Standin, AtExitRecordsNotFlushedNeverComeBack) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(context_buffers_at_exit(), ::testing::ExitedWithCode(0), "completed 5 records on the exiting thread");
+  EXPECT_EXIT(context_buffers_at_exit(), ::testing::ExitedWithCode(0), "at exit: 0 completions\n");
 }
 
 TEST(Standin, DanglingHooksFaultUnlessCuptiWasFinalizedOrHadNothingOn) {
@@ -816,6 +962,12 @@ TEST(Standin, DeviceAndContextRecordsOnlyForKindsOnWhenTheContextIsCreated) {
   RUN_SCENARIO(device_and_context_records(false));
 }
 
+TEST(Standin, ADriverCallSwitchedOnAfterTheContextIsNotRecordedButItsKindIs) {
+  RUN_SCENARIO(driver_api_switch(DriverSwitch::kCallBeforeTheContext));
+  RUN_SCENARIO(driver_api_switch(DriverSwitch::kCallAfterTheContext));
+  RUN_SCENARIO(driver_api_switch(DriverSwitch::kKindAfterTheContext));
+}
+
 TEST(Standin, RecordsBeyondARefusedBufferAreDroppedCountedAndNeverWritten) {
   const std::string log = temp_path("dropped.log");
   std::remove(log.c_str());
@@ -823,7 +975,7 @@ TEST(Standin, RecordsBeyondARefusedBufferAreDroppedCountedAndNeverWritten) {
   const std::string text = read_file(log);
   std::remove(log.c_str());
   if (real_cuda()) return;
-  EXPECT_NE(text.find("\nwritten runtime 17 cudaGetDevice_v3020 3 pid="), std::string::npos) << text;
+  EXPECT_NE(text.find("\nwritten runtime 17 cudaGetDevice 3 pid="), std::string::npos) << text;
   EXPECT_NE(text.find(" dropped 7 pid="), std::string::npos) << text;
 }
 
