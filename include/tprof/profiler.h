@@ -178,7 +178,7 @@ struct ProfilerOptions {
   // unlinked when created (none is left behind, even by a crash) and its
   // space freed when the window's trace is built. start() returns kIo
   // when no file can be created in the directory.
-  std::string spill_dir;
+  std::string spill_dir{};
 };
 
 // Streaming windows' counters since start() (Profiler::spill_stats()).

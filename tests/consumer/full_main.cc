@@ -8,7 +8,9 @@
 
 int main(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : "consumer_full.json";
-  tprof::Profiler prof;
+  // Designated options, later members left out (GCC 12's
+  // -Wmissing-field-initializers names any member without an initializer).
+  tprof::Profiler prof({.record_shapes = true, .deliver_inline = true});
   if (!prof.start().ok()) return 2;
   for (int i = 0; i < 3; ++i) {
     TPROF_RECORD_FUNCTION("matmul_add");
