@@ -11,7 +11,6 @@
 // TSC reads (the floor); stop() + export_chrome_trace() to a temporary file.
 // Printed: the median over runs of scope ns, floor ns, their ratio, and
 // stop+export ns per event (and stop()'s share).
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,9 +19,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/fork_run.h"
 #include "tprof/internal/ticks.h"
 #include "tprof/profiler.h"
 #include "tprof/record_function.h"
@@ -40,11 +41,11 @@ double ns_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Runs in the fresh child; writes one Sample to `fd`.
-int child(int fd, int scopes) {
+// Runs in the fresh child.
+std::optional<Sample> child(int scopes) {
   Sample s;
   tprof::Profiler prof;
-  if (!prof.start().ok()) return 2;
+  if (!prof.start().ok()) return std::nullopt;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < scopes; ++i) {
     TPROF_RECORD_FUNCTION("bench::first_window");
@@ -62,18 +63,13 @@ int child(int fd, int scopes) {
   s.floor_ns = ns_since(t0) / scopes;
   const std::string path = "/tmp/tprof_first_window_" + std::to_string(getpid()) + ".json";
   t0 = std::chrono::steady_clock::now();
-  if (!prof.stop().ok()) return 2;
+  if (!prof.stop().ok()) return std::nullopt;
   s.stop_ns_per_event = ns_since(t0) / scopes;
-  if (!prof.export_chrome_trace(path).ok()) return 2;
+  if (!prof.export_chrome_trace(path).ok()) return std::nullopt;
   s.stop_export_ns_per_event = ns_since(t0) / scopes;
   std::remove(path.c_str());
   if (sink == 42) std::puts("");  // keeps the floor's reads alive
-  return write(fd, &s, sizeof s) == static_cast<ssize_t>(sizeof s) ? 0 : 2;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return s;
 }
 
 }  // namespace
@@ -86,23 +82,12 @@ int main(int argc, char** argv) {
   }
   std::vector<double> scope, floor, ratio, stop_export, stop;
   for (int r = 0; r < runs; ++r) {
-    int fds[2];
-    if (pipe(fds) != 0) return 2;
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(fds[0]);
-      _exit(child(fds[1], scopes));
-    }
-    close(fds[1]);
-    Sample s;
-    const bool got = read(fds[0], &s, sizeof s) == static_cast<ssize_t>(sizeof s);
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    const std::optional<Sample> got = bench::in_fresh_process<Sample>([&] { return child(scopes); });
+    if (!got) {
       std::fprintf(stderr, "first_window_bench: run %d failed\n", r);
       return 2;
     }
+    const Sample& s = *got;
     scope.push_back(s.scope_ns);
     floor.push_back(s.floor_ns);
     ratio.push_back(s.scope_ns / s.floor_ns);
@@ -110,10 +95,10 @@ int main(int argc, char** argv) {
     stop.push_back(s.stop_ns_per_event);
   }
   std::printf("first window of a fresh process, %d scopes, median of %d runs:\n", scopes, runs);
-  std::printf("  recorded scope      %7.1f ns\n", median(scope));
-  std::printf("  two TSC reads       %7.1f ns\n", median(floor));
-  std::printf("  scope / floor       %7.2fx   (target <= 1.5x)\n", median(ratio));
-  std::printf("  stop() + export     %7.1f ns/event   (target <= 200)\n", median(stop_export));
-  std::printf("    of which stop()   %7.1f ns/event\n", median(stop));
+  std::printf("  recorded scope      %7.1f ns\n", bench::median(scope));
+  std::printf("  two TSC reads       %7.1f ns\n", bench::median(floor));
+  std::printf("  scope / floor       %7.2fx   (target <= 1.5x)\n", bench::median(ratio));
+  std::printf("  stop() + export     %7.1f ns/event   (target <= 200)\n", bench::median(stop_export));
+  std::printf("    of which stop()   %7.1f ns/event\n", bench::median(stop));
   return 0;
 }

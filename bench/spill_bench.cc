@@ -6,7 +6,6 @@
 // spill counters; then the ratios. bench/README.md, "Streaming windows".
 //
 //   spill_bench [THREADS=4] [SCOPES_PER_THREAD=2000000] [DIR=/var/tmp]
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,10 +13,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/fork_run.h"
 #include "tprof/profiler.h"
 #include "tprof/record_function.h"
 
@@ -72,20 +73,10 @@ Result run(int threads, long scopes, const std::string& spill_dir) {
 
 // In a fresh process: its peak RSS is this mode's alone.
 Result forked(int threads, long scopes, const std::string& dir) {
-  int fds[2];
-  if (pipe(fds) != 0) std::abort();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    Result r = run(threads, scopes, dir);
-    if (write(fds[1], &r, sizeof r) != sizeof r) _exit(1);
-    _exit(0);
-  }
-  Result r;
-  if (read(fds[0], &r, sizeof r) != sizeof r) std::abort();
-  waitpid(pid, nullptr, 0);
-  close(fds[0]);
-  close(fds[1]);
-  return r;
+  const std::optional<Result> r =
+      bench::in_fresh_process<Result>([&] { return std::optional<Result>(run(threads, scopes, dir)); });
+  if (!r) std::abort();
+  return *r;
 }
 
 }  // namespace

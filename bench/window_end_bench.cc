@@ -16,7 +16,6 @@
 // start() with a wait-warmup-window schedule, then the first warmup step()
 // and the step() that enters the window are timed, with --step-ms of
 // program work (a sleep) before each, as a training step would have.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,10 +25,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/fork_run.h"
 #include "tprof/profiler.h"
 #include "tprof/record_function.h"
 
@@ -39,11 +40,6 @@ using Clock = std::chrono::steady_clock;
 
 double us_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 // The step() that ends a window of `events` scopes, in µs.
@@ -71,46 +67,34 @@ struct Entry {
   double start_us = 0;   // start()
 };
 
-// Runs in a fresh child; writes one Entry to `fd`.
-int entry_child(int fd, bool inline_delivery, int step_ms) {
+// Runs in a fresh child.
+std::optional<Entry> entry_child(bool inline_delivery, int step_ms) {
   Entry e;
   tprof::Profiler prof({.schedule = tprof::schedule({.wait = 1, .warmup = 1, .active = 1, .repeat = 1}),
                         .deliver_inline = inline_delivery});
   auto t0 = Clock::now();
-  if (!prof.start().ok()) return 2;
+  if (!prof.start().ok()) return std::nullopt;
   e.start_us = us_since(t0);
   std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
   t0 = Clock::now();
-  if (!prof.step().ok()) return 2;
+  if (!prof.step().ok()) return std::nullopt;
   e.warmup_us = us_since(t0);
   std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
   t0 = Clock::now();
-  if (!prof.step().ok()) return 2;
+  if (!prof.step().ok()) return std::nullopt;
   e.window_us = us_since(t0);
   for (int i = 0; i < 1000; ++i) { TPROF_RECORD_FUNCTION("bench::entry"); }
-  if (!prof.stop().ok()) return 2;
-  return write(fd, &e, sizeof e) == static_cast<ssize_t>(sizeof e) ? 0 : 2;
+  if (!prof.stop().ok()) return std::nullopt;
+  return e;
 }
 
 Entry fork_entry(bool inline_delivery, int step_ms) {
-  int fds[2];
-  if (pipe(fds) != 0) std::exit(2);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    _exit(entry_child(fds[1], inline_delivery, step_ms));
-  }
-  close(fds[1]);
-  Entry e;
-  const bool got = read(fds[0], &e, sizeof e) == static_cast<ssize_t>(sizeof e);
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  const std::optional<Entry> e = bench::in_fresh_process<Entry>([&] { return entry_child(inline_delivery, step_ms); });
+  if (!e) {
     std::fprintf(stderr, "window_end_bench: a child failed\n");
     std::exit(2);
   }
-  return e;
+  return *e;
 }
 
 }  // namespace
@@ -158,12 +142,12 @@ int main(int argc, char** argv) {
               runs);
   std::printf("%-34s %12s %12s %10s\n", "", "inline us", "off us", "inline/off");
   for (std::size_t s = 0; s < sizes.size(); ++s) {
-    const double a = median(ends[0][s]), b = median(ends[1][s]);
+    const double a = bench::median(ends[0][s]), b = bench::median(ends[1][s]);
     std::printf("step() ending a window of %7d  %12.1f %12.1f %9.0fx\n", sizes[s], a, b, a / b);
   }
-  const double sa = median(start[0]), sb = median(start[1]);
-  const double wa = median(warm[0]), wb = median(warm[1]);
-  const double ea = median(enter[0]), eb = median(enter[1]);
+  const double sa = bench::median(start[0]), sb = bench::median(start[1]);
+  const double wa = bench::median(warm[0]), wb = bench::median(warm[1]);
+  const double ea = bench::median(enter[0]), eb = bench::median(enter[1]);
   std::printf("start() (fresh process)            %12.1f %12.1f %9.1fx\n", sa, sb, sa / sb);
   std::printf("first warmup step() (%2d ms later)   %12.1f %12.1f %9.0fx\n", step_ms, wa, wb, wa / wb);
   std::printf("step() entering the window         %12.1f %12.1f %9.1fx\n", ea, eb, ea / eb);
