@@ -685,7 +685,7 @@ bool CuptiSource::wait_for_device() noexcept {
   if (get_count != nullptr) {
     const CUresult r = get_count(&count);
     // At process exit after the driver's own teardown: its contexts are
-    // gone (CUPTI delivered their records as they were destroyed).
+    // gone, and with them the work still queued.
     if (r == CUDA_ERROR_DEINITIALIZED) alive = false;
     if (r != CUDA_SUCCESS) count = 0;
   }
@@ -723,8 +723,11 @@ void CuptiSource::stop(DeviceBatch* out) {
     release();
   } else {
     // The driver is gone (the process is exiting and its teardown ran
-    // first): CUPTI must not be called any more. What it delivered when
-    // the contexts were destroyed is all there is.
+    // first). CUPTI hands back nothing when the contexts go (H200, CUDA
+    // 13.0: no buffer at exit without a flush), but a forced flush still
+    // works after its own teardown: what its buffers hold comes back now.
+    // Nothing else is called; work still queued when the driver went is lost.
+    api_->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     problems_.push_back("the CUDA driver had shut down when the window ended (process exit): device activity "
                         "still queued then is missing");
     enabled_ = {};
