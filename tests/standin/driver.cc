@@ -896,6 +896,49 @@ CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
   return api.finish(CUDA_SUCCESS);
 }
 
+CUresult CUDAAPI cuDeviceTotalMem_v2(std::size_t* bytes, CUdevice dev) {
+  if (CUresult r = standin::ready(); r != CUDA_SUCCESS) return r;
+  cuDeviceTotalMem_v2_params p{bytes, dev};
+  DriverCall api(CUPTI_DRIVER_TRACE_CBID_cuDeviceTotalMem_v2, "cuDeviceTotalMem_v2", &p);
+  if (bytes == nullptr) return api.finish(CUDA_ERROR_INVALID_VALUE);
+  if (dev != 0) return api.finish(CUDA_ERROR_INVALID_DEVICE);
+  *bytes = standin::device_info().global_memory_bytes;
+  return api.finish(CUDA_SUCCESS);
+}
+
+// The attributes a profiler reads to describe the device (cudaDeviceProp's
+// fields); others answer CUDA_ERROR_INVALID_VALUE, as an unknown one does.
+CUresult CUDAAPI cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
+  if (CUresult r = standin::ready(); r != CUDA_SUCCESS) return r;
+  cuDeviceGetAttribute_params p{pi, attrib, dev};
+  DriverCall api(CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute, "cuDeviceGetAttribute", &p);
+  if (pi == nullptr) return api.finish(CUDA_ERROR_INVALID_VALUE);
+  if (dev != 0) return api.finish(CUDA_ERROR_INVALID_DEVICE);
+  const standin::DeviceInfo& d = standin::device_info();
+  long long v = -1;
+  switch (attrib) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: v = d.cc_major; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: v = d.cc_minor; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: v = d.max_threads_per_block; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: v = d.max_warps_per_sm * d.warp_size; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: v = d.regs_per_block; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: v = d.regs_per_sm; break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: v = d.warp_size; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: v = d.smem_per_block; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: v = d.smem_per_sm; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: v = d.sms; break;
+    // Hopper: 1 KiB reserved per block, the rest of the SM's 228 KiB opt-in.
+    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: v = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: v = d.smem_per_sm - 1024; break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: v = d.core_clock_khz; break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: v = d.l2_cache; break;
+    default: break;
+  }
+  if (v < 0) return api.finish(CUDA_ERROR_INVALID_VALUE);
+  *pi = static_cast<int>(v);
+  return api.finish(CUDA_SUCCESS);
+}
+
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
   if (CUresult r = standin::ready(); r != CUDA_SUCCESS) return r;
   cuCtxGetCurrent_params p{pctx};

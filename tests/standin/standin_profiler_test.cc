@@ -5,7 +5,9 @@
 // window and replayed in later ones names the scopes it was captured in
 // (by name, from the process's table); a graph captured while no window
 // recorded names none.
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -170,6 +172,73 @@ TEST(StandinProfiler, GraphReplaysNameTheirCaptureScopesInEveryWindow) {
   ASSERT_EQ(cudaGraphExecDestroy(graph), cudaSuccess);
   ASSERT_EQ(cudaGraphExecDestroy(early), cudaSuccess);
   ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
+// matmul_add on an H200: the context and cuBLAS made before the window, a
+// GEMM launched through the driver (cuLaunchKernelEx) and the add through
+// the runtime in each step. CUPTI's per-call driver switches, set once the
+// context exists, record nothing (the GEMMs were linked to no launch and no
+// step), and CUPTI writes no DEVICE record then ("deviceProperties": [],
+// "blocks per SM": "inf"). The window takes the DRIVER kind and asks the
+// driver for the devices; the converter keeps only the calls torch keeps.
+TEST(StandinProfiler, AWindowOpenedOnARunningProgramHasItsDriverLaunchesAndItsDevice) {
+  setenv("TPROF_CUPTI_LIBRARY", STANDIN_CUPTI, 1);
+  void* no_args[1] = {nullptr};
+  void* p = nullptr;
+  ASSERT_EQ(cudaMalloc(&p, 256), cudaSuccess);  // the context, before any window
+  auto get = reinterpret_cast<CUfunction (*)(const char*, std::int64_t)>(
+      dlsym(dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD), "standin_get_function"));
+  auto launch_ex = reinterpret_cast<CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**)>(
+      dlsym(dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD), "cuLaunchKernelEx"));
+  ASSERT_NE(get, nullptr);
+  ASSERT_NE(launch_ex, nullptr);
+  const CUfunction gemm = get("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", 170000);
+  CUlaunchConfig config{};
+  config.gridDimX = 2;
+  config.gridDimY = 66;
+  config.gridDimZ = 1;
+  config.blockDimX = 384;
+  config.blockDimY = config.blockDimZ = 1;
+  ASSERT_EQ(launch_ex(&config, gemm, no_args, nullptr), CUDA_SUCCESS);  // warm-up, outside
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+  Profiler prof(cuda_options());
+  ASSERT_TRUE(prof.start().ok());
+  for (int i = 0; i < 3; ++i) {
+    TPROF_RECORD_FUNCTION("matmul_add");
+    ASSERT_EQ(launch_ex(&config, gemm, no_args, nullptr), CUDA_SUCCESS);
+    launch(&add_stub, nullptr);
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_TRUE(prof.stop().ok());
+  const Trace& t = prof.trace();
+  EXPECT_EQ(count(t, "cuda_driver", "cuLaunchKernelEx"), 3u);
+  EXPECT_EQ(count(t, "cuda_runtime", "cudaLaunchKernel"), 3u);
+  // What torch leaves out stays out: the runtime's cuKernelGetName before
+  // each launch, tprof's own device queries.
+  EXPECT_EQ(count(t, "cuda_driver", "cuKernelGetName"), 0u);
+  EXPECT_EQ(count(t, "cuda_driver", "cuDeviceGetAttribute"), 0u);
+  // Every kernel has its launch: correlation and External id (matmul_add's).
+  std::map<std::int64_t, std::uint32_t> launches;
+  std::int64_t scope_ids = 0;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    const EventKind k = t.events.kind[e];
+    if (k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver) launches[t.events.correlation[e]] = e;
+  }
+  std::size_t kernels = 0;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.events.kind[e] != EventKind::kKernel) continue;
+    ++kernels;
+    EXPECT_EQ(launches.count(t.events.correlation[e]), 1u) << t.name(e);
+    scope_ids += t.events.external_id[e] >= 0 ? 1 : 0;
+    EXPECT_NE(arg_text(t, e, "blocks per SM"), "inf") << t.name(e);
+  }
+  EXPECT_EQ(kernels, 6u);
+  EXPECT_EQ(scope_ids, 6);
+  const std::string_view props = t.meta.top_level_json("deviceProperties");
+  EXPECT_NE(props.find("\"name\": \"NVIDIA H100 80GB HBM3 (stand-in)\""), std::string_view::npos) << props;
+  EXPECT_NE(props.find("\"sharedMemPerBlockOptin\": 232448"), std::string_view::npos) << props;
+  ASSERT_EQ(cudaFree(p), cudaSuccess);
 }
 
 }  // namespace
