@@ -1,8 +1,10 @@
-// The first traces tprof's own CUDA capture wrote on a real GPU
-// (tests/data/gpu/h100-tprof: examples/matmul_add --device cuda on an H100,
-// commit 6c32929), read back and judged: what the blog's experiment must
-// show, and the shape of the capture that PyTorch's traces of the same runs
-// (tests/data/gpu/h100-torch-2.11) have too.
+// tprof's own CUDA captures on real GPUs, read back and judged:
+// examples/matmul_add --device cuda on an H100 (tests/data/gpu/h100-tprof,
+// commit 6c32929, the first ones) and on an H200 (gpu/h200-tprof, after
+// the CUPTI fixes that the H200 run made: driver launches recorded in a
+// window opened on a running program, deviceProperties from the driver).
+// What the blog's experiment must show, and the shape of the capture that
+// PyTorch's traces of the same runs (tests/data/gpu/h100-torch-2.11) have too.
 //
 //  - `tprof diagnose`: overhead-bound at 64, compute-bound at 4096, for every
 //    form (eager, --compile, --fused) and cold or warm;
@@ -29,6 +31,11 @@ namespace {
 
 const std::string kDir = std::string(TPROF_TEST_DATA) + "/gpu/h100-tprof/";
 
+struct GpuRun {
+  std::string gpu;   // "h100", "h200": the directory gpu/<gpu>-tprof/
+  std::string stem;  // 64_bf16_warm_eager
+};
+
 std::vector<std::string> stems() {
   std::vector<std::string> out;
   for (const char* size : {"64", "4096"}) {
@@ -41,9 +48,19 @@ std::vector<std::string> stems() {
   return out;
 }
 
-Trace load(const std::string& stem) {
-  Result<Trace> t = read_trace(kDir + stem + ".json");
-  EXPECT_TRUE(t) << stem << ": " << (t ? "" : t.error().to_string());
+std::vector<GpuRun> runs() {
+  std::vector<GpuRun> out;
+  for (const char* gpu : {"h100", "h200"}) {
+    for (const std::string& stem : stems()) out.push_back({gpu, stem});
+  }
+  return out;
+}
+
+std::string dir_of(const GpuRun& r) { return std::string(TPROF_TEST_DATA) + "/gpu/" + r.gpu + "-tprof/"; }
+
+Trace load(const GpuRun& r) {
+  Result<Trace> t = read_trace(dir_of(r) + r.stem + ".json");
+  EXPECT_TRUE(t) << r.gpu << " " << r.stem << ": " << (t ? "" : t.error().to_string());
   return t ? std::move(t).value() : Trace();
 }
 
@@ -55,7 +72,7 @@ bool has_finding(const Diagnosis& d, std::string_view id) {
   return std::any_of(d.findings.begin(), d.findings.end(), [&](const Finding& f) { return f.id == id; });
 }
 
-class TprofGpuTrace : public ::testing::TestWithParam<std::string> {};
+class TprofGpuTrace : public ::testing::TestWithParam<GpuRun> {};
 
 TEST_P(TprofGpuTrace, LoadsAsTprofsOwnTraceWithoutDiagnostics) {
   const Trace t = load(GetParam());
@@ -68,8 +85,8 @@ TEST_P(TprofGpuTrace, LoadsAsTprofsOwnTraceWithoutDiagnostics) {
 }
 
 TEST_P(TprofGpuTrace, DiagnoseJudgesTheSizeAndFindsTheHiddenCopyUnderCompileOnly) {
-  const std::string stem = GetParam();
-  const Diagnosis d = diagnose(load(stem));
+  const std::string stem = GetParam().stem;
+  const Diagnosis d = diagnose(load(GetParam()));
   const bool small = stem.starts_with("64_");
   EXPECT_EQ(verdict_name(d.verdict), small ? "overhead-bound" : "compute-bound") << d.summary;
   // Most steps agree with the trace's verdict (a cold run's first step may not).
@@ -93,8 +110,8 @@ TEST_P(TprofGpuTrace, DiagnoseJudgesTheSizeAndFindsTheHiddenCopyUnderCompileOnly
 }
 
 TEST_P(TprofGpuTrace, DeviceWorkSitsOnStreamLanesLinkedByFlowsToEarlierLaunches) {
-  const std::string stem = GetParam();
-  const Trace t = load(stem);
+  const std::string stem = GetParam().stem;
+  const Trace t = load(GetParam());
   const EventColumns& ev = t.events;
   std::map<std::int64_t, std::uint32_t> launch_by_corr;  // runtime / driver call by correlation
   std::map<std::int64_t, std::uint32_t> flow_start, flow_end;
@@ -152,14 +169,14 @@ TEST_P(TprofGpuTrace, DeviceWorkSitsOnStreamLanesLinkedByFlowsToEarlierLaunches)
   EXPECT_EQ(device, linked + unlaunched);
 }
 
-std::string case_name(const ::testing::TestParamInfo<std::string>& info) { return "t" + info.param; }
+std::string case_name(const ::testing::TestParamInfo<GpuRun>& info) { return info.param.gpu + "_" + info.param.stem; }
 
-INSTANTIATE_TEST_SUITE_P(H100Tprof, TprofGpuTrace, ::testing::ValuesIn(stems()), case_name);
+INSTANTIATE_TEST_SUITE_P(Tprof, TprofGpuTrace, ::testing::ValuesIn(runs()), case_name);
 
 TEST(TprofGpuTraces, HasTheTwelveRunsAndTheirTables) {
-  for (const std::string& stem : stems()) {
-    EXPECT_TRUE(std::filesystem::is_regular_file(kDir + stem + ".json")) << stem;
-    EXPECT_TRUE(std::filesystem::is_regular_file(kDir + stem + ".txt")) << stem;
+  for (const GpuRun& r : runs()) {
+    EXPECT_TRUE(std::filesystem::is_regular_file(dir_of(r) + r.stem + ".json")) << r.gpu << " " << r.stem;
+    EXPECT_TRUE(std::filesystem::is_regular_file(dir_of(r) + r.stem + ".txt")) << r.gpu << " " << r.stem;
   }
 }
 
