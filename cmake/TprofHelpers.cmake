@@ -1,17 +1,21 @@
 include(GNUInstallDirs)
 
-# tprof_add_library(NAME SRCS a.cc b.cc DEPS tprof::x ...)
-# Declares the static library tprof_<NAME> with the alias tprof::<NAME>.
-# Sources are listed explicitly (no GLOB); warnings stay private to tprof.
+# tprof_add_library(NAME [NO_ALIAS] SRCS a.cc b.cc DEPS tprof::x ...)
+# Declares the static library tprof_<NAME> with the alias tprof::<NAME>
+# (NO_ALIAS: the caller names it). Sources are listed explicitly (no GLOB);
+# warnings stay private to tprof.
 set(TPROF_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wconversion
     -Wno-sign-conversion)
 
 function(tprof_add_library NAME)
-  cmake_parse_arguments(ARG "" "" "SRCS;DEPS;PUBLIC_DEPS" ${ARGN})
-  # STATIC whatever BUILD_SHARED_LIBS says: a shared build needs one
-  # recorder per process first (docs/install.md, issue 26, item 3).
+  cmake_parse_arguments(ARG "NO_ALIAS" "" "SRCS;DEPS;PUBLIC_DEPS" ${ARGN})
+  # STATIC whatever BUILD_SHARED_LIBS says: the shared build is one library,
+  # libtprof_capture.so, made of base's, trace's and capture's objects
+  # (src/CMakeLists.txt, TPROF_SHARED_CAPTURE).
   add_library(tprof_${NAME} STATIC ${ARG_SRCS})
-  add_library(tprof::${NAME} ALIAS tprof_${NAME})
+  if(NOT ARG_NO_ALIAS)
+    add_library(tprof::${NAME} ALIAS tprof_${NAME})
+  endif()
   # As a subproject (FetchContent, add_subdirectory) a library builds only
   # when the consumer links it: `cmake --build` of a tprof::capture program
   # compiles base, trace and capture, not the analyzer (consumer_test.sh).

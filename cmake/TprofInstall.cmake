@@ -5,8 +5,15 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(_tprof_export_targets tprof_base tprof_trace tprof_capture tprof_analyze tprof_report tprof_profiler_tables
-                          tprof_all)
+# TPROF_SHARED_CAPTURE: tprof::capture is libtprof_capture.so (which holds
+# base, trace and capture); the static capture archive is not installed
+# (a program would get two recorders from it), the other layers stay static.
+set(_tprof_capture_installed tprof_capture)
+if(TPROF_SHARED_CAPTURE)
+  set(_tprof_capture_installed tprof_capture_shared)
+endif()
+set(_tprof_export_targets tprof_base tprof_trace ${_tprof_capture_installed} tprof_analyze tprof_report
+                          tprof_profiler_tables tprof_all)
 foreach(_t tprof_cupti tprof_gzip)
   if(TARGET ${_t})
     list(APPEND _tprof_export_targets ${_t})
@@ -15,6 +22,7 @@ endforeach()
 install(TARGETS ${_tprof_export_targets}
   EXPORT tprofTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev NAMELINK_COMPONENT dev
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tprof DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 
@@ -41,8 +49,17 @@ if(TPROF_HAVE_GZIP)
   set(TPROF_PC_GZIP_LIBS "-Wl,--undefined=tprof_gzip_linked_codec -ltprof_gzip")
 endif()
 set(TPROF_PC_CUPTI_LIB "")
-if(TARGET tprof_cupti)
+if(TARGET tprof_cupti AND NOT TPROF_SHARED_CAPTURE)
   set(TPROF_PC_CUPTI_LIB "-ltprof_cupti")
+endif()
+# The static recorder stays private to the module that links it (as
+# tprof::capture's usage requirement says: src/CMakeLists.txt); the shared
+# one is a single -ltprof_capture (base and trace are inside it).
+set(TPROF_PC_EXCLUDE_LIBS "-Wl,--exclude-libs=${TPROF_RECORDER_ARCHIVES}")
+set(TPROF_PC_CAPTURE_LIBS "-Wl,--start-group -ltprof_capture ${TPROF_PC_CUPTI_LIB} -Wl,--end-group -ltprof_trace -ltprof_base ${TPROF_PC_EXCLUDE_LIBS} -pthread -ldl")
+if(TPROF_SHARED_CAPTURE)
+  set(TPROF_PC_EXCLUDE_LIBS "")
+  set(TPROF_PC_CAPTURE_LIBS "-ltprof_capture")
 endif()
 set(TPROF_PC_ENABLE_FLAG "")
 if(NOT TPROF_ENABLE)

@@ -49,7 +49,9 @@
 
 #include "tprof/record_function.h"
 #include "tprof/status.h"
+#include "tprof/internal/visibility.h"
 
+TPROF_API_BEGIN
 namespace tprof {
 
 namespace internal {
@@ -310,3 +312,4 @@ class Profiler {
 };
 
 }  // namespace tprof
+TPROF_API_END

@@ -20,7 +20,9 @@
 
 #include "tprof/status.h"
 #include "tprof/trace.h"
+#include "tprof/internal/visibility.h"
 
+TPROF_API_BEGIN
 namespace tprof {
 
 // The most parser threads a read uses (larger ReadOptions::threads are capped).
@@ -73,3 +75,4 @@ Result<Trace> read_trace_bytes(std::string_view bytes, const std::string& name =
                                const ReadOptions& options = {});
 
 }  // namespace tprof
+TPROF_API_END

@@ -51,11 +51,13 @@
 #include <type_traits>
 
 #include "tprof/internal/recorder.h"
+#include "tprof/internal/visibility.h"
 
 #ifndef TPROF_ENABLE
 #define TPROF_ENABLE 1
 #endif
 
+TPROF_API_BEGIN
 namespace tprof {
 
 // Categories a scope is written with (Kineto's names).
@@ -187,6 +189,7 @@ inline void record_free(const void* ptr, std::int64_t bytes, Device device = kCp
 }
 
 }  // namespace tprof
+TPROF_API_END
 
 #define TPROF_CONCAT_INNER2_(a, b) a##b
 #define TPROF_CONCAT2_(a, b) TPROF_CONCAT_INNER2_(a, b)

@@ -16,6 +16,9 @@
 #include <utility>
 #include <variant>
 
+#include "tprof/internal/visibility.h"
+
+TPROF_API_BEGIN
 namespace tprof {
 
 // What kind of failure an Error is. Stable: tools map it to exit codes.
@@ -95,6 +98,7 @@ class [[nodiscard]] Result {
 };
 
 }  // namespace tprof
+TPROF_API_END
 
 #define TPROF_CONCAT_INNER_(a, b) a##b
 #define TPROF_CONCAT_(a, b) TPROF_CONCAT_INNER_(a, b)

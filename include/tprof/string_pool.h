@@ -11,6 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "tprof/internal/visibility.h"
+
+TPROF_API_BEGIN
 namespace tprof {
 
 using StrId = std::uint32_t;
@@ -48,3 +51,4 @@ class StringPool {
 };
 
 }  // namespace tprof
+TPROF_API_END

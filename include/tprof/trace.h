@@ -26,7 +26,9 @@
 #include <vector>
 
 #include "tprof/string_pool.h"
+#include "tprof/internal/visibility.h"
 
+TPROF_API_BEGIN
 namespace tprof {
 
 inline constexpr std::uint32_t kNoIndex = 0xffffffffu;
@@ -304,3 +306,4 @@ constexpr std::uint64_t make(std::uint64_t offset, std::uint64_t len, bool owned
 }  // namespace args_ref
 
 }  // namespace tprof
+TPROF_API_END

@@ -11,7 +11,9 @@
 
 #include "tprof/status.h"
 #include "tprof/trace.h"
+#include "tprof/internal/visibility.h"
 
+TPROF_API_BEGIN
 namespace tprof {
 
 enum class Compression { kAuto, kNone, kGzip };  // kAuto: gzip when the path ends in ".gz"
@@ -28,3 +30,4 @@ Status write_trace(const Trace& trace, const std::string& path, const WriteOptio
 void write_trace_json(const Trace& trace, std::string* out);
 
 }  // namespace tprof
+TPROF_API_END

@@ -33,6 +33,7 @@
 #include "src/capture/activity_source.h"
 #include "src/capture/graph_nodes.h"
 #include "src/capture/recorder.h"
+#include "src/capture/recorders.h"
 #include "src/capture/trace_builder.h"
 #include "src/trace/json_value.h"
 #include "tprof/write.h"
@@ -119,6 +120,12 @@ std::unique_ptr<Trace> build_window(PendingWindow& w) {
   std::unique_ptr<internal::RestoredWindow> restored = internal::restore_spilled(w.epoch, &w.threads);
   if (restored != nullptr && restored->lost > 0) {
     w.info.capture_problems.push_back(std::to_string(restored->lost) + " events lost: " + restored->error);
+  }
+  // Another copy of the recorder in the process (a plugin that linked tprof
+  // statically): its scopes are not here, and the trace says so. Looked up
+  // here, off the program's thread (it takes the loader's lock).
+  if (std::string other = internal::other_recorders_problem(); !other.empty()) {
+    w.info.unrecordable.push_back(std::move(other));
   }
   auto trace = std::make_unique<Trace>(internal::build_trace(w.threads, w.device, w.clock, w.info));
   restored.reset();

@@ -29,6 +29,7 @@
 
 #include "src/base/file.h"
 #include "src/base/hash.h"
+#include "src/capture/recorders.h"
 #include "tprof/record_function.h"
 
 namespace tprof::internal {
@@ -209,6 +210,15 @@ Registry& registry() {
   static Registry* r = new Registry();  // never destroyed: threads may record during exit
   return *r;
 }
+
+// One recorder per process (src/capture/recorders.h): as this copy is
+// loaded (the program's start, or the dlopen of a plugin that linked tprof
+// statically), warn when another copy is already there. Here, in the file
+// every copy links, so that recorders.cc and its ELF note come along.
+struct Announce {
+  Announce() noexcept { announce_recorder(); }
+};
+const Announce g_announce;
 
 thread_local ThreadState* tl_state = nullptr;
 // Set when the guard below has run: a record made later in the thread's exit

@@ -642,9 +642,11 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   link_graph_nodes();
   add_device(device);
   t_.meta.dropped_events = dropped + refused + device.dropped + stale_names_;
-  // Why a requested activity is missing: diagnostics on this trace, and
-  // kept in the file (the "tprof" key) for every reader of it.
+  // Why a requested activity, or another recorder's events, are missing:
+  // diagnostics on this trace, and kept in the file (the "tprof" key) for
+  // every reader of it.
   std::vector<std::string> unavailable = device.problems;
+  unavailable.insert(unavailable.end(), info_.unrecordable.begin(), info_.unrecordable.end());
   if (info_.cuda_requested && !info_.cuda_available) {
     unavailable.insert(unavailable.begin(),
                        "CUDA activity was requested, but this tprof was built without CUPTI: CPU only");

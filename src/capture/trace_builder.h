@@ -44,6 +44,11 @@ struct CaptureInfo {
   // Why events were lost besides full buffers (a spill file that could not
   // be written or read): dropped_events diagnostics.
   std::vector<std::string> capture_problems;
+  // Why events of this process cannot be in the window at all (another
+  // copy of the recorder is loaded: src/capture/recorders.h): written
+  // with the device source's problems (activityUnavailable) and diagnosed
+  // as kActivityUnavailable, in this trace and when the file is read.
+  std::vector<std::string> unrecordable;
 };
 
 // Builds the window's trace from the threads' records and the device

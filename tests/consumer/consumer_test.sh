@@ -29,6 +29,14 @@ config=$(find "$prefix" -name tprofConfig.cmake)
 version=$(find "$prefix" -name tprofConfigVersion.cmake)
 pcdir=$(dirname "$(find "$prefix" -name tprof-capture.pc)")
 test -n "$config" -a -n "$version" -a -d "$pcdir" || { echo "no CMake config or pkg-config file installed"; exit 1; }
+# A shared build (TPROF_SHARED_CAPTURE) installs libtprof_capture.so in
+# place of the archive; programs linked through pkg-config find it as they
+# would under /usr (a .pc file sets no rpath).
+capture_lib=libtprof_capture.a
+if [[ -e $(dirname "$pcdir")/libtprof_capture.so ]]; then
+  capture_lib=libtprof_capture.so
+  export LD_LIBRARY_PATH="$(dirname "$pcdir")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 "$prefix/bin/tprof" --version
 
 check_trace() {  # the installed CLI reads what a consumer wrote
@@ -105,7 +113,7 @@ objs=$(find "$work/fc/_deps" -name '*.o' | wc -l)
 above=$(find "$work/fc/_deps" -name '*.o' | grep -E '/(analyze|report|serve|profiler_tables|cupti)/' | head -3 || true)
 echo "FetchContent compiled $objs of tprof's objects for consumer_capture"
 [[ -z $above ]] || { echo "FetchContent built objects consumer_capture does not link: $above"; exit 1; }
-(( objs <= 32 )) || { echo "FetchContent built $objs objects; base + trace + capture are 29"; exit 1; }
+(( objs <= 32 )) || { echo "FetchContent built $objs objects; base + trace + capture are 30"; exit 1; }
 "$work/fc/consumer_capture" "$work/fc_capture.json"
 check_trace "$work/fc_capture.json" "work"
 # Light to link: no compression library, no CUPTI code (built without it).
@@ -143,7 +151,7 @@ if command -v dpkg-deb >/dev/null; then
   fi
   contents "$dev_deb" >"$work/dev.txt"
   contents "$cli_deb" >"$work/cli.txt"
-  for f in ./usr/include/tprof/profiler.h "./usr/lib/$multiarch/libtprof_capture.a" \
+  for f in ./usr/include/tprof/profiler.h "./usr/lib/$multiarch/$capture_lib" \
     "./usr/lib/$multiarch/cmake/tprof/tprofConfig.cmake" "./usr/lib/$multiarch/pkgconfig/tprof-capture.pc" \
     ./usr/share/doc/libtprof-dev/copyright; do
     grep -qxF "$f" "$work/dev.txt" || { echo "libtprof-dev lacks $f:"; cat "$work/dev.txt"; exit 1; }
@@ -160,7 +168,7 @@ if command -v dpkg-deb >/dev/null; then
   # shellcheck disable=SC2046
   $cxx -std=c++17 -o "$work/deb_capture" "$src/tests/consumer/capture_main.cc" \
     $(PKG_CONFIG_PATH="$work/debroot/usr/lib/$multiarch/pkgconfig" pkg-config --cflags --libs tprof-capture)
-  "$work/deb_capture" "$work/deb_capture.json"
+  LD_LIBRARY_PATH="$work/debroot/usr/lib/$multiarch" "$work/deb_capture" "$work/deb_capture.json"
   check_trace "$work/deb_capture.json" "work"
 else
   for d in "$dev_deb" "$cli_deb"; do (cd "$work/debroot" && ar x "$d" && tar xf data.tar.* && rm -f data.tar.* control.tar.* debian-binary); done

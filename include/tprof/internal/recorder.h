@@ -24,7 +24,9 @@
 #include <cstdint>
 
 #include "tprof/internal/ticks.h"
+#include "tprof/internal/visibility.h"
 
+TPROF_API_BEGIN
 namespace tprof::internal {
 
 // Spans (scope, dynamic scope, step) have b = start tick and c = end tick,
@@ -274,3 +276,4 @@ inline void close_span(const OpenSlot& slot) noexcept {
 inline std::uint64_t load_end(const Record& r) noexcept { return __atomic_load_n(&r.c, __ATOMIC_RELAXED); }
 
 }  // namespace tprof::internal
+TPROF_API_END

@@ -4,9 +4,12 @@
 
 #include <cstdint>
 
+#include "tprof/internal/visibility.h"
+
 // No <x86intrin.h> (48k preprocessed lines in every instrumented file):
 // the compiler's builtin reads the TSC (GCC and clang).
 
+TPROF_API_BEGIN
 namespace tprof::internal {
 
 // True when ticks are TSC reads (invariant TSC), else CLOCK_MONOTONIC ns.
@@ -21,3 +24,4 @@ inline std::uint64_t read_ticks() noexcept {
 }
 
 }  // namespace tprof::internal
+TPROF_API_END

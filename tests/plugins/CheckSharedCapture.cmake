@@ -1,0 +1,60 @@
+# libtprof_capture.so (issue 26, item 3): a versioned SONAME, no
+# compression library among its NEEDED entries, and exports that are
+# tprof's public API only: every defined dynamic symbol is in namespace
+# tprof, the hot path's and the Profiler's are there, the internals are not.
+#   cmake -DLIBRARY=... -DSONAME=... -DREADELF=... -DNM=... -P CheckSharedCapture.cmake
+execute_process(COMMAND ${READELF} -d ${LIBRARY} OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "readelf -d ${LIBRARY} failed")
+endif()
+if(NOT dyn MATCHES "Library soname: \\[${SONAME}\\]")
+  message(FATAL_ERROR "${LIBRARY}: SONAME is not ${SONAME}:\n${dyn}")
+endif()
+string(REGEX MATCHALL "Shared library: \\[[^]]+\\]" needed "${dyn}")
+foreach(lib IN LISTS needed)
+  if(lib MATCHES "libz\\.|libdeflate|libcupti|libcuda")
+    message(FATAL_ERROR "libtprof_capture.so needs ${lib}")
+  endif()
+endforeach()
+execute_process(COMMAND ${NM} -D -C --defined-only ${LIBRARY} OUTPUT_VARIABLE syms RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "nm -D ${LIBRARY} failed")
+endif()
+string(REPLACE "\n" ";" lines "${syms}")
+set(outside "")
+set(n 0)
+foreach(line IN LISTS lines)
+  if(line STREQUAL "")
+    continue()
+  endif()
+  math(EXPR n "${n} + 1")
+  # "<address> <type> <name>"; the version node of an anonymous script
+  # (an "A" symbol) aside.
+  if(line MATCHES "^[0-9a-f]+ A ")
+    continue()
+  endif()
+  if(NOT line MATCHES "^[0-9a-f]+ [A-Za-z] tprof::")
+    list(APPEND outside "${line}")
+  endif()
+endforeach()
+if(outside)
+  list(JOIN outside "\n  " outside)
+  message(FATAL_ERROR "libtprof_capture.so exports symbols outside namespace tprof:\n  ${outside}")
+endif()
+foreach(api "tprof::Profiler::start()" "tprof::Profiler::step()" "tprof::RecordFunction::RecordFunction("
+            "tprof::internal::g_recording" "tprof::internal::tl_buffer" "tprof::internal::attach_thread_buffer()"
+            "tprof::internal::g_use_tsc" "tprof::read_trace(" "tprof::write_trace(" "tprof::Trace::~Trace()"
+            "tprof::tensorboard_trace_handler(")
+  string(FIND "${syms}" "${api}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "libtprof_capture.so does not export ${api}")
+  endif()
+endforeach()
+foreach(internal "tprof::internal::build_trace(" "tprof::internal::configure_spill(" "tprof::internal::collect("
+                 "tprof::internal::loaded_recorders(" "tprof::internal::TickClock" "tprof::internal::JsonWriter")
+  string(FIND "${syms}" "${internal}" at)
+  if(NOT at EQUAL -1)
+    message(FATAL_ERROR "libtprof_capture.so exports an internal symbol: ${internal}")
+  endif()
+endforeach()
+message(STATUS "libtprof_capture.so: SONAME ${SONAME}, ${n} exported symbols, all tprof's public API")
