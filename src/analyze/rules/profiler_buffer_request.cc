@@ -44,6 +44,13 @@ void rule_profiler_buffer_request(const DiagnoseContext& c, std::vector<Finding>
     busy_until[i] = m;
     m = std::max(m, c.device[i].end);
   }
+  // The first launch call: a request before the first device activity
+  // delays it only while work is already launched (one that ends long
+  // before, at a whole run's start-up, delays nothing).
+  std::int64_t first_launch_ts = INT64_MAX;
+  for (const DeviceOp& op : c.device) {
+    if (op.launch != kNoIndex) first_launch_ts = std::min(first_launch_ts, c.ts(op.launch));
+  }
   std::int64_t total = 0, explained_gap_ns = 0, before_first = 0;
   std::vector<std::int64_t> steps, gaps;
   std::vector<EventRef> refs;
@@ -58,7 +65,7 @@ void rule_profiler_buffer_request(const DiagnoseContext& c, std::vector<Finding>
     if (it == c.device.end()) continue;
     const std::size_t i = static_cast<std::size_t>(it - c.device.begin());
     if (i == 0) {
-      ++before_first;
+      if (first_launch_ts == INT64_MAX || c.end(e) > first_launch_ts) ++before_first;
       continue;
     }
     // A request overlapping idle device time explains that gap.
@@ -88,7 +95,10 @@ void rule_profiler_buffer_request(const DiagnoseContext& c, std::vector<Finding>
   // A request that precedes no device work, overlaps no device gap and holds
   // no idle time in the steps (the end-of-window flush, after the last
   // kernel) delays nothing: nothing to say, and wait/warmup would not move it.
-  if (before_first == 0 && gaps.empty() && f.idle_ns == 0) return;
+  // Without steps the window is the whole trace: device idle time under a
+  // request that neither delays the first kernel nor sits in a gap between
+  // kernels is a program with nothing launched yet (or any more).
+  if (before_first == 0 && gaps.empty() && (f.idle_ns == 0 || c.steps.steps.empty())) return;
   f.severity = FindingSeverity::kInfo;
   f.title = std::to_string(reqs.size()) + " Activity Buffer Request" + (reqs.size() == 1 ? "" : "s") + " (" +
             format_ns(total) + "): the profiler allocating its event buffer";
