@@ -2,6 +2,7 @@
 #include "src/analyze/efficiency.h"
 
 #include <algorithm>
+#include <deque>
 #include <cctype>
 #include <cstdio>
 #include <unordered_map>
@@ -199,6 +200,90 @@ struct OpInfo {
   bool has_dims = false;
 };
 
+// The array that follows `quoted_key:` in an args object, brackets
+// matched (strings skipped, escapes honoured); empty when the key is not
+// there, is there twice, or its value is not an array.
+std::string_view array_after(std::string_view json, std::string_view quoted_key) {
+  const std::size_t k = json.find(quoted_key);
+  if (k == std::string_view::npos || json.find(quoted_key, k + 1) != std::string_view::npos) return {};
+  std::size_t p = k + quoted_key.size();
+  const auto space = [](char ch) { return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r'; };
+  while (p < json.size() && space(json[p])) ++p;
+  if (p >= json.size() || json[p] != ':') return {};
+  ++p;
+  while (p < json.size() && space(json[p])) ++p;
+  if (p >= json.size() || json[p] != '[') return {};
+  const std::size_t open = p;
+  int depth = 0;
+  for (; p < json.size(); ++p) {
+    const char ch = json[p];
+    if (ch == '"') {
+      for (++p; p < json.size() && json[p] != '"'; ++p) {
+        if (json[p] == '\\') ++p;
+      }
+    } else if (ch == '[') {
+      ++depth;
+    } else if (ch == ']' && --depth == 0) {
+      return json.substr(open, p - open + 1);
+    }
+  }
+  return {};
+}
+
+// The two args efficiency reads, as text: the same for every instance of
+// an op with the same shapes and types (the rest of the args, External
+// id and sequence numbers, differs per instance).
+struct OpArgs {
+  std::string_view dims, types;
+  bool found = false;  // both looked up in place (else: parse the whole object)
+};
+
+OpArgs op_args(const Trace& t, std::uint32_t e) {
+  OpArgs a;
+  const std::string_view raw = t.args_json(e);
+  if (raw.empty()) {
+    a.found = true;
+    return a;
+  }
+  a.dims = array_after(raw, "\"Input Dims\"");
+  a.types = array_after(raw, "\"Input type\"");
+  // Not found in place: present but unreadable this way, or absent; the
+  // whole object decides.
+  a.found = (!a.dims.empty() || raw.find("\"Input Dims\"") == std::string_view::npos) &&
+            (!a.types.empty() || raw.find("\"Input type\"") == std::string_view::npos);
+  return a;
+}
+
+void read_dims_and_type(const JsonValue* d, const JsonValue* ty, OpInfo* o) {
+  if (d != nullptr && d->is_array()) {
+    o->has_dims = true;
+    for (const JsonValue& item : d->items()) {
+      std::vector<std::int64_t> shape;
+      if (item.is_array()) {
+        for (const JsonValue& v : item.items()) shape.push_back(v.int_or(0));
+      }
+      o->dims.push_back(std::move(shape));
+    }
+  }
+  if (ty != nullptr && ty->is_array()) {
+    for (const JsonValue& v : ty->items()) {
+      if (!v.is_string()) continue;
+      o->dtype = dtype_of_type(v.text());
+      if (!o->dtype.empty()) break;
+    }
+  }
+}
+
+// From the two arrays alone (op_args found them).
+OpInfo op_info_of(std::string_view name, const OpArgs& a) {
+  OpInfo o;
+  o.name = std::string(name);
+  Result<JsonValue> d = a.dims.empty() ? Result<JsonValue>(Error(ErrorCode::kParse, "")) : JsonValue::parse(a.dims);
+  Result<JsonValue> ty = a.types.empty() ? Result<JsonValue>(Error(ErrorCode::kParse, "")) : JsonValue::parse(a.types);
+  read_dims_and_type(d ? &*d : nullptr, ty ? &*ty : nullptr, &o);
+  return o;
+}
+
 OpInfo op_info(const Trace& t, std::uint32_t e) {
   OpInfo o;
   o.name = std::string(t.name(e));
@@ -206,23 +291,7 @@ OpInfo op_info(const Trace& t, std::uint32_t e) {
   if (raw.empty()) return o;
   Result<JsonValue> args = JsonValue::parse(raw);
   if (!args.has_value() || !args->is_object()) return o;
-  if (const JsonValue* d = args->find("Input Dims"); d != nullptr && d->is_array()) {
-    o.has_dims = true;
-    for (const JsonValue& item : d->items()) {
-      std::vector<std::int64_t> shape;
-      if (item.is_array()) {
-        for (const JsonValue& v : item.items()) shape.push_back(v.int_or(0));
-      }
-      o.dims.push_back(std::move(shape));
-    }
-  }
-  if (const JsonValue* ty = args->find("Input type"); ty != nullptr && ty->is_array()) {
-    for (const JsonValue& v : ty->items()) {
-      if (!v.is_string()) continue;
-      o.dtype = dtype_of_type(v.text());
-      if (!o.dtype.empty()) break;
-    }
-  }
+  read_dims_and_type(args->find("Input Dims"), args->find("Input type"), &o);
   return o;
 }
 
@@ -280,7 +349,23 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
     auto [it, fresh] = op_by_id.emplace(ev.external_id[e], e);
     if (!fresh && ev.dur_ns[e] < ev.dur_ns[it->second]) it->second = e;
   }
-  std::unordered_map<std::uint32_t, OpInfo> ops;
+  std::unordered_map<std::uint32_t, const OpInfo*> ops;  // by op event
+  // By the op's name, shapes and types: an op repeated step after step is
+  // parsed once, and only its two arrays (parsing every op's whole args was
+  // a fifth of diagnose on a 50 MB trace).
+  struct ArgsKey {
+    StrId name;
+    std::string_view dims, types;
+    bool operator==(const ArgsKey& o) const { return name == o.name && dims == o.dims && types == o.types; }
+  };
+  struct ArgsHash {
+    std::size_t operator()(const ArgsKey& k) const {
+      const std::hash<std::string_view> h;
+      return (h(k.dims) * 31u + h(k.types)) * 31u + static_cast<std::size_t>(k.name);
+    }
+  };
+  std::deque<OpInfo> unparsed;  // ops whose args op_args could not read in place (stable addresses)
+  std::unordered_map<ArgsKey, OpInfo, ArgsHash> by_args;
   // Per name id: the kernel's index in out.kernels, and its class by name
   // (computed once per name, not per instance: string scans and a string
   // key per kernel instance were most of this pass).
@@ -295,9 +380,19 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
     if (id < 0 && op.launch != kNoIndex) id = ev.external_id[op.launch];
     const OpInfo* info = nullptr;
     if (auto it = op_by_id.find(id); id >= 0 && it != op_by_id.end()) {
-      auto [at, fresh] = ops.try_emplace(it->second);
-      if (fresh) at->second = op_info(t, it->second);
-      info = &at->second;
+      auto [at, fresh] = ops.try_emplace(it->second, nullptr);
+      if (fresh) {
+        const OpArgs a = op_args(t, it->second);
+        if (a.found) {
+          auto [parsed, first] = by_args.try_emplace(ArgsKey{ev.name[it->second], a.dims, a.types});
+          if (first) parsed->second = op_info_of(t.name(it->second), a);
+          at->second = &parsed->second;
+        } else {
+          unparsed.push_back(op_info(t, it->second));
+          at->second = &unparsed.back();
+        }
+      }
+      info = at->second;
     }
     const StrId name_id = ev.name[op.event];
     std::int8_t& named = class_by_name[name_id];
