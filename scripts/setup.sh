@@ -10,8 +10,9 @@ set -euo pipefail
 
 BUILD_PKGS=(cmake ninja-build g++ make pkg-config git
             libsimdjson-dev libcli11-dev libdeflate-dev zlib1g-dev
-            libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev)
-TEST_PKGS=(python3 python3-torch chromium clang)
+            libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
+            pybind11-dev python3-dev python3-numpy)
+TEST_PKGS=(python3 python3-torch chromium clang python3-pandas)
 
 want=("${BUILD_PKGS[@]}")
 optional=()

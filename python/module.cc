@@ -1,0 +1,588 @@
+// tprof._tprof: the C++ half of the Python module `tprof` (pybind11).
+//
+// It reads traces (GIL released), hands out the Trace's columns as
+// read-only NumPy views that keep the Trace alive, and runs the library's
+// analyses (GIL released), returning what the CLI returns: the reports'
+// JSON text (the stable contract of `--format json`, parsed on the Python
+// side) or the text itself. The DataFrames are built in tprof/*.py from
+// these arrays and documents; no Python code loops over events.
+//
+//   import tprof._tprof as _t
+//   t = _t.read("trace.json")            # raises tprof.TraceError
+//   ts = t.column("ts_ns")               # numpy int64 view, base is t
+//   _t.table(t, format="json")
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "python/trace_object.h"
+#include "tprof/compare.h"
+#include "tprof/diagnose.h"
+#include "tprof/info.h"
+#include "tprof/kernels.h"
+#include "tprof/key_averages.h"
+#include "tprof/read.h"
+#include "tprof/steps.h"
+#include "tprof/table.h"
+
+namespace py = pybind11;
+
+namespace tprof::python {
+
+namespace {
+
+PyObject* g_trace_error = nullptr;  // tprof.TraceError (a ValueError)
+
+std::string_view error_code_name(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::kIo: return "io";
+    case ErrorCode::kParse: return "parse";
+    case ErrorCode::kFormat: return "format";
+    case ErrorCode::kInvalidArgument: return "invalid_argument";
+    case ErrorCode::kUnsupported: return "unsupported";
+    case ErrorCode::kInternal: return "internal";
+  }
+  return "internal";
+}
+
+// Raises the Error as tprof.TraceError (kInvalidArgument as ValueError),
+// with the file, byte offset and code as attributes. Holds the GIL.
+[[noreturn]] void raise_error(const Error& e) {
+  if (e.code() == ErrorCode::kInvalidArgument) throw py::value_error(e.to_string());
+  py::object type = py::reinterpret_borrow<py::object>(g_trace_error);
+  py::object exc = type(e.to_string());
+  exc.attr("path") = e.path().empty() ? py::object(py::none()) : py::object(py::str(e.path()));
+  exc.attr("offset") = e.byte_offset() < 0 ? py::object(py::none()) : py::object(py::int_(e.byte_offset()));
+  exc.attr("code") = py::str(std::string(error_code_name(e.code())));
+  exc.attr("reason") = py::str(e.message());
+  PyErr_SetObject(g_trace_error, exc.ptr());
+  throw py::error_already_set();
+}
+
+// UTF-8 text as a Python str; bytes that are not UTF-8 become U+FFFD
+// (trace names are whatever the program wrote).
+py::str to_str(std::string_view s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
+  if (o == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+// A read-only 1-D view of `n` values of type T at `data`, keeping `owner`
+// (the Python Trace) alive: NumPy's `base` is the owner.
+template <typename T>
+py::array view(const py::object& owner, const void* data, std::size_t n) {
+  static const T kEmpty{};
+  if (data == nullptr) data = &kEmpty;  // an empty column: NumPy wants a pointer
+  py::array a(py::dtype::of<T>(), {static_cast<py::ssize_t>(n)}, {static_cast<py::ssize_t>(sizeof(T))},
+              static_cast<const T*>(data), owner);
+  py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return a;
+}
+
+ReadOptions read_options(int threads, bool strict) {
+  ReadOptions o;
+  o.threads = threads;
+  o.strict = strict;
+  return o;
+}
+
+std::shared_ptr<PyTrace> wrap(Result<Trace> r, std::string path) {
+  if (!r) raise_error(r.error().with_path(path));
+  return std::make_shared<PyTrace>(std::move(*r), std::move(path));
+}
+
+std::shared_ptr<PyTrace> read_path(const std::string& path, int threads, bool strict) {
+  std::optional<Result<Trace>> r;
+  {
+    py::gil_scoped_release nogil;
+    r.emplace(read_trace(path, read_options(threads, strict)));
+  }
+  return wrap(std::move(*r), path);
+}
+
+std::shared_ptr<PyTrace> read_buffer(const py::buffer& data, const std::string& name, int threads, bool strict) {
+  const py::buffer_info info = data.request();
+  if (info.ndim != 1 || info.itemsize != 1) throw py::value_error("tprof.read: expected bytes (1-D, 1-byte items)");
+  const std::string_view bytes(static_cast<const char*>(info.ptr), static_cast<std::size_t>(info.size));
+  std::optional<Result<Trace>> r;
+  {
+    py::gil_scoped_release nogil;
+    r.emplace(read_trace_bytes(bytes, name, read_options(threads, strict)));
+  }
+  return wrap(std::move(*r), name);
+}
+
+// Reads several files at once: a pool of up to one worker per hardware
+// thread, each file parsed by the threads left over. The first failure
+// (in path order) is raised once all have finished.
+std::vector<std::shared_ptr<PyTrace>> read_many(const std::vector<std::string>& paths, int threads, bool strict) {
+  const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t budget = threads > 0 ? static_cast<std::size_t>(threads) : hw;
+  const std::size_t workers = std::max<std::size_t>(1, std::min(budget, paths.size()));
+  const int per_file = static_cast<int>(std::max<std::size_t>(1, budget / workers));
+  std::vector<std::optional<Result<Trace>>> results(paths.size());
+  {
+    py::gil_scoped_release nogil;
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      for (std::size_t i; (i = next.fetch_add(1)) < paths.size();) {
+        results[i].emplace(read_trace(paths[i], read_options(per_file, strict)));
+      }
+    };
+    std::vector<std::thread> pool;
+    for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+    work();
+    for (std::thread& th : pool) th.join();
+  }
+  std::vector<std::shared_ptr<PyTrace>> out;
+  for (std::size_t i = 0; i < paths.size(); ++i) out.push_back(wrap(std::move(*results[i]), paths[i]));
+  return out;
+}
+
+// The column `name` of the event table as a zero-copy view.
+py::array column(const py::object& self, const std::string& name) {
+  const EventColumns& ev = self.cast<PyTrace&>().trace.events;
+  const std::size_t n = ev.size();
+  if (name == "ts_ns") return view<std::int64_t>(self, ev.ts_ns.data(), n);
+  if (name == "dur_ns") return view<std::int64_t>(self, ev.dur_ns.data(), n);
+  if (name == "name") return view<std::uint32_t>(self, ev.name.data(), n);
+  if (name == "cat") return view<std::uint32_t>(self, ev.cat.data(), n);
+  if (name == "lane") return view<std::uint32_t>(self, ev.lane.data(), n);
+  if (name == "phase") return view<std::uint8_t>(self, ev.phase.data(), n);
+  if (name == "kind") return view<std::uint8_t>(self, ev.kind.data(), n);
+  if (name == "flags") return view<std::uint8_t>(self, ev.flags.data(), n);
+  if (name == "external_id") return view<std::int64_t>(self, ev.external_id.data(), n);
+  if (name == "correlation") return view<std::int64_t>(self, ev.correlation.data(), n);
+  if (name == "flow_id") return view<std::int64_t>(self, ev.flow_id.data(), n);
+  if (name == "args_ref") return view<std::uint64_t>(self, ev.args_ref.data(), n);
+  if (name == "src_offset") return view<std::uint64_t>(self, ev.src_offset.data(), n);
+  throw py::key_error("no event column '" + name + "'");
+}
+
+// The string ids of `ids` as dense codes 0..k-1 in order of first
+// appearance, in the narrowest type pandas keeps for k categories (int8
+// below 127, int16 below 32767, else int32: pandas.Categorical.from_codes
+// then takes them without a copy), and the k strings.
+template <typename Code>
+py::tuple dense_codes(const Trace& trace, const std::vector<StrId>& ids) {
+  py::array_t<Code> codes(static_cast<py::ssize_t>(ids.size()));
+  Code* out = codes.mutable_data();
+  std::vector<StrId> used;
+  {
+    py::gil_scoped_release nogil;
+    std::vector<std::int32_t> code_of(trace.strings.size(), -1);
+    for (std::size_t e = 0; e < ids.size(); ++e) {
+      std::int32_t& c = code_of[ids[e]];
+      if (c < 0) {
+        c = static_cast<std::int32_t>(used.size());
+        used.push_back(ids[e]);
+      }
+      out[e] = static_cast<Code>(c);
+    }
+  }
+  py::list strings(used.size());
+  for (std::size_t i = 0; i < used.size(); ++i) strings[i] = to_str(trace.str(used[i]));
+  return py::make_tuple(codes, strings);
+}
+
+py::tuple string_codes(const Trace& trace, const std::vector<StrId>& ids) {
+  std::vector<char> seen(trace.strings.size(), 0);
+  std::size_t distinct = 0;
+  {
+    py::gil_scoped_release nogil;
+    for (StrId id : ids) {
+      distinct += seen[id] == 0 ? 1 : 0;
+      seen[id] = 1;
+    }
+  }
+  if (distinct < 127) return dense_codes<std::int8_t>(trace, ids);
+  if (distinct < 32767) return dense_codes<std::int16_t>(trace, ids);
+  return dense_codes<std::int32_t>(trace, ids);
+}
+
+py::tuple string_codes_of(PyTrace& t, const std::string& which) {
+  const EventColumns& ev = t.trace.events;
+  if (which == "name") return string_codes(t.trace, ev.name);
+  if (which == "cat") return string_codes(t.trace, ev.cat);
+  throw py::key_error("no string column '" + which + "'");
+}
+
+// The numeric columns of Trace.events() as one C-contiguous int64 block,
+// one row per column (kEventsBlock order): pandas wraps it as the frame's
+// int64 block without copying, so the frame costs its own size and no
+// intermediate arrays. Per-lane values (pid, tid, device, stream) are
+// looked up here, an id written as a string being -1.
+constexpr const char* kEventsBlock[] = {"ts_ns", "dur_ns", "pid", "tid", "device", "stream",
+                                        "correlation", "external_id", "flow_id"};
+constexpr std::size_t kEventsBlockRows = sizeof(kEventsBlock) / sizeof(kEventsBlock[0]);
+
+py::dict events_frame(PyTrace& t) {
+  const Trace& tr = t.trace;
+  const EventColumns& ev = tr.events;
+  const std::size_t n = ev.size();
+  py::array_t<std::int64_t> block({static_cast<py::ssize_t>(kEventsBlockRows), static_cast<py::ssize_t>(n)});
+  py::array_t<std::int8_t> ph(static_cast<py::ssize_t>(n)), kind(static_cast<py::ssize_t>(n));
+  std::int64_t* b = block.mutable_data();
+  std::int8_t* ph_out = ph.mutable_data();
+  std::int8_t* kind_out = kind.mutable_data();
+  {
+    py::gil_scoped_release nogil;
+    std::vector<std::array<std::int64_t, 4>> per_lane;  // pid, tid, device, stream
+    for (const Lane& l : tr.lanes) {
+      per_lane.push_back({l.pid.is_str ? -1 : l.pid.num, l.tid.is_str ? -1 : l.tid.num, l.device, l.stream});
+    }
+    // The Phase characters in tprof's order (tprof/__init__.py, _PHASES).
+    std::array<std::int8_t, 256> phase_code;
+    phase_code.fill(-1);
+    const char phases[] = {'X', 'i', 'C', 's', 't', 'f', 'M'};
+    for (std::size_t i = 0; i < sizeof(phases); ++i) phase_code[static_cast<unsigned char>(phases[i])] = static_cast<std::int8_t>(i);
+    std::int64_t* row[kEventsBlockRows];
+    for (std::size_t r = 0; r < kEventsBlockRows; ++r) row[r] = b + r * n;
+    std::copy(ev.ts_ns.begin(), ev.ts_ns.end(), row[0]);
+    std::copy(ev.dur_ns.begin(), ev.dur_ns.end(), row[1]);
+    for (std::size_t e = 0; e < n; ++e) {
+      const std::uint32_t lane = ev.lane[e];
+      const std::array<std::int64_t, 4>& l = per_lane[lane];
+      row[2][e] = l[0];
+      row[3][e] = l[1];
+      row[4][e] = l[2];
+      row[5][e] = l[3];
+      ph_out[e] = phase_code[static_cast<std::uint8_t>(ev.phase[e])];
+      kind_out[e] = static_cast<std::int8_t>(ev.kind[e]);
+    }
+    std::copy(ev.correlation.begin(), ev.correlation.end(), row[6]);
+    std::copy(ev.external_id.begin(), ev.external_id.end(), row[7]);
+    std::copy(ev.flow_id.begin(), ev.flow_id.end(), row[8]);
+  }
+  py::dict d;
+  d["block"] = block;
+  py::list columns;
+  for (const char* c : kEventsBlock) columns.append(c);
+  d["block_columns"] = columns;
+  d["ph_codes"] = ph;
+  d["kind_codes"] = kind;
+  py::tuple names = string_codes(tr, ev.name);
+  d["name_codes"] = names[0];
+  d["names"] = names[1];
+  py::tuple cats = string_codes(tr, ev.cat);
+  d["cat_codes"] = cats[0];
+  d["cats"] = cats[1];
+  return d;
+}
+
+py::object id_value(const Trace& t, const TraceId& id) {
+  return id.is_str ? py::object(to_str(t.str(id.str))) : py::object(py::int_(id.num));
+}
+
+// One entry per lane: pid, tid (int, or str as the file wrote them), kind,
+// device, stream, thread_name.
+py::dict lanes(PyTrace& t) {
+  const Trace& tr = t.trace;
+  py::list pid, tid, kind, device, stream, thread_name;
+  for (const Lane& l : tr.lanes) {
+    pid.append(id_value(tr, l.pid));
+    tid.append(id_value(tr, l.tid));
+    kind.append(py::str(std::string(lane_kind_name(l.kind))));
+    device.append(l.device);
+    stream.append(l.stream);
+    thread_name.append(to_str(tr.str(l.thread_name)));
+  }
+  py::dict d;
+  d["pid"] = pid;
+  d["tid"] = tid;
+  d["kind"] = kind;
+  d["device"] = device;
+  d["stream"] = stream;
+  d["thread_name"] = thread_name;
+  return d;
+}
+
+py::dict metadata(PyTrace& t) {
+  const TraceMetadata& m = t.trace.meta;
+  py::dict d;
+  d["format"] = m.format == TraceFormat::kLegacyArray ? "legacy_array" : "kineto_object";
+  d["producer"] = std::string(producer_name(m.producer));
+  d["gzip"] = m.gzip;
+  d["base_time_ns"] = m.base_time_ns ? py::object(py::int_(*m.base_time_ns)) : py::object(py::none());
+  py::dict top;
+  for (const auto& [k, v] : m.top_level) top[to_str(k)] = to_str(v);
+  d["top_level"] = top;
+  d["dropped_events"] = m.dropped_events;
+  return d;
+}
+
+py::list diagnostics(PyTrace& t) {
+  py::list out;
+  for (const Diagnostic& d : t.trace.diagnostics.items()) {
+    py::dict x;
+    x["code"] = std::string(diagnostic_code_name(d.code));
+    x["severity"] = d.severity == Severity::kError ? "error" : d.severity == Severity::kWarning ? "warning" : "info";
+    x["event"] = d.event == kNoIndex ? py::object(py::none()) : py::object(py::int_(d.event));
+    x["byte_offset"] = d.byte_offset < 0 ? py::object(py::none()) : py::object(py::int_(d.byte_offset));
+    x["message"] = to_str(d.message);
+    out.append(x);
+  }
+  return out;
+}
+
+py::dict diagnostic_counts(PyTrace& t) {
+  py::dict out;
+  for (int c = 0; c < static_cast<int>(DiagnosticCode::kCount_); ++c) {
+    const auto code = static_cast<DiagnosticCode>(c);
+    if (t.trace.diagnostics.count(code) > 0) {
+      out[py::str(std::string(diagnostic_code_name(code)))] = t.trace.diagnostics.count(code);
+    }
+  }
+  return out;
+}
+
+// Runs fn() on the trace without the GIL, one analysis at a time.
+template <typename Fn>
+auto locked(PyTrace& t, Fn fn) {
+  py::gil_scoped_release nogil;
+  std::lock_guard<std::mutex> lock(t.mu);
+  return fn();
+}
+
+// torch's key_averages(...).table(...) for the trace, as `tprof table`
+// computes it (tools/tprof/table_cmd.cc): text, json or csv.
+std::string table(PyTrace& t, const std::string& sort_by, int row_limit, int max_name_column_width,
+                  int max_src_column_width, int max_shapes_column_width, const std::optional<std::string>& header,
+                  bool top_level_events_only, bool group_by_input_shape, int group_by_stack_n,
+                  const std::string& memory, const std::string& times, bool events, const std::string& format) {
+  if (memory != "auto" && memory != "on" && memory != "off") throw py::value_error("memory: auto, on or off");
+  if (times != "auto" && times != "us" && times != "ns") throw py::value_error("times: auto, us or ns");
+  if (format != "text" && format != "json" && format != "csv") throw py::value_error("format: text, json or csv");
+  if (group_by_stack_n < 0) throw py::value_error("group_by_stack_n must be >= 0");
+  Result<std::string> out = locked(t, [&]() -> Result<std::string> {
+    EventListOptions lo;
+    lo.time = times == "us"   ? TimeSemantics::kTruncatedMicros
+              : times == "ns" ? TimeSemantics::kExactNanos
+                              : TimeSemantics::kAuto;
+    lo.with_shapes = group_by_input_shape || events;
+    lo.with_stacks = group_by_stack_n > 0 || events;
+    lo.with_memory = memory != "off" || sort_by.find("memory") != std::string::npos;
+    const EventList list = EventList::build(t.trace, lo);
+    TableOptions to;
+    to.sort_by = sort_by;
+    to.row_limit = row_limit;
+    to.max_name_column_width = max_name_column_width;
+    to.max_src_column_width = max_src_column_width;
+    to.max_shapes_column_width = max_shapes_column_width;
+    to.has_header = header.has_value();
+    to.header = header.value_or("");
+    to.top_level_events_only = top_level_events_only;
+    to.profile_memory = memory == "on" || (memory == "auto" && list.has_memory_records());
+    to.dropped_events = t.trace.meta.dropped_events;
+    to.device_name = device_name_of(t.trace);
+    const std::vector<StatRow> rows =
+        events ? list.event_rows() : list.key_averages(group_by_input_shape, group_by_stack_n);
+    return format == "json"  ? format_table_json(rows, to)
+           : format == "csv" ? format_table_csv(rows, to)
+                             : format_table(rows, to);
+  });
+  if (!out) raise_error(out.error());
+  return std::move(*out);
+}
+
+std::string steps(PyTrace& t, bool text) {
+  return locked(t, [&] {
+    const StepsSummary s = compute_steps(t.trace);
+    return text ? format_steps_text(t.trace, s) : format_steps_json(t.trace, s);
+  });
+}
+
+std::string kernels(PyTrace& t, bool text) {
+  return locked(t, [&] {
+    const KernelsSummary k = compute_kernels(t.trace);
+    return text ? format_kernels_text(k) : format_kernels_json(k);
+  });
+}
+
+std::string diagnose_trace(PyTrace& t, const std::vector<std::string>& only, const std::string& format,
+                           bool verbose) {
+  if (format != "text" && format != "json" && format != "md") throw py::value_error("format: text, json or md");
+  const std::vector<std::string> known = rule_ids();
+  for (const std::string& id : only) {
+    if (std::find(known.begin(), known.end(), id) == known.end()) {
+      throw py::value_error("unknown rule id '" + id + "' (tprof.rule_ids() lists them)");
+    }
+  }
+  return locked(t, [&] {
+    DiagnoseOptions o;
+    o.only = only;
+    const Diagnosis d = diagnose(t.trace, o);
+    return format == "json" ? format_diagnosis_json(t.trace, d)
+           : format == "md" ? format_diagnosis_md(t.trace, d)
+                            : format_diagnosis_text(t.trace, d, {.verbose = verbose});
+  });
+}
+
+std::string compare(PyTrace& a, PyTrace& b, const std::string& format, const std::string& label_a,
+                    const std::string& label_b, std::size_t top) {
+  if (format != "text" && format != "json" && format != "md") throw py::value_error("format: text, json or md");
+  if (&a == &b) {
+    // One trace against itself: one lock (the analyses only read).
+    return locked(a, [&] {
+      const Comparison c = compare_traces(a.trace, a.trace);
+      const CompareFormat f{.label_a = label_a, .label_b = label_b, .top = top};
+      return format == "json" ? format_comparison_json(c, f) : format == "md" ? format_comparison_md(c, f)
+                                                                              : format_comparison_text(c, f);
+    });
+  }
+  py::gil_scoped_release nogil;
+  std::scoped_lock lock(a.mu, b.mu);
+  const Comparison c = compare_traces(a.trace, b.trace);
+  const CompareFormat f{.label_a = label_a, .label_b = label_b, .top = top};
+  return format == "json" ? format_comparison_json(c, f) : format == "md" ? format_comparison_md(c, f)
+                                                                          : format_comparison_text(c, f);
+}
+
+// HTA's figures of one rank as Python objects (times in ns; tprof/hta.py
+// converts to HTA's µs). `queue` holds NumPy arrays.
+py::dict hta_dict(const HtaRank& r) {
+  py::dict d;
+  d["rank"] = r.rank;
+  d["has_rank"] = r.has_rank;
+  d["has_rows"] = r.has_rows;
+  d["kernel_time_ns"] = r.kernel_time_ns;
+  d["idle_time_ns"] = r.idle_time_ns;
+  d["compute_time_ns"] = r.compute_time_ns;
+  d["non_compute_time_ns"] = r.non_compute_time_ns;
+  py::list idle;
+  for (const HtaRank::Idle& i : r.idle) idle.append(py::make_tuple(i.stream, i.host_wait_ns, i.kernel_wait_ns, i.other_ns));
+  d["idle"] = idle;
+  d["comm_comp_overlap_ns"] = r.comm_comp_overlap_ns;
+  d["comm_ns"] = r.comm_ns;
+  py::list types;
+  for (const auto& [label, ns] : r.kernel_types) types.append(py::make_tuple(label, ns));
+  d["kernel_types"] = types;
+  py::list kernels;
+  for (const HtaRank::Kernel& k : r.kernels) {
+    kernels.append(py::make_tuple(to_str(k.name), k.kernel_type, k.count, k.sum_ns, k.max_ns, k.min_ns, k.mean_ns,
+                                  k.std_ns));
+  }
+  d["kernels"] = kernels;
+  const auto n = static_cast<py::ssize_t>(r.queue.size());
+  py::array_t<std::int64_t> ts(n), pid(n), tid(n), stream(n), q(n);
+  for (py::ssize_t i = 0; i < n; ++i) {
+    const HtaRank::QueuePoint& p = r.queue[static_cast<std::size_t>(i)];
+    ts.mutable_at(i) = p.ts_ns;
+    pid.mutable_at(i) = p.pid;
+    tid.mutable_at(i) = p.tid;
+    stream.mutable_at(i) = p.stream;
+    q.mutable_at(i) = p.queue_length;
+  }
+  py::dict queue;
+  queue["ts_ns"] = ts;
+  queue["pid"] = pid;
+  queue["tid"] = tid;
+  queue["stream"] = stream;
+  queue["queue_length"] = q;
+  d["queue"] = queue;
+  return d;
+}
+
+// HTA's figures of several traces, computed in parallel without the GIL.
+py::list hta_many(const std::vector<std::shared_ptr<PyTrace>>& traces) {
+  {
+    py::gil_scoped_release nogil;
+    const std::size_t workers =
+        std::max<std::size_t>(1, std::min<std::size_t>(std::thread::hardware_concurrency(), traces.size()));
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      for (std::size_t i; (i = next.fetch_add(1)) < traces.size();) hta_rank(*traces[i]);
+    };
+    std::vector<std::thread> pool;
+    for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+    work();
+    for (std::thread& th : pool) th.join();
+  }
+  py::list out;
+  for (const auto& t : traces) out.append(hta_dict(*t->hta));
+  return out;
+}
+
+}  // namespace
+
+}  // namespace tprof::python
+
+PYBIND11_MODULE(_tprof, m) {
+  using namespace tprof;
+  using namespace tprof::python;
+  m.doc() = "tprof's C++ core: trace reading, columns and analyses (use the `tprof` package)";
+  m.attr("__version__") = TPROF_VERSION;
+
+  static py::exception<Error> trace_error(m, "TraceError", PyExc_ValueError);
+  g_trace_error = trace_error.ptr();
+
+  py::class_<PyTrace, std::shared_ptr<PyTrace>>(m, "Trace")
+      .def_property_readonly("path", [](const PyTrace& t) { return t.path; })
+      .def("__len__", [](const PyTrace& t) { return t.trace.events.size(); })
+      .def("column", &column, py::arg("name"), "A read-only zero-copy view of an event column.")
+      .def("string_codes", &string_codes_of, py::arg("which"))
+      .def("events_frame", &events_frame)
+      .def("strings", [](const PyTrace& t, const py::array_t<std::uint32_t, py::array::forcecast>& ids) {
+        py::list out(static_cast<std::size_t>(ids.size()));
+        const std::size_t pool = t.trace.strings.size();
+        for (py::ssize_t i = 0; i < ids.size(); ++i) {
+          const std::uint32_t id = ids.at(i);
+          if (id >= pool) throw py::index_error("string id out of range");
+          out[static_cast<std::size_t>(i)] = to_str(t.trace.str(id));
+        }
+        return out;
+      })
+      .def("args_json", [](PyTrace& t, std::uint32_t e) {
+        if (e >= t.trace.events.size()) throw py::index_error("event index out of range");
+        std::string json;
+        {
+          py::gil_scoped_release nogil;
+          std::lock_guard<std::mutex> lock(t.mu);
+          json = std::string(t.trace.args_json(e));
+        }
+        return to_str(json);
+      })
+      .def("lanes", &lanes)
+      .def("metadata", &metadata)
+      .def("diagnostics", &diagnostics)
+      .def("diagnostic_counts", &diagnostic_counts)
+      .def("start_ns", [](const PyTrace& t) { return t.trace.start_ns(); })
+      .def("end_ns", [](const PyTrace& t) { return t.trace.end_ns(); });
+
+  m.def("read", &read_path, py::arg("path"), py::arg("threads") = 0, py::arg("strict") = false);
+  m.def("read_bytes", &read_buffer, py::arg("data"), py::arg("name") = "<bytes>", py::arg("threads") = 0,
+        py::arg("strict") = false);
+  m.def("read_many", &read_many, py::arg("paths"), py::arg("threads") = 0, py::arg("strict") = false);
+  m.def("table", &table, py::arg("trace"), py::arg("sort_by") = "", py::arg("row_limit") = 100,
+        py::arg("max_name_column_width") = 55, py::arg("max_src_column_width") = 75,
+        py::arg("max_shapes_column_width") = 80, py::arg("header") = py::none(),
+        py::arg("top_level_events_only") = false, py::arg("group_by_input_shape") = false,
+        py::arg("group_by_stack_n") = 0, py::arg("memory") = "auto", py::arg("times") = "auto",
+        py::arg("events") = false, py::arg("format") = "text");
+  m.def("steps", &steps, py::arg("trace"), py::arg("text") = false);
+  m.def("kernels", &kernels, py::arg("trace"), py::arg("text") = false);
+  m.def("diagnose", &diagnose_trace, py::arg("trace"), py::arg("only") = std::vector<std::string>{},
+        py::arg("format") = "json", py::arg("verbose") = false);
+  m.def("compare", &compare, py::arg("a"), py::arg("b"), py::arg("format") = "json", py::arg("label_a") = "A",
+        py::arg("label_b") = "B", py::arg("top") = 10);
+  m.def("hta", &hta_many, py::arg("traces"));
+  m.def("rule_ids", &rule_ids);
+  m.def("table_sort_keys", &table_sort_keys);
+  m.def("event_kind_names", [] {
+    std::vector<std::string> out;
+    for (int k = 0; k < static_cast<int>(EventKind::kCount_); ++k) {
+      out.emplace_back(event_kind_name(static_cast<EventKind>(k)));
+    }
+    return out;
+  });
+}

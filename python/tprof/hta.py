@@ -1,0 +1,323 @@
+"""HolisticTraceAnalysis' notebook API on tprof's C++ analyses.
+
+    from tprof import TraceAnalysis            # was: from hta.trace_analysis import TraceAnalysis
+    analyzer = TraceAnalysis(trace_dir="traces/")
+    analyzer.get_temporal_breakdown()
+    analyzer.get_idle_time_breakdown()
+    analyzer.get_gpu_kernel_breakdown()
+    analyzer.get_comm_comp_overlap()
+    analyzer.get_queue_length_summary()
+
+The methods take HTA's arguments and return HTA's DataFrames: its column
+names, its units (µs, as HTA reads the file's ts and dur) and its rounding.
+The figures come from tprof's C++ breakdowns (src/analyze/breakdowns.cc,
+docs/diagnose.md "Breakdowns", where the few deliberate differences from
+HTA are listed). visualize/image_renderer are accepted and ignored: no
+plots are drawn.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import pandas as pd
+
+from . import _tprof
+
+_IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
+
+
+def _us(ns: Any) -> Any:
+    """ns -> HTA's µs: whole µs as int64 (HTA's integer columns), else float."""
+    a = np.asarray(ns, dtype=np.int64)
+    if a.size and np.all(a % 1000 == 0):
+        return a // 1000
+    return a / 1000.0
+
+
+def _trace_files(trace_dir: str) -> List[str]:
+    """The traces in a directory (recursively): *.json and *.json.gz, not
+    tprof's *.summary.json, sorted by path."""
+    files = []
+    for root, _, names in os.walk(trace_dir):
+        for n in names:
+            if (n.endswith(".json") or n.endswith(".json.gz")) and not n.endswith(".summary.json"):
+                files.append(os.path.join(root, n))
+    if not files:
+        raise ValueError(f"{trace_dir}: no trace in the directory (*.json or *.json.gz, one per rank)")
+    return sorted(files)
+
+
+class TraceAnalysis:
+    """The traces of one job, one per rank, read in parallel in C++.
+
+    trace_files: {rank: path} (HTA's form) or a list of paths; trace_dir: a
+    directory of traces (each rank from its distributedInfo.rank; a file
+    without one takes its position in path order); traces: tprof.Trace
+    objects already read. include_last_profiler_step: HTA's default False
+    (the last ProfilerStep's kernels are left out when a trace holds two
+    steps or more) is the only one tprof computes."""
+
+    def __init__(
+        self,
+        trace_files: Optional[Union[Dict[int, str], Sequence[str]]] = None,
+        trace_dir: Optional[str] = None,
+        include_last_profiler_step: Optional[bool] = False,
+        *,
+        traces: Optional[Sequence[Any]] = None,
+        threads: int = 0,
+    ) -> None:
+        from . import Trace, read_many  # the package imports this module last
+
+        if include_last_profiler_step:
+            raise NotImplementedError(
+                "include_last_profiler_step=True: tprof computes HTA's default (the last step left out)"
+            )
+        given: Optional[List[int]] = None
+        if traces is not None:
+            loaded = list(traces)
+        elif trace_files is not None:
+            if isinstance(trace_files, dict):
+                given = [int(r) for r in trace_files]
+                paths = [os.fspath(p) for p in trace_files.values()]
+            else:
+                paths = [os.fspath(p) for p in trace_files]
+            loaded = read_many(paths, threads=threads)
+        elif trace_dir is not None:
+            loaded = read_many(_trace_files(os.fspath(trace_dir)), threads=threads)
+        else:
+            raise ValueError("TraceAnalysis: give trace_dir, trace_files or traces")
+        if not loaded:
+            raise ValueError("TraceAnalysis: no traces")
+        for t in loaded:
+            if not isinstance(t, Trace):
+                raise TypeError("TraceAnalysis(traces=...): tprof.Trace objects expected")
+        figures = _tprof.hta([t._core for t in loaded])
+        if given is None:
+            given = [f["rank"] if f["has_rank"] else -1 for f in figures]
+            if len(loaded) > 1:
+                taken = {r for r in given if r >= 0}
+                free = (r for r in range(len(loaded) * 2) if r not in taken)
+                given = [r if r >= 0 else next(free) for r in given]
+            else:
+                given = [figures[0]["rank"]]
+        if len(set(given)) != len(given):
+            dup = next(r for r in given if given.count(r) > 1)
+            paths = [t.path for t, r in zip(loaded, given) if r == dup]
+            raise ValueError(f"TraceAnalysis: rank {dup} appears twice ({', '.join(paths)}); pass trace_files={{rank: path}}")
+        order = sorted(range(len(loaded)), key=lambda i: given[i])
+        self.traces: Dict[int, Any] = {given[i]: loaded[i] for i in order}
+        self._figures: Dict[int, Dict[str, Any]] = {given[i]: figures[i] for i in order}
+
+    @property
+    def ranks(self) -> List[int]:
+        return list(self._figures)
+
+    def _ranks(self, ranks: Optional[Sequence[int]]) -> List[int]:
+        # HTA's default is [0]; a job without rank 0 (one trace of rank 3)
+        # gets its first rank instead of HTA's KeyError.
+        if ranks is None or len(ranks) == 0:
+            return [0] if 0 in self._figures else [next(iter(self._figures))]
+        missing = [r for r in ranks if r not in self._figures]
+        if missing:
+            raise ValueError(f"no trace for rank {missing[0]} (ranks: {self.ranks})")
+        return list(ranks)
+
+    def get_temporal_breakdown(self, visualize: bool = True) -> pd.DataFrame:
+        """Per rank: idle, compute and non-compute time over the span from
+        the first device activity to the last (HTA's columns, µs)."""
+        rows = [(r, f) for r, f in self._figures.items() if f["has_rows"]]
+        if not rows:
+            raise ValueError("get_temporal_breakdown: no trace has device activity with a stream")
+        df = pd.DataFrame(
+            {
+                "rank": np.array([r for r, _ in rows], dtype=np.int64),
+                "idle_time(us)": _us([f["idle_time_ns"] for _, f in rows]),
+                "compute_time(us)": _us([f["compute_time_ns"] for _, f in rows]),
+                "non_compute_time(us)": _us([f["non_compute_time_ns"] for _, f in rows]),
+                "kernel_time(us)": _us([f["kernel_time_ns"] for _, f in rows]),
+            }
+        )
+        for col in ("idle_time", "compute_time", "non_compute_time"):
+            df[f"{col}_pctg"] = (100 * (df[f"{col}(us)"] / df["kernel_time(us)"])).round(2)
+        return df
+
+    def get_idle_time_breakdown(
+        self,
+        ranks: Optional[List[int]] = None,
+        streams: Optional[List[int]] = None,
+        visualize: bool = True,
+        visualize_pctg: bool = True,
+        show_idle_interval_stats: bool = False,
+        consecutive_kernel_delay: int = 30,
+    ) -> Tuple[pd.DataFrame, Optional[pd.DataFrame]]:
+        """Per rank and stream, the GPU's idle time split into host wait,
+        kernel wait (gaps under 30 µs) and other: HTA's (rank, stream,
+        idle_category, idle_time, idle_time_ratio) rows, µs, rounded to 2
+        decimals. A stream has a row per category that occurs on it, and
+        always an "other" row (HTA files the stream's first activity there).
+        Only HTA's default consecutive_kernel_delay (30) is computed; the
+        interval statistics (show_idle_interval_stats) are not."""
+        if consecutive_kernel_delay != 30:
+            raise NotImplementedError("consecutive_kernel_delay: tprof computes HTA's default, 30")
+        if show_idle_interval_stats:
+            raise NotImplementedError("show_idle_interval_stats: tprof keeps the idle sums, not every interval")
+        frames = []
+        for rank in self._ranks(ranks):
+            rank_col: List[int] = []
+            stream_col: List[int] = []
+            cat_col: List[str] = []
+            ns_col: List[int] = []
+            ratio_col: List[float] = []
+            for stream, host, kernel, other in self._figures[rank]["idle"]:
+                if streams and stream not in streams:
+                    continue
+                total = host + kernel + other
+                for cat, ns in zip(_IDLE_CATEGORIES, (host, kernel, other)):
+                    if ns == 0 and cat != "other":
+                        continue
+                    rank_col.append(rank)
+                    stream_col.append(stream)
+                    cat_col.append(cat)
+                    ns_col.append(ns)
+                    ratio_col.append(ns / total if total else float("nan"))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "rank": np.array(rank_col, dtype=np.int64),
+                        "stream": np.array(stream_col, dtype=np.int64),
+                        "idle_category": np.array(cat_col, dtype=object),
+                        "idle_time": np.asarray(ns_col, dtype=np.int64) / 1000.0,
+                        "idle_time_ratio": np.array(ratio_col, dtype=np.float64),
+                    }
+                ).round(2)
+            )
+        return pd.concat(frames), None
+
+    def get_gpu_kernel_breakdown(
+        self,
+        visualize: bool = True,
+        duration_ratio: float = 0.8,
+        num_kernels: int = 10,
+        include_memory_kernels: bool = True,
+        image_renderer: str = "",
+    ) -> Tuple[pd.DataFrame, pd.DataFrame]:
+        """HTA's two tables. The first: time by kernel type (COMPUTATION,
+        COMMUNICATION, MEMORY and their overlaps, HTA's labels) summed over
+        ranks, largest first: kernel_type, sum (µs), percentage (1
+        decimal). The second: per rank and type, each kernel's sum, max,
+        min, stddev and mean (µs), the kernels past num_kernels or past
+        duration_ratio of the type's time grouped as "others", as HTA
+        groups them. tprof's per-kernel rows are every device activity at
+        its exact duration (HTA leaves the last step out and rounds ns
+        traces to whole µs); the type table is HTA's rows exactly.
+        include_memory_kernels=False is not computed (HTA's default here is
+        True)."""
+        if not include_memory_kernels:
+            raise NotImplementedError("include_memory_kernels=False: tprof computes the table with MEMORY kernels")
+        totals: Dict[str, int] = {}
+        for f in self._figures.values():
+            for label, ns in f["kernel_types"]:
+                totals[label] = totals.get(label, 0) + ns
+        types = pd.DataFrame(
+            {
+                "kernel_type": np.array(list(totals), dtype=object),
+                "sum": _us(list(totals.values())) if totals else np.empty(0, dtype=np.int64),
+            }
+        )
+        types = types.sort_values(by="sum", ascending=False, ignore_index=True)
+        types["percentage"] = (types["sum"] / types["sum"].sum() * 100).round(1)
+
+        parts = []
+        for rank, f in self._figures.items():
+            if not f["kernels"]:
+                continue
+            k = pd.DataFrame(
+                f["kernels"], columns=["name", "kernel_type", "count", "sum", "max", "min", "mean", "std"]
+            )
+            for col in ("sum", "max", "min", "mean", "std"):
+                k[col] = k[col] / 1000.0
+            for kernel_type in ("COMPUTATION", "COMMUNICATION", "MEMORY"):
+                one = k[k["kernel_type"] == kernel_type]
+                if one.empty:
+                    continue
+                agg = _top_kernels(one[["name", "sum", "max", "min", "mean", "std"]], num_kernels, duration_ratio)
+                agg["kernel_type"] = kernel_type
+                agg["rank"] = rank
+                parts.append(agg)
+        columns = ["name", "sum", "max", "min", "std", "mean", "kernel_type", "rank"]
+        kernels = pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+        kernels = kernels.sort_values(by=["kernel_type", "name", "rank"], ignore_index=True)
+        kernels = kernels.rename(
+            columns={"sum": "sum (us)", "mean": "mean (us)", "max": "max (us)", "min": "min (us)", "std": "stddev"}
+        )
+        return types, kernels
+
+    def get_comm_comp_overlap(self, visualize: bool = True) -> pd.DataFrame:
+        """Per rank: the share of communication time that overlaps
+        computation, in percent (2 decimals; NaN without communication)."""
+        ranks = list(self._figures)
+        ratio = np.array(
+            [f["comm_comp_overlap_ns"] / f["comm_ns"] if f["comm_ns"] else np.nan for f in self._figures.values()],
+            dtype=np.float64,
+        )
+        pct = np.round(100 * ratio, 2)
+        return pd.DataFrame({"rank": np.array(ranks, dtype=np.int64), "comp_comm_overlap_pctg": pct})
+
+    def get_queue_length_time_series(self, ranks: Optional[List[int]] = None) -> Dict[int, pd.DataFrame]:
+        """Per rank, the queue length of each stream (launched activities
+        not started yet) at every change: ts (µs), pid, tid (the stream's
+        lane), stream, queue_length; streams in ascending order, each in
+        time order. Ranks without launches are left out, as in HTA."""
+        out: Dict[int, pd.DataFrame] = {}
+        for rank in self._ranks(ranks):
+            q = self._figures[rank]["queue"]
+            if len(q["ts_ns"]) == 0:
+                continue
+            out[rank] = pd.DataFrame(
+                {
+                    "ts": q["ts_ns"] / 1000.0,
+                    "pid": q["pid"],
+                    "tid": q["tid"],
+                    "stream": q["stream"],
+                    "queue_length": q["queue_length"],
+                }
+            )
+        return out
+
+    def get_queue_length_summary(self, ranks: Optional[List[int]] = None) -> Optional[pd.DataFrame]:
+        """Per (rank, stream): pandas' describe() of the queue length series
+        (count, mean, std, min, 25%, 50%, 75%, max), as HTA; None when no
+        rank has launches."""
+        return self.get_queue_length_summary_from_time_series(self.get_queue_length_time_series(ranks))
+
+    @staticmethod
+    def get_queue_length_summary_from_time_series(series: Dict[int, pd.DataFrame]) -> Optional[pd.DataFrame]:
+        parts = []
+        for rank, df in series.items():
+            d = df[["stream", "queue_length"]].copy()
+            d.insert(0, "rank", rank)
+            parts.append(d.groupby(["rank", "stream"]).describe())
+        return pd.concat(parts) if parts else None
+
+
+def _top_kernels(k: pd.DataFrame, num_kernels: int, duration_ratio: float) -> pd.DataFrame:
+    """HTA's _aggr_gpu_kernel_time on per-name rows (name, sum, max, min,
+    mean, std): by sum, largest first; with more than num_kernels names,
+    those past the duration_ratio quantile of the running sum or past the
+    first num_kernels become "others", and HTA then takes sum, max, min,
+    mean and std of the per-name sums of each remaining name."""
+    k = k.sort_values(by="sum", ascending=False, ignore_index=True)
+    if len(k) <= num_kernels:
+        return k.reset_index(drop=True)
+    k = k.copy()
+    running = k["sum"].cumsum()
+    names = k["name"].copy()
+    names[(running > running.quantile(duration_ratio)) | (k.index >= num_kernels)] = "others"
+    grouped = pd.DataFrame({"name": names, "value": k["sum"]}).groupby("name")["value"].agg(
+        ["sum", "max", "min", "mean", "std"]
+    )
+    grouped = grouped.reset_index().fillna({"std": 0})
+    return grouped

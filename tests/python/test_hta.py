@@ -1,0 +1,257 @@
+"""HolisticTraceAnalysis' API (tprof.TraceAnalysis) against the figures the
+C++ tests hold: the hand-worked synthetic traces of
+tests/golden/breakdowns_test.cc, HTA's 2-rank trace_filter job of
+tests/golden/ranks_test.cc (tests/golden/expected/ranks_merge_json.json),
+and `tprof diagnose --format json`'s breakdowns on real traces. Times are
+HTA's µs."""
+
+import math
+import os
+import unittest
+
+import numpy as np
+import pandas as pd
+
+import tprof
+from support import cli_json, data
+
+TRACE_FILTER = data("public", "hta", "trace_filter")
+
+# breakdowns_test.cc's kTwoStreams: one host thread launching on streams 7
+# and 9 of GPU 0, rank 3. Device activity sorted by start: 100-130 gemm,
+# 120-160 nccl, 135-145 add, 200-210 mul, 210.02-215 memcpy, 300-301 memset.
+TWO_STREAMS = b"""{"distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8}, "traceEvents": [
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 2, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 20, "dur": 2, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": 25, "dur": 2, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 30, "dur": 2, "args": {"correlation": 4}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 190, "dur": 2, "args": {"correlation": 5}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 100, "dur": 30, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "add", "pid": 0, "tid": 7, "ts": 135, "dur": 10, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "mul", "pid": 0, "tid": 7, "ts": 200, "dur": 10, "args": {"correlation": 5, "stream": 7}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pageable)", "pid": 0, "tid": 7, "ts": 210.02, "dur": 4.98, "args": {"correlation": 3, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 9, "ts": 120, "dur": 40, "args": {"correlation": 4, "stream": 9}},
+  {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 9, "ts": 300, "dur": 1, "args": {"stream": 9}}
+]}"""
+
+TEMPORAL_COLUMNS = ["rank", "idle_time(us)", "compute_time(us)", "non_compute_time(us)", "kernel_time(us)",
+                    "idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"]
+IDLE_COLUMNS = ["rank", "stream", "idle_category", "idle_time", "idle_time_ratio"]
+
+
+def idle_of(df: pd.DataFrame, stream: int) -> dict:
+    s = df[df["stream"] == stream]
+    return dict(zip(s["idle_category"], s["idle_time"]))
+
+
+class SyntheticTest(unittest.TestCase):
+    def test_temporal_breakdown(self):
+        df = tprof.read(TWO_STREAMS).get_temporal_breakdown()
+        self.assertEqual(list(df.columns), TEMPORAL_COLUMNS)
+        row = df.iloc[0]
+        self.assertEqual(row["rank"], 3)  # distributedInfo.rank
+        # HtaTemporal.WholeTraceSpanIdleComputeAndNonCompute: kernel_time 201,
+        # idle 126, compute 50, non-compute 25 (the memcpy rounded to [211,215)).
+        self.assertEqual(row["kernel_time(us)"], 201)
+        self.assertEqual(row["idle_time(us)"], 126)
+        self.assertEqual(row["compute_time(us)"], 50)
+        self.assertEqual(row["non_compute_time(us)"], 25)
+        self.assertEqual(row["idle_time_pctg"], round(100 * 126 / 201, 2))
+        self.assertEqual(row["compute_time_pctg"], round(100 * 50 / 201, 2))
+
+    def test_idle_time_breakdown(self):
+        df, stats = tprof.read(TWO_STREAMS).get_idle_time_breakdown()
+        self.assertIsNone(stats)
+        self.assertEqual(list(df.columns), IDLE_COLUMNS)
+        self.assertEqual(list(df["stream"].unique()), [7, 9])  # order of first appearance
+        self.assertTrue((df["rank"] == 3).all())
+        # HtaIdle.OneEntryPerStreamInOrderOfFirstAppearance.
+        self.assertEqual(idle_of(df, 7), {"host_wait": 55.0, "kernel_wait": 6.0, "other": 0.0})
+        self.assertEqual(idle_of(df, 9), {"other": 140.0})
+        s7 = df[df["stream"] == 7]
+        self.assertEqual(list(s7["idle_time_ratio"]), [round(55 / 61, 2), round(6 / 61, 2), 0.0])
+        only9, _ = tprof.read(TWO_STREAMS).get_idle_time_breakdown(streams=[9])
+        self.assertEqual(list(only9["stream"]), [9])
+
+    def test_thirty_microseconds_split_kernel_wait_from_other(self):
+        t = tprof.read(b"""{"traceEvents": [
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 1, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 3, "dur": 1, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 100, "dur": 10, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 139, "dur": 10, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 7, "ts": 180, "dur": 10, "args": {"correlation": 3, "stream": 7}}
+]}""")
+        df, _ = t.get_idle_time_breakdown()
+        self.assertEqual(idle_of(df, 7), {"kernel_wait": 29.0, "other": 31.0})
+
+    def test_nanosecond_times_are_rounded_as_hta_rounds_them(self):
+        t = tprof.read(b"""{"traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 100.2, "dur": 10.5, "args": {"stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 110.9, "dur": 5, "args": {"stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 7, "ts": 120.3, "dur": 0.4, "args": {"stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "d", "pid": 0, "tid": 7, "ts": 130.0, "dur": 2, "args": {"stream": 7}}
+]}""")
+        df, _ = t.get_idle_time_breakdown()
+        self.assertEqual(idle_of(df, 7), {"kernel_wait": 17.0, "other": 0.0})
+        row = t.get_temporal_breakdown().iloc[0]
+        self.assertEqual((row["kernel_time(us)"], row["idle_time(us)"], row["compute_time(us)"]), (31, 17, 14))
+
+    def test_step_filter_drops_the_last_step(self):
+        t = tprof.read(b"""{"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 110, "dur": 1, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 50, "dur": 60, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 120, "dur": 10, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 7, "ts": 150, "dur": 1, "args": {"stream": 7}}
+]}""")
+        self.assertEqual(t.get_temporal_breakdown().iloc[0]["kernel_time(us)"], 60)
+
+    def test_kernel_breakdown(self):
+        types, kernels = tprof.read(TWO_STREAMS).get_gpu_kernel_breakdown()
+        self.assertEqual(list(types.columns), ["kernel_type", "sum", "percentage"])
+        self.assertEqual(list(kernels.columns),
+                         ["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "kernel_type", "rank"])
+        # COMPUTATION groups [100,130) [135,145) [200,210) = 50, COMMUNICATION
+        # [120,160) = 40, MEMORY [211,215) [300,301) = 5 (HTA's rounding);
+        # computation and communication overlap on [120,130) and [135,145).
+        got = dict(zip(types["kernel_type"], types["sum"]))
+        self.assertEqual(got, {"COMPUTATION": 30, "COMMUNICATION": 20, "COMPUTATION overlapping COMMUNICATION": 20,
+                               "MEMORY": 5})
+        self.assertEqual(list(types["sum"]), sorted(types["sum"], reverse=True))
+        self.assertAlmostEqual(types["percentage"].sum(), 100, delta=0.2)
+        by = {(r["kernel_type"], r["name"]): r for r in kernels.to_dict("records")}
+        self.assertEqual(by[("COMPUTATION", "gemm")]["sum (us)"], 30)
+        self.assertEqual(by[("COMMUNICATION", "ncclDevKernel_AllReduce_Sum_f32_RING_LL")]["sum (us)"], 40)
+        self.assertAlmostEqual(by[("MEMORY", "Memcpy DtoH (Device -> Pageable)")]["sum (us)"], 4.98)
+        self.assertTrue((kernels["rank"] == 3).all())
+
+    def test_comm_comp_overlap_and_queue_length(self):
+        t = tprof.read(TWO_STREAMS)
+        df = t.get_comm_comp_overlap()
+        self.assertEqual(list(df.columns), ["rank", "comp_comm_overlap_pctg"])
+        self.assertEqual(df.iloc[0]["comp_comm_overlap_pctg"], 50.0)  # 20 of nccl's 40 µs
+        series = t.get_queue_length_time_series()
+        self.assertEqual(list(series), [3])
+        s = series[3]
+        self.assertEqual(list(s.columns), ["ts", "pid", "tid", "stream", "queue_length"])
+        # Stream 7: launches at 10, 20, 25, 190; starts at 100, 135, 200, 210.02.
+        s7 = s[s["stream"] == 7]
+        self.assertEqual(list(s7["ts"]), [10, 20, 25, 100, 135, 190, 200, 210.02])
+        self.assertEqual(list(s7["queue_length"]), [1, 2, 3, 2, 1, 2, 1, 0])
+        summary = t.get_queue_length_summary()
+        self.assertEqual(list(summary.index), [(3, 7), (3, 9)])
+        self.assertEqual(list(summary.columns.get_level_values(1)),
+                         ["count", "mean", "std", "min", "25%", "50%", "75%", "max"])
+        self.assertEqual(summary.loc[(3, 7), ("queue_length", "count")], 8)
+        self.assertEqual(summary.loc[(3, 7), ("queue_length", "mean")], 1.5)
+        self.assertEqual(summary.loc[(3, 7), ("queue_length", "max")], 3)
+        self.assertEqual(summary.loc[(3, 9), ("queue_length", "mean")], 0.5)
+
+    def test_cpu_only_trace_has_no_rows(self):
+        t = tprof.read(b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0, "dur": 1}]}')
+        with self.assertRaises(ValueError):
+            t.get_temporal_breakdown()
+        self.assertIsNone(t.get_queue_length_summary())
+        self.assertTrue(math.isnan(t.get_comm_comp_overlap().iloc[0]["comp_comm_overlap_pctg"]))
+
+    def test_unsupported_arguments_say_so(self):
+        t = tprof.read(TWO_STREAMS)
+        with self.assertRaises(NotImplementedError):
+            t.get_idle_time_breakdown(consecutive_kernel_delay=10)
+        with self.assertRaises(NotImplementedError):
+            t.get_idle_time_breakdown(show_idle_interval_stats=True)
+        with self.assertRaises(NotImplementedError):
+            tprof.TraceAnalysis(traces=[t], include_last_profiler_step=True)
+
+
+class TraceFilterJobTest(unittest.TestCase):
+    """HTA's 2-rank trace_filter job: the figures of
+    tests/golden/expected/ranks_merge_json.json (tprof merge of both ranks)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.analyzer = tprof.TraceAnalysis(trace_dir=TRACE_FILTER)
+
+    def test_ranks_from_distributed_info(self):
+        self.assertEqual(self.analyzer.ranks, [0, 1])
+        self.assertEqual(sorted(os.path.basename(t.path) for t in self.analyzer.traces.values()),
+                         ["sampled_rank-0.json.gz", "sampled_rank-1.json.gz"])
+        by_files = tprof.TraceAnalysis(trace_files={1: os.path.join(TRACE_FILTER, "sampled_rank-1.json.gz"),
+                                                    0: os.path.join(TRACE_FILTER, "sampled_rank-0.json.gz")})
+        self.assertEqual(by_files.ranks, [0, 1])
+        with self.assertRaises(ValueError):
+            tprof.TraceAnalysis(traces=[self.analyzer.traces[0], self.analyzer.traces[0]])
+
+    def test_comm_comp_overlap(self):
+        df = self.analyzer.get_comm_comp_overlap()
+        self.assertEqual(list(df["rank"]), [0, 1])
+        self.assertEqual(list(df["comp_comm_overlap_pctg"]), [11.81, 20.05])
+
+    def test_kernel_type_table(self):
+        types, kernels = self.analyzer.get_gpu_kernel_breakdown()
+        want = [
+            ("COMMUNICATION", 305584, 55.5),
+            ("COMPUTATION", 185023, 33.6),
+            ("COMPUTATION overlapping COMMUNICATION", 56747, 10.3),
+            ("MEMORY", 2288, 0.4),
+            ("COMMUNICATION overlapping MEMORY", 1011, 0.2),
+            ("COMPUTATION overlapping MEMORY", 18, 0.0),
+            ("COMPUTATION overlapping COMMUNICATION overlapping MEMORY", 12, 0.0),
+        ]
+        self.assertEqual(list(types.itertuples(index=False, name=None)), want)
+        # Per rank and type at most num_kernels rows and an "others" row.
+        for (rank, kernel_type), rows in kernels.groupby(["rank", "kernel_type"]):
+            self.assertLessEqual(len(rows), 11, (rank, kernel_type))
+        top = self.analyzer.get_gpu_kernel_breakdown(num_kernels=10000, duration_ratio=1.0)[1]
+        comp = top[(top["rank"] == 0) & (top["kernel_type"] == "COMPUTATION")]
+        self.assertNotIn("others", set(comp["name"]))
+        self.assertTrue((comp["min (us)"] <= comp["mean (us)"]).all() and (comp["mean (us)"] <= comp["max (us)"]).all())
+
+    def test_temporal_and_idle_equal_diagnose_json(self):
+        temporal = self.analyzer.get_temporal_breakdown()
+        idle, _ = self.analyzer.get_idle_time_breakdown(ranks=[0, 1])
+        for rank in (0, 1):
+            want = cli_json("diagnose", os.path.join(TRACE_FILTER, f"sampled_rank-{rank}.json.gz"))["breakdowns"]
+            row = temporal[temporal["rank"] == rank].iloc[0]
+            w = want["hta_temporal"][0]
+            self.assertEqual(row["kernel_time(us)"] * 1000, w["kernel_time_ns"])
+            self.assertEqual(row["idle_time(us)"] * 1000, w["idle_time_ns"])
+            self.assertEqual(row["compute_time(us)"] * 1000, w["compute_time_ns"])
+            self.assertEqual(row["non_compute_time(us)"] * 1000, w["non_compute_time_ns"])
+            mine = idle[idle["rank"] == rank]
+            self.assertEqual(list(mine["stream"].unique()), [s["stream"] for s in want["hta_idle"]])
+            for s in want["hta_idle"]:
+                got = idle_of(mine, s["stream"])
+                self.assertEqual(got.get("host_wait", 0) * 1000, s["host_wait_ns"])
+                self.assertEqual(got.get("kernel_wait", 0) * 1000, s["kernel_wait_ns"])
+                self.assertEqual(got["other"] * 1000, s["other_ns"])
+
+    def test_default_ranks_are_htas(self):
+        idle, _ = self.analyzer.get_idle_time_breakdown()
+        self.assertEqual(set(idle["rank"]), {0})  # HTA's default: ranks=[0]
+        self.assertEqual(set(self.analyzer.get_queue_length_summary().index.get_level_values(0)), {0})
+        both = self.analyzer.get_queue_length_summary(ranks=[0, 1])
+        self.assertEqual(set(both.index.get_level_values(0)), {0, 1})
+        # Every launched activity is counted up and down once.
+        for (rank, stream), row in both.iterrows():
+            self.assertEqual(row[("queue_length", "count")] % 2, 0)
+            self.assertEqual(row[("queue_length", "min")], 0)
+
+
+class RealTraceTest(unittest.TestCase):
+    def test_h100_traces_equal_diagnose_json(self):
+        for name in ("64_bf16_warm_eager.json", "4096_bf16_cold_compile.json"):
+            path = data("gpu", "h100-torch-2.11", name)
+            with self.subTest(name):
+                want = cli_json("diagnose", path)["breakdowns"]["hta_temporal"][0]
+                row = tprof.read(path).get_temporal_breakdown().iloc[0]
+                self.assertEqual(row["kernel_time(us)"] * 1000, want["kernel_time_ns"])
+                self.assertEqual(row["idle_time(us)"] * 1000, want["idle_time_ns"])
+                self.assertEqual(row["compute_time(us)"] * 1000, want["compute_time_ns"])
+
+
+if __name__ == "__main__":
+    unittest.main()

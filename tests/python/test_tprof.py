@@ -1,0 +1,345 @@
+"""The Python module over the real traces of tests/data: reading (path,
+.gz, bytes, file objects, many at once), the zero-copy columns, events(),
+and the reports against `tprof ... --format json` on the same file."""
+
+import gc
+import gzip
+import io
+import json
+import os
+import tempfile
+import threading
+import unittest
+
+import numpy as np
+import pandas as pd
+
+import tprof
+from support import cli, cli_json, data, flat_rows, records
+
+# Traces of every era the module is tested on: torch 1.13's legacy array and
+# its Kineto conversion, torch 2.11 on an H100, tprof's capture on an H200.
+TORCH113_LEGACY = data("torch-1.13", "blog", "bmm8x64_fp32_warm_eager.json")
+TORCH113_KINETO = data("torch-1.13", "blog", "bmm8x64_fp32_warm_eager.kineto.json")
+H100_EAGER = data("gpu", "h100-torch-2.11", "64_bf16_warm_eager.json")
+H100_COMPILE = data("gpu", "h100-torch-2.11", "4096_bf16_cold_compile.json")
+H200_TPROF = data("gpu", "h200-tprof", "4096_bf16_warm_fused.json")
+MLP_GZ_DIR = data("torch-1.13", "mlp", "tb_gz")
+TRACES = [TORCH113_LEGACY, TORCH113_KINETO, H100_EAGER, H100_COMPILE, H200_TPROF]
+
+
+def gz_trace() -> str:
+    return os.path.join(MLP_GZ_DIR, sorted(f for f in os.listdir(MLP_GZ_DIR) if f.endswith(".gz"))[0])
+
+
+class ReadTest(unittest.TestCase):
+    def assert_same_events(self, a: tprof.Trace, b: tprof.Trace) -> None:
+        self.assertEqual(len(a), len(b))
+        for col in ("ts_ns", "dur_ns", "kind", "phase", "correlation", "external_id", "lane"):
+            np.testing.assert_array_equal(getattr(a, col), getattr(b, col), err_msg=col)
+        self.assertEqual(a.strings(a.name_id), b.strings(b.name_id))
+
+    def test_bytes_file_object_and_path_read_the_same_trace(self):
+        t = tprof.read(H100_EAGER)
+        with open(H100_EAGER, "rb") as f:
+            raw = f.read()
+        self.assert_same_events(t, tprof.read(raw))
+        self.assert_same_events(t, tprof.read(bytearray(raw)))
+        self.assert_same_events(t, tprof.read(memoryview(raw)))
+        with open(H100_EAGER, "rb") as f:
+            from_file = tprof.read(f)
+        self.assertEqual(from_file.path, H100_EAGER)
+        self.assert_same_events(t, from_file)
+        self.assert_same_events(t, tprof.read(io.BytesIO(raw)))
+        with open(H100_EAGER, "r") as f, self.assertRaises(TypeError):
+            tprof.read(f)
+
+    def test_gzip_path_and_gzip_bytes(self):
+        path = gz_trace()
+        t = tprof.read(path)
+        self.assertTrue(t.metadata["gzip"])
+        self.assertGreater(len(t), 0)
+        with open(path, "rb") as f:
+            self.assert_same_events(t, tprof.read(f.read()))
+        with gzip.open(path, "rb") as f:
+            self.assert_same_events(t, tprof.read(f.read()))  # the inflated text
+        # A .gz the test writes: the same events as the plain file.
+        with open(H100_EAGER, "rb") as f:
+            raw = f.read()
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "t.json.gz")
+            with open(p, "wb") as f:
+                f.write(gzip.compress(raw))
+            self.assert_same_events(tprof.read(H100_EAGER), tprof.read(p))
+        self.assert_same_events(tprof.read(H100_EAGER), tprof.read(gzip.compress(raw)))
+        self.assertEqual(len(tprof.read(gzip.compress(raw)).table()), len(tprof.read(H100_EAGER).table()))
+
+    def test_read_many_reads_in_parallel_in_order(self):
+        many = tprof.read_many(TRACES)
+        self.assertEqual([t.path for t in many], TRACES)
+        for p, t in zip(TRACES, many):
+            self.assert_same_events(tprof.read(p), t)
+
+    def test_concurrent_reads_and_analyses_from_threads(self):
+        results = {}
+
+        def work(i):
+            t = tprof.read(TRACES[i % len(TRACES)])
+            results[i] = (len(t), len(t.table(row_limit=-1)), len(t.kernels()))
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        for i, r in results.items():
+            t = tprof.read(TRACES[i % len(TRACES)])
+            self.assertEqual(r, (len(t), len(t.table(row_limit=-1)), len(t.kernels())))
+
+
+class ErrorTest(unittest.TestCase):
+    DAMAGED = (
+        b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2, "pid": 1, "tid": 1}, '
+        b'{"ph": "X", "name": "b", "ts": 3, "dur": 2, "pid": 1, "tid": 1 "x"}, '
+        b'{"ph": "X", "name": "c", "ts": 5, "dur": 2, "pid": 1, "tid": 1}]}'
+    )
+
+    def test_damaged_file_is_a_trace_error_with_file_offset_and_expectation(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "damaged.json")
+            with open(p, "wb") as f:
+                f.write(self.DAMAGED)
+            # Salvaged by default: the damaged event is skipped, with a diagnostic.
+            t = tprof.read(p)
+            self.assertEqual(len(t), 2)
+            self.assertEqual(t.diagnostic_counts(), {"skipped_bytes": 1})
+            self.assertEqual(t.diagnostics[0]["byte_offset"], 82)
+            # strict: refused, with the offset of the error.
+            with self.assertRaises(tprof.TraceError) as cm:
+                tprof.read(p, strict=True)
+            e = cm.exception
+            self.assertIsInstance(e, ValueError)
+            self.assertEqual(e.path, p)
+            self.assertEqual(e.offset, 145)
+            self.assertEqual(e.code, "parse")
+            self.assertIn("expected ',' or '}' in an event", e.reason)
+            self.assertEqual(str(e), f"{p}: byte 145: expected ',' or '}}' in an event, found '\"'")
+            # The CLI says the same.
+            with self.assertRaises(AssertionError) as cli_err:
+                cli("--strict", "info", p)
+            self.assertIn(f"{p}: byte 145: expected ',' or '}}' in an event", str(cli_err.exception))
+
+    def test_not_a_trace_and_missing_file(self):
+        with self.assertRaises(tprof.TraceError) as cm:
+            tprof.read(b'{"traceEvents": 5')
+        self.assertEqual(cm.exception.offset, 16)
+        self.assertEqual(cm.exception.path, "<bytes>")
+        self.assertIn('"traceEvents" is not an array', str(cm.exception))
+        with self.assertRaises(tprof.TraceError) as cm:
+            tprof.read(io.BytesIO(b"hello"))
+        self.assertEqual(cm.exception.offset, 0)
+        with self.assertRaises(tprof.TraceError) as cm:
+            tprof.read("/nonexistent/trace.json")
+        self.assertEqual(cm.exception.code, "io")
+        self.assertIsNone(cm.exception.offset)
+        self.assertIn("/nonexistent/trace.json", str(cm.exception))
+
+    def test_bad_arguments_are_value_errors(self):
+        t = tprof.read(H100_EAGER)
+        with self.assertRaises(ValueError) as cm:
+            t.table(sort_by="no_such_key")
+        self.assertNotIsInstance(cm.exception, tprof.TraceError)
+        with self.assertRaises(ValueError):
+            t.diagnose(only=["no_such_rule"])
+
+
+class ColumnsTest(unittest.TestCase):
+    def test_views_are_zero_copy_read_only_and_keep_the_trace_alive(self):
+        t = tprof.read(H100_EAGER)
+        ts = t.ts_ns
+        self.assertEqual(ts.dtype, np.int64)
+        self.assertEqual(len(ts), len(t))
+        self.assertFalse(ts.flags.writeable)
+        self.assertFalse(ts.flags.owndata)
+        self.assertIs(ts.base, t._core)  # the view's owner is the trace itself
+        # Two views of a column are the same memory: nothing is copied.
+        self.assertEqual(ts.__array_interface__["data"][0], t.column("ts_ns").__array_interface__["data"][0])
+        self.assertTrue(np.shares_memory(ts, t.ts_ns))
+        with self.assertRaises(ValueError):
+            ts[0] = 0
+        expected = ts.copy()
+        kinds = t.kind
+        del t
+        gc.collect()
+        np.testing.assert_array_equal(ts, expected)  # still valid: the view holds the trace
+        self.assertEqual(len(kinds), len(expected))
+
+    def test_every_column_has_the_model_type(self):
+        t = tprof.read(H100_COMPILE)
+        types = {"ts_ns": np.int64, "dur_ns": np.int64, "name_id": np.uint32, "cat_id": np.uint32,
+                 "lane": np.uint32, "phase": np.uint8, "kind": np.uint8, "flags": np.uint8,
+                 "external_id": np.int64, "correlation": np.int64, "flow_id": np.int64,
+                 "args_ref": np.uint64, "src_offset": np.uint64}
+        for name, dtype in types.items():
+            col = getattr(t, name)
+            self.assertEqual(col.dtype, dtype, name)
+            self.assertEqual(len(col), len(t), name)
+        with self.assertRaises(AttributeError):
+            t.no_such_column
+
+    def test_events_frame(self):
+        t = tprof.read(H100_COMPILE)
+        df = t.events()
+        self.assertEqual(df.shape, (len(t), 13))
+        self.assertEqual(list(df.columns), ["name", "cat", "ph", "kind", "ts_ns", "dur_ns", "pid", "tid", "device",
+                                            "stream", "correlation", "external_id", "flow_id"])
+        for c in df.columns[4:]:
+            self.assertEqual(df[c].dtype, np.int64, c)
+        # The frame owns its memory: it does not hold the trace.
+        self.assertFalse(np.shares_memory(df["ts_ns"].to_numpy(), t.ts_ns))
+        np.testing.assert_array_equal(df["correlation"].to_numpy(), t.correlation)
+        lanes = t.lanes()
+        np.testing.assert_array_equal(df["stream"].to_numpy(), lanes["stream"].to_numpy()[t.lane])
+        for c in ("name", "cat", "ph", "kind"):
+            self.assertIsInstance(df[c].dtype, pd.CategoricalDtype, c)
+        self.assertEqual(list(df["name"].astype(object)), t.strings(t.name_id))
+        self.assertEqual(list(df["cat"].astype(object)), t.strings(t.cat_id))
+        np.testing.assert_array_equal(df["ts_ns"].to_numpy(), t.ts_ns)
+        np.testing.assert_array_equal(df["dur_ns"].to_numpy(), t.dur_ns)
+        self.assertEqual(list(df["ph"].astype(str)), [chr(p) for p in t.phase])
+        # Counts by kind, as `tprof info` counts them.
+        info = cli_json("info", H100_COMPILE)
+        by_kind = df["kind"].value_counts()
+        for kind, n in info["events_by_kind"].items():
+            self.assertEqual(by_kind.get(kind, 0), n, kind)
+        # Kernels: the rows `tprof kernels` aggregates.
+        kernels = df[df["kind"] == "kernel"]
+        ours = kernels.groupby("name", observed=True)["dur_ns"].sum()
+        k = cli_json("kernels", H100_COMPILE)
+        for row in k["kernels"]:
+            if row["category"] == "kernel":
+                self.assertEqual(ours[row["name"]], row["total_ns"], row["name"])
+        # GPU lanes: device and stream come from the lane.
+        device = df[df["kind"].isin(["kernel", "gpu_memcpy", "gpu_memset"])]
+        self.assertGreater(len(device), 0)
+        self.assertTrue((device["stream"] >= 0).all() and (device["device"] >= 0).all())
+        self.assertTrue((df.loc[df["kind"] == "cpu_op", "stream"] == -1).all())
+        self.assertEqual(set(lanes.columns), {"pid", "tid", "kind", "device", "stream", "thread_name"})
+
+    def test_legacy_array_and_args(self):
+        t = tprof.read(TORCH113_LEGACY)
+        self.assertEqual(t.metadata["format"], "legacy_array")
+        df = t.events()
+        self.assertTrue((df["cat"] == "cpu_op").all())  # torch's legacy array: every event is an op
+        k = tprof.read(H100_EAGER)
+        corr = int(np.nonzero(k.correlation >= 0)[0][0])
+        self.assertEqual(k.args(corr)["correlation"], int(k.correlation[corr]))
+        self.assertIn("deviceProperties", k.metadata["top_level"])
+
+
+def table_cases():
+    """tests/data/torch-1.13/tables.json: every table torch 1.13 printed,
+    with its arguments and the traces that reproduce it."""
+    root = data("torch-1.13")
+    with open(os.path.join(root, "tables.json")) as f:
+        manifest = json.load(f)
+    for case in manifest["tables"]:
+        for fmt, trace in case["traces"].items():
+            yield case["expected"] + " from " + fmt, os.path.join(root, case["expected"]), os.path.join(root, trace), case["args"]
+
+
+class TableTest(unittest.TestCase):
+    def test_every_torch_table_byte_for_byte(self):
+        n = 0
+        for name, expected, trace, a in table_cases():
+            with self.subTest(name):
+                t = tprof.read(trace)
+                text = t.table(
+                    sort_by=a["sort_by"], row_limit=a["row_limit"], max_name_column_width=a["max_name_column_width"],
+                    header=a["header"], top_level_events_only=a["top_level_events_only"],
+                    group_by_input_shape=a["group_by_input_shape"], group_by_stack_n=a["group_by_stack_n"],
+                    memory="on" if a["profile_memory"] else "off", events=not a["aggregate"], text=True)
+                with open(expected, encoding="utf-8") as f:
+                    self.assertEqual(text, f.read())
+                n += 1
+        self.assertGreaterEqual(n, 59)
+
+    def test_frames_equal_the_cli_json(self):
+        options = [
+            ({}, []),
+            ({"sort_by": "cuda_time_total", "row_limit": 5}, ["--sort-by", "cuda_time_total", "--row-limit", "5"]),
+            ({"sort_by": "self_cpu_time_total", "row_limit": -1, "top_level_events_only": True},
+             ["--sort-by", "self_cpu_time_total", "--row-limit", "-1", "--top-level-only"]),
+            ({"group_by_input_shape": True, "row_limit": -1}, ["--group-by-input-shape", "--row-limit", "-1"]),
+            ({"events": True, "row_limit": 30}, ["--events", "--row-limit", "30"]),
+        ]
+        for path in TRACES:
+            t = tprof.read(path)
+            for kwargs, args in options:
+                with self.subTest(path=os.path.basename(path), args=args):
+                    want = cli_json("table", path, *args)
+                    df = t.table(**kwargs)
+                    self.assertEqual(df.shape[0], len(want["rows"]))
+                    keys = list(dict.fromkeys(k for r in want["rows"] for k in r))
+                    self.assertEqual(list(df.columns), keys)
+                    self.assertEqual(records(df), want["rows"])
+                    self.assertEqual(df.attrs["device"], want["device"])
+                    self.assertEqual(t.table(text=True, **kwargs), cli("table", path, *args))
+
+
+class ReportsTest(unittest.TestCase):
+    def test_steps_equal_the_cli_json(self):
+        for path in TRACES:
+            with self.subTest(os.path.basename(path)):
+                want = cli_json("steps", path)
+                df = tprof.read(path).steps()
+                self.assertEqual(len(df), len(want["steps"]))
+                self.assertEqual(records(df), flat_rows(want["steps"]))
+                self.assertEqual(df.attrs["has_device"], want["has_device"])
+                if len(df):
+                    self.assertEqual(df["start_ns"].dtype, np.int64)  # ns timestamps stay exact
+                self.assertEqual(tprof.read(path).steps(text=True), cli("steps", path))
+
+    def test_kernels_equal_the_cli_json(self):
+        for path in TRACES:
+            with self.subTest(os.path.basename(path)):
+                want = cli_json("kernels", path)
+                df = tprof.read(path).kernels()
+                self.assertEqual(len(df), len(want["kernels"]))
+                self.assertEqual(records(df), flat_rows(want["kernels"]))
+                self.assertEqual(df.attrs["total_ns"], want["total_ns"])
+                self.assertEqual(tprof.read(path).kernels(text=True), cli("kernels", path))
+
+    def test_diagnose_equals_the_cli_json(self):
+        for path in (H100_EAGER, H100_COMPILE, H200_TPROF, TORCH113_KINETO):
+            with self.subTest(os.path.basename(path)):
+                want = cli_json("diagnose", path)
+                d = tprof.read(path).diagnose()
+                self.assertEqual(d.raw, want)
+                self.assertEqual(d.verdict, want["verdict"])
+                self.assertEqual([f.id for f in d.findings], [f["id"] for f in want["findings"]])
+                for f, w in zip(d.findings, want["findings"]):
+                    self.assertEqual((f.severity, f.title, f.evidence, f.advice),
+                                     (w["severity"], w["title"], w["evidence"], w["advice"]))
+                self.assertEqual(len(d.steps), len(want["steps"]))
+                if d.findings:
+                    self.assertIs(d.finding(d.findings[0].id), d.findings[0])
+        only = tprof.read(H100_EAGER).diagnose(only=["kernel_launch_stats"])
+        self.assertTrue(all(f.id == "kernel_launch_stats" for f in only.findings))
+        self.assertIn("kernel_launch_stats", tprof.rule_ids())
+
+    def test_compare_equals_the_cli_json(self):
+        a, b = tprof.read(H100_EAGER), tprof.read(data("gpu", "h100-torch-2.11", "64_bf16_warm_compile.json"))
+        want = cli_json("compare", a.path, b.path)
+        c = tprof.compare(a, b, label_a=a.path, label_b=b.path)
+        self.assertEqual(c.raw, want)
+        self.assertEqual(records(c.steps), want["steps"])
+        self.assertEqual(len(c.ops), len(want["ops"]))
+        self.assertEqual(len(c.kernels), len(want["kernels"]))
+        self.assertEqual(tprof.compare(a, b, text=True, label_a=a.path, label_b=b.path), cli("compare", a.path, b.path))
+        same = tprof.compare(a, a)
+        self.assertFalse(same.verdict_changed)
+
+
+if __name__ == "__main__":
+    unittest.main()
