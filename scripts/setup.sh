@@ -4,15 +4,16 @@
 #   scripts/setup.sh --test     + what the test suite uses (python3-torch for the
 #                                 real-PyTorch integration test, chromium for the
 #                                 headless test of tprof report's page, clang for
-#                                 the strict-flags consumer test; optional)
+#                                 the strict-flags consumer test, the sqlite3 shell
+#                                 for tprof export --sqlite's; optional)
 # Nothing is downloaded at build time; apt is the only source.
 set -euo pipefail
 
 BUILD_PKGS=(cmake ninja-build g++ make pkg-config git
             libsimdjson-dev libcli11-dev libdeflate-dev zlib1g-dev
-            libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
+            libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libsqlite3-dev
             pybind11-dev python3-dev python3-numpy)
-TEST_PKGS=(python3 python3-torch chromium clang python3-pandas)
+TEST_PKGS=(python3 python3-torch chromium clang sqlite3 python3-pandas)
 
 want=("${BUILD_PKGS[@]}")
 optional=()

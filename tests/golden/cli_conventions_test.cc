@@ -33,8 +33,9 @@ const std::string kTrace = std::string(TPROF_TEST_DATA) + "/gpu/h100-torch-2.11/
 // A critical one.
 const std::string kCriticalTrace = std::string(TPROF_TEST_DATA) + "/public/hta/trace_filter/sampled_rank-0.json.gz";
 // The commands users see; the hidden completion and man are tprof's too.
-const std::vector<std::string> kCommands = {"table",  "steps",     "info",  "diagnose",   "kernels", "compare", "record",
-                                            "serve",  "sweep",     "report", "summarize", "merge",   "completion", "man"};
+const std::vector<std::string> kCommands = {"table",  "steps",     "info",  "diagnose", "kernels",    "compare",
+                                            "record", "serve",     "sweep", "report",   "summarize",  "merge",
+                                            "export", "completion", "man"};
 
 std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
 

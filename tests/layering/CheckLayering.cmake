@@ -4,6 +4,7 @@
 #   base <- trace <- capture (+ cupti, its CUDA backend, which sees of
 #                            capture only src/capture/activity_source.h)
 #   base <- trace <- analyze <- report <- serve
+#                                     report <- export (SQLite)
 #   capture, report <- profiler_tables <- tools/tprof (the CLI)
 #
 # 1. Every `#include "src/<layer>/..."` and `#include "tprof/<header>"` in
@@ -34,8 +35,9 @@ set(allowed_inject base trace capture cupti)
 set(allowed_analyze base trace analyze)
 set(allowed_report base trace analyze report)
 set(allowed_serve base trace analyze report serve)
+set(allowed_export base trace analyze report export)
 set(allowed_profiler_tables base trace capture cupti analyze report profiler_tables)
-set(layers base trace capture cupti analyze report serve profiler_tables)
+set(layers base trace capture cupti analyze report serve export profiler_tables)
 
 # The layer of each public header: where it is implemented.
 set(header_status.h base)

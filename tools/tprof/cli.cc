@@ -172,6 +172,7 @@ int run(int argc, const char* const* argv) {
   add_report_html_command(app, &rc);
   add_summarize_command(app, &rc);
   add_merge_command(app, &rc);
+  add_export_command(app, &rc);
   add_completion_command(app, &rc);
   add_man_command(app, &rc);
   const std::vector<std::string> reordered = command_first(app, argc, argv);

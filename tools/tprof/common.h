@@ -100,6 +100,8 @@ void add_sweep_command(CLI::App& app, int* rc);
 void add_report_html_command(CLI::App& app, int* rc);
 void add_summarize_command(CLI::App& app, int* rc);
 void add_merge_command(CLI::App& app, int* rc);
+// tprof export --sqlite (export_cmd.cc): says so when built without SQLite.
+void add_export_command(CLI::App& app, int* rc);
 // Hidden from --help: the bash completion and the man page (generate_cmd.cc),
 // generated from the commands above, so these two are added last.
 void add_completion_command(CLI::App& app, int* rc);

@@ -1,0 +1,992 @@
+// tprof export --sqlite (docs/sql.md): the model's columns and the derived
+// views as SQLite tables.
+//
+//   Trace ──┬─ this thread: nesting per lane (parent_id, self_ns, flow ends)
+//           │   ── strings, processes, lanes, events, args, flows, memory,
+//           │      diagnostics (rows straight from the columns)
+//           └─ a second thread: DiagnoseContext (steps, device activity ──
+//               launch call), torch's key_averages (a third), the plugin's
+//               step breakdown, launching ops, kernel short names
+//       ── derived tables ── COMMIT ── indexes ── ANALYZE
+//
+// One transaction, prepared statements, no journal (the scratch file is
+// thrown away on any error, so nothing needs rolling back), the indexes
+// built after the rows (one sort each instead of a B-tree insert per row).
+#include "src/export/sqlite_export.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <string_view>
+
+#include "src/analyze/breakdowns.h"
+#include "src/analyze/diagnose_context.h"
+#include "src/analyze/id_index.h"
+#include "src/base/file.h"
+#include "src/base/radix_sort.h"
+#include "src/base/saturate.h"
+#include "src/report/kernel_names.h"
+#include "tprof/info.h"
+#include "tprof/key_averages.h"
+
+namespace tprof::internal {
+
+std::uint64_t SqliteExportStats::total_rows() const {
+  std::uint64_t n = 0;
+  for (const auto& row : rows) n += row.second;
+  return n;
+}
+
+std::uint64_t SqliteExportStats::rows_of(const std::string& table) const {
+  for (const auto& [name, n] : rows) {
+    if (name == table) return n;
+  }
+  return 0;
+}
+
+namespace {
+
+// The schema (docs/sql.md documents every table and column; a test checks
+// that it does). Times are int64 ns, absolute as in the model; ids are the
+// model's indices (events.id is the event's index in file order, lanes.id
+// the lane's, strings.id the interned string's).
+constexpr const char* kSchema = R"sql(
+CREATE TABLE meta (key TEXT PRIMARY KEY, value);
+CREATE TABLE top_level (id INTEGER PRIMARY KEY, key TEXT NOT NULL, json TEXT NOT NULL);
+CREATE TABLE strings (id INTEGER PRIMARY KEY, text TEXT NOT NULL);
+CREATE TABLE processes (pid NOT NULL, name_id INTEGER NOT NULL, labels_id INTEGER NOT NULL, sort_index INTEGER);
+CREATE TABLE lanes (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, pid NOT NULL, tid NOT NULL, device INTEGER,
+  stream INTEGER, thread_name_id INTEGER NOT NULL, sort_index INTEGER);
+CREATE TABLE events (id INTEGER PRIMARY KEY, ts_ns INTEGER NOT NULL, dur_ns INTEGER NOT NULL,
+  name_id INTEGER NOT NULL, cat_id INTEGER NOT NULL, lane_id INTEGER NOT NULL, phase TEXT NOT NULL,
+  kind TEXT NOT NULL, flags INTEGER NOT NULL, external_id INTEGER, correlation INTEGER, flow_id INTEGER,
+  parent_id INTEGER, self_ns INTEGER, src_offset INTEGER NOT NULL);
+CREATE TABLE args (event_id INTEGER PRIMARY KEY, json TEXT NOT NULL);
+CREATE TABLE flows (id INTEGER PRIMARY KEY, flow_id INTEGER NOT NULL, cat_id INTEGER NOT NULL,
+  start_event INTEGER, end_event INTEGER, from_event INTEGER, to_event INTEGER);
+CREATE TABLE memory (event_id INTEGER PRIMARY KEY, bytes INTEGER NOT NULL, total_allocated INTEGER NOT NULL,
+  total_reserved INTEGER NOT NULL, addr INTEGER NOT NULL, device_type INTEGER NOT NULL,
+  device_id INTEGER NOT NULL);
+CREATE TABLE diagnostics (id INTEGER PRIMARY KEY, code TEXT NOT NULL, severity TEXT NOT NULL, event_id INTEGER,
+  byte_offset INTEGER, message TEXT NOT NULL);
+CREATE TABLE diagnostic_counts (code TEXT PRIMARY KEY, count INTEGER NOT NULL);
+CREATE TABLE steps (event_id INTEGER PRIMARY KEY, step INTEGER NOT NULL, numbered INTEGER NOT NULL,
+  lane_id INTEGER NOT NULL, ts_ns INTEGER NOT NULL, dur_ns INTEGER NOT NULL, cpu_busy_ns INTEGER NOT NULL,
+  gpu_busy_ns INTEGER NOT NULL, gpu_idle_pct REAL, launches INTEGER NOT NULL, first_kernel_id INTEGER,
+  first_launch_id INTEGER, first_kernel_offset_ns INTEGER);
+CREATE TABLE kernels (event_id INTEGER PRIMARY KEY, name_id INTEGER NOT NULL, category TEXT NOT NULL,
+  class TEXT NOT NULL, device INTEGER NOT NULL, stream INTEGER NOT NULL, lane_id INTEGER NOT NULL,
+  ts_ns INTEGER NOT NULL, dur_ns INTEGER NOT NULL, step INTEGER, launch_id INTEGER, op_id INTEGER,
+  launch_delay_ns INTEGER);
+CREATE TABLE kernel_names (name_id INTEGER PRIMARY KEY, short_name TEXT NOT NULL);
+CREATE TABLE step_breakdown (step INTEGER, kernel_ns INTEGER NOT NULL, communication_ns INTEGER NOT NULL,
+  memcpy_ns INTEGER NOT NULL, memset_ns INTEGER NOT NULL, runtime_ns INTEGER NOT NULL,
+  dataloader_ns INTEGER NOT NULL, cpu_exec_ns INTEGER NOT NULL, other_ns INTEGER NOT NULL);
+CREATE TABLE key_averages (id INTEGER PRIMARY KEY, name TEXT NOT NULL, count INTEGER NOT NULL,
+  cpu_total_ns INTEGER NOT NULL, self_cpu_ns INTEGER NOT NULL, device_total_ns INTEGER NOT NULL,
+  self_device_ns INTEGER NOT NULL, cpu_memory_bytes INTEGER NOT NULL, self_cpu_memory_bytes INTEGER NOT NULL,
+  device_memory_bytes INTEGER NOT NULL, self_device_memory_bytes INTEGER NOT NULL, is_device INTEGER NOT NULL,
+  is_user_annotation INTEGER NOT NULL);
+CREATE VIEW event_view AS
+  SELECT e.id, e.ts_ns, e.dur_ns, e.ts_ns + e.dur_ns AS end_ns, n.text AS name, c.text AS cat, e.lane_id,
+         e.phase, e.kind, e.external_id, e.correlation, e.flow_id, e.parent_id, e.self_ns
+  FROM events e JOIN strings n ON n.id = e.name_id JOIN strings c ON c.id = e.cat_id;
+CREATE VIEW kernel_view AS
+  SELECT k.event_id, k.step, n.text AS name, kn.short_name, k.category, k.class, k.device, k.stream, k.ts_ns,
+         k.dur_ns, k.launch_id, ln.text AS launch_name, k.launch_delay_ns, k.op_id, opn.text AS op_name
+  FROM kernels k JOIN strings n ON n.id = k.name_id
+  LEFT JOIN kernel_names kn ON kn.name_id = k.name_id
+  LEFT JOIN events l ON l.id = k.launch_id LEFT JOIN strings ln ON ln.id = l.name_id
+  LEFT JOIN events o ON o.id = k.op_id LEFT JOIN strings opn ON opn.id = o.name_id;
+)sql";
+
+// Built once the rows are in: a sort each, rather than a B-tree insert per
+// row. Partial where most rows have no value (NULL). Correlation and
+// External id get none: kernels.launch_id and kernels.op_id hold those
+// links resolved, and an ad hoc join on them gets SQLite's automatic index.
+constexpr const char* kIndexes = R"sql(
+CREATE INDEX events_name ON events(name_id);
+CREATE INDEX events_lane_ts ON events(lane_id, ts_ns);
+CREATE INDEX events_parent ON events(parent_id) WHERE parent_id IS NOT NULL;
+CREATE INDEX flows_start ON flows(start_event);
+CREATE INDEX flows_end ON flows(end_event);
+CREATE INDEX steps_step ON steps(step);
+CREATE INDEX kernels_step_name ON kernels(step, name_id);
+CREATE INDEX kernels_name ON kernels(name_id);
+CREATE INDEX kernels_op ON kernels(op_id) WHERE op_id IS NOT NULL;
+CREATE INDEX kernels_launch ON kernels(launch_id) WHERE launch_id IS NOT NULL;
+CREATE INDEX step_breakdown_step ON step_breakdown(step);
+)sql";
+
+// ---- SQLite, checked ----------------------------------------------------------
+
+class Db;
+
+// A prepared statement bound column by column, then stepped (and reset).
+// Text is bound SQLITE_STATIC: every view comes from the Trace or from a
+// string that outlives the step.
+class Stmt {
+ public:
+  Stmt(Db* db, sqlite3_stmt* s) : db_(db), s_(s) {}
+  Stmt(Stmt&& o) noexcept : db_(o.db_), s_(o.s_), col_(o.col_), bind_rc_(o.bind_rc_) { o.s_ = nullptr; }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  Stmt& operator=(Stmt&&) = delete;
+  ~Stmt() {
+    if (s_ != nullptr) sqlite3_finalize(s_);
+  }
+
+  Stmt& i64(std::int64_t v) {
+    bind_rc_ |= sqlite3_bind_int64(s_, ++col_, v);
+    return *this;
+  }
+  Stmt& null() {
+    bind_rc_ |= sqlite3_bind_null(s_, ++col_);
+    return *this;
+  }
+  // v, or NULL when !present.
+  Stmt& opt(std::int64_t v, bool present) { return present ? i64(v) : null(); }
+  // An index into the model, NULL for kNoIndex.
+  Stmt& ref(std::uint32_t v) { return v == kNoIndex ? null() : i64(v); }
+  Stmt& real(double v) {
+    bind_rc_ |= sqlite3_bind_double(s_, ++col_, v);
+    return *this;
+  }
+  Stmt& text(std::string_view v) {
+    // A null data pointer would bind NULL, not "".
+    bind_rc_ |= sqlite3_bind_text64(s_, ++col_, v.data() != nullptr ? v.data() : "", v.size(), SQLITE_STATIC,
+                                    SQLITE_UTF8);
+    return *this;
+  }
+  // A pid or tid as the file wrote it: an integer, or text.
+  Stmt& id(const Trace& t, const TraceId& v) { return v.is_str ? text(t.str(v.str)) : i64(v.num); }
+
+  Status step();
+
+ private:
+  Db* db_;
+  sqlite3_stmt* s_;
+  int col_ = 0;
+  int bind_rc_ = SQLITE_OK;
+};
+
+class Db {
+ public:
+  explicit Db(std::string path) : path_(std::move(path)) {}
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+  ~Db() {
+    if (db_ != nullptr) sqlite3_close_v2(db_);
+  }
+
+  Status open() {
+    const int rc = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) return error("cannot open the database");
+    sqlite3_extended_result_codes(db_, 1);
+    return {};
+  }
+
+  Status exec(const char* sql) {
+    char* msg = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) == SQLITE_OK) return {};
+    std::string what = msg != nullptr ? msg : sqlite3_errmsg(db_);
+    sqlite3_free(msg);
+    return Error(ErrorCode::kIo, "cannot write the database: " + what + os_reason(), path_);
+  }
+
+  Result<Stmt> prepare(const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK) {
+      return error("cannot prepare a statement");
+    }
+    return Stmt(this, s);
+  }
+
+  // Closes the database, checked (its last pages are written here).
+  Status close() {
+    sqlite3* d = db_;
+    db_ = nullptr;
+    if (d != nullptr && sqlite3_close(d) != SQLITE_OK) {
+      db_ = d;
+      return error("cannot close the database");
+    }
+    return {};
+  }
+
+  Error error(std::string_view what) const {
+    return Error(ErrorCode::kIo, std::string(what) + ": " + sqlite3_errmsg(db_) + os_reason(), path_);
+  }
+
+ private:
+  // The system's reason behind an I/O failure ("No space left on device"),
+  // when SQLite kept one.
+  std::string os_reason() const {
+    const int err = db_ != nullptr ? sqlite3_system_errno(db_) : 0;
+    return err != 0 ? std::string(" (") + std::strerror(err) + ")" : std::string();
+  }
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+Status Stmt::step() {
+  col_ = 0;
+  if (bind_rc_ != SQLITE_OK) {
+    bind_rc_ = SQLITE_OK;
+    sqlite3_reset(s_);
+    return db_->error("cannot bind a value");
+  }
+  const int rc = sqlite3_step(s_);
+  sqlite3_reset(s_);
+  if (rc != SQLITE_DONE) return db_->error("cannot insert a row");
+  return {};
+}
+
+// ---- nesting -------------------------------------------------------------------
+
+// Per lane, complete events nest into a tree as torch builds prof.events()'s:
+// in (ts, -end) order, an event's parent is the innermost open event that
+// contains it whole. python_function events are not FunctionEvents to torch:
+// they form a tree of their own on the lane (the Python call stack), so an
+// op's children and self time are torch's.
+struct Nesting {
+  std::vector<std::uint32_t> parent;   // per event; kNoIndex: top level, or not nested
+  std::vector<std::int64_t> child_ns;  // per event: Σ dur of its direct children
+  std::vector<std::uint32_t> order;    // complete events by (group, ts, -end, index)
+  std::vector<std::size_t> group_begin;  // positions in `order` per group (2·lane + python), one past the last too
+};
+
+std::uint32_t group_of(const EventColumns& ev, std::uint32_t e) {
+  return 2 * ev.lane[e] + (ev.kind[e] == EventKind::kPythonFunction ? 1 : 0);
+}
+
+std::int64_t end_of(const EventColumns& ev, std::uint32_t e) { return ev.ts_ns[e] + ev.dur_ns[e]; }
+
+Nesting build_nesting(const Trace& t) {
+  const EventColumns& ev = t.events;
+  const std::size_t n = ev.size();
+  Nesting out;
+  out.parent.assign(n, kNoIndex);
+  out.child_ns.assign(n, 0);
+  std::int64_t min_ts = INT64_MAX, max_end = INT64_MIN;
+  for (std::uint32_t e = 0; e < n; ++e) {
+    if (ev.phase[e] != Phase::kComplete) continue;
+    out.order.push_back(e);
+    min_ts = std::min(min_ts, ev.ts_ns[e]);
+    max_end = std::max(max_end, end_of(ev, e));
+  }
+  // Three stable radix passes, least significant key first: -end, ts, group.
+  std::vector<std::uint64_t> keys(out.order.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    keys[i] = static_cast<std::uint64_t>(max_end - end_of(ev, out.order[i]));
+  }
+  radix_sort(&keys, &out.order);
+  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = static_cast<std::uint64_t>(ev.ts_ns[out.order[i]] - min_ts);
+  radix_sort(&keys, &out.order);
+  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = group_of(ev, out.order[i]);
+  radix_sort(&keys, &out.order);
+
+  const std::size_t groups = 2 * t.lanes.size();
+  out.group_begin.assign(groups + 1, 0);
+  for (std::uint32_t e : out.order) ++out.group_begin[group_of(ev, e) + 1];
+  for (std::size_t g = 0; g < groups; ++g) out.group_begin[g + 1] += out.group_begin[g];
+
+  // prof.events()'s tree (EventListBuilder::build_trees): pop what ended
+  // before this event starts or ends before it does.
+  std::vector<std::uint32_t> stack;
+  for (std::size_t k = 0; k < out.order.size(); ++k) {
+    const std::uint32_t e = out.order[k];
+    if (k == 0 || group_of(ev, out.order[k - 1]) != group_of(ev, e)) stack.clear();
+    while (!stack.empty()) {
+      const std::uint32_t p = stack.back();
+      if (ev.ts_ns[e] >= end_of(ev, p) || end_of(ev, e) > end_of(ev, p)) {
+        stack.pop_back();
+      } else {
+        out.parent[e] = p;
+        sat_acc(out.child_ns[p], ev.dur_ns[e]);
+        break;
+      }
+    }
+    stack.push_back(e);
+  }
+  return out;
+}
+
+// The innermost complete event (not a python_function) on `lane` whose
+// [ts, end] holds t, or kNoIndex: the last one to start at or before t, or
+// the first of its ancestors that is still open at t.
+std::uint32_t enclosing(const Trace& t, const Nesting& nest, std::uint32_t lane, std::int64_t at) {
+  const EventColumns& ev = t.events;
+  const std::size_t g = 2 * static_cast<std::size_t>(lane);
+  if (g + 1 >= nest.group_begin.size()) return kNoIndex;
+  const auto first = nest.order.begin() + static_cast<std::ptrdiff_t>(nest.group_begin[g]);
+  const auto last = nest.order.begin() + static_cast<std::ptrdiff_t>(nest.group_begin[g + 1]);
+  auto it = std::upper_bound(first, last, at, [&](std::int64_t v, std::uint32_t e) { return v < ev.ts_ns[e]; });
+  if (it == first) return kNoIndex;
+  std::uint32_t e = *(it - 1);
+  while (e != kNoIndex && end_of(ev, e) < at) e = nest.parent[e];
+  return e;
+}
+
+// The first complete event (not a python_function) on `lane` starting at or
+// after t: where a flow end without "bp": "e" binds (the trace event
+// format's "next slice").
+std::uint32_t next_slice(const Trace& t, const Nesting& nest, std::uint32_t lane, std::int64_t at) {
+  const EventColumns& ev = t.events;
+  const std::size_t g = 2 * static_cast<std::size_t>(lane);
+  if (g + 1 >= nest.group_begin.size()) return kNoIndex;
+  const auto first = nest.order.begin() + static_cast<std::ptrdiff_t>(nest.group_begin[g]);
+  const auto last = nest.order.begin() + static_cast<std::ptrdiff_t>(nest.group_begin[g + 1]);
+  auto it = std::lower_bound(first, last, at, [&](std::uint32_t e, std::int64_t v) { return ev.ts_ns[e] < v; });
+  return it == last ? kNoIndex : *it;
+}
+
+// ---- derived views (computed on a second thread) ---------------------------
+
+struct Derived {
+  std::unique_ptr<DiagnoseContext> context;
+  // Per context->device entry: the op that launched it, or kNoIndex.
+  std::vector<std::uint32_t> op_of;
+  std::vector<TbPluginStep> breakdown;
+  // (name id, short name) of every device activity name, by name id.
+  std::vector<std::pair<StrId, std::string>> short_names;
+};
+
+// The launching op of each device activity, as the efficiency view finds it
+// (src/analyze/efficiency.cc): the cpu_op with the activity's own External
+// id, else its launch call's (tprof's captures put it on the launch only);
+// where several ops share an id, the innermost (the shortest) one.
+std::vector<std::uint32_t> launching_ops(const DiagnoseContext& c) {
+  const EventColumns& ev = c.trace.events;
+  std::vector<std::uint32_t> ops;
+  for (std::uint32_t e : c.host_ops) {
+    if (ev.kind[e] == EventKind::kCpuOp && ev.external_id[e] >= 0) ops.push_back(e);
+  }
+  // Shortest first (stable: then by time), so that IdIndex's first pair per id wins.
+  std::stable_sort(ops.begin(), ops.end(), [&](std::uint32_t a, std::uint32_t b) { return ev.dur_ns[a] < ev.dur_ns[b]; });
+  std::vector<std::pair<std::int64_t, std::uint32_t>> pairs;
+  pairs.reserve(ops.size());
+  for (std::uint32_t e : ops) pairs.emplace_back(ev.external_id[e], e);
+  const IdIndex by_id(std::move(pairs));
+  std::vector<std::uint32_t> out;
+  out.reserve(c.device.size());
+  for (const DeviceOp& op : c.device) {
+    std::int64_t id = ev.external_id[op.event];
+    if (id < 0 && op.launch != kNoIndex) id = ev.external_id[op.launch];
+    out.push_back(id >= 0 ? by_id.find(id) : kNoIndex);
+  }
+  return out;
+}
+
+Derived derive(const Trace& t) {
+  Derived d;
+  // with_averages: torch's key_averages on a thread of its own meanwhile.
+  d.context = std::make_unique<DiagnoseContext>(t, true);
+  d.op_of = launching_ops(*d.context);
+  d.breakdown = compute_breakdowns(*d.context).tb_plugin_steps;
+  const KernelNames names(t);
+  std::vector<std::uint8_t> seen(t.strings.size(), 0);
+  for (const DeviceOp& op : d.context->device) {
+    const StrId name = t.events.name[op.event];
+    if (seen[name]) continue;
+    seen[name] = 1;
+    d.short_names.emplace_back(name, names.get(t.str(name)));
+  }
+  std::sort(d.short_names.begin(), d.short_names.end());
+  return d;
+}
+
+// ---- writing -------------------------------------------------------------------
+
+std::string_view phase_text(Phase p) {
+  switch (p) {
+    case Phase::kComplete: return "X";
+    case Phase::kInstant: return "i";
+    case Phase::kCounter: return "C";
+    case Phase::kFlowStart: return "s";
+    case Phase::kFlowStep: return "t";
+    case Phase::kFlowEnd: return "f";
+    case Phase::kMetadata: return "M";
+  }
+  return "?";
+}
+
+std::string_view severity_text(Severity s) {
+  switch (s) {
+    case Severity::kInfo: return "info";
+    case Severity::kWarning: return "warning";
+    case Severity::kError: return "error";
+  }
+  return "?";
+}
+
+std::string_view class_text(DeviceClass c) {
+  switch (c) {
+    case DeviceClass::kCompute: return "compute";
+    case DeviceClass::kComm: return "comm";
+    case DeviceClass::kMemcpy: return "memcpy";
+    case DeviceClass::kMemset: return "memset";
+    case DeviceClass::kRange: return "range";
+  }
+  return "?";
+}
+
+// tprof kernels' category of a device activity.
+std::string_view category_text(EventKind k) {
+  return k == EventKind::kGpuMemcpy ? "memcpy" : k == EventKind::kGpuMemset ? "memset" : "kernel";
+}
+
+// µs as the plugin's breakdown keeps them (ns / 1000.0) back to exact ns.
+std::int64_t us_to_ns(double us) { return std::llround(us * 1000.0); }
+
+class Writer {
+ public:
+  Writer(const Trace& t, Db* db, const SqliteExportOptions& o) : t_(t), ev_(t.events), db_(db), o_(o) {}
+
+  Status base_tables(const Nesting& nest);
+  Status derived_tables(const Derived& d);
+  SqliteExportStats& stats() { return stats_; }
+
+ private:
+  Status meta();
+  Status strings();
+  Status lanes();
+  Status events(const Nesting& nest);
+  Status args();
+  Status flows(const Nesting& nest);
+  Status memory();
+  Status diagnostics();
+  void count(const char* table, std::uint64_t rows) { stats_.rows.emplace_back(table, rows); }
+
+  const Trace& t_;
+  const EventColumns& ev_;
+  Db* db_;
+  const SqliteExportOptions& o_;
+  SqliteExportStats stats_;
+};
+
+Status Writer::base_tables(const Nesting& nest) {
+  TPROF_TRY(meta());
+  TPROF_TRY(strings());
+  TPROF_TRY(lanes());
+  TPROF_TRY(events(nest));
+  TPROF_TRY(args());
+  TPROF_TRY(flows(nest));
+  TPROF_TRY(memory());
+  return diagnostics();
+}
+
+Status Writer::meta() {
+  TPROF_TRY_ASSIGN(Stmt s, db_->prepare("INSERT INTO meta (key, value) VALUES (?, ?)"));
+  std::uint64_t rows = 0;
+  auto put_i = [&](std::string_view k, std::int64_t v) { ++rows; return s.text(k).i64(v).step(); };
+  auto put_s = [&](std::string_view k, std::string_view v) { ++rows; return s.text(k).text(v).step(); };
+  const TraceMetadata& m = t_.meta;
+  TPROF_TRY(put_i("schema_version", kSqliteSchemaVersion));
+  TPROF_TRY(put_s("tprof_version", TPROF_VERSION));
+  TPROF_TRY(put_s("source", o_.source));
+  TPROF_TRY(put_s("format", m.format == TraceFormat::kLegacyArray ? "legacy_array" : "kineto_object"));
+  TPROF_TRY(put_s("producer", producer_name(m.producer)));
+  TPROF_TRY(put_i("gzip", m.gzip ? 1 : 0));
+  if (m.base_time_ns) TPROF_TRY(put_i("base_time_ns", *m.base_time_ns));
+  TPROF_TRY(put_i("start_ns", t_.start_ns()));
+  TPROF_TRY(put_i("end_ns", t_.end_ns()));
+  TPROF_TRY(put_i("events", static_cast<std::int64_t>(ev_.size())));
+  TPROF_TRY(put_i("dropped_events", static_cast<std::int64_t>(m.dropped_events)));
+  TPROF_TRY(put_i("args", o_.args ? 1 : 0));
+  count("meta", rows);
+
+  TPROF_TRY_ASSIGN(Stmt top, db_->prepare("INSERT INTO top_level (id, key, json) VALUES (?, ?, ?)"));
+  std::int64_t id = 0;
+  for (const auto& [key, json] : m.top_level) TPROF_TRY(top.i64(id++).text(key).text(json).step());
+  count("top_level", static_cast<std::uint64_t>(id));
+  return {};
+}
+
+Status Writer::strings() {
+  TPROF_TRY_ASSIGN(Stmt s, db_->prepare("INSERT INTO strings (id, text) VALUES (?, ?)"));
+  for (StrId i = 0; i < t_.strings.size(); ++i) TPROF_TRY(s.i64(i).text(t_.strings.str(i)).step());
+  count("strings", t_.strings.size());
+  return {};
+}
+
+Status Writer::lanes() {
+  TPROF_TRY_ASSIGN(Stmt p, db_->prepare("INSERT INTO processes (pid, name_id, labels_id, sort_index) VALUES (?, ?, ?, ?)"));
+  for (const Process& pr : t_.processes) {
+    TPROF_TRY(p.id(t_, pr.pid).i64(pr.name).i64(pr.labels).opt(pr.sort_index.value_or(0), pr.sort_index.has_value()).step());
+  }
+  count("processes", t_.processes.size());
+  TPROF_TRY_ASSIGN(Stmt l, db_->prepare("INSERT INTO lanes (id, kind, pid, tid, device, stream, thread_name_id, sort_index) "
+                                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+  for (std::uint32_t i = 0; i < t_.lanes.size(); ++i) {
+    const Lane& ln = t_.lanes[i];
+    const bool gpu = ln.kind == LaneKind::kGpu;
+    TPROF_TRY(l.i64(i)
+                  .text(lane_kind_name(ln.kind))
+                  .id(t_, ln.pid)
+                  .id(t_, ln.tid)
+                  .opt(ln.device, gpu)
+                  .opt(ln.stream, gpu)
+                  .i64(ln.thread_name)
+                  .opt(ln.sort_index.value_or(0), ln.sort_index.has_value())
+                  .step());
+  }
+  count("lanes", t_.lanes.size());
+  return {};
+}
+
+// Rows per INSERT for the big tables (events, args): one statement step
+// per kBatch rows instead of per row, about 7% of the export's CPU time on a
+// generated 200 MB trace.
+constexpr std::uint32_t kBatch = 32;
+
+// "INSERT INTO <head> VALUES (?, ...), (?, ...)": `rows` groups of `columns` placeholders.
+std::string insert_sql(const char* head, int columns, std::uint32_t rows) {
+  std::string group = "(";
+  for (int c = 0; c < columns; ++c) group += c == 0 ? "?" : ", ?";
+  group += ")";
+  std::string sql = std::string("INSERT INTO ") + head + " VALUES ";
+  for (std::uint32_t r = 0; r < rows; ++r) sql += (r == 0 ? "" : ", ") + group;
+  return sql;
+}
+
+// Inserts rows keyed by an event index: kBatch at a time through one
+// statement, the rest one by one at finish().
+template <typename Bind>
+class BatchInsert {
+ public:
+  BatchInsert(Stmt one, Stmt many, Bind bind) : one_(std::move(one)), many_(std::move(many)), bind_(bind) {}
+  Status add(std::uint32_t e) {
+    pending_[n_++] = e;
+    if (n_ < kBatch) return {};
+    for (std::uint32_t i = 0; i < n_; ++i) bind_(many_, pending_[i]);
+    n_ = 0;
+    return many_.step();
+  }
+  Status finish() {
+    for (std::uint32_t i = 0; i < n_; ++i) {
+      bind_(one_, pending_[i]);
+      TPROF_TRY(one_.step());
+    }
+    n_ = 0;
+    return {};
+  }
+
+ private:
+  Stmt one_, many_;
+  Bind bind_;
+  std::array<std::uint32_t, kBatch> pending_{};
+  std::uint32_t n_ = 0;
+};
+
+template <typename Bind>
+Result<BatchInsert<Bind>> batch_insert(Db* db, const char* head, int columns, Bind bind) {
+  TPROF_TRY_ASSIGN(Stmt one, db->prepare(insert_sql(head, columns, 1).c_str()));
+  TPROF_TRY_ASSIGN(Stmt many, db->prepare(insert_sql(head, columns, kBatch).c_str()));
+  return BatchInsert<Bind>(std::move(one), std::move(many), bind);
+}
+
+Status Writer::events(const Nesting& nest) {
+  auto bind = [&](Stmt& s, std::uint32_t e) {
+    const Phase ph = ev_.phase[e];
+    const bool complete = ph == Phase::kComplete;
+    std::uint32_t parent = nest.parent[e];
+    // Instants and flow events: the slice open on their lane at their time.
+    if (ph == Phase::kInstant || ph == Phase::kFlowStart || ph == Phase::kFlowStep || ph == Phase::kFlowEnd) {
+      parent = enclosing(t_, nest, ev_.lane[e], ev_.ts_ns[e]);
+    }
+    s.i64(e)
+        .i64(ev_.ts_ns[e])
+        .i64(ev_.dur_ns[e])
+        .i64(ev_.name[e])
+        .i64(ev_.cat[e])
+        .i64(ev_.lane[e])
+        .text(phase_text(ph))
+        .text(event_kind_name(ev_.kind[e]))
+        .i64(ev_.flags[e])
+        .opt(ev_.external_id[e], ev_.external_id[e] >= 0)
+        .opt(ev_.correlation[e], ev_.correlation[e] >= 0)
+        .opt(ev_.flow_id[e], ev_.flow_id[e] >= 0)
+        .ref(parent)
+        .opt(sat_sub(ev_.dur_ns[e], nest.child_ns[e]), complete)
+        .i64(static_cast<std::int64_t>(ev_.src_offset[e]));
+  };
+  TPROF_TRY_ASSIGN(auto rows, batch_insert(db_,
+                                           "events (id, ts_ns, dur_ns, name_id, cat_id, lane_id, phase, kind, flags, "
+                                           "external_id, correlation, flow_id, parent_id, self_ns, src_offset)",
+                                           15, bind));
+  for (std::uint32_t e = 0; e < ev_.size(); ++e) TPROF_TRY(rows.add(e));
+  TPROF_TRY(rows.finish());
+  count("events", ev_.size());
+  return {};
+}
+
+Status Writer::args() {
+  std::uint64_t n = 0;
+  if (o_.args) {
+    // args_json reads the source lazily and keeps at most a few windows of
+    // a mapped file resident: the file is read once, in order. The view
+    // stays valid until the step (pages dropped are read again).
+    auto bind = [&](Stmt& s, std::uint32_t e) { s.i64(e).text(t_.args_json(e)); };
+    TPROF_TRY_ASSIGN(auto rows, batch_insert(db_, "args (event_id, json)", 2, bind));
+    for (std::uint32_t e = 0; e < ev_.size(); ++e) {
+      if (ev_.args_ref[e] == 0 || t_.args_json(e).empty()) continue;
+      TPROF_TRY(rows.add(e));
+      ++n;
+    }
+    TPROF_TRY(rows.finish());
+  }
+  count("args", n);
+  return {};
+}
+
+Status Writer::flows(const Nesting& nest) {
+  // Flow events grouped by (cat, id), in file order within a group: three
+  // stable radix passes over the indices.
+  std::vector<std::uint32_t> fl;
+  std::int64_t min_id = INT64_MAX;
+  for (std::uint32_t e = 0; e < ev_.size(); ++e) {
+    const Phase p = ev_.phase[e];
+    if (p != Phase::kFlowStart && p != Phase::kFlowEnd) continue;
+    fl.push_back(e);
+    min_id = std::min(min_id, ev_.flow_id[e]);
+  }
+  std::vector<std::uint64_t> keys(fl.size());
+  for (std::size_t i = 0; i < fl.size(); ++i) keys[i] = static_cast<std::uint64_t>(ev_.flow_id[fl[i]]) - static_cast<std::uint64_t>(min_id);
+  radix_sort(&keys, &fl);
+  for (std::size_t i = 0; i < fl.size(); ++i) keys[i] = ev_.cat[fl[i]];
+  radix_sort(&keys, &fl);
+
+  TPROF_TRY_ASSIGN(Stmt s, db_->prepare("INSERT INTO flows (id, flow_id, cat_id, start_event, end_event, from_event, "
+                                        "to_event) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+  std::int64_t row = 0;
+  auto put = [&](std::uint32_t start, std::uint32_t end) -> Status {
+    const std::uint32_t any = start != kNoIndex ? start : end;
+    std::uint32_t from = kNoIndex, to = kNoIndex;
+    if (start != kNoIndex) from = enclosing(t_, nest, ev_.lane[start], ev_.ts_ns[start]);
+    if (end != kNoIndex) {
+      to = (ev_.flags[end] & kFlagBindEnclosing) ? enclosing(t_, nest, ev_.lane[end], ev_.ts_ns[end])
+                                                 : next_slice(t_, nest, ev_.lane[end], ev_.ts_ns[end]);
+    }
+    return s.i64(row++).i64(ev_.flow_id[any]).i64(ev_.cat[any]).ref(start).ref(end).ref(from).ref(to).step();
+  };
+  // Within a group, the k-th start (in file order) pairs with the k-th end:
+  // Kineto writes a flow's end, on the device lane, before or after its
+  // start. A start or an end left over is a row of its own.
+  std::vector<std::uint32_t> starts, ends;
+  for (std::size_t i = 0; i < fl.size();) {
+    std::size_t j = i;
+    starts.clear();
+    ends.clear();
+    for (; j < fl.size() && ev_.cat[fl[j]] == ev_.cat[fl[i]] && ev_.flow_id[fl[j]] == ev_.flow_id[fl[i]]; ++j) {
+      (ev_.phase[fl[j]] == Phase::kFlowStart ? starts : ends).push_back(fl[j]);
+    }
+    for (std::size_t k = 0; k < std::max(starts.size(), ends.size()); ++k) {
+      TPROF_TRY(put(k < starts.size() ? starts[k] : kNoIndex, k < ends.size() ? ends[k] : kNoIndex));
+    }
+    i = j;
+  }
+  count("flows", static_cast<std::uint64_t>(row));
+  return {};
+}
+
+Status Writer::memory() {
+  TPROF_TRY_ASSIGN(Stmt s, db_->prepare("INSERT INTO memory (event_id, bytes, total_allocated, total_reserved, addr, "
+                                        "device_type, device_id) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+  for (const MemoryRecord& m : t_.memory) {
+    TPROF_TRY(s.i64(m.event)
+                  .i64(m.bytes)
+                  .i64(m.total_allocated)
+                  .i64(m.total_reserved)
+                  .i64(static_cast<std::int64_t>(m.addr))
+                  .i64(m.device_type)
+                  .i64(m.device_id)
+                  .step());
+  }
+  count("memory", t_.memory.size());
+  return {};
+}
+
+Status Writer::diagnostics() {
+  TPROF_TRY_ASSIGN(Stmt s, db_->prepare("INSERT INTO diagnostics (id, code, severity, event_id, byte_offset, message) "
+                                        "VALUES (?, ?, ?, ?, ?, ?)"));
+  std::int64_t id = 0;
+  for (const Diagnostic& d : t_.diagnostics.items()) {
+    TPROF_TRY(s.i64(id++)
+                  .text(diagnostic_code_name(d.code))
+                  .text(severity_text(d.severity))
+                  .ref(d.event)
+                  .opt(d.byte_offset, d.byte_offset >= 0)
+                  .text(d.message)
+                  .step());
+  }
+  count("diagnostics", static_cast<std::uint64_t>(id));
+  TPROF_TRY_ASSIGN(Stmt c, db_->prepare("INSERT INTO diagnostic_counts (code, count) VALUES (?, ?)"));
+  std::uint64_t rows = 0;
+  for (int i = 0; i < static_cast<int>(DiagnosticCode::kCount_); ++i) {
+    const auto code = static_cast<DiagnosticCode>(i);
+    const std::uint64_t n = t_.diagnostics.count(code);
+    if (n == 0) continue;
+    TPROF_TRY(c.text(diagnostic_code_name(code)).i64(static_cast<std::int64_t>(n)).step());
+    ++rows;
+  }
+  count("diagnostic_counts", rows);
+  return {};
+}
+
+Status Writer::derived_tables(const Derived& d) {
+  const DiagnoseContext& c = *d.context;
+  TPROF_TRY_ASSIGN(Stmt st, db_->prepare(
+                                "INSERT INTO steps (event_id, step, numbered, lane_id, ts_ns, dur_ns, cpu_busy_ns, "
+                                "gpu_busy_ns, gpu_idle_pct, launches, first_kernel_id, first_launch_id, "
+                                "first_kernel_offset_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  for (const StepStat& s : c.steps.steps) {
+    st.i64(s.event).i64(s.step).i64(s.numbered ? 1 : 0).i64(s.lane).i64(s.start_ns).i64(s.dur_ns);
+    st.i64(s.cpu_busy_ns).i64(s.gpu_busy_ns);
+    if (c.steps.has_device) {
+      st.real(s.gpu_idle_pct);
+    } else {
+      st.null();
+    }
+    st.i64(s.launches).ref(s.first_kernel_event).ref(s.first_launch_event);
+    TPROF_TRY(st.opt(s.first_kernel_offset_ns.value_or(0), s.first_kernel_offset_ns.has_value()).step());
+  }
+  count("steps", c.steps.steps.size());
+
+  TPROF_TRY_ASSIGN(Stmt k, db_->prepare(
+                               "INSERT INTO kernels (event_id, name_id, category, class, device, stream, lane_id, ts_ns, "
+                               "dur_ns, step, launch_id, op_id, launch_delay_ns) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  for (std::size_t i = 0; i < c.device.size(); ++i) {
+    const DeviceOp& op = c.device[i];
+    const std::int64_t step = c.step_number(op.step);
+    TPROF_TRY(k.i64(op.event)
+                  .i64(ev_.name[op.event])
+                  .text(category_text(ev_.kind[op.event]))
+                  .text(class_text(op.cls))
+                  .i64(op.device)
+                  .i64(op.stream)
+                  .i64(op.lane)
+                  .i64(ev_.ts_ns[op.event])
+                  .i64(ev_.dur_ns[op.event])
+                  .opt(step, op.step >= 0)
+                  .ref(op.launch)
+                  .ref(d.op_of[i])
+                  .opt(op.launch != kNoIndex ? sat_sub(ev_.ts_ns[op.event], ev_.ts_ns[op.launch]) : 0,
+                       op.launch != kNoIndex)
+                  .step());
+  }
+  count("kernels", c.device.size());
+
+  TPROF_TRY_ASSIGN(Stmt kn, db_->prepare("INSERT INTO kernel_names (name_id, short_name) VALUES (?, ?)"));
+  for (const auto& [name, short_name] : d.short_names) TPROF_TRY(kn.i64(name).text(short_name).step());
+  count("kernel_names", d.short_names.size());
+
+  TPROF_TRY_ASSIGN(Stmt b, db_->prepare(
+                               "INSERT INTO step_breakdown (step, kernel_ns, communication_ns, memcpy_ns, memset_ns, "
+                               "runtime_ns, dataloader_ns, cpu_exec_ns, other_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  for (const TbPluginStep& s : d.breakdown) {
+    TPROF_TRY(b.opt(s.step, s.step >= 0)
+                  .i64(us_to_ns(s.kernel_us))
+                  .i64(us_to_ns(s.communication_us))
+                  .i64(us_to_ns(s.memcpy_us))
+                  .i64(us_to_ns(s.memset_us))
+                  .i64(us_to_ns(s.runtime_us))
+                  .i64(us_to_ns(s.dataloader_us))
+                  .i64(us_to_ns(s.cpu_exec_us))
+                  .i64(us_to_ns(s.other_us))
+                  .step());
+  }
+  count("step_breakdown", d.breakdown.size());
+
+  TPROF_TRY_ASSIGN(Stmt a, db_->prepare(
+                               "INSERT INTO key_averages (id, name, count, cpu_total_ns, self_cpu_ns, device_total_ns, "
+                               "self_device_ns, cpu_memory_bytes, self_cpu_memory_bytes, device_memory_bytes, "
+                               "self_device_memory_bytes, is_device, is_user_annotation) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  const std::vector<StatRow>& rows = c.averages();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const StatRow& r = rows[i];
+    TPROF_TRY(a.i64(static_cast<std::int64_t>(i))
+                  .text(r.key)
+                  .i64(r.count)
+                  .i64(r.cpu_time_total_ns)
+                  .i64(r.self_cpu_time_total_ns)
+                  .i64(r.device_time_total_ns)
+                  .i64(r.self_device_time_total_ns)
+                  .i64(r.cpu_memory_usage)
+                  .i64(r.self_cpu_memory_usage)
+                  .i64(r.device_memory_usage)
+                  .i64(r.self_device_memory_usage)
+                  .i64(r.is_device ? 1 : 0)
+                  .i64(r.is_user_annotation ? 1 : 0)
+                  .step());
+  }
+  count("key_averages", rows.size());
+  return {};
+}
+
+// ---- files ---------------------------------------------------------------------
+
+// Removes a scratch file when it goes out of scope.
+class ScratchFile {
+ public:
+  ScratchFile() = default;
+  ScratchFile(const ScratchFile&) = delete;
+  ScratchFile& operator=(const ScratchFile&) = delete;
+  ~ScratchFile() {
+    if (!path_.empty()) {
+      ::unlink(path_.c_str());
+      // SQLite's side files, should a journal mode ever leave one.
+      ::unlink((path_ + "-journal").c_str());
+    }
+  }
+  // Creates "<dir>/<name>.tmp.<pid>.<16 hex digits>" (O_EXCL, never a
+  // planted link), the name AtomicFileWriter gives its temporaries, so a
+  // file a killed run left is removed by the next write in `dir`.
+  bool create(const std::string& dir, const std::string& name) {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      std::uint64_t r = 0;
+      if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof r)) {
+        r = static_cast<std::uint64_t>(::getpid()) * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(attempt);
+      }
+      char random[17];
+      std::snprintf(random, sizeof random, "%016llx", static_cast<unsigned long long>(r));
+      const std::string suffix = ".tmp." + std::to_string(::getpid()) + "." + random;
+      const std::string file = name.substr(0, std::min<std::size_t>(name.size(), NAME_MAX - suffix.size())) + suffix;
+      const std::string path = (dir == "/" ? dir : dir + "/") + file;
+      // 0666 less the umask, as the writer creates files: the mode the
+      // database keeps when it is renamed into place.
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+      if (fd >= 0) {
+        ::close(fd);
+        path_ = path;
+        return true;
+      }
+      if (errno != EEXIST && errno != EINTR) return false;
+    }
+    return false;
+  }
+  const std::string& path() const { return path_; }
+  // The file is someone else's now: not removed.
+  void release() { path_.clear(); }
+
+ private:
+  std::string path_;
+};
+
+// "dir/name" as (dir, name), as the writer splits it.
+void split_path(const std::string& path, std::string* dir, std::string* name) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) {
+    *dir = ".";
+    *name = path;
+    return;
+  }
+  *dir = path.substr(0, slash == 0 ? 1 : slash);
+  *name = path.substr(slash + 1);
+}
+
+// Copies the finished database into the output writer.
+Status copy_into(const std::string& from, AtomicFileWriter* to, const std::string& path) {
+  const int fd = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error(ErrorCode::kIo, std::string("cannot read the finished database: ") + std::strerror(errno), path);
+  std::unique_ptr<char[]> buf(new char[8u << 20]);
+  Status st;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.get(), 8u << 20);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      st = Error(ErrorCode::kIo, std::string("cannot read the finished database: ") + std::strerror(errno), path);
+      break;
+    }
+    if (n == 0) break;
+    st = to->write(std::string_view(buf.get(), static_cast<std::size_t>(n)));
+    if (!st) break;
+  }
+  ::close(fd);
+  return st;
+}
+
+}  // namespace
+
+Result<SqliteExportStats> export_sqlite_file(const Trace& trace, const std::string& db_path,
+                                             const SqliteExportOptions& options) {
+  // The derived views are computed meanwhile on a second thread; they only
+  // read the trace.
+  std::future<Derived> derived = std::async(std::launch::async, derive, std::cref(trace));
+  // A failure below returns before get(): the future's destructor waits for
+  // the thread, so the trace outlives it.
+  Db db(db_path);
+  TPROF_TRY(db.open());
+  // The page size must be set before the first table. Large pages and no
+  // journal: a bulk load into a file that is discarded on any error.
+  TPROF_TRY(db.exec("PRAGMA page_size = 16384; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;"
+                    "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = FILE; PRAGMA cache_size = -16384;"));
+  const std::string versions = "PRAGMA application_id = " + std::to_string(kSqliteApplicationId) +
+                               "; PRAGMA user_version = " + std::to_string(kSqliteSchemaVersion) + ";";
+  TPROF_TRY(db.exec(versions.c_str()));
+  TPROF_TRY(db.exec("BEGIN"));
+  TPROF_TRY(db.exec(kSchema));
+  Writer w(trace, &db, options);
+  {
+    const Nesting nest = build_nesting(trace);
+    TPROF_TRY(w.base_tables(nest));
+  }
+  TPROF_TRY(w.derived_tables(derived.get()));
+  TPROF_TRY(db.exec(kIndexes));
+  TPROF_TRY(db.exec("COMMIT"));
+  // Statistics for the query planner over the indexes just built.
+  TPROF_TRY(db.exec("PRAGMA analysis_limit = 1000; ANALYZE;"));
+  TPROF_TRY(db.close());
+  return std::move(w.stats());
+}
+
+Result<SqliteExportStats> write_sqlite(const Trace& trace, const std::string& path,
+                                       const SqliteExportOptions& options) {
+  // The writer first: an output that cannot be written fails before the work.
+  TPROF_TRY_ASSIGN(std::unique_ptr<AtomicFileWriter> out, AtomicFileWriter::create(path));
+  std::string dir, name;
+  split_path(path, &dir, &name);
+  ScratchFile scratch;
+  const bool scratch_beside = scratch.create(dir, name.empty() ? "tprof.db" : name);
+  if (!scratch_beside) {
+    // A descriptor or FIFO ("/dev/stdout"), or a directory we may not add to.
+    const char* tmp = std::getenv("TMPDIR");
+    if (!scratch.create(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp", "tprof-export.db")) {
+      return Error(ErrorCode::kIo, std::string("cannot create a scratch file for the database: ") + std::strerror(errno),
+                   path);
+    }
+  }
+  Result<SqliteExportStats> stats = export_sqlite_file(trace, scratch.path(), options);
+  if (!stats) return Error(stats.error().code(), stats.error().message(), path);
+  // A new name in the scratch file's own directory: the finished file is
+  // renamed there, never replacing anything (what appeared meanwhile wins,
+  // and the copy below handles it). Anything else (a file to replace, with
+  // its mode and owner; a link; a descriptor or FIFO) goes through the
+  // writer, which copies it whole.
+  struct stat st {};
+  if (scratch_beside && ::lstat(path.c_str(), &st) != 0 && errno == ENOENT &&
+      ::renameat2(AT_FDCWD, scratch.path().c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) {
+    scratch.release();
+    return stats;
+  }
+  TPROF_TRY(copy_into(scratch.path(), out.get(), path));
+  TPROF_TRY(out->commit());
+  return stats;
+}
+
+}  // namespace tprof::internal

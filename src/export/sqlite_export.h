@@ -1,0 +1,63 @@
+// The trace as an SQLite database: the model's tables (events, lanes,
+// flows, args, ...) and its derived views (steps, kernels with their
+// launching op, per-step breakdowns, torch's key_averages), indexed for
+// the joins docs/sql.md's queries make. The schema, its units (ns) and the
+// example queries are documented in docs/sql.md; kSqliteSchemaVersion
+// changes whenever a table or column does.
+//
+//   Result<SqliteExportStats> s = internal::write_sqlite(trace, "trace.db", {.source = "trace.json"});
+//   if (!s) std::cerr << s.error().to_string();
+//
+// Rows are written straight from the model's columns, in one transaction
+// with prepared statements; the indexes are built after the bulk insert.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tprof/status.h"
+#include "tprof/trace.h"
+
+namespace tprof::internal {
+
+// PRAGMA user_version and meta.schema_version of the databases written.
+inline constexpr int kSqliteSchemaVersion = 1;
+// PRAGMA application_id: "tprf", so `file(1)`-like tools can tell the file.
+inline constexpr std::int32_t kSqliteApplicationId = 0x74707266;
+
+struct SqliteExportOptions {
+  // The args table: every event's args object as its JSON text (about half
+  // of a trace's bytes). False leaves the table empty.
+  bool args = true;
+  // The trace's path as the user named it, recorded in meta ("" = none).
+  std::string source;
+};
+
+// Rows written, per table in schema order.
+struct SqliteExportStats {
+  std::vector<std::pair<std::string, std::uint64_t>> rows;
+  std::uint64_t total_rows() const;
+  std::uint64_t rows_of(const std::string& table) const;  // 0 for a table not written
+};
+
+// Writes `trace` as a new SQLite database at `path`, through the one output
+// writer (src/base/file.h: a regular file is replaced atomically, a
+// descriptor or FIFO written straight through, links and modes as it
+// says). The database is built in a scratch file beside `path` (named as
+// the writer names its temporaries, so one a killed run leaves is removed
+// by the next write there; $TMPDIR or /tmp when that directory cannot
+// take it) and then put in place whole. On any error nothing new is left
+// at `path`, an existing file there is unchanged and the scratch file is
+// removed. Errors name `path` (I/O, SQLite's own message, a full disk).
+// Not thread-safe for one path; the trace is only read.
+Result<SqliteExportStats> write_sqlite(const Trace& trace, const std::string& path,
+                                       const SqliteExportOptions& options = {});
+
+// Writes the database into `db_path`, which must be a new or empty file
+// (write_sqlite's scratch file; tests). Nothing else is created.
+Result<SqliteExportStats> export_sqlite_file(const Trace& trace, const std::string& db_path,
+                                             const SqliteExportOptions& options = {});
+
+}  // namespace tprof::internal
