@@ -21,6 +21,7 @@
 
 #include "src/trace/json_value.h"
 #include "tests/support/run_cli.h"
+#include "tests/support/temp_dir.h"
 
 namespace tprof {
 namespace {
@@ -57,28 +58,7 @@ std::string find_sqlite3() {
   return {};
 }
 
-// A fresh directory per test, removed after it.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "tprof_sql_XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data()) != nullptr ? tmpl : std::string();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::vector<std::string> files() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path_)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  std::string path_;
-};
+using TempDir = testing::TempDir;
 
 class SqlExport : public ::testing::Test {
  protected:

@@ -18,6 +18,7 @@
 
 #include "src/export/sqlite_export.h"
 #include "src/report/kernel_names.h"
+#include "tests/support/temp_dir.h"
 #include "tprof/key_averages.h"
 #include "tprof/kernels.h"
 #include "tprof/read.h"
@@ -37,27 +38,7 @@ Trace load(const std::string& path) {
   return t ? std::move(t).value() : Trace();
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "tprof_sqlite_XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data()) != nullptr ? tmpl : std::string();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::vector<std::string> files() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path_)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  std::string path_;
-};
+using TempDir = testing::TempDir;
 
 // A read-only connection with one-value and many-row queries.
 class Db {
