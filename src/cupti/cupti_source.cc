@@ -370,36 +370,81 @@ void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_Cal
 constexpr CUpti_CallbackIdResource kGraphNodeCallbacks[] = {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
                                                              CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED};
 
+// The driver calls the source makes itself, from the libcuda.so.1 the
+// process already loaded (RTLD_NOLOAD: a process that never loaded it ran
+// nothing, and tprof does not load it). The exported names of the
+// versioned entry points (cuda.h maps the plain names to these with
+// macros). Any function may be null; ok() says the handle was found.
+class LoadedDriver {
+ public:
+  LoadedDriver() : handle_(dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+    if (handle_ == nullptr) return;
+    bind(get_count, "cuDeviceGetCount");
+    bind(get, "cuDeviceGet");
+    bind(get_name, "cuDeviceGetName");
+    bind(total_mem, "cuDeviceTotalMem_v2");
+    bind(attribute, "cuDeviceGetAttribute");
+    bind(get_state, "cuDevicePrimaryCtxGetState");
+    bind(retain, "cuDevicePrimaryCtxRetain");
+    bind(release, "cuDevicePrimaryCtxRelease_v2");
+    bind(get_current, "cuCtxGetCurrent");
+    bind(push, "cuCtxPushCurrent_v2");
+    bind(pop, "cuCtxPopCurrent_v2");
+    bind(sync, "cuCtxSynchronize");
+  }
+  ~LoadedDriver() {
+    if (handle_ != nullptr) dlclose(handle_);
+  }
+  LoadedDriver(const LoadedDriver&) = delete;
+  LoadedDriver& operator=(const LoadedDriver&) = delete;
+  bool ok() const { return handle_ != nullptr; }
+
+  CUresult (*get_count)(int*) = nullptr;
+  CUresult (*get)(CUdevice*, int) = nullptr;
+  CUresult (*get_name)(char*, int, CUdevice) = nullptr;
+  CUresult (*total_mem)(std::size_t*, CUdevice) = nullptr;
+  CUresult (*attribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+  CUresult (*get_state)(CUdevice, unsigned*, int*) = nullptr;
+  CUresult (*retain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*release)(CUdevice) = nullptr;
+  CUresult (*get_current)(CUcontext*) = nullptr;
+  CUresult (*push)(CUcontext) = nullptr;
+  CUresult (*pop)(CUcontext*) = nullptr;
+  CUresult (*sync)() = nullptr;
+
+ private:
+  template <class F>
+  void bind(F& fn, const char* name) {
+    fn = reinterpret_cast<F>(dlsym(handle_, name));
+  }
+  void* handle_;
+};
+
 // Whether a CUDA context exists already (enable_activities): the calling
 // thread has one current, or a device's primary context is active (what
 // the runtime, PyTorch and cuBLAS use). The driver is asked with
 // RTLD_NOLOAD; not loaded or not initialized, there is none. A context
 // only another thread created with cuCtxCreate is not seen.
 CudaContexts cuda_contexts() noexcept {
-  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (driver == nullptr) return CudaContexts::kNoneYet;
-  using GetCount = CUresult (*)(int*);
-  using Get = CUresult (*)(CUdevice*, int);
-  using GetState = CUresult (*)(CUdevice, unsigned*, int*);
-  using GetCurrent = CUresult (*)(CUcontext*);
-  const auto get_count = reinterpret_cast<GetCount>(dlsym(driver, "cuDeviceGetCount"));
-  const auto get = reinterpret_cast<Get>(dlsym(driver, "cuDeviceGet"));
-  const auto get_state = reinterpret_cast<GetState>(dlsym(driver, "cuDevicePrimaryCtxGetState"));
-  const auto get_current = reinterpret_cast<GetCurrent>(dlsym(driver, "cuCtxGetCurrent"));
-  bool exist = false;
+  const LoadedDriver drv;
+  if (!drv.ok()) return CudaContexts::kNoneYet;
   CUcontext current = nullptr;
-  if (get_current != nullptr && get_current(&current) == CUDA_SUCCESS && current != nullptr) exist = true;
+  if (drv.get_current != nullptr && drv.get_current(&current) == CUDA_SUCCESS && current != nullptr) {
+    return CudaContexts::kExist;
+  }
   int count = 0;
-  if (!exist && get_count != nullptr && get != nullptr && get_state != nullptr && get_count(&count) == CUDA_SUCCESS) {
-    for (int d = 0; d < count && !exist; ++d) {
-      CUdevice dev = 0;
-      unsigned flags = 0;
-      int active = 0;
-      exist = get(&dev, d) == CUDA_SUCCESS && get_state(dev, &flags, &active) == CUDA_SUCCESS && active != 0;
+  if (drv.get_count == nullptr || drv.get == nullptr || drv.get_state == nullptr || drv.get_count(&count) != CUDA_SUCCESS) {
+    return CudaContexts::kNoneYet;
+  }
+  for (int d = 0; d < count; ++d) {
+    CUdevice dev = 0;
+    unsigned flags = 0;
+    int active = 0;
+    if (drv.get(&dev, d) == CUDA_SUCCESS && drv.get_state(dev, &flags, &active) == CUDA_SUCCESS && active != 0) {
+      return CudaContexts::kExist;
     }
   }
-  dlclose(driver);
-  return exist ? CudaContexts::kExist : CudaContexts::kNoneYet;
+  return CudaContexts::kNoneYet;
 }
 
 // The devices as the driver describes them, in CuptiDevice's terms (what
@@ -409,39 +454,28 @@ CudaContexts cuda_contexts() noexcept {
 // driver is not loaded or not initialized.
 std::vector<CuptiDevice> driver_devices() noexcept {
   std::vector<CuptiDevice> out;
-  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (driver == nullptr) return out;
-  using GetCount = CUresult (*)(int*);
-  using Get = CUresult (*)(CUdevice*, int);
-  using GetName = CUresult (*)(char*, int, CUdevice);
-  using TotalMem = CUresult (*)(std::size_t*, CUdevice);
-  using GetAttribute = CUresult (*)(int*, CUdevice_attribute, CUdevice);
-  const auto get_count = reinterpret_cast<GetCount>(dlsym(driver, "cuDeviceGetCount"));
-  const auto get = reinterpret_cast<Get>(dlsym(driver, "cuDeviceGet"));
-  const auto get_name = reinterpret_cast<GetName>(dlsym(driver, "cuDeviceGetName"));
-  const auto total_mem = reinterpret_cast<TotalMem>(dlsym(driver, "cuDeviceTotalMem_v2"));
-  const auto attribute = reinterpret_cast<GetAttribute>(dlsym(driver, "cuDeviceGetAttribute"));
+  const LoadedDriver drv;
   int count = 0;
-  if (get_count == nullptr || get == nullptr || get_name == nullptr || total_mem == nullptr || attribute == nullptr ||
-      get_count(&count) != CUDA_SUCCESS) {
-    count = 0;
+  if (!drv.ok() || drv.get_count == nullptr || drv.get == nullptr || drv.get_name == nullptr ||
+      drv.total_mem == nullptr || drv.attribute == nullptr || drv.get_count(&count) != CUDA_SUCCESS) {
+    return out;
   }
   for (int i = 0; i < count; ++i) {
     CUdevice dev = 0;
-    if (get(&dev, i) != CUDA_SUCCESS) continue;
+    if (drv.get(&dev, i) != CUDA_SUCCESS) continue;
     bool ok = true;
     const auto attr = [&](CUdevice_attribute a) {
       int v = 0;
-      if (attribute(&v, a, dev) != CUDA_SUCCESS || v < 0) ok = false;
+      if (drv.attribute(&v, a, dev) != CUDA_SUCCESS || v < 0) ok = false;
       return static_cast<std::uint32_t>(v);
     };
     CuptiDevice d;
     d.id = static_cast<std::uint32_t>(i);
     char name[256] = {};
-    if (get_name(name, static_cast<int>(sizeof name) - 1, dev) != CUDA_SUCCESS) ok = false;
+    if (drv.get_name(name, static_cast<int>(sizeof name) - 1, dev) != CUDA_SUCCESS) ok = false;
     d.name = name;
     std::size_t bytes = 0;
-    if (total_mem(&bytes, dev) != CUDA_SUCCESS) ok = false;
+    if (drv.total_mem(&bytes, dev) != CUDA_SUCCESS) ok = false;
     d.global_memory_bytes = bytes;
     d.compute_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
     d.compute_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
@@ -457,7 +491,6 @@ std::vector<CuptiDevice> driver_devices() noexcept {
     d.smem_per_block_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
     if (ok && d.warp_size > 0 && d.num_sms > 0) out.push_back(std::move(d));
   }
-  dlclose(driver);
   return out;
 }
 
@@ -658,56 +691,38 @@ bool CuptiSource::wait_for_device() noexcept {
   // The thread ending the window need not hold a CUDA context (tprof
   // record's session thread holds none), so every device whose primary
   // context is active gets it made current here for a context synchronize.
-  // The driver is asked with RTLD_NOLOAD: a process that never loaded it
-  // ran nothing.
-  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (driver == nullptr) return true;
-  using GetCount = CUresult (*)(int*);
-  using Get = CUresult (*)(CUdevice*, int);
-  using GetState = CUresult (*)(CUdevice, unsigned*, int*);
-  using Retain = CUresult (*)(CUcontext*, CUdevice);
-  using Release = CUresult (*)(CUdevice);
-  using Push = CUresult (*)(CUcontext);
-  using Pop = CUresult (*)(CUcontext*);
-  using Sync = CUresult (*)();
-  // The exported names of the versioned entry points (cuda.h maps the
-  // plain names to these with macros).
-  const auto get_count = reinterpret_cast<GetCount>(dlsym(driver, "cuDeviceGetCount"));
-  const auto get = reinterpret_cast<Get>(dlsym(driver, "cuDeviceGet"));
-  const auto get_state = reinterpret_cast<GetState>(dlsym(driver, "cuDevicePrimaryCtxGetState"));
-  const auto retain = reinterpret_cast<Retain>(dlsym(driver, "cuDevicePrimaryCtxRetain"));
-  const auto release = reinterpret_cast<Release>(dlsym(driver, "cuDevicePrimaryCtxRelease_v2"));
-  const auto push = reinterpret_cast<Push>(dlsym(driver, "cuCtxPushCurrent_v2"));
-  const auto pop = reinterpret_cast<Pop>(dlsym(driver, "cuCtxPopCurrent_v2"));
-  const auto sync = reinterpret_cast<Sync>(dlsym(driver, "cuCtxSynchronize"));
+  // The driver is asked with RTLD_NOLOAD (LoadedDriver).
+  const LoadedDriver drv;
+  if (!drv.ok()) return true;
   bool alive = true;
   int count = 0;
-  if (get_count != nullptr) {
-    const CUresult r = get_count(&count);
+  if (drv.get_count != nullptr) {
+    const CUresult r = drv.get_count(&count);
     // At process exit after the driver's own teardown: its contexts are
     // gone, and with them the work still queued.
     if (r == CUDA_ERROR_DEINITIALIZED) alive = false;
     if (r != CUDA_SUCCESS) count = 0;
   }
-  if (get == nullptr || get_state == nullptr || retain == nullptr || release == nullptr || push == nullptr ||
-      pop == nullptr || sync == nullptr) {
+  if (drv.get == nullptr || drv.get_state == nullptr || drv.retain == nullptr || drv.release == nullptr ||
+      drv.push == nullptr || drv.pop == nullptr || drv.sync == nullptr) {
     count = 0;
   }
   for (int d = 0; d < count; ++d) {
     CUdevice dev = 0;
     unsigned flags = 0;
     int active = 0;
-    if (get(&dev, d) != CUDA_SUCCESS || get_state(dev, &flags, &active) != CUDA_SUCCESS || active == 0) continue;
-    CUcontext ctx = nullptr;
-    if (retain(&ctx, dev) != CUDA_SUCCESS) continue;
-    if (push(ctx) == CUDA_SUCCESS) {
-      sync();
-      CUcontext popped = nullptr;
-      pop(&popped);
+    if (drv.get(&dev, d) != CUDA_SUCCESS || drv.get_state(dev, &flags, &active) != CUDA_SUCCESS || active == 0) {
+      continue;
     }
-    release(dev);
+    CUcontext ctx = nullptr;
+    if (drv.retain(&ctx, dev) != CUDA_SUCCESS) continue;
+    if (drv.push(ctx) == CUDA_SUCCESS) {
+      drv.sync();
+      CUcontext popped = nullptr;
+      drv.pop(&popped);
+    }
+    drv.release(dev);
   }
-  dlclose(driver);
   return alive;
 }
 
