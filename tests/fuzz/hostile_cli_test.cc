@@ -44,6 +44,7 @@ struct Input {
   std::string name;  // for messages: the corpus file, the case, the variant
   std::string path;
   bool summary = false;  // a rank summary (tprof merge), not a trace
+  bool stretched = false;  // a corpus trace with its timestamps stretched to the int64 edge
 };
 
 std::string write_file(const fs::path& p, const std::string& bytes) {
@@ -115,7 +116,7 @@ class HostileCli : public ::testing::TestWithParam<const char*> {
         const std::string bytes = stretched(p.string(), mode);
         if (bytes.empty()) continue;
         const std::string file = p.filename().string() + "." + tag + ".json";
-        inputs_->push_back({name + " stretched (" + tag + ")", write_file(*dir_ / file, bytes)});
+        inputs_->push_back({name + " stretched (" + tag + ")", write_file(*dir_ / file, bytes), false, true});
       }
     }
     int i = 0;
@@ -163,6 +164,12 @@ TEST_P(HostileCli, EveryInputThroughTheCommand) {
   const std::string out = (*dir_ / (family + ".out")).string();
   for (const Input& in : *inputs_) {
     const std::string& f = in.path;
+    // Under the sanitizers (20-50x slower, every run a fresh process) the
+    // stretched variants' int64-edge timestamps go through table and
+    // diagnose, which run the analysis passes the other commands share; the
+    // other commands' own code sees them in the release build, without
+    // UBSan (a trade for CI time: ~2 minutes of ASan test time).
+    if (tprof::testing::kSanitized && in.stretched && family != "table" && family != "diagnose") continue;
     if (family == "merge") {
       if (in.summary) {
         run(in, {"merge", f});
