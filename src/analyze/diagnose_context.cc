@@ -149,6 +149,31 @@ std::string count_of(std::int64_t n, std::string_view noun) {
 
 namespace {
 
+// A tprof capture of a PyTorch program (DiagnoseContext::is_torch): names
+// are interned, so each distinct name is classified once.
+bool records_torch(const Trace& t) {
+  for (const Process& p : t.processes) {
+    if (t.str(p.name).starts_with("python")) return true;
+  }
+  std::vector<std::int8_t> seen(t.strings.size(), -1);
+  const EventColumns& ev = t.events;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    const EventKind k = ev.kind[e];
+    if (k == EventKind::kPythonFunction) return true;
+    if (k != EventKind::kCpuOp && k != EventKind::kUserAnnotation && k != EventKind::kKernel) continue;
+    std::int8_t& s = seen[ev.name[e]];
+    if (s < 0) {
+      const std::string_view n = t.name(e);
+      const bool torch = k == EventKind::kKernel
+                             ? n.find("at::") != std::string_view::npos || n.starts_with("triton_")
+                             : n.starts_with("aten::") || n.starts_with("Torch-Compiled Region");
+      s = torch ? 1 : 0;
+    }
+    if (s == 1) return true;
+  }
+  return false;
+}
+
 std::vector<StatRow> torch_averages(const Trace& t) {
   EventListOptions o;
   o.with_memory = false;
@@ -216,6 +241,7 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
         break;
     }
   }
+  torch_ = t.meta.producer != Producer::kTprof || records_torch(t);
   sort_by_time(ev.ts_ns, &runtime);
   sort_by_time(ev.ts_ns, &host_ops);
   sort_by_time(ev.ts_ns, &device_events);  // device activity starts at ts: by start, then index
@@ -266,6 +292,80 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
     busy_all_ = CoverageIndex(std::move(all));
   }
   if (rows.valid()) set_averages(rows.get());
+}
+
+std::string DiagnoseContext::schedule_call(std::int64_t active) const {
+  const std::string n = std::to_string(active);
+  return by_tprof() ? "tprof::schedule({.wait = 1, .warmup = 1, .active = " + n + "})"
+                    : "torch.profiler.schedule(wait=1, warmup=1, active=" + n + ")";
+}
+
+std::string DiagnoseContext::graph_how() const {
+  if (torch_) return "torch.compile(mode=\"reduce-overhead\")";
+  const std::string p = hip_ ? "hip" : "cuda";
+  return p + "StreamBeginCapture/" + p + "StreamEndCapture once, then " + p + "GraphLaunch";
+}
+
+std::string DiagnoseContext::fuse_how() const {
+  if (torch_) return "torch.compile";
+  return hip_ ? "a fused kernel or a hipBLASLt epilogue" : "a fused kernel or a cuBLASLt epilogue";
+}
+
+DiagnoseContext::LaunchRate DiagnoseContext::launch_rate() const {
+  LaunchRate r;
+  std::vector<std::uint32_t> calls;
+  for (const DeviceOp& op : device) {
+    if (op.launch != kNoIndex && (steps.steps.empty() || op.step >= 0)) calls.push_back(op.launch);
+  }
+  std::sort(calls.begin(), calls.end());
+  calls.erase(std::unique(calls.begin(), calls.end()), calls.end());
+  r.calls = static_cast<std::int64_t>(calls.size());
+  if (!steps.steps.empty()) {
+    r.iterations = static_cast<std::int64_t>(steps.steps.size());
+    r.unit = "step";
+    return r;
+  }
+  // Without steps: the repeated range (user annotation) whose calls hold
+  // the launches.
+  std::vector<std::int64_t> launch_ts;
+  for (std::uint32_t e : calls) launch_ts.push_back(ts(e));
+  std::sort(launch_ts.begin(), launch_ts.end());
+  struct Range {
+    std::int64_t count = 0, launches = 0;
+  };
+  std::vector<std::pair<StrId, Range>> named;
+  for (std::uint32_t e : host_ops) {
+    if (kind(e) != EventKind::kUserAnnotation || dur(e) <= 0) continue;
+    const StrId id = trace.events.name[e];
+    auto it = std::find_if(named.begin(), named.end(), [&](const auto& x) { return x.first == id; });
+    if (it == named.end()) {
+      if (named.size() >= 64) continue;  // a range names the loop's body: a few names, not thousands
+      named.emplace_back(id, Range{});
+      it = named.end() - 1;
+    }
+    ++it->second.count;
+    it->second.launches += std::lower_bound(launch_ts.begin(), launch_ts.end(), end(e)) -
+                           std::lower_bound(launch_ts.begin(), launch_ts.end(), ts(e));
+  }
+  const std::pair<StrId, Range>* best = nullptr;
+  for (const auto& x : named) {
+    if (x.second.count < 3 || 2 * x.second.launches < r.calls) continue;
+    if (best == nullptr || x.second.count > best->second.count) best = &x;
+  }
+  if (best != nullptr) {
+    r.iterations = best->second.count;
+    r.unit = "\"" + std::string(trace.str(best->first)) + "\" range";
+  }
+  return r;
+}
+
+std::string one_launch_remedy(const DiagnoseContext& c) {
+  const DiagnoseContext::LaunchRate r = c.launch_rate();
+  if (r.iterations <= 0 || r.per_iteration() > 1) return "";
+  const std::string how = c.is_torch() ? "torch.cuda.graph around several iterations" : c.graph_how();
+  return "Give each launch more work (a larger batch), or capture several iterations in one " + std::string(c.api()) +
+         " graph (" + how + "): each " + r.unit +
+         " makes one launch call, with nothing within it to replay as a graph or fuse";
 }
 
 void DiagnoseContext::link_ranges(std::vector<std::uint32_t> events) {

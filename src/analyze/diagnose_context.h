@@ -128,6 +128,48 @@ class DiagnoseContext {
   // API and tools named in titles and advice.
   std::string_view api() const { return hip_ ? "HIP" : "CUDA"; }
   bool is_hip() const { return hip_; }
+  // Whether the recorded program runs PyTorch, so advice may name torch's
+  // API (torch.compile, DataLoader, torch.cuda.graphs, torch.profiler).
+  // Every trace torch.profiler writes does. A tprof capture does when it
+  // holds an ATen op (aten::...), a Python function, a PyTorch or Inductor
+  // kernel (at::..., triton_...), a torch.compile region, or comes from a
+  // Python process (tprof record of a Python program records CUDA calls and
+  // kernels, no ATen op). Any other tprof capture is a C++/CUDA program
+  // (examples/matmul_add's op::* ops, vecadd): its advice names CUDA's API
+  // (stream capture and cudaGraphLaunch, fused kernels and cuBLASLt
+  // epilogues, cudaMallocHost) and tprof's (tprof::schedule), like api()
+  // names HIP's on ROCm traces and has_device() keeps GPU advice off
+  // CPU-only ones.
+  bool is_torch() const { return torch_; }
+  // Recorded by tprof (its capture API or tprof record), not torch.profiler:
+  // advice about the recording names tprof's settings.
+  bool by_tprof() const { return trace.meta.producer == Producer::kTprof; }
+  // The schedule that records `active` steps after a skipped and a warm-up
+  // one, in the recorder's API: "tprof::schedule({.wait = 1, .warmup = 1,
+  // .active = N})" in a tprof capture, else "torch.profiler.schedule(wait=1,
+  // warmup=1, active=N)".
+  std::string schedule_call(std::int64_t active) const;
+  // Graph replay in the program's API: torch.compile(mode="reduce-overhead")
+  // for PyTorch; stream capture for C++
+  // ("cudaStreamBeginCapture/cudaStreamEndCapture once, then cudaGraphLaunch";
+  // hip* on ROCm).
+  std::string graph_how() const;
+  // Fusion in the program's API: "torch.compile" for PyTorch, "a fused
+  // kernel or a cuBLASLt epilogue" (hipBLASLt on ROCm) for C++.
+  std::string fuse_how() const;
+  // Launch calls of device work per iteration, for the "one graph replay
+  // for N launch calls" advice: per step (the launch calls of the steps'
+  // device work / the steps); without steps, per call of the user
+  // annotation (an NVTX range such as "step") repeated most often, at least
+  // 3 times, whose calls hold at least half the launches; else the trace's
+  // launch calls with no iteration known (`iterations` 0, `unit` empty).
+  struct LaunchRate {
+    std::int64_t calls = 0;       // launch calls in the steps (the trace)
+    std::int64_t iterations = 0;  // steps, or calls of the repeated range; 0 when unknown
+    std::string unit;             // "step", "\"step\" range", or "" (unknown)
+    std::int64_t per_iteration() const { return iterations > 0 ? calls / iterations : calls; }
+  };
+  LaunchRate launch_rate() const;
   // Graph launch calls (cudaGraphLaunch, hipGraphLaunch) in the trace.
   std::int64_t graph_launches() const { return graph_launches_; }
   // cudaStreamBeginCapture / hipStreamBeginCapture calls: the trace records
@@ -156,6 +198,7 @@ class DiagnoseContext {
   std::vector<std::pair<std::int32_t, CoverageIndex>> busy_by_device_;
   CoverageIndex busy_all_;  // every device's activity, merged
   bool hip_ = false;
+  bool torch_ = true;
   std::int64_t graph_launches_ = 0;
   std::int64_t graph_captures_ = 0;
   mutable std::optional<std::vector<StatRow>> averages_;
@@ -163,6 +206,13 @@ class DiagnoseContext {
   mutable std::shared_ptr<const IdlePartition> idle_;
   mutable std::int64_t self_cpu_total_ = 0, self_device_total_ = 0;
 };
+
+// The remedy for launch overhead when each iteration (launch_rate()) makes
+// one launch call: nothing within it can be replayed as a graph or fused,
+// so give the launch more work or capture several iterations in one graph
+// (in the program's API; no final period). "" when iterations make 2 or
+// more launch calls each, or none is known.
+std::string one_launch_remedy(const DiagnoseContext& c);
 
 // diagnose() on a context the caller built (with_averages: true), so a
 // caller that also reads the context (tprof report) builds it once.

@@ -589,29 +589,39 @@ IdleCause dominant_cause(const IdlePartition::Totals& t) {
 
 std::string idle_remedy(IdleCause cause, const DiagnoseContext& c) {
   const std::string api(c.api());
+  const std::string rt = c.is_hip() ? "hip" : "cuda";  // the runtime's prefix: cudaMallocHost, hipMallocHost
   switch (cause) {
     case IdleCause::kLaunching:
-      return c.graph_launches() > 0
-                 ? "Move more of the step into the " + api + " graphs it already replays, or fuse the ops launched "
-                   "between them (torch.compile)."
-                 : "Replay the step as a " + api +
-                       " graph (torch.compile(mode=\"reduce-overhead\")), fuse small ops (torch.compile) or give "
-                       "each op more work (a larger batch): the host is launching op after op.";
+      if (c.graph_launches() > 0) {
+        return "Move more of the step into the " + api + " graphs it already replays, or fuse the ops launched "
+               "between them (" + c.fuse_how() + ").";
+      }
+      if (const std::string one = one_launch_remedy(c); !one.empty()) {
+        return one + "; the GPU runs each launch faster than the host makes the next.";
+      }
+      return "Replay the step as a " + api + " graph (" + c.graph_how() + "), fuse small ops (" + c.fuse_how() +
+             ") or give each op more work (a larger batch): the host is launching op after op.";
     case IdleCause::kHostWork:
-      return "Move the host work that launches nothing out of the step or overlap it with device work (DataLoader "
-             "workers, prefetching, a side thread).";
+      return std::string("Move the host work that launches nothing out of the step or overlap it with device work (") +
+             (c.is_torch() ? "DataLoader workers, prefetching, a side thread" : "prefetching, a side thread") + ").";
     case IdleCause::kUnrecorded:
-      return "Record what the host does between launches (other threads, the Python stack, the process that feeds "
-             "this one): the trace holds no event there.";
+      return std::string("Record what the host does between launches (other threads, ") +
+             (c.is_torch() ? "the Python stack, " : "") + "the process that feeds this one): the trace holds no event there.";
     case IdleCause::kBlockedSync:
-      return "Move the synchronizing calls sync_api names (.item(), .cpu(), torch.cuda.synchronize()) out of the "
-             "step.";
+      return c.is_torch() ? "Move the synchronizing calls sync_api names (.item(), .cpu(), torch.cuda.synchronize()) out "
+                            "of the step."
+                          : "Move the synchronizing calls sync_api names (" + rt + "DeviceSynchronize, " + rt +
+                                "StreamSynchronize, a blocking " + rt + "Memcpy) out of the step.";
     case IdleCause::kBlockedCopy:
-      return "Pin the host memory of the copies host_blocked names (pin_memory=True) and copy with "
-             "non_blocking=True.";
+      return c.is_torch() ? "Pin the host memory of the copies host_blocked names (pin_memory=True) and copy with "
+                            "non_blocking=True."
+                          : "Pin the host memory of the copies host_blocked names (" + rt + "MallocHost, or " + rt +
+                                "HostRegister on existing buffers) and copy with " + rt + "MemcpyAsync.";
     case IdleCause::kBlockedAlloc:
-      return "Pre-allocate the memory of the allocator calls host_blocked names, or let the caching allocator keep "
-             "it (no torch.cuda.empty_cache() in the loop).";
+      return c.is_torch() ? "Pre-allocate the memory of the allocator calls host_blocked names, or let the caching "
+                            "allocator keep it (no torch.cuda.empty_cache() in the loop)."
+                          : "Pre-allocate the memory of the allocator calls host_blocked names outside the loop, or "
+                            "reuse it from a pool (" + rt + "MallocAsync with a memory pool).";
     case IdleCause::kBlockedInit:
       return "Warm up before recording (untimed iterations, the schedule's warmup steps) so context creation and "
              "module loading fall outside the window.";
@@ -628,7 +638,7 @@ std::string idle_remedy(IdleCause cause, const DiagnoseContext& c) {
     case IdleCause::kProfiler:
       return "Give the schedule wait/warmup steps so the profiler's buffer requests fall outside the active window.";
     case IdleCause::kKernelLatency:
-      return "Launch fewer, larger kernels (fuse the short ones with torch.compile, or a CUDA graph): the kernels were "
+      return "Launch fewer, larger kernels (fuse the short ones: " + c.fuse_how() + "; or a " + api + " graph): the kernels were "
              "already queued, so these gaps are the device's own start-up time between kernels, paid once per kernel.";
     case IdleCause::kOutsideSteps:
       break;

@@ -275,5 +275,95 @@ TEST(TprofRecordTrace, AWholeRunsContextCreationIsStartUpNotAnAllocatorProblem) 
   }
 }
 
+// ---- C++ programs get C++ remedies ------------------------------------------------------
+//
+// matmul_add (op::* ops) and vecadd are C++/CUDA programs recorded by tprof,
+// with no ATen op, no Python and no PyTorch kernel: a fix that names
+// torch.compile, a DataLoader or .to(non_blocking=True) is one they cannot
+// apply (review 2026-11-26, item 3: H200 64 overhead "torch.compile(mode=
+// "reduce-overhead")", 4096 eager "(torch.compile fuses ...)", vecadd
+// "DataLoader(pin_memory=True)"). A Python program under tprof record is
+// PyTorch and keeps torch's remedies.
+
+// Every finding's title and advice, minus the rules named.
+std::string all_text(const Diagnosis& d, const std::vector<std::string>& skip = {}) {
+  std::string out;
+  for (const Finding& f : d.findings) {
+    if (std::find(skip.begin(), skip.end(), f.id) != skip.end()) continue;
+    out += f.id + ": " + f.title + " | " + f.advice + "\n";
+  }
+  return out;
+}
+
+const Finding* finding(const Diagnosis& d, std::string_view id) {
+  const auto it = std::find_if(d.findings.begin(), d.findings.end(), [&](const Finding& f) { return f.id == id; });
+  return it == d.findings.end() ? nullptr : &*it;
+}
+
+TEST(TprofCppProgram, RemediesNameCudaNotPyTorch) {
+  std::vector<std::string> files;
+  for (const GpuRun& r : runs()) files.push_back(dir_of(r) + r.stem + ".json");
+  files.push_back(kRecordDir + "record_vecadd.json");
+  for (const std::string& file : files) {
+    SCOPED_TRACE(file);
+    const std::string text = all_text(diagnose(load_file(file)));
+    for (const char* torch : {"torch", "DataLoader", "Python", "pin_memory", "non_blocking", "autocast", ".item()"}) {
+      EXPECT_EQ(text.find(torch), std::string::npos) << torch << " in\n" << text;
+    }
+  }
+  // The remedies in CUDA's terms, on the traces the review read.
+  const Diagnosis small = diagnose(load_file(kRecordDir + "64_bf16_cold_eager.json"));
+  ASSERT_NE(finding(small, "overhead_bound"), nullptr);
+  EXPECT_NE(finding(small, "overhead_bound")->advice.find("cudaStreamBeginCapture"), std::string::npos)
+      << finding(small, "overhead_bound")->advice;
+  const Diagnosis eager = diagnose(load_file(kRecordDir + "4096_bf16_cold_eager.json"));
+  ASSERT_NE(finding(eager, "memory_bound_elementwise"), nullptr);
+  EXPECT_NE(finding(eager, "memory_bound_elementwise")->advice.find("cuBLASLt's epilogue"), std::string::npos)
+      << finding(eager, "memory_bound_elementwise")->advice;
+  const Diagnosis vecadd = diagnose(load_file(kRecordDir + "record_vecadd.json"));
+  ASSERT_NE(finding(vecadd, "pageable_memcpy"), nullptr);
+  EXPECT_TRUE(finding(vecadd, "pageable_memcpy")->advice.starts_with("Pin the host buffers: allocate them with cudaMallocHost"))
+      << finding(vecadd, "pageable_memcpy")->advice;
+}
+
+// Review item 5: a graph replaces the launch calls of one iteration. With
+// one launch call a step (--fused: one cuBLASLt GEMM) there is nothing in a
+// step to replay or fuse; without steps, the iteration is the NVTX range
+// the program repeats ("step"), not the whole trace.
+TEST(TprofCppProgram, TheGraphAdviceCountsTheLaunchCallsOfOneIteration) {
+  for (const char* stem : {"64_bf16_warm_fused", "64_bf16_cold_fused"}) {
+    SCOPED_TRACE(stem);
+    const Diagnosis d = diagnose(load_file(kRecordDir + stem + ".json"));
+    const std::string text = all_text(d);
+    EXPECT_EQ(text.find("turns the 1 launch"), std::string::npos) << text;
+    EXPECT_EQ(text.find("op after op"), std::string::npos) << text;
+    EXPECT_EQ(text.find("fuse small ops"), std::string::npos) << text;
+    for (const char* id : {"overhead_bound", "low_gpu_utilization", "kernel_launch_stats"}) {
+      if (const Finding* f = finding(d, id)) {
+        EXPECT_TRUE(f->advice.starts_with("Give each launch more work (a larger batch), or capture several iterations"))
+            << id << ": " << f->advice;
+      }
+    }
+  }
+  const Diagnosis nvtx = diagnose(load_file(kRecordDir + "record_plain_64_nvtx.json"));
+  ASSERT_NE(finding(nvtx, "overhead_bound"), nullptr);
+  const Finding& f = *finding(nvtx, "overhead_bound");
+  EXPECT_NE(f.advice.find("which turns the 2 launch calls per \"step\" range into one (40 in the trace)"),
+            std::string::npos)
+      << f.advice;
+  EXPECT_EQ(f.evidence.find("launches_per_step")->i, 2);
+  EXPECT_EQ(f.evidence.find("iterations")->i, 20);
+}
+
+TEST(TprofCppProgram, APythonProgramUnderTprofRecordKeepsTorchsRemedies) {
+  for (const char* file : {"record_plain_64_nvtx", "record_plain_64_compile_nvtx"}) {
+    SCOPED_TRACE(file);
+    const Diagnosis d = diagnose(load_file(kRecordDir + file + ".json"));
+    ASSERT_NE(finding(d, "overhead_bound"), nullptr);
+    EXPECT_NE(finding(d, "overhead_bound")->advice.find("torch.compile(mode=\"reduce-overhead\")"), std::string::npos)
+        << finding(d, "overhead_bound")->advice;
+  }
+}
+
 }  // namespace
 }  // namespace tprof

@@ -159,9 +159,15 @@ TEST(OverheadBound, CpuFarAheadOfAnIdleGpu) {
   EXPECT_EQ(field(f[0], "steps_count").i, 5);
   EXPECT_GT(f[0].impact_ns, 0);
   EXPECT_NE(f[0].title.find("Self CUDA"), std::string::npos);
-  // The remedy first, with the launches per step a graph would replace.
-  EXPECT_EQ(f[0].advice.rfind("Replay the step as a CUDA graph (torch.compile(mode=\"reduce-overhead\")", 0), 0u) << f[0].advice;
-  EXPECT_GT(field(f[0], "launches_per_step").i, 0);
+  // The remedy first. One launch call per step: nothing within a step to
+  // replay as a graph or fuse (review 2026-11-26, item 5: "turns the 1
+  // launch calls per step into one").
+  EXPECT_EQ(field(f[0], "launches_per_step").i, 1);
+  EXPECT_TRUE(f[0].advice.starts_with("Give each launch more work (a larger batch), or capture several iterations in one "
+                                      "CUDA graph (torch.cuda.graph around several iterations): each step makes one "
+                                      "launch call"))
+      << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("turns the 1 launch"), std::string::npos) << f[0].advice;
 }
 
 TEST(OverheadBound, SilentWhenTheGpuKeepsUpOrIsAbsent) {

@@ -135,7 +135,7 @@ void rule_cold_start(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.evidence.event("first_op_event", c.ref(g->op)).event("first_child_event", c.ref(g->child));
   }
   f.evidence.ints("steps", {first.step});
-  const std::string schedule = "torch.profiler.schedule(wait=1, warmup=1, active=" + std::to_string(steps.size()) + ")";
+  const std::string schedule = c.schedule_call(static_cast<std::int64_t>(steps.size()));
   if (one_time.empty()) {
     f.advice = "Judge this run by the median step (" + format_ns(median) + "), not step " + std::to_string(first.step) +
                " (" + format_ns(excess) + " longer); to keep it out of the recording, add a warm-up step (" + schedule +

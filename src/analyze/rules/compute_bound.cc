@@ -99,7 +99,8 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.evidence.texts("memory_bound_kernels", mem_kernels);
     std::string names;
     for (std::size_t i = 0; i < mem_kernels.size(); ++i) names += (i ? ", " : "") + title_name(mem_kernels[i]);
-    f.advice = "Fuse the memory-bound kernels (" + names + ") with torch.compile or fused ops: " +
+    f.advice = "Fuse the memory-bound kernels (" + names + ") " +
+               (c.is_torch() ? std::string("with torch.compile or fused ops") : "into the kernels around them (" + c.fuse_how() + ")") + ": " +
                format_pct(100.0 * memory_bound_share(eff)) +
                " of the GPU time is elementwise and reduction kernels, whose time is memory traffic, not math; "
                "a busy GPU is not an efficient one here.";
@@ -112,7 +113,17 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
                "projections) and check their dtype: they run at " + format_pct(100.0 * gemm.tflops / gemm.peak_tflops) +
                " of the dense " + gemm.dtype + " peak. The host keeps the GPU fed, so speed-ups come from the kernels.";
   } else if (gemm.tflops <= 0 && eff.share(KernelClass::kGemm) >= kMemoryBoundShare) {
-    f.advice = "Record shapes (torch.profiler.profile(record_shapes=True)) so the GEMMs (" +
+    // The recorder's setting: tprof record sees CUDA calls and no op, so no shapes.
+    const bool ops = std::any_of(c.host_ops.begin(), c.host_ops.end(),
+                                 [&](std::uint32_t e) { return c.kind(e) == EventKind::kCpuOp; });
+    const std::string how =
+        !c.by_tprof() ? "Record shapes (torch.profiler.profile(record_shapes=True))"
+        : ops         ? "Record shapes (tprof::ProfilerOptions{.record_shapes = true})"
+                      : std::string("Record the ops with their shapes (") +
+                            (c.is_torch() ? "torch.profiler.profile(record_shapes=True)"
+                                          : "tprof's capture API with .record_shapes = true") +
+                            "; tprof record sees CUDA calls, not ops)";
+    f.advice = how + " so the GEMMs (" +
                format_pct(100.0 * eff.share(KernelClass::kGemm)) +
                " of the GPU time) can be measured against the peak: without their shapes their TFLOP/s is unknown, "
                "and with the host keeping the GPU fed, any speed-up is in them.";

@@ -151,8 +151,8 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (first_event != kNoIndex) f.evidence.event("first_kernel", c.ref(first_event));
   f.evidence.event("max_offset_kernel", c.ref(mx.event));
   if (start_offset) {
-    f.advice = "Start the profiler after a warm-up step (torch.profiler.schedule(wait=1, warmup=1, active=" +
-               std::to_string(std::max<std::size_t>(1, c.steps.steps.size())) + ")) or run "
+    f.advice = "Start the profiler after a warm-up step (" +
+               c.schedule_call(std::max<std::int64_t>(1, static_cast<std::int64_t>(c.steps.steps.size()))) + ") or run "
                "a few iterations before profiling, and judge launch latency from the later steps (" +
                format_ns(later) + "), not the first (" + format_ns(first) +
                "). The profiler's activity-buffer request and one-time setup (context, cuBLAS workspace, lazy "

@@ -164,12 +164,20 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
                " in all. That time is the optimizer's Python grouping parameters and their state before the first "
                "kernel is launched.";
   } else if (best.recurring) {
-    f.advice = "Move the Python work that runs in \"" + name + "\" before " + child +
-               " out of the scope (shape checks, .item(), list building, per-call module lookups), or compile the region "
-               "(torch.compile) so it dispatches as one graph: it costs a median " + format_ns(upper_median(all)) +
-               " on each of " + std::to_string(samples.size()) + " calls, " + format_ns(total) +
-               " in all. Nothing is recorded between entering the scope and its first op, so that time is Python and "
-               "dispatcher work, not GPU work.";
+    f.advice = c.is_torch()
+                   ? "Move the Python work that runs in \"" + name + "\" before " + child +
+                         " out of the scope (shape checks, .item(), list building, per-call module lookups), or compile "
+                         "the region (torch.compile) so it dispatches as one graph: it costs a median " +
+                         format_ns(upper_median(all)) + " on each of " + std::to_string(samples.size()) + " calls, " +
+                         format_ns(total) +
+                         " in all. Nothing is recorded between entering the scope and its first op, so that time is "
+                         "Python and dispatcher work, not GPU work."
+                   : "Move the host work that runs in \"" + name + "\" before " + child +
+                         " out of the scope (set-up, allocation, argument checks), or replay the region as a " +
+                         std::string(c.api()) + " graph (" + c.graph_how() + "): it costs a median " +
+                         format_ns(upper_median(all)) + " on each of " + std::to_string(samples.size()) + " calls, " +
+                         format_ns(total) + " in all. Nothing is recorded between entering the scope and its first "
+                         "call, so that time is the program's own host code, not GPU work.";
   } else {
     f.advice = "Call \"" + name + "\" once before profiling (a warm-up iteration): its first call spends " +
                format_ns(first) + " before " + child + " against " + format_ns(med_later) +

@@ -129,7 +129,16 @@ void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out) {
   const std::string touch =
       "; it would touch " + shares + (ops.empty() ? ", " + title_name(fp32.front()->name) + " first" : ": " + ops);
   std::string fix;
-  if (tc.bf16 && !tc.amd) {
+  if (!c.is_torch()) {
+    // A C++ program: the libraries' own precision settings, not torch's.
+    fix = tc.bf16 ? std::string("Put the fp32 math on the ") + (tc.amd ? "matrix" : "tensor") +
+                        " cores: bf16 inputs with fp32 accumulation" +
+                        (tc.tf32 && !tc.amd ? ", or for the GEMMs alone TF32 math (cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32)"
+                                            : "")
+                  : "Put the fp32 math on the tensor cores: fp16 inputs with fp32 accumulation (this GPU's tensor "
+                    "cores take fp16 only: no bf16, no TF32)";
+    fix += touch + ".";
+  } else if (tc.bf16 && !tc.amd) {
     fix = "Put the fp32 math on the tensor cores: torch.autocast(\"cuda\", dtype=torch.bfloat16) around the forward";
     if (any_matmul) fix += ", or for the matmuls alone torch.set_float32_matmul_precision(\"high\") (TF32)";
     fix += touch + ".";
@@ -152,7 +161,7 @@ void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.evidence.real("fp32_peak_tflops", fp32_peak).real("tensor_peak_tflops", tensor_peak);
   }
   why += "; lower-precision inputs with fp32 accumulation are the standard trade for training and inference.";
-  if (any_conv && tc.tf32) {
+  if (any_conv && tc.tf32 && c.is_torch()) {
     why += " cuDNN allows TF32 for convolutions by default (torch.backends.cudnn.allow_tf32), so fp32 conv kernels "
            "here mean it was turned off or cuDNN chose them: torch.backends.cudnn.benchmark = True lets it time the "
            "tensor-core ones.";

@@ -230,15 +230,27 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (first_launch != kNoIndex) f.evidence.event("launch", c.ref(first_launch));
   if (first_op != kNoIndex) f.evidence.event("issuing_op", c.ref(first_op));
   f.evidence.event("gemm", c.ref(first_gemm));
-  f.advice = "Let torch.compile(mode=\"max-autotune\") fuse the add into the GEMM's epilogue, or, where the addend "
-             "is a bias vector broadcast over the rows, pass it 1-D so " +
-             (first_op != kNoIndex ? op_names.front() : std::string("the addmm")) +
-             " takes cuBLASLt's bias epilogue: either drops the " +
-             std::to_string(count) + " copies" + (bytes_first >= 0 ? " of " + format_bytes(bytes_first) : std::string()) +
-             " (" + format_ns(per_step) + (c.steps.steps.empty() ? " in all" : " per step") +
-             "). The copy is not in your code: aten::addmm (and nn.Linear with a "
-             "2-D bias) copies the addend into the output before cuBLAS computes C = A·B + C in place, an extra pass "
-             "over the output on every call.";
+  const std::string drops = std::to_string(count) + " copies" +
+                            (bytes_first >= 0 ? " of " + format_bytes(bytes_first) : std::string()) + " (" +
+                            format_ns(per_step) + (c.steps.steps.empty() ? " in all" : " per step") + ")";
+  if (c.is_torch()) {
+    f.advice = "Let torch.compile(mode=\"max-autotune\") fuse the add into the GEMM's epilogue, or, where the addend "
+               "is a bias vector broadcast over the rows, pass it 1-D so " +
+               (first_op != kNoIndex ? op_names.front() : std::string("the addmm")) +
+               " takes cuBLASLt's bias epilogue: either drops the " + drops +
+               ". The copy is not in your code: aten::addmm (and nn.Linear with a "
+               "2-D bias) copies the addend into the output before cuBLAS computes C = A·B + C in place, an extra pass "
+               "over the output on every call.";
+  } else {
+    // A C++ program calls the GEMM library itself: the epilogue is its call.
+    f.advice = std::string("Give the addend to the GEMM instead of copying it into the output first: ") +
+               (c.is_hip() ? "hipBLASLt" : "cuBLASLt") +
+               "'s D = A·B + C with C as its own input (or its bias epilogue, where the addend is a vector broadcast "
+               "over the rows) drops the " + drops + ". " +
+               (first_op != kNoIndex ? op_names.front() : std::string("The program")) +
+               " copies the addend into the output so the GEMM can compute C = A·B + C in place, an extra pass over "
+               "the output on every call.";
+  }
   f.impact_ns = copy_ns;
   f.impact_per_step_ns = per_step;
   out->push_back(std::move(f));

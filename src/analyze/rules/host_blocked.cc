@@ -59,35 +59,46 @@ constexpr KindText kKinds[] = {
 
 // The fix: the remedy for the longest call, named by its call and site,
 // then why (docs/diagnose.md, "host_blocked").
-std::string advice_for(IdleCause kind, std::string_view call, const std::string& site, std::string_view copy_name,
-                       bool lost_gpu_time, bool graphs, std::string_view api, bool launch, bool has_steps) {
+// In the program's API (DiagnoseContext::is_torch): a C++ program gets
+// CUDA's calls where a PyTorch one gets torch's.
+std::string advice_for(const DiagnoseContext& c, IdleCause kind, std::string_view call, const std::string& site,
+                       std::string_view copy_name, bool lost_gpu_time, bool launch, bool has_steps) {
   const std::string where = std::string(call) + (site.empty() ? "" : " in " + site);
+  const bool torch = c.is_torch();
+  const std::string rt = c.is_hip() ? "hip" : "cuda";
   switch (kind) {
     case IdleCause::kBlockedCopy:
       if (copy_name.find("DtoH") != std::string_view::npos) {
         return "Move the read of the result behind " + where +
-               " (.item(), .cpu(), .tolist(), printing a tensor) out of the step or do it every N steps, and copy "
-               "into pinned memory with non_blocking=True when the value is needed later. A copy to pageable host "
+               (torch ? " (.item(), .cpu(), .tolist(), printing a tensor) out of the step or do it every N steps, and "
+                        "copy into pinned memory with non_blocking=True when the value is needed later."
+                      : " out of the step or do it every N steps, and copy into pinned memory (" + rt +
+                            "MallocHost) with " + rt + "MemcpyAsync when the value is needed later.") +
+               " A copy to pageable host "
                "memory returns only once the copy and all the work queued before it are done, so the host stops "
                "launching meanwhile.";
       }
-      return "Pin the host tensor copied by " + where +
-             " (pin_memory=True, DataLoader(pin_memory=True)) and copy it with .to(device, non_blocking=True). From "
+      return (torch ? "Pin the host tensor copied by " + where +
+                          " (pin_memory=True, DataLoader(pin_memory=True)) and copy it with .to(device, non_blocking=True)."
+                    : "Pin the host buffer copied by " + where + " (" + rt + "MallocHost, or " + rt +
+                          "HostRegister on the existing buffer) and copy it with " + rt + "MemcpyAsync.") +
+             " From "
              "pageable memory the driver stages the copy through a pinned buffer and the call returns only once it "
              "is done (Nsight Systems' cuda_memcpy_async rule).";
     case IdleCause::kBlockedAlloc:
-      return "Pre-allocate the memory " + where +
-             " asks for, outside the loop, or let PyTorch's caching allocator keep it (no torch.cuda.empty_cache() in "
-             "the loop, stable shapes, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True). cudaMalloc and cudaFree "
-             "synchronize the device and call into the driver on every use.";
+      return "Pre-allocate the memory " + where + " asks for, outside the loop, or " +
+             (torch ? "let PyTorch's caching allocator keep it (no torch.cuda.empty_cache() in the loop, stable "
+                      "shapes, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)."
+                    : "reuse it from a pool (" + rt + "MallocAsync with a memory pool, or the program's own cache).") +
+             " cudaMalloc and cudaFree synchronize the device and call into the driver on every use.";
     case IdleCause::kBlockedInit:
       if (!launch && !has_steps) {
         // A whole-run recording (tprof record, a profiler started with the
         // program): the context is created in it, once per process.
         return "Leave start-up out of the recording: " + where +
                " is where this process sets up CUDA (the context, created lazily by the first call that needs "
-               "one), a one-time cost. Record from the first step on (tprof record --nvtx-range or --delay-ms, "
-               "torch.profiler's schedule with wait and warmup steps) to see the steady state.";
+               "one), a one-time cost. Record from the first step on (tprof record --nvtx-range or --delay-ms" +
+               (torch ? ", torch.profiler's schedule with wait and warmup steps" : "") + ") to see the steady state.";
       }
       return "Warm up before recording: run the step a few times untimed (or give the schedule warmup steps) so "
              "that " + where + " happens before the window" +
@@ -99,8 +110,9 @@ std::string advice_for(IdleCause kind, std::string_view call, const std::string&
                " waits for a free slot in its stream's launch queue (about 1024 entries). The host simply runs far "
                "ahead of the device.";
       }
-      return std::string(graphs ? "Move more of the step into the graphs it already replays"
-                                : "Replay the step as a " + std::string(api) + " graph (torch.compile(mode=\"reduce-overhead\"))") +
+      return std::string(c.graph_launches() > 0 ? "Move more of the step into the graphs it already replays"
+                                                : "Replay the step as a " + std::string(c.api()) + " graph (" +
+                                                      c.graph_how() + ")") +
              " or launch fewer, larger kernels so " + where +
              " does not wait for queue slots. A full launch queue (about 1024 entries per stream) makes each launch "
              "wait for an earlier kernel to finish.";
@@ -212,9 +224,9 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
       f.evidence.num("max_queue_depth", max_depth).num("queue_full_depth", kQueueFullDepth);
     }
     if (has_steps) f.evidence.ints("steps", steps).num("steps_count", steps_with);
-    f.advice = advice_for(kt.kind, c.name(longest->event), top_site,
+    f.advice = advice_for(c, kt.kind, c.name(longest->event), top_site,
                           longest->op != kNoIndex ? c.name(c.device[longest->op].event) : std::string_view(),
-                          f.idle_ns > 0, c.graph_launches() > 0, c.api(), longest->op != kNoIndex, has_steps);
+                          f.idle_ns > 0, longest->op != kNoIndex, has_steps);
     f.impact_ns = f.idle_ns;
     out->push_back(std::move(f));
   }

@@ -190,8 +190,9 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
   } else if (!device && best->count > 0 && best_self / best->count >= kSlowCpuCallNs) {
     // Few long calls: the op's own speed, not how often it runs.
     f.advice = "Make each call of " + name + " cheaper (" + std::to_string(best->count) + " calls at " + avg +
-               " each): for math ops check the intra-op threads (torch.get_num_threads() against the cores), the "
-               "dtype and the BLAS in use. It holds most of the CPU time, so any saving shows "
+               " each): for math ops check the intra-op threads (" +
+               (c.is_torch() ? "torch.get_num_threads()" : "OMP_NUM_THREADS / the BLAS's threads") +
+               " against the cores), the dtype and the BLAS in use. It holds most of the CPU time, so any saving shows "
                "in the step.";
   } else if (!device) {
     f.advice = "Start with the callers of " + name + ": " + std::to_string(best->count) + " calls at " + avg +
@@ -218,17 +219,22 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     const bool fp32 = k.find("sgemm") != std::string_view::npos;
     const bool half = k.find("_h_") != std::string_view::npos || k.find("hgemm") != std::string_view::npos ||
                       k.find("f16") != std::string_view::npos || k.find("bf16") != std::string_view::npos;
-    const std::string dtype = fp32   ? "it runs in fp32 without tensor cores (sgemm): autocast to bf16 (torch.autocast) or "
-                                       "allow TF32 (torch.backends.cuda.matmul.allow_tf32 = True)"
-                              : half ? "it already runs in half precision: keep its dimensions multiples of 8 and give it "
-                                       "larger or fewer matrices"
-                                     : "if it runs in fp32, autocast to bf16 or allow TF32, and keep its dimensions "
-                                       "multiples of 8";
+    const std::string dtype =
+        fp32   ? (c.is_torch() ? "it runs in fp32 without tensor cores (sgemm): autocast to bf16 (torch.autocast) or "
+                                 "allow TF32 (torch.backends.cuda.matmul.allow_tf32 = True)"
+                               : "it runs in fp32 without tensor cores (sgemm): give it bf16 inputs or TF32 math "
+                                 "(cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32)")
+        : half ? "it already runs in half precision: keep its dimensions multiples of 8 and give it "
+                 "larger or fewer matrices"
+               : (c.is_torch() ? "if it runs in fp32, autocast to bf16 or allow TF32, and keep its dimensions "
+                                 "multiples of 8"
+                               : "if it runs in fp32, give it bf16 inputs or TF32 math, and keep its dimensions "
+                                 "multiples of 8");
     f.advice = "Start with " + name + by + ": compare its achieved TFLOP/s with the GPU's peak (the efficiency "
                "findings, tprof kernels); " + dtype + ". It holds " + format_pct(100.0 * share) + " of the GPU time, so any gain shows in the step.";
   } else {
     f.advice = "Start with " + name + by + ": " + std::to_string(best->count) + " calls at " + avg +
-               "; fuse it with the ops around it (torch.compile) or check whether its input sizes and dtype can shrink. "
+               "; fuse it with the ops around it (" + c.fuse_how() + ") or check whether its input sizes and dtype can shrink. "
                "It holds " + format_pct(100.0 * share) + " of the GPU time, so any gain shows in the step.";
   }
   // Where the time goes, not what a change would save: no impact (the

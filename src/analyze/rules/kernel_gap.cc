@@ -103,14 +103,21 @@ bool is_readback(std::string_view name) {
          name.find("Device -> Pinned") != std::string_view::npos;
 }
 
-std::string gap_advice(IdleCause cause, bool comm, bool graphs, std::string_view api, const std::string& before,
+// In the program's API (DiagnoseContext::is_torch, api).
+std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, const std::string& before,
                        const std::string& after, const GapContext& x) {
+  const bool graphs = c.graph_launches() > 0;
+  const std::string_view api = c.api();
+  const bool torch = c.is_torch();
+  const std::string rt = c.is_hip() ? "hip" : "cuda";
   const std::string launched = x.site.empty() ? std::string() : " (launched by " + x.site + ")";
   const std::string readback_note =
       x.readback ? " The device-to-host copy " + before +
                        " before it is a readback the host waits on (a sync): the host computes on the value before it "
-                       "launches what follows, so copy into pinned memory with non_blocking=True and consume the value "
-                       "later, or pipeline the next batch's input (TorchRec TrainPipelineSparseDist)."
+                       "launches what follows, so " +
+                       (torch ? std::string("copy into pinned memory with non_blocking=True and consume the value "
+                                            "later, or pipeline the next batch's input (TorchRec TrainPipelineSparseDist).")
+                              : "copy into pinned memory with " + rt + "MemcpyAsync and consume the value later.")
                  : std::string();
   if (comm) {
     return "Find the rank that reaches this collective last (tprof diagnose on the job's trace directory names it) "
@@ -138,8 +145,12 @@ std::string gap_advice(IdleCause cause, bool comm, bool graphs, std::string_view
     return "Take the host round trip out of the step: the host reads back " + before +
            " (a device-to-host copy, which waits for the device), computes on the value and only then launches " +
            after + launched + ". A data-dependent round trip cannot be replayed as a graph or fused: keep the value "
-           "on the device, copy it into pinned memory with non_blocking=True and use it a step later, or pipeline "
-           "the input distribution (TorchRec TrainPipelineSparseDist) so the round trip overlaps compute.";
+           "on the device, " +
+           (torch ? std::string("copy it into pinned memory with non_blocking=True and use it a step later, or pipeline "
+                                "the input distribution (TorchRec TrainPipelineSparseDist) so the round trip overlaps "
+                                "compute.")
+                  : "copy it into pinned memory with " + rt + "MemcpyAsync and use it a step later, so the round trip "
+                    "overlaps compute.");
   }
   if (host_side && x.site.find("zero_grad") != std::string::npos) {
     // Gradients zeroed one fill kernel per parameter, launched op after op.
@@ -163,11 +174,14 @@ std::string gap_advice(IdleCause cause, bool comm, bool graphs, std::string_view
              "returns.";
     case IdleCause::kHostWork:
       return "Move the host work between " + before + " and " + after + launched +
-             " out of the step or overlap it with device work (DataLoader workers, prefetching, a side thread). The "
-             "host runs 1 ms or more without launching anything.";
+             " out of the step or overlap it with device work (" +
+             (torch ? "DataLoader workers, prefetching, a side thread" : "prefetching, a side thread") +
+             "). The host runs 1 ms or more without launching anything.";
     case IdleCause::kUnrecorded:
-      return "Record the host side that feeds this GPU (other threads, the Python stack, the producing process): "
-             "nothing is recorded on the host while the GPU waits, so the cause lies outside this trace.";
+      return std::string("Record the host side that feeds this GPU (other threads, ") +
+             (torch ? "the Python stack, " : "") +
+             "the producing process): nothing is recorded on the host while the GPU waits, so the cause lies outside "
+             "this trace.";
     default:
       break;
   }
@@ -180,10 +194,9 @@ std::string gap_advice(IdleCause cause, bool comm, bool graphs, std::string_view
            ". The host launches op after op slower than the GPU runs them.";
   }
   return (graphs ? std::string("Move the ops between ") + before + " and " + after + launched +
-                       " into the graph the step already replays, or fuse them (torch.compile)"
-                 : "Replay the step as a " + std::string(api) +
-                       " graph (torch.compile(mode=\"reduce-overhead\")) or fuse the ops between " + before +
-                       " and " + after + launched + " (torch.compile)") +
+                       " into the graph the step already replays, or fuse them (" + c.fuse_how() + ")"
+                 : "Replay the step as a " + std::string(api) + " graph (" + c.graph_how() + ") or fuse the ops between " +
+                       before + " and " + after + launched + " (" + c.fuse_how() + ")") +
          ". The host launches op after op slower than the GPU runs them, so " + after + " starts late.";
 }
 
@@ -327,7 +340,6 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     return static_cast<double>(r.total) < kMinShare * static_cast<double>(window);
   });
   std::sort(recurring.begin(), recurring.end(), [](const Recurring& a, const Recurring& b) { return a.total > b.total; });
-  const bool graphs = c.graph_launches() > 0;
   if (recurring.size() > kMaxRecurring) recurring.resize(kMaxRecurring);
   for (const Recurring& r : recurring) {
     const auto& [lane, before, after] = *r.key;
@@ -374,8 +386,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     const GapContext x = gap_context(c, *largest);
     if (!x.site.empty()) f.evidence.text("launched_by", x.site);
     if (!x.awaited.empty()) f.evidence.text("awaited", x.awaited);
-    f.advice = gap_advice(add_idle_evidence(c, listed, f), comm, graphs, c.api(), title_name(t.str(before)),
-                          title_name(t.str(after)), x);
+    f.advice = gap_advice(c, add_idle_evidence(c, listed, f), comm, title_name(t.str(before)), title_name(t.str(after)), x);
     f.impact_ns = f.idle_ns;
     out->push_back(std::move(f));
   }

@@ -248,10 +248,13 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   // Advice for the parts that were found, in the title's order.
   std::string advice;
   if (many_short) {
-    advice += (graph_launches > 0 ? std::string("Move more of the step into the graphs it already replays")
-                                  : "Replay the step as a " + std::string(c.api()) +
-                                        " graph (torch.compile(mode=\"reduce-overhead\"))") +
-              " or batch the work into fewer, larger ops (torch.compile fuses elementwise chains): " +
+    const std::string one = graph_launches > 0 ? std::string() : one_launch_remedy(c);
+    advice += (!one.empty() ? one
+               : (graph_launches > 0 ? std::string("Move more of the step into the graphs it already replays")
+                                     : "Replay the step as a " + std::string(c.api()) + " graph (" + c.graph_how() + ")") +
+                     " or batch the work into fewer, larger ops (" +
+                     (c.is_torch() ? std::string("torch.compile fuses elementwise chains") : c.fuse_how()) + ")") +
+              (one.empty() ? ": " : ". ") +
               std::to_string(short_exposed) + " activities on an idle stream run shorter than the call that launched them, so the "
               "host, not the GPU, sets the pace. ";
   }

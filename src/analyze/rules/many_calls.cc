@@ -113,15 +113,20 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   const bool launch = key.find("LaunchKernel") != std::string_view::npos;
   std::string remedy;
   if (launch) {
-    remedy = "Replay the step as a " + std::string(c.api()) +
-             " graph (torch.compile(mode=\"reduce-overhead\")) or fuse the small ops (torch.compile) to cut the " +
+    remedy = "Replay the step as a " + std::string(c.api()) + " graph (" + c.graph_how() +
+             ") or fuse the small ops (" + c.fuse_how() + ") to cut the " +
              best->key + " calls (" + each + ")";
   } else if (best->is_device) {
-    remedy = "Fuse the ops that launch " + title_name(best->key) + " (torch.compile) or give each more work (batch "
-             "the loop into one larger tensor op) to cut its " + each + " launches";
+    remedy = c.is_torch() ? "Fuse the ops that launch " + title_name(best->key) + " (torch.compile) or give each more "
+                            "work (batch the loop into one larger tensor op) to cut its " + each + " launches"
+                          : "Give each launch of " + title_name(best->key) + " more work (one launch over the data "
+                            "the loop's launches split between them) or fuse it with the kernels around it to cut "
+                            "its " + each + " launches";
   } else {
-    remedy = "Batch the " + best->key + " calls (" + each + ") into fewer, larger ones: one op on a stacked tensor "
-             "instead of a Python loop, torch._foreach_* for per-parameter updates, or torch.compile to fuse them";
+    remedy = c.is_torch() ? "Batch the " + best->key + " calls (" + each + ") into fewer, larger ones: one op on a "
+                            "stacked tensor instead of a Python loop, torch._foreach_* for per-parameter updates, or "
+                            "torch.compile to fuse them"
+                          : "Batch the " + best->key + " calls (" + each + ") into fewer, larger ones";
   }
   f.advice = remedy + (hidden ? "; the GPU is busy through them, so this saves host time, not step time" : "") + ". At " +
              format_ns(best_cost / best->count) + " a call, the fixed cost of each call adds up to " +

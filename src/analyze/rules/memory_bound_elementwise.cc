@@ -3,7 +3,9 @@
 // loaded, far below any GPU's ridge point: their time is memory traffic,
 // and the fix is fewer round trips to memory (fusion), not faster math.
 // Origin: docs/trace-reading.md, the blog's 4096 run (the add kernel, 15% of
-// GPU time at the HBM ceiling, fusable into the GEMM's epilogue).
+// GPU time at the HBM ceiling, fusable into the GEMM's epilogue). The fix is
+// in the program's API (DiagnoseContext::is_torch): torch.compile for
+// PyTorch, a cuBLASLt epilogue or a fused kernel for a C++ program.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -85,16 +87,24 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     }
     if (fill) {
       f.advice = "Avoid writing what is overwritten or discarded: " + k.op +
-                 " fills memory with a constant (gradients: optimizer.zero_grad(set_to_none=True); buffers whose "
-                 "values are written later: torch.empty instead of torch.zeros; or let torch.compile fold the fill "
-                 "into its consumer). A fill's time is pure memory traffic.";
+                 (c.is_torch() ? " fills memory with a constant (gradients: optimizer.zero_grad(set_to_none=True); "
+                                 "buffers whose values are written later: torch.empty instead of torch.zeros; or let "
+                                 "torch.compile fold the fill into its consumer)."
+                               : " fills memory with a constant (skip the fill where the values are written later, or "
+                                 "fold it into the kernel that reads them).") +
+                 " A fill's time is pure memory traffic.";
       f.impact_ns = k.time_ns;
       out->push_back(std::move(f));
       continue;
     }
     f.advice = "Fuse " + (k.op.empty() ? std::string("this elementwise op") : k.op) +
-               " into the kernel that produces its input (torch.compile fuses elementwise chains and GEMM "
-               "epilogues; or an addmm/epilogue variant of the op before it). An elementwise kernel does about "
+               " into the kernel that produces its input " +
+               (c.is_torch() ? "(torch.compile fuses elementwise chains and GEMM epilogues; or an addmm/epilogue "
+                               "variant of the op before it)."
+                             : std::string("(after a GEMM, ") + (c.is_hip() ? "hipBLASLt" : "cuBLASLt") +
+                                   "'s epilogue: D = A·B + C with C as its own input, or a bias epilogue; else one "
+                                   "fused kernel for the chain).") +
+               " An elementwise kernel does about "
                "one operation per element it loads, so its time is memory traffic: only fewer round trips to "
                "memory make it faster.";
     f.impact_ns = k.time_ns;

@@ -125,8 +125,9 @@ void rule_memory_pressure(const DiagnoseContext& c, std::vector<Finding>* out) {
       f.evidence.event("longest_malloc_free", c.ref(longest_churn));
       churn = "; the window has " + std::to_string(mallocs) + " device allocations and " + std::to_string(frees) +
               " frees (" + format_ns(churn_ns) + " of host time)" +
-              (frees > 0 ? ": remove torch.cuda.empty_cache() from the loop, since every cudaFree makes the next "
-                           "step cudaMalloc again"
+              (frees > 0 ? std::string(c.is_torch() ? ": remove torch.cuda.empty_cache() from the loop"
+                                                    : ": keep the memory the loop frees for its next step") +
+                               ", since every cudaFree makes the next step cudaMalloc again"
                          : "");
     }
     if (preallocated) {
@@ -140,11 +141,15 @@ void rule_memory_pressure(const DiagnoseContext& c, std::vector<Finding>* out) {
                  "design. Lower that fraction only if other processes need the memory or allocations in the window fail.";
     } else if (alloc_high) {
       f.advice = "Shrink what is live at the peak (" + gib(p.allocated->total_allocated) + " allocated of " +
-                 gib(cap->second) + "): activation checkpointing (torch.utils.checkpoint) on the largest blocks, bf16 "
-                 "autocast, or sharding the parameters and optimizer state (FSDP/ZeRO)" + churn +
+                 gib(cap->second) + "): " +
+                 (c.is_torch() ? "activation checkpointing (torch.utils.checkpoint) on the largest blocks, bf16 "
+                                 "autocast, or sharding the parameters and optimizer state (FSDP/ZeRO)"
+                               : "free buffers as soon as their last reader is done, keep 16-bit copies, or split "
+                                 "the work into smaller pieces") + churn +
                  ". With this little headroom one larger batch or sequence runs out of memory.";
     } else {
-      f.advice = "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator reserves " +
+      f.advice = (c.is_torch() ? "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator reserves "
+                               : "Return the allocator's cached blocks or size its pool to what is used: it reserves ") +
                  gib(p.reserved->total_reserved) + " while tensors peak at " + gib(p.allocated->total_allocated) +
                  churn + ". The gap is cached blocks of the wrong sizes (fragmentation), and reserved memory is what "
                  "the device runs out of.";

@@ -7,6 +7,10 @@
 // counts time the host spends waiting on the device, initialising CUDA or
 // in a step's unrecorded gaps (the ProfilerStep's own self time), none of
 // which per-op launch overhead explains and none of which the advice helps.
+// The advice is in the program's API (DiagnoseContext::is_torch: stream
+// capture for a C++ program) and counts one iteration's launch calls
+// (launch_rate: per step, else per repeated NVTX range); with one launch
+// call per iteration there is nothing within it to replay or fuse.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -146,16 +150,15 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     add_steps(f.evidence, std::move(affected));
     if (worst_step_event != kNoIndex) f.evidence.event("most_idle_step", c.ref(worst_step_event));
   }
-  // Launch calls per step (the whole trace without steps): what one graph
-  // replay would stand in for.
-  std::unordered_set<std::uint32_t> launch_calls;
-  for (const DeviceOp& op : c.device) {
-    if (op.launch != kNoIndex && (c.steps.steps.empty() || op.step >= 0)) launch_calls.insert(op.launch);
-  }
-  const std::int64_t per_step =
-      static_cast<std::int64_t>(launch_calls.size()) /
-      std::max<std::int64_t>(1, static_cast<std::int64_t>(c.steps.steps.size()));
+  // Launch calls per step (without steps, per call of the repeated range
+  // around them, else the whole trace's): what one graph replay would stand
+  // in for.
+  const DiagnoseContext::LaunchRate rate = c.launch_rate();
+  const std::int64_t per_step = rate.per_iteration();
   f.evidence.num("launches_per_step", per_step);
+  if (c.steps.steps.empty() && rate.iterations > 0) {
+    f.evidence.num("iterations", rate.iterations).text("iteration", rate.unit);
+  }
   const std::string per = c.steps.steps.empty() ? " in the trace" : " per step";
   if (c.graph_launches() > 0) {
     const std::string call = c.is_hip() ? "hipGraphLaunch" : "cudaGraphLaunch";
@@ -165,11 +168,22 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
                " remain outside the " + std::to_string(c.graph_launches()) + " " + call +
                " calls. The GPU waits on the CPU to prepare and launch work.";
   } else {
-    f.advice = "Replay the step as a " + std::string(c.api()) +
-               " graph (torch.compile(mode=\"reduce-overhead\"), or torch.cuda.graphs by hand), which turns the " +
-               std::to_string(per_step) + " launch calls" + per +
-               " into one, or fuse the small ops (torch.compile) and give each launch more work (a larger batch). "
-               "The GPU waits on the CPU, which spends longer dispatching and launching each op than the GPU "
+    // One launch call per iteration: nothing within it to replay or fuse.
+    // Without steps, the graph stands in for an iteration's calls (the
+    // repeated range's), not the trace's.
+    const std::string one = one_launch_remedy(c);
+    const std::string graph = std::string(c.api()) + " graph (" + c.graph_how() +
+                              (c.is_torch() ? ", or torch.cuda.graphs by hand)" : ")");
+    const std::string calls =
+        rate.iterations <= 0 ? "one graph launch per iteration in place of its launch calls (" +
+                                   std::to_string(rate.calls) + " in the trace)"
+        : c.steps.steps.empty() ? "which turns the " + std::to_string(per_step) + " launch calls per " + rate.unit +
+                                      " into one (" + std::to_string(rate.calls) + " in the trace)"
+                                : "which turns the " + std::to_string(per_step) + " launch calls per step into one";
+    f.advice = (one.empty() ? "Replay the step as a " + graph + ", " + calls + ", or fuse the small ops (" + c.fuse_how() +
+                                  ") and give each launch more work (a larger batch)"
+                            : one) +
+               ". The GPU waits on the CPU, which spends longer dispatching and launching each op than the GPU "
                "spends running it.";
   }
   f.impact_ns = f.idle_ns;

@@ -8,6 +8,8 @@
 // Precondition: copies of at least kMinBytes (or of unknown size). A scalar
 // read (.item(), a 4-byte flag) costs its latency and its synchronization
 // (sync_api's business), not the staging: pinning would not shorten it.
+// The fix is in the program's API (DiagnoseContext::is_torch): a C++
+// program pins with cudaMallocHost/cudaHostRegister, not pin_memory=True.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -72,10 +74,14 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
       .event("longest", c.ref(longest->event));
   if (longest->launch != kNoIndex) f.evidence.event("longest_launch", c.ref(longest->launch));
   if (!steps.empty()) f.evidence.ints("steps", steps);
-  f.advice =
-      "Pin the host buffers: DataLoader(pin_memory=True), tensor.pin_memory(), or allocate with "
-      "torch.empty(..., pin_memory=True); then copy with .to(device, non_blocking=True) so the copy "
-      "overlaps compute instead of blocking the host.";
+  const std::string rt = c.is_hip() ? "hip" : "cuda";
+  f.advice = c.is_torch()
+                 ? "Pin the host buffers: DataLoader(pin_memory=True), tensor.pin_memory(), or allocate with "
+                   "torch.empty(..., pin_memory=True); then copy with .to(device, non_blocking=True) so the copy "
+                   "overlaps compute instead of blocking the host."
+                 : "Pin the host buffers: allocate them with " + rt + "MallocHost (or register existing ones with " +
+                       rt + "HostRegister), then copy with " + rt +
+                       "MemcpyAsync on a stream so the copy overlaps compute instead of blocking the host.";
   f.impact_ns = copy_ns;
   out->push_back(std::move(f));
 }

@@ -67,7 +67,8 @@ void rule_sync_at_window_end(const DiagnoseContext& c, std::vector<Finding>* out
   if (step >= 0) f.evidence.ints("steps", {step});
   f.advice = "Leave the final " + std::string(c.name(sync)) + " (" + format_ns(sync_ns) +
              ") out of step-time comparisons" + (step >= 0 ? " (it ends step " + std::to_string(step) + ")" : std::string()) +
-             ", and if the loop itself calls torch.cuda.synchronize() there, drop that call. Nothing is launched after "
+             ", and if the loop itself calls " + (c.is_torch() ? std::string("torch.cuda.synchronize()") : std::string(c.name(sync))) +
+             " there, drop that call. Nothing is launched after "
              "it and the GPU runs only " + format_ns(gpu_ns) +
              " of work during it, so the host is waiting for the profiler's flush at the window's end, not for kernels.";
   f.impact_ns = sync_ns - gpu_ns;
