@@ -670,5 +670,17 @@ TEST(RulesPrecision, CompileOverheadIsInfoWhenTheGpuWorkItLaunchedHidesTheWrappe
   EXPECT_GT(find(f[0], "gpu_per_step_ns")->i, find(f[0], "wrapper_per_step_ns")->i);
 }
 
+TEST(RulesPrecision, HeavyKernelLaunchNamesALowerPrecisionTheGpuHas) {
+  // The tb_plugin resnet50 excerpt runs on a V100 (sm70): its tensor cores
+  // take fp16 only. The fix said "bf16 (torch.autocast) or TF32" (review
+  // 2026-11-26, item 16), which fp32_math on the same trace gets right.
+  const std::vector<Finding> f = run(
+      "public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.excerpt.pt.trace.json.gz",
+      "heavy_kernel_launch");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(contains(f[0].advice, "fp16 (torch.autocast with GradScaler; this GPU has no bf16 or TF32)")) << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "bf16 (torch.autocast)")) << f[0].advice;
+}
+
 }  // namespace
 }  // namespace tprof

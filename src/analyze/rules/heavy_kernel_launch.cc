@@ -4,6 +4,9 @@
 // launch is a heavyweight, adaptively launched kernel (GEMM, convolution).
 // Origin: docs/trace-reading.md, "cudaOccupancyMaxActiveBlocksPerMultiprocessor
 // before a cudaLaunchKernel: a heavyweight, adaptively launched kernel".
+// The fix's lower precision is one the device's tensor cores take
+// (tensor_cores(): an sm70/sm75 GPU has fp16 only, no bf16 or TF32), in the
+// program's API (DiagnoseContext::is_torch).
 #include <algorithm>
 #include <string>
 #include <unordered_map>
@@ -11,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/analyze/efficiency.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -133,8 +137,18 @@ void rule_heavy_kernel_launch(const DiagnoseContext& c, std::vector<Finding>* ou
                format_ns(query_ns) + " of host time in all. The library asks how many blocks fit per SM to pick a "
                "kernel variant.";
   } else {
+    // The lower precision this GPU's tensor cores take (an sm70 V100 has
+    // fp16 only: no bf16, no TF32), in the program's API.
+    const TensorCores tc = tensor_cores(c.trace);
+    const bool torch = c.is_torch();
+    const std::string lower =
+        tc.known && !tc.bf16 && tc.fp16 ? (torch ? "fp16 (torch.autocast with GradScaler; this GPU has no bf16 or TF32)"
+                                                 : "fp16 inputs (this GPU has no bf16 or TF32)")
+        : tc.known && tc.bf16 && !tc.tf32 ? (torch ? "bf16 (torch.autocast)" : "bf16 inputs")
+        : torch                           ? "bf16 (torch.autocast) or TF32"
+                                          : "bf16 inputs or TF32 math";
     f.advice = "To shorten these kernels, work on their inputs, starting with " + top_name +
-               ": dimensions in multiples of 8, fewer and larger calls, and bf16 (torch.autocast) or TF32 if it runs "
+               ": dimensions in multiples of 8, fewer and larger calls, and " + lower + " if it runs "
                "in fp32; the " + std::to_string(queries) +
                " occupancy queries themselves cost only " + format_ns(query_ns) +
                " of host time. cuBLAS/cuDNN query occupancy to pick a variant for GEMMs and convolutions, so these "
