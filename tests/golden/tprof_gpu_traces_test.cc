@@ -355,6 +355,38 @@ TEST(TprofCppProgram, TheGraphAdviceCountsTheLaunchCallsOfOneIteration) {
   EXPECT_EQ(f.evidence.find("iterations")->i, 20);
 }
 
+// Review items 1 and 2: matmul_add's schedule (wait 0, warmup 1) ran step
+// #0 before the recorded ones. Cold runs still allocate in step 1 (a
+// cudaMalloc no later step makes): warm up longer, in the program or with a
+// wait step in tprof's schedule, never "run at least one warm-up iteration"
+// or torch.profiler's. Warm runs make the same calls in step 1, only slower:
+// not a cold start, and no warm-up step to add.
+TEST(TprofCppProgram, ColdStartKnowsTheRunHadAWarmupStep) {
+  for (const char* stem : {"4096_bf16_cold_compile", "4096_bf16_cold_eager", "4096_bf16_cold_fused", "64_bf16_cold_compile"}) {
+    SCOPED_TRACE(stem);
+    const Diagnosis d = diagnose(load_file(kRecordDir + stem + ".json"));
+    const Finding* f = finding(d, "cold_start");
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->severity, FindingSeverity::kWarning);
+    EXPECT_TRUE(f->advice.starts_with("Warm up longer (step #0 already ran before the recording): run a few untimed "
+                                      "iterations in matmul_add before the profiler starts, or add a wait step "
+                                      "(tprof::schedule({.wait = 1, .warmup = 1, .active = 20}))."))
+        << f->advice;
+    EXPECT_NE(f->advice.find("(cudaMalloc "), std::string::npos) << f->advice;
+  }
+  for (const char* stem : {"4096_bf16_warm_compile", "4096_bf16_warm_fused", "64_bf16_warm_compile", "64_bf16_warm_eager"}) {
+    SCOPED_TRACE(stem);
+    const Diagnosis d = diagnose(load_file(kRecordDir + stem + ".json"));
+    const Finding* f = finding(d, "cold_start");
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->severity, FindingSeverity::kInfo);
+    EXPECT_TRUE(f->title.starts_with("Slow first step: step 1")) << f->title;
+    EXPECT_TRUE(f->advice.starts_with("Judge this run by the median step")) << f->advice;
+    EXPECT_EQ(f->advice.find("add a warm-up step"), std::string::npos) << f->advice;
+    for (const Cause& cause : d.causes) EXPECT_FALSE(cause.title.starts_with("Cold start")) << cause.title;
+  }
+}
+
 TEST(TprofCppProgram, APythonProgramUnderTprofRecordKeepsTorchsRemedies) {
   for (const char* file : {"record_plain_64_nvtx", "record_plain_64_compile_nvtx"}) {
     SCOPED_TRACE(file);

@@ -475,12 +475,23 @@ TEST(RulesPrecision, ColdStartNoWarningWithoutOneTimeWork) {
     ASSERT_EQ(f.size(), 1u) << n;
     EXPECT_EQ(f[0].severity, FindingSeverity::kInfo) << n;
     EXPECT_EQ(find(f[0], "one_time_calls"), nullptr) << n;  // listed only when there are some
+    // The trace starts at ProfilerStep#1: step #0 ran (the schedule's
+    // warm-up), so another warm-up step would not change step 1, the
+    // profiler's first active step, and a warm run is no "cold start"
+    // (review 2026-11-26, item 1: the fix said to add one).
+    EXPECT_EQ(find(f[0], "steps_before_recording")->i, 1) << n;
+    EXPECT_TRUE(f[0].title.starts_with("Slow first step: step 1 took")) << f[0].title;
+    EXPECT_TRUE(f[0].advice.starts_with("Judge this run by the median step")) << f[0].advice;
+    EXPECT_TRUE(contains(f[0].advice, "the profiler's first active step: the run already had step #0 before it"))
+        << f[0].advice;
+    EXPECT_FALSE(contains(f[0].advice, "add a warm-up step")) << f[0].advice;
   }
 }
 
 TEST(RulesPrecision, ColdStartWarnsOnOneTimeWork) {
-  // The same shape with a cudaMalloc and a module load in step 1 only: the
-  // one-time work is in the recording, a warning.
+  // The same shape with a cudaMalloc and a module load in the first step
+  // only: the one-time work is in the recording, a warning. Steps from #0:
+  // nothing ran before the recording.
   auto x = [](const std::string& cat, const std::string& name, double ts, double dur) {
     return R"({"ph": "X", "cat": ")" + cat + R"(", "name": ")" + name + R"(", "pid": 1, "tid": 1, "ts": )" +
            std::to_string(ts) + R"(, "dur": )" + std::to_string(dur) + "}";
@@ -489,7 +500,7 @@ TEST(RulesPrecision, ColdStartWarnsOnOneTimeWork) {
   for (int i = 0; i < 4; ++i) {
     const double ts = 1000.0 * i, dur = i == 0 ? 900 : 200;
     if (i > 0) doc += ',';
-    doc += x("user_annotation", "ProfilerStep#" + std::to_string(i + 1), ts, dur);
+    doc += x("user_annotation", "ProfilerStep#" + std::to_string(i), ts, dur);
     doc += ',';
     doc += x("cuda_runtime", "cudaLaunchKernel", ts + 10, 5);
     if (i == 0) {

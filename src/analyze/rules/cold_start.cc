@@ -5,6 +5,16 @@
 // its first child, step 1 vs later steps. Origin: docs/trace-reading.md,
 // "The first recorded step is much wider than the rest: cold start ... ~228
 // µs gap ... versus ~4–6 µs in later steps".
+// The fix depends on what ran before the recording. Steps are numbered from
+// 0 (torch.profiler's and tprof::schedule's action table), so a trace whose
+// first step is #1 or later already ran a step before it (the schedule's
+// wait or warm-up, not recorded). With the same calls as later steps, step
+// 1 is then the profiler's first active step: another warm-up step would not
+// change it, so the fix is to judge by the median and the title does not say
+// "cold start". With one-time calls still in it, the warm-up was too short:
+// untimed iterations in the program before the profiler starts, or a wait
+// step as well, in the recorder's schedule (tprof::schedule for tprof's
+// captures, torch.profiler.schedule otherwise).
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -105,7 +115,10 @@ void rule_cold_start(const DiagnoseContext& c, std::vector<Finding>* out) {
   f.severity = one_time.empty() ? FindingSeverity::kInfo : FindingSeverity::kWarning;
   char r[32];
   std::snprintf(r, sizeof r, "%.1fx", ratio);
-  f.title = "Cold start: step " + std::to_string(first.step) + " took " + format_ns(first.dur_ns) + ", " + r +
+  // Steps before the recording: #0 up to the first recorded one.
+  const std::int64_t before = std::max<std::int64_t>(0, first.step);
+  f.title = std::string(one_time.empty() ? "Slow first step" : "Cold start") + ": step " + std::to_string(first.step) +
+            " took " + format_ns(first.dur_ns) + ", " + r +
             " the median of the other steps (" + format_ns(median) + ")";
   f.title += one_time.empty() ? "; the same calls as later steps, only slower"
                               : "; one-time calls: " + one_time.front() +
@@ -135,12 +148,39 @@ void rule_cold_start(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.evidence.event("first_op_event", c.ref(g->op)).event("first_child_event", c.ref(g->child));
   }
   f.evidence.ints("steps", {first.step});
+  if (before > 0) f.evidence.num("steps_before_recording", before);
   const std::string schedule = c.schedule_call(static_cast<std::int64_t>(steps.size()));
-  if (one_time.empty()) {
+  const std::string ran = before == 1 ? "step #0" : "steps #0 to #" + std::to_string(before - 1);
+  // The program, for "its own warm-up": the process of the first step.
+  std::string program;
+  for (const Process& p : c.trace.processes) {
+    if (p.pid == c.trace.lanes[first.lane].pid && p.name != kEmptyStr) program = std::string(c.trace.str(p.name));
+  }
+  if (one_time.empty() && before > 0) {
+    f.advice = "Judge this run by the median step (" + format_ns(median) + "), not step " + std::to_string(first.step) +
+               " (" + format_ns(excess) + " longer), the profiler's first active step: the run already had " + ran +
+               " before it (the schedule's wait or warm-up, not recorded), so another warm-up step would not remove "
+               "it. Step " + std::to_string(first.step) +
+               " makes the same runtime calls as later steps, only slower: the one-time work happened before the "
+               "recording, and what is left is the first active step's profiler start and cold caches.";
+  } else if (one_time.empty()) {
     f.advice = "Judge this run by the median step (" + format_ns(median) + "), not step " + std::to_string(first.step) +
                " (" + format_ns(excess) + " longer); to keep it out of the recording, add a warm-up step (" + schedule +
                "). The first step makes the same runtime calls as the others, only slower, so the one-time work "
                "happened before the recording and what is left is the profiler's first active step and cold caches.";
+  } else if (before > 0) {
+    // A warm-up step ran and the one-time work is still here: the program's
+    // second call allocates again (a pool growing to two live outputs), or
+    // the warm-up step was the profiler's wait, with nothing run before it.
+    f.evidence.num("one_time_calls_ns", one_time_ns);
+    f.advice = "Warm up longer (" + ran + " already ran before the recording): run a few untimed iterations" +
+               (program.empty() ? std::string() : " in " + program) + " before the profiler starts, or add a wait step (" +
+               schedule + "). Step " + std::to_string(first.step) + " still loses " + format_ns(excess) +
+               " to one-time setup, " + format_ns(one_time_ns) +
+               " of it in calls no later step makes (" + std::string(c.trace.str(costliest)) + " " +
+               format_ns(costliest_ns) +
+               (one_time.size() > 1 ? ", and " + std::to_string(one_time.size() - 1) + " more" : "") +
+               "). Allocation, cuBLAS/cuDNN heuristics and lazy module loading run on the first calls that need them.";
   } else {
     f.evidence.num("one_time_calls_ns", one_time_ns);
     f.advice = "Run at least one warm-up iteration before the profiled steps (" + schedule + "): step " +
