@@ -98,14 +98,21 @@ TEST_P(TprofGpuTrace, DiagnoseJudgesTheSizeAndFindsTheHiddenCopyUnderCompileOnly
   if (compile) {
     const Finding& f =
         *std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& x) { return x.id == "hidden_memcpy"; });
-    // One bias copy per step, N×N bf16, issued by the addmm's op::copy_.
+    // One bias copy per step, N×N bf16, issued by op::copy_ nested in
+    // op::addmm: the copy is addmm's bias seed, so addmm is named (review
+    // 2026-11-26, item 4: "from op::copy_", and a copy op cannot take a
+    // GEMM epilogue).
     const std::int64_t n = small ? 64 : 4096;
     ASSERT_NE(f.evidence.find("count"), nullptr);
     EXPECT_EQ(f.evidence.find("count")->i, 20);
     ASSERT_NE(f.evidence.find("bytes"), nullptr);
     EXPECT_EQ(f.evidence.find("bytes")->i, n * n * 2);
     ASSERT_NE(f.evidence.find("issued_by"), nullptr);
-    EXPECT_EQ(f.evidence.find("issued_by")->texts, std::vector<std::string>{"op::copy_"});
+    EXPECT_EQ(f.evidence.find("issued_by")->texts, std::vector<std::string>{"op::addmm"});
+    ASSERT_NE(f.evidence.find("copy_op"), nullptr);
+    EXPECT_EQ(f.evidence.find("copy_op")->s, "op::copy_");
+    EXPECT_NE(f.title.find(" from op::addmm (its bias copy), "), std::string::npos) << f.title;
+    EXPECT_EQ(f.advice.find("op::copy_"), std::string::npos) << f.advice;
   }
 }
 

@@ -11,6 +11,10 @@
 // of a ~160 µs step on a GPU idle 98% of the time (info: removing it would
 // not shorten the step; its host-side launch is overhead_bound's business).
 // Precondition: copies of at least kMinSeedBytes when their size is known.
+// The op named is the one that owns the copy: where the issuing op is a copy
+// op nested in another op (examples/matmul_add's op::copy_ inside op::addmm,
+// the bias seed), the innermost enclosing op that is not a copy ("op::addmm
+// (its bias copy)"); a copy op with no such parent is one the user asked for.
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -43,10 +47,35 @@ bool is_gemm_kernel(std::string_view name) {
 
 bool is_dtod(std::string_view name) { return contains_ci(name, "dtod") || contains_ci(name, "device -> device"); }
 
-// Copies the user asked for: a DtoD copy under these is not hidden.
+// The op's name without its namespace ("aten::copy_" -> "copy_").
+std::string_view base_name(std::string_view name) {
+  const std::size_t colons = name.rfind("::");
+  return colons == std::string_view::npos ? name : name.substr(colons + 2);
+}
+
+// Copy ops (aten::copy_, op::copy_, to, clone, ...): at the top level, a
+// copy the user asked for, whose DtoD copy is not hidden.
 bool is_user_copy_op(std::string_view name) {
-  return name == "aten::copy_" || name == "aten::_to_copy" || name == "aten::to" || name == "aten::clone" ||
-         name == "aten::contiguous" || name == "aten::_copy_from";
+  const std::string_view b = base_name(name);
+  return b == "copy_" || b == "_to_copy" || b == "to" || b == "clone" || b == "contiguous" || b == "_copy_from";
+}
+
+// The op that owns copy op `op`: the innermost cpu_op on its thread around
+// it that is not itself a copy op (to -> _to_copy -> copy_ is one copy), or
+// kNoIndex at the top level.
+std::uint32_t owning_op(const DiagnoseContext& c, std::uint32_t op) {
+  const auto& ops = c.host_ops;
+  auto it = std::lower_bound(ops.begin(), ops.end(), c.ts(op), [&](std::uint32_t e, std::int64_t v) { return c.ts(e) < v; });
+  // Ops that start with it sort around it: step past them to those that started before.
+  while (it != ops.end() && c.ts(*it) == c.ts(op)) ++it;
+  for (int walked = 0; it != ops.begin() && walked < kMaxWalk; ++walked) {
+    --it;
+    const std::uint32_t e = *it;
+    if (e == op || c.trace.events.lane[e] != c.trace.events.lane[op] || c.kind(e) != EventKind::kCpuOp) continue;
+    if (c.end(e) < c.end(op) || (c.ts(e) == c.ts(op) && c.dur(e) <= c.dur(op))) continue;
+    if (!is_user_copy_op(c.name(e))) return e;
+  }
+  return kNoIndex;
 }
 
 // The innermost cpu_op on `lane` that contains ts: the latest-starting one.
@@ -141,6 +170,7 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   };
 
   std::int64_t read = 0, count = 0, copy_ns = 0, gemm_ns = 0, bytes_total = 0, bytes_first = -1;
+  std::uint32_t first_copy_op = kNoIndex;  // the nested copy op of the first copy, when an op owns it
   std::set<std::int64_t> steps;
   std::vector<std::string> op_names;
   std::unordered_map<std::string_view, std::int64_t> gemm_names;
@@ -149,8 +179,12 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   for (const Pair& pr : pairs) {
     const DeviceOp& cp = c.device[pr.copy];
     const DeviceOp& gm = c.device[pr.gemm];
-    const std::uint32_t op = issuing_op(cp);
-    if (op != kNoIndex && is_user_copy_op(c.name(op))) continue;
+    const std::uint32_t issuer = issuing_op(cp);
+    std::uint32_t op = issuer;
+    if (issuer != kNoIndex && is_user_copy_op(c.name(issuer))) {
+      op = owning_op(c, issuer);
+      if (op == kNoIndex) continue;  // a copy the user asked for
+    }
     // Args are read from the source bytes: only for the first copies, so a
     // trace with millions of them does not page in the whole file.
     const std::int64_t b = ++read <= kMaxBytesRead ? c.int_arg(cp.event, "bytes") : -1;
@@ -174,6 +208,7 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
       first_gemm = gm.event;
       first_op = op;
       first_launch = cp.launch;
+      if (op != issuer) first_copy_op = issuer;
     }
   }
   if (count == 0) return;
@@ -211,8 +246,18 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   Finding f;
   f.id = "hidden_memcpy";
   f.severity = step_share >= kWarnShare ? FindingSeverity::kWarning : FindingSeverity::kInfo;
+  // A nested copy op is named through its owner: a GEMM op's is its bias
+  // seed.
+  std::string owner_note;
+  if (first_copy_op != kNoIndex) {
+    const std::string_view b = base_name(op_names.front());
+    owner_note = b.find("addmm") != std::string_view::npos || b.find("baddbmm") != std::string_view::npos ||
+                         b.find("linear") != std::string_view::npos
+                     ? " (its bias copy)"
+                     : " (its " + std::string(base_name(c.name(first_copy_op))) + ")";
+  }
   f.title = "Hidden Memcpy DtoD before the GEMM: " + std::to_string(count) + " copies" +
-            (bytes_first >= 0 ? " of " + format_bytes(bytes_first) : std::string()) + " from " + op_names.front() +
+            (bytes_first >= 0 ? " of " + format_bytes(bytes_first) : std::string()) + " from " + op_names.front() + owner_note +
             ", " + format_ns(per_step) +
             (c.steps.steps.empty() ? " in all (" + format_pct(100.0 * step_share) + " of the trace, "
                                    : " per step (" + format_pct(100.0 * step_share) + " of the step, ") +
@@ -229,6 +274,9 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
       .events("copies", std::move(copies));
   if (first_launch != kNoIndex) f.evidence.event("launch", c.ref(first_launch));
   if (first_op != kNoIndex) f.evidence.event("issuing_op", c.ref(first_op));
+  if (first_copy_op != kNoIndex) {
+    f.evidence.text("copy_op", std::string(c.name(first_copy_op))).event("copy_op_event", c.ref(first_copy_op));
+  }
   f.evidence.event("gemm", c.ref(first_gemm));
   const std::string drops = std::to_string(count) + " copies" +
                             (bytes_first >= 0 ? " of " + format_bytes(bytes_first) : std::string()) + " (" +
