@@ -294,6 +294,13 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
   if (rows.valid()) set_averages(rows.get());
 }
 
+std::int64_t DiagnoseContext::median_step_idle_ns() const {
+  if (!has_device()) return 0;
+  std::vector<std::int64_t> idle;
+  for (const StepStat& st : steps.steps) idle.push_back(std::max<std::int64_t>(0, st.dur_ns - st.gpu_busy_ns));
+  return mean_median(std::move(idle));
+}
+
 std::string DiagnoseContext::schedule_call(std::int64_t active) const {
   const std::string n = std::to_string(active);
   return by_tprof() ? "tprof::schedule({.wait = 1, .warmup = 1, .active = " + n + "})"

@@ -119,6 +119,11 @@ class DiagnoseContext {
     bool over_steps = false;
   };
   BusyWindow gpu_busy_window() const;
+  // The GPU idle time of a median step: the median over the steps of the
+  // step's span minus its GPU busy time (mean_median: the mean of the two
+  // middle steps of an even count); 0 without steps or device activity.
+  // What a fix that removes idle time can save in a typical step.
+  std::int64_t median_step_idle_ns() const;
 
   // Device activity on device `dev` (every stream; any device when dev < 0)
   // inside [from, to), as a union: was the GPU busy while the host waited?

@@ -273,6 +273,12 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   f.advice = std::move(advice);
   f.evidence.num("short_excess_ns", short_excess_ns).num("runtime_outlier_ns", runtime_outlier_ns);
   f.impact_ns = idle_ns;
+  // Per step at most what a median step leaves idle (the mean is pulled up
+  // by a wide first step), as for the findings that claim their idle time.
+  const auto nsteps = static_cast<std::int64_t>(c.steps.steps.size());
+  if (nsteps > 0 && c.median_step_idle_ns() > 0) {
+    f.impact_per_step_ns = std::max<std::int64_t>(1, std::min(idle_ns / nsteps, c.median_step_idle_ns()));
+  }
   out->push_back(std::move(f));
 }
 
