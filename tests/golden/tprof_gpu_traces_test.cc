@@ -258,6 +258,10 @@ TEST(TprofRecordTrace, DiagnoseReadsTheBlogsStoryWithoutAProfilerInTheProgram) {
   EXPECT_NE(f->title.find("20 copies of 8.0 KiB from cudaMemcpyAsync (no op recorded)"), std::string::npos) << f->title;
   EXPECT_NE(f->title.find(" in all ("), std::string::npos) << f->title;
   EXPECT_EQ(f->title.find("per step"), std::string::npos) << f->title;
+  // Nor in the evidence (review 2026-11-26, item 15: "per_step 16.8 us",
+  // the total, in a trace without steps).
+  EXPECT_EQ(f->evidence.find("per_step_ns"), nullptr);
+  EXPECT_EQ(f->evidence.find("total_ns")->i, f->impact_ns);
   EXPECT_EQ(f->advice.find("(no op recorded) takes"), std::string::npos) << f->advice;
   EXPECT_NE(f->advice.find("so the addmm takes cuBLASLt's bias epilogue"), std::string::npos) << f->advice;
   EXPECT_FALSE(has_finding(small, "hidden_memcpy"));

@@ -262,7 +262,11 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
             (c.steps.steps.empty() ? " in all (" + format_pct(100.0 * step_share) + " of the trace, "
                                    : " per step (" + format_pct(100.0 * step_share) + " of the step, ") +
             format_pct(100.0 * share) + " of copy + GEMM time)";
-  f.evidence.num("count", count).num("total_ns", copy_ns).num("per_step_ns", per_step).num("mean_ns", copy_ns / count);
+  // Per step only where there are steps: without them the time is the
+  // trace's, which total_ns holds (a "per_step" equal to it misleads).
+  f.evidence.num("count", count).num("total_ns", copy_ns);
+  if (!c.steps.steps.empty()) f.evidence.num("per_step_ns", per_step);
+  f.evidence.num("mean_ns", copy_ns / count);
   if (bytes_first >= 0) f.evidence.num("bytes", bytes_first).num("total_bytes", bytes_total);
   f.evidence.texts("issued_by", op_names)
       .text("gemm_kernel", std::string(gemm_name))
