@@ -424,6 +424,24 @@ TEST(TprofCppProgram, ASavingPerStepIsAtMostAMedianStepsIdleTime) {
   }
 }
 
+// Review item 13: record_plain_64 has no steps; its one-off gap of 20.3 ms
+// is the first torch.add of the script's untimed warm-up, before the NVTX
+// range "measure" that holds the 20 steps. "Record more steps and leave
+// this gap out of the step time" has no steps to speak of.
+TEST(TprofRecordTrace, AOneOffGapOutsideTheMeasuredRangeIsStartUp) {
+  const Diagnosis d = diagnose(load_file(kRecordDir + "record_plain_64.json"));
+  const auto f = std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& x) {
+    return x.id == "kernel_gap" && x.evidence.find("pattern")->s == "one-off";
+  });
+  ASSERT_NE(f, d.findings.end());
+  EXPECT_TRUE(f->advice.starts_with("Record only the measured range (tprof record --nvtx-range measure): the gap lies "
+                                    "outside \"measure\""))
+      << f->advice;
+  EXPECT_EQ(f->advice.find("Record more steps"), std::string::npos) << f->advice;
+  ASSERT_NE(f->evidence.find("measured_range"), nullptr);
+  EXPECT_EQ(f->evidence.find("measured_range")->events.at(0).name, "measure");
+}
+
 TEST(TprofCppProgram, APythonProgramUnderTprofRecordKeepsTorchsRemedies) {
   for (const char* file : {"record_plain_64_nvtx", "record_plain_64_compile_nvtx"}) {
     SCOPED_TRACE(file);

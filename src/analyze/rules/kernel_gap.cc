@@ -15,6 +15,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "src/analyze/idle.h"
@@ -198,6 +199,33 @@ std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, con
                  : "Replay the step as a " + std::string(api) + " graph (" + c.graph_how() + ") or fuse the ops between " +
                        before + " and " + after + launched + " (" + c.fuse_how() + ")") +
          ". The host launches op after op slower than the GPU runs them, so " + after + " starts late.";
+}
+
+// In a trace without steps, the range that holds the measured work: a user
+// annotation (an NVTX range such as tprof record's --nvtx-range "measure")
+// that occurs once, holds at least half of the launch calls and does not
+// hold the gap [from, to); the shortest such. kNoIndex when none.
+std::uint32_t measured_range(const DiagnoseContext& c, std::int64_t from, std::int64_t to) {
+  std::vector<std::int64_t> launches;
+  for (const DeviceOp& op : c.device) {
+    if (op.launch != kNoIndex) launches.push_back(c.ts(op.launch));
+  }
+  std::sort(launches.begin(), launches.end());
+  launches.erase(std::unique(launches.begin(), launches.end()), launches.end());
+  std::unordered_map<StrId, int> count;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) == EventKind::kUserAnnotation) ++count[c.trace.events.name[e]];
+  }
+  std::uint32_t best = kNoIndex;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kUserAnnotation || count[c.trace.events.name[e]] != 1 || c.dur(e) <= 0) continue;
+    if (is_profiler_step(c.name(e)) || (c.ts(e) < to && c.end(e) > from)) continue;
+    const auto held = std::lower_bound(launches.begin(), launches.end(), c.end(e)) -
+                      std::lower_bound(launches.begin(), launches.end(), c.ts(e));
+    if (2 * held < static_cast<std::ptrdiff_t>(launches.size())) continue;
+    if (best == kNoIndex || c.dur(e) < c.dur(best)) best = e;
+  }
+  return best;
 }
 
 // The context of the gap `g`: where its second activity was launched, and
@@ -430,10 +458,31 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       .events("kernels_before", std::move(befores))
       .events("kernels_after", std::move(afters));
   add_idle_evidence(c, listed, f);
-  f.advice =
-      "Record more steps and leave this gap out of the step time if it does not come back. A gap in one step only "
-      "is rarely the code: the profiler allocating a buffer (Activity Buffer Request), a cold start in the first "
-      "step, or host-side housekeeping.";
+  if (has_steps) {
+    f.advice =
+        "Record more steps and leave this gap out of the step time if it does not come back. A gap in one step only "
+        "is rarely the code: the profiler allocating a buffer (Activity Buffer Request), a cold start in the first "
+        "step, or host-side housekeeping.";
+  } else if (const std::uint32_t range = measured_range(c, top.range.start, top.range.end); range != kNoIndex) {
+    // No steps to leave it out of, and the gap lies outside the range that
+    // holds the measured work: the program's set-up, warm-up or exit (the
+    // first call of an op, lazy loading), paid once.
+    const std::string name(c.name(range));
+    f.evidence.event("measured_range", c.ref(range));
+    f.advice = (c.by_tprof() ? "Record only the measured range (tprof record --nvtx-range " + name + ")"
+                             : "Profile only the measured range (start torch.profiler around \"" + name + "\")") +
+               ": the gap lies outside \"" + name +
+               "\", the range that holds the measured work. Outside it the program sets up, warms up or exits "
+               "(the first call of an op, lazy loading): a one-time cost.";
+  } else {
+    // No steps and nothing marks the measured work: whether it comes back
+    // needs iterations marked as steps.
+    f.advice = std::string("Mark each iteration as a step (") +
+               (c.by_tprof() ? "tprof::Profiler's step()" : "torch.profiler's prof.step()") +
+               ") and record several to see whether this gap comes back: a trace without steps has no step time to "
+               "leave it out of. A gap seen once is rarely the code: the profiler allocating a buffer (Activity Buffer "
+               "Request), a first call, or host-side housekeeping.";
+  }
   // What it accounts for, at most its excess over the usual gaps; below
   // the minimum once earlier findings took their part: silent.
   f.impact_ns = std::min(excess, f.idle_ns);
