@@ -6,6 +6,7 @@
 #include <cstring>
 #include <future>
 #include <numeric>
+#include <unordered_map>
 
 #include "src/analyze/idle.h"
 #include "src/analyze/efficiency.h"
@@ -364,6 +365,29 @@ DiagnoseContext::LaunchRate DiagnoseContext::launch_rate() const {
     r.unit = "\"" + std::string(trace.str(best->first)) + "\" range";
   }
   return r;
+}
+
+std::uint32_t measured_range(const DiagnoseContext& c, std::int64_t from, std::int64_t to) {
+  std::vector<std::int64_t> launches;
+  for (const DeviceOp& op : c.device) {
+    if (op.launch != kNoIndex) launches.push_back(c.ts(op.launch));
+  }
+  std::sort(launches.begin(), launches.end());
+  launches.erase(std::unique(launches.begin(), launches.end()), launches.end());
+  std::unordered_map<StrId, int> count;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) == EventKind::kUserAnnotation) ++count[c.trace.events.name[e]];
+  }
+  std::uint32_t best = kNoIndex;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kUserAnnotation || count[c.trace.events.name[e]] != 1 || c.dur(e) <= 0) continue;
+    if (is_profiler_step(c.name(e)) || (c.ts(e) < to && c.end(e) > from)) continue;
+    const auto held = std::lower_bound(launches.begin(), launches.end(), c.end(e)) -
+                      std::lower_bound(launches.begin(), launches.end(), c.ts(e));
+    if (2 * held < static_cast<std::ptrdiff_t>(launches.size())) continue;
+    if (best == kNoIndex || c.dur(e) < c.dur(best)) best = e;
+  }
+  return best;
 }
 
 std::string one_launch_remedy(const DiagnoseContext& c) {

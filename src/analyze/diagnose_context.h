@@ -219,6 +219,13 @@ class DiagnoseContext {
 // more launch calls each, or none is known.
 std::string one_launch_remedy(const DiagnoseContext& c);
 
+// In a trace without steps, the range that holds the measured work: a user
+// annotation (an NVTX range such as tprof record's --nvtx-range "measure")
+// that occurs once, holds at least half of the launch calls and does not
+// overlap [from, to) (from = to = 0: any); the shortest such.
+// kNoIndex when none.
+std::uint32_t measured_range(const DiagnoseContext& c, std::int64_t from, std::int64_t to);
+
 // diagnose() on a context the caller built (with_averages: true), so a
 // caller that also reads the context (tprof report) builds it once.
 Diagnosis diagnose(const DiagnoseContext& c, const DiagnoseOptions& options = {});

@@ -15,7 +15,6 @@
 #include <map>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "src/analyze/idle.h"
@@ -199,33 +198,6 @@ std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, con
                  : "Replay the step as a " + std::string(api) + " graph (" + c.graph_how() + ") or fuse the ops between " +
                        before + " and " + after + launched + " (" + c.fuse_how() + ")") +
          ". The host launches op after op slower than the GPU runs them, so " + after + " starts late.";
-}
-
-// In a trace without steps, the range that holds the measured work: a user
-// annotation (an NVTX range such as tprof record's --nvtx-range "measure")
-// that occurs once, holds at least half of the launch calls and does not
-// hold the gap [from, to); the shortest such. kNoIndex when none.
-std::uint32_t measured_range(const DiagnoseContext& c, std::int64_t from, std::int64_t to) {
-  std::vector<std::int64_t> launches;
-  for (const DeviceOp& op : c.device) {
-    if (op.launch != kNoIndex) launches.push_back(c.ts(op.launch));
-  }
-  std::sort(launches.begin(), launches.end());
-  launches.erase(std::unique(launches.begin(), launches.end()), launches.end());
-  std::unordered_map<StrId, int> count;
-  for (std::uint32_t e : c.host_ops) {
-    if (c.kind(e) == EventKind::kUserAnnotation) ++count[c.trace.events.name[e]];
-  }
-  std::uint32_t best = kNoIndex;
-  for (std::uint32_t e : c.host_ops) {
-    if (c.kind(e) != EventKind::kUserAnnotation || count[c.trace.events.name[e]] != 1 || c.dur(e) <= 0) continue;
-    if (is_profiler_step(c.name(e)) || (c.ts(e) < to && c.end(e) > from)) continue;
-    const auto held = std::lower_bound(launches.begin(), launches.end(), c.end(e)) -
-                      std::lower_bound(launches.begin(), launches.end(), c.ts(e));
-    if (2 * held < static_cast<std::ptrdiff_t>(launches.size())) continue;
-    if (best == kNoIndex || c.dur(e) < c.dur(best)) best = e;
-  }
-  return best;
 }
 
 // The context of the gap `g`: where its second activity was launched, and

@@ -2,6 +2,13 @@
 // recommendation (kineto tb_plugin/torch_tb_profiler/profiler/data.py,
 // _analyze_gpu_metrics; the number from gpu_metrics_parser.py): per device,
 // the union of its kernels inside the steps' span, divided by that span.
+// A whole-run recording (no steps) whose unrecorded idle time lies mostly
+// before and after its device phase is the process's start-up and exit, not
+// host work to record: its fix is to record only that phase (tprof record
+// --nvtx-range). The phase is the range that holds the measured work where
+// one user annotation does (measured_range: "measure"), else the first
+// kernel to the end of the last device activity (a buffer's memset right
+// after cudaMalloc is set-up too).
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -18,6 +25,10 @@ namespace {
 
 // The plugin recommends a larger batch when utilization < 0.5 (data.py).
 constexpr double kLowUtilization = 0.5;
+// A whole run's start-up and exit: at least this much unrecorded idle before
+// and after the device phase (a process's start-up is tens to hundreds of ms;
+// Kineto's docs sample idles 280 ns in all).
+constexpr std::int64_t kMinStartupExitNs = 1'000'000;
 
 struct Gap {
   std::int64_t ns = 0;
@@ -201,6 +212,58 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
                  (before_first ? std::string(", before the first device activity") : std::string(", in a trace without steps")) +
                  what + ", with no DataLoader in the trace: set-up, not per-step input. That cause holds " +
                  format_pct(top_pct) + " of the GPU's idle time (" + format_ns(p.idle_ns()) + ").";
+    }
+  }
+  // A whole run recorded (no steps): the unrecorded idle before the first
+  // device activity is start-up (imports, context creation, data set-up)
+  // and after the last one exit (teardown, the profiler's flush), around a
+  // device phase that may be a few ms of a trace of hundreds.
+  if (top == IdleCause::kUnrecorded && steps.empty() && !c.device.empty()) {
+    const std::uint32_t range = measured_range(c, 0, 0);
+    std::int64_t first = -1, last = 0;
+    if (range != kNoIndex) {
+      first = c.ts(range);
+      last = c.end(range);
+    } else {
+      for (const DeviceOp& op : c.device) {
+        if (first < 0 && c.kind(op.event) == EventKind::kKernel) first = op.start;
+        last = std::max(last, op.end);
+      }
+      if (first < 0) first = c.device.front().start;
+    }
+    std::int64_t startup = 0, exit = 0;
+    for (const Interval& r : claimed) {
+      sat_acc(startup, std::max<std::int64_t>(0, std::min(r.end, first) - r.start));
+      sat_acc(exit, std::max<std::int64_t>(0, r.end - std::max(r.start, last)));
+    }
+    if (f.idle_ns > 0 && 2 * sat_add(startup, exit) >= f.idle_ns && sat_add(startup, exit) >= kMinStartupExitNs) {
+      const std::string name = range != kNoIndex ? std::string(c.name(range)) : std::string();
+      const std::string how =
+          c.by_tprof() ? (name.empty() ? std::string("an NVTX range around it with tprof record --nvtx-range NAME, or --delay-ms")
+                                       : "tprof record --nvtx-range " + name)
+                       : "start torch.profiler after set-up and stop it before exit";
+      const std::string phase =
+          name.empty() ? "the device phase (" + how + "), the " + format_ns(last - first) +
+                             " from the first kernel to the end of the last device activity"
+                       : "\"" + name + "\" (" + how + "), the " + format_ns(last - first) +
+                             " range that holds the measured work";
+      if (range != kNoIndex) f.evidence.event("measured_range", c.ref(range));
+      f.evidence.num("startup_idle_ns", startup).num("exit_idle_ns", exit).num("device_phase_ns", last - first);
+      f.advice = "Record only " + phase + ": " + format_ns(startup) + " of the GPU's idle time is start-up "
+                 "before it and " + format_ns(exit) + " exit after it. A whole-run recording holds the process's "
+                 "start-up and exit, where nothing runs on the device and nothing is recorded on the host: no "
+                 "utilization to judge there.";
+      // The phase itself still mostly idle with nothing recorded: what to
+      // record inside it.
+      std::vector<Interval> in_phase;
+      for (const Interval& r : claimed) {
+        if (std::min(r.end, last) > std::max(r.start, first)) in_phase.push_back({std::max(r.start, first), std::min(r.end, last)});
+      }
+      const std::int64_t inside = idle_by_cause(p, in_phase)[static_cast<std::size_t>(IdleCause::kUnrecorded)];
+      if (2 * inside >= last - first) {
+        f.evidence.num("phase_idle_ns", inside);
+        f.advice += " Within it the GPU still idles " + format_ns(inside) + ": " + idle_remedy(IdleCause::kUnrecorded, c);
+      }
     }
   }
   // What it accounts for beyond the findings before it (docs/diagnose.md,
