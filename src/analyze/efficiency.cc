@@ -139,8 +139,21 @@ std::string dtype_of_kernel(std::string_view name) {
   return "";
 }
 
+// A GEMM kernel's input dtype where its name gives it and its op's Input
+// type is not recorded (a tprof capture records shapes only): cuBLAS and
+// CUTLASS name bf16 and f16; cuBLASLt's nvjet kernels say "_h_" for 16-bit
+// inputs without telling fp16 from bf16 (the blog's bf16 runs launch
+// nvjet_sm90_tst_..._h_bz_NNT), which share one dense peak on every device
+// of docs/peaks.md: "fp16/bf16".
+std::string dtype_of_gemm_name(std::string_view name) {
+  if (has(name, "bf16")) return "bf16";
+  if (has(name, "nvjet") && has(name, "_h_")) return "fp16/bf16";
+  if (has(name, "f16") || has(name, "hgemm") || has(name, "h1688") || has(name, "h16816") || has(name, "h884")) return "fp16";
+  return "";
+}
+
 double elem_bytes(std::string_view dtype) {
-  if (dtype == "bf16" || dtype == "fp16") return 2;
+  if (dtype == "bf16" || dtype == "fp16" || dtype == "fp16/bf16") return 2;
   if (dtype == "fp32") return 4;
   if (dtype == "fp64") return 8;
   return 0;
@@ -329,7 +342,7 @@ const DevicePeak* device_peak(const Trace& t, std::string* device_name) {
 
 double Efficiency::gemm_peak_tflops(std::string_view dtype) const {
   if (peak == nullptr) return 0;
-  if (dtype == "bf16" || dtype == "fp16") return peak->bf16_tflops;
+  if (dtype == "bf16" || dtype == "fp16" || dtype == "fp16/bf16") return peak->bf16_tflops;
   // torch's default for fp32 matmuls is full fp32 (allow_tf32 off).
   if (dtype == "fp32") return peak->fp32_tflops;
   return 0;
@@ -422,6 +435,7 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
       if (info != nullptr) k.op = info->name;
       k.dtype_from_op = info != nullptr && !info->dtype.empty();
       k.dtype = k.dtype_from_op ? info->dtype : dtype_of_kernel(name);
+      if (k.dtype.empty() && cls == KernelClass::kGemm) k.dtype = dtype_of_gemm_name(name);
       out.kernels.push_back(std::move(k));
       sized.emplace_back();
     }

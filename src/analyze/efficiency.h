@@ -38,7 +38,7 @@ struct KernelEfficiency {
   std::string name;           // the kernel's full name
   KernelClass cls = KernelClass::kOther;
   std::string op;             // the launching op ("aten::mm"), "" when none is known
-  std::string dtype;          // "bf16", "fp16", "fp32", "" unknown
+  std::string dtype;          // "bf16", "fp16", "fp32", "fp16/bf16" (a 16-bit GEMM by its name), "" unknown
   bool dtype_from_op = false; // dtype is the op's Input type (else the kernel name's, or unknown)
   std::int64_t count = 0;
   std::int64_t time_ns = 0;   // sum of durations

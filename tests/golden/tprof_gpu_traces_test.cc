@@ -468,6 +468,27 @@ TEST(TprofRecordTrace, AWholeRunsUnrecordedTimeIsStartUpAndExit) {
   EXPECT_GT(exit->evidence.find("exit_idle_ns")->i, 190'000'000);
 }
 
+// Review item 11: matmul_add's captures record shapes but no Input type, so
+// the GEMMs' 811 TFLOP/s had "dtype not recorded: no peak to compare with",
+// though the nvjet kernels' names say 16-bit ("_h_"), whose dense peak is
+// one for fp16 and bf16 (989 TFLOP/s on an H200). The hotspot's fix pointed
+// at "the efficiency findings, tprof kernels", which show no rate.
+TEST(TprofCppProgram, SixteenBitGemmsAreMeasuredAgainstTheirPeak) {
+  for (const std::string& stem : stems()) {
+    if (!stem.starts_with("4096_")) continue;
+    SCOPED_TRACE(stem);
+    const Diagnosis d = diagnose(load_file(kRecordDir + stem + ".json"));
+    EXPECT_EQ(d.summary.find("dtype not recorded"), std::string::npos) << d.summary;
+    EXPECT_NE(d.summary.find("% of the H200's dense fp16/bf16 peak)"), std::string::npos) << d.summary;
+    const Finding* h = finding(d, "hotspot");
+    ASSERT_NE(h, nullptr);
+    EXPECT_NE(h->advice.find(": it runs at "), std::string::npos) << h->advice;
+    EXPECT_NE(h->advice.find("% of the H200's dense fp16/bf16 peak; it already runs in half precision"), std::string::npos)
+        << h->advice;
+    EXPECT_EQ(h->advice.find("tprof kernels"), std::string::npos) << h->advice;
+  }
+}
+
 TEST(TprofCppProgram, APythonProgramUnderTprofRecordKeepsTorchsRemedies) {
   for (const char* file : {"record_plain_64_nvtx", "record_plain_64_compile_nvtx"}) {
     SCOPED_TRACE(file);

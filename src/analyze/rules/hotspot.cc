@@ -3,12 +3,14 @@
 // device activity. Origin: docs/trace-reading.md, "One event dominates CUDA
 // total: the hotspot; start there".
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "src/analyze/efficiency.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -74,6 +76,35 @@ bool is_cpu_collective(std::string_view n) {
     if (n.starts_with(k)) return true;
   }
   return false;
+}
+
+// The kernel's achieved rate against the device's peak where "Efficiency"
+// measured it ("at 800 TFLOP/s, 80.9% of the H200's dense fp16/bf16 peak"),
+// else what is missing to measure it: the fix says it instead of pointing at
+// views that show neither (tprof kernels has no rate column).
+std::string rate_note(const DiagnoseContext& c, std::string_view kernel) {
+  const Efficiency& e = c.efficiency();
+  const auto k = std::find_if(e.kernels.begin(), e.kernels.end(), [&](const KernelEfficiency& x) { return x.name == kernel; });
+  if (k == e.kernels.end()) return "";
+  char rate[64];
+  if (k->cls == KernelClass::kGemm && k->tflops() > 0) {
+    std::snprintf(rate, sizeof rate, "%.0f TFLOP/s", k->tflops());
+    const double peak = e.gemm_peak_tflops(k->dtype);
+    return std::string("it runs at ") + rate +
+           (peak > 0 ? ", " + format_pct(100.0 * k->tflops() / peak) + " of the " + std::string(e.peak->name) +
+                           "'s dense " + k->dtype + " peak"
+                     : std::string(" (no peak to compare with: ") +
+                           (e.peak == nullptr ? "the device is not in the peak table" : "its dtype is not recorded") + ")");
+  }
+  if (k->cls == KernelClass::kElementwise && k->gbps() > 0) {
+    std::snprintf(rate, sizeof rate, "%.2f TB/s", k->gbps() / 1e3);
+    return std::string("it moves ") + rate +
+           (e.peak != nullptr ? ", " + format_pct(100.0 * k->gbps() / e.peak->hbm_gbps) + " of the " +
+                                    std::string(e.peak->name) + "'s HBM bandwidth"
+                              : std::string());
+  }
+  return k->cls == KernelClass::kGemm ? "its TFLOP/s needs its op's input shapes (record shapes) to measure against the peak"
+                                      : "";
 }
 
 }  // namespace
@@ -208,9 +239,12 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                ": the host spends " + format_ns(cpu_total) + " of Self CPU against " + format_ns(total) +
                " of GPU time, so speeding it up would only leave the GPU idle longer.";
   } else if (is_fused_or_low_precision(best->key)) {
+    const std::string rate = rate_note(c, best->key);
     f.advice = "Start with " + name + by + ": " + std::to_string(best->count) + " calls at " + avg +
-               "; its name says it is already fused or low-precision, so compare its achieved TFLOP/s (or GB/s) with "
-               "the GPU's peak (tprof kernels) and tune its tile configuration (for a MoE GEMM, check the experts' "
+               "; its name says it is already fused or low-precision, so " +
+               (rate.empty() ? std::string("compare its achieved TFLOP/s (or GB/s) with the GPU's peak")
+                             : "weigh its rate against the peak (" + rate + ")") +
+               " and tune its tile configuration (for a MoE GEMM, check the experts' "
                "load balance). It holds " + format_pct(100.0 * share) + " of the GPU time, so any gain shows in the step.";
   } else if (gemm) {
     // The dtype where the kernel name gives it: cuBLAS's sgemm is fp32 on the
@@ -230,8 +264,9 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                                  "multiples of 8"
                                : "if it runs in fp32, give it bf16 inputs or TF32 math, and keep its dimensions "
                                  "multiples of 8");
-    f.advice = "Start with " + name + by + ": compare its achieved TFLOP/s with the GPU's peak (the efficiency "
-               "findings, tprof kernels); " + dtype + ". It holds " + format_pct(100.0 * share) + " of the GPU time, so any gain shows in the step.";
+    const std::string rate = rate_note(c, best->key);
+    f.advice = "Start with " + name + by + ": " + (rate.empty() ? std::string("compare its achieved TFLOP/s with the GPU's peak") : rate) +
+               "; " + dtype + ". It holds " + format_pct(100.0 * share) + " of the GPU time, so any gain shows in the step.";
   } else {
     f.advice = "Start with " + name + by + ": " + std::to_string(best->count) + " calls at " + avg +
                "; fuse it with the ops around it (" + c.fuse_how() + ") or check whether its input sizes and dtype can shrink. "
