@@ -6,6 +6,13 @@
 // Cheatsheet: "the first one explains the initial CPU→GPU lane offset
 // (~2.5 ms in the post with wait=0, warmup=0)", and its "Self CPU ≈ Self
 // CUDA (...): compute-bound".
+// A queue that grows step after step (the first activity of each step
+// waits longer than the last step's, in at least kGrowingShare of the
+// steps, over at least kMinGrowingSteps) has no typical offset: its median
+// is wherever the recording stops. It is reported as its growth per step
+// (the last step's offset minus the first's over the steps between), the
+// host's time to enqueue the steps and the GPU's time to run what they
+// launched (review 2026-11-26, item 8).
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -32,6 +39,11 @@ constexpr double kQueueBusyShare = 0.5;
 // (the post: ~2.5 ms at the start against a few µs afterwards).
 constexpr std::int64_t kStartMinNs = 100'000;
 constexpr double kStartFactor = 5.0;
+// A growing queue: offsets rising in at least this share of consecutive
+// steps, over this many steps, and the last one this many times the first.
+constexpr double kGrowingShare = 0.8;
+constexpr std::size_t kMinGrowingSteps = 5;
+constexpr double kGrowingFactor = 3.0;
 
 }  // namespace
 
@@ -130,10 +142,33 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
               format_ns(mx.start - c.ts(mx.launch));
     f.impact_ns = 0;  // the CPU running ahead of a busy GPU costs nothing
   }
+  // The queue grows: no typical offset, a rate.
+  std::size_t rising = 0;
+  for (std::size_t i = 1; i < per_step.size(); ++i) rising += per_step[i] > per_step[i - 1] ? 1 : 0;
+  const bool growing = !start_offset && per_step.size() >= kMinGrowingSteps &&
+                       static_cast<double>(rising) >= kGrowingShare * static_cast<double>(per_step.size() - 1) &&
+                       static_cast<double>(per_step.back()) >= kGrowingFactor * static_cast<double>(std::max<std::int64_t>(1, per_step.front()));
+  std::int64_t growth = 0, host_ns = 0, work_ns = 0;
+  if (growing) {
+    growth = (per_step.back() - per_step.front()) / static_cast<std::int64_t>(per_step.size() - 1);
+    std::vector<Interval> work;
+    for (const DeviceOp& op : c.device) {
+      if (op.step >= 0) work.push_back({op.start, op.end});
+    }
+    work_ns = union_length(std::move(work));
+    for (const StepStat& st : c.steps.steps) sat_acc(host_ns, st.dur_ns);
+    f.title = "GPU queue grows about " + format_ns(growth) + " a step: the host enqueues " +
+              std::to_string(c.steps.steps.size()) + " steps in " + format_ns(host_ns) + ", the GPU needs " +
+              format_ns(work_ns) + " for their work (it starts " + format_ns(per_step.front()) +
+              " after its launch in step " + std::to_string(step_numbers.front()) + ", " + format_ns(per_step.back()) +
+              " in step " + std::to_string(step_numbers.back()) + ")";
+  }
   f.evidence.text("pattern", start_offset && backed_up ? "start_offset+queue_backed_up"
                               : start_offset           ? "start_offset"
-                                                       : "queue_backed_up")
-      .num("first_offset_ns", first)
+                                                       : "queue_backed_up");
+  // A growing queue's numbers first: the default text quotes the first ones.
+  if (growing) f.evidence.num("growth_per_step_ns", growth).num("steps_host_ns", host_ns).num("steps_device_work_ns", work_ns);
+  f.evidence.num("first_offset_ns", first)
       .num("first_launch_call_ns", first_call_ns)
       .num("first_step", first_step)
       .num("later_median_offset_ns", later)
@@ -178,8 +213,12 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
                std::string(top) + " (" + format_ns(top_ns) + ")" +
                (top_comm ? ", a collective: see the communication findings and the rank analysis"
                          : ", whose efficiency the kernel-class findings report") +
-               ". Launches wait a median " + format_ns(overall) +
-               " in the stream's queue because the CPU runs ahead of a busy GPU, which costs no step time.";
+               (growing ? ". Each step's launches wait about " + format_ns(growth) +
+                              " longer than the last step's in the stream's queue, because the CPU runs ahead of a "
+                              "busy GPU, which costs no step time."
+                        : ". Launches wait a median " + format_ns(overall) +
+                              " in the stream's queue because the CPU runs ahead of a busy GPU, which costs no step "
+                              "time.");
   }
   out->push_back(std::move(f));
 }
