@@ -681,6 +681,33 @@ TEST(RulesPrecision, CompileOverheadIsInfoWhenTheGpuWorkItLaunchedHidesTheWrappe
   EXPECT_GT(find(f[0], "gpu_per_step_ns")->i, find(f[0], "wrapper_per_step_ns")->i);
 }
 
+TEST(RulesPrecision, LowGpuUtilizationOnAnExcerptCannotJudge) {
+  // The tb_plugin resnet50 sample keeps 2.5 ms of events from the 122 ms
+  // ProfilerStep#17 (tests/data/PROVENANCE.md): "[warning] GPU 0 runs kernels
+  // 2.9% ... fix (up to 118.399 ms a step): Record what the host does" read
+  // the cut as the program's idle time (review 2026-11-26, item 17).
+  const std::vector<Finding> f = run(
+      "public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.excerpt.pt.trace.json.gz",
+      "low_gpu_utilization");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kInfo);
+  EXPECT_EQ(f[0].impact_ns, 0);
+  EXPECT_EQ(f[0].title,
+            "GPU 0: the step holds device work for 3.535 ms of 121.940 ms and no events for the rest: utilization can't "
+            "be judged");
+  EXPECT_TRUE(f[0].advice.starts_with("Judge utilization on a recording that holds the whole step")) << f[0].advice;
+  EXPECT_LT(find(f[0], "recorded_span_ns")->i, 12'194'000);
+  // A run recorded whole keeps its warning (the blog's 64x64 eager run), and
+  // so does a step whose events open it and stop (HTA's triton_example:
+  // 1.5 ms of events, then 13.3 s of Triton compiling with the GPU idle).
+  for (const std::string rel : {h100("64_bf16_cold_eager"), std::string("public/hta/triton_example/triton_example.json.gz")}) {
+    const std::vector<Finding> g = run(rel, "low_gpu_utilization");
+    ASSERT_EQ(g.size(), 1u) << rel;
+    EXPECT_EQ(g[0].severity, FindingSeverity::kWarning) << rel;
+    EXPECT_GT(g[0].impact_ns, 0) << rel;
+  }
+}
+
 TEST(RulesPrecision, HeavyKernelLaunchNamesALowerPrecisionTheGpuHas) {
   // The tb_plugin resnet50 excerpt runs on a V100 (sm70): its tensor cores
   // take fp16 only. The fix said "bf16 (torch.autocast) or TF32" (review

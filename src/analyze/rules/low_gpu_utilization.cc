@@ -9,6 +9,14 @@
 // one user annotation does (measured_range: "measure"), else the first
 // kernel to the end of the last device activity (a buffer's memset right
 // after cudaMalloc is set-up too).
+// An excerpt (steps whose events, host and device, span at most
+// kExcerptSpan of the window, with at least kExcerptUnrecorded of the idle
+// time unrecorded, and nothing recorded for kExcerptSpan of the window both
+// before and after them: the tb_plugin resnet50 sample keeps 2.5 ms from the
+// middle of a 122 ms step) shows no utilization to judge: info, no saving,
+// and the fix is a recording of the whole step, not "record the host's
+// work". A step whose events open it and then stop (HTA's triton_example:
+// 1.5 ms of a 13.3 s step, then Triton compiling) is the program's idle.
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -29,6 +37,8 @@ constexpr double kLowUtilization = 0.5;
 // and after the device phase (a process's start-up is tens to hundreds of ms;
 // Kineto's docs sample idles 280 ns in all).
 constexpr std::int64_t kMinStartupExitNs = 1'000'000;
+constexpr double kExcerptSpan = 0.10;
+constexpr double kExcerptUnrecorded = 0.90;
 
 struct Gap {
   std::int64_t ns = 0;
@@ -269,6 +279,40 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
   // What it accounts for beyond the findings before it (docs/diagnose.md,
   // "GPU idle time").
   f.impact_ns = f.idle_ns;
+  // An excerpt: the events inside the window span a sliver of it.
+  if (!steps.empty()) {
+    std::int64_t from = hi, to = lo;
+    auto span_of = [&](std::int64_t s, std::int64_t e) {
+      s = std::max(s, lo);
+      e = std::min(e, hi);
+      if (e <= s) return;
+      from = std::min(from, s);
+      to = std::max(to, e);
+    };
+    for (std::uint32_t e : c.host_ops) {
+      if (!is_profiler_step(c.name(e))) span_of(c.ts(e), c.end(e));
+    }
+    for (std::uint32_t e : c.runtime) span_of(c.ts(e), c.end(e));
+    for (const DeviceOp& op : c.device) span_of(op.start, op.end);
+    const std::int64_t recorded = std::max<std::int64_t>(0, to - from);
+    const std::int64_t unrecorded = p.totals()[static_cast<std::size_t>(IdleCause::kUnrecorded)];
+    const double edge = kExcerptSpan * static_cast<double>(window);
+    if (static_cast<double>(recorded) <= kExcerptSpan * static_cast<double>(window) &&
+        static_cast<double>(from - lo) >= edge && static_cast<double>(hi - to) >= edge &&
+        static_cast<double>(unrecorded) >= kExcerptUnrecorded * static_cast<double>(p.idle_ns())) {
+      const bool one = steps.size() == 1;
+      f.severity = FindingSeverity::kInfo;
+      f.title = "GPU " + std::to_string(worst.device) + ": the " + (one ? "step holds" : "steps hold") +
+                " device work for " + format_ns(worst.busy) + " of " + format_ns(window) +
+                " and no events for the rest: utilization can't be judged";
+      f.evidence.num("recorded_span_ns", recorded).num("unrecorded_idle_ns", unrecorded);
+      f.advice = "Judge utilization on a recording that holds the whole " + std::string(one ? "step" : "steps") +
+                 ": its events span " + format_ns(recorded) + " in the middle of " + format_ns(window) +
+                 ", with nothing recorded on host or device before or after them (an excerpt cut from a longer trace, "
+                 "or a recording that lost its events), so the idle time there is not the program's.";
+      f.impact_ns = 0;  // no saving to claim from what was not recorded
+    }
+  }
   out->push_back(std::move(f));
 }
 
