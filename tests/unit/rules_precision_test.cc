@@ -708,6 +708,28 @@ TEST(RulesPrecision, LowGpuUtilizationOnAnExcerptCannotJudge) {
   }
 }
 
+TEST(RulesPrecision, PageableCopiesBeforeAnyKernelAreSetUp) {
+  // HTA's alexnet: the 8 pageable copies (244 MB, 55.5 ms) are the weights
+  // moved to the device once, in "[param|cuda]"'s aten::to, before the
+  // first kernel. "DataLoader(pin_memory=True) ... overlaps compute" named a
+  // DataLoader the trace has not and compute there is none to overlap
+  // (review 2026-11-26, item 18).
+  const std::vector<Finding> f = run(kAlexnet, "pageable_memcpy");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kInfo);
+  EXPECT_EQ(find(f[0], "pattern")->s, "setup");
+  EXPECT_TRUE(f[0].advice.starts_with("Leave this set-up out of the recording: the 8 copies (244 MB, 55.491 ms on the "
+                                      "device) all run before the first kernel, the longest in aten::to > aten::copy_ in "
+                                      "\"[param|cuda]\""))
+      << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "DataLoader")) << f[0].advice;
+  // A copy between kernels keeps its warning (vecadd's readback: rules_peers' PageableMemcpy too).
+  const std::vector<Finding> g = run("gpu/h200-tprof/record_vecadd.json", "pageable_memcpy");
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].severity, FindingSeverity::kWarning);
+  EXPECT_EQ(find(g[0], "pattern"), nullptr);
+}
+
 TEST(RulesPrecision, HeavyKernelLaunchNamesALowerPrecisionTheGpuHas) {
   // The tb_plugin resnet50 excerpt runs on a V100 (sm70): its tensor cores
   // take fp16 only. The fix said "bf16 (torch.autocast) or TF32" (review

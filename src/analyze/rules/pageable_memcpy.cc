@@ -10,12 +10,18 @@
 // (sync_api's business), not the staging: pinning would not shorten it.
 // The fix is in the program's API (DiagnoseContext::is_torch): a C++
 // program pins with cudaMallocHost/cudaHostRegister, not pin_memory=True.
+// Copies that all run before the first kernel, host to device, are set-up
+// (a model's weights moved to the device once: HTA's alexnet, 244 MB in
+// "[param|cuda]"'s aten::to): info, with nothing to overlap and nothing to
+// pin for; the fix is to leave set-up out of the recording.
 #include <algorithm>
+#include <cstdio>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -54,6 +60,24 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (op.step >= 0) steps.push_back(c.step_number(op.step));
   }
   if (copies == 0) return;
+  // Set-up: every counted copy is host to device and starts before the
+  // first kernel.
+  std::int64_t first_kernel = -1;
+  for (const DeviceOp& op : c.device) {
+    if (op.cls == DeviceClass::kCompute || op.cls == DeviceClass::kComm) {
+      first_kernel = op.start;
+      break;  // c.device is by start
+    }
+  }
+  bool setup = htod == copies && first_kernel >= 0;  // a trace of copies alone precedes no compute
+  for (const DeviceOp& op : c.device) {
+    if (!setup) break;
+    if (op.cls != DeviceClass::kMemcpy || c.name(op.event).find("Pageable") == std::string_view::npos) continue;
+    if (op.start >= first_kernel) {
+      const std::int64_t b = c.int_arg(op.event, "bytes");
+      if (b < 0 || b >= kMinBytes) setup = false;
+    }
+  }
   std::sort(steps.begin(), steps.end());
   steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
   if (steps.size() > kMaxSteps) steps.resize(kMaxSteps);
@@ -74,6 +98,26 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
       .event("longest", c.ref(longest->event));
   if (longest->launch != kNoIndex) f.evidence.event("longest_launch", c.ref(longest->launch));
   if (!steps.empty()) f.evidence.ints("steps", steps);
+  if (setup) {
+    const std::string site = longest->launch != kNoIndex ? call_sites(c, {longest->launch})[longest->launch] : std::string();
+    f.severity = FindingSeverity::kInfo;
+    f.evidence.text("pattern", "setup");
+    if (!site.empty()) f.evidence.text("longest_site", site);
+    char mb[32];
+    std::snprintf(mb, sizeof mb, "%.0f MB", static_cast<double>(bytes) / 1e6);
+    const std::string rt = c.is_hip() ? "hip" : "cuda";
+    f.advice = "Leave this set-up out of the recording: the " + std::to_string(copies) + " copies (" +
+               (bytes > 0 ? std::string(mb) + ", " : std::string()) + format_ns(copy_ns) +
+               " on the device) all run before the first kernel" + (site.empty() ? "" : ", the longest in " + site) +
+               ": the data moved to the device once (a model's weights, its inputs), with no compute to overlap. Pin "
+               "host memory (" +
+               (c.is_torch() ? std::string("pin_memory=True and .to(device, non_blocking=True)")
+                             : rt + "MallocHost and " + rt + "MemcpyAsync") +
+               ") only for buffers the program copies in every iteration.";
+    f.impact_ns = copy_ns;
+    out->push_back(std::move(f));
+    return;
+  }
   const std::string rt = c.is_hip() ? "hip" : "cuda";
   f.advice = c.is_torch()
                  ? "Pin the host buffers: DataLoader(pin_memory=True), tensor.pin_memory(), or allocate with "
