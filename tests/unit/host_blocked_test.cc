@@ -50,11 +50,14 @@ TEST(HostBlocked, AllocatorCallsNamedWithTheirOpAndTheGpuTimeLost) {
   EXPECT_EQ(field(*f, "longest_site")->s,
             "aten::conv2d > aten::cudnn_convolution in \"[param|pytorch.model.alex_net|0|0|0|warmup|forward]\"");
   EXPECT_GT(f->idle_ns, 8'500'000'000);
-  EXPECT_EQ(f->impact_ns, f->idle_ns);
   EXPECT_EQ(d.idle.by_cause[static_cast<std::size_t>(IdleCause::kBlockedAlloc)], f->idle_ns);
-  // The remedy first, naming the call and where it runs.
-  EXPECT_EQ(f->advice.rfind("Pre-allocate the memory cudaFree in aten::conv2d > aten::cudnn_convolution", 0), 0u)
-      << f->advice;
+  // The remedy first, for the calls that recur: that cudaFree is in the
+  // warm-up (one-time, and a free asks for no memory to pre-allocate); the
+  // measured forward allocates again after the cache is emptied. The saving
+  // is theirs (review 2026-11-26, item 19; rules_precision_test).
+  EXPECT_TRUE(f->advice.starts_with("Keep the allocator's memory through the measured iterations")) << f->advice;
+  EXPECT_LT(f->impact_ns, f->idle_ns);
+  EXPECT_EQ(f->impact_ns, field(*f, "after_warmup_gpu_idle_ns")->i);
 }
 
 TEST(HostBlocked, TheFirstCudaCallCreatesTheContext) {
