@@ -630,7 +630,7 @@ std::string idle_remedy(IdleCause cause, const DiagnoseContext& c) {
       return "Take the blocking runtime calls host_blocked names out of the step (create streams, events and "
              "handles once).";
     case IdleCause::kStreamWait:
-      return "Start earlier, or split, the work that launched kernels wait for on other streams (cudaStreamWaitEvent), "
+      return "Start earlier, or split, the work that launched kernels wait for on other streams (" + rt + "StreamWaitEvent), "
              "so the waits overlap compute.";
     case IdleCause::kPeers:
       return "Find the rank that reaches the collectives last (tprof diagnose on the job's trace directory) and fix "

@@ -751,6 +751,16 @@ TEST(RulesPrecision, AllocatorFixSpeaksOfTheMeasuredIterationsNotTheWarmup) {
   EXPECT_GT(f->impact_ns, 20'000'000);
 }
 
+TEST(RulesPrecision, AStreamWaitIsNamedInTheTracesApi) {
+  // SGLang's decode runs on ROCm (hip* calls): its stream waits are
+  // hipStreamWaitEvent (review 2026-11-26, reservations).
+  const Diagnosis d = diagnose(load(kSglang));
+  for (const Finding& f : d.findings) EXPECT_FALSE(contains(f.advice, "cudaStreamWaitEvent")) << f.id << ": " << f.advice;
+  const auto low = std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) { return f.id == "low_gpu_utilization"; });
+  ASSERT_NE(low, d.findings.end());
+  EXPECT_TRUE(contains(low->advice, "(hipStreamWaitEvent)")) << low->advice;
+}
+
 TEST(RulesPrecision, HeavyKernelLaunchNamesALowerPrecisionTheGpuHas) {
   // The tb_plugin resnet50 excerpt runs on a V100 (sm70): its tensor cores
   // take fp16 only. The fix said "bf16 (torch.autocast) or TF32" (review

@@ -132,7 +132,7 @@ std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, con
     }
     if (!x.awaited.empty()) {
       return "Start earlier, or split, " + x.awaited + ", which " + after + launched +
-             " waits for (the event behind a cudaStreamWaitEvent), so the wait overlaps compute. "
+             " waits for (the event behind a " + rt + "StreamWaitEvent), so the wait overlaps compute. "
              "The kernel was launched in time and waited on the device, not on the host.";
     }
     return after + launched + " waits, through another stream, on work that waits for peers: find the rank that "
@@ -161,7 +161,7 @@ std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, con
   switch (cause) {
     case IdleCause::kStreamWait:
       return "Start earlier, or split, the work " + after + launched +
-             " waits for on another stream (the event behind a cudaStreamWaitEvent), so the wait overlaps compute. "
+             " waits for on another stream (the event behind a " + rt + "StreamWaitEvent), so the wait overlaps compute. "
              "The kernel was launched in time and waited on the device, not on the host.";
     case IdleCause::kBlockedSync:
     case IdleCause::kBlockedCopy:
