@@ -197,7 +197,7 @@ void append_steps_summary(std::string* out, const Diagnosis& d) {
   }
   std::sort(spans.begin(), spans.end());
   *out += "\nSteps: " + std::to_string(d.steps.size()) + " (" + step_range(d.steps) + "); first " +
-          format_ns(d.steps.front().cpu_span_ns) + ", median " + format_ns(internal::upper_median(spans)) + ", p90 " +
+          format_ns(d.steps.front().cpu_span_ns) + ", median " + format_ns(internal::mean_median(spans)) + ", p90 " +
           format_ns(internal::nearest_rank(spans, 0.9)) + ", worst step " + std::to_string(worst->step) + " (" +
           format_ns(worst->cpu_span_ns) + ")\n";
   std::vector<double> idle;
@@ -211,12 +211,16 @@ void append_steps_summary(std::string* out, const Diagnosis& d) {
   }
   std::sort(idle.begin(), idle.end());
   if (!has_device(d)) {
-    const std::int64_t median_busy = internal::upper_median(busy);
+    const std::int64_t median_busy = internal::mean_median(busy);
     if (median_busy > 0) *out += "  CPU busy (the steps' thread): median " + format_ns(median_busy) + " a step\n";
     return;
   }
-  std::string line = "  GPU idle: median " + format_pct(idle[idle.size() / 2]) + " of a step";
-  if (!offsets.empty()) line += "; launch -> kernel: median " + format_ns(internal::upper_median(offsets));
+  // The median of an even count is the mean of the two middle values, as
+  // tprof compare and the ranks view print it (internal::mean_median).
+  const std::size_t mid = idle.size() / 2;
+  const double median_idle = idle.size() % 2 == 1 ? idle[mid] : (idle[mid - 1] + idle[mid]) / 2;
+  std::string line = "  GPU idle: median " + format_pct(median_idle) + " of a step";
+  if (!offsets.empty()) line += "; launch -> kernel: median " + format_ns(internal::mean_median(offsets));
   line += "; verdicts:";
   for (auto it = verdicts.rbegin(); it != verdicts.rend(); ++it) {
     line += std::string(it == verdicts.rbegin() ? " " : ", ") + std::to_string(it->second) + " " +
@@ -329,9 +333,16 @@ void append_idle_short(std::string* out, const Diagnosis& d) {
   }
   if (rest > 0) text += ", other " + format_pct(100.0 * static_cast<double>(rest) / static_cast<double>(a.idle_ns));
   // Under the steps' two lines; on a line of its own without steps.
+  // The window runs to the end of the device work the steps launched: past
+  // the last step's end it is not "the steps" the verdict's busy share is of.
+  std::int64_t steps_end = 0;
+  for (const StepVerdict& v : d.steps) steps_end = std::max(steps_end, v.start_ns + v.cpu_span_ns);
+  const std::string of = d.steps.empty()                 ? std::string("the trace")
+                         : a.window_end_ns > steps_end ? "the steps and the work they queued, " + format_ns(window)
+                                                         : std::string("the steps");
   const std::string head = (d.steps.empty() ? "\nGPU idle " : "  GPU idle ") + format_ns(a.idle_ns) + " (" +
                            format_pct(100.0 * static_cast<double>(a.idle_ns) / static_cast<double>(window)) + " of " +
-                           (d.steps.empty() ? "the trace" : "the steps") + ") by cause: ";
+                           of + ") by cause: ";
   if (d.steps.empty()) *out += "\n";
   append_wrapped(out, head.substr(d.steps.empty() ? 1 : 0), text, "    ");
 }
