@@ -243,22 +243,23 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
     }
     std::int64_t startup = 0, exit = 0;
     for (const Interval& r : claimed) {
-      sat_acc(startup, std::max<std::int64_t>(0, std::min(r.end, first) - r.start));
-      sat_acc(exit, std::max<std::int64_t>(0, r.end - std::max(r.start, last)));
+      sat_acc(startup, std::max<std::int64_t>(0, sat_sub(std::min(r.end, first), r.start)));
+      sat_acc(exit, std::max<std::int64_t>(0, sat_sub(r.end, std::max(r.start, last))));
     }
-    if (f.idle_ns > 0 && 2 * sat_add(startup, exit) >= f.idle_ns && sat_add(startup, exit) >= kMinStartupExitNs) {
+    const std::int64_t outside = sat_add(startup, exit);
+    if (f.idle_ns > 0 && sat_add(outside, outside) >= f.idle_ns && outside >= kMinStartupExitNs) {
       const std::string name = range != kNoIndex ? std::string(c.name(range)) : std::string();
       const std::string how =
           c.by_tprof() ? (name.empty() ? std::string("an NVTX range around it with tprof record --nvtx-range NAME, or --delay-ms")
                                        : "tprof record --nvtx-range " + name)
                        : "start torch.profiler after set-up and stop it before exit";
       const std::string phase =
-          name.empty() ? "the device phase (" + how + "), the " + format_ns(last - first) +
+          name.empty() ? "the device phase (" + how + "), the " + format_ns(sat_sub(last, first)) +
                              " from the first kernel to the end of the last device activity"
-                       : "\"" + name + "\" (" + how + "), the " + format_ns(last - first) +
+                       : "\"" + name + "\" (" + how + "), the " + format_ns(sat_sub(last, first)) +
                              " range that holds the measured work";
       if (range != kNoIndex) f.evidence.event("measured_range", c.ref(range));
-      f.evidence.num("startup_idle_ns", startup).num("exit_idle_ns", exit).num("device_phase_ns", last - first);
+      f.evidence.num("startup_idle_ns", startup).num("exit_idle_ns", exit).num("device_phase_ns", sat_sub(last, first));
       f.advice = "Record only " + phase + ": " + format_ns(startup) + " of the GPU's idle time is start-up "
                  "before it and " + format_ns(exit) + " exit after it. A whole-run recording holds the process's "
                  "start-up and exit, where nothing runs on the device and nothing is recorded on the host: no "
@@ -270,7 +271,7 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
         if (std::min(r.end, last) > std::max(r.start, first)) in_phase.push_back({std::max(r.start, first), std::min(r.end, last)});
       }
       const std::int64_t inside = idle_by_cause(p, in_phase)[static_cast<std::size_t>(IdleCause::kUnrecorded)];
-      if (2 * inside >= last - first) {
+      if (sat_add(inside, inside) >= sat_sub(last, first)) {
         f.evidence.num("phase_idle_ns", inside);
         f.advice += " Within it the GPU still idles " + format_ns(inside) + ": " + idle_remedy(IdleCause::kUnrecorded, c);
       }
@@ -294,11 +295,11 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
     }
     for (std::uint32_t e : c.runtime) span_of(c.ts(e), c.end(e));
     for (const DeviceOp& op : c.device) span_of(op.start, op.end);
-    const std::int64_t recorded = std::max<std::int64_t>(0, to - from);
+    const std::int64_t recorded = std::max<std::int64_t>(0, sat_sub(to, from));
     const std::int64_t unrecorded = p.totals()[static_cast<std::size_t>(IdleCause::kUnrecorded)];
     const double edge = kExcerptSpan * static_cast<double>(window);
     if (static_cast<double>(recorded) <= kExcerptSpan * static_cast<double>(window) &&
-        static_cast<double>(from - lo) >= edge && static_cast<double>(hi - to) >= edge &&
+        static_cast<double>(sat_sub(from, lo)) >= edge && static_cast<double>(sat_sub(hi, to)) >= edge &&
         static_cast<double>(unrecorded) >= kExcerptUnrecorded * static_cast<double>(p.idle_ns())) {
       const bool one = steps.size() == 1;
       f.severity = FindingSeverity::kInfo;
