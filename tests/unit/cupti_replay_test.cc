@@ -103,6 +103,24 @@ TEST(CuptiCbidNames, TablesAreSortedAndNamedAsKineto) {
   EXPECT_EQ(driver_cbid_name(1u << 30), "INVALID");
 }
 
+// An H100/H200 SM as the driver describes it (cc 9.0, 132 SMs, 228 KiB of
+// shared memory an SM, 1 KiB reserved a block): no name, no memory size.
+CuptiDevice hopper_device() {
+  CuptiDevice d;
+  d.compute_major = 9;
+  d.max_threads_per_block = 1024;
+  d.max_threads_per_sm = 2048;
+  d.regs_per_block = 65536;
+  d.regs_per_sm = 65536;
+  d.warp_size = 32;
+  d.smem_per_block = 49152;
+  d.smem_per_sm = 233472;
+  d.num_sms = 132;
+  d.smem_reserved_per_block = 1024;
+  d.smem_per_block_optin = 232448;
+  return d;
+}
+
 // ---- kernels ---------------------------------------------------------------------------
 
 TEST(CuptiReplay, KernelsMatchTheH100Fixtures) {
@@ -166,21 +184,9 @@ TEST(CuptiReplay, KernelsMatchTheH100Fixtures) {
 // "deviceProperties": [] and every kernel "blocks per SM": "inf". The
 // source asks the driver instead; a DEVICE record, when one comes, wins.
 TEST(CuptiReplay, DevicesTheDriverDescribesGiveKernelsTheirOccupancyAndTheTraceItsProperties) {
-  CuptiDevice h200;
-  h200.id = 0;
+  CuptiDevice h200 = hopper_device();
   h200.name = "NVIDIA H200";
   h200.global_memory_bytes = 150109880320;
-  h200.compute_major = 9;
-  h200.max_threads_per_block = 1024;
-  h200.max_threads_per_sm = 2048;
-  h200.regs_per_block = 65536;
-  h200.regs_per_sm = 65536;
-  h200.warp_size = 32;
-  h200.smem_per_block = 49152;
-  h200.smem_per_sm = 233472;
-  h200.num_sms = 132;
-  h200.smem_reserved_per_block = 1024;
-  h200.smem_per_block_optin = 232448;
   CuptiRecordConverter c;
   c.add_device_info(h200);
   add(c, kernel(kAddKernel, 4524516491526872, 30529, 1343, {16384, 1, 1}, {128, 1, 1}, 34, 0, 0));
@@ -214,18 +220,7 @@ TEST(CuptiReplay, OccupancyFollowsTheCalculator) {
   add(c, h100_device(0));
   DeviceBatch b;
   c.finish(&b);
-  CuptiDevice d;
-  d.compute_major = 9;
-  d.max_threads_per_block = 1024;
-  d.max_threads_per_sm = 2048;
-  d.regs_per_block = 65536;
-  d.regs_per_sm = 65536;
-  d.warp_size = 32;
-  d.smem_per_block = 49152;
-  d.smem_per_sm = 233472;
-  d.num_sms = 132;
-  d.smem_reserved_per_block = 1024;
-  d.smem_per_block_optin = 232448;
+  const CuptiDevice d = hopper_device();
   // 34 registers round to 40 a thread: 12 blocks of 128 threads fit an SM, 1536 of 2048 threads.
   EXPECT_EQ(estimated_occupancy_percent(d, 34, 0, 0, 128, 124.121216f), 75);
   // Fewer blocks than fit: the grid caps it (8 blocks of 128 over 2048 threads).
