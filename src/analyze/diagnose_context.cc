@@ -443,14 +443,8 @@ bool json_space(char ch) { return ch == ' ' || ch == '\n' || ch == '\t' || ch ==
 // is there once and its value is a flat array of integers, written as the
 // source writes them; false (out unchanged in meaning) otherwise.
 bool append_int_array(std::string_view json, std::string_view key, std::string_view name, std::string* out) {
-  const std::size_t k = json.find(key);
-  if (k == std::string_view::npos || json.find(key, k + 1) != std::string_view::npos) return false;
-  std::size_t p = k + key.size();
-  while (p < json.size() && json_space(json[p])) ++p;
-  if (p >= json.size() || json[p] != ':') return false;
-  ++p;
-  while (p < json.size() && json_space(json[p])) ++p;
-  if (p >= json.size() || json[p] != '[') return false;
+  std::size_t p = array_value_at(json, key);
+  if (p == std::string_view::npos) return false;
   ++p;
   if (!out->empty()) *out += ' ';
   *out += name;

@@ -217,15 +217,8 @@ struct OpInfo {
 // matched (strings skipped, escapes honoured); empty when the key is not
 // there, is there twice, or its value is not an array.
 std::string_view array_after(std::string_view json, std::string_view quoted_key) {
-  const std::size_t k = json.find(quoted_key);
-  if (k == std::string_view::npos || json.find(quoted_key, k + 1) != std::string_view::npos) return {};
-  std::size_t p = k + quoted_key.size();
-  const auto space = [](char ch) { return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r'; };
-  while (p < json.size() && space(json[p])) ++p;
-  if (p >= json.size() || json[p] != ':') return {};
-  ++p;
-  while (p < json.size() && space(json[p])) ++p;
-  if (p >= json.size() || json[p] != '[') return {};
+  std::size_t p = array_value_at(json, quoted_key);
+  if (p == std::string_view::npos) return {};
   const std::size_t open = p;
   int depth = 0;
   for (; p < json.size(); ++p) {

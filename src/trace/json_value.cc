@@ -120,4 +120,18 @@ const JsonValue* JsonValue::find(std::string_view key) const {
   return nullptr;
 }
 
+std::size_t array_value_at(std::string_view json, std::string_view quoted_key) {
+  const std::size_t k = json.find(quoted_key);
+  if (k == std::string_view::npos || json.find(quoted_key, k + 1) != std::string_view::npos) {
+    return std::string_view::npos;
+  }
+  const auto space = [](char ch) { return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r'; };
+  std::size_t p = k + quoted_key.size();
+  while (p < json.size() && space(json[p])) ++p;
+  if (p >= json.size() || json[p] != ':') return std::string_view::npos;
+  ++p;
+  while (p < json.size() && space(json[p])) ++p;
+  return p < json.size() && json[p] == '[' ? p : std::string_view::npos;
+}
+
 }  // namespace tprof::internal

@@ -2,6 +2,7 @@
 // test manifests. Trace-sized input never goes through it (see reader.cc).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -51,5 +52,11 @@ class JsonValue {
   std::vector<JsonValue> items_;
   std::vector<std::pair<std::string, JsonValue>> members_;
 };
+
+// In a flat args object's text, the offset of the '[' that opens the value
+// of `quoted_key` (written with its quotes: "\"grid\""), or npos when the
+// key is absent, appears twice, or its value is not an array. For readers
+// that take one or two arrays in place instead of parsing the object.
+std::size_t array_value_at(std::string_view json, std::string_view quoted_key);
 
 }  // namespace tprof::internal
