@@ -378,28 +378,39 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
   std::vector<std::uint32_t> kernel_of(t.strings.size(), kNoIndex);
   std::vector<std::int8_t> class_by_name(t.strings.size(), -1);
   std::vector<std::vector<std::pair<double, std::int64_t>>> sized;  // per kernel: (amount, ns) per instance, -1 unknown
+  // The ops that launched device work, their args read in file order (by
+  // event): args are paged in from the source as they are read, and reads
+  // in the device's time order paged it in again and again.
+  auto op_of = [&](const DeviceOp& op) -> std::uint32_t {
+    std::int64_t id = ev.external_id[op.event];
+    if (id < 0 && op.launch != kNoIndex) id = ev.external_id[op.launch];
+    if (id < 0) return kNoIndex;
+    const auto it = op_by_id.find(id);
+    return it == op_by_id.end() ? kNoIndex : it->second;
+  };
+  std::vector<std::uint32_t> launching;
+  for (const DeviceOp& op : c.device) {
+    const std::uint32_t e = op_of(op);
+    if (e != kNoIndex && ops.try_emplace(e, nullptr).second) launching.push_back(e);
+  }
+  std::sort(launching.begin(), launching.end());
+  for (const std::uint32_t e : launching) {
+    const OpArgs a = op_args(t, e);
+    if (a.found) {
+      auto [parsed, first] = by_args.try_emplace(ArgsKey{ev.name[e], a.dims, a.types});
+      if (first) parsed->second = op_info_of(t.name(e), a);
+      ops[e] = &parsed->second;
+    } else {
+      unparsed.push_back(op_info(t, e));
+      ops[e] = &unparsed.back();
+    }
+  }
   for (const DeviceOp& op : c.device) {
     const std::int64_t dur = std::max<std::int64_t>(0, op.end - op.start);
     sat_acc(out.total_ns, dur);
     const std::string_view name = t.name(op.event);
-    std::int64_t id = ev.external_id[op.event];
-    if (id < 0 && op.launch != kNoIndex) id = ev.external_id[op.launch];
-    const OpInfo* info = nullptr;
-    if (auto it = op_by_id.find(id); id >= 0 && it != op_by_id.end()) {
-      auto [at, fresh] = ops.try_emplace(it->second, nullptr);
-      if (fresh) {
-        const OpArgs a = op_args(t, it->second);
-        if (a.found) {
-          auto [parsed, first] = by_args.try_emplace(ArgsKey{ev.name[it->second], a.dims, a.types});
-          if (first) parsed->second = op_info_of(t.name(it->second), a);
-          at->second = &parsed->second;
-        } else {
-          unparsed.push_back(op_info(t, it->second));
-          at->second = &unparsed.back();
-        }
-      }
-      info = at->second;
-    }
+    const std::uint32_t launched_by = op_of(op);
+    const OpInfo* info = launched_by == kNoIndex ? nullptr : ops.at(launched_by);
     const StrId name_id = ev.name[op.event];
     std::int8_t& named = class_by_name[name_id];
     if (named < 0 && op.cls != DeviceClass::kComm && op.cls != DeviceClass::kMemcpy &&

@@ -1,5 +1,7 @@
 #include "src/trace/json_value.h"
 
+#include <string.h>  // memmem (GNU)
+
 #include "src/trace/json_cursor.h"
 
 namespace tprof::internal {
@@ -120,9 +122,22 @@ const JsonValue* JsonValue::find(std::string_view key) const {
   return nullptr;
 }
 
+namespace {
+
+// memmem: string_view::find stops at every occurrence of the key's first
+// character, and in an args object that is every '"' (a third of diagnose's
+// in-place reads on a 200 MB trace); glibc's memmem skips ahead by pairs.
+std::size_t find_in(std::string_view hay, std::string_view needle, std::size_t from) {
+  if (from > hay.size()) return std::string_view::npos;
+  const void* at = memmem(hay.data() + from, hay.size() - from, needle.data(), needle.size());
+  return at == nullptr ? std::string_view::npos : static_cast<std::size_t>(static_cast<const char*>(at) - hay.data());
+}
+
+}  // namespace
+
 std::size_t array_value_at(std::string_view json, std::string_view quoted_key) {
-  const std::size_t k = json.find(quoted_key);
-  if (k == std::string_view::npos || json.find(quoted_key, k + 1) != std::string_view::npos) {
+  const std::size_t k = find_in(json, quoted_key, 0);
+  if (k == std::string_view::npos || find_in(json, quoted_key, k + 1) != std::string_view::npos) {
     return std::string_view::npos;
   }
   const auto space = [](char ch) { return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r'; };
