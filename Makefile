@@ -48,7 +48,7 @@ test-asan: setup
 test-tsan: setup
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DTPROF_SANITIZE=thread -DTPROF_UNIT_TESTS_ONLY=ON
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target capture_test capture_events_test capture_load_test capture_spill_test reader_test rules_peers_test rules_cheatsheet_a_test serve_test
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target capture_test capture_events_test capture_load_test capture_spill_test reader_test rules_peers_test rules_cheatsheet_a_test diagnose_threads_test serve_test
 	$(TSAN_BUILD)/tests/unit/capture_test --gtest_brief=1
 	$(TSAN_BUILD)/tests/unit/capture_events_test --gtest_brief=1
 	$(TSAN_BUILD)/tests/unit/capture_load_test --gtest_brief=1
@@ -56,6 +56,7 @@ test-tsan: setup
 	$(TSAN_BUILD)/tests/unit/reader_test --gtest_brief=1
 	$(TSAN_BUILD)/tests/unit/rules_peers_test --gtest_brief=1
 	$(TSAN_BUILD)/tests/unit/rules_cheatsheet_a_test --gtest_brief=1
+	$(TSAN_BUILD)/tests/unit/diagnose_threads_test --gtest_brief=1 --gtest_filter=DiagnoseThreads.*
 	$(TSAN_BUILD)/tests/unit/serve_test --gtest_brief=1
 
 # The blog's experiment on the CPU (examples/README.md): 64x64 (overhead-bound)

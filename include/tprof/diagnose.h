@@ -265,6 +265,9 @@ struct Diagnosis {
 struct DiagnoseOptions {
   // Run only these rule ids (empty: all).
   std::vector<std::string> only{};
+  // Threads the rules run on: 0, the machine's cores; 1, one after another
+  // on the calling thread. The findings do not depend on it.
+  int threads = 0;
 };
 
 // Runs every rule. Never fails: a trace without steps or device activity

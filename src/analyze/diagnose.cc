@@ -4,7 +4,9 @@
 #include "tprof/diagnose.h"
 
 #include <algorithm>
+#include <atomic>
 #include <future>
+#include <thread>
 
 #include "src/analyze/breakdowns.h"
 #include "src/analyze/causes.h"
@@ -123,13 +125,69 @@ bool internal::by_impact(const Finding& a, const Finding& b) {
   return a.severity > b.severity;
 }
 
+namespace internal {
+namespace {
+
+// Runs the selected rules, on up to `threads` threads, and returns their
+// findings in registry order: the same findings, in the same order, as
+// running them one after another. The rules that claim idle time run in
+// order as one task (each reads what the ones before it claimed); every
+// other rule is a task of its own, handed to whichever thread is free.
+std::vector<Finding> run_rules(const DiagnoseContext& c, const DiagnoseOptions& options) {
+  const std::span<const RuleInfo> rules = all_rules();
+  std::vector<std::size_t> chain, alone;
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const RuleInfo& r = rules[i];
+    if (!options.only.empty() && std::find(options.only.begin(), options.only.end(), r.id) == options.only.end()) continue;
+    (r.claims_idle ? chain : alone).push_back(i);
+  }
+  std::vector<std::vector<Finding>> found(rules.size());
+  auto run_chain = [&] {
+    std::vector<Finding> claimed;  // every finding so far: what claimable_idle reads
+    std::vector<std::size_t> ends;
+    for (const std::size_t i : chain) {
+      rules[i].fn(c, &claimed);
+      ends.push_back(claimed.size());
+    }
+    std::size_t from = 0;
+    for (std::size_t k = 0; k < chain.size(); ++k) {
+      found[chain[k]].assign(std::make_move_iterator(claimed.begin() + static_cast<std::ptrdiff_t>(from)),
+                             std::make_move_iterator(claimed.begin() + static_cast<std::ptrdiff_t>(ends[k])));
+      from = ends[k];
+    }
+  };
+  // Task 0 is the chain (the longest: it builds the idle partition first).
+  const std::size_t tasks = 1 + alone.size();
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t t = next++; t < tasks; t = next++) {
+      if (t == 0) {
+        run_chain();
+      } else {
+        const std::size_t i = alone[t - 1];
+        rules[i].fn(c, &found[i]);
+      }
+    }
+  };
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t threads =
+      std::min<std::size_t>(tasks, options.threads > 0 ? static_cast<std::size_t>(options.threads) : cores);
+  std::vector<std::future<void>> helpers;
+  for (std::size_t k = 1; k < threads; ++k) helpers.push_back(std::async(std::launch::async, work));
+  work();
+  for (std::future<void>& h : helpers) h.get();  // rethrows a helper's exception
+  std::vector<Finding> all;
+  for (std::vector<Finding>& v : found) std::move(v.begin(), v.end(), std::back_inserter(all));
+  return all;
+}
+
+}  // namespace
+}  // namespace internal
+
 Diagnosis internal::diagnose(const DiagnoseContext& c, const DiagnoseOptions& options) {
   std::future<Breakdowns> breakdowns = std::async(std::launch::async, internal::compute_breakdowns, std::cref(c));
   Diagnosis d;
-  for (const internal::RuleInfo& r : internal::all_rules()) {
-    if (!options.only.empty() && std::find(options.only.begin(), options.only.end(), r.id) == options.only.end()) continue;
-    r.fn(c, &d.findings);
-  }
+  d.findings = run_rules(c, options);
   // The saving per step: averaged over the recorded steps where the rule did
   // not measure it per step (a one-time cost shows as its share of a step).
   // A saving that is GPU idle time the finding claims is at most what a

@@ -292,7 +292,7 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
     for (auto& [d, v] : by_device) busy_by_device_.emplace_back(d, CoverageIndex(std::move(v)));
     busy_all_ = CoverageIndex(std::move(all));
   }
-  if (rows.valid()) set_averages(rows.get());
+  if (rows.valid()) std::call_once(averages_once_, [&] { set_averages(rows.get()); });
 }
 
 std::int64_t DiagnoseContext::median_step_idle_ns() const {
@@ -503,17 +503,17 @@ std::string DiagnoseContext::launch_shape(std::uint32_t e) const {
 }
 
 const std::vector<StatRow>& DiagnoseContext::averages() const {
-  if (!averages_) set_averages(torch_averages(trace));
+  std::call_once(averages_once_, [&] { set_averages(torch_averages(trace)); });
   return *averages_;
 }
 
 const IdlePartition& DiagnoseContext::idle() const {
-  if (!idle_) idle_ = std::make_shared<const IdlePartition>(*this);
+  std::call_once(idle_once_, [&] { idle_ = std::make_shared<const IdlePartition>(*this); });
   return *idle_;
 }
 
 const Efficiency& DiagnoseContext::efficiency() const {
-  if (!efficiency_) efficiency_ = std::make_shared<const Efficiency>(compute_efficiency(*this));
+  std::call_once(efficiency_once_, [&] { efficiency_ = std::make_shared<const Efficiency>(compute_efficiency(*this)); });
   return *efficiency_;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -84,13 +85,14 @@ class DiagnoseContext {
 
   // torch's key_averages() rows and the two totals torch prints under its
   // table: computed by the constructor when with_averages, else on first
-  // use (which is then not thread-safe).
+  // use. The lazy members (these, idle(), efficiency()) are built once, by
+  // the first thread that asks; the others wait for it (diagnose runs its
+  // rules on several threads).
   const std::vector<StatRow>& averages() const;
   std::int64_t self_cpu_total_ns() const;
   std::int64_t self_device_total_ns() const;
   // The GPU idle time partitioned by cause (src/analyze/idle.h): built on
-  // first use, which is then not thread-safe (diagnose's rules and verdicts
-  // run on one thread).
+  // first use.
   const IdlePartition& idle() const;
 
   // Kernel classes and achieved rates against the device's peak
@@ -206,6 +208,7 @@ class DiagnoseContext {
   bool torch_ = true;
   std::int64_t graph_launches_ = 0;
   std::int64_t graph_captures_ = 0;
+  mutable std::once_flag averages_once_, efficiency_once_, idle_once_;
   mutable std::optional<std::vector<StatRow>> averages_;
   mutable std::shared_ptr<const Efficiency> efficiency_;
   mutable std::shared_ptr<const IdlePartition> idle_;

@@ -145,7 +145,7 @@ int run(int argc, const char* const* argv) {
   app.add_flag("--strict", global_options().strict,
                "Refuse a trace with a syntax error inside traceEvents (default: skip the damaged bytes to the next "
                "event, keep the rest, and say so in a skipped_bytes diagnostic)");
-  app.add_option("--threads", global_options().threads, "Parser threads (0 = all cores, at most 256)")
+  app.add_option("--threads", global_options().threads, "Parser and diagnose threads (0 = all cores, at most 256)")
       ->check(CLI::Range(0, tprof::kMaxReaderThreads));
   app.add_option("--max-inflated-mib", global_options().max_inflated_mib,
                  "A .gz may inflate to at most this many MiB (0 = half the physical memory)")

@@ -57,7 +57,7 @@ void add_diagnose_command(CLI::App& app, int* rc) {
       *rc = kExitBadInput;
       return;
     }
-    const Diagnosis d = diagnose(*trace, {.only = a->only});
+    const Diagnosis d = diagnose(*trace, {.only = a->only, .threads = global_options().threads});
     const std::string text = a->format == "json" ? format_diagnosis_json(*trace, d)
                              : a->format == "md" ? format_diagnosis_md(*trace, d)
                                                  : format_diagnosis_text(*trace, d, {.verbose = a->verbose});

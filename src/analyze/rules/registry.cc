@@ -1,11 +1,13 @@
-// The order rules run in (findings are sorted afterwards).
+// Every rule in registry order (findings are sorted afterwards), and which
+// of them claim GPU idle time (rules.h).
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
 
 std::span<const RuleInfo> all_rules() {
+  constexpr bool kClaims = true;
   static constexpr RuleInfo kRules[] = {
-      {"overhead_bound", rule_overhead_bound},
+      {"overhead_bound", rule_overhead_bound, kClaims},
       {"compute_bound", rule_compute_bound},
       {"hotspot", rule_hotspot},
       {"many_calls", rule_many_calls},
@@ -15,24 +17,24 @@ std::span<const RuleInfo> all_rules() {
       {"heavy_kernel_launch", rule_heavy_kernel_launch},
       {"sync_at_window_end", rule_sync_at_window_end},
       {"hidden_memcpy", rule_hidden_memcpy},
-      {"profiler_buffer_request", rule_profiler_buffer_request},
-      {"kernel_gap", rule_kernel_gap},
+      {"profiler_buffer_request", rule_profiler_buffer_request, kClaims},
+      {"kernel_gap", rule_kernel_gap, kClaims},
       {"kernel_variance", rule_kernel_variance},
       {"cpu_gpu_offset", rule_cpu_gpu_offset},
       {"bmm_dispatch", rule_bmm_dispatch},
       {"addmm_fusion", rule_addmm_fusion},
-      {"compile_overhead", rule_compile_overhead},
+      {"compile_overhead", rule_compile_overhead, kClaims},
       {"recompilation", rule_recompilation},
       {"memory_bound_elementwise", rule_memory_bound_elementwise},
       {"fp32_math", rule_fp32_math},
-      {"kernel_launch_stats", rule_kernel_launch_stats},
-      {"low_gpu_utilization", rule_low_gpu_utilization},
+      {"kernel_launch_stats", rule_kernel_launch_stats, kClaims},
+      {"low_gpu_utilization", rule_low_gpu_utilization, kClaims},
       {"dataloader_bound", rule_dataloader_bound},
       {"comm_exposed", rule_comm_exposed},
       {"memory_pressure", rule_memory_pressure},
-      {"sync_api", rule_sync_api},
+      {"sync_api", rule_sync_api, kClaims},
       {"pageable_memcpy", rule_pageable_memcpy},
-      {"host_blocked", rule_host_blocked},
+      {"host_blocked", rule_host_blocked, kClaims},
       {"truncated_trace", rule_truncated_trace},
       {"dropped_events", rule_dropped_events},
       {"overlapping_kernels", rule_overlapping_kernels},

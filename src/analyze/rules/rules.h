@@ -13,13 +13,22 @@
 
 namespace tprof::internal {
 
+// A rule reads the context and appends its findings to *out. Only the
+// rules that claim GPU idle time, or discount what earlier ones claimed
+// (claims_idle), read *out: they take the idle time no earlier claiming
+// rule took (claimable_idle, src/analyze/idle.h), so they run one after
+// another in registry order; every other
+// rule sees nothing but the context and may run on any thread alongside
+// them (diagnose.cc). A rule that is not marked never sets idle_claim
+// (DiagnoseRules.OnlyMarkedRulesClaimIdleTime checks it on real traces).
 using RuleFn = void (*)(const DiagnoseContext& c, std::vector<Finding>* out);
 struct RuleInfo {
   std::string_view id;
   RuleFn fn;
+  bool claims_idle = false;
 };
 
-// Every rule, in the order they run.
+// Every rule, in registry order: the order findings of equal impact keep.
 std::span<const RuleInfo> all_rules();
 
 // The blog's cheatsheet (docs/trace-reading.md).

@@ -1,0 +1,84 @@
+// diagnose runs its rules on several threads (src/analyze/diagnose.cc): the
+// findings must not depend on how many, and only the rules the registry marks
+// as claiming GPU idle time may read or set claims (the others run alongside
+// them, in any order). Over every real GPU trace in tests/data and a few
+// CPU-only ones.
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "src/analyze/rules/rules.h"
+#include "tprof/diagnose.h"
+#include "tprof/read.h"
+
+namespace tprof {
+namespace {
+
+std::vector<std::string> traces() {
+  const std::filesystem::path data = TPROF_TEST_DATA;
+  std::vector<std::string> out;
+  for (const char* dir : {"gpu/h200-tprof", "gpu/h100-torch-2.11", "gpu/h100-tprof", "public", "torch-1.13/blog"}) {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(data / dir)) {
+      const std::string p = e.path().string();
+      if (e.is_regular_file() && (p.ends_with(".json") || p.ends_with(".json.gz"))) out.push_back(p);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(DiagnoseThreads, ManyThreadsGiveTheFindingsOfOne) {
+  const std::vector<std::string> paths = traces();
+  ASSERT_GE(paths.size(), 40u);
+  int with_findings = 0;
+  for (const std::string& p : paths) {
+    SCOPED_TRACE(p);
+    Result<Trace> t = read_trace(p);
+    ASSERT_TRUE(t.has_value()) << t.error().message();
+    const Diagnosis one = diagnose(*t, {.threads = 1});
+    const std::string want = format_diagnosis_json(*t, one);
+    // More threads than this machine has cores: the rules interleave.
+    for (int threads : {2, 8}) {
+      EXPECT_EQ(format_diagnosis_json(*t, diagnose(*t, {.threads = threads})), want) << threads << " threads";
+    }
+    with_findings += one.findings.empty() ? 0 : 1;
+  }
+  EXPECT_GE(with_findings, 30);
+}
+
+TEST(DiagnoseThreads, ASubsetOfRulesKeepsItsChainOfClaims) {
+  // Two claiming rules and two others: the claims the later one makes are
+  // what the earlier one left, on any number of threads.
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/gpu/h200-tprof/64_bf16_warm_eager.json");
+  ASSERT_TRUE(t.has_value());
+  const std::vector<std::string> only = {"overhead_bound", "hotspot", "low_gpu_utilization", "kernel_variance"};
+  const std::string want = format_diagnosis_json(*t, diagnose(*t, {.only = only, .threads = 1}));
+  EXPECT_EQ(format_diagnosis_json(*t, diagnose(*t, {.only = only, .threads = 4})), want);
+  EXPECT_NE(want.find("\"overhead_bound\""), std::string::npos);
+}
+
+TEST(DiagnoseRules, OnlyMarkedRulesClaimIdleTime) {
+  const std::vector<std::string> paths = traces();
+  int claims = 0;
+  for (const internal::RuleInfo& r : internal::all_rules()) {
+    for (const std::string& p : paths) {
+      Result<Trace> t = read_trace(p);
+      ASSERT_TRUE(t.has_value());
+      for (const Finding& f : diagnose(*t, {.only = {std::string(r.id)}, .threads = 1}).findings) {
+        if (f.id != r.id || f.idle_claim.empty()) continue;
+        EXPECT_TRUE(r.claims_idle) << r.id << " claims idle time in " << p
+                                   << " but is not marked claims_idle in registry.cc: it may run before a rule "
+                                      "that must not claim the same time";
+        ++claims;
+      }
+    }
+  }
+  // The marked rules do claim on these traces (the check above is not empty).
+  EXPECT_GE(claims, 20);
+}
+
+}  // namespace
+}  // namespace tprof
