@@ -438,12 +438,11 @@ namespace {
 
 bool json_space(char ch) { return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r'; }
 
-// Appends `name [a, b, c]` for the args' `"name": [a, b, c]` (key: the
-// quoted name) when the key
-// is there once and its value is a flat array of integers, written as the
-// source writes them; false (out unchanged in meaning) otherwise.
-bool append_int_array(std::string_view json, std::string_view key, std::string_view name, std::string* out) {
-  std::size_t p = array_value_at(json, key);
+// Appends `name [a, b, c]` for the args' top-level `"name": [a, b, c]`
+// when its value is a flat array of integers, written as the source writes
+// them; false (out unchanged in meaning) otherwise.
+bool append_int_array(std::string_view json, std::string_view name, std::string* out) {
+  std::size_t p = array_value_at(json, name);
   if (p == std::string_view::npos) return false;
   ++p;
   if (!out->empty()) *out += ' ';
@@ -479,7 +478,7 @@ std::string DiagnoseContext::launch_shape(std::uint32_t e) const {
   // them per kernel instance was a tenth of diagnose on a 50 MB trace).
   {
     std::string fast;
-    if (append_int_array(json, "\"grid\"", "grid", &fast) && append_int_array(json, "\"block\"", "block", &fast)) {
+    if (append_int_array(json, "grid", &fast) && append_int_array(json, "block", &fast)) {
       return fast;
     }
   }

@@ -213,29 +213,6 @@ struct OpInfo {
   bool has_dims = false;
 };
 
-// The array that follows `quoted_key:` in an args object, brackets
-// matched (strings skipped, escapes honoured); empty when the key is not
-// there, is there twice, or its value is not an array.
-std::string_view array_after(std::string_view json, std::string_view quoted_key) {
-  std::size_t p = array_value_at(json, quoted_key);
-  if (p == std::string_view::npos) return {};
-  const std::size_t open = p;
-  int depth = 0;
-  for (; p < json.size(); ++p) {
-    const char ch = json[p];
-    if (ch == '"') {
-      for (++p; p < json.size() && json[p] != '"'; ++p) {
-        if (json[p] == '\\') ++p;
-      }
-    } else if (ch == '[') {
-      ++depth;
-    } else if (ch == ']' && --depth == 0) {
-      return json.substr(open, p - open + 1);
-    }
-  }
-  return {};
-}
-
 // The two args efficiency reads, as text: the same for every instance of
 // an op with the same shapes and types (the rest of the args, External
 // id and sequence numbers, differs per instance).
@@ -251,12 +228,15 @@ OpArgs op_args(const Trace& t, std::uint32_t e) {
     a.found = true;
     return a;
   }
-  a.dims = array_after(raw, "\"Input Dims\"");
-  a.types = array_after(raw, "\"Input type\"");
-  // Not found in place: present but unreadable this way, or absent; the
-  // whole object decides.
-  a.found = (!a.dims.empty() || raw.find("\"Input Dims\"") == std::string_view::npos) &&
-            (!a.types.empty() || raw.find("\"Input type\"") == std::string_view::npos);
+  static constexpr std::string_view kKeys[] = {"Input Dims", "Input type"};
+  std::string_view v[2];
+  if (!member_values(raw, kKeys, v)) return a;
+  // A value that is not an array: the whole object decides.
+  const auto array = [](std::string_view x) { return !x.empty() && x.front() == '['; };
+  if ((!v[0].empty() && !array(v[0])) || (!v[1].empty() && !array(v[1]))) return a;
+  a.dims = v[0];
+  a.types = v[1];
+  a.found = true;
   return a;
 }
 

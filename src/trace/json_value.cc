@@ -1,6 +1,6 @@
 #include "src/trace/json_value.h"
 
-#include <string.h>  // memmem (GNU)
+#include <cstring>
 
 #include "src/trace/json_cursor.h"
 
@@ -124,29 +124,102 @@ const JsonValue* JsonValue::find(std::string_view key) const {
 
 namespace {
 
-// memmem: string_view::find stops at every occurrence of the key's first
-// character, and in an args object that is every '"' (a third of diagnose's
-// in-place reads on a 200 MB trace); glibc's memmem skips ahead by pairs.
-std::size_t find_in(std::string_view hay, std::string_view needle, std::size_t from) {
-  if (from > hay.size()) return std::string_view::npos;
-  const void* at = memmem(hay.data() + from, hay.size() - from, needle.data(), needle.size());
-  return at == nullptr ? std::string_view::npos : static_cast<std::size_t>(static_cast<const char*>(at) - hay.data());
+bool space(char ch) { return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r'; }
+
+// p at an opening '"': the offset just past its closing quote, or npos.
+std::size_t past_string(std::string_view s, std::size_t p) {
+  for (++p;;) {
+    const void* q = memchr(s.data() + p, '"', s.size() - p);
+    if (q == nullptr) return std::string_view::npos;
+    std::size_t at = static_cast<std::size_t>(static_cast<const char*>(q) - s.data());
+    std::size_t slashes = 0;
+    while (at - slashes > p && s[at - slashes - 1] == '\\') ++slashes;
+    if (slashes % 2 == 0) return at + 1;
+    p = at + 1;
+  }
+}
+
+// p at a value's first character: the offset just past the value, or npos.
+std::size_t past_value(std::string_view s, std::size_t p) {
+  const char first = s[p];
+  if (first == '"') return past_string(s, p);
+  if (first == '[' || first == '{') {
+    char open[kMaxDepth];  // the closing bracket each open one needs
+    std::size_t depth = 0;
+    while (p < s.size()) {
+      const char ch = s[p];
+      if (ch == '"') {
+        p = past_string(s, p);
+        if (p == std::string_view::npos) return p;
+        continue;
+      }
+      if (ch == '[' || ch == '{') {
+        if (depth == kMaxDepth) return std::string_view::npos;
+        open[depth++] = ch == '[' ? ']' : '}';
+      } else if (ch == ']' || ch == '}') {
+        if (ch != open[--depth]) return std::string_view::npos;
+        if (depth == 0) return p + 1;
+      }
+      ++p;
+    }
+    return std::string_view::npos;
+  }
+  while (p < s.size() && s[p] != ',' && s[p] != '}' && s[p] != ']' && !space(s[p])) ++p;
+  return p;
 }
 
 }  // namespace
 
-std::size_t array_value_at(std::string_view json, std::string_view quoted_key) {
-  const std::size_t k = find_in(json, quoted_key, 0);
-  if (k == std::string_view::npos || find_in(json, quoted_key, k + 1) != std::string_view::npos) {
+bool member_values(std::string_view json, std::span<const std::string_view> keys, std::span<std::string_view> values) {
+  for (std::string_view& v : values) v = {};
+  for (std::string_view k : keys) {
+    if (k.find('\\') != std::string_view::npos || k.find('"') != std::string_view::npos) return false;
+  }
+  std::size_t p = 0, found = 0;
+  const auto skip_space = [&] {
+    while (p < json.size() && space(json[p])) ++p;
+  };
+  skip_space();
+  if (p >= json.size() || json[p] != '{') return false;
+  ++p;
+  skip_space();
+  if (p < json.size() && json[p] == '}') return true;
+  while (true) {
+    if (p >= json.size() || json[p] != '"') return false;
+    const std::size_t key_end = past_string(json, p);
+    if (key_end == std::string_view::npos) return false;
+    const std::string_view key = json.substr(p + 1, key_end - p - 2);
+    p = key_end;
+    skip_space();
+    if (p >= json.size() || json[p] != ':') return false;
+    ++p;
+    skip_space();
+    if (p >= json.size()) return false;
+    const std::size_t value_end = past_value(json, p);
+    if (value_end == std::string_view::npos || value_end == p) return false;
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      if (values[k].empty() && key == keys[k]) {
+        values[k] = json.substr(p, value_end - p);
+        if (++found == keys.size()) return true;  // the first of each: what JsonValue::find returns
+      }
+    }
+    p = value_end;
+    skip_space();
+    if (p < json.size() && json[p] == ',') {
+      ++p;
+      skip_space();
+      continue;
+    }
+    return p < json.size() && json[p] == '}';
+  }
+}
+
+std::size_t array_value_at(std::string_view json, std::string_view key) {
+  std::string_view value;
+  if (!member_values(json, std::span(&key, 1), std::span(&value, 1)) || value.empty() || value.front() != '[') {
     return std::string_view::npos;
   }
-  const auto space = [](char ch) { return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r'; };
-  std::size_t p = k + quoted_key.size();
-  while (p < json.size() && space(json[p])) ++p;
-  if (p >= json.size() || json[p] != ':') return std::string_view::npos;
-  ++p;
-  while (p < json.size() && space(json[p])) ++p;
-  return p < json.size() && json[p] == '[' ? p : std::string_view::npos;
+  return static_cast<std::size_t>(value.data() - json.data());
 }
 
 }  // namespace tprof::internal

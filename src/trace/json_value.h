@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,10 +54,21 @@ class JsonValue {
   std::vector<std::pair<std::string, JsonValue>> members_;
 };
 
-// In a flat args object's text, the offset of the '[' that opens the value
-// of `quoted_key` (written with its quotes: "\"grid\""), or npos when the
-// key is absent, appears twice, or its value is not an array. For readers
-// that take one or two arrays in place instead of parsing the object.
-std::size_t array_value_at(std::string_view json, std::string_view quoted_key);
+// The values of `keys` among the top-level members of the JSON object
+// `json`, as text, found in one pass that skips every other value without
+// parsing it: values[k] is the first member named keys[k] (an array or
+// object with its brackets, a string with its quotes, a number or literal),
+// empty when there is none. It stops at the last wanted key, so it checks
+// the text up to there only (the reader has checked the args already).
+// False when the text is not an object this pass reads (malformed up to
+// there, or a wanted key written with escapes): parse it whole.
+// For readers that take one or two args in place per event (diagnose's
+// launch shapes, efficiency's input dims and types).
+bool member_values(std::string_view json, std::span<const std::string_view> keys, std::span<std::string_view> values);
+
+// In an args object's text, the offset of the '[' that opens the value of
+// top-level member `key`, or npos when the key is absent, its value is not
+// an array, or member_values cannot read the object.
+std::size_t array_value_at(std::string_view json, std::string_view key);
 
 }  // namespace tprof::internal

@@ -176,5 +176,50 @@ TEST(JsonValue, ErrorOffsetsIncludeTheBase) {
   EXPECT_EQ(v.error().byte_offset(), 104);
 }
 
+// member_values reads top-level members in place; what it returns must be
+// what a whole parse finds (JsonValue::find: the first member of a name).
+TEST(MemberValues, TopLevelMembersAsTextLikeAWholeParse) {
+  constexpr std::string_view kKeys[] = {"Input Dims", "Input type", "grid"};
+  std::string_view v[3];
+  const std::string_view args =
+      R"( { "External id": 4, "name": "a \"Input Dims\": [9]", "nested": {"grid": [1]},)"
+      R"( "Input Dims" :  [[16, 32], [], [2]], "s": "}]\\", "Input type": ["c10::BFloat16", "Scalar"] } )";
+  ASSERT_TRUE(member_values(args, kKeys, v));
+  EXPECT_EQ(v[0], "[[16, 32], [], [2]]");  // not the one inside a string
+  EXPECT_EQ(v[1], R"(["c10::BFloat16", "Scalar"])");
+  EXPECT_EQ(v[2], "");  // only inside a nested object
+  auto whole = JsonValue::parse(args);
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->find("Input Dims")->items().size(), 3u);
+  EXPECT_EQ(whole->find("grid"), nullptr);
+  EXPECT_EQ(array_value_at(args, "Input Dims"), args.find("[[16"));
+  EXPECT_EQ(array_value_at(args, "External id"), std::string_view::npos);  // not an array
+}
+
+TEST(MemberValues, TheFirstOfARepeatedNameAndEveryValueKind) {
+  constexpr std::string_view kKeys[] = {"a", "b", "c", "d", "e"};
+  std::string_view v[5];
+  ASSERT_TRUE(member_values(R"({"a": -1.5e3, "b": true, "a": 2, "c": null, "d": {"x": [1, {"y": "]"}]}, "e": "q"})",
+                            kKeys, v));
+  EXPECT_EQ(v[0], "-1.5e3");
+  EXPECT_EQ(v[1], "true");
+  EXPECT_EQ(v[2], "null");
+  EXPECT_EQ(v[3], R"({"x": [1, {"y": "]"}]})");
+  EXPECT_EQ(v[4], R"("q")");
+  ASSERT_TRUE(member_values("{}", kKeys, v));
+  EXPECT_EQ(v[0], "");
+}
+
+TEST(MemberValues, WhatItCannotReadIsLeftToAWholeParse) {
+  constexpr std::string_view kKeys[] = {"grid"};
+  std::string_view v[1];
+  for (std::string_view bad : {"", "[1]", "{\"grid\": [1, 2}", "{\"grid\" [1]}", "{\"x\": 1 \"grid\": [1]}", "{\"grid\": [{]}]}",
+                               "{\"grid\": \"unterminated}", "{\"grid\":}", "{\"x\": 1,"}) {
+    EXPECT_FALSE(member_values(bad, kKeys, v)) << bad;
+  }
+  constexpr std::string_view kEscaped[] = {"gr\\u0069d"};
+  EXPECT_FALSE(member_values("{\"grid\": [1]}", kEscaped, v));
+}
+
 }  // namespace
 }  // namespace tprof::internal
