@@ -1,7 +1,8 @@
 # Install rules (TPROF_INSTALL, on at top level): the libraries with an
 # export set (find_package(tprof) gives tprof::capture, tprof::tprof and one
 # target per layer), tprof.pc for pkg-config, the public headers, the CLI
-# with libtprof_inject.so, and a .deb through CPack (docs/install.md).
+# with libtprof_inject.so (docs/install.md). The .deb packages are set up
+# in cmake/TprofPackage.cmake, once every component is declared.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -82,59 +83,3 @@ endif()
 if(TARGET tprof_inject)
   install(TARGETS tprof_inject LIBRARY DESTINATION lib/tprof COMPONENT cli)
 endif()
-
-# cpack -G DEB (CPACK_DEB_COMPONENT_INSTALL): two packages, as Debian
-# splits a library from its tools (docs/install.md):
-#   libtprof-dev  headers, static libraries (lib/<multiarch>), CMake and
-#                 pkg-config files; Depends on what tprof::tprof links.
-#   tprof         the CLI, libtprof_inject.so, man page, completion;
-#                 Depends from dpkg-shlibdeps when it is installed
-#                 (dpkg-dev), else the list below.
-# Each carries /usr/share/doc/<package>/copyright.
-set(CPACK_PACKAGE_NAME tprof)
-set(CPACK_PACKAGE_VENDOR "tprof")
-set(CPACK_PACKAGE_CONTACT "tprof developers <tprof@localhost>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "torch.profiler for C++ and an expert reader of torch/Kineto traces")
-set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_GENERATOR DEB)
-set(CPACK_DEB_COMPONENT_INSTALL ON)
-set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
-set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-set(CPACK_DEBIAN_PACKAGE_SECTION devel)
-set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
-
-set(CPACK_COMPONENT_CLI_DISPLAY_NAME "tprof command-line tool")
-set(CPACK_COMPONENT_CLI_DESCRIPTION "Reads torch/Kineto traces: tables, steps, diagnose, kernels, compare, reports; tprof record.")
-set(CPACK_DEBIAN_CLI_PACKAGE_NAME tprof)
-set(CPACK_DEBIAN_CLI_PACKAGE_SECTION devel)
-set(CPACK_COMPONENT_DEV_DISPLAY_NAME "tprof C++ library (development)")
-set(CPACK_COMPONENT_DEV_DESCRIPTION "tprof::capture (torch.profiler's model for C++ programs) and the trace analyzer: headers, static libraries, CMake and pkg-config files.")
-set(CPACK_DEBIAN_DEV_PACKAGE_NAME libtprof-dev)
-set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
-# The static tprof::gzip (in tprof::tprof) links -ldeflate -lz; a
-# tprof::capture program needs neither.
-set(_tprof_dev_depends "libstdc++-12-dev | libstdc++-dev")
-if(TPROF_HAVE_GZIP)
-  string(PREPEND _tprof_dev_depends "libdeflate-dev, zlib1g-dev, ")
-endif()
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${_tprof_dev_depends}")
-set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS "pkgconf, cmake, tprof")
-set(CPACK_COMPONENTS_ALL cli dev)
-find_program(TPROF_DPKG_SHLIBDEPS dpkg-shlibdeps)
-mark_as_advanced(TPROF_DPKG_SHLIBDEPS)
-if(TPROF_DPKG_SHLIBDEPS)
-  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-else()
-  # What the CLI's ELF files need on Debian 12 (readelf -d: libdeflate.so.0,
-  # libz.so.1, libstdc++.so.6, libgcc_s.so.1, libm.so.6, libc.so.6).
-  set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS "libdeflate0 (>= 1.14), zlib1g (>= 1:1.2.0), libstdc++6 (>= 12), libgcc-s1 (>= 3.0), libc6 (>= 2.34)")
-endif()
-
-# /usr/share/doc/<package>/copyright in each package.
-configure_file(${PROJECT_SOURCE_DIR}/cmake/debian-copyright.in ${PROJECT_BINARY_DIR}/debian/copyright @ONLY)
-foreach(_c IN LISTS CPACK_COMPONENTS_ALL)
-  string(TOUPPER ${_c} _C)
-  install(FILES ${PROJECT_BINARY_DIR}/debian/copyright
-    DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${CPACK_DEBIAN_${_C}_PACKAGE_NAME} COMPONENT ${_c})
-endforeach()
-include(CPack)

@@ -450,27 +450,38 @@ std::string compare(PyTrace& a, PyTrace& b, const std::string& format, const std
 
 // HTA's figures of one rank as Python objects (times in ns; tprof/hta.py
 // converts to HTA's µs). `queue` holds NumPy arrays.
-py::dict hta_dict(const HtaRank& r) {
+py::dict hta_dict(const PyTrace& t, const HtaRank& r) {
+  const internal::HtaFigures& f = r.figures;
   py::dict d;
   d["rank"] = r.rank;
   d["has_rank"] = r.has_rank;
-  d["has_rows"] = r.has_rows;
-  d["kernel_time_ns"] = r.kernel_time_ns;
-  d["idle_time_ns"] = r.idle_time_ns;
-  d["compute_time_ns"] = r.compute_time_ns;
-  d["non_compute_time_ns"] = r.non_compute_time_ns;
+  d["has_rows"] = f.temporal.has_value();
+  const HtaTemporal h = f.temporal.value_or(HtaTemporal{});
+  d["kernel_time_ns"] = h.kernel_time_ns;
+  d["idle_time_ns"] = h.idle_time_ns;
+  d["compute_time_ns"] = h.compute_time_ns;
+  d["non_compute_time_ns"] = h.non_compute_time_ns;
+  // Per stream: (stream, [per category (rows, sum_ns, count, mean, std,
+  // min, 25%, 50%, 75%, max)] in HTA's category order).
   py::list idle;
-  for (const HtaRank::Idle& i : r.idle) idle.append(py::make_tuple(i.stream, i.host_wait_ns, i.kernel_wait_ns, i.other_ns));
+  for (const internal::HtaIdleStream& s : f.idle) {
+    py::list cats;
+    for (const internal::HtaIdleCategory& k : s.categories) {
+      cats.append(py::make_tuple(k.rows, k.sum_ns, k.count, k.mean_ns, k.std_ns, k.min_ns, k.p25_ns, k.p50_ns,
+                                 k.p75_ns, k.max_ns));
+    }
+    idle.append(py::make_tuple(s.stream, cats));
+  }
   d["idle"] = idle;
-  d["comm_comp_overlap_ns"] = r.comm_comp_overlap_ns;
-  d["comm_ns"] = r.comm_ns;
+  d["comm_comp_overlap_ns"] = f.kernel_types.comm_comp_overlap_ns;
+  d["comm_ns"] = f.kernel_types.comm_ns;
   py::list types;
-  for (const auto& [label, ns] : r.kernel_types) types.append(py::make_tuple(label, ns));
+  for (const auto& [label, ns] : f.kernel_types.kernel_types) types.append(py::make_tuple(label, ns));
   d["kernel_types"] = types;
   py::list kernels;
-  for (const HtaRank::Kernel& k : r.kernels) {
-    kernels.append(py::make_tuple(to_str(k.name), k.kernel_type, k.count, k.sum_ns, k.max_ns, k.min_ns, k.mean_ns,
-                                  k.std_ns));
+  for (const internal::HtaKernel& k : f.kernels) {
+    kernels.append(py::make_tuple(to_str(t.trace.str(k.name)), std::string(k.kernel_type), k.count, k.sum_ns,
+                                  k.max_ns, k.min_ns, k.mean_ns, k.std_ns));
   }
   d["kernels"] = kernels;
   const auto n = static_cast<py::ssize_t>(r.queue.size());
@@ -493,15 +504,22 @@ py::dict hta_dict(const HtaRank& r) {
   return d;
 }
 
-// HTA's figures of several traces, computed in parallel without the GIL.
-py::list hta_many(const std::vector<std::shared_ptr<PyTrace>>& traces) {
+// HTA's figures of several traces under one set of HTA's options (its
+// defaults: computed once per trace), in parallel without the GIL.
+py::list hta_many(const std::vector<std::shared_ptr<PyTrace>>& traces, bool include_last_profiler_step,
+                  std::int64_t consecutive_kernel_delay_ns, bool idle_interval_stats, bool include_memory_kernels) {
+  const internal::HtaOptions options{.include_last_profiler_step = include_last_profiler_step,
+                                     .consecutive_kernel_delay_ns = consecutive_kernel_delay_ns,
+                                     .idle_interval_stats = idle_interval_stats,
+                                     .include_memory_kernels = include_memory_kernels};
+  std::vector<std::shared_ptr<const HtaRank>> ranks(traces.size());
   {
     py::gil_scoped_release nogil;
     const std::size_t workers =
         std::max<std::size_t>(1, std::min<std::size_t>(std::thread::hardware_concurrency(), traces.size()));
     std::atomic<std::size_t> next{0};
     auto work = [&] {
-      for (std::size_t i; (i = next.fetch_add(1)) < traces.size();) hta_rank(*traces[i]);
+      for (std::size_t i; (i = next.fetch_add(1)) < traces.size();) ranks[i] = hta_rank(*traces[i], options);
     };
     std::vector<std::thread> pool;
     for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(work);
@@ -509,7 +527,7 @@ py::list hta_many(const std::vector<std::shared_ptr<PyTrace>>& traces) {
     for (std::thread& th : pool) th.join();
   }
   py::list out;
-  for (const auto& t : traces) out.append(hta_dict(*t->hta));
+  for (std::size_t i = 0; i < traces.size(); ++i) out.append(hta_dict(*traces[i], *ranks[i]));
   return out;
 }
 
@@ -575,7 +593,9 @@ PYBIND11_MODULE(_tprof, m) {
         py::arg("format") = "json", py::arg("verbose") = false);
   m.def("compare", &compare, py::arg("a"), py::arg("b"), py::arg("format") = "json", py::arg("label_a") = "A",
         py::arg("label_b") = "B", py::arg("top") = 10);
-  m.def("hta", &hta_many, py::arg("traces"));
+  m.def("hta", &hta_many, py::arg("traces"), py::arg("include_last_profiler_step") = false,
+        py::arg("consecutive_kernel_delay_ns") = 30'000, py::arg("idle_interval_stats") = false,
+        py::arg("include_memory_kernels") = true);
   m.def("rule_ids", &rule_ids);
   m.def("table_sort_keys", &table_sort_keys);
   m.def("event_kind_names", [] {

@@ -18,6 +18,7 @@ plots are drawn.
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -26,7 +27,9 @@ import pandas as pd
 
 from . import _tprof
 
-_IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
+_IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")  # HTA's IdleTimeType order
+_IDLE_STATS = ("count", "mean", "std", "min", "25%", "50%", "75%", "max")  # pandas' describe()
+_INT64_MAX = 2**63 - 1
 
 
 def _us(ns: Any) -> Any:
@@ -35,6 +38,22 @@ def _us(ns: Any) -> Any:
     if a.size and np.all(a % 1000 == 0):
         return a // 1000
     return a / 1000.0
+
+
+def _delay_ns(consecutive_kernel_delay: Any) -> int:
+    """HTA's consecutive_kernel_delay (the file's µs) as an integer ns
+    threshold t with gap < t exactly when HTA's gap_us < delay."""
+    d = float(consecutive_kernel_delay)
+    if math.isnan(d):
+        raise ValueError("consecutive_kernel_delay: a number expected, got NaN")
+    if math.isinf(d):
+        return _INT64_MAX if d > 0 else -_INT64_MAX
+    ns = d * 1000
+    whole = round(ns)
+    # A whole number of ns up to float noise (0.1 µs is 100.00000000000001 ns)
+    # is that number; otherwise gaps (whole ns) under it are those under its ceiling.
+    t = whole if abs(ns - whole) < 1e-6 else math.ceil(ns)
+    return max(-_INT64_MAX, min(_INT64_MAX, t))
 
 
 def _trace_files(trace_dir: str) -> List[str]:
@@ -57,8 +76,9 @@ class TraceAnalysis:
     directory of traces (each rank from its distributedInfo.rank; a file
     without one takes its position in path order); traces: tprof.Trace
     objects already read. include_last_profiler_step: HTA's default False
-    (the last ProfilerStep's kernels are left out when a trace holds two
-    steps or more) is the only one tprof computes."""
+    leaves the last ProfilerStep's kernels out when a trace holds two steps
+    or more; True keeps them (and, as HTA, still leaves out what was
+    launched after the end of the steps)."""
 
     def __init__(
         self,
@@ -71,10 +91,6 @@ class TraceAnalysis:
     ) -> None:
         from . import Trace, read_many  # the package imports this module last
 
-        if include_last_profiler_step:
-            raise NotImplementedError(
-                "include_last_profiler_step=True: tprof computes HTA's default (the last step left out)"
-            )
         given: Optional[List[int]] = None
         if traces is not None:
             loaded = list(traces)
@@ -94,7 +110,8 @@ class TraceAnalysis:
         for t in loaded:
             if not isinstance(t, Trace):
                 raise TypeError("TraceAnalysis(traces=...): tprof.Trace objects expected")
-        figures = _tprof.hta([t._core for t in loaded])
+        self._include_last_profiler_step = bool(include_last_profiler_step)
+        figures = _tprof.hta([t._core for t in loaded], include_last_profiler_step=self._include_last_profiler_step)
         if given is None:
             given = [f["rank"] if f["has_rank"] else -1 for f in figures]
             if len(loaded) > 1:
@@ -114,6 +131,19 @@ class TraceAnalysis:
     @property
     def ranks(self) -> List[int]:
         return list(self._figures)
+
+    def _figures_with(self, ranks: Sequence[int], **options: Any) -> Dict[int, Dict[str, Any]]:
+        """The figures of `ranks` under a method's HTA options
+        (consecutive_kernel_delay_ns, idle_interval_stats,
+        include_memory_kernels): those computed at construction when they
+        are HTA's defaults, else computed again in C++, in parallel."""
+        defaults = {"consecutive_kernel_delay_ns": 30_000, "idle_interval_stats": False, "include_memory_kernels": True}
+        if all(options.get(k, v) == v for k, v in defaults.items()):
+            return {r: self._figures[r] for r in ranks}
+        figures = _tprof.hta(
+            [self.traces[r]._core for r in ranks], include_last_profiler_step=self._include_last_profiler_step, **options
+        )
+        return dict(zip(ranks, figures))
 
     def _ranks(self, ranks: Optional[Sequence[int]]) -> List[int]:
         # HTA's default is [0]; a job without rank 0 (one trace of rank 3)
@@ -154,35 +184,44 @@ class TraceAnalysis:
         consecutive_kernel_delay: int = 30,
     ) -> Tuple[pd.DataFrame, Optional[pd.DataFrame]]:
         """Per rank and stream, the GPU's idle time split into host wait,
-        kernel wait (gaps under 30 µs) and other: HTA's (rank, stream,
-        idle_category, idle_time, idle_time_ratio) rows, µs, rounded to 2
-        decimals. A stream has a row per category that occurs on it, and
-        always an "other" row (HTA files the stream's first activity there).
-        Only HTA's default consecutive_kernel_delay (30) is computed; the
-        interval statistics (show_idle_interval_stats) are not."""
-        if consecutive_kernel_delay != 30:
-            raise NotImplementedError("consecutive_kernel_delay: tprof computes HTA's default, 30")
-        if show_idle_interval_stats:
-            raise NotImplementedError("show_idle_interval_stats: tprof keeps the idle sums, not every interval")
+        kernel wait (gaps under consecutive_kernel_delay µs) and other:
+        HTA's (rank, stream, idle_category, idle_time, idle_time_ratio)
+        rows, µs, rounded to 2 decimals; a stream has a row for each
+        category that holds one of its kernels (always "other": HTA files
+        the stream's first kernel there). With show_idle_interval_stats,
+        the second frame is HTA's statistics of the idle intervals: index
+        idle_category, columns rank, stream, count, mean, std, min, 25%,
+        50%, 75%, max (µs, 2 decimals); else None."""
+        delay_ns = _delay_ns(consecutive_kernel_delay)
+        wanted = self._ranks(ranks)
+        figures = self._figures_with(
+            wanted, consecutive_kernel_delay_ns=delay_ns, idle_interval_stats=bool(show_idle_interval_stats)
+        )
         frames = []
-        for rank in self._ranks(ranks):
+        stats_frames = []
+        for rank in wanted:
+            by_stream = dict(figures[rank]["idle"])
+            # HTA goes through the streams asked for, in that order; by
+            # default every stream, in order of first appearance.
+            order = [s for s in streams if s in by_stream] if streams else list(by_stream)
             rank_col: List[int] = []
             stream_col: List[int] = []
             cat_col: List[str] = []
             ns_col: List[int] = []
             ratio_col: List[float] = []
-            for stream, host, kernel, other in self._figures[rank]["idle"]:
-                if streams and stream not in streams:
-                    continue
-                total = host + kernel + other
-                for cat, ns in zip(_IDLE_CATEGORIES, (host, kernel, other)):
-                    if ns == 0 and cat != "other":
-                        continue
+            stats_rows: List[Tuple[Any, ...]] = []
+            for stream in order:
+                present = [(cat, c) for cat, c in zip(_IDLE_CATEGORIES, by_stream[stream]) if c[0] > 0]
+                # HTA's sums, a negative one (rows overlapping) as 0.
+                sums = [max(0, c[1]) for _, c in present]
+                total = sum(sums)
+                for (cat, c), ns in zip(present, sums):
                     rank_col.append(rank)
                     stream_col.append(stream)
                     cat_col.append(cat)
                     ns_col.append(ns)
                     ratio_col.append(ns / total if total else float("nan"))
+                    stats_rows.append((cat, stream) + tuple(c[2:]))
             frames.append(
                 pd.DataFrame(
                     {
@@ -194,7 +233,9 @@ class TraceAnalysis:
                     }
                 ).round(2)
             )
-        return pd.concat(frames), None
+            if show_idle_interval_stats:
+                stats_frames.append(_idle_interval_stats(rank, stats_rows))
+        return pd.concat(frames), (pd.concat(stats_frames) if show_idle_interval_stats else None)
 
     def get_gpu_kernel_breakdown(
         self,
@@ -210,15 +251,13 @@ class TraceAnalysis:
         decimal). The second: per rank and type, each kernel's sum, max,
         min, stddev and mean (µs), the kernels past num_kernels or past
         duration_ratio of the type's time grouped as "others", as HTA
-        groups them. tprof's per-kernel rows are every device activity at
-        its exact duration (HTA leaves the last step out and rounds ns
-        traces to whole µs); the type table is HTA's rows exactly.
-        include_memory_kernels=False is not computed (HTA's default here is
-        True)."""
-        if not include_memory_kernels:
-            raise NotImplementedError("include_memory_kernels=False: tprof computes the table with MEMORY kernels")
+        groups them. Both tables are over HTA's rows (its step filter, its
+        rounding of ns traces to whole µs). include_memory_kernels=False
+        leaves MEMORY out of both: its time is then no type's, and no
+        label says "overlapping MEMORY"."""
+        figures = self._figures_with(list(self._figures), include_memory_kernels=bool(include_memory_kernels))
         totals: Dict[str, int] = {}
-        for f in self._figures.values():
+        for f in figures.values():
             for label, ns in f["kernel_types"]:
                 totals[label] = totals.get(label, 0) + ns
         types = pd.DataFrame(
@@ -231,14 +270,17 @@ class TraceAnalysis:
         types["percentage"] = (types["sum"] / types["sum"].sum() * 100).round(1)
 
         parts = []
-        for rank, f in self._figures.items():
+        for rank, f in figures.items():
             if not f["kernels"]:
                 continue
             k = pd.DataFrame(
                 f["kernels"], columns=["name", "kernel_type", "count", "sum", "max", "min", "mean", "std"]
             )
+            # HTA's sum, max and min are integers where its durations are
+            # (whole µs, and every ns trace once rounded); mean and std float.
+            whole = all((k[col] % 1000 == 0).all() for col in ("sum", "max", "min"))
             for col in ("sum", "max", "min", "mean", "std"):
-                k[col] = k[col] / 1000.0
+                k[col] = k[col] // 1000 if whole and col in ("sum", "max", "min") else k[col] / 1000.0
             for kernel_type in ("COMPUTATION", "COMMUNICATION", "MEMORY"):
                 one = k[k["kernel_type"] == kernel_type]
                 if one.empty:
@@ -301,6 +343,25 @@ class TraceAnalysis:
             d.insert(0, "rank", rank)
             parts.append(d.groupby(["rank", "stream"]).describe())
         return pd.concat(parts) if parts else None
+
+
+def _idle_interval_stats(rank: int, rows: List[Tuple[Any, ...]]) -> pd.DataFrame:
+    """HTA's interval statistics of one rank from the C++ figures (category,
+    stream, count, then mean ... max in ns, NaN where pandas' describe()
+    has NaN): index idle_category; rank, stream, describe()'s columns in µs,
+    rounded to 2 decimals (count a float, as describe() gives it)."""
+    df = pd.DataFrame(
+        {
+            "stream": np.array([r[1] for r in rows], dtype=np.int64),
+            "count": np.array([r[2] for r in rows], dtype=np.float64),
+        },
+        index=pd.Index([r[0] for r in rows], name="idle_category", dtype=object),
+    )
+    for i, col in enumerate(_IDLE_STATS[1:]):
+        df[col] = np.array([r[3 + i] for r in rows], dtype=np.float64) / 1000.0
+    df = df.round(2)
+    df.insert(0, "rank", np.int64(rank))
+    return df
 
 
 def _top_kernels(k: pd.DataFrame, num_kernels: int, duration_ratio: float) -> pd.DataFrame:

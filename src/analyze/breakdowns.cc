@@ -221,7 +221,7 @@ bool is_profiler_step_name(std::string_view n) {
 // names) and cuda_sync, whenever args "stream" is not -1. HTA would also
 // take host events that carry a stream (Triton's cpu_op writes stream 0);
 // we do not (docs/diagnose.md).
-std::vector<HtaOp> hta_ops(const DiagnoseContext& c, const HtaClock& clock) {
+std::vector<HtaOp> hta_ops(const DiagnoseContext& c, const HtaClock& clock, bool include_last_profiler_step) {
   const Trace& t = c.trace;
   const EventColumns& ev = t.events;
   auto kept = [&](std::uint32_t e) {  // a row of HTA's table at all: a complete event with a category
@@ -230,15 +230,22 @@ std::vector<HtaOp> hta_ops(const DiagnoseContext& c, const HtaClock& clock) {
   };
   // The step filter: with at least two ProfilerStep#N names, HTA keeps the
   // device rows whose correlation a host row before the last step's start
-  // shares, and the other rows that start before it. MTIA traces
-  // ("device_type": "MTIA") get another filter we do not reproduce.
+  // shares, and the other rows that start before it. With
+  // include_last_profiler_step, "before the last step's start" becomes "at
+  // or before the latest end of a step" (its cpu_kernels["ts"] <=
+  // last_profiler_end). MTIA traces ("device_type": "MTIA") get another
+  // filter we do not reproduce.
   std::unordered_set<StrId> step_names;
-  std::int64_t last_step_start = kMinTs;
+  std::int64_t last_step_start = kMinTs, last_step_end = kMinTs;
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
     if (!kept(e) || !is_profiler_step_name(t.name(e))) continue;
     step_names.insert(ev.name[e]);
     last_step_start = std::max(last_step_start, clock.start(ev.ts_ns[e]));
+    last_step_end = std::max(last_step_end, clock.end(ev.ts_ns[e], ev.dur_ns[e]));
   }
+  auto in_steps = [&](std::int64_t host_ts) {
+    return include_last_profiler_step ? host_ts <= last_step_end : host_ts < last_step_start;
+  };
   const bool filter = step_names.size() >= 2 && t.meta.top_level_json("device_type") != "\"MTIA\"";
 
   std::unordered_map<StrId, bool> computation;  // by name: classify each distinct name once
@@ -262,9 +269,7 @@ std::vector<HtaOp> hta_ops(const DiagnoseContext& c, const HtaClock& clock) {
       const std::string_view name = t.name(e);
       // GPUKernelFilter's rows; every other row is a host row to HTA.
       const bool device_row = (op.stream >= 0 && corr >= 0) || name == "Event Sync" || name == "Context Sync";
-      const bool keep = !device_row ? op.start < last_step_start
-                        : corr >= 0 ? op.has_launch && op.launch_ts < last_step_start
-                                    : true;
+      const bool keep = !device_row ? in_steps(op.start) : corr >= 0 ? op.has_launch && in_steps(op.launch_ts) : true;
       if (!keep) continue;
     }
     op.idle_cat = k != EventKind::kCudaSync;
@@ -331,16 +336,49 @@ HtaTemporal hta_temporal(const std::vector<HtaOp>& ops, std::int64_t rank) {
   return h;
 }
 
-// HTA's default consecutive_kernel_delay (TraceAnalysis.get_idle_time_breakdown):
-// 30, compared with gaps in the file's µs.
-constexpr std::int64_t kHtaKernelWaitNs = 30 * kUs;
+// numpy's linear quantile of sorted values (pandas' describe): position
+// q·(n−1), interpolated as numpy's _lerp does (from the upper value past
+// the midpoint), so that the figures round as pandas' do.
+double linear_quantile(const std::vector<std::int64_t>& sorted, double q) {
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  if (lo + 1 >= sorted.size()) return static_cast<double>(sorted[lo]);
+  const double t = pos - static_cast<double>(lo);
+  const auto a = static_cast<double>(sorted[lo]), b = static_cast<double>(sorted[lo + 1]);
+  return t >= 0.5 ? b - (b - a) * (1 - t) : a + (b - a) * t;
+}
 
-// get_idle_time_breakdown for the trace's rank: one entry per stream, in
-// the order the streams first appear in the file. Per stream, rows by ts:
-// the gap before each row but the first is its ts minus the previous row's
-// end. It is host wait when the row's runtime call started after that end,
-// else kernel wait when the gap is under 30 µs, else other.
-std::vector<HtaIdle> hta_idle(const std::vector<HtaOp>& ops, std::int64_t rank) {
+// describe() of one category's intervals, as pandas computes each figure
+// (the mean, then the squares about it, over n − 1).
+void describe_intervals(std::vector<std::int64_t> v, HtaIdleCategory* out) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  out->count = static_cast<std::int64_t>(v.size());
+  out->mean_ns = out->std_ns = out->min_ns = out->p25_ns = out->p50_ns = out->p75_ns = out->max_ns = kNaN;
+  if (v.empty()) return;
+  std::sort(v.begin(), v.end());
+  const auto n = static_cast<double>(v.size());
+  double sum = 0;
+  for (std::int64_t x : v) sum += static_cast<double>(x);
+  out->mean_ns = sum / n;
+  if (v.size() > 1) {
+    double sq = 0;
+    for (std::int64_t x : v) sq += (static_cast<double>(x) - out->mean_ns) * (static_cast<double>(x) - out->mean_ns);
+    out->std_ns = std::sqrt(sq / (n - 1));
+  }
+  out->min_ns = static_cast<double>(v.front());
+  out->max_ns = static_cast<double>(v.back());
+  out->p25_ns = linear_quantile(v, 0.25);
+  out->p50_ns = linear_quantile(v, 0.5);
+  out->p75_ns = linear_quantile(v, 0.75);
+}
+
+// get_idle_time_breakdown (_analyze_idle_time_for_stream) for the trace's
+// rank: one entry per stream, in the order the streams first appear in
+// the file. Per stream, rows by ts: the gap before each row but the first
+// is its ts minus the previous row's end. It is host wait when the row's
+// runtime call started after that end, else kernel wait when the gap is
+// under consecutive_kernel_delay, else other; the first row is other.
+std::vector<HtaIdleStream> hta_idle_streams(const std::vector<HtaOp>& ops, const HtaOptions& options) {
   std::vector<std::int64_t> streams;
   std::unordered_map<std::int64_t, std::vector<const HtaOp*>> by_stream;
   for (const HtaOp& op : ops) {
@@ -349,34 +387,49 @@ std::vector<HtaIdle> hta_idle(const std::vector<HtaOp>& ops, std::int64_t rank) 
     if (fresh) streams.push_back(op.stream);
     it->second.push_back(&op);
   }
-  std::vector<HtaIdle> out;
+  std::vector<HtaIdleStream> out;
+  std::array<std::vector<std::int64_t>, 3> intervals;
   for (std::int64_t s : streams) {
     std::vector<const HtaOp*>& rows = by_stream[s];
     std::stable_sort(rows.begin(), rows.end(), [](const HtaOp* a, const HtaOp* b) { return a->start < b->start; });
-    std::int64_t host = 0, kernel = 0, other = 0;
+    HtaIdleStream h;
+    h.stream = s;
+    h.categories[kHtaOtherWait].rows = 1;  // the first row
+    for (std::vector<std::int64_t>& v : intervals) v.clear();
     for (std::size_t i = 1; i < rows.size(); ++i) {
       const std::int64_t prev_end = rows[i - 1]->end;
       // Negative when a row starts inside the previous one (HTA keeps
       // those): rows nested in one long row add up past any span.
       const std::int64_t gap = rows[i]->start - prev_end;
-      if (rows[i]->has_launch && rows[i]->launch_ts > prev_end) {
-        sat_acc(host, gap);
-      } else if (gap < kHtaKernelWaitNs) {
-        sat_acc(kernel, gap);
-      } else {
-        sat_acc(other, gap);
-      }
+      const HtaIdleType type = rows[i]->has_launch && rows[i]->launch_ts > prev_end ? kHtaHostWait
+                               : gap < options.consecutive_kernel_delay_ns           ? kHtaKernelWait
+                                                                                     : kHtaOtherWait;
+      HtaIdleCategory& cat = h.categories[type];
+      ++cat.rows;
+      sat_acc(cat.sum_ns, gap);
+      if (options.idle_interval_stats) intervals[type].push_back(gap);
     }
-    // HTA sums the gaps as they come, so rows that overlap on one stream
-    // (negative gaps) lower a category's total, even below 0. We keep its
-    // sums and report a negative one as 0: time a stream waited is never
-    // negative.
+    if (options.idle_interval_stats) {
+      for (std::size_t k = 0; k < intervals.size(); ++k) describe_intervals(std::move(intervals[k]), &h.categories[k]);
+    }
+    out.push_back(h);
+  }
+  return out;
+}
+
+// The idle breakdown with HTA's defaults, as Breakdowns holds it. HTA sums
+// the gaps as they come, so rows that overlap on one stream (negative
+// gaps) lower a category's total, even below 0. We keep its sums and
+// report a negative one as 0: time a stream waited is never negative.
+std::vector<HtaIdle> hta_idle(const std::vector<HtaOp>& ops, std::int64_t rank) {
+  std::vector<HtaIdle> out;
+  for (const HtaIdleStream& s : hta_idle_streams(ops, HtaOptions{})) {
     HtaIdle h;
     h.rank = rank;
-    h.stream = s;
-    h.host_wait_ns = std::max<std::int64_t>(0, host);
-    h.kernel_wait_ns = std::max<std::int64_t>(0, kernel);
-    h.other_ns = std::max<std::int64_t>(0, other);
+    h.stream = s.stream;
+    h.host_wait_ns = std::max<std::int64_t>(0, s.categories[kHtaHostWait].sum_ns);
+    h.kernel_wait_ns = std::max<std::int64_t>(0, s.categories[kHtaKernelWait].sum_ns);
+    h.other_ns = std::max<std::int64_t>(0, s.categories[kHtaOtherWait].sum_ns);
     out.push_back(h);
   }
   return out;
@@ -668,7 +721,7 @@ std::vector<TbPluginStep> tb_plugin_steps(const DiagnoseContext& c) {
 Breakdowns compute_breakdowns(const DiagnoseContext& c) {
   Breakdowns b;
   b.tracelens_gpu_timeline = tracelens_gpu_timeline(c);
-  const std::vector<HtaOp> hta = hta_ops(c, HtaClock(c.trace));
+  const std::vector<HtaOp> hta = hta_ops(c, HtaClock(c.trace), /*include_last_profiler_step=*/false);
   if (!hta.empty()) {
     // HTA fails on a rank without rows with a stream; we give no entry.
     const std::int64_t rank = trace_rank(c.trace);
@@ -683,7 +736,27 @@ Breakdowns compute_breakdowns(const DiagnoseContext& c) {
 
 namespace tprof::internal {
 
-HtaKernelTypes compute_hta_kernel_types(const DiagnoseContext& c) {
+namespace {
+
+constexpr std::array<std::string_view, 3> kHtaTypeNames = {"COMPUTATION", "COMMUNICATION", "MEMORY"};
+
+// The type of each row as an index into kHtaTypeNames (the bit
+// _get_gpu_kernel_type_time gives it: COMPUTATION 1, COMMUNICATION 2,
+// MEMORY 4), or -1 for OTHER and, without include_memory_kernels, MEMORY.
+std::vector<int> hta_row_types(const Trace& t, const std::vector<HtaOp>& ops, bool include_memory_kernels) {
+  std::vector<int> types;
+  types.reserve(ops.size());
+  for (const HtaOp& op : ops) {
+    const int type = hta_kernel_type(t.name(op.event), op.computation);
+    types.push_back(type == kHtaOther || (type == kHtaMemory && !include_memory_kernels)
+                        ? -1
+                        : std::countr_zero(static_cast<unsigned>(type)));
+  }
+  return types;
+}
+
+HtaKernelTypes hta_kernel_types(const DiagnoseContext& c, const std::vector<HtaOp>& ops,
+                                const std::vector<int>& types) {
   HtaKernelTypes out;
   const std::string_view info = c.trace.meta.top_level_json("distributedInfo");
   if (!info.empty()) {
@@ -693,20 +766,14 @@ HtaKernelTypes compute_hta_kernel_types(const DiagnoseContext& c) {
     out.has_rank = rank != nullptr && rank->get_int(&r) && r >= 0;
     if (out.has_rank) out.rank = r;
   }
-  // Bits as _get_gpu_kernel_type_time numbers the types it analyses:
-  // COMPUTATION 1, COMMUNICATION 2, MEMORY 4 (include_memory_kernels).
   std::array<std::vector<Interval>, 3> rows;
-  const Trace& t = c.trace;
-  for (const HtaOp& op : hta_ops(c, HtaClock(t))) {
-    const int type = hta_kernel_type(t.name(op.event), op.computation);
-    if (type == kHtaOther) continue;
-    rows[static_cast<std::size_t>(std::countr_zero(static_cast<unsigned>(type)))].push_back({op.start, op.end});
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (types[i] >= 0) rows[static_cast<std::size_t>(types[i])].push_back({ops[i].start, ops[i].end});
   }
   std::array<std::vector<Interval>, 3> groups;
   for (std::size_t i = 0; i < rows.size(); ++i) groups[i] = hta_groups(std::move(rows[i]));
   for (const Interval& g : groups[1]) out.comm_ns += g.end - g.start;
 
-  static constexpr std::array<std::string_view, 3> kNames = {"COMPUTATION", "COMMUNICATION", "MEMORY"};
   std::array<std::int64_t, 8> by_running{};
   hta_sweep(groups, [&](int running, std::int64_t len) {
     if (running > 0 && running < 8) by_running[static_cast<std::size_t>(running)] += len;
@@ -718,15 +785,76 @@ HtaKernelTypes compute_hta_kernel_types(const DiagnoseContext& c) {
   for (std::size_t r = 1; r < by_running.size(); ++r) {
     if (by_running[r] == 0) continue;
     std::string label;
-    for (std::size_t b = 0; b < kNames.size(); ++b) {
+    for (std::size_t b = 0; b < kHtaTypeNames.size(); ++b) {
       if ((r & (std::size_t{1} << b)) == 0) continue;
       if (!label.empty()) label += " overlapping ";
-      label += kNames[b];
+      label += kHtaTypeNames[b];
     }
     out.kernel_types.emplace_back(std::move(label), by_running[r]);
   }
   std::sort(out.kernel_types.begin(), out.kernel_types.end());
   return out;
+}
+
+// _aggr_gpu_kernel_time's groupby("name")["dur"].agg(["sum", "max", "min",
+// "mean", "std"]) per type, over the same rows and types as the type table.
+std::vector<HtaKernel> hta_kernels(const Trace& t, const std::vector<HtaOp>& ops, const std::vector<int>& types) {
+  struct Acc {
+    std::int64_t n = 0, sum = 0, min = 0, max = 0;
+    double mean = 0, m2 = 0;  // Welford's running mean and Σ squared deviations
+  };
+  std::unordered_map<std::uint64_t, Acc> by;  // (type, name id)
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (types[i] < 0) continue;
+    const std::uint64_t key = (static_cast<std::uint64_t>(types[i]) << 32) | t.events.name[ops[i].event];
+    Acc& a = by[key];
+    const std::int64_t d = ops[i].end - ops[i].start;
+    a.min = a.n == 0 ? d : std::min(a.min, d);
+    a.max = a.n == 0 ? d : std::max(a.max, d);
+    sat_acc(a.sum, d);
+    ++a.n;
+    const double delta = static_cast<double>(d) - a.mean;
+    a.mean += delta / static_cast<double>(a.n);
+    a.m2 += delta * (static_cast<double>(d) - a.mean);
+  }
+  std::vector<HtaKernel> out;
+  out.reserve(by.size());
+  for (const auto& [key, a] : by) {
+    HtaKernel k;
+    k.kernel_type = kHtaTypeNames[key >> 32];
+    k.name = static_cast<StrId>(key & 0xffffffffu);
+    k.count = a.n;
+    k.sum_ns = a.sum;
+    k.min_ns = a.min;
+    k.max_ns = a.max;
+    k.mean_ns = static_cast<double>(a.sum) / static_cast<double>(a.n);
+    k.std_ns = a.n > 1 ? std::sqrt(a.m2 / static_cast<double>(a.n - 1)) : 0;
+    out.push_back(k);
+  }
+  std::sort(out.begin(), out.end(), [&](const HtaKernel& a, const HtaKernel& b) {
+    return a.kernel_type != b.kernel_type ? a.kernel_type < b.kernel_type : t.str(a.name) < t.str(b.name);
+  });
+  return out;
+}
+
+}  // namespace
+
+HtaKernelTypes compute_hta_kernel_types(const DiagnoseContext& c) {
+  const std::vector<HtaOp> ops = hta_ops(c, HtaClock(c.trace), /*include_last_profiler_step=*/false);
+  return hta_kernel_types(c, ops, hta_row_types(c.trace, ops, /*include_memory_kernels=*/true));
+}
+
+HtaFigures compute_hta(const DiagnoseContext& c, const HtaOptions& options) {
+  HtaFigures f;
+  const std::vector<HtaOp> ops = hta_ops(c, HtaClock(c.trace), options.include_last_profiler_step);
+  const std::vector<int> types = hta_row_types(c.trace, ops, options.include_memory_kernels);
+  f.kernel_types = hta_kernel_types(c, ops, types);
+  f.kernels = hta_kernels(c.trace, ops, types);
+  if (!ops.empty()) {
+    f.temporal = hta_temporal(ops, trace_rank(c.trace));
+    f.idle = hta_idle_streams(ops, options);
+  }
+  return f;
 }
 
 }  // namespace tprof::internal

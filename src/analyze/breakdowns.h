@@ -4,8 +4,11 @@
 // plugin's per-step overview.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,10 +19,66 @@ namespace tprof::internal {
 
 Breakdowns compute_breakdowns(const DiagnoseContext& c);
 
+// HolisticTraceAnalysis' arguments that change its figures, HTA's defaults
+// by default (compute_breakdowns and tprof diagnose use those).
+struct HtaOptions {
+  // TraceAnalysis(include_last_profiler_step): keep the last ProfilerStep's
+  // rows; with two steps or more HTA still drops the rows launched after
+  // the steps' end.
+  bool include_last_profiler_step = false;
+  // get_idle_time_breakdown(consecutive_kernel_delay): a gap that is not
+  // host wait and is shorter than this is kernel wait. HTA's 30 is in the
+  // file's µs (its docstring says ns).
+  std::int64_t consecutive_kernel_delay_ns = 30'000;
+  // get_idle_time_breakdown(show_idle_interval_stats): describe() each
+  // category's intervals (HtaIdleCategory's statistics).
+  bool idle_interval_stats = false;
+  // get_gpu_kernel_breakdown(include_memory_kernels): MEMORY as a third
+  // kernel type; without it MEMORY rows are in neither table.
+  bool include_memory_kernels = true;
+
+  bool operator==(const HtaOptions&) const = default;
+};
+
+// One idle category of one stream, as get_idle_time_breakdown groups a
+// stream's rows by category: each row but the stream's first has an
+// interval (its ts minus the previous row's end, negative when they
+// overlap); the first row is filed under "other" with none.
+struct HtaIdleCategory {
+  std::int64_t rows = 0;    // rows filed here: HTA lists the category when there are any
+  std::int64_t sum_ns = 0;  // Σ intervals, as HTA sums them (negative when rows overlap)
+  // pandas' describe() of the intervals (with HtaOptions::idle_interval_stats):
+  // count, mean, sample std, min, linear quartiles, max; NaN where pandas
+  // has NaN (all but count without intervals, std with one).
+  std::int64_t count = 0;
+  double mean_ns = 0, std_ns = 0, min_ns = 0, p25_ns = 0, p50_ns = 0, p75_ns = 0, max_ns = 0;
+};
+
+// HTA's idle categories in the order of its IdleTimeType (and of its output).
+enum HtaIdleType : std::size_t { kHtaHostWait = 0, kHtaKernelWait = 1, kHtaOtherWait = 2 };
+
+struct HtaIdleStream {
+  std::int64_t stream = -1;
+  std::array<HtaIdleCategory, 3> categories;  // by HtaIdleType
+};
+
+// get_gpu_kernel_breakdown's per-kernel rows before its top-N grouping:
+// HTA's rows of one (kernel type, name), durations as HTA has them (its
+// rounding of ns traces, its step filter).
+struct HtaKernel {
+  std::string_view kernel_type;  // "COMPUTATION", "COMMUNICATION" or "MEMORY"
+  StrId name = kEmptyStr;
+  std::int64_t count = 0;
+  std::int64_t sum_ns = 0, min_ns = 0, max_ns = 0;
+  double mean_ns = 0;
+  double std_ns = 0;  // sample standard deviation (pandas' std), 0 for one row (HTA's fillna)
+};
+
 // HolisticTraceAnalysis' kernel-type view of one rank, over the rows its
 // breakdowns read (the same rows, clock and filter as hta_temporal):
 // get_comm_comp_overlap's numerator and denominator, and
-// _get_gpu_kernel_type_time with include_memory_kernels=True.
+// _get_gpu_kernel_type_time (HtaOptions::include_memory_kernels, HTA's
+// default true for compute_hta_kernel_types).
 struct HtaKernelTypes {
   std::int64_t rank = 0;                  // distributedInfo.rank, else 0
   bool has_rank = false;                  // distributedInfo.rank was present
@@ -30,5 +89,17 @@ struct HtaKernelTypes {
   std::vector<std::pair<std::string, std::int64_t>> kernel_types;
 };
 HtaKernelTypes compute_hta_kernel_types(const DiagnoseContext& c);
+
+// Everything TraceAnalysis reports for one rank under `options`: the
+// temporal breakdown (none when no row has a stream: HTA raises), the idle
+// breakdown per stream in order of first appearance, the kernel-type view
+// and the per-kernel rows sorted by (type, name).
+struct HtaFigures {
+  std::optional<HtaTemporal> temporal;
+  std::vector<HtaIdleStream> idle;
+  HtaKernelTypes kernel_types;
+  std::vector<HtaKernel> kernels;
+};
+HtaFigures compute_hta(const DiagnoseContext& c, const HtaOptions& options);
 
 }  // namespace tprof::internal

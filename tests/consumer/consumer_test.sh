@@ -5,7 +5,10 @@
 # and FetchContent of the source tree (capture only, without libdeflate or
 # zlib, checking the subproject adds no global targets or cache settings).
 # Each consumer program runs and its trace is read back by the installed CLI.
-# Then cpack makes the .deb, and its tprof runs from the unpacked package.
+# The installed Python module (when built) is imported by an isolated
+# python3 (no PYTHONPATH, no build tree) and reads traces.
+# Then cpack makes the .debs, and tprof and the Python module run from the
+# unpacked packages.
 #
 #   consumer_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
@@ -44,6 +47,29 @@ check_trace() {  # the installed CLI reads what a consumer wrote
   grep -q "$2" "$work/table.txt" || { echo "table of $1 lacks $2:"; cat "$work/table.txt"; exit 1; }
 }
 
+# The Python module, when this build has it: the interpreter CMake found,
+# isolated (-I: no PYTHON* variables, no user site, not the current
+# directory), with only the given directory added to its path.
+python=$(sed -n 's/^TPROF_PYTHON_EXECUTABLE:INTERNAL=//p' "$build/CMakeCache.txt")
+have_python=
+if [[ -n $python ]] && compgen -G "$build/python/tprof/_tprof*.so" >/dev/null; then have_python=1; fi
+check_python() {  # check_python DIR TRACE: DIR/tprof is imported and reads TRACE
+  "$python" -I - "$1" "$2" "$src/tests/data/public/hta/trace_filter" <<'PY'
+import os, sys
+site, trace, job = sys.argv[1:]
+sys.path.insert(0, site)
+import tprof
+assert os.path.dirname(tprof.__file__) == os.path.join(site, "tprof"), tprof.__file__
+assert os.path.dirname(tprof._tprof.__file__) == os.path.join(site, "tprof"), tprof._tprof.__file__
+t = tprof.read(trace)
+names = set(t.events().name)
+assert len(t) > 0 and any("work" in n for n in names), sorted(names)[:20]
+overlap = tprof.TraceAnalysis(trace_dir=job).get_comm_comp_overlap()
+assert list(overlap.comp_comm_overlap_pctg) == [11.81, 20.05], overlap
+print(f"python: tprof {tprof.__version__} from {site}: {len(t)} events, overlap {list(overlap.comp_comm_overlap_pctg)}")
+PY
+}
+
 step "find_package(tprof)"
 cmake -S "$src/tests/consumer/project" -B "$work/fp" "${cmake_gen[@]}" -DMODE=find_package \
   -DCMAKE_PREFIX_PATH="$prefix" >"$work/fp.log" || { cat "$work/fp.log"; exit 1; }
@@ -54,6 +80,15 @@ check_trace "$work/fp_capture.json" "work"
 "$work/fp/consumer_full" "$work/fp_full.json" > "$work/fp_full.txt"
 grep -q "matmul_add" "$work/fp_full.txt" && grep -q "matmul_add scopes read back: 3" "$work/fp_full.txt" ||
   { cat "$work/fp_full.txt"; exit 1; }
+
+step "the installed Python module"
+if [[ -n $have_python ]]; then
+  py_init=$(find "$prefix" -path '*/tprof/__init__.py')
+  [[ -n $py_init && $(echo "$py_init" | wc -l) == 1 ]] || { echo "the Python package is not installed once: $py_init"; exit 1; }
+  check_python "$(dirname "$(dirname "$py_init")")" "$work/fp_capture.json"
+else
+  echo "SKIPPED: this build has no Python module"
+fi
 
 step "pkg-config"
 export PKG_CONFIG_PATH=$pcdir
@@ -127,12 +162,20 @@ fi
 "$work/fc/consumer_capture" "$work/fc_capture.json.gz"
 check_trace "$work/fc_capture.json.gz" "work"
 
-step "cpack -G DEB: libtprof-dev and tprof"
+step "cpack -G DEB: libtprof-dev, tprof (and python3-tprof)"
 (cd "$work" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$work/deb" >"$work/cpack.log" 2>&1) ||
   { cat "$work/cpack.log"; exit 1; }
 dev_deb=$(find "$work/deb" -maxdepth 1 -name 'libtprof-dev_*.deb' | head -1)
 cli_deb=$(find "$work/deb" -maxdepth 1 -name 'tprof_*.deb' | head -1)
 test -n "$dev_deb" -a -n "$cli_deb" || { echo "cpack did not make libtprof-dev and tprof .debs:"; ls "$work/deb"; cat "$work/cpack.log"; exit 1; }
+debs=("$dev_deb" "$cli_deb")
+py_deb=$(find "$work/deb" -maxdepth 1 -name 'python3-tprof_*.deb' | head -1)
+if [[ -n $have_python ]]; then
+  test -n "$py_deb" || { echo "cpack did not make python3-tprof:"; ls "$work/deb"; exit 1; }
+  debs+=("$py_deb")
+elif [[ -n $py_deb ]]; then
+  echo "python3-tprof made by a build without the Python module"; exit 1
+fi
 mkdir "$work/debroot"
 if command -v dpkg-deb >/dev/null; then
   multiarch=$(gcc -print-multiarch 2>/dev/null || true)
@@ -162,8 +205,26 @@ if command -v dpkg-deb >/dev/null; then
   if grep -q include/ "$work/cli.txt" || grep -q bin/tprof "$work/dev.txt"; then
     echo "the CLI and -dev packages overlap"; exit 1
   fi
-  dpkg-deb -x "$dev_deb" "$work/debroot"
-  dpkg-deb -x "$cli_deb" "$work/debroot"
+  if [[ -n $have_python ]]; then
+    py_dep=$(field "$py_deb" Depends)
+    for d in "python3 (>=" "python3 (<<" python3-numpy python3-pandas libc6 libstdc++6; do
+      [[ $py_dep == *"$d"* ]] || { echo "python3-tprof's Depends lacks $d: $py_dep"; exit 1; }
+    done
+    contents "$py_deb" >"$work/py.txt"
+    for f in __init__.py hta.py _frames.py; do
+      grep -qxF "./usr/lib/python3/dist-packages/tprof/$f" "$work/py.txt" ||
+        { echo "python3-tprof lacks tprof/$f:"; cat "$work/py.txt"; exit 1; }
+    done
+    grep -qE '^\./usr/lib/python3/dist-packages/tprof/_tprof\.cpython-[0-9]+-.*\.so$' "$work/py.txt" &&
+      grep -qxF ./usr/share/doc/python3-tprof/copyright "$work/py.txt" ||
+      { echo "python3-tprof lacks the extension or its copyright:"; cat "$work/py.txt"; exit 1; }
+    # Its own files only (directories aside): none of the CLI's or the -dev package's.
+    if grep -v '/$' "$work/py.txt" | grep -vE '^\./usr/(lib/python3/dist-packages/tprof|share/doc/python3-tprof)/'; then
+      echo "python3-tprof holds files outside its package"; exit 1
+    fi
+    if grep -q dist-packages "$work/cli.txt" "$work/dev.txt"; then echo "the Python module is in tprof or libtprof-dev"; exit 1; fi
+  fi
+  for d in "${debs[@]}"; do dpkg-deb -x "$d" "$work/debroot"; done
   # The unpacked -dev package builds a capture program (multiarch pkgconfig dir).
   # shellcheck disable=SC2046
   $cxx -std=c++17 -o "$work/deb_capture" "$src/tests/consumer/capture_main.cc" \
@@ -171,9 +232,11 @@ if command -v dpkg-deb >/dev/null; then
   LD_LIBRARY_PATH="$work/debroot/usr/lib/$multiarch" "$work/deb_capture" "$work/deb_capture.json"
   check_trace "$work/deb_capture.json" "work"
 else
-  for d in "$dev_deb" "$cli_deb"; do (cd "$work/debroot" && ar x "$d" && tar xf data.tar.* && rm -f data.tar.* control.tar.* debian-binary); done
+  for d in "${debs[@]}"; do (cd "$work/debroot" && ar x "$d" && tar xf data.tar.* && rm -f data.tar.* control.tar.* debian-binary); done
 fi
 "$work/debroot/usr/bin/tprof" --version
 test -e "$work/debroot/usr/include/tprof/profiler.h"
 test -e "$work/debroot/usr/share/man/man1/tprof.1"
-echo "consumer_test: find_package, pkg-config, FetchContent and the .debs all work"
+# The unpacked python3-tprof, as /usr/lib/python3/dist-packages would hold it.
+if [[ -n $have_python ]]; then check_python "$work/debroot/usr/lib/python3/dist-packages" "$work/fp_capture.json"; fi
+echo "consumer_test: find_package, pkg-config, FetchContent, the Python module and the .debs all work"

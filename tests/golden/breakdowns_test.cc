@@ -26,6 +26,8 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "src/analyze/breakdowns.h"
 #include "src/analyze/diagnose_context.h"
@@ -284,6 +286,97 @@ TEST(HtaBreakdowns, StepFilterDropsTheLastStep) {
   EXPECT_EQ(b.hta_temporal[0].kernel_time_ns, 60000);  // kernel a alone
   ASSERT_EQ(b.hta_idle.size(), 1u);
   EXPECT_EQ(b.hta_idle[0].other_ns + b.hta_idle[0].kernel_wait_ns + b.hta_idle[0].host_wait_ns, 0);
+}
+
+// ---------------------------------------------------------------------------
+// HTA's options (internal::HtaOptions, what TraceAnalysis' arguments change).
+
+internal::HtaFigures hta_of(const std::string& json, const internal::HtaOptions& options) {
+  Result<Trace> t = read_trace_bytes(json);
+  EXPECT_TRUE(t);
+  if (!t) return {};
+  const internal::DiagnoseContext c(*t);
+  return internal::compute_hta(c, options);
+}
+
+// include_last_profiler_step: HTA keeps what was launched up to the latest
+// end of a step (200 here): b (launched at 110), the unlinked memset (starts
+// at 150) and d (launched at 200), not c (launched at 210).
+TEST(HtaOptions, IncludeLastProfilerStepKeepsTheStepsLaunches) {
+  const std::string json = R"json({"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 110, "dur": 1, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 210, "dur": 1, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 200, "dur": 1, "args": {"correlation": 4}},
+  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 50, "dur": 60, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 120, "dur": 10, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 7, "ts": 150, "dur": 1, "args": {"stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 7, "ts": 220, "dur": 10, "args": {"correlation": 3, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "d", "pid": 0, "tid": 7, "ts": 240, "dur": 10, "args": {"correlation": 4, "stream": 7}}
+]})json";
+  const internal::HtaFigures dflt = hta_of(json, {});
+  ASSERT_TRUE(dflt.temporal);
+  EXPECT_EQ(dflt.temporal->kernel_time_ns, 60000);  // a alone
+  const internal::HtaFigures last = hta_of(json, {.include_last_profiler_step = true});
+  ASSERT_TRUE(last.temporal);
+  // [50,110) [120,130) [150,151) [240,250): span 200, run 81, compute 80.
+  EXPECT_EQ(last.temporal->kernel_time_ns, 200000);
+  EXPECT_EQ(last.temporal->idle_time_ns, 119000);
+  EXPECT_EQ(last.temporal->compute_time_ns, 80000);
+  ASSERT_EQ(last.idle.size(), 1u);
+  // b 10 after a and the memset 20 after b: kernel wait; d 89 after the
+  // memset, launched at 200 > 151: host wait.
+  EXPECT_EQ(last.idle[0].categories[internal::kHtaHostWait].sum_ns, 89000);
+  EXPECT_EQ(last.idle[0].categories[internal::kHtaKernelWait].sum_ns, 30000);
+  EXPECT_EQ(last.idle[0].categories[internal::kHtaOtherWait].rows, 1);  // a, the first
+  ASSERT_EQ(last.kernels.size(), 4u);  // COMPUTATION a, b, d; MEMORY the memset
+  EXPECT_EQ(last.kernels[0].kernel_type, "COMPUTATION");
+  EXPECT_EQ(last.kernels[0].count, 1);
+  EXPECT_EQ(last.kernels[3].kernel_type, "MEMORY");
+}
+
+// consecutive_kernel_delay and the interval statistics on kTwoStreams'
+// stream 7 (intervals: add 5 µs, kernel wait; mul 55, host wait; memcpy 1).
+TEST(HtaOptions, KernelDelayAndIntervalStatistics) {
+  internal::HtaFigures f = hta_of(kTwoStreams, {.consecutive_kernel_delay_ns = 0, .idle_interval_stats = true});
+  ASSERT_EQ(f.idle.size(), 2u);
+  const auto& s7 = f.idle[0].categories;
+  EXPECT_EQ(s7[internal::kHtaHostWait].sum_ns, 55000);
+  EXPECT_EQ(s7[internal::kHtaKernelWait].rows, 0);  // no gap is under 0 µs
+  EXPECT_EQ(s7[internal::kHtaOtherWait].rows, 3);   // gemm (first), add, the memcpy
+  EXPECT_EQ(s7[internal::kHtaOtherWait].count, 2);
+  EXPECT_EQ(s7[internal::kHtaOtherWait].sum_ns, 6000);
+
+  f = hta_of(kTwoStreams, {.idle_interval_stats = true});
+  const internal::HtaIdleCategory& kernel = f.idle[0].categories[internal::kHtaKernelWait];
+  EXPECT_EQ(kernel.count, 2);  // [1, 5] µs
+  EXPECT_DOUBLE_EQ(kernel.mean_ns, 3000);
+  EXPECT_DOUBLE_EQ(kernel.std_ns, std::sqrt(8.0) * 1000);
+  EXPECT_DOUBLE_EQ(kernel.min_ns, 1000);
+  EXPECT_DOUBLE_EQ(kernel.p25_ns, 2000);
+  EXPECT_DOUBLE_EQ(kernel.p50_ns, 3000);
+  EXPECT_DOUBLE_EQ(kernel.p75_ns, 4000);
+  EXPECT_DOUBLE_EQ(kernel.max_ns, 5000);
+  const internal::HtaIdleCategory& host = f.idle[0].categories[internal::kHtaHostWait];
+  EXPECT_EQ(host.count, 1);
+  EXPECT_TRUE(std::isnan(host.std_ns));  // pandas: std of one value
+  const internal::HtaIdleCategory& first = f.idle[0].categories[internal::kHtaOtherWait];
+  EXPECT_EQ(first.rows, 1);
+  EXPECT_EQ(first.count, 0);
+  EXPECT_TRUE(std::isnan(first.mean_ns));
+}
+
+// include_memory_kernels=false: MEMORY rows are no type's, in both tables.
+TEST(HtaOptions, WithoutMemoryKernels) {
+  const internal::HtaFigures f = hta_of(kTwoStreams, {.include_memory_kernels = false});
+  const std::vector<std::pair<std::string, std::int64_t>> want = {
+      {"COMMUNICATION", 20000}, {"COMPUTATION", 30000}, {"COMPUTATION overlapping COMMUNICATION", 20000}};
+  EXPECT_EQ(f.kernel_types.kernel_types, want);
+  EXPECT_EQ(f.kernel_types.comm_comp_overlap_ns, 20000);
+  for (const internal::HtaKernel& k : f.kernels) EXPECT_NE(k.kernel_type, "MEMORY");
+  EXPECT_EQ(f.kernels.size(), 4u);  // add, gemm, mul; the nccl kernel
 }
 
 TEST(TracelensGpuTimeline, SyntheticLinkedEventsOnly) {

@@ -5,8 +5,10 @@ tests/golden/ranks_test.cc (tests/golden/expected/ranks_merge_json.json),
 and `tprof diagnose --format json`'s breakdowns on real traces. Times are
 HTA's µs."""
 
+import json
 import math
 import os
+import random
 import unittest
 
 import numpy as np
@@ -37,6 +39,8 @@ TWO_STREAMS = b"""{"distributedInfo": {"backend": "nccl", "rank": 3, "world_size
 TEMPORAL_COLUMNS = ["rank", "idle_time(us)", "compute_time(us)", "non_compute_time(us)", "kernel_time(us)",
                     "idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"]
 IDLE_COLUMNS = ["rank", "stream", "idle_category", "idle_time", "idle_time_ratio"]
+STATS_COLUMNS = ["rank", "stream", "count", "mean", "std", "min", "25%", "50%", "75%", "max"]
+_IDLE_NAMES = ["host_wait", "kernel_wait", "other"]
 
 
 def idle_of(df: pd.DataFrame, stream: int) -> dict:
@@ -125,8 +129,162 @@ class SyntheticTest(unittest.TestCase):
         by = {(r["kernel_type"], r["name"]): r for r in kernels.to_dict("records")}
         self.assertEqual(by[("COMPUTATION", "gemm")]["sum (us)"], 30)
         self.assertEqual(by[("COMMUNICATION", "ncclDevKernel_AllReduce_Sum_f32_RING_LL")]["sum (us)"], 40)
-        self.assertAlmostEqual(by[("MEMORY", "Memcpy DtoH (Device -> Pageable)")]["sum (us)"], 4.98)
+        # HTA's rows: the memcpy rounded to [211,215), 4 µs (the file says 4.98).
+        self.assertEqual(by[("MEMORY", "Memcpy DtoH (Device -> Pageable)")]["sum (us)"], 4)
         self.assertTrue((kernels["rank"] == 3).all())
+
+    def test_kernel_breakdown_without_memory_kernels(self):
+        types, kernels = tprof.read(TWO_STREAMS).get_gpu_kernel_breakdown(include_memory_kernels=False)
+        # The same sweep without the MEMORY rows [211,215) [300,301).
+        got = dict(zip(types["kernel_type"], types["sum"]))
+        self.assertEqual(got, {"COMPUTATION": 30, "COMMUNICATION": 20, "COMPUTATION overlapping COMMUNICATION": 20})
+        self.assertEqual(list(types["percentage"]), [round(100 * 30 / 70, 1), round(100 * 20 / 70, 1),
+                                                     round(100 * 20 / 70, 1)])
+        self.assertEqual(set(kernels["kernel_type"]), {"COMPUTATION", "COMMUNICATION"})
+        self.assertEqual(sorted(kernels["name"]), ["add", "gemm", "mul", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"])
+
+    def test_consecutive_kernel_delay(self):
+        # Gaps on stream 7 (launches long before): 29 µs before b, 31 µs before c.
+        t = tprof.read(b"""{"traceEvents": [
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 1, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 3, "dur": 1, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 100, "dur": 10, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 139, "dur": 10, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 7, "ts": 180, "dur": 10, "args": {"correlation": 3, "stream": 7}}
+]}""")
+        for delay, want in ((30, {"kernel_wait": 29.0, "other": 31.0}),
+                            (29, {"other": 60.0}),  # 29 is not under 29: no kernel_wait row, as in HTA
+                            (29.5, {"kernel_wait": 29.0, "other": 31.0}),
+                            (32, {"kernel_wait": 60.0, "other": 0.0}),
+                            (0, {"other": 60.0}),
+                            (float("inf"), {"kernel_wait": 60.0, "other": 0.0})):
+            with self.subTest(delay=delay):
+                df, _ = t.get_idle_time_breakdown(consecutive_kernel_delay=delay)
+                self.assertEqual(idle_of(df, 7), want)
+        with self.assertRaises(ValueError):
+            t.get_idle_time_breakdown(consecutive_kernel_delay=float("nan"))
+        # Host wait comes first whatever the delay: TWO_STREAMS' mul waited 55 µs for its launch.
+        df, _ = tprof.read(TWO_STREAMS).get_idle_time_breakdown(consecutive_kernel_delay=0)
+        self.assertEqual(idle_of(df, 7), {"host_wait": 55.0, "other": 6.0})
+        self.assertEqual(idle_of(df, 9), {"other": 140.0})
+
+    def test_idle_interval_stats(self):
+        df, stats = tprof.read(TWO_STREAMS).get_idle_time_breakdown(show_idle_interval_stats=True)
+        self.assertEqual(list(df.columns), IDLE_COLUMNS)
+        self.assertEqual(list(stats.columns), STATS_COLUMNS)
+        self.assertEqual(stats.index.name, "idle_category")
+        self.assertEqual(list(stats.index), ["host_wait", "kernel_wait", "other", "other"])
+        self.assertEqual(list(stats["stream"]), [7, 7, 7, 9])
+        self.assertTrue((stats["rank"] == 3).all())
+        # Stream 7 by ts: gemm (first: "other", no interval), add 5 µs after
+        # it (kernel wait), mul 55 (host wait: launched at 190 > 145), the
+        # memcpy 1 (kernel wait). Stream 9: nccl, then the memset 140 later
+        # (no launch: other).
+        nan = float("nan")
+        want = [
+            [1, 55, nan, 55, 55, 55, 55, 55],
+            [2, 3, round(math.sqrt(8), 2), 1, 2, 3, 4, 5],  # [1, 5]: quartiles 1 + 4·q
+            [0, nan, nan, nan, nan, nan, nan, nan],
+            [1, 140, nan, 140, 140, 140, 140, 140],
+        ]
+        got = stats[STATS_COLUMNS[2:]].to_numpy().tolist()
+        np.testing.assert_array_equal(np.array(got), np.array(want, dtype=np.float64))
+        self.assertEqual(stats["count"].dtype, np.float64)  # as describe() gives it
+        _, none = tprof.read(TWO_STREAMS).get_idle_time_breakdown()
+        self.assertIsNone(none)
+        _, only9 = tprof.read(TWO_STREAMS).get_idle_time_breakdown(streams=[9, 7], show_idle_interval_stats=True)
+        self.assertEqual(list(only9["stream"]), [9, 7, 7, 7])  # HTA goes through the streams as given
+
+    def test_idle_interval_stats_equal_htas_pandas_on_random_kernels(self):
+        # HTA's _analyze_idle_time_for_stream done with pandas on a trace of
+        # 300 kernels on 3 streams, random gaps and launch times.
+        rng = random.Random(28)
+        events, rows = [], []
+        for stream in (3, 7, 13):
+            ts = 1000
+            for i in range(100):
+                corr = stream * 1000 + i
+                ts += rng.choice([0, 1, 2, 5, 17, 29, 30, 31, 64, 250])
+                dur = rng.randint(1, 40)
+                launch = ts - rng.randint(-20, 400)
+                events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                               "ts": launch, "dur": 1, "args": {"correlation": corr}})
+                events.append({"ph": "X", "cat": "kernel", "name": f"k{i % 7}", "pid": 0, "tid": stream, "ts": ts,
+                               "dur": dur, "args": {"correlation": corr, "stream": stream}})
+                rows.append((stream, ts, dur, launch))
+                ts += dur
+        rng.shuffle(events)
+        t = tprof.read(json.dumps({"traceEvents": events}).encode())
+        for delay in (30, 3):
+            with self.subTest(delay=delay):
+                df, stats = t.get_idle_time_breakdown(consecutive_kernel_delay=delay, show_idle_interval_stats=True)
+                k = pd.DataFrame(rows, columns=["stream", "ts", "dur", "ts_runtime"])
+                want, want_sums = [], []
+                # HTA's streams: in order of first appearance among the rows.
+                first_seen = [e["args"]["stream"] for e in events if e["cat"] == "kernel"]
+                for stream in dict.fromkeys(first_seen):
+                    s = k[k["stream"] == stream].sort_values(by="ts").copy()
+                    s["prev_end_ts"] = (s["ts"] + s["dur"]).shift(1)
+                    s["idle_interval"] = s["ts"] - s["prev_end_ts"]
+                    s["idle_category"] = 2
+                    host = s["ts_runtime"] > s["prev_end_ts"]
+                    s.loc[host, "idle_category"] = 0
+                    s.loc[~host & (s["idle_interval"] < delay), "idle_category"] = 1
+                    d = s.groupby("idle_category").idle_interval.describe()
+                    d.insert(0, "stream", stream)
+                    want.append(d)
+                    for cat, total in s.groupby("idle_category").idle_interval.sum().items():
+                        want_sums.append((stream, _IDLE_NAMES[cat], total))
+                want = pd.concat(want).round(2)
+                want.insert(0, "rank", 0)
+                want.index = pd.Index([_IDLE_NAMES[i] for i in want.index], name="idle_category")
+                pd.testing.assert_frame_equal(stats, want, check_dtype=False)
+                self.assertEqual(list(stats.dtypes[2:]), [np.float64] * 8)
+                # The first frame: the same rows, HTA's sums.
+                self.assertEqual(list(zip(df["stream"], df["idle_category"], df["idle_time"])), want_sums)
+
+    def test_include_last_profiler_step(self):
+        # Steps [0,100) and [100,200). a is launched in step 1, b in step 2,
+        # d at 200 (the steps' end), c at 210 (after it); the memset has no
+        # launch and starts at 150.
+        trace = b"""{"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 110, "dur": 1, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 210, "dur": 1, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 200, "dur": 1, "args": {"correlation": 4}},
+  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 50, "dur": 60, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 120, "dur": 10, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 7, "ts": 150, "dur": 1, "args": {"stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 7, "ts": 220, "dur": 10, "args": {"correlation": 3, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "d", "pid": 0, "tid": 7, "ts": 240, "dur": 10, "args": {"correlation": 4, "stream": 7}}
+]}"""
+        t = tprof.read(trace)
+        default = tprof.TraceAnalysis(traces=[t])
+        last = tprof.TraceAnalysis(traces=[t], include_last_profiler_step=True)
+        # Default: a alone. With the last step: a [50,110), b [120,130), the
+        # memset [150,151), d [240,250); c is still out (launched at 210).
+        row = default.get_temporal_breakdown().iloc[0]
+        self.assertEqual((row["kernel_time(us)"], row["idle_time(us)"]), (60, 0))
+        row = last.get_temporal_breakdown().iloc[0]
+        self.assertEqual((row["kernel_time(us)"], row["idle_time(us)"], row["compute_time(us)"],
+                          row["non_compute_time(us)"]), (200, 119, 80, 1))
+        df, _ = last.get_idle_time_breakdown()
+        # b 10 after a (launched at 110, not after a's end), the memset 20
+        # after b: kernel wait; d 89 after the memset, launched after its end.
+        self.assertEqual(idle_of(df, 7), {"host_wait": 89.0, "kernel_wait": 30.0, "other": 0.0})
+        self.assertEqual(idle_of(default.get_idle_time_breakdown()[0], 7), {"other": 0.0})
+        types, kernels = last.get_gpu_kernel_breakdown()
+        self.assertEqual(dict(zip(types["kernel_type"], types["sum"])), {"COMPUTATION": 80, "MEMORY": 1})
+        self.assertEqual(list(kernels["name"]), ["a", "b", "d", "Memset (Device)"])
+        self.assertEqual(list(default.get_gpu_kernel_breakdown()[1]["name"]), ["a"])
+        # One step: nothing is filtered either way.
+        one = tprof.read(trace.replace(b"ProfilerStep#2", b"Other"))
+        for flag in (False, True):
+            row = tprof.TraceAnalysis(traces=[one], include_last_profiler_step=flag).get_temporal_breakdown().iloc[0]
+            self.assertEqual(row["kernel_time(us)"], 200)
 
     def test_comm_comp_overlap_and_queue_length(self):
         t = tprof.read(TWO_STREAMS)
@@ -156,15 +314,6 @@ class SyntheticTest(unittest.TestCase):
             t.get_temporal_breakdown()
         self.assertIsNone(t.get_queue_length_summary())
         self.assertTrue(math.isnan(t.get_comm_comp_overlap().iloc[0]["comp_comm_overlap_pctg"]))
-
-    def test_unsupported_arguments_say_so(self):
-        t = tprof.read(TWO_STREAMS)
-        with self.assertRaises(NotImplementedError):
-            t.get_idle_time_breakdown(consecutive_kernel_delay=10)
-        with self.assertRaises(NotImplementedError):
-            t.get_idle_time_breakdown(show_idle_interval_stats=True)
-        with self.assertRaises(NotImplementedError):
-            tprof.TraceAnalysis(traces=[t], include_last_profiler_step=True)
 
 
 class TraceFilterJobTest(unittest.TestCase):
@@ -209,6 +358,63 @@ class TraceFilterJobTest(unittest.TestCase):
         comp = top[(top["rank"] == 0) & (top["kernel_type"] == "COMPUTATION")]
         self.assertNotIn("others", set(comp["name"]))
         self.assertTrue((comp["min (us)"] <= comp["mean (us)"]).all() and (comp["mean (us)"] <= comp["max (us)"]).all())
+
+    def test_kernel_type_table_without_memory_kernels(self):
+        # The reference table with MEMORY's bit taken out of every label:
+        # "X overlapping MEMORY" becomes X's time, MEMORY alone no type's.
+        want = {"COMMUNICATION": 305584 + 1011, "COMPUTATION": 185023 + 18,
+                "COMPUTATION overlapping COMMUNICATION": 56747 + 12}
+        types, kernels = self.analyzer.get_gpu_kernel_breakdown(include_memory_kernels=False)
+        self.assertEqual(dict(zip(types["kernel_type"], types["sum"])), want)
+        total = sum(want.values())
+        self.assertEqual(list(types["percentage"]), [round(100 * v / total, 1) for v in sorted(want.values(), reverse=True)])
+        self.assertNotIn("MEMORY", set(kernels["kernel_type"]))
+        with_memory = self.analyzer.get_gpu_kernel_breakdown()[1]
+        pd.testing.assert_frame_equal(kernels, with_memory[with_memory["kernel_type"] != "MEMORY"].reset_index(drop=True))
+
+    def test_idle_delay_and_interval_stats(self):
+        base, stats = self.analyzer.get_idle_time_breakdown(ranks=[0, 1], show_idle_interval_stats=True)
+        # The statistics' rows are the breakdown's; count × mean is the sum
+        # (to the 2 decimals both are rounded to).
+        self.assertEqual(list(zip(stats["rank"], stats["stream"], stats.index)),
+                         list(zip(base["rank"], base["stream"], base["idle_category"])))
+        for (_, row), idle in zip(stats.iterrows(), base["idle_time"]):
+            if row["count"] > 0:
+                self.assertAlmostEqual(row["count"] * row["mean"], idle, delta=0.005 * row["count"] + 0.01)
+                self.assertTrue(row["min"] <= row["25%"] <= row["50%"] <= row["75%"] <= row["max"])
+        # The delay moves time between kernel wait and other only.
+        def by(df):
+            return {(r, s, c): v for r, s, c, v in zip(df["rank"], df["stream"], df["idle_category"], df["idle_time"])}
+        b = by(base)
+        previous = None
+        for delay in (0, 10, 30, 100, 10**9):
+            with self.subTest(delay=delay):
+                d = by(self.analyzer.get_idle_time_breakdown(ranks=[0, 1], consecutive_kernel_delay=delay)[0])
+                for (rank, stream, cat), v in d.items():
+                    if cat == "host_wait":
+                        self.assertEqual(v, b[(rank, stream, cat)])
+                for rank, stream in {(r, s) for r, s, _ in b}:
+                    def total(x):
+                        return sum(x.get((rank, stream, c), 0) for c in ("kernel_wait", "other"))
+                    self.assertAlmostEqual(total(d), total(b), delta=0.02)
+                    if previous is not None:  # kernel wait only grows with the delay
+                        self.assertGreaterEqual(d.get((rank, stream, "kernel_wait"), 0),
+                                                previous.get((rank, stream, "kernel_wait"), 0) - 0.01)
+                if delay == 30:
+                    self.assertEqual(d, b)
+                previous = d
+
+    def test_include_last_profiler_step(self):
+        last = tprof.TraceAnalysis(traces=list(self.analyzer.traces.values()), include_last_profiler_step=True)
+        self.assertEqual(last.ranks, [0, 1])
+        before = self.analyzer.get_temporal_breakdown()
+        after = last.get_temporal_breakdown()
+        # Keeping a step's kernels only widens the span and adds time.
+        self.assertTrue((after["kernel_time(us)"] >= before["kernel_time(us)"]).all())
+        self.assertTrue((after["compute_time(us)"] >= before["compute_time(us)"]).all())
+        types_before = dict(zip(*self.analyzer.get_gpu_kernel_breakdown()[0][["kernel_type", "sum"]].T.values))
+        types_after = dict(zip(*last.get_gpu_kernel_breakdown()[0][["kernel_type", "sum"]].T.values))
+        self.assertGreater(sum(types_after.values()), sum(types_before.values()))
 
     def test_temporal_and_idle_equal_diagnose_json(self):
         temporal = self.analyzer.get_temporal_breakdown()
