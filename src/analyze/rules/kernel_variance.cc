@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
+#include <cstdint>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -98,21 +98,27 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
     const StrId name = t.events.name[ops.front()->event];
     // (shape, k-th launch of it in the step) -> one instance per step. ops
     // are by start; within a step that is launch order on one stream.
-    std::map<std::pair<int, int>, std::vector<const DeviceOp*>> by_call;
-    std::map<std::pair<int, std::int32_t>, int> seen;  // (shape, step) -> launches so far
+    // Keys packed in 64 bits (shape and step are non-negative 32-bit ids).
+    const auto pack = [](int a, std::int64_t b) {
+      return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
+    };
+    std::unordered_map<std::uint64_t, std::vector<const DeviceOp*>> by_call;
+    std::unordered_map<std::uint64_t, int> seen;  // (shape, step) -> launches so far
     for (const DeviceOp* op : ops) {
       const int shape = shape_of[static_cast<std::size_t>(op - c.device.data())];
-      const int k = seen[{shape, op->step}]++;
-      by_call[{shape, k}].push_back(op);
+      const int k = seen[pack(shape, op->step)]++;
+      by_call[pack(shape, k)].push_back(op);
     }
-    std::vector<std::pair<int, int>> order;
-    for (const auto& [call, group] : by_call) order.push_back(call);
+    std::vector<std::pair<int, int>> order;  // (shape, k)
+    for (const auto& [call, group] : by_call) {
+      order.emplace_back(static_cast<int>(call >> 32), static_cast<int>(call & 0xffffffffu));
+    }
     std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
       return std::tie(shape_text[static_cast<std::size_t>(a.first)], a.second) <
              std::tie(shape_text[static_cast<std::size_t>(b.first)], b.second);
     });
     for (const auto& call : order) {
-      const std::vector<const DeviceOp*>& group = by_call[call];
+      const std::vector<const DeviceOp*>& group = by_call[pack(call.first, call.second)];
       if (group.size() < kMinSteps) continue;
       groups.push_back(kernel_stat(c, std::string(t.str(name)), "kernel", group));
       shapes.push_back(shape_text[static_cast<std::size_t>(call.first)]);
