@@ -211,6 +211,7 @@ struct OpInfo {
   Dims dims;
   std::string dtype;  // of the first tensor input with a type
   bool has_dims = false;
+  KernelClass by_op = KernelClass::kOther;  // class_of_op(name), once per op rather than per kernel
 };
 
 // The two args efficiency reads, as text: the same for every instance of
@@ -357,6 +358,7 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
   // key per kernel instance were most of this pass).
   std::vector<std::uint32_t> kernel_of(t.strings.size(), kNoIndex);
   std::vector<std::int8_t> class_by_name(t.strings.size(), -1);
+  std::vector<std::int8_t> template_class_by_name(t.strings.size(), -1);
   std::vector<std::vector<std::pair<double, std::int64_t>>> sized;  // per kernel: (amount, ns) per instance, -1 unknown
   // The ops that launched device work, their args read in file order (by
   // event): args are paged in from the source as they are read, and reads
@@ -379,9 +381,11 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
     if (a.found) {
       auto [parsed, first] = by_args.try_emplace(ArgsKey{ev.name[e], a.dims, a.types});
       if (first) parsed->second = op_info_of(t.name(e), a);
+      if (first) parsed->second.by_op = class_of_op(parsed->second.name);
       ops[e] = &parsed->second;
     } else {
       unparsed.push_back(op_info(t, e));
+      unparsed.back().by_op = class_of_op(unparsed.back().name);
       ops[e] = &unparsed.back();
     }
   }
@@ -399,13 +403,17 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
     }
     KernelClass cls = named >= 0 ? static_cast<KernelClass>(named) : class_of_name(name, op.cls);
     if (info != nullptr && (cls == KernelClass::kOther || cls == KernelClass::kElementwise)) {
-      const KernelClass by_op = class_of_op(info->name);
-      if (by_op != KernelClass::kOther) cls = by_op;
+      if (info->by_op != KernelClass::kOther) cls = info->by_op;
     }
     if (cls == KernelClass::kOther) {
-      // Its template arguments (not its namespaces).
-      const std::size_t lt = name.find('<');
-      if (lt != std::string_view::npos) cls = class_of_text(name.substr(lt));
+      // Its template arguments (not its namespaces), once per name.
+      std::int8_t& by_template = template_class_by_name[name_id];
+      if (by_template < 0) {
+        const std::size_t lt = name.find('<');
+        by_template = static_cast<std::int8_t>(lt == std::string_view::npos ? KernelClass::kOther
+                                                                            : class_of_text(name.substr(lt)));
+      }
+      cls = static_cast<KernelClass>(by_template);
     }
     sat_acc(out.class_ns[static_cast<std::size_t>(cls)], dur);
     std::uint32_t& slot = kernel_of[name_id];
