@@ -68,6 +68,14 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
   // once per name (a third of diagnose on a 200 MB trace). Shapes are
   // interned to small ids: the maps compare integers, not strings; groups
   // are still visited in (shape text, call) order.
+  // A name is skipped, unread, when even its largest possible saving is
+  // below the bar a finding must pass: a group's median is at least the
+  // name's fastest instance, so no grouping's slow excess exceeds the sum
+  // of every instance's time over that fastest one.
+  std::int64_t steps_ns = 0;
+  for (const StepStat& s : c.steps.steps) sat_acc(steps_ns, s.dur_ns);
+  const double min_saving =
+      std::max(static_cast<double>(kMinSavingNs), kMinSavingShare * static_cast<double>(steps_ns));
   std::vector<const std::vector<const DeviceOp*>*> spread;
   std::vector<const DeviceOp*> wanted;
   for (const auto& [name, ops] : by_name) {
@@ -78,6 +86,9 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
       hi = std::max(hi, op->end - op->start);
     }
     if (static_cast<double>(hi) <= 1.5 * static_cast<double>(lo)) continue;
+    std::int64_t over_fastest = 0;
+    for (const DeviceOp* op : ops) sat_acc(over_fastest, op->end - op->start - lo);
+    if (static_cast<double>(over_fastest) < min_saving) continue;
     spread.push_back(&ops);
     wanted.insert(wanted.end(), ops.begin(), ops.end());
   }
@@ -125,8 +136,6 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
       calls.push_back(call.second + 1);
     }
   }
-  std::int64_t steps_ns = 0;
-  for (const StepStat& s : c.steps.steps) sat_acc(steps_ns, s.dur_ns);
   std::vector<Finding> found;
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
     const KernelStat& k = groups[gi];
