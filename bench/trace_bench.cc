@@ -1,14 +1,20 @@
 // trace_bench: reader/analysis throughput side by side, in one run.
 //
 //   trace_bench --sizes 100M,1G,4G [--dir /tmp] [--repeat 3] [--gz] [--build build]
+//               [--baseline OTHER_TPROF]
 //
 // For each size it generates a trace (bench/gen_trace, deterministic), runs
 // every command on the same file as its own process (so peak RSS is the
-// command's own), keeps the fastest of --repeat runs, prints MB/s, the
-// throughput ratio to the floor (a bare single-threaded simdjson on-demand
-// pass, bench/simdjson_floor) and peak RSS relative to the file size, and
-// deletes the file. With --gz it also compares `tprof table x.json.gz` with
-// the decompressor alone (bench/gunzip_floor).
+// command's own), in rounds (each round runs every command once, so a noisy
+// minute hits them all), keeps each command's fastest round, prints wall
+// seconds, CPU seconds (user + system), MB/s, the throughput ratio to the
+// floor (a bare single-threaded simdjson on-demand pass,
+// bench/simdjson_floor) and peak RSS relative to the file size, then the
+// ratios the targets name (table / `wc -l`, diagnose / table, wall and
+// CPU), and deletes the file. With --gz it also compares `tprof table
+// x.json.gz` with the decompressor alone (bench/gunzip_floor, zlib streamed
+// on one thread). --baseline adds another tprof binary's table and diagnose
+// to the same rounds (before/after a change).
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -26,6 +32,7 @@ namespace {
 
 struct Run {
   double seconds = 0;
+  double cpu_seconds = 0;  // user + system
   double peak_rss_mb = 0;
   int exit_code = -1;
 };
@@ -48,6 +55,8 @@ Run run(const std::vector<std::string>& cmd) {
   wait4(pid, &status, 0, &ru);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.peak_rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;
+  r.cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                  static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
@@ -73,14 +82,10 @@ bool has_subcommand(const std::string& tprof, const std::string& name) {
   return out.find("  " + name + " ") != std::string::npos;
 }
 
-Run best_of(const std::vector<std::string>& cmd, int repeat) {
-  Run best;
-  for (int i = 0; i < repeat; ++i) {
-    Run r = run(cmd);
-    if (r.exit_code != 0) return r;
-    if (i == 0 || r.seconds < best.seconds) best = r;
-  }
-  return best;
+// Keeps the faster of two runs (a failed run wins: it is reported).
+void keep_best(Run* best, const Run& r, bool first) {
+  if (best->exit_code != 0 && !first) return;
+  if (first || r.exit_code != 0 || r.seconds < best->seconds) *best = r;
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -107,6 +112,7 @@ int main(int argc, char** argv) {
   std::string sizes = "100M", dir = "/tmp", build = "build";
   int repeat = 3;
   bool gz = false;
+  std::string baseline;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--sizes" && i + 1 < argc) {
@@ -119,8 +125,12 @@ int main(int argc, char** argv) {
       repeat = std::atoi(argv[++i]);
     } else if (a == "--gz") {
       gz = true;
+    } else if (a == "--baseline" && i + 1 < argc) {
+      baseline = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: trace_bench [--sizes 100M,1G] [--dir DIR] [--repeat N] [--gz] [--build DIR]\n");
+      std::fprintf(stderr,
+                   "usage: trace_bench [--sizes 100M,1G] [--dir DIR] [--repeat N] [--gz] [--build DIR] "
+                   "[--baseline TPROF]\n");
       return 2;
     }
   }
@@ -139,41 +149,67 @@ int main(int argc, char** argv) {
     }
     const double mb = file_mb(path);
     std::printf("%s trace: %.1f MB\n", size.c_str(), mb);
-    std::printf("  %-34s %9s %9s %10s %11s %9s\n", "command", "seconds", "MB/s", "vs floor", "peak RSS MB", "RSS/file");
+    std::printf("  %-34s %9s %9s %9s %10s %11s %9s\n", "command", "seconds", "CPU s", "MB/s", "vs floor",
+                "peak RSS MB", "RSS/file");
     struct Row {
       std::string label;
       std::vector<std::string> cmd;
+      Run best;
     };
     std::vector<Row> rows = {
-        {"simdjson on-demand, 1 thread (floor)", {floor, path}},
-        {"tprof table", {tprof, "-q", "table", path}},
-        {"tprof steps", {tprof, "-q", "steps", path}},
+        {"simdjson on-demand, 1 thread (floor)", {floor, path}, {}},
+        {"wc -l", {"/usr/bin/wc", "-l", path}, {}},
+        {"tprof table", {tprof, "-q", "table", path}, {}},
+        {"tprof steps", {tprof, "-q", "steps", path}, {}},
     };
-    if (has_diagnose) rows.push_back({"tprof diagnose", {tprof, "-q", "diagnose", path}});
-    double floor_s = 0, table_s = 0, diagnose_s = 0;
+    if (has_diagnose) rows.push_back({"tprof diagnose", {tprof, "-q", "diagnose", path}, {}});
+    if (!baseline.empty()) {
+      rows.push_back({"baseline table", {baseline, "-q", "table", path}, {}});
+      rows.push_back({"baseline diagnose", {baseline, "-q", "diagnose", path}, {}});
+    }
+    for (int round = 0; round < repeat; ++round) {
+      for (Row& row : rows) keep_best(&row.best, run(row.cmd), round == 0);
+    }
+    auto find = [&](const std::string& label) -> const Run* {
+      for (const Row& row : rows) {
+        if (row.label == label && row.best.exit_code == 0) return &row.best;
+      }
+      return nullptr;
+    };
+    const double floor_s = find(rows[0].label) != nullptr ? find(rows[0].label)->seconds : 0;
     for (const Row& row : rows) {
-      Run r = best_of(row.cmd, repeat);
+      const Run& r = row.best;
       if (r.exit_code != 0) {
         std::printf("  %-34s failed (exit %d)\n", row.label.c_str(), r.exit_code);
         ++failures;
         continue;
       }
-      if (floor_s == 0) floor_s = r.seconds;
-      if (row.label == "tprof table") table_s = r.seconds;
-      if (row.label == "tprof diagnose") diagnose_s = r.seconds;
-      std::printf("  %-34s %9.3f %9.0f %9.2fx %11.0f %9.2f\n", row.label.c_str(), r.seconds, mb / r.seconds,
-                  floor_s / r.seconds, r.peak_rss_mb, r.peak_rss_mb / mb);
+      std::printf("  %-34s %9.3f %9.3f %9.0f %9.2fx %11.0f %9.2f\n", row.label.c_str(), r.seconds, r.cpu_seconds,
+                  mb / r.seconds, floor_s / r.seconds, r.peak_rss_mb, r.peak_rss_mb / mb);
     }
-    if (table_s > 0 && diagnose_s > 0) std::printf("  tprof diagnose / tprof table: %.2fx\n", diagnose_s / table_s);
+    auto ratio = [&](const char* what, const std::string& a, const std::string& b) {
+      const Run* x = find(a);
+      const Run* y = find(b);
+      if (x == nullptr || y == nullptr) return;
+      std::printf("  %-34s %8.2fx wall %8.2fx CPU\n", what, x->seconds / y->seconds,
+                  y->cpu_seconds > 0 ? x->cpu_seconds / y->cpu_seconds : 0.0);
+    };
+    ratio("tprof table / wc -l", "tprof table", "wc -l");
+    ratio("tprof diagnose / tprof table", "tprof diagnose", "tprof table");
+    ratio("baseline diagnose / baseline table", "baseline diagnose", "baseline table");
+    ratio("tprof diagnose / baseline diagnose", "tprof diagnose", "baseline diagnose");
     if (gz) {
       const std::string gz_path = path + ".gz";
       if (run({gen, "--size", size, "--seed", "1", "--out", gz_path, "--gzip"}).exit_code == 0) {
-        Run d = best_of({gunzip, gz_path}, repeat);
-        Run t = best_of({tprof, "-q", "table", gz_path}, repeat);
-        std::printf("  %-34s %9.3f %9.0f %10s %11.0f\n", "gunzip alone (.json.gz)", d.seconds, mb / d.seconds, "",
-                    d.peak_rss_mb);
-        std::printf("  %-34s %9.3f %9.0f %9.2fx %11.0f   (time / gunzip time)\n", "tprof table (.json.gz)", t.seconds,
-                    mb / t.seconds, t.seconds / d.seconds, t.peak_rss_mb);
+        Run d, t;
+        for (int round = 0; round < repeat; ++round) {
+          keep_best(&d, run({gunzip, gz_path}), round == 0);
+          keep_best(&t, run({tprof, "-q", "table", gz_path}), round == 0);
+        }
+        std::printf("  %-34s %9.3f %9.3f %9.0f %10s %11.0f\n", "gunzip alone (.json.gz)", d.seconds, d.cpu_seconds,
+                    mb / d.seconds, "", d.peak_rss_mb);
+        std::printf("  %-34s %9.3f %9.3f %9.0f %9.2fx %11.0f   (time / gunzip time)\n", "tprof table (.json.gz)",
+                    t.seconds, t.cpu_seconds, mb / t.seconds, t.seconds / d.seconds, t.peak_rss_mb);
         if (d.exit_code != 0 || t.exit_code != 0) ++failures;
       }
       std::remove(gz_path.c_str());
