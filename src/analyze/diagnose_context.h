@@ -130,6 +130,8 @@ class DiagnoseContext {
   // Device activity on device `dev` (every stream; any device when dev < 0)
   // inside [from, to), as a union: was the GPU busy while the host waited?
   std::int64_t device_busy_ns(std::int32_t dev, std::int64_t from, std::int64_t to) const;
+  // Every device's activity as merged intervals, by start.
+  const std::vector<Interval>& device_busy() const { return busy_all_.intervals(); }
 
   // "HIP" when the trace's runtime calls are hip* (ROCm), else "CUDA": the
   // API and tools named in titles and advice.

@@ -276,9 +276,7 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
 
   if (!c.has_device() || window_.end <= window_.start) return;
 
-  std::vector<Interval> busy, pend_comm, pend_other, latency, prof, host, step_iv;
-  busy.reserve(c.device.size());
-  for (const DeviceOp& op : c.device) busy.push_back({op.start, op.end});
+  std::vector<Interval> pend_comm, pend_other, latency, prof, host, step_iv;
   // Each op's predecessor on its stream: the latest end among the ops of
   // its (device, stream) that started before it (device is sorted by start).
   std::vector<std::uint32_t> order(c.device.size());
@@ -309,7 +307,6 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
     const std::int64_t from = sat_add(std::max(launched, prev_end), kQueueLatencyNs);
     if (op.start > from) (op.cls == DeviceClass::kComm ? pend_comm : pend_other).push_back({from, op.start});
   }
-  busy = merge_intervals(std::move(busy));
   pend_comm = merge_intervals(std::move(pend_comm));
   pend_other = merge_intervals(std::move(pend_other));
   latency = merge_intervals(std::move(latency));
@@ -319,15 +316,24 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
     }
   }
   prof = merge_intervals(std::move(prof));
-  for (std::uint32_t e : c.host_ops) {
-    if (!is_profiler_step(c.name(e))) host.push_back({c.ts(e), c.end(e)});
-  }
-  for (std::uint32_t e : c.runtime) host.push_back({c.ts(e), c.end(e)});
-  host = merge_intervals(std::move(host));
+  // Host activity, merged as it comes: host ops and runtime calls in ts
+  // order (a vector of every host event, sorted and merged, was the
+  // largest allocation of diagnose).
+  c.for_each_host_event([&](std::uint32_t e) {
+    if (c.end(e) <= c.ts(e) || (c.kind(e) != EventKind::kCudaRuntime && c.kind(e) != EventKind::kCudaDriver &&
+                                c.kind(e) != EventKind::kCudaSync && is_profiler_step(c.name(e)))) {
+      return;
+    }
+    if (!host.empty() && c.ts(e) <= host.back().end) {
+      host.back().end = std::max(host.back().end, c.end(e));
+    } else {
+      host.push_back({c.ts(e), c.end(e)});
+    }
+  });
   for (const StepStat& st : steps) step_iv.push_back({st.start_ns, st.start_ns + st.dur_ns});
   step_iv = merge_intervals(std::move(step_iv));
 
-  const std::vector<Interval> idle = subtract({window_}, busy);
+  const std::vector<Interval> idle = subtract({window_}, c.device_busy());
   idle_ns_ = total_length(idle);
   std::vector<Span> out;
   auto emit = [&](std::int64_t a, std::int64_t b, IdleCause cause, std::uint32_t event) {
