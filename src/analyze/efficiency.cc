@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <unordered_map>
 
+#include "src/analyze/id_index.h"
 #include "src/base/saturate.h"
 #include "src/trace/json_value.h"
 
@@ -330,12 +331,15 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
   // Ops by External id: a kernel's own, else its launch call's (tprof's
   // captures put it on the launch only). The innermost op (the shortest)
   // wins where ids repeat.
-  std::unordered_map<std::int64_t, std::uint32_t> op_by_id;
+  // (The first of equal ones: pairs in host_ops order, stably by duration.)
+  std::vector<std::pair<std::int64_t, std::uint32_t>> id_pairs;
   for (std::uint32_t e : c.host_ops) {
-    if (ev.kind[e] != EventKind::kCpuOp || ev.external_id[e] < 0) continue;
-    auto [it, fresh] = op_by_id.emplace(ev.external_id[e], e);
-    if (!fresh && ev.dur_ns[e] < ev.dur_ns[it->second]) it->second = e;
+    if (ev.kind[e] == EventKind::kCpuOp && ev.external_id[e] >= 0) id_pairs.emplace_back(ev.external_id[e], e);
   }
+  std::stable_sort(id_pairs.begin(), id_pairs.end(), [&](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : ev.dur_ns[a.second] < ev.dur_ns[b.second];
+  });
+  const IdIndex op_by_id(std::move(id_pairs));
   std::unordered_map<std::uint32_t, const OpInfo*> ops;  // by op event
   // By the op's name, shapes and types: an op repeated step after step is
   // parsed once, and only its two arrays (parsing every op's whole args was
@@ -366,9 +370,7 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
   auto op_of = [&](const DeviceOp& op) -> std::uint32_t {
     std::int64_t id = ev.external_id[op.event];
     if (id < 0 && op.launch != kNoIndex) id = ev.external_id[op.launch];
-    if (id < 0) return kNoIndex;
-    const auto it = op_by_id.find(id);
-    return it == op_by_id.end() ? kNoIndex : it->second;
+    return id < 0 ? kNoIndex : op_by_id.find(id);
   };
   std::vector<std::uint32_t> launching;
   for (const DeviceOp& op : c.device) {
