@@ -443,7 +443,7 @@ std::string format_short(const Diagnosis& d, const EventClock& clock, const inte
     out += "\nNo findings.\n";
   } else {
     out += "\nTop causes (" + std::to_string(shown) + " of " + std::to_string(d.causes.size()) + ", " +
-           std::to_string(d.findings.size()) + " findings)\n";
+           std::to_string(d.findings.size()) + (d.findings.size() == 1 ? " finding)\n" : " findings)\n");
   }
   for (std::size_t k = 0; k < shown; ++k) {
     const Cause& c = d.causes[k];

@@ -344,5 +344,20 @@ TEST(ReviewRound3, NoLineIsCut) {
   EXPECT_NE(compiled.find("(15.8 us per step)."), std::string::npos) << compiled;
 }
 
+TEST(ReviewRound3, CountsReadAsEnglish) {
+  // R5: "1 copies use pageable host memory", "its 200 in the window
+  // launches", "(1 of 1, 1 findings)".
+  const std::string vecadd = default_text("gpu/h200-tprof/record_vecadd.json");
+  EXPECT_NE(vecadd.find("1 copy uses pageable host memory"), std::string::npos) << vecadd;
+  EXPECT_EQ(vecadd.find("1 copies"), std::string::npos) << vecadd;
+  EXPECT_EQ(vecadd.find("in the window launches"), std::string::npos) << vecadd;
+  EXPECT_NE(logical_line(vecadd, "     fix (up to 711.3 us)").find("its 200 launches in the window"), std::string::npos)
+      << vecadd;
+  for (const char* rel : {"torch-1.13/blog/64_bf16_cold_eager.json", "torch-1.13/threads/threads.kineto.json"}) {
+    const std::string text = default_text(rel);
+    EXPECT_NE(text.find("Top causes (1 of 1, 1 finding)"), std::string::npos) << text;
+  }
+}
+
 }  // namespace
 }  // namespace tprof
