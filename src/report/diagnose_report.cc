@@ -464,7 +464,10 @@ std::string format_short(const Diagnosis& d, const EventClock& clock, const inte
     if (!anchor.advice.empty()) {
       // What the fix could save: per step where there are steps.
       std::string label = "     fix: ";
-      if (c.impact_ns > 0) {
+      // The saving printed is the fix's: an anchor whose advice saves
+      // nothing (a note to judge by the median step) gets none, whatever
+      // the findings it gathers could save with their own fixes.
+      if (c.impact_ns > 0 && anchor.impact_ns > 0) {
         label = d.steps.empty() ? "     fix (up to " + format_ns(c.impact_ns) + "): "
                                 : "     fix (up to " + format_ns(c.impact_per_step_ns) + " a step): ";
       }

@@ -359,5 +359,20 @@ TEST(ReviewRound3, CountsReadAsEnglish) {
   }
 }
 
+TEST(ReviewRound3, AJudgeByTheMedianNoteSavesNothing) {
+  // R2: "fix (up to 6.2 us a step): Judge this run by the median step ...
+  // so another warm-up step would not remove it" on the H200 64 warm eager
+  // run: a saving for a fix that saves nothing.
+  for (const char* rel : {"gpu/h200-tprof/64_bf16_warm_eager.json", "gpu/h200-tprof/4096_bf16_warm_fused.json",
+                          "gpu/h100-torch-2.11/64_bf16_warm_eager.json"}) {
+    const std::string text = default_text(rel);
+    for (const std::string& l : lines_of(text)) {
+      if (l.find("Judge this run by the median step") != std::string::npos) {
+        EXPECT_EQ(l.find("fix (up to"), std::string::npos) << rel << ": " << l;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tprof
