@@ -189,12 +189,23 @@ std::string first_sentence(const std::string& advice) {
 }
 
 // A few of the finding's numbers, for a finding that is a cause on its own
-// (its title already says the main one).
+// (its title already says the main one). Keys print without their unit
+// suffix; where two fields share a base (a step number and its duration:
+// `first_step`, `first_step_ns`; a time and its share: `sync_ns`,
+// `sync_pct`) they print as one item, so no label is printed twice (review
+// 2026-11-26, R4: "first_step 1, first_step 141.9 us").
 std::string key_numbers(const Finding& f) {
-  std::string s;
-  int n = 0;
+  struct Item {
+    std::string key, value;
+    bool count = false, duration = false, share = false;
+  };
+  std::vector<Item> items;
+  std::string window;
   for (const Evidence::Field& e : f.evidence.fields()) {
-    if (n == 4) break;
+    if (e.kind == Evidence::Kind::kText && e.key == "window") window = e.s;
+  }
+  for (const Evidence::Field& e : f.evidence.fields()) {
+    if (items.size() == 4) break;
     // Zeros are rarely the point (no outliers, no copies).
     if ((e.kind == Evidence::Kind::kInt && e.i == 0) || (e.kind == Evidence::Kind::kReal && e.d == 0.0)) continue;
     if (e.kind != Evidence::Kind::kInt && e.kind != Evidence::Kind::kReal) continue;
@@ -202,19 +213,45 @@ std::string key_numbers(const Finding& f) {
         e.key.find("threshold") != std::string::npos) {
       continue;
     }
-    std::string key = e.key, value;
-    if (e.kind == Evidence::Kind::kInt && key.ends_with("_ns")) {
-      key.resize(key.size() - 3);
-      value = format_ns(e.i);
+    Item it;
+    it.key = e.key;
+    if (e.kind == Evidence::Kind::kInt && it.key.ends_with("_ns")) {
+      it.key.resize(it.key.size() - 3);
+      it.value = format_ns(e.i);
+      it.duration = true;
     } else if (e.kind == Evidence::Kind::kInt) {
-      value = std::to_string(e.i);
-    } else if (key.ends_with("_pct")) {
-      key.resize(key.size() - 4);
-      value = format_pct(e.d);
+      it.value = std::to_string(e.i);
+      it.count = true;
+    } else if (it.key.ends_with("_pct")) {
+      it.key.resize(it.key.size() - 4);
+      it.value = format_pct(e.d);
+      it.share = true;
     } else {
-      value = real_text(e.d);
+      it.value = real_text(e.d);
     }
-    s += (n++ ? ", " : "") + key + " " + value;
+    items.push_back(std::move(it));
+  }
+  const std::string of = window == "steps" ? " of step time" : window == "trace" ? " of the trace" : "";
+  std::string s;
+  std::vector<bool> merged(items.size(), false);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (merged[i]) continue;
+    std::string text = items[i].key + " " + items[i].value;
+    for (std::size_t j = i + 1; j < items.size(); ++j) {
+      if (merged[j] || items[j].key != items[i].key) continue;
+      const Item& a = items[i];
+      const Item& b = items[j];
+      if (a.count && b.duration) {
+        // "first_step #1: 141.9 us": a step number, else a count.
+        text = a.key + (a.key.ends_with("step") ? " #" : " ") + a.value + ": " + b.value;
+      } else if (a.duration && b.share) {
+        text = a.key + " " + a.value + " (" + b.value + of + ")";
+      } else {
+        text += ", " + b.key + " (" + std::string(b.share ? "share" : b.duration ? "time" : "value") + ") " + b.value;
+      }
+      merged[j] = true;
+    }
+    s += (s.empty() ? "" : ", ") + text;
   }
   return s;
 }

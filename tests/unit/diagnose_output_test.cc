@@ -374,5 +374,19 @@ TEST(ReviewRound3, AJudgeByTheMedianNoteSavesNothing) {
   }
 }
 
+TEST(ReviewRound3, EvidencePrintsNoLabelTwice) {
+  // R4: "evidence: first_step 1, first_step 141.9 us, ..." (the step's
+  // number and its duration) and "sync 55.9 us, host_blocked 55.9 us, sync
+  // 1.4%" (a time and its share).
+  const std::string cold = default_text("gpu/h200-tprof/64_bf16_cold_compile.json");
+  EXPECT_EQ(cold.find("first_step 1, first_step"), std::string::npos) << cold;
+  EXPECT_NE(cold.find("evidence: first_step #1: 141.9 us, median_other_steps 27.5 us, excess 114.4 us"),
+            std::string::npos)
+      << cold;
+  const std::string mi300 = default_text("public/tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz");
+  EXPECT_NE(mi300.find("evidence: calls 2, sync 55.9 us (1.4% of step time), host_blocked 55.9 us"), std::string::npos)
+      << mi300;
+}
+
 }  // namespace
 }  // namespace tprof
