@@ -299,13 +299,28 @@ void append_steps_summary(std::string* out, const Diagnosis& d) {
   const std::size_t mid = idle.size() / 2;
   const double median_idle = idle.size() % 2 == 1 ? idle[mid] : (idle[mid - 1] + idle[mid]) / 2;
   std::string line = "  GPU idle: median " + format_pct(median_idle) + " of a step";
-  if (!offsets.empty()) line += "; launch -> kernel: median " + format_ns(internal::mean_median(offsets));
+  // A queue that grows step after step has no typical offset: the median of
+  // a ramp is its middle step's (review 2026-11-26, R3). Where
+  // cpu_gpu_offset measured the growth the line gives it instead.
+  std::int64_t growth = 0;
+  for (const Finding& f : d.findings) {
+    if (f.id != "cpu_gpu_offset") continue;
+    for (const Evidence::Field& e : f.evidence.fields()) {
+      if (e.key == "growth_per_step_ns" && e.kind == Evidence::Kind::kInt) growth = e.i;
+    }
+  }
+  if (growth > 0 && offsets.size() >= 2) {
+    line += "; launch -> kernel: grows " + format_ns(offsets.front()) + " to " + format_ns(offsets.back()) + " (about " +
+            format_ns(growth) + " a step: the host runs ahead)";
+  } else if (!offsets.empty()) {
+    line += "; launch -> kernel: median " + format_ns(internal::mean_median(offsets));
+  }
   line += "; verdicts:";
   for (auto it = verdicts.rbegin(); it != verdicts.rend(); ++it) {
     line += std::string(it == verdicts.rbegin() ? " " : ", ") + std::to_string(it->second) + " " +
             std::string(verdict_name(it->first));
   }
-  *out += line + "\n";
+  append_wrapped(out, "  ", line.substr(2), "    ");
 }
 
 void append_threads(std::string* out, const Diagnosis& d, std::size_t max_threads) {

@@ -142,26 +142,64 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
               format_ns(mx.start - c.ts(mx.launch));
     f.impact_ns = 0;  // the CPU running ahead of a busy GPU costs nothing
   }
-  // The queue grows: no typical offset, a rate.
-  std::size_t rising = 0;
-  for (std::size_t i = 1; i < per_step.size(); ++i) rising += per_step[i] > per_step[i - 1] ? 1 : 0;
-  const bool growing = !start_offset && per_step.size() >= kMinGrowingSteps &&
-                       static_cast<double>(rising) >= kGrowingShare * static_cast<double>(per_step.size() - 1) &&
-                       static_cast<double>(per_step.back()) >= kGrowingFactor * static_cast<double>(std::max<std::int64_t>(1, per_step.front()));
-  std::int64_t growth = 0, host_ns = 0, work_ns = 0;
-  if (growing) {
-    growth = (per_step.back() - per_step.front()) / static_cast<std::int64_t>(per_step.size() - 1);
-    std::vector<Interval> work;
+  // The queue grows: no typical offset, a rate. Over the steps, else over
+  // the calls of the repeated range (DiagnoseContext::launch_rate(), the
+  // iteration the graph advice counts: an NVTX "step" range of tprof
+  // record; review 2026-11-26, R3 on record_plain_4096_nvtx).
+  std::vector<std::int64_t> iter_offsets = per_step, iter_numbers = step_numbers;
+  std::int64_t host_ns = 0, work_ns = 0;
+  std::string unit = "step", units = "steps";
+  std::vector<Interval> work;
+  if (!c.steps.steps.empty()) {
     for (const DeviceOp& op : c.device) {
       if (op.step >= 0) work.push_back({op.start, op.end});
     }
-    work_ns = union_length(std::move(work));
     for (const StepStat& st : c.steps.steps) sat_acc(host_ns, st.dur_ns);
-    f.title = "GPU queue grows about " + format_ns(growth) + " a step: the host enqueues " +
-              std::to_string(c.steps.steps.size()) + " steps in " + format_ns(host_ns) + ", the GPU needs " +
-              format_ns(work_ns) + " for their work (it starts " + format_ns(per_step.front()) +
-              " after its launch in step " + std::to_string(step_numbers.front()) + ", " + format_ns(per_step.back()) +
-              " in step " + std::to_string(step_numbers.back()) + ")";
+  } else if (const DiagnoseContext::LaunchRate rate = c.launch_rate(); rate.iterations > 0 && rate.unit.size() > 8) {
+    // unit: "\"NAME\" range"
+    const std::string_view range_name = std::string_view(rate.unit).substr(1, rate.unit.size() - 8);
+    unit = rate.unit;
+    units = rate.unit + "s";
+    std::vector<std::pair<std::int64_t, std::int64_t>> launched;  // launch ts, device op index
+    for (std::size_t i = 0; i < c.device.size(); ++i) {
+      if (c.device[i].launch != kNoIndex) launched.emplace_back(c.ts(c.device[i].launch), static_cast<std::int64_t>(i));
+    }
+    std::sort(launched.begin(), launched.end());
+    std::int64_t n = 0;
+    for (std::uint32_t e : c.host_ops) {
+      if (c.kind(e) != EventKind::kUserAnnotation || c.dur(e) <= 0 || c.name(e) != range_name) continue;
+      ++n;
+      sat_acc(host_ns, c.dur(e));
+      auto it = std::lower_bound(launched.begin(), launched.end(), std::make_pair(c.ts(e), std::int64_t{-1}));
+      bool first_in_range = true;
+      for (; it != launched.end() && it->first < c.end(e); ++it) {
+        const DeviceOp& op = c.device[static_cast<std::size_t>(it->second)];
+        work.push_back({op.start, op.end});
+        if (first_in_range) {
+          iter_offsets.push_back(op.start - c.ts(op.launch));
+          iter_numbers.push_back(n);
+          first_in_range = false;
+        }
+      }
+    }
+  }
+  std::size_t rising = 0;
+  for (std::size_t i = 1; i < iter_offsets.size(); ++i) rising += iter_offsets[i] > iter_offsets[i - 1] ? 1 : 0;
+  const bool growing = !start_offset && iter_offsets.size() >= kMinGrowingSteps &&
+                       static_cast<double>(rising) >= kGrowingShare * static_cast<double>(iter_offsets.size() - 1) &&
+                       static_cast<double>(iter_offsets.back()) >=
+                           kGrowingFactor * static_cast<double>(std::max<std::int64_t>(1, iter_offsets.front()));
+  std::int64_t growth = 0;
+  if (growing) {
+    // A queue that grows needs no busy-device test of its own: it is the
+    // backed-up queue's rate. Without steps it may be the only reading.
+    growth = (iter_offsets.back() - iter_offsets.front()) / static_cast<std::int64_t>(iter_offsets.size() - 1);
+    work_ns = union_length(std::move(work));
+    f.title = "GPU queue grows about " + format_ns(growth) + " a " + unit + ": the host enqueues " +
+              std::to_string(c.steps.steps.empty() ? iter_offsets.size() : c.steps.steps.size()) + " " + units + " in " + format_ns(host_ns) + ", the GPU needs " +
+              format_ns(work_ns) + " for their work (it starts " + format_ns(iter_offsets.front()) + " after its launch in " +
+              unit + " " + std::to_string(iter_numbers.front()) + ", " + format_ns(iter_offsets.back()) + " in " + unit +
+              " " + std::to_string(iter_numbers.back()) + ")";
   }
   f.evidence.text("pattern", start_offset && backed_up ? "start_offset+queue_backed_up"
                               : start_offset           ? "start_offset"
@@ -182,6 +220,7 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
       .num("waits_union_ns", union_ns)
       .num("waits_union_busy_ns", union_busy);
   if (!per_step.empty()) f.evidence.ints("step_offsets_ns", per_step).ints("steps", step_numbers);
+  if (growing && per_step.empty()) f.evidence.ints("range_offsets_ns", iter_offsets).text("iteration", unit);
   if (first_launch != kNoIndex) f.evidence.event("first_launch", c.ref(first_launch));
   if (first_event != kNoIndex) f.evidence.event("first_kernel", c.ref(first_event));
   f.evidence.event("max_offset_kernel", c.ref(mx.event));
