@@ -793,6 +793,22 @@ TEST(RulesPrecision, ColdStartJudgedByTheMedianSavesNothing) {
   EXPECT_GT(cold[0].impact_ns, 0);
 }
 
+TEST(RulesPrecision, MemoryBoundElementwiseCountsTheStepsWork) {
+  // R8: the H200 4096 warm eager trace holds one add_kernel 3.7 ms before
+  // ProfilerStep#1 (the schedule's warm-up step): the finding said "count
+  // 21, time 470.4 us, 12.2% of GPU time"; the steps hold 20 adds, 448.2
+  // us, 11.6% (the verdict's elementwise share).
+  const std::vector<Finding> fs = run("gpu/h200-tprof/4096_bf16_warm_eager.json", "memory_bound_elementwise");
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(find(fs[0], "count")->i, 20);
+  EXPECT_NEAR(static_cast<double>(find(fs[0], "time_ns")->i), 448'200.0, 100.0);
+  EXPECT_NEAR(find(fs[0], "gpu_time_pct")->d, 11.6, 0.05);
+  EXPECT_EQ(fs[0].impact_ns, find(fs[0], "time_ns")->i);
+  EXPECT_TRUE(contains(fs[0].title, "11.6% of GPU time")) << fs[0].title;
+  // The blog's H100 64 runs: no elementwise kernel holds 10% of the time.
+  EXPECT_TRUE(run("gpu/h100-torch-2.11/64_bf16_cold_eager.json", "memory_bound_elementwise").empty());
+}
+
 TEST(RulesPrecision, QueueGrowthOverRepeatedRangesWithoutSteps) {
   // R3: record_plain_4096_nvtx has no ProfilerStep but 20 NVTX "step"
   // ranges, whose first launches wait 5, 8, 172, 169, ... 3314 us: a ramp,
