@@ -809,6 +809,22 @@ TEST(RulesPrecision, MemoryBoundElementwiseCountsTheStepsWork) {
   EXPECT_TRUE(run("gpu/h100-torch-2.11/64_bf16_cold_eager.json", "memory_bound_elementwise").empty());
 }
 
+TEST(RulesPrecision, QueueAdviceNamesTheTopKernelsRate) {
+  // R9: "…nvjet_… (3.438 ms), whose efficiency the kernel-class findings
+  // report" where no kernel-class finding fired (H200 4096 cold compile,
+  // cold fused, warm fused): the rate is said inline.
+  for (const char* rel : {"gpu/h200-tprof/4096_bf16_cold_compile.json", "gpu/h200-tprof/4096_bf16_cold_fused.json",
+                          "gpu/h200-tprof/4096_bf16_warm_fused.json"}) {
+    const std::vector<Finding> fs = run(rel, "cpu_gpu_offset");
+    ASSERT_EQ(fs.size(), 1u) << rel;
+    EXPECT_FALSE(contains(fs[0].advice, "kernel-class findings")) << fs[0].advice;
+    EXPECT_TRUE(contains(fs[0].advice, "TFLOP/s, ")) << fs[0].advice;
+    EXPECT_TRUE(contains(fs[0].advice, "of the H200's dense fp16/bf16 peak): the GPU sets the pace")) << fs[0].advice;
+  }
+  const std::vector<Finding> fs = run("gpu/h200-tprof/4096_bf16_cold_compile.json", "cpu_gpu_offset");
+  EXPECT_TRUE(contains(fs[0].advice, "(3.438 ms, 800 TFLOP/s, 80.8% of the H200's dense fp16/bf16 peak)")) << fs[0].advice;
+}
+
 TEST(RulesPrecision, QueueGrowthOverRepeatedRangesWithoutSteps) {
   // R3: record_plain_4096_nvtx has no ProfilerStep but 20 NVTX "step"
   // ranges, whose first launches wait 5, 8, 172, 169, ... 3314 us: a ramp,

@@ -14,11 +14,13 @@
 // host's time to enqueue the steps and the GPU's time to run what they
 // launched (review 2026-11-26, item 8).
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "src/analyze/efficiency.h"
 #include "src/analyze/intervals.h"
 #include "src/analyze/rules/rules.h"
 
@@ -44,6 +46,20 @@ constexpr double kStartFactor = 5.0;
 constexpr double kGrowingShare = 0.8;
 constexpr std::size_t kMinGrowingSteps = 5;
 constexpr double kGrowingFactor = 3.0;
+
+// "800 TFLOP/s, 80.8% of the H200's dense fp16/bf16 peak" for a GEMM whose
+// rate "Efficiency" measured, else "".
+std::string gemm_rate_text(const DiagnoseContext& c, std::string_view kernel) {
+  const Efficiency& e = c.efficiency();
+  const auto k = std::find_if(e.kernels.begin(), e.kernels.end(), [&](const KernelEfficiency& x) { return x.name == kernel; });
+  if (k == e.kernels.end() || k->cls != KernelClass::kGemm || k->tflops() <= 0) return "";
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%.0f TFLOP/s", k->tflops());
+  const double peak = e.gemm_peak_tflops(k->dtype);
+  if (peak <= 0 || e.peak == nullptr) return rate;
+  return std::string(rate) + ", " + format_pct(100.0 * k->tflops() / peak) + " of the " + std::string(e.peak->name) +
+         "'s dense " + k->dtype + " peak";
+}
 
 }  // namespace
 
@@ -248,14 +264,19 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
       }
     }
     f.evidence.text("top_device_activity", std::string(top)).num("top_device_activity_ns", top_ns);
+    // Its rate against the peak, said here: a pointer to "the kernel-class
+    // findings" sent the reader to nothing where none fired (review
+    // 2026-11-26, R9: H200 4096 cold_compile, cold_fused, warm_fused).
+    const std::string rate = top_comm ? std::string() : gemm_rate_text(c, top);
     f.advice = std::string("Leave the host side alone and shorten the GPU work: the most GPU time goes to ") +
-               std::string(top) + " (" + format_ns(top_ns) + ")" +
-               (top_comm ? ", a collective: see the communication findings and the rank analysis"
-                         : ", whose efficiency the kernel-class findings report") +
-               (growing ? ". Each step's launches wait about " + format_ns(growth) +
+               std::string(top) + " (" + format_ns(top_ns) + (rate.empty() ? "" : ", " + rate) + ")" +
+               (top_comm ? ", a collective: see the communication findings and the rank analysis."
+                         : std::string(": the GPU sets the pace; the ") + (growing ? "growing " : "") +
+                               "queue is the host running ahead, nothing to fix on the host.") +
+               (growing ? " Each step's launches wait about " + format_ns(growth) +
                               " longer than the last step's in the stream's queue, because the CPU runs ahead of a "
                               "busy GPU, which costs no step time."
-                        : ". Launches wait a median " + format_ns(overall) +
+                        : " Launches wait a median " + format_ns(overall) +
                               " in the stream's queue because the CPU runs ahead of a busy GPU, which costs no step "
                               "time.");
   }
