@@ -841,5 +841,13 @@ TEST(RulesPrecision, QueueGrowthOverRepeatedRangesWithoutSteps) {
 }
 
 
+TEST(RulesPrecision, DispatchGapFirstCallMustBeMaterial) {
+  // R10: record_plain_64 (tprof record of plain_matmul_add.py, no steps) ran
+  // fn three times and synchronized before its "step" ranges; the first
+  // range's 10.9 us extra before cuLaunchKernelEx (0.002% of the 442.5 ms
+  // trace) was "Call "step" once before profiling (a warm-up iteration)".
+  EXPECT_TRUE(run("gpu/h200-tprof/record_plain_64.json", "dispatch_gap").empty());
+}
+
 }  // namespace
 }  // namespace tprof
