@@ -128,9 +128,17 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
   // The part of the first offset spent inside its own launch call (a 111 ms
   // hipLaunchKernel loading its module) is that call's time, which
   // host_blocked and cold_start already count: judged and claimed without it.
-  // Kernel launches only: a copy call that returns when its copy is done
-  // (pageable memory) spans the copy, which is the offset's story.
-  const bool first_is_launch = first_launch != kNoIndex && c.name(first_launch).find("Launch") != std::string_view::npos;
+  // Copies too: a pageable copy's call blocks while the driver stages it
+  // and the copy starts late inside it (the tb_plugin resnet50 sample: step
+  // 16's 19.3 MB HtoD copy starts 42.9 ms into its 45.7 ms cudaMemcpyAsync,
+  // with no device work before it; host_blocked reports that call). That is
+  // the call's time, not a lane offset a warm-up removes (review
+  // 2026-11-26, R11).
+  const std::string_view first_call = first_launch != kNoIndex ? c.name(first_launch) : std::string_view();
+  const bool first_is_launch = first_call.find("Launch") != std::string_view::npos ||
+                               ((first_call.find("Memcpy") != std::string_view::npos ||
+                                 first_call.find("Memset") != std::string_view::npos) &&
+                                first_call.find("Async") != std::string_view::npos);
   const std::int64_t first_call_ns = first_is_launch ? std::min(first, c.dur(first_launch)) : 0;
   const std::int64_t first_queued = first - std::max<std::int64_t>(0, first_call_ns);
   const bool start_offset = has_later && first_queued >= kStartMinNs &&
