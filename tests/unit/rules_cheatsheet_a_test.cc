@@ -337,7 +337,9 @@ TEST(ColdStart, FirstStepMuchWiderWithItsDispatchGap) {
   EXPECT_EQ(field(f[0], "median_later_gap_ns").i, 2000);
   EXPECT_EQ(field(f[0], "first_step_event").events.at(0).name, "ProfilerStep#1");
   EXPECT_EQ(field(f[0], "steps").ints, (std::vector<std::int64_t>{1}));
-  EXPECT_EQ(f[0].impact_ns, 226000);
+  // Step #0 ran before the recording and no one-time call is left: the fix
+  // is to judge by the median, which saves nothing (review 2026-11-26, R2).
+  EXPECT_EQ(f[0].impact_ns, 0);
 }
 
 TEST(ColdStart, SilentForEvenStepsAndSmallExcess) {

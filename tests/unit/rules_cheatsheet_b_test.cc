@@ -441,6 +441,32 @@ TEST(CpuGpuOffset, AnOffsetInsideItsOwnLaunchCallIsThatCalls) {
   EXPECT_TRUE(run(t.json(), "cpu_gpu_offset").empty());
 }
 
+TEST(CpuGpuOffset, AnOffsetInsideAPageableCopysCallIsThatCalls) {
+  // Review 2026-11-26, R11, the tb_plugin resnet50 sample (recorded from
+  // ProfilerStep#16): the first step's first device activity is a 19.3 MB
+  // pageable HtoD copy that starts 42.9 ms into its 45.7 ms
+  // cudaMemcpyAsync, with no device work before it. The wait is inside the
+  // blocking call (host_blocked's), not a lane offset a warm-up removes: it
+  // printed "the first step's kernel starts 42.890 ms after its launch" and
+  // "Start the profiler after a warm-up step".
+  TraceText t;
+  std::int64_t corr = 1;
+  for (int s = 0; s < 6; ++s) {
+    const double b = 60000.0 * s;
+    t.step(s + 16, b, 59000);
+    if (s == 0) {
+      t.call("cudaMemcpyAsync", b + 10, 45697, corr);
+      t.dev("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", b + 10 + 42890, 2865, corr++, -1, R"("bytes": 19267584)");
+    }
+    t.call("cudaLaunchKernel", b + 46000, 5, corr);
+    t.dev("kernel", kGemm, b + 46000 + 12, 80, corr++);
+  }
+  for (const Finding& f : run(t.json(), "cpu_gpu_offset")) {
+    EXPECT_NE(field(f, "pattern").s, "start_offset") << f.title;
+    EXPECT_EQ(f.advice.find("warm-up"), std::string::npos) << f.advice;
+  }
+}
+
 TEST(CpuGpuOffset, SilentForPromptLaunches) {
   EXPECT_TRUE(run(offsets(10, [](int s) { return s == 0 ? 25.0 : 8.0; }), "cpu_gpu_offset").empty());
 }

@@ -14,11 +14,13 @@
 // host's time to enqueue the steps and the GPU's time to run what they
 // launched (review 2026-11-26, item 8).
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "src/analyze/efficiency.h"
 #include "src/analyze/intervals.h"
 #include "src/analyze/rules/rules.h"
 
@@ -44,6 +46,20 @@ constexpr double kStartFactor = 5.0;
 constexpr double kGrowingShare = 0.8;
 constexpr std::size_t kMinGrowingSteps = 5;
 constexpr double kGrowingFactor = 3.0;
+
+// "800 TFLOP/s, 80.8% of the H200's dense fp16/bf16 peak" for a GEMM whose
+// rate "Efficiency" measured, else "".
+std::string gemm_rate_text(const DiagnoseContext& c, std::string_view kernel) {
+  const Efficiency& e = c.efficiency();
+  const auto k = std::find_if(e.kernels.begin(), e.kernels.end(), [&](const KernelEfficiency& x) { return x.name == kernel; });
+  if (k == e.kernels.end() || k->cls != KernelClass::kGemm || k->tflops() <= 0) return "";
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%.0f TFLOP/s", k->tflops());
+  const double peak = e.gemm_peak_tflops(k->dtype);
+  if (peak <= 0 || e.peak == nullptr) return rate;
+  return std::string(rate) + ", " + format_pct(100.0 * k->tflops() / peak) + " of the " + std::string(e.peak->name) +
+         "'s dense " + k->dtype + " peak";
+}
 
 }  // namespace
 
@@ -112,9 +128,17 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
   // The part of the first offset spent inside its own launch call (a 111 ms
   // hipLaunchKernel loading its module) is that call's time, which
   // host_blocked and cold_start already count: judged and claimed without it.
-  // Kernel launches only: a copy call that returns when its copy is done
-  // (pageable memory) spans the copy, which is the offset's story.
-  const bool first_is_launch = first_launch != kNoIndex && c.name(first_launch).find("Launch") != std::string_view::npos;
+  // Copies too: a pageable copy's call blocks while the driver stages it
+  // and the copy starts late inside it (the tb_plugin resnet50 sample: step
+  // 16's 19.3 MB HtoD copy starts 42.9 ms into its 45.7 ms cudaMemcpyAsync,
+  // with no device work before it; host_blocked reports that call). That is
+  // the call's time, not a lane offset a warm-up removes (review
+  // 2026-11-26, R11).
+  const std::string_view first_call = first_launch != kNoIndex ? c.name(first_launch) : std::string_view();
+  const bool first_is_launch = first_call.find("Launch") != std::string_view::npos ||
+                               ((first_call.find("Memcpy") != std::string_view::npos ||
+                                 first_call.find("Memset") != std::string_view::npos) &&
+                                first_call.find("Async") != std::string_view::npos);
   const std::int64_t first_call_ns = first_is_launch ? std::min(first, c.dur(first_launch)) : 0;
   const std::int64_t first_queued = first - std::max<std::int64_t>(0, first_call_ns);
   const bool start_offset = has_later && first_queued >= kStartMinNs &&
@@ -142,26 +166,64 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
               format_ns(mx.start - c.ts(mx.launch));
     f.impact_ns = 0;  // the CPU running ahead of a busy GPU costs nothing
   }
-  // The queue grows: no typical offset, a rate.
-  std::size_t rising = 0;
-  for (std::size_t i = 1; i < per_step.size(); ++i) rising += per_step[i] > per_step[i - 1] ? 1 : 0;
-  const bool growing = !start_offset && per_step.size() >= kMinGrowingSteps &&
-                       static_cast<double>(rising) >= kGrowingShare * static_cast<double>(per_step.size() - 1) &&
-                       static_cast<double>(per_step.back()) >= kGrowingFactor * static_cast<double>(std::max<std::int64_t>(1, per_step.front()));
-  std::int64_t growth = 0, host_ns = 0, work_ns = 0;
-  if (growing) {
-    growth = (per_step.back() - per_step.front()) / static_cast<std::int64_t>(per_step.size() - 1);
-    std::vector<Interval> work;
+  // The queue grows: no typical offset, a rate. Over the steps, else over
+  // the calls of the repeated range (DiagnoseContext::launch_rate(), the
+  // iteration the graph advice counts: an NVTX "step" range of tprof
+  // record; review 2026-11-26, R3 on record_plain_4096_nvtx).
+  std::vector<std::int64_t> iter_offsets = per_step, iter_numbers = step_numbers;
+  std::int64_t host_ns = 0, work_ns = 0;
+  std::string unit = "step", units = "steps";
+  std::vector<Interval> work;
+  if (!c.steps.steps.empty()) {
     for (const DeviceOp& op : c.device) {
       if (op.step >= 0) work.push_back({op.start, op.end});
     }
-    work_ns = union_length(std::move(work));
     for (const StepStat& st : c.steps.steps) sat_acc(host_ns, st.dur_ns);
-    f.title = "GPU queue grows about " + format_ns(growth) + " a step: the host enqueues " +
-              std::to_string(c.steps.steps.size()) + " steps in " + format_ns(host_ns) + ", the GPU needs " +
-              format_ns(work_ns) + " for their work (it starts " + format_ns(per_step.front()) +
-              " after its launch in step " + std::to_string(step_numbers.front()) + ", " + format_ns(per_step.back()) +
-              " in step " + std::to_string(step_numbers.back()) + ")";
+  } else if (const DiagnoseContext::LaunchRate rate = c.launch_rate(); rate.iterations > 0 && rate.unit.size() > 8) {
+    // unit: "\"NAME\" range"
+    const std::string_view range_name = std::string_view(rate.unit).substr(1, rate.unit.size() - 8);
+    unit = rate.unit;
+    units = rate.unit + "s";
+    std::vector<std::pair<std::int64_t, std::int64_t>> launched;  // launch ts, device op index
+    for (std::size_t i = 0; i < c.device.size(); ++i) {
+      if (c.device[i].launch != kNoIndex) launched.emplace_back(c.ts(c.device[i].launch), static_cast<std::int64_t>(i));
+    }
+    std::sort(launched.begin(), launched.end());
+    std::int64_t n = 0;
+    for (std::uint32_t e : c.host_ops) {
+      if (c.kind(e) != EventKind::kUserAnnotation || c.dur(e) <= 0 || c.name(e) != range_name) continue;
+      ++n;
+      sat_acc(host_ns, c.dur(e));
+      auto it = std::lower_bound(launched.begin(), launched.end(), std::make_pair(c.ts(e), std::int64_t{-1}));
+      bool first_in_range = true;
+      for (; it != launched.end() && it->first < c.end(e); ++it) {
+        const DeviceOp& op = c.device[static_cast<std::size_t>(it->second)];
+        work.push_back({op.start, op.end});
+        if (first_in_range) {
+          iter_offsets.push_back(op.start - c.ts(op.launch));
+          iter_numbers.push_back(n);
+          first_in_range = false;
+        }
+      }
+    }
+  }
+  std::size_t rising = 0;
+  for (std::size_t i = 1; i < iter_offsets.size(); ++i) rising += iter_offsets[i] > iter_offsets[i - 1] ? 1 : 0;
+  const bool growing = !start_offset && iter_offsets.size() >= kMinGrowingSteps &&
+                       static_cast<double>(rising) >= kGrowingShare * static_cast<double>(iter_offsets.size() - 1) &&
+                       static_cast<double>(iter_offsets.back()) >=
+                           kGrowingFactor * static_cast<double>(std::max<std::int64_t>(1, iter_offsets.front()));
+  std::int64_t growth = 0;
+  if (growing) {
+    // A queue that grows needs no busy-device test of its own: it is the
+    // backed-up queue's rate. Without steps it may be the only reading.
+    growth = (iter_offsets.back() - iter_offsets.front()) / static_cast<std::int64_t>(iter_offsets.size() - 1);
+    work_ns = union_length(std::move(work));
+    f.title = "GPU queue grows about " + format_ns(growth) + " a " + unit + ": the host enqueues " +
+              std::to_string(c.steps.steps.empty() ? iter_offsets.size() : c.steps.steps.size()) + " " + units + " in " + format_ns(host_ns) + ", the GPU needs " +
+              format_ns(work_ns) + " for their work (it starts " + format_ns(iter_offsets.front()) + " after its launch in " +
+              unit + " " + std::to_string(iter_numbers.front()) + ", " + format_ns(iter_offsets.back()) + " in " + unit +
+              " " + std::to_string(iter_numbers.back()) + ")";
   }
   f.evidence.text("pattern", start_offset && backed_up ? "start_offset+queue_backed_up"
                               : start_offset           ? "start_offset"
@@ -182,6 +244,7 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
       .num("waits_union_ns", union_ns)
       .num("waits_union_busy_ns", union_busy);
   if (!per_step.empty()) f.evidence.ints("step_offsets_ns", per_step).ints("steps", step_numbers);
+  if (growing && per_step.empty()) f.evidence.ints("range_offsets_ns", iter_offsets).text("iteration", unit);
   if (first_launch != kNoIndex) f.evidence.event("first_launch", c.ref(first_launch));
   if (first_event != kNoIndex) f.evidence.event("first_kernel", c.ref(first_event));
   f.evidence.event("max_offset_kernel", c.ref(mx.event));
@@ -209,14 +272,19 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
       }
     }
     f.evidence.text("top_device_activity", std::string(top)).num("top_device_activity_ns", top_ns);
+    // Its rate against the peak, said here: a pointer to "the kernel-class
+    // findings" sent the reader to nothing where none fired (review
+    // 2026-11-26, R9: H200 4096 cold_compile, cold_fused, warm_fused).
+    const std::string rate = top_comm ? std::string() : gemm_rate_text(c, top);
     f.advice = std::string("Leave the host side alone and shorten the GPU work: the most GPU time goes to ") +
-               std::string(top) + " (" + format_ns(top_ns) + ")" +
-               (top_comm ? ", a collective: see the communication findings and the rank analysis"
-                         : ", whose efficiency the kernel-class findings report") +
-               (growing ? ". Each step's launches wait about " + format_ns(growth) +
+               std::string(top) + " (" + format_ns(top_ns) + (rate.empty() ? "" : ", " + rate) + ")" +
+               (top_comm ? ", a collective: see the communication findings and the rank analysis."
+                         : std::string(": the GPU sets the pace; the ") + (growing ? "growing " : "") +
+                               "queue is the host running ahead, nothing to fix on the host.") +
+               (growing ? " Each step's launches wait about " + format_ns(growth) +
                               " longer than the last step's in the stream's queue, because the CPU runs ahead of a "
                               "busy GPU, which costs no step time."
-                        : ". Launches wait a median " + format_ns(overall) +
+                        : " Launches wait a median " + format_ns(overall) +
                               " in the stream's queue because the CPU runs ahead of a busy GPU, which costs no step "
                               "time.");
   }

@@ -25,6 +25,11 @@ constexpr std::size_t kMinOccurrences = 3;
 // µs more (the post: 228 µs vs 4–6 µs; the H100 traces: 22–47 µs vs 4–17 µs).
 constexpr double kFirstRatio = 2.0;
 constexpr std::int64_t kFirstExcessNs = 10'000;
+// ... and a material share of the window (the steps; the trace without
+// them): a one-off 10.9 us in a 442.5 ms whole-run recording (tprof
+// record's record_plain_64, the first "step" range after the program's own
+// warm-up and synchronize) changes nothing (review 2026-11-26, R10).
+constexpr double kFirstWindowShare = 0.001;
 // Recurring gap: a median of at least 20 µs (4× the post's steady 4–6 µs)
 // that is also at least 10% of the annotation's median duration.
 constexpr std::int64_t kRecurringGapNs = 20'000;
@@ -82,6 +87,9 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     bool recurring = false;
     std::int64_t impact = -1;
   };
+  std::int64_t window = 0;
+  for (const StepStat& st : c.steps.steps) sat_acc(window, st.dur_ns);
+  if (c.steps.steps.empty()) window = sat_sub(c.end_ns, c.start_ns);
   Pick best;
   for (auto& [name, samples] : by_name) {
     if (samples.size() < kMinOccurrences) continue;
@@ -96,7 +104,8 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     const std::int64_t med_all = upper_median(all);
     const std::int64_t first = samples[0].gap_ns;
     const bool first_anomaly = static_cast<double>(first) >= kFirstRatio * static_cast<double>(med_later) &&
-                               first - med_later >= kFirstExcessNs;
+                               first - med_later >= kFirstExcessNs &&
+                               static_cast<double>(first - med_later) >= kFirstWindowShare * static_cast<double>(window);
     const bool recurring = med_all >= kRecurringGapNs &&
                            static_cast<double>(med_all) >= kRecurringShare * static_cast<double>(upper_median(durs));
     if (!first_anomaly && !recurring) continue;

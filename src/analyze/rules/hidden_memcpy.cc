@@ -256,7 +256,8 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
                      ? " (its bias copy)"
                      : " (its " + std::string(base_name(c.name(first_copy_op))) + ")";
   }
-  f.title = "Hidden Memcpy DtoD before the GEMM: " + std::to_string(count) + " copies" +
+  const std::string copies_text = count == 1 ? std::string("1 copy") : std::to_string(count) + " copies";
+  f.title = "Hidden Memcpy DtoD before the GEMM: " + copies_text +
             (bytes_first >= 0 ? " of " + format_bytes(bytes_first) : std::string()) + " from " + op_names.front() + owner_note +
             ", " + format_ns(per_step) +
             (c.steps.steps.empty() ? " in all (" + format_pct(100.0 * step_share) + " of the trace, "
@@ -282,7 +283,7 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.evidence.text("copy_op", std::string(c.name(first_copy_op))).event("copy_op_event", c.ref(first_copy_op));
   }
   f.evidence.event("gemm", c.ref(first_gemm));
-  const std::string drops = std::to_string(count) + " copies" +
+  const std::string drops = copies_text +
                             (bytes_first >= 0 ? " of " + format_bytes(bytes_first) : std::string()) + " (" +
                             format_ns(per_step) + (c.steps.steps.empty() ? " in all" : " per step") + ")";
   if (c.is_torch()) {

@@ -173,7 +173,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
   f.severity = FindingSeverity::kInfo;
   const std::string col = device ? "Self CUDA" : "Self CPU";
   f.title = "Hotspot: " + title_name(best->key) + " holds " + format_pct(100.0 * share) + " of " + col + " total (" +
-            format_ns(best_self) + " of " + format_ns(total) + ", " + std::to_string(best->count) + " calls)";
+            format_ns(best_self) + " of " + format_ns(total) + ", " + count_of(best->count, "call") + ")";
   f.evidence.text("key", best->key)
       .text("column", device ? "self_cuda" : "self_cpu")
       .num("self_ns", best_self)
@@ -214,19 +214,19 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                                                                      ->first) + ")";
   if (!device && is_cpu_collective(best->key)) {
     f.evidence.text("kind", "communication");
-    f.advice = name + ": " + std::to_string(best->count) + " calls at " + avg +
+    f.advice = name + ": " + count_of(best->count, "call") + " at " + avg +
                " each, mostly waiting on the other ranks. Run tprof diagnose on all ranks' traces together to find "
                "the straggler the others wait for; if none is late, send less or less often (gradient bucketing, "
                "bf16 gradients), or overlap it with compute.";
   } else if (!device && best->count > 0 && best_self / best->count >= kSlowCpuCallNs) {
     // Few long calls: the op's own speed, not how often it runs.
-    f.advice = "Make each call of " + name + " cheaper (" + std::to_string(best->count) + " calls at " + avg +
+    f.advice = "Make each call of " + name + " cheaper (" + count_of(best->count, "call") + " at " + avg +
                " each): for math ops check the intra-op threads (" +
                (c.is_torch() ? "torch.get_num_threads()" : "OMP_NUM_THREADS / the BLAS's threads") +
                " against the cores), the dtype and the BLAS in use. It holds most of the CPU time, so any saving shows "
                "in the step.";
   } else if (!device) {
-    f.advice = "Start with the callers of " + name + ": " + std::to_string(best->count) + " calls at " + avg +
+    f.advice = "Start with the callers of " + name + ": " + count_of(best->count, "call") + " at " + avg +
                " each; call it less often or on larger inputs. It holds most of the CPU time, so any saving shows in "
                "the step.";
   } else if (comm) {
@@ -240,7 +240,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                " of GPU time, so speeding it up would only leave the GPU idle longer.";
   } else if (is_fused_or_low_precision(best->key)) {
     const std::string rate = rate_note(c, best->key);
-    f.advice = "Start with " + name + by + ": " + std::to_string(best->count) + " calls at " + avg +
+    f.advice = "Start with " + name + by + ": " + count_of(best->count, "call") + " at " + avg +
                "; its name says it is already fused or low-precision, so " +
                (rate.empty() ? std::string("compare its achieved TFLOP/s (or GB/s) with the GPU's peak")
                              : "weigh its rate against the peak (" + rate + ")") +
@@ -268,7 +268,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.advice = "Start with " + name + by + ": " + (rate.empty() ? std::string("compare its achieved TFLOP/s with the GPU's peak") : rate) +
                "; " + dtype + ". It holds " + format_pct(100.0 * share) + " of the GPU time, so any gain shows in the step.";
   } else {
-    f.advice = "Start with " + name + by + ": " + std::to_string(best->count) + " calls at " + avg +
+    f.advice = "Start with " + name + by + ": " + count_of(best->count, "call") + " at " + avg +
                "; fuse it with the ops around it (" + c.fuse_how() + ") or check whether its input sizes and dtype can shrink. "
                "It holds " + format_pct(100.0 * share) + " of the GPU time, so any gain shows in the step.";
   }

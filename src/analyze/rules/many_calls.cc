@@ -91,7 +91,7 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   f.id = "many_calls";
   f.severity = hidden ? FindingSeverity::kInfo : FindingSeverity::kWarning;
   const double share = 100.0 * static_cast<double>(best_cost) / static_cast<double>(best_total);
-  f.title = best->key + " called " + std::to_string(best->count) + " times (" + format_ns(best_cost / best->count) +
+  f.title = best->key + " called " + (best->count == 1 ? std::string("once") : std::to_string(best->count) + " times") + " (" + format_ns(best_cost / best->count) +
             " each): " + format_ns(best_cost) + ", " + format_pct(share) + " of " +
             (best->is_device ? "Self CUDA" : "Self CPU") + " total";
   if (hidden) f.title += "; hidden behind a GPU busy " + format_pct(100.0 * gpu_busy);
@@ -107,8 +107,11 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (c.has_device()) f.evidence.real("gpu_busy_pct", 100.0 * gpu_busy);
   if (nsteps > 0) f.evidence.real("calls_per_step", static_cast<double>(best->count) / static_cast<double>(nsteps));
   f.evidence.events("examples", std::move(examples));
-  const std::string each = nsteps > 0 ? std::to_string(best->count / static_cast<std::int64_t>(nsteps)) + " a step"
-                                      : std::to_string(best->count) + " in the window";
+  // "its 200 launches in the window", "the cudaLaunchKernel calls (10 a step)".
+  const std::string per = nsteps > 0 ? " a step" : " in the window";
+  const std::string each = std::to_string(nsteps > 0 ? best->count / static_cast<std::int64_t>(nsteps) : best->count) + per;
+  const std::string each_launches =
+      count_of(nsteps > 0 ? best->count / static_cast<std::int64_t>(nsteps) : best->count, "launch") + per;
   const std::string_view key = best->key;
   const bool launch = key.find("LaunchKernel") != std::string_view::npos;
   std::string remedy;
@@ -118,10 +121,10 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
              best->key + " calls (" + each + ")";
   } else if (best->is_device) {
     remedy = c.is_torch() ? "Fuse the ops that launch " + title_name(best->key) + " (torch.compile) or give each more "
-                            "work (batch the loop into one larger tensor op) to cut its " + each + " launches"
+                            "work (batch the loop into one larger tensor op) to cut its " + each_launches
                           : "Give each launch of " + title_name(best->key) + " more work (one launch over the data "
                             "the loop's launches split between them) or fuse it with the kernels around it to cut "
-                            "its " + each + " launches";
+                            "its " + each_launches;
   } else {
     remedy = c.is_torch() ? "Batch the " + best->key + " calls (" + each + ") into fewer, larger ones: one op on a "
                             "stacked tensor instead of a Python loop, torch._foreach_* for per-parameter updates, or "

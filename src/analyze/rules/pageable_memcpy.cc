@@ -85,7 +85,7 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   Finding f;
   f.id = "pageable_memcpy";
   f.severity = FindingSeverity::kWarning;
-  f.title = std::to_string(copies) + " copies use pageable host memory (" + std::to_string(htod) + " HtoD, " +
+  f.title = (copies == 1 ? std::string("1 copy uses") : std::to_string(copies) + " copies use") + " pageable host memory (" + std::to_string(htod) + " HtoD, " +
             std::to_string(dtoh) + " DtoH, " + format_ns(copy_ns) + " on the device)";
   f.evidence.num("copies", copies)
       .num("htod", htod)
@@ -106,9 +106,9 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
     char mb[32];
     std::snprintf(mb, sizeof mb, "%.0f MB", static_cast<double>(bytes) / 1e6);
     const std::string rt = c.is_hip() ? "hip" : "cuda";
-    f.advice = "Leave this set-up out of the recording: the " + std::to_string(copies) + " copies (" +
+    f.advice = "Leave this set-up out of the recording: " + (copies == 1 ? std::string("the copy (") : "the " + std::to_string(copies) + " copies (") +
                (bytes > 0 ? std::string(mb) + ", " : std::string()) + format_ns(copy_ns) +
-               " on the device) all run before the first kernel" + (site.empty() ? "" : ", the longest in " + site) +
+               (copies == 1 ? " on the device) runs before the first kernel" : " on the device) all run before the first kernel") + (site.empty() ? "" : ", the longest in " + site) +
                ": the data moved to the device once (a model's weights, its inputs), with no compute to overlap. Pin "
                "host memory (" +
                (c.is_torch() ? std::string("pin_memory=True and .to(device, non_blocking=True)")
