@@ -208,6 +208,31 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
   // convolution or GEMM) is one-time library initialisation.
   std::vector<std::pair<TraceId, std::string_view>> seen_create;
   std::vector<TraceId> seen_context;  // processes whose context-creating call is behind us
+  // Each process's first allocating call (cudaMalloc*, cudaHostAlloc,
+  // cuMemAlloc*, cuMemCreate, hip*): a free before it releases nothing.
+  // PyTorch's first CUDA call is such a free (cudaFree(0), in the first
+  // op that needs the device: context and cuBLAS set-up, up to seconds;
+  // PARAM's linear_kineto: 266 ms and 715 ms before its first cudaMalloc).
+  std::vector<std::pair<TraceId, std::int64_t>> first_alloc_in;  // (pid, ts)
+  auto allocates = [](std::string_view n) {
+    return contains_ci(n, "malloc") || contains_ci(n, "hostalloc") || contains_ci(n, "memalloc") ||
+           contains_ci(n, "memcreate");
+  };
+  for (std::uint32_t e : c.runtime) {  // by ts: the first seen is the first
+    if (!allocates(c.name(e))) continue;
+    const TraceId pid = t.lanes[t.events.lane[e]].pid;
+    if (std::find_if(first_alloc_in.begin(), first_alloc_in.end(), [&](const auto& p) { return p.first == pid; }) ==
+        first_alloc_in.end()) {
+      first_alloc_in.emplace_back(pid, c.ts(e));
+    }
+  }
+  auto frees_nothing = [&](std::uint32_t e) {
+    if (!contains_ci(c.name(e), "free")) return false;
+    const TraceId pid = t.lanes[t.events.lane[e]].pid;
+    const auto it =
+        std::find_if(first_alloc_in.begin(), first_alloc_in.end(), [&](const auto& p) { return p.first == pid; });
+    return it == first_alloc_in.end() || c.ts(e) < it->second;
+  };
   blocking_ = std::move(launch_blocks);
   for (std::uint32_t e : c.runtime) {
     const std::uint32_t lane = t.events.lane[e];
@@ -251,7 +276,7 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
     }
     const std::string_view n = c.name(e);
     IdleCause kind = IdleCause::kBlockedOther;
-    if (creates_context) {
+    if (creates_context || (is_alloc_call(n) && frees_nothing(e))) {
       kind = IdleCause::kBlockedInit;
     } else if (is_sync_call(n) || is_blocking_memcpy(n)) {
       kind = IdleCause::kBlockedSync;

@@ -151,5 +151,25 @@ TEST(HostBlocked, SilentOnTheBlogRuns) {
   }
 }
 
+// PARAM's linear loop (review round 4, R13): the first aten::addmm makes two
+// cudaFree calls, 266.353 ms and 714.722 ms, before the process's first
+// cudaMalloc (at 994.8 ms): they free nothing, they are PyTorch's CUDA and
+// cuBLAS set-up. Initialisation, not allocator churn; the allocator keeps
+// only the real allocator calls (about 3.6 ms).
+TEST(HostBlocked, AFreeBeforeTheFirstAllocationIsInitialisation) {
+  const Diagnosis d = diagnose_file("public/param/et_replay/tests/inputs/linear_kineto.json.gz");
+  const Finding* init = blocked(d, "blocked_init");
+  ASSERT_NE(init, nullptr);
+  EXPECT_EQ(field(*init, "longest")->events.at(0).name, "cudaFree");
+  EXPECT_EQ(field(*init, "longest")->events.at(0).dur_ns, 714'722'000);
+  EXPECT_GT(d.idle.by_cause[static_cast<std::size_t>(IdleCause::kBlockedInit)], 950'000'000);
+  const Finding* alloc = blocked(d, "blocked_alloc");
+  if (alloc != nullptr) {
+    EXPECT_LT(alloc->idle_ns, 10'000'000) << alloc->title;
+    EXPECT_EQ(alloc->title.find("714.722 ms"), std::string::npos) << alloc->title;
+  }
+  EXPECT_LT(d.idle.by_cause[static_cast<std::size_t>(IdleCause::kBlockedAlloc)], 10'000'000);
+}
+
 }  // namespace
 }  // namespace tprof
