@@ -43,7 +43,8 @@ test-asan: setup
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -L unit -j $(JOBS)
 
-# The recorder, the parallel reader, diagnose's two threads and serve's
+# The recorder, the parallel reader, diagnose's threads (context, rules,
+# breakdowns) and serve's
 # event loop and workers under ThreadSanitizer.
 test-tsan: setup
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
