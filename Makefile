@@ -44,8 +44,7 @@ test-asan: setup
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -L unit -j $(JOBS)
 
 # The recorder, the parallel reader, diagnose's threads (context, rules,
-# breakdowns) and serve's
-# event loop and workers under ThreadSanitizer.
+# breakdowns) and serve's event loop and workers under ThreadSanitizer.
 test-tsan: setup
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DTPROF_SANITIZE=thread -DTPROF_UNIT_TESTS_ONLY=ON
