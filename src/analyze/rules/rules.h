@@ -17,10 +17,10 @@ namespace tprof::internal {
 // rules that claim GPU idle time, or discount what earlier ones claimed
 // (claims_idle), read *out: they take the idle time no earlier claiming
 // rule took (claimable_idle, src/analyze/idle.h), so they run one after
-// another in registry order; every other
-// rule sees nothing but the context and may run on any thread alongside
-// them (diagnose.cc). A rule that is not marked never sets idle_claim
-// (DiagnoseRules.OnlyMarkedRulesClaimIdleTime checks it on real traces).
+// another in registry order; every other rule sees nothing but the context
+// and may run on any thread alongside them (diagnose.cc). A rule that is
+// not marked never sets idle_claim (DiagnoseRules.OnlyMarkedRulesClaimIdleTime
+// checks it on real traces).
 using RuleFn = void (*)(const DiagnoseContext& c, std::vector<Finding>* out);
 struct RuleInfo {
   std::string_view id;
