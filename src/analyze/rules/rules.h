@@ -19,8 +19,8 @@ namespace tprof::internal {
 // rule took (claimable_idle, src/analyze/idle.h), so they run one after
 // another in registry order; every other rule sees nothing but the context
 // and may run on any thread alongside them (diagnose.cc). A rule that is
-// not marked never sets idle_claim (DiagnoseRules.OnlyMarkedRulesClaimIdleTime
-// checks it on real traces).
+// not marked never sets idle_claim (DiagnoseThreads.ManyThreadsGiveTheFindingsOfOne
+// checks it on every real trace in tests/data).
 using RuleFn = void (*)(const DiagnoseContext& c, std::vector<Finding>* out);
 struct RuleInfo {
   std::string_view id;
