@@ -468,13 +468,22 @@ TEST_F(RecordStandin, EachSignalStartsOrEndsAWindow) {
     _exit(127);
   }
   // Until CUDA is initialized the program has SIGUSR2's default action:
-  // wait for the injection's handler.
+  // wait for the injection's handler. Before its exec the child is a copy
+  // of tprof record, whose forwarding handler it holds for a moment (a
+  // signal then is lost: under load this test sent its first toggle there
+  // and every window after it came one signal late).
   pid_t app = 0;
-  for (int i = 0; i < 2000 && (app == 0 || !catches(app, SIGUSR2)); ++i) {
+  const auto execed = [&] {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/" + std::to_string(app) + "/exe", ec);
+    return !ec && fs::equivalent(exe, STANDIN_APP, ec) && !ec;
+  };
+  for (int i = 0; i < 2000 && (app == 0 || !execed() || !catches(app, SIGUSR2)); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (app == 0) app = child_of(record_pid);
   }
   ASSERT_NE(app, 0);
+  ASSERT_TRUE(execed());
   ASSERT_TRUE(catches(app, SIGUSR2));
   // Each toggle is sent once the previous one took effect: a window has
   // opened when CUPTI got its subscriber, ended when its trace is there.

@@ -127,12 +127,15 @@ int run_child(const std::vector<std::string>& command, const std::vector<std::pa
     return -1;
   }
   if (pid == 0) {
+    // First: until exec, this copy of tprof record holds the forwarding
+    // handler, which has no child to forward to (a signal sent to the new
+    // pid now is lost, not passed on).
+    if (forward != 0) signal(forward, SIG_DFL);
     close(fds[0]);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     // exec keeps the pid: the injection library tells this process from
     // the ones it starts (their traces get the pid in their names).
     setenv("TPROF_RECORD_ROOT_PID", std::to_string(getpid()).c_str(), 1);
-    if (forward != 0) signal(forward, SIG_DFL);
     std::vector<char*> argv;
     for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
