@@ -252,6 +252,23 @@ TEST(RulesPrecision, KernelGapNamesWhereMostOfThePatternIsLaunched) {
   EXPECT_FALSE(contains(fill->advice, "ones_like")) << fill->advice;
 }
 
+TEST(RulesPrecision, CpuGpuOffsetsLargestWaitIsInTheQueueNotInACopyCall) {
+  // Review round 5, N4: resnet50's queue is backed up (info), and its
+  // "up to" was step 16's 19.3 MB pageable input copy, which starts 42.9 ms
+  // into its own 45.7 ms cudaMemcpyAsync: the call's time (host_blocked's),
+  // not a wait in the queue. The largest wait among work that starts after
+  // its launch call returned is an add kernel behind the queue.
+  const std::vector<Finding> found =
+      run("public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.pt.trace.json.gz",
+          "cpu_gpu_offset");
+  ASSERT_EQ(found.size(), 1u);
+  const Finding& f = found[0];
+  EXPECT_TRUE(contains(f.title, "GPU queue backed up")) << f.title;
+  EXPECT_TRUE(contains(f.title, "after its launch call starts (median)")) << f.title;
+  EXPECT_EQ(find(f, "max_offset_ns")->i, 31'059'000);
+  EXPECT_FALSE(contains(find(f, "max_offset_kernel")->events.at(0).name, "Memcpy"));
+}
+
 TEST(RulesPrecision, KernelGapNotOnCommStreamWhileComputeRuns) {
   // rank 0: the NCCL stream idles between SendRecv kernels while the compute
   // stream runs; that is not the GPU waiting on the host.
