@@ -472,6 +472,44 @@ std::string finding_ids(const Diagnosis& d, const std::vector<std::size_t>& idx)
   return s;
 }
 
+// The saving of a cause whose anchor saves host time inside GPU idle that
+// another cause holds (evidence `saving_inside_idle`: hidden_memcpy's copy
+// launches, compile_overhead's wrapper in an overhead-bound step): "8.2 us
+// of host time a step, inside cause 1's 25.0 us", the cause whose findings
+// claim most of that idle, so the two savings are not read as a sum (review
+// 2026-11-26, R7). "" when the anchor has no such evidence.
+std::string host_saving_label(const Diagnosis& d, std::size_t k, std::size_t shown) {
+  const Cause& c = d.causes[k];
+  const Finding& anchor = d.findings[c.anchor];
+  const Evidence::Field* inside = anchor.evidence.find("saving_inside_idle");
+  if (inside == nullptr || inside->kind != Evidence::Kind::kText) return "";
+  int cause = -1;
+  for (int i = 0; i < kIdleCauseCount; ++i) {
+    if (idle_cause_id(static_cast<IdleCause>(i)) == inside->s) cause = i;
+  }
+  std::string text = d.steps.empty() ? format_ns(anchor.impact_ns) + " of host time"
+                                     : format_ns(anchor.impact_per_step_ns) + " of host time a step";
+  if (cause < 0) return text;
+  // The shown cause (not this one) whose findings claim most of that idle.
+  std::size_t holder = shown;
+  std::int64_t most = 0;
+  for (std::size_t j = 0; j < shown; ++j) {
+    if (j == k) continue;
+    std::int64_t held = 0;
+    for (std::size_t i : d.causes[j].findings) {
+      held += claim_by_cause(d.idle, d.findings[i].idle_claim)[static_cast<std::size_t>(cause)];
+    }
+    if (held > most) {
+      most = held;
+      holder = j;
+    }
+  }
+  if (holder == shown) return text + ", while the GPU waits on the host";
+  const Cause& h = d.causes[holder];
+  const std::int64_t held = d.steps.empty() ? h.impact_ns : h.impact_per_step_ns;
+  return text + ", inside cause " + std::to_string(holder + 1) + (held > 0 ? "'s " + format_ns(held) : std::string());
+}
+
 void append_verdict(std::string* out, const Diagnosis& d) {
   *out += "Verdict: " + std::string(verdict_name(d.verdict)) + "\n";
   append_wrapped(out, "  ", d.summary, "  ");
@@ -522,6 +560,8 @@ std::string format_short(const Diagnosis& d, const EventClock& clock, const inte
       if (c.impact_ns > 0 && anchor.impact_ns > 0) {
         label = d.steps.empty() ? "     fix (up to " + format_ns(c.impact_ns) + "): "
                                 : "     fix (up to " + format_ns(c.impact_per_step_ns) + " a step): ";
+        const std::string host = host_saving_label(d, k, shown);
+        if (!host.empty()) label = "     fix (" + host + "): ";
       }
       append_wrapped(&out, label, first_sentence(short_title(anchor.advice, anchor, names)), "       ");
     }

@@ -582,6 +582,38 @@ TEST(ManyCalls, HiddenBehindABusyGpuSavesNothing) {
   EXPECT_EQ(f[0].impact_ns, 0);
 }
 
+// record_vecadd (tests/data/gpu/h100-tprof/vecadd.cu on an H200): the same
+// full-size add launched 200 times, 3.6 us each at ~74% of the HBM
+// bandwidth. The kernels' 711.3 us is their memory traffic, not a per-call
+// cost: the saving is the idle between them, 219 us (review 2026-11-26, R6).
+TEST(ManyCalls, AKernelsTimeIsItsWorkOnlyTheIdleBetweenLaunchesGoes) {
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/gpu/h200-tprof/record_vecadd.json");
+  ASSERT_TRUE(t);
+  auto f = diagnose(*t, {.only = {"many_calls"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(field(f[0], "cost_ns").i, 711326);  // the kernels' own time, in evidence
+  EXPECT_GE(f[0].impact_ns, 218'000);
+  EXPECT_LE(f[0].impact_ns, 220'500);
+  ASSERT_NE(f[0].evidence.find("idle_between_ns"), nullptr);
+  EXPECT_EQ(f[0].evidence.find("idle_between_ns")->i, f[0].impact_ns);
+  EXPECT_EQ(f[0].advice.find("the fixed cost of each call"), std::string::npos) << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("split between them"), std::string::npos) << f[0].advice;
+  EXPECT_NE(f[0].advice.find("the GPU idles 219.2 us (1.1 us a launch)"), std::string::npos) << f[0].advice;
+}
+
+// A kernel whose instances run back to back (each 8 us, launched every
+// 5 us): the GPU never waits between them, so fewer launches save nothing on
+// the device and the kernel row is no finding; the host row that launches
+// it is.
+TEST(ManyCalls, AKernelRunningBackToBackIsNoFinding) {
+  Gen g;
+  g.steps = 4;
+  g.ops = {Op{.name = "aten::add", .kernel = "add_kernel", .cpu_us = 5, .kernel_us = 8, .repeat = 60}};
+  auto f = run(make(g), "many_calls");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(field(f[0], "key").s, "aten::add");
+}
+
 // TraceLens' MI210 trace: no GEMM rate to judge by and GEMMs a third of the
 // GPU time: the fix names the kernels that hold the time and the AMD tool
 // that tells memory- from math-bound, not a generic checklist.

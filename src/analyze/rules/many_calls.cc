@@ -1,10 +1,23 @@
 // many_calls: one key called far more often than the others, cheap per call
 // but costly in sum. Origin: docs/trace-reading.md, "One event with a very
 // large call count: cheap per call, costly in sum; batch or fuse".
+// Precondition for a kernel (a device row): a kernel's time is its own work
+// (its memory traffic, its math), which fewer launches do not remove unless
+// the launches split one job; what they do remove is the GPU idle between
+// the instances, while the host launches the next one or the device starts
+// it (idle causes launching and kernel_latency). So the cost at stake is
+// that idle, not the kernels' time: the rule is silent for a kernel row
+// unless the idle between its instances is at least kCostlyShare of the
+// kernels' own time, and its saving is that idle. Review 2026-11-26, R6:
+// record_vecadd launches the full 1M-element add 200 times (3.6 us each,
+// ~74% of the H200's HBM bandwidth), and "the fixed cost of each call adds up
+// to 711.3 us" named the traffic; only the 219 us between them (1.1 us a
+// launch) can go.
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -29,6 +42,40 @@ constexpr double kCostlyShare = 0.1;
 // GPU busy this share of the window (compute_bound's threshold) the calls run
 // while queued work executes, and the finding is informational.
 constexpr double kHiddenBusyShare = 0.8;
+// The GPU idle that fewer launches (a graph, one larger launch) remove:
+// the host launching the next instance, the device starting queued work.
+constexpr std::uint32_t kBetweenLaunchesCauses =
+    cause_bit(IdleCause::kLaunching) | cause_bit(IdleCause::kKernelLatency);
+
+// The GPU idle between consecutive instances of kernel `key` on each of its
+// streams (kBetweenLaunchesCauses), and the gaps it lies in.
+struct Between {
+  std::int64_t idle_ns = 0;
+  std::int64_t gaps = 0;  // pairs of consecutive instances with idle between them
+};
+Between idle_between(const DiagnoseContext& c, std::string_view key) {
+  std::vector<std::pair<std::uint32_t, std::int64_t>> last_end;  // (lane, end of its last instance)
+  std::vector<Interval> between;
+  for (const DeviceOp& op : c.device) {
+    if (c.name(op.event) != key) continue;
+    auto it = std::find_if(last_end.begin(), last_end.end(), [&](const auto& p) { return p.first == op.lane; });
+    if (it == last_end.end()) {
+      last_end.emplace_back(op.lane, op.end);
+      continue;
+    }
+    if (op.start > it->second) between.push_back({it->second, op.start});
+    it->second = std::max(it->second, op.end);
+  }
+  Between b;
+  const IdlePartition& idle = c.idle();
+  for (const Interval& g : between) {
+    const std::int64_t ns = total_length(idle.ranges(kBetweenLaunchesCauses, g.start, g.end));
+    if (ns <= 0) continue;
+    sat_acc(b.idle_ns, ns);
+    ++b.gaps;
+  }
+  return b;
+}
 
 }  // namespace
 
@@ -49,7 +96,8 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   const std::int64_t dev_total = c.self_device_total_ns();
 
   const StatRow* best = nullptr;
-  std::int64_t best_cost = 0, best_total = 0;
+  std::int64_t best_cost = 0, best_total = 0, best_rank = 0;
+  Between best_between;
   for (const StatRow& r : rows) {
     if (is_profiler_step(r.key) || r.is_user_annotation || r.count < kMinCalls) continue;
     if (r.count < kCallsPerBaseline * baseline) continue;
@@ -57,10 +105,20 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
     const std::int64_t total = r.is_device ? dev_total : cpu_total;
     if (total <= 0 || cost / r.count > kCheapPerCallNs) continue;
     if (static_cast<double>(cost) < kCostlyShare * static_cast<double>(total)) continue;
-    if (cost > best_cost) {
+    // A kernel's time is its work: what fewer launches save is the idle
+    // between them, and it must be worth a finding.
+    Between between;
+    if (r.is_device) {
+      between = idle_between(c, r.key);
+      if (static_cast<double>(between.idle_ns) < kCostlyShare * static_cast<double>(cost)) continue;
+    }
+    const std::int64_t rank = r.is_device ? between.idle_ns : cost;
+    if (rank > best_rank) {
       best = &r;
       best_cost = cost;
       best_total = total;
+      best_rank = rank;
+      best_between = between;
     }
   }
   if (best == nullptr) return;
@@ -95,6 +153,11 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
             " each): " + format_ns(best_cost) + ", " + format_pct(share) + " of " +
             (best->is_device ? "Self CUDA" : "Self CPU") + " total";
   if (hidden) f.title += "; hidden behind a GPU busy " + format_pct(100.0 * gpu_busy);
+  const std::int64_t between_avg = best_between.gaps > 0 ? best_between.idle_ns / best_between.gaps : 0;
+  if (best->is_device) {
+    f.title += "; the GPU idles " + format_ns(best_between.idle_ns) + " between them (" + format_ns(between_avg) +
+               " a launch)";
+  }
   f.evidence.text("key", best->key)
       .num("count", best->count)
       .num("median_count", median_count)
@@ -105,6 +168,7 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
       .num("total_ns", best_total)
       .real("share_pct", share);
   if (c.has_device()) f.evidence.real("gpu_busy_pct", 100.0 * gpu_busy);
+  if (best->is_device) f.evidence.num("idle_between_ns", best_between.idle_ns).num("gaps", best_between.gaps);
   if (nsteps > 0) f.evidence.real("calls_per_step", static_cast<double>(best->count) / static_cast<double>(nsteps));
   f.evidence.events("examples", std::move(examples));
   // "its 200 launches in the window", "the cudaLaunchKernel calls (10 a step)".
@@ -120,22 +184,32 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
              ") or fuse the small ops (" + c.fuse_how() + ") to cut the " +
              best->key + " calls (" + each + ")";
   } else if (best->is_device) {
-    remedy = c.is_torch() ? "Fuse the ops that launch " + title_name(best->key) + " (torch.compile) or give each more "
-                            "work (batch the loop into one larger tensor op) to cut its " + each_launches
-                          : "Give each launch of " + title_name(best->key) + " more work (one launch over the data "
-                            "the loop's launches split between them) or fuse it with the kernels around it to cut "
-                            "its " + each_launches;
+    // The idle between the launches is the saving; the kernels' time is
+    // their work and stays.
+    remedy = "Replay the launches of " + title_name(best->key) + " (" + each_launches + ") as a " +
+             std::string(c.api()) + " graph (" + c.graph_how() + ")" +
+             (c.is_torch() ? " or fuse the ops that launch it (torch.compile)" : std::string()) +
+             ": between them the GPU idles " + format_ns(best_between.idle_ns) + " (" + format_ns(between_avg) +
+             " a launch), the most fewer launches save; the " + format_ns(best_cost) +
+             " the kernels run is their own work and stays";
   } else {
     remedy = c.is_torch() ? "Batch the " + best->key + " calls (" + each + ") into fewer, larger ones: one op on a "
                             "stacked tensor instead of a Python loop, torch._foreach_* for per-parameter updates, or "
                             "torch.compile to fuse them"
                           : "Batch the " + best->key + " calls (" + each + ") into fewer, larger ones";
   }
-  f.advice = remedy + (hidden ? "; the GPU is busy through them, so this saves host time, not step time" : "") + ". At " +
-             format_ns(best_cost / best->count) + " a call, the fixed cost of each call adds up to " +
-             format_ns(best_cost) + ".";
-  // Behind a busy GPU the calls cost host time only: the step saves nothing.
-  f.impact_ns = hidden ? 0 : best_cost;
+  if (best->is_device) {
+    f.advice = remedy + ". Each launch runs " + format_ns(best_cost / best->count) +
+               " of work (its memory traffic and math), not a fixed cost: fewer, larger launches shorten it only "
+               "where each launch is too small to fill the GPU.";
+  } else {
+    f.advice = remedy + (hidden ? "; the GPU is busy through them, so this saves host time, not step time" : "") +
+               ". At " + format_ns(best_cost / best->count) + " a call, the fixed cost of each call adds up to " +
+               format_ns(best_cost) + ".";
+  }
+  // Behind a busy GPU host calls cost host time only: the step saves
+  // nothing. A kernel's launches cost the idle between them.
+  f.impact_ns = best->is_device ? best_between.idle_ns : hidden ? 0 : best_cost;
   out->push_back(std::move(f));
 }
 
