@@ -214,12 +214,4 @@ bool member_values(std::string_view json, std::span<const std::string_view> keys
   }
 }
 
-std::size_t array_value_at(std::string_view json, std::string_view key) {
-  std::string_view value;
-  if (!member_values(json, std::span(&key, 1), std::span(&value, 1)) || value.empty() || value.front() != '[') {
-    return std::string_view::npos;
-  }
-  return static_cast<std::size_t>(value.data() - json.data());
-}
-
 }  // namespace tprof::internal

@@ -66,9 +66,4 @@ class JsonValue {
 // launch shapes, efficiency's input dims and types).
 bool member_values(std::string_view json, std::span<const std::string_view> keys, std::span<std::string_view> values);
 
-// In an args object's text, the offset of the '[' that opens the value of
-// top-level member `key`, or npos when the key is absent, its value is not
-// an array, or member_values cannot read the object.
-std::size_t array_value_at(std::string_view json, std::string_view key);
-
 }  // namespace tprof::internal
