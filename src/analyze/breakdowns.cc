@@ -19,7 +19,7 @@
 
 #include "src/analyze/intervals.h"
 #include "src/base/saturate.h"
-#include "src/trace/json_cursor.h"
+#include "src/trace/json_cursor.h"  // parse_int64
 #include "src/trace/json_value.h"
 
 namespace tprof::internal {
@@ -162,21 +162,14 @@ std::int64_t hta_numeric(std::string_view text) {
 std::int64_t hta_stream(const Trace& t, std::uint32_t e) {
   const std::string_view json = t.args_json(e);
   if (json.empty()) return -1;
-  JsonCursor c(json.data(), json.data() + json.size(), json.data());
-  if (!c.eat('{') || c.eat('}')) return -1;
-  JsonCursor::Str key;
-  while (c.read_string(&key) && c.expect(':', "':'")) {
-    if (key.raw == "stream") {
-      if (c.peek() == '"') {
-        JsonCursor::Str s;
-        return c.read_string(&s) && !s.escaped ? hta_numeric(s.raw) : -1;
-      }
-      std::string_view num;
-      return c.read_number(&num) ? hta_numeric(num) : -1;
-    }
-    if (!c.skip_value_fast() || !c.eat(',')) return -1;
+  static constexpr std::string_view kKey[] = {"stream"};
+  std::string_view v[1];
+  if (!member_values(json, kKey, v) || v[0].empty()) return -1;
+  if (v[0].front() == '"') {  // a string without escapes: its text
+    const std::string_view text = v[0].substr(1, v[0].size() - 2);
+    return text.find('\\') == std::string_view::npos ? hta_numeric(text) : -1;
   }
-  return -1;
+  return hta_numeric(v[0]);
 }
 
 // get_kernel_type(name) == COMPUTATION (hta/common/types.py patterns, used
