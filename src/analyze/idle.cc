@@ -66,9 +66,20 @@ std::vector<Interval> intersect(const std::vector<Interval>& a, const std::vecto
   return out;
 }
 
+// A call that allocates memory (cudaMalloc*, cudaHostAlloc, cuMemAlloc*,
+// cuMemCreate, hip*).
+bool allocates(std::string_view n) {
+  for (std::string_view k : {"malloc", "hostalloc", "memalloc", "memcreate"}) {
+    if (contains_ci(n, k)) return true;
+  }
+  return false;
+}
+
+// An allocator call of any kind: allocating, freeing, registering, mapping.
 bool is_alloc_call(std::string_view n) {
-  for (std::string_view k : {"malloc", "free", "hostalloc", "hostregister", "hostunregister", "memalloc", "memcreate",
-                             "memmap", "memunmap", "memrelease", "memaddress", "mempool"}) {
+  if (allocates(n)) return true;
+  for (std::string_view k : {"free", "hostregister", "hostunregister", "memmap", "memunmap", "memrelease",
+                             "memaddress", "mempool"}) {
     if (contains_ci(n, k)) return true;
   }
   return false;
@@ -214,10 +225,6 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
   // op that needs the device: context and cuBLAS set-up, up to seconds;
   // PARAM's linear_kineto: 266 ms and 715 ms before its first cudaMalloc).
   std::vector<std::pair<TraceId, std::int64_t>> first_alloc_in;  // (pid, ts)
-  auto allocates = [](std::string_view n) {
-    return contains_ci(n, "malloc") || contains_ci(n, "hostalloc") || contains_ci(n, "memalloc") ||
-           contains_ci(n, "memcreate");
-  };
   for (std::uint32_t e : c.runtime) {  // by ts: the first seen is the first
     if (!allocates(c.name(e))) continue;
     const TraceId pid = t.lanes[t.events.lane[e]].pid;
