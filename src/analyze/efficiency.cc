@@ -367,14 +367,15 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
   // The ops that launched device work, their args read in file order (by
   // event): args are paged in from the source as they are read, and reads
   // in the device's time order paged it in again and again.
-  auto op_of = [&](const DeviceOp& op) -> std::uint32_t {
+  std::vector<std::uint32_t> launched_by(c.device.size(), kNoIndex);  // per device op: its op event
+  std::vector<std::uint32_t> launching;
+  for (std::size_t i = 0; i < c.device.size(); ++i) {
+    const DeviceOp& op = c.device[i];
     std::int64_t id = ev.external_id[op.event];
     if (id < 0 && op.launch != kNoIndex) id = ev.external_id[op.launch];
-    return id < 0 ? kNoIndex : op_by_id.find(id);
-  };
-  std::vector<std::uint32_t> launching;
-  for (const DeviceOp& op : c.device) {
-    const std::uint32_t e = op_of(op);
+    if (id < 0) continue;
+    const std::uint32_t e = op_by_id.find(id);
+    launched_by[i] = e;
     if (e != kNoIndex && ops.try_emplace(e, nullptr).second) launching.push_back(e);
   }
   std::sort(launching.begin(), launching.end());
@@ -382,8 +383,10 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
     const OpArgs a = op_args(t, e);
     if (a.found) {
       auto [parsed, first] = by_args.try_emplace(ArgsKey{ev.name[e], a.dims, a.types});
-      if (first) parsed->second = op_info_of(t.name(e), a);
-      if (first) parsed->second.by_op = class_of_op(parsed->second.name);
+      if (first) {
+        parsed->second = op_info_of(t.name(e), a);
+        parsed->second.by_op = class_of_op(parsed->second.name);
+      }
       ops[e] = &parsed->second;
     } else {
       unparsed.push_back(op_info(t, e));
@@ -391,12 +394,12 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
       ops[e] = &unparsed.back();
     }
   }
-  for (const DeviceOp& op : c.device) {
+  for (std::size_t i = 0; i < c.device.size(); ++i) {
+    const DeviceOp& op = c.device[i];
     const std::int64_t dur = std::max<std::int64_t>(0, op.end - op.start);
     sat_acc(out.total_ns, dur);
     const std::string_view name = t.name(op.event);
-    const std::uint32_t launched_by = op_of(op);
-    const OpInfo* info = launched_by == kNoIndex ? nullptr : ops.at(launched_by);
+    const OpInfo* info = launched_by[i] == kNoIndex ? nullptr : ops.at(launched_by[i]);
     const StrId name_id = ev.name[op.event];
     std::int8_t& named = class_by_name[name_id];
     if (named < 0 && op.cls != DeviceClass::kComm && op.cls != DeviceClass::kMemcpy &&
