@@ -10,43 +10,43 @@
 
 namespace tprof::internal {
 
+std::uint8_t lane_activity(const Trace& t, std::uint32_t e) {
+  switch (t.events.kind[e]) {
+    case EventKind::kKernel:
+    case EventKind::kGpuMemcpy:
+    case EventKind::kGpuMemset:
+    case EventKind::kGpuUserAnnotation:
+    case EventKind::kCudaSync:
+    case EventKind::kProfilerRange:
+      return 2;
+    case EventKind::kCpuOp:
+    case EventKind::kUserAnnotation:
+    case EventKind::kPythonFunction:
+    case EventKind::kCudaRuntime:
+    case EventKind::kCudaDriver:
+    case EventKind::kMemory:
+    case EventKind::kOutOfMemory:
+      return 1;
+    case EventKind::kOther:
+      // Unknown categories count as host work only under a numeric pid
+      // (not "Spans", "Traces", "").
+      return t.events.phase[e] == Phase::kComplete && !t.lanes[t.events.lane[e]].pid.is_str ? 1 : 0;
+    default:
+      return 0;
+  }
+}
+
 namespace {
 
-void finish_lanes(Trace* t, std::span<const DeviceHint> hints) {
+void finish_lanes(Trace* t, std::span<const DeviceHint> hints, std::span<const std::uint8_t> activity) {
   Trace& trace_ = *t;
   const std::size_t nl = trace_.lanes.size();
-  std::vector<std::uint8_t> seen(nl, 0);  // bit 0: host activity, bit 1: device activity
-  for (std::size_t e = 0; e < trace_.events.size(); ++e) {
-    const EventKind k = trace_.events.kind[e];
-    std::uint8_t bit = 0;
-    switch (k) {
-      case EventKind::kKernel:
-      case EventKind::kGpuMemcpy:
-      case EventKind::kGpuMemset:
-      case EventKind::kGpuUserAnnotation:
-      case EventKind::kCudaSync:
-      case EventKind::kProfilerRange:
-        bit = 2;
-        break;
-      case EventKind::kCpuOp:
-      case EventKind::kUserAnnotation:
-      case EventKind::kPythonFunction:
-      case EventKind::kCudaRuntime:
-      case EventKind::kCudaDriver:
-      case EventKind::kMemory:
-      case EventKind::kOutOfMemory:
-        bit = 1;
-        break;
-      case EventKind::kOther:
-        // Unknown categories count as host work only under a numeric pid
-        // (not "Spans", "Traces", "").
-        bit = trace_.events.phase[e] == Phase::kComplete && !trace_.lanes[trace_.events.lane[e]].pid.is_str ? 1 : 0;
-        break;
-      default:
-        break;
-    }
-    seen[trace_.events.lane[e]] |= bit;
+  std::vector<std::uint8_t> seen(activity.begin(), activity.end());
+  if (activity.empty()) {
+    seen.assign(nl, 0);
+    for (std::uint32_t e = 0; e < trace_.events.size(); ++e) seen[trace_.events.lane[e]] |= lane_activity(trace_, e);
   }
+  seen.resize(nl, 0);
   for (std::size_t l = 0; l < nl; ++l) {
     Lane& lane = trace_.lanes[l];
     if (seen[l] & 2) {
@@ -104,10 +104,11 @@ void apply_metadata(Trace* t, std::span<const MetaRecord> meta) {
 
 }  // namespace
 
-void assemble_trace(Trace* trace, std::span<const MetaRecord> meta, std::span<const DeviceHint> hints) {
-  finish_lanes(trace, hints);
+void assemble_trace(Trace* trace, std::span<const MetaRecord> meta, std::span<const DeviceHint> hints,
+                    std::span<const std::uint8_t> activity, bool check) {
+  finish_lanes(trace, hints, activity);
   apply_metadata(trace, meta);
-  check_trace(trace);
+  if (check) check_trace(trace);
 }
 
 }  // namespace tprof::internal

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <system_error>
@@ -32,6 +33,7 @@
 #include "src/base/gzip.h"
 #include "src/base/hash.h"
 #include "src/trace/event_parser.h"
+#include "src/trace/event_stream.h"
 #include "src/trace/json_cursor.h"
 #include "src/trace/json_value.h"
 #include "src/trace/assemble.h"
@@ -185,6 +187,12 @@ class Reader {
   }
 
   Result<Trace> run(Trace trace);
+  // Streaming (read_trace_streamed): each merged batch goes to `sink`, and
+  // `out` gets what run()'s model alone does not say.
+  void stream_to(internal::EventStream *sink, internal::StreamedTrace *out) {
+    sink_ = sink;
+    out_ = out;
+  }
   // Reads (and drops) what is left of a streamed .gz, so that its damage,
   // if any, is known.
   void drain();
@@ -223,6 +231,24 @@ class Reader {
   // each chunk; one merges at a time.
   void merge_ready(std::vector<std::unique_ptr<ChunkResult>> *guesses, const ParseContext &ctx);
   void append_batch(EventBatch *b);
+  // Streaming: hands the events appended from `first` (trace-wide index
+  // `first_id`) to the sink, then keeps them in the model or not.
+  void stream_batch(std::uint32_t first, std::uint64_t first_id, std::span<const MemoryRecord> memory);
+  // Streaming, past the model limit: keeps only the M and B events of
+  // trace_.events[from, end) (trace-wide index first_id + i - from).
+  void keep_structure(std::uint32_t from, std::uint64_t first_id);
+  // Copies the args of trace_.events[from, end) out of a streamed .gz's
+  // window into the arena.
+  void own_args(std::uint32_t from);
+  // Streaming a mapped file: the sink read the args of [from, to) again
+  // after parse_chunk released its pages; released once more.
+  void release_streamed(const char *from, const char *to) {
+    if (sink_ != nullptr && map_ != nullptr && to > from) {
+      map_->release(static_cast<std::size_t>(from - bytes_.data()), static_cast<std::size_t>(to - from));
+    }
+  }
+  // The trace-wide index of trace_.events[e].
+  std::uint32_t global_id(std::uint32_t e) const { return dropped_ ? kept_ids_[e] : e; }
   // `total`: the text the array spans, when more than [first, end) (a
   // streamed .gz: an estimate).
   void reserve_events(const char *first, const char *end, std::size_t total = 0);
@@ -237,6 +263,7 @@ class Reader {
   // Streaming merge state: parsed_, next_merge_ and merging_ are guarded by
   // merge_mu_; the rest belongs to the one thread that holds merging_.
   std::mutex merge_mu_;
+  std::condition_variable merged_cv_;  // streaming: next_merge_ moved on
   std::vector<std::uint8_t> parsed_;     // per guess: parse finished
   std::size_t next_merge_ = 0;           // next guess to accept
   bool merging_ = false;                 // a thread is merging
@@ -263,6 +290,7 @@ class Reader {
   // Merged side records (global event indices / lanes).
   std::vector<internal::MetaRecord> meta_;
   std::vector<internal::DeviceHint> hints_;
+  std::vector<std::uint8_t> lane_hinted_;  // per lane: bit 0 a device hint kept, bit 1 a stream hint
   std::vector<internal::EndMarker> ends_;
   bool saw_2022_args_ = false;
   bool saw_begin_ = false;
@@ -281,6 +309,15 @@ class Reader {
   std::shared_ptr<ArgsArena> args_owner_ = std::make_shared<ArgsArena>();
   ArgsArena &args_ = *args_owner_;
   bool args_failed_ = false;  // the arena could not grow
+  // Streaming (sink_ set).
+  internal::EventStream *sink_ = nullptr;
+  internal::StreamedTrace *out_ = nullptr;
+  Status sink_status_;  // the sink's first error
+  bool dropped_ = false;                 // past the model limit: only M and B events kept
+  std::vector<std::uint32_t> kept_ids_;  // once dropped_: trace-wide index per event kept
+  std::uint64_t seen_events_ = 0;        // every event merged
+  std::int64_t seen_lo_ = 0, seen_hi_ = 0;  // ts range of every event (baseTimeNanoseconds' check)
+  std::vector<std::uint8_t> lane_activity_;  // per lane: internal::lane_activity of every event
 };
 
 Result<bool> Reader::refill(const char **keep) {
@@ -431,8 +468,8 @@ Status Reader::parse_array(JsonCursor *c, const ParseContext &ctx) {
   for (;;) {
     const char *stop = final_ ? text_end() : find_last_boundary(first, text_end());
     parse_span(first, stop, ctx, threads);
-    TPROF_TRY(check_model_size());
-    if (final_ || last_end_.array_closed) break;
+    if (sink_ == nullptr) TPROF_TRY(check_model_size());
+    if (final_ || last_end_.array_closed || !sink_status_) break;
     const char *keep = nullptr;
     if (!last_end_.failed) {
       keep = last_end_.pos;
@@ -478,7 +515,7 @@ void Reader::parse_span(const char *first, const char *end, const ParseContext &
   for (std::size_t i = 0; i < guesses.size(); ++i) {
     guesses[i]->stop_at = i + 1 < guesses.size() ? guesses[i + 1]->start : end;
   }
-  if (!reserved_) {
+  if (!reserved_ && sink_ == nullptr) {  // streaming keeps a batch at a time, or all: unknown
     reserved_ = true;
     if (stream_ == nullptr) {
       reserve_events(first, end);
@@ -498,8 +535,16 @@ void Reader::parse_span(const char *first, const char *end, const ParseContext &
   // Parse (in parallel when there is more than one chunk) and merge as the
   // chunks complete in order.
   std::atomic<std::size_t> next{0};
+  // Streaming, the sink is slower than the parsers: a chunk is parsed only
+  // a few ahead of the merge, so parsed batches do not pile up (memory
+  // would grow with the file).
+  const std::size_t ahead = static_cast<std::size_t>(threads) + 2;
   auto work = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < guesses.size();) {
+      if (sink_ != nullptr) {
+        std::unique_lock<std::mutex> lock(merge_mu_);
+        merged_cv_.wait(lock, [&] { return i < next_merge_ + ahead; });
+      }
       parse_chunk(guesses[i].get(), ctx);
       {
         std::lock_guard<std::mutex> lock(merge_mu_);
@@ -565,6 +610,7 @@ void Reader::merge_ready(std::vector<std::unique_ptr<ChunkResult>> *guesses, con
         return;
       }
       g = std::move((*guesses)[next_merge_++]);
+      if (sink_ != nullptr) merged_cv_.notify_all();
     }
     if (stopped_) continue;  // after a failure or the array's end: discarded
     if (g->start != last_end_.pos) {
@@ -577,6 +623,7 @@ void Reader::merge_ready(std::vector<std::unique_ptr<ChunkResult>> *guesses, con
       parse_chunk(g.get(), ctx);
     }
     append_batch(&g->batch);
+    release_streamed(g->start, g->end.pos);
     last_end_ = g->end;
     last_failure_ = g->failure;
     last_error_ = g->error;
@@ -602,6 +649,7 @@ void Reader::merge_ready(std::vector<std::unique_ptr<ChunkResult>> *guesses, con
       rest->stop_at = g->stop_at;
       parse_chunk(rest.get(), ctx);
       append_batch(&rest->batch);
+      release_streamed(rest->start, rest->end.pos);
       last_end_ = rest->end;
       last_failure_ = rest->failure;
       last_error_ = rest->error;
@@ -832,6 +880,9 @@ std::size_t Reader::LaneKeyHash::operator()(const std::pair<TraceId, TraceId> &k
 void Reader::append_batch(EventBatch *b) {
   EventColumns &out = trace_.events;
   const std::uint32_t base = static_cast<std::uint32_t>(out.size());
+  // Streaming past the model limit, the model's indices are not the
+  // trace's: diagnostics name trace-wide ones.
+  const std::uint64_t first_id = sink_ != nullptr ? seen_events_ : base;
   std::vector<StrId> smap(b->strings.size());
   for (StrId i = 0; i < b->strings.size(); ++i) smap[i] = trace_.strings.intern(b->strings.str(i));
   auto map_id = [&](TraceId id) {
@@ -860,28 +911,7 @@ void Reader::append_batch(EventBatch *b) {
   append(out.flags, in.flags);
   append(out.external_id, in.external_id);
   append(out.correlation, in.correlation);
-  if (stream_ == nullptr) {
-    append(out.args_ref, in.args_ref);
-  } else {
-    // Streamed: the window goes back to the inflater, so each event's args
-    // move to the trace's arena now (the model then holds them, and
-    // Trace::args_json reads them there as from a source).
-    for (std::size_t i = 0; i < n; ++i) {
-      std::uint64_t ref = in.args_ref[i];
-      if (ref != 0 && (ref & args_ref::kOwnedBit) == 0) {
-        const char *p = origin_ + ((ref & ~args_ref::kOwnedBit) >> args_ref::kLenBits);
-        std::uint64_t len = ref & args_ref::kLenMask;
-        if (len == args_ref::kLenMask) {
-          JsonCursor c(p, text_end(), origin_);
-          len = c.skip_value() ? static_cast<std::uint64_t>(c.pos() - p) : 0;
-        }
-        const std::uint64_t at = args_.size;
-        ref = len > 0 && args_.append(p, len) ? args_ref::make(at, len, false) : 0;
-        if (len > 0 && ref == 0) args_failed_ = true;
-      }
-      out.args_ref.push_back(ref);
-    }
-  }
+  append(out.args_ref, in.args_ref);
   append(out.src_offset, in.src_offset);
   for (std::size_t i = 0; i < n; ++i) {
     out.name.push_back(smap[in.name[i]]);
@@ -891,6 +921,7 @@ void Reader::append_batch(EventBatch *b) {
     if (fid <= -2) fid = -static_cast<std::int64_t>(smap[static_cast<StrId>(-fid - 2)]) - 2;
     out.flow_id.push_back(fid);
   }
+  const std::size_t memory_from = trace_.memory.size();
   for (MemoryRecord m : b->memory) {
     m.event += base;
     trace_.memory.push_back(m);
@@ -901,17 +932,127 @@ void Reader::append_batch(EventBatch *b) {
     meta_.push_back(m);
   }
   for (internal::DeviceHint h : b->device_hints) {
+    // finish_lanes takes each lane's first device and first stream: only a
+    // hint that gives one the lane has no hint for yet is kept (one per
+    // device activity would grow with the trace).
     h.lane = lmap[h.lane];
+    if (h.lane >= lane_hinted_.size()) lane_hinted_.resize(trace_.lanes.size(), 0);
+    const std::uint8_t gives = static_cast<std::uint8_t>((h.device >= 0 ? 1 : 0) |
+                                                         (h.stream >= 0 && h.stream <= INT32_MAX ? 2 : 0));
+    if ((gives & ~lane_hinted_[h.lane]) == 0) continue;
+    lane_hinted_[h.lane] |= gives;
     hints_.push_back(h);
   }
   for (internal::EndMarker e : b->ends) {
     e.lane = lmap[e.lane];
     ends_.push_back(e);
   }
-  trace_.diagnostics.merge(b->diagnostics, base);
+  trace_.diagnostics.merge(b->diagnostics, static_cast<std::uint32_t>(first_id));
   saw_2022_args_ |= b->saw_kineto_2022_args;
   saw_begin_ |= b->saw_begin;
   *b = EventBatch();  // free its memory now
+  if (sink_ != nullptr) {
+    std::vector<MemoryRecord> memory(trace_.memory.begin() + static_cast<std::ptrdiff_t>(memory_from),
+                                     trace_.memory.end());
+    for (MemoryRecord &m : memory) m.event = static_cast<std::uint32_t>(first_id + (m.event - base));
+    stream_batch(base, first_id, memory);
+  } else if (stream_ != nullptr) {
+    own_args(base);
+  }
+}
+
+void Reader::own_args(std::uint32_t from) {
+  // Streamed: the window goes back to the inflater, so each event's args
+  // move to the trace's arena now (the model then holds them, and
+  // Trace::args_json reads them there as from a source).
+  EventColumns &ev = trace_.events;
+  for (std::size_t i = from; i < ev.size(); ++i) {
+    std::uint64_t ref = ev.args_ref[i];
+    if (ref == 0 || (ref & args_ref::kOwnedBit) != 0) continue;
+    const char *p = origin_ + ((ref & ~args_ref::kOwnedBit) >> args_ref::kLenBits);
+    std::uint64_t len = ref & args_ref::kLenMask;
+    if (len == args_ref::kLenMask) {
+      JsonCursor c(p, text_end(), origin_);
+      len = c.skip_value() ? static_cast<std::uint64_t>(c.pos() - p) : 0;
+    }
+    const std::uint64_t at = args_.size;
+    ref = len > 0 && args_.append(p, len) ? args_ref::make(at, len, false) : 0;
+    if (len > 0 && ref == 0) args_failed_ = true;
+    ev.args_ref[i] = ref;
+  }
+}
+
+void Reader::stream_batch(std::uint32_t first, std::uint64_t first_id, std::span<const MemoryRecord> memory) {
+  const EventColumns &ev = trace_.events;
+  const auto count = static_cast<std::uint32_t>(ev.size() - first);
+  lane_activity_.resize(trace_.lanes.size(), 0);
+  for (std::uint32_t e = first; e < ev.size(); ++e) {
+    lane_activity_[ev.lane[e]] |= internal::lane_activity(trace_, e);
+    seen_lo_ = std::min(seen_lo_, ev.ts_ns[e]);
+    seen_hi_ = std::max(seen_hi_, ev.ts_ns[e] + std::max<std::int64_t>(0, ev.dur_ns[e]));
+  }
+  if (sink_status_) {
+    const internal::StreamedBatch batch{trace_, first, count, first_id, memory, origin_, text_end()};
+    sink_status_ = sink_->batch(batch);
+    if (!sink_status_) stopped_ = true;  // the chunks still to merge are discarded
+  }
+  seen_events_ += count;
+  if (!dropped_) {
+    if (stream_ != nullptr) own_args(first);
+    const std::uint64_t limit = options_.max_model_bytes > 0
+                                    ? options_.max_model_bytes
+                                    : static_cast<std::uint64_t>(internal::half_physical_memory());
+    const std::uint64_t model = static_cast<std::uint64_t>(ev.size()) * kEventColumnBytes + args_.size +
+                                trace_.memory.size() * sizeof(MemoryRecord);
+    if (model <= limit) return;
+    // Past the limit: from now on the model keeps what finishing the read
+    // needs, and the sink has the rest.
+    dropped_ = true;
+    kept_ids_.clear();
+    trace_.memory = {};
+    keep_structure(0, 0);
+    trace_.events = EventColumns(trace_.events);  // a copy holds only what is left
+    // No event kept has args: the arena's copies go.
+    std::free(args_.data);
+    args_.data = nullptr;
+    args_.size = args_.cap = 0;
+    return;
+  }
+  trace_.memory.clear();
+  keep_structure(first, first_id);
+}
+
+void Reader::keep_structure(std::uint32_t from, std::uint64_t first_id) {
+  EventColumns &ev = trace_.events;
+  auto keep = [&](std::uint32_t e) {
+    return ev.phase[e] == Phase::kMetadata || ((ev.flags[e] & kFlagFromBeginEnd) != 0 && ev.dur_ns[e] < 0);
+  };
+  // meta_ is in event order: its records from `from` on are renumbered as
+  // their events move down.
+  auto m = std::lower_bound(meta_.begin(), meta_.end(), from,
+                            [](const internal::MetaRecord &r, std::uint32_t e) { return r.event < e; });
+  std::uint32_t to = from;
+  for (std::uint32_t e = from; e < ev.size(); ++e) {
+    if (!keep(e)) continue;
+    while (m != meta_.end() && m->event < e) ++m;  // cannot be: an M event is kept
+    if (m != meta_.end() && m->event == e) (m++)->event = to;
+    ev.ts_ns[to] = ev.ts_ns[e];
+    ev.dur_ns[to] = ev.dur_ns[e];
+    ev.phase[to] = ev.phase[e];
+    ev.kind[to] = ev.kind[e];
+    ev.flags[to] = ev.flags[e];
+    ev.external_id[to] = ev.external_id[e];
+    ev.correlation[to] = ev.correlation[e];
+    ev.args_ref[to] = 0;
+    ev.src_offset[to] = ev.src_offset[e];
+    ev.name[to] = ev.name[e];
+    ev.cat[to] = ev.cat[e];
+    ev.lane[to] = ev.lane[e];
+    ev.flow_id[to] = ev.flow_id[e];
+    kept_ids_.push_back(static_cast<std::uint32_t>(first_id + (e - from)));
+    ++to;
+  }
+  ev.resize(to);
 }
 
 void Reader::pair_begin_end() {
@@ -935,11 +1076,11 @@ void Reader::pair_begin_end() {
     std::int64_t dur = m.ts_ns - trace_.events.ts_ns[b];
     if (dur >= (std::int64_t{1} << 62)) {
       trace_.diagnostics.add(DiagnosticCode::kOutOfRange, static_cast<std::int64_t>(m.src_offset),
-                             "\"E\" more than 2^62 ns after its \"B\", kept with dur 0", b);
+                             "\"E\" more than 2^62 ns after its \"B\", kept with dur 0", global_id(b));
       dur = 0;
     } else if (dur < 0) {
       trace_.diagnostics.add(DiagnosticCode::kNegativeDuration, static_cast<std::int64_t>(m.src_offset),
-                             "\"E\" before its \"B\", kept with dur 0", b);
+                             "\"E\" before its \"B\", kept with dur 0", global_id(b));
       dur = 0;
     }
     trace_.events.dur_ns[b] = dur;
@@ -959,14 +1100,16 @@ void Reader::pair_begin_end() {
       trace_.events.dur_ns[b] = 0;
       trace_.diagnostics.add(DiagnosticCode::kUnmatchedBegin,
                              static_cast<std::int64_t>(trace_.events.src_offset[b]),
-                             "\"B\" event without a matching \"E\", kept with dur 0", b);
+                             "\"B\" event without a matching \"E\", kept with dur 0", global_id(b));
     }
   }
 }
 
 Result<Trace> Reader::run(Trace trace) {
   trace_ = std::move(trace);
-  TPROF_TRY(parse_top_level());
+  const Status parsed = parse_top_level();
+  if (!sink_status_) return sink_status_.error();  // it names its own file
+  TPROF_TRY(parsed);
   if (stream_ != nullptr) {
     if (args_failed_) {
       return error_at(Error(ErrorCode::kUnsupported,
@@ -976,18 +1119,20 @@ Result<Trace> Reader::run(Trace trace) {
     const ArgsArena *arena = args_owner_.get();
     trace_.attach_source(args_owner_, std::string_view(arena->data != nullptr ? arena->data : kNoText, arena->size));
   }
+  const std::uint64_t events = sink_ != nullptr ? seen_events_ : trace_.events.size();
   if (truncated_) {
     trace_.diagnostics.add(DiagnosticCode::kTruncated, truncated_at_,
-                           "file ends early (a job killed mid-write?): loaded " +
-                               std::to_string(trace_.events.size()) + " complete events before the cut");
+                           "file ends early (a job killed mid-write?): loaded " + std::to_string(events) +
+                               " complete events before the cut");
   }
   pair_begin_end();
+  std::int64_t shift = 0;
   if (trace_.meta.base_time_ns) {
     // Applied only if every event stays within ±2^62 ns (see
     // EventSink::commit).
     const std::int64_t base = *trace_.meta.base_time_ns;
     constexpr std::int64_t kMaxTime = std::int64_t{1} << 62;
-    std::int64_t lo = 0, hi = 0;
+    std::int64_t lo = seen_lo_, hi = seen_hi_;  // streamed: every event but the B/E pairs' ends
     for (std::size_t e = 0; e < trace_.events.size(); ++e) {
       const std::int64_t ts = trace_.events.ts_ns[e];
       lo = std::min(lo, ts);
@@ -995,6 +1140,7 @@ Result<Trace> Reader::run(Trace trace) {
     }
     if (base > -kMaxTime && base < kMaxTime && lo + base > -kMaxTime && hi + base < kMaxTime) {
       for (auto &ts : trace_.events.ts_ns) ts += base;
+      shift = base;
     } else {
       // The times stay as written, relative to nothing: a writer of this
       // trace must not subtract the base from them (the top-level key is
@@ -1008,7 +1154,20 @@ Result<Trace> Reader::run(Trace trace) {
                          : saw_2022_args_                                 ? Producer::kKineto2022
                          : saw_tprof_                                     ? Producer::kTprof
                                                                           : Producer::kKineto;
-  internal::assemble_trace(&trace_, meta_, hints_);
+  if (sink_ != nullptr) lane_activity_.resize(trace_.lanes.size(), 0);
+  internal::assemble_trace(&trace_, meta_, hints_,
+                           sink_ != nullptr ? std::span<const std::uint8_t>(lane_activity_)
+                                            : std::span<const std::uint8_t>(),
+                           !dropped_);
+  if (out_ != nullptr) {
+    out_->whole = !dropped_;
+    out_->events = events;
+    out_->ts_shift = shift;
+    for (std::uint32_t e = 0; e < trace_.events.size(); ++e) {
+      if (trace_.events.flags[e] & kFlagFromBeginEnd) out_->joined.emplace_back(global_id(e), trace_.events.dur_ns[e]);
+    }
+    out_->ids = std::move(kept_ids_);
+  }
   return std::move(trace_);
 }
 
@@ -1034,7 +1193,8 @@ struct OwnedBytes {
 // offset, which is what `gzip -t` says, rather than at an offset in text
 // nobody can see (salvage is for text that is right around its damage).
 Result<Trace> read_gzip(std::string_view compressed, const std::string &path, const ReadOptions &options,
-                        const internal::GunzipLimits &limits) {
+                        const internal::GunzipLimits &limits, internal::EventStream *sink = nullptr,
+                        internal::StreamedTrace *out = nullptr) {
   // Windows sized to the stream: a small .gz (Kineto JSON inflates 10-15x)
   // gets small ones, not three 9 MiB buffers (under ASan their mapping and
   // unmapping was most of a fuzz corpus's time); a tail that outgrows the
@@ -1049,6 +1209,7 @@ Result<Trace> read_gzip(std::string_view compressed, const std::string &path, co
   Trace trace;
   trace.meta.gzip = true;
   Reader reader(&stream, compressed.size(), path, options);
+  reader.stream_to(sink, out);
   Result<Trace> result = reader.run(std::move(trace));
   reader.drain();  // a read that failed early: is the stream damaged?
   const bool damaged = stream.truncated() && !stream.cut();
@@ -1102,14 +1263,13 @@ Status check_options(const ReadOptions &options, const std::string &path) {
                path);
 }
 
-}  // namespace
-
-Result<Trace> read_trace(const std::string &path, const ReadOptions &options) {
+Result<Trace> read_any(const std::string &path, const ReadOptions &options, internal::EventStream *sink,
+                        internal::StreamedTrace *out) {
   TPROF_TRY(check_options(options, path));
   TPROF_TRY_ASSIGN(internal::MappedFile map, internal::MappedFile::open(path));
   Trace trace;
   if (internal::is_gzip(map.bytes())) {
-    Result<Trace> result = read_gzip(map.bytes(), path, options, gunzip_limits(options));
+    Result<Trace> result = read_gzip(map.bytes(), path, options, gunzip_limits(options), sink, out);
     if (map.shrunk()) return shrunk_error(path);
     return result;
   }
@@ -1118,10 +1278,41 @@ Result<Trace> read_trace(const std::string &path, const ReadOptions &options) {
   trace.attach_source(shared_map, shared_map->bytes(),
                       [m](std::size_t offset, std::size_t len) { m->release(offset, len); });
   Reader reader(shared_map->bytes(), path, options, shared_map.get());
+  reader.stream_to(sink, out);
   Result<Trace> result = reader.run(std::move(trace));
   if (shared_map->shrunk()) return shrunk_error(path);
   return result;
 }
+
+}  // namespace
+
+Result<Trace> read_trace(const std::string &path, const ReadOptions &options) {
+  return read_any(path, options, nullptr, nullptr);
+}
+
+namespace internal {
+
+std::string_view StreamedBatch::args(std::uint32_t e) const {
+  const std::uint64_t ref = trace.events.args_ref[e];
+  if (ref == 0) return {};
+  const char *p = origin + ((ref & ~args_ref::kOwnedBit) >> args_ref::kLenBits);
+  std::uint64_t len = ref & args_ref::kLenMask;
+  if (len == args_ref::kLenMask) {
+    // Longer than the length field holds: measure it again.
+    JsonCursor c(p, text_end, origin);
+    if (!c.skip_value()) return {};
+    len = static_cast<std::uint64_t>(c.pos() - p);
+  }
+  return {p, static_cast<std::size_t>(len)};
+}
+
+Result<StreamedTrace> read_trace_streamed(const std::string &path, const ReadOptions &options, EventStream *sink) {
+  StreamedTrace out;
+  TPROF_TRY_ASSIGN(out.trace, read_any(path, options, sink, &out));
+  return out;
+}
+
+}  // namespace internal
 
 Result<Trace> read_trace_bytes(std::string_view bytes, const std::string &name, const ReadOptions &options) {
   TPROF_TRY(check_options(options, name));
