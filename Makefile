@@ -43,12 +43,13 @@ test-asan: setup
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -L unit -j $(JOBS)
 
-# The recorder, the parallel reader, diagnose's threads (context, rules,
-# breakdowns) and serve's event loop and workers under ThreadSanitizer.
+# The recorder, the parallel reader (and its streaming back-pressure),
+# diagnose's threads (context, rules, breakdowns) and serve's event loop and
+# workers under ThreadSanitizer.
 test-tsan: setup
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DTPROF_SANITIZE=thread -DTPROF_UNIT_TESTS_ONLY=ON
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target capture_test capture_events_test capture_load_test capture_spill_test reader_test rules_peers_test rules_cheatsheet_a_test diagnose_threads_test serve_test
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target capture_test capture_events_test capture_load_test capture_spill_test reader_test rules_peers_test rules_cheatsheet_a_test diagnose_threads_test serve_test sqlite_stream_test
 	$(TSAN_BUILD)/tests/unit/capture_test --gtest_brief=1
 	$(TSAN_BUILD)/tests/unit/capture_events_test --gtest_brief=1
 	$(TSAN_BUILD)/tests/unit/capture_load_test --gtest_brief=1
@@ -58,6 +59,7 @@ test-tsan: setup
 	$(TSAN_BUILD)/tests/unit/rules_cheatsheet_a_test --gtest_brief=1
 	$(TSAN_BUILD)/tests/unit/diagnose_threads_test --gtest_brief=1 --gtest_filter=DiagnoseThreads.*
 	$(TSAN_BUILD)/tests/unit/serve_test --gtest_brief=1
+	$(TSAN_BUILD)/tests/unit/sqlite_stream_test --gtest_brief=1 --gtest_filter=SqliteStream.WhatTheReadFinishesAfterTheEvents
 
 # The blog's experiment on the CPU (examples/README.md): 64x64 (overhead-bound)
 # and 1024x1024 (GEMM-bound), cold and warm, eager and compiled, into

@@ -9,6 +9,13 @@
 //               step breakdown, launching ops, kernel short names
 //       ── derived tables ── COMMIT ── indexes ── ANALYZE
 //
+//   --stream: read_trace_streamed ── per batch: work.raw_events, args, memory
+//       ── B/E durations ── sweep_nesting (SQLite's sort, one stack pass per
+//       lane: work.nest, work.next_slice) ── events (raw ⋈ nest, ts shifted)
+//       ── flows ── the model's tables ── the derived tables when the model
+//       was kept whole ── indexes ── COMMIT ── ANALYZE (the work database is
+//       removed with its file)
+//
 // One transaction, prepared statements, no journal (the scratch file is
 // thrown away on any error, so nothing needs rolling back), the indexes
 // built after the rows (one sort each instead of a B-tree insert per row).
@@ -28,8 +35,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "src/analyze/breakdowns.h"
@@ -39,6 +48,7 @@
 #include "src/base/radix_sort.h"
 #include "src/base/saturate.h"
 #include "src/report/kernel_names.h"
+#include "src/trace/event_stream.h"
 #include "tprof/info.h"
 #include "tprof/key_averages.h"
 
@@ -175,6 +185,10 @@ class Stmt {
   Stmt& id(const Trace& t, const TraceId& v) { return v.is_str ? text(t.str(v.str)) : i64(v.num); }
 
   Status step();
+  // A query's next row: true with one, false at the end (then reset).
+  Result<bool> row();
+  std::int64_t col(int i) const { return sqlite3_column_int64(s_, i); }
+  bool is_null(int i) const { return sqlite3_column_type(s_, i) == SQLITE_NULL; }
 
  private:
   Db* db_;
@@ -253,6 +267,20 @@ Status Stmt::step() {
   sqlite3_reset(s_);
   if (rc != SQLITE_DONE) return db_->error("cannot insert a row");
   return {};
+}
+
+Result<bool> Stmt::row() {
+  col_ = 0;
+  if (bind_rc_ != SQLITE_OK) {
+    bind_rc_ = SQLITE_OK;
+    sqlite3_reset(s_);
+    return db_->error("cannot bind a value");
+  }
+  const int rc = sqlite3_step(s_);
+  if (rc == SQLITE_ROW) return true;
+  sqlite3_reset(s_);
+  if (rc != SQLITE_DONE) return db_->error("cannot read a row");
+  return false;
 }
 
 // ---- nesting -------------------------------------------------------------------
@@ -452,16 +480,28 @@ std::string_view category_text(EventKind k) {
 // µs as the plugin's breakdown keeps them (ns / 1000.0) back to exact ns.
 std::int64_t us_to_ns(double us) { return std::llround(us * 1000.0); }
 
+// What the meta table says of the events as a whole (a streamed export's
+// model does not hold them all).
+struct Totals {
+  std::uint64_t events = 0;
+  std::int64_t start_ns = 0, end_ns = 0;  // first event start, last event end (not M events)
+  bool stream = false, derived = true;
+};
+
 class Writer {
  public:
   Writer(const Trace& t, Db* db, const SqliteExportOptions& o) : t_(t), ev_(t.events), db_(db), o_(o) {}
 
   Status base_tables(const Nesting& nest);
+  // The tables that come from the model's side records: meta, top_level,
+  // strings, processes, lanes, diagnostics, diagnostic_counts.
+  Status model_tables(const Totals& totals);
   Status derived_tables(const Derived& d);
   SqliteExportStats& stats() { return stats_; }
+  void count(const char* table, std::uint64_t rows) { stats_.rows.emplace_back(table, rows); }
 
  private:
-  Status meta();
+  Status meta(const Totals& totals);
   Status strings();
   Status lanes();
   Status events(const Nesting& nest);
@@ -469,7 +509,6 @@ class Writer {
   Status flows(const Nesting& nest);
   Status memory();
   Status diagnostics();
-  void count(const char* table, std::uint64_t rows) { stats_.rows.emplace_back(table, rows); }
 
   const Trace& t_;
   const EventColumns& ev_;
@@ -479,17 +518,25 @@ class Writer {
 };
 
 Status Writer::base_tables(const Nesting& nest) {
-  TPROF_TRY(meta());
-  TPROF_TRY(strings());
-  TPROF_TRY(lanes());
+  Totals totals;
+  totals.events = ev_.size();
+  totals.start_ns = t_.start_ns();
+  totals.end_ns = t_.end_ns();
+  TPROF_TRY(model_tables(totals));
   TPROF_TRY(events(nest));
   TPROF_TRY(args());
   TPROF_TRY(flows(nest));
-  TPROF_TRY(memory());
+  return memory();
+}
+
+Status Writer::model_tables(const Totals& totals) {
+  TPROF_TRY(meta(totals));
+  TPROF_TRY(strings());
+  TPROF_TRY(lanes());
   return diagnostics();
 }
 
-Status Writer::meta() {
+Status Writer::meta(const Totals& totals) {
   TPROF_TRY_ASSIGN(Stmt s, db_->prepare("INSERT INTO meta (key, value) VALUES (?, ?)"));
   std::uint64_t rows = 0;
   auto put_i = [&](std::string_view k, std::int64_t v) { ++rows; return s.text(k).i64(v).step(); };
@@ -502,11 +549,13 @@ Status Writer::meta() {
   TPROF_TRY(put_s("producer", producer_name(m.producer)));
   TPROF_TRY(put_i("gzip", m.gzip ? 1 : 0));
   if (m.base_time_ns) TPROF_TRY(put_i("base_time_ns", *m.base_time_ns));
-  TPROF_TRY(put_i("start_ns", t_.start_ns()));
-  TPROF_TRY(put_i("end_ns", t_.end_ns()));
-  TPROF_TRY(put_i("events", static_cast<std::int64_t>(ev_.size())));
+  TPROF_TRY(put_i("start_ns", totals.start_ns));
+  TPROF_TRY(put_i("end_ns", totals.end_ns));
+  TPROF_TRY(put_i("events", static_cast<std::int64_t>(totals.events)));
   TPROF_TRY(put_i("dropped_events", static_cast<std::int64_t>(m.dropped_events)));
   TPROF_TRY(put_i("args", o_.args ? 1 : 0));
+  TPROF_TRY(put_i("stream", totals.stream ? 1 : 0));
+  TPROF_TRY(put_i("derived", totals.derived ? 1 : 0));
   count("meta", rows);
 
   TPROF_TRY_ASSIGN(Stmt top, db_->prepare("INSERT INTO top_level (id, key, json) VALUES (?, ?, ?)"));
@@ -653,6 +702,18 @@ Status Writer::args() {
   return {};
 }
 
+// Within one (cat, id) group, the k-th start (in file order) pairs with the
+// k-th end: Kineto writes a flow's end, on the device lane, before or after
+// its start. A start or an end left over is a row of its own (`none` in
+// the other place).
+template <typename T, typename Put>
+Status pair_flows(const std::vector<T>& starts, const std::vector<T>& ends, const T& none, Put&& put) {
+  for (std::size_t k = 0; k < std::max(starts.size(), ends.size()); ++k) {
+    TPROF_TRY(put(k < starts.size() ? starts[k] : none, k < ends.size() ? ends[k] : none));
+  }
+  return {};
+}
+
 Status Writer::flows(const Nesting& nest) {
   // Flow events grouped by (cat, id), in file order within a group: three
   // stable radix passes over the indices.
@@ -683,9 +744,6 @@ Status Writer::flows(const Nesting& nest) {
     }
     return s.i64(row++).i64(ev_.flow_id[any]).i64(ev_.cat[any]).ref(start).ref(end).ref(from).ref(to).step();
   };
-  // Within a group, the k-th start (in file order) pairs with the k-th end:
-  // Kineto writes a flow's end, on the device lane, before or after its
-  // start. A start or an end left over is a row of its own.
   std::vector<std::uint32_t> starts, ends;
   for (std::size_t i = 0; i < fl.size();) {
     std::size_t j = i;
@@ -694,28 +752,31 @@ Status Writer::flows(const Nesting& nest) {
     for (; j < fl.size() && ev_.cat[fl[j]] == ev_.cat[fl[i]] && ev_.flow_id[fl[j]] == ev_.flow_id[fl[i]]; ++j) {
       (ev_.phase[fl[j]] == Phase::kFlowStart ? starts : ends).push_back(fl[j]);
     }
-    for (std::size_t k = 0; k < std::max(starts.size(), ends.size()); ++k) {
-      TPROF_TRY(put(k < starts.size() ? starts[k] : kNoIndex, k < ends.size() ? ends[k] : kNoIndex));
-    }
+    TPROF_TRY(pair_flows(starts, ends, kNoIndex, put));
     i = j;
   }
   count("flows", static_cast<std::uint64_t>(row));
   return {};
 }
 
+constexpr const char* kInsertMemory =
+    "INSERT INTO memory (event_id, bytes, total_allocated, total_reserved, addr, device_type, device_id) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)";
+
+Status insert_memory(Stmt& s, const MemoryRecord& m) {
+  return s.i64(m.event)
+      .i64(m.bytes)
+      .i64(m.total_allocated)
+      .i64(m.total_reserved)
+      .i64(static_cast<std::int64_t>(m.addr))
+      .i64(m.device_type)
+      .i64(m.device_id)
+      .step();
+}
+
 Status Writer::memory() {
-  TPROF_TRY_ASSIGN(Stmt s, db_->prepare("INSERT INTO memory (event_id, bytes, total_allocated, total_reserved, addr, "
-                                        "device_type, device_id) VALUES (?, ?, ?, ?, ?, ?, ?)"));
-  for (const MemoryRecord& m : t_.memory) {
-    TPROF_TRY(s.i64(m.event)
-                  .i64(m.bytes)
-                  .i64(m.total_allocated)
-                  .i64(m.total_reserved)
-                  .i64(static_cast<std::int64_t>(m.addr))
-                  .i64(m.device_type)
-                  .i64(m.device_id)
-                  .step());
-  }
+  TPROF_TRY_ASSIGN(Stmt s, db_->prepare(kInsertMemory));
+  for (const MemoryRecord& m : t_.memory) TPROF_TRY(insert_memory(s, m));
   count("memory", t_.memory.size());
   return {};
 }
@@ -839,6 +900,264 @@ Status Writer::derived_tables(const Derived& d) {
   return {};
 }
 
+// ---- streaming (--stream) --------------------------------------------------------
+
+// The scratch database a streamed export works in, attached as `work`
+// beside the output and removed with it: the events as read (the B/E
+// pairs' durations filled in after the read, ts as written, a flow's raw
+// id), then what the nesting sweep finds for them.
+constexpr const char* kWorkSchema = R"sql(
+CREATE TABLE work.raw_events (id INTEGER PRIMARY KEY, ts_ns INTEGER NOT NULL, dur_ns INTEGER NOT NULL,
+  name_id INTEGER NOT NULL, cat_id INTEGER NOT NULL, lane_id INTEGER NOT NULL, phase TEXT NOT NULL,
+  kind TEXT NOT NULL, flags INTEGER NOT NULL, external_id INTEGER, correlation INTEGER, flow_id INTEGER NOT NULL,
+  src_offset INTEGER NOT NULL);
+CREATE TABLE work.nest (id INTEGER PRIMARY KEY, parent_id INTEGER, self_ns INTEGER);
+CREATE TABLE work.next_slice (id INTEGER PRIMARY KEY, event_id INTEGER NOT NULL);
+)sql";
+
+// Writes each batch the reader merges: its events to work.raw_events, its
+// args and memory records to their tables (ids ascend, so every insert
+// appends).
+class RowStream : public EventStream {
+ public:
+  RowStream(Db* db, const SqliteExportOptions& o) : db_(db), o_(o) {}
+
+  Status prepare() {
+    auto bind_event = [this](Stmt& s, std::uint32_t e) {
+      const EventColumns& ev = b_->trace.events;
+      s.i64(static_cast<std::int64_t>(b_->first_id + (e - b_->first)))
+          .i64(ev.ts_ns[e])
+          .i64(ev.dur_ns[e])
+          .i64(ev.name[e])
+          .i64(ev.cat[e])
+          .i64(ev.lane[e])
+          .text(phase_text(ev.phase[e]))
+          .text(event_kind_name(ev.kind[e]))
+          .i64(ev.flags[e])
+          .opt(ev.external_id[e], ev.external_id[e] >= 0)
+          .opt(ev.correlation[e], ev.correlation[e] >= 0)
+          .i64(ev.flow_id[e])
+          .i64(static_cast<std::int64_t>(ev.src_offset[e]));
+    };
+    TPROF_TRY_ASSIGN(auto events, batch_insert(db_,
+                                               "work.raw_events (id, ts_ns, dur_ns, name_id, cat_id, lane_id, phase, "
+                                               "kind, flags, external_id, correlation, flow_id, src_offset)",
+                                               13, Bind(bind_event)));
+    events_.emplace(std::move(events));
+    auto bind_args = [this](Stmt& s, std::uint32_t e) {
+      s.i64(static_cast<std::int64_t>(b_->first_id + (e - b_->first))).text(b_->args(e));
+    };
+    TPROF_TRY_ASSIGN(auto args, batch_insert(db_, "args (event_id, json)", 2, Bind(bind_args)));
+    args_.emplace(std::move(args));
+    TPROF_TRY_ASSIGN(Stmt memory, db_->prepare(kInsertMemory));
+    memory_.emplace(std::move(memory));
+    return {};
+  }
+
+  Status batch(const StreamedBatch& b) override {
+    // Every row of the batch is written before it returns: the views it
+    // binds (args in a .gz window) are valid during the call only.
+    b_ = &b;
+    for (std::uint32_t e = b.first; e < b.first + b.count; ++e) TPROF_TRY(events_->add(e));
+    TPROF_TRY(events_->finish());
+    if (o_.args) {
+      for (std::uint32_t e = b.first; e < b.first + b.count; ++e) {
+        if (b.args(e).empty()) continue;
+        TPROF_TRY(args_->add(e));
+        ++args_rows_;
+      }
+      TPROF_TRY(args_->finish());
+    }
+    for (const MemoryRecord& m : b.memory) TPROF_TRY(insert_memory(*memory_, m));
+    memory_rows_ += b.memory.size();
+    b_ = nullptr;
+    return {};
+  }
+
+  std::uint64_t args_rows() const { return args_rows_; }
+  std::uint64_t memory_rows() const { return memory_rows_; }
+  // Finalizes the statements (the database closes only without them).
+  void finish() {
+    events_.reset();
+    args_.reset();
+    memory_.reset();
+  }
+
+ private:
+  using Bind = std::function<void(Stmt&, std::uint32_t)>;
+  Db* db_;
+  const SqliteExportOptions& o_;
+  const StreamedBatch* b_ = nullptr;
+  std::optional<BatchInsert<Bind>> events_, args_;
+  std::optional<Stmt> memory_;
+  std::uint64_t args_rows_ = 0, memory_rows_ = 0;
+};
+
+// The nesting of every event, out of core: SQLite sorts the events per lane
+// by (ts, -end, id), as build_nesting does in memory, and one sweep keeps
+// the open complete events of each lane on two stacks (python_function
+// events nest among themselves only), so memory holds a lane's open events,
+// never the trace. At one ts the complete events come first, then the
+// instants and flow events: a slice starting at their ts encloses them.
+// Results go to work.nest (parent_id and self_ns of complete events; the
+// enclosing slice of instants and flow events) and work.next_slice (the
+// next slice of a flow end without "bp": "e": the first complete event
+// starting at or after it), both appended to in sweep order and indexed
+// once at the end (a B-tree insert per row in lane order would thrash the
+// page cache on a large trace).
+Status sweep_nesting(Db* db) {
+  TPROF_TRY_ASSIGN(Stmt q, db->prepare(R"sql(
+SELECT id, lane_id, ts_ns, dur_ns, phase = 'X' AS slice, kind = 'python_function' AS py,
+       phase = 'f' AND (flags & 8) = 0 AS to_next
+FROM work.raw_events WHERE phase IN ('X', 'i', 's', 't', 'f')
+ORDER BY lane_id, ts_ns, phase != 'X', ts_ns + dur_ns DESC, id)sql"));
+  TPROF_TRY_ASSIGN(Stmt nest, db->prepare("INSERT INTO work.nest (id, parent_id, self_ns) VALUES (?, ?, ?)"));
+  TPROF_TRY_ASSIGN(Stmt next, db->prepare("INSERT INTO work.next_slice (id, event_id) VALUES (?, ?)"));
+  struct Open {
+    std::int64_t id, end, dur, children, parent;
+  };
+  std::array<std::vector<Open>, 2> open;  // [0] other complete events, [1] python_function
+  std::vector<std::int64_t> waiting;      // flow ends awaiting their next slice
+  // The lane's latest complete (not python) event's ts, and the first one
+  // to start then: the next slice of a flow end at that ts.
+  std::int64_t slice_ts = 0, first_at_ts = -1;
+  auto close = [&](const Open& o) {
+    return nest.i64(o.id).opt(o.parent, o.parent >= 0).i64(sat_sub(o.dur, o.children)).step();
+  };
+  auto close_lane = [&]() -> Status {
+    for (auto& stack : open) {
+      for (; !stack.empty(); stack.pop_back()) TPROF_TRY(close(stack.back()));
+    }
+    waiting.clear();  // no slice after them: NULL
+    first_at_ts = -1;
+    return {};
+  };
+  std::int64_t lane = -1;
+  for (;;) {
+    TPROF_TRY_ASSIGN(bool more, q.row());
+    if (!more) break;
+    const std::int64_t id = q.col(0), ts = q.col(2), dur = q.col(3);
+    if (q.col(1) != lane) {
+      TPROF_TRY(close_lane());
+      lane = q.col(1);
+    }
+    if (q.col(4) != 0) {
+      // prof.events()'s tree (EventListBuilder::build_trees): pop what ended
+      // before this event starts or ends before it does.
+      const bool py = q.col(5) != 0;
+      auto& stack = open[py ? 1 : 0];
+      const std::int64_t end = ts + dur;
+      while (!stack.empty() && !(ts < stack.back().end && end <= stack.back().end)) {
+        TPROF_TRY(close(stack.back()));
+        stack.pop_back();
+      }
+      std::int64_t parent = -1;
+      if (!stack.empty()) {
+        parent = stack.back().id;
+        sat_acc(stack.back().children, dur);
+      }
+      stack.push_back({id, end, dur, 0, parent});
+      if (!py) {
+        if (first_at_ts < 0 || ts != slice_ts) {
+          slice_ts = ts;
+          first_at_ts = id;
+        }
+        for (std::int64_t f : waiting) TPROF_TRY(next.i64(f).i64(id).step());
+        waiting.clear();
+      }
+      continue;
+    }
+    // The innermost open slice that has not ended before ts: the stack is
+    // the last slice's chain of parents.
+    std::int64_t parent = -1;
+    for (std::size_t i = open[0].size(); i-- > 0;) {
+      if (open[0][i].end >= ts) {
+        parent = open[0][i].id;
+        break;
+      }
+    }
+    TPROF_TRY(nest.i64(id).opt(parent, parent >= 0).null().step());
+    if (q.col(6) != 0) {
+      if (first_at_ts >= 0 && slice_ts == ts) {
+        TPROF_TRY(next.i64(id).i64(first_at_ts).step());
+      } else {
+        waiting.push_back(id);
+      }
+    }
+  }
+  return close_lane();
+}
+
+// The flows table from work.raw_events and the sweep's results, grouped by
+// (cat, id) in file order as Writer::flows does.
+Result<std::uint64_t> stream_flows(Db* db) {
+  TPROF_TRY_ASSIGN(Stmt q, db->prepare(R"sql(
+SELECT r.id, r.phase = 's', r.cat_id, r.flow_id, (r.flags & 8) != 0, n.parent_id, x.event_id
+FROM work.raw_events r LEFT JOIN work.nest n ON n.id = r.id LEFT JOIN work.next_slice x ON x.id = r.id
+WHERE r.phase IN ('s', 'f')
+ORDER BY r.cat_id, r.flow_id, r.id)sql"));
+  TPROF_TRY_ASSIGN(Stmt s, db->prepare("INSERT INTO flows (id, flow_id, cat_id, start_event, end_event, from_event, "
+                                       "to_event) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+  struct Flow {
+    std::int64_t id = -1, bound = -1;  // the event; the slice it binds to
+  };
+  std::int64_t row = 0, cat = 0, flow_id = 0;
+  auto put = [&](const Flow& start, const Flow& end) {
+    return s.i64(row++)
+        .i64(flow_id)
+        .i64(cat)
+        .opt(start.id, start.id >= 0)
+        .opt(end.id, end.id >= 0)
+        .opt(start.bound, start.bound >= 0)
+        .opt(end.bound, end.bound >= 0)
+        .step();
+  };
+  std::vector<Flow> starts, ends;
+  bool any = false;
+  for (;;) {
+    TPROF_TRY_ASSIGN(bool more, q.row());
+    if (!more || !any || q.col(2) != cat || q.col(3) != flow_id) {
+      if (any) TPROF_TRY(pair_flows(starts, ends, Flow{}, put));
+      if (!more) break;
+      starts.clear();
+      ends.clear();
+      cat = q.col(2);
+      flow_id = q.col(3);
+      any = true;
+    }
+    Flow f;
+    f.id = q.col(0);
+    const bool start = q.col(1) != 0;
+    // A start binds to its enclosing slice, an end with "bp": "e" too, any
+    // other end to the next slice.
+    const int from = start || q.col(4) != 0 ? 5 : 6;
+    f.bound = q.is_null(from) ? -1 : q.col(from);
+    (start ? starts : ends).push_back(f);
+  }
+  return static_cast<std::uint64_t>(row);
+}
+
+// The first column of a query's first row; 0 for NULL or no row.
+Result<std::int64_t> scalar(Db* db, const char* sql) {
+  TPROF_TRY_ASSIGN(Stmt q, db->prepare(sql));
+  TPROF_TRY_ASSIGN(bool more, q.row());
+  return more && !q.is_null(0) ? q.col(0) : 0;
+}
+
+// The tables in schema order: how SqliteExportStats lists them.
+constexpr std::array<const char*, 16> kTableOrder = {
+    "meta",        "top_level",         "strings", "processes", "lanes",        "events",         "args",
+    "flows",       "memory",            "diagnostics", "diagnostic_counts", "steps", "kernels", "kernel_names",
+    "step_breakdown", "key_averages"};
+
+void order_stats(SqliteExportStats* stats) {
+  auto rank = [](const std::string& table) {
+    return std::find(kTableOrder.begin(), kTableOrder.end(), table) - kTableOrder.begin();
+  };
+  std::stable_sort(stats->rows.begin(), stats->rows.end(),
+                   [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
+}
+
 // ---- files ---------------------------------------------------------------------
 
 // Removes a scratch file when it goes out of scope.
@@ -923,40 +1242,46 @@ Status copy_into(const std::string& from, AtomicFileWriter* to, const std::strin
 
 }  // namespace
 
-Result<SqliteExportStats> export_sqlite_file(const Trace& trace, const std::string& db_path,
-                                             const SqliteExportOptions& options) {
-  // The derived views are computed meanwhile on a second thread; they only
-  // read the trace.
-  std::future<Derived> derived = std::async(std::launch::async, derive, std::cref(trace));
-  // A failure below returns before get(): the future's destructor waits for
-  // the thread, so the trace outlives it.
-  Db db(db_path);
-  TPROF_TRY(db.open());
-  // The page size must be set before the first table. Large pages and no
-  // journal: a bulk load into a file that is discarded on any error.
-  TPROF_TRY(db.exec("PRAGMA page_size = 16384; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;"
-                    "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = FILE; PRAGMA cache_size = -16384;"));
+namespace {
+
+// A new database for a bulk load: large pages and no journal (the scratch
+// file is thrown away on any error, so nothing needs rolling back), one
+// transaction, the schema; `work` (a path) attached as the streamed
+// export's work database, with its schema.
+Status begin_database(Db* db, const std::string& work = {}) {
+  TPROF_TRY(db->open());
+  // The page size must be set before the first table.
+  TPROF_TRY(db->exec("PRAGMA page_size = 16384; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;"
+                     "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = FILE; PRAGMA cache_size = -16384;"));
   const std::string versions = "PRAGMA application_id = " + std::to_string(kSqliteApplicationId) +
                                "; PRAGMA user_version = " + std::to_string(kSqliteSchemaVersion) + ";";
-  TPROF_TRY(db.exec(versions.c_str()));
-  TPROF_TRY(db.exec("BEGIN"));
-  TPROF_TRY(db.exec(kSchema));
-  Writer w(trace, &db, options);
-  {
-    const Nesting nest = build_nesting(trace);
-    TPROF_TRY(w.base_tables(nest));
+  TPROF_TRY(db->exec(versions.c_str()));
+  if (!work.empty()) {
+    {
+      TPROF_TRY_ASSIGN(Stmt attach, db->prepare("ATTACH ? AS work"));
+      TPROF_TRY(attach.text(work).step());
+    }
+    TPROF_TRY(db->exec("PRAGMA work.page_size = 16384; PRAGMA work.journal_mode = OFF; PRAGMA work.synchronous = OFF;"
+                       "PRAGMA work.cache_size = -16384;"));
   }
-  TPROF_TRY(w.derived_tables(derived.get()));
-  TPROF_TRY(db.exec(kIndexes));
-  TPROF_TRY(db.exec("COMMIT"));
-  // Statistics for the query planner over the indexes just built.
-  TPROF_TRY(db.exec("PRAGMA analysis_limit = 1000; ANALYZE;"));
-  TPROF_TRY(db.close());
-  return std::move(w.stats());
+  TPROF_TRY(db->exec("BEGIN"));
+  TPROF_TRY(db->exec(kSchema));
+  return work.empty() ? Status() : db->exec(kWorkSchema);
 }
 
-Result<SqliteExportStats> write_sqlite(const Trace& trace, const std::string& path,
-                                       const SqliteExportOptions& options) {
+// The indexes (after the rows: one sort each), the commit, statistics for
+// the query planner over the indexes just built.
+Status finish_database(Db* db) {
+  TPROF_TRY(db->exec(kIndexes));
+  TPROF_TRY(db->exec("COMMIT"));
+  TPROF_TRY(db->exec("PRAGMA analysis_limit = 1000; ANALYZE main;"));
+  return db->close();
+}
+
+// Builds a database through `build(scratch path)` in a scratch file and
+// puts it at `path` whole, as write_sqlite says.
+template <typename Build>
+Result<SqliteExportStats> write_database(const std::string& path, Build&& build) {
   // The writer first: an output that cannot be written fails before the work.
   TPROF_TRY_ASSIGN(std::unique_ptr<AtomicFileWriter> out, AtomicFileWriter::create(path));
   std::string dir, name;
@@ -971,8 +1296,12 @@ Result<SqliteExportStats> write_sqlite(const Trace& trace, const std::string& pa
                    path);
     }
   }
-  Result<SqliteExportStats> stats = export_sqlite_file(trace, scratch.path(), options);
-  if (!stats) return Error(stats.error().code(), stats.error().message(), path);
+  Result<SqliteExportStats> stats = build(scratch.path());
+  if (!stats) {
+    // The trace's errors name the trace; the database's, the output.
+    if (!stats.error().path().empty() && stats.error().path() != scratch.path()) return stats.error();
+    return Error(stats.error().code(), stats.error().message(), path);
+  }
   // A new name in the scratch file's own directory: the finished file is
   // renamed there, never replacing anything (what appeared meanwhile wins,
   // and the copy below handles it). Anything else (a file to replace, with
@@ -987,6 +1316,106 @@ Result<SqliteExportStats> write_sqlite(const Trace& trace, const std::string& pa
   TPROF_TRY(copy_into(scratch.path(), out.get(), path));
   TPROF_TRY(out->commit());
   return stats;
+}
+
+}  // namespace
+
+Result<SqliteExportStats> export_sqlite_file(const Trace& trace, const std::string& db_path,
+                                             const SqliteExportOptions& options) {
+  // The derived views are computed meanwhile on a second thread; they only
+  // read the trace.
+  std::future<Derived> derived = std::async(std::launch::async, derive, std::cref(trace));
+  // A failure below returns before get(): the future's destructor waits for
+  // the thread, so the trace outlives it.
+  Db db(db_path);
+  TPROF_TRY(begin_database(&db));
+  Writer w(trace, &db, options);
+  {
+    const Nesting nest = build_nesting(trace);
+    TPROF_TRY(w.base_tables(nest));
+  }
+  TPROF_TRY(w.derived_tables(derived.get()));
+  order_stats(&w.stats());
+  TPROF_TRY(finish_database(&db));
+  return std::move(w.stats());
+}
+
+Result<SqliteExportStats> export_sqlite_streamed_file(const std::string& trace_path, const ReadOptions& read,
+                                                      const std::string& db_path, const std::string& work_path,
+                                                      const SqliteExportOptions& options,
+                                                      const std::function<void(const Trace&)>& on_read) {
+  Db db(db_path);
+  TPROF_TRY(begin_database(&db, work_path));
+  RowStream rows(&db, options);
+  TPROF_TRY(rows.prepare());
+  TPROF_TRY_ASSIGN(StreamedTrace read_back, read_trace_streamed(trace_path, read, &rows));
+  rows.finish();
+  const StreamedTrace& st = read_back;
+  if (on_read) on_read(st.trace);
+  // The derived views need every event: computed meanwhile on a second
+  // thread when the model kept them all (see write_sqlite above).
+  std::future<Derived> derived;
+  if (st.whole) derived = std::async(std::launch::async, derive, std::cref(st.trace));
+
+  {
+    TPROF_TRY_ASSIGN(Stmt joined, db.prepare("UPDATE work.raw_events SET dur_ns = ? WHERE id = ?"));
+    for (const auto& [id, dur] : st.joined) TPROF_TRY(joined.i64(dur).i64(id).step());
+  }
+  TPROF_TRY(sweep_nesting(&db));
+  {
+    TPROF_TRY_ASSIGN(Stmt events, db.prepare(R"sql(
+INSERT INTO events (id, ts_ns, dur_ns, name_id, cat_id, lane_id, phase, kind, flags, external_id, correlation,
+                    flow_id, parent_id, self_ns, src_offset)
+SELECT r.id, r.ts_ns + ?, r.dur_ns, r.name_id, r.cat_id, r.lane_id, r.phase, r.kind, r.flags, r.external_id,
+       r.correlation, CASE WHEN r.flow_id >= 0 THEN r.flow_id END, n.parent_id, n.self_ns, r.src_offset
+FROM work.raw_events r LEFT JOIN work.nest n ON n.id = r.id
+ORDER BY r.id)sql"));
+    TPROF_TRY(events.i64(st.ts_shift).step());
+  }
+  TPROF_TRY_ASSIGN(const std::uint64_t flows, stream_flows(&db));
+
+  Totals totals;
+  totals.events = st.events;
+  TPROF_TRY_ASSIGN(totals.start_ns, scalar(&db, "SELECT min(ts_ns) FROM events WHERE phase != 'M'"));
+  TPROF_TRY_ASSIGN(totals.end_ns, scalar(&db, "SELECT max(ts_ns + dur_ns) FROM events WHERE phase != 'M'"));
+  totals.stream = true;
+  totals.derived = st.whole;
+  Writer w(st.trace, &db, options);
+  TPROF_TRY(w.model_tables(totals));
+  w.count("events", st.events);
+  w.count("args", rows.args_rows());
+  w.count("flows", flows);
+  w.count("memory", rows.memory_rows());
+  if (st.whole) {
+    TPROF_TRY(w.derived_tables(derived.get()));
+  } else {
+    for (const char* table : {"steps", "kernels", "kernel_names", "step_breakdown", "key_averages"}) w.count(table, 0);
+  }
+  order_stats(&w.stats());
+  TPROF_TRY(finish_database(&db));
+  return std::move(w.stats());
+}
+
+Result<SqliteExportStats> write_sqlite(const Trace& trace, const std::string& path,
+                                       const SqliteExportOptions& options) {
+  return write_database(path, [&](const std::string& scratch) { return export_sqlite_file(trace, scratch, options); });
+}
+
+Result<SqliteExportStats> write_sqlite_streamed(const std::string& trace_path, const ReadOptions& read,
+                                                const std::string& path, const SqliteExportOptions& options,
+                                                const std::function<void(const Trace&)>& on_read) {
+  return write_database(path, [&](const std::string& scratch) -> Result<SqliteExportStats> {
+    // The work database beside the scratch file (same file system, same
+    // clean-up on any error).
+    std::string dir, name;
+    split_path(scratch, &dir, &name);
+    ScratchFile work;
+    if (!work.create(dir, name + ".work")) {
+      return Error(ErrorCode::kIo, std::string("cannot create a scratch file for the export: ") + std::strerror(errno),
+                   scratch);
+    }
+    return export_sqlite_streamed_file(trace_path, read, scratch, work.path(), options, on_read);
+  });
 }
 
 }  // namespace tprof::internal

@@ -13,10 +13,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tprof/read.h"
 #include "tprof/status.h"
 #include "tprof/trace.h"
 
@@ -59,5 +61,29 @@ Result<SqliteExportStats> write_sqlite(const Trace& trace, const std::string& pa
 // (write_sqlite's scratch file; tests). Nothing else is created.
 Result<SqliteExportStats> export_sqlite_file(const Trace& trace, const std::string& db_path,
                                              const SqliteExportOptions& options = {});
+
+// The streamed export (docs/sql.md, "Streaming"): reads the trace at
+// `trace_path` batch by batch (internal::read_trace_streamed) and writes
+// each batch's rows as it comes, so the trace never has to fit in memory.
+// The events' nesting (parent_id, self_ns, flows' slices) is found out of
+// core, in a second scratch database beside the first, removed with it.
+// The derived tables (steps, kernels, kernel_names, step_breakdown,
+// key_averages) need the whole model: they are written when the read kept
+// it (within ReadOptions::max_model_bytes; 0: half the physical memory)
+// and left empty otherwise, with meta `derived` = 0. Every table written
+// holds the same rows as write_sqlite's, and meta says `stream` = 1. The
+// files and errors are write_sqlite's; the trace's errors name the trace.
+// `on_read` is called with the model once the read ends (its diagnostics
+// name trace-wide event indices).
+Result<SqliteExportStats> write_sqlite_streamed(const std::string& trace_path, const ReadOptions& read,
+                                                const std::string& path, const SqliteExportOptions& options = {},
+                                                const std::function<void(const Trace&)>& on_read = {});
+
+// write_sqlite_streamed into `db_path`, with its work database at
+// `work_path` (both new or empty files; tests).
+Result<SqliteExportStats> export_sqlite_streamed_file(const std::string& trace_path, const ReadOptions& read,
+                                                      const std::string& db_path, const std::string& work_path,
+                                                      const SqliteExportOptions& options = {},
+                                                      const std::function<void(const Trace&)>& on_read = {});
 
 }  // namespace tprof::internal

@@ -72,9 +72,12 @@ class SqlExport : public ::testing::Test {
     db_ = dir_.path() + "/trace.db";
   }
 
-  // Exports kTrace once per test; fails the test when the export does.
-  void export_trace() {
-    const CliResult r = run_cli(TPROF_BIN, {"export", "--sqlite", kTrace, "-o", db_});
+  // Exports kTrace once per test (`extra`: more arguments, e.g. --stream);
+  // fails the test when the export does.
+  void export_trace(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"export", "--sqlite", kTrace, "-o", db_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult r = run_cli(TPROF_BIN, args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     ASSERT_TRUE(fs::exists(db_));
   }
@@ -182,6 +185,51 @@ TEST_F(SqlExport, DocumentedQueriesReturnTheExpectedRows) {
     }
   }
   if (changed) std::ofstream(kDoc, std::ios::binary) << doc;
+}
+
+// --stream: the same answers to every documented query, from the rows
+// written as the trace was read.
+TEST_F(SqlExport, StreamedExportAnswersTheDocumentedQueriesTheSame) {
+  NEED_SQLITE3();
+  export_trace({"--stream"});
+  EXPECT_EQ(value("SELECT value FROM meta WHERE key = 'stream'"), "1");
+  EXPECT_EQ(value("SELECT value FROM meta WHERE key = 'derived'"), "1");
+  std::vector<std::string> errors;
+  const std::vector<Example> examples = parse_examples(read_text(kDoc), &errors);
+  ASSERT_GE(examples.size(), 6u);
+  for (const Example& ex : examples) EXPECT_EQ(query(ex.sql), ex.expected) << ex.name;
+  EXPECT_EQ(dir_.files(), std::vector<std::string>{"trace.db"});
+}
+
+// A plain file larger than the model limit is exported in a stream without
+// being asked, saying so; past the limit the derived tables are empty and
+// meta says why, and the trace's own rows are all there.
+TEST_F(SqlExport, AFileLargerThanTheModelLimitStreamsByItself) {
+  NEED_SQLITE3();
+  const std::string big = dir_.path() + "/big.json";
+  {
+    std::ofstream f(big);
+    f << "{\"traceEvents\": [\n";
+    for (int i = 0; i < 30000; ++i) {
+      f << (i == 0 ? "" : ",\n") << "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", "
+        << "\"pid\": 1, \"tid\": 1, \"ts\": " << i * 10 << ", \"dur\": 5, \"args\": {\"External id\": " << i << "}}";
+    }
+    f << "\n]}\n";
+  }
+  ASSERT_GT(fs::file_size(big), std::uintmax_t{1} << 20);
+  const CliResult r = run_cli(TPROF_BIN, {"--max-model-mib", "1", "export", "--sqlite", big, "-o", db_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("exporting it in a stream (--stream)"), std::string::npos) << r.err;
+  EXPECT_EQ(value("SELECT value FROM meta WHERE key = 'stream'"), "1");
+  EXPECT_EQ(value("SELECT value FROM meta WHERE key = 'derived'"), "0");
+  EXPECT_EQ(value("SELECT COUNT(*) FROM events"), "30000");
+  EXPECT_EQ(value("SELECT COUNT(*) FROM args"), "30000");
+  EXPECT_EQ(value("SELECT COUNT(*) FROM kernels"), "0");
+  EXPECT_EQ(dir_.files(), (std::vector<std::string>{"big.json", "trace.db"}));
+  // -q: no note.
+  const CliResult quiet = run_cli(TPROF_BIN, {"-q", "--max-model-mib", "1", "export", "--sqlite", big, "-o", db_});
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err, "");
 }
 
 // Every table, view and column the database has is documented.

@@ -155,6 +155,11 @@ int run(int argc, const char* const* argv) {
                  "... and to at most this many times its compressed size (0 = no ratio limit)")
       ->check(CLI::Range(0.0, 1e9))
       ->capture_default_str();
+  app.add_option("--max-model-mib", global_options().max_model_mib,
+                 "The model of a .gz may take at most this many MiB (0 = half the physical memory); export --stream "
+                 "keeps the model, for its derived tables, only within it")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40))
+      ->capture_default_str();
   app.add_option("--color", global_options().color,
                  "Colour severities on a terminal: auto (not when NO_COLOR is set or TERM=dumb), always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}))

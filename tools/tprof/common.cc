@@ -118,6 +118,7 @@ ReadOptions read_options() {
   options.threads = global_options().threads;
   options.max_inflated_bytes = global_options().max_inflated_mib << 20;
   options.max_inflate_ratio = global_options().max_inflate_ratio;
+  options.max_model_bytes = global_options().max_model_mib << 20;
   options.strict = global_options().strict;
   return options;
 }

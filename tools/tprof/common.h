@@ -26,6 +26,7 @@ struct GlobalOptions {
   std::string color = "auto";  // --color: auto, always or never
   std::uint64_t max_inflated_mib = 0;  // --max-inflated-mib: 0 = half the physical memory
   double max_inflate_ratio = 200;      // --max-inflate-ratio: 0 = none
+  std::uint64_t max_model_mib = 0;     // --max-model-mib: 0 = half the physical memory
   bool strict = false;                 // --strict: a syntax error inside traceEvents fails the read
 };
 

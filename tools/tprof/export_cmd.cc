@@ -1,5 +1,6 @@
 // tprof export --sqlite TRACE -o FILE: the trace and its derived views as an
 // SQLite database (docs/sql.md).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -7,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <cstdint>
 
 #include "src/base/file.h"
 #include "tools/tprof/common.h"
@@ -21,6 +23,7 @@ void add_export_command(CLI::App& app, int* rc) {
     std::string trace, output;
     bool sqlite = false;
     bool no_args = false;
+    bool stream = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -30,6 +33,10 @@ void add_export_command(CLI::App& app, int* rc) {
   cmd->add_option("-o,--output", a->output, "The database to write (put in place whole; - is stdout unless a terminal)")
       ->required();
   cmd->add_flag("--no-args", a->no_args, "Leave the args table empty (each event's args JSON: about half the size)");
+  cmd->add_flag("--stream", a->stream,
+                "Write the rows as the trace is read, so a trace larger than the memory exports (the derived "
+                "tables need its model to fit: --max-model-mib; docs/sql.md). Chosen by itself for a plain file "
+                "larger than that limit");
   cmd->callback([a, rc] {
     *rc = kExitBadInput;
     if (!a->sqlite) {
@@ -54,13 +61,33 @@ void add_export_command(CLI::App& app, int* rc) {
     std::cerr << "tprof export: this tprof was built without SQLite, so it cannot write --sqlite (install "
                  "libsqlite3-dev, as scripts/setup.sh does, and build again)\n";
 #else
-    std::optional<Trace> trace = load_trace(a->trace);
-    if (!trace) return;
     internal::SqliteExportOptions options;
     options.args = !a->no_args;
     options.source = a->trace;
-    Result<internal::SqliteExportStats> stats = internal::write_sqlite(*trace, out, options);
-    note_diagnostics(*trace, a->trace);
+    // A plain file larger than the model limit: its model (about half the
+    // file) and the export's working set would not fit beside each other.
+    const ReadOptions read = read_options();
+    const std::uint64_t limit =
+        read.max_model_bytes > 0 ? read.max_model_bytes : static_cast<std::uint64_t>(internal::half_physical_memory());
+    struct stat st {};
+    if (!a->stream && a->trace != "-" && ::stat(a->trace.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        static_cast<std::uint64_t>(st.st_size) > limit) {
+      a->stream = true;
+      if (!global_options().quiet) {
+        std::cerr << "tprof: note: " << a->trace << " is larger than " << (limit >> 20)
+                  << " MiB (half the memory, or --max-model-mib): exporting it in a stream (--stream)\n";
+      }
+    }
+    Result<internal::SqliteExportStats> stats = Error(ErrorCode::kInternal, "not written");
+    if (a->stream) {
+      stats = internal::write_sqlite_streamed(a->trace, read, out, options,
+                                              [&](const Trace& model) { note_diagnostics(model, a->trace); });
+    } else {
+      std::optional<Trace> trace = load_trace(a->trace);
+      if (!trace) return;
+      stats = internal::write_sqlite(*trace, out, options);
+      note_diagnostics(*trace, a->trace);
+    }
     if (!stats) {
       std::cerr << "tprof: " << stats.error().to_string() << "\n";
       return;
