@@ -135,6 +135,8 @@ std::optional<EventRef> pick_look_at(std::string_view id, const std::vector<Find
 
 }  // namespace
 
+bool in_launch_overhead(const Finding& f) { return f.id == "overhead_bound" || launch_overhead_member(f, -1); }
+
 std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64_t first_step, Verdict verdict) {
   std::vector<Cause> causes;
   std::vector<bool> taken(findings.size(), false);

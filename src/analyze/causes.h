@@ -23,6 +23,10 @@ void add_causes(const DiagnoseContext& c, Diagnosis* d);
 std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64_t first_step,
                                 Verdict verdict = Verdict::kUnclear);
 
+// Whether `f` is in the launch-overhead cause once overhead_bound anchors it
+// (overhead_bound itself, or one of the symptoms that join it).
+bool in_launch_overhead(const Finding& f);
+
 // Busy time of each CPU thread over the steps (first start to last end),
 // else over the whole trace; largest first.
 std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c);

@@ -343,11 +343,23 @@ std::vector<std::string> supporting(Verdict v, const std::vector<Finding>& findi
 
 }  // namespace
 
-void judge(const DiagnoseContext& c, Diagnosis* d) {
+namespace {
+
+// What judge() measures, from the context alone: each step's verdict, the
+// facts over the steps (or the trace) and the verdict they give.
+struct Judgement {
+  std::vector<StepVerdict> steps;
+  Facts all;
+  Verdict verdict = Verdict::kUnclear;
+  std::string lead_wait_note;  // the no-step window starts at its first device activity
+  std::string majority_note;   // the steps' majority named the verdict
+};
+
+Judgement measure(const DiagnoseContext& c) {
+  Judgement j;
   const Measure m(c);
   const std::size_t nsteps = c.steps.steps.size();
-  Facts all;
-  std::string lead_wait_note;  // the no-step window starts at its first device activity
+  Facts& all = j.all;
   if (nsteps > 0) {
     // Device work launched by each step, wherever it ran.
     std::vector<std::vector<Interval>> work(nsteps);
@@ -377,7 +389,7 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
       v.idle_unrecorded_ns = f.idle_unrecorded;
       v.idle_by_cause = f.idle;
       v.verdict = classify(f, c.has_device());
-      d->steps.push_back(v);
+      j.steps.push_back(v);
       delays.insert(delays.end(), f.queue_delays.begin(), f.queue_delays.end());
       all += f;
     }
@@ -393,32 +405,53 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
     if (all.span > 0 && all.share(all.lead_wait) >= kIdleCauseShare && all.first_device > c.start_ns) {
       const std::int64_t wait = all.lead_wait, from = all.first_device;
       all = m.window(from, c.end_ns);
-      lead_wait_note = "judged from the first device activity, " + format_ns(from - c.start_ns) +
-                       " into the trace (" + format_ns(all.span) + "): before it, launched work waits " + format_ns(wait) +
-                       " with nothing running on the device (a clock offset between host and device, or work the "
-                       "trace does not hold): ";
+      j.lead_wait_note = "judged from the first device activity, " + format_ns(from - c.start_ns) +
+                         " into the trace (" + format_ns(all.span) + "): before it, launched work waits " +
+                         format_ns(wait) +
+                         " with nothing running on the device (a clock offset between host and device, or work the "
+                         "trace does not hold): ";
     }
     // Host work before any device activity (loading, preprocessing, set-up)
     // and the device phase after it: judge the device phase on its own too.
     if (all.lead_host > 0) all.after_lead = classify(m.window(all.lead_end, c.end_ns), c.has_device());
   }
-  d->verdict = classify(all, c.has_device());
+  j.verdict = classify(all, c.has_device());
   // Steps that mostly agree outweigh a window the outliers (a slow first or
   // last step) leave unclear: a strict majority of at least 3 steps names
   // the verdict, and the summary says how many steps it holds for.
-  std::string majority_note;
-  if (d->verdict == Verdict::kUnclear && nsteps >= kMajorityMinSteps) {
+  if (j.verdict == Verdict::kUnclear && nsteps >= kMajorityMinSteps) {
     std::array<std::size_t, kVerdictCount> count{};
-    for (const StepVerdict& v : d->steps) ++count[static_cast<std::size_t>(v.verdict)];
-    for (const StepVerdict& v : d->steps) {
+    for (const StepVerdict& v : j.steps) ++count[static_cast<std::size_t>(v.verdict)];
+    for (const StepVerdict& v : j.steps) {
       const std::size_t n = count[static_cast<std::size_t>(v.verdict)];
       if (v.verdict != Verdict::kUnclear && 2 * n > nsteps) {
-        d->verdict = v.verdict;
-        majority_note = " (the steps together are unclear: the others differ)";
+        j.verdict = v.verdict;
+        j.majority_note = " (the steps together are unclear: the others differ)";
         break;
       }
     }
   }
+  // A CUPTI range-profiler trace: device work with hardware counters and no
+  // measured times: no time share to judge by (see judge()).
+  if (c.device.empty() && !c.ranges.empty()) {
+    j.verdict = Verdict::kUnclear;
+    for (StepVerdict& v : j.steps) v.verdict = Verdict::kUnclear;
+  }
+  return j;
+}
+
+}  // namespace
+
+Verdict measured_verdict(const DiagnoseContext& c) { return measure(c).verdict; }
+
+void judge(const DiagnoseContext& c, Diagnosis* d) {
+  Judgement j = measure(c);
+  const std::size_t nsteps = c.steps.steps.size();
+  const Facts& all = j.all;
+  const std::string& lead_wait_note = j.lead_wait_note;
+  const std::string& majority_note = j.majority_note;
+  d->steps = std::move(j.steps);
+  d->verdict = j.verdict;
   d->verdict_evidence = Evidence();
   d->verdict_evidence.text("window", nsteps > 0 ? "steps" : "trace");
   add_facts(d->verdict_evidence, all);
@@ -459,8 +492,6 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
   // profiling span evenly over the ranges). Not cpu-only; no time share to
   // judge by (docs/diagnose.md, "Range profiler").
   if (c.device.empty() && !c.ranges.empty()) {
-    d->verdict = Verdict::kUnclear;
-    for (StepVerdict& v : d->steps) v.verdict = Verdict::kUnclear;
     d->verdict_evidence.num("profiler_ranges", static_cast<std::int64_t>(c.ranges.size()));
     d->summary = "a CUPTI range-profiler trace: " + std::to_string(c.ranges.size()) +
                  " device ranges with hardware counters (tprof kernels), no measured kernel times, so no time "

@@ -13,4 +13,8 @@ namespace tprof::internal {
 // d->support from d->findings (so it runs after the rules).
 void judge(const DiagnoseContext& c, Diagnosis* d);
 
+// The verdict judge() gives, from the context alone (the findings do not
+// change it): for a rule that needs to know which cause it joins.
+Verdict measured_verdict(const DiagnoseContext& c);
+
 }  // namespace tprof::internal

@@ -23,7 +23,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "src/analyze/causes.h"
 #include "src/analyze/idle.h"
+#include "src/analyze/verdict.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -175,10 +177,27 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   if (delay_pattern) at_stake.insert(at_stake.end(), delay_at_stake.begin(), delay_at_stake.end());
   const std::vector<Interval> outliers = merge_intervals(std::move(at_stake));
   // A delay whose idle time an earlier finding already names (kernel_gap's
-  // stream wait, a blocking call) is not counted again.
+  // stream wait, a blocking call) is not counted again. Nor is the idle
+  // before short kernels that a finding of another cause names (kernel_gap's
+  // recurring zero_grad fills on a compute-bound trace): two causes would
+  // count it twice (review 2026-11-26, round 6). Short kernels are a symptom
+  // of launch overhead: where that cause forms (around overhead_bound, or
+  // around its strongest symptom when the measured verdict is
+  // overhead-bound; causes.cc), its members' claims are the same idle seen
+  // from another side, and counted (a cause weighs as its largest member).
   std::vector<Interval> earlier;
   for (const Finding& g : *out) {
     for (const TimeRange& r : g.idle_claim) earlier.push_back({r.start_ns, r.end_ns});
+  }
+  std::vector<Interval> other_causes;
+  if (many_short && !earlier.empty()) {
+    const bool cause_forms =
+        std::any_of(out->begin(), out->end(), [](const Finding& g) { return g.id == "overhead_bound"; }) ||
+        measured_verdict(c) == Verdict::kOverheadBound;
+    for (const Finding& g : *out) {
+      if (cause_forms && in_launch_overhead(g)) continue;
+      for (const TimeRange& r : g.idle_claim) other_causes.push_back({r.start_ns, r.end_ns});
+    }
   }
   const IdlePartition::Totals idle_outliers =
       idle_by_cause(c.idle(), subtract(outliers, merge_intervals(std::move(earlier))));
@@ -187,8 +206,9 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
     if (static_cast<IdleCause>(k) != IdleCause::kOutsideSteps) sat_acc(idle_ns, idle_outliers[static_cast<std::size_t>(k)]);
   }
   if (many_short) {
-    const IdlePartition::Totals idle_short =
-        idle_by_cause(c.idle(), subtract(merge_intervals(std::move(short_at_stake)), outliers));
+    const IdlePartition::Totals idle_short = idle_by_cause(
+        c.idle(), subtract(subtract(merge_intervals(std::move(short_at_stake)), outliers),
+                           merge_intervals(std::move(other_causes))));
     sat_acc(idle_ns, idle_short[static_cast<std::size_t>(IdleCause::kLaunching)]);
     sat_acc(idle_ns, idle_short[static_cast<std::size_t>(IdleCause::kKernelLatency)]);
   }
