@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <map>
 
+#include "src/analyze/verdict.h"
+
 namespace tprof::internal {
 
 namespace {
@@ -137,7 +139,8 @@ std::optional<EventRef> pick_look_at(std::string_view id, const std::vector<Find
 
 bool in_launch_overhead(const Finding& f) { return f.id == "overhead_bound" || launch_overhead_member(f, -1); }
 
-std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64_t first_step, Verdict verdict) {
+std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64_t first_step,
+                                bool launch_overhead_measured) {
   std::vector<Cause> causes;
   std::vector<bool> taken(findings.size(), false);
   for (const Group& g : kGroups) {
@@ -148,7 +151,7 @@ std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64
         break;
       }
     }
-    const bool measured = g.id == "launch_overhead" && verdict == Verdict::kOverheadBound;
+    const bool measured = g.id == "launch_overhead" && launch_overhead_measured;
     if (anchor == findings.size() && measured) {
       // The measurements say overhead-bound: its strongest symptom anchors.
       for (std::size_t i = 0; i < findings.size(); ++i) {
@@ -238,7 +241,8 @@ std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c) {
 }
 
 void add_causes(const DiagnoseContext& c, Diagnosis* d) {
-  d->causes = group_causes(d->findings, c.steps.steps.empty() ? -1 : c.steps.steps.front().step, d->verdict);
+  d->causes =
+      group_causes(d->findings, c.steps.steps.empty() ? -1 : c.steps.steps.front().step, launch_overhead_measured(c));
   if (!c.has_device()) d->threads = thread_busy(c);
 }
 

@@ -17,11 +17,11 @@ void add_causes(const DiagnoseContext& c, Diagnosis* d);
 
 // Groups findings into causes; every finding lands in exactly one.
 // `first_step`: the number of the trace's first ProfilerStep (-1: none).
-// `verdict`: the measured verdict; when it is overhead-bound, the launch
-// overhead card forms around its strongest symptom even without the
-// overhead_bound finding (whose CPU/GPU ratio threshold may not hold).
+// `launch_overhead_measured` (verdict.h): the launch overhead card forms
+// around its strongest symptom even without the overhead_bound finding
+// (whose CPU/GPU ratio threshold may not hold).
 std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64_t first_step,
-                                Verdict verdict = Verdict::kUnclear);
+                                bool launch_overhead_measured = false);
 
 // Whether `f` is in the launch-overhead cause once overhead_bound anchors it
 // (overhead_bound itself, or one of the symptoms that join it).

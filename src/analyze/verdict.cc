@@ -442,7 +442,10 @@ Judgement measure(const DiagnoseContext& c) {
 
 }  // namespace
 
-Verdict measured_verdict(const DiagnoseContext& c) { return measure(c).verdict; }
+bool launch_overhead_measured(const DiagnoseContext& c) {
+  const Judgement j = measure(c);
+  return j.verdict == Verdict::kOverheadBound || (j.all.lead_host > 0 && j.all.after_lead == Verdict::kOverheadBound);
+}
 
 void judge(const DiagnoseContext& c, Diagnosis* d) {
   Judgement j = measure(c);

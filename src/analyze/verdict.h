@@ -13,8 +13,12 @@ namespace tprof::internal {
 // d->support from d->findings (so it runs after the rules).
 void judge(const DiagnoseContext& c, Diagnosis* d);
 
-// The verdict judge() gives, from the context alone (the findings do not
-// change it): for a rule that needs to know which cause it joins.
-Verdict measured_verdict(const DiagnoseContext& c);
+// Whether the measurements say launch overhead, from the context alone (the
+// findings do not change them): the verdict judge() gives is
+// overhead-bound, or the device phase after a lead of host work is (a trace
+// without steps whose start-up outweighs the rest). There the
+// launch-overhead cause forms without overhead_bound (causes.cc), and a rule
+// may need to know which cause it joins.
+bool launch_overhead_measured(const DiagnoseContext& c);
 
 }  // namespace tprof::internal

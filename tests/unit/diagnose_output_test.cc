@@ -132,7 +132,7 @@ TEST(Causes, AnOverheadBoundVerdictGathersTheSymptomsWithoutTheirAnchor) {
   fs.push_back(finding("low_gpu_utilization", kWarn, 100));
   fs.push_back(finding("kernel_gap", kWarn, 50, Evidence().text("pattern", "recurring")));
   fs.push_back(finding("kernel_gap", kWarn, 40, Evidence().text("pattern", "recurring")));
-  const std::vector<Cause> cs = internal::group_causes(fs, 1, Verdict::kOverheadBound);
+  const std::vector<Cause> cs = internal::group_causes(fs, 1, /*launch_overhead_measured=*/true);
   ASSERT_EQ(cs.size(), 1u);
   EXPECT_EQ(cs[0].id, "launch_overhead");
   EXPECT_EQ(cs[0].title, "Launch overhead: the GPU waits for the CPU; low_gpu_utilization title");

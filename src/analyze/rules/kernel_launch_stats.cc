@@ -182,8 +182,8 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   // recurring zero_grad fills on a compute-bound trace): two causes would
   // count it twice (review 2026-11-26, round 6). Short kernels are a symptom
   // of launch overhead: where that cause forms (around overhead_bound, or
-  // around its strongest symptom when the measured verdict is
-  // overhead-bound; causes.cc), its members' claims are the same idle seen
+  // around its strongest symptom where the measurements say launch
+  // overhead; causes.cc), its members' claims are the same idle seen
   // from another side, and counted (a cause weighs as its largest member).
   std::vector<Interval> earlier;
   for (const Finding& g : *out) {
@@ -193,7 +193,7 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   if (many_short && !earlier.empty()) {
     const bool cause_forms =
         std::any_of(out->begin(), out->end(), [](const Finding& g) { return g.id == "overhead_bound"; }) ||
-        measured_verdict(c) == Verdict::kOverheadBound;
+        launch_overhead_measured(c);
     for (const Finding& g : *out) {
       if (cause_forms && in_launch_overhead(g)) continue;
       for (const TimeRange& r : g.idle_claim) other_causes.push_back({r.start_ns, r.end_ns});
@@ -205,10 +205,16 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   for (int k = 0; k < kIdleCauseCount; ++k) {
     if (static_cast<IdleCause>(k) != IdleCause::kOutsideSteps) sat_acc(idle_ns, idle_outliers[static_cast<std::size_t>(k)]);
   }
+  // Idle-stream short kernels whose idle (half of it or more) is another
+  // cause's: counted, but not as this finding's.
+  std::int64_t short_elsewhere = 0;
   if (many_short) {
-    const IdlePartition::Totals idle_short = idle_by_cause(
-        c.idle(), subtract(subtract(merge_intervals(std::move(short_at_stake)), outliers),
-                           merge_intervals(std::move(other_causes))));
+    const std::vector<Interval> others = merge_intervals(std::move(other_causes));
+    for (const Interval& iv : short_at_stake) {
+      if (!others.empty() && 2 * covered_within(others, iv.start, iv.end) >= iv.end - iv.start) ++short_elsewhere;
+    }
+    const IdlePartition::Totals idle_short =
+        idle_by_cause(c.idle(), subtract(subtract(merge_intervals(std::move(short_at_stake)), outliers), others));
     sat_acc(idle_ns, idle_short[static_cast<std::size_t>(IdleCause::kLaunching)]);
     sat_acc(idle_ns, idle_short[static_cast<std::size_t>(IdleCause::kKernelLatency)]);
   }
@@ -227,7 +233,13 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   if (many_short) {
     title = std::to_string(short_kernels) + " of " + std::to_string(launches) +
             " device activities run shorter than their launch call (" + format_pct(100.0 * short_share) + ")";
-    if (short_exposed < short_kernels) title += ", " + std::to_string(short_exposed) + " of them on an idle stream";
+    const std::string elsewhere = std::to_string(short_elsewhere) + " in GPU idle other findings claim";
+    if (short_exposed < short_kernels) {
+      title += ", " + std::to_string(short_exposed) + " of them on an idle stream";
+      if (short_elsewhere > 0) title += " (" + elsewhere + ")";
+    } else if (short_elsewhere > 0) {
+      title += ", " + std::to_string(short_elsewhere) + " of them" + elsewhere.substr(elsewhere.find(' '));
+    }
   } else {
     title = count_of(launches, "launch");
   }
@@ -254,6 +266,7 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
       .num("launch_delay_outliers", delay_outliers)
       .num("blocked_launch_calls", blocked_launches);
   if (graph_launches > 0) f.evidence.num("graph_launches", graph_launches);
+  if (short_elsewhere > 0) f.evidence.num("short_kernels_claimed_elsewhere", short_elsewhere);
   if (worst_runtime != nullptr && runtime_pattern) {
     f.evidence.num("worst_launch_ns", c.dur(worst_runtime->launch))
         .event("worst_launch", c.ref(worst_runtime->launch))
@@ -275,8 +288,9 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
                      " or batch the work into fewer, larger ops (" +
                      (c.is_torch() ? std::string("torch.compile fuses elementwise chains") : c.fuse_how()) + ")") +
               (one.empty() ? ": " : ". ") +
-              std::to_string(short_exposed) + " activities on an idle stream run shorter than the call that launched them, so the "
-              "host, not the GPU, sets the pace. ";
+              std::to_string(short_exposed - short_elsewhere) + " activities on an idle stream" +
+              (short_elsewhere > 0 ? std::string(", outside the GPU idle other findings claim,") : std::string()) +
+              " run shorter than the call that launched them, so the host, not the GPU, sets the pace. ";
   }
   if (runtime_pattern) {
     advice +=
