@@ -107,6 +107,8 @@ struct EventColumns {
   // a page fault per 4 KiB as they are written; for rows about to be filled).
   void reserve(std::size_t n, bool prefault = false);
   void resize(std::size_t n);
+  // Copies every column of row `from` of `src` into row `to` (< size()).
+  void copy_row(std::size_t to, const EventColumns& src, std::size_t from);
 };
 
 // An identifier as written in the file: pid and tid are integers or strings.

@@ -191,6 +191,10 @@ class Stmt {
   bool is_null(int i) const { return sqlite3_column_type(s_, i) == SQLITE_NULL; }
 
  private:
+  // Runs the statement once: SQLite's result code (SQLITE_ROW, SQLITE_DONE,
+  // an error); a failed bind is an error before it runs.
+  Result<int> advance();
+
   Db* db_;
   sqlite3_stmt* s_;
   int col_ = 0;
@@ -256,27 +260,25 @@ class Db {
   sqlite3* db_ = nullptr;
 };
 
-Status Stmt::step() {
+Result<int> Stmt::advance() {
   col_ = 0;
   if (bind_rc_ != SQLITE_OK) {
     bind_rc_ = SQLITE_OK;
     sqlite3_reset(s_);
     return db_->error("cannot bind a value");
   }
-  const int rc = sqlite3_step(s_);
+  return sqlite3_step(s_);
+}
+
+Status Stmt::step() {
+  TPROF_TRY_ASSIGN(const int rc, advance());
   sqlite3_reset(s_);
   if (rc != SQLITE_DONE) return db_->error("cannot insert a row");
   return {};
 }
 
 Result<bool> Stmt::row() {
-  col_ = 0;
-  if (bind_rc_ != SQLITE_OK) {
-    bind_rc_ = SQLITE_OK;
-    sqlite3_reset(s_);
-    return db_->error("cannot bind a value");
-  }
-  const int rc = sqlite3_step(s_);
+  TPROF_TRY_ASSIGN(const int rc, advance());
   if (rc == SQLITE_ROW) return true;
   sqlite3_reset(s_);
   if (rc != SQLITE_DONE) return db_->error("cannot read a row");

@@ -1036,19 +1036,8 @@ void Reader::keep_structure(std::uint32_t from, std::uint64_t first_id) {
     if (!keep(e)) continue;
     while (m != meta_.end() && m->event < e) ++m;  // cannot be: an M event is kept
     if (m != meta_.end() && m->event == e) (m++)->event = to;
-    ev.ts_ns[to] = ev.ts_ns[e];
-    ev.dur_ns[to] = ev.dur_ns[e];
-    ev.phase[to] = ev.phase[e];
-    ev.kind[to] = ev.kind[e];
-    ev.flags[to] = ev.flags[e];
-    ev.external_id[to] = ev.external_id[e];
-    ev.correlation[to] = ev.correlation[e];
-    ev.args_ref[to] = 0;
-    ev.src_offset[to] = ev.src_offset[e];
-    ev.name[to] = ev.name[e];
-    ev.cat[to] = ev.cat[e];
-    ev.lane[to] = ev.lane[e];
-    ev.flow_id[to] = ev.flow_id[e];
+    ev.copy_row(to, ev, e);
+    ev.args_ref[to] = 0;  // the args are the sink's
     kept_ids_.push_back(static_cast<std::uint32_t>(first_id + (e - from)));
     ++to;
   }

@@ -24,24 +24,14 @@ Trace select_window(const Trace& t, std::int64_t start_ns, std::int64_t end_ns) 
   for (std::uint32_t e = 0; e < in.size(); ++e) {
     const std::uint32_t k = new_index[e];
     if (k == kNoIndex) continue;
-    c.ts_ns[k] = in.ts_ns[e];
-    c.dur_ns[k] = in.dur_ns[e];
-    c.name[k] = in.name[e];
-    c.cat[k] = in.cat[e];
+    c.copy_row(k, in, e);
     std::uint32_t& lane = new_lane[in.lane[e]];
     if (lane == kNoIndex) {
       lane = static_cast<std::uint32_t>(out.lanes.size());
       out.lanes.push_back(t.lanes[in.lane[e]]);
     }
     c.lane[k] = lane;
-    c.phase[k] = in.phase[e];
-    c.kind[k] = in.kind[e];
-    c.flags[k] = in.flags[e];
-    c.external_id[k] = in.external_id[e];
-    c.correlation[k] = in.correlation[e];
-    c.flow_id[k] = in.flow_id[e];
-    c.src_offset[k] = in.src_offset[e];
-    out.set_args_json(k, t.args_json(e));
+    out.set_args_json(k, t.args_json(e));  // the args move to the new trace
   }
   for (MemoryRecord m : t.memory) {
     if (new_index[m.event] == kNoIndex) continue;

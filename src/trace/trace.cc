@@ -53,6 +53,22 @@ void EventColumns::resize(std::size_t n) {
   src_offset.resize(n);
 }
 
+void EventColumns::copy_row(std::size_t to, const EventColumns& src, std::size_t from) {
+  ts_ns[to] = src.ts_ns[from];
+  dur_ns[to] = src.dur_ns[from];
+  name[to] = src.name[from];
+  cat[to] = src.cat[from];
+  lane[to] = src.lane[from];
+  phase[to] = src.phase[from];
+  kind[to] = src.kind[from];
+  flags[to] = src.flags[from];
+  external_id[to] = src.external_id[from];
+  correlation[to] = src.correlation[from];
+  flow_id[to] = src.flow_id[from];
+  args_ref[to] = src.args_ref[from];
+  src_offset[to] = src.src_offset[from];
+}
+
 std::string_view TraceMetadata::top_level_json(std::string_view key) const {
   for (const auto& [k, v] : top_level) {
     if (k == key) return v;

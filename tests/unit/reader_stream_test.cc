@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/trace/event_stream.h"
+#include "tests/support/stream_options.h"
 #include "tprof/read.h"
 
 namespace tprof {
@@ -53,14 +54,6 @@ class Collect : public internal::EventStream {
   int fail_at = -1;
 };
 
-ReadOptions small_batches(std::uint64_t max_model_bytes = 0) {
-  ReadOptions o;
-  o.threads = 3;
-  o.min_parallel_bytes = 4096;
-  o.chunk_bytes = 4096;
-  o.max_model_bytes = max_model_bytes;
-  return o;
-}
 
 class ReaderStream : public ::testing::TestWithParam<const char*> {};
 
@@ -72,7 +65,8 @@ TEST_P(ReaderStream, BatchesAreTheModelsEventsInFileOrder) {
   for (const std::uint64_t limit : {std::uint64_t{0}, std::uint64_t{1}}) {
     SCOPED_TRACE(limit == 0 ? "model kept" : "model over its limit");
     Collect sink;
-    Result<internal::StreamedTrace> st = internal::read_trace_streamed(path, small_batches(limit), &sink);
+    Result<internal::StreamedTrace> st =
+        internal::read_trace_streamed(path, testing::many_small_batches(limit), &sink);
     ASSERT_TRUE(st.has_value()) << st.error().to_string();
     if (std::filesystem::file_size(path) > (64u << 10)) EXPECT_GT(sink.batches, 3);
     ASSERT_EQ(sink.rows.size(), m.events.size());
@@ -158,7 +152,7 @@ TEST(ReaderStreamError, TheConsumersErrorStopsTheRead) {
   const std::string path = kData + "/gpu/h100-torch-2.11/4096_bf16_warm_compile.json";
   Collect sink;
   sink.fail_at = 2;
-  Result<internal::StreamedTrace> st = internal::read_trace_streamed(path, small_batches(), &sink);
+  Result<internal::StreamedTrace> st = internal::read_trace_streamed(path, testing::many_small_batches(), &sink);
   ASSERT_FALSE(st.has_value());
   EXPECT_EQ(st.error().message(), "disk full");
   EXPECT_EQ(st.error().path(), "out.db");

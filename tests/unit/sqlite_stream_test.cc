@@ -17,6 +17,7 @@
 
 #include "src/export/sqlite_export.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/stream_options.h"
 #include "tprof/read.h"
 
 namespace tprof {
@@ -72,17 +73,6 @@ std::vector<std::string> traces(const std::string& dir) {
   return out;
 }
 
-// Small batches, several threads: the stream sees many merges, and the
-// model limit is passed in the middle of a file.
-ReadOptions small_batches(std::uint64_t max_model_bytes = 0) {
-  ReadOptions o;
-  o.threads = 3;
-  o.min_parallel_bytes = 4096;
-  o.chunk_bytes = 4096;
-  o.max_model_bytes = max_model_bytes;
-  return o;
-}
-
 void expect_same_export(const std::string& trace) {
   SCOPED_TRACE(trace);
   TempDir dir;
@@ -92,7 +82,8 @@ void expect_same_export(const std::string& trace) {
   ASSERT_TRUE(t.has_value());
   const auto in_memory = internal::write_sqlite(*t, memory, {.source = "t"});
   ASSERT_TRUE(in_memory.has_value());
-  const auto whole = internal::write_sqlite_streamed(trace, small_batches(), streamed, {.source = "t"});
+  const auto whole =
+      internal::write_sqlite_streamed(trace, testing::many_small_batches(), streamed, {.source = "t"});
   ASSERT_TRUE(whole.has_value()) << whole.error().to_string();
   EXPECT_EQ(whole->rows, in_memory->rows);
   for (const std::string& table : kTraceTables) EXPECT_EQ(dump(streamed, table), dump(memory, table)) << table;
@@ -103,7 +94,7 @@ void expect_same_export(const std::string& trace) {
   EXPECT_EQ(dump(streamed, "meta", "key IN ('stream', 'derived')"), "stream|1\nderived|1\n");
 
   // A model limit of one byte: passed at the first batch with an event.
-  const auto over = internal::write_sqlite_streamed(trace, small_batches(1), cut, {.source = "t"});
+  const auto over = internal::write_sqlite_streamed(trace, testing::many_small_batches(1), cut, {.source = "t"});
   ASSERT_TRUE(over.has_value()) << over.error().to_string();
   for (const std::string& table : kTraceTables) EXPECT_EQ(dump(cut, table), dump(memory, table)) << table;
   if (t->events.size() == 0) {  // nothing to keep: the model fits
@@ -192,7 +183,8 @@ TEST(SqliteStream, WhatTheReadFinishesAfterTheEvents) {
   // The stream found what the model says: B/E pairs joined, times shifted,
   // flow ends bound, python functions nested apart from the ops.
   TempDir out;
-  ASSERT_TRUE(internal::write_sqlite_streamed(trace, small_batches(1), out.path() + "/t.db").has_value());
+  ASSERT_TRUE(
+      internal::write_sqlite_streamed(trace, testing::many_small_batches(1), out.path() + "/t.db").has_value());
   const std::string db = out.path() + "/t.db";
   EXPECT_EQ(dump(db, "events", "name_id = (SELECT id FROM strings WHERE text = 'step') AND id < 20"),
             dump(db, "events", "phase = 'X' AND dur_ns = 95000 AND id < 20"));
