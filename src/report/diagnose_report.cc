@@ -560,6 +560,17 @@ std::string format_short(const Diagnosis& d, const EventClock& clock, const inte
       if (c.impact_ns > 0 && anchor.impact_ns > 0) {
         label = d.steps.empty() ? "     fix (up to " + format_ns(c.impact_ns) + "): "
                                 : "     fix (up to " + format_ns(c.impact_per_step_ns) + " a step): ";
+        // A claim one step holds most of: a typical step's share, and the
+        // rest once (diagnose.cc, split_one_off).
+        const Evidence::Field* once = anchor.evidence.find("once_ns");
+        const Evidence::Field* once_step = anchor.evidence.find("once_step");
+        if (!d.steps.empty() && once != nullptr && once_step != nullptr && once->i > 0 &&
+            c.impact_per_step_ns == anchor.impact_per_step_ns) {
+          const std::string one = format_ns(once->i) + " once, in step " + std::to_string(once_step->i);
+          label = c.impact_per_step_ns > 0
+                      ? "     fix (up to " + format_ns(c.impact_per_step_ns) + " a step, plus " + one + "): "
+                      : "     fix (up to " + one + "): ";
+        }
         const std::string host = host_saving_label(d, k, shown);
         if (!host.empty()) label = "     fix (" + host + "): ";
       }

@@ -481,5 +481,37 @@ TEST(ReviewRound3, ManyLaunchesOfAFullKernelSaveOnlyTheIdleBetweenThem) {
       << vecadd;
 }
 
+TEST(ReviewRound7, AOneOffSavesItsStepOnceNotAShareOfEveryStep) {
+  // Review round 7: host_blocked on the tb_plugin resnet50 sample said "fix
+  // (up to 7.186 ms a step)": 43.1 ms over 6 steps, 42.9 ms of it one 19 MB
+  // pageable input copy in step 16. A claim one step holds most of is a
+  // typical step's share plus the rest once; a one-off gap saves its excess
+  // once, in its step.
+  const std::string resnet =
+      "public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.pt.trace.json.gz";
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/" + resnet);
+  ASSERT_TRUE(t.has_value());
+  const Diagnosis d = diagnose(*t);
+  const auto blocked =
+      std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) { return f.id == "host_blocked"; });
+  ASSERT_NE(blocked, d.findings.end());
+  ASSERT_NE(blocked->evidence.find("once_ns"), nullptr);
+  EXPECT_EQ(blocked->evidence.find("once_step")->i, 16);
+  EXPECT_GT(blocked->evidence.find("once_ns")->i, 42'000'000);
+  EXPECT_LT(blocked->impact_per_step_ns, 100'000);
+  EXPECT_NE(default_text(resnet).find("a step, plus 42.884 ms once, in step 16)"), std::string::npos);
+  // A one-off gap: its excess once (15.5 us), nothing a step.
+  const std::string gap = default_text("gpu/h200-tprof/4096_bf16_warm_eager.json");
+  EXPECT_NE(gap.find("fix (up to 15.5 us once, in step 1): Record more steps"), std::string::npos) << gap;
+  // A claim spread over the steps is not a one-off.
+  Result<Trace> blog = read_trace(std::string(TPROF_TEST_DATA) + "/gpu/h100-torch-2.11/64_bf16_warm_eager.json");
+  ASSERT_TRUE(blog.has_value());
+  for (const Finding& f : diagnose(*blog).findings) {
+    if (f.id == "overhead_bound" || f.id == "low_gpu_utilization") {
+      EXPECT_EQ(f.evidence.find("once_ns"), nullptr) << f.id;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tprof
