@@ -186,11 +186,18 @@ std::vector<Finding> run_rules(const DiagnoseContext& c, const DiagnoseOptions& 
 // in its first step, 0.2-0.6 ms in the others): per step, what a typical
 // step claims (the median over the steps), and the one step's excess once
 // (evidence once_ns, once_step; the fix line prints both). At least this
-// many steps, so that "typical" means something.
+// many steps, so that "typical" means something. A rule may set once_ns and
+// once_step itself when its saving is one step's.
 constexpr std::size_t kOneOffMinSteps = 3;
 
 void split_one_off(const DiagnoseContext& c, Finding* f) {
   const std::size_t nsteps = c.steps.steps.size();
+  // A rule that knows its saving is one step's (dispatch_gap's first call)
+  // says so in its evidence: nothing a step.
+  if (f->evidence.find("once_ns") != nullptr) {
+    if (nsteps > 0) f->impact_per_step_ns = 0;
+    return;
+  }
   if (f->idle_claim.empty() || nsteps < kOneOffMinSteps || f->impact_ns <= 0 || f->impact_ns > f->idle_ns) return;
   std::vector<Interval> claim;
   for (const TimeRange& r : f->idle_claim) claim.push_back({r.start_ns, r.end_ns});

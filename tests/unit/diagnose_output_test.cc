@@ -503,6 +503,26 @@ TEST(ReviewRound7, AOneOffSavesItsStepOnceNotAShareOfEveryStep) {
   // A one-off gap: its excess once (15.5 us), nothing a step.
   const std::string gap = default_text("gpu/h200-tprof/4096_bf16_warm_eager.json");
   EXPECT_NE(gap.find("fix (up to 15.5 us once, in step 1): Record more steps"), std::string::npos) << gap;
+  // Round 8: a first call's dispatch gap, which claims no idle, is its
+  // step's too; the cold-start cause it joins saves nothing a step.
+  Result<Trace> compiled =
+      read_trace(std::string(TPROF_TEST_DATA) + "/gpu/h100-torch-2.11/4096_bf16_warm_compile.json");
+  ASSERT_TRUE(compiled.has_value());
+  const Diagnosis dc = diagnose(*compiled);
+  int first_calls = 0;
+  for (const Finding& f : dc.findings) {
+    const Evidence::Field* pattern = f.evidence.find("pattern");
+    if (f.id != "dispatch_gap" || pattern == nullptr || pattern->s != "first_call") continue;
+    ++first_calls;
+    ASSERT_NE(f.evidence.find("once_ns"), nullptr);
+    EXPECT_EQ(f.evidence.find("once_ns")->i, f.impact_ns);
+    EXPECT_EQ(f.evidence.find("once_step")->i, 1);
+    EXPECT_EQ(f.impact_per_step_ns, 0);
+  }
+  EXPECT_EQ(first_calls, 1);
+  for (const Cause& c : dc.causes) {
+    if (c.id == "cold_start") EXPECT_EQ(c.impact_per_step_ns, 0);
+  }
   // A claim spread over the steps is not a one-off.
   Result<Trace> blog = read_trace(std::string(TPROF_TEST_DATA) + "/gpu/h100-torch-2.11/64_bf16_warm_eager.json");
   ASSERT_TRUE(blog.has_value());

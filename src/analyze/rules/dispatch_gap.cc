@@ -212,6 +212,11 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.evidence.num("gpu_idle_in_gaps_ns", cost);
   }
   f.impact_ns = std::min({best.impact, cost, c.window_ns()});
+  // A first call's gap is its step's, once (diagnose.cc: no share of every
+  // step; review 2026-11-26, round 8).
+  if (!best.recurring && first_step >= 0 && f.impact_ns > 0) {
+    f.evidence.num("once_ns", f.impact_ns).num("once_step", first_step);
+  }
   // Recurring gaps the device mostly runs through are a host matter: info.
   if (best.recurring && c.has_device() && 2 * cost < gaps_ns) {
     f.severity = FindingSeverity::kInfo;
