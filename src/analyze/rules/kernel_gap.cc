@@ -454,10 +454,17 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
   f.id = "kernel_gap";
   f.severity = FindingSeverity::kInfo;
   set_idle_claim(f, gap_claim(c, listed, *out));
-  f.title = "One-off GPU gap of " + format_ns(top.ns) + (has_steps ? " in step " + std::to_string(c.step_number(top.step)) : "") +
-            " between " + title_name(c.name(c.device[top.before].event)) + " and " +
-            title_name(c.name(c.device[top.after].event)) + " (usually " + format_ns(one_offs.front().second) + ")" +
-            (one_offs.size() > 1 ? ", " + std::to_string(one_offs.size() - 1) + " more" : "");
+  // One gap is a one-off; several are rare gaps, each far above its pair's
+  // usual one (review 2026-11-26, round 8: "One-off ... 194 more" on PARAM
+  // linear, whose 195 such gaps spread over a second).
+  const std::string where = (has_steps ? " in step " + std::to_string(c.step_number(top.step)) : "") + " between " +
+                            title_name(c.name(c.device[top.before].event)) + " and " +
+                            title_name(c.name(c.device[top.after].event)) + " (usually " +
+                            format_ns(one_offs.front().second) + ")";
+  const std::string factor = std::to_string(static_cast<int>(kOneOffFactor)) + "x";
+  f.title = one_offs.size() == 1 ? "One-off GPU gap of " + format_ns(top.ns) + where
+                                 : std::to_string(one_offs.size()) + " rare GPU gaps, each " + factor +
+                                       " or more its pair's usual gap; the longest " + format_ns(top.ns) + where;
   f.evidence.text("pattern", "one-off")
       .num("gap_ns", top.ns)
       .num("usual_gap_ns", one_offs.front().second)
