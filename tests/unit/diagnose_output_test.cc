@@ -226,7 +226,9 @@ TEST_P(BlogDefault, FitsThirtySecondsAndNamesTheCause) {
   EXPECT_NE(text.find(small ? "Verdict: overhead-bound" : "Verdict: compute-bound"), std::string::npos) << text;
   EXPECT_NE(text.find(small ? "Launch overhead" : "Compute-bound"), std::string::npos) << text;
   EXPECT_NE(text.find("worst step 1 ("), std::string::npos) << text;  // the cold step
-  if (name.find("compile") != std::string::npos) EXPECT_NE(text.find("hidden_memcpy"), std::string::npos) << text;
+  if (name.find("compile") != std::string::npos) {
+    EXPECT_NE(text.find("hidden_memcpy"), std::string::npos) << text;
+  }
   EXPECT_NE(text.find("GPU timeline (TraceLens)"), std::string::npos);
   EXPECT_NE(text.find(" (ts "), std::string::npos);  // events carry the file's ts
   EXPECT_EQ(text.find("1795"), std::string::npos) << "no epoch times: the file's ts are relative to its base";
@@ -325,7 +327,9 @@ TEST(ReviewRound3, NoLineIsCut) {
       const std::string text = default_text(rel, verbose);
       for (const std::string& l : lines_of(text)) {
         EXPECT_FALSE(l.ends_with("…")) << rel << ": " << l;
-        if (!verbose) EXPECT_LE(internal::py_len(l), 160u) << rel << ": " << l;
+        if (!verbose) {
+          EXPECT_LE(internal::py_len(l), 160u) << rel << ": " << l;
+        }
       }
     }
   }
@@ -521,7 +525,9 @@ TEST(ReviewRound7, AOneOffSavesItsStepOnceNotAShareOfEveryStep) {
   }
   EXPECT_EQ(first_calls, 1);
   for (const Cause& c : dc.causes) {
-    if (c.id == "cold_start") EXPECT_EQ(c.impact_per_step_ns, 0);
+    if (c.id == "cold_start") {
+      EXPECT_EQ(c.impact_per_step_ns, 0);
+    }
   }
   // A claim spread over the steps is not a one-off.
   Result<Trace> blog = read_trace(std::string(TPROF_TEST_DATA) + "/gpu/h100-torch-2.11/64_bf16_warm_eager.json");

@@ -68,7 +68,9 @@ TEST_P(ReaderStream, BatchesAreTheModelsEventsInFileOrder) {
     Result<internal::StreamedTrace> st =
         internal::read_trace_streamed(path, testing::many_small_batches(limit), &sink);
     ASSERT_TRUE(st.has_value()) << st.error().to_string();
-    if (std::filesystem::file_size(path) > (64u << 10)) EXPECT_GT(sink.batches, 3);
+    if (std::filesystem::file_size(path) > (64u << 10)) {
+      EXPECT_GT(sink.batches, 3);
+    }
     ASSERT_EQ(sink.rows.size(), m.events.size());
     EXPECT_EQ(st->events, m.events.size());
     std::vector<std::int64_t> joined(m.events.size(), -1);

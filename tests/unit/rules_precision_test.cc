@@ -302,7 +302,9 @@ TEST(RulesPrecision, KernelLaunchStatsCountsNoIdleAnotherCauseClaims) {
       EXPECT_EQ(counted, all_idle);
       EXPECT_EQ(find(d.findings[at], "short_kernels_claimed_elsewhere"), nullptr);
     }
-    if (k.counted_ns > 0) EXPECT_EQ(counted, k.counted_ns);
+    if (k.counted_ns > 0) {
+      EXPECT_EQ(counted, k.counted_ns);
+    }
     // Where launch overhead is measured, the short launches and
     // low_gpu_utilization are one cause.
     for (const Cause& c : d.causes) {
@@ -311,7 +313,9 @@ TEST(RulesPrecision, KernelLaunchStatsCountsNoIdleAnotherCauseClaims) {
         return d.findings[i].id == "low_gpu_utilization";
       });
       EXPECT_EQ(c.id == "launch_overhead", k.trace != resnet) << c.id;
-      if (k.trace == linear) EXPECT_TRUE(with_utilization);
+      if (k.trace == linear) {
+        EXPECT_TRUE(with_utilization);
+      }
     }
   }
 }
@@ -840,7 +844,8 @@ TEST(RulesPrecision, LowGpuUtilizationOnAnExcerptCannotJudge) {
   // A run recorded whole keeps its warning (the blog's 64x64 eager run), and
   // so does a step whose events open it and stop (HTA's triton_example:
   // 1.5 ms of events, then 13.3 s of Triton compiling with the GPU idle).
-  for (const std::string rel : {h100("64_bf16_cold_eager"), std::string("public/hta/triton_example/triton_example.json.gz")}) {
+  for (const std::string& rel :
+       {h100("64_bf16_cold_eager"), std::string("public/hta/triton_example/triton_example.json.gz")}) {
     const std::vector<Finding> g = run(rel, "low_gpu_utilization");
     ASSERT_EQ(g.size(), 1u) << rel;
     EXPECT_EQ(g[0].severity, FindingSeverity::kWarning) << rel;
