@@ -17,6 +17,7 @@
 
 #include "src/export/sqlite_export.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/sanitizers.h"
 #include "tests/support/stream_options.h"
 #include "tprof/read.h"
 
@@ -121,7 +122,10 @@ class EveryTrace : public ::testing::TestWithParam<const char*> {};
 TEST_P(EveryTrace, ExportsTheSameRows) {
   const std::vector<std::string> paths = traces(GetParam());
   ASSERT_GE(paths.size(), 1u);
-  for (const std::string& p : paths) expect_same_export(p);
+  // Under a sanitizer (make test's unit run, 20-50x slower) every third
+  // trace: the release run checks them all.
+  const std::size_t stride = testing::kSanitized ? 3 : 1;
+  for (std::size_t i = 0; i < paths.size(); i += stride) expect_same_export(paths[i]);
 }
 
 // Split by directory, so that ctest runs them side by side.
