@@ -183,7 +183,7 @@ std::vector<Finding> run_rules(const DiagnoseContext& c, const DiagnoseOptions& 
 }
 
 // A claim one step holds most of (resnet50's 42.9 ms pageable input copy
-// in its first step, 0.2-0.6 ms in the others): per step, what a typical
+// in its first step, 5-206 us in the others): per step, what a typical
 // step claims (the median over the steps), and the one step's excess once
 // (evidence once_ns, once_step; the fix line prints both). At least this
 // many steps, so that "typical" means something. A rule may set once_ns and

@@ -233,12 +233,12 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   if (many_short) {
     title = std::to_string(short_kernels) + " of " + std::to_string(launches) +
             " device activities run shorter than their launch call (" + format_pct(100.0 * short_share) + ")";
-    const std::string elsewhere = std::to_string(short_elsewhere) + " in GPU idle other findings claim";
+    const std::string claimed = " in GPU idle other findings claim";
     if (short_exposed < short_kernels) {
       title += ", " + std::to_string(short_exposed) + " of them on an idle stream";
-      if (short_elsewhere > 0) title += " (" + elsewhere + ")";
+      if (short_elsewhere > 0) title += " (" + std::to_string(short_elsewhere) + claimed + ")";
     } else if (short_elsewhere > 0) {
-      title += ", " + std::to_string(short_elsewhere) + " of them" + elsewhere.substr(elsewhere.find(' '));
+      title += ", " + std::to_string(short_elsewhere) + " of them" + claimed;
     }
   } else {
     title = count_of(launches, "launch");
