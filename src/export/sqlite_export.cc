@@ -1139,13 +1139,6 @@ ORDER BY r.cat_id, r.flow_id, r.id)sql"));
   return static_cast<std::uint64_t>(row);
 }
 
-// The first column of a query's first row; 0 for NULL or no row.
-Result<std::int64_t> scalar(Db* db, const char* sql) {
-  TPROF_TRY_ASSIGN(Stmt q, db->prepare(sql));
-  TPROF_TRY_ASSIGN(bool more, q.row());
-  return more && !q.is_null(0) ? q.col(0) : 0;
-}
-
 // The tables in schema order: how SqliteExportStats lists them.
 constexpr std::array<const char*, 16> kTableOrder = {
     "meta",        "top_level",         "strings", "processes", "lanes",        "events",         "args",
@@ -1378,8 +1371,16 @@ ORDER BY r.id)sql"));
 
   Totals totals;
   totals.events = st.events;
-  TPROF_TRY_ASSIGN(totals.start_ns, scalar(&db, "SELECT min(ts_ns) FROM events WHERE phase != 'M'"));
-  TPROF_TRY_ASSIGN(totals.end_ns, scalar(&db, "SELECT max(ts_ns + dur_ns) FROM events WHERE phase != 'M'"));
+  {
+    // The first event start and the last event end (Trace::start_ns and
+    // end_ns), in one scan of the events; 0 without events.
+    TPROF_TRY_ASSIGN(Stmt span, db.prepare("SELECT min(ts_ns), max(ts_ns + dur_ns) FROM events WHERE phase != 'M'"));
+    TPROF_TRY_ASSIGN(const bool row, span.row());
+    if (row && !span.is_null(0)) {
+      totals.start_ns = span.col(0);
+      totals.end_ns = span.col(1);
+    }
+  }
   totals.stream = true;
   totals.derived = st.whole;
   Writer w(st.trace, &db, options);
