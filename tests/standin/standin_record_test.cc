@@ -608,19 +608,33 @@ TEST_F(RecordStandin, AFullDiskIsReportedWithTheFileAndExits2) {
 // names the path and the reason.
 TEST_F(RecordStandin, ATraceDirectoryThatBecameAFileIsReportedWithExit2) {
   const fs::path stop = dir_.string() + ".stop";
+  const fs::path log = dir_.string() + ".log";
   fs::remove(stop);
+  fs::remove(log);
+  setenv("STANDIN_CUPTI_LOG", log.c_str(), 1);
   testing::CliResult r;
-  std::thread runner([&] {
-    r = record({}, {"--run-ms", "60000", "--stop-file", stop.string()});
-  });
-  // tprof record makes the directory before it starts the program.
-  for (int i = 0; i < 3000 && !fs::is_directory(dir_); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  ASSERT_TRUE(fs::is_directory(dir_));
-  fs::remove_all(dir_);
-  std::ofstream(dir_).put('x');
-  std::ofstream(stop).put('x');
+  std::thread runner([&] { r = record({}, {"--run-ms", "60000", "--stop-file", stop.string()}); });
+  // The window is open (CUPTI has its subscriber): tprof record made the
+  // directory long before.
+  const auto subscribed = [&] {
+    std::ifstream in(log);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("subscribe ", 0) == 0) return true;
+    }
+    return false;
+  };
+  for (int i = 0; i < 3000 && !subscribed(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const bool ready = subscribed() && fs::is_directory(dir_);
+  if (ready) {
+    fs::remove_all(dir_);
+    std::ofstream(dir_).put('x');
+  }
+  std::ofstream(stop).put('x');  // the runner is joined whatever happened
   runner.join();
   fs::remove(stop);
+  fs::remove(log);
+  ASSERT_TRUE(ready) << r.err;
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.out.find("standin_app done"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("tprof record: " + dir_.string() + ": "), std::string::npos) << r.err;
