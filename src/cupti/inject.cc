@@ -45,7 +45,22 @@
 // TPROF_RECORD_GZIP=1, TPROF_RECORD_DELAY_MS, TPROF_RECORD_DURATION_MS,
 // TPROF_RECORD_NVTX_RANGE, TPROF_RECORD_ON_SIGNAL (a signal number),
 // TPROF_RECORD_API=all (every runtime/driver call, not only torch's),
-// TPROF_RECORD_ROOT_PID (the process tprof record started).
+// TPROF_RECORD_ROOT_PID (the process tprof record started),
+// TPROF_RECORD_STATUS_DIR (where to report, below). tprof record clears
+// every other TPROF_RECORD_* variable before it runs the program.
+//
+// Reports. What happened to the recording is tprof record's to say, after
+// the program has ended: a trace that could not be written (a full disk,
+// a directory that went away) is a failure it prints and exits 2 for, and
+// "no trace written" is explained by what each process got to (CUDA
+// initialized, a window opened, the --nvtx-range never ran). Each process
+// appends one line per event to TPROF_RECORD_STATUS_DIR/<its pid>, a
+// private 0700 directory tprof record made: a file, not an inherited
+// descriptor, because programs close descriptors they did not open
+// (Python's subprocess does by default) and a number reused for another
+// file would be written into; written as each event happens, so a process
+// that then ends by _exit or SIGKILL has said what it got to. Without the
+// directory (CUDA_INJECTION64_PATH set by hand) failures go to stderr.
 //
 // Only InitializeInjection is exported (inject.map): the tprof inside this
 // library never meets a tprof the program itself links.
@@ -54,6 +69,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,6 +80,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "src/capture/handlers.h"
@@ -99,6 +116,76 @@ std::int64_t monotonic_ms() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+// ---- reports to tprof record (see the header comment) ----
+//
+// Lines: "init" (InitializeInjection ran: the program initialized CUDA),
+// "open" (a window opened), "written <path>", "no-range <name>" (a window
+// without the --nvtx-range), "error <file: reason>". A newline inside a
+// message is written as "\\n", so that each report stays one line.
+
+std::string g_status_dir;  // TPROF_RECORD_STATUS_DIR, read once in begin()
+
+// Appends one report line to the status directory, the whole line in one
+// write() on an O_APPEND descriptor. The directory must be a real one
+// (not a link), this user's, and private; else, and when it cannot be
+// written, an error goes to stderr instead (the other reports only tell
+// tprof record's summary apart, they are dropped). Under `ulimit -f` the
+// write fails with EFBIG instead of killing the program: SIGXFSZ is
+// blocked around it and the one it raised taken back, as the trace
+// writer does (src/base/file.cc).
+void report(std::string_view kind, std::string_view text = {}) {
+  std::string line(kind);
+  if (!text.empty()) {
+    line += ' ';
+    for (char c : text) {
+      if (c == '\n') {
+        line += "\\n";
+      } else {
+        line += c;
+      }
+    }
+  }
+  line += '\n';
+  bool done = false;
+  if (!g_status_dir.empty()) {
+    const int dir = ::open(g_status_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st {};
+    if (dir >= 0 && ::fstat(dir, &st) == 0 && st.st_uid == ::geteuid() && (st.st_mode & 077) == 0) {
+      const std::string name = std::to_string(::getpid());
+      const int fd = ::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (fd >= 0) {
+        sigset_t xfsz, old, pending;
+        sigemptyset(&xfsz);
+        sigaddset(&xfsz, SIGXFSZ);
+        pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+        sigemptyset(&pending);
+        sigpending(&pending);
+        const bool ours = sigismember(&old, SIGXFSZ) == 0 && sigismember(&pending, SIGXFSZ) == 0;
+        ssize_t n;
+        do {
+          n = ::write(fd, line.data(), line.size());
+        } while (n < 0 && errno == EINTR);
+        done = n == static_cast<ssize_t>(line.size());
+        sigemptyset(&pending);
+        sigpending(&pending);
+        if (ours && sigismember(&pending, SIGXFSZ) == 1) {
+          const timespec zero{};
+          while (sigtimedwait(&xfsz, nullptr, &zero) < 0 && errno == EINTR) {
+          }
+        }
+        pthread_sigmask(SIG_SETMASK, &old, nullptr);
+        ::close(fd);
+      }
+    }
+    if (dir >= 0) ::close(dir);
+  }
+  if (!done && kind == "error") {
+    const std::string out = "tprof record: " + line.substr(kind.size() + 1);
+    ssize_t ignored = ::write(2, out.data(), out.size());
+    static_cast<void>(ignored);
+  }
 }
 
 // ---- what signal handlers and the exit handler share with the session ----
@@ -195,6 +282,8 @@ class Session {
   // On the thread calling cuInit (InitializeInjection).
   void begin() {
     g_pid = ::getpid();
+    g_status_dir = env_str("TPROF_RECORD_STATUS_DIR", "");
+    report("init");
     delay_ms_ = env_int("TPROF_RECORD_DELAY_MS");
     duration_ms_ = env_int("TPROF_RECORD_DURATION_MS");
     on_signal_ = static_cast<int>(env_int("TPROF_RECORD_ON_SIGNAL"));
@@ -217,7 +306,10 @@ class Session {
     // failure is the window's to report (start() says why, in the trace).
     static_cast<void>(tprof::internal::preload_cupti());
 
-    if (::pipe2(g_wake, O_CLOEXEC | O_NONBLOCK) != 0 || ::pipe2(g_done, O_CLOEXEC) != 0) return;
+    if (::pipe2(g_wake, O_CLOEXEC | O_NONBLOCK) != 0 || ::pipe2(g_done, O_CLOEXEC) != 0) {
+      report("error", std::string("cannot record: pipe2: ") + std::strerror(errno));
+      return;
+    }
     const bool at_init = delay_ms_ == 0 && on_signal_ == 0;
     if (at_init) start_window();  // here, so the program's first kernels are in it
     opened_at_ms_ = monotonic_ms();
@@ -233,6 +325,7 @@ class Session {
       std::thread([this] { run(); }).detach();
     } catch (...) {
       pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      report("error", "cannot record: the recording thread did not start");
       stop_window();
       return;
     }
@@ -357,7 +450,13 @@ class Session {
   void start_window() {
     std::lock_guard<std::mutex> lock(mu_);
     if (open_) return;
-    open_ = profiler_->start().ok();
+    const tprof::Status s = profiler_->start();
+    open_ = s.ok();
+    if (open_) {
+      report("open");
+    } else {
+      report("error", "the window did not start: " + s.error().to_string());
+    }
   }
 
   void stop_window() {
@@ -376,10 +475,24 @@ class Session {
       if (t.events.kind[e] != tprof::EventKind::kUserAnnotation || t.name(e) != range_) continue;
       return emit(tprof::internal::select_window(t, t.events.ts_ns[e], t.events.ts_ns[e] + t.events.dur_ns[e]));
     }
+    report("no-range", range_);
     return {};
   }
+  // Reported here, where the file's name and the reason are known: stop()
+  // returns the handler's error only to the session thread, which has no
+  // one to tell but tprof record.
   tprof::Status emit(const tprof::Trace& t) {
-    TPROF_TRY(tprof::internal::write_tensorboard_trace(t, dir_, &worker_, gzip_));
+    tprof::Result<std::string> path = tprof::internal::write_tensorboard_trace(t, dir_, &worker_, gzip_);
+    if (!path) {
+      // Every line names a file: the trace's, when the error names none
+      // (compression), with its time left out.
+      const tprof::Error& e = path.error();
+      report("error", e.path().empty() ? dir_ + "/" + worker_ + ".*.pt.trace.json" + (gzip_ ? ".gz" : "") + ": " +
+                                             e.message()
+                                       : e.to_string());
+      return e;
+    }
+    report("written", *path);
     return {};
   }
 

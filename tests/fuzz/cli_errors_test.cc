@@ -328,6 +328,22 @@ TEST_F(CliErrors, HostileNamesNeverReachTheTerminalRaw) {
   EXPECT_NE(run({"table", trace}).out.find("ev\\x1b[2J\\u009b\xef\xbf\xbd"), std::string::npos);
 }
 
+// A usage error quotes the argument as typed (CLI11's "--api: X not in
+// {torch,all}", "unknown command 'X'"): through the same text filter, so an
+// ESC in it is shown as "\x1b", never obeyed by the terminal (issue 36).
+TEST_F(CliErrors, UsageErrorsQuoteArgumentsThroughTheTextFilter) {
+  const std::string esc = "\x1b[2J\x1b]0;t\x07";
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"record", "--api", esc, "--", "true"}, {"table", "--format", esc, "t.json"}, {"tab" + esc, "t.json"}}) {
+    const CliResult r = run(args);
+    SCOPED_TRACE(args.front());
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("\\x1b[2J"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\x07'), std::string::npos) << r.err;
+  }
+}
+
 TEST_F(CliErrors, VersionUnknownCommandsAndGlobalFlagsAnywhere) {
   const CliResult v = run({"--version"});
   EXPECT_EQ(v.exit_code, 0);

@@ -471,7 +471,9 @@ TEST_F(RecordStandin, EachSignalStartsOrEndsAWindow) {
   // wait for the injection's handler. Before its exec the child is a copy
   // of tprof record, whose forwarding handler it holds for a moment (a
   // signal then is lost: under load this test sent its first toggle there
-  // and every window after it came one signal late).
+  // and every window after it came one signal late). tprof record's first
+  // child may also be the short-lived process that checks the injection
+  // library loads: the child is looked up until it is the program.
   pid_t app = 0;
   const auto execed = [&] {
     std::error_code ec;
@@ -480,7 +482,7 @@ TEST_F(RecordStandin, EachSignalStartsOrEndsAWindow) {
   };
   for (int i = 0; i < 2000 && (app == 0 || !execed() || !catches(app, SIGUSR2)); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (app == 0) app = child_of(record_pid);
+    if (app == 0 || !execed()) app = child_of(record_pid);
   }
   ASSERT_NE(app, 0);
   ASSERT_TRUE(execed());
@@ -529,6 +531,267 @@ TEST_F(RecordStandin, EachSignalStartsOrEndsAWindow) {
     ASSERT_TRUE(t) << t.error().to_string();
     EXPECT_GT(count_named(*t, kGemm), 0u) << f;
   }
+}
+
+// ---- what goes wrong, said and exit 2 (issue 36, defect 9) ----
+
+// Sets an environment variable for one test; restores it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    had_ = std::getenv(name) != nullptr;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The files in `dir` whose names begin with `prefix` (traces and their
+// temporary files alike).
+std::vector<std::string> files_named(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) out.push_back(name);
+  }
+  return out;
+}
+
+// A full disk, as `ulimit -f` makes one (RLIMIT_FSIZE: EFBIG, and no kill:
+// the writer blocks SIGXFSZ), in the program tprof record started and in
+// two processes it started (torchrun's shape: fork and exec, RANK set). Each
+// failure is a line naming the file and the reason, nothing is left in the
+// directory, and tprof record exits 2 though the program succeeded. Before
+// issue 36: exit 0 and "did not initialize CUDA".
+TEST_F(RecordStandin, AFullDiskIsReportedWithTheFileAndExits2) {
+  for (const bool children : {false, true}) {
+    SCOPED_TRACE(children ? "two children" : "one process");
+    fs::remove_all(dir_);
+    std::vector<std::string> args = {"-c", "ulimit -f 32 && exec \"$0\" \"$@\"", TPROF_BIN, "record", "-o",
+                                     dir_.string(), "--worker", "disk", "--", STANDIN_APP, "--steps", "50"};
+    if (children) {
+      args.push_back("--children");
+      args.push_back("2");
+    }
+    const auto r = run_cli("/bin/sh", args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.out.find("standin_app done"), std::string::npos) << r.out;
+    const std::size_t processes = children ? 2 : 1;
+    EXPECT_EQ(count_of(r.err, "File too large"), processes) << r.err;
+    EXPECT_EQ(count_of(r.err, "tprof record: " + dir_.string() + "/disk"), processes) << r.err;
+    EXPECT_EQ(r.err.find("did not initialize CUDA"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("trace written to"), std::string::npos) << r.err;
+    EXPECT_TRUE(traces().empty());
+  }
+}
+
+// The trace directory replaced by a file while the program runs: the
+// write fails at the program's exit, on the recorder's thread; the line
+// names the path and the reason.
+TEST_F(RecordStandin, ATraceDirectoryThatBecameAFileIsReportedWithExit2) {
+  const fs::path stop = dir_.string() + ".stop";
+  const fs::path log = dir_.string() + ".log";
+  fs::remove(stop);
+  fs::remove(log);
+  setenv("STANDIN_CUPTI_LOG", log.c_str(), 1);
+  testing::CliResult r;
+  std::thread runner([&] { r = record({}, {"--run-ms", "60000", "--stop-file", stop.string()}); });
+  // The window is open (CUPTI has its subscriber): tprof record made the
+  // directory long before.
+  const auto subscribed = [&] {
+    std::ifstream in(log);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("subscribe ", 0) == 0) return true;
+    }
+    return false;
+  };
+  for (int i = 0; i < 3000 && !subscribed(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const bool ready = subscribed() && fs::is_directory(dir_);
+  if (ready) {
+    fs::remove_all(dir_);
+    std::ofstream(dir_).put('x');
+  }
+  std::ofstream(stop).put('x');  // the runner is joined whatever happened
+  runner.join();
+  fs::remove(stop);
+  fs::remove(log);
+  ASSERT_TRUE(ready) << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.out.find("standin_app done"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("tprof record: " + dir_.string() + ": "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not a directory"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("did not initialize CUDA"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_regular_file(dir_));
+  fs::remove(dir_);
+}
+
+// --worker names a file in -o DIR: a '/', "." or "..", or a name too long
+// for the file name tprof adds to, is refused before the program runs.
+// Before issue 36 `--worker ../x` wrote the trace beside DIR and said "did
+// not initialize CUDA", with exit 0.
+TEST_F(RecordStandin, AWorkerThatIsNotAFileNameIsRefusedBeforeTheProgramRuns) {
+  const std::string outside = "outside_" + std::to_string(getpid());
+  for (const std::string& worker :
+       {"../" + outside, std::string("a/b"), std::string(".."), std::string("."), std::string(201, 'w')}) {
+    SCOPED_TRACE(worker.substr(0, 20));
+    fs::remove_all(dir_);
+    const auto r = record({"--worker", worker}, {"--steps", "5"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.out.find("standin_app done"), std::string::npos) << r.out;
+    EXPECT_EQ(count_of(r.err, "\n"), 1u) << r.err;
+    EXPECT_NE(r.err.find("tprof record: --worker "), std::string::npos) << r.err;
+    EXPECT_TRUE(traces().empty());
+    EXPECT_TRUE(files_named(dir_.parent_path(), outside).empty());
+  }
+  // What torch's handler takes and stays one file name is kept: dots,
+  // blanks, a 200-byte name.
+  for (const std::string& worker : {std::string("a..b c"), std::string(200, 'w')}) {
+    fs::remove_all(dir_);
+    const auto r = record({"--worker", worker}, {"--steps", "5"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_EQ(traces().size(), 1u) << r.err;
+    EXPECT_EQ(traces()[0].filename().string().rfind(worker + ".", 0), 0u);
+  }
+}
+
+// --gzip needs zlib at run time in the program (the injection library
+// links no compression library): without it, refused before the program
+// runs. Before issue 36: exit 0, the trace lost, "did not initialize CUDA".
+TEST_F(RecordStandin, GzipWithoutZlibIsRefusedBeforeTheProgramRuns) {
+  const ScopedEnv zlib("TPROF_ZLIB_LIBRARY", dir_.string() + "/no/libz.so.1");
+  const auto r = record({"--gzip"}, {"--steps", "5"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out.find("standin_app done"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("tprof record: --gzip: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("libz.so.1"), std::string::npos) << r.err;
+  EXPECT_TRUE(traces().empty());
+}
+
+// zlib present for tprof record but not in the program (which changed the
+// variable itself): the failure comes back from the program's recorder, a
+// line naming the trace and the reason, and exit 2 with the program's own
+// status on a line after it.
+TEST_F(RecordStandin, GzipWithoutZlibInTheProgramIsReportedFromIt) {
+  const auto r = run_cli(TPROF_BIN, {"record", "--gzip", "-o", dir_.string(), "--worker", "gz", "--", "/usr/bin/env",
+                                     "TPROF_ZLIB_LIBRARY=" + dir_.string() + "/no/libz.so.1", STANDIN_APP, "--steps",
+                                     "5", "--exit", "exit"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.out.find("standin_app done"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("tprof record: " + dir_.string() + "/gz.*.pt.trace.json.gz: writing .json.gz needs zlib"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("tprof record: /usr/bin/env exited with status 10\n"), std::string::npos) << r.err;
+  EXPECT_TRUE(traces().empty());
+}
+
+// An injection library the CUDA driver cannot use (not a library; a
+// library without InitializeInjection): the driver skips it silently, so
+// tprof record refuses it before the program runs. Before issue 36: the
+// program ran unrecorded, exit 0, "did not initialize CUDA".
+TEST_F(RecordStandin, AnInjectionLibraryThatCannotLoadIsRefused) {
+  const fs::path text = dir_.string() + ".not_a_library.so";
+  std::ofstream(text) << "not ELF\n";
+  for (const std::string& lib : {text.string(), std::string(STANDIN_CUPTI)}) {
+    SCOPED_TRACE(lib);
+    const ScopedEnv inject("TPROF_INJECT_LIBRARY", lib);
+    const auto r = record({}, {"--steps", "5"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.out.find("standin_app done"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("tprof record: " + lib + ": the CUDA driver could not load it"), std::string::npos) << r.err;
+    EXPECT_TRUE(traces().empty());
+  }
+  fs::remove(text);
+}
+
+// With no trace and no failure, the line says what happened, from what
+// the processes reported: "did not initialize CUDA" only when none did.
+// The program's status passes through.
+TEST_F(RecordStandin, NoTraceSaysWhyAndBlamesCudaOnlyWhenItWasNeverInitialized) {
+  auto r = run_cli(TPROF_BIN, {"record", "-o", dir_.string(), "--", "/bin/true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("no trace written: /bin/true did not initialize CUDA"), std::string::npos) << r.err;
+
+  r = record({}, {"--steps", "5", "--exit", "_exit"});
+  EXPECT_EQ(r.exit_code, 13) << r.err;
+  EXPECT_EQ(r.err.find("did not initialize CUDA"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("exited with status 13 while its window was open"), std::string::npos) << r.err;
+
+  r = record({"--nvtx-range", "never"}, {"--steps", "5", "--nvtx"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("never ran the --nvtx-range never"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("did not initialize CUDA"), std::string::npos) << r.err;
+
+  r = record({"--delay-ms", "60000"}, {"--steps", "5"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("ended before the window began (--delay-ms 60000)"), std::string::npos) << r.err;
+  EXPECT_TRUE(traces().empty());
+}
+
+// TPROF_RECORD_* variables left in the environment (a shell that ran the
+// program by hand, a job script) do not reach a plain record: the worker
+// name, the NVTX range and --api are record's own. Before issue 36 the
+// stale range meant no trace at all.
+TEST_F(RecordStandin, StaleRecordVariablesDoNotChangeAPlainRecord) {
+  const ScopedEnv worker("TPROF_RECORD_WORKER", "stale");
+  const ScopedEnv range("TPROF_RECORD_NVTX_RANGE", "stale_range");
+  const ScopedEnv api("TPROF_RECORD_API", "all");
+  const ScopedEnv status("TPROF_RECORD_STATUS_DIR", dir_.string() + ".stale");
+  const auto r = record({}, {"--steps", "10"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<fs::path> files = traces();
+  ASSERT_EQ(files.size(), 1u) << r.err;
+  EXPECT_NE(files[0].filename().string().rfind("stale", 0), 0u) << files[0];
+  Result<Trace> t = read_trace(files[0].string());
+  ASSERT_TRUE(t) << t.error().to_string();
+  EXPECT_EQ(count_named(*t, kGemm), 10u);
+  EXPECT_EQ(count_named(*t, "cudaGetDevice"), 0u);  // not --api all
+  EXPECT_FALSE(fs::exists(dir_.string() + ".stale"));
+}
+
+// Every message that quotes a name (the worker, the directory, the
+// program) goes through the CLI's text filter: an ESC is shown as "\x1b",
+// never sent to the terminal. Before issue 36 the trace written line and
+// the refusals printed them raw.
+TEST_F(RecordStandin, MessagesNeverCarryRawControlBytes) {
+  const std::string esc = "\x1b[2J\x1b]0;title\x07";
+  auto r = record({"--worker", "w" + esc}, {"--steps", "5"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(traces().size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("trace written to " + dir_.string() + "/w\\x1b[2J\\x1b]0;title\\x07."), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+
+  r = record({"--worker", esc + "/x"}, {});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--worker \\x1b[2J"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+
+  r = run_cli(TPROF_BIN, {"record", "-o", dir_.string(), "--", dir_.string() + "/" + esc});
+  EXPECT_EQ(r.exit_code, 127) << r.err;
+  EXPECT_NE(r.err.find("cannot run"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x07'), std::string::npos) << r.err;
 }
 
 }  // namespace

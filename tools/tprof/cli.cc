@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "src/base/safe_text.h"
 #include "tools/tprof/common.h"
 #include "tprof/read.h"
 
@@ -199,7 +200,8 @@ int run(int argc, const char* const* argv) {
       }
     }
     if (!known) {
-      std::cerr << "tprof: unknown command '" << word << "'"
+      std::cerr << "tprof: unknown command '" << (internal::needs_safe_text(word) ? internal::safe_text(word) : word)
+                << "'"
                 << (best_d <= std::max<std::size_t>(2, word.size() / 3) ? "; did you mean '" + best + "'?"
                                                                         : std::string())
                 << " (tprof --help lists the commands)\n";
@@ -213,7 +215,13 @@ int run(int argc, const char* const* argv) {
     const int code = app.exit(e, text, std::cerr);
     return print_checked(text.str(), code);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // CLI11's message quotes the argument as given: through the text
+    // filter, as every message that quotes what a user typed.
+    std::ostringstream out, err;
+    app.exit(e, out, err);
+    for (auto [text, stream] : {std::pair{out.str(), &std::cout}, std::pair{err.str(), &std::cerr}}) {
+      *stream << (internal::needs_safe_text(text) ? internal::safe_text(text) : text);
+    }
     return kExitBadInput;
   }
   return checked_stdout(rc);
