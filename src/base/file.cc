@@ -446,6 +446,32 @@ Result<std::string> read_link(const std::string& link, const std::string& path) 
   return target;
 }
 
+// The kernel's fs.protected_symlinks rule, for the links tprof follows by
+// hand (open(2) applies it to the links it follows; resolve_output reads
+// each link itself, which bypassed it): in a sticky world-writable
+// directory (/tmp), a link is followed only when this process's user or
+// the directory's owner owns it. Anyone may add names there, so anyone's
+// link there could point a root-run `-o /tmp/out.txt` at any file (issue
+// 36). `link_st` is the link's lstat; `path` is the output as given.
+Status check_link_may_be_followed(const std::string& link, const struct stat& link_st, const std::string& path) {
+  std::string dir, name;
+  split_path(link, &dir, &name);
+  struct stat d {};
+  if (::stat(dir.c_str(), &d) != 0) return io_error(path, "cannot follow the symbolic link");
+  constexpr mode_t kStickyWorldWritable = S_ISVTX | S_IWOTH;
+  if ((d.st_mode & kStickyWorldWritable) != kStickyWorldWritable || link_st.st_uid == ::geteuid() ||
+      link_st.st_uid == d.st_uid) {
+    return {};
+  }
+  const std::string what = link == path ? std::string("is a symbolic link") : "leads to " + link + ", a symbolic link";
+  return Error(ErrorCode::kIo,
+               what + " owned by uid " + std::to_string(link_st.st_uid) + " in the sticky world-writable directory " +
+                   dir + " (owned by uid " + std::to_string(d.st_uid) +
+                   "); not following it, as the kernel would not (fs.protected_symlinks): there only a link of "
+                   "this user or of the directory's owner is followed (name the file itself, or remove the link)",
+               path);
+}
+
 std::uint64_t random_bits() {
   std::uint64_t r = 0;
   if (::getrandom(&r, sizeof r, GRND_NONBLOCK) == static_cast<ssize_t>(sizeof r)) return r;
@@ -672,6 +698,7 @@ Result<OutputTarget> resolve_output(const std::string& path, const OutputOptions
                      "/proc/self/fd/N); name the file itself",
                      path);
       }
+      TPROF_TRY(check_link_may_be_followed(out.path, st, path));
       TPROF_TRY_ASSIGN(out.path, read_link(out.path, path));
       continue;
     }

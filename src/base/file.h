@@ -111,7 +111,10 @@ struct OutputOptions {
 //     write permission bit, or one this process may not write, is refused;
 //   - a symbolic link: its target is written as above (the link stays); a
 //     loop (or a chain of more than 40 links) is refused, as is a link in
-//     /proc other than the descriptor names above;
+//     /proc other than the descriptor names above, and, at any hop, a link
+//     in a sticky world-writable directory (/tmp) that neither this user
+//     (the effective uid) nor the directory's owner owns (the kernel's
+//     fs.protected_symlinks rule: the error names the link);
 //   - a character device: written straight through, never replaced;
 //   - a FIFO: opened without blocking, waiting up to fifo_wait_ms for a
 //     reader (then refused), and written straight through;
