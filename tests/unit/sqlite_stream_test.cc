@@ -6,7 +6,10 @@
 // the same rows. Past the model limit (max_model_bytes) the trace's own
 // tables still do, and the derived ones are empty and say so.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -212,6 +215,32 @@ TEST(SqliteStream, ABadTraceLeavesNothing) {
   const auto missing = internal::write_sqlite_streamed(dir.path() + "/none.json", {}, dir.path() + "/out.db");
   ASSERT_FALSE(missing.has_value());
   EXPECT_EQ(dir.files(), std::vector<std::string>{"bad.json"});
+}
+
+// A streamed export killed mid-way (SIGKILL, once the read is done: its
+// database and its work database both exist) leaves them, under the names
+// the output writer gives its temporary files; the next export into the
+// directory removes them (their process is gone), as it does the
+// writer's own.
+TEST(SqliteStream, AKilledExportsFilesGoWithTheNextExportIntoTheDirectory) {
+  TempDir dir;
+  const std::string trace = std::string(TPROF_TEST_DATA) + "/gpu/h100-torch-2.11/64_bf16_warm_eager.json";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    (void)internal::write_sqlite_streamed(trace, testing::many_small_batches(1), dir.path() + "/killed.db", {},
+                                          [](const Trace&) { raise(SIGKILL); });
+    _exit(1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  const std::vector<std::string> left = dir.files();
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0].rfind("killed.db.tmp." + std::to_string(child) + ".", 0), 0u) << left[0];
+  EXPECT_EQ(left[1].rfind("killed.db.work.tmp." + std::to_string(child) + ".", 0), 0u) << left[1];
+  ASSERT_TRUE(internal::write_sqlite_streamed(trace, {}, dir.path() + "/next.db").has_value());
+  EXPECT_EQ(dir.files(), std::vector<std::string>{"next.db"});
 }
 
 }  // namespace
