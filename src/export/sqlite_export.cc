@@ -44,6 +44,7 @@
 #include "src/analyze/diagnose_context.h"
 #include "src/analyze/id_index.h"
 #include "src/base/file.h"
+#include "src/base/json_writer.h"
 #include "src/base/radix_sort.h"
 #include "src/base/saturate.h"
 #include "src/report/kernel_names.h"
@@ -146,7 +147,7 @@ class Db;
 
 // A prepared statement bound column by column, then stepped (and reset).
 // Text is bound SQLITE_STATIC: every view comes from the Trace or from a
-// string that outlives the step.
+// string that outlives the step (text made valid UTF-8 is copied).
 class Stmt {
  public:
   Stmt(Db* db, sqlite3_stmt* s) : db_(db), s_(s) {}
@@ -174,7 +175,17 @@ class Stmt {
     bind_rc_ |= sqlite3_bind_double(s_, ++col_, v);
     return *this;
   }
+  // Every TEXT value goes through here, so every one is valid UTF-8: a
+  // byte that is not (a trace's name, args, metadata, a path) becomes
+  // U+FFFD, as the JSON writer writes it. SQLite stores TEXT as given, and
+  // what reads it as text (Python's sqlite3, pandas.read_sql) fails on
+  // invalid UTF-8 (issue 36).
   Stmt& text(std::string_view v) {
+    if (!is_valid_utf8(v)) {
+      const std::string valid = replace_invalid_utf8(v);
+      bind_rc_ |= sqlite3_bind_text64(s_, ++col_, valid.data(), valid.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+      return *this;
+    }
     // A null data pointer would bind NULL, not "".
     bind_rc_ |= sqlite3_bind_text64(s_, ++col_, v.data() != nullptr ? v.data() : "", v.size(), SQLITE_STATIC,
                                     SQLITE_UTF8);
