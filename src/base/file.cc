@@ -18,6 +18,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string_view>
@@ -446,6 +447,32 @@ Result<std::string> read_link(const std::string& link, const std::string& path) 
   return target;
 }
 
+// The kernel's fs.protected_symlinks rule, for the links tprof follows by
+// hand (open(2) applies it to the links it follows; resolve_output reads
+// each link itself, which bypassed it): in a sticky world-writable
+// directory (/tmp), a link is followed only when this process's user or
+// the directory's owner owns it. Anyone may add names there, so anyone's
+// link there could point a root-run `-o /tmp/out.txt` at any file (issue
+// 36). `link_st` is the link's lstat; `path` is the output as given.
+Status check_link_may_be_followed(const std::string& link, const struct stat& link_st, const std::string& path) {
+  std::string dir, name;
+  split_path(link, &dir, &name);
+  struct stat d {};
+  if (::stat(dir.c_str(), &d) != 0) return io_error(path, "cannot follow the symbolic link");
+  constexpr mode_t kStickyWorldWritable = S_ISVTX | S_IWOTH;
+  if ((d.st_mode & kStickyWorldWritable) != kStickyWorldWritable || link_st.st_uid == ::geteuid() ||
+      link_st.st_uid == d.st_uid) {
+    return {};
+  }
+  const std::string what = link == path ? std::string("is a symbolic link") : "leads to " + link + ", a symbolic link";
+  return Error(ErrorCode::kIo,
+               what + " owned by uid " + std::to_string(link_st.st_uid) + " in the sticky world-writable directory " +
+                   dir + " (owned by uid " + std::to_string(d.st_uid) +
+                   "); not following it, as the kernel would not (fs.protected_symlinks): there only a link of "
+                   "this user or of the directory's owner is followed (name the file itself, or remove the link)",
+               path);
+}
+
 std::uint64_t random_bits() {
   std::uint64_t r = 0;
   if (::getrandom(&r, sizeof r, GRND_NONBLOCK) == static_cast<ssize_t>(sizeof r)) return r;
@@ -515,6 +542,50 @@ void remove_stale_temporaries(int dir_fd, const std::string& name) {
     ::unlinkat(::dirfd(d), e->d_name, 0);
   }
   ::closedir(d);
+}
+
+// The identity of a file: its device and inode.
+FileId file_id(const struct stat& st) { return FileId{st.st_dev, st.st_ino}; }
+
+// Makes "<name>.tmp.<pid>.<16 hex digits>" in `dir_fd`, open for reading
+// and writing, after removing the stale temporary files of dead processes
+// there: O_CREAT | O_EXCL | O_NOFOLLOW, so a name someone planted (a link
+// to a file of theirs, or of root's) is never opened; a fresh random name
+// is tried. Returns the descriptor, its name and identity, or -1 with errno.
+int create_temporary(int dir_fd, const std::string& name, mode_t mode, std::string* tmp_name, FileId* id) {
+  remove_stale_temporaries(dir_fd, name);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string tmp = temporary_name(name);
+    const int fd = ::openat(dir_fd, tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd >= 0) {
+      struct stat st {};
+      if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::unlinkat(dir_fd, tmp.c_str(), 0);
+        ::close(fd);
+        errno = err;
+        return -1;
+      }
+      *tmp_name = std::move(tmp);
+      *id = file_id(st);
+      return fd;
+    }
+    if (errno != EEXIST && errno != EINTR) return -1;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+// True when `name` in `dir_fd` is still the file `id` (not a link or file
+// that another user, who may rename entries in the directory, put there).
+bool is_own_entry(int dir_fd, const std::string& name, const FileId& id) {
+  struct stat st {};
+  return ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == id.dev && st.st_ino == id.ino;
+}
+
+// Removes `name` from `dir_fd` if it is still the file `id`.
+void remove_own_entry(int dir_fd, const std::string& name, const FileId& id) {
+  if (is_own_entry(dir_fd, name, id)) ::unlinkat(dir_fd, name.c_str(), 0);
 }
 
 // The descriptor a /dev/fd-like path names, duplicated (closing ours
@@ -672,6 +743,7 @@ Result<OutputTarget> resolve_output(const std::string& path, const OutputOptions
                      "/proc/self/fd/N); name the file itself",
                      path);
       }
+      TPROF_TRY(check_link_may_be_followed(out.path, st, path));
       TPROF_TRY_ASSIGN(out.path, read_link(out.path, path));
       continue;
     }
@@ -732,39 +804,33 @@ Result<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::create(const std::st
   }
   w->dir_fd_ = ::open(w->dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (w->dir_fd_ < 0) return io_error(path, "cannot create");
-  remove_stale_temporaries(w->dir_fd_, w->name_);
-  // O_EXCL | O_NOFOLLOW: a name someone planted (a link to a file of
-  // theirs, or of root's) is never opened; a fresh random name is tried.
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    std::string tmp = temporary_name(w->name_);
-    const int fd = ::openat(w->dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd >= 0) {
-      w->fd_ = fd;
-      w->tmp_name_ = std::move(tmp);
-      break;
-    }
-    if (errno != EEXIST && errno != EINTR) return io_error(path, "cannot create");
-  }
-  if (w->fd_ < 0) {
-    errno = EEXIST;
-    return io_error(path, "cannot create a temporary file");
-  }
+  w->fd_ = create_temporary(w->dir_fd_, w->name_, 0666, &w->tmp_name_, &w->tmp_id_);
+  if (w->fd_ < 0) return io_error(path, errno == EEXIST ? "cannot create a temporary file" : "cannot create");
   if (target.kind == OutputTarget::Kind::kFile) {
     // An existing file keeps its mode, and its owner and group where this
-    // process may give them (root writing a user's file leaves it theirs).
+    // process may give them (root writing a user's file leaves it theirs):
+    // given at commit(). Until then the temporary file is this process's,
+    // no more readable than the file it replaces and writable by no one
+    // else (the SQLite export builds its database in it).
     const struct stat& st = target.st;
-    if (st.st_uid != ::geteuid() || st.st_gid != ::getegid()) {
-      [[maybe_unused]] const int ignored = ::fchown(w->fd_, st.st_uid, st.st_gid);
-    }
-    if (::fchmod(w->fd_, st.st_mode & 07777) != 0) return io_error(path, "cannot set the mode of");
+    w->keep_ = KeepOwnerAndMode{st.st_uid, st.st_gid, st.st_mode & 07777};
+    if (::fchmod(w->fd_, st.st_mode & 0755) != 0) return io_error(path, "cannot set the mode of");
   }
   return w;
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_ && !tmp_name_.empty()) ::unlinkat(dir_fd_, tmp_name_.c_str(), 0);
+  if (!committed_ && !tmp_name_.empty()) remove_own_entry(dir_fd_, tmp_name_, tmp_id_);
   if (dir_fd_ >= 0) ::close(dir_fd_);
+}
+
+int AtomicFileWriter::temporary_fd() const { return tmp_name_.empty() || committed_ ? -1 : fd_; }
+
+Result<ScratchFile> AtomicFileWriter::create_scratch(const std::string& name) const {
+  Result<ScratchFile> s = dir_fd_ >= 0 ? ScratchFile::create_in(dir_fd_, dir_, name) : ScratchFile::create("", name);
+  if (!s) return Error(s.error().code(), s.error().path() + ": " + s.error().message(), path_);
+  return s;
 }
 
 Status AtomicFileWriter::write(std::string_view bytes) {
@@ -807,8 +873,24 @@ Result<bool> link_without_replacing(int dir_fd, const std::string& tmp, const st
 }  // namespace
 
 Status AtomicFileWriter::commit() {
+  if (keep_ && fd_ >= 0) {
+    if (keep_->uid != ::geteuid() || keep_->gid != ::getegid()) {
+      [[maybe_unused]] const int ignored = ::fchown(fd_, keep_->uid, keep_->gid);
+    }
+    if (::fchmod(fd_, keep_->mode) != 0) return io_error(path_, "cannot set the mode of");
+  }
   TPROF_TRY(close_checked(&fd_, path_));
   if (!tmp_name_.empty()) {
+    // Whoever may write the directory may rename entries in it: what is
+    // renamed into place must still be the file written, not a link or a
+    // file put at the temporary name meanwhile.
+    if (!is_own_entry(dir_fd_, tmp_name_, tmp_id_)) {
+      return Error(ErrorCode::kIo,
+                   "the temporary file " + tmp_name_ +
+                       " was replaced or removed while it was written (by another user of the directory?); "
+                       "not putting it in place",
+                   path_);
+    }
     if (replace_) {
       if (::renameat(dir_fd_, tmp_name_.c_str(), dir_fd_, name_.c_str()) != 0) {
         return io_error(path_, "cannot rename into place");
@@ -830,6 +912,12 @@ Result<std::string> AtomicFileWriter::commit_unique(const std::function<std::str
     return Error(ErrorCode::kInvalidArgument, "commit_unique() needs a writer made with replace = false", path_);
   }
   TPROF_TRY(close_checked(&fd_, path_));
+  if (!is_own_entry(dir_fd_, tmp_name_, tmp_id_)) {
+    return Error(ErrorCode::kIo,
+                 "the temporary file " + tmp_name_ + " was replaced or removed while it was written; not putting it "
+                 "in place",
+                 path_);
+  }
   const std::size_t slash = path_.rfind('/');
   const std::string prefix = slash == std::string::npos ? std::string() : path_.substr(0, slash + 1);
   for (int attempt = 0; attempt < 1000; ++attempt) {
@@ -845,6 +933,61 @@ Result<std::string> AtomicFileWriter::commit_unique(const std::function<std::str
   }
   errno = EEXIST;
   return io_error(path_, "cannot write a new file: 1000 names tried were taken");
+}
+
+Result<ScratchFile> ScratchFile::create(const std::string& dir, const std::string& name) {
+  std::string where = dir;
+  if (where.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    where = tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp";
+  }
+  const int dir_fd = ::open(where.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return io_error(where, "cannot create a scratch file in this directory");
+  Result<ScratchFile> s = create_in(dir_fd, where, name);
+  ::close(dir_fd);
+  return s;
+}
+
+Result<ScratchFile> ScratchFile::create_in(int dir_fd, const std::string& dir, const std::string& name) {
+  ScratchFile s;
+  s.dir_fd_ = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
+  if (s.dir_fd_ < 0) return io_error(dir, "cannot create a scratch file in this directory");
+  s.fd_ = create_temporary(s.dir_fd_, name.empty() ? std::string("tprof") : name, 0600, &s.name_, &s.id_);
+  if (s.fd_ < 0) return io_error(dir, "cannot create a scratch file in this directory");
+  s.path_ = (dir == "/" ? dir : dir + "/") + s.name_;
+  return s;
+}
+
+ScratchFile::ScratchFile(ScratchFile&& o) noexcept
+    : dir_fd_(o.dir_fd_), fd_(o.fd_), name_(std::move(o.name_)), path_(std::move(o.path_)), id_(o.id_) {
+  o.dir_fd_ = o.fd_ = -1;
+  o.name_.clear();
+}
+
+ScratchFile& ScratchFile::operator=(ScratchFile&& o) noexcept {
+  if (this != &o) {
+    reset();
+    dir_fd_ = o.dir_fd_;
+    fd_ = o.fd_;
+    name_ = std::move(o.name_);
+    path_ = std::move(o.path_);
+    id_ = o.id_;
+    o.dir_fd_ = o.fd_ = -1;
+    o.name_.clear();
+  }
+  return *this;
+}
+
+ScratchFile::~ScratchFile() { reset(); }
+
+void ScratchFile::reset() noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  if (dir_fd_ >= 0) {
+    if (!name_.empty()) remove_own_entry(dir_fd_, name_, id_);
+    ::close(dir_fd_);
+  }
+  dir_fd_ = fd_ = -1;
+  name_.clear();
 }
 
 bool same_file(const std::string& a, const std::string& b) {

@@ -1,10 +1,13 @@
 // Files: read-only memory maps for input, atomic writes for output.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -85,6 +88,49 @@ class MappedFile {
 // Reads a whole (small) file into a string.
 Result<std::string> read_file(const std::string& path);
 
+// A file's device and inode.
+struct FileId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+// A file for work in progress that no one else can be handed in its
+// place: made as AtomicFileWriter makes its temporary files
+// ("<name>.tmp.<pid>.<16 hex digits>", O_CREAT|O_EXCL|O_NOFOLLOW, through a
+// descriptor of its directory, the stale ones of dead processes removed
+// first, so one a killed process leaves goes at the next write there),
+// mode 0600, open for reading and writing. It is used only through fd(),
+// never opened again by its name (a name in a directory others may write
+// can be made to mean another file between two opens), and removed on
+// destruction if its name is still this file. Move-only.
+class ScratchFile {
+ public:
+  // In the directory `dir` (a path), or with `dir` empty in $TMPDIR (else
+  // /tmp). Errors name the directory.
+  static Result<ScratchFile> create(const std::string& dir, const std::string& name);
+  // In the directory open at `dir_fd` (`dir` names it in messages).
+  static Result<ScratchFile> create_in(int dir_fd, const std::string& dir, const std::string& name);
+
+  ScratchFile(ScratchFile&& other) noexcept;
+  ScratchFile& operator=(ScratchFile&& other) noexcept;
+  ScratchFile(const ScratchFile&) = delete;
+  ScratchFile& operator=(const ScratchFile&) = delete;
+  ~ScratchFile();
+
+  int fd() const { return fd_; }
+  // Its path, for messages only.
+  const std::string& path() const { return path_; }
+
+ private:
+  ScratchFile() = default;
+  void reset() noexcept;
+  int dir_fd_ = -1;
+  int fd_ = -1;
+  std::string name_;
+  std::string path_;
+  FileId id_;
+};
+
 // How AtomicFileWriter::create treats what it finds at the path.
 struct OutputOptions {
   // How long to wait for a reader to open a FIFO output; then an error.
@@ -111,13 +157,21 @@ struct OutputOptions {
 //     write permission bit, or one this process may not write, is refused;
 //   - a symbolic link: its target is written as above (the link stays); a
 //     loop (or a chain of more than 40 links) is refused, as is a link in
-//     /proc other than the descriptor names above;
+//     /proc other than the descriptor names above, and, at any hop, a link
+//     in a sticky world-writable directory (/tmp) that neither this user
+//     (the effective uid) nor the directory's owner owns (the kernel's
+//     fs.protected_symlinks rule: the error names the link);
 //   - a character device: written straight through, never replaced;
 //   - a FIFO: opened without blocking, waiting up to fifo_wait_ms for a
 //     reader (then refused), and written straight through;
 //   - anything else (a directory, a block device, a socket): refused.
 // Temporary files of processes that no longer exist, owned by this user,
 // in the same directory, are removed when a temporary file is made there.
+// The temporary file is this process's until commit() (no more readable
+// than the file it replaces, writable by no one else); commit() gives it
+// the replaced file's owner and mode, and refuses (an error) when its name
+// no longer holds it (another user of the directory renamed something
+// over it), so only the file written is ever put in place.
 // Every write and the final close are checked; a write past RLIMIT_FSIZE
 // is an error (EFBIG: SIGXFSZ is blocked while writing), never a kill.
 // Destroying an uncommitted writer removes its temporary file. Errors name
@@ -135,6 +189,17 @@ class AtomicFileWriter {
   Status write(std::string_view bytes);
   Status commit();
 
+  // The temporary file, open for reading and writing, for a caller that
+  // builds the output in place (positioned reads and writes: the SQLite
+  // export's database) before commit(); -1 for a writer that writes a
+  // descriptor, a device or a FIFO straight through (write() only).
+  int temporary_fd() const;
+
+  // A ScratchFile in the temporary file's directory (the same file system
+  // as the output), or in $TMPDIR (else /tmp) for a writer without one.
+  // Errors name the output (and the directory).
+  Result<ScratchFile> create_scratch(const std::string& name) const;
+
   // For a writer made with replace = false: puts the finished file under
   // the first of name(0), name(1), ... (names in the directory of the path
   // given to create()) that nothing holds, atomically and never replacing
@@ -151,6 +216,14 @@ class AtomicFileWriter {
   std::string name_;      // the final name in dir_fd_
   int dir_fd_ = -1;
   int fd_ = -1;
+  FileId tmp_id_;  // the temporary file's
+  // The replaced file's owner and mode, given to the temporary file at commit().
+  struct KeepOwnerAndMode {
+    uid_t uid;
+    gid_t gid;
+    mode_t mode;
+  };
+  std::optional<KeepOwnerAndMode> keep_;
   bool replace_ = true;
   bool committed_ = false;
 };

@@ -60,6 +60,49 @@ int utf8_sequence_length(const char* p, const char* end) {
   return n;
 }
 
+namespace {
+
+// The first byte >= 0x80 in [p, end), or end. SSE2, 16 bytes a step.
+const char* find_non_ascii(const char* p, const char* end) {
+#if defined(__SSE2__)
+  while (end - p >= 16) {
+    const int m = _mm_movemask_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    if (m != 0) return p + __builtin_ctz(static_cast<unsigned>(m));
+    p += 16;
+  }
+#endif
+  while (p < end && static_cast<unsigned char>(*p) < 0x80) ++p;
+  return p;
+}
+
+// The first byte in [p, end) that is not part of well-formed UTF-8, or end.
+const char* find_invalid_utf8(const char* p, const char* end) {
+  for (;;) {
+    p = find_non_ascii(p, end);
+    if (p == end) return end;
+    const int n = utf8_sequence_length(p, end);
+    if (n == 0) return p;
+    p += n;
+  }
+}
+
+}  // namespace
+
+bool is_valid_utf8(std::string_view s) { return find_invalid_utf8(s.data(), s.data() + s.size()) == s.data() + s.size(); }
+
+std::string replace_invalid_utf8(std::string_view s) {
+  const char* p = s.data();
+  const char* end = p + s.size();
+  std::string out;
+  for (;;) {
+    const char* bad = find_invalid_utf8(p, end);
+    if (bad != p) out.append(p, static_cast<std::size_t>(bad - p));
+    if (bad == end) return out;
+    out += "\xef\xbf\xbd";  // U+FFFD for one byte that is not UTF-8
+    p = bad + 1;
+  }
+}
+
 bool needs_json_escape(std::string_view s) {
   const char* p = s.data();
   const char* end = p + s.size();

@@ -52,6 +52,14 @@ const char* find_json_escape(const char* p, const char* end);
 // are not well formed (Unicode 15, table 3-7).
 int utf8_sequence_length(const char* p, const char* end);
 
+// True when all of `s` is well-formed UTF-8 (utf8_sequence_length's rule).
+bool is_valid_utf8(std::string_view s);
+
+// `s` with every byte that is not part of a well-formed UTF-8 sequence
+// replaced by U+FFFD, one per byte: the escaper's rule, for text that is
+// not JSON (the SQLite export's TEXT values). Valid text comes back as is.
+std::string replace_invalid_utf8(std::string_view s);
+
 // True when the escaper changes `s` (a quote, a backslash, a control
 // character or a byte that is not well-formed UTF-8); otherwise its string
 // literal is `"` s `"`.

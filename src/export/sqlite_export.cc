@@ -23,7 +23,6 @@
 
 #include <fcntl.h>
 #include <sqlite3.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,6 +44,7 @@
 #include "src/analyze/diagnose_context.h"
 #include "src/analyze/id_index.h"
 #include "src/base/file.h"
+#include "src/base/json_writer.h"
 #include "src/base/radix_sort.h"
 #include "src/base/saturate.h"
 #include "src/report/kernel_names.h"
@@ -147,7 +147,7 @@ class Db;
 
 // A prepared statement bound column by column, then stepped (and reset).
 // Text is bound SQLITE_STATIC: every view comes from the Trace or from a
-// string that outlives the step.
+// string that outlives the step (text made valid UTF-8 is copied).
 class Stmt {
  public:
   Stmt(Db* db, sqlite3_stmt* s) : db_(db), s_(s) {}
@@ -175,7 +175,17 @@ class Stmt {
     bind_rc_ |= sqlite3_bind_double(s_, ++col_, v);
     return *this;
   }
+  // Every TEXT value goes through here, so every one is valid UTF-8: a
+  // byte that is not (a trace's name, args, metadata, a path) becomes
+  // U+FFFD, as the JSON writer writes it. SQLite stores TEXT as given, and
+  // what reads it as text (Python's sqlite3, pandas.read_sql) fails on
+  // invalid UTF-8 (issue 36).
   Stmt& text(std::string_view v) {
+    if (!is_valid_utf8(v)) {
+      const std::string valid = replace_invalid_utf8(v);
+      bind_rc_ |= sqlite3_bind_text64(s_, ++col_, valid.data(), valid.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+      return *this;
+    }
     // A null data pointer would bind NULL, not "".
     bind_rc_ |= sqlite3_bind_text64(s_, ++col_, v.data() != nullptr ? v.data() : "", v.size(), SQLITE_STATIC,
                                     SQLITE_UTF8);
@@ -201,6 +211,12 @@ class Stmt {
   int bind_rc_ = SQLITE_OK;
 };
 
+// The name under which fd_vfs() opens the descriptor `fd`.
+std::string fd_name(int fd);
+// The VFS that opens fd_name()s (see "files" below).
+const char* fd_vfs();
+
+// A database on a descriptor tprof holds; errors name `path` (the output).
 class Db {
  public:
   explicit Db(std::string path) : path_(std::move(path)) {}
@@ -210,8 +226,11 @@ class Db {
     if (db_ != nullptr) sqlite3_close_v2(db_);
   }
 
-  Status open() {
-    const int rc = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+  // Opens the database in `fd` (an empty file: a new database), never by a
+  // name (see fd_vfs()).
+  Status open(int fd) {
+    const int rc = sqlite3_open_v2(fd_name(fd).c_str(), &db_,
+                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, fd_vfs());
     if (rc != SQLITE_OK) return error("cannot open the database");
     sqlite3_extended_result_codes(db_, 1);
     return {};
@@ -1154,105 +1173,230 @@ void order_stats(SqliteExportStats* stats) {
 }
 
 // ---- files ---------------------------------------------------------------------
+//
+// SQLite opens its files by name, and a name in a directory that others may
+// write can be made to mean another file between two opens: a co-user who
+// swapped the scratch database (created O_EXCL, closed, then opened again
+// by SQLite) for a link had root's database written into a root-only file,
+// or tprof's tables added into a root-owned database (issue 36). So no
+// file of the export is ever opened by a name after tprof created it: the
+// databases are files tprof holds open (the output writer's temporary file,
+// ScratchFiles), and SQLite reaches them through "tprof-fd", a VFS whose
+// names are those descriptors ("tprof-fd:<n>", a dup of n). The files are
+// this connection's alone, so its locks are no-ops. SQLite's own temporary
+// files (the sorts' spill: no name) go to the default VFS, which creates
+// them O_EXCL|O_NOFOLLOW under random names and unlinks them at once; a
+// journal is never opened (journal_mode = OFF: the name is refused).
 
-// Removes a scratch file when it goes out of scope.
-class ScratchFile {
- public:
-  ScratchFile() = default;
-  ScratchFile(const ScratchFile&) = delete;
-  ScratchFile& operator=(const ScratchFile&) = delete;
-  ~ScratchFile() {
-    if (!path_.empty()) {
-      ::unlink(path_.c_str());
-      // SQLite's side files, should a journal mode ever leave one.
-      ::unlink((path_ + "-journal").c_str());
-    }
-  }
-  // Creates "<dir>/<name>.tmp.<pid>.<16 hex digits>" (O_EXCL, never a
-  // planted link), the name AtomicFileWriter gives its temporaries, so a
-  // file a killed run left is removed by the next write in `dir`.
-  bool create(const std::string& dir, const std::string& name) {
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      std::uint64_t r = 0;
-      if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof r)) {
-        r = static_cast<std::uint64_t>(::getpid()) * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(attempt);
-      }
-      char random[17];
-      std::snprintf(random, sizeof random, "%016llx", static_cast<unsigned long long>(r));
-      const std::string suffix = ".tmp." + std::to_string(::getpid()) + "." + random;
-      const std::string file = name.substr(0, std::min<std::size_t>(name.size(), NAME_MAX - suffix.size())) + suffix;
-      const std::string path = (dir == "/" ? dir : dir + "/") + file;
-      // 0666 less the umask, as the writer creates files: the mode the
-      // database keeps when it is renamed into place.
-      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-      if (fd >= 0) {
-        ::close(fd);
-        path_ = path;
-        return true;
-      }
-      if (errno != EEXIST && errno != EINTR) return false;
-    }
-    return false;
-  }
-  const std::string& path() const { return path_; }
-  // The file is someone else's now: not removed.
-  void release() { path_.clear(); }
+constexpr std::string_view kFdPrefix = "tprof-fd:";
 
- private:
-  std::string path_;
+std::string fd_name(int fd) { return std::string(kFdPrefix) + std::to_string(fd); }
+
+struct FdFile {
+  sqlite3_file base;
+  int fd;
 };
 
-// "dir/name" as (dir, name), as the writer splits it.
-void split_path(const std::string& path, std::string* dir, std::string* name) {
-  const std::size_t slash = path.rfind('/');
-  if (slash == std::string::npos) {
-    *dir = ".";
-    *name = path;
-    return;
-  }
-  *dir = path.substr(0, slash == 0 ? 1 : slash);
-  *name = path.substr(slash + 1);
+int fd_of(sqlite3_file* f) { return reinterpret_cast<FdFile*>(f)->fd; }
+
+int fd_close(sqlite3_file* f) {
+  ::close(fd_of(f));
+  return SQLITE_OK;
 }
 
-// Copies the finished database into the output writer.
-Status copy_into(const std::string& from, AtomicFileWriter* to, const std::string& path) {
-  const int fd = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error(ErrorCode::kIo, std::string("cannot read the finished database: ") + std::strerror(errno), path);
-  std::unique_ptr<char[]> buf(new char[8u << 20]);
-  Status st;
-  for (;;) {
-    const ssize_t n = ::read(fd, buf.get(), 8u << 20);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      st = Error(ErrorCode::kIo, std::string("cannot read the finished database: ") + std::strerror(errno), path);
+int fd_read(sqlite3_file* f, void* buf, int n, sqlite3_int64 offset) {
+  auto* p = static_cast<char*>(buf);
+  int got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd_of(f), p + got, static_cast<std::size_t>(n - got), offset + got);
+    if (r > 0) {
+      got += static_cast<int>(r);
+    } else if (r == 0) {
       break;
+    } else if (errno != EINTR) {
+      return SQLITE_IOERR_READ;
     }
-    if (n == 0) break;
-    st = to->write(std::string_view(buf.get(), static_cast<std::size_t>(n)));
-    if (!st) break;
   }
-  ::close(fd);
-  return st;
+  if (got == n) return SQLITE_OK;
+  std::memset(p + got, 0, static_cast<std::size_t>(n - got));  // SQLite requires the rest zeroed
+  return SQLITE_IOERR_SHORT_READ;
+}
+
+int fd_write(sqlite3_file* f, const void* buf, int n, sqlite3_int64 offset) {
+  const auto* p = static_cast<const char*>(buf);
+  int put = 0;
+  while (put < n) {
+    const ssize_t w = ::pwrite(fd_of(f), p + put, static_cast<std::size_t>(n - put), offset + put);
+    if (w > 0) {
+      put += static_cast<int>(w);
+    } else if (w < 0 && errno == EINTR) {
+      continue;
+    } else {
+      // As SQLite's own VFS: a full disk is SQLITE_FULL; the errno stays
+      // for sqlite3_system_errno() (the message's reason).
+      if (w == 0) errno = ENOSPC;
+      return errno == ENOSPC || errno == EDQUOT ? SQLITE_FULL : SQLITE_IOERR_WRITE;
+    }
+  }
+  return SQLITE_OK;
+}
+
+int fd_truncate(sqlite3_file* f, sqlite3_int64 size) {
+  return ::ftruncate(fd_of(f), size) == 0 ? SQLITE_OK : SQLITE_IOERR_TRUNCATE;
+}
+
+int fd_sync(sqlite3_file* f, int) { return ::fdatasync(fd_of(f)) == 0 ? SQLITE_OK : SQLITE_IOERR_FSYNC; }
+
+int fd_size(sqlite3_file* f, sqlite3_int64* size) {
+  struct stat st {};
+  if (::fstat(fd_of(f), &st) != 0) return SQLITE_IOERR_FSTAT;
+  *size = st.st_size;
+  return SQLITE_OK;
+}
+
+int fd_lock(sqlite3_file*, int) { return SQLITE_OK; }
+int fd_check_reserved(sqlite3_file*, int* out) {
+  *out = 0;
+  return SQLITE_OK;
+}
+int fd_file_control(sqlite3_file*, int, void*) { return SQLITE_NOTFOUND; }
+int fd_sector_size(sqlite3_file*) { return 4096; }  // SQLite's unix VFS's default
+int fd_device_characteristics(sqlite3_file*) { return SQLITE_IOCAP_POWERSAFE_OVERWRITE; }  // and its flag
+
+constexpr sqlite3_io_methods kFdMethods = {
+    1,       fd_close,         fd_read,        fd_write, fd_truncate, fd_sync, fd_size, fd_lock, fd_lock,
+    fd_check_reserved, fd_file_control, fd_sector_size, fd_device_characteristics,
+    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+
+sqlite3_vfs* base_vfs(sqlite3_vfs* vfs) { return static_cast<sqlite3_vfs*>(vfs->pAppData); }
+
+// The descriptor a "tprof-fd:<n>" name holds, or -1.
+int parse_fd_name(const char* name) {
+  const std::string_view v(name);
+  if (!v.starts_with(kFdPrefix)) return -1;
+  const std::string_view digits = v.substr(kFdPrefix.size());
+  if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+    return -1;
+  }
+  return std::stoi(std::string(digits));
+}
+
+int vfs_open(sqlite3_vfs* vfs, const char* name, sqlite3_file* file, int flags, int* out_flags) {
+  file->pMethods = nullptr;
+  if (name == nullptr) return base_vfs(vfs)->xOpen(base_vfs(vfs), name, file, flags, out_flags);
+  // Only databases (main and attached) have names here: a journal, a
+  // WAL or a super-journal would be opened by a name, and is refused.
+  const int n = parse_fd_name(name);
+  if (n < 0 || (flags & SQLITE_OPEN_MAIN_DB) == 0) return SQLITE_CANTOPEN;
+  const int fd = ::fcntl(n, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0) return SQLITE_CANTOPEN;
+  auto* f = reinterpret_cast<FdFile*>(file);
+  f->fd = fd;
+  f->base.pMethods = &kFdMethods;
+  if (out_flags != nullptr) *out_flags = flags;
+  return SQLITE_OK;
+}
+
+// There is nothing by a name to delete, or to find: SQLite asks for hot
+// journals and WAL files, which never exist here.
+int vfs_delete(sqlite3_vfs*, const char*, int) { return SQLITE_OK; }
+int vfs_access(sqlite3_vfs*, const char*, int, int* out) {
+  *out = 0;
+  return SQLITE_OK;
+}
+int vfs_full_pathname(sqlite3_vfs*, const char* name, int n, char* out) {
+  sqlite3_snprintf(n, out, "%s", name);
+  return SQLITE_OK;
+}
+void* vfs_dlopen(sqlite3_vfs* vfs, const char* name) { return base_vfs(vfs)->xDlOpen(base_vfs(vfs), name); }
+void vfs_dlerror(sqlite3_vfs* vfs, int n, char* out) { base_vfs(vfs)->xDlError(base_vfs(vfs), n, out); }
+void (*vfs_dlsym(sqlite3_vfs* vfs, void* h, const char* sym))(void) {
+  return base_vfs(vfs)->xDlSym(base_vfs(vfs), h, sym);
+}
+void vfs_dlclose(sqlite3_vfs* vfs, void* h) { base_vfs(vfs)->xDlClose(base_vfs(vfs), h); }
+int vfs_randomness(sqlite3_vfs* vfs, int n, char* out) { return base_vfs(vfs)->xRandomness(base_vfs(vfs), n, out); }
+int vfs_sleep(sqlite3_vfs* vfs, int us) { return base_vfs(vfs)->xSleep(base_vfs(vfs), us); }
+int vfs_current_time(sqlite3_vfs* vfs, double* t) { return base_vfs(vfs)->xCurrentTime(base_vfs(vfs), t); }
+int vfs_last_error(sqlite3_vfs* vfs, int n, char* out) {
+  return base_vfs(vfs)->xGetLastError(base_vfs(vfs), n, out);
+}
+int vfs_current_time_int64(sqlite3_vfs* vfs, sqlite3_int64* t) {
+  sqlite3_vfs* base = base_vfs(vfs);
+  if (base->iVersion >= 2 && base->xCurrentTimeInt64 != nullptr) return base->xCurrentTimeInt64(base, t);
+  double days = 0;
+  const int rc = base->xCurrentTime(base, &days);
+  *t = static_cast<sqlite3_int64>(days * 86400000.0);
+  return rc;
+}
+
+const char* fd_vfs() {
+  static const char* const name = [] {
+    sqlite3_initialize();
+    static sqlite3_vfs vfs{};
+    sqlite3_vfs* base = sqlite3_vfs_find(nullptr);
+    vfs.iVersion = 2;
+    vfs.szOsFile = std::max(static_cast<int>(sizeof(FdFile)), base->szOsFile);
+    vfs.mxPathname = base->mxPathname;
+    vfs.zName = "tprof-fd";
+    vfs.pAppData = base;
+    vfs.xOpen = vfs_open;
+    vfs.xDelete = vfs_delete;
+    vfs.xAccess = vfs_access;
+    vfs.xFullPathname = vfs_full_pathname;
+    vfs.xDlOpen = vfs_dlopen;
+    vfs.xDlError = vfs_dlerror;
+    vfs.xDlSym = vfs_dlsym;
+    vfs.xDlClose = vfs_dlclose;
+    vfs.xRandomness = vfs_randomness;
+    vfs.xSleep = vfs_sleep;
+    vfs.xCurrentTime = vfs_current_time;
+    vfs.xGetLastError = vfs_last_error;
+    vfs.xCurrentTimeInt64 = vfs_current_time_int64;
+    sqlite3_vfs_register(&vfs, 0);
+    return vfs.zName;
+  }();
+  return name;
+}
+
+// The output's file name ("dir/name" -> "name"), for the scratch files' names.
+std::string base_name(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Copies the finished database (from its descriptor) into the output writer.
+Status copy_into(int from, AtomicFileWriter* to, const std::string& path) {
+  std::unique_ptr<char[]> buf(new char[8u << 20]);
+  off_t offset = 0;
+  for (;;) {
+    const ssize_t n = ::pread(from, buf.get(), 8u << 20, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error(ErrorCode::kIo, std::string("cannot read the finished database: ") + std::strerror(errno), path);
+    if (n == 0) return {};
+    offset += n;
+    TPROF_TRY(to->write(std::string_view(buf.get(), static_cast<std::size_t>(n))));
+  }
 }
 
 }  // namespace
 
 namespace {
 
-// A new database for a bulk load: large pages and no journal (the scratch
-// file is thrown away on any error, so nothing needs rolling back), one
-// transaction, the schema; `work` (a path) attached as the streamed
-// export's work database, with its schema.
-Status begin_database(Db* db, const std::string& work = {}) {
-  TPROF_TRY(db->open());
+// A new database for a bulk load in the empty file `fd`: large pages and
+// no journal (the file is thrown away on any error, so nothing needs
+// rolling back), one transaction, the schema; `work_fd` (>= 0) attached as
+// the streamed export's work database, with its schema.
+Status begin_database(Db* db, int fd, int work_fd = -1) {
+  TPROF_TRY(db->open(fd));
   // The page size must be set before the first table.
   TPROF_TRY(db->exec("PRAGMA page_size = 16384; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;"
                      "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = FILE; PRAGMA cache_size = -16384;"));
   const std::string versions = "PRAGMA application_id = " + std::to_string(kSqliteApplicationId) +
                                "; PRAGMA user_version = " + std::to_string(kSqliteSchemaVersion) + ";";
   TPROF_TRY(db->exec(versions.c_str()));
-  if (!work.empty()) {
+  if (work_fd >= 0) {
     {
+      const std::string work = fd_name(work_fd);
       TPROF_TRY_ASSIGN(Stmt attach, db->prepare("ATTACH ? AS work"));
       TPROF_TRY(attach.text(work).step());
     }
@@ -1261,7 +1405,7 @@ Status begin_database(Db* db, const std::string& work = {}) {
   }
   TPROF_TRY(db->exec("BEGIN"));
   TPROF_TRY(db->exec(kSchema));
-  return work.empty() ? Status() : db->exec(kWorkSchema);
+  return work_fd < 0 ? Status() : db->exec(kWorkSchema);
 }
 
 // The indexes (after the rows: one sort each), the commit, statistics for
@@ -1273,57 +1417,42 @@ Status finish_database(Db* db) {
   return db->close();
 }
 
-// Builds a database through `build(scratch path)` in a scratch file and
-// puts it at `path` whole, as write_sqlite says.
+// Builds a database through `build(db_fd, work)` and puts it at `path`
+// whole, as write_sqlite says. For a file (new or replaced) the database is
+// built in the output writer's own temporary file, then committed (renamed
+// into place with the replaced file's owner and mode); for a descriptor,
+// device or FIFO, in a ScratchFile in $TMPDIR, then copied through the
+// writer. `work(name)` makes a scratch file beside the database (the
+// streamed export's work database). Every file is removed on any error.
 template <typename Build>
 Result<SqliteExportStats> write_database(const std::string& path, Build&& build) {
   // The writer first: an output that cannot be written fails before the work.
   TPROF_TRY_ASSIGN(std::unique_ptr<AtomicFileWriter> out, AtomicFileWriter::create(path));
-  std::string dir, name;
-  split_path(path, &dir, &name);
-  ScratchFile scratch;
-  const bool scratch_beside = scratch.create(dir, name.empty() ? "tprof.db" : name);
-  if (!scratch_beside) {
-    // A descriptor or FIFO ("/dev/stdout"), or a directory we may not add to.
-    const char* tmp = std::getenv("TMPDIR");
-    if (!scratch.create(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp", "tprof-export.db")) {
-      return Error(ErrorCode::kIo, std::string("cannot create a scratch file for the database: ") + std::strerror(errno),
-                   path);
-    }
+  std::optional<ScratchFile> scratch;  // for an output written straight through
+  int db_fd = out->temporary_fd();
+  if (db_fd < 0) {
+    TPROF_TRY_ASSIGN(ScratchFile s, out->create_scratch("tprof-export.db"));
+    scratch.emplace(std::move(s));
+    db_fd = scratch->fd();
   }
-  Result<SqliteExportStats> stats = build(scratch.path());
-  if (!stats) {
-    // The trace's errors name the trace; the database's, the output.
-    if (!stats.error().path().empty() && stats.error().path() != scratch.path()) return stats.error();
-    return Error(stats.error().code(), stats.error().message(), path);
-  }
-  // A new name in the scratch file's own directory: the finished file is
-  // renamed there, never replacing anything (what appeared meanwhile wins,
-  // and the copy below handles it). Anything else (a file to replace, with
-  // its mode and owner; a link; a descriptor or FIFO) goes through the
-  // writer, which copies it whole.
-  struct stat st {};
-  if (scratch_beside && ::lstat(path.c_str(), &st) != 0 && errno == ENOENT &&
-      ::renameat2(AT_FDCWD, scratch.path().c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) {
-    scratch.release();
-    return stats;
-  }
-  TPROF_TRY(copy_into(scratch.path(), out.get(), path));
+  const std::string name = db_fd == out->temporary_fd() ? base_name(path) : std::string("tprof-export.db");
+  auto work = [&]() { return out->create_scratch(name + ".work"); };
+  TPROF_TRY_ASSIGN(SqliteExportStats stats, build(db_fd, work));
+  if (scratch) TPROF_TRY(copy_into(scratch->fd(), out.get(), path));
   TPROF_TRY(out->commit());
   return stats;
 }
 
-}  // namespace
-
-Result<SqliteExportStats> export_sqlite_file(const Trace& trace, const std::string& db_path,
-                                             const SqliteExportOptions& options) {
+// The database into an empty file `fd` (its errors name `path`).
+Result<SqliteExportStats> export_into(const Trace& trace, int fd, const std::string& path,
+                                      const SqliteExportOptions& options) {
   // The derived views are computed meanwhile on a second thread; they only
   // read the trace.
   std::future<Derived> derived = std::async(std::launch::async, derive, std::cref(trace));
   // A failure below returns before get(): the future's destructor waits for
   // the thread, so the trace outlives it.
-  Db db(db_path);
-  TPROF_TRY(begin_database(&db));
+  Db db(path);
+  TPROF_TRY(begin_database(&db, fd));
   Writer w(trace, &db, options);
   {
     const Nesting nest = build_nesting(trace);
@@ -1335,12 +1464,22 @@ Result<SqliteExportStats> export_sqlite_file(const Trace& trace, const std::stri
   return std::move(w.stats());
 }
 
-Result<SqliteExportStats> export_sqlite_streamed_file(const std::string& trace_path, const ReadOptions& read,
-                                                      const std::string& db_path, const std::string& work_path,
-                                                      const SqliteExportOptions& options,
-                                                      const std::function<void(const Trace&)>& on_read) {
-  Db db(db_path);
-  TPROF_TRY(begin_database(&db, work_path));
+// An existing file for the test entry points below: opened once, never
+// following a link (the export then uses the descriptor only).
+Result<int> open_db_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd < 0) return Error(ErrorCode::kIo, std::string("cannot open the database: ") + std::strerror(errno), path);
+  return fd;
+}
+
+// The streamed export into the empty files `fd` and `work_fd` (its
+// database errors name `path`).
+Result<SqliteExportStats> export_streamed_into(const std::string& trace_path, const ReadOptions& read, int fd,
+                                               int work_fd, const std::string& path,
+                                               const SqliteExportOptions& options,
+                                               const std::function<void(const Trace&)>& on_read) {
+  Db db(path);
+  TPROF_TRY(begin_database(&db, fd, work_fd));
   RowStream rows(&db, options);
   TPROF_TRY(rows.prepare());
   TPROF_TRY_ASSIGN(StreamedTrace read_back, read_trace_streamed(trace_path, read, &rows));
@@ -1399,25 +1538,45 @@ ORDER BY r.id)sql"));
   return std::move(w.stats());
 }
 
+}  // namespace
+
+Result<SqliteExportStats> export_sqlite_file(const Trace& trace, const std::string& db_path,
+                                             const SqliteExportOptions& options) {
+  TPROF_TRY_ASSIGN(const int fd, open_db_file(db_path));
+  Result<SqliteExportStats> stats = export_into(trace, fd, db_path, options);
+  ::close(fd);
+  return stats;
+}
+
+Result<SqliteExportStats> export_sqlite_streamed_file(const std::string& trace_path, const ReadOptions& read,
+                                                      const std::string& db_path, const std::string& work_path,
+                                                      const SqliteExportOptions& options,
+                                                      const std::function<void(const Trace&)>& on_read) {
+  TPROF_TRY_ASSIGN(const int fd, open_db_file(db_path));
+  Result<int> work = open_db_file(work_path);
+  if (!work) {
+    ::close(fd);
+    return work.error();
+  }
+  Result<SqliteExportStats> stats = export_streamed_into(trace_path, read, fd, *work, db_path, options, on_read);
+  ::close(*work);
+  ::close(fd);
+  return stats;
+}
+
 Result<SqliteExportStats> write_sqlite(const Trace& trace, const std::string& path,
                                        const SqliteExportOptions& options) {
-  return write_database(path, [&](const std::string& scratch) { return export_sqlite_file(trace, scratch, options); });
+  return write_database(path, [&](int fd, auto&&) { return export_into(trace, fd, path, options); });
 }
 
 Result<SqliteExportStats> write_sqlite_streamed(const std::string& trace_path, const ReadOptions& read,
                                                 const std::string& path, const SqliteExportOptions& options,
                                                 const std::function<void(const Trace&)>& on_read) {
-  return write_database(path, [&](const std::string& scratch) -> Result<SqliteExportStats> {
-    // The work database beside the scratch file (same file system, same
-    // clean-up on any error).
-    std::string dir, name;
-    split_path(scratch, &dir, &name);
-    ScratchFile work;
-    if (!work.create(dir, name + ".work")) {
-      return Error(ErrorCode::kIo, std::string("cannot create a scratch file for the export: ") + std::strerror(errno),
-                   scratch);
-    }
-    return export_sqlite_streamed_file(trace_path, read, scratch, work.path(), options, on_read);
+  return write_database(path, [&](int fd, auto&& make_work) -> Result<SqliteExportStats> {
+    // The work database beside the database (the same file system, the
+    // same clean-up on any error).
+    TPROF_TRY_ASSIGN(ScratchFile work, make_work());
+    return export_streamed_into(trace_path, read, fd, work.fd(), path, options, on_read);
   });
 }
 

@@ -46,19 +46,23 @@ struct SqliteExportStats {
 
 // Writes `trace` as a new SQLite database at `path`, through the one output
 // writer (src/base/file.h: a regular file is replaced atomically, a
-// descriptor or FIFO written straight through, links and modes as it
-// says). The database is built in a scratch file beside `path` (named as
-// the writer names its temporaries, so one a killed run leaves is removed
-// by the next write there; $TMPDIR or /tmp when that directory cannot
-// take it) and then put in place whole. On any error nothing new is left
-// at `path`, an existing file there is unchanged and the scratch file is
-// removed. Errors name `path` (I/O, SQLite's own message, a full disk).
-// Not thread-safe for one path; the trace is only read.
+// descriptor or FIFO written straight through, links, their owners and
+// modes as it says). The database is built in the writer's temporary file
+// beside the output (for a descriptor or FIFO: in a ScratchFile in
+// $TMPDIR, then copied), and then put in place whole. No file is opened
+// by a name after it was created: SQLite reaches the files through their
+// descriptors (a VFS of tprof's), so another user of the directory cannot
+// swap them for a link (issue 36). On any error nothing new is left at
+// `path`, an existing file there is unchanged and every scratch file is
+// removed (those a killed run leaves are named as the writer names its
+// temporaries, and go at the next write into the directory). Errors name
+// `path` (I/O, SQLite's own message, a full disk). Not thread-safe for one
+// path; the trace is only read.
 Result<SqliteExportStats> write_sqlite(const Trace& trace, const std::string& path,
                                        const SqliteExportOptions& options = {});
 
 // Writes the database into `db_path`, which must be a new or empty file
-// (write_sqlite's scratch file; tests). Nothing else is created.
+// (tests), opened once without following a link. Nothing else is created.
 Result<SqliteExportStats> export_sqlite_file(const Trace& trace, const std::string& db_path,
                                              const SqliteExportOptions& options = {});
 
@@ -66,7 +70,8 @@ Result<SqliteExportStats> export_sqlite_file(const Trace& trace, const std::stri
 // `trace_path` batch by batch (internal::read_trace_streamed) and writes
 // each batch's rows as it comes, so the trace never has to fit in memory.
 // The events' nesting (parent_id, self_ns, flows' slices) is found out of
-// core, in a second scratch database beside the first, removed with it.
+// core, in a work database: a ScratchFile beside the database, removed with
+// it.
 // The derived tables (steps, kernels, kernel_names, step_breakdown,
 // key_averages) need the whole model: they are written when the read kept
 // it (within ReadOptions::max_model_bytes; 0: half the physical memory)

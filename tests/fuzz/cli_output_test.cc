@@ -3,6 +3,7 @@
 // half-written) or a correct write. The writer's own cases are in
 // tests/unit/output_safety_test.cc.
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -209,6 +210,57 @@ TEST_F(CliOutput, AKilledWritesTemporaryFileGoesWithTheNextWriteToTheDirectory) 
   const CliResult r = run({"table", trace_, "-o", at("table.txt")});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(listing(), (std::vector<std::string>{"in.json", "table.txt"}));
+}
+
+// Issue 36: nobody's `ln -s /root/secret /tmp/out.txt` made root's `tprof
+// table T -o /tmp/out.txt` write the table into the root-only file: tprof
+// followed links by hand, past the kernel's fs.protected_symlinks. Now the
+// kernel's rule holds: exit 2 naming the link, the victim untouched,
+// nothing left in the directory; for `export --sqlite` too.
+TEST_F(CliOutput, AnotherUsersLinkInAStickyDirectoryIsRefusedNotFollowed) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: the link is made as nobody (uid 65534), tprof runs as root";
+  const std::string vault = at("root_only"), victim = vault + "/secret", sticky = at("tmp");
+  fs::create_directories(vault);
+  ASSERT_EQ(chmod(vault.c_str(), 0700), 0);
+  ASSERT_TRUE(internal::write_file_atomic(victim, "root's secret\n"));
+  ASSERT_EQ(chmod(victim.c_str(), 0600), 0);
+  fs::create_directories(sticky);
+  ASSERT_EQ(chmod(sticky.c_str(), 01777), 0);
+  const std::string out = sticky + "/out.txt", db = sticky + "/out.db";
+  const pid_t planter = fork();
+  ASSERT_GE(planter, 0);
+  if (planter == 0) {
+    if (setgroups(0, nullptr) != 0 || setresgid(kNobody, kNobody, kNobody) != 0 ||
+        setresuid(kNobody, kNobody, kNobody) != 0) {
+      _exit(3);
+    }
+    _exit(symlink(victim.c_str(), out.c_str()) == 0 && symlink(victim.c_str(), db.c_str()) == 0 ? 0 : 4);
+  }
+  int status = 0;
+  waitpid(planter, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 3) GTEST_SKIP() << "cannot become uid 65534 here (no CAP_SETUID)";
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+
+  const CliResult table = run({"table", trace_, "-o", out});
+  EXPECT_EQ(table.exit_code, 2);
+  EXPECT_EQ(table.err, "tprof: " + out + ": is a symbolic link owned by uid 65534 in the sticky world-writable "
+                                         "directory " + sticky +
+                           " (owned by uid 0); not following it, as the kernel would not (fs.protected_symlinks): "
+                           "there only a link of this user or of the directory's owner is followed (name the file "
+                           "itself, or remove the link)\n");
+  const CliResult exported = run({"export", "--sqlite", trace_, "-o", db});
+  EXPECT_EQ(exported.exit_code, 2);
+  if (exported.err.find("built without SQLite") == std::string::npos) {
+    EXPECT_EQ(exported.err.rfind("tprof: " + db + ": is a symbolic link owned by uid 65534", 0), 0u) << exported.err;
+  }
+  EXPECT_EQ(slurp(victim), "root's secret\n");
+  EXPECT_TRUE(fs::is_symlink(out));
+  EXPECT_TRUE(fs::is_symlink(db));
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(sticky)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"out.db", "out.txt"}));
 }
 
 }  // namespace

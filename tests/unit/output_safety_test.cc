@@ -4,6 +4,7 @@
 // input FIFOs whose writer is slow; tensorboard names that never collide.
 // Each test failed on 6c32929 (what it did then is in its comment).
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -23,6 +24,7 @@
 #include "src/capture/handlers.h"
 #include "tprof/profiler.h"
 #include "tprof/read.h"
+#include "tprof/write.h"
 
 namespace tprof::internal {
 namespace {
@@ -70,6 +72,19 @@ int in_child(F body) {
   int status = 0;
   waitpid(child, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Runs `body` as uid and gid 65534 (nobody) in a forked child: its exit
+// code, 3 when the child could not become nobody.
+template <class F>
+int as_nobody(F body) {
+  return in_child([&] {
+    if (setgroups(0, nullptr) != 0 || setresgid(kNobody, kNobody, kNobody) != 0 ||
+        setresuid(kNobody, kNobody, kNobody) != 0) {
+      return 3;
+    }
+    return body();
+  });
 }
 
 // A pid that was a process of ours and is gone (reaped).
@@ -438,6 +453,106 @@ TEST_F(OutputSafety, TemporaryFilesOfDeadProcessesGoAtTheNextWriteToTheDirectory
   kept.push_back("target.json");
   std::sort(kept.begin(), kept.end());
   EXPECT_EQ(listing(), kept);
+}
+
+// ---- issue 36: links in sticky world-writable directories --------------------
+
+// resolve_output() reads links itself, so the kernel's fs.protected_symlinks
+// did not apply: nobody's `ln -s /root/secret /tmp/out.txt` made root's
+// `-o /tmp/out.txt` replace the root-only file with the output (before
+// issue 36 the victim held "the table"). Now, as the kernel rules, a link
+// in a sticky world-writable directory is followed only when it is the
+// caller's or the directory owner's, at every hop; otherwise an error
+// naming the link, and nothing written anywhere.
+TEST_F(OutputSafety, AnotherUsersLinkInAStickyWorldWritableDirectoryIsNotFollowed) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: the links are made as nobody (uid 65534), written through as root";
+  const std::string vault = at("root_only"), victim = vault + "/secret";
+  fs::create_directories(vault);
+  ASSERT_EQ(chmod(vault.c_str(), 0700), 0);
+  ASSERT_TRUE(write_file_atomic(victim, "root's secret\n"));
+  ASSERT_EQ(chmod(victim.c_str(), 0600), 0);
+  const std::string sticky = at("sticky");  // /tmp-like: root's, 01777
+  fs::create_directories(sticky);
+  ASSERT_EQ(chmod(sticky.c_str(), 01777), 0);
+  const std::vector<std::string> planted = {sticky + "/out.txt", sticky + "/trace.json", sticky + "/model.json"};
+  const int made = as_nobody([&] {
+    if (access(victim.c_str(), R_OK) == 0 || access(victim.c_str(), W_OK) == 0) return 4;  // really not theirs
+    for (const std::string& link : planted) {
+      if (symlink(victim.c_str(), link.c_str()) != 0) return 5;
+    }
+    return 0;
+  });
+  if (made == 3) GTEST_SKIP() << "cannot become uid 65534 here (no CAP_SETUID)";
+  ASSERT_EQ(made, 0);
+  // Root's own links that lead to nobody's: refused at the second hop, in
+  // the sticky directory and from outside it.
+  ASSERT_EQ(symlink("out.txt", (sticky + "/mine").c_str()), 0);
+  ASSERT_EQ(symlink((sticky + "/out.txt").c_str(), at("outside").c_str()), 0);
+
+  auto expect_refused = [&](const Status& s, const std::string& output, const std::string& link) {
+    ASSERT_FALSE(s) << output;
+    EXPECT_EQ(s.error().path(), output);
+    const std::string e = s.error().to_string();
+    EXPECT_NE(e.find("owned by uid 65534 in the sticky world-writable directory " + sticky), std::string::npos) << e;
+    EXPECT_NE(e.find(link == output ? output + ": is a symbolic link" : "leads to " + link), std::string::npos) << e;
+  };
+  expect_refused(write_file_atomic(planted[0], "the table\n"), planted[0], planted[0]);
+  expect_refused(AtomicFileWriter::create(planted[0]).error(), planted[0], planted[0]);
+  expect_refused(write_file_atomic(sticky + "/mine", "the table\n"), sticky + "/mine", sticky + "/out.txt");
+  expect_refused(write_file_atomic(at("outside"), "the table\n"), at("outside"), sticky + "/out.txt");
+  Profiler prof;
+  ASSERT_TRUE(prof.start());
+  ASSERT_TRUE(prof.stop());
+  expect_refused(prof.export_chrome_trace(planted[1]), planted[1], planted[1]);
+  expect_refused(write_trace(prof.trace(), planted[2]), planted[2], planted[2]);
+
+  EXPECT_EQ(slurp(victim), "root's secret\n");
+  struct stat st {};
+  ASSERT_EQ(stat(victim.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(listing("root_only"), std::vector<std::string>{"secret"});
+  // Every link stays a link, and no temporary file is left anywhere.
+  for (const std::string& link : planted) {
+    ASSERT_EQ(lstat(link.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISLNK(st.st_mode)) << link;
+    EXPECT_EQ(st.st_uid, kNobody);
+  }
+  EXPECT_EQ(listing("sticky"), (std::vector<std::string>{"mine", "model.json", "out.txt", "trace.json"}));
+  EXPECT_EQ(listing(), (std::vector<std::string>{"outside", "root_only", "sticky"}));
+}
+
+// What the kernel allows stays allowed: in a sticky world-writable
+// directory, a link of the caller's own or of the directory's owner; in a
+// directory that is not sticky (or not world-writable), anyone's link.
+TEST_F(OutputSafety, LinksTheKernelWouldFollowAreStillFollowed) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: links of nobody (uid 65534), written through as root";
+  fs::create_directories(at("targets"));
+  const std::string mine = at("targets/mine.txt"), owners = at("targets/owners.txt"),
+                    open_dir = at("targets/open.txt");
+  const std::string theirs = at("theirs"), plain = at("plain");
+  for (const std::string& d : {theirs, plain}) fs::create_directories(d);
+  ASSERT_EQ(chown(theirs.c_str(), kNobody, kNobody), 0);
+  ASSERT_EQ(chmod(theirs.c_str(), 01777), 0);  // nobody's, sticky and world-writable
+  ASSERT_EQ(chmod(plain.c_str(), 0777), 0);    // world-writable, not sticky
+  ASSERT_EQ(symlink(mine.c_str(), (theirs + "/mine.txt").c_str()), 0);  // the caller's link
+  const int made = as_nobody([&] {
+    if (symlink(owners.c_str(), (theirs + "/owners.txt").c_str()) != 0) return 4;  // the directory owner's
+    if (symlink(open_dir.c_str(), (plain + "/open.txt").c_str()) != 0) return 5;   // anyone's, not sticky
+    return 0;
+  });
+  if (made == 3) GTEST_SKIP() << "cannot become uid 65534 here (no CAP_SETUID)";
+  ASSERT_EQ(made, 0);
+  for (const std::string& link : {theirs + "/mine.txt", theirs + "/owners.txt", plain + "/open.txt"}) {
+    Status s = write_file_atomic(link, "through " + link);
+    EXPECT_TRUE(s) << s.error().to_string();
+    struct stat st {};
+    ASSERT_EQ(lstat(link.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISLNK(st.st_mode)) << link;
+  }
+  EXPECT_EQ(slurp(mine), "through " + theirs + "/mine.txt");
+  EXPECT_EQ(slurp(owners), "through " + theirs + "/owners.txt");
+  EXPECT_EQ(slurp(open_dir), "through " + plain + "/open.txt");
 }
 
 // ---- E: tensorboard names --------------------------------------------------

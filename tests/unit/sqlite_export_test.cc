@@ -3,9 +3,14 @@
 // view) has, the values are the views' own, self times are torch's, kernels
 // know their launch call and op, flows bind to the slices Perfetto draws
 // them between, and the output is written whole or not at all.
+#include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,11 +18,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "src/export/sqlite_export.h"
 #include "src/report/kernel_names.h"
+#include "tests/support/stream_options.h"
 #include "tests/support/temp_dir.h"
 #include "tprof/key_averages.h"
 #include "tprof/kernels.h"
@@ -318,6 +326,165 @@ TEST(SqliteExport, WithoutArgs) {
   EXPECT_EQ(db.num("SELECT COUNT(*) FROM args"), 0);
   EXPECT_EQ(db.num("SELECT value FROM meta WHERE key = 'args'"), 0);
   EXPECT_EQ(db.num("SELECT COUNT(*) FROM events"), static_cast<std::int64_t>(t.events.size()));
+}
+
+// ---- issue 36: a co-user racing the export ------------------------------------
+
+constexpr uid_t kNobody = 65534;
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+// A co-user (nobody) in a world-writable directory: every new entry (the
+// export's scratch and temporary files) is replaced, the moment inotify
+// reports it, by a link to one of `victims` (renamed over it: anyone may
+// rename entries in a directory that is not sticky). Names `spare` matches
+// (the outputs) are left alone. Returns the racer's pid once it watches,
+// or -1 when it could not become nobody.
+pid_t start_racer(const std::string& dir, const std::vector<std::string>& victims, const std::regex& spare) {
+  int ready[2];
+  if (pipe(ready) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(ready[0]);
+    char ok = 'n';
+    const int in = inotify_init1(IN_CLOEXEC);
+    const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (setgroups(0, nullptr) == 0 && setresgid(kNobody, kNobody, kNobody) == 0 &&
+        setresuid(kNobody, kNobody, kNobody) == 0 && in >= 0 && dir_fd >= 0 &&
+        inotify_add_watch(in, dir.c_str(), IN_CREATE | IN_MOVED_TO) >= 0) {
+      ok = 'y';
+    }
+    if (write(ready[1], &ok, 1) != 1 || ok != 'y') _exit(3);
+    std::set<std::string> replaced;
+    unsigned k = 0;
+    alignas(inotify_event) char buf[1 << 16];
+    for (;;) {
+      const ssize_t n = read(in, buf, sizeof buf);
+      if (n <= 0) continue;
+      for (ssize_t at = 0; at < n;) {
+        const auto* ev = reinterpret_cast<const inotify_event*>(buf + at);
+        at += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+        if (ev->len == 0) continue;
+        const std::string name = ev->name;
+        if (name.starts_with("evil.") || std::regex_match(name, spare) || !replaced.insert(name).second) continue;
+        const std::string link = "evil." + std::to_string(k);
+        if (symlinkat(victims[k++ % victims.size()].c_str(), dir_fd, link.c_str()) != 0) continue;
+        if (renameat(dir_fd, link.c_str(), dir_fd, name.c_str()) != 0) unlinkat(dir_fd, link.c_str(), 0);
+      }
+    }
+  }
+  close(ready[1]);
+  char ok = 'n';
+  const bool watching = pid > 0 && read(ready[0], &ok, 1) == 1 && ok == 'y';
+  close(ready[0]);
+  if (!watching && pid > 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  return watching ? pid : -1;
+}
+
+// The export made a scratch file (O_EXCL|O_NOFOLLOW), closed it, and SQLite
+// opened it again by its name (the streamed export ATTACHed its work file
+// by name too): in a 0777 output directory a co-user who swapped the entry
+// for a link had root's database written into a root-only file, or tprof's
+// tables added into a root-owned database (issue 36). Before the fix this
+// test wrote into the empty victim and renamed the racer's link into
+// place within its first exports. Now no file is opened by a name after it
+// is made: every export either writes a valid database of its own at the
+// output, or fails with an error and nothing at the output; the victims
+// stay byte for byte, and nothing of the export's is left behind.
+TEST(SqliteExport, ACoUserSwappingItsFilesForLinksNeverRedirectsTheExport) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: the racer runs as nobody (uid 65534), the export as root";
+  const Trace t = load(kBlog64);
+  TempDir top;
+  ASSERT_EQ(chmod(top.path().c_str(), 0755), 0);
+  const std::string vault = top.path() + "/root_only", shared = top.path() + "/shared";
+  fs::create_directories(vault);
+  fs::create_directories(shared);
+  ASSERT_EQ(chmod(vault.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(shared.c_str(), 0777), 0);
+  // The victims: an empty root-only file (SQLite would write a whole
+  // database into it), one with a secret (a copy out of it would leak it),
+  // a root-owned database (tprof's tables would be added to it).
+  const std::string empty = vault + "/empty", secret = vault + "/secret", owned = vault + "/root.db";
+  { std::ofstream(empty, std::ios::binary); }
+  { std::ofstream(secret, std::ios::binary) << "root's secret\n"; }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(owned.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE mine (x); INSERT INTO mine VALUES (42);", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  const std::vector<std::string> victims = {empty, secret, owned};
+  std::vector<std::string> before;
+  for (const std::string& v : victims) {
+    ASSERT_EQ(chmod(v.c_str(), 0600), 0);
+    before.push_back(slurp(v));
+  }
+
+  // Every new entry is swapped, but for the outputs, and for "keep<i>.db"
+  // also its temporary file: those exports lose only their work database
+  // (and, before the fix, a scratch database of that form).
+  const std::regex output(R"((out|keep)\d+\.db)");
+  const std::regex spare(R"((out|keep)\d+\.db|keep\d+\.db\.tmp\.\d+\.[0-9a-f]{16})");
+  const pid_t racer = start_racer(shared, victims, spare);
+  if (racer < 0) GTEST_SKIP() << "cannot become uid 65534 here (no CAP_SETUID)";
+  // In memory and streamed past the model limit (a limit of one byte: the
+  // work database too), in turn.
+  constexpr int kExports = 24;
+  int written = 0;
+  for (int i = 0; i < kExports; ++i) {
+    const bool keep = i % 4 >= 2;
+    const std::string out = shared + (keep ? "/keep" : "/out") + std::to_string(i) + ".db";
+    SCOPED_TRACE(out);
+    const Result<internal::SqliteExportStats> r =
+        i % 2 == 0 ? internal::write_sqlite(t, out, {.source = "t"})
+                   : internal::write_sqlite_streamed(kBlog64, testing::many_small_batches(1), out, {.source = "t"});
+    struct stat st {};
+    if (!r) {
+      EXPECT_FALSE(keep) << r.error().to_string();
+      EXPECT_EQ(r.error().path(), out);
+      EXPECT_NE(lstat(out.c_str(), &st), 0) << "a failed export left " << out;
+      continue;
+    }
+    ++written;
+    ASSERT_EQ(lstat(out.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << "the output is not the export's own file";
+    EXPECT_EQ(st.st_uid, 0u);
+    Db db(out);
+    EXPECT_EQ(db.text("PRAGMA integrity_check"), "ok");
+    EXPECT_EQ(db.num("SELECT COUNT(*) FROM events"), static_cast<std::int64_t>(t.events.size()));
+  }
+  kill(racer, SIGKILL);
+  waitpid(racer, nullptr, 0);
+
+  for (std::size_t v = 0; v < victims.size(); ++v) {
+    const std::string now = slurp(victims[v]);
+    EXPECT_TRUE(now == before[v]) << victims[v] << " was written: " << before[v].size() << " bytes before, "
+                                  << now.size() << " now";
+    struct stat st {};
+    ASSERT_EQ(stat(victims[v].c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0600u);
+    EXPECT_EQ(st.st_uid, 0u);
+  }
+  // The directory holds the outputs written and the racer's links (left
+  // where it put them): no file of the export's.
+  int links = 0;
+  for (const auto& e : fs::directory_iterator(shared)) {
+    const std::string name = e.path().filename().string();
+    struct stat st {};
+    ASSERT_EQ(lstat(e.path().c_str(), &st), 0);
+    if (std::regex_match(name, output) && S_ISREG(st.st_mode) && st.st_uid == 0) continue;
+    EXPECT_TRUE(S_ISLNK(st.st_mode) && st.st_uid == kNobody) << name << " was left by the export";
+    ++links;
+  }
+  EXPECT_GE(links, kExports / 2) << "the racer did not race";
+  std::printf("%d of %d exports written, %d entries swapped\n", written, kExports, links);
 }
 
 }  // namespace

@@ -6,7 +6,11 @@
 // the same rows. Past the model limit (max_model_bytes) the trace's own
 // tables still do, and the derived ones are empty and say so.
 #include <gtest/gtest.h>
+#include <iconv.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -195,6 +199,122 @@ TEST(SqliteStream, WhatTheReadFinishesAfterTheEvents) {
   EXPECT_NE(dump(db, "flows", "to_event IS NOT NULL"), "");
 }
 
+// True when `s` is well-formed UTF-8, as glibc's iconv decodes it (an
+// oracle apart from tprof's own: it refuses overlong forms, surrogates,
+// code points past U+10FFFF and cut sequences).
+bool iconv_valid_utf8(const std::string& s) {
+  iconv_t cd = iconv_open("UTF-32LE", "UTF-8");
+  if (cd == reinterpret_cast<iconv_t>(-1)) {
+    ADD_FAILURE() << "iconv_open";
+    return false;
+  }
+  std::string in = s;
+  std::string out(4 * s.size() + 4, '\0');
+  char* ip = in.data();
+  char* op = out.data();
+  std::size_t il = in.size(), ol = out.size();
+  const bool ok = iconv(cd, &ip, &il, &op, &ol) != static_cast<std::size_t>(-1) && il == 0;
+  iconv_close(cd);
+  return ok;
+}
+
+// Every TEXT value in every table of the database at `path`: (table.column,
+// value) of those that are not valid UTF-8, and how many held U+FFFD.
+struct TextCheck {
+  std::vector<std::string> invalid;
+  int replaced = 0;
+  int values = 0;
+};
+
+TextCheck check_text(const std::string& path) {
+  TextCheck out;
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    ADD_FAILURE() << path;
+    sqlite3_close(db);
+    return out;
+  }
+  std::vector<std::string> tables;
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &s, nullptr);
+  while (sqlite3_step(s) == SQLITE_ROW) tables.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)));
+  sqlite3_finalize(s);
+  for (const std::string& table : tables) {
+    sqlite3_prepare_v2(db, ("SELECT * FROM \"" + table + "\"").c_str(), -1, &s, nullptr);
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      for (int c = 0; c < sqlite3_column_count(s); ++c) {
+        if (sqlite3_column_type(s, c) != SQLITE_TEXT) continue;
+        const auto* p = static_cast<const char*>(sqlite3_column_blob(s, c));  // the bytes as stored
+        const std::string v(p != nullptr ? p : "", static_cast<std::size_t>(sqlite3_column_bytes(s, c)));
+        ++out.values;
+        if (v.find("\xef\xbf\xbd") != std::string::npos) ++out.replaced;
+        if (!iconv_valid_utf8(v)) out.invalid.push_back(table + "." + sqlite3_column_name(s, c) + ": " + v);
+      }
+    }
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
+// Names, categories, args, metadata, ids and top-level keys with bytes that
+// are not UTF-8 (overlong forms, surrogates raw and escaped, cut sequences,
+// 0xFF, past U+10FFFF) were stored as TEXT as they were, and Python's
+// sqlite3 and pandas.read_sql failed on the database (issue 36: 449 of
+// 6,838 hostile inputs). Now every TEXT value is valid UTF-8, each bad byte
+// U+FFFD as the JSON writer writes it, in the in-memory and the streamed
+// export alike (the same rows), and valid text is kept as it was.
+TEST(SqliteStream, EveryTextValueIsValidUtf8) {
+  TempDir dir;
+  const std::string trace = dir.path() + "/bad_utf8.json";
+  {
+    std::ofstream f(trace, std::ios::binary);
+    f << "{\"traceEvents\": [\n"
+         "{\"ph\": \"X\", \"name\": \"overlong\xc0\xaf\", \"cat\": \"cpu_op\xff\", \"pid\": 1, \"tid\": 1, "
+         "\"ts\": 1, \"dur\": 10, \"args\": {\"k\xff\": \"v\xed\xa0\x80\", \"External id\": 1}},\n"
+         "{\"ph\": \"X\", \"name\": \"surrogate\xed\xa0\x80 escaped\\ud800\", \"cat\": \"kernel\", \"pid\": 0, "
+         "\"tid\": 7, \"ts\": 2, \"dur\": 3, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 5}},\n"
+         "{\"ph\": \"X\", \"name\": \"cut\xe2\x82\", \"cat\": \"cuda_runtime\", \"pid\": 1, \"tid\": 1, "
+         "\"ts\": 2, \"dur\": 1, \"args\": {\"correlation\": 5}},\n"
+         "{\"ph\": \"X\", \"name\": \"ProfilerStep#1\", \"cat\": \"user_annotation\", \"pid\": 1, \"tid\": 1, "
+         "\"ts\": 0, \"dur\": 20},\n"
+         "{\"ph\": \"X\", \"name\": \"past\xf4\x90\x80\x80 and \xff\xfe\", \"pid\": \"p\xff\", \"tid\": \"t\xc3\", "
+         "\"ts\": 4, \"dur\": 1},\n"
+         "{\"ph\": \"i\", \"s\": \"t\", \"name\": \"ok \xe2\x82\xac \xf0\x9f\x98\x80\", \"pid\": 1, \"tid\": 1, "
+         "\"ts\": 5},\n"
+         "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"args\": {\"name\": \"proc\xa0\"}},\n"
+         "{\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": 1, \"args\": {\"labels\": \"lab\xe0\x80\x80\"}},\n"
+         "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": \"thr\xf8\"}}\n"
+         "], \"deviceProperties\": [{\"name\": \"GPU\xff\"}], \"key\xfe\": \"value\xc1\"}\n";
+  }
+  Result<Trace> t = read_trace(trace);
+  ASSERT_TRUE(t.has_value()) << t.error().to_string();
+  expect_same_export(trace);  // the same rows in memory and streamed (with the model and without)
+
+  const std::string memory = dir.path() + "/memory.db", streamed = dir.path() + "/streamed.db",
+                    cut = dir.path() + "/cut.db";
+  // The trace's path is stored too (meta.source).
+  const std::string source = "t\xff\xc0.json";
+  ASSERT_TRUE(internal::write_sqlite(*t, memory, {.source = source}).has_value());
+  ASSERT_TRUE(
+      internal::write_sqlite_streamed(trace, testing::many_small_batches(), streamed, {.source = source}).has_value());
+  ASSERT_TRUE(
+      internal::write_sqlite_streamed(trace, testing::many_small_batches(1), cut, {.source = source}).has_value());
+  for (const std::string& db : {memory, streamed, cut}) {
+    SCOPED_TRACE(db);
+    const TextCheck c = check_text(db);
+    EXPECT_EQ(c.invalid, std::vector<std::string>{});
+    EXPECT_GE(c.replaced, 12) << "of " << c.values << " text values";
+    EXPECT_EQ(dump(db, "meta", "key = 'source'"), "source|t\xef\xbf\xbd\xef\xbf\xbd.json\n");
+    // One U+FFFD per byte that is not UTF-8; valid text (U+20AC, U+1F600) kept.
+    EXPECT_EQ(dump(db, "strings", "text LIKE 'overlong%' OR text LIKE 'cut%' OR text LIKE 'ok %' OR text LIKE 'past%'"),
+              dump(db, "strings", "text IN ('overlong\xef\xbf\xbd\xef\xbf\xbd', 'cut\xef\xbf\xbd\xef\xbf\xbd', "
+                                  "'ok \xe2\x82\xac \xf0\x9f\x98\x80', 'past\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd and "
+                                  "\xef\xbf\xbd\xef\xbf\xbd')"));
+    EXPECT_NE(dump(db, "strings", "text = 'ok \xe2\x82\xac \xf0\x9f\x98\x80'"), "");
+  }
+}
+
 // A trace that does not read: the trace's error (file, byte offset), and
 // nothing left beside the output, neither the database nor its work file.
 TEST(SqliteStream, ABadTraceLeavesNothing) {
@@ -212,6 +332,32 @@ TEST(SqliteStream, ABadTraceLeavesNothing) {
   const auto missing = internal::write_sqlite_streamed(dir.path() + "/none.json", {}, dir.path() + "/out.db");
   ASSERT_FALSE(missing.has_value());
   EXPECT_EQ(dir.files(), std::vector<std::string>{"bad.json"});
+}
+
+// A streamed export killed mid-way (SIGKILL, once the read is done: its
+// database and its work database both exist) leaves them, under the names
+// the output writer gives its temporary files; the next export into the
+// directory removes them (their process is gone), as it does the
+// writer's own.
+TEST(SqliteStream, AKilledExportsFilesGoWithTheNextExportIntoTheDirectory) {
+  TempDir dir;
+  const std::string trace = std::string(TPROF_TEST_DATA) + "/gpu/h100-torch-2.11/64_bf16_warm_eager.json";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    (void)internal::write_sqlite_streamed(trace, testing::many_small_batches(1), dir.path() + "/killed.db", {},
+                                          [](const Trace&) { raise(SIGKILL); });
+    _exit(1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  const std::vector<std::string> left = dir.files();
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0].rfind("killed.db.tmp." + std::to_string(child) + ".", 0), 0u) << left[0];
+  EXPECT_EQ(left[1].rfind("killed.db.work.tmp." + std::to_string(child) + ".", 0), 0u) << left[1];
+  ASSERT_TRUE(internal::write_sqlite_streamed(trace, {}, dir.path() + "/next.db").has_value());
+  EXPECT_EQ(dir.files(), std::vector<std::string>{"next.db"});
 }
 
 }  // namespace
