@@ -110,10 +110,69 @@ std::shared_ptr<PyTrace> read_path(const std::string& path, int threads, bool st
   return wrap(std::move(*r), path);
 }
 
-std::shared_ptr<PyTrace> read_buffer(const py::buffer& data, const std::string& name, int threads, bool strict) {
-  const py::buffer_info info = data.request();
-  if (info.ndim != 1 || info.itemsize != 1) throw py::value_error("tprof.read: expected bytes (1-D, 1-byte items)");
-  const std::string_view bytes(static_cast<const char*>(info.ptr), static_cast<std::size_t>(info.size));
+// A buffer export (PEP 3118) held until destruction: while it is held, the
+// exporter keeps the memory where it is (a bytearray refuses to resize with
+// BufferError, a memoryview to be released).
+class BufferExport {
+ public:
+  explicit BufferExport(const py::handle& obj) {
+    // Any exporter answers a request for strides, suboffsets and format
+    // (PyBUF_FULL_RO), so what it is, not how it would refuse a simpler
+    // request, decides below. A released memoryview raises ValueError here.
+    if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_FULL_RO) != 0) throw py::error_already_set();
+    held_ = true;
+  }
+  ~BufferExport() { release(); }
+  BufferExport(const BufferExport&) = delete;
+  BufferExport& operator=(const BufferExport&) = delete;
+  void release() {
+    if (held_) PyBuffer_Release(&view_);
+    held_ = false;
+  }
+  const Py_buffer& view() const { return view_; }
+
+ private:
+  Py_buffer view_{};
+  bool held_ = false;
+};
+
+// True when nothing can change the exported bytes while the GIL is
+// released: a bytes object, or a memoryview over one (the memoryview's own
+// read-only flag does not say that: memoryview(bytearray).toreadonly()).
+bool immutable_bytes(const py::handle& obj) {
+  if (PyBytes_Check(obj.ptr())) return true;
+  return PyMemoryView_Check(obj.ptr()) && PyMemoryView_GET_BASE(obj.ptr()) != nullptr &&
+         PyBytes_Check(PyMemoryView_GET_BASE(obj.ptr()));
+}
+
+// Reads the bytes of any C-contiguous buffer: its memory as laid out, of
+// whatever item size, format and dimensions (an array('I'), a 2-D NumPy
+// array). A buffer that is not C-contiguous (a strided or reversed
+// memoryview, a Fortran-order or sliced array) is refused with ValueError,
+// as the standard library refuses it (hashlib, zlib, file.write); its
+// `ptr` and `len` do not describe its bytes. The Trace keeps no reference
+// to the buffer (read_trace_bytes copies what it keeps). Bytes are read in
+// place without the GIL; any other buffer may be changed by another thread
+// meanwhile, so its bytes are copied first, with the GIL held.
+std::shared_ptr<PyTrace> read_buffer(const py::object& data, const std::string& name, int threads, bool strict) {
+  if (PyObject_CheckBuffer(data.ptr()) == 0) {
+    throw py::type_error(std::string("tprof.read: expected a path, a bytes-like object or a binary file object, not ") +
+                         Py_TYPE(data.ptr())->tp_name);
+  }
+  BufferExport buffer(data);
+  const Py_buffer& view = buffer.view();
+  if (PyBuffer_IsContiguous(&view, 'C') == 0) {
+    throw py::value_error(
+        "tprof.read: the buffer is not C-contiguous (a strided or reversed view, or an array in Fortran order); "
+        "pass bytes(buffer) to read a copy of its items in order");
+  }
+  std::string copy;
+  std::string_view bytes(static_cast<const char*>(view.buf), static_cast<std::size_t>(view.len));
+  if (!immutable_bytes(data)) {
+    copy.assign(bytes);
+    bytes = copy;
+    buffer.release();
+  }
   std::optional<Result<Trace>> r;
   {
     py::gil_scoped_release nogil;

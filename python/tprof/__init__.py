@@ -73,15 +73,21 @@ Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 
 
 def read(source: Source, *, threads: int = 0, strict: bool = False) -> "Trace":
-    """Reads a trace: a path (.json or .json.gz, detected from the content),
-    bytes (plain or gzip), or a file object opened in binary mode.
+    """Reads a trace: a path (str or os.PathLike; .json or .json.gz,
+    detected from the content), a bytes-like object (bytes, bytearray,
+    memoryview, array, a NumPy array: any C-contiguous buffer, read as its
+    memory; plain or gzip), or a file object opened in binary mode.
 
     threads: parser threads (0: one per hardware thread). strict: refuse
     the file at the first syntax error inside traceEvents instead of
     skipping to the next event (the skipped ranges are diagnostics).
     Raises TraceError (file, byte offset, what was expected) for a file
-    that is not a trace, OSError-like failures included (code "io").
-    The GIL is released while reading."""
+    that is not a trace, OSError-like failures included (code "io");
+    ValueError for a buffer that is not C-contiguous (a strided view:
+    pass bytes(view)). The GIL is released while reading; the trace keeps
+    no reference to a buffer it was read from."""
+    if isinstance(source, (str, os.PathLike)):
+        return Trace(_tprof.read(os.fspath(source), threads, strict))
     if isinstance(source, (bytes, bytearray, memoryview)):
         return Trace(_tprof.read_bytes(source, "<bytes>", threads, strict))
     if hasattr(source, "read"):
@@ -90,7 +96,7 @@ def read(source: Source, *, threads: int = 0, strict: bool = False) -> "Trace":
             raise TypeError("tprof.read: open the file in binary mode ('rb')")
         name = getattr(source, "name", "<file>")
         return Trace(_tprof.read_bytes(data, str(name), threads, strict))
-    return Trace(_tprof.read(os.fspath(source), threads, strict))
+    return Trace(_tprof.read_bytes(source, "<bytes>", threads, strict))
 
 
 def read_many(paths: Sequence[Union[str, "os.PathLike[str]"]], *, threads: int = 0, strict: bool = False) -> List["Trace"]:

@@ -1,0 +1,175 @@
+"""Issue 36's defects in the Python module: buffers of any layout (a strided
+view is refused, not read out of bounds), the trace holding no view of the
+caller's buffer, paths with a NUL byte refused as os.open refuses them,
+file names that are not UTF-8, and every str the module returns valid
+whatever bytes the trace's names hold (the CLI's rule: one U+FFFD per
+invalid byte). Under ASan in make test (python/CMakeLists.txt)."""
+
+import array
+import gc
+import gzip
+import threading
+import unittest
+
+import numpy as np
+
+import tprof
+from support import data
+
+H100_EAGER = data("gpu", "h100-torch-2.11", "64_bf16_warm_eager.json")
+
+
+def raw_trace() -> bytes:
+    with open(H100_EAGER, "rb") as f:
+        return f.read()
+
+
+def padded(raw: bytes, multiple: int) -> bytes:
+    """raw with trailing whitespace up to a multiple of `multiple` bytes."""
+    return raw + b" " * (-len(raw) % multiple)
+
+
+class BufferTest(unittest.TestCase):
+    def assert_same_events(self, a: tprof.Trace, b: tprof.Trace) -> None:
+        self.assertEqual(len(a), len(b))
+        for col in ("ts_ns", "dur_ns", "kind", "lane"):
+            np.testing.assert_array_equal(getattr(a, col), getattr(b, col), err_msg=col)
+        self.assertEqual(a.strings(a.name_id), b.strings(b.name_id))
+
+    def test_a_strided_or_reversed_view_is_refused_not_read_out_of_bounds(self):
+        # The review's repro: ptr is the last byte, and 64 MiB were read from
+        # there (a segfault; under ASan a heap-buffer-overflow).
+        with self.assertRaises(ValueError) as cm:
+            tprof.read(memoryview(b" " * (64 << 20))[::-1])
+        self.assertIn("not C-contiguous", str(cm.exception))
+        self.assertNotIsInstance(cm.exception, tprof.TraceError)
+        # view[::2] over a trace interleaved with junk: its items are the
+        # trace, but its memory is not; it was read as the wrong bytes.
+        raw = raw_trace()
+        interleaved = bytearray(2 * len(raw))
+        interleaved[::2] = raw
+        interleaved[1::2] = b"#" * len(raw)
+        view = memoryview(bytes(interleaved))[::2]
+        with self.assertRaises(ValueError):
+            tprof.read(view)
+        self.assert_same_events(tprof.read(raw), tprof.read(bytes(view)))  # what the message says to do
+        # NumPy: a strided slice, a Fortran-order 2-D array, a negative stride.
+        arr = np.frombuffer(padded(raw, 8), dtype=np.uint8)
+        for bad in (arr[::2], arr.reshape(-1, 8).T, arr.reshape(8, -1, order="F"), arr[::-1]):
+            with self.subTest(strides=bad.strides), self.assertRaises(ValueError):
+                tprof.read(bad)
+        # A view of a view: contiguous again after the slicing.
+        self.assert_same_events(tprof.read(raw), tprof.read(memoryview(interleaved)[::2].tobytes()))
+
+    def test_any_contiguous_buffer_is_read_as_its_memory(self):
+        raw = raw_trace()
+        want = tprof.read(raw)
+        raw4 = padded(raw, 4)
+        cases = {
+            "array('I')": array.array("I", raw4),
+            "array('B')": array.array("B", raw),
+            "memoryview cast to 'I'": memoryview(raw4).cast("I"),
+            "2-D memoryview": memoryview(raw4).cast("B", shape=[4, len(raw4) // 4]),
+            "read-only memoryview of a bytearray": memoryview(bytearray(raw)).toreadonly(),
+            "contiguous slice": memoryview(b"xx" + raw + b"yy")[2:-2],
+            "2-D numpy uint8": np.frombuffer(raw4, dtype=np.uint8).reshape(4, -1),
+            "numpy uint32": np.frombuffer(raw4, dtype=np.uint32).copy(),
+            "read-only numpy": np.frombuffer(raw, dtype=np.uint8),
+        }
+        for what, buf in cases.items():
+            with self.subTest(what):
+                t = tprof.read(buf)
+                self.assert_same_events(want, t)
+                self.assertEqual(t.path, "<bytes>")
+        # gzip in a buffer of 8-byte items.
+        self.assert_same_events(want, tprof.read(np.frombuffer(padded(gzip.compress(raw), 8), dtype=np.int64)))
+        # A 0-d array and an empty buffer: bytes too (not a trace).
+        for empty in (np.zeros((), dtype=np.uint8), array.array("I"), memoryview(b"")):
+            with self.assertRaises(tprof.TraceError):
+                tprof.read(empty)
+
+    def test_a_released_memoryview_and_a_non_buffer_are_refused(self):
+        m = memoryview(raw_trace())
+        m.release()
+        with self.assertRaises(ValueError):
+            tprof.read(m)
+        with self.assertRaises(TypeError):
+            tprof.read(12345)
+        with self.assertRaises(TypeError):
+            tprof.read(object())
+
+    def test_the_trace_keeps_no_view_of_the_callers_buffer(self):
+        raw = raw_trace()
+        want = tprof.read(raw)
+        event = int(np.nonzero(want.correlation >= 0)[0][0])
+        args = want.args(event)
+        for what, payload in (("plain", raw), ("gzip", gzip.compress(raw))):
+            with self.subTest(what):
+                ba = bytearray(payload)
+                t = tprof.read(ba)
+                m = memoryview(ba)
+                t2 = tprof.read(m)
+                m.release()
+                # The bytearray may be overwritten and resized at once: the
+                # read holds no export of it once it returned.
+                ba[:] = b"\xff" * len(ba)
+                ba.extend(b"x" * (8 << 20))
+                del ba[:]
+                gc.collect()
+                for tr in (t, t2):
+                    self.assertEqual(tr.args(event), args)
+                    self.assert_same_events(want, tr)
+                    self.assertEqual(tr.events()["name"].tolist(), want.events()["name"].tolist())
+                arr = np.frombuffer(payload, dtype=np.uint8).copy()
+                t3 = tprof.read(arr)
+                arr[:] = 0
+                del arr
+                gc.collect()
+                self.assertEqual(t3.args(event), args)
+
+    def test_a_bytearray_changed_by_another_thread_during_reads_is_read_whole(self):
+        # Two traces that differ in one name, of the same length, written
+        # over one bytearray while other threads read it: each read sees one
+        # of the two whole (the buffer is copied with the GIL held), and
+        # resizing it never corrupts a read (BufferError at most).
+        raw = raw_trace()
+        other = raw.replace(b'"aten::mm"', b'"aten::MM"')
+        self.assertNotEqual(raw, other)
+        for what, (a, b) in (("plain", (raw, other)), ("gzip", (gzip.compress(raw), gzip.compress(other)))):
+            with self.subTest(what):
+                ba = bytearray(a)
+                stop = threading.Event()
+                seen = []
+                errors = []
+
+                def reader():
+                    try:
+                        while not stop.is_set():
+                            seen.append(frozenset(tprof.read(ba, threads=1).events()["name"].cat.categories))
+                    except Exception as e:  # noqa: BLE001 (reported below)
+                        errors.append(e)
+
+                threads = [threading.Thread(target=reader) for _ in range(2)]
+                for th in threads:
+                    th.start()
+                for i in range(200):
+                    try:
+                        ba[:] = b if i % 2 == 0 else a
+                        if i % 10 == 0:
+                            ba.extend(b" ")
+                            del ba[-1:]
+                    except BufferError:
+                        pass
+                stop.set()
+                for th in threads:
+                    th.join()
+                self.assertEqual(errors, [])
+                names_a = frozenset(tprof.read(a).events()["name"].cat.categories)
+                names_b = frozenset(tprof.read(b).events()["name"].cat.categories)
+                self.assertGreater(len(seen), 0)
+                for s in seen:
+                    self.assertIn(s, (names_a, names_b))
+
+
+if __name__ == "__main__":
+    unittest.main()
