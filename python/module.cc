@@ -55,13 +55,55 @@ std::string_view error_code_name(ErrorCode c) {
   return "internal";
 }
 
+// A file name as Python spells it (os.fsdecode: undecodable bytes as
+// surrogate escapes, so os.fsencode gives the name back).
+py::str fs_str(const std::string& path) {
+  PyObject* o = PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size()));
+  if (o == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+// A path argument (str, bytes or os.PathLike) as the bytes the kernel gets,
+// converted as os.open converts it: a NUL byte raises ValueError ("embedded
+// null byte") instead of cutting the name short, and a str is encoded with
+// the file system encoding (surrogate escapes included).
+std::string fs_path(const py::handle& path) {
+  PyObject* bytes = nullptr;
+  if (PyUnicode_FSConverter(path.ptr(), &bytes) == 0) throw py::error_already_set();
+  const py::bytes owned = py::reinterpret_steal<py::bytes>(bytes);
+  return std::string(PyBytes_AS_STRING(bytes), static_cast<std::size_t>(PyBytes_GET_SIZE(bytes)));
+}
+
+// The name a trace read from memory goes by in errors and Trace.path
+// (a file object's `name`: str, bytes, os.PathLike, or anything str() of
+// which names it), as bytes like a path's; only a label, so a NUL is kept.
+std::string name_bytes(const py::handle& name) {
+  py::object o = py::reinterpret_borrow<py::object>(name);
+  if (!PyBytes_Check(o.ptr()) && !PyUnicode_Check(o.ptr())) {
+    PyObject* fs = PyOS_FSPath(o.ptr());
+    if (fs != nullptr) {
+      o = py::reinterpret_steal<py::object>(fs);
+    } else {
+      PyErr_Clear();
+      o = py::str(o);
+    }
+  }
+  if (PyUnicode_Check(o.ptr())) {
+    PyObject* b = PyUnicode_EncodeFSDefault(o.ptr());
+    if (b == nullptr) throw py::error_already_set();
+    o = py::reinterpret_steal<py::object>(b);
+  }
+  return std::string(PyBytes_AS_STRING(o.ptr()), static_cast<std::size_t>(PyBytes_GET_SIZE(o.ptr())));
+}
+
 // Raises the Error as tprof.TraceError (kInvalidArgument as ValueError),
-// with the file, byte offset and code as attributes. Holds the GIL.
+// with the file, byte offset and code as attributes. Holds the GIL. The
+// path attribute is the file's name as os.fsdecode gives it.
 [[noreturn]] void raise_error(const Error& e) {
   if (e.code() == ErrorCode::kInvalidArgument) throw py::value_error(e.to_string());
   py::object type = py::reinterpret_borrow<py::object>(g_trace_error);
   py::object exc = type(e.to_string());
-  exc.attr("path") = e.path().empty() ? py::object(py::none()) : py::object(py::str(e.path()));
+  exc.attr("path") = e.path().empty() ? py::object(py::none()) : py::object(fs_str(e.path()));
   exc.attr("offset") = e.byte_offset() < 0 ? py::object(py::none()) : py::object(py::int_(e.byte_offset()));
   exc.attr("code") = py::str(std::string(error_code_name(e.code())));
   exc.attr("reason") = py::str(e.message());
@@ -101,7 +143,8 @@ std::shared_ptr<PyTrace> wrap(Result<Trace> r, std::string path) {
   return std::make_shared<PyTrace>(std::move(*r), std::move(path));
 }
 
-std::shared_ptr<PyTrace> read_path(const std::string& path, int threads, bool strict) {
+std::shared_ptr<PyTrace> read_path(const py::object& path_arg, int threads, bool strict) {
+  const std::string path = fs_path(path_arg);
   std::optional<Result<Trace>> r;
   {
     py::gil_scoped_release nogil;
@@ -154,7 +197,8 @@ bool immutable_bytes(const py::handle& obj) {
 // to the buffer (read_trace_bytes copies what it keeps). Bytes are read in
 // place without the GIL; any other buffer may be changed by another thread
 // meanwhile, so its bytes are copied first, with the GIL held.
-std::shared_ptr<PyTrace> read_buffer(const py::object& data, const std::string& name, int threads, bool strict) {
+std::shared_ptr<PyTrace> read_buffer(const py::object& data, const py::object& name_arg, int threads, bool strict) {
+  const std::string name = name_bytes(name_arg);
   if (PyObject_CheckBuffer(data.ptr()) == 0) {
     throw py::type_error(std::string("tprof.read: expected a path, a bytes-like object or a binary file object, not ") +
                          Py_TYPE(data.ptr())->tp_name);
@@ -184,7 +228,9 @@ std::shared_ptr<PyTrace> read_buffer(const py::object& data, const std::string& 
 // Reads several files at once: a pool of up to one worker per hardware
 // thread, each file parsed by the threads left over. The first failure
 // (in path order) is raised once all have finished.
-std::vector<std::shared_ptr<PyTrace>> read_many(const std::vector<std::string>& paths, int threads, bool strict) {
+std::vector<std::shared_ptr<PyTrace>> read_many(const std::vector<py::object>& path_args, int threads, bool strict) {
+  std::vector<std::string> paths;
+  for (const py::object& p : path_args) paths.push_back(fs_path(p));
   const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t budget = threads > 0 ? static_cast<std::size_t>(threads) : hw;
   const std::size_t workers = std::max<std::size_t>(1, std::min(budget, paths.size()));
@@ -604,7 +650,7 @@ PYBIND11_MODULE(_tprof, m) {
   g_trace_error = trace_error.ptr();
 
   py::class_<PyTrace, std::shared_ptr<PyTrace>>(m, "Trace")
-      .def_property_readonly("path", [](const PyTrace& t) { return t.path; })
+      .def_property_readonly("path", [](const PyTrace& t) { return fs_str(t.path); })
       .def("__len__", [](const PyTrace& t) { return t.trace.events.size(); })
       .def("column", &column, py::arg("name"), "A read-only zero-copy view of an event column.")
       .def("string_codes", &string_codes_of, py::arg("which"))
@@ -637,7 +683,7 @@ PYBIND11_MODULE(_tprof, m) {
       .def("end_ns", [](const PyTrace& t) { return t.trace.end_ns(); });
 
   m.def("read", &read_path, py::arg("path"), py::arg("threads") = 0, py::arg("strict") = false);
-  m.def("read_bytes", &read_buffer, py::arg("data"), py::arg("name") = "<bytes>", py::arg("threads") = 0,
+  m.def("read_bytes", &read_buffer, py::arg("data"), py::arg("name") = py::str("<bytes>"), py::arg("threads") = 0,
         py::arg("strict") = false);
   m.def("read_many", &read_many, py::arg("paths"), py::arg("threads") = 0, py::arg("strict") = false);
   m.def("table", &table, py::arg("trace"), py::arg("sort_by") = "", py::arg("row_limit") = 100,

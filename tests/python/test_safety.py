@@ -8,6 +8,10 @@ invalid byte). Under ASan in make test (python/CMakeLists.txt)."""
 import array
 import gc
 import gzip
+import io
+import os
+import pathlib
+import tempfile
 import threading
 import unittest
 
@@ -169,6 +173,69 @@ class BufferTest(unittest.TestCase):
                 self.assertGreater(len(seen), 0)
                 for s in seen:
                     self.assertIn(s, (names_a, names_b))
+
+
+class PathTest(unittest.TestCase):
+    class Fs:
+        def __init__(self, p):
+            self.p = p
+
+        def __fspath__(self):
+            return self.p
+
+    def test_a_nul_in_a_path_is_a_value_error_not_another_file(self):
+        # "<trace>\0junk" was read as <trace>: the bytes before the NUL.
+        for bad in (H100_EAGER + "\0junk", pathlib.PurePosixPath(H100_EAGER + "\0junk"), self.Fs(H100_EAGER + "\0x"),
+                    self.Fs(os.fsencode(H100_EAGER) + b"\0x")):
+            with self.subTest(repr(bad)):
+                with self.assertRaises(ValueError) as cm:
+                    tprof.read(bad)
+                self.assertIn("null byte", str(cm.exception))
+                self.assertNotIsInstance(cm.exception, tprof.TraceError)
+                with self.assertRaises(ValueError):
+                    tprof.read_many([H100_EAGER, bad])
+                with self.assertRaises(ValueError):
+                    tprof.TraceAnalysis(trace_files=[bad])
+                with self.assertRaises(ValueError):
+                    tprof.TraceAnalysis(trace_files={0: bad})
+        with self.assertRaises(ValueError):
+            tprof.read_many([os.fsencode(H100_EAGER) + b"\0"])
+        with self.assertRaises(ValueError):
+            tprof.TraceAnalysis(trace_dir=os.path.dirname(H100_EAGER) + "\0x")
+        # The C++ half refuses too, called directly.
+        with self.assertRaises(ValueError):
+            tprof._tprof.read(H100_EAGER + "\0junk")
+        with self.assertRaises(ValueError):
+            tprof._tprof.read_many([H100_EAGER + "\0junk"])
+        # A path with no NUL reads, as str, bytes (read_many) and PathLike.
+        self.assertEqual(len(tprof.read(pathlib.Path(H100_EAGER))), len(tprof.read(H100_EAGER)))
+        self.assertEqual([t.path for t in tprof.read_many([os.fsencode(H100_EAGER), self.Fs(H100_EAGER)])],
+                         [H100_EAGER, H100_EAGER])
+        with self.assertRaises(TypeError):
+            tprof.read_many(H100_EAGER)  # one path, not a list of its characters
+
+    def test_file_names_that_are_not_utf8_round_trip(self):
+        raw = raw_trace()
+        with tempfile.TemporaryDirectory() as d:
+            name = os.path.join(os.fsencode(d), b"r\xff\xfe.json")
+            with open(name, "wb") as f:
+                f.write(raw)
+            as_str = os.fsdecode(name)  # surrogate escapes, as os.listdir gives it
+            for source in (as_str, pathlib.Path(as_str)):
+                t = tprof.read(source)
+                self.assertEqual(t.path, as_str)
+                self.assertEqual(os.fsencode(t.path), name)
+            (t,) = tprof.read_many([name])
+            self.assertEqual(t.path, as_str)
+            with open(name, "rb") as f:
+                self.assertEqual(tprof.read(f).path, as_str)  # f.name is bytes
+            with open(name, "rb") as f, os.fdopen(os.dup(f.fileno()), "rb") as by_fd:
+                self.assertEqual(tprof.read(by_fd).path, str(by_fd.name))  # a descriptor number
+            labelled = io.BytesIO(raw)
+            labelled.name = "in\0memory"  # a file object's name is only a label: kept
+            self.assertEqual(tprof.read(labelled).path, "in\0memory")
+            ta = tprof.TraceAnalysis(trace_dir=os.fsdecode(d))
+            self.assertEqual([tr.path for tr in ta.traces.values()], [as_str])
 
 
 if __name__ == "__main__":
