@@ -235,14 +235,16 @@ class Trace:
     def args(self, event: int) -> Dict[str, Any]:
         """Event `event`'s args, decoded ({} when it has none)."""
         text = self._core.args_json(int(event))
-        return json.loads(text) if text else {}
+        # strict=False: a control character the file wrote raw inside a
+        # string (which the reader accepts in names too) is kept, not an error.
+        return json.loads(text, strict=False) if text else {}
 
     @property
     def metadata(self) -> Dict[str, Any]:
         """format, producer, gzip, base_time_ns, dropped_events, and
         top_level: every top-level key but traceEvents, decoded."""
         m = self._core.metadata()
-        m["top_level"] = {k: json.loads(v) for k, v in m["top_level"].items()}
+        m["top_level"] = {k: json.loads(v, strict=False) for k, v in m["top_level"].items()}
         return m
 
     @property

@@ -18,7 +18,7 @@ import unittest
 import numpy as np
 
 import tprof
-from support import data
+from support import cli, cli_json, data
 
 H100_EAGER = data("gpu", "h100-torch-2.11", "64_bf16_warm_eager.json")
 
@@ -31,6 +31,30 @@ def raw_trace() -> bytes:
 def padded(raw: bytes, multiple: int) -> bytes:
     """raw with trailing whitespace up to a multiple of `multiple` bytes."""
     return raw + b" " * (-len(raw) % multiple)
+
+
+def assert_valid_str(test: unittest.TestCase, value, where: str) -> None:
+    """Every str inside value (dicts, lists, tuples, DataFrames) is text
+    UTF-8 can encode (no lone surrogate)."""
+    import pandas as pd
+
+    if isinstance(value, str):
+        value.encode("utf-8")  # raises on a lone surrogate
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            assert_valid_str(test, k, where)
+            assert_valid_str(test, v, where)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            assert_valid_str(test, v, where)
+    elif isinstance(value, pd.DataFrame):
+        for c in value.columns:
+            assert_valid_str(test, c, where)
+            col = value[c]
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                assert_valid_str(test, list(col.cat.categories), where)
+            elif col.dtype == object:
+                assert_valid_str(test, list(col), where)
 
 
 class BufferTest(unittest.TestCase):
@@ -236,6 +260,104 @@ class PathTest(unittest.TestCase):
             self.assertEqual(tprof.read(labelled).path, "in\0memory")
             ta = tprof.TraceAnalysis(trace_dir=os.fsdecode(d))
             self.assertEqual([tr.path for tr in ta.traces.values()], [as_str])
+            missing = name + b".missing"
+            with self.assertRaises(tprof.TraceError) as cm:
+                tprof.read(os.fsdecode(missing))
+            self.assertEqual(cm.exception.path, os.fsdecode(missing))
+            str(cm.exception).encode("utf-8")  # the message prints: U+FFFD, not surrogates
+            self.assertIn("r\ufffd\ufffd.json.missing", str(cm.exception))
+
+
+def hostile_names_trace() -> bytes:
+    """A trace whose names hold bytes that are not UTF-8 (a lone byte, a cut
+    sequence, two names equal once those become U+FFFD), control
+    characters (ESC, C1; DEL is issue 36's defect 6 in the CLI's JSON), in op, kernel, category, thread, step,
+    args and top-level names."""
+    events = [
+        b'{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100}',
+        b'{"ph": "X", "cat": "cpu_op", "name": "op\xff", "pid": 1, "tid": 1, "ts": 1, "dur": 10,'
+        b' "args": {"External id": 1, "k\xfe": "v\xe2\x82", "esc": "\x1b[31m"}}',
+        b'{"ph": "X", "cat": "cpu_op", "name": "op\xfe", "pid": 1, "tid": 1, "ts": 12, "dur": 10}',
+        b'{"ph": "X", "cat": "cpu_op", "name": "cut\xe2\x82end", "pid": 1, "tid": 1, "ts": 23, "dur": 10}',
+        b'{"ph": "X", "cat": "cpu_op", "name": "esc\x1b[2J\xc2\x9b", "pid": 1, "tid": 1, "ts": 34, "dur": 10}',
+        b'{"ph": "X", "cat": "cat\xc0\xaf", "name": "surrogate\xed\xa0\x80", "pid": 1, "tid": 1, "ts": 45, "dur": 10}',
+        b'{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 50, "dur": 5,'
+        b' "args": {"correlation": 7}}',
+        b'{"ph": "X", "cat": "kernel", "name": "kern\xff\x1b", "pid": 0, "tid": 7, "ts": 60, "dur": 20,'
+        b' "args": {"device": 0, "stream": 7, "correlation": 7}}',
+        b'{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "thr\xff\xfe"}}',
+    ]
+    return (b'{"schemaVersion": 1, "odd\xff": "v\xfe", "traceEvents": [' + b",\n".join(events) + b"]}")
+
+
+class Utf8Test(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.path = os.path.join(cls.dir.name, "hostile_names.json")
+        with open(cls.path, "wb") as f:
+            f.write(hostile_names_trace())
+        cls.t = tprof.read(cls.path)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def test_text_reports_are_str_and_the_clis_output(self):
+        t = self.t
+        # These raised UnicodeDecodeError.
+        self.assertEqual(t.table(text=True), cli("table", self.path))
+        self.assertEqual(t.table(text=True, events=True), cli("table", "--events", self.path))
+        self.assertEqual(t.diagnose(text=True), cli("diagnose", self.path))
+        self.assertEqual(t.diagnose(text=True, verbose=True), cli("diagnose", "--verbose", self.path))
+        self.assertEqual(t.kernels(text=True), cli("kernels", self.path))
+        self.assertEqual(t.steps(text=True), cli("steps", self.path))
+        self.assertEqual(tprof.compare(t, t, text=True, label_a=self.path, label_b=self.path),
+                         cli("compare", self.path, self.path))
+        text = t.table(text=True, row_limit=-1)
+        self.assertIn("op\ufffd", text)
+        self.assertIn("cut\ufffd\ufffdend", text)  # one U+FFFD per byte, as the CLI
+        self.assertIn("esc\\x1b[2J\\u009b", text)  # control characters shown, never sent raw
+        self.assertNotIn("\x1b", text)
+
+    def test_names_read_as_the_clis_json_has_them(self):
+        t = self.t
+        df = t.events()
+        names = df["name"].cat.categories.tolist()
+        self.assertEqual(len(names), len(set(names)))  # "op\xff" and "op\xfe": one category, "op\ufffd"
+        self.assertEqual(df["name"].tolist(), t.strings(t.name_id))
+        self.assertEqual(df["name"].tolist()[1:3], ["op\ufffd", "op\ufffd"])
+        self.assertIn("cut\ufffd\ufffdend", names)  # Python's "replace" would give one
+        self.assertIn("surrogate\ufffd\ufffd\ufffd", names)
+        self.assertIn("esc\x1b[2J\u009b", names)  # data, not text for a terminal: kept as is
+        self.assertIn("cat\ufffd\ufffd", df["cat"].cat.categories.tolist())
+        # The same strings as `tprof table --format json` and kernels' JSON.
+        rows = cli_json("table", "--events", "--row-limit", "-1", self.path)["rows"]
+        ops = sorted(n for n in df["name"] if n != "thread_name" and not n.startswith("ProfilerStep"))
+        self.assertEqual(sorted(r["name"] for r in rows if not r["name"].startswith("ProfilerStep")), ops)
+        k = t.kernels()
+        self.assertEqual(k["name"].tolist(), [r["name"] for r in cli_json("kernels", self.path)["kernels"]])
+        self.assertEqual(k["name"].tolist(), ["kern\ufffd\x1b"])
+        self.assertEqual(t.table()["name"].tolist(), [r["name"] for r in cli_json("table", self.path)["rows"]])
+        self.assertEqual(t.lanes()["thread_name"].tolist()[0], "thr\ufffd\ufffd")
+        args = t.args(1)
+        self.assertEqual(args["k\ufffd"], "v\ufffd\ufffd")
+        self.assertEqual(args["esc"], "\x1b[31m")
+        self.assertEqual(t.metadata["top_level"]["odd\ufffd"], "v\ufffd")
+
+    def test_every_str_returned_is_valid(self):
+        t = self.t
+        for what, value in (
+            ("events", t.events()), ("lanes", t.lanes()), ("metadata", t.metadata), ("diagnostics", t.diagnostics),
+            ("strings", t.strings(np.arange(len(t)))), ("args", [t.args(i) for i in range(len(t))]),
+            ("table", t.table()), ("table events", t.table(events=True)), ("steps", t.steps()),
+            ("kernels", t.kernels()), ("diagnose", t.diagnose().raw), ("compare", tprof.compare(t, t).raw),
+            ("temporal", t.get_temporal_breakdown(visualize=False)),
+            ("kernel breakdown", list(t.get_gpu_kernel_breakdown(visualize=False))),
+            ("queue", t.get_queue_length_time_series()),
+        ):
+            with self.subTest(what):
+                assert_valid_str(self, value, what)
 
 
 if __name__ == "__main__":
