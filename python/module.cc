@@ -23,9 +23,12 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "python/trace_object.h"
+#include "src/base/json_writer.h"
+#include "src/base/safe_text.h"
 #include "tprof/compare.h"
 #include "tprof/diagnose.h"
 #include "tprof/info.h"
@@ -55,26 +58,111 @@ std::string_view error_code_name(ErrorCode c) {
   return "internal";
 }
 
-// Raises the Error as tprof.TraceError (kInvalidArgument as ValueError),
-// with the file, byte offset and code as attributes. Holds the GIL.
-[[noreturn]] void raise_error(const Error& e) {
-  if (e.code() == ErrorCode::kInvalidArgument) throw py::value_error(e.to_string());
-  py::object type = py::reinterpret_borrow<py::object>(g_trace_error);
-  py::object exc = type(e.to_string());
-  exc.attr("path") = e.path().empty() ? py::object(py::none()) : py::object(py::str(e.path()));
-  exc.attr("offset") = e.byte_offset() < 0 ? py::object(py::none()) : py::object(py::int_(e.byte_offset()));
-  exc.attr("code") = py::str(std::string(error_code_name(e.code())));
-  exc.attr("reason") = py::str(e.message());
-  PyErr_SetObject(g_trace_error, exc.ptr());
-  throw py::error_already_set();
+// `s` with every byte that is not part of well-formed UTF-8 replaced by
+// U+FFFD, one per byte: the rule of the CLI's text filter and of the JSON
+// writer (src/base/safe_text.h, json_writer.h), so a name reads the same
+// in Python as in `tprof ... --format json`. Python's own "replace" handler
+// would differ (one U+FFFD per maximal invalid subpart). True when
+// something was replaced.
+bool replace_invalid_utf8(std::string_view s, std::string* out) {
+  const char* p = s.data();
+  const char* end = p + s.size();
+  const char* copied = p;
+  bool replaced = false;
+  while (p < end) {
+    if (static_cast<unsigned char>(*p) < 0x80) {
+      ++p;
+      continue;
+    }
+    const int n = internal::utf8_sequence_length(p, end);
+    if (n > 0) {
+      p += n;
+      continue;
+    }
+    if (!replaced) out->clear();
+    out->append(copied, static_cast<std::size_t>(p - copied)).append("\xef\xbf\xbd");
+    replaced = true;
+    copied = ++p;
+  }
+  if (replaced) out->append(copied, static_cast<std::size_t>(end - copied));
+  return replaced;
 }
 
-// UTF-8 text as a Python str; bytes that are not UTF-8 become U+FFFD
-// (trace names are whatever the program wrote).
+// Text as a Python str, never raising UnicodeDecodeError: trace names are
+// whatever the program wrote; an invalid byte becomes U+FFFD (above).
 py::str to_str(std::string_view s) {
-  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
+  std::string fixed;
+  if (replace_invalid_utf8(s, &fixed)) s = fixed;
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "strict");
   if (o == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::str>(o);
+}
+
+// A report's text as the CLI prints it: through the CLI's filter (control
+// characters escaped, invalid UTF-8 as U+FFFD), so t.table(text=True) is
+// `tprof table`'s output byte for byte whatever the names hold.
+py::str text_str(const std::string& text) {
+  return internal::needs_safe_text(text) ? to_str(internal::safe_text(text)) : to_str(text);
+}
+
+// A file name as Python spells it (os.fsdecode: undecodable bytes as
+// surrogate escapes, so os.fsencode gives the name back).
+py::str fs_str(const std::string& path) {
+  PyObject* o = PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size()));
+  if (o == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+// A path argument (str, bytes or os.PathLike) as the bytes the kernel gets,
+// converted as os.open converts it: a NUL byte raises ValueError ("embedded
+// null byte") instead of cutting the name short, and a str is encoded with
+// the file system encoding (surrogate escapes included).
+std::string fs_path(const py::handle& path) {
+  PyObject* bytes = nullptr;
+  if (PyUnicode_FSConverter(path.ptr(), &bytes) == 0) throw py::error_already_set();
+  const py::bytes owned = py::reinterpret_steal<py::bytes>(bytes);
+  return std::string(PyBytes_AS_STRING(bytes), static_cast<std::size_t>(PyBytes_GET_SIZE(bytes)));
+}
+
+// The name a trace read from memory goes by in errors and Trace.path
+// (a file object's `name`: str, bytes, os.PathLike, or anything str() of
+// which names it), as bytes like a path's; only a label, so a NUL is kept.
+std::string name_bytes(const py::handle& name) {
+  py::object o = py::reinterpret_borrow<py::object>(name);
+  if (!PyBytes_Check(o.ptr()) && !PyUnicode_Check(o.ptr())) {
+    PyObject* fs = PyOS_FSPath(o.ptr());
+    if (fs != nullptr) {
+      o = py::reinterpret_steal<py::object>(fs);
+    } else {
+      PyErr_Clear();
+      o = py::str(o);
+    }
+  }
+  if (PyUnicode_Check(o.ptr())) {
+    PyObject* b = PyUnicode_EncodeFSDefault(o.ptr());
+    if (b == nullptr) throw py::error_already_set();
+    o = py::reinterpret_steal<py::object>(b);
+  }
+  return std::string(PyBytes_AS_STRING(o.ptr()), static_cast<std::size_t>(PyBytes_GET_SIZE(o.ptr())));
+}
+
+// Raises the Error as tprof.TraceError (kInvalidArgument as ValueError),
+// with the file, byte offset and code as attributes. Holds the GIL. The
+// text quotes bytes of the file: invalid UTF-8 in it becomes U+FFFD; the
+// path attribute is the file's name as os.fsdecode gives it.
+[[noreturn]] void raise_error(const Error& e) {
+  if (e.code() == ErrorCode::kInvalidArgument) {
+    PyErr_SetObject(PyExc_ValueError, to_str(e.to_string()).ptr());
+    throw py::error_already_set();
+  }
+  py::object type = py::reinterpret_borrow<py::object>(g_trace_error);
+  py::object exc = type(to_str(e.to_string()));
+  exc.attr("path") = e.path().empty() ? py::object(py::none()) : py::object(fs_str(e.path()));
+  exc.attr("offset") = e.byte_offset() < 0 ? py::object(py::none()) : py::object(py::int_(e.byte_offset()));
+  exc.attr("code") = py::str(std::string(error_code_name(e.code())));
+  exc.attr("reason") = to_str(e.message());
+  PyErr_SetObject(g_trace_error, exc.ptr());
+  throw py::error_already_set();
 }
 
 // A read-only 1-D view of `n` values of type T at `data`, keeping `owner`
@@ -101,7 +189,8 @@ std::shared_ptr<PyTrace> wrap(Result<Trace> r, std::string path) {
   return std::make_shared<PyTrace>(std::move(*r), std::move(path));
 }
 
-std::shared_ptr<PyTrace> read_path(const std::string& path, int threads, bool strict) {
+std::shared_ptr<PyTrace> read_path(const py::object& path_arg, int threads, bool strict) {
+  const std::string path = fs_path(path_arg);
   std::optional<Result<Trace>> r;
   {
     py::gil_scoped_release nogil;
@@ -110,10 +199,70 @@ std::shared_ptr<PyTrace> read_path(const std::string& path, int threads, bool st
   return wrap(std::move(*r), path);
 }
 
-std::shared_ptr<PyTrace> read_buffer(const py::buffer& data, const std::string& name, int threads, bool strict) {
-  const py::buffer_info info = data.request();
-  if (info.ndim != 1 || info.itemsize != 1) throw py::value_error("tprof.read: expected bytes (1-D, 1-byte items)");
-  const std::string_view bytes(static_cast<const char*>(info.ptr), static_cast<std::size_t>(info.size));
+// A buffer export (PEP 3118) held until destruction: while it is held, the
+// exporter keeps the memory where it is (a bytearray refuses to resize with
+// BufferError, a memoryview to be released).
+class BufferExport {
+ public:
+  explicit BufferExport(const py::handle& obj) {
+    // Any exporter answers a request for strides, suboffsets and format
+    // (PyBUF_FULL_RO), so what it is, not how it would refuse a simpler
+    // request, decides below. A released memoryview raises ValueError here.
+    if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_FULL_RO) != 0) throw py::error_already_set();
+    held_ = true;
+  }
+  ~BufferExport() { release(); }
+  BufferExport(const BufferExport&) = delete;
+  BufferExport& operator=(const BufferExport&) = delete;
+  void release() {
+    if (held_) PyBuffer_Release(&view_);
+    held_ = false;
+  }
+  const Py_buffer& view() const { return view_; }
+
+ private:
+  Py_buffer view_{};
+  bool held_ = false;
+};
+
+// True when nothing can change the exported bytes while the GIL is
+// released: a bytes object, or a memoryview over one (the memoryview's own
+// read-only flag does not say that: memoryview(bytearray).toreadonly()).
+bool immutable_bytes(const py::handle& obj) {
+  if (PyBytes_Check(obj.ptr())) return true;
+  return PyMemoryView_Check(obj.ptr()) && PyMemoryView_GET_BASE(obj.ptr()) != nullptr &&
+         PyBytes_Check(PyMemoryView_GET_BASE(obj.ptr()));
+}
+
+// Reads the bytes of any C-contiguous buffer: its memory as laid out, of
+// whatever item size, format and dimensions (an array('I'), a 2-D NumPy
+// array). A buffer that is not C-contiguous (a strided or reversed
+// memoryview, a Fortran-order or sliced array) is refused with ValueError,
+// as the standard library refuses it (hashlib, zlib, file.write); its
+// `ptr` and `len` do not describe its bytes. The Trace keeps no reference
+// to the buffer (read_trace_bytes copies what it keeps). Bytes are read in
+// place without the GIL; any other buffer may be changed by another thread
+// meanwhile, so its bytes are copied first, with the GIL held.
+std::shared_ptr<PyTrace> read_buffer(const py::object& data, const py::object& name_arg, int threads, bool strict) {
+  const std::string name = name_bytes(name_arg);
+  if (PyObject_CheckBuffer(data.ptr()) == 0) {
+    throw py::type_error(std::string("tprof.read: expected a path, a bytes-like object or a binary file object, not ") +
+                         Py_TYPE(data.ptr())->tp_name);
+  }
+  BufferExport buffer(data);
+  const Py_buffer& view = buffer.view();
+  if (PyBuffer_IsContiguous(&view, 'C') == 0) {
+    throw py::value_error(
+        "tprof.read: the buffer is not C-contiguous (a strided or reversed view, or an array in Fortran order); "
+        "pass bytes(buffer) to read a copy of its items in order");
+  }
+  std::string copy;
+  std::string_view bytes(static_cast<const char*>(view.buf), static_cast<std::size_t>(view.len));
+  if (!immutable_bytes(data)) {
+    copy.assign(bytes);
+    bytes = copy;
+    buffer.release();
+  }
   std::optional<Result<Trace>> r;
   {
     py::gil_scoped_release nogil;
@@ -125,7 +274,9 @@ std::shared_ptr<PyTrace> read_buffer(const py::buffer& data, const std::string& 
 // Reads several files at once: a pool of up to one worker per hardware
 // thread, each file parsed by the threads left over. The first failure
 // (in path order) is raised once all have finished.
-std::vector<std::shared_ptr<PyTrace>> read_many(const std::vector<std::string>& paths, int threads, bool strict) {
+std::vector<std::shared_ptr<PyTrace>> read_many(const std::vector<py::object>& path_args, int threads, bool strict) {
+  std::vector<std::string> paths;
+  for (const py::object& p : path_args) paths.push_back(fs_path(p));
   const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t budget = threads > 0 ? static_cast<std::size_t>(threads) : hw;
   const std::size_t workers = std::max<std::size_t>(1, std::min(budget, paths.size()));
@@ -172,14 +323,17 @@ py::array column(const py::object& self, const std::string& name) {
 // The string ids of `ids` as dense codes 0..k-1 in order of first
 // appearance, in the narrowest type pandas keeps for k categories (int8
 // below 127, int16 below 32767, else int32: pandas.Categorical.from_codes
-// then takes them without a copy), and the k strings.
+// then takes them without a copy), and the k strings. Names that differ
+// only in bytes that are not UTF-8 ("a\xff", "a\xfe") read the same once
+// those are U+FFFD: they become one category (pandas wants them distinct).
 template <typename Code>
 py::tuple dense_codes(const Trace& trace, const std::vector<StrId>& ids) {
   py::array_t<Code> codes(static_cast<py::ssize_t>(ids.size()));
   Code* out = codes.mutable_data();
-  std::vector<StrId> used;
+  std::vector<std::string> text;
   {
     py::gil_scoped_release nogil;
+    std::vector<StrId> used;
     std::vector<std::int32_t> code_of(trace.strings.size(), -1);
     for (std::size_t e = 0; e < ids.size(); ++e) {
       std::int32_t& c = code_of[ids[e]];
@@ -189,9 +343,33 @@ py::tuple dense_codes(const Trace& trace, const std::vector<StrId>& ids) {
       }
       out[e] = static_cast<Code>(c);
     }
+    bool replaced = false;
+    text.resize(used.size());
+    for (std::size_t i = 0; i < used.size(); ++i) {
+      const std::string_view s = trace.str(used[i]);
+      if (replace_invalid_utf8(s, &text[i])) {
+        replaced = true;
+      } else {
+        text[i].assign(s);
+      }
+    }
+    if (replaced) {
+      std::unordered_map<std::string, Code> first;
+      std::vector<Code> merged(text.size());
+      std::vector<std::string> kept;
+      for (std::size_t i = 0; i < text.size(); ++i) {
+        const auto [it, inserted] = first.try_emplace(text[i], static_cast<Code>(kept.size()));
+        if (inserted) kept.push_back(text[i]);
+        merged[i] = it->second;
+      }
+      if (kept.size() < text.size()) {
+        for (std::size_t e = 0; e < ids.size(); ++e) out[e] = merged[static_cast<std::size_t>(out[e])];
+        text = std::move(kept);
+      }
+    }
   }
-  py::list strings(used.size());
-  for (std::size_t i = 0; i < used.size(); ++i) strings[i] = to_str(trace.str(used[i]));
+  py::list strings(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) strings[i] = to_str(text[i]);
   return py::make_tuple(codes, strings);
 }
 
@@ -356,7 +534,7 @@ auto locked(PyTrace& t, Fn fn) {
 
 // torch's key_averages(...).table(...) for the trace, as `tprof table`
 // computes it (tools/tprof/table_cmd.cc): text, json or csv.
-std::string table(PyTrace& t, const std::string& sort_by, int row_limit, int max_name_column_width,
+py::str table(PyTrace& t, const std::string& sort_by, int row_limit, int max_name_column_width,
                   int max_src_column_width, int max_shapes_column_width, const std::optional<std::string>& header,
                   bool top_level_events_only, bool group_by_input_shape, int group_by_stack_n,
                   const std::string& memory, const std::string& times, bool events, const std::string& format) {
@@ -392,24 +570,26 @@ std::string table(PyTrace& t, const std::string& sort_by, int row_limit, int max
                              : format_table(rows, to);
   });
   if (!out) raise_error(out.error());
-  return std::move(*out);
+  return format == "json" ? to_str(*out) : text_str(*out);
 }
 
-std::string steps(PyTrace& t, bool text) {
-  return locked(t, [&] {
+py::str steps(PyTrace& t, bool text) {
+  const std::string out = locked(t, [&] {
     const StepsSummary s = compute_steps(t.trace);
     return text ? format_steps_text(t.trace, s) : format_steps_json(t.trace, s);
   });
+  return text ? text_str(out) : to_str(out);
 }
 
-std::string kernels(PyTrace& t, bool text) {
-  return locked(t, [&] {
+py::str kernels(PyTrace& t, bool text) {
+  const std::string out = locked(t, [&] {
     const KernelsSummary k = compute_kernels(t.trace);
     return text ? format_kernels_text(k) : format_kernels_json(k);
   });
+  return text ? text_str(out) : to_str(out);
 }
 
-std::string diagnose_trace(PyTrace& t, const std::vector<std::string>& only, const std::string& format,
+py::str diagnose_trace(PyTrace& t, const std::vector<std::string>& only, const std::string& format,
                            bool verbose) {
   if (format != "text" && format != "json" && format != "md") throw py::value_error("format: text, json or md");
   const std::vector<std::string> known = rule_ids();
@@ -418,7 +598,7 @@ std::string diagnose_trace(PyTrace& t, const std::vector<std::string>& only, con
       throw py::value_error("unknown rule id '" + id + "' (tprof.rule_ids() lists them)");
     }
   }
-  return locked(t, [&] {
+  const std::string out = locked(t, [&] {
     DiagnoseOptions o;
     o.only = only;
     const Diagnosis d = diagnose(t.trace, o);
@@ -426,26 +606,27 @@ std::string diagnose_trace(PyTrace& t, const std::vector<std::string>& only, con
            : format == "md" ? format_diagnosis_md(t.trace, d)
                             : format_diagnosis_text(t.trace, d, {.verbose = verbose});
   });
+  return format == "json" ? to_str(out) : text_str(out);
 }
 
-std::string compare(PyTrace& a, PyTrace& b, const std::string& format, const std::string& label_a,
+py::str compare(PyTrace& a, PyTrace& b, const std::string& format, const std::string& label_a,
                     const std::string& label_b, std::size_t top) {
   if (format != "text" && format != "json" && format != "md") throw py::value_error("format: text, json or md");
+  const CompareFormat f{.label_a = label_a, .label_b = label_b, .top = top};
+  const auto formatted = [&](const Comparison& c) {
+    return format == "json" ? format_comparison_json(c, f) : format == "md" ? format_comparison_md(c, f)
+                                                                            : format_comparison_text(c, f);
+  };
+  std::string out;
   if (&a == &b) {
     // One trace against itself: one lock (the analyses only read).
-    return locked(a, [&] {
-      const Comparison c = compare_traces(a.trace, a.trace);
-      const CompareFormat f{.label_a = label_a, .label_b = label_b, .top = top};
-      return format == "json" ? format_comparison_json(c, f) : format == "md" ? format_comparison_md(c, f)
-                                                                              : format_comparison_text(c, f);
-    });
+    out = locked(a, [&] { return formatted(compare_traces(a.trace, a.trace)); });
+  } else {
+    py::gil_scoped_release nogil;
+    std::scoped_lock lock(a.mu, b.mu);
+    out = formatted(compare_traces(a.trace, b.trace));
   }
-  py::gil_scoped_release nogil;
-  std::scoped_lock lock(a.mu, b.mu);
-  const Comparison c = compare_traces(a.trace, b.trace);
-  const CompareFormat f{.label_a = label_a, .label_b = label_b, .top = top};
-  return format == "json" ? format_comparison_json(c, f) : format == "md" ? format_comparison_md(c, f)
-                                                                          : format_comparison_text(c, f);
+  return format == "json" ? to_str(out) : text_str(out);
 }
 
 // HTA's figures of one rank as Python objects (times in ns; tprof/hta.py
@@ -476,7 +657,7 @@ py::dict hta_dict(const PyTrace& t, const HtaRank& r) {
   d["comm_comp_overlap_ns"] = f.kernel_types.comm_comp_overlap_ns;
   d["comm_ns"] = f.kernel_types.comm_ns;
   py::list types;
-  for (const auto& [label, ns] : f.kernel_types.kernel_types) types.append(py::make_tuple(label, ns));
+  for (const auto& [label, ns] : f.kernel_types.kernel_types) types.append(py::make_tuple(to_str(label), ns));
   d["kernel_types"] = types;
   py::list kernels;
   for (const internal::HtaKernel& k : f.kernels) {
@@ -545,7 +726,7 @@ PYBIND11_MODULE(_tprof, m) {
   g_trace_error = trace_error.ptr();
 
   py::class_<PyTrace, std::shared_ptr<PyTrace>>(m, "Trace")
-      .def_property_readonly("path", [](const PyTrace& t) { return t.path; })
+      .def_property_readonly("path", [](const PyTrace& t) { return fs_str(t.path); })
       .def("__len__", [](const PyTrace& t) { return t.trace.events.size(); })
       .def("column", &column, py::arg("name"), "A read-only zero-copy view of an event column.")
       .def("string_codes", &string_codes_of, py::arg("which"))
@@ -578,7 +759,7 @@ PYBIND11_MODULE(_tprof, m) {
       .def("end_ns", [](const PyTrace& t) { return t.trace.end_ns(); });
 
   m.def("read", &read_path, py::arg("path"), py::arg("threads") = 0, py::arg("strict") = false);
-  m.def("read_bytes", &read_buffer, py::arg("data"), py::arg("name") = "<bytes>", py::arg("threads") = 0,
+  m.def("read_bytes", &read_buffer, py::arg("data"), py::arg("name") = py::str("<bytes>"), py::arg("threads") = 0,
         py::arg("strict") = false);
   m.def("read_many", &read_many, py::arg("paths"), py::arg("threads") = 0, py::arg("strict") = false);
   m.def("table", &table, py::arg("trace"), py::arg("sort_by") = "", py::arg("row_limit") = 100,

@@ -73,30 +73,41 @@ Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 
 
 def read(source: Source, *, threads: int = 0, strict: bool = False) -> "Trace":
-    """Reads a trace: a path (.json or .json.gz, detected from the content),
-    bytes (plain or gzip), or a file object opened in binary mode.
+    """Reads a trace: a path (str or os.PathLike; .json or .json.gz,
+    detected from the content), a bytes-like object (bytes, bytearray,
+    memoryview, array, a NumPy array: any C-contiguous buffer, read as its
+    memory; plain or gzip), or a file object opened in binary mode.
 
     threads: parser threads (0: one per hardware thread). strict: refuse
     the file at the first syntax error inside traceEvents instead of
     skipping to the next event (the skipped ranges are diagnostics).
     Raises TraceError (file, byte offset, what was expected) for a file
-    that is not a trace, OSError-like failures included (code "io").
-    The GIL is released while reading."""
+    that is not a trace, OSError-like failures included (code "io");
+    ValueError for a path with a NUL byte and for a buffer that is not
+    C-contiguous (a strided view: pass bytes(view)). The GIL is released
+    while reading; the trace keeps no reference to a buffer it was read
+    from."""
+    if isinstance(source, (str, os.PathLike)):
+        return Trace(_tprof.read(source, threads, strict))
     if isinstance(source, (bytes, bytearray, memoryview)):
         return Trace(_tprof.read_bytes(source, "<bytes>", threads, strict))
     if hasattr(source, "read"):
         data = source.read()
         if isinstance(data, str):
             raise TypeError("tprof.read: open the file in binary mode ('rb')")
-        name = getattr(source, "name", "<file>")
-        return Trace(_tprof.read_bytes(data, str(name), threads, strict))
-    return Trace(_tprof.read(os.fspath(source), threads, strict))
+        name = getattr(source, "name", "<file>")  # str, bytes, or os.fdopen's descriptor number
+        return Trace(_tprof.read_bytes(data, name, threads, strict))
+    return Trace(_tprof.read_bytes(source, "<bytes>", threads, strict))
 
 
-def read_many(paths: Sequence[Union[str, "os.PathLike[str]"]], *, threads: int = 0, strict: bool = False) -> List["Trace"]:
+def read_many(paths: Sequence[Union[str, bytes, "os.PathLike[str]"]], *, threads: int = 0,
+              strict: bool = False) -> List["Trace"]:
     """Reads several trace files in parallel (C++ threads, GIL released), in
-    the order given. Raises the first file's TraceError, in that order."""
-    return [Trace(c) for c in _tprof.read_many([os.fspath(p) for p in paths], threads, strict)]
+    the order given. Raises the first file's TraceError, in that order; a
+    path with a NUL byte raises ValueError before anything is read."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        raise TypeError("tprof.read_many: a sequence of paths, not one path")
+    return [Trace(c) for c in _tprof.read_many(list(paths), threads, strict)]
 
 
 def rule_ids() -> List[str]:
@@ -224,14 +235,16 @@ class Trace:
     def args(self, event: int) -> Dict[str, Any]:
         """Event `event`'s args, decoded ({} when it has none)."""
         text = self._core.args_json(int(event))
-        return json.loads(text) if text else {}
+        # strict=False: a control character the file wrote raw inside a
+        # string (which the reader accepts in names too) is kept, not an error.
+        return json.loads(text, strict=False) if text else {}
 
     @property
     def metadata(self) -> Dict[str, Any]:
         """format, producer, gzip, base_time_ns, dropped_events, and
         top_level: every top-level key but traceEvents, decoded."""
         m = self._core.metadata()
-        m["top_level"] = {k: json.loads(v) for k, v in m["top_level"].items()}
+        m["top_level"] = {k: json.loads(v, strict=False) for k, v in m["top_level"].items()}
         return m
 
     @property

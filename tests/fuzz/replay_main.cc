@@ -32,7 +32,11 @@ using tprof::testing::kSanitized;
 
 // Per file: this many cuts spread evenly (every byte of a shorter file; the
 // truncation test cuts real traces far more densely) and random mutations.
+#ifdef TPROF_REPLAY_CUTS  // a target whose every input is costly sets its own
+constexpr std::size_t kCuts = TPROF_REPLAY_CUTS;
+#else
 constexpr std::size_t kCuts = kSanitized ? 32 : 256;
+#endif
 #ifdef TPROF_REPLAY_MUTATIONS  // a target whose every input is costly sets its own
 constexpr int kRandomMutations = TPROF_REPLAY_MUTATIONS;
 #else

@@ -11,6 +11,12 @@ DATA = os.environ.get("TPROF_TEST_DATA", os.path.join(os.path.dirname(__file__),
 TPROF_BIN = os.environ.get("TPROF_BIN", "")
 
 
+# The CLI runs without what an ASan build's ctest preloads into the
+# interpreter (python/CMakeLists.txt): a sanitized tprof brings its own
+# runtime, and clang's static one refuses a second, preloaded one.
+_CLI_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "PYTHONMALLOC")}
+
+
 def data(*parts: str) -> str:
     return os.path.join(DATA, *parts)
 
@@ -19,7 +25,7 @@ def cli(*args: str) -> str:
     """stdout of `tprof -q ARGS` (fails the test on a non-zero exit)."""
     if not TPROF_BIN:
         raise unittest.SkipTest("TPROF_BIN is not set (run through ctest)")
-    r = subprocess.run([TPROF_BIN, "-q", *args], capture_output=True, check=False)
+    r = subprocess.run([TPROF_BIN, "-q", *args], capture_output=True, check=False, env=_CLI_ENV)
     if r.returncode != 0:
         raise AssertionError(f"tprof {' '.join(args)}: exit {r.returncode}: {r.stderr.decode(errors='replace')}")
     return r.stdout.decode()
