@@ -87,10 +87,10 @@ bool copy_json_value(JsonCursor* c, JsonWriter* w, std::string* scratch, int dep
 namespace {
 
 // Scans a string at *p (its opening quote) that the copy would write back
-// unchanged: no raw control characters, and only the escapes the one
-// escaper writes (\" \\ \n \t \r \b \f, \u00xx in lower case for the
-// other control characters). The closing quote must be followed by what
-// ends a string for JsonCursor too (checked by the caller).
+// unchanged: no raw control characters (C0, DEL, C1), and only the escapes
+// the one escaper writes (\" \\ \n \t \r \b \f, \u00xx in lower case for
+// the other control characters). The closing quote must be followed by
+// what ends a string for JsonCursor too (checked by the caller).
 bool scan_compact_string(const char** p, const char* end) {
   const char* q = *p + 1;
   for (;;) {
@@ -98,9 +98,9 @@ bool scan_compact_string(const char** p, const char* end) {
     if (q >= end) return false;
     const unsigned char c = static_cast<unsigned char>(*q);
     if (c == '"') break;
-    if (c < 0x20) return false;
-    if (c >= 0x80) {  // well-formed UTF-8 is copied as is; anything else is not
-      const int n = utf8_sequence_length(q, end);
+    if (c < 0x20 || c == 0x7f) return false;
+    if (c >= 0x80) {  // well-formed UTF-8 but C1 is copied as is; anything else is not
+      const int n = json_copy_length(q, end);
       if (n == 0) return false;
       q += n;
       continue;
@@ -112,10 +112,14 @@ bool scan_compact_string(const char** p, const char* end) {
       q += 2;
       continue;
     }
-    if (e != 'u' || end - q < 6 || q[2] != '0' || q[3] != '0' || (q[4] != '0' && q[4] != '1')) return false;
-    const char h = q[5];
-    const int v = (q[4] - '0') * 16 + (h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : -100);
-    if (v < 0 || v == '\b' || v == '\t' || v == '\n' || v == '\f' || v == '\r') return false;
+    if (e != 'u' || end - q < 6 || q[2] != '0' || q[3] != '0') return false;
+    const char g = q[4], h = q[5];
+    const auto hex = [](char x) { return x >= '0' && x <= '9' ? x - '0' : x >= 'a' && x <= 'f' ? x - 'a' + 10 : -1; };
+    if (hex(g) < 0 || hex(h) < 0) return false;
+    const int v = hex(g) * 16 + hex(h);
+    // \u0000..\u001f but the short forms, \u007f, \u0080..\u009f.
+    if (v >= 0x20 && v != 0x7f && (v < 0x80 || v > 0x9f)) return false;
+    if (v == '\b' || v == '\t' || v == '\n' || v == '\f' || v == '\r') return false;
     q += 6;
   }
   *p = q + 1;
