@@ -254,6 +254,14 @@ class Reader {
   void reserve_events(const char *first, const char *end, std::size_t total = 0);
   void pair_begin_end();
   Error error_at(Error e) const { return e.with_path(path_); }
+  // A string pool ran out of ids: the read stops, rather than let ids wrap
+  // (2^32 would be "" again, and the names silently wrong).
+  Error strings_full_error() const {
+    return error_at(Error(ErrorCode::kUnsupported,
+                          "more than " + std::to_string(StringPool::kMaxStrings) +
+                              " distinct strings (names, categories, string ids): tprof's string ids are 32-bit",
+                          {}, -1));
+  }
 
   std::string_view bytes_;
   std::string path_;
@@ -309,6 +317,7 @@ class Reader {
   std::shared_ptr<ArgsArena> args_owner_ = std::make_shared<ArgsArena>();
   ArgsArena &args_ = *args_owner_;
   bool args_failed_ = false;  // the arena could not grow
+  bool strings_full_ = false;  // a string pool ran out of 32-bit ids (StringPool::full)
   // Streaming (sink_ set).
   internal::EventStream *sink_ = nullptr;
   internal::StreamedTrace *out_ = nullptr;
@@ -469,7 +478,7 @@ Status Reader::parse_array(JsonCursor *c, const ParseContext &ctx) {
     const char *stop = final_ ? text_end() : find_last_boundary(first, text_end());
     parse_span(first, stop, ctx, threads);
     if (sink_ == nullptr) TPROF_TRY(check_model_size());
-    if (final_ || last_end_.array_closed || !sink_status_) break;
+    if (final_ || last_end_.array_closed || !sink_status_ || strings_full_) break;
     const char *keep = nullptr;
     if (!last_end_.failed) {
       keep = last_end_.pos;
@@ -654,7 +663,7 @@ void Reader::merge_ready(std::vector<std::unique_ptr<ChunkResult>> *guesses, con
       last_failure_ = rest->failure;
       last_error_ = rest->error;
     }
-    stopped_ = last_end_.failed || last_end_.array_closed;
+    stopped_ = stopped_ || last_end_.failed || last_end_.array_closed;
   }
 }
 
@@ -885,6 +894,10 @@ void Reader::append_batch(EventBatch *b) {
   const std::uint64_t first_id = sink_ != nullptr ? seen_events_ : base;
   std::vector<StrId> smap(b->strings.size());
   for (StrId i = 0; i < b->strings.size(); ++i) smap[i] = trace_.strings.intern(b->strings.str(i));
+  if (b->strings.full() || trace_.strings.full()) {
+    strings_full_ = true;  // the read fails (run()); the chunks still to merge are discarded
+    stopped_ = true;
+  }
   auto map_id = [&](TraceId id) {
     if (id.is_str) id.str = smap[id.str];
     return id;
@@ -1098,6 +1111,7 @@ Result<Trace> Reader::run(Trace trace) {
   trace_ = std::move(trace);
   const Status parsed = parse_top_level();
   if (!sink_status_) return sink_status_.error();  // it names its own file
+  if (strings_full_) return strings_full_error();  // the read stopped there
   TPROF_TRY(parsed);
   if (stream_ != nullptr) {
     if (args_failed_) {
@@ -1148,6 +1162,7 @@ Result<Trace> Reader::run(Trace trace) {
                            sink_ != nullptr ? std::span<const std::uint8_t>(lane_activity_)
                                             : std::span<const std::uint8_t>(),
                            !dropped_);
+  if (trace_.strings.full()) return strings_full_error();
   if (out_ != nullptr) {
     out_->whole = !dropped_;
     out_->events = events;

@@ -390,5 +390,27 @@ TEST(SafeText, JsonTextStaysJson) {
   EXPECT_EQ(safe_json_text(literal), literal);
 }
 
+// Issue 36, item 11: ids are 32-bit; the pool wrapped past 2^32 - 1 (which
+// is also its empty-slot mark). Capped by the test hook, a full pool gives
+// kEmptyStr for a new string and says so; what it holds stays as it was.
+TEST(StringPool, IdsNeverWrapWhenThePoolIsFull) {
+  static_assert(StringPool::kMaxStrings == 0xffffffffu, "ids 0 .. 2^32 - 2");
+  StringPool::set_limit_for_testing(4);
+  StringPool pool;
+  StringPool::set_limit_for_testing(0);
+  EXPECT_EQ(pool.intern("a"), 1u);
+  EXPECT_EQ(pool.intern("b"), 2u);
+  EXPECT_EQ(pool.intern("c"), 3u);
+  EXPECT_FALSE(pool.full());
+  EXPECT_EQ(pool.intern("d"), kEmptyStr);
+  EXPECT_TRUE(pool.full());
+  EXPECT_EQ(pool.size(), 4u);
+  EXPECT_EQ(pool.intern("b"), 2u);  // known strings keep their ids
+  EXPECT_EQ(pool.str(3), "c");
+  EXPECT_FALSE(pool.find("d"));
+  StringPool fresh;  // the hook put back: no cap
+  EXPECT_FALSE(fresh.full());
+}
+
 }  // namespace
 }  // namespace tprof::internal

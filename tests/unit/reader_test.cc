@@ -306,6 +306,35 @@ TEST(Reader, NanAndInfinityAreReadNotFatal) {
   EXPECT_FALSE(read_trace_bytes(R"({"traceEvents": [{"ph": "X", "ts": Nan}]})"));
 }
 
+// Issue 36, item 11: string ids are 32-bit, and the pool handed out ids past
+// 2^32 - 1 by wrapping (2^32 - 1 is also its empty-slot mark). A pool with
+// no id left now gives kEmptyStr and says so, and the reader fails the read
+// naming the limit. A pool capped by the test hook stands for 2^32 strings.
+TEST(Reader, MoreDistinctStringsThanIdsFailTheReadInsteadOfWrapping) {
+  auto trace_of = [](int names) {
+    std::string text = R"({"traceEvents": [)";
+    for (int i = 0; i < names; ++i) {
+      text += std::string(i ? "," : "") + R"({"ph": "X", "cat": "cpu_op", "name": "op)" + std::to_string(i) +
+              R"(", "pid": 1, "tid": 1, "ts": )" + std::to_string(i) + R"(, "dur": 1, "id": "flow)" +
+              std::to_string(i) + R"("})";
+    }
+    return text + "]}";
+  };
+  StringPool::set_limit_for_testing(300);
+  for (const int threads : {1, 4}) {
+    ReadOptions o;
+    o.threads = threads;
+    o.min_parallel_bytes = 1;
+    o.chunk_bytes = 1024;
+    EXPECT_TRUE(read_trace_bytes(trace_of(100), "small.json", o)) << threads;  // ~200 strings
+    Result<Trace> t = read_trace_bytes(trace_of(200), "big.json", o);            // ~400 strings
+    ASSERT_FALSE(t) << threads;
+    EXPECT_NE(t.error().message().find("distinct strings"), std::string::npos) << t.error().to_string();
+  }
+  StringPool::set_limit_for_testing(0);
+  EXPECT_TRUE(read_trace_bytes(trace_of(200), "big.json"));
+}
+
 // A ratio NaN lifted the gzip limit silently (issue 23: every comparison
 // with it is false); NaN, infinities and negative ratios are refused before reading.
 TEST(Reader, AGzipRatioLimitThatIsNotANumberIsRefused) {
