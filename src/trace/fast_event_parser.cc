@@ -2,13 +2,14 @@
 //  - a string ends at its first unescaped quote only if the next token is
 //    one of , : } ] — the cursor's lenient rule — otherwise the event falls
 //    back (a raw quote in a name);
-//  - skipped values get their brackets matched and their strings checked
-//    the same way, scalars are not validated (as JsonCursor::skip_value_fast);
 //  - a field of an unexpected type, a number that is not plain, an escaped
 //    "ph", an empty object or a non-object element falls back, so the cursor
 //    records the diagnostics it records;
-//  - "args" that are not strict JSON (check_strict_json) fall back: the
-//    cursor repairs or drops them, or fails the read under --strict.
+//  - skipped values (args above all, which are stored as written) must be
+//    strict JSON (check_strict_json's rules, checked token by token); what
+//    is not falls back, and the cursor repairs or drops such args, or fails
+//    the read under --strict. The cursor itself only skips over the other
+//    fields it does not read (JsonCursor::skip_value_fast).
 #include "src/trace/fast_event_parser.h"
 
 #include <emmintrin.h>
