@@ -47,8 +47,8 @@ struct ReadOptions {
   // A syntax error inside "traceEvents" skips to the next event the reader
   // can resynchronise on (an element starting '{"' after "}," ), keeps
   // everything else, and records each skipped byte range as a
-  // `skipped_bytes` diagnostic. strict: the first such error fails the read
-  // (kParse, with its byte offset), as before salvage existed.
+  // `skipped_bytes` diagnostic. strict: the first such error, or an "args"
+  // object that is not strict JSON (else stored repaired, or dropped), fails the read (kParse, with its byte offset).
   bool strict = false;
   // A .gz is streamed: inflated window by window (on a thread of its own
   // unless threads == 1) into the parser, so its memory is the model (the

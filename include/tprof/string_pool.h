@@ -30,8 +30,19 @@ class StringPool {
   StringPool& operator=(const StringPool&) = delete;
   ~StringPool();
 
-  // Returns the id of `s`, adding a copy of it when it is new.
+  // At most this many strings (ids 0 .. 2^32 - 2; 2^32 - 1 is never an id).
+  static constexpr std::size_t kMaxStrings = 0xffffffffu;
+
+  // Returns the id of `s`, adding a copy of it when it is new. A new string
+  // when the pool is full gets kEmptyStr and makes full() true: ids never
+  // wrap. Whoever interns input (the reader) checks full() and fails.
   StrId intern(std::string_view s);
+  // True once a new string found no id left (see intern()).
+  bool full() const { return full_; }
+  // Tests: caps every pool made from now on (a reader's too) at `limit`
+  // strings, so that the overflow path runs without 2^32 strings; 0 puts
+  // kMaxStrings back. Not for concurrent use with pools being made.
+  static void set_limit_for_testing(std::size_t limit);
   // Returns the id of `s` if it was interned.
   std::optional<StrId> find(std::string_view s) const;
   std::string_view str(StrId id) const { return views_[id]; }
@@ -48,6 +59,8 @@ class StringPool {
   std::vector<std::unique_ptr<char[]>> blocks_;
   char* block_pos_ = nullptr;
   std::size_t block_left_ = 0;
+  std::size_t limit_ = kMaxStrings;
+  bool full_ = false;
 };
 
 }  // namespace tprof

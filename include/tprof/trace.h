@@ -207,6 +207,7 @@ enum class DiagnosticCode : std::uint8_t {
   kActivityUnavailable, // capture: a requested activity (CUDA) could not be recorded
   kUnfinishedScopes,    // capture: scopes still open when the window ended (left out of the trace)
   kSkippedBytes,        // a syntax error inside traceEvents: bytes skipped to the next event (salvage)
+  kMalformedArgs,       // an event's "args" object that is not strict JSON: stored repaired, or dropped
   kCount_,
 };
 

@@ -14,13 +14,14 @@ namespace tprof::internal {
 const char* find_json_escape(const char* p, const char* end) {
 #if defined(__SSE2__)
   // Control characters: min(c, 0x1f) == c on unsigned bytes (SSE2 has no
-  // unsigned compare).
+  // unsigned compare); DEL separately.
   const __m128i quote = _mm_set1_epi8('"');
   const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i del = _mm_set1_epi8(0x7f);
   const __m128i limit = _mm_set1_epi8(0x1f);
   while (end - p >= 16) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i ctrl = _mm_cmpeq_epi8(_mm_min_epu8(v, limit), v);
+    const __m128i ctrl = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, limit), v), _mm_cmpeq_epi8(v, del));
     const __m128i special = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash));
     // The sign bit of a byte is its >= 0x80 flag: or-ed in after the mask.
     const int m = _mm_movemask_epi8(_mm_or_si128(ctrl, special)) | _mm_movemask_epi8(v);
@@ -30,9 +31,16 @@ const char* find_json_escape(const char* p, const char* end) {
 #endif
   for (; p < end; ++p) {
     const unsigned char c = static_cast<unsigned char>(*p);
-    if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) return p;
+    if (c < 0x20 || c == '"' || c == '\\' || c >= 0x7f) return p;
   }
   return end;
+}
+
+int json_copy_length(const char* p, const char* end) {
+  if (static_cast<unsigned char>(*p) == 0xc2 && end - p >= 2 && static_cast<unsigned char>(p[1]) < 0xa0) {
+    return 0;  // U+0080..U+009F (or not UTF-8 at all)
+  }
+  return utf8_sequence_length(p, end);
 }
 
 int utf8_sequence_length(const char* p, const char* end) {
@@ -111,7 +119,7 @@ bool needs_json_escape(std::string_view s) {
     if (p == end) return false;
     const unsigned char c = static_cast<unsigned char>(*p);
     if (c < 0x80) return true;
-    const int n = utf8_sequence_length(p, end);
+    const int n = json_copy_length(p, end);
     if (n == 0) return true;
     p += n;
   }
@@ -130,12 +138,21 @@ char* write_json_string(char* p, std::string_view s) {
     const unsigned char c = static_cast<unsigned char>(*stop);
     q = stop + 1;
     if (c >= 0x80) {
-      // Well-formed UTF-8 is copied; any other byte becomes U+FFFD.
-      const int n = utf8_sequence_length(stop, end);
+      // Well-formed UTF-8 is copied, but for the C1 controls (U+0080..U+009F:
+      // U+009B is a terminal's CSI), escaped as \u0080..\u009f; any other
+      // byte becomes U+FFFD.
+      const int n = json_copy_length(stop, end);
       if (n > 0) {
         std::memcpy(p, stop, static_cast<std::size_t>(n));
         p += n;
         q = stop + n;
+      } else if (c == 0xc2 && end - stop >= 2 && static_cast<unsigned char>(stop[1]) < 0xa0 &&
+                 static_cast<unsigned char>(stop[1]) >= 0x80) {
+        const unsigned char c1 = static_cast<unsigned char>(stop[1]);
+        const char esc[6] = {'\\', 'u', '0', '0', kHex[c1 >> 4], kHex[c1 & 15]};
+        std::memcpy(p, esc, 6);
+        p += 6;
+        q = stop + 2;
       } else {
         std::memcpy(p, "\\ufffd", 6);
         p += 6;

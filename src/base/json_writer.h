@@ -23,7 +23,10 @@
 namespace tprof::internal {
 
 // Appends `s` as a JSON string literal (quotes included). Escapes '"', '\\'
-// and control characters; other bytes (UTF-8) pass through unchanged.
+// and every control character: C0 and DEL as \u00xx (or \n, \t, ...), the
+// C1 range U+0080..U+009F as \u0080..\u009f; a byte that is not
+// well-formed UTF-8 becomes \ufffd; other UTF-8 passes through unchanged.
+// The literal is then valid JSON, and safe on a terminal as it is.
 void append_json_string(std::string* out, std::string_view s);
 
 // Appends ns as decimal microseconds with exactly three decimals ("-0.001",
@@ -43,9 +46,15 @@ inline char* write_int(char* p, std::int64_t v);
 inline char* write_uint(char* p, std::uint64_t v);
 
 // The first byte in [p, end) that the escaper must look at ('"', '\',
-// < 0x20, and every byte >= 0x80: UTF-8 is checked, an invalid byte becomes
-// \ufffd so the output is always valid JSON), or end. SSE2, 16 bytes a step.
+// < 0x20, DEL, and every byte >= 0x80: UTF-8 is checked, an invalid byte
+// becomes \ufffd so the output is always valid JSON), or end. SSE2, 16
+// bytes a step.
 const char* find_json_escape(const char* p, const char* end);
+
+// The length (2 to 4) of the UTF-8 sequence at p (its first byte >= 0x80)
+// that the escaper copies unchanged: utf8_sequence_length, but 0 for the
+// C1 controls U+0080..U+009F, which it escapes.
+int json_copy_length(const char* p, const char* end);
 
 // The length (2 to 4) of the well-formed UTF-8 sequence at p (its first byte
 // >= 0x80), or 0: overlong forms, surrogates and code points past U+10FFFF
@@ -61,8 +70,8 @@ bool is_valid_utf8(std::string_view s);
 std::string replace_invalid_utf8(std::string_view s);
 
 // True when the escaper changes `s` (a quote, a backslash, a control
-// character or a byte that is not well-formed UTF-8); otherwise its string
-// literal is `"` s `"`.
+// character, DEL and C1 included, or a byte that is not well-formed
+// UTF-8); otherwise its string literal is `"` s `"`.
 bool needs_json_escape(std::string_view s);
 
 // An object key fixed at compile time, checked then to need no escaping:
@@ -72,7 +81,7 @@ class JsonKey {
   template <std::size_t N>
   consteval explicit JsonKey(const char (&text)[N]) : text_(text, N - 1) {
     for (const char c : text_) {
-      if (static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\') key_needs_escaping();
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == '"' || c == '\\') key_needs_escaping();
     }
   }
   constexpr std::string_view text() const { return text_; }

@@ -48,8 +48,11 @@ bool needs_safe_text(std::string_view text) {
   return false;
 }
 
-std::string safe_text(std::string_view text) {
-  if (!needs_safe_text(text)) return std::string(text);
+namespace {
+
+// The rewriting pass of safe_text and safe_json_text: `json` chooses the
+// escapes.
+std::string rewrite_unsafe(std::string_view text, bool json) {
   std::string out;
   out.reserve(text.size() + 16);
   const char* p = text.data();
@@ -64,7 +67,7 @@ std::string safe_text(std::string_view text) {
     const unsigned char c = static_cast<unsigned char>(*p);
     char buf[8];
     if (c < 0x80) {
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      std::snprintf(buf, sizeof buf, json ? "\\u%04x" : "\\x%02x", c);
       out += buf;
       p += 1;
     } else if (utf8_sequence_length(p, end) == 2) {  // a C1 control
@@ -72,11 +75,24 @@ std::string safe_text(std::string_view text) {
       out += buf;
       p += 2;
     } else {
-      out += "\xef\xbf\xbd";  // U+FFFD for one byte that is not UTF-8
+      // U+FFFD for one byte that is not UTF-8.
+      out += json ? "\\ufffd" : "\xef\xbf\xbd";
       p += 1;
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string safe_text(std::string_view text) {
+  if (!needs_safe_text(text)) return std::string(text);
+  return rewrite_unsafe(text, false);
+}
+
+std::string safe_json_text(std::string_view text) {
+  if (!needs_safe_text(text)) return std::string(text);
+  return rewrite_unsafe(text, true);
 }
 
 }  // namespace tprof::internal

@@ -17,6 +17,14 @@ std::string safe_text(std::string_view text);
 // True when safe_text(text) would change it.
 bool needs_safe_text(std::string_view text);
 
+// safe_text for JSON (and pages that carry JSON for a script): what it
+// rewrites, it writes as a JSON escape, valid inside a JSON string where
+// such bytes can only be: a control character as "\u001b", "\u007f",
+// "\u009b", a byte that is not UTF-8 as "\ufffd". Valid JSON stays valid
+// (safe_text's "\x7f" is not JSON). What tprof's JSON writer produces never
+// needs it (its escaper escapes all of these); it guards what it does not.
+std::string safe_json_text(std::string_view text);
+
 // Escapes & < > " ' for HTML text and attribute values (the one HTML
 // escaper: tprof report's pages, tprof serve's index).
 std::string html_escape(std::string_view text);

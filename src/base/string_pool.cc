@@ -1,5 +1,6 @@
 #include "tprof/string_pool.h"
 
+#include <atomic>
 #include <cstring>
 
 #include "src/base/hash.h"
@@ -9,9 +10,14 @@ namespace tprof {
 namespace {
 constexpr StrId kEmptySlot = 0xffffffffu;
 constexpr std::size_t kBlockSize = 64 * 1024;
+std::atomic<std::size_t> g_limit{StringPool::kMaxStrings};  // set_limit_for_testing
 }  // namespace
 
-StringPool::StringPool() {
+void StringPool::set_limit_for_testing(std::size_t limit) {
+  g_limit.store(limit == 0 || limit > kMaxStrings ? kMaxStrings : limit, std::memory_order_relaxed);
+}
+
+StringPool::StringPool() : limit_(g_limit.load(std::memory_order_relaxed)) {
   slots_.assign(64, kEmptySlot);
   views_.emplace_back();
   hashes_.push_back(internal::hash_str({}));
@@ -74,6 +80,10 @@ StrId StringPool::intern(std::string_view s) {
     StrId id = slots_[i];
     if (id == kEmptySlot) break;
     if (hashes_[id] == h && views_[id] == s) return id;
+  }
+  if (views_.size() >= limit_) {
+    full_ = true;  // 2^32 - 1 would be kEmptySlot, 2^32 would wrap to 0 ("")
+    return kEmptyStr;
   }
   const StrId id = static_cast<StrId>(views_.size());
   views_.push_back(store(s));

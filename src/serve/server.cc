@@ -84,9 +84,11 @@ std::string lower(std::string_view s) {
 }
 
 // Host's value: host [":" port] (RFC 9110 7.2, RFC 3986 3.2.2), where host is
-// an IP literal in brackets or a registered name / IPv4 address.
+// an IP literal in brackets or a registered name / IPv4 address, and port a
+// TCP port (1..65535).
 bool is_valid_host(std::string_view host) {
   std::string_view port;
+  bool has_port = false;
   if (!host.empty() && host.front() == '[') {
     const std::size_t close = host.find(']');
     if (close == std::string_view::npos || close == 1) return false;
@@ -95,6 +97,7 @@ bool is_valid_host(std::string_view host) {
     }
     const std::string_view rest = host.substr(close + 1);
     if (!rest.empty() && rest.front() != ':') return false;
+    has_port = !rest.empty();
     port = rest.empty() ? rest : rest.substr(1);
   } else {
     const std::size_t colon = host.find(':');
@@ -109,9 +112,19 @@ bool is_valid_host(std::string_view host) {
         return false;
       }
     }
-    port = colon == std::string_view::npos ? std::string_view() : host.substr(colon + 1);
+    has_port = colon != std::string_view::npos;
+    port = has_port ? host.substr(colon + 1) : std::string_view();
   }
-  return port.size() <= 5 && std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!has_port) return true;
+  // A port is 1..65535 in at most 5 digits ("00080" is 80); "host:" with no
+  // digits, which RFC 3986 allows, is refused too: no client sends it.
+  if (port.empty() || port.size() > 5) return false;
+  std::uint32_t value = 0;
+  for (const char c : port) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<std::uint32_t>(c - '0');
+  }
+  return value >= 1 && value <= 65535;
 }
 
 const char* reason_phrase(int status) {
@@ -199,21 +212,34 @@ milliseconds send_allowance(std::uint64_t bytes, const ServeOptions& o) {
   return milliseconds(o.response_timeout_ms) + milliseconds(std::min<std::uint64_t>(extra_ms, INT_MAX));
 }
 
-// The client's address without its port: the key of the per-client limit.
-// An IPv4 address reaching an IPv6 socket counts as that IPv4 address.
+}  // namespace
+
 std::string peer_key(const sockaddr_storage& addr) {
+  // A tag, then the bytes that count: "L" for loopback, "4" and 4 bytes,
+  // "6" and 8 bytes.
+  static constexpr std::string_view kLoopback = "L";
+  // An IPv4 address, the 4 bytes of a mapped one included.
+  auto v4 = [](const unsigned char* a) {
+    if (a[0] == 127) return std::string(kLoopback);  // 127.0.0.0/8: every one reaches this host
+    return "4" + std::string(reinterpret_cast<const char*>(a), 4);
+  };
   if (addr.ss_family == AF_INET) {
     const auto* a4 = reinterpret_cast<const sockaddr_in*>(&addr);
-    return std::string(reinterpret_cast<const char*>(&a4->sin_addr), 4);
+    return v4(reinterpret_cast<const unsigned char*>(&a4->sin_addr));
   }
   if (addr.ss_family == AF_INET6) {
     const auto* a6 = reinterpret_cast<const sockaddr_in6*>(&addr);
-    const char* bytes = reinterpret_cast<const char*>(&a6->sin6_addr);
-    if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr)) return std::string(bytes + 12, 4);
-    return std::string(bytes, 16);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&a6->sin6_addr);
+    if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr)) return v4(bytes + 12);
+    if (IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr)) return std::string(kLoopback);
+    // A /64 is one site's subnet: a host there picks its own interface
+    // identifier, so each of its addresses must not count as a client.
+    return "6" + std::string(reinterpret_cast<const char*>(bytes), 8);
   }
   return {};
 }
+
+namespace {
 
 // The headers every answer carries: CORS for Perfetto UI (and Chrome's
 // private network access preflight), no caching of files that change.

@@ -21,6 +21,8 @@
 // (docs/serve.md, "Slow and hostile clients").
 #pragma once
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -111,11 +113,18 @@ std::string percent_encode_path(std::string_view rel_path);
 // True for the names served as traces: *.json and *.json.gz.
 bool is_trace_name(std::string_view name);
 
+// The key of the per-client connection limit for a client's address (its
+// port aside): one key for every loopback address (127.0.0.0/8, ::1,
+// ::ffff:127.0.0.0/104), since every local process can use any of them;
+// an IPv6 address by its /64; another IPv4 address (mapped or not) by
+// itself.
+std::string peer_key(const sockaddr_storage& addr);
+
 // A request head (request line and header fields, without the blank line
 // that ends it), checked strictly: one "METHOD SP target SP HTTP/1.x" line;
 // fields "name: value" with a token name and a value free of NUL, CR, LF and
 // other control bytes but tab; no folded lines; at most one Host, exactly
-// one for HTTP/1.1, with a value that is a host and optional port.
+// one for HTTP/1.1, with a value that is a host and optional port (1..65535).
 struct RequestHead {
   int status = 0;      // 0: well-formed; else the status to answer with
   std::string method;

@@ -7,6 +7,7 @@
 
 #include "src/trace/event_sink.h"
 #include "src/trace/fast_event_parser.h"
+#include "src/trace/json_copy.h"
 #include "src/trace/kineto_keys.h"
 
 namespace tprof::internal {
@@ -18,7 +19,7 @@ namespace {
 // every event it does not handle itself.
 class Parser {
  public:
-  Parser(JsonCursor* c, EventSink* sink) : c_(c), sink_(sink), b_(sink->batch()) {}
+  Parser(JsonCursor* c, EventSink* sink, bool strict) : c_(c), sink_(sink), b_(sink->batch()), strict_(strict) {}
 
   bool parse_event();
 
@@ -34,6 +35,7 @@ class Parser {
   JsonCursor* c_;
   EventSink* sink_;
   EventBatch* b_;
+  bool strict_;
   std::string scratch_;
 };
 
@@ -230,6 +232,16 @@ bool Parser::parse_args(PendingEvent* ev) {
   }
   ev->args_off = static_cast<std::uint64_t>(c_->offset(start));
   ev->args_len = static_cast<std::uint64_t>(c_->pos() - start);
+  // The args are stored as written and read again by strict parsers
+  // (SQLite's json_extract, Python's json): what the lenient reading above
+  // let through (raw quotes and control characters in strings, bad
+  // escapes, invalid UTF-8, NaN, a grammar it only skipped) is caught here.
+  JsonProblem problem;
+  if (!check_strict_json(start, c_->pos(), &problem)) {
+    if (strict_) return c_->fail_in(problem.at, problem.what, "in \"args\" (--strict reads them as JSON)");
+    sink_->repair_args(std::string_view(start, static_cast<std::size_t>(c_->pos() - start)), problem,
+                       c_->offset(problem.at), ev);
+  }
   return true;
 }
 
@@ -367,7 +379,7 @@ bool Parser::parse_event() {
 
 ChunkEnd parse_event_elements(JsonCursor* c, const char* stop_at, const ParseContext& ctx, EventBatch* batch) {
   EventSink sink(ctx, batch);
-  Parser parser(c, &sink);
+  Parser parser(c, &sink, ctx.strict);
   ChunkEnd end;
   // Bytes indexed at a time by the token walker: grows while it runs clean,
   // shrinks when events keep falling back (a file full of raw quotes must

@@ -52,6 +52,9 @@ struct EventBatch {
   std::vector<DeviceHint> device_hints;
   std::vector<EndMarker> ends;
   Diagnostics diagnostics;                // event: local index
+  // Repaired args (EventSink::repair_args): an args_ref with the owned bit
+  // is an offset in here until the reader stores it in the trace.
+  std::string args_store;
   bool saw_kineto_2022_args = false;      // "Profiler Event Index" / "Trace name"
   bool saw_begin = false;                 // B events present (need pairing)
 
@@ -73,6 +76,9 @@ struct ParseContext {
   // read as category "cpu_op" so that a written-back trace means the same.
   bool legacy_array = false;
   bool token_walker = true;  // ReadOptions::token_walker
+  // ReadOptions::strict: an "args" object that is not strict JSON fails
+  // the read (else it is stored repaired, or dropped, with a diagnostic).
+  bool strict = false;
 };
 
 // Parses array elements starting at the cursor (positioned at an element's

@@ -126,7 +126,7 @@ void EventSink::commit(PendingEvent& ev, std::int64_t src) {
   e.external_id.push_back(ev.external_id);
   e.correlation.push_back(ev.correlation);
   e.flow_id.push_back(ev.flow_id);
-  e.args_ref.push_back(ev.args_len == 0 ? 0 : args_ref::make(ev.args_off, ev.args_len, false));
+  e.args_ref.push_back(ev.args_len == 0 ? 0 : args_ref::make(ev.args_off, ev.args_len, ev.args_owned));
   e.src_offset.push_back(static_cast<std::uint64_t>(src));
   if (kind == EventKind::kMemory) {
     MemoryRecord m;
@@ -142,6 +142,40 @@ void EventSink::commit(PendingEvent& ev, std::int64_t src) {
     b_->meta.push_back({index, ev.meta_text, ev.meta_number, ev.has_meta_number});
   } else if ((is_device_kind(kind) || kind == EventKind::kCudaSync) && (ev.device >= 0 || ev.stream >= 0)) {
     b_->device_hints.push_back({lane, static_cast<std::int32_t>(ev.device), ev.stream});
+  }
+}
+
+void EventSink::repair_args(std::string_view args, const JsonProblem& problem, std::int64_t problem_offset,
+                            PendingEvent* ev) {
+  JsonCursor c(args.data(), args.data() + args.size(), args.data());
+  repaired_.clear();
+  bool ok = false;
+  {
+    JsonWriter w(&repaired_);
+    ok = copy_json_value(&c, &w, &scratch_) && c.at_end();
+  }
+  std::string what = std::string("expected ") + problem.what + ", found ";
+  if (problem.at >= args.data() + args.size()) {
+    what += "the end of \"args\"";
+  } else {
+    const auto b = static_cast<unsigned char>(*problem.at);
+    static constexpr char kHex[] = "0123456789abcdef";
+    what += b > 0x20 && b < 0x7f ? std::string("'") + static_cast<char>(b) + "'"
+                                 : std::string("byte 0x") + kHex[b >> 4] + kHex[b & 15];
+  }
+  if (ok && !repaired_.empty()) {
+    ev->args_off = b_->args_store.size();
+    ev->args_len = repaired_.size();
+    ev->args_owned = true;
+    b_->args_store += repaired_;
+    b_->diagnostics.add(DiagnosticCode::kMalformedArgs, problem_offset,
+                        "\"args\" is not strict JSON (" + what +
+                            "); stored repaired: strings re-escaped, NaN and Infinity as null");
+  } else {
+    ev->args_off = ev->args_len = 0;
+    ev->args_owned = false;
+    b_->diagnostics.add(DiagnosticCode::kMalformedArgs, problem_offset,
+                        "\"args\" is not JSON (" + what + "); dropped, the event kept");
   }
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/trace/event_parser.h"
+#include "src/trace/json_copy.h"
 
 namespace tprof::internal {
 
@@ -22,6 +23,7 @@ struct PendingEvent {
   std::int64_t external_id = -1, correlation = -1, flow_id = -1;
   std::uint8_t flags = 0;
   std::uint64_t args_off = 0, args_len = 0;
+  bool args_owned = false;  // args_off/args_len are in the batch's args_store (repaired)
   std::int64_t device = -1, stream = -1;
   // "[memory]" payload
   std::int64_t bytes = 0, total_allocated = 0, total_reserved = 0, device_type = 0, device_id = -1;
@@ -48,6 +50,13 @@ class EventSink {
   StrId default_cat() const { return default_cat_; }
   // Validates and appends one event (or records why it was skipped).
   void commit(PendingEvent& ev, std::int64_t src);
+  // An "args" object `args` that check_strict_json refused (`problem`, at
+  // file offset `problem_offset`): stores what copy_json_value makes of it
+  // (strings re-escaped, invalid UTF-8 as U+FFFD, NaN and Infinity as
+  // null) in the batch's args_store, or, when even the lenient cursor
+  // cannot read it, drops it; either with a malformed_args diagnostic.
+  void repair_args(std::string_view args, const JsonProblem& problem, std::int64_t problem_offset,
+                   PendingEvent* ev);
 
  private:
   EventKind kind_of(StrId cat);
@@ -57,6 +66,7 @@ class EventSink {
   StrId default_cat_ = kEmptyStr;
   std::vector<std::int8_t> cat_kind_;  // by local cat id; -1 = not yet classified
   std::vector<std::uint32_t> tokens_;
+  std::string scratch_, repaired_;
 };
 
 }  // namespace tprof::internal

@@ -38,11 +38,16 @@ struct StreamedBatch {
   std::span<const MemoryRecord> memory;  // the batch's "[memory]" payloads; event: trace-wide index
   const char* origin = nullptr;          // where the text's offset 0 would be
   const char* text_end = nullptr;
+  std::string_view repaired;             // where args refs with the owned bit point (repaired args)
 
   // The args JSON of trace.events[e] (first <= e < first + count), as
   // written; valid during the call only.
   std::string_view args(std::uint32_t e) const;
 };
+
+// The args at `ref` (an args_ref with the owned bit) in a batch's store of
+// repaired args (EventBatch::args_store).
+std::string_view batch_args(std::uint64_t ref, std::string_view store);
 
 class EventStream {
  public:

@@ -2,17 +2,23 @@
 //  - a string ends at its first unescaped quote only if the next token is
 //    one of , : } ] — the cursor's lenient rule — otherwise the event falls
 //    back (a raw quote in a name);
-//  - skipped values get their brackets matched and their strings checked
-//    the same way, scalars are not validated (as JsonCursor::skip_value_fast);
 //  - a field of an unexpected type, a number that is not plain, an escaped
 //    "ph", an empty object or a non-object element falls back, so the cursor
-//    records the diagnostics it records.
+//    records the diagnostics it records;
+//  - skipped values (args above all, which are stored as written) must be
+//    strict JSON (check_strict_json's rules, checked token by token); what
+//    is not falls back, and the cursor repairs or drops such args, or fails
+//    the read under --strict. The cursor itself only skips over the other
+//    fields it does not read (JsonCursor::skip_value_fast).
 #include "src/trace/fast_event_parser.h"
+
+#include <emmintrin.h>
 
 #include <charconv>
 #include <cstring>
 #include <string>
 
+#include "src/trace/json_copy.h"
 #include "src/trace/json_cursor.h"
 #include "src/trace/kineto_keys.h"
 #include "src/trace/structural_index.h"
@@ -129,7 +135,10 @@ class Walker {
   }
   bool string_id(const char* v, StrId* out) {
     std::string_view text;
-    if (!string_value(v, &text)) return false;
+    return string_value(v, &text) && intern_text(text, out);
+  }
+  // Interns a string's text as read (escapes decoded).
+  bool intern_text(std::string_view text, StrId* out) {
     if (has_backslash(text)) {
       if (!valid_escapes(text)) return false;
       unescape_json(text, &scratch_);
@@ -148,7 +157,15 @@ class Walker {
     return scan_us(v, end_, out, &stop) && ends_here(stop);
   }
   bool id_value(const char* v, TraceId* out);
+  // Skips a value (its tokens taken) that is strict JSON (check_strict_json's
+  // rules: args are stored as written); false for anything else.
   bool skip_value(const char* v);
+  // The text between the quotes at `open` and `close` (both tokens) is a
+  // strict JSON string's: no raw control character, JSON's escapes only,
+  // well-formed UTF-8.
+  bool strict_text(const char* open, const char* close) const;
+  // A number as RFC 8259 writes it, or true/false/null, at v; *stop after it.
+  bool strict_scalar(const char* v, const char** stop) const;
   bool args(const char* open, PendingEvent* ev);
   // The next token must be `c`.
   const char* expect(char c) {
@@ -184,58 +201,123 @@ bool Walker::id_value(const char* v, TraceId* out) {
   return true;
 }
 
+inline bool Walker::strict_text(const char* open, const char* close) const {
+  // The common case, inline: the first byte the escaper would look at in
+  // the 16 after the opening quote ('"', '\\', a control, a byte >= 0x80)
+  // is the closing quote. Else the strict scanner decides (escapes, UTF-8,
+  // DEL), from where plain bytes end.
+  const char* text = open + 1;
+  if (end_ - text >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text));
+    const __m128i ctrl = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+    const __m128i special =
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+    const unsigned m = static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(ctrl, special)) | _mm_movemask_epi8(v));
+    const int first = __builtin_ctz(m | 0x10000u);
+    if (text + first == close) return true;
+    if (first == 16 && find_json_escape(text + 16, end_) == close) return true;
+  }
+  const char* p = open;
+  JsonProblem problem;
+  return scan_strict_string(&p, close + 1, &problem) && p == close + 1;
+}
+
+inline bool Walker::strict_scalar(const char* v, const char** stop) const {
+  // A plain integer inline ("64", "0"); anything else but the literals (a
+  // sign, a fraction, an exponent, not a number) through the strict scanner.
+  if (*v >= '0' && *v <= '9') {
+    const char* q = v + 1;
+    if (*v != '0') {
+      while (q < end_ && *q >= '0' && *q <= '9') ++q;
+    }
+    if (q < end_ && *q != '.' && *q != 'e' && *q != 'E' && (*q < '0' || *q > '9')) {
+      *stop = q;
+      return true;
+    }
+  }
+  std::size_t n = 0;
+  switch (*v) {
+    case 't': n = end_ - v >= 4 && std::memcmp(v, "true", 4) == 0 ? 4 : 0; break;
+    case 'f': n = end_ - v >= 5 && std::memcmp(v, "false", 5) == 0 ? 5 : 0; break;
+    case 'n': n = end_ - v >= 4 && std::memcmp(v, "null", 4) == 0 ? 4 : 0; break;
+    default: {
+      JsonProblem problem;
+      *stop = v;
+      return scan_strict_number(stop, end_, &problem);
+    }
+  }
+  *stop = v + n;
+  return n != 0;
+}
+
 bool Walker::skip_value(const char* v) {
   if (v >= end_) return false;
-  switch (*v) {
-    case '"': {
-      std::string_view text;
-      return string_value(v, &text);
-    }
-    case '{':
-    case '[': {
-      if (!take(v)) return false;
-      std::uint64_t kinds = *v == '{' ? 1 : 0;  // a bit per level: 1 = object
-      int depth = 1;
-      for (;;) {
-        const char* t = t_->next();
-        if (t == nullptr) return false;
-        switch (*t) {
-          case '{':
-          case '[':
-            if (depth == 64) return false;
-            kinds = (kinds << 1) | (*t == '{' ? 1 : 0);
-            ++depth;
-            break;
-          case '}':
-          case ']':
-            if (((kinds & 1) != 0) != (*t == '}')) return false;
-            kinds >>= 1;
-            if (--depth == 0) return ends_here(t + 1);
-            break;
-          case '"': {
-            std::string_view text;
-            if (!string_at(t, &text)) return false;
-            break;
-          }
-          case ',':
-          case ':':
-            break;
-          default:
-            return false;  // a backslash outside a string
-        }
+  if (*v == '"') {
+    std::string_view text;
+    return string_value(v, &text) && strict_text(v, text.data() + text.size());
+  }
+  if (*v != '{' && *v != '[') {
+    const char* stop = nullptr;
+    return strict_scalar(v, &stop) && ends_here(stop);
+  }
+  // A container, checked as strict JSON token by token: what each token
+  // may be after the one before (`want`), the bytes between two tokens
+  // whitespace or, where a value may start, one scalar, every string's text
+  // strict. What is not goes to the cursor.
+  if (!take(v)) return false;
+  enum : std::uint8_t { kKey = 1, kValue = 2, kColon = 4, kComma = 8, kClose = 16 };
+  std::uint64_t kinds = *v == '{' ? 1 : 0;  // a bit per level: 1 = object
+  int depth = 1;
+  std::uint8_t want = *v == '{' ? kKey | kClose : kValue | kClose;
+  const char* pos = v + 1;  // after the last token (or string)
+  for (;;) {
+    const char* t = t_->next();
+    if (t == nullptr) return false;
+    if (t != pos && (t != pos + 1 || *pos != ' ')) {  // not next to it, nor one blank apart
+      const char* p = pos;
+      while (p < t && is_ws(*p)) ++p;  // t, a token, is not whitespace
+      if (p != t) {  // a scalar, then whitespace
+        if ((want & kValue) == 0 || !strict_scalar(p, &p)) return false;
+        while (p < t && is_ws(*p)) ++p;
+        if (p != t) return false;
+        want = kComma | kClose;
       }
     }
-    case 't': return end_ - v >= 4 && std::memcmp(v, "true", 4) == 0 && ends_here(v + 4);
-    case 'f': return end_ - v >= 5 && std::memcmp(v, "false", 5) == 0 && ends_here(v + 5);
-    case 'n': return end_ - v >= 4 && std::memcmp(v, "null", 4) == 0 && ends_here(v + 4);
-    default: {
-      if (*v != '-' && (*v < '0' || *v > '9')) return false;
-      const char* q = v + 1;
-      while (q < end_ && ((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E' || *q == '-' || *q == '+')) {
-        ++q;
+    const char c = *t;
+    switch (c) {
+      case '"': {
+        const char* close = t_->next();
+        if ((want & (kKey | kValue)) == 0 || close == nullptr || *close != '"' || !strict_text(t, close)) return false;
+        want = (want & kKey) != 0 ? kColon : kComma | kClose;
+        pos = close + 1;
+        continue;
       }
-      return ends_here(q);
+      case ':':
+        if (want != kColon) return false;
+        want = kValue;
+        break;
+      case ',':
+        if ((want & kComma) == 0) return false;
+        want = (kinds & 1) != 0 ? kKey : kValue;
+        break;
+      case '{':
+      case '[':
+        if ((want & kValue) == 0 || depth == 64) return false;
+        kinds = (kinds << 1) | (c == '{' ? 1 : 0);
+        ++depth;
+        want = c == '{' ? kKey | kClose : kValue | kClose;
+        break;
+      case '}':
+      case ']':
+        if ((want & kClose) == 0 || ((kinds & 1) != 0) != (c == '}')) return false;
+        kinds >>= 1;
+        if (--depth == 0) return ends_here(t + 1);
+        want = kComma | kClose;
+        break;
+      default:
+        return false;  // a backslash outside a string
     }
+    pos = t + 1;
   }
 }
 
@@ -256,15 +338,24 @@ bool Walker::args(const char* open, PendingEvent* ev) {
       const char* v = value_after(colon);
       bool ok = true;
       using kineto::ArgColumn;
-      switch (kineto::arg_column(k)) {
+      const ArgColumn column = kineto::arg_column(k);
+      // A key that is one of Kineto's is plain ASCII; any other is checked.
+      if (column == ArgColumn::kNone && !strict_text(kq, k.data() + k.size())) return false;
+      switch (column) {
         case ArgColumn::kMetaText:
-          ok = v < end_ && *v == '"' ? string_id(v, &ev->meta_text) : skip_value(v);
+          if (v < end_ && *v == '"') {
+            std::string_view text;
+            ok = string_value(v, &text) && strict_text(v, text.data() + text.size()) &&
+                 intern_text(text, &ev->meta_text);
+          } else {
+            ok = skip_value(v);
+          }
           break;
         case ArgColumn::kMemoryAddr: {
           const char* q = v;
           while (q < end_ && *q >= '0' && *q <= '9') ++q;
           auto r = std::from_chars(v, q, ev->addr);
-          ok = r.ec == std::errc() && ends_here(q);
+          ok = r.ec == std::errc() && (q - v == 1 || *v != '0') && ends_here(q);  // JSON: no leading zeros
           break;
         }
         case ArgColumn::kMemoryBytes:
@@ -317,6 +408,9 @@ bool Walker::args(const char* open, PendingEvent* ev) {
   }
   ev->args_off = static_cast<std::uint64_t>(open - file_start_);
   ev->args_len = static_cast<std::uint64_t>(close + 1 - open);
+  // Args are stored as written: every value above was checked as strict
+  // JSON; ones that are not went to the cursor parser, which repairs them
+  // or (--strict) fails there.
   return ends_here(close + 1);
 }
 

@@ -27,4 +27,27 @@ void write_stored_json(std::string_view json, JsonWriter* w, std::string* scratc
 // The compact canonical form of a JSON text ("" if it does not parse).
 std::string canonical_json(std::string_view json);
 
+// Where a JSON text first departs from RFC 8259, as a strict parser
+// (simdjson, Python's json, SQLite's json_extract) reads it.
+struct JsonProblem {
+  const char* at = nullptr;  // the offending byte (end: the text ended early)
+  const char* what = "";     // what was expected there, for "expected X, found Y"
+};
+
+// Checks that [p, end) is exactly one JSON value (whitespace around it
+// allowed), strictly: the grammar token by token (no trailing commas, no
+// bare words, numbers as RFC 8259 writes them: no "01", "1.", "+1", NaN or
+// Infinity), strings without raw control characters (C0), with only JSON's
+// escapes, \u surrogates in pairs, and well-formed UTF-8; nesting up to
+// 512. Returns true, or false with the first problem in *problem.
+// Duplicate keys are valid JSON (RFC 8259 4: names SHOULD be unique) and
+// pass. One pass, no allocation; strings are scanned 16 bytes a step.
+bool check_strict_json(const char* p, const char* end, JsonProblem* problem);
+
+// Two of the scanners check_strict_json is made of (the token walker checks
+// args with them): a string whose opening quote is at *p, and a number at
+// *p. On success *p is past it; else false with the problem.
+bool scan_strict_string(const char** p, const char* end, JsonProblem* problem);
+bool scan_strict_number(const char** p, const char* end, JsonProblem* problem);
+
 }  // namespace tprof::internal

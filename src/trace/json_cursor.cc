@@ -91,12 +91,13 @@ bool JsonCursor::fail(const char* at, const char* what) {
 }
 
 Error JsonCursor::error() const {
+  const std::string where = context_ != nullptr ? std::string(" ") + context_ : std::string();
   if (failure_ == CursorFailure::kEof) {
-    return Error(ErrorCode::kParse, std::string("unexpected end of file, expected ") + expected_, {},
+    return Error(ErrorCode::kParse, std::string("unexpected end of file, expected ") + expected_ + where, {},
                  failure_offset());
   }
   return Error(ErrorCode::kParse,
-               std::string("expected ") + expected_ + ", found " + describe_byte(failure_pos_, end_), {},
+               std::string("expected ") + expected_ + where + ", found " + describe_byte(failure_pos_, end_), {},
                failure_offset());
 }
 

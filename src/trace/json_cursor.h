@@ -97,6 +97,11 @@ class JsonCursor {
 
   // Records a failure at `at` (EOF if at == end) and returns false.
   bool fail(const char* at, const char* what);
+  // The same, the error saying where: "expected X <context>, found Y".
+  bool fail_in(const char* at, const char* what, const char* context) {
+    if (failure_ == CursorFailure::kNone) context_ = context;
+    return fail(at, what);
+  }
   bool fail_here(const char* what) { return fail(p_, what); }
 
   void skip_ws() {
@@ -117,6 +122,7 @@ class JsonCursor {
   CursorFailure failure_ = CursorFailure::kNone;
   const char* failure_pos_ = nullptr;
   const char* expected_ = "";
+  const char* context_ = nullptr;  // fail_in's
 };
 
 // Decodes JSON string escapes of `raw` (as returned in Str::raw) into `out`.

@@ -233,13 +233,18 @@ class Reader {
   void append_batch(EventBatch *b);
   // Streaming: hands the events appended from `first` (trace-wide index
   // `first_id`) to the sink, then keeps them in the model or not.
-  void stream_batch(std::uint32_t first, std::uint64_t first_id, std::span<const MemoryRecord> memory);
+  // `repaired`: the batch's args_store (refs with the owned bit point there).
+  void stream_batch(std::uint32_t first, std::uint64_t first_id, std::span<const MemoryRecord> memory,
+                    std::string_view repaired);
   // Streaming, past the model limit: keeps only the M and B events of
   // trace_.events[from, end) (trace-wide index first_id + i - from).
   void keep_structure(std::uint32_t from, std::uint64_t first_id);
   // Copies the args of trace_.events[from, end) out of a streamed .gz's
   // window into the arena.
   void own_args(std::uint32_t from);
+  // Stores the repaired args of trace_.events[from, end), offsets in the
+  // batch's `repaired` store, in the trace's own store.
+  void own_repaired(std::uint32_t from, std::string_view repaired);
   // Streaming a mapped file: the sink read the args of [from, to) again
   // after parse_chunk released its pages; released once more.
   void release_streamed(const char *from, const char *to) {
@@ -254,6 +259,14 @@ class Reader {
   void reserve_events(const char *first, const char *end, std::size_t total = 0);
   void pair_begin_end();
   Error error_at(Error e) const { return e.with_path(path_); }
+  // A string pool ran out of ids: the read stops, rather than let ids wrap
+  // (2^32 would be "" again, and the names silently wrong).
+  Error strings_full_error() const {
+    return error_at(Error(ErrorCode::kUnsupported,
+                          "more than " + std::to_string(StringPool::kMaxStrings) +
+                              " distinct strings (names, categories, string ids): tprof's string ids are 32-bit",
+                          {}, -1));
+  }
 
   std::string_view bytes_;
   std::string path_;
@@ -309,6 +322,7 @@ class Reader {
   std::shared_ptr<ArgsArena> args_owner_ = std::make_shared<ArgsArena>();
   ArgsArena &args_ = *args_owner_;
   bool args_failed_ = false;  // the arena could not grow
+  bool strings_full_ = false;  // a string pool ran out of 32-bit ids (StringPool::full)
   // Streaming (sink_ set).
   internal::EventStream *sink_ = nullptr;
   internal::StreamedTrace *out_ = nullptr;
@@ -469,7 +483,7 @@ Status Reader::parse_array(JsonCursor *c, const ParseContext &ctx) {
     const char *stop = final_ ? text_end() : find_last_boundary(first, text_end());
     parse_span(first, stop, ctx, threads);
     if (sink_ == nullptr) TPROF_TRY(check_model_size());
-    if (final_ || last_end_.array_closed || !sink_status_) break;
+    if (final_ || last_end_.array_closed || !sink_status_ || strings_full_) break;
     const char *keep = nullptr;
     if (!last_end_.failed) {
       keep = last_end_.pos;
@@ -654,7 +668,7 @@ void Reader::merge_ready(std::vector<std::unique_ptr<ChunkResult>> *guesses, con
       last_failure_ = rest->failure;
       last_error_ = rest->error;
     }
-    stopped_ = last_end_.failed || last_end_.array_closed;
+    stopped_ = stopped_ || last_end_.failed || last_end_.array_closed;
   }
 }
 
@@ -691,6 +705,7 @@ Status Reader::parse_top_level() {
     ParseContext ctx;
     ctx.legacy_array = true;
     ctx.token_walker = options_.token_walker;
+    ctx.strict = options_.strict;
     TPROF_TRY(parse_array(&c, ctx));
     // An array of objects none of which is an event (no "ph") is some other
     // JSON document, not a trace with nothing in it.
@@ -801,6 +816,7 @@ Result<bool> Reader::top_level_key(JsonCursor *c) {
     saw_events_key_ = true;
     ParseContext ctx;
     ctx.token_walker = options_.token_walker;
+    ctx.strict = options_.strict;
     TPROF_TRY(parse_array(c, ctx));
     return true;
   }
@@ -885,6 +901,10 @@ void Reader::append_batch(EventBatch *b) {
   const std::uint64_t first_id = sink_ != nullptr ? seen_events_ : base;
   std::vector<StrId> smap(b->strings.size());
   for (StrId i = 0; i < b->strings.size(); ++i) smap[i] = trace_.strings.intern(b->strings.str(i));
+  if (b->strings.full() || trace_.strings.full()) {
+    strings_full_ = true;  // the read fails (run()); the chunks still to merge are discarded
+    stopped_ = true;
+  }
   auto map_id = [&](TraceId id) {
     if (id.is_str) id.str = smap[id.str];
     return id;
@@ -950,14 +970,26 @@ void Reader::append_batch(EventBatch *b) {
   trace_.diagnostics.merge(b->diagnostics, static_cast<std::uint32_t>(first_id));
   saw_2022_args_ |= b->saw_kineto_2022_args;
   saw_begin_ |= b->saw_begin;
+  const std::string repaired = std::move(b->args_store);
   *b = EventBatch();  // free its memory now
   if (sink_ != nullptr) {
     std::vector<MemoryRecord> memory(trace_.memory.begin() + static_cast<std::ptrdiff_t>(memory_from),
                                      trace_.memory.end());
     for (MemoryRecord &m : memory) m.event = static_cast<std::uint32_t>(first_id + (m.event - base));
-    stream_batch(base, first_id, memory);
-  } else if (stream_ != nullptr) {
-    own_args(base);
+    stream_batch(base, first_id, memory, repaired);
+    return;
+  }
+  if (!repaired.empty()) own_repaired(base, repaired);
+  if (stream_ != nullptr) own_args(base);
+}
+
+void Reader::own_repaired(std::uint32_t from, std::string_view repaired) {
+  EventColumns &ev = trace_.events;
+  for (std::size_t i = from; i < ev.size(); ++i) {
+    const std::uint64_t ref = ev.args_ref[i];
+    if ((ref & args_ref::kOwnedBit) == 0) continue;
+    const std::string_view json = internal::batch_args(ref, repaired);
+    trace_.set_args_json(static_cast<std::uint32_t>(i), json);
   }
 }
 
@@ -982,7 +1014,8 @@ void Reader::own_args(std::uint32_t from) {
   }
 }
 
-void Reader::stream_batch(std::uint32_t first, std::uint64_t first_id, std::span<const MemoryRecord> memory) {
+void Reader::stream_batch(std::uint32_t first, std::uint64_t first_id, std::span<const MemoryRecord> memory,
+                          std::string_view repaired) {
   const EventColumns &ev = trace_.events;
   const auto count = static_cast<std::uint32_t>(ev.size() - first);
   lane_activity_.resize(trace_.lanes.size(), 0);
@@ -992,12 +1025,13 @@ void Reader::stream_batch(std::uint32_t first, std::uint64_t first_id, std::span
     seen_hi_ = std::max(seen_hi_, ev.ts_ns[e] + std::max<std::int64_t>(0, ev.dur_ns[e]));
   }
   if (sink_status_) {
-    const internal::StreamedBatch batch{trace_, first, count, first_id, memory, origin_, text_end()};
+    const internal::StreamedBatch batch{trace_, first, count, first_id, memory, origin_, text_end(), repaired};
     sink_status_ = sink_->batch(batch);
     if (!sink_status_) stopped_ = true;  // the chunks still to merge are discarded
   }
   seen_events_ += count;
   if (!dropped_) {
+    if (!repaired.empty()) own_repaired(first, repaired);
     if (stream_ != nullptr) own_args(first);
     const std::uint64_t limit = options_.max_model_bytes > 0
                                     ? options_.max_model_bytes
@@ -1098,6 +1132,7 @@ Result<Trace> Reader::run(Trace trace) {
   trace_ = std::move(trace);
   const Status parsed = parse_top_level();
   if (!sink_status_) return sink_status_.error();  // it names its own file
+  if (strings_full_) return strings_full_error();  // the read stopped there
   TPROF_TRY(parsed);
   if (stream_ != nullptr) {
     if (args_failed_) {
@@ -1148,6 +1183,7 @@ Result<Trace> Reader::run(Trace trace) {
                            sink_ != nullptr ? std::span<const std::uint8_t>(lane_activity_)
                                             : std::span<const std::uint8_t>(),
                            !dropped_);
+  if (trace_.strings.full()) return strings_full_error();
   if (out_ != nullptr) {
     out_->whole = !dropped_;
     out_->events = events;
@@ -1281,9 +1317,23 @@ Result<Trace> read_trace(const std::string &path, const ReadOptions &options) {
 
 namespace internal {
 
+std::string_view batch_args(std::uint64_t ref, std::string_view store) {
+  const std::uint64_t offset = (ref & ~args_ref::kOwnedBit) >> args_ref::kLenBits;
+  std::uint64_t len = ref & args_ref::kLenMask;
+  if (offset >= store.size()) return {};
+  if (len == args_ref::kLenMask) {
+    // Longer than the length field holds: measure it again (it is JSON).
+    JsonCursor c(store.data() + offset, store.data() + store.size(), store.data());
+    if (!c.skip_value()) return {};
+    len = static_cast<std::uint64_t>(c.pos() - (store.data() + offset));
+  }
+  return store.substr(offset, len);
+}
+
 std::string_view StreamedBatch::args(std::uint32_t e) const {
   const std::uint64_t ref = trace.events.args_ref[e];
   if (ref == 0) return {};
+  if ((ref & args_ref::kOwnedBit) != 0) return batch_args(ref, repaired);
   const char *p = origin + ((ref & ~args_ref::kOwnedBit) >> args_ref::kLenBits);
   std::uint64_t len = ref & args_ref::kLenMask;
   if (len == args_ref::kLenMask) {

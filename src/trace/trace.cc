@@ -95,6 +95,7 @@ std::string_view diagnostic_code_name(DiagnosticCode code) {
     case DiagnosticCode::kActivityUnavailable: return "activity_unavailable";
     case DiagnosticCode::kUnfinishedScopes: return "unfinished_scopes";
     case DiagnosticCode::kSkippedBytes: return "skipped_bytes";
+    case DiagnosticCode::kMalformedArgs: return "malformed_args";
     case DiagnosticCode::kCount_: break;
   }
   return "unknown";

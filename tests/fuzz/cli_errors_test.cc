@@ -344,6 +344,144 @@ TEST_F(CliErrors, UsageErrorsQuoteArgumentsThroughTheTextFilter) {
   }
 }
 
+// A name for every byte a terminal or a strict JSON parser minds: C0 (NUL
+// by escape, the rest raw and escaped), DEL, C1 as UTF-8 (U+0080..U+009F,
+// U+009B the 8-bit CSI), the raw bytes 0x80..0x9f and 0xff, ESC and OSC
+// sequences, a surrogate and an overlong form written raw.
+std::string hostile_names_trace() {
+  std::vector<std::string> names;
+  for (int c = 0; c < 0x20; ++c) {
+    char esc[8];
+    std::snprintf(esc, sizeof esc, "\\u%04x", c);
+    names.push_back(std::string("esc") + esc);
+    if (c != 0 && c != '\n' && c != '\r') names.push_back("raw" + std::string(1, static_cast<char>(c)));
+  }
+  for (const char* n : {"del\x7f", "c1\xc2\x80", "csi\xc2\x9b" "2J", "c1\xc2\x9f", "raw\x80", "raw\x9b" "2J", "raw\x9f",
+                        "ff\xff", "sur\xed\xa0\x80", "over\xc0\xaf", "sgr\x1b[31mred\x1b[0m", "osc\x1b]0;title\x07",
+                        "cut\xe2\x82", "ok \xe2\x82\xac"}) {
+    names.push_back(n);
+  }
+  // All of them at once, where info, diagnose and the summaries quote
+  // names: the process, thread and device, the op, kernel and annotation
+  // that take the most time.
+  const std::string mix = "mix\x7f\xc2\x9b\x1b[2J\x1b]0;t\x07\x80\x9b\xff\x01\\u0000\xc2\x85";
+  std::string t = R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "gpu)" + mix + R"("}],
+"traceEvents": [
+{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "proc)" + mix + R"("}},
+{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "thr)" + mix + R"("}},
+{"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "gpu)" + mix + R"("}},
+{"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream)" + mix + R"("}},
+{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100000},
+{"ph": "X", "cat": "user_annotation", "name": "ann)" + mix + R"(", "pid": 1, "tid": 1, "ts": 5000, "dur": 90000},
+{"ph": "X", "cat": "cpu_op", "name": "op)" + mix + R"(", "pid": 1, "tid": 1, "ts": 5001, "dur": 40000},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 5002, "dur": 30, "args": {"correlation": 9999}},
+{"ph": "X", "cat": "kernel", "name": "k)" + mix + R"(", "pid": 0, "tid": 7, "ts": 5100, "dur": 80000, "args": {"device": 0, "stream": 7, "correlation": 9999}},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 6002, "dur": 30, "args": {"correlation": 9998}},
+{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL)" + mix + R"(", "pid": 0, "tid": 8, "ts": 6100, "dur": 30000, "args": {"device": 0, "stream": 8, "correlation": 9998}})";
+  std::int64_t ts = 1;
+  for (std::size_t i = 0; i < names.size(); ++i, ts += 40) {
+    const std::string n = names[i];
+    t += ",\n{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op" + n + "\", \"pid\": 1, \"tid\": 1, \"ts\": " +
+         std::to_string(ts) + ", \"dur\": 10, \"args\": {\"External id\": " + std::to_string(i) + "}}";
+    t += ",\n{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, "
+         "\"ts\": " + std::to_string(ts + 11) + ", \"dur\": 5, \"args\": {\"correlation\": " + std::to_string(i + 1) + "}}";
+    t += ",\n{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k" + n + "\", \"pid\": 0, \"tid\": 7, \"ts\": " +
+         std::to_string(ts + 20) + ", \"dur\": 8, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": " +
+         std::to_string(i + 1) + ", \"grid\": [1, 1, 1]}}";
+  }
+  return t + "\n]}\n";
+}
+
+// Where a strict parser finds `json` malformed ("" when it is valid): Python's
+// json, which refuses raw control characters, bad escapes and invalid UTF-8.
+std::string python_json_error(const std::string& json_path) {
+  const CliResult r = run_cli("/usr/bin/python3",
+                              {"-c", "import json, sys\n"
+                                     "json.loads(sys.stdin.buffer.read().decode('utf-8'), "
+                                     "parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))"},
+                              json_path);
+  return r.exit_code == 0 ? std::string() : r.err.empty() ? "exit " + std::to_string(r.exit_code) : r.err;
+}
+
+// Issue 36, defect 6: a DEL in a name came out of every --format json as
+// "\x7f": the terminal filter ran over JSON with its text escapes. Every
+// JSON output (and summarize's files, report's embedded data) is now valid
+// JSON for any name bytes, and has no raw ESC, DEL or C1 for a terminal.
+TEST_F(CliErrors, EveryJsonOutputIsValidJsonWhateverTheNames) {
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 to parse the JSON strictly";
+  const std::string trace = write("hostile.json", hostile_names_trace());
+  fs::create_directories(dir_ / "ranks");
+  const std::string ranks = (dir_ / "ranks").string();
+  fs::copy_file(trace, dir_ / "ranks" / "rank0.json");
+  fs::copy_file(trace, dir_ / "ranks" / "rank1.json");
+  const std::string summary = (dir_ / "hostile.summary.json").string();
+  ASSERT_EQ(run({"summarize", trace, "-o", summary}).exit_code, 0);
+  const std::string html = (dir_ / "report.html").string();
+  ASSERT_EQ(run({"report", trace, "-o", html}).exit_code, 0);
+  std::vector<std::pair<std::string, std::string>> outputs;  // what, bytes
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"table", "--format", "json", "--row-limit", "-1", trace},
+           {"table", "--format", "json", "--sort-by", "cuda_time_total", trace},
+           {"compare", "--format", "json", trace, trace},
+           {"kernels", "--format", "json", trace},
+           {"info", "--format", "json", trace},
+           {"steps", "--format", "json", trace},
+           {"diagnose", "--format", "json", trace},
+           {"diagnose", "--format", "json", ranks},
+           {"merge", "--format", "json", summary},
+           {"merge", "--format", "summary", summary},
+           {"summarize", trace}}) {
+    const CliResult r = run(args);
+    std::string what;
+    for (const std::string& a : args) what += a + " ";
+    EXPECT_EQ(r.exit_code, 0) << what << r.err;
+    outputs.emplace_back(what, r.out);
+  }
+  Result<std::string> s = internal::read_file(summary);
+  ASSERT_TRUE(s);
+  outputs.emplace_back("summarize -o", *s);
+  Result<std::string> page = internal::read_file(html);
+  ASSERT_TRUE(page);
+  const std::string open = "<script type=\"application/json\" id=\"report-data\">";
+  const std::size_t from = page->find(open);
+  ASSERT_NE(from, std::string::npos);
+  const std::size_t to = page->find("</script>", from);
+  outputs.emplace_back("report's data", page->substr(from + open.size(), to - from - open.size()));
+  outputs.emplace_back("report's page", *page);
+  for (const auto& [what, out] : outputs) {
+    SCOPED_TRACE(what);
+    EXPECT_FALSE(out.empty());
+    // Nothing a terminal would act on, no invalid UTF-8: the filter had nothing to do.
+    EXPECT_FALSE(internal::needs_safe_text(out));
+    EXPECT_EQ(out.find('\x1b'), std::string::npos);
+    EXPECT_EQ(out.find('\x7f'), std::string::npos);
+    EXPECT_EQ(out.find("\\x7f"), std::string::npos);
+    if (what == "report's page") continue;
+    const std::string file = write("out.json", out);
+    EXPECT_EQ(python_json_error(file), "");
+  }
+  // The names are there, escaped: DEL, C1 and ESC as \u escapes, a byte that
+  // is not UTF-8 as \ufffd.
+  const std::string& table = outputs.front().second;
+  for (const char* escaped : {"opdel\\u007f", "opc1\\u0080", "opcsi\\u009b2J", "opsgr\\u001b[31mred", "opff\\ufffd",
+                              "opraw\\u0001", "opesc\\u0000", "opok \xe2\x82\xac"}) {
+    EXPECT_NE(table.find(escaped), std::string::npos) << escaped;
+  }
+  // Each output quotes the mixed name somewhere (its invalid bytes as
+  // \ufffd, or as U+FFFD itself once a summary was read back); steps are
+  // "ProfilerStep#N", and the job view (diagnose DIR, merge --format json)
+  // names kernels only for collectives matched across ranks.
+  for (const auto& [what, out] : outputs) {
+    if (what.rfind("steps", 0) == 0 || what.find(ranks) != std::string::npos ||
+        what.rfind("merge --format json", 0) == 0) {
+      continue;
+    }
+    const std::size_t at = out.find("mix\\u007f\\u009b\\u001b[2J\\u001b]0;t\\u0007");
+    ASSERT_NE(at, std::string::npos) << what;
+    EXPECT_LT(out.find("\\u0001\\u0000\\u0085", at), at + 80) << what;
+  }
+}
+
 TEST_F(CliErrors, VersionUnknownCommandsAndGlobalFlagsAnywhere) {
   const CliResult v = run({"--version"});
   EXPECT_EQ(v.exit_code, 0);

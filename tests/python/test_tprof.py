@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import os
+import subprocess
 import tempfile
 import threading
 import unittest
@@ -15,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 import tprof
-from support import cli, cli_json, data, flat_rows, records
+from support import TPROF_BIN, cli, cli_json, data, flat_rows, records
 
 # Traces of every era the module is tested on: torch 1.13's legacy array and
 # its Kineto conversion, torch 2.11 on an H100, tprof's capture on an H200.
@@ -128,6 +129,72 @@ class ErrorTest(unittest.TestCase):
             with self.assertRaises(AssertionError) as cli_err:
                 cli("--strict", "info", p)
             self.assertIn(f"{p}: byte 145: expected ',' or '}}' in an event", str(cli_err.exception))
+
+    # Issue 36, defect 8: args objects the reader let through (its lenient
+    # strings, a grammar it only skipped) were stored as written, and t.args()
+    # and SQLite's json_extract failed on them. (args, what t.args() gives:
+    # repaired, or {} when dropped.)
+    MALFORMED_ARGS = [
+        (b'{"ctl": "a\x01b"}', {"ctl": "a\x01b"}),
+        (b'{"path": "C:\\path"}', {"path": "C:\\path"}),
+        (b'{"q": "say "hi" now"}', {"q": 'say "hi" now'}),
+        (b'{"u": "a\xffb"}', {"u": "a\ufffdb"}),
+        (b'{"s": "\\ud800x"}', {"s": "\ufffdx"}),
+        (b'{"x": NaN, "y": [-Infinity, 1]}', {"x": None, "y": [None, 1]}),
+        (b'{"n": 01}', {}),
+        (b'{"n": 1.}', {}),
+        (b'{"a": [1 2]}', {}),
+        (b'{"a": [1,]}', {}),
+        (b'{"a": {k: 1}}', {}),
+        (b'{"a": [true, nul]}', {}),
+    ]
+
+    def malformed_args_trace(self, d):
+        events = [
+            b'{"ph": "X", "cat": "cpu_op", "name": "e%d", "ts": %d, "dur": 5, "pid": 1, "tid": 1, "args": %s}'
+            % (i, i * 10, args)
+            for i, (args, _) in enumerate(self.MALFORMED_ARGS)
+        ]
+        events.append(b'{"ph": "X", "cat": "cpu_op", "name": "ok", "ts": 500, "dur": 5, "pid": 1, "tid": 1, '
+                      b'"args": {"dup": 1, "dup": 2, "del": "\x7f"}}')
+        p = os.path.join(d, "malformed_args.json")
+        with open(p, "wb") as f:
+            f.write(b'{"traceEvents": [\n' + b",\n".join(events) + b"\n]}")
+        return p
+
+    def test_malformed_args_are_stored_as_json_repaired_or_dropped(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = self.malformed_args_trace(d)
+            t = tprof.read(p)
+            self.assertEqual(len(t), len(self.MALFORMED_ARGS) + 1)
+            for i, (args, expected) in enumerate(self.MALFORMED_ARGS):
+                self.assertEqual(t.args(i), expected, args)
+            self.assertEqual(t.args(len(self.MALFORMED_ARGS)), {"dup": 2, "del": "\x7f"})
+            self.assertEqual(t.diagnostic_counts(), {"malformed_args": len(self.MALFORMED_ARGS)})
+            # --strict refuses the first, at its offending byte (the raw \x01).
+            with self.assertRaises(tprof.TraceError) as cm:
+                tprof.read(p, strict=True)
+            with open(p, "rb") as f:
+                self.assertEqual(cm.exception.offset, f.read().index(b"\x01"))
+            self.assertIn('in "args"', cm.exception.reason)
+            # What SQLite stores is JSON too: json_valid, json_extract.
+            if not TPROF_BIN:
+                self.skipTest("TPROF_BIN is not set (run through ctest)")
+            db = os.path.join(d, "t.db")
+            r = subprocess.run([TPROF_BIN, "-q", "export", "--sqlite", p, "-o", db], capture_output=True)
+            if r.returncode != 0 and b"without SQLite" in r.stderr:
+                self.skipTest("tprof built without SQLite")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            import sqlite3
+
+            con = sqlite3.connect(db)
+            rows = con.execute("SELECT json_valid(json), json FROM args ORDER BY event_id").fetchall()
+            self.assertEqual(len(rows), sum(1 for _, e in self.MALFORMED_ARGS if e) + 1)
+            for valid, text in rows:
+                self.assertEqual(valid, 1, text)
+                json.loads(text)
+            self.assertEqual(con.execute("SELECT COUNT(json_extract(json, '$')) FROM args").fetchone()[0], len(rows))
+            con.close()
 
     def test_not_a_trace_and_missing_file(self):
         with self.assertRaises(tprof.TraceError) as cm:

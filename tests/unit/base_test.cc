@@ -369,5 +369,48 @@ TEST(SafeText, ControlsAndInvalidUtf8BecomeVisible) {
   EXPECT_FALSE(needs_safe_text(safe_text("x\x1b\xff\xc2\x9b")));
 }
 
+// Issue 36, defect 6: safe_text ran over JSON too, and its "\x7f" is not
+// JSON. safe_json_text writes JSON's escapes, valid inside a string (where
+// such bytes can only be), and leaves what needs nothing alone.
+TEST(SafeText, JsonTextStaysJson) {
+  EXPECT_EQ(safe_json_text("{\"a\": \"x\"}\n"), "{\"a\": \"x\"}\n");
+  EXPECT_EQ(safe_json_text("\"d\x7f\""), "\"d\\u007f\"");
+  EXPECT_EQ(safe_json_text("\"e\x1b[2J\""), "\"e\\u001b[2J\"");
+  EXPECT_EQ(safe_json_text(std::string_view("\"n\0\r\"", 5)), "\"n\\u0000\\u000d\"");
+  EXPECT_EQ(safe_json_text("\"c\xc2\x9b\""), "\"c\\u009b\"");
+  EXPECT_EQ(safe_json_text("\"b\xff\x80\""), "\"b\\ufffd\\ufffd\"");
+  EXPECT_FALSE(needs_safe_text(safe_json_text("x\x1b\xff\xc2\x9b\x7f")));
+  // What the one escaper writes never needs it: every control is escaped.
+  std::string all;
+  for (int c = 0; c < 0x100; ++c) all.push_back(static_cast<char>(c));
+  all += "\xc2\x80\xc2\x9f\xc2\xa0";
+  std::string literal;
+  append_json_string(&literal, all);
+  EXPECT_FALSE(needs_safe_text(literal)) << literal;
+  EXPECT_EQ(safe_json_text(literal), literal);
+}
+
+// Issue 36, item 11: ids are 32-bit; the pool wrapped past 2^32 - 1 (which
+// is also its empty-slot mark). Capped by the test hook, a full pool gives
+// kEmptyStr for a new string and says so; what it holds stays as it was.
+TEST(StringPool, IdsNeverWrapWhenThePoolIsFull) {
+  static_assert(StringPool::kMaxStrings == 0xffffffffu, "ids 0 .. 2^32 - 2");
+  StringPool::set_limit_for_testing(4);
+  StringPool pool;
+  StringPool::set_limit_for_testing(0);
+  EXPECT_EQ(pool.intern("a"), 1u);
+  EXPECT_EQ(pool.intern("b"), 2u);
+  EXPECT_EQ(pool.intern("c"), 3u);
+  EXPECT_FALSE(pool.full());
+  EXPECT_EQ(pool.intern("d"), kEmptyStr);
+  EXPECT_TRUE(pool.full());
+  EXPECT_EQ(pool.size(), 4u);
+  EXPECT_EQ(pool.intern("b"), 2u);  // known strings keep their ids
+  EXPECT_EQ(pool.str(3), "c");
+  EXPECT_FALSE(pool.find("d"));
+  StringPool fresh;  // the hook put back: no cap
+  EXPECT_FALSE(fresh.full());
+}
+
 }  // namespace
 }  // namespace tprof::internal

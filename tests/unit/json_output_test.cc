@@ -161,6 +161,27 @@ TEST(JsonOutput, InvalidUtf8BecomesTheReplacementCharacter) {
   EXPECT_EQ(json("\xe2\x86"), "\"\\ufffd\\ufffd\"");                  // cut short
   EXPECT_FALSE(needs_json_escape("caf\xc3\xa9"));
   EXPECT_TRUE(needs_json_escape("caf\xc3"));
+  // Issue 36: DEL and the C1 controls (U+009B is a terminal's CSI) are
+  // escaped too, so JSON output is safe on a terminal as it is.
+  EXPECT_EQ(json("d\x7f"), "\"d\\u007f\"");
+  EXPECT_EQ(json("c\xc2\x80\xc2\x9b\xc2\x9f\xc2\xa0"), "\"c\\u0080\\u009b\\u009f\xc2\xa0\"");
+  EXPECT_TRUE(needs_json_escape("d\x7f"));
+  EXPECT_TRUE(needs_json_escape("\xc2\x9b"));
+  EXPECT_FALSE(needs_json_escape("\xc2\xa0"));
+  for (int c = 0; c < 0x80; ++c) {
+    const std::string s = json(std::string(1, static_cast<char>(c)));
+    const bool short_form = c == '\n' || c == '\t' || c == '\r' || c == '\b' || c == '\f' || c == '"' || c == '\\';
+    EXPECT_EQ(s.size(), short_form ? 4u : c < 0x20 || c == 0x7f ? 8u : 3u) << c;
+  }
+  // The copy of stored JSON: raw DEL and C1 are not its compact form; the
+  // escapes it writes for them are.
+  EXPECT_FALSE(is_compact_json("{\"a\": \"\x7f\"}"));
+  EXPECT_FALSE(is_compact_json("{\"a\": \"\xc2\x9b\"}"));
+  EXPECT_TRUE(is_compact_json("{\"a\": \"\\u007f\\u009b\\u0080\\u001f\"}"));
+  EXPECT_FALSE(is_compact_json("{\"a\": \"\\u00a0\"}"));
+  EXPECT_FALSE(is_compact_json("{\"a\": \"\\u007F\"}"));
+  EXPECT_FALSE(is_compact_json("{\"a\": \"\\u00fg\"}"));
+  EXPECT_EQ(canonical_json("{\"a\": \"\x7f\xc2\x9b\"}"), "{\"a\": \"\\u007f\\u009b\"}");
   // A long string is escaped in pieces: no piece may cut a sequence in two.
   std::string long_text;
   for (int i = 0; i < 3001; ++i) long_text += "\xc3\xa9";

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "src/base/gzip.h"
+#include "src/trace/event_stream.h"
+#include "src/trace/json_copy.h"
 #include "tprof/read.h"
 #include "tprof/write.h"
 
@@ -292,7 +294,9 @@ TEST(Reader, NanAndInfinityAreReadNotFatal) {
   ]})");
   ASSERT_EQ(t.events.size(), 3u);  // b has no usable ts
   EXPECT_EQ(t.name(0), "a");
-  EXPECT_NE(t.args_json(0).find("NaN"), std::string_view::npos);
+  // Stored as JSON can hold them (issue 36): null, with a diagnostic.
+  EXPECT_EQ(t.args_json(0), R"({"x": null, "y": null, "z": [null, 1]})");
+  EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kMalformedArgs), 1u);
   EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kBadFieldType), 3u);
   bool said_nan = false, said_string = false;
   for (const Diagnostic& d : t.diagnostics.items()) {
@@ -304,6 +308,183 @@ TEST(Reader, NanAndInfinityAreReadNotFatal) {
   EXPECT_TRUE(said_string);
   // Not a value: still an error with its offset.
   EXPECT_FALSE(read_trace_bytes(R"({"traceEvents": [{"ph": "X", "ts": Nan}]})"));
+}
+
+// Issue 36, defect 8: the reader only skipped over an args object (brackets
+// matched, strings delimited, scalars and the grammar inside not checked)
+// and stored it verbatim, so SQLite's json_extract and Python's json failed
+// on what it kept. An args object that is not strict JSON is now stored
+// repaired (what copy_json_value makes of it) or, when even the lenient
+// cursor cannot read it, dropped, with a malformed_args diagnostic at the
+// offending byte; --strict fails the read there. Both parsers (the token
+// walker hands such args to the cursor), one thread or many.
+struct ArgsCase {
+  std::string args;    // as written in the file
+  std::string stored;  // what args_json gives; "" = dropped
+  std::string at;      // the text from the offending byte on ("" for valid args)
+};
+
+const std::vector<ArgsCase>& args_cases() {
+  static const std::vector<ArgsCase> cases = {
+      // Valid: stored as written, no diagnostic.
+      {R"({"a": "x\u0001\ud83d\ude00", "b": [1, -0.5e-3, 1E+2, true, false, null], "c": {}})",
+       R"({"a": "x\u0001\ud83d\ude00", "b": [1, -0.5e-3, 1E+2, true, false, null], "c": {}})", ""},
+      {R"({"dup": 1, "dup": 2})", R"({"dup": 1, "dup": 2})", ""},  // RFC 8259: valid
+      {"{\"del\": \"a\x7f\", \"c1\": \"\xc2\x9b\"}", "{\"del\": \"a\x7f\", \"c1\": \"\xc2\x9b\"}", ""},
+      // Read leniently, stored repaired.
+      {"{\"ctl\": \"a\x01" "b\tc\"}", R"({"ctl": "a\u0001b\tc"})", "\x01" "b"},
+      {R"({"path": "C:\path", "n": 1})", R"({"path": "C:\\path", "n": 1})", R"(\path)"},
+      {R"({"q": "say "hi" now"})", R"({"q": "say \"hi\" now"})", "hi\""},
+      {"{\"u\": \"a\xff" "b\"}", R"({"u": "a\ufffdb"})", "\xff"},
+      {"{\"u\": \"\xed\xa0\x80\"}", R"({"u": "\ufffd\ufffd\ufffd"})", "\xed"},
+      {R"({"s": "\ud800x"})", "{\"s\": \"\xef\xbf\xbd" "x\"}", R"(\ud800)"},
+      {R"({"s": "\udc00"})", "{\"s\": \"\xef\xbf\xbd\"}", R"(\udc00)"},
+      {R"({"x": NaN, "y": [-Infinity]})", R"({"x": null, "y": [null]})", "NaN"},
+      // Not JSON at all: dropped, the event kept.
+      {R"({"n": 01})", "", "1}"},
+      {R"({"n": 1.})", "", "}"},
+      {R"({"n": -})", "", "}"},
+      {R"({"n": 1e})", "", "}"},
+      {R"({"a": [1 2]})", "", "2]"},
+      {R"({"a": [1,]})", "", "]}"},
+      {R"({"a": {"k": 1 "j": 2}})", "", R"("j")"},
+      {R"({"a": {k: 1}})", "", "k: 1"},
+      {R"({"a": [true, nul]})", "", "nul]"},
+      {R"({"a": {"b": 1,}})", "", "}}"},
+  };
+  return cases;
+}
+
+std::string args_trace(const std::string& args) {
+  return R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": )" +
+         args + R"(}, {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 4, "dur": 2, "args": {"k": 1}}]})";
+}
+
+TEST(Reader, ArgsThatAreNotStrictJsonAreRepairedOrDroppedAndSaidSo) {
+  for (const bool walker : {true, false}) {
+    for (const ArgsCase& c : args_cases()) {
+      SCOPED_TRACE(c.args + (walker ? " (token walker)" : " (cursor)"));
+      const std::string text = args_trace(c.args);
+      ReadOptions options;
+      options.token_walker = walker;
+      Trace t = read_ok(text, options);
+      ASSERT_EQ(t.events.size(), 2u);
+      EXPECT_EQ(t.args_json(0), c.stored);
+      EXPECT_EQ(t.args_json(1), R"({"k": 1})");
+      internal::JsonProblem problem;
+      const std::string_view stored = t.args_json(0);
+      if (!stored.empty()) {
+        EXPECT_TRUE(internal::check_strict_json(stored.data(), stored.data() + stored.size(), &problem))
+            << problem.what;
+      }
+      EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kMalformedArgs), c.at.empty() ? 0u : 1u);
+      if (c.at.empty()) continue;
+      // The diagnostic names the offending byte.
+      const std::size_t at = text.find(c.at, text.find(R"("args")"));
+      ASSERT_NE(at, std::string::npos);
+      for (const Diagnostic& d : t.diagnostics.items()) {
+        if (d.code != DiagnosticCode::kMalformedArgs) continue;
+        EXPECT_EQ(d.byte_offset, static_cast<std::int64_t>(at)) << d.message;
+        EXPECT_NE(d.message.find(c.stored.empty() ? "dropped" : "stored repaired"), std::string::npos) << d.message;
+      }
+      // --strict: the read fails at that byte.
+      options.strict = true;
+      Result<Trace> strict = read_trace_bytes(text, "test.json", options);
+      ASSERT_FALSE(strict);
+      EXPECT_EQ(strict.error().byte_offset(), static_cast<std::int64_t>(at)) << strict.error().to_string();
+      EXPECT_NE(strict.error().message().find("in \"args\""), std::string::npos) << strict.error().to_string();
+    }
+  }
+}
+
+// Many events in many chunks on several threads, a streamed .gz, and the
+// streaming reader's sink: the repaired args land on their own events.
+TEST(Reader, RepairedArgsKeepTheirEventsAcrossChunksAndStreams) {
+  std::string text = R"({"traceEvents": [)";
+  constexpr int kEvents = 20000;
+  for (int i = 0; i < kEvents; ++i) {
+    text += std::string(i ? ",\n" : "") + R"({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": )" +
+            std::to_string(i * 10) + R"(, "dur": 5, "args": {"i": )" + std::to_string(i) +
+            (i % 3 == 0 ? R"(, "v": NaN})" : i % 3 == 1 ? R"(, "v": "a\q"})" : "}") + "}";
+  }
+  text += "]}";
+  auto expected = [](int i) {
+    return R"({"i": )" + std::to_string(i) + (i % 3 == 0 ? R"(, "v": null})" : i % 3 == 1 ? R"(, "v": "a\\q"})" : "}");
+  };
+  ReadOptions options;
+  options.threads = 4;
+  options.min_parallel_bytes = 1;
+  options.chunk_bytes = 16 << 10;
+  const std::string dir = ::testing::TempDir();
+  const std::string plain = dir + "/repaired_args_" + std::to_string(getpid()) + ".json";
+  std::ofstream(plain, std::ios::binary) << text;
+  Result<std::string> gz = internal::gzip(text);
+  ASSERT_TRUE(gz);
+  const std::string packed = plain + ".gz";
+  std::ofstream(packed, std::ios::binary) << *gz;
+  for (const std::string& path : {plain, packed}) {
+    SCOPED_TRACE(path);
+    Result<Trace> t = read_trace(path, options);
+    ASSERT_TRUE(t) << t.error().to_string();
+    ASSERT_EQ(t->events.size(), static_cast<std::size_t>(kEvents));
+    for (int i = 0; i < kEvents; ++i) ASSERT_EQ(t->args_json(static_cast<std::uint32_t>(i)), expected(i)) << i;
+    EXPECT_EQ(t->diagnostics.count(DiagnosticCode::kMalformedArgs), static_cast<std::uint64_t>(kEvents - kEvents / 3));
+  }
+  struct Collect : internal::EventStream {
+    std::vector<std::string> args;
+    Status batch(const internal::StreamedBatch& b) override {
+      for (std::uint32_t e = b.first; e < b.first + b.count; ++e) args.emplace_back(b.args(e));
+      return {};
+    }
+  };
+  for (const std::string& path : {plain, packed}) {
+    for (const std::uint64_t model : {std::uint64_t{0}, std::uint64_t{1} << 16}) {  // whole, and past the model limit
+      SCOPED_TRACE(path + " model " + std::to_string(model));
+      Collect sink;
+      ReadOptions o = options;
+      o.max_model_bytes = model;
+      Result<internal::StreamedTrace> s = internal::read_trace_streamed(path, o, &sink);
+      ASSERT_TRUE(s) << s.error().to_string();
+      ASSERT_EQ(sink.args.size(), static_cast<std::size_t>(kEvents));
+      for (int i = 0; i < kEvents; ++i) ASSERT_EQ(sink.args[static_cast<std::size_t>(i)], expected(i)) << i;
+      if (s->whole) {
+        for (int i = 0; i < kEvents; ++i) {
+          ASSERT_EQ(s->trace.args_json(static_cast<std::uint32_t>(i)), expected(i)) << i;
+        }
+      }
+    }
+  }
+  std::remove(plain.c_str());
+  std::remove(packed.c_str());
+}
+
+// Issue 36, item 11: string ids are 32-bit, and the pool handed out ids past
+// 2^32 - 1 by wrapping (2^32 - 1 is also its empty-slot mark). A pool with
+// no id left now gives kEmptyStr and says so, and the reader fails the read
+// naming the limit. A pool capped by the test hook stands for 2^32 strings.
+TEST(Reader, MoreDistinctStringsThanIdsFailTheReadInsteadOfWrapping) {
+  auto trace_of = [](int names) {
+    std::string text = R"({"traceEvents": [)";
+    for (int i = 0; i < names; ++i) {
+      text += std::string(i ? "," : "") + R"({"ph": "X", "cat": "cpu_op", "name": "op)" + std::to_string(i) +
+              R"(", "pid": 1, "tid": 1, "ts": )" + std::to_string(i) + R"(, "dur": 1, "id": "flow)" +
+              std::to_string(i) + R"("})";
+    }
+    return text + "]}";
+  };
+  StringPool::set_limit_for_testing(300);
+  for (const int threads : {1, 4}) {
+    ReadOptions o;
+    o.threads = threads;
+    o.min_parallel_bytes = 1;
+    o.chunk_bytes = 1024;
+    EXPECT_TRUE(read_trace_bytes(trace_of(100), "small.json", o)) << threads;  // ~200 strings
+    Result<Trace> t = read_trace_bytes(trace_of(200), "big.json", o);            // ~400 strings
+    ASSERT_FALSE(t) << threads;
+    EXPECT_NE(t.error().message().find("distinct strings"), std::string::npos) << t.error().to_string();
+  }
+  StringPool::set_limit_for_testing(0);
+  EXPECT_TRUE(read_trace_bytes(trace_of(200), "big.json"));
 }
 
 // A ratio NaN lifted the gzip limit silently (issue 23: every comparison

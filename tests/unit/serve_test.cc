@@ -430,19 +430,82 @@ TEST_F(ServeTest, PerClientConnectionLimit) {
   const Response busy = get(port_, "/after_fix_trace.json");
   EXPECT_EQ(busy.status, 503) << busy.head;
   EXPECT_TRUE(busy.raw.eof);
-  // Any 127.0.0.0/8 address is loopback on Linux: another client.
-  const int other = connect_to(port_, 0, "127.0.0.2");
-  if (other >= 0) {
-    ASSERT_TRUE(send_all(other, "GET /after_fix_trace.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
-    EXPECT_EQ(parse_response(read_until_close(other, milliseconds(10'000))).status, 200);
-    ::close(other);
-  }
   ::close(held.back());
   held.pop_back();
   ASSERT_TRUE(wait_open(3));
   EXPECT_EQ(get(port_, "/after_fix_trace.json").status, 200);
   for (const int fd : held) ::close(fd);
   EXPECT_GE(server_->stats().busy, 1u);
+}
+
+// Issue 36, defect 10: every address of 127.0.0.0/8 reaches this host, and
+// each counted as a client of its own: 600 connections held from 127.0.0.2,
+// 127.0.0.3, ... took the whole server (512), and ordinary requests got
+// 503. Every loopback address is now one client: held connections from
+// 127.0.0.2..5 fill the per-client limit for 127.0.0.1 and 127.0.0.6 too.
+TEST_F(ServeTest, EveryLoopbackAddressIsOneClient) {
+  start_server({.max_connections_per_client = 4});
+  std::vector<int> held;
+  for (const char* source : {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}) {
+    const int fd = connect_to(port_, 0, source);
+    if (fd < 0) {
+      for (const int h : held) ::close(h);
+      GTEST_SKIP() << "cannot bind a client socket to " << source;
+    }
+    held.push_back(fd);
+  }
+  ASSERT_TRUE(wait_open(4));
+  for (const char* source : {"127.0.0.1", "127.0.0.6", "127.255.255.254"}) {
+    const int fd = connect_to(port_, 0, source);
+    ASSERT_GE(fd, 0) << source;
+    ASSERT_TRUE(send_all(fd, "GET /after_fix_trace.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    const Response r = parse_response(read_until_close(fd, milliseconds(10'000)));
+    EXPECT_EQ(r.status, 503) << source << ": " << r.head;
+    ::close(fd);
+  }
+  // A slot freed by any of them is the client's again.
+  ::close(held.back());
+  held.pop_back();
+  ASSERT_TRUE(wait_open(3));
+  const int fd = connect_to(port_, 0, "127.0.0.7");
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_all(fd, "GET /after_fix_trace.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  EXPECT_EQ(parse_response(read_until_close(fd, milliseconds(10'000))).status, 200);
+  ::close(fd);
+  for (const int h : held) ::close(h);
+}
+
+TEST(ServePeerKeyTest, LoopbackIsOneClientIpv6ByItsSlash64) {
+  auto v4 = [](const char* text) {
+    sockaddr_storage ss{};
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(1234);
+    EXPECT_EQ(::inet_pton(AF_INET, text, &a->sin_addr), 1) << text;
+    return peer_key(ss);
+  };
+  auto v6 = [](const char* text) {
+    sockaddr_storage ss{};
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(4321);
+    EXPECT_EQ(::inet_pton(AF_INET6, text, &a->sin6_addr), 1) << text;
+    return peer_key(ss);
+  };
+  const std::string lo = v4("127.0.0.1");
+  for (const std::string& k : {v4("127.0.0.2"), v4("127.255.255.255"), v4("127.1.2.3"), v6("::1"),
+                               v6("::ffff:127.0.0.1"), v6("::ffff:127.9.8.7")}) {
+    EXPECT_EQ(k, lo);
+  }
+  EXPECT_NE(v4("10.0.0.1"), lo);
+  EXPECT_NE(v4("128.0.0.1"), lo);
+  EXPECT_NE(v4("10.0.0.1"), v4("10.0.0.2"));
+  EXPECT_EQ(v6("::ffff:10.0.0.1"), v4("10.0.0.1"));  // mapped: the IPv4 client
+  // One /64 is one client; the next /64 another.
+  EXPECT_EQ(v6("2001:db8:1:2::1"), v6("2001:db8:1:2:ffff:ffff:ffff:ffff"));
+  EXPECT_NE(v6("2001:db8:1:2::1"), v6("2001:db8:1:3::1"));
+  EXPECT_NE(v6("::2"), lo);
+  EXPECT_NE(v6("fe80::1"), v6("fe81::1"));
 }
 
 // Review finding I: with two Host fields the last won, so "Host: evil" then
@@ -461,6 +524,10 @@ TEST_F(ServeTest, HostIsOneWellFormedField) {
       "GET / HTTP/1.1\r\nHost: 127.0.0.1:x\r\n\r\n",
       "GET / HTTP/1.1\r\nHost: user@127.0.0.1\r\n\r\n",
       "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n",
+      // Issue 36: a port is 1..65535.
+      "GET / HTTP/1.1\r\nHost: 127.0.0.1:99999\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: 127.0.0.1:0\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: [::1]:65536\r\n\r\n",
   };
   for (const std::string& request : bad) {
     EXPECT_EQ(http_exchange(port_, request).status, 400) << request;
@@ -540,10 +607,15 @@ TEST(ServeParseTest, RequestHeadsAreParsedStrictly) {
   std::string many = "GET / HTTP/1.1\r\nHost: a";
   for (int i = 0; i < 100; ++i) many += "\r\nX: 1";
   EXPECT_EQ(parse_request_head(many).status, 431);
-  for (const char* host : {"127.0.0.1", "localhost", "[::1]", "[::1]:1", "a-b.example:80", "h:"}) {
+  for (const char* host : {"127.0.0.1", "localhost", "[::1]", "[::1]:1", "a-b.example:80", "127.0.0.1:65535",
+                           "[::1]:65535", "localhost:00080", "h:1"}) {
     EXPECT_EQ(parse_request_head(std::string("GET / HTTP/1.1\r\nHost: ") + host).status, 0) << host;
   }
-  for (const char* host : {"a b", "a/b", "a:b", "a@b", "[::1", "[::1]x", "[zz]", "a:123456", "a\\b"}) {
+  // Issue 36: "127.0.0.1:99999" was accepted (up to 5 digits, any value). A
+  // port is 1..65535, digits only; "h:" (no digits) is refused too.
+  for (const char* host : {"a b", "a/b", "a:b", "a@b", "[::1", "[::1]x", "[zz]", "a:123456", "a\\b",
+                           "127.0.0.1:99999", "127.0.0.1:65536", "127.0.0.1:0", "127.0.0.1:00000", "h:",
+                           "[::1]:", "[::1]:99999", "[::1]:0", "a:+80", "a:-1", "a: 80", "a:8o", "a:1:2"}) {
     EXPECT_EQ(parse_request_head(std::string("GET / HTTP/1.1\r\nHost: ") + host).status, 400) << host;
   }
 }

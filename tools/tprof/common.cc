@@ -176,8 +176,13 @@ int emit(const std::string& text, const std::string& path, const std::string& in
 
 int emit(const std::string& raw, const std::string& path, const std::vector<std::string>& inputs, Markup markup) {
   // Names from the trace are quoted in every output: no control sequence or
-  // invalid UTF-8 reaches a terminal or a file (JSON is already escaped).
-  const std::string safe = internal::needs_safe_text(raw) ? internal::safe_text(raw) : std::string();
+  // invalid UTF-8 reaches a terminal or a file. JSON gets JSON's escapes
+  // (safe_text's "\x7f" made it invalid); the writer's escaper escapes all
+  // of these already, so for tprof's own JSON this changes nothing.
+  const bool json = markup == Markup::kJson;
+  const std::string safe = !internal::needs_safe_text(raw) ? std::string()
+                           : json                          ? internal::safe_json_text(raw)
+                                                           : internal::safe_text(raw);
   const std::string& text = safe.empty() ? raw : safe;
   if (path.empty() || path == "-") {
     const std::string colored =
@@ -230,7 +235,7 @@ CLI::App* add_report_command(CLI::App& app, int* rc, const std::string& name, co
     }
     const std::string text = render(*trace, a->format);
     if (note_diags) note_diagnostics(*trace, a->trace);
-    *rc = emit(text, a->output, a->trace);
+    *rc = emit(text, a->output, a->trace, a->format == "json" ? Markup::kJson : Markup::kNone);
   });
   return cmd;
 }

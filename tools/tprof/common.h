@@ -64,11 +64,15 @@ std::optional<JobSummary> load_job_dir(const std::string& dir, std::vector<std::
 // The job view as text, json or md.
 std::string format_job(const JobView& view, const std::string& format);
 
-// What emit may colour on stdout when colours are on: --color=always, or
-// --color=auto (the default) with stdout a terminal, NO_COLOR unset or empty
-// (no-color.org) and TERM not "dumb". kSeverities: the "[critical]",
-// "[warning]" and "[info]" tags that open the lines of diagnose's text view.
-enum class Markup : std::uint8_t { kNone, kSeverities };
+// What emit writes, for its filter and its colours. Colours go to stdout
+// when they are on: --color=always, or --color=auto (the default) with
+// stdout a terminal, NO_COLOR unset or empty (no-color.org) and TERM not
+// "dumb". kNone: text (tables, Markdown). kSeverities: text whose
+// "[critical]", "[warning]" and "[info]" tags open the lines of diagnose's
+// text view, coloured. kJson: JSON, or a page that carries JSON for its
+// script (tprof report, sweep --html): filtered with JSON escapes
+// (safe_json_text), so it stays valid; never coloured.
+enum class Markup : std::uint8_t { kNone, kSeverities, kJson };
 
 // Writes text to stdout, or to `path` when it is not empty (through the one
 // writer, src/base/file.h: atomic for files, straight through to devices and
@@ -82,8 +86,9 @@ int emit(const std::string& text, const std::string& path, const std::vector<std
 
 // Adds the subcommand "NAME TRACE [--format F] [-o FILE]" (F one of
 // `formats`, the first the default): it loads the trace, prints
-// render(trace, format) to stdout or FILE, and with `note_diags` the
-// diagnostics note. Returns the subcommand for options of its own.
+// render(trace, format) to stdout or FILE (as JSON for F "json"), and with
+// `note_diags` the diagnostics note. Returns the subcommand for options of
+// its own.
 CLI::App* add_report_command(CLI::App& app, int* rc, const std::string& name, const std::string& description,
                              const std::vector<std::string>& formats, bool note_diags,
                              std::function<std::string(const Trace&, const std::string& format)> render);

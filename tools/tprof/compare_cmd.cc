@@ -94,7 +94,8 @@ void add_compare_command(CLI::App& app, int* rc) {
                                                     : format_comparison_text(c, f);
     note_diagnostics(*a, args->a);
     note_diagnostics(*b, args->b);
-    *rc = emit(text, args->output, std::vector<std::string>{args->a, args->b});
+    *rc = emit(text, args->output, std::vector<std::string>{args->a, args->b},
+               args->format == "json" ? Markup::kJson : Markup::kNone);
     if (*rc != kExitOk || !g) return;
     std::cerr << format_gate_line(*g);
     if (g->outcome == GateOutcome::kFail) *rc = kExitCheckFailed;

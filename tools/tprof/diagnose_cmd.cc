@@ -28,7 +28,8 @@ int diagnose_dir(const Args& a) {
   std::vector<std::string> files;
   const std::optional<JobSummary> job = load_job_dir(a.trace, &files);
   if (!job) return kExitBadInput;
-  return emit(format_job(compute_job_view(*job), a.format), a.output, files);
+  return emit(format_job(compute_job_view(*job), a.format), a.output, files,
+              a.format == "json" ? Markup::kJson : Markup::kNone);
 }
 
 }  // namespace
@@ -62,7 +63,10 @@ void add_diagnose_command(CLI::App& app, int* rc) {
                              : a->format == "md" ? format_diagnosis_md(*trace, d)
                                                  : format_diagnosis_text(*trace, d, {.verbose = a->verbose});
     note_diagnostics(*trace, a->trace);
-    *rc = emit(text, a->output, a->trace, a->format == "text" ? Markup::kSeverities : Markup::kNone);
+    *rc = emit(text, a->output, a->trace,
+               a->format == "text"   ? Markup::kSeverities
+               : a->format == "json" ? Markup::kJson
+                                     : Markup::kNone);
   });
 }
 

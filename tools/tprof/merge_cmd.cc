@@ -51,7 +51,8 @@ void add_merge_command(CLI::App& app, int* rc) {
     }
     const std::string text =
         a->format == "summary" ? format_rank_summary_json(*job) : format_job(compute_job_view(*job), a->format);
-    *rc = emit(text, a->output, a->inputs);
+    const bool json = a->format == "summary" || a->format == "json";
+    *rc = emit(text, a->output, a->inputs, json ? Markup::kJson : Markup::kNone);
   });
 }
 

@@ -57,7 +57,7 @@ void add_report_html_command(CLI::App& app, int* rc) {
       }
       const std::string html = format_report_html(*trace, {.trace_file_name = file_name(a->traces[0])});
       note_diagnostics(*trace, a->traces[0]);
-      *rc = emit(html, a->output, a->traces[0]);
+      *rc = emit(html, a->output, a->traces[0], Markup::kJson);  // its data is JSON for the page's script
       return;
     }
     // Both traces load at once; errors are reported in argument order.
@@ -80,7 +80,7 @@ void add_report_html_command(CLI::App& app, int* rc) {
     const std::string html = format_compare_report_html(*ta, *tb, options);
     note_diagnostics(*ta, pa);
     note_diagnostics(*tb, pb);
-    *rc = emit(html, a->output, a->traces);
+    *rc = emit(html, a->output, a->traces, Markup::kJson);
   });
 }
 

@@ -27,7 +27,7 @@ void add_summarize_command(CLI::App& app, int* rc) {
       *rc = kExitBadInput;
       return;
     }
-    *rc = emit(format_rank_summary_json(JobSummary{std::move(summaries)}), a->output, a->trace);
+    *rc = emit(format_rank_summary_json(JobSummary{std::move(summaries)}), a->output, a->trace, Markup::kJson);
   });
 }
 

@@ -135,10 +135,12 @@ int run_sweep(const SweepArgs& a) {
   if (rc != kExitOk) return rc;
   const Sweep s = finish_sweep(std::move(points));
   if (!a.html.empty()) {
-    const int h = emit(format_sweep_html(s, "tprof sweep: matmul_add " + a.dtype + " on " + a.device), a.html, "");
+    const int h = emit(format_sweep_html(s, "tprof sweep: matmul_add " + a.dtype + " on " + a.device), a.html, "",
+                       Markup::kJson);
     if (h != kExitOk) return h;
   }
-  return emit(a.format == "json" ? format_sweep_json(s) : format_sweep_text(s), a.output, "");
+  return emit(a.format == "json" ? format_sweep_json(s) : format_sweep_text(s), a.output, "",
+              a.format == "json" ? Markup::kJson : Markup::kNone);
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ int run_table(const TableArgs& a) {
     return kExitBadInput;
   }
   note_diagnostics(*trace, a.trace);
-  return emit(*text, a.output, a.trace);
+  return emit(*text, a.output, a.trace, a.format == "json" ? Markup::kJson : Markup::kNone);
 }
 
 }  // namespace
