@@ -119,7 +119,8 @@ std::unique_ptr<Trace> build_window(PendingWindow& w) {
   // records in place (the file is closed, its space freed, whatever follows).
   std::unique_ptr<internal::RestoredWindow> restored = internal::restore_spilled(w.epoch, &w.threads);
   if (restored != nullptr && restored->lost > 0) {
-    w.info.capture_problems.push_back(std::to_string(restored->lost) + " events lost: " + restored->error);
+    w.info.lost_events += restored->lost;
+    w.info.capture_problems.push_back(std::to_string(restored->lost) + " spilled events dropped: " + restored->error);
   }
   // Another copy of the recorder in the process (a plugin that linked tprof
   // statically): its scopes are not here, and the trace says so. Looked up

@@ -833,17 +833,34 @@ int open_spill_file(const std::string& dir, std::string* error) {
   return fd;
 }
 
-bool pwrite_all(int fd, const void* data, std::size_t bytes, std::uint64_t offset) {
+// Returns 0 or the errno of the failure. A write past RLIMIT_FSIZE fails
+// with EFBIG, as a full disk fails with ENOSPC: SIGXFSZ (whose default
+// action kills the process) is held off by the writers' one guard.
+int pwrite_all(int fd, const void* data, std::size_t bytes, std::uint64_t offset) {
+  const FileSizeSignalGuard no_sigxfsz;
   const char* p = static_cast<const char*>(data);
   while (bytes > 0) {
     const ssize_t n = ::pwrite(fd, p, bytes, static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
+    if (n <= 0) return n < 0 ? errno : EIO;
     p += n;
     bytes -= static_cast<std::size_t>(n);
     offset += static_cast<std::uint64_t>(n);
   }
-  return true;
+  return 0;
+}
+
+// Why a chunk could not be written, for the window's dropped_events
+// diagnostic: the disk or the file size limit, named as such (these are
+// not full thread buffers).
+std::string spill_write_error(int err, const std::string& dir) {
+  const std::string quoted = "\"" + dir + "\"";
+  const std::string why = std::strerror(err);
+  if (err == ENOSPC || err == EDQUOT) return "the disk of spill_dir " + quoted + " was full: " + why;
+  if (err == EFBIG) {
+    return "the spill file in spill_dir " + quoted + " reached the file size limit (RLIMIT_FSIZE, ulimit -f): " + why;
+  }
+  return "writing the spill file in spill_dir " + quoted + " failed: " + why;
 }
 
 bool pread_all(int fd, void* data, std::size_t bytes, std::uint64_t offset) {
@@ -878,9 +895,10 @@ void run_spill() {
     if (f.fd < 0 && f.error.empty()) f.fd = open_spill_file(dir, &f.error);
     const std::size_t record_bytes = std::size_t{c.count} * sizeof(Record);
     const std::size_t payload_bytes = std::size_t{c.payload_words} * sizeof(std::uint64_t);
-    if (f.fd < 0 || !pwrite_all(f.fd, c.records, record_bytes, f.size) ||
-        !pwrite_all(f.fd, c.payload, payload_bytes, f.size + record_bytes)) {
-      if (f.error.empty()) f.error = std::string("writing the spill file failed: ") + std::strerror(errno);
+    int err = f.fd < 0 ? -1 : pwrite_all(f.fd, c.records, record_bytes, f.size);
+    if (err == 0) err = pwrite_all(f.fd, c.payload, payload_bytes, f.size + record_bytes);
+    if (err != 0) {
+      if (f.error.empty()) f.error = spill_write_error(err, dir);  // (f.fd < 0: open_spill_file's)
       e.lost = true;
       g_spill_dropped.fetch_add(c.count, std::memory_order_relaxed);
     } else {
@@ -1060,8 +1078,7 @@ std::unique_ptr<RestoredWindow> restore_spilled(std::uint32_t epoch, std::vector
                      e->offset + record_bytes)) {
         if (!e->lost && out->error.empty()) out->error = std::string("reading the spill file failed: ") + std::strerror(errno);
         if (fits) std::fill_n(records.begin() + e->base, e->count, Record{});  // kind 0: skipped by the builder
-        out->lost += e->count;
-        tr.dropped += e->count;
+        out->lost += e->count;  // not tr.dropped: these are not a full buffer's (CaptureInfo::lost_events)
       }
     }
     // The chunk still in place; a span's end is read once (its thread may

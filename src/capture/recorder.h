@@ -114,8 +114,11 @@ void set_spill_max_wait_for_testing(std::int64_t ns);
 struct RestoredWindow {
   std::vector<std::vector<Record>> records;
   std::vector<std::vector<std::uint64_t>> payload;
-  std::uint64_t lost = 0;  // records of chunks that could not be written or read (counted as dropped)
-  std::string error;       // why, when lost > 0
+  // Records of chunks that could not be written or read back: dropped,
+  // but not from a full buffer (ThreadRecords::dropped does not count
+  // them; the trace builder's CaptureInfo::lost_events does).
+  std::uint64_t lost = 0;
+  std::string error;  // why, when lost > 0 (the disk or the file size limit was full, with errno's reason)
 };
 // Waits until the spill thread has written window `epoch`'s chunks, reads
 // them back into memory in order, in front of each thread's records in
