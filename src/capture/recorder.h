@@ -128,6 +128,20 @@ struct RestoredWindow {
 // no chunk of the window is handed over after it.
 std::unique_ptr<RestoredWindow> restore_spilled(std::uint32_t epoch, std::vector<ThreadRecords>* threads);
 
+// fork(): how many forks separate this process from the one tprof was
+// loaded in (incremented in the child of each fork(), by the recorder's
+// pthread_atfork handler). A Profiler started under another value was
+// started by an ancestor: its delivery and spill threads are not in this
+// process, and its windows are not this process's to deliver. The child
+// handler also stops recording (the child's scopes record nothing until a
+// Profiler started in the child opens a window), forgets the parent's
+// threads and spill queue (a later window of the child does not wait for
+// them), and closes the child's descriptors of the parent's spill files.
+std::uint32_t fork_generation() noexcept;
+// Defined by the Profiler (profiler.cc), called by that handler: no
+// Profiler is running in the child any more.
+void forget_profiler_in_child() noexcept;
+
 // NVTX-style ranges (tprof record): recorded as user_annotation scopes with
 // runtime names. push/pop nest on the calling thread (an unmatched pop is
 // ignored; nesting deeper than 128 drops the inner ranges, counted);
