@@ -34,6 +34,14 @@
 //
 // Thread-safety: start/step/stop/flush/export are called from one thread
 // (the training loop); scopes and memory hooks from any thread.
+//
+// fork(): in the child, a profiler the parent had started is inert. Its
+// stop(), flush(), step() and destructor return at once, with no error:
+// the parent's windows are the parent's (no on_trace_ready, no file, no
+// spill file read or written in the child), and trace() is what it was at
+// the fork. The child's scopes record nothing until a Profiler started in
+// the child (a new one, or this one again) opens a window; that one works
+// normally. docs/capture.md, "fork()".
 #pragma once
 
 #include <cstdint>
@@ -285,6 +293,10 @@ class Profiler {
   void close_step();
   void start_device();
   bool wants_cuda() const;
+  // fork(): whether this profiler was started in another process (an
+  // ancestor of this one); disown() makes it inert here.
+  bool forked_away() const;
+  void disown();
 
 
   ProfilerOptions options_;
@@ -309,6 +321,10 @@ class Profiler {
   // toggle_signal: the handler's delivery count seen by the last step().
   unsigned toggles_seen_ = 0;
   bool toggle_installed_ = false;
+  // internal::fork_generation() at start(); forked_: disowned in a fork
+  // child (step() then returns at once, without an error).
+  std::uint32_t generation_ = 0;
+  bool forked_ = false;
 };
 
 }  // namespace tprof

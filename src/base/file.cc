@@ -40,6 +40,38 @@ void advise_huge_pages(const void* data, std::size_t bytes) noexcept {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
+// SIGXFSZ is raised in the thread whose write went past the limit (the
+// kernel sends it to that thread), so blocking it on this thread turns the
+// kill into EFBIG; the signal is then pending on the thread and taken off
+// it here, unless one was there before (the caller's).
+FileSizeSignalGuard::FileSizeSignalGuard() noexcept {
+  sigset_t xfsz, pending;
+  sigemptyset(&xfsz);
+  sigaddset(&xfsz, SIGXFSZ);
+  pthread_sigmask(SIG_BLOCK, &xfsz, &old_);
+  sigemptyset(&pending);
+  sigpending(&pending);
+  ours_ = sigismember(&old_, SIGXFSZ) == 0 && sigismember(&pending, SIGXFSZ) == 0;
+}
+
+FileSizeSignalGuard::~FileSizeSignalGuard() {
+  const int saved = errno;  // the failed write's, for the caller
+  if (ours_) {
+    sigset_t xfsz, pending;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    sigemptyset(&pending);
+    sigpending(&pending);
+    if (sigismember(&pending, SIGXFSZ) == 1) {
+      const timespec zero{};
+      while (sigtimedwait(&xfsz, nullptr, &zero) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  errno = saved;
+}
+
 bool prefault_for_writing(const void* data, std::size_t bytes) noexcept {
   advise_huge_pages(data, bytes);
   const auto first = reinterpret_cast<std::uintptr_t>(data);
@@ -666,19 +698,10 @@ Result<int> open_fifo(const std::string& target, const std::string& path, int wa
 }
 
 // Writes all of `bytes`; returns 0 or the errno of the failure. A write
-// past RLIMIT_FSIZE (`ulimit -f`) raises SIGXFSZ in the writing thread,
-// whose default action kills the process and leaves the temporary file;
-// blocked here, the write fails with EFBIG instead and is reported like a
-// full disk. The signal this write raised is taken off the thread; one
-// that was pending or blocked before is left to the caller.
+// past RLIMIT_FSIZE fails with EFBIG (FileSizeSignalGuard) and is reported
+// like a full disk.
 int write_all(int fd, std::string_view bytes) {
-  sigset_t xfsz, old, pending;
-  sigemptyset(&xfsz);
-  sigaddset(&xfsz, SIGXFSZ);
-  pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-  sigemptyset(&pending);
-  sigpending(&pending);
-  const bool ours = sigismember(&old, SIGXFSZ) == 0 && sigismember(&pending, SIGXFSZ) == 0;
+  const FileSizeSignalGuard no_sigxfsz;
   int err = 0;
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd, bytes.data(), bytes.size());
@@ -695,16 +718,6 @@ int write_all(int fd, std::string_view bytes) {
     err = n < 0 ? errno : EIO;
     break;
   }
-  if (ours) {
-    sigemptyset(&pending);
-    sigpending(&pending);
-    if (sigismember(&pending, SIGXFSZ) == 1) {
-      const timespec zero{};
-      while (sigtimedwait(&xfsz, nullptr, &zero) < 0 && errno == EINTR) {
-      }
-    }
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return err;
 }
 

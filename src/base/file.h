@@ -2,6 +2,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <signal.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -34,6 +35,25 @@ void advise_huge_pages(const void* data, std::size_t bytes) noexcept;
 // false where the kernel cannot populate (before Linux 5.14): the pages
 // then fault in as they are written.
 bool prefault_for_writing(const void* data, std::size_t bytes) noexcept;
+
+// While alive, a write by the calling thread past RLIMIT_FSIZE (`ulimit
+// -f`) fails with EFBIG instead of killing the process: SIGXFSZ, whose
+// default action kills (and would leave a temporary file, or stop a
+// profiler's spill thread mid-window), is blocked on the thread, and the
+// one such a write raised is taken off the thread at the end. A SIGXFSZ
+// that was pending or blocked before is left to the caller. Used by
+// AtomicFileWriter's writes and the spill thread's (ProfilerOptions::spill_dir).
+class FileSizeSignalGuard {
+ public:
+  FileSizeSignalGuard() noexcept;
+  ~FileSizeSignalGuard();
+  FileSizeSignalGuard(const FileSizeSignalGuard&) = delete;
+  FileSizeSignalGuard& operator=(const FileSizeSignalGuard&) = delete;
+
+ private:
+  sigset_t old_;
+  bool ours_ = false;  // SIGXFSZ was neither blocked nor pending before
+};
 
 // The bytes of a whole input. A regular file is memory-mapped; anything
 // else that can be read (a pipe, a FIFO, a character device, "-" for

@@ -22,10 +22,12 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "src/base/clock.h"
 #include "src/base/file.h"
@@ -51,6 +53,10 @@ std::atomic<Profiler*> g_active{nullptr};
 // atomic add is async-signal-safe); the profiler acts on them at step().
 std::atomic<unsigned> g_toggles{0};
 struct sigaction g_toggle_old {};
+// The signal whose handler a running profiler installed (0: none), for the
+// fork child's handler (forget_profiler_in_child); g_toggle_old is written
+// before it is stored.
+std::atomic<int> g_toggle_installed{0};
 
 void on_toggle_signal(int) { g_toggles.fetch_add(1, std::memory_order_relaxed); }
 
@@ -83,6 +89,21 @@ struct Delivering {
 thread_local Delivering tl_delivering;
 
 }  // namespace
+
+namespace internal {
+
+// The recorder's fork handler, in the child (src/capture/recorder.cc): the
+// running profiler is the parent's, inert here (Profiler::disown), so a
+// Profiler the child starts may run; the toggle signal's disposition goes
+// back to what it was before that profiler's start(). Async-signal-safe.
+void forget_profiler_in_child() noexcept {
+  g_active.store(nullptr, std::memory_order_relaxed);
+  if (const int toggle = g_toggle_installed.exchange(0, std::memory_order_acquire); toggle != 0) {
+    sigaction(toggle, &g_toggle_old, nullptr);
+  }
+}
+
+}  // namespace internal
 
 // Off-thread delivery. The program's thread ends a window by collecting
 // its buffers' views (O(threads)) and queueing them; this thread builds the
@@ -119,7 +140,8 @@ std::unique_ptr<Trace> build_window(PendingWindow& w) {
   // records in place (the file is closed, its space freed, whatever follows).
   std::unique_ptr<internal::RestoredWindow> restored = internal::restore_spilled(w.epoch, &w.threads);
   if (restored != nullptr && restored->lost > 0) {
-    w.info.capture_problems.push_back(std::to_string(restored->lost) + " events lost: " + restored->error);
+    w.info.lost_events += restored->lost;
+    w.info.capture_problems.push_back(std::to_string(restored->lost) + " spilled events dropped: " + restored->error);
   }
   // Another copy of the recorder in the process (a plugin that linked tprof
   // statically): its scopes are not here, and the trace says so. Looked up
@@ -157,8 +179,45 @@ struct Profiler::Delivery {
 Profiler::Profiler(ProfilerOptions options) : options_(std::move(options)), trace_(std::make_unique<Trace>()) {}
 
 Profiler::~Profiler() {
+  if (forked_away()) disown();
   if (running_) static_cast<void>(stop());
   stop_delivery();
+}
+
+bool Profiler::forked_away() const { return running_ && generation_ != internal::fork_generation(); }
+
+// The child of a fork() with this profiler running in the parent: it
+// becomes a stopped profiler whose windows were never this process's.
+// Nothing of the parent's is delivered, waited for, read or written.
+void Profiler::disown() {
+  // Kept, never used nor destroyed: its thread is the parent's (not in this
+  // process), its lock may have been held at the fork, and its condition
+  // variables count that thread as a waiter (destroying one waits for it
+  // for ever); the windows queued in it are the parent's. The device
+  // tracer's session is the parent's too (CUPTI does not survive fork()).
+  // Held from a static, so that a leak checker does not report them.
+  static auto* kept = new std::vector<void*>();
+  auto keep = [](void* raw) {
+    if (raw == nullptr) return;
+    try {
+      kept->push_back(raw);
+    } catch (...) {
+      // No memory: it stays, unreachable.
+    }
+  };
+  keep(delivery_.release());
+  keep(device_.release());
+  device_started_ = false;
+  toggle_installed_ = false;  // restored by the fork handler (forget_profiler_in_child)
+  // The fork handler stopped the child's recording; a step() that was
+  // inside on_trace_ready at the fork may have opened a window since
+  // (unless a profiler of the child's own is running).
+  if (g_active.load() == nullptr) internal::g_recording.store(false, std::memory_order_release);
+  running_ = false;
+  recording_ = false;
+  step_ = {};
+  action_ = ProfilerAction::kNone;
+  forked_ = true;
 }
 
 bool Profiler::delivering() const { return tl_delivering.prof == this; }
@@ -222,6 +281,7 @@ Error reentered(const char* what) {
 }  // namespace
 
 Status Profiler::start() {
+  if (forked_away()) disown();
   if (delivering()) return reentered("start");
   if (running_) return Error(ErrorCode::kInvalidArgument, "the profiler is already running");
   if (options_.schedule.is_set() && !options_.schedule.valid()) {
@@ -261,11 +321,13 @@ Status Profiler::start() {
                    "toggle_signal " + std::to_string(toggle) + ": sigaction failed: " + std::strerror(errno));
     }
     toggle_installed_ = true;
+    g_toggle_installed.store(toggle, std::memory_order_release);
     toggles_seen_ = g_toggles.load(std::memory_order_relaxed);
   }
   internal::configure_buffers(options_.buffer_events_per_thread, options_.payload_words_per_thread);
   if (Status spill = internal::configure_spill(options_.spill_dir); !spill.ok()) {
     if (toggle_installed_) {
+      g_toggle_installed.store(0, std::memory_order_relaxed);
       sigaction(toggle, &g_toggle_old, nullptr);
       toggle_installed_ = false;
     }
@@ -292,6 +354,8 @@ Status Profiler::start() {
   }
 #endif
   running_ = true;
+  forked_ = false;
+  generation_ = internal::fork_generation();  // before the delivery thread reads it
   step_num_ = 0;
   if (!options_.deliver_inline) start_delivery();
   // On demand: armed, no window until the first toggle.
@@ -369,6 +433,10 @@ void Profiler::run_delivery() {
       d.done.notify_all();
       Status s;
       if (w.ready && options_.on_trace_ready) s = deliver_now(*trace, w.step);
+      // fork() inside on_trace_ready: in the child, this thread is the
+      // only one, with no program to return to; it ends here (the child
+      // then exits 0, as a process does when its last thread ends).
+      if (internal::fork_generation() != generation_) return;
       std::unique_ptr<Trace> old;
       lock.lock();
       if (!s.ok()) {
@@ -449,6 +517,7 @@ Status Profiler::take_delivered() {
 }
 
 Status Profiler::flush() {
+  if (forked_away()) disown();
   if (delivering()) return reentered("flush");
   if (delivery_ == nullptr) return {};
   {
@@ -475,6 +544,8 @@ ProfilerAction Profiler::next_action() {
 }
 
 Status Profiler::step() {
+  if (forked_away()) disown();
+  if (forked_) return {};  // the parent's profiler, in a fork child: inert
   if (delivering()) return reentered("step");
   if (!running_) return Error(ErrorCode::kInvalidArgument, "step() before start()");
   close_step();
@@ -491,6 +562,7 @@ Status Profiler::step() {
 }
 
 Status Profiler::stop() {
+  if (forked_away()) disown();
   if (delivering()) return reentered("stop");
   if (!running_) return {};
   close_step();
@@ -509,6 +581,7 @@ Status Profiler::stop() {
   }
   running_ = false;
   if (toggle_installed_) {
+    g_toggle_installed.store(0, std::memory_order_relaxed);
     sigaction(options_.toggle_signal, &g_toggle_old, nullptr);
     toggle_installed_ = false;
   }

@@ -804,7 +804,19 @@ struct Spiller {
   std::map<std::uint32_t, SpillFile> windows;  // by epoch; nodes stay put
   std::string dir;
   bool quit = false;
+  // A fork() child's copy: the queue and windows are the parent's, never
+  // written nor restored here (configure_spill drops them).
+  bool forked = false;
   std::thread thread;
+  // Every spill file descriptor open now, under files_mu (taken alone, or
+  // first: fork takes it before the others): the child of a fork() closes
+  // its copies at once, wherever they were in their life (being created,
+  // written, read back) when the process forked. At most three windows
+  // hold a file at a time (two ended, one recording) and configure_spill
+  // one more: a descriptor past kMaxFiles is not tracked.
+  static constexpr int kMaxFiles = 8;
+  std::mutex files_mu;
+  int files[kMaxFiles] = {-1, -1, -1, -1, -1, -1, -1, -1};
 };
 Spiller& spiller() {
   static Spiller* s = new Spiller();  // never destroyed, as the registry
@@ -821,8 +833,13 @@ std::int64_t now_ns() {
 }
 
 // A temporary file in `dir`, unlinked at once: nothing is left behind, even
-// by a process that dies; its space is freed when the fd is closed.
+// by a process that dies; its space is freed when the fd is closed (by
+// close_spill_file: a fork child closes its copy at once).
 int open_spill_file(const std::string& dir, std::string* error) {
+  Spiller& s = spiller();
+  // Allocates under the lock fork() takes: the child's allocator is never
+  // copied mid-call from this thread.
+  const std::lock_guard<std::mutex> lock(s.files_mu);
   std::string path = dir + "/tprof-spill.XXXXXX";
   const int fd = ::mkostemp(path.data(), O_CLOEXEC);
   if (fd < 0) {
@@ -830,20 +847,53 @@ int open_spill_file(const std::string& dir, std::string* error) {
     return -1;
   }
   ::unlink(path.c_str());
+  for (int& f : s.files) {
+    if (f < 0) {
+      f = fd;
+      break;
+    }
+  }
   return fd;
 }
 
-bool pwrite_all(int fd, const void* data, std::size_t bytes, std::uint64_t offset) {
+void close_spill_file(int fd) {
+  if (fd < 0) return;
+  Spiller& s = spiller();
+  const std::lock_guard<std::mutex> lock(s.files_mu);
+  for (int& f : s.files) {
+    if (f == fd) f = -1;
+  }
+  ::close(fd);
+}
+
+// Returns 0 or the errno of the failure. A write past RLIMIT_FSIZE fails
+// with EFBIG, as a full disk fails with ENOSPC: SIGXFSZ (whose default
+// action kills the process) is held off by the writers' one guard.
+int pwrite_all(int fd, const void* data, std::size_t bytes, std::uint64_t offset) {
+  const FileSizeSignalGuard no_sigxfsz;
   const char* p = static_cast<const char*>(data);
   while (bytes > 0) {
     const ssize_t n = ::pwrite(fd, p, bytes, static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
+    if (n <= 0) return n < 0 ? errno : EIO;
     p += n;
     bytes -= static_cast<std::size_t>(n);
     offset += static_cast<std::uint64_t>(n);
   }
-  return true;
+  return 0;
+}
+
+// Why a chunk could not be written, for the window's dropped_events
+// diagnostic: the disk or the file size limit, named as such (these are
+// not full thread buffers).
+std::string spill_write_error(int err, const std::string& dir) {
+  const std::string quoted = "\"" + dir + "\"";
+  const std::string why = std::strerror(err);
+  if (err == ENOSPC || err == EDQUOT) return "the disk of spill_dir " + quoted + " was full: " + why;
+  if (err == EFBIG) {
+    return "the spill file in spill_dir " + quoted + " reached the file size limit (RLIMIT_FSIZE, ulimit -f): " + why;
+  }
+  return "writing the spill file in spill_dir " + quoted + " failed: " + why;
 }
 
 bool pread_all(int fd, void* data, std::size_t bytes, std::uint64_t offset) {
@@ -878,9 +928,10 @@ void run_spill() {
     if (f.fd < 0 && f.error.empty()) f.fd = open_spill_file(dir, &f.error);
     const std::size_t record_bytes = std::size_t{c.count} * sizeof(Record);
     const std::size_t payload_bytes = std::size_t{c.payload_words} * sizeof(std::uint64_t);
-    if (f.fd < 0 || !pwrite_all(f.fd, c.records, record_bytes, f.size) ||
-        !pwrite_all(f.fd, c.payload, payload_bytes, f.size + record_bytes)) {
-      if (f.error.empty()) f.error = std::string("writing the spill file failed: ") + std::strerror(errno);
+    int err = f.fd < 0 ? -1 : pwrite_all(f.fd, c.records, record_bytes, f.size);
+    if (err == 0) err = pwrite_all(f.fd, c.payload, payload_bytes, f.size + record_bytes);
+    if (err != 0) {
+      if (f.error.empty()) f.error = spill_write_error(err, dir);  // (f.fd < 0: open_spill_file's)
       e.lost = true;
       g_spill_dropped.fetch_add(c.count, std::memory_order_relaxed);
     } else {
@@ -982,7 +1033,7 @@ Status configure_spill(const std::string& dir) {
     std::string error;
     const int fd = open_spill_file(dir, &error);
     if (fd < 0) return Error(ErrorCode::kIo, error, dir);
-    ::close(fd);
+    close_spill_file(fd);
   }
   // Stops the thread first (it writes what is queued), then starts it
   // again for `dir`.
@@ -995,6 +1046,17 @@ Status configure_spill(const std::string& dir) {
   {
     std::lock_guard<std::mutex> lock(registry().mu);
     registry().spill_chunks = dir.empty() ? 1 : kSpillChunks;
+  }
+  {
+    // A fork child: the parent's chunks and windows are dropped here (not
+    // in the fork handler, which must not free: another thread of the
+    // parent may have held the allocator's lock).
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.forked) {
+      s.queue.clear();
+      s.windows.clear();
+      s.forked = false;
+    }
   }
   if (dir.empty()) return {};
   {
@@ -1060,8 +1122,7 @@ std::unique_ptr<RestoredWindow> restore_spilled(std::uint32_t epoch, std::vector
                      e->offset + record_bytes)) {
         if (!e->lost && out->error.empty()) out->error = std::string("reading the spill file failed: ") + std::strerror(errno);
         if (fits) std::fill_n(records.begin() + e->base, e->count, Record{});  // kind 0: skipped by the builder
-        out->lost += e->count;
-        tr.dropped += e->count;
+        out->lost += e->count;  // not tr.dropped: these are not a full buffer's (CaptureInfo::lost_events)
       }
     }
     // The chunk still in place; a span's end is read once (its thread may
@@ -1085,7 +1146,7 @@ std::unique_ptr<RestoredWindow> restore_spilled(std::uint32_t epoch, std::vector
     out->payload.push_back(std::move(words));
   }
   if (!f.error.empty() && out->error.empty()) out->error = f.error;
-  if (f.fd >= 0) ::close(f.fd);
+  close_spill_file(f.fd);
   return out;
 }
 
@@ -1117,15 +1178,18 @@ RangeMap& range_map() {
 // fork() copies a lock held by another thread in the locked state, and
 // that thread does not exist in the child: its first attach or runtime name
 // would wait forever. tprof's locks are taken around fork() (in the one
-// order any is held while taking another: the registry's, then the
-// spiller's, as make_room does) and released on both sides.
-// The forking thread is marked kInTprof meanwhile (its mark is copied into
-// the child): a handler on it is refused rather than waiting for these.
+// order any is held while taking another: the spill files' alone; the
+// registry's, then the spiller's, as make_room does) and released on both
+// sides. The forking thread is marked kInTprof meanwhile (its mark is
+// copied into the child): a handler on it is refused rather than waiting
+// for these.
 constinit thread_local std::uint32_t tl_mark_before_fork = kOutsideRecorder;
+std::atomic<std::uint32_t> g_fork_generation{0};
 void lock_for_fork() {
   tl_mark_before_fork = tl_in_recorder.load(std::memory_order_relaxed);
   tl_in_recorder.store(kInTprof, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
+  spiller().files_mu.lock();  // waits for a spill file being created or closed
   registry().mu.lock();
   spiller().mu.lock();  // after the registry's: make_room holds both in this order
   names().mu.lock();
@@ -1136,19 +1200,62 @@ void unlock_after_fork() {
   names().mu.unlock();
   spiller().mu.unlock();
   registry().mu.unlock();
+  spiller().files_mu.unlock();
   leave_tprof(tl_mark_before_fork);
 }
-// The child has no delivery thread: a buffer it was faulting in is
-// nobody's to finish, and the child's owner must not wait for it.
+// The child has the forking thread only. The parent's delivery and spill
+// threads are not in it, nor its other recording threads, and the windows
+// the parent's Profiler keeps are not the child's (that Profiler is inert
+// here: src/capture/profiler.cc, Profiler::disown). No allocation and no
+// free here (another thread of the parent may have held the allocator's
+// lock: GCC 12's ASan has no fork handlers for its own).
 void unlock_in_child() {
-  for (const auto& st : registry().threads) {
-    for (BufferSlot& slot : st->slots) slot.preparing = false;
+  g_fork_generation.fetch_add(1, std::memory_order_relaxed);
+  // The child's scopes record nothing until a Profiler of its own opens a
+  // window (the parent's window is never collected here), which it may.
+  g_recording.store(false, std::memory_order_relaxed);
+  forget_profiler_in_child();
+  Registry& r = registry();
+  for (const auto& st : r.threads) {
+    // The parent's other threads: freed at the child's next release_window
+    // (thread_gone says ESRCH for them in this process).
+    if (st.get() != tl_state) st->alive.store(false, std::memory_order_relaxed);
+    for (BufferSlot& slot : st->slots) {
+      slot.preparing = false;  // nobody's to finish: the child's owner must not wait for it
+      slot.held = false;       // the parent's ended windows are never built here
+      for (std::atomic<bool>& busy : slot.busy) busy.store(false, std::memory_order_relaxed);  // nor spilled
+    }
   }
+  Spiller& s = spiller();
+  // The child's descriptors of the parent's spill files (the parent's
+  // files are untouched: only this process's references go, and with them
+  // the disk space a long-lived child would keep).
+  for (int& fd : s.files) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  for (auto& [epoch, f] : s.windows) f.fd = -1;
+  s.forked = true;
+  // The parent's threads that were waiting on these are counted by the
+  // child's copies for ever, and glibc's notify then waits for them to
+  // leave (a hang at the child's first window that spills). Made anew, as
+  // the spill thread's handle (not destroyed: that would wait, or
+  // terminate on a joinable thread).
+  new (&r.prepared) std::condition_variable();
+  new (&s.wake) std::condition_variable();
+  new (&s.written) std::condition_variable();
+  new (&s.thread) std::thread();
   unlock_after_fork();
 }
 [[maybe_unused]] const bool g_fork_handlers = [] {
   return pthread_atfork(lock_for_fork, unlock_after_fork, unlock_in_child) == 0;
 }();
+
+}  // namespace
+
+std::uint32_t fork_generation() noexcept { return g_fork_generation.load(std::memory_order_relaxed); }
+
+namespace {
 
 // Inside the recorder.
 void count_drop() noexcept {

@@ -114,8 +114,11 @@ void set_spill_max_wait_for_testing(std::int64_t ns);
 struct RestoredWindow {
   std::vector<std::vector<Record>> records;
   std::vector<std::vector<std::uint64_t>> payload;
-  std::uint64_t lost = 0;  // records of chunks that could not be written or read (counted as dropped)
-  std::string error;       // why, when lost > 0
+  // Records of chunks that could not be written or read back: dropped,
+  // but not from a full buffer (ThreadRecords::dropped does not count
+  // them; the trace builder's CaptureInfo::lost_events does).
+  std::uint64_t lost = 0;
+  std::string error;  // why, when lost > 0 (the disk or the file size limit was full, with errno's reason)
 };
 // Waits until the spill thread has written window `epoch`'s chunks, reads
 // them back into memory in order, in front of each thread's records in
@@ -124,6 +127,20 @@ struct RestoredWindow {
 // Null when nothing of the window was spilled. Call after collect(epoch):
 // no chunk of the window is handed over after it.
 std::unique_ptr<RestoredWindow> restore_spilled(std::uint32_t epoch, std::vector<ThreadRecords>* threads);
+
+// fork(): how many forks separate this process from the one tprof was
+// loaded in (incremented in the child of each fork(), by the recorder's
+// pthread_atfork handler). A Profiler started under another value was
+// started by an ancestor: its delivery and spill threads are not in this
+// process, and its windows are not this process's to deliver. The child
+// handler also stops recording (the child's scopes record nothing until a
+// Profiler started in the child opens a window), forgets the parent's
+// threads and spill queue (a later window of the child does not wait for
+// them), and closes the child's descriptors of the parent's spill files.
+std::uint32_t fork_generation() noexcept;
+// Defined by the Profiler (profiler.cc), called by that handler: no
+// Profiler is running in the child any more.
+void forget_profiler_in_child() noexcept;
 
 // NVTX-style ranges (tprof record): recorded as user_annotation scopes with
 // runtime names. push/pop nest on the calling thread (an unmatched pop is

@@ -641,7 +641,7 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   }
   link_graph_nodes();
   add_device(device);
-  t_.meta.dropped_events = dropped + refused + device.dropped + stale_names_;
+  t_.meta.dropped_events = dropped + refused + device.dropped + stale_names_ + info_.lost_events;
   // Why a requested activity, or another recorder's events, are missing:
   // diagnostics on this trace, and kept in the file (the "tprof" key) for
   // every reader of it.

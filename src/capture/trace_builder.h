@@ -42,8 +42,11 @@ struct CaptureInfo {
   // The window's runtime names (retire_dynamic_names); null: the live table.
   const RetiredNames* names = nullptr;
   // Why events were lost besides full buffers (a spill file that could not
-  // be written or read): dropped_events diagnostics.
+  // be written or read): dropped_events diagnostics, one each; the events
+  // are lost_events, counted in droppedEvents (and not said to be from a
+  // full buffer).
   std::vector<std::string> capture_problems;
+  std::uint64_t lost_events = 0;
   // Why events of this process cannot be in the window at all (another
   // copy of the recorder is loaded: src/capture/recorders.h): written
   // with the device source's problems (activityUnavailable) and diagnosed

@@ -4,6 +4,7 @@
 // runs these under ASan+UBSan and TSan too (with fewer scopes there).
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -14,12 +15,15 @@
 #include <chrono>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -28,8 +32,20 @@
 #include "tprof/profiler.h"
 #include "tprof/read.h"
 
+#include "src/capture/recorder.h"
+#include "tests/support/child_process.h"
 #include "tests/support/sanitizers.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/trace_queries.h"
+
+// LeakSanitizer's hook (sanitizer/lsan_interface.h), asked at its check at
+// exit: off in the children below that end with exit() on purpose. The
+// parent's threads whose stacks held pointers to what they allocated are
+// not in a fork child, so the check would report those blocks as leaks.
+namespace {
+std::atomic<bool> g_no_leak_check_at_exit{false};
+}  // namespace
+extern "C" int __lsan_is_turned_off() { return g_no_leak_check_at_exit.load() ? 1 : 0; }
 
 namespace tprof {
 namespace {
@@ -164,8 +180,10 @@ TEST(ProfilerFaults, AnExceptionThroughScopesEndsEachOfThem) {
 }
 
 // fork() while other threads record and attach (taking tprof's locks):
-// the child records into its own copy without blocking on a lock a parent
-// thread held at the fork, and the parent's trace holds only its own events.
+// the child's scopes and runtime names never block on a lock a parent
+// thread held at the fork (they record nothing: the window is the
+// parent's, ProfilerFork below), and the parent's trace holds only its own
+// events.
 TEST(ProfilerFaults, AForkedChildNeitherBlocksNorReachesTheParentsTrace) {
   // Small buffers: every short-lived thread below keeps its buffer until
   // stop(), and thousands of default 32 MiB ones make fork() fail (ENOMEM).
@@ -470,6 +488,372 @@ TEST(ProfilerFaults, AFullDiskFailsTheExportAndLeavesTheOldFile) {
   for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir)) ++files;
   EXPECT_EQ(files, 1u) << "a temporary file was left beside the trace";
   fs::remove_all(dir);
+}
+
+
+// fork() and a running Profiler (issue 36, defect 4). The child's copy of
+// the parent's profiler is inert: stop(), flush(), step() and its
+// destruction return at once (the parent's delivery and spill threads are
+// not in the child: they hung waiting for them), deliver nothing (no
+// on_trace_ready with the parent's window), and the child holds none of
+// the parent's spill files. A Profiler the child starts records the
+// child's own windows. Each child is bounded (SIGALRM, then SIGKILL): a
+// hang fails the test instead of hanging the suite.
+
+// Descriptors of this process open on spill files (unlinked tprof-spill.*).
+int spill_descriptors() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return -1;
+  while (dirent* e = readdir(d)) {
+    char link[512];
+    const std::string path = std::string("/proc/self/fd/") + e->d_name;
+    const ssize_t len = readlink(path.c_str(), link, sizeof link - 1);
+    if (len <= 0) continue;
+    link[len] = '\0';
+    if (std::strstr(link, "tprof-spill.") != nullptr) ++n;
+  }
+  closedir(d);
+  return n;
+}
+
+// Lossless spilling on a loaded machine (as capture_spill_test's).
+struct PatientSpill {
+  PatientSpill() { internal::set_spill_max_wait_for_testing(30'000'000'000); }
+  ~PatientSpill() {
+    internal::set_spill_max_wait_for_testing(internal::kSpillMaxWaitNs);
+    internal::set_spill_delay_for_testing(0);
+  }
+};
+
+// The parent's handler, called in a child: the parent's window delivered there.
+constexpr int kDeliveredInTheChild = 42;
+
+// A Profiler the child starts after the fork records the child's window,
+// and nothing of the parent's. Under a sanitizer it delivers inline and
+// does not spill: TSan starts no thread in the child of a multi-threaded
+// fork.
+std::string childs_own_profiler_works(const std::string& spill_dir) {
+  ProfilerOptions o;
+  o.deliver_inline = kSanitized;
+  if (!kSanitized && !spill_dir.empty()) {
+    o.spill_dir = spill_dir;
+    o.buffer_events_per_thread = 256;
+  }
+  Profiler mine(o);
+  if (const Status s = mine.start(); !s.ok()) return "the child's own profiler: start(): " + s.error().to_string();
+  for (int i = 0; i < 1000; ++i) {
+    TPROF_RECORD_FUNCTION("child's own");
+  }
+  if (const Status s = mine.stop(); !s.ok()) return "the child's own profiler: stop(): " + s.error().to_string();
+  const std::size_t own = count_named(mine.trace(), "child's own");
+  const std::size_t parents = count_named(mine.trace(), "parent's work");
+  if (own != 1000 || parents != 0 || mine.trace().meta.dropped_events != 0) {
+    return "the child's own profiler recorded " + std::to_string(own) + " of its 1000 scopes and " +
+           std::to_string(parents) + " of the parent's (" + std::to_string(mine.trace().meta.dropped_events) +
+           " dropped)";
+  }
+  return {};
+}
+
+enum class ChildCall : std::uint8_t { kStop, kFlush, kStep, kDestroy };
+
+struct ForkCase {
+  bool deliver_inline = false;
+  bool spill = false;
+  ChildCall call = ChildCall::kStop;
+};
+
+std::string fork_case_text(const ForkCase& c) {
+  static const char* const kCalls[] = {"Stop", "Flush", "Step", "Destroy"};
+  return std::string(c.deliver_inline ? "Inline" : "OffThread") + (c.spill ? "Spilling" : "") +
+         kCalls[static_cast<int>(c.call)];
+}
+std::string fork_case_name(const ::testing::TestParamInfo<ForkCase>& info) { return fork_case_text(info.param); }
+void PrintTo(const ForkCase& c, std::ostream* os) { *os << fork_case_text(c); }
+
+class ProfilerFork : public ::testing::TestWithParam<ForkCase> {};
+
+// The parent records every step as a window while two workers record; the
+// child is forked while a window's on_trace_ready is running on the
+// delivery thread (off-thread delivery) and, spilling, while the parent
+// holds an open spill file with chunks queued. The parent's windows are
+// all delivered afterwards, in the parent, once each, and none lost.
+TEST_P(ProfilerFork, TheChildsCopyReturnsAtOnceAndWritesNothingOfTheParents) {
+  const ForkCase c = GetParam();
+  const pid_t parent = getpid();
+  const testing::TempDir dir("tprof_fork");
+  const PatientSpill patient;
+  std::atomic<bool> gate{false}, in_handler{false};
+  std::mutex mu;
+  std::size_t windows = 0, parents_work = 0, childs_own = 0;
+  std::uint64_t dropped = 0;
+  ProfilerOptions o;
+  o.schedule = schedule({.active = 1});  // every step ends a window
+  o.deliver_inline = c.deliver_inline;
+  o.payload_words_per_thread = 0;
+  if (c.spill) {
+    o.spill_dir = dir.path();
+    o.buffer_events_per_thread = 256;  // chunks of 64 records
+    internal::set_spill_delay_for_testing(200'000);  // a slow disk: chunks queued at the fork
+  } else {
+    o.buffer_events_per_thread = 1u << 16;
+  }
+  o.on_trace_ready = [&](Profiler& p) -> Status {
+    if (getpid() != parent) _exit(kDeliveredInTheChild);
+    if (gate.load()) {
+      in_handler = true;
+      while (gate.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      in_handler = false;
+    }
+    const std::lock_guard<std::mutex> lock(mu);
+    ++windows;
+    parents_work += count_named(p.trace(), "parent's work");
+    childs_own += count_named(p.trace(), "child's own");
+    dropped += p.trace().meta.dropped_events;
+    return {};
+  };
+  auto prof = std::make_unique<Profiler>(o);
+  ASSERT_TRUE(prof->start());
+  std::atomic<bool> done{false};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 2; ++w) {
+    workers.emplace_back([&done] {
+      // Static names: these threads never allocate, so the child (which
+      // does) never finds the allocator's lock held by one of them
+      // (GCC 12's ASan has no fork handlers for it).
+      while (!done.load(std::memory_order_relaxed)) {
+        for (int i = 0; i < 20; ++i) {
+          TPROF_RECORD_FUNCTION("parent's work");
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      }
+    });
+  }
+  // A failed assertion below leaves neither the handler waiting (the
+  // profiler's destructor would wait for it) nor the workers running.
+  struct Release {
+    std::atomic<bool>& gate;
+    std::atomic<bool>& done;
+    std::vector<std::thread>& workers;
+    ~Release() {
+      gate = false;
+      done = true;
+      for (auto& th : workers) {
+        if (th.joinable()) th.join();
+      }
+    }
+  } release{gate, done, workers};
+  int steps = 0;
+  for (; steps < 3; ++steps) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_TRUE(prof->step());
+  }
+  if (!c.deliver_inline) {
+    // A delivery in flight: the next window's on_trace_ready waits. The
+    // windows before it are delivered first: a step() that ended a window
+    // while two were unbuilt would wait for the gated delivery thread.
+    ASSERT_TRUE(prof->flush());
+    gate = true;
+    ASSERT_TRUE(prof->step());
+    ++steps;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!in_handler.load() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_TRUE(in_handler.load());
+  }
+  if (c.spill) {
+    // The window's spill file is open (the workers' chunks keep it so).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (spill_descriptors() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_GT(spill_descriptors(), 0);
+  }
+  const testing::ChildResult child = testing::run_in_child([&]() -> std::string {
+    // The parent's spill files are not the child's to write or read.
+    if (spill_descriptors() != 0) return "the child holds the parent's spill files";
+    Status s;
+    switch (c.call) {
+      case ChildCall::kStop:
+        s = prof->stop();
+        break;
+      case ChildCall::kFlush:
+        s = prof->flush();
+        break;
+      case ChildCall::kStep:
+        for (int i = 0; i < 4 && s.ok(); ++i) s = prof->step();
+        break;
+      case ChildCall::kDestroy:
+        prof.reset();
+        break;
+    }
+    if (!s.ok()) return "the call returned " + s.error().to_string();
+    if (prof != nullptr) {
+      // Then all the others, and its destruction.
+      for (const Status& again : {prof->step(), prof->flush(), prof->stop(), prof->stop()}) {
+        if (!again.ok()) return "a later call returned " + again.error().to_string();
+      }
+      prof.reset();
+    }
+    return childs_own_profiler_works(c.spill ? dir.path() : std::string());
+  });
+  gate = false;
+  EXPECT_TRUE(child.ok()) << child.describe()
+                          << (child.finished && WIFEXITED(child.status) &&
+                                      WEXITSTATUS(child.status) == kDeliveredInTheChild
+                                  ? " (on_trace_ready was called in the child with the parent's window)"
+                                  : "");
+  for (int i = 0; i < 2; ++i, ++steps) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_TRUE(prof->step());
+  }
+  done = true;
+  for (auto& th : workers) th.join();
+  ASSERT_TRUE(prof->stop());
+  prof.reset();
+  // Every window (one per step, and the one stop() ended) delivered here, once.
+  EXPECT_EQ(windows, static_cast<std::size_t>(steps + 1));
+  EXPECT_GT(parents_work, 0u);
+  EXPECT_EQ(childs_own, 0u);
+  if (c.spill) {
+    EXPECT_EQ(dropped, 0u) << "spilled records of the parent were lost";
+    EXPECT_EQ(spill_descriptors(), 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Calls, ProfilerFork,
+    ::testing::ValuesIn([] {
+      std::vector<ForkCase> cases;
+      for (bool deliver_inline : {false, true}) {
+        for (bool spill : {false, true}) {
+          for (ChildCall call : {ChildCall::kStop, ChildCall::kFlush, ChildCall::kStep, ChildCall::kDestroy}) {
+            cases.push_back({deliver_inline, spill, call});
+          }
+        }
+      }
+      return cases;
+    }()),
+    fork_case_name);
+
+// fork() inside on_trace_ready: the child returns from the handler. On the
+// delivery thread (off-thread) that thread is the child's only one, and it
+// ends there (the child exits 0, as a process whose last thread returns);
+// inline, the child's step() returns into the program, whose later calls
+// are those of a child's copy (above).
+void fork_inside_on_trace_ready(bool deliver_inline) {
+#if defined(__SANITIZE_THREAD__)
+  constexpr bool kThreadSanitizer = true;
+#elif defined(__has_feature)
+  constexpr bool kThreadSanitizer = __has_feature(thread_sanitizer);
+#else
+  constexpr bool kThreadSanitizer = false;
+#endif
+  if (kThreadSanitizer && !deliver_inline) {
+    GTEST_SKIP() << "TSan's runtime crashes when a fork child's only thread, not its main one, ends";
+  }
+  const pid_t parent = getpid();
+  std::atomic<pid_t> child{0};
+  std::atomic<int> windows{0};
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  ProfilerOptions o;
+  o.schedule = schedule({.active = 1});
+  o.deliver_inline = deliver_inline;
+  o.buffer_events_per_thread = 1u << 12;
+  o.payload_words_per_thread = 0;
+  o.on_trace_ready = [&](Profiler&) -> Status {
+    if (getpid() != parent) _exit(kDeliveredInTheChild);
+    if (windows.fetch_add(1) != 1) return {};
+    std::fflush(nullptr);  // the child's exit() flushes its copy of stdout's buffer
+    const pid_t pid = fork();
+    if (pid == 0) {
+      g_no_leak_check_at_exit = true;
+      close(fds[0]);
+      alarm(30);
+      return {};  // back into tprof, in the child
+    }
+    child = pid;
+    return {};
+  };
+  auto prof = std::make_unique<Profiler>(o);
+  ASSERT_TRUE(prof->start());
+  for (int i = 0; i < 4; ++i) {
+    { TPROF_RECORD_FUNCTION("parent's work"); }
+    const Status s = prof->step();
+    if (getpid() != parent) {
+      // The inline child, out of the handler and its step().
+      const Status stopped = prof->stop();
+      prof.reset();
+      _exit(s.ok() && stopped.ok() ? 0 : 3);
+    }
+    ASSERT_TRUE(s);
+    if (i == 1) {
+      // The second window is being delivered, and forks: this thread
+      // waits without allocating (the child frees; GCC 12's ASan has no
+      // fork handlers for its allocator's lock).
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (child.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+  }
+  ASSERT_TRUE(prof->stop());
+  prof.reset();
+  close(fds[1]);
+  ASSERT_GT(child.load(), 0);
+  const testing::ChildResult r = testing::wait_for_child(child.load(), fds[0], 40);
+  EXPECT_TRUE(r.ok()) << r.describe();
+  EXPECT_EQ(windows.load(), 5);
+}
+
+TEST(ProfilerForkInHandler, OffThread) { fork_inside_on_trace_ready(false); }
+TEST(ProfilerForkInHandler, Inline) { fork_inside_on_trace_ready(true); }
+
+// Process exit with a Profiler still running (a static one, destroyed by
+// exit() after the thread_local destructors of the thread that calls it):
+// its window is delivered, a scope recorded by a thread_local's destructor
+// included. A child forked meanwhile that exits the same way destroys its
+// copy at once and delivers nothing: one trace file in all.
+struct RecordsAtThreadExit {
+  ~RecordsAtThreadExit() { TPROF_RECORD_FUNCTION("thread_local destructor"); }
+};
+thread_local RecordsAtThreadExit tl_records_at_exit;
+
+Profiler& profiler_destroyed_at_exit(ProfilerOptions options) {
+  static Profiler prof(std::move(options));  // constructed in the child: its destructor runs at the child's exit
+  return prof;
+}
+
+TEST(ProfilerExit, ARunningProfilerDeliversAtExitAndAForkedChildsCopyDoesNot) {
+  const testing::TempDir dir("tprof_exit");
+  const testing::ChildResult r = testing::run_in_child(
+      [&]() -> std::string {
+        g_no_leak_check_at_exit = true;
+        Profiler& prof = profiler_destroyed_at_exit({.on_trace_ready = tensorboard_trace_handler(dir.path(), "w")});
+        if (!prof.start().ok()) return "start() failed";
+        { TPROF_RECORD_FUNCTION("before exit"); }
+        (void)&tl_records_at_exit;  // constructed after the thread's first record: destroyed before tprof's guard
+        const testing::ChildResult grandchild = testing::run_in_child(
+            [] {
+              TPROF_RECORD_FUNCTION("the grandchild's");
+              return std::string();
+            },
+            20, /*run_exit=*/true);
+        if (!grandchild.ok()) return "the grandchild's exit: " + grandchild.describe();
+        return std::string();  // exit(0): the window is delivered by ~Profiler
+      },
+      40, /*run_exit=*/true);
+  ASSERT_TRUE(r.ok()) << r.describe();
+  const std::vector<std::string> files = dir.files();
+  ASSERT_EQ(files.size(), 1u) << "one window, delivered once (by the child, not its own child)";
+  const Result<Trace> t = read_trace(dir.path() + "/" + files[0]);
+  ASSERT_TRUE(t) << t.error().to_string();
+  EXPECT_EQ(count_named(*t, "before exit"), 1u);
+  EXPECT_EQ(count_named(*t, "thread_local destructor"), 1u);
+  EXPECT_EQ(count_named(*t, "the grandchild's"), 0u);
 }
 
 }  // namespace

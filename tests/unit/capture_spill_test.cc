@@ -6,12 +6,18 @@
 // error at start(). Issue 26, item 2.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -21,6 +27,7 @@
 
 #include "src/capture/recorder.h"
 #include "src/trace/json_value.h"
+#include "tests/support/child_process.h"
 #include "tests/support/sanitizers.h"
 #include "tests/support/trace_queries.h"
 #include "tprof/profiler.h"
@@ -286,6 +293,97 @@ TEST(CaptureSpill, MemoryStaysAtTheBuffersWhileRecording) {
   std::printf("RSS growth while recording %d events spilled from a %u-event buffer: %lld KiB\n", kScopes, kEvents,
               static_cast<long long>(grown >> 10));
   EXPECT_LT(grown, std::int64_t{16} << 20);
+}
+
+
+// The dropped_events diagnostics of a trace, one a line.
+std::string dropped_reasons(const Trace& t) {
+  std::string out;
+  for (const Diagnostic& d : t.diagnostics.items()) {
+    if (d.code == DiagnosticCode::kDroppedEvents) out += d.message + "\n";
+  }
+  return out;
+}
+
+// Records `n` flat scopes into a spilling profiler (in `dir`) and checks
+// that what was lost is counted and said, with `reason` in the words, and
+// not said to be a full buffer. Returns what is wrong ("" when nothing).
+std::string record_past_a_full_spill_file(const std::string& dir, int n, const std::string& reason) {
+  Profiler prof({.buffer_events_per_thread = 256, .payload_words_per_thread = 0, .spill_dir = dir});
+  if (!prof.start().ok()) return "start() failed";
+  for (int i = 0; i < n; ++i) {
+    TPROF_RECORD_FUNCTION("flat");
+  }
+  if (!prof.stop().ok()) return "stop() failed";
+  const Trace& t = prof.trace();
+  const std::size_t kept = testing::count_named(t, "flat");
+  const std::string reasons = dropped_reasons(t);
+  std::string wrong;
+  if (t.meta.dropped_events == 0) wrong += "nothing was dropped; ";
+  if (kept + t.meta.dropped_events != static_cast<std::size_t>(n)) {
+    wrong += std::to_string(kept) + " kept + " + std::to_string(t.meta.dropped_events) + " dropped != " +
+             std::to_string(n) + "; ";
+  }
+  if (prof.spill_stats().dropped != t.meta.dropped_events) {
+    wrong += "spill_stats().dropped " + std::to_string(prof.spill_stats().dropped) + "; ";
+  }
+  if (reasons.find(reason) == std::string::npos) wrong += "the reason is not \"" + reason + "\"; ";
+  if (reasons.find(std::to_string(t.meta.dropped_events) + " spilled events dropped") == std::string::npos) {
+    wrong += "the count is not said; ";
+  }
+  if (reasons.find("buffers were full") != std::string::npos) wrong += "it says the buffers were full; ";
+  return wrong.empty() ? wrong : wrong + "the diagnostics:\n" + reasons;
+}
+
+// ulimit -f (RLIMIT_FSIZE) with SIGXFSZ at its default action, which kills:
+// the spill thread's write past the limit fails with EFBIG instead (the
+// signal held off by the writers' one guard, FileSizeSignalGuard), the
+// chunks that could not be written are counted, and the trace says the
+// file size limit, not full buffers (issue 36, defects 5 and 11).
+TEST(CaptureSpill, AFileSizeLimitDropsCountedAndSaidNotAKill) {
+  SpillDir dir;
+  const testing::ChildResult r = testing::run_in_child([&] {
+    signal(SIGXFSZ, SIG_DFL);
+    const rlimit limit{64 * 1024, 64 * 1024};  // 2048 records; 20000 are spilled
+    if (setrlimit(RLIMIT_FSIZE, &limit) != 0) return std::string("setrlimit failed");
+    return record_past_a_full_spill_file(dir.path(), 20000, "reached the file size limit (RLIMIT_FSIZE, ulimit -f): " +
+                                                                std::string(std::strerror(EFBIG)));
+  });
+  EXPECT_TRUE(r.ok()) << r.describe();
+  EXPECT_EQ(dir.files(), 0u);
+}
+
+// A full disk (a 128 KiB tmpfs mounted over spill_dir in a mount namespace
+// of a child: root): the drop is counted and the trace says the disk was
+// full, with errno's reason, not that the buffers were.
+TEST(CaptureSpill, AFullDiskIsSaidToBeTheDiskNotTheBuffers) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounts a small tmpfs in a mount namespace: needs root";
+  SpillDir dir;
+  const testing::ChildResult r = testing::run_in_child([&] {
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("tmpfs", dir.path().c_str(), "tmpfs", 0, "size=128k") != 0) {
+      return std::string("skip: cannot mount a tmpfs: ") + std::strerror(errno);
+    }
+    return record_past_a_full_spill_file(dir.path(), 40000,
+                                         "the disk of spill_dir \"" + dir.path() + "\" was full: " +
+                                             std::strerror(ENOSPC));
+  });
+  if (r.message.rfind("skip: ", 0) == 0) GTEST_SKIP() << r.message;
+  EXPECT_TRUE(r.ok()) << r.describe();
+}
+
+// A real full buffer (no spill_dir) is still said to be one.
+TEST(CaptureSpill, AFullBufferIsStillSaidToBeTheBuffers) {
+  Profiler prof({.buffer_events_per_thread = 256, .payload_words_per_thread = 0});
+  ASSERT_TRUE(prof.start().ok());
+  for (int i = 0; i < 1000; ++i) {
+    TPROF_RECORD_FUNCTION("flat");
+  }
+  ASSERT_TRUE(prof.stop().ok());
+  EXPECT_EQ(prof.trace().meta.dropped_events, 1000u - 256u);
+  const std::string reasons = dropped_reasons(prof.trace());
+  EXPECT_NE(reasons.find("744 events dropped: thread buffers were full"), std::string::npos) << reasons;
+  EXPECT_EQ(reasons.find("spill"), std::string::npos) << reasons;
 }
 
 }  // namespace
