@@ -1,8 +1,8 @@
 // Files: read-only memory maps for input, atomic writes for output.
 #pragma once
 
-#include <sys/types.h>
 #include <signal.h>
+#include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>

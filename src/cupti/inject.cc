@@ -83,6 +83,7 @@
 #include <string_view>
 #include <thread>
 
+#include "src/base/file.h"
 #include "src/capture/handlers.h"
 #include "src/cupti/cupti_source.h"
 #include "src/trace/select.h"
@@ -133,8 +134,8 @@ std::string g_status_dir;  // TPROF_RECORD_STATUS_DIR, read once in begin()
 // written, an error goes to stderr instead (the other reports only tell
 // tprof record's summary apart, they are dropped). Under `ulimit -f` the
 // write fails with EFBIG instead of killing the program: SIGXFSZ is
-// blocked around it and the one it raised taken back, as the trace
-// writer does (src/base/file.cc).
+// blocked around it and the one it raised taken back (FileSizeSignalGuard,
+// as the trace writer's writes).
 void report(std::string_view kind, std::string_view text = {}) {
   std::string line(kind);
   if (!text.empty()) {
@@ -156,26 +157,14 @@ void report(std::string_view kind, std::string_view text = {}) {
       const std::string name = std::to_string(::getpid());
       const int fd = ::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
       if (fd >= 0) {
-        sigset_t xfsz, old, pending;
-        sigemptyset(&xfsz);
-        sigaddset(&xfsz, SIGXFSZ);
-        pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-        sigemptyset(&pending);
-        sigpending(&pending);
-        const bool ours = sigismember(&old, SIGXFSZ) == 0 && sigismember(&pending, SIGXFSZ) == 0;
-        ssize_t n;
-        do {
-          n = ::write(fd, line.data(), line.size());
-        } while (n < 0 && errno == EINTR);
-        done = n == static_cast<ssize_t>(line.size());
-        sigemptyset(&pending);
-        sigpending(&pending);
-        if (ours && sigismember(&pending, SIGXFSZ) == 1) {
-          const timespec zero{};
-          while (sigtimedwait(&xfsz, nullptr, &zero) < 0 && errno == EINTR) {
-          }
+        {
+          const tprof::internal::FileSizeSignalGuard no_sigxfsz;
+          ssize_t n;
+          do {
+            n = ::write(fd, line.data(), line.size());
+          } while (n < 0 && errno == EINTR);
+          done = n == static_cast<ssize_t>(line.size());
         }
-        pthread_sigmask(SIG_SETMASK, &old, nullptr);
         ::close(fd);
       }
     }
