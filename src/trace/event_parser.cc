@@ -377,7 +377,8 @@ bool Parser::parse_event() {
 
 }  // namespace
 
-ChunkEnd parse_event_elements(JsonCursor* c, const char* stop_at, const ParseContext& ctx, EventBatch* batch) {
+ChunkEnd parse_event_elements(JsonCursor* c, const char* stop_at, const ParseContext& ctx, EventBatch* batch,
+                              bool after_element) {
   EventSink sink(ctx, batch);
   Parser parser(c, &sink, ctx.strict);
   ChunkEnd end;
@@ -387,64 +388,68 @@ ChunkEnd parse_event_elements(JsonCursor* c, const char* stop_at, const ParseCon
   std::size_t window = 16 << 10;
   bool slow = false;  // the next element goes to the cursor parser
   for (;;) {
-    c->skip_ws();
-    const char* elem = c->pos();
-    if (elem >= c->end()) {
-      c->fail(elem, "an event object or ']'");
-      end.failed = true;
-      end.pos = elem;
-      return end;
-    }
-    if (*elem == ']') {
-      c->set_pos(elem + 1);
-      end.array_closed = true;
-      end.pos = elem + 1;
-      return end;
-    }
-    if (elem >= stop_at) {
-      end.pos = elem;
-      return end;
-    }
-    if (*elem == '{' && !slow && ctx.token_walker) {
-      const FastResult r = parse_events_fast(elem, c->end(), c->base(), stop_at, window, &sink);
-      window = r.events > 16 ? std::min<std::size_t>(window * 2, 1 << 20) : std::max<std::size_t>(window / 4, 512);
-      switch (r.status) {
-        case FastStatus::kStop:
-          c->set_pos(r.pos);
-          end.pos = r.pos;
-          return end;
-        case FastStatus::kArrayEnd:
-          c->set_pos(r.pos);
-          end.array_closed = true;
-          end.pos = r.pos;
-          return end;
-        case FastStatus::kSeparator:
-          c->set_pos(r.pos);
-          break;  // to the separator check below
-        case FastStatus::kFallback:
-          // An element the walker could not take: the cursor parses it next.
-          c->set_pos(r.pos);
-          slow = true;
-          continue;
-      }
+    if (after_element) {
+      after_element = false;  // the element before the cursor is complete
     } else {
-      slow = false;
-      if (*elem == '{') {
-        if (!parser.parse_event()) {
-          end.failed = true;
-          end.pos = c->pos();
-          end.element = elem;
-          return end;
+      c->skip_ws();
+      const char* elem = c->pos();
+      if (elem >= c->end()) {
+        c->fail(elem, "an event object or ']'");
+        end.failed = true;
+        end.pos = elem;
+        return end;
+      }
+      if (*elem == ']') {
+        c->set_pos(elem + 1);
+        end.array_closed = true;
+        end.pos = elem + 1;
+        return end;
+      }
+      if (elem >= stop_at) {
+        end.pos = elem;
+        return end;
+      }
+      if (*elem == '{' && !slow && ctx.token_walker) {
+        const FastResult r = parse_events_fast(elem, c->end(), c->base(), stop_at, window, &sink);
+        window = r.events > 16 ? std::min<std::size_t>(window * 2, 1 << 20) : std::max<std::size_t>(window / 4, 512);
+        switch (r.status) {
+          case FastStatus::kStop:
+            c->set_pos(r.pos);
+            end.pos = r.pos;
+            return end;
+          case FastStatus::kArrayEnd:
+            c->set_pos(r.pos);
+            end.array_closed = true;
+            end.pos = r.pos;
+            return end;
+          case FastStatus::kSeparator:
+            c->set_pos(r.pos);
+            break;  // to the separator check below
+          case FastStatus::kFallback:
+            // An element the walker could not take: the cursor parses it next.
+            c->set_pos(r.pos);
+            slow = true;
+            continue;
         }
       } else {
-        if (!c->skip_value()) {
-          end.failed = true;
-          end.pos = c->pos();
-          end.element = elem;
-          return end;
+        slow = false;
+        if (*elem == '{') {
+          if (!parser.parse_event()) {
+            end.failed = true;
+            end.pos = c->pos();
+            end.element = elem;
+            return end;
+          }
+        } else {
+          if (!c->skip_value()) {
+            end.failed = true;
+            end.pos = c->pos();
+            end.element = elem;
+            return end;
+          }
+          batch->diagnostics.add(DiagnosticCode::kNotAnEvent, c->offset(elem),
+                                 "element of the event array is not an object, skipped");
         }
-        batch->diagnostics.add(DiagnosticCode::kNotAnEvent, c->offset(elem),
-                               "element of the event array is not an object, skipped");
       }
     }
     if (c->eat(',')) continue;
@@ -453,6 +458,7 @@ ChunkEnd parse_event_elements(JsonCursor* c, const char* stop_at, const ParseCon
     end.failed = true;
     end.pos = c->pos();
     end.element = c->pos();
+    end.after_element = true;
     return end;
   }
 }

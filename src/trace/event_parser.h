@@ -69,6 +69,9 @@ struct ChunkEnd {
   // On failure: where the element being read began (the failure is inside
   // it), or the failure itself when it was between elements.
   const char* element = nullptr;
+  // The failure is where a ',' or ']' was expected after a complete element
+  // (at `pos`): reading on from there must begin with that check.
+  bool after_element = false;
 };
 
 struct ParseContext {
@@ -82,10 +85,11 @@ struct ParseContext {
 };
 
 // Parses array elements starting at the cursor (positioned at an element's
-// first byte, or at the ']' of an empty array) until an element would start
-// at or after `stop_at`, or the array closes, or input fails.
+// first byte, or at the ']' of an empty array; with `after_element`, just
+// after a complete element, where a ',' or ']' must come) until an element
+// would start at or after `stop_at`, or the array closes, or input fails.
 ChunkEnd parse_event_elements(JsonCursor* c, const char* stop_at, const ParseContext& ctx,
-                              EventBatch* batch);
+                              EventBatch* batch, bool after_element = false);
 
 // Classifies a category string (both the 2021 and the current Kineto names).
 EventKind kind_from_category(std::string_view cat);

@@ -51,6 +51,7 @@ using internal::ParseContext;
 struct ChunkResult {
   const char *start = nullptr;
   const char *stop_at = nullptr;
+  bool after_element = false;  // `start` is just after a complete element (ChunkEnd)
   EventBatch batch;
   ChunkEnd end;
   CursorFailure failure = CursorFailure::kNone;
@@ -211,7 +212,10 @@ class Reader {
   // the cursor stands after its ']' (or at EOF when truncated).
   Status parse_array(JsonCursor *c, const ParseContext &ctx);
   // Parses (in parallel chunks) and merges the elements in [first, stop).
-  void parse_span(const char *first, const char *stop, const ParseContext &ctx, int threads);
+  // `after_element`: `first` is just after a complete element (a streamed
+  // window read on from a failure where a ',' or ']' was expected).
+  void parse_span(const char *first, const char *stop, const ParseContext &ctx, int threads,
+                  bool after_element = false);
   Status finish_array(JsonCursor *c);
   Status parse_object(JsonCursor *c);
   // One top-level key and its value; false on a cursor failure.
@@ -418,7 +422,7 @@ void Reader::report_progress(std::size_t bytes) {
 
 void Reader::parse_chunk(ChunkResult *r, const ParseContext &ctx) {
   JsonCursor c(r->start, text_end(), origin_);
-  r->end = internal::parse_event_elements(&c, r->stop_at, ctx, &r->batch);
+  r->end = internal::parse_event_elements(&c, r->stop_at, ctx, &r->batch, r->after_element);
   r->failure = c.failure();
   if (r->end.failed) r->error = c.error();
   if (!final_ && r->end.failed && r->failure == CursorFailure::kEof) {
@@ -428,7 +432,7 @@ void Reader::parse_chunk(ChunkResult *r, const ParseContext &ctx) {
     // where the next window's text begins.
     const char *element = r->end.element;
     if (element == nullptr || element >= text_end()) {
-      r->end.failed = false;  // between elements
+      r->end.failed = false;  // between elements (after_element: the next window begins with the separator check)
     } else {
       r->batch = EventBatch();
       ChunkEnd end;
@@ -479,13 +483,20 @@ Status Reader::parse_array(JsonCursor *c, const ParseContext &ctx) {
   // next window.
   if (options_.threads <= 0) threads = std::max(1, threads - 1);
   const char *first = c->pos();
+  bool after_element = false;
   for (;;) {
     const char *stop = final_ ? text_end() : find_last_boundary(first, text_end());
-    parse_span(first, stop, ctx, threads);
+    parse_span(first, stop, ctx, threads, after_element);
     if (sink_ == nullptr) TPROF_TRY(check_model_size());
     if (final_ || last_end_.array_closed || !sink_status_ || strings_full_) break;
     const char *keep = nullptr;
+    after_element = last_end_.after_element;
     if (!last_end_.failed) {
+      keep = last_end_.pos;
+    } else if (last_failure_ == CursorFailure::kSyntax && !options_.strict && last_end_.after_element) {
+      // No ',' or ']' after an element, and nothing to resume at in this
+      // window: read on from there, checking the separator again, so the
+      // error or the salvage is the one the whole text gives.
       keep = last_end_.pos;
     } else if (last_failure_ == CursorFailure::kSyntax && !options_.strict) {
       // Salvage found nothing to resume at in this window: read on, keeping
@@ -503,7 +514,7 @@ Status Reader::parse_array(JsonCursor *c, const ParseContext &ctx) {
   return finish_array(c);
 }
 
-void Reader::parse_span(const char *first, const char *end, const ParseContext &ctx, int threads) {
+void Reader::parse_span(const char *first, const char *end, const ParseContext &ctx, int threads, bool after_element) {
   const std::size_t region = static_cast<std::size_t>(end - first);
 
   // Guess chunk starts.
@@ -514,6 +525,7 @@ void Reader::parse_span(const char *first, const char *end, const ParseContext &
     guesses.push_back(std::move(r));
   };
   add_guess(first);
+  guesses.front()->after_element = after_element;
   // Large arrays are split even for one thread: parsed chunks release their
   // pages and batches as they are merged, which bounds peak memory.
   if (region >= options_.min_parallel_bytes) {
@@ -632,6 +644,7 @@ void Reader::merge_ready(std::vector<std::unique_ptr<ChunkResult>> *guesses, con
       // stretch again from where the previous chunk really stopped.
       auto redo = std::make_unique<ChunkResult>();
       redo->start = last_end_.pos;
+      redo->after_element = last_end_.after_element;
       redo->stop_at = g->stop_at;
       g = std::move(redo);
       parse_chunk(g.get(), ctx);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "src/base/gzip.h"
 #include "tests/support/sanitizers.h"
@@ -158,6 +159,44 @@ TEST(GzipStream, TheModelLimitNamesItself) {
   auto t = read_trace_bytes(*gz, "t.json.gz", o);
   ASSERT_FALSE(t);
   EXPECT_NE(t.error().message().find("max_model_bytes"), std::string::npos) << t.error().message();
+}
+
+// The outcome of reading `text`, for comparing a plain read with a .gz one:
+// the events, or the error's offset and message (its path left out).
+std::string outcome(const Result<Trace>& t) {
+  if (t) return std::to_string(t->events.size()) + " events, " + std::to_string(t->diagnostics.items().size()) + " diagnostics";
+  return "byte " + std::to_string(t.error().byte_offset()) + ": " + t.error().message();
+}
+
+// A fuzzer's find: after a complete element whose nested args hold the
+// window's element pattern ('},{"'), the streamed read resumed at the junk
+// that follows as if an element started there ("expected true, false or
+// null", or a trace "cut" at its end) where the text says a ',' or ']' is
+// missing. Small texts (one window, not yet known to be the last) and junk
+// at every offset around the first 64 KiB window's end.
+TEST(GzipStream, JunkAfterAnElementIsTheSameErrorAsInItsText) {
+  std::vector<std::string> texts = {
+      R"([{"":[{},{""}]}t)",
+      R"([{"ph":"X","a":[{},{"a":1}]} t])",
+      R"({"traceEvents":[{"ph":"X","a":[{},{"a":1}]}t]})",
+      R"({"traceEvents":[{"ph":"X","a":[{},{"a":1}]}t,{"ph":"X","name":"a","ts":1,"dur":2,"pid":1,"tid":1}]})",
+  };
+  const std::string event = R"({"ph":"X","name":"a","pid":1,"tid":1,"ts":1,"dur":2,"args":{"x":[{},{"y":1}]}})";
+  for (std::size_t pad = 65536 - 80; pad < 65536 + 8; ++pad) {
+    std::string t = "{\"traceEvents\":[" + event + "," + std::string(pad - event.size() * 2 - 17, ' ') + event;
+    texts.push_back(t + "t]}");
+    texts.push_back(t + "  ]}");  // and no junk: reads
+  }
+  for (const std::string& text : texts) {
+    SCOPED_TRACE(text.substr(0, 80) + " (" + std::to_string(text.size()) + " bytes)");
+    auto gz = internal::gzip(text, 1);
+    ASSERT_TRUE(gz);
+    for (int threads : {1, 2}) {
+      ReadOptions o;
+      o.threads = threads;
+      EXPECT_EQ(outcome(read_trace_bytes(*gz, "t.json.gz", o)), outcome(read_trace_bytes(text, "t.json", o)));
+    }
+  }
 }
 
 }  // namespace
