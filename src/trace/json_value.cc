@@ -176,6 +176,7 @@ bool member_values(std::string_view json, std::span<const std::string_view> keys
     if (k.find('\\') != std::string_view::npos || k.find('"') != std::string_view::npos) return false;
   }
   std::size_t p = 0, found = 0;
+  std::string decoded;
   const auto skip_space = [&] {
     while (p < json.size() && space(json[p])) ++p;
   };
@@ -188,7 +189,13 @@ bool member_values(std::string_view json, std::span<const std::string_view> keys
     if (p >= json.size() || json[p] != '"') return false;
     const std::size_t key_end = past_string(json, p);
     if (key_end == std::string_view::npos) return false;
-    const std::string_view key = json.substr(p + 1, key_end - p - 2);
+    std::string_view key = json.substr(p + 1, key_end - p - 2);
+    // A name written with escapes ("gr\u0069d") is compared decoded, as
+    // JsonValue::find compares it; real traces have none, so the copy is rare.
+    if (key.find('\\') != std::string_view::npos) {
+      unescape_json(key, &decoded);
+      key = decoded;
+    }
     p = key_end;
     skip_space();
     if (p >= json.size() || json[p] != ':') return false;

@@ -225,5 +225,22 @@ TEST(MemberValues, WhatItCannotReadIsLeftToAWholeParse) {
   EXPECT_FALSE(member_values("{\"grid\": [1]}", kEscaped, v));
 }
 
+// A member name written with escapes is the name it decodes to, for
+// member_values as for JsonValue::find (an args_fuzzer finding: "str\u0065am"
+// was not "stream", so diagnose's fast path missed what the whole parse found).
+TEST(MemberValues, AMemberNameWrittenWithEscapesIsTheNameItDecodesTo) {
+  constexpr std::string_view kKeys[] = {"stream", "grid", "block"};
+  std::string_view v[3];
+  const std::string_view args = R"({"str\u0065am": 7, "gr\u0069d": [1, 1, 1], "grid": [2], "a\"b": 0, "block": [128]})";
+  ASSERT_TRUE(member_values(args, kKeys, v));
+  const auto whole = JsonValue::parse(args);
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(v[0], "7");
+  EXPECT_EQ(v[1], "[1, 1, 1]");  // the first member of that name, as find() returns
+  EXPECT_EQ(v[2], "[128]");
+  EXPECT_EQ(whole->find("stream")->text(), "7");
+  EXPECT_EQ(whole->find("grid")->items().size(), 3u);
+}
+
 }  // namespace
 }  // namespace tprof::internal
