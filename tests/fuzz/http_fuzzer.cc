@@ -168,14 +168,22 @@ Reading read_reference(std::string_view head) {
   return r;
 }
 
-// The head with every five-digit number after a ':' above 65535 made 65535:
-// what the reference reads when a port past 65535 is tolerated.
+// The head with a five-digit port above 65535 at the end of a Host line made
+// 65535: what the reference reads when a port past 65535 is tolerated.
 std::string ports_clamped(std::string_view head) {
   std::string out(head);
-  for (std::size_t at = 0; (at = out.find(':', at)) != std::string::npos; ++at) {
-    std::size_t end = at + 1;
-    while (end < out.size() && is_digit(out[end])) ++end;
-    if (end - at - 1 == 5 && out.compare(at + 1, 5, "65535") > 0) out.replace(at + 1, 5, "65535");
+  for (std::size_t line = 0; line < out.size();) {
+    const std::size_t eol = std::min(out.find("\r\n", line), out.size());
+    std::string name = out.substr(line, 5);
+    for (char& c : name) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    std::size_t end = eol;
+    while (end > line && (out[end - 1] == ' ' || out[end - 1] == '\t')) --end;
+    if (name == "host:" && end - line >= 11 && out[end - 6] == ':' && out.compare(end - 5, 5, "65535") > 0 &&
+        std::all_of(out.begin() + static_cast<std::ptrdiff_t>(end - 5), out.begin() + static_cast<std::ptrdiff_t>(end),
+                    is_digit)) {
+      out.replace(end - 5, 5, "65535");
+    }
+    line = eol + 2;
   }
   return out;
 }
