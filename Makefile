@@ -13,7 +13,16 @@ DEMO_DIR   := traces/01_matmul_add
 # converted fp32 (make demo DEMO_DTYPE=bf16 shows that).
 DEMO_DTYPE ?= fp32
 
-.PHONY: all setup setup-test configure build test test-release test-asan test-tsan demo bench clean
+# make fuzz: each libFuzzer target for FUZZ_SECONDS, FUZZ_JOBS at a time
+# (scripts/fuzz.sh); make test runs each for FUZZ_SHORT_SECONDS.
+FUZZ_SECONDS       ?= 300
+FUZZ_SHORT_SECONDS ?= 10
+FUZZ_JOBS          ?= 2
+# The ASan+UBSan build's compiler: auto (clang when it is installed with
+# its runtimes, else g++), clang or gcc.
+ASAN_COMPILER ?= auto
+
+.PHONY: all setup setup-test configure build test test-release asan-build test-asan test-fuzz test-tsan fuzz demo bench clean
 
 all: build
 
@@ -29,19 +38,54 @@ configure: setup
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: setup-test test-release test-asan test-tsan
+test: setup-test test-release test-asan test-fuzz test-tsan
 
 test-release: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-# The unit label under ASan+UBSan, the tprof program included: hostile_cli_test
-# runs every command on the hostile corpora through it, and fails on any
-# sanitizer report (UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1).
-test-asan: setup
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+# The ASan+UBSan build: the libraries, the unit tests and the tprof program.
+# With clang (and libclang-rt-14-dev, which scripts/setup.sh --test installs)
+# it also has the libFuzzer targets (TPROF_BUILD_LIBFUZZER: the libraries
+# carry libFuzzer's coverage, tests/fuzz/CMakeLists.txt); with g++ it has
+# none, and the fuzz runs say so and skip. A build directory configured with
+# the other compiler is removed first (CMake cannot switch one in place).
+ASAN_CLANG_OK = command -v clang++ >/dev/null 2>&1 && \
+  test -f "$$(clang++ -print-file-name=libclang_rt.fuzzer-$$(uname -m).a)"
+asan-build: setup
+	@if [ "$(ASAN_COMPILER)" = clang ] || { [ "$(ASAN_COMPILER)" = auto ] && $(ASAN_CLANG_OK); }; then \
+	  cxx=clang++; fuzzers=ON; \
+	else \
+	  echo "asan-build: g++ (clang++ with libclang-rt-14-dev not found, or ASAN_COMPILER=gcc): no libFuzzer targets"; \
+	  cxx=g++; fuzzers=OFF; \
+	fi; \
+	had=$$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' $(ASAN_BUILD)/CMakeCache.txt 2>/dev/null); \
+	case "$$had" in *clang*) had=clang++ ;; ?*) had=g++ ;; esac; \
+	if [ -n "$$had" ] && [ "$$had" != $$cxx ]; then \
+	  echo "asan-build: $(ASAN_BUILD) was built with $$had: removing it for $$cxx"; rm -rf $(ASAN_BUILD); \
+	fi; \
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=$$cxx -DTPROF_BUILD_LIBFUZZER=$$fuzzers \
 	  -DTPROF_SANITIZE=address,undefined -DTPROF_UNIT_TESTS_ONLY=ON -DTPROF_UNIT_TESTS_WITH_CLI=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	ctest --test-dir $(ASAN_BUILD) --output-on-failure -L unit -j $(JOBS)
+
+# The unit label under ASan+UBSan, the tprof program included: hostile_cli_test
+# runs every command on the hostile corpora through it, and fails on any
+# sanitizer report (UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1). The
+# fuzz targets' ctest replays (their seeds, regressions and mutations) are
+# in the label. Beside it, the CLI's failure paths that this build has
+# (tests/CMakeLists.txt), its only golden tests: export's (sql_export_test)
+# and record's (record_test).
+test-asan: asan-build
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure -L '^(unit|golden)$$' -j $(JOBS)
+
+# A short run of every libFuzzer target (FUZZ_SHORT_SECONDS each, two at a
+# time: about a minute); a build without them (g++) says so and passes.
+test-fuzz: asan-build
+	scripts/fuzz.sh -b $(ASAN_BUILD) -s $(FUZZ_SHORT_SECONDS) -j $(FUZZ_JOBS) --if-built
+
+# Every libFuzzer target for FUZZ_SECONDS (make fuzz FUZZ_SECONDS=3600);
+# crashes are minimized into tests/fuzz/regressions/NAME (tests/README.md, "Fuzzing").
+fuzz: asan-build
+	scripts/fuzz.sh -b $(ASAN_BUILD) -s $(FUZZ_SECONDS) -j $(FUZZ_JOBS)
 
 # The recorder, the parallel reader (and its streaming back-pressure),
 # diagnose's threads (context, rules, breakdowns) and serve's event loop and

@@ -4,8 +4,10 @@
 #   scripts/setup.sh --test     + what the test suite uses (python3-torch for the
 #                                 real-PyTorch integration test, chromium for the
 #                                 headless test of tprof report's page, clang for
-#                                 the strict-flags consumer test, the sqlite3 shell
-#                                 for tprof export --sqlite's; optional)
+#                                 the strict-flags consumer test and make test's
+#                                 ASan+UBSan and libFuzzer build, with its
+#                                 sanitizer and libFuzzer runtimes, the sqlite3
+#                                 shell for tprof export --sqlite's; optional)
 # Nothing is downloaded at build time; apt is the only source.
 set -euo pipefail
 
@@ -55,5 +57,15 @@ if [[ ${#optional[@]} -gt 0 ]]; then
     echo "setup: installing $need (for the real-PyTorch and headless-browser tests)"
     # shellcheck disable=SC2086
     apt_install $need || echo "setup: could not install $need; the tests that need it will say they are skipped"
+  fi
+  # clang's sanitizer and libFuzzer runtimes (libclang_rt.*) are only
+  # recommended by clang-N, and apt here installs no recommendations: the
+  # package of the installed clang's version (Debian 12: libclang-rt-14-dev).
+  if command -v clang >/dev/null; then
+    rt="libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
+    if [[ -n "$(missing "$rt")" ]]; then
+      echo "setup: installing $rt (clang's ASan, UBSan and libFuzzer runtimes, for make test's fuzz build)"
+      apt_install "$rt" || echo "setup: could not install $rt; make test builds its ASan+UBSan tests with g++ and skips the fuzz run"
+    fi
   fi
 fi

@@ -95,7 +95,10 @@ std::vector<RangeStat> internal::range_stats(const internal::DiagnoseContext& c)
     if (raw.empty()) continue;
     Result<internal::JsonValue> args = internal::JsonValue::parse(raw);
     if (!args.has_value() || !args->is_object()) continue;
-    for (const auto& [key, value] : args->members()) {
+    for (const auto& member : args->members()) {
+      // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+      const std::string& key = member.first;
+      const internal::JsonValue& value = member.second;
       double v = 0;
       if (key.find("__") == std::string::npos) continue;
       if (!value.is_number() || !value.get_double(&v) || !std::isfinite(v)) continue;

@@ -59,7 +59,16 @@ static_assert(sizeof(RecorderNote) == 52, "no padding: the note is read by its l
 // LLVM's alike); the linkers (bfd, gold, lld, mold) gather SHT_NOTE sections
 // into a PT_NOTE segment inside the first read-only PT_LOAD, keep them under
 // --gc-sections, and strip keeps allocated sections.
-[[gnu::section(".note.tprof.recorder"), gnu::used, gnu::aligned(4)]] const RecorderNote kRecorderNote = {
+// Under ASan, clang pads an instrumented global with a poisoned redzone
+// inside its section and aligns it to 32 bytes, which would put 44 bytes the
+// scan below may not read into the PT_NOTE segment and misalign the notes
+// after it; g++ leaves globals with a section of their own alone.
+#if defined(__clang__)
+#define TPROF_NOTE_NO_ASAN clang::no_sanitize("address")
+#else
+#define TPROF_NOTE_NO_ASAN
+#endif
+[[gnu::section(".note.tprof.recorder"), gnu::used, gnu::aligned(4), TPROF_NOTE_NO_ASAN]] const RecorderNote kRecorderNote = {
     sizeof kNoteName, sizeof(RecorderNote) - offsetof(RecorderNote, format), kNoteType, "tprof", kNoteFormat,
     TPROF_VERSION};
 

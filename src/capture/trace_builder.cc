@@ -393,10 +393,11 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   t_.meta.top_level.emplace_back("displayTimeUnit", "\"ms\"");
   t_.meta.top_level.emplace_back("baseTimeNanoseconds", std::to_string(base));
   // The user's (Profiler::add_metadata); a key the device source wrote wins.
-  for (const auto& [key, json] : info_.metadata) {
+  // Not a structured binding: clang before 16 cannot capture one in the lambda.
+  for (const auto& entry : info_.metadata) {
     const bool taken = std::any_of(t_.meta.top_level.begin(), t_.meta.top_level.end(),
-                                   [&](const auto& kv) { return kv.first == key; });
-    if (!taken) t_.meta.top_level.emplace_back(key, json);
+                                   [&](const auto& kv) { return kv.first == entry.first; });
+    if (!taken) t_.meta.top_level.push_back(entry);
   }
 
   const TraceId pid{info_.pid, kEmptyStr, false};

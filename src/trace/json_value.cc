@@ -101,8 +101,12 @@ bool JsonValue::get_int(std::int64_t* out) const {
   if (parse_int64(text_, out)) return true;
   double d = 0;
   if (!parse_double(text_, &d)) return false;
-  if (d != static_cast<double>(static_cast<std::int64_t>(d))) return false;
-  *out = static_cast<std::int64_t>(d);
+  // The conversion is undefined outside int64's range, [-2^63, 2^63) (and
+  // for NaN): "9.3e18" is no integer here, as "9300000000000000000" is not.
+  if (!(d >= -0x1p63 && d < 0x1p63)) return false;
+  const auto i = static_cast<std::int64_t>(d);
+  if (d != static_cast<double>(i)) return false;
+  *out = i;
   return true;
 }
 
@@ -134,7 +138,17 @@ std::size_t past_string(std::string_view s, std::size_t p) {
     std::size_t at = static_cast<std::size_t>(static_cast<const char*>(q) - s.data());
     std::size_t slashes = 0;
     while (at - slashes > p && s[at - slashes - 1] == '\\') ++slashes;
-    if (slashes % 2 == 0) return at + 1;
+    if (slashes % 2 == 0) {
+      // JsonCursor reads a quote followed by anything but , : } ] as a raw
+      // quote inside the string (Kineto before kineto#754 wrote them): such
+      // text is left to a whole parse rather than cut at that quote.
+      std::size_t next = at + 1;
+      while (next < s.size() && space(s[next])) ++next;
+      if (next < s.size() && s[next] != ',' && s[next] != ':' && s[next] != '}' && s[next] != ']') {
+        return std::string_view::npos;
+      }
+      return at + 1;
+    }
     p = at + 1;
   }
 }
@@ -176,6 +190,7 @@ bool member_values(std::string_view json, std::span<const std::string_view> keys
     if (k.find('\\') != std::string_view::npos || k.find('"') != std::string_view::npos) return false;
   }
   std::size_t p = 0, found = 0;
+  std::string decoded;
   const auto skip_space = [&] {
     while (p < json.size() && space(json[p])) ++p;
   };
@@ -188,7 +203,13 @@ bool member_values(std::string_view json, std::span<const std::string_view> keys
     if (p >= json.size() || json[p] != '"') return false;
     const std::size_t key_end = past_string(json, p);
     if (key_end == std::string_view::npos) return false;
-    const std::string_view key = json.substr(p + 1, key_end - p - 2);
+    std::string_view key = json.substr(p + 1, key_end - p - 2);
+    // A name written with escapes ("gr\u0069d") is compared decoded, as
+    // JsonValue::find compares it; real traces have none, so the copy is rare.
+    if (key.find('\\') != std::string_view::npos) {
+      unescape_json(key, &decoded);
+      key = decoded;
+    }
     p = key_end;
     skip_space();
     if (p >= json.size() || json[p] != ':') return false;

@@ -58,10 +58,12 @@ class JsonValue {
 // `json`, as text, found in one pass that skips every other value without
 // parsing it: values[k] is the first member named keys[k] (an array or
 // object with its brackets, a string with its quotes, a number or literal),
-// empty when there is none. It stops at the last wanted key, so it checks
-// the text up to there only (the reader has checked the args already).
-// False when the text is not an object this pass reads (malformed up to
-// there, or a wanted key written with escapes): parse it whole.
+// empty when there is none. Member names written with escapes are
+// compared decoded, as JsonValue::find compares them. It stops at the last
+// wanted key, so it checks the text up to there only (the reader has
+// checked the args already). False when the text is not an object this
+// pass reads (malformed up to there, or a wanted key holding a quote or a
+// backslash): parse it whole.
 // For readers that take one or two args in place per event (diagnose's
 // launch shapes, efficiency's input dims and types).
 bool member_values(std::string_view json, std::span<const std::string_view> keys, std::span<std::string_view> values);

@@ -202,12 +202,18 @@ TEST_P(HostileCli, EveryInputThroughTheCommand) {
       run(in, {"info", f, "--format", "json"});
     } else if (family == "export") {
       // Built without SQLite, this exits 2 saying so: still no signal. A
-      // second export replaces the first's file (the writer's copy, not a
-      // rename); a trace that did not load is refused as its own output.
+      // second export, streamed (--stream: its own reader, batch by batch,
+      // and a work database), replaces the first's file (the writer's copy,
+      // not a rename); a trace that did not load is refused as its own
+      // output, and its streamed export fails leaving no file.
       if (run(in, {"export", "--sqlite", f, "-o", out + ".db"}).exit_code == 0) {
-        run(in, {"export", "--sqlite", f, "-o", out + ".db", "--no-args"});
+        run(in, {"export", "--sqlite", "--stream", f, "-o", out + ".db", "--no-args"});
       } else {
         EXPECT_EQ(run(in, {"export", "--sqlite", f, "-o", f}).exit_code, 2) << in.name;
+        fs::remove(out + ".db");
+        if (run(in, {"export", "--sqlite", "--stream", f, "-o", out + ".db"}).exit_code != 0) {
+          EXPECT_FALSE(fs::exists(out + ".db")) << in.name << ": a failed streamed export left its output";
+        }
       }
     } else if (family == "report") {
       run(in, {"report", f, "-o", out + ".html"});

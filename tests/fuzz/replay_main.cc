@@ -32,16 +32,19 @@ using tprof::testing::kSanitized;
 
 // Per file: this many cuts spread evenly (every byte of a shorter file; the
 // truncation test cuts real traces far more densely) and random mutations.
-#ifdef TPROF_REPLAY_CUTS  // a target whose every input is costly sets its own
-constexpr std::size_t kCuts = TPROF_REPLAY_CUTS;
-#else
-constexpr std::size_t kCuts = kSanitized ? 32 : 256;
+// A target whose every input is costly sets its own counts (tprof_add_fuzzer's
+// CUTS and MUTATIONS): the release build's, then the sanitizer build's (one
+// number: both).
+#ifndef TPROF_REPLAY_CUTS
+#define TPROF_REPLAY_CUTS 256, 32
 #endif
-#ifdef TPROF_REPLAY_MUTATIONS  // a target whose every input is costly sets its own
-constexpr int kRandomMutations = TPROF_REPLAY_MUTATIONS;
-#else
-constexpr int kRandomMutations = kSanitized ? 64 : 1024;
+#ifndef TPROF_REPLAY_MUTATIONS
+#define TPROF_REPLAY_MUTATIONS 1024, 64
 #endif
+constexpr std::size_t kCutCounts[] = {TPROF_REPLAY_CUTS};
+constexpr int kMutationCounts[] = {TPROF_REPLAY_MUTATIONS};
+constexpr std::size_t kCuts = kSanitized ? kCutCounts[std::size(kCutCounts) - 1] : kCutCounts[0];
+constexpr int kRandomMutations = kSanitized ? kMutationCounts[std::size(kMutationCounts) - 1] : kMutationCounts[0];
 
 struct SplitMix64 {
   std::uint64_t state;

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
 #include <string>
+#include <string_view>
 
 #include "src/trace/json_value.h"
 
@@ -176,6 +179,24 @@ TEST(JsonValue, ErrorOffsetsIncludeTheBase) {
   EXPECT_EQ(v.error().byte_offset(), 104);
 }
 
+// get_int: integers as written, and floats with an integer value inside
+// int64's range; beyond it the conversion would be undefined (UBSan's
+// float-cast-overflow in clang's build: a diagnose_fuzzer finding).
+TEST(JsonValue, GetIntTakesFloatsOnlyInsideInt64sRange) {
+  const auto get = [](std::string_view text, std::int64_t* out) {
+    const auto v = JsonValue::parse(text);
+    return v.has_value() && v->get_int(out);
+  };
+  std::int64_t i = 7;
+  EXPECT_TRUE(get("1e18", &i));
+  EXPECT_EQ(i, 1000000000000000000);
+  EXPECT_TRUE(get("-9223372036854775808.0", &i));
+  EXPECT_EQ(i, std::numeric_limits<std::int64_t>::min());
+  for (std::string_view big : {"9.3e18", "9223372036854775808.0", "-9.3e18", "1e400", "-1e400", "2.5"}) {
+    EXPECT_FALSE(get(big, &i)) << big;
+  }
+}
+
 // member_values reads top-level members in place; what it returns must be
 // what a whole parse finds (JsonValue::find: the first member of a name).
 TEST(MemberValues, TopLevelMembersAsTextLikeAWholeParse) {
@@ -223,6 +244,41 @@ TEST(MemberValues, WhatItCannotReadIsLeftToAWholeParse) {
   }
   constexpr std::string_view kEscaped[] = {"gr\\u0069d"};
   EXPECT_FALSE(member_values("{\"grid\": [1]}", kEscaped, v));
+}
+
+// A member name written with escapes is the name it decodes to, for
+// member_values as for JsonValue::find (an args_fuzzer finding: "str\u0065am"
+// was not "stream", so diagnose's fast path missed what the whole parse found).
+TEST(MemberValues, AMemberNameWrittenWithEscapesIsTheNameItDecodesTo) {
+  constexpr std::string_view kKeys[] = {"stream", "grid", "block"};
+  std::string_view v[3];
+  const std::string_view args = R"({"str\u0065am": 7, "gr\u0069d": [1, 1, 1], "grid": [2], "a\"b": 0, "block": [128]})";
+  ASSERT_TRUE(member_values(args, kKeys, v));
+  const auto whole = JsonValue::parse(args);
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(v[0], "7");
+  EXPECT_EQ(v[1], "[1, 1, 1]");  // the first member of that name, as find() returns
+  EXPECT_EQ(v[2], "[128]");
+  EXPECT_EQ(whole->find("stream")->text(), "7");
+  EXPECT_EQ(whole->find("grid")->items().size(), 3u);
+}
+
+// A raw quote inside a string, which the reader accepts (Kineto wrote them
+// unescaped before kineto#754), does not end the value early: member_values
+// leaves such an object to a whole parse (an args_fuzzer finding: it
+// returned "python3" where JsonValue reads python3"hon3).
+TEST(MemberValues, ARawQuoteInsideAStringIsLeftToAWholeParse) {
+  constexpr std::string_view kName[] = {"name"};
+  std::string_view v[1];
+  const std::string_view args = R"({"name": "python3"hon3"})";
+  const auto whole = JsonValue::parse(args);
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->find("name")->text(), "python3\"hon3");
+  EXPECT_FALSE(member_values(args, kName, v));
+  constexpr std::string_view kGrid[] = {"grid"};
+  EXPECT_FALSE(member_values(R"js({"Call stack": "f("a" b)", "grid": [1]})js", kGrid, v));
+  ASSERT_TRUE(member_values(R"({"name": "a \" b", "grid": [1]})", kGrid, v));  // escaped: as before
+  EXPECT_EQ(v[0], "[1]");
 }
 
 }  // namespace
