@@ -208,6 +208,7 @@ enum class DiagnosticCode : std::uint8_t {
   kUnfinishedScopes,    // capture: scopes still open when the window ended (left out of the trace)
   kSkippedBytes,        // a syntax error inside traceEvents: bytes skipped to the next event (salvage)
   kMalformedArgs,       // an event's "args" object that is not strict JSON: stored repaired, or dropped
+  kMalformedValue,      // a top-level value (not traceEvents) that is not strict JSON: stored repaired, or as null
   kCount_,
 };
 

@@ -154,15 +154,7 @@ void EventSink::repair_args(std::string_view args, const JsonProblem& problem, s
     JsonWriter w(&repaired_);
     ok = copy_json_value(&c, &w, &scratch_) && c.at_end();
   }
-  std::string what = std::string("expected ") + problem.what + ", found ";
-  if (problem.at >= args.data() + args.size()) {
-    what += "the end of \"args\"";
-  } else {
-    const auto b = static_cast<unsigned char>(*problem.at);
-    static constexpr char kHex[] = "0123456789abcdef";
-    what += b > 0x20 && b < 0x7f ? std::string("'") + static_cast<char>(b) + "'"
-                                 : std::string("byte 0x") + kHex[b >> 4] + kHex[b & 15];
-  }
+  const std::string what = describe_json_problem(problem, args.data() + args.size(), "the end of \"args\"");
   if (ok && !repaired_.empty()) {
     ev->args_off = b_->args_store.size();
     ev->args_len = repaired_.size();

@@ -172,6 +172,13 @@ class Walker {
     const char* t = t_->next();
     return t != nullptr && *t == c ? t : nullptr;
   }
+  // The next token must be a key's opening quote at `at` (the first byte
+  // after '{' or ',' and whitespace): the bytes before it, which are no
+  // token ("{-\"k\"", "{x, \"k\""), must not be skipped unseen.
+  const char* key_quote(const char* at) {
+    const char* t = expect('"');
+    return t == at ? t : nullptr;
+  }
 
   const char* end_;
   const char* file_start_;
@@ -329,8 +336,8 @@ bool Walker::args(const char* open, PendingEvent* ev) {
     close = expect('}');
     if (close == nullptr) return false;
   } else {
-    for (;;) {
-      const char* kq = expect('"');
+    for (const char* key_at = first;;) {
+      const char* kq = key_quote(key_at);
       std::string_view k;
       if (kq == nullptr || !string_at(kq, &k)) return false;
       const char* colon = expect(':');
@@ -400,7 +407,10 @@ bool Walker::args(const char* open, PendingEvent* ev) {
       if (!ok) return false;
       const char* sep = t_->next();
       if (sep == nullptr) return false;
-      if (*sep == ',') continue;
+      if (*sep == ',') {
+        key_at = skip_ws(sep + 1);
+        continue;
+      }
       if (*sep != '}') return false;
       close = sep;
       break;
@@ -420,8 +430,8 @@ bool Walker::event(const char* open, const char** close) {
   const char* first = skip_ws(open + 1);
   if (first >= end_ || *first == '}') return false;  // empty object: the cursor reports it
   bool has_ph = false;
-  for (;;) {
-    const char* kq = expect('"');
+  for (const char* key_at = first;;) {
+    const char* kq = key_quote(key_at);
     std::string_view k;
     if (kq == nullptr || !string_at(kq, &k)) return false;
     const char* colon = expect(':');
@@ -503,7 +513,10 @@ bool Walker::event(const char* open, const char** close) {
     if (!ok) return false;
     const char* sep = t_->next();
     if (sep == nullptr) return false;
-    if (*sep == ',') continue;
+    if (*sep == ',') {
+      key_at = skip_ws(sep + 1);
+      continue;
+    }
     if (*sep != '}') return false;
     *close = sep;
     break;

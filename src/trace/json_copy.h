@@ -44,6 +44,10 @@ struct JsonProblem {
 // pass. One pass, no allocation; strings are scanned 16 bytes a step.
 bool check_strict_json(const char* p, const char* end, JsonProblem* problem);
 
+// "expected X, found Y" for a problem in a text ending at `end` (Y: the
+// byte quoted when printable ASCII, else its hex, or `at_end`).
+std::string describe_json_problem(const JsonProblem& problem, const char* end, std::string_view at_end);
+
 // Two of the scanners check_strict_json is made of (the token walker checks
 // args with them): a string whose opening quote is at *p, and a number at
 // *p. On success *p is past it; else false with the problem.

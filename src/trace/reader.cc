@@ -32,8 +32,10 @@
 #include "src/base/file.h"
 #include "src/base/gzip.h"
 #include "src/base/hash.h"
+#include "src/base/safe_text.h"
 #include "src/trace/event_parser.h"
 #include "src/trace/event_stream.h"
+#include "src/trace/json_copy.h"
 #include "src/trace/json_cursor.h"
 #include "src/trace/json_value.h"
 #include "src/trace/assemble.h"
@@ -843,6 +845,30 @@ Result<bool> Reader::top_level_key(JsonCursor *c) {
     return false;
   }
   std::string raw(v_start, c->pos());
+  // Stored as read and exported as JSON (the SQLite export's top_level,
+  // json_extract), so strict JSON as args are (docs/reliability.md, "Args
+  // objects"): what the lenient skip let through is re-emitted by the one
+  // escaper, or null when it does not parse; --strict fails there.
+  internal::JsonProblem problem;
+  if (!internal::check_strict_json(v_start, c->pos(), &problem)) {
+    if (options_.strict) {
+      c->fail_in(problem.at, problem.what, "in a top-level value (--strict reads it as JSON)");
+      return false;
+    }
+    std::string repaired = internal::canonical_json(raw);
+    const std::string what = internal::describe_json_problem(problem, c->pos(), "the end of the value");
+    const std::int64_t at = c->offset(std::min(problem.at, c->pos()));
+    if (repaired.empty()) {
+      trace_.diagnostics.add(DiagnosticCode::kMalformedValue, at,
+                             "top-level \"" + internal::safe_text(std::string_view(k).substr(0, 64)) + "\" is not JSON (" + what + "); stored as null");
+      raw = "null";
+    } else {
+      trace_.diagnostics.add(DiagnosticCode::kMalformedValue, at,
+                             "top-level \"" + internal::safe_text(std::string_view(k).substr(0, 64)) + "\" is not strict JSON (" + what +
+                                 "); stored repaired: strings re-escaped, NaN and Infinity as null");
+      raw = std::move(repaired);
+    }
+  }
   if (k == "tprof") {
     // Written by tprof's capture: how many events its buffers dropped.
     saw_tprof_ = true;

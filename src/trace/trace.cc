@@ -96,6 +96,7 @@ std::string_view diagnostic_code_name(DiagnosticCode code) {
     case DiagnosticCode::kUnfinishedScopes: return "unfinished_scopes";
     case DiagnosticCode::kSkippedBytes: return "skipped_bytes";
     case DiagnosticCode::kMalformedArgs: return "malformed_args";
+    case DiagnosticCode::kMalformedValue: return "malformed_value";
     case DiagnosticCode::kCount_: break;
   }
   return "unknown";

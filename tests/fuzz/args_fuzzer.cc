@@ -14,7 +14,7 @@
 //   - every stored args text is a JSON object (RFC 8259, checked by
 //     tests/support/strict_json.h, not by tprof's lenient reader): SQLite's
 //     json_extract and Python's json.loads read what tprof stores (issue 36,
-//     defect 8; TPROF_FUZZ_TOLERATE=args-json looks past it, tolerate.h);
+//     defect 8);
 //   - the analyses that read args (the events table with shapes and stacks,
 //     key_averages, diagnose, kernels, steps, a rank summary) run on it;
 //   - the trace written back is strict JSON (the writer re-escapes args) and
@@ -31,7 +31,6 @@
 
 #include "src/trace/json_copy.h"
 #include "src/trace/json_value.h"
-#include "tests/fuzz/tolerate.h"
 #include "tests/support/strict_json.h"
 #include "tprof/diagnose.h"
 #include "tprof/kernels.h"
@@ -135,8 +134,7 @@ void check_in_a_trace(std::string_view args, bool link) {
     const std::string_view stored = trace->args_json(e);
     if (stored.empty()) continue;
     std::string why;
-    if ((!tprof::testing::is_strict_json(stored, &why, /*utf8=*/false) || stored.front() != '{') &&
-        !tprof::testing::tolerated("args-json")) {
+    if (!tprof::testing::is_strict_json(stored, &why, /*utf8=*/false) || stored.front() != '{') {
       property_failed("stored args are not a JSON object", why + ": " + std::string(stored.substr(0, 200)));
     }
   }

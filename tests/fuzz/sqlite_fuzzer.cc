@@ -7,10 +7,9 @@
 //     read leaves no file behind either way;
 //   - each database passes PRAGMA integrity_check;
 //   - every TEXT value in every table is well-formed UTF-8 (Python's sqlite3
-//     and pandas fail on the database otherwise; issue 36, defect 7;
-//     tolerated as sqlite-utf8, tolerate.h);
+//     and pandas fail on the database otherwise; issue 36, defect 7);
 //   - every args and top_level JSON value passes SQLite's json_valid (the
-//     json_extract queries of docs/sql.md; issue 36, defect 8; sqlite-json);
+//     json_extract queries of docs/sql.md; issue 36, defect 8);
 //   - the two databases hold the same rows in every table (meta's "stream"
 //     aside), as docs/sql.md says;
 //   - nothing but the two databases is left (no scratch or work file).
@@ -34,7 +33,6 @@
 #include <vector>
 
 #include "src/export/sqlite_export.h"
-#include "tests/fuzz/tolerate.h"
 #include "tests/support/strict_json.h"
 #include "tprof/read.h"
 
@@ -132,7 +130,7 @@ class Db {
             const std::string_view text(reinterpret_cast<const char*>(sqlite3_column_text(s, c)),
                                         static_cast<std::size_t>(sqlite3_column_bytes(s, c)));
             std::size_t at = 0;
-            if (!tprof::testing::is_utf8(text, &at) && !tprof::testing::tolerated("sqlite-utf8")) {
+            if (!tprof::testing::is_utf8(text, &at)) {
               property_failed("a TEXT value is not UTF-8", path_ + ": " + table + "." + sqlite3_column_name(s, c) +
                                                                " at byte " + std::to_string(at));
             }
@@ -159,7 +157,6 @@ class Db {
     for (const char* sql : {"SELECT event_id, json FROM args WHERE NOT json_valid(json)",
                             "SELECT key, json FROM top_level WHERE NOT json_valid(json)"}) {
       each(sql, [&](sqlite3_stmt* s) {
-        if (tprof::testing::tolerated("sqlite-json")) return;
         const auto* json = reinterpret_cast<const char*>(sqlite3_column_text(s, 1));
         property_failed("a JSON value fails json_valid",
                         path_ + ": " + sql + ": " + reinterpret_cast<const char*>(sqlite3_column_text(s, 0)) + ": " +

@@ -397,6 +397,62 @@ TEST(Reader, ArgsThatAreNotStrictJsonAreRepairedOrDroppedAndSaidSo) {
   }
 }
 
+// Top-level values are stored as read and exported as JSON (the SQLite
+// export's top_level) too: the repairable args cases as a top-level value
+// are stored repaired with a malformed_value diagnostic at the byte, and
+// --strict fails there (a fuzzer's find: "traceName" with a "\ud-3d").
+TEST(Reader, TopLevelValuesThatAreNotStrictJsonAreRepairedAndSaidSo) {
+  for (const ArgsCase& c : args_cases()) {
+    if (c.stored.empty()) continue;  // a grammar error there fails the read, as it always did
+    SCOPED_TRACE(c.args);
+    const std::string text = R"({"traceName": )" + c.args +
+                             R"(, "traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]})";
+    Trace t = read_ok(text);
+    ASSERT_EQ(t.meta.top_level.size(), 1u);
+    EXPECT_EQ(t.meta.top_level[0].second, c.at.empty() ? c.args : internal::canonical_json(c.args));
+    EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kMalformedValue), c.at.empty() ? 0u : 1u);
+    EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kMalformedArgs), 0u);
+    if (c.at.empty()) continue;
+    const std::string_view stored = t.meta.top_level[0].second;
+    internal::JsonProblem problem;
+    EXPECT_TRUE(internal::check_strict_json(stored.data(), stored.data() + stored.size(), &problem)) << problem.what;
+    const std::size_t at = text.find(c.at);
+    for (const Diagnostic& d : t.diagnostics.items()) {
+      if (d.code != DiagnosticCode::kMalformedValue) continue;
+      EXPECT_EQ(d.byte_offset, static_cast<std::int64_t>(at)) << d.message;
+      EXPECT_NE(d.message.find(R"(top-level "traceName" is not strict JSON)"), std::string::npos) << d.message;
+    }
+    ReadOptions strict;
+    strict.strict = true;
+    Result<Trace> refused = read_trace_bytes(text, "test.json", strict);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().byte_offset(), static_cast<std::int64_t>(at)) << refused.error().to_string();
+  }
+}
+
+// The token walker takes keys by their quote tokens; bytes before a key
+// that are no token ("{-\"labels\"", "x \"ts\"") were skipped unseen, so
+// it stored args the cursor refuses (a fuzzer's find). Both parsers now
+// read these the same: the event fails and is skipped.
+TEST(Reader, BytesBeforeAKeyAreSeenByBothParsers) {
+  for (const std::string& element : {std::string(R"({"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": {-"labels": "CPU"}})"),
+                                     std::string(R"({"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": {"a": 1, x "b": 2}})"),
+                                     std::string(R"({-"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2})"),
+                                     std::string(R"({"ph": "X", "name": "a", "pid": 1, "tid": 1, 7 "ts": 1, "dur": 2})")}) {
+    SCOPED_TRACE(element);
+    const std::string text = R"({"traceEvents": [)" + element +
+                             R"(, {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 5, "dur": 2}]})";
+    for (const bool walker : {true, false}) {
+      ReadOptions options;
+      options.token_walker = walker;
+      Trace t = read_ok(text, options);
+      ASSERT_EQ(t.events.size(), 1u) << walker;
+      EXPECT_EQ(t.name(0), "b");
+      EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kSkippedBytes), 1u) << walker;
+    }
+  }
+}
+
 // Many events in many chunks on several threads, a streamed .gz, and the
 // streaming reader's sink: the repaired args land on their own events.
 TEST(Reader, RepairedArgsKeepTheirEventsAcrossChunksAndStreams) {
