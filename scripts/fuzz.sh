@@ -4,10 +4,11 @@
 #
 #   scripts/fuzz.sh [-b BUILD] [-s SECONDS] [-j JOBS] [-n NICE] [--if-built] [TARGET...]
 #
-# Each NAME_libfuzzer under BUILD/tests/fuzz runs for SECONDS (JOBS at a
-# time, at `nice -n NICE`), with the settings tests/fuzz/CMakeLists.txt wrote
-# next to it (NAME_libfuzzer.fuzz: -max_len, dictionary, seed directories,
-# regression directory). New inputs go to BUILD/fuzz/corpus/NAME (kept between
+# Each libFuzzer target runs for SECONDS (JOBS at a time, at `nice -n
+# NICE`), with the settings tprof_add_fuzzer (tests/fuzz/CMakeLists.txt)
+# wrote for it in BUILD/tests/fuzz/NAME_libfuzzer.fuzz: the program, its
+# replay, -max_len, dictionary, seed directories, regression directory.
+# New inputs go to BUILD/fuzz/corpus/NAME (kept between
 # runs; the seeds in tests/fuzz are only read), libFuzzer's log and crashes
 # to BUILD/fuzz/findings/NAME. A crash (an abort of a broken property, a
 # sanitizer report, a leak) is minimized and copied into the regression
@@ -78,8 +79,11 @@ for t in "${targets[@]}"; do
     echo "fuzz: no target $t in $build (have: $(printf '%s ' "${!setting_of[@]}"))" >&2
     exit 2
   fi
-  if [[ ! -x "$fuzz_dir/${t}_libfuzzer" ]]; then
-    echo "fuzz: $fuzz_dir/${t}_libfuzzer is not built (cmake --build $build)" >&2
+  bin=''
+  # shellcheck disable=SC1090
+  source "${setting_of[$t]}"
+  if [[ ! -x "$bin" ]]; then
+    echo "fuzz: $bin is not built (cmake --build $build)" >&2
     exit 2
   fi
 done
@@ -88,11 +92,9 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 run_target() {
   local name=$1
-  local max_len='' dict='' seeds='' regressions=''
+  local bin='' max_len='' dict='' seeds='' regressions=''
   # shellcheck disable=SC1090
   source "${setting_of[$name]}"
-  local bin
-  bin=$(cd "$fuzz_dir" && pwd)/${name}_libfuzzer
   local corpus="$corpus_root/$name" findings="$findings_root/$name"
   mkdir -p "$corpus" "$findings"
   rm -f "$findings"/crash-* "$findings"/leak-* "$findings"/timeout-* "$findings"/oom-*
@@ -143,20 +145,20 @@ for t in "${targets[@]}"; do
   if [[ "$what" != none ]]; then
     failed=1
     # shellcheck disable=SC1090
-    regressions=''; source "${setting_of[$t]}"
+    bin=''; replay=''; regressions=''; source "${setting_of[$t]}"
     mkdir -p "$regressions"
     for a in "${found[@]}"; do
       kind=$(basename "$a" | cut -d- -f1)
       small="$a"
       if [[ $kind == crash || $kind == leak ]]; then
-        nice -n "$niceness" "$fuzz_dir/${t}_libfuzzer" -minimize_crash=1 -max_total_time="$minimize_s" \
+        nice -n "$niceness" "$bin" -minimize_crash=1 -max_total_time="$minimize_s" \
           -exact_artifact_path="$a.min" "$a" > "$a.minimize.log" 2>&1
         [[ -s "$a.min" ]] && small="$a.min"
       fi
       dest="$regressions/$kind-$(sha1sum "$small" | cut -c1-16)"
       cp "$small" "$dest"
       echo "fuzz: $t: $kind in $a ($(wc -c < "$small") bytes after minimizing) -> $dest"
-      echo "      replay it: $build/tests/fuzz/${t}_fuzzer --print-input $dest; fix the bug, then commit it with the fix"
+      echo "      replay it: $replay --print-input $dest; fix the bug, then commit it with the fix"
     done
     grep -a -E 'property failed|ERROR: |runtime error|SUMMARY: |Test unit written|^[^ ]*: set-up failed' "$log" |
       head -n 12 | sed "s/^/      $t: /"
