@@ -14,7 +14,7 @@ TPROF_BIN = os.environ.get("TPROF_BIN", "")
 # The CLI runs without what an ASan build's ctest preloads into the
 # interpreter (python/CMakeLists.txt): a sanitized tprof brings its own
 # runtime, and clang's static one refuses a second, preloaded one.
-_CLI_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "PYTHONMALLOC")}
+CLI_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "PYTHONMALLOC")}
 
 
 def data(*parts: str) -> str:
@@ -25,7 +25,7 @@ def cli(*args: str) -> str:
     """stdout of `tprof -q ARGS` (fails the test on a non-zero exit)."""
     if not TPROF_BIN:
         raise unittest.SkipTest("TPROF_BIN is not set (run through ctest)")
-    r = subprocess.run([TPROF_BIN, "-q", *args], capture_output=True, check=False, env=_CLI_ENV)
+    r = subprocess.run([TPROF_BIN, "-q", *args], capture_output=True, check=False, env=CLI_ENV)
     if r.returncode != 0:
         raise AssertionError(f"tprof {' '.join(args)}: exit {r.returncode}: {r.stderr.decode(errors='replace')}")
     return r.stdout.decode()

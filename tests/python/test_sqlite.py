@@ -13,7 +13,7 @@ import unittest
 
 import pandas as pd
 
-from support import TPROF_BIN, data
+from support import CLI_ENV, TPROF_BIN, data
 
 # Overlong forms, surrogates (raw and escaped), a cut sequence, 0xFF, a code
 # point past U+10FFFF, in names, categories, args, ids, metadata and
@@ -39,7 +39,7 @@ def export(trace: str, db: str, *flags: str) -> None:
     if not TPROF_BIN:
         raise unittest.SkipTest("TPROF_BIN is not set (run through ctest)")
     r = subprocess.run([TPROF_BIN, "-q", "export", "--sqlite", *flags, trace, "-o", db],
-                       capture_output=True, check=False)
+                       capture_output=True, check=False, env=CLI_ENV)
     if b"built without SQLite" in r.stderr:
         raise unittest.SkipTest("this tprof was built without SQLite")
     if r.returncode != 0:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 import tprof
-from support import TPROF_BIN, cli, cli_json, data, flat_rows, records
+from support import CLI_ENV, TPROF_BIN, cli, cli_json, data, flat_rows, records
 
 # Traces of every era the module is tested on: torch 1.13's legacy array and
 # its Kineto conversion, torch 2.11 on an H100, tprof's capture on an H200.
@@ -181,7 +181,7 @@ class ErrorTest(unittest.TestCase):
             if not TPROF_BIN:
                 self.skipTest("TPROF_BIN is not set (run through ctest)")
             db = os.path.join(d, "t.db")
-            r = subprocess.run([TPROF_BIN, "-q", "export", "--sqlite", p, "-o", db], capture_output=True)
+            r = subprocess.run([TPROF_BIN, "-q", "export", "--sqlite", p, "-o", db], capture_output=True, env=CLI_ENV)
             if r.returncode != 0 and b"without SQLite" in r.stderr:
                 self.skipTest("tprof built without SQLite")
             self.assertEqual(r.returncode, 0, r.stderr)
