@@ -434,7 +434,9 @@ void Reader::parse_chunk(ChunkResult *r, const ParseContext &ctx) {
     // where the next window's text begins.
     const char *element = r->end.element;
     if (element == nullptr || element >= text_end()) {
-      r->end.failed = false;  // between elements (after_element: the next window begins with the separator check)
+      // Between elements (after_element: the next window begins with the
+      // separator check).
+      r->end.failed = false;
     } else {
       r->batch = EventBatch();
       ChunkEnd end;
@@ -516,7 +518,8 @@ Status Reader::parse_array(JsonCursor *c, const ParseContext &ctx) {
   return finish_array(c);
 }
 
-void Reader::parse_span(const char *first, const char *end, const ParseContext &ctx, int threads, bool after_element) {
+void Reader::parse_span(const char *first, const char *end, const ParseContext &ctx, int threads,
+                        bool after_element) {
   const std::size_t region = static_cast<std::size_t>(end - first);
 
   // Guess chunk starts.
@@ -858,13 +861,13 @@ Result<bool> Reader::top_level_key(JsonCursor *c) {
     std::string repaired = internal::canonical_json(raw);
     const std::string what = internal::describe_json_problem(problem, c->pos(), "the end of the value");
     const std::int64_t at = c->offset(std::min(problem.at, c->pos()));
+    const std::string name = "top-level \"" + internal::safe_text(std::string_view(k).substr(0, 64)) + "\"";
     if (repaired.empty()) {
-      trace_.diagnostics.add(DiagnosticCode::kMalformedValue, at,
-                             "top-level \"" + internal::safe_text(std::string_view(k).substr(0, 64)) + "\" is not JSON (" + what + "); stored as null");
+      trace_.diagnostics.add(DiagnosticCode::kMalformedValue, at, name + " is not JSON (" + what + "); stored as null");
       raw = "null";
     } else {
       trace_.diagnostics.add(DiagnosticCode::kMalformedValue, at,
-                             "top-level \"" + internal::safe_text(std::string_view(k).substr(0, 64)) + "\" is not strict JSON (" + what +
+                             name + " is not strict JSON (" + what +
                                  "); stored repaired: strings re-escaped, NaN and Infinity as null");
       raw = std::move(repaired);
     }

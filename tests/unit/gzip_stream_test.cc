@@ -164,7 +164,10 @@ TEST(GzipStream, TheModelLimitNamesItself) {
 // The outcome of reading `text`, for comparing a plain read with a .gz one:
 // the events, or the error's offset and message (its path left out).
 std::string outcome(const Result<Trace>& t) {
-  if (t) return std::to_string(t->events.size()) + " events, " + std::to_string(t->diagnostics.items().size()) + " diagnostics";
+  if (t) {
+    return std::to_string(t->events.size()) + " events, " + std::to_string(t->diagnostics.items().size()) +
+           " diagnostics";
+  }
   return "byte " + std::to_string(t.error().byte_offset()) + ": " + t.error().message();
 }
 

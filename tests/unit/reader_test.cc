@@ -435,10 +435,11 @@ TEST(Reader, TopLevelValuesThatAreNotStrictJsonAreRepairedAndSaidSo) {
 // it stored args the cursor refuses (a fuzzer's find). Both parsers now
 // read these the same: the event fails and is skipped.
 TEST(Reader, BytesBeforeAKeyAreSeenByBothParsers) {
-  for (const std::string& element : {std::string(R"({"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": {-"labels": "CPU"}})"),
-                                     std::string(R"({"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": {"a": 1, x "b": 2}})"),
-                                     std::string(R"({-"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2})"),
-                                     std::string(R"({"ph": "X", "name": "a", "pid": 1, "tid": 1, 7 "ts": 1, "dur": 2})")}) {
+  const std::string fields = R"("ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2)";
+  const std::vector<std::string> elements = {"{" + fields + R"(, "args": {-"labels": "CPU"}})",
+                                             "{" + fields + R"(, "args": {"a": 1, x "b": 2}})", "{-" + fields + "}",
+                                             R"({"ph": "X", "name": "a", "pid": 1, "tid": 1, 7 "ts": 1, "dur": 2})"};
+  for (const std::string& element : elements) {
     SCOPED_TRACE(element);
     const std::string text = R"({"traceEvents": [)" + element +
                              R"(, {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 5, "dur": 2}]})";
