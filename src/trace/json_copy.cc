@@ -410,12 +410,7 @@ bool check_strict_json(const char* p, const char* end, JsonProblem* problem) {
 }
 
 std::string describe_json_problem(const JsonProblem& problem, const char* end, std::string_view at_end) {
-  std::string what = std::string("expected ") + problem.what + ", found ";
-  if (problem.at >= end) return what.append(at_end);
-  const auto b = static_cast<unsigned char>(*problem.at);
-  static constexpr char kHex[] = "0123456789abcdef";
-  if (b > 0x20 && b < 0x7f) return what + "'" + static_cast<char>(b) + "'";
-  return what + "byte 0x" + kHex[b >> 4] + kHex[b & 15];
+  return std::string("expected ") + problem.what + ", found " + describe_byte(problem.at, end, at_end);
 }
 
 std::string canonical_json(std::string_view json) {

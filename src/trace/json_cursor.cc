@@ -71,15 +71,15 @@ inline int read_digits(const char** q, const char* end, std::uint64_t* v, int ma
   return n;
 }
 
-std::string describe_byte(const char* p, const char* end) {
-  if (p >= end) return "end of file";
+}  // namespace
+
+std::string describe_byte(const char* p, const char* end, std::string_view at_end) {
+  if (p >= end) return std::string(at_end);
   const unsigned char c = static_cast<unsigned char>(*p);
   if (c >= 0x21 && c < 0x7f) return std::string("'") + static_cast<char>(c) + "'";
   static constexpr char kHex[] = "0123456789abcdef";
   return std::string("byte 0x") + kHex[c >> 4] + kHex[c & 15];
 }
-
-}  // namespace
 
 bool JsonCursor::fail(const char* at, const char* what) {
   if (failure_ == CursorFailure::kNone) {

@@ -148,4 +148,8 @@ bool scan_us(const char* p, const char* end, std::int64_t* out, const char** sto
 // Parses any JSON number into a double (for values that are floats by nature).
 bool parse_double(std::string_view text, double* out);
 
+// The byte at p for an error's "found ...": quoted when printable ASCII,
+// else its hex; `at_end` when p is at or past `end`.
+std::string describe_byte(const char* p, const char* end, std::string_view at_end = "end of file");
+
 }  // namespace tprof::internal
