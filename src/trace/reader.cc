@@ -497,14 +497,10 @@ Status Reader::parse_array(JsonCursor *c, const ParseContext &ctx) {
     after_element = last_end_.after_element;
     if (!last_end_.failed) {
       keep = last_end_.pos;
-    } else if (last_failure_ == CursorFailure::kSyntax && !options_.strict && last_end_.after_element) {
-      // No ',' or ']' after an element, and nothing to resume at in this
-      // window: read on from there, checking the separator again, so the
-      // error or the salvage is the one the whole text gives.
-      keep = last_end_.pos;
     } else if (last_failure_ == CursorFailure::kSyntax && !options_.strict) {
       // Salvage found nothing to resume at in this window: read on, keeping
-      // the damaged element, and look again.
+      // the damaged element, and look again (after_element: the failure is
+      // a missing ',' or ']', read again from there with that check first).
       keep = last_end_.element != nullptr ? last_end_.element : origin_ + last_error_.byte_offset();
       skipped_.erase(
           std::remove_if(skipped_.begin(), skipped_.end(), [&](const Skipped &k) { return k.from >= keep - origin_; }),
