@@ -13,7 +13,7 @@ set(_tprof_capture_installed tprof_capture)
 if(TPROF_SHARED_CAPTURE)
   set(_tprof_capture_installed tprof_capture_shared)
 endif()
-set(_tprof_export_targets tprof_base tprof_trace ${_tprof_capture_installed} tprof_analyze tprof_report
+set(_tprof_export_targets tprof_base tprof_trace ${_tprof_capture_installed} tprof_causal tprof_analyze tprof_report
                           tprof_profiler_tables tprof_all)
 foreach(_t tprof_cupti tprof_gzip)
   if(TARGET ${_t})

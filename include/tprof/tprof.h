@@ -9,6 +9,7 @@
 // tprof/profiler.h (C++17 is enough there); this header needs C++20.
 #pragma once
 
+#include "tprof/causal.h"
 #include "tprof/compare.h"
 #include "tprof/diagnose.h"
 #include "tprof/html_report.h"

@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "src/analyze/efficiency.h"
-#include "src/analyze/id_index.h"
+#include "src/trace/id_index.h"
 #include "src/analyze/intervals.h"
 #include "src/base/check.h"
 #include "src/base/saturate.h"

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "src/analyze/id_index.h"
+#include "src/trace/id_index.h"
 #include "src/analyze/intervals.h"
 #include "tprof/diagnose.h"
 #include "tprof/kernels.h"

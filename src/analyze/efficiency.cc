@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <unordered_map>
 
-#include "src/analyze/id_index.h"
+#include "src/trace/id_index.h"
 #include "src/base/saturate.h"
 #include "src/trace/json_value.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "src/analyze/id_index.h"
+#include "src/trace/id_index.h"
 #include "src/analyze/intervals.h"
 #include "src/base/radix_sort.h"
 #include "src/base/saturate.h"

@@ -42,7 +42,7 @@
 
 #include "src/analyze/breakdowns.h"
 #include "src/analyze/diagnose_context.h"
-#include "src/analyze/id_index.h"
+#include "src/trace/id_index.h"
 #include "src/base/file.h"
 #include "src/base/json_writer.h"
 #include "src/base/radix_sort.h"

@@ -3,7 +3,7 @@
 #
 #   base <- trace <- capture (+ cupti, its CUDA backend, which sees of
 #                            capture only src/capture/activity_source.h)
-#   base <- trace <- analyze <- report <- serve
+#   base <- trace <- causal <- analyze <- report <- serve
 #                                     report <- export (SQLite)
 #   capture, report <- profiler_tables <- tools/tprof (the CLI)
 #
@@ -32,12 +32,13 @@ set(interface_cupti src/capture/activity_source.h)
 # libtprof_inject.so (tprof record's injection library) runs a Profiler.
 set(file_layer_src/cupti/inject.cc inject)
 set(allowed_inject base trace capture cupti)
-set(allowed_analyze base trace analyze)
-set(allowed_report base trace analyze report)
-set(allowed_serve base trace analyze report serve)
-set(allowed_export base trace analyze report export)
-set(allowed_profiler_tables base trace capture cupti analyze report profiler_tables)
-set(layers base trace capture cupti analyze report serve export profiler_tables)
+set(allowed_causal base trace causal)
+set(allowed_analyze base trace causal analyze)
+set(allowed_report base trace causal analyze report)
+set(allowed_serve base trace causal analyze report serve)
+set(allowed_export base trace causal analyze report export)
+set(allowed_profiler_tables base trace capture cupti causal analyze report profiler_tables)
+set(layers base trace capture cupti causal analyze report serve export profiler_tables)
 
 # The layer of each public header: where it is implemented.
 set(header_status.h base)
@@ -50,6 +51,7 @@ set(header_write.h trace)
 set(header_profiler.h capture)
 set(header_record_function.h capture)
 set(header_internal/recorder.h capture)
+set(header_causal.h causal)
 set(header_key_averages.h analyze)
 set(header_steps.h analyze)
 set(header_diagnose.h analyze)

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "src/analyze/id_index.h"
+#include "src/trace/id_index.h"
 #include "src/analyze/intervals.h"
 #include "src/base/radix_sort.h"
 #include "tprof/read.h"

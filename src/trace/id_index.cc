@@ -1,4 +1,4 @@
-#include "src/analyze/id_index.h"
+#include "src/trace/id_index.h"
 
 #include <algorithm>
 

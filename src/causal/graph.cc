@@ -1,0 +1,496 @@
+// The dependency graph of a trace (docs/critical-path.md, "The graph").
+//
+// Host threads become chains of points (every begin and end of their
+// events, nested by time); device streams become chains of start/end
+// pairs; launches, synchronisations and cross-stream event waits join
+// them. Every edge's weight is derived from the measured times so that the
+// replay without edits gives back the trace (src/causal/replay.cc).
+#include <algorithm>
+#include <numeric>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "src/causal/names.h"
+#include "src/trace/id_index.h"
+#include "src/trace/json_value.h"
+#include "tprof/causal.h"
+
+namespace tprof {
+namespace {
+
+using internal::IdIndex;
+namespace causal = internal::causal;
+
+bool is_host_kind(EventKind k) {
+  return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation || k == EventKind::kPythonFunction ||
+         k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver;
+}
+
+bool is_stream_kind(EventKind k) {
+  return k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset;
+}
+
+struct RawEdge {
+  std::uint32_t from, to;
+  std::uint32_t event, cause_event;
+  EdgeType type;
+};
+
+// A stream's activities in start order, with the launch time of each (its
+// launch call's begin; its own start when no launch is known) made
+// monotone, so "launched before t" is a prefix.
+struct Stream {
+  std::int32_t device = -1;
+  std::int64_t id = -1;
+  std::vector<std::uint32_t> acts;
+  std::vector<std::int64_t> launched_by;  // prefix max of launch times
+};
+
+class Builder {
+ public:
+  explicit Builder(const Trace& t) : t_(t) {}
+
+  CausalGraph build() {
+    collect();
+    host_chains();
+    device_chains();
+    launches();
+    syncs();
+    finish();
+    return std::move(g_);
+  }
+
+ private:
+  std::int64_t ts(std::uint32_t e) const { return t_.events.ts_ns[e]; }
+  std::int64_t end(std::uint32_t e) const { return t_.events.ts_ns[e] + t_.events.dur_ns[e]; }
+
+  void add(std::uint32_t from, std::uint32_t to, EdgeType type, std::uint32_t event,
+           std::uint32_t cause = kNoIndex) {
+    if (g_.time_ns[from] > g_.time_ns[to]) {
+      ++g_.skipped_edges;
+      return;
+    }
+    raw_.push_back({from, to, event, cause, type});
+  }
+
+  void collect() {
+    const EventColumns& ev = t_.events;
+    const std::size_t n = ev.size();
+    g_.activity_of_event.assign(n, kNoIndex);
+    for (std::uint32_t e = 0; e < n; ++e) {
+      if (ev.phase[e] != Phase::kComplete || ev.lane[e] >= t_.lanes.size()) continue;
+      const LaneKind lk = t_.lanes[ev.lane[e]].kind;
+      const EventKind k = ev.kind[e];
+      if (lk == LaneKind::kCpu && is_host_kind(k)) {
+        host_.push_back(e);
+      } else if (lk == LaneKind::kGpu && is_stream_kind(k)) {
+        device_.push_back(e);
+      } else if (k == EventKind::kCudaSync) {
+        sync_records_.push_back(e);
+      }
+    }
+    // Activities: host events by (lane, ts, longer first), then device
+    // events by (lane, ts): each lane's run is contiguous.
+    auto by_lane = [&](std::uint32_t a, std::uint32_t b) {
+      if (ev.lane[a] != ev.lane[b]) return ev.lane[a] < ev.lane[b];
+      if (ev.ts_ns[a] != ev.ts_ns[b]) return ev.ts_ns[a] < ev.ts_ns[b];
+      if (ev.dur_ns[a] != ev.dur_ns[b]) return ev.dur_ns[a] > ev.dur_ns[b];
+      return a < b;
+    };
+    std::sort(host_.begin(), host_.end(), by_lane);
+    std::sort(device_.begin(), device_.end(), by_lane);
+    const std::size_t acts = host_.size() + device_.size();
+    g_.events.reserve(acts);
+    g_.events.insert(g_.events.end(), host_.begin(), host_.end());
+    g_.events.insert(g_.events.end(), device_.begin(), device_.end());
+    g_.parent.assign(acts, kNoIndex);
+    g_.launch.assign(acts, kNoIndex);
+    g_.is_device.assign(acts, 0);
+    std::fill(g_.is_device.begin() + static_cast<std::ptrdiff_t>(host_.size()), g_.is_device.end(), 1);
+    g_.time_ns.assign(2 * acts, 0);
+    for (std::uint32_t a = 0; a < acts; ++a) {
+      g_.activity_of_event[g_.events[a]] = a;
+      g_.time_ns[2 * a] = ts(g_.events[a]);
+      g_.time_ns[2 * a + 1] = end(g_.events[a]);
+    }
+    raw_.reserve(3 * acts);
+  }
+
+  // Each CPU lane: points in time order, nesting by a stack; an end that
+  // runs past its parent's is clipped to it.
+  void host_chains() {
+    const EventColumns& ev = t_.events;
+    const std::uint32_t nh = static_cast<std::uint32_t>(host_.size());
+    std::vector<std::uint32_t> stack;
+    std::uint32_t a = 0;
+    while (a < nh) {
+      const std::uint32_t lane = ev.lane[g_.events[a]];
+      stack.clear();
+      std::uint32_t prev = kNoIndex;  // previous point (node)
+      auto emit = [&](std::uint32_t node, std::uint32_t owner) {
+        if (prev != kNoIndex) {
+          add(prev, node, owner == kNoIndex ? EdgeType::kHostGap : EdgeType::kHost,
+              owner == kNoIndex ? kNoIndex : g_.events[owner]);
+        }
+        prev = node;
+      };
+      auto close_top = [&]() {
+        const std::uint32_t top = stack.back();
+        stack.pop_back();
+        std::int64_t& te = g_.time_ns[2 * top + 1];
+        if (!stack.empty()) te = std::min(te, g_.time_ns[2 * stack.back() + 1]);
+        if (prev != kNoIndex) te = std::max(te, g_.time_ns[prev]);
+        emit(2 * top + 1, top);
+      };
+      for (; a < nh && ev.lane[g_.events[a]] == lane; ++a) {
+        const std::int64_t t0 = g_.time_ns[2 * a];
+        while (!stack.empty() && g_.time_ns[2 * stack.back() + 1] <= t0) close_top();
+        if (!stack.empty()) {
+          g_.parent[a] = stack.back();
+          // A child that starts inside its parent may end past it: clip.
+          g_.time_ns[2 * a + 1] = std::min(g_.time_ns[2 * a + 1], g_.time_ns[2 * stack.back() + 1]);
+        }
+        emit(2 * a, stack.empty() ? kNoIndex : stack.back());
+        stack.push_back(a);
+      }
+      while (!stack.empty()) close_top();
+    }
+  }
+
+  // Each GPU lane (device, stream): FIFO order; an activity that starts
+  // before the previous one ended is clipped to start at that end.
+  void device_chains() {
+    const EventColumns& ev = t_.events;
+    const std::uint32_t nh = static_cast<std::uint32_t>(host_.size());
+    const std::uint32_t na = static_cast<std::uint32_t>(g_.events.size());
+    std::uint32_t a = nh;
+    while (a < na) {
+      const std::uint32_t lane = ev.lane[g_.events[a]];
+      Stream s;
+      s.device = t_.lanes[lane].device;
+      s.id = t_.lanes[lane].stream;
+      std::uint32_t prev = kNoIndex;
+      for (; a < na && ev.lane[g_.events[a]] == lane; ++a) {
+        if (prev != kNoIndex) {
+          std::int64_t& t0 = g_.time_ns[2 * a];
+          t0 = std::max(t0, g_.time_ns[2 * prev + 1]);
+          g_.time_ns[2 * a + 1] = std::max(g_.time_ns[2 * a + 1], t0);
+          add(2 * prev + 1, 2 * a, EdgeType::kStream, g_.events[a]);
+        }
+        add(2 * a, 2 * a + 1, EdgeType::kDevice, g_.events[a]);
+        s.acts.push_back(a);
+        prev = a;
+      }
+      streams_.push_back(std::move(s));
+    }
+  }
+
+  // Launch edges by correlation id; each stream's launch times.
+  void launches() {
+    const EventColumns& ev = t_.events;
+    std::vector<std::pair<std::int64_t, std::uint32_t>> calls;
+    for (std::uint32_t a = 0; a < host_.size(); ++a) {
+      const std::uint32_t e = g_.events[a];
+      const EventKind k = ev.kind[e];
+      if ((k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver) && ev.correlation[e] >= 0) {
+        calls.emplace_back(ev.correlation[e], a);
+      }
+    }
+    call_by_corr_ = IdIndex(std::move(calls));
+    for (Stream& s : streams_) {
+      std::int64_t latest = INT64_MIN;
+      for (std::uint32_t a : s.acts) {
+        const std::uint32_t e = g_.events[a];
+        std::int64_t at = g_.time_ns[2 * a];
+        if (ev.correlation[e] >= 0) {
+          const std::uint32_t call = call_by_corr_.find(ev.correlation[e]);
+          if (call != kNoIndex) {
+            g_.launch[a] = call;
+            at = g_.time_ns[2 * call];
+            add(2 * call, 2 * a, EdgeType::kLaunch, e, g_.events[call]);
+          }
+        }
+        latest = std::max(latest, at);
+        s.launched_by.push_back(latest);
+      }
+    }
+    // What each call launched (CSR over activities, device activities in
+    // stream order).
+    launched_begin_.assign(g_.events.size() + 1, 0);
+    for (std::uint32_t d = 0; d < g_.events.size(); ++d)
+      if (g_.launch[d] != kNoIndex) ++launched_begin_[g_.launch[d] + 1];
+    std::partial_sum(launched_begin_.begin(), launched_begin_.end(), launched_begin_.begin());
+    launched_list_.resize(launched_begin_.back());
+    std::vector<std::uint32_t> fill(launched_begin_.begin(), launched_begin_.end() - 1);
+    for (std::uint32_t d = 0; d < g_.events.size(); ++d)
+      if (g_.launch[d] != kNoIndex) launched_list_[fill[g_.launch[d]]++] = d;
+  }
+
+  std::span<const std::uint32_t> launched(std::uint32_t a) const {
+    return {launched_list_.data() + launched_begin_[a], launched_list_.data() + launched_begin_[a + 1]};
+  }
+
+  // The last activity of stream s launched before time t, or kNoIndex.
+  std::uint32_t last_launched_before(const Stream& s, std::int64_t t) const {
+    auto it = std::lower_bound(s.launched_by.begin(), s.launched_by.end(), t);
+    if (it == s.launched_by.begin()) return kNoIndex;
+    return s.acts[static_cast<std::size_t>(it - s.launched_by.begin()) - 1];
+  }
+  // The first activity of stream s launched at or after t, or kNoIndex.
+  std::uint32_t first_launched_after(const Stream& s, std::int64_t t) const {
+    auto it = std::lower_bound(s.launched_by.begin(), s.launched_by.end(), t);
+    return it == s.launched_by.end() ? kNoIndex : s.acts[static_cast<std::size_t>(it - s.launched_by.begin())];
+  }
+  const Stream* stream(std::int32_t device, std::int64_t id) const {
+    for (const Stream& s : streams_)
+      if (s.id == id && (device < 0 || s.device == device)) return &s;
+    return nullptr;
+  }
+
+  // The sync edge of a waiting call: among the candidate streams, the
+  // activity launched before the call began that ended last, no later than
+  // the call returned; none when it ended before the call began (the call
+  // did not wait).
+  void wait_for(std::uint32_t call, std::int64_t launched_before, std::int32_t device, std::int64_t stream_id) {
+    const std::int64_t t0 = g_.time_ns[2 * call], t1 = g_.time_ns[2 * call + 1];
+    std::uint32_t best = kNoIndex;
+    for (const Stream& s : streams_) {
+      if (device >= 0 && s.device != device) continue;
+      if (stream_id >= 0 && s.id != stream_id) continue;
+      std::uint32_t a = last_launched_before(s, launched_before);
+      // Walk back past activities that ended after the call returned (a
+      // wrong guess of the stream, or skew): what the call saw done.
+      for (int steps = 0; a != kNoIndex && g_.time_ns[2 * a + 1] > t1 && steps < 4; ++steps) {
+        auto it = std::lower_bound(s.acts.begin(), s.acts.end(), a);
+        a = it == s.acts.begin() ? kNoIndex : *(it - 1);
+      }
+      if (a == kNoIndex || g_.time_ns[2 * a + 1] > t1) continue;
+      if (best == kNoIndex || g_.time_ns[2 * a + 1] > g_.time_ns[2 * best + 1]) best = a;
+    }
+    if (best == kNoIndex || g_.time_ns[2 * best + 1] <= t0) return;
+    add(2 * best + 1, 2 * call + 1, EdgeType::kSync, g_.events[call], g_.events[best]);
+  }
+
+  std::int64_t sync_arg(const internal::JsonValue& args, std::string_view key) const {
+    const internal::JsonValue* v = args.find(key);
+    std::int64_t out = -1;
+    return v != nullptr && v->is_number() && v->get_int(&out) ? out : -1;
+  }
+
+  void syncs() {
+    const EventColumns& ev = t_.events;
+    // torch 2.x's cuda_sync records say what each sync waited on.
+    std::vector<std::uint8_t> described(g_.events.size(), 0);
+    for (std::uint32_t r : sync_records_) {
+      const std::int64_t corr = ev.correlation[r];
+      const std::uint32_t call = corr >= 0 ? call_by_corr_.find(corr) : kNoIndex;
+      if (call == kNoIndex) continue;
+      auto args = internal::JsonValue::parse(t_.args_json(r));
+      if (!args) continue;
+      const internal::JsonValue* kind = args->find("cuda_sync_kind");
+      const std::string_view k = kind != nullptr && kind->is_string() ? std::string_view(kind->text()) : "";
+      const std::int32_t device = static_cast<std::int32_t>(sync_arg(*args, "device"));
+      const std::int64_t stream_id = sync_arg(*args, "stream");
+      const std::int64_t wait_stream = sync_arg(*args, "wait_on_stream");
+      const std::int64_t record_corr = sync_arg(*args, "wait_on_cuda_event_record_corr_id");
+      const std::uint32_t record = record_corr >= 0 ? call_by_corr_.find(record_corr) : kNoIndex;
+      described[call] = 1;
+      if (k == "Stream Wait Event") {
+        const Stream* from = stream(device, wait_stream);
+        const Stream* to = stream(device, stream_id);
+        if (from == nullptr || to == nullptr || record == kNoIndex) continue;
+        const std::uint32_t src = last_launched_before(*from, g_.time_ns[2 * record]);
+        const std::uint32_t dst = first_launched_after(*to, g_.time_ns[2 * call]);
+        if (src != kNoIndex && dst != kNoIndex)
+          add(2 * src + 1, 2 * dst, EdgeType::kStreamWait, g_.events[dst], g_.events[src]);
+      } else if (k == "Event Sync") {
+        if (record == kNoIndex || wait_stream < 0) continue;
+        wait_for(call, g_.time_ns[2 * record], device, wait_stream);
+      } else if (k == "Stream Sync") {
+        wait_for(call, g_.time_ns[2 * call], device, stream_id);
+      } else if (k == "Context Sync") {
+        wait_for(call, g_.time_ns[2 * call], device, -1);
+      }
+    }
+    // Without records: by the call's name.
+    std::uint32_t last_lane = kNoIndex, last_record = kNoIndex, last_launch = kNoIndex;
+    std::vector<std::uint32_t> pending_waits;  // cudaStreamWaitEvent calls waiting for their next launch
+    for (std::uint32_t a = 0; a < host_.size(); ++a) {
+      const std::uint32_t e = g_.events[a];
+      if (ev.lane[e] != last_lane) {
+        last_lane = ev.lane[e];
+        last_record = last_launch = kNoIndex;
+      }
+      const EventKind k = ev.kind[e];
+      if (k != EventKind::kCudaRuntime && k != EventKind::kCudaDriver) continue;
+      const std::string_view name = t_.name(e);
+      const causal::SyncKind sk = causal::sync_kind(name);
+      if (is_launch_call(a)) last_launch = a;
+      if (sk == causal::SyncKind::kEventRecord) {
+        last_record = a;
+        continue;
+      }
+      if (described[a] || sk == causal::SyncKind::kNone) continue;
+      if (sk == causal::SyncKind::kBlockingCopy) {
+        for (std::uint32_t d : launched(a)) add(2 * d + 1, 2 * a + 1, EdgeType::kSync, e, g_.events[d]);
+      } else if (sk == causal::SyncKind::kDevice || sk == causal::SyncKind::kStream) {
+        wait_for(a, g_.time_ns[2 * a], -1, -1);
+      } else if (sk == causal::SyncKind::kEvent) {
+        const std::int64_t before = last_record != kNoIndex ? g_.time_ns[2 * last_record] : g_.time_ns[2 * a];
+        wait_for(a, before, -1, -1);
+      } else if (sk == causal::SyncKind::kStreamWait && last_record != kNoIndex && last_launch != kNoIndex &&
+                 g_.time_ns[2 * last_launch] < g_.time_ns[2 * last_record] && !launched(last_launch).empty()) {
+        // The recorded work: the last launch before the record; the
+        // waiting stream: the next launch of this thread on another one.
+        const std::uint32_t src = launched(last_launch).back();
+        const std::uint32_t next = next_launch_on_lane(a);
+        if (next == kNoIndex) continue;
+        for (std::uint32_t d : launched(next)) {
+          if (t_.events.lane[g_.events[d]] != t_.events.lane[g_.events[src]])
+            add(2 * src + 1, 2 * d, EdgeType::kStreamWait, g_.events[d], g_.events[src]);
+          break;
+        }
+      }
+    }
+  }
+
+  bool is_launch_call(std::uint32_t a) const { return !launched(a).empty(); }
+  std::uint32_t next_launch_on_lane(std::uint32_t a) const {
+    const std::uint32_t lane = t_.events.lane[g_.events[a]];
+    for (std::uint32_t b = a + 1; b < host_.size() && t_.events.lane[g_.events[b]] == lane; ++b)
+      if (is_launch_call(b)) return b;
+    return kNoIndex;
+  }
+
+  // Edges grouped by target, the binding edge of each node and the weights;
+  // then a topological order (Kahn's).
+  void finish() {
+    const std::size_t nn = g_.time_ns.size();
+    g_.in_begin.assign(nn + 1, 0);
+    for (const RawEdge& r : raw_) ++g_.in_begin[r.to + 1];
+    std::partial_sum(g_.in_begin.begin(), g_.in_begin.end(), g_.in_begin.begin());
+    g_.edges.resize(raw_.size());
+    {
+      std::vector<std::uint32_t> fill(g_.in_begin.begin(), g_.in_begin.end() - 1);
+      for (const RawEdge& r : raw_) {
+        CausalEdge& c = g_.edges[fill[r.to]++];
+        c.from = r.from;
+        c.to = r.to;
+        c.event = r.event;
+        c.cause_event = r.cause_event;
+        c.type = r.type;
+        c.measured_ns = g_.time_ns[r.to] - g_.time_ns[r.from];
+      }
+    }
+    raw_.clear();
+    raw_.shrink_to_fit();
+    // Binding: the source that happened last; on a tie, a dependency on
+    // another lane (launch, sync, wait) before program or stream order.
+    auto rank = [](EdgeType t) {
+      switch (t) {
+        case EdgeType::kSync: case EdgeType::kStreamWait: return 3;
+        case EdgeType::kLaunch: return 2;
+        case EdgeType::kDevice: return 4;
+        default: return 1;
+      }
+    };
+    std::vector<std::int64_t> launch_d, stream_d, sync_d;
+    for (std::size_t v = 0; v < nn; ++v) {
+      const std::uint32_t b = g_.in_begin[v], e = g_.in_begin[v + 1];
+      if (b == e) continue;
+      std::uint32_t best = b;
+      for (std::uint32_t i = b + 1; i < e; ++i) {
+        const CausalEdge& x = g_.edges[i];
+        const CausalEdge& y = g_.edges[best];
+        const std::int64_t tx = g_.time_ns[x.from], ty = g_.time_ns[y.from];
+        if (tx > ty || (tx == ty && rank(x.type) > rank(y.type))) best = i;
+      }
+      g_.edges[best].binding = true;
+      const CausalEdge& bb = g_.edges[best];
+      if (bb.type == EdgeType::kLaunch) launch_d.push_back(bb.measured_ns);
+      if (bb.type == EdgeType::kStream) stream_d.push_back(bb.measured_ns);
+      if (bb.type == EdgeType::kSync) sync_d.push_back(bb.measured_ns);
+    }
+    auto median = [](std::vector<std::int64_t>& v) -> std::int64_t {
+      if (v.empty()) return 0;
+      auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+      std::nth_element(v.begin(), mid, v.end());
+      return *mid;
+    };
+    g_.launch_latency_ns = median(launch_d);
+    g_.stream_gap_ns = median(stream_d);
+    g_.sync_return_ns = median(sync_d);
+    for (std::size_t v = 0; v < nn; ++v) {
+      const std::uint32_t b = g_.in_begin[v], e = g_.in_begin[v + 1];
+      std::int64_t bind_delay = 0;
+      for (std::uint32_t i = b; i < e; ++i)
+        if (g_.edges[i].binding) bind_delay = g_.edges[i].measured_ns;
+      for (std::uint32_t i = b; i < e; ++i) {
+        CausalEdge& c = g_.edges[i];
+        ++g_.edges_by_type[static_cast<int>(c.type)];
+        if (c.binding) {
+          c.weight_ns = c.measured_ns;
+          continue;
+        }
+        std::int64_t floor = 0;
+        switch (c.type) {
+          case EdgeType::kLaunch: floor = g_.launch_latency_ns; break;
+          case EdgeType::kStream: case EdgeType::kStreamWait: floor = g_.stream_gap_ns; break;
+          case EdgeType::kSync: floor = g_.sync_return_ns; break;
+          // Program order into a call that waited: the call's own cost,
+          // its return after the work it waited for.
+          default: floor = bind_delay; break;
+        }
+        c.weight_ns = std::min(c.measured_ns, floor);
+      }
+    }
+    // Kahn's order; ties keep node order. Edges all go forward in measured
+    // time, so a cycle needs equal times: its nodes are appended in time
+    // order and the edges closing it are left out of the replay (counted).
+    std::vector<std::uint32_t> indeg(nn, 0);
+    std::vector<std::uint32_t> out_begin(nn + 1, 0), out;
+    for (const CausalEdge& c : g_.edges) ++out_begin[c.from + 1];
+    std::partial_sum(out_begin.begin(), out_begin.end(), out_begin.begin());
+    out.resize(g_.edges.size());
+    {
+      std::vector<std::uint32_t> fill(out_begin.begin(), out_begin.end() - 1);
+      for (const CausalEdge& c : g_.edges) {
+        out[fill[c.from]++] = c.to;
+        ++indeg[c.to];
+      }
+    }
+    g_.topo.reserve(nn);
+    for (std::uint32_t v = 0; v < nn; ++v)
+      if (indeg[v] == 0) g_.topo.push_back(v);
+    for (std::size_t i = 0; i < g_.topo.size(); ++i) {
+      const std::uint32_t v = g_.topo[i];
+      for (std::uint32_t j = out_begin[v]; j < out_begin[v + 1]; ++j)
+        if (--indeg[out[j]] == 0) g_.topo.push_back(out[j]);
+    }
+    if (g_.topo.size() < nn) {
+      std::vector<std::uint32_t> rest;
+      for (std::uint32_t v = 0; v < nn; ++v)
+        if (indeg[v] != 0) rest.push_back(v);
+      std::stable_sort(rest.begin(), rest.end(),
+                       [&](std::uint32_t x, std::uint32_t y) { return g_.time_ns[x] < g_.time_ns[y]; });
+      g_.skipped_edges += rest.size();
+      g_.topo.insert(g_.topo.end(), rest.begin(), rest.end());
+    }
+  }
+
+  const Trace& t_;
+  CausalGraph g_;
+  std::vector<std::uint32_t> host_, device_, sync_records_;
+  std::vector<Stream> streams_;
+  std::vector<RawEdge> raw_;
+  IdIndex call_by_corr_;
+  std::vector<std::uint32_t> launched_begin_, launched_list_;
+};
+
+}  // namespace
+
+CausalGraph build_causal_graph(const Trace& trace) { return Builder(trace).build(); }
+
+}  // namespace tprof

@@ -1,0 +1,67 @@
+#include "src/causal/names.h"
+
+#include <cctype>
+
+namespace tprof::internal::causal {
+namespace {
+
+bool has(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
+
+bool has_ci(std::string_view s, std::string_view needle) {
+  if (needle.size() > s.size()) return false;
+  for (std::size_t i = 0; i + needle.size() <= s.size(); ++i) {
+    std::size_t j = 0;
+    while (j < needle.size() && std::tolower(static_cast<unsigned char>(s[i + j])) ==
+                                    std::tolower(static_cast<unsigned char>(needle[j])))
+      ++j;
+    if (j == needle.size()) return true;
+  }
+  return false;
+}
+
+// The API's prefix off: "cudaStreamSynchronize" → "StreamSynchronize".
+std::string_view api_less(std::string_view call) {
+  for (std::string_view p : {"cuda", "hip", "cu"})
+    if (call.starts_with(p)) return call.substr(p.size());
+  return {};
+}
+
+}  // namespace
+
+SyncKind sync_kind(std::string_view call) {
+  const std::string_view c = api_less(call);
+  if (c.empty()) return SyncKind::kNone;
+  if (c == "DeviceSynchronize" || c == "CtxSynchronize") return SyncKind::kDevice;
+  if (c == "StreamSynchronize") return SyncKind::kStream;
+  if (c == "EventSynchronize") return SyncKind::kEvent;
+  if (c.starts_with("EventRecord")) return SyncKind::kEventRecord;
+  if (c.starts_with("StreamWaitEvent")) return SyncKind::kStreamWait;
+  if (c.starts_with("Memcpy") && !has(c, "Async") && !has(c, "Peer")) return SyncKind::kBlockingCopy;
+  return SyncKind::kNone;
+}
+
+bool is_comm_kernel(std::string_view name) {
+  return has_ci(name.substr(0, 4), "nccl") || has_ci(name.substr(0, 4), "rccl") || has(name, "nccl:");
+}
+
+bool is_gemm_kernel(std::string_view name) {
+  for (std::string_view k : {"gemm", "Gemm", "GEMM", "nvjet", "cutlass", "xmma", "Cijk_", "matmul", "_mm_", "wgmma"})
+    if (has(name, k)) return true;
+  return false;
+}
+
+bool is_elementwise_kernel(std::string_view name) {
+  for (std::string_view k : {"elementwise", "Elementwise", "vectorized_", "unrolled_", "pointwise", "triton_poi",
+                             "add_kernel", "mul_kernel", "copy_kernel", "fill_kernel"})
+    if (has(name, k)) return true;
+  return false;
+}
+
+bool is_dataloader(std::string_view name) {
+  return name.starts_with("enumerate(DataLoader)#") || name.starts_with("enumerate(DataPipe)#") ||
+         has(name, "DataLoader");
+}
+
+bool is_graph_launch_call(std::string_view name) { return has(name, "GraphLaunch"); }
+
+}  // namespace tprof::internal::causal

@@ -1,0 +1,520 @@
+// Replay of the causal graph, what-if edits, steps and critical paths
+// (docs/critical-path.md, "Replay", "Edits", "The critical path").
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <tuple>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "src/base/saturate.h"
+#include "src/causal/names.h"
+#include "tprof/causal.h"
+
+namespace tprof {
+namespace {
+
+namespace causal = internal::causal;
+
+// Device gaps between the kernels of one CUDA graph: about a microsecond on
+// Hopper (docs/critical-path.md, "graph").
+constexpr std::int64_t kGraphKernelGapNs = 1000;
+
+std::uint32_t as_u32(std::size_t v) { return static_cast<std::uint32_t>(v); }
+
+// Per edge: the weight the replay applies, and whether it is left out.
+struct EditedWeights {
+  std::vector<std::int64_t> w;
+  std::vector<std::uint8_t> dead;
+  std::vector<std::uint8_t> removed;  // per activity: removed device work leaves the step's end
+};
+
+class Matcher {
+ public:
+  static Result<Matcher> make(const std::string& pattern) {
+    Matcher m;
+    m.pattern_ = pattern;
+    try {
+      m.re_ = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+    } catch (const std::regex_error& e) {
+      m.literal_only_ = true;
+    }
+    return m;
+  }
+  bool operator()(const Trace& t, std::uint32_t e) const {
+    const StrId id = t.events.name[e];
+    auto it = cache_.find(id);
+    if (it != cache_.end()) return it->second;
+    const std::string_view name = t.str(id);
+    bool hit = name == pattern_;
+    if (!hit && !literal_only_) hit = std::regex_search(name.begin(), name.end(), re_);
+    cache_.emplace(id, hit);
+    return hit;
+  }
+  // Exact matches only (a name that is also a longer name's prefix, such as
+  // aten::add in aten::addmm, matches itself alone when some event has
+  // exactly that name).
+  void set_exact(bool exact) { literal_only_ = literal_only_ || exact; }
+
+ private:
+  std::string pattern_;
+  std::regex re_;
+  bool literal_only_ = false;
+  mutable std::unordered_map<StrId, bool> cache_;
+};
+
+class Analysis {
+ public:
+  Analysis(const Trace& t, const CausalGraph& g) : t_(t), g_(g) {}
+
+  void replay(const EditedWeights* edit, std::vector<std::int64_t>* out, std::vector<std::uint32_t>* via) const {
+    const std::size_t nn = g_.nodes();
+    out->assign(nn, INT64_MIN);
+    via->assign(nn, kNoIndex);
+    for (std::uint32_t v : g_.topo) {
+      std::int64_t best = INT64_MIN;
+      std::uint32_t bi = kNoIndex;
+      for (std::uint32_t i = g_.in_begin[v]; i < g_.in_begin[v + 1]; ++i) {
+        if (edit != nullptr && edit->dead[i]) continue;
+        const std::int64_t tu = (*out)[g_.edges[i].from];
+        if (tu == INT64_MIN) continue;  // an edge that closes a cycle
+        const std::int64_t x = internal::sat_add(tu, edit != nullptr ? edit->w[i] : g_.edges[i].weight_ns);
+        if (x > best || (x == best && g_.edges[i].binding)) {
+          best = x;
+          bi = i;
+        }
+      }
+      (*out)[v] = bi == kNoIndex ? g_.time_ns[v] : best;
+      (*via)[v] = bi;
+    }
+  }
+
+  // Steps: ProfilerStep#N events on CPU lanes, by start; each with the
+  // device work launched during it.
+  void find_steps() {
+    for (std::uint32_t a = 0; a < g_.activities(); ++a) {
+      if (g_.is_device[a]) continue;
+      const std::string_view name = t_.name(g_.events[a]);
+      if (name.starts_with("ProfilerStep#")) steps_.push_back(a);
+    }
+    std::sort(steps_.begin(), steps_.end(), [&](std::uint32_t x, std::uint32_t y) {
+      return g_.time_ns[2 * x] < g_.time_ns[2 * y];
+    });
+    step_of_device_.assign(g_.activities(), -1);
+    if (steps_.empty()) return;
+    std::vector<std::int64_t> starts;
+    for (std::uint32_t s : steps_) starts.push_back(g_.time_ns[2 * s]);
+    for (std::uint32_t d = 0; d < g_.activities(); ++d) {
+      if (!g_.is_device[d] || g_.launch[d] == kNoIndex) continue;
+      const std::int64_t at = g_.time_ns[2 * g_.launch[d]];
+      auto it = std::upper_bound(starts.begin(), starts.end(), at);
+      if (it == starts.begin()) continue;
+      const std::size_t i = static_cast<std::size_t>(it - starts.begin()) - 1;
+      if (at < t_.events.ts_ns[g_.events[steps_[i]]] + t_.events.dur_ns[g_.events[steps_[i]]])
+        step_of_device_[d] = static_cast<std::int32_t>(i);
+    }
+  }
+
+  // Each step's end on a timeline (node times `t`; `measured`: the trace's
+  // own event times), and the node that sets it.
+  std::vector<std::pair<std::int64_t, std::uint32_t>> step_ends(const std::vector<std::int64_t>& t, bool measured,
+                                                                const EditedWeights* edit) const {
+    std::vector<std::pair<std::int64_t, std::uint32_t>> ends;
+    for (std::uint32_t s : steps_) {
+      const std::uint32_t e = g_.events[s];
+      const std::int64_t host = measured ? t_.events.ts_ns[e] + t_.events.dur_ns[e] : t[2 * s + 1];
+      ends.emplace_back(host, 2 * s + 1);
+    }
+    for (std::uint32_t d = 0; d < g_.activities(); ++d) {
+      const std::int32_t i = step_of_device_[d];
+      if (i < 0 || (edit != nullptr && edit->removed[d])) continue;
+      const std::uint32_t e = g_.events[d];
+      const std::int64_t x = measured ? t_.events.ts_ns[e] + t_.events.dur_ns[e] : t[2 * d + 1];
+      auto& cur = ends[static_cast<std::size_t>(i)];
+      if (x > cur.first) cur = {x, 2 * d + 1};
+    }
+    return ends;
+  }
+
+  Result<EditedWeights> apply(const std::vector<WhatIfEdit>& edits, std::vector<std::uint64_t>* matched) const {
+    EditedWeights ew;
+    const std::size_t ne = g_.edges.size(), na = g_.activities();
+    ew.w.resize(ne);
+    for (std::size_t i = 0; i < ne; ++i) ew.w[i] = g_.edges[i].weight_ns;
+    ew.dead.assign(ne, 0);
+    ew.removed.assign(na, 0);
+    for (const WhatIfEdit& edit : edits) {
+      std::uint64_t count = 0;
+      if (edit.kind == WhatIfEdit::Kind::kGraph) {
+        count = apply_graph(&ew);
+      } else {
+        auto m = Matcher::make(edit.pattern);
+        if (!m) return m.error();
+        // A pattern that is some event's exact name stands for that name.
+        bool exact = false;
+        for (std::uint32_t a = 0; a < na && !exact; ++a) exact = t_.name(g_.events[a]) == edit.pattern;
+        m->set_exact(exact);
+        count = apply_matching(edit, *m, &ew);
+      }
+      if (count == 0) {
+        return Error(ErrorCode::kInvalidArgument,
+                     "--edit " + edit.text + ": matches no event it can change (expected an event name, a regular "
+                     "expression found in names" + std::string(edit.kind == WhatIfEdit::Kind::kScale
+                                                                  ? ", or gemm, elementwise, communication)"
+                                                                  : ")"));
+      }
+      matched->push_back(count);
+    }
+    return ew;
+  }
+
+ private:
+  bool kernel_class_match(const WhatIfEdit& edit, std::uint32_t e) const {
+    if (edit.kind != WhatIfEdit::Kind::kScale || t_.events.kind[e] != EventKind::kKernel) return false;
+    const std::string_view n = t_.name(e);
+    if (edit.pattern == "gemm") return causal::is_gemm_kernel(n);
+    if (edit.pattern == "elementwise") return causal::is_elementwise_kernel(n);
+    if (edit.pattern == "communication") return causal::is_comm_kernel(n);
+    return false;
+  }
+
+  std::uint64_t apply_matching(const WhatIfEdit& edit, const Matcher& match, EditedWeights* ew) const {
+    const std::size_t na = g_.activities();
+    // Matched activities and, for host events, everything nested in them
+    // (parents come before their children in activity order).
+    std::vector<std::uint8_t> hit(na, 0);
+    std::uint64_t count = 0;
+    const bool with_children = edit.kind != WhatIfEdit::Kind::kDropSync;
+    for (std::uint32_t a = 0; a < na; ++a) {
+      const std::uint32_t e = g_.events[a];
+      bool h = match(t_, e) || kernel_class_match(edit, e);
+      if (edit.kind == WhatIfEdit::Kind::kDropSync && h) h = !g_.is_device[a];
+      if (h) ++count;
+      if (!h && with_children && !g_.is_device[a] && g_.parent[a] != kNoIndex) h = hit[g_.parent[a]] != 0;
+      hit[a] = h ? 1 : 0;
+    }
+    if (edit.kind == WhatIfEdit::Kind::kRemove) {
+      // Device work launched from removed host events goes too.
+      for (std::uint32_t d = 0; d < na; ++d)
+        if (g_.is_device[d] && g_.launch[d] != kNoIndex && hit[g_.launch[d]]) hit[d] = 1;
+    }
+    std::uint64_t changed = 0;
+    for (std::size_t i = 0; i < g_.edges.size(); ++i) {
+      const CausalEdge& c = g_.edges[i];
+      const std::uint32_t to_act = CausalGraph::activity_of(c.to);
+      const std::uint32_t owner = c.event == kNoIndex ? kNoIndex : g_.activity_of_event[c.event];
+      switch (edit.kind) {
+        case WhatIfEdit::Kind::kRemove:
+          if (c.type == EdgeType::kHost && owner != kNoIndex && hit[owner]) ew->w[i] = 0, ++changed;
+          if (g_.is_device[to_act] && hit[to_act]) {
+            if (c.type == EdgeType::kDevice || c.type == EdgeType::kStream || c.type == EdgeType::kLaunch)
+              ew->w[i] = 0, ++changed;
+            if (c.type == EdgeType::kStreamWait) ew->dead[i] = 1;
+          }
+          if (c.type == EdgeType::kSync && !g_.is_device[to_act] && hit[to_act]) ew->dead[i] = 1;
+          break;
+        case WhatIfEdit::Kind::kOverlap:
+          if (c.type == EdgeType::kHost && owner != kNoIndex && hit[owner]) ew->w[i] = 0, ++changed;
+          if (c.type == EdgeType::kSync && hit[to_act]) ew->dead[i] = 1;
+          break;
+        case WhatIfEdit::Kind::kScale:
+          if ((c.type == EdgeType::kHost && owner != kNoIndex && hit[owner]) ||
+              (c.type == EdgeType::kDevice && hit[to_act])) {
+            ew->w[i] = static_cast<std::int64_t>(std::llround(static_cast<double>(ew->w[i]) * edit.factor));
+            ++changed;
+          }
+          break;
+        case WhatIfEdit::Kind::kDropSync:
+          if (c.type == EdgeType::kSync && hit[to_act]) ew->dead[i] = 1, ++changed;
+          break;
+        case WhatIfEdit::Kind::kGraph: break;
+      }
+    }
+    if (edit.kind == WhatIfEdit::Kind::kRemove)
+      for (std::uint32_t a = 0; a < na; ++a)
+        if (hit[a]) ew->removed[a] = 1;
+    return changed == 0 ? 0 : count;
+  }
+
+  // Each step (the window without steps) as one graph: the host work of the
+  // launch calls and of the ops around them collapses into the first launch
+  // call of the step (the graph launch); kernels follow it at the launch
+  // latency, and each other at graph latency.
+  std::uint64_t apply_graph(EditedWeights* ew) const {
+    const std::size_t na = g_.activities();
+    std::vector<std::uint8_t> graphed(na, 0), first(na, 0), dev_in(na, 0);
+    std::vector<std::int32_t> seen_step(steps_.size() + 1, 0);
+    std::uint64_t count = 0;
+    for (std::uint32_t d = 0; d < na; ++d) {
+      if (!g_.is_device[d] || g_.launch[d] == kNoIndex) continue;
+      const std::int32_t s = steps_.empty() ? 0 : step_of_device_[d];
+      if (s < 0) continue;
+      dev_in[d] = 1;
+      const std::uint32_t call = g_.launch[d];
+      if (graphed[call]) continue;
+      ++count;
+      if (!seen_step[static_cast<std::size_t>(s)]) {
+        seen_step[static_cast<std::size_t>(s)] = 1;
+        first[call] = 1;
+      }
+      graphed[call] = 1;
+      for (std::uint32_t p = g_.parent[call]; p != kNoIndex && !graphed[p]; p = g_.parent[p]) {
+        if (t_.name(g_.events[p]).starts_with("ProfilerStep#")) break;
+        graphed[p] = 1;
+      }
+    }
+    // The first launch call of each step is the graph launch: keep it.
+    for (std::uint32_t a = 0; a < na; ++a)
+      if (first[a]) graphed[a] = 0;
+    for (std::size_t i = 0; i < g_.edges.size(); ++i) {
+      const CausalEdge& c = g_.edges[i];
+      const std::uint32_t to_act = CausalGraph::activity_of(c.to);
+      const std::uint32_t owner = c.event == kNoIndex ? kNoIndex : g_.activity_of_event[c.event];
+      if (c.type == EdgeType::kHost && owner != kNoIndex && graphed[owner]) ew->w[i] = 0;
+      if (c.type == EdgeType::kLaunch && dev_in[to_act]) ew->w[i] = std::min(ew->w[i], g_.launch_latency_ns);
+      if (c.type == EdgeType::kStream && dev_in[to_act] && dev_in[CausalGraph::activity_of(c.from)])
+        ew->w[i] = std::min(ew->w[i], kGraphKernelGapNs);
+    }
+    return count;
+  }
+
+ public:
+  BoundType bound_of(const CausalEdge& c) const {
+    switch (c.type) {
+      case EdgeType::kHost:
+      case EdgeType::kHostGap: {
+        std::uint32_t a = c.event == kNoIndex ? kNoIndex : g_.activity_of_event[c.event];
+        for (; a != kNoIndex; a = g_.parent[a])
+          if (causal::is_dataloader(t_.name(g_.events[a]))) return BoundType::kDataLoading;
+        return BoundType::kCpu;
+      }
+      case EdgeType::kDevice:
+        return causal::is_comm_kernel(t_.name(c.event)) ? BoundType::kGpuCommunication : BoundType::kGpuCompute;
+      case EdgeType::kLaunch: return BoundType::kKernelLaunchOverhead;
+      case EdgeType::kStream:
+      case EdgeType::kStreamWait:
+      case EdgeType::kSync: return BoundType::kKernelKernelOverhead;
+      case EdgeType::kCount_: break;
+    }
+    return BoundType::kCpu;
+  }
+
+  // The critical path into `node`, back to `start` (clipped there).
+  CriticalPath path(std::uint32_t node, std::int64_t start, const std::vector<std::int64_t>& t,
+                    const std::vector<std::uint32_t>& via) const {
+    CriticalPath p;
+    p.start_ns = start;
+    p.end_ns = t[node];
+    std::uint32_t v = node;
+    while (t[v] > start) {
+      const std::uint32_t i = via[v];
+      if (i == kNoIndex) {
+        p.unexplained_ns = t[v] - start;
+        break;
+      }
+      const CausalEdge& c = g_.edges[i];
+      const std::int64_t s = std::max(t[c.from], start);
+      if (t[v] > s) {
+        PathSegment seg;
+        seg.edge = i;
+        seg.type = c.type;
+        seg.bound = bound_of(c);
+        seg.event = c.event;
+        seg.start_ns = s;
+        seg.dur_ns = t[v] - s;
+        p.bound_ns[static_cast<int>(seg.bound)] += seg.dur_ns;
+        p.segments.push_back(seg);
+      }
+      v = c.from;
+    }
+    std::reverse(p.segments.begin(), p.segments.end());
+    return p;
+  }
+
+  const std::vector<std::uint32_t>& steps() const { return steps_; }
+
+ private:
+  const Trace& t_;
+  const CausalGraph& g_;
+  std::vector<std::uint32_t> steps_;
+  std::vector<std::int32_t> step_of_device_;
+};
+
+std::int64_t step_number(std::string_view name) {
+  std::int64_t n = -1;
+  const std::string_view digits = name.substr(name.find('#') + 1);
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  return ec == std::errc() ? n : -1;
+}
+
+}  // namespace
+
+std::string_view edge_type_name(EdgeType type) {
+  switch (type) {
+    case EdgeType::kHost: return "host";
+    case EdgeType::kHostGap: return "host_gap";
+    case EdgeType::kLaunch: return "launch";
+    case EdgeType::kStream: return "stream";
+    case EdgeType::kDevice: return "device";
+    case EdgeType::kSync: return "sync";
+    case EdgeType::kStreamWait: return "stream_wait";
+    case EdgeType::kCount_: break;
+  }
+  return "unknown";
+}
+
+std::string_view bound_type_name(BoundType type) {
+  switch (type) {
+    case BoundType::kCpu: return "cpu_bound";
+    case BoundType::kGpuCompute: return "gpu_compute_bound";
+    case BoundType::kGpuCommunication: return "gpu_communication_bound";
+    case BoundType::kKernelLaunchOverhead: return "kernel_launch_overhead";
+    case BoundType::kKernelKernelOverhead: return "kernel_kernel_overhead";
+    case BoundType::kDataLoading: return "data_loading";
+    case BoundType::kCount_: break;
+  }
+  return "unknown";
+}
+
+Result<WhatIfEdit> parse_whatif_edit(std::string_view text) {
+  WhatIfEdit e;
+  e.text = std::string(text);
+  auto bad = [&](std::string what) {
+    return Error(ErrorCode::kInvalidArgument, "--edit " + std::string(text) + ": " + what);
+  };
+  if (text == "graph") {
+    e.kind = WhatIfEdit::Kind::kGraph;
+    return e;
+  }
+  const std::size_t colon = text.find(':');
+  if (colon == std::string_view::npos)
+    return bad("expected remove:PATTERN, scale:PATTERN=F, graph, drop-sync:PATTERN or overlap:PATTERN");
+  const std::string_view verb = text.substr(0, colon);
+  std::string_view rest = text.substr(colon + 1);
+  if (verb == "remove") {
+    e.kind = WhatIfEdit::Kind::kRemove;
+  } else if (verb == "scale") {
+    e.kind = WhatIfEdit::Kind::kScale;
+    const std::size_t eq = rest.rfind('=');
+    if (eq == std::string_view::npos) return bad("expected scale:PATTERN=F (F a factor such as 0.5)");
+    const std::string f(rest.substr(eq + 1));
+    char* endp = nullptr;
+    const double v = std::strtod(f.c_str(), &endp);
+    if (f.empty() || endp != f.c_str() + f.size() || !std::isfinite(v) || v < 0)
+      return bad("the factor after '=' must be a number ≥ 0, not \"" + f + "\"");
+    e.factor = v;
+    rest = rest.substr(0, eq);
+  } else if (verb == "drop-sync") {
+    e.kind = WhatIfEdit::Kind::kDropSync;
+  } else if (verb == "overlap") {
+    e.kind = WhatIfEdit::Kind::kOverlap;
+  } else {
+    return bad("unknown edit \"" + std::string(verb) + "\" (expected remove, scale, graph, drop-sync or overlap)");
+  }
+  if (rest.empty()) return bad("expected a PATTERN after ':' (an event name or a regular expression)");
+  e.pattern = std::string(rest);
+  try {
+    std::regex probe(e.pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error&) {
+    // An exact name with regex syntax in it ("foo(" ) still matches exactly.
+  }
+  return e;
+}
+
+Result<CausalResult> analyze_causal(const Trace& trace, const CausalOptions& options) {
+  return analyze_causal(trace, std::make_shared<const CausalGraph>(build_causal_graph(trace)), options);
+}
+
+Result<CausalResult> analyze_causal(const Trace& trace, std::shared_ptr<const CausalGraph> graph,
+                                    const CausalOptions& options) {
+  const CausalGraph& g = *graph;
+  Analysis an(trace, g);
+  an.find_steps();
+  CausalResult r;
+  r.graph = graph;
+  std::vector<std::int64_t> replayed;
+  std::vector<std::uint32_t> via0;
+  an.replay(nullptr, &replayed, &via0);
+  std::optional<EditedWeights> edited;
+  if (!options.edits.empty()) {
+    auto ew = an.apply(options.edits, &r.matched);
+    if (!ew) return ew.error();
+    edited = std::move(*ew);
+    an.replay(&*edited, &r.predicted_time_ns, &r.via);
+  } else {
+    r.predicted_time_ns = replayed;
+    r.via = via0;
+  }
+  const EditedWeights* ew = edited ? &*edited : nullptr;
+  r.has_steps = !an.steps().empty();
+  if (r.has_steps) {
+    const auto m = an.step_ends(g.time_ns, true, nullptr);
+    const auto rp = an.step_ends(replayed, false, nullptr);
+    const auto pr = an.step_ends(r.predicted_time_ns, false, ew);
+    for (std::size_t i = 0; i < an.steps().size(); ++i) {
+      const std::uint32_t s = an.steps()[i];
+      StepTime st;
+      st.event = g.events[s];
+      st.step = step_number(trace.name(st.event));
+      const std::int64_t m0 = i == 0 ? trace.events.ts_ns[st.event] : m[i - 1].first;
+      const std::int64_t r0 = i == 0 ? replayed[2 * s] : rp[i - 1].first;
+      const std::int64_t p0 = i == 0 ? r.predicted_time_ns[2 * s] : pr[i - 1].first;
+      st.measured_ns = m[i].first - m0;
+      st.replayed_ns = rp[i].first - r0;
+      st.predicted_ns = pr[i].first - p0;
+      st.measured_end_ns = m[i].first;
+      st.predicted_end_ns = pr[i].first;
+      if (options.paths) st.path = an.path(pr[i].second, p0, r.predicted_time_ns, r.via);
+      r.steps.push_back(std::move(st));
+    }
+  } else if (g.nodes() > 0) {
+    // The whole window as one step: first node to last.
+    auto span = [&](const std::vector<std::int64_t>& t, const EditedWeights* e) {
+      std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+      std::uint32_t last = 0;
+      for (std::uint32_t v = 0; v < t.size(); ++v) {
+        if (e != nullptr && e->removed[CausalGraph::activity_of(v)]) continue;
+        lo = std::min(lo, t[v]);
+        if (t[v] > hi) hi = t[v], last = v;
+      }
+      return std::tuple(lo, hi, last);
+    };
+    StepTime st;
+    const auto [m0, m1, ml] = span(g.time_ns, nullptr);
+    const auto [r0, r1, rl] = span(replayed, nullptr);
+    const auto [p0, p1, pl] = span(r.predicted_time_ns, ew);
+    st.measured_ns = m1 - m0;
+    st.replayed_ns = r1 - r0;
+    st.predicted_ns = p1 - p0;
+    st.measured_end_ns = m1;
+    st.predicted_end_ns = p1;
+    (void)ml;
+    (void)rl;
+    if (options.paths) st.path = an.path(pl, p0, r.predicted_time_ns, r.via);
+    r.steps.push_back(std::move(st));
+  }
+  for (const StepTime& st : r.steps) {
+    r.measured_ns = internal::sat_add(r.measured_ns, st.measured_ns);
+    r.replayed_ns = internal::sat_add(r.replayed_ns, st.replayed_ns);
+    r.predicted_ns = internal::sat_add(r.predicted_ns, st.predicted_ns);
+  }
+  if (options.window_path && g.nodes() > 0) {
+    std::uint32_t last = 0;
+    std::int64_t lo = INT64_MAX;
+    for (std::uint32_t v = 0; v < g.nodes(); ++v) {
+      if (ew != nullptr && ew->removed[CausalGraph::activity_of(v)]) continue;
+      lo = std::min(lo, r.predicted_time_ns[v]);
+      if (r.predicted_time_ns[v] > r.predicted_time_ns[last]) last = v;
+    }
+    r.window = an.path(last, lo, r.predicted_time_ns, r.via);
+  }
+  return r;
+}
+
+}  // namespace tprof
