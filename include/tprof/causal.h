@@ -30,7 +30,9 @@ enum class EdgeType : std::uint8_t {
   kHost = 0,    // program order on a CPU thread inside a recorded event: host work
   kHostGap,     // program order between recorded events: the thread did unrecorded
                 // work or waited for something the trace does not show (cause unknown)
-  kLaunch,      // a launch call begins → the device activity it launched starts (correlation)
+  kLaunch,      // a launch call → the device activity it launched starts (correlation): from
+                // the call's end when the activity started after the call returned, else
+                // from its begin
   kStream,      // the previous activity on the stream ends → the next one starts (FIFO)
   kDevice,      // a device activity runs: its start → its end
   kSync,        // a device activity ends → the call that waited for it returns
@@ -48,7 +50,8 @@ enum class BoundType : std::uint8_t {
   kCpu = 0,               // host work (and host time the trace cannot explain)
   kGpuCompute,            // kernels, copies, memsets
   kGpuCommunication,      // NCCL / RCCL kernels
-  kKernelLaunchOverhead,  // a launch call began → its kernel started, on an idle stream
+  kKernelLaunchOverhead,  // time in launch calls, and from a launch to its kernel's start
+                          // when the stream was idle
   kKernelKernelOverhead,  // one kernel ended → the next on its stream started (also
                           // across streams through events, and a sync's return)
   kDataLoading,           // host work inside a DataLoader scope
@@ -88,6 +91,7 @@ class CausalGraph {
   std::vector<std::uint32_t> parent;      // activity → the host activity enclosing it, or kNoIndex
   std::vector<std::uint32_t> launch;      // device activity → the activity that launched it, or kNoIndex
   std::vector<std::uint8_t> is_device;    // activity → 1 for device activities
+  std::vector<std::uint8_t> launches_work;  // activity → 1 for a call that launched device work
   std::vector<std::int64_t> time_ns;      // node → measured time (host ends clipped to their parent's)
   std::vector<CausalEdge> edges;          // by `to`
   std::vector<std::uint32_t> in_begin;    // edges[in_begin[v], in_begin[v + 1]) end at node v
@@ -198,5 +202,20 @@ Result<CausalResult> analyze_causal(const Trace& trace, const CausalOptions& opt
 // The same over a graph already built from `trace`.
 Result<CausalResult> analyze_causal(const Trace& trace, std::shared_ptr<const CausalGraph> graph,
                                     const CausalOptions& options = {});
+
+// The critical path of the `instance`-th (0-based, by start) host event
+// named `name` (a user annotation such as "## forward ##", or any op): its
+// window runs from its begin to the later of its end and the end of the
+// device work launched inside it, on the predicted timeline of `r`.
+// kInvalidArgument when there is no such instance.
+Result<CriticalPath> annotation_critical_path(const Trace& trace, const CausalResult& r, std::string_view name,
+                                              std::size_t instance);
+
+// Marks `paths` (computed on `graph`, which was built from `trace`) in
+// `trace`, as HolisticTraceAnalysis' overlay_critical_path_analysis does:
+// "critical": 1 in the args of every event with time on a path, and a
+// "critical_path" flow (s → f, "bp": "e" on f; args weight, critical, type)
+// along each edge of a path that joins two events.
+void overlay_critical_path(Trace* trace, const CausalGraph& graph, const std::vector<const CriticalPath*>& paths);
 
 }  // namespace tprof

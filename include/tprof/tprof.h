@@ -10,6 +10,7 @@
 #pragma once
 
 #include "tprof/causal.h"
+#include "tprof/causal_report.h"
 #include "tprof/compare.h"
 #include "tprof/diagnose.h"
 #include "tprof/html_report.h"

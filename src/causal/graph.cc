@@ -108,6 +108,7 @@ class Builder {
     g_.parent.assign(acts, kNoIndex);
     g_.launch.assign(acts, kNoIndex);
     g_.is_device.assign(acts, 0);
+    g_.launches_work.assign(acts, 0);
     std::fill(g_.is_device.begin() + static_cast<std::ptrdiff_t>(host_.size()), g_.is_device.end(), 1);
     g_.time_ns.assign(2 * acts, 0);
     for (std::uint32_t a = 0; a < acts; ++a) {
@@ -209,7 +210,11 @@ class Builder {
           if (call != kNoIndex) {
             g_.launch[a] = call;
             at = g_.time_ns[2 * call];
-            add(2 * call, 2 * a, EdgeType::kLaunch, e, g_.events[call]);
+            // From the call's end when the work started after the call
+            // returned (what it waited for last), else from its begin.
+            const bool after_return = g_.time_ns[2 * a] >= g_.time_ns[2 * call + 1];
+            add(after_return ? 2 * call + 1 : 2 * call, 2 * a, EdgeType::kLaunch, e, g_.events[call]);
+            g_.launches_work[call] = 1;
           }
         }
         latest = std::max(latest, at);

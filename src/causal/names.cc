@@ -45,7 +45,9 @@ bool is_comm_kernel(std::string_view name) {
 }
 
 bool is_gemm_kernel(std::string_view name) {
-  for (std::string_view k : {"gemm", "Gemm", "GEMM", "nvjet", "cutlass", "xmma", "Cijk_", "matmul", "_mm_", "wgmma"})
+  // Not by "matmul": matmul_add::add_kernel is an elementwise kernel.
+  if (is_elementwise_kernel(name)) return false;
+  for (std::string_view k : {"gemm", "Gemm", "GEMM", "nvjet", "cutlass", "xmma", "Cijk_", "wgmma", "cublas"})
     if (has(name, k)) return true;
   return false;
 }

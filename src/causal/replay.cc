@@ -290,6 +290,7 @@ class Analysis {
       case EdgeType::kHost:
       case EdgeType::kHostGap: {
         std::uint32_t a = c.event == kNoIndex ? kNoIndex : g_.activity_of_event[c.event];
+        if (a != kNoIndex && g_.launches_work[a]) return BoundType::kKernelLaunchOverhead;
         for (; a != kNoIndex; a = g_.parent[a])
           if (causal::is_dataloader(t_.name(g_.events[a]))) return BoundType::kDataLoading;
         return BoundType::kCpu;
@@ -515,6 +516,102 @@ Result<CausalResult> analyze_causal(const Trace& trace, std::shared_ptr<const Ca
     r.window = an.path(last, lo, r.predicted_time_ns, r.via);
   }
   return r;
+}
+
+}  // namespace tprof
+
+namespace tprof {
+
+Result<CriticalPath> annotation_critical_path(const Trace& trace, const CausalResult& r, std::string_view name,
+                                              std::size_t instance) {
+  const CausalGraph& g = *r.graph;
+  std::vector<std::uint32_t> found;
+  for (std::uint32_t a = 0; a < g.activities(); ++a)
+    if (!g.is_device[a] && trace.name(g.events[a]) == name) found.push_back(a);
+  std::sort(found.begin(), found.end(),
+            [&](std::uint32_t x, std::uint32_t y) { return g.time_ns[2 * x] < g.time_ns[2 * y]; });
+  if (instance >= found.size()) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "--annotation \"" + std::string(name) + "\" --instance " + std::to_string(instance) + ": the trace has " +
+                     std::to_string(found.size()) + " host event(s) of that name (instances count from 0)");
+  }
+  const std::uint32_t a = found[instance];
+  const std::vector<std::int64_t>& t = r.predicted_time_ns;
+  const std::int64_t begin = g.time_ns[2 * a], end = g.time_ns[2 * a + 1];
+  // The window's end: the annotation's end, or later device work launched inside it.
+  std::uint32_t last = 2 * a + 1;
+  for (std::uint32_t d = 0; d < g.activities(); ++d) {
+    if (!g.is_device[d] || g.launch[d] == kNoIndex) continue;
+    const std::int64_t at = g.time_ns[2 * g.launch[d]];
+    if (at >= begin && at < end && t[2 * d + 1] > t[last]) last = 2 * d + 1;
+  }
+  Analysis an(trace, g);
+  return an.path(last, t[2 * a], t, r.via);
+}
+
+void overlay_critical_path(Trace* trace, const CausalGraph& g, const std::vector<const CriticalPath*>& paths) {
+  EventColumns& ev = trace->events;
+  std::vector<std::uint8_t> critical(ev.size(), 0);
+  struct Flow {
+    std::uint32_t from_event, to_event;
+    std::int64_t from_ts, to_ts, weight;
+    EdgeType type;
+  };
+  std::vector<Flow> flows;
+  for (const CriticalPath* p : paths) {
+    for (const PathSegment& seg : p->segments) {
+      const CausalEdge& c = g.edges[seg.edge];
+      const std::uint32_t fe = g.event_of(c.from), te = g.event_of(c.to);
+      critical[fe] = critical[te] = 1;
+      if (seg.event != kNoIndex) critical[seg.event] = 1;
+      // Each end at its event's start, which binds it to that slice in
+      // Perfetto ("bp": "e" on the f end); the weight is in the args.
+      if (fe != te) flows.push_back({fe, te, ev.ts_ns[fe], ev.ts_ns[te], seg.dur_ns, c.type});
+    }
+  }
+  for (std::uint32_t e = 0; e < critical.size(); ++e) {
+    if (!critical[e]) continue;
+    const std::string_view args = trace->args_json(e);
+    std::string out = "{\"critical\": 1";
+    const std::size_t open = args.find('{');
+    if (open != std::string_view::npos) {
+      const std::string_view rest = args.substr(open + 1);
+      const std::size_t body = rest.find_first_not_of(" \t\r\n");
+      if (body != std::string_view::npos && rest[body] != '}') out += ", ";
+      out += rest;
+    } else {
+      out += "}";
+    }
+    trace->set_args_json(e, out);
+  }
+  std::int64_t id = 0;
+  for (std::size_t e = 0; e < ev.size(); ++e) id = std::max(id, ev.flow_id[e] + 1);
+  const StrId name = trace->strings.intern("critical_path");
+  const std::size_t base = ev.size();
+  ev.resize(base + 2 * flows.size());
+  for (std::size_t i = 0; i < flows.size(); ++i, ++id) {
+    const Flow& f = flows[i];
+    for (int k = 0; k < 2; ++k) {
+      const std::size_t row = base + 2 * i + static_cast<std::size_t>(k);
+      const std::uint32_t at = k == 0 ? f.from_event : f.to_event;
+      ev.ts_ns[row] = k == 0 ? f.from_ts : f.to_ts;
+      ev.dur_ns[row] = 0;
+      ev.name[row] = name;
+      ev.cat[row] = name;
+      ev.lane[row] = ev.lane[at];
+      ev.phase[row] = k == 0 ? Phase::kFlowStart : Phase::kFlowEnd;
+      ev.kind[row] = EventKind::kFlow;
+      ev.flags[row] = k == 0 ? 0 : kFlagBindEnclosing;
+      ev.external_id[row] = -1;
+      ev.correlation[row] = -1;
+      ev.flow_id[row] = id;
+      ev.args_ref[row] = 0;
+      ev.src_offset[row] = 0;
+      trace->set_args_json(static_cast<std::uint32_t>(row),
+                           "{\"weight\": " + std::to_string(f.weight) + ", \"critical\": true, \"type\": \"" +
+                               std::string(edge_type_name(f.type)) + "\"}");
+    }
+  }
 }
 
 }  // namespace tprof

@@ -198,6 +198,8 @@ TEST_P(HostileCli, EveryInputThroughTheCommand) {
       run(in, {"kernels", f});
       run(in, {"steps", f});
       run(in, {"steps", f, "--format", "json"});
+      run(in, {"critical-path", f, "--format", "json"});
+      run(in, {"whatif", f, "--edit", "graph"});
       run(in, {"info", f});
       run(in, {"info", f, "--format", "json"});
     } else if (family == "export") {

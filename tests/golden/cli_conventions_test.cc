@@ -35,7 +35,7 @@ const std::string kCriticalTrace = std::string(TPROF_TEST_DATA) + "/public/hta/t
 // The commands users see; the hidden completion and man are tprof's too.
 const std::vector<std::string> kCommands = {"table",  "steps",     "info",  "diagnose", "kernels",    "compare",
                                             "record", "serve",     "sweep", "report",   "summarize",  "merge",
-                                            "export", "completion", "man"};
+                                            "export", "critical-path", "whatif", "completion", "man"};
 
 std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
 
@@ -227,7 +227,9 @@ TEST(CliManPage, HasTheSectionsAndEveryCommandAndPassesGroff) {
     EXPECT_NE(page.find("\n.SH " + section + "\n"), std::string::npos) << section;
   }
   for (const std::string& cmd : kCommands) {
-    EXPECT_NE(page.find("\n.SS \"tprof " + cmd + " "), std::string::npos) << cmd;
+    std::string roff_cmd;  // roff writes a hyphen as \-
+    for (char c : cmd) roff_cmd += c == '-' ? std::string("\\-") : std::string(1, c);
+    EXPECT_NE(page.find("\n.SS \"tprof " + roff_cmd + " "), std::string::npos) << cmd;
   }
   EXPECT_NE(page.find("\\fB\\-\\-format\\fR \\fItext\\fR|\\fIjson\\fR|\\fIcsv\\fR"), std::string::npos);
   EXPECT_NE(page.find("\\fB\\-\\-color\\fR \\fIauto\\fR|\\fIalways\\fR|\\fInever\\fR"), std::string::npos);

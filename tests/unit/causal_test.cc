@@ -82,14 +82,17 @@ TEST(CausalGraph, LinksLaunchesStreamsAndSynchronisations) {
   EXPECT_EQ(syncs[0]->measured_ns, 4000);
   EXPECT_TRUE(syncs[0]->binding);
   // The add kernel queued behind the gemm: its stream edge binds, its
-  // launch edge is capped at the trace's launch latency (8 us, the gemm's).
+  // launch edge (from the call's return at 18 us, since the kernel started
+  // after it) is capped at the trace's launch latency: 3 us, the gemm's
+  // (its call returned at 7 us, the gemm started at 10).
   for (const CausalEdge* e : edges_of(g, EdgeType::kLaunch)) {
+    EXPECT_TRUE(CausalGraph::is_end(e->from));
     if (t.name(e->event) != "add_kernel") continue;
     EXPECT_FALSE(e->binding);
-    EXPECT_EQ(e->measured_ns, 38000);
-    EXPECT_EQ(e->weight_ns, 8000);
+    EXPECT_EQ(e->measured_ns, 33000);
+    EXPECT_EQ(e->weight_ns, 3000);
   }
-  EXPECT_EQ(g.launch_latency_ns, 8000);
+  EXPECT_EQ(g.launch_latency_ns, 3000);
 }
 
 TEST(CausalReplay, ReproducesTheTraceAndFollowsTheBindingEdges) {

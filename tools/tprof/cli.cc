@@ -169,6 +169,8 @@ int run(int argc, const char* const* argv) {
   int rc = kExitOk;
   add_table_command(app, &rc);
   add_steps_command(app, &rc);
+  add_critical_path_command(app, &rc);
+  add_whatif_command(app, &rc);
   add_info_command(app, &rc);
   add_diagnose_command(app, &rc);
   add_kernels_command(app, &rc);

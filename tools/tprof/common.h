@@ -96,6 +96,9 @@ CLI::App* add_report_command(CLI::App& app, int* rc, const std::string& name, co
 // Subcommands: each adds itself to `app` and stores its exit code in *rc.
 void add_table_command(CLI::App& app, int* rc);
 void add_steps_command(CLI::App& app, int* rc);
+// tprof critical-path and tprof whatif (causal_cmd.cc).
+void add_critical_path_command(CLI::App& app, int* rc);
+void add_whatif_command(CLI::App& app, int* rc);
 void add_info_command(CLI::App& app, int* rc);
 void add_diagnose_command(CLI::App& app, int* rc);
 void add_kernels_command(CLI::App& app, int* rc);
