@@ -6,6 +6,8 @@
 // them. Every edge's weight is derived from the measured times so that the
 // replay without edits gives back the trace (src/causal/replay.cc).
 #include <algorithm>
+#include <climits>
+#include <map>
 #include <numeric>
 #include <span>
 #include <string_view>
@@ -221,6 +223,22 @@ class Builder {
         s.launched_by.push_back(latest);
       }
     }
+    // Every device activity by launch time, with the one that ended last
+    // among those launched so far (device-wide waits).
+    {
+      std::vector<std::pair<std::int64_t, std::uint32_t>> all;
+      for (const Stream& st : streams_)
+        for (std::size_t i = 0; i < st.acts.size(); ++i) all.emplace_back(st.launched_by[i], st.acts[i]);
+      std::sort(all.begin(), all.end());
+      std::uint32_t latest = kNoIndex;
+      for (const auto& [at, act] : all) {
+        if (latest == kNoIndex || g_.time_ns[2 * act + 1] > g_.time_ns[2 * latest + 1]) latest = act;
+        all_launched_by_.push_back(at);
+        all_latest_end_.push_back(latest);
+      }
+      for (std::size_t i = 0; i < streams_.size(); ++i)
+        stream_index_.emplace(std::pair(streams_[i].device, streams_[i].id), i);
+    }
     // What each call launched (CSR over activities, device activities in
     // stream order).
     launched_begin_.assign(g_.events.size() + 1, 0);
@@ -249,32 +267,32 @@ class Builder {
     return it == s.launched_by.end() ? kNoIndex : s.acts[static_cast<std::size_t>(it - s.launched_by.begin())];
   }
   const Stream* stream(std::int32_t device, std::int64_t id) const {
-    for (const Stream& s : streams_)
-      if (s.id == id && (device < 0 || s.device == device)) return &s;
+    if (device >= 0) {
+      auto it = stream_index_.find({device, id});
+      return it == stream_index_.end() ? nullptr : &streams_[it->second];
+    }
+    for (const auto& [key, i] : stream_index_)  // any device: the first stream with that id
+      if (key.second == id) return &streams_[i];
     return nullptr;
   }
 
-  // The sync edge of a waiting call: among the candidate streams, the
-  // activity launched before the call began that ended last, no later than
-  // the call returned; none when it ended before the call began (the call
-  // did not wait).
+  // The sync edge of a waiting call: the activity launched before
+  // `launched_before` on the candidate stream (any stream of any device
+  // when stream_id < 0) that ended last; none when that one ended before
+  // the call began (the call did not wait) or after it returned (it was not
+  // what the call waited for: another stream, or skew).
   void wait_for(std::uint32_t call, std::int64_t launched_before, std::int32_t device, std::int64_t stream_id) {
     const std::int64_t t0 = g_.time_ns[2 * call], t1 = g_.time_ns[2 * call + 1];
     std::uint32_t best = kNoIndex;
-    for (const Stream& s : streams_) {
-      if (device >= 0 && s.device != device) continue;
-      if (stream_id >= 0 && s.id != stream_id) continue;
-      std::uint32_t a = last_launched_before(s, launched_before);
-      // Walk back past activities that ended after the call returned (a
-      // wrong guess of the stream, or skew): what the call saw done.
-      for (int steps = 0; a != kNoIndex && g_.time_ns[2 * a + 1] > t1 && steps < 4; ++steps) {
-        auto it = std::lower_bound(s.acts.begin(), s.acts.end(), a);
-        a = it == s.acts.begin() ? kNoIndex : *(it - 1);
-      }
-      if (a == kNoIndex || g_.time_ns[2 * a + 1] > t1) continue;
-      if (best == kNoIndex || g_.time_ns[2 * a + 1] > g_.time_ns[2 * best + 1]) best = a;
+    if (stream_id < 0) {
+      auto it = std::lower_bound(all_launched_by_.begin(), all_launched_by_.end(), launched_before);
+      if (it != all_launched_by_.begin()) best = all_latest_end_[static_cast<std::size_t>(it - all_launched_by_.begin()) - 1];
+    } else if (const Stream* s = stream(device, stream_id)) {
+      best = last_launched_before(*s, launched_before);
     }
-    if (best == kNoIndex || g_.time_ns[2 * best + 1] <= t0) return;
+    if (best == kNoIndex) return;
+    const std::int64_t end = g_.time_ns[2 * best + 1];
+    if (end <= t0 || end > t1) return;
     add(2 * best + 1, 2 * call + 1, EdgeType::kSync, g_.events[call], g_.events[best]);
   }
 
@@ -489,6 +507,9 @@ class Builder {
   CausalGraph g_;
   std::vector<std::uint32_t> host_, device_, sync_records_;
   std::vector<Stream> streams_;
+  std::map<std::pair<std::int32_t, std::int64_t>, std::size_t> stream_index_;  // (device, stream) → streams_
+  std::vector<std::int64_t> all_launched_by_;  // every device activity's launch time, sorted
+  std::vector<std::uint32_t> all_latest_end_;  // the activity that ended last among those up to here
   std::vector<RawEdge> raw_;
   IdIndex call_by_corr_;
   std::vector<std::uint32_t> launched_begin_, launched_list_;

@@ -71,7 +71,18 @@ class Matcher {
 
 class Analysis {
  public:
-  Analysis(const Trace& t, const CausalGraph& g) : t_(t), g_(g) {}
+  Analysis(const Trace& t, const CausalGraph& g) : t_(t), g_(g) {
+    // Host activities inside a DataLoader scope: one pass, parents first.
+    in_dataloader_.assign(g.activities(), 0);
+    std::unordered_map<StrId, bool> named;
+    for (std::uint32_t a = 0; a < g.activities(); ++a) {
+      if (g.is_device[a]) continue;
+      const StrId id = t.events.name[g.events[a]];
+      auto it = named.find(id);
+      if (it == named.end()) it = named.emplace(id, causal::is_dataloader(t.str(id))).first;
+      in_dataloader_[a] = it->second || (g.parent[a] != kNoIndex && in_dataloader_[g.parent[a]]);
+    }
+  }
 
   void replay(const EditedWeights* edit, std::vector<std::int64_t>* out, std::vector<std::uint32_t>* via) const {
     const std::size_t nn = g_.nodes();
@@ -289,11 +300,9 @@ class Analysis {
     switch (c.type) {
       case EdgeType::kHost:
       case EdgeType::kHostGap: {
-        std::uint32_t a = c.event == kNoIndex ? kNoIndex : g_.activity_of_event[c.event];
+        const std::uint32_t a = c.event == kNoIndex ? kNoIndex : g_.activity_of_event[c.event];
         if (a != kNoIndex && g_.launches_work[a]) return BoundType::kKernelLaunchOverhead;
-        for (; a != kNoIndex; a = g_.parent[a])
-          if (causal::is_dataloader(t_.name(g_.events[a]))) return BoundType::kDataLoading;
-        return BoundType::kCpu;
+        return a != kNoIndex && in_dataloader_[a] ? BoundType::kDataLoading : BoundType::kCpu;
       }
       case EdgeType::kDevice:
         return causal::is_comm_kernel(t_.name(c.event)) ? BoundType::kGpuCommunication : BoundType::kGpuCompute;
@@ -345,6 +354,7 @@ class Analysis {
   const CausalGraph& g_;
   std::vector<std::uint32_t> steps_;
   std::vector<std::int32_t> step_of_device_;
+  std::vector<std::uint8_t> in_dataloader_;
 };
 
 std::int64_t step_number(std::string_view name) {

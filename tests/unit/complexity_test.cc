@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/support/sanitizers.h"
+#include "tprof/causal.h"
 #include "tprof/diagnose.h"
 #include "tprof/key_averages.h"
 #include "tprof/read.h"
@@ -75,6 +76,10 @@ double ratio(const std::function<std::vector<std::string>(std::size_t)>& shape,
 
 void table(const Trace& t) { EventList::build(t).key_averages(); }
 void diagnose_all(const Trace& t) { diagnose(t); }
+void causal(const Trace& t) {
+  auto r = analyze_causal(t, {.window_path = true});
+  EXPECT_TRUE(r.has_value());
+}
 
 // n CPU ops and n kernels, all with External id 1 (link_device_activity).
 std::vector<std::string> shared_external_id(std::size_t n) {
@@ -138,6 +143,22 @@ std::vector<std::string> flows_to_one_event(std::size_t n) {
   return ev;
 }
 
+// n streams, each with one kernel launched from one thread, and a device
+// synchronize after every launch (the causal graph's sync edges).
+std::vector<std::string> streams_and_syncs(std::size_t n) {
+  std::vector<std::string> ev;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double t = 20.0 * static_cast<double>(i);
+    const std::string corr = std::to_string(2 * i + 1), stream = std::to_string(i + 1);
+    ev.push_back(x("cuda_runtime", "cudaLaunchKernel", 1, t, 2, R"("correlation": )" + corr));
+    ev.push_back(R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": )" + stream + R"(, "ts": )" +
+                 std::to_string(t + 3) + R"(, "dur": 5, "args": {"device": 0, "stream": )" + stream +
+                 R"(, "correlation": )" + corr + "}}");
+    ev.push_back(x("cuda_runtime", "cudaDeviceSynchronize", 1, t + 4, 6, R"("correlation": )" + std::to_string(2 * i + 2)));
+  }
+  return ev;
+}
+
 struct Case {
   const char* name;
   std::vector<std::string> (*shape)(std::size_t);
@@ -147,6 +168,7 @@ const Case kCases[] = {
     {"shared_external_id", shared_external_id}, {"deep_nesting", deep_nesting},
     {"deep_recursion", deep_recursion},         {"one_lane_one_name", one_lane_one_name},
     {"many_lanes", many_lanes},                 {"flows_to_one_event", flows_to_one_event},
+    {"streams_and_syncs", streams_and_syncs},
 };
 
 TEST(Complexity, TableIsNearLinearOnEveryShape) {
@@ -168,6 +190,22 @@ TEST(Complexity, DiagnoseIsNearLinearOnEveryShape) {
     const double r = ratio(c.shape, diagnose_all);
     RecordProperty(std::string("diagnose_") + c.name, std::to_string(r));
     EXPECT_LT(r, kMaxRatio) << c.name << ": diagnose at 8n took " << r << "x its time at n";
+  }
+}
+
+}  // namespace
+}  // namespace tprof
+
+namespace tprof {
+namespace {
+
+// The graph, the replay and every step's critical path (issue 37, item 7).
+TEST(Complexity, CausalModelIsNearLinearOnEveryShape) {
+  if (tprof::testing::kSanitized) GTEST_SKIP() << "complexity is checked in the release build";
+  for (const Case& c : kCases) {
+    const double r = ratio(c.shape, causal);
+    RecordProperty(std::string("causal_") + c.name, std::to_string(r));
+    EXPECT_LT(r, kMaxRatio) << c.name << ": the causal model at 8n took " << r << "x its time at n";
   }
 }
 
