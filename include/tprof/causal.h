@@ -50,8 +50,8 @@ enum class BoundType : std::uint8_t {
   kCpu = 0,               // host work (and host time the trace cannot explain)
   kGpuCompute,            // kernels, copies, memsets
   kGpuCommunication,      // NCCL / RCCL kernels
-  kKernelLaunchOverhead,  // time in launch calls, and from a launch to its kernel's start
-                          // when the stream was idle
+  kKernelLaunchOverhead,  // a launch call whose kernel the path goes on to, and from the
+                          // call to the kernel's start (HTA's launch edge, call start → kernel)
   kKernelKernelOverhead,  // one kernel ended → the next on its stream started (also
                           // across streams through events, and a sync's return)
   kDataLoading,           // host work inside a DataLoader scope

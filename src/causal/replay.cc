@@ -301,7 +301,6 @@ class Analysis {
       case EdgeType::kHost:
       case EdgeType::kHostGap: {
         const std::uint32_t a = c.event == kNoIndex ? kNoIndex : g_.activity_of_event[c.event];
-        if (a != kNoIndex && g_.launches_work[a]) return BoundType::kKernelLaunchOverhead;
         return a != kNoIndex && in_dataloader_[a] ? BoundType::kDataLoading : BoundType::kCpu;
       }
       case EdgeType::kDevice:
@@ -344,6 +343,18 @@ class Analysis {
       v = c.from;
     }
     std::reverse(p.segments.begin(), p.segments.end());
+    // A launch call whose kernel the path goes on to is launch overhead, as
+    // HTA's launch edge (from the call's start) counts it.
+    for (std::size_t i = 0; i < p.segments.size(); ++i) {
+      if (p.segments[i].type != EdgeType::kLaunch) continue;
+      const std::uint32_t call = g_.edges[p.segments[i].edge].cause_event;
+      for (std::size_t j = i; j-- > 0 && p.segments[j].type == EdgeType::kHost && p.segments[j].event == call;) {
+        PathSegment& seg = p.segments[j];
+        p.bound_ns[static_cast<int>(seg.bound)] -= seg.dur_ns;
+        seg.bound = BoundType::kKernelLaunchOverhead;
+        p.bound_ns[static_cast<int>(seg.bound)] += seg.dur_ns;
+      }
+    }
     return p;
   }
 

@@ -281,6 +281,8 @@ Agreement compare(const Loaded& l, const HtaEdge (&hta)[N]) {
     const CausalEdge* ours = nullptr;
     if (h.kind == 'L') {
       ours = find_edge(l.g, EdgeType::kLaunch, from, to);
+      // Ours starts at the call's end when the kernel started after it returned.
+      if (ours == nullptr) ours = find_edge(l.g, EdgeType::kLaunch, from + 1, to);
       a.launch += ours != nullptr;
     } else if (h.kind == 'K') {
       ours = find_edge(l.g, EdgeType::kStream, from, to);
@@ -348,6 +350,17 @@ CriticalPath path_into(const CausalGraph& g, const CausalResult& r, std::uint32_
     v = c.from;
   }
   std::reverse(p.segments.begin(), p.segments.end());
+  // A launch call whose kernel the path goes on to counts as launch
+  // overhead (HTA's launch edge runs from the call's start).
+  for (std::size_t i = 0; i < p.segments.size(); ++i) {
+    if (p.segments[i].type != EdgeType::kLaunch) continue;
+    const std::uint32_t call = g.edges[p.segments[i].edge].cause_event;
+    for (std::size_t j = i; j-- > 0 && p.segments[j].type == EdgeType::kHost && p.segments[j].event == call;) {
+      p.bound_ns[static_cast<int>(p.segments[j].bound)] -= p.segments[j].dur_ns;
+      p.segments[j].bound = BoundType::kKernelLaunchOverhead;
+      p.bound_ns[static_cast<int>(p.segments[j].bound)] += p.segments[j].dur_ns;
+    }
+  }
   return p;
 }
 
@@ -448,7 +461,8 @@ TEST(CausalHta, EventSyncPath) {
   const std::uint32_t spin = find_event(l.trace, "at::cuda::(anonymous namespace)::spin_kernel", 1707417525512372);
   const std::uint32_t launch = find_event(l.trace, "cudaLaunchKernel", 1707417525512362);
   const std::uint32_t event_sync = find_event(l.trace, "cudaEventSynchronize", 1707417525512382);
-  EXPECT_TRUE(on_path(st.path, find_edge(g, EdgeType::kLaunch, node_of(g, launch, true), node_of(g, spin, true)), g));
+  // (Our launch edge starts at the call's end: the kernel started after it returned.)
+  EXPECT_TRUE(on_path(st.path, find_edge(g, EdgeType::kLaunch, node_of(g, launch, false), node_of(g, spin, true)), g));
   EXPECT_TRUE(on_path(st.path, find_edge(g, EdgeType::kDevice, node_of(g, spin, true), node_of(g, spin, false)), g));
   EXPECT_TRUE(
       on_path(st.path, find_edge(g, EdgeType::kSync, node_of(g, spin, false), node_of(g, event_sync, false)), g));
