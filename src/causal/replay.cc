@@ -37,9 +37,16 @@ struct EditedWeights {
 
 class Matcher {
  public:
+  static constexpr std::size_t kMaxRegexName = 4096;
   static Result<Matcher> make(const std::string& pattern) {
     Matcher m;
     m.pattern_ = pattern;
+    // std::regex compiles and matches recursively: a pattern longer than
+    // kMaxRegexName is taken as a name only.
+    if (pattern.size() > kMaxRegexName) {
+      m.literal_only_ = true;
+      return m;
+    }
     try {
       m.re_ = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
     } catch (const std::regex_error& e) {
@@ -53,7 +60,9 @@ class Matcher {
     if (it != cache_.end()) return it->second;
     const std::string_view name = t.str(id);
     bool hit = name == pattern_;
-    if (!hit && !literal_only_) hit = std::regex_search(name.begin(), name.end(), re_);
+    // std::regex recurses per character: a name longer than kMaxRegexName
+    // (a hostile trace's) is matched exactly only, never searched.
+    if (!hit && !literal_only_ && name.size() <= kMaxRegexName) hit = std::regex_search(name.begin(), name.end(), re_);
     cache_.emplace(id, hit);
     return hit;
   }
@@ -237,7 +246,9 @@ class Analysis {
         case WhatIfEdit::Kind::kScale:
           if ((c.type == EdgeType::kHost && owner != kNoIndex && hit[owner]) ||
               (c.type == EdgeType::kDevice && hit[to_act])) {
-            ew->w[i] = static_cast<std::int64_t>(std::llround(static_cast<double>(ew->w[i]) * edit.factor));
+            // Clamped: a factor of 1e300 must not overflow (instants stay within ±2^62).
+            const double v = std::min(static_cast<double>(ew->w[i]) * edit.factor, 0x1p62);
+            ew->w[i] = static_cast<std::int64_t>(std::llround(v));
             ++changed;
           }
           break;
@@ -260,7 +271,8 @@ class Analysis {
   std::uint64_t apply_graph(EditedWeights* ew) const {
     const std::size_t na = g_.activities();
     std::vector<std::uint8_t> graphed(na, 0), first(na, 0), dev_in(na, 0);
-    std::vector<std::int32_t> seen_step(steps_.size() + 1, 0);
+    // The earliest launch call of each step (the window without steps).
+    std::vector<std::uint32_t> earliest(steps_.empty() ? 1 : steps_.size(), kNoIndex);
     std::uint64_t count = 0;
     for (std::uint32_t d = 0; d < na; ++d) {
       if (!g_.is_device[d] || g_.launch[d] == kNoIndex) continue;
@@ -268,18 +280,18 @@ class Analysis {
       if (s < 0) continue;
       dev_in[d] = 1;
       const std::uint32_t call = g_.launch[d];
+      std::uint32_t& e = earliest[static_cast<std::size_t>(s)];
+      if (e == kNoIndex || g_.time_ns[2 * call] < g_.time_ns[2 * e]) e = call;
       if (graphed[call]) continue;
       ++count;
-      if (!seen_step[static_cast<std::size_t>(s)]) {
-        seen_step[static_cast<std::size_t>(s)] = 1;
-        first[call] = 1;
-      }
       graphed[call] = 1;
       for (std::uint32_t p = g_.parent[call]; p != kNoIndex && !graphed[p]; p = g_.parent[p]) {
         if (t_.name(g_.events[p]).starts_with("ProfilerStep#")) break;
         graphed[p] = 1;
       }
     }
+    for (std::uint32_t e : earliest)
+      if (e != kNoIndex) first[e] = 1;
     // The first launch call of each step is the graph launch: keep it.
     for (std::uint32_t a = 0; a < na; ++a)
       if (first[a]) graphed[a] = 0;
@@ -440,12 +452,9 @@ Result<WhatIfEdit> parse_whatif_edit(std::string_view text) {
     return bad("unknown edit \"" + std::string(verb) + "\" (expected remove, scale, graph, drop-sync or overlap)");
   }
   if (rest.empty()) return bad("expected a PATTERN after ':' (an event name or a regular expression)");
+  // A pattern that is not a valid regular expression ("foo(") still
+  // matches a name exactly (analyze_causal's Matcher).
   e.pattern = std::string(rest);
-  try {
-    std::regex probe(e.pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error&) {
-    // An exact name with regex syntax in it ("foo(" ) still matches exactly.
-  }
   return e;
 }
 

@@ -242,3 +242,65 @@ TEST(CausalWhatIf, RemovingTheAddPredictsTheFusedRunWithinFifteenPercent) {
 
 }  // namespace
 }  // namespace tprof
+
+namespace tprof {
+namespace {
+
+TEST(CausalWhatIf, DroppingTheSyncLeavesTheDeviceWorkToEndTheStep) {
+  const Trace t = parse(two_steps());
+  auto r = analyze_causal(t, {.edits = {*parse_whatif_edit("drop-sync:cudaDeviceSynchronize")}});
+  ASSERT_TRUE(r.has_value()) << r.error().to_string();
+  // Step 1: the sync returns 4 us after it begins (its return latency), the
+  // host ends at 34 us, and the add kernel (to 81 us) ends the step.
+  EXPECT_EQ(r->steps[0].predicted_ns, 81000);
+  // Step 2 starts 10 us after step 1's host end (44 us); its gemm queues
+  // behind step 1's add kernel (81 us + the 1 us stream gap), then the add:
+  // 82 + 40 + 1 + 30 = 153 us, 72 us after step 1 ended.
+  EXPECT_EQ(r->steps[1].predicted_ns, 72000);
+  // The critical path of step 2 is now device work and stream gaps.
+  const CriticalPath& p = r->steps[1].path;
+  EXPECT_EQ(p.bound_ns[static_cast<int>(BoundType::kGpuCompute)], 70000);
+  EXPECT_EQ(p.bound_ns[static_cast<int>(BoundType::kKernelKernelOverhead)], 2000);
+}
+
+TEST(CausalWhatIf, ScaleClampsAndGraphAndOverlapShortenTheHost) {
+  const Trace t = parse(two_steps());
+  // A factor that would overflow is clamped, never undefined.
+  auto huge = analyze_causal(t, {.edits = {*parse_whatif_edit("scale:gemm_kernel=1e300")}});
+  ASSERT_TRUE(huge.has_value());
+  EXPECT_GT(huge->steps[0].predicted_ns, 1'000'000'000'000'000LL);
+  // Halving the GEMMs, by class and by name: the sync waits for the add,
+  // which now starts at 31 us (gemm 10..30, + 1 us): the step's host end
+  // moves from 90 to 70 us. The add kernel is not in the class.
+  for (const char* edit : {"scale:gemm=0.5", "scale:gemm_kernel=0.5"}) {
+    auto half = analyze_causal(t, {.edits = {*parse_whatif_edit(edit)}});
+    ASSERT_TRUE(half.has_value()) << edit;
+    EXPECT_EQ(half->steps[0].predicted_ns, 70000) << edit;
+    EXPECT_EQ(half->matched[0], 2u) << edit;
+  }
+  // As a graph, each step's ops collapse into its first launch call.
+  auto graph = analyze_causal(t, {.edits = {*parse_whatif_edit("graph")}});
+  ASSERT_TRUE(graph.has_value());
+  EXPECT_LT(graph->steps[1].predicted_ns, graph->steps[1].replayed_ns);
+  // Overlapping aten::add's host work: its 10 us leave the thread, but the
+  // step waits for its kernels (the sync returns after the add kernel),
+  // so it saves nothing: the host was not on the critical path.
+  auto overlap = analyze_causal(t, {.edits = {*parse_whatif_edit("overlap:aten::add")}});
+  ASSERT_TRUE(overlap.has_value());
+  EXPECT_EQ(overlap->steps[0].predicted_ns, overlap->steps[0].replayed_ns);
+  EXPECT_EQ(overlap->steps[0].path.bound_ns[static_cast<int>(BoundType::kGpuCompute)], 70000);
+}
+
+TEST(CausalWhatIf, RegexPatternsSkipNamesTooLongToSearch) {
+  // A 100 kB kernel name: a regex edit must not recurse through it.
+  const std::string long_name(100000, 'a');
+  const Trace t = parse(cpu("cpu_op", "op", 0, 10) + "," + cpu("cuda_runtime", "cudaLaunchKernel", 1, 2, 1) + "," +
+                        gpu(long_name, 4, 2, 1));
+  auto r = analyze_causal(t, {.edits = {*parse_whatif_edit("remove:a+b")}});
+  EXPECT_FALSE(r.has_value());  // nothing matched, and no crash
+  auto exact = analyze_causal(t, {.edits = {*parse_whatif_edit("remove:" + long_name)}});
+  EXPECT_TRUE(exact.has_value());
+}
+
+}  // namespace
+}  // namespace tprof
