@@ -171,6 +171,7 @@ struct StepTime {
   std::int64_t replayed_ns = 0;     // the graph replayed without edits
   std::int64_t predicted_ns = 0;    // replayed with the edits (= replayed_ns without)
   std::int64_t measured_end_ns = 0; // absolute
+  std::int64_t replayed_end_ns = 0;
   std::int64_t predicted_end_ns = 0;
   CriticalPath path;                // on the predicted timeline
 };

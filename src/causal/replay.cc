@@ -500,6 +500,7 @@ Result<CausalResult> analyze_causal(const Trace& trace, std::shared_ptr<const Ca
       st.replayed_ns = rp[i].first - r0;
       st.predicted_ns = pr[i].first - p0;
       st.measured_end_ns = m[i].first;
+      st.replayed_end_ns = rp[i].first;
       st.predicted_end_ns = pr[i].first;
       if (options.paths) st.path = an.path(pr[i].second, p0, r.predicted_time_ns, r.via);
       r.steps.push_back(std::move(st));
@@ -524,6 +525,7 @@ Result<CausalResult> analyze_causal(const Trace& trace, std::shared_ptr<const Ca
     st.replayed_ns = r1 - r0;
     st.predicted_ns = p1 - p0;
     st.measured_end_ns = m1;
+    st.replayed_end_ns = r1;
     st.predicted_end_ns = p1;
     (void)ml;
     (void)rl;

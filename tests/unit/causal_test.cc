@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -300,6 +302,45 @@ TEST(CausalWhatIf, RegexPatternsSkipNamesTooLongToSearch) {
   EXPECT_FALSE(r.has_value());  // nothing matched, and no crash
   auto exact = analyze_causal(t, {.edits = {*parse_whatif_edit("remove:" + long_name)}});
   EXPECT_TRUE(exact.has_value());
+}
+
+}  // namespace
+}  // namespace tprof
+
+namespace tprof {
+namespace {
+
+// The replay is max-plus: an edit that only lowers weights or drops edges
+// can only move nodes earlier. So graph, drop-sync of every sync call, and
+// remove of a trace's most frequent op never make a step end later, on
+// every trace in tests/data. (One step may still take longer than before:
+// when the step before it ends earlier still, its device backlog moves
+// into it.)
+TEST(CausalWhatIf, EditsThatOnlyRemoveWorkNeverMakeAStepEndLater) {
+  int checked = 0;
+  for (const std::string& path : stepped_traces()) {
+    auto t = read_trace(path);
+    if (!t) continue;
+    auto graph = std::make_shared<const CausalGraph>(build_causal_graph(*t));
+    std::map<std::string, int> count;
+    for (std::uint32_t a = 0; a < graph->activities(); ++a)
+      if (!graph->is_device[a] && t->events.kind[graph->events[a]] == EventKind::kCpuOp)
+        ++count[std::string(t->name(graph->events[a]))];
+    std::vector<std::string> edits = {"graph", "drop-sync:Synchronize"};
+    if (!count.empty()) {
+      auto top = std::max_element(count.begin(), count.end(),
+                                  [](const auto& x, const auto& y) { return x.second < y.second; });
+      edits.push_back("remove:" + top->first);
+    }
+    for (const std::string& text : edits) {
+      auto r = analyze_causal(*t, graph, {.edits = {*parse_whatif_edit(text)}, .paths = false});
+      if (!r) continue;  // the edit matched nothing in this trace
+      ++checked;
+      for (const StepTime& s : r->steps)
+        EXPECT_LE(s.predicted_end_ns, s.replayed_end_ns) << path << " " << text << " step " << s.step;
+    }
+  }
+  EXPECT_GE(checked, 100);
 }
 
 }  // namespace
