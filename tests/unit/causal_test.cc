@@ -7,12 +7,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "tprof/causal.h"
 #include "tprof/read.h"
+#include "tprof/write.h"
 
 namespace tprof {
 namespace {
@@ -341,6 +343,55 @@ TEST(CausalWhatIf, EditsThatOnlyRemoveWorkNeverMakeAStepEndLater) {
     }
   }
   EXPECT_GE(checked, 100);
+}
+
+}  // namespace
+}  // namespace tprof
+
+namespace tprof {
+namespace {
+
+TEST(CausalOverlay, MarksThePathAndItsFlowsAsHtaDoesAndReadsBack) {
+  auto t = read_trace(data("gpu/h100-tprof/64_bf16_warm_eager.json"));
+  ASSERT_TRUE(t.has_value());
+  auto r = analyze_causal(*t);
+  ASSERT_TRUE(r.has_value());
+  const std::uint64_t unmatched_before = t->diagnostics.count(DiagnosticCode::kUnmatchedFlow);
+  std::vector<const CriticalPath*> paths;
+  std::size_t joins = 0;
+  std::set<std::uint32_t> on_path;
+  for (const StepTime& s : r->steps) {
+    paths.push_back(&s.path);
+    for (const PathSegment& seg : s.path.segments) {
+      const CausalEdge& c = r->graph->edges[seg.edge];
+      on_path.insert(r->graph->event_of(c.from));
+      on_path.insert(r->graph->event_of(c.to));
+      if (seg.event != kNoIndex) on_path.insert(seg.event);  // the op whose own time the slice is
+      joins += r->graph->event_of(c.from) != r->graph->event_of(c.to);
+    }
+  }
+  ASSERT_GT(joins, 0u);
+  const std::size_t before = t->events.size();
+  overlay_critical_path(&*t, *r->graph, paths);
+  EXPECT_EQ(t->events.size(), before + 2 * joins);
+  std::string json;
+  write_trace_json(*t, &json);
+  auto back = read_trace_bytes(json);
+  ASSERT_TRUE(back.has_value()) << back.error().to_string();
+  // Every critical_path flow has both ends; the events on the path say so.
+  EXPECT_EQ(back->diagnostics.count(DiagnosticCode::kUnmatchedFlow), unmatched_before);
+  std::size_t critical = 0, flows = 0;
+  for (std::uint32_t e = 0; e < back->events.size(); ++e) {
+    if (back->name(e) == "critical_path") {
+      ++flows;
+      EXPECT_NE(back->args_json(e).find("\"weight\": "), std::string_view::npos);
+      if (back->events.phase[e] == Phase::kFlowEnd) EXPECT_TRUE(back->events.flags[e] & kFlagBindEnclosing);
+    } else if (back->args_json(e).starts_with("{\"critical\": 1")) {
+      ++critical;
+    }
+  }
+  EXPECT_EQ(flows, 2 * joins);
+  EXPECT_EQ(critical, on_path.size());
 }
 
 }  // namespace
