@@ -339,7 +339,13 @@ class Builder {
     }
     // Without records: by the call's name.
     std::uint32_t last_lane = kNoIndex, last_record = kNoIndex, last_launch = kNoIndex;
-    std::vector<std::uint32_t> pending_waits;  // cudaStreamWaitEvent calls waiting for their next launch
+    // The next launch call on the same thread after each host activity (a
+    // backward pass), for cudaStreamWaitEvent without records.
+    std::vector<std::uint32_t> next_launch(host_.size(), kNoIndex);
+    for (std::uint32_t b = static_cast<std::uint32_t>(host_.size()); b-- > 0;) {
+      const bool same_lane = b + 1 < host_.size() && ev.lane[g_.events[b + 1]] == ev.lane[g_.events[b]];
+      if (same_lane) next_launch[b] = is_launch_call(b + 1) ? b + 1 : next_launch[b + 1];
+    }
     for (std::uint32_t a = 0; a < host_.size(); ++a) {
       const std::uint32_t e = g_.events[a];
       if (ev.lane[e] != last_lane) {
@@ -368,7 +374,7 @@ class Builder {
         // The recorded work: the last launch before the record; the
         // waiting stream: the next launch of this thread on another one.
         const std::uint32_t src = launched(last_launch).back();
-        const std::uint32_t next = next_launch_on_lane(a);
+        const std::uint32_t next = next_launch[a];
         if (next == kNoIndex) continue;
         for (std::uint32_t d : launched(next)) {
           if (t_.events.lane[g_.events[d]] != t_.events.lane[g_.events[src]])
@@ -380,12 +386,6 @@ class Builder {
   }
 
   bool is_launch_call(std::uint32_t a) const { return !launched(a).empty(); }
-  std::uint32_t next_launch_on_lane(std::uint32_t a) const {
-    const std::uint32_t lane = t_.events.lane[g_.events[a]];
-    for (std::uint32_t b = a + 1; b < host_.size() && t_.events.lane[g_.events[b]] == lane; ++b)
-      if (is_launch_call(b)) return b;
-    return kNoIndex;
-  }
 
   // Edges grouped by target, the binding edge of each node and the weights;
   // then a topological order (Kahn's).

@@ -159,6 +159,20 @@ std::vector<std::string> streams_and_syncs(std::size_t n) {
   return ev;
 }
 
+// One launch, then n cudaEventRecord / cudaStreamWaitEvent pairs with no
+// launch after them (the causal graph looks for the next launch of each).
+std::vector<std::string> stream_waits(std::size_t n) {
+  std::vector<std::string> ev;
+  ev.push_back(x("cuda_runtime", "cudaLaunchKernel", 1, 0, 2, R"("correlation": 1)"));
+  ev.push_back(R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 3, "dur": 5, )"
+               R"("args": {"device": 0, "stream": 7, "correlation": 1}})");
+  for (std::size_t i = 0; i < n; ++i) {
+    ev.push_back(x("cuda_runtime", "cudaEventRecord", 1, 10.0 + 4.0 * i, 1));
+    ev.push_back(x("cuda_runtime", "cudaStreamWaitEvent", 1, 12.0 + 4.0 * i, 1));
+  }
+  return ev;
+}
+
 struct Case {
   const char* name;
   std::vector<std::string> (*shape)(std::size_t);
@@ -168,7 +182,7 @@ const Case kCases[] = {
     {"shared_external_id", shared_external_id}, {"deep_nesting", deep_nesting},
     {"deep_recursion", deep_recursion},         {"one_lane_one_name", one_lane_one_name},
     {"many_lanes", many_lanes},                 {"flows_to_one_event", flows_to_one_event},
-    {"streams_and_syncs", streams_and_syncs},
+    {"streams_and_syncs", streams_and_syncs},   {"stream_waits", stream_waits},
 };
 
 TEST(Complexity, TableIsNearLinearOnEveryShape) {
