@@ -331,7 +331,7 @@ class Analysis {
                     const std::vector<std::uint32_t>& via) const {
     CriticalPath p;
     p.start_ns = start;
-    p.end_ns = t[node];
+    p.end_ns = std::max(t[node], start);  // a step that ends before it starts takes no time
     std::uint32_t v = node;
     while (t[v] > start) {
       const std::uint32_t i = via[v];
@@ -485,24 +485,31 @@ Result<CausalResult> analyze_causal(const Trace& trace, std::shared_ptr<const Ca
   const EditedWeights* ew = edited ? &*edited : nullptr;
   r.has_steps = !an.steps().empty();
   if (r.has_steps) {
-    const auto m = an.step_ends(g.time_ns, true, nullptr);
-    const auto rp = an.step_ends(replayed, false, nullptr);
-    const auto pr = an.step_ends(r.predicted_time_ns, false, ew);
+    auto m = an.step_ends(g.time_ns, true, nullptr);
+    auto rp = an.step_ends(replayed, false, nullptr);
+    auto pr = an.step_ends(r.predicted_time_ns, false, ew);
+    // Ends never go back: a step that ends before the one before it (steps
+    // that overlap, or nest) takes no time.
+    const std::uint32_t s0 = an.steps().front();
+    std::int64_t mp = trace.events.ts_ns[g.events[s0]], rpp = replayed[2 * s0], prp = r.predicted_time_ns[2 * s0];
     for (std::size_t i = 0; i < an.steps().size(); ++i) {
       const std::uint32_t s = an.steps()[i];
       StepTime st;
       st.event = g.events[s];
       st.step = step_number(trace.name(st.event));
-      const std::int64_t m0 = i == 0 ? trace.events.ts_ns[st.event] : m[i - 1].first;
-      const std::int64_t r0 = i == 0 ? replayed[2 * s] : rp[i - 1].first;
-      const std::int64_t p0 = i == 0 ? r.predicted_time_ns[2 * s] : pr[i - 1].first;
-      st.measured_ns = m[i].first - m0;
-      st.replayed_ns = rp[i].first - r0;
-      st.predicted_ns = pr[i].first - p0;
+      m[i].first = std::max(m[i].first, mp);
+      rp[i].first = std::max(rp[i].first, rpp);
+      pr[i].first = std::max(pr[i].first, prp);
+      st.measured_ns = m[i].first - mp;
+      st.replayed_ns = rp[i].first - rpp;
+      st.predicted_ns = pr[i].first - prp;
       st.measured_end_ns = m[i].first;
       st.replayed_end_ns = rp[i].first;
       st.predicted_end_ns = pr[i].first;
-      if (options.paths) st.path = an.path(pr[i].second, p0, r.predicted_time_ns, r.via);
+      if (options.paths) st.path = an.path(pr[i].second, prp, r.predicted_time_ns, r.via);
+      mp = m[i].first;
+      rpp = rp[i].first;
+      prp = pr[i].first;
       r.steps.push_back(std::move(st));
     }
   } else if (g.nodes() > 0) {

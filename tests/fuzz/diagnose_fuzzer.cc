@@ -6,7 +6,11 @@
 //   - diagnose's, steps' and kernels' JSON are valid JSON (tprof's own parser);
 //   - every finding is in exactly one cause, and the verdict's support names
 //     findings that exist (tprof/diagnose.h);
-//   - a step's GPU idle share is a percentage, its times are not negative.
+//   - a step's GPU idle share is a percentage, its times are not negative;
+//   - the causal model (tprof/causal.h): every step's critical path sums
+//     to its length (shares + unexplained), which is the step's replayed
+//     time; the graph edit never makes a step end later (max-plus); the
+//     critical-path and whatif JSON are valid JSON.
 // Seeds: tests/fuzz/corpus_gpu (real GPU traces) and tests/fuzz/corpus.
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +21,8 @@
 #include <vector>
 
 #include "src/trace/json_value.h"
+#include "tprof/causal.h"
+#include "tprof/causal_report.h"
 #include "tprof/diagnose.h"
 #include "tprof/kernels.h"
 #include "tprof/read.h"
@@ -70,6 +76,29 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         s.idle_queued_ns < 0 || s.idle_unrecorded_ns < 0) {
       property_failed("a negative time in a step", std::to_string(s.step));
     }
+  }
+
+  auto causal = tprof::analyze_causal(*trace);
+  if (!causal) property_failed("analyze_causal failed without edits", causal.error().to_string());
+  for (const tprof::StepTime& s : causal->steps) {
+    std::int64_t sum = s.path.unexplained_ns;
+    for (std::int64_t b : s.path.bound_ns) sum += b;
+    if (sum != s.path.length_ns() || s.path.length_ns() != s.replayed_ns) {
+      property_failed("a step's critical path does not add up to its replayed time",
+                      "step " + std::to_string(s.step) + ": shares " + std::to_string(sum) + ", length " +
+                          std::to_string(s.path.length_ns()) + ", replayed " + std::to_string(s.replayed_ns));
+    }
+  }
+  tprof::CausalReportOptions json;
+  json.format = "json";
+  expect_json(tprof::format_critical_path(*trace, *causal, json), "critical-path JSON is not valid JSON");
+  (void)tprof::format_critical_path(*trace, *causal);
+  auto graph = tprof::analyze_causal(*trace, causal->graph, {.edits = {*tprof::parse_whatif_edit("graph")}});
+  if (graph) {
+    for (const tprof::StepTime& s : graph->steps) {
+      if (s.predicted_end_ns > s.replayed_end_ns) property_failed("the graph edit made a step end later", std::to_string(s.step));
+    }
+    expect_json(tprof::format_whatif(*trace, *graph, json), "whatif JSON is not valid JSON");
   }
 
   const tprof::StepsSummary steps = tprof::compute_steps(*trace);

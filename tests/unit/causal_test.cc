@@ -396,3 +396,26 @@ TEST(CausalOverlay, MarksThePathAndItsFlowsAsHtaDoesAndReadsBack) {
 
 }  // namespace
 }  // namespace tprof
+
+namespace tprof {
+namespace {
+
+// Found by the diagnose fuzzer: a step that ends before the step before it
+// (nested or overlapping ProfilerSteps) gave a negative step time.
+TEST(CausalReplay, AStepThatEndsBeforeThePreviousOneTakesNoTime) {
+  const Trace t = parse(cpu("user_annotation", "ProfilerStep#1", 0, 100) + "," +
+                        cpu("user_annotation", "ProfilerStep#2", 10, 20) + "," +
+                        cpu("user_annotation", "ProfilerStep#3", 150, 20));
+  auto r = analyze_causal(t);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->steps.size(), 3u);
+  EXPECT_EQ(r->steps[0].measured_ns, 100000);
+  EXPECT_EQ(r->steps[1].measured_ns, 0);
+  EXPECT_EQ(r->steps[1].replayed_ns, 0);
+  EXPECT_EQ(r->steps[1].path.length_ns(), 0);
+  EXPECT_EQ(r->steps[2].measured_ns, 70000);  // from step 1's end (100) to 170
+  EXPECT_EQ(r->steps[2].replayed_ns, 70000);
+}
+
+}  // namespace
+}  // namespace tprof
