@@ -230,8 +230,15 @@ struct Cause {
   std::string id;     // "launch_overhead", "cold_start", ...; a lone finding's id
   std::string title;  // one line; a lone finding's title
   FindingSeverity severity = FindingSeverity::kInfo;  // the strongest finding's
-  std::int64_t impact_ns = 0;  // the largest of its findings' (they overlap: never summed)
+  // What its fix saves: the trace's causal model replayed with the what-if
+  // edit that expresses the fix (`whatif`) against the replay without it,
+  // summed over the steps (per step: the median step's saving); where no
+  // edit expresses the fix, the largest of its findings' estimates (they
+  // overlap: never summed). docs/diagnose.md, "Causes".
+  std::int64_t impact_ns = 0;
   std::int64_t impact_per_step_ns = 0;  // the same, per step
+  std::string saving_from;  // "replay", "estimate", or "" (no saving)
+  std::string whatif;       // the edit replayed ("graph", "drop-sync:cudaStreamSynchronize"), "" for an estimate
   std::vector<std::size_t> findings;  // indices into Diagnosis::findings, strongest first
   std::size_t anchor = 0;             // index of the finding the title comes from
   std::optional<EventRef> look_at;    // the one event to open first, when a finding names one

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <string>
 
 #include "src/analyze/verdict.h"
 
@@ -135,6 +137,92 @@ std::optional<EventRef> pick_look_at(std::string_view id, const std::vector<Find
   return r;
 }
 
+// `name` as an ECMAScript pattern that matches it alone.
+std::string exact_pattern(std::string_view name) {
+  std::string out = "^";
+  for (char ch : name) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(ch) != std::string_view::npos) out += '\\';
+    out += ch;
+  }
+  return out + "$";
+}
+
+std::string event_name_of(const Finding& f, std::string_view key) {
+  const Evidence::Field* e = f.evidence.find(key);
+  return e != nullptr && e->kind == Evidence::Kind::kEvent && !e->events.empty() ? e->events.front().name : std::string();
+}
+
+// The what-if edit (tprof/causal.h) that expresses a cause's fix, or ""
+// where none does (docs/diagnose.md, "Causes"): launch overhead and
+// recurring dispatch gaps are per-op host cost, which a graph replay
+// removes; a synchronizing call's fix is not to wait (drop-sync); an
+// allocator call's is to allocate once (remove); a blocking copy's is not
+// to wait for it (drop-sync: pinned memory makes it asynchronous); a
+// DataLoader's is to load off the main thread (overlap); a hidden bias
+// copy's is to fuse it into the GEMM (remove the copies).
+std::string whatif_for(const DiagnoseContext& c, const Cause& cause, const std::vector<Finding>& findings) {
+  const Finding& a = findings[cause.anchor];
+  if (cause.id == "launch_overhead" || a.id == "overhead_bound") return "graph";
+  if (a.id == "sync_api") {
+    // Graph capture's warm-up syncs are one-time; a sync behind work that
+    // waits on a dependency is fixed at the dependency, not at the call.
+    if (a.evidence.find("graph_captures") != nullptr) return "";
+    const std::int64_t idle = int_of(a, "gpu_idle_during_sync_ns", 0);
+    const std::int64_t queued = int_of(a, "gpu_idle_queued_ns", 0);
+    if (real_of(a, "gpu_busy_pct") < 50.0 && queued > idle - queued) return "";
+    const Evidence::Field* by_name = a.evidence.find("by_name");  // "cudaStreamSynchronize x20 1.2 ms"
+    if (by_name == nullptr || by_name->texts.empty()) return "";
+    std::vector<std::string> names;
+    for (const std::string& t : by_name->texts) {
+      const std::size_t x = t.rfind(" x");
+      if (x != std::string::npos && x > 0) names.push_back(t.substr(0, x));
+    }
+    if (names.empty()) return "";
+    if (names.size() == 1) return "drop-sync:" + names.front();
+    std::string p = "drop-sync:";
+    for (std::size_t i = 0; i < names.size(); ++i) p += (i ? "|" : "") + exact_pattern(names[i]);
+    return p;
+  }
+  if (a.id == "host_blocked") {
+    const std::string call = event_name_of(a, "longest");
+    if (call.empty()) return "";
+    const std::string_view kind = text_of(a, "kind");
+    // A fix for the calls of every step: a trace without steps is one
+    // window whose longest call is often start-up (HTA's alexnet: a 6 s
+    // cudaFree in the warm-up), and after a marked warm-up the fix is for
+    // the calls after it alone, which no name tells apart.
+    if (a.evidence.find("steps") == nullptr || a.evidence.find("after_warmup_gpu_idle_ns") != nullptr) return "";
+    if (kind == "blocked_alloc") return "remove:" + call;
+    if (kind == "blocked_copy") return "drop-sync:" + call;
+    return "";
+  }
+  if (a.id == "dataloader_bound") {
+    const std::string scope = event_name_of(a, "longest_dataloader");
+    return scope.empty() ? "" : "overlap:" + scope;
+  }
+  if (cause.id == "hidden_memcpy") {
+    // Fusing the bias into the GEMM drops the copy and its launch: remove
+    // the launch call by name where that name is these copies' alone, else
+    // the copies by their name where that is theirs alone; a name shared
+    // with other copies (input uploads) would remove those too.
+    const Finding& f = findings[cause.anchor];
+    const std::int64_t count = int_of(f, "count", -1);
+    const Evidence::Field* copies = f.evidence.find("copies");
+    const std::string launch = event_name_of(f, "launch");
+    const std::string copy = copies != nullptr && !copies->events.empty() ? copies->events.front().name : "";
+    auto named = [&](const std::string& name) {
+      std::int64_t n = 0;
+      const auto id = c.trace.strings.find(name);
+      if (!id) return n;
+      for (std::uint32_t e = 0; e < c.trace.events.size(); ++e) n += c.trace.events.name[e] == *id ? 1 : 0;
+      return n;
+    };
+    if (!launch.empty() && named(launch) == count) return "remove:" + launch;
+    if (!copy.empty() && named(copy) == count) return "remove:" + copy;
+  }
+  return "";
+}
+
 }  // namespace
 
 bool in_launch_overhead(const Finding& f) { return f.id == "overhead_bound" || launch_overhead_member(f, -1); }
@@ -240,9 +328,44 @@ std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c) {
   return out;
 }
 
+namespace {
+
+// Each cause's saving from the replay of the edit that expresses its fix
+// (whatif_for), its findings' largest estimate where no edit does; then the
+// causes by that saving.
+void replay_savings(const DiagnoseContext& c, Diagnosis* d) {
+  for (Cause& cause : d->causes) {
+    Finding& anchor = d->findings[cause.anchor];
+    const std::string text = whatif_for(c, cause, d->findings);
+    std::optional<DiagnoseContext::ReplayedSaving> saving;
+    if (!text.empty()) {
+      if (Result<WhatIfEdit> edit = parse_whatif_edit(text)) saving = c.replayed_saving({*edit});
+    }
+    if (saving) {
+      // The model's saving, never below zero (an edit the replay finds no
+      // faster saves nothing).
+      cause.impact_ns = std::max<std::int64_t>(0, saving->total_ns);
+      cause.impact_per_step_ns = cause.impact_ns > 0 ? std::max<std::int64_t>(0, saving->per_step_ns) : 0;
+      cause.saving_from = "replay";
+      cause.whatif = text;
+      anchor.evidence.text("saving_from", "replay").text("whatif", text).num("replayed_saving_ns", cause.impact_ns);
+    } else if (cause.impact_ns > 0) {
+      cause.saving_from = "estimate";
+      anchor.evidence.text("saving_from", "estimate");
+    }
+  }
+  std::stable_sort(d->causes.begin(), d->causes.end(), [](const Cause& a, const Cause& b) {
+    if (a.impact_ns != b.impact_ns) return a.impact_ns > b.impact_ns;
+    return a.severity > b.severity;
+  });
+}
+
+}  // namespace
+
 void add_causes(const DiagnoseContext& c, Diagnosis* d) {
   d->causes =
       group_causes(d->findings, c.steps.steps.empty() ? -1 : c.steps.steps.front().step, launch_overhead_measured(c));
+  if (c.has_device()) replay_savings(c, d);
   if (!c.has_device()) d->threads = thread_busy(c);
 }
 

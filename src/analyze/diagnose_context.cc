@@ -508,6 +508,72 @@ const std::vector<StatRow>& DiagnoseContext::averages() const {
   return *averages_;
 }
 
+const CausalResult& DiagnoseContext::causal() const {
+  std::call_once(causal_once_, [&] {
+    // Without edits analyze_causal cannot fail.
+    Result<CausalResult> r = analyze_causal(trace);
+    causal_ = std::make_shared<const CausalResult>(r ? std::move(*r) : CausalResult{});
+  });
+  return *causal_;
+}
+
+std::optional<DiagnoseContext::ReplayedSaving> DiagnoseContext::replayed_saving(std::vector<WhatIfEdit> edits) const {
+  const CausalResult& base = causal();
+  if (base.graph == nullptr || base.steps.empty()) return std::nullopt;
+  CausalOptions o;
+  o.edits = std::move(edits);
+  o.paths = false;
+  Result<CausalResult> r = analyze_causal(trace, base.graph, o);
+  if (!r) return std::nullopt;
+  ReplayedSaving s;
+  s.total_ns = sat_sub(r->replayed_ns, r->predicted_ns);
+  std::vector<std::int64_t> per_step;
+  for (const StepTime& st : r->steps) per_step.push_back(sat_sub(st.replayed_ns, st.predicted_ns));
+  s.per_step_ns = r->has_steps ? mean_median(std::move(per_step)) : s.total_ns;
+  return s;
+}
+
+std::uint32_t DiagnoseContext::waited_for(std::uint32_t e, EdgeType type) const {
+  const CausalResult& r = causal();
+  if (r.graph == nullptr || e >= r.graph->activity_of_event.size()) return kNoIndex;
+  const CausalGraph& g = *r.graph;
+  const std::uint32_t a = g.activity_of_event[e];
+  if (a == kNoIndex) return kNoIndex;
+  const std::uint32_t v = type == EdgeType::kSync ? CausalGraph::end_node(a) : CausalGraph::begin_node(a);
+  const CausalEdge* best = nullptr;
+  for (std::uint32_t i = g.in_begin[v]; i < g.in_begin[v + 1]; ++i) {
+    const CausalEdge& edge = g.edges[i];
+    if (edge.type != type || edge.cause_event == kNoIndex) continue;
+    if (best == nullptr || (edge.binding && !best->binding) ||
+        (edge.binding == best->binding && g.time_ns[edge.from] > g.time_ns[best->from])) {
+      best = &edge;
+    }
+  }
+  return best == nullptr ? kNoIndex : best->cause_event;
+}
+
+double DiagnoseContext::host_path_share() const {
+  const CausalResult& r = causal();
+  std::int64_t host = 0, total = 0;
+  for (const StepTime& st : r.steps) {
+    sat_acc(host, st.path.bound_ns[static_cast<int>(BoundType::kCpu)]);
+    sat_acc(host, st.path.bound_ns[static_cast<int>(BoundType::kDataLoading)]);
+    sat_acc(total, st.replayed_ns);
+  }
+  return total > 0 ? std::min(1.0, static_cast<double>(host) / static_cast<double>(total)) : 0.0;
+}
+
+void add_waits_for(const DiagnoseContext& c, Evidence& ev, std::uint32_t e, EdgeType type) {
+  const std::uint32_t w = c.waited_for(e, type);
+  if (w != kNoIndex) {
+    ev.event("waits_for", c.ref(w));
+  } else if (type == EdgeType::kSync) {
+    ev.text("waits_for", "unknown (the trace records no device work ending inside this call)");
+  } else {
+    ev.text("waits_for", "unknown (the trace records no stream wait on an event before this activity)");
+  }
+}
+
 const IdlePartition& DiagnoseContext::idle() const {
   std::call_once(idle_once_, [&] { idle_ = std::make_shared<const IdlePartition>(*this); });
   return *idle_;

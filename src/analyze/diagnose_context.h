@@ -14,6 +14,7 @@
 
 #include "src/trace/id_index.h"
 #include "src/analyze/intervals.h"
+#include "tprof/causal.h"
 #include "tprof/diagnose.h"
 #include "tprof/kernels.h"
 #include "tprof/key_averages.h"
@@ -98,6 +99,33 @@ class DiagnoseContext {
   // Kernel classes and achieved rates against the device's peak
   // (src/analyze/efficiency.h): built on first use, like idle().
   const Efficiency& efficiency() const;
+
+  // The causal model of the trace (tprof/causal.h): its graph replayed
+  // without edits, with a critical path per step. Built on first use, like
+  // idle().
+  const CausalResult& causal() const;
+  // What a fix saves in the model: the trace replayed with `edits` (on
+  // causal()'s graph) against the replay without them, summed over the
+  // steps (the window without steps), and per step the median over the
+  // steps (mean_median) of each step's saving. nullopt when an edit matches
+  // nothing it can change (analyze_causal fails).
+  struct ReplayedSaving {
+    std::int64_t total_ns = 0;
+    std::int64_t per_step_ns = 0;
+  };
+  std::optional<ReplayedSaving> replayed_saving(std::vector<WhatIfEdit> edits) const;
+  // The device activity on the other end of causal()'s edge of `type` into
+  // event e: for kSync, the activity whose end the call e waited for (the
+  // edge into its end); for kStreamWait, the activity recorded by the
+  // cudaEventRecord that device activity e waited on (the edge into its
+  // start). The binding edge where one is, else the one whose source
+  // happened last. kNoIndex when the graph has no such edge.
+  std::uint32_t waited_for(std::uint32_t e, EdgeType type) const;
+  // The share of causal()'s critical paths that is host work: the sum over
+  // the steps (the window without steps) of their paths' cpu_bound and
+  // data_loading time, over the sum of the steps' replayed time; 0 when
+  // there is none.
+  double host_path_share() const;
 
   // Index into steps.steps of the step whose [start, end) holds ts, or -1.
   int step_index_at(std::int64_t ts) const;
@@ -210,10 +238,11 @@ class DiagnoseContext {
   bool torch_ = true;
   std::int64_t graph_launches_ = 0;
   std::int64_t graph_captures_ = 0;
-  mutable std::once_flag averages_once_, efficiency_once_, idle_once_;
+  mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_;
   mutable std::optional<std::vector<StatRow>> averages_;
   mutable std::shared_ptr<const Efficiency> efficiency_;
   mutable std::shared_ptr<const IdlePartition> idle_;
+  mutable std::shared_ptr<const CausalResult> causal_;
   mutable std::int64_t self_cpu_total_ = 0, self_device_total_ = 0;
 };
 
@@ -223,6 +252,12 @@ class DiagnoseContext {
 // (in the program's API; no final period). "" when iterations make 2 or
 // more launch calls each, or none is known.
 std::string one_launch_remedy(const DiagnoseContext& c);
+
+// Evidence "waits_for": the event c.waited_for(e, type) names, or the text
+// "unknown (...)" saying that the trace records no such dependency (a
+// finding that says a stretch waits shows what it waits on, or says the
+// cause is unknown).
+void add_waits_for(const DiagnoseContext& c, Evidence& ev, std::uint32_t e, EdgeType type);
 
 // In a trace without steps, the range that holds the measured work: a user
 // annotation (an NVTX range such as tprof record's --nvtx-range "measure")

@@ -573,6 +573,13 @@ std::string format_short(const Diagnosis& d, const EventClock& clock, const inte
         }
         const std::string host = host_saving_label(d, k, shown);
         if (!host.empty()) label = "     fix (" + host + "): ";
+        // A saving from the replay of the fix's what-if edit: the replay's
+        // number, and the edit that gives it.
+        if (c.saving_from == "replay") {
+          label = "     fix (" +
+                  (d.steps.empty() ? format_ns(c.impact_ns) : format_ns(c.impact_per_step_ns) + " a step") +
+                  " in the replay with \"" + c.whatif + "\"): ";
+        }
       }
       append_wrapped(&out, label, first_sentence(short_title(anchor.advice, anchor, names)), "       ");
     }
@@ -820,6 +827,14 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
       w.value_int(c.impact_ns);
       w.key("impact_per_step_ns");
       w.value_int(c.impact_per_step_ns);
+      if (!c.saving_from.empty()) {
+        w.key("saving_from");
+        w.value_string(c.saving_from);
+      }
+      if (!c.whatif.empty()) {
+        w.key("whatif");
+        w.value_string(c.whatif);
+      }
       // Rule ids repeat (kernel_gap fires once per gap pattern): the
       // indices into "findings" say which.
       w.key("findings");

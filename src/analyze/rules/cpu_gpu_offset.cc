@@ -32,6 +32,9 @@ namespace {
 // of matmul_add: median 7–13 µs); a median ten times that means work waits
 // in the stream's queue behind earlier kernels.
 constexpr std::int64_t kBackedUpNs = 100'000;
+// Host work (cpu_bound and data_loading) on this share of the steps'
+// critical path or more: the host is on it, whatever the queue says.
+constexpr double kHostPathShare = 0.2;
 // ... and the device is busy through most of those waits: work that waits
 // on an idle device waits on something else (another stream's event,
 // another rank), not in a queue behind earlier kernels.
@@ -286,11 +289,21 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
     // findings" sent the reader to nothing where none fired (review
     // 2026-11-26, R9: H200 4096 cold_compile, cold_fused, warm_fused).
     const std::string rate = top_comm ? std::string() : gemm_rate_text(c, top);
-    f.advice = std::string("Leave the host side alone and shorten the GPU work: the most GPU time goes to ") +
+    // Checked against the critical path: where host work holds a good part
+    // of it, the host is not "nothing to fix" (issue 37, item 5).
+    const double host_share = c.host_path_share();
+    f.evidence.real("host_critical_path_pct", 100.0 * host_share);
+    const bool host_on_path = host_share >= kHostPathShare;
+    f.advice = std::string(host_on_path ? "Shorten the GPU work: the most GPU time goes to "
+                                        : "Leave the host side alone and shorten the GPU work: the most GPU time goes to ") +
                std::string(top) + " (" + format_ns(top_ns) + (rate.empty() ? "" : ", " + rate) + ")" +
                (top_comm ? ", a collective: see the communication findings and the rank analysis."
-                         : std::string(": the GPU sets the pace; the ") + (growing ? "growing " : "") +
-                               "queue is the host running ahead, nothing to fix on the host.") +
+                : host_on_path
+                    ? std::string(": the GPU sets the pace; the ") + (growing ? "growing " : "") +
+                          "queue is the host running ahead, yet host work is " + format_pct(100.0 * host_share) +
+                          " of the steps' critical path, so the host side matters too."
+                    : std::string(": the GPU sets the pace; the ") + (growing ? "growing " : "") +
+                          "queue is the host running ahead, nothing to fix on the host.") +
                (growing ? " Each step's launches wait about " + format_ns(growth) +
                               " longer than the last step's in the stream's queue, because the CPU runs ahead of a "
                               "busy GPU, which costs no step time."

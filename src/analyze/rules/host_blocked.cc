@@ -302,6 +302,9 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
         .text("longest_site", top_site)
         .event("longest", c.ref(longest->event));
     if (longest->op != kNoIndex) f.evidence.event("longest_activity", c.ref(c.device[longest->op].event));
+    // What the longest call waited for in the causal graph (a sync edge into
+    // its return), or that the trace does not say.
+    add_waits_for(c, f.evidence, longest->event, EdgeType::kSync);
     if (kt.kind == IdleCause::kBlockedLaunchQueue) {
       f.evidence.num("max_queue_depth", max_depth).num("queue_full_depth", kQueueFullDepth);
     }

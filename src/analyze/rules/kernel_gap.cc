@@ -423,7 +423,12 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       f.evidence.text("launched_by", x.site);
       if (typical_gaps > 0) f.evidence.num("gaps_launched_there", typical_gaps);
     }
-    if (!x.awaited.empty()) f.evidence.text("awaited", x.awaited);
+    if (!x.awaited.empty()) {
+      f.evidence.text("awaited", x.awaited);
+      // The claim that it waits on another stream, against the causal
+      // graph: the stream-wait edge into the activity after the gap.
+      add_waits_for(c, f.evidence, c.device[typical->after].event, EdgeType::kStreamWait);
+    }
     f.advice = gap_advice(c, add_idle_evidence(c, listed, f), comm, title_name(t.str(before)), title_name(t.str(after)), x);
     f.impact_ns = f.idle_ns;
     out->push_back(std::move(f));

@@ -161,6 +161,9 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
       .num("steps_with_sync", steps_with)
       .texts("by_name", by_name)
       .event("longest", c.ref(worst));
+  // What the longest call waited for: the device work on the other end of
+  // the causal graph's sync edge into its return.
+  add_waits_for(c, f.evidence, worst, EdgeType::kSync);
   const std::string site = call_sites(c, {worst})[worst];
   if (!site.empty()) {
     f.evidence.text("longest_site", site);
