@@ -426,7 +426,11 @@ TEST(TprofCppProgram, ASavingPerStepIsAtMostAMedianStepsIdleTime) {
     ASSERT_NE(cause, d.causes.end());
     EXPECT_LE(cause->impact_per_step_ns, median(idle));
     EXPECT_LT(cause->impact_per_step_ns, median(spans));
-    EXPECT_GT(cause->impact_per_step_ns, median(idle) * 9 / 10);  // still the launch overhead's, not a sliver
+    // Since issue 37 the saving is the replay's with the step as one CUDA
+    // graph (diagnose_causal_test): the graph launch and the kernels still
+    // take their time, so it is below the idle time, but still most of it,
+    // not a sliver.
+    EXPECT_GT(cause->impact_per_step_ns, median(idle) / 2);
   }
 }
 
