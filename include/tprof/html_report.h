@@ -1,8 +1,10 @@
 // tprof/html_report.h — one self-contained HTML page about a trace: the
-// verdict and root causes, per-step CPU / GPU time, a timeline overview with
-// the findings marked, a flame graph of the CPU ops, the duration
-// distribution of the top kernels and torch's op table, drawn with the
-// vendored uPlot (third_party/uplot) and small canvas renderers of our own.
+// verdict and root causes, per-step CPU / GPU time, each step's critical
+// path (its bound-type shares, and its stretches marked on the timeline), a
+// timeline overview with the findings marked, a flame graph of the CPU ops,
+// the duration distribution of the top kernels and torch's op table, drawn
+// with the vendored uPlot (third_party/uplot) and small canvas renderers of
+// our own.
 // Given two traces, the page adds `tprof compare`'s A-against-B section.
 //
 //   tprof::Trace trace = *tprof::read_trace("run.pt.trace.json");
@@ -54,6 +56,10 @@ struct HtmlReportOptions {
   // fraction of all the host ops' time.
   std::size_t max_flame_nodes = 2000;
   double flame_min_fraction = 0.005;
+  // Critical path (src/causal): every drawn step's bound-type shares, and
+  // the path's stretches marked on the timeline for the first steps, at
+  // most this many stretches in all.
+  std::size_t max_path_segments = 10000;
   // format_compare_report_html: trace A's file name (no directory);
   // trace_file_name is B's.
   std::string baseline_file_name{};

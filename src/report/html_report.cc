@@ -192,7 +192,8 @@ void write_compare_json(JsonWriter& w, const Comparison& cmp, const HtmlReportOp
 
 std::string report_json(const Trace& trace, const DiagnoseContext& c, const Diagnosis& d,
                         const std::vector<KernelHistogram>& hists, const internal::Timeline& timeline,
-                        const internal::FlameTree& flame, const internal::StepBars& bars, const Comparison* cmp,
+                        const internal::FlameTree& flame, const internal::StepBars& bars,
+                        const internal::CriticalPathView& path, const Comparison* cmp,
                         const HtmlReportOptions& options, const internal::KernelNames& names) {
   std::string out;
   JsonWriter w(&out);
@@ -325,6 +326,8 @@ std::string report_json(const Trace& trace, const DiagnoseContext& c, const Diag
   internal::write_timeline_json(w, timeline);
   w.key("flame");
   internal::write_flame_json(w, flame);
+  w.key("critical_path");
+  internal::write_critical_path_json(w, path);
   if (cmp != nullptr) {
     w.key("compare");
     write_compare_json(w, *cmp, options);
@@ -397,6 +400,43 @@ void append_causes_html(std::string* out, const Trace& trace, const DiagnoseCont
     o += "<p class=\"more\">" + std::to_string(d.causes.size() - n) + " more (tprof diagnose)</p>\n";
   }
   o += "</section>\n";
+}
+
+// The critical path section: what it is, what was capped; the page's script
+// draws the shares per step into #critical-chart and #critical-table.
+void append_critical_path_html(std::string* out, const internal::CriticalPathView& v) {
+  std::string& o = *out;
+  o += "<section id=\"critical\">\n<h2>Critical path per step</h2>\n<p>";
+  if (!v.available) {
+    o += "</p>\n<p class=\"empty\">No critical path: " + html_escape(v.error) +
+         "</p>\n<div id=\"critical-chart\" data-steps=\"0\"></div>\n</section>\n";
+    return;
+  }
+  o += v.has_steps ? "For each step, the chain of work that set its time (<code>tprof critical-path</code>, "
+                     "docs/critical-path.md): one bar per step, as tall as the step's time on the path (from the "
+                     "previous step's end to the end of the device work the step launched), split by "
+                     "HolisticTraceAnalysis' bound types."
+                   : "No ProfilerSteps: the chain of work that set the trace's time, from its first event to its "
+                     "last (<code>tprof critical-path</code>, docs/critical-path.md), split by "
+                     "HolisticTraceAnalysis' bound types.";
+  o += std::string(" The same path is marked on the timeline below. Hover a bar for its numbers; click it to zoom "
+                   "the timeline to ") +
+       (v.has_steps ? "the step." : "it.");
+  if (v.steps_total > v.steps.size()) {
+    o += " The first " + std::to_string(v.steps.size()) + " of " + std::to_string(v.steps_total) + " steps are shown.";
+  }
+  if (v.segments.size() < v.segments_total) {
+    o += " <b class=\"capped\">The path is marked on the timeline for the first " + std::to_string(v.steps_marked) +
+         " of " + std::to_string(v.steps.size()) + " steps only (" + std::to_string(v.segments.size()) + " of " +
+         std::to_string(v.segments_total) + " stretches).</b>";
+  }
+  if (v.off_timeline > 0) {
+    o += " " + std::to_string(v.off_timeline) + " of its stretches lie on lanes the timeline does not draw.";
+  }
+  o += "</p>\n<div id=\"critical-chart\" data-steps=\"" + std::to_string(v.steps.size()) + "\" data-segments=\"" +
+       std::to_string(v.segments.size()) + "\" data-segments-total=\"" + std::to_string(v.segments_total) +
+       "\" data-steps-marked=\"" + std::to_string(v.steps_marked) + "\"></div>\n";
+  o += "<div id=\"critical-table\"></div>\n</section>\n";
 }
 
 // "+1.234 ms", "-56.7 us", "0 ns": a signed difference.
@@ -582,6 +622,10 @@ ul.legend .swatch.tick { height: 0; border-top: 2px solid #1d1d1f; vertical-alig
 #steps-chart { position: relative; }
 #steps-chart canvas { display: block; }
 .tl-pick { font-size: 12px; color: #333; margin: 4px 0; min-height: 1.4em; overflow-wrap: anywhere; }
+.tl-bar label { margin-left: 14px; user-select: none; } .tl-bar input { vertical-align: -2px; margin: 0 4px 0 0; }
+#critical-chart { position: relative; } #critical-chart canvas { display: block; cursor: pointer; }
+table.cp th { font-family: ui-monospace, monospace; font-weight: 500; } table.cp tr.total td { font-weight: 600; border-top: 1px solid #ccc; }
+b.capped { color: #b3261e; font-weight: 600; }
 )CSS";
 
 // Draws the charts and the table from #report-data. Errors are kept in
@@ -727,6 +771,128 @@ constexpr std::string_view kScript = R"JS(
     });
     c.cv.addEventListener('mouseleave', function () { tip.hide(); });
     box.dataset.drawn = String(steps.length);
+  }
+
+
+  // The critical path per step: one stacked bar per step, as tall as the
+  // path (the step's time), split by HTA's bound types (plus the time
+  // before the path's first node, when any); a table of the same below.
+  var BOUND_COLORS = { cpu_bound: 'rgb(40,150,80)', gpu_compute_bound: 'rgb(60,120,200)', gpu_communication_bound: 'rgb(140,90,200)',
+    kernel_launch_overhead: 'rgb(232,163,23)', kernel_kernel_overhead: 'rgb(200,80,120)', data_loading: 'rgb(214,96,40)' };
+  var BOUND_WORDS = { cpu_bound: 'host work, or host time the trace does not explain', gpu_compute_bound: 'kernels, copies, memsets',
+    gpu_communication_bound: 'NCCL / RCCL kernels', kernel_launch_overhead: 'launch calls and the wait from a launch to its kernel',
+    kernel_kernel_overhead: 'gaps between kernels on a stream, across stream waits, a sync\u2019s return',
+    data_loading: 'host work inside a DataLoader' };
+  var UNEXPLAINED_COLOR = 'rgba(150,150,150,0.45)';
+  function boundColor(k) { return BOUND_COLORS[k] || 'rgb(160,140,110)'; }
+  var zoomTimeline = null;  // set by drawTimeline: (start ns, duration ns) relative to the first event
+  function drawCritical() {
+    var box = document.getElementById('critical-chart'), CP = data.critical_path;
+    if (!box) return;
+    if (!CP || !CP.available || !CP.steps.length) { box.dataset.drawn = '0'; return; }
+    var steps = CP.steps, B = CP.bounds, nb = B.length;
+    var anyUnexpl = steps.some(function (s) { return s.unexplained_ns > 0; });
+    var used = [];
+    B.forEach(function (k, j) { if (steps.some(function (s) { return s.bound_ns[j] > 0; })) used.push(j); });
+    var legend = el('ul', 'legend');
+    used.forEach(function (j) {
+      var li = el('li'), sw = el('span', 'swatch');
+      sw.style.background = boundColor(B[j]);
+      li.appendChild(sw); li.appendChild(document.createTextNode(B[j] + ': ' + (BOUND_WORDS[B[j]] || B[j]))); legend.appendChild(li);
+    });
+    if (anyUnexpl) { var lu = el('li'), su = el('span', 'swatch'); su.style.background = UNEXPLAINED_COLOR; lu.appendChild(su); lu.appendChild(document.createTextNode('unexplained: before the path\u2019s first event')); legend.appendChild(lu); }
+    box.appendChild(legend);
+    var W = widthOf(box, 1120), H = 240, L = 64, R = 8, TOP = 10, BOT = 34;
+    var c = makeCanvas(box, W, H), ctx = c.ctx, tip = tipFor(box);
+    var maxNs = 1;
+    steps.forEach(function (s) { maxNs = Math.max(maxNs, s.length_ns); });
+    var yStep = niceStep(maxNs / 5), yMax = Math.ceil(maxNs * 1.04 / yStep) * yStep, plotH = H - TOP - BOT, plotW = W - L - R;
+    function yOf(ns) { return TOP + plotH * (1 - ns / yMax); }
+    var bw = plotW / steps.length, barW = Math.max(1, Math.min(60, bw * 0.72));
+    ctx.font = '11px sans-serif'; ctx.textBaseline = 'middle'; ctx.fillStyle = '#555'; ctx.strokeStyle = '#e4e4e4'; ctx.lineWidth = 1;
+    var ticks = [];
+    for (var g = 0; g <= yMax + yStep / 2; g += yStep) {
+      var gy = Math.round(yOf(g)) + 0.5;
+      ctx.beginPath(); ctx.moveTo(L, gy); ctx.lineTo(W - R, gy); ctx.stroke();
+      var lab = fmtTick(g, yStep, yMax); ticks.push(lab);
+      ctx.textAlign = 'right'; ctx.fillText(lab, L - 6, gy); ctx.textAlign = 'left';
+    }
+    box.dataset.ticks = ticks.join('|');
+    var holder = el('div', 'bar-data');
+    holder.hidden = true;
+    function label(s) { return s.step >= 0 ? String(s.step) : 'all'; }
+    var every = Math.max(1, Math.ceil(ctx.measureText(label(steps[steps.length - 1]) + '  ').width / bw));
+    steps.forEach(function (s, i) {
+      var x0 = L + i * bw + (bw - barW) / 2, acc = 0;
+      function part(v, col) {
+        if (v <= 0) return;
+        var ya = yOf(acc), yb = yOf(acc + v);
+        ctx.fillStyle = col; ctx.fillRect(x0, yb, barW, Math.max(ya - yb, 0));
+        acc += v;
+      }
+      part(s.unexplained_ns, UNEXPLAINED_COLOR);
+      for (var j = 0; j < nb; j++) part(s.bound_ns[j], boundColor(B[j]));
+      if (i % every === 0) { ctx.fillStyle = '#555'; ctx.textAlign = 'center'; ctx.fillText(label(s), L + (i + 0.5) * bw, H - BOT + 10); ctx.textAlign = 'left'; }
+      var d = el('i', 'cp-bar');
+      d.dataset.step = String(s.step); d.dataset.lengthNs = String(s.length_ns); d.dataset.sumNs = String(acc);
+      d.dataset.unexplainedNs = String(s.unexplained_ns);
+      B.forEach(function (k, j) { d.setAttribute('data-' + k.replace(/_/g, '-'), String(s.bound_ns[j])); });
+      holder.appendChild(d);
+    });
+    ctx.fillStyle = '#555'; ctx.textAlign = 'center'; ctx.fillText(CP.has_steps ? 'step' : 'the whole trace', L + plotW / 2, H - 8); ctx.textAlign = 'left';
+    box.appendChild(holder);
+    function at(ev) {
+      var b = c.cv.getBoundingClientRect(), x = ev.clientX - b.left, y = ev.clientY - b.top, i = Math.floor((x - L) / bw);
+      return x >= L && steps[i] ? { s: steps[i], x: x, y: y } : null;
+    }
+    c.cv.addEventListener('mousemove', function (ev) {
+      var h = at(ev);
+      if (!h) { tip.hide(); return; }
+      var s = h.s, lines = [(s.step >= 0 ? 'step ' + s.step : 'the whole trace') + ': critical path ' + fmtNs(s.length_ns)];
+      B.forEach(function (k, j) { var v = s.bound_ns[j]; if (v > 0) lines.push(k + ': ' + fmtNs(v) + ' (' + (100 * v / Math.max(1, s.length_ns)).toFixed(1) + '%)'); });
+      if (s.unexplained_ns > 0) lines.push('unexplained: ' + fmtNs(s.unexplained_ns));
+      lines.push(s.segments + (s.segments < s.segments_total ? ' of ' + s.segments_total : '') + ' stretches marked on the timeline (click to zoom there)');
+      tip.show(lines.join('\n'), h.x, h.y);
+    });
+    c.cv.addEventListener('mouseleave', function () { tip.hide(); });
+    c.cv.addEventListener('click', function (ev) {
+      var h = at(ev);
+      if (!h || !zoomTimeline) return;
+      zoomTimeline(h.s.start_ns, h.s.length_ns);
+      var tl = document.getElementById('timeline');
+      if (tl && tl.scrollIntoView) tl.scrollIntoView({ block: 'nearest' });
+    });
+    box.dataset.drawn = String(steps.length);
+
+    // The table: every step's shares (the first 200), then all steps together.
+    var tbox = document.getElementById('critical-table');
+    if (!tbox) return;
+    var MAXROWS = 200, table = el('table', 'cmp-rows cp'), head = el('tr');
+    var cols = ['step', 'path'].concat(B);
+    if (anyUnexpl) cols.push('unexplained');
+    cols.forEach(function (h, j) { var th = el('th', null, h); if (j >= 2 && BOUND_WORDS[h]) th.title = BOUND_WORDS[h]; head.appendChild(th); });
+    table.appendChild(head);
+    var total = { step: -2, length_ns: 0, unexplained_ns: 0, bound_ns: B.map(function () { return 0; }) };
+    function row(s, cls) {
+      var tr = el('tr', cls);
+      tr.appendChild(el('td', null, s.step === -2 ? 'all ' + steps.length : s.step >= 0 ? String(s.step) : 'the whole trace'));
+      tr.appendChild(el('td', null, fmtNs(s.length_ns)));
+      function cell(v) { tr.appendChild(el('td', null, v > 0 ? fmtNs(v) + ' (' + (100 * v / Math.max(1, s.length_ns)).toFixed(1) + '%)' : '0')); }
+      s.bound_ns.forEach(cell);
+      if (anyUnexpl) cell(s.unexplained_ns);
+      table.appendChild(tr);
+    }
+    steps.forEach(function (s, i) {
+      total.length_ns += s.length_ns; total.unexplained_ns += s.unexplained_ns;
+      s.bound_ns.forEach(function (v, j) { total.bound_ns[j] += v; });
+      if (i < MAXROWS) row(s, 'cp-row');
+    });
+    if (steps.length > 1) row(total, 'total');
+    var wrap = el('div', 'table-wrap');
+    wrap.appendChild(table);
+    tbox.appendChild(wrap);
+    if (steps.length > MAXROWS) tbox.appendChild(el('p', 'more', MAXROWS + ' of ' + steps.length + ' steps listed; the last row sums them all (tprof critical-path lists every step).'));
+    tbox.dataset.rows = String(Math.min(MAXROWS, steps.length));
   }
 
   function marks(k) {
@@ -887,9 +1053,31 @@ constexpr std::string_view kScript = R"JS(
       for (var i = 0; i + 1 < l.iv.length; i += 2) { var a = t + l.iv[i], b = a + l.iv[i + 1]; iv.push(a, b); t = b; }
       return { l: l, iv: iv, nest: l.nest || [], depth: l.nest && l.nest.length ? l.max_depth + 1 : 0 };
     });
+    // The steps' critical path: exact ns summed back from (gap, duration)
+    // pairs, each stretch with its step.
+    var CP = data.critical_path, segs = [];
+    if (CP && CP.available) {
+      var stepOf = [], endNs = 0;
+      CP.steps.forEach(function (st) { for (var k = 0; k < st.segments; k++) stepOf.push(st.step); });
+      CP.segments.forEach(function (x, k) {
+        var st = endNs + x[1];
+        endNs = st + x[2];
+        segs.push({ lane: x[0], s: st, d: x[2], type: CP.edge_types[x[3]], bound: CP.bounds[x[4]],
+          name: x[5] >= 0 ? CP.names[x[5]] : '(host time between events)', step: stepOf[k] });
+      });
+    }
+    var showCp = segs.some(function (sg) { return sg.lane >= 0; });
     var LABEL = 190, ROW = 16, NROW = 13, AXIS = 24, W = widthOf(box, 1120);
     var bar = el('div', 'tl-bar'), reset = el('button', null, 'Reset zoom'), range = el('span');
-    bar.appendChild(range); bar.appendChild(reset); box.appendChild(bar);
+    bar.appendChild(range); bar.appendChild(reset);
+    if (showCp) {
+      var cpLabel = el('label'), cpBox = el('input');
+      cpBox.type = 'checkbox'; cpBox.id = 'tl-critical'; cpBox.setAttribute('checked', ''); cpBox.checked = true;
+      cpBox.addEventListener('change', function () { showCp = cpBox.checked; draw(); });
+      cpLabel.appendChild(cpBox); cpLabel.appendChild(document.createTextNode('critical path'));
+      bar.appendChild(cpLabel);
+    }
+    box.appendChild(bar);
     var c = makeCanvas(box, W, AXIS + lanes.length * ROW + 6), ctx = c.ctx, tip = tipFor(box);
     var pick = el('div', 'tl-pick'), pickText = el('span', null, 'Click an event to keep it here, with a link to it in Perfetto UI.'), pickLink = el('a');
     pickLink.id = 'tl-perfetto'; pickLink.target = '_blank'; pickLink.rel = 'noopener'; pickLink.textContent = 'open in Perfetto UI at this event';
@@ -975,6 +1163,26 @@ constexpr std::string_view kScript = R"JS(
           }
         });
       });
+      // The critical path: a stripe under the lane's bar, coloured by bound
+      // type, and an outline around each stretch wide enough for one.
+      var cpDrawn = 0;
+      if (showCp) {
+        segs.forEach(function (sg) {
+          if (sg.lane < 0 || sg.lane >= tops.length) return;
+          var a = sg.s / U, b = (sg.s + sg.d) / U;
+          if (b < view.lo || a > view.hi) return;
+          var x0 = Math.max(LABEL, xOf(a)), x1 = Math.min(W - 8, xOf(b)), y = tops[sg.lane];
+          if (x1 - x0 < 1) x1 = x0 + 1;
+          ctx.fillStyle = boundColor(sg.bound);
+          ctx.fillRect(x0, y + ROW - 3, x1 - x0, 3);
+          if (x1 - x0 >= 4) {
+            ctx.strokeStyle = 'rgba(29,29,31,0.7)'; ctx.lineWidth = 1;
+            ctx.strokeRect(Math.round(x0) + 0.5, y + 2.5, Math.max(0, Math.round(x1 - x0) - 1), ROW - 5);
+          }
+          cpDrawn++;
+        });
+      }
+      box.dataset.criticalDrawn = String(cpDrawn);
       // Marks: those closer than 14 px on one row share one triangle
       // labelled with every cause number ("1,3").
       groups = [];
@@ -1022,6 +1230,11 @@ constexpr std::string_view kScript = R"JS(
       var ln = lanes[row];
       if (!ln) return null;
       var base = ln.l.label + (ln.l.thread ? ' (' + ln.l.thread + ')' : '');
+      // A stretch of the critical path on this lane, under the pointer.
+      var seg = null;
+      if (showCp) segs.forEach(function (sg) { if (sg.lane === row && sg.s / U <= u + tol && u - tol <= (sg.s + sg.d) / U && (!seg || sg.d < seg.d)) seg = sg; });
+      var segText = seg ? 'critical path' + (seg.step >= 0 ? ', step ' + seg.step : '') + ': ' + seg.name + '\n' + seg.type + ' (' + seg.bound + '), ' + fmtNs(seg.d) + ' at ' + fmtNs(seg.s) : '';
+      if (seg && p.y >= tops[row] + ROW - 5 && p.y < tops[row] + ROW + 1) return { text: segText + '\n' + base, rel: seg.s, dur: seg.d, name: seg.name };
       var dy = p.y - tops[row] - ROW;
       if (nested() && dy >= 0) {
         var depth = Math.floor(dy / NROW), hit = null;
@@ -1036,6 +1249,7 @@ constexpr std::string_view kScript = R"JS(
       var text = base + ': ' + ln.l.events + ' events, busy ' + fmtNs(ln.l.busy_ns);
       if (best) text += '\n' + T.names[best[2]] + ': ' + fmtNs(best[4]) + ' at ' + fmtNs(best[3]);
       if (hitI >= 0) text += '\nbusy ' + fmtNs(iv[2 * hitI] * U) + ' to ' + fmtNs(iv[2 * hitI + 1] * U);
+      if (seg) text += '\n' + segText;
       return best ? { text: text, rel: best[3], dur: best[4], name: T.names[best[2]] } : { text: text };
     }
     function hover(p) {
@@ -1064,6 +1278,7 @@ constexpr std::string_view kScript = R"JS(
       if (link) pickLink.href = link;
     });
     c.cv.addEventListener('dblclick', function () { setView(0, spanU); });
+    zoomTimeline = function (relNs, durNs) { var a = relNs / U, b = (relNs + durNs) / U, pad = (b - a) * 0.05; setView(a - pad, b + pad); };
     reset.addEventListener('click', function () { setView(0, spanU); });
     if (T.marks.length) {
       var list = el('ul', 'marks');
@@ -1150,7 +1365,7 @@ constexpr std::string_view kScript = R"JS(
     box.dataset.drawn = String(nodes.length);
   }
 
-  [drawSteps, drawKernels, drawTable, drawTimeline, drawFlame].forEach(function (f) {
+  [drawSteps, drawCritical, drawKernels, drawTable, drawTimeline, drawFlame].forEach(function (f) {
     try { f(); } catch (e) { fail(f.name + ': ' + (e && e.stack ? e.stack : e)); }
   });
   // What the tests compare: the page must never be wider than its window.
@@ -1178,7 +1393,8 @@ std::string render_page(const Trace& trace, const HtmlReportOptions& options, co
   const internal::FlameTree flame = internal::build_flame_tree(c, options);
   const internal::KernelNames names(trace);
   const internal::StepBars bars = internal::build_step_bars(c, d, options);
-  const std::string json = report_json(trace, c, d, hists, timeline, flame, bars, cmp, options, names);
+  const internal::CriticalPathView path = internal::build_critical_path_view(c, timeline, options);
+  const std::string json = report_json(trace, c, d, hists, timeline, flame, bars, path, cmp, options, names);
 
   const std::string name = options.trace_file_name.empty() ? std::string("trace") : options.trace_file_name;
   std::string o;
@@ -1218,6 +1434,7 @@ std::string render_page(const Trace& trace, const HtmlReportOptions& options, co
   o += " Hover a bar for its numbers.";
   if (d.steps.size() > steps_drawn) o += " The first " + std::to_string(steps_drawn) + " steps are drawn.";
   o += "</p>\n<div id=\"steps-chart\" data-steps=\"" + std::to_string(steps_drawn) + "\"></div>\n</section>\n";
+  append_critical_path_html(&o, path);
 
   append_causes_html(&o, trace, c, d, names, options);
 
@@ -1230,11 +1447,18 @@ std::string render_page(const Trace& trace, const HtmlReportOptions& options, co
        "to reset. Zoomed in to a quarter of the trace or less, the CPU lanes open into their op nesting (the " +
        std::to_string(options.max_lane_nested_events) +
        " longest events of each lane, for the tooltips and Perfetto). Hover for names; click an event to keep it "
-       "below with a link that opens the trace in Perfetto UI at that event.</p>\n";
+       "below with a link that opens the trace in Perfetto UI at that event." +
+       std::string(path.segments.empty()
+                       ? ""
+                       : " The stripes under the bars and the outlined stretches are the steps' critical path, "
+                         "coloured by bound type (see \"Critical path per step\"); the \"critical path\" box "
+                         "turns them off.") +
+       "</p>\n";
   o += "<div id=\"timeline\" data-lanes=\"" + std::to_string(timeline.lanes.size()) + "\" data-intervals=\"" +
        std::to_string(timeline.interval_count()) + "\" data-marks=\"" + std::to_string(timeline.marks.size()) +
        "\" data-steps=\"" + std::to_string(timeline.steps.size()) + "\" data-nested=\"" +
-       std::to_string(timeline.nested_count()) + "\"></div>\n</section>\n";
+       std::to_string(timeline.nested_count()) + "\" data-critical=\"" +
+       std::to_string(path.segments.size() - path.off_timeline) + "\"></div>\n</section>\n";
 
   o += "<section>\n<h2>CPU flame graph (host op tree)</h2>\n<p>Ops and record_function annotations nested per "
        "thread, merged by call path; width is total time. Nodes under " +

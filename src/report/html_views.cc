@@ -180,6 +180,7 @@ Timeline build_timeline(const DiagnoseContext& c, const Diagnosis& d, const Html
     const LaneEvents& le = lanes[i];
     const Lane& lane = trace.lanes[le.lane];
     TimelineLane out;
+    out.trace_lane = le.lane;
     out.label = c.lane_label(le.lane);
     out.thread_name = std::string(trace.str(lane.thread_name));
     out.gpu = lane.kind == LaneKind::kGpu;
@@ -241,6 +242,61 @@ Timeline build_timeline(const DiagnoseContext& c, const Diagnosis& d, const Html
     t.marks.push_back(std::move(m));
   }
   return t;
+}
+
+CriticalPathView build_critical_path_view(const DiagnoseContext& c, const Timeline& t,
+                                          const HtmlReportOptions& options) {
+  CriticalPathView v;
+  Result<CausalResult> r = analyze_causal(c.trace);
+  if (!r) {
+    v.error = r.error().to_string();
+    return v;
+  }
+  v.available = true;
+  v.has_steps = r->has_steps;
+  v.steps_total = r->steps.size();
+  const CausalGraph& g = *r->graph;
+  const Trace& trace = c.trace;
+  std::unordered_map<std::uint32_t, int> row_of;  // trace lane → timeline row
+  for (std::size_t i = 0; i < t.lanes.size(); ++i) row_of.emplace(t.lanes[i].trace_lane, static_cast<int>(i));
+  bool full = true;  // every stretch so far kept
+  for (std::size_t i = 0; i < r->steps.size() && i < options.max_steps; ++i) {
+    const StepTime& st = r->steps[i];
+    const CriticalPath& p = st.path;
+    PathStep ps;
+    ps.step = st.step;
+    ps.start_ns = p.start_ns - t.start_ns;
+    ps.length_ns = p.length_ns();
+    ps.unexplained_ns = p.unexplained_ns;
+    ps.bound_ns = p.bound_ns;
+    for (const PathSegment& s : p.segments) {
+      if (s.dur_ns <= 0) continue;
+      ++ps.segments_total;
+      if (v.segments.size() >= options.max_path_segments) continue;
+      // The lane of the event whose time it is (a launch's and a stream
+      // gap's: the device activity's stream, a sync's: the waiting call's
+      // thread); host time between events: its thread.
+      const std::uint32_t e = s.event != kNoIndex ? s.event : g.event_of(g.edges[s.edge].to);
+      PathStretch x;
+      if (e < trace.events.size()) {
+        const auto it = row_of.find(trace.events.lane[e]);
+        if (it != row_of.end()) x.lane = it->second;
+      }
+      x.start_ns = s.start_ns - t.start_ns;
+      x.dur_ns = s.dur_ns;
+      x.type = s.type;
+      x.bound = s.bound;
+      if (s.event != kNoIndex) x.name = std::string(trace.name(s.event));
+      if (x.lane < 0) ++v.off_timeline;
+      v.segments.push_back(std::move(x));
+      ++ps.segments;
+    }
+    v.segments_total += ps.segments_total;
+    full = full && ps.segments == ps.segments_total;
+    if (full) ++v.steps_marked;
+    v.steps.push_back(ps);
+  }
+  return v;
 }
 
 std::string_view idle_cause_label(IdleCause cause) {
@@ -604,6 +660,81 @@ void write_timeline_json(JsonWriter& w, const Timeline& t) {
     w.value_int(st.dur_ns);
     w.value_int(st.step);
     w.end_array();
+  }
+  w.end_array();
+  w.key("names");
+  names.write(w);
+  w.end_object();
+}
+
+void write_critical_path_json(JsonWriter& w, const CriticalPathView& v) {
+  constexpr int kBounds = static_cast<int>(BoundType::kCount_);
+  constexpr int kEdges = static_cast<int>(EdgeType::kCount_);
+  NameTable names;
+  w.begin_object();
+  w.key("available");
+  w.value_bool(v.available);
+  w.key("error");
+  w.value_string(v.error);
+  w.key("has_steps");
+  w.value_bool(v.has_steps);
+  // HTA's bound type names and the edge types, once; the steps' bound_ns
+  // and the segments' indices follow them.
+  w.key("bounds");
+  w.begin_array();
+  for (int b = 0; b < kBounds; ++b) w.value_string(bound_type_name(static_cast<BoundType>(b)));
+  w.end_array();
+  w.key("edge_types");
+  w.begin_array();
+  for (int e = 0; e < kEdges; ++e) w.value_string(edge_type_name(static_cast<EdgeType>(e)));
+  w.end_array();
+  w.key("steps_total");
+  w.value_uint(v.steps_total);
+  w.key("steps_marked");
+  w.value_uint(v.steps_marked);
+  w.key("segments_total");
+  w.value_uint(v.segments_total);
+  w.key("off_timeline");
+  w.value_uint(v.off_timeline);
+  w.key("steps");
+  w.begin_array();
+  for (const PathStep& s : v.steps) {
+    w.begin_object();
+    w.key("step");
+    w.value_int(s.step);
+    w.key("start_ns");
+    w.value_int(s.start_ns);
+    w.key("length_ns");
+    w.value_int(s.length_ns);
+    w.key("unexplained_ns");
+    w.value_int(s.unexplained_ns);
+    w.key("bound_ns");
+    w.begin_array();
+    for (const std::int64_t ns : s.bound_ns) w.value_int(ns);
+    w.end_array();
+    w.key("segments");
+    w.value_uint(s.segments);
+    w.key("segments_total");
+    w.value_uint(s.segments_total);
+    w.end_object();
+  }
+  w.end_array();
+  // [lane, gap ns since the previous segment's end (the first: since the
+  // timeline's start), duration ns, edge type, bound type, name index]:
+  // small numbers, the exact times summed back by the page.
+  w.key("segments");
+  w.begin_array();
+  std::int64_t prev_end = 0;
+  for (const PathStretch& x : v.segments) {
+    w.begin_array();
+    w.value_int(x.lane);
+    w.value_int(x.start_ns - prev_end);
+    w.value_int(x.dur_ns);
+    w.value_int(static_cast<int>(x.type));
+    w.value_int(static_cast<int>(x.bound));
+    w.value_int(x.name.empty() ? -1 : names.index(x.name));
+    w.end_array();
+    prev_end = x.start_ns + x.dur_ns;
   }
   w.end_array();
   w.key("names");

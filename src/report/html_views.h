@@ -1,11 +1,13 @@
-// The data behind tprof report's timeline overview and CPU flame graph,
-// reduced in C++ so the page stays bounded whatever the trace's size
-// (docs/report.md, "Sizes"): per-lane busy intervals merged at a
-// resolution, the longest events per lane with their names, the findings'
-// events as marks; the host op tree aggregated by name path and pruned.
+// The data behind tprof report's timeline overview, CPU flame graph and
+// critical path, reduced in C++ so the page stays bounded whatever the
+// trace's size (docs/report.md, "Sizes"): per-lane busy intervals merged at
+// a resolution, the longest events per lane with their names, the findings'
+// events as marks; the host op tree aggregated by name path and pruned; each
+// step's critical path as bound-type shares and capped stretches on lanes.
 #pragma once
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -13,6 +15,7 @@
 
 #include "src/analyze/diagnose_context.h"
 #include "src/base/json_writer.h"
+#include "tprof/causal.h"
 #include "tprof/diagnose.h"
 #include "tprof/html_report.h"
 
@@ -33,6 +36,7 @@ struct NestedEvent {
 };
 
 struct TimelineLane {
+  std::uint32_t trace_lane = 0;  // index into Trace::lanes
   std::string label;  // lane_label(): "cpu pid 1 tid 2", "gpu 0 stream 7"
   std::string thread_name;
   bool gpu = false;
@@ -139,6 +143,48 @@ StepBars build_step_bars(const DiagnoseContext& c, const Diagnosis& d, const Htm
 // The plain-words label of an idle cause on the page ("waiting on the host
 // to launch", ...).
 std::string_view idle_cause_label(IdleCause cause);
+
+// Each step's critical path (src/causal, docs/critical-path.md) for the
+// page: the bound-type shares of every step drawn, and the path's stretches
+// on the timeline's lanes for the first steps, at most max_path_segments in
+// all (stretches of 0 ns left out).
+struct PathStretch {
+  int lane = -1;  // index into Timeline::lanes; -1: its lane is not drawn
+  std::int64_t start_ns = 0;  // relative to Timeline::start_ns, on the replayed timeline
+  std::int64_t dur_ns = 0;
+  EdgeType type = EdgeType::kHost;
+  BoundType bound = BoundType::kCpu;
+  std::string name;  // the event whose time it is; "" for host time between events
+};
+
+struct PathStep {
+  std::int64_t step = -1;      // N of ProfilerStep#N; -1: the whole trace (no steps)
+  std::int64_t start_ns = 0;   // relative to Timeline::start_ns
+  std::int64_t length_ns = 0;  // the step's time: the path's length
+  std::int64_t unexplained_ns = 0;
+  std::array<std::int64_t, static_cast<int>(BoundType::kCount_)> bound_ns{};  // by BoundType
+  std::size_t segments = 0;        // its stretches in CriticalPathView::segments
+  std::size_t segments_total = 0;  // its stretches of more than 0 ns
+};
+
+struct CriticalPathView {
+  bool available = false;
+  std::string error;  // why not, when !available
+  bool has_steps = false;
+  std::size_t steps_total = 0;       // steps of the causal model
+  std::vector<PathStep> steps;       // the first max_steps
+  std::vector<PathStretch> segments; // of steps[0], steps[1], ... in path order
+  std::size_t segments_total = 0;    // over `steps`
+  std::size_t steps_marked = 0;      // the leading steps whose stretches are all in `segments`
+  std::size_t off_timeline = 0;      // stretches in `segments` whose lane is not drawn
+};
+
+// analyze_causal(c.trace) without edits; stretches placed on `t`'s lanes.
+CriticalPathView build_critical_path_view(const DiagnoseContext& c, const Timeline& t,
+                                          const HtmlReportOptions& options);
+
+// "critical_path": {...} member of the page's data (docs/report.md).
+void write_critical_path_json(JsonWriter& w, const CriticalPathView& v);
 
 // "steps": {...} member of the page's data.
 void write_step_bars_json(JsonWriter& w, const StepBars& b);

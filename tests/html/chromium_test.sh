@@ -6,12 +6,16 @@
 # chart per step / kernel as the page announces them, every step's stacked
 # bar summing to the step, the timeline's lanes and the flame graph's nodes
 # drawn, tick labels in sensible units, the JavaScript Perfetto links equal
-# to the C++ ones, and a screenshot that is not blank. With TRACE_B the page
+# to the C++ ones, each step's critical-path bar summing to the path's
+# length (its bound-type shares and the unexplained time), the path's
+# stretches drawn on the timeline with the "critical path" box checked, and
+# a screenshot that is not blank. With TRACE_B the page
 # is `tprof report TRACE TRACE_B` (B against A; STEPS and KERNELS are B's)
 # and must carry the compare section.
 #   chromium_test.sh TPROF_BIN TRACE WORKDIR STEPS KERNELS [TRACE_B]
 #   QUEUE_GROWS=1: the steps' queue (data-lag-ns) grows from step to step
 #   CPU_BUSY=1: every step shows CPU busy time (a CPU-only trace)
+#   CRITICAL_STEPS=N: the critical path has N steps, all of them marked
 #   chromium_test.sh TPROF_BIN sweep:MATMUL_ADD WORKDIR SIZES
 #     tprof sweep's page (sizes like 16,64,256): drawn, no dates on its x
 #     axis (the sizes themselves), no wider than its window.
@@ -110,9 +114,39 @@ if queue and not (all(b > a for a, b in zip(lags, lags[1:])) and lags[0] > 0):
 if cpu and not all(int(b["cpu-busy-ns"]) > 0 for b in bars):
     sys.exit("a step shows no CPU busy time")
 PY
+# The critical path per step: one bar per step whose bound-type shares and
+# unexplained time sum to the path's length exactly (integer ns), and its
+# stretches drawn on the timeline, the "critical path" box checked.
+python3 - "$work/dom.html" "${CRITICAL_STEPS:-}" <<'PY' || fail "critical path"
+import re, sys
+dom, want = open(sys.argv[1]).read(), sys.argv[2]
+chart = re.search(r'<div id="critical-chart"[^>]*>', dom)
+if not chart: sys.exit("no #critical-chart")
+attrs = dict(re.findall(r' (data-[a-z-]+)="([^"]*)"', chart.group(0)))
+bounds = ["cpu-bound", "gpu-compute-bound", "gpu-communication-bound", "kernel-launch-overhead",
+          "kernel-kernel-overhead", "data-loading"]
+bars = [dict(re.findall(r'data-([a-z-]+)="(-?\d+)"', b)) for b in re.findall(r'<i class="cp-bar"[^>]*>', dom)]
+print("critical path:", attrs.get("data-steps"), "steps, drawn", attrs.get("data-drawn"), "; stretches",
+      attrs.get("data-segments"), "of", attrs.get("data-segments-total"))
+if attrs.get("data-drawn") != attrs.get("data-steps") or len(bars) != int(attrs["data-steps"]) or not bars:
+    sys.exit(f"{len(bars)} critical-path bars, the chart announces {attrs.get('data-steps')}")
+if want and (int(attrs["data-steps"]) != int(want) or int(attrs["data-steps-marked"]) != int(want)):
+    sys.exit(f"want {want} steps, all marked: {attrs}")
+for b in bars:
+    shares = sum(int(b[k]) for k in bounds) + int(b["unexplained-ns"])
+    if not (int(b["sum-ns"]) == shares == int(b["length-ns"])):
+        sys.exit(f"step {b['step']}: shares sum to {shares} ns (drawn {b['sum-ns']}), the path is {b['length-ns']} ns")
+tl = re.search(r'<div id="timeline"[^>]*>', dom).group(0)
+crit, drawn = re.search(r' data-critical="(\d+)"', tl), re.search(r' data-critical-drawn="(\d+)"', tl)
+print("timeline: critical stretches", crit and crit.group(1), "drawn", drawn and drawn.group(1))
+if crit and int(crit.group(1)) > 0:
+    if not drawn or int(drawn.group(1)) == 0: sys.exit("no critical-path stretch drawn on the timeline")
+    box = re.search(r'<input[^>]*id="tl-critical"[^>]*>', dom)
+    if not box or "checked" not in box.group(0): sys.exit("no checked \"critical path\" box on the timeline")
+PY
 # Ticks: the unit follows the visible range ("250 us", "1.5 ms"): no
 # trailing zeros, never 1000 or more of a unit.
-for id in steps-chart timeline; do
+for id in steps-chart critical-chart timeline; do
   ticks="$(attr "$id" data-ticks)"
   echo "$id ticks: $ticks"
   [[ -n "$ticks" ]] || fail "$id: no data-ticks"

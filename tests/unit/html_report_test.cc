@@ -1,6 +1,7 @@
 // tprof report's HTML page: one document, nothing fetched from the network
 // but the Perfetto link, uPlot inline, the data blob valid JSON with the
-// numbers the analyses give, names from traces escaped.
+// numbers the analyses give (the critical path's among them), names from
+// traces escaped.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "src/report/html_assets.h"
 #include "src/trace/json_value.h"
+#include "tprof/causal.h"
 #include "tprof/compare.h"
 #include "tprof/html_report.h"
 #include "tprof/kernels.h"
@@ -313,6 +315,8 @@ TEST(HtmlReport, EscapesNamesFromTheTrace) {
   EXPECT_EQ(v->find("kernels")->items()[0].find("name")->text(), evil);
   EXPECT_EQ(int_of(v->find("kernels")->items()[0].find("count")), 2);
   EXPECT_NE(h.find("data-steps=\"1\""), std::string::npos);
+  // And from the critical path's names (the kernel is on it).
+  EXPECT_TRUE(has_text(v->find("critical_path")->find("names"), evil));
 }
 
 TEST(HtmlReport, TraceWithoutStepsOrDevice) {
@@ -326,6 +330,15 @@ TEST(HtmlReport, TraceWithoutStepsOrDevice) {
   Result<JsonValue> v = JsonValue::parse(data_blob(h));
   ASSERT_TRUE(v);
   EXPECT_FALSE(v->find("has_device")->as_bool());
+  // No steps: one path over the trace, all of it the op's host time.
+  const JsonValue& cp = *v->find("critical_path");
+  EXPECT_FALSE(cp.find("has_steps")->as_bool());
+  ASSERT_EQ(cp.find("steps")->items().size(), 1u);
+  const JsonValue& st = cp.find("steps")->items()[0];
+  EXPECT_EQ(int_of(st.find("step")), -1);
+  EXPECT_EQ(int_of(st.find("length_ns")), 15000);
+  EXPECT_EQ(int_of(&st.find("bound_ns")->items()[0]), 15000);
+  EXPECT_NE(h.find("No ProfilerSteps: the chain of work"), std::string::npos);
 }
 
 TEST(HtmlReport, FlameGraphNestsOpsByPath) {
@@ -416,6 +429,13 @@ TEST(HtmlReport, LargeTraceStaysBounded) {
   EXPECT_EQ(tl.find("lanes")->items().size(), o.max_timeline_lanes);
   check_timeline(h, tl, o);
   check_flame(h, *v->find("flame"), o.max_flame_nodes);
+  // No steps: one path over the whole trace, its stretches capped.
+  const JsonValue& cp = *v->find("critical_path");
+  EXPECT_FALSE(cp.find("has_steps")->as_bool());
+  ASSERT_EQ(cp.find("steps")->items().size(), 1u);
+  const auto total = static_cast<std::size_t>(int_of(cp.find("segments_total")));
+  EXPECT_GT(total, 0u);
+  EXPECT_EQ(cp.find("segments")->items().size(), std::min(o.max_path_segments, total));
   // A GPU stream's 3,000 kernels are 6 us apart, over span / 4000: the
   // stream is over its share (40,000 / 64 lanes) and merged coarser.
   const JsonValue& gpu = tl.find("lanes")->items().back();
@@ -481,6 +501,156 @@ TEST(HtmlReport, TwoTracesAddTheComparison) {
   EXPECT_EQ(v->find("ops")->items().size(), vb->find("ops")->items().size());
   EXPECT_EQ(only_b.find("id=\"compare\""), std::string::npos);
   EXPECT_EQ(vb->find("compare"), nullptr);
+}
+
+// Issue 37, item 6: the page carries each step's critical path. On tprof's
+// own H100 capture of matmul_add (64, eager), every step's bound-type
+// shares sum to its path's length, which is the step's time; the stretches
+// read back (gap, duration) to analyze_causal's segments, on their lanes,
+// and tile the path.
+TEST(HtmlReport, CarriesEachStepsCriticalPath) {
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/gpu/h100-tprof/64_bf16_warm_eager.json");
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::string h = format_report_html(*t, {.trace_file_name = "64_bf16_warm_eager.json"});
+  Result<JsonValue> v = JsonValue::parse(data_blob(h));
+  ASSERT_TRUE(v) << v.error().to_string();
+  const JsonValue* cp = v->find("critical_path");
+  ASSERT_NE(cp, nullptr);
+  EXPECT_TRUE(cp->find("available")->as_bool());
+  EXPECT_TRUE(cp->find("has_steps")->as_bool());
+  Result<CausalResult> r = analyze_causal(*t);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->steps.size(), 20u);
+  constexpr int kBounds = static_cast<int>(BoundType::kCount_);
+  const auto& bounds = cp->find("bounds")->items();
+  ASSERT_EQ(bounds.size(), static_cast<std::size_t>(kBounds));
+  for (int b = 0; b < kBounds; ++b) EXPECT_EQ(bounds[b].text(), bound_type_name(static_cast<BoundType>(b)));
+  EXPECT_EQ(bounds[0].text(), "cpu_bound");
+  EXPECT_EQ(bounds[5].text(), "data_loading");
+  const auto& types = cp->find("edge_types")->items();
+  const auto& names = cp->find("names")->items();
+  const JsonValue& timeline = *v->find("timeline");
+  const auto& lanes = timeline.find("lanes")->items();
+  const std::int64_t origin = int_of(timeline.find("start_ns"));
+
+  const auto& steps = cp->find("steps")->items();
+  ASSERT_EQ(steps.size(), 20u);
+  EXPECT_EQ(int_of(cp->find("steps_total")), 20);
+  EXPECT_EQ(int_of(cp->find("steps_marked")), 20);
+  const auto& segs = cp->find("segments")->items();
+  EXPECT_EQ(int_of(cp->find("segments_total")), static_cast<std::int64_t>(segs.size()));
+  EXPECT_EQ(int_of(cp->find("off_timeline")), 0);
+  std::size_t k = 0;
+  std::int64_t prev_end = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const JsonValue& st = steps[i];
+    const StepTime& want = r->steps[i];
+    EXPECT_EQ(int_of(st.find("step")), want.step);
+    EXPECT_EQ(want.step, static_cast<std::int64_t>(i) + 1);
+    const std::int64_t length = int_of(st.find("length_ns"));
+    EXPECT_EQ(length, want.path.length_ns());
+    EXPECT_EQ(length, want.measured_ns) << "the path spans the step's time";
+    EXPECT_GT(length, 0);
+    EXPECT_EQ(int_of(st.find("start_ns")), want.path.start_ns - origin);
+    const auto& b_ns = st.find("bound_ns")->items();
+    ASSERT_EQ(b_ns.size(), static_cast<std::size_t>(kBounds));
+    std::int64_t sum = int_of(st.find("unexplained_ns"));
+    EXPECT_EQ(sum, 0) << "every path here starts at its step's start";
+    for (int b = 0; b < kBounds; ++b) {
+      EXPECT_EQ(int_of(&b_ns[b]), want.path.bound_ns[static_cast<std::size_t>(b)]);
+      sum += int_of(&b_ns[b]);
+    }
+    EXPECT_EQ(sum, length) << "step " << want.step << ": the shares sum to the path's length";
+    // Launch-bound: host work and launch overhead, a little GPU compute.
+    EXPECT_GT(int_of(&b_ns[0]), length / 2);
+    EXPECT_GT(int_of(&b_ns[3]), 0);
+    EXPECT_GT(int_of(&b_ns[1]), 0);
+    // The stretches: analyze_causal's segments of more than 0 ns, in order.
+    std::size_t n = 0;
+    std::int64_t marked = 0;
+    for (const PathSegment& s : want.path.segments) {
+      if (s.dur_ns <= 0) continue;
+      ++n;
+      ASSERT_LT(k, segs.size());
+      const auto& x = segs[k++].items();
+      ASSERT_EQ(x.size(), 6u);
+      const std::int64_t start = prev_end + int_of(&x[1]);
+      prev_end = start + int_of(&x[2]);
+      EXPECT_EQ(start, s.start_ns - origin);
+      EXPECT_EQ(int_of(&x[2]), s.dur_ns);
+      EXPECT_EQ(types[static_cast<std::size_t>(int_of(&x[3]))].text(), edge_type_name(s.type));
+      EXPECT_EQ(int_of(&x[4]), static_cast<int>(s.bound));
+      const std::int64_t name = int_of(&x[5]);
+      if (s.event == kNoIndex) {
+        EXPECT_EQ(name, -1);
+      } else {
+        ASSERT_GE(name, 0);
+        EXPECT_EQ(names[static_cast<std::size_t>(name)].text(), t->name(s.event));
+      }
+      // On the lane of the event whose time it is: device work, launches
+      // and stream gaps on the GPU stream, host time on the thread.
+      const std::int64_t lane = int_of(&x[0]);
+      ASSERT_GE(lane, 0);
+      ASSERT_LT(lane, static_cast<std::int64_t>(lanes.size()));
+      const bool gpu = s.type == EdgeType::kDevice || s.type == EdgeType::kLaunch || s.type == EdgeType::kStream ||
+                       s.type == EdgeType::kStreamWait;
+      EXPECT_EQ(lanes[static_cast<std::size_t>(lane)].find("gpu")->as_bool(), gpu) << edge_type_name(s.type);
+      // Inside the step's window.
+      EXPECT_GE(start, int_of(st.find("start_ns")));
+      EXPECT_LE(start + s.dur_ns, int_of(st.find("start_ns")) + length);
+      marked += s.dur_ns;
+    }
+    EXPECT_EQ(int_of(st.find("segments")), static_cast<std::int64_t>(n));
+    EXPECT_EQ(int_of(st.find("segments_total")), static_cast<std::int64_t>(n));
+    EXPECT_EQ(marked, length) << "step " << want.step << ": the marked stretches tile the path";
+  }
+  EXPECT_EQ(k, segs.size());
+  // The page: the section right after the steps' bars, the counts the
+  // page's script and the Chromium test read.
+  EXPECT_LT(h.find("<section id=\"where\">"), h.find("<section id=\"critical\">"));
+  EXPECT_LT(h.find("<section id=\"critical\">"), h.find("<section id=\"causes\""));
+  EXPECT_EQ(attr_of(h, "critical-chart", "data-steps"), "20");
+  EXPECT_EQ(attr_of(h, "critical-chart", "data-segments"), std::to_string(segs.size()));
+  EXPECT_EQ(attr_of(h, "critical-chart", "data-segments-total"), std::to_string(segs.size()));
+  EXPECT_EQ(attr_of(h, "timeline", "data-critical"), std::to_string(segs.size()));
+  EXPECT_EQ(h.find("class=\"capped\""), std::string::npos);
+  std::printf("critical path: 20 steps, %zu stretches\n", segs.size());
+}
+
+TEST(HtmlReport, CriticalPathStretchesAreCappedAndSaySo) {
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/gpu/h100-tprof/64_bf16_warm_eager.json");
+  ASSERT_TRUE(t);
+  const std::string full = format_report_html(*t);
+  const std::string all = attr_of(full, "critical-chart", "data-segments-total");
+  HtmlReportOptions o;
+  o.max_path_segments = 50;
+  const std::string h = format_report_html(*t, o);
+  Result<JsonValue> v = JsonValue::parse(data_blob(h));
+  ASSERT_TRUE(v);
+  const JsonValue& cp = *v->find("critical_path");
+  EXPECT_EQ(cp.find("segments")->items().size(), 50u);
+  EXPECT_EQ(std::to_string(int_of(cp.find("segments_total"))), all);
+  // Every step keeps its shares; the first ones keep their stretches.
+  const auto& steps = cp.find("steps")->items();
+  ASSERT_EQ(steps.size(), 20u);
+  const std::int64_t marked = int_of(cp.find("steps_marked"));
+  EXPECT_GT(marked, 0);
+  EXPECT_LT(marked, 20);
+  std::int64_t kept = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const std::int64_t n = int_of(steps[i].find("segments")), total = int_of(steps[i].find("segments_total"));
+    kept += n;
+    if (static_cast<std::int64_t>(i) < marked) {
+      EXPECT_EQ(n, total);
+    } else if (static_cast<std::int64_t>(i) > marked) {
+      EXPECT_EQ(n, 0);
+    }
+  }
+  EXPECT_EQ(kept, 50);
+  EXPECT_NE(h.find("<b class=\"capped\">The path is marked on the timeline for the first " + std::to_string(marked) +
+                   " of 20 steps only (50 of " + all + " stretches).</b>"),
+            std::string::npos);
+  EXPECT_EQ(attr_of(h, "timeline", "data-critical"), "50");
 }
 
 TEST(HtmlReport, EscapesHtml) {

@@ -1,7 +1,8 @@
 // tprof report's page, issue 25: the one Perfetto link builder (report and
 // serve), where each step went (parts that sum to the step, the queue that
-// grows on the blog's 4096 eager run, CPU busy on a CPU-only trace), and the
-// timeline's steps and op nesting.
+// grows on the blog's 4096 eager run, CPU busy on a CPU-only trace), the
+// timeline's steps and op nesting, and (issue 37) each step's critical path
+// placed on the timeline's lanes.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -193,6 +194,68 @@ TEST(TimelineData, StepsAndBoundedOpNesting) {
     for (const internal::TimelineLane& l : tl.lanes) n += l.nested.size();
     return n;
   }());
+}
+
+TEST(CriticalPathView, StretchesLieOnTheirEventsLanesInsideTheirSteps) {
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/gpu/h100-tprof/64_bf16_warm_eager.json");
+  ASSERT_TRUE(t);
+  const internal::DiagnoseContext c(*t);
+  const Diagnosis d = internal::diagnose(c);
+  const HtmlReportOptions o;
+  const internal::Timeline tl = internal::build_timeline(c, d, o);
+  const internal::CriticalPathView v = internal::build_critical_path_view(c, tl, o);
+  ASSERT_TRUE(v.available) << v.error;
+  ASSERT_EQ(v.steps.size(), 20u);
+  EXPECT_EQ(v.steps_marked, 20u);
+  EXPECT_EQ(v.off_timeline, 0u);
+  EXPECT_EQ(v.segments.size(), v.segments_total);
+  std::size_t k = 0;
+  for (const internal::PathStep& st : v.steps) {
+    std::int64_t shares = st.unexplained_ns, marked = 0;
+    for (const std::int64_t ns : st.bound_ns) shares += ns;
+    EXPECT_EQ(shares, st.length_ns) << "step " << st.step;
+    for (std::size_t j = 0; j < st.segments; ++j, ++k) {
+      ASSERT_LT(k, v.segments.size());
+      const internal::PathStretch& x = v.segments[k];
+      ASSERT_GE(x.lane, 0);
+      const internal::TimelineLane& lane = tl.lanes[static_cast<std::size_t>(x.lane)];
+      const bool gpu = x.type == EdgeType::kDevice || x.type == EdgeType::kLaunch || x.type == EdgeType::kStream ||
+                       x.type == EdgeType::kStreamWait;
+      EXPECT_EQ(lane.gpu, gpu) << edge_type_name(x.type) << " on " << lane.label;
+      EXPECT_EQ(lane.label.starts_with("gpu "), gpu) << lane.label;
+      EXPECT_GT(x.dur_ns, 0);
+      EXPECT_GE(x.start_ns, st.start_ns);
+      EXPECT_LE(x.start_ns + x.dur_ns, st.start_ns + st.length_ns);
+      if (x.type == EdgeType::kDevice) {
+        EXPECT_EQ(x.bound, BoundType::kGpuCompute) << x.name;
+      }
+      if (x.type == EdgeType::kLaunch) {
+        EXPECT_EQ(x.bound, BoundType::kKernelLaunchOverhead) << x.name;
+      }
+      EXPECT_EQ(x.name.empty(), x.type == EdgeType::kHostGap) << edge_type_name(x.type);
+      marked += x.dur_ns;
+    }
+    EXPECT_EQ(marked, st.length_ns - st.unexplained_ns) << "step " << st.step;
+  }
+  EXPECT_EQ(k, v.segments.size());
+
+  // One lane drawn (the GPU stream the causes point at): the thread's
+  // stretches are kept, counted, and placed on no lane.
+  HtmlReportOptions one = o;
+  one.max_timeline_lanes = 1;
+  const internal::Timeline tl1 = internal::build_timeline(c, d, one);
+  ASSERT_EQ(tl1.lanes.size(), 1u);
+  ASSERT_TRUE(tl1.lanes[0].gpu);
+  const internal::CriticalPathView v1 = internal::build_critical_path_view(c, tl1, one);
+  ASSERT_EQ(v1.segments.size(), v.segments.size());
+  std::size_t off = 0;
+  for (std::size_t i = 0; i < v1.segments.size(); ++i) {
+    const bool gpu = v.segments[i].lane >= 0 && tl.lanes[static_cast<std::size_t>(v.segments[i].lane)].gpu;
+    EXPECT_EQ(v1.segments[i].lane, gpu ? 0 : -1);
+    off += gpu ? 0 : 1;
+  }
+  EXPECT_GT(off, 0u);
+  EXPECT_EQ(v1.off_timeline, off);
 }
 
 }  // namespace
