@@ -29,6 +29,8 @@
 #include "python/trace_object.h"
 #include "src/base/json_writer.h"
 #include "src/base/safe_text.h"
+#include "src/trace/select.h"
+#include "tprof/causal.h"
 #include "tprof/compare.h"
 #include "tprof/diagnose.h"
 #include "tprof/info.h"
@@ -37,6 +39,7 @@
 #include "tprof/read.h"
 #include "tprof/steps.h"
 #include "tprof/table.h"
+#include "tprof/write.h"
 
 namespace py = pybind11;
 
@@ -712,6 +715,198 @@ py::list hta_many(const std::vector<std::shared_ptr<PyTrace>>& traces, bool incl
   return out;
 }
 
+
+// ---- the causal model (docs/python.md, "Critical path and what-if") ----
+
+// One critical path of a trace, as TraceAnalysis.critical_path_analysis
+// finds it: the graph it was found on (the overlay marks the trace from
+// it) and the path. Keeps its Trace alive.
+struct PyCriticalPath {
+  std::shared_ptr<PyTrace> trace;
+  std::shared_ptr<const CausalGraph> graph;
+  CriticalPath path;
+  std::string kind;               // "step", "annotation" or "window"
+  std::int64_t step = -1;         // kind "step": N of ProfilerStep#N (-1 unnumbered)
+  std::uint32_t event = kNoIndex; // the step's or the annotation's event
+};
+
+// The window HTA's critical_path_analysis(rank, annotation, instance_id)
+// names, on the trace's replayed timeline: "" the whole trace;
+// "ProfilerStep" the instance-th step (its per-step path); anything else
+// the instance-th host event (by start) whose name contains `annotation`,
+// as HTA matches annotations. nullptr when there is no such window.
+std::shared_ptr<PyCriticalPath> critical_path(const std::shared_ptr<PyTrace>& t, const std::string& annotation,
+                                              std::int64_t instance) {
+  if (instance < 0) throw py::value_error("instance_id must be >= 0");
+  const auto n = static_cast<std::size_t>(instance);
+  std::optional<Result<std::shared_ptr<PyCriticalPath>>> out;
+  {
+    py::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(t->mu);
+    out.emplace([&]() -> Result<std::shared_ptr<PyCriticalPath>> {
+      const Trace& trace = t->trace;
+      CausalOptions o;
+      o.window_path = annotation.empty();
+      TPROF_TRY_ASSIGN(CausalResult r, analyze_causal(trace, o));
+      auto p = std::make_shared<PyCriticalPath>();
+      p->trace = t;
+      p->graph = r.graph;
+      if (annotation.empty()) {
+        if (n != 0) return std::shared_ptr<PyCriticalPath>();
+        p->kind = "window";
+        p->path = std::move(r.window);
+        return p;
+      }
+      if (annotation == "ProfilerStep" && r.has_steps) {
+        if (n >= r.steps.size()) return std::shared_ptr<PyCriticalPath>();
+        StepTime& s = r.steps[n];
+        p->kind = "step";
+        p->step = s.step;
+        p->event = s.event;
+        p->path = std::move(s.path);
+        return p;
+      }
+      // HTA's substring match, instances by start (ties in activity order,
+      // as annotation_critical_path counts them); then that event's exact
+      // name and its instance among the events of that name.
+      const CausalGraph& g = *r.graph;
+      std::vector<std::uint32_t> found;
+      for (std::uint32_t a = 0; a < g.activities(); ++a) {
+        if (!g.is_device[a] && trace.name(g.events[a]).find(annotation) != std::string_view::npos) found.push_back(a);
+      }
+      std::stable_sort(found.begin(), found.end(), [&](std::uint32_t x, std::uint32_t y) {
+        return g.time_ns[CausalGraph::begin_node(x)] < g.time_ns[CausalGraph::begin_node(y)];
+      });
+      if (n >= found.size()) return std::shared_ptr<PyCriticalPath>();
+      const std::string_view name = trace.name(g.events[found[n]]);
+      std::size_t k = 0;
+      for (std::size_t i = 0; i < n; ++i) k += trace.name(g.events[found[i]]) == name ? 1 : 0;
+      TPROF_TRY_ASSIGN(CriticalPath path, annotation_critical_path(trace, r, name, k));
+      p->kind = "annotation";
+      p->event = g.events[found[n]];
+      p->path = std::move(path);
+      return p;
+    }());
+  }
+  if (!*out) raise_error(out->error());
+  return std::move(**out);
+}
+
+// The events the overlay marks critical: both ends' events of every
+// segment's edge and the event whose time it is.
+std::vector<std::uint8_t> critical_events(const PyCriticalPath& p, std::size_t events) {
+  std::vector<std::uint8_t> marked(events, 0);
+  for (const PathSegment& seg : p.path.segments) {
+    const CausalEdge& c = p.graph->edges[seg.edge];
+    marked[p.graph->event_of(c.from)] = 1;
+    marked[p.graph->event_of(c.to)] = 1;
+    if (seg.event != kNoIndex) marked[seg.event] = 1;
+  }
+  return marked;
+}
+
+// The path's segments as columns: event (-1: none, a host gap), name,
+// edge type, bound type (tprof's names), start and duration (ns, on the
+// replayed timeline).
+py::dict path_segments(const PyCriticalPath& p) {
+  const std::vector<PathSegment>& segs = p.path.segments;
+  const auto n = static_cast<py::ssize_t>(segs.size());
+  py::array_t<std::int64_t> event(n), start(n), dur(n);
+  py::list name(segs.size()), type(segs.size()), bound(segs.size());
+  for (py::ssize_t i = 0; i < n; ++i) {
+    const PathSegment& s = segs[static_cast<std::size_t>(i)];
+    event.mutable_at(i) = s.event == kNoIndex ? -1 : static_cast<std::int64_t>(s.event);
+    start.mutable_at(i) = s.start_ns;
+    dur.mutable_at(i) = s.dur_ns;
+    const auto at = static_cast<std::size_t>(i);
+    name[at] = s.event == kNoIndex ? py::object(py::none()) : py::object(to_str(p.trace->trace.name(s.event)));
+    type[at] = py::str(std::string(edge_type_name(s.type)));
+    bound[at] = py::str(std::string(bound_type_name(s.bound)));
+  }
+  py::dict d;
+  d["event"] = event;
+  d["name"] = name;
+  d["type"] = type;
+  d["bound_by"] = bound;
+  d["start_ns"] = start;
+  d["dur_ns"] = dur;
+  return d;
+}
+
+py::dict path_bound_ns(const PyCriticalPath& p) {
+  py::dict d;
+  for (int b = 0; b < static_cast<int>(BoundType::kCount_); ++b) {
+    d[py::str(std::string(bound_type_name(static_cast<BoundType>(b))))] = p.path.bound_ns[static_cast<std::size_t>(b)];
+  }
+  return d;
+}
+
+// Writes the path's trace with the path marked (overlay_critical_path) to
+// `path`, gzip-compressed whatever its name, as HTA writes its overlay;
+// only_critical keeps the events marked critical, every event that is not
+// a complete event (metadata, instants, flows) and the user annotations
+// and Python functions (HTA's only_show_critical_events). The Trace
+// itself is not changed: the overlay goes on a copy.
+void overlay_path(const PyCriticalPath& p, const py::object& path_arg, bool only_critical) {
+  const std::string path = fs_path(path_arg);
+  Status st;
+  {
+    py::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(p.trace->mu);
+    const Trace& t = p.trace->trace;
+    Trace copy = internal::select_events(t, std::vector<std::uint8_t>(t.events.size(), 1));
+    overlay_critical_path(&copy, *p.graph, {&p.path});
+    if (only_critical) {
+      std::vector<std::uint8_t> keep = critical_events(p, copy.events.size());
+      const EventColumns& ev = copy.events;
+      for (std::uint32_t e = 0; e < ev.size(); ++e) {
+        keep[e] = keep[e] || ev.phase[e] != Phase::kComplete || ev.kind[e] == EventKind::kUserAnnotation ||
+                  ev.kind[e] == EventKind::kPythonFunction;
+      }
+      copy = internal::select_events(copy, keep);
+    }
+    WriteOptions wo;
+    wo.compression = Compression::kGzip;
+    st = write_trace(copy, path, wo);
+  }
+  if (!st) {
+    PyErr_SetObject(PyExc_OSError, to_str(st.error().to_string()).ptr());
+    throw py::error_already_set();
+  }
+}
+
+// Measured, replayed and predicted time per step with `edits` applied
+// (`tprof whatif`); an edit that does not parse or matches nothing raises
+// ValueError with its message.
+py::dict whatif(PyTrace& t, const std::vector<std::string>& edits) {
+  CausalOptions o;
+  o.paths = false;
+  for (const std::string& e : edits) {
+    Result<WhatIfEdit> parsed = parse_whatif_edit(e);
+    if (!parsed) raise_error(parsed.error());
+    o.edits.push_back(std::move(*parsed));
+  }
+  Result<CausalResult> r = locked(t, [&] { return analyze_causal(t.trace, o); });
+  if (!r) raise_error(r.error());
+  const auto n = static_cast<py::ssize_t>(r->steps.size());
+  py::array_t<std::int64_t> step(n), measured(n), replayed(n), predicted(n);
+  for (py::ssize_t i = 0; i < n; ++i) {
+    const StepTime& s = r->steps[static_cast<std::size_t>(i)];
+    step.mutable_at(i) = s.step;
+    measured.mutable_at(i) = s.measured_ns;
+    replayed.mutable_at(i) = s.replayed_ns;
+    predicted.mutable_at(i) = s.predicted_ns;
+  }
+  py::dict d;
+  d["has_steps"] = r->has_steps;
+  d["step"] = step;
+  d["measured_ns"] = measured;
+  d["replayed_ns"] = replayed;
+  d["predicted_ns"] = predicted;
+  d["matched"] = r->matched;
+  return d;
+}
+
 }  // namespace
 
 }  // namespace tprof::python
@@ -777,6 +972,31 @@ PYBIND11_MODULE(_tprof, m) {
   m.def("hta", &hta_many, py::arg("traces"), py::arg("include_last_profiler_step") = false,
         py::arg("consecutive_kernel_delay_ns") = 30'000, py::arg("idle_interval_stats") = false,
         py::arg("include_memory_kernels") = true);
+  py::class_<PyCriticalPath, std::shared_ptr<PyCriticalPath>>(m, "CriticalPath")
+      .def_readonly("kind", &PyCriticalPath::kind)
+      .def_property_readonly("step", [](const PyCriticalPath& p) -> py::object {
+        return p.kind == "step" ? py::object(py::int_(p.step)) : py::object(py::none());
+      })
+      .def_property_readonly("event", [](const PyCriticalPath& p) -> py::object {
+        return p.event == kNoIndex ? py::object(py::none()) : py::object(py::int_(p.event));
+      })
+      .def_property_readonly("start_ns", [](const PyCriticalPath& p) { return p.path.start_ns; })
+      .def_property_readonly("end_ns", [](const PyCriticalPath& p) { return p.path.end_ns; })
+      .def_property_readonly("length_ns", [](const PyCriticalPath& p) { return p.path.length_ns(); })
+      .def_property_readonly("unexplained_ns", [](const PyCriticalPath& p) { return p.path.unexplained_ns; })
+      .def_property_readonly("trace", [](const PyCriticalPath& p) { return p.trace; })
+      .def("bound_ns", &path_bound_ns)
+      .def("segments", &path_segments)
+      .def("critical_events", [](const PyCriticalPath& p) {
+        std::vector<std::uint32_t> out;
+        const std::vector<std::uint8_t> marked = critical_events(p, p.trace->trace.events.size());
+        for (std::uint32_t e = 0; e < marked.size(); ++e)
+          if (marked[e]) out.push_back(e);
+        return out;
+      })
+      .def("overlay", &overlay_path, py::arg("path"), py::arg("only_critical") = false);
+  m.def("critical_path", &critical_path, py::arg("trace"), py::arg("annotation"), py::arg("instance") = 0);
+  m.def("whatif", &whatif, py::arg("trace"), py::arg("edits"));
   m.def("rule_ids", &rule_ids);
   m.def("table_sort_keys", &table_sort_keys);
   m.def("event_kind_names", [] {

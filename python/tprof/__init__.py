@@ -39,6 +39,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "TraceAnalysis",
+    "CriticalPathGraph",
     "Diagnosis",
     "Finding",
     "Comparison",
@@ -411,6 +412,42 @@ class Trace:
     def get_queue_length_time_series(self, ranks=None):
         return self._analysis().get_queue_length_time_series(ranks)
 
+    def critical_path_analysis(self, annotation: str = "ProfilerStep", instance_id: Optional[int] = 0,
+                               data_load_events: Optional[List[str]] = None):
+        """TraceAnalysis.critical_path_analysis for this trace's rank:
+        (CriticalPathGraph, True), or None when the window is not there."""
+        a = self._analysis()
+        return a.critical_path_analysis(a.ranks[0], annotation, instance_id, data_load_events)
+
+    def overlay_critical_path_analysis(self, critical_path_graph: Any, output_dir: str,
+                                       only_show_critical_events: bool = True, show_all_edges: bool = False) -> str:
+        """TraceAnalysis.overlay_critical_path_analysis for this trace's rank."""
+        a = self._analysis()
+        return a.overlay_critical_path_analysis(a.ranks[0], critical_path_graph, output_dir,
+                                                only_show_critical_events, show_all_edges)
+
+    def whatif(self, edits: Union[str, Sequence[str]]) -> pd.DataFrame:
+        """`tprof whatif --edit EDIT ...` (docs/critical-path.md, "Edits"):
+        the trace's dependency graph replayed with the edits ("remove:op::add",
+        "scale:gemm=0.5", "graph", "drop-sync:PATTERN", "overlap:PATTERN").
+        One row per step: step (<NA> for the one window of a trace without
+        ProfilerSteps), measured_ns, replayed_ns (the replay without edits),
+        predicted_ns (with them). attrs: matched ({edit: events it
+        changed}), has_steps. An edit that does not parse, or matches
+        nothing it can change, raises ValueError with the reason."""
+        edits = [edits] if isinstance(edits, str) else [str(e) for e in edits]
+        d = _tprof.whatif(self._core, edits)
+        step = pd.array(d["step"], dtype="Int64")
+        if not d["has_steps"]:
+            step[:] = pd.NA
+        df = pd.DataFrame(
+            {"step": step, "measured_ns": d["measured_ns"], "replayed_ns": d["replayed_ns"],
+             "predicted_ns": d["predicted_ns"]}
+        )
+        df.attrs["matched"] = dict(zip(edits, (int(m) for m in d["matched"])))
+        df.attrs["has_steps"] = bool(d["has_steps"])
+        return df
+
 
 def compare(a: Trace, b: Trace, text: bool = False, label_a: str = "A", label_b: str = "B",
             top: int = 10) -> Union[Comparison, str]:
@@ -432,4 +469,4 @@ def compare(a: Trace, b: Trace, text: bool = False, label_a: str = "A", label_b:
     )
 
 
-from .hta import TraceAnalysis  # noqa: E402  (uses Trace and read_many)
+from .hta import CriticalPathGraph, TraceAnalysis  # noqa: E402  (uses Trace and read_many)

@@ -7,6 +7,8 @@
     analyzer.get_gpu_kernel_breakdown()
     analyzer.get_comm_comp_overlap()
     analyzer.get_queue_length_summary()
+    cp_graph, success = analyzer.critical_path_analysis(rank=0, annotation="ProfilerStep", instance_id=1)
+    analyzer.overlay_critical_path_analysis(0, cp_graph, output_dir="out/")
 
 The methods take HTA's arguments and return HTA's DataFrames: its column
 names, its units (µs, as HTA reads the file's ts and dur) and its rounding.
@@ -335,6 +337,66 @@ class TraceAnalysis:
         rank has launches."""
         return self.get_queue_length_summary_from_time_series(self.get_queue_length_time_series(ranks))
 
+    def critical_path_analysis(
+        self,
+        rank: int,
+        annotation: str,
+        instance_id: Union[Optional[int], Tuple[int, int]] = 0,
+        data_load_events: Optional[List[str]] = None,
+    ) -> Optional[Tuple[CriticalPathGraph, bool]]:
+        """HTA's critical path of a window of one rank's trace:
+        (CriticalPathGraph, success). annotation "ProfilerStep" with
+        instance_id i: the i-th step (by start) and its per-step path (the
+        step's time, from the previous step's end); "": the whole trace;
+        anything else: the instance_id-th host event (by start) whose name
+        contains `annotation` (HTA's substring match), from its begin to
+        the later of its end and the end of the device work launched in
+        it. None, as HTA, when there is no such window. instance_id None
+        is 0; a (start, end) range of instances is not supported
+        (ValueError). data_load_events is accepted and ignored: DataLoader
+        scopes are found by name (docs/critical-path.md)."""
+        if instance_id is None:
+            instance_id = 0
+        if isinstance(instance_id, tuple):
+            raise ValueError("critical_path_analysis: a range of instances (start, end) is not supported; "
+                             "give one instance_id")
+        trace = self.traces[self._ranks([rank])[0]]
+        core = _tprof.critical_path(trace._core, str(annotation), int(instance_id))
+        if core is None:
+            return None
+        return CriticalPathGraph(core, trace, rank, str(annotation), int(instance_id)), True
+
+    def overlay_critical_path_analysis(
+        self,
+        rank: int,
+        critical_path_graph: CriticalPathGraph,
+        output_dir: str,
+        only_show_critical_events: bool = True,
+        show_all_edges: bool = False,
+    ) -> str:
+        """HTA's overlay: writes the rank's trace with the path marked
+        (args "critical": 1 on every event on it, a "critical_path" flow
+        along each edge of it that joins two events) to
+        output_dir/overlaid_critical_path_<the trace's file name>, gzip
+        whatever the suffix (as HTA); returns that path. output_dir is made
+        when missing. only_show_critical_events (HTA's default): keep the
+        events marked critical, every event that is not a complete event
+        (metadata, instants, flows) and the user annotations and Python
+        functions. show_all_edges is accepted and ignored: only the path's
+        edges are drawn."""
+        trace = self.traces[self._ranks([rank])[0]]
+        if not isinstance(critical_path_graph, CriticalPathGraph):
+            raise TypeError("overlay_critical_path_analysis: a CriticalPathGraph from critical_path_analysis expected")
+        if critical_path_graph._trace._core is not trace._core:
+            raise ValueError(f"overlay_critical_path_analysis: the critical path was found on another trace "
+                             f"than rank {rank}'s")
+        output_dir = os.fspath(output_dir)
+        os.makedirs(output_dir, exist_ok=True)
+        name = os.path.basename(trace.path) if os.path.isfile(trace.path) else "trace.json.gz"
+        out = os.path.join(output_dir, "overlaid_critical_path_" + name)
+        critical_path_graph._core.overlay(out, bool(only_show_critical_events))
+        return out
+
     @staticmethod
     def get_queue_length_summary_from_time_series(series: Dict[int, pd.DataFrame]) -> Optional[pd.DataFrame]:
         parts = []
@@ -343,6 +405,124 @@ class TraceAnalysis:
             d.insert(0, "rank", rank)
             parts.append(d.groupby(["rank", "stream"]).describe())
         return pd.concat(parts) if parts else None
+
+
+# HTA's names of tprof's bound types (BoundType in HTA's
+# hta/analyzers/critical_path_analysis.py); the others are the same.
+_HTA_BOUND = {
+    "kernel_kernel_overhead": "gpu_kernel_kernel_overhead",
+    "kernel_launch_overhead": "gpu_kernel_launch_overhead",
+}
+_HTA_BOUND_ORDER = ("cpu_bound", "data_loading", "gpu_communication_bound", "gpu_compute_bound",
+                    "gpu_kernel_kernel_overhead", "gpu_kernel_launch_overhead")
+
+
+class CriticalPathGraph:
+    """The critical path TraceAnalysis.critical_path_analysis found: HTA's
+    CPGraph in what it reports (summary(), get_critical_path_breakdown(),
+    critical_path_events_set), on tprof's causal model
+    (docs/critical-path.md). It is not a networkx graph.
+
+    path: one row per stretch of the path, oldest first: event_idx (the
+    event whose time it is, an index into the trace's events; <NA> for a
+    host gap), name, type (the edge: host, host_gap, launch, stream,
+    device, sync, stream_wait), bound_by (HTA's bound type), start_ns,
+    dur_ns (ns, on the replayed timeline, which is the measured one).
+    start_ns, end_ns, length_ns: the window (length_ns: the step's time
+    for a step); unexplained_ns: the window's time before the path's first
+    node, which has no known predecessor. kind: "step", "annotation" or
+    "window"; step: N of the ProfilerStep#N (kind "step"); event: the
+    step's or the annotation's event."""
+
+    def __init__(self, core: Any, trace: Any, rank: int, annotation: str, instance_id: int) -> None:
+        self._core = core
+        self._trace = trace
+        self.rank = rank
+        self.annotation = annotation
+        self.instance_id = instance_id
+        self.kind: str = core.kind
+        self.step: Optional[int] = core.step
+        self.event: Optional[int] = core.event
+        self.start_ns: int = core.start_ns
+        self.end_ns: int = core.end_ns
+        self.length_ns: int = core.length_ns
+        self.unexplained_ns: int = core.unexplained_ns
+        seg = core.segments()
+        event = pd.array(seg["event"], dtype="Int64")
+        event[seg["event"] < 0] = pd.NA
+        self.path = pd.DataFrame(
+            {
+                "event_idx": event,
+                "name": np.array(seg["name"], dtype=object),
+                "type": np.array(seg["type"], dtype=object),
+                "bound_by": np.array([_HTA_BOUND.get(b, b) for b in seg["bound_by"]], dtype=object),
+                "start_ns": seg["start_ns"],
+                "dur_ns": seg["dur_ns"],
+            }
+        )
+
+    def __repr__(self) -> str:
+        where = f"step {self.step}" if self.kind == "step" else self.kind
+        return f"<tprof CriticalPathGraph rank {self.rank} {where}: {len(self.path)} segments, {self.length_ns} ns>"
+
+    @property
+    def critical_path_events_set(self) -> set:
+        """The events the overlay marks critical (HTA's attribute of the
+        same name): both ends of every edge on the path and the event each
+        stretch is attributed to."""
+        return set(self._core.critical_events())
+
+    def summary_ns(self) -> pd.Series:
+        """ns per bound type (HTA's names; index bound_by), "" for
+        unexplained_ns when there is any: the values sum to length_ns."""
+        ns = self.path.groupby("bound_by", sort=True)["dur_ns"].sum().astype(np.int64)
+        if self.unexplained_ns > 0:
+            ns = pd.concat([pd.Series({"": np.int64(self.unexplained_ns)}), ns])
+        ns.index.name = "bound_by"
+        ns.name = "duration"
+        return ns
+
+    def summary(self) -> pd.Series:
+        """HTA's cp_graph.summary(): per bound type (index bound_by, HTA's
+        names, sorted), its % of the path's length (a Series named
+        duration). "" holds the unexplained time, as HTA's "" holds its
+        unattributed edges; the values sum to 100."""
+        ns = self.summary_ns()
+        return ns / self.length_ns * 100 if self.length_ns else ns.astype(np.float64) * np.nan
+
+    def get_critical_path_breakdown(self) -> pd.DataFrame:
+        """HTA's breakdown, one row per stretch of the path: event_idx,
+        duration (µs, as HTA reads the file's ts), type, s_name (the
+        event's name), bound_by; then start_ns and dur_ns."""
+        p = self.path
+        return pd.DataFrame(
+            {
+                "event_idx": p["event_idx"],
+                "duration": p["dur_ns"].to_numpy() / 1000.0,
+                "type": p["type"],
+                "s_name": p["name"],
+                "bound_by": p["bound_by"],
+                "start_ns": p["start_ns"],
+                "dur_ns": p["dur_ns"],
+            }
+        )
+
+    def critical_path_events(self) -> pd.DataFrame:
+        """The events of critical_path_events_set, by index: event_idx,
+        name, ts_ns, dur_ns (the event's own) and path_ns (its time on the
+        path; 0 for an event only an edge ends at)."""
+        idx = np.array(sorted(self._core.critical_events()), dtype=np.int64)
+        on_path = self.path.dropna(subset=["event_idx"]).groupby("event_idx")["dur_ns"].sum()
+        t = self._trace
+        return pd.DataFrame(
+            {
+                "event_idx": idx,
+                "name": np.array(t.strings(t.column("name")[idx]), dtype=object),
+                "ts_ns": t.column("ts_ns")[idx],
+                "dur_ns": t.column("dur_ns")[idx],
+                "path_ns": np.array([int(on_path.get(i, 0)) for i in idx], dtype=np.int64),
+            }
+        )
 
 
 def _idle_interval_stats(rank: int, rows: List[Tuple[Any, ...]]) -> pd.DataFrame:

@@ -567,8 +567,9 @@ Result<CriticalPath> annotation_critical_path(const Trace& trace, const CausalRe
   std::vector<std::uint32_t> found;
   for (std::uint32_t a = 0; a < g.activities(); ++a)
     if (!g.is_device[a] && trace.name(g.events[a]) == name) found.push_back(a);
-  std::sort(found.begin(), found.end(),
-            [&](std::uint32_t x, std::uint32_t y) { return g.time_ns[2 * x] < g.time_ns[2 * y]; });
+  // Stable: instances that begin together count in activity order (by lane).
+  std::stable_sort(found.begin(), found.end(),
+                   [&](std::uint32_t x, std::uint32_t y) { return g.time_ns[2 * x] < g.time_ns[2 * y]; });
   if (instance >= found.size()) {
     return Error(ErrorCode::kInvalidArgument,
                  "--annotation \"" + std::string(name) + "\" --instance " + std::to_string(instance) + ": the trace has " +

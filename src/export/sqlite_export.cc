@@ -6,7 +6,8 @@
 //           │      diagnostics (rows straight from the columns)
 //           └─ a second thread: DiagnoseContext (steps, device activity ──
 //               launch call), torch's key_averages (a third), the plugin's
-//               step breakdown, launching ops, kernel short names
+//               step breakdown, launching ops, kernel short names, the
+//               causal model's critical path per step
 //       ── derived tables ── COMMIT ── indexes ── ANALYZE
 //
 //   --stream: read_trace_streamed ── per batch: work.raw_events, args, memory
@@ -49,6 +50,7 @@
 #include "src/base/saturate.h"
 #include "src/report/kernel_names.h"
 #include "src/trace/event_stream.h"
+#include "tprof/causal.h"
 #include "tprof/info.h"
 #include "tprof/key_averages.h"
 
@@ -110,6 +112,9 @@ CREATE TABLE key_averages (id INTEGER PRIMARY KEY, name TEXT NOT NULL, count INT
   self_device_ns INTEGER NOT NULL, cpu_memory_bytes INTEGER NOT NULL, self_cpu_memory_bytes INTEGER NOT NULL,
   device_memory_bytes INTEGER NOT NULL, self_device_memory_bytes INTEGER NOT NULL, is_device INTEGER NOT NULL,
   is_user_annotation INTEGER NOT NULL);
+CREATE TABLE critical_path (step INTEGER, seq INTEGER NOT NULL, event_id INTEGER, name TEXT,
+  edge_type TEXT NOT NULL, bound_type TEXT NOT NULL, start_ns INTEGER NOT NULL, dur_ns INTEGER NOT NULL);
+CREATE TABLE critical_path_shares (step INTEGER, bound_type TEXT NOT NULL, ns INTEGER NOT NULL, share REAL);
 CREATE VIEW event_view AS
   SELECT e.id, e.ts_ns, e.dur_ns, e.ts_ns + e.dur_ns AS end_ns, n.text AS name, c.text AS cat, e.lane_id,
          e.phase, e.kind, e.external_id, e.correlation, e.flow_id, e.parent_id, e.self_ns
@@ -139,6 +144,8 @@ CREATE INDEX kernels_name ON kernels(name_id);
 CREATE INDEX kernels_op ON kernels(op_id) WHERE op_id IS NOT NULL;
 CREATE INDEX kernels_launch ON kernels(launch_id) WHERE launch_id IS NOT NULL;
 CREATE INDEX step_breakdown_step ON step_breakdown(step);
+CREATE INDEX critical_path_step ON critical_path(step, seq);
+CREATE INDEX critical_path_event ON critical_path(event_id) WHERE event_id IS NOT NULL;
 )sql";
 
 // ---- SQLite, checked ----------------------------------------------------------
@@ -412,6 +419,8 @@ struct Derived {
   std::vector<TbPluginStep> breakdown;
   // (name id, short name) of every device activity name, by name id.
   std::vector<std::pair<StrId, std::string>> short_names;
+  // The causal model (docs/critical-path.md): each step's critical path.
+  std::optional<CausalResult> causal;
 };
 
 // The launching op of each device activity, as the efficiency view finds it
@@ -455,6 +464,10 @@ Derived derive(const Trace& t) {
     d.short_names.emplace_back(name, names.get(t.str(name)));
   }
   std::sort(d.short_names.begin(), d.short_names.end());
+  // Without edits analyze_causal does not fail; were it to, the critical
+  // path tables stay empty.
+  Result<CausalResult> causal = analyze_causal(t);
+  if (causal) d.causal.emplace(std::move(*causal));
   return d;
 }
 
@@ -530,6 +543,7 @@ class Writer {
   Status flows(const Nesting& nest);
   Status memory();
   Status diagnostics();
+  Status critical_path(const Derived& d);
 
   const Trace& t_;
   const EventColumns& ev_;
@@ -918,6 +932,54 @@ Status Writer::derived_tables(const Derived& d) {
                   .step());
   }
   count("key_averages", rows.size());
+  return critical_path(d);
+}
+
+// The critical path of each step (of the one window of a trace without
+// steps: step NULL), segment by segment, and its time by bound type.
+Status Writer::critical_path(const Derived& d) {
+  std::uint64_t segments = 0, shares = 0;
+  if (d.causal) {
+    TPROF_TRY_ASSIGN(Stmt seg, db_->prepare(
+                                   "INSERT INTO critical_path (step, seq, event_id, name, edge_type, bound_type, "
+                                   "start_ns, dur_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+    TPROF_TRY_ASSIGN(Stmt sh, db_->prepare(
+                                  "INSERT INTO critical_path_shares (step, bound_type, ns, share) VALUES (?, ?, ?, ?)"));
+    const CausalResult& r = *d.causal;
+    for (const StepTime& st : r.steps) {
+      const bool numbered = r.has_steps && st.step >= 0;
+      const CriticalPath& p = st.path;
+      std::int64_t seq = 0;
+      for (const PathSegment& x : p.segments) {
+        seg.opt(st.step, numbered).i64(seq++).ref(x.event);
+        if (x.event != kNoIndex) {
+          seg.text(t_.name(x.event));
+        } else {
+          seg.null();
+        }
+        TPROF_TRY(seg.text(edge_type_name(x.type)).text(bound_type_name(x.bound)).i64(x.start_ns).i64(x.dur_ns).step());
+        ++segments;
+      }
+      const std::int64_t length = p.length_ns();
+      auto put = [&](std::string_view bound, std::int64_t ns) -> Status {
+        if (ns <= 0) return {};
+        sh.opt(st.step, numbered).text(bound).i64(ns);
+        if (length > 0) {
+          sh.real(static_cast<double>(ns) / static_cast<double>(length));
+        } else {
+          sh.null();
+        }
+        ++shares;
+        return sh.step();
+      };
+      for (int b = 0; b < static_cast<int>(BoundType::kCount_); ++b) {
+        TPROF_TRY(put(bound_type_name(static_cast<BoundType>(b)), p.bound_ns[static_cast<std::size_t>(b)]));
+      }
+      TPROF_TRY(put("unexplained", p.unexplained_ns));
+    }
+  }
+  count("critical_path", segments);
+  count("critical_path_shares", shares);
   return {};
 }
 
@@ -1159,10 +1221,10 @@ ORDER BY r.cat_id, r.flow_id, r.id)sql"));
 }
 
 // The tables in schema order: how SqliteExportStats lists them.
-constexpr std::array<const char*, 16> kTableOrder = {
+constexpr std::array<const char*, 18> kTableOrder = {
     "meta",        "top_level",         "strings", "processes", "lanes",        "events",         "args",
     "flows",       "memory",            "diagnostics", "diagnostic_counts", "steps", "kernels", "kernel_names",
-    "step_breakdown", "key_averages"};
+    "step_breakdown", "key_averages", "critical_path", "critical_path_shares"};
 
 void order_stats(SqliteExportStats* stats) {
   auto rank = [](const std::string& table) {
@@ -1531,7 +1593,10 @@ ORDER BY r.id)sql"));
   if (st.whole) {
     TPROF_TRY(w.derived_tables(derived.get()));
   } else {
-    for (const char* table : {"steps", "kernels", "kernel_names", "step_breakdown", "key_averages"}) w.count(table, 0);
+    for (const char* table : {"steps", "kernels", "kernel_names", "step_breakdown", "key_averages", "critical_path",
+                              "critical_path_shares"}) {
+      w.count(table, 0);
+    }
   }
   order_stats(&w.stats());
   TPROF_TRY(finish_database(&db));

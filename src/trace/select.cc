@@ -3,6 +3,15 @@
 namespace tprof::internal {
 
 Trace select_window(const Trace& t, std::int64_t start_ns, std::int64_t end_ns) {
+  const EventColumns& in = t.events;
+  std::vector<std::uint8_t> keep(in.size(), 0);
+  for (std::uint32_t e = 0; e < in.size(); ++e) {
+    keep[e] = in.phase[e] == Phase::kMetadata || (in.ts_ns[e] <= end_ns && in.ts_ns[e] + in.dur_ns[e] >= start_ns);
+  }
+  return select_events(t, keep);
+}
+
+Trace select_events(const Trace& t, const std::vector<std::uint8_t>& keep) {
   Trace out;
   // Interned in id order into a fresh pool, every string gets its old id.
   for (StrId id = 1; id < t.strings.size(); ++id) out.strings.intern(t.str(id));
@@ -12,9 +21,7 @@ Trace select_window(const Trace& t, std::int64_t start_ns, std::int64_t end_ns) 
   std::vector<std::uint32_t> new_index(in.size(), kNoIndex);
   std::uint32_t n = 0;
   for (std::uint32_t e = 0; e < in.size(); ++e) {
-    const bool keep = in.phase[e] == Phase::kMetadata ||
-                      (in.ts_ns[e] <= end_ns && in.ts_ns[e] + in.dur_ns[e] >= start_ns);
-    if (keep) new_index[e] = n++;
+    if (keep[e]) new_index[e] = n++;
   }
   // Lanes that still hold events, in order of first use: the lanes a
   // reader of the written window would make.

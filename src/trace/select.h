@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tprof/trace.h"
 
@@ -14,5 +15,13 @@ namespace tprof::internal {
 // (in order of first use, as a reader of the written window makes them). Strings keep their ids;
 // args are copied into the new trace's own store.
 Trace select_window(const Trace& t, std::int64_t start_ns, std::int64_t end_ns);
+
+// Returns the events e of `t` with keep[e] != 0, in order, with the same
+// side records as select_window (every process, top-level key and
+// diagnostic; the lanes the kept events use, in order of first use; the
+// memory records of kept events). keep.size() must be t.events.size(). With
+// every event kept, event e of the copy is event e of `t`: a copy of a
+// trace that a caller may change (Python's overlay of a critical path).
+Trace select_events(const Trace& t, const std::vector<std::uint8_t>& keep);
 
 }  // namespace tprof::internal

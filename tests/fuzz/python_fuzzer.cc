@@ -151,6 +151,15 @@ def exercise(t):
     call("overlap", lambda: t.get_comm_comp_overlap(visualize=False))
     call("queue summary", t.get_queue_length_summary)
     call("queue series", t.get_queue_length_time_series)
+    for annotation in ("", "ProfilerStep", "a"):
+        cp = call(f"critical path {annotation!r}", lambda: t.critical_path_analysis(annotation, 0))
+        if cp is not None:
+            g = cp[0]
+            call("critical path frames", lambda: [g.path, g.get_critical_path_breakdown(), g.critical_path_events()])
+            if int(g.summary_ns().sum()) != g.length_ns:
+                raise PropertyFailed(f"critical path {annotation!r}: the summary does not sum to the path's length")
+    call("whatif", lambda: t.whatif([]))
+    call("whatif graph", lambda: t.whatif(["graph"]))
 
 
 def refused_view(where, view):

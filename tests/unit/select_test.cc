@@ -1,7 +1,8 @@
-// select_window: a time window of a real trace as a trace of its own.
+// select_window and select_events: a time window (or any set of events) of a real trace as a trace of its own.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "src/trace/select.h"
 #include "tests/support/trace_compare.h"
@@ -63,6 +64,27 @@ TEST(SelectWindow, TheWholeSpanIsTheSameTraceAndAnEmptyWindowKeepsMetadataOnly) 
   const Trace none = select_window(t, t.end_ns() + 1000, t.end_ns() + 2000);
   for (std::uint32_t e = 0; e < none.events.size(); ++e) EXPECT_EQ(none.events.phase[e], Phase::kMetadata);
   EXPECT_TRUE(none.memory.empty());
+}
+
+TEST(SelectEvents, EveryEventKeptIsACopyWithTheSameIndicesAndAMaskKeepsThoseOnly) {
+  const Trace t = load("gpu/h100-torch-2.11/64_bf16_warm_eager.json");
+  const Trace all = select_events(t, std::vector<std::uint8_t>(t.events.size(), 1));
+  EXPECT_EQ(testing::diff_traces(t, all), "");
+  ASSERT_EQ(all.events.size(), t.events.size());
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    EXPECT_EQ(all.name(e), t.name(e));
+    EXPECT_EQ(all.args_json(e), t.args_json(e));
+  }
+  // Every other event: those, in order, their args with them.
+  std::vector<std::uint8_t> keep(t.events.size(), 0);
+  for (std::size_t e = 0; e < keep.size(); e += 2) keep[e] = 1;
+  const Trace half = select_events(t, keep);
+  ASSERT_EQ(half.events.size(), (t.events.size() + 1) / 2);
+  for (std::uint32_t e = 0; e < half.events.size(); ++e) {
+    EXPECT_EQ(half.name(e), t.name(2 * e));
+    EXPECT_EQ(half.events.ts_ns[e], t.events.ts_ns[2 * e]);
+    EXPECT_EQ(half.args_json(e), t.args_json(2 * e));
+  }
 }
 
 }  // namespace

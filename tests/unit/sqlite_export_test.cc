@@ -27,6 +27,7 @@
 #include "src/report/kernel_names.h"
 #include "tests/support/stream_options.h"
 #include "tests/support/temp_dir.h"
+#include "tprof/causal.h"
 #include "tprof/key_averages.h"
 #include "tprof/kernels.h"
 #include "tprof/read.h"
@@ -146,6 +147,10 @@ TEST_P(RowCounts, EqualTheModelsAndTheViews) {
   EXPECT_EQ(db.num("SELECT COUNT(*) FROM steps"), static_cast<std::int64_t>(compute_steps(t).steps.size()));
   EXPECT_EQ(db.num("SELECT COUNT(*) FROM key_averages"),
             static_cast<std::int64_t>(EventList::build(t).key_averages().size()));
+  EXPECT_EQ(db.num("SELECT COUNT(*) FROM critical_path"), static_cast<std::int64_t>(stats.rows_of("critical_path")));
+  EXPECT_EQ(db.num("SELECT COUNT(*) FROM critical_path_shares"),
+            static_cast<std::int64_t>(stats.rows_of("critical_path_shares")));
+  EXPECT_GT(stats.rows_of("critical_path_shares"), 0u);
   // Every row of a table was counted in the stats, and every reference resolves.
   EXPECT_EQ(db.num("SELECT COUNT(*) FROM kernels") + db.num("SELECT COUNT(*) FROM steps"),
             static_cast<std::int64_t>(stats.rows_of("kernels") + stats.rows_of("steps")));
@@ -211,6 +216,84 @@ TEST(SqliteExport, ValuesAreTheDerivedViews) {
   EXPECT_EQ(db.num("SELECT COUNT(*) FROM step_breakdown"), 20);
   EXPECT_EQ(db.num("SELECT COUNT(*) FROM step_breakdown b JOIN steps s USING (step)"), 20);
 }
+
+// The critical path tables hold analyze_causal's paths: a row per segment
+// of each step's path, in order, naming its event, and per step the time by
+// bound type (plus the unexplained time), which sums to the step's time.
+// A trace without ProfilerSteps has one window, step NULL.
+class CriticalPathTables : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CriticalPathTables, AreAnalyzeCausalsPaths) {
+  const Trace t = load(kData + "/" + GetParam());
+  TempDir dir;
+  const std::string path = dir.path() + "/t.db";
+  const internal::SqliteExportStats stats = export_to(t, path);
+  Result<CausalResult> r = analyze_causal(t);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_FALSE(r->steps.empty());
+  Db db(path);
+  std::uint64_t segments = 0, shares = 0;
+  for (const StepTime& st : r->steps) {
+    const std::string where = r->has_steps ? " WHERE step = " + std::to_string(st.step) : " WHERE step IS NULL";
+    SCOPED_TRACE(where);
+    const CriticalPath& p = st.path;
+    segments += p.segments.size();
+    const auto rows = db.rows("SELECT seq, event_id, start_ns, dur_ns FROM critical_path" + where + " ORDER BY seq");
+    ASSERT_EQ(rows.size(), p.segments.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const PathSegment& x = p.segments[i];
+      EXPECT_EQ(rows[i], (std::vector<std::int64_t>{static_cast<std::int64_t>(i),
+                                                    x.event == kNoIndex ? -1 : static_cast<std::int64_t>(x.event),
+                                                    x.start_ns, x.dur_ns}));
+    }
+    // By bound type: the path's own figures, and every one of them sums to
+    // the step's time (measured = replayed = predicted without edits).
+    std::int64_t total = 0;
+    for (int b = 0; b < static_cast<int>(BoundType::kCount_); ++b) {
+      const std::int64_t ns = p.bound_ns[static_cast<std::size_t>(b)];
+      const std::string bound(bound_type_name(static_cast<BoundType>(b)));
+      EXPECT_EQ(db.num("SELECT COALESCE(SUM(ns), 0) FROM critical_path_shares" + where + " AND bound_type = '" +
+                       bound + "'"),
+                ns)
+          << bound;
+      EXPECT_EQ(db.num("SELECT COALESCE(SUM(dur_ns), 0) FROM critical_path" + where + " AND bound_type = '" + bound +
+                       "'"),
+                ns)
+          << bound;
+      shares += ns > 0;
+      total += ns;
+    }
+    shares += p.unexplained_ns > 0;
+    EXPECT_EQ(db.num("SELECT COALESCE(SUM(ns), 0) FROM critical_path_shares" + where +
+                     " AND bound_type = 'unexplained'"),
+              p.unexplained_ns);
+    EXPECT_EQ(total + p.unexplained_ns, p.length_ns());
+    EXPECT_EQ(db.num("SELECT SUM(ns) FROM critical_path_shares" + where), st.measured_ns);
+    EXPECT_EQ(db.num("SELECT SUM(ns) FROM critical_path_shares" + where), st.predicted_ns);
+    EXPECT_EQ(db.num("SELECT ROUND(SUM(share) * 1e6) FROM critical_path_shares" + where), 1000000);
+  }
+  EXPECT_EQ(db.num("SELECT COUNT(*) FROM critical_path"), static_cast<std::int64_t>(segments));
+  EXPECT_EQ(stats.rows_of("critical_path"), segments);
+  EXPECT_EQ(db.num("SELECT COUNT(*) FROM critical_path_shares"), static_cast<std::int64_t>(shares));
+  EXPECT_EQ(stats.rows_of("critical_path_shares"), shares);
+  // event_id joins events, and name is that event's name (NULL for a host gap).
+  EXPECT_EQ(db.num("SELECT COUNT(*) FROM critical_path c JOIN event_view e ON e.id = c.event_id WHERE e.name = c.name"),
+            db.num("SELECT COUNT(event_id) FROM critical_path"));
+  EXPECT_EQ(db.num("SELECT COUNT(*) FROM critical_path WHERE (event_id IS NULL) != (name IS NULL)"), 0);
+  EXPECT_EQ(db.num("SELECT COUNT(*) FROM critical_path WHERE event_id IS NULL AND edge_type != 'host_gap'"), 0);
+  if (r->has_steps) {
+    EXPECT_EQ(db.num("SELECT COUNT(DISTINCT step) FROM critical_path_shares"),
+              static_cast<std::int64_t>(r->steps.size()));
+    EXPECT_EQ(db.num("SELECT COUNT(*) FROM critical_path_shares c LEFT JOIN steps s USING (step) "
+                     "WHERE s.step IS NULL"),
+              0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Traces, CriticalPathTables,
+                         ::testing::Values("gpu/h100-torch-2.11/64_bf16_warm_eager.json",
+                                           "public/hta/critical_path/cuda_event_sync/event_sync_trace.json.gz",
+                                           "torch-1.13/memory/memory.json"));
 
 // events.self_ns summed per op name is torch's Self CPU on every GPU blog
 // trace (exact-ns semantics): the tree is prof.events()'s.

@@ -61,8 +61,9 @@ std::string dump(const std::string& path, const std::string& table, const std::s
 // The trace's own tables (the stream writes them past the model limit too).
 const std::vector<std::string> kTraceTables = {"top_level", "strings", "processes", "lanes",
                                                "events",    "args",    "flows",     "memory"};
-const std::vector<std::string> kDerivedTables = {"steps", "kernels", "kernel_names", "step_breakdown",
-                                                 "key_averages"};
+const std::vector<std::string> kDerivedTables = {"steps",        "kernels",       "kernel_names",
+                                                 "step_breakdown", "key_averages", "critical_path",
+                                                 "critical_path_shares"};
 
 // Every trace under `dir` (of tests/data, or the fuzz corpora) that reads.
 std::vector<std::string> traces(const std::string& dir) {
