@@ -130,6 +130,25 @@ void json_path(internal::JsonWriter& w, const Trace& t, const CriticalPath& p, b
   w.end_object();
 }
 
+// A step's times and path: {"step", "measured_ns", "replayed_ns"
+// [, "predicted_ns"], "path"}.
+void json_step(internal::JsonWriter& w, const Trace& t, const StepTime& s, bool predicted, bool segments) {
+  w.begin_object();
+  w.key("step");
+  w.value_int(s.step);
+  w.key("measured_ns");
+  w.value_int(s.measured_ns);
+  w.key("replayed_ns");
+  w.value_int(s.replayed_ns);
+  if (predicted) {
+    w.key("predicted_ns");
+    w.value_int(s.predicted_ns);
+  }
+  w.key("path");
+  json_path(w, t, s.path, segments);
+  w.end_object();
+}
+
 void json_graph(internal::JsonWriter& w, const CausalGraph& g) {
   w.key("graph");
   w.begin_object();
@@ -228,17 +247,7 @@ std::string format_critical_path(const Trace& t, const CausalResult& r, const Ca
       w.begin_array();
       for (std::size_t i = 0; i < r.steps.size(); ++i) {
         if (o.step && *o.step != i) continue;
-        const StepTime& s = r.steps[i];
-        w.begin_object();
-        w.key("step");
-        w.value_int(s.step);
-        w.key("measured_ns");
-        w.value_int(s.measured_ns);
-        w.key("replayed_ns");
-        w.value_int(s.replayed_ns);
-        w.key("path");
-        json_path(w, t, s.path, detail);
-        w.end_object();
+        json_step(w, t, r.steps[i], false, detail);
       }
       w.end_array();
     }
@@ -305,20 +314,7 @@ std::string format_whatif(const Trace& t, const CausalResult& r, const CausalRep
     w.begin_object();
     w.key("steps");
     w.begin_array();
-    for (const StepTime& s : r.steps) {
-      w.begin_object();
-      w.key("step");
-      w.value_int(s.step);
-      w.key("measured_ns");
-      w.value_int(s.measured_ns);
-      w.key("replayed_ns");
-      w.value_int(s.replayed_ns);
-      w.key("predicted_ns");
-      w.value_int(s.predicted_ns);
-      w.key("path");
-      json_path(w, t, s.path, false);
-      w.end_object();
-    }
+    for (const StepTime& s : r.steps) json_step(w, t, s, true, false);
     w.end_array();
     w.key("total");
     w.begin_object();

@@ -667,6 +667,19 @@ constexpr std::string_view kScript = R"JS(
     if (s === '-0') s = '0';
     return s + ' ' + u[1];
   }
+  // The horizontal grid lines and time labels of a bar chart's y axis
+  // (from x0 to x1), their labels kept in box.dataset.ticks for the tests.
+  function gridY(box, ctx, x0, x1, yOf, yStep, yMax) {
+    ctx.font = '11px sans-serif'; ctx.textBaseline = 'middle'; ctx.fillStyle = '#555'; ctx.strokeStyle = '#e4e4e4'; ctx.lineWidth = 1;
+    var ticks = [];
+    for (var g = 0; g <= yMax + yStep / 2; g += yStep) {
+      var gy = Math.round(yOf(g)) + 0.5;
+      ctx.beginPath(); ctx.moveTo(x0, gy); ctx.lineTo(x1, gy); ctx.stroke();
+      var lab = fmtTick(g, yStep, yMax); ticks.push(lab);
+      ctx.textAlign = 'right'; ctx.fillText(lab, x0 - 6, gy); ctx.textAlign = 'left';
+    }
+    box.dataset.ticks = ticks.join('|');
+  }
   function niceStep(x) {
     var p = Math.pow(10, Math.floor(Math.log10(x))), m = x / p;
     return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
@@ -714,15 +727,7 @@ constexpr std::string_view kScript = R"JS(
     var yStep = niceStep(maxNs / 5), yMax = Math.ceil(maxNs * 1.04 / yStep) * yStep, plotH = H - TOP - B, plotW = W - L - R;
     function yOf(ns) { return TOP + plotH * (1 - ns / yMax); }
     var bw = plotW / steps.length, barW = Math.max(1, Math.min(60, bw * 0.72));
-    ctx.font = '11px sans-serif'; ctx.textBaseline = 'middle'; ctx.fillStyle = '#555'; ctx.strokeStyle = '#e4e4e4'; ctx.lineWidth = 1;
-    var ticks = [];
-    for (var g = 0; g <= yMax + yStep / 2; g += yStep) {
-      var gy = Math.round(yOf(g)) + 0.5;
-      ctx.beginPath(); ctx.moveTo(L, gy); ctx.lineTo(W - R, gy); ctx.stroke();
-      var lab = fmtTick(g, yStep, yMax); ticks.push(lab);
-      ctx.textAlign = 'right'; ctx.fillText(lab, L - 6, gy); ctx.textAlign = 'left';
-    }
-    box.dataset.ticks = ticks.join('|');
+    gridY(box, ctx, L, W - R, yOf, yStep, yMax);
     var pat = hatch(ctx), holder = el('div', 'bar-data');
     holder.hidden = true;
     // Step numbers under the bars, every k-th so that they never overlap.
@@ -809,15 +814,7 @@ constexpr std::string_view kScript = R"JS(
     var yStep = niceStep(maxNs / 5), yMax = Math.ceil(maxNs * 1.04 / yStep) * yStep, plotH = H - TOP - BOT, plotW = W - L - R;
     function yOf(ns) { return TOP + plotH * (1 - ns / yMax); }
     var bw = plotW / steps.length, barW = Math.max(1, Math.min(60, bw * 0.72));
-    ctx.font = '11px sans-serif'; ctx.textBaseline = 'middle'; ctx.fillStyle = '#555'; ctx.strokeStyle = '#e4e4e4'; ctx.lineWidth = 1;
-    var ticks = [];
-    for (var g = 0; g <= yMax + yStep / 2; g += yStep) {
-      var gy = Math.round(yOf(g)) + 0.5;
-      ctx.beginPath(); ctx.moveTo(L, gy); ctx.lineTo(W - R, gy); ctx.stroke();
-      var lab = fmtTick(g, yStep, yMax); ticks.push(lab);
-      ctx.textAlign = 'right'; ctx.fillText(lab, L - 6, gy); ctx.textAlign = 'left';
-    }
-    box.dataset.ticks = ticks.join('|');
+    gridY(box, ctx, L, W - R, yOf, yStep, yMax);
     var holder = el('div', 'bar-data');
     holder.hidden = true;
     function label(s) { return s.step >= 0 ? String(s.step) : 'all'; }
