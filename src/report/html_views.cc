@@ -247,9 +247,10 @@ Timeline build_timeline(const DiagnoseContext& c, const Diagnosis& d, const Html
 CriticalPathView build_critical_path_view(const DiagnoseContext& c, const Timeline& t,
                                           const HtmlReportOptions& options) {
   CriticalPathView v;
-  Result<CausalResult> r = analyze_causal(c.trace);
-  if (!r) {
-    v.error = r.error().to_string();
+  // The context's model: diagnose built it already for the causes' savings.
+  const CausalResult* r = &c.causal();
+  if (r->graph == nullptr) {
+    v.error = "the causal model could not be built";
     return v;
   }
   v.available = true;

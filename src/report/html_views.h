@@ -179,7 +179,8 @@ struct CriticalPathView {
   std::size_t off_timeline = 0;      // stretches in `segments` whose lane is not drawn
 };
 
-// analyze_causal(c.trace) without edits; stretches placed on `t`'s lanes.
+// The context's causal model (c.causal(), shared with diagnose); stretches
+// placed on `t`'s lanes.
 CriticalPathView build_critical_path_view(const DiagnoseContext& c, const Timeline& t,
                                           const HtmlReportOptions& options);
 

@@ -322,48 +322,6 @@ std::vector<const CausalEdge*> our_waits(const CausalGraph& g) {
   return out;
 }
 
-// The critical path into `node` back to `start` on the replayed timeline,
-// as analyze_causal walks it (src/causal/replay.cc, Analysis::path), for a
-// window that is not a step. These traces have no DataLoader scopes and no
-// communication kernels, so the bound of an edge follows from its type.
-CriticalPath path_into(const CausalGraph& g, const CausalResult& r, std::uint32_t node, std::int64_t start) {
-  CriticalPath p;
-  p.start_ns = start;
-  p.end_ns = r.predicted_time_ns[node];
-  for (std::uint32_t v = node; r.predicted_time_ns[v] > start;) {
-    const std::uint32_t i = r.via[v];
-    if (i == kNoIndex) {
-      p.unexplained_ns = r.predicted_time_ns[v] - start;
-      break;
-    }
-    const CausalEdge& c = g.edges[i];
-    const std::int64_t s = std::max(r.predicted_time_ns[c.from], start);
-    BoundType b = BoundType::kCpu;
-    if (c.type == EdgeType::kDevice) b = BoundType::kGpuCompute;
-    if (c.type == EdgeType::kLaunch) b = BoundType::kKernelLaunchOverhead;
-    if (c.type == EdgeType::kStream || c.type == EdgeType::kStreamWait || c.type == EdgeType::kSync)
-      b = BoundType::kKernelKernelOverhead;
-    if (r.predicted_time_ns[v] > s) {
-      p.segments.push_back({i, c.type, b, c.event, s, r.predicted_time_ns[v] - s});
-      p.bound_ns[static_cast<int>(b)] += r.predicted_time_ns[v] - s;
-    }
-    v = c.from;
-  }
-  std::reverse(p.segments.begin(), p.segments.end());
-  // A launch call whose kernel the path goes on to counts as launch
-  // overhead (HTA's launch edge runs from the call's start).
-  for (std::size_t i = 0; i < p.segments.size(); ++i) {
-    if (p.segments[i].type != EdgeType::kLaunch) continue;
-    const std::uint32_t call = g.edges[p.segments[i].edge].cause_event;
-    for (std::size_t j = i; j-- > 0 && p.segments[j].type == EdgeType::kHost && p.segments[j].event == call;) {
-      p.bound_ns[static_cast<int>(p.segments[j].bound)] -= p.segments[j].dur_ns;
-      p.segments[j].bound = BoundType::kKernelLaunchOverhead;
-      p.bound_ns[static_cast<int>(p.segments[j].bound)] += p.segments[j].dur_ns;
-    }
-  }
-  return p;
-}
-
 bool on_path(const CriticalPath& p, const CausalEdge* e, const CausalGraph& g) {
   if (e == nullptr) return false;
   for (const PathSegment& s : p.segments)
@@ -449,11 +407,12 @@ TEST(CausalHta, EventSyncPath) {
   ASSERT_EQ(r->steps.size(), 1u);
   const StepTime& st = r->steps[0];
   EXPECT_EQ(st.step, 100);
-  // The step's path is the path into the step's end (the test's own walk
-  // agrees with analyze_causal's).
+  // The step's path is the path of its ProfilerStep#100 window (the one
+  // step: from its begin to its end or its device work's).
   const CausalGraph& g = *r->graph;
-  const CriticalPath mine = path_into(g, *r, CausalGraph::end_node(g.activity_of_event[st.event]),
-                                      r->predicted_time_ns[CausalGraph::begin_node(g.activity_of_event[st.event])]);
+  auto window = annotation_critical_path(l.trace, *r, "ProfilerStep#100", 0);
+  ASSERT_TRUE(window.has_value());
+  const CriticalPath& mine = *window;
   EXPECT_EQ(mine.bound_ns, st.path.bound_ns);
   EXPECT_EQ(mine.segments.size(), st.path.segments.size());
   // HTA's path runs cudaLaunchKernel → spin kernel (launch delay 10 µs) →
@@ -590,9 +549,11 @@ TEST(CausalHta, AlexnetWindowPath) {
   const std::uint32_t ann =
       find_event(l.trace, "[param|pytorch.model.alex_net|0|0|0|measure|forward]", 1695835585827782);
   ASSERT_NE(g.activity_of_event[ann], kNoIndex);
-  const std::uint32_t act = g.activity_of_event[ann];
-  const CriticalPath p =
-      path_into(g, *r, CausalGraph::end_node(act), r->predicted_time_ns[CausalGraph::begin_node(act)]);
+  // The second of the two "measure" forward annotations (by start).
+  auto window = annotation_critical_path(l.trace, *r, "[param|pytorch.model.alex_net|0|0|0|measure|forward]", 1);
+  ASSERT_TRUE(window.has_value());
+  const CriticalPath& p = *window;
+  ASSERT_EQ(p.start_ns, l.trace.events.ts_ns[ann]);
   EXPECT_EQ(p.length_ns(), 36356000);  // the annotation's wall time
   // HTA's path goes through the stream-wait edge 1109 → 1161; ours too.
   const std::uint32_t c2r = find_event(l.trace, "void fft2d_c2r_32x32<float, false, false, 0u", 1695835585860487);
