@@ -94,11 +94,6 @@ std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, double q) {
   return sorted[rank - 1];
 }
 
-bool is_dataloader_scope(std::string_view name) {
-  return (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__")) ||
-         name.starts_with("enumerate(DataPipe)#");
-}
-
 bool is_sync_call(std::string_view name) {
   // cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize,
   // cuCtxSynchronize, hipDeviceSynchronize, ...; cudaStreamWaitEvent only
@@ -106,17 +101,6 @@ bool is_sync_call(std::string_view name) {
   return contains_ci(name, "synchronize");
 }
 
-bool is_blocking_memcpy(std::string_view name) {
-  const bool memcpy = name.starts_with("cudaMemcpy") || name.starts_with("cuMemcpy") || name.starts_with("hipMemcpy");
-  return memcpy && name.find("Async") == std::string_view::npos;
-}
-
-bool is_comm_kernel(std::string_view name) {
-  // NCCL's kernels are ncclKernel_* / ncclDevKernel_*; RCCL keeps the names.
-  return starts_with_ci(name, "nccl") || starts_with_ci(name, "rccl") || contains_ci(name, "nccl:");
-}
-
-bool is_graph_launch(std::string_view name) { return name.find("GraphLaunch") != std::string_view::npos; }
 
 std::string format_ns(std::int64_t ns) {
   char buf[48];

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/causal/names.h"
 #include "src/trace/id_index.h"
 #include "src/analyze/intervals.h"
 #include "tprof/causal.h"
@@ -314,21 +315,10 @@ std::int64_t world_size(const Trace& t);
 // least q of them at or below it.
 std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, double q);
 
-// The TensorBoard plugin's DataLoader role (event_parser.py): torch's
-// "enumerate(DataLoader)#<iter>.__next__" and "enumerate(DataPipe)#..." scopes.
-bool is_dataloader_scope(std::string_view name);
-
 // True for names of synchronizing runtime calls (cudaDeviceSynchronize,
 // cudaStreamSynchronize, cudaEventSynchronize, hip*...).
 bool is_sync_call(std::string_view name);
-// True for copies that return only when done: cudaMemcpy, cudaMemcpy2D,
-// cudaMemcpyToSymbol, cuMemcpyDtoH_v2, hipMemcpy, hipMemcpyWithStream (the
-// forms without "Async").
-bool is_blocking_memcpy(std::string_view name);
-// True for communication kernel names (nccl*, rccl*, ncclDevKernel_*).
-bool is_comm_kernel(std::string_view name);
-// True for runtime calls that replay a graph (cudaGraphLaunch, hipGraphLaunch,
-// cuGraphLaunch): one call, many kernels.
-bool is_graph_launch(std::string_view name);
+// is_dataloader_scope, is_blocking_memcpy, is_comm_kernel, is_graph_launch:
+// src/causal/names.h (the causal graph's too).
 
 }  // namespace tprof::internal

@@ -36,12 +36,8 @@ SyncKind sync_kind(std::string_view call) {
   if (c == "EventSynchronize") return SyncKind::kEvent;
   if (c.starts_with("EventRecord")) return SyncKind::kEventRecord;
   if (c.starts_with("StreamWaitEvent")) return SyncKind::kStreamWait;
-  if (c.starts_with("Memcpy") && !has(c, "Async") && !has(c, "Peer")) return SyncKind::kBlockingCopy;
+  if (is_blocking_memcpy(call)) return SyncKind::kBlockingCopy;
   return SyncKind::kNone;
-}
-
-bool is_comm_kernel(std::string_view name) {
-  return has_ci(name.substr(0, 4), "nccl") || has_ci(name.substr(0, 4), "rccl") || has(name, "nccl:");
 }
 
 bool is_gemm_kernel(std::string_view name) {
@@ -59,11 +55,28 @@ bool is_elementwise_kernel(std::string_view name) {
   return false;
 }
 
-bool is_dataloader(std::string_view name) {
-  return name.starts_with("enumerate(DataLoader)#") || name.starts_with("enumerate(DataPipe)#") ||
-         has(name, "DataLoader");
-}
-
-bool is_graph_launch_call(std::string_view name) { return has(name, "GraphLaunch"); }
+bool is_dataloader(std::string_view name) { return is_dataloader_scope(name) || has(name, "DataLoader"); }
 
 }  // namespace tprof::internal::causal
+
+namespace tprof::internal {
+
+bool is_dataloader_scope(std::string_view name) {
+  return (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__")) ||
+         name.starts_with("enumerate(DataPipe)#");
+}
+
+bool is_blocking_memcpy(std::string_view name) {
+  const bool memcpy = name.starts_with("cudaMemcpy") || name.starts_with("cuMemcpy") || name.starts_with("hipMemcpy");
+  return memcpy && name.find("Async") == std::string_view::npos;
+}
+
+bool is_comm_kernel(std::string_view name) {
+  // NCCL's kernels are ncclKernel_* / ncclDevKernel_*; RCCL keeps the names.
+  return causal::has_ci(name.substr(0, 4), "nccl") || causal::has_ci(name.substr(0, 4), "rccl") ||
+         causal::has_ci(name, "nccl:");
+}
+
+bool is_graph_launch(std::string_view name) { return name.find("GraphLaunch") != std::string_view::npos; }
+
+}  // namespace tprof::internal

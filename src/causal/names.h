@@ -1,9 +1,27 @@
 // What the causal graph and its edits need to know of event names:
-// synchronising calls, kernel classes, DataLoader scopes.
+// synchronising calls, kernel classes, DataLoader scopes. The first four
+// are diagnose's too (src/analyze uses them from here).
 #pragma once
 
 #include <cstdint>
 #include <string_view>
+
+namespace tprof::internal {
+
+// The TensorBoard plugin's DataLoader role (event_parser.py): torch's
+// "enumerate(DataLoader)#<iter>.__next__" and "enumerate(DataPipe)#..." scopes.
+bool is_dataloader_scope(std::string_view name);
+// True for copies that return only when done: cudaMemcpy, cudaMemcpy2D,
+// cudaMemcpyToSymbol, cuMemcpyDtoH_v2, hipMemcpy, hipMemcpyWithStream (the
+// forms without "Async").
+bool is_blocking_memcpy(std::string_view name);
+// True for communication kernel names (nccl*, rccl*, ncclDevKernel_*).
+bool is_comm_kernel(std::string_view name);
+// True for runtime calls that replay a graph (cudaGraphLaunch, hipGraphLaunch,
+// cuGraphLaunch): one call, many kernels.
+bool is_graph_launch(std::string_view name);
+
+}  // namespace tprof::internal
 
 namespace tprof::internal::causal {
 
@@ -12,22 +30,18 @@ enum class SyncKind : std::uint8_t {
   kDevice,        // cudaDeviceSynchronize, cuCtxSynchronize, hipDeviceSynchronize
   kStream,        // cudaStreamSynchronize, cuStreamSynchronize, hipStreamSynchronize
   kEvent,         // cudaEventSynchronize, cuEventSynchronize, hipEventSynchronize
-  kBlockingCopy,  // cudaMemcpy, cudaMemcpy2D, cuMemcpyDtoH_v2, hipMemcpy (no "Async"): returns when its copy is done
+  kBlockingCopy,  // is_blocking_memcpy: returns when its copy is done
   kEventRecord,   // cudaEventRecord, cuEventRecord, hipEventRecord
   kStreamWait,    // cudaStreamWaitEvent, cuStreamWaitEvent, hipStreamWaitEvent: orders streams, never blocks the host
 };
 SyncKind sync_kind(std::string_view call);
 
-// Kernel classes scale: accepts: "gemm", "elementwise", "communication".
+// Kernel classes scale: accepts: "gemm", "elementwise", "communication"
+// (is_comm_kernel).
 bool is_gemm_kernel(std::string_view name);
 bool is_elementwise_kernel(std::string_view name);
-bool is_comm_kernel(std::string_view name);
 
-// torch's DataLoader scopes ("enumerate(DataLoader)#...__next__",
-// "enumerate(DataPipe)#...") and anything named DataLoader.
+// Host work that loads data: is_dataloader_scope, and anything named DataLoader.
 bool is_dataloader(std::string_view name);
-
-// True for the runtime calls that replay a graph (cudaGraphLaunch, hipGraphLaunch, cuGraphLaunch).
-bool is_graph_launch_call(std::string_view name);
 
 }  // namespace tprof::internal::causal

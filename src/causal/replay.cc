@@ -26,8 +26,6 @@ namespace causal = internal::causal;
 // Hopper (docs/critical-path.md, "graph").
 constexpr std::int64_t kGraphKernelGapNs = 1000;
 
-std::uint32_t as_u32(std::size_t v) { return static_cast<std::uint32_t>(v); }
-
 // Per edge: the weight the replay applies, and whether it is left out.
 struct EditedWeights {
   std::vector<std::int64_t> w;
@@ -200,7 +198,7 @@ class Analysis {
     const std::string_view n = t_.name(e);
     if (edit.pattern == "gemm") return causal::is_gemm_kernel(n);
     if (edit.pattern == "elementwise") return causal::is_elementwise_kernel(n);
-    if (edit.pattern == "communication") return causal::is_comm_kernel(n);
+    if (edit.pattern == "communication") return internal::is_comm_kernel(n);
     return false;
   }
 
@@ -316,7 +314,7 @@ class Analysis {
         return a != kNoIndex && in_dataloader_[a] ? BoundType::kDataLoading : BoundType::kCpu;
       }
       case EdgeType::kDevice:
-        return causal::is_comm_kernel(t_.name(c.event)) ? BoundType::kGpuCommunication : BoundType::kGpuCompute;
+        return internal::is_comm_kernel(t_.name(c.event)) ? BoundType::kGpuCommunication : BoundType::kGpuCompute;
       case EdgeType::kLaunch: return BoundType::kKernelLaunchOverhead;
       case EdgeType::kStream:
       case EdgeType::kStreamWait:
