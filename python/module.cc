@@ -792,17 +792,9 @@ std::shared_ptr<PyCriticalPath> critical_path(const std::shared_ptr<PyTrace>& t,
   return std::move(**out);
 }
 
-// The events the overlay marks critical: both ends' events of every
-// segment's edge and the event whose time it is.
+// The events the overlay marks critical (tprof::critical_events).
 std::vector<std::uint8_t> critical_events(const PyCriticalPath& p, std::size_t events) {
-  std::vector<std::uint8_t> marked(events, 0);
-  for (const PathSegment& seg : p.path.segments) {
-    const CausalEdge& c = p.graph->edges[seg.edge];
-    marked[p.graph->event_of(c.from)] = 1;
-    marked[p.graph->event_of(c.to)] = 1;
-    if (seg.event != kNoIndex) marked[seg.event] = 1;
-  }
-  return marked;
+  return tprof::critical_events(*p.graph, {&p.path}, events);
 }
 
 // The path's segments as columns: event (-1: none, a host gap), name,

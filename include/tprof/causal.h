@@ -212,9 +212,15 @@ Result<CausalResult> analyze_causal(const Trace& trace, std::shared_ptr<const Ca
 Result<CriticalPath> annotation_critical_path(const Trace& trace, const CausalResult& r, std::string_view name,
                                               std::size_t instance);
 
+// The events `paths` (computed on `graph`) mark critical, by event index
+// (of `events`, the trace's event count): both ends of each segment's edge
+// and the event whose time the segment is.
+std::vector<std::uint8_t> critical_events(const CausalGraph& graph, const std::vector<const CriticalPath*>& paths,
+                                          std::size_t events);
+
 // Marks `paths` (computed on `graph`, which was built from `trace`) in
 // `trace`, as HolisticTraceAnalysis' overlay_critical_path_analysis does:
-// "critical": 1 in the args of every event with time on a path, and a
+// "critical": 1 in the args of every critical_events() event, and a
 // "critical_path" flow (s → f, "bp": "e" on f; args weight, critical, type)
 // along each edge of a path that joins two events.
 void overlay_critical_path(Trace* trace, const CausalGraph& graph, const std::vector<const CriticalPath*>& paths);

@@ -587,9 +587,23 @@ Result<CriticalPath> annotation_critical_path(const Trace& trace, const CausalRe
   return an.path(last, t[2 * a], t, r.via);
 }
 
+std::vector<std::uint8_t> critical_events(const CausalGraph& g, const std::vector<const CriticalPath*>& paths,
+                                          std::size_t events) {
+  std::vector<std::uint8_t> marked(events, 0);
+  for (const CriticalPath* p : paths) {
+    for (const PathSegment& seg : p->segments) {
+      const CausalEdge& c = g.edges[seg.edge];
+      marked[g.event_of(c.from)] = 1;
+      marked[g.event_of(c.to)] = 1;
+      if (seg.event != kNoIndex) marked[seg.event] = 1;
+    }
+  }
+  return marked;
+}
+
 void overlay_critical_path(Trace* trace, const CausalGraph& g, const std::vector<const CriticalPath*>& paths) {
   EventColumns& ev = trace->events;
-  std::vector<std::uint8_t> critical(ev.size(), 0);
+  const std::vector<std::uint8_t> critical = critical_events(g, paths, ev.size());
   struct Flow {
     std::uint32_t from_event, to_event;
     std::int64_t from_ts, to_ts, weight;
@@ -600,8 +614,6 @@ void overlay_critical_path(Trace* trace, const CausalGraph& g, const std::vector
     for (const PathSegment& seg : p->segments) {
       const CausalEdge& c = g.edges[seg.edge];
       const std::uint32_t fe = g.event_of(c.from), te = g.event_of(c.to);
-      critical[fe] = critical[te] = 1;
-      if (seg.event != kNoIndex) critical[seg.event] = 1;
       // Each end at its event's start, which binds it to that slice in
       // Perfetto ("bp": "e" on the f end); the weight is in the args.
       if (fe != te) flows.push_back({fe, te, ev.ts_ns[fe], ev.ts_ns[te], seg.dur_ns, c.type});

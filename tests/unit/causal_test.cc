@@ -385,7 +385,9 @@ TEST(CausalOverlay, MarksThePathAndItsFlowsAsHtaDoesAndReadsBack) {
     if (back->name(e) == "critical_path") {
       ++flows;
       EXPECT_NE(back->args_json(e).find("\"weight\": "), std::string_view::npos);
-      if (back->events.phase[e] == Phase::kFlowEnd) EXPECT_TRUE(back->events.flags[e] & kFlagBindEnclosing);
+      if (back->events.phase[e] == Phase::kFlowEnd) {
+        EXPECT_TRUE(back->events.flags[e] & kFlagBindEnclosing);
+      }
     } else if (back->args_json(e).starts_with("{\"critical\": 1")) {
       ++critical;
     }
