@@ -184,9 +184,19 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
                " waits for (see the verdict: an event from another stream, lazy module loading), not the call. The "
                "host waits for work that itself waits on the idle GPU.";
   } else if (gpu_busy) {
-    f.advice = "No change needed unless the host has other work to do: while " + where +
-               " waits, the GPU runs queued work. Moving " + (trigger.empty() ? "the sync" : trigger) +
-               " out of the step would let the host queue the next step earlier.";
+    // Whether the host has other work to do: the replay without the wait
+    // (the causal model) finds the host's later work overlapping the GPU's.
+    auto edit = parse_whatif_edit("drop-sync:" + std::string(c.name(worst)));
+    const auto saving = edit ? c.replayed_saving({*edit}) : std::nullopt;
+    const std::string move = "Moving " + (trigger.empty() ? "the sync" : trigger) +
+                             " out of the step would let the host queue the next step earlier.";
+    if (saving && saving->per_step_ns > 0) {
+      f.advice = "The host has other work to do: while " + where +
+                 " waits, the GPU runs queued work, and the host's work after it could run meanwhile. " + move;
+    } else {
+      f.advice = "No change needed unless the host has other work to do: while " + where +
+                 " waits, the GPU runs queued work. " + move;
+    }
   } else {
     f.advice = "Move " + (trigger.empty() ? "what triggers " + where : trigger + " behind " + where) +
                " out of the step, do it every N steps, or record an event and read the value later (non_blocking "
