@@ -254,6 +254,13 @@ struct ThreadBusy {
   double busy_pct = 0;
 };
 
+// A finding the consistency pass dropped (docs/diagnose.md, "Consistency"):
+// its rule id and the contradiction, in words.
+struct Reconciled {
+  std::string id;
+  std::string why;
+};
+
 struct Diagnosis {
   // The step verdict holding the most step time (the whole trace judged as
   // one window without steps); kUnclear when no measured share supports one.
@@ -267,6 +274,7 @@ struct Diagnosis {
   std::vector<ThreadBusy> threads;      // traces without device activity; by busy time, largest first
   Breakdowns breakdowns;
   IdleAccount idle;                     // traces with device activity: the GPU idle time by cause
+  std::vector<Reconciled> reconciled;   // findings dropped as contradicting the verdict or the trace
 };
 
 struct DiagnoseOptions {
@@ -287,10 +295,11 @@ std::vector<std::string> rule_ids();
 struct DiagnoseFormat {
   // false: the 30-second view (verdict, steps in two lines, the top causes
   // with one line of evidence, one event and the fix each, the other
-  // findings by id, the breakdowns), at most about 40 lines of at most
-  // about 160 characters. true: every step and every evidence field.
+  // findings by id, the breakdowns), at most 30 lines of at most about 160
+  // characters: the causes get the lines the rest leaves, at least one.
+  // true: every step, every finding and every evidence field.
   bool verbose = false;
-  std::size_t max_causes = 4;  // cause cards in the short view
+  std::size_t max_causes = 4;  // cause cards in the short view, at most (fewer where 30 lines do not hold them)
 };
 
 // Verdict first, then the causes (or, verbose, every finding) in order of

@@ -10,6 +10,7 @@
 
 #include "src/analyze/breakdowns.h"
 #include "src/analyze/causes.h"
+#include "src/analyze/consistency.h"
 #include "src/analyze/diagnose_context.h"
 #include "src/analyze/idle.h"
 #include "src/analyze/intervals.h"
@@ -246,6 +247,7 @@ Diagnosis internal::diagnose(const DiagnoseContext& c, const DiagnoseOptions& op
   }
   std::stable_sort(d.findings.begin(), d.findings.end(), by_impact);
   internal::judge(c, &d);
+  internal::reconcile(c, &d);
   if (c.has_device()) d.idle = c.idle().account(c);
   d.breakdowns = breakdowns.get();
   internal::add_causes(c, &d);

@@ -510,103 +510,141 @@ std::string host_saving_label(const Diagnosis& d, std::size_t k, std::size_t sho
   return text + ", inside cause " + std::to_string(holder + 1) + (held > 0 ? "'s " + format_ns(held) : std::string());
 }
 
-void append_verdict(std::string* out, const Diagnosis& d) {
+// The verdict and its summary; `support` adds the ids of the findings that
+// agree with it (--verbose: the short view has no line to spare for them).
+void append_verdict(std::string* out, const Diagnosis& d, bool support) {
   *out += "Verdict: " + std::string(verdict_name(d.verdict)) + "\n";
   append_wrapped(out, "  ", d.summary, "  ");
-  if (!d.support.empty()) {
+  if (support && !d.support.empty()) {
     std::string ids;
     for (std::size_t i = 0; i < d.support.size(); ++i) ids += (i ? ", " : "") + d.support[i];
     append_wrapped(out, "  supported by: ", ids, "    ");
   }
 }
 
+// The lines of the 30-second view, blank ones included (issue 38, item 8:
+// verdict, the top causes and their fixes in at most 30 lines on every
+// trace in tests/data). The causes take what the head and the tail leave:
+// a cause card that does not fit goes to the "Also:" line, never cut.
+constexpr std::size_t kShortLines = 30;
+
+std::size_t count_lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+// One cause card: title, one line of evidence, one event, the fix.
+std::string cause_card(const Diagnosis& d, std::size_t k, std::size_t shown, const EventClock& clock,
+                       const internal::KernelNames& names) {
+  std::string out;
+  const Cause& c = d.causes[k];
+  const std::string head = "  " + std::to_string(k + 1) + ". [" + std::string(severity_name(c.severity)) + "] ";
+  const Finding& anchor = d.findings[c.anchor];
+  const bool lone = c.findings.size() == 1 && c.id == anchor.id;
+  append_wrapped(&out, head, short_title(lone ? anchor.title : c.title, anchor, names), "       ");
+  // The evidence: the strongest symptom besides the one the title
+  // quotes; the title's own finding's numbers when it stands alone.
+  std::string evidence = key_numbers(anchor);
+  for (std::size_t i : c.findings) {
+    if (i == c.anchor) continue;
+    evidence = short_title(d.findings[i].title, d.findings[i], names);
+    break;
+  }
+  if (!evidence.empty()) append_wrapped(&out, "     evidence: ", evidence, "       ");
+  if (c.look_at) append_wrapped(&out, "     look at: ", clock.event_text(*c.look_at, &names), "       ");
+  if (anchor.advice.empty()) return out;
+  // What the fix could save: per step where there are steps.
+  std::string label = "     fix: ";
+  // The saving printed is the fix's: an anchor whose advice saves
+  // nothing (a note to judge by the median step) gets none, whatever
+  // the findings it gathers could save with their own fixes.
+  if (c.impact_ns > 0 && anchor.impact_ns > 0) {
+    label = d.steps.empty() ? "     fix (up to " + format_ns(c.impact_ns) + "): "
+                            : "     fix (up to " + format_ns(c.impact_per_step_ns) + " a step): ";
+    // A claim one step holds most of: a typical step's share, and the
+    // rest once (diagnose.cc, split_one_off).
+    const Evidence::Field* once = anchor.evidence.find("once_ns");
+    const Evidence::Field* once_step = anchor.evidence.find("once_step");
+    if (!d.steps.empty() && once != nullptr && once_step != nullptr && once->i > 0 &&
+        c.impact_per_step_ns == anchor.impact_per_step_ns) {
+      const std::string one = format_ns(once->i) + " once, in step " + std::to_string(once_step->i);
+      label = c.impact_per_step_ns > 0
+                  ? "     fix (up to " + format_ns(c.impact_per_step_ns) + " a step, plus " + one + "): "
+                  : "     fix (up to " + one + "): ";
+    }
+    const std::string host = host_saving_label(d, k, shown);
+    if (!host.empty()) label = "     fix (" + host + "): ";
+    // A saving from the replay of the fix's what-if edit: the replay's
+    // number, and the edit that gives it.
+    if (c.saving_from == "replay") {
+      label = "     fix (" + (d.steps.empty() ? format_ns(c.impact_ns) : format_ns(c.impact_per_step_ns) + " a step") +
+              " in the replay with \"" + c.whatif + "\"): ";
+    }
+  }
+  append_wrapped(&out, label, first_sentence(short_title(anchor.advice, anchor, names)), "       ");
+  return out;
+}
+
+// The causes not shown, by finding id: a repeated rule once, with its count.
+std::string also_line(const Diagnosis& d, std::size_t shown) {
+  if (shown >= d.causes.size()) return "";
+  std::vector<std::pair<std::string, int>> ids;
+  for (std::size_t k = shown; k < d.causes.size(); ++k) {
+    for (std::size_t i : d.causes[k].findings) {
+      const std::string& id = d.findings[i].id;
+      auto it = std::find_if(ids.begin(), ids.end(), [&](const auto& p) { return p.first == id; });
+      if (it == ids.end()) {
+        ids.emplace_back(id, 1);
+      } else {
+        ++it->second;
+      }
+    }
+  }
+  std::string list;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    list += (i ? ", " : "") + ids[i].first + (ids[i].second > 1 ? " x" + std::to_string(ids[i].second) : "");
+  }
+  std::string out;
+  append_wrapped(&out, "  Also: ", list, "    ");
+  return out;
+}
+
 // The 30-second view: what is wrong, where to look, what to do.
 std::string format_short(const Diagnosis& d, const EventClock& clock, const internal::KernelNames& names,
                          const DiagnoseFormat& format) {
-  std::string out;
-  append_verdict(&out, d);
-  append_steps_summary(&out, d);
-  append_idle_short(&out, d);
-  append_threads(&out, d, kListedThreads);
-  const std::size_t shown = std::min(format.max_causes, d.causes.size());
+  std::string head;
+  append_verdict(&head, d, /*support=*/false);
+  append_steps_summary(&head, d);
+  append_idle_short(&head, d);
+  append_threads(&head, d, kListedThreads);
+  std::string tail;
+  append_breakdowns(&tail, d, false);
+  tail += "\n(--verbose: every step, finding and evidence; --format json: everything)\n";
+  // As many cause cards as fit in kShortLines with the head and the tail
+  // (at least the first: the verdict's cause is the point of the view).
+  const std::size_t most = std::min(format.max_causes, d.causes.size());
+  std::vector<std::string> cards;
+  std::size_t used = count_lines(head) + count_lines(tail) + 2;  // the blank line and the "Top causes" line
+  for (std::size_t k = 0; k < most; ++k) {
+    std::string card = cause_card(d, k, most, clock, names);
+    const std::size_t also = count_lines(also_line(d, k + 1));
+    if (k > 0 && used + count_lines(card) + also > kShortLines) break;
+    used += count_lines(card);
+    cards.push_back(std::move(card));
+  }
+  const std::size_t shown = cards.size();
+  // A fix line may name another shown cause ("inside cause 3's"): with
+  // fewer shown, the cards are made again for what is on the page.
+  if (shown < most) {
+    for (std::size_t k = 0; k < shown; ++k) cards[k] = cause_card(d, k, shown, clock, names);
+  }
+  std::string out = head;
   if (d.causes.empty()) {
     out += "\nNo findings.\n";
   } else {
     out += "\nTop causes (" + std::to_string(shown) + " of " + std::to_string(d.causes.size()) + ", " +
            std::to_string(d.findings.size()) + (d.findings.size() == 1 ? " finding)\n" : " findings)\n");
   }
-  for (std::size_t k = 0; k < shown; ++k) {
-    const Cause& c = d.causes[k];
-    const std::string head = "  " + std::to_string(k + 1) + ". [" + std::string(severity_name(c.severity)) + "] ";
-    const Finding& anchor = d.findings[c.anchor];
-    const bool lone = c.findings.size() == 1 && c.id == anchor.id;
-    append_wrapped(&out, head, short_title(lone ? anchor.title : c.title, anchor, names), "       ");
-    // The evidence: the strongest symptom besides the one the title
-    // quotes; the title's own finding's numbers when it stands alone.
-    std::string evidence = key_numbers(anchor);
-    for (std::size_t i : c.findings) {
-      if (i == c.anchor) continue;
-      evidence = short_title(d.findings[i].title, d.findings[i], names);
-      break;
-    }
-    if (!evidence.empty()) append_wrapped(&out, "     evidence: ", evidence, "       ");
-    if (c.look_at) append_wrapped(&out, "     look at: ", clock.event_text(*c.look_at, &names), "       ");
-    if (!anchor.advice.empty()) {
-      // What the fix could save: per step where there are steps.
-      std::string label = "     fix: ";
-      // The saving printed is the fix's: an anchor whose advice saves
-      // nothing (a note to judge by the median step) gets none, whatever
-      // the findings it gathers could save with their own fixes.
-      if (c.impact_ns > 0 && anchor.impact_ns > 0) {
-        label = d.steps.empty() ? "     fix (up to " + format_ns(c.impact_ns) + "): "
-                                : "     fix (up to " + format_ns(c.impact_per_step_ns) + " a step): ";
-        // A claim one step holds most of: a typical step's share, and the
-        // rest once (diagnose.cc, split_one_off).
-        const Evidence::Field* once = anchor.evidence.find("once_ns");
-        const Evidence::Field* once_step = anchor.evidence.find("once_step");
-        if (!d.steps.empty() && once != nullptr && once_step != nullptr && once->i > 0 &&
-            c.impact_per_step_ns == anchor.impact_per_step_ns) {
-          const std::string one = format_ns(once->i) + " once, in step " + std::to_string(once_step->i);
-          label = c.impact_per_step_ns > 0
-                      ? "     fix (up to " + format_ns(c.impact_per_step_ns) + " a step, plus " + one + "): "
-                      : "     fix (up to " + one + "): ";
-        }
-        const std::string host = host_saving_label(d, k, shown);
-        if (!host.empty()) label = "     fix (" + host + "): ";
-        // A saving from the replay of the fix's what-if edit: the replay's
-        // number, and the edit that gives it.
-        if (c.saving_from == "replay") {
-          label = "     fix (" +
-                  (d.steps.empty() ? format_ns(c.impact_ns) : format_ns(c.impact_per_step_ns) + " a step") +
-                  " in the replay with \"" + c.whatif + "\"): ";
-        }
-      }
-      append_wrapped(&out, label, first_sentence(short_title(anchor.advice, anchor, names)), "       ");
-    }
-    if (!lone) append_wrapped(&out, "     findings: ", finding_ids(d, c.findings), "       ");
-  }
-  if (shown < d.causes.size()) {
-    // The rest by id: a repeated rule once, with its count.
-    std::vector<std::pair<std::string, int>> ids;
-    for (std::size_t k = shown; k < d.causes.size(); ++k) {
-      for (std::size_t i : d.causes[k].findings) {
-        const std::string& id = d.findings[i].id;
-        auto it = std::find_if(ids.begin(), ids.end(), [&](const auto& p) { return p.first == id; });
-        if (it == ids.end()) {
-          ids.emplace_back(id, 1);
-        } else {
-          ++it->second;
-        }
-      }
-    }
-    std::string list;
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      list += (i ? ", " : "") + ids[i].first + (ids[i].second > 1 ? " x" + std::to_string(ids[i].second) : "");
-    }
-    append_wrapped(&out, "  Also: ", list, "    ");
-  }
-  append_breakdowns(&out, d, false);
-  out += "\n(--verbose: every step and all evidence; --format json: everything)\n";
+  for (const std::string& card : cards) out += card;
+  out += also_line(d, shown);
+  out += tail;
   return out;
 }
 
@@ -618,7 +656,7 @@ std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d, const 
   const bool device = has_device(d);
   const internal::KernelNames names(trace);
   std::string out;
-  append_verdict(&out, d);
+  append_verdict(&out, d, /*support=*/true);
   if (!d.steps.empty()) {
     char line[256];
     out += "\nSteps\n";
@@ -655,6 +693,7 @@ std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d, const 
   }
   out += "\nFindings (" + std::to_string(d.findings.size()) + ", by impact)\n";
   if (d.findings.empty()) out += "  none\n";
+  for (const Reconciled& r : d.reconciled) append_wrapped(&out, "  dropped: " + r.id + ", which ", r.why, "    ");
   for (const Finding& f : d.findings) {
     out += "\n  [" + std::string(severity_name(f.severity)) + "] " + f.id + ": " + short_title(f.title, f, names) + "\n";
     if (f.impact_ns > 0) {
@@ -736,6 +775,17 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
     w.key("support");
     w.begin_array();
     for (const std::string& id : d.support) w.value_string(id);
+    w.end_array();
+    w.key("reconciled");
+    w.begin_array();
+    for (const Reconciled& r : d.reconciled) {
+      w.begin_object();
+      w.key("id");
+      w.value_string(r.id);
+      w.key("why");
+      w.value_string(r.why);
+      w.end_object();
+    }
     w.end_array();
     w.key("steps");
     w.begin_array();

@@ -206,6 +206,9 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
   f.evidence.num("region_launches", region_launches)
       .num("wrapper_idle_ns", wrapper_idle_ns)
       .num("wrapper_idle_claimed_elsewhere_ns", claimed_elsewhere);
+  // A note that the host needs no change: the consistency pass drops it
+  // under a host-side verdict (src/analyze/consistency.h).
+  if (!exposed) f.evidence.text("host_side", "nothing to fix");
   if (held_elsewhere) {
     f.evidence.text("saving_inside_idle",
                     std::string(idle_cause_id(dominant_cause(idle_by_cause(c.idle(), wrapper_iv)))));

@@ -294,6 +294,9 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
     const double host_share = c.host_path_share();
     f.evidence.real("host_critical_path_pct", 100.0 * host_share);
     const bool host_on_path = host_share >= kHostPathShare;
+    // "Nothing to fix on the host": dropped under a host-side verdict by the
+    // consistency pass (src/analyze/consistency.h).
+    if (!host_on_path && !top_comm) f.evidence.text("host_side", "nothing to fix");
     f.advice = std::string(host_on_path ? "Shorten the GPU work: the most GPU time goes to "
                                         : "Leave the host side alone and shorten the GPU work: the most GPU time goes to ") +
                std::string(top) + " (" + format_ns(top_ns) + (rate.empty() ? "" : ", " + rate) + ")" +

@@ -11,7 +11,9 @@
 // of a ~160 µs step on a GPU idle 98% of the time (info: removing it would not
 // shorten the step on the GPU; what it saves is its host-side launch, inside
 // the launch overhead's idle: below).
-// Precondition: copies of at least kMinSeedBytes when their size is known.
+// Precondition: copies of at least kMinSeedBytes when their size is known,
+// owned by a GEMM op that seeds its output (is_seeding_gemm_op), or by no
+// recorded op (a C++ program's copy under tprof record).
 // The saving is the copies' device time only where the GPU runs them on the
 // critical path. Where the GPU idles through most of the calls that launch
 // the copies, in steps idle most of their time (the median step; a trace
@@ -71,6 +73,15 @@ std::string_view base_name(std::string_view name) {
 bool is_user_copy_op(std::string_view name) {
   const std::string_view b = base_name(name);
   return b == "copy_" || b == "_to_copy" || b == "to" || b == "clone" || b == "contiguous" || b == "_copy_from";
+}
+
+// GEMM ops that compute C = A·B + C in place after copying their addend
+// into the output (aten::addmm, baddbmm, addbmm, _addmm_activation, linear
+// with a bias; examples/matmul_add's op::addmm).
+bool is_seeding_gemm_op(std::string_view name) {
+  const std::string_view b = base_name(name);
+  return b == "addmm" || b == "addmm_" || b == "baddbmm" || b == "baddbmm_" || b == "addbmm" || b == "addbmm_" ||
+         b == "_addmm_activation" || b == "linear";
 }
 
 // The op that owns copy op `op`: the innermost cpu_op on its thread around
@@ -207,6 +218,11 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
       op = owning_op(c, issuer);
       if (op == kNoIndex) continue;  // a copy the user asked for
     }
+    // Only a GEMM op that seeds its output with its addend makes the
+    // cheatsheet's copy: a copy from slice_backward, cat or index_put that
+    // happens to precede a GEMM on the stream is that op's own work, not an
+    // addmm's bias (issue 38: "a copy made by slice_backward blamed on addmm").
+    if (op != kNoIndex && !is_seeding_gemm_op(c.name(op))) continue;
     // Args are read from the source bytes: only for the first copies, so a
     // trace with millions of them does not page in the whole file.
     const std::int64_t b = ++read <= kMaxBytesRead ? c.int_arg(cp.event, "bytes") : -1;

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "src/analyze/idle.h"
+#include "src/analyze/intervals.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -49,6 +50,9 @@ constexpr double kMinHostShare = 0.10;
 // trace without steps) inside the calls (kernel_launch_stats' share).
 constexpr double kWarnShare = 0.05;
 constexpr std::size_t kMaxSites = 5;
+// The GPU counts as busy through the calls while it idles less than this
+// share of their host time (whatever cause holds that idle time).
+constexpr double kBusyIdleShare = 0.05;
 constexpr std::size_t kMaxSteps = 16;
 
 struct KindText {
@@ -278,9 +282,36 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
                       ", GPU idle " + format_ns(v[2]));
     }
     const std::string& top_site = site[longest->event];
+    // The GPU's idle time inside the calls whatever its cause: a finding
+    // whose claim other causes took first (the idle inside a long call that
+    // launched nothing, held by low_gpu_utilization) did not see a busy GPU
+    // (issue 38: "the GPU stayed busy" while it idled 88 of 146 ms).
+    std::vector<Interval> in_calls;
+    for (const BlockingCall* b : calls) {
+      if (b->kind == kt.kind) in_calls.push_back({c.ts(b->event), c.end(b->event)});
+    }
+    in_calls = merge_intervals(std::move(in_calls));
+    std::int64_t idle_any = 0;
+    for (const IdlePartition::Span& s : p.spans()) {
+      for (auto it = std::lower_bound(in_calls.begin(), in_calls.end(), s.range.start,
+                                      [](const Interval& v, std::int64_t x) { return v.end <= x; });
+           it != in_calls.end() && it->start < s.range.end; ++it) {
+        sat_acc(idle_any, std::min(it->end, s.range.end) - std::max(it->start, s.range.start));
+      }
+    }
+    const bool gpu_busy = static_cast<double>(idle_any) < kBusyIdleShare * static_cast<double>(host_ns);
+    std::string meanwhile;
+    if (f.idle_ns > 0 && idle_any - f.idle_ns < f.idle_ns / 10) {
+      meanwhile = ", the GPU idle " + format_ns(f.idle_ns) + " meanwhile";
+    } else if (!gpu_busy) {
+      meanwhile = ", the GPU idle " + format_ns(idle_any) + " meanwhile (" +
+                  (f.idle_ns > 0 ? format_ns(f.idle_ns) + " of it" : std::string("none of it")) +
+                  " not held by another cause)";
+    } else {
+      meanwhile = "; the GPU stayed busy: the host waited, the GPU did not";
+    }
     f.title = std::to_string(n) + " " + (n == 1 ? std::string(kt.one) + " blocks" : std::string(kt.many) + " block") + " the host " +
-              format_ns(host_ns) + (f.idle_ns > 0 ? ", the GPU idle " + format_ns(f.idle_ns) + " meanwhile"
-                                                  : "; the GPU stayed busy: the host waited, the GPU did not") +
+              format_ns(host_ns) + meanwhile +
               "; longest " + std::string(c.name(longest->event)) + " " + format_ns(c.dur(longest->event)) +
               (top_site.empty() ? "" : " in " + top_site);
     if (kt.kind == IdleCause::kBlockedCopy && longest->op != kNoIndex) {
@@ -295,6 +326,8 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
         .num("calls", n)
         .num("host_blocked_ns", host_ns)
         .num("gpu_idle_ns", f.idle_ns)
+        .num("gpu_idle_any_cause_ns", idle_any)
+        .text("gpu_during", gpu_busy ? "busy" : "idle")
         .num("window_ns", window)
         .real("gpu_idle_pct", 100.0 * idle_share)
         .num("min_call_ns", kBlockingCallNs)
@@ -309,9 +342,14 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
       f.evidence.num("max_queue_depth", max_depth).num("queue_full_depth", kQueueFullDepth);
     }
     if (has_steps) f.evidence.ints("steps", steps).num("steps_count", steps_with);
+    // A full launch queue behind a busy GPU: "no change needed" (the
+    // consistency pass drops it under a host-side verdict).
+    if (kt.kind == IdleCause::kBlockedLaunchQueue && gpu_busy && f.idle_ns <= 0) {
+      f.evidence.text("host_side", "nothing to fix");
+    }
     f.advice = advice_for(c, kt.kind, c.name(longest->event), top_site,
                           longest->op != kNoIndex ? c.name(c.device[longest->op].event) : std::string_view(),
-                          f.idle_ns > 0, longest->op != kNoIndex, has_steps);
+                          !gpu_busy || f.idle_ns > 0, longest->op != kNoIndex, has_steps);
     if (kt.kind == IdleCause::kBlockedAlloc) {
       std::int64_t after_idle = 0;
       if (std::string after = after_warmup(c, calls, site, idle_of, &after_idle); !after.empty()) {

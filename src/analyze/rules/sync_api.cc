@@ -196,6 +196,8 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
     } else {
       f.advice = "No change needed unless the host has other work to do: while " + where +
                  " waits, the GPU runs queued work. " + move;
+      // Dropped under a host-side verdict (src/analyze/consistency.h).
+      f.evidence.text("host_side", "nothing to fix");
     }
   } else {
     f.advice = "Move " + (trigger.empty() ? "what triggers " + where : trigger + " behind " + where) +

@@ -1,0 +1,74 @@
+// The consistency pass over the findings and the verdict (consistency.h).
+#include "src/analyze/consistency.h"
+
+#include <algorithm>
+
+#include "src/analyze/idle.h"
+#include "src/analyze/intervals.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// A finding that says the GPU stayed busy through its calls is contradicted
+// once the GPU idles through this share of them.
+constexpr double kBusyContradiction = 0.25;
+
+bool says(const Finding& f, std::string_view key, std::string_view value) {
+  const Evidence::Field* x = f.evidence.find(key);
+  return x != nullptr && x->kind == Evidence::Kind::kText && x->s == value;
+}
+
+// The host intervals of a finding's events (its evidence's event refs on
+// CPU lanes), merged.
+std::vector<Interval> host_spans(const Finding& f) {
+  std::vector<Interval> v;
+  for (const Evidence::Field& x : f.evidence.fields()) {
+    if (x.kind != Evidence::Kind::kEvent && x.kind != Evidence::Kind::kEvents) continue;
+    for (const EventRef& e : x.events) {
+      if (e.lane.starts_with("cpu") && e.dur_ns > 0) v.push_back({e.ts_ns, e.ts_ns + e.dur_ns});
+    }
+  }
+  return merge_intervals(std::move(v));
+}
+
+// The GPU idle time (any cause) inside `merged`.
+std::int64_t idle_within(const IdlePartition& p, const std::vector<Interval>& merged) {
+  std::int64_t idle = 0;
+  for (const IdlePartition::Span& s : p.spans()) idle += covered_within(merged, s.range.start, s.range.end);
+  return idle;
+}
+
+}  // namespace
+
+bool host_side_verdict(Verdict v) {
+  return v == Verdict::kOverheadBound || v == Verdict::kHostBound || v == Verdict::kInputBound;
+}
+
+void reconcile(const DiagnoseContext& c, Diagnosis* d) {
+  std::vector<Finding> kept;
+  kept.reserve(d->findings.size());
+  for (Finding& f : d->findings) {
+    std::string why;
+    if (host_side_verdict(d->verdict) && says(f, "host_side", "nothing to fix")) {
+      why = "says the host has nothing to fix, under a " + std::string(verdict_name(d->verdict)) + " verdict";
+    } else if (says(f, "gpu_during", "busy") && c.has_device()) {
+      const std::vector<Interval> spans = host_spans(f);
+      const std::int64_t host = total_length(spans);
+      const std::int64_t idle = host > 0 ? idle_within(c.idle(), spans) : 0;
+      if (host > 0 && static_cast<double>(idle) >= kBusyContradiction * static_cast<double>(host)) {
+        why = "says the GPU stayed busy, while it idles " + format_ns(idle) + " of the " + format_ns(host) +
+              " its events span";
+      }
+    }
+    if (why.empty()) {
+      kept.push_back(std::move(f));
+      continue;
+    }
+    d->reconciled.push_back({f.id, why});
+    std::erase(d->support, f.id);
+  }
+  d->findings = std::move(kept);
+}
+
+}  // namespace tprof::internal

@@ -1,0 +1,31 @@
+// One pass over the findings and the verdict before output (issue 38, item
+// 5; docs/diagnose.md, "Consistency"): the rules run independently, so two
+// of them, or a rule and the verdict, can say opposite things about one
+// trace. Each contradiction has one resolution here, recorded in
+// Diagnosis::reconciled so the JSON says what was dropped and why.
+#pragma once
+
+#include "src/analyze/diagnose_context.h"
+#include "tprof/diagnose.h"
+
+namespace tprof::internal {
+
+// True for the verdicts that put the bottleneck on the host: overhead-,
+// host- and input-bound (the host launches, computes or waits for data
+// while the GPU idles).
+bool host_side_verdict(Verdict v);
+
+// Runs after the verdict (judge) and before the causes are formed:
+// - under a host-side verdict, a finding whose evidence says the host has
+//   nothing to fix ("host_side": "nothing to fix": cpu_gpu_offset's queue
+//   behind a busy GPU, compile_overhead's hidden wrapper, host_blocked's
+//   full launch queue, sync_api's wait on a busy GPU) is dropped: the verdict measured the opposite over
+//   more of the steps' time;
+// - a finding that says the GPU stayed busy through its calls
+//   ("gpu_during": "busy") while the idle partition has the GPU idle through
+//   at least a quarter of them is dropped (a rule's claim on the idle, not
+//   the GPU, was empty);
+// - the verdict's support loses the ids of dropped findings.
+void reconcile(const DiagnoseContext& c, Diagnosis* d);
+
+}  // namespace tprof::internal
