@@ -166,3 +166,67 @@ TEST(KernelClasses, OtherIsReportedWithItsShare) {
 
 }  // namespace
 }  // namespace tprof
+
+namespace tprof {
+namespace {
+
+// A trace whose one kernel holds all the GPU time: a 2 ms `kernel` launched
+// by `op` through cudaLaunchKernel (External id 1, correlation 7), on an
+// H100 (deviceProperties), the host busy for far less.
+std::string one_kernel_trace(const std::string& kernel, const std::string& op) {
+  return R"({"deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0,
+    "totalGlobalMem": 85045149696, "numSms": 132}],
+  "traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": ")" + op + R"(", "pid": 1, "tid": 1, "ts": 100, "dur": 20, "args": {"External id": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 105, "dur": 10,
+   "args": {"External id": 1, "correlation": 7}},
+  {"ph": "X", "cat": "kernel", "name": ")" + kernel + R"(", "pid": 0, "tid": 7, "ts": 120, "dur": 2000,
+   "args": {"External id": 1, "correlation": 7, "device": 0, "stream": 7}},
+  {"ph": "f", "id": 7, "pid": 0, "tid": 7, "ts": 120, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+  {"ph": "s", "id": 7, "pid": 1, "tid": 1, "ts": 105, "cat": "ac2g", "name": "ac2g"}
+  ]})";
+}
+
+const Finding* hotspot_of(const Diagnosis& d) {
+  for (const Finding& f : d.findings) {
+    if (f.id == "hotspot") return &f;
+  }
+  return nullptr;
+}
+
+TEST(KernelClasses, HotspotGivesNoGemmAdviceToASort) {
+  const std::string sort = "void at::native::bitonicSortKVInPlace<-2, -1, 16, 16, float, long, "
+                           "at::native::LTOp<float, true>, unsigned int>(at::cuda::detail::TensorInfo<float, "
+                           "unsigned int>, unsigned int)";
+  Result<Trace> t = read_trace_bytes(one_kernel_trace(sort, "aten::sort"));
+  ASSERT_TRUE(t.has_value());
+  const Diagnosis d = diagnose(*t);
+  const Finding* f = hotspot_of(d);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->advice.find("a sort/scan kernel"), std::string::npos) << f->advice;
+  for (const char* gemm : {"TFLOP/s", "tile", "tensor cores", "dtype", "MoE", "fuse"}) {
+    EXPECT_EQ(f->advice.find(gemm), std::string::npos) << gemm << ": " << f->advice;
+  }
+}
+
+TEST(KernelClasses, HotspotGivesNoClassAdviceToAnUnrecognisedKernel) {
+  // A fused Triton kernel the table does not know: not told it is a MoE GEMM
+  // nor to fuse; told where the time goes and how to see what limits it.
+  Result<Trace> t = read_trace_bytes(one_kernel_trace("_kernel_unified_fused_stage1", "vllm::unknown_op"));
+  ASSERT_TRUE(t.has_value());
+  const Diagnosis d = diagnose(*t);
+  const Finding* f = hotspot_of(d);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->advice.find("not in tprof's kernel-class table"), std::string::npos) << f->advice;
+  EXPECT_EQ(f->advice.find("MoE"), std::string::npos) << f->advice;
+  EXPECT_EQ(f->advice.find("TFLOP/s"), std::string::npos) << f->advice;
+  // A GEMM kernel under the same conditions does get GEMM advice.
+  Result<Trace> g = read_trace_bytes(one_kernel_trace("nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT", "aten::mm"));
+  ASSERT_TRUE(g.has_value());
+  const Finding* gf = hotspot_of(diagnose(*g));
+  ASSERT_NE(gf, nullptr);
+  EXPECT_NE(gf->advice.find("half precision"), std::string::npos) << gf->advice;
+}
+
+}  // namespace
+}  // namespace tprof
