@@ -656,6 +656,13 @@ std::string efficiency_text(const Efficiency& e) {
       // "GEMM 84.6% of GPU time at 813 TFLOP/s (82.2% of the H100 SXM's
       // dense bf16 peak, measured on all of it)"
       if (!compute.empty()) out += " at " + compute + " (" + why + ", " + covered + ")";
+    } else if (compute.empty() && g.bw_time_ns >= e.class_ns[static_cast<std::size_t>(KernelClass::kGemm)]) {
+      // "GEMM 63.9% of GPU time (all bandwidth-bound: arithmetic intensity
+      // below the H100 SXM's ridge point, at 0.39 TB/s, 11.5% of its HBM
+      // bandwidth; measured on all of it)"
+      out += " (all bandwidth-bound: arithmetic intensity below the " + std::string(e.peak->name) +
+             "'s ridge point, at " + rate_text("%.2f TB/s", g.bw_gbps / 1e3) + ", " +
+             format_pct(100.0 * g.bw_gbps / e.peak->hbm_gbps) + " of its HBM bandwidth; " + covered + ")";
     } else if (compute.empty()) {
       out += " (" + bw + "; " + covered + ")";
     } else {

@@ -51,7 +51,9 @@ TEST(GemmRoofline, SkinnyGemmsAreBandwidthBound) {
   EXPECT_GT(g.bw_gbps, 0);
   EXPECT_LE(g.bw_gbps, 1.5 * e.peak->hbm_gbps);
   // Judged on bytes, and it says so; no TFLOP/s figure for them.
-  EXPECT_NE(text.find("bandwidth-bound (arithmetic intensity below the H100 SXM's ridge point) at "), std::string::npos)
+  EXPECT_NE(text.find("GEMM 63.9% of GPU time (all bandwidth-bound: arithmetic intensity below the H100 SXM's ridge "
+                      "point, at "),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("of its HBM bandwidth"), std::string::npos) << text;
   EXPECT_EQ(text.find("TFLOP/s"), std::string::npos) << text;
