@@ -41,6 +41,14 @@ constexpr DevicePeak kMi250Gcd{"MI250 (one GCD)", 181.0, 0, 22.6, 1638};
 
 bool has(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
+// A GEMM's dense peak on `d` for its dtype, 0 when the table has none.
+double peak_tflops_of(const DevicePeak& d, std::string_view dtype) {
+  if (dtype == "bf16" || dtype == "fp16" || dtype == "fp16/bf16") return d.bf16_tflops;
+  // torch's default for fp32 matmuls is full fp32 (allow_tf32 off).
+  if (dtype == "fp32") return d.fp32_tflops;
+  return 0;
+}
+
 std::string lower(std::string_view s) {
   std::string o(s);
   for (char& ch : o) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -275,17 +283,26 @@ const DevicePeak* device_peak(const Trace& t, std::string* device_name) {
 }
 
 double Efficiency::ridge_flops_per_byte(std::string_view dtype) const {
+  if (peak == nullptr) {
+    // No device to judge by: the lowest ridge point of the table, so an
+    // instance below it is bandwidth-bound on every GPU the table holds.
+    double lowest = 0;
+    for (const DevicePeak* d : {&kH100Sxm, &kH100Pcie, &kH200, &kA100_80, &kA100_80Pcie, &kA100_40, &kB200, &kL4,
+                                &kMi300x, &kMi250Gcd}) {
+      const double tflops = peak_tflops_of(*d, dtype);
+      if (tflops <= 0 || d->hbm_gbps <= 0) continue;
+      const double ridge = tflops * 1e3 / d->hbm_gbps;
+      if (lowest == 0 || ridge < lowest) lowest = ridge;
+    }
+    return lowest;
+  }
   const double tflops = gemm_peak_tflops(dtype);
   if (tflops <= 0 || peak->hbm_gbps <= 0) return 0;
   return tflops * 1e3 / peak->hbm_gbps;  // 1e12 FLOP/s over 1e9 B/s
 }
 
 double Efficiency::gemm_peak_tflops(std::string_view dtype) const {
-  if (peak == nullptr) return 0;
-  if (dtype == "bf16" || dtype == "fp16" || dtype == "fp16/bf16") return peak->bf16_tflops;
-  // torch's default for fp32 matmuls is full fp32 (allow_tf32 off).
-  if (dtype == "fp32") return peak->fp32_tflops;
-  return 0;
+  return peak == nullptr ? 0 : peak_tflops_of(*peak, dtype);
 }
 
 Efficiency compute_efficiency(const DiagnoseContext& c) {
@@ -390,6 +407,7 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
     static constexpr KernelFamily kCollectives{KernelClass::kComm, "NCCL/RCCL", MatchOn::kName, MatchHow::kContains,
                                                ""};
     KernelMatch m;
+    bool gemm_by_name = false;  // a GEMM math kernel by its own name or template arguments
     if (op.cls == DeviceClass::kComm) {
       m = {KernelClass::kComm, &kCollectives};
     } else if (op.cls == DeviceClass::kMemcpy || op.cls == DeviceClass::kMemset) {
@@ -406,6 +424,14 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
         tmpl = match_of(by_template);
       }
       m = classify_kernel(named, by_op, tmpl);
+      if (m.cls == KernelClass::kGemm && named.cls != KernelClass::kGemm) {
+        if (by_template == kUnset) by_template = row_of(match_kernel_template(name));
+        tmpl = match_of(by_template);
+      }
+      const auto gemm_math = [](KernelMatch x) {
+        return x.cls == KernelClass::kGemm && x.family->pattern != "splitkreduce";
+      };
+      gemm_by_name = gemm_math(named) || (named.cls == KernelClass::kOther && gemm_math(tmpl));
     }
     const KernelClass cls = m.cls;
     sat_acc(out.class_ns[static_cast<std::size_t>(cls)], dur);
@@ -442,7 +468,10 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
     Sized one;
     one.ns = dur;
     if (info != nullptr && info->has_dims) {
-      if (cls == KernelClass::kGemm) {
+      // The op's flops belong to its GEMM kernel, recognised by its own
+      // name: not to the other kernels the op launches (a bias copy, a
+      // memset, cuBLAS's split-K reduction), which would count them twice.
+      if (cls == KernelClass::kGemm && gemm_by_name) {
         // This instance's dtype: its op's Input type, else the kernel's.
         const std::string& dtype = info->dtype.empty() ? k.dtype : info->dtype;
         const GemmWork w = gemm_work(info->name, info->dims);
@@ -583,6 +612,8 @@ GemmRate gemm_rate(const Efficiency& e) {
   // The dense peak of the compute-bound instances' dtypes, weighted by
   // their flops; none when any of that time has no peak (dtype unknown).
   if (at_peak_s > 0 && unpeaked_ns == 0) r.peak_tflops = flops / at_peak_s / 1e12;
+  r.implausible = (r.peak_tflops > 0 && r.tflops > 1.05 * r.peak_tflops) ||
+                  (e.peak != nullptr && r.bw_gbps > 1.5 * e.peak->hbm_gbps);
   return r;
 }
 
@@ -630,12 +661,17 @@ std::string efficiency_text(const Efficiency& e) {
     if (out.size() == name.size() + 1 + format_pct(100.0 * share).size()) out += " of GPU time";
     if (k != KernelClass::kGemm || g.measured_ns <= 0) continue;
     // Bandwidth-bound GEMMs (below the ridge point) on bytes/s against HBM.
+    // Below 1% of GPU time the part is immaterial and left out of the text.
     std::string bw;
-    if (g.bw_time_ns > 0) {
-      const double of_total = static_cast<double>(g.bw_time_ns) / static_cast<double>(e.total_ns);
-      bw = format_pct(100.0 * of_total) + " bandwidth-bound (arithmetic intensity below the " +
-           std::string(e.peak->name) + "'s ridge point) at " + rate_text("%.2f TB/s", g.bw_gbps / 1e3) + ", " +
-           format_pct(100.0 * g.bw_gbps / e.peak->hbm_gbps) + " of its HBM bandwidth";
+    const double bw_of_total = static_cast<double>(g.bw_time_ns) / static_cast<double>(e.total_ns);
+    const std::string ridge = e.peak != nullptr ? "the " + std::string(e.peak->name) + "'s ridge point"
+                                                : std::string("the ridge point of every GPU in the peak table");
+    const std::string of_hbm = e.peak != nullptr ? ", " + format_pct(100.0 * g.bw_gbps / e.peak->hbm_gbps) +
+                                                       " of its HBM bandwidth"
+                                                 : std::string();
+    if (g.bw_time_ns > 0 && bw_of_total >= 0.01) {
+      bw = format_pct(100.0 * bw_of_total) + " bandwidth-bound (arithmetic intensity below " + ridge + ") at " +
+           rate_text("%.2f TB/s", g.bw_gbps / 1e3) + of_hbm;
     }
     // The rest in TFLOP/s against the dense peak of their dtypes.
     std::string compute, why;
@@ -651,6 +687,15 @@ std::string efficiency_text(const Efficiency& e) {
         why = "dtype not recorded: no peak to compare with";
       }
     }
+    // Faster than the dense peak (or 1.5× the HBM bandwidth, as the
+    // elementwise rule allows for L2) cannot be: the shapes are not those of
+    // the kernels they were joined to (External ids that link a GEMM kernel
+    // to aten::view, as older traces do). No rate then.
+    if (g.implausible) {
+      out += " (no rate: the shapes of the ops its kernels are linked to give more than the " +
+             std::string(e.peak->name) + "'s peak, so those links are wrong)";
+      continue;
+    }
     const std::string covered = coverage_text(e, g.measured_ns);
     if (bw.empty()) {
       // "GEMM 84.6% of GPU time at 813 TFLOP/s (82.2% of the H100 SXM's
@@ -660,9 +705,8 @@ std::string efficiency_text(const Efficiency& e) {
       // "GEMM 63.9% of GPU time (all bandwidth-bound: arithmetic intensity
       // below the H100 SXM's ridge point, at 0.39 TB/s, 11.5% of its HBM
       // bandwidth; measured on all of it)"
-      out += " (all bandwidth-bound: arithmetic intensity below the " + std::string(e.peak->name) +
-             "'s ridge point, at " + rate_text("%.2f TB/s", g.bw_gbps / 1e3) + ", " +
-             format_pct(100.0 * g.bw_gbps / e.peak->hbm_gbps) + " of its HBM bandwidth; " + covered + ")";
+      out += " (all bandwidth-bound: arithmetic intensity below " + ridge + ", at " +
+             rate_text("%.2f TB/s", g.bw_gbps / 1e3) + of_hbm + "; " + covered + ")";
     } else if (compute.empty()) {
       out += " (" + bw + "; " + covered + ")";
     } else {

@@ -103,6 +103,10 @@ struct GemmRate {
   std::int64_t measured_ns = 0;  // all GEMM time whose shapes are known (time_ns + bw_time_ns)
   std::int64_t bw_time_ns = 0;   // bandwidth-bound instances' time
   double bw_gbps = 0;            // their bytes over their time
+  // Faster than the dense peak (> 105%) or the HBM bandwidth (> 150%, the
+  // elementwise rule's allowance for L2): the shapes are not those of the
+  // kernels they were joined to, and no rate may be quoted.
+  bool implausible = false;
 };
 GemmRate gemm_rate(const Efficiency& e);
 

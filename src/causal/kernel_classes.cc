@@ -83,8 +83,10 @@ constexpr std::array kFamilies{
     KernelFamily{C::kSortScan, "sort (bitonic, radix, merge, segmented; cub DeviceRadixSort)", kName, kHas, "sort"},
     KernelFamily{C::kSortScan, "scan and select (cub DeviceScan, DeviceSelect; torch's scan kernels)", kName, kHas, "scan"},
     KernelFamily{C::kSortScan, "scan and select (cub DeviceScan, DeviceSelect; torch's scan kernels)", kName, kHas, "deviceselect"},
-    KernelFamily{C::kSortScan, "top-k and MoE routing (gatherTopK, sbtopk, topkGatingSoftmax, moe_align)", kName, kHas, "topk"},
-    KernelFamily{C::kSortScan, "top-k and MoE routing (gatherTopK, sbtopk, topkGatingSoftmax, moe_align)", kName, kHas, "moe_align"},
+    KernelFamily{C::kSortScan, "top-k and MoE routing (gatherTopK, sbtopk, topkGatingSoftmax, moe_align, triton_kernels routing)", kName, kHas, "topk"},
+    KernelFamily{C::kSortScan, "top-k and MoE routing (gatherTopK, sbtopk, topkGatingSoftmax, moe_align, triton_kernels routing)", kName, kHas, "moe_align"},
+    KernelFamily{C::kSortScan, "top-k and MoE routing (gatherTopK, sbtopk, topkGatingSoftmax, moe_align, triton_kernels routing)", kName, kHas, "routing"},
+    KernelFamily{C::kSortScan, "top-k and MoE routing (gatherTopK, sbtopk, topkGatingSoftmax, moe_align, triton_kernels routing)", kName, kHas, "bitmatrix"},
     // Copies, layout conversions, KV-cache writes.
     KernelFamily{C::kCopy, "layout conversions (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose)", kName, kHas, "nchwtonhwc"},
     KernelFamily{C::kCopy, "layout conversions (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose)", kName, kHas, "nhwctonchw"},
@@ -119,6 +121,7 @@ constexpr std::array kFamilies{
     KernelFamily{C::kElementwise, "activations and RoPE (act_and_mul, silu_and_mul, rotary_embedding)", kName, kHas, "_and_mul"},
     KernelFamily{C::kElementwise, "activations and RoPE (act_and_mul, silu_and_mul, rotary_embedding)", kName, kHas, "rotary"},
     KernelFamily{C::kElementwise, "MIOpen tensor ops (SubTensorOp…)", kName, kStarts, "subtensorop"},
+    KernelFamily{C::kElementwise, "dropout (fused_dropout_kernel)", kName, kHas, "dropout"},
 
     // By the launching op, for kernels whose own name says nothing (or
     // only "elementwise").

@@ -95,6 +95,37 @@ TEST(GemmRoofline, NoShapesNoRate) {
   EXPECT_NE(text.find("GEMM 59.1% of GPU time"), std::string::npos) << text;
 }
 
+TEST(GemmRoofline, LmHeadWithoutDevicePropertiesIsBandwidthBound) {
+  // vLLM gpt-oss decode (MI300X, no deviceProperties): the only GEMM with
+  // shapes is the LM head, a 1.16 GB weight read; tprof called it "134
+  // TFLOP/s" on 2.6% of GPU time. Its arithmetic intensity is below the
+  // ridge point of every GPU in the peak table: bandwidth-bound on any.
+  const Trace t = load("public/tracelens/inference/vllm_decode_full/graph_execution.json.gz");
+  const internal::DiagnoseContext c(t);
+  const internal::Efficiency& e = c.efficiency();
+  EXPECT_EQ(e.peak, nullptr);
+  const internal::GemmRate g = internal::gemm_rate(e);
+  const std::string text = internal::efficiency_text(e);
+  std::printf("%s\n", text.c_str());
+  EXPECT_EQ(g.bw_time_ns, g.measured_ns);
+  EXPECT_GT(g.bw_gbps, 3000);
+  EXPECT_EQ(text.find("TFLOP/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("bandwidth-bound (arithmetic intensity below the ridge point of every GPU in the peak table) at "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("measured on the 2.6% of GPU time whose shapes are known"), std::string::npos) << text;
+  // The MoE GEMMs (Triton matmul_ogs) are GEMMs of the MoE family.
+  bool ogs = false;
+  for (const internal::KernelEfficiency& k : e.kernels) {
+    if (k.name.find("matmul_ogs") != std::string::npos) {
+      ogs = true;
+      EXPECT_EQ(k.cls, KernelClass::kGemm) << k.name;
+      EXPECT_NE(k.family.find("MoE"), std::string_view::npos) << k.family;
+    }
+  }
+  EXPECT_TRUE(ogs);
+}
+
 TEST(GemmRoofline, LargeGemmsAreComputeBound) {
   // torch.compile on an MI300X: 4096-wide GEMMs, far above the ridge point:
   // judged in TFLOP/s against the dense bf16 peak, with the dtype from the

@@ -64,7 +64,9 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::snprintf(r, sizeof r, "%.2f", ratio);
   const Efficiency& eff = c.efficiency();
   const bool memory_bound = memory_bound_share(eff) >= kMemoryBoundShare;
-  const GemmRate gemm = gemm_rate(eff);
+  GemmRate gemm = gemm_rate(eff);
+  // A rate above the peak is a wrong join of shapes to kernels: unmeasured.
+  if (gemm.implausible) gemm = GemmRate{};
   // Most of the measured GEMM time below the ridge point: judged on bytes.
   const bool bandwidth_bound = eff.peak != nullptr && gemm.bw_time_ns > 0 && 2 * gemm.bw_time_ns >= gemm.measured_ns;
   const std::string mix = efficiency_text(eff);

@@ -92,17 +92,22 @@ std::string rate_note(const DiagnoseContext& c, std::string_view kernel) {
           ? std::string()
           : " (measured on the " + format_pct(100.0 * static_cast<double>(k->sized_time_ns) / static_cast<double>(k->time_ns)) +
                 " of its time whose shapes are known)";
-  if (k->cls == KernelClass::kGemm && k->bandwidth_bound() && e.peak != nullptr) {
+  if (k->cls == KernelClass::kGemm && k->bandwidth_bound()) {
     std::snprintf(rate, sizeof rate, "%.2f TB/s", k->bw_gbps() / 1e3);
+    const std::string ridge = std::to_string(static_cast<long long>(e.ridge_flops_per_byte(k->dtype)));
     return std::string("it is bandwidth-bound (arithmetic intensity ") +
-           std::to_string(static_cast<long long>(k->bw_flops / k->bw_bytes)) + " FLOP/byte, below the " +
-           std::string(e.peak->name) + "'s ridge point of " +
-           std::to_string(static_cast<long long>(e.ridge_flops_per_byte(k->dtype))) + ") and moves " + rate + ", " +
-           format_pct(100.0 * k->bw_gbps() / e.peak->hbm_gbps) + " of its HBM bandwidth" + measured;
+           std::to_string(static_cast<long long>(k->bw_flops / k->bw_bytes)) + " FLOP/byte, below " +
+           (e.peak != nullptr ? "the " + std::string(e.peak->name) + "'s ridge point of " + ridge + ") and moves " +
+                                    rate + ", " + format_pct(100.0 * k->bw_gbps() / e.peak->hbm_gbps) +
+                                    " of its HBM bandwidth"
+                              : "the lowest ridge point in the peak table, " + ridge + ") and moves " + rate) +
+           measured;
   }
   if (k->cls == KernelClass::kGemm && k->tflops() > 0) {
     std::snprintf(rate, sizeof rate, "%.0f TFLOP/s", k->tflops());
     const double peak = e.gemm_peak_tflops(k->dtype);
+    // Above the peak: its op's shapes are not its own (a wrong External id).
+    if (peak > 0 && k->tflops() > 1.05 * peak) return "";
     return std::string("it runs at ") + rate +
            (peak > 0 ? ", " + format_pct(100.0 * k->tflops() / peak) + " of the " + std::string(e.peak->name) +
                            "'s dense " + k->dtype + " peak"
