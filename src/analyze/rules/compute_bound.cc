@@ -67,6 +67,14 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   GemmRate gemm = gemm_rate(eff);
   // A rate above the peak is a wrong join of shapes to kernels: unmeasured.
   if (gemm.implausible) gemm = GemmRate{};
+  // What a quoted GEMM rate is measured on, where not all GEMM time.
+  const std::int64_t gemm_ns = eff.class_ns[static_cast<std::size_t>(KernelClass::kGemm)];
+  const std::string measured_on =
+      gemm.measured_ns > 0 && gemm.measured_ns < gemm_ns
+          ? " (measured on the " +
+                format_pct(100.0 * static_cast<double>(gemm.measured_ns) / static_cast<double>(eff.total_ns)) +
+                " of GPU time whose shapes are known)"
+          : std::string();
   // Most of the measured GEMM time below the ridge point: judged on bytes.
   const bool bandwidth_bound = eff.peak != nullptr && gemm.bw_time_ns > 0 && 2 * gemm.bw_time_ns >= gemm.measured_ns;
   const std::string mix = efficiency_text(eff);
@@ -119,16 +127,16 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
                                                               static_cast<double>(eff.total_ns)) +
                " of the GPU time is GEMMs whose arithmetic intensity is below the " + std::string(eff.peak->name) +
                "'s ridge point, moving " + format_pct(100.0 * gemm.bw_gbps / eff.peak->hbm_gbps) +
-               " of its HBM bandwidth. Batch more rows per weight read (larger batches, more requests per step) or "
+               " of its HBM bandwidth" + measured_on + ". Batch more rows per weight read (larger batches, more requests per step) or "
                "read fewer bytes (fp8/int4 weights); their TFLOP/s against the peak is not the measure.";
   } else if (gemm.peak_tflops > 0 && gemm.tflops >= kEfficientGemm * gemm.peak_tflops) {
     f.advice = "The GPU is the bottleneck and its GEMMs run at " + format_pct(100.0 * gemm.tflops / gemm.peak_tflops) +
-               " of the peak: speed-ups now come from doing less work (fusing the remaining memory-bound kernels, "
+               " of the peak" + measured_on + ": speed-ups now come from doing less work (fusing the remaining memory-bound kernels, "
                "lower precision where it is safe), not from the host.";
   } else if (gemm.peak_tflops > 0 && gemm.tflops > 0) {
     f.advice = "Give the GEMMs shapes the tensor cores suit (dimensions in multiples of 16, larger batches or fused "
                "projections) and check their dtype: they run at " + format_pct(100.0 * gemm.tflops / gemm.peak_tflops) +
-               " of the dense " + gemm.dtype + " peak. The host keeps the GPU fed, so speed-ups come from the kernels.";
+               " of the dense " + gemm.dtype + " peak" + measured_on + ". The host keeps the GPU fed, so speed-ups come from the kernels.";
   } else if (gemm.tflops <= 0 && eff.share(KernelClass::kGemm) >= kMemoryBoundShare) {
     // The recorder's setting: tprof record sees CUDA calls and no op, so no shapes.
     const bool ops = std::any_of(c.host_ops.begin(), c.host_ops.end(),
