@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <cctype>
 #include <cstdio>
+#include <span>
 #include <unordered_map>
 
 #include "src/trace/id_index.h"
@@ -38,6 +40,14 @@ constexpr DevicePeak kMi300x{"MI300X", 1307.4, 653.7, 163.4, 5300};
 constexpr DevicePeak kMi250Gcd{"MI250 (one GCD)", 181.0, 0, 22.6, 1638};
 
 bool has(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+// A GEMM's dense peak on `d` for its dtype, 0 when the table has none.
+double peak_tflops_of(const DevicePeak& d, std::string_view dtype) {
+  if (dtype == "bf16" || dtype == "fp16" || dtype == "fp16/bf16") return d.bf16_tflops;
+  // torch's default for fp32 matmuls is full fp32 (allow_tf32 off).
+  if (dtype == "fp32") return d.fp32_tflops;
+  return 0;
+}
 
 std::string lower(std::string_view s) {
   std::string o(s);
@@ -80,51 +90,9 @@ std::string_view base_name(std::string_view name) {
   return colon == std::string_view::npos ? name : name.substr(colon + 2);
 }
 
-KernelClass class_of_text(std::string_view text) {
-  const std::string n = lower(text);
-  for (std::string_view p : {"nccl", "rccl", "all_reduce", "allreduce", "all_gather", "reduce_scatter"}) {
-    if (has(n, p)) return KernelClass::kComm;
-  }
-  for (std::string_view p : {"flash", "fmha", "attention", "attn", "sdpa"}) {
-    if (has(n, p)) return KernelClass::kAttention;
-  }
-  for (std::string_view p : {"gemm", "nvjet", "cutlass", "xmma", "wgmma", "hmma", "cublas", "matmul", "gemv",
-                             "triton_tem_fused_mm", "mm_kernel", "conv", "scudnn", "dgrad_engine", "wgrad_alg"}) {
-    if (has(n, p)) return KernelClass::kGemm;
-  }
-  for (std::string_view p : {"reduce", "norm", "softmax", "sum_functor", "mean", "argmax", "cross_entropy"}) {
-    if (has(n, p)) return KernelClass::kReduction;
-  }
-  for (std::string_view p : {"elementwise", "triton_poi", "functor", "copy_kernel", "fill", "cat", "index"}) {
-    if (has(n, p)) return KernelClass::kElementwise;
-  }
-  return KernelClass::kOther;
-}
-
-// By the kernel's own name first, then (kernel_class below) by the op that
-// launched it, then by its whole name (a library kernel named by its
-// template argument: "cutlass::Kernel2<…_s161616gemm_bf16…>").
-KernelClass class_of_name(std::string_view name, DeviceClass dc) {
-  if (dc == DeviceClass::kComm) return KernelClass::kComm;
-  if (dc == DeviceClass::kMemcpy || dc == DeviceClass::kMemset) return KernelClass::kCopy;
-  return class_of_text(base_name(name));
-}
-
-// The op's own class when the kernel's name says nothing ("add_kernel").
-KernelClass class_of_op(std::string_view op) {
-  const std::size_t colon = op.rfind("::");
-  const std::string_view base = colon == std::string_view::npos ? op : op.substr(colon + 2);
-  for (std::string_view g : {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear"}) {
-    if (base == g) return KernelClass::kGemm;
-  }
-  for (std::string_view e : {"add", "add_", "mul", "mul_", "sub", "sub_", "div", "div_", "relu", "relu_", "gelu",
-                             "silu", "sigmoid", "tanh", "exp", "copy_", "fill_", "zero_", "where", "clamp"}) {
-    if (base == e) return KernelClass::kElementwise;
-  }
-  return KernelClass::kOther;
-}
-
 std::string dtype_of_type(std::string_view t) {
+  // c10::Float8_e4m3fn and friends say "Float" too: fp8 first.
+  if (has(t, "Float8")) return "fp8";
   if (has(t, "BFloat16")) return "bf16";
   if (has(t, "Half")) return "fp16";
   if (t == "float" || has(t, "Float")) return "fp32";
@@ -154,6 +122,7 @@ std::string dtype_of_gemm_name(std::string_view name) {
 }
 
 double elem_bytes(std::string_view dtype) {
+  if (dtype == "fp8") return 1;
   if (dtype == "bf16" || dtype == "fp16" || dtype == "fp16/bf16") return 2;
   if (dtype == "fp32") return 4;
   if (dtype == "fp64") return 8;
@@ -168,27 +137,38 @@ double elements(const std::vector<std::int64_t>& d) {
   return n;
 }
 
-// 2·M·N·K (times the batch) from the op's input shapes; 0 when unknown.
-double gemm_flops(std::string_view op, const Dims& in) {
+// A GEMM's work from its op's input shapes: 2·M·N·K (times the batch)
+// flops, and the elements of A, B and C, each moved once (the roofline's
+// minimum traffic); flops 0 when the shapes are not a GEMM's.
+struct GemmWork {
+  double flops = 0;
+  double elements = 0;  // of A, B and C
+};
+
+GemmWork gemm_work(std::string_view op, const Dims& in) {
   const std::size_t colon = op.rfind("::");
   const std::string_view base = colon == std::string_view::npos ? op : op.substr(colon + 2);
-  auto mk_kn = [](const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) -> double {
-    if (a.size() != 2 || b.size() != 2 || a[1] != b[0]) return 0;
-    return 2.0 * static_cast<double>(a[0]) * static_cast<double>(a[1]) * static_cast<double>(b[1]);
+  auto mk_kn = [](const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) -> GemmWork {
+    if (a.size() != 2 || b.size() != 2 || a[1] != b[0]) return {};
+    const double m = static_cast<double>(a[0]), k = static_cast<double>(a[1]), n = static_cast<double>(b[1]);
+    return {2.0 * m * k * n, m * k + k * n + m * n};
   };
   if ((base == "mm" || base == "matmul") && in.size() >= 2) return mk_kn(in[0], in[1]);
   if (base == "addmm" && in.size() >= 3) return mk_kn(in[1], in[2]);
   if ((base == "bmm" && in.size() >= 2) || (base == "baddbmm" && in.size() >= 3)) {
     const auto& a = base == "bmm" ? in[0] : in[1];
     const auto& b = base == "bmm" ? in[1] : in[2];
-    if (a.size() != 3 || b.size() != 3 || a[0] != b[0] || a[2] != b[1]) return 0;
-    return 2.0 * static_cast<double>(a[0]) * static_cast<double>(a[1]) * static_cast<double>(a[2]) *
-           static_cast<double>(b[2]);
+    if (a.size() != 3 || b.size() != 3 || a[0] != b[0] || a[2] != b[1]) return {};
+    const double bt = static_cast<double>(a[0]), m = static_cast<double>(a[1]), k = static_cast<double>(a[2]),
+                 n = static_cast<double>(b[2]);
+    return {2.0 * bt * m * k * n, bt * (m * k + k * n + m * n)};
   }
-  if (base == "linear" && in.size() >= 2 && !in[0].empty() && in[1].size() == 2 && in[0].back() == in[1][1]) {
-    return 2.0 * elements(in[0]) * static_cast<double>(in[1][0]);
+  if (base == "linear" && in.size() >= 2 && !in[0].empty() && in[1].size() == 2 && in[0].back() == in[1][1] &&
+      in[1][1] > 0) {
+    const double x = elements(in[0]), n = static_cast<double>(in[1][0]), k = static_cast<double>(in[1][1]);
+    return {2.0 * x * n, x + n * k + x / k * n};
   }
-  return 0;
+  return {};
 }
 
 // An elementwise op's bytes: every tensor input read once, the output (the
@@ -212,7 +192,7 @@ struct OpInfo {
   Dims dims;
   std::string dtype;  // of the first tensor input with a type
   bool has_dims = false;
-  KernelClass by_op = KernelClass::kOther;  // class_of_op(name), once per op rather than per kernel
+  KernelMatch by_op;  // match_launching_op(name), once per op rather than per kernel
 };
 
 // The two args efficiency reads, as text: the same for every instance of
@@ -285,19 +265,6 @@ OpInfo op_info(const Trace& t, std::uint32_t e) {
 
 }  // namespace
 
-std::string_view kernel_class_name(KernelClass k) {
-  switch (k) {
-    case KernelClass::kGemm: return "GEMM";
-    case KernelClass::kAttention: return "attention";
-    case KernelClass::kElementwise: return "elementwise";
-    case KernelClass::kReduction: return "reduction/normalisation";
-    case KernelClass::kComm: return "communication";
-    case KernelClass::kCopy: return "copy/memset";
-    case KernelClass::kOther: return "other";
-  }
-  return "other";
-}
-
 const DevicePeak* device_peak(const Trace& t, std::string* device_name) {
   device_name->clear();
   const std::string_view raw = t.meta.top_level_json("deviceProperties");
@@ -315,12 +282,27 @@ const DevicePeak* device_peak(const Trace& t, std::string* device_name) {
   return peak_for(*device_name, num("numSms"), num("totalGlobalMem"), num("computeMajor"), num("computeMinor"));
 }
 
+double Efficiency::ridge_flops_per_byte(std::string_view dtype) const {
+  if (peak == nullptr) {
+    // No device to judge by: the lowest ridge point of the table, so an
+    // instance below it is bandwidth-bound on every GPU the table holds.
+    double lowest = 0;
+    for (const DevicePeak* d : {&kH100Sxm, &kH100Pcie, &kH200, &kA100_80, &kA100_80Pcie, &kA100_40, &kB200, &kL4,
+                                &kMi300x, &kMi250Gcd}) {
+      const double tflops = peak_tflops_of(*d, dtype);
+      if (tflops <= 0 || d->hbm_gbps <= 0) continue;
+      const double ridge = tflops * 1e3 / d->hbm_gbps;
+      if (lowest == 0 || ridge < lowest) lowest = ridge;
+    }
+    return lowest;
+  }
+  const double tflops = gemm_peak_tflops(dtype);
+  if (tflops <= 0 || peak->hbm_gbps <= 0) return 0;
+  return tflops * 1e3 / peak->hbm_gbps;  // 1e12 FLOP/s over 1e9 B/s
+}
+
 double Efficiency::gemm_peak_tflops(std::string_view dtype) const {
-  if (peak == nullptr) return 0;
-  if (dtype == "bf16" || dtype == "fp16" || dtype == "fp16/bf16") return peak->bf16_tflops;
-  // torch's default for fp32 matmuls is full fp32 (allow_tf32 off).
-  if (dtype == "fp32") return peak->fp32_tflops;
-  return 0;
+  return peak == nullptr ? 0 : peak_tflops_of(*peak, dtype);
 }
 
 Efficiency compute_efficiency(const DiagnoseContext& c) {
@@ -361,9 +343,26 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
   // (computed once per name, not per instance: string scans and a string
   // key per kernel instance were most of this pass).
   std::vector<std::uint32_t> kernel_of(t.strings.size(), kNoIndex);
-  std::vector<std::int8_t> class_by_name(t.strings.size(), -1);
-  std::vector<std::int8_t> template_class_by_name(t.strings.size(), -1);
-  std::vector<std::vector<std::pair<double, std::int64_t>>> sized;  // per kernel: (amount, ns) per instance, -1 unknown
+  // Per name id: its row in the kernel-class table by its own name and by
+  // its template arguments, looked up once (kUnset before).
+  constexpr std::int16_t kUnset = -2, kNoRow = -1;
+  const std::span<const KernelFamily> rows = kernel_families();
+  std::vector<std::int16_t> name_row(t.strings.size(), kUnset);
+  std::vector<std::int16_t> template_row(t.strings.size(), kUnset);
+  const auto row_of = [&](KernelMatch m) {
+    return m.family == nullptr ? kNoRow : static_cast<std::int16_t>(m.family - rows.data());
+  };
+  const auto match_of = [&](std::int16_t row) {
+    return row < 0 ? KernelMatch{} : KernelMatch{rows[static_cast<std::size_t>(row)].cls, &rows[static_cast<std::size_t>(row)]};
+  };
+  // Per kernel, per instance: its work where its op's shapes give it.
+  struct Sized {
+    double amount = -1;  // flops (GEMM) or bytes (elementwise); -1 unknown
+    double bytes = 0;    // GEMM: A, B and C
+    std::int64_t ns = 0;
+    bool bandwidth_bound = false;
+  };
+  std::vector<std::vector<Sized>> sized;
   // The ops that launched device work, their args read in file order (by
   // event): args are paged in from the source as they are read, and reads
   // in the device's time order paged it in again and again.
@@ -385,12 +384,12 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
       auto [parsed, first] = by_args.try_emplace(ArgsKey{ev.name[e], a.dims, a.types});
       if (first) {
         parsed->second = op_info_of(t.name(e), a);
-        parsed->second.by_op = class_of_op(parsed->second.name);
+        parsed->second.by_op = match_launching_op(parsed->second.name);
       }
       ops[e] = &parsed->second;
     } else {
       unparsed.push_back(op_info(t, e));
-      unparsed.back().by_op = class_of_op(unparsed.back().name);
+      unparsed.back().by_op = match_launching_op(unparsed.back().name);
       ops[e] = &unparsed.back();
     }
   }
@@ -401,25 +400,40 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
     const std::string_view name = t.name(op.event);
     const OpInfo* info = launched_by[i] == kNoIndex ? nullptr : ops.at(launched_by[i]);
     const StrId name_id = ev.name[op.event];
-    std::int8_t& named = class_by_name[name_id];
-    if (named < 0 && op.cls != DeviceClass::kComm && op.cls != DeviceClass::kMemcpy &&
-        op.cls != DeviceClass::kMemset) {
-      named = static_cast<std::int8_t>(class_of_name(name, op.cls));
-    }
-    KernelClass cls = named >= 0 ? static_cast<KernelClass>(named) : class_of_name(name, op.cls);
-    if (info != nullptr && (cls == KernelClass::kOther || cls == KernelClass::kElementwise)) {
-      if (info->by_op != KernelClass::kOther) cls = info->by_op;
-    }
-    if (cls == KernelClass::kOther) {
-      // Its template arguments (not its namespaces), once per name.
-      std::int8_t& by_template = template_class_by_name[name_id];
-      if (by_template < 0) {
-        const std::size_t lt = name.find('<');
-        by_template = static_cast<std::int8_t>(lt == std::string_view::npos ? KernelClass::kOther
-                                                                            : class_of_text(name.substr(lt)));
+    // The device activity's kind first: collectives (NCCL/RCCL) and copies
+    // and memsets are what they are whatever launched them.
+    static constexpr KernelFamily kCopies{KernelClass::kCopy, "memcpy/memset (device activity)", MatchOn::kName,
+                                          MatchHow::kContains, ""};
+    static constexpr KernelFamily kCollectives{KernelClass::kComm, "NCCL/RCCL", MatchOn::kName, MatchHow::kContains,
+                                               ""};
+    KernelMatch m;
+    bool gemm_by_name = false;  // a GEMM math kernel by its own name or template arguments
+    if (op.cls == DeviceClass::kComm) {
+      m = {KernelClass::kComm, &kCollectives};
+    } else if (op.cls == DeviceClass::kMemcpy || op.cls == DeviceClass::kMemset) {
+      m = {KernelClass::kCopy, &kCopies};
+    } else {
+      std::int16_t& by_name = name_row[name_id];
+      if (by_name == kUnset) by_name = row_of(match_kernel_name(name));
+      std::int16_t& by_template = template_row[name_id];
+      KernelMatch tmpl;
+      const KernelMatch named = match_of(by_name);
+      const KernelMatch by_op = info != nullptr ? info->by_op : KernelMatch{};
+      if (classify_kernel(named, by_op, KernelMatch{}).cls == KernelClass::kOther) {
+        if (by_template == kUnset) by_template = row_of(match_kernel_template(name));
+        tmpl = match_of(by_template);
       }
-      cls = static_cast<KernelClass>(by_template);
+      m = classify_kernel(named, by_op, tmpl);
+      if (m.cls == KernelClass::kGemm && named.cls != KernelClass::kGemm) {
+        if (by_template == kUnset) by_template = row_of(match_kernel_template(name));
+        tmpl = match_of(by_template);
+      }
+      const auto gemm_math = [](KernelMatch x) {
+        return x.cls == KernelClass::kGemm && x.family->pattern != "splitkreduce";
+      };
+      gemm_by_name = gemm_math(named) || (named.cls == KernelClass::kOther && gemm_math(tmpl));
     }
+    const KernelClass cls = m.cls;
     sat_acc(out.class_ns[static_cast<std::size_t>(cls)], dur);
     std::uint32_t& slot = kernel_of[name_id];
     const bool fresh = slot == kNoIndex;
@@ -429,6 +443,7 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
       KernelEfficiency k;
       k.name = std::string(name);
       k.cls = cls;
+      if (m.family != nullptr) k.family = m.family->family;
       if (info != nullptr) k.op = info->name;
       k.dtype_from_op = info != nullptr && !info->dtype.empty();
       k.dtype = k.dtype_from_op ? info->dtype : dtype_of_kernel(name);
@@ -442,6 +457,7 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
       // one with an op decides (its class counted from here on).
       k.op = info->name;
       k.cls = cls;
+      k.family = m.family != nullptr ? m.family->family : std::string_view();
       if (!info->dtype.empty()) {
         k.dtype = info->dtype;
         k.dtype_from_op = true;
@@ -449,26 +465,48 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
     }
     ++k.count;
     sat_acc(k.time_ns, dur);
-    double amount = -1;
+    Sized one;
+    one.ns = dur;
     if (info != nullptr && info->has_dims) {
-      if (cls == KernelClass::kGemm) {
-        const double f = gemm_flops(info->name, info->dims);
-        if (f > 0) amount = f;
+      // The op's flops belong to its GEMM kernel, recognised by its own
+      // name: not to the other kernels the op launches (a bias copy, a
+      // memset, cuBLAS's split-K reduction), which would count them twice.
+      if (cls == KernelClass::kGemm && gemm_by_name) {
+        // This instance's dtype: its op's Input type, else the kernel's.
+        const std::string& dtype = info->dtype.empty() ? k.dtype : info->dtype;
+        const GemmWork w = gemm_work(info->name, info->dims);
+        if (w.flops > 0) {
+          one.amount = w.flops;
+          one.bytes = w.elements * elem_bytes(dtype);
+          const double ridge = out.ridge_flops_per_byte(dtype);
+          one.bandwidth_bound = ridge > 0 && one.bytes > 0 && w.flops / one.bytes < ridge;
+        }
       } else if (cls == KernelClass::kElementwise && elem_bytes(k.dtype) > 0) {
         const double b = elementwise_bytes(info->name, info->dims, elem_bytes(k.dtype));
-        if (b > 0) amount = b;
+        if (b > 0) one.amount = b;
       }
     }
-    sized[index].emplace_back(amount, dur);
+    sized[index].push_back(one);
   }
   // A kernel's rate is over the instances whose amount is known (an
   // instance launched before the window has no op, so no shapes).
   for (std::size_t i = 0; i < out.kernels.size(); ++i) {
     KernelEfficiency& k = out.kernels[i];
-    for (const auto& [amount, ns] : sized[i]) {
-      if (amount < 0) continue;
-      (k.cls == KernelClass::kGemm ? k.flops : k.bytes) += amount;
-      sat_acc(k.sized_time_ns, ns);
+    for (const Sized& one : sized[i]) {
+      if (one.amount < 0) continue;
+      if (k.cls == KernelClass::kGemm) {
+        k.flops += one.amount;
+        k.bytes += one.bytes;
+        if (one.bandwidth_bound) {
+          k.bw_flops += one.amount;
+          k.bw_bytes += one.bytes;
+          sat_acc(k.bw_time_ns, one.ns);
+          ++k.bw_count;
+        }
+      } else {
+        k.bytes += one.amount;
+      }
+      sat_acc(k.sized_time_ns, one.ns);
       ++k.sized_count;
     }
   }
@@ -536,30 +574,75 @@ Fp32Math fp32_math(const KernelEfficiency& k) {
 }
 
 bool is_conv_kernel(const KernelEfficiency& k) {
-  const std::string base = lower(base_name(k.name));
-  for (std::string_view p : {"cudnn", "conv", "dgrad", "wgrad", "fprop"}) {
-    if (has(base, p)) return true;
-  }
-  return has(lower(k.op), "conv");
+  // A library GEMM kernel inside a convolution op (cuDNN lowering to sgemm)
+  // is still convolution work.
+  return k.cls == KernelClass::kConv || match_launching_op(k.op).cls == KernelClass::kConv;
 }
 
 GemmRate gemm_rate(const Efficiency& e) {
   GemmRate r;
-  double flops = 0;
-  bool first = true, same = true;
+  double flops = 0, at_peak_s = 0, bw_bytes = 0;
+  std::int64_t unpeaked_ns = 0;
+  std::map<std::string, std::int64_t> by_dtype;  // measured time by dtype
   for (const KernelEfficiency& k : e.kernels) {
     if (k.cls != KernelClass::kGemm || k.sized_time_ns <= 0) continue;
-    flops += k.flops;
-    r.time_ns += k.sized_time_ns;
-    if (first) r.dtype = k.dtype;
-    same = same && k.dtype == r.dtype;
-    first = false;
+    sat_acc(r.measured_ns, k.sized_time_ns);
+    sat_acc(by_dtype[k.dtype], k.sized_time_ns);
+    sat_acc(r.bw_time_ns, k.bw_time_ns);
+    bw_bytes += k.bw_bytes;
+    const double f = k.flops - k.bw_flops;
+    const std::int64_t ns = k.sized_time_ns - k.bw_time_ns;
+    if (ns <= 0) continue;
+    flops += f;
+    sat_acc(r.time_ns, ns);
+    const double peak = e.gemm_peak_tflops(k.dtype);
+    if (peak > 0) {
+      at_peak_s += f / (peak * 1e12);
+    } else {
+      sat_acc(unpeaked_ns, ns);
+    }
   }
-  if (!same) r.dtype.clear();
+  // The dtype of most of the measured time; unknown ("") counts as one.
+  for (const auto& [dtype, ns] : by_dtype) {
+    const double share = r.measured_ns > 0 ? static_cast<double>(ns) / static_cast<double>(r.measured_ns) : 0;
+    if (share > r.dtype_share) r.dtype = dtype, r.dtype_share = share;
+  }
   if (r.time_ns > 0) r.tflops = flops / static_cast<double>(r.time_ns) / 1e3;
-  r.peak_tflops = e.gemm_peak_tflops(r.dtype);
+  if (r.bw_time_ns > 0) r.bw_gbps = bw_bytes / static_cast<double>(r.bw_time_ns);
+  // The dense peak of the compute-bound instances' dtypes, weighted by
+  // their flops; none when any of that time has no peak (dtype unknown).
+  if (at_peak_s > 0 && unpeaked_ns == 0) r.peak_tflops = flops / at_peak_s / 1e12;
+  r.implausible = (r.peak_tflops > 0 && r.tflops > 1.05 * r.peak_tflops) ||
+                  (e.peak != nullptr && r.bw_gbps > 1.5 * e.peak->hbm_gbps);
   return r;
 }
+
+namespace {
+
+std::string rate_text(const char* format, double v) {
+  char b[48];
+  std::snprintf(b, sizeof b, format, v);
+  return b;
+}
+
+// "measured on all of it" or "measured on the 2.1% of GPU time whose shapes
+// are known".
+std::string coverage_text(const Efficiency& e, std::int64_t measured_ns) {
+  const std::int64_t gemm_ns = e.class_ns[static_cast<std::size_t>(KernelClass::kGemm)];
+  if (measured_ns >= gemm_ns) return "measured on all of it";
+  return "measured on the " + format_pct(100.0 * static_cast<double>(measured_ns) / static_cast<double>(e.total_ns)) +
+         " of GPU time whose shapes are known";
+}
+
+// The dtype part of a peak: "bf16", or "bf16 (mixed dtypes: bf16 for 80.0%
+// of the measured time)".
+std::string dtype_text(const GemmRate& g) {
+  if (g.dtype_share >= 0.99) return g.dtype;
+  return g.dtype + " (mixed dtypes: " + g.dtype + " for " + format_pct(100.0 * g.dtype_share) +
+         " of the measured time)";
+}
+
+}  // namespace
 
 std::string efficiency_text(const Efficiency& e) {
   if (e.total_ns <= 0) return "";
@@ -573,20 +656,66 @@ std::string efficiency_text(const Efficiency& e) {
   const GemmRate g = gemm_rate(e);
   for (const auto& [share, k] : classes) {
     if (!out.empty()) out += ", ";
-    out += std::string(kernel_class_name(k)) + " " + format_pct(100.0 * share);
-    if (out.size() == kernel_class_name(k).size() + 1 + format_pct(100.0 * share).size()) out += " of GPU time";
-    if (k != KernelClass::kGemm || g.tflops <= 0) continue;
-    char rate[48];
-    std::snprintf(rate, sizeof rate, "%.0f TFLOP/s", g.tflops);
-    out += std::string(" at ") + rate;
-    if (g.peak_tflops > 0) {
-      out += " (" + format_pct(100.0 * g.tflops / g.peak_tflops) + " of the " + std::string(e.peak->name) +
-             "'s dense " + g.dtype + " peak)";
-    } else if (e.peak == nullptr) {
-      out += e.device_name.empty() ? " (no deviceProperties in the trace: no peak to compare with)"
-                                   : " (" + e.device_name + " is not in the peak table)";
+    const std::string name = k == KernelClass::kOther ? "other (not recognised)" : std::string(kernel_class_name(k));
+    out += name + " " + format_pct(100.0 * share);
+    if (out.size() == name.size() + 1 + format_pct(100.0 * share).size()) out += " of GPU time";
+    if (k != KernelClass::kGemm || g.measured_ns <= 0) continue;
+    // Bandwidth-bound GEMMs (below the ridge point) on bytes/s against HBM.
+    // Below 1% of GPU time the part is immaterial and left out of the text.
+    std::string bw;
+    const double bw_of_total = static_cast<double>(g.bw_time_ns) / static_cast<double>(e.total_ns);
+    const std::string ridge = e.peak != nullptr ? "the " + std::string(e.peak->name) + "'s ridge point"
+                                                : std::string("the ridge point of every GPU in the peak table");
+    const std::string of_hbm = e.peak != nullptr ? ", " + format_pct(100.0 * g.bw_gbps / e.peak->hbm_gbps) +
+                                                       " of its HBM bandwidth"
+                                                 : std::string();
+    if (g.bw_time_ns > 0 && bw_of_total >= 0.01) {
+      bw = format_pct(100.0 * bw_of_total) + " bandwidth-bound (arithmetic intensity below " + ridge + ") at " +
+           rate_text("%.2f TB/s", g.bw_gbps / 1e3) + of_hbm;
+    }
+    // The rest in TFLOP/s against the dense peak of their dtypes.
+    std::string compute, why;
+    if (g.time_ns > 0 && g.tflops > 0) {
+      compute = rate_text("%.0f TFLOP/s", g.tflops);
+      if (g.peak_tflops > 0) {
+        why = format_pct(100.0 * g.tflops / g.peak_tflops) + " of the " + std::string(e.peak->name) + "'s dense " +
+              dtype_text(g) + " peak";
+      } else if (e.peak == nullptr) {
+        why = e.device_name.empty() ? "no deviceProperties in the trace: no peak to compare with"
+                                    : e.device_name + " is not in the peak table";
+      } else {
+        why = "dtype not recorded: no peak to compare with";
+      }
+    }
+    // Faster than the dense peak (or 1.5× the HBM bandwidth, as the
+    // elementwise rule allows for L2) cannot be: the shapes are not those of
+    // the kernels they were joined to (External ids that link a GEMM kernel
+    // to aten::view, as older traces do). No rate then.
+    if (g.implausible) {
+      out += " (no rate: the shapes of the ops its kernels are linked to give more than the " +
+             std::string(e.peak->name) + "'s peak, so those links are wrong)";
+      continue;
+    }
+    const std::string covered = coverage_text(e, g.measured_ns);
+    if (bw.empty()) {
+      // "GEMM 84.6% of GPU time at 813 TFLOP/s (82.2% of the H100 SXM's
+      // dense bf16 peak, measured on all of it)"
+      if (!compute.empty()) out += " at " + compute + " (" + why + ", " + covered + ")";
+    } else if (compute.empty() && g.bw_time_ns >= e.class_ns[static_cast<std::size_t>(KernelClass::kGemm)]) {
+      // "GEMM 63.9% of GPU time (all bandwidth-bound: arithmetic intensity
+      // below the H100 SXM's ridge point, at 0.39 TB/s, 11.5% of its HBM
+      // bandwidth; measured on all of it)"
+      out += " (all bandwidth-bound: arithmetic intensity below " + ridge + ", at " +
+             rate_text("%.2f TB/s", g.bw_gbps / 1e3) + of_hbm + "; " + covered + ")";
+    } else if (compute.empty()) {
+      out += " (" + bw + "; " + covered + ")";
     } else {
-      out += " (dtype not recorded: no peak to compare with)";
+      // "GEMM 33.8% (28.4% bandwidth-bound … at 1.09 TB/s, 32.6% of its HBM
+      // bandwidth; 5.4% at 712 TFLOP/s, 71.9% of …'s dense bf16 peak;
+      // measured on all of it)"
+      out += " (" + bw + "; " +
+             format_pct(100.0 * static_cast<double>(g.time_ns) / static_cast<double>(e.total_ns)) + " at " + compute +
+             ", " + why + "; " + covered + ")";
     }
   }
   return out;

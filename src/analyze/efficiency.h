@@ -1,8 +1,11 @@
 // How efficient the GPU's work is (docs/diagnose.md, "Efficiency"): kernel
 // classes with their shares of device time; achieved TFLOP/s of GEMMs from
-// their launching op's input shapes, achieved GB/s of elementwise kernels
-// from theirs; both against the device's peak from a table keyed by the
-// trace's deviceProperties (docs/peaks.md, every number with its source).
+// their launching op's input shapes, judged on the roofline (a GEMM whose
+// arithmetic intensity is below the device's ridge point on its bytes per
+// second against HBM), achieved GB/s of elementwise kernels from their
+// shapes; against the device's peak from a table keyed by the trace's
+// deviceProperties (docs/peaks.md, every number with its source). Classes
+// come from the kernel-class table (src/causal/kernel_classes.h).
 #pragma once
 
 #include <array>
@@ -12,12 +15,12 @@
 #include <vector>
 
 #include "src/analyze/diagnose_context.h"
+#include "src/causal/kernel_classes.h"
 
 namespace tprof::internal {
 
-enum class KernelClass : std::uint8_t { kGemm = 0, kAttention, kElementwise, kReduction, kComm, kCopy, kOther };
-inline constexpr int kKernelClassCount = 7;
-std::string_view kernel_class_name(KernelClass k);  // "GEMM", "attention", "elementwise", ...
+// KernelClass, kernel_class_name: the kernel-class table,
+// src/causal/kernel_classes.h.
 
 // One device's dense peaks (no sparsity); 0 where the device has no such
 // unit. docs/peaks.md gives the source of each row.
@@ -37,6 +40,7 @@ const DevicePeak* device_peak(const Trace& t, std::string* device_name);
 struct KernelEfficiency {
   std::string name;           // the kernel's full name
   KernelClass cls = KernelClass::kOther;
+  std::string_view family;    // its row's family in the kernel-class table, "" for kOther
   std::string op;             // the launching op ("aten::mm"), "" when none is known
   std::string dtype;          // "bf16", "fp16", "fp32", "fp16/bf16" (a 16-bit GEMM by its name), "" unknown
   bool dtype_from_op = false; // dtype is the op's Input type (else the kernel name's, or unknown)
@@ -46,9 +50,24 @@ struct KernelEfficiency {
   std::int64_t sized_count = 0;
   std::int64_t sized_time_ns = 0;
   double flops = 0;           // GEMMs: 2·M·N·K per instance
-  double bytes = 0;           // elementwise: inputs + output
+  double bytes = 0;           // elementwise: inputs + output; GEMMs: A, B and C once each
   double tflops() const { return sized_time_ns > 0 ? flops / static_cast<double>(sized_time_ns) / 1e3 : 0; }
   double gbps() const { return sized_time_ns > 0 ? bytes / static_cast<double>(sized_time_ns) : 0; }
+  // GEMMs on the roofline: the sized instances whose arithmetic intensity
+  // (flops / bytes) is below the ridge point of the device and their dtype
+  // (peak FLOP/s / HBM bytes/s): bandwidth-bound, judged on bytes/s. None
+  // without a peak for the device and dtype (nothing to judge by).
+  std::int64_t bw_count = 0;
+  std::int64_t bw_time_ns = 0;
+  double bw_flops = 0, bw_bytes = 0;
+  double bw_gbps() const { return bw_time_ns > 0 ? bw_bytes / static_cast<double>(bw_time_ns) : 0; }
+  // The rest of the sized instances: compute-bound (or not judged).
+  double compute_tflops() const {
+    const std::int64_t ns = sized_time_ns - bw_time_ns;
+    return ns > 0 ? (flops - bw_flops) / static_cast<double>(ns) / 1e3 : 0;
+  }
+  // Most of its measured time is bandwidth-bound.
+  bool bandwidth_bound() const { return bw_time_ns > 0 && 2 * bw_time_ns >= sized_time_ns; }
 };
 
 struct Efficiency {
@@ -63,24 +82,40 @@ struct Efficiency {
   // The GEMM peak for a dtype ("bf16"/"fp16" tensor, "fp32": TF32 when the
   // device has it, else fp32), 0 when unknown.
   double gemm_peak_tflops(std::string_view dtype) const;
+  // The ridge point for a GEMM of that dtype, FLOP per byte of HBM traffic
+  // (the dense peak over the HBM bandwidth), 0 when either is unknown.
+  double ridge_flops_per_byte(std::string_view dtype) const;
 };
 
 Efficiency compute_efficiency(const DiagnoseContext& c);
 
-// The GEMM kernels' achieved rate over the instances with known shapes, its
-// dtype ("" when they differ or are unknown) and the share of the peak (0
-// when the device or dtype is unknown).
+// The GEMM kernels' achieved rates over the instances with known shapes:
+// those below the ridge point in GB/s against the HBM bandwidth, the rest
+// in TFLOP/s against the dense peak of their dtypes. The dtype is the one
+// holding most of the measured time (from the ops' Input type, else the
+// kernel's name), with its share: below 1 the dtypes are mixed.
 struct GemmRate {
-  double tflops = 0;
-  double peak_tflops = 0;
-  std::string dtype;
-  std::int64_t time_ns = 0;  // the GEMM time the rate is measured over
+  double tflops = 0;           // the compute-bound (or unjudged) instances' flops over their time
+  double peak_tflops = 0;      // their dense peak: flops / Σ(flops_i / peak of dtype_i); 0 when unknown
+  std::string dtype;           // of most of the measured time, "" unknown
+  double dtype_share = 0;      // that dtype's share of the measured time
+  std::int64_t time_ns = 0;    // the GEMM time the TFLOP/s is measured over
+  std::int64_t measured_ns = 0;  // all GEMM time whose shapes are known (time_ns + bw_time_ns)
+  std::int64_t bw_time_ns = 0;   // bandwidth-bound instances' time
+  double bw_gbps = 0;            // their bytes over their time
+  // Faster than the dense peak (> 105%) or the HBM bandwidth (> 150%, the
+  // elementwise rule's allowance for L2): the shapes are not those of the
+  // kernels they were joined to, and no rate may be quoted.
+  bool implausible = false;
 };
 GemmRate gemm_rate(const Efficiency& e);
 
 // "GEMM 85.0% of GPU time at 813 TFLOP/s (82.2% of the H100 SXM's dense bf16
-// peak), elementwise 15.0%": the classes of at least 5% of device time, the
-// GEMM rate where shapes are known, and why a share of peak is missing.
+// peak, measured on all of it), elementwise 15.0%": the classes of at least
+// 5% of device time (other: "not recognised"), the GEMM rates where shapes
+// are known with the share of GPU time they are measured on, the
+// bandwidth-bound part in TB/s against HBM, and why a share of peak is
+// missing.
 std::string efficiency_text(const Efficiency& e);
 
 // The device's tensor (matrix) cores, from device 0 of the trace's
@@ -108,7 +143,7 @@ TensorCores tensor_cores(const Trace& t);
 // GEMV, or anything else is kNo: unknown counts as no.
 enum class Fp32Math : std::uint8_t { kNo = 0, kByName, kByOpType };
 Fp32Math fp32_math(const KernelEfficiency& k);
-// A convolution kernel (cuDNN's names, or launched by a conv op), else a matmul.
+// A convolution kernel (class kConv in the kernel-class table), else a matmul.
 bool is_conv_kernel(const KernelEfficiency& k);
 
 // Memory-bound work: elementwise plus reduction/normalisation kernels.

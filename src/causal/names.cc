@@ -7,18 +7,6 @@ namespace {
 
 bool has(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
 
-bool has_ci(std::string_view s, std::string_view needle) {
-  if (needle.size() > s.size()) return false;
-  for (std::size_t i = 0; i + needle.size() <= s.size(); ++i) {
-    std::size_t j = 0;
-    while (j < needle.size() && std::tolower(static_cast<unsigned char>(s[i + j])) ==
-                                    std::tolower(static_cast<unsigned char>(needle[j])))
-      ++j;
-    if (j == needle.size()) return true;
-  }
-  return false;
-}
-
 // The API's prefix off: "cudaStreamSynchronize" → "StreamSynchronize".
 std::string_view api_less(std::string_view call) {
   for (std::string_view p : {"cuda", "hip", "cu"})
@@ -40,21 +28,6 @@ SyncKind sync_kind(std::string_view call) {
   return SyncKind::kNone;
 }
 
-bool is_gemm_kernel(std::string_view name) {
-  // Not by "matmul": matmul_add::add_kernel is an elementwise kernel.
-  if (is_elementwise_kernel(name)) return false;
-  for (std::string_view k : {"gemm", "Gemm", "GEMM", "nvjet", "cutlass", "xmma", "Cijk_", "wgmma", "cublas"})
-    if (has(name, k)) return true;
-  return false;
-}
-
-bool is_elementwise_kernel(std::string_view name) {
-  for (std::string_view k : {"elementwise", "Elementwise", "vectorized_", "unrolled_", "pointwise", "triton_poi",
-                             "add_kernel", "mul_kernel", "copy_kernel", "fill_kernel"})
-    if (has(name, k)) return true;
-  return false;
-}
-
 bool is_dataloader(std::string_view name) { return is_dataloader_scope(name) || has(name, "DataLoader"); }
 
 }  // namespace tprof::internal::causal
@@ -69,12 +42,6 @@ bool is_dataloader_scope(std::string_view name) {
 bool is_blocking_memcpy(std::string_view name) {
   const bool memcpy = name.starts_with("cudaMemcpy") || name.starts_with("cuMemcpy") || name.starts_with("hipMemcpy");
   return memcpy && name.find("Async") == std::string_view::npos;
-}
-
-bool is_comm_kernel(std::string_view name) {
-  // NCCL's kernels are ncclKernel_* / ncclDevKernel_*; RCCL keeps the names.
-  return causal::has_ci(name.substr(0, 4), "nccl") || causal::has_ci(name.substr(0, 4), "rccl") ||
-         causal::has_ci(name, "nccl:");
 }
 
 bool is_graph_launch(std::string_view name) { return name.find("GraphLaunch") != std::string_view::npos; }

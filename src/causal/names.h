@@ -1,10 +1,13 @@
 // What the causal graph and its edits need to know of event names:
-// synchronising calls, kernel classes, DataLoader scopes. The first four
-// are diagnose's too (src/analyze uses them from here).
+// synchronising calls, DataLoader scopes, graph launches. These are
+// diagnose's too (src/analyze uses them from here); kernel classes are the
+// table of src/causal/kernel_classes.h.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
+
+#include "src/causal/kernel_classes.h"
 
 namespace tprof::internal {
 
@@ -15,8 +18,6 @@ bool is_dataloader_scope(std::string_view name);
 // cudaMemcpyToSymbol, cuMemcpyDtoH_v2, hipMemcpy, hipMemcpyWithStream (the
 // forms without "Async").
 bool is_blocking_memcpy(std::string_view name);
-// True for communication kernel names (nccl*, rccl*, ncclDevKernel_*).
-bool is_comm_kernel(std::string_view name);
 // True for runtime calls that replay a graph (cudaGraphLaunch, hipGraphLaunch,
 // cuGraphLaunch): one call, many kernels.
 bool is_graph_launch(std::string_view name);
@@ -35,11 +36,6 @@ enum class SyncKind : std::uint8_t {
   kStreamWait,    // cudaStreamWaitEvent, cuStreamWaitEvent, hipStreamWaitEvent: orders streams, never blocks the host
 };
 SyncKind sync_kind(std::string_view call);
-
-// Kernel classes scale: accepts: "gemm", "elementwise", "communication"
-// (is_comm_kernel).
-bool is_gemm_kernel(std::string_view name);
-bool is_elementwise_kernel(std::string_view name);
 
 // Host work that loads data: is_dataloader_scope, and anything named DataLoader.
 bool is_dataloader(std::string_view name);

@@ -196,9 +196,13 @@ class Analysis {
   bool kernel_class_match(const WhatIfEdit& edit, std::uint32_t e) const {
     if (edit.kind != WhatIfEdit::Kind::kScale || t_.events.kind[e] != EventKind::kKernel) return false;
     const std::string_view n = t_.name(e);
-    if (edit.pattern == "gemm") return causal::is_gemm_kernel(n);
-    if (edit.pattern == "elementwise") return causal::is_elementwise_kernel(n);
-    if (edit.pattern == "communication") return internal::is_comm_kernel(n);
+    // By the kernel's own name in the kernel-class table (no launching op:
+    // the graph's edits name kernels, not ops).
+    using internal::KernelClass;
+    const KernelClass cls = internal::match_kernel_name(n).cls;
+    if (edit.pattern == "gemm") return cls == KernelClass::kGemm;
+    if (edit.pattern == "elementwise") return cls == KernelClass::kElementwise;
+    if (edit.pattern == "communication") return cls == KernelClass::kComm;
     return false;
   }
 

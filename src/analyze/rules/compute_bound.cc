@@ -64,7 +64,19 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::snprintf(r, sizeof r, "%.2f", ratio);
   const Efficiency& eff = c.efficiency();
   const bool memory_bound = memory_bound_share(eff) >= kMemoryBoundShare;
-  const GemmRate gemm = gemm_rate(eff);
+  GemmRate gemm = gemm_rate(eff);
+  // A rate above the peak is a wrong join of shapes to kernels: unmeasured.
+  if (gemm.implausible) gemm = GemmRate{};
+  // What a quoted GEMM rate is measured on, where not all GEMM time.
+  const std::int64_t gemm_ns = eff.class_ns[static_cast<std::size_t>(KernelClass::kGemm)];
+  const std::string measured_on =
+      gemm.measured_ns > 0 && gemm.measured_ns < gemm_ns
+          ? " (measured on the " +
+                format_pct(100.0 * static_cast<double>(gemm.measured_ns) / static_cast<double>(eff.total_ns)) +
+                " of GPU time whose shapes are known)"
+          : std::string();
+  // Most of the measured GEMM time below the ridge point: judged on bytes.
+  const bool bandwidth_bound = eff.peak != nullptr && gemm.bw_time_ns > 0 && 2 * gemm.bw_time_ns >= gemm.measured_ns;
   const std::string mix = efficiency_text(eff);
   f.title = std::string(memory_bound ? "GPU-bound on memory-bound kernels" : "Compute-bound") + ": GPU busy " +
             format_pct(100.0 * busy_share) + (c.steps.steps.empty() ? " of the trace" : " of the steps") +
@@ -87,6 +99,10 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   if (gemm.tflops > 0) f.evidence.real("gemm_tflops", gemm.tflops);
   if (gemm.peak_tflops > 0) f.evidence.real("gemm_peak_tflops", gemm.peak_tflops).text("gemm_dtype", gemm.dtype);
+  if (gemm.measured_ns > 0) {
+    f.evidence.num("gemm_measured_ns", gemm.measured_ns).real("gemm_dtype_share_pct", 100.0 * gemm.dtype_share);
+  }
+  if (gemm.bw_time_ns > 0) f.evidence.num("gemm_bandwidth_bound_ns", gemm.bw_time_ns).real("gemm_bandwidth_bound_gbps", gemm.bw_gbps);
   if (!eff.device_name.empty()) f.evidence.text("device", eff.device_name);
   // The memory-bound kernels, largest first (at most 3).
   std::vector<std::string> mem_kernels;
@@ -104,14 +120,23 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
                format_pct(100.0 * memory_bound_share(eff)) +
                " of the GPU time is elementwise and reduction kernels, whose time is memory traffic, not math; "
                "a busy GPU is not an efficient one here.";
+  } else if (bandwidth_bound) {
+    // Below the ridge point: the GEMMs wait on their operands' bytes, not
+    // on the tensor cores (decode-sized batches against whole weights).
+    f.advice = "The GEMMs are bandwidth-bound: " + format_pct(100.0 * static_cast<double>(gemm.bw_time_ns) /
+                                                              static_cast<double>(eff.total_ns)) +
+               " of the GPU time is GEMMs whose arithmetic intensity is below the " + std::string(eff.peak->name) +
+               "'s ridge point, moving " + format_pct(100.0 * gemm.bw_gbps / eff.peak->hbm_gbps) +
+               " of its HBM bandwidth" + measured_on + ". Batch more rows per weight read (larger batches, more requests per step) or "
+               "read fewer bytes (fp8/int4 weights); their TFLOP/s against the peak is not the measure.";
   } else if (gemm.peak_tflops > 0 && gemm.tflops >= kEfficientGemm * gemm.peak_tflops) {
     f.advice = "The GPU is the bottleneck and its GEMMs run at " + format_pct(100.0 * gemm.tflops / gemm.peak_tflops) +
-               " of the peak: speed-ups now come from doing less work (fusing the remaining memory-bound kernels, "
+               " of the peak" + measured_on + ": speed-ups now come from doing less work (fusing the remaining memory-bound kernels, "
                "lower precision where it is safe), not from the host.";
   } else if (gemm.peak_tflops > 0 && gemm.tflops > 0) {
     f.advice = "Give the GEMMs shapes the tensor cores suit (dimensions in multiples of 16, larger batches or fused "
                "projections) and check their dtype: they run at " + format_pct(100.0 * gemm.tflops / gemm.peak_tflops) +
-               " of the dense " + gemm.dtype + " peak. The host keeps the GPU fed, so speed-ups come from the kernels.";
+               " of the dense " + gemm.dtype + " peak" + measured_on + ". The host keeps the GPU fed, so speed-ups come from the kernels.";
   } else if (gemm.tflops <= 0 && eff.share(KernelClass::kGemm) >= kMemoryBoundShare) {
     // The recorder's setting: tprof record sees CUDA calls and no op, so no shapes.
     const bool ops = std::any_of(c.host_ops.begin(), c.host_ops.end(),
@@ -152,12 +177,16 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (memory_bound) {
     f.impact_ns = sat_add(eff.class_ns[static_cast<std::size_t>(KernelClass::kElementwise)],
                           eff.class_ns[static_cast<std::size_t>(KernelClass::kReduction)]);
-  } else if (gemm.peak_tflops > 0 && gemm.tflops > 0 && gemm.tflops < kEfficientGemm * gemm.peak_tflops) {
+  } else if (bandwidth_bound && gemm.bw_gbps < eff.peak->hbm_gbps) {
+    const double at_hbm = static_cast<double>(gemm.bw_time_ns) * gemm.bw_gbps / eff.peak->hbm_gbps;
+    f.impact_ns = gemm.bw_time_ns - static_cast<std::int64_t>(at_hbm);
+  } else if (!bandwidth_bound && gemm.peak_tflops > 0 && gemm.tflops > 0 && gemm.tflops < kEfficientGemm * gemm.peak_tflops) {
     const double at_peak = static_cast<double>(gemm.time_ns) * gemm.tflops / gemm.peak_tflops;
     f.impact_ns = gemm.time_ns - static_cast<std::int64_t>(at_peak);
   }
   f.evidence.num("saving_ns", f.impact_ns)
       .text("saving_basis", memory_bound       ? "memory-bound kernels' time (fusion)"
+                            : f.impact_ns > 0 && bandwidth_bound ? "bandwidth-bound GEMM time above the HBM ceiling"
                             : f.impact_ns > 0  ? "GEMM time above the dense peak"
                                                : "none: the state, not a saving");
   out->push_back(std::move(f));

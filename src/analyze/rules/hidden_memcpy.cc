@@ -37,6 +37,7 @@
 #include "src/analyze/idle.h"
 #include "src/analyze/intervals.h"
 #include "src/analyze/rules/rules.h"
+#include "src/causal/kernel_classes.h"
 
 namespace tprof::internal {
 
@@ -53,12 +54,9 @@ constexpr int kMaxWalk = 256;
 // How many copies are listed as events in the evidence.
 constexpr std::size_t kMaxListed = 5;
 
-// cuBLAS / cuBLASLt / CUTLASS GEMM kernels: ampere_bf16_s16816gemm_*,
-// sm90_xmma_gemm_*, nvjet_* (cuBLASLt on Hopper), cutlass_*.
-bool is_gemm_kernel(std::string_view name) {
-  return contains_ci(name, "gemm") || contains_ci(name, "nvjet") || contains_ci(name, "cutlass") ||
-         contains_ci(name, "cublas") || contains_ci(name, "xmma") || contains_ci(name, "matmul");
-}
+// GEMM kernels by the kernel-class table (src/causal/kernel_classes.h):
+// by their own name, else their template arguments (cutlass::Kernel2<…gemm…>).
+bool is_gemm_kernel(std::string_view name) { return classify_kernel(name, "").cls == KernelClass::kGemm; }
 
 bool is_dtod(std::string_view name) { return contains_ci(name, "dtod") || contains_ci(name, "device -> device"); }
 

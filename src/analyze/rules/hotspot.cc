@@ -50,15 +50,6 @@ std::vector<EventRef> longest_refs(const DiagnoseContext& c, std::vector<std::ui
   return refs;
 }
 
-// GEMM kernels by the names cuBLAS, cuBLASLt (nvjet), CUTLASS and rocBLAS /
-// hipBLASLt (Cijk) give them.
-bool is_gemm_name(std::string_view n) {
-  for (std::string_view k : {"gemm", "nvjet", "cutlass", "xmma", "Cijk_", "_sgemm", "_hgemm"}) {
-    if (n.find(k) != std::string_view::npos) return true;
-  }
-  return false;
-}
-
 // Kernels whose names say they are already fused or low-precision: Triton's
 // MoE GEMM (matmul_ogs with a SwiGLU epilogue, mxfp4 weights), Inductor's
 // fused kernels, fp8/fp4 GEMMs. Fusion and a smaller dtype are done.
@@ -78,30 +69,59 @@ bool is_cpu_collective(std::string_view n) {
   return false;
 }
 
-// The kernel's achieved rate against the device's peak where "Efficiency"
-// measured it ("at 800 TFLOP/s, 80.9% of the H200's dense fp16/bf16 peak"),
-// else what is missing to measure it: the fix says it instead of pointing at
-// views that show neither (tprof kernels has no rate column).
-std::string rate_note(const DiagnoseContext& c, std::string_view kernel) {
+// The kernel's row in "Efficiency" (class from the kernel-class table),
+// nullptr when it has none.
+const KernelEfficiency* kernel_of(const DiagnoseContext& c, std::string_view kernel) {
   const Efficiency& e = c.efficiency();
   const auto k = std::find_if(e.kernels.begin(), e.kernels.end(), [&](const KernelEfficiency& x) { return x.name == kernel; });
-  if (k == e.kernels.end()) return "";
+  return k == e.kernels.end() ? nullptr : &*k;
+}
+
+// The kernel's achieved rate against the device's peak where "Efficiency"
+// measured it ("at 800 TFLOP/s, 80.9% of the H200's dense fp16/bf16 peak";
+// a GEMM below the ridge point in TB/s against HBM), else what is missing
+// to measure it: the fix says it instead of pointing at views that show
+// neither (tprof kernels has no rate column).
+std::string rate_note(const DiagnoseContext& c, std::string_view kernel) {
+  const Efficiency& e = c.efficiency();
+  const KernelEfficiency* k = kernel_of(c, kernel);
+  if (k == nullptr) return "";
   char rate[64];
+  const std::string measured =
+      k->sized_time_ns >= k->time_ns
+          ? std::string()
+          : " (measured on the " + format_pct(100.0 * static_cast<double>(k->sized_time_ns) / static_cast<double>(k->time_ns)) +
+                " of its time whose shapes are known)";
+  if (k->cls == KernelClass::kGemm && k->bandwidth_bound()) {
+    std::snprintf(rate, sizeof rate, "%.2f TB/s", k->bw_gbps() / 1e3);
+    const std::string ridge = std::to_string(static_cast<long long>(e.ridge_flops_per_byte(k->dtype)));
+    return std::string("it is bandwidth-bound (arithmetic intensity ") +
+           std::to_string(static_cast<long long>(k->bw_flops / k->bw_bytes)) + " FLOP/byte, below " +
+           (e.peak != nullptr ? "the " + std::string(e.peak->name) + "'s ridge point of " + ridge + ") and moves " +
+                                    rate + ", " + format_pct(100.0 * k->bw_gbps() / e.peak->hbm_gbps) +
+                                    " of its HBM bandwidth"
+                              : "the lowest ridge point in the peak table, " + ridge + ") and moves " + rate) +
+           measured;
+  }
   if (k->cls == KernelClass::kGemm && k->tflops() > 0) {
     std::snprintf(rate, sizeof rate, "%.0f TFLOP/s", k->tflops());
     const double peak = e.gemm_peak_tflops(k->dtype);
+    // Above the peak: its op's shapes are not its own (a wrong External id).
+    if (peak > 0 && k->tflops() > 1.05 * peak) return "";
     return std::string("it runs at ") + rate +
            (peak > 0 ? ", " + format_pct(100.0 * k->tflops() / peak) + " of the " + std::string(e.peak->name) +
                            "'s dense " + k->dtype + " peak"
                      : std::string(" (no peak to compare with: ") +
-                           (e.peak == nullptr ? "the device is not in the peak table" : "its dtype is not recorded") + ")");
+                           (e.peak == nullptr ? "the device is not in the peak table" : "its dtype is not recorded") + ")") +
+           measured;
   }
   if (k->cls == KernelClass::kElementwise && k->gbps() > 0) {
     std::snprintf(rate, sizeof rate, "%.2f TB/s", k->gbps() / 1e3);
     return std::string("it moves ") + rate +
            (e.peak != nullptr ? ", " + format_pct(100.0 * k->gbps() / e.peak->hbm_gbps) + " of the " +
                                     std::string(e.peak->name) + "'s HBM bandwidth"
-                              : std::string());
+                              : std::string()) +
+           measured;
   }
   return k->cls == KernelClass::kGemm ? "its TFLOP/s needs its op's input shapes (record shapes) to measure against the peak"
                                       : "";
@@ -204,7 +224,15 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
       device && ((idle_gpu && cpu_total >= total) ||
                  static_cast<double>(cpu_total) >= kOverheadRatio * static_cast<double>(total));
   if (device) f.evidence.num("self_cpu_total_ns", cpu_total);
-  const bool gemm = device && !comm && is_gemm_name(best->key);
+  // The kernel's class (the kernel-class table, through "Efficiency"): the
+  // advice is the class's; a kernel no row recognises gets none of a class.
+  const KernelEfficiency* kernel = device ? kernel_of(c, best->key) : nullptr;
+  const KernelClass cls = comm ? KernelClass::kComm : kernel != nullptr ? kernel->cls : KernelClass::kOther;
+  const bool gemm = device && cls == KernelClass::kGemm;
+  if (device && kernel != nullptr) {
+    f.evidence.text("kernel_class", std::string(kernel_class_name(cls)));
+    if (!kernel->family.empty()) f.evidence.text("kernel_family", std::string(kernel->family));
+  }
   if (comm) f.evidence.text("kind", "communication");
   const std::string name = title_name(best->key);
   const std::string avg = format_ns(best->count > 0 ? best_self / best->count : 0);
@@ -238,7 +266,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.advice = "Fix what the GPU waits on first (the verdict's cause), then " + name +
                ": the host spends " + format_ns(cpu_total) + " of Self CPU against " + format_ns(total) +
                " of GPU time, so speeding it up would only leave the GPU idle longer.";
-  } else if (is_fused_or_low_precision(best->key)) {
+  } else if ((gemm || cls == KernelClass::kAttention) && is_fused_or_low_precision(best->key)) {
     const std::string rate = rate_note(c, best->key);
     f.advice = "Start with " + name + by + ": " + count_of(best->count, "call") + " at " + avg +
                "; its name says it is already fused or low-precision, so " +
@@ -265,8 +293,28 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                                : "if it runs in fp32, give it bf16 inputs or TF32 math, and keep its dimensions "
                                  "multiples of 8");
     const std::string rate = rate_note(c, best->key);
-    f.advice = "Start with " + name + by + ": " + (rate.empty() ? std::string("compare its achieved TFLOP/s with the GPU's peak") : rate) +
-               "; " + dtype + ". It holds " + format_pct(100.0 * share) + " of the GPU time, so any gain shows in the step.";
+    if (kernel != nullptr && kernel->bandwidth_bound()) {
+      // Below the ridge point the tensor cores wait on memory: shapes and
+      // dtype of the math do not matter, the bytes read do.
+      f.advice = "Start with " + name + by + ": " + rate + ". A GEMM this skinny (few rows per weight read, as in "
+                 "decoding) is limited by reading its weights, not by math: batch more rows per weight read (larger "
+                 "batches, more requests per step) or read fewer bytes (fp8/int4 weights). It holds " +
+                 format_pct(100.0 * share) + " of the GPU time, so any gain shows in the step.";
+    } else {
+      f.advice = "Start with " + name + by + ": " + (rate.empty() ? std::string("compare its achieved TFLOP/s with the GPU's peak") : rate) +
+                 "; " + dtype + ". It holds " + format_pct(100.0 * share) + " of the GPU time, so any gain shows in the step.";
+    }
+  } else if (cls == KernelClass::kOther || cls == KernelClass::kSortScan || cls == KernelClass::kAttention ||
+             cls == KernelClass::kConv) {
+    // No advice of a class it was not recognised as: where the time goes,
+    // and how to see what limits it.
+    f.advice = "Start with " + name + by + ": " + count_of(best->count, "call") + " at " + avg + "; " +
+               (cls == KernelClass::kOther
+                    ? std::string("its kind is not in tprof's kernel-class table, so ")
+                    : "a " + std::string(kernel_class_name(cls)) + " kernel, which tprof does not measure against a peak, so ") +
+               "profile it with " + (c.is_hip() ? "rocprof (Omniperf)" : "Nsight Compute") +
+               " to see whether memory or math limits it. It holds " + format_pct(100.0 * share) +
+               " of the GPU time, so any gain shows in the step.";
   } else {
     f.advice = "Start with " + name + by + ": " + count_of(best->count, "call") + " at " + avg +
                "; fuse it with the ops around it (" + c.fuse_how() + ") or check whether its input sizes and dtype can shrink. "

@@ -82,6 +82,11 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     const bool fill = write_only_op(k.op);
     if (sized) {
       rate = gbps_text(k.gbps());
+      // What the rate covers, where not all of the kernel's time.
+      if (k.sized_time_ns < k.time_ns && k.time_ns > 0) {
+        rate += " on the " + format_pct(100.0 * static_cast<double>(k.sized_time_ns) / static_cast<double>(k.time_ns)) +
+                " of its time whose shapes are known";
+      }
       if (eff.peak != nullptr) {
         const double of_peak = k.gbps() / eff.peak->hbm_gbps;
         rate += " (" + format_pct(100.0 * of_peak) + " of the " + std::string(eff.peak->name) + "'s HBM bandwidth, " +
