@@ -196,8 +196,9 @@ TEST(HostStack, WithoutAStackAskOnceAndNameNothing) {
 }
 
 // Three steps; in each, twenty A -> B gaps of 2 µs and, in `long_in` steps,
-// one of 3 ms between the same kernels.
-std::string spikes_trace(int long_in) {
+// one of 3 ms between the same kernels; `frame` (a Python function) holds
+// that host time when given, with 100 assert_size_stride calls inside.
+std::string spikes_trace(int long_in, const std::string& frame = "") {
   std::vector<std::string> ev;
   int id = 1;
   for (int s = 0; s < 3; ++s) {
@@ -213,6 +214,10 @@ std::string spikes_trace(int long_in) {
       ev.push_back(kernel("B", 7, t + 27, 20, id++));
       t += 49;
       if (spike) ev.push_back(x("cpu_op", "aten::unique", 1, 1, t - 3'049, 3'000));
+      if (spike && !frame.empty()) {
+        ev.push_back(py(frame, t - 3'049, 3'000));
+        for (int k = 0; k < 100; ++k) ev.push_back(py("<built-in function assert_size_stride>", t - 3'045 + 29.0 * k, 25));
+      }
     }
   }
   return doc(ev);
@@ -236,6 +241,22 @@ TEST(KernelGapRecurrence, LongGapInEveryStepIsRecurringNotRare) {
   EXPECT_NE(recurring->title.find("usually"), std::string::npos) << recurring->title;
   EXPECT_GT(recurring->impact_per_step_ns, 2'000'000);  // a per-step saving, about one gap a step
   for (const Finding& g : f) EXPECT_NE(text(g, "pattern"), "one-off") << g.title;
+}
+
+// Host work in the gaps that the stack names as Inductor's generated
+// wrapper: its fix (graphs), not the DataLoader's.
+TEST(KernelGapRecurrence, NamedHostWorkGetsItsFix) {
+  std::vector<Finding> f = gaps_of(spikes_trace(3, "/tmp/torchinductor_me/x7/cx7abc.py(812): call"));
+  ASSERT_FALSE(f.empty());
+  EXPECT_EQ(text(f[0], "host_work_kind"), "inductor_wrapper");
+  EXPECT_EQ(text(f[0], "host_frame"), "/tmp/torchinductor_me/x7/cx7abc.py(812): call");
+  EXPECT_NE(f[0].advice.find("reduce-overhead"), std::string::npos) << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("DataLoader"), std::string::npos) << f[0].advice;
+  // No stack: the gap's fix asks for one.
+  f = gaps_of(spikes_trace(3));
+  ASSERT_FALSE(f.empty());
+  EXPECT_EQ(text(f[0], "host_stack"), "not recorded, with_stack=True asked");
+  EXPECT_NE(f[0].advice.find("with_stack=True"), std::string::npos) << f[0].advice;
 }
 
 TEST(KernelGapRecurrence, LongGapInOneStepStaysAOneOff) {
