@@ -59,7 +59,7 @@ HostWorkKind frame_kind(std::string_view n) {
   if (is_dataloader_scope(n)) return HostWorkKind::kDataLoader;
   static constexpr std::string_view kPreprocessing[] = {
       "image_processing", "video_processing", "image_transforms", "feature_extraction", "processing_utils",
-      "PIL/", "torchvision/transforms", "torchvision/io", "scipy/ndimage", "numpy/", "cv2", "skimage/",
+      "PIL/", "torchvision/transforms", "torchvision/io", "scipy/ndimage", "cv2", "skimage/",
       "albumentations/", "decord", "av/", "librosa/", "torchaudio/transforms", "tokenization_"};
   for (std::string_view p : kPreprocessing) {
     if (has(n, p)) return HostWorkKind::kPreprocessing;
@@ -195,8 +195,18 @@ HostFrame host_frame(const DiagnoseContext& c, std::uint32_t lane, const std::ve
   if (named == nullptr) named = &chain.front();
   // The kind: the deepest frame of a known kind in the chain (a scipy zoom
   // inside a DataLoader's __next__ is preprocessing in the main process).
+  // numpy is everywhere (metrics, logging): preprocessing only under a frame
+  // that loads or transforms data.
+  bool data_frame = false;
   for (const Held& h : chain) {
-    const HostWorkKind k = frame_kind(c.trace.str(h.name));
+    const std::string_view n = c.trace.str(h.name);
+    data_frame = data_frame || has(n, "__getitem__") || has(n, "transform") || has(n, "preprocess") ||
+                 has(n, "collate") || has(n, "dataset") || frame_kind(n) == HostWorkKind::kDataLoader;
+  }
+  for (const Held& h : chain) {
+    const std::string_view n = c.trace.str(h.name);
+    HostWorkKind k = frame_kind(n);
+    if (k == HostWorkKind::kOther && starts_with(n, "numpy/") && data_frame) k = HostWorkKind::kPreprocessing;
     if (k != HostWorkKind::kOther) {
       out.kind = k;
       break;

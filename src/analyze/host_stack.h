@@ -24,7 +24,7 @@ namespace tprof::internal {
 // "Host work named from the stack"); each kind has its own remedy.
 enum class HostWorkKind : std::uint8_t {
   kOther = 0,
-  kPreprocessing,    // transformers image/video processors, PIL, torchvision transforms, numpy, scipy.ndimage, cv2, decoding
+  kPreprocessing,    // transformers image/video processors, PIL, torchvision transforms, scipy.ndimage, cv2, decoding; numpy under a data frame
   kInductorWrapper,  // Inductor's generated wrapper: `call`, assert_size_stride in a /tmp/torchinductor_* or output_code file
   kDdpBuffers,       // DDP's buffer broadcast: _sync_buffers, _broadcast_coalesced, unflatten_dense_tensors
   kDataLoader,       // a DataLoader's __next__

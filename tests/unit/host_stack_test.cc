@@ -105,6 +105,13 @@ TEST(HostStack, KindsFollowTheFrames) {
   EXPECT_EQ(f.kind, HostWorkKind::kPreprocessing);
   EXPECT_EQ(f.name, "scipy/ndimage/_interpolation.py(700): zoom");
 
+  // numpy is preprocessing under a dataset's __getitem__, not in a metric.
+  f = frame_of({py("ds.py(9): __getitem__", 0, 100), py("numpy/lib/_function_base_impl.py(10): pad", 2, 90)}, 0, 100);
+  EXPECT_EQ(f.kind, HostWorkKind::kPreprocessing);
+  f = frame_of({py("train.py(40): log_metrics", 0, 100), py("numpy/core/fromnumeric.py(10): mean", 2, 90)}, 0, 100);
+  ASSERT_TRUE(f.found());
+  EXPECT_EQ(f.kind, HostWorkKind::kOther);
+
   // The iterator alone (workers fill the queue): the DataLoader.
   f = frame_of({py("torch/utils/data/dataloader.py(631): __next__", 0, 100), py("queue.py(180): get", 1, 98)}, 0, 100);
   ASSERT_TRUE(f.found());
