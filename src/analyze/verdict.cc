@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/analyze/efficiency.h"
+#include "src/analyze/host_stack.h"
 #include "src/analyze/idle.h"
 #include "src/analyze/intervals.h"
 #include "src/base/saturate.h"
@@ -65,6 +66,7 @@ struct Facts {
   std::int64_t queue_delay = 0;   // median start − launch end of the window's launched work
   std::int64_t queue_delay_count = 0;  // the activities it is the median of
   std::vector<std::int64_t> queue_delays;  // theirs, for the steps' median over all of them
+  std::vector<Interval> host_ranges;  // the idle ranges of cause host_work, to name from the stack
 
   // Over steps, which may overlap: the sums saturate (saturate.h).
   Facts& operator+=(const Facts& o) {
@@ -84,6 +86,7 @@ struct Facts {
     longest_host = std::max(longest_host, o.longest_host);
     sat_acc(lead_host, o.lead_host);
     sat_acc(busy_after_lead, o.busy_after_lead);
+    host_ranges.insert(host_ranges.end(), o.host_ranges.begin(), o.host_ranges.end());
     return *this;
   }
   double share(std::int64_t v) const { return static_cast<double>(v) / static_cast<double>(std::max<std::int64_t>(1, span)); }
@@ -133,6 +136,7 @@ class Measure {
     f.idle_blocked_host = at(IdleCause::kBlockedAlloc) + at(IdleCause::kBlockedInit) +
                           at(IdleCause::kBlockedLaunchQueue) + at(IdleCause::kBlockedOther);
     f.longest_host = idle_.longest_host_work(lo, hi);
+    f.host_ranges = idle_.ranges(cause_bit(IdleCause::kHostWork), lo, hi);
     // Host work before the window's first device activity.
     auto first = std::upper_bound(busy_.begin(), busy_.end(), lo, [](std::int64_t v, const Interval& iv) { return v < iv.end; });
     if (first != busy_.end() && first->start < hi) {
@@ -253,6 +257,11 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const s
       if (f.idle_host > 0 || f.idle_blocked_host == 0) {
         s += ", " + pct(f.share(f.idle_host)) + " while the host runs 1 ms or more without launching device work (longest " +
              format_ns(f.longest_host) + ")";
+        // What that host work is, where the stack (with_stack) or an
+        // annotation names it: the function holding most of it on the
+        // thread that launches the GPU's work.
+        const HostFrame hf = host_frame(c, launching_lane(c), merge_intervals(f.host_ranges));
+        if (hf.found()) s += ", " + format_pct(100.0 * hf.share()) + " of it in " + host_frame_label(hf);
       }
       // The blocking calls by kind (host_blocked names them and their ops).
       const std::pair<IdleCause, const char*> kinds[] = {{IdleCause::kBlockedAlloc, "allocator calls"},

@@ -5,13 +5,15 @@
 // priority order Kernel > Memcpy > Memset > Communication > Runtime >
 // DataLoader > CPU Exec > Other, so DataLoader counts only where no device
 // activity and no runtime call is running; it recommends more workers when
-// the average step spends > 5% in DataLoader.
+// the average step spends > 5% in DataLoader. Where the stack names what
+// the main process does during the wait (host_stack.h), the fix names it.
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "src/analyze/host_stack.h"
 #include "src/analyze/intervals.h"
 #include "src/analyze/rules/rules.h"
 
@@ -94,6 +96,24 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
                                               " a step, up to " + format_ns(worst_ns) + " in step " +
                                               std::to_string(worst_step) + ")"
                                         : std::string());
+  // What the main process does while it waits, where the stack (with_stack)
+  // names something below the iterator: a transform, a decoder or a
+  // collate function running in the main process (a scipy zoom in a
+  // single-process iterator), whose fix is to move it to the workers or
+  // precompute it. The iterator's own frames (__next__, the queue it reads)
+  // say nothing the scope does not.
+  const HostFrame hf = host_frame(c, c.trace.events.lane[longest], exposed);
+  std::string inside;
+  if (hf.found() && hf.kind != HostWorkKind::kDataLoader) {
+    f.evidence.text("host_frame", hf.name)
+        .num("host_frame_ns", hf.held_ns)
+        .text("host_work_kind", host_work_kind_id(hf.kind))
+        .event("host_frame_event", c.ref(hf.event));
+    inside = "; most of the wait is " + host_frame_text(hf) + " in the main process" +
+             (hf.kind == HostWorkKind::kPreprocessing ? ", preprocessing that workers run in parallel or that can be "
+                                                        "precomputed"
+                                                      : "");
+  }
   // The first __next__ of a multi-process iterator starts the workers: a
   // wait that is mostly that call is start-up, not a slow pipeline.
   const std::int64_t first_ns = covered_within(exposed, c.ts(first), c.end(first));
@@ -110,7 +130,7 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
   } else if (workers) {
     const bool notable_first = 10 * first_ns >= in_loader;
     f.advice = "The DataLoader already uses worker processes (_MultiProcessingDataLoaderIter), yet the loop waits " +
-               where + ". " +
+               where + inside + ". " +
                (notable_first ? "Its first __next__ (" + format_ns(first_ns) +
                                     ") is the workers starting: persistent_workers=True, and record after the first "
                                     "batch. The later waits (" + format_ns(later_ns) + ") mean the workers do not keep up: "
@@ -122,7 +142,7 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
   } else {
     f.advice = "Load the input in worker processes: DataLoader(num_workers=4 or more, up to the CPU cores per GPU, "
                "pin_memory=True, persistent_workers=True, prefetch_factor=2), and move decoding and augmentation out "
-               "of the main process; the loop waits " + where +
+               "of the main process; the loop waits " + where + inside +
                ". While the main process loads the next batch no kernel and no launch runs, so the GPU idles.";
   }
   f.impact_ns = in_loader;

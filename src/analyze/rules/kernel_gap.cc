@@ -11,12 +11,18 @@
 // compute stream works is not a gap); "N of M steps" counts steps (a step
 // holds a hit when the pair's gap reached kMinGapNs at least once in it),
 // and traces with fewer than kMinUnits steps count occurrences instead.
+// A pair's one-offs are rare only when they are: long gaps of one pair in at
+// least half of the steps (and 2 or more) recur, and are reported as a
+// recurring pattern with a per-step saving (kRecurringOneOffShare). Host
+// time in the gaps is named from the stack where the trace has one
+// (host_stack.h), and the fix follows what it names.
 #include <algorithm>
 #include <map>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "src/analyze/host_stack.h"
 #include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
 
@@ -37,6 +43,12 @@ constexpr std::size_t kMinUnits = 3;
 // kOneOffShare of the steps (at least one): "once in 20 steps".
 constexpr double kOneOffFactor = 3.0;
 constexpr double kOneOffShare = 0.1;
+// A pair's one-offs are rare only when they are: found in at least this
+// share of the trace's steps, and in at least kRecurringOneOffMinSteps of
+// them, they recur (3 of 3 steps, 6 of 6), and the finding is a recurring
+// pattern with its per-step saving, not "one-off" or "rare".
+constexpr double kRecurringOneOffShare = 0.5;
+constexpr std::size_t kRecurringOneOffMinSteps = 2;
 // Findings and listed events are capped (largest first).
 constexpr std::size_t kMaxRecurring = 3;
 constexpr std::size_t kMaxListed = 5;
@@ -96,6 +108,8 @@ struct GapContext {
   bool readback = false;  // the activity before is a device→host copy
   std::string awaited;  // the work on another stream the activity after waited for, "" when none
   bool awaited_comm = false;
+  HostFrame frame;        // the function (with_stack) or annotation holding most of the gaps on the launching thread
+  bool ask_stack = false;  // no Python stack in the trace, and this finding asks for one (host_stack.h)
 };
 
 bool is_readback(std::string_view name) {
@@ -141,6 +155,16 @@ std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, con
   }
   const bool host_side = cause == IdleCause::kLaunching || cause == IdleCause::kHostWork ||
                          cause == IdleCause::kUnrecorded || (cause_bit(cause) & kBlockedCauses) != 0;
+  // The stack names the host work in the gaps as something the advice
+  // knows (preprocessing, Inductor's wrapper, DDP's buffer broadcast, a
+  // DataLoader): its fix, not a guess from the kernels around the gap (a
+  // scipy zoom inside the DataLoader is no round trip).
+  if (host_side && cause != IdleCause::kUnrecorded && x.frame.found() && x.frame.kind != HostWorkKind::kOther) {
+    return host_frame_remedy(c, x.frame) + " The gaps between " + before + " and " + after + " are host time, mostly " +
+           host_frame_text(x.frame) + ".";
+  }
+  const std::string in_frame =
+      x.frame.found() ? " Most of the host time in the gaps is " + host_frame_text(x.frame) + "." : std::string();
   if (x.readback && host_side) {
     return "Take the host round trip out of the step: the host reads back " + before +
            " (a device-to-host copy, which waits for the device), computes on the value and only then launches " +
@@ -150,7 +174,8 @@ std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, con
                                 "the input distribution (TorchRec TrainPipelineSparseDist) so the round trip overlaps "
                                 "compute.")
                   : "copy it into pinned memory with " + rt + "MemcpyAsync and use it a step later, so the round trip "
-                    "overlaps compute.");
+                    "overlaps compute.") +
+           in_frame;
   }
   if (host_side && x.site.find("zero_grad") != std::string::npos) {
     // Gradients zeroed one fill kernel per parameter, launched op after op.
@@ -173,9 +198,15 @@ std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, con
              " (sync_api and host_blocked name it and where it runs). The next kernel is launched only when it "
              "returns.";
     case IdleCause::kHostWork:
+      if (x.frame.found()) {
+        return "Move the host work between " + before + " and " + after + launched + ", mostly " +
+               host_frame_text(x.frame) + ", out of the step or overlap it with device work. The host runs 1 ms or "
+               "more without launching anything.";
+      }
       return "Move the host work between " + before + " and " + after + launched +
              " out of the step or overlap it with device work (" +
              (torch ? "DataLoader workers, prefetching, a side thread" : "prefetching, a side thread") +
+             (x.ask_stack ? "; the trace records no Python stack to name that work, with_stack=True would" : "") +
              "). The host runs 1 ms or more without launching anything.";
     case IdleCause::kUnrecorded:
       return std::string("Record the host side that feeds this GPU (other threads, ") +
@@ -242,6 +273,48 @@ GapContext gap_context(const DiagnoseContext& c, const Gap& g) {
   return x;
 }
 
+// Names the host work in `gaps` (those of kMinGapNs or more) from the stack
+// (host_stack.h), on the thread that launched most of the activities after
+// them: x.frame, with evidence host_frame, host_frame_ns, host_work_kind.
+// Host work no frame names in a trace without a Python stack: the evidence
+// says so, and the first such finding asks for one (x.ask_stack).
+void name_host_work(const DiagnoseContext& c, const std::vector<const Gap*>& gaps, IdleCause cause,
+                    const std::vector<Finding>& earlier, Finding& f, GapContext& x) {
+  std::vector<Interval> ranges;
+  std::map<std::uint32_t, std::size_t> lanes;
+  for (const Gap* g : gaps) {
+    if (g->ns < kMinGapNs) continue;
+    ranges.push_back(g->range);
+    const std::uint32_t launch = c.device[g->after].launch;
+    if (launch != kNoIndex) ++lanes[c.trace.events.lane[launch]];
+  }
+  std::uint32_t lane = kNoIndex;
+  std::size_t most = 0;
+  for (const auto& [l, n] : lanes) {
+    if (n > most) {
+      lane = l;
+      most = n;
+    }
+  }
+  if (lane == kNoIndex) lane = launching_lane(c);
+  x.frame = host_frame(c, lane, merge_intervals(std::move(ranges)));
+  // Gaps of per-op launch overhead (launching) lie inside whatever launches
+  // the ops: the frame says no more than "launched by", unless it is a kind
+  // the advice knows (Inductor's wrapper). Host work (1 ms or more without a
+  // launch) is named by its frame, whatever it is.
+  const bool host_side = cause == IdleCause::kLaunching || cause == IdleCause::kHostWork ||
+                         (cause_bit(cause) & kBlockedCauses) != 0;
+  if (!host_side || (cause != IdleCause::kHostWork && x.frame.kind == HostWorkKind::kOther)) x.frame = HostFrame{};
+  if (x.frame.found()) {
+    f.evidence.text("host_frame", x.frame.name)
+        .num("host_frame_ns", x.frame.held_ns)
+        .text("host_work_kind", host_work_kind_id(x.frame.kind))
+        .event("host_frame_event", c.ref(x.frame.event));
+  } else if (cause == IdleCause::kHostWork && !has_python_stack(c)) {
+    x.ask_stack = note_no_stack(c, earlier, f);
+  }
+}
+
 }  // namespace
 
 void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -284,7 +357,11 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     std::int64_t median, total, long_median;
     std::size_t hits, units;
     std::vector<const Gap*> gaps;  // the pair's gaps less its one-offs (the one-off finding reports those)
+    // A pair's long gaps that recur (kRecurringOneOffShare): `gaps` are
+    // those only, `median` the pair's usual gap.
+    bool spikes = false;
   };
+  const std::size_t nsteps = c.steps.steps.size();
   std::vector<Recurring> recurring;
   std::vector<std::pair<Gap, std::int64_t>> one_offs;  // gap, the pair's median
   for (const auto& [key, gaps] : pairs) {
@@ -300,6 +377,14 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     }
     const double max_one_offs = std::max(1.0, kOneOffShare * static_cast<double>(gaps.size()));
     const bool has_one_offs = !outliers.empty() && static_cast<double>(outliers.size()) <= max_one_offs;
+    // Rare for the pair, yet back in most steps: a per-step cause, not a
+    // one-off (a stall once a step between the same two kernels).
+    std::vector<std::int32_t> spike_steps;
+    for (const Gap* g : outliers) spike_steps.push_back(g->step);
+    std::sort(spike_steps.begin(), spike_steps.end());
+    spike_steps.erase(std::unique(spike_steps.begin(), spike_steps.end()), spike_steps.end());
+    const bool spikes_recur = has_one_offs && has_steps && spike_steps.size() >= kRecurringOneOffMinSteps &&
+                              static_cast<double>(spike_steps.size()) >= kRecurringOneOffShare * static_cast<double>(nsteps);
     std::vector<std::int32_t> hit_steps, all_steps;
     std::vector<std::int64_t> long_gaps;
     std::vector<const Gap*> kept;
@@ -327,7 +412,16 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (units >= kMinUnits && static_cast<double>(hits) >= kRecurringShare * static_cast<double>(units)) {
       recurring.push_back({&key, med, total, lower_median(std::move(long_gaps)), hits, units, std::move(kept)});
     }
-    if (has_one_offs) {
+    if (spikes_recur) {
+      std::vector<std::int64_t> spike_ns;
+      std::int64_t spike_total = 0;
+      for (const Gap* g : outliers) {
+        spike_ns.push_back(g->ns);
+        sat_acc(spike_total, g->ns);
+      }
+      recurring.push_back({&key, med, spike_total, lower_median(std::move(spike_ns)), spike_steps.size(), nsteps,
+                           outliers, true});
+    } else if (has_one_offs) {
       for (const Gap* g : outliers) one_offs.push_back({*g, med});
     }
   }
@@ -366,6 +460,14 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
               " and " + title_name(t.str(after)) + " in " + std::to_string(r.hits) + " of " + std::to_string(r.units) +
               " " + unit + (r.units != r.gaps.size() ? ", " + std::to_string(r.gaps.size()) + " gaps" : "") + " (" +
             c.lane_label(lane) + ")";
+    if (r.spikes) {
+      // Far above the pair's usual gap, but in most steps: what a step
+      // loses each time, not a one-off.
+      f.title = "Recurring GPU gap of " + format_ns(r.long_median) + " (median) between " + title_name(t.str(before)) +
+                " and " + title_name(t.str(after)) + " in " + std::to_string(r.hits) + " of " + std::to_string(r.units) +
+                " steps" + (r.hits != r.gaps.size() ? ", " + std::to_string(r.gaps.size()) + " gaps" : "") +
+                ", usually " + format_ns(r.median) + " (" + c.lane_label(lane) + ")";
+    }
     f.evidence.text("pattern", "recurring")
         .text("lane", c.lane_label(lane))
         .text("before", std::string(t.str(before)))
@@ -376,12 +478,13 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
         .num("total_gap_ns", r.total)
         .num("occurrences", static_cast<std::int64_t>(r.hits))
         .num("units", static_cast<std::int64_t>(r.units))
-        .text("unit", unit)
+        .text("unit", r.spikes ? "steps" : unit)
         .num("gaps", static_cast<std::int64_t>(r.gaps.size()))
         .ints("gaps_ns", sizes)
         .event("kernel_before", c.ref(c.device[largest->before].event))
         .event("kernel_after", c.ref(c.device[largest->after].event));
     if (c.device[largest->after].launch != kNoIndex) f.evidence.event("launch_after", c.ref(c.device[largest->after].launch));
+    if (r.spikes) f.evidence.text("shape", "long_gap_in_most_steps").num("usual_gap_ns", r.median);
     const bool comm = is_comm_kernel(t.str(before)) || is_comm_kernel(t.str(after));
     // The advice speaks of where most of the pattern's gap time is
     // launched, not of its largest gap: resnet50's 962 Fill -> Fill gaps
@@ -418,7 +521,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
         typical_gaps = most->gaps;
       }
     }
-    const GapContext x = gap_context(c, *typical);
+    GapContext x = gap_context(c, *typical);
     if (!x.site.empty()) {
       f.evidence.text("launched_by", x.site);
       if (typical_gaps > 0) f.evidence.num("gaps_launched_there", typical_gaps);
@@ -429,7 +532,9 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       // graph: the stream-wait edge into the activity after the gap.
       add_waits_for(c, f.evidence, c.device[typical->after].event, EdgeType::kStreamWait);
     }
-    f.advice = gap_advice(c, add_idle_evidence(c, listed, f), comm, title_name(t.str(before)), title_name(t.str(after)), x);
+    const IdleCause cause = add_idle_evidence(c, listed, f);
+    name_host_work(c, listed, cause, *out, f, x);
+    f.advice = gap_advice(c, cause, comm, title_name(t.str(before)), title_name(t.str(after)), x);
     f.impact_ns = f.idle_ns;
     out->push_back(std::move(f));
   }
@@ -479,12 +584,32 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       .ints("gaps_ns", sizes)
       .events("kernels_before", std::move(befores))
       .events("kernels_after", std::move(afters));
-  add_idle_evidence(c, listed, f);
-  if (has_steps) {
+  const IdleCause cause = add_idle_evidence(c, listed, f);
+  GapContext x;
+  name_host_work(c, listed, cause, *out, f, x);
+  const bool host_side = cause == IdleCause::kLaunching || cause == IdleCause::kHostWork ||
+                         (cause_bit(cause) & kBlockedCauses) != 0;
+  const bool one = one_offs.size() == 1;
+  if (host_side && x.frame.found() && x.frame.kind != HostWorkKind::kOther) {
+    // The stack says what the host did: that is the code, whatever the
+    // profiler did meanwhile.
+    f.advice = host_frame_remedy(c, x.frame) + (one ? " The gap is" : " The gaps are") + " host time, mostly " +
+               host_frame_text(x.frame) + ".";
+  } else if (has_steps && steps.size() == 1) {
+    // In one step only (one gap, or several pairs' long gaps in the same step).
+    f.advice = one ? "Record more steps and leave this gap out of the step time if it does not come back. A gap in one "
+                     "step only is rarely the code: the profiler allocating a buffer (Activity Buffer Request), a cold "
+                     "start in the first step, or host-side housekeeping."
+                   : "Record more steps and leave these gaps out of the step time if they do not come back. Gaps in one "
+                     "step only are rarely the code: the profiler allocating a buffer (Activity Buffer Request), a cold "
+                     "start in the first step, or host-side housekeeping.";
+  } else if (has_steps) {
+    // Several pairs, each with its long gap in fewer than half the steps
+    // (kRecurringOneOffShare): rare for its pair, not one step's.
     f.advice =
-        "Record more steps and leave this gap out of the step time if it does not come back. A gap in one step only "
-        "is rarely the code: the profiler allocating a buffer (Activity Buffer Request), a cold start in the first "
-        "step, or host-side housekeeping.";
+        "Record more steps and leave these gaps out of the step time if they do not come back. Each is far above the "
+        "usual gap between its two kernels in fewer than half the steps, which is rarely the code: the profiler "
+        "allocating a buffer (Activity Buffer Request), a cold start in the first step, or host-side housekeeping.";
   } else if (const std::uint32_t range = measured_range(c, top.range.start, top.range.end); range != kNoIndex) {
     // No steps to leave it out of, and the gap lies outside the range that
     // holds the measured work: the program's set-up, warm-up or exit (the
@@ -504,6 +629,9 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
                ") and record several to see whether this gap comes back: a trace without steps has no step time to "
                "leave it out of. A gap seen once is rarely the code: the profiler allocating a buffer (Activity Buffer "
                "Request), a first call, or host-side housekeeping.";
+  }
+  if (host_side && x.frame.found() && x.frame.kind == HostWorkKind::kOther) {
+    f.advice += " Most of the host time in " + std::string(one ? "it" : "them") + " is " + host_frame_text(x.frame) + ".";
   }
   // What it accounts for, at most its excess over the usual gaps; below
   // the minimum once earlier findings took their part: silent.

@@ -17,12 +17,17 @@
 // and the fix is a recording of the whole step, not "record the host's
 // work". A step whose events open it and then stop (HTA's triton_example:
 // 1.5 ms of a 13.3 s step, then Triton compiling) is the program's idle.
+// Host work before the first device activity is set-up by its place only
+// when the stack (with_stack) does not name it as something else
+// (host_stack.h): a video preprocess inside the recorded step is input
+// preparation, whose fix is DataLoader workers or precomputing it.
 #include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "src/analyze/host_stack.h"
 #include "src/analyze/idle.h"
 #include "src/analyze/intervals.h"
 #include "src/analyze/rules/rules.h"
@@ -215,13 +220,45 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
                (inner != kNoIndex ? " > " + std::string(c.name(inner)) : std::string()) + ")";
         f.evidence.event("setup_op", c.ref(outer));
       }
-      f.evidence.num("setup_host_work_ns", before_first ? setup : host_work);
-      f.advice = "Record only the timed iterations (start the profiler after set-up, or give the schedule wait and "
-                 "warmup steps): " +
-                 format_ns(before_first ? setup : host_work) + " of the idle time is host work that launches nothing" +
-                 (before_first ? std::string(", before the first device activity") : std::string(", in a trace without steps")) +
-                 what + ", with no DataLoader in the trace: set-up, not per-step input. That cause holds " +
-                 format_pct(top_pct) + " of the GPU's idle time (" + format_ns(p.idle_ns()) + ").";
+      const std::int64_t ns = before_first ? setup : host_work;
+      f.evidence.num("setup_host_work_ns", ns);
+      const std::string where =
+          before_first ? std::string(", before the first device activity") : std::string(", in a trace without steps");
+      const std::string share = " That cause holds " + format_pct(top_pct) + " of the GPU's idle time (" +
+                                format_ns(p.idle_ns()) + ").";
+      // The stack's name for the longest stretch, on the thread that
+      // launches the GPU's work: what it is decides the fix, not where it
+      // lies (a video preprocess inside the recorded step is no set-up).
+      const HostFrame hf = host_frame(c, launching_lane(c), {span});
+      if (hf.found() && (!hf.annotation || hf.kind != HostWorkKind::kOther)) {
+        f.evidence.text("host_frame", hf.name)
+            .num("host_frame_ns", hf.held_ns)
+            .text("host_work_kind", host_work_kind_id(hf.kind))
+            .event("host_frame_event", c.ref(hf.event));
+      }
+      const std::string longest = "longest " + format_ns(span.end - span.start);
+      if (hf.found() && hf.kind != HostWorkKind::kOther) {
+        f.advice = host_frame_remedy(c, hf) + " That is host work that launches nothing, " + format_ns(ns) +
+                   " of the idle time" + where + " (" + longest + ": " + host_frame_text(hf) + ")." + share;
+      } else if (hf.found() && !hf.annotation) {
+        f.advice = format_ns(ns) + " of the idle time is host work that launches nothing" + where + " (" + longest +
+                   "), most of it in " + host_frame_text(hf) +
+                   ": if it runs once (set-up), record only the timed iterations (start the profiler after it, or give "
+                   "the schedule wait and warmup steps); if it runs every step, move it out of the step or overlap it "
+                   "with device work." + share;
+      } else {
+        // Named by its place alone (an annotation of no known kind, such as
+        // a benchmark's "[param|cuda]", says no more than the ops do): set-up,
+        // unless the stack (when there is none) would say otherwise.
+        const bool ask = !has_python_stack(c) && note_no_stack(c, *out, f);
+        f.advice = "Record only the timed iterations (start the profiler after set-up, or give the schedule wait and "
+                   "warmup steps): " +
+                   format_ns(ns) + " of the idle time is host work that launches nothing" + where + what +
+                   ", with no DataLoader in the trace: set-up, not per-step input" +
+                   (ask ? " (by its place: the trace records no Python stack to name it, with_stack=True would)"
+                        : std::string()) +
+                   "." + share;
+      }
     }
   }
   // A whole run recorded (no steps): the unrecorded idle before the first
