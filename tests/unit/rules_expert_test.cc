@@ -136,6 +136,8 @@ TEST(PerParamOptimizer, ForLoopSgdOnV100Resnet50) {
   EXPECT_EQ(num(*f, "optimizer_steps"), 6);
   EXPECT_EQ(num(*f, "kernels"), 2898);
   EXPECT_EQ(num(*f, "kernels_per_step"), 483);
+  EXPECT_EQ(num(*f, "kernel_ns"), 7'881'000);        // their GPU time
+  EXPECT_EQ(num(*f, "launch_call_ns"), 29'386'000);  // their cudaLaunchKernel calls
   EXPECT_NE(f->title.find("The SGD optimizer updates parameter by parameter: 483 kernels per optimizer.step"),
             std::string::npos)
       << f->title;
@@ -152,7 +154,8 @@ TEST(PerParamOptimizer, SilentOnForeachAndFused) {
 }
 
 // The MI300X DDP ResNet with stacks: _sync_buffers before each of the 3
-// steps' forwards.
+// steps' forwards; the reducer's copy_bucket_to_grad (62 a step) is named
+// for gradient_as_bucket_view.
 TEST(DdpBuffers, SyncBuffersEveryForwardOnMi300) {
   const Trace t = load(kMi300DdpResnet);
   const Diagnosis d = run(t, "ddp_buffers");
@@ -160,7 +163,18 @@ TEST(DdpBuffers, SyncBuffersEveryForwardOnMi300) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(num(*f, "sync_buffers_calls"), 3);
   EXPECT_EQ(num(*f, "steps_count"), 3);
+  // 2.981 ms in the calls; what they launch: 192 kernels and DtoD copies
+  // (the broadcast and the unflatten into each buffer), 882.1 us.
+  EXPECT_NEAR(static_cast<double>(num(*f, "sync_buffers_ns")), 2'981'233, 1);
+  EXPECT_EQ(num(*f, "gpu_work_count"), 192);
+  EXPECT_NEAR(static_cast<double>(num(*f, "gpu_work_ns")), 882'122, 1);
+  EXPECT_NE(f->title.find("993.7 us of host time and 294.0 us of GPU work (64 kernels and copies) a step"),
+            std::string::npos)
+      << f->title;
   EXPECT_TRUE(f->advice.starts_with("Construct DDP with broadcast_buffers=False")) << f->advice;
+  EXPECT_NE(f->advice.find("gradient_as_bucket_view=True also removes the reducer's copy_bucket_to_grad (62 calls"),
+            std::string::npos)
+      << f->advice;
 }
 
 // DDP without a buffer broadcast in its forward (HTA's sampled NCCL rank),
