@@ -29,8 +29,10 @@ constexpr double kMinShare = 0.01;
 // Warning from 5% of the window.
 constexpr double kWarningShare = 0.05;
 
+// DDP's buffer sync in its forward: _sync_buffers (torch 1.11 and later),
+// _sync_params before it (the same broadcast of the module buffers).
 bool is_sync_buffers(std::string_view name) {
-  return name.ends_with("_sync_buffers") && contains_ci(name, "distributed.py");
+  return (name.ends_with("_sync_buffers") || name.ends_with("_sync_params")) && contains_ci(name, "distributed.py");
 }
 
 // Sums the outermost of the events `pick` selects (nested calls of the same
