@@ -55,6 +55,15 @@ std::string tflops_text(double v) {
   return b;
 }
 
+// "16", "7.5": a speed-up.
+std::string ratio_text(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, v >= 10 ? "%.0f" : "%.1f", v);
+  std::string o = b;
+  if (o.ends_with(".0")) o.resize(o.size() - 2);
+  return o;
+}
+
 }  // namespace
 
 void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -128,39 +137,66 @@ void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (!op_list.empty()) f.evidence.texts("ops", op_list);
   const std::string touch =
       "; it would touch " + shares + (ops.empty() ? ", " + title_name(fp32.front()->name) + " first" : ": " + ops);
+  // The peaks of docs/peaks.md: what each fix can gain at most, the ratio
+  // of the tensor-core peak to the fp32 one (the device's, in the fix).
+  const double fp32_peak = eff.peak != nullptr ? eff.peak->fp32_tflops : 0;
+  const double bf16_peak = eff.peak != nullptr && tc.bf16 ? eff.peak->bf16_tflops : 0;
+  const double tf32_peak = eff.peak != nullptr && tc.tf32 && !tc.amd ? eff.peak->tf32_tflops : 0;
+  // " (bf16: up to 16x the fp32 peak on the A100 40GB, 312 vs 19.5
+  // TFLOP/s)" for the first fix, " (TF32: up to 8x, 156 TFLOP/s)" after it.
+  auto gain = [&](double tensor_peak, std::string_view dtype, bool first) {
+    if (fp32_peak <= 0 || tensor_peak <= 0) return std::string();
+    const std::string x = ratio_text(tensor_peak / fp32_peak) + "x";
+    if (!first) return " (" + std::string(dtype) + ": up to " + x + ", " + tflops_text(tensor_peak) + " TFLOP/s)";
+    return " (" + std::string(dtype) + ": up to " + x + " the fp32 peak on the " + std::string(eff.peak->name) + ", " +
+           tflops_text(tensor_peak) + " vs " + tflops_text(fp32_peak) + " TFLOP/s)";
+  };
+  if (fp32_peak > 0 && (bf16_peak > 0 || tf32_peak > 0)) {
+    f.evidence.real("fp32_peak_tflops", fp32_peak).real("tensor_peak_tflops", bf16_peak > 0 ? bf16_peak : tf32_peak);
+    if (tf32_peak > 0) f.evidence.real("tf32_peak_tflops", tf32_peak);
+  }
   std::string fix;
   if (!c.is_torch()) {
     // A C++ program: the libraries' own precision settings, not torch's.
     fix = tc.bf16 ? std::string("Put the fp32 math on the ") + (tc.amd ? "matrix" : "tensor") +
-                        " cores: bf16 inputs with fp32 accumulation" +
-                        (tc.tf32 && !tc.amd ? ", or for the GEMMs alone TF32 math (cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32)"
-                                            : "")
+                        " cores: bf16 inputs with fp32 accumulation" + gain(bf16_peak, "bf16", true) +
+                        (tf32_peak > 0 ? "; or, the cheap fix for the GEMMs alone, TF32 math (cuBLAS's "
+                                         "CUBLAS_COMPUTE_32F_FAST_TF32)" +
+                                             gain(tf32_peak, "TF32", bf16_peak <= 0)
+                                       : "")
                   : "Put the fp32 math on the tensor cores: fp16 inputs with fp32 accumulation (this GPU's tensor "
                     "cores take fp16 only: no bf16, no TF32)";
     fix += touch + ".";
   } else if (tc.bf16 && !tc.amd) {
-    fix = "Put the fp32 math on the tensor cores: torch.autocast(\"cuda\", dtype=torch.bfloat16) around the forward";
-    if (any_matmul) fix += ", or for the matmuls alone torch.set_float32_matmul_precision(\"high\") (TF32)";
+    // The main fix is autocast (bf16: the math and the memory traffic
+    // halve); TF32 is the one-line fix for the matmuls, at half bf16's peak
+    // and with fp32 traffic (issue 38, Why 5).
+    fix = "Put the fp32 math on the tensor cores: torch.autocast(\"cuda\", dtype=torch.bfloat16) around the forward" +
+          gain(bf16_peak, "bf16", true);
+    if (any_matmul && tc.tf32) {
+      fix += "; or, the cheap fix for the matmuls alone, torch.backends.cuda.matmul.allow_tf32 = True "
+             "(torch.set_float32_matmul_precision(\"high\"))" +
+             gain(tf32_peak, "TF32", bf16_peak <= 0);
+    }
     fix += touch + ".";
   } else if (tc.bf16) {
     fix = "Put the fp32 math on the matrix cores: torch.autocast(\"cuda\", dtype=torch.bfloat16) around the forward" +
-          touch + ".";
+          gain(bf16_peak, "bf16", true) + touch + ".";
   } else {
+    // sm70/sm75: the table's 16-bit tensor peak is fp16's.
     fix = "Put the fp32 math on the tensor cores: torch.autocast(\"cuda\", dtype=torch.float16) around the forward, "
           "with torch.amp.GradScaler(\"cuda\") for training" +
-          touch + "; this GPU's tensor cores take fp16 only (no bf16, no TF32).";
+          gain(eff.peak != nullptr ? eff.peak->bf16_tflops : 0, "fp16", true) + touch +
+          "; this GPU's tensor cores take fp16 only (no bf16, no TF32).";
   }
   std::string why = " These kernels run fp32 on the " + std::string(tc.amd ? "vector units" : "CUDA cores");
-  const double fp32_peak = eff.peak != nullptr ? eff.peak->fp32_tflops : 0;
-  const double tensor_peak = eff.peak != nullptr ? (tc.bf16 ? eff.peak->bf16_tflops : 0) : 0;
-  if (fp32_peak > 0 && tensor_peak > 0) {
-    why += ", at most " + tflops_text(fp32_peak) + " TFLOP/s on the " + std::string(eff.peak->name) + " against " +
-           tflops_text(tensor_peak) + " bf16" +
-           (eff.peak->tf32_tflops > 0 && !tc.amd ? " and " + tflops_text(eff.peak->tf32_tflops) + " TF32" : "") +
-           " on its tensor cores";
-    f.evidence.real("fp32_peak_tflops", fp32_peak).real("tensor_peak_tflops", tensor_peak);
+  if (fp32_peak > 0 && bf16_peak <= 0 && tf32_peak <= 0) {
+    why += ", at most " + tflops_text(fp32_peak) + " TFLOP/s on the " + std::string(eff.peak->name);
   }
-  why += "; lower-precision inputs with fp32 accumulation are the standard trade for training and inference.";
+  why += "; lower-precision inputs with fp32 accumulation are the standard trade for training and inference";
+  why += fp32_peak > 0 && eff.peak->bf16_tflops > 0 ? ", and the peak ratio is the most a GEMM gains (small or "
+                                                      "memory-bound ones gain less)."
+                                                    : ".";
   if (any_conv && tc.tf32 && c.is_torch()) {
     why += " cuDNN allows TF32 for convolutions by default (torch.backends.cudnn.allow_tf32), so fp32 conv kernels "
            "here mean it was turned off or cuDNN chose them: torch.backends.cudnn.benchmark = True lets it time the "

@@ -55,6 +55,13 @@ void rule_recompilation(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out);
 
+// An expert's cheap checks (issue 38): each names the setting that removes
+// a pattern the trace shows.
+void rule_eager_attention(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_layout_conversion(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_per_param_optimizer(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_ddp_buffers(const DiagnoseContext& c, std::vector<Finding>* out);
+
 // What the peers report (HolisticTraceAnalysis, the TensorBoard plugin,
 // Nsight Systems).
 void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* out);

@@ -1,0 +1,118 @@
+// layout_conversion: NCHW <-> NHWC conversion kernels around convolutions.
+// cuDNN's and MIOpen's fastest convolution kernels (tensor-core implicit
+// GEMMs) work on NHWC tensors; a model in PyTorch's default NCHW layout pays
+// a transpose of the input (and weights) before each such convolution and
+// one of the output after it. With the model and its input in
+// channels_last, the convolutions take the tensors as they are. Origin:
+// issue 38, Why 5 (an expert's check on a CNN trace).
+//
+// Precondition: device activity; the layout kernels (by their own name:
+// cuDNN's nchwToNhwcKernel / nhwcToNchwKernel, MIOpen's batched_transpose_*
+// and transpose_NCHW2NHWC / NHWC2NCHW, which MIOpen launches around its NHWC
+// convolution solvers) hold >= 5% of the compute kernels' time (device time
+// less copies, memsets and collectives), at least 100 us over 3 instances,
+// in the work the steps launched (the whole trace without steps); and the
+// trace runs convolutions (a conv kernel by name, or a convolution op):
+// a transpose without a convolution is some other layout change.
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/analyze/rules/rules.h"
+
+namespace tprof::internal {
+
+namespace {
+
+constexpr double kMinShare = 0.05;
+constexpr std::int64_t kMinTimeNs = 100'000;
+constexpr std::int64_t kMinCount = 3;
+// Warning from 10% of the compute kernels' time.
+constexpr double kWarningShare = 0.10;
+
+// A layout conversion kernel of the convolution libraries.
+bool is_layout_kernel(std::string_view name) {
+  return contains_ci(name, "nchwtonhwc") || contains_ci(name, "nhwctonchw") || contains_ci(name, "nchw2nhwc") ||
+         contains_ci(name, "nhwc2nchw") || name.starts_with("batched_transpose_");
+}
+
+// A convolution kernel by its own name: cuDNN's (scudnn, implicit GEMM
+// fprop/dgrad/wgrad, conv), MIOpen's implicit GEMMs (igemm_fwd/bwd/wrw),
+// Composable Kernel's grouped conv.
+bool is_conv_kernel_name(std::string_view name) {
+  return contains_ci(name, "conv") || contains_ci(name, "scudnn") || contains_ci(name, "fprop") ||
+         contains_ci(name, "dgrad") || contains_ci(name, "wgrad") || name.starts_with("igemm_");
+}
+
+}  // namespace
+
+void rule_layout_conversion(const DiagnoseContext& c, std::vector<Finding>* out) {
+  if (!c.has_device()) return;
+  const bool has_steps = !c.steps.steps.empty();
+  std::int64_t compute_ns = 0, layout_ns = 0, layout_count = 0;
+  bool conv = false;
+  std::vector<std::pair<std::string_view, std::int64_t>> by_name;
+  for (const DeviceOp& op : c.device) {
+    if (op.cls != DeviceClass::kCompute) continue;
+    if (has_steps && op.step < 0) continue;
+    const std::string_view n = c.name(op.event);
+    const std::int64_t d = op.end - op.start;
+    sat_acc(compute_ns, d);
+    if (!is_layout_kernel(n)) {
+      conv = conv || is_conv_kernel_name(n);
+      continue;
+    }
+    sat_acc(layout_ns, d);
+    ++layout_count;
+    auto it = std::find_if(by_name.begin(), by_name.end(), [&](const auto& p) { return p.first == n; });
+    if (it == by_name.end()) {
+      by_name.emplace_back(n, d);
+    } else {
+      sat_acc(it->second, d);
+    }
+  }
+  if (compute_ns <= 0 || layout_ns < kMinTimeNs || layout_count < kMinCount) return;
+  const double share = static_cast<double>(layout_ns) / static_cast<double>(compute_ns);
+  if (share < kMinShare) return;
+  std::int64_t conv_ops = 0;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) == EventKind::kCpuOp && contains_ci(c.name(e), "convolution")) ++conv_ops;
+  }
+  if (!conv && conv_ops == 0) return;
+  std::sort(by_name.begin(), by_name.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  const std::int64_t steps = has_steps ? static_cast<std::int64_t>(c.steps.steps.size()) : 0;
+
+  Finding f;
+  f.id = "layout_conversion";
+  f.severity = share >= kWarningShare ? FindingSeverity::kWarning : FindingSeverity::kInfo;
+  f.title = "NCHW <-> NHWC layout conversions around the convolutions: " + format_pct(100.0 * share) +
+            " of kernel time (" + format_ns(layout_ns) + ", " + count_of(layout_count, "kernel") + ") in " +
+            title_name(by_name.front().first);
+  std::vector<std::string> kernels;
+  for (std::size_t i = 0; i < by_name.size() && i < 3; ++i) kernels.emplace_back(by_name[i].first);
+  f.evidence.real("layout_kernel_pct", 100.0 * share)
+      .num("layout_ns", layout_ns)
+      .num("layout_count", layout_count)
+      .num("compute_kernel_ns", compute_ns)
+      .num("conv_ops", conv_ops)
+      .texts("layout_kernels", kernels);
+  const std::string what = count_of(layout_count, "conversion") + " (" + format_ns(layout_ns) +
+                           (steps > 1 ? ", " + format_ns(layout_ns / steps) + " a step" : "") + ")";
+  if (c.is_torch()) {
+    f.advice = "Put the model and its input in channels_last: model = model.to(memory_format=torch.channels_last) "
+               "and x = x.to(memory_format=torch.channels_last); the " +
+               what + " go.";
+  } else {
+    f.advice = "Keep the activations and filters in NHWC (cuDNN/MIOpen tensor descriptors with the NHWC format); "
+               "the " +
+               what + " go.";
+  }
+  f.advice += std::string(" ") + (c.is_hip() ? "MIOpen" : "cuDNN") +
+              "'s fastest convolution kernels work on NHWC tensors: with NCHW tensors the library transposes the "
+              "input before each convolution and the output after it.";
+  f.impact_ns = layout_ns;
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal

@@ -1,0 +1,145 @@
+// per_param_optimizer: the optimizer launches its update parameter by
+// parameter. A for-loop optimizer (torch's default before 2.0, foreach=False
+// since) launches a few small elementwise kernels per parameter tensor
+// (add_, mul_, addcmul_, lerp_, sqrt, div...): hundreds a step for a ResNet
+// or a transformer, each a launch call on the host and a few microseconds
+// of mostly fixed cost on the GPU. The multi-tensor (foreach) optimizer
+// updates a list of tensors per launch (multi_tensor_apply), the fused one
+// the whole update in one kernel. Origin: issue 38, Why 5.
+//
+// Precondition: device activity; `Optimizer.step#...` scopes (torch's
+// record_function around every optimizer.step) whose calls launch >= 100
+// kernels each on average, none of them a multi-tensor or fused kernel
+// (multi_tensor_apply, fused_adam, FusedAdam, fused_sgd...): those already
+// batch the update, and the hundreds of add_ ops of a fused optimizer's
+// step counters run on the CPU, launching nothing.
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "src/analyze/rules/rules.h"
+
+namespace tprof::internal {
+
+namespace {
+
+// "Hundreds per step": 100 kernels per optimizer.step call on average.
+constexpr std::int64_t kMinKernelsPerCall = 100;
+// Warning when the GPU idles in the calls >= 5% of the window, or their
+// kernels take >= 5% of it.
+constexpr double kWarningShare = 0.05;
+
+bool is_optimizer_step(std::string_view name) { return name.starts_with("Optimizer.step#"); }
+
+// A kernel that updates many tensors at once: torch's foreach kernels
+// (multi_tensor_apply_kernel), fused Adam/AdamW/SGD (fused_adam, FusedAdam,
+// fused_sgd), apex's multi_tensor kernels.
+bool is_batched_update_kernel(std::string_view name) {
+  return contains_ci(name, "multi_tensor") || contains_ci(name, "fused_adam") || contains_ci(name, "fusedadam") ||
+         contains_ci(name, "fused_sgd") || contains_ci(name, "_fused_") || contains_ci(name, "foreach");
+}
+
+// "SGD" from "Optimizer.step#SGD.step".
+std::string optimizer_name(std::string_view scope) {
+  std::string_view n = scope.substr(std::string_view("Optimizer.step#").size());
+  if (const std::size_t dot = n.find('.'); dot != std::string_view::npos) n = n.substr(0, dot);
+  return std::string(n);
+}
+
+}  // namespace
+
+void rule_per_param_optimizer(const DiagnoseContext& c, std::vector<Finding>* out) {
+  if (!c.has_device()) return;
+  const Trace& t = c.trace;
+  struct Span {
+    std::int64_t start, end;
+    std::uint32_t lane, event;
+  };
+  std::vector<Span> spans;
+  for (std::uint32_t e : c.host_ops) {
+    const EventKind k = c.kind(e);
+    if ((k == EventKind::kUserAnnotation || k == EventKind::kCpuOp) && is_optimizer_step(c.name(e))) {
+      // A scope recorded twice (an Operator and its user_annotation copy)
+      // counts once.
+      if (!spans.empty() && spans.back().start == c.ts(e) && spans.back().lane == t.events.lane[e]) continue;
+      spans.push_back({c.ts(e), c.end(e), t.events.lane[e], e});
+    }
+  }
+  if (spans.empty()) return;
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  auto span_of = [&](std::uint32_t launch) -> const Span* {
+    const std::int64_t ts = c.ts(launch);
+    auto it = std::upper_bound(spans.begin(), spans.end(), ts, [](std::int64_t v, const Span& s) { return v < s.start; });
+    // Scopes on other threads may start in between: look a few back.
+    for (int k = 0; k < 8 && it != spans.begin(); ++k) {
+      --it;
+      if (ts < it->end && it->lane == t.events.lane[launch]) return &*it;
+    }
+    return nullptr;
+  };
+  std::int64_t kernels = 0, kernel_ns = 0, launch_ns = 0;
+  std::unordered_map<std::string_view, std::int64_t> by_name;
+  std::vector<std::uint32_t> launches;
+  for (const DeviceOp& op : c.device) {
+    if (op.cls != DeviceClass::kCompute || op.launch == kNoIndex) continue;
+    if (span_of(op.launch) == nullptr) continue;
+    const std::string_view n = c.name(op.event);
+    if (is_batched_update_kernel(n)) return;  // foreach / fused already
+    ++kernels;
+    sat_acc(kernel_ns, op.end - op.start);
+    ++by_name[n];
+    launches.push_back(op.launch);
+  }
+  const auto calls = static_cast<std::int64_t>(spans.size());
+  if (kernels < kMinKernelsPerCall * calls) return;
+  std::sort(launches.begin(), launches.end());
+  launches.erase(std::unique(launches.begin(), launches.end()), launches.end());
+  for (std::uint32_t l : launches) sat_acc(launch_ns, c.dur(l));
+  // The GPU idle inside the calls: what fewer launches give back to the GPU.
+  std::int64_t span_ns = 0, idle_ns = 0;
+  for (const Span& s : spans) {
+    sat_acc(span_ns, s.end - s.start);
+    sat_acc(idle_ns, (s.end - s.start) - c.device_busy_ns(-1, s.start, s.end));
+  }
+  std::string top;
+  std::int64_t top_n = 0;
+  for (const auto& [n, k] : by_name) {
+    if (k > top_n || (k == top_n && n < top)) top = std::string(n), top_n = k;
+  }
+  const std::string opt = optimizer_name(c.name(spans.front().event));
+  const std::int64_t window = c.window_ns();
+
+  Finding f;
+  f.id = "per_param_optimizer";
+  f.severity = window > 0 && (static_cast<double>(idle_ns) >= kWarningShare * static_cast<double>(window) ||
+                              static_cast<double>(kernel_ns) >= kWarningShare * static_cast<double>(window))
+                   ? FindingSeverity::kWarning
+                   : FindingSeverity::kInfo;
+  f.title = "The " + opt + " optimizer updates parameter by parameter: " + std::to_string(kernels / calls) +
+            " kernels per optimizer.step (" + format_ns(kernel_ns / calls) + " of GPU time, " +
+            format_ns(launch_ns / calls) + " of launch calls), no multi-tensor kernel";
+  f.evidence.num("optimizer_steps", calls)
+      .num("kernels", kernels)
+      .num("kernels_per_step", kernels / calls)
+      .num("kernel_ns", kernel_ns)
+      .num("launch_call_ns", launch_ns)
+      .num("optimizer_step_ns", span_ns)
+      .num("gpu_idle_in_step_ns", idle_ns)
+      .text("top_kernel", top)
+      .num("top_kernel_count", top_n);
+  const bool adam = contains_ci(opt, "adam");
+  f.advice = "Use the multi-tensor optimizer: torch.optim." + opt + "(..., foreach=True)" +
+             (adam || opt == "SGD" ? std::string(", or fused=True") : std::string()) + " (torch before 1.12: torch.optim._multi_tensor." +
+             opt + "); its " + std::to_string(kernels / calls) + " launches per step become a few. Each per-parameter " +
+             "kernel costs a launch call (" + format_ns(launch_ns / std::max<std::int64_t>(1, kernels)) +
+             " each here) and a few microseconds of fixed cost on the GPU; the GPU idles " + format_ns(idle_ns / calls) +
+             " of the " + format_ns(span_ns / calls) + " optimizer.step takes on the host.";
+  // The saving: the GPU idle inside the calls (the host launching them);
+  // the kernels' own time shrinks too, but by how much the trace cannot say.
+  f.impact_ns = idle_ns;
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal

@@ -1,0 +1,190 @@
+// An expert's cheap checks (issue 38, Why 5), each on a real trace that
+// shows its pattern and on real traces where it must stay silent: eager
+// attention (softmax between matmuls, no fused attention), NCHW <-> NHWC
+// conversions around convolutions, a per-parameter optimizer, DDP's buffer
+// broadcast. The expected numbers were recomputed from the traces with a
+// separate script (sums of kernel durations by name over the work launched
+// in the steps), not read off tprof's output.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+
+#include "tprof/diagnose.h"
+#include "tprof/read.h"
+
+namespace tprof {
+namespace {
+
+Trace load(const std::string& rel) {
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/" + rel);
+  EXPECT_TRUE(t.has_value()) << rel;
+  return std::move(*t);
+}
+
+// The rule alone: the others are not under test here.
+const Finding* only(const Diagnosis& d, std::string_view id) {
+  for (const Finding& f : d.findings) {
+    if (f.id == id) return &f;
+  }
+  return nullptr;
+}
+
+Diagnosis run(const Trace& t, const std::string& id) {
+  DiagnoseOptions o;
+  o.only = {id};
+  return diagnose(t, o);
+}
+
+bool fires(const Trace& t, const std::string& id) { return only(run(t, id), id) != nullptr; }
+
+std::int64_t num(const Finding& f, std::string_view key) {
+  const Evidence::Field* e = f.evidence.find(key);
+  return e != nullptr ? e->i : -1;
+}
+double real(const Finding& f, std::string_view key) {
+  const Evidence::Field* e = f.evidence.find(key);
+  return e != nullptr ? e->d : -1;
+}
+
+constexpr const char* kTimesformerH100 = "public/tracelens/h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz";
+constexpr const char* kBertH100 = "public/tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz";
+constexpr const char* kFalconsaiH100 = "public/tracelens/h100/Falconsai_nsfw_image_detection__1016002.json.gz";
+constexpr const char* kBertMi300 = "public/tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz";
+constexpr const char* kMi210Conv = "public/tracelens/mi210/gpu_only_trace/gpu_only_trace.json.gz";
+constexpr const char* kMi300DdpResnet = "public/tracelens/mi300/resnet_act_checkpoint.json.gz";
+constexpr const char* kA100Alexnet = "public/hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz";
+constexpr const char* kV100Resnet = "public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.pt.trace.json.gz";
+constexpr const char* kRtxLinear = "public/param/et_replay/tests/inputs/linear_kineto.json.gz";
+constexpr const char* kMi250Toy = "public/hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz";
+constexpr const char* kNcclRank0 = "public/hta/trace_filter/sampled_rank-0.json.gz";
+constexpr const char* kH100Blog = "gpu/h100-torch-2.11/4096_bf16_warm_eager.json";
+constexpr const char* kCpuOnly = "public/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz";
+
+// HF TimeSformer on an H100 (bf16, eager attention): 12 cunn_SoftMaxForward
+// of ~5.7 ms and 12 softmax_warp_forward, 68.781 ms of the step's 154.856
+// ms of kernels (44.4%), between aten::matmul / aten::bmm; no flash kernel.
+TEST(EagerAttention, TimesformerSoftmaxBetweenMatmulsOnH100) {
+  const Trace t = load(kTimesformerH100);
+  const Diagnosis d = run(t, "eager_attention");
+  const Finding* f = only(d, "eager_attention");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(real(*f, "softmax_kernel_pct"), 44.42, 0.01);
+  EXPECT_NEAR(static_cast<double>(num(*f, "softmax_ns")), 68'781'297, 1'000);
+  EXPECT_EQ(num(*f, "softmax_count"), 24);
+  EXPECT_NE(f->title.find("44.4% of kernel time (68.781 ms)"), std::string::npos) << f->title;
+  EXPECT_NE(f->title.find("aten::matmul"), std::string::npos) << f->title;
+  EXPECT_TRUE(f->advice.starts_with("Compute attention with torch.nn.functional.scaled_dot_product_attention"))
+      << f->advice;
+  EXPECT_EQ(f->severity, FindingSeverity::kWarning);
+}
+
+// Fused attention already (flash / fmha / SDPA kernels), a GEMM-only run, a
+// CNN and a CPU-only trace: nothing to say.
+TEST(EagerAttention, SilentWithFusedAttentionOrNoSoftmax) {
+  for (const char* rel : {kBertH100, kBertMi300, kFalconsaiH100, kH100Blog, kV100Resnet, kCpuOnly}) {
+    const Trace t = load(rel);
+    EXPECT_FALSE(fires(t, "eager_attention")) << rel;
+  }
+}
+
+// TraceLens' MI210 conv trace (GPU-only, MIOpen's NHWC igemm convolutions):
+// 168 batched_transpose_* kernels, 821.908 us of 5.343 ms of kernels (15.4%).
+TEST(LayoutConversion, MiopenTransposesAroundNhwcConvsOnMi210) {
+  const Trace t = load(kMi210Conv);
+  const Diagnosis d = run(t, "layout_conversion");
+  const Finding* f = only(d, "layout_conversion");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(num(*f, "layout_count"), 168);
+  EXPECT_NEAR(static_cast<double>(num(*f, "layout_ns")), 821'908, 10);
+  EXPECT_NEAR(real(*f, "layout_kernel_pct"), 15.38, 0.01);
+  EXPECT_EQ(f->severity, FindingSeverity::kWarning);
+  EXPECT_TRUE(f->advice.starts_with("Put the model and its input in channels_last")) << f->advice;
+  EXPECT_NE(f->advice.find("MIOpen"), std::string::npos) << f->advice;
+}
+
+// The MI300X DDP ResNet: 943 transposes, 5.324 ms of the steps' 25.739 ms of
+// compute kernels (20.7%; the NCCL kernels, waiting for peers, are left out).
+TEST(LayoutConversion, DdpResnetOnMi300) {
+  const Trace t = load(kMi300DdpResnet);
+  const Diagnosis d = run(t, "layout_conversion");
+  const Finding* f = only(d, "layout_conversion");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(num(*f, "layout_count"), 943);
+  EXPECT_NEAR(real(*f, "layout_kernel_pct"), 20.68, 0.01);
+  EXPECT_GT(num(*f, "conv_ops"), 0);
+}
+
+// A few conversions (cuDNN's nchwToNhwcKernel at 1.9% on the H100 ViT's
+// patch embedding, 2.6% on alexnet, 0.1% on the V100 resnet50) are not worth
+// a layout change; and a run without convolutions has none.
+TEST(LayoutConversion, SilentOnFewConversions) {
+  for (const char* rel : {kFalconsaiH100, kA100Alexnet, kV100Resnet, kTimesformerH100, kH100Blog, kCpuOnly}) {
+    const Trace t = load(rel);
+    EXPECT_FALSE(fires(t, "layout_conversion")) << rel;
+  }
+}
+
+// The TensorBoard plugin's resnet50 sample (torch 1.8, V100): for-loop SGD
+// with momentum, 2,898 kernels (add_ and mul_ per parameter) in 6
+// optimizer.step calls, 483 a step.
+TEST(PerParamOptimizer, ForLoopSgdOnV100Resnet50) {
+  const Trace t = load(kV100Resnet);
+  const Diagnosis d = run(t, "per_param_optimizer");
+  const Finding* f = only(d, "per_param_optimizer");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(num(*f, "optimizer_steps"), 6);
+  EXPECT_EQ(num(*f, "kernels"), 2898);
+  EXPECT_EQ(num(*f, "kernels_per_step"), 483);
+  EXPECT_EQ(num(*f, "kernel_ns"), 7'881'000);        // their GPU time
+  EXPECT_EQ(num(*f, "launch_call_ns"), 29'386'000);  // their cudaLaunchKernel calls
+  EXPECT_NE(f->title.find("The SGD optimizer updates parameter by parameter: 483 kernels per optimizer.step"),
+            std::string::npos)
+      << f->title;
+  EXPECT_TRUE(f->advice.starts_with("Use the multi-tensor optimizer: torch.optim.SGD(..., foreach=True)")) << f->advice;
+}
+
+// foreach SGD (multi_tensor_apply: 2 kernels a step), a fused or Shampoo
+// step, and traces without an optimizer.
+TEST(PerParamOptimizer, SilentOnForeachAndFused) {
+  for (const char* rel : {kRtxLinear, kMi250Toy, kMi300DdpResnet, kNcclRank0, kH100Blog, kCpuOnly}) {
+    const Trace t = load(rel);
+    EXPECT_FALSE(fires(t, "per_param_optimizer")) << rel;
+  }
+}
+
+// The MI300X DDP ResNet with stacks: _sync_buffers before each of the 3
+// steps' forwards; the reducer's copy_bucket_to_grad (62 a step) is named
+// for gradient_as_bucket_view.
+TEST(DdpBuffers, SyncBuffersEveryForwardOnMi300) {
+  const Trace t = load(kMi300DdpResnet);
+  const Diagnosis d = run(t, "ddp_buffers");
+  const Finding* f = only(d, "ddp_buffers");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(num(*f, "sync_buffers_calls"), 3);
+  EXPECT_EQ(num(*f, "steps_count"), 3);
+  // 2.981 ms in the calls; what they launch: 192 kernels and DtoD copies
+  // (the broadcast and the unflatten into each buffer), 882.1 us.
+  EXPECT_NEAR(static_cast<double>(num(*f, "sync_buffers_ns")), 2'981'233, 1);
+  EXPECT_EQ(num(*f, "gpu_work_count"), 192);
+  EXPECT_NEAR(static_cast<double>(num(*f, "gpu_work_ns")), 882'122, 1);
+  EXPECT_NE(f->title.find("993.7 us of host time and 294.0 us of GPU work (64 kernels and copies) a step"),
+            std::string::npos)
+      << f->title;
+  EXPECT_TRUE(f->advice.starts_with("Construct DDP with broadcast_buffers=False")) << f->advice;
+  EXPECT_NE(f->advice.find("gradient_as_bucket_view=True also removes the reducer's copy_bucket_to_grad (62 calls"),
+            std::string::npos)
+      << f->advice;
+}
+
+// DDP without a buffer broadcast in its forward (HTA's sampled NCCL rank),
+// and no DDP at all.
+TEST(DdpBuffers, SilentWithoutBroadcast) {
+  for (const char* rel : {kNcclRank0, kV100Resnet, kTimesformerH100, kCpuOnly}) {
+    const Trace t = load(rel);
+    EXPECT_FALSE(fires(t, "ddp_buffers")) << rel;
+  }
+}
+
+}  // namespace
+}  // namespace tprof
