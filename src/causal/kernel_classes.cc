@@ -90,11 +90,15 @@ constexpr std::array kFamilies{
     // Copies, layout conversions, KV-cache writes.
     KernelFamily{C::kCopy, "layout conversions (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose)", kName, kHas, "nchwtonhwc"},
     KernelFamily{C::kCopy, "layout conversions (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose)", kName, kHas, "nhwctonchw"},
+    KernelFamily{C::kCopy, "layout conversions (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose)", kName, kHas, "nchw2nhwc"},
+    KernelFamily{C::kCopy, "layout conversions (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose)", kName, kHas, "nhwc2nchw"},
     KernelFamily{C::kCopy, "layout conversions (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose)", kName, kHas, "batched_transpose"},
     KernelFamily{C::kCopy, "KV-cache writes (sglang store_kvcache, vLLM reshape_and_cache)", kName, kHas, "store_kvcache"},
     KernelFamily{C::kCopy, "KV-cache writes (sglang store_kvcache, vLLM reshape_and_cache)", kName, kHas, "reshape_and_cache"},
     KernelFamily{C::kCopy, "KV-cache writes (sglang store_kvcache, vLLM reshape_and_cache)", kName, kHas, "concat_and_cache"},
     // Reductions, normalisations, softmax.
+    KernelFamily{C::kReduction, "log-softmax (a loss over the classes, not attention)", kName, kHas, "logsoftmax"},
+    KernelFamily{C::kReduction, "log-softmax (a loss over the classes, not attention)", kName, kHas, "log_softmax"},
     KernelFamily{C::kReduction, "softmax", kName, kHas, "softmax"},
     KernelFamily{C::kReduction, "normalisations (layer, RMS, batch, group; aiter rmsnorm, cuDNN bn_)", kName, kHas, "norm"},
     KernelFamily{C::kReduction, "normalisations (layer, RMS, batch, group; aiter rmsnorm, cuDNN bn_)", kName, kStarts, "bn_fw"},

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "src/analyze/rules/rules.h"
+#include "src/causal/kernel_classes.h"
 
 namespace tprof::internal {
 
@@ -35,27 +36,19 @@ constexpr std::int64_t kMinCount = 3;
 // and the scaling kernels go too, so this is the floor of the saving.
 constexpr double kSavedFraction = 1.0;
 
-// A softmax kernel by its own name: cuDNN/ATen's cunn_SoftMaxForward,
-// softmax_warp_forward, MIOpen's, Triton's fused "_softmax" reductions; and
-// their backward (the gradient reads the score matrix again). Not a
-// log-softmax (LogSoftMax epilogues, log_softmax): a loss.
+// A softmax kernel: the kernel-class table's "softmax" family (cuDNN/ATen's
+// cunn_SoftMaxForward, softmax_warp_forward, MIOpen's, Triton's fused
+// "_softmax" reductions, and their backward: the gradient reads the score
+// matrix again). A log-softmax is its own family (a loss), and a fused
+// attention kernel that names its softmax is attention already.
 bool is_softmax_kernel(std::string_view name) {
-  if (!contains_ci(name, "softmax")) return false;
-  if (contains_ci(name, "logsoftmax") || contains_ci(name, "log_softmax")) return false;
-  // A fused attention kernel that names its softmax is attention already.
-  return !contains_ci(name, "flash") && !contains_ci(name, "fmha") && !contains_ci(name, "attention") &&
-         !contains_ci(name, "attn");
+  const KernelMatch m = match_kernel_name(name);
+  return m.family != nullptr && m.family->family == "softmax";
 }
 
-// A fused attention kernel: FlashAttention (flash_fwd_*, flash::), xFormers /
-// PyTorch's memory-efficient attention (fmha_*, mem_eff / efficient_attention),
-// cuDNN's SDPA (cudnn_generated_fort_native_sdpa), CK's and aiter's fmha,
-// Triton attention kernels (_attn_fwd).
-bool is_fused_attention_kernel(std::string_view name) {
-  return contains_ci(name, "flash") || contains_ci(name, "fmha") || contains_ci(name, "sdpa") ||
-         contains_ci(name, "efficient_attention") || contains_ci(name, "attn_fwd") ||
-         contains_ci(name, "attention_kernel") || contains_ci(name, "paged_attention");
-}
+// A fused attention kernel: the table's attention class (FlashAttention,
+// fmha, cuDNN SDPA, Triton attn_fwd, paged attention, FlashInfer).
+bool is_fused_attention_kernel(std::string_view name) { return match_kernel_name(name).cls == KernelClass::kAttention; }
 
 // The GEMM ops of attention written out: QK^T and PV.
 bool is_attention_matmul_op(std::string_view name) {

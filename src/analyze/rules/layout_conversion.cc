@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "src/analyze/rules/rules.h"
+#include "src/causal/kernel_classes.h"
 
 namespace tprof::internal {
 
@@ -31,19 +32,17 @@ constexpr std::int64_t kMinCount = 3;
 // Warning from 10% of the compute kernels' time.
 constexpr double kWarningShare = 0.10;
 
-// A layout conversion kernel of the convolution libraries.
+// A layout conversion kernel of the convolution libraries: the
+// kernel-class table's "layout conversions" family (cuDNN's nchwToNhwc /
+// nhwcToNchw, MIOpen's batched_transpose).
 bool is_layout_kernel(std::string_view name) {
-  return contains_ci(name, "nchwtonhwc") || contains_ci(name, "nhwctonchw") || contains_ci(name, "nchw2nhwc") ||
-         contains_ci(name, "nhwc2nchw") || name.starts_with("batched_transpose_");
+  const KernelMatch m = match_kernel_name(name);
+  return m.family != nullptr && m.family->family.starts_with("layout conversions");
 }
 
-// A convolution kernel by its own name: cuDNN's (scudnn, implicit GEMM
-// fprop/dgrad/wgrad, conv), MIOpen's implicit GEMMs (igemm_fwd/bwd/wrw),
-// Composable Kernel's grouped conv.
-bool is_conv_kernel_name(std::string_view name) {
-  return contains_ci(name, "conv") || contains_ci(name, "scudnn") || contains_ci(name, "fprop") ||
-         contains_ci(name, "dgrad") || contains_ci(name, "wgrad") || name.starts_with("igemm_");
-}
+// A convolution kernel by its own name: the table's convolution class
+// (cuDNN's scudnn, implicit GEMM fprop/dgrad/wgrad, MIOpen's igemm_*).
+bool is_conv_kernel_name(std::string_view name) { return match_kernel_name(name).cls == KernelClass::kConv; }
 
 }  // namespace
 
