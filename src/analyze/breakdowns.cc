@@ -147,8 +147,18 @@ class HtaClock {
 // A number or numeric string as pandas' to_numeric(...).astype(int) reads
 // it; -1 for anything else (normalize_gpu_stream_numbers).
 std::int64_t hta_numeric(std::string_view text) {
+  // pandas reads decimal notation only, spaces around it allowed: ROCm's
+  // "0x0" on runtime calls, which strtod would read as hex 0, is -1, and
+  // so are "nan" and "inf".
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
   std::int64_t v = 0;
   if (parse_int64(text, &v)) return v;
+  for (char ch : text) {
+    if (!((ch >= '0' && ch <= '9') || ch == '.' || ch == 'e' || ch == 'E' || ch == '+' || ch == '-')) {
+      return -1;
+    }
+  }
   const std::string s(text);
   char* stop = nullptr;
   const double d = std::strtod(s.c_str(), &stop);
@@ -199,9 +209,9 @@ struct HtaOp {
   std::int64_t stream = -1;
   std::int64_t start = 0;  // ns, HTA's ts
   std::int64_t end = 0;    // ns, HTA's ts + dur
-  bool has_launch = false;
-  std::int64_t launch_ts = 0;  // HTA's ts_runtime: the linked runtime call's ts
-  bool idle_cat = false;       // in get_idle_time_breakdown's categories (not cuda_sync)
+  bool has_launch = false;     // HTA's ts_runtime is a number (see hta_ops)
+  std::int64_t launch_ts = 0;  // HTA's ts_runtime
+  bool idle_cat = false;       // in get_idle_time_breakdown's categories (kernel, memcpy, memset)
   bool computation = false;
 };
 
@@ -209,15 +219,20 @@ bool is_profiler_step_name(std::string_view n) {
   return n.size() > 13 && n.starts_with("ProfilerStep#") && n[13] >= '0' && n[13] <= '9';
 }
 
-// HTA's rows with a stream, in file order. Which events: Kineto's device
-// activity (kernel, gpu_memcpy, gpu_memset, mtia_ccp_events and their 2021
-// names) and cuda_sync, whenever args "stream" is not -1. HTA would also
-// take host events that carry a stream (Triton's cpu_op writes stream 0);
-// we do not (docs/diagnose.md).
+// HTA's rows with a stream, in file order: every row of its table (below)
+// whose args "stream" is not -1, whatever its category. That is Kineto's
+// device activity and cuda_sync, and also host events that carry a stream:
+// Inductor's Triton launches are cpu_op events with "stream": 0 (torch's
+// record_function args of the launch), and HTA's breakdowns take them as
+// rows like any kernel, on the host clock. The temporal and kernel-type
+// breakdowns count them so (a Triton cpu_op is COMPUTATION by its name);
+// the idle breakdown takes only the kernel, memcpy and memset categories.
 std::vector<HtaOp> hta_ops(const DiagnoseContext& c, const HtaClock& clock, bool include_last_profiler_step) {
   const Trace& t = c.trace;
   const EventColumns& ev = t.events;
-  auto kept = [&](std::uint32_t e) {  // a row of HTA's table at all: a complete event with a category
+  // A row of HTA's table at all (_compress_df): an event with a dur and a
+  // category, not the profiler's "Trace" span.
+  auto kept = [&](std::uint32_t e) {
     return ev.phase[e] == Phase::kComplete && !(ev.flags[e] & kFlagFromBeginEnd) && ev.cat[e] != kEmptyStr &&
            ev.kind[e] != EventKind::kTraceSpan;
   };
@@ -240,15 +255,39 @@ std::vector<HtaOp> hta_ops(const DiagnoseContext& c, const HtaClock& clock, bool
     return include_last_profiler_step ? host_ts <= last_step_end : host_ts < last_step_start;
   };
   const bool filter = step_names.size() >= 2 && t.meta.top_level_json("device_type") != "\"MTIA\"";
+  // Whether the filter keeps row e (stream: HTA's stream column for it).
+  auto survives = [&](std::uint32_t e, std::int64_t stream) {
+    if (!filter) return true;
+    const std::string_view name = t.name(e);
+    const std::int64_t corr = ev.correlation[e];
+    // GPUKernelFilter's rows; every other row is a host row to HTA.
+    const bool device_row = (stream >= 0 && corr >= 0) || name == "Event Sync" || name == "Context Sync";
+    if (!device_row) return in_steps(clock.start(ev.ts_ns[e]));
+    if (corr < 0) return true;
+    const std::uint32_t launch = c.launch_for_correlation(corr);
+    return launch != kNoIndex && in_steps(clock.start(ev.ts_ns[launch]));
+  };
+  // HTA's ts_runtime comes from joining index_correlation with the table's
+  // index. A row with a correlation (≥ 0) that no host row shares keeps
+  // index_correlation 0 (transform_correlation_to_index), which is the
+  // index of the file's first event: its ts_runtime is that event's ts when
+  // the event is still a row of the table, else NaN (never host wait). The
+  // first event here is the file's first one unless the reader skipped that
+  // (an E event, an unknown phase, no ts), none of which HTA keeps either.
+  const bool first_is_row = ev.size() > 0 && kept(0) && survives(0, hta_stream(t, 0));
+  const std::int64_t first_ts = first_is_row ? clock.start(ev.ts_ns[0]) : 0;
 
   std::unordered_map<StrId, bool> computation;  // by name: classify each distinct name once
   std::vector<HtaOp> ops;
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (!kept(e)) continue;
     const EventKind k = ev.kind[e];
-    if (!(is_device_kind(k) || k == EventKind::kCudaSync) || k == EventKind::kGpuUserAnnotation || !kept(e)) continue;
+    // Only an event whose args hold the key can have a stream; the search
+    // spares parsing the args of every host event.
+    if (!(is_device_kind(k) || k == EventKind::kCudaSync) && !contains(t.args_json(e), "\"stream\"")) continue;
     HtaOp op;
     op.stream = hta_stream(t, e);
-    if (op.stream == -1) continue;
+    if (op.stream == -1 || !survives(e, op.stream)) continue;
     op.event = e;
     op.start = clock.start(ev.ts_ns[e]);
     op.end = clock.end(ev.ts_ns[e], ev.dur_ns[e]);
@@ -257,15 +296,11 @@ std::vector<HtaOp> hta_ops(const DiagnoseContext& c, const HtaClock& clock, bool
     if (launch != kNoIndex) {
       op.has_launch = true;
       op.launch_ts = clock.start(ev.ts_ns[launch]);
+    } else if (corr >= 0 && first_is_row) {
+      op.has_launch = true;
+      op.launch_ts = first_ts;
     }
-    if (filter) {
-      const std::string_view name = t.name(e);
-      // GPUKernelFilter's rows; every other row is a host row to HTA.
-      const bool device_row = (op.stream >= 0 && corr >= 0) || name == "Event Sync" || name == "Context Sync";
-      const bool keep = !device_row ? in_steps(op.start) : corr >= 0 ? op.has_launch && in_steps(op.launch_ts) : true;
-      if (!keep) continue;
-    }
-    op.idle_cat = k != EventKind::kCudaSync;
+    op.idle_cat = k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset;
     auto [it, fresh] = computation.try_emplace(ev.name[e], false);
     if (fresh) it->second = hta_is_computation(t.name(e));
     op.computation = it->second;

@@ -394,6 +394,64 @@ TEST(TracelensGpuTimeline, SyntheticLinkedEventsOnly) {
   EXPECT_EQ(g.idle_time_ns, 115000 - 74980);
 }
 
+// A host event with a stream is one of HTA's rows: Inductor writes its
+// Triton launches as cpu_op events with "stream": 0, and HTA's temporal
+// breakdown merges them with the kernels (a host span on the device
+// timeline; HTA's definition, so ours). The idle breakdown takes only the
+// kernel, memcpy and memset categories. Rows: cpu_op [0,20) and the
+// kernel [50,60): span 60, busy 30, all COMPUTATION by name. ROCm's
+// runtime calls carry "stream": "0x0", which pandas does not read as a
+// number: -1, not a row (else the span would reach 130). HTA itself gives
+// these numbers (scripts/hta_breakdowns.py on this trace).
+TEST(HtaBreakdowns, HostEventWithAStreamIsATemporalRowNotAnIdleOne) {
+  const Breakdowns b = breakdowns_of(R"json({"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "triton_poi_fused_add_0", "pid": 1, "tid": 1, "ts": 0, "dur": 20, "args": {"stream": 0, "kernel_backend": "triton"}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "hipDeviceSynchronize", "pid": 1, "tid": 1, "ts": 100, "dur": 30, "args": {"stream": "0x0"}},
+  {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernel", "pid": 1, "tid": 1, "ts": 15, "dur": 3, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "triton_poi_fused_add_0", "pid": 0, "tid": 7, "ts": 50, "dur": 10, "args": {"correlation": 1, "stream": 7}}
+]})json");
+  ASSERT_EQ(b.hta_temporal.size(), 1u);
+  EXPECT_EQ(b.hta_temporal[0].kernel_time_ns, 60000);
+  EXPECT_EQ(b.hta_temporal[0].idle_time_ns, 30000);
+  EXPECT_EQ(b.hta_temporal[0].compute_time_ns, 30000);
+  EXPECT_EQ(b.hta_temporal[0].non_compute_time_ns, 0);
+  ASSERT_EQ(b.hta_idle.size(), 1u);
+  EXPECT_EQ(b.hta_idle[0].stream, 7);
+}
+
+// A device row with a correlation that no host row shares: HTA's
+// index_correlation stays 0 and its ts_runtime is the ts of the file's
+// first event (row 0 of its table), here ProfilerStep#1 at 100. One step:
+// no step filter. Stream 7: a [10,20) linked (launch at 5); b [50,60),
+// c [70,80), d [150,160), e [165,170) unlinked; f [200,205) without a
+// correlation (ts_runtime NaN). Gaps: b 30 host (100 > 20), c 10 host
+// (100 > 60), d 70 host (100 > 80), e 5 kernel wait (100 < 160), f 30
+// other. With a metadata event first (no dur: not a row of HTA's table)
+// every ts_runtime of 0 is NaN: b 30 other, c 10 kernel, d 70 other.
+TEST(HtaBreakdowns, UnlinkedKernelsTakeTheFirstEventsTsAsHtaJoinsThem) {
+  const std::string events = R"json(
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 100, "dur": 200},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 5, "dur": 2, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 10, "dur": 10, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 50, "dur": 10, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 7, "ts": 70, "dur": 10, "args": {"correlation": 3, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "d", "pid": 0, "tid": 7, "ts": 150, "dur": 10, "args": {"correlation": 4, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "e", "pid": 0, "tid": 7, "ts": 165, "dur": 5, "args": {"correlation": 5, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "f", "pid": 0, "tid": 7, "ts": 200, "dur": 5, "args": {"stream": 7}}
+]})json";
+  Breakdowns b = breakdowns_of(R"json({"traceEvents": [)json" + events);
+  ASSERT_EQ(b.hta_idle.size(), 1u);
+  EXPECT_EQ(b.hta_idle[0].host_wait_ns, 110000);
+  EXPECT_EQ(b.hta_idle[0].kernel_wait_ns, 5000);
+  EXPECT_EQ(b.hta_idle[0].other_ns, 30000);
+  b = breakdowns_of(R"json({"traceEvents": [
+  {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "python"}},)json" + events);
+  ASSERT_EQ(b.hta_idle.size(), 1u);
+  EXPECT_EQ(b.hta_idle[0].host_wait_ns, 0);
+  EXPECT_EQ(b.hta_idle[0].kernel_wait_ns, 15000);
+  EXPECT_EQ(b.hta_idle[0].other_ns, 130000);
+}
+
 TEST(HtaBreakdowns, TraceWithoutDistributedInfoIsRankZeroAndCpuOnlyHasNone) {
   Breakdowns b = breakdowns_of(R"json({"traceEvents": [
   {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 0, "dur": 1, "args": {"stream": 7}}]})json");
