@@ -533,6 +533,15 @@ bool tb_is_comm_op(std::string_view name) {
   return std::find(kNames.begin(), kNames.end(), name) != kNames.end();
 }
 
+// The plugin's DataLoader role (event_parser.py, StepParser._parse_step):
+// an operator or user annotation named "enumerate(DataLoader)#….__next__"
+// or "enumerate(DataPipe)#…". The plugin's own rule, kept here so that no
+// change to tprof's own name rules moves the plugin's numbers.
+bool tb_dataloader_role(std::string_view name) {
+  return (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__")) ||
+         name.starts_with("enumerate(DataPipe)#");
+}
+
 struct TbStep {
   std::int64_t number = -1;
   std::int64_t start = 0;
@@ -677,14 +686,13 @@ std::vector<TbPluginStep> tb_plugin_steps(const DiagnoseContext& c) {
       case EventKind::kGpuUserAnnotation:
         // The plugin maps gpu_user_annotation to the same type as
         // user_annotation, so GPU-side annotations count as CPU Exec.
-        // ProfilerStep#N spans are steps, never a role; we take the steps
-        // from the host's ProfilerStep events only.
+        // ProfilerStep#N spans are steps (below), never a role.
         if (name.starts_with("ProfilerStep#")) break;
         if (ev.kind[e] == EventKind::kCpuOp) {
           cpu_min = std::min(cpu_min, iv.start);
           cpu_max = std::max(cpu_max, iv.end);
         }
-        if (is_dataloader_scope(name)) {
+        if (tb_dataloader_role(name)) {
           roles[kTbDataLoader].push_back(iv);
         } else if (tb_is_comm_op(name)) {
           roles[kTbComm].push_back(iv);
@@ -697,11 +705,33 @@ std::vector<TbPluginStep> tb_plugin_steps(const DiagnoseContext& c) {
     }
   }
 
+  // The plugin's steps (StepParser): every complete event it parses as a
+  // ProfilerStepEvent, i.e. named ProfilerStep#N with a category it maps to
+  // an operator or a user annotation: cpu_op, user_annotation and
+  // gpu_user_annotation, on any lane. Recent Kineto traces give each step a
+  // gpu_user_annotation copy on the GPU lane, later than the host's; the
+  // plugin takes it as one more step (its own rules then give it what is
+  // left of the device time, often nothing), and so do we. Steps come in the
+  // plugin's order: its events sorted by ts (a stable sort of file order).
+  std::vector<std::uint32_t> step_events;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    const EventKind k = ev.kind[e];
+    if (ev.phase[e] == Phase::kComplete && !(ev.flags[e] & kFlagFromBeginEnd) &&
+        (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation || k == EventKind::kGpuUserAnnotation) &&
+        t.name(e).starts_with("ProfilerStep#")) {
+      step_events.push_back(e);
+    }
+  }
+  std::stable_sort(step_events.begin(), step_events.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return ev.ts_ns[a] < ev.ts_ns[b]; });
   std::vector<TbStep> steps;
-  for (const StepStat& s : c.steps.steps) {
-    steps.push_back({s.step, s.start_ns, s.start_ns + s.dur_ns});
-    cpu_min = std::min(cpu_min, s.start_ns);
-    cpu_max = std::max(cpu_max, s.start_ns + s.dur_ns);
+  for (std::uint32_t e : step_events) {
+    std::int64_t number = -1;
+    const std::string_view digits = t.name(e).substr(13);
+    if (!parse_int64(digits, &number) || number < 0) number = -1;
+    steps.push_back({number, ev.ts_ns[e], ev.ts_ns[e] + ev.dur_ns[e]});
+    cpu_min = std::min(cpu_min, ev.ts_ns[e]);
+    cpu_max = std::max(cpu_max, ev.ts_ns[e] + ev.dur_ns[e]);
   }
   if (steps.empty()) {
     // Without ProfilerStep the plugin reports one step spanning the CPU ops.
