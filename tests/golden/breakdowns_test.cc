@@ -1,8 +1,7 @@
 // The peers' breakdowns (docs/diagnose.md, "Breakdowns").
 //
 // TraceLens: every row of gpu_timeline.csv that TraceLens itself wrote next
-// to a public trace (tests/data/public/tracelens) must agree within 1% of the
-// trace's total_time. TraceLens' definition (TraceLens/TreePerf/
+// to a public trace (tests/data/public/tracelens) must agree within 100 ns. TraceLens' definition (TraceLens/TreePerf/
 // gpu_event_analyser.py, GPUEventAnalyser.compute_metrics_dict, fed by
 // TreePerfAnalyzer.get_df_gpu_timeline): GPU events are kernel, gpu_memcpy and
 // gpu_memset events linked to a launching runtime call, on every stream
@@ -74,7 +73,10 @@ void expect_matches_tracelens(const std::string& trace_rel, const std::string& c
       {"exposed_memcpy_time", g.exposed_memcpy_time_ns}, {"busy_time", g.busy_time_ns},
       {"idle_time", g.idle_time_ns}, {"total_time", g.total_time_ns},
       {"total_comm_time", g.total_comm_time_ns}, {"total_memcpy_time", g.total_memcpy_time_ns}};
-  const double tol_ms = 0.01 * want.at("total_time");
+  // TraceLens computes in floating-point µs (its rows differ from the exact
+  // ns by up to 52 ns on these traces); anything past 100 ns is a real
+  // difference of definition, however small beside the total.
+  const double tol_ms = 100e-6;
   for (const auto& [type, ms] : want) {
     ASSERT_TRUE(got.count(type)) << type;
     const double ours_ms = static_cast<double>(got.at(type)) / 1e6;
@@ -93,6 +95,17 @@ TEST(TracelensGpuTimeline, H100GaunernstBertSmallUncased) {
 TEST(TracelensGpuTimeline, H100FalconsaiNsfwImageDetection) {
   expect_matches_tracelens("h100/Falconsai_nsfw_image_detection__1016002.json.gz",
                            "h100/Falconsai_nsfw_image_detection__1016002_perf_report_csvs/gpu_timeline.csv");
+}
+
+TEST(TracelensGpuTimeline, H100TimesformerBaseFinetunedK400) {
+  expect_matches_tracelens(
+      "h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+      "h100/facebook_timesformer-base-finetuned-k400__1016002_perf_report_csvs/gpu_timeline.csv");
+}
+
+TEST(TracelensGpuTimeline, Mi300FalconsaiNsfwImageDetection) {
+  expect_matches_tracelens("mi300/Falconsai_nsfw_image_detection__1016002.json.gz",
+                           "mi300/Falconsai_nsfw_image_detection__1016002_perf_report_csvs/gpu_timeline.csv");
 }
 
 TEST(TracelensGpuTimeline, Mi210GpuOnlyTrace) {
