@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <limits>
 #include <string_view>
@@ -40,32 +42,132 @@ std::vector<Interval> intersect(const std::vector<Interval>& a, const std::vecto
 // TraceLens: TraceLens/TreePerf/gpu_event_analyser.py (GPUEventAnalyser.
 // compute_metrics_dict) fed by TreePerfAnalyzer.get_df_gpu_timeline.
 
-// TraceLens' communication test: the substring "nccl" or "deep_ep" in the
-// name of a kernel or memset, case-sensitive.
-bool tracelens_is_comm(std::string_view name) { return contains(name, "nccl") || contains(name, "deep_ep"); }
+bool contains_ignore_case(std::string_view s, std::string_view needle) {
+  return std::search(s.begin(), s.end(), needle.begin(), needle.end(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+         }) != s.end();
+}
+
+// TraceLens' communication test (util.py, TraceEventUtils.
+// is_communication_string): "nccl", "rccl" or its default custom collective
+// "cross_device_reduce" anywhere in the name of a kernel or memset, any case.
+bool tracelens_is_comm(std::string_view name) {
+  return contains_ignore_case(name, "nccl") || contains_ignore_case(name, "rccl") ||
+         contains_ignore_case(name, "cross_device_reduce");
+}
+
+// ROCm 7.1's copies written as kernels (TraceEventUtils.is_rocm_legacy_memcpy):
+// TraceLens files them as memcpy, like ROCm 7.2's gpu_memcpy events.
+bool tracelens_is_legacy_rocm_copy(std::string_view name) {
+  if (name.ends_with(".kd")) name.remove_suffix(3);
+  if (name == "MEMORY_COPY_HOST_TO_DEVICE" || name == "MEMORY_COPY_DEVICE_TO_HOST" ||
+      name == "MEMORY_COPY_DEVICE_TO_DEVICE") {
+    return true;
+  }
+  if (!name.starts_with("__amd_rocclr_copyBuffer")) return false;
+  name.remove_prefix(std::string_view("__amd_rocclr_copyBuffer").size());
+  if (name.starts_with("Rect")) name.remove_prefix(4);
+  if (name.starts_with("Aligned")) name.remove_prefix(7);
+  return name.empty();
+}
+
+// The device events TraceLens' call tree links to a launch
+// (Trace2Tree/trace_to_tree.py, TraceToTree.add_gpu_ops_to_tree), by event:
+// for each cuda_runtime / cuda_driver call, the event at the (pid, tid) of
+// the ac2g flow end whose id is the call's link id, that event carrying the
+// same link id (the last such event in the file); for cudaGraphLaunch /
+// hipGraphLaunch, every kernel, memcpy and memset with the link id. The
+// link id is the args' "correlation" when the first runtime call with
+// "launch" in its name has one, else "External id". A copy or memset that
+// shares its call's correlation but has no ac2g flow (ROCm's memsets) is
+// not linked, so not in TraceLens' timeline.
+std::vector<char> tracelens_linked(const Trace& t) {
+  const EventColumns& ev = t.events;
+  std::vector<char> linked(ev.size(), 0);
+  const auto is_runtime_cat = [&](std::uint32_t e) {
+    const std::string_view cat = t.str(ev.cat[e]);
+    return cat == "cuda_runtime" || cat == "cuda_driver";
+  };
+  bool by_correlation = false;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (!is_runtime_cat(e)) continue;
+    std::string name(t.name(e));
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    if (name.find("launch") == std::string::npos) continue;
+    by_correlation = ev.correlation[e] >= 0;
+    break;
+  }
+  const auto link_id = [&](std::uint32_t e) { return by_correlation ? ev.correlation[e] : ev.external_id[e]; };
+  std::unordered_map<std::int64_t, std::uint32_t> flow_start, flow_end;
+  std::unordered_map<std::int64_t, std::vector<std::uint32_t>> gpu_by_id;
+  struct LaneId {
+    std::uint32_t lane;
+    std::int64_t id;
+    bool operator==(const LaneId&) const = default;
+  };
+  struct LaneIdHash {
+    std::size_t operator()(const LaneId& k) const {
+      return std::hash<std::int64_t>()(k.id) * 31 + k.lane;
+    }
+  };
+  std::unordered_map<LaneId, std::uint32_t, LaneIdHash> by_lane_id;  // the last event wins, as in TraceLens' dict
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (ev.kind[e] == EventKind::kFlow && t.str(ev.cat[e]) == "ac2g") {
+      if (ev.phase[e] == Phase::kFlowStart) flow_start[ev.flow_id[e]] = e;
+      if (ev.phase[e] == Phase::kFlowEnd) flow_end[ev.flow_id[e]] = e;
+      continue;
+    }
+    const std::int64_t id = link_id(e);
+    if (id < 0) continue;
+    const EventKind k = ev.kind[e];
+    if (k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset) gpu_by_id[id].push_back(e);
+    by_lane_id[{ev.lane[e], id}] = e;
+  }
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (!is_runtime_cat(e)) continue;
+    const std::int64_t id = link_id(e);
+    const std::string_view name = t.name(e);
+    if (name == "cudaGraphLaunch" || name == "hipGraphLaunch") {
+      if (id < 0) continue;
+      auto it = gpu_by_id.find(id);
+      if (it != gpu_by_id.end()) {
+        for (std::uint32_t g : it->second) linked[g] = 1;
+      }
+      continue;
+    }
+    if (id < 0 || !flow_start.count(id)) continue;
+    auto f = flow_end.find(id);
+    if (f == flow_end.end()) continue;
+    auto out = by_lane_id.find({ev.lane[f->second], ev.flow_id[f->second]});
+    if (out != by_lane_id.end()) linked[out->second] = 1;
+  }
+  return linked;
+}
 
 std::optional<TracelensGpuTimeline> tracelens_gpu_timeline(const DiagnoseContext& c) {
   if (!c.has_device()) return std::nullopt;
   const Trace& t = c.trace;
   // get_df_gpu_timeline keeps only the GPU events its call tree linked to a
   // launching runtime / driver call (include_unlinked_kernels=False by
-  // default). A trace where nothing links would make TraceLens raise "No GPU
-  // events found"; we take every device activity then, so the row still says
-  // something.
+  // default). A trace where nothing links (no ac2g flows: older Kineto)
+  // makes TraceLens raise "No GPU events found"; we take every device
+  // activity then, so the row still says something.
+  const std::vector<char> linked = tracelens_linked(t);
   bool any_linked = false;
-  for (const DeviceOp& op : c.device) any_linked = any_linked || op.launch != kNoIndex;
+  for (const DeviceOp& op : c.device) any_linked = any_linked || linked[op.event];
 
   std::vector<Interval> all, comp, comm, memcpy;
   std::int64_t first = kMaxTs, last = kMinTs;
   for (const DeviceOp& op : c.device) {
-    if (any_linked && op.launch == kNoIndex) continue;
+    if (any_linked && !linked[op.event]) continue;
     const Interval iv{op.start, op.end};
     // total_time is the span of the merged union, which still includes
     // zero-length events at its ends (merge_intervals here drops them).
     first = std::min(first, op.start);
     last = std::max(last, op.end);
     all.push_back(iv);
-    if (t.events.kind[op.event] == EventKind::kGpuMemcpy) {
+    const EventKind k = t.events.kind[op.event];
+    if (k == EventKind::kGpuMemcpy || (k == EventKind::kKernel && tracelens_is_legacy_rocm_copy(t.name(op.event)))) {
       memcpy.push_back(iv);
     } else if (tracelens_is_comm(t.name(op.event))) {
       comm.push_back(iv);

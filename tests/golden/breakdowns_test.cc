@@ -266,6 +266,7 @@ Breakdowns breakdowns_of(const std::string& json) {
 //             Memcpy DtoH [210.02,215) launched at 25
 //   stream 9: ncclDevKernel_AllReduce [120,160) launched at 30,
 //             Memset [300,301) unlinked.
+// Each launch has its ac2g flow (s at the call, f at the device event).
 // Every device activity sorted by start: 100-130 gemm, 120-160 nccl,
 // 135-145 add, 200-210 mul, 210.02-215 memcpy, 300-301 memset.
 const char* kTwoStreams = R"json({"distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8}, "traceEvents": [
@@ -279,7 +280,17 @@ const char* kTwoStreams = R"json({"distributedInfo": {"backend": "nccl", "rank":
   {"ph": "X", "cat": "kernel", "name": "mul", "pid": 0, "tid": 7, "ts": 200, "dur": 10, "args": {"correlation": 5, "stream": 7}},
   {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pageable)", "pid": 0, "tid": 7, "ts": 210.02, "dur": 4.98, "args": {"correlation": 3, "stream": 7}},
   {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 9, "ts": 120, "dur": 40, "args": {"correlation": 4, "stream": 9}},
-  {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 9, "ts": 300, "dur": 1, "args": {"stream": 9}}
+  {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 9, "ts": 300, "dur": 1, "args": {"stream": 9}},
+  {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 1, "pid": 1, "tid": 1, "ts": 10},
+  {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 1, "pid": 0, "tid": 7, "ts": 100, "bp": "e"},
+  {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 2, "pid": 1, "tid": 1, "ts": 20},
+  {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 2, "pid": 0, "tid": 7, "ts": 135, "bp": "e"},
+  {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 3, "pid": 1, "tid": 1, "ts": 25},
+  {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 3, "pid": 0, "tid": 7, "ts": 210.02, "bp": "e"},
+  {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 4, "pid": 1, "tid": 1, "ts": 30},
+  {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 4, "pid": 0, "tid": 9, "ts": 120, "bp": "e"},
+  {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 5, "pid": 1, "tid": 1, "ts": 190},
+  {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 5, "pid": 0, "tid": 7, "ts": 200, "bp": "e"}
 ]})json";
 
 TEST(HtaTemporal, WholeTraceSpanIdleComputeAndNonCompute) {
@@ -591,6 +602,28 @@ TEST(HtaBreakdowns, UnlinkedKernelsTakeTheFirstEventsTsAsHtaJoinsThem) {
   EXPECT_EQ(b.hta_idle[0].host_wait_ns, 0);
   EXPECT_EQ(b.hta_idle[0].kernel_wait_ns, 15000);
   EXPECT_EQ(b.hta_idle[0].other_ns, 130000);
+}
+
+// TraceLens links a device event to its launch through the ac2g flow, not
+// the correlation id alone: without its flow the memcpy (correlation 3,
+// its cudaMemcpyAsync in the trace) is not in TraceLens' timeline. ROCm
+// traces have memsets so. Window 100..210, busy 70 ([100,160) and mul).
+// TraceLens itself gives these numbers (scripts/tracelens_gpu_timeline.py).
+TEST(TracelensGpuTimeline, DeviceEventWithoutItsFlowIsNotLinked) {
+  std::string json = kTwoStreams;
+  for (const char* ph : {"s", "f"}) {
+    const std::string flow = std::string(R"({"ph": ")") + ph + R"(", "cat": "ac2g", "name": "ac2g", "id": 3,)";
+    const std::size_t at = json.find(flow);
+    ASSERT_NE(at, std::string::npos);
+    json.erase(at, json.find('\n', at) + 1 - at);
+  }
+  const Breakdowns b = breakdowns_of(json);
+  ASSERT_TRUE(b.tracelens_gpu_timeline);
+  const TracelensGpuTimeline& g = *b.tracelens_gpu_timeline;
+  EXPECT_EQ(g.total_time_ns, 110000);
+  EXPECT_EQ(g.total_memcpy_time_ns, 0);
+  EXPECT_EQ(g.busy_time_ns, 70000);
+  EXPECT_EQ(g.idle_time_ns, 40000);
 }
 
 TEST(HtaBreakdowns, TraceWithoutDistributedInfoIsRankZeroAndCpuOnlyHasNone) {
