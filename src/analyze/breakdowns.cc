@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <limits>
 #include <string_view>
@@ -40,32 +42,132 @@ std::vector<Interval> intersect(const std::vector<Interval>& a, const std::vecto
 // TraceLens: TraceLens/TreePerf/gpu_event_analyser.py (GPUEventAnalyser.
 // compute_metrics_dict) fed by TreePerfAnalyzer.get_df_gpu_timeline.
 
-// TraceLens' communication test: the substring "nccl" or "deep_ep" in the
-// name of a kernel or memset, case-sensitive.
-bool tracelens_is_comm(std::string_view name) { return contains(name, "nccl") || contains(name, "deep_ep"); }
+bool contains_ignore_case(std::string_view s, std::string_view needle) {
+  return std::search(s.begin(), s.end(), needle.begin(), needle.end(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+         }) != s.end();
+}
+
+// TraceLens' communication test (util.py, TraceEventUtils.
+// is_communication_string): "nccl", "rccl" or its default custom collective
+// "cross_device_reduce" anywhere in the name of a kernel or memset, any case.
+bool tracelens_is_comm(std::string_view name) {
+  return contains_ignore_case(name, "nccl") || contains_ignore_case(name, "rccl") ||
+         contains_ignore_case(name, "cross_device_reduce");
+}
+
+// ROCm 7.1's copies written as kernels (TraceEventUtils.is_rocm_legacy_memcpy):
+// TraceLens files them as memcpy, like ROCm 7.2's gpu_memcpy events.
+bool tracelens_is_legacy_rocm_copy(std::string_view name) {
+  if (name.ends_with(".kd")) name.remove_suffix(3);
+  if (name == "MEMORY_COPY_HOST_TO_DEVICE" || name == "MEMORY_COPY_DEVICE_TO_HOST" ||
+      name == "MEMORY_COPY_DEVICE_TO_DEVICE") {
+    return true;
+  }
+  if (!name.starts_with("__amd_rocclr_copyBuffer")) return false;
+  name.remove_prefix(std::string_view("__amd_rocclr_copyBuffer").size());
+  if (name.starts_with("Rect")) name.remove_prefix(4);
+  if (name.starts_with("Aligned")) name.remove_prefix(7);
+  return name.empty();
+}
+
+// The device events TraceLens' call tree links to a launch
+// (Trace2Tree/trace_to_tree.py, TraceToTree.add_gpu_ops_to_tree), by event:
+// for each cuda_runtime / cuda_driver call, the event at the (pid, tid) of
+// the ac2g flow end whose id is the call's link id, that event carrying the
+// same link id (the last such event in the file); for cudaGraphLaunch /
+// hipGraphLaunch, every kernel, memcpy and memset with the link id. The
+// link id is the args' "correlation" when the first runtime call with
+// "launch" in its name has one, else "External id". A copy or memset that
+// shares its call's correlation but has no ac2g flow (ROCm's memsets) is
+// not linked, so not in TraceLens' timeline.
+std::vector<char> tracelens_linked(const Trace& t) {
+  const EventColumns& ev = t.events;
+  std::vector<char> linked(ev.size(), 0);
+  const auto is_runtime_cat = [&](std::uint32_t e) {
+    const std::string_view cat = t.str(ev.cat[e]);
+    return cat == "cuda_runtime" || cat == "cuda_driver";
+  };
+  bool by_correlation = false;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (!is_runtime_cat(e)) continue;
+    std::string name(t.name(e));
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    if (name.find("launch") == std::string::npos) continue;
+    by_correlation = ev.correlation[e] >= 0;
+    break;
+  }
+  const auto link_id = [&](std::uint32_t e) { return by_correlation ? ev.correlation[e] : ev.external_id[e]; };
+  std::unordered_map<std::int64_t, std::uint32_t> flow_start, flow_end;
+  std::unordered_map<std::int64_t, std::vector<std::uint32_t>> gpu_by_id;
+  struct LaneId {
+    std::uint32_t lane;
+    std::int64_t id;
+    bool operator==(const LaneId&) const = default;
+  };
+  struct LaneIdHash {
+    std::size_t operator()(const LaneId& k) const {
+      return std::hash<std::int64_t>()(k.id) * 31 + k.lane;
+    }
+  };
+  std::unordered_map<LaneId, std::uint32_t, LaneIdHash> by_lane_id;  // the last event wins, as in TraceLens' dict
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (ev.kind[e] == EventKind::kFlow && t.str(ev.cat[e]) == "ac2g") {
+      if (ev.phase[e] == Phase::kFlowStart) flow_start[ev.flow_id[e]] = e;
+      if (ev.phase[e] == Phase::kFlowEnd) flow_end[ev.flow_id[e]] = e;
+      continue;
+    }
+    const std::int64_t id = link_id(e);
+    if (id < 0) continue;
+    const EventKind k = ev.kind[e];
+    if (k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset) gpu_by_id[id].push_back(e);
+    by_lane_id[{ev.lane[e], id}] = e;
+  }
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (!is_runtime_cat(e)) continue;
+    const std::int64_t id = link_id(e);
+    const std::string_view name = t.name(e);
+    if (name == "cudaGraphLaunch" || name == "hipGraphLaunch") {
+      if (id < 0) continue;
+      auto it = gpu_by_id.find(id);
+      if (it != gpu_by_id.end()) {
+        for (std::uint32_t g : it->second) linked[g] = 1;
+      }
+      continue;
+    }
+    if (id < 0 || !flow_start.count(id)) continue;
+    auto f = flow_end.find(id);
+    if (f == flow_end.end()) continue;
+    auto out = by_lane_id.find({ev.lane[f->second], ev.flow_id[f->second]});
+    if (out != by_lane_id.end()) linked[out->second] = 1;
+  }
+  return linked;
+}
 
 std::optional<TracelensGpuTimeline> tracelens_gpu_timeline(const DiagnoseContext& c) {
   if (!c.has_device()) return std::nullopt;
   const Trace& t = c.trace;
   // get_df_gpu_timeline keeps only the GPU events its call tree linked to a
   // launching runtime / driver call (include_unlinked_kernels=False by
-  // default). A trace where nothing links would make TraceLens raise "No GPU
-  // events found"; we take every device activity then, so the row still says
-  // something.
+  // default). A trace where nothing links (no ac2g flows: older Kineto)
+  // makes TraceLens raise "No GPU events found"; we take every device
+  // activity then, so the row still says something.
+  const std::vector<char> linked = tracelens_linked(t);
   bool any_linked = false;
-  for (const DeviceOp& op : c.device) any_linked = any_linked || op.launch != kNoIndex;
+  for (const DeviceOp& op : c.device) any_linked = any_linked || linked[op.event];
 
   std::vector<Interval> all, comp, comm, memcpy;
   std::int64_t first = kMaxTs, last = kMinTs;
   for (const DeviceOp& op : c.device) {
-    if (any_linked && op.launch == kNoIndex) continue;
+    if (any_linked && !linked[op.event]) continue;
     const Interval iv{op.start, op.end};
     // total_time is the span of the merged union, which still includes
     // zero-length events at its ends (merge_intervals here drops them).
     first = std::min(first, op.start);
     last = std::max(last, op.end);
     all.push_back(iv);
-    if (t.events.kind[op.event] == EventKind::kGpuMemcpy) {
+    const EventKind k = t.events.kind[op.event];
+    if (k == EventKind::kGpuMemcpy || (k == EventKind::kKernel && tracelens_is_legacy_rocm_copy(t.name(op.event)))) {
       memcpy.push_back(iv);
     } else if (tracelens_is_comm(t.name(op.event))) {
       comm.push_back(iv);
@@ -147,8 +249,18 @@ class HtaClock {
 // A number or numeric string as pandas' to_numeric(...).astype(int) reads
 // it; -1 for anything else (normalize_gpu_stream_numbers).
 std::int64_t hta_numeric(std::string_view text) {
+  // pandas reads decimal notation only, spaces around it allowed: ROCm's
+  // "0x0" on runtime calls, which strtod would read as hex 0, is -1, and
+  // so are "nan" and "inf".
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
   std::int64_t v = 0;
   if (parse_int64(text, &v)) return v;
+  for (char ch : text) {
+    if (!((ch >= '0' && ch <= '9') || ch == '.' || ch == 'e' || ch == 'E' || ch == '+' || ch == '-')) {
+      return -1;
+    }
+  }
   const std::string s(text);
   char* stop = nullptr;
   const double d = std::strtod(s.c_str(), &stop);
@@ -199,9 +311,9 @@ struct HtaOp {
   std::int64_t stream = -1;
   std::int64_t start = 0;  // ns, HTA's ts
   std::int64_t end = 0;    // ns, HTA's ts + dur
-  bool has_launch = false;
-  std::int64_t launch_ts = 0;  // HTA's ts_runtime: the linked runtime call's ts
-  bool idle_cat = false;       // in get_idle_time_breakdown's categories (not cuda_sync)
+  bool has_launch = false;     // HTA's ts_runtime is a number (see hta_ops)
+  std::int64_t launch_ts = 0;  // HTA's ts_runtime
+  bool idle_cat = false;       // in get_idle_time_breakdown's categories (kernel, memcpy, memset)
   bool computation = false;
 };
 
@@ -209,15 +321,20 @@ bool is_profiler_step_name(std::string_view n) {
   return n.size() > 13 && n.starts_with("ProfilerStep#") && n[13] >= '0' && n[13] <= '9';
 }
 
-// HTA's rows with a stream, in file order. Which events: Kineto's device
-// activity (kernel, gpu_memcpy, gpu_memset, mtia_ccp_events and their 2021
-// names) and cuda_sync, whenever args "stream" is not -1. HTA would also
-// take host events that carry a stream (Triton's cpu_op writes stream 0);
-// we do not (docs/diagnose.md).
+// HTA's rows with a stream, in file order: every row of its table (below)
+// whose args "stream" is not -1, whatever its category. That is Kineto's
+// device activity and cuda_sync, and also host events that carry a stream:
+// Inductor's Triton launches are cpu_op events with "stream": 0 (torch's
+// record_function args of the launch), and HTA's breakdowns take them as
+// rows like any kernel, on the host clock. The temporal and kernel-type
+// breakdowns count them so (a Triton cpu_op is COMPUTATION by its name);
+// the idle breakdown takes only the kernel, memcpy and memset categories.
 std::vector<HtaOp> hta_ops(const DiagnoseContext& c, const HtaClock& clock, bool include_last_profiler_step) {
   const Trace& t = c.trace;
   const EventColumns& ev = t.events;
-  auto kept = [&](std::uint32_t e) {  // a row of HTA's table at all: a complete event with a category
+  // A row of HTA's table at all (_compress_df): an event with a dur and a
+  // category, not the profiler's "Trace" span.
+  auto kept = [&](std::uint32_t e) {
     return ev.phase[e] == Phase::kComplete && !(ev.flags[e] & kFlagFromBeginEnd) && ev.cat[e] != kEmptyStr &&
            ev.kind[e] != EventKind::kTraceSpan;
   };
@@ -240,15 +357,39 @@ std::vector<HtaOp> hta_ops(const DiagnoseContext& c, const HtaClock& clock, bool
     return include_last_profiler_step ? host_ts <= last_step_end : host_ts < last_step_start;
   };
   const bool filter = step_names.size() >= 2 && t.meta.top_level_json("device_type") != "\"MTIA\"";
+  // Whether the filter keeps row e (stream: HTA's stream column for it).
+  auto survives = [&](std::uint32_t e, std::int64_t stream) {
+    if (!filter) return true;
+    const std::string_view name = t.name(e);
+    const std::int64_t corr = ev.correlation[e];
+    // GPUKernelFilter's rows; every other row is a host row to HTA.
+    const bool device_row = (stream >= 0 && corr >= 0) || name == "Event Sync" || name == "Context Sync";
+    if (!device_row) return in_steps(clock.start(ev.ts_ns[e]));
+    if (corr < 0) return true;
+    const std::uint32_t launch = c.launch_for_correlation(corr);
+    return launch != kNoIndex && in_steps(clock.start(ev.ts_ns[launch]));
+  };
+  // HTA's ts_runtime comes from joining index_correlation with the table's
+  // index. A row with a correlation (≥ 0) that no host row shares keeps
+  // index_correlation 0 (transform_correlation_to_index), which is the
+  // index of the file's first event: its ts_runtime is that event's ts when
+  // the event is still a row of the table, else NaN (never host wait). The
+  // first event here is the file's first one unless the reader skipped that
+  // (an E event, an unknown phase, no ts), none of which HTA keeps either.
+  const bool first_is_row = ev.size() > 0 && kept(0) && survives(0, hta_stream(t, 0));
+  const std::int64_t first_ts = first_is_row ? clock.start(ev.ts_ns[0]) : 0;
 
   std::unordered_map<StrId, bool> computation;  // by name: classify each distinct name once
   std::vector<HtaOp> ops;
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (!kept(e)) continue;
     const EventKind k = ev.kind[e];
-    if (!(is_device_kind(k) || k == EventKind::kCudaSync) || k == EventKind::kGpuUserAnnotation || !kept(e)) continue;
+    // Only an event whose args hold the key can have a stream; the search
+    // spares parsing the args of every host event.
+    if (!(is_device_kind(k) || k == EventKind::kCudaSync) && !contains(t.args_json(e), "\"stream\"")) continue;
     HtaOp op;
     op.stream = hta_stream(t, e);
-    if (op.stream == -1) continue;
+    if (op.stream == -1 || !survives(e, op.stream)) continue;
     op.event = e;
     op.start = clock.start(ev.ts_ns[e]);
     op.end = clock.end(ev.ts_ns[e], ev.dur_ns[e]);
@@ -257,15 +398,11 @@ std::vector<HtaOp> hta_ops(const DiagnoseContext& c, const HtaClock& clock, bool
     if (launch != kNoIndex) {
       op.has_launch = true;
       op.launch_ts = clock.start(ev.ts_ns[launch]);
+    } else if (corr >= 0 && first_is_row) {
+      op.has_launch = true;
+      op.launch_ts = first_ts;
     }
-    if (filter) {
-      const std::string_view name = t.name(e);
-      // GPUKernelFilter's rows; every other row is a host row to HTA.
-      const bool device_row = (op.stream >= 0 && corr >= 0) || name == "Event Sync" || name == "Context Sync";
-      const bool keep = !device_row ? in_steps(op.start) : corr >= 0 ? op.has_launch && in_steps(op.launch_ts) : true;
-      if (!keep) continue;
-    }
-    op.idle_cat = k != EventKind::kCudaSync;
+    op.idle_cat = k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset;
     auto [it, fresh] = computation.try_emplace(ev.name[e], false);
     if (fresh) it->second = hta_is_computation(t.name(e));
     op.computation = it->second;
@@ -498,6 +635,15 @@ bool tb_is_comm_op(std::string_view name) {
   return std::find(kNames.begin(), kNames.end(), name) != kNames.end();
 }
 
+// The plugin's DataLoader role (event_parser.py, StepParser._parse_step):
+// an operator or user annotation named "enumerate(DataLoader)#….__next__"
+// or "enumerate(DataPipe)#…". The plugin's own rule, kept here so that no
+// change to tprof's own name rules moves the plugin's numbers.
+bool tb_dataloader_role(std::string_view name) {
+  return (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__")) ||
+         name.starts_with("enumerate(DataPipe)#");
+}
+
 struct TbStep {
   std::int64_t number = -1;
   std::int64_t start = 0;
@@ -642,14 +788,13 @@ std::vector<TbPluginStep> tb_plugin_steps(const DiagnoseContext& c) {
       case EventKind::kGpuUserAnnotation:
         // The plugin maps gpu_user_annotation to the same type as
         // user_annotation, so GPU-side annotations count as CPU Exec.
-        // ProfilerStep#N spans are steps, never a role; we take the steps
-        // from the host's ProfilerStep events only.
+        // ProfilerStep#N spans are steps (below), never a role.
         if (name.starts_with("ProfilerStep#")) break;
         if (ev.kind[e] == EventKind::kCpuOp) {
           cpu_min = std::min(cpu_min, iv.start);
           cpu_max = std::max(cpu_max, iv.end);
         }
-        if (is_dataloader_scope(name)) {
+        if (tb_dataloader_role(name)) {
           roles[kTbDataLoader].push_back(iv);
         } else if (tb_is_comm_op(name)) {
           roles[kTbComm].push_back(iv);
@@ -662,11 +807,33 @@ std::vector<TbPluginStep> tb_plugin_steps(const DiagnoseContext& c) {
     }
   }
 
+  // The plugin's steps (StepParser): every complete event it parses as a
+  // ProfilerStepEvent, i.e. named ProfilerStep#N with a category it maps to
+  // an operator or a user annotation: cpu_op, user_annotation and
+  // gpu_user_annotation, on any lane. Recent Kineto traces give each step a
+  // gpu_user_annotation copy on the GPU lane, later than the host's; the
+  // plugin takes it as one more step (its own rules then give it what is
+  // left of the device time, often nothing), and so do we. Steps come in the
+  // plugin's order: its events sorted by ts (a stable sort of file order).
+  std::vector<std::uint32_t> step_events;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    const EventKind k = ev.kind[e];
+    if (ev.phase[e] == Phase::kComplete && !(ev.flags[e] & kFlagFromBeginEnd) &&
+        (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation || k == EventKind::kGpuUserAnnotation) &&
+        t.name(e).starts_with("ProfilerStep#")) {
+      step_events.push_back(e);
+    }
+  }
+  std::stable_sort(step_events.begin(), step_events.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return ev.ts_ns[a] < ev.ts_ns[b]; });
   std::vector<TbStep> steps;
-  for (const StepStat& s : c.steps.steps) {
-    steps.push_back({s.step, s.start_ns, s.start_ns + s.dur_ns});
-    cpu_min = std::min(cpu_min, s.start_ns);
-    cpu_max = std::max(cpu_max, s.start_ns + s.dur_ns);
+  for (std::uint32_t e : step_events) {
+    std::int64_t number = -1;
+    const std::string_view digits = t.name(e).substr(13);
+    if (!parse_int64(digits, &number) || number < 0) number = -1;
+    steps.push_back({number, ev.ts_ns[e], ev.ts_ns[e] + ev.dur_ns[e]});
+    cpu_min = std::min(cpu_min, ev.ts_ns[e]);
+    cpu_max = std::max(cpu_max, ev.ts_ns[e] + ev.dur_ns[e]);
   }
   if (steps.empty()) {
     // Without ProfilerStep the plugin reports one step spanning the CPU ops.

@@ -1,8 +1,7 @@
 // The peers' breakdowns (docs/diagnose.md, "Breakdowns").
 //
 // TraceLens: every row of gpu_timeline.csv that TraceLens itself wrote next
-// to a public trace (tests/data/public/tracelens) must agree within 1% of the
-// trace's total_time. TraceLens' definition (TraceLens/TreePerf/
+// to a public trace (tests/data/public/tracelens) must agree within 100 ns. TraceLens' definition (TraceLens/TreePerf/
 // gpu_event_analyser.py, GPUEventAnalyser.compute_metrics_dict, fed by
 // TreePerfAnalyzer.get_df_gpu_timeline): GPU events are kernel, gpu_memcpy and
 // gpu_memset events linked to a launching runtime call, on every stream
@@ -13,15 +12,22 @@
 //   exposed_memcpy = |∪ memcpy − ∪ computation − ∪ comm|,
 //   busy = |∪ all|, total = last end − first start, idle = total − busy.
 //
-// HolisticTraceAnalysis' temporal and idle-time breakdowns and the TensorBoard
-// plugin's per-step overview have no reference outputs here; they are checked
-// on small synthetic traces whose numbers were worked out by hand from the
-// peers' source (HTA: hta/analyzers/breakdown_analysis.py, its parser's
-// rounding in hta/common/trace_parser.py and its step filter in
-// hta/common/trace.py).
+// HolisticTraceAnalysis: every row of each hta_breakdowns.csv in tests/data,
+// HTA's own get_temporal_breakdown and get_idle_time_breakdown of the traces
+// in that directory (computed by HTA itself with scripts/hta_breakdowns.py;
+// tests/data/PROVENANCE.md), must be ours to the ns. HTA's quirks and the
+// synthetic cases below were worked out from its source
+// (hta/analyzers/breakdown_analysis.py, its parser's rounding in
+// hta/common/trace_parser.py and its step filter in hta/common/trace.py).
+//
+// The TensorBoard plugin's per-step overview has no reference output here;
+// it is checked on small synthetic traces worked out by hand from the
+// plugin's source.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -67,7 +73,10 @@ void expect_matches_tracelens(const std::string& trace_rel, const std::string& c
       {"exposed_memcpy_time", g.exposed_memcpy_time_ns}, {"busy_time", g.busy_time_ns},
       {"idle_time", g.idle_time_ns}, {"total_time", g.total_time_ns},
       {"total_comm_time", g.total_comm_time_ns}, {"total_memcpy_time", g.total_memcpy_time_ns}};
-  const double tol_ms = 0.01 * want.at("total_time");
+  // TraceLens computes in floating-point µs (its rows differ from the exact
+  // ns by up to 52 ns on these traces); anything past 100 ns is a real
+  // difference of definition, however small beside the total.
+  const double tol_ms = 100e-6;
   for (const auto& [type, ms] : want) {
     ASSERT_TRUE(got.count(type)) << type;
     const double ours_ms = static_cast<double>(got.at(type)) / 1e6;
@@ -86,6 +95,17 @@ TEST(TracelensGpuTimeline, H100GaunernstBertSmallUncased) {
 TEST(TracelensGpuTimeline, H100FalconsaiNsfwImageDetection) {
   expect_matches_tracelens("h100/Falconsai_nsfw_image_detection__1016002.json.gz",
                            "h100/Falconsai_nsfw_image_detection__1016002_perf_report_csvs/gpu_timeline.csv");
+}
+
+TEST(TracelensGpuTimeline, H100TimesformerBaseFinetunedK400) {
+  expect_matches_tracelens(
+      "h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+      "h100/facebook_timesformer-base-finetuned-k400__1016002_perf_report_csvs/gpu_timeline.csv");
+}
+
+TEST(TracelensGpuTimeline, Mi300FalconsaiNsfwImageDetection) {
+  expect_matches_tracelens("mi300/Falconsai_nsfw_image_detection__1016002.json.gz",
+                           "mi300/Falconsai_nsfw_image_detection__1016002_perf_report_csvs/gpu_timeline.csv");
 }
 
 TEST(TracelensGpuTimeline, Mi210GpuOnlyTrace) {
@@ -109,6 +129,127 @@ TEST(TracelensGpuTimeline, TorchCompileTriton) {
 }
 
 // ---------------------------------------------------------------------------
+// HTA's own numbers (hta_breakdowns.csv, written by scripts/hta_breakdowns.py
+// --csv from HTA's output). Columns: trace (relative to the CSV),
+// breakdown (temporal, idle, or none where HTA raises: no row has a stream),
+// rank, stream, kernel_time_ns, idle_time_ns, compute_time_ns,
+// non_compute_time_ns, host_wait_ns, kernel_wait_ns, other_ns.
+
+struct HtaReferenceRow {
+  std::string breakdown;
+  std::vector<std::int64_t> values;  // rank, stream, then the seven figures (blank = 0)
+};
+
+std::map<std::string, std::vector<HtaReferenceRow>> read_hta_csv(const std::filesystem::path& csv) {
+  std::map<std::string, std::vector<HtaReferenceRow>> by_trace;
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::istringstream ls(line);
+    for (std::string cell; std::getline(ls, cell, ',');) cells.push_back(cell);
+    if (cells.size() < 2) continue;
+    HtaReferenceRow row{cells[1], {}};
+    for (std::size_t i = 2; i < 11; ++i) {
+      row.values.push_back(i < cells.size() && !cells[i].empty() ? std::stoll(cells[i]) : 0);
+    }
+    by_trace[cells[0]].push_back(std::move(row));
+  }
+  return by_trace;
+}
+
+std::vector<std::filesystem::path> hta_reference_csvs() {
+  std::vector<std::filesystem::path> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(TPROF_TEST_DATA)) {
+    if (e.is_regular_file() && e.path().filename() == "hta_breakdowns.csv") out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// HTA's figure as we report it: a negative sum (HTA's rounding, overlapping
+// rows on one stream; docs/diagnose.md) is 0.
+std::int64_t as_reported(std::int64_t hta_ns) { return std::max<std::int64_t>(0, hta_ns); }
+
+TEST(HtaReference, EveryTraceWithHtasOwnOutputAgreesToTheNs) {
+  const std::vector<std::filesystem::path> csvs = hta_reference_csvs();
+  // The CSVs cover the public traces, the PyTorch 2.11 and tprof GPU
+  // traces and torch 1.13's Kineto traces, one per directory.
+  ASSERT_GE(csvs.size(), 5u);
+  std::size_t traces = 0, temporal = 0, streams = 0;
+  for (const std::filesystem::path& csv : csvs) {
+    for (const auto& [rel, rows] : read_hta_csv(csv)) {
+      const std::string path = (csv.parent_path() / rel).string();
+      SCOPED_TRACE(path);
+      Result<Trace> t = read_trace(path);
+      ASSERT_TRUE(t) << t.error().to_string();
+      const internal::DiagnoseContext c(*t);
+      const Breakdowns b = internal::compute_breakdowns(c);
+      ++traces;
+      std::size_t idle_rows = 0;
+      for (const HtaReferenceRow& r : rows) {
+        const std::vector<std::int64_t>& v = r.values;
+        if (r.breakdown == "none") {
+          EXPECT_TRUE(b.hta_temporal.empty());
+          EXPECT_TRUE(b.hta_idle.empty());
+        } else if (r.breakdown == "temporal") {
+          ++temporal;
+          ASSERT_EQ(b.hta_temporal.size(), 1u);
+          const HtaTemporal& h = b.hta_temporal[0];
+          EXPECT_EQ(h.rank, v[0]);
+          EXPECT_EQ(h.kernel_time_ns, as_reported(v[2]));
+          EXPECT_EQ(h.idle_time_ns, as_reported(v[3]));
+          EXPECT_EQ(h.compute_time_ns, as_reported(v[4]));
+          EXPECT_EQ(h.non_compute_time_ns, as_reported(v[5]));
+        } else if (r.breakdown == "idle") {
+          ++streams;
+          ++idle_rows;
+          const HtaIdle* h = nullptr;
+          for (const HtaIdle& s : b.hta_idle) {
+            if (s.rank == v[0] && s.stream == v[1]) h = &s;
+          }
+          ASSERT_NE(h, nullptr) << "stream " << v[1];
+          EXPECT_EQ(h->host_wait_ns, as_reported(v[6])) << "stream " << v[1];
+          EXPECT_EQ(h->kernel_wait_ns, as_reported(v[7])) << "stream " << v[1];
+          EXPECT_EQ(h->other_ns, as_reported(v[8])) << "stream " << v[1];
+        } else {
+          ADD_FAILURE() << "unknown breakdown " << r.breakdown << " in " << csv;
+        }
+      }
+      if (idle_rows > 0) {
+        EXPECT_EQ(b.hta_idle.size(), idle_rows);
+      }
+    }
+  }
+  EXPECT_GE(traces, 20u);
+  EXPECT_GE(temporal, 10u);
+  EXPECT_GE(streams, temporal);
+}
+
+// The peers' breakdowns use their own classes of kernels (HTA's
+// get_kernel_type patterns, TraceLens' "nccl" substring, the plugin's
+// collective names), never ours: a change to tprof's kernel classes
+// (src/causal/names.*, src/analyze/efficiency.*, the kernel-class table) must
+// not move a peer's number. DiagnoseContext classifies device ops
+// (DeviceOp::cls); breakdowns.cc reads their times and links only, and
+// names the plugin's DataLoader scopes with the plugin's own rule.
+TEST(HtaReference, PeersUseTheirOwnKernelRulesNotOurs) {
+  for (const char* file : {"/src/analyze/breakdowns.cc", "/src/analyze/breakdowns.h"}) {
+    std::ifstream in(std::string(TPROF_SOURCE_DIR) + file);
+    ASSERT_TRUE(in) << file;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string src = ss.str();
+    for (const char* banned : {"causal/names", "analyze/efficiency", "kernel_class", "DeviceClass", ".cls",
+                               "is_comm_kernel", "is_dataloader", "is_graph_launch", "is_blocking_memcpy",
+                               "causal::", "efficiency("}) {
+      EXPECT_EQ(src.find(banned), std::string::npos) << file << " uses " << banned;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Synthetic traces (ts/dur in µs; the numbers below are in ns).
 
 Breakdowns breakdowns_of(const std::string& json) {
@@ -125,6 +266,7 @@ Breakdowns breakdowns_of(const std::string& json) {
 //             Memcpy DtoH [210.02,215) launched at 25
 //   stream 9: ncclDevKernel_AllReduce [120,160) launched at 30,
 //             Memset [300,301) unlinked.
+// Each launch has its ac2g flow (s at the call, f at the device event).
 // Every device activity sorted by start: 100-130 gemm, 120-160 nccl,
 // 135-145 add, 200-210 mul, 210.02-215 memcpy, 300-301 memset.
 const char* kTwoStreams = R"json({"distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8}, "traceEvents": [
@@ -138,7 +280,17 @@ const char* kTwoStreams = R"json({"distributedInfo": {"backend": "nccl", "rank":
   {"ph": "X", "cat": "kernel", "name": "mul", "pid": 0, "tid": 7, "ts": 200, "dur": 10, "args": {"correlation": 5, "stream": 7}},
   {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pageable)", "pid": 0, "tid": 7, "ts": 210.02, "dur": 4.98, "args": {"correlation": 3, "stream": 7}},
   {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 9, "ts": 120, "dur": 40, "args": {"correlation": 4, "stream": 9}},
-  {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 9, "ts": 300, "dur": 1, "args": {"stream": 9}}
+  {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 9, "ts": 300, "dur": 1, "args": {"stream": 9}},
+  {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 1, "pid": 1, "tid": 1, "ts": 10},
+  {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 1, "pid": 0, "tid": 7, "ts": 100, "bp": "e"},
+  {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 2, "pid": 1, "tid": 1, "ts": 20},
+  {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 2, "pid": 0, "tid": 7, "ts": 135, "bp": "e"},
+  {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 3, "pid": 1, "tid": 1, "ts": 25},
+  {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 3, "pid": 0, "tid": 7, "ts": 210.02, "bp": "e"},
+  {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 4, "pid": 1, "tid": 1, "ts": 30},
+  {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 4, "pid": 0, "tid": 9, "ts": 120, "bp": "e"},
+  {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 5, "pid": 1, "tid": 1, "ts": 190},
+  {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 5, "pid": 0, "tid": 7, "ts": 200, "bp": "e"}
 ]})json";
 
 TEST(HtaTemporal, WholeTraceSpanIdleComputeAndNonCompute) {
@@ -394,6 +546,86 @@ TEST(TracelensGpuTimeline, SyntheticLinkedEventsOnly) {
   EXPECT_EQ(g.idle_time_ns, 115000 - 74980);
 }
 
+// A host event with a stream is one of HTA's rows: Inductor writes its
+// Triton launches as cpu_op events with "stream": 0, and HTA's temporal
+// breakdown merges them with the kernels (a host span on the device
+// timeline; HTA's definition, so ours). The idle breakdown takes only the
+// kernel, memcpy and memset categories. Rows: cpu_op [0,20) and the
+// kernel [50,60): span 60, busy 30, all COMPUTATION by name. ROCm's
+// runtime calls carry "stream": "0x0", which pandas does not read as a
+// number: -1, not a row (else the span would reach 130). HTA itself gives
+// these numbers (scripts/hta_breakdowns.py on this trace).
+TEST(HtaBreakdowns, HostEventWithAStreamIsATemporalRowNotAnIdleOne) {
+  const Breakdowns b = breakdowns_of(R"json({"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "triton_poi_fused_add_0", "pid": 1, "tid": 1, "ts": 0, "dur": 20, "args": {"stream": 0, "kernel_backend": "triton"}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "hipDeviceSynchronize", "pid": 1, "tid": 1, "ts": 100, "dur": 30, "args": {"stream": "0x0"}},
+  {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernel", "pid": 1, "tid": 1, "ts": 15, "dur": 3, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "triton_poi_fused_add_0", "pid": 0, "tid": 7, "ts": 50, "dur": 10, "args": {"correlation": 1, "stream": 7}}
+]})json");
+  ASSERT_EQ(b.hta_temporal.size(), 1u);
+  EXPECT_EQ(b.hta_temporal[0].kernel_time_ns, 60000);
+  EXPECT_EQ(b.hta_temporal[0].idle_time_ns, 30000);
+  EXPECT_EQ(b.hta_temporal[0].compute_time_ns, 30000);
+  EXPECT_EQ(b.hta_temporal[0].non_compute_time_ns, 0);
+  ASSERT_EQ(b.hta_idle.size(), 1u);
+  EXPECT_EQ(b.hta_idle[0].stream, 7);
+}
+
+// A device row with a correlation that no host row shares: HTA's
+// index_correlation stays 0 and its ts_runtime is the ts of the file's
+// first event (row 0 of its table), here ProfilerStep#1 at 100. One step:
+// no step filter. Stream 7: a [10,20) linked (launch at 5); b [50,60),
+// c [70,80), d [150,160), e [165,170) unlinked; f [200,205) without a
+// correlation (ts_runtime NaN). Gaps: b 30 host (100 > 20), c 10 host
+// (100 > 60), d 70 host (100 > 80), e 5 kernel wait (100 < 160), f 30
+// other. With a metadata event first (no dur: not a row of HTA's table)
+// every ts_runtime of 0 is NaN: b 30 other, c 10 kernel, d 70 other.
+TEST(HtaBreakdowns, UnlinkedKernelsTakeTheFirstEventsTsAsHtaJoinsThem) {
+  const std::string events = R"json(
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 100, "dur": 200},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 5, "dur": 2, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 10, "dur": 10, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 50, "dur": 10, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 7, "ts": 70, "dur": 10, "args": {"correlation": 3, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "d", "pid": 0, "tid": 7, "ts": 150, "dur": 10, "args": {"correlation": 4, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "e", "pid": 0, "tid": 7, "ts": 165, "dur": 5, "args": {"correlation": 5, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "f", "pid": 0, "tid": 7, "ts": 200, "dur": 5, "args": {"stream": 7}}
+]})json";
+  Breakdowns b = breakdowns_of(R"json({"traceEvents": [)json" + events);
+  ASSERT_EQ(b.hta_idle.size(), 1u);
+  EXPECT_EQ(b.hta_idle[0].host_wait_ns, 110000);
+  EXPECT_EQ(b.hta_idle[0].kernel_wait_ns, 5000);
+  EXPECT_EQ(b.hta_idle[0].other_ns, 30000);
+  b = breakdowns_of(R"json({"traceEvents": [
+  {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "python"}},)json" + events);
+  ASSERT_EQ(b.hta_idle.size(), 1u);
+  EXPECT_EQ(b.hta_idle[0].host_wait_ns, 0);
+  EXPECT_EQ(b.hta_idle[0].kernel_wait_ns, 15000);
+  EXPECT_EQ(b.hta_idle[0].other_ns, 130000);
+}
+
+// TraceLens links a device event to its launch through the ac2g flow, not
+// the correlation id alone: without its flow the memcpy (correlation 3,
+// its cudaMemcpyAsync in the trace) is not in TraceLens' timeline. ROCm
+// traces have memsets so. Window 100..210, busy 70 ([100,160) and mul).
+// TraceLens itself gives these numbers (scripts/tracelens_gpu_timeline.py).
+TEST(TracelensGpuTimeline, DeviceEventWithoutItsFlowIsNotLinked) {
+  std::string json = kTwoStreams;
+  for (const char* ph : {"s", "f"}) {
+    const std::string flow = std::string(R"({"ph": ")") + ph + R"(", "cat": "ac2g", "name": "ac2g", "id": 3,)";
+    const std::size_t at = json.find(flow);
+    ASSERT_NE(at, std::string::npos);
+    json.erase(at, json.find('\n', at) + 1 - at);
+  }
+  const Breakdowns b = breakdowns_of(json);
+  ASSERT_TRUE(b.tracelens_gpu_timeline);
+  const TracelensGpuTimeline& g = *b.tracelens_gpu_timeline;
+  EXPECT_EQ(g.total_time_ns, 110000);
+  EXPECT_EQ(g.total_memcpy_time_ns, 0);
+  EXPECT_EQ(g.busy_time_ns, 70000);
+  EXPECT_EQ(g.idle_time_ns, 40000);
+}
+
 TEST(HtaBreakdowns, TraceWithoutDistributedInfoIsRankZeroAndCpuOnlyHasNone) {
   Breakdowns b = breakdowns_of(R"json({"traceEvents": [
   {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 0, "dur": 1, "args": {"stream": 7}}]})json");
@@ -465,6 +697,50 @@ TEST(TbPluginSteps, TrailingStepWithoutDeviceWorkIsDropped) {
   const Breakdowns b = breakdowns_of(json);
   ASSERT_EQ(b.tb_plugin_steps.size(), 2u);
   EXPECT_EQ(b.tb_plugin_steps[1].step, 2);
+}
+
+// Recent Kineto traces give each ProfilerStep#N a gpu_user_annotation copy
+// on the GPU lane, and the plugin parses it as one more step (StepParser keeps
+// every ProfilerStepEvent, events sorted by ts). Here the GPU copy of step 1
+// (at 160) falls between host steps 2 and 3: the plugin shows steps 1, 2,
+// 1, 3; the GPU copies of 2 and 3 launch nothing and trail, so they are
+// dropped. Every figure below is the plugin's own output for this trace
+// (scripts/tb_plugin_steps.py); seen on an MI300X DDP ResNet trace.
+TEST(TbPluginSteps, GpuSideStepAnnotationsAreStepsToThePlugin) {
+  const Breakdowns b = breakdowns_of(R"json({"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100},
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 200, "dur": 100},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5, "dur": 20, "args": {"External id": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"correlation": 1, "External id": 1}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 105, "dur": 20, "args": {"External id": 2}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 110, "dur": 5, "args": {"correlation": 2, "External id": 2}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 205, "dur": 20, "args": {"External id": 3}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 210, "dur": 5, "args": {"correlation": 3, "External id": 3}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 50, "dur": 100, "args": {"correlation": 1, "External id": 1, "device": 0, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 150, "dur": 110, "args": {"correlation": 2, "External id": 2, "device": 0, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 260, "dur": 60, "args": {"correlation": 3, "External id": 3, "device": 0, "stream": 7}},
+  {"ph": "X", "cat": "gpu_user_annotation", "name": "ProfilerStep#1", "pid": 0, "tid": 7, "ts": 160, "dur": 5, "args": {"External id": 4}},
+  {"ph": "X", "cat": "gpu_user_annotation", "name": "ProfilerStep#2", "pid": 0, "tid": 7, "ts": 265, "dur": 5, "args": {"External id": 5}},
+  {"ph": "X", "cat": "gpu_user_annotation", "name": "ProfilerStep#3", "pid": 0, "tid": 7, "ts": 330, "dur": 5, "args": {"External id": 6}}
+]})json");
+  ASSERT_EQ(b.tb_plugin_steps.size(), 4u);
+  const std::vector<std::int64_t> numbers = {1, 2, 1, 3};
+  const std::vector<double> kernel = {100, 110, 0, 60};
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(b.tb_plugin_steps[i].step, numbers[i]) << i;
+    EXPECT_DOUBLE_EQ(b.tb_plugin_steps[i].kernel_us, kernel[i]) << i;
+  }
+  // Step 1 [0,150): kernel [50,150); runtime [10,15); aten::mm [5,25)
+  // less the runtime, 15; other 30. Step 2 starts where step 1's kernel
+  // ended (150), after its own host work.
+  EXPECT_DOUBLE_EQ(b.tb_plugin_steps[0].runtime_us, 5);
+  EXPECT_DOUBLE_EQ(b.tb_plugin_steps[0].cpu_exec_us, 15);
+  EXPECT_DOUBLE_EQ(b.tb_plugin_steps[0].other_us, 30);
+  for (std::size_t i = 1; i < 4; ++i) {
+    EXPECT_DOUBLE_EQ(b.tb_plugin_steps[i].runtime_us + b.tb_plugin_steps[i].cpu_exec_us + b.tb_plugin_steps[i].other_us, 0)
+        << i;
+  }
 }
 
 // Without ProfilerStep the plugin shows one step over the CPU ops' span;
