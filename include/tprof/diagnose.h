@@ -295,11 +295,16 @@ std::vector<std::string> rule_ids();
 struct DiagnoseFormat {
   // false: the 30-second view (verdict, steps in two lines, the top causes
   // with one line of evidence, one event and the fix each, the other
-  // findings by id, the breakdowns), at most 30 lines of at most about 160
+  // findings by id, the breakdowns), at most max_lines lines of at most about 160
   // characters: the causes get the lines the rest leaves, at least one.
   // true: every step, every finding and every evidence field.
   bool verbose = false;
-  std::size_t max_causes = 4;  // cause cards in the short view, at most (fewer where 30 lines do not hold them)
+  std::size_t max_causes = 4;  // cause cards in the short view, at most (fewer where max_lines do not hold them)
+  // The short view's lines, blank ones included (issue 38, item 8: verdict,
+  // top causes and fixes in at most 30 lines on every trace in tests/data).
+  // The cause cards take what the head and the tail leave, at least one; a
+  // card that does not fit goes to the "Also:" line whole, never cut.
+  std::size_t max_lines = 30;
 };
 
 // Verdict first, then the causes (or, verbose, every finding) in order of

@@ -522,12 +522,6 @@ void append_verdict(std::string* out, const Diagnosis& d, bool support) {
   }
 }
 
-// The lines of the 30-second view, blank ones included (issue 38, item 8:
-// verdict, the top causes and their fixes in at most 30 lines on every
-// trace in tests/data). The causes take what the head and the tail leave:
-// a cause card that does not fit goes to the "Also:" line, never cut.
-constexpr std::size_t kShortLines = 30;
-
 std::size_t count_lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
 
 // One cause card: title, one line of evidence, one event, the fix.
@@ -617,7 +611,7 @@ std::string format_short(const Diagnosis& d, const EventClock& clock, const inte
   std::string tail;
   append_breakdowns(&tail, d, false);
   tail += "\n(--verbose: every step, finding and evidence; --format json: everything)\n";
-  // As many cause cards as fit in kShortLines with the head and the tail
+  // As many cause cards as fit in format.max_lines with the head and the tail
   // (at least the first: the verdict's cause is the point of the view).
   const std::size_t most = std::min(format.max_causes, d.causes.size());
   std::vector<std::string> cards;
@@ -625,7 +619,7 @@ std::string format_short(const Diagnosis& d, const EventClock& clock, const inte
   for (std::size_t k = 0; k < most; ++k) {
     std::string card = cause_card(d, k, most, clock, names);
     const std::size_t also = count_lines(also_line(d, k + 1));
-    if (k > 0 && used + count_lines(card) + also > kShortLines) break;
+    if (k > 0 && used + count_lines(card) + also > format.max_lines) break;
     used += count_lines(card);
     cards.push_back(std::move(card));
   }

@@ -326,14 +326,14 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
         .num("calls", n)
         .num("host_blocked_ns", host_ns)
         .num("gpu_idle_ns", f.idle_ns)
-        .num("gpu_idle_any_cause_ns", idle_any)
-        .text("gpu_during", gpu_busy ? "busy" : "idle")
         .num("window_ns", window)
         .real("gpu_idle_pct", 100.0 * idle_share)
         .num("min_call_ns", kBlockingCallNs)
         .texts("sites", sites)
         .text("longest_site", top_site)
-        .event("longest", c.ref(longest->event));
+        .event("longest", c.ref(longest->event))
+        .num("gpu_idle_any_cause_ns", idle_any)
+        .text("gpu_during", gpu_busy ? "busy" : "idle");
     if (longest->op != kNoIndex) f.evidence.event("longest_activity", c.ref(c.device[longest->op].event));
     // What the longest call waited for in the causal graph (a sync edge into
     // its return), or that the trace does not say.

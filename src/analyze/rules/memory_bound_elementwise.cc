@@ -6,6 +6,9 @@
 // GPU time at the HBM ceiling, fusable into the GEMM's epilogue). The fix is
 // in the program's API (DiagnoseContext::is_torch): torch.compile for
 // PyTorch, a cuBLASLt epilogue or a fused kernel for a C++ program.
+// Precondition: the kernel holds kMinShare of device time, kMinTimeNs in
+// all over kMinCount instances, and its instances average kMinMeanNs or
+// more (a shorter kernel is latency-bound).
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -30,6 +33,12 @@ constexpr double kNearCeiling = 0.70;
 // input the kernel does not read, a broadcast read once from cache): the
 // rate is not printed.
 constexpr double kImplausibleOfPeak = 1.5;
+// A kernel whose instances average under this is latency-bound, not
+// memory-bound: a launch's fixed cost (ramp-up, tail, a few µs on every
+// GPU here) is most of its time, whatever its bytes (issue 38: 2 µs
+// optimizer adds called memory-bound; their fix is fewer launches, the
+// per_param_optimizer and launch-overhead findings).
+constexpr std::int64_t kMinMeanNs = 5'000;
 // At most this many kernels are named.
 constexpr std::size_t kMaxFindings = 3;
 
@@ -70,6 +79,7 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     const std::int64_t count = w == in_window.end() ? 0 : w->second.first;
     const std::int64_t time_ns = w == in_window.end() ? 0 : w->second.second;
     if (k.cls != KernelClass::kElementwise || count < kMinCount || time_ns < kMinTimeNs) continue;
+    if (time_ns / count < kMinMeanNs) continue;
     const double share = static_cast<double>(time_ns) / static_cast<double>(eff.total_ns);
     if (share < kMinShare) continue;
     ++fired;
