@@ -941,15 +941,21 @@ TEST(ProfilerDelivery, TheHandlerSeesItsWindowWhileTheProgramRecordsTheNext) {
 
 TEST(ProfilerDelivery, FlushWaitsAndReturnsTheHandlersError) {
   std::atomic<int> calls{0};
+  // The handler finishes only once step() has returned: a sleep of a few ms
+  // raced a step() descheduled on a loaded machine (its error then came back
+  // from step(), as documented, not from flush()).
+  std::atomic<bool> stepped{false};
   Profiler prof({.schedule = schedule({.active = 1}),
                  .on_trace_ready = [&](Profiler&) -> Status {
-                   std::this_thread::sleep_for(std::chrono::milliseconds(30));
+                   while (!stepped.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
                    calls.fetch_add(1);
                    return Error(ErrorCode::kIo, "disk full");
                  }});
   ASSERT_TRUE(prof.start());
   { TPROF_RECORD_FUNCTION("w"); }
-  ASSERT_TRUE(prof.step());  // does not wait for the 30 ms handler
+  const Status first = prof.step();  // does not wait for the handler
+  stepped.store(true);
+  ASSERT_TRUE(first);
   Status s = prof.flush();
   EXPECT_EQ(calls.load(), 1);
   ASSERT_FALSE(s);
