@@ -16,6 +16,7 @@
 #include "src/analyze/host_stack.h"
 #include "src/analyze/idle.h"
 #include "src/analyze/intervals.h"
+#include "src/analyze/rules/device_activity_missing.h"
 #include "src/base/saturate.h"
 
 namespace tprof::internal {
@@ -423,6 +424,22 @@ Judgement measure(const DiagnoseContext& c) {
     // Host work before any device activity (loading, preprocessing, set-up)
     // and the device phase after it: judge the device phase on its own too.
     if (all.lead_host > 0) all.after_lead = classify(m.window(all.lead_end, c.end_ns), c.has_device());
+    // Without steps, host work before the first device activity happens
+    // once (initialisation, loading, a first launch loading its module):
+    // it does not set the program's pace when the GPU is busy from there
+    // on. Judge from the first device activity and name the cold start;
+    // when the rest is not GPU-busy, the lead stays in the verdict.
+    if (all.lead_host > 0 && all.share(all.lead_host) >= kIdleCauseShare &&
+        all.after_lead == Verdict::kComputeBound && classify(all, c.has_device()) != Verdict::kComputeBound) {
+      const std::int64_t lead = all.lead_host, from = all.lead_end;
+      const std::int64_t init = m.window(c.start_ns, from).idle[static_cast<std::size_t>(IdleCause::kBlockedInit)];
+      all = m.window(from, c.end_ns);
+      j.lead_wait_note = "judged from the first device activity, " + format_ns(from - c.start_ns) + " into the trace (" +
+                         format_ns(all.span) + "): before it the host runs " + format_ns(lead) +
+                         " without device activity" +
+                         (init > 0 ? ", " + format_ns(init) + " of it blocked in initialisation (context, modules)" : "") +
+                         ", a one-time cold start (warm up before recording): ";
+    }
   }
   j.verdict = classify(all, c.has_device());
   // Steps that mostly agree outweigh a window the outliers (a slow first or
@@ -441,8 +458,10 @@ Judgement measure(const DiagnoseContext& c) {
     }
   }
   // A CUPTI range-profiler trace: device work with hardware counters and no
-  // measured times: no time share to judge by (see judge()).
-  if (c.device.empty() && !c.ranges.empty()) {
+  // measured times: no time share to judge by (see judge()). A trace that
+  // issued GPU work but recorded none of it (device_activity_missing) is
+  // not a CPU-only program either: nothing to judge the GPU by.
+  if ((c.device.empty() && !c.ranges.empty()) || gpu_work_issued(c).any()) {
     j.verdict = Verdict::kUnclear;
     for (StepVerdict& v : j.steps) v.verdict = Verdict::kUnclear;
   }
@@ -503,6 +522,14 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
   // measured times (the profiler replays each kernel; Kineto spreads the
   // profiling span evenly over the ranges). Not cpu-only; no time share to
   // judge by (docs/diagnose.md, "Range profiler").
+  // The program issued GPU work and the trace holds none of it: the
+  // profiler recorded the host side only (docs/diagnose.md, "Trace health",
+  // device_activity_missing).
+  if (const GpuWorkIssued g = gpu_work_issued(c); g.any()) {
+    d->summary = "the GPU's activity was not recorded: the trace shows " + g.text() +
+                 " but no device activity, so this is not a CPU-only program and there is nothing to judge the GPU "
+                 "by; profile again with ProfilerActivity.CUDA";
+  }
   if (c.device.empty() && !c.ranges.empty()) {
     d->verdict_evidence.num("profiler_ranges", static_cast<std::int64_t>(c.ranges.size()));
     d->summary = "a CUPTI range-profiler trace: " + std::to_string(c.ranges.size()) +

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "src/analyze/consistency.h"
+#include "src/analyze/diagnose_context.h"
 #include "tprof/diagnose.h"
 #include "tprof/read.h"
 
@@ -115,21 +116,30 @@ TEST(Consistency, NoContradictionOnAnyRealTrace) {
 }
 
 // The A100 Switch-Transformer forward (tests/data/public/switch_transformers,
-// from issue 38's tuning half) is host-bound (initialisation and allocator
-// calls); sync_api said "No change needed unless the host has other work to
-// do" about its syncs on a busy GPU. The pass drops that line and says why.
+// from issue 38's tuning half): sync_api says "No change needed unless the
+// host has other work to do" about its syncs on a busy GPU. The trace was
+// judged host-bound by its cold start when the review found the
+// contradiction; it is judged compute-bound now (verdict.cc, judged from
+// the first device activity), so the pass is run here on its real findings
+// under the verdict it had: it drops the line and says why.
 TEST(Consistency, AHostBoundVerdictDropsNothingToFixOnTheHost) {
   Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/public/switch_transformers/switch_moe_a100_fp32.json.gz");
   ASSERT_TRUE(t.has_value()) << t.error().message();
-  const Diagnosis d = diagnose(*t);
-  EXPECT_EQ(d.verdict, Verdict::kHostBound);
+  const internal::DiagnoseContext c(*t, /*with_averages=*/true);
+  Diagnosis d = internal::diagnose(c);
+  EXPECT_EQ(d.verdict, Verdict::kComputeBound);
+  ASSERT_NE(std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) { return f.id == "sync_api"; }),
+            d.findings.end());
+  d.verdict = Verdict::kHostBound;
+  d.reconciled.clear();
+  internal::reconcile(c, &d);
   const auto dropped = std::find_if(d.reconciled.begin(), d.reconciled.end(),
                                     [](const Reconciled& r) { return r.id == "sync_api"; });
   ASSERT_NE(dropped, d.reconciled.end());
   EXPECT_NE(dropped->why.find("host-bound verdict"), std::string::npos) << dropped->why;
-  const std::string text = format_diagnosis_text(*t, d);
-  EXPECT_EQ(text.find("No change needed"), std::string::npos) << text;
-  EXPECT_NE(format_diagnosis_json(*t, d).find("\"reconciled\""), std::string::npos);
+  EXPECT_EQ(std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) { return f.id == "sync_api"; }),
+            d.findings.end());
+  // (The JSON's "reconciled" array is in every diagnose golden.)
 }
 
 }  // namespace

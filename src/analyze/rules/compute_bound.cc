@@ -57,13 +57,30 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   const double busy_share = static_cast<double>(busy) / static_cast<double>(span);
   if (busy_share < kBusyShare) return;
 
+  const Efficiency& eff = c.efficiency();
+  // Communication holding the largest share of the GPU time is the
+  // comm_exposed rule's state (a GPU busy in collectives waits on the link
+  // or on other ranks), not compute-bound.
+  const double comm_share = eff.share(KernelClass::kComm);
+  for (int k = 0; k < kKernelClassCount; ++k) {
+    if (static_cast<KernelClass>(k) != KernelClass::kComm && eff.share(static_cast<KernelClass>(k)) > comm_share) break;
+    if (k == kKernelClassCount - 1 && comm_share > 0) return;
+  }
+
   Finding f;
   f.id = "compute_bound";
   f.severity = FindingSeverity::kInfo;
   char r[32];
   std::snprintf(r, sizeof r, "%.2f", ratio);
-  const Efficiency& eff = c.efficiency();
-  const bool memory_bound = memory_bound_share(eff) >= kMemoryBoundShare;
+  // Memory-bound: elementwise and reduction kernels hold half the GPU time,
+  // or more of it than the GEMMs (fusion is then the larger lever).
+  double largest_other = 0;  // the largest class that is not memory-bound
+  for (int k = 0; k < kKernelClassCount; ++k) {
+    const KernelClass kc = static_cast<KernelClass>(k);
+    if (kc != KernelClass::kElementwise && kc != KernelClass::kReduction) largest_other = std::max(largest_other, eff.share(kc));
+  }
+  const bool memory_bound = memory_bound_share(eff) >= kMemoryBoundShare ||
+                            (memory_bound_share(eff) > 0 && memory_bound_share(eff) > largest_other);
   GemmRate gemm = gemm_rate(eff);
   // A rate above the peak is a wrong join of shapes to kernels: unmeasured.
   if (gemm.implausible) gemm = GemmRate{};
@@ -106,17 +123,38 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (!eff.device_name.empty()) f.evidence.text("device", eff.device_name);
   // The memory-bound kernels, largest first (at most 3).
   std::vector<std::string> mem_kernels;
+  // ... and the ops that launch them, largest first (at most 6): what a
+  // user sees in the model's code.
+  std::vector<std::string> mem_ops;
   for (const KernelEfficiency& k : eff.kernels) {
-    if ((k.cls == KernelClass::kElementwise || k.cls == KernelClass::kReduction) && mem_kernels.size() < 3) {
-      mem_kernels.push_back(k.name);
+    if (k.cls != KernelClass::kElementwise && k.cls != KernelClass::kReduction) continue;
+    if (mem_kernels.size() < 3) mem_kernels.push_back(k.name);
+    if (!k.op.empty() && mem_ops.size() < 6 && std::find(mem_ops.begin(), mem_ops.end(), k.op) == mem_ops.end()) {
+      mem_ops.push_back(k.op);
     }
   }
   if (memory_bound) {
     f.evidence.texts("memory_bound_kernels", mem_kernels);
+    if (!mem_ops.empty()) f.evidence.texts("memory_bound_ops", mem_ops);
     std::string names;
     for (std::size_t i = 0; i < mem_kernels.size(); ++i) names += (i ? ", " : "") + title_name(mem_kernels[i]);
-    f.advice = "Fuse the memory-bound kernels (" + names + ") " +
-               (c.is_torch() ? std::string("with torch.compile or fused ops") : "into the kernels around them (" + c.fuse_how() + ")") + ": " +
+    // The ops say which blocks are unfused: a norm (pow/mean/rsqrt), an
+    // activation (silu/gelu), rotary embeddings (neg/cat between muls).
+    std::string ops;
+    bool norm = false, act = false, rope = false;
+    for (const std::string& o : mem_ops) {
+      ops += (ops.empty() ? "" : ", ") + o;
+      norm = norm || o == "aten::pow" || o == "aten::rsqrt" || o == "aten::mean" || o == "aten::var_mean";
+      act = act || o == "aten::silu" || o == "aten::gelu";
+      rope = rope || o == "aten::neg" || o == "aten::cat";
+    }
+    std::string fused;
+    if (norm) fused += "RMSNorm/LayerNorm";
+    if (rope) fused += std::string(fused.empty() ? "" : ", ") + "RoPE";
+    if (act) fused += std::string(fused.empty() ? "" : ", ") + "SwiGLU/GELU";
+    f.advice = "Fuse the memory-bound kernels (" + names + (ops.empty() ? std::string() : "; ops " + ops) + ") " +
+               (c.is_torch() ? "with torch.compile or fused " + (fused.empty() ? std::string("ops") : fused + " kernels")
+                             : "into the kernels around them (" + c.fuse_how() + ")") + ": " +
                format_pct(100.0 * memory_bound_share(eff)) +
                " of the GPU time is elementwise and reduction kernels, whose time is memory traffic, not math; "
                "a busy GPU is not an efficient one here.";
@@ -134,9 +172,12 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
                " of the peak" + measured_on + ": speed-ups now come from doing less work (fusing the remaining memory-bound kernels, "
                "lower precision where it is safe), not from the host.";
   } else if (gemm.peak_tflops > 0 && gemm.tflops > 0) {
-    f.advice = "Give the GEMMs shapes the tensor cores suit (dimensions in multiples of 16, larger batches or fused "
-               "projections) and check their dtype: they run at " + format_pct(100.0 * gemm.tflops / gemm.peak_tflops) +
-               " of the dense " + gemm.dtype + " peak" + measured_on + ". The host keeps the GPU fed, so speed-ups come from the kernels.";
+    // No shape advice: the GEMMs' dimensions are not judged here, and most
+    // slow GEMMs have aligned ones (tile choice, wave quantisation, small K).
+    f.advice = "The GEMMs run at " + format_pct(100.0 * gemm.tflops / gemm.peak_tflops) + " of the dense " + gemm.dtype +
+               " peak" + measured_on + ": profile the largest with " + (c.is_hip() ? "rocprof (Omniperf)" : "Nsight Compute") +
+               " to see what limits it (tile and wave quantisation on its shape, "
+               "split-K). The host keeps the GPU fed, so speed-ups come from the kernels.";
   } else if (gemm.tflops <= 0 && eff.share(KernelClass::kGemm) >= kMemoryBoundShare) {
     // The recorder's setting: tprof record sees CUDA calls and no op, so no shapes.
     const bool ops = std::any_of(c.host_ops.begin(), c.host_ops.end(),

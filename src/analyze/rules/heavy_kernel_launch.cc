@@ -26,6 +26,16 @@ namespace {
 // within 100 µs of the query's end (cuBLAS queries and launches back to back).
 constexpr std::int64_t kMaxQueryToLaunchNs = 100'000;
 constexpr std::size_t kMaxKernelNames = 5;
+// A cause only where the GPU is the bottleneck (busy at least half of the
+// window: on an idle GPU shorter kernels save no wall time) and these
+// kernels hold a tenth of its time or more.
+constexpr double kMinBusyShare = 0.5;
+constexpr double kMinKernelShare = 0.1;
+
+// A GPU generation from a kernel name's architecture prefix, for traces
+// without deviceProperties: cuBLAS/cuDNN name their sm70/sm75 kernels
+// volta_*/turing_*, whose tensor cores take fp16 only.
+bool fp16_only_by_name(std::string_view n) { return n.starts_with("volta_") || n.starts_with("turing_"); }
 
 bool is_occupancy_query(std::string_view n) { return n.find("Occupancy") != std::string_view::npos; }
 
@@ -132,28 +142,38 @@ void rule_heavy_kernel_launch(const DiagnoseContext& c, std::vector<Finding>* ou
     top_name = std::string(by_time[0].first) + " (x" + std::to_string(by_time[0].second.count) + ", " +
                format_ns(by_time[0].second.ns) + ")";
   }
-  if (top_comm || top_name.empty()) {
-    f.advice = "Nothing to change at the launch: the " + std::to_string(queries) + " occupancy queries cost " +
-               format_ns(query_ns) + " of host time in all. The library asks how many blocks fit per SM to pick a "
-               "kernel variant.";
-  } else {
-    // The lower precision this GPU's tensor cores take (an sm70 V100 has
-    // fp16 only: no bf16, no TF32), in the program's API.
-    const TensorCores tc = tensor_cores(c.trace);
-    const bool torch = c.is_torch();
-    const std::string lower =
-        tc.known && !tc.bf16 && tc.fp16 ? (torch ? "fp16 (torch.autocast with GradScaler; this GPU has no bf16 or TF32)"
-                                                 : "fp16 inputs (this GPU has no bf16 or TF32)")
-        : tc.known && tc.bf16 && !tc.tf32 ? (torch ? "bf16 (torch.autocast)" : "bf16 inputs")
-        : torch                           ? "bf16 (torch.autocast) or TF32"
-                                          : "bf16 inputs or TF32 math";
-    f.advice = "To shorten these kernels, work on their inputs, starting with " + top_name +
-               ": dimensions in multiples of 8, fewer and larger calls, and " + lower + " if it runs "
-               "in fp32; the " + std::to_string(queries) +
-               " occupancy queries themselves cost only " + format_ns(query_ns) +
-               " of host time. cuBLAS/cuDNN query occupancy to pick a variant for GEMMs and convolutions, so these "
-               "launches are the heavyweight kernels whose shapes and dtype set the GPU time.";
-  }
+  // A cause only where it is actionable: the GPU busy (kMinBusyShare),
+  // these kernels a tenth of its time (kMinKernelShare), and the heaviest
+  // one running fp32 math (fp32_math: by its name or its op's Input type)
+  // on a GPU whose tensor cores take a lower precision. A half-precision
+  // or unknown-dtype kernel, or a GPU that waits on the host, leaves the
+  // launch pattern an observation with nothing to change: no finding.
+  if (top_comm || top_name.empty()) return;
+  const Efficiency& eff = c.efficiency();
+  const DiagnoseContext::BusyWindow w = c.gpu_busy_window();
+  if (w.span_ns <= 0 || static_cast<double>(w.busy_ns) < kMinBusyShare * static_cast<double>(w.span_ns)) return;
+  if (eff.total_ns <= 0 || static_cast<double>(kernel_ns) < kMinKernelShare * static_cast<double>(eff.total_ns)) return;
+  const auto top = std::find_if(eff.kernels.begin(), eff.kernels.end(),
+                                [&](const KernelEfficiency& k) { return k.name == by_time[0].first; });
+  if (top == eff.kernels.end() || fp32_math(*top) == Fp32Math::kNo) return;
+  // The lower precision this GPU's tensor cores take (an sm70 V100 has
+  // fp16 only: no bf16, no TF32), in the program's API.
+  const TensorCores tc = tensor_cores(c.trace);
+  if (tc.known && !tc.fp16 && !tc.bf16 && !tc.tf32) return;  // no tensor cores: nothing lower to use
+  const bool fp16_only = tc.known ? (!tc.bf16 && tc.fp16) : fp16_only_by_name(by_time[0].first);
+  const bool torch = c.is_torch();
+  const std::string lower =
+      fp16_only ? (torch ? "fp16 (torch.autocast with GradScaler; this GPU has no bf16 or TF32)"
+                         : "fp16 inputs (this GPU has no bf16 or TF32)")
+      : tc.known && tc.bf16 && !tc.tf32 ? (torch ? "bf16 (torch.autocast)" : "bf16 inputs")
+      : torch                           ? "bf16 (torch.autocast) or TF32 (torch.backends.cuda.matmul.allow_tf32 = True)"
+                                        : "bf16 inputs or TF32 math";
+  f.evidence.real("gpu_busy_pct", 100.0 * static_cast<double>(w.busy_ns) / static_cast<double>(w.span_ns))
+      .real("kernel_share_pct", 100.0 * static_cast<double>(kernel_ns) / static_cast<double>(eff.total_ns));
+  f.advice = "Run these kernels on the tensor cores, starting with " + top_name + ", which does fp32 math without them: use " +
+             lower + ". They hold " + format_pct(100.0 * static_cast<double>(kernel_ns) / static_cast<double>(eff.total_ns)) +
+             " of the GPU time on a busy GPU; the " + std::to_string(queries) + " occupancy queries themselves cost only " +
+             format_ns(query_ns) + " of host time (cuBLAS/cuDNN pick a kernel variant with them).";
   // A description of where GPU time goes (the efficiency findings say whether
   // it can be faster), not a saving.
   f.impact_ns = 0;

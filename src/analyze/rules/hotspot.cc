@@ -69,6 +69,47 @@ bool is_cpu_collective(std::string_view n) {
   return false;
 }
 
+// View and metadata ops: they launch nothing, but their External ids can be
+// the ones a launch call carries (legacy traces give the launch the id of
+// the last op entered, an aten::as_strided inside aten::linear), so they
+// never name the launching op.
+bool is_view_op(std::string_view n) {
+  for (std::string_view k : {"aten::reshape", "aten::view", "aten::_reshape_alias", "aten::as_strided", "aten::expand",
+                             "aten::permute", "aten::transpose", "aten::t", "aten::contiguous", "aten::unsqueeze",
+                             "aten::squeeze", "aten::slice", "aten::select", "aten::alias", "aten::detach",
+                             "aten::empty", "aten::empty_strided", "aten::resize_"}) {
+    if (n == k) return true;
+  }
+  return false;
+}
+
+// The op that launched `launch`: the innermost CPU op (not a view op)
+// around the launch call on its thread; "" when none encloses it. The
+// walk back from the call is bounded: an op that started long before the
+// call and still encloses it is an outer scope, and the nearer ones are
+// found first.
+constexpr int kMaxEnclosingWalk = 512;
+std::string_view enclosing_op(const DiagnoseContext& c, const std::vector<std::uint32_t>& cpu_ops, std::uint32_t launch) {
+  const EventColumns& ev = c.trace.events;
+  const std::int64_t ts = c.ts(launch), end = c.end(launch);
+  auto it = std::upper_bound(cpu_ops.begin(), cpu_ops.end(), ts, [&](std::int64_t t, std::uint32_t e) { return t < c.ts(e); });
+  for (int n = 0; it != cpu_ops.begin() && n < kMaxEnclosingWalk; ++n) {
+    const std::uint32_t e = *--it;
+    if (ev.lane[e] != ev.lane[launch] || c.end(e) < end || is_view_op(c.name(e))) continue;
+    return c.name(e);
+  }
+  return {};
+}
+
+// Whether any op in the trace records its input shapes ("Input Dims"):
+// record_shapes was on, and a missing rate is a failed join, not a setting.
+bool records_shapes(const DiagnoseContext& c) {
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) == EventKind::kCpuOp && c.trace.args_json(e).find("\"Input Dims\"") != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 // The kernel's row in "Efficiency" (class from the kernel-class table),
 // nullptr when it has none.
 const KernelEfficiency* kernel_of(const DiagnoseContext& c, std::string_view kernel) {
@@ -123,8 +164,9 @@ std::string rate_note(const DiagnoseContext& c, std::string_view kernel) {
                               : std::string()) +
            measured;
   }
-  return k->cls == KernelClass::kGemm ? "its TFLOP/s needs its op's input shapes (record shapes) to measure against the peak"
-                                      : "";
+  if (k->cls != KernelClass::kGemm) return "";
+  return records_shapes(c) ? "its TFLOP/s is unmeasured: the shapes of the ops its launches are linked to are not a GEMM's"
+                           : "its TFLOP/s needs its op's input shapes (record shapes) to measure against the peak";
 }
 
 }  // namespace
@@ -172,9 +214,21 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
       const std::int64_t ext = c.trace.events.external_id[src];
       if (ext >= 0) ext_ids.insert(ext);
     }
-    if (!ext_ids.empty()) {
-      for (std::uint32_t e : c.host_ops) {
-        if (c.kind(e) == EventKind::kCpuOp && ext_ids.count(c.trace.events.external_id[e]) != 0) ++launched_by[c.name(e)];
+    // The launching op: the innermost op around each launch call on its
+    // thread; where none encloses it, the ops sharing its External id.
+    // View ops are skipped either way (they launch nothing).
+    std::vector<std::uint32_t> cpu_ops;
+    for (std::uint32_t e : c.host_ops) {
+      if (c.kind(e) == EventKind::kCpuOp) cpu_ops.push_back(e);
+    }
+    for (const DeviceOp& op : c.device) {
+      if (c.name(op.event) != best->key || op.launch == kNoIndex) continue;
+      const std::string_view by_call = enclosing_op(c, cpu_ops, op.launch);
+      if (!by_call.empty()) ++launched_by[by_call];
+    }
+    if (launched_by.empty() && !ext_ids.empty()) {
+      for (std::uint32_t e : cpu_ops) {
+        if (ext_ids.count(c.trace.events.external_id[e]) != 0 && !is_view_op(c.name(e))) ++launched_by[c.name(e)];
       }
     }
   } else {
@@ -206,7 +260,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                                [](const auto& a, const auto& b) { return a.second < b.second; });
     f.evidence.text("launched_by", std::string(it->first));
   }
-  f.evidence.events("longest", longest_refs(c, std::move(instances)));
+  f.evidence.events("longest", longest_refs(c, instances));
   if (!steps.empty()) add_steps(f.evidence, std::move(steps));
   const std::int64_t cpu_total = c.self_cpu_total_ns();
   // The GPU waits: Self CPU ≥ 10× Self CUDA, or the device idle ≥ 50% of
@@ -246,6 +300,35 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                " each, mostly waiting on the other ranks. Run tprof diagnose on all ranks' traces together to find "
                "the straggler the others wait for; if none is late, send less or less often (gradient bucketing, "
                "bf16 gradients), or overlap it with compute.";
+  } else if (!device && !instances.empty() && c.kind(instances.front()) == EventKind::kUserAnnotation) {
+    // A record_function scope: its self time is what runs between the ops
+    // inside it (Python and the dispatcher), not math of its own, so the
+    // fix is fewer ops, not faster ones.
+    std::int64_t inner = 0;
+    std::vector<std::string_view> routing;
+    for (std::uint32_t a : instances) {
+      for (std::uint32_t e : c.host_ops) {
+        if (e == a || c.kind(e) != EventKind::kCpuOp || c.trace.events.lane[e] != c.trace.events.lane[a] ||
+            c.ts(e) < c.ts(a) || c.end(e) > c.end(a)) {
+          continue;
+        }
+        ++inner;
+        const std::string_view n = c.name(e);
+        for (std::string_view r : {"aten::nonzero", "aten::where", "aten::index_add_", "aten::index_add",
+                                   "aten::masked_select", "aten::argwhere", "aten::unique", "aten::index_put_"}) {
+          if (n == r && std::find(routing.begin(), routing.end(), r) == routing.end()) routing.push_back(r);
+        }
+      }
+    }
+    std::string names;
+    for (std::string_view r : routing) names += (names.empty() ? "" : ", ") + std::string(r);
+    f.evidence.num("inner_ops", inner);
+    f.advice = name + " is a user annotation (record_function): its " + format_ns(best_self) +
+               " of self time is Python and op dispatch between the " + std::to_string(inner) +
+               " ops inside it, not math. Make fewer, larger ops (batch the per-item work" +
+               (names.empty() ? std::string()
+                              : "; avoid data-dependent routing with " + names + ", which syncs and splits the work") +
+               ")" + (c.is_torch() ? ", or compile the region (torch.compile) to remove the per-op overhead." : ".");
   } else if (!device && best->count > 0 && best_self / best->count >= kSlowCpuCallNs) {
     // Few long calls: the op's own speed, not how often it runs.
     f.advice = "Make each call of " + name + " cheaper (" + count_of(best->count, "call") + " at " + avg +
@@ -278,9 +361,15 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     // The dtype where the kernel name gives it: cuBLAS's sgemm is fp32 on the
     // SIMT units; nvjet's "_h_", hgemm, f16 and bf16 are half precision.
     const std::string_view k = best->key;
-    const bool fp32 = k.find("sgemm") != std::string_view::npos;
-    const bool half = k.find("_h_") != std::string_view::npos || k.find("hgemm") != std::string_view::npos ||
-                      k.find("f16") != std::string_view::npos || k.find("bf16") != std::string_view::npos;
+    // Else the dtype "Efficiency" gives it (its op's Input type, or a
+    // tensor-core mark in its name such as s16816/h1688).
+    const bool fp32 = k.find("sgemm") != std::string_view::npos ||
+                      (kernel != nullptr && fp32_math(*kernel) != Fp32Math::kNo);
+    const bool half = !fp32 && (k.find("_h_") != std::string_view::npos || k.find("hgemm") != std::string_view::npos ||
+                                k.find("f16") != std::string_view::npos || k.find("fp16") != std::string_view::npos ||
+                                k.find("bf16") != std::string_view::npos ||
+                                (kernel != nullptr && (kernel->dtype == "fp16" || kernel->dtype == "bf16" ||
+                                                       kernel->dtype == "fp16/bf16")));
     const std::string dtype =
         fp32   ? (c.is_torch() ? "it runs in fp32 without tensor cores (sgemm): autocast to bf16 (torch.autocast) or "
                                  "allow TF32 (torch.backends.cuda.matmul.allow_tf32 = True)"

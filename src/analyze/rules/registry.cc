@@ -1,5 +1,6 @@
 // Every rule in registry order (findings are sorted afterwards), and which
 // of them claim GPU idle time (rules.h).
+#include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -40,6 +41,7 @@ std::span<const RuleInfo> all_rules() {
       {"pageable_memcpy", rule_pageable_memcpy},
       {"host_blocked", rule_host_blocked, kClaims},
       {"truncated_trace", rule_truncated_trace},
+      {"device_activity_missing", rule_device_activity_missing},
       {"dropped_events", rule_dropped_events},
       {"overlapping_kernels", rule_overlapping_kernels},
       {"unmatched_flows", rule_unmatched_flows},

@@ -1,0 +1,102 @@
+// device_activity_missing: the program issued GPU work, but the trace holds
+// no device activity (no kernel, copy or set on any device). Kineto records
+// the device side only with ProfilerActivity.CUDA (CUPTI/roctracer); with
+// activities=[ProfilerActivity.CPU] a program that ran on the GPU looks like
+// a CPU-only one: its cuDNN ops and its [memory] events on the CUDA device
+// are still there, its kernels are not. Launch calls without their kernels
+// are the same gap from the other side (CUPTI's buffers never delivered).
+// Precondition: no device activity and no CUPTI range-profiler ranges (those
+// are device work, judged apart), and at least one sign of GPU work issued:
+// a kernel launch or device copy/set call, an op of a GPU library (cuDNN,
+// MIOpen, cuBLAS, NCCL by name), or a [memory] record on a CUDA/HIP device.
+// deviceProperties and calls such as cudaGetDeviceCount are not signs: a
+// GPU host whose model runs on the CPU lists its GPU and queries it too.
+// Trace health: the verdict (verdict.cc) reads the same evidence and does not
+// call such a trace cpu-only.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/analyze/rules/device_activity_missing.h"
+#include "src/analyze/rules/rules.h"
+
+namespace tprof::internal {
+
+namespace {
+
+bool is_issue_call(std::string_view n) {
+  return n.find("Launch") != std::string_view::npos || n.find("Memcpy") != std::string_view::npos ||
+         n.find("Memset") != std::string_view::npos;
+}
+
+bool is_gpu_library_op(std::string_view n) {
+  for (std::string_view lib : {"cudnn", "miopen", "cublas", "nccl"}) {
+    if (n.find(lib) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// c10::DeviceType: 1 CUDA, 6 HIP.
+bool is_gpu_memory(const MemoryRecord& r) { return r.device_type == 1 || r.device_type == 6; }
+
+}  // namespace
+
+GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
+  GpuWorkIssued g;
+  if (c.has_device() || !c.ranges.empty()) return g;
+  // A runtime call (cudaLaunchKernel, hipLaunchKernel) wraps a driver call
+  // (cuLaunchKernelEx): count the runtime's where the trace has them, so
+  // one launch counts once.
+  std::int64_t runtime_calls = 0, driver_calls = 0;
+  std::uint32_t first_runtime = kNoIndex, first_driver = kNoIndex;
+  for (std::uint32_t e : c.runtime) {
+    const std::string_view n = c.name(e);
+    if (!is_issue_call(n)) continue;
+    const bool runtime_api = n.starts_with("cuda") || n.starts_with("hip");
+    (runtime_api ? runtime_calls : driver_calls) += 1;
+    std::uint32_t& first = runtime_api ? first_runtime : first_driver;
+    if (first == kNoIndex) first = e;
+  }
+  g.issue_calls = runtime_calls > 0 ? runtime_calls : driver_calls;
+  g.first_call = runtime_calls > 0 ? first_runtime : first_driver;
+  for (std::uint32_t e : c.host_ops) {
+    if (!is_gpu_library_op(c.name(e))) continue;
+    if (g.first_op == kNoIndex) g.first_op = e;
+    ++g.library_ops;
+  }
+  for (const MemoryRecord& r : c.trace.memory) {
+    if (is_gpu_memory(r)) ++g.gpu_memory_records;
+  }
+  return g;
+}
+
+std::string GpuWorkIssued::text() const {
+  std::vector<std::string> parts;
+  if (issue_calls > 0) parts.push_back(std::to_string(issue_calls) + " kernel launch or copy calls");
+  if (library_ops > 0) parts.push_back(std::to_string(library_ops) + " cuDNN/MIOpen/cuBLAS/NCCL ops");
+  if (gpu_memory_records > 0) parts.push_back(std::to_string(gpu_memory_records) + " memory events on a GPU");
+  std::string s;
+  for (std::size_t i = 0; i < parts.size(); ++i) s += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  return s;
+}
+
+void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>* out) {
+  const GpuWorkIssued g = gpu_work_issued(c);
+  if (!g.any()) return;
+  Finding f;
+  f.id = "device_activity_missing";
+  f.severity = FindingSeverity::kWarning;
+  f.title = "the GPU's activity was not recorded: the trace shows " + g.text() + " but no kernel, copy or set";
+  f.evidence.num("launch_calls", g.issue_calls).num("gpu_library_ops", g.library_ops).num("gpu_memory_events", g.gpu_memory_records);
+  if (g.first_call != kNoIndex) f.evidence.event("first_call", c.ref(g.first_call));
+  if (g.first_op != kNoIndex) f.evidence.event("first_gpu_op", c.ref(g.first_op));
+  f.advice =
+      "Profile again with the device side recorded: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+      "ProfilerActivity.CUDA]) (CUDA covers ROCm too). Without it the trace cannot say whether the GPU or the host "
+      "is the bottleneck, and its CPU times include waits on the GPU.";
+  f.impact_ns = 0;
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal

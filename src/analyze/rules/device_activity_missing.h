@@ -1,0 +1,31 @@
+// The signs that a trace without device activity issued GPU work
+// (device_activity_missing.cc): the rule and the verdict (verdict.cc) read
+// them, so a trace the rule flags is never called cpu-only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/analyze/diagnose_context.h"
+#include "tprof/diagnose.h"
+
+namespace tprof::internal {
+
+struct GpuWorkIssued {
+  std::int64_t issue_calls = 0;         // kernel launch, copy and set calls (runtime API where present)
+  std::int64_t library_ops = 0;         // cuDNN, MIOpen, cuBLAS, NCCL ops
+  std::int64_t gpu_memory_records = 0;  // [memory] on a CUDA/HIP device
+  std::uint32_t first_call = kNoIndex;
+  std::uint32_t first_op = kNoIndex;
+  bool any() const { return issue_calls + library_ops + gpu_memory_records > 0; }
+  // "20 kernel launch or copy calls and 22 memory events on a GPU"
+  std::string text() const;
+};
+
+// All zero when the trace has device activity or range-profiler ranges.
+GpuWorkIssued gpu_work_issued(const DiagnoseContext& c);
+
+void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>* out);
+
+}  // namespace tprof::internal

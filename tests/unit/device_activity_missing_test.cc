@@ -1,0 +1,108 @@
+// device_activity_missing: a trace that issued GPU work but recorded none of
+// it. tests/data holds no such trace as recorded (the only one with launch
+// calls and no kernels is HTA's range-profiler trace, whose ranges are
+// device work), so the positive case is a real H100 trace with its device
+// side cut out, as a recording whose CUPTI activity never arrived would be:
+// the launch calls stay, the kernels and their flows go. CPU-only traces
+// (torch 1.13 without CUDA, HTA's gloo rank on a GPU host) stay cpu-only.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tprof/diagnose.h"
+#include "tprof/read.h"
+
+namespace tprof {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Kineto writes one event per "\n  {" block: drop the device's events and
+// the launch → kernel flows.
+std::string without_device(const std::string& json) {
+  const std::string sep = "\n  {";
+  std::string out;
+  std::size_t pos = json.find(sep);
+  out = json.substr(0, pos);
+  while (pos != std::string::npos) {
+    const std::size_t next = json.find(sep, pos + sep.size());
+    std::string block = json.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    const bool device = block.find("\"cat\": \"kernel\"") != std::string::npos ||
+                        block.find("\"cat\": \"gpu_memcpy\"") != std::string::npos ||
+                        block.find("\"cat\": \"gpu_memset\"") != std::string::npos ||
+                        block.find("\"cat\": \"gpu_user_annotation\"") != std::string::npos ||
+                        block.find("\"cat\": \"ac2g\"") != std::string::npos;
+    if (!device) {
+      out += block;
+    } else if (next == std::string::npos) {
+      // The last event carries the array's end: keep what follows it.
+      const std::size_t close = block.find("\n]");
+      if (close != std::string::npos) out += block.substr(close);
+    }
+    pos = next;
+  }
+  return out;
+}
+
+const Finding* find(const Diagnosis& d, const std::string& id) {
+  auto it = std::find_if(d.findings.begin(), d.findings.end(), [&](const Finding& f) { return f.id == id; });
+  return it == d.findings.end() ? nullptr : &*it;
+}
+
+TEST(DeviceActivityMissing, LaunchCallsWithoutKernelsAreNotCpuOnly) {
+  const std::string path = std::string(TPROF_TEST_DATA) + "/gpu/h100-torch-2.11/64_bf16_warm_eager.json";
+  const std::string json = slurp(path);
+  ASSERT_FALSE(json.empty());
+  // The trace as recorded: device activity, no finding.
+  Result<Trace> full = read_trace_bytes(json);
+  ASSERT_TRUE(full.has_value());
+  const Diagnosis before = diagnose(*full);
+  EXPECT_NE(before.verdict, Verdict::kCpuOnly);
+  EXPECT_EQ(find(before, "device_activity_missing"), nullptr);
+  // Without its device side.
+  Result<Trace> cut = read_trace_bytes(without_device(json));
+  ASSERT_TRUE(cut.has_value());
+  const Diagnosis d = diagnose(*cut);
+  EXPECT_EQ(d.verdict, Verdict::kUnclear) << d.summary;
+  EXPECT_NE(d.summary.find("the GPU's activity was not recorded"), std::string::npos) << d.summary;
+  EXPECT_NE(d.summary.find("ProfilerActivity.CUDA"), std::string::npos) << d.summary;
+  const Finding* f = find(d, "device_activity_missing");
+  ASSERT_NE(f, nullptr);
+  const Evidence::Field* calls = f->evidence.find("launch_calls");
+  ASSERT_NE(calls, nullptr);
+  EXPECT_EQ(calls->i, 20);  // cudaLaunchKernel x20 (grep -c in the file)
+  for (const StepVerdict& v : d.steps) EXPECT_EQ(v.verdict, Verdict::kUnclear);
+}
+
+TEST(DeviceActivityMissing, SilentOnCpuOnlyTraces) {
+  for (const char* rel : {"/torch-1.13/mlp/cycle0.kineto.json", "/torch-1.13/memory/memory.kineto.json",
+                          "/public/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"}) {
+    Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + rel);
+    ASSERT_TRUE(t.has_value()) << rel;
+    const Diagnosis d = diagnose(*t);
+    EXPECT_EQ(d.verdict, Verdict::kCpuOnly) << rel;
+    EXPECT_EQ(find(d, "device_activity_missing"), nullptr) << rel;
+  }
+}
+
+// HTA's rank_non_gpu: a rank of a distributed job recorded with CPU
+// activity only, whose ops include NCCL collectives (nccl:all_to_all): NCCL
+// runs on the GPU, so its device work was issued and not recorded.
+TEST(DeviceActivityMissing, NcclOpsWithoutDeviceActivity) {
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/kineto-public/hta_rank_non_gpu_2022-08.json.gz");
+  ASSERT_TRUE(t.has_value());
+  const Diagnosis d = diagnose(*t);
+  EXPECT_EQ(d.verdict, Verdict::kUnclear);
+  EXPECT_NE(find(d, "device_activity_missing"), nullptr);
+}
+
+}  // namespace
+}  // namespace tprof
