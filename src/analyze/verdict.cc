@@ -429,10 +429,15 @@ Judgement measure(const DiagnoseContext& c) {
     // it does not set the program's pace when the GPU is busy from there
     // on. Judge from the first device activity and name the cold start;
     // when the rest is not GPU-busy, the lead stays in the verdict.
-    if (all.lead_host > 0 && all.share(all.lead_host) >= kIdleCauseShare &&
+    // Only when most of that lead is initialisation (blocked in context
+    // creation or module loading): host work such as loading and
+    // preprocessing data stays in the verdict (it recurs per input).
+    const std::int64_t init_before =
+        all.lead_host > 0 ? m.window(c.start_ns, all.lead_end).idle[static_cast<std::size_t>(IdleCause::kBlockedInit)] : 0;
+    if (all.lead_host > 0 && all.share(all.lead_host) >= kIdleCauseShare && 2 * init_before >= all.lead_host &&
         all.after_lead == Verdict::kComputeBound && classify(all, c.has_device()) != Verdict::kComputeBound) {
       const std::int64_t lead = all.lead_host, from = all.lead_end;
-      const std::int64_t init = m.window(c.start_ns, from).idle[static_cast<std::size_t>(IdleCause::kBlockedInit)];
+      const std::int64_t init = init_before;
       all = m.window(from, c.end_ns);
       j.lead_wait_note = "judged from the first device activity, " + format_ns(from - c.start_ns) + " into the trace (" +
                          format_ns(all.span) + "): before it the host runs " + format_ns(lead) +

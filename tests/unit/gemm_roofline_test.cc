@@ -142,10 +142,10 @@ TEST(GemmRoofline, ComputeBoundSaysWhatItsRateCovers) {
                           "GPU time whose shapes are known)"),
             std::string::npos)
       << f->title;
-  EXPECT_NE(f->advice.find("they run at 36.3% of the dense bf16 peak (measured on the 27.0% of GPU time whose shapes "
-                           "are known)"),
-            std::string::npos)
-      << f->advice;
+  // The fix follows the largest class: elementwise and reduction kernels
+  // (47.6%) over the GEMMs (issue 38's tuning review: shape advice for
+  // aligned bf16 GEMMs was no fix).
+  EXPECT_TRUE(f->advice.starts_with("Fuse the memory-bound kernels")) << f->advice;
 }
 
 TEST(GemmRoofline, LargeGemmsAreComputeBound) {

@@ -393,28 +393,15 @@ TEST(DispatchGap, SilentForSmallSteadyGaps) {
 
 // ---- heavy_kernel_launch -------------------------------------------------
 
-TEST(HeavyKernelLaunch, OccupancyQueryBeforeTheGemmLaunch) {
+TEST(HeavyKernelLaunch, SilentForAHalfPrecisionGemm) {
+  // An occupancy query before each launch of a bf16 tensor-core GEMM: no
+  // fp32 math to move to lower precision, and the GPU idles between the
+  // short kernels: no cause to report (issue 38's tuning review: the rule
+  // said "if it runs in fp32" of fp16 kernels and advised on idle GPUs).
   Gen g;
   g.ops = {Op{.name = "aten::mm", .kernel = "ampere_bf16_s16816gemm_bf16_128x256", .cpu_us = 30, .kernel_us = 20, .occupancy = true},
            Op{.name = "aten::add", .kernel = "elementwise_kernel", .cpu_us = 10, .kernel_us = 2}};
-  auto f = run(make(g), "heavy_kernel_launch");
-  ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].severity, FindingSeverity::kInfo);
-  EXPECT_EQ(field(f[0], "heavy_launches").i, 5);
-  EXPECT_EQ(field(f[0], "launches").i, 10);
-  EXPECT_EQ(field(f[0], "occupancy_queries").i, 5);
-  EXPECT_EQ(field(f[0], "kernel_count").i, 5);
-  EXPECT_EQ(field(f[0], "kernel_ns").i, 100000);
-  const auto& names = field(f[0], "kernels").texts;
-  ASSERT_EQ(names.size(), 1u);
-  EXPECT_EQ(names[0].rfind("ampere_bf16_s16816gemm_bf16_128x256 x5", 0), 0u) << names[0];
-  EXPECT_EQ(field(f[0], "first_kernel").events.at(0).name, "ampere_bf16_s16816gemm_bf16_128x256");
-  EXPECT_EQ(field(f[0], "first_launch").events.at(0).name, "cudaLaunchKernel");
-  // Where the GPU time goes, not a saving; the fix names the kernel to tune.
-  EXPECT_EQ(f[0].impact_ns, 0);
-  EXPECT_TRUE(f[0].advice.starts_with("To shorten these kernels, work on their inputs, starting with "
-                                      "ampere_bf16_s16816gemm_bf16_128x256 (x5, 100.0 us)"))
-      << f[0].advice;
+  EXPECT_TRUE(run(make(g), "heavy_kernel_launch").empty());
 }
 
 TEST(HeavyKernelLaunch, SilentWithoutOccupancyQueries) {
@@ -614,17 +601,17 @@ TEST(ManyCalls, AKernelRunningBackToBackIsNoFinding) {
   EXPECT_EQ(field(f[0], "key").s, "aten::add");
 }
 
-// TraceLens' MI210 trace: no GEMM rate to judge by and GEMMs a third of the
-// GPU time: the fix names the kernels that hold the time and the AMD tool
-// that tells memory- from math-bound, not a generic checklist.
+// TraceLens' MI210 trace: no GEMM rate to judge by, convolutions 30.3% of
+// the GPU time and elementwise plus reduction kernels (batch norm) 49.9%:
+// the fix follows the largest class and names the kernels that hold it,
+// not a generic checklist.
 TEST(ComputeBound, WithoutARateNamesTheTopKernels) {
   Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/public/tracelens/mi210/gpu_only_trace/gpu_only_trace.json.gz");
   ASSERT_TRUE(t);
   auto f = diagnose(*t, {.only = {"compute_bound"}}).findings;
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].advice.rfind("Start at the kernels that hold the GPU time (void at::native::batch_norm_backward_kernel", 0), 0u)
+  EXPECT_EQ(f[0].advice.rfind("Fuse the memory-bound kernels (void at::native::batch_norm_backward_kernel", 0), 0u)
       << f[0].advice;
-  EXPECT_NE(f[0].advice.find("rocprof"), std::string::npos) << f[0].advice;
 }
 
 // A GPU busy 88% of the steps hides the host: aten::matmul's time in

@@ -907,15 +907,15 @@ TEST(RulesPrecision, AStreamWaitIsNamedInTheTracesApi) {
 }
 
 TEST(RulesPrecision, HeavyKernelLaunchNamesALowerPrecisionTheGpuHas) {
-  // The tb_plugin resnet50 excerpt runs on a V100 (sm70): its tensor cores
-  // take fp16 only. The fix said "bf16 (torch.autocast) or TF32" (review
-  // 2026-11-26, item 16), which fp32_math on the same trace gets right.
+  // The tb_plugin resnet50 excerpt runs on a V100 (sm70): its fix said
+  // "bf16 (torch.autocast) or TF32" (review 2026-11-26, item 16). Since
+  // issue 38's tuning review the rule fires only where the GPU is busy and
+  // the occupancy-queried kernels hold a share of it: in this excerpt's
+  // window the GPU idles, so the query is no cause and nothing is said.
   const std::vector<Finding> f = run(
       "public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.excerpt.pt.trace.json.gz",
       "heavy_kernel_launch");
-  ASSERT_EQ(f.size(), 1u);
-  EXPECT_TRUE(contains(f[0].advice, "fp16 (torch.autocast with GradScaler; this GPU has no bf16 or TF32)")) << f[0].advice;
-  EXPECT_FALSE(contains(f[0].advice, "bf16 (torch.autocast)")) << f[0].advice;
+  EXPECT_TRUE(f.empty()) << f.front().advice;
 }
 
 

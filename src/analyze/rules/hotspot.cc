@@ -89,6 +89,8 @@ bool is_view_op(std::string_view n) {
 // call and still encloses it is an outer scope, and the nearer ones are
 // found first.
 constexpr int kMaxEnclosingWalk = 512;
+// Host ops scanned for the ops inside an annotation hotspot's instances.
+constexpr std::int64_t kMaxInnerScan = 1'000'000;
 std::string_view enclosing_op(const DiagnoseContext& c, const std::vector<std::uint32_t>& cpu_ops, std::uint32_t launch) {
   const EventColumns& ev = c.trace.events;
   const std::int64_t ts = c.ts(launch), end = c.end(launch);
@@ -304,12 +306,18 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     // A record_function scope: its self time is what runs between the ops
     // inside it (Python and the dispatcher), not math of its own, so the
     // fix is fewer ops, not faster ones.
-    std::int64_t inner = 0;
+    // The ops inside its instances, from each instance's start in the
+    // host ops (sorted by ts); the scan is capped so nested instances of a
+    // recursive scope stay linear (each would hold all the deeper ones).
+    std::int64_t inner = 0, scanned = 0;
     std::vector<std::string_view> routing;
     for (std::uint32_t a : instances) {
-      for (std::uint32_t e : c.host_ops) {
+      auto from = std::lower_bound(c.host_ops.begin(), c.host_ops.end(), c.ts(a),
+                                   [&](std::uint32_t e, std::int64_t t) { return c.ts(e) < t; });
+      for (auto it = from; it != c.host_ops.end() && c.ts(*it) <= c.end(a) && scanned < kMaxInnerScan; ++it, ++scanned) {
+        const std::uint32_t e = *it;
         if (e == a || c.kind(e) != EventKind::kCpuOp || c.trace.events.lane[e] != c.trace.events.lane[a] ||
-            c.ts(e) < c.ts(a) || c.end(e) > c.end(a)) {
+            c.end(e) > c.end(a)) {
           continue;
         }
         ++inner;
