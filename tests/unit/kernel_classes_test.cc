@@ -223,7 +223,8 @@ TEST(KernelClasses, HotspotGivesNoClassAdviceToAnUnrecognisedKernel) {
   // A GEMM kernel under the same conditions does get GEMM advice.
   Result<Trace> g = read_trace_bytes(one_kernel_trace("nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT", "aten::mm"));
   ASSERT_TRUE(g.has_value());
-  const Finding* gf = hotspot_of(diagnose(*g));
+  const Diagnosis dg = diagnose(*g);  // the finding lives in it
+  const Finding* gf = hotspot_of(dg);
   ASSERT_NE(gf, nullptr);
   EXPECT_NE(gf->advice.find("half precision"), std::string::npos) << gf->advice;
 }
