@@ -35,7 +35,7 @@ std::vector<Interval> host_spans(const Finding& f) {
 // The GPU idle time (any cause) inside `merged`.
 std::int64_t idle_within(const IdlePartition& p, const std::vector<Interval>& merged) {
   std::int64_t idle = 0;
-  for (const IdlePartition::Span& s : p.spans()) idle += covered_within(merged, s.range.start, s.range.end);
+  for (const std::int64_t v : idle_by_cause(p, merged)) idle += v;
   return idle;
 }
 

@@ -292,13 +292,7 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
     }
     in_calls = merge_intervals(std::move(in_calls));
     std::int64_t idle_any = 0;
-    for (const IdlePartition::Span& s : p.spans()) {
-      for (auto it = std::lower_bound(in_calls.begin(), in_calls.end(), s.range.start,
-                                      [](const Interval& v, std::int64_t x) { return v.end <= x; });
-           it != in_calls.end() && it->start < s.range.end; ++it) {
-        sat_acc(idle_any, std::min(it->end, s.range.end) - std::max(it->start, s.range.start));
-      }
-    }
+    for (const std::int64_t v : idle_by_cause(p, in_calls)) sat_acc(idle_any, v);
     const bool gpu_busy = static_cast<double>(idle_any) < kBusyIdleShare * static_cast<double>(host_ns);
     std::string meanwhile;
     if (f.idle_ns > 0 && idle_any - f.idle_ns < f.idle_ns / 10) {
