@@ -659,4 +659,19 @@ std::uint32_t DiagnoseContext::launch_for_correlation(std::int64_t correlation) 
   return launch_by_corr_.find(correlation);
 }
 
+std::uint32_t DiagnoseContext::enclosing_op(std::uint32_t call, bool skip_views) const {
+  constexpr int kMaxEnclosingWalk = 512;
+  const std::uint32_t lane = trace.events.lane[call];
+  const std::int64_t t0 = ts(call), t1 = end(call);
+  auto it = std::upper_bound(host_ops.begin(), host_ops.end(), t0, [&](std::int64_t t, std::uint32_t e) { return t < ts(e); });
+  for (int n = 0; it != host_ops.begin() && n < kMaxEnclosingWalk; ++n) {
+    const std::uint32_t e = *--it;
+    if (e == call || trace.events.lane[e] != lane || kind(e) != EventKind::kCpuOp || end(e) < t1) continue;
+    const std::string_view n_e = name(e);
+    if (is_profiler_step(n_e) || (skip_views && is_view_op(n_e))) continue;
+    return e;
+  }
+  return kNoIndex;
+}
+
 }  // namespace tprof::internal

@@ -140,6 +140,13 @@ class DiagnoseContext {
   std::string lane_label(std::uint32_t lane) const;
   // The runtime call that launched device activity with this correlation id.
   std::uint32_t launch_for_correlation(std::int64_t correlation) const;
+  // The innermost CPU op around host event `call` on its thread (cpu_op,
+  // not ProfilerStep#): the latest-starting one that encloses it, with
+  // skip_views view and metadata ops passed over (is_view_op). The walk
+  // back from the call is bounded (512 host ops): an op that
+  // started long before and still encloses it is an outer scope, the
+  // nearer ones come first. kNoIndex when none is found.
+  std::uint32_t enclosing_op(std::uint32_t call, bool skip_views) const;
 
   // GPU busy time and the span it is measured over: each step's device
   // activity clipped to the step, summed over the steps; without steps, the

@@ -372,10 +372,24 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
     const DeviceOp& op = c.device[i];
     std::int64_t id = ev.external_id[op.event];
     if (id < 0 && op.launch != kNoIndex) id = ev.external_id[op.launch];
-    if (id < 0) continue;
-    const std::uint32_t e = op_by_id.find(id);
+    std::uint32_t e = id >= 0 ? op_by_id.find(id) : kNoIndex;
+    // The op that launched it was running when its launch call was made.
+    // An op by id that was not (some traces give the launch the id of an op
+    // entered earlier: aten::as_strided, aten::_to_copy, while the call
+    // sits in aten::addmm), a view op (it launches nothing), or an id no op
+    // carries (the Switch-MoE forward's ops stop at id 2474, its kernels
+    // go on), yields to the op around the launch call (issue 38 review: an
+    // fp32 GEMM's rate lost to aten::as_strided's missing shapes).
+    const auto encloses = [&](std::uint32_t o, std::uint32_t call) {
+      return ev.lane[o] == ev.lane[call] && c.ts(o) <= c.ts(call) && c.end(o) >= c.end(call);
+    };
+    if (op.launch != kNoIndex && (e == kNoIndex || is_view_op(t.name(e)) || !encloses(e, op.launch))) {
+      const std::uint32_t around = c.enclosing_op(op.launch, /*skip_views=*/true);
+      if (around != kNoIndex) e = around;
+    }
+    if (e == kNoIndex) continue;
     launched_by[i] = e;
-    if (e != kNoIndex && ops.try_emplace(e, nullptr).second) launching.push_back(e);
+    if (ops.try_emplace(e, nullptr).second) launching.push_back(e);
   }
   std::sort(launching.begin(), launching.end());
   for (const std::uint32_t e : launching) {

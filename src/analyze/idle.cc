@@ -18,7 +18,9 @@
 #include "src/analyze/idle.h"
 
 #include <algorithm>
+#include <map>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "src/analyze/diagnose_context.h"
@@ -283,10 +285,14 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
     }
     const std::string_view n = c.name(e);
     IdleCause kind = IdleCause::kBlockedOther;
-    if (creates_context || (is_alloc_call(n) && frees_nothing(e))) {
-      kind = IdleCause::kBlockedInit;
-    } else if (is_sync_call(n) || is_blocking_memcpy(n)) {
+    // A synchronize or blocking copy waits for the device whatever else it
+    // is: never initialisation, even as the first call of the trace (issue
+    // 38 review: torch.cuda.synchronize() 13 ms inside the step of a trace
+    // whose window starts mid-run, called "initialisation").
+    if (is_sync_call(n) || is_blocking_memcpy(n)) {
       kind = IdleCause::kBlockedSync;
+    } else if (creates_context || (is_alloc_call(n) && frees_nothing(e))) {
+      kind = IdleCause::kBlockedInit;
     } else if (is_alloc_call(n)) {
       kind = IdleCause::kBlockedAlloc;
     } else if (is_init_call(n) || ((first_in_process || first_create) && c.dur(e) >= kSlowLaunchNs)) {
@@ -296,6 +302,47 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
       kind = IdleCause::kBlockedInit;
     }
     blocking_.push_back({e, kind, -1, kNoIndex});
+  }
+  // Allocator and create calls inside the first call of their op (the
+  // innermost CPU op around them), where the op is called again later: the
+  // op's one-time set-up, not churn (issue 38 review: cuBLAS's handle and
+  // workspace cudaFree in the first aten::addmm, cuDNN's cudaEventCreate in
+  // the first cudnn_convolution). Calls in later calls of the op keep their
+  // kind, so what recurs is still the allocator's.
+  {
+    std::vector<std::size_t> cand;
+    for (std::size_t i = 0; i < blocking_.size(); ++i) {
+      const BlockingCall& b = blocking_[i];
+      if (b.op != kNoIndex) continue;
+      const std::string_view n = c.name(b.event);
+      if (b.kind == IdleCause::kBlockedAlloc || (b.kind == IdleCause::kBlockedOther && contains_ci(n, "create"))) {
+        cand.push_back(i);
+      }
+    }
+    if (!cand.empty()) {
+      // (pid, op name) -> (first start, calls); the pid as its number or
+      // string id (TraceId has no order).
+      using OpKey = std::tuple<std::int64_t, StrId, bool, StrId>;
+      const auto op_key = [&](std::uint32_t lane, StrId name) {
+        const TraceId& pid = t.lanes[lane].pid;
+        return OpKey{pid.num, pid.str, pid.is_str, name};
+      };
+      std::map<OpKey, std::pair<std::int64_t, std::int64_t>> first_of;
+      for (std::uint32_t o : c.host_ops) {
+        if (c.kind(o) != EventKind::kCpuOp || is_profiler_step(c.name(o))) continue;
+        ++first_of.try_emplace(op_key(t.events.lane[o], t.events.name[o]), c.ts(o), 0).first->second.second;
+      }
+      for (std::size_t i : cand) {
+        const std::uint32_t e = blocking_[i].event;
+        const std::uint32_t lane = t.events.lane[e];
+        const std::uint32_t inner = c.enclosing_op(e, /*skip_views=*/false);
+        if (inner == kNoIndex) continue;
+        const auto f = first_of.find(op_key(lane, t.events.name[inner]));
+        if (f != first_of.end() && f->second.first == c.ts(inner) && f->second.second >= 2) {
+          blocking_[i].kind = IdleCause::kBlockedInit;
+        }
+      }
+    }
   }
   std::stable_sort(blocking_.begin(), blocking_.end(),
                    [&](const BlockingCall& a, const BlockingCall& b) { return c.ts(a.event) < c.ts(b.event); });

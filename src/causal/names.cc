@@ -46,4 +46,14 @@ bool is_blocking_memcpy(std::string_view name) {
 
 bool is_graph_launch(std::string_view name) { return name.find("GraphLaunch") != std::string_view::npos; }
 
+bool is_view_op(std::string_view name) {
+  for (std::string_view k : {"aten::reshape", "aten::view", "aten::_reshape_alias", "aten::as_strided", "aten::expand",
+                             "aten::permute", "aten::transpose", "aten::t", "aten::contiguous", "aten::unsqueeze",
+                             "aten::squeeze", "aten::slice", "aten::select", "aten::alias", "aten::detach",
+                             "aten::empty", "aten::empty_strided", "aten::resize_"}) {
+    if (name == k) return true;
+  }
+  return false;
+}
+
 }  // namespace tprof::internal

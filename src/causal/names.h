@@ -21,6 +21,11 @@ bool is_blocking_memcpy(std::string_view name);
 // True for runtime calls that replay a graph (cudaGraphLaunch, hipGraphLaunch,
 // cuGraphLaunch): one call, many kernels.
 bool is_graph_launch(std::string_view name);
+// View and metadata ops (aten::view, as_strided, t, empty, resize_, ...):
+// they launch nothing, but their External ids can be the ones a launch call
+// carries (legacy traces give the launch the id of the last op entered, an
+// aten::as_strided inside aten::linear), so they never name the launching op.
+bool is_view_op(std::string_view name);
 
 }  // namespace tprof::internal
 

@@ -168,5 +168,27 @@ TEST(GemmRoofline, LargeGemmsAreComputeBound) {
   EXPECT_EQ(text.find("bandwidth-bound"), std::string::npos) << text;
 }
 
+TEST(GemmRoofline, TheLaunchingOpIsTheOneAroundTheLaunchCall) {
+  // The Switch-MoE forward on an A100 (fp32, with_stack): its kernels'
+  // External ids name ops that were not running at the launch (an
+  // aten::as_strided or aten::_to_copy entered earlier) or no op at all (its
+  // ops stop at id 2474), while every GEMM launch call sits in aten::addmm
+  // or aten::bmm. The rate was "measured on the 11.0% of GPU time whose
+  // shapes are known"; joined through the op around the launch call it is
+  // measured on all of it (issue 38 tuning review, trace 01).
+  const Trace t = load("public/switch_transformers/switch_moe_a100_fp32.json.gz");
+  const internal::DiagnoseContext c(t);
+  const internal::Efficiency& e = c.efficiency();
+  const internal::GemmRate g = internal::gemm_rate(e);
+  EXPECT_EQ(g.dtype, "fp32");
+  EXPECT_GE(g.measured_ns, g.time_ns);
+  for (const internal::KernelEfficiency& k : e.kernels) {
+    if (k.cls != KernelClass::kGemm) continue;
+    EXPECT_TRUE(k.op == "aten::addmm" || k.op == "aten::bmm") << k.name << " by " << k.op;
+  }
+  const std::string text = internal::efficiency_text(e);
+  EXPECT_NE(text.find("of the A100 80GB PCIe's dense fp32 peak, measured on all of it)"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace tprof

@@ -41,15 +41,24 @@ TEST(HostBlocked, AllocatorCallsNamedWithTheirOpAndTheGpuTimeLost) {
   const Diagnosis d = diagnose_file(kAlexnet);
   const Finding* f = blocked(d, "blocked_alloc");
   ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, FindingSeverity::kWarning);
-  EXPECT_EQ(field(*f, "calls")->i, 34);
-  // The longest: cudaFree for 6.008692 s under cuDNN's convolution (the trace's
-  // own event), while no device activity runs.
-  EXPECT_EQ(field(*f, "longest")->events.at(0).name, "cudaFree");
-  EXPECT_EQ(field(*f, "longest")->events.at(0).dur_ns, 6'008'692'000);
+  // Info since the first convolution's 6 s cudaFree is initialisation's:
+  // the allocator's own 1.1 s is under 5% of the window.
+  EXPECT_EQ(f->severity, FindingSeverity::kInfo);
+  EXPECT_EQ(field(*f, "calls")->i, 24);
+  // The longest: cudaMalloc for 764 ms under cuDNN's convolution in the
+  // warm-up. The 6.008692 s cudaFree of the first aten::cudnn_convolution
+  // is that op's one-time set-up, initialisation (issue 38 review; see
+  // AllocatorCallsInTheFirstCallOfTheirOpAreInitialisation).
+  EXPECT_EQ(field(*f, "longest")->events.at(0).name, "cudaMalloc");
+  EXPECT_EQ(field(*f, "longest")->events.at(0).dur_ns, 764'486'000);
   EXPECT_EQ(field(*f, "longest_site")->s,
             "aten::conv2d > aten::cudnn_convolution in \"[param|pytorch.model.alex_net|0|0|0|warmup|forward]\"");
-  EXPECT_GT(f->idle_ns, 8'500'000'000);
+  EXPECT_GT(f->idle_ns, 1'100'000'000);
+  const Finding* init = blocked(d, "blocked_init");
+  ASSERT_NE(init, nullptr);
+  bool free_in_init = false;
+  for (const std::string& s : field(*init, "sites")->texts) free_in_init = free_in_init || s.starts_with("cudaFree");
+  EXPECT_TRUE(free_in_init);
   EXPECT_EQ(d.idle.by_cause[static_cast<std::size_t>(IdleCause::kBlockedAlloc)], f->idle_ns);
   // The remedy first, for the calls that recur: that cudaFree is in the
   // warm-up (one-time, and a free asks for no memory to pre-allocate); the
@@ -85,7 +94,9 @@ TEST(HostBlocked, ALibrarysFirstStreamCreationIsInitialisation) {
   const Diagnosis d = diagnose_file(kAlexnet);
   const Finding* init = blocked(d, "blocked_init");
   ASSERT_NE(init, nullptr);
-  EXPECT_EQ(field(*init, "calls")->i, 3);
+  // The context (1), cuDNN's first stream creation and the one-time set-up
+  // calls inside the first call of each op (issue 38 review).
+  EXPECT_EQ(field(*init, "calls")->i, 14);
   bool stream_create = false;
   for (const std::string& s : field(*init, "sites")->texts) stream_create |= s.rfind("cudaStreamCreateWithFlags", 0) == 0;
   EXPECT_TRUE(stream_create);
@@ -169,6 +180,38 @@ TEST(HostBlocked, AFreeBeforeTheFirstAllocationIsInitialisation) {
     EXPECT_EQ(alloc->title.find("714.722 ms"), std::string::npos) << alloc->title;
   }
   EXPECT_LT(d.idle.by_cause[static_cast<std::size_t>(IdleCause::kBlockedAlloc)], 10'000'000);
+}
+
+// A synchronize is never initialisation: TraceLens' MI300 Qwen run records
+// from mid-run, so its first HIP call is the harness's torch.cuda.synchronize()
+// (hipDeviceSynchronize, 13 ms inside the step), which is sync_api's, not a
+// start-up call to warm up (issue 38 review, trace 14).
+TEST(HostBlocked, ASynchronizeIsNeverInitialisation) {
+  const Diagnosis d = diagnose_file("public/tracelens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+  for (const Finding& f : d.findings) {
+    if (f.id != "host_blocked") continue;
+    EXPECT_EQ(f.title.find("hipDeviceSynchronize"), std::string::npos) << f.title;
+  }
+  EXPECT_EQ(blocked(d, "blocked_init"), nullptr);
+}
+
+// Allocator calls inside the first call of their op are that op's one-time
+// set-up: on the Switch-MoE forward the cudaFree calls of 2.4 and 14.1 ms
+// sit in the first aten::addmm (cuBLAS's handle and workspace), so they
+// join the initialisation finding, and no allocator finding blames them on
+// the caching allocator (issue 38 review, trace 01).
+TEST(HostBlocked, AllocatorCallsInTheFirstCallOfTheirOpAreInitialisation) {
+  const Diagnosis d = diagnose_file("public/switch_transformers/switch_moe_a100_fp32.json.gz");
+  const Finding* alloc = blocked(d, "blocked_alloc");
+  if (alloc != nullptr) {
+    EXPECT_NE(field(*alloc, "longest")->events.at(0).name, "cudaFree") << alloc->title;
+    for (const std::string& s : field(*alloc, "sites")->texts) EXPECT_EQ(s.find("cudaFree"), std::string::npos) << s;
+  }
+  const Finding* init = blocked(d, "blocked_init");
+  ASSERT_NE(init, nullptr);
+  bool free_in_init = false;
+  for (const std::string& s : field(*init, "sites")->texts) free_in_init = free_in_init || s.starts_with("cudaFree");
+  EXPECT_TRUE(free_in_init);
 }
 
 }  // namespace

@@ -290,20 +290,23 @@ TEST(KernelGapRecurrence, ColdStepGapsStayOneOffs) {
 }
 
 // MI300X DDP training, three steps (tests/data/PROVENANCE.md): six gaps
-// were "rare", five of them between Memcpy DtoD pairs in every step; only
-// the first step's 2.2 ms gap is one.
+// were "rare", five of them between Memcpy DtoD pairs in every step. The
+// sixth, step 15's 2.157 ms, is no one-off either: its stream waits there
+// in every step, other streams covering it in the other two
+// (KernelGap.AStreamWaitInEveryStepIsNotAOneOff).
 TEST(KernelGapRecurrence, RecurringPairsLeaveTheRareGaps) {
   Result<Trace> t = read_trace(data("public/tracelens/mi300/resnet_act_checkpoint.json.gz"));
   ASSERT_TRUE(t);
-  int one_offs = 0;
+  int one_offs = 0, per_step = 0;
   for (const Finding& f : diagnose(*t, {.only = {"kernel_gap"}}).findings) {
-    if (text(f, "pattern") != "one-off") continue;
-    ++one_offs;
-    EXPECT_EQ(field(f, "count")->i, 1) << f.title;
-    EXPECT_EQ(field(f, "steps")->ints, std::vector<std::int64_t>{15}) << f.title;
-    EXPECT_NE(f.title.find("One-off GPU gap of 2.157 ms in step 15"), std::string::npos) << f.title;
+    if (text(f, "pattern") == "one-off") ++one_offs;
+    if (text(f, "pattern") == "per_step_wait") {
+      ++per_step;
+      EXPECT_NE(f.title.find("GPU gap of 2.157 ms in step 15"), std::string::npos) << f.title;
+    }
   }
-  EXPECT_EQ(one_offs, 1);
+  EXPECT_EQ(one_offs, 0);
+  EXPECT_EQ(per_step, 1);
 }
 
 }  // namespace

@@ -186,5 +186,30 @@ TEST(DdpBuffers, SilentWithoutBroadcast) {
   }
 }
 
+// TraceLens' MI300 DDP ResNet (3 steps): stream 0 waits ~2 ms between the
+// bf16 mul kernel and a DtoD copy in every step; the allreduce on stream 4
+// covers the wait in steps 16 and 17, and the GPU idles through it only in
+// step 15. A per-step wait that one step exposes, not a one-off to record
+// more steps for (issue 38 review, trace 16).
+TEST(KernelGap, AStreamWaitInEveryStepIsNotAOneOff) {
+  const Trace t = load(kMi300DdpResnet);
+  const Diagnosis d = run(t, "kernel_gap");
+  bool per_step = false;
+  for (const Finding& f : d.findings) {
+    EXPECT_EQ(f.advice.find("Record more steps"), std::string::npos) << f.title << " / " << f.advice;
+    const Evidence::Field* p = nullptr;
+    for (const Evidence::Field& e : f.evidence.fields()) {
+      if (e.key == "pattern") p = &e;
+    }
+    if (p == nullptr || p->s != "per_step_wait") continue;
+    per_step = true;
+    EXPECT_EQ(num(f, "steps_waiting"), 3);
+    EXPECT_EQ(num(f, "step"), 15);
+    EXPECT_GT(num(f, "median_stream_gap_ns"), 1'800'000);
+    EXPECT_TRUE(f.advice.starts_with("A per-step wait, not a one-off")) << f.advice;
+  }
+  EXPECT_TRUE(per_step);
+}
+
 }  // namespace
 }  // namespace tprof

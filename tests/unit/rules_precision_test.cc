@@ -889,7 +889,9 @@ TEST(RulesPrecision, AllocatorFixSpeaksOfTheMeasuredIterationsNotTheWarmup) {
                                     "allocator calls take 32.814 ms"))
       << f->advice;
   EXPECT_TRUE(contains(f->advice, "after cudaFree in \"[param|clear_cache]\" (1.249 ms) emptied the cache")) << f->advice;
-  EXPECT_TRUE(contains(f->advice, "longest cudaFree 6.009 s) are one-time")) << f->advice;
+  // The warm-up's longest is a cudaMalloc: the 6.0 s cudaFree in the first
+  // cudnn_convolution is that op's set-up, initialisation (issue 38).
+  EXPECT_TRUE(contains(f->advice, "longest cudaMalloc 764.486 ms) are one-time")) << f->advice;
   EXPECT_FALSE(contains(f->advice, "asks for")) << f->advice;
   // The saving is the measured iterations', not the warm-up's 8.5 s.
   EXPECT_LT(f->impact_ns, 40'000'000);

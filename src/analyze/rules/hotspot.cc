@@ -69,39 +69,8 @@ bool is_cpu_collective(std::string_view n) {
   return false;
 }
 
-// View and metadata ops: they launch nothing, but their External ids can be
-// the ones a launch call carries (legacy traces give the launch the id of
-// the last op entered, an aten::as_strided inside aten::linear), so they
-// never name the launching op.
-bool is_view_op(std::string_view n) {
-  for (std::string_view k : {"aten::reshape", "aten::view", "aten::_reshape_alias", "aten::as_strided", "aten::expand",
-                             "aten::permute", "aten::transpose", "aten::t", "aten::contiguous", "aten::unsqueeze",
-                             "aten::squeeze", "aten::slice", "aten::select", "aten::alias", "aten::detach",
-                             "aten::empty", "aten::empty_strided", "aten::resize_"}) {
-    if (n == k) return true;
-  }
-  return false;
-}
-
-// The op that launched `launch`: the innermost CPU op (not a view op)
-// around the launch call on its thread; "" when none encloses it. The
-// walk back from the call is bounded: an op that started long before the
-// call and still encloses it is an outer scope, and the nearer ones are
-// found first.
-constexpr int kMaxEnclosingWalk = 512;
 // Host ops scanned for the ops inside an annotation hotspot's instances.
 constexpr std::int64_t kMaxInnerScan = 1'000'000;
-std::string_view enclosing_op(const DiagnoseContext& c, const std::vector<std::uint32_t>& cpu_ops, std::uint32_t launch) {
-  const EventColumns& ev = c.trace.events;
-  const std::int64_t ts = c.ts(launch), end = c.end(launch);
-  auto it = std::upper_bound(cpu_ops.begin(), cpu_ops.end(), ts, [&](std::int64_t t, std::uint32_t e) { return t < c.ts(e); });
-  for (int n = 0; it != cpu_ops.begin() && n < kMaxEnclosingWalk; ++n) {
-    const std::uint32_t e = *--it;
-    if (ev.lane[e] != ev.lane[launch] || c.end(e) < end || is_view_op(c.name(e))) continue;
-    return c.name(e);
-  }
-  return {};
-}
 
 // Whether any op in the trace records its input shapes ("Input Dims"):
 // record_shapes was on, and a missing rate is a failed join, not a setting.
@@ -219,18 +188,17 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     // The launching op: the innermost op around each launch call on its
     // thread; where none encloses it, the ops sharing its External id.
     // View ops are skipped either way (they launch nothing).
-    std::vector<std::uint32_t> cpu_ops;
-    for (std::uint32_t e : c.host_ops) {
-      if (c.kind(e) == EventKind::kCpuOp) cpu_ops.push_back(e);
-    }
     for (const DeviceOp& op : c.device) {
       if (c.name(op.event) != best->key || op.launch == kNoIndex) continue;
-      const std::string_view by_call = enclosing_op(c, cpu_ops, op.launch);
-      if (!by_call.empty()) ++launched_by[by_call];
+      const std::uint32_t by_call = c.enclosing_op(op.launch, /*skip_views=*/true);
+      if (by_call != kNoIndex) ++launched_by[c.name(by_call)];
     }
     if (launched_by.empty() && !ext_ids.empty()) {
-      for (std::uint32_t e : cpu_ops) {
-        if (ext_ids.count(c.trace.events.external_id[e]) != 0 && !is_view_op(c.name(e))) ++launched_by[c.name(e)];
+      for (std::uint32_t e : c.host_ops) {
+        if (c.kind(e) == EventKind::kCpuOp && ext_ids.count(c.trace.events.external_id[e]) != 0 &&
+            !is_view_op(c.name(e))) {
+          ++launched_by[c.name(e)];
+        }
       }
     }
   } else {
