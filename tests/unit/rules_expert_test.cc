@@ -216,5 +216,26 @@ TEST(KernelGap, AStreamWaitInEveryStepIsNotAOneOff) {
   EXPECT_TRUE(per_step);
 }
 
+// A ParT forward on one sample under fp16 autocast (A100): autocast's casts
+// (direct_copy_kernel, aten::copy_) hold 21.2% of GPU time while the GPU
+// idles 99.3% of the trace. A shorter kernel shortens nothing there: info,
+// no saving, the host's fix first (issue 38 tuning review, trace 24: it was
+// the third top cause, "up to 1.650 ms").
+TEST(MemoryBoundElementwise, NoSavingWhileTheGpuIdles) {
+  const Trace t = load("public/particle_transformer/profiler_trace_single_sample.json.gz");
+  const Diagnosis d = run(t, "memory_bound_elementwise");
+  const Finding* f = only(d, "memory_bound_elementwise");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, FindingSeverity::kInfo);
+  EXPECT_EQ(f->impact_ns, 0);
+  EXPECT_LT(real(*f, "gpu_busy_pct"), 1.0);
+  EXPECT_TRUE(f->advice.starts_with("Not a saving while the GPU idles 99.")) << f->advice;
+  // Not among the three top causes (ranked by saving) of the full diagnosis.
+  const Diagnosis all = diagnose(t);
+  for (std::size_t i = 0; i < all.causes.size() && i < 3; ++i) {
+    EXPECT_NE(all.findings[all.causes[i].anchor].id, "memory_bound_elementwise") << all.causes[i].title;
+  }
+}
+
 }  // namespace
 }  // namespace tprof

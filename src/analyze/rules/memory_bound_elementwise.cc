@@ -8,7 +8,12 @@
 // PyTorch, a cuBLASLt epilogue or a fused kernel for a C++ program.
 // Precondition: the kernel holds kMinShare of device time, kMinTimeNs in
 // all over kMinCount instances, and its instances average kMinMeanNs or
-// more (a shorter kernel is latency-bound).
+// more (a shorter kernel is latency-bound). Where the GPU idles most of the
+// window (busy < kMinBusyShare over the steps, or the trace without steps)
+// a shorter kernel shortens nothing: the host sets the pace. The finding
+// stays, as info with no saving, its fix after the host's (issue 38 review:
+// autocast's casts, 21% of GPU time on a ParT forward whose GPU idles 99%,
+// were a top cause "up to 1.650 ms").
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -41,6 +46,8 @@ constexpr double kImplausibleOfPeak = 1.5;
 constexpr std::int64_t kMinMeanNs = 5'000;
 // At most this many kernels are named.
 constexpr std::size_t kMaxFindings = 3;
+// Below this GPU busy share the kernels are off the step's critical path.
+constexpr double kMinBusyShare = 0.5;
 
 std::string gbps_text(double gbps) {
   char b[32];
@@ -72,6 +79,27 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     ++n;
     sat_acc(ns, op.end - op.start);
   }
+  const DiagnoseContext::BusyWindow busy = c.gpu_busy_window();
+  const double busy_share =
+      busy.span_ns > 0 ? static_cast<double>(busy.busy_ns) / static_cast<double>(busy.span_ns) : 1.0;
+  // "Not a saving yet: ..." where the GPU mostly idles; "" otherwise.
+  const std::string idle_prefix =
+      busy_share < kMinBusyShare
+          ? "Not a saving while the GPU idles " + format_pct(100.0 * (1.0 - busy_share)) + " of the " +
+                (busy.over_steps ? "steps" : "trace") +
+                " (the host sets the pace: a shorter kernel leaves the GPU idle longer); once the host keeps it "
+                "busy: "
+          : std::string();
+  const auto settle = [&](Finding& f, std::int64_t time_ns) {
+    if (idle_prefix.empty()) {
+      f.impact_ns = time_ns;
+      return;
+    }
+    f.severity = FindingSeverity::kInfo;
+    f.impact_ns = 0;
+    f.evidence.real("gpu_busy_pct", 100.0 * busy_share);
+    f.advice = idle_prefix + f.advice;
+  };
   std::size_t fired = 0;
   for (const KernelEfficiency& k : eff.kernels) {
     if (fired == kMaxFindings) break;
@@ -128,7 +156,7 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
                                : " fills memory with a constant (skip the fill where the values are written later, or "
                                  "fold it into the kernel that reads them).") +
                  " A fill's time is pure memory traffic.";
-      f.impact_ns = time_ns;
+      settle(f, time_ns);
       out->push_back(std::move(f));
       continue;
     }
@@ -142,7 +170,7 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
                " An elementwise kernel does about "
                "one operation per element it loads, so its time is memory traffic: only fewer round trips to "
                "memory make it faster.";
-    f.impact_ns = time_ns;
+    settle(f, time_ns);
     out->push_back(std::move(f));
   }
 }
