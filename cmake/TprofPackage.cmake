@@ -71,6 +71,8 @@ endif()
 if(TARGET tprof_python)
   # With dpkg-shlibdeps, CPack adds the extension's libraries to these.
   set(CPACK_DEBIAN_PYTHON3_PACKAGE_DEPENDS "${_tprof_py_depends}")
+  # tprof.distributed (python3 -m tprof job) runs on Dask.
+  set(CPACK_DEBIAN_PYTHON3_PACKAGE_SUGGESTS "python3-distributed")
 endif()
 
 # /usr/share/doc/<package>/copyright in each package.

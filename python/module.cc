@@ -36,6 +36,7 @@
 #include "tprof/info.h"
 #include "tprof/kernels.h"
 #include "tprof/key_averages.h"
+#include "tprof/ranks.h"
 #include "tprof/read.h"
 #include "tprof/steps.h"
 #include "tprof/table.h"
@@ -899,6 +900,62 @@ py::dict whatif(PyTrace& t, const std::vector<std::string>& edits) {
   return d;
 }
 
+// One rank's summary (tprof summarize): the trace at `path` read where this
+// runs (a Dask worker, for tprof.distributed). Returns the summary file's
+// JSON, a few KB, and the diagnostics note `tprof diagnose DIR` prints for
+// it ("" when the trace was read cleanly). Raises TraceError naming the file.
+std::pair<std::string, std::string> summarize_path(const py::object& path_arg, int threads, bool strict) {
+  const std::string path = fs_path(path_arg);
+  std::optional<Result<Trace>> r;
+  std::pair<std::string, std::string> out;
+  {
+    py::gil_scoped_release nogil;
+    r.emplace(read_trace(path, read_options(threads, strict)));
+    if (*r) {
+      const std::size_t slash = path.find_last_of('/');
+      out.first = format_rank_summary_json(
+          JobSummary{{summarize_rank(**r, slash == std::string::npos ? path : path.substr(slash + 1))}});
+      out.second = format_diagnostics_note(**r, path);
+    }
+  }
+  if (!*r) raise_error(r->error().with_path(path));
+  return out;
+}
+
+// The job view of summary files' texts (tprof merge): text, json, md, html,
+// or "summary" (the merged summary, itself mergeable). ValueError naming
+// the part for a text that is not a summary, and for ranks that clash.
+std::string merge_job(const std::vector<std::string>& summaries, const std::vector<std::string>& names,
+                      const std::string& format) {
+  std::vector<JobSummary> parts;
+  parts.reserve(summaries.size());
+  for (std::size_t i = 0; i < summaries.size(); ++i) {
+    Result<JobSummary> part = parse_rank_summary_json(summaries[i]);
+    if (!part) {
+      const std::string name = i < names.size() ? names[i] : "summary " + std::to_string(i);
+      throw py::value_error(name + ": " + part.error().message());
+    }
+    parts.push_back(std::move(part).value());
+  }
+  std::string out;
+  std::optional<Error> failed;
+  {
+    py::gil_scoped_release nogil;
+    Result<JobSummary> job = merge_summaries(parts);
+    if (!job) {
+      failed = job.error();
+    } else if (format == "summary") {
+      out = format_rank_summary_json(*job);
+    } else {
+      const JobView v = compute_job_view(*job);
+      out = format == "json" ? format_job_json(v) : format == "md" ? format_job_md(v)
+                                                  : format == "html" ? format_job_html(v) : format_job_text(v);
+    }
+  }
+  if (failed) throw py::value_error(failed->message());
+  return out;
+}
+
 }  // namespace
 
 }  // namespace tprof::python
@@ -948,6 +1005,9 @@ PYBIND11_MODULE(_tprof, m) {
   m.def("read", &read_path, py::arg("path"), py::arg("threads") = 0, py::arg("strict") = false);
   m.def("read_bytes", &read_buffer, py::arg("data"), py::arg("name") = py::str("<bytes>"), py::arg("threads") = 0,
         py::arg("strict") = false);
+  m.def("summarize_rank", &summarize_path, py::arg("path"), py::arg("threads") = 0, py::arg("strict") = false);
+  m.def("merge_job", &merge_job, py::arg("summaries"), py::arg("names") = std::vector<std::string>{},
+        py::arg("format") = "text");
   m.def("read_many", &read_many, py::arg("paths"), py::arg("threads") = 0, py::arg("strict") = false);
   m.def("table", &table, py::arg("trace"), py::arg("sort_by") = "", py::arg("row_limit") = 100,
         py::arg("max_name_column_width") = 55, py::arg("max_src_column_width") = 75,

@@ -15,7 +15,7 @@ BUILD_PKGS=(cmake ninja-build g++ make pkg-config git
             libsimdjson-dev libcli11-dev libdeflate-dev zlib1g-dev
             libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libsqlite3-dev
             pybind11-dev python3-dev python3-numpy)
-TEST_PKGS=(python3 python3-torch chromium clang sqlite3 python3-pandas)
+TEST_PKGS=(python3 python3-torch chromium clang sqlite3 python3-pandas python3-distributed)
 
 want=("${BUILD_PKGS[@]}")
 optional=()

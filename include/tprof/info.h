@@ -17,5 +17,9 @@ std::string_view producer_name(Producer producer);
 std::string format_info_text(const Trace& trace);
 // JSON summary (stable keys; counts, lanes, diagnostics with byte offsets).
 std::string format_info_json(const Trace& trace);
+// The one line the CLI prints to stderr for a trace read with diagnostics
+// ("tprof: note: PATH: truncated=2 (details: tprof info)\n"); "" when the
+// trace has none. The same line from `tprof diagnose DIR` and the Dask job.
+std::string format_diagnostics_note(const Trace& trace, const std::string& path);
 
 }  // namespace tprof

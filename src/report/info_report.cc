@@ -236,4 +236,27 @@ std::string format_info_json(const Trace& t) {
   return out;
 }
 
+std::string format_diagnostics_note(const Trace& trace, const std::string& path) {
+  if (trace.diagnostics.empty()) return {};
+  std::string line = "tprof: note: " + path + ":";
+  for (int c = 0; c < static_cast<int>(DiagnosticCode::kCount_); ++c) {
+    const auto code = static_cast<DiagnosticCode>(c);
+    const std::uint64_t n = trace.diagnostics.count(code);
+    if (n == 0) continue;
+    line.append(" ").append(diagnostic_code_name(code)).append("=").append(std::to_string(n));
+    // The diagnostics count messages; what was lost is counted in events.
+    if (code == DiagnosticCode::kDroppedEvents && trace.meta.dropped_events > 0) {
+      line.append(" (").append(std::to_string(trace.meta.dropped_events)).append(" events dropped)");
+    }
+    if (code == DiagnosticCode::kUnfinishedScopes && trace.meta.unfinished_scopes > 0) {
+      line.append(" (").append(std::to_string(trace.meta.unfinished_scopes)).append(" scopes)");
+    }
+  }
+  if (trace.meta.dropped_shapes > 0) {
+    line.append(" shapes_missing=").append(std::to_string(trace.meta.dropped_shapes));
+  }
+  line += " (details: tprof info)";
+  return line + "\n";
+}
+
 }  // namespace tprof

@@ -210,8 +210,10 @@ if command -v dpkg-deb >/dev/null; then
     for d in "python3 (>=" "python3 (<<" python3-numpy python3-pandas libc6 libstdc++6; do
       [[ $py_dep == *"$d"* ]] || { echo "python3-tprof's Depends lacks $d: $py_dep"; exit 1; }
     done
+    [[ $(field "$py_deb" Suggests) == *python3-distributed* ]] ||
+      { echo "python3-tprof does not suggest python3-distributed (python3 -m tprof job)"; exit 1; }
     contents "$py_deb" >"$work/py.txt"
-    for f in __init__.py hta.py _frames.py; do
+    for f in __init__.py __main__.py distributed.py hta.py _frames.py; do
       grep -qxF "./usr/lib/python3/dist-packages/tprof/$f" "$work/py.txt" ||
         { echo "python3-tprof lacks tprof/$f:"; cat "$work/py.txt"; exit 1; }
     done

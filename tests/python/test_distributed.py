@@ -1,0 +1,255 @@
+"""tprof on Dask (python/tprof/distributed.py, docs/scale.md "On a cluster"):
+a real dask.distributed LocalCluster with worker processes, no mocks.
+
+- every 8/16-rank job of tests/data/ranks gives the same bytes as
+  `tprof diagnose DIR` (text, json, md) and `tprof report DIR` (html);
+- a given scheduler address is used, from the API and `python3 -m tprof job`;
+- a damaged rank fails the job naming its file, with exit status 2 and no
+  output file;
+- a worker killed while it reads a rank: the rank is tried again on another
+  worker and the job completes, or, with retries spent, fails naming it.
+"""
+
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+from support import CLI_ENV, TPROF_BIN, cli, data
+
+try:
+    import dask
+    from distributed import Client, LocalCluster
+except ImportError:  # pragma: no cover - setup.sh installs python3-distributed
+    dask = None
+
+from tprof.distributed import JobError, diagnose_job
+
+JOBS = ["balanced", "late_compute", "late_host", "late_input", "late_some", "windows"]
+MODULE_ENV = dict(CLI_ENV, DASK_LOGGING__DISTRIBUTED="error")
+
+
+def setUpModule():
+    if dask is None:
+        raise unittest.SkipTest("dask.distributed is not importable (Debian: python3-distributed)")
+    if not TPROF_BIN:
+        raise unittest.SkipTest("TPROF_BIN is not set (run through ctest)")
+
+
+def python_m_tprof(*args):
+    return subprocess.run([sys.executable, "-m", "tprof", *args], capture_output=True, env=MODULE_ENV, check=False)
+
+
+class OnALocalCluster(unittest.TestCase):
+    """One LocalCluster of two worker processes for the class."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+        cls.client = Client(cls.cluster)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.cluster.close()
+
+    def test_every_job_is_the_bytes_of_diagnose_dir(self):
+        for job in JOBS:
+            d = data("ranks", job)
+            for fmt in ("text", "json", "md"):
+                with self.subTest(job=job, format=fmt):
+                    self.assertEqual(diagnose_job(d, self.client, format=fmt), cli("diagnose", d, "--format", fmt))
+
+    def test_html_is_the_page_of_report_dir(self):
+        d = data("ranks", "late_compute")
+        with tempfile.TemporaryDirectory() as tmp:
+            page = os.path.join(tmp, "job.html")
+            cli("report", d, "-o", page)
+            with open(page, encoding="utf-8") as f:
+                self.assertEqual(diagnose_job(d, self.client, format="html"), f.read())
+
+    def test_a_glob_and_a_list_of_paths(self):
+        d = data("ranks", "late_input")
+        expected = cli("diagnose", d)
+        self.assertEqual(diagnose_job(os.path.join(d, "rank-*.json.gz"), self.client), expected)
+        self.assertEqual(diagnose_job(sorted(glob.glob(os.path.join(d, "*.json.gz"))), self.client), expected)
+
+    def test_the_merged_summary_is_tprof_merges(self):
+        d = data("ranks", "late_host")
+        with tempfile.TemporaryDirectory() as tmp:
+            parts = []
+            for f in sorted(glob.glob(os.path.join(d, "*.json.gz"))):
+                out = os.path.join(tmp, os.path.basename(f) + ".summary.json")
+                cli("summarize", f, "-o", out)
+                parts.append(out)
+            self.assertEqual(diagnose_job(d, self.client, format="summary"),
+                             cli("merge", *parts, "--format", "summary"))
+
+    def test_progress_counts_every_rank(self):
+        seen = []
+        diagnose_job(data("ranks", "late_compute"), self.client, progress=lambda done, total: seen.append((done, total)))
+        self.assertEqual(seen, [(i, 16) for i in range(1, 17)])
+
+    def test_a_damaged_rank_is_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            job = os.path.join(tmp, "job")
+            shutil.copytree(data("ranks", "balanced"), job)
+            damaged = os.path.join(job, "rank-05.json.gz")
+            with open(damaged, "wb") as f:
+                f.write(b"garbage")
+            with self.assertRaises(JobError) as e:
+                diagnose_job(job, self.client)
+            self.assertEqual([f.path for f in e.exception.failures], [damaged])
+            # The reader's own words: file, byte offset, what was expected.
+            self.assertIn("rank-05.json.gz: byte 0: expected a JSON object or array", str(e.exception))
+            self.assertIn("1 of 8 ranks failed", str(e.exception))
+
+    def test_a_truncated_rank_is_read_and_noted_as_diagnose_dir_does(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            job = os.path.join(tmp, "job")
+            shutil.copytree(data("ranks", "balanced"), job)
+            cut = os.path.join(job, "rank-05.json.gz")
+            with open(cut, "r+b") as f:
+                f.truncate(os.path.getsize(cut) // 2)
+            notes = []
+            text = diagnose_job(job, self.client, note=notes.append)
+            r = subprocess.run([TPROF_BIN, "diagnose", job], capture_output=True, env=CLI_ENV, check=False)
+            self.assertEqual(r.returncode, 0)
+            self.assertEqual(text, r.stdout.decode())
+            self.assertEqual("".join(notes), r.stderr.decode())
+            self.assertIn("truncated=", "".join(notes))
+
+    def test_ranks_that_clash_are_named_as_diagnose_dir_names_them(self):
+        d = data("ranks", "dup_rank")
+        with self.assertRaises(JobError) as e:
+            diagnose_job(d, self.client)
+        r = subprocess.run([TPROF_BIN, "-q", "diagnose", d], capture_output=True, env=CLI_ENV, check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(str(e.exception), r.stderr.decode())
+
+    def test_nothing_to_read(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.assertRaises(JobError) as e:
+                diagnose_job(tmp, self.client)
+            self.assertIn("no trace seen by any worker", str(e.exception))
+
+
+class OnAGivenScheduler(unittest.TestCase):
+    """A scheduler started elsewhere: the API and the command connect to its
+    address (as Nsight Systems' recipes take --scheduler)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.close()
+
+    def test_api(self):
+        d = data("ranks", "late_some")
+        self.assertEqual(diagnose_job(d, scheduler=self.cluster.scheduler_address), cli("diagnose", d))
+
+    def test_command(self):
+        d = data("ranks", "late_host")
+        r = python_m_tprof("job", d, "--scheduler", self.cluster.scheduler_address, "--format", "json", "-q")
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        self.assertEqual(r.stdout.decode(), cli("diagnose", d, "--format", "json"))
+
+    def test_command_fails_whole_with_the_rank_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            job = os.path.join(tmp, "job")
+            shutil.copytree(data("ranks", "late_host"), job)
+            with open(os.path.join(job, "rank-02.json.gz"), "wb") as f:
+                f.write(b"[1, 2")
+            out = os.path.join(tmp, "view.txt")
+            r = python_m_tprof("job", job, "--scheduler", self.cluster.scheduler_address, "-o", out, "-q")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("rank-02.json.gz", r.stderr.decode())
+            self.assertFalse(os.path.exists(out))
+
+
+class ALocalClusterOfItsOwn(unittest.TestCase):
+    def test_command_starts_and_stops_one(self):
+        d = data("ranks", "balanced")
+        r = python_m_tprof("job", d, "--local", "2")
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        self.assertEqual(r.stdout.decode(), cli("diagnose", d))
+        self.assertIn("ranks summarized 8/8", r.stderr.decode())
+
+    def test_bad_arguments_exit_2(self):
+        self.assertEqual(python_m_tprof("job", data("ranks", "balanced"), "--local", "0").returncode, 2)
+        self.assertEqual(python_m_tprof("job", data("ranks", "balanced"), "--format", "xml").returncode, 2)
+
+
+class AWorkerKilledMidJob(unittest.TestCase):
+    """A rank's trace is a FIFO: its worker blocks opening it. That worker
+    process is killed; the real trace then takes the FIFO's place."""
+
+    def run_job(self, allowed_failures, retries):
+        with dask.config.set({"distributed.scheduler.allowed-failures": allowed_failures}):
+            cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+            client = Client(cluster)
+        try:
+            tmp = tempfile.mkdtemp()
+            job = os.path.join(tmp, "job")
+            shutil.copytree(data("ranks", "late_host"), job)
+            held = os.path.join(job, "rank-03.json.gz")
+            real = os.path.join(tmp, "rank-03.json.gz")
+            shutil.move(held, real)
+            os.mkfifo(held)
+            result = {}
+
+            def run():
+                try:
+                    result["text"] = diagnose_job(job, client, retries=retries)
+                except JobError as e:
+                    result["error"] = e
+
+            t = threading.Thread(target=run)
+            t.start()
+            # The worker holding the FIFO's task: the one still processing.
+            pids = client.run(os.getpid)
+            victim = None
+            for _ in range(400):
+                busy = {w: list(ts) for w, ts in client.processing().items() if ts}
+                keys = [str(k) for ts in busy.values() for k in ts]
+                if len(keys) == 1 and "rank-03" in keys[0]:
+                    victim = next(iter(busy))
+                    break
+                time.sleep(0.05)
+            self.assertIsNotNone(victim, "no worker was left holding the FIFO's rank")
+            # The real trace in the FIFO's place first: the blocked worker
+            # stays blocked on the unlinked FIFO, a second try reads the file.
+            os.unlink(held)
+            shutil.move(real, held)
+            os.kill(pids[victim], signal.SIGKILL)
+            t.join(120)
+            self.assertFalse(t.is_alive())
+            shutil.rmtree(tmp)
+            return result
+        finally:
+            client.close()
+            cluster.close()
+
+    def test_the_rank_is_tried_again(self):
+        result = self.run_job(allowed_failures=3, retries=1)
+        self.assertNotIn("error", result)
+        self.assertEqual(result["text"], cli("diagnose", data("ranks", "late_host")))
+
+    def test_with_no_retry_left_the_job_fails_naming_the_rank(self):
+        result = self.run_job(allowed_failures=0, retries=0)
+        self.assertIn("error", result)
+        failures = result["error"].failures
+        self.assertEqual([os.path.basename(f.path) for f in failures], ["rank-03.json.gz"])
+        self.assertIn("the worker died", failures[0].reason)
+
+
+if __name__ == "__main__":
+    unittest.main()
