@@ -208,6 +208,15 @@ struct Straggler {
   // (within 1 ms, aligned): the ones `before` compares.
   std::int64_t compared = 0;
   std::vector<ArrivalCause> before;   // excess over the others, largest first (named ones only)
+  // Where a rank joins several groups (tensor- and data-parallel process
+  // groups), collectives, last_at and ranks count the group where it is
+  // last at the largest share; last_on names it ("pg tp4"), "" for one group.
+  std::string last_on;
+  double chance = 1;             // the odds of being last that often by chance (binomial tail)
+  // A rank late because it waits in another collective for a named
+  // straggler of a group they share (its group's collective): that rank;
+  // such a follower is not named. -1 otherwise.
+  std::int64_t follows = -1;
   double share_needed = 0;       // the share of its collectives it must be last at (docs/scale.md)
   bool named = false;            // passed the thresholds (else: the latest rank, shown to say why not)
   std::string advice;

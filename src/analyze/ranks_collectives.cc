@@ -282,6 +282,20 @@ struct Instance {
 
 constexpr const char* kCauses[] = {"computation", "communication", "input", "host"};
 
+// The odds that a rank is last at `last` or more of `n` collectives of
+// `ranks` ranks by chance alone (each 1/ranks): the binomial tail.
+double last_by_chance(std::int64_t last, std::int64_t n, std::int64_t ranks) {
+  if (ranks < 2 || n <= 0) return 1.0;
+  const double p = 1.0 / static_cast<double>(ranks);
+  double tail = 0;
+  for (std::int64_t k = std::max<std::int64_t>(last, 0); k <= n; ++k) {
+    const double log_c = std::lgamma(static_cast<double>(n) + 1) - std::lgamma(static_cast<double>(k) + 1) -
+                         std::lgamma(static_cast<double>(n - k) + 1);
+    tail += std::exp(log_c + static_cast<double>(k) * std::log(p) + static_cast<double>(n - k) * std::log1p(-p));
+  }
+  return std::min(1.0, tail);
+}
+
 std::int64_t cause_ns(const RankCollective& c, int what) {
   switch (what) {
     case 0: return c.computation_ns;
@@ -426,6 +440,16 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
   std::vector<std::int64_t> arrival(entries.size(), 0), finish(entries.size(), 0);
   std::vector<std::set<std::int64_t>> steps_of(n);
   std::vector<std::vector<std::int64_t>> members_of(n);
+  // Per rank and group (process group or stream, and kernel): the matched
+  // collectives it joins, those it is last at, their sizes. A straggler is
+  // judged in the group where it is last most often: with tensor-parallel
+  // groups a late rank is last at its group's collectives, while at the
+  // data-parallel one its whole group arrives late with it.
+  struct GroupCount {
+    std::int64_t joined = 0, last = 0;
+    std::vector<std::int64_t> members;
+  };
+  std::vector<std::map<std::int32_t, GroupCount>> per_group(n);
   std::vector<std::int64_t> residuals;
   std::vector<std::int64_t> span_lo(n, std::numeric_limits<std::int64_t>::max()),
       span_hi(n, std::numeric_limits<std::int64_t>::min());
@@ -454,6 +478,9 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
       ++out.collectives[ri];
       if (run.step >= 0) steps_of[ri].insert(run.step);
       members_of[ri].push_back(run.members);
+      GroupCount& g = per_group[ri][run.gid];
+      ++g.joined;
+      g.members.push_back(run.members);
       span_lo[ri] = std::min(span_lo[ri], arrival[k]);
       span_hi[ri] = std::max(span_hi[ri], run.end);
     }
@@ -461,9 +488,50 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     const std::size_t last = members.back();
     run.lead = sat_sub(arrival[last], arrival[members[members.size() - 2]]);
     const std::int64_t tie = std::max(spread, kArrivalTieNs);
+    // Several late ranks (a collective of kMinLateSetMembers or more): the
+    // members after the largest gap among the last quarter's arrivals, when
+    // that gap exceeds the tie and half the spread of the arrivals before
+    // it. Each is late there, with its wait on the punctual ones; the last
+    // alone would name one of two equally late ranks, at random.
+    const std::size_t m = members.size();
+    std::size_t split = m;
+    if (m >= kMinLateSetMembers) {
+      std::int64_t best_gap = 0;
+      // The gap before the last arrival too: where it is the largest, one
+      // rank is late (the last, below).
+      for (std::size_t i = std::max<std::size_t>(1, m - m / 4); i < m; ++i) {
+        const std::int64_t gap = sat_sub(arrival[members[i]], arrival[members[i - 1]]);
+        if (gap > best_gap) {
+          best_gap = gap;
+          split = i;
+        }
+      }
+      if (split + 1 >= m ||
+          best_gap <= std::max(tie, sat_sub(arrival[members[split - 1]], arrival[members[0]]) / 2)) {
+        split = m;
+      }
+    }
+    if (split < m) {
+      for (std::size_t i = split; i < m; ++i) {
+        Instance late = run;
+        const std::size_t k = members[i];
+        late.last = entries[k].ri;
+        late.lead = sat_sub(arrival[k], arrival[members[split - 1]]);
+        ++out.last_at[static_cast<std::size_t>(late.last)];
+        ++per_group[static_cast<std::size_t>(late.last)][run.gid].last;
+        std::vector<std::int64_t> waits;
+        for (std::size_t j = 0; j < split; ++j) waits.push_back(sat_sub(arrival[k], arrival[members[j]]));
+        late.wait = mean_median(std::move(waits));
+        late.after = sat_sub(run.end, arrival[k]);
+        late.idx = members;
+        insts.push_back(std::move(late));
+      }
+      return;
+    }
     if (run.lead > tie) {
       run.last = entries[last].ri;
       ++out.last_at[static_cast<std::size_t>(run.last)];
+      ++per_group[static_cast<std::size_t>(run.last)][run.gid].last;
       std::vector<std::int64_t> waits;
       for (std::size_t m = 0; m + 1 < members.size(); ++m) waits.push_back(sat_sub(arrival[last], arrival[members[m]]));
       run.wait = mean_median(std::move(waits));
@@ -561,14 +629,42 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     s.collectives = out.collectives[ri];
     s.last_at = out.last_at[ri];
     s.ranks = mean_median(members_of[ri]);
+    if (per_group[ri].size() > 1) {
+      // Several groups: it is judged where being last that often is least
+      // likely by chance (the binomial tail; then the most often last), so
+      // one collective of its own (1 of 1) does not outweigh 7 of 8.
+      std::int32_t best = -1;
+      double best_chance = 2;
+      std::int64_t best_members = 0;
+      for (auto& [g, c] : per_group[ri]) {
+        if (c.last == 0) continue;
+        const std::int64_t members = mean_median(std::vector<std::int64_t>(c.members));
+        const double chance = last_by_chance(c.last, c.joined, members);
+        if (best < 0 || chance < best_chance || (chance == best_chance && c.last > per_group[ri][best].last)) {
+          best = g;
+          best_chance = chance;
+          best_members = members;
+        }
+      }
+      const GroupCount& c = per_group[ri][best];
+      s.collectives = c.joined;
+      s.last_at = c.last;
+      s.ranks = best_members;
+      s.last_on = group_of[static_cast<std::size_t>(best)].first;
+    }
     s.steps = static_cast<std::int64_t>(steps_of[ri].size());
     std::map<std::int32_t, std::int64_t> by_group;
     std::vector<std::int64_t> leads, afters;
     std::array<std::int64_t, 4> excess = {0, 0, 0, 0};
     std::array<std::map<std::string, std::int64_t>, 3> tops;  // kernel, collective, host event
+    // The wait it inflicts, per step: summed within each group, the largest
+    // group's in each step. Nested groups inherit one delay (a rank late at
+    // its tensor-parallel all-reduce makes its whole group late at the
+    // data-parallel one, the same time lost once), so groups do not add.
+    std::map<std::int64_t, std::map<std::int32_t, std::int64_t>> step_group_wait;
     for (const Instance& in : insts) {
       if (in.last != static_cast<std::int32_t>(ri)) continue;
-      sat_acc(s.wait_ns, in.wait);
+      sat_acc(step_group_wait[in.step][in.gid], in.wait);
       sat_acc(by_group[in.gid], in.wait);
       leads.push_back(in.lead);
       afters.push_back(in.after);
@@ -602,6 +698,11 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
       for (int t = 0; t < 3; ++t) {
         if (top[t].first >= 0) sat_acc(tops[static_cast<std::size_t>(t)][names[static_cast<std::size_t>(top[t].first)]], top[t].second);
       }
+    }
+    for (const auto& [step, groups] : step_group_wait) {
+      std::int64_t most = 0;
+      for (const auto& [g, w] : groups) most = std::max(most, w);
+      sat_acc(s.wait_ns, most);
     }
     std::int32_t worst = -1;
     for (const auto& [g, w] : by_group) {
@@ -642,9 +743,11 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     // Last at half its collectives at least, and clearly more often than
     // chance (one in `ranks`): 3 in 4 with two ranks.
     s.share_needed = std::max(0.5, 1.0 / static_cast<double>(std::max<std::int64_t>(s.ranks, 1)) + 0.25);
+    s.chance = last_by_chance(s.last_at, s.collectives, s.ranks);
     s.named = s.last_at >= kStragglerMinLate &&
               static_cast<double>(s.last_at) >= s.share_needed * static_cast<double>(s.collectives) &&
-              s.wait_pct >= kStragglerMinWaitPct;
+              (s.wait_pct >= kStragglerMinWaitPct ||
+               (s.chance <= kStragglerChance && s.wait_pct >= kStragglerSignificantWaitPct));
     s.advice = straggler_advice(s, s.collective);
     candidates.push_back(std::move(s));
     candidate_ri.push_back(ri);
@@ -653,6 +756,32 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
   auto more_wait = [](const Straggler& a, const Straggler& b) {
     return std::tie(b.wait_ns, b.last_at, a.rank) < std::tie(a.wait_ns, a.last_at, b.rank);
   };
+  // Followers: a named rank with no cause of its own before arriving
+  // (nothing beyond the others since its previous collective, or mostly
+  // waiting in another collective) that shares a group with a named rank
+  // late for a cause of its own is late because its previous collective,
+  // in that group, waited for that rank: with tensor-parallel groups the
+  // late rank's whole group arrives late at the data-parallel all-reduce.
+  // The root is the straggler.
+  const auto own_cause = [](const Straggler& x) { return !x.before.empty() && x.before[0].what != kCauses[1]; };
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    Straggler& f = candidates[i];
+    if (!f.named || own_cause(f)) continue;
+    for (std::size_t j = 0; j < candidates.size(); ++j) {
+      const Straggler& root = candidates[j];
+      if (j == i || !root.named || !own_cause(root)) continue;
+      bool shared = false;
+      for (const auto& [g, c] : per_group[candidate_ri[i]]) {
+        const auto it = per_group[candidate_ri[j]].find(g);
+        shared = shared || (it != per_group[candidate_ri[j]].end() && it->second.last > 0);
+      }
+      if (shared) {
+        f.named = false;
+        f.follows = root.rank;
+        break;
+      }
+    }
+  }
   bool any_named = false;
   for (const Straggler& s : candidates) any_named = any_named || s.named;
   std::size_t latest = candidates.size();

@@ -19,10 +19,19 @@ namespace tprof::internal {
 inline constexpr std::int64_t kCollectiveEndToleranceNs = 1'000'000;
 // Arrivals closer than this (or than the spread of the ends) are a tie.
 inline constexpr std::int64_t kArrivalTieNs = 10'000;
+// Collectives of this many ranks or more can have several late ranks at
+// once (docs/scale.md, "Stragglers": the late set).
+inline constexpr std::size_t kMinLateSetMembers = 8;
 // A straggler arrives last at this many matched collectives at least ...
 inline constexpr std::int64_t kStragglerMinLate = 3;
-// ... and the others wait for it at least this share of a step.
+// ... and the others wait for it at least this share of a step,
 inline constexpr double kStragglerMinWaitPct = 5.0;
+// ... or, where being last that often cannot be chance (the binomial tail of
+// last_at or more of its collectives, each with 1/ranks odds, at most
+// kStragglerChance), this share: a rank 1% late every step of a 64-rank job
+// is last at every collective and costs every rank 1% (issue 39).
+inline constexpr double kStragglerSignificantWaitPct = 0.5;
+inline constexpr double kStragglerChance = 1e-4;
 // A rank's verdict becomes "waiting for rank k" when its own verdict is
 // communication-bound, dependency-bound or unclear, or when it waits this
 // share of a step at least.

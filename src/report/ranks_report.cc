@@ -66,7 +66,8 @@ std::string share_text(const Straggler& s) {
 // "rank 5: last at 8 of 8 collectives it joins (16 ranks each); the others wait ..."
 std::string straggler_line(const Straggler& s) {
   return "rank " + std::to_string(s.rank) + ": last at " + std::to_string(s.last_at) + " of " +
-         std::to_string(s.collectives) + " matched collectives it joins (" + std::to_string(s.ranks) +
+         std::to_string(s.collectives) + " matched collectives it joins" +
+         (s.last_on.empty() ? std::string() : " on " + s.last_on) + " (" + std::to_string(s.ranks) +
          " traced ranks each); the others wait " + internal::format_ns(s.wait_per_step_ns) + per_step_text(s) + " for it (" +
          share_text(s) + "), most at " + s.collective + " (" + s.on + "); it arrives " + internal::format_ns(s.lead_ns) +
          " after the next-latest rank and its collectives end " + internal::format_ns(s.after_arrival_ns) +
@@ -109,7 +110,12 @@ std::string why_not(const Straggler& s) {
     add("last at under " + pct_text(100.0 * s.share_needed, 0) + " of the collectives it joins");
   }
   if (s.wait_pct < internal::kStragglerMinWaitPct) {
-    add("the others wait under " + pct_text(internal::kStragglerMinWaitPct, 0) + " of a step for it");
+    // Last too often for chance: a smaller wait suffices.
+    if (s.chance > internal::kStragglerChance) {
+      add("the others wait under " + pct_text(internal::kStragglerMinWaitPct, 0) + " of a step for it");
+    } else if (s.wait_pct < internal::kStragglerSignificantWaitPct) {
+      add("the others wait under " + pct_text(internal::kStragglerSignificantWaitPct, 1) + " of a step for it");
+    }
   }
   return out;
 }
@@ -340,6 +346,8 @@ std::string format_job_json(const JobView& v) {
       w.key("ranks"); w.value_int(s.ranks);
       w.key("collective"); w.value_string(s.collective);
       w.key("on"); w.value_string(s.on);
+      w.key("last_on"); w.value_string(s.last_on);
+      w.key("follows"); w.value_int(s.follows);
       w.key("steps"); w.value_int(s.steps);
       w.key("wait_ns"); w.value_int(s.wait_ns);
       w.key("wait_per_step_ns"); w.value_int(s.wait_per_step_ns);

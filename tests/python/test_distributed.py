@@ -7,10 +7,14 @@ a real dask.distributed LocalCluster with worker processes, no mocks.
 - a damaged rank fails the job naming its file, with exit status 2 and no
   output file;
 - a worker killed while it reads a rank: the rank is tried again on another
-  worker and the job completes, or, with retries spent, fails naming it.
+  worker and the job completes, or, with retries spent, fails naming it;
+- generated jobs (tests/data/ranks/make_jobs.py, Spec), made a rank at a
+  time on the workers: a 256-rank job with tensor-parallel groups and a grid
+  of 64-rank jobs, their planted stragglers and causes found, none invented.
 """
 
 import glob
+import json
 import os
 import shutil
 import signal
@@ -32,6 +36,11 @@ except ImportError:  # pragma: no cover - setup.sh installs python3-distributed
 from tprof.distributed import JobError, diagnose_job
 
 JOBS = ["balanced", "late_compute", "late_host", "late_input", "late_some", "windows"]
+RANKS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "ranks")
+# The workers import the generator (make_jobs) and tprof: they inherit this.
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [os.path.abspath(RANKS_DIR), os.environ.get("PYTHONPATH", "")] if p)
+sys.path.insert(0, os.path.abspath(RANKS_DIR))
+import make_jobs  # noqa: E402
 MODULE_ENV = dict(CLI_ENV, DASK_LOGGING__DISTRIBUTED="error")
 
 
@@ -249,6 +258,67 @@ class AWorkerKilledMidJob(unittest.TestCase):
         failures = result["error"].failures
         self.assertEqual([os.path.basename(f.path) for f in failures], ["rank-03.json.gz"])
         self.assertIn("the worker died", failures[0].reason)
+
+
+class GeneratedJobs(unittest.TestCase):
+    """Jobs made a rank at a time where they are summarized (no disk holds
+    a whole job), merged on the client; the planted late ranks are the
+    named stragglers, with their causes (bench/scale_job.py measures 64 to
+    1,024 ranks, 20 jobs each)."""
+
+    CAUSE = {"compute": "computation", "host": "host", "input": "input"}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+        cls.client = Client(cls.cluster)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.cluster.close()
+
+    def named(self, spec):
+        from tprof import _tprof
+
+        futures = self.client.map(make_jobs.summarize_generated, [spec] * spec.ranks, range(spec.ranks), pure=False)
+        summaries = self.client.gather(futures)
+        view = json.loads(_tprof.merge_job(summaries, [], "json"))
+        self.assertEqual(len(view["ranks"]), spec.ranks)
+        return {s["rank"]: s for s in view["stragglers"]}
+
+    def test_256_ranks_with_tensor_parallel_groups(self):
+        # Rank 77 3% late on its GEMM: last at every collective of its TP
+        # group (pg tp9); at the data-parallel all-reduce its whole group
+        # arrives late with it, and those 7 ranks, late only because their
+        # TP collective waited for 77, are not named (followers).
+        spec = make_jobs.Spec(256, late=[77], cause="compute", late_pct=3.0, tp=8, seed=7)
+        named = self.named(spec)
+        self.assertEqual(sorted(named), [77])
+        s = named[77]
+        self.assertIn(s["last_on"], ("pg tp9", "pg 0"))
+        self.assertEqual((s["last_at"], s["collectives"]), (8, 8))
+        self.assertEqual(s["before"][0]["what"], "computation")
+        self.assertLess(s["wait_pct"], 5.0)  # named on significance, not the 5% wait
+
+    def test_a_grid_of_64_rank_jobs(self):
+        cases = [
+            ([9], "host", 2.0, 1), ([40], "input", 1.0, 8), ([3, 50], "compute", 2.0, 1),
+            ([12, 44], "host", 10.0, 8), ([], "compute", 5.0, 1), ([], "compute", 5.0, 8),
+        ]
+        for seed, (late, cause, pct, tp) in enumerate(cases, start=20):
+            with self.subTest(late=late, cause=cause, pct=pct, tp=tp):
+                spec = make_jobs.Spec(64, late=late, cause=cause, late_pct=pct, tp=tp, seed=seed)
+                named = self.named(spec)
+                self.assertEqual(sorted(named), sorted(late))
+                for r in late:
+                    self.assertEqual(named[r]["before"][0]["what"], self.CAUSE[cause])
+
+    def test_a_rank_is_made_alone_and_the_same_every_time(self):
+        spec = make_jobs.Spec(1024, late=[5], tp=8, seed=3)
+        a = make_jobs.rank_trace(spec, 1000)
+        self.assertEqual(a, make_jobs.rank_trace(spec, 1000))
+        self.assertNotEqual(a, make_jobs.rank_trace(spec, 999))
 
 
 if __name__ == "__main__":

@@ -120,6 +120,157 @@ def job(name, ranks, late_rank=-1, late_us=0.0, cause="", late_steps=None, old_k
                 g.write(data)
 
 
+# ---- Jobs of any size, one rank at a time (issue 39's scale test) ----------
+#
+# The jobs above are written whole. A generated job (`Spec`) is a rank at a
+# time: `rank_trace(spec, r)` makes rank r's trace alone, from the seed, so
+# Dask workers each make their ranks where they run and no disk holds the
+# whole job. Every rank's timeline still depends on every other's arrivals
+# (a collective ends when its last rank arrives); `_plan(spec)` computes
+# those, a few floats per rank and step, once per process.
+#
+# The loop: a DataLoader scope, a GEMM on stream 7; with tensor-parallel
+# groups (`tp` > 1) an all-reduce over the rank's TP group (process group
+# "tp<k>", ranks k*tp .. k*tp+tp-1, stream 21), then the data-parallel
+# all-reduce over every rank (process group "0", stream 20), the optimizer
+# kernel after it, a synchronize. Planted stragglers (`late`) are later by
+# `late_pct` of the step (1-10%) in every step, for one `cause`:
+#   compute  their GEMM runs longer
+#   host     their host runs "log_metrics" before launching the step's work
+#   input    they wait longer for their batch (DataLoader)
+
+
+class Spec:
+    def __init__(self, ranks, late=(), cause="compute", late_pct=5.0, tp=1, steps=STEPS, seed=1):
+        self.ranks, self.late, self.cause = ranks, tuple(sorted(late)), cause
+        self.late_pct, self.tp, self.steps, self.seed = late_pct, tp, steps, seed
+
+    def key(self):
+        return (self.ranks, self.late, self.cause, self.late_pct, self.tp, self.steps, self.seed)
+
+
+STEP_US = 7300.0  # about one step of this loop, for late_pct
+_plans = {}
+
+
+def _plan(spec):
+    """Per step: each rank's (start, loader, host, gemm, arrival at the TP
+    all-reduce, its end, arrival at the DP all-reduce, its end, step end)."""
+    key = spec.key()
+    if key in _plans:
+        return _plans[key]
+    late_us = spec.late_pct / 100.0 * STEP_US
+    start = [0.0] * spec.ranks
+    steps = []
+    for n in range(spec.steps):
+        rows = []
+        for r in range(spec.ranks):
+            rng = random.Random(spec.seed * 1_000_003 + n * 65_537 + r)
+            late = late_us if r in spec.late else 0.0
+            loader = 300.0 + rng.uniform(0, 20) + (late if spec.cause == "input" else 0.0)
+            host = late if spec.cause == "host" else 0.0
+            gemm = 6000.0 + rng.uniform(-40, 40) + (late if spec.cause == "compute" else 0.0)
+            t_mm = start[r] + loader + 5 + host
+            rows.append([start[r], loader, host, t_mm, t_mm + 30, gemm, rng.uniform(0, 3), rng.uniform(0, 3),
+                         rng.uniform(0, 5)])
+        arrive_tp = [row[4] + row[5] for row in rows]
+        tp_end = list(arrive_tp)
+        if spec.tp > 1:
+            for g in range(0, spec.ranks, spec.tp):
+                end = max(arrive_tp[g:g + spec.tp]) + 300.0
+                for r in range(g, min(g + spec.tp, spec.ranks)):
+                    tp_end[r] = end + rows[r][6]
+        arrive_dp = [tp_end[r] + (20.0 if spec.tp > 1 else 0.0) for r in range(spec.ranks)]
+        dp_end = max(arrive_dp) + 800.0
+        out = []
+        for r, row in enumerate(rows):
+            finish = dp_end + row[7]
+            step_end = finish + 530.0 + 5 + row[8]
+            out.append((row[0], row[1], row[2], row[3], row[4], row[5], arrive_tp[r], tp_end[r], arrive_dp[r], finish,
+                        step_end))
+            start[r] = step_end
+        steps.append(out)
+    _plans.clear()  # one spec at a time per process
+    _plans[key] = steps
+    return steps
+
+
+def rank_trace(spec, r):
+    """Rank r's trace of the generated job, as gzip bytes (deterministic)."""
+    rng = random.Random(spec.seed * 7919 + r)
+    offset = round(rng.uniform(-4e6, 4e6), 3)
+    if r in spec.late:
+        offset = -4.05e6 - r  # read raw, it would seem to arrive first
+    events = []
+    corr = [1000]
+
+    def cpu(cat, nm, ts, dur, args=None):
+        e = {"ph": "X", "cat": cat, "name": nm, "pid": 4000 + r, "tid": 4000 + r,
+             "ts": round(T0 + ts + offset, 3), "dur": round(dur, 3)}
+        if args:
+            e["args"] = args
+        events.append(e)
+
+    def launch(ts):
+        corr[0] += 1
+        cpu("cuda_runtime", "cudaLaunchKernel", ts, 6.0, {"correlation": corr[0], "External id": corr[0]})
+        return corr[0]
+
+    def kernel(nm, stream, ts, dur, c, extra=None):
+        args = {"device": r % 8, "stream": stream, "correlation": c, "External id": c}
+        args.update(extra or {})
+        events.append({"ph": "X", "cat": "kernel", "name": nm, "pid": r % 8, "tid": stream,
+                       "ts": round(T0 + ts + offset, 3), "dur": round(dur, 3), "args": args})
+
+    def comm(pg, desc, size, stream, t_launch, arrive, end):
+        cpu("cpu_op", "record_param_comms", t_launch - 8, 26.0)
+        c = launch(t_launch)
+        kernel(NEW_NCCL, stream, arrive, end - arrive, c, {
+            "Collective name": "allreduce", "In msg nelems": 25_000_000, "Out msg nelems": 25_000_000,
+            "Group size": size, "dtype": "Float", "Process Group Name": pg, "Process Group Description": desc})
+
+    for n, row in enumerate(_plan(spec)):
+        (t, loader, host, t_mm, gemm_start, gemm, arrive_tp, tp_end, arrive_dp, finish, step_end) = row[r]
+        cpu("cpu_op", LOADER, t + 2, loader - 2)
+        if host:
+            cpu("user_annotation", "log_metrics", t + loader + 2, host)
+        cpu("cpu_op", "aten::mm", t_mm, 40.0)
+        kernel(GEMM, 7, gemm_start, gemm, launch(t_mm + 10), {"grid": [132, 1, 1], "block": [256, 1, 1]})
+        if spec.tp > 1:
+            g = r // spec.tp
+            comm("tp%d" % g, "tensor_parallel", spec.tp, 21, t_mm + 45, arrive_tp, tp_end)
+        comm("0", "default_pg", spec.ranks, 20, t_mm + 60, arrive_dp, finish)
+        kernel(OPTIMIZER, 7, finish + 15, 500.0, launch(t_mm + 80))
+        cpu("cuda_runtime", "cudaStreamSynchronize", t_mm + 100, finish + 530.0 - (t_mm + 100))
+        events.append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % (FIRST_STEP + n),
+                       "pid": 4000 + r, "tid": 4000 + r, "ts": round(T0 + t + offset, 3),
+                       "dur": round(step_end - t, 3)})
+    doc = {"schemaVersion": 1,
+           "distributedInfo": {"backend": "nccl", "rank": r, "world_size": spec.ranks},
+           "traceEvents": sorted(events, key=lambda e: e["ts"]) + [
+               {"ph": "M", "name": "process_name", "pid": 4000 + r, "tid": 0, "args": {"name": "python"}},
+               {"ph": "M", "name": "process_name", "pid": r % 8, "tid": 0, "args": {"name": "GPU %d" % (r % 8)}}]}
+    return gzip.compress(json.dumps(doc, separators=(",", ":")).encode(), compresslevel=1, mtime=0)
+
+
+def summarize_generated(spec, r):
+    """On a worker: rank r's trace made, written to the worker's temporary
+    directory, summarized by tprof, deleted; its summary returned."""
+    import tempfile
+
+    from tprof import _tprof
+
+    fd, path = tempfile.mkstemp(prefix="rank-%05d-" % r, suffix=".json.gz")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(rank_trace(spec, r))
+        summary, _note = _tprof.summarize_rank(path)
+    finally:
+        os.unlink(path)
+    # The file name the view shows, whatever the temporary one was.
+    return summary.replace(os.path.basename(path), "rank-%05d.json.gz" % r)
+
+
 def main():
     job("balanced", 8, seed=1)
     job("late_compute", 16, late_rank=11, late_us=12000.0, cause="compute", seed=2)

@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""Generated jobs of 64, 256 and 1,024 ranks diagnosed on Dask (issue 39):
+recall and precision of the planted stragglers and their causes, wall time,
+and peak memory per worker and on the client.
+
+Each job is generated on the workers, a rank at a time
+(tests/data/ranks/make_jobs.py: Spec, summarize_generated): a worker makes
+its rank's trace in its temporary directory, summarizes it with tprof and
+deletes it, so no disk holds the whole job; the client gathers the summaries
+and merges them (tprof merge). Ground truth: the planted late ranks (1-10%
+of a step late in every step; compute, host or input; one or two ranks; with
+and without tensor-parallel process groups of 8) and jobs with none.
+
+  bench/scale_job.py [--ranks 64 256 1024] [--jobs 20] [--workers 2] [--build build]
+
+Prints one row per size; figures in bench/README.md, "Jobs on Dask".
+"""
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CAUSE = {"compute": "computation", "host": "host", "input": "input"}
+
+
+def specs(ranks, jobs, make_jobs):
+    """`jobs` specs: every 5th without a straggler; the others cycle causes,
+    1-10% late, one or two late ranks (in different TP groups), TP 8 or none."""
+    out = []
+    pcts = [1.0, 2.0, 5.0, 10.0]
+    for j in range(jobs):
+        tp = 8 if j % 2 == 0 else 1
+        if j % 5 == 4:
+            out.append(make_jobs.Spec(ranks, late=(), tp=tp, seed=100 + j))
+            continue
+        n_late = 1 + (j % 3 == 1)
+        first = (j * 37 + 5) % ranks
+        late = [first] + ([(first + ranks // 2 + 3) % ranks] if n_late == 2 else [])
+        cause = ["compute", "host", "input"][j % 3]
+        out.append(make_jobs.Spec(ranks, late=late, cause=cause, late_pct=pcts[j % 4], tp=tp, seed=100 + j))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ranks", type=int, nargs="+", default=[64, 256, 1024])
+    ap.add_argument("--jobs", type=int, default=20)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    a = ap.parse_args()
+    ranks_dir = os.path.join(ROOT, "tests", "data", "ranks")
+    py = os.path.join(os.path.abspath(a.build), "python")
+    os.environ["PYTHONPATH"] = os.pathsep.join([py, ranks_dir, os.environ.get("PYTHONPATH", "")])
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
+    sys.path[:0] = [py, ranks_dir]
+    import make_jobs
+    from distributed import Client, LocalCluster
+    from tprof import _tprof
+
+    cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = Client(cluster)
+    print(f"{a.workers} worker processes, {a.jobs} jobs per size")
+    print("| ranks | jobs | planted | found (right cause) | named | recall | precision | median job wall | "
+          "s per 1,000 ranks | worker peak RSS | summaries per job | client RSS growth |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n in a.ranks:
+        planted = found = named = right = 0
+        walls, sizes = [], []
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        for spec in specs(n, a.jobs, make_jobs):
+            t = time.perf_counter()
+            summaries = client.gather(client.map(make_jobs.summarize_generated, [spec] * n, range(n), pure=False))
+            view = json.loads(_tprof.merge_job(summaries, [], "json"))
+            walls.append(time.perf_counter() - t)
+            sizes.append(sum(len(s) for s in summaries))
+            got = {s["rank"]: (s["before"][0]["what"] if s["before"] else "") for s in view["stragglers"]}
+            planted += len(spec.late)
+            named += len(got)
+            for r in spec.late:
+                if r in got:
+                    found += 1
+                    right += got[r] == CAUSE[spec.cause]
+            del summaries, view
+        rss = max(client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
+        growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0
+        walls.sort()
+        med = walls[len(walls) // 2]
+        recall = right / planted if planted else 1.0
+        precision = right / named if named else 1.0
+        print(f"| {n} | {a.jobs} | {planted} | {found} ({right}) | {named} | {100 * recall:.1f}% | "
+              f"{100 * precision:.1f}% | {med:.2f} s | {1000 * med / n:.2f} | {rss / 1024:.0f} MB | "
+              f"{sorted(sizes)[len(sizes) // 2] / 1024:.0f} KB | {growth / 1024:.0f} MB |", flush=True)
+    client.close()
+    cluster.close()
+
+
+if __name__ == "__main__":
+    main()
