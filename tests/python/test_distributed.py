@@ -55,8 +55,8 @@ def python_m_tprof(*args):
     return subprocess.run([sys.executable, "-m", "tprof", *args], capture_output=True, env=MODULE_ENV, check=False)
 
 
-class OnALocalCluster(unittest.TestCase):
-    """One LocalCluster of two worker processes for the class."""
+class WithACluster(unittest.TestCase):
+    """One LocalCluster of two worker processes and its client for the class."""
 
     @classmethod
     def setUpClass(cls):
@@ -67,6 +67,9 @@ class OnALocalCluster(unittest.TestCase):
     def tearDownClass(cls):
         cls.client.close()
         cls.cluster.close()
+
+
+class OnALocalCluster(WithACluster):
 
     def test_every_job_is_the_bytes_of_diagnose_dir(self):
         for job in JOBS:
@@ -260,23 +263,13 @@ class AWorkerKilledMidJob(unittest.TestCase):
         self.assertIn("the worker died", failures[0].reason)
 
 
-class GeneratedJobs(unittest.TestCase):
+class GeneratedJobs(WithACluster):
     """Jobs made a rank at a time where they are summarized (no disk holds
     a whole job), merged on the client; the planted late ranks are the
     named stragglers, with their causes (bench/scale_job.py measures 64 to
     1,024 ranks, 20 jobs each)."""
 
     CAUSE = {"compute": "computation", "host": "host", "input": "input"}
-
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-        cls.client = Client(cls.cluster)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.client.close()
-        cls.cluster.close()
 
     def named(self, spec):
         from tprof import _tprof
