@@ -442,7 +442,8 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
   std::vector<std::vector<std::int64_t>> members_of(n);
   // Per rank and group (process group or stream, and kernel): the matched
   // collectives it joins, those it is last at, their sizes. A straggler is
-  // judged in the group where it is last most often: with tensor-parallel
+  // judged in the group where being last that often is least likely by
+  // chance (last_by_chance): with tensor-parallel
   // groups a late rank is last at its group's collectives, while at the
   // data-parallel one its whole group arrives late with it.
   struct GroupCount {
