@@ -213,6 +213,7 @@ struct Straggler {
   // last at the largest share; last_on names it ("pg tp4"), "" for one group.
   std::string last_on;
   double chance = 1;             // the odds of being last that often by chance (binomial tail)
+  double lateness_z = 0;         // its median lateness over the standard error of its group's arrival jitter
   // A rank late because it waits in another collective for a named
   // straggler of a group they share (its group's collective): that rank;
   // such a follower is not named. -1 otherwise.

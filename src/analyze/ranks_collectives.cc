@@ -449,8 +449,12 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
   struct GroupCount {
     std::int64_t joined = 0, last = 0;
     std::vector<std::int64_t> members;
+    std::vector<std::int64_t> lateness;  // its arrival − the collective's median arrival
   };
   std::vector<std::map<std::int32_t, GroupCount>> per_group(n);
+  // Per group: every member's lateness at every collective, pooled (their
+  // spread is the arrival jitter a lateness is judged against).
+  std::map<std::int32_t, std::vector<std::int64_t>> group_lateness;
   std::vector<std::int64_t> residuals;
   std::vector<std::int64_t> span_lo(n, std::numeric_limits<std::int64_t>::max()),
       span_hi(n, std::numeric_limits<std::int64_t>::min());
@@ -486,6 +490,16 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
       span_hi[ri] = std::max(span_hi[ri], run.end);
     }
     std::stable_sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) { return arrival[a] < arrival[b]; });
+    {
+      std::vector<std::int64_t> at;
+      for (const std::size_t k : members) at.push_back(arrival[k]);
+      const std::int64_t mid = mean_median(std::move(at));
+      for (const std::size_t k : members) {
+        const std::int64_t late = sat_sub(arrival[k], mid);
+        per_group[static_cast<std::size_t>(entries[k].ri)][run.gid].lateness.push_back(late);
+        group_lateness[run.gid].push_back(late);
+      }
+    }
     const std::size_t last = members.back();
     run.lead = sat_sub(arrival[last], arrival[members[members.size() - 2]]);
     const std::int64_t tie = std::max(spread, kArrivalTieNs);
@@ -621,6 +635,28 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     if (!steps_of[ri].empty() && median_step_ns > 0) return pct_of(per_step(ri, total), median_step_ns);
     return pct_of(total, sat_sub(span_hi[ri], span_lo[ri]));
   };
+  // How far beyond the arrival jitter a rank arrives, in the group where it
+  // is most consistently late: the median of its latenesses there over the
+  // standard error of a median of that many arrivals (1.2533 · 1.4826 ·
+  // the group's pooled MAD / √n). The largest over its groups; 0 where a
+  // group's arrivals do not spread.
+  std::map<std::int32_t, double> group_mad;
+  for (auto& [g, pooled] : group_lateness) {
+    const std::int64_t mid = mean_median(pooled);
+    for (std::int64_t& v : pooled) v = v > mid ? sat_sub(v, mid) : sat_sub(mid, v);
+    group_mad[g] = static_cast<double>(mean_median(std::move(pooled)));
+  }
+  auto lateness_z = [&](std::size_t ri) {
+    double best = 0;
+    for (const auto& [g, c] : per_group[ri]) {
+      if (c.lateness.size() < 2) continue;
+      const double mad = group_mad[g];
+      if (mad <= 0) continue;
+      const double se = 1.2533 * 1.4826 * mad / std::sqrt(static_cast<double>(c.lateness.size()));
+      best = std::max(best, static_cast<double>(mean_median(std::vector<std::int64_t>(c.lateness))) / se);
+    }
+    return best;
+  };
   std::vector<Straggler> candidates;
   std::vector<std::size_t> candidate_ri;
   for (std::size_t ri = 0; ri < n; ++ri) {
@@ -653,6 +689,7 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
       s.ranks = best_members;
       s.last_on = group_of[static_cast<std::size_t>(best)].first;
     }
+    s.lateness_z = lateness_z(ri);
     s.steps = static_cast<std::int64_t>(steps_of[ri].size());
     std::map<std::int32_t, std::int64_t> by_group;
     std::vector<std::int64_t> leads, afters;
@@ -745,10 +782,10 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     // chance (one in `ranks`): 3 in 4 with two ranks.
     s.share_needed = std::max(0.5, 1.0 / static_cast<double>(std::max<std::int64_t>(s.ranks, 1)) + 0.25);
     s.chance = last_by_chance(s.last_at, s.collectives, s.ranks);
+    const bool not_chance = s.chance <= kStragglerChance || s.lateness_z >= kStragglerMinLatenessZ;
     s.named = s.last_at >= kStragglerMinLate &&
               static_cast<double>(s.last_at) >= s.share_needed * static_cast<double>(s.collectives) &&
-              (s.wait_pct >= kStragglerMinWaitPct ||
-               (s.chance <= kStragglerChance && s.wait_pct >= kStragglerSignificantWaitPct));
+              (s.wait_pct >= kStragglerMinWaitPct || (not_chance && s.wait_pct >= kStragglerSignificantWaitPct));
     s.advice = straggler_advice(s, s.collective);
     candidates.push_back(std::move(s));
     candidate_ri.push_back(ri);

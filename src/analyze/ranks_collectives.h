@@ -32,6 +32,11 @@ inline constexpr double kStragglerMinWaitPct = 5.0;
 // is last at every collective and costs every rank 1% (issue 39).
 inline constexpr double kStragglerSignificantWaitPct = 0.5;
 inline constexpr double kStragglerChance = 1e-4;
+// ... or where its median lateness (its arrival − the collective's median
+// arrival) is this many standard errors beyond the arrival jitter of its
+// group: a rank 1% late in a group of 8 whose arrivals jitter by ±0.55% is
+// last at 5 of 8 (chance 1 in 900) but 9 standard errors late.
+inline constexpr double kStragglerMinLatenessZ = 5.0;
 // A rank's verdict becomes "waiting for rank k" when its own verdict is
 // communication-bound, dependency-bound or unclear, or when it waits this
 // share of a step at least.

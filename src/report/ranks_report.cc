@@ -1,6 +1,7 @@
 // The job view as text, JSON and Markdown, and the rank summary file
 // (written with JsonWriter, read back with JsonValue).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <string>
@@ -348,6 +349,8 @@ std::string format_job_json(const JobView& v) {
       w.key("on"); w.value_string(s.on);
       w.key("last_on"); w.value_string(s.last_on);
       w.key("follows"); w.value_int(s.follows);
+      w.key("chance"); w.value_double(s.chance);
+      w.key("lateness_z"); w.value_double(std::round(s.lateness_z * 100) / 100);
       w.key("steps"); w.value_int(s.steps);
       w.key("wait_ns"); w.value_int(s.wait_ns);
       w.key("wait_per_step_ns"); w.value_int(s.wait_per_step_ns);
