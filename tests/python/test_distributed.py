@@ -201,8 +201,10 @@ class ALocalClusterOfItsOwn(unittest.TestCase):
 
 
 class AWorkerKilledMidJob(unittest.TestCase):
-    """A rank's trace is a FIFO: its worker blocks opening it. That worker
-    process is killed; the real trace then takes the FIFO's place."""
+    """A rank's trace is a FIFO: its worker blocks opening it (the reader
+    waits up to 10 s for a writer, then fails: the kill comes well before,
+    once the other ranks are done, a fraction of a second). That worker
+    process is killed; the real trace has taken the FIFO's place."""
 
     def run_job(self, allowed_failures, retries):
         with dask.config.set({"distributed.scheduler.allowed-failures": allowed_failures}):
