@@ -433,25 +433,47 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       recurring.push_back({&key, med, spike_total, lower_median(std::move(spike_ns)), spike_steps.size(), nsteps,
                            outliers, true});
     } else if (has_one_offs) {
-      for (const Gap* g : outliers) {
-        // The stream waits about as long at this place in most steps, and
-        // other streams' work covers the wait in the others (issue 38
-        // review: DDP's mul -> DtoD copy waits ~2 ms in each of 3 steps,
-        // hidden by the allreduce in two): a per-step wait this step
-        // exposed, not a one-off to record more steps for.
-        std::vector<std::int32_t> wait_steps;
-        std::vector<std::int64_t> waits;
-        for (const Gap& o : gaps) {
-          if (o.stream_ns >= std::max(kMinGapNs, g->stream_ns / 2)) {
-            wait_steps.push_back(o.step);
-            waits.push_back(o.stream_ns);
+      // The stream waits about as long at this place in most steps, and
+      // other streams' work covers the wait in the others (issue 38
+      // review: DDP's mul -> DtoD copy waits ~2 ms in each of 3 steps,
+      // hidden by the allreduce in two): a per-step wait this step
+      // exposed, not a one-off to record more steps for. Per outlier: the
+      // pair's gaps whose stream gap is at least half its own (and
+      // kMinGapNs), their steps and median. Those are a prefix of the
+      // gaps by stream gap, longest first, so outliers taken by falling
+      // threshold extend one prefix (no scan of the pair per outlier).
+      std::vector<std::size_t> waiting_steps(outliers.size(), 0);
+      std::vector<std::int64_t> waiting_median(outliers.size(), 0);
+      if (has_steps) {
+        std::vector<std::int64_t> by_wait;
+        for (const Gap& o : gaps) by_wait.push_back(o.stream_ns);
+        std::vector<std::size_t> order(gaps.size());
+        for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return by_wait[a] > by_wait[b]; });
+        const auto threshold = [](const Gap* g) { return std::max(kMinGapNs, g->stream_ns / 2); };
+        std::vector<std::size_t> by_threshold(outliers.size());
+        for (std::size_t i = 0; i < by_threshold.size(); ++i) by_threshold[i] = i;
+        std::sort(by_threshold.begin(), by_threshold.end(),
+                  [&](std::size_t a, std::size_t b) { return threshold(outliers[a]) > threshold(outliers[b]); });
+        std::vector<char> seen(nsteps + 1, 0);  // by step index + 1 (-1: outside the steps)
+        std::size_t prefix = 0, distinct = 0;
+        for (const std::size_t k : by_threshold) {
+          const std::int64_t at_least = threshold(outliers[k]);
+          for (; prefix < order.size() && by_wait[order[prefix]] >= at_least; ++prefix) {
+            char& s = seen[static_cast<std::size_t>(gaps[order[prefix]].step + 1)];
+            distinct += s == 0;
+            s = 1;
           }
+          waiting_steps[k] = distinct;
+          // lower_median of the prefix: ascending index (prefix-1)/2.
+          if (prefix > 0) waiting_median[k] = by_wait[order[prefix - 1 - (prefix - 1) / 2]];
         }
-        std::sort(wait_steps.begin(), wait_steps.end());
-        wait_steps.erase(std::unique(wait_steps.begin(), wait_steps.end()), wait_steps.end());
-        if (has_steps && wait_steps.size() >= kRecurringOneOffMinSteps &&
-            static_cast<double>(wait_steps.size()) >= kRecurringOneOffShare * static_cast<double>(nsteps)) {
-          exposed.push_back({*g, med, lower_median(std::move(waits)), wait_steps.size()});
+      }
+      for (std::size_t k = 0; k < outliers.size(); ++k) {
+        const Gap* g = outliers[k];
+        if (has_steps && waiting_steps[k] >= kRecurringOneOffMinSteps &&
+            static_cast<double>(waiting_steps[k]) >= kRecurringOneOffShare * static_cast<double>(nsteps)) {
+          exposed.push_back({*g, med, waiting_median[k], waiting_steps[k]});
         } else {
           one_offs.push_back({*g, med});
         }
