@@ -508,26 +508,26 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     // that gap exceeds the tie and half the spread of the arrivals before
     // it. Each is late there, with its wait on the punctual ones; the last
     // alone would name one of two equally late ranks, at random.
-    const std::size_t m = members.size();
-    std::size_t split = m;
-    if (m >= kMinLateSetMembers) {
+    const std::size_t count = members.size();
+    std::size_t split = count;
+    if (count >= kMinLateSetMembers) {
       std::int64_t best_gap = 0;
       // The gap before the last arrival too: where it is the largest, one
       // rank is late (the last, below).
-      for (std::size_t i = std::max<std::size_t>(1, m - m / 4); i < m; ++i) {
+      for (std::size_t i = std::max<std::size_t>(1, count - count / 4); i < count; ++i) {
         const std::int64_t gap = sat_sub(arrival[members[i]], arrival[members[i - 1]]);
         if (gap > best_gap) {
           best_gap = gap;
           split = i;
         }
       }
-      if (split + 1 >= m ||
+      if (split + 1 >= count ||
           best_gap <= std::max(tie, sat_sub(arrival[members[split - 1]], arrival[members[0]]) / 2)) {
-        split = m;
+        split = count;
       }
     }
-    if (split < m) {
-      for (std::size_t i = split; i < m; ++i) {
+    if (split < count) {
+      for (std::size_t i = split; i < count; ++i) {
         Instance late = run;
         const std::size_t k = members[i];
         late.last = entries[k].ri;
@@ -782,10 +782,10 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     // chance (one in `ranks`): 3 in 4 with two ranks.
     s.share_needed = std::max(0.5, 1.0 / static_cast<double>(std::max<std::int64_t>(s.ranks, 1)) + 0.25);
     s.chance = last_by_chance(s.last_at, s.collectives, s.ranks);
-    const bool not_chance = s.chance <= kStragglerChance || s.lateness_z >= kStragglerMinLatenessZ;
     s.named = s.last_at >= kStragglerMinLate &&
               static_cast<double>(s.last_at) >= s.share_needed * static_cast<double>(s.collectives) &&
-              (s.wait_pct >= kStragglerMinWaitPct || (not_chance && s.wait_pct >= kStragglerSignificantWaitPct));
+              (s.wait_pct >= kStragglerMinWaitPct ||
+               (late_beyond_chance(s) && s.wait_pct >= kStragglerSignificantWaitPct));
     s.advice = straggler_advice(s, s.collective);
     candidates.push_back(std::move(s));
     candidate_ri.push_back(ri);

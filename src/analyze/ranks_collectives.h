@@ -37,6 +37,10 @@ inline constexpr double kStragglerChance = 1e-4;
 // group: a rank 1% late in a group of 8 whose arrivals jitter by ±0.55% is
 // last at 5 of 8 (chance 1 in 900) but 9 standard errors late.
 inline constexpr double kStragglerMinLatenessZ = 5.0;
+// Its lateness is not chance, by either test above: a 0.5% wait suffices.
+inline bool late_beyond_chance(const Straggler& s) {
+  return s.chance <= kStragglerChance || s.lateness_z >= kStragglerMinLatenessZ;
+}
 // A rank's verdict becomes "waiting for rank k" when its own verdict is
 // communication-bound, dependency-bound or unclear, or when it waits this
 // share of a step at least.

@@ -111,8 +111,8 @@ std::string why_not(const Straggler& s) {
     add("last at under " + pct_text(100.0 * s.share_needed, 0) + " of the collectives it joins");
   }
   if (s.wait_pct < internal::kStragglerMinWaitPct) {
-    // Last too often for chance: a smaller wait suffices.
-    if (s.chance > internal::kStragglerChance) {
+    // Late beyond chance: a smaller wait suffices.
+    if (!internal::late_beyond_chance(s)) {
       add("the others wait under " + pct_text(internal::kStragglerMinWaitPct, 0) + " of a step for it");
     } else if (s.wait_pct < internal::kStragglerSignificantWaitPct) {
       add("the others wait under " + pct_text(internal::kStragglerSignificantWaitPct, 1) + " of a step for it");
