@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -912,9 +913,9 @@ std::pair<std::string, std::string> summarize_path(const py::object& path_arg, i
     py::gil_scoped_release nogil;
     r.emplace(read_trace(path, read_options(threads, strict)));
     if (*r) {
-      const std::size_t slash = path.find_last_of('/');
+      // The file name, as tprof diagnose DIR and summarize store it.
       out.first = format_rank_summary_json(
-          JobSummary{{summarize_rank(**r, slash == std::string::npos ? path : path.substr(slash + 1))}});
+          JobSummary{{summarize_rank(**r, std::filesystem::path(path).filename().string())}});
       out.second = format_diagnostics_note(**r, path);
     }
   }

@@ -368,6 +368,9 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
   // in the device's time order paged it in again and again.
   std::vector<std::uint32_t> launched_by(c.device.size(), kNoIndex);  // per device op: its op event
   std::vector<std::uint32_t> launching;
+  const auto encloses = [&](std::uint32_t o, std::uint32_t call) {
+    return ev.lane[o] == ev.lane[call] && c.ts(o) <= c.ts(call) && c.end(o) >= c.end(call);
+  };
   for (std::size_t i = 0; i < c.device.size(); ++i) {
     const DeviceOp& op = c.device[i];
     std::int64_t id = ev.external_id[op.event];
@@ -380,9 +383,6 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
     // carries (the Switch-MoE forward's ops stop at id 2474, its kernels
     // go on), yields to the op around the launch call (issue 38 review: an
     // fp32 GEMM's rate lost to aten::as_strided's missing shapes).
-    const auto encloses = [&](std::uint32_t o, std::uint32_t call) {
-      return ev.lane[o] == ev.lane[call] && c.ts(o) <= c.ts(call) && c.end(o) >= c.end(call);
-    };
     if (op.launch != kNoIndex && (e == kNoIndex || is_view_op(t.name(e)) || !encloses(e, op.launch))) {
       const std::uint32_t around = c.enclosing_op(op.launch, /*skip_views=*/true);
       if (around != kNoIndex) e = around;

@@ -51,6 +51,13 @@ def setUpModule():
         raise unittest.SkipTest("TPROF_BIN is not set (run through ctest)")
 
 
+def job_copy(tmp, job):
+    """A copy of tests/data/ranks/JOB under tmp, to damage."""
+    out = os.path.join(tmp, "job")
+    shutil.copytree(data("ranks", job), out)
+    return out
+
+
 def python_m_tprof(*args):
     return subprocess.run([sys.executable, "-m", "tprof", *args], capture_output=True, env=MODULE_ENV, check=False)
 
@@ -110,8 +117,7 @@ class OnALocalCluster(WithACluster):
 
     def test_a_damaged_rank_is_named(self):
         with tempfile.TemporaryDirectory() as tmp:
-            job = os.path.join(tmp, "job")
-            shutil.copytree(data("ranks", "balanced"), job)
+            job = job_copy(tmp, "balanced")
             damaged = os.path.join(job, "rank-05.json.gz")
             with open(damaged, "wb") as f:
                 f.write(b"garbage")
@@ -124,8 +130,7 @@ class OnALocalCluster(WithACluster):
 
     def test_a_truncated_rank_is_read_and_noted_as_diagnose_dir_does(self):
         with tempfile.TemporaryDirectory() as tmp:
-            job = os.path.join(tmp, "job")
-            shutil.copytree(data("ranks", "balanced"), job)
+            job = job_copy(tmp, "balanced")
             cut = os.path.join(job, "rank-05.json.gz")
             with open(cut, "r+b") as f:
                 f.truncate(os.path.getsize(cut) // 2)
@@ -176,8 +181,7 @@ class OnAGivenScheduler(unittest.TestCase):
 
     def test_command_fails_whole_with_the_rank_named(self):
         with tempfile.TemporaryDirectory() as tmp:
-            job = os.path.join(tmp, "job")
-            shutil.copytree(data("ranks", "late_host"), job)
+            job = job_copy(tmp, "late_host")
             with open(os.path.join(job, "rank-02.json.gz"), "wb") as f:
                 f.write(b"[1, 2")
             out = os.path.join(tmp, "view.txt")
@@ -212,8 +216,7 @@ class AWorkerKilledMidJob(unittest.TestCase):
             client = Client(cluster)
         try:
             tmp = tempfile.mkdtemp()
-            job = os.path.join(tmp, "job")
-            shutil.copytree(data("ranks", "late_host"), job)
+            job = job_copy(tmp, "late_host")
             held = os.path.join(job, "rank-03.json.gz")
             real = os.path.join(tmp, "rank-03.json.gz")
             shutil.move(held, real)

@@ -402,15 +402,11 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
                           longest->op != kNoIndex ? c.name(c.device[longest->op].event) : std::string_view(),
                           !gpu_busy || f.idle_ns > 0, longest->op != kNoIndex, has_steps);
     if (kt.kind == IdleCause::kBlockedAlloc) {
+      std::int64_t after_idle = 0;
       if (std::string off = allocator_off(c, f); !off.empty()) {
         f.evidence.text("allocator", "caching off");
         f.advice = std::move(off);
-        f.impact_ns = f.idle_ns;
-        out->push_back(std::move(f));
-        continue;
-      }
-      std::int64_t after_idle = 0;
-      if (std::string after = after_warmup(c, calls, site, idle_of, &after_idle); !after.empty()) {
+      } else if (std::string after = after_warmup(c, calls, site, idle_of, &after_idle); !after.empty()) {
         // What the fix saves: the measured iterations' allocations; the
         // warm-up's are paid once (the claim keeps all of them).
         f.evidence.num("after_warmup_gpu_idle_ns", after_idle);
