@@ -44,6 +44,8 @@ test-release: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 # The ASan+UBSan build: the libraries, the unit tests and the tprof program.
+# Debug, with the libraries the tests spend their time in at -O1
+# (TPROF_SANITIZE_O1_LIBS in CMakeLists.txt) and everything else at -O0.
 # With clang (and libclang-rt-14-dev, which scripts/setup.sh --test installs)
 # it also has the libFuzzer targets (TPROF_BUILD_LIBFUZZER: the libraries
 # carry libFuzzer's coverage, tests/fuzz/CMakeLists.txt); with g++ it has

@@ -26,8 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
 namespace {
 
-// Sanitizer builds (`make test` runs the unit label under ASan+UBSan at -O0)
-// are ~30x slower, so they replay fewer variants.
+// Sanitizer builds (`make test` runs the unit label under ASan+UBSan, the CLI
+// and the fuzz targets at -O0) are several times slower, so they replay fewer
+// variants.
 using tprof::testing::kSanitized;
 
 // Per file: this many cuts spread evenly (every byte of a shorter file; the

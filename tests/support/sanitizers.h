@@ -1,5 +1,6 @@
 // Whether this test binary runs under a sanitizer (ASan, UBSan-with-ASan,
-// TSan): `make test` runs the unit label that way, 20-50x slower, so large
+// TSan): `make test` runs the unit label that way, several times slower (the
+// ASan build compiles the main libraries at -O1, the rest at -O0), so large
 // cases scale down (and a few skip what the sanitizer runtime cannot do).
 #pragma once
 

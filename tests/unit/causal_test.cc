@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <set>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "tests/support/test_traces.h"
 #include "tprof/causal.h"
 #include "tprof/read.h"
 #include "tprof/write.h"
@@ -19,7 +19,6 @@
 namespace tprof {
 namespace {
 
-namespace fs = std::filesystem;
 
 std::string data(const std::string& rel) { return std::string(TPROF_SOURCE_DIR) + "/tests/data/" + rel; }
 
@@ -156,18 +155,8 @@ TEST(CausalWhatIf, EditsParseAndRefuseWhatTheyCannotMean) {
   EXPECT_NE(r.error().message().find("matches no event"), std::string::npos);
 }
 
-// Every trace in tests/data with two or more steps.
-std::vector<std::string> stepped_traces() {
-  std::vector<std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(data(""))) {
-    const std::string p = e.path().string();
-    if (!e.is_regular_file() || !(p.ends_with(".json") || p.ends_with(".json.gz"))) continue;
-    if (p.find("/fuzz/") != std::string::npos) continue;
-    out.push_back(p);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+// Every trace in tests/data (the callers keep those with two or more steps).
+std::vector<std::string> stepped_traces() { return testing::test_traces(); }
 
 TEST(CausalReplay, ErrorPerStepOverEveryTraceWithStepsMeetsTheBound) {
   std::vector<double> errors;

@@ -6,7 +6,6 @@
 // blamed on a GEMM op that did not issue it. And the 30-line default view
 // (issue 38, item 8) on every trace.
 #include <algorithm>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -14,24 +13,12 @@
 
 #include "src/analyze/consistency.h"
 #include "src/analyze/diagnose_context.h"
+#include "tests/support/test_traces.h"
 #include "tprof/diagnose.h"
 #include "tprof/read.h"
 
 namespace tprof {
 namespace {
-
-std::vector<std::string> traces() {
-  const std::filesystem::path data = TPROF_TEST_DATA;
-  std::vector<std::string> out;
-  for (const char* dir : {"gpu", "public", "torch-1.13/blog", "kineto-public"}) {
-    for (const auto& e : std::filesystem::recursive_directory_iterator(data / dir)) {
-      const std::string p = e.path().string();
-      if (e.is_regular_file() && (p.ends_with(".json") || p.ends_with(".json.gz"))) out.push_back(p);
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 std::string text_of(const Finding& f, std::string_view key) {
   const Evidence::Field* x = f.evidence.find(key);
@@ -77,7 +64,7 @@ bool seeding_gemm_op(std::string_view op) {
 }
 
 TEST(Consistency, NoContradictionOnAnyRealTrace) {
-  const std::vector<std::string> paths = traces();
+  const std::vector<std::string> paths = testing::test_traces({"gpu", "public", "torch-1.13/blog", "kineto-public"});
   ASSERT_GE(paths.size(), 50u);
   int busy_checked = 0;
   for (const std::string& p : paths) {

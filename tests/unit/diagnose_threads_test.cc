@@ -3,34 +3,21 @@
 // as claiming GPU idle time may set claims (the others run alongside them, in
 // any order). Over every real GPU trace in tests/data and a few CPU-only ones.
 #include <algorithm>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "src/analyze/rules/rules.h"
+#include "tests/support/test_traces.h"
 #include "tprof/diagnose.h"
 #include "tprof/read.h"
 
 namespace tprof {
 namespace {
 
-std::vector<std::string> traces() {
-  const std::filesystem::path data = TPROF_TEST_DATA;
-  std::vector<std::string> out;
-  for (const char* dir : {"gpu/h200-tprof", "gpu/h100-torch-2.11", "gpu/h100-tprof", "public", "torch-1.13/blog"}) {
-    for (const auto& e : std::filesystem::recursive_directory_iterator(data / dir)) {
-      const std::string p = e.path().string();
-      if (e.is_regular_file() && (p.ends_with(".json") || p.ends_with(".json.gz"))) out.push_back(p);
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 TEST(DiagnoseThreads, ManyThreadsGiveTheFindingsOfOne) {
-  const std::vector<std::string> paths = traces();
+  const std::vector<std::string> paths = testing::test_traces({"gpu/h200-tprof", "gpu/h100-torch-2.11", "gpu/h100-tprof", "public", "torch-1.13/blog"});
   ASSERT_GE(paths.size(), 40u);
   int with_findings = 0, claims = 0;
   for (const std::string& p : paths) {

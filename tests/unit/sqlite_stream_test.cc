@@ -23,6 +23,7 @@
 #include "tests/support/temp_dir.h"
 #include "tests/support/sanitizers.h"
 #include "tests/support/stream_options.h"
+#include "tests/support/test_traces.h"
 #include "tprof/read.h"
 
 namespace tprof {
@@ -71,7 +72,7 @@ std::vector<std::string> traces(const std::string& dir) {
   const std::string root =
       dir == "fuzz" ? std::string(TPROF_SOURCE_DIR) + "/tests/fuzz" : std::string(TPROF_TEST_DATA) + "/" + dir;
   for (const auto& e : fs::recursive_directory_iterator(root)) {
-    if (!e.is_regular_file()) continue;
+    if (!e.is_regular_file() || testing::too_large_when_sanitized(e.path().string())) continue;
     // Only what reads: the corpora hold damage on purpose.
     if (read_trace(e.path().string()).has_value()) out.push_back(e.path().string());
   }

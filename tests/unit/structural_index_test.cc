@@ -11,6 +11,7 @@
 
 #include "src/base/file.h"
 #include "src/base/gzip.h"
+#include "tests/support/test_traces.h"
 
 namespace tprof::internal {
 namespace {
@@ -72,9 +73,8 @@ TEST(StructuralIndex, EveryLevelMatchesTheDefinitionOnRandomJsonish) {
 
 TEST(StructuralIndex, EveryLevelMatchesOnRealTraces) {
   int files = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(TPROF_TEST_DATA "/public")) {
-    const std::string path = entry.path().string();
-    if (!entry.is_regular_file() || !path.ends_with(".json.gz")) continue;
+  for (const std::string& path : testing::test_traces({"public"})) {
+    if (!path.ends_with(".json.gz")) continue;
     auto bytes = read_file(path);
     ASSERT_TRUE(bytes);
     auto text = gunzip(*bytes);

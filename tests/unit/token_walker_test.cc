@@ -3,18 +3,17 @@
 // walker only takes events it fully understands and hands the rest over.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <string>
 
 #include "src/base/file.h"
 #include "src/base/gzip.h"
+#include "tests/support/test_traces.h"
 #include "tests/support/trace_compare.h"
 #include "tprof/read.h"
 
 namespace tprof {
 namespace {
 
-namespace fs = std::filesystem;
 
 std::string diagnostics_text(const Trace& t) {
   std::string out;
@@ -59,9 +58,7 @@ std::string decompressed(const std::string& path) {
 
 TEST(TokenWalker, AgreesWithTheCursorOnEveryTestTrace) {
   int files = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(TPROF_TEST_DATA)) {
-    const std::string path = entry.path().string();
-    if (!entry.is_regular_file() || !(path.ends_with(".json") || path.ends_with(".json.gz"))) continue;
+  for (const std::string& path : testing::test_json_files()) {
     const std::string text = decompressed(path);
     expect_same(text, path);
     // Cut points exercise the hand-over at truncation.

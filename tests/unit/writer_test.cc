@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <string>
 
 #include "src/base/file.h"
+#include "tests/support/test_traces.h"
 #include "tests/support/trace_compare.h"
 #include "tprof/read.h"
 #include "tprof/write.h"
@@ -11,7 +11,6 @@
 namespace tprof {
 namespace {
 
-namespace fs = std::filesystem;
 
 Trace round_trip(const Trace& t) {
   std::string json;
@@ -81,10 +80,7 @@ TEST(Writer, WritesGzipAtomically) {
 // Every trace under tests/data reads, writes and reads back to the same model.
 TEST(Writer, EveryTestTraceRoundTrips) {
   int checked = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(TPROF_TEST_DATA)) {
-    const std::string path = entry.path().string();
-    const bool is_json = path.size() > 5 && (path.ends_with(".json") || path.ends_with(".json.gz"));
-    if (!entry.is_regular_file() || !is_json || path.ends_with("tables.json")) continue;
+  for (const std::string& path : testing::test_traces()) {
     Result<Trace> a = read_trace(path);
     ASSERT_TRUE(a) << a.error().to_string();
     Trace b = round_trip(*a);
