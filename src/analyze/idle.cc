@@ -303,12 +303,64 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
     }
     blocking_.push_back({e, kind, -1, kNoIndex});
   }
+  // Convolution calls that time candidate algorithms: cuDNN's benchmark
+  // mode (torch.backends.cudnn.benchmark=True) and MIOpen's find run trial
+  // kernels between event records and read them back (cudaEventSynchronize,
+  // cudaEventElapsedTime) the first time a convolution meets an input
+  // shape. Every blocking call inside such a call (the timing syncs, the
+  // trial workspaces' cudaMalloc/cudaFree, the handles' stream and event
+  // creation) is that one-time tuning: initialisation, which warm-up steps
+  // remove (issue 38 review: a V100 ResNet-50's first iteration, 357
+  // cudaEventSynchronize, a 720 ms cudaEventCreateWithFlags and 186 ms of
+  // cudaFree in 68 convolution calls, called a sync to move out of the
+  // step, cuDNN's handles to create once, and allocator churn).
+  // One pass over the host events with each lane's open convolution ops
+  // (a trial run holds thousands of events: no bounded walk back).
+  bool any_readback = false;
+  for (std::uint32_t e : c.runtime) any_readback = any_readback || contains_ci(c.name(e), "eventelapsedtime");
+  if (any_readback) {
+    std::vector<std::vector<std::uint32_t>> open(t.lanes.size());  // per lane: the convolution ops around, outermost first
+    c.for_each_host_event([&](std::uint32_t e) {
+      std::vector<std::uint32_t>& stack = open[t.events.lane[e]];
+      while (!stack.empty() && c.end(stack.back()) < c.end(e)) stack.pop_back();
+      if (c.kind(e) == EventKind::kCpuOp) {
+        const std::string_view n = c.name(e);
+        if (contains_ci(n, "conv") || contains_ci(n, "cudnn") || contains_ci(n, "miopen")) stack.push_back(e);
+      } else if (!stack.empty() && contains_ci(c.name(e), "eventelapsedtime")) {
+        ++tuning_readbacks_;
+        tuning_.emplace_back(t.events.lane[e], c.ts(stack.back()), c.end(stack.back()));
+      }
+    });
+  }
+  if (!tuning_.empty()) {
+    std::sort(tuning_.begin(), tuning_.end());
+    tuning_.erase(std::unique(tuning_.begin(), tuning_.end()), tuning_.end());
+    tuning_ops_ = static_cast<std::int64_t>(tuning_.size());
+    std::vector<std::tuple<std::uint32_t, std::int64_t, std::int64_t>> merged;
+    for (const auto& s : tuning_) {
+      const auto& [s_lane, s_lo, s_hi] = s;
+      if (!merged.empty() && std::get<0>(merged.back()) == s_lane && s_lo <= std::get<2>(merged.back())) {
+        std::get<2>(merged.back()) = std::max(std::get<2>(merged.back()), s_hi);
+      } else {
+        merged.push_back(s);
+      }
+    }
+    tuning_ = std::move(merged);
+    for (BlockingCall& b : blocking_) {
+      if (b.op == kNoIndex && in_tuning(c, b.event)) {
+        b.kind = IdleCause::kBlockedInit;
+        b.tuning = true;
+      }
+    }
+  }
   // Allocator and create calls inside the first call of their op (the
   // innermost CPU op around them), where the op is called again later: the
   // op's one-time set-up, not churn (issue 38 review: cuBLAS's handle and
   // workspace cudaFree in the first aten::addmm, cuDNN's cudaEventCreate in
   // the first cudnn_convolution). Calls in later calls of the op keep their
-  // kind, so what recurs is still the allocator's.
+  // kind, so what recurs is still the allocator's. An op of the same name
+  // inside the first call is that call (the legacy autograd profiler
+  // records aten::cudnn_convolution inside aten::cudnn_convolution).
   {
     std::vector<std::size_t> cand;
     for (std::size_t i = 0; i < blocking_.size(); ++i) {
@@ -320,17 +372,23 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
       }
     }
     if (!cand.empty()) {
-      // (pid, op name) -> (first start, calls); the pid as its number or
-      // string id (TraceId has no order).
+      // (pid, op name) -> the first call's start and end, and the calls
+      // that start after it ends; the pid as its number or string id
+      // (TraceId has no order).
       using OpKey = std::tuple<std::int64_t, StrId, bool, StrId>;
       const auto op_key = [&](std::uint32_t lane, StrId name) {
         const TraceId& pid = t.lanes[lane].pid;
         return OpKey{pid.num, pid.str, pid.is_str, name};
       };
-      std::map<OpKey, std::pair<std::int64_t, std::int64_t>> first_of;
-      for (std::uint32_t o : c.host_ops) {
+      struct FirstCall {
+        std::int64_t start = 0, end = 0, later = 0;
+      };
+      std::map<OpKey, FirstCall> first_of;
+      for (std::uint32_t o : c.host_ops) {  // by start
         if (c.kind(o) != EventKind::kCpuOp || is_profiler_step(c.name(o))) continue;
-        ++first_of.try_emplace(op_key(t.events.lane[o], t.events.name[o]), c.ts(o), 0).first->second.second;
+        const auto [it, added] =
+            first_of.try_emplace(op_key(t.events.lane[o], t.events.name[o]), FirstCall{c.ts(o), c.end(o), 0});
+        if (!added && c.ts(o) >= it->second.end) ++it->second.later;
       }
       for (std::size_t i : cand) {
         const std::uint32_t e = blocking_[i].event;
@@ -338,7 +396,8 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
         const std::uint32_t inner = c.enclosing_op(e, /*skip_views=*/false);
         if (inner == kNoIndex) continue;
         const auto f = first_of.find(op_key(lane, t.events.name[inner]));
-        if (f != first_of.end() && f->second.first == c.ts(inner) && f->second.second >= 2) {
+        if (f != first_of.end() && f->second.start <= c.ts(inner) && c.end(inner) <= f->second.end &&
+            f->second.later >= 1) {
           blocking_[i].kind = IdleCause::kBlockedInit;
         }
       }
@@ -587,6 +646,17 @@ const BlockingCall* IdlePartition::blocking_call(std::uint32_t event) const {
     if (b.event == event) return &b;
   }
   return nullptr;
+}
+
+bool IdlePartition::in_tuning(const DiagnoseContext& c, std::uint32_t event) const {
+  if (tuning_.empty()) return false;
+  const std::uint32_t lane = c.trace.events.lane[event];
+  const std::int64_t ts = c.ts(event);
+  // The last merged span of the lane starting at or before the call.
+  auto it = std::upper_bound(tuning_.begin(), tuning_.end(), std::make_tuple(lane, ts, INT64_MAX));
+  if (it == tuning_.begin()) return false;
+  --it;
+  return std::get<0>(*it) == lane && c.end(event) <= std::get<2>(*it);
 }
 
 IdleAccount IdlePartition::account(const DiagnoseContext& c) const {

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct BlockingCall {
   // call started (HTA's queue length), else -1.
   std::int64_t queue_depth = -1;
   std::uint32_t op = kNoIndex;  // index into DiagnoseContext::device of the work it launched, or kNoIndex
+  // Inside a convolution call that times candidate algorithms (cuDNN's
+  // benchmark mode, MIOpen's find): one-time tuning, kind kBlockedInit.
+  bool tuning = false;
 };
 
 // A call lasting at least this long blocks its thread (HTA's runtime_cutoff
@@ -102,6 +106,15 @@ class IdlePartition {
   const std::vector<BlockingCall>& blocking() const { return blocking_; }
   // The blocking call that is `event`, or nullptr.
   const BlockingCall* blocking_call(std::uint32_t event) const;
+  // Whether host call `event` runs inside a convolution call that times
+  // candidate algorithms: cuDNN's benchmark mode
+  // (torch.backends.cudnn.benchmark) or MIOpen's find, which record events
+  // around trial kernels and read them back (cudaEventSynchronize,
+  // cudaEventElapsedTime) the first time a convolution meets an input shape.
+  bool in_tuning(const DiagnoseContext& c, std::uint32_t event) const;
+  // How many such convolution calls, and the timing read-backs in them.
+  std::int64_t tuning_ops() const { return tuning_ops_; }
+  std::int64_t tuning_readbacks() const { return tuning_readbacks_; }
 
   // The public form (Diagnosis::idle).
   IdleAccount account(const DiagnoseContext& c) const;
@@ -114,6 +127,10 @@ class IdlePartition {
   std::vector<Totals> step_totals_;
   std::vector<std::pair<std::int64_t, std::int64_t>> host_work_;  // (start, recorded ns) per long piece
   std::vector<BlockingCall> blocking_;
+  // The tuning convolution calls' spans: (lane, start, end), merged per
+  // lane, sorted.
+  std::vector<std::tuple<std::uint32_t, std::int64_t, std::int64_t>> tuning_;
+  std::int64_t tuning_ops_ = 0, tuning_readbacks_ = 0;
 };
 
 // The ranges of `candidate` (sorted, merged) that lie in idle spans of the

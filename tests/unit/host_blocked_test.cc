@@ -252,5 +252,53 @@ TEST(HostBlocked, TheCachingAllocatorOnIsNotCalledOff) {
   }
 }
 
+// cuDNN's benchmark mode (issue 38 review, tuning trace 11): the first
+// iteration of pytorch/kineto's ResNet-50 sample recorded with the legacy
+// autograd profiler times candidate algorithms in 68 convolution calls
+// (357 cudaEventSynchronize + cudaEventElapsedTime read-backs, trial
+// workspaces' cudaMalloc/cudaFree, cuDNN's 720 ms cudaEventCreateWithFlags).
+// They were a sync "to move out of the step", handles "to create once" and
+// allocator churn; all are one-time tuning, which warm-up removes.
+TEST(HostBlocked, CudnnBenchmarkTuningIsInitialisation) {
+  const Diagnosis d = diagnose_file(
+      "public/kineto/tb_plugin/samples/resnet50_autograd_api_num_workers_0/worker0.first_iteration.pt.trace.json.gz");
+  const Finding* init = blocked(d, "blocked_init");
+  ASSERT_NE(init, nullptr);
+  ASSERT_NE(field(*init, "tuning_calls"), nullptr);
+  EXPECT_EQ(field(*init, "tuning_calls")->i, 413);
+  EXPECT_EQ(field(*init, "tuning_conv_calls")->i, 68);
+  EXPECT_EQ(field(*init, "timing_readbacks")->i, 357);
+  EXPECT_GT(field(*init, "tuning_host_ns")->i, 1'900'000'000);
+  EXPECT_TRUE(init->advice.starts_with("Warm up before recording (run the step a few times untimed, or give the schedule "
+                                       "warmup steps): 413 of these calls (1.932 s) are cuDNN's benchmark mode "
+                                       "(torch.backends.cudnn.benchmark=True) timing candidate algorithms in 68 "
+                                       "convolution calls"))
+      << init->advice;
+  EXPECT_NE(init->advice.find("keep them fixed (pad or bucket the inputs) or turn benchmark mode off"), std::string::npos)
+      << init->advice;
+  // No line blames the tuning's syncs, event creation or frees on the program.
+  for (const Finding& f : d.findings) {
+    EXPECT_EQ(f.title.find("cudaEventSynchronize"), std::string::npos) << f.id << ": " << f.title;
+    EXPECT_EQ(f.title.find("cudaEventCreateWithFlags"), std::string::npos) << f.id << ": " << f.title;
+    if (f.id == "host_blocked" && &f != init) {
+      for (const std::string& s : field(f, "sites")->texts) EXPECT_EQ(s.find("cudnn_convolution"), std::string::npos) << s;
+    }
+  }
+}
+
+// Where it must not fire: HTA's event-sync trace times a kernel with CUDA
+// events outside any convolution (the program's own timing): its
+// cudaEventSynchronize stays sync_api's, and no call is tuning.
+TEST(HostBlocked, EventTimingOutsideAConvolutionIsNotTuning) {
+  const Diagnosis d = diagnose_file("public/hta/critical_path/cuda_event_sync/event_sync_trace.json.gz");
+  bool sync_api = false;
+  for (const Finding& f : d.findings) {
+    EXPECT_EQ(field(f, "tuning_calls"), nullptr) << f.id << ": " << f.title;
+    sync_api = sync_api || (f.id == "sync_api" && field(f, "longest") != nullptr &&
+                            field(f, "longest")->events.at(0).name == "cudaEventSynchronize");
+  }
+  EXPECT_TRUE(sync_api);
+}
+
 }  // namespace
 }  // namespace tprof

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/test_traces.h"
 #include "tprof/diagnose.h"
 #include "tprof/read.h"
 
@@ -110,6 +111,58 @@ TEST(RulesTune38, HeavyKernelLaunchSilentWithoutACause) {
   EXPECT_TRUE(run("public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.pt.trace.json.gz",
                   "heavy_kernel_launch")
                   .empty());
+}
+
+// ParT's forward profiled on the CPU of an A100 host (tuning trace 08):
+// deviceProperties lists the A100 and the program queries it, but no
+// kernel or launch is recorded, oneDNN's aten::mkldnn_convolution runs the
+// convolutions and the GEMMs average 23.5 ms on the host. It was "cpu-only"
+// with nothing to say; the review: move the model and inputs to the GPU.
+const char* const kParTOnCpu = "public/particle_transformer/cpu_tensorboard_logs.pt.trace.json.gz";
+
+TEST(RulesTune38, ModelOnCpuOfAGpuHost) {
+  const std::vector<Finding> f = run(kParTOnCpu, "model_on_cpu");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(text(f[0], "device"), "NVIDIA A100-PCIE-40GB");
+  EXPECT_EQ(f[0].evidence.find("cpu_library_ops")->i, 4);
+  EXPECT_EQ(f[0].evidence.find("compute_calls")->i, 80);
+  EXPECT_TRUE(contains(f[0].title, "The model ran on the CPU of a host with a GPU (NVIDIA A100-PCIE-40GB)")) << f[0].title;
+  EXPECT_TRUE(f[0].advice.starts_with("If the model is meant to run on the GPU, move it and its inputs there")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "aten::mkldnn_convolution is a CPU-only library's kernel")) << f[0].advice;
+}
+
+// Where it must not fire: a GPU trace; HTA's CPU-only trace and torch
+// 1.13's MLP (empty deviceProperties: no GPU named); the H100 blog run
+// without its device side is device_activity_missing's (work was issued).
+TEST(RulesTune38, ModelOnCpuSilentWithoutAGpuOrWithGpuWork) {
+  for (const char* rel : {"gpu/h100-torch-2.11/64_bf16_warm_eager.json",
+                          "public/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
+                          "torch-1.13/mlp/cycle0.kineto.json", kSwitchMoe}) {
+    EXPECT_TRUE(run(rel, "model_on_cpu").empty()) << rel;
+  }
+}
+
+// The same ParT forward draws 32 dropout masks (aten::bernoulli_ under
+// aten::dropout) with no backward in the trace: model.eval() is missing.
+TEST(RulesTune38, DropoutInAForwardOnlyPass) {
+  const std::vector<Finding> f = run(kParTOnCpu, "dropout_in_inference");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence.find("mask_calls")->i, 32);
+  EXPECT_EQ(f[0].evidence.find("dropout_scopes")->i, 38);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_TRUE(f[0].advice.starts_with("If this is inference, call model.eval()")) << f[0].advice;
+  EXPECT_EQ(f[0].impact_ns, f[0].evidence.find("dropout_ns")->i);
+}
+
+// Where it must not fire: eval-mode dropout (aten::dropout that draws no
+// mask: the H100 TimeSformer's 74 calls, the Switch-MoE's 40); the ParT
+// GPU forward whose 32 masks take 2 ms of a 1 s trace (under 1%).
+TEST(RulesTune38, DropoutSilentInEvalModeOrWhenSmall) {
+  for (const char* rel : {"public/tracelens/h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz", kSwitchMoe,
+                          "public/particle_transformer/profiler_trace_single_sample.json.gz"}) {
+    if (testing::too_large_when_sanitized(data(rel))) continue;  // 18 MB: the release run reads it
+    EXPECT_TRUE(run(rel, "dropout_in_inference").empty()) << rel;
+  }
 }
 
 }  // namespace

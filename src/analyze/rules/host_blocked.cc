@@ -166,6 +166,33 @@ std::string advice_for(const DiagnoseContext& c, IdleCause kind, std::string_vie
                         : std::string("; the GPU stayed busy, so only the host lost time.")) ;
 }
 
+// The initialisation finding's fix where cuDNN's benchmark mode (MIOpen's
+// find on ROCm) made some of its calls while timing candidate algorithms
+// (idle.h, in_tuning). Where they hold a third of its host time or more,
+// the fix's first sentence (all the default view shows) names them; else
+// they follow the fix for the longest call (`base`).
+std::string with_tuning(const DiagnoseContext& c, const std::string& base, std::int64_t calls, std::int64_t tuning_calls,
+                        std::int64_t host_ns, std::int64_t tuning_ns, const std::string& longest_where,
+                        bool longest_is_tuning) {
+  const IdlePartition& p = c.idle();
+  const bool hip = c.is_hip();
+  const std::string who = hip ? "MIOpen's find mode" : "cuDNN's benchmark mode (torch.backends.cudnn.benchmark=True)";
+  const std::int64_t convs = p.tuning_ops(), readbacks = p.tuning_readbacks();
+  const std::string what = std::to_string(tuning_calls) + " of these calls (" + format_ns(tuning_ns) + ") are " + who +
+                           " timing candidate algorithms in " + std::to_string(convs) + " convolution call" +
+                           (convs == 1 ? "" : "s") + " (" + std::to_string(readbacks) + " timing read-back" +
+                           (readbacks == 1 ? "" : "s") + ", " + (hip ? "hipEventElapsedTime" : "cudaEventElapsedTime") +
+                           "), once per input shape";
+  const std::string reshape = "If the input shapes change from step to step, it tunes again for every new shape: keep "
+                              "them fixed (pad or bucket the inputs) or turn " +
+                              (hip ? std::string("the find off (MIOPEN_FIND_MODE=FAST)") : std::string("benchmark mode off")) +
+                              ".";
+  if (3 * tuning_ns < host_ns) return base + " " + what + ", so warm-up removes them too. " + reshape;
+  std::string first = "Warm up before recording (run the step a few times untimed, or give the schedule warmup steps): " + what;
+  if (tuning_calls < calls && !longest_is_tuning) first += ", and the longest, " + longest_where + ", is one-time set-up too";
+  return first + ". " + reshape;
+}
+
 // Allocator calls after the trace's warm-up (the end of the last user
 // annotation named warmup), inside an annotation: the advice for them, or
 // "" when the trace marks no warm-up or nothing after it allocates.
@@ -300,7 +327,7 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
 
   const std::int64_t window = c.window_ns();
   for (const KindText& kt : kKinds) {
-    std::int64_t n = 0, host_ns = 0, max_depth = -1;
+    std::int64_t n = 0, host_ns = 0, max_depth = -1, tuning_n = 0, tuning_ns = 0;
     const BlockingCall* longest = nullptr;
     // (call name, site) -> count, host time, GPU idle
     std::map<std::pair<std::string, std::string>, std::array<std::int64_t, 3>> by_site;
@@ -309,6 +336,10 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
       if (b->kind != kt.kind) continue;
       ++n;
       sat_acc(host_ns, c.dur(b->event));
+      if (b->tuning) {
+        ++tuning_n;
+        sat_acc(tuning_ns, c.dur(b->event));
+      }
       max_depth = std::max(max_depth, b->queue_depth);
       if (longest == nullptr || c.dur(b->event) > c.dur(longest->event)) longest = b;
       auto& row = by_site[{std::string(c.name(b->event)), site[b->event]}];
@@ -401,6 +432,15 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.advice = advice_for(c, kt.kind, c.name(longest->event), top_site,
                           longest->op != kNoIndex ? c.name(c.device[longest->op].event) : std::string_view(),
                           !gpu_busy || f.idle_ns > 0, longest->op != kNoIndex, has_steps);
+    if (tuning_n > 0) {
+      f.evidence.num("tuning_calls", tuning_n)
+          .num("tuning_host_ns", tuning_ns)
+          .num("tuning_conv_calls", p.tuning_ops())
+          .num("timing_readbacks", p.tuning_readbacks());
+      f.advice = with_tuning(c, f.advice, n, tuning_n, host_ns, tuning_ns,
+                             std::string(c.name(longest->event)) + (top_site.empty() ? "" : " in " + top_site),
+                             longest->tuning);
+    }
     if (kt.kind == IdleCause::kBlockedAlloc) {
       std::int64_t after_idle = 0;
       if (std::string off = allocator_off(c, f); !off.empty()) {

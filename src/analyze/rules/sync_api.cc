@@ -96,6 +96,9 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (!is_sync_call(name) && !is_blocking_memcpy(name)) continue;
     const int si = c.step_index_at(c.ts(e));
     if (has_steps ? si < 0 : c.end(e) > last_launch) continue;
+    // cuDNN's benchmark mode reading back its trial timings: one-time
+    // tuning, host_blocked's initialisation (idle.h, in_tuning).
+    if (c.idle().in_tuning(c, e)) continue;
     ++calls;
     counted.push_back({c.ts(e), c.end(e)});
     sat_acc(sync_ns, c.dur(e));  // calls on several threads may overlap
