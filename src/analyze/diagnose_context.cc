@@ -190,6 +190,26 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
   const std::size_t n = ev.size();
   start_ns = steps.trace_start_ns;  // t.start_ns(), already computed
   end_ns = t.end_ns();
+  {
+    std::int64_t span_end = INT64_MIN;
+    for (std::uint32_t e = 0; e < n; ++e) {
+      if (ev.kind[e] == EventKind::kTraceSpan) span_end = std::max(span_end, ev.ts_ns[e] + ev.dur_ns[e]);
+    }
+    const std::optional<StrId> marker = t.strings.find("Record Window End");
+    std::int64_t hi = INT64_MIN;
+    bool left_out = false;
+    for (std::uint32_t e = 0; e < n; ++e) {
+      if (ev.phase[e] == Phase::kMetadata) continue;
+      const bool after_stop = span_end != INT64_MIN && ev.ts_ns[e] >= span_end &&
+                              t.lanes[ev.lane[e]].kind == LaneKind::kCpu;
+      if (after_stop || (marker.has_value() && ev.name[e] == *marker)) {
+        left_out = true;
+        continue;
+      }
+      hi = std::max(hi, ev.ts_ns[e] + ev.dur_ns[e]);
+    }
+    if (left_out && hi != INT64_MIN && hi < end_ns) end_ns = hi;
+  }
   // Names are interned: classify each distinct kernel name once.
   std::vector<std::int8_t> comm_name(t.strings.size(), -1);
   std::vector<std::uint32_t> device_events, range_events;

@@ -79,7 +79,13 @@ class DiagnoseContext {
     }
   }
   std::int64_t start_ns = 0;        // first event
-  std::int64_t end_ns = 0;          // last event end
+  // The last event's end, leaving out host events that start after the
+  // profiler's own "Trace" span ended and Kineto's "Record Window End"
+  // marker: what a thread recorded after torch.profiler stopped is no part
+  // of the run (issue 38 review, a vLLM trace: two cudaEventQuery calls and
+  // the marker 90-134 ms after the stop made a 89%-busy GPU "unclear").
+  // Device activity after the span still counts (work queued before it).
+  std::int64_t end_ns = 0;
   bool has_device() const { return !device.empty(); }
   // The time findings are weighed against: the steps' total, or the trace's
   // span when it has no steps.

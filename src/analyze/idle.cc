@@ -257,7 +257,13 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
       }
     }
     bool first_create = false;
-    if (contains_ci(nm, "create")) {
+    // A library's first create call of a kind, or the first query of a
+    // kernel function (occupancy, attributes, a symbol's address), which
+    // loads the function's module under lazy loading (issue 38 review:
+    // cuBLAS's first cudaOccupancyMaxActiveBlocksPerMultiprocessor, 4.3 ms,
+    // before its first sgemm launch of 31 us).
+    if (contains_ci(nm, "create") || contains_ci(nm, "occupancy") || contains_ci(nm, "funcgetattribute") ||
+        contains_ci(nm, "funcsetattribute") || contains_ci(nm, "getsymboladdress")) {
       const std::pair<TraceId, std::string_view> key{t.lanes[lane].pid, nm};
       if (std::find(seen_create.begin(), seen_create.end(), key) == seen_create.end()) {
         seen_create.push_back(key);
@@ -299,6 +305,13 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
       // The first CUDA call of a thread creates the context, whatever its
       // name; the first slow create call of a kind is a library's one-time
       // set-up (cuDNN's handle and streams on the first convolution).
+      kind = IdleCause::kBlockedInit;
+    } else if (contains_ci(n, "launchkernel") && c.dur(e) >= kSlowLaunchNs &&
+               c.device_busy_ns(-1, c.ts(e), c.end(e)) * 10 < c.dur(e)) {
+      // A launch not linked to its kernel (no correlation ids), slow with
+      // the GPU idle: no queue held it, so it loaded its kernel's module
+      // (lazy loading; issue 38 review: a ROCm backward's first reduce
+      // kernel, hipLaunchKernel 4.969 ms).
       kind = IdleCause::kBlockedInit;
     }
     blocking_.push_back({e, kind, -1, kNoIndex});
@@ -541,6 +554,25 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
       if (recorded > 0) host_work_.emplace_back(a, recorded);
     }
   };
+  // Without a launch linked to its work (a trace without correlation ids:
+  // ROCm's roctracer in some versions), the thread of the last launch call
+  // by name, else the thread with the most blocking time, holds the pieces:
+  // its blocking calls are still the host's (issue 38 review: a ROCm
+  // backward whose 19 ms first hipLaunchKernel was called host work).
+  std::uint32_t unlinked_lane = UINT32_MAX;
+  if (launches.empty()) {
+    for (std::uint32_t e : c.runtime) {
+      if (c.name(e).find("Launch") != std::string_view::npos) unlinked_lane = t.events.lane[e];
+    }
+    if (unlinked_lane == UINT32_MAX) {
+      std::int64_t most = 0;
+      for (std::uint32_t lane = 0; lane < blocking_by_lane.size(); ++lane) {
+        std::int64_t ns = 0;
+        for (std::uint32_t i : blocking_by_lane[lane]) ns += c.dur(blocking_[i].event);
+        if (ns > most) most = ns, unlinked_lane = lane;
+      }
+    }
+  }
   std::size_t k = 0;
   for (const Interval& iv : rest) {
     std::int64_t cur = iv.start;
@@ -549,7 +581,7 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
       if (k == launches.size()) {
         // After the last launch call: its thread. A piece that ends where
         // device work launched earlier starts is that work's launch latency.
-        stretch(cur, iv.end, launches.empty() ? UINT32_MAX : launches.back().lane, iv.end < window_.end,
+        stretch(cur, iv.end, launches.empty() ? unlinked_lane : launches.back().lane, iv.end < window_.end,
                 launches.empty() ? kNoIndex : launches.back().event);
         break;
       }

@@ -533,7 +533,11 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
   if (const GpuWorkIssued g = gpu_work_issued(c); g.any()) {
     d->summary = "the GPU's activity was not recorded: the trace shows " + g.text() +
                  " but no device activity, so this is not a CPU-only program and there is nothing to judge the GPU "
-                 "by; profile again with ProfilerActivity.CUDA";
+                 "by; " +
+                 (g.issue_calls > 0 && !c.runtime.empty()
+                      ? std::string("the CUDA activity was on (runtime calls are recorded), so find why its device "
+                                    "records were lost")
+                      : std::string("profile again with ProfilerActivity.CUDA"));
   }
   if (c.device.empty() && !c.ranges.empty()) {
     d->verdict_evidence.num("profiler_ranges", static_cast<std::int64_t>(c.ranges.size()));

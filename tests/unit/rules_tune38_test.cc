@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/kineto_events.h"
 #include "tests/support/test_traces.h"
 #include "tprof/diagnose.h"
 #include "tprof/read.h"
@@ -163,6 +164,178 @@ TEST(RulesTune38, DropoutSilentInEvalModeOrWhenSmall) {
     if (testing::too_large_when_sanitized(data(rel))) continue;  // 18 MB: the release run reads it
     EXPECT_TRUE(run(rel, "dropout_in_inference").empty()) << rel;
   }
+}
+
+// ---- The third round's tuning half (2026-12-02) ----------------------
+
+Trace parse(const std::string& json) {
+  Result<Trace> t = read_trace_bytes(json, "t.json");
+  EXPECT_TRUE(t) << (t ? "" : t.error().to_string());
+  return t ? std::move(*t) : Trace{};
+}
+
+const Finding* first_of(const Diagnosis& d, const std::string& id) {
+  for (const Finding& f : d.findings) {
+    if (f.id == id) return &f;
+  }
+  return nullptr;
+}
+
+std::string instant(const std::string& name, double ts) {
+  return R"({"ph": "i", "s": "g", "name": ")" + name + R"(", "pid": 1, "tid": 1, "ts": )" + std::to_string(ts) + "}";
+}
+
+// A vLLM worker's trace ran 134.6 ms past torch.profiler's stop: two
+// cudaEventQuery calls of another thread and Kineto's "Record Window End"
+// marker, which made its 89%-busy GPU "unclear". Host events after the
+// profiler's Trace span are no part of the run; device work after it is.
+TEST(RulesTune38, TheWindowEndsWhereTheProfilerStopped) {
+  using namespace testing;
+  std::vector<std::string> ev = {x("Trace", "PyTorch Profiler (0)", 1, 1, 0, 1000)};
+  for (int i = 0; i < 9; ++i) {
+    ev.push_back(launch(100 * i + 1, 5, i));
+    ev.push_back(kernel("gemm", 7, 100 * i + 10, 90, i));
+  }
+  std::vector<std::string> after = ev;
+  after.push_back(x("cuda_runtime", "cudaEventQuery", 1, 2, 1500, 2));
+  after.push_back(instant("Record Window End", 2000));
+  const Diagnosis d = diagnose(parse(doc(after)));
+  EXPECT_EQ(d.idle.window_end_ns, 1'000'000) << d.summary;
+  EXPECT_EQ(d.verdict, Verdict::kComputeBound) << d.summary;
+  // Device work that runs past the span still counts.
+  after.push_back(launch(950, 5, 99));
+  after.push_back(kernel("tail", 7, 990, 210, 99));
+  EXPECT_EQ(diagnose(parse(doc(after))).idle.window_end_ns, 1'200'000);
+}
+
+// torch.profiler's own stop synchronizes (vLLM's profile(): profiler.stop >
+// stop_trace > torch.cuda.synchronize): not the program's sync to drop.
+TEST(RulesTune38, SyncAtWindowEndSilentInsideTheProfilersStop) {
+  using namespace testing;
+  std::vector<std::string> ev;
+  for (int i = 0; i < 5; ++i) {
+    ev.push_back(launch(100 * i + 1, 5, i));
+    ev.push_back(kernel("gemm", 7, 100 * i + 10, 80, i));
+  }
+  std::vector<std::string> plain = ev;
+  plain.push_back(x("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 600, 2000));
+  ASSERT_NE(first_of(diagnose(parse(doc(plain))), "sync_at_window_end"), nullptr);
+  std::vector<std::string> in_stop = ev;
+  in_stop.push_back(x("python_function", "torch/profiler/profiler.py(806): stop", 1, 1, 590, 2020));
+  in_stop.push_back(x("python_function", "torch/cuda/__init__.py(975): synchronize", 1, 1, 595, 2010));
+  in_stop.push_back(x("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 600, 2000));
+  EXPECT_EQ(first_of(diagnose(parse(doc(in_stop))), "sync_at_window_end"), nullptr);
+}
+
+// A ROCm trace without correlation ids: no launch is linked to its kernel,
+// and the 19 ms first hipLaunchKernel (lazy code-object loading, the GPU
+// idle) was "host work that launches nothing". Its idle is the blocking
+// call's, initialisation, whose fix loads modules eagerly.
+TEST(RulesTune38, UnlinkedSlowLaunchesAreInitialisationOfTheirThread) {
+  using namespace testing;
+  const std::string k1 = x("kernel", "fill", 0, 7, 40, 4), k2 = x("kernel", "mse_backward", 0, 7, 19100, 4);
+  const std::string trace = doc({x("cuda_runtime", "hipLaunchKernel", 1, 2, 10, 30), k1,
+                                 x("cpu_op", "aten::mse_loss_backward", 1, 2, 60, 19030),
+                                 x("cuda_runtime", "hipLaunchKernel", 1, 2, 80, 19000), k2,
+                                 x("cpu_op", "aten::sum", 1, 2, 19200, 5000),
+                                 x("cuda_runtime", "hipLaunchKernel", 1, 2, 19210, 4970),
+                                 x("kernel", "reduce", 0, 7, 24200, 8)});
+  const Diagnosis d = diagnose(parse(trace));
+  const Finding* init = nullptr;
+  for (const Finding& f : d.findings) {
+    const Evidence::Field* kind = f.evidence.find("kind");
+    if (f.id == "host_blocked" && kind != nullptr && kind->s == "blocked_init") init = &f;
+    if (f.id == "host_blocked") EXPECT_NE(kind->s, "blocked_other") << f.title;
+  }
+  ASSERT_NE(init, nullptr);
+  EXPECT_EQ(init->evidence.find("calls")->i, 2);
+  EXPECT_GT(init->idle_ns, 23'000'000);
+  EXPECT_NE(init->advice.find("HIP_ENABLE_DEFERRED_LOADING=0"), std::string::npos) << init->advice;
+  EXPECT_EQ(init->advice.find("sets up CUDA (the context"), std::string::npos) << init->advice;
+}
+
+// cuBLAS's first occupancy query loads the sgemm's module (4.3 ms, the
+// launch after it 31 us): initialisation, not "a blocking runtime call"
+// (tugot17's two-GPU toy, rank 0: tuning trace 04).
+TEST(RulesTune38, TheFirstKernelFunctionQueryIsInitialisation) {
+  const Diagnosis d = diagnose(load("public/tokenomics/trace0.json.gz"));
+  int init = 0;
+  for (const Finding& f : d.findings) {
+    if (f.id != "host_blocked") continue;
+    EXPECT_EQ(f.evidence.find("kind")->s, "blocked_init") << f.title;
+    ++init;
+    bool occupancy = false;
+    for (const std::string& site : f.evidence.find("sites")->texts) {
+      occupancy = occupancy || site.starts_with("cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    }
+    EXPECT_TRUE(occupancy);
+  }
+  EXPECT_EQ(init, 1);
+}
+
+// A CPU random draw copied to the GPU: draw it there (a torch.square loop
+// whose torch.randn on the CPU took 3.6 s, then pageable copies).
+TEST(RulesTune38, HotspotOnAHostRandomDrawCopiedToTheGpu) {
+  using namespace testing;
+  std::vector<std::string> ev;
+  for (int i = 0; i < 4; ++i) {
+    ev.push_back(x("cpu_op", "aten::normal_", 1, 1, 100000 * i, 90000));
+    ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 100000 * i + 90500, 9000, corr(i)));
+  }
+  const Diagnosis d = diagnose(parse(doc(ev)), {.only = {"hotspot"}});
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_TRUE(d.findings[0].advice.starts_with("Draw the random tensor on the GPU: torch.randn(..., device=\"cuda\")"))
+      << d.findings[0].advice;
+  // Where must it not: a CPU-only program's random draw (no copy).
+  std::vector<std::string> cpu;
+  for (int i = 0; i < 4; ++i) cpu.push_back(x("cpu_op", "aten::normal_", 1, 1, 100000 * i, 90000));
+  const Diagnosis dc = diagnose(parse(doc(cpu)), {.only = {"hotspot"}});
+  ASSERT_EQ(dc.findings.size(), 1u);
+  EXPECT_EQ(dc.findings[0].advice.find("on the GPU"), std::string::npos) << dc.findings[0].advice;
+}
+
+// No cpu_gpu_offset evidence prints a step where the trace has none
+// ("first_step -1" on a vLLM and a pi0 trace).
+TEST(RulesTune38, NoStepSentinelInEvidence) {
+  for (const std::string& p : testing::test_traces({"public", "gpu"})) {
+    Result<Trace> t = read_trace(p);
+    ASSERT_TRUE(t) << p;
+    for (const Finding& f : diagnose(*t, {.only = {"cpu_gpu_offset"}}).findings) {
+      for (const char* key : {"first_step", "max_offset_step"}) {
+        if (const Evidence::Field* v = f.evidence.find(key)) EXPECT_GE(v->i, 0) << p << " " << key;
+      }
+    }
+  }
+}
+
+// The DataLoader already pins (its copies are "Pinned -> Device"): no
+// pin_memory=True in the fix (an MLP on a T4 whose loader workers lag).
+std::string loader_job(const std::string& copy_name) {
+  using namespace testing;
+  std::vector<std::string> ev;
+  for (int i = 0; i < 3; ++i) {
+    const double t0 = 20000.0 * i;
+    ev.push_back(step(i + 1, t0, 20000));
+    ev.push_back(x("user_annotation", "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 1, 1, t0 + 10,
+                   i == 0 ? 100 : 15000));
+    const double after = t0 + (i == 0 ? 200 : 15100);
+    ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, after, 10, corr(100 + i)));
+    ev.push_back(x("gpu_memcpy", copy_name, 0, 7, after + 20, 50, corr(100 + i)));
+    ev.push_back(launch(after + 30, 5, i));
+    ev.push_back(kernel("gemm", 7, after + 80, 3000, i));
+  }
+  return doc(ev);
+}
+
+TEST(RulesTune38, DataLoaderFixLeavesOutPinningWhenTheCopiesArePinned) {
+  const Diagnosis pinned = diagnose(parse(loader_job("Memcpy HtoD (Pinned -> Device)")), {.only = {"dataloader_bound"}});
+  ASSERT_EQ(pinned.findings.size(), 1u);
+  EXPECT_EQ(pinned.findings[0].advice.find("pin_memory=True"), std::string::npos) << pinned.findings[0].advice;
+  EXPECT_EQ(pinned.findings[0].evidence.find("pinned_htod_copies")->i, 3);
+  const Diagnosis pageable =
+      diagnose(parse(loader_job("Memcpy HtoD (Pageable -> Device)")), {.only = {"dataloader_bound"}});
+  ASSERT_EQ(pageable.findings.size(), 1u);
+  EXPECT_NE(pageable.findings[0].advice.find("pin_memory=True"), std::string::npos) << pageable.findings[0].advice;
 }
 
 }  // namespace

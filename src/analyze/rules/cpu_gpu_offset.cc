@@ -243,14 +243,24 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
                                                        : "queue_backed_up");
   // A growing queue's numbers first: the default text quotes the first ones.
   if (growing) f.evidence.num("growth_per_step_ns", growth).num("steps_host_ns", host_ns).num("steps_device_work_ns", work_ns);
-  f.evidence.num("first_offset_ns", first)
-      .num("first_launch_call_ns", first_call_ns)
-      .num("first_step", first_step)
-      .num("later_median_offset_ns", later)
-      .num("median_offset_ns", overall)
-      .num("max_offset_ns", mx.start - c.ts(mx.launch))
-      .num("max_offset_step", c.step_number(mx.step))
-      .num("waited_ns", waited)
+  // The default text quotes the first fields: the first step's offset for
+  // a start offset, the median and the longest for a backed-up queue; no
+  // step number where there are no steps (issue 38 review: "first_step -1").
+  if (start_offset) {
+    f.evidence.num("first_offset_ns", first).num("first_launch_call_ns", first_call_ns);
+    if (first_step >= 0) f.evidence.num("first_step", first_step);
+    f.evidence.num("later_median_offset_ns", later).num("median_offset_ns", overall);
+  } else {
+    f.evidence.num("median_offset_ns", overall)
+        .num("max_offset_ns", mx.start - c.ts(mx.launch))
+        .num("first_offset_ns", first)
+        .num("first_launch_call_ns", first_call_ns);
+    if (first_step >= 0) f.evidence.num("first_step", first_step);
+    f.evidence.num("later_median_offset_ns", later);
+  }
+  if (start_offset) f.evidence.num("max_offset_ns", mx.start - c.ts(mx.launch));
+  if (mx.step >= 0) f.evidence.num("max_offset_step", c.step_number(mx.step));
+  f.evidence.num("waited_ns", waited)
       .num("waited_busy_ns", waited_busy)
       .num("waits", waits)
       .num("busy_waits", busy_waits)
@@ -304,7 +314,8 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
                 : host_on_path
                     ? std::string(": the GPU sets the pace; the ") + (growing ? "growing " : "") +
                           "queue is the host running ahead, yet host work is " + format_pct(100.0 * host_share) +
-                          " of the steps' critical path, so the host side matters too."
+                          (c.steps.steps.empty() ? " of the critical path" : " of the steps' critical path") +
+                          ", so the host side matters too."
                     : std::string(": the GPU sets the pace; the ") + (growing ? "growing " : "") +
                           "queue is the host running ahead, nothing to fix on the host.") +
                (growing ? " Each step's launches wait about " + format_ns(growth) +

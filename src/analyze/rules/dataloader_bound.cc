@@ -120,6 +120,18 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
   const std::int64_t later_ns = in_loader - first_ns;
   const bool startup = workers && 2 * first_ns >= in_loader;
   f.evidence.text("iterator", workers ? "multi_process" : "single_process").num("first_call_ns", first_ns);
+  // Host-to-device copies from pinned memory: pin_memory is on already
+  // (issue 38 review: pin_memory=True advised where every copy was
+  // "Pinned -> Device").
+  std::int64_t pinned = 0, pageable = 0;
+  for (const DeviceOp& op : c.device) {
+    if (op.cls != DeviceClass::kMemcpy) continue;
+    const std::string_view n = c.name(op.event);
+    if (n.find("HtoD") == std::string_view::npos) continue;
+    (n.find("Pinned") != std::string_view::npos ? pinned : pageable) += 1;
+  }
+  const bool pinned_already = pinned > 0 && pageable == 0;
+  if (pinned_already) f.evidence.num("pinned_htod_copies", pinned);
   if (startup) {
     f.advice = "The DataLoader already uses worker processes (_MultiProcessingDataLoaderIter), and most of the wait is "
                "its first __next__ (" + format_ns(first_ns) + " of " + format_ns(in_loader) +
@@ -136,9 +148,10 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
                                     "batch. The later waits (" + format_ns(later_ns) + ") mean the workers do not keep up: "
                               : std::string("The workers do not keep up: ")) +
                "add workers (up to the CPU cores per GPU), raise "
-               "prefetch_factor, pin_memory=True, and make the per-sample transforms cheaper (decode and augment on "
-               "the GPU, or pre-process the data set). While the main process waits no kernel and no launch runs, so "
-               "the GPU idles.";
+               "prefetch_factor, " + std::string(pinned_already ? "" : "pin_memory=True, ") +
+               "and make the per-sample transforms cheaper (decode and augment on the GPU, or pre-process the data "
+               "set; a data set that fits in GPU memory can live there). While the main process waits no kernel and "
+               "no launch runs, so the GPU idles.";
   } else {
     f.advice = "Load the input in worker processes: DataLoader(num_workers=4 or more, up to the CPU cores per GPU, "
                "pin_memory=True, persistent_workers=True, prefetch_factor=2), and move decoding and augmentation out "

@@ -87,14 +87,27 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
   Finding f;
   f.id = "device_activity_missing";
   f.severity = FindingSeverity::kWarning;
-  f.title = "the GPU's activity was not recorded: the trace shows " + g.text() + " but no kernel, copy or set";
+  f.title = "the GPU's activity was not recorded: the trace shows " + g.text() + " but no kernel, copy or memset";
   f.evidence.num("launch_calls", g.issue_calls).num("gpu_library_ops", g.library_ops).num("gpu_memory_events", g.gpu_memory_records);
   if (g.first_call != kNoIndex) f.evidence.event("first_call", c.ref(g.first_call));
   if (g.first_op != kNoIndex) f.evidence.event("first_gpu_op", c.ref(g.first_op));
+  // Runtime calls come from CUPTI's (roctracer's) callbacks: where the trace
+  // has them the device side was asked for, and only its activity records
+  // never arrived (issue 38 review: a torch.square loop on an RTX 4060 with
+  // 41 cuda_runtime events and CUPTI's overhead records, no kernel; "profile
+  // again with ProfilerActivity.CUDA" asked for what was already on).
+  const bool asked = g.issue_calls > 0 && !c.runtime.empty();
+  f.evidence.text("device_side_requested", asked ? "yes: runtime calls recorded" : "no runtime call recorded");
   f.advice =
-      "Profile again with the device side recorded: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
-      "ProfilerActivity.CUDA]) (CUDA covers ROCm too). Without it the trace cannot say whether the GPU or the host "
-      "is the bottleneck, and its CPU times include waits on the GPU.";
+      asked ? "Find why the device records were lost: the trace has the runtime calls, so the CUDA activity was on, "
+              "but CUPTI (roctracer on ROCm) delivered no kernel or copy record. Usual causes: a platform where CUPTI's "
+              "activity API does not work (WSL 2 with an older driver, a vGPU or container without the profiling "
+              "capability), a CUPTI older than the driver, or another profiler (Nsight Systems, DCGM profiling) holding "
+              "it. Check with a one-kernel script; until then the trace cannot say whether the GPU or the host is the "
+              "bottleneck, and its CPU times include waits on the GPU."
+            : "Profile again with the device side recorded: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+              "ProfilerActivity.CUDA]) (CUDA covers ROCm too). Without it the trace cannot say whether the GPU or the "
+              "host is the bottleneck, and its CPU times include waits on the GPU.";
   f.impact_ns = 0;
   out->push_back(std::move(f));
 }

@@ -137,7 +137,9 @@ std::string advice_for(const DiagnoseContext& c, IdleCause kind, std::string_vie
       }
       return "Warm up before recording: run the step a few times untimed (or give the schedule warmup steps) so "
              "that " + where + " happens before the window" +
-             (launch ? ", or load modules eagerly (CUDA_MODULE_LOADING=EAGER)" : "") +
+             (launch ? std::string(", or load modules eagerly (") +
+                           (c.is_hip() ? "HIP_ENABLE_DEFERRED_LOADING=0" : "CUDA_MODULE_LOADING=EAGER") + ")"
+                     : std::string()) +
              ". Context creation and lazy module loading are one-time costs that inflate the steps they land in.";
     case IdleCause::kBlockedLaunchQueue:
       if (!lost_gpu_time) {
@@ -386,9 +388,11 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (f.idle_ns > 0 && idle_any - f.idle_ns < f.idle_ns / 10) {
       meanwhile = ", the GPU idle " + format_ns(f.idle_ns) + " meanwhile";
     } else if (!gpu_busy) {
+      // (issue 38 review: "none of it not held by another cause" read garbled)
       meanwhile = ", the GPU idle " + format_ns(idle_any) + " meanwhile (" +
-                  (f.idle_ns > 0 ? format_ns(f.idle_ns) + " of it" : std::string("none of it")) +
-                  " not held by another cause)";
+                  (f.idle_ns > 0 ? format_ns(f.idle_ns) + " of it not held by another cause"
+                                 : std::string("all of it held by another cause")) +
+                  ")";
     } else {
       meanwhile = "; the GPU stayed busy: the host waited, the GPU did not";
     }
@@ -429,9 +433,12 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (kt.kind == IdleCause::kBlockedLaunchQueue && gpu_busy && f.idle_ns <= 0) {
       f.evidence.text("host_side", "nothing to fix");
     }
+    // A launch call, linked to its work or not (a trace without correlation
+    // ids: its launches load modules too, they create no context).
+    const bool launch = longest->op != kNoIndex || c.name(longest->event).find("Launch") != std::string_view::npos;
     f.advice = advice_for(c, kt.kind, c.name(longest->event), top_site,
                           longest->op != kNoIndex ? c.name(c.device[longest->op].event) : std::string_view(),
-                          !gpu_busy || f.idle_ns > 0, longest->op != kNoIndex, has_steps);
+                          !gpu_busy || f.idle_ns > 0, launch, has_steps);
     if (tuning_n > 0) {
       f.evidence.num("tuning_calls", tuning_n)
           .num("tuning_host_ns", tuning_ns)

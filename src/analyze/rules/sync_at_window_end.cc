@@ -3,8 +3,14 @@
 // flushing and the host waiting, not GPU work. Origin: docs/trace-reading.md,
 // "A long cudaDeviceSynchronize at the end of the active window ... 1.78 ms of
 // sync covering about 26 µs of GPU work — 98% idle".
+// Precondition: the program's sync, not torch.profiler's: a sync inside
+// torch/profiler/profiler.py's stop (the Python stack, with_stack) is the
+// profiler closing its window, which no program change removes (issue 38
+// review: a vLLM worker's profile() ending in profiler.stop > stop_trace >
+// torch.cuda.synchronize, made the top cause).
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/analyze/intervals.h"
@@ -22,6 +28,26 @@ constexpr std::int64_t kMinSyncNs = 100'000;
 // with the GPU busy throughout) is compute-bound, not this.
 constexpr double kMinIdleShare = 0.5;
 
+// Whether a Python frame of torch.profiler's stop encloses `call` on its
+// thread (a bounded walk back over the host ops, as enclosing_op).
+bool in_profiler_stop(const DiagnoseContext& c, std::uint32_t call) {
+  constexpr int kMaxWalk = 4096;
+  const Trace& t = c.trace;
+  const std::uint32_t lane = t.events.lane[call];
+  auto it = std::upper_bound(c.host_ops.begin(), c.host_ops.end(), c.ts(call),
+                             [&](std::int64_t v, std::uint32_t e) { return v < c.ts(e); });
+  for (int n = 0; it != c.host_ops.begin() && n < kMaxWalk; ++n) {
+    const std::uint32_t e = *--it;
+    if (t.events.lane[e] != lane || c.kind(e) != EventKind::kPythonFunction || c.end(e) < c.end(call)) continue;
+    const std::string_view name = c.name(e);
+    if (name.find("profiler/profiler.py") != std::string_view::npos &&
+        (name.ends_with(": stop") || name.ends_with(": stop_trace") || name.ends_with(": __exit__"))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 void rule_sync_at_window_end(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -37,6 +63,7 @@ void rule_sync_at_window_end(const DiagnoseContext& c, std::vector<Finding>* out
   }
   if (sync == kNoIndex || c.dur(sync) < kMinSyncNs) return;
   const std::int64_t lo = c.ts(sync), hi = c.end(sync);
+  if (in_profiler_stop(c, sync)) return;
   std::int64_t last_launch = -1;
   std::vector<Interval> busy;
   std::uint32_t last_op = kNoIndex;

@@ -2,7 +2,9 @@
 // but no end or the reverse (DiagnosticCode::kUnmatchedFlow, from the
 // reader's validator). Viewers draw no arrow for them; a truncated file or a
 // trace window that cut a launch from its kernel leaves them behind.
-// Precondition: only flows that should have a partner, inside the window.
+// Precondition: only flows that should have a partner, inside the window,
+// in a trace with device activity: where none was recorded every launch's
+// flow is lone, and device_activity_missing says why (issue 38 review).
 // The reader leaves out the lone flows Kineto writes on runtime calls that
 // launch nothing (src/trace/validate.cc): they are in every complete Kineto
 // file; the rule also leaves out those on cuda_sync spans and on calls of a
@@ -34,7 +36,7 @@ constexpr double kSilentShare = 0.02;
 void rule_unmatched_flows(const DiagnoseContext& c, std::vector<Finding>* out) {
   const Trace& t = c.trace;
   const std::uint64_t count = t.diagnostics.count(DiagnosticCode::kUnmatchedFlow);
-  if (count == 0) return;
+  if (count == 0 || (!c.has_device() && c.ranges.empty())) return;
   const EventColumns& ev = t.events;
   std::vector<std::uint32_t> lone;
   for (const Diagnostic& d : t.diagnostics.items()) {
