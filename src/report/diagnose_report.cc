@@ -92,20 +92,32 @@ bool has_device(const Diagnosis& d) { return d.breakdowns.tracelens_gpu_timeline
 
 // A title with the kernel names finding f quotes (cut at 60 characters by
 // the rule, for JSON) as the view names them (src/report/kernel_names.h).
+// Names that share their first 60 characters (two
+// vectorized_elementwise_kernel<4, at::native::... instances) cut to the
+// same text: its occurrences take the names in the evidence's order, one
+// each (a gap "between Mul and add" read "between Mul and Mul": issue 38
+// review, third round).
 std::string short_title(std::string t, const Finding& f, const internal::KernelNames& names) {
-  auto shorten = [&](const std::string& name) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> by_cut;  // cut -> distinct names, in order
+  auto note = [&](const std::string& name) {
     if (!names.has(name)) return;
     const std::string cut = internal::title_name(name);
-    const std::string short_name = names.get(name);
-    if (cut == short_name) return;
-    for (std::size_t p = t.find(cut); p != std::string::npos; p = t.find(cut, p + short_name.size())) {
-      t.replace(p, cut.size(), short_name);
-    }
+    auto it = std::find_if(by_cut.begin(), by_cut.end(), [&](const auto& e) { return e.first == cut; });
+    if (it == by_cut.end()) it = by_cut.insert(by_cut.end(), {cut, {}});
+    if (std::find(it->second.begin(), it->second.end(), name) == it->second.end()) it->second.push_back(name);
   };
   for (const Evidence::Field& e : f.evidence.fields()) {
-    if (e.kind == Evidence::Kind::kText) shorten(e.s);
-    for (const std::string& text : e.texts) shorten(text);
-    for (const EventRef& r : e.events) shorten(r.name);
+    if (e.kind == Evidence::Kind::kText) note(e.s);
+    for (const std::string& text : e.texts) note(text);
+    for (const EventRef& r : e.events) note(r.name);
+  }
+  for (const auto& [cut, full] : by_cut) {
+    std::size_t k = 0;
+    for (std::size_t p = t.find(cut); p != std::string::npos; ++k) {
+      const std::string short_name = names.get(full[std::min(k, full.size() - 1)]);
+      t.replace(p, cut.size(), short_name);
+      p = t.find(cut, p + short_name.size());
+    }
   }
   return t;
 }

@@ -11,6 +11,7 @@
 #include "src/analyze/causes.h"
 #include "src/report/event_text.h"
 #include "src/report/py_format.h"
+#include "tests/support/kineto_events.h"
 #include "tprof/diagnose.h"
 #include "tprof/read.h"
 
@@ -550,6 +551,38 @@ TEST(ReviewRound7, AOneOffSavesItsStepOnceNotAShareOfEveryStep) {
       EXPECT_EQ(f.evidence.find("once_ns"), nullptr) << f.id;
     }
   }
+}
+
+// Two kernels whose names share their first 60 characters (the rules' cut
+// for titles): the text names each as itself. A GH200 trace's gap "between
+// ...MulFunctor... and ...CUDAFunctor_add..." read "between Mul and Mul"
+// (issue 38 review, third round).
+TEST(ShortTitles, KernelsSharingTheirCutKeepTheirOwnNames) {
+  using namespace testing;
+  const std::string mul =
+      "void at::native::vectorized_elementwise_kernel<4, at::native::BUnaryFunctor<float, float, float, "
+      "at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul> >(int, at::native::BUnaryFunctor<float, "
+      "float, float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul>)";
+  const std::string add =
+      "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> "
+      ">(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)";
+  ASSERT_EQ(mul.substr(0, 60), add.substr(0, 60));
+  std::vector<std::string> ev;
+  for (int i = 0; i < 3; ++i) {
+    const double t0 = 1000.0 * i;
+    ev.push_back(step(i + 1, t0, 1000));
+    ev.push_back(launch(t0 + 10, 5, 2 * i));
+    ev.push_back(kernel(mul, 7, t0 + 20, 10, 2 * i));
+    ev.push_back(launch(t0 + 600, 5, 2 * i + 1));
+    ev.push_back(kernel(add, 7, t0 + 610, 10, 2 * i + 1));
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev), "t.json");
+  ASSERT_TRUE(t.has_value());
+  const std::string text = format_diagnosis_text(*t, diagnose(*t), {.verbose = true, .max_lines = 400});
+  EXPECT_NE(text.find("between vectorized_elementwise_kernel<4, BUnaryFunctor<MulFunctor<float>>> and "
+                      "vectorized_elementwise_kernel<4, CUDAFunctor_add<float>>"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace
