@@ -112,6 +112,9 @@ std::string short_title(std::string t, const Finding& f, const internal::KernelN
     for (const EventRef& r : e.events) note(r.name);
   }
   for (const auto& [cut, full] : by_cut) {
+    // An empty name (a kernel whose name was lost) cuts to "": found at
+    // every position, it would never advance.
+    if (cut.empty()) continue;
     std::size_t k = 0;
     for (std::size_t p = t.find(cut); p != std::string::npos; ++k) {
       const std::string short_name = names.get(full[std::min(k, full.size() - 1)]);

@@ -585,5 +585,33 @@ TEST(ShortTitles, KernelsSharingTheirCutKeepTheirOwnNames) {
       << text;
 }
 
+// A kernel whose name is empty (its "name" key lost) beside a named one:
+// the empty name's title cut is "", which short_title must not look for (it
+// is found at every position: the diagnose fuzzer's replay hung on it).
+TEST(ShortTitles, AnEmptyKernelNameEndsTheText) {
+  using namespace testing;
+  std::vector<std::string> ev;
+  for (int i = 0; i < 3; ++i) {
+    const double t0 = 1000.0 * i;
+    ev.push_back(step(i + 1, t0, 1000));
+    ev.push_back(launch(t0 + 10, 5, 2 * i));
+    ev.push_back(kernel("", 7, t0 + 20, 10, 2 * i));
+    ev.push_back(launch(t0 + 600, 5, 2 * i + 1));
+    ev.push_back(kernel("add_kernel", 7, t0 + 610, 10, 2 * i + 1));
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev), "t.json");
+  ASSERT_TRUE(t.has_value());
+  const Diagnosis d = diagnose(*t);
+  bool quotes_empty = false;
+  for (const Finding& f : d.findings) {
+    for (const Evidence::Field& e : f.evidence.fields()) {
+      for (const EventRef& r : e.events) quotes_empty = quotes_empty || (r.name.empty() && !f.title.empty());
+    }
+  }
+  EXPECT_TRUE(quotes_empty) << "no finding quotes the unnamed kernel: the test no longer reaches short_title's case";
+  const std::string text = format_diagnosis_text(*t, d, {.verbose = true, .max_lines = 400});
+  EXPECT_NE(text.find("add_kernel"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace tprof
