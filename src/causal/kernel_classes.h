@@ -86,8 +86,10 @@ KernelMatch match_launching_op(std::string_view op);
 // A kernel's class from both: its own name decides, except that an
 // elementwise or unrecognised name takes the launching op's class when the
 // op has one (the bias copy inside aten::addmm is GEMM time, a fill inside
-// an attention op is attention time, as TraceLens counts them); then its
-// template arguments. `op` is "" when no launching op is known.
+// an attention op is attention time, as TraceLens counts them), and a GEMM
+// name launched by a convolution op is convolution (cuDNN lowering to
+// sgemm); then its template arguments. `op` is "" when no launching op is
+// known.
 KernelMatch classify_kernel(std::string_view kernel, std::string_view op);
 // The same from the three lookups, for callers that cache them per name
 // and per op.

@@ -97,6 +97,35 @@ TEST(KernelClasses, NamesOfEachVendorAndCompiler) {
   EXPECT_EQ(cls("void matmul_add::add_kernel<__nv_bfloat16>(__nv_bfloat16*)", "op::add"), KernelClass::kElementwise);
 }
 
+TEST(KernelClasses, AGemmAConvolutionLaunchedIsConvolution) {
+  // cuDNN runs a convolution as an implicit or Winograd GEMM under sgemm
+  // names (a T4 VGG-16's volta_sgemm_128x64_nn inside aten::cudnn_convolution,
+  // issue 38's third review round): the op says what the work is.
+  const char* sgemm = "volta_sgemm_128x64_nn";
+  EXPECT_EQ(cls(sgemm), KernelClass::kGemm);
+  EXPECT_EQ(cls(sgemm, "aten::cudnn_convolution"), KernelClass::kConv);
+  EXPECT_EQ(cls(sgemm, "aten::miopen_convolution"), KernelClass::kConv);
+  EXPECT_EQ(cls(sgemm, "aten::addmm"), KernelClass::kGemm);
+  // A layout conversion inside the convolution stays a copy.
+  EXPECT_EQ(cls("batched_transpose_256x4_half", "aten::miopen_convolution"), KernelClass::kCopy);
+}
+
+TEST(KernelClasses, CudnnSgemmsOnTheResnet50SampleAreConvolution) {
+  // The TensorBoard plugin's ResNet-50 sample (V100): cuDNN's
+  // volta_sgemm_64x64_nt inside aten::cudnn_convolution.
+  const Trace t = load("public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.excerpt.pt.trace.json.gz");
+  const internal::DiagnoseContext c(t);
+  int conv_sgemms = 0;
+  for (const internal::KernelEfficiency& k : c.efficiency().kernels) {
+    if (k.name.find("sgemm") == std::string::npos) continue;
+    if (k.op.find("convolution") != std::string::npos) {
+      EXPECT_EQ(k.cls, KernelClass::kConv) << k.name << " in " << k.op;
+      ++conv_sgemms;
+    }
+  }
+  EXPECT_GT(conv_sgemms, 0);
+}
+
 TEST(KernelClasses, ASortIsNeverAGemm) {
   // PyTorch's sort kernels (aten/src/ATen/native/cuda/Sort.cu, SortImpl),
   // whatever op launched them: their own name decides.
