@@ -474,6 +474,24 @@ bool append_int_array(std::string_view json, std::string_view name, std::string*
 
 }  // namespace
 
+bool DiagnoseContext::forward_only() const {
+  auto backward = [](std::string_view n) {
+    return n.find("Backward") != std::string_view::npos || n.find("backward") != std::string_view::npos ||
+           n.find("evaluate_function") != std::string_view::npos || n.starts_with("Optimizer.step");
+  };
+  bool any_op = false;
+  for (std::uint32_t e : host_ops) {
+    if (kind(e) != EventKind::kCpuOp) continue;
+    any_op = true;
+    if (backward(name(e))) return false;
+  }
+  if (!any_op) return false;
+  for (const DeviceOp& op : device) {
+    if (backward(name(op.event))) return false;
+  }
+  return true;
+}
+
 std::string DiagnoseContext::launch_shape(std::uint32_t e) const {
   const std::string_view json = trace.args_json(e);
   if (json.empty()) return "";

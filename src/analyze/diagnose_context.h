@@ -227,6 +227,12 @@ class DiagnoseContext {
   // CUDA/HIP graph capture, whose eager warm-up runs are start-up, not steps.
   std::int64_t graph_captures() const { return graph_captures_; }
 
+  // A forward-only (inference) recording: the trace records CPU ops, none of
+  // them backward or an optimizer step (a *Backward* node, autograd's
+  // evaluate_function, an aten::*_backward, Optimizer.step*), and no device
+  // activity is named backward. False where no CPU op is recorded (unknown).
+  bool forward_only() const;
+
   // Kineto's launch shape of a kernel: "grid [x, y, z] block [x, y, z]"
   // from its args, or "" when absent. Parses the event's args.
   std::string launch_shape(std::uint32_t e) const;

@@ -574,6 +574,15 @@ bool has_tensor_core_mark(const std::string& lower_name, std::string_view name) 
 
 Fp32Math fp32_math(const KernelEfficiency& k) {
   const std::string full = lower(k.name);
+  // cuBLAS's SIMT kernels carry xmma in their name and say ffma (fp32 fused
+  // multiply-add on the CUDA cores): sm90_xmma_gemm_f32f32_f32f32_f32_..._ffma_...
+  // (a GH200 fp32 TransformerEncoder, issue 38's third round). A 16-bit or
+  // TF32 operand in the name is still a tensor-core kernel.
+  const bool simt = has(full, "ffma") || has(full, "simt");
+  if (simt && (has(full, "gemm") || has(full, "fprop") || has(full, "dgrad") || has(full, "wgrad")) &&
+      !has(full, "tf32") && !has(full, "bf16") && !has(full, "f16") && !has(full, "hmma")) {
+    return Fp32Math::kByName;
+  }
   if (has_tensor_core_mark(full, k.name) || has(full, "gemv")) return Fp32Math::kNo;
   const std::string base = lower(base_name(k.name));
   if (has(base, "sgemm") || has(base, "scudnn")) return Fp32Math::kByName;

@@ -185,6 +185,18 @@ TEST(Fp32Math, TensorCoreKernelNamesAreNotFp32Math) {
   EXPECT_EQ(internal::fp32_math(kernel("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw")),
             Fp32Math::kNo);
   EXPECT_EQ(internal::fp32_math(kernel("ampere_gcgemm_64x64_nt")), Fp32Math::kNo);  // FFT conv: left out
+  // cuBLAS's SIMT kernels on sm90 carry xmma and ffma: fp32 on the CUDA
+  // cores (a GH200 fp32 TransformerEncoder); CUTLASS's simt likewise. A
+  // TF32 or 16-bit operand keeps a kernel on the tensor cores.
+  EXPECT_EQ(internal::fp32_math(kernel("sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_"
+                                       "ffma_aligna4_alignc4_execute_kernel__51a_cublas")),
+            Fp32Math::kByName);
+  EXPECT_EQ(internal::fp32_math(kernel("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x64_8x5_nn_align1>("
+                                       "cutlass_80_simt_sgemm_128x64_8x5_nn_align1::Params)")),
+            Fp32Math::kByName);
+  EXPECT_EQ(internal::fp32_math(kernel("sm90_xmma_gemm_tf32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_"
+                                       "execute_segment_k_off_kernel__5x_cublas")),
+            Fp32Math::kNo);
   // The op's float type alone needs a library GEMM name without a tensor-core mark.
   internal::KernelEfficiency by_op = kernel("gemm_kernel_unknown");
   by_op.dtype = "fp32";

@@ -569,6 +569,32 @@ TEST(ManyCalls, HiddenBehindABusyGpuSavesNothing) {
   EXPECT_EQ(f[0].impact_ns, 0);
 }
 
+// Cheap calls made while a long kernel runs, in a window where the GPU is
+// busy only 71% of the time (host work with no kernel after them): the GPU
+// never waits for these calls, so they save no step time (issue 38's third
+// round: a saving claimed behind a busy GPU).
+TEST(ManyCalls, CallsUnderALongKernelSaveNothing) {
+  Gen g;
+  g.steps = 4;
+  g.ops = {Op{.name = "aten::mm", .kernel = "gemm_kernel", .cpu_us = 30, .kernel_us = 2000},
+           Op{.name = "aten::add", .kernel = "add_kernel", .cpu_us = 6, .kernel_us = 1, .repeat = 60},
+           Op{.name = "aten::host_work", .kernel = "", .cpu_us = 2500}};
+  auto f = run(make(g), "many_calls");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(field(f[0], "key").s, "aten::add");
+  EXPECT_LT(field(f[0], "gpu_busy_pct").d, 80.0);
+  EXPECT_EQ(field(f[0], "gpu_idle_during_calls_ns").i, 0);
+  EXPECT_EQ(f[0].impact_ns, 0);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kInfo);
+  EXPECT_NE(f[0].title.find("the GPU stays busy through 100"), std::string::npos) << f[0].title;
+  // The same calls with the GPU idle under them keep their saving.
+  g.ops[0].kernel_us = 20;
+  auto idle = run(make(g), "many_calls");
+  ASSERT_EQ(idle.size(), 1u);
+  EXPECT_GT(idle[0].impact_ns, 0);
+  EXPECT_LE(idle[0].impact_ns, field(idle[0], "cost_ns").i);
+}
+
 // record_vecadd (tests/data/gpu/h100-tprof/vecadd.cu on an H200): the same
 // full-size add launched 200 times, 3.6 us each at ~74% of the HBM
 // bandwidth. The kernels' 711.3 us is their memory traffic, not a per-call

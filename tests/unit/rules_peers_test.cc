@@ -165,6 +165,27 @@ TEST(RulesPeers, CommExposed) {
                   .empty());
 }
 
+// A forward-only recording (CPU ops, none backward): the all-reduces are
+// tensor-parallel activations on the critical path, not gradients DDP could
+// overlap with backward (issue 38's third round: DDP advice on a TP=2 LLaMA
+// forward). One backward op brings the training advice back.
+TEST(RulesPeers, CommExposedInAForwardOnlyPassGetsInferenceAdvice) {
+  std::vector<std::string> ev = {step(1, 0, 100), x("cpu_op", "aten::linear", 1, 1, 1, 8),
+                                 kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 20, 10, 30, 1),
+                                 kernel("gemm", 7, 30, 20, 2)};
+  auto f = run(doc(ev), "comm_exposed");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(field(f[0], "pass").s, "forward only (no backward op)");
+  EXPECT_NE(f[0].advice.find("tensor-parallel"), std::string::npos) << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("bucket_cap_mb"), std::string::npos) << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("no_sync"), std::string::npos) << f[0].advice;
+  ev.push_back(x("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", 1, 2, 60, 8));
+  f = run(doc(ev), "comm_exposed");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(field(f[0], "pass").s, "training or unknown");
+  EXPECT_NE(f[0].advice.find("bucket_cap_mb"), std::string::npos) << f[0].advice;
+}
+
 std::string memory(double ts, long long allocated, long long reserved) {
   return R"({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": )" +
          std::to_string(ts) + R"(, "args": {"Device Type": 1, "Device Id": 0, "Addr": 1, "Bytes": 100, "Total Allocated": )" +

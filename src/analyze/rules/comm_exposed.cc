@@ -88,14 +88,33 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (!steps_over.empty()) f.evidence.ints("steps", steps_over);
   const std::string worst_name = worst != nullptr ? std::string(c.name(worst->event)) : std::string("the collectives");
   const std::size_t nsteps = c.steps.steps.size();
-  f.advice = "First run tprof diagnose on all ranks' traces together: if this rank waits for a straggler at " +
-             worst_name + ", speed up the straggler instead. Otherwise overlap the collectives with compute: let DDP "
-             "start them during backward (a smaller bucket_cap_mb sends the first buckets earlier; FSDP: "
-             "forward/backward_prefetch), or communicate less (no_sync() for gradient accumulation, bf16 gradient "
-             "compression); " + format_ns(exposed_ns) + " of communication (" +
-             (nsteps > 0 ? format_ns(exposed_ns / static_cast<std::int64_t>(nsteps)) + " per step" : std::string("in the window")) +
-             ") runs with no compute beside it. In a synchronous job a rank that arrives early sits in the collective "
-             "until the last one arrives, which looks like exposed communication too.";
+  const std::string how_much =
+      format_ns(exposed_ns) + " of communication (" +
+      (nsteps > 0 ? format_ns(exposed_ns / static_cast<std::int64_t>(nsteps)) + " per step" : std::string("in the window")) +
+      ") runs with no compute beside it";
+  const std::string first = "First run tprof diagnose on all ranks' traces together: if this rank waits for a straggler at " +
+                            worst_name + ", speed up the straggler instead. ";
+  // A forward-only recording (inference): no backward to hide collectives
+  // behind, and no gradients to accumulate or compress. Tensor-parallel
+  // all-reduces of activations sit between layers, on the critical path
+  // (issue 38's third round: DDP advice on a TP=2 LLaMA forward).
+  const bool inference = c.forward_only();
+  f.evidence.text("pass", inference ? "forward only (no backward op)" : "training or unknown");
+  if (inference) {
+    f.advice = first + "Otherwise, in a forward-only pass the collectives (tensor-parallel all-reduces of activations) "
+               "sit between layers with nothing to overlap them: use fewer ranks per model where it fits (a smaller "
+               "tensor-parallel degree, data-parallel replicas instead), a faster link (NVLink/NVSwitch with P2P on; "
+               "between PCIe GPUs each all-reduce crosses the host bridge), a fused or custom all-reduce (vLLM's "
+               "custom all-reduce, NCCL NVLS), or more tokens per step so each all-reduce carries more work; " +
+               how_much + ". In a synchronous job a rank that arrives early sits in the collective until the last one "
+               "arrives, which looks like exposed communication too.";
+  } else {
+    f.advice = first + "Otherwise overlap the collectives with compute: let DDP start them during backward (a smaller "
+               "bucket_cap_mb sends the first buckets earlier; FSDP: forward/backward_prefetch), or communicate less "
+               "(no_sync() for gradient accumulation, bf16 gradient compression); " +
+               how_much + ". In a synchronous job a rank that arrives early sits in the collective until the last one "
+               "arrives, which looks like exposed communication too.";
+  }
   f.impact_ns = exposed_ns;
   out->push_back(std::move(f));
 }

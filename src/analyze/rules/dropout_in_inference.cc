@@ -40,14 +40,10 @@ bool is_dropout_scope(std::string_view n) {
          n == "aten::feature_alpha_dropout";
 }
 
-bool is_backward(std::string_view n) {
-  return n.find("Backward") != std::string_view::npos || n.find("evaluate_function") != std::string_view::npos ||
-         n.starts_with("Optimizer.step") || n.find("_backward") != std::string_view::npos;
-}
-
 }  // namespace
 
 void rule_dropout_in_inference(const DiagnoseContext& c, std::vector<Finding>* out) {
+  if (!c.forward_only()) return;
   const Trace& t = c.trace;
   std::int64_t masks = 0, ns = 0, scopes = 0, cpu_ops = 0;
   std::vector<std::int64_t> open_end(t.lanes.size(), INT64_MIN);  // the outermost dropout call's end per lane
@@ -57,7 +53,6 @@ void rule_dropout_in_inference(const DiagnoseContext& c, std::vector<Finding>* o
     if (c.kind(e) != EventKind::kCpuOp) continue;
     ++cpu_ops;
     const std::string_view n = c.name(e);
-    if (is_backward(n)) return;
     const bool scope = is_dropout_scope(n);
     if (!scope && !draws_mask(n)) continue;
     const std::uint32_t lane = t.events.lane[e];

@@ -77,6 +77,23 @@ Between idle_between(const DiagnoseContext& c, std::string_view key) {
   return b;
 }
 
+// The GPU idle (any cause) while the host made the calls of host row
+// `key`: the most the step can save by making them cheaper; the rest of
+// their time ran while queued work kept the GPU busy.
+std::int64_t idle_during_calls(const DiagnoseContext& c, std::string_view key) {
+  std::vector<Interval> calls;
+  for (const std::vector<std::uint32_t>* list : {&c.host_ops, &c.runtime}) {
+    for (std::uint32_t e : *list) {
+      if (c.name(e) == key && c.dur(e) > 0) calls.push_back({c.ts(e), c.end(e)});
+    }
+  }
+  std::int64_t ns = 0;
+  for (const Interval& g : merge_intervals(std::move(calls))) {
+    sat_acc(ns, total_length(c.idle().ranges(kAllCauses, g.start, g.end)));
+  }
+  return ns;
+}
+
 }  // namespace
 
 void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -144,7 +161,13 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
 
   const DiagnoseContext::BusyWindow w = c.gpu_busy_window();
   const double gpu_busy = w.span_ns > 0 ? static_cast<double>(w.busy_ns) / static_cast<double>(w.span_ns) : 0;
-  const bool hidden = !best->is_device && c.has_device() && gpu_busy >= kHiddenBusyShare;
+  // A host row behind a busy GPU: busy through most of the window, or
+  // through the calls themselves (a loop of cheap calls while a long kernel
+  // runs: the GPU idles under less than kCostlyShare of them).
+  const std::int64_t idle_during = !best->is_device && c.has_device() ? idle_during_calls(c, best->key) : 0;
+  const bool busy_through_calls =
+      !best->is_device && c.has_device() && static_cast<double>(idle_during) < kCostlyShare * static_cast<double>(best_cost);
+  const bool hidden = !best->is_device && c.has_device() && (gpu_busy >= kHiddenBusyShare || busy_through_calls);
   Finding f;
   f.id = "many_calls";
   f.severity = hidden ? FindingSeverity::kInfo : FindingSeverity::kWarning;
@@ -152,7 +175,13 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   f.title = best->key + " called " + (best->count == 1 ? std::string("once") : std::to_string(best->count) + " times") + " (" + format_ns(best_cost / best->count) +
             " each): " + format_ns(best_cost) + ", " + format_pct(share) + " of " +
             (best->is_device ? "Self CUDA" : "Self CPU") + " total";
-  if (hidden) f.title += "; hidden behind a GPU busy " + format_pct(100.0 * gpu_busy);
+  if (hidden && gpu_busy >= kHiddenBusyShare) {
+    f.title += "; hidden behind a GPU busy " + format_pct(100.0 * gpu_busy);
+  } else if (hidden) {
+    f.title += "; the GPU stays busy through " +
+               format_pct(100.0 - 100.0 * static_cast<double>(idle_during) / static_cast<double>(best_cost)) +
+               " of them";
+  }
   const std::int64_t between_avg = best_between.gaps > 0 ? best_between.idle_ns / best_between.gaps : 0;
   if (best->is_device) {
     f.title += "; the GPU idles " + format_ns(best_between.idle_ns) + " between them (" + format_ns(between_avg) +
@@ -168,6 +197,7 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
       .num("total_ns", best_total)
       .real("share_pct", share);
   if (c.has_device()) f.evidence.real("gpu_busy_pct", 100.0 * gpu_busy);
+  if (!best->is_device && c.has_device()) f.evidence.num("gpu_idle_during_calls_ns", idle_during);
   if (best->is_device) f.evidence.num("idle_between_ns", best_between.idle_ns).num("gaps", best_between.gaps);
   if (nsteps > 0) f.evidence.real("calls_per_step", static_cast<double>(best->count) / static_cast<double>(nsteps));
   f.evidence.events("examples", std::move(examples));
@@ -208,8 +238,12 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
                format_ns(best_cost) + ".";
   }
   // Behind a busy GPU host calls cost host time only: the step saves
-  // nothing. A kernel's launches cost the idle between them.
-  f.impact_ns = best->is_device ? best_between.idle_ns : hidden ? 0 : best_cost;
+  // nothing, and at most the GPU idle under them otherwise (without device
+  // activity, their time). A kernel's launches cost the idle between them.
+  f.impact_ns = best->is_device ? best_between.idle_ns
+                : hidden        ? 0
+                : c.has_device() ? std::min(best_cost, idle_during)
+                                 : best_cost;
   out->push_back(std::move(f));
 }
 
