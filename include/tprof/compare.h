@@ -156,6 +156,9 @@ struct Comparison {
   std::string bound_reason;  // "both runs are GPU-bound (compute-bound, compute-bound)"
   // Set-up differences, one line each: "device: NVIDIA A100 vs NVIDIA V100".
   std::vector<std::string> setup_differences;
+  // What one side records and the other does not, one line each ("dtype: bf16
+  // vs unknown"): shown, never a reason to refuse (unknown is no mismatch).
+  std::vector<std::string> setup_unknown;
   const MetricComparison* metric(CompareMetric m) const;  // nullptr for kAuto
 };
 
@@ -203,9 +206,12 @@ struct CompareFormat {
 
 // A short text report: steps and medians with the noise, verdicts, then the
 // top ops and kernels by |delta| and the new / vanished names.
-std::string format_comparison_text(const Comparison& c, const CompareFormat& f = {});
-// Markdown for a pull-request comment: the same content as tables.
-std::string format_comparison_md(const Comparison& c, const CompareFormat& f = {});
+// With a gate result, its decision (format_gate_line) comes first.
+std::string format_comparison_text(const Comparison& c, const CompareFormat& f = {},
+                                   const GateResult* gate = nullptr);
+// Markdown for a pull-request comment: the same content as tables; with a
+// gate result, its decision in bold under the heading.
+std::string format_comparison_md(const Comparison& c, const CompareFormat& f = {}, const GateResult* gate = nullptr);
 // {"a", "b", "alignment", "steps", "median_step", "verdict", "ops",
 // "kernels"[, "gate"]}: ns integers, snake_case keys (docs/compare.md).
 // `gate` is written when given.

@@ -484,6 +484,20 @@ std::vector<std::string> setup_differences(const RunSetup& a, const RunSetup& b)
   return out;
 }
 
+// What one side records and the other does not.
+std::vector<std::string> setup_unknown(const RunSetup& a, const RunSetup& b) {
+  std::vector<std::string> out;
+  auto one_sided = [&](std::string_view what, const std::string& x, const std::string& y) {
+    if (x.empty() != y.empty()) {
+      out.push_back(std::string(what) + ": " + (x.empty() ? "unknown" : x) + " vs " + (y.empty() ? "unknown" : y) +
+                    " (" + (x.empty() ? "A" : "B") + " does not record it)");
+    }
+  };
+  one_sided("device", a.device, b.device);
+  one_sided("dtype", a.dtype, b.dtype);
+  return out;
+}
+
 }  // namespace
 
 Comparison compare_traces(const Trace& a, const Trace& b) {
@@ -520,6 +534,7 @@ Comparison compare_traces(const Trace& a, const Trace& b) {
                                                       : "neither run is GPU-bound (" + verdict_list(c.a, c.b) + ")";
   }
   c.setup_differences = setup_differences(c.a.setup, c.b.setup);
+  c.setup_unknown = setup_unknown(c.a.setup, c.b.setup);
 
   // Ops by name, both sides; only names seen inside the aligned steps.
   {

@@ -260,8 +260,9 @@ std::string format_gate_line(const GateResult& g) {
   return s + "\n";
 }
 
-std::string format_comparison_text(const Comparison& c, const CompareFormat& f) {
+std::string format_comparison_text(const Comparison& c, const CompareFormat& f, const GateResult* gate) {
   std::string out;
+  if (gate != nullptr) out += format_gate_line(*gate).substr(std::string_view("compare ").size()) + "\n";
   out += "A: " + f.label_a + "\n";
   out += "B: " + f.label_b + "\n";
   out += "steps:        " + alignment_text(c) + "\n";
@@ -283,6 +284,7 @@ std::string format_comparison_text(const Comparison& c, const CompareFormat& f) 
   out += "* bounds the run: " + c.bound_reason + "; the gate reads it (--metric chooses another)\n";
   out += "\nset-up:       A " + setup_text(c.a.setup) + "\n              B " + setup_text(c.b.setup) + "\n";
   for (const std::string& d : c.setup_differences) out += "  differs:    " + d + "\n";
+  for (const std::string& d : c.setup_unknown) out += "  one side:   " + d + "\n";
   out += "verdict:      A " + std::string(verdict_name(c.a.verdict)) + ", B " + std::string(verdict_name(c.b.verdict)) +
          (c.verdict_changed ? " (changed)" : " (unchanged)") + "\n";
 
@@ -360,8 +362,16 @@ void md_table(std::string* out, const std::vector<std::string>& head, const std:
 
 }  // namespace
 
-std::string format_comparison_md(const Comparison& c, const CompareFormat& f) {
+std::string format_comparison_md(const Comparison& c, const CompareFormat& f, const GateResult* gate) {
   std::string out = "### tprof compare\n\n";
+  if (gate != nullptr) {
+    // "compare gate: FAIL: B's ..." -> "**Gate: FAIL** B's ..."
+    std::string line = format_gate_line(*gate);
+    line.pop_back();  // its newline
+    line = line.substr(std::string_view("compare gate: ").size());
+    const std::size_t colon = line.find(':');
+    out += "**Gate: " + line.substr(0, colon) + "**" + line.substr(colon + 1) + "\n\n";
+  }
   out += "- A: " + name_list({f.label_a}, 0, true) + "\n- B: " + name_list({f.label_b}, 0, true) + "\n\n";
   std::vector<std::vector<std::string>> summary = {
       {"trace", name_list({file_name(f.label_a)}, 0, true), name_list({file_name(f.label_b)}, 0, true), ""},
@@ -386,6 +396,7 @@ std::string format_comparison_md(const Comparison& c, const CompareFormat& f) {
   out += "\nMeans per step with their 95% interval (" + sampling_text(c) + "); the run is bound by " +
          std::string(metric_label(c.bound_metric)) + ": " + c.bound_reason + ".\n";
   for (const std::string& d : c.setup_differences) out += "- set-up differs: " + d + "\n";
+  for (const std::string& d : c.setup_unknown) out += "- set-up known on one side only: " + d + "\n";
 
   out += "\n**Host ops**, " + per_what(c) + ", top " + std::to_string(shown(c.ops.size(), f)) + " of " +
          std::to_string(c.ops.size()) + " by |Self CPU delta|\n\n";
@@ -555,6 +566,10 @@ std::string format_comparison_json(const Comparison& c, const CompareFormat& f, 
     w.key("setup_differences");
     w.begin_array();
     for (const std::string& d : c.setup_differences) w.value_string(d);
+    w.end_array();
+    w.key("setup_unknown");
+    w.begin_array();
+    for (const std::string& d : c.setup_unknown) w.value_string(d);
     w.end_array();
     w.key("verdict_changed");
     w.value_bool(c.verdict_changed);

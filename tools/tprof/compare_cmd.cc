@@ -90,8 +90,8 @@ void add_compare_command(CLI::App& app, int* rc) {
                          .allow_mismatch = args->allow_mismatch});
     }
     const std::string text = args->format == "json" ? format_comparison_json(c, f, g ? &*g : nullptr)
-                             : args->format == "md" ? format_comparison_md(c, f)
-                                                    : format_comparison_text(c, f);
+                             : args->format == "md" ? format_comparison_md(c, f, g ? &*g : nullptr)
+                                                    : format_comparison_text(c, f, g ? &*g : nullptr);
     note_diagnostics(*a, args->a);
     note_diagnostics(*b, args->b);
     *rc = emit(text, args->output, std::vector<std::string>{args->a, args->b},
