@@ -171,8 +171,13 @@ Comparison compare_traces(const Trace& a, const Trace& b);
 // The CI gate (docs/compare.md, "The gate"): B fails when its mean per
 // step of the metric is slower than A's by more than max_slower_pct percent
 // and the 95% interval of the change lies above 0 (slower beyond the noise).
-// It refuses to decide (kRefused) with fewer aligned steps than min_steps,
-// with an unavailable metric, or when the set-ups differ (unless allowed).
+// With fewer aligned steps than min_steps it still answers where the answer
+// is plain: it passes when B's mean is within the limit (nothing to block),
+// and fails when an exact test decides (every B step slower than every A
+// step by more than the limit, which exchangeable steps do by chance with
+// probability 1 / C(nA + nB, nB), at most 5%); else it refuses (kRefused),
+// saying about how many steps would decide. It also refuses with an
+// unavailable metric, or when the set-ups differ (unless allowed).
 struct GateOptions {
   double max_slower_pct = 0;
   CompareMetric metric = CompareMetric::kAuto;
@@ -193,6 +198,9 @@ struct GateResult {
   bool over_threshold = false;   // slower by more than max_slower_pct (any slowdown when A's mean is 0)
   bool over_noise = false;       // the interval lies above 0 (no interval: noise unknown, counted as over)
   std::string refusal;           // why kRefused
+  // With fewer steps than min_steps, how a pass or fail was decided
+  // ("fewer than 5 steps: ..."); "" otherwise.
+  std::string basis;
 };
 GateResult check_gate(const Comparison& c, const GateOptions& options);
 // check_gate with the default options and this threshold.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <future>
 #include <limits>
@@ -626,6 +627,27 @@ Comparison compare_traces(const Trace& a, const Trace& b) {
   return c;
 }
 
+namespace {
+
+// The aligned steps' values of one metric, A's and B's.
+std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> metric_values(const Comparison& c, CompareMetric m) {
+  switch (m) {
+    case CompareMetric::kDevice: return {c.a.device_ns, c.b.device_ns};
+    case CompareMetric::kCpu: return {c.a.cpu_ns, c.b.cpu_ns};
+    default: return {c.a.dur_ns, c.b.dur_ns};
+  }
+}
+
+// The chance that nb exchangeable values all exceed na others: one order of
+// the C(na + nb, nb) equally likely ones.
+double chance_all_apart(std::size_t na, std::size_t nb) {
+  double p = 1;
+  for (std::size_t i = 1; i <= nb; ++i) p *= static_cast<double>(i) / static_cast<double>(na + i);
+  return p;
+}
+
+}  // namespace
+
 GateResult check_gate(const Comparison& c, const GateOptions& o) {
   GateResult g;
   g.max_slower_pct = o.max_slower_pct;
@@ -654,11 +676,6 @@ GateResult check_gate(const Comparison& c, const GateOptions& o) {
     return refuse(g.metric == CompareMetric::kDevice ? "no device activity on both sides to measure device time"
                                                      : "nothing to measure");
   }
-  if (m.steps < o.min_steps) {
-    return refuse(std::to_string(m.steps) + (m.steps == 1 ? " aligned step" : " aligned steps") +
-                  ": too few to tell a change from the noise (--min-steps " + std::to_string(o.min_steps) +
-                  "; lower it to gate anyway)");
-  }
   if (!c.setup_differences.empty() && !o.allow_mismatch) {
     std::string why = "the runs' set-ups differ (";
     for (std::size_t i = 0; i < c.setup_differences.size(); ++i) {
@@ -666,6 +683,48 @@ GateResult check_gate(const Comparison& c, const GateOptions& o) {
       why += c.setup_differences[i];
     }
     return refuse(why + "); --allow-mismatch gates anyway");
+  }
+  if (m.steps < o.min_steps) {
+    const std::string few = "fewer than " + std::to_string(o.min_steps) + " aligned steps (" +
+                            std::to_string(m.steps) + "; --min-steps)";
+    if (!g.over_threshold) {
+      // Nothing to block: B's mean is within the limit whatever the noise.
+      g.outcome = GateOutcome::kPass;
+      g.passed = true;
+      g.basis = few + ": B's mean is within the limit, so there is nothing to block";
+      return g;
+    }
+    const auto [va, vb] = metric_values(c, g.metric);
+    const double factor = 1.0 + o.max_slower_pct / 100.0;
+    const std::int64_t max_a = va.empty() ? 0 : *std::max_element(va.begin(), va.end());
+    const std::int64_t min_b = vb.empty() ? 0 : *std::min_element(vb.begin(), vb.end());
+    const bool apart = static_cast<double>(min_b) > factor * static_cast<double>(max_a);
+    const double p = chance_all_apart(va.size(), vb.size());
+    char pb[32];
+    std::snprintf(pb, sizeof pb, "%.3g", p);
+    if (apart && p <= 0.05) {
+      g.outcome = GateOutcome::kFail;
+      g.passed = false;
+      g.basis = few + ": every B step is slower than every A step by more than the limit (by chance at most p = " +
+                std::string(pb) + ")";
+      return g;
+    }
+    std::string need;
+    if (apart) {
+      need = "3 or more steps a side (every B step is slower than every A step, but " + std::to_string(va.size()) +
+             " against " + std::to_string(vb.size()) + " happens by chance with p = " + pb + ")";
+    } else if (m.has_interval && m.delta_pct > o.max_slower_pct && m.delta_pct > m.low_pct) {
+      // The interval's half-width shrinks as 1/sqrt(n): the steps at which
+      // its lower end would clear the limit.
+      const double ratio = (m.delta_pct - m.low_pct) / (m.delta_pct - o.max_slower_pct);
+      const double n = std::ceil(static_cast<double>(m.steps) * ratio * ratio);
+      need = "about " + std::to_string(static_cast<long long>(std::max(n, static_cast<double>(o.min_steps)))) +
+             " steps (if they vary as these do)";
+    } else {
+      need = std::to_string(o.min_steps) + " or more steps";
+    }
+    return refuse(few + ": B's mean is over the limit, but so few steps cannot tell it from the noise; " + need +
+                  " would decide (lower --min-steps to gate on the interval anyway)");
   }
   g.outcome = g.over_threshold && g.over_noise ? GateOutcome::kFail : GateOutcome::kPass;
   g.passed = g.outcome == GateOutcome::kPass;

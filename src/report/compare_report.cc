@@ -257,6 +257,7 @@ std::string format_gate_line(const GateResult& g) {
   } else {
     s += !g.over_threshold ? " (within the limit)" : " (within the noise: the interval reaches 0)";
   }
+  if (!g.basis.empty()) s += "; " + g.basis;
   return s + "\n";
 }
 
@@ -654,6 +655,8 @@ std::string format_comparison_json(const Comparison& c, const CompareFormat& f, 
       w.value_bool(gate->over_threshold);
       w.key("over_noise");
       w.value_bool(gate->over_noise);
+      w.key("basis");
+      w.value_string(gate->basis);
       w.end_object();
     }
     w.end_object();
