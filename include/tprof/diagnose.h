@@ -148,8 +148,9 @@ enum class Verdict : std::uint8_t {
   kHostBound,        // the device idles while the host works without launching device work
   kDependencyBound,  // launched device work waits (other streams, other ranks), not the host
   kUnclear,          // no measured share supports a verdict
+  kCopyBound,        // the GPU is busy, mostly with copies and memsets: transfers bound the run
 };
-inline constexpr int kVerdictCount = 9;
+inline constexpr int kVerdictCount = 10;
 std::string_view verdict_name(Verdict v);  // "overhead-bound", ...
 
 struct StepVerdict {
@@ -159,6 +160,7 @@ struct StepVerdict {
   std::int64_t cpu_busy_ns = 0;
   std::int64_t gpu_busy_ns = 0;      // device activity inside the step window
   std::int64_t gpu_work_ns = 0;      // device activity launched by the step (wherever it ran)
+  std::int64_t work_end_ns = 0;      // the end of the last device activity it launched; 0 when none
   double gpu_idle_pct = 0;
   std::optional<std::int64_t> launch_offset_ns;  // first kernel start − its launch
   std::int64_t dataloader_ns = 0;

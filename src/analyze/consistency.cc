@@ -48,9 +48,14 @@ bool host_side_verdict(Verdict v) {
 void reconcile(const DiagnoseContext& c, Diagnosis* d) {
   std::vector<Finding> kept;
   kept.reserve(d->findings.size());
+  const bool pageable = std::any_of(d->findings.begin(), d->findings.end(),
+                                    [](const Finding& f) { return f.id == "pageable_memcpy"; });
   for (Finding& f : d->findings) {
     std::string why;
-    if (host_side_verdict(d->verdict) && says(f, "host_side", "nothing to fix")) {
+    if (pageable && f.id == "host_blocked" && says(f, "copies", "pageable, 64 KiB or more, the GPU busy")) {
+      why = "its blocking copies are pageable_memcpy's, with the GPU busy copying through them: pageable memory makes "
+            "them synchronous, and pinning is the fix";
+    } else if (host_side_verdict(d->verdict) && says(f, "host_side", "nothing to fix")) {
       why = "says the host has nothing to fix, under a " + std::string(verdict_name(d->verdict)) + " verdict";
     } else if (says(f, "gpu_during", "busy") && c.has_device()) {
       const std::vector<Interval> spans = host_spans(f);

@@ -25,6 +25,12 @@ bool host_side_verdict(Verdict v);
 //   ("gpu_during": "busy") while the idle partition has the GPU idle through
 //   at least a quarter of them is dropped (a rule's claim on the idle, not
 //   the GPU, was empty);
+// - host_blocked's blocking copies, when every one is a pageable copy of
+//   64 KiB or more and the GPU is busy through nine tenths of them
+//   ("copies": "pageable, 64 KiB or more, the GPU busy") and
+//   pageable_memcpy fired, are dropped: one cause (pageable memory makes the
+//   copies synchronous), one fix (pin), not a second finding advising to
+//   read results less often (issue 38's fourth round: an A100 copy loop);
 // - the verdict's support loses the ids of dropped findings.
 void reconcile(const DiagnoseContext& c, Diagnosis* d);
 

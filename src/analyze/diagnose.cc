@@ -41,6 +41,7 @@ std::string_view verdict_name(Verdict v) {
     case Verdict::kHostBound: return "host-bound";
     case Verdict::kDependencyBound: return "dependency-bound";
     case Verdict::kUnclear: return "unclear";
+    case Verdict::kCopyBound: return "copy-bound";
   }
   return "cpu-only";
 }

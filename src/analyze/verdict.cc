@@ -28,6 +28,7 @@ constexpr double kInputShare = 0.25;    // DataLoader time / span
 constexpr double kCommShare = 0.25;     // exposed communication / span
 constexpr double kComputeShare = 0.8;   // device work (launched or in the window) / span
 constexpr double kSyncShare = 0.5;      // host blocked in synchronizing calls / span
+constexpr double kCopyShare = 0.5;      // copies with no kernel beside them / busy: copy-bound, not compute-bound
 constexpr double kIdleCauseShare = 0.25;  // one idle cause / span
 // The device's idle time and its causes come from the idle partition
 // (src/analyze/idle.h: kHostWorkNs, kQueueLatencyNs, the blocking calls).
@@ -46,6 +47,8 @@ struct Facts {
   std::int64_t work = 0;          // device activity launched by the window (steps only)
   std::int64_t dataloader = 0;
   std::int64_t exposed_comm = 0;
+  std::int64_t copy = 0;          // copies and memsets with no kernel beside them
+  std::int64_t copy_work = 0;     // copies and memsets launched by the window (steps only)
   std::int64_t sync = 0;          // host blocked in synchronizing calls or blocking copies
   IdlePartition::Totals idle{};   // the device's idle time by cause (the partition)
   std::int64_t idle_launch = 0;   // launching
@@ -76,6 +79,8 @@ struct Facts {
     sat_acc(work, o.work);
     sat_acc(dataloader, o.dataloader);
     sat_acc(exposed_comm, o.exposed_comm);
+    sat_acc(copy, o.copy);
+    sat_acc(copy_work, o.copy_work);
     sat_acc(sync, o.sync);
     sat_acc(idle_launch, o.idle_launch);
     sat_acc(idle_host, o.idle_host);
@@ -97,15 +102,21 @@ struct Facts {
 class Measure {
  public:
   explicit Measure(const DiagnoseContext& c) : c_(c), idle_(c.idle()) {
-    std::vector<Interval> busy, comm, compute;
+    std::vector<Interval> busy, comm, compute, copy, kernels;
     busy.reserve(c.device.size());
     for (const DeviceOp& op : c.device) {
       busy.push_back({op.start, op.end});
       if (op.cls == DeviceClass::kCompute) compute.push_back({op.start, op.end});
       if (op.cls == DeviceClass::kComm) comm.push_back({op.start, op.end});
+      if (op.cls == DeviceClass::kMemcpy || op.cls == DeviceClass::kMemset) {
+        copy.push_back({op.start, op.end});
+      } else if (op.cls == DeviceClass::kCompute || op.cls == DeviceClass::kComm) {
+        kernels.push_back({op.start, op.end});
+      }
     }
     busy_ = merge_intervals(std::move(busy));
     exposed_comm_ = subtract(merge_intervals(std::move(comm)), merge_intervals(std::move(compute)));
+    copy_only_ = subtract(merge_intervals(std::move(copy)), merge_intervals(std::move(kernels)));
     std::vector<Interval> dl, sync;
     for (std::uint32_t e : c.host_ops) {
       if (is_dataloader(c.name(e))) dl.push_back({c.ts(e), c.end(e)});
@@ -124,6 +135,7 @@ class Measure {
     f.busy = covered_within(busy_, lo, hi);
     f.dataloader = covered_within(dataloader_, lo, hi);
     f.exposed_comm = covered_within(exposed_comm_, lo, hi);
+    f.copy = covered_within(copy_only_, lo, hi);
     f.sync = covered_within(sync_, lo, hi);
     // The device's idle time by cause, from the one partition the rules
     // claim from too (src/analyze/idle.h).
@@ -168,7 +180,7 @@ class Measure {
  private:
   const DiagnoseContext& c_;
   const IdlePartition& idle_;
-  std::vector<Interval> busy_, exposed_comm_, dataloader_, sync_;
+  std::vector<Interval> busy_, exposed_comm_, copy_only_, dataloader_, sync_;
 };
 
 Verdict classify(const Facts& f, bool has_device) {
@@ -176,7 +188,18 @@ Verdict classify(const Facts& f, bool has_device) {
   if (f.span <= 0) return Verdict::kUnclear;
   if (f.share(f.dataloader) > kInputShare) return Verdict::kInputBound;
   if (f.share(f.exposed_comm) > kCommShare) return Verdict::kCommunicationBound;
-  if (f.share(std::max(f.work, f.busy)) >= kComputeShare) return Verdict::kComputeBound;
+  if (f.share(std::max(f.work, f.busy)) >= kComputeShare) {
+    // Busy with transfers, not kernels: copies and memsets with no kernel
+    // beside them hold most of the busy time (a host<->device copy loop;
+    // issue 38's fourth round: an A100 copy benchmark was "compute-bound").
+    // Judged on what made the window busy: the work it launched when that
+    // is the larger (a deep queue), else the device activity inside it.
+    const bool by_work = f.work > f.busy;
+    const std::int64_t copy = by_work ? f.copy_work : f.copy;
+    const std::int64_t of = by_work ? f.work : f.busy;
+    return static_cast<double>(copy) >= kCopyShare * static_cast<double>(of) ? Verdict::kCopyBound
+                                                                              : Verdict::kComputeBound;
+  }
   // The idle cause holding the most time, when it holds enough. Launched
   // work waiting on the device comes before the host's sync: a host blocked
   // on work that itself waits is the symptom, not the cause.
@@ -234,6 +257,24 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const s
              format_pct(100.0 * memory_bound_share(eff)) + " of GPU time): fuse them";
       }
       if (!mix.empty()) s += "; " + mix;
+      return s;
+    }
+    case Verdict::kCopyBound: {
+      // What the copies move and how fast (bytes from their args).
+      std::int64_t bytes = 0, copies = 0, copy_ns = 0;
+      for (const DeviceOp& op : c.device) {
+        if (op.cls != DeviceClass::kMemcpy) continue;
+        const std::int64_t b = c.int_arg(op.event, "bytes");
+        if (b > 0) sat_acc(bytes, b), sat_acc(copy_ns, op.end - op.start), ++copies;
+      }
+      std::string s = "the GPU is busy " + pct(f.share(f.busy)) + " of the time, " +
+                      format_pct(100.0 * static_cast<double>(f.copy) / static_cast<double>(std::max<std::int64_t>(1, f.busy))) +
+                      " of it copies and memsets with no kernel beside them";
+      if (copy_ns > 0) {
+        char rate[32];
+        std::snprintf(rate, sizeof rate, "%.2f", static_cast<double>(bytes) / static_cast<double>(copy_ns));
+        s += "; " + std::to_string(copies) + " copies move " + std::string(rate) + " GB/s on average";
+      }
       return s;
     }
     case Verdict::kSyncBound: {
@@ -333,6 +374,7 @@ std::vector<std::string> supporting(Verdict v, const std::vector<Finding>& findi
         return id == "overhead_bound" || id == "low_gpu_utilization" || id == "kernel_launch_stats" || recurring_gap ||
                id == "many_calls";
       case Verdict::kComputeBound: return id == "compute_bound" || id == "hotspot";
+      case Verdict::kCopyBound: return id == "pageable_memcpy" || id == "hidden_memcpy";
       case Verdict::kInputBound: return id == "dataloader_bound";
       case Verdict::kCommunicationBound: return id == "comm_exposed";
       case Verdict::kSyncBound: return id == "sync_api" || id == "sync_at_window_end";
@@ -372,15 +414,22 @@ Judgement measure(const DiagnoseContext& c) {
   Facts& all = j.all;
   if (nsteps > 0) {
     // Device work launched by each step, wherever it ran.
-    std::vector<std::vector<Interval>> work(nsteps);
+    std::vector<std::vector<Interval>> work(nsteps), copy_work(nsteps);
+    std::vector<std::int64_t> work_end(nsteps, 0);
     for (const DeviceOp& op : c.device) {
-      if (op.step >= 0) work[static_cast<std::size_t>(op.step)].push_back({op.start, op.end});
+      if (op.step < 0) continue;
+      work[static_cast<std::size_t>(op.step)].push_back({op.start, op.end});
+      if (op.cls == DeviceClass::kMemcpy || op.cls == DeviceClass::kMemset) {
+        copy_work[static_cast<std::size_t>(op.step)].push_back({op.start, op.end});
+      }
+      work_end[static_cast<std::size_t>(op.step)] = std::max(work_end[static_cast<std::size_t>(op.step)], op.end);
     }
     std::vector<std::int64_t> delays;
     for (std::size_t si = 0; si < nsteps; ++si) {
       const StepStat& st = c.steps.steps[si];
       Facts f = m.window(st.start_ns, st.start_ns + st.dur_ns);
       f.work = union_length(std::move(work[si]));
+      f.copy_work = union_length(std::move(copy_work[si]));
       StepVerdict v;
       v.step = st.step;
       v.start_ns = st.start_ns;
@@ -390,6 +439,7 @@ Judgement measure(const DiagnoseContext& c) {
       v.gpu_idle_pct = st.gpu_idle_pct;
       v.launch_offset_ns = st.first_kernel_offset_ns;
       v.gpu_work_ns = f.work;
+      v.work_end_ns = work_end[si];
       v.exposed_comm_ns = f.exposed_comm;
       v.dataloader_ns = f.dataloader;
       v.sync_ns = f.sync;

@@ -3,6 +3,7 @@
 // names the trace, what the rule said and why that was wrong.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -336,6 +337,72 @@ TEST(RulesTune38, DataLoaderFixLeavesOutPinningWhenTheCopiesArePinned) {
       diagnose(parse(loader_job("Memcpy HtoD (Pageable -> Device)")), {.only = {"dataloader_bound"}});
   ASSERT_EQ(pageable.findings.size(), 1u);
   EXPECT_NE(pageable.findings[0].advice.find("pin_memory=True"), std::string::npos) << pageable.findings[0].advice;
+}
+
+// ---- Issue 38, fourth round (tuning half) ----
+
+// pytorch/benchmark's A100 copy loop: 10 steps, each a 154 MB pageable
+// host-to-device copy and the copy back, no kernel. It was "compute-bound"
+// with Nsight Compute advice for its memcpys, "move the read of the result
+// out of the step" for the copies that are the workload, and DataLoader
+// advice without a DataLoader.
+const char* const kCopyLoop = "public/torchbench/trace2.json.gz";
+
+TEST(RulesTune38, ACopyLoopIsCopyBound) {
+  const Diagnosis d = diagnose(load(kCopyLoop));
+  EXPECT_EQ(d.verdict, Verdict::kCopyBound) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "copies move 4.63 GB/s")) << d.summary;
+  for (const Finding& f : d.findings) {
+    EXPECT_NE(f.id, "compute_bound") << f.title;
+    EXPECT_FALSE(f.id == "hotspot" && contains(f.title, "Memcpy")) << f.title;
+    // The blocking copies are the pageable ones: one cause, one finding.
+    EXPECT_NE(f.id, "host_blocked") << f.title;
+  }
+  bool dropped = false;
+  for (const auto& r : d.reconciled) dropped = dropped || r.id == "host_blocked";
+  EXPECT_TRUE(dropped);
+  const auto p = std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) { return f.id == "pageable_memcpy"; });
+  ASSERT_NE(p, d.findings.end());
+  EXPECT_NEAR(p->evidence.find("gbps")->d, 4.63, 0.01);
+  EXPECT_FALSE(contains(p->advice, "DataLoader")) << p->advice;
+  EXPECT_FALSE(contains(p->advice, "overlaps compute")) << p->advice;
+  EXPECT_TRUE(contains(p->advice, "two copy engines")) << p->advice;
+  // The saving: the copies' time beyond 12 GB/s, not all of it.
+  const std::int64_t copy_ns = p->evidence.find("copy_ns")->i, bytes = p->evidence.find("bytes")->i;
+  EXPECT_EQ(p->impact_ns, copy_ns - static_cast<std::int64_t>(static_cast<double>(bytes) / 12.0));
+}
+
+// The copy-bound verdict needs copies to hold the busy time: a GPU-bound
+// GEMM run with its bias copies stays compute-bound (every step of the
+// H100 traces), and a pageable input copy that stalls the queue keeps its
+// host_blocked finding (the GPU idles in it).
+TEST(RulesTune38, CopiesBesideKernelsAreNoCopyBoundVerdict) {
+  const Diagnosis d = diagnose(load("gpu/h100-torch-2.11/4096_bf16_warm_eager.json"));
+  EXPECT_EQ(d.verdict, Verdict::kComputeBound);
+  for (const StepVerdict& s : d.steps) EXPECT_NE(s.verdict, Verdict::kCopyBound) << s.step;
+  const Diagnosis r = diagnose(load("public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.pt.trace.json.gz"));
+  EXPECT_TRUE(std::any_of(r.findings.begin(), r.findings.end(), [](const Finding& f) {
+    return f.id == "host_blocked" && text(f, "kind") == "blocked_copy";
+  }));
+}
+
+// A CPU convolution hotspot gets convolution advice (layout, batch-norm
+// folding, threads), not "the BLAS in use" (a CPU ResNet-18 forward with
+// 69% in aten::mkldnn_convolution).
+TEST(RulesTune38, CpuConvolutionHotspotGetsConvolutionAdvice) {
+  using namespace testing;
+  std::vector<std::string> ev;
+  for (int i = 0; i < 6; ++i) {
+    const double t0 = 1000.0 * i;
+    ev.push_back(x("cpu_op", "aten::conv2d", 1, 1, t0, 900));
+    ev.push_back(x("cpu_op", "aten::mkldnn_convolution", 1, 1, t0 + 5, 880));
+    ev.push_back(x("cpu_op", "aten::relu", 1, 1, t0 + 905, 50));
+  }
+  const std::vector<Finding> f = diagnose(*read_trace_bytes(doc(ev), "t.json"), {.only = {"hotspot"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(contains(f[0].advice, "channels_last")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "fold batch norm")) << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "BLAS")) << f[0].advice;
 }
 
 }  // namespace

@@ -66,6 +66,11 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (static_cast<KernelClass>(k) != KernelClass::kComm && eff.share(static_cast<KernelClass>(k)) > comm_share) break;
     if (k == kKernelClassCount - 1 && comm_share > 0) return;
   }
+  // Busy with copies and memsets (the copy-bound verdict): no kernel to
+  // profile or fuse; the copies' own findings (pageable_memcpy,
+  // hidden_memcpy) say what to change (issue 38's fourth round: an A100
+  // copy loop got Nsight Compute advice for its memcpys).
+  if (eff.share(KernelClass::kCopy) >= 0.5) return;
 
   Finding f;
   f.id = "compute_bound";

@@ -352,6 +352,20 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
       if (s >= 0) steps.push_back(s);
     }
     if (n == 0 || host_ns < kMinHostNs) continue;
+    // Copies made synchronous by pageable memory, every one a transfer of
+    // 64 KiB or more (what pageable_memcpy counts), with the GPU busy
+    // (copying) through nine tenths of them: the blocking costs nothing
+    // beyond the copies' own time, and the consistency pass leaves them to
+    // pageable_memcpy's finding (one cause, one fix). Where the GPU idles
+    // in them (an input copy stalling the queue), this finding keeps that
+    // loss.
+    bool all_pageable = kt.kind == IdleCause::kBlockedCopy;
+    for (const BlockingCall* b : calls) {
+      if (!all_pageable) break;
+      if (b->kind != kt.kind) continue;
+      all_pageable = b->op != kNoIndex && c.name(c.device[b->op].event).find("Pageable") != std::string_view::npos &&
+                     c.int_arg(c.device[b->op].event, "bytes") >= 64 * 1024;
+    }
     const std::vector<Interval> claim = claimable_idle(p, cause_bit(kt.kind), nullptr, *out);
     Finding f;
     f.id = "host_blocked";
@@ -420,6 +434,9 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
         .event("longest", c.ref(longest->event))
         .num("gpu_idle_any_cause_ns", idle_any)
         .text("gpu_during", gpu_busy ? "busy" : "idle");
+    if (all_pageable && static_cast<double>(idle_any) < 0.1 * static_cast<double>(host_ns)) {
+      f.evidence.text("copies", "pageable, 64 KiB or more, the GPU busy");
+    }
     if (longest->op != kNoIndex) f.evidence.event("longest_activity", c.ref(c.device[longest->op].event));
     // What the longest call waited for in the causal graph (a sync edge into
     // its return), or that the trace does not say.

@@ -175,6 +175,10 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     std::int64_t self = 0;
     if (device) {
       if (!r.is_device || r.is_user_annotation) continue;
+      // Copies and memsets are no kernel to fuse or make cheaper: the copy
+      // rules (pageable_memcpy, hidden_memcpy) and the copy-bound verdict
+      // speak for them (issue 38's fourth round: "fuse Memcpy DtoH").
+      if (r.key.starts_with("Memcpy") || r.key.starts_with("Memset")) continue;
       self = r.self_device_time_total_ns;
     } else {
       if (r.is_device || is_profiler_step(r.key)) continue;
@@ -336,6 +340,22 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                "uniform_ alike) instead of " + name + " on the CPU (" + count_of(best->count, "call") + " at " + avg +
                " each) and a copy to the device afterwards: the GPU's generator is far faster and the host-to-device "
                "copy goes. It holds most of the CPU time, so the saving shows in the step.";
+  } else if (!device && c.is_torch() && best->key.find("conv") != std::string::npos) {
+    // Convolutions on the CPU (oneDNN's mkldnn_convolution, or the
+    // _slow_conv2d fallback): layout, batch-norm folding and threads, not
+    // "the BLAS" (issue 38's fourth round: a CPU ResNet's 69% in
+    // mkldnn_convolution got a BLAS checklist).
+    const bool slow = best->key.find("slow_conv") != std::string::npos;
+    f.advice = "Make each convolution cheaper (" + count_of(best->count, "call") + " of " + name + " at " + avg +
+               " each): run the model and its input in channels_last (model.to(memory_format=torch.channels_last), "
+               "oneDNN's native layout), and for inference fold batch norm into the convolutions (model.eval(), then "
+               "torch.jit.freeze(torch.jit.script(model)), or torch.compile); check the threads "
+               "(torch.get_num_threads() against the physical cores)" +
+               (slow ? "; " + name + " is PyTorch's fallback, not oneDNN: check torch.backends.mkldnn.is_available() "
+                       "and the dtype"
+                     : std::string()) +
+               ". A first call also creates oneDNN's primitives: time a warmed-up call. It holds most of the CPU "
+               "time, so any saving shows in the step.";
   } else if (!device && best->count > 0 && best_self / best->count >= kSlowCpuCallNs) {
     // Few long calls: the op's own speed, not how often it runs.
     f.advice = "Make each call of " + name + " cheaper (" + count_of(best->count, "call") + " at " + avg +
