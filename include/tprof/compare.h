@@ -82,17 +82,22 @@ struct CompareSide {
   // empty when the trace has no device activity) and its thread's busy time.
   std::vector<std::int64_t> device_ns;
   std::vector<std::int64_t> cpu_ns;
+  // Per aligned step, the steady state: from the previous step's end to its
+  // own, a step ending when its host span and the device work it launched
+  // are both done (the first step: from its start). Whole trace: its span.
+  std::vector<std::int64_t> steady_ns;
   bool gpu_bound = false;  // verdict compute-bound or communication-bound
   RunSetup setup;
 };
 
 enum class CompareMetric : std::uint8_t {
-  kAuto = 0,  // device when both runs are GPU-bound, else step
+  kAuto = 0,  // steady
   kStep,      // the ProfilerStep's duration (the host's wall time per step)
   kDevice,    // the union of the device work each step launched
   kCpu,       // the step thread's busy time
+  kSteady,    // the steady state: the time between consecutive step ends (CompareSide::steady_ns)
 };
-std::string_view compare_metric_name(CompareMetric m);  // "auto", "step", "device", "cpu"
+std::string_view compare_metric_name(CompareMetric m);  // "auto", "step", "device", "cpu", "steady"
 
 // One metric over the aligned steps: B's mean against A's, with the 95%
 // bootstrap interval of the change (docs/compare.md, "The gate").

@@ -452,7 +452,7 @@ class Trace:
 def compare(a: Trace, b: Trace, text: bool = False, label_a: str = "A", label_b: str = "B",
             top: int = 10) -> Union[Comparison, str]:
     """`tprof compare A B`: steps aligned (by number, else order), the
-    median step's change against the noise, the metric that bounds the run,
+    median step's change against the noise, the gate's metric (the steady state),
     and per-op / per-kernel deltas. text=True: the report as printed (top:
     the op and kernel rows shown)."""
     if text:

@@ -41,6 +41,7 @@ std::string_view compare_metric_name(CompareMetric m) {
     case CompareMetric::kStep: return "step";
     case CompareMetric::kDevice: return "device";
     case CompareMetric::kCpu: return "cpu";
+    case CompareMetric::kSteady: return "steady";
   }
   return "step";
 }
@@ -89,6 +90,7 @@ struct SideData {
   // busiest host thread.
   std::vector<std::int64_t> step_device_ns;
   std::vector<std::int64_t> step_cpu_ns;
+  std::vector<std::int64_t> step_steady_ns;  // CompareSide::steady_ns, per step of the trace
   std::int64_t trace_device_ns = 0;
   std::int64_t trace_cpu_ns = 0;
   bool has_device = false;
@@ -159,9 +161,18 @@ SideData read_side(const Trace& t) {
   d.verdict_summary = diagnosis.summary;
   d.has_device = ctx.has_device();
   TPROF_CHECK(diagnosis.steps.size() == d.steps.steps.size());
-  for (const StepVerdict& v : diagnosis.steps) {
+  // The steady state: a step ends when its host span and the device work
+  // it launched are both done; its cost is the time since the previous
+  // step's end (the first step's: since its start). One figure whichever
+  // side bounds the run, and through a change of bound (issue 40, item 1).
+  std::int64_t prev_end = 0;
+  for (std::size_t i = 0; i < diagnosis.steps.size(); ++i) {
+    const StepVerdict& v = diagnosis.steps[i];
     d.step_device_ns.push_back(v.gpu_work_ns);
     d.step_cpu_ns.push_back(v.cpu_busy_ns);
+    const std::int64_t end = std::max(internal::sat_add(v.start_ns, v.cpu_span_ns), v.work_end_ns);
+    d.step_steady_ns.push_back(std::max<std::int64_t>(0, internal::sat_sub(end, i == 0 ? v.start_ns : prev_end)));
+    prev_end = std::max(prev_end, end);
   }
   {
     std::vector<internal::Interval> all;
@@ -312,6 +323,7 @@ std::vector<Window> fill_side(const SideData& d, const Alignment& al, bool first
       side->dur_ns.push_back(d.trace_end_ns - d.trace_start_ns);
       side->device_ns.push_back(d.trace_device_ns);
       side->cpu_ns.push_back(d.trace_cpu_ns);
+      side->steady_ns.push_back(d.trace_end_ns - d.trace_start_ns);
       // Inclusive of the last event's end: every event is inside.
       windows.push_back({d.trace_start_ns, d.trace_end_ns + 1, p});
     } else {
@@ -320,6 +332,7 @@ std::vector<Window> fill_side(const SideData& d, const Alignment& al, bool first
       side->dur_ns.push_back(s.dur_ns);
       side->device_ns.push_back(d.step_device_ns[static_cast<std::size_t>(i)]);
       side->cpu_ns.push_back(d.step_cpu_ns[static_cast<std::size_t>(i)]);
+      side->steady_ns.push_back(d.step_steady_ns[static_cast<std::size_t>(i)]);
       windows.push_back({s.start_ns, s.start_ns + s.dur_ns, p});
     }
   }
@@ -522,18 +535,15 @@ Comparison compare_traces(const Trace& a, const Trace& b) {
 
   // The metrics the gate may read, and the one the runs are bound by.
   const bool paired = al.kind == StepAlignment::kStepNumber;
+  c.metrics.push_back(compare_metric(CompareMetric::kSteady, c.a.steady_ns, c.b.steady_ns, paired));
   c.metrics.push_back(compare_metric(CompareMetric::kStep, c.a.dur_ns, c.b.dur_ns, paired));
   c.metrics.push_back(compare_metric(CompareMetric::kDevice, c.a.device_ns, c.b.device_ns, paired));
   c.metrics.push_back(compare_metric(CompareMetric::kCpu, c.a.cpu_ns, c.b.cpu_ns, paired));
-  if (c.a.gpu_bound && c.b.gpu_bound && c.metric(CompareMetric::kDevice)->available) {
-    c.bound_metric = CompareMetric::kDevice;
-    c.bound_reason = "both runs are GPU-bound (" + verdict_list(c.a, c.b) + ")";
-  } else {
-    c.bound_metric = CompareMetric::kStep;
-    c.bound_reason = c.a.gpu_bound && c.b.gpu_bound ? "no device work on one side"
-                     : c.a.gpu_bound || c.b.gpu_bound ? "only one run is GPU-bound (" + verdict_list(c.a, c.b) + ")"
-                                                      : "neither run is GPU-bound (" + verdict_list(c.a, c.b) + ")";
-  }
+  // The steady state covers host- and device-bound runs alike, and a change
+  // of bound between them: the gate's metric unless --metric says otherwise.
+  c.bound_metric = CompareMetric::kSteady;
+  c.bound_reason = "the steady state: from one step's end to the next, a step ending when its host work and the "
+                   "device work it launched are done, whichever side bounds each run (" + verdict_list(c.a, c.b) + ")";
   c.setup_differences = setup_differences(c.a.setup, c.b.setup);
   c.setup_unknown = setup_unknown(c.a.setup, c.b.setup);
 
@@ -634,6 +644,7 @@ std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> metric_values(co
   switch (m) {
     case CompareMetric::kDevice: return {c.a.device_ns, c.b.device_ns};
     case CompareMetric::kCpu: return {c.a.cpu_ns, c.b.cpu_ns};
+    case CompareMetric::kSteady: return {c.a.steady_ns, c.b.steady_ns};
     default: return {c.a.dur_ns, c.b.dur_ns};
   }
 }

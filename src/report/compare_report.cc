@@ -80,6 +80,7 @@ std::string_view metric_label(CompareMetric m) {
   switch (m) {
     case CompareMetric::kDevice: return "device time";
     case CompareMetric::kCpu: return "CPU busy";
+    case CompareMetric::kSteady: return "step cost";
     case CompareMetric::kStep:
     case CompareMetric::kAuto: break;
   }
@@ -242,7 +243,7 @@ std::string format_gate_line(const GateResult& g) {
   const MetricComparison& m = g.m;
   std::string s = "compare gate: ";
   s += g.outcome == GateOutcome::kPass ? "PASS" : g.outcome == GateOutcome::kFail ? "FAIL" : "REFUSED";
-  s += ": B's mean " + std::string(metric_label(g.metric)) + (g.metric == CompareMetric::kStep ? "" : " per step");
+  s += ": B's mean " + std::string(metric_label(g.metric)) + (g.metric == CompareMetric::kStep || g.metric == CompareMetric::kSteady ? "" : " per step");
   if (m.available) {
     s += " is " + change_with_interval(m) + " (" + signed_t(internal::sat_sub(m.mean_b_ns, m.mean_a_ns)) +
          ") against A's";
@@ -282,7 +283,8 @@ std::string format_comparison_text(const Comparison& c, const CompareFormat& f, 
     }
     text_table(&out, {"  metric", "A", "B", "change", ""}, rows);
   }
-  out += "* bounds the run: " + c.bound_reason + "; the gate reads it (--metric chooses another)\n";
+  out += "* the gate's metric: " + std::string(metric_label(c.bound_metric)) + ", " + c.bound_reason +
+         " (--metric chooses another)\n";
   out += "\nset-up:       A " + setup_text(c.a.setup) + "\n              B " + setup_text(c.b.setup) + "\n";
   for (const std::string& d : c.setup_differences) out += "  differs:    " + d + "\n";
   for (const std::string& d : c.setup_unknown) out += "  one side:   " + d + "\n";
@@ -386,7 +388,7 @@ std::string format_comparison_md(const Comparison& c, const CompareFormat& f, co
     const bool bound = m.metric == c.bound_metric;
     std::string change = change_with_interval(m) + ": " + metric_verdict(m);
     if (bound) change = "**" + change + "**";
-    summary.push_back({"mean " + std::string(metric_label(m.metric)) + (bound ? " (bounds the run)" : ""),
+    summary.push_back({"mean " + std::string(metric_label(m.metric)) + (bound ? " (the gate's metric)" : ""),
                        t(m.mean_a_ns), t(m.mean_b_ns), change});
   }
   summary.push_back({"set-up", setup_text(c.a.setup), setup_text(c.b.setup),
@@ -394,8 +396,8 @@ std::string format_comparison_md(const Comparison& c, const CompareFormat& f, co
   summary.push_back({"verdict", std::string(verdict_name(c.a.verdict)), std::string(verdict_name(c.b.verdict)),
                      c.verdict_changed ? "changed" : "unchanged"});
   md_table(&out, {"", "A", "B", "B vs A"}, summary, 1);
-  out += "\nMeans per step with their 95% interval (" + sampling_text(c) + "); the run is bound by " +
-         std::string(metric_label(c.bound_metric)) + ": " + c.bound_reason + ".\n";
+  out += "\nMeans per step with their 95% interval (" + sampling_text(c) + "); the gate reads " +
+         std::string(metric_label(c.bound_metric)) + ", " + c.bound_reason + ".\n";
   for (const std::string& d : c.setup_differences) out += "- set-up differs: " + d + "\n";
   for (const std::string& d : c.setup_unknown) out += "- set-up known on one side only: " + d + "\n";
 

@@ -449,6 +449,14 @@ std::string fixed(double v, int digits) {
 }
 
 // tprof compare's A-against-B summary, as static HTML (every name escaped).
+// A compare metric as the page names it.
+const char* metric_text(CompareMetric m) {
+  return m == CompareMetric::kDevice   ? "device time / step"
+         : m == CompareMetric::kSteady ? "step cost (steady state)"
+         : m == CompareMetric::kCpu    ? "CPU busy / step"
+                                       : "step time";
+}
+
 void append_compare_html(std::string* out, const Comparison& cmp, const HtmlReportOptions& options) {
   std::string& o = *out;
   const std::string a = html_escape(options.baseline_file_name.empty() ? "A" : options.baseline_file_name);
@@ -474,13 +482,11 @@ void append_compare_html(std::string* out, const Comparison& cmp, const HtmlRepo
        (cmp.a.median_step_ns > 0 ? " (" + std::string(cmp.delta_pct > 0 ? "+" : "") + fixed(cmp.delta_pct, 1) + "%)"
                                  : std::string()) +
        "</td></tr>\n";
-  // The three metrics; the one the run is bound by (what the gate reads) in bold.
+  // The metrics; the one the gate reads in bold.
   for (const MetricComparison& m : cmp.metrics) {
     if (!m.available) continue;
     const bool bound = m.metric == cmp.bound_metric;
-    const char* label = m.metric == CompareMetric::kDevice ? "device time / step"
-                        : m.metric == CompareMetric::kCpu  ? "CPU busy / step"
-                                                           : "step time";
+    const char* label = metric_text(m.metric);
     std::string change = m.mean_a_ns > 0 ? (m.delta_pct > 0 ? "+" : "") + fixed(m.delta_pct, 1) + "%" : "n/a";
     if (m.has_interval && m.mean_a_ns > 0) {
       change += " [" + std::string(m.low_pct > 0 ? "+" : "") + fixed(m.low_pct, 1) + "%, " +
@@ -493,11 +499,12 @@ void append_compare_html(std::string* out, const Comparison& cmp, const HtmlRepo
                                                   : "within the noise";
     const char* cls = m.beyond_noise() ? (m.low_ns > 0 ? "worse" : "better") : "";
     o += std::string("<tr class=\"metric\" data-metric=\"") + std::string(compare_metric_name(m.metric)) +
-         "\"><td>" + (bound ? "<b>" : "") + "mean " + label + (bound ? "</b> (bounds the run)" : "") + "</td><td>" +
+         "\"><td>" + (bound ? "<b>" : "") + "mean " + label + (bound ? "</b> (the gate's metric)" : "") + "</td><td>" +
          internal::format_ns(m.mean_a_ns) + "</td><td>" + internal::format_ns(m.mean_b_ns) + "</td><td class=\"" +
          cls + "\">" + change + ": " + verdict + "</td></tr>\n";
   }
-  o += "<tr><td>bound by</td><td colspan=\"3\">" + html_escape(cmp.bound_reason) +
+  o += "<tr><td>gate reads</td><td class=\"wrap\" colspan=\"3\">" + html_escape(metric_text(cmp.bound_metric)) +
+       ", " + html_escape(cmp.bound_reason) +
        " &mdash; <code>tprof compare --fail-if-slower PCT</code> gates on it</td></tr>\n";
   o += "<tr><td>verdict</td><td>" + html_escape(verdict_name(cmp.a.verdict)) + "</td><td>" +
        html_escape(verdict_name(cmp.b.verdict)) + "</td><td>" + (cmp.verdict_changed ? "<b>changed</b>" : "unchanged") +
@@ -602,6 +609,7 @@ table.cmp td:first-child, table.cmp-rows td:first-child, table.cmp-rows th:first
 table.cmp-rows td:first-child { font-family: ui-monospace, monospace; }
 table.cmp-rows th, table.cmp th { background: #f3f3f3; }
 table.cmp-rows td, table.cmp td { white-space: nowrap; }
+table.cmp td.wrap { white-space: normal; text-align: left; max-width: 60em; }
 td.worse { color: #b3261e; } td.better { color: #1e7b34; }
 tr.new td:first-child { color: #1e7b34; } tr.vanished td:first-child { color: #b3261e; text-decoration: line-through; }
 dl.changes dt { font-weight: 600; font-size: 13px; margin-top: 6px; } dl.changes dd { margin: 2px 0 0 16px; font-size: 12px; }

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <map>
+
 #include <algorithm>
 #include <functional>
 #include <random>
@@ -301,7 +305,7 @@ TEST(CompareGateTest, UniformSlowdownsFail) {
       EXPECT_EQ(g.outcome, GateOutcome::kFail) << rel << " x" << factor << ": " << format_gate_line(g);
       EXPECT_NEAR(g.m.delta_pct, 100.0 * (factor - 1.0), 0.5) << rel;
       EXPECT_GT(g.m.low_pct, 0.0) << rel;
-      EXPECT_EQ(g.metric, std::string(rel) == kEager4096 ? CompareMetric::kDevice : CompareMetric::kStep) << rel;
+      EXPECT_EQ(g.metric, CompareMetric::kSteady) << rel;
       // Faster the other way round: never fails.
       EXPECT_EQ(check_slower(compare_traces(b, a), 0.0).outcome, GateOutcome::kPass) << rel;
     }
@@ -324,18 +328,82 @@ TEST(CompareGateTest, OneSlowPhaseFails) {
 
 TEST(CompareGateTest, HostOnlySlowdownOfAGpuBoundRunIsNotADeviceRegression) {
   // The host launches 1.5× slower, the device's work is untouched: the run
-  // stays GPU-bound, its device time per step does not change.
+  // stays GPU-bound, its steady state and its device time per step do not
+  // change.
   const Trace a = load(kEager4096);
   const Trace b = remapped(kEager4096, stretch(a.start_ns(), 1.5), /*host_only=*/true);
   const Comparison c = compare_traces(a, b);
   ASSERT_TRUE(c.b.gpu_bound) << verdict_name(c.b.verdict);
   const GateResult g = check_slower(c, 5.0);
-  EXPECT_EQ(g.metric, CompareMetric::kDevice);
+  EXPECT_EQ(g.metric, CompareMetric::kSteady);
   EXPECT_EQ(g.outcome, GateOutcome::kPass) << format_gate_line(g);
-  EXPECT_EQ(g.m.delta_pct, 0.0);
+  EXPECT_LT(std::abs(g.m.delta_pct), 5.0) << format_gate_line(g);
+  EXPECT_EQ(check_gate(c, {.max_slower_pct = 5.0, .metric = CompareMetric::kDevice}).m.delta_pct, 0.0);
   // The host's step time did slow down, and gating on it says so.
   const GateResult step = check_gate(c, {.max_slower_pct = 5.0, .metric = CompareMetric::kStep});
   EXPECT_EQ(step.outcome, GateOutcome::kFail) << format_gate_line(step);
+}
+
+// Issue 40, item 1: the steady state gates through a change of bound.
+// Every kernel named `prefix` runs `factor` times longer; later work on its
+// stream starts no earlier than it ends (the queue as the device runs it).
+Trace slowed_kernels(const std::string& rel, std::string_view prefix, double factor) {
+  Trace t = load(rel);
+  EventColumns& ev = t.events;
+  std::map<std::uint32_t, std::vector<std::size_t>> by_lane;
+  for (std::size_t e = 0; e < ev.size(); ++e) {
+    if (ev.lane[e] < t.lanes.size() && t.lanes[ev.lane[e]].kind != LaneKind::kCpu) by_lane[ev.lane[e]].push_back(e);
+  }
+  for (auto& [lane, list] : by_lane) {
+    std::sort(list.begin(), list.end(), [&](std::size_t x, std::size_t y) { return ev.ts_ns[x] < ev.ts_ns[y]; });
+    std::int64_t free_at = INT64_MIN;
+    for (std::size_t e : list) {
+      if (t.name(static_cast<std::uint32_t>(e)).starts_with(prefix)) {
+        ev.dur_ns[e] = static_cast<std::int64_t>(static_cast<double>(ev.dur_ns[e]) * factor);
+      }
+      ev.ts_ns[e] = std::max(ev.ts_ns[e], free_at);
+      free_at = ev.ts_ns[e] + ev.dur_ns[e];
+    }
+  }
+  return t;
+}
+
+TEST(CompareGateTest, AKernelThatTurnsTheRunGpuBoundFails) {
+  // The 64x64 run is overhead-bound; its GEMM 60x slower makes it GPU-bound
+  // while the host's steps do not move: step time passes, the steady state
+  // fails with the run's real slowdown.
+  const Trace a = load(kEager64);
+  const Trace b = slowed_kernels(kEager64, "nvjet", 60.0);
+  const Comparison c = compare_traces(a, b);
+  const GateResult g = check_slower(c, 5.0);
+  EXPECT_EQ(g.metric, CompareMetric::kSteady);
+  EXPECT_EQ(g.outcome, GateOutcome::kFail) << format_gate_line(g);
+  EXPECT_GT(g.m.delta_pct, 20.0) << format_gate_line(g);
+  EXPECT_EQ(check_gate(c, {.max_slower_pct = 5.0, .metric = CompareMetric::kStep}).outcome, GateOutcome::kPass);
+  std::printf("GEMM x60 on the overhead-bound run: steady state %+.1f%%\n", g.m.delta_pct);
+}
+
+TEST(CompareGateTest, AHostSlowdownOfAGpuBoundRunIsSizedByTheSteadyState) {
+  // The host 3x slower on the GPU-bound 4096 run: its step time triples,
+  // but the step costs only what the slower host adds beyond the device's
+  // queue. The steady state's mean is the recorded steps' span over their
+  // count, so the gate's figure is the run's own end-to-end change.
+  const Trace a = load(kEager4096);
+  const Trace b = remapped(kEager4096, stretch(a.start_ns(), 3.0), /*host_only=*/true);
+  const Comparison c = compare_traces(a, b);
+  const GateResult g = check_slower(c, 5.0);
+  EXPECT_EQ(g.metric, CompareMetric::kSteady);
+  const MetricComparison* step = c.metric(CompareMetric::kStep);
+  ASSERT_NE(step, nullptr);
+  EXPECT_GT(step->delta_pct, 150.0);  // the host step alone: about +200%
+  EXPECT_LT(g.m.delta_pct, 0.5 * step->delta_pct) << format_gate_line(g);
+  auto span = [](const CompareSide& s) {
+    std::int64_t sum = 0;
+    for (std::int64_t v : s.steady_ns) sum += v;
+    return sum;
+  };
+  EXPECT_NEAR(g.m.delta_pct, 100.0 * (static_cast<double>(span(c.b)) / static_cast<double>(span(c.a)) - 1.0), 0.5);
+  std::printf("host x3 on the GPU-bound run: step time %+.1f%%, steady state %+.1f%%\n", step->delta_pct, g.m.delta_pct);
 }
 
 TEST(CompareGateTest, EagerToCompileAt4096IsFasterOnTheDevice) {
@@ -344,11 +412,14 @@ TEST(CompareGateTest, EagerToCompileAt4096IsFasterOnTheDevice) {
   const Comparison c = compare_traces(load(kEager4096), load(kCompile4096));
   EXPECT_GT(c.delta_pct, 50.0);
   const GateResult g = check_slower(c, 5.0);
-  EXPECT_EQ(g.metric, CompareMetric::kDevice);
+  EXPECT_EQ(g.metric, CompareMetric::kSteady);
   EXPECT_EQ(g.outcome, GateOutcome::kPass) << format_gate_line(g);
-  EXPECT_EQ(g.m.mean_a_ns / 100, 1997);
-  EXPECT_EQ(g.m.mean_b_ns / 100, 1930);
-  EXPECT_LT(g.m.high_pct, 0.0);  // faster beyond the noise
+  // The device's own time per step, by --metric device.
+  const GateResult d = check_gate(c, {.max_slower_pct = 5.0, .metric = CompareMetric::kDevice});
+  EXPECT_EQ(d.outcome, GateOutcome::kPass) << format_gate_line(d);
+  EXPECT_EQ(d.m.mean_a_ns / 100, 1997);
+  EXPECT_EQ(d.m.mean_b_ns / 100, 1930);
+  EXPECT_LT(d.m.high_pct, 0.0);  // faster beyond the noise
 }
 
 TEST(CompareGateTest, JitterWithinTheNoisePasses) {
@@ -445,7 +516,9 @@ TEST(CompareGateTest, DifferentSetUpsRefuseUnlessAllowed) {
   const GateResult g = check_slower(c, 5.0);
   EXPECT_EQ(g.outcome, GateOutcome::kRefused);
   EXPECT_NE(g.refusal.find("world size: 8 vs 2"), std::string::npos) << g.refusal;
-  EXPECT_EQ(check_gate(c, {.max_slower_pct = 5.0, .allow_mismatch = true}).outcome, GateOutcome::kFail);
+  // (The steps are as far apart on both sides, so step time, not the steady state, is what moved.)
+  EXPECT_EQ(check_gate(c, {.max_slower_pct = 5.0, .metric = CompareMetric::kStep, .allow_mismatch = true}).outcome,
+            GateOutcome::kFail);
   EXPECT_TRUE(compare_traces(a, a).setup_differences.empty());
 }
 

@@ -476,9 +476,9 @@ TEST(HtmlReport, TwoTracesAddTheComparison) {
   EXPECT_NE(h.find("<code title=\"aten::addmm\">aten::addmm</code>"), std::string::npos);
   EXPECT_LT(h.find("id=\"compare\""), h.find("id=\"verdict\""));
   // The gate's statistics: the three metrics, the bound one named.
-  EXPECT_NE(h.find("data-bound-metric=\"step\""), std::string::npos);
+  EXPECT_NE(h.find("data-bound-metric=\"steady\""), std::string::npos);
   EXPECT_NE(h.find("data-metric=\"device\""), std::string::npos);
-  EXPECT_NE(h.find("<b>mean step time</b> (bounds the run)"), std::string::npos);
+  EXPECT_NE(h.find("<b>mean step cost (steady state)</b> (the gate's metric)"), std::string::npos);
   EXPECT_NE(h.find("B slower, beyond the noise"), std::string::npos);
   Result<JsonValue> v = JsonValue::parse(data_blob(h));
   ASSERT_TRUE(v) << v.error().to_string();

@@ -50,10 +50,10 @@ void add_compare_command(CLI::App& app, int* rc) {
                               "PCT >= 0"));
 
   cmd->add_option("--metric", args->metric,
-                  "What the gate compares per step: auto (device time when both runs are GPU-bound, else step), "
-                  "step (the ProfilerStep's wall time), device (the device work it launched), cpu (its thread's busy "
-                  "time)")
-      ->check(CLI::IsMember({"auto", "step", "device", "cpu"}))
+                  "What the gate compares per step: auto (steady), steady (the time from one step's end to the next, "
+                  "a step ending when its host work and the device work it launched are done), step (the "
+                  "ProfilerStep's wall time), device (the device work it launched), cpu (its thread's busy time)")
+      ->check(CLI::IsMember({"auto", "steady", "step", "device", "cpu"}))
       ->capture_default_str();
   cmd->add_option("--min-steps", args->min_steps,
                   "The gate refuses (exit 2) with fewer aligned steps: the noise is unknown")
@@ -80,7 +80,8 @@ void add_compare_command(CLI::App& app, int* rc) {
     const CompareFormat f{.label_a = args->a, .label_b = args->b, .top = args->top};
     std::optional<GateResult> g;
     if (gate->count() > 0) {
-      const CompareMetric metric = args->metric == "step"     ? CompareMetric::kStep
+      const CompareMetric metric = args->metric == "steady"   ? CompareMetric::kSteady
+                                   : args->metric == "step"     ? CompareMetric::kStep
                                    : args->metric == "device" ? CompareMetric::kDevice
                                    : args->metric == "cpu"    ? CompareMetric::kCpu
                                                               : CompareMetric::kAuto;
