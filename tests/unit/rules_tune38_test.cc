@@ -145,26 +145,63 @@ TEST(RulesTune38, ModelOnCpuSilentWithoutAGpuOrWithGpuWork) {
 }
 
 // The same ParT forward draws 32 dropout masks (aten::bernoulli_ under
-// aten::dropout) with no backward in the trace: model.eval() is missing.
-TEST(RulesTune38, DropoutInAForwardOnlyPass) {
-  const std::vector<Finding> f = run(kParTOnCpu, "dropout_in_inference");
+// aten::dropout) and runs its 6 batch norms in training mode (Concrete
+// Inputs' training 'True', each after its num_batches_tracked add_) with no
+// backward in the trace: model.eval() is missing. One finding, one fix.
+TEST(RulesTune38, TrainingModeInAForwardOnlyPass) {
+  const std::vector<Finding> f = run(kParTOnCpu, "train_mode_in_inference");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].evidence.find("mask_calls")->i, 32);
   EXPECT_EQ(f[0].evidence.find("dropout_scopes")->i, 38);
+  EXPECT_EQ(f[0].evidence.find("batch_norm_training_calls")->i, 6);
+  EXPECT_EQ(f[0].evidence.find("num_batches_tracked_updates")->i, 6);
   EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_TRUE(f[0].title.starts_with("The model runs in training mode in a forward-only pass")) << f[0].title;
   EXPECT_TRUE(f[0].advice.starts_with("If this is inference, call model.eval()")) << f[0].advice;
-  EXPECT_EQ(f[0].impact_ns, f[0].evidence.find("dropout_ns")->i);
+  EXPECT_TRUE(contains(f[0].advice, "running statistics")) << f[0].advice;
+  EXPECT_EQ(f[0].impact_ns,
+            f[0].evidence.find("dropout_ns")->i + f[0].evidence.find("num_batches_tracked_ns")->i);
+}
+
+// Batch norm alone in training mode (issue 38's fourth round: three CNN
+// inference traces whose expert's first remark it was): ParT's GPU forward
+// runs cuDNN's bn_fw_tr kernels for its 6 batch norms; its 32 dropout
+// masks take 2 ms of a 1 s trace (under 1%) and are left out.
+TEST(RulesTune38, BatchNormInTrainingModeOnTheGpu) {
+  const std::vector<Finding> f = run("public/particle_transformer/profiler_trace_single_sample.json.gz",
+                                     "train_mode_in_inference");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].title.starts_with("Batch norm runs in training mode in a forward-only pass")) << f[0].title;
+  EXPECT_EQ(f[0].evidence.find("batch_norm_train_kernels")->i, 6);
+  EXPECT_EQ(f[0].evidence.find("mask_calls"), nullptr);
 }
 
 // Where it must not fire: eval-mode dropout (aten::dropout that draws no
-// mask: the H100 TimeSformer's 74 calls, the Switch-MoE's 40); the ParT
-// GPU forward whose 32 masks take 2 ms of a 1 s trace (under 1%).
-TEST(RulesTune38, DropoutSilentInEvalModeOrWhenSmall) {
+// mask: the H100 TimeSformer's 74 calls, the Switch-MoE's 40); training
+// with a backward (the tb_plugin ResNet-50 sample: bn_fw_tr kernels and
+// num_batches_tracked updates, as training should); batch norm whose
+// training argument is False.
+TEST(RulesTune38, TrainingModeSilentInEvalModeOrTraining) {
   for (const char* rel : {"public/tracelens/h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz", kSwitchMoe,
-                          "public/particle_transformer/profiler_trace_single_sample.json.gz"}) {
+                          "public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.pt.trace.json.gz"}) {
     if (testing::too_large_when_sanitized(data(rel))) continue;  // 18 MB: the release run reads it
-    EXPECT_TRUE(run(rel, "dropout_in_inference").empty()) << rel;
+    EXPECT_TRUE(run(rel, "train_mode_in_inference").empty()) << rel;
   }
+  using namespace testing;
+  std::vector<std::string> ev;
+  for (int i = 0; i < 4; ++i) {
+    const double t0 = 1000.0 * i;
+    ev.push_back(x("cpu_op", "aten::add_", 1, 1, t0, 5));
+    ev.push_back(x("cpu_op", "aten::batch_norm", 1, 1, t0 + 10, 500,
+                   R"("Concrete Inputs": ["", "", "", "", "", "False", "0.1", "1e-05", "True"])"));
+  }
+  EXPECT_TRUE(diagnose(*read_trace_bytes(doc(ev), "t.json"), {.only = {"train_mode_in_inference"}}).findings.empty());
+  // The same calls with training True fire.
+  for (std::string& e : ev) {
+    const std::size_t p = e.find("\"False\"");
+    if (p != std::string::npos) e.replace(p, 7, "\"True\"");
+  }
+  EXPECT_EQ(diagnose(*read_trace_bytes(doc(ev), "t.json"), {.only = {"train_mode_in_inference"}}).findings.size(), 1u);
 }
 
 // ---- The third round's tuning half (2026-12-02) ----------------------

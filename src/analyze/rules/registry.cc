@@ -32,7 +32,7 @@ std::span<const RuleInfo> all_rules() {
       {"layout_conversion", rule_layout_conversion},
       {"per_param_optimizer", rule_per_param_optimizer},
       {"ddp_buffers", rule_ddp_buffers},
-      {"dropout_in_inference", rule_dropout_in_inference},
+      {"train_mode_in_inference", rule_train_mode_in_inference},
       {"kernel_launch_stats", rule_kernel_launch_stats, kClaims},
       {"low_gpu_utilization", rule_low_gpu_utilization, kClaims},
       {"dataloader_bound", rule_dataloader_bound},

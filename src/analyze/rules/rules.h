@@ -61,7 +61,7 @@ void rule_eager_attention(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_layout_conversion(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_per_param_optimizer(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_ddp_buffers(const DiagnoseContext& c, std::vector<Finding>* out);
-void rule_dropout_in_inference(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_model_on_cpu(const DiagnoseContext& c, std::vector<Finding>* out);
 
 // What the peers report (HolisticTraceAnalysis, the TensorBoard plugin,

@@ -1,0 +1,238 @@
+// train_mode_in_inference: a model left in training mode in a forward-only
+// pass: dropout that draws its mask, batch norm that normalises with the
+// batch's statistics and overwrites its running ones.
+// In eval mode nn.Dropout is the identity (aten::dropout returns its input
+// and calls nothing); an aten::bernoulli_, aten::native_dropout or
+// aten::_fused_dropout call means the module is in training mode. In a trace
+// with no backward (no autograd backward op, "*Backward*" or
+// "autograd::engine::evaluate_function", and no optimizer step) that is
+// inference with model.eval() never called: the output is randomly masked
+// (wrong) as well as slower. Origin: issue 38 review, tuning trace 08: ParT's
+// forward on the CPU spends 693 ms (15.8% of self time) in aten::bernoulli_.
+// A forward-only benchmark of training mode (PARAM's alexnet) looks the
+// same, so the fix is conditional.
+// Batch norm in training mode (issue 38's fourth round: three CNN inference
+// traces, the expert's first remark): aten::batch_norm's `training` argument
+// True (Concrete Inputs, with record_shapes), cuDNN's training kernels
+// (bn_fw_tr_*), PyTorch's batch_norm_collect_statistics kernels or MIOpen's
+// forward-training ones, or the num_batches_tracked update nn.BatchNorm makes
+// in training mode: an aten::add_ just before each aten::batch_norm, with no
+// op between them. In eval mode batch norm uses its running statistics: the
+// outputs stop depending on the batch and the running stats stop changing.
+// Precondition: the trace records CPU ops, none of them backward (or a
+// device activity named backward: DiagnoseContext::forward_only); the
+// outermost dropout calls that draw a mask take >= 1% of the window and
+// >= 100 µs, or a batch norm call runs in training mode. Warning from 5% of
+// the window in dropout, or with batch norm (the outputs are wrong for
+// inference), else info; impact: the dropout calls' time and the
+// num_batches_tracked updates' (eval mode removes both).
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/analyze/rules/rules.h"
+#include "src/trace/json_value.h"
+
+namespace tprof::internal {
+
+namespace {
+
+constexpr double kMinShare = 0.01;
+constexpr double kWarningShare = 0.05;
+constexpr std::int64_t kMinNs = 100'000;
+
+// The ops that draw a dropout mask (training mode): the one under
+// aten::dropout, or the fused CUDA form.
+bool draws_mask(std::string_view n) {
+  return n == "aten::bernoulli_" || n == "aten::native_dropout" || n == "aten::_fused_dropout" ||
+         n == "aten::fused_dropout";
+}
+
+// Kernels that compute a batch's statistics: batch norm in training mode.
+bool is_bn_train_kernel(std::string_view n) {
+  return n.find("bn_fw_tr") != std::string_view::npos || n.find("batch_norm_collect_statistics") != std::string_view::npos ||
+         n.find("BatchNormFwdTrain") != std::string_view::npos;
+}
+
+bool is_dropout_scope(std::string_view n) {
+  return n == "aten::dropout" || n == "aten::feature_dropout" || n == "aten::alpha_dropout" ||
+         n == "aten::feature_alpha_dropout";
+}
+
+}  // namespace
+
+// Item `i` of an op's "Concrete Inputs" (a string), "" when not recorded.
+std::string concrete_input(const DiagnoseContext& c, std::uint32_t e, std::size_t i) {
+  const std::string_view json = c.trace.args_json(e);
+  if (json.find("Concrete Inputs") == std::string_view::npos) return {};
+  const Result<JsonValue> parsed = JsonValue::parse(json);
+  if (!parsed) return {};
+  const JsonValue* v = parsed->find("Concrete Inputs");
+  if (v == nullptr || !v->is_array() || v->items().size() <= i || !v->items()[i].is_string()) return {};
+  return v->items()[i].text();
+}
+
+// Batch norm calls in training mode: by their `training` argument, else by
+// the num_batches_tracked update before them; and the updates' time.
+struct BatchNormUse {
+  std::int64_t calls = 0;          // outermost aten::batch_norm calls
+  std::int64_t training = 0;       // of them, in training mode by their argument or their update
+  std::int64_t eval = 0;           // of them, training=False by their argument
+  std::int64_t tracked_adds = 0;   // num_batches_tracked updates (aten::add_ just before)
+  std::int64_t tracked_ns = 0;
+  std::int64_t train_kernels = 0;  // statistics kernels on the device
+  std::int64_t ns = 0;             // the outermost calls' time
+  std::uint32_t longest = kNoIndex;
+};
+
+BatchNormUse batch_norm_use(const DiagnoseContext& c) {
+  BatchNormUse u;
+  const Trace& t = c.trace;
+  // Per lane: the open ops (their ends), to find each op's previous sibling.
+  std::vector<std::vector<std::uint32_t>> open(t.lanes.size());
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kCpuOp) continue;
+    std::vector<std::uint32_t>& stack = open[t.events.lane[e]];
+    std::uint32_t prev = kNoIndex;  // the op that closed last before e, at e's depth
+    while (!stack.empty() && c.end(stack.back()) <= c.ts(e)) {
+      prev = stack.back();
+      stack.pop_back();
+    }
+    const bool nested_bn = std::any_of(stack.begin(), stack.end(), [&](std::uint32_t o) {
+      return c.name(o) == "aten::batch_norm";
+    });
+    stack.push_back(e);
+    if (c.name(e) != "aten::batch_norm" || nested_bn) continue;
+    ++u.calls;
+    sat_acc(u.ns, c.dur(e));
+    if (u.longest == kNoIndex || c.dur(e) > c.dur(u.longest)) u.longest = e;
+    // aten::batch_norm(input, weight, bias, running_mean, running_var,
+    // training, momentum, eps, cudnn_enabled): Concrete Inputs' sixth item
+    // is "True" or "False" where the trace records it.
+    const std::string training = concrete_input(c, e, 5);
+    if (training == "False") ++u.eval;
+    const bool tracked = prev != kNoIndex && c.name(prev) == "aten::add_";
+    if (tracked) {
+      ++u.tracked_adds;
+      sat_acc(u.tracked_ns, c.dur(prev));
+    }
+    if (training == "True" || (training.empty() && tracked)) ++u.training;
+  }
+  for (const DeviceOp& op : c.device) {
+    if (is_bn_train_kernel(c.name(op.event))) ++u.train_kernels;
+  }
+  return u;
+}
+
+void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>* out) {
+  if (!c.forward_only()) return;
+  const Trace& t = c.trace;
+  std::int64_t masks = 0, ns = 0, scopes = 0, cpu_ops = 0;
+  std::vector<std::int64_t> open_end(t.lanes.size(), INT64_MIN);  // the outermost dropout call's end per lane
+  std::vector<std::uint32_t> open(t.lanes.size(), kNoIndex);
+  std::uint32_t longest = kNoIndex;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kCpuOp) continue;
+    ++cpu_ops;
+    const std::string_view n = c.name(e);
+    const bool scope = is_dropout_scope(n);
+    if (!scope && !draws_mask(n)) continue;
+    const std::uint32_t lane = t.events.lane[e];
+    if (c.ts(e) < open_end[lane]) {  // inside a dropout call already counted or pending
+      if (draws_mask(n) && open[lane] != kNoIndex) {
+        // The scope around it draws a mask: count the scope's time once.
+        ++masks;
+        sat_acc(ns, c.dur(open[lane]));
+        if (longest == kNoIndex || c.dur(open[lane]) > c.dur(longest)) longest = open[lane];
+        open[lane] = kNoIndex;
+      }
+      continue;
+    }
+    open_end[lane] = c.end(e);
+    if (scope) {
+      ++scopes;
+      open[lane] = e;  // counted once a mask is drawn inside it
+    } else {
+      // A mask outside a dropout call: aten::bernoulli_ there is sampling,
+      // not dropout; native_dropout and _fused_dropout are dropout itself.
+      if (n == "aten::bernoulli_") {
+        open_end[lane] = INT64_MIN;
+        continue;
+      }
+      open[lane] = kNoIndex;
+      ++masks;
+      sat_acc(ns, c.dur(e));
+      if (longest == kNoIndex || c.dur(e) > c.dur(longest)) longest = e;
+    }
+  }
+  if (cpu_ops == 0) return;
+  const std::int64_t window = c.window_ns();
+  if (window <= 0) return;
+  const bool dropout = masks > 0 && ns >= kMinNs && static_cast<double>(ns) >= kMinShare * static_cast<double>(window);
+  const BatchNormUse bn = batch_norm_use(c);
+  // Batch norm in training mode: a call says so (its argument or its
+  // num_batches_tracked update), or the device ran statistics kernels, and
+  // no call says training=False.
+  const bool batch_norm = bn.eval == 0 && (bn.training > 0 || (bn.calls > 0 && bn.train_kernels > 0));
+  if (!dropout && !batch_norm) return;
+  const double share = static_cast<double>(ns) / static_cast<double>(window);
+  const std::string where = c.steps.steps.empty() ? "trace" : "steps";
+  Finding f;
+  f.id = "train_mode_in_inference";
+  f.severity = batch_norm || share >= kWarningShare ? FindingSeverity::kWarning : FindingSeverity::kInfo;
+  // "32 calls, 998.046 ms (20.6% of the trace)"; "6 calls, 1.2 ms, 6
+  // training kernels on the device".
+  const std::string dropout_counts = std::to_string(masks) + " call" + (masks == 1 ? "" : "s") + ", " + format_ns(ns) +
+                                     " (" + format_pct(100.0 * share) + " of the " + where + ")";
+  const std::int64_t bn_calls = std::max(bn.training, bn.calls);
+  const std::string bn_counts =
+      std::to_string(bn_calls) + " call" + (bn_calls == 1 ? "" : "s") + ", " + format_ns(bn.ns) +
+      (bn.train_kernels > 0 ? ", " + std::to_string(bn.train_kernels) + " training kernels on the device" : std::string()) +
+      (bn.tracked_adds > 0 ? ", each after its num_batches_tracked update" : std::string());
+  if (dropout && batch_norm) {
+    f.title = "The model runs in training mode in a forward-only pass: dropout draws random masks (" +
+              std::to_string(masks) + " call" + (masks == 1 ? "" : "s") + ", " + format_ns(ns) + ", " +
+              format_pct(100.0 * share) + " of the " + where + ") and batch norm normalises with each batch's statistics (" + bn_counts + ")";
+  } else if (dropout) {
+    f.title = "Dropout draws a random mask in a forward-only pass: " + dropout_counts;
+  } else {
+    f.title = "Batch norm runs in training mode in a forward-only pass, normalising with each batch's statistics: " +
+              bn_counts;
+  }
+  f.title += ", and no backward in the trace";
+  if (dropout) {
+    f.evidence.num("mask_calls", masks)
+        .num("dropout_ns", ns)
+        .num("dropout_scopes", scopes)
+        .real("dropout_pct", 100.0 * share)
+        .event("longest", c.ref(longest));
+  }
+  if (batch_norm) {
+    f.evidence.num("batch_norm_calls", bn.calls)
+        .num("batch_norm_training_calls", bn.training)
+        .num("batch_norm_ns", bn.ns)
+        .num("batch_norm_train_kernels", bn.train_kernels)
+        .num("num_batches_tracked_updates", bn.tracked_adds)
+        .num("num_batches_tracked_ns", bn.tracked_ns);
+    if (bn.longest != kNoIndex) f.evidence.event("longest_batch_norm", c.ref(bn.longest));
+  }
+  f.evidence.num("window_ns", window);
+  std::string effect;
+  if (dropout) {
+    effect += "dropout is the identity, so its " + format_ns(ns) + " go and the outputs stop being randomly masked";
+  }
+  if (batch_norm) {
+    effect += std::string(dropout ? "; " : "") +
+              "batch norm uses its running statistics, so the outputs stop depending on the batch and the running "
+              "statistics stop being overwritten" +
+              (bn.tracked_adds > 0 ? " (and the " + std::to_string(bn.tracked_adds) + " num_batches_tracked updates go)"
+                                   : std::string());
+  }
+  f.advice = "If this is inference, call model.eval() (and run it under torch.inference_mode()): in eval mode " +
+             effect + ". A forward-only benchmark of training mode is the one case where this belongs.";
+  f.impact_ns = (dropout ? ns : 0) + (batch_norm ? bn.tracked_ns : 0);
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal
