@@ -260,21 +260,37 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const s
       return s;
     }
     case Verdict::kCopyBound: {
-      // What the copies move and how fast (bytes from their args).
-      std::int64_t bytes = 0, copies = 0, copy_ns = 0;
+      // What the copies move and how fast, per direction (bytes from their
+      // args; Kineto names the direction: "Memcpy HtoD (...)").
+      struct Rate {
+        const char* dir;
+        std::int64_t bytes = 0, copies = 0, ns = 0;
+      };
+      std::array<Rate, 4> rates = {{{"HtoD"}, {"DtoH"}, {"DtoD"}, {"other"}}};
       for (const DeviceOp& op : c.device) {
         if (op.cls != DeviceClass::kMemcpy) continue;
         const std::int64_t b = c.int_arg(op.event, "bytes");
-        if (b > 0) sat_acc(bytes, b), sat_acc(copy_ns, op.end - op.start), ++copies;
+        if (b <= 0) continue;
+        const std::string_view n = c.name(op.event);
+        Rate& r = n.find("HtoD") != std::string_view::npos   ? rates[0]
+                  : n.find("DtoH") != std::string_view::npos ? rates[1]
+                  : n.find("DtoD") != std::string_view::npos ? rates[2]
+                                                             : rates[3];
+        sat_acc(r.bytes, b);
+        sat_acc(r.ns, op.end - op.start);
+        ++r.copies;
       }
       std::string s = "the GPU is busy " + pct(f.share(f.busy)) + " of the time, " +
                       format_pct(100.0 * static_cast<double>(f.copy) / static_cast<double>(std::max<std::int64_t>(1, f.busy))) +
                       " of it copies and memsets with no kernel beside them";
-      if (copy_ns > 0) {
+      std::string moved;
+      for (const Rate& r : rates) {
+        if (r.ns <= 0) continue;
         char rate[32];
-        std::snprintf(rate, sizeof rate, "%.2f", static_cast<double>(bytes) / static_cast<double>(copy_ns));
-        s += "; " + std::to_string(copies) + " copies move " + std::string(rate) + " GB/s on average";
+        std::snprintf(rate, sizeof rate, "%.2f", static_cast<double>(r.bytes) / static_cast<double>(r.ns));
+        moved += std::string(moved.empty() ? "" : ", ") + std::to_string(r.copies) + " " + r.dir + " at " + rate + " GB/s";
       }
+      if (!moved.empty()) s += "; copies " + moved + " (bytes over their device time)";
       return s;
     }
     case Verdict::kSyncBound: {
