@@ -17,6 +17,14 @@ namespace tprof::internal {
 
 namespace {
 
+// Host calls whose few longest hold much of their time (kSpreadTop of at
+// least kMinSpreadCalls hold kSpreadShare, the longest kSpreadFactor x the
+// median): the spread is named before the op's advice.
+constexpr std::size_t kMinSpreadCalls = 20;
+constexpr std::size_t kSpreadTop = 5;
+constexpr double kSpreadShare = 0.3;
+constexpr double kSpreadFactor = 5.0;
+
 // "Dominates": at least half of the total (the H100 GEMMs hold 66% at 64×64
 // and 85% at 4096²; torch's table is sorted by this column for a reason).
 constexpr double kDominantShare = 0.5;
@@ -435,6 +443,34 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.advice = "Start with " + name + by + ": " + count_of(best->count, "call") + " at " + avg +
                "; fuse it with the ops around it (" + c.fuse_how() + ") or check whether its input sizes and dtype can shrink. "
                "It holds " + format_pct(100.0 * share) + " of the GPU time, so any gain shows in the step.";
+  }
+  // On the host, calls whose time a few outliers hold: the mean is no
+  // call's cost, and the outliers are the host's state, not the op (issue
+  // 38's fourth round: a CPU ResNet's convolutions, median 10.3 ms, 5 of 200
+  // calls at 53-386 ms holding 38% of their time, iterations 232-960 ms).
+  if (!device && instances.size() >= kMinSpreadCalls) {
+    std::vector<std::int64_t> d;
+    std::int64_t sum = 0;
+    for (std::uint32_t e : instances) {
+      d.push_back(c.dur(e));
+      sat_acc(sum, c.dur(e));
+    }
+    std::sort(d.begin(), d.end());
+    const std::int64_t median = d[d.size() / 2];
+    std::int64_t top = 0;
+    for (std::size_t i = 0; i < kSpreadTop; ++i) sat_acc(top, d[d.size() - 1 - i]);
+    const double top_share = sum > 0 ? static_cast<double>(top) / static_cast<double>(sum) : 0;
+    if (top_share >= kSpreadShare && d.back() >= kSpreadFactor * median) {
+      f.evidence.num("median_call_ns", median).real("longest_5_pct", 100.0 * top_share).num("max_call_ns", d.back());
+      f.title += "; median " + format_ns(median) + " a call, the 5 longest hold " + format_pct(100.0 * top_share);
+      f.advice = "The calls vary: median " + format_ns(median) + ", the longest " + format_ns(d.back()) +
+                 ", and the 5 longest hold " + format_pct(100.0 * top_share) +
+                 " of their time: the same op slower by that much is the host, not the op: other processes on its "
+                 "cores, more threads than physical cores (" +
+                 (c.is_torch() ? std::string("torch.set_num_threads") : std::string("OMP_NUM_THREADS")) +
+                 "), frequency or memory contention, or a first call's set-up; time warmed-up calls on a quiet host. "
+                 "Then: " + f.advice;
+    }
   }
   // Where the time goes, not what a change would save: no impact (the
   // verdict and the efficiency findings say whether it can be faster).
