@@ -484,5 +484,21 @@ TEST(RulesTune38, HotspotNamesASpreadOfHostCalls) {
   EXPECT_FALSE(contains(steady[0].advice, "The calls vary")) << steady[0].advice;
 }
 
+// One B200 training step whose device activities start a median 130.9 us
+// before their launch calls (the fourth set's tuning trace 06): clock_skew
+// says the device lanes are shifted and that a one-machine trace's clocks
+// are CUPTI's conversion, not hosts to align; cpu_gpu_offset reads no
+// "-132.1 us later" baseline out of the skew.
+TEST(RulesTune38, SkewedDeviceClockOnOneMachine) {
+  const Diagnosis d = diagnose(load("public/ai_performance_engineering/b200_training_step.json.gz"));
+  const auto skew = std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) { return f.id == "clock_skew"; });
+  ASSERT_NE(skew, d.findings.end());
+  EXPECT_NEAR(static_cast<double>(skew->evidence.find("median_offset_ns")->i), -130'900.0, 1'000.0);
+  EXPECT_TRUE(contains(skew->advice, "the device lanes as a whole are shifted")) << skew->advice;
+  EXPECT_TRUE(contains(skew->advice, "Both clocks are this machine's")) << skew->advice;
+  EXPECT_FALSE(contains(skew->advice, "merging")) << skew->advice;
+  for (const Finding& f : d.findings) EXPECT_NE(f.id, "cpu_gpu_offset") << f.title;
+}
+
 }  // namespace
 }  // namespace tprof
