@@ -60,8 +60,6 @@ bool is_dropout_scope(std::string_view n) {
          n == "aten::feature_alpha_dropout";
 }
 
-}  // namespace
-
 // Item `i` of an op's "Concrete Inputs" (a string), "" when not recorded.
 std::string concrete_input(const DiagnoseContext& c, std::uint32_t e, std::size_t i) {
   const std::string_view json = c.trace.args_json(e);
@@ -124,6 +122,8 @@ BatchNormUse batch_norm_use(const DiagnoseContext& c) {
   }
   return u;
 }
+
+}  // namespace
 
 void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (!c.forward_only()) return;
