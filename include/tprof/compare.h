@@ -164,6 +164,10 @@ struct Comparison {
   // What one side records and the other does not, one line each ("dtype: bf16
   // vs unknown"): shown, never a reason to refuse (unknown is no mismatch).
   std::vector<std::string> setup_unknown;
+  // Every host op that matters moved by about the same factor and none was
+  // added or removed (docs/compare.md, "An environment change"): the
+  // machine or its state changed, not the code. "" otherwise.
+  std::string environment_change;
   const MetricComparison* metric(CompareMetric m) const;  // nullptr for kAuto
 };
 

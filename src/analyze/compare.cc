@@ -498,6 +498,44 @@ std::vector<std::string> setup_differences(const RunSetup& a, const RunSetup& b)
   return out;
 }
 
+// Every host op holding at least kEnvOpShare of either side's Self CPU is on
+// both sides and moved by a factor within kEnvSpread of the median factor,
+// which is kEnvMinChange or more away from 1, over kEnvMinOps such ops: the
+// same code on a changed machine (issue 40: cold and warm runs of the 64x64
+// program, every host op x1.6-2.1). "" otherwise.
+constexpr double kEnvOpShare = 0.01;
+constexpr double kEnvSpread = 1.35;
+constexpr double kEnvMinChange = 0.1;
+constexpr std::size_t kEnvMinOps = 3;
+
+std::string environment_change(const std::vector<OpDelta>& ops) {
+  std::int64_t total_a = 0, total_b = 0;
+  for (const OpDelta& o : ops) {
+    internal::sat_acc(total_a, std::max<std::int64_t>(0, o.self_cpu_a_ns));
+    internal::sat_acc(total_b, std::max<std::int64_t>(0, o.self_cpu_b_ns));
+  }
+  if (total_a <= 0 || total_b <= 0) return {};
+  std::vector<double> ratios;
+  for (const OpDelta& o : ops) {
+    const bool matters = static_cast<double>(o.self_cpu_a_ns) >= kEnvOpShare * static_cast<double>(total_a) ||
+                         static_cast<double>(o.self_cpu_b_ns) >= kEnvOpShare * static_cast<double>(total_b);
+    if (!matters) continue;
+    if (o.change != ChangeKind::kCommon || o.self_cpu_a_ns <= 0 || o.self_cpu_b_ns <= 0) return {};
+    ratios.push_back(static_cast<double>(o.self_cpu_b_ns) / static_cast<double>(o.self_cpu_a_ns));
+  }
+  if (ratios.size() < kEnvMinOps) return {};
+  std::sort(ratios.begin(), ratios.end());
+  const double median = ratios[ratios.size() / 2];
+  if (std::abs(median - 1.0) < kEnvMinChange) return {};
+  if (ratios.front() < median / kEnvSpread || ratios.back() > median * kEnvSpread) return {};
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "every host op that matters (%zu) moved by x%.2f-%.2f (median x%.2f) and none was added or removed: "
+                "the machine or its state changed (clocks, load, warm-up, the profiler), not the code",
+                ratios.size(), ratios.front(), ratios.back(), median);
+  return text;
+}
+
 // What one side records and the other does not.
 std::vector<std::string> setup_unknown(const RunSetup& a, const RunSetup& b) {
   std::vector<std::string> out;
@@ -586,6 +624,8 @@ Comparison compare_traces(const Trace& a, const Trace& b) {
       return x.name < y.name;
     });
   }
+
+  c.environment_change = environment_change(c.ops);
 
   // Device activities by name (the category of the first side that has it).
   {

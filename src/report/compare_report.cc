@@ -288,6 +288,10 @@ std::string format_comparison_text(const Comparison& c, const CompareFormat& f, 
   out += "\nset-up:       A " + setup_text(c.a.setup) + "\n              B " + setup_text(c.b.setup) + "\n";
   for (const std::string& d : c.setup_differences) out += "  differs:    " + d + "\n";
   for (const std::string& d : c.setup_unknown) out += "  one side:   " + d + "\n";
+  if (!c.environment_change.empty()) {
+    out += "environment:  " + c.environment_change + " (with one run a side the between-run noise is unknown: compare "
+           "several runs a side)\n";
+  }
   out += "verdict:      A " + std::string(verdict_name(c.a.verdict)) + ", B " + std::string(verdict_name(c.b.verdict)) +
          (c.verdict_changed ? " (changed)" : " (unchanged)") + "\n";
 
@@ -400,6 +404,7 @@ std::string format_comparison_md(const Comparison& c, const CompareFormat& f, co
          std::string(metric_label(c.bound_metric)) + ", " + c.bound_reason + ".\n";
   for (const std::string& d : c.setup_differences) out += "- set-up differs: " + d + "\n";
   for (const std::string& d : c.setup_unknown) out += "- set-up known on one side only: " + d + "\n";
+  if (!c.environment_change.empty()) out += "- environment: " + c.environment_change + "\n";
 
   out += "\n**Host ops**, " + per_what(c) + ", top " + std::to_string(shown(c.ops.size(), f)) + " of " +
          std::to_string(c.ops.size()) + " by |Self CPU delta|\n\n";
@@ -574,6 +579,8 @@ std::string format_comparison_json(const Comparison& c, const CompareFormat& f, 
     w.begin_array();
     for (const std::string& d : c.setup_unknown) w.value_string(d);
     w.end_array();
+    w.key("environment_change");
+    w.value_string(c.environment_change);
     w.key("verdict_changed");
     w.value_bool(c.verdict_changed);
     w.key("ops");
