@@ -679,13 +679,13 @@ Comparison compare_traces(const Trace& a, const Trace& b) {
 
 namespace {
 
-// The aligned steps' values of one metric, A's and B's.
-std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> metric_values(const Comparison& c, CompareMetric m) {
+// One side's aligned steps' values of a metric.
+const std::vector<std::int64_t>& metric_values(const CompareSide& s, CompareMetric m) {
   switch (m) {
-    case CompareMetric::kDevice: return {c.a.device_ns, c.b.device_ns};
-    case CompareMetric::kCpu: return {c.a.cpu_ns, c.b.cpu_ns};
-    case CompareMetric::kSteady: return {c.a.steady_ns, c.b.steady_ns};
-    default: return {c.a.dur_ns, c.b.dur_ns};
+    case CompareMetric::kDevice: return s.device_ns;
+    case CompareMetric::kCpu: return s.cpu_ns;
+    case CompareMetric::kSteady: return s.steady_ns;
+    default: return s.dur_ns;
   }
 }
 
@@ -745,7 +745,8 @@ GateResult check_gate(const Comparison& c, const GateOptions& o) {
       g.basis = few + ": B's mean is within the limit, so there is nothing to block";
       return g;
     }
-    const auto [va, vb] = metric_values(c, g.metric);
+    const std::vector<std::int64_t>& va = metric_values(c.a, g.metric);
+    const std::vector<std::int64_t>& vb = metric_values(c.b, g.metric);
     const double factor = 1.0 + o.max_slower_pct / 100.0;
     const std::int64_t max_a = va.empty() ? 0 : *std::max_element(va.begin(), va.end());
     const std::int64_t min_b = vb.empty() ? 0 : *std::min_element(vb.begin(), vb.end());

@@ -239,17 +239,24 @@ std::string per_what(const Comparison& c) {
 
 }  // namespace
 
-std::string format_gate_line(const GateResult& g) {
+namespace {
+
+std::string_view gate_outcome_text(const GateResult& g) {
+  return g.outcome == GateOutcome::kPass ? "PASS" : g.outcome == GateOutcome::kFail ? "FAIL" : "REFUSED";
+}
+
+// The gate's decision after its outcome: "B's mean step cost is ... (not
+// slower)"; every format prints it after its own prefix.
+std::string gate_reason(const GateResult& g) {
   const MetricComparison& m = g.m;
-  std::string s = "compare gate: ";
-  s += g.outcome == GateOutcome::kPass ? "PASS" : g.outcome == GateOutcome::kFail ? "FAIL" : "REFUSED";
-  s += ": B's mean " + std::string(metric_label(g.metric)) + (g.metric == CompareMetric::kStep || g.metric == CompareMetric::kSteady ? "" : " per step");
+  std::string s = "B's mean " + std::string(metric_label(g.metric)) +
+                  (g.metric == CompareMetric::kStep || g.metric == CompareMetric::kSteady ? "" : " per step");
   if (m.available) {
     s += " is " + change_with_interval(m) + " (" + signed_t(internal::sat_sub(m.mean_b_ns, m.mean_a_ns)) +
          ") against A's";
   }
   s += " [" + g.metric_reason + "]";
-  if (g.outcome == GateOutcome::kRefused) return s + "; not gated: " + g.refusal + "\n";
+  if (g.outcome == GateOutcome::kRefused) return s + "; not gated: " + g.refusal;
   s += "; limit +" + plain_number(g.max_slower_pct) + "%";
   if (g.outcome == GateOutcome::kFail) {
     s += m.has_interval ? " (slower beyond the limit and the noise)" : " (slower beyond the limit; noise unknown)";
@@ -259,12 +266,18 @@ std::string format_gate_line(const GateResult& g) {
     s += !g.over_threshold ? " (within the limit)" : " (within the noise: the interval reaches 0)";
   }
   if (!g.basis.empty()) s += "; " + g.basis;
-  return s + "\n";
+  return s;
+}
+
+}  // namespace
+
+std::string format_gate_line(const GateResult& g) {
+  return "compare gate: " + std::string(gate_outcome_text(g)) + ": " + gate_reason(g) + "\n";
 }
 
 std::string format_comparison_text(const Comparison& c, const CompareFormat& f, const GateResult* gate) {
   std::string out;
-  if (gate != nullptr) out += format_gate_line(*gate).substr(std::string_view("compare ").size()) + "\n";
+  if (gate != nullptr) out += "gate: " + std::string(gate_outcome_text(*gate)) + ": " + gate_reason(*gate) + "\n\n";
   out += "A: " + f.label_a + "\n";
   out += "B: " + f.label_b + "\n";
   out += "steps:        " + alignment_text(c) + "\n";
@@ -371,14 +384,7 @@ void md_table(std::string* out, const std::vector<std::string>& head, const std:
 
 std::string format_comparison_md(const Comparison& c, const CompareFormat& f, const GateResult* gate) {
   std::string out = "### tprof compare\n\n";
-  if (gate != nullptr) {
-    // "compare gate: FAIL: B's ..." -> "**Gate: FAIL** B's ..."
-    std::string line = format_gate_line(*gate);
-    line.pop_back();  // its newline
-    line = line.substr(std::string_view("compare gate: ").size());
-    const std::size_t colon = line.find(':');
-    out += "**Gate: " + line.substr(0, colon) + "**" + line.substr(colon + 1) + "\n\n";
-  }
+  if (gate != nullptr) out += "**Gate: " + std::string(gate_outcome_text(*gate)) + "** " + gate_reason(*gate) + "\n\n";
   out += "- A: " + name_list({f.label_a}, 0, true) + "\n- B: " + name_list({f.label_b}, 0, true) + "\n\n";
   std::vector<std::vector<std::string>> summary = {
       {"trace", name_list({file_name(f.label_a)}, 0, true), name_list({file_name(f.label_b)}, 0, true), ""},

@@ -448,7 +448,6 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-// tprof compare's A-against-B summary, as static HTML (every name escaped).
 // A compare metric as the page names it.
 const char* metric_text(CompareMetric m) {
   return m == CompareMetric::kDevice   ? "device time / step"
@@ -457,6 +456,7 @@ const char* metric_text(CompareMetric m) {
                                        : "step time";
 }
 
+// tprof compare's A-against-B summary, as static HTML (every name escaped).
 void append_compare_html(std::string* out, const Comparison& cmp, const HtmlReportOptions& options) {
   std::string& o = *out;
   const std::string a = html_escape(options.baseline_file_name.empty() ? "A" : options.baseline_file_name);

@@ -364,7 +364,7 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
       if (!all_pageable) break;
       if (b->kind != kt.kind) continue;
       all_pageable = b->op != kNoIndex && c.name(c.device[b->op].event).find("Pageable") != std::string_view::npos &&
-                     c.int_arg(c.device[b->op].event, "bytes") >= 64 * 1024;
+                     c.int_arg(c.device[b->op].event, "bytes") >= kPageableMinBytes;
     }
     const std::vector<Interval> claim = claimable_idle(p, cause_bit(kt.kind), nullptr, *out);
     Finding f;

@@ -164,10 +164,11 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   // A host row behind a busy GPU: busy through most of the window, or
   // through the calls themselves (a loop of cheap calls while a long kernel
   // runs: the GPU idles under less than kCostlyShare of them).
-  const std::int64_t idle_during = !best->is_device && c.has_device() ? idle_during_calls(c, best->key) : 0;
+  const bool host_row_with_gpu = !best->is_device && c.has_device();
+  const std::int64_t idle_during = host_row_with_gpu ? idle_during_calls(c, best->key) : 0;
   const bool busy_through_calls =
-      !best->is_device && c.has_device() && static_cast<double>(idle_during) < kCostlyShare * static_cast<double>(best_cost);
-  const bool hidden = !best->is_device && c.has_device() && (gpu_busy >= kHiddenBusyShare || busy_through_calls);
+      host_row_with_gpu && static_cast<double>(idle_during) < kCostlyShare * static_cast<double>(best_cost);
+  const bool hidden = host_row_with_gpu && (gpu_busy >= kHiddenBusyShare || busy_through_calls);
   Finding f;
   f.id = "many_calls";
   f.severity = hidden ? FindingSeverity::kInfo : FindingSeverity::kWarning;
@@ -197,7 +198,7 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
       .num("total_ns", best_total)
       .real("share_pct", share);
   if (c.has_device()) f.evidence.real("gpu_busy_pct", 100.0 * gpu_busy);
-  if (!best->is_device && c.has_device()) f.evidence.num("gpu_idle_during_calls_ns", idle_during);
+  if (host_row_with_gpu) f.evidence.num("gpu_idle_during_calls_ns", idle_during);
   if (best->is_device) f.evidence.num("idle_between_ns", best_between.idle_ns).num("gaps", best_between.gaps);
   if (nsteps > 0) f.evidence.real("calls_per_step", static_cast<double>(best->count) / static_cast<double>(nsteps));
   f.evidence.events("examples", std::move(examples));

@@ -29,9 +29,9 @@ namespace tprof::internal {
 namespace {
 
 constexpr std::size_t kMaxSteps = 16;
-// Under 64 KiB a copy is latency-bound (a few µs either way); Nsight's rule
-// reports every size, ours only what pinning could speed up.
-constexpr std::int64_t kMinBytes = 64 * 1024;
+// Nsight's rule reports every size, ours only what pinning could speed up
+// (kPageableMinBytes, rules.h).
+constexpr std::int64_t kMinBytes = kPageableMinBytes;
 constexpr std::int64_t kMaxBytesRead = 100'000;
 // What pinned copies reach at least: PCIe Gen3 x16 in practice (about
 // 12 GB/s; Gen4 about 25, Gen5 about 50). Pageable copies staged through the

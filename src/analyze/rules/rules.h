@@ -31,6 +31,11 @@ struct RuleInfo {
 // Every rule, in registry order: the order findings of equal impact keep.
 std::span<const RuleInfo> all_rules();
 
+// Pageable copies of at least this size are what pinning speeds up
+// (pageable_memcpy counts them; host_blocked leaves their blocking to it):
+// under 64 KiB a copy is latency-bound, a few µs either way.
+inline constexpr std::int64_t kPageableMinBytes = 64 * 1024;
+
 // The blog's cheatsheet (docs/trace-reading.md).
 void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out);
