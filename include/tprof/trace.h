@@ -158,6 +158,10 @@ struct MemoryRecord {
   std::uint64_t addr = 0;
   std::int16_t device_type = 0;       // c10::DeviceType: 0 CPU, 1 CUDA, ...
   std::int16_t device_id = -1;
+  // Whether the record carries "Total Allocated" / "Total Reserved" (2021
+  // traces carry neither: the totals above are then 0, not measured).
+  bool has_total_allocated = false;
+  bool has_total_reserved = false;
 };
 
 // Which program wrote the trace; decides torch-compatible time semantics.

@@ -530,6 +530,8 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
         m.device_type = static_cast<std::int16_t>(r.e >> 8);
         m.device_id = static_cast<std::int16_t>(static_cast<std::int8_t>(r.e & 0xff));
         m.total_allocated = total_after[ti][ri];
+        // Written below as torch writes them (reserved 0: tprof's hooks see no allocator pool).
+        m.has_total_allocated = m.has_total_reserved = true;
         t_.memory.push_back(m);
         set_args(e, [&](JsonWriter& w) {
           w.key(kDeviceType);

@@ -212,9 +212,11 @@ bool Parser::parse_args(PendingEvent* ev) {
           break;
         case ArgColumn::kMemoryAllocated:
           ok = read_int_value(&ev->total_allocated);
+          ev->has_total_allocated = ok;
           break;
         case ArgColumn::kMemoryReserved:
           ok = read_int_value(&ev->total_reserved);
+          ev->has_total_reserved = ok;
           break;
         case ArgColumn::kKineto2022:
           b_->saw_kineto_2022_args = true;

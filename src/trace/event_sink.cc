@@ -134,6 +134,8 @@ void EventSink::commit(PendingEvent& ev, std::int64_t src) {
     m.bytes = ev.bytes;
     m.total_allocated = ev.total_allocated;
     m.total_reserved = ev.total_reserved;
+    m.has_total_allocated = ev.has_total_allocated;
+    m.has_total_reserved = ev.has_total_reserved;
     m.addr = ev.addr;
     m.device_type = static_cast<std::int16_t>(ev.device_type);
     m.device_id = static_cast<std::int16_t>(ev.device_id);

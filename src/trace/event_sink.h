@@ -28,6 +28,7 @@ struct PendingEvent {
   // "[memory]" payload
   std::int64_t bytes = 0, total_allocated = 0, total_reserved = 0, device_type = 0, device_id = -1;
   std::uint64_t addr = 0;
+  bool has_total_allocated = false, has_total_reserved = false;
   // M payload
   StrId meta_text = kEmptyStr;
   std::int64_t meta_number = 0;

@@ -392,9 +392,11 @@ bool Walker::args(const char* open, PendingEvent* ev) {
           break;
         case ArgColumn::kMemoryAllocated:
           ok = int_value(v, &ev->total_allocated);
+          ev->has_total_allocated = ok;
           break;
         case ArgColumn::kMemoryReserved:
           ok = int_value(v, &ev->total_reserved);
+          ev->has_total_reserved = ok;
           break;
         case ArgColumn::kKineto2022:
           b_->saw_kineto_2022_args = true;

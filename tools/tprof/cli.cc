@@ -174,6 +174,7 @@ int run(int argc, const char* const* argv) {
   add_info_command(app, &rc);
   add_diagnose_command(app, &rc);
   add_kernels_command(app, &rc);
+  add_memory_command(app, &rc);
   add_compare_command(app, &rc);
   add_record_command(app, &rc);
   add_serve_command(app, &rc);

@@ -102,6 +102,8 @@ void add_whatif_command(CLI::App& app, int* rc);
 void add_info_command(CLI::App& app, int* rc);
 void add_diagnose_command(CLI::App& app, int* rc);
 void add_kernels_command(CLI::App& app, int* rc);
+// tprof memory (memory_cmd.cc): a trace's [memory] records or a memory snapshot.
+void add_memory_command(CLI::App& app, int* rc);
 void add_compare_command(CLI::App& app, int* rc);
 void add_record_command(CLI::App& app, int* rc);
 void add_serve_command(CLI::App& app, int* rc);
