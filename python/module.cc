@@ -36,6 +36,7 @@
 #include "tprof/diagnose.h"
 #include "tprof/info.h"
 #include "tprof/kernels.h"
+#include "tprof/memory.h"
 #include "tprof/key_averages.h"
 #include "tprof/ranks.h"
 #include "tprof/read.h"
@@ -594,6 +595,20 @@ py::str kernels(PyTrace& t, bool text) {
   return text ? text_str(out) : to_str(out);
 }
 
+// tprof memory's views: "csv" (one row per record), "json" or "text".
+py::str memory(PyTrace& t, const std::string& format, std::optional<int> device) {
+  if (format != "text" && format != "json" && format != "csv") throw py::value_error("format: text, json or csv");
+  if (device && (*device < -1 || *device > 32767)) throw py::value_error("device: an index (0, 1, ...), -1 for the CPU");
+  const std::string out = locked(t, [&] {
+    const MemoryInput in = memory_input(t.trace);
+    MemoryOptions o;
+    if (device) o.device = static_cast<std::int16_t>(*device);
+    const MemoryReport r = analyze_memory(in, o);
+    return format == "csv" ? format_memory_csv(in, r) : format == "json" ? format_memory_json(r) : format_memory_text(r);
+  });
+  return format == "text" ? text_str(out) : to_str(out);
+}
+
 py::str diagnose_trace(PyTrace& t, const std::vector<std::string>& only, const std::string& format,
                            bool verbose) {
   if (format != "text" && format != "json" && format != "md") throw py::value_error("format: text, json or md");
@@ -1018,6 +1033,7 @@ PYBIND11_MODULE(_tprof, m) {
         py::arg("events") = false, py::arg("format") = "text");
   m.def("steps", &steps, py::arg("trace"), py::arg("text") = false);
   m.def("kernels", &kernels, py::arg("trace"), py::arg("text") = false);
+  m.def("memory", &memory, py::arg("trace"), py::arg("format") = "csv", py::arg("device") = py::none());
   m.def("diagnose", &diagnose_trace, py::arg("trace"), py::arg("only") = std::vector<std::string>{},
         py::arg("format") = "json", py::arg("verbose") = false);
   m.def("compare", &compare, py::arg("a"), py::arg("b"), py::arg("format") = "json", py::arg("label_a") = "A",

@@ -21,6 +21,7 @@ Documentation: docs/python.md.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from dataclasses import dataclass, field
@@ -362,6 +363,23 @@ class Trace:
         doc = json.loads(out)
         df = _frame(doc["kernels"])
         df.attrs.update({k: v for k, v in doc.items() if k != "kernels"})
+        return df
+
+    def memory(self, text: bool = False, device: Optional[int] = None) -> Union[pd.DataFrame, str]:
+        """One row per [memory] record, as `tprof memory --format csv`:
+        device, ts_ns, bytes, addr, allocated (torch's Total Allocated, or a
+        running sum where the trace has no totals), reserved, step, op,
+        stack; absent values are NaN. attrs["report"] is `tprof memory
+        --format json` per device: the peak and what was live at it, each
+        step's high-water mark, spike and growth, the leak check.
+        device: only that index (-1: the CPU)."""
+        if text:
+            return _tprof.memory(self._core, "text", device)
+        df = pd.read_csv(io.StringIO(_tprof.memory(self._core, "csv", device)),
+                         dtype={"device": str, "op": str, "stack": str}, keep_default_na=False,
+                         na_values={"addr": [""], "reserved": [""], "step": [""]})
+        df["step"] = df["step"].astype("Int64")
+        df.attrs["report"] = json.loads(_tprof.memory(self._core, "json", device))
         return df
 
     def diagnose(self, only: Sequence[str] = (), text: bool = False, verbose: bool = False) -> Union[Diagnosis, str]:

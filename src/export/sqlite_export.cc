@@ -53,6 +53,7 @@
 #include "tprof/causal.h"
 #include "tprof/info.h"
 #include "tprof/key_averages.h"
+#include "tprof/memory.h"
 
 namespace tprof::internal {
 
@@ -89,8 +90,8 @@ CREATE TABLE events (id INTEGER PRIMARY KEY, ts_ns INTEGER NOT NULL, dur_ns INTE
 CREATE TABLE args (event_id INTEGER PRIMARY KEY, json TEXT NOT NULL);
 CREATE TABLE flows (id INTEGER PRIMARY KEY, flow_id INTEGER NOT NULL, cat_id INTEGER NOT NULL,
   start_event INTEGER, end_event INTEGER, from_event INTEGER, to_event INTEGER);
-CREATE TABLE memory (event_id INTEGER PRIMARY KEY, bytes INTEGER NOT NULL, total_allocated INTEGER NOT NULL,
-  total_reserved INTEGER NOT NULL, addr INTEGER NOT NULL, device_type INTEGER NOT NULL,
+CREATE TABLE memory (event_id INTEGER PRIMARY KEY, bytes INTEGER NOT NULL, total_allocated INTEGER,
+  total_reserved INTEGER, addr INTEGER, device_type INTEGER NOT NULL,
   device_id INTEGER NOT NULL);
 CREATE TABLE diagnostics (id INTEGER PRIMARY KEY, code TEXT NOT NULL, severity TEXT NOT NULL, event_id INTEGER,
   byte_offset INTEGER, message TEXT NOT NULL);
@@ -115,6 +116,9 @@ CREATE TABLE key_averages (id INTEGER PRIMARY KEY, name TEXT NOT NULL, count INT
 CREATE TABLE critical_path (step INTEGER, seq INTEGER NOT NULL, event_id INTEGER, name TEXT,
   edge_type TEXT NOT NULL, bound_type TEXT NOT NULL, start_ns INTEGER NOT NULL, dur_ns INTEGER NOT NULL);
 CREATE TABLE critical_path_shares (step INTEGER, bound_type TEXT NOT NULL, ns INTEGER NOT NULL, share REAL);
+CREATE TABLE memory_timeline (event_id INTEGER PRIMARY KEY, device_type INTEGER NOT NULL, device_id INTEGER NOT NULL,
+  ts_ns INTEGER NOT NULL, bytes INTEGER NOT NULL, allocated INTEGER NOT NULL, allocated_recorded INTEGER NOT NULL,
+  reserved INTEGER, step INTEGER, op TEXT NOT NULL, caller TEXT NOT NULL, stack TEXT NOT NULL);
 CREATE VIEW event_view AS
   SELECT e.id, e.ts_ns, e.dur_ns, e.ts_ns + e.dur_ns AS end_ns, n.text AS name, c.text AS cat, e.lane_id,
          e.phase, e.kind, e.external_id, e.correlation, e.flow_id, e.parent_id, e.self_ns
@@ -421,6 +425,10 @@ struct Derived {
   std::vector<std::pair<StrId, std::string>> short_names;
   // The causal model (docs/critical-path.md): each step's critical path.
   std::optional<CausalResult> causal;
+  // tprof memory's samples per device (docs/memory.md), and per device
+  // whether allocated is the trace's totals or a running sum.
+  MemoryInput memory;
+  std::vector<bool> memory_totals;
 };
 
 // The launching op of each device activity, as the efficiency view finds it
@@ -466,6 +474,11 @@ Derived derive(const Trace& t) {
   std::sort(d.short_names.begin(), d.short_names.end());
   // Without edits analyze_causal does not fail; were it to, the critical
   // path tables stay empty.
+  d.memory = memory_input(t);
+  MemoryOptions mo;
+  mo.buckets = 1;
+  mo.top = 1;
+  for (const MemoryDeviceView& v : analyze_memory(d.memory, mo).devices) d.memory_totals.push_back(v.totals_recorded);
   Result<CausalResult> causal = analyze_causal(t);
   if (causal) d.causal.emplace(std::move(*causal));
   return d;
@@ -544,6 +557,7 @@ class Writer {
   Status memory();
   Status diagnostics();
   Status critical_path(const Derived& d);
+  Status memory_timeline(const Derived& d);
 
   const Trace& t_;
   const EventColumns& ev_;
@@ -801,9 +815,9 @@ constexpr const char* kInsertMemory =
 Status insert_memory(Stmt& s, const MemoryRecord& m) {
   return s.i64(m.event)
       .i64(m.bytes)
-      .i64(m.total_allocated)
-      .i64(m.total_reserved)
-      .i64(static_cast<std::int64_t>(m.addr))
+      .opt(m.total_allocated, m.has_total_allocated)  // NULL, not 0, where the trace has no total
+      .opt(m.total_reserved, m.has_total_reserved)
+      .opt(static_cast<std::int64_t>(m.addr), m.addr != 0)
       .i64(m.device_type)
       .i64(m.device_id)
       .step();
@@ -932,7 +946,49 @@ Status Writer::derived_tables(const Derived& d) {
                   .step());
   }
   count("key_averages", rows.size());
+  TPROF_TRY(memory_timeline(d));
   return critical_path(d);
+}
+
+// tprof memory's samples (docs/memory.md): per record, allocated after it
+// (the trace's total, or a running sum from 0 where it has none: then
+// allocated_recorded is 0), reserved where recorded, the step it fell in,
+// and the op, caller and Python stack that made it.
+Status Writer::memory_timeline(const Derived& d) {
+  TPROF_TRY_ASSIGN(Stmt m, db_->prepare("INSERT INTO memory_timeline (event_id, device_type, device_id, ts_ns, bytes, "
+                                        "allocated, allocated_recorded, reserved, step, op, caller, stack) "
+                                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  const MemoryInput& in = d.memory;
+  std::uint64_t rows = 0;
+  for (std::size_t i = 0; i < in.devices.size(); ++i) {
+    const MemoryDeviceInput& dev = in.devices[i];
+    const bool recorded = i < d.memory_totals.size() && d.memory_totals[i];
+    std::int64_t run = 0;
+    std::size_t step = 0;
+    for (const MemorySample& x : dev.samples) {
+      run = sat_add(run, x.bytes);
+      while (step < in.steps.size() && in.steps[step].end_ns <= x.ts_ns) ++step;
+      const bool in_step = step < in.steps.size() && in.steps[step].start_ns <= x.ts_ns;
+      static const MemorySite kNone;
+      const MemorySite& site = x.site < in.sites.size() ? in.sites[x.site] : kNone;
+      TPROF_TRY(m.i64(x.source)
+                    .i64(dev.device_type)
+                    .i64(dev.device_id)
+                    .i64(x.ts_ns)
+                    .i64(x.bytes)
+                    .i64(recorded ? x.allocated : run)
+                    .i64(recorded ? 1 : 0)
+                    .opt(x.reserved, x.reserved != kMemoryAbsent)
+                    .opt(in_step ? in.steps[step].step : 0, in_step)
+                    .text(site.op)
+                    .text(site.caller)
+                    .text(site.stack)
+                    .step());
+      ++rows;
+    }
+  }
+  count("memory_timeline", rows);
+  return {};
 }
 
 // The critical path of each step (of the one window of a trace without
@@ -1221,10 +1277,10 @@ ORDER BY r.cat_id, r.flow_id, r.id)sql"));
 }
 
 // The tables in schema order: how SqliteExportStats lists them.
-constexpr std::array<const char*, 18> kTableOrder = {
+constexpr std::array<const char*, 19> kTableOrder = {
     "meta",        "top_level",         "strings", "processes", "lanes",        "events",         "args",
     "flows",       "memory",            "diagnostics", "diagnostic_counts", "steps", "kernels", "kernel_names",
-    "step_breakdown", "key_averages", "critical_path", "critical_path_shares"};
+    "step_breakdown", "key_averages", "critical_path", "critical_path_shares", "memory_timeline"};
 
 void order_stats(SqliteExportStats* stats) {
   auto rank = [](const std::string& table) {
@@ -1594,7 +1650,7 @@ ORDER BY r.id)sql"));
     TPROF_TRY(w.derived_tables(derived.get()));
   } else {
     for (const char* table : {"steps", "kernels", "kernel_names", "step_breakdown", "key_averages", "critical_path",
-                              "critical_path_shares"}) {
+                              "critical_path_shares", "memory_timeline"}) {
       w.count(table, 0);
     }
   }

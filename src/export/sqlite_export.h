@@ -25,7 +25,7 @@
 namespace tprof::internal {
 
 // PRAGMA user_version and meta.schema_version of the databases written.
-inline constexpr int kSqliteSchemaVersion = 1;
+inline constexpr int kSqliteSchemaVersion = 2;
 // PRAGMA application_id: "tprf", so `file(1)`-like tools can tell the file.
 inline constexpr std::int32_t kSqliteApplicationId = 0x74707266;
 

@@ -28,6 +28,7 @@
 #include "tprof/compare.h"
 #include "tprof/diagnose.h"
 #include "tprof/kernels.h"
+#include "tprof/memory.h"
 #include "tprof/table.h"
 
 namespace tprof {
@@ -190,11 +191,97 @@ void write_compare_json(JsonWriter& w, const Comparison& cmp, const HtmlReportOp
   w.end_object();
 }
 
+// The memory chart's data (docs/memory.md): per device with two records or
+// more, its timeline buckets as [t_us from the trace's start, highest
+// allocated, lowest, highest reserved or null, index into `ops` of the op
+// that reached the highest, -1 when carried in], the peak, and the ops
+// live at it. Ops are "caller > op" names, each once.
+void write_memory_json(JsonWriter& w, const MemoryInput& in, const MemoryReport& r, std::int64_t start_ns) {
+  std::vector<std::string> ops;
+  std::unordered_map<std::string, std::size_t> op_index;
+  auto op_of = [&](std::uint32_t site) -> std::int64_t {
+    if (site >= in.sites.size()) return -1;
+    const MemorySite& s = in.sites[site];
+    const std::string name = (s.caller.empty() ? "" : s.caller + " > ") + (s.op.empty() ? "(no op)" : s.op);
+    auto [it, added] = op_index.try_emplace(name, ops.size());
+    if (added) ops.push_back(name);
+    return static_cast<std::int64_t>(it->second);
+  };
+  w.begin_object();
+  w.key("devices");
+  w.begin_array();
+  for (const MemoryDeviceView& v : r.devices) {
+    if (v.records < 2) continue;
+    w.begin_object();
+    w.key("label");
+    w.value_string(v.label);
+    w.key("totals_recorded");
+    w.value_bool(v.totals_recorded);
+    w.key("peak_bytes");
+    w.value_int(v.peak_bytes);
+    w.key("peak_us");
+    w.value_double(static_cast<double>(v.peak_ns - start_ns) / 1e3);
+    w.key("peak_reserved_bytes");
+    if (v.peak_reserved_bytes == kMemoryAbsent) {
+      w.value_null();
+    } else {
+      w.value_int(v.peak_reserved_bytes);
+    }
+    w.key("live");
+    w.begin_array();
+    for (const MemoryGroup& g : v.live_at_peak) {
+      w.begin_array();
+      w.value_string((g.caller.empty() ? "" : g.caller + " > ") + (g.op.empty() ? "(no op)" : g.op));
+      w.value_int(g.bytes);
+      w.value_int(g.count);
+      w.end_array();
+    }
+    w.end_array();
+    // Steps: [number, start_us, high-water time_us, high-water bytes, spike bytes].
+    w.key("steps");
+    w.begin_array();
+    for (const MemoryStepView& st : v.steps) {
+      w.begin_array();
+      w.value_int(st.step);
+      w.value_double(static_cast<double>(st.start_ns - start_ns) / 1e3);
+      w.value_double(static_cast<double>(st.high_water_ns - start_ns) / 1e3);
+      w.value_int(st.high_water_bytes);
+      w.value_int(st.spike_bytes);
+      w.end_array();
+    }
+    w.end_array();
+    w.key("points");
+    w.begin_array();
+    for (const MemoryPoint& p : v.timeline) {
+      w.begin_array();
+      w.value_double(static_cast<double>(p.start_ns - start_ns) / 1e3);
+      w.value_int(p.max_allocated);
+      w.value_int(p.min_allocated);
+      if (p.max_reserved == kMemoryAbsent) {
+        w.value_null();
+      } else {
+        w.value_int(p.max_reserved);
+      }
+      w.value_int(op_of(p.max_site));
+      w.end_array();
+    }
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.key("ops");
+  w.begin_array();
+  for (const std::string& o : ops) w.value_string(o);
+  w.end_array();
+  w.end_object();
+}
+
 std::string report_json(const Trace& trace, const DiagnoseContext& c, const Diagnosis& d,
                         const std::vector<KernelHistogram>& hists, const internal::Timeline& timeline,
                         const internal::FlameTree& flame, const internal::StepBars& bars,
                         const internal::CriticalPathView& path, const Comparison* cmp,
-                        const HtmlReportOptions& options, const internal::KernelNames& names) {
+                        const HtmlReportOptions& options, const internal::KernelNames& names,
+                        const MemoryInput& mem_in, const MemoryReport& mem) {
   std::string out;
   JsonWriter w(&out);
   w.begin_object();
@@ -328,6 +415,8 @@ std::string report_json(const Trace& trace, const DiagnoseContext& c, const Diag
   internal::write_flame_json(w, flame);
   w.key("critical_path");
   internal::write_critical_path_json(w, path);
+  w.key("memory");
+  write_memory_json(w, mem_in, mem, c.start_ns);
   if (cmp != nullptr) {
     w.key("compare");
     write_compare_json(w, *cmp, options);
@@ -1370,7 +1459,91 @@ constexpr std::string_view kScript = R"JS(
     box.dataset.drawn = String(nodes.length);
   }
 
-  [drawSteps, drawCritical, drawKernels, drawTable, drawTimeline, drawFlame].forEach(function (f) {
+  function fmtBytes(b) {
+    var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], v = Math.abs(b), i = 0;
+    while (v >= 1024 && i < 4) { v /= 1024; i++; }
+    return (b < 0 ? '-' : '') + (i === 0 ? v.toFixed(0) : v.toFixed(1)) + ' ' + u[i];
+  }
+
+  // One chart per device: the highest and lowest allocated value of each
+  // slice, reserved where recorded, the peak as a dot; the caption under
+  // the chart names the op that reached the slice under the cursor.
+  function drawMemory() {
+    var box = document.getElementById('memory-chart');
+    if (!box || !data.memory) return;
+    var drawn = 0;
+    data.memory.devices.forEach(function (dev, idx) {
+      var card = el('div', 'memory-device');
+      card.dataset.device = dev.label;
+      card.appendChild(el('h3', null, dev.label + ' · peak ' + fmtBytes(dev.peak_bytes) + (dev.totals_recorded ? '' : ' (relative)')));
+      var plot = el('div'), cap = el('p', 'memory-caption', 'Hover the chart for the op at each time.');
+      card.appendChild(plot);
+      card.appendChild(cap);
+      box.appendChild(card);
+      var xs = [], hi = [], lo = [], res = [], hasRes = false;
+      dev.points.forEach(function (p) {
+        xs.push(p[0] / 1e3); hi.push(p[1]); lo.push(p[2]); res.push(p[3]);
+        if (p[3] !== null) hasRes = true;
+      });
+      var series = [{}, { label: 'allocated (highest)', stroke: 'rgb(60,120,200)', fill: 'rgba(60,120,200,0.15)', width: 1.5, points: { show: false }, value: function (u, v) { return v == null ? '' : fmtBytes(v); } },
+                    { label: 'allocated (lowest)', stroke: 'rgba(60,120,200,0.5)', width: 1, dash: [4, 3], points: { show: false }, value: function (u, v) { return v == null ? '' : fmtBytes(v); } }];
+      var cols = [xs, hi, lo];
+      if (hasRes) {
+        series.push({ label: 'reserved', stroke: 'rgb(200,120,40)', width: 1, points: { show: false }, value: function (u, v) { return v == null ? '' : fmtBytes(v); } });
+        cols.push(res);
+      }
+      // Step starts as dashed lines, each step's spike (its high-water mark,
+      // where it gave memory back) as an orange dot, the peak as a red one.
+      var peak = function (u) {
+        var ctx = u.ctx, r = uPlot.pxRatio || 1, top = u.bbox.top, bottom = u.bbox.top + u.bbox.height;
+        ctx.save();
+        ctx.strokeStyle = 'rgba(0,0,0,0.25)'; ctx.setLineDash([3 * r, 3 * r]); ctx.lineWidth = r;
+        dev.steps.forEach(function (st) {
+          var x = u.valToPos(st[1] / 1e3, 'x', true);
+          ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, bottom); ctx.stroke();
+        });
+        ctx.setLineDash([]);
+        ctx.fillStyle = 'rgb(230,140,20)';
+        var spikes = 0;
+        dev.steps.forEach(function (st) {
+          if (st[4] <= 0) return;
+          spikes++;
+          ctx.beginPath(); ctx.arc(u.valToPos(st[2] / 1e3, 'x', true), u.valToPos(st[3], 'y', true), 3 * r, 0, 2 * Math.PI); ctx.fill();
+        });
+        ctx.fillStyle = 'rgb(200,40,40)';
+        ctx.beginPath(); ctx.arc(u.valToPos(dev.peak_us / 1e3, 'x', true), u.valToPos(dev.peak_bytes, 'y', true), 4 * r, 0, 2 * Math.PI); ctx.fill();
+        ctx.restore();
+        card.dataset.spikes = String(spikes);
+      };
+      new uPlot({
+        width: widthOf(box, 1120) - 10, height: 220,
+        scales: { x: { time: false } },
+        axes: [{ label: 'ms from the trace start', space: 70 },
+               { label: 'bytes', size: 80, space: 30, values: function (u, splits) { return splits.map(fmtBytes); } }],
+        series: series,
+        // The caption starts at the peak (once the scales are set): the op that reached it.
+        hooks: { draw: [peak], ready: [function (u) {
+          var i = 0;
+          while (i + 1 < dev.points.length && dev.points[i + 1][0] <= dev.peak_us) i++;
+          u.setCursor({ left: u.valToPos(xs[i], 'x'), top: u.valToPos(hi[i], 'y') });
+        }], setCursor: [function (u) {
+          var i = u.cursor.idx;
+          if (i == null) return;
+          // A slice without an allocation of its own holds the level an earlier one reached.
+          var j = i;
+          while (j > 0 && dev.points[j][4] < 0) j--;
+          var p = dev.points[i], k = dev.points[j][4], op = k >= 0 ? data.memory.ops[k] : '';
+          cap.textContent = (p[0] / 1e3).toFixed(3) + ' ms: up to ' + fmtBytes(p[1]) +
+            (op === '' ? '' : j === i ? ', reached by ' + op : ', held since ' + op + ' at ' + (dev.points[j][0] / 1e3).toFixed(3) + ' ms');
+          cap.dataset.op = op;
+        }] },
+      }, cols, plot);
+      drawn++;
+    });
+    box.dataset.drawn = String(drawn);
+  }
+
+  [drawSteps, drawCritical, drawKernels, drawMemory, drawTable, drawTimeline, drawFlame].forEach(function (f) {
     try { f(); } catch (e) { fail(f.name + ': ' + (e && e.stack ? e.stack : e)); }
   });
   // What the tests compare: the page must never be wider than its window.
@@ -1399,7 +1572,15 @@ std::string render_page(const Trace& trace, const HtmlReportOptions& options, co
   const internal::KernelNames names(trace);
   const internal::StepBars bars = internal::build_step_bars(c, d, options);
   const internal::CriticalPathView path = internal::build_critical_path_view(c, timeline, options);
-  const std::string json = report_json(trace, c, d, hists, timeline, flame, bars, path, cmp, options, names);
+  const MemoryInput mem_in = memory_input(trace);
+  MemoryOptions mem_options;
+  mem_options.buckets = 300;
+  mem_options.top = 5;
+  const MemoryReport mem = analyze_memory(mem_in, mem_options);
+  std::size_t mem_devices = 0;
+  for (const MemoryDeviceView& v : mem.devices) mem_devices += v.records >= 2 ? 1 : 0;
+  const std::string json =
+      report_json(trace, c, d, hists, timeline, flame, bars, path, cmp, options, names, mem_in, mem);
 
   const std::string name = options.trace_file_name.empty() ? std::string("trace") : options.trace_file_name;
   std::string o;
@@ -1476,6 +1657,27 @@ std::string render_page(const Trace& trace, const HtmlReportOptions& options, co
        " device activities with the most total time (" + std::to_string(options.histogram_bins) +
        " bins each; the solid line is the median, the dashed one the mean).</p>\n";
   o += "<div id=\"kernels-chart\" data-kernels=\"" + std::to_string(hists.size()) + "\"></div>\n</section>\n";
+
+  if (mem_devices > 0) {
+    o += "<section id=\"memory\">\n<h2>Memory</h2>\n<p>Allocated memory over time per device (the highest and "
+         "lowest value in each of " +
+         std::to_string(mem_options.buckets) +
+         " slices of time), reserved where the trace records it; the dot is the peak. Hover for the op that "
+         "reached each slice's highest value. <code>tprof memory</code> has the peak's live allocations with their "
+         "Python stacks, each step's spike and growth, and the leak check (docs/memory.md).</p>\n";
+    for (const MemoryDeviceView& v : mem.devices) {
+      if (v.records < 2) continue;
+      o += "<p>" + html_escape(v.label) + ": peak " + html_escape(format_memory_bytes(v.peak_bytes)) +
+           (v.totals_recorded ? "" : " (a running sum: the trace records no totals)");
+      if (!v.live_at_peak.empty()) {
+        const MemoryGroup& g = v.live_at_peak.front();
+        o += ", held most by " + html_escape((g.caller.empty() ? "" : g.caller + " > ") + (g.op.empty() ? "(no op)" : g.op)) +
+             " (" + html_escape(format_memory_bytes(g.bytes)) + ")";
+      }
+      o += ".</p>\n";
+    }
+    o += "<div id=\"memory-chart\" data-devices=\"" + std::to_string(mem_devices) + "\"></div>\n</section>\n";
+  }
 
   o += "<section>\n<h2>Operators (torch key_averages)</h2>\n<p>Click a column to sort.</p>\n";
   o += "<div id=\"ops-table\"></div>\n</section>\n</main>\n";

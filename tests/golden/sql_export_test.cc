@@ -260,7 +260,10 @@ TEST_F(SqlExport, DocumentsEveryTableAndColumn) {
   while (std::getline(indexes, line)) {
     EXPECT_NE(doc.find("| `" + line + "` |"), std::string::npos) << "docs/sql.md: index " << line << " is not listed";
   }
-  EXPECT_EQ(value("PRAGMA user_version"), "1");
+  // The version written is the one the document gives.
+  EXPECT_EQ(value("PRAGMA user_version"), "2");
+  EXPECT_NE(doc.find("version (" + value("PRAGMA user_version") + ")"), std::string::npos)
+      << "docs/sql.md does not give the schema version " << value("PRAGMA user_version");
 }
 
 // ---- against the JSON views of the same trace --------------------------------
@@ -369,7 +372,7 @@ TEST_F(SqlExport, ReplacesAnExistingFileWholeAndLeavesNoScratchFile) {
   std::ofstream(db_) << "an older file";
   fs::permissions(db_, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
   export_trace();
-  EXPECT_EQ(value("SELECT value FROM meta WHERE key = 'schema_version'"), "1");
+  EXPECT_EQ(value("SELECT value FROM meta WHERE key = 'schema_version'"), "2");
   EXPECT_EQ(fs::status(db_).permissions() & fs::perms::all,
             fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
   EXPECT_EQ(dir_.files(), std::vector<std::string>{"trace.db"});

@@ -16,6 +16,8 @@
 #   QUEUE_GROWS=1: the steps' queue (data-lag-ns) grows from step to step
 #   CPU_BUSY=1: every step shows CPU busy time (a CPU-only trace)
 #   CRITICAL_STEPS=N: the critical path has N steps, all of them marked
+#   MEMORY_OP=NAME: the memory chart's caption names NAME as the op that reached the peak
+#   MEMORY_SPIKES=N: the first memory chart marks N steps' spikes
 #   chromium_test.sh TPROF_BIN sweep:MATMUL_ADD WORKDIR SIZES
 #     tprof sweep's page (sizes like 16,64,256): drawn, no dates on its x
 #     axis (the sizes themselves), no wider than its window.
@@ -93,7 +95,21 @@ echo "steps $steps (drawn $drawn_steps), kernels $kernels (drawn $drawn_kernels)
 hists=$(grep -o 'class="kernel-hist"' "$work/dom.html" | wc -l)
 plots=$(grep -o 'class="uplot' "$work/dom.html" | wc -l)
 [[ $hists == "$want_kernels" ]] || fail "$hists kernel histograms in the DOM, want $want_kernels"
-[[ $plots == "$want_kernels" ]] || fail "$plots uPlot charts in the DOM, want $want_kernels"
+# The memory charts (docs/memory.md): one per device the page announces,
+# each caption naming the op that reached the peak (MEMORY_OP, when set).
+mem="$(attr memory-chart data-devices)" drawn_mem="$(attr memory-chart data-drawn)"
+echo "memory charts ${mem:-0} (drawn ${drawn_mem:-0})"
+[[ "${mem:-0}" == "${drawn_mem:-0}" ]] || fail "memory charts: $drawn_mem drawn of $mem"
+if [[ -n "${MEMORY_SPIKES:-}" ]]; then
+  spikes="$(grep -o 'class="memory-device"[^>]*' "$work/dom.html" | grep -o 'data-spikes="[0-9]*"' | head -1 | cut -d'"' -f2)"
+  [[ "$spikes" == "$MEMORY_SPIKES" ]] || fail "memory chart marks ${spikes:-no} spikes, want $MEMORY_SPIKES"
+fi
+if [[ -n "${MEMORY_OP:-}" ]]; then
+  op_html="$(sed 's/&/\&amp;/g; s/</\&lt;/g; s/>/\&gt;/g' <<<"$MEMORY_OP")"
+  grep -qF "class=\"memory-caption\" data-op=\"${op_html}\"" "$work/dom.html" \
+    || fail "no memory chart caption names ${MEMORY_OP} at the peak: $(grep -o 'class="memory-caption"[^>]*>[^<]*' "$work/dom.html")"
+fi
+[[ $plots == $((want_kernels + ${mem:-0})) ]] || fail "$plots uPlot charts in the DOM, want $want_kernels + ${mem:-0}"
 [[ -n "$rows" && "$rows" -gt 0 ]] || fail "op table has no rows"
 [[ $(grep -o '<tr>' "$work/dom.html" | wc -l) -gt "$rows" ]] || fail "op table rows missing from the DOM"
 

@@ -377,6 +377,32 @@ class ReportsTest(unittest.TestCase):
                 self.assertEqual(df.attrs["total_ns"], want["total_ns"])
                 self.assertEqual(tprof.read(path).kernels(text=True), cli("kernels", path))
 
+    def test_memory_is_the_cli_csv_and_json(self):
+        # A trace with totals, addresses and stacks; one with neither totals nor addresses.
+        bert = data("public", "tracelens", "h100", "gaunernst_bert-small-uncased__1016001.json.gz")
+        resnet = data("public", "kineto", "tb_plugin", "samples", "resnet50_num_workers_4",
+                      "worker0.1623213129365.excerpt.pt.trace.json.gz")
+        for path in (bert, resnet):
+            with self.subTest(os.path.basename(path)):
+                t = tprof.read(path)
+                df = t.memory()
+                self.assertEqual(list(df.columns),
+                                 ["device", "ts_ns", "bytes", "addr", "allocated", "reserved", "step", "op", "stack"])
+                report = cli_json("memory", path)
+                self.assertEqual(df.attrs["report"], report)
+                self.assertEqual(len(df), sum(d["records"] for d in report["devices"]))
+                for d in report["devices"]:
+                    rows = df[df["device"] == d["device"]]
+                    self.assertEqual(int(rows["allocated"].max()), d["peak_bytes"])
+                    self.assertEqual(int(rows["bytes"].sum()), d["allocated_bytes"] - d["freed_bytes"])
+                self.assertEqual(t.memory(text=True), cli("memory", path))
+        dev = tprof.read(bert).memory(device=0)
+        self.assertEqual(set(dev["device"]), {"CUDA 0"})
+        self.assertTrue(dev["stack"].str.contains("modeling_bert.py").any())
+        self.assertTrue(tprof.read(resnet).memory()["addr"].isna().all())
+        with self.assertRaises(ValueError):
+            tprof.read(bert).memory(device=-7)
+
     def test_diagnose_equals_the_cli_json(self):
         for path in (H100_EAGER, H100_COMPILE, H200_TPROF, TORCH113_KINETO):
             with self.subTest(os.path.basename(path)):

@@ -30,6 +30,7 @@
 #include "tprof/causal.h"
 #include "tprof/key_averages.h"
 #include "tprof/kernels.h"
+#include "tprof/memory.h"
 #include "tprof/read.h"
 #include "tprof/steps.h"
 
@@ -172,6 +173,41 @@ INSTANTIATE_TEST_SUITE_P(Traces, RowCounts,
 
 // The values are the views' own: tprof steps' rows, tprof kernels' totals
 // and short names, torch's key_averages.
+// Absent totals are NULL, not 0 (a 2021 ResNet-50 trace has none: MAX of a
+// column of zeros said its peak was 0); memory_timeline's running sum
+// gives tprof memory's peak, and recorded totals are kept as written.
+TEST(SqliteExport, MemoryTotalsAreNullWhereAbsentAndTheTimelineHasThePeak) {
+  for (const char* rel : {"public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.pt.trace.json.gz",
+                          "public/tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"}) {
+    SCOPED_TRACE(rel);
+    const Trace t = load(kData + "/" + rel);
+    TempDir dir;
+    const std::string path = dir.path() + "/t.db";
+    export_to(t, path);
+    Db db(path);
+    const bool totals = t.memory.front().has_total_allocated;
+    EXPECT_EQ(db.num("SELECT COUNT(total_allocated) FROM memory"), totals ? static_cast<std::int64_t>(t.memory.size()) : 0);
+    EXPECT_EQ(db.num("SELECT COUNT(*) FROM memory_timeline"), static_cast<std::int64_t>(t.memory.size()));
+    EXPECT_EQ(db.num("SELECT MIN(allocated_recorded) FROM memory_timeline"), totals ? 1 : 0);
+    const MemoryReport r = analyze_memory(memory_input(t));
+    for (const MemoryDeviceView& v : r.devices) {
+      EXPECT_EQ(db.num("SELECT MAX(allocated) FROM memory_timeline WHERE device_type = " + std::to_string(v.device_type) +
+                       " AND device_id = " + std::to_string(v.device_id)),
+                v.peak_bytes)
+          << v.label;
+    }
+    EXPECT_GT(db.num("SELECT COUNT(*) FROM memory_timeline WHERE step IS NOT NULL"), 0);
+  }
+  // The 2021 trace's CUDA peak: 2.6 GiB, where MAX(total_allocated) was 0.
+  const Trace t = load(kData + "/public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.pt.trace.json.gz");
+  TempDir dir;
+  export_to(t, dir.path() + "/r.db");
+  Db db(dir.path() + "/r.db");
+  EXPECT_EQ(db.num("SELECT COUNT(*) FROM memory WHERE total_allocated IS NULL AND addr IS NULL"),
+            static_cast<std::int64_t>(t.memory.size()));
+  EXPECT_GT(db.num("SELECT MAX(allocated) FROM memory_timeline WHERE device_type = 1"), 2LL << 30);
+}
+
 TEST(SqliteExport, ValuesAreTheDerivedViews) {
   const Trace t = load(kBlog64);
   TempDir dir;
