@@ -7,6 +7,7 @@
 #include <map>
 
 #include "tests/support/test_traces.h"
+#include "tprof/diagnose.h"
 #include "tprof/key_averages.h"
 #include "tprof/memory.h"
 #include "tprof/read.h"
@@ -285,6 +286,48 @@ TEST(Memory, EveryTraceWithRecordsGivesConsistentViews) {
     ++n;
   }
   EXPECT_GE(n, 30);
+}
+
+// diagnose's memory_spike (docs/diagnose.md): the planted leak is named
+// with the op that keeps it; spikes that are given back are not a leak.
+TEST(MemorySpikeRule, NamesThePlantedLeakAndStaysSilentOnSpikes) {
+  Result<Trace> t = read_trace_bytes(planted_trace(5, true, true), "planted.json");
+  ASSERT_TRUE(t);
+  const std::vector<Finding> f = diagnose(*t, {.only = {"memory_spike"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_NE(f[0].title.find("grows 1.0 MiB a step"), std::string::npos) << f[0].title;
+  EXPECT_NE(f[0].advice.find("aten::empty"), std::string::npos) << f[0].advice;
+  Result<Trace> spikes = read_trace_bytes(planted_trace(5, true, true, false), "spikes.json");
+  ASSERT_TRUE(spikes);
+  EXPECT_TRUE(diagnose(*spikes, {.only = {"memory_spike"}}).findings.empty());
+}
+
+// A 256 MiB tensor copied by aten::contiguous while the original lives:
+// the copy is half the step's spike.
+TEST(MemorySpikeRule, NamesACopyHeldAtTheHighWaterMark) {
+  const std::int64_t big = 256 * kMiB;
+  auto rec = [](std::int64_t ts, std::int64_t bytes, std::uint64_t addr, std::int64_t total) {
+    return R"(,{"ph":"i","s":"t","name":"[memory]","pid":1,"tid":1,"ts":)" + std::to_string(ts) +
+           R"(,"args":{"Device Type":1,"Device Id":0,"Bytes":)" + std::to_string(bytes) + R"(,"Addr":)" +
+           std::to_string(addr) + R"(,"Total Allocated":)" + std::to_string(total) + R"(,"Total Reserved":)" +
+           std::to_string(1024 * kMiB) + "}}";
+  };
+  auto op = [](const char* name, std::int64_t ts, std::int64_t dur) {
+    return R"(,{"ph":"X","cat":"cpu_op","name":")" + std::string(name) + R"(","pid":1,"tid":1,"ts":)" +
+           std::to_string(ts) + R"(,"dur":)" + std::to_string(dur) + "}";
+  };
+  std::string ev = R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":0,"dur":1000})";
+  ev += op("aten::empty", 10, 10) + rec(15, big, 0x1000, big);
+  ev += op("aten::contiguous", 100, 50) + op("aten::clone", 105, 40) + op("aten::empty_like", 110, 10) +
+        rec(115, big, 0x2000, 2 * big);
+  ev += op("aten::add", 200, 10) + rec(205, -big, 0x2000, big) + rec(206, -big, 0x1000, 0);
+  Result<Trace> t = read_trace_bytes(R"({"traceEvents":[)" + ev + "]}", "copy.json");
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<Finding> f = diagnose(*t, {.only = {"memory_spike"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].title.find("256.0 MiB of step 1's 512.0 MiB spike"), std::string::npos) << f[0].title;
+  EXPECT_NE(f[0].title.find("aten::contiguous"), std::string::npos) << f[0].title;
 }
 
 }  // namespace

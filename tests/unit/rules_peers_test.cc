@@ -208,6 +208,27 @@ TEST(RulesPeers, MemoryPressure) {
   EXPECT_TRUE(run(doc({memory(20, 950000, 960000)}), "memory_pressure").empty());
 }
 
+// The advice names what held the peak: the op that allocated what is live
+// then (tprof memory's live set), and how much came from before the window.
+TEST(RulesPeers, MemoryPressureNamesWhatHeldThePeak) {
+  const std::string props = R"("deviceProperties": [{"id": 0, "name": "GPU", "totalGlobalMem": 1000000}])";
+  auto rec = [](double ts, long long addr, long long bytes, long long allocated) {
+    return R"({"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": )" + std::to_string(ts) +
+           R"(, "args": {"Device Type": 1, "Device Id": 0, "Addr": )" + std::to_string(addr) + R"(, "Bytes": )" +
+           std::to_string(bytes) + R"(, "Total Allocated": )" + std::to_string(allocated) +
+           R"(, "Total Reserved": 980000}})";
+  };
+  auto f = run(doc({step(1, 0, 100), x("cpu_op", "aten::bmm", 1, 1, 9, 3), rec(10, 7, 400000, 800000),
+                    x("cpu_op", "aten::softmax", 1, 1, 19, 3), rec(20, 8, 150000, 950000), rec(40, 8, -150000, 800000)},
+                   props),
+               "memory_pressure");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_NE(f[0].advice.find("held most by aten::bmm"), std::string::npos) << f[0].advice;
+  EXPECT_NE(f[0].advice.find("and aten::softmax"), std::string::npos) << f[0].advice;
+  EXPECT_NE(f[0].advice.find("was allocated before the window"), std::string::npos) << f[0].advice;
+}
+
 TEST(RulesPeers, MemoryPressureReadsAPoolSetAsideUpFront) {
   // vLLM's capture trace: 178.5 of a 179 GiB peak was allocated before the
   // recording (the KV cache sized to gpu_memory_utilization): by design.

@@ -38,6 +38,7 @@ std::span<const RuleInfo> all_rules() {
       {"dataloader_bound", rule_dataloader_bound},
       {"comm_exposed", rule_comm_exposed},
       {"memory_pressure", rule_memory_pressure},
+      {"memory_spike", rule_memory_spike},
       {"sync_api", rule_sync_api, kClaims},
       {"pageable_memcpy", rule_pageable_memcpy},
       {"host_blocked", rule_host_blocked, kClaims},

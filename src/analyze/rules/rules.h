@@ -3,6 +3,8 @@
 // definition, thresholds and origin; registry.cc lists them in order.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -76,6 +78,9 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
 void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_memory_pressure(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_memory_spike(const DiagnoseContext& c, std::vector<Finding>* out);
+// totalGlobalMem by device id from the trace's "deviceProperties" (empty without it).
+std::map<std::int64_t, std::int64_t> device_memory_capacity(const Trace& t);
 void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out);
 // Host calls that block their thread, by effect (src/analyze/idle.h).
