@@ -48,7 +48,8 @@ struct ReadOptions {
   // can resynchronise on (an element starting '{"' after "}," ), keeps
   // everything else, and records each skipped byte range as a
   // `skipped_bytes` diagnostic. strict: the first such error, or an "args"
-  // object that is not strict JSON (else stored repaired, or dropped), fails the read (kParse, with its byte offset).
+  // object that is not strict JSON (else stored repaired, or dropped), fails the read (kParse, with its byte offset);
+  // so does a file that ends early (else read up to the cut, with a `truncated` diagnostic).
   bool strict = false;
   // A .gz is streamed: inflated window by window (on a thread of its own
   // unless threads == 1) into the parser, so its memory is the model (the

@@ -1182,6 +1182,14 @@ Result<Trace> Reader::run(Trace trace) {
     trace_.attach_source(args_owner_, std::string_view(arena->data != nullptr ? arena->data : kNoText, arena->size));
   }
   const std::uint64_t events = sink_ != nullptr ? seen_events_ : trace_.events.size();
+  if (truncated_ && options_.strict) {
+    // A cut file is the loudest damage there is; --strict promises to
+    // refuse a file it cannot read whole.
+    return error_at(Error(ErrorCode::kParse,
+                          "file ends early (a job killed mid-write?) after " + std::to_string(events) +
+                              " complete events; --strict refuses a truncated trace",
+                          {}, static_cast<std::int64_t>(truncated_at_)));
+  }
   if (truncated_) {
     trace_.diagnostics.add(DiagnosticCode::kTruncated, truncated_at_,
                            "file ends early (a job killed mid-write?): loaded " + std::to_string(events) +
@@ -1276,6 +1284,12 @@ Result<Trace> read_gzip(std::string_view compressed, const std::string &path, co
   Result<Trace> result = reader.run(std::move(trace));
   reader.drain();  // a read that failed early: is the stream damaged?
   const bool damaged = stream.truncated() && !stream.cut();
+  if (options.strict && stream.cut()) {
+    return Error(ErrorCode::kParse,
+                 "gzip stream cut at compressed byte " + std::to_string(stream.damage_offset()) +
+                     "; --strict refuses a truncated trace",
+                 path, stream.damage_offset());
+  }
   std::int64_t text_at = -1;
   std::string why;
   if (!result && damaged && result.error().code() != ErrorCode::kUnsupported) {

@@ -625,6 +625,38 @@ TEST(Reader, TruncatedFileKeepsEveryCompleteEvent) {
   EXPECT_EQ(t.diagnostics.items()[0].byte_offset, static_cast<std::int64_t>(cut));
 }
 
+// --strict refuses what the lenient read keeps: a file cut short, plain
+// (at the JSON's cut) or gzip (at the compressed byte), exit 2 in the CLI.
+TEST(Reader, StrictRefusesATruncatedTrace) {
+  std::string full = R"({"traceEvents": [)";
+  for (int i = 0; i < 4000; ++i) {
+    full += R"({"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": )" + std::to_string(i) + R"(, "dur": 1},)";
+  }
+  full += R"({"ph": "X", "name": "z", "pid": 1, "tid": 1, "ts": 9999, "dur": 1}]})";
+  ReadOptions strict;
+  strict.strict = true;
+  ASSERT_TRUE(read_trace_bytes(full, "whole.json", strict));
+  const std::size_t cut = full.size() / 2;
+  Result<Trace> lenient = read_trace_bytes(full.substr(0, cut), "cut.json");
+  ASSERT_TRUE(lenient);
+  EXPECT_EQ(lenient->diagnostics.count(DiagnosticCode::kTruncated), 1u);
+  Result<Trace> refused = read_trace_bytes(full.substr(0, cut), "cut.json", strict);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ErrorCode::kParse);
+  EXPECT_EQ(refused.error().byte_offset(), lenient->diagnostics.items()[0].byte_offset);
+  EXPECT_NE(refused.error().message().find("--strict refuses a truncated trace"), std::string::npos)
+      << refused.error().message();
+  Result<std::string> gz = internal::gzip(full);
+  ASSERT_TRUE(gz);
+  const std::string gz_cut = gz->substr(0, gz->size() / 2);
+  ASSERT_TRUE(read_trace_bytes(gz_cut, "cut.json.gz"));
+  Result<Trace> gz_refused = read_trace_bytes(gz_cut, "cut.json.gz", strict);
+  ASSERT_FALSE(gz_refused);
+  EXPECT_EQ(gz_refused.error().byte_offset(), static_cast<std::int64_t>(gz_cut.size()));
+  EXPECT_NE(gz_refused.error().message().find("gzip stream cut at compressed byte"), std::string::npos)
+      << gz_refused.error().message();
+}
+
 TEST(Reader, TrailingNulPaddingIsTruncationNotGarbage) {
   std::string text = R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1},)";
   text += std::string(64, '\0');

@@ -144,9 +144,10 @@ int run(int argc, const char* const* argv) {
   app.set_version_flag("--version", "tprof " TPROF_VERSION);
   app.add_flag("-q,--quiet", global_options().quiet, "No progress bar and no diagnostics note on stderr");
   app.add_flag("--strict", global_options().strict,
-               "Refuse a trace with a syntax error inside traceEvents, or args that are not strict JSON (default: "
-               "skip the damaged bytes to the next event, keep the rest, and say so in a skipped_bytes diagnostic; "
-               "repair or drop such args, with a malformed_args diagnostic)");
+               "Refuse a trace with a syntax error inside traceEvents, args that are not strict JSON, or a file "
+               "that ends early (default: skip the damaged bytes to the next event, keep the rest, and say so in a "
+               "skipped_bytes diagnostic; repair or drop such args, with a malformed_args diagnostic; read a cut "
+               "file up to the cut, with a truncated diagnostic)");
   app.add_option("--threads", global_options().threads, "Parser and diagnose threads (0 = all cores, at most 256)")
       ->check(CLI::Range(0, tprof::kMaxReaderThreads));
   app.add_option("--max-inflated-mib", global_options().max_inflated_mib,
