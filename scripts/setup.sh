@@ -7,7 +7,8 @@
 #                                 the strict-flags consumer test and make test's
 #                                 ASan+UBSan and libFuzzer build, with its
 #                                 sanitizer and libFuzzer runtimes, the sqlite3
-#                                 shell for tprof export --sqlite's; optional)
+#                                 shell for tprof export --sqlite's, zsh and fish
+#                                 for the completion scripts' tests; optional)
 # Nothing is downloaded at build time; apt is the only source.
 set -euo pipefail
 
@@ -15,7 +16,7 @@ BUILD_PKGS=(cmake ninja-build g++ make pkg-config git
             libsimdjson-dev libcli11-dev libdeflate-dev zlib1g-dev
             libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libsqlite3-dev
             pybind11-dev python3-dev python3-numpy)
-TEST_PKGS=(python3 python3-torch chromium clang sqlite3 python3-pandas python3-distributed)
+TEST_PKGS=(python3 python3-torch chromium clang sqlite3 python3-pandas python3-distributed zsh fish)
 
 want=("${BUILD_PKGS[@]}")
 optional=()

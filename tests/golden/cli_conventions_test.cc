@@ -35,7 +35,7 @@ const std::string kCriticalTrace = std::string(TPROF_TEST_DATA) + "/public/hta/t
 // The commands users see; the hidden completion and man are tprof's too.
 const std::vector<std::string> kCommands = {"table",  "steps",     "info",  "diagnose", "kernels",    "compare",
                                             "record", "serve",     "sweep", "report",   "summarize",  "merge",
-                                            "export", "critical-path", "whatif", "completion", "man"};
+                                            "export", "critical-path", "whatif", "memory", "completion", "man"};
 
 std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
 
@@ -273,7 +273,15 @@ TEST(CliCompletion, ListsEveryCommandAndMatchesTheBuiltFile) {
   EXPECT_EQ(help.out.find("completion"), std::string::npos) << help.out;
   EXPECT_EQ(help.out.find("\n  man "), std::string::npos) << help.out;
   EXPECT_NE(help.out.find("\n  diagnose "), std::string::npos) << help.out;
-  EXPECT_EQ(run_cli(TPROF_BIN, {"completion", "zsh"}).exit_code, 2);
+  // zsh and fish: the built files (completion_shells_test.sh runs them); other shells are refused.
+  for (const char* shell : {"zsh", "fish"}) {
+    const CliResult other = run_cli(TPROF_BIN, {"completion", shell});
+    ASSERT_EQ(other.exit_code, 0) << other.err;
+    EXPECT_EQ(read_text(fs::path(TPROF_BIN).parent_path() / (std::string(shell) == "zsh" ? "_tprof" : "tprof.fish")),
+              other.out);
+    for (const std::string& cmd : kCommands) EXPECT_NE(other.out.find(" " + cmd), std::string::npos) << shell << ": " << cmd;
+  }
+  EXPECT_EQ(run_cli(TPROF_BIN, {"completion", "tcsh"}).exit_code, 2);
 }
 
 }  // namespace

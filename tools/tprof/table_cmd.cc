@@ -63,6 +63,16 @@ int run_table(const TableArgs& a) {
 
 }  // namespace
 
+namespace {
+
+std::string sort_keys_set() {
+  std::string s = "{";
+  for (const std::string& k : table_sort_keys()) s += (s.size() > 1 ? "," : "") + k;
+  return s + "}";
+}
+
+}  // namespace
+
 void add_table_command(CLI::App& app, int* rc) {
   auto args = std::make_shared<TableArgs>();
   CLI::App* cmd = app.add_subcommand("table", "torch's key_averages().table(), byte for byte");
@@ -70,7 +80,11 @@ void add_table_command(CLI::App& app, int* rc) {
   cmd->add_option("--sort-by", args->sort_by,
                   "Sort key, as torch: cpu_time_total, self_cpu_time_total, cuda_time_total, "
                   "self_cuda_time_total, cpu_time, cuda_time, cpu_memory_usage, self_cpu_memory_usage, "
-                  "cuda_memory_usage, self_cuda_memory_usage, count (default: first appearance)");
+                  "cuda_memory_usage, self_cuda_memory_usage, count (default: first appearance)")
+      // The keys as a set in the option's type, where completion and the man
+      // page read an option's values; render_table checks the value and
+      // names the valid keys itself.
+      ->check(CLI::Validator([](std::string&) { return std::string(); }, sort_keys_set()));
   cmd->add_option("--row-limit", args->row_limit, "Rows to print (negative: all)")->capture_default_str();
   cmd->add_flag("--group-by-input-shape", args->group_by_input_shape, "key_averages(group_by_input_shape=True)");
   cmd->add_option("--group-by-stack-n", args->group_by_stack_n, "key_averages(group_by_stack_n=N)")
