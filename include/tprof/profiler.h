@@ -136,6 +136,11 @@ struct ProfilerOptions {
   Schedule schedule{};  // unset: every step records; the trace is ready at stop()
   TraceHandler on_trace_ready{};
   bool record_shapes = false;
+  // [memory] events: the program's record_alloc/record_free calls and, with
+  // Activity::kCuda, every CUDA device allocation and release (CUPTI's
+  // memory activity: cudaMalloc, cudaFree, cudaMallocAsync's pools,
+  // cudaMallocManaged; pinned host memory as CPU), on the thread that made
+  // the call, with torch's running totals (docs/memory.md).
   bool profile_memory = false;
   // Records each thread's buffer holds per window (32 bytes each); more are
   // dropped and counted. Shapes use a separate arena of payload_words_per_thread.

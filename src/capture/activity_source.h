@@ -57,9 +57,33 @@ struct DeviceEvent {
   std::uint32_t args_offset = 0, args_len = 0;  // in DeviceBatch::text
 };
 
+// A device memory allocation or release (CUPTI's memory activity), or a
+// change of a memory pool's reservation, as the trace builder needs it to
+// write torch's [memory] instant on the thread that made the call.
+struct DeviceMemoryEvent {
+  std::int64_t ts_ns = 0;   // CLOCK_MONOTONIC ns
+  std::int64_t thread = 0;  // OS thread id of the call that made it; 0 = not known
+  // > 0 an allocation, < 0 a release, 0 a pool's reservation changed only
+  // (created, trimmed, destroyed): not an event of its own.
+  std::int64_t bytes = 0;
+  std::uint64_t addr = 0;
+  // Where the memory lives, as torch's "Device Type" / "Device Id":
+  // c10::DeviceType 1 (CUDA) with the device's index, or 0 (CPU) with -1
+  // for pinned host memory.
+  std::int16_t device_type = 1;
+  std::int16_t device_id = 0;
+  // The stream-ordered pool the memory came from (cudaMallocAsync): its
+  // base address (0: none) and its reserved bytes after the operation
+  // (-1: not known; the memory then counts as reserved by itself).
+  std::uint64_t pool = 0;
+  std::int64_t pool_bytes = -1;
+  std::uint64_t correlation = 0;  // the API call that made it; 0 = none
+};
+
 // What a source hands over at the end of a window.
 struct DeviceBatch {
   std::vector<DeviceEvent> events;  // any order
+  std::vector<DeviceMemoryEvent> memory;  // any order; empty unless memory was asked for
   std::string text;                 // names and args members, referred to by offset
   // One JSON object per device, as Kineto writes "deviceProperties" elements
   // ({"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": ..., ...}).

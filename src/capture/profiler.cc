@@ -350,6 +350,9 @@ Status Profiler::start() {
     cupti.api_calls = options_.cuda_api_calls == CudaApiCalls::kAll ? internal::CuptiApiCalls::kAll
                                                                      : internal::CuptiApiCalls::kTorch;
     cupti.sync_events = options_.cuda_sync_events;
+    // profile_memory covers CUDA's allocations too (CUPTI's memory
+    // activity), as torch's covers its CUDA caching allocator's.
+    cupti.memory = options_.profile_memory;
     device_ = internal::make_cupti_source(cupti);
   }
 #endif

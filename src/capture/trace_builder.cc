@@ -1,7 +1,8 @@
 // Records of one window -> tprof::Trace.
 //
 //   records read in place (collect() copies nothing)
-//   ── all threads: memory totals in time order, flows with both ends
+//   ── all threads and the device source's memory records: memory totals
+//      in time order (allocated, and CUDA's reservations), flows with both ends
 //   ── per thread: the window's records (span ends read once; spans still
 //      open at stop() left out, counted), in start order (already so but
 //      for late-written NVTX ranges: a linear check, else a stable sort),
@@ -15,6 +16,7 @@
 //      (External id, user annotation) ── device work -> its launch by
 //      correlation id ── ac2g flows ── gpu_user_annotation spans ── work
 //      replayed from a graph -> the scope its node was created in
+//   ── device memory records -> [memory] instants on the calling thread
 //   ── lane metadata (M events) ── assemble_trace (shared with the reader)
 //
 // stop() pays this once per event, so nothing here allocates, copies or
@@ -87,6 +89,48 @@ void order_items(std::vector<Item>* items) {
 
 bool is_span(const Record& r) {
   return r.kind == kRecordScope || r.kind == kRecordDynamicScope || r.kind == kRecordStep;
+}
+
+// A memory device, (c10::DeviceType, index), as one map key.
+std::uint32_t memory_device_key(std::int16_t type, std::int16_t id) {
+  return (static_cast<std::uint32_t>(static_cast<std::uint16_t>(type)) << 16) | static_cast<std::uint16_t>(id);
+}
+
+// The totals a device memory record is written with; `written` is false
+// for records that are not [memory] events of their own.
+struct DeviceMemoryTotals {
+  std::int64_t allocated = 0, reserved = 0;
+  bool written = false;
+};
+
+// What CUDA has reserved on one device, as far as the window saw: the
+// bytes of its live allocations outside pools (cudaMalloc: what it
+// allocates is what the device gives), plus each pool's reservation as
+// CUPTI last gave it (cudaMallocAsync's pools keep freed memory).
+struct Reservation {
+  std::int64_t plain = 0;
+  std::map<std::uint64_t, std::int64_t> pools;  // base address -> bytes
+  std::int64_t total() const {
+    std::int64_t t = plain;
+    for (const auto& [base, bytes] : pools) t = internal::sat_add(t, bytes);
+    return t;
+  }
+};
+
+// A [memory] event's args, in the order torch 1.13-2.0 writes them.
+void write_memory_args(JsonWriter& w, const MemoryRecord& m) {
+  w.key(kDeviceType);
+  w.value_int(m.device_type);
+  w.key(kDeviceId);
+  w.value_int(m.device_id);
+  w.key(kAddr);
+  w.value_uint(m.addr);
+  w.key(kBytes);
+  w.value_int(m.bytes);
+  w.key(kTotalAllocated);
+  w.value_int(m.total_allocated);
+  w.key(kTotalReserved);
+  w.value_int(m.total_reserved);
 }
 
 class Builder {
@@ -229,6 +273,7 @@ class Builder {
   void link_graph_nodes();
   const GraphScope& graph_scope(std::uint64_t node);
   void add_device(const DeviceBatch& d);
+  void add_device_memory(const DeviceBatch& d, const std::vector<DeviceMemoryTotals>& totals);
   const Site& site(const ScopeSite* s);
   std::optional<std::pair<StrId, StrId>> dynamic(std::uint64_t key);
   void write_scope_args(std::span<const Record> rs, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& args,
@@ -366,8 +411,9 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
     dropped_shapes += tr.dropped_shapes;
     total += tr.records.size();
   }
-  // Each device event, its flow, its share of the GPU annotation spans.
-  total += 3 * device.events.size();
+  // Each device event, its flow, its share of the GPU annotation spans;
+  // each device memory record.
+  total += 3 * device.events.size() + device.memory.size();
   // Sized once and written by index; trimmed to what was written at the end.
   t_.events.reserve(total, /*prefault=*/true);
   capacity_ = static_cast<std::uint32_t>(std::min<std::size_t>(total, 0xffffffffu));
@@ -407,11 +453,17 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   sort_index(kineto::kProcessSortIndex, process_lane, info_.pid);
 
   // One pass over every thread's records for what crosses threads:
-  // "Total Allocated" is the running sum per device over all threads, in
-  // time order; a flow is written when both its ends are in the window.
+  // "Total Allocated" is the running sum per device over all threads and
+  // the device source's memory records, in time order; a flow is written
+  // when both its ends are in the window.
+  // Hooks alone (no device memory records) are ordered by tick, as
+  // recorded; with device memory records, all by epoch ns.
+  constexpr std::uint32_t kDeviceMemory = ~std::uint32_t{0};  // Mem::thread of a device memory record
+  const bool device_memory = !device.memory.empty();
   struct Mem {
-    std::uint64_t tick;
-    std::uint32_t thread, record;
+    std::int64_t ns;               // epoch ns; 0 for hooks without device memory records
+    std::uint64_t tick;            // a hook's tick (orders equal ns as recorded); 0 for device memory
+    std::uint32_t thread, record;  // kDeviceMemory: record indexes device.memory
   };
   std::vector<Mem> mems;
   std::unordered_map<std::uint64_t, std::uint8_t> flow_ends;  // id -> bit 0 begins, bit 1 ends
@@ -420,7 +472,8 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
     const std::span<const Record> rs = threads[ti].records;
     for (std::size_t ri = 0; ri < rs.size(); ++ri) {
       if (rs[ri].kind == kRecordMemory) {
-        mems.push_back({rs[ri].b, static_cast<std::uint32_t>(ti), static_cast<std::uint32_t>(ri)});
+        mems.push_back({device_memory ? clock_(rs[ri].b) : 0, rs[ri].b, static_cast<std::uint32_t>(ti),
+                        static_cast<std::uint32_t>(ri)});
       } else if (rs[ri].kind == kRecordFlow && rs[ri].b >= info_.window_start_ticks &&
                  rs[ri].b <= info_.window_end_ticks) {
         flow_ends[rs[ri].a] |= static_cast<std::uint8_t>(rs[ri].e == 0 ? 1 : 2);
@@ -429,16 +482,70 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
       }
     }
   }
-  std::vector<std::vector<std::int64_t>> total_after(threads.size());  // per thread, per record
-  if (!mems.empty()) {
-    std::stable_sort(mems.begin(), mems.end(), [](const Mem& a, const Mem& b) { return a.tick < b.tick; });
-    for (std::size_t ti = 0; ti < threads.size(); ++ti) total_after[ti].resize(threads[ti].records.size());
-    std::map<std::uint16_t, std::int64_t> running;
+  // The program's own hooks, per device they recorded on (a CUDA device
+  // among them: the program reports its allocator's blocks there).
+  std::set<std::uint32_t> hooked;
+  if (device_memory) {
     for (const Mem& m : mems) {
-      const Record& r = threads[m.thread].records[m.record];
-      std::int64_t& sum = running[r.e];
-      sum = internal::sat_add(sum, static_cast<std::int64_t>(r.c));  // sizes are the caller's: any int64
-      total_after[m.thread][m.record] = sum;
+      const std::uint16_t e = threads[m.thread].records[m.record].e;
+      hooked.insert(memory_device_key(static_cast<std::int16_t>(e >> 8), static_cast<std::int8_t>(e & 0xff)));
+    }
+  }
+  for (std::uint32_t i = 0; i < device.memory.size(); ++i) {
+    const DeviceMemoryEvent& x = device.memory[i];
+    if (x.ts_ns < info_.window_start_monotonic_ns) continue;  // a warmup's
+    mems.push_back({clock_.monotonic_to_epoch_ns + x.ts_ns, 0, kDeviceMemory, i});
+  }
+  std::vector<std::vector<std::int64_t>> total_after(threads.size());     // per thread, per record
+  std::vector<std::vector<std::int64_t>> reserved_after(threads.size());  // per thread, per record; empty: 0
+  std::vector<DeviceMemoryTotals> device_totals(device.memory.size());
+  if (!mems.empty()) {
+    std::stable_sort(mems.begin(), mems.end(),
+                     [](const Mem& a, const Mem& b) { return a.ns != b.ns ? a.ns < b.ns : a.tick < b.tick; });
+    for (std::size_t ti = 0; ti < threads.size(); ++ti) {
+      total_after[ti].resize(threads[ti].records.size());
+      if (device_memory) reserved_after[ti].resize(threads[ti].records.size());
+    }
+    std::map<std::uint32_t, std::int64_t> running;
+    std::map<std::uint32_t, Reservation> reserved;  // CUDA's, per device, from its memory records
+    for (const Mem& m : mems) {
+      if (m.thread != kDeviceMemory) {
+        const Record& r = threads[m.thread].records[m.record];
+        const auto type = static_cast<std::int16_t>(r.e >> 8);
+        const std::uint32_t key = memory_device_key(type, static_cast<std::int8_t>(r.e & 0xff));
+        std::int64_t& sum = running[key];
+        sum = internal::sat_add(sum, static_cast<std::int64_t>(r.c));  // sizes are the caller's: any int64
+        total_after[m.thread][m.record] = sum;
+        // torch's "Total Reserved" of a CUDA device is what the device gave
+        // the allocator: CUDA's allocations there, when they are recorded.
+        if (device_memory) {
+          const auto it = reserved.find(key);
+          reserved_after[m.thread][m.record] = type == 1 && it != reserved.end() ? it->second.total() : 0;
+        }
+        continue;
+      }
+      const DeviceMemoryEvent& x = device.memory[m.record];
+      const std::uint32_t key = memory_device_key(x.device_type, x.device_id);
+      Reservation& rv = reserved[key];
+      if (x.pool != 0 && x.pool_bytes >= 0) {
+        // An allocation or release from a pool gives the pool's size then;
+        // a pool's own record (created, trimmed, destroyed) never grows it.
+        auto [it, added] = rv.pools.try_emplace(x.pool, x.pool_bytes);
+        if (!added) it->second = x.bytes != 0 ? x.pool_bytes : std::min(it->second, x.pool_bytes);
+        if (it->second == 0) rv.pools.erase(it);
+      } else {
+        rv.plain = internal::sat_add(rv.plain, x.bytes);
+      }
+      if (x.bytes == 0) continue;  // a pool's reservation changed: no event
+      // On a CUDA device the program's allocator reports (record_alloc),
+      // CUDA's allocations are that allocator's segments: its reservation,
+      // as torch's caching allocator reports blocks as allocated and
+      // segments as reserved. Elsewhere they are the allocations.
+      if (x.device_type == 1 && hooked.count(key) != 0) continue;
+      std::int64_t& sum = running[key];
+      sum = internal::sat_add(sum, x.bytes);
+      // torch writes 0 for CPU memory's reservation (pinned host memory here).
+      device_totals[m.record] = {sum, x.device_type == 1 ? rv.total() : 0, true};
     }
   }
 
@@ -530,23 +637,13 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
         m.device_type = static_cast<std::int16_t>(r.e >> 8);
         m.device_id = static_cast<std::int16_t>(static_cast<std::int8_t>(r.e & 0xff));
         m.total_allocated = total_after[ti][ri];
-        // Written below as torch writes them (reserved 0: tprof's hooks see no allocator pool).
+        // 0 but on a CUDA device whose CUDA allocations are recorded: tprof's
+        // hooks see no allocator pool of their own.
+        m.total_reserved = reserved_after[ti].empty() ? 0 : reserved_after[ti][ri];
+        // Written below as torch writes them.
         m.has_total_allocated = m.has_total_reserved = true;
         t_.memory.push_back(m);
-        set_args(e, [&](JsonWriter& w) {
-          w.key(kDeviceType);
-          w.value_int(m.device_type);
-          w.key(kDeviceId);
-          w.value_int(m.device_id);
-          w.key(kAddr);
-          w.value_uint(m.addr);
-          w.key(kBytes);
-          w.value_int(m.bytes);
-          w.key(kTotalAllocated);
-          w.value_int(m.total_allocated);
-          w.key(kTotalReserved);
-          w.value_int(0);
-        });
+        set_args(e, [&](JsonWriter& w) { write_memory_args(w, m); });
         continue;
       }
       if (r.kind == kRecordInstant || r.kind == kRecordCounter) {
@@ -644,6 +741,7 @@ Trace Builder::run(const std::vector<ThreadRecords>& threads, const DeviceBatch&
   }
   link_graph_nodes();
   add_device(device);
+  add_device_memory(device, device_totals);
   t_.meta.dropped_events = dropped + refused + device.dropped + stale_names_ + info_.lost_events;
   // Why a requested activity, or another recorder's events, are missing:
   // diagnostics on this trace, and kept in the file (the "tprof" key) for
@@ -1032,6 +1130,44 @@ void Builder::add_device(const DeviceBatch& d) {
     const std::uint32_t lane = thread_lane(tid);
     metadata(kineto::kThreadName, lane, kNameKey, "thread " + std::to_string(tid));
     sort_index(kineto::kThreadSortIndex, lane, tid);
+  }
+}
+
+// Each device memory record that is a [memory] event of its own: an
+// instant on the thread that made the call (its API record's, by
+// correlation id). A record whose call was not recorded goes to the
+// process's main thread (tid = pid), where a program's setup allocates and
+// where its rows begin: still in the device's totals and views, only not
+// under the op that made it.
+void Builder::add_device_memory(const DeviceBatch& d, const std::vector<DeviceMemoryTotals>& totals) {
+  const StrId name = t_.strings.intern(kineto::kMemoryName);
+  const StrId cat = t_.strings.intern(kineto::kCatCpuInstantEvent);
+  const std::int64_t shift = clock_.monotonic_to_epoch_ns;
+  for (std::uint32_t i = 0; i < d.memory.size(); ++i) {
+    if (!totals[i].written) continue;
+    const DeviceMemoryEvent& x = d.memory[i];
+    const std::int64_t tid = x.thread != 0 ? x.thread : info_.pid;
+    const std::uint32_t lane = thread_lane(tid);
+    const std::uint32_t e = add_event(Phase::kInstant, name, cat, lane, shift + x.ts_ns, 0);
+    t_.events.kind[e] = EventKind::kMemory;
+    t_.events.flags[e] = kFlagInstantThread;
+    MemoryRecord m;
+    m.event = e;
+    m.bytes = x.bytes;
+    m.addr = x.addr;
+    m.device_type = x.device_type;
+    m.device_id = x.device_id;
+    m.total_allocated = totals[i].allocated;
+    m.total_reserved = totals[i].reserved;
+    m.has_total_allocated = m.has_total_reserved = true;
+    t_.memory.push_back(m);
+    set_args(e, [&](JsonWriter& w) { write_memory_args(w, m); });
+    // A thread that recorded nothing else: its row is named too.
+    if (scopes_.count(tid) == 0) {
+      scopes_[tid];
+      metadata(kineto::kThreadName, lane, kNameKey, "thread " + std::to_string(tid));
+      sort_index(kineto::kThreadSortIndex, lane, tid);
+    }
   }
 }
 

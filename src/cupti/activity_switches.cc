@@ -119,6 +119,18 @@ void enable_activities(const ActivitySwitches& cupti, const CuptiOptions& option
        {CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT}) {
     if (!enable_kind(cupti, k, false, out)) return;
   }
+  // Device memory, as torch.profiler's profile_memory: only when asked.
+  // MEMORY2 (a record per allocation and per release, each with the
+  // correlation id of the call that made it: its thread), not MEMORY (one
+  // record per allocation holding both times and no correlation id: no
+  // call to place a release on); MEMORY_POOL for what cudaMallocAsync's
+  // pools reserve. A CUPTI without either leaves it
+  // out with a problem, as any later kind.
+  if (options.memory) {
+    for (const CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_MEMORY_POOL}) {
+      if (!enable_kind(cupti, k, false, out)) return;
+    }
+  }
 }
 
 void disable_api_records(const ActivitySwitches& cupti, EnabledActivities* on) {

@@ -61,7 +61,8 @@ enum class CudaContexts { kNoneYet, kExist };
 // driver, kTorch switches on only the calls Kineto keeps when no context
 // exists yet (no DRIVER kind: the cheapest way to the same records), and
 // otherwise, like kAll, the DRIVER kind (the converter drops the rest);
-// SYNCHRONIZATION when options.sync_events; OVERHEAD, DEVICE and CONTEXT.
+// SYNCHRONIZATION when options.sync_events; OVERHEAD, DEVICE and CONTEXT;
+// MEMORY2 and MEMORY_POOL when options.memory.
 // Without the per-call functions (or when one fails for the driver),
 // kTorch enables the whole kinds and leaves the dropping to the converter
 // (CuptiRecordConverter::keep_torch_api_calls_only), with a problem saying

@@ -237,6 +237,8 @@ void CuptiRecordConverter::add(const CUpti_Activity* record) {
     case CUPTI_ACTIVITY_KIND_OVERHEAD: add_overhead(record); break;
     case CUPTI_ACTIVITY_KIND_DEVICE: add_device(record); break;
     case CUPTI_ACTIVITY_KIND_CONTEXT: add_context(record); break;
+    case CUPTI_ACTIVITY_KIND_MEMORY2: add_memory(record); break;
+    case CUPTI_ACTIVITY_KIND_MEMORY_POOL: add_memory_pool(record); break;
     default: ++ignored_; break;
   }
 }
@@ -475,6 +477,8 @@ void CuptiRecordConverter::add_api(const CUpti_Activity* record, DeviceEventKind
   if (torch_api_calls_only_ && !(kind == DeviceEventKind::kRuntime ? kineto_records_runtime_call(r.cbid)
                                                                    : kineto_records_driver_call(r.cbid))) {
     ++filtered_api_;
+    // The call made memory, perhaps: its record finds its thread here.
+    if (memory_threads_ && r.correlationId != 0) dropped_call_threads_.emplace(r.correlationId, r.threadId);
     return;
   }
   DeviceEvent e;
@@ -621,6 +625,120 @@ void CuptiRecordConverter::add_context(const CUpti_Activity* record) {
   context_device_[r.contextId] = r.deviceId;
 }
 
+namespace {
+
+std::int64_t to_bytes(std::uint64_t b) {
+  return static_cast<std::int64_t>(std::min<std::uint64_t>(b, std::numeric_limits<std::int64_t>::max()));
+}
+
+// torch's "Device Type" and "Device Id" of memory of CUPTI's `memory_kind`
+// on CUPTI's device `device_id`; false for memory that is not counted.
+// Device memory (cudaMalloc, cudaMallocAsync, arrays) and managed memory
+// (cudaMallocManaged: the program's device memory, wherever its pages are
+// at the moment) are the device's (1: CUDA). Pinned host memory
+// (cudaMallocHost, cudaHostAlloc) is host RAM, and torch calls a pinned
+// tensor a CPU tensor: CPU (0, -1), as torch writes CPU memory. Left out:
+// pageable memory (malloc's, never a CUDA allocation) and the static
+// memory of loaded modules (__device__ variables: no call made it, none
+// frees it, and torch's records never count it).
+bool memory_location(std::uint32_t memory_kind, std::uint32_t device_id, std::int16_t* type, std::int16_t* id) {
+  switch (memory_kind) {
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY:
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
+      // CUPTI_UNIFIED_MEMORY_CPU_DEVICE_ID and other values no device has.
+      if (device_id > static_cast<std::uint32_t>(std::numeric_limits<std::int16_t>::max())) return false;
+      *type = 1;
+      *id = static_cast<std::int16_t>(device_id);
+      return true;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED:
+      *type = 0;
+      *id = -1;
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void CuptiRecordConverter::add_memory(const CUpti_Activity* record) {
+  const auto r = read_record<CUpti_ActivityMemory4>(record);
+  DeviceMemoryEvent m;
+  if (!memory_location(static_cast<std::uint32_t>(r.memoryKind), r.deviceId, &m.device_type, &m.device_id)) {
+    ++ignored_;
+    return;
+  }
+  switch (r.memoryOperationType) {
+    case CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION:
+      m.bytes = to_bytes(r.bytes);
+      if (m.bytes != 0) live_bytes_[r.address] = r.bytes;
+      break;
+    case CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE: {
+      // A release gives the size it frees; should one give none, the
+      // allocation's record (when this batch has it) does.
+      std::uint64_t size = r.bytes;
+      if (const auto it = live_bytes_.find(r.address); it != live_bytes_.end()) {
+        if (size == 0) size = it->second;
+        live_bytes_.erase(it);
+      }
+      m.bytes = -to_bytes(size);
+      break;
+    }
+    default:
+      ++ignored_;
+      return;
+  }
+  // Nothing allocated or freed (a release of unknown size): no record to
+  // write, the totals could not move.
+  if (m.bytes == 0) {
+    ++ignored_;
+    return;
+  }
+  m.ts_ns = to_ns(r.timestamp);
+  m.addr = r.address;
+  m.correlation = r.correlationId;
+  // From a pool of this process (cudaMallocAsync): its reservation now. An
+  // imported pool's size is another process's (the union holds its pid).
+  if (r.memoryPoolConfig.memoryPoolType == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL && r.memoryPoolConfig.address != 0) {
+    m.pool = r.memoryPoolConfig.address;
+    m.pool_bytes = to_bytes(std::max(r.memoryPoolConfig.pool.size, r.memoryPoolConfig.utilizedSize));
+  }
+  memory_.push_back(m);
+}
+
+void CuptiRecordConverter::add_memory_pool(const CUpti_Activity* record) {
+  const auto r = read_record<CUpti_ActivityMemoryPool3>(record);
+  DeviceMemoryEvent m;
+  // Only the sizes of this process's pools are given (LOCAL).
+  if (r.memoryPoolType != CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL || r.address == 0 ||
+      !memory_location(CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, r.deviceId, &m.device_type, &m.device_id)) {
+    ++ignored_;
+    return;
+  }
+  switch (r.memoryPoolOperationType) {
+    case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED:
+      m.pool_bytes = to_bytes(std::max(r.size, r.utilizedSize));
+      break;
+    case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED:
+      // cudaMemPoolTrimTo keeps minBytesToKeep, and never what is in use;
+      // the builder never lets a trim grow the pool.
+      m.pool_bytes = to_bytes(std::max<std::uint64_t>(r.minBytesToKeep, r.utilizedSize));
+      break;
+    case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED:
+      m.pool_bytes = 0;
+      break;
+    default:
+      ++ignored_;
+      return;
+  }
+  m.ts_ns = to_ns(r.timestamp);
+  m.addr = r.address;
+  m.pool = r.address;
+  m.correlation = r.correlationId;
+  memory_.push_back(m);
+}
+
 void CuptiRecordConverter::finish(DeviceBatch* out) {
   // Kernels and syncs now that every DEVICE and CONTEXT record is in. Each
   // distinct kernel name is demangled and stored once.
@@ -634,6 +752,24 @@ void CuptiRecordConverter::finish(DeviceBatch* out) {
     emit_kernel(k, kernel_text[k.name_id]);
   }
   for (const PendingSync& s : syncs_) emit_sync(s);
+
+  // Memory records carry no thread: the API record of the call that made
+  // each (same correlation id) has it. Those calls are in this batch: both
+  // records are written during the call. Without one (the call was not
+  // recorded) the thread stays unknown (0).
+  if (!memory_.empty()) {
+    std::unordered_map<std::uint64_t, std::int64_t> threads = std::move(dropped_call_threads_);
+    for (const DeviceEvent& e : batch_.events) {
+      if ((e.kind == DeviceEventKind::kRuntime || e.kind == DeviceEventKind::kDriver) && e.correlation != 0) {
+        threads.emplace(e.correlation, e.thread);
+      }
+    }
+    for (DeviceMemoryEvent& m : memory_) {
+      if (m.correlation == 0) continue;
+      if (const auto it = threads.find(m.correlation); it != threads.end()) m.thread = it->second;
+    }
+    out->memory.insert(out->memory.end(), memory_.begin(), memory_.end());
+  }
 
   // Append to *out, moving the offsets past what it already holds.
   const auto base = static_cast<std::uint32_t>(out->text.size());
@@ -687,6 +823,9 @@ void CuptiRecordConverter::finish(DeviceBatch* out) {
   batch_ = DeviceBatch();
   kernels_.clear();
   syncs_.clear();
+  memory_.clear();
+  dropped_call_threads_.clear();
+  live_bytes_.clear();
   kernel_names_.clear();
   kernel_name_ids_.clear();
   api_names_.clear();

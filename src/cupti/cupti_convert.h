@@ -11,8 +11,10 @@
 //   conv.finish(&batch);                  // events, text, device properties
 //
 // Records may arrive in any order across buffers: kernels (which need the
-// DEVICE record for "blocks per SM" and occupancy) and synchronizations
-// (which need the CONTEXT record for their device) are resolved in finish().
+// DEVICE record for "blocks per SM" and occupancy), synchronizations
+// (which need the CONTEXT record for their device) and memory records
+// (which need the API record of their call for its thread) are resolved in
+// finish().
 #pragma once
 
 #include <cupti_activity.h>
@@ -56,8 +58,10 @@ class CuptiRecordConverter {
   // Converts one record, read according to record->kind as the struct
   // version of the installed headers (CUpti_ActivityKernel10, Memcpy6,
   // MemcpyPtoP4, Memset4, API, Synchronization2, Overhead3, Device5,
-  // Context3). The record is copied: it need not outlive the call. Kinds
-  // other than those are counted in ignored_records(). Not thread-safe.
+  // Context3, Memory4, MemoryPool3). The record is copied: it need not
+  // outlive the call. Kinds other than those, and memory records of
+  // memory that is neither on a device nor pinned host memory, are counted
+  // in ignored_records(). Not thread-safe.
   void add(const CUpti_Activity* record);
 
   // Appends the events added since the last finish() to *out, their text
@@ -70,6 +74,12 @@ class CuptiRecordConverter {
   // (src/cupti/kineto_api_calls.h) when true; keeps every call when false
   // (the default).
   void keep_torch_api_calls_only(bool on) { torch_api_calls_only_ = on; }
+
+  // Memory records are recorded: the threads of the API records
+  // keep_torch_api_calls_only drops are kept until finish(), so that memory
+  // made by such a call still finds its thread. Off by default (the drops
+  // cost nothing then).
+  void expect_memory_records(bool on) { memory_threads_ = on; }
 
   // Records of kinds the converter does not handle, since the last finish().
   std::uint64_t ignored_records() const { return ignored_; }
@@ -106,6 +116,8 @@ class CuptiRecordConverter {
   void add_overhead(const CUpti_Activity* record);
   void add_device(const CUpti_Activity* record);
   void add_context(const CUpti_Activity* record);
+  void add_memory(const CUpti_Activity* record);
+  void add_memory_pool(const CUpti_Activity* record);
   // The device of a context, from a work record (kernel, copy, memset).
   void learn_context(std::uint32_t context, std::uint32_t device);
 
@@ -138,6 +150,16 @@ class CuptiRecordConverter {
   std::map<std::uint32_t, CuptiDevice> devices_;  // by device id: properties come out in id order
   std::unordered_map<std::uint32_t, std::uint32_t> context_device_;
   std::string scratch_;  // one args object at a time
+  // Memory records of this batch; their threads are found in finish().
+  std::vector<DeviceMemoryEvent> memory_;
+  // Correlation id -> OS thread of the API records dropped by
+  // keep_torch_api_calls_only in this batch (only with expect_memory_records).
+  std::unordered_map<std::uint64_t, std::int64_t> dropped_call_threads_;
+  // Address -> bytes of this batch's allocations not yet released: the
+  // size of a release record that gives none. Per batch, so that what a
+  // window allocates and frees after it ends is not kept for ever.
+  std::unordered_map<std::uint64_t, std::uint64_t> live_bytes_;
+  bool memory_threads_ = false;
   std::uint64_t ignored_ = 0;
   std::uint64_t clamped_ = 0;
   std::uint64_t filtered_api_ = 0;

@@ -508,6 +508,7 @@ class CuptiSource final : public ActivitySource {
     // dropped here too: where this libcupti lacks them, and should one not
     // take (records are read off the hot path, one table look-up each).
     converter_.keep_torch_api_calls_only(options_.api_calls == CuptiApiCalls::kTorch);
+    converter_.expect_memory_records(options_.memory);
   }
   ~CuptiSource() override {
     if (started_) {

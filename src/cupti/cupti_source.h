@@ -1,7 +1,7 @@
 // The live CUPTI activity source: records kernels, copies, memsets, the
 // CUDA runtime and driver calls torch.profiler records (or all of them),
-// CUPTI's own overhead and, when asked, synchronizations while a profiling
-// window is open.
+// CUPTI's own overhead and, when asked, synchronizations and device memory
+// allocations while a profiling window is open.
 //
 //   CuptiOptions options;
 //   options.nvtx = &ranges;                 // NVTX ranges too, reported there
@@ -69,6 +69,12 @@ struct CuptiOptions {
   // as torch's _ExperimentalConfig(enable_cuda_sync_events=True). Off by
   // default, as in torch.
   bool sync_events = false;
+  // Also record device memory: each allocation and release
+  // (CUPTI_ACTIVITY_KIND_MEMORY2) and the reservations of cudaMallocAsync's
+  // pools (CUPTI_ACTIVITY_KIND_MEMORY_POOL), handed over in
+  // DeviceBatch::memory (ProfilerOptions::profile_memory, tprof record
+  // --memory). Off by default: torch.profiler records memory only when asked.
+  bool memory = false;
   // Also report NVTX push/pop and start/end ranges here (null: not at all).
   // NVTX calls reach CUPTI only when NVTX_INJECTION64_PATH names libcupti
   // (tprof record sets it). Must outlive the source.

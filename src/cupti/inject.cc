@@ -45,6 +45,7 @@
 // TPROF_RECORD_GZIP=1, TPROF_RECORD_DELAY_MS, TPROF_RECORD_DURATION_MS,
 // TPROF_RECORD_NVTX_RANGE, TPROF_RECORD_ON_SIGNAL (a signal number),
 // TPROF_RECORD_API=all (every runtime/driver call, not only torch's),
+// TPROF_RECORD_MEMORY=1 (device memory: [memory] events, profile_memory),
 // TPROF_RECORD_ROOT_PID (the process tprof record started),
 // TPROF_RECORD_STATUS_DIR (where to report, below). tprof record clears
 // every other TPROF_RECORD_* variable before it runs the program.
@@ -286,6 +287,10 @@ class Session {
     tprof::ProfilerOptions options;
     options.activities = {tprof::Activity::kCpu, tprof::Activity::kCuda};
     if (env_str("TPROF_RECORD_API", "") == "all") options.cuda_api_calls = tprof::CudaApiCalls::kAll;
+    // CUDA's allocations, releases and pools as torch's [memory] records.
+    // (The program's own tprof, if it links one, is another copy: its
+    // record_alloc hooks are not this profiler's.)
+    options.profile_memory = env_str("TPROF_RECORD_MEMORY", "0") == "1";
     options.on_trace_ready = [this](tprof::Profiler& p) { return write(p.trace()); };
     profiler_ = std::make_unique<tprof::Profiler>(std::move(options));
     if (!distributed_info_.empty()) {

@@ -7,6 +7,9 @@
 //               NVTX call (NVTX's injection, InitializeInjectionNvtx2) ── callback
 //               no buffer at hand ── bufferRequested (this thread) ── refused: drop, count
 //   driver: device work ── pending until the simulated device finishes it
+//   app thread: an allocation or release in an API call ── MEMORY2 record (and
+//               MEMORY_POOL for a pool's creation) at once, before the call's
+//               own API record
 //   worker thread (CUPTI's own): finished work ── buffers; FULL buffers ── bufferCompleted
 //   cuptiActivityFlushAll(FORCED) on thread T: finished work ── buffers ── every
 //               buffer (partial ones too) ── to the worker ── bufferCompleted on
@@ -144,6 +147,10 @@ std::size_t record_size(CUpti_ActivityKind kind) noexcept {
       return sizeof(CUpti_ActivityDevice5);
     case CUPTI_ACTIVITY_KIND_CONTEXT:
       return sizeof(CUpti_ActivityContext3);
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+      return sizeof(CUpti_ActivityMemory4);
+    case CUPTI_ACTIVITY_KIND_MEMORY_POOL:
+      return sizeof(CUpti_ActivityMemoryPool3);
     default:
       return 0;
   }
@@ -598,10 +605,13 @@ CUptiResult fail(CUptiResult r) noexcept {
 // the second and a cuDeviceGet (its callback off) came before the fourth.
 std::atomic<std::uint32_t> g_next_correlation{1};
 
+// Memory records count as device work here: each carries the correlation
+// id of the call that made it (cupti_activity.h, CUpti_ActivityMemory4).
 bool traces_device_work(const Cupti& s) noexcept {
   for (const CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
                                      CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-                                     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}) {
+                                     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_MEMORY2,
+                                     CUPTI_ACTIVITY_KIND_MEMORY_POOL}) {
     if (s.kind_on(k)) return true;
   }
   return false;
@@ -855,8 +865,61 @@ void on_context_destroying(const ContextInfo& c) noexcept {
   deliver_resource(s, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, c.context, nullptr, nullptr);
 }
 
-const ToolHooks kHooks = {on_api_enter,       on_api_exit,          on_work, on_sync, on_resource,
-                          on_context_created, on_context_destroying};
+// A memory operation, on the thread of the call that made it: written at
+// once, as an API record is (not held as device work: nothing runs on the
+// device), timestamped on the timestamp callback's clock, with the call's
+// correlation id. The struct versions are the CUDA 13 headers' (Memory4,
+// MemoryPool3). Not measured against real CUPTI: whether a release made
+// by cudaFreeAsync is written at the call (here) or when the stream
+// reaches it, and the pool's size before or after the operation (here:
+// after).
+void on_memory(const MemoryOp& op) noexcept {
+  Cupti& s = state();
+  const std::uint64_t now = s.now();
+  if (op.kind == MemoryOpKind::kPoolCreated) {
+    if (!s.kind_on(CUPTI_ACTIVITY_KIND_MEMORY_POOL)) return;
+    CUpti_ActivityMemoryPool3 r{};
+    r.kind = CUPTI_ACTIVITY_KIND_MEMORY_POOL;
+    r.memoryPoolOperationType = CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED;
+    r.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+    r.correlationId = op.correlation_id;
+    r.processId = static_cast<std::uint32_t>(getpid());
+    r.deviceId = op.device_id;
+    r.address = op.pool_address;
+    r.size = op.pool_size;
+    r.releaseThreshold = op.pool_release_threshold;
+    r.timestamp = now;
+    r.utilizedSize = op.pool_used;
+    s.write(&r, sizeof r);
+    return;
+  }
+  if (!s.kind_on(CUPTI_ACTIVITY_KIND_MEMORY2)) return;
+  CUpti_ActivityMemory4 r{};
+  r.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  r.memoryOperationType = op.kind == MemoryOpKind::kAllocation ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+                                                                : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+  r.memoryKind = op.memory_kind;
+  r.correlationId = op.correlation_id;
+  r.address = op.address;
+  r.bytes = op.bytes;
+  r.timestamp = now;
+  r.processId = static_cast<std::uint32_t>(getpid());
+  r.deviceId = op.device_id;
+  r.contextId = op.context_id;
+  r.streamId = op.is_async ? op.stream_id : CUPTI_INVALID_STREAM_ID;
+  r.isAsync = op.is_async ? 1 : 0;
+  if (op.pool_address != 0) {
+    r.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+    r.memoryPoolConfig.address = op.pool_address;
+    r.memoryPoolConfig.releaseThreshold = op.pool_release_threshold;
+    r.memoryPoolConfig.pool.size = op.pool_size;
+    r.memoryPoolConfig.utilizedSize = op.pool_used;
+  }
+  s.write(&r, sizeof r);
+}
+
+const ToolHooks kHooks = {on_api_enter,       on_api_exit,           on_work,  on_sync, on_resource,
+                          on_context_created, on_context_destroying, on_memory};
 
 // ---- NVTX (NVTX's injection protocol, nvtx3/nvtxDetail/nvtxInit.h) -----------------------
 //

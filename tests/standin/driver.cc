@@ -8,6 +8,8 @@
 //   launch at host time t on stream s ── runs [max(t + 2 us, s.busy_until), + dur)
 //     ── reported to CUPTI at once (Work); CUPTI shows it once it has ended
 //   synchronize ── sleeps/spins until the work has ended ── Sync to CUPTI
+//   an allocation or release inside an API call ── MemoryOp to CUPTI, on
+//     the calling thread (cudaMallocAsync: from the device's default pool)
 //   teardown (at exit) ── waits for the device ── CUPTI: context_destroying
 //     (a RESOURCE callback; CUPTI hands no buffers back there)
 //     ── every call from then on: CUDA_ERROR_DEINITIALIZED
@@ -111,6 +113,19 @@ constexpr std::size_t kMaxInFlight = 1024;
 
 enum class State : int { kFresh = 0, kReady = 1, kTornDown = 2 };
 
+// What an allocation is: device memory (cudaMalloc), device memory from
+// the default pool (cudaMallocAsync) or pinned host memory (cudaMallocHost).
+enum class AllocKind : std::uint8_t { kDevice, kPooled, kHost };
+struct Allocation {
+  std::size_t bytes = 0;
+  AllocKind kind = AllocKind::kDevice;
+};
+
+// A pool reserves device memory in 2 MiB pieces (the granularity of CUDA's
+// virtual memory mappings on current GPUs); the release threshold stays
+// at its default, 0.
+constexpr std::uint64_t kPoolGranule = std::uint64_t{2} << 20;
+
 struct Driver {
   std::mutex mu;  // streams, events, functions, graphs, allocations
   std::atomic<State> state{State::kFresh};
@@ -128,7 +143,11 @@ struct Driver {
   std::atomic<std::uint32_t> next_exec_id{1};
   std::atomic<std::uint64_t> next_node_id{1};
   std::unordered_map<std::string, std::unique_ptr<CUfunc_st>> functions;
-  std::unordered_map<void*, std::size_t> allocations;
+  std::unordered_map<void*, Allocation> allocations;
+  // The device's default stream-ordered pool (cudaMallocAsync), created by
+  // its first allocation.
+  bool pool_created = false;
+  std::uint64_t pool_size = 0, pool_used = 0;
 };
 
 // Never destroyed: see the file comment.
@@ -361,9 +380,11 @@ CUresult launch_impl(CUfunction f, const std::int32_t grid[3], const std::int32_
 
 bool is_device_pointer(const void* p) noexcept {
   std::lock_guard<std::mutex> lock(g->mu);
-  for (const auto& [base, size] : g->allocations) {
+  for (const auto& [base, a] : g->allocations) {
     const auto* b = static_cast<const char*>(base);
-    if (static_cast<const char*>(p) >= b && static_cast<const char*>(p) < b + size) return true;
+    if (a.kind != AllocKind::kHost && static_cast<const char*>(p) >= b && static_cast<const char*>(p) < b + a.bytes) {
+      return true;
+    }
   }
   return false;
 }
@@ -439,28 +460,175 @@ CUresult fill_impl(void* dst, int value, std::size_t bytes, CUstream stream, boo
   return CUDA_SUCCESS;
 }
 
+// Tells CUPTI of a memory operation of the API call open on this thread.
+// The runtime's exit teardown frees what is left through the same paths
+// with no call open: that says nothing (the real runtime destroys its
+// context there instead of freeing each allocation; what CUPTI reports
+// then is not measured).
+void report_memory(MemoryOp op) noexcept {
+  const ToolHooks* t = tool();
+  if (t == nullptr || tl_call == nullptr) return;
+  op.device_id = 0;
+  op.context_id = kContextId;
+  op.correlation_id = current_correlation();
+  t->memory(op);
+}
+
+// The default pool as an operation sees it, after the operation. g->mu held.
+void describe_pool(MemoryOp* op) noexcept {
+  op->pool_address = reinterpret_cast<std::uintptr_t>(&g->pool_size);
+  op->pool_release_threshold = 0;
+  op->pool_size = g->pool_size;
+  op->pool_used = g->pool_used;
+}
+
+// Host memory stands in for device memory: copies really copy.
+void* host_backing(std::size_t bytes) noexcept {
+  return std::aligned_alloc(256, std::max<std::size_t>((bytes + 255) & ~std::size_t{255}, 256));
+}
+
 CUresult alloc_impl(void** p, std::size_t bytes) noexcept {
   if (CUresult r = ready(); r != CUDA_SUCCESS) return r;
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   ensure_context();
-  // Host memory stands in for device memory: copies really copy.
-  void* m = std::aligned_alloc(256, std::max<std::size_t>((bytes + 255) & ~std::size_t{255}, 256));
+  void* m = host_backing(bytes);
   if (m == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
-  std::lock_guard<std::mutex> lock(g->mu);
-  g->allocations.emplace(m, bytes);
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    g->allocations.emplace(m, Allocation{bytes, AllocKind::kDevice});
+  }
   *p = m;
+  MemoryOp op;
+  op.address = reinterpret_cast<std::uintptr_t>(m);
+  op.bytes = bytes;
+  report_memory(op);
   return CUDA_SUCCESS;
 }
 
 CUresult release_impl(void* p) noexcept {
   if (CUresult r = ready(); r != CUDA_SUCCESS) return r;
   if (p == nullptr) return CUDA_SUCCESS;
+  MemoryOp op;
+  op.kind = MemoryOpKind::kRelease;
+  op.address = reinterpret_cast<std::uintptr_t>(p);
   {
     std::lock_guard<std::mutex> lock(g->mu);
-    if (g->allocations.erase(p) == 0) return CUDA_ERROR_INVALID_VALUE;
+    const auto it = g->allocations.find(p);
+    if (it == g->allocations.end() || it->second.kind == AllocKind::kHost) return CUDA_ERROR_INVALID_VALUE;
+    op.bytes = it->second.bytes;
+    if (it->second.kind == AllocKind::kPooled) {
+      // cudaFree of pool memory: back to its pool, which keeps it.
+      g->pool_used -= it->second.bytes;
+      describe_pool(&op);
+    }
+    g->allocations.erase(it);
   }
   // cudaFree synchronizes the device first.
   wait_until(device_busy_until());
+  report_memory(op);
+  std::free(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult alloc_async_impl(void** p, std::size_t bytes, CUstream stream) noexcept {
+  if (CUresult r = ready(); r != CUDA_SUCCESS) return r;
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  ensure_context();
+  CUstream_st* s = stream_of(stream);
+  // Graph memory nodes (an allocation under capture) are not modelled.
+  if (s->capture != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  void* m = host_backing(bytes);
+  if (m == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  MemoryOp created, op;
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    if (!g->pool_created) {
+      g->pool_created = first = true;
+      created.kind = MemoryOpKind::kPoolCreated;
+      describe_pool(&created);
+      created.address = created.pool_address;
+    }
+    g->allocations.emplace(m, Allocation{bytes, AllocKind::kPooled});
+    g->pool_used += bytes;
+    // The pool grows by whole granules when what it holds is not enough;
+    // it never shrinks here (the release threshold's trim at a
+    // synchronization is not modelled).
+    const std::uint64_t needed = (g->pool_used + kPoolGranule - 1) / kPoolGranule * kPoolGranule;
+    g->pool_size = std::max(g->pool_size, needed);
+    op.address = reinterpret_cast<std::uintptr_t>(m);
+    op.bytes = bytes;
+    op.is_async = true;
+    op.stream_id = s->id;
+    describe_pool(&op);
+  }
+  *p = m;
+  if (first) report_memory(created);
+  report_memory(op);
+  return CUDA_SUCCESS;
+}
+
+CUresult release_async_impl(void* p, CUstream stream) noexcept {
+  if (CUresult r = ready(); r != CUDA_SUCCESS) return r;
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUstream_st* s = stream_of(stream);
+  MemoryOp op;
+  op.kind = MemoryOpKind::kRelease;
+  op.address = reinterpret_cast<std::uintptr_t>(p);
+  op.is_async = true;
+  op.stream_id = s->id;
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    const auto it = g->allocations.find(p);
+    if (it == g->allocations.end() || it->second.kind != AllocKind::kPooled) return CUDA_ERROR_INVALID_VALUE;
+    op.bytes = it->second.bytes;
+    g->pool_used -= it->second.bytes;
+    g->allocations.erase(it);
+    describe_pool(&op);
+  }
+  // In stream order on a real device; here copies and memsets have already
+  // happened at submission, so the memory can go now.
+  report_memory(op);
+  std::free(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult alloc_host_impl(void** p, std::size_t bytes) noexcept {
+  if (CUresult r = ready(); r != CUDA_SUCCESS) return r;
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  ensure_context();
+  void* m = host_backing(bytes);
+  if (m == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    g->allocations.emplace(m, Allocation{bytes, AllocKind::kHost});
+  }
+  *p = m;
+  MemoryOp op;
+  op.memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  op.address = reinterpret_cast<std::uintptr_t>(m);
+  op.bytes = bytes;
+  report_memory(op);
+  return CUDA_SUCCESS;
+}
+
+CUresult release_host_impl(void* p) noexcept {
+  if (CUresult r = ready(); r != CUDA_SUCCESS) return r;
+  if (p == nullptr) return CUDA_SUCCESS;
+  MemoryOp op;
+  op.kind = MemoryOpKind::kRelease;
+  op.memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  op.address = reinterpret_cast<std::uintptr_t>(p);
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    const auto it = g->allocations.find(p);
+    if (it == g->allocations.end() || it->second.kind != AllocKind::kHost) return CUDA_ERROR_INVALID_VALUE;
+    op.bytes = it->second.bytes;
+    g->allocations.erase(it);
+  }
+  // cudaFreeHost synchronizes the device first, as cudaFree does.
+  wait_until(device_busy_until());
+  report_memory(op);
   std::free(p);
   return CUDA_SUCCESS;
 }
@@ -807,6 +975,10 @@ const DriverInternal kInternal = {
     fill_impl,
     alloc_impl,
     release_impl,
+    alloc_async_impl,
+    release_async_impl,
+    alloc_host_impl,
+    release_host_impl,
     context_synchronize_impl,
     stream_create_impl,
     stream_destroy_impl,

@@ -62,7 +62,8 @@ struct Runtime {
   std::atomic<bool> unloading{false};
   std::mutex mu;
   std::unordered_map<const void*, Kernel> kernels;
-  std::unordered_set<void*> allocations;
+  std::unordered_set<void*> allocations;       // device memory, pooled too
+  std::unordered_set<void*> host_allocations;  // pinned host memory
   std::vector<cudaStream_t> streams;
 };
 
@@ -90,15 +91,18 @@ void teardown() {
   rt->unloading.store(true, std::memory_order_release);
   const DriverInternal* d = rt->driver;
   d->context_synchronize();
-  std::vector<void*> allocations;
+  std::vector<void*> allocations, host_allocations;
   std::vector<cudaStream_t> streams;
   {
     std::lock_guard<std::mutex> lock(rt->mu);
     allocations.assign(rt->allocations.begin(), rt->allocations.end());
+    host_allocations.assign(rt->host_allocations.begin(), rt->host_allocations.end());
     rt->allocations.clear();
+    rt->host_allocations.clear();
     streams.swap(rt->streams);
   }
   for (void* p : allocations) d->release(p);
+  for (void* p : host_allocations) d->release_host(p);
   for (cudaStream_t s : streams) d->stream_destroy(s);
 }
 
@@ -334,6 +338,54 @@ cudaError_t CUDARTAPI cudaFree(void* devPtr) {
     rt->allocations.erase(devPtr);
   }
   return call.finish(driver().release(devPtr));
+}
+
+cudaError_t CUDARTAPI cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
+  cudaMallocAsync_v11020_params p{devPtr, size, hStream};
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020, "cudaMallocAsync", &p);
+  if (!call.open()) return call.refused();
+  const CUresult r = driver().alloc_async(devPtr, size, hStream);
+  if (r == CUDA_SUCCESS) {
+    std::lock_guard<std::mutex> lock(rt->mu);
+    rt->allocations.insert(*devPtr);
+  }
+  return call.finish(r);
+}
+
+cudaError_t CUDARTAPI cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
+  cudaFreeAsync_v11020_params p{devPtr, hStream};
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020, "cudaFreeAsync", &p);
+  if (!call.open()) return call.refused();
+  const CUresult r = driver().release_async(devPtr, hStream);
+  if (r == CUDA_SUCCESS) {
+    std::lock_guard<std::mutex> lock(rt->mu);
+    rt->allocations.erase(devPtr);
+  }
+  return call.finish(r);
+}
+
+cudaError_t CUDARTAPI cudaMallocHost(void** ptr, size_t size) {
+  cudaMallocHost_v3020_params p{ptr, size};
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020, "cudaMallocHost", &p);
+  if (!call.open()) return call.refused();
+  const CUresult r = driver().alloc_host(ptr, size);
+  if (r == CUDA_SUCCESS) {
+    std::lock_guard<std::mutex> lock(rt->mu);
+    rt->host_allocations.insert(*ptr);
+  }
+  return call.finish(r);
+}
+
+cudaError_t CUDARTAPI cudaFreeHost(void* ptr) {
+  cudaFreeHost_v3020_params p{ptr};
+  RuntimeCall call(CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020, "cudaFreeHost", &p);
+  if (!call.open()) return call.refused();
+  const CUresult r = driver().release_host(ptr);
+  if (r == CUDA_SUCCESS) {
+    std::lock_guard<std::mutex> lock(rt->mu);
+    rt->host_allocations.erase(ptr);
+  }
+  return call.finish(r);
 }
 
 cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {

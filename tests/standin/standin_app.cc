@@ -5,7 +5,7 @@
 //
 //   standin_app [--steps N] [--run-ms T] [--stop-file PATH] [--nvtx] [--nvtx-early] [--graph] [--triton]
 //               [--threads K] [--children N] [--no-sync] [--gemm-us US] [--step-sleep-us US]
-//               [--linger-ms T]
+//               [--linger-ms T] [--memory]
 //               [--exit return|exit|exit-thread|python|sigint|sigint-python|sigterm|throw|_exit]
 //
 // It prints "standin_app done" (flushed) once its work is done, before the
@@ -56,7 +56,20 @@ struct Options {
   int gemm_us = 0;  // 0: the GEMM's 2.1 us
   int step_sleep_us = 0;  // sleep this long after each step (other work between steps)
   int linger_ms = 0;  // sleep this long after the work, before the exit path
+  bool memory = false;  // plant what tprof memory should find (plant_memory)
 };
+
+// --memory: each step leaks kLeakBytes (cudaMalloc, never freed), takes
+// kSpikeBytes and gives them back (cudaMalloc, a memset, cudaFree), and
+// takes kPooledBytes from the device's default pool and gives them back
+// (cudaMallocAsync, a memset, cudaFreeAsync: the pool keeps 6 MiB, three
+// 2 MiB granules); kPinnedBytes of pinned host memory (cudaMallocHost)
+// live from before the first step to after the last. The sizes are
+// distinct, so that a test tells each allocation by its size.
+constexpr std::size_t kLeakBytes = std::size_t{3} << 20;
+constexpr std::size_t kSpikeBytes = std::size_t{64} << 20;
+constexpr std::size_t kPooledBytes = std::size_t{5} << 20;
+constexpr std::size_t kPinnedBytes = std::size_t{2} << 20;
 
 // Host stubs standing in for __global__ functions, named as nvcc would
 // register them (the names an H100 trace of matmul_add shows).
@@ -115,6 +128,20 @@ DriverApi load_driver_api() {
   return d;
 }
 
+// --memory's allocations of one step, on stream `s` (see kLeakBytes).
+void plant_memory(cudaStream_t s) {
+  void* leak = nullptr;
+  check(cudaMalloc(&leak, kLeakBytes), "cudaMalloc");
+  void* spike = nullptr;
+  check(cudaMalloc(&spike, kSpikeBytes), "cudaMalloc");
+  check(cudaMemsetAsync(spike, 0, 4096, s), "cudaMemsetAsync");
+  check(cudaFree(spike), "cudaFree");
+  void* pooled = nullptr;
+  check(cudaMallocAsync(&pooled, kPooledBytes, s), "cudaMallocAsync");
+  check(cudaMemsetAsync(pooled, 0, 4096, s), "cudaMemsetAsync");
+  check(cudaFreeAsync(pooled, s), "cudaFreeAsync");
+}
+
 // One matmul_add step as PyTorch runs it: a GEMM and an add, and the calls
 // PyTorch makes around them every step.
 void step(const Options& o, const DriverApi& d, cudaStream_t s, int i) {
@@ -148,6 +175,7 @@ void step(const Options& o, const DriverApi& d, cudaStream_t s, int i) {
           "cudaLaunchKernel");
   }
   static_cast<void>(cudaGetLastError());
+  if (o.memory) plant_memory(s);
   if (o.nvtx) nvtxRangePop();
 }
 
@@ -306,6 +334,8 @@ bool parse(int argc, char** argv, Options* o) {
       if (!value(&o->children)) return false;
     } else if (a == "--nvtx") {
       o->nvtx = true;
+    } else if (a == "--memory") {
+      o->memory = true;
     } else if (a == "--nvtx-early") {
       o->nvtx_early = true;
     } else if (a == "--graph") {
@@ -343,7 +373,7 @@ int main(int argc, char** argv) {
         stderr,
         "usage: standin_app [--steps N] [--run-ms T] [--stop-file PATH] [--nvtx] [--nvtx-early] [--graph] [--triton] "
         "[--threads K] [--children N] [--no-sync] [--gemm-us US] [--step-sleep-us US] [--linger-ms T] "
-        "[--exit MODE]\n");
+        "[--memory] [--exit MODE]\n");
     return 2;
   }
   if (o.children > 0) return run_children(argc, argv, o.children);  // the parent never touches CUDA
@@ -376,6 +406,9 @@ int main(int argc, char** argv) {
     tl_cuda_user.armed = true;
   }
 
+  void* pinned = nullptr;
+  if (o.memory) check(cudaMallocHost(&pinned, kPinnedBytes), "cudaMallocHost");
+
   nvtxRangeId_t measure = 0;
   if (o.nvtx) measure = nvtxRangeStartA("measure");
   if (o.graph) {
@@ -401,6 +434,7 @@ int main(int argc, char** argv) {
     char host[64];
     check(cudaMemcpy(host, buffer, sizeof host, cudaMemcpyDeviceToHost), "cudaMemcpy");
   }
+  if (o.memory) check(cudaFreeHost(pinned), "cudaFreeHost");
 
   std::printf("standin_app done\n");
   std::fflush(stdout);

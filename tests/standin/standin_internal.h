@@ -89,6 +89,23 @@ struct DeviceInfo {
   CUuuid uuid{};
 };
 
+// A device memory operation, reported inside the API call that made it
+// (on its thread): an allocation or release (cudaMalloc, cudaFree,
+// cudaMallocAsync, cudaFreeAsync, cudaMallocHost, cudaFreeHost), or the
+// creation of a stream-ordered memory pool.
+enum class MemoryOpKind : std::uint32_t { kAllocation, kRelease, kPoolCreated };
+struct MemoryOp {
+  MemoryOpKind kind = MemoryOpKind::kAllocation;
+  CUpti_ActivityMemoryKind memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  std::uint64_t address = 0, bytes = 0;
+  std::uint32_t device_id = 0, context_id = 0, correlation_id = 0;
+  std::uint32_t stream_id = CUPTI_INVALID_STREAM_ID;  // stream-ordered (async) operations only
+  bool is_async = false;
+  // The pool an async operation used, after it: base address (0: none),
+  // release threshold, reserved and used bytes.
+  std::uint64_t pool_address = 0, pool_release_threshold = 0, pool_size = 0, pool_used = 0;
+};
+
 struct ContextInfo {
   CUcontext context = nullptr;
   std::uint32_t context_id = 0, device_id = 0, null_stream_id = 0;
@@ -108,6 +125,7 @@ struct ToolHooks {
   // The driver's teardown, before the context goes (the RESOURCE callback;
   // CUPTI hands nothing back there: real CUPTI 13.0 did not).
   void (*context_destroying)(const ContextInfo& context) noexcept;
+  void (*memory)(const MemoryOp& op) noexcept;
 };
 
 // Called by CUPTI; set by the driver.
@@ -143,7 +161,13 @@ struct DriverInternal {
                    bool synchronous) noexcept;  // copy_kind: cudaMemcpyKind
   CUresult (*fill)(void* dst, int value, std::size_t bytes, CUstream stream, bool synchronous) noexcept;
   CUresult (*alloc)(void** p, std::size_t bytes) noexcept;
-  CUresult (*release)(void* p) noexcept;
+  CUresult (*release)(void* p) noexcept;  // any device allocation, pooled ones included (cudaFree)
+  // From the device's default pool, in stream order (cudaMallocAsync, cudaFreeAsync).
+  CUresult (*alloc_async)(void** p, std::size_t bytes, CUstream stream) noexcept;
+  CUresult (*release_async)(void* p, CUstream stream) noexcept;
+  // Pinned host memory (cudaMallocHost, cudaFreeHost).
+  CUresult (*alloc_host)(void** p, std::size_t bytes) noexcept;
+  CUresult (*release_host)(void* p) noexcept;
   CUresult (*context_synchronize)() noexcept;
   CUresult (*stream_create)(CUstream* stream) noexcept;
   CUresult (*stream_destroy)(CUstream stream) noexcept;

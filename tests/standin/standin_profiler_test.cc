@@ -4,15 +4,20 @@
 // CUDA graphs across windows: a graph captured inside tprof scopes in one
 // window and replayed in later ones names the scopes it was captured in
 // (by name, from the process's table); a graph captured while no window
-// recorded names none.
+// recorded names none. profile_memory: CUDA's allocations as [memory]
+// records on the allocating thread.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "tests/standin/standin.h"
@@ -239,6 +244,87 @@ TEST(StandinProfiler, AWindowOpenedOnARunningProgramHasItsDriverLaunchesAndItsDe
   EXPECT_NE(props.find("\"name\": \"NVIDIA H100 80GB HBM3 (stand-in)\""), std::string_view::npos) << props;
   EXPECT_NE(props.find("\"sharedMemPerBlockOptin\": 232448"), std::string_view::npos) << props;
   ASSERT_EQ(cudaFree(p), cudaSuccess);
+}
+
+// profile_memory with CUDA activity covers CUDA's allocations as torch's
+// covers its caching allocator's: each cudaMalloc / cudaFree in the window
+// is a [memory] record on the thread that called it, inside that call,
+// which is linked to the op around it; the program's own CPU hooks share
+// the window. Without profile_memory there is none.
+TEST(StandinProfiler, ProfileMemoryRecordsCudasAllocationsOnTheirThreads) {
+  setenv("TPROF_CUPTI_LIBRARY", STANDIN_CUPTI, 1);
+  int devices = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
+  for (const bool memory : {false, true}) {
+    ProfilerOptions options = cuda_options();
+    options.profile_memory = memory;
+    Profiler prof(options);
+    ASSERT_TRUE(prof.start().ok());
+    void* a = nullptr;
+    {
+      TPROF_RECORD_OP("op::alloc");
+      ASSERT_EQ(cudaMalloc(&a, 1 << 20), cudaSuccess);
+    }
+    char block[64];
+    record_alloc(block, sizeof block);
+    std::thread([] {
+      TPROF_RECORD_OP("op::worker");
+      void* w = nullptr;
+      EXPECT_EQ(cudaMalloc(&w, 2 << 20), cudaSuccess);
+      EXPECT_EQ(cudaFree(w), cudaSuccess);
+    }).join();
+    {
+      TPROF_RECORD_OP("op::free");
+      ASSERT_EQ(cudaFree(a), cudaSuccess);
+    }
+    record_free(block, sizeof block);
+    ASSERT_TRUE(prof.stop().ok());
+    const Trace& t = prof.trace();
+    if (!memory) {
+      EXPECT_TRUE(t.memory.empty());
+      continue;
+    }
+    // (op, bytes, device type) of each record, in time order.
+    std::vector<std::tuple<std::int64_t, std::string, std::int64_t, int>> seen;
+    std::set<std::int64_t> tids;
+    for (const MemoryRecord& m : t.memory) {
+      const std::uint32_t e = m.event;
+      std::string op = "-";
+      if (m.device_type == 1) {
+        // The runtime call it lies in, on its lane; the op that call is linked to.
+        for (std::uint32_t c = 0; c < t.events.size(); ++c) {
+          if (t.events.kind[c] != EventKind::kCudaRuntime || t.events.lane[c] != t.events.lane[e] ||
+              t.events.ts_ns[c] > t.events.ts_ns[e] || t.events.ts_ns[c] + t.events.dur_ns[c] < t.events.ts_ns[e]) {
+            continue;
+          }
+          EXPECT_EQ(t.name(c), m.bytes > 0 ? "cudaMalloc" : "cudaFree");
+          for (std::uint32_t o = 0; o < t.events.size(); ++o) {
+            if (t.events.kind[o] == EventKind::kCpuOp && t.events.external_id[o] == t.events.external_id[c]) {
+              op = std::string(t.name(o));
+            }
+          }
+        }
+        tids.insert(t.lanes[t.events.lane[e]].tid.num);
+      }
+      seen.emplace_back(t.events.ts_ns[e], op, m.bytes, m.device_type);
+    }
+    std::sort(seen.begin(), seen.end());
+    std::vector<std::tuple<std::string, std::int64_t, int>> got;
+    for (const auto& [ts, op, bytes, type] : seen) got.emplace_back(op, bytes, type);
+    const std::vector<std::tuple<std::string, std::int64_t, int>> expected = {
+        {"op::alloc", 1 << 20, 1}, {"-", 64, 0},  {"op::worker", 2 << 20, 1},
+        {"op::worker", -(2 << 20), 1}, {"op::free", -(1 << 20), 1}, {"-", -64, 0},
+    };
+    EXPECT_EQ(got, expected);
+    EXPECT_EQ(tids.size(), 2u);  // the main thread and the worker
+    // The running total over both threads, in time order: 1 MiB, 3 MiB, 1 MiB, 0.
+    std::vector<std::int64_t> totals;
+    for (const MemoryRecord& m : t.memory) {
+      if (m.device_type == 1) totals.push_back(m.total_allocated);
+    }
+    std::sort(totals.begin(), totals.end());
+    EXPECT_EQ(totals, (std::vector<std::int64_t>{0, 1 << 20, 1 << 20, 3 << 20}));
+  }
 }
 
 }  // namespace

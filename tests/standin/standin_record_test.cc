@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "tests/support/run_cli.h"
+#include "src/trace/json_value.h"
 #include "tests/support/trace_queries.h"
 #include "tprof/read.h"
 
@@ -405,6 +406,189 @@ TEST_F(RecordStandin, TheCallsKinetoDropsAreNeverRecordedUnlessAskedFor) {
   ASSERT_TRUE(t) << t.error().to_string();
   EXPECT_GE(count_named(*t, "cudaGetDevice"), 20u);
   EXPECT_GE(count_named(*t, "cuKernelGetAttribute"), 20u);
+}
+
+// ---- --memory: CUPTI's memory records as torch's [memory] records -------------------
+
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+// CUpti_ActivityKind values (cupti_activity.h), as the stand-in's log gives them.
+constexpr int kKindConcurrentKernel = 10, kKindMemory2 = 49, kKindMemoryPool = 50;
+
+// Whether the stand-in CUPTI's log has a line starting with `prefix`.
+bool log_has(const fs::path& log, const std::string& prefix) {
+  std::ifstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix + " pid=", 0) == 0) return true;
+  }
+  return false;
+}
+
+struct MemoryEvent {
+  std::int64_t ts, tid, type, id, bytes, allocated, reserved;
+};
+
+// The trace's [memory] records in time order. Each must lie inside an
+// allocation or release call of the runtime on its own thread (the call
+// that made it, placed by correlation id): an allocating call for an
+// allocation, a freeing one for a release.
+std::vector<MemoryEvent> memory_events(const Trace& t) {
+  std::vector<MemoryEvent> out;
+  for (const MemoryRecord& m : t.memory) {
+    const std::uint32_t e = m.event;
+    const std::uint32_t lane = t.events.lane[e];
+    const std::int64_t ts = t.events.ts_ns[e];
+    bool in_its_call = false;
+    for (std::uint32_t c = 0; c < t.events.size() && !in_its_call; ++c) {
+      if (t.events.lane[c] != lane || t.cat(c) != "cuda_runtime" || t.events.ts_ns[c] > ts ||
+          t.events.ts_ns[c] + t.events.dur_ns[c] < ts) {
+        continue;
+      }
+      const std::string_view name = t.name(c);
+      const bool frees = name == "cudaFree" || name == "cudaFreeAsync" || name == "cudaFreeHost";
+      const bool allocates = name == "cudaMalloc" || name == "cudaMallocAsync" || name == "cudaMallocHost";
+      in_its_call = m.bytes > 0 ? allocates : frees;
+    }
+    EXPECT_TRUE(in_its_call) << "a [memory] record of " << m.bytes << " bytes at " << ts
+                             << " outside the call that made it, on thread " << t.lanes[lane].tid.num;
+    out.push_back({ts, t.lanes[lane].tid.num, m.device_type, m.device_id, m.bytes, m.total_allocated,
+                   m.total_reserved});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const MemoryEvent& a, const MemoryEvent& b) { return a.ts < b.ts; });
+  return out;
+}
+
+// An unmodified program that allocates as a training loop might (standin_app
+// --memory: per step a 3 MiB leak, a 64 MiB spike given back, 5 MiB from
+// cudaMallocAsync's pool given back; 2 MiB of pinned host memory through
+// the steps; its 1 MiB buffer from before the steps): every allocation and
+// release is a [memory] record on the main thread, inside its call, with
+// torch's totals, and tprof memory finds the peak and what was never freed.
+TEST_F(RecordStandin, MemoryRecordsShowThePlantedPeakLeakAndPool) {
+  const fs::path log = fs::temp_directory_path() / ("tprof_standin_memlog_" + std::to_string(getpid()));
+  fs::remove(log);
+  setenv("STANDIN_CUPTI_LOG", log.c_str(), 1);
+  constexpr std::int64_t kSteps = 4;
+  const auto r = record({"--memory", "--worker", "w"}, {"--steps", std::to_string(kSteps), "--memory"});
+  unsetenv("STANDIN_CUPTI_LOG");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(log_has(log, "activity_enable " + std::to_string(kKindMemory2)));
+  EXPECT_TRUE(log_has(log, "activity_enable " + std::to_string(kKindMemoryPool)));
+  fs::remove(log);
+  const std::vector<fs::path> files = traces();
+  ASSERT_EQ(files.size(), 1u) << r.err;
+  Result<Trace> t = read_trace(files[0].string());
+  ASSERT_TRUE(t) << t.error().to_string();
+  EXPECT_EQ(t->diagnostics.count(DiagnosticCode::kActivityUnavailable), 0u);
+
+  std::vector<std::int64_t> cuda_bytes, cpu_bytes;
+  std::int64_t peak = 0, peak_reserved = 0;
+  std::set<std::int64_t> tids;
+  const std::vector<MemoryEvent> events = memory_events(*t);
+  for (const MemoryEvent& m : events) {
+    tids.insert(m.tid);
+    if (m.type == 0) {
+      EXPECT_EQ(m.id, -1);
+      EXPECT_EQ(m.reserved, 0);  // torch's CPU reservation
+      cpu_bytes.push_back(m.bytes);
+      continue;
+    }
+    EXPECT_EQ(m.type, 1);
+    EXPECT_EQ(m.id, 0);
+    cuda_bytes.push_back(m.bytes);
+    peak = std::max(peak, m.allocated);
+    peak_reserved = std::max(peak_reserved, m.reserved);
+    EXPECT_GE(m.reserved, m.allocated);  // the pool keeps what it gave
+  }
+  std::vector<std::int64_t> expected = {kMiB};
+  for (int i = 0; i < kSteps; ++i) {
+    for (const std::int64_t b : {3 * kMiB, 64 * kMiB, -64 * kMiB, 5 * kMiB, -5 * kMiB}) expected.push_back(b);
+  }
+  EXPECT_EQ(cuda_bytes, expected);
+  EXPECT_EQ(cpu_bytes, (std::vector<std::int64_t>{2 * kMiB, -2 * kMiB}));
+  EXPECT_EQ(tids, std::set<std::int64_t>{t->lanes[t->events.lane[t->memory[0].event]].tid.num});
+  // The last step's spike on top of the buffer and every leak; CUDA's
+  // reservation is that plus the pool's 6 MiB (three 2 MiB granules).
+  const std::int64_t leaked = kMiB + kSteps * 3 * kMiB;
+  EXPECT_EQ(peak, leaked + 64 * kMiB);
+  EXPECT_EQ(peak_reserved, leaked + 64 * kMiB + 6 * kMiB);
+  ASSERT_FALSE(events.empty());
+  const MemoryEvent& last_cuda = events[events.size() - 2];  // the pinned memory's release is last
+  EXPECT_EQ(last_cuda.allocated, leaked);
+  EXPECT_EQ(last_cuda.reserved, leaked + 6 * kMiB);
+
+  // tprof memory reads the same views off it.
+  const auto m = run_cli(TPROF_BIN, {"memory", files[0].string(), "--format", "json"});
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  auto json = internal::JsonValue::parse(m.out, 0);
+  ASSERT_TRUE(json) << m.out;
+  const internal::JsonValue* devices = json->find("devices");
+  ASSERT_NE(devices, nullptr) << m.out;
+  bool cuda = false, cpu = false;
+  for (const internal::JsonValue& d : devices->items()) {
+    const auto num = [&](const char* key) {
+      const internal::JsonValue* v = d.find(key);
+      return v != nullptr ? v->int_or(-1) : -1;
+    };
+    if (num("device_type") == 1) {
+      cuda = true;
+      EXPECT_EQ(num("peak_bytes"), leaked + 64 * kMiB) << m.out;
+      EXPECT_EQ(num("peak_reserved_bytes"), leaked + 70 * kMiB) << m.out;
+      EXPECT_EQ(num("end_bytes"), leaked) << m.out;
+      EXPECT_EQ(num("never_freed"), 1 + kSteps) << m.out;
+      EXPECT_EQ(num("never_freed_bytes"), leaked) << m.out;
+      EXPECT_EQ(num("unmatched_frees"), 0) << m.out;
+    } else if (num("device_type") == 0) {
+      cpu = true;
+      EXPECT_EQ(num("peak_bytes"), 2 * kMiB) << m.out;
+      EXPECT_EQ(num("never_freed_bytes"), 0) << m.out;
+    }
+  }
+  EXPECT_TRUE(cuda && cpu) << m.out;
+}
+
+// Several threads allocating: each record is on the thread whose call
+// made it (the stand-in app's workers allocate on their own streams).
+TEST_F(RecordStandin, MemoryRecordsAreOnTheThreadThatAllocated) {
+  const auto r = record({"--memory"}, {"--steps", "3", "--memory", "--threads", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<fs::path> files = traces();
+  ASSERT_EQ(files.size(), 1u) << r.err;
+  Result<Trace> t = read_trace(files[0].string());
+  ASSERT_TRUE(t) << t.error().to_string();
+  std::map<std::int64_t, std::int64_t> per_thread;  // tid -> net CUDA bytes
+  for (const MemoryEvent& m : memory_events(*t)) {
+    if (m.type == 1) per_thread[m.tid] += m.bytes;
+  }
+  // The main thread's 1 MiB buffer; each worker's three leaks.
+  ASSERT_EQ(per_thread.size(), 3u);
+  std::vector<std::int64_t> nets;
+  for (const auto& [tid, net] : per_thread) nets.push_back(net);
+  std::sort(nets.begin(), nets.end());
+  EXPECT_EQ(nets, (std::vector<std::int64_t>{kMiB, 9 * kMiB, 9 * kMiB}));
+}
+
+// Without --memory nothing changes: CUPTI is not asked for memory and the
+// trace has no [memory] record, though the program allocates.
+TEST_F(RecordStandin, WithoutMemoryNoMemoryIsRecorded) {
+  const fs::path log = fs::temp_directory_path() / ("tprof_standin_nomem_" + std::to_string(getpid()));
+  fs::remove(log);
+  setenv("STANDIN_CUPTI_LOG", log.c_str(), 1);
+  const auto r = record({}, {"--steps", "4", "--memory"});
+  unsetenv("STANDIN_CUPTI_LOG");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(log_has(log, "activity_enable " + std::to_string(kKindMemory2)));
+  EXPECT_FALSE(log_has(log, "activity_enable " + std::to_string(kKindMemoryPool)));
+  EXPECT_TRUE(log_has(log, "activity_enable " + std::to_string(kKindConcurrentKernel)));
+  fs::remove(log);
+  const std::vector<fs::path> files = traces();
+  ASSERT_EQ(files.size(), 1u) << r.err;
+  Result<Trace> t = read_trace(files[0].string());
+  ASSERT_TRUE(t) << t.error().to_string();
+  EXPECT_TRUE(t->memory.empty());
+  EXPECT_EQ(count_named(*t, "[memory]"), 0u);
+  EXPECT_EQ(count_named(*t, "cudaMallocAsync"), 4u);  // the calls are there as before
+  EXPECT_EQ(count_named(*t, kGemm), 4u);
 }
 
 // torchrun's shape: the parent never touches CUDA; each child does, with

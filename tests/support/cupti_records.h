@@ -144,4 +144,54 @@ inline CUpti_ActivityMemset4 memset_record(std::uint64_t start_ns, std::uint64_t
   return m;
 }
 
+// A MEMORY2 record (CUpti_ActivityMemory4): an allocation or release of
+// `bytes` at `address`, made by the call with correlation id `corr`.
+inline CUpti_ActivityMemory4 memory_record(CUpti_ActivityMemoryOperationType op, CUpti_ActivityMemoryKind kind,
+                                           std::uint64_t address, std::uint64_t bytes, std::uint64_t ts_ns,
+                                           std::uint32_t corr, std::uint32_t device = 0) {
+  CUpti_ActivityMemory4 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  m.memoryOperationType = op;
+  m.memoryKind = kind;
+  m.correlationId = corr;
+  m.address = address;
+  m.bytes = bytes;
+  m.timestamp = ts_ns;
+  m.deviceId = device;
+  m.contextId = 1;
+  m.streamId = CUPTI_INVALID_STREAM_ID;
+  return m;
+}
+
+// The same record as cudaMallocAsync / cudaFreeAsync write it: from the
+// local pool at `pool`, which holds `pool_size` bytes (`used` in use) after it.
+inline CUpti_ActivityMemory4 from_pool(CUpti_ActivityMemory4 m, std::uint64_t pool, std::uint64_t pool_size,
+                                       std::uint64_t used) {
+  m.isAsync = 1;
+  m.streamId = 7;
+  m.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+  m.memoryPoolConfig.address = pool;
+  m.memoryPoolConfig.pool.size = pool_size;
+  m.memoryPoolConfig.utilizedSize = used;
+  return m;
+}
+
+// A MEMORY_POOL record (CUpti_ActivityMemoryPool3) of a local pool.
+inline CUpti_ActivityMemoryPool3 pool_record(CUpti_ActivityMemoryPoolOperationType op, std::uint64_t pool,
+                                             std::uint64_t size, std::uint64_t used, std::uint64_t min_keep,
+                                             std::uint64_t ts_ns, std::uint32_t corr) {
+  CUpti_ActivityMemoryPool3 p{};
+  p.kind = CUPTI_ACTIVITY_KIND_MEMORY_POOL;
+  p.memoryPoolOperationType = op;
+  p.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+  p.correlationId = corr;
+  p.deviceId = 0;
+  p.minBytesToKeep = min_keep;
+  p.address = pool;
+  p.size = size;
+  p.timestamp = ts_ns;
+  p.utilizedSize = used;
+  return p;
+}
+
 }  // namespace tprof::internal

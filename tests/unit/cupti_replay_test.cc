@@ -474,6 +474,162 @@ TEST(CuptiReplay, OddRecordsAreCountedNotFatal) {
   EXPECT_EQ(e->end_ns, 2000);
 }
 
+// ---- device memory (MEMORY2, MEMORY_POOL) ------------------------------------------------
+
+using MemoryOp = CUpti_ActivityMemoryOperationType;
+constexpr MemoryOp kAlloc = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+constexpr MemoryOp kRelease = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+
+const DeviceMemoryEvent* find_memory(const DeviceBatch& b, std::uint64_t corr) {
+  for (const DeviceMemoryEvent& m : b.memory) {
+    if (m.correlation == corr) return &m;
+  }
+  return nullptr;
+}
+
+// Each record becomes one memory event: signed bytes, torch's device, the
+// thread of the API record with its correlation id (which comes later in
+// the buffer: CUPTI writes an API record at the call's exit).
+TEST(CuptiMemory, RecordsBecomeEventsOnTheThreadOfTheirCall) {
+  CuptiRecordConverter c;
+  add(c, memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x7000, 4096, 1100, 21, 1));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 1000, 300, 77, 21));
+  add(c, memory_record(kRelease, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x7000, 4096, 2100, 22, 1));
+  add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, 2000, 300, 78, 22));
+  add(c, memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 0x9000, 512, 3100, 23));
+  add(c, memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED, 0xa000, 256, 3200, 24));
+  // No API record for it (its call was not recorded): thread unknown.
+  add(c, memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_ARRAY, 0xb000, 128, 3300, 25));
+  DeviceBatch b;
+  c.finish(&b);
+  ASSERT_EQ(b.memory.size(), 5u);
+  EXPECT_EQ(c.ignored_records(), 0u);
+  const DeviceMemoryEvent* m = find_memory(b, 21);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->bytes, 4096);
+  EXPECT_EQ(m->addr, 0x7000u);
+  EXPECT_EQ(m->ts_ns, 1100);
+  EXPECT_EQ(m->thread, 77);
+  EXPECT_EQ(m->device_type, 1);
+  EXPECT_EQ(m->device_id, 1);
+  EXPECT_EQ(m->pool, 0u);
+  m = find_memory(b, 22);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->bytes, -4096);
+  EXPECT_EQ(m->thread, 78);
+  // Pinned host memory is CPU memory in torch's terms.
+  m = find_memory(b, 23);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->device_type, 0);
+  EXPECT_EQ(m->device_id, -1);
+  // Managed memory and arrays are the device's.
+  EXPECT_EQ(find_memory(b, 24)->device_type, 1);
+  EXPECT_EQ(find_memory(b, 25)->device_type, 1);
+  EXPECT_EQ(find_memory(b, 25)->thread, 0);
+  // The API records are events as before.
+  EXPECT_NE(find(b, DeviceEventKind::kRuntime, 21), nullptr);
+}
+
+// The thread of a call torch's lists drop (cuMemAlloc under a DRIVER kind
+// the converter filters) is still found when memory is recorded.
+TEST(CuptiMemory, ACallTheConverterDropsStillGivesItsThread) {
+  for (const bool expect : {false, true}) {
+    CuptiRecordConverter c;
+    c.keep_torch_api_calls_only(true);
+    c.expect_memory_records(expect);
+    add(c, api_record(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 1000, 300, 91, 31));
+    add(c, memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x7000, 4096, 1100, 31));
+    DeviceBatch b;
+    c.finish(&b);
+    EXPECT_EQ(c.filtered_api_records(), 0u);  // reset by finish()
+    EXPECT_TRUE(b.events.empty());
+    ASSERT_EQ(b.memory.size(), 1u);
+    EXPECT_EQ(b.memory[0].thread, expect ? 91 : 0);
+  }
+}
+
+// What is not counted is counted as ignored, never fatal: static module
+// memory, pageable memory, an invalid operation, a device id no device
+// has, a release whose size nobody gave. A release that gives no size
+// takes its allocation's, when the same batch (window) holds it.
+TEST(CuptiMemory, OddMemoryRecordsAreCountedNotFatal) {
+  CuptiRecordConverter c;
+  add(c, memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC, 0x1000, 64, 100, 1));
+  add(c, memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 0x2000, 64, 110, 2));
+  add(c, memory_record(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_INVALID, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x3000, 64,
+                       120, 3));
+  add(c, memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED, 0x4000, 64, 130, 4,
+                       CUPTI_UNIFIED_MEMORY_CPU_DEVICE_ID));
+  add(c, memory_record(kRelease, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x5000, 0, 140, 5));  // never seen allocated
+  add(c, memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x6000, 0, 150, 6));    // nothing allocated
+  add(c, memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x7000, 1000, 160, 7));
+  EXPECT_EQ(c.ignored_records(), 6u);
+  add(c, memory_record(kRelease, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x7000, 0, 170, 8));
+  add(c, memory_record(kRelease, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x7000, 0, 180, 9));  // twice: unknown now
+  EXPECT_EQ(c.ignored_records(), 7u);
+  DeviceBatch b;
+  c.finish(&b);
+  ASSERT_EQ(b.memory.size(), 2u);
+  EXPECT_EQ(b.memory[0].bytes, 1000);
+  EXPECT_EQ(b.memory[1].bytes, -1000);
+  EXPECT_EQ(b.memory[1].correlation, 8u);
+  // A later batch does not remember this one's allocations.
+  add(c, memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x7100, 100, 190, 10));
+  c.finish(&b);
+  add(c, memory_record(kRelease, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x7100, 0, 200, 11));
+  EXPECT_EQ(c.ignored_records(), 1u);
+  c.finish(&b);
+  EXPECT_EQ(b.memory.size(), 3u);
+  // Sizes beyond int64 saturate.
+  CuptiRecordConverter big;
+  add(big, memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x8000, ~std::uint64_t{0}, 190, 12));
+  DeviceBatch huge;
+  big.finish(&huge);
+  ASSERT_EQ(huge.memory.size(), 1u);
+  EXPECT_EQ(huge.memory[0].bytes, INT64_MAX);
+}
+
+// cudaMallocAsync's records name their pool and its size then (or what is
+// in use, if more); the pool's own records give its creation, trims (what
+// a trim keeps) and destruction. Imported pools' sizes are not this
+// process's: not a pool here.
+TEST(CuptiMemory, PoolsGiveTheirReservations) {
+  CuptiRecordConverter c;
+  add(c, pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED, 0xf000, 0, 0, 0, 900, 40));
+  add(c, from_pool(memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0xf100, 5u << 20, 1000, 41),
+                   0xf000, 6u << 20, 5u << 20));
+  add(c, from_pool(memory_record(kRelease, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0xf100, 5u << 20, 1100, 42),
+                   0xf000, 0, 0x7fffff));  // a size below what is in use: what is in use
+  add(c, pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED, 0xf000, 123, 1u << 20, 2u << 20, 1200, 43));
+  add(c, pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED, 0xf000, 0, 0, 0, 1300, 44));
+  CUpti_ActivityMemory4 imported =
+      from_pool(memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0xe100, 64, 1400, 45), 0xe000, 4242, 0);
+  imported.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED;
+  add(c, imported);
+  CUpti_ActivityMemoryPool3 imported_pool =
+      pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED, 0xe000, 1, 0, 0, 1500, 46);
+  imported_pool.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED;
+  add(c, imported_pool);
+  EXPECT_EQ(c.ignored_records(), 1u);
+  DeviceBatch b;
+  c.finish(&b);
+  ASSERT_EQ(b.memory.size(), 6u);
+  const auto check = [&](std::uint64_t corr, std::int64_t bytes, std::uint64_t pool, std::int64_t pool_bytes) {
+    const DeviceMemoryEvent* m = find_memory(b, corr);
+    ASSERT_NE(m, nullptr) << corr;
+    EXPECT_EQ(m->bytes, bytes) << corr;
+    EXPECT_EQ(m->pool, pool) << corr;
+    EXPECT_EQ(m->pool_bytes, pool_bytes) << corr;
+    EXPECT_EQ(m->device_type, 1) << corr;
+  };
+  check(40, 0, 0xf000, 0);
+  check(41, 5 << 20, 0xf000, 6 << 20);
+  check(42, -(5 << 20), 0xf000, 0x7fffff);
+  check(43, 0, 0xf000, 2 << 20);  // keeps minBytesToKeep (more than in use)
+  check(44, 0, 0xf000, 0);
+  check(45, 64, 0, -1);
+}
+
 // ---- which calls a window records: the source's CUPTI switches ------------------------
 //
 // A CUPTI that logs what start() and stop() ask of it (the vocabulary of the
@@ -487,6 +643,7 @@ struct FakeCupti {
   std::set<int> kinds;
   std::map<std::uint32_t, bool> runtime_calls, driver_calls;  // per-call switches in force
   CUptiResult refuse_driver_api = CUPTI_SUCCESS;               // what enable_driver_api answers
+  std::set<int> unsupported;                                   // kinds enabling answers CUPTI_ERROR_NOT_SUPPORTED
   // A context exists: a per-call driver switch turned on now answers
   // CUPTI_SUCCESS and records nothing (measured on an H200, CUDA 13.0).
   bool context = false;
@@ -504,6 +661,7 @@ FakeCupti* g_fake = nullptr;
 
 CUptiResult fake_enable(CUpti_ActivityKind k) {
   g_fake->log.push_back("activity_enable " + std::to_string(k));
+  if (g_fake->unsupported.count(k) != 0) return CUPTI_ERROR_NOT_SUPPORTED;
   g_fake->kinds.insert(k);
   if (k == CUPTI_ACTIVITY_KIND_RUNTIME) g_fake->runtime_calls.clear();
   if (k == CUPTI_ACTIVITY_KIND_DRIVER) g_fake->driver_calls.clear();
@@ -648,6 +806,46 @@ TEST_F(CuptiSwitches, SynchronizationsOnlyWhenAsked) {
   EXPECT_TRUE(logged(enabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)));
   disable_activities(all_functions(), &on);
   EXPECT_TRUE(logged("activity_disable " + std::to_string(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)));
+}
+
+// Memory only with CuptiOptions::memory (ProfilerOptions::profile_memory,
+// tprof record --memory): MEMORY2 and MEMORY_POOL, turned off with the rest.
+TEST_F(CuptiSwitches, MemoryOnlyWhenAsked) {
+  EnabledActivities plain;
+  enable_activities(all_functions(), CuptiOptions{}, CudaContexts::kNoneYet, &plain);
+  EXPECT_FALSE(logged(enabled(CUPTI_ACTIVITY_KIND_MEMORY2)));
+  EXPECT_FALSE(logged(enabled(CUPTI_ACTIVITY_KIND_MEMORY_POOL)));
+  disable_activities(all_functions(), &plain);
+
+  CuptiOptions options;
+  options.memory = true;
+  EnabledActivities on;
+  enable_activities(all_functions(), options, CudaContexts::kNoneYet, &on);
+  EXPECT_EQ(on.failed_call, nullptr);
+  EXPECT_TRUE(on.problems.empty());
+  EXPECT_EQ(fake_.kinds.count(CUPTI_ACTIVITY_KIND_MEMORY2), 1u);
+  EXPECT_EQ(fake_.kinds.count(CUPTI_ACTIVITY_KIND_MEMORY_POOL), 1u);
+  // The window's end: memory stays on through tprof's own device wait
+  // (which allocates nothing), then goes with everything.
+  disable_api_records(all_functions(), &on);
+  EXPECT_EQ(fake_.kinds.count(CUPTI_ACTIVITY_KIND_MEMORY2), 1u);
+  disable_activities(all_functions(), &on);
+  EXPECT_TRUE(fake_.kinds.empty());
+}
+
+// A CUPTI without the memory kinds records the rest and says so.
+TEST_F(CuptiSwitches, MemoryKindsACuptiLacksAreProblemsNotFailures) {
+  fake_.unsupported = {CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_MEMORY_POOL};
+  CuptiOptions options;
+  options.memory = true;
+  EnabledActivities on;
+  enable_activities(all_functions(), options, CudaContexts::kNoneYet, &on);
+  EXPECT_EQ(on.failed_call, nullptr);
+  ASSERT_EQ(on.problems.size(), 2u);
+  EXPECT_NE(on.problems[0].find("kind 49 not recorded"), std::string::npos) << on.problems[0];
+  EXPECT_NE(on.problems[1].find("kind 50 not recorded"), std::string::npos) << on.problems[1];
+  EXPECT_EQ(fake_.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 1u);
+  disable_activities(all_functions(), &on);
 }
 
 TEST_F(CuptiSwitches, OlderCuptiRecordsEverythingAndSaysTheConverterDrops) {

@@ -3,7 +3,8 @@
 // add kernel, an addmm-style bias copy, a memset, the closing synchronize)
 // with the CPU scopes around it. Checked field by field against what
 // PyTorch 2.11 wrote for the same launches (tests/data/gpu/h100-torch-2.11)
-// and against a golden trace. Then tprof's own H100 captures
+// and against a golden trace. CUPTI's memory records as torch's [memory]
+// records (profile_memory). Then tprof's own H100 captures
 // (tests/data/gpu/h100-tprof) read back: Self CUDA total is the device
 // work's, and their rows are torch's rows for the same runs.
 //
@@ -30,6 +31,7 @@
 #include "src/trace/json_value.h"
 #include "tests/support/cupti_records.h"
 #include "tprof/key_averages.h"
+#include "tprof/memory.h"
 #include "tprof/read.h"
 #include "tprof/record_function.h"
 #include "tprof/write.h"
@@ -711,6 +713,196 @@ TEST(TprofCaptures, WarmEagerRowsAreTorchsAndTheWarmupKernelIsKeptByTorchsRule) 
       EXPECT_EQ(r.count, 20);
     }
   }
+}
+
+// ---- device memory: CUPTI's MEMORY2 / MEMORY_POOL records as torch's [memory] ----------
+
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+constexpr std::uint32_t kWorker = 4343;
+constexpr ScopeSite kAllocOp{"op::alloc", kCpuOp};
+
+// The window (from monotonic 900) of a main thread (tid = pid) and a
+// worker with one op, with `hooks` as the main thread's records.
+Trace memory_window(const DeviceBatch& batch, const std::vector<Record>& hooks = {}) {
+  static const std::vector<Record> worker = {scope(&kAllocOp, 2000, 2600)};
+  std::vector<ThreadRecords> threads(2);
+  threads[0].tid = kTid;
+  threads[0].name = "main";
+  threads[0].records = hooks;
+  threads[1].tid = kWorker;
+  threads[1].name = "worker";
+  threads[1].records = worker;
+  TickConversion clock;
+  clock.epoch_ns0 = kEpochOfMonotonic0;
+  clock.monotonic_to_epoch_ns = kEpochOfMonotonic0;
+  CaptureInfo info;
+  info.pid = kTid;
+  info.process_name = "app";
+  info.window_start_ns = kEpochOfMonotonic0 + 900;
+  info.window_start_monotonic_ns = 900;
+  info.cuda_requested = info.cuda_available = true;
+  return build_trace(threads, batch, clock, info);
+}
+
+struct MemoryRow {
+  std::int64_t ts, tid, type, id, bytes, allocated, reserved;
+  std::uint64_t addr;
+  bool operator==(const MemoryRow&) const = default;
+};
+void PrintTo(const MemoryRow& r, std::ostream* os) {
+  *os << "{ts " << r.ts << " tid " << r.tid << " dev " << r.type << ":" << r.id << " bytes " << r.bytes << " alloc "
+      << r.allocated << " reserved " << r.reserved << " addr " << r.addr << "}";
+}
+
+// The trace's [memory] events in time order, from their args (what a
+// reader sees) and their lanes; each checked against the model's record.
+std::vector<MemoryRow> memory_rows(const Trace& t) {
+  std::vector<MemoryRow> rows;
+  for (const MemoryRecord& m : t.memory) {
+    const std::uint32_t e = m.event;
+    EXPECT_EQ(t.name(e), "[memory]");
+    EXPECT_EQ(t.cat(e), "cpu_instant_event");
+    EXPECT_EQ(t.events.kind[e], EventKind::kMemory);
+    const auto num = [&](const char* key) { return std::stoll(arg_text(t, e, key)); };
+    MemoryRow r{t.events.ts_ns[e] - kEpochOfMonotonic0, t.lanes[t.events.lane[e]].tid.num, num("Device Type"),
+                num("Device Id"), num("Bytes"), num("Total Allocated"), num("Total Reserved"),
+                static_cast<std::uint64_t>(num("Addr"))};
+    EXPECT_EQ(r.bytes, m.bytes);
+    EXPECT_EQ(r.allocated, m.total_allocated);
+    EXPECT_EQ(r.reserved, m.total_reserved);
+    EXPECT_TRUE(m.has_total_allocated && m.has_total_reserved);
+    rows.push_back(r);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const MemoryRow& a, const MemoryRow& b) { return a.ts < b.ts; });
+  return rows;
+}
+
+using MemoryOpType = CUpti_ActivityMemoryOperationType;
+constexpr MemoryOpType kAlloc = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+constexpr MemoryOpType kRelease = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+constexpr CUpti_ActivityMemoryKind kDeviceMemory = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+
+// A worker's cudaMalloc inside its op, the main thread's cudaMallocAsync
+// and cudaFreeAsync from a pool (created, later trimmed to nothing),
+// pinned host memory, an allocation whose call was not recorded, the
+// worker's cudaFree, and one record from before the window.
+DeviceBatch memory_batch() {
+  CuptiRecordConverter c;
+  const auto call = [&](std::uint32_t cbid, std::uint64_t start, std::uint32_t tid, std::uint32_t corr) {
+    add(c, api_record(CUPTI_ACTIVITY_KIND_RUNTIME, cbid, start, 100, tid, corr));
+  };
+  add(c, memory_record(kAlloc, kDeviceMemory, 0x1000, kMiB, 500, 49));  // before the window: not in it
+  call(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 450, kTid, 49);
+  add(c, memory_record(kAlloc, kDeviceMemory, 0x7000, kMiB, 2200, 50));
+  call(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 2150, kWorker, 50);
+  add(c, pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED, 0xf000, 0, 0, 0, 3040, 51));
+  add(c, from_pool(memory_record(kAlloc, kDeviceMemory, 0xf100, 3 * kMiB / 2, 3050, 51), 0xf000, 2 * kMiB,
+                   3 * kMiB / 2));
+  call(CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020, 3000, kTid, 51);
+  add(c, from_pool(memory_record(kRelease, kDeviceMemory, 0xf100, 3 * kMiB / 2, 3500, 52), 0xf000, 2 * kMiB, 0));
+  call(CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020, 3450, kTid, 52);
+  add(c, pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED, 0xf000, 0, 0, 0, 3600, 0));
+  add(c, memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 0x9000, kMiB / 2, 3700, 53));
+  call(CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020, 3650, kTid, 53);
+  add(c, memory_record(kAlloc, kDeviceMemory, 0xa000, 4096, 3800, 54));  // its call not recorded
+  add(c, memory_record(kRelease, kDeviceMemory, 0x7000, kMiB, 4000, 55));
+  call(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, 3950, kWorker, 55);
+  DeviceBatch b;
+  c.finish(&b);
+  return b;
+}
+
+// Each record on its call's thread (unknown: the main thread), "Total
+// Allocated" the running sum per device in time order from the window's
+// start, "Total Reserved" CUDA's: allocations outside pools plus each
+// pool's size (a trim shrinks it); 0 for CPU (pinned) memory, as torch.
+TEST(CuptiMemoryTrace, RecordsAreTorchsMemoryEventsOnTheCallingThread) {
+  const Trace t = memory_window(memory_batch());
+  const std::vector<MemoryRow> expected = {
+      {2200, kWorker, 1, 0, kMiB, kMiB, kMiB, 0x7000},
+      {3050, kTid, 1, 0, 3 * kMiB / 2, 5 * kMiB / 2, 3 * kMiB, 0xf100},
+      {3500, kTid, 1, 0, -3 * kMiB / 2, kMiB, 3 * kMiB, 0xf100},
+      {3700, kTid, 0, -1, kMiB / 2, kMiB / 2, 0, 0x9000},
+      {3800, kTid, 1, 0, 4096, kMiB + 4096, kMiB + 4096, 0xa000},
+      {4000, kWorker, 1, 0, -kMiB, 4096, 4096, 0x7000},
+  };
+  EXPECT_EQ(memory_rows(t), expected);
+  // torch's keys in the order tprof's capture writes them.
+  const std::vector<std::string> keys = {"Device Type", "Device Id",       "Addr",
+                                         "Bytes",       "Total Allocated", "Total Reserved"};
+  EXPECT_EQ(arg_keys(t, t.memory[0].event), keys);
+  // Both threads' rows are named.
+  std::set<std::int64_t> named;
+  for (const Lane& l : t.lanes) {
+    if (l.kind == LaneKind::kCpu && l.thread_name != kEmptyStr) named.insert(l.tid.num);
+  }
+  EXPECT_EQ(named, (std::set<std::int64_t>{kTid, kWorker}));
+
+  // Written and read back: the same records.
+  std::string json;
+  write_trace_json(t, &json);
+  Result<Trace> back = read_trace_bytes(json);
+  ASSERT_TRUE(back) << back.error().to_string();
+  EXPECT_EQ(memory_rows(*back), expected);
+
+  // tprof memory's views: the worker's allocation under its op, the peak,
+  // what was never freed; reserved is recorded.
+  const MemoryReport r = analyze_memory(memory_input(t));
+  const MemoryDeviceView* cuda = nullptr;
+  for (const MemoryDeviceView& v : r.devices) {
+    if (v.device_type == 1 && v.device_id == 0) cuda = &v;
+  }
+  ASSERT_NE(cuda, nullptr);
+  EXPECT_TRUE(cuda->totals_recorded);
+  EXPECT_TRUE(cuda->reserved_recorded);
+  EXPECT_EQ(cuda->peak_bytes, 5 * kMiB / 2);
+  EXPECT_EQ(cuda->peak_reserved_bytes, 3 * kMiB);
+  EXPECT_EQ(cuda->never_freed_bytes, 4096);
+  ASSERT_FALSE(cuda->live_at_peak.empty());
+  bool under_op = false;
+  for (const MemoryGroup& g : cuda->live_at_peak) under_op |= g.op == "op::alloc" && g.bytes == kMiB;
+  EXPECT_TRUE(under_op);
+}
+
+// A program whose own allocator reports its blocks on the device
+// (record_alloc with a CUDA device): CUDA's allocations there are that
+// allocator's segments, its "Total Reserved" (torch's caching allocator's
+// own split), not [memory] events of their own. Pinned memory and the
+// program's CPU hooks share one CPU sum.
+TEST(CuptiMemoryTrace, AProgramsOwnCudaAllocatorMakesCudasAllocationsItsReservation) {
+  CuptiRecordConverter c;
+  add(c, memory_record(kAlloc, kDeviceMemory, 0x100000, 4 * kMiB, 1000, 60));  // the allocator's segment
+  add(c, memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 0x900000, kMiB, 1050, 61));
+  DeviceBatch b;
+  c.finish(&b);
+  const std::uint16_t cuda0 = (std::uint16_t{1} << 8) | 0, cpu = 0xff;
+  const std::vector<Record> hooks = {
+      {0x100000, 1100, static_cast<std::uint64_t>(kMiB), 0, kRecordMemory, cuda0},
+      {0x200000, 1150, 64, 0, kRecordMemory, cpu},
+      {0x100400, 1200, static_cast<std::uint64_t>(kMiB), 0, kRecordMemory, cuda0},
+      {0x100000, 1300, static_cast<std::uint64_t>(-kMiB), 0, kRecordMemory, cuda0},
+  };
+  const Trace t = memory_window(b, hooks);
+  const std::vector<MemoryRow> expected = {
+      {1050, kTid, 0, -1, kMiB, kMiB, 0, 0x900000},
+      {1100, kTid, 1, 0, kMiB, kMiB, 4 * kMiB, 0x100000},
+      {1150, kTid, 0, -1, 64, kMiB + 64, 0, 0x200000},
+      {1200, kTid, 1, 0, kMiB, 2 * kMiB, 4 * kMiB, 0x100400},
+      {1300, kTid, 1, 0, -kMiB, kMiB, 4 * kMiB, 0x100000},
+  };
+  EXPECT_EQ(memory_rows(t), expected);
+}
+
+// Without memory records (no profile_memory) nothing changes: the hooks'
+// records keep "Total Reserved" 0 and no [memory] event comes from CUDA.
+TEST(CuptiMemoryTrace, WithoutMemoryRecordsTheHooksAreAsBefore) {
+  const std::vector<Record> hooks = {
+      {0x100000, 1100, static_cast<std::uint64_t>(kMiB), 0, kRecordMemory, (std::uint16_t{1} << 8) | 0},
+  };
+  const Trace t = memory_window(device_batch(), hooks);
+  const std::vector<MemoryRow> expected = {{1100, kTid, 1, 0, kMiB, kMiB, 0, 0x100000}};
+  EXPECT_EQ(memory_rows(t), expected);
+  EXPECT_EQ(memory_rows(build()).size(), 0u);
 }
 
 }  // namespace

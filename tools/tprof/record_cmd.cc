@@ -1,5 +1,5 @@
 // tprof record [--delay-ms N] [--duration-ms N] [--nvtx-range NAME] [--on-signal SIG] [--api torch|all]
-//              [-o DIR] [--worker NAME] [--gzip] -- PROGRAM [ARGS...]
+//              [--memory] [-o DIR] [--worker NAME] [--gzip] -- PROGRAM [ARGS...]
 //
 // Runs PROGRAM unmodified with CUDA's injection hook pointing at
 // libtprof_inject.so (src/cupti/inject.cc), which records it the way
@@ -80,6 +80,7 @@ struct RecordOptions {
   std::string on_signal;
   bool on_signal_set = false;  // given, even as ""
   std::string api = "torch";
+  bool memory = false;
   bool gzip = false;
   std::vector<std::string> command;
 };
@@ -503,6 +504,7 @@ int record(const RecordOptions& o) {
   if (!o.nvtx_range.empty()) set.emplace_back("TPROF_RECORD_NVTX_RANGE", o.nvtx_range);
   if (toggle != 0) set.emplace_back("TPROF_RECORD_ON_SIGNAL", std::to_string(toggle));
   if (o.api == "all") set.emplace_back("TPROF_RECORD_API", "all");
+  if (o.memory) set.emplace_back("TPROF_RECORD_MEMORY", "1");
   // NVTX ranges reach CUPTI's callbacks only through NVTX's own injection
   // hook; a value the user set is kept.
   const char* cupti = std::getenv("TPROF_CUPTI_LIBRARY");
@@ -596,6 +598,9 @@ void add_record_command(CLI::App& app, int* rc) {
   cmd->add_option("--api", o->api,
                   "CUDA runtime/driver calls to record: torch (default: the ones torch.profiler records) or all")
       ->check(CLI::IsMember({"torch", "all"}));
+  cmd->add_flag("--memory", o->memory,
+                "Also record CUDA's memory: each allocation and release (cudaMalloc, cudaFree, cudaMallocAsync's "
+                "pools, managed and pinned memory) as torch's [memory] records, for tprof memory");
   cmd->add_option("-o,--dir", o->dir, "Directory for <worker>.<epoch ns>.pt.trace.json (default: .)");
   cmd->add_option("--worker", o->worker,
                   "File name prefix (default: <host>_<pid>, as torch's handler); a file name: no '/', not . or ..");
