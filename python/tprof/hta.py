@@ -337,6 +337,85 @@ class TraceAnalysis:
         rank has launches."""
         return self.get_queue_length_summary_from_time_series(self.get_queue_length_time_series(ranks))
 
+    def _steps(self, rank: int) -> List[Tuple[int, int, int]]:
+        """(number, start_ns, end_ns) of rank's ProfilerStep#N on CPU lanes, by
+        start; HTA's default leaves out the last of two or more."""
+        ev = self.traces[rank].events()
+        names = ev["name"].astype(str)
+        s = ev[names.str.startswith("ProfilerStep#") & (ev["device"] == -1) & (ev["ph"] == "X")]
+        nums = pd.to_numeric(names[s.index].str.slice(len("ProfilerStep#")), errors="coerce")
+        steps = sorted((int(n), int(t), int(t + d)) for n, t, d in zip(nums, s["ts_ns"], s["dur_ns"]) if n == n)
+        steps.sort(key=lambda x: x[1])
+        if not self._include_last_profiler_step and len(steps) >= 2:
+            steps = steps[:-1]
+        return steps
+
+    def get_profiler_steps(self) -> List[int]:
+        """HTA's: the ProfilerStep numbers of every rank, sorted, each once
+        (the last step of each rank left out unless include_last_profiler_step)."""
+        return sorted({n for r in self._figures for n, _, _ in self._steps(r)})
+
+    def get_cuda_kernel_launch_stats(
+        self,
+        ranks: Optional[List[int]] = None,
+        runtime_cutoff: int = 50,
+        launch_delay_cutoff: int = 100,
+        include_memory_events: bool = True,
+        visualize: bool = True,
+    ) -> Dict[int, pd.DataFrame]:
+        """Per rank, HTA's columns for each device activity launched by
+        cudaLaunchKernel (and cudaMemcpyAsync / cudaMemsetAsync with
+        include_memory_events), joined with its call by correlation id:
+        correlation, cpu_duration, gpu_duration, launch_delay (µs, the
+        file's ts and dur truncated as HTA reads them). launch_delay is
+        HTA's formula, gpu ts − cpu ts + cpu dur; launch_gap is the time
+        from the call's end to the activity's start (gpu ts − cpu ts − cpu
+        dur), which is what HTA's docs describe. Activities launched outside
+        the kept steps are left out as HTA filters them. The cutoffs only
+        shape HTA's plots (none are drawn)."""
+        names = ["cudaLaunchKernel"] + (["cudaMemcpyAsync", "cudaMemsetAsync"] if include_memory_events else [])
+        out: Dict[int, pd.DataFrame] = {}
+        for rank in self._ranks(ranks):
+            ev = self.traces[rank].events()
+            calls = ev[(ev["device"] == -1) & (ev["correlation"] >= 0) & ev["name"].astype(str).isin(names)]
+            steps = self._steps(rank)
+            if steps:
+                lo, hi = steps[0][1], steps[-1][2]
+                calls = calls[(calls["ts_ns"] >= lo) & (calls["ts_ns"] <= hi)]
+            gpu = ev[(ev["device"] != -1) & (ev["ph"] == "X") & ev["correlation"].isin(calls["correlation"])]
+            cpu = pd.DataFrame({"correlation": calls["correlation"].to_numpy(),
+                                "ts_x": calls["ts_ns"].to_numpy() // 1000, "dur_x": calls["dur_ns"].to_numpy() // 1000})
+            dev = pd.DataFrame({"correlation": gpu["correlation"].to_numpy(),
+                                "ts_y": gpu["ts_ns"].to_numpy() // 1000, "dur_y": gpu["dur_ns"].to_numpy() // 1000})
+            j = cpu.merge(dev, on="correlation", how="inner")
+            out[rank] = pd.DataFrame({
+                "correlation": j["correlation"].astype(np.int64),
+                "cpu_duration": j["dur_x"].astype(np.int64),
+                "gpu_duration": j["dur_y"].astype(np.int64),
+                "launch_delay": (j["ts_y"] - j["ts_x"] + j["dur_x"]).astype(np.int64),
+                "launch_gap": (j["ts_y"] - j["ts_x"] - j["dur_x"]).astype(np.int64),
+            })
+        return out
+
+    # HTA methods tprof does not provide, and what answers the same question.
+    _NOT_PROVIDED = {
+        "get_memory_bw_summary": "tprof.read(path).kernels() (memcpy rows: count and time) or `tprof memory`",
+        "get_memory_bw_time_series": "tprof.read(path).memory() for memory over time",
+        "get_potential_stragglers": "`tprof diagnose DIR` or `python3 -m tprof job DIR` (the straggler and why)",
+        "get_frequent_cuda_kernel_sequences": "`tprof kernels` and `tprof critical-path`",
+        "get_time_spent_blocked_on_full_queue": "get_idle_time_breakdown() and `tprof diagnose` (blocked_launch_queue)",
+        "get_cupti_counter_data_with_operators": "`tprof kernels` (range-profiler counters)",
+        "generate_trace_with_counters": "`tprof export --sqlite` (steps, kernels, memory_timeline tables)",
+        "get_cuda_kernel_launch_info": "get_cuda_kernel_launch_stats()",
+        "t": "self.traces[rank].events() (one DataFrame per rank's events)",
+    }
+
+    def __getattr__(self, name: str) -> Any:
+        if name in TraceAnalysis._NOT_PROVIDED:
+            raise NotImplementedError(f"TraceAnalysis.{name} is HTA's; tprof does not provide it: use "
+                                      f"{TraceAnalysis._NOT_PROVIDED[name]}")
+        raise AttributeError(f"'TraceAnalysis' object has no attribute '{name}'")
+
     def critical_path_analysis(
         self,
         rank: int,

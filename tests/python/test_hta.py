@@ -286,6 +286,44 @@ class SyntheticTest(unittest.TestCase):
             row = tprof.TraceAnalysis(traces=[one], include_last_profiler_step=flag).get_temporal_breakdown().iloc[0]
             self.assertEqual(row["kernel_time(us)"], 200)
 
+    def test_profiler_steps_and_kernel_launch_stats(self):
+        # The trace of test_include_last_profiler_step: a launched at 10 (1 us)
+        # runs at 50 for 60 us; b at 110 -> 120; d at 200 -> 240; c at 210 (after the steps).
+        trace = b"""{"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 110, "dur": 1, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 210, "dur": 1, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemsetAsync", "pid": 1, "tid": 1, "ts": 200, "dur": 2.7, "args": {"correlation": 4}},
+  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 50, "dur": 60, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 120, "dur": 10, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 7, "ts": 220, "dur": 10, "args": {"correlation": 3, "stream": 7}},
+  {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 7, "ts": 240.9, "dur": 10, "args": {"correlation": 4, "stream": 7}}
+]}"""
+        t = tprof.read(trace)
+        default = tprof.TraceAnalysis(traces=[t])
+        last = tprof.TraceAnalysis(traces=[t], include_last_profiler_step=True)
+        self.assertEqual(default.get_profiler_steps(), [1])
+        self.assertEqual(last.get_profiler_steps(), [1, 2])
+        columns = ["correlation", "cpu_duration", "gpu_duration", "launch_delay", "launch_gap"]
+        df = default.get_cuda_kernel_launch_stats(visualize=False)[0]
+        self.assertEqual(list(df.columns), columns)
+        # HTA's launch_delay: 50 - 10 + 1; the gap after the call: 50 - 11.
+        self.assertEqual(df.values.tolist(), [[1, 1, 60, 41, 39]])
+        df = last.get_cuda_kernel_launch_stats(visualize=False)[0].sort_values("correlation")
+        # The memset's call at 200 (the steps' end) is in; c's at 210 is not;
+        # 2.7 us and 240.9 us are truncated as HTA reads them.
+        self.assertEqual(df.values.tolist(), [[1, 1, 60, 41, 39], [2, 1, 10, 11, 9], [4, 2, 10, 42, 38]])
+        no_memory = last.get_cuda_kernel_launch_stats(include_memory_events=False, visualize=False)[0]
+        self.assertEqual(sorted(no_memory["correlation"]), [1, 2])
+        for name in ("get_memory_bw_summary", "get_potential_stragglers", "t"):
+            with self.assertRaises(NotImplementedError) as e:
+                getattr(default, name)
+            self.assertIn("tprof", str(e.exception))
+        with self.assertRaises(AttributeError):
+            default.no_such_method
+
     def test_comm_comp_overlap_and_queue_length(self):
         t = tprof.read(TWO_STREAMS)
         df = t.get_comm_comp_overlap()
