@@ -397,10 +397,41 @@ class TraceAnalysis:
             })
         return out
 
+    def get_memory_timeline(self, rank: Optional[int] = None, visualize: bool = True) -> pd.DataFrame:
+        """HTA's MemoryAnalysis.get_memory_timeline: one row per [memory]
+        record of `rank` (None: the first), in time order: ts (ns), addr,
+        bytes_delta, total_allocated, total_reserved, device_id, and tprof's
+        device_type, op, stack, step. total_allocated is the trace's
+        "Total Allocated", or where the trace has none a running sum of
+        bytes from 0 (attrs["totals_recorded"] per device says which);
+        total_reserved is NaN where not recorded. An empty frame without
+        records. Nothing is plotted."""
+        rank = self._ranks([rank] if rank is not None else None)[0]
+        m = self.traces[rank].memory()
+        if m.empty:
+            return pd.DataFrame()
+        devices = {d["device"]: d for d in m.attrs["report"]["devices"]}
+        out = pd.DataFrame({
+            "ts": m["ts_ns"].astype(np.int64),
+            "addr": m["addr"],
+            "bytes_delta": m["bytes"].astype(np.int64),
+            "total_allocated": m["allocated"].astype(np.int64),
+            "total_reserved": m["reserved"],
+            "device_id": m["device"].map(lambda d: devices[d]["device_id"]).astype(np.int64),
+            "device_type": m["device"].map(lambda d: devices[d]["device_type"]).astype(np.int64),
+            "op": m["op"],
+            "stack": m["stack"],
+            "step": m["step"],
+        }).sort_values("ts", kind="stable", ignore_index=True)
+        out.attrs["totals_recorded"] = {d["device"]: d["totals_recorded"] for d in devices.values()}
+        out.attrs["report"] = m.attrs["report"]
+        return out
+
     # HTA methods tprof does not provide, and what answers the same question.
     _NOT_PROVIDED = {
         "get_memory_bw_summary": "tprof.read(path).kernels() (memcpy rows: count and time) or `tprof memory`",
-        "get_memory_bw_time_series": "tprof.read(path).memory() for memory over time",
+        "get_memory_bw_time_series": "get_memory_timeline() or tprof.read(path).memory() for memory over time",
+        "get_classified_memory_timelines": "get_memory_timeline() (op and stack per record) or `tprof memory`",
         "get_potential_stragglers": "`tprof diagnose DIR` or `python3 -m tprof job DIR` (the straggler and why)",
         "get_frequent_cuda_kernel_sequences": "`tprof kernels` and `tprof critical-path`",
         "get_time_spent_blocked_on_full_queue": "get_idle_time_breakdown() and `tprof diagnose` (blocked_launch_queue)",

@@ -354,6 +354,24 @@ class SyntheticTest(unittest.TestCase):
         self.assertTrue(math.isnan(t.get_comm_comp_overlap().iloc[0]["comp_comm_overlap_pctg"]))
 
 
+class MemoryTimelineTest(unittest.TestCase):
+    def test_memory_timeline_is_tprof_memory_in_htas_columns(self):
+        path = data("public", "tracelens", "h100", "gaunernst_bert-small-uncased__1016001.json.gz")
+        analyzer = tprof.TraceAnalysis(trace_files=[path])
+        df = analyzer.get_memory_timeline(visualize=False)
+        self.assertEqual(list(df.columns)[:6], ["ts", "addr", "bytes_delta", "total_allocated", "total_reserved", "device_id"])
+        self.assertTrue(df["ts"].is_monotonic_increasing)
+        report = df.attrs["report"]
+        self.assertEqual(len(df), sum(d["records"] for d in report["devices"]))
+        gpu = df[df["device_id"] == 0]
+        cuda = next(d for d in report["devices"] if d["device"] == "CUDA 0")
+        self.assertEqual(int(gpu["total_allocated"].max()), cuda["peak_bytes"])
+        self.assertEqual(int(gpu["total_reserved"].max()), cuda["peak_reserved_bytes"])
+        self.assertEqual(set(df.loc[df["device_id"] == -1, "device_type"]), {0})
+        triton = tprof.TraceAnalysis(trace_files=[data("public", "hta", "triton_example", "triton_example.json.gz")])
+        self.assertTrue(triton.get_memory_timeline(visualize=False).empty)
+
+
 class TraceFilterJobTest(unittest.TestCase):
     """HTA's 2-rank trace_filter job: the figures of
     tests/golden/expected/ranks_merge_json.json (tprof merge of both ranks)."""
