@@ -176,8 +176,17 @@ struct ProfilerOptions {
   // place in one of its two buffers, the next window records into the
   // other); a window that would begin while two wait blocks the program's
   // thread in that step() until the older is built (counted:
-  // Profiler::delivery_stats()). Nothing is dropped for a slow handler.
+  // Profiler::delivery_stats()). Nothing is dropped for a slow handler,
+  // unless on_backlog says to skip.
   bool deliver_inline = false;
+  // Off-thread delivery, when a window would begin while two ended windows
+  // wait to be built: kBlock (default) waits in that step() until the older
+  // is built; kSkip never waits: the window is not recorded (its steps run
+  // unprofiled; counted in delivery_stats().skipped, and the next recorded
+  // window's trace says how many were skipped before it, as a
+  // dropped_events diagnostic). For a serving loop that must never stall.
+  enum class Backlog : std::uint8_t { kBlock = 0, kSkip = 1 };
+  Backlog on_backlog = Backlog::kBlock;
   // Streaming windows: a directory (on disk, not tmpfs: that is memory) for
   // the records of windows longer than the buffers. Empty (default): a
   // window keeps its first buffer_events_per_thread records per thread and
@@ -210,6 +219,7 @@ struct DeliveryStats {
   std::uint64_t windows = 0;  // windows ended (handed to the delivery thread)
   std::uint64_t waits = 0;    // step()/start() calls that waited for a window to be built
   std::int64_t wait_ns = 0;   // the program's thread's time in those waits
+  std::uint64_t skipped = 0;  // windows not recorded: on_backlog = kSkip with two ended windows unbuilt
 };
 
 // key_averages()'s result: defined in tprof/profiler_tables.h.
@@ -293,6 +303,7 @@ class Profiler {
   void stop_delivery();
   void run_delivery();
   void wait_for_room();
+  bool backlog_full() const;  // two ended windows wait to be built (off-thread delivery)
   Status take_delivered();
   void open_step();
   void close_step();
@@ -311,6 +322,8 @@ class Profiler {
   ProfilerAction action_ = ProfilerAction::kNone;
   bool running_ = false;
   bool recording_ = false;
+  bool window_skipped_ = false;         // the window that should be open was skipped (Backlog::kSkip)
+  std::uint64_t skipped_unreported_ = 0;  // skipped windows the next recorded window's trace reports
   std::unique_ptr<Delivery> delivery_;  // off-thread delivery, while running
   DeliveryStats stats_;
   internal::OpenSlot step_;  // the open ProfilerStep#N annotation's record (buffer == nullptr: none)

@@ -493,6 +493,12 @@ void Profiler::wait_for_room() {
   stats_.wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
 }
 
+bool Profiler::backlog_full() const {
+  if (delivery_ == nullptr) return false;
+  const std::lock_guard<std::mutex> lock(delivery_->mu);
+  return delivery_->enqueued - delivery_->built >= 2;
+}
+
 Status Profiler::take_delivered() {
   if (delivery_ == nullptr) return {};
   Delivery& d = *delivery_;
@@ -608,7 +614,15 @@ void Profiler::close_step() {
 }
 
 void Profiler::start_window() {
-  // Off-thread: not while two ended windows still hold their buffers.
+  // Off-thread: not while two ended windows still hold their buffers; a
+  // server that must not wait skips the window instead (no buffer is
+  // touched: the two in use stay the delivery thread's).
+  if (options_.on_backlog == ProfilerOptions::Backlog::kSkip && backlog_full()) {
+    window_skipped_ = true;
+    ++stats_.skipped;
+    ++skipped_unreported_;
+    return;
+  }
   wait_for_room();
   device_problem_.clear();
   start_device();
@@ -628,6 +642,17 @@ void Profiler::start_window() {
 }
 
 Status Profiler::stop_window(bool ready) {
+  if (window_skipped_) {
+    // Nothing was recorded. A device source a warmup started is stopped
+    // with the window it was started for; what it holds is discarded.
+    window_skipped_ = false;
+    if (device_started_) {
+      internal::DeviceBatch discarded;
+      device_->stop(&discarded);
+      device_started_ = false;
+    }
+    return {};
+  }
   internal::g_recording.store(false, std::memory_order_release);
   // Scopes that end after this tick are still open at the window's end.
   const std::uint64_t window_end_ticks = internal::read_ticks();
@@ -652,6 +677,12 @@ Status Profiler::stop_window(bool ready) {
     device_started_ = false;
   }
   if (!device_problem_.empty()) w.device.problems.push_back(device_problem_);
+  if (skipped_unreported_ > 0) {
+    info.capture_problems.push_back(std::to_string(skipped_unreported_) +
+                                    " window(s) before this one were not recorded: two ended windows were still "
+                                    "being built when they began (ProfilerOptions::on_backlog = kSkip)");
+    skipped_unreported_ = 0;
+  }
   // Views of the buffers, held until the trace is built, and the window's
   // runtime names: O(threads), no record is read or copied here.
   w.epoch = internal::g_epoch.load(std::memory_order_relaxed);

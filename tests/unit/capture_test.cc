@@ -1037,6 +1037,67 @@ TEST(ProfilerDelivery, ManyShortWindowsWithASlowHandlerAreAllDelivered) {
   EXPECT_GT(prof.delivery_stats().wait_ns, 0);
 }
 
+// The same windows with on_backlog = kSkip (a serving loop): step() never
+// waits; a window that would begin while two wait to be built is not
+// recorded, counted, and the next recorded window says how many were
+// skipped; every window recorded is delivered whole.
+TEST(ProfilerDelivery, SkipNeverWaitsAndCountsTheWindowsItSkips) {
+  struct Seen {
+    std::int64_t step;
+    std::size_t work;
+    std::string skipped;  // the dropped_events diagnostic that reports skipped windows
+  };
+  std::vector<Seen> seen;
+  const int kWindows = tprof::testing::kSanitized ? 12 : 40;
+  ProfilerOptions o{.schedule = schedule({.active = 1}),
+                    .on_trace_ready = [&](Profiler& p) -> Status {
+                      Seen s{p.step_num(), count_named(p.trace(), "work"), {}};
+                      for (const Diagnostic& d : p.trace().diagnostics.items()) {
+                        if (d.code == DiagnosticCode::kDroppedEvents && d.message.find("kSkip") != std::string::npos) {
+                          s.skipped = d.message;
+                        }
+                      }
+                      seen.push_back(s);
+                      std::this_thread::sleep_for(std::chrono::milliseconds(15));
+                      return {};
+                    },
+                    .buffer_events_per_thread = 1u << 12,
+                    .payload_words_per_thread = 1u << 10};
+  o.on_backlog = ProfilerOptions::Backlog::kSkip;
+  Profiler prof(o);
+  ASSERT_TRUE(prof.start());
+  for (int i = 0; i < kWindows; ++i) {
+    { TPROF_RECORD_FUNCTION("work"); }
+    { TPROF_RECORD_FUNCTION("work"); }
+    // Steps of about 1 ms against a 15 ms handler (margin for a loaded or
+    // sanitized run): the backlog fills and drains, so windows are skipped
+    // and later ones recorded.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_TRUE(prof.step());
+  }
+  ASSERT_TRUE(prof.stop());
+  const DeliveryStats st = prof.delivery_stats();
+  EXPECT_EQ(st.waits, 0u);
+  EXPECT_EQ(st.wait_ns, 0);
+  EXPECT_GT(st.skipped, 0u);  // the handler is slower than the windows
+  // Every window is recorded or skipped; every recorded one is delivered.
+  EXPECT_EQ(st.windows + st.skipped, static_cast<std::uint64_t>(kWindows) + 1);
+  EXPECT_EQ(seen.size(), st.windows);
+  std::uint64_t reported = 0;
+  std::int64_t last_step = 0;
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    const Seen& s = seen[i];
+    EXPECT_GT(s.step, last_step);  // in order
+    last_step = s.step;
+    // Whole windows: both scopes of their step (stop() ends the last, empty one).
+    if (i + 1 < seen.size()) EXPECT_EQ(s.work, 2u) << s.step;
+    if (!s.skipped.empty()) reported += std::stoull(s.skipped);
+  }
+  // Skips after the last recorded window are reported by none.
+  EXPECT_LE(reported, st.skipped);
+  EXPECT_GT(reported, 0u);
+}
+
 TEST(ProfilerDelivery, TheDestructorDeliversPendingWindows) {
   std::atomic<int> delivered{0};
   {
