@@ -546,6 +546,10 @@ class Writer {
   Status derived_tables(const Derived& d);
   SqliteExportStats& stats() { return stats_; }
   void count(const char* table, std::uint64_t rows) { stats_.rows.emplace_back(table, rows); }
+  // Reports progress every 64k rows of a phase (and at its end).
+  void progress(std::string_view phase, std::uint64_t done, std::uint64_t total) const {
+    if (o_.progress && (done % 65536 == 0 || done == total)) o_.progress(phase, done, total);
+  }
 
  private:
   Status meta(const Totals& totals);
@@ -726,7 +730,10 @@ Status Writer::events(const Nesting& nest) {
                                            "events (id, ts_ns, dur_ns, name_id, cat_id, lane_id, phase, kind, flags, "
                                            "external_id, correlation, flow_id, parent_id, self_ns, src_offset)",
                                            15, bind));
-  for (std::uint32_t e = 0; e < ev_.size(); ++e) TPROF_TRY(rows.add(e));
+  for (std::uint32_t e = 0; e < ev_.size(); ++e) {
+    TPROF_TRY(rows.add(e));
+    progress("events", e + 1, ev_.size());
+  }
   TPROF_TRY(rows.finish());
   count("events", ev_.size());
   return {};
@@ -741,6 +748,7 @@ Status Writer::args() {
     auto bind = [&](Stmt& s, std::uint32_t e) { s.i64(e).text(t_.args_json(e)); };
     TPROF_TRY_ASSIGN(auto rows, batch_insert(db_, "args (event_id, json)", 2, bind));
     for (std::uint32_t e = 0; e < ev_.size(); ++e) {
+      progress("args", e + 1, ev_.size());
       if (ev_.args_ref[e] == 0 || t_.args_json(e).empty()) continue;
       TPROF_TRY(rows.add(e));
       ++n;
@@ -1576,9 +1584,13 @@ Result<SqliteExportStats> export_into(const Trace& trace, int fd, const std::str
     const Nesting nest = build_nesting(trace);
     TPROF_TRY(w.base_tables(nest));
   }
+  w.progress("derived tables", 0, 1);
   TPROF_TRY(w.derived_tables(derived.get()));
+  w.progress("derived tables", 1, 1);
   order_stats(&w.stats());
+  w.progress("indexes", 0, 1);
   TPROF_TRY(finish_database(&db));
+  w.progress("indexes", 1, 1);
   return std::move(w.stats());
 }
 
@@ -1613,7 +1625,15 @@ Result<SqliteExportStats> export_streamed_into(const std::string& trace_path, co
     TPROF_TRY_ASSIGN(Stmt joined, db.prepare("UPDATE work.raw_events SET dur_ns = ? WHERE id = ?"));
     for (const auto& [id, dur] : st.joined) TPROF_TRY(joined.i64(dur).i64(id).step());
   }
+  // The phases after the read, each a step of its own (SQL statements that
+  // report nothing as they go).
+  auto phase = [&](std::string_view name, std::uint64_t done) {
+    if (options.progress) options.progress(name, done, 1);
+  };
+  phase("nesting", 0);
   TPROF_TRY(sweep_nesting(&db));
+  phase("nesting", 1);
+  phase("events", 0);
   {
     TPROF_TRY_ASSIGN(Stmt events, db.prepare(R"sql(
 INSERT INTO events (id, ts_ns, dur_ns, name_id, cat_id, lane_id, phase, kind, flags, external_id, correlation,
@@ -1625,6 +1645,7 @@ ORDER BY r.id)sql"));
     TPROF_TRY(events.i64(st.ts_shift).step());
   }
   TPROF_TRY_ASSIGN(const std::uint64_t flows, stream_flows(&db));
+  phase("events", 1);
 
   Totals totals;
   totals.events = st.events;
@@ -1647,7 +1668,9 @@ ORDER BY r.id)sql"));
   w.count("flows", flows);
   w.count("memory", rows.memory_rows());
   if (st.whole) {
+    phase("derived tables", 0);
     TPROF_TRY(w.derived_tables(derived.get()));
+    phase("derived tables", 1);
   } else {
     for (const char* table : {"steps", "kernels", "kernel_names", "step_breakdown", "key_averages", "critical_path",
                               "critical_path_shares", "memory_timeline"}) {
@@ -1655,7 +1678,9 @@ ORDER BY r.id)sql"));
     }
   }
   order_stats(&w.stats());
+  phase("indexes", 0);
   TPROF_TRY(finish_database(&db));
+  phase("indexes", 1);
   return std::move(w.stats());
 }
 

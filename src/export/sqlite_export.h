@@ -35,6 +35,10 @@ struct SqliteExportOptions {
   bool args = true;
   // The trace's path as the user named it, recorded in meta ("" = none).
   std::string source;
+  // Called on the exporting thread as the export goes: `phase` ("events",
+  // "args", "derived tables", "indexes"), and how far it is (done of
+  // total, in the phase's own units: rows, or 0/1 then 1/1). Empty: none.
+  std::function<void(std::string_view phase, std::uint64_t done, std::uint64_t total)> progress;
 };
 
 // Rows written, per table in schema order.

@@ -208,6 +208,36 @@ TEST(SqliteExport, MemoryTotalsAreNullWhereAbsentAndTheTimelineHasThePeak) {
   EXPECT_GT(db.num("SELECT MAX(allocated) FROM memory_timeline WHERE device_type = 1"), 2LL << 30);
 }
 
+// The export reports its phases as it goes (tprof export's progress bar
+// covers the whole export, not only the read): events row by row up to
+// their count, then args, derived tables and indexes; the streamed export
+// its phases after the read.
+TEST(SqliteExport, ReportsProgressThroughEveryPhase) {
+  const Trace t = load(kData + "/gpu/h100-torch-2.11/64_bf16_warm_eager.json");
+  std::vector<std::string> phases;
+  std::uint64_t last_events = 0, events_total = 0;
+  internal::SqliteExportOptions o;
+  o.progress = [&](std::string_view phase, std::uint64_t done, std::uint64_t total) {
+    if (phases.empty() || phases.back() != phase) phases.emplace_back(phase);
+    EXPECT_LE(done, total) << phase;
+    if (phase == "events") {
+      EXPECT_GE(done, last_events);
+      last_events = done;
+      events_total = total;
+    }
+  };
+  TempDir dir;
+  ASSERT_TRUE(internal::write_sqlite(t, dir.path() + "/p.db", o));
+  EXPECT_EQ(phases, (std::vector<std::string>{"events", "args", "derived tables", "indexes"}));
+  EXPECT_EQ(events_total, t.events.size());
+  EXPECT_EQ(last_events, t.events.size());
+  phases.clear();
+  last_events = 0;
+  ASSERT_TRUE(internal::write_sqlite_streamed(kData + "/gpu/h100-torch-2.11/64_bf16_warm_eager.json", {},
+                                              dir.path() + "/s.db", o, {}));
+  EXPECT_EQ(phases, (std::vector<std::string>{"nesting", "events", "derived tables", "indexes"}));
+}
+
 TEST(SqliteExport, ValuesAreTheDerivedViews) {
   const Trace t = load(kBlog64);
   TempDir dir;

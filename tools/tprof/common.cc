@@ -31,31 +31,33 @@ namespace {
 
 // A progress bar on stderr, shown only on a terminal and only once a load
 // has taken more than a second.
-class ProgressBar {
- public:
-  ProgressBar() : start_(std::chrono::steady_clock::now()), enabled_(!global_options().quiet && isatty(2)) {}
-  ~ProgressBar() {
-    if (drawn_) std::fprintf(stderr, "\r%60s\r", "");
-  }
-  void update(std::uint64_t done, std::uint64_t total) {
-    if (!enabled_ || total == 0) return;
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    if (secs < 1.0) return;
-    const int pct = static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total));
-    if (pct == last_pct_) return;
-    last_pct_ = pct;
-    const int filled = pct * 30 / 100;
-    std::fprintf(stderr, "\rreading [%.*s%*s] %3d%%  %.0f MB", filled, "##############################",
-                 30 - filled, "", pct, static_cast<double>(done) / 1e6);
-    drawn_ = true;
-  }
+}  // namespace
 
- private:
-  std::chrono::steady_clock::time_point start_;
-  bool enabled_;
-  bool drawn_ = false;
-  int last_pct_ = -1;
-};
+ProgressBar::ProgressBar() : start_(std::chrono::steady_clock::now()), enabled_(!global_options().quiet && isatty(2)) {}
+
+ProgressBar::~ProgressBar() {
+  if (drawn_) std::fprintf(stderr, "\r%72s\r", "");
+}
+
+void ProgressBar::update(std::uint64_t done, std::uint64_t total) { update("reading", done, total, true); }
+
+void ProgressBar::update(std::string_view phase, std::uint64_t done, std::uint64_t total, bool bytes) {
+  if (!enabled_ || total == 0) return;
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  if (secs < 1.0) return;
+  const int pct = static_cast<int>(100.0 * static_cast<double>(std::min(done, total)) / static_cast<double>(total));
+  if (pct == last_pct_ && phase == last_phase_) return;
+  last_pct_ = pct;
+  last_phase_ = phase;
+  const int filled = pct * 30 / 100;
+  std::fprintf(stderr, "\r%-14.14s [%.*s%*s] %3d%%", std::string(phase).c_str(), filled,
+               "##############################", 30 - filled, "", pct);
+  if (bytes) std::fprintf(stderr, "  %.0f MB", static_cast<double>(done) / 1e6);
+  std::fprintf(stderr, "%8s", "");
+  drawn_ = true;
+}
+
+namespace {
 
 bool stdout_has_color() {
   const std::string& mode = global_options().color;

@@ -2,10 +2,12 @@
 // clear errors, and the one-line diagnostics note every command prints.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tprof/ranks.h"
@@ -28,6 +30,27 @@ struct GlobalOptions {
   double max_inflate_ratio = 200;      // --max-inflate-ratio: 0 = none
   std::uint64_t max_model_mib = 0;     // --max-model-mib: 0 = half the physical memory
   bool strict = false;                 // --strict: a syntax error inside traceEvents fails the read
+};
+
+// A progress bar on stderr, shown only on a terminal (and not with -q),
+// and only once the work has taken more than a second: "reading [###  ] 40%
+// 812 MB", then the phases of longer commands ("events", "indexes", ...).
+// Cleared when destroyed.
+class ProgressBar {
+ public:
+  ProgressBar();
+  ~ProgressBar();
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
+  void update(std::uint64_t done, std::uint64_t total);  // reading: bytes
+  void update(std::string_view phase, std::uint64_t done, std::uint64_t total, bool bytes = false);
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  bool enabled_;
+  bool drawn_ = false;
+  int last_pct_ = -1;
+  std::string last_phase_;
 };
 
 // ReadOptions from the global flags (threads, gzip limits).

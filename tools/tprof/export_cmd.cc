@@ -79,12 +79,23 @@ void add_export_command(CLI::App& app, int* rc) {
       }
     }
     Result<internal::SqliteExportStats> stats = Error(ErrorCode::kInternal, "not written");
+    // One bar over the whole export: the read, then the writer's phases.
     if (a->stream) {
-      stats = internal::write_sqlite_streamed(a->trace, read, out, options,
+      ProgressBar bar;
+      ReadOptions streamed = read;
+      streamed.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
+      options.progress = [&bar](std::string_view phase, std::uint64_t done, std::uint64_t total) {
+        bar.update(phase, done, total);
+      };
+      stats = internal::write_sqlite_streamed(a->trace, streamed, out, options,
                                               [&](const Trace& model) { note_diagnostics(model, a->trace); });
     } else {
       std::optional<Trace> trace = load_trace(a->trace);
       if (!trace) return;
+      ProgressBar bar;
+      options.progress = [&bar](std::string_view phase, std::uint64_t done, std::uint64_t total) {
+        bar.update(phase, done, total);
+      };
       stats = internal::write_sqlite(*trace, out, options);
       note_diagnostics(*trace, a->trace);
     }
