@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "src/base/hash.h"
+#include "src/base/safe_text.h"
 #include "src/base/saturate.h"
 #include "tprof/memory.h"
 
@@ -1178,23 +1179,6 @@ Result<Value> SnapshotReader::make_string(Tag tag, std::size_t pos, std::uint64_
   return Value{tag, static_cast<std::uint32_t>(len), pos};
 }
 
-void append_utf8(std::string* out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xc0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  } else {
-    out->push_back(static_cast<char>(0xf0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  }
-}
 
 // UNICODE's text is raw-unicode-escape: bytes are Latin-1 code points, and
 // \uXXXX, \UXXXXXXXX after an odd run of backslashes are escapes (Python's
@@ -1214,11 +1198,11 @@ Status SnapshotReader::decode_unicode_line(std::string_view line, std::uint64_t 
         return fail(ErrorCode::kParse, "UNICODE: a \\u escape that is not hex", at);
       if (cp > 0x10ffff) return fail(ErrorCode::kParse, "UNICODE: a code point past U+10FFFF", at);
       if (cp >= 0xd800 && cp <= 0xdfff) cp = 0xfffd;
-      append_utf8(&owned_, cp);
+      internal::append_utf8(&owned_, cp);
       i += 1 + digits;
       backslashes = 0;
     } else {
-      append_utf8(&owned_, c);
+      internal::append_utf8(&owned_, c);
       backslashes = c == '\\' ? backslashes + 1 : 0;
     }
   }

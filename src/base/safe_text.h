@@ -3,6 +3,7 @@
 // obey an ESC sequence in a kernel name; a pager chokes on invalid UTF-8.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -28,5 +29,8 @@ std::string safe_json_text(std::string_view text);
 // Escapes & < > " ' for HTML text and attribute values (the one HTML
 // escaper: tprof report's pages, tprof serve's index).
 std::string html_escape(std::string_view text);
+
+// Appends code point `cp` (at most 0x10FFFF; the caller checks) as UTF-8.
+void append_utf8(std::string* out, std::uint32_t cp);
 
 }  // namespace tprof::internal
