@@ -188,10 +188,12 @@ TEST(HostileInput, AMillionFlowsStayNearLinear) {
 
 // 10^7 zero-length events at one timestamp (10^5 under the sanitizers): the
 // orderings and nesting passes stay near-linear against distinct timestamps
-// (one read each: ~5 s for 10^7 on the 2-core VM).
+// (one read each: ~5 s for 10^7 on the 2-core VM). Each read twice,
+// interleaved, the faster kept: ctest runs other tests beside this one, and
+// a single read can land in a busy second.
 TEST(HostileInput, TenMillionEventsAtOneTimestampStayNearLinear) {
   const int n = kSanitized ? 100000 : 10000000;
-  auto seconds = [n](bool same) {
+  auto text = [n](bool same) {
     std::string json = "{\"traceEvents\": [";
     json.reserve(std::size_t(n) * 60);
     for (int i = 0; i < n; ++i) {
@@ -200,7 +202,9 @@ TEST(HostileInput, TenMillionEventsAtOneTimestampStayNearLinear) {
       json += same ? "7" : std::to_string(i);
       json += '}';
     }
-    json += "]}";
+    return json + "]}";
+  };
+  auto seconds = [n](const std::string& json) {
     const auto t0 = std::chrono::steady_clock::now();
     Result<Trace> t = read_trace_bytes(json, "scale.json");
     const auto t1 = std::chrono::steady_clock::now();
@@ -208,7 +212,12 @@ TEST(HostileInput, TenMillionEventsAtOneTimestampStayNearLinear) {
     if (t) EXPECT_EQ(t->events.size(), static_cast<std::size_t>(n));
     return std::chrono::duration<double>(t1 - t0).count();
   };
-  const double same = seconds(true), distinct = seconds(false);
+  const std::string one_ts = text(true), distinct_ts = text(false);
+  double same = 1e9, distinct = 1e9;
+  for (int round = 0; round < 2; ++round) {
+    same = std::min(same, seconds(one_ts));
+    distinct = std::min(distinct, seconds(distinct_ts));
+  }
   EXPECT_LT(same, 4 * distinct + 0.05) << same << " s vs " << distinct << " s";
 }
 
