@@ -1048,7 +1048,10 @@ TEST(ProfilerDelivery, SkipNeverWaitsAndCountsTheWindowsItSkips) {
     std::string skipped;  // the dropped_events diagnostic that reports skipped windows
   };
   std::vector<Seen> seen;
-  const int kWindows = tprof::testing::kSanitized ? 12 : 40;
+  // 40 steps of about 1 ms outlast the 15 ms handler three times over
+  // (sanitized too: the steps are sleeps), so windows recorded after a
+  // skip report it.
+  const int kWindows = 40;
   ProfilerOptions o{.schedule = schedule({.active = 1}),
                     .on_trace_ready = [&](Profiler& p) -> Status {
                       Seen s{p.step_num(), count_named(p.trace(), "work"), {}};
