@@ -45,7 +45,10 @@ constexpr const char kGemm[] = "nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT";
 class RecordStandin : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    // A parameterized test is named "Test/param": one directory, not a
+    // parent left behind once the leaf is removed.
+    std::replace(name.begin(), name.end(), '/', '_');
     dir_ = fs::temp_directory_path() / ("tprof_standin_" + std::to_string(getpid()) + "_" + name);
     fs::remove_all(dir_);
     // The stand-in CUPTI, as a user would point tprof at another libcupti;
