@@ -487,7 +487,9 @@ void* host_backing(std::size_t bytes) noexcept {
   return std::aligned_alloc(256, std::max<std::size_t>((bytes + 255) & ~std::size_t{255}, 256));
 }
 
-CUresult alloc_impl(void** p, std::size_t bytes) noexcept {
+// cudaMalloc (kDevice) and cudaMallocHost (kHost, CUPTI's pinned memory):
+// a backed block, recorded, reported as CUPTI's allocation record.
+CUresult alloc_backed(void** p, std::size_t bytes, AllocKind kind) noexcept {
   if (CUresult r = ready(); r != CUDA_SUCCESS) return r;
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   ensure_context();
@@ -495,15 +497,18 @@ CUresult alloc_impl(void** p, std::size_t bytes) noexcept {
   if (m == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   {
     std::lock_guard<std::mutex> lock(g->mu);
-    g->allocations.emplace(m, Allocation{bytes, AllocKind::kDevice});
+    g->allocations.emplace(m, Allocation{bytes, kind});
   }
   *p = m;
   MemoryOp op;
+  if (kind == AllocKind::kHost) op.memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
   op.address = reinterpret_cast<std::uintptr_t>(m);
   op.bytes = bytes;
   report_memory(op);
   return CUDA_SUCCESS;
 }
+
+CUresult alloc_impl(void** p, std::size_t bytes) noexcept { return alloc_backed(p, bytes, AllocKind::kDevice); }
 
 CUresult release_impl(void* p) noexcept {
   if (CUresult r = ready(); r != CUDA_SUCCESS) return r;
@@ -593,24 +598,7 @@ CUresult release_async_impl(void* p, CUstream stream) noexcept {
   return CUDA_SUCCESS;
 }
 
-CUresult alloc_host_impl(void** p, std::size_t bytes) noexcept {
-  if (CUresult r = ready(); r != CUDA_SUCCESS) return r;
-  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  ensure_context();
-  void* m = host_backing(bytes);
-  if (m == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
-  {
-    std::lock_guard<std::mutex> lock(g->mu);
-    g->allocations.emplace(m, Allocation{bytes, AllocKind::kHost});
-  }
-  *p = m;
-  MemoryOp op;
-  op.memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
-  op.address = reinterpret_cast<std::uintptr_t>(m);
-  op.bytes = bytes;
-  report_memory(op);
-  return CUDA_SUCCESS;
-}
+CUresult alloc_host_impl(void** p, std::size_t bytes) noexcept { return alloc_backed(p, bytes, AllocKind::kHost); }
 
 CUresult release_host_impl(void* p) noexcept {
   if (CUresult r = ready(); r != CUDA_SUCCESS) return r;

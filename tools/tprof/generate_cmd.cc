@@ -125,6 +125,24 @@ std::string values_function(const CommandDoc& global, const std::vector<CommandD
   return s + "  esac\n}\n\n";
 }
 
+// Two `case` statements (bash and zsh alike) that run `action` when the
+// option (`option`, e.g. "$opt") is a global one taking a value, or when
+// "COMMAND OPTION" (`command_option`) names a command's option taking one.
+std::string takes_value_cases(const std::vector<std::string>& global_values, const std::vector<CommandDoc>& commands,
+                              std::string_view option, std::string_view command_option, std::string_view action) {
+  std::string s = "  case " + std::string(option) + " in\n";
+  if (!global_values.empty()) s += "    " + join(global_values, "|") + ") " + std::string(action) + " ;;\n";
+  s += "  esac\n  case " + std::string(command_option) + " in\n";
+  for (const CommandDoc& c : commands) {
+    const std::vector<std::string> names = value_option_names(c);
+    if (names.empty()) continue;
+    std::vector<std::string> patterns;
+    for (const std::string& n : names) patterns.push_back("\"" + c.name + " " + n + "\"");
+    s += "    " + join(patterns, " | ") + ") " + std::string(action) + " ;;\n";
+  }
+  return s + "  esac\n";
+}
+
 // The script follows the bash-completion conventions without needing that
 // package: it handles COMP_WORDBREAKS splitting "--format=json" into
 // "--format" "=" "json", and global options before or after the command.
@@ -155,17 +173,8 @@ std::string bash_completion(const CLI::App& root) {
   s += "  if [[ \"$cur\" == \"=\" ]]; then\n    opt=\"$prev\"\n    cur=\"\"\n";
   s += "  elif [[ \"$prev\" == \"=\" ]] && ((COMP_CWORD > 1)); then\n    opt=\"${COMP_WORDS[COMP_CWORD - 2]}\"\n";
   s += "  elif [[ \"$prev\" == -* ]]; then\n    opt=\"$prev\"\n  fi\n";
-  s += "  local takes_value=0\n  case \"$opt\" in\n";
-  if (!global_values.empty()) s += "    " + join(global_values, "|") + ") takes_value=1 ;;\n";
-  s += "  esac\n  case \"$cmd $opt\" in\n";
-  for (const CommandDoc& c : commands) {
-    const std::vector<std::string> names = value_option_names(c);
-    if (names.empty()) continue;
-    std::vector<std::string> patterns;
-    for (const std::string& n : names) patterns.push_back("\"" + c.name + " " + n + "\"");
-    s += "    " + join(patterns, " | ") + ") takes_value=1 ;;\n";
-  }
-  s += "  esac\n";
+  s += "  local takes_value=0\n";
+  s += takes_value_cases(global_values, commands, "\"$opt\"", "\"$cmd $opt\"", "takes_value=1");
   s += "  if ((takes_value)); then\n    values=\"$(_tprof_values \"$cmd\" \"$opt\")\"\n";
   s += "    if [[ -n \"$values\" ]]; then\n";
   s += "      mapfile -t COMPREPLY < <(compgen -W \"$values\" -- \"$cur\")\n";
@@ -204,17 +213,9 @@ std::string zsh_completion(const CLI::App& root) {
       "# Install: save as _tprof in a directory of $fpath (before compinit), or source it.\n\n";
   s += values_function(global, commands);
   s += "# _tprof_takes_value COMMAND OPTION: whether OPTION takes a value.\n";
-  s += "_tprof_takes_value() {\n  case \"$2\" in\n";
-  if (!global_values.empty()) s += "    " + join(global_values, "|") + ") return 0 ;;\n";
-  s += "  esac\n  case \"$1 $2\" in\n";
-  for (const CommandDoc& c : commands) {
-    const std::vector<std::string> names = value_option_names(c);
-    if (names.empty()) continue;
-    std::vector<std::string> patterns;
-    for (const std::string& n : names) patterns.push_back("\"" + c.name + " " + n + "\"");
-    s += "    " + join(patterns, " | ") + ") return 0 ;;\n";
-  }
-  s += "  esac\n  return 1\n}\n\n";
+  s += "_tprof_takes_value() {\n";
+  s += takes_value_cases(global_values, commands, "\"$2\"", "\"$1 $2\"", "return 0");
+  s += "  return 1\n}\n\n";
   s += "_tprof() {\n";
   s += "  local cur=\"${words[CURRENT]}\" prev=\"${words[CURRENT-1]}\" cmd=\"\" opt=\"\" values=\"\" i\n";
   s += "  # The command: the first word that is neither an option nor a global option's value.\n";
