@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "tprof/status.h"
+#include "tprof/steps.h"
 #include "tprof/trace.h"
 
 namespace tprof {
@@ -94,6 +95,8 @@ struct MemoryInput {
 // CPU op (and python_function stack) on the recording thread as each
 // record's site, and ProfilerStep#N spans as steps.
 MemoryInput memory_input(const Trace& trace);
+// The same with the trace's steps already computed (compute_steps(trace)).
+MemoryInput memory_input(const Trace& trace, const StepsSummary& steps);
 
 // Reads a pickle written by torch.cuda.memory._dump_snapshot (torch ≥ 1.13:
 // "segments", and "device_traces" when history was recorded). Errors carry

@@ -128,6 +128,11 @@ std::int64_t bucket_offset(std::int64_t span, std::size_t k, std::size_t n) {
 }  // namespace
 
 MemoryInput memory_input(const Trace& t) {
+  if (t.memory.empty()) return memory_input(t, StepsSummary{});
+  return memory_input(t, compute_steps(t));
+}
+
+MemoryInput memory_input(const Trace& t, const StepsSummary& steps) {
   MemoryInput in;
   in.source = "trace";
   if (t.memory.empty()) return in;
@@ -220,7 +225,6 @@ MemoryInput memory_input(const Trace& t) {
     in.devices.push_back(std::move(d));
   }
 
-  const StepsSummary steps = compute_steps(t);
   for (const StepStat& s : steps.steps) {
     in.steps.push_back({s.step, s.start_ns, internal::sat_add(s.start_ns, s.dur_ns)});
   }

@@ -474,7 +474,7 @@ Derived derive(const Trace& t) {
   std::sort(d.short_names.begin(), d.short_names.end());
   // Without edits analyze_causal does not fail; were it to, the critical
   // path tables stay empty.
-  d.memory = memory_input(t);
+  d.memory = memory_input(t, d.context->steps);
   MemoryOptions mo;
   mo.buckets = 1;
   mo.top = 1;

@@ -1572,7 +1572,7 @@ std::string render_page(const Trace& trace, const HtmlReportOptions& options, co
   const internal::KernelNames names(trace);
   const internal::StepBars bars = internal::build_step_bars(c, d, options);
   const internal::CriticalPathView path = internal::build_critical_path_view(c, timeline, options);
-  const MemoryInput mem_in = memory_input(trace);
+  const MemoryInput mem_in = memory_input(trace, c.steps);
   MemoryOptions mem_options;
   mem_options.buckets = 300;
   mem_options.top = 5;

@@ -38,12 +38,12 @@ std::string gib(std::int64_t bytes) {
 // memory's live set): "At the peak, 1.2 GiB allocated in the window is
 // held by aten::addmm (0.8 GiB) and aten::mul (0.4 GiB); the rest was
 // allocated before it. " — "" without addresses in the records.
-std::string held_at_peak(const Trace& t, std::int64_t device) {
+std::string held_at_peak(const DiagnoseContext& c, std::int64_t device) {
   MemoryOptions o;
   o.device = static_cast<std::int16_t>(device);
   o.buckets = 1;
   o.top = 2;
-  const MemoryReport r = analyze_memory(memory_input(t), o);
+  const MemoryReport r = analyze_memory(memory_input(c.trace, c.steps), o);
   for (const MemoryDeviceView& v : r.devices) {
     if (v.device_type == 0 || !v.addresses_recorded || v.live_at_peak.empty()) continue;
     std::string s = "At the peak, " + gib(v.peak_in_window_bytes) + " allocated in the window is held most by ";
@@ -167,7 +167,7 @@ void rule_memory_pressure(const DiagnoseContext& c, std::vector<Finding>* out) {
                  "): a server that reserves its KV cache or arena up front (vLLM's gpu_memory_utilization) does this by "
                  "design. Lower that fraction only if other processes need the memory or allocations in the window fail.";
     } else if (alloc_high) {
-      f.advice = held_at_peak(t, device) + "Shrink what is live at the peak (" + gib(p.allocated->total_allocated) + " allocated of " +
+      f.advice = held_at_peak(c, device) + "Shrink what is live at the peak (" + gib(p.allocated->total_allocated) + " allocated of " +
                  gib(cap->second) + "): " +
                  (c.is_torch() ? "activation checkpointing (torch.utils.checkpoint) on the largest blocks, bf16 "
                                  "autocast, or sharding the parameters and optimizer state (FSDP/ZeRO)"

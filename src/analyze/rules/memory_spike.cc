@@ -163,7 +163,7 @@ void rule_memory_spike(const DiagnoseContext& c, std::vector<Finding>* out) {
   bool device = false;
   for (const MemoryRecord& r : t.memory) device |= r.device_type != 0 && r.device_id >= 0;
   if (!device) return;
-  const MemoryInput in = memory_input(t);
+  const MemoryInput in = memory_input(t, c.steps);
   MemoryOptions o;
   o.buckets = 1;
   o.top = 3;
