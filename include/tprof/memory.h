@@ -106,6 +106,16 @@ Result<MemoryInput> read_memory_snapshot(std::string_view bytes, const std::stri
 // Whether `bytes` start like a pickle (protocol 2+: 0x80 N), not JSON.
 bool looks_like_pickle(std::string_view bytes);
 
+// One device's samples as every view counts them: allocated after each
+// (the recorded totals when every sample has one, else a running sum of
+// bytes from 0), and the step each fell in.
+struct MemorySeries {
+  bool totals_recorded = false;
+  std::vector<std::int64_t> allocated;  // per sample
+  std::vector<std::uint32_t> step;      // per sample: index into MemoryInput::steps, kNoIndex outside steps
+};
+MemorySeries memory_series(const MemoryInput& input, const MemoryDeviceInput& device);
+
 struct MemoryGroup {
   std::string op;
   std::string stack;

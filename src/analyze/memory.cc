@@ -231,6 +231,25 @@ MemoryInput memory_input(const Trace& t, const StepsSummary& steps) {
   return in;
 }
 
+MemorySeries memory_series(const MemoryInput& in, const MemoryDeviceInput& d) {
+  MemorySeries out;
+  const std::vector<MemorySample>& s = d.samples;
+  // A mix of recorded and absent totals cannot be trusted as a series.
+  out.totals_recorded =
+      std::all_of(s.begin(), s.end(), [](const MemorySample& x) { return x.allocated != kMemoryAbsent; });
+  out.allocated.resize(s.size());
+  out.step.resize(s.size(), kNoIndex);
+  std::int64_t run = 0;
+  std::size_t step = 0;  // steps by start, samples by time: one walk
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    run = internal::sat_add(run, s[k].bytes);
+    out.allocated[k] = out.totals_recorded ? s[k].allocated : run;
+    while (step < in.steps.size() && in.steps[step].end_ns <= s[k].ts_ns) ++step;
+    if (step < in.steps.size() && in.steps[step].start_ns <= s[k].ts_ns) out.step[k] = static_cast<std::uint32_t>(step);
+  }
+  return out;
+}
+
 MemoryReport analyze_memory(const MemoryInput& in, const MemoryOptions& o) {
   MemoryReport out;
   out.source = in.source;
@@ -254,9 +273,8 @@ MemoryReport analyze_memory(const MemoryInput& in, const MemoryOptions& o) {
     v.first_ns = s.front().ts_ns;
     v.last_ns = s.back().ts_ns;
 
-    // Allocated after each sample: the recorded totals when every sample has
-    // one (a mix cannot be trusted as a series), else a running sum from 0.
-    v.totals_recorded = std::all_of(s.begin(), s.end(), [](const MemorySample& x) { return x.allocated != kMemoryAbsent; });
+    const MemorySeries series = memory_series(in, d);
+    v.totals_recorded = series.totals_recorded;
     // Reserved: torch writes 0 for CPU memory and tprof's own hooks write 0
     // too; a series of zeros is "not measured", not an empty pool.
     v.reserved_recorded = std::all_of(s.begin(), s.end(), [](const MemorySample& x) { return x.reserved != kMemoryAbsent; }) &&
@@ -268,12 +286,7 @@ MemoryReport analyze_memory(const MemoryInput& in, const MemoryOptions& o) {
       if (x.addr != 0) ++with_addr;
     }
     v.addresses_recorded = changes > 0 && with_addr == changes;
-    std::vector<std::int64_t> a(n);
-    std::int64_t run = 0;
-    for (std::size_t k = 0; k < n; ++k) {
-      run = internal::sat_add(run, s[k].bytes);
-      a[k] = v.totals_recorded ? s[k].allocated : run;
-    }
+    const std::vector<std::int64_t>& a = series.allocated;
     v.start_bytes = v.totals_recorded ? internal::sat_sub(a[0], s[0].bytes) : 0;
     v.end_bytes = a[n - 1];
 

@@ -425,10 +425,8 @@ struct Derived {
   std::vector<std::pair<StrId, std::string>> short_names;
   // The causal model (docs/critical-path.md): each step's critical path.
   std::optional<CausalResult> causal;
-  // tprof memory's samples per device (docs/memory.md), and per device
-  // whether allocated is the trace's totals or a running sum.
+  // tprof memory's samples per device (docs/memory.md).
   MemoryInput memory;
-  std::vector<bool> memory_totals;
 };
 
 // The launching op of each device activity, as the efficiency view finds it
@@ -475,10 +473,6 @@ Derived derive(const Trace& t) {
   // Without edits analyze_causal does not fail; were it to, the critical
   // path tables stay empty.
   d.memory = memory_input(t, d.context->steps);
-  MemoryOptions mo;
-  mo.buckets = 1;
-  mo.top = 1;
-  for (const MemoryDeviceView& v : analyze_memory(d.memory, mo).devices) d.memory_totals.push_back(v.totals_recorded);
   Result<CausalResult> causal = analyze_causal(t);
   if (causal) d.causal.emplace(std::move(*causal));
   return d;
@@ -968,15 +962,11 @@ Status Writer::memory_timeline(const Derived& d) {
                                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   const MemoryInput& in = d.memory;
   std::uint64_t rows = 0;
-  for (std::size_t i = 0; i < in.devices.size(); ++i) {
-    const MemoryDeviceInput& dev = in.devices[i];
-    const bool recorded = i < d.memory_totals.size() && d.memory_totals[i];
-    std::int64_t run = 0;
-    std::size_t step = 0;
-    for (const MemorySample& x : dev.samples) {
-      run = sat_add(run, x.bytes);
-      while (step < in.steps.size() && in.steps[step].end_ns <= x.ts_ns) ++step;
-      const bool in_step = step < in.steps.size() && in.steps[step].start_ns <= x.ts_ns;
+  for (const MemoryDeviceInput& dev : in.devices) {
+    const MemorySeries series = memory_series(in, dev);
+    for (std::size_t k = 0; k < dev.samples.size(); ++k) {
+      const MemorySample& x = dev.samples[k];
+      const bool in_step = series.step[k] != kNoIndex;
       static const MemorySite kNone;
       const MemorySite& site = x.site < in.sites.size() ? in.sites[x.site] : kNone;
       TPROF_TRY(m.i64(x.source)
@@ -984,10 +974,10 @@ Status Writer::memory_timeline(const Derived& d) {
                     .i64(dev.device_id)
                     .i64(x.ts_ns)
                     .i64(x.bytes)
-                    .i64(recorded ? x.allocated : run)
-                    .i64(recorded ? 1 : 0)
+                    .i64(series.allocated[k])
+                    .i64(series.totals_recorded ? 1 : 0)
                     .opt(x.reserved, x.reserved != kMemoryAbsent)
-                    .opt(in_step ? in.steps[step].step : 0, in_step)
+                    .opt(in_step ? in.steps[series.step[k]].step : 0, in_step)
                     .text(site.op)
                     .text(site.caller)
                     .text(site.stack)

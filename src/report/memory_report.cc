@@ -416,19 +416,15 @@ std::string format_memory_csv(const MemoryInput& in, const MemoryReport& r) {
       return x.device_type == v.device_type && x.device_id == v.device_id;
     });
     if (d == in.devices.end()) continue;
-    std::int64_t run = 0;
-    std::size_t step = 0;
-    for (const MemorySample& s : d->samples) {
-      run += s.bytes;
-      while (step < in.steps.size() && in.steps[step].end_ns <= s.ts_ns) ++step;
-      const bool in_step = step < in.steps.size() && in.steps[step].start_ns <= s.ts_ns;
+    const MemorySeries series = memory_series(in, *d);
+    for (std::size_t k = 0; k < d->samples.size(); ++k) {
+      const MemorySample& s = d->samples[k];
       const MemorySite* site = s.site < in.sites.size() ? &in.sites[s.site] : nullptr;
       out += csv_field(v.label) + "," + std::to_string(s.ts_ns) + "," + std::to_string(s.bytes) + "," +
-             (s.addr != 0 ? std::to_string(s.addr) : "") + "," +
-             std::to_string(v.totals_recorded ? s.allocated : run) + "," +
+             (s.addr != 0 ? std::to_string(s.addr) : "") + "," + std::to_string(series.allocated[k]) + "," +
              (v.reserved_recorded && s.reserved != kMemoryAbsent ? std::to_string(s.reserved) : "") + "," +
-             (in_step ? std::to_string(in.steps[step].step) : "") + "," + csv_field(site ? site->op : "") + "," +
-             csv_field(site ? site->stack : "") + "\n";
+             (series.step[k] != kNoIndex ? std::to_string(in.steps[series.step[k]].step) : "") + "," +
+             csv_field(site ? site->op : "") + "," + csv_field(site ? site->stack : "") + "\n";
     }
   }
   return out;
