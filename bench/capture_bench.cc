@@ -15,11 +15,12 @@
 //     bodies by bumping the recorder's window epoch (what
 //     Profiler::start_window does, without building a Trace); every thread
 //     resets its buffer at its next record, so none holds more than
-//     kWindowOps records — a quarter of its capacity — however the threads
-//     are scheduled;
-//   - before timing, every thread records half a buffer once, so the pages
-//     the windows reuse are already faulted in (a fresh buffer's first
-//     window pays a page fault per 128 records);
+//     kWindowOps bodies — a quarter of its capacity, half with an
+//     argument's record — however the threads are scheduled;
+//   - before timing, every thread records half of each of its two buffers
+//     (the windows alternate between them), so the pages the windows reuse
+//     are already faulted in (a fresh buffer's first window pays a page
+//     fault per 128 records);
 //   - after timing, the profiler is stopped and the run is failed
 //     (SkipWithError) if anything was dropped or nothing was recorded.
 #include <benchmark/benchmark.h>
@@ -146,13 +147,17 @@ void begin_recording(benchmark::State& state, tprof::ProfilerOptions options) {
     g_profiler = std::make_unique<tprof::Profiler>(std::move(options));
     if (!g_profiler->start()) state.SkipWithError("Profiler::start failed");
   }
-  g_barrier.wait(n);
-  for (std::int64_t i = 0; i < 2 * kWindowOps; ++i) {
-    TPROF_RECORD_FUNCTION("bench::prefault");
-    benchmark::ClobberMemory();
+  // Each thread writes its two buffers in turn (one per window): half of
+  // each, the most a window of two records per body uses.
+  for (int buffer = 0; buffer < 2; ++buffer) {
+    g_barrier.wait(n);
+    for (std::int64_t i = 0; i < 2 * kWindowOps; ++i) {
+      TPROF_RECORD_FUNCTION("bench::prefault");
+      benchmark::ClobberMemory();
+    }
+    g_barrier.wait(n);
+    if (state.thread_index() == 0) restart_window();
   }
-  g_barrier.wait(n);
-  if (state.thread_index() == 0) restart_window();
   g_barrier.wait(n);
 }
 
@@ -211,6 +216,42 @@ void BM_Scope_RecordedDynamicName(benchmark::State& state) {
   end_recording(state);
 }
 BENCHMARK(BM_Scope_RecordedDynamicName)->Threads(1)->Threads(2);
+
+void BM_Scope_RecordedStaticArg(benchmark::State& state) {
+  begin_recording(state, {});
+  std::int64_t iter = 0;
+  std::int64_t tokens = 0;
+  const Clock clock;
+  for (auto _ : state) {
+    for (int i = 0; i < kBatch; ++i) {
+      TPROF_RECORD_FUNCTION_VAR(scope, "bench::scope");
+      TPROF_ARG(scope, "tokens", ++tokens);
+      benchmark::ClobberMemory();
+    }
+    maybe_restart(&iter);
+  }
+  report(state, clock.seconds());
+  end_recording(state);
+}
+BENCHMARK(BM_Scope_RecordedStaticArg)->Threads(1)->Threads(2);
+
+void BM_Scope_RecordedRuntimeArg(benchmark::State& state) {
+  begin_recording(state, {});
+  std::int64_t iter = 0;
+  std::int64_t tokens = 0;
+  const Clock clock;
+  for (auto _ : state) {
+    for (int i = 0; i < kBatch; ++i) {
+      TPROF_RECORD_FUNCTION_VAR(scope, "bench::scope");
+      scope.arg("tokens", ++tokens);
+      benchmark::ClobberMemory();
+    }
+    maybe_restart(&iter);
+  }
+  report(state, clock.seconds());
+  end_recording(state);
+}
+BENCHMARK(BM_Scope_RecordedRuntimeArg)->Threads(1)->Threads(2);
 
 void BM_Scope_RecordedShapes(benchmark::State& state) {
   // 7 payload words per scope: [count][rank][16][32][rank][32][8].

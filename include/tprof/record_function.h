@@ -6,7 +6,8 @@
 //     TPROF_RECORD_FUNCTION("matmul_add");            // static name: a pointer and a tick
 //     { TPROF_RECORD_OP("op::mm"); gemm(...); }        // category cpu_op, as torch's aten ops
 //     tprof::RecordFunction scope(layer_name);         // a runtime name: interned once per thread
-//     scope.arg("batch", 64).arg("layout", "NHWC");    // Kineto "args" of the scope
+//     TPROF_ARG(scope, "batch", 64);                   // Kineto "args" of the scope, static key
+//     scope.arg("layout", "NHWC");                     // a runtime key (interned)
 //     TPROF_INSTANT("cache flushed");                  // an instant event ("i")
 //     tprof::counter("queue depth", queue.size());     // a counter sample ("C")
 //   }
@@ -16,8 +17,9 @@
 //
 // Cost: with no window recording, every call here is one relaxed load and
 // one branch; while recording, a scope is two tick reads and one 32-byte
-// record in a thread-local buffer (no lock, no allocation). Runtime names,
-// argument keys and string values are interned: a hash lookup in a
+// record in a thread-local buffer (no lock, no allocation); an argument
+// with a static key (TPROF_ARG, ArgKey) one more record. Runtime names,
+// runtime argument keys and string values are interned: a hash lookup in a
 // thread-local cache, a lock only the first time a thread sees one.
 // Building with TPROF_ENABLE=0 (CMake option TPROF_ENABLE=OFF) removes the
 // macros entirely.
@@ -31,7 +33,8 @@
 // Signal handlers: the calls with static names are async-signal-safe on a
 // thread whose buffer is attached for the window: TPROF_RECORD_FUNCTION,
 // TPROF_RECORD_FUNCTION_SCOPE, TPROF_RECORD_OP, TPROF_RECORD_OP_SHAPES,
-// TPROF_RECORD_FUNCTION_VAR (without arg()), RecordFunction(const ScopeSite*),
+// TPROF_RECORD_FUNCTION_VAR, TPROF_ARG and arg(const ArgKey*, number),
+// RecordFunction(const ScopeSite*),
 // TPROF_INSTANT, TPROF_COUNTER, instant/counter(const ScopeSite*),
 // record_alloc, record_free and flow_end. A handler's record is kept, or,
 // when the handler interrupted tprof on its own thread, refused and counted
@@ -41,7 +44,8 @@
 // step() that opens a window attach the calling thread, any other thread
 // must record once in the window before a handler on it does. Runtime names
 // (RecordFunction(std::string_view), instant/counter(std::string_view),
-// flow_begin, arg()) intern under a lock and allocate: not from a handler.
+// flow_begin, arg() with a runtime key or a string value) intern under a
+// lock and allocate: not from a handler.
 #pragma once
 
 #include <cstdint>
@@ -81,6 +85,14 @@ inline constexpr Device kCpuDevice{0, -1};
 inline constexpr Device cuda_device(std::int16_t index) { return Device{1, index}; }
 
 using Shapes = std::initializer_list<std::initializer_list<std::int64_t>>;
+
+// An argument's key, described once (static constexpr) where it is used:
+// the record holds its address, and the name is read when the trace is
+// built. TPROF_ARG declares one; declare your own to reuse it:
+//   static constexpr tprof::ArgKey kTokens{"tokens"};  scope.arg(&kTokens, n);
+struct ArgKey {
+  const char* name;
+};
 
 // A scope: recorded from construction to destruction when a window records.
 class RecordFunction {
@@ -122,6 +134,39 @@ class RecordFunction {
   RecordFunction& arg(std::string_view key, bool value) noexcept;
   RecordFunction& arg(std::string_view key, std::string_view value) noexcept;
   RecordFunction& arg(std::string_view key, const char* value) noexcept {
+    return arg(key, value != nullptr ? std::string_view(value) : std::string_view());
+  }
+  // The same with a static key (an ArgKey that outlives the window's
+  // trace): a number costs one record, no lookup. A string value is still
+  // interned.
+  template <class T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  RecordFunction& arg(const ArgKey* key, T value) noexcept {
+    if (slot_.buffer != nullptr) {
+      internal::append_arg(slot_, reinterpret_cast<std::uintptr_t>(key),
+                           static_cast<std::uint16_t>((std::is_signed_v<T> ? internal::kArgInt : internal::kArgUint) |
+                                                      internal::kArgStaticKey),
+                           static_cast<std::uint64_t>(value));
+    }
+    return *this;
+  }
+  RecordFunction& arg(const ArgKey* key, double value) noexcept {
+    if (slot_.buffer != nullptr) {
+      std::uint64_t bits;
+      std::memcpy(&bits, &value, sizeof bits);
+      internal::append_arg(slot_, reinterpret_cast<std::uintptr_t>(key), static_cast<std::uint16_t>(internal::kArgDouble | internal::kArgStaticKey),
+                           bits);
+    }
+    return *this;
+  }
+  RecordFunction& arg(const ArgKey* key, bool value) noexcept {
+    if (slot_.buffer != nullptr) {
+      internal::append_arg(slot_, reinterpret_cast<std::uintptr_t>(key), static_cast<std::uint16_t>(internal::kArgBool | internal::kArgStaticKey),
+                           value ? 1 : 0);
+    }
+    return *this;
+  }
+  RecordFunction& arg(const ArgKey* key, std::string_view value) noexcept;
+  RecordFunction& arg(const ArgKey* key, const char* value) noexcept {
     return arg(key, value != nullptr ? std::string_view(value) : std::string_view());
   }
 
@@ -221,6 +266,14 @@ TPROF_API_END
 #define TPROF_SCOPE_VAR_IMPL_(id, var, name)                                                          \
   static constexpr ::tprof::ScopeSite TPROF_UNIQUE_(tprof_site_, id){name, ::tprof::kUserAnnotation}; \
   ::tprof::RecordFunction var { &TPROF_UNIQUE_(tprof_site_, id) }
+// An argument of a scope variable, keyed by a string literal (one record,
+// no lookup): TPROF_ARG(scope, "tokens", n);
+#define TPROF_ARG(var, key, value) TPROF_ARG_IMPL_(__COUNTER__, var, key, value)
+#define TPROF_ARG_IMPL_(id, var, key, value)                                       \
+  do {                                                                             \
+    static constexpr ::tprof::ArgKey TPROF_UNIQUE_(tprof_arg_, id){key};           \
+    (var).arg(&TPROF_UNIQUE_(tprof_arg_, id), value);                              \
+  } while (0)
 // An instant event named by a string literal.
 #define TPROF_INSTANT(name) TPROF_INSTANT_IMPL_(__COUNTER__, name)
 #define TPROF_INSTANT_IMPL_(id, name)                                                                    \
@@ -252,6 +305,7 @@ constexpr int unevaluated_use(const T&...) noexcept {
 #define TPROF_RECORD_FUNCTION_VAR(var, name) \
   TPROF_UNUSED_ARGS_(name);                  \
   ::tprof::RecordFunction var(::tprof::RecordFunction::kOff)
+#define TPROF_ARG(var, key, value) TPROF_UNUSED_ARGS_(var, key, value)
 #define TPROF_INSTANT(name) TPROF_UNUSED_ARGS_(name)
 #define TPROF_COUNTER(name, value) TPROF_UNUSED_ARGS_(name, value)
 #endif

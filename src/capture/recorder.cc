@@ -282,13 +282,18 @@ NameTable& names() {
 }
 
 struct NameCache {
+  // Keyed by the name's text and the category's address: the categories
+  // are a few constants, so a hit neither measures nor compares one (the
+  // same text at another address is a slot of its own, with the same id).
   struct Slot {
     std::uint64_t hash = 0;
+    const char* category = nullptr;
     std::uint32_t id = 0;
     bool used = false;
-    std::string key;  // name + '\0' + category
+    std::string name;
   };
   std::vector<Slot> slots = std::vector<Slot>(64);
+  std::size_t mask = 63;  // slots.size() - 1, kept (a hit does not divide by the slot's size)
   std::size_t used = 0;
   std::uint32_t gen = 0;  // the table generation its ids belong to
 
@@ -297,6 +302,7 @@ struct NameCache {
   // their keys 96 MB until the thread named a scope again).
   void reset(std::uint32_t g) {
     std::vector<Slot>(64).swap(slots);
+    mask = 63;
     used = 0;
     gen = g;
   }
@@ -327,23 +333,63 @@ NameCache* name_cache() {
   return tl_names;
 }
 
-std::uint64_t intern_dynamic_or_throw(std::string_view name, const char* category) {
-  std::string key;
-  const std::string_view cat = category != nullptr ? category : kUserAnnotation;
-  const std::uint64_t h = mix64(hash_str(name), hash_str(cat));
-  NameCache* const cached = name_cache();
-  const std::uint32_t current = g_names_gen.load(std::memory_order_acquire);
-  if (cached != nullptr && cached->gen != current) cached->reset(current);  // the table was emptied since
-  std::size_t mask = cached != nullptr ? cached->slots.size() - 1 : 0;
-  for (std::size_t i = h & mask; cached != nullptr; i = (i + 1) & mask) {
-    NameCache::Slot& s = cached->slots[i];
-    if (!s.used) break;
-    if (s.hash == h && s.key.size() == name.size() + 1 + cat.size() && s.key.compare(0, name.size(), name) == 0 &&
-        s.key.compare(name.size() + 1, std::string::npos, cat) == 0) {
-      return (std::uint64_t{current} << 32) | s.id;
-    }
+// A name of up to 16 bytes (most names, every argument key) as two words,
+// read in whole loads that may overlap; false for a longer one.
+bool short_words(std::string_view s, std::uint64_t* w0, std::uint64_t* w1) {
+  const std::size_t n = s.size();
+  const char* p = s.data();
+  if (n >= 8 && n <= 16) {
+    std::memcpy(w0, p, 8);
+    std::memcpy(w1, p + n - 8, 8);
+    return true;
   }
-  // First time this thread sees the name: the process-wide table, under a lock.
+  if (n >= 4 && n < 8) {
+    std::uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + n - 4, 4);
+    *w0 = lo;
+    *w1 = hi;
+    return true;
+  }
+  if (n < 4) {
+    const auto* u = reinterpret_cast<const unsigned char*>(p);
+    *w0 = n == 0 ? 0 : (std::uint64_t{u[0]} << 16) | (std::uint64_t{u[n / 2]} << 8) | u[n - 1];
+    *w1 = 0;
+    return true;
+  }
+  return false;
+}
+
+// The thread cache's hash: a short name's two words in products that run
+// side by side, not hash_str's chain of dependent ones; the category's
+// address folded in beside them.
+std::uint64_t cache_hash(std::string_view name, const char* category) {
+  const std::uint64_t c = reinterpret_cast<std::uintptr_t>(category) * 0x9e3779b97f4a7c15ull;
+  std::uint64_t w0, w1;
+  if (short_words(name, &w0, &w1)) {
+    return mix64(w0 ^ 0xa0761d6478bd642full, w1 ^ 0xe7037ed1a0b428dbull ^ name.size()) ^ c;
+  }
+  return hash_str(name) ^ c;
+}
+
+// Whether `a` (a cached name) is `b`: short names compared as their two
+// words, without a call.
+bool same_text(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  std::uint64_t a0, a1, b0, b1;
+  if (short_words(a, &a0, &a1)) {
+    short_words(b, &b0, &b1);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+  }
+  return std::memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// The first time this thread sees (name, category): the process-wide
+// table, under its lock, then the thread's cache.
+[[gnu::noinline]] std::uint64_t intern_dynamic_slow(std::string_view name, const char* category, std::uint64_t h,
+                                                    NameCache* cached) {
+  const std::string_view cat = category;
+  std::string key;
   key.reserve(name.size() + 1 + cat.size());
   key.append(name).push_back('\0');
   key.append(cat);
@@ -352,7 +398,7 @@ std::uint64_t intern_dynamic_or_throw(std::string_view name, const char* categor
     NameTable& t = names();
     std::lock_guard<std::mutex> lock(t.mu);
     gen = t.gen;
-    auto [it, added] = t.ids.try_emplace(key, static_cast<std::uint32_t>(t.names.size()));
+    auto [it, added] = t.ids.try_emplace(std::move(key), static_cast<std::uint32_t>(t.names.size()));
     if (added) {
       t.names.emplace_back(name);
       auto c = std::find(t.categories.begin(), t.categories.end(), cat);
@@ -369,10 +415,9 @@ std::uint64_t intern_dynamic_or_throw(std::string_view name, const char* categor
   NameCache& cache = *cached;
   if ((cache.used + 1) * 2 > cache.slots.size() && cache.slots.size() >= kMaxCacheSlots) {
     cache.reset(gen);
-    mask = cache.slots.size() - 1;
   } else if ((cache.used + 1) * 2 > cache.slots.size()) {
     std::vector<NameCache::Slot> bigger(cache.slots.size() * 2);
-    mask = bigger.size() - 1;
+    const std::size_t mask = bigger.size() - 1;
     for (NameCache::Slot& s : cache.slots) {
       if (!s.used) continue;
       std::size_t i = s.hash & mask;
@@ -380,22 +425,57 @@ std::uint64_t intern_dynamic_or_throw(std::string_view name, const char* categor
       bigger[i] = std::move(s);
     }
     cache.slots.swap(bigger);
+    cache.mask = mask;
   }
+  const std::size_t mask = cache.mask;
   std::size_t i = h & mask;
   while (cache.slots[i].used) i = (i + 1) & mask;
-  cache.slots[i] = NameCache::Slot{h, id, true, std::move(key)};
+  cache.slots[i] = NameCache::Slot{h, category, id, true, std::string(name)};
   ++cache.used;
   return result;
 }
 
-// Runs inside noexcept scopes: out of memory loses the name (the record is
-// then dropped and counted by the builder), never the process.
-std::uint64_t intern_dynamic(std::string_view name, const char* category) noexcept {
+// The thread cache's key for (name, category), or kNoName when it does not
+// hold it (no cache yet, the table emptied since, a name not seen).
+__attribute__((always_inline)) inline std::uint64_t cached_name(std::string_view name, const char* category,
+                                                                std::uint64_t h) noexcept {
+  const NameCache* const cached = tl_names;
+  if (cached == nullptr) return kNoName;
+  const std::uint32_t current = g_names_gen.load(std::memory_order_acquire);
+  if (cached->gen != current) return kNoName;
+  const std::size_t mask = cached->mask;
+  for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+    const NameCache::Slot& s = cached->slots[i];
+    if (!s.used) return kNoName;
+    if (s.hash == h && s.category == category && same_text(s.name, name)) return (std::uint64_t{current} << 32) | s.id;
+  }
+}
+
+// Not in the thread's cache: the cache made or started over, then the
+// process-wide table. Out of memory loses the name (kNoName: the record is
+// dropped and counted), never the process.
+[[gnu::noinline]] std::uint64_t intern_dynamic_miss(std::string_view name, const char* category,
+                                                    std::uint64_t h) noexcept {
   try {
-    return intern_dynamic_or_throw(name, category);
+    NameCache* const cached = name_cache();
+    if (cached != nullptr) {
+      const std::uint32_t current = g_names_gen.load(std::memory_order_acquire);
+      if (cached->gen != current) cached->reset(current);  // the table was emptied since
+    }
+    return intern_dynamic_slow(name, category, h, cached);
   } catch (...) {
     return kNoName;
   }
+}
+
+// A runtime name's key: a lookup in the thread's cache, the table's lock
+// only the first time this thread sees the name.
+__attribute__((always_inline)) inline std::uint64_t intern_dynamic(std::string_view name,
+                                                                   const char* category) noexcept {
+  if (category == nullptr) category = kUserAnnotation;
+  const std::uint64_t h = cache_hash(name, category);
+  const std::uint64_t key = cached_name(name, category, h);
+  return key != kNoName ? key : intern_dynamic_miss(name, category, h);
 }
 
 }  // namespace
@@ -1496,10 +1576,13 @@ void RecordFunction::add_arg(std::string_view key, std::uint16_t type, std::uint
 }
 
 void RecordFunction::add_arg_inside(std::string_view key, std::uint16_t type, std::uint64_t value) noexcept {
-  // Only into the scope's own buffer and window: the record refers to the
-  // scope by its index there.
-  internal::ThreadBuffer* b = internal::current_buffer();
-  if (b != slot_.buffer || b->epoch.load(std::memory_order_relaxed) != slot_.epoch) return;
+  // Only into the scope's own buffer while its window is the current one:
+  // the record refers to the scope by its number there.
+  internal::ThreadBuffer* const b = internal::tl_buffer;
+  if (b != slot_.buffer || b->epoch.load(std::memory_order_relaxed) != slot_.epoch ||
+      slot_.epoch != internal::g_epoch.load(std::memory_order_relaxed)) {
+    return;
+  }
   const std::uint64_t k = internal::intern_dynamic(key, internal::kArgKeyCategory);
   if (!internal::interned(k)) return;
   internal::append_inside({k, value, slot_.index, 0, internal::kRecordArg, type});
@@ -1524,6 +1607,23 @@ RecordFunction& RecordFunction::arg(std::string_view key, std::string_view value
   if (!section) return *this;
   const std::uint64_t v = internal::intern_dynamic(value, internal::kArgKeyCategory);
   if (internal::interned(v)) add_arg_inside(key, internal::kArgString, v);
+  return *this;
+}
+
+RecordFunction& RecordFunction::arg(const ArgKey* key, std::string_view value) noexcept {
+  if (slot_.buffer == nullptr) return *this;
+  const internal::RecorderSection section;
+  if (!section) return *this;
+  internal::ThreadBuffer* const b = internal::tl_buffer;
+  if (b != slot_.buffer || b->epoch.load(std::memory_order_relaxed) != slot_.epoch ||
+      slot_.epoch != internal::g_epoch.load(std::memory_order_relaxed)) {
+    return *this;
+  }
+  const std::uint64_t v = internal::intern_dynamic(value, internal::kArgKeyCategory);
+  if (internal::interned(v)) {
+    internal::append_inside({reinterpret_cast<std::uintptr_t>(key), v, slot_.index, 0, internal::kRecordArg,
+                             static_cast<std::uint16_t>(internal::kArgString | internal::kArgStaticKey)});
+  }
   return *this;
 }
 

@@ -276,6 +276,8 @@ class Builder {
   void add_device_memory(const DeviceBatch& d, const std::vector<DeviceMemoryTotals>& totals);
   const Site& site(const ScopeSite* s);
   std::optional<std::pair<StrId, StrId>> dynamic(std::uint64_t key);
+  // The name of a static argument key (TPROF_ARG), interned once per builder.
+  StrId arg_key(const ArgKey* k);
   void write_scope_args(std::span<const Record> rs, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& args,
                         std::uint32_t scope, JsonWriter& w);
 
@@ -293,6 +295,7 @@ class Builder {
     std::pair<StrId, StrId> name_cat{kEmptyStr, kEmptyStr};
   };
   std::vector<Dynamic> dynamic_;  // per runtime name id (the key's low 32 bits)
+  std::unordered_map<const ArgKey*, StrId> arg_keys_;  // static argument keys (TPROF_ARG)
   std::uint64_t stale_names_ = 0;                      // dynamic scopes whose key did not resolve
   std::string args_;
   JsonWriter aw_;
@@ -347,6 +350,12 @@ const Builder::Site& Builder::site(const ScopeSite* s) {
   return added;
 }
 
+StrId Builder::arg_key(const ArgKey* k) {
+  auto [it, added] = arg_keys_.try_emplace(k, kEmptyStr);
+  if (added) it->second = t_.strings.intern(k->name != nullptr ? k->name : "");
+  return it->second;
+}
+
 std::optional<std::pair<StrId, StrId>> Builder::dynamic(std::uint64_t key) {
   const auto id = static_cast<std::uint32_t>(key);
   if (id < dynamic_.size() && dynamic_[id].name_cat.second != kEmptyStr && dynamic_[id].key == key) {
@@ -367,15 +376,21 @@ void Builder::write_scope_args(std::span<const Record> rs,
   auto it = std::lower_bound(args.begin(), args.end(), std::make_pair(scope, std::uint32_t{0}));
   for (; it != args.end() && it->first == scope; ++it) {
     const Record& a = rs[it->second];
-    const auto key = dynamic(a.a);
+    const std::uint16_t type = a.e & kArgTypeMask;
+    std::optional<StrId> key;
+    if ((a.e & kArgStaticKey) != 0) {
+      key = arg_key(reinterpret_cast<const ArgKey*>(static_cast<std::uintptr_t>(a.a)));
+    } else if (const auto k = dynamic(a.a)) {
+      key = k->first;
+    }
     std::optional<std::pair<StrId, StrId>> text;
-    if (a.e == kArgString) text = dynamic(a.b);
-    if (!key || (a.e == kArgString && !text)) {  // interned in an earlier window (cannot happen in one scope's life)
+    if (type == kArgString) text = dynamic(a.b);
+    if (!key || (type == kArgString && !text)) {  // interned in an earlier window (cannot happen in one scope's life)
       ++stale_names_;
       continue;
     }
-    w.key(t_.str(key->first));
-    switch (a.e) {
+    w.key(t_.str(*key));
+    switch (type) {
       case kArgInt:
         w.value_int(static_cast<std::int64_t>(a.b));
         break;

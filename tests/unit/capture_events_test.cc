@@ -9,8 +9,10 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/support/trace_queries.h"
 #include "tprof/profiler.h"
@@ -128,6 +130,67 @@ TEST(CaptureEvents, ScopeArgumentsAreKinetoArgsInTheOrderGiven) {
   const Trace back = exported(prof, "tprof_args.json");
   EXPECT_NE(back.args_json(find_named(back, "decode")).find(want), std::string_view::npos)
       << back.args_json(find_named(back, "decode"));
+}
+
+// Static keys (TPROF_ARG, an ArgKey of one's own) and runtime keys mix in
+// one scope, in the order given; a static key with a string value interns
+// only the value.
+TEST(CaptureEvents, StaticArgumentKeysAreWrittenLikeRuntimeOnes) {
+  static constexpr ArgKey kRatio{"ratio"};
+  Profiler prof;
+  {
+    TPROF_RECORD_FUNCTION_VAR(before, "before start");
+    TPROF_ARG(before, "ignored", 1);  // not recording: nothing
+  }
+  ASSERT_TRUE(prof.start());
+  for (int i = 0; i < 2; ++i) {
+    TPROF_RECORD_FUNCTION_VAR(scope, "decode");
+    TPROF_ARG(scope, "tokens", 17 + i);
+    scope.arg("runtime", i);
+    scope.arg(&kRatio, 0.5).arg(&kRatio, true);
+    TPROF_ARG(scope, "big", std::numeric_limits<std::uint64_t>::max());
+    TPROF_ARG(scope, "model", std::string("llama \"3\""));
+    TPROF_ARG(scope, "label", "plain");
+    TPROF_ARG(scope, "delta", std::int8_t{-3});
+  }
+  ASSERT_TRUE(prof.stop());
+  const Trace& t = prof.trace();
+  std::vector<std::string> got;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    if (t.name(e) == "decode") got.emplace_back(t.args_json(e));
+  }
+  ASSERT_EQ(got.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const std::string want = "\"tokens\": " + std::to_string(17 + i) + ", \"runtime\": " + std::to_string(i) +
+                             ", \"ratio\": 0.5, \"ratio\": true, \"big\": 18446744073709551615, "
+                             "\"model\": \"llama \\\"3\\\"\", \"label\": \"plain\", \"delta\": -3}";
+    EXPECT_NE(got[static_cast<std::size_t>(i)].find(want), std::string::npos) << got[static_cast<std::size_t>(i)];
+  }
+  EXPECT_EQ(count_named(t, "before start"), 0u);
+  EXPECT_EQ(t.meta.dropped_events, 0u);
+}
+
+// An argument given after its scope's window ended is not recorded into
+// the next window (its record would name a scope of the window before).
+TEST(CaptureEvents, AnArgumentAfterItsWindowEndedIsNotRecorded) {
+  Profiler prof;
+  ASSERT_TRUE(prof.start());
+  std::optional<RecordFunction> open;
+  open.emplace(std::string("spans windows"));
+  TPROF_RECORD_FUNCTION_VAR(early, "early");
+  ASSERT_TRUE(prof.stop());
+  ASSERT_TRUE(prof.start());
+  TPROF_ARG(early, "late", 1);
+  early.arg("late runtime", 2);
+  TPROF_ARG(*open, "late", 3);
+  { TPROF_RECORD_FUNCTION("in the second window"); }
+  open.reset();
+  ASSERT_TRUE(prof.stop());
+  const Trace& t = prof.trace();
+  ASSERT_EQ(count_named(t, "in the second window"), 1u);
+  for (std::uint32_t e = 0; e < t.events.size(); ++e) {
+    EXPECT_EQ(t.args_json(e).find("late"), std::string_view::npos) << t.name(e) << " " << t.args_json(e);
+  }
 }
 
 TEST(CaptureEvents, InstantsAndCountersAreWrittenAsKinetoAndChromeDo) {

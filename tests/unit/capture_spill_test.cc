@@ -60,13 +60,14 @@ class SpillDir {
 
 // What one worker records: an outer scope open across the whole window (it
 // begins in the first chunk and ends in the last), then `n` items, each
-// with an argument and a nested child; every 10th item has an op with
-// shapes.
+// with two arguments (a runtime key and a static one) and a nested child;
+// every 10th item has an op with shapes.
 void work(int n) {
   RecordFunction outer(std::string("outer"));
   for (int i = 0; i < n; ++i) {
     RecordFunction item(std::string("item"));
     item.arg("i", static_cast<std::int64_t>(i));
+    TPROF_ARG(item, "twice", 2 * i);
     TPROF_RECORD_FUNCTION("child");
     if (i % 10 == 0) {
       TPROF_RECORD_OP_SHAPES("op::mm", {{i, 2}});
@@ -108,6 +109,7 @@ void check_window(const Trace& t, int threads, int n) {
       const Ev& ch = children[static_cast<std::size_t>(i)];
       // In recording order, whole, and nested.
       ASSERT_EQ(testing::arg_text(t, it.e, "i"), std::to_string(i)) << "lane " << lane;
+      ASSERT_EQ(testing::arg_text(t, it.e, "twice"), std::to_string(2 * i)) << "lane " << lane;
       ASSERT_TRUE(it.ts >= outer.ts && it.end <= outer.end) << i;
       ASSERT_TRUE(ch.ts >= it.ts && ch.end <= it.end) << i;
     }

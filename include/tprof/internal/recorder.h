@@ -40,13 +40,16 @@ enum RecordKind : std::uint16_t {
   kRecordInstant = 5,       // a: const ScopeSite* (e = 0) or runtime name key (e = 1), b: tick
   kRecordCounter = 6,       // a, e: as an instant's, b: tick, c: the value's double bits
   kRecordFlow = 7,          // a: flow id, b: tick, c: name key, e: 0 begins, 1 ends
-  kRecordArg = 8,           // a: key's name key, b: value, c: its scope's record index, e: ArgType
+  kRecordArg = 8,           // a: key (ArgKey* or name key), b: value, c: its scope's record number, e: ArgType flags
   kRecordGraphNode = 9,     // a: CUDA graph node id, b: tick, e: 0 created, 1 cloned (c: the node it copies)
   kRecordSpanEnd = 10,      // a: a spilled span's record number in the window, b: its end tick (spill_dir)
 };
 
-// How a kRecordArg's value is held in b.
+// How a kRecordArg's value is held in b (e's low byte), and whether its
+// key (a) is a const ArgKey* (kArgStaticKey set) or a runtime name key.
 enum ArgType : std::uint16_t { kArgInt = 0, kArgUint = 1, kArgDouble = 2, kArgBool = 3, kArgString = 4 };
+inline constexpr std::uint16_t kArgTypeMask = 0xff;
+inline constexpr std::uint16_t kArgStaticKey = 0x100;
 
 // One event, as written on the hot path. Trivially copyable, 32 bytes.
 struct Record {
@@ -179,8 +182,10 @@ bool make_room(ThreadBuffer* b) noexcept;
 // thread's): appends a kRecordSpanEnd record for it. Call inside the recorder.
 void close_spilled_span(ThreadBuffer* b, std::uint32_t epoch, std::uint32_t index, std::uint64_t end) noexcept;
 
-// Appends a record; call inside the recorder.
-inline void append_inside(const Record& r) noexcept {
+// Appends a record; call inside the recorder. Always inlined: called out
+// of line, the record built field by field in the caller's frame was read
+// back in 16-byte loads that waited for those stores (about 30 cycles).
+__attribute__((always_inline)) inline void append_inside(const Record& r) noexcept {
   ThreadBuffer* b = current_buffer();
   if (__builtin_expect(b == nullptr, 0)) return;
   std::uint32_t i = b->size;
@@ -210,7 +215,7 @@ struct OpenSlot {
 // Takes the next record for a span beginning now (its start tick is read
 // last, so the bookkeeping is outside the measured time). False when the
 // buffer is full (counted) or there is none. Call inside the recorder.
-inline bool open_span_inside(std::uint64_t a, std::uint16_t kind, std::uint32_t payload, OpenSlot* slot) noexcept {
+__attribute__((always_inline)) inline bool open_span_inside(std::uint64_t a, std::uint16_t kind, std::uint32_t payload, OpenSlot* slot) noexcept {
   ThreadBuffer* b = current_buffer();
   if (__builtin_expect(b == nullptr, 0)) return false;
   std::uint32_t i = b->size;
@@ -231,6 +236,21 @@ inline bool open_span_inside(std::uint64_t a, std::uint16_t kind, std::uint32_t 
   b->size = i + 1;
   b->published.store(i + 1, std::memory_order_release);
   return true;
+}
+
+// Appends an argument of the open span `slot` (type: ArgType | flags):
+// only into the span's own buffer while its window is the current one
+// (the record names the span by its number there). Refused (counted) in a
+// handler that interrupted the recorder.
+inline void append_arg(const OpenSlot& slot, std::uint64_t key, std::uint16_t type, std::uint64_t value) noexcept {
+  if (__builtin_expect(!enter_recorder(), 0)) return;
+  ThreadBuffer* const b = tl_buffer;
+  if (__builtin_expect(b == slot.buffer && b->epoch.load(std::memory_order_relaxed) == slot.epoch &&
+                           slot.epoch == g_epoch.load(std::memory_order_relaxed),
+                       1)) {
+    append_inside({key, value, slot.index, 0, kRecordArg, type});
+  }
+  leave_recorder();
 }
 
 // As above, or false when refused (counted).
