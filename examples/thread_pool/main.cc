@@ -99,7 +99,8 @@ std::int64_t work(std::int64_t n, int step) {
   const std::string name = "tile " + std::to_string(step % 3);
   tprof::RecordFunction dynamic(name);  // a run-time name
   TPROF_RECORD_FUNCTION_VAR(scope, "inner");
-  scope.arg("n", n).arg("step", step).arg("fast", n < 100).arg("ratio", 0.5).arg("kind", "tile");
+  TPROF_ARG(scope, "n", n);  // a static key: one record
+  scope.arg("step", step).arg("fast", n < 100).arg("ratio", 0.5).arg("kind", "tile");
   const std::int64_t rows = n, cols = 1;  // used only by the shapes
   TPROF_RECORD_OP_SHAPES("op::mm", {{rows, rows}, {rows, cols}});
   std::vector<char> buffer(static_cast<std::size_t>(n));
