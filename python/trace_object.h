@@ -19,21 +19,11 @@
 namespace tprof::python {
 
 // What HolisticTraceAnalysis' analyzers report for one rank under one set
-// of its options: the C++ figures (src/analyze/breakdowns.h) plus the queue
-// lengths, read from the DiagnoseContext's device activity.
+// of its options: the C++ figures (src/analyze/breakdowns.h).
 struct HtaRank {
   std::int64_t rank = 0;   // distributedInfo.rank, else 0
   bool has_rank = false;   // distributedInfo.rank was present
   internal::HtaFigures figures;
-  // get_queue_length_time_series: per stream (streams ascending), in time
-  // order, the queue length after each launch (+1) and activity start (-1).
-  struct QueuePoint {
-    std::int64_t ts_ns = 0;
-    std::int64_t pid = -1, tid = -1;  // the device lane's
-    std::int64_t stream = -1;
-    std::int64_t queue_length = 0;
-  };
-  std::vector<QueuePoint> queue;
 };
 
 struct PyTrace {

@@ -273,22 +273,58 @@ class Trace:
         otherwise), thread_name."""
         return pd.DataFrame(self._core.lanes())
 
-    def events(self) -> pd.DataFrame:
-        """One row per event, in file order: name, cat, ph, kind
-        (categoricals), then int64 columns: ts_ns, dur_ns (ns), pid, tid,
-        device, stream (from the event's lane: device and stream are -1
-        off GPU lanes; a pid or tid written as a string is -1, lanes() has
-        it as written), correlation, external_id, flow_id (-1 when absent).
+    def events(self, sort: bool = False, args: Optional[Sequence[str]] = None, derived: bool = False) -> pd.DataFrame:
+        """One row per event, in file order (sort=True: by ts_ns, stably,
+        equal times in file order): name, cat, ph, kind (categoricals),
+        then int64 columns: ts_ns, dur_ns (ns), pid, tid, device, stream
+        (from the event's lane: device and stream are -1 off GPU lanes; a
+        pid or tid written as a string is -1, lanes() has it as written),
+        correlation, external_id, flow_id (-1 when absent).
+
+        derived=True adds three int64 columns computed in C++: parent (the
+        enclosing event on the same lane, `tprof export --sqlite`'s
+        events.parent_id: a complete event's innermost container, an
+        instant's or a flow event's slice open at its time; -1 at the top
+        level), depth (0 at the top level), step (N of the ProfilerStep#N
+        the event falls in: device activity by its launch call's time, as
+        the SQL export's kernels.step, anything else by its ts; -1 outside
+        steps). They cost several times the plain frame, so they are
+        computed only when asked for.
+
+        The frame's index is the event index (file order; what parent,
+        args() and the SQL export's ids refer to), so df.loc[df.parent]
+        finds the parents whether or not the rows are sorted.
+
+        args: keys of the events' args, one object column each (named as
+        the key; "args.KEY" where the key is a column name already): the
+        value decoded as json does (int, float, str, list, dict, bool),
+        None where the event has no such key. Read and decoded in C++.
+
         Built in C++ without a Python loop; the frame owns its memory (it
         does not keep the trace alive)."""
-        f = self._core.events_frame()
+        keys: List[str] = []
+        if args is not None:
+            if isinstance(args, (str, bytes)):
+                raise TypeError("Trace.events(args=...): a sequence of keys, not one key")
+            for k in args:
+                if not isinstance(k, str):
+                    raise TypeError(f"Trace.events(args=...): keys are str, got {type(k).__name__}")
+                if k not in keys:
+                    keys.append(k)
+        f = self._core.events_frame(bool(sort), keys, bool(derived))
         # The numeric columns arrive as one int64 block that pandas wraps
         # without a copy; the categoricals take their codes as they are.
-        df = pd.DataFrame(f["block"].T, columns=f["block_columns"], copy=False)
+        index = pd.Index(f["index"]) if sort else None
+        df = pd.DataFrame(f["block"].T, columns=f["block_columns"], index=index, copy=False)
         df.insert(0, "kind", pd.Categorical.from_codes(f["kind_codes"], categories=_KINDS))
         df.insert(0, "ph", pd.Categorical.from_codes(f["ph_codes"], categories=_PHASES))
         df.insert(0, "cat", pd.Categorical.from_codes(f["cat_codes"], categories=pd.Index(f["cats"], dtype=object)))
         df.insert(0, "name", pd.Categorical.from_codes(f["name_codes"], categories=pd.Index(f["names"], dtype=object)))
+        for key, values in zip(keys, f["args"]):
+            column = key
+            while column in df.columns:
+                column = "args." + column
+            df[column] = values
         return df
 
     def table(

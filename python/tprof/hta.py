@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pandas as pd
@@ -312,9 +312,11 @@ class TraceAnalysis:
 
     def get_queue_length_time_series(self, ranks: Optional[List[int]] = None) -> Dict[int, pd.DataFrame]:
         """Per rank, the queue length of each stream (launched activities
-        not started yet) at every change: ts (µs), pid, tid (the stream's
-        lane), stream, queue_length; streams in ascending order, each in
-        time order. Ranks without launches are left out, as in HTA."""
+        not started yet) at every change: ts (µs), pid, tid (the device
+        activity's lane), stream (HTA's: the activity's args "stream", the
+        key get_idle_time_breakdown uses), queue_length; streams in
+        ascending order, each in time order. Over HTA's rows (its step
+        filter). Ranks without launches are left out, as in HTA."""
         out: Dict[int, pd.DataFrame] = {}
         for rank in self._ranks(ranks):
             q = self._figures[rank]["queue"]
@@ -334,14 +336,139 @@ class TraceAnalysis:
     def get_queue_length_summary(self, ranks: Optional[List[int]] = None) -> Optional[pd.DataFrame]:
         """Per (rank, stream): pandas' describe() of the queue length series
         (count, mean, std, min, 25%, 50%, 75%, max), as HTA; None when no
-        rank has launches."""
+        rank has launches. stream is HTA's (args "stream"), as in
+        get_idle_time_breakdown: the two join on (rank, stream)."""
         return self.get_queue_length_summary_from_time_series(self.get_queue_length_time_series(ranks))
+
+    def get_memory_bw_time_series(self, ranks: Optional[List[int]] = None) -> Dict[int, pd.DataFrame]:
+        """Per rank, HTA's memory bandwidth series: for each kind of memory
+        row (name: "Memcpy DtoH", "Memcpy HtoD", "Memcpy DtoD", "Memset",
+        ...: HTA's get_memory_kernel_type of its MEMORY rows), the sum of
+        the "memory bandwidth (GB/s)" args of the rows running, at every
+        change: ts (µs, HTA's: a row's ts, and ts + dur with a dur of 0 as
+        1 µs), pid (the device), name, memory_bw_gbps. Kinds by name, each
+        in time order (equal times: starts in row order, then ends). Over
+        HTA's rows (its step filter); ranks without memory rows are left
+        out, as in HTA."""
+        out: Dict[int, pd.DataFrame] = {}
+        for rank in self._ranks(ranks):
+            m = self._figures[rank]["memory_bw"]
+            if len(m["ts_ns"]) == 0:
+                continue
+            out[rank] = pd.DataFrame(
+                {
+                    "ts": _us(m["ts_ns"]),
+                    "pid": m["pid"],
+                    "name": np.array(m["name"], dtype=object),
+                    "memory_bw_gbps": m["memory_bw_gbps"],
+                }
+            )
+        return out
+
+    def get_memory_bw_summary(self, ranks: Optional[List[int]] = None) -> Optional[pd.DataFrame]:
+        """HTA's summary of get_memory_bw_time_series: per (rank, name),
+        pandas' describe() (count, mean, std, min, 25%, 50%, 75%, max) of
+        the series' points above 0 GB/s, columns ("memory_bw_gbps", stat);
+        None when no rank has memory rows."""
+        parts = []
+        for rank, df in self.get_memory_bw_time_series(ranks).items():
+            d = df.loc[df["memory_bw_gbps"] > 0, ["name", "memory_bw_gbps"]].copy()
+            d.insert(0, "rank", rank)
+            parts.append(d.groupby(["rank", "name"]).describe())
+        return pd.concat(parts) if parts else None
+
+    def get_potential_stragglers(
+        self,
+        profiler_steps: Optional[List[int]] = None,
+        num_candidates: int = 2,
+        visualize: bool = False,
+        straggler_identification_impl: Optional[Callable[..., pd.Series]] = None,
+    ) -> List[int]:
+        """HTA's straggler detection (find_stragglers_with_late_start_comm_kernels):
+        the ranks that start the job's most rank-dependent collective
+        latest. Over the steps `profiler_steps` (None: get_profiler_steps();
+        numbers not among those are ignored, none left is a ValueError):
+        the NCCL kernels (names starting with ncclKernel, HTA's test, or
+        ncclDevKernel, NCCL 2.19's name, which HTA does not match) on a
+        stream > 0, launched in a step numbered > 0, lasting at least 1% of
+        the mean step time (the span of those steps' rows, all ranks,
+        over their number); per (rank, stream, step, name) the last such
+        kernel; the (stream, name) whose duration varies most across
+        ranks (the mean over steps of the standard deviation across ranks);
+        per step, the ranks whose kernel of that (stream, name) starts no
+        earlier than the num_candidates-th latest start are stragglers
+        once. Returns the num_candidates ranks counted most often (ties in
+        rank order). num_candidates < 1 is 1, as in HTA. visualize is
+        accepted and ignored; straggler_identification_impl (another
+        metric: HTA's signature) is not supported (NotImplementedError).
+        Times are the trace's (µs as exact ns / 1000); ranks' clocks are
+        taken as they are, as HTA takes them. ValueError when no rank has
+        such a kernel or only one rank has it in every step."""
+        if straggler_identification_impl is not None:
+            raise NotImplementedError("get_potential_stragglers: straggler_identification_impl (a metric of "
+                                      "HTA's API on its trace DataFrame) is not supported; `tprof diagnose DIR` "
+                                      "explains the straggler")
+        num_candidates = max(1, int(num_candidates))
+        available = self.get_profiler_steps()
+        steps = available if profiler_steps is None else [s for s in profiler_steps if s in available]
+        if not steps:
+            raise ValueError(f"invalid value for argument: profiler_steps={profiler_steps}; "
+                             f"available profiler steps={available}")
+        kernels, lo, hi = [], None, None
+        for rank, trace in self.traces.items():
+            ev = trace.events(args=["stream"], derived=True)
+            # HTA's rows of those steps: host rows by their ts, device rows
+            # by their launch (HTA gives an unlaunched one no step).
+            launched = (ev["device"] == -1) | (ev["correlation"] >= 0)
+            rows = ev[(ev["ph"] == "X") & (ev["kind"] != "trace_span") & launched & ev["step"].isin(steps)]
+            if rows.empty:
+                continue
+            first, last = int(rows["ts_ns"].min()), int((rows["ts_ns"] + rows["dur_ns"]).max())
+            lo = first if lo is None else min(lo, first)
+            hi = last if hi is None else max(hi, last)
+            names = rows["name"].astype(object)
+            stream = pd.to_numeric(rows["args.stream"], errors="coerce")
+            comm = rows[(rows["device"] >= 0) & (stream > 0) & (rows["step"] > 0)
+                        & (names.str.startswith("ncclKernel") | names.str.startswith("ncclDevKernel"))]
+            kernels.append(pd.DataFrame({
+                "rank": rank, "stream": stream[comm.index].astype(np.int64), "iteration": comm["step"],
+                "name": names[comm.index], "ts": comm["ts_ns"] / 1000.0, "dur": comm["dur_ns"] / 1000.0,
+            }))
+        k = pd.concat(kernels, ignore_index=True) if kernels else pd.DataFrame()
+        if k.empty:
+            raise ValueError("get_potential_stragglers: no NCCL kernel (ncclKernel*, ncclDevKernel*) in the steps "
+                             f"{steps} of any rank")
+        t_min = lo / 1000.0
+        mean_step = (hi - lo) / 1000.0 / len(steps)
+        k = k[k["dur"] >= mean_step * 0.01]
+        if k.empty:
+            raise ValueError(f"get_potential_stragglers: no NCCL kernel lasts 1% of the mean step time "
+                             f"({mean_step:.0f} µs: the span of the steps' rows over all ranks; ranks whose "
+                             f"clocks disagree widen it)")
+        # The last kernel (in file order) of each (rank, stream, step, name).
+        k = k.groupby(["rank", "stream", "iteration", "name"], as_index=False).last()
+        k["start"] = (k["ts"] - t_min) / mean_step
+        k["duration"] = k["dur"] / mean_step
+        spread = k.groupby(["stream", "iteration", "name"])["duration"].std().groupby(["stream", "name"]).mean()
+        if spread.isna().all():
+            raise ValueError("get_potential_stragglers: no NCCL kernel appears on two ranks in one step: "
+                             "nothing to compare")
+        stream, name = spread.idxmax()
+        chosen = k[(k["stream"] == stream) & (k["name"] == name)]
+        counts: Dict[int, int] = {int(r): 0 for r in sorted(chosen["rank"].unique())}
+        for _, by_step in chosen.groupby("iteration"):
+            starts = by_step["start"].sort_values(ascending=False).tolist()
+            threshold = starts[min(num_candidates, len(starts)) - 1]
+            for rank in by_step.loc[by_step["start"] >= threshold, "rank"]:
+                counts[int(rank)] += 1
+        order = sorted(counts, key=lambda r: -counts[r])  # stable: ties in rank order
+        return order[:num_candidates]
 
     def _steps(self, rank: int) -> List[Tuple[int, int, int]]:
         """(number, start_ns, end_ns) of rank's ProfilerStep#N on CPU lanes, by
         start; HTA's default leaves out the last of two or more."""
         ev = self.traces[rank].events()
-        names = ev["name"].astype(str)
+        names = ev["name"].astype(object)  # object, not str: NumPy str would pad every name to the longest
         s = ev[names.str.startswith("ProfilerStep#") & (ev["device"] == -1) & (ev["ph"] == "X")]
         nums = pd.to_numeric(names[s.index].str.slice(len("ProfilerStep#")), errors="coerce")
         steps = sorted((int(n), int(t), int(t + d)) for n, t, d in zip(nums, s["ts_ns"], s["dur_ns"]) if n == n)
@@ -377,7 +504,7 @@ class TraceAnalysis:
         out: Dict[int, pd.DataFrame] = {}
         for rank in self._ranks(ranks):
             ev = self.traces[rank].events()
-            calls = ev[(ev["device"] == -1) & (ev["correlation"] >= 0) & ev["name"].astype(str).isin(names)]
+            calls = ev[(ev["device"] == -1) & (ev["correlation"] >= 0) & ev["name"].isin(names)]
             steps = self._steps(rank)
             if steps:
                 lo, hi = steps[0][1], steps[-1][2]
@@ -429,12 +556,16 @@ class TraceAnalysis:
 
     # HTA methods tprof does not provide, and what answers the same question.
     _NOT_PROVIDED = {
-        "get_memory_bw_summary": "tprof.read(path).kernels() (memcpy rows: count and time) or `tprof memory`",
-        "get_memory_bw_time_series": "get_memory_timeline() or tprof.read(path).memory() for memory over time",
         "get_classified_memory_timelines": "get_memory_timeline() (op and stack per record) or `tprof memory`",
-        "get_potential_stragglers": "`tprof diagnose DIR` or `python3 -m tprof job DIR` (the straggler and why)",
+        "get_gpu_kernels_with_user_annotations": "self.traces[rank].events(derived=True): a kernel's parent on its "
+                                                 "GPU lane is the gpu_user_annotation around it",
+        "get_gpu_user_annotation_breakdown": "self.traces[rank].events() (the gpu_user_annotation rows and their "
+                                             "dur_ns) or `tprof table` (user annotations' CUDA time)",
+        "get_aten_op_kernels_and_delay": "get_cuda_kernel_launch_stats() or `tprof export --sqlite` (kernel_view: "
+                                         "op_name, launch_delay_ns)",
         "get_frequent_cuda_kernel_sequences": "`tprof kernels` and `tprof critical-path`",
-        "get_time_spent_blocked_on_full_queue": "get_idle_time_breakdown() and `tprof diagnose` (blocked_launch_queue)",
+        "get_time_spent_blocked_on_full_queue": "get_queue_length_time_series() (how long each length lasts) and "
+                                                "`tprof diagnose` (blocked_launch_queue)",
         "get_cupti_counter_data_with_operators": "`tprof kernels` (range-profiler counters)",
         "generate_trace_with_counters": "`tprof export --sqlite` (steps, kernels, memory_timeline tables)",
         "get_cuda_kernel_launch_info": "get_cuda_kernel_launch_stats()",

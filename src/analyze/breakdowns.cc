@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <string>
 #include <limits>
 #include <string_view>
@@ -997,6 +998,99 @@ std::vector<HtaKernel> hta_kernels(const Trace& t, const std::vector<HtaOp>& ops
   return out;
 }
 
+// The runtime calls HTA's queue length counts as enqueuing work
+// (TraceSymbolTable.get_runtime_launch_events_mask).
+bool hta_launch_call(std::string_view name) {
+  static const std::unordered_set<std::string_view> kNames = {
+      "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaMemcpyAsync",
+      "cudaMemsetAsync", "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel",
+      "hipExtModuleLaunchKernel", "hipMemsetAsync", "hipMemcpyAsync", "hipMemcpyWithStream"};
+  return kNames.count(name) != 0;
+}
+
+// HTA's queue length (TraceCounters._get_queue_length_time_series_for_rank)
+// over its rows: per stream (the rows' args "stream", as every other HTA
+// figure keys streams), +1 when a launch call whose activity is a row
+// starts, -1 when that activity starts; the running sum after each. Times
+// are the trace's exact ns; ties put the launch first (HTA's sort leaves
+// them in no set order).
+std::vector<HtaQueuePoint> hta_queue(const DiagnoseContext& c, const std::vector<HtaOp>& ops) {
+  const EventColumns& ev = c.trace.events;
+  struct Edge {
+    std::int64_t ts;
+    int delta;
+    std::uint32_t event;
+  };
+  std::map<std::int64_t, std::vector<Edge>> by_stream;
+  for (const HtaOp& op : ops) {
+    const std::int64_t corr = ev.correlation[op.event];
+    const std::uint32_t launch = corr >= 0 ? c.launch_for_correlation(corr) : kNoIndex;
+    if (launch == kNoIndex || !hta_launch_call(c.name(launch))) continue;
+    std::vector<Edge>& edges = by_stream[op.stream];
+    edges.push_back({ev.ts_ns[launch], +1, op.event});
+    edges.push_back({ev.ts_ns[op.event], -1, op.event});
+  }
+  std::vector<HtaQueuePoint> out;
+  for (auto& [stream, edges] : by_stream) {
+    std::stable_sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
+      return a.ts != b.ts ? a.ts < b.ts : a.delta > b.delta;
+    });
+    std::int64_t q = 0;
+    for (const Edge& e : edges) {
+      q += e.delta;
+      out.push_back({e.ts, e.event, stream, q});
+    }
+  }
+  return out;
+}
+
+// get_memory_kernel_type (hta/utils/utils.py): "Memset", the first 11
+// characters of a "Memcpy ..." name ("Memcpy DtoH"), else "Memcpy Unknown".
+std::string_view hta_memory_kind(std::string_view name) {
+  if (name.starts_with("Memset")) return "Memset";
+  if (!name.starts_with("Memcpy")) return "Memcpy Unknown";
+  return name.substr(0, 11);
+}
+
+// HTA's memory bandwidth series (_get_memory_bw_time_series_for_rank): its
+// MEMORY rows (get_kernel_type), each +bw at its ts and -bw at ts + dur (a
+// dur of 0 as 1 µs), bw being the row's "memory bandwidth (GB/s)" arg (0
+// when absent, HTA's default); the points by ts (stably: the starts in row
+// order, then the ends, which is HTA's sort where its order is set), then
+// per kind (kinds by name, as groupby sorts them) the running sum, added
+// up in that order as pandas' cumsum adds.
+std::vector<HtaMemoryBwPoint> hta_memory_bw(const Trace& t, const std::vector<HtaOp>& ops) {
+  static constexpr std::string_view kKey[] = {"memory bandwidth (GB/s)"};
+  std::vector<HtaMemoryBwPoint> starts, ends;
+  for (const HtaOp& op : ops) {
+    const std::string_view name = t.name(op.event);
+    if (hta_kernel_type(name, op.computation) != kHtaMemory) continue;
+    double bw = 0;
+    std::string_view v[1];
+    const std::string_view json = t.args_json(op.event);
+    if (!json.empty() && member_values(json, kKey, v) && !v[0].empty() && v[0].front() != '"') {
+      const std::string text(v[0]);
+      char* stop = nullptr;
+      const double d = std::strtod(text.c_str(), &stop);
+      if (stop == text.c_str() + text.size()) bw = d;
+    }
+    const std::int64_t end = op.end == op.start ? op.start + 1000 : op.end;
+    starts.push_back({op.start, op.event, hta_memory_kind(name), bw});
+    ends.push_back({end, op.event, hta_memory_kind(name), -bw});
+  }
+  starts.insert(starts.end(), ends.begin(), ends.end());
+  std::stable_sort(starts.begin(), starts.end(), [](const HtaMemoryBwPoint& a, const HtaMemoryBwPoint& b) {
+    return a.kind != b.kind ? a.kind < b.kind : a.ts_ns < b.ts_ns;
+  });
+  double run = 0;
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    if (i == 0 || starts[i].kind != starts[i - 1].kind) run = 0;
+    run += starts[i].memory_bw_gbps;
+    starts[i].memory_bw_gbps = run;
+  }
+  return starts;
+}
+
 }  // namespace
 
 HtaKernelTypes compute_hta_kernel_types(const DiagnoseContext& c) {
@@ -1014,6 +1108,8 @@ HtaFigures compute_hta(const DiagnoseContext& c, const HtaOptions& options) {
     f.temporal = hta_temporal(ops, trace_rank(c.trace));
     f.idle = hta_idle_streams(ops, options);
   }
+  f.queue = hta_queue(c, ops);
+  f.memory_bw = hta_memory_bw(c.trace, ops);
   return f;
 }
 

@@ -90,15 +90,37 @@ struct HtaKernelTypes {
 };
 HtaKernelTypes compute_hta_kernel_types(const DiagnoseContext& c);
 
+// One point of get_queue_length_time_series: the queue length of `stream`
+// (HTA's stream: the rows' args "stream") after the change at ts_ns.
+struct HtaQueuePoint {
+  std::int64_t ts_ns = 0;           // exact ns: the launch call's start (+1) or the activity's (-1)
+  std::uint32_t event = kNoIndex;   // the device activity (HTA's pid and tid are its lane's)
+  std::int64_t stream = -1;
+  std::int64_t queue_length = 0;
+};
+
+// One point of get_memory_bw_time_series: the summed "memory bandwidth
+// (GB/s)" of the memory rows of one kind running after the change at ts_ns.
+struct HtaMemoryBwPoint {
+  std::int64_t ts_ns = 0;          // HTA's clock: a row's ts (+) or ts + dur (-), dur 0 counting as 1 µs
+  std::uint32_t event = kNoIndex;  // the row (HTA's pid is its lane's)
+  std::string_view kind;           // "Memcpy DtoH", "Memset", "Memcpy Unknown", ... (get_memory_kernel_type)
+  double memory_bw_gbps = 0;       // the running sum after this point
+};
+
 // Everything TraceAnalysis reports for one rank under `options`: the
 // temporal breakdown (none when no row has a stream: HTA raises), the idle
 // breakdown per stream in order of first appearance, the kernel-type view
-// and the per-kernel rows sorted by (type, name).
+// and the per-kernel rows sorted by (type, name), the queue lengths (per
+// stream, streams ascending, each in time order) and the memory bandwidth
+// (per kind, kinds by name, each in time order).
 struct HtaFigures {
   std::optional<HtaTemporal> temporal;
   std::vector<HtaIdleStream> idle;
   HtaKernelTypes kernel_types;
   std::vector<HtaKernel> kernels;
+  std::vector<HtaQueuePoint> queue;
+  std::vector<HtaMemoryBwPoint> memory_bw;
 };
 HtaFigures compute_hta(const DiagnoseContext& c, const HtaOptions& options);
 

@@ -656,6 +656,19 @@ int DiagnoseContext::step_index_at(std::int64_t ts) const {
 
 std::int64_t DiagnoseContext::step_number_at(std::int64_t ts) const { return step_number(step_index_at(ts)); }
 
+std::vector<std::int64_t> DiagnoseContext::event_step_numbers() const {
+  const EventColumns& ev = trace.events;
+  std::vector<std::int64_t> out(ev.size(), -1);
+  if (steps.steps.empty()) return out;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (ev.phase[e] != Phase::kMetadata) out[e] = step_number_at(ev.ts_ns[e]);
+  }
+  for (const std::vector<DeviceOp>* ops : {&device, &ranges}) {
+    for (const DeviceOp& op : *ops) out[op.event] = step_number(op.step);
+  }
+  return out;
+}
+
 std::int64_t DiagnoseContext::window_ns() const {
   if (steps.steps.empty()) return std::max<std::int64_t>(0, sat_sub(end_ns, start_ns));
   std::int64_t total = 0;

@@ -139,6 +139,12 @@ class DiagnoseContext {
   // Its number N (ProfilerStep#N), or -1.
   std::int64_t step_number_at(std::int64_t ts) const;
   std::int64_t step_number(int index) const { return index < 0 ? -1 : steps.steps[static_cast<std::size_t>(index)].step; }
+  // Per event (by index), the number N of the ProfilerStep#N it falls in,
+  // or -1: device activity and profiler ranges by their op.step (the step
+  // their launch call falls in, else their start: the SQL export's
+  // kernels.step), every other event by its ts (step_number_at), metadata
+  // never. The Python module's Trace.events() column `step`.
+  std::vector<std::int64_t> event_step_numbers() const;
 
   // An event as evidence: name, lane label, ts, dur, step.
   EventRef ref(std::uint32_t event) const;

@@ -43,6 +43,7 @@
 
 #include "src/analyze/breakdowns.h"
 #include "src/analyze/diagnose_context.h"
+#include "src/analyze/nesting.h"
 #include "src/trace/id_index.h"
 #include "src/base/file.h"
 #include "src/base/json_writer.h"
@@ -317,102 +318,9 @@ Result<bool> Stmt::row() {
 
 // ---- nesting -------------------------------------------------------------------
 
-// Per lane, complete events nest into a tree as torch builds prof.events()'s:
-// in (ts, -end) order, an event's parent is the innermost open event that
-// contains it whole. python_function events are not FunctionEvents to torch:
-// they form a tree of their own on the lane (the Python call stack), so an
-// op's children and self time are torch's.
-struct Nesting {
-  std::vector<std::uint32_t> parent;   // per event; kNoIndex: top level, or not nested
-  std::vector<std::int64_t> child_ns;  // per event: Σ dur of its direct children
-  std::vector<std::uint32_t> order;    // complete events by (group, ts, -end, index)
-  std::vector<std::size_t> group_begin;  // positions in `order` per group (2·lane + python), one past the last too
-};
-
-std::uint32_t group_of(const EventColumns& ev, std::uint32_t e) {
-  return 2 * ev.lane[e] + (ev.kind[e] == EventKind::kPythonFunction ? 1 : 0);
-}
-
-std::int64_t end_of(const EventColumns& ev, std::uint32_t e) { return ev.ts_ns[e] + ev.dur_ns[e]; }
-
-Nesting build_nesting(const Trace& t) {
-  const EventColumns& ev = t.events;
-  const std::size_t n = ev.size();
-  Nesting out;
-  out.parent.assign(n, kNoIndex);
-  out.child_ns.assign(n, 0);
-  std::int64_t min_ts = INT64_MAX, max_end = INT64_MIN;
-  for (std::uint32_t e = 0; e < n; ++e) {
-    if (ev.phase[e] != Phase::kComplete) continue;
-    out.order.push_back(e);
-    min_ts = std::min(min_ts, ev.ts_ns[e]);
-    max_end = std::max(max_end, end_of(ev, e));
-  }
-  // Three stable radix passes, least significant key first: -end, ts, group.
-  std::vector<std::uint64_t> keys(out.order.size());
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    keys[i] = static_cast<std::uint64_t>(max_end - end_of(ev, out.order[i]));
-  }
-  radix_sort(&keys, &out.order);
-  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = static_cast<std::uint64_t>(ev.ts_ns[out.order[i]] - min_ts);
-  radix_sort(&keys, &out.order);
-  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = group_of(ev, out.order[i]);
-  radix_sort(&keys, &out.order);
-
-  const std::size_t groups = 2 * t.lanes.size();
-  out.group_begin.assign(groups + 1, 0);
-  for (std::uint32_t e : out.order) ++out.group_begin[group_of(ev, e) + 1];
-  for (std::size_t g = 0; g < groups; ++g) out.group_begin[g + 1] += out.group_begin[g];
-
-  // prof.events()'s tree (EventListBuilder::build_trees): pop what ended
-  // before this event starts or ends before it does.
-  std::vector<std::uint32_t> stack;
-  for (std::size_t k = 0; k < out.order.size(); ++k) {
-    const std::uint32_t e = out.order[k];
-    if (k == 0 || group_of(ev, out.order[k - 1]) != group_of(ev, e)) stack.clear();
-    while (!stack.empty()) {
-      const std::uint32_t p = stack.back();
-      if (ev.ts_ns[e] >= end_of(ev, p) || end_of(ev, e) > end_of(ev, p)) {
-        stack.pop_back();
-      } else {
-        out.parent[e] = p;
-        sat_acc(out.child_ns[p], ev.dur_ns[e]);
-        break;
-      }
-    }
-    stack.push_back(e);
-  }
-  return out;
-}
-
-// The innermost complete event (not a python_function) on `lane` whose
-// [ts, end] holds t, or kNoIndex: the last one to start at or before t, or
-// the first of its ancestors that is still open at t.
-std::uint32_t enclosing(const Trace& t, const Nesting& nest, std::uint32_t lane, std::int64_t at) {
-  const EventColumns& ev = t.events;
-  const std::size_t g = 2 * static_cast<std::size_t>(lane);
-  if (g + 1 >= nest.group_begin.size()) return kNoIndex;
-  const auto first = nest.order.begin() + static_cast<std::ptrdiff_t>(nest.group_begin[g]);
-  const auto last = nest.order.begin() + static_cast<std::ptrdiff_t>(nest.group_begin[g + 1]);
-  auto it = std::upper_bound(first, last, at, [&](std::int64_t v, std::uint32_t e) { return v < ev.ts_ns[e]; });
-  if (it == first) return kNoIndex;
-  std::uint32_t e = *(it - 1);
-  while (e != kNoIndex && end_of(ev, e) < at) e = nest.parent[e];
-  return e;
-}
-
-// The first complete event (not a python_function) on `lane` starting at or
-// after t: where a flow end without "bp": "e" binds (the trace event
-// format's "next slice").
-std::uint32_t next_slice(const Trace& t, const Nesting& nest, std::uint32_t lane, std::int64_t at) {
-  const EventColumns& ev = t.events;
-  const std::size_t g = 2 * static_cast<std::size_t>(lane);
-  if (g + 1 >= nest.group_begin.size()) return kNoIndex;
-  const auto first = nest.order.begin() + static_cast<std::ptrdiff_t>(nest.group_begin[g]);
-  const auto last = nest.order.begin() + static_cast<std::ptrdiff_t>(nest.group_begin[g + 1]);
-  auto it = std::lower_bound(first, last, at, [&](std::uint32_t e, std::int64_t v) { return ev.ts_ns[e] < v; });
-  return it == last ? kNoIndex : *it;
-}
+// The tree of each lane (parent_id, self_ns, flow ends) is build_nesting's
+// (src/analyze/nesting.h), the one the Python module's Trace.events(derived=True)
+// shows.
 
 // ---- derived views (computed on a second thread) ---------------------------
 
@@ -699,11 +607,8 @@ Status Writer::events(const Nesting& nest) {
   auto bind = [&](Stmt& s, std::uint32_t e) {
     const Phase ph = ev_.phase[e];
     const bool complete = ph == Phase::kComplete;
-    std::uint32_t parent = nest.parent[e];
     // Instants and flow events: the slice open on their lane at their time.
-    if (ph == Phase::kInstant || ph == Phase::kFlowStart || ph == Phase::kFlowStep || ph == Phase::kFlowEnd) {
-      parent = enclosing(t_, nest, ev_.lane[e], ev_.ts_ns[e]);
-    }
+    const std::uint32_t parent = event_parent(t_, nest, e);
     s.i64(e)
         .i64(ev_.ts_ns[e])
         .i64(ev_.dur_ns[e])

@@ -260,6 +260,10 @@ class ColumnsTest(unittest.TestCase):
         self.assertEqual(df.shape, (len(t), 13))
         self.assertEqual(list(df.columns), ["name", "cat", "ph", "kind", "ts_ns", "dur_ns", "pid", "tid", "device",
                                             "stream", "correlation", "external_id", "flow_id"])
+        self.assertIsInstance(df.index, pd.RangeIndex)  # file order: the index is the event index
+        derived = t.events(derived=True)
+        self.assertEqual(list(derived.columns), list(df.columns) + ["parent", "depth", "step"])
+        pd.testing.assert_frame_equal(derived[df.columns], df)
         for c in df.columns[4:]:
             self.assertEqual(df[c].dtype, np.int64, c)
         # The frame owns its memory: it does not hold the trace.
@@ -292,6 +296,105 @@ class ColumnsTest(unittest.TestCase):
         self.assertTrue((device["stream"] >= 0).all() and (device["device"] >= 0).all())
         self.assertTrue((df.loc[df["kind"] == "cpu_op", "stream"] == -1).all())
         self.assertEqual(set(lanes.columns), {"pid", "tid", "kind", "device", "stream", "thread_name"})
+
+    def test_events_sorted_by_time(self):
+        t = tprof.read(H100_COMPILE)
+        plain = t.events(derived=True)
+        by_time = t.events(sort=True, derived=True)
+        self.assertFalse(plain["ts_ns"].is_monotonic_increasing)  # Kineto writes device rows after host rows
+        self.assertEqual(list(by_time.columns), list(plain.columns))
+        # Stable: equal times keep file order, and the index is the event index.
+        want = sorted(range(len(t)), key=lambda e: (int(t.ts_ns[e]), e))
+        self.assertEqual(list(by_time.index), want)
+        pd.testing.assert_frame_equal(by_time.astype({"name": object, "cat": object}),
+                                      plain.loc[want].astype({"name": object, "cat": object}))
+        # parent is an event index: the same rows whichever the order.
+        kids = by_time[by_time["parent"] >= 0]
+        self.assertTrue((by_time.loc[kids["parent"], "ts_ns"].to_numpy() <= kids["ts_ns"].to_numpy()).all())
+        self.assertTrue((by_time.loc[kids["parent"], "depth"].to_numpy() + 1 == kids["depth"].to_numpy()).all())
+        self.assertEqual(list(t.events(sort=False).index), list(range(len(t))))
+        self.assertEqual(list(t.events(sort=True).columns), list(t.events().columns))
+
+    def test_parent_depth_step_equal_the_sql_export(self):
+        # The same computation as `tprof export --sqlite`: events.parent_id,
+        # its depth (a recursive query), kernels.step for device activity,
+        # steps.step for the ProfilerStep events, memory_timeline.step for
+        # [memory] records; every other event's step is the step its ts
+        # falls in.
+        if not TPROF_BIN:
+            self.skipTest("TPROF_BIN is not set (run through ctest)")
+        for path in (data("gpu", "h100-tprof", "64_bf16_warm_eager.json"),
+                     data("public", "tracelens", "h100", "gaunernst_bert-small-uncased__1016001.json.gz")):
+            with self.subTest(os.path.basename(path)), tempfile.TemporaryDirectory() as d:
+                db = os.path.join(d, "t.db")
+                r = subprocess.run([TPROF_BIN, "-q", "export", "--sqlite", path, "-o", db], capture_output=True,
+                                   env=CLI_ENV, check=False)
+                if b"built without SQLite" in r.stderr:
+                    self.skipTest("this tprof was built without SQLite")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                import sqlite3
+                with sqlite3.connect(db) as con:
+                    sql = pd.read_sql("""
+                        WITH RECURSIVE depth(id, depth) AS (
+                          SELECT id, 0 FROM events WHERE parent_id IS NULL
+                          UNION ALL SELECT e.id, depth.depth + 1 FROM events e JOIN depth ON e.parent_id = depth.id)
+                        SELECT e.id, coalesce(e.parent_id, -1) AS parent, depth.depth, e.ts_ns
+                        FROM events e JOIN depth ON depth.id = e.id ORDER BY e.id""", con)
+                    kernels = pd.read_sql("SELECT event_id, coalesce(step, -1) AS step FROM kernels", con)
+                    steps = pd.read_sql("SELECT event_id, step FROM steps", con)
+                    memory = pd.read_sql("SELECT event_id, coalesce(step, -1) AS step FROM memory_timeline", con)
+                    spans = pd.read_sql("SELECT step, ts_ns, ts_ns + dur_ns AS end_ns FROM steps", con)
+                df = tprof.read(path).events(derived=True)
+                self.assertEqual(len(sql), len(df))
+                np.testing.assert_array_equal(df["parent"].to_numpy(), sql["parent"].to_numpy())
+                np.testing.assert_array_equal(df["depth"].to_numpy(), sql["depth"].to_numpy())
+                self.assertGreater(df["depth"].max(), 2)
+                self.assertGreater(len(kernels), 0)
+                self.assertGreater(len(memory), 0)
+                for table in (kernels, steps, memory):
+                    np.testing.assert_array_equal(df.loc[table["event_id"], "step"].to_numpy(),
+                                                  table["step"].to_numpy())
+                others = df.drop(index=pd.concat([kernels, memory])["event_id"])
+                others = others[others["ph"] != "M"]
+                want = np.full(len(others), -1)
+                for step, start, end in spans.itertuples(index=False):
+                    want[(others["ts_ns"] >= start).to_numpy() & (others["ts_ns"] < end).to_numpy()] = step
+                np.testing.assert_array_equal(others["step"].to_numpy(), want)
+                self.assertTrue((df.loc[df["ph"] == "M", "step"] == -1).all())
+
+    def test_events_args_columns(self):
+        t = tprof.read(data("public", "hta", "trace_filter", "sampled_rank-0.json.gz"))
+        keys = ["Input Dims", "grid", "correlation", "memory bandwidth (GB/s)", "no such key"]
+        df = t.events(args=keys + ["grid"])  # a key asked twice is one column
+        self.assertEqual(list(df.columns[13:]),
+                         ["Input Dims", "grid", "args.correlation", "memory bandwidth (GB/s)", "no such key"])
+        for key, column in zip(keys, df.columns[13:]):
+            with self.subTest(key=key):
+                self.assertEqual(df[column].dtype, object)
+                want = [t.args(e).get(key) for e in range(len(t))]  # json's decoding of each event's args
+                self.assertEqual(df[column].tolist(), want)
+        self.assertGreater(df["Input Dims"].notna().sum(), 1000)
+        self.assertEqual(df["grid"].dropna().map(type).unique().tolist(), [list])
+        self.assertEqual(df["memory bandwidth (GB/s)"].dropna().map(type).unique().tolist(), [float])
+        self.assertTrue(df["no such key"].isna().all())
+        by_time = t.events(sort=True, args=["grid"])
+        self.assertEqual(by_time["grid"].tolist(), df.loc[by_time.index, "grid"].tolist())
+        # Every JSON type, ints past int64, a key the file writes with an
+        # escape, and a key holding a quote (read by parsing the whole
+        # object rather than in one pass).
+        odd = tprof.read(rb"""{"traceEvents": [
+  {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"x": [1, 2.5, "s", null, true, {"k": [false]}], "n": 123456789012345678901234567890}},
+  {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 2, "dur": 1, "args": {"q\"k": 1, "x": -0.0, "caf\u00e9": "\u20ac", "n": -7}},
+  {"ph": "X", "name": "c", "pid": 1, "tid": 1, "ts": 3, "dur": 1}
+]}""")
+        o = odd.events(args=["x", "n", 'q"k', "caf\u00e9"])
+        self.assertEqual(o["x"].tolist(), [[1, 2.5, "s", None, True, {"k": [False]}], -0.0, None])
+        self.assertEqual(o["n"].tolist(), [123456789012345678901234567890, -7, None])
+        self.assertEqual(o['q"k'].tolist(), [None, 1, None])
+        self.assertEqual(o["caf\u00e9"].tolist(), [None, "\u20ac", None])
+        self.assertEqual([odd.args(e).get('q"k') for e in range(3)], [None, 1, None])
+        with self.assertRaises(TypeError):
+            odd.events(args="x")
 
     def test_legacy_array_and_args(self):
         t = tprof.read(TORCH113_LEGACY)
