@@ -15,7 +15,14 @@ if(TPROF_SHARED_CAPTURE)
 endif()
 set(_tprof_export_targets tprof_base tprof_trace ${_tprof_capture_installed} tprof_causal tprof_analyze tprof_report
                           tprof_profiler_tables tprof_all)
-foreach(_t tprof_cupti tprof_gzip)
+# tprof::cuda (CUDA capture, a component: find_package(tprof COMPONENTS
+# cuda)) with what it links: the static CUPTI source, or with
+# TPROF_SHARED_CAPTURE libtprof_cuda.so in its place.
+set(_tprof_cuda_installed tprof_cupti)
+if(TPROF_SHARED_CAPTURE)
+  set(_tprof_cuda_installed tprof_cuda_shared)
+endif()
+foreach(_t ${_tprof_cuda_installed} tprof_cuda tprof_gzip)
   if(TARGET ${_t})
     list(APPEND _tprof_export_targets ${_t})
   endif()
@@ -38,7 +45,8 @@ install(FILES ${PROJECT_BINARY_DIR}/tprofConfig.cmake ${PROJECT_BINARY_DIR}/tpro
   DESTINATION ${_tprof_cmake_dir} COMPONENT dev)
 
 # pkg-config: `tprof` is everything (C++20), `tprof-capture` the recorder
-# alone (C++17 is enough). Static libraries: their dependencies are public
+# alone (C++17 is enough), `tprof-cuda` the recorder with CUDA capture
+# (when CUPTI is built). Static libraries: their dependencies are public
 # (Requires, Libs), so a plain `pkg-config --libs` links.
 # tprof-capture links no compression library (src/base/gzip_codec.h);
 # tprof and tprof-tables carry tprof::gzip, pulled out of its archive by
@@ -49,18 +57,20 @@ if(TPROF_HAVE_GZIP)
   set(TPROF_PC_GZIP_REQUIRES "libdeflate zlib")
   set(TPROF_PC_GZIP_LIBS "-Wl,--undefined=tprof_gzip_linked_codec -ltprof_gzip")
 endif()
-set(TPROF_PC_CUPTI_LIB "")
-if(TARGET tprof_cupti AND NOT TPROF_SHARED_CAPTURE)
-  set(TPROF_PC_CUPTI_LIB "-ltprof_cupti")
-endif()
 # The static recorder stays private to the module that links it (as
 # tprof::capture's usage requirement says: src/CMakeLists.txt); the shared
 # one is a single -ltprof_capture (base and trace are inside it).
 set(TPROF_PC_EXCLUDE_LIBS "-Wl,--exclude-libs=${TPROF_RECORDER_ARCHIVES}")
-set(TPROF_PC_CAPTURE_LIBS "-Wl,--start-group -ltprof_capture ${TPROF_PC_CUPTI_LIB} -Wl,--end-group -ltprof_trace -ltprof_base ${TPROF_PC_EXCLUDE_LIBS} -pthread -ldl")
+set(TPROF_PC_CAPTURE_LIBS "-ltprof_capture -ltprof_trace -ltprof_base ${TPROF_PC_EXCLUDE_LIBS} -pthread -ldl")
 if(TPROF_SHARED_CAPTURE)
   set(TPROF_PC_EXCLUDE_LIBS "")
   set(TPROF_PC_CAPTURE_LIBS "-ltprof_capture")
+endif()
+# tprof-cuda: CUDA capture (tprof::cuda; src/CMakeLists.txt says why these
+# flags). Its Libs come before tprof-capture's, which it requires.
+set(TPROF_PC_CUDA_LIBS "-Wl,--undefined=tprof_make_cuda_source -ltprof_cupti")
+if(TPROF_SHARED_CAPTURE)
+  set(TPROF_PC_CUDA_LIBS "-Wl,--push-state,--no-as-needed -ltprof_cuda -Wl,--pop-state")
 endif()
 set(TPROF_PC_ENABLE_FLAG "")
 if(NOT TPROF_ENABLE)
@@ -70,7 +80,11 @@ endif()
 # (${pcfiledir}), so `cmake --install --prefix X` and the .deb both work.
 file(RELATIVE_PATH TPROF_PC_PREFIX_FROM_PCDIR /_root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /_root)
 string(REGEX REPLACE "/$" "" TPROF_PC_PREFIX_FROM_PCDIR "${TPROF_PC_PREFIX_FROM_PCDIR}")
-foreach(_pc tprof tprof-capture tprof-tables)
+set(_tprof_pcs tprof tprof-capture tprof-tables)
+if(TARGET tprof_cuda)
+  list(APPEND _tprof_pcs tprof-cuda)
+endif()
+foreach(_pc ${_tprof_pcs})
   configure_file(${PROJECT_SOURCE_DIR}/cmake/${_pc}.pc.in ${PROJECT_BINARY_DIR}/${_pc}.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/${_pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
 endforeach()

@@ -37,15 +37,36 @@
 #include "src/capture/recorder.h"
 #include "src/capture/recorders.h"
 #include "src/capture/trace_builder.h"
+#include "src/cupti/cupti_source.h"
 #include "src/trace/json_value.h"
 #include "tprof/write.h"
-#if TPROF_HAVE_CUPTI
-#include "src/cupti/cupti_source.h"
-#endif
+
+// CUDA capture is linked only into programs that ask for it (tprof::cuda,
+// pkg-config tprof-cuda: issue 42, item 3). A weak reference pulls nothing
+// out of an archive, so a program that links tprof::capture alone carries
+// none of CUPTI's code and this is null there; tprof::cuda defines it
+// (src/cupti/cupti_source.h). Shared, the loader binds it to
+// libtprof_cuda.so's when the program loaded that.
+extern "C" __attribute__((weak)) tprof::internal::ActivitySource* tprof_make_cuda_source(
+    const tprof::internal::CuptiOptions& options);
 
 namespace tprof {
 
 namespace {
+
+// Activity::kCuda in a program without CUDA capture linked: a source that
+// never starts, so that each window records the CPU and says why, as for a
+// missing driver. (A tprof built without CUPTI has no source at all; the
+// trace builder says that instead.)
+class UnlinkedCudaSource final : public internal::ActivitySource {
+ public:
+  Status start() override {
+    return Error(ErrorCode::kUnsupported,
+                 "CUDA activity was requested, but this program does not link tprof's CUDA capture "
+                 "(CMake: tprof::cuda, find_package(tprof COMPONENTS cuda); pkg-config: tprof-cuda): CPU only");
+  }
+  void stop(internal::DeviceBatch*) override {}
+};
 
 std::atomic<Profiler*> g_active{nullptr};
 
@@ -334,8 +355,7 @@ Status Profiler::start() {
     g_active.store(nullptr);
     return spill;
   }
-#if TPROF_HAVE_CUPTI
-  if (wants_cuda() && device_ == nullptr) {
+  if (wants_cuda() && device_ == nullptr && tprof_make_cuda_source != nullptr) {
     // NVTX ranges reach CUPTI only where NVTX_INJECTION64_PATH names
     // libcupti (tprof record sets it); elsewhere this costs nothing.
     static constexpr internal::NvtxRanges kRecorderRanges{internal::push_range, internal::pop_range,
@@ -353,8 +373,10 @@ Status Profiler::start() {
     // profile_memory covers CUDA's allocations too (CUPTI's memory
     // activity), as torch's covers its CUDA caching allocator's.
     cupti.memory = options_.profile_memory;
-    device_ = internal::make_cupti_source(cupti);
+    device_.reset(tprof_make_cuda_source(cupti));
   }
+#if TPROF_HAVE_CUPTI
+  if (wants_cuda() && device_ == nullptr) device_ = std::make_unique<UnlinkedCudaSource>();
 #endif
   running_ = true;
   forked_ = false;

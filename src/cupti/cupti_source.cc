@@ -788,6 +788,10 @@ std::unique_ptr<ActivitySource> make_cupti_source(const CuptiOptions& options) {
   return std::make_unique<CuptiSource>(options);
 }
 
+extern "C" ActivitySource* tprof_make_cuda_source(const CuptiOptions& options) {
+  return make_cupti_source(options).release();
+}
+
 void report_nvtx(const NvtxRanges& ranges, std::uint32_t cbid, const void* data) noexcept {
   if (data != nullptr) on_nvtx(ranges, static_cast<CUpti_CallbackId>(cbid), static_cast<const CUpti_NvtxData*>(data));
 }

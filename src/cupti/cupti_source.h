@@ -95,6 +95,18 @@ struct CuptiOptions {
 // kUnsupported while the first runs. Control-thread calls only.
 std::unique_ptr<ActivitySource> make_cupti_source(const CuptiOptions& options);
 
+// make_cupti_source as capture reaches it: the entry point of CUDA capture
+// (issue 42, item 3). capture does not link this library; it references
+// this symbol weakly (src/capture/profiler.cc), and only tprof::cuda
+// (pkg-config tprof-cuda) defines it in a program: from libtprof_cupti.a,
+// pulled out by --undefined=tprof_make_cuda_source, or exported by
+// libtprof_cuda.so (libtprof_cuda.map). A program that links tprof::capture
+// alone keeps a null weak reference and none of this library's code. A C
+// name without "cupti" in it, so that the reference left in such a program
+// is not mistaken for CUPTI code (tests/consumer, tests/link). Returns a
+// new source, owned by the caller.
+extern "C" __attribute__((visibility("default"))) ActivitySource* tprof_make_cuda_source(const CuptiOptions& options);
+
 // Loads libcupti now (as the first start() would), without subscribing.
 // tprof record calls it before registering its exit handler: a library
 // loaded later has its static destructors run before that handler at exit

@@ -5,6 +5,9 @@
 # and FetchContent of the source tree (capture only, without libdeflate or
 # zlib, checking the subproject adds no global targets or cache settings).
 # Each consumer program runs and its trace is read back by the installed CLI.
+# None of them carries CUDA capture; where tprof was built with CUPTI, a
+# consumer of the cuda component (find_package COMPONENTS cuda, pkg-config
+# tprof-cuda) records kernels on the CUDA stand-in (tests/standin).
 # The installed Python module (when built) is imported by an isolated
 # python3 (no PYTHONPATH, no build tree) and reads traces.
 # Then cpack makes the .debs, and tprof and the Python module run from the
@@ -42,6 +45,42 @@ if [[ -e $(dirname "$pcdir")/libtprof_capture.so ]]; then
 fi
 "$prefix/bin/tprof" --version
 
+# CUDA capture is the cuda component's alone (issue 42, item 3): a program
+# that links tprof::capture (tprof-capture, tprof) carries no CUPTI code and
+# needs neither libcupti nor libtprof_cuda, whatever tprof's build found.
+# nm's output goes through a file: under pipefail, `nm | grep -q` fails
+# when grep's early exit kills nm, and the check would never fire.
+cuda_capture_in() {  # cuda_capture_in BINARY: prints its CUPTI symbols and CUDA capture NEEDED entries
+  nm -C "$1" >"$work/nm.txt"
+  [[ -s $work/nm.txt ]] || { echo "nm found no symbols in $1" >&2; exit 1; }
+  grep -i cupti "$work/nm.txt" | head -5 || true
+  readelf -d "$1" | grep -E 'NEEDED.*(libcupti|libtprof_cuda)' || true
+}
+no_cuda_capture() {  # no_cuda_capture BINARY...
+  local b found
+  for b in "$@"; do
+    found=$(cuda_capture_in "$b")
+    [[ -z $found ]] || { echo "$b links no CUDA capture, yet carries it:"; echo "$found"; exit 1; }
+  done
+}
+if [[ $capture_lib == *.so ]]; then no_cuda_capture "$(dirname "$pcdir")/$capture_lib"; fi
+# A build with CUPTI has the CUDA stand-in (tests/standin, built with the
+# tests): the cuda component must be installed and record its kernels.
+standin=$build/tests/standin
+have_cuda=
+cuda_inc=
+if [[ -e $standin/runtime/libcudart.so.13 && -e $standin/cupti/libcupti.so.13 ]]; then
+  have_cuda=1
+  cuda_inc=$(sed -n 's/^TPROF_CUDA_INCLUDE_DIR:PATH=//p' "$build/CMakeCache.txt")
+  test -e "$pcdir/tprof-cuda.pc" || { echo "tprof was built with CUPTI, but tprof-cuda.pc is not installed"; exit 1; }
+fi
+run_cuda() {  # run_cuda PROGRAM TRACE: PROGRAM records the stand-in's kernels, the CLI reads them back
+  TPROF_CUPTI_LIBRARY=$standin/cupti/libcupti.so.13 "$1" "$2"
+  check_trace "$2" "consumer_scale_kernel"
+  # It holds the CUPTI source (or needs libtprof_cuda.so): what no_cuda_capture looks for.
+  [[ -n $(cuda_capture_in "$1") ]] || { echo "$1 records kernels, yet no_cuda_capture would pass it"; exit 1; }
+}
+
 check_trace() {  # the installed CLI reads what a consumer wrote
   "$prefix/bin/tprof" -q table "$1" > "$work/table.txt"
   grep -q "$2" "$work/table.txt" || { echo "table of $1 lacks $2:"; cat "$work/table.txt"; exit 1; }
@@ -71,9 +110,17 @@ PY
 }
 
 step "find_package(tprof)"
+fp_cuda=()
+if [[ -n $have_cuda ]]; then fp_cuda=(-DSTANDIN_CUDART="$standin/runtime/libcudart.so.13" -DCUDA_INCLUDE_DIRS="$cuda_inc"); fi
 cmake -S "$src/tests/consumer/project" -B "$work/fp" "${cmake_gen[@]}" -DMODE=find_package \
-  -DCMAKE_PREFIX_PATH="$prefix" >"$work/fp.log" || { cat "$work/fp.log"; exit 1; }
+  -DCMAKE_PREFIX_PATH="$prefix" "${fp_cuda[@]}" >"$work/fp.log" || { cat "$work/fp.log"; exit 1; }
 cmake --build "$work/fp" >>"$work/fp.log" 2>&1 || { cat "$work/fp.log"; exit 1; }
+no_cuda_capture "$work/fp/consumer_capture" "$work/fp/consumer_full"
+if [[ -n $have_cuda ]]; then
+  run_cuda "$work/fp/consumer_cuda" "$work/fp_cuda.json"
+else
+  echo "SKIPPED tprof::cuda: this build has no CUPTI (no CUDA stand-in)"
+fi
 "$work/fp/consumer_capture" "$work/fp_capture.json"
 check_trace "$work/fp_capture.json" "ProfilerStep\*"
 check_trace "$work/fp_capture.json" "work"
@@ -103,6 +150,16 @@ check_trace "$work/pc_capture.json" "work"
 $cxx -std=c++20 -Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Werror -o "$work/pc_full" \
   "$src/tests/consumer/full_main.cc" $(pkg-config --cflags --libs tprof)
 "$work/pc_full" "$work/pc_full.json" | grep -q "matmul_add scopes read back: 3"
+no_cuda_capture "$work/pc_capture" "$work/pc_full"
+if [[ -n $have_cuda ]]; then
+  # --as-needed, as Ubuntu's compilers link by default: the shared component
+  # is needed although the program calls none of it.
+  # shellcheck disable=SC2046
+  $cxx -std=c++17 -Wall -Wextra -Wpedantic -Werror -o "$work/pc_cuda" "$src/tests/consumer/cuda_main.cc" \
+    -isystem "$cuda_inc" -Wl,--as-needed $(pkg-config --cflags --libs tprof-cuda) \
+    "$standin/runtime/libcudart.so.13" -Wl,-rpath,"$standin/runtime"
+  run_cuda "$work/pc_cuda" "$work/pc_cuda.json"
+fi
 
 step "strict flags: GCC and clang, C++17, TPROF_ENABLE=1 and 0 (examples/thread_pool/main.cc)"
 strict=(-std=c++17 -Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Werror)
@@ -135,10 +192,10 @@ for c in g++ clang++; do
   grep -q "lives in tprof::profiler_tables" "$work/tables17_err.txt" || { cat "$work/tables17_err.txt"; exit 1; }
 done
 
-step "FetchContent (capture only, no libdeflate, no zlib, no CUPTI): builds only what it links"
+step "FetchContent (capture only, no libdeflate, no zlib, CUPTI as found): builds only what it links"
 cmake -S "$src/tests/consumer/project" -B "$work/fc" "${cmake_gen[@]}" -DMODE=fetchcontent -DTPROF_SOURCE_DIR="$src" \
   -DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON \
-  -DTPROF_WITH_CUPTI=OFF >"$work/fc.log" 2>&1 || { cat "$work/fc.log"; exit 1; }
+  >"$work/fc.log" 2>&1 || { cat "$work/fc.log"; exit 1; }
 grep -q "libdeflate/zlib not found" "$work/fc.log" || { echo "the capture-only build looked for gzip and found it"; cat "$work/fc.log"; exit 1; }
 # The default target, as a consumer builds: tprof's libraries are
 # EXCLUDE_FROM_ALL as a subproject, so only what consumer_capture links
@@ -151,13 +208,14 @@ echo "FetchContent compiled $objs of tprof's objects for consumer_capture"
 (( objs <= 32 )) || { echo "FetchContent built $objs objects; base + trace + capture are 30"; exit 1; }
 "$work/fc/consumer_capture" "$work/fc_capture.json"
 check_trace "$work/fc_capture.json" "work"
-# Light to link: no compression library, no CUPTI code (built without it).
-if readelf -d "$work/fc/consumer_capture" | grep -E 'NEEDED.*(libz\.|libdeflate|cupti)'; then
-  echo "consumer_capture needs a compression or CUDA library"; exit 1
+# Light to link: no compression library, no CUPTI code (whether or not
+# CUPTI's headers were found).
+if readelf -d "$work/fc/consumer_capture" | grep -E 'NEEDED.*(libz\.|libdeflate)'; then
+  echo "consumer_capture needs a compression library"; exit 1
 fi
-if nm -C "$work/fc/consumer_capture" | grep -qiE 'cupti|libdeflate_|deflateInit'; then
-  echo "consumer_capture carries CUPTI or compression code:"; nm -C "$work/fc/consumer_capture" | grep -iE 'cupti|libdeflate_|deflateInit' | head; exit 1
-fi
+nm -C "$work/fc/consumer_capture" >"$work/fc_nm.txt"
+if grep -iE 'libdeflate_|deflateInit' "$work/fc_nm.txt" | head; then echo "consumer_capture carries compression code"; exit 1; fi
+no_cuda_capture "$work/fc/consumer_capture"
 # .json.gz from capture alone: zlib loaded at run time (src/base/gzip_codec.h).
 "$work/fc/consumer_capture" "$work/fc_capture.json.gz"
 check_trace "$work/fc_capture.json.gz" "work"
@@ -233,6 +291,10 @@ if command -v dpkg-deb >/dev/null; then
     $(PKG_CONFIG_PATH="$work/debroot/usr/lib/$multiarch/pkgconfig" pkg-config --cflags --libs tprof-capture)
   LD_LIBRARY_PATH="$work/debroot/usr/lib/$multiarch" "$work/deb_capture" "$work/deb_capture.json"
   check_trace "$work/deb_capture.json" "work"
+  no_cuda_capture "$work/deb_capture"
+  if [[ -n $have_cuda ]]; then
+    grep -qxF "./usr/lib/$multiarch/pkgconfig/tprof-cuda.pc" "$work/dev.txt" || { echo "libtprof-dev lacks tprof-cuda.pc"; exit 1; }
+  fi
 else
   for d in "${debs[@]}"; do (cd "$work/debroot" && ar x "$d" && tar xf data.tar.* && rm -f data.tar.* control.tar.* debian-binary); done
 fi
@@ -241,4 +303,4 @@ test -e "$work/debroot/usr/include/tprof/profiler.h"
 test -e "$work/debroot/usr/share/man/man1/tprof.1"
 # The unpacked python3-tprof, as /usr/lib/python3/dist-packages would hold it.
 if [[ -n $have_python ]]; then check_python "$work/debroot/usr/lib/python3/dist-packages" "$work/fp_capture.json"; fi
-echo "consumer_test: find_package, pkg-config, FetchContent, the Python module and the .debs all work"
+echo "consumer_test: find_package, pkg-config, FetchContent, the Python module and the .debs all work${have_cuda:+; tprof::cuda records kernels on the stand-in}"

@@ -2,7 +2,11 @@
 # compression library among its NEEDED entries, and exports that are
 # tprof's public API only: every defined dynamic symbol is in namespace
 # tprof, the hot path's and the Profiler's are there, the internals are not.
-#   cmake -DLIBRARY=... -DSONAME=... -DREADELF=... -DNM=... -P CheckSharedCapture.cmake
+# No CUDA capture inside (issue 42, item 3): no CUPTI symbol, only a weak
+# reference to the entry point that libtprof_cuda.so (CUDA_LIBRARY, when
+# built) defines and exports alone, under CUDA_SONAME.
+#   cmake -DLIBRARY=... -DSONAME=... [-DCUDA_LIBRARY=... -DCUDA_SONAME=...] -DREADELF=... -DNM=...
+#         -P CheckSharedCapture.cmake
 execute_process(COMMAND ${READELF} -d ${LIBRARY} OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "readelf -d ${LIBRARY} failed")
@@ -57,4 +61,33 @@ foreach(internal "tprof::internal::build_trace(" "tprof::internal::configure_spi
     message(FATAL_ERROR "libtprof_capture.so exports an internal symbol: ${internal}")
   endif()
 endforeach()
-message(STATUS "libtprof_capture.so: SONAME ${SONAME}, ${n} exported symbols, all tprof's public API")
+execute_process(COMMAND ${NM} -C ${LIBRARY} OUTPUT_VARIABLE all_syms RESULT_VARIABLE rc)
+string(REGEX MATCHALL "[^\n]*[Cc][Uu][Pp][Tt][Ii][^\n]*" cupti "${all_syms}")
+if(NOT rc EQUAL 0 OR cupti)
+  list(SUBLIST cupti 0 5 cupti)
+  list(JOIN cupti "\n  " cupti)
+  message(FATAL_ERROR "libtprof_capture.so holds CUPTI code (or nm failed); CUDA capture is libtprof_cuda.so's:\n  ${cupti}")
+endif()
+execute_process(COMMAND ${NM} -D ${LIBRARY} OUTPUT_VARIABLE dyn_syms)
+if(NOT dyn_syms MATCHES "(^|\n) *w tprof_make_cuda_source(\n|$)")
+  message(FATAL_ERROR "libtprof_capture.so has no weak reference to tprof_make_cuda_source:\n${dyn_syms}")
+endif()
+message(STATUS "libtprof_capture.so: SONAME ${SONAME}, ${n} exported symbols, all tprof's public API; no CUPTI code")
+
+if(CUDA_LIBRARY)
+  execute_process(COMMAND ${READELF} -d ${CUDA_LIBRARY} OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR NOT dyn MATCHES "Library soname: \\[${CUDA_SONAME}\\]")
+    message(FATAL_ERROR "${CUDA_LIBRARY}: SONAME is not ${CUDA_SONAME}:\n${dyn}")
+  endif()
+  # libcupti is loaded at run time, libcuda never linked (src/cupti/CMakeLists.txt).
+  if(dyn MATCHES "Shared library: \\[(libcupti|libcuda|libtprof_capture)[^]]*\\]")
+    message(FATAL_ERROR "${CUDA_LIBRARY} needs ${CMAKE_MATCH_1}:\n${dyn}")
+  endif()
+  execute_process(COMMAND ${NM} -D --defined-only ${CUDA_LIBRARY} OUTPUT_VARIABLE syms RESULT_VARIABLE rc)
+  string(REGEX REPLACE "\n[0-9a-f]+ A [^\n]*" "" syms "\n${syms}")
+  string(STRIP "${syms}" syms)
+  if(NOT rc EQUAL 0 OR NOT syms MATCHES "^[0-9a-f]+ T tprof_make_cuda_source$")
+    message(FATAL_ERROR "${CUDA_LIBRARY} must export tprof_make_cuda_source alone; it exports:\n${syms}")
+  endif()
+  message(STATUS "libtprof_cuda.so: SONAME ${CUDA_SONAME}, exports tprof_make_cuda_source alone")
+endif()
