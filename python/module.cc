@@ -819,6 +819,7 @@ py::dict hta_dict(const PyTrace& t, const HtaRank& r) {
   d["idle_time_ns"] = h.idle_time_ns;
   d["compute_time_ns"] = h.compute_time_ns;
   d["non_compute_time_ns"] = h.non_compute_time_ns;
+  d["trace_duration_ns"] = f.trace_duration_ns;
   // Per stream: (stream, [per category (rows, sum_ns, count, mean, std,
   // min, 25%, 50%, 75%, max)] in HTA's category order).
   py::list idle;

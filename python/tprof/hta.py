@@ -312,7 +312,8 @@ class TraceAnalysis:
 
     def get_queue_length_time_series(self, ranks: Optional[List[int]] = None) -> Dict[int, pd.DataFrame]:
         """Per rank, the queue length of each stream (launched activities
-        not started yet) at every change: ts (µs), pid, tid (the device
+        not started yet) at every change: ts (µs; int64 when every point
+        is a whole µs, as HTA's, exact for epoch-µs traces), pid, tid (the device
         activity's lane), stream (HTA's: the activity's args "stream", the
         key get_idle_time_breakdown uses), queue_length; streams in
         ascending order, each in time order. Over HTA's rows (its step
@@ -324,7 +325,7 @@ class TraceAnalysis:
                 continue
             out[rank] = pd.DataFrame(
                 {
-                    "ts": q["ts_ns"] / 1000.0,
+                    "ts": _us(q["ts_ns"]),
                     "pid": q["pid"],
                     "tid": q["tid"],
                     "stream": q["stream"],
@@ -339,6 +340,55 @@ class TraceAnalysis:
         rank has launches. stream is HTA's (args "stream"), as in
         get_idle_time_breakdown: the two join on (rank, stream)."""
         return self.get_queue_length_summary_from_time_series(self.get_queue_length_time_series(ranks))
+
+    def get_time_spent_blocked_on_full_queue(
+        self,
+        queue_length_dict: Optional[Dict[int, pd.DataFrame]] = None,
+        max_queue_length: int = 1024,
+    ) -> pd.DataFrame:
+        """HTA's time spent with a full launch queue: per rank of
+        queue_length_dict (get_queue_length_time_series' output; None: that
+        of every rank) and per stream whose queue reaches max_queue_length
+        (HTA's default 1024, CUDA's launch queue per stream), the time the
+        series stays at or above it: each point's time to the stream's next
+        point (none for its last), summed, in the series' µs. Columns rank,
+        stream, duration_at_max_queue_length and
+        relative_duration_at_max_queue_length: that time over HTA's trace
+        duration (the last row's ts minus the first's, over every row of
+        the rank's table after its step filter; inf, or NaN for a time of
+        0, when the duration is 0). Ranks, then streams, in the series'
+        order; an empty frame when no queue reaches the length. HTA keeps
+        one row per rank (each stream's overwrites the last); tprof keeps
+        one per (rank, stream), as HTA's docstring describes. ValueError
+        for a rank without a trace or a frame without HTA's columns."""
+        if queue_length_dict is None:
+            queue_length_dict = self.get_queue_length_time_series(self.ranks)
+        limit = max_queue_length
+        rows: List[Tuple[int, Any, float, float]] = []
+        for rank, ql in queue_length_dict.items():
+            if not isinstance(ql, pd.DataFrame) or not {"ts", "stream", "queue_length"} <= set(ql.columns):
+                raise ValueError(f"get_time_spent_blocked_on_full_queue: rank {rank}: a frame of "
+                                 "get_queue_length_time_series (ts, stream, queue_length) expected")
+            duration = _us(self._figures[self._ranks([rank])[0]]["trace_duration_ns"])
+            for stream in ql["stream"].unique():
+                s = ql[ql["stream"] == stream]
+                # HTA's shift(-1): a point lasts until the stream's next one.
+                dur = s["ts"].shift(-1) - s["ts"]
+                full = dur[(s["queue_length"] >= limit).to_numpy()]
+                if full.empty:
+                    continue
+                total = np.float64(full.sum())
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    relative = total / duration
+                rows.append((rank, stream, total, relative))
+        return pd.DataFrame(
+            {
+                "rank": np.array([r[0] for r in rows], dtype=np.int64),
+                "stream": np.array([r[1] for r in rows], dtype=np.int64),
+                "duration_at_max_queue_length": np.array([r[2] for r in rows], dtype=np.float64),
+                "relative_duration_at_max_queue_length": np.array([r[3] for r in rows], dtype=np.float64),
+            }
+        )
 
     def get_memory_bw_time_series(self, ranks: Optional[List[int]] = None) -> Dict[int, pd.DataFrame]:
         """Per rank, HTA's memory bandwidth series: for each kind of memory
@@ -564,8 +614,6 @@ class TraceAnalysis:
         "get_aten_op_kernels_and_delay": "get_cuda_kernel_launch_stats() or `tprof export --sqlite` (kernel_view: "
                                          "op_name, launch_delay_ns)",
         "get_frequent_cuda_kernel_sequences": "`tprof kernels` and `tprof critical-path`",
-        "get_time_spent_blocked_on_full_queue": "get_queue_length_time_series() (how long each length lasts) and "
-                                                "`tprof diagnose` (blocked_launch_queue)",
         "get_cupti_counter_data_with_operators": "`tprof kernels` (range-profiler counters)",
         "generate_trace_with_counters": "`tprof export --sqlite` (steps, kernels, memory_timeline tables)",
         "get_cuda_kernel_launch_info": "get_cuda_kernel_launch_stats()",

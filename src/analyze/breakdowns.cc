@@ -322,6 +322,12 @@ bool is_profiler_step_name(std::string_view n) {
   return n.size() > 13 && n.starts_with("ProfilerStep#") && n[13] >= '0' && n[13] <= '9';
 }
 
+// The ts of the first and last rows of HTA's table (hta_ops).
+struct HtaSpan {
+  bool any = false;
+  std::int64_t first_ts = 0, last_ts = 0;  // ns, HTA's ts
+};
+
 // HTA's rows with a stream, in file order: every row of its table (below)
 // whose args "stream" is not -1, whatever its category. That is Kineto's
 // device activity and cuda_sync, and also host events that carry a stream:
@@ -330,7 +336,10 @@ bool is_profiler_step_name(std::string_view n) {
 // rows like any kernel, on the host clock. The temporal and kernel-type
 // breakdowns count them so (a Triton cpu_op is COMPUTATION by its name);
 // the idle breakdown takes only the kernel, memcpy and memset categories.
-std::vector<HtaOp> hta_ops(const DiagnoseContext& c, const HtaClock& clock, bool include_last_profiler_step) {
+// span, when given, gets the first and last ts of every row of the table
+// (host rows too) after the step filter: Trace.get_trace_duration.
+std::vector<HtaOp> hta_ops(const DiagnoseContext& c, const HtaClock& clock, bool include_last_profiler_step,
+                           HtaSpan* span = nullptr) {
   const Trace& t = c.trace;
   const EventColumns& ev = t.events;
   // A row of HTA's table at all (_compress_df): an event with a dur and a
@@ -379,6 +388,21 @@ std::vector<HtaOp> hta_ops(const DiagnoseContext& c, const HtaClock& clock, bool
   // (an E event, an unknown phase, no ts), none of which HTA keeps either.
   const bool first_is_row = ev.size() > 0 && kept(0) && survives(0, hta_stream(t, 0));
   const std::int64_t first_ts = first_is_row ? clock.start(ev.ts_ns[0]) : 0;
+
+  if (span) {
+    // The stream decides only whether a row with a correlation is a device
+    // row (survives), so only those rows' args are read, and only when the
+    // filter applies.
+    for (std::uint32_t e = 0; e < ev.size(); ++e) {
+      if (!kept(e)) continue;
+      const std::int64_t stream = filter && ev.correlation[e] >= 0 ? hta_stream(t, e) : -1;
+      if (!survives(e, stream)) continue;
+      const std::int64_t ts = clock.start(ev.ts_ns[e]);
+      span->first_ts = span->any ? std::min(span->first_ts, ts) : ts;
+      span->last_ts = span->any ? std::max(span->last_ts, ts) : ts;
+      span->any = true;
+    }
+  }
 
   std::unordered_map<StrId, bool> computation;  // by name: classify each distinct name once
   std::vector<HtaOp> ops;
@@ -1100,7 +1124,10 @@ HtaKernelTypes compute_hta_kernel_types(const DiagnoseContext& c) {
 
 HtaFigures compute_hta(const DiagnoseContext& c, const HtaOptions& options) {
   HtaFigures f;
-  const std::vector<HtaOp> ops = hta_ops(c, HtaClock(c.trace), options.include_last_profiler_step);
+  HtaSpan span;
+  const std::vector<HtaOp> ops = hta_ops(c, HtaClock(c.trace), options.include_last_profiler_step, &span);
+  // Rounded starts lie within ±2^62 ns (HtaClock), so the difference fits.
+  f.trace_duration_ns = span.last_ts - span.first_ts;
   const std::vector<int> types = hta_row_types(c.trace, ops, options.include_memory_kernels);
   f.kernel_types = hta_kernel_types(c, ops, types);
   f.kernels = hta_kernels(c.trace, ops, types);

@@ -112,8 +112,8 @@ struct HtaMemoryBwPoint {
 // temporal breakdown (none when no row has a stream: HTA raises), the idle
 // breakdown per stream in order of first appearance, the kernel-type view
 // and the per-kernel rows sorted by (type, name), the queue lengths (per
-// stream, streams ascending, each in time order) and the memory bandwidth
-// (per kind, kinds by name, each in time order).
+// stream, streams ascending, each in time order), the memory bandwidth
+// (per kind, kinds by name, each in time order) and the trace's duration.
 struct HtaFigures {
   std::optional<HtaTemporal> temporal;
   std::vector<HtaIdleStream> idle;
@@ -121,6 +121,11 @@ struct HtaFigures {
   std::vector<HtaKernel> kernels;
   std::vector<HtaQueuePoint> queue;
   std::vector<HtaMemoryBwPoint> memory_bw;
+  // Trace.get_trace_duration, which get_time_spent_blocked_on_full_queue
+  // divides by: the last row's ts minus the first's, over every row of
+  // HTA's table (host rows too; ts, not ts + dur) after its step filter, on
+  // HTA's clock; 0 without rows.
+  std::int64_t trace_duration_ns = 0;
 };
 HtaFigures compute_hta(const DiagnoseContext& c, const HtaOptions& options);
 

@@ -2,10 +2,12 @@
 // embedded interpreter. Each input is read by tprof.read as bytes, as a
 // memoryview of the fuzzer's own buffer, as a bytearray, as a reversed and
 // a strided memoryview, as a memoryview cast to 4-byte items, as a file
-// object and as a path; every trace that loads goes through events(),
+// object and as a path; every trace that loads goes through events()
+// (plain, sorted, with args columns and the derived parent/depth/step),
 // lanes(), metadata, diagnostics, args(), strings(), table (frame and
 // text), steps, kernels, diagnose (Diagnosis and text), compare and
-// HolisticTraceAnalysis' frames.
+// HolisticTraceAnalysis' frames (TraceAnalysis: the queue lengths and the
+// time at a full queue, memory bandwidth, stragglers).
 //
 // Properties checked on every input, beyond "does not crash":
 //   - every exception is a ValueError (tprof.TraceError is one), never a
@@ -16,7 +18,16 @@
 //     the same number of events, or the same error code and offset;
 //   - every str the module returns (names, args, frames' cells and
 //     categories, reports' text) is valid UTF-8 (no lone surrogate), and the
-//     categories of events() are distinct.
+//     categories of events() are distinct;
+//   - events(sort=True) holds the rows of events() (its index a permutation
+//     of the event indices) in ts order; an args=[...] column per key
+//     (named "args.KEY" where KEY is a column already); derived=True's
+//     parent is -1 or another event, at depth one less;
+//   - get_time_spent_blocked_on_full_queue has HTA's columns and a row only
+//     for a (rank, stream) of the series whose queue reaches the length,
+//     its time no more than the stream's span; get_potential_stragglers
+//     (on the trace, and on the trace twice as ranks 0 and 1) returns
+//     ranks of the analysis.
 // A broken property aborts, so libFuzzer and the ctest replay both report it.
 //
 // Built in python/CMakeLists.txt with the extension it imports (it needs
@@ -122,11 +133,88 @@ def outcome(where, fn):
     return (True, len(t)), t
 
 
+ARG_KEYS = ["stream", "correlation", "memory bandwidth (GB/s)", "name", "", "Input Dims", "\u00e9\u0000"]
+FULL_QUEUE_COLUMNS = ["rank", "stream", "duration_at_max_queue_length", "relative_duration_at_max_queue_length"]
+
+
+def check_events(t, n, df):
+    """events(sort=True) and events(args=..., derived=True) against the plain frame."""
+    s = call("events sorted", lambda: t.events(sort=True))
+    if s is not None and df is not None:
+        if len(s) != n or sorted(s.index.tolist()) != list(range(n)):
+            raise PropertyFailed("events(sort=True): its index is not a permutation of the events")
+        if n and (np.diff(s["ts_ns"].to_numpy()) < 0).any():
+            raise PropertyFailed("events(sort=True): not in ts order")
+        if not s["ts_ns"].equals(df.loc[s.index, "ts_ns"]) or not s["name"].astype(object).equals(
+                df.loc[s.index, "name"].astype(object)):
+            raise PropertyFailed("events(sort=True): a row differs from events()'s row of its index")
+    d = call("events args derived", lambda: t.events(sort=True, args=ARG_KEYS, derived=True))
+    if d is None:
+        return
+    if len(d) != n:
+        raise PropertyFailed(f"events(args, derived): {len(d)} rows for {n} events")
+    for key in ARG_KEYS:
+        column = key
+        while column in df.columns:
+            column = "args." + column
+        if column not in d.columns or d[column].dtype != object:
+            raise PropertyFailed(f"events(args): no object column {column!r} for the key {key!r}")
+    parent = d["parent"].to_numpy()
+    depth = d["depth"].to_numpy()
+    if ((parent < -1) | (parent >= n)).any() or (parent == d.index.to_numpy()).any() or (depth < 0).any():
+        raise PropertyFailed("events(derived): a parent outside the events, an event its own parent, or a negative depth")
+    has = parent >= 0
+    if (depth[~has] != 0).any() or (d.loc[parent[has], "depth"].to_numpy() != depth[has] - 1).any():
+        raise PropertyFailed("events(derived): a depth that is not its parent's plus one")
+    if (d["step"].to_numpy() < -1).any():
+        raise PropertyFailed("events(derived): a step below -1")
+
+
+def check_full_queue(series, frame, limit):
+    if list(frame.columns) != FULL_QUEUE_COLUMNS:
+        raise PropertyFailed(f"full queue: columns {list(frame.columns)}")
+    for rank, stream, duration in zip(frame["rank"], frame["stream"], frame["duration_at_max_queue_length"]):
+        s = series.get(rank)
+        s = s[s["stream"] == stream] if s is not None else None
+        if s is None or s.empty or s["queue_length"].max() < limit:
+            raise PropertyFailed(f"full queue: a row for rank {rank} stream {stream}, whose queue never reaches {limit}")
+        span = s["ts"].max() - s["ts"].min()
+        if not (0 <= duration <= span + 1e-6 * (abs(span) + abs(s["ts"]).max()) + 1e-9):
+            raise PropertyFailed(f"full queue: {duration} µs at the max on a stream spanning less")
+
+
+def exercise_analysis(t):
+    """HolisticTraceAnalysis' methods of TraceAnalysis (beyond the Trace's own)."""
+    a = call("TraceAnalysis", lambda: tprof.TraceAnalysis(traces=[t]))
+    if a is None:
+        return
+    series = call("queue series", a.get_queue_length_time_series) or {}
+    call("queue summary from series", lambda: a.get_queue_length_summary_from_time_series(series))
+    for limit in (1024, 1, 2):
+        frame = call(f"full queue {limit}", lambda: a.get_time_spent_blocked_on_full_queue(series, max_queue_length=limit))
+        if frame is not None:
+            check_full_queue(series, frame, limit)
+    call("full queue default", a.get_time_spent_blocked_on_full_queue)
+    call("memory bw series", lambda: a.get_memory_bw_time_series(ranks=a.ranks))
+    call("memory bw summary", a.get_memory_bw_summary)
+    # Stragglers need two ranks: the trace twice (ranks 0 and 1 without a
+    # distributedInfo.rank; with one, a ValueError: the rank appears twice).
+    pair = call("TraceAnalysis twice", lambda: tprof.TraceAnalysis(traces=[t, t]))
+    for analysis in [a] + ([pair] if pair is not None else []):
+        steps = call("profiler steps", analysis.get_profiler_steps)
+        for kwargs in ({}, {"num_candidates": 1}, {"num_candidates": 0}, {"profiler_steps": (steps or [])[:1] + [-1]}):
+            got = call(f"stragglers {kwargs}", lambda: analysis.get_potential_stragglers(**kwargs))
+            if got is not None and not set(got) <= set(analysis.ranks):
+                raise PropertyFailed(f"get_potential_stragglers({kwargs}): {got}, not ranks of {analysis.ranks}")
+
+
 def exercise(t):
     n = len(t)
     df = call("events", t.events)
     if df is not None and len(df) != n:
         raise PropertyFailed(f"events(): {len(df)} rows for {n} events")
+    check_events(t, n, df)
+    exercise_analysis(t)
     call("lanes", t.lanes)
     call("metadata", lambda: t.metadata)
     call("diagnostics", lambda: (t.diagnostics, t.diagnostic_counts()))

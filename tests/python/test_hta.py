@@ -13,6 +13,7 @@ import math
 import os
 import random
 import re
+import tempfile
 import unittest
 
 import numpy as np
@@ -327,15 +328,16 @@ class SyntheticTest(unittest.TestCase):
         self.assertEqual(df.values.tolist(), [[1, 1, 60, 41, 39], [2, 1, 10, 11, 9], [4, 2, 10, 42, 38]])
         no_memory = last.get_cuda_kernel_launch_stats(include_memory_events=False, visualize=False)[0]
         self.assertEqual(sorted(no_memory["correlation"]), [1, 2])
-        for name in ("get_frequent_cuda_kernel_sequences", "get_time_spent_blocked_on_full_queue",
+        for name in ("get_frequent_cuda_kernel_sequences",
                      "get_gpu_kernels_with_user_annotations", "get_gpu_user_annotation_breakdown",
                      "get_aten_op_kernels_and_delay", "get_cupti_counter_data_with_operators",
                      "generate_trace_with_counters", "t"):
             with self.assertRaises(NotImplementedError) as e:
                 getattr(default, name)
             self.assertIn("tprof", str(e.exception))
-        # Provided now: HTA's memory bandwidth and straggler analyses.
-        for name in ("get_memory_bw_summary", "get_memory_bw_time_series", "get_potential_stragglers"):
+        # Provided now: HTA's memory bandwidth, straggler and full-queue analyses.
+        for name in ("get_memory_bw_summary", "get_memory_bw_time_series", "get_potential_stragglers",
+                     "get_time_spent_blocked_on_full_queue"):
             self.assertTrue(callable(getattr(default, name)), name)
         with self.assertRaises(AttributeError):
             default.no_such_method
@@ -407,6 +409,185 @@ class QueueStreamTest(unittest.TestCase):
         joined = summary.merge(idle, on=["rank", "stream"], how="left")
         self.assertFalse(joined["idle_category"].isna().any())  # every queue stream is an idle stream
         self.assertEqual(keys, set(zip(idle["rank"], idle["stream"])))
+
+
+# The runtime calls HTA's queue length counts (get_runtime_launch_events_mask).
+HTA_LAUNCH_NAMES = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaMemcpyAsync",
+                    "cudaMemsetAsync", "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel",
+                    "hipExtModuleLaunchKernel", "hipMemsetAsync", "hipMemcpyAsync", "hipMemcpyWithStream"}
+FULL_QUEUE_COLUMNS = ["rank", "stream", "duration_at_max_queue_length", "relative_duration_at_max_queue_length"]
+
+
+def hta_table(events: list) -> list:
+    """HTA's table of one rank of a whole-µs trace: its parser's rows
+    (complete events with a dur and a category, not the "Trace" span) and,
+    with two ProfilerStep names or more, _filter_irrelevant_gpu_kernels:
+    host rows starting before the last step's start, and device rows (a
+    stream and a correlation, or a sync) whose correlation such a host row
+    has."""
+    rows = [e for e in events if e.get("ph") == "X" and "dur" in e and e.get("cat") and e["cat"] != "Trace"]
+
+    def device(e):
+        a = e.get("args", {})
+        return (a.get("stream", -1) >= 0 and a.get("correlation", -1) >= 0) or e["name"] in ("Event Sync", "Context Sync")
+
+    steps = [e for e in rows if not device(e) and HTA_STEP.match(e["name"])]
+    if len({e["name"] for e in steps}) < 2:
+        return rows
+    last_start = max(e["ts"] for e in steps)
+    host = [e for e in rows if not device(e) and e["ts"] < last_start]
+    correlations = {e.get("args", {}).get("correlation", -1) for e in host}
+    return [e for e in rows if device(e) and e["args"].get("correlation", -1) in correlations] + host
+
+
+def hta_full_queue(events: list, max_queue_length: int) -> list:
+    """TraceCounters' queue length series and get_time_spent_blocked_on_full_queue
+    on raw events, one (stream, duration, relative duration) per stream that
+    reaches max_queue_length: per stream, +1 at a launch call's ts and -1 at
+    its activity's (ties: the launch first), the running sum; each point
+    lasts until the stream's next; the points at or above the max summed,
+    over the table's last ts minus its first (get_trace_duration)."""
+    table = hta_table(events)
+    launches = {e["args"]["correlation"]: e["ts"] for e in table
+                if e["name"] in HTA_LAUNCH_NAMES and e.get("args", {}).get("correlation", -1) > 0}
+    points = {}
+    for e in table:
+        a = e.get("args", {})
+        if a.get("stream", -1) != -1 and a.get("correlation", -1) in launches:
+            points.setdefault(a["stream"], []).extend([(launches[a["correlation"]], 0, 1), (e["ts"], 1, -1)])
+    ts = [e["ts"] for e in table]
+    trace_duration = max(ts) - min(ts)
+    out = []
+    for stream in sorted(points):
+        p = sorted(points[stream])
+        lengths = np.cumsum([d for _, _, d in p])
+        full = sum(p[i + 1][0] - p[i][0] for i in range(len(p) - 1) if lengths[i] >= max_queue_length)
+        if any(q >= max_queue_length for q in lengths):
+            out.append((stream, float(full), full / trace_duration))
+    return out
+
+
+def full_queue_trace(rank: int, launches: dict) -> dict:
+    """A trace of `rank` whose streams each get launches[stream] =
+    (first launch ts, count, first kernel ts, kernel spacing) kernels of 1
+    µs, launched 1 µs apart; ProfilerStep#1 [0, 5000) and #2 [5000, 6000)
+    (HTA's filter drops #2: its kernel launched at 5100 and its cpu_op at
+    5500, but not the kernels of #1 that start after 5000); the "Trace" span,
+    an event without a category and an instant earlier than everything."""
+    ev = [
+        {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": 1, "tid": 1, "ts": -300, "dur": 7000},
+        {"ph": "X", "name": "no category", "pid": 1, "tid": 1, "ts": -200, "dur": 1},
+        {"ph": "i", "cat": "cpu_instant_event", "name": "mark", "pid": 1, "tid": 1, "ts": -100, "s": "t"},
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 5000},
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 5000, "dur": 1000},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 5500, "dur": 10},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 5100, "dur": 1,
+         "args": {"correlation": 99999}},
+        {"ph": "X", "cat": "kernel", "name": "late", "pid": 0, "tid": 7, "ts": 5200, "dur": 1,
+         "args": {"correlation": 99999, "stream": 7}},
+    ]
+    corr = 1
+    for stream, (launch_ts, count, kernel_ts, spacing) in launches.items():
+        for i in range(count):
+            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                       "ts": launch_ts + i, "dur": 1, "args": {"correlation": corr}})
+            ev.append({"ph": "X", "cat": "kernel", "name": f"k{stream}", "pid": 0, "tid": stream,
+                       "ts": kernel_ts + spacing * i, "dur": 1, "args": {"correlation": corr, "stream": stream}})
+            corr += 1
+    return {"distributedInfo": {"rank": rank}, "traceEvents": ev}
+
+
+class FullQueueTest(unittest.TestCase):
+    # Rank 2: stream 7's 1030 launches (10-1039) run from 2000, 2 µs
+    # apart; stream 9's 1024 (3000-4023) from 4100, 1 µs apart (the last
+    # at 5123, after the last step's start: kept, as it was launched
+    # before). Rank 5: three launches (10-12) run at 20, 30, 40.
+    RANKS = {2: {7: (10, 1030, 2000, 2), 9: (3000, 1024, 4100, 1)}, 5: {7: (10, 3, 20, 10)}}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory(prefix="tprof_test_hta_")
+        cls.events = {}
+        for rank, launches in cls.RANKS.items():
+            doc = full_queue_trace(rank, launches)
+            cls.events[rank] = doc["traceEvents"]
+            with open(os.path.join(cls.dir.name, f"rank-{rank}.json"), "w") as f:
+                json.dump(doc, f)
+        cls.analyzer = tprof.TraceAnalysis(trace_dir=cls.dir.name)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def want(self, max_queue_length: int, ranks=(2, 5)) -> pd.DataFrame:
+        rows = [(rank,) + r for rank in ranks for r in hta_full_queue(self.events[rank], max_queue_length)]
+        return pd.DataFrame(rows, columns=FULL_QUEUE_COLUMNS, index=pd.RangeIndex(len(rows)))
+
+    def test_hand_worked_full_queues(self):
+        df = self.analyzer.get_time_spent_blocked_on_full_queue()
+        self.assertEqual(list(df.columns), FULL_QUEUE_COLUMNS)
+        self.assertEqual([str(d) for d in df.dtypes], ["int64", "int64", "float64", "float64"])
+        # Stream 7 is at 1024 or more from the 1024th launch (1033) to the
+        # 7th kernel (2012): 6 x 1 µs between launches, 961 to the first
+        # kernel, 6 x 2 µs between kernels. Stream 9: from its 1024th launch
+        # (4023) to its first kernel (4100). HTA's trace duration: its rows
+        # from ProfilerStep#1 (0) to stream 9's last kernel (5123); the
+        # "Trace" span, the row without a category, the instant and what the
+        # step filter drops (5000, 5100, 5200, 5500) are not rows.
+        self.assertEqual(df.values.tolist(), [[2, 7, 979.0, 979 / 5123], [2, 9, 77.0, 77 / 5123]])
+        pd.testing.assert_frame_equal(df, self.want(1024), check_dtype=False)
+        # HTA's default is its CUDA_MAX_LAUNCH_QUEUE_PER_STREAM, 1024.
+        self.assertEqual(self.analyzer.get_time_spent_blocked_on_full_queue(max_queue_length=1025).values.tolist(),
+                         [[2, 7, 976.0, 976 / 5123]])
+
+    def test_series_given_and_other_lengths(self):
+        series = self.analyzer.get_queue_length_time_series(ranks=[2, 5])
+        self.assertEqual(list(series), [2, 5])
+        for limit in (1, 2, 3, 4, 1000, 1030, 1031):
+            with self.subTest(max_queue_length=limit):
+                got = self.analyzer.get_time_spent_blocked_on_full_queue(series, max_queue_length=limit)
+                pd.testing.assert_frame_equal(got, self.want(limit), check_dtype=False)
+        # Rank 5 by hand: lengths 1, 2, 3 at 10, 11, 12, then 2, 1, 0 at 20,
+        # 30, 40; its rows span 0 (ProfilerStep#1) to 40.
+        got = self.analyzer.get_time_spent_blocked_on_full_queue({5: series[5]}, max_queue_length=2)
+        self.assertEqual(got.values.tolist(), [[5, 7, 19.0, 19 / 40]])
+        # Only the ranks of the dict given (HTA's default series is rank 0's).
+        only = self.analyzer.get_time_spent_blocked_on_full_queue(self.analyzer.get_queue_length_time_series(ranks=[5]), 3)
+        self.assertEqual(only.values.tolist(), [[5, 7, 8.0, 8 / 40]])
+
+    def test_nothing_full_and_bad_input(self):
+        empty = self.analyzer.get_time_spent_blocked_on_full_queue(max_queue_length=5000)
+        self.assertEqual(list(empty.columns), FULL_QUEUE_COLUMNS)
+        self.assertEqual(len(empty), 0)
+        self.assertEqual(len(self.analyzer.get_time_spent_blocked_on_full_queue({})), 0)
+        series = self.analyzer.get_queue_length_time_series(ranks=[5])
+        with self.assertRaises(ValueError):
+            self.analyzer.get_time_spent_blocked_on_full_queue({7: series[5]})  # no trace of rank 7
+        with self.assertRaises(ValueError):
+            self.analyzer.get_time_spent_blocked_on_full_queue({5: series[5].drop(columns=["queue_length"])})
+
+    def test_real_job_equals_htas_steps_on_the_raw_json(self):
+        analyzer = tprof.TraceAnalysis(trace_dir=TRACE_FILTER)
+        series = analyzer.get_queue_length_time_series(ranks=[0, 1])
+        raw = {}
+        for rank in (0, 1):
+            with gzip.open(os.path.join(TRACE_FILTER, f"sampled_rank-{rank}.json.gz")) as f:
+                raw[rank] = json.load(f)["traceEvents"]
+        # No queue of this job comes near CUDA's 1024.
+        self.assertLess(max(int(df["queue_length"].max()) for df in series.values()), 1024)
+        none = analyzer.get_time_spent_blocked_on_full_queue(series)
+        self.assertEqual(list(none.columns), FULL_QUEUE_COLUMNS)
+        self.assertEqual(len(none), 0)
+        self.assertEqual(hta_full_queue(raw[0], 1024) + hta_full_queue(raw[1], 1024), [])
+        # At the lengths the job does reach, HTA's steps on the raw JSON.
+        top = max(int(df["queue_length"].max()) for df in series.values())
+        for limit in (1, 2, top - 1, top):
+            with self.subTest(max_queue_length=limit):
+                want = pd.DataFrame([(rank,) + r for rank in (0, 1) for r in hta_full_queue(raw[rank], limit)],
+                                    columns=FULL_QUEUE_COLUMNS)
+                self.assertGreater(len(want), 0)
+                got = analyzer.get_time_spent_blocked_on_full_queue(series, max_queue_length=limit)
+                pd.testing.assert_frame_equal(got, want, check_dtype=False)
 
 
 # HTA's memory kinds (get_memory_kernel_type) over HTA's MEMORY rows.
