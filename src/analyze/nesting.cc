@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <span>
 
 #include "src/base/radix_sort.h"
 #include "src/base/saturate.h"
@@ -68,14 +69,25 @@ Nesting build_nesting(const Trace& t) {
   return out;
 }
 
+namespace {
+
+// The complete events of `lane` (not python_function), in nesting order;
+// empty for a lane the nesting does not cover.
+std::span<const std::uint32_t> lane_events(const Nesting& nest, std::uint32_t lane) {
+  const std::size_t g = 2 * static_cast<std::size_t>(lane);
+  if (g + 1 >= nest.group_begin.size()) return {};
+  return std::span<const std::uint32_t>(nest.order).subspan(nest.group_begin[g],
+                                                            nest.group_begin[g + 1] - nest.group_begin[g]);
+}
+
+}  // namespace
+
 // The last one to start at or before `at`, or the first of its ancestors
 // that is still open at `at`.
 std::uint32_t enclosing(const Trace& t, const Nesting& nest, std::uint32_t lane, std::int64_t at) {
   const EventColumns& ev = t.events;
-  const std::size_t g = 2 * static_cast<std::size_t>(lane);
-  if (g + 1 >= nest.group_begin.size()) return kNoIndex;
-  const auto first = nest.order.begin() + static_cast<std::ptrdiff_t>(nest.group_begin[g]);
-  const auto last = nest.order.begin() + static_cast<std::ptrdiff_t>(nest.group_begin[g + 1]);
+  const std::span<const std::uint32_t> events = lane_events(nest, lane);
+  const auto first = events.begin(), last = events.end();
   auto it = std::upper_bound(first, last, at, [&](std::int64_t v, std::uint32_t e) { return v < ev.ts_ns[e]; });
   if (it == first) return kNoIndex;
   std::uint32_t e = *(it - 1);
@@ -85,10 +97,8 @@ std::uint32_t enclosing(const Trace& t, const Nesting& nest, std::uint32_t lane,
 
 std::uint32_t next_slice(const Trace& t, const Nesting& nest, std::uint32_t lane, std::int64_t at) {
   const EventColumns& ev = t.events;
-  const std::size_t g = 2 * static_cast<std::size_t>(lane);
-  if (g + 1 >= nest.group_begin.size()) return kNoIndex;
-  const auto first = nest.order.begin() + static_cast<std::ptrdiff_t>(nest.group_begin[g]);
-  const auto last = nest.order.begin() + static_cast<std::ptrdiff_t>(nest.group_begin[g + 1]);
+  const std::span<const std::uint32_t> events = lane_events(nest, lane);
+  const auto first = events.begin(), last = events.end();
   auto it = std::lower_bound(first, last, at, [&](std::uint32_t e, std::int64_t v) { return ev.ts_ns[e] < v; });
   return it == last ? kNoIndex : *it;
 }

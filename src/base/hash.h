@@ -13,6 +13,21 @@ inline std::uint64_t mix64(std::uint64_t a, std::uint64_t b) {
   return static_cast<std::uint64_t>(r) ^ static_cast<std::uint64_t>(r >> 64);
 }
 
+// The n < 8 bytes at p as one word, in whole loads (copying them into a
+// word is n byte stores and a load that waits for them, ~15 cycles): two
+// 4-byte loads that may overlap, or three single bytes; 0 when n is 0.
+inline std::uint64_t load_under_8(const char* p, std::size_t n) {
+  if (n >= 4) {
+    std::uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + n - 4, 4);
+    return (std::uint64_t{lo} << 32) | hi;
+  }
+  if (n == 0) return 0;
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  return (std::uint64_t{u[0]} << 16) | (std::uint64_t{u[n / 2]} << 8) | u[n - 1];
+}
+
 // Hashes 8 bytes at a time; the tail is read without going past the end.
 // Strings over 64 bytes (C++ kernel names run to kilobytes) hash their
 // length, first 32, middle 8 and last 24 bytes: equal hashes are compared
@@ -36,22 +51,14 @@ inline std::uint64_t hash_bytes(const char* p, std::size_t n) {
     p += 8;
     n -= 8;
   }
-  // The tail in whole loads (copying n bytes into a word is n byte stores
-  // and a load that waits for them, ~15 cycles a name): the last 8 bytes,
-  // overlapping ones already hashed, when the string has 8; else two
-  // 4-byte loads that may overlap, or three single bytes.
+  // The tail in whole loads: the last 8 bytes, overlapping ones already
+  // hashed, when the string has 8; else load_under_8.
   if (n > 0) {
     std::uint64_t w;
     if (long_enough) {
       std::memcpy(&w, p + n - 8, 8);
-    } else if (n >= 4) {
-      std::uint32_t lo, hi;
-      std::memcpy(&lo, p, 4);
-      std::memcpy(&hi, p + n - 4, 4);
-      w = (std::uint64_t{lo} << 32) | hi;
     } else {
-      const auto* u = reinterpret_cast<const unsigned char*>(p);
-      w = (std::uint64_t{u[0]} << 16) | (std::uint64_t{u[n / 2]} << 8) | u[n - 1];
+      w = load_under_8(p, n);
     }
     h = mix64(h ^ w, k0 ^ n);
   }

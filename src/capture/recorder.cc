@@ -322,17 +322,8 @@ bool short_words(std::string_view s, std::uint64_t* w0, std::uint64_t* w1) {
     std::memcpy(w1, p + n - 8, 8);
     return true;
   }
-  if (n >= 4 && n < 8) {
-    std::uint32_t lo, hi;
-    std::memcpy(&lo, p, 4);
-    std::memcpy(&hi, p + n - 4, 4);
-    *w0 = lo;
-    *w1 = hi;
-    return true;
-  }
-  if (n < 4) {
-    const auto* u = reinterpret_cast<const unsigned char*>(p);
-    *w0 = n == 0 ? 0 : (std::uint64_t{u[0]} << 16) | (std::uint64_t{u[n / 2]} << 8) | u[n - 1];
+  if (n < 8) {
+    *w0 = load_under_8(p, n);
     *w1 = 0;
     return true;
   }
@@ -1203,13 +1194,7 @@ void RecordFunction::add_arg(std::string_view key, std::uint16_t type, std::uint
 }
 
 void RecordFunction::add_arg_inside(std::string_view key, std::uint16_t type, std::uint64_t value) noexcept {
-  // Only into the scope's own buffer while its window is the current one:
-  // the record refers to the scope by its number there.
-  internal::ThreadBuffer* const b = internal::tl_buffer;
-  if (b != slot_.buffer || b->epoch.load(std::memory_order_relaxed) != slot_.epoch ||
-      slot_.epoch != internal::g_epoch.load(std::memory_order_relaxed)) {
-    return;
-  }
+  if (!internal::in_span_window(slot_)) return;
   const std::uint64_t k = internal::intern_dynamic(key, internal::kArgKeyCategory);
   if (!internal::interned(k)) return;
   internal::append_inside({k, value, slot_.index, 0, internal::kRecordArg, type});
@@ -1241,11 +1226,7 @@ RecordFunction& RecordFunction::arg(const ArgKey* key, std::string_view value) n
   if (slot_.buffer == nullptr) return *this;
   const internal::RecorderSection section;
   if (!section) return *this;
-  internal::ThreadBuffer* const b = internal::tl_buffer;
-  if (b != slot_.buffer || b->epoch.load(std::memory_order_relaxed) != slot_.epoch ||
-      slot_.epoch != internal::g_epoch.load(std::memory_order_relaxed)) {
-    return *this;
-  }
+  if (!internal::in_span_window(slot_)) return *this;
   const std::uint64_t v = internal::intern_dynamic(value, internal::kArgKeyCategory);
   if (internal::interned(v)) {
     internal::append_inside({reinterpret_cast<std::uintptr_t>(key), v, slot_.index, 0, internal::kRecordArg,

@@ -238,18 +238,21 @@ __attribute__((always_inline)) inline bool open_span_inside(std::uint64_t a, std
   return true;
 }
 
-// Appends an argument of the open span `slot` (type: ArgType | flags):
-// only into the span's own buffer while its window is the current one
-// (the record names the span by its number there). Refused (counted) in a
-// handler that interrupted the recorder.
+// Whether the calling thread's buffer is the open span's own, in the
+// window that is still the current one: where a record that names the span
+// by its number (an argument) may go.
+inline bool in_span_window(const OpenSlot& slot) noexcept {
+  const ThreadBuffer* const b = tl_buffer;
+  return b == slot.buffer && b->epoch.load(std::memory_order_relaxed) == slot.epoch &&
+         slot.epoch == g_epoch.load(std::memory_order_relaxed);
+}
+
+// Appends an argument of the open span `slot` (type: ArgType | flags),
+// only in_span_window. Refused (counted) in a handler that interrupted the
+// recorder.
 inline void append_arg(const OpenSlot& slot, std::uint64_t key, std::uint16_t type, std::uint64_t value) noexcept {
   if (__builtin_expect(!enter_recorder(), 0)) return;
-  ThreadBuffer* const b = tl_buffer;
-  if (__builtin_expect(b == slot.buffer && b->epoch.load(std::memory_order_relaxed) == slot.epoch &&
-                           slot.epoch == g_epoch.load(std::memory_order_relaxed),
-                       1)) {
-    append_inside({key, value, slot.index, 0, kRecordArg, type});
-  }
+  if (__builtin_expect(in_span_window(slot), 1)) append_inside({key, value, slot.index, 0, kRecordArg, type});
   leave_recorder();
 }
 
