@@ -271,6 +271,11 @@ struct Diagnosis {
   Evidence verdict_evidence;            // what was measured for the verdict (shares, idle split)
   std::vector<std::string> support;     // ids of the findings that agree with the verdict
   std::vector<StepVerdict> steps;
+  // What the steps are (StepsSummary::range): "" for ProfilerStep#N, else
+  // the range whose calls they are, found in the trace (detected) or named
+  // by --step-range.
+  std::string step_range;
+  bool step_range_detected = false;
   std::vector<Finding> findings;        // by severity, then impact
   std::vector<Cause> causes;            // every finding in exactly one; by impact, then severity
   std::vector<ThreadBusy> threads;      // traces without device activity; by busy time, largest first

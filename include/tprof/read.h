@@ -65,6 +65,11 @@ struct ReadOptions {
   std::uint64_t max_inflated_bytes = 0;
   double max_inflate_ratio = 200;
   std::uint64_t max_model_bytes = 0;
+  // The host range whose outermost calls are the trace's steps (an NVTX
+  // range, a record_function; --step-range NAME): copied to
+  // TraceMeta::step_range, read by find_step_events (tprof/step_events.h).
+  // Empty: ProfilerStep#N, else a repeated range found in the trace.
+  std::string step_range{};
 };
 
 // Reads a trace file (.json or .json.gz, detected from the content).

@@ -1,4 +1,5 @@
-// tprof/steps.h — one row per ProfilerStep#N: where each step's time went.
+// tprof/steps.h — one row per step (ProfilerStep#N, or a repeated range):
+// where each step's time went.
 //
 //   tprof::StepsSummary s = tprof::compute_steps(trace);
 //   for (const tprof::StepStat& st : s.steps) std::printf("%lld %.1f%%\n", st.step, st.gpu_idle_pct);
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "tprof/step_events.h"
 #include "tprof/trace.h"
 
 namespace tprof {
@@ -45,9 +47,12 @@ struct StepsSummary {
   std::vector<StepStat> steps;  // by start time
   bool has_device = false;      // the trace has device activity
   std::int64_t trace_start_ns = 0;
+  std::string range;            // as StepEvents (tprof/step_events.h): what the steps are
+  bool detected = false;
+  std::vector<std::string> candidates;
 };
 
-// Computes the per-step rows. Traces without ProfilerStep events give none.
+// Computes the per-step rows of find_step_events' steps (none when it finds none).
 StepsSummary compute_steps(const Trace& trace);
 
 // Plain-text table, one line per step.

@@ -185,6 +185,12 @@ struct TraceMetadata {
   std::uint64_t dropped_events = 0;  // events the recorder lost (capture)
   std::uint64_t dropped_shapes = 0;  // kept scopes whose input shapes were lost (capture)
   std::uint64_t unfinished_scopes = 0;  // scopes still open when the window ended (capture)
+  // The range whose occurrences are this trace's steps, instead of its
+  // ProfilerStep#N events (the CLI's --step-range NAME). Not read from the
+  // file nor written to one: how the analyses delimit steps
+  // (find_step_events, tprof/steps.h). Empty: ProfilerStep#N, or a
+  // repeated range found in the trace when it has none.
+  std::string step_range;
 
   // Returns the raw JSON of a top-level key ("deviceProperties", "distributedInfo", ...), or "".
   std::string_view top_level_json(std::string_view key) const;

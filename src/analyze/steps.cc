@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "src/trace/id_index.h"
 #include "src/analyze/intervals.h"
@@ -27,11 +31,23 @@ StepsSummary compute_steps(const Trace& t) {
   StepsSummary out;
   out.trace_start_ns = t.start_ns();
   const EventColumns& ev = t.events;
-  constexpr std::string_view kPrefix = "ProfilerStep#";
-
-  // Names are interned: test each distinct one once, not every event.
-  std::vector<std::uint8_t> is_step_name(t.strings.size(), 0);
-  for (StrId s = 0; s < t.strings.size(); ++s) is_step_name[s] = t.strings.str(s).starts_with(kPrefix);
+  StepEvents found = find_step_events(t);
+  out.range = std::move(found.range);
+  out.detected = found.detected;
+  out.candidates = std::move(found.candidates);
+  std::vector<std::uint8_t> is_step(ev.size(), 0);
+  for (std::size_t i = 0; i < found.events.size(); ++i) {
+    const std::uint32_t e = found.events[i];
+    is_step[e] = 1;
+    StepStat s;
+    s.step = found.numbers[i];
+    s.numbered = found.numbered[i] != 0;
+    s.event = e;
+    s.lane = ev.lane[e];
+    s.start_ns = ev.ts_ns[e];
+    s.dur_ns = ev.dur_ns[e];
+    out.steps.push_back(s);
+  }
 
   std::vector<internal::Interval> device;
   std::vector<std::pair<std::int64_t, std::uint32_t>> device_corr;
@@ -47,39 +63,19 @@ StepsSummary compute_steps(const Trace& t) {
       // (cuLaunchKernel, category cuda_driver: Triton and cuBLAS's CUTLASS
       // GEMMs in torch 2.x traces).
       launches.push_back(e);
-    } else if (is_step_name[ev.name[e]] && t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
-      StepStat s;
-      std::string_view num = t.name(e).substr(kPrefix.size());
-      const auto r = std::from_chars(num.data(), num.data() + num.size(), s.step);
-      s.numbered = r.ec == std::errc() && r.ptr == num.data() + num.size() && s.step >= 0;
-      if (!s.numbered) s.step = -1;
-      s.event = e;
-      s.lane = ev.lane[e];
-      s.start_ns = ev.ts_ns[e];
-      s.dur_ns = ev.dur_ns[e];
-      out.steps.push_back(s);
     }
   }
   out.has_device = !device.empty();
   const std::vector<internal::Interval> device_union = internal::merge_intervals(std::move(device));
   const internal::IdIndex device_by_corr(std::move(device_corr));
   internal::sort_by_time(ev.ts_ns, &launches);
-  std::sort(out.steps.begin(), out.steps.end(), [](const StepStat& a, const StepStat& b) {
-    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.event < b.event;
-  });
-  // Steps without a usable number follow the one before them.
-  for (std::size_t i = 0; i < out.steps.size(); ++i) {
-    // (ProfilerStep#9223372036854775807 has no successor: saturate.)
-    if (!out.steps[i].numbered) out.steps[i].step = i == 0 ? 0 : internal::sat_add(out.steps[i - 1].step, 1);
-  }
-
   // Host activity of the lanes that hold steps, merged once per lane.
   std::vector<std::vector<internal::Interval>> host(t.lanes.size());
   std::vector<std::uint8_t> has_steps(t.lanes.size(), 0);
   for (const StepStat& s : out.steps) has_steps[s.lane] = 1;
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
     if (ev.phase[e] != Phase::kComplete || !is_host_activity(ev.kind[e])) continue;
-    if (!has_steps[ev.lane[e]] || is_step_name[ev.name[e]]) continue;
+    if (!has_steps[ev.lane[e]] || is_step[e]) continue;
     host[ev.lane[e]].push_back({ev.ts_ns[e], ev.ts_ns[e] + ev.dur_ns[e]});
   }
   for (std::vector<internal::Interval>& v : host) v = internal::merge_intervals(std::move(v));

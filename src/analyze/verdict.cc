@@ -553,6 +553,8 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
   const std::string& lead_wait_note = j.lead_wait_note;
   const std::string& majority_note = j.majority_note;
   d->steps = std::move(j.steps);
+  d->step_range = c.steps.range;
+  d->step_range_detected = c.steps.detected;
   d->verdict = j.verdict;
   d->verdict_evidence = Evidence();
   d->verdict_evidence.text("window", nsteps > 0 ? "steps" : "trace");

@@ -16,6 +16,7 @@
 #include "src/base/saturate.h"
 #include "src/causal/names.h"
 #include "tprof/causal.h"
+#include "tprof/step_events.h"
 
 namespace tprof {
 namespace {
@@ -113,17 +114,19 @@ class Analysis {
     }
   }
 
-  // Steps: ProfilerStep#N events on CPU lanes, by start; each with the
-  // device work launched during it.
+  // Steps: find_step_events' (ProfilerStep#N, or the trace's step range),
+  // by start; each with the device work launched during it.
   void find_steps() {
-    for (std::uint32_t a = 0; a < g_.activities(); ++a) {
-      if (g_.is_device[a]) continue;
-      const std::string_view name = t_.name(g_.events[a]);
-      if (name.starts_with("ProfilerStep#")) steps_.push_back(a);
+    is_step_.assign(g_.activities(), 0);
+    const StepEvents found = find_step_events(t_);  // by start
+    for (std::size_t i = 0; i < found.events.size(); ++i) {
+      const std::uint32_t e = found.events[i];
+      const std::uint32_t a = e < g_.activity_of_event.size() ? g_.activity_of_event[e] : kNoIndex;
+      if (a == kNoIndex || g_.is_device[a]) continue;
+      steps_.push_back(a);
+      step_numbers_.push_back(found.numbers[i]);
+      is_step_[a] = 1;
     }
-    std::sort(steps_.begin(), steps_.end(), [&](std::uint32_t x, std::uint32_t y) {
-      return g_.time_ns[2 * x] < g_.time_ns[2 * y];
-    });
     step_of_device_.assign(g_.activities(), -1);
     if (steps_.empty()) return;
     std::vector<std::int64_t> starts;
@@ -288,7 +291,7 @@ class Analysis {
       ++count;
       graphed[call] = 1;
       for (std::uint32_t p = g_.parent[call]; p != kNoIndex && !graphed[p]; p = g_.parent[p]) {
-        if (t_.name(g_.events[p]).starts_with("ProfilerStep#")) break;
+        if (is_step_[p]) break;
         graphed[p] = 1;
       }
     }
@@ -373,21 +376,18 @@ class Analysis {
   }
 
   const std::vector<std::uint32_t>& steps() const { return steps_; }
+  const std::vector<std::int64_t>& step_numbers() const { return step_numbers_; }
 
  private:
   const Trace& t_;
   const CausalGraph& g_;
   std::vector<std::uint32_t> steps_;
+  std::vector<std::int64_t> step_numbers_;  // per step: find_step_events' number
+  std::vector<std::uint8_t> is_step_;       // per activity
   std::vector<std::int32_t> step_of_device_;
   std::vector<std::uint8_t> in_dataloader_;
 };
 
-std::int64_t step_number(std::string_view name) {
-  std::int64_t n = -1;
-  const std::string_view digits = name.substr(name.find('#') + 1);
-  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-  return ec == std::errc() ? n : -1;
-}
 
 }  // namespace
 
@@ -498,7 +498,7 @@ Result<CausalResult> analyze_causal(const Trace& trace, std::shared_ptr<const Ca
       const std::uint32_t s = an.steps()[i];
       StepTime st;
       st.event = g.events[s];
-      st.step = step_number(trace.name(st.event));
+      st.step = an.step_numbers()[i];
       m[i].first = std::max(m[i].first, mp);
       rp[i].first = std::max(rp[i].first, rpp);
       pr[i].first = std::max(pr[i].first, prp);

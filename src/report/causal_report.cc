@@ -262,7 +262,7 @@ std::string format_critical_path(const Trace& t, const CausalResult& r, const Ca
   std::string what = o.window ? o.window_label
                      : o.step ? "step " + step_label(r, *o.step)
                      : r.has_steps ? std::to_string(r.steps.size()) + " steps"
-                                   : "the whole trace (no ProfilerStep)";
+                                   : "the whole trace (no steps)";
   out += (md ? "## Critical path: " : "Critical path: ") + what + ", " + format_ns(x.length) + "\n\n";
   if (!detail && r.has_steps) {
     if (md) {

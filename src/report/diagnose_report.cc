@@ -290,7 +290,8 @@ void append_steps_summary(std::string* out, const Diagnosis& d) {
     if (v.cpu_span_ns > worst->cpu_span_ns) worst = &v;
   }
   std::sort(spans.begin(), spans.end());
-  *out += "\nSteps: " + std::to_string(d.steps.size()) + " (" + step_range(d.steps) + "); first " +
+  const std::string of_range = d.step_range.empty() ? std::string() : " calls of \"" + d.step_range + "\"";
+  *out += "\nSteps: " + std::to_string(d.steps.size()) + of_range + " (" + step_range(d.steps) + "); first " +
           format_ns(d.steps.front().cpu_span_ns) + ", median " + format_ns(internal::mean_median(spans)) + ", p90 " +
           format_ns(internal::nearest_rank(spans, 0.9)) + ", worst step " + std::to_string(worst->step) + " (" +
           format_ns(worst->cpu_span_ns) + ")\n";
@@ -796,6 +797,13 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
       w.end_object();
     }
     w.end_array();
+    // ProfilerStep#N steps keep the document as it was.
+    if (!d.step_range.empty()) {
+      w.key("step_range");
+      w.value_string(d.step_range);
+      w.key("step_range_detected");
+      w.value_bool(d.step_range_detected);
+    }
     w.key("steps");
     w.begin_array();
     for (const StepVerdict& v : d.steps) {

@@ -17,8 +17,18 @@ std::string t(std::int64_t ns) { return internal::format_time_us(static_cast<dou
 std::string format_steps_text(const Trace& trace, const StepsSummary& s) {
   std::string out;
   if (s.steps.empty()) {
-    out = "no ProfilerStep#N events in this trace (profile with a schedule and call prof.step())\n";
-    return out;
+    if (!s.range.empty()) return "no call of \"" + s.range + "\" on a host thread in this trace\n";
+    out = "no ProfilerStep#N events in this trace (profile with a schedule and call prof.step()";
+    if (s.candidates.empty()) return out + ", or name a repeated range with --step-range NAME)\n";
+    out += "); several repeated ranges could be the steps:";
+    for (std::size_t i = 0; i < s.candidates.size(); ++i) out += (i ? ", \"" : " \"") + s.candidates[i] + "\"";
+    return out + ": choose one with --step-range NAME\n";
+  }
+  if (!s.range.empty()) {
+    out = "Steps: the " + std::to_string(s.steps.size()) + " calls of \"" + s.range + "\"" +
+          (s.detected ? " (no ProfilerStep#N: the one repeated range covering the run; --step-range NAME chooses "
+                        "another)\n"
+                      : " (--step-range)\n");
   }
   const char* const headers[] = {"Step", "Start (ms)", "Duration", "CPU busy", "GPU busy", "GPU idle", "Launches",
                                  "First kernel - launch"};
@@ -64,6 +74,19 @@ std::string format_steps_json(const Trace& trace, const StepsSummary& s) {
   w.value_bool(s.has_device);
   w.key("trace_start_ns");
   w.value_int(s.trace_start_ns);
+  // ProfilerStep#N steps keep the document as it was.
+  if (!s.range.empty()) {
+    w.key("step_range");
+    w.value_string(s.range);
+    w.key("step_range_detected");
+    w.value_bool(s.detected);
+  }
+  if (!s.candidates.empty()) {
+    w.key("step_range_candidates");
+    w.begin_array();
+    for (const std::string& c : s.candidates) w.value_string(c);
+    w.end_array();
+  }
   w.key("steps");
   w.begin_array();
   for (const StepStat& st : s.steps) {

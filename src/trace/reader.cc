@@ -1224,6 +1224,7 @@ Result<Trace> Reader::run(Trace trace) {
                          : saw_2022_args_                                 ? Producer::kKineto2022
                          : saw_tprof_                                     ? Producer::kTprof
                                                                           : Producer::kKineto;
+  trace_.meta.step_range = options_.step_range;
   if (sink_ != nullptr) lane_activity_.resize(trace_.lanes.size(), 0);
   internal::assemble_trace(&trace_, meta_, hints_,
                            sink_ != nullptr ? std::span<const std::uint8_t>(lane_activity_)

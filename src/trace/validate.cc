@@ -11,6 +11,11 @@
 
 namespace tprof::internal {
 
+bool launches_device_work(std::string_view name) {
+  return name.find("Launch") != std::string_view::npos || name.find("Memcpy") != std::string_view::npos ||
+         name.find("Memset") != std::string_view::npos;
+}
+
 namespace {
 
 void check_overlaps(Trace* t) {
@@ -40,14 +45,6 @@ void check_overlaps(Trace* t) {
       if (ev.ts_ns[e] + ev.dur_ns[e] > prev_end) prev = e;
     }
   }
-}
-
-// cudaLaunchKernel, cuLaunchKernelEx, cudaGraphLaunch, hipLaunchKernel,
-// cudaMemcpyAsync, cudaMemsetAsync, cudaMemcpy...: calls whose device
-// activity Kineto links with an ac2g flow.
-bool launches_device_work(std::string_view name) {
-  return name.find("Launch") != std::string_view::npos || name.find("Memcpy") != std::string_view::npos ||
-         name.find("Memset") != std::string_view::npos;
 }
 
 // Kineto (CUPTI and roctracer alike) writes an ac2g flow end on runtime

@@ -2,6 +2,8 @@
 // recorded as diagnostics on the trace, never fixed or dropped.
 #pragma once
 
+#include <string_view>
+
 #include "tprof/trace.h"
 
 namespace tprof::internal {
@@ -12,5 +14,10 @@ namespace tprof::internal {
 // launch nothing (an ac2g end on cudaFuncSetAttribute) are expected, not
 // diagnosed (validate.cc, drop_expected_lone_flows).
 void check_trace(Trace* trace);
+
+// A runtime or driver call that Kineto links to device activity with an
+// ac2g flow: cudaLaunchKernel, cuLaunchKernelEx, cudaGraphLaunch,
+// hipLaunchKernel, cudaMemcpyAsync, cudaMemsetAsync, cudaMemcpy...
+bool launches_device_work(std::string_view name);
 
 }  // namespace tprof::internal

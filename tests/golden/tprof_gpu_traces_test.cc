@@ -250,17 +250,18 @@ TEST(TprofRecordTrace, DiagnoseReadsTheBlogsStoryWithoutAProfilerInTheProgram) {
   const Diagnosis big = diagnose(load_file(kRecordDir + "record_plain_4096_nvtx.json"));
   EXPECT_EQ(verdict_name(big.verdict), "compute-bound") << big.summary;
   // torch.compile's addmm copies the bias: found with no ATen op in the
-  // trace, named by the call that launched it, counted over the trace.
+  // trace, named by the call that launched it, counted per step (its 20
+  // NVTX "step" ranges are its steps, issue 40).
   const Diagnosis compiled = diagnose(load_file(kRecordDir + "record_plain_64_compile_nvtx.json"));
   const auto f = std::find_if(compiled.findings.begin(), compiled.findings.end(),
                               [](const Finding& x) { return x.id == "hidden_memcpy"; });
   ASSERT_NE(f, compiled.findings.end());
   EXPECT_NE(f->title.find("20 copies of 8.0 KiB from cudaMemcpyAsync (no op recorded)"), std::string::npos) << f->title;
-  EXPECT_NE(f->title.find(" in all ("), std::string::npos) << f->title;
-  EXPECT_EQ(f->title.find("per step"), std::string::npos) << f->title;
-  // Nor in the evidence (review 2026-11-26, item 15: "per_step 16.8 us",
-  // the total, in a trace without steps).
-  EXPECT_EQ(f->evidence.find("per_step_ns"), nullptr);
+  EXPECT_NE(f->title.find("839 ns per step"), std::string::npos) << f->title;
+  // Per step, not the total (review 2026-11-26, item 15: "per_step 16.8 us",
+  // the total, when the trace had no steps).
+  ASSERT_NE(f->evidence.find("per_step_ns"), nullptr);
+  EXPECT_EQ(f->evidence.find("per_step_ns")->i, 839);
   // The GPU idles through the copies' launch calls: the saving is their
   // host time over the trace, 183.7 us, not the copies' 16.8 us on the GPU
   // (review 2026-11-26, R7).
@@ -276,9 +277,11 @@ TEST(TprofRecordTrace, DiagnoseReadsTheBlogsStoryWithoutAProfilerInTheProgram) {
 // A whole run (no --nvtx-range): the process's first call that needs a
 // context creates it, 100 ms or more before any launch. That is start-up,
 // not an allocator or a runtime call to move out of a loop.
+// (record_plain_64's 107 ms cudaDeviceGetStreamPriorityRange was the other
+// case; its 20 NVTX "step" ranges are its steps since issue 40, and the
+// start-up lies outside them.)
 TEST(TprofRecordTrace, AWholeRunsContextCreationIsStartUpNotAnAllocatorProblem) {
-  for (const auto& [file, call] : {std::pair<std::string, std::string>{"record_vecadd", "cudaMalloc"},
-                                   {"record_plain_64", "cudaDeviceGetStreamPriorityRange"}}) {
+  for (const auto& [file, call] : {std::pair<std::string, std::string>{"record_vecadd", "cudaMalloc"}}) {
     SCOPED_TRACE(file);
     const Diagnosis d = diagnose(load_file(kRecordDir + file + ".json"));
     const auto f = std::find_if(d.findings.begin(), d.findings.end(),
@@ -365,11 +368,13 @@ TEST(TprofCppProgram, TheGraphAdviceCountsTheLaunchCallsOfOneIteration) {
   const Diagnosis nvtx = diagnose(load_file(kRecordDir + "record_plain_64_nvtx.json"));
   ASSERT_NE(finding(nvtx, "overhead_bound"), nullptr);
   const Finding& f = *finding(nvtx, "overhead_bound");
-  EXPECT_NE(f.advice.find("which turns the 2 launch calls per \"step\" range into one (40 in the trace)"),
-            std::string::npos)
-      << f.advice;
+  // Its 20 NVTX "step" ranges are its steps (issue 40): per step, as a
+  // ProfilerStep trace's advice counts.
+  EXPECT_NE(f.advice.find("which turns the 2 launch calls per step into one"), std::string::npos) << f.advice;
+  ASSERT_NE(f.evidence.find("launches_per_step"), nullptr);
   EXPECT_EQ(f.evidence.find("launches_per_step")->i, 2);
-  EXPECT_EQ(f.evidence.find("iterations")->i, 20);
+  ASSERT_NE(f.evidence.find("steps_count"), nullptr);
+  EXPECT_EQ(f.evidence.find("steps_count")->i, 20);
 }
 
 // Review items 1 and 2: matmul_add's schedule (wait 0, warmup 1) ran step
@@ -434,22 +439,20 @@ TEST(TprofCppProgram, ASavingPerStepIsAtMostAMedianStepsIdleTime) {
   }
 }
 
-// Review item 13: record_plain_64 has no steps; its one-off gap of 20.3 ms
-// is the first torch.add of the script's untimed warm-up, before the NVTX
-// range "measure" that holds the 20 steps. "Record more steps and leave
-// this gap out of the step time" has no steps to speak of.
+// Review item 13: record_plain_64's one-off gap of 20.3 ms is the first
+// torch.add of the script's untimed warm-up, before the NVTX range
+// "measure" that holds the 20 "step" ranges. "Record more steps and leave
+// this gap out of the step time" was wrong; before issue 40 the fix said
+// to record only "measure". Now those ranges are the steps, and a gap
+// before the first step is in none: no kernel_gap finding reports it.
 TEST(TprofRecordTrace, AOneOffGapOutsideTheMeasuredRangeIsStartUp) {
   const Diagnosis d = diagnose(load_file(kRecordDir + "record_plain_64.json"));
-  const auto f = std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& x) {
-    return x.id == "kernel_gap" && x.evidence.find("pattern")->s == "one-off";
-  });
-  ASSERT_NE(f, d.findings.end());
-  EXPECT_TRUE(f->advice.starts_with("Record only the measured range (tprof record --nvtx-range measure): the gap lies "
-                                    "outside \"measure\""))
-      << f->advice;
-  EXPECT_EQ(f->advice.find("Record more steps"), std::string::npos) << f->advice;
-  ASSERT_NE(f->evidence.find("measured_range"), nullptr);
-  EXPECT_EQ(f->evidence.find("measured_range")->events.at(0).name, "measure");
+  ASSERT_EQ(d.steps.size(), 20u);
+  for (const Finding& f : d.findings) {
+    if (f.id != "kernel_gap") continue;
+    EXPECT_EQ(f.advice.find("Record more steps"), std::string::npos) << f.advice;
+    EXPECT_EQ(f.title.find("20.3"), std::string::npos) << f.title;
+  }
 }
 
 // Review item 14: on the whole runs most of the time nothing is recorded is
@@ -459,9 +462,9 @@ TEST(TprofRecordTrace, AOneOffGapOutsideTheMeasuredRangeIsStartUp) {
 // (..., the Python stack, ...)" asked for the wrong thing.
 TEST(TprofRecordTrace, AWholeRunsUnrecordedTimeIsStartUpAndExit) {
   for (const auto& [file, start] :
-       {std::pair<std::string, std::string>{"record_plain_64", "Record only \"measure\" (tprof record --nvtx-range measure), the "},
-        {"record_vecadd", "Record only the device phase (an NVTX range around it with tprof record --nvtx-range NAME, or "
-                          "--delay-ms), the 2.220 ms from the first kernel"}}) {
+       {std::pair<std::string, std::string>{"record_vecadd", "Record only the device phase (an NVTX range around it with "
+                                                             "tprof record --nvtx-range NAME, or --delay-ms), the 2.220 ms "
+                                                             "from the first kernel"}}) {
     SCOPED_TRACE(file);
     const Diagnosis d = diagnose(load_file(kRecordDir + file + ".json"));
     const Finding* f = finding(d, "low_gpu_utilization");
@@ -472,10 +475,17 @@ TEST(TprofRecordTrace, AWholeRunsUnrecordedTimeIsStartUpAndExit) {
     EXPECT_GE(2 * outside, f->idle_ns);
     EXPECT_LT(f->evidence.find("device_phase_ns")->i, 3'000'000);
   }
-  const Diagnosis whole = diagnose(load_file(kRecordDir + "record_plain_64.json"));
-  const Finding* exit = finding(whole, "low_gpu_utilization");
-  ASSERT_NE(exit, nullptr);
-  EXPECT_GT(exit->evidence.find("exit_idle_ns")->i, 190'000'000);
+  // record_plain_64's whole run (~198 ms of exit after its last kernel)
+  // holds 20 NVTX "step" ranges: since issue 40 they are its steps, and the
+  // start-up and exit lie outside the window it is judged on.
+  const Diagnosis ranged = diagnose(load_file(kRecordDir + "record_plain_64.json"));
+  EXPECT_EQ(ranged.steps.size(), 20u);
+  EXPECT_EQ(ranged.step_range, "step");
+  EXPECT_TRUE(ranged.step_range_detected);
+  EXPECT_EQ(ranged.verdict, Verdict::kOverheadBound);
+  std::int64_t window = 0;
+  for (const StepVerdict& v : ranged.steps) window += v.cpu_span_ns;
+  EXPECT_LT(window, 1'000'000);
 }
 
 // Review item 11: matmul_add's captures record shapes but no Input type, so
@@ -513,13 +523,12 @@ TEST(TprofCppProgram, AGrowingQueueIsReportedAsItsGrowthPerStep) {
       << f->title;
   EXPECT_EQ(f->title.find("median"), std::string::npos) << f->title;
   EXPECT_EQ(f->evidence.fields().at(1).key, "growth_per_step_ns");  // the numbers the default text quotes first
-  // No steps: the growth is measured over the repeated NVTX "step" range
-  // (review 2026-11-26, R3: its "median" of 1.647 ms was a ramp's middle).
+  // No ProfilerStep: the repeated NVTX "step" ranges are the steps (issue
+  // 40; review 2026-11-26, R3: its "median" of 1.647 ms was a ramp's middle).
   const Diagnosis nvtx = diagnose(load_file(kRecordDir + "record_plain_4096_nvtx.json"));
   const Finding* g = finding(nvtx, "cpu_gpu_offset");
   ASSERT_NE(g, nullptr);
-  EXPECT_TRUE(g->title.starts_with("GPU queue grows about 165.7 us a \"step\" range: the host enqueues 20 \"step\" "
-                                   "ranges in 653.3 us"))
+  EXPECT_TRUE(g->title.starts_with("GPU queue grows about 165.7 us a step: the host enqueues 20 steps in 653.3 us"))
       << g->title;
 }
 

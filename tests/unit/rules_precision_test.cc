@@ -975,13 +975,15 @@ TEST(RulesPrecision, QueueAdviceNamesTheTopKernelsRate) {
 TEST(RulesPrecision, QueueGrowthOverRepeatedRangesWithoutSteps) {
   // R3: record_plain_4096_nvtx has no ProfilerStep but 20 NVTX "step"
   // ranges, whose first launches wait 5, 8, 172, 169, ... 3314 us: a ramp,
-  // reported as its growth per range, not a median.
+  // reported as its growth per range, not a median. The ranges are the
+  // trace's steps (find_step_events: the one repeated range, holding the
+  // launches), so the title counts steps.
   const std::vector<Finding> fs = run("gpu/h200-tprof/record_plain_4096_nvtx.json", "cpu_gpu_offset");
   ASSERT_EQ(fs.size(), 1u);
   ASSERT_NE(find(fs[0], "growth_per_step_ns"), nullptr) << fs[0].title;
   EXPECT_GT(find(fs[0], "growth_per_step_ns")->i, 150'000);
   EXPECT_LT(find(fs[0], "growth_per_step_ns")->i, 180'000);
-  EXPECT_TRUE(contains(fs[0].title, "a \"step\" range")) << fs[0].title;
+  EXPECT_TRUE(contains(fs[0].title, "the host enqueues 20 steps")) << fs[0].title;
   // The 64² run of the same program queues nothing: no growth there.
   EXPECT_TRUE(run("gpu/h200-tprof/record_plain_64_nvtx.json", "cpu_gpu_offset").empty() ||
               find(run("gpu/h200-tprof/record_plain_64_nvtx.json", "cpu_gpu_offset")[0], "growth_per_step_ns") == nullptr);

@@ -148,6 +148,11 @@ int run(int argc, const char* const* argv) {
                "that ends early (default: skip the damaged bytes to the next event, keep the rest, and say so in a "
                "skipped_bytes diagnostic; repair or drop such args, with a malformed_args diagnostic; read a cut "
                "file up to the cut, with a truncated diagnostic)");
+  app.add_option("--step-range", global_options().step_range,
+                 "Use the outermost calls of this host range (an NVTX range, a record_function) as the steps, "
+                 "instead of ProfilerStep#N (default: ProfilerStep#N; without any, the one repeated user "
+                 "annotation that covers at least half its span, as tprof record's NVTX ranges)")
+      ->type_name("NAME");
   app.add_option("--threads", global_options().threads, "Parser and diagnose threads (0 = all cores, at most 256)")
       ->check(CLI::Range(0, tprof::kMaxReaderThreads));
   app.add_option("--max-inflated-mib", global_options().max_inflated_mib,

@@ -19,6 +19,7 @@
 #include "src/base/safe_text.h"
 #include "tprof/info.h"
 #include "tprof/read.h"
+#include "tprof/step_events.h"
 
 namespace tprof::cli {
 
@@ -116,6 +117,18 @@ std::string color_severities(std::string_view text) {
 
 }  // namespace
 
+std::string step_range_error(const Trace& trace, const std::string& path) {
+  const std::string& want = trace.meta.step_range;
+  if (want.empty() || !find_step_events(trace).events.empty()) return {};
+  std::string out = "tprof: " + path + ": --step-range \"" + want + "\": no host event of that name";
+  const std::vector<std::string> ranges = repeated_ranges(trace);
+  if (ranges.empty()) return out + " (the trace repeats no user annotation or NVTX range)\n";
+  out += "; repeated ranges here:";
+  for (std::size_t i = 0; i < ranges.size() && i < 10; ++i) out += (i ? ", \"" : " \"") + ranges[i] + "\"";
+  if (ranges.size() > 10) out += ", ... (" + std::to_string(ranges.size()) + " in all)";
+  return out + "\n";
+}
+
 ReadOptions read_options() {
   ReadOptions options;
   options.threads = global_options().threads;
@@ -123,6 +136,7 @@ ReadOptions read_options() {
   options.max_inflate_ratio = global_options().max_inflate_ratio;
   options.max_model_bytes = global_options().max_model_mib << 20;
   options.strict = global_options().strict;
+  options.step_range = global_options().step_range;
   return options;
 }
 
@@ -136,6 +150,10 @@ std::optional<Trace> load_trace(const std::string& path, bool progress, std::str
   Result<Trace> trace = read_trace(path, options);
   if (!trace) {
     *error = "tprof: " + trace.error().to_string() + "\n";
+    return std::nullopt;
+  }
+  if (std::string range_error = step_range_error(*trace, path); !range_error.empty()) {
+    *error = std::move(range_error);
     return std::nullopt;
   }
   return std::move(trace).value();

@@ -30,6 +30,7 @@ struct GlobalOptions {
   double max_inflate_ratio = 200;      // --max-inflate-ratio: 0 = none
   std::uint64_t max_model_mib = 0;     // --max-model-mib: 0 = half the physical memory
   bool strict = false;                 // --strict: a syntax error inside traceEvents fails the read
+  std::string step_range;              // --step-range NAME: that range's calls are the steps
 };
 
 // A progress bar on stderr, shown only on a terminal (and not with -q),
@@ -57,6 +58,11 @@ class ProgressBar {
 ReadOptions read_options();
 
 GlobalOptions& global_options();
+
+// "" unless --step-range names a range the trace lacks: then the error line
+// ("tprof: FILE: --step-range \"X\": no host event of that name; repeated
+// ranges here: ..."), and the command exits with kExitBadInput.
+std::string step_range_error(const Trace& trace, const std::string& path);
 
 // Loads `path`; on failure prints "tprof: <file>: byte N: <what>" to stderr
 // and returns nothing (the caller exits with kExitBadInput).

@@ -118,6 +118,7 @@ bool summarize_traces(const std::vector<std::string>& files, std::vector<RankSum
         errors[i] = "tprof: " + trace.error().to_string() + "\n";
         continue;
       }
+      if (errors[i] = step_range_error(*trace, files[i]); !errors[i].empty()) continue;
       notes[i] = diagnostics_note(*trace, files[i]);
       results[i] = summarize_rank(*trace, fs::path(files[i]).filename().string());
     }

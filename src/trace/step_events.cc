@@ -1,0 +1,233 @@
+// Which events are a trace's steps (tprof/step_events.h).
+#include "tprof/step_events.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "src/base/saturate.h"
+#include "src/trace/validate.h"
+
+namespace tprof {
+
+namespace {
+
+constexpr std::string_view kStepPrefix = "ProfilerStep#";
+
+bool on_cpu_lane(const Trace& t, std::uint32_t e) { return t.lanes[t.events.lane[e]].kind == LaneKind::kCpu; }
+
+void sort_by_start(const Trace& t, std::vector<std::uint32_t>* events) {
+  std::sort(events->begin(), events->end(), [&](std::uint32_t a, std::uint32_t b) {
+    return t.events.ts_ns[a] != t.events.ts_ns[b] ? t.events.ts_ns[a] < t.events.ts_ns[b] : a < b;
+  });
+}
+
+// Per lane, the complete events `keep` selects in (ts, -end, index) order,
+// each with the one it lies in (kNoIndex: none), among those selected, and
+// whether it is the outermost call of its name (no enclosing event of the
+// same name: a range recursing into itself is one call).
+struct Nest {
+  std::vector<std::uint32_t> order;
+  std::vector<std::uint32_t> parent;  // by position in order
+  std::vector<std::uint8_t> outermost;
+};
+template <class Keep>
+Nest nest_on_lanes(const Trace& t, Keep keep) {
+  const EventColumns& ev = t.events;
+  Nest n;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (ev.phase[e] == Phase::kComplete && on_cpu_lane(t, e) && keep(e)) n.order.push_back(e);
+  }
+  std::sort(n.order.begin(), n.order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    if (ev.lane[a] != ev.lane[b]) return ev.lane[a] < ev.lane[b];
+    if (ev.ts_ns[a] != ev.ts_ns[b]) return ev.ts_ns[a] < ev.ts_ns[b];
+    const std::int64_t ea = ev.ts_ns[a] + ev.dur_ns[a], eb = ev.ts_ns[b] + ev.dur_ns[b];
+    return ea != eb ? ea > eb : a < b;
+  });
+  n.parent.assign(n.order.size(), kNoIndex);
+  n.outermost.assign(n.order.size(), 1);
+  std::vector<std::uint32_t> open;  // positions
+  // Open events per name: linear in the events however deep they nest.
+  std::vector<std::uint32_t> open_by_name(t.strings.size(), 0);
+  for (std::uint32_t i = 0; i < n.order.size(); ++i) {
+    const std::uint32_t e = n.order[i];
+    while (!open.empty()) {
+      const std::uint32_t o = n.order[open.back()];
+      if (ev.lane[o] == ev.lane[e] && ev.ts_ns[e] + ev.dur_ns[e] <= ev.ts_ns[o] + ev.dur_ns[o]) break;
+      --open_by_name[ev.name[o]];
+      open.pop_back();
+    }
+    if (!open.empty()) n.parent[i] = open.back();
+    n.outermost[i] = open_by_name[ev.name[e]] == 0 ? 1 : 0;
+    ++open_by_name[ev.name[e]];
+    open.push_back(i);
+  }
+  return n;
+}
+
+// An iteration marker repeats at least this often: two calls of a range are
+// as often a set-up and a tear-down, or two forks, as two iterations.
+constexpr std::size_t kMinCalls = 3;
+
+// Annotations torch writes itself, around a piece of an iteration (a
+// compiled graph: several a step where the graph breaks; an optimizer step,
+// a collective, a batch fetch), never around one: not steps.
+constexpr std::string_view kTorchAnnotations[] = {
+    "## Call CompiledFxGraph", "Torch-Compiled Region", "TorchDynamo", "CompiledFunction", "AOTDispatcher",
+    "Optimizer.", "enumerate(DataLoader)", "DataLoader", "nccl:", "gloo:", "ucc:", "mpi:", "c10d::",
+    "record_param_comms"};
+
+bool torch_annotation(std::string_view name) {
+  return std::any_of(std::begin(kTorchAnnotations), std::end(kTorchAnnotations),
+                     [&](std::string_view p) { return name.starts_with(p); });
+}
+
+// Case 3 of find_step_events: the one repeated user annotation.
+void detect_range(const Trace& t, StepEvents* out) {
+  const EventColumns& ev = t.events;
+  // Graph capture (cudaStreamBeginCapture, hipStreamBeginCapture): the
+  // repeated ranges are the captures' eager warm-ups, start-up, not steps.
+  for (StrId s = 0; s < t.strings.size(); ++s) {
+    if (t.strings.str(s).ends_with("StreamBeginCapture")) {
+      for (std::uint32_t e = 0; e < ev.size(); ++e) {
+        if (ev.name[e] == s && !is_device_kind(ev.kind[e])) return;
+      }
+    }
+  }
+  const Nest n = nest_on_lanes(t, [&](std::uint32_t e) {
+    return ev.kind[e] == EventKind::kUserAnnotation && !torch_annotation(t.name(e));
+  });
+  // (lane, name) → outermost occurrences (positions).
+  std::map<std::pair<std::uint32_t, StrId>, std::vector<std::uint32_t>> groups;
+  for (std::uint32_t i = 0; i < n.order.size(); ++i) {
+    if (n.outermost[i]) groups[{ev.lane[n.order[i]], ev.name[n.order[i]]}].push_back(i);
+  }
+  // Whether each position lies inside a repeated annotation (parents come
+  // first in `order`). An outermost call's enclosing annotations all have
+  // other names, so for it this means "inside another repeated range".
+  std::vector<std::uint8_t> repeated(n.order.size(), 0), inside_repeated(n.order.size(), 0);
+  for (const auto& [key, occ] : groups) {
+    if (occ.size() >= 2) {
+      for (std::uint32_t i : occ) repeated[i] = 1;
+    }
+  }
+  for (std::uint32_t i = 0; i < n.order.size(); ++i) {
+    const std::uint32_t p = n.parent[i];
+    if (p != kNoIndex) inside_repeated[i] = inside_repeated[p] | repeated[p];
+  }
+  // Launch calls per lane, by start: an iteration launches the run's device
+  // work (a set-up range repeated 3 times launches none of it).
+  std::vector<std::vector<std::int64_t>> launches(t.lanes.size());
+  std::size_t all_launches = 0;
+  {
+    std::vector<std::uint8_t> launch_name(t.strings.size(), 2);  // 2: not yet tested
+    for (std::uint32_t e = 0; e < ev.size(); ++e) {
+      if (ev.kind[e] != EventKind::kCudaRuntime && ev.kind[e] != EventKind::kCudaDriver) continue;
+      std::uint8_t& is = launch_name[ev.name[e]];
+      if (is == 2) is = internal::launches_device_work(t.name(e)) ? 1 : 0;
+      if (is == 0) continue;
+      launches[ev.lane[e]].push_back(ev.ts_ns[e]);
+      ++all_launches;
+    }
+    for (auto& l : launches) std::sort(l.begin(), l.end());
+  }
+  std::vector<const std::vector<std::uint32_t>*> chosen;
+  std::vector<std::string> names;
+  for (const auto& [key, occ] : groups) {
+    if (occ.size() < kMinCalls) continue;
+    // Inside another repeated annotation (a forward inside each train_step): that one is the step.
+    if (std::any_of(occ.begin(), occ.end(), [&](std::uint32_t i) { return inside_repeated[i] != 0; })) continue;
+    const std::uint32_t first = n.order[occ.front()];
+    std::int64_t covered = 0, last_end = INT64_MIN;
+    for (std::uint32_t i : occ) {
+      const std::uint32_t e = n.order[i];
+      last_end = std::max(last_end, ev.ts_ns[e] + ev.dur_ns[e]);
+      covered = internal::sat_add(covered, ev.dur_ns[e]);
+    }
+    const std::int64_t span = last_end - ev.ts_ns[first];
+    if (span <= 0 || 2 * static_cast<double>(covered) < static_cast<double>(span)) continue;
+    if (all_launches > 0) {
+      const std::vector<std::int64_t>& mine = launches[key.first];
+      std::size_t inside = 0;
+      for (std::uint32_t i : occ) {
+        const std::uint32_t e = n.order[i];
+        inside += static_cast<std::size_t>(
+            std::lower_bound(mine.begin(), mine.end(), ev.ts_ns[e] + ev.dur_ns[e]) -
+            std::lower_bound(mine.begin(), mine.end(), ev.ts_ns[e]));
+      }
+      if (2 * inside < all_launches) continue;
+    }
+    chosen.push_back(&occ);
+    names.emplace_back(t.strings.str(key.second));
+  }
+  if (chosen.size() != 1) {
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    if (chosen.size() > 1) out->candidates = std::move(names);
+    return;
+  }
+  for (std::uint32_t i : *chosen.front()) out->events.push_back(n.order[i]);
+  out->range = names.front();
+  out->detected = true;
+}
+
+}  // namespace
+
+std::vector<std::string> repeated_ranges(const Trace& t) {
+  const EventColumns& ev = t.events;
+  const Nest n = nest_on_lanes(t, [&](std::uint32_t e) { return ev.kind[e] == EventKind::kUserAnnotation; });
+  std::map<StrId, std::size_t> count;
+  for (std::uint32_t i = 0; i < n.order.size(); ++i) {
+    if (n.outermost[i]) ++count[ev.name[n.order[i]]];
+  }
+  std::vector<std::string> out;
+  for (const auto& [name, k] : count) {
+    if (k >= 2) out.emplace_back(t.strings.str(name));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+StepEvents find_step_events(const Trace& t) {
+  StepEvents out;
+  const EventColumns& ev = t.events;
+  if (!t.meta.step_range.empty()) {
+    out.range = t.meta.step_range;
+    const std::string_view want = t.meta.step_range;
+    const Nest n = nest_on_lanes(t, [&](std::uint32_t e) { return t.name(e) == want && !is_device_kind(ev.kind[e]); });
+    for (std::uint32_t i = 0; i < n.order.size(); ++i) {
+      if (n.outermost[i]) out.events.push_back(n.order[i]);
+    }
+  } else {
+    // Names are interned: test each distinct one once, not every event.
+    std::vector<std::uint8_t> is_step_name(t.strings.size(), 0);
+    for (StrId s = 0; s < t.strings.size(); ++s) is_step_name[s] = t.strings.str(s).starts_with(kStepPrefix);
+    for (std::uint32_t e = 0; e < ev.size(); ++e) {
+      if (ev.phase[e] == Phase::kComplete && is_step_name[ev.name[e]] && on_cpu_lane(t, e)) out.events.push_back(e);
+    }
+    if (out.events.empty()) detect_range(t, &out);
+  }
+  sort_by_start(t, &out.events);
+  const bool profiler_steps = out.range.empty();
+  for (std::size_t i = 0; i < out.events.size(); ++i) {
+    std::int64_t n = static_cast<std::int64_t>(i);
+    bool usable = true;
+    if (profiler_steps) {
+      const std::string_view num = t.name(out.events[i]).substr(kStepPrefix.size());
+      const auto r = std::from_chars(num.data(), num.data() + num.size(), n);
+      usable = r.ec == std::errc() && r.ptr == num.data() + num.size() && n >= 0;
+      // (ProfilerStep#9223372036854775807 has no successor: saturate.)
+      if (!usable) n = i == 0 ? 0 : internal::sat_add(out.numbers.back(), 1);
+    }
+    out.numbers.push_back(n);
+    out.numbered.push_back(usable ? 1 : 0);
+  }
+  return out;
+}
+
+}  // namespace tprof

@@ -1,0 +1,122 @@
+// find_step_events (include/tprof/step_events.h): which events are a trace's
+// steps when it has no ProfilerStep#N (issue 40 item 4), on small traces
+// built to hold one condition each.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/support/kineto_events.h"
+#include "tprof/read.h"
+#include "tprof/step_events.h"
+
+namespace tprof {
+namespace {
+
+using testing::doc;
+using testing::kernel;
+using testing::launch;
+using testing::x;
+
+std::string ann(const std::string& name, double ts, double dur) { return x("user_annotation", name, 1, 1, ts, dur); }
+
+Trace parse(const std::vector<std::string>& events, const std::string& step_range = "") {
+  ReadOptions options;
+  options.step_range = step_range;
+  Result<Trace> t = read_trace_bytes(doc(events), "steps.json", options);
+  EXPECT_TRUE(t.has_value());
+  return t ? std::move(*t) : Trace{};
+}
+
+// n calls of `name`, each 90 us of every 100 us, each launching a kernel.
+std::vector<std::string> loop(const std::string& name, int n, int first_id = 1) {
+  std::vector<std::string> ev;
+  for (int i = 0; i < n; ++i) {
+    const double t = 100.0 * i;
+    ev.push_back(ann(name, t, 90));
+    ev.push_back(launch(t + 10, 5, first_id + i));
+    ev.push_back(kernel("k", 7, t + 20, 5, first_id + i));
+  }
+  return ev;
+}
+
+TEST(StepEvents, ARepeatedRangeHoldingTheLaunchesIsTheSteps) {
+  const StepEvents s = find_step_events(parse(loop("step", 4)));
+  EXPECT_EQ(s.events.size(), 4u);
+  EXPECT_EQ(s.range, "step");
+  EXPECT_TRUE(s.detected);
+  EXPECT_EQ(s.numbers, (std::vector<std::int64_t>{0, 1, 2, 3}));
+}
+
+TEST(StepEvents, TwoCallsAreNoLoop) {
+  // Two calls are as often set-up and tear-down, or two forks.
+  EXPECT_TRUE(find_step_events(parse(loop("step", 2))).events.empty());
+}
+
+TEST(StepEvents, ARangeInsideAnotherRepeatedOneIsNotTheStep) {
+  std::vector<std::string> ev = loop("train_step", 3);
+  for (int i = 0; i < 3; ++i) ev.push_back(ann("forward", 100.0 * i + 5, 40));
+  const StepEvents s = find_step_events(parse(ev));
+  EXPECT_EQ(s.range, "train_step");
+  EXPECT_EQ(s.events.size(), 3u);
+}
+
+TEST(StepEvents, ARangeHoldingFewOfTheLaunchesIsNotTheStep) {
+  // "setup" repeats 3 times, covers its span, and launches nothing; the
+  // trace's 6 launches are elsewhere.
+  std::vector<std::string> ev;
+  for (int i = 0; i < 3; ++i) ev.push_back(ann("setup", 10.0 * i, 9));
+  for (int i = 0; i < 6; ++i) {
+    ev.push_back(launch(100.0 + 20 * i, 5, i + 1));
+    ev.push_back(kernel("k", 7, 110.0 + 20 * i, 5, i + 1));
+  }
+  EXPECT_TRUE(find_step_events(parse(ev)).events.empty());
+}
+
+TEST(StepEvents, TorchsOwnAnnotationsAreNeverSteps) {
+  EXPECT_TRUE(find_step_events(parse(loop("## Call CompiledFxGraph abc ##", 4))).events.empty());
+  EXPECT_TRUE(find_step_events(parse(loop("Optimizer.step#AdamW.step", 4))).events.empty());
+}
+
+TEST(StepEvents, AGraphCaptureTraceHasNoRangeSteps) {
+  std::vector<std::string> ev = loop("capture_one", 4);
+  ev.push_back(x("cuda_runtime", "cudaStreamBeginCapture", 1, 1, 1, 1));
+  EXPECT_TRUE(find_step_events(parse(ev)).events.empty());
+}
+
+TEST(StepEvents, TwoCandidatesAreListedAndNoneChosen) {
+  // Two loops on two threads, each holding half the launches.
+  std::vector<std::string> ev = loop("a", 3);
+  for (int i = 0; i < 3; ++i) {
+    const double t = 100.0 * i;
+    ev.push_back(x("user_annotation", "b", 1, 2, t, 90));
+    ev.push_back(x("cuda_runtime", "cudaLaunchKernel", 1, 2, t + 10, 5, testing::corr(10 + i)));
+    ev.push_back(kernel("k", 8, t + 30, 5, 10 + i));
+  }
+  const StepEvents s = find_step_events(parse(ev));
+  EXPECT_TRUE(s.events.empty());
+  EXPECT_EQ(s.candidates, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(repeated_ranges(parse(ev)), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(StepEvents, ANamedRangeCountsARecursiveCallOnce) {
+  // --step-range names any host event; a call nested in one of its name is
+  // part of it. Named ranges need no repeats or launches.
+  std::vector<std::string> ev = {ann("iter", 0, 100), ann("iter", 10, 50), ann("iter", 200, 100)};
+  const StepEvents s = find_step_events(parse(ev, "iter"));
+  EXPECT_EQ(s.events.size(), 2u);
+  EXPECT_FALSE(s.detected);
+  EXPECT_EQ(s.range, "iter");
+}
+
+TEST(StepEvents, ProfilerStepsComeFirst) {
+  std::vector<std::string> ev = loop("step", 4);
+  ev.push_back(testing::step(7, 0, 400));
+  const StepEvents s = find_step_events(parse(ev));
+  ASSERT_EQ(s.events.size(), 1u);
+  EXPECT_EQ(s.numbers.front(), 7);
+  EXPECT_TRUE(s.range.empty());
+}
+
+}  // namespace
+}  // namespace tprof
