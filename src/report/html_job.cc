@@ -29,6 +29,10 @@ constexpr std::size_t kMaxStepsDrawn = 400;
 constexpr int kSlot = 10;
 constexpr int kBar = 8;
 constexpr int kStripHeight = 60;
+// One step per rank: a horizontal bar per rank instead, its length the
+// step's time (SVG user units across the strip, and the strip's height).
+constexpr int kHorizontalWidth = 1000;
+constexpr int kHorizontalHeight = 20;
 
 std::string esc(std::string_view s) { return internal::html_escape(internal::safe_text(s)); }
 
@@ -80,6 +84,7 @@ p,li{max-width:72em}
 .rank-label b{display:block}
 .rank-stats{font-size:12.5px;color:#444;min-width:0}
 svg.bars{display:block;width:100%;height:60px;background:#fafafa}
+svg.bars.horizontal{height:22px}
 .window-edge{stroke:#333;stroke-dasharray:3 2}
 .verdict{font-weight:600}.verdict.waiting{color:#b35c00}
 .meter{height:12px;background:#eee;border-radius:3px;overflow:hidden}
@@ -108,7 +113,7 @@ std::string header_html(const JobView& v) {
   if (v.ranks_with_steps > 0) {
     s += ". The job's median step is " + format_ns(v.median_step_ns) + " (the median of the ranks' median steps).";
   } else {
-    s += ". No rank has steps (ProfilerStep).";
+    s += ". No rank has steps (ProfilerStep, or a repeated range).";
   }
   return "<p class=\"sub\">" + esc(s) + "</p>\n";
 }
@@ -153,6 +158,41 @@ std::string summary_html(const JobView& v) {
   return out + "</ul></section>\n";
 }
 
+std::string step_group_open(const RankRow& r, const RankStep& s) {
+  return "<g class=\"step\" data-step=\"" + std::to_string(s.step) + "\" data-dur-ns=\"" + std::to_string(s.dur_ns) +
+         "\" data-computation-ns=\"" + std::to_string(s.computation_ns) + "\" data-communication-ns=\"" +
+         std::to_string(s.communication_ns) + "\" data-idle-ns=\"" + std::to_string(s.idle_ns) + "\"><title>" +
+         esc("rank " + std::to_string(r.rank) + ", step " + std::to_string(s.step) + ": " + format_ns(s.dur_ns) +
+             " = computation " + format_ns(s.computation_ns) + " + exposed communication " +
+             format_ns(s.communication_ns) + " + idle " + format_ns(s.idle_ns)) +
+         "</title>";
+}
+
+// A rank's one step as a horizontal stacked bar (computation, exposed
+// communication, idle from the left), its length the step's time on one
+// scale for every rank (max_ns): with a step per rank, vertical bars would
+// each fill a strip alone and compare nothing.
+std::string hbar_svg(const RankRow& r, std::int64_t max_ns) {
+  std::string out = "<svg class=\"bars horizontal\" viewBox=\"0 0 " + std::to_string(kHorizontalWidth) + " " +
+                    std::to_string(kHorizontalHeight) + "\" preserveAspectRatio=\"none\" role=\"img\" aria-label=\"rank " +
+                    std::to_string(r.rank) + ": 1 step\">\n";
+  if (r.step_list.empty()) return out + "</svg>";
+  const RankStep& s = r.step_list[0];
+  const double scale = max_ns > 0 ? static_cast<double>(kHorizontalWidth) / static_cast<double>(max_ns) : 0.0;
+  out += step_group_open(r, s);
+  double x = 0;
+  for (const auto& [ns, cls] : {std::pair{s.computation_ns, "c-comp"}, std::pair{s.communication_ns, "c-comm"},
+                                std::pair{s.idle_ns, "c-idle"}}) {
+    const double w = static_cast<double>(ns) * scale;
+    if (ns > 0) {
+      out += "<rect class=\"" + std::string(cls) + "\" x=\"" + num(x) + "\" y=\"2\" width=\"" + num(w) + "\" height=\"" +
+             std::to_string(kHorizontalHeight - 4) + "\"/>";
+    }
+    x += w;
+  }
+  return out + "</g>\n</svg>";
+}
+
 // One rank's steps as stacked bars: computation at the bottom, exposed
 // communication, idle on top; one y scale for every rank (max_ns), one
 // x slot per step so that step k of every rank lines up.
@@ -165,13 +205,7 @@ std::string bars_svg(const RankRow& r, std::size_t slots, std::int64_t max_ns) {
   for (std::size_t i = 0; i < drawn; ++i) {
     const RankStep& s = r.step_list[i];
     const double x = static_cast<double>(i * kSlot + 1);
-    out += "<g class=\"step\" data-step=\"" + std::to_string(s.step) + "\" data-dur-ns=\"" + std::to_string(s.dur_ns) +
-           "\" data-computation-ns=\"" + std::to_string(s.computation_ns) + "\" data-communication-ns=\"" +
-           std::to_string(s.communication_ns) + "\" data-idle-ns=\"" + std::to_string(s.idle_ns) + "\"><title>" +
-           esc("rank " + std::to_string(r.rank) + ", step " + std::to_string(s.step) + ": " + format_ns(s.dur_ns) +
-               " = computation " + format_ns(s.computation_ns) + " + exposed communication " +
-               format_ns(s.communication_ns) + " + idle " + format_ns(s.idle_ns)) +
-           "</title>";
+    out += step_group_open(r, s);
     double y = kStripHeight;
     for (const auto& [ns, cls] : {std::pair{s.computation_ns, "c-comp"}, std::pair{s.communication_ns, "c-comm"},
                                   std::pair{s.idle_ns, "c-idle"}}) {
@@ -206,14 +240,21 @@ std::string ranks_html(const JobView& v) {
     for (std::size_t i = 0; i < drawn; ++i) max_ns = std::max(max_ns, r.step_list[i].dur_ns);
   }
   std::int64_t straggler = v.stragglers.empty() ? -1 : v.stragglers[0].rank;
+  const bool horizontal = slots == 1;
   std::string out = "<section id=\"ranks\" data-ranks=\"" + std::to_string(v.ranks.size()) + "\" data-steps-drawn=\"" +
                     std::to_string(drawn_total) + "\" data-max-step-ns=\"" + std::to_string(max_ns) +
-                    "\"><h2>Steps per rank</h2>\n";
+                    "\" data-layout=\"" + (horizontal ? "horizontal" : "vertical") + "\"><h2>Steps per rank</h2>\n";
   out += "<p class=\"legend\"><span><i class=\"sw c-comp\"></i>computation</span><span><i class=\"sw c-comm\"></i>"
          "exposed communication (not hidden under computation; waiting for a late rank counts here)</span><span>"
          "<i class=\"sw c-idle\"></i>idle (no device work)</span></p>\n";
-  out += "<p class=\"note\">Each bar is one step, in time order; every rank on the same scale (the tallest bar is " +
-         esc(format_ns(max_ns)) + "). A dashed line separates one process's profiling windows. Hover a bar for its numbers.</p>\n";
+  if (horizontal) {
+    out += "<p class=\"note\">Each rank has one step: its bar runs from the left, as long as the step, every rank on the "
+           "same scale (the longest is " +
+           esc(format_ns(max_ns)) + "). Hover a bar for its numbers.</p>\n";
+  } else {
+    out += "<p class=\"note\">Each bar is one step, in time order; every rank on the same scale (the tallest bar is " +
+           esc(format_ns(max_ns)) + "). A dashed line separates one process's profiling windows. Hover a bar for its numbers.</p>\n";
+  }
   for (const RankRow& r : v.ranks) {
     const std::size_t drawn = std::min(r.step_list.size(), kMaxStepsDrawn);
     out += "<div class=\"rank-row" + std::string(r.rank == straggler ? " straggler" : "") + "\" data-rank=\"" +
@@ -224,13 +265,21 @@ std::string ranks_html(const JobView& v) {
     if (r.windows.size() > 1) out += "<br><span class=\"note\">" + std::to_string(r.windows.size()) + " windows</span>";
     out += "</div>\n";
     if (r.step_list.empty()) {
-      out += "<div class=\"note\">no steps (ProfilerStep) in this trace</div>\n";
+      out += "<div class=\"note\">no steps in this trace (ProfilerStep, or a repeated range)</div>\n";
     } else {
-      out += bars_svg(r, slots, max_ns) + "\n";
+      out += (horizontal ? hbar_svg(r, max_ns) : bars_svg(r, slots, max_ns)) + "\n";
     }
-    out += "<div class=\"rank-stats\">" + std::to_string(r.steps) + (r.steps == 1 ? " step" : " steps");
-    if (drawn < r.step_list.size()) out += " (the first " + std::to_string(drawn) + " drawn)";
-    if (r.steps > 0) {
+    out += "<div class=\"rank-stats\">";
+    if (r.steps == 1) {
+      // One step has no spread to show: "±0 ns" would read as a measured one.
+      out += "1 step: no spread; " + esc(format_ns(r.median_step_ns)) + "<br>computation " +
+             esc(format_ns(r.median_computation_ns)) + ", exposed communication " +
+             esc(format_ns(r.median_communication_ns)) + ", idle " + esc(format_ns(r.median_idle_ns));
+    } else {
+      out += std::to_string(r.steps) + " steps";
+      if (drawn < r.step_list.size()) out += " (the first " + std::to_string(drawn) + " drawn)";
+    }
+    if (r.steps > 1) {
       out += "; median " + esc(format_ns(r.median_step_ns)) + " (&plusmn;" + esc(format_ns(r.step_mad_ns)) +
              ")<br>computation " + esc(format_ns(r.median_computation_ns)) + ", exposed communication " +
              esc(format_ns(r.median_communication_ns)) + ", idle " + esc(format_ns(r.median_idle_ns)) + " (medians)";
@@ -376,7 +425,8 @@ std::string verdicts_html(const JobView& v) {
     if (files.empty()) files = r.source;
     out += "<tr data-rank=\"" + std::to_string(r.rank) + "\"><td>" + std::to_string(r.rank) + "</td><td class=\"n\">" +
            std::to_string(r.steps) + "</td><td class=\"n\">" + esc(format_ns(r.median_step_ns)) + "</td><td class=\"n\">" +
-           esc(format_ns(r.step_mad_ns)) + "</td><td class=\"n\">" + esc(format_ns(r.median_computation_ns)) +
+           (r.steps == 1 ? std::string("none (1 step)") : r.steps == 0 ? std::string("&mdash;") : esc(format_ns(r.step_mad_ns))) +
+           "</td><td class=\"n\">" + esc(format_ns(r.median_computation_ns)) +
            "</td><td class=\"n\">" + esc(format_ns(r.median_communication_ns)) + "</td><td class=\"n\">" +
            esc(format_ns(r.median_idle_ns)) + "</td><td title=\"" + esc(verdict) + "\">" + esc(verdict) +
            "</td><td title=\"" + esc(files) + "\">" + esc(r.windows.size() > 1 ? std::to_string(r.windows.size()) + " windows: " + files : files) +
@@ -428,11 +478,27 @@ std::string format_job_html(const JobView& v) {
   out += slow_html(v);
   out += "<details id=\"text-view\"><summary>The same view as text (<code>tprof diagnose DIR</code>)</summary><pre>" +
          esc(format_job_text(v)) + "</pre></details>\n";
-  // Marks the page drawn and records its width against the window's, for
-  // the headless layout test (tests/html/chromium_job_test.sh).
-  out += "<script>(function(){var b=document.body;b.setAttribute('data-scroll-width',"
-         "document.documentElement.scrollWidth);b.setAttribute('data-window-width',window.innerWidth);"
-         "b.setAttribute('data-rendered','1');})();</script>\n</body></html>\n";
+  // Cuts long names in their middle, where CSS's ellipsis would cut their
+  // end (the part that tells kernels and files apart): each name box that
+  // overflows gets as much of both ends as fits, measured on a canvas in
+  // its own font (the whole name stays in its title). Then marks the page
+  // drawn and records its width against the window's and the names still
+  // overflowing, for the headless test (tests/html/chromium_job_test.sh).
+  out += "<script>(function(){var b=document.body,q='span.name,td[title]',mc=document.createElement('canvas')"
+         ".getContext('2d'),todo=[],cut=0,left=0;"
+         "function fit(s,w){if(mc.measureText(s).width<=w)return s;var c=Array.from(s),lo=0,hi=c.length-1;"
+         "function at(k){var a=Math.ceil(k/2);return c.slice(0,a).join('')+'\\u2026'+c.slice(c.length-(k-a)).join('');}"
+         "while(lo<hi){var m=(lo+hi+1)>>1;if(mc.measureText(at(m)).width<=w)lo=m;else hi=m-1;}return at(lo);}"
+         "document.querySelectorAll(q).forEach(function(e){if(e.clientWidth>0&&e.scrollWidth>e.clientWidth){"
+         "var cs=getComputedStyle(e);todo.push([e,e.clientWidth-parseFloat(cs.paddingLeft)-parseFloat(cs.paddingRight)-2,"
+         "cs.font]);}});"
+         "todo.forEach(function(t){mc.font=t[2];t[0].textContent=fit(t[0].textContent,t[1]);"
+         "t[0].setAttribute('data-elided','1');cut++;});"
+         "document.querySelectorAll(q).forEach(function(e){if(e.scrollWidth>e.clientWidth+1)left++;});"
+         "b.setAttribute('data-names-cut',cut);b.setAttribute('data-names-overflowing',left);"
+         "b.setAttribute('data-scroll-width',document.documentElement.scrollWidth);"
+         "b.setAttribute('data-window-width',window.innerWidth);b.setAttribute('data-rendered','1');})();</script>\n"
+         "</body></html>\n";
   return out;
 }
 

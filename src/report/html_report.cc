@@ -92,9 +92,21 @@ std::string script_safe_code(std::string_view code) {
 struct KernelHistogram {
   const KernelStat* stat = nullptr;
   std::int64_t lo_ns = 0;
-  std::int64_t bin_ns = 1;
+  std::int64_t bin_ns = 1;  // linear bins
+  // Long tails get bins of equal ratio instead: [lo·r^k, lo·r^(k+1)) with
+  // r = (hi / lo)^(1 / bins), drawn on a log x axis.
+  bool log_x = false;
+  std::int64_t hi_ns = 0;  // log bins: the last bin's upper edge
   std::vector<std::int64_t> counts;
 };
+
+// A tail is long when linear bins would squash the bulk of the instances
+// into the first few bins (p90 within the first tenth of the range) and the
+// range spans a factor of 10 or more: a log axis then shows both the bulk
+// and the outliers (a 157 ms GEMM among 4 ms ones).
+bool long_tail(const KernelStat& k) {
+  return k.min_ns > 0 && k.max_ns >= 10 * k.min_ns && (k.p90_ns - k.min_ns) * 10 < k.max_ns - k.min_ns;
+}
 
 // Bins each top kernel's durations (their instances found by name id among
 // the context's device activities).
@@ -110,8 +122,14 @@ std::vector<KernelHistogram> kernel_histograms(const DiagnoseContext& c, const K
     h.stat = &ks.kernels[k];
     h.lo_ns = h.stat->min_ns;
     const std::int64_t span = h.stat->max_ns - h.stat->min_ns;
-    h.bin_ns = std::max<std::int64_t>(1, span / bins + 1);  // the maximum falls in the last bin
-    h.counts.assign(static_cast<std::size_t>(std::min<std::int64_t>(bins, span / h.bin_ns + 1)), 0);
+    h.log_x = long_tail(*h.stat);
+    if (h.log_x) {
+      h.hi_ns = h.stat->max_ns + 1;  // the maximum falls in the last bin
+      h.counts.assign(static_cast<std::size_t>(bins), 0);
+    } else {
+      h.bin_ns = std::max<std::int64_t>(1, span / bins + 1);  // the maximum falls in the last bin
+      h.counts.assign(static_cast<std::size_t>(std::min<std::int64_t>(bins, span / h.bin_ns + 1)), 0);
+    }
     out.push_back(std::move(h));
     by_name.emplace(ks.kernels[k].name, k);
   }
@@ -127,7 +145,18 @@ std::vector<KernelHistogram> kernel_histograms(const DiagnoseContext& c, const K
     }
     if (it->second == kNone) continue;
     KernelHistogram& h = out[it->second];
-    const std::int64_t bin = (op.end - op.start - h.lo_ns) / h.bin_ns;
+    const std::int64_t dur = op.end - op.start;
+    std::int64_t bin = 0;
+    if (h.log_x) {
+      // ln(dur / lo) / ln(hi / lo) of the bins; durations are whole ns, far
+      // from the edges' rounding, and the ends are clamped.
+      const double f = std::log(static_cast<double>(std::max(dur, h.lo_ns)) / static_cast<double>(h.lo_ns)) /
+                       std::log(static_cast<double>(h.hi_ns) / static_cast<double>(h.lo_ns));
+      bin = std::clamp<std::int64_t>(static_cast<std::int64_t>(f * static_cast<double>(h.counts.size())), 0,
+                                     static_cast<std::int64_t>(h.counts.size()) - 1);
+    } else {
+      bin = (dur - h.lo_ns) / h.bin_ns;
+    }
     if (bin >= 0 && bin < static_cast<std::int64_t>(h.counts.size())) ++h.counts[static_cast<std::size_t>(bin)];
   }
   return out;
@@ -343,9 +372,13 @@ std::string report_json(const Trace& trace, const DiagnoseContext& c, const Diag
     w.value_int(s.gpu_work_ns);
     w.key("lag_ns");
     w.value_int(bar.lag_ns);
+    // The bar: the step as the device saw it (the host's span on CPU-only
+    // traces), its parts summing to time_ns.
+    w.key("time_ns");
+    w.value_int(bar.device_dur_ns);
     w.key("parts");
     w.begin_array();
-    for (const std::int64_t p : bar.parts) w.value_int(p);
+    for (const std::int64_t p : bar.device_parts) w.value_int(p);
     w.end_array();
     w.key("verdict");
     w.value_string(verdict_name(s.verdict));
@@ -382,6 +415,12 @@ std::string report_json(const Trace& trace, const DiagnoseContext& c, const Diag
     w.value_int(h.lo_ns);
     w.key("bin_ns");
     w.value_int(h.bin_ns);
+    if (h.log_x) {
+      w.key("log_x");
+      w.value_bool(true);
+      w.key("hi_ns");
+      w.value_int(h.hi_ns);
+    }
     w.key("counts");
     w.begin_array();
     for (std::int64_t n : h.counts) w.value_int(n);
@@ -409,6 +448,18 @@ std::string report_json(const Trace& trace, const DiagnoseContext& c, const Diag
     w.end_array();
   }
   w.end_array();
+  // Kernel rows (their names are whole signatures) by row index: the one
+  // short form every view uses; the page keeps the full name in a tooltip.
+  w.key("ops_short");
+  w.begin_object();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (!names.has(rows[i]->key)) continue;
+    const std::string short_name = names.get(rows[i]->key);
+    if (short_name == rows[i]->key) continue;
+    w.key(std::to_string(i));
+    w.value_string(short_name);
+  }
+  w.end_object();
   w.key("timeline");
   internal::write_timeline_json(w, timeline);
   w.key("flame");
@@ -643,18 +694,27 @@ void append_compare_html(std::string* out, const Comparison& cmp, const HtmlRepo
     }
     o += "</table></div>\n";
   }
-  o += "<dl class=\"changes\">\n";
+  // Each name its own list item, drawn as a chip: names hold spaces and
+  // commas ("Memcpy DtoD (Device -> Device)"), so words alone would run
+  // one name into the next.
+  o += "<dl class=\"changes\" id=\"compare-changes\">\n";
   auto names = [&](std::string_view title, const auto& rows, ChangeKind kind, const internal::KernelNames& view) {
     std::size_t n = 0;
     std::string list;
     for (const auto& r : rows) {
       if (r.change != kind) continue;
       if (n++ < options.compare_names) {
-        list += "<code title=\"" + html_escape(r.name) + "\">" + html_escape(view.get(r.name)) + "</code> ";
+        list += "<li><code title=\"" + html_escape(r.name) + "\">" + html_escape(view.get(r.name)) + "</code></li>";
       }
     }
-    o += "<dt>" + std::string(title) + " (" + std::to_string(n) + ")</dt><dd>" + (n == 0 ? "none" : list);
-    if (n > options.compare_names) o += "and " + std::to_string(n - options.compare_names) + " more";
+    o += "<dt>" + std::string(title) + " (" + std::to_string(n) + ")</dt><dd>";
+    if (n == 0) {
+      o += "none";
+    } else {
+      o += "<ul class=\"name-list\">" + list;
+      if (n > options.compare_names) o += "<li class=\"more\">and " + std::to_string(n - options.compare_names) + " more</li>";
+      o += "</ul>";
+    }
     o += "</dd>\n";
   };
   names("New ops (in B only)", cmp.ops, ChangeKind::kNew, op_names);
@@ -687,7 +747,10 @@ summary { cursor: pointer; color: #555; font-size: 13px; }
 #timeline, #flame { position: relative; }
 #timeline canvas, #flame canvas { display: block; cursor: crosshair; }
 #flame canvas { cursor: pointer; }
-.tip { position: absolute; pointer-events: none; background: rgba(29,29,31,0.92); color: #fff; font-size: 12px; padding: 4px 7px; border-radius: 3px; max-width: 520px; white-space: pre-line; word-break: break-all; z-index: 5; display: none; }
+/* A tip wraps between words only; a name longer than the tip's width (a
+   kernel signature) breaks anywhere, a number never (its unit is joined by a
+   no-break space). */
+.tip { position: absolute; pointer-events: none; background: rgba(29,29,31,0.92); color: #fff; font-size: 12px; padding: 4px 7px; border-radius: 3px; max-width: min(520px, 100%); white-space: pre-line; overflow-wrap: anywhere; word-break: normal; z-index: 5; display: none; }
 .marks { list-style: none; padding: 0; margin: 6px 0; font-size: 12px; }
 .marks li { cursor: pointer; margin: 1px 0; } .marks li:hover { text-decoration: underline; }
 .marks .sev { margin-right: 6px; }
@@ -702,19 +765,26 @@ table.cmp td.wrap { white-space: normal; text-align: left; max-width: 60em; }
 td.worse { color: #b3261e; } td.better { color: #1e7b34; }
 tr.new td:first-child { color: #1e7b34; } tr.vanished td:first-child { color: #b3261e; text-decoration: line-through; }
 dl.changes dt { font-weight: 600; font-size: 13px; margin-top: 6px; } dl.changes dd { margin: 2px 0 0 16px; font-size: 12px; }
-dl.changes code { margin-right: 4px; }
+ul.name-list { list-style: none; padding: 0; margin: 3px 0; display: flex; flex-wrap: wrap; gap: 4px 8px; }
+ul.name-list li { background: #eef1f5; border: 1px solid #d8dde5; border-radius: 3px; padding: 0 6px; max-width: 100%; min-width: 0; }
+ul.name-list li.more { background: none; border-color: transparent; color: #555; }
+ul.name-list code { display: inline-block; max-width: 100%; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; vertical-align: bottom; }
 footer { margin-top: 28px; color: #777; font-size: 12px; }
 /* No page wider than its window: names from traces (kernel names run to
    thousands of characters) break anywhere in text, sit ellipsized in table
-   cells (the full name in a title attribute), and wide tables scroll inside
-   their own box. */
+   cells (the full name in a title attribute; the script then cuts them in
+   the middle instead, fitNames), and wide tables scroll inside their own
+   box. */
 main, section, header, footer { min-width: 0; }
 p, li, dd, dt, h3, code, .summary { overflow-wrap: anywhere; }
 .table-wrap { overflow-x: auto; max-width: 100%; }
 div.name { max-width: min(460px, 45vw); overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 ul.legend { list-style: none; padding: 0; margin: 4px 0 6px; font-size: 12px; display: flex; flex-wrap: wrap; gap: 2px 16px; }
 ul.legend .swatch { display: inline-block; width: 12px; height: 12px; margin-right: 5px; vertical-align: -2px; border-radius: 2px; }
-ul.legend .swatch.hatched { background: repeating-linear-gradient(135deg, rgba(60,120,200,0.85) 0 2px, rgba(60,120,200,0.12) 2px 5px); border: 1px solid rgba(60,120,200,0.9); width: 10px; height: 10px; }
+ul.legend .swatch.line { height: 0; border-top: 1.5px solid #1d1d1f; vertical-align: 3px; border-radius: 0; position: relative; width: 16px; }
+ul.legend .swatch.line::after { content: ""; position: absolute; left: 6px; top: -3.75px; width: 4px; height: 4px; border-radius: 50%; background: #1d1d1f; }
+.step-summary { font-size: 13px; margin: 4px 0 6px; }
+.hist-label { position: absolute; white-space: nowrap; font-size: 11px; line-height: 14px; pointer-events: none; background: rgba(255,255,255,0.85); padding: 0 2px; }
 ul.legend .swatch.tick { height: 0; border-top: 2px solid #1d1d1f; vertical-align: 3px; border-radius: 0; }
 #steps-chart { position: relative; }
 #steps-chart canvas { display: block; }
@@ -737,12 +807,14 @@ constexpr std::string_view kScript = R"JS(
   var data;
   try { data = JSON.parse(document.getElementById('report-data').textContent); } catch (e) { fail('data: ' + e); body.dataset.rendered = '1'; return; }
 
+  // A no-break space between a number and its unit: a line that wraps (a
+  // tooltip near the window's edge) never parts "63.9" from "us".
   function fmtNs(ns) {
-    var a = Math.abs(ns);
-    if (a >= 1e9) return (ns / 1e9).toFixed(3) + ' s';
-    if (a >= 1e6) return (ns / 1e6).toFixed(3) + ' ms';
-    if (a >= 1e3) return (ns / 1e3).toFixed(1) + ' us';
-    return Math.round(ns) + ' ns';
+    var a = Math.abs(ns), S = '\u00a0';
+    if (a >= 1e9) return (ns / 1e9).toFixed(3) + S + 's';
+    if (a >= 1e6) return (ns / 1e6).toFixed(3) + S + 'ms';
+    if (a >= 1e3) return (ns / 1e3).toFixed(1) + S + 'us';
+    return Math.round(ns) + S + 'ns';
   }
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -752,13 +824,19 @@ constexpr std::string_view kScript = R"JS(
   }
   function widthOf(node, dflt) { return Math.max(320, Math.min(dflt, node.clientWidth || dflt)); }
 
-  // Durations for axes: the unit picked by the visible range (s, ms, us,
-  // ns), the decimals by the tick step, trailing zeros trimmed: "1.5 ms",
-  // "250 us", never "1000.000 ms".
+  // Durations for axes: the unit picked by the axis' largest value (s, ms,
+  // us, ns), trailing zeros trimmed: "1.5 ms", "250 us", never "1000 ns".
+  // The decimals are those the tick step needs to be exact: a step of 0.25
+  // gives "22.25 | 22.5 | 22.75", where rounding to the step's first digit
+  // gave the uneven "22.3 | 22.5 | 22.8".
   function unitOf(rangeNs) { return rangeNs >= 1e9 ? [1e9, 's'] : rangeNs >= 1e6 ? [1e6, 'ms'] : rangeNs >= 1e3 ? [1e3, 'us'] : [1, 'ns']; }
+  function decimalsOf(st) {
+    for (var d = 0; d < 9; d++) { var v = st * Math.pow(10, d), r = Math.round(v); if (r >= 1 && Math.abs(v - r) < 1e-6 * v) return d; }
+    return 9;
+  }
   function fmtTick(ns, stepNs, rangeNs) {
     var u = unitOf(rangeNs), v = ns / u[0], st = stepNs / u[0];
-    var dec = st >= 1 ? 0 : Math.min(9, Math.ceil(-Math.log10(st) - 1e-9));
+    var dec = decimalsOf(st);
     var s = v.toFixed(dec);
     if (s.indexOf('.') >= 0) s = s.replace(/0+$/, '').replace(/\.$/, '');
     if (s === '-0') s = '0';
@@ -783,49 +861,80 @@ constexpr std::string_view kScript = R"JS(
   }
 
   // Where the step went: one stacked bar per step (parts from C++, summing
-  // to the step), the queue past the step's end hatched above it, the CPU
-  // busy time as a tick. A canvas of our own: uPlot does not stack bars.
-  var PART_COLORS = { compute: 'rgb(60,120,200)', exposed_comm: 'rgb(140,90,200)', exposed_copy: 'rgb(30,165,165)',
-    cpu_busy: 'rgb(40,150,80)', cpu_idle: 'rgba(150,150,150,0.45)', idle_launching: 'rgb(232,163,23)',
-    idle_kernel_latency: 'rgb(245,205,120)', idle_host_work: 'rgb(214,96,40)', idle_unrecorded: 'rgb(190,190,190)',
-    idle_stream_wait: 'rgb(200,80,120)', idle_peers: 'rgb(170,60,60)', idle_profiler: 'rgb(120,120,120)' };
-  function partColor(key) { return PART_COLORS[key] || (key.indexOf('idle_blocked') === 0 ? 'rgb(179,38,30)' : 'rgb(160,140,110)'); }
-  function hatch(ctx) {
-    var r = window.devicePixelRatio || 1, p = document.createElement('canvas');
-    p.width = p.height = Math.round(8 * r);
-    var c = p.getContext('2d');
-    c.scale(r, r); c.fillStyle = 'rgba(60,120,200,0.12)'; c.fillRect(0, 0, 8, 8);
-    c.strokeStyle = 'rgba(60,120,200,0.8)'; c.lineWidth = 1.5;
-    c.beginPath(); c.moveTo(0, 8); c.lineTo(8, 0); c.moveTo(-2, 2); c.lineTo(2, -2); c.moveTo(6, 10); c.lineTo(10, 6); c.stroke();
-    var pat = ctx.createPattern(p, 'repeat');
-    if (pat && pat.setTransform && window.DOMMatrix) pat.setTransform(new DOMMatrix().scale(1 / r, 1 / r));
-    return pat;
-  }
+  // to the step as the device saw it), the CPU busy time as a tick, and the
+  // launch backlog (how far the device ran behind the host) as a thin line
+  // in a strip of its own: on a GPU-bound run it grows every step, and on
+  // the bars' scale it would squash the device's time per step flat. A
+  // canvas of our own: uPlot does not stack bars.
+  //
+  // One colour per part: the device's work in blues, teal and purple; each
+  // idle cause its own, the host's launching in oranges, blocked calls in
+  // reds, pinks and browns, waits on other work in greens, the profiler and
+  // what nothing explains in greys. Picked so that any two differ by a
+  // CIE76 distance of 15 or more, also as deuteranopes and protanopes see
+  // them (Machado et al. 2009).
+  var PART_COLORS = { compute: 'rgb(60,120,200)', exposed_comm: 'rgb(123,67,214)', exposed_copy: 'rgb(47,146,158)',
+    cpu_busy: 'rgb(40,150,80)', cpu_idle: 'rgb(205,205,205)',
+    idle_launching: 'rgb(232,163,23)', idle_kernel_latency: 'rgb(243,224,156)', idle_host_work: 'rgb(194,112,30)',
+    idle_unrecorded: 'rgb(183,179,179)', idle_blocked_sync: 'rgb(179,38,30)', idle_blocked_copy: 'rgb(214,143,131)',
+    idle_blocked_alloc: 'rgb(77,19,37)', idle_blocked_init: 'rgb(246,143,220)', idle_blocked_launch_queue: 'rgb(189,23,172)',
+    idle_blocked_other: 'rgb(94,66,50)', idle_stream_wait: 'rgb(118,183,92)', idle_peers: 'rgb(104,117,60)',
+    idle_profiler: 'rgb(82,81,85)', idle_outside_steps: 'rgb(224,216,197)', idle_other: 'rgb(217,217,234)' };
+  function partColor(key) { return PART_COLORS[key] || 'rgb(160,140,110)'; }
+  var BACKLOG_COLOR = 'rgb(29,29,31)';
   function drawSteps() {
     var box = document.getElementById('steps-chart'), steps = data.steps, P = data.step_parts;
-    if (!steps.length) { box.appendChild(el('p', 'empty', 'No ProfilerStep events in this trace.')); box.dataset.drawn = '0'; return; }
+    if (!steps.length) {
+      box.appendChild(el('p', 'empty', 'No steps in this trace: mark iterations with ProfilerStep (prof.step()) or a repeated range (--step-range NAME).'));
+      box.dataset.drawn = '0';
+      return;
+    }
+    function timeOf(s) { return s.time_ns != null ? s.time_ns : s.dur_ns; }
     var used = [];
     P.keys.forEach(function (k, j) { if (steps.some(function (s) { return s.parts[j] > 0; })) used.push(j); });
-    var anyLag = steps.some(function (s) { return s.lag_ns > 0; });
+    var anyLag = P.device && steps.some(function (s) { return s.lag_ns > 0; });
+    // The overview in one line, as the TensorBoard plugin's "Step Time
+    // Breakdown" gives it: the average step and each part's share of all.
+    var total = 0, sums = P.keys.map(function () { return 0; });
+    steps.forEach(function (s) { total += timeOf(s); s.parts.forEach(function (v, j) { sums[j] += v; }); });
+    function pct(j) { return (100 * sums[j] / Math.max(1, total)).toFixed(1); }
+    var summary = el('p', 'step-summary');
+    summary.id = 'steps-summary';
+    summary.appendChild(el('b', null, 'Average step: ' + fmtNs(total / steps.length) + (P.device ? ' on the device' : '')));
+    var order = used.slice().sort(function (a, b) { return sums[b] - sums[a]; });
+    summary.appendChild(document.createTextNode(' \u2014 ' + order.map(function (j) { return P.labels[j] + '\u00a0' + pct(j) + '%'; }).join(' \u00b7 ')));
+    summary.dataset.avgNs = String(Math.round(total / steps.length));
+    P.keys.forEach(function (k, j) { summary.setAttribute('data-' + k.replace(/_/g, '-') + '-pct', pct(j)); });
+    box.appendChild(summary);
     var legend = el('ul', 'legend');
     used.forEach(function (j) {
       var li = el('li'), sw = el('span', 'swatch');
+      li.dataset.key = P.keys[j];
+      if (P.help && P.help[j]) li.title = P.help[j];
       sw.style.background = partColor(P.keys[j]);
       li.appendChild(sw); li.appendChild(document.createTextNode(P.labels[j])); legend.appendChild(li);
     });
-    if (anyLag) { var lq = el('li'), sq = el('span', 'swatch hatched'); lq.appendChild(sq); lq.appendChild(document.createTextNode('queued: the step\u2019s device work still running after the step ended')); legend.appendChild(lq); }
+    if (anyLag) {
+      var lq = el('li'), sq = el('span', 'swatch line');
+      lq.dataset.key = 'backlog';
+      lq.appendChild(sq); lq.appendChild(document.createTextNode('launch backlog: how long the step\u2019s device work ran on after the step ended on the host (the strip below, on its own scale)'));
+      legend.appendChild(lq);
+    }
     var lt = el('li'), st = el('span', 'swatch tick');
     lt.appendChild(st); lt.appendChild(document.createTextNode(P.device ? 'CPU busy (the step\u2019s thread)' : 'CPU busy (any thread)')); legend.appendChild(lt);
     box.appendChild(legend);
-    var W = widthOf(box, 1120), H = 300, L = 64, R = 8, TOP = 10, B = 34;
+    var MAIN = 290, STRIP = anyLag ? 70 : 0;
+    var W = widthOf(box, 1120), H = MAIN + STRIP, L = 64, R = 8, TOP = 10, B = 34;
     var c = makeCanvas(box, W, H), ctx = c.ctx, tip = tipFor(box);
+    // The scale: the bars and the CPU ticks, never the backlog.
     var maxNs = 1;
-    steps.forEach(function (s) { maxNs = Math.max(maxNs, s.dur_ns + s.lag_ns, s.cpu_busy_ns, s.cpu_any_busy_ns); });
-    var yStep = niceStep(maxNs / 5), yMax = Math.ceil(maxNs * 1.04 / yStep) * yStep, plotH = H - TOP - B, plotW = W - L - R;
+    steps.forEach(function (s) { maxNs = Math.max(maxNs, timeOf(s), P.device ? s.cpu_busy_ns : s.cpu_any_busy_ns); });
+    var yStep = niceStep(maxNs / 5), yMax = Math.ceil(maxNs * 1.04 / yStep) * yStep, plotH = MAIN - TOP - B, plotW = W - L - R;
     function yOf(ns) { return TOP + plotH * (1 - ns / yMax); }
     var bw = plotW / steps.length, barW = Math.max(1, Math.min(60, bw * 0.72));
     gridY(box, ctx, L, W - R, yOf, yStep, yMax);
-    var pat = hatch(ctx), holder = el('div', 'bar-data');
+    box.dataset.yMaxNs = String(yMax);
+    var holder = el('div', 'bar-data');
     holder.hidden = true;
     // Step numbers under the bars, every k-th so that they never overlap.
     var every = Math.max(1, Math.ceil(ctx.measureText(String(steps[steps.length - 1].step) + '  ').width / bw));
@@ -839,32 +948,57 @@ constexpr std::string_view kScript = R"JS(
         ctx.fillRect(x0, yb, barW, Math.max(ya - yb, 0));
         acc += v;
       });
-      if (s.lag_ns > 0) {
-        var ya = yOf(s.dur_ns), yb = yOf(s.dur_ns + s.lag_ns);
-        ctx.fillStyle = pat || 'rgba(60,120,200,0.25)'; ctx.fillRect(x0, yb, barW, ya - yb);
-        ctx.strokeStyle = 'rgba(60,120,200,0.9)'; ctx.strokeRect(x0 + 0.5, yb + 0.5, Math.max(barW - 1, 0), Math.max(ya - yb - 1, 0));
-      }
       var busy = P.device ? s.cpu_busy_ns : s.cpu_any_busy_ns, ty = Math.round(yOf(busy)) + 0.5;
       ctx.strokeStyle = '#1d1d1f'; ctx.lineWidth = 2; ctx.setLineDash(P.device ? [] : [3, 2]);
       ctx.beginPath(); ctx.moveTo(x0 - 1, ty); ctx.lineTo(x0 + barW + 1, ty); ctx.stroke();
       ctx.setLineDash([]); ctx.lineWidth = 1;
-      if (i % every === 0) { ctx.fillStyle = '#555'; ctx.textAlign = 'center'; ctx.fillText(String(s.step), L + (i + 0.5) * bw, H - B + 10); ctx.textAlign = 'left'; }
+      if (i % every === 0) { ctx.fillStyle = '#555'; ctx.textAlign = 'center'; ctx.fillText(String(s.step), L + (i + 0.5) * bw, MAIN - B + 10); ctx.textAlign = 'left'; }
       var d = el('i', 'step-bar');
-      d.dataset.step = String(s.step); d.dataset.durNs = String(s.dur_ns); d.dataset.sumNs = String(acc);
-      d.dataset.lagNs = String(s.lag_ns); d.dataset.cpuBusyNs = String(busy);
+      d.dataset.step = String(s.step); d.dataset.durNs = String(timeOf(s)); d.dataset.hostNs = String(s.dur_ns);
+      d.dataset.sumNs = String(acc); d.dataset.lagNs = String(s.lag_ns); d.dataset.cpuBusyNs = String(busy);
       holder.appendChild(d);
     });
-    ctx.fillStyle = '#555'; ctx.textAlign = 'center'; ctx.fillText('step', L + plotW / 2, H - 8); ctx.textAlign = 'left';
+    ctx.fillStyle = '#555'; ctx.textAlign = 'center'; ctx.fillText('step', L + plotW / 2, MAIN - 8); ctx.textAlign = 'left';
+    if (anyLag) {
+      // The backlog's strip: its own scale from 0 to its largest value.
+      var t0 = MAIN + 8, t1 = H - 8, lagMax = 1;
+      steps.forEach(function (s) { lagMax = Math.max(lagMax, s.lag_ns); });
+      var lStep = niceStep(lagMax / 2), lTop = Math.ceil(lagMax / lStep) * lStep;
+      var ly = function (ns) { return t1 - (t1 - t0) * ns / lTop; };
+      ctx.fillStyle = 'rgba(0,0,0,0.025)'; ctx.fillRect(L, t0, plotW, t1 - t0);
+      ctx.font = '11px sans-serif'; ctx.textBaseline = 'middle'; ctx.fillStyle = '#555'; ctx.strokeStyle = '#e4e4e4';
+      var lticks = [];
+      [0, lTop].forEach(function (g) {
+        var gy = Math.round(ly(g)) + 0.5, lab = fmtTick(g, lStep, lTop);
+        ctx.beginPath(); ctx.moveTo(L, gy); ctx.lineTo(W - R, gy); ctx.stroke();
+        ctx.textAlign = 'right'; ctx.fillText(lab, L - 6, gy); ctx.textAlign = 'left';
+        lticks.push(lab);
+      });
+      ctx.fillText('launch backlog', L + 6, t0 + 8);
+      ctx.strokeStyle = BACKLOG_COLOR; ctx.fillStyle = BACKLOG_COLOR; ctx.lineWidth = 1.5;
+      ctx.beginPath();
+      steps.forEach(function (s, i) { var x = L + (i + 0.5) * bw, y = ly(Math.max(0, s.lag_ns)); if (i === 0) ctx.moveTo(x, y); else ctx.lineTo(x, y); });
+      ctx.stroke();
+      if (bw >= 6) steps.forEach(function (s, i) { ctx.beginPath(); ctx.arc(L + (i + 0.5) * bw, ly(Math.max(0, s.lag_ns)), 2, 0, 2 * Math.PI); ctx.fill(); });
+      // The last step's backlog in words, left of its point.
+      var last = steps[steps.length - 1], lastText = fmtNs(Math.max(0, last.lag_ns));
+      ctx.textAlign = 'right'; ctx.fillText(lastText, L + (steps.length - 0.5) * bw - 6, Math.max(t0 + 8, ly(Math.max(0, last.lag_ns)) - 8)); ctx.textAlign = 'left';
+      ctx.lineWidth = 1;
+      box.dataset.backlogDrawn = String(steps.length);
+      box.dataset.backlogMaxNs = String(lagMax);
+      box.dataset.backlogTicks = lticks.join('|');
+    }
     box.appendChild(holder);
     c.cv.addEventListener('mousemove', function (ev) {
       var b = c.cv.getBoundingClientRect(), x = ev.clientX - b.left, y = ev.clientY - b.top, i = Math.floor((x - L) / bw);
       var s = steps[i];
       if (!s || x < L) { tip.hide(); return; }
-      var lines = ['step ' + s.step + ' (' + s.verdict + '): ' + fmtNs(s.dur_ns)];
-      used.forEach(function (j) { var v = s.parts[j]; if (v > 0) lines.push(P.labels[j] + ': ' + fmtNs(v) + ' (' + (100 * v / Math.max(1, s.dur_ns)).toFixed(1) + '%)'); });
+      var t = timeOf(s), lines = ['step ' + s.step + ' (' + s.verdict + '): ' + fmtNs(t) + (P.device ? ' on the device' : '')];
+      used.forEach(function (j) { var v = s.parts[j]; if (v > 0) lines.push(P.labels[j] + ': ' + fmtNs(v) + ' (' + (100 * v / Math.max(1, t)).toFixed(1) + '%)'); });
       if (P.device) {
+        lines.push('the step on the host: ' + fmtNs(s.dur_ns));
         lines.push('device work it launched: ' + fmtNs(s.gpu_work_ns));
-        lines.push(s.lag_ns > 0 ? 'queued: its device work ran on ' + fmtNs(s.lag_ns) + ' after the step ended' : 'its device work ended within the step');
+        lines.push(s.lag_ns > 0 ? 'launch backlog: its device work ran on ' + fmtNs(s.lag_ns) + ' after the step ended on the host' : 'its device work ended within the step');
         lines.push('CPU busy (the step\u2019s thread): ' + fmtNs(s.cpu_busy_ns));
       } else {
         lines.push('CPU busy: the step\u2019s thread ' + fmtNs(s.cpu_busy_ns) + ', any thread ' + fmtNs(s.cpu_any_busy_ns));
@@ -989,26 +1123,50 @@ constexpr std::string_view kScript = R"JS(
     tbox.dataset.rows = String(Math.min(MAXROWS, steps.length));
   }
 
-  function marks(k) {
+  // The median (solid) and mean (dashed) lines, and their labels: HTML
+  // above the plot area, one row each, centred on their line but kept
+  // within the plot's width, so that they never sit on the y axis' tick
+  // labels (left of the plot) nor on each other. card.dataset.labels keeps
+  // their boxes, relative to the plot area, for the tests.
+  function marks(k, card) {
+    var spans = null;
+    var lines = [[k.median_ns, '#1d1d1f', [], 'median'], [k.mean_ns, '#b3261e', [6, 4], 'mean']];
     return function (u) {
       var ctx = u.ctx, r = uPlot.pxRatio || 1;
       ctx.save();
-      // The labels never collide: each on its own row, the smaller value's
-      // label left of its line and the larger's right of it (flipped when
-      // it would leave the plot).
-      var lines = [[k.median_ns, '#1d1d1f', [], 'median'], [k.mean_ns, '#b3261e', [6 * r, 4 * r], 'mean']];
-      lines.forEach(function (m, j) {
-        var x = u.valToPos(m[0] / 1e3, 'x', true), other = lines[1 - j][0];
-        ctx.strokeStyle = m[1]; ctx.fillStyle = m[1]; ctx.lineWidth = 2 * r; ctx.setLineDash(m[2]);
+      lines.forEach(function (m) {
+        var x = u.valToPos(m[0] / 1e3, 'x', true);
+        ctx.strokeStyle = m[1]; ctx.lineWidth = 2 * r; ctx.setLineDash(m[2].map(function (v) { return v * r; }));
         ctx.beginPath(); ctx.moveTo(x, u.bbox.top); ctx.lineTo(x, u.bbox.top + u.bbox.height); ctx.stroke();
-        ctx.font = (11 * r) + 'px sans-serif';
-        var w = ctx.measureText(m[3]).width, left = m[0] < other || (m[0] === other && j === 0);
-        if (left && x - 4 * r - w < u.bbox.left) left = false;
-        if (!left && x + 4 * r + w > u.bbox.left + u.bbox.width) left = true;
-        ctx.fillText(m[3], left ? x - 4 * r - w : x + 4 * r, u.bbox.top + (12 + 13 * j) * r);
       });
       ctx.restore();
+      if (!spans) {
+        spans = lines.map(function (m) {
+          var sp = el('span', 'hist-label', m[3] + ' ' + fmtNs(m[0]));
+          sp.style.color = m[1];
+          u.over.appendChild(sp);
+          return sp;
+        });
+      }
+      var W = u.over.clientWidth, boxes = [];
+      lines.forEach(function (m, j) {
+        var sp = spans[j], w = sp.offsetWidth, x = u.valToPos(m[0] / 1e3, 'x'), top = -30 + 15 * j;
+        var left = Math.max(0, Math.min(W - w, x - w / 2));
+        sp.style.left = left + 'px'; sp.style.top = top + 'px';
+        boxes.push([Math.round(left), top, Math.round(left + w), top + 14]);
+      });
+      card.dataset.labels = JSON.stringify(boxes);
     };
+  }
+
+  // A log axis' marks: 1, 2 and 5 times a power of ten (uPlot's own start
+  // at the range's low end: 3655, 10655, ...).
+  function logMarks(lo, hi) {
+    var out = [];
+    for (var p = Math.floor(Math.log10(lo)); Math.pow(10, p) <= hi; p++) {
+      [1, 2, 5].forEach(function (q) { var v = q * Math.pow(10, p); if (v >= lo && v <= hi) out.push(v); });
+    }
+    return out;
   }
 
   function drawKernels() {
@@ -1018,30 +1176,49 @@ constexpr std::string_view kScript = R"JS(
     data.kernels.forEach(function (k, idx) {
       var card = el('div', 'kernel-hist');
       card.dataset.kernel = String(idx);
-      var h = el('h3', null, k.short_name || k.name);
+      // The short name, unless it was cut at its end: then the whole name,
+      // cut in the middle to fit (fitNames).
+      var h = el('h3', 'fit', k.short_name && k.short_name.slice(-1) !== '\u2026' ? k.short_name : k.name);
       h.title = k.name;
       card.appendChild(h);
       card.appendChild(el('p', 'stats', k.count + ' × ' + k.category + ', total ' + fmtNs(k.total_ns) + ' · mean ' + fmtNs(k.mean_ns) +
-        ' · median ' + fmtNs(k.median_ns) + ' · p90 ' + fmtNs(k.p90_ns) + ' · min ' + fmtNs(k.min_ns) + ' · max ' + fmtNs(k.max_ns)));
+        ' · median ' + fmtNs(k.median_ns) + ' · p90 ' + fmtNs(k.p90_ns) + ' · min ' + fmtNs(k.min_ns) + ' · max ' + fmtNs(k.max_ns) +
+        (k.log_x ? ' · log scale: a long tail' : '')));
       var plot = el('div');
       card.appendChild(plot);
       box.appendChild(card);
-      var xs = [], ys = [];
-      for (var b = 0; b < k.counts.length; b++) { xs.push((k.lo_ns + (b + 0.5) * k.bin_ns) / 1e3); ys.push(k.counts[b]); }
-      var lo = k.lo_ns / 1e3, hi = (k.lo_ns + k.counts.length * k.bin_ns) / 1e3;
+      // Linear bins, or bins of equal ratio on a log axis for a long tail
+      // (C++ decides: kernel_histograms).
+      var log = !!k.log_x, n = k.counts.length, xs = [], ys = [];
+      var lo = k.lo_ns / 1e3, hi = log ? k.hi_ns / 1e3 : (k.lo_ns + n * k.bin_ns) / 1e3, ratio = log ? Math.pow(hi / lo, 1 / n) : 1;
+      for (var b = 0; b < n; b++) { xs.push(log ? lo * Math.pow(ratio, b + 0.5) : (k.lo_ns + (b + 0.5) * k.bin_ns) / 1e3); ys.push(k.counts[b]); }
+      // Durations that (nearly) all agree, one instance alone: the axis
+      // spans 5% of the value around them, not a nanosecond of ticks.
+      var minW = 0.05 * hi;
+      if (!log && hi - lo < minW) { var mid = (lo + hi) / 2; lo = Math.max(0, mid - minW / 2); hi = lo + minW; }
+      if (log) card.dataset.logX = '1';
       new uPlot({
-        width: Math.min(530, widthOf(box, 1120) - 10), height: 190, legend: { show: false },
-        scales: { x: { time: false, range: [lo, hi] }, y: { range: function (u, a, m) { return [0, m * 1.15 || 1]; } } },
-        // Tick labels at least 70 px apart, in the unit of the range with
-        // trailing zeros trimmed: long decimals no longer run together.
-        axes: [{ label: 'duration', space: 70, values: function (u, splits) {
-                   var stp = splits.length > 1 ? (splits[1] - splits[0]) * 1e3 : 1, rng = (hi - lo) * 1e3;
-                   var labs = splits.map(function (v) { return fmtTick(v * 1e3, stp, rng); });
-                   plot.dataset.ticks = labs.join('|');
+        width: Math.min(530, widthOf(box, 1120) - 10), height: 205, legend: { show: false }, padding: [32, null, null, null],
+        scales: { x: log ? { time: false, distr: 3, log: 10, range: [lo, hi] } : { time: false, range: [lo, hi] },
+                  y: { range: function (u, a, m) { return [0, m * 1.15 || 1]; } } },
+        // Tick labels at least 70 px apart, in the unit of the axis' largest
+        // value, with the decimals the step needs. A log axis marks 1, 2
+        // and 5 times the powers of ten, each label in its own unit.
+        axes: [{ label: 'duration', space: log ? 40 : 70, splits: log ? function () { return logMarks(lo, hi); } : undefined,
+                 filter: log ? function (u, splits) { return splits; } : undefined,
+                 values: function (u, splits) {
+                   var labs;
+                   if (log) {
+                     labs = splits.map(function (v) { return v == null ? '' : fmtTick(v * 1e3, v * 1e3, v * 1e3); });
+                   } else {
+                     var stp = splits.length > 1 ? (splits[1] - splits[0]) * 1e3 : 1;
+                     labs = splits.map(function (v) { return fmtTick(v * 1e3, stp, hi * 1e3); });
+                   }
+                   plot.dataset.ticks = labs.filter(function (l) { return l !== ''; }).join('|');
                    return labs; } },
                { label: 'instances', size: 50, space: 30 }],
         series: [{}, { label: 'instances', fill: 'rgba(60,120,200,0.6)', stroke: 'rgb(60,120,200)', paths: uPlot.paths.bars({ size: [1, 100], gap: 1 }), points: { show: false } }],
-        hooks: { draw: [marks(k)] },
+        hooks: { draw: [marks(k, card)] },
       }, [xs, ys], plot);
       drawn++;
     });
@@ -1052,7 +1229,8 @@ constexpr std::string_view kScript = R"JS(
     var box = document.getElementById('ops-table');
     var dev = data.device_name;
     var cols = [['Name', 0, false], ['Self CPU', 1, true], ['CPU total', 2, true], ['Self ' + dev, 3, true], [dev + ' total', 4, true], ['Calls', 5, false]];
-    var rows = data.ops.slice();
+    var shortOf = data.ops_short || {};
+    var rows = data.ops.map(function (r, i) { return r.concat([shortOf[String(i)] || r[0]]); });
     var table = el('table', 'ops'), thead = el('thead'), tr = el('tr'), tbody = el('tbody');
     var state = { col: -1, desc: true };
     function fill() {
@@ -1061,12 +1239,13 @@ constexpr std::string_view kScript = R"JS(
         var row = el('tr');
         cols.forEach(function (c) {
           var td;
-          if (c[1] === 0) { td = el('td'); var nm = el('div', 'name', r[0]); nm.title = r[0]; td.appendChild(nm); }
+          if (c[1] === 0) { td = el('td'); var nm = el('div', 'name', r[6]); nm.title = r[0]; td.appendChild(nm); }
           else td = el('td', null, c[2] ? fmtNs(r[c[1]]) : String(r[c[1]]));
           row.appendChild(td);
         });
         tbody.appendChild(row);
       });
+      fitNames(tbody);  // the rows are new at every sort
     }
     function sortBy(ci) {
       var desc = state.col === ci ? !state.desc : ci !== 0;
@@ -1108,13 +1287,49 @@ constexpr std::string_view kScript = R"JS(
     ctx.setTransform(r, 0, 0, r, 0, 0);
     return { cv: cv, ctx: ctx };
   }
+  // A tip is laid out at the box's left edge first, at the width its text
+  // wants (up to 520 px), then moved as far left as it must to stay inside
+  // the box: placed first at the pointer, near the right edge it would be
+  // squeezed narrow and wrap its lines anywhere.
   function tipFor(box) {
     var tip = el('div', 'tip');
     box.appendChild(tip);
     return {
-      show: function (text, x, y) { tip.textContent = text; tip.style.display = 'block'; tip.style.left = Math.min(x + 12, box.clientWidth - 200) + 'px'; tip.style.top = (y + 14) + 'px'; },
+      show: function (text, x, y) {
+        tip.textContent = text; tip.style.display = 'block'; tip.style.left = '0px'; tip.style.top = (y + 14) + 'px';
+        tip.style.left = Math.max(0, Math.min(x + 12, box.clientWidth - tip.offsetWidth)) + 'px';
+      },
       hide: function () { tip.style.display = 'none'; },
     };
+  }
+  // Long names keep both ends and lose their middle ("vectorized_elem…
+  // <BFloat16>>"): kernels and ops that share a prefix differ at the end,
+  // which CSS's ellipsis and a canvas clip would cut. Whole code points.
+  function elideMiddle(s, fits) {
+    if (fits(s)) return s;
+    var cp = Array.from(s), lo = 0, hi = cp.length - 1;
+    function cut(k) { var a = Math.ceil(k / 2); return cp.slice(0, a).join('') + '\u2026' + cp.slice(cp.length - (k - a)).join(''); }
+    while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (fits(cut(mid))) lo = mid; else hi = mid - 1; }
+    return cut(lo);
+  }
+  // A name drawn on a canvas, in at most w px.
+  function fitText(ctx, s, w) { return elideMiddle(s, function (t) { return ctx.measureText(t).width <= w; }); }
+  // Every name box on the page that overflows: its text cut in the middle
+  // to fit (the whole name stays in its title). Widths are read first and
+  // the text measured on a canvas, so the page is laid out once.
+  function fitNames(root) {
+    var mc = document.createElement('canvas').getContext('2d'), todo = [];
+    Array.prototype.forEach.call((root || document).querySelectorAll('div.name, h3.fit, code[title]'), function (e) {
+      if (e.clientWidth > 0 && e.scrollWidth > e.clientWidth) {
+        var cs = getComputedStyle(e);
+        todo.push([e, e.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight), cs.font]);
+      }
+    });
+    todo.forEach(function (t) {
+      mc.font = t[2];
+      t[0].textContent = fitText(mc, t[0].textContent, t[1] - 2);
+      t[0].dataset.elided = '1';
+    });
   }
   var SEV = { critical: '#b3261e', warning: '#e8a317', info: '#3c78c8' };
   // The Perfetto link for an event (start relative to the trace's first
@@ -1233,7 +1448,7 @@ constexpr std::string_view kScript = R"JS(
         ctx.fillStyle = '#333';
         var label = ln.l.label + (ln.l.thread ? ' ' + ln.l.thread : '');
         ctx.save(); ctx.beginPath(); ctx.rect(0, y, LABEL - 6, ROW); ctx.clip();
-        ctx.fillText(label, 4, y + ROW / 2); ctx.restore();
+        ctx.fillText(fitText(ctx, label, LABEL - 10), 4, y + ROW / 2); ctx.restore();
         ctx.fillStyle = ln.l.gpu ? 'rgba(60,120,200,0.85)' : 'rgba(40,150,80,0.8)';
         var iv = ln.iv, lastX = -1;
         for (var i = 0; i < iv.length; i += 2) {
@@ -1253,7 +1468,7 @@ constexpr std::string_view kScript = R"JS(
           ctx.fillRect(x0, ny, Math.max(x1 - x0 - 0.5, 0.5), NROW - 1);
           if (x1 - x0 > 30) {
             ctx.save(); ctx.beginPath(); ctx.rect(x0, ny, x1 - x0 - 2, NROW); ctx.clip();
-            ctx.fillStyle = '#1d1d1f'; ctx.font = '10px sans-serif'; ctx.fillText(T.names[e[2]], x0 + 2, ny + NROW / 2); ctx.font = '11px sans-serif'; ctx.restore();
+            ctx.fillStyle = '#1d1d1f'; ctx.font = '10px sans-serif'; ctx.fillText(fitText(ctx, T.names[e[2]], x1 - x0 - 4), x0 + 2, ny + NROW / 2); ctx.font = '11px sans-serif'; ctx.restore();
           }
         });
       });
@@ -1418,7 +1633,7 @@ constexpr std::string_view kScript = R"JS(
       rects.push([x, y, w, i]);
       if (w > 40) {
         ctx.save(); ctx.beginPath(); ctx.rect(x, y, w - 2, ROW); ctx.clip();
-        ctx.fillStyle = '#1d1d1f'; ctx.fillText(n.name, x + 3, y + ROW / 2); ctx.restore();
+        ctx.fillStyle = '#1d1d1f'; ctx.fillText(fitText(ctx, n.name, w - 6), x + 3, y + ROW / 2); ctx.restore();
       }
     }
     function layout(i, x, w) {
@@ -1543,7 +1758,7 @@ constexpr std::string_view kScript = R"JS(
     box.dataset.drawn = String(drawn);
   }
 
-  [drawSteps, drawCritical, drawKernels, drawMemory, drawTable, drawTimeline, drawFlame].forEach(function (f) {
+  [drawSteps, drawCritical, drawKernels, drawMemory, drawTable, drawTimeline, drawFlame, function fitAllNames() { fitNames(); }].forEach(function (f) {
     try { f(); } catch (e) { fail(f.name + ': ' + (e && e.stack ? e.stack : e)); }
   });
   // What the tests compare: the page must never be wider than its window.
@@ -1608,12 +1823,19 @@ std::string render_page(const Trace& trace, const HtmlReportOptions& options, co
   const std::size_t steps_drawn = bars.steps.size();
   o += "<section id=\"where\">\n<h2>Where the step went</h2>\n<p>";
   if (bars.device) {
-    o += "One bar per ProfilerStep, as tall as the step: the GPU's time in it split into compute, communication and "
-         "copies not hidden behind compute, and the GPU's idle time by what it waited on. The hatched part above a bar "
-         "is the queue: how long the device work the step launched ran on after the step ended on the host. The black "
-         "tick is the CPU busy time of the step's thread.";
+    o += "One bar per step, as tall as the step on the device, as TensorBoard's overview counts it: from the later "
+         "of the step's start and the end of the previous step's device work, to the later of its end and the end of "
+         "the device work it launched. The bar splits that time into compute, communication and copies not hidden "
+         "behind compute, and the GPU's idle time by what it waited on.";
+    const bool backlog =
+        std::any_of(bars.steps.begin(), bars.steps.end(), [](const internal::StepBar& b) { return b.lag_ns > 0; });
+    o += backlog ? " The strip under the bars, on its own scale, is the launch backlog: how long the step's device "
+                   "work ran on after the step ended on the host (it grows every step when the host runs ahead of "
+                   "the device)."
+                 : " No step's device work ran on past the step's end on the host: no launch backlog.";
+    o += " The black tick is the CPU busy time of the step's thread.";
   } else {
-    o += "One bar per ProfilerStep, as tall as the step: the time the step's thread was busy in recorded events "
+    o += "One bar per step, as tall as the step: the time the step's thread was busy in recorded events "
          "(ops, annotations, Python functions) and the rest. The dashed tick is the time any CPU thread was busy in "
          "the step (work handed to other threads shows there).";
   }

@@ -300,10 +300,13 @@ CriticalPathView build_critical_path_view(const DiagnoseContext& c, const Timeli
   return v;
 }
 
+// Labels name the cause only: a step's bar holds a slice of an idle
+// stretch, so a size in the label (the 1 ms that makes host work "long")
+// would read as the slice's own and be false of most slices.
 std::string_view idle_cause_label(IdleCause cause) {
   switch (cause) {
     case IdleCause::kLaunching: return "idle: waiting on the host to launch";
-    case IdleCause::kHostWork: return "idle: host busy without launching (1 ms or more)";
+    case IdleCause::kHostWork: return "idle: host busy, not launching";
     case IdleCause::kUnrecorded: return "idle: nothing recorded on host or device";
     case IdleCause::kBlockedSync: return "idle: host blocked in a synchronize";
     case IdleCause::kBlockedCopy: return "idle: host blocked in a copy";
@@ -314,22 +317,59 @@ std::string_view idle_cause_label(IdleCause cause) {
     case IdleCause::kStreamWait: return "idle: work waiting on another stream or event";
     case IdleCause::kPeers: return "idle: waiting for the other ranks";
     case IdleCause::kProfiler: return "idle: the profiler's own overhead";
-    case IdleCause::kOutsideSteps: return "idle: outside the steps";
+    case IdleCause::kOutsideSteps: return "idle: between the host's steps";
     case IdleCause::kKernelLatency: return "idle: queued behind other work";
   }
   return "idle";
+}
+
+std::string_view idle_cause_help(IdleCause cause) {
+  switch (cause) {
+    case IdleCause::kLaunching:
+      return "the host was inside a launch call, or in a gap under 1 ms before one: launches come too slowly";
+    case IdleCause::kHostWork:
+      return "the host ran recorded work and launched nothing, in a gap of 1 ms or more between launches (or "
+             "after the last one); a step holds the part of the gap that falls in it";
+    case IdleCause::kUnrecorded:
+      return "in a gap of 1 ms or more between launches, time where neither the host nor the device recorded "
+             "anything";
+    case IdleCause::kBlockedSync: return "the launching thread waited in a synchronize (or a blocking copy)";
+    case IdleCause::kBlockedCopy: return "the launching thread waited in an async copy that blocked (pageable memory)";
+    case IdleCause::kBlockedAlloc: return "the launching thread waited in an allocator call (cudaMalloc, cudaFree, ...)";
+    case IdleCause::kBlockedInit:
+      return "the launching thread waited in context, module or library initialisation";
+    case IdleCause::kBlockedLaunchQueue:
+      return "the launching thread waited in a launch stalled by a full launch queue";
+    case IdleCause::kBlockedOther: return "the launching thread waited in another runtime call that blocked";
+    case IdleCause::kStreamWait:
+      return "launched work had not started 50 us after its launch: it waits on another stream or an event";
+    case IdleCause::kPeers: return "a launched collective had not started 50 us after its launch: the other ranks";
+    case IdleCause::kProfiler: return "CUPTI asked for buffer memory (Activity Buffer Request)";
+    case IdleCause::kOutsideSteps:
+      return "idle time in no step's span on the host, not split by cause; on a device that runs behind the host "
+             "its gaps between kernels fall here";
+    case IdleCause::kKernelLatency:
+      return "work launched behind still-running work started within 10 us of it: the device's own latency "
+             "between kernels";
+  }
+  return "";
 }
 
 StepBars build_step_bars(const DiagnoseContext& c, const Diagnosis& d, const HtmlReportOptions& options) {
   StepBars b;
   b.device = c.has_device();
   const std::size_t n = std::min({d.steps.size(), c.steps.steps.size(), options.max_steps});
-  // Host activity on every CPU thread (ProfilerStep#N itself left out: it
-  // wraps the step, it is not work), for the steps' "any thread busy".
+  // Host activity on every CPU thread (the step events themselves left out,
+  // whatever their name: ProfilerStep#N or the repeated range that marks
+  // the steps wraps the step, it is not work), for "any thread busy".
+  std::vector<std::uint32_t> step_events;
+  for (const StepStat& st : c.steps.steps) step_events.push_back(st.event);
+  std::sort(step_events.begin(), step_events.end());
   std::vector<Interval> host;
   c.for_each_host_event([&](std::uint32_t e) {
     const std::uint32_t lane = c.trace.events.lane[e];
-    if (lane < c.trace.lanes.size() && c.trace.lanes[lane].kind == LaneKind::kCpu && !is_profiler_step(c.name(e))) {
+    if (lane < c.trace.lanes.size() && c.trace.lanes[lane].kind == LaneKind::kCpu && !is_profiler_step(c.name(e)) &&
+        !std::binary_search(step_events.begin(), step_events.end(), e)) {
       host.push_back({c.ts(e), c.end(e)});
     }
   });
@@ -338,16 +378,22 @@ StepBars build_step_bars(const DiagnoseContext& c, const Diagnosis& d, const Htm
   if (!b.device) {
     b.keys = {"cpu_busy", "cpu_idle"};
     b.labels = {"the step's thread busy", "the step's thread idle (no recorded event)"};
+    b.help = {"the union of the step thread's recorded events (ops, annotations, Python functions)",
+              "the rest of the step: the thread waited, or ran code nothing recorded"};
   } else {
     b.keys = {"compute", "exposed_comm", "exposed_copy"};
     b.labels = {"compute (kernels, memsets)", "communication not overlapped by compute",
                 "copies not overlapped by compute or communication"};
+    b.help = {"kernels and memsets that are not communication", "communication kernels while no compute ran",
+              "memory copies while neither compute nor communication ran"};
     for (int k = 0; k < kIdleCauseCount; ++k) {
       b.keys.push_back("idle_" + std::string(idle_cause_id(static_cast<IdleCause>(k))));
       b.labels.emplace_back(idle_cause_label(static_cast<IdleCause>(k)));
+      b.help.emplace_back(idle_cause_help(static_cast<IdleCause>(k)));
     }
     b.keys.emplace_back("idle_other");
     b.labels.emplace_back("idle: not accounted for");
+    b.help.emplace_back("idle time no cause covers (none when the idle partition covers the step)");
   }
 
   // TraceLens' classes (breakdowns.cc, tracelens_gpu_timeline), by the
@@ -372,6 +418,18 @@ StepBars build_step_bars(const DiagnoseContext& c, const Diagnosis& d, const Htm
   const std::vector<Interval> comm_x = subtract(merge_intervals(std::move(comm)), comp_u);
   const std::vector<Interval> copy_x = subtract(subtract(merge_intervals(std::move(copy)), comp_u), comm_x);
 
+  // The GPU idle time by cause over any stretch of the window: diagnose's
+  // partition (sorted, disjoint spans) clipped to it.
+  const std::vector<IdleSpan>& idle_spans = d.idle.spans;
+  auto idle_within = [&](std::int64_t lo, std::int64_t hi, std::vector<std::int64_t>* parts) {
+    auto it = std::upper_bound(idle_spans.begin(), idle_spans.end(), lo,
+                               [](std::int64_t v, const IdleSpan& sp) { return v < sp.end_ns; });
+    for (; it != idle_spans.end() && it->start_ns < hi; ++it) {
+      const std::int64_t a = std::max(lo, it->start_ns), z = std::min(hi, it->end_ns);
+      if (z > a) (*parts)[3 + static_cast<std::size_t>(it->cause)] += z - a;
+    }
+  };
+  std::int64_t device_end = n > 0 ? c.steps.steps[0].start_ns : 0;
   for (std::size_t i = 0; i < n; ++i) {
     const StepVerdict& v = d.steps[i];
     const StepStat& st = c.steps.steps[i];
@@ -385,6 +443,9 @@ StepBars build_step_bars(const DiagnoseContext& c, const Diagnosis& d, const Htm
     bar.cpu_any_busy_ns = covered_within(host_u, lo, hi);
     if (!b.device) {
       bar.parts = {st.cpu_busy_ns, std::max<std::int64_t>(0, st.dur_ns - st.cpu_busy_ns)};
+      bar.device_start_ns = st.start_ns;
+      bar.device_dur_ns = st.dur_ns;
+      bar.device_parts = bar.parts;
     } else {
       bar.parts.push_back(covered_within(comp_u, lo, hi));
       bar.parts.push_back(covered_within(comm_x, lo, hi));
@@ -399,6 +460,23 @@ StepBars build_step_bars(const DiagnoseContext& c, const Diagnosis& d, const Htm
       bar.parts.push_back(std::max<std::int64_t>(0, st.dur_ns - sum));
       bar.work_end_ns = work_end[i];
       if (work_end[i] > hi) bar.lag_ns = work_end[i] - hi;
+
+      // The step on the device (the TensorBoard plugin's _update_steps_duration):
+      // consecutive, never overlapping, each as long as the device took for it.
+      const std::int64_t dlo = std::max(device_end, lo), dhi = std::max({hi, work_end[i], dlo});
+      device_end = dhi;
+      bar.device_start_ns = dlo;
+      bar.device_dur_ns = dhi - dlo;
+      bar.device_parts.assign(b.keys.size(), 0);
+      bar.device_parts[0] = covered_within(comp_u, dlo, dhi);
+      bar.device_parts[1] = covered_within(comm_x, dlo, dhi);
+      bar.device_parts[2] = covered_within(copy_x, dlo, dhi);
+      idle_within(dlo, dhi, &bar.device_parts);
+      // The busy classes and the idle partition tile diagnose's window, which
+      // holds every step's device span: idle_other is 0, kept as above.
+      std::int64_t dsum = 0;
+      for (std::size_t k = 0; k + 1 < bar.device_parts.size(); ++k) dsum = sat_add(dsum, bar.device_parts[k]);
+      bar.device_parts.back() = std::max<std::int64_t>(0, bar.device_dur_ns - dsum);
     }
     b.steps.push_back(std::move(bar));
   }
@@ -416,6 +494,10 @@ void write_step_bars_json(JsonWriter& w, const StepBars& b) {
   w.key("labels");
   w.begin_array();
   for (const std::string& l : b.labels) w.value_string(l);
+  w.end_array();
+  w.key("help");
+  w.begin_array();
+  for (const std::string& h : b.help) w.value_string(h);
   w.end_array();
   w.end_object();
 }

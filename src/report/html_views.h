@@ -115,11 +115,23 @@ FlameTree build_flame_tree(const DiagnoseContext& c, const HtmlReportOptions& op
 // device's idle time in the step by IdleCause (StepVerdict::idle_by_cause).
 // Without device activity: the step thread's busy time (tprof steps' CPU
 // busy) and the rest of the step.
+//
+// The same split over the step as the device sees it (`device_parts`) is
+// what the page draws: on a run whose device falls behind, the host's step
+// is only the time to enqueue work, and the device's time per step is in
+// no host window.
 struct StepBar {
   std::int64_t step = -1;
   std::int64_t start_ns = 0;  // absolute
-  std::int64_t dur_ns = 0;    // the ProfilerStep's span
+  std::int64_t dur_ns = 0;    // the step's span on the host
   std::vector<std::int64_t> parts;  // by StepBars::keys; sums to dur_ns
+  // The step on the device, as the TensorBoard plugin's overview reads it:
+  // from the later of its start and the previous step's device end, to the
+  // later of its end and the end of the device work it launched. Traces
+  // with device activity; the host step's span otherwise.
+  std::int64_t device_start_ns = 0;  // absolute
+  std::int64_t device_dur_ns = 0;
+  std::vector<std::int64_t> device_parts;  // by StepBars::keys; sums to device_dur_ns
   // The end of the device work the step launched (kernels, copies, memsets
   // whose launch call ran in it, wherever they ran), absolute; 0 without.
   std::int64_t work_end_ns = 0;
@@ -135,6 +147,7 @@ struct StepBars {
   bool device = false;
   std::vector<std::string> keys;    // stable ids: "compute", "exposed_comm", "idle_launching", ...
   std::vector<std::string> labels;  // the same in plain words, for the page
+  std::vector<std::string> help;    // what each one means, longer
   std::vector<StepBar> steps;       // the first max_steps steps
 };
 
@@ -143,6 +156,10 @@ StepBars build_step_bars(const DiagnoseContext& c, const Diagnosis& d, const Htm
 // The plain-words label of an idle cause on the page ("waiting on the host
 // to launch", ...).
 std::string_view idle_cause_label(IdleCause cause);
+
+// What an idle cause means, for the legend's tooltip (the label stays
+// short and true of any slice of it a step holds).
+std::string_view idle_cause_help(IdleCause cause);
 
 // Each step's critical path (src/causal, docs/critical-path.md) for the
 // page: the bound-type shares of every step drawn, and the path's stretches

@@ -5,8 +5,14 @@
 # one row of step bars per rank (section#ranks[data-ranks]), every step bar's
 # parts (computation + exposed communication + idle) summing to its step,
 # the straggler section naming STRAGGLER (or none: -1), and a screenshot
-# that is not blank. One --dump-dom run and one screenshot.
+# that is not blank, long names cut in their middle (none overflowing its
+# box: body[data-names-overflowing="0"]). One --dump-dom run and one
+# screenshot.
 #   chromium_job_test.sh TPROF_BIN DIR WORKDIR RANKS STRAGGLER
+#   ONE_STEP=1: every rank has one step: its stats say "1 step: no spread"
+#     (never "±0 ns"), and its step is one horizontal bar as long as the
+#     step on one scale for every rank (the screenshot: no bar taller than
+#     24 px)
 # Exits 77 (CTest's SKIP_RETURN_CODE) when Chromium is not installed.
 set -uo pipefail
 tprof="$1" dir="$2" work="$3" want_ranks="$4" want_straggler="$5"
@@ -32,9 +38,9 @@ echo "body: $body"
 [[ "$body" == *'data-rendered="1"'* ]] || fail "page did not finish (no data-rendered=\"1\")"
 if grep -E 'CONSOLE.*(Uncaught|Error)|Uncaught ' "$work/chromium.log"; then fail "errors on the console"; fi
 
-python3 - "$work/dom.html" "$want_ranks" "$want_straggler" <<'PY' || fail "the page's structure (above)"
+python3 - "$work/dom.html" "$want_ranks" "$want_straggler" "${ONE_STEP:-0}" <<'PY' || fail "the page's structure (above)"
 import re, sys
-dom, want_ranks, want_straggler = open(sys.argv[1]).read(), int(sys.argv[2]), sys.argv[3]
+dom, want_ranks, want_straggler, one_step = open(sys.argv[1]).read(), int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
 def attrs(tag):
     return dict(re.findall(r'([a-z-]+)="([^"]*)"', tag))
 def fail(msg):
@@ -43,6 +49,12 @@ body = attrs(re.search(r'<body[^>]*>', dom).group(0))
 sw, ww = int(body["data-scroll-width"]), int(body["data-window-width"])
 print(f"scroll width {sw}, window width {ww}")
 if sw > ww: fail(f"the page is {sw} px wide in a {ww} px window")
+# Long names cut in their middle, none left overflowing (cut at its end).
+print(f"names cut in the middle: {body.get('data-names-cut')}, overflowing: {body.get('data-names-overflowing')}")
+if body.get("data-names-overflowing") != "0": fail("names overflow their boxes (CSS cuts their end)")
+for t in re.findall(r'<[a-z]+ [^>]*data-elided="1"[^>]*>([^<]*)<', dom):
+    head, _, tail = t.rpartition("\u2026")
+    if len(head) < 4 or len(tail) < 4: fail(f"a name not cut in its middle: {t!r}")
 ranks = attrs(re.search(r'<section id="ranks"[^>]*>', dom).group(0))
 if int(ranks["data-ranks"]) != want_ranks: fail(f"data-ranks {ranks['data-ranks']}, want {want_ranks}")
 rows = [attrs(t) for t in re.findall(r'<div class="rank-row[^"]*"[^>]*>', dom)]
@@ -66,6 +78,23 @@ for key in ("_ns", "_pct"):
     text = re.sub(r'<[^>]*>', ' ', re.sub(r'<(script|style)[^>]*>.*?</\1>', ' ', dom, flags=re.S))
     if re.search(r'\w' + key + r'\b', text): fail(f"a raw *{key} key in the page's text")
 print(f"{len(rows)} ranks, {len(bars)} step bars whose parts sum to the step, straggler {s.get('data-rank', 'none')}")
+if one_step:
+    page = re.sub(r'<pre>.*?</pre>', ' ', dom, flags=re.S)  # the text view is tprof diagnose's, as it prints
+    stats = [re.sub(r'<[^>]*>', ' ', t) for t in re.findall(r'<div class="rank-stats">(.*?)</div>', dom, re.S)]
+    print("rank stats:", stats[0] if stats else None)
+    if "\u00b1" in page or "&plusmn;" in page: fail("a spread of one step (\u00b1) on the page")
+    if len(stats) != want_ranks or not all(t.startswith("1 step: no spread") for t in stats):
+        fail("a rank of one step whose stats do not say '1 step: no spread'")
+    if ranks.get("data-layout") != "horizontal": fail(f"one step per rank drawn as {ranks.get('data-layout', 'vertical')} bars")
+    longest = int(ranks["data-max-step-ns"])
+    for g in re.findall(r'<g class="step"[^>]*>.*?</g>', dom, re.S):
+        a = attrs(re.match(r'<g[^>]*>', g).group(0))
+        rects = [attrs(r) for r in re.findall(r'<rect[^>]*>', g)]
+        heights = {r["height"] for r in rects}
+        length = sum(float(r["width"]) for r in rects) / 1000
+        if len(heights) != 1 or abs(length - int(a["data-dur-ns"]) / longest) > 0.01:
+            fail(f"step {a['data-step']}: not one horizontal bar as long as its step ({length:.3f} of the scale, heights {heights})")
+    print("one step per rank: horizontal bars, '1 step: no spread'")
 PY
 
 timeout 120 "$browser" "${flags[@]}" --screenshot="$work/job.png" "$url" >/dev/null 2>"$work/chromium-shot.log"
@@ -75,4 +104,11 @@ read -r w h nonwhite colors < <(python3 "$(dirname "$0")/png_stats.py" "$work/jo
 echo "screenshot $work/job.png: ${w}x${h}, non-white fraction $nonwhite, $colors colours"
 python3 -c "import sys; sys.exit(0 if float('$nonwhite') > 0.03 and int('$colors') > 50 else 1)" \
   || fail "the screenshot looks blank"
+if [[ "${ONE_STEP:-}" == 1 ]]; then
+  # Bars a few pixels tall, in rows: the exposed communication (orange)
+  # never runs down more than one bar's height.
+  run=$(python3 "$(dirname "$0")/png_stats.py" "$work/job.png" --vrun 245,133,24)
+  echo "tallest run of a bar's colour in the screenshot: $run px"
+  (( run > 0 && run <= 24 )) || fail "one-step bars $run px tall: not horizontal bars"
+fi
 echo "OK: headless Chromium ($("$browser" --version 2>/dev/null | head -1)) drew the job page"

@@ -18,6 +18,13 @@
 #   CRITICAL_STEPS=N: the critical path has N steps, all of them marked
 #   MEMORY_OP=NAME: the memory chart's caption names NAME as the op that reached the peak
 #   MEMORY_SPIKES=N: the first memory chart marks N steps' spikes
+#   FLAME_EMPTY=1: the trace has no host ops: no flame graph
+#   STEP_COMPUTE_PIXELS=N: the step chart, alone, shows N pixels of compute
+#   IDLE_COLOURS=1: with every part injected in every step, one colour each,
+#     in the legend and the bars
+#   and check_page.py's: STEP_SCALE, STEP_DEVICE_MIN_US, STEP_COMPUTE_MIN_PCT,
+#     BACKLOG, NO_STEPS, LOG_X, NAMES_ELIDED (tooltips, names and the
+#     histograms' labels and ticks are checked on every page)
 #   chromium_test.sh TPROF_BIN sweep:MATMUL_ADD WORKDIR SIZES
 #     tprof sweep's page (sizes like 16,64,256): drawn, no dates on its x
 #     axis (the sizes themselves), no wider than its window.
@@ -163,6 +170,7 @@ PY
 # Ticks: the unit follows the visible range ("250 us", "1.5 ms"): no
 # trailing zeros, never 1000 or more of a unit.
 for id in steps-chart critical-chart timeline; do
+  [[ "$id" == steps-chart && "$want_steps" == 0 ]] && continue  # no steps, no step chart
   ticks="$(attr "$id" data-ticks)"
   echo "$id ticks: $ticks"
   [[ -n "$ticks" ]] || fail "$id: no data-ticks"
@@ -185,8 +193,15 @@ echo "timeline: $lanes lanes (drawn $drawn_lanes), $intervals intervals, $marks 
 [[ -n "$lanes" && "$lanes" -gt 0 && "$drawn_lanes" == "$lanes" ]] || fail "timeline lanes not drawn"
 [[ -n "$intervals" && "$intervals" -gt 0 ]] || fail "timeline has no intervals"
 [[ -n "$marks" ]] || fail "timeline has no data-marks"
-[[ -n "$nodes" && "$nodes" -gt 1 && "$drawn_nodes" == "$nodes" ]] || fail "flame graph not drawn"
-[[ $(grep -o '<canvas' "$work/dom.html" | wc -l) -ge $((want_kernels + 3)) ]] || fail "canvases missing"
+if [[ "${FLAME_EMPTY:-}" == 1 ]]; then
+  [[ "$nodes" == 0 && "$drawn_nodes" == 0 ]] || fail "a flame graph of $nodes nodes, want none (no host ops)"
+else
+  [[ -n "$nodes" && "$nodes" -gt 1 && "$drawn_nodes" == "$nodes" ]] || fail "flame graph not drawn"
+fi
+# A canvas per kernel chart, the timeline, the step chart and the flame
+# graph (the last two when there are steps and host ops).
+[[ $(grep -o '<canvas' "$work/dom.html" | wc -l) -ge $((want_kernels + 1 + (want_steps > 0) + (${FLAME_EMPTY:-0} != 1))) ]] \
+  || fail "canvases missing"
 if [[ -n "$trace_b" ]]; then
   [[ "$(attr compare data-compare)" == 1 ]] || fail "no compare section (data-compare=\"1\")"
   grep -q '>aten::addmm</code>' "$work/dom.html" || fail "compare section lists no aten::addmm"
@@ -196,4 +211,56 @@ else
 fi
 
 shoot
+
+# What a reader sees (issue 40, item 6): a copy of the page carrying
+# page_probe.js hovers the charts, measures tooltips, names and labels, and
+# can rewrite the data first (#inject=idle) or show one part alone
+# (#focus=ID) for a screenshot. check_page.py reads what it left; every
+# check runs, then the failures are listed.
+python3 "$(dirname "$0")/probe_page.py" "$work/report.html" "$work/probe.html" || fail "cannot write the probed copy"
+purl="file://$work/probe.html"
+probe_dom() {  # probe_dom HASH NAME: the probed copy's DOM at #HASH, in $work/NAME.dom
+  timeout 120 "$browser" "${flags[@]}" --dump-dom "$purl#$1" >"$work/$2.dom" 2>"$work/$2.log" \
+    || { tail -20 "$work/$2.log"; fail "chromium --dump-dom of the probed page exited $?"; }
+  grep -q 'data-probed="1"' "$work/$2.dom" || fail "the probe did not run (#$1)"
+}
+probe_shot() {  # probe_shot HASH PNG: a screenshot of the probed copy at #HASH
+  timeout 120 "$browser" "${flags[@]}" --hide-scrollbars --screenshot="$work/$2" "$purl#$1" >/dev/null 2>"$work/$2.log"
+  [[ -s "$work/$2" ]] || { tail -20 "$work/$2.log"; fail "no screenshot of #$1"; }
+}
+pstats() { python3 "$(dirname "$0")/png_stats.py" "$@"; }
+status=0
+probe_dom "" probe
+COMPARE=$([[ -n "$trace_b" ]] && echo 1 || echo 0) python3 "$(dirname "$0")/check_page.py" "$work/probe.dom" || status=1
+# The device's work per step fills the step chart (its compute colour).
+if [[ -n "${STEP_COMPUTE_PIXELS:-}" ]]; then
+  probe_shot "focus=steps-chart" steps.png
+  px=$(pstats "$work/steps.png" --count 60,120,200)
+  echo "step chart ($work/steps.png): $px pixels of compute, want ${STEP_COMPUTE_PIXELS} or more"
+  (( px >= STEP_COMPUTE_PIXELS )) || { echo "FAIL: the step chart shows $px pixels of the device's compute"; status=1; }
+fi
+# Every part in every step: one colour each in the legend, each of them
+# seen in the bars.
+if [[ "${IDLE_COLOURS:-}" == 1 ]]; then
+  probe_dom "inject=idle" inject
+  python3 "$(dirname "$0")/check_page.py" "$work/inject.dom" --inject --colours "$work/colours.txt" || status=1
+  if [[ -s "$work/colours.txt" ]]; then
+    probe_shot "inject=idle&focus=steps-chart" idle.png
+    mapfile -t cols <"$work/colours.txt"
+    mapfile -t counts < <(pstats "$work/idle.png" --count "${cols[@]}")
+    for i in "${!cols[@]}"; do
+      # 20 px wide in the legend's swatches alone; the bars hold hundreds.
+      (( counts[i] >= 300 )) || { echo "FAIL: colour ${cols[i]} of the legend covers ${counts[i]} pixels of the chart ($work/idle.png)"; status=1; }
+    done
+    echo "legend colours in the bars ($work/idle.png): ${counts[*]}"
+  fi
+fi
+# The compare page's lists: each name a chip of its own.
+if [[ -n "$trace_b" ]]; then
+  probe_shot "focus=compare-changes" lists.png
+  px=$(pstats "$work/lists.png" --count 238,241,245)
+  echo "compare lists ($work/lists.png): $px pixels of name chips"
+  (( px >= 2000 )) || { echo "FAIL: the new / vanished names are not set apart (no chips)"; status=1; }
+fi
+(( status == 0 )) || fail "what the page shows (above)"
 echo "OK: headless Chromium ($("$browser" --version 2>/dev/null | head -1)) drew the report"

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Prints what a PNG holds, to tell a drawn page from a blank one:
    png_stats.py FILE  ->  "width height nonwhite_fraction distinct_colors"
+and how much of given colours it shows (each channel within 2):
+   png_stats.py FILE --count R,G,B [R,G,B ...]  ->  the pixels of each, one a line
+   png_stats.py FILE --vrun R,G,B               ->  its longest vertical run, in pixels
 Decodes 8-bit RGB/RGBA/gray PNGs with the standard library only (zlib)."""
 import struct
 import sys
@@ -52,8 +55,38 @@ def decode(path):
     return width, height, bpp, rows
 
 
+def near(px, rgb):
+    return all(abs(a - b) <= 2 for a, b in zip(px, rgb))
+
+
+def colours(args):
+    return [tuple(int(v) for v in a.split(",")) for a in args]
+
+
 def main():
     width, height, bpp, rows = decode(sys.argv[1])
+    if bpp < 3 and len(sys.argv) > 2:
+        raise SystemExit(f"{sys.argv[1]}: not a colour PNG")
+    if len(sys.argv) > 2 and sys.argv[2] == "--count":
+        want = colours(sys.argv[3:])
+        counts = [0] * len(want)
+        for line in rows:
+            for x in range(0, len(line), bpp):
+                px = tuple(line[x:x + 3])
+                for i, rgb in enumerate(want):
+                    if near(px, rgb):
+                        counts[i] += 1
+        print("\n".join(str(c) for c in counts))
+        return
+    if len(sys.argv) > 2 and sys.argv[2] == "--vrun":
+        (rgb,) = colours(sys.argv[3:4])
+        best, run = 0, [0] * width
+        for line in rows:
+            for i in range(width):
+                run[i] = run[i] + 1 if near(tuple(line[i * bpp:i * bpp + 3]), rgb) else 0
+                best = max(best, run[i])
+        print(best)
+        return
     nonwhite, colors = 0, set()
     for line in rows:
         for x in range(0, len(line), bpp):
