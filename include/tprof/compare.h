@@ -1,7 +1,9 @@
-// tprof/compare.h — two traces of the same workload side by side: before and
-// after a change, eager and compiled, cold and warm. Steps are aligned, the
-// median step time is compared against the steps' own spread, and host ops
+// tprof/compare.h — runs of the same workload side by side: before and
+// after a change, eager and compiled, cold and warm. Steps are aligned, each
+// metric's mean per step is compared with a bootstrap interval, and host ops
 // and device activities are diffed per step, new and vanished ones named.
+// Each side is one run (a trace) or several: with several, the interval
+// resamples runs, then steps within them, so between-run noise counts.
 //
 //   tprof::Comparison c = tprof::compare_traces(a, b);
 //   std::cout << tprof::format_comparison_text(c, {.label_a = "a.json", .label_b = "b.json"});
@@ -9,30 +11,40 @@
 //   std::cerr << tprof::format_gate_line(g);
 //   if (g.outcome != tprof::GateOutcome::kPass) return g.outcome == tprof::GateOutcome::kFail ? 1 : 2;
 //
+//   // Several runs a side: read each trace into a CompareRun, drop the trace.
+//   std::vector<tprof::CompareRun> a_runs, b_runs;
+//   for (const tprof::Trace& t : a_traces) a_runs.push_back(tprof::read_compare_run(t));
+//   for (const tprof::Trace& t : b_traces) b_runs.push_back(tprof::read_compare_run(t));
+//   tprof::Comparison r = tprof::compare_runs(a_runs, b_runs);
+//
 // Definitions (docs/compare.md):
-//   alignment  both traces have ProfilerStep#N: by step number when one
-//              side's numbers all appear on the other (steps of both
-//              sides with a common number), else by order (the first
-//              min(n_A, n_B) steps of each). Otherwise each whole trace is
-//              one "step" (first event start to last event end).
+//   alignment  every run has ProfilerStep#N: by step number when the
+//              shortest run's numbers all appear in every run (the steps
+//              with those numbers; for two traces: one side's numbers all
+//              appear on the other), else by order (the first n steps of
+//              each run, n the fewest). Otherwise each whole trace is one
+//              "step" (first event start to last event end).
 //   median     of the aligned steps' durations (the mean of the two middle
 //              values for an even count, truncated to ns).
 //   noise      MAD_A + MAD_B, each side's median absolute deviation of its
 //              aligned steps' durations from their median (the spread shown;
 //              the gate decides with the interval below).
-//   metrics    per aligned step: "step" the ProfilerStep's duration (the
-//              host's wall time), "device" the union of the device work the
-//              step launched (wherever it ran), "cpu" the step thread's busy
-//              time. The gate reads one: device when both runs are GPU-bound
-//              (compute- or communication-bound), else step.
-//   interval   95% bootstrap interval of B's mean over A's mean − 1, paired
-//              (resampling aligned pairs) when steps align by number,
-//              unpaired otherwise; 4000 resamples, a fixed seed.
+//   metrics    per aligned step: "steady" the time from the previous step's
+//              end to its own (the gate's default), "step" the
+//              ProfilerStep's duration (the host's wall time), "device" the
+//              union of the device work the step launched (wherever it
+//              ran), "cpu" the step thread's busy time.
+//   interval   95% bootstrap interval of B's mean over A's mean − 1; 4000
+//              resamples, a fixed seed. One run a side: paired (resampling
+//              aligned pairs) when steps align by number, unpaired
+//              otherwise. Several runs: hierarchical, each side's runs
+//              resampled with replacement, then each chosen run's steps
+//              (CompareOptions::paired_runs: run i of A with run i of B).
 //   ops        torch's FunctionEvents (tprof/key_averages.h) that are not
 //              device activities nor ProfilerStep#N, by name; an event
 //              belongs to the aligned step its start falls in. Self CPU and
-//              CPU total: the median over aligned steps of the per-step
-//              sums; calls: the mean per step.
+//              CPU total: the median over aligned steps (of every run) of
+//              the per-step sums; calls: the mean per step.
 //   kernels    kernels, memcpy and memset by name; an activity belongs to
 //              the step its launch call started in (correlation id), else
 //              the one it started in. Device time: the median over aligned
@@ -43,6 +55,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -66,10 +79,23 @@ struct RunSetup {
   std::string dtype;             // the dtype of most GEMM/kernel time ("bf16", "fp32", ...); "" unknown
 };
 
-// One side's aligned steps and what the comparison read from it.
+// One run (trace) of a side, as it was read.
+struct CompareRunInfo {
+  std::string label;            // read_compare_run's label (its path); "" when none was given
+  bool has_steps = false;       // the trace has ProfilerStep#N events
+  std::size_t total_steps = 0;  // all of its steps, aligned or not
+  Verdict verdict = Verdict::kUnclear;
+  RunSetup setup;
+};
+
+// One side's aligned steps and what the comparison read from it. With
+// several runs, every per-step vector holds each run's aligned steps, run
+// after run, in the order the runs were given; every run has the same
+// number of aligned steps (steps_per_run()).
 struct CompareSide {
-  bool has_steps = false;             // the trace has ProfilerStep#N events
-  std::size_t total_steps = 0;        // all of its steps, aligned or not
+  bool has_steps = false;             // every run has ProfilerStep#N events
+  std::size_t total_steps = 0;        // all of its steps, aligned or not (summed over runs)
+  std::vector<CompareRunInfo> runs;   // one per run (trace), in the order given
   std::vector<std::int64_t> step;     // aligned steps' numbers (-1 for a whole trace)
   std::vector<std::int64_t> dur_ns;   // aligned steps' durations
   std::int64_t median_step_ns = 0;
@@ -87,7 +113,11 @@ struct CompareSide {
   // are both done (the first step: from its start). Whole trace: its span.
   std::vector<std::int64_t> steady_ns;
   bool gpu_bound = false;  // verdict compute-bound or communication-bound
+  // Several runs: the verdict most runs have (ties: the earliest run's) and
+  // the first run's set-up.
   RunSetup setup;
+  // Aligned steps per run (dur_ns.size() / runs.size()); 0 without runs.
+  std::size_t steps_per_run() const { return runs.empty() ? 0 : dur_ns.size() / runs.size(); }
 };
 
 enum class CompareMetric : std::uint8_t {
@@ -104,8 +134,14 @@ std::string_view compare_metric_name(CompareMetric m);  // "auto", "step", "devi
 struct MetricComparison {
   CompareMetric metric = CompareMetric::kStep;
   bool available = false;          // device: both traces have device activity
-  std::size_t steps = 0;           // aligned steps measured
-  bool paired = false;             // resampled as pairs (steps aligned by number)
+  std::size_t steps = 0;           // aligned steps measured (the smaller side's, over all its runs)
+  bool paired = false;             // steps resampled as pairs (aligned by number; within run pairs)
+  // Runs resampled per side. With 2 or more on a side the interval is a
+  // hierarchical bootstrap (runs, then steps within each), so that side's
+  // between-run noise is in it; with one run a side it is unknown.
+  std::size_t runs_a = 1, runs_b = 1;
+  bool paired_runs = false;        // run i of A resampled with run i of B (CompareOptions::paired_runs)
+  bool over_runs() const { return runs_a > 1 || runs_b > 1; }
   std::int64_t mean_a_ns = 0, mean_b_ns = 0;
   std::int64_t median_a_ns = 0, median_b_ns = 0;
   double delta_pct = 0;            // 100 × (mean_b / mean_a − 1); 0 when mean_a is 0
@@ -147,6 +183,7 @@ struct KernelDelta {
 
 struct Comparison {
   StepAlignment alignment = StepAlignment::kWholeTrace;
+  bool paired_runs = false;  // runs resampled as pairs (CompareOptions::paired_runs, as many runs a side)
   CompareSide a, b;
   std::int64_t delta_ns = 0;  // b.median_step_ns − a.median_step_ns
   double delta_pct = 0;       // 100 × delta / a.median_step_ns (0 when A's median is 0)
@@ -171,15 +208,64 @@ struct Comparison {
   const MetricComparison* metric(CompareMetric m) const;  // nullptr for kAuto
 };
 
-// Compares the two traces (B against A). Never fails: traces without steps
-// are compared as wholes, traces without device activity have no kernels.
-// Reads both traces (and diagnoses them) on two threads; the traces must
-// stay unmodified meanwhile.
+// Compares the two traces (B against A): compare_runs with one run a side.
+// Never fails: traces without steps are compared as wholes, traces without
+// device activity have no kernels. Reads both traces (and diagnoses them)
+// on two threads; the traces must stay unmodified meanwhile.
 Comparison compare_traces(const Trace& a, const Trace& b);
+
+namespace internal {
+struct CompareRunData;
+}
+
+struct CompareOptions {
+  // Run i of A ran next to run i of B (interleaved A1 B1 A2 B2 ..., in the
+  // order given): they share the machine's state, so each resample draws
+  // pairs of runs and the state's drift cancels. Only with as many runs a
+  // side (else unpaired).
+  bool paired_runs = false;
+};
+
+// What a comparison reads from one run's trace: its steps, per-step
+// metrics, ops and device activities, verdict and set-up; much smaller than
+// the trace, which may be dropped once read. Cheap to copy (shared,
+// immutable); thread-safe to read.
+class CompareRun {
+ public:
+  CompareRun() = default;  // empty: not a run (compare_runs checks)
+  bool empty() const { return data_ == nullptr; }
+  // distributedInfo.rank of the trace; -1 when absent. Runs of one side
+  // with different ranks are a job's ranks, not runs (the CLI refuses them).
+  std::int64_t rank() const { return rank_; }
+
+ private:
+  friend CompareRun read_compare_run(const Trace& trace, std::string label);
+  friend Comparison compare_runs(const std::vector<CompareRun>& a, const std::vector<CompareRun>& b,
+                                 const CompareOptions& options);
+  std::shared_ptr<const internal::CompareRunData> data_;
+  std::int64_t rank_ = -1;
+};
+
+// Reads (and diagnoses) one run's trace; `label` names the run in reports
+// (its path). Never fails; the trace must stay unmodified meanwhile, and
+// may be dropped afterwards.
+CompareRun read_compare_run(const Trace& trace, std::string label = {});
+
+// Compares B's runs against A's: one or more runs a side (each a trace of
+// the same program). Steps align across every run (the rule above); each
+// metric's figure is the mean per step over every aligned step of a side's
+// runs, and its interval resamples runs, then steps within each chosen run
+// (docs/compare.md, "Runs"). With one run a side this is compare_traces.
+// Each side must hold at least one non-empty run (a bug otherwise).
+Comparison compare_runs(const std::vector<CompareRun>& a, const std::vector<CompareRun>& b,
+                        const CompareOptions& options = {});
 
 // The CI gate (docs/compare.md, "The gate"): B fails when its mean per
 // step of the metric is slower than A's by more than max_slower_pct percent
 // and the 95% interval of the change lies above 0 (slower beyond the noise).
+// Over runs (a side with 2 or more) it fails only when the interval's low
+// end is above max_slower_pct: slower than the limit beyond the noise of
+// runs and steps.
 // With fewer aligned steps than min_steps it still answers where the answer
 // is plain: it passes when B's mean is within the limit (nothing to block),
 // and fails when an exact test decides (every B step slower than every A
@@ -206,6 +292,8 @@ struct GateResult {
   std::size_t min_steps = 0;
   bool over_threshold = false;   // slower by more than max_slower_pct (any slowdown when A's mean is 0)
   bool over_noise = false;       // the interval lies above 0 (no interval: noise unknown, counted as over)
+  // Over runs: the interval's low end is above the limit (what fails there).
+  bool low_over_limit = false;
   std::string refusal;           // why kRefused
   // With fewer steps than min_steps, how a pass or fail was decided
   // ("fewer than 5 steps: ..."); "" otherwise.
@@ -216,7 +304,7 @@ GateResult check_gate(const Comparison& c, const GateOptions& options);
 GateResult check_slower(const Comparison& c, double max_slower_pct);
 
 struct CompareFormat {
-  std::string label_a = "A";  // how the report names the traces (their paths)
+  std::string label_a = "A";  // how the report names the traces (their paths, or the runs' directory)
   std::string label_b = "B";
   std::size_t top = 10;       // op and kernel rows shown (by |delta|); 0: all. JSON lists all.
 };

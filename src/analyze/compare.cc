@@ -14,6 +14,7 @@
 
 #include "src/analyze/efficiency.h"
 #include "src/trace/id_index.h"
+#include "src/trace/json_value.h"
 #include "src/analyze/intervals.h"
 #include "src/base/check.h"
 #include "src/base/saturate.h"
@@ -62,28 +63,29 @@ std::string_view change_kind_name(ChangeKind k) {
   return "common";
 }
 
-namespace {
+namespace internal {
 
-// A host op instance: which name (index into SideData::op_names), where it
-// starts (the trace's own ts, the same clock as the steps) and its times.
-struct OpItem {
-  std::uint32_t name = 0;
-  std::int64_t ts_ns = 0;
-  std::int64_t self_ns = 0;
-  std::int64_t total_ns = 0;
-};
+// What one run's trace gives the comparison before alignment
+// (tprof::CompareRun): per step metrics, op and device activity items with
+// per-run name ids, verdict, set-up.
+struct CompareRunData {
+  // A host op instance: which name (index into op_names), where it starts
+  // (the trace's own ts, the same clock as the steps) and its times.
+  struct OpItem {
+    std::uint32_t name = 0;
+    std::int64_t ts_ns = 0;
+    std::int64_t self_ns = 0;
+    std::int64_t total_ns = 0;
+  };
+  // A device activity: its name, the time that decides its step (its launch
+  // call's start when linked, else its own) and its duration.
+  struct KernelItem {
+    std::uint32_t name = 0;
+    std::int64_t step_ts_ns = 0;
+    std::int64_t dur_ns = 0;
+  };
 
-// A device activity: its name, the time that decides its step (its launch
-// call's start when linked, else its own) and its duration.
-struct KernelItem {
-  std::uint32_t name = 0;
-  std::int64_t step_ts_ns = 0;
-  std::int64_t dur_ns = 0;
-};
-
-// What one trace gives the comparison before alignment; computed for both
-// traces at once.
-struct SideData {
+  std::string label;  // read_compare_run's
   StepsSummary steps;
   // Per step (as steps.steps): the union of the device work it launched and
   // its thread's busy time; for the whole trace: all device work, and the
@@ -105,6 +107,14 @@ struct SideData {
   std::vector<std::string> kernel_categories;
   std::vector<KernelItem> kernels;
 };
+
+}  // namespace internal
+
+namespace {
+
+using RunData = internal::CompareRunData;
+using OpItem = RunData::OpItem;
+using KernelItem = RunData::KernelItem;
 
 std::string_view device_category(EventKind k) {
   switch (k) {
@@ -150,8 +160,8 @@ std::int64_t busiest_thread_ns(const internal::DiagnoseContext& c) {
   return best;
 }
 
-SideData read_side(const Trace& t) {
-  SideData d;
+RunData read_run(const Trace& t) {
+  RunData d;
   const internal::DiagnoseContext ctx(t, /*with_averages=*/true);
   const Diagnosis diagnosis = internal::diagnose(ctx);
   d.steps = ctx.steps;
@@ -256,38 +266,55 @@ bool has_duplicate_numbers(const std::vector<StepStat>& steps) {
   return std::adjacent_find(n.begin(), n.end()) != n.end();
 }
 
-// Aligned step indices into each side's steps (or, whole trace, one pair of -1).
+// Aligned step indices into each run's steps (-1: the whole trace), the
+// same count for every run; runs are A's, then B's.
 struct Alignment {
   StepAlignment kind = StepAlignment::kWholeTrace;
-  std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> pairs;
+  std::vector<std::vector<std::ptrdiff_t>> steps;  // per run
+  std::size_t per_run() const { return steps.empty() ? 0 : steps.front().size(); }
 };
 
-Alignment align_steps(const StepsSummary& a, const StepsSummary& b) {
+Alignment align_runs(const std::vector<const StepsSummary*>& runs) {
   Alignment out;
-  if (a.steps.empty() || b.steps.empty()) {
-    out.pairs.emplace_back(-1, -1);
+  bool every_run_has_steps = true, unique = true;
+  std::size_t fewest = std::numeric_limits<std::size_t>::max();
+  for (const StepsSummary* r : runs) {
+    every_run_has_steps = every_run_has_steps && !r->steps.empty();
+    unique = unique && !has_duplicate_numbers(r->steps);
+    fewest = std::min(fewest, r->steps.size());
+  }
+  if (!every_run_has_steps) {
+    out.steps.assign(runs.size(), std::vector<std::ptrdiff_t>{-1});
     return out;
   }
-  // By number when one side's numbers all appear on the other (the same
-  // schedule, or one run went on longer) and no number repeats.
-  if (!has_duplicate_numbers(a.steps) && !has_duplicate_numbers(b.steps)) {
-    std::map<std::int64_t, std::ptrdiff_t> b_by_number;
-    for (std::size_t j = 0; j < b.steps.size(); ++j) b_by_number[b.steps[j].step] = static_cast<std::ptrdiff_t>(j);
-    std::vector<std::pair<std::int64_t, std::pair<std::ptrdiff_t, std::ptrdiff_t>>> common;
-    for (std::size_t i = 0; i < a.steps.size(); ++i) {
-      auto it = b_by_number.find(a.steps[i].step);
-      if (it != b_by_number.end()) common.push_back({a.steps[i].step, {static_cast<std::ptrdiff_t>(i), it->second}});
+  // By number when the shortest run's numbers all appear in every run (the
+  // same schedule, or some runs went on longer) and no number repeats; for
+  // two traces, when one side's numbers all appear on the other.
+  if (unique) {
+    std::map<std::int64_t, std::size_t> runs_with;  // step number -> runs holding it
+    for (const StepsSummary* r : runs) {
+      for (const StepStat& s : r->steps) ++runs_with[s.step];
     }
-    if (common.size() == std::min(a.steps.size(), b.steps.size())) {
-      std::sort(common.begin(), common.end());
+    std::vector<std::int64_t> common;  // sorted by number
+    for (const auto& [number, n] : runs_with) {
+      if (n == runs.size()) common.push_back(number);
+    }
+    if (common.size() == fewest) {
       out.kind = StepAlignment::kStepNumber;
-      for (const auto& c : common) out.pairs.push_back(c.second);
+      for (const StepsSummary* r : runs) {
+        std::map<std::int64_t, std::ptrdiff_t> by_number;
+        for (std::size_t j = 0; j < r->steps.size(); ++j) by_number[r->steps[j].step] = static_cast<std::ptrdiff_t>(j);
+        std::vector<std::ptrdiff_t>& idx = out.steps.emplace_back();
+        for (const std::int64_t number : common) idx.push_back(by_number[number]);
+      }
       return out;
     }
   }
   out.kind = StepAlignment::kOrder;
-  const std::size_t n = std::min(a.steps.size(), b.steps.size());
-  for (std::size_t i = 0; i < n; ++i) out.pairs.emplace_back(static_cast<std::ptrdiff_t>(i), static_cast<std::ptrdiff_t>(i));
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    std::vector<std::ptrdiff_t>& idx = out.steps.emplace_back();
+    for (std::size_t i = 0; i < fewest; ++i) idx.push_back(static_cast<std::ptrdiff_t>(i));
+  }
   return out;
 }
 
@@ -310,48 +337,74 @@ Aggregated aggregate(const PerStep& p, std::size_t pairs) {
   return a;
 }
 
-// The side's aligned steps: durations, windows (sorted by start) and the
-// side's summary numbers.
-std::vector<Window> fill_side(const SideData& d, const Alignment& al, bool first, CompareSide* side) {
-  std::vector<Window> windows;
-  side->has_steps = !d.steps.steps.empty();
-  side->total_steps = d.steps.steps.size();
-  for (std::size_t p = 0; p < al.pairs.size(); ++p) {
-    const std::ptrdiff_t i = first ? al.pairs[p].first : al.pairs[p].second;
-    if (i < 0) {
-      side->step.push_back(-1);
-      side->dur_ns.push_back(d.trace_end_ns - d.trace_start_ns);
-      side->device_ns.push_back(d.trace_device_ns);
-      side->cpu_ns.push_back(d.trace_cpu_ns);
-      side->steady_ns.push_back(d.trace_end_ns - d.trace_start_ns);
-      // Inclusive of the last event's end: every event is inside.
-      windows.push_back({d.trace_start_ns, d.trace_end_ns + 1, p});
-    } else {
-      const StepStat& s = d.steps.steps[static_cast<std::size_t>(i)];
-      side->step.push_back(s.step);
-      side->dur_ns.push_back(s.dur_ns);
-      side->device_ns.push_back(d.step_device_ns[static_cast<std::size_t>(i)]);
-      side->cpu_ns.push_back(d.step_cpu_ns[static_cast<std::size_t>(i)]);
-      side->steady_ns.push_back(d.step_steady_ns[static_cast<std::size_t>(i)]);
-      windows.push_back({s.start_ns, s.start_ns + s.dur_ns, p});
-    }
+// The verdict most runs have; ties go to the earliest run's.
+std::size_t most_common_verdict(const std::vector<const RunData*>& runs) {
+  std::size_t best = 0, best_n = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    std::size_t n = 0;
+    for (const RunData* r : runs) n += r->verdict == runs[i]->verdict ? 1 : 0;
+    if (n > best_n) best = i, best_n = n;
   }
-  std::sort(windows.begin(), windows.end(), [](const Window& x, const Window& y) { return x.start_ns < y.start_ns; });
+  return best;
+}
+
+// A side's aligned steps, run after run: durations and metrics, and each
+// run's windows (sorted by start; `pair` is the step's index within the
+// run); then the side's summary numbers. `first` is the side's first run
+// in the alignment.
+std::vector<std::vector<Window>> fill_side(const std::vector<const RunData*>& runs, const Alignment& al,
+                                           std::size_t first, CompareSide* side) {
+  std::vector<std::vector<Window>> windows(runs.size());
+  side->has_steps = true;
+  bool has_device = true;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const RunData& d = *runs[r];
+    side->has_steps = side->has_steps && !d.steps.steps.empty();
+    side->total_steps += d.steps.steps.size();
+    side->runs.push_back({d.label, !d.steps.steps.empty(), d.steps.steps.size(), d.verdict, d.setup});
+    has_device = has_device && d.has_device;
+    const std::vector<std::ptrdiff_t>& aligned = al.steps[first + r];
+    for (std::size_t p = 0; p < aligned.size(); ++p) {
+      const std::ptrdiff_t i = aligned[p];
+      if (i < 0) {
+        side->step.push_back(-1);
+        side->dur_ns.push_back(d.trace_end_ns - d.trace_start_ns);
+        side->device_ns.push_back(d.trace_device_ns);
+        side->cpu_ns.push_back(d.trace_cpu_ns);
+        side->steady_ns.push_back(d.trace_end_ns - d.trace_start_ns);
+        // Inclusive of the last event's end: every event is inside.
+        windows[r].push_back({d.trace_start_ns, d.trace_end_ns + 1, p});
+      } else {
+        const StepStat& s = d.steps.steps[static_cast<std::size_t>(i)];
+        side->step.push_back(s.step);
+        side->dur_ns.push_back(s.dur_ns);
+        side->device_ns.push_back(d.step_device_ns[static_cast<std::size_t>(i)]);
+        side->cpu_ns.push_back(d.step_cpu_ns[static_cast<std::size_t>(i)]);
+        side->steady_ns.push_back(d.step_steady_ns[static_cast<std::size_t>(i)]);
+        windows[r].push_back({s.start_ns, s.start_ns + s.dur_ns, p});
+      }
+    }
+    std::sort(windows[r].begin(), windows[r].end(),
+              [](const Window& x, const Window& y) { return x.start_ns < y.start_ns; });
+  }
   side->median_step_ns = internal::mean_median(side->dur_ns);
   side->mad_ns = mad_of(side->dur_ns, side->median_step_ns);
   if (!side->dur_ns.empty()) {
     side->min_step_ns = *std::min_element(side->dur_ns.begin(), side->dur_ns.end());
     side->max_step_ns = *std::max_element(side->dur_ns.begin(), side->dur_ns.end());
   }
-  side->verdict = d.verdict;
-  side->verdict_summary = d.verdict_summary;
-  if (!d.has_device) side->device_ns.clear();
-  side->gpu_bound = d.verdict == Verdict::kComputeBound || d.verdict == Verdict::kCommunicationBound;
-  side->setup = d.setup;
+  const RunData& typical = *runs[most_common_verdict(runs)];
+  side->verdict = typical.verdict;
+  side->verdict_summary = typical.verdict_summary;
+  // Device time is measured only when every run has device activity.
+  if (!has_device) side->device_ns.clear();
+  side->gpu_bound = side->verdict == Verdict::kComputeBound || side->verdict == Verdict::kCommunicationBound;
+  side->setup = runs.front()->setup;
   return windows;
 }
 
-std::vector<PerStep> bucket_ops(const SideData& d, const std::vector<Window>& w, std::size_t pairs) {
+// Per name of one run: per aligned step (of the run) sums and counts.
+std::vector<PerStep> bucket_ops(const RunData& d, const std::vector<Window>& w, std::size_t pairs) {
   std::vector<PerStep> out(d.op_names.size(), PerStep{std::vector<std::int64_t>(pairs, 0),
                                                       std::vector<std::int64_t>(pairs, 0), 0});
   for (const OpItem& op : d.ops) {
@@ -367,7 +420,7 @@ std::vector<PerStep> bucket_ops(const SideData& d, const std::vector<Window>& w,
   return out;
 }
 
-std::vector<PerStep> bucket_kernels(const SideData& d, const std::vector<Window>& w, std::size_t pairs) {
+std::vector<PerStep> bucket_kernels(const RunData& d, const std::vector<Window>& w, std::size_t pairs) {
   std::vector<PerStep> out(d.kernel_names.size(), PerStep{std::vector<std::int64_t>(pairs, 0), {}, 0});
   for (const KernelItem& k : d.kernels) {
     const std::ptrdiff_t p = find_window(w, k.step_ts_ns);
@@ -375,6 +428,44 @@ std::vector<PerStep> bucket_kernels(const SideData& d, const std::vector<Window>
     PerStep& s = out[k.name];
     internal::sat_acc(s.x[static_cast<std::size_t>(p)], k.dur_ns);
     ++s.count;
+  }
+  return out;
+}
+
+// A side's names over its runs (names are interned per run): per name, the
+// per-step sums of every run's aligned steps, run after run (a run without
+// the name counts 0 on its steps), and the first run's category.
+struct SideName {
+  PerStep per_step;
+  std::string_view category;
+};
+
+template <class Bucket>
+std::map<std::string_view, SideName> by_name_over_runs(const std::vector<const RunData*>& runs,
+                                                       const std::vector<std::vector<Window>>& w,
+                                                       std::size_t per_run, bool kernels, Bucket bucket) {
+  std::map<std::string_view, SideName> out;
+  const std::size_t slots = per_run * runs.size();
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    std::vector<PerStep> p = bucket(*runs[r], w[r], per_run);
+    const std::vector<std::string>& names = kernels ? runs[r]->kernel_names : runs[r]->op_names;
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      if (p[i].count == 0) continue;
+      auto [it, added] = out.try_emplace(names[i]);
+      PerStep& s = it->second.per_step;
+      if (added) {
+        if (kernels) it->second.category = runs[r]->kernel_categories[i];
+        if (runs.size() == 1) {
+          s = std::move(p[i]);
+          continue;
+        }
+        s.x.assign(slots, 0);
+        if (!p[i].y.empty()) s.y.assign(slots, 0);
+      }
+      std::copy(p[i].x.begin(), p[i].x.end(), s.x.begin() + static_cast<std::ptrdiff_t>(r * per_run));
+      if (!p[i].y.empty()) std::copy(p[i].y.begin(), p[i].y.end(), s.y.begin() + static_cast<std::ptrdiff_t>(r * per_run));
+      s.count += p[i].count;
+    }
   }
   return out;
 }
@@ -417,7 +508,24 @@ std::int64_t to_ns(double v) {
   return static_cast<std::int64_t>(std::llround(v));
 }
 
-// B's mean against A's over the aligned steps, with the 95% percentile
+// The interval: the 2.5th and 97.5th percentiles of the resampled changes
+// (mean_B − mean_A, and mean_B / mean_A − 1 in percent).
+void set_interval(MetricComparison* m, std::vector<double> diff, std::vector<double> rel) {
+  auto bounds = [](std::vector<double>& v, double* lo, double* hi) {
+    if (v.empty()) return;
+    std::sort(v.begin(), v.end());
+    const double last = static_cast<double>(v.size() - 1);
+    *lo = v[static_cast<std::size_t>(std::floor(0.025 * last))];
+    *hi = v[static_cast<std::size_t>(std::ceil(0.975 * last))];
+  };
+  double lo = 0, hi = 0;
+  bounds(diff, &lo, &hi);
+  m->low_ns = to_ns(lo);
+  m->high_ns = to_ns(hi);
+  bounds(rel, &m->low_pct, &m->high_pct);
+}
+
+// One run a side: B's mean against A's over the aligned steps, with the 95% percentile
 // bootstrap interval of mean_B − mean_A and of mean_B / mean_A − 1.
 // Paired: each resample draws n aligned pairs (a step's A and B stay
 // together, so what changes from step to step on both sides cancels);
@@ -461,18 +569,81 @@ MetricComparison compare_metric(CompareMetric metric, const std::vector<std::int
     diff.push_back(rb - ra);
     if (ra > 0) rel.push_back(100.0 * (rb / ra - 1.0));
   }
-  auto bounds = [](std::vector<double>& v, double* lo, double* hi) {
-    if (v.empty()) return;
-    std::sort(v.begin(), v.end());
-    const double last = static_cast<double>(v.size() - 1);
-    *lo = v[static_cast<std::size_t>(std::floor(0.025 * last))];
-    *hi = v[static_cast<std::size_t>(std::ceil(0.975 * last))];
+  set_interval(&m, std::move(diff), std::move(rel));
+  return m;
+}
+
+// Several runs on a side: a hierarchical bootstrap. Each resample draws
+// each side's runs with replacement (as many as it has), then, in each
+// drawn run, as many of its steps with replacement; its figure is the mean
+// of the drawn steps (every run has the same number of aligned steps, so
+// it is also the mean of the drawn runs' means). How far the run means
+// differ enters through the first draw; a side with one run contributes
+// its steps' noise only. Paired runs (run i of A with run i of B, as many
+// a side) draw pairs of runs, and within a pair the steps as pairs when
+// they align by number. Same seed and resample count as one run a side.
+MetricComparison compare_metric_over_runs(CompareMetric metric, const std::vector<std::int64_t>& a,
+                                          std::size_t runs_a, const std::vector<std::int64_t>& b,
+                                          std::size_t runs_b, bool paired_steps, bool paired_runs) {
+  MetricComparison m;
+  m.metric = metric;
+  m.runs_a = runs_a;
+  m.runs_b = runs_b;
+  m.available = !a.empty() && !b.empty();
+  if (!m.available) return m;
+  TPROF_CHECK(a.size() % runs_a == 0 && b.size() % runs_b == 0);
+  const std::size_t na = a.size() / runs_a, nb = b.size() / runs_b;
+  m.steps = std::min(a.size(), b.size());
+  m.paired_runs = paired_runs && runs_a == runs_b;
+  m.paired = m.paired_runs && paired_steps && na == nb;
+  const double ma = mean_of(a), mb = mean_of(b);
+  m.mean_a_ns = to_ns(ma);
+  m.mean_b_ns = to_ns(mb);
+  m.median_a_ns = internal::mean_median(a);
+  m.median_b_ns = internal::mean_median(b);
+  m.delta_pct = ma > 0 ? 100.0 * (mb / ma - 1.0) : 0.0;
+  if (a.size() < 2 || b.size() < 2) return m;
+  m.has_interval = true;
+  const std::size_t n = std::max(a.size(), b.size());
+  const std::size_t resamples = std::clamp<std::size_t>(40000000 / n, 400, 4000);
+  SplitMix rng{0x7470726f66ull};  // "tprof"
+  // The sum of one side's drawn steps: its runs, then steps in each.
+  const auto draw = [&rng](const std::vector<std::int64_t>& v, std::size_t runs, std::size_t per_run) {
+    double sum = 0;
+    for (std::size_t k = 0; k < runs; ++k) {
+      const std::size_t first = rng.below(runs) * per_run;
+      for (std::size_t j = 0; j < per_run; ++j) sum += static_cast<double>(v[first + rng.below(per_run)]);
+    }
+    return sum;
   };
-  double lo = 0, hi = 0;
-  bounds(diff, &lo, &hi);
-  m.low_ns = to_ns(lo);
-  m.high_ns = to_ns(hi);
-  bounds(rel, &m.low_pct, &m.high_pct);
+  std::vector<double> diff, rel;
+  diff.reserve(resamples);
+  rel.reserve(resamples);
+  for (std::size_t r = 0; r < resamples; ++r) {
+    double sa = 0, sb = 0;
+    if (m.paired_runs) {
+      for (std::size_t k = 0; k < runs_a; ++k) {
+        const std::size_t i = rng.below(runs_a);
+        if (m.paired) {
+          for (std::size_t j = 0; j < na; ++j) {
+            const std::size_t step = rng.below(na);
+            sa += static_cast<double>(a[i * na + step]);
+            sb += static_cast<double>(b[i * nb + step]);
+          }
+        } else {
+          for (std::size_t j = 0; j < na; ++j) sa += static_cast<double>(a[i * na + rng.below(na)]);
+          for (std::size_t j = 0; j < nb; ++j) sb += static_cast<double>(b[i * nb + rng.below(nb)]);
+        }
+      }
+    } else {
+      sa = draw(a, runs_a, na);
+      sb = draw(b, runs_b, nb);
+    }
+    const double ra = sa / static_cast<double>(a.size()), rb = sb / static_cast<double>(b.size());
+    diff.push_back(rb - ra);
+    if (ra > 0) rel.push_back(100.0 * (rb / ra - 1.0));
+  }
+  set_interval(&m, std::move(diff), std::move(rel));
   return m;
 }
 
@@ -550,20 +721,57 @@ std::vector<std::string> setup_unknown(const RunSetup& a, const RunSetup& b) {
   return out;
 }
 
+// distributedInfo.rank of the trace; -1 when absent.
+std::int64_t rank_of(const Trace& t) {
+  const std::string_view info = t.meta.top_level_json("distributedInfo");
+  if (info.empty()) return -1;
+  Result<internal::JsonValue> v = internal::JsonValue::parse(info);
+  const internal::JsonValue* rank = v && v->is_object() ? v->find("rank") : nullptr;
+  std::int64_t out = -1;
+  return rank != nullptr && rank->get_int(&out) ? out : -1;
+}
+
 }  // namespace
+
+CompareRun read_compare_run(const Trace& trace, std::string label) {
+  CompareRun run;
+  RunData d = read_run(trace);
+  d.label = std::move(label);
+  run.data_ = std::make_shared<const RunData>(std::move(d));
+  run.rank_ = rank_of(trace);
+  return run;
+}
 
 Comparison compare_traces(const Trace& a, const Trace& b) {
   // The two sides are independent until alignment: read B on a second thread.
-  std::future<SideData> fb = std::async(std::launch::async, [&b] { return read_side(b); });
-  const SideData da = read_side(a);
-  const SideData db = fb.get();
+  std::future<CompareRun> fb = std::async(std::launch::async, [&b] { return read_compare_run(b); });
+  std::vector<CompareRun> ra{read_compare_run(a)};
+  std::vector<CompareRun> rb{fb.get()};
+  return compare_runs(ra, rb);
+}
+
+Comparison compare_runs(const std::vector<CompareRun>& a, const std::vector<CompareRun>& b,
+                        const CompareOptions& options) {
+  TPROF_CHECK(!a.empty() && !b.empty());
+  std::vector<const RunData*> da, db;
+  std::vector<const StepsSummary*> all_steps;
+  for (const CompareRun& r : a) {
+    TPROF_CHECK(!r.empty());
+    da.push_back(r.data_.get());
+    all_steps.push_back(&r.data_->steps);
+  }
+  for (const CompareRun& r : b) {
+    TPROF_CHECK(!r.empty());
+    db.push_back(r.data_.get());
+    all_steps.push_back(&r.data_->steps);
+  }
 
   Comparison c;
-  const Alignment al = align_steps(da.steps, db.steps);
+  const Alignment al = align_runs(all_steps);
   c.alignment = al.kind;
-  const std::size_t pairs = al.pairs.size();
-  const std::vector<Window> wa = fill_side(da, al, true, &c.a);
-  const std::vector<Window> wb = fill_side(db, al, false, &c.b);
+  const std::size_t per_run = al.per_run();
+  const std::vector<std::vector<Window>> wa = fill_side(da, al, 0, &c.a);
+  const std::vector<std::vector<Window>> wb = fill_side(db, al, da.size(), &c.b);
   c.delta_ns = c.b.median_step_ns - c.a.median_step_ns;
   c.delta_pct = c.a.median_step_ns > 0
                     ? 100.0 * static_cast<double>(c.delta_ns) / static_cast<double>(c.a.median_step_ns)
@@ -571,43 +779,56 @@ Comparison compare_traces(const Trace& a, const Trace& b) {
   c.noise_ns = internal::sat_add(c.a.mad_ns, c.b.mad_ns);
   c.verdict_changed = c.a.verdict != c.b.verdict;
 
-  // The metrics the gate may read, and the one the runs are bound by.
+  // The metrics the gate may read, and the one the runs are bound by. One
+  // run a side: the steps' bootstrap; several: runs, then steps.
   const bool paired = al.kind == StepAlignment::kStepNumber;
-  c.metrics.push_back(compare_metric(CompareMetric::kSteady, c.a.steady_ns, c.b.steady_ns, paired));
-  c.metrics.push_back(compare_metric(CompareMetric::kStep, c.a.dur_ns, c.b.dur_ns, paired));
-  c.metrics.push_back(compare_metric(CompareMetric::kDevice, c.a.device_ns, c.b.device_ns, paired));
-  c.metrics.push_back(compare_metric(CompareMetric::kCpu, c.a.cpu_ns, c.b.cpu_ns, paired));
+  const bool over_runs = da.size() > 1 || db.size() > 1;
+  c.paired_runs = over_runs && options.paired_runs && da.size() == db.size();
+  const auto metric = [&](CompareMetric m, const std::vector<std::int64_t>& va, const std::vector<std::int64_t>& vb) {
+    return over_runs ? compare_metric_over_runs(m, va, da.size(), vb, db.size(), paired, c.paired_runs)
+                     : compare_metric(m, va, vb, paired);
+  };
+  c.metrics.push_back(metric(CompareMetric::kSteady, c.a.steady_ns, c.b.steady_ns));
+  c.metrics.push_back(metric(CompareMetric::kStep, c.a.dur_ns, c.b.dur_ns));
+  c.metrics.push_back(metric(CompareMetric::kDevice, c.a.device_ns, c.b.device_ns));
+  c.metrics.push_back(metric(CompareMetric::kCpu, c.a.cpu_ns, c.b.cpu_ns));
   // The steady state covers host- and device-bound runs alike, and a change
   // of bound between them: the gate's metric unless --metric says otherwise.
   c.bound_metric = CompareMetric::kSteady;
   c.bound_reason = "the steady state: from one step's end to the next, a step ending when its host work and the "
                    "device work it launched are done, whichever side bounds each run (" + verdict_list(c.a, c.b) + ")";
   c.setup_differences = setup_differences(c.a.setup, c.b.setup);
+  // Runs of one side on different set-ups are no runs of one program.
+  for (const auto& [side, name] : {std::pair{&c.a, "A"}, std::pair{&c.b, "B"}}) {
+    for (std::size_t r = 1; r < side->runs.size(); ++r) {
+      for (const std::string& d : setup_differences(side->runs.front().setup, side->runs[r].setup)) {
+        c.setup_differences.push_back(std::string("within ") + name + ", run 1 against run " + std::to_string(r + 1) +
+                                      ": " + d);
+      }
+    }
+  }
   c.setup_unknown = setup_unknown(c.a.setup, c.b.setup);
 
   // Ops by name, both sides; only names seen inside the aligned steps.
+  const std::size_t slots_a = per_run * da.size(), slots_b = per_run * db.size();
   {
-    const std::vector<PerStep> pa = bucket_ops(da, wa, pairs);
-    const std::vector<PerStep> pb = bucket_ops(db, wb, pairs);
+    const std::map<std::string_view, SideName> pa = by_name_over_runs(da, wa, per_run, false, bucket_ops);
+    const std::map<std::string_view, SideName> pb = by_name_over_runs(db, wb, per_run, false, bucket_ops);
     std::map<std::string_view, std::pair<const PerStep*, const PerStep*>> by_name;
-    for (std::size_t i = 0; i < pa.size(); ++i) {
-      if (pa[i].count > 0) by_name[da.op_names[i]].first = &pa[i];
-    }
-    for (std::size_t i = 0; i < pb.size(); ++i) {
-      if (pb[i].count > 0) by_name[db.op_names[i]].second = &pb[i];
-    }
+    for (const auto& [name, e] : pa) by_name[name].first = &e.per_step;
+    for (const auto& [name, e] : pb) by_name[name].second = &e.per_step;
     for (const auto& [name, p] : by_name) {
       OpDelta o;
       o.name = std::string(name);
       o.change = change_of(p.first ? p.first->count : 0, p.second ? p.second->count : 0);
       if (p.first) {
-        const Aggregated g = aggregate(*p.first, pairs);
+        const Aggregated g = aggregate(*p.first, slots_a);
         o.self_cpu_a_ns = g.x_median;
         o.cpu_total_a_ns = g.y_median;
         o.calls_a = g.per_step;
       }
       if (p.second) {
-        const Aggregated g = aggregate(*p.second, pairs);
+        const Aggregated g = aggregate(*p.second, slots_b);
         o.self_cpu_b_ns = g.x_median;
         o.cpu_total_b_ns = g.y_median;
         o.calls_b = g.per_step;
@@ -629,25 +850,23 @@ Comparison compare_traces(const Trace& a, const Trace& b) {
 
   // Device activities by name (the category of the first side that has it).
   {
-    const std::vector<PerStep> pa = bucket_kernels(da, wa, pairs);
-    const std::vector<PerStep> pb = bucket_kernels(db, wb, pairs);
+    const std::map<std::string_view, SideName> pa = by_name_over_runs(da, wa, per_run, true, bucket_kernels);
+    const std::map<std::string_view, SideName> pb = by_name_over_runs(db, wb, per_run, true, bucket_kernels);
     struct Both {
       const PerStep* a = nullptr;
       const PerStep* b = nullptr;
       std::string_view category;
     };
     std::map<std::string_view, Both> by_name;
-    for (std::size_t i = 0; i < pa.size(); ++i) {
-      if (pa[i].count == 0) continue;
-      Both& e = by_name[da.kernel_names[i]];
-      e.a = &pa[i];
-      e.category = da.kernel_categories[i];
+    for (const auto& [name, e] : pa) {
+      Both& x = by_name[name];
+      x.a = &e.per_step;
+      x.category = e.category;
     }
-    for (std::size_t i = 0; i < pb.size(); ++i) {
-      if (pb[i].count == 0) continue;
-      Both& e = by_name[db.kernel_names[i]];
-      e.b = &pb[i];
-      if (e.category.empty()) e.category = db.kernel_categories[i];
+    for (const auto& [name, e] : pb) {
+      Both& x = by_name[name];
+      x.b = &e.per_step;
+      if (x.category.empty()) x.category = e.category;
     }
     for (const auto& [name, e] : by_name) {
       KernelDelta k;
@@ -655,12 +874,12 @@ Comparison compare_traces(const Trace& a, const Trace& b) {
       k.category = std::string(e.category);
       k.change = change_of(e.a ? e.a->count : 0, e.b ? e.b->count : 0);
       if (e.a) {
-        const Aggregated g = aggregate(*e.a, pairs);
+        const Aggregated g = aggregate(*e.a, slots_a);
         k.time_a_ns = g.x_median;
         k.count_a = g.per_step;
       }
       if (e.b) {
-        const Aggregated g = aggregate(*e.b, pairs);
+        const Aggregated g = aggregate(*e.b, slots_b);
         k.time_b_ns = g.x_median;
         k.count_b = g.per_step;
       }
@@ -695,6 +914,32 @@ double chance_all_apart(std::size_t na, std::size_t nb) {
   double p = 1;
   for (std::size_t i = 1; i <= nb; ++i) p *= static_cast<double>(i) / static_cast<double>(na + i);
   return p;
+}
+
+// A fail over runs that rests on few of them: how often runs of one
+// program would order themselves that way by chance, when that is over 5%;
+// and a side whose between-run noise is missing. "" otherwise.
+std::string few_runs_basis(const MetricComparison& m) {
+  std::string out;
+  if (m.runs_a == 1 || m.runs_b == 1) {
+    out = std::string(m.runs_a == 1 ? "A" : "B") + " has one run: its between-run noise is not in the interval";
+  }
+  // Paired: a sign test (each pair slower or not, a coin flip for alike
+  // runs); unpaired: the exact order of the run means, as for few steps.
+  const double p = m.paired_runs ? std::ldexp(1.0, -static_cast<int>(std::min<std::size_t>(m.runs_a, 60)))
+                                 : chance_all_apart(m.runs_a, m.runs_b);
+  if (p > 0.05) {
+    char pb[32];
+    std::snprintf(pb, sizeof pb, "%.3g", p);
+    if (!out.empty()) out += "; ";
+    out += m.paired_runs
+               ? "few pairs of runs (" + std::to_string(m.runs_a) + "): even every pair slower happens by chance " +
+                     "with p = " + pb + " for alike runs, weak evidence (5 pairs make it 0.031)"
+               : "few runs (A " + std::to_string(m.runs_a) + ", B " + std::to_string(m.runs_b) +
+                     "): even every B run slower than every A run happens by chance with p = " + pb +
+                     " for runs of one program, weak evidence (3 runs a side make it 0.05)";
+  }
+  return out;
 }
 
 }  // namespace
@@ -777,6 +1022,17 @@ GateResult check_gate(const Comparison& c, const GateOptions& o) {
     }
     return refuse(few + ": B's mean is over the limit, but so few steps cannot tell it from the noise; " + need +
                   " would decide (lower --min-steps to gate on the interval anyway)");
+  }
+  if (m.over_runs()) {
+    // Over runs the interval holds the between-run noise as well: B fails
+    // only when all of it is above the limit.
+    g.low_over_limit = !m.has_interval ? g.over_threshold
+                       : m.mean_a_ns > 0 ? m.low_pct > o.max_slower_pct
+                                         : m.low_ns > 0;
+    g.outcome = g.over_threshold && g.low_over_limit ? GateOutcome::kFail : GateOutcome::kPass;
+    g.passed = g.outcome == GateOutcome::kPass;
+    if (g.outcome == GateOutcome::kFail) g.basis = few_runs_basis(m);
+    return g;
   }
   g.outcome = g.over_threshold && g.over_noise ? GateOutcome::kFail : GateOutcome::kPass;
   g.passed = g.outcome == GateOutcome::kPass;

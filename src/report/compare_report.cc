@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "src/base/json_writer.h"
@@ -61,7 +62,36 @@ std::string_view change_mark(ChangeKind k) {
 
 std::size_t shown(std::size_t n, const CompareFormat& f) { return f.top == 0 ? n : std::min(n, f.top); }
 
+// Several runs on a side: the comparison is over runs (docs/compare.md, "Runs").
+bool over_runs(const Comparison& c) { return c.a.runs.size() > 1 || c.b.runs.size() > 1; }
+
+// "2 runs of 20, 20 steps".
+std::string runs_of(const CompareSide& s) {
+  std::string out = std::to_string(s.runs.size()) + (s.runs.size() == 1 ? " run of " : " runs of ");
+  for (std::size_t i = 0; i < s.runs.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(s.runs[i].total_steps);
+  }
+  return out + " steps";
+}
+
+std::string alignment_text_over_runs(const Comparison& c) {
+  const std::string sides = "A " + runs_of(c.a) + ", B " + runs_of(c.b);
+  switch (c.alignment) {
+    case StepAlignment::kStepNumber:
+      return std::to_string(c.a.steps_per_run()) + " aligned by step number in every run (" + sides + ")";
+    case StepAlignment::kOrder:
+      return std::to_string(c.a.steps_per_run()) + " aligned by order in every run (" + sides +
+             "; step numbers differ)";
+    case StepAlignment::kWholeTrace: break;
+  }
+  const char* who = !c.a.has_steps && !c.b.has_steps ? "runs of both sides have" : !c.a.has_steps ? "a run of A has"
+                                                                                                   : "a run of B has";
+  return std::string("whole traces compared, one per run (") + who + " no ProfilerStep#N events)";
+}
+
 std::string alignment_text(const Comparison& c) {
+  if (over_runs(c)) return alignment_text_over_runs(c);
   const std::size_t n = c.a.dur_ns.size();
   switch (c.alignment) {
     case StepAlignment::kStepNumber:
@@ -102,10 +132,36 @@ std::string metric_verdict(const MetricComparison& m) {
   return std::string(dir) + (m.beyond_noise() ? ", beyond the noise" : ", within the noise");
 }
 
+// What the interval covers over runs: whose between-run noise is in it.
+std::string between_runs_text(const Comparison& c) {
+  const std::size_t ra = c.a.runs.size(), rb = c.b.runs.size();
+  if (ra > 1 && rb > 1) return "it covers the noise between runs and between steps";
+  return std::string("it covers ") + (ra > 1 ? "A" : "B") + "'s noise between runs; " + (ra > 1 ? "B" : "A") +
+         " has one run, so its between-run noise is unknown";
+}
+
 std::string sampling_text(const Comparison& c) {
   const MetricComparison& m = c.metrics.front();
+  if (over_runs(c)) {
+    const std::size_t n = c.a.steps_per_run();
+    const std::string steps = std::to_string(n) + (n == 1 ? " step" : " steps");
+    if (c.paired_runs) {
+      return "hierarchical bootstrap over paired runs: " + std::to_string(c.a.runs.size()) +
+             " pairs (run i of A with run i of B) resampled, then " + steps + " within each" +
+             (m.paired ? " (paired by number)" : "") + "; " + between_runs_text(c);
+    }
+    return "hierarchical bootstrap: A's " + std::to_string(c.a.runs.size()) + " and B's " +
+           std::to_string(c.b.runs.size()) + (c.b.runs.size() == 1 ? " run" : " runs") +
+           " resampled, then " + steps + " within each; " + between_runs_text(c);
+  }
   return std::string(m.paired ? "paired" : "unpaired") + " bootstrap over " + std::to_string(m.steps) +
          (m.steps == 1 ? " step" : " steps");
+}
+
+// The environment line's note on the between-run noise.
+std::string environment_note(const Comparison& c) {
+  if (!over_runs(c)) return "with one run a side the between-run noise is unknown: compare several runs a side";
+  return "compared over runs: " + between_runs_text(c);
 }
 
 std::string setup_text(const RunSetup& s) {
@@ -119,6 +175,11 @@ std::string setup_text(const RunSetup& s) {
 std::string file_name(const std::string& path) {
   const std::size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// A run's name: its label's file name, else "run N".
+std::string run_name(const CompareSide& s, std::size_t i) {
+  return s.runs[i].label.empty() ? "run " + std::to_string(i + 1) : file_name(s.runs[i].label);
 }
 
 template <class Row>
@@ -228,6 +289,51 @@ std::vector<std::vector<std::string>> kernel_rows(const Comparison& c, const Com
   return rows;
 }
 
+// Each run's mean per aligned step of a metric (empty when it is not measured).
+std::vector<std::int64_t> run_means(const CompareSide& s, const std::vector<std::int64_t>& v) {
+  std::vector<std::int64_t> out;
+  const std::size_t n = s.steps_per_run();
+  if (v.empty() || n == 0) return out;
+  for (std::size_t r = 0; r < s.runs.size(); ++r) {
+    double sum = 0;
+    for (std::size_t j = 0; j < n; ++j) sum += static_cast<double>(v[r * n + j]);
+    out.push_back(static_cast<std::int64_t>(std::llround(sum / static_cast<double>(n))));
+  }
+  return out;
+}
+
+// The runs table: per run, its steps, each measured metric's mean per
+// aligned step and its verdict. `md` quotes the names as code.
+std::vector<std::vector<std::string>> run_rows(const Comparison& c, bool md, std::vector<std::string>* head) {
+  *head = {"Run", "Steps"};
+  std::vector<const MetricComparison*> shown_metrics;
+  for (const MetricComparison& m : c.metrics) {
+    if (!m.available) continue;
+    shown_metrics.push_back(&m);
+    head->push_back(std::string(metric_label(m.metric)));
+  }
+  head->push_back("Verdict");
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [side, name] : {std::pair{&c.a, "A"}, std::pair{&c.b, "B"}}) {
+    std::vector<std::vector<std::int64_t>> means;
+    for (const MetricComparison* m : shown_metrics) {
+      means.push_back(run_means(*side, m->metric == CompareMetric::kSteady   ? side->steady_ns
+                                       : m->metric == CompareMetric::kDevice ? side->device_ns
+                                       : m->metric == CompareMetric::kCpu    ? side->cpu_ns
+                                                                             : side->dur_ns));
+    }
+    for (std::size_t r = 0; r < side->runs.size(); ++r) {
+      std::string run = run_name(*side, r);
+      if (md) run = name_list({run}, 0, true);
+      std::vector<std::string> row = {std::string(name) + " " + run, std::to_string(side->runs[r].total_steps)};
+      for (const std::vector<std::int64_t>& v : means) row.push_back(r < v.size() ? t(v[r]) : "-");
+      row.push_back(std::string(verdict_name(side->runs[r].verdict)));
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
 const std::vector<std::string> kOpHead = {"Op",          "Change",      "Self CPU A", "Self CPU B", "Delta",
                                           "CPU total A", "CPU total B", "Delta",      "Calls A",    "Calls B"};
 const std::vector<std::string> kKernelHead = {"Device activity", "Category", "Change",  "Time A",
@@ -256,9 +362,24 @@ std::string gate_reason(const GateResult& g) {
          ") against A's";
   }
   s += " [" + g.metric_reason + "]";
+  if (m.over_runs()) {
+    s += "; over runs (A " + std::to_string(m.runs_a) + ", B " + std::to_string(m.runs_b) +
+         (m.paired_runs ? ", paired" : "") + ")";
+  }
   if (g.outcome == GateOutcome::kRefused) return s + "; not gated: " + g.refusal;
   s += "; limit +" + plain_number(g.max_slower_pct) + "%";
-  if (g.outcome == GateOutcome::kFail) {
+  if (m.over_runs() && g.basis.rfind("fewer than", 0) != 0) {
+    // Over runs, all of the interval must clear the limit.
+    if (g.outcome == GateOutcome::kFail) {
+      s += m.has_interval ? " (the interval's low end is above the limit: slower than the limit beyond the noise "
+                            "of runs and steps)"
+                          : " (slower beyond the limit; noise unknown)";
+    } else if (m.mean_b_ns <= m.mean_a_ns) {
+      s += " (not slower)";
+    } else {
+      s += !g.over_threshold ? " (within the limit)" : " (within the noise: the interval's low end is not above the limit)";
+    }
+  } else if (g.outcome == GateOutcome::kFail) {
     s += m.has_interval ? " (slower beyond the limit and the noise)" : " (slower beyond the limit; noise unknown)";
   } else if (m.mean_b_ns <= m.mean_a_ns) {
     s += " (not slower)";
@@ -278,8 +399,12 @@ std::string format_gate_line(const GateResult& g) {
 std::string format_comparison_text(const Comparison& c, const CompareFormat& f, const GateResult* gate) {
   std::string out;
   if (gate != nullptr) out += "gate: " + std::string(gate_outcome_text(*gate)) + ": " + gate_reason(*gate) + "\n\n";
-  out += "A: " + f.label_a + "\n";
-  out += "B: " + f.label_b + "\n";
+  const bool runs = over_runs(c);
+  const auto side_label = [&](const std::string& label, const CompareSide& s) {
+    return runs ? label + " (" + std::to_string(s.runs.size()) + (s.runs.size() == 1 ? " run)" : " runs)") : label;
+  };
+  out += "A: " + side_label(f.label_a, c.a) + "\n";
+  out += "B: " + side_label(f.label_b, c.b) + "\n";
   out += "steps:        " + alignment_text(c) + "\n";
   out += "median step:  A " + t(c.a.median_step_ns) + "  B " + t(c.b.median_step_ns) + "  delta " +
          signed_t(c.delta_ns) + " (" + pct_of(c.delta_pct, c.a.median_step_ns) + ")\n";
@@ -298,12 +423,17 @@ std::string format_comparison_text(const Comparison& c, const CompareFormat& f, 
   }
   out += "* the gate's metric: " + std::string(metric_label(c.bound_metric)) + ", " + c.bound_reason +
          " (--metric chooses another)\n";
+  if (runs) {
+    out += "\nRuns, mean per aligned step:\n";
+    std::vector<std::string> head;
+    const std::vector<std::vector<std::string>> rows = run_rows(c, false, &head);
+    text_table(&out, head, rows);
+  }
   out += "\nset-up:       A " + setup_text(c.a.setup) + "\n              B " + setup_text(c.b.setup) + "\n";
   for (const std::string& d : c.setup_differences) out += "  differs:    " + d + "\n";
   for (const std::string& d : c.setup_unknown) out += "  one side:   " + d + "\n";
   if (!c.environment_change.empty()) {
-    out += "environment:  " + c.environment_change + " (with one run a side the between-run noise is unknown: compare "
-           "several runs a side)\n";
+    out += "environment:  " + c.environment_change + " (" + environment_note(c) + ")\n";
   }
   out += "verdict:      A " + std::string(verdict_name(c.a.verdict)) + ", B " + std::string(verdict_name(c.b.verdict)) +
          (c.verdict_changed ? " (changed)" : " (unchanged)") + "\n";
@@ -385,6 +515,7 @@ void md_table(std::string* out, const std::vector<std::string>& head, const std:
 std::string format_comparison_md(const Comparison& c, const CompareFormat& f, const GateResult* gate) {
   std::string out = "### tprof compare\n\n";
   if (gate != nullptr) out += "**Gate: " + std::string(gate_outcome_text(*gate)) + "** " + gate_reason(*gate) + "\n\n";
+  const bool runs = over_runs(c);
   out += "- A: " + name_list({f.label_a}, 0, true) + "\n- B: " + name_list({f.label_b}, 0, true) + "\n\n";
   std::vector<std::vector<std::string>> summary = {
       {"trace", name_list({file_name(f.label_a)}, 0, true), name_list({file_name(f.label_b)}, 0, true), ""},
@@ -405,12 +536,24 @@ std::string format_comparison_md(const Comparison& c, const CompareFormat& f, co
                      c.setup_differences.empty() ? "same" : "**differs**"});
   summary.push_back({"verdict", std::string(verdict_name(c.a.verdict)), std::string(verdict_name(c.b.verdict)),
                      c.verdict_changed ? "changed" : "unchanged"});
+  if (runs) {
+    summary.insert(summary.begin() + 1, {"runs", std::to_string(c.a.runs.size()), std::to_string(c.b.runs.size()),
+                                         c.paired_runs ? "paired (run i of A with run i of B)" : ""});
+  }
   md_table(&out, {"", "A", "B", "B vs A"}, summary, 1);
   out += "\nMeans per step with their 95% interval (" + sampling_text(c) + "); the gate reads " +
          std::string(metric_label(c.bound_metric)) + ", " + c.bound_reason + ".\n";
   for (const std::string& d : c.setup_differences) out += "- set-up differs: " + d + "\n";
   for (const std::string& d : c.setup_unknown) out += "- set-up known on one side only: " + d + "\n";
-  if (!c.environment_change.empty()) out += "- environment: " + c.environment_change + "\n";
+  if (!c.environment_change.empty()) {
+    out += "- environment: " + c.environment_change + (runs ? " (" + environment_note(c) + ")" : "") + "\n";
+  }
+  if (runs) {
+    out += "\n**Runs**, mean per aligned step\n\n";
+    std::vector<std::string> head;
+    const std::vector<std::vector<std::string>> rows = run_rows(c, true, &head);
+    md_table(&out, head, rows, 1);
+  }
 
   out += "\n**Host ops**, " + per_what(c) + ", top " + std::to_string(shown(c.ops.size(), f)) + " of " +
          std::to_string(c.ops.size()) + " by |Self CPU delta|\n\n";
@@ -515,6 +658,60 @@ void write_metric(internal::JsonWriter& w, const MetricComparison& m) {
   w.end_object();
 }
 
+// Over runs only: how the interval was drawn and each run's figures.
+void write_runs(internal::JsonWriter& w, const Comparison& c) {
+  w.key("runs");
+  w.begin_object();
+  w.key("paired");
+  w.value_bool(c.paired_runs);
+  w.key("interval");
+  w.value_string(sampling_text(c));
+  for (const auto& [side, key] : {std::pair{&c.a, "a"}, std::pair{&c.b, "b"}}) {
+    w.key(key);
+    w.begin_array();
+    const std::size_t n = side->steps_per_run();
+    const std::vector<std::int64_t> steady = run_means(*side, side->steady_ns);
+    const std::vector<std::int64_t> step = run_means(*side, side->dur_ns);
+    const std::vector<std::int64_t> device = run_means(*side, side->device_ns);
+    const std::vector<std::int64_t> cpu = run_means(*side, side->cpu_ns);
+    for (std::size_t r = 0; r < side->runs.size(); ++r) {
+      const CompareRunInfo& run = side->runs[r];
+      w.begin_object();
+      w.key("trace");
+      w.value_string(run.label.empty() ? "run " + std::to_string(r + 1) : run.label);
+      w.key("has_steps");
+      w.value_bool(run.has_steps);
+      w.key("total_steps");
+      w.value_uint(run.total_steps);
+      w.key("verdict");
+      w.value_string(verdict_name(run.verdict));
+      // Means per aligned step; -1 when the metric is not measured.
+      w.key("steady_ns");
+      w.value_int(r < steady.size() ? steady[r] : -1);
+      w.key("step_ns");
+      w.value_int(r < step.size() ? step[r] : -1);
+      w.key("device_ns");
+      w.value_int(r < device.size() ? device[r] : -1);
+      w.key("cpu_ns");
+      w.value_int(r < cpu.size() ? cpu[r] : -1);
+      w.key("aligned");
+      w.begin_array();
+      for (std::size_t j = 0; j < n; ++j) {
+        w.begin_object();
+        w.key("step");
+        w.value_int(side->step[r * n + j]);
+        w.key("dur_ns");
+        w.value_int(side->dur_ns[r * n + j]);
+        w.end_object();
+      }
+      w.end_array();
+      w.end_object();
+    }
+    w.end_array();
+  }
+  w.end_object();
+}
+
 template <class Row>
 void write_names(internal::JsonWriter& w, const std::vector<Row>& rows, ChangeKind k) {
   w.begin_array();
@@ -537,9 +734,12 @@ std::string format_comparison_json(const Comparison& c, const CompareFormat& f, 
     write_side(w, c.b, f.label_b);
     w.key("alignment");
     w.value_string(step_alignment_name(c.alignment));
+    const bool runs = over_runs(c);
+    if (runs) write_runs(w, c);
     w.key("steps");
     w.begin_array();
-    for (std::size_t i = 0; i < c.a.dur_ns.size() && i < c.b.dur_ns.size(); ++i) {
+    // Over runs the steps are not paired across the sides: each run lists its own.
+    for (std::size_t i = 0; !runs && i < c.a.dur_ns.size() && i < c.b.dur_ns.size(); ++i) {
       w.begin_object();
       w.key("step_a");
       w.value_int(c.a.step[i]);
@@ -672,6 +872,10 @@ std::string format_comparison_json(const Comparison& c, const CompareFormat& f, 
       w.value_bool(gate->over_noise);
       w.key("basis");
       w.value_string(gate->basis);
+      if (gate->m.over_runs()) {
+        w.key("low_over_limit");
+        w.value_bool(gate->low_over_limit);
+      }
       w.end_object();
     }
     w.end_object();
