@@ -159,6 +159,44 @@ TEST(Fp32Math, V100ResnetFp16AutocastWithGradScaler) {
   EXPECT_EQ(f->advice.find("up to"), std::string::npos);  // no TF32 or bf16 gain to state
 }
 
+// An fp32 GEMM loop on a GeForce RTX 3060 (sm86): its dense TF32 rate is
+// about its fp32 peak, so TF32 is no cheap fix there (issue 38, fifth
+// round: "TF32 sold as a cheap speed-up on GeForce Ampere"); autocast stays.
+TEST(Fp32Math, NoTf32AdviceOnGeForceAmpere) {
+  auto trace_on = [](const std::string& device, int minor) {
+    std::string ev;
+    for (int i = 0; i < 4; ++i) {
+      const std::string t0 = std::to_string(1000 * i), corr = std::to_string(i + 1);
+      ev += R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": )" + t0 +
+            R"(, "dur": 20, "args": {"Input type": ["float", "float"]}},)";
+      ev += R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": )" + t0 +
+            R"(, "dur": 10, "args": {"correlation": )" + corr + "}},";
+      ev += R"({"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_nn", "pid": 0, "tid": 7, "ts": )" +
+            std::to_string(1000 * i + 15) + R"(, "dur": 900, "args": {"device": 0, "stream": 7, "correlation": )" +
+            corr + "}}" + (i < 3 ? "," : "");
+    }
+    const std::string json = R"({"deviceProperties": [{"id": 0, "name": ")" + device +
+                             R"(", "computeMajor": 8, "computeMinor": )" + std::to_string(minor) +
+                             R"(}], "traceEvents": [)" + ev + "]}";
+    Result<Trace> t = read_trace_bytes(json, "sgemm.json");
+    EXPECT_TRUE(t.has_value());
+    return std::move(t).value();
+  };
+  const Diagnosis geforce = diagnose(trace_on("NVIDIA GeForce RTX 3060", 6));
+  const Finding* f = find(geforce, "fp32_math");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->advice.starts_with("Put the fp32 math on the tensor cores: torch.autocast(\"cuda\", "
+                                    "dtype=torch.bfloat16) around the forward"))
+      << f->advice;
+  EXPECT_EQ(f->advice.find("allow_tf32 = True"), std::string::npos) << f->advice;
+  EXPECT_NE(f->advice.find("TF32 gains little on this GPU"), std::string::npos) << f->advice;
+  // The same loop on an A100 (sm80) keeps TF32 as the cheap fix.
+  const Diagnosis a100 = diagnose(trace_on("NVIDIA A100-SXM4-40GB", 0));
+  const Finding* g = find(a100, "fp32_math");
+  ASSERT_NE(g, nullptr);
+  EXPECT_NE(g->advice.find("allow_tf32 = True"), std::string::npos) << g->advice;
+}
+
 TEST(Fp32Math, SilentOnBf16H100AndCpuOnly) {
   for (const char* rel : {kTorchShapes, "gpu/h100-torch-2.11/64_bf16_warm_eager.json",
                           "gpu/h100-torch-2.11/4096_bf16_warm_compile.json",

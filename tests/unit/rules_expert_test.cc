@@ -149,6 +149,33 @@ TEST(PerParamOptimizer, ForLoopSgdOnV100Resnet50) {
   EXPECT_TRUE(f->advice.starts_with("Use the multi-tensor optimizer: torch.optim.SGD(..., foreach=True)")) << f->advice;
 }
 
+// A class of the program's own (the fifth round's RTX 5090 LoRA step:
+// Optimizer.step#CustomAdam.step, 224 kernels): torch.optim.CustomAdam is no
+// API; the fix names the multi-tensor ops and torch's own Adam.
+TEST(PerParamOptimizer, ACustomOptimizerIsNotNamedAsTorchOptim) {
+  std::string ev = R"({"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#CustomAdam.step", "pid": 1, )"
+                   R"("tid": 1, "ts": 0, "dur": 2000},)";
+  for (int i = 0; i < 120; ++i) {
+    const std::string corr = std::to_string(i + 1);
+    ev += R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": )" +
+          std::to_string(10 + 15 * i) + R"(, "dur": 8, "args": {"correlation": )" + corr + "}},";
+    ev += R"({"ph": "X", "cat": "kernel", "name": "vectorized_elementwise_kernel<4, AUnaryFunctor<float>>", )"
+          R"("pid": 0, "tid": 7, "ts": )" +
+          std::to_string(14 + 15 * i) + R"(, "dur": 2, "args": {"device": 0, "stream": 7, "correlation": )" + corr +
+          "}}" + (i < 119 ? "," : "");
+  }
+  Result<Trace> t = read_trace_bytes(R"({"traceEvents": [)" + ev + "]}", "custom_adam.json");
+  ASSERT_TRUE(t.has_value());
+  const Diagnosis d = run(*t, "per_param_optimizer");
+  const Finding* f = only(d, "per_param_optimizer");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->advice.find("torch.optim.CustomAdam"), std::string::npos) << f->advice;
+  EXPECT_TRUE(f->advice.starts_with("CustomAdam is not one of torch.optim's optimizers: write its update with the "
+                                    "multi-tensor ops"))
+      << f->advice;
+  EXPECT_NE(f->advice.find("torch.optim.Adam(..., fused=True)"), std::string::npos) << f->advice;
+}
+
 // foreach SGD (multi_tensor_apply: 2 kernels a step), a fused or Shampoo
 // step, and traces without an optimizer.
 TEST(PerParamOptimizer, SilentOnForeachAndFused) {

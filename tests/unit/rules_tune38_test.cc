@@ -51,6 +51,20 @@ TEST(RulesTune38, ComputeBoundFollowsTheLargestClass) {
   EXPECT_FALSE(contains(f[0].advice, "multiples of 16")) << f[0].advice;
 }
 
+TEST(RulesTune38, ComputeBoundNamesOnlyTheBlocksThatAreThere) {
+  // A CNN's memory-bound kernels are batch norm's (TraceLens' MI210
+  // gpu_only trace: batch_norm_collect_statistics, batch_norm_backward):
+  // the issue 38 fifth round's review rejected "fused RoPE kernels" and
+  // "RMSNorm/LayerNorm" for ResNets (a global average pool is a mean, a
+  // concatenation a cat; neither is a norm or rotary embedding).
+  const std::vector<Finding> f = run("public/tracelens/mi210/gpu_only_trace/gpu_only_trace.json.gz", "compute_bound");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].advice.starts_with("Fuse the memory-bound kernels")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "convolution + batch norm + activation")) << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "RoPE")) << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "RMSNorm")) << f[0].advice;
+}
+
 TEST(RulesTune38, ComputeBoundSilentWhenCommunicationHoldsTheGpu) {
   // DDP ResNet rank 0 on an MI300X: RCCL kernels hold ~71% of GPU time; it
   // said "Compute-bound" with GEMM advice on 0.1% of the GPU time.

@@ -143,18 +143,32 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (!mem_ops.empty()) f.evidence.texts("memory_bound_ops", mem_ops);
     std::string names;
     for (std::size_t i = 0; i < mem_kernels.size(); ++i) names += (i ? ", " : "") + title_name(mem_kernels[i]);
-    // The ops say which blocks are unfused: a norm (pow/mean/rsqrt), an
-    // activation (silu/gelu), rotary embeddings (neg/cat between muls).
     std::string ops;
-    bool norm = false, act = false, rope = false;
-    for (const std::string& o : mem_ops) {
-      ops += (ops.empty() ? "" : ", ") + o;
-      norm = norm || o == "aten::pow" || o == "aten::rsqrt" || o == "aten::mean" || o == "aten::var_mean";
+    for (const std::string& o : mem_ops) ops += (ops.empty() ? "" : ", ") + o;
+    // The ops say which blocks are unfused, each named only where its whole
+    // pattern is there: a norm (rsqrt after a pow or mean; a CNN's global
+    // average pool is a mean alone), an activation (silu/gelu), rotary
+    // embeddings (neg and cat together; a CNN concatenates without
+    // negating), batch norm (its ops or kernels: a trace without ops,
+    // TraceLens' MI210 gpu_only trace). Over every memory-bound kernel, not
+    // only the six ops named: an RMSNorm's rsqrt may rank below them (issue
+    // 38, fifth round: "fused RoPE kernels" for a ResNet).
+    bool rsqrt = false, pow_mean = false, act = false, neg = false, cat = false, bn = false;
+    for (const KernelEfficiency& k : eff.kernels) {
+      if (k.cls != KernelClass::kElementwise && k.cls != KernelClass::kReduction) continue;
+      const std::string& o = k.op;
+      rsqrt = rsqrt || o == "aten::rsqrt";
+      pow_mean = pow_mean || o == "aten::pow" || o == "aten::mean" || o == "aten::var_mean";
       act = act || o == "aten::silu" || o == "aten::gelu";
-      rope = rope || o == "aten::neg" || o == "aten::cat";
+      neg = neg || o == "aten::neg";
+      cat = cat || o == "aten::cat";
+      bn = bn || o.find("batch_norm") != std::string::npos || k.name.find("batch_norm") != std::string::npos ||
+           k.name.starts_with("bn_fw") || k.name.starts_with("bn_bw");
     }
+    const bool norm = rsqrt && pow_mean, rope = neg && cat;
     std::string fused;
-    if (norm) fused += "RMSNorm/LayerNorm";
+    if (bn) fused += "convolution + batch norm + activation";
+    if (norm) fused += std::string(fused.empty() ? "" : ", ") + "RMSNorm/LayerNorm";
     if (rope) fused += std::string(fused.empty() ? "" : ", ") + "RoPE";
     if (act) fused += std::string(fused.empty() ? "" : ", ") + "SwiGLU/GELU";
     f.advice = "Fuse the memory-bound kernels (" + names + (ops.empty() ? std::string() : "; ops " + ops) + ") " +
@@ -162,7 +176,10 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
                              : "into the kernels around them (" + c.fuse_how() + ")") + ": " +
                format_pct(100.0 * memory_bound_share(eff)) +
                " of the GPU time is elementwise and reduction kernels, whose time is memory traffic, not math; "
-               "a busy GPU is not an efficient one here.";
+               "a busy GPU is not an efficient one here." +
+               (bn ? std::string(" For inference, fold batch norm into the convolution (model.eval(), then "
+                                 "torch.compile with freezing, or torch.nn.utils.fusion.fuse_conv_bn_eval).")
+                   : std::string());
   } else if (bandwidth_bound) {
     // Below the ridge point: the GEMMs wait on their operands' bytes, not
     // on the tensor cores (decode-sized batches against whole weights).

@@ -142,6 +142,12 @@ void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out) {
   const double fp32_peak = eff.peak != nullptr ? eff.peak->fp32_tflops : 0;
   const double bf16_peak = eff.peak != nullptr && tc.bf16 ? eff.peak->bf16_tflops : 0;
   const double tf32_peak = eff.peak != nullptr && tc.tf32 && !tc.amd ? eff.peak->tf32_tflops : 0;
+  // GeForce and workstation Ampere/Ada (sm86, sm89: RTX 30xx/40xx, A5000,
+  // A40) run dense TF32 at about their fp32 peak or below (RTX 3090: 35.6
+  // fp32, 17.8 TF32 dense), unlike the A100's 8x: TF32 is no cheap fix there
+  // (issue 38, fifth round: an RTX 3060 and a 3090 Ti). The L4, sm89 with
+  // datacenter rates, is in the peak table and keeps its 2x.
+  const bool tf32_gains = tc.tf32 && !(tc.major == 8 && tc.minor >= 6 && eff.peak == nullptr);
   // " (bf16: up to 16x the fp32 peak on the A100 40GB, 312 vs 19.5
   // TFLOP/s)" for the first fix, " (TF32: up to 8x, 156 TFLOP/s)" after it.
   auto gain = [&](double tensor_peak, std::string_view dtype, bool first) {
@@ -160,7 +166,7 @@ void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out) {
     // A C++ program: the libraries' own precision settings, not torch's.
     fix = tc.bf16 ? std::string("Put the fp32 math on the ") + (tc.amd ? "matrix" : "tensor") +
                         " cores: bf16 inputs with fp32 accumulation" + gain(bf16_peak, "bf16", true) +
-                        (tf32_peak > 0 ? "; or, the cheap fix for the GEMMs alone, TF32 math (cuBLAS's "
+                        (tf32_peak > 0 && tf32_gains ? "; or, the cheap fix for the GEMMs alone, TF32 math (cuBLAS's "
                                          "CUBLAS_COMPUTE_32F_FAST_TF32)" +
                                              gain(tf32_peak, "TF32", bf16_peak <= 0)
                                        : "")
@@ -173,7 +179,10 @@ void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out) {
     // and with fp32 traffic (issue 38, Why 5).
     fix = "Put the fp32 math on the tensor cores: torch.autocast(\"cuda\", dtype=torch.bfloat16) around the forward" +
           gain(bf16_peak, "bf16", true);
-    if (any_matmul && tc.tf32) {
+    if (any_matmul && !tf32_gains) {
+      fix += " (TF32 gains little on this GPU: GeForce and workstation Ampere/Ada run dense TF32 at about their fp32 "
+             "peak)";
+    } else if (any_matmul && tc.tf32) {
       fix += "; or, the cheap fix for the matmuls alone, torch.backends.cuda.matmul.allow_tf32 = True "
              "(torch.set_float32_matmul_precision(\"high\"))" +
              gain(tf32_peak, "TF32", bf16_peak <= 0);

@@ -130,9 +130,22 @@ void rule_per_param_optimizer(const DiagnoseContext& c, std::vector<Finding>* ou
       .text("top_kernel", top)
       .num("top_kernel_count", top_n);
   const bool adam = contains_ci(opt, "adam");
-  f.advice = "Use the multi-tensor optimizer: torch.optim." + opt + "(..., foreach=True)" +
-             (adam || opt == "SGD" ? std::string(", or fused=True") : std::string()) + " (torch before 1.12: torch.optim._multi_tensor." +
-             opt + "); its " + std::to_string(kernels / calls) + " launches per step become a few. Each per-parameter " +
+  // torch.optim's own classes take foreach=; a class of the program's own
+  // (CustomAdam, issue 38 fifth round) does not: torch.optim.CustomAdam is no API.
+  static constexpr std::string_view kTorchOptim[] = {"Adam",    "AdamW", "SGD",   "RMSprop", "Adagrad", "Adadelta",
+                                                     "Adamax",  "NAdam", "RAdam", "ASGD",    "Rprop",   "SparseAdam",
+                                                     "Adafactor"};
+  const bool torch_optim = std::find(std::begin(kTorchOptim), std::end(kTorchOptim), opt) != std::end(kTorchOptim);
+  const std::string use =
+      torch_optim ? "Use the multi-tensor optimizer: torch.optim." + opt + "(..., foreach=True)" +
+                        (adam || opt == "SGD" ? std::string(", or fused=True") : std::string()) +
+                        " (torch before 1.12: torch.optim._multi_tensor." + opt + ")"
+                  : opt + " is not one of torch.optim's optimizers: write its update with the multi-tensor ops "
+                          "(torch._foreach_mul_, _foreach_addcmul_, _foreach_sqrt, ... over the parameter list), or, "
+                          "if it is " + (adam ? std::string("Adam") : std::string("a standard update")) + ", use " +
+                          (adam ? std::string("torch.optim.Adam(..., fused=True)") : std::string("its torch.optim "
+                                                                                                  "class with foreach=True"));
+  f.advice = use + "; its " + std::to_string(kernels / calls) + " launches per step become a few. Each per-parameter " +
              "kernel costs a launch call (" + format_ns(launch_ns / std::max<std::int64_t>(1, kernels)) +
              " each here) and a few microseconds of fixed cost on the GPU; the GPU idles " + format_ns(idle_ns / calls) +
              " of the " + format_ns(span_ns / calls) + " optimizer.step takes on the host.";
