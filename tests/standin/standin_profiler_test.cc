@@ -243,6 +243,10 @@ TEST(StandinProfiler, AWindowOpenedOnARunningProgramHasItsDriverLaunchesAndItsDe
   const std::string_view props = t.meta.top_level_json("deviceProperties");
   EXPECT_NE(props.find("\"name\": \"NVIDIA H100 80GB HBM3 (stand-in)\""), std::string_view::npos) << props;
   EXPECT_NE(props.find("\"sharedMemPerBlockOptin\": 232448"), std::string_view::npos) << props;
+  // torch's top-level keys (issue 40 item 7), from the stand-ins' versions.
+  EXPECT_EQ(t.meta.top_level_json("cuda_driver_version"), std::to_string(CUDA_VERSION));
+  EXPECT_EQ(t.meta.top_level_json("cuda_runtime_version"), std::to_string(CUDART_VERSION));
+  EXPECT_EQ(t.meta.top_level_json("trace_id").size(), 34u);
   ASSERT_EQ(cudaFree(p), cudaSuccess);
 }
 

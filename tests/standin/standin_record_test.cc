@@ -7,6 +7,7 @@
 // while the stand-in CUPTI died when used after its teardown (now only
 // with STANDIN_CUPTI_TEARDOWN=dangle: real CUPTI 13.0 survived that on an
 // H200).
+#include <cuda.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -193,6 +194,18 @@ TEST_F(RecordStandin, ATimedWindowAndAnNvtxRange) {
   }
   EXPECT_EQ(ranges, 1u);  // the range itself, on the CPU lane (its GPU span aside)
   EXPECT_GT(count_named(*t, kGemm), 0u);
+  // torch's top-level keys (issue 40 item 7): the driver's version as the
+  // stand-in reports it (CUDA_VERSION of the CUDA 13 headers) and a
+  // 32-hex-digit trace id; the calls that asked are not in the trace. This
+  // window ends at the program's exit, where the runtime answers
+  // cudaErrorCudartUnloading (the stand-in as the real one): no runtime
+  // version (a window that ends earlier has it: standin_profiler_test).
+  EXPECT_EQ(t->meta.top_level_json("cuda_driver_version"), std::to_string(CUDA_VERSION));
+  const std::string_view id = t->meta.top_level_json("trace_id");
+  ASSERT_EQ(id.size(), 34u) << id;
+  EXPECT_EQ(id.find_first_not_of("\"0123456789ABCDEF"), std::string_view::npos) << id;
+  EXPECT_EQ(count_named(*t, "cudaRuntimeGetVersion"), 0u);
+  EXPECT_EQ(count_named(*t, "cuDriverGetVersion"), 0u);
 }
 
 // How many records of API `name` (in `domain`: runtime or driver) the
