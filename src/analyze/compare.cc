@@ -525,6 +525,29 @@ void set_interval(MetricComparison* m, std::vector<double> diff, std::vector<dou
   bounds(rel, &m->low_pct, &m->high_pct);
 }
 
+// What both bootstraps start from: the metric's means and medians a side
+// and B's change against A; `available` false when a side has no value.
+MetricComparison point_estimates(CompareMetric metric, const std::vector<std::int64_t>& a,
+                                 const std::vector<std::int64_t>& b) {
+  MetricComparison m;
+  m.metric = metric;
+  m.available = !a.empty() && !b.empty();
+  if (!m.available) return m;
+  m.steps = std::min(a.size(), b.size());
+  const double ma = mean_of(a), mb = mean_of(b);
+  m.mean_a_ns = to_ns(ma);
+  m.mean_b_ns = to_ns(mb);
+  m.median_a_ns = internal::mean_median(a);
+  m.median_b_ns = internal::mean_median(b);
+  m.delta_pct = ma > 0 ? 100.0 * (mb / ma - 1.0) : 0.0;
+  return m;
+}
+
+// 4000 resamples; fewer for very long runs (at most about 4e7 draws).
+std::size_t resample_count(std::size_t a, std::size_t b) {
+  return std::clamp<std::size_t>(40000000 / std::max(a, b), 400, 4000);
+}
+
 // One run a side: B's mean against A's over the aligned steps, with the 95% percentile
 // bootstrap interval of mean_B − mean_A and of mean_B / mean_A − 1.
 // Paired: each resample draws n aligned pairs (a step's A and B stay
@@ -532,23 +555,12 @@ void set_interval(MetricComparison* m, std::vector<double> diff, std::vector<dou
 // unpaired: each side is resampled on its own.
 MetricComparison compare_metric(CompareMetric metric, const std::vector<std::int64_t>& a,
                                 const std::vector<std::int64_t>& b, bool paired) {
-  MetricComparison m;
-  m.metric = metric;
-  m.available = !a.empty() && !b.empty();
+  MetricComparison m = point_estimates(metric, a, b);
   if (!m.available) return m;
-  m.steps = std::min(a.size(), b.size());
   m.paired = paired && a.size() == b.size();
-  const double ma = mean_of(a), mb = mean_of(b);
-  m.mean_a_ns = to_ns(ma);
-  m.mean_b_ns = to_ns(mb);
-  m.median_a_ns = internal::mean_median(a);
-  m.median_b_ns = internal::mean_median(b);
-  m.delta_pct = ma > 0 ? 100.0 * (mb / ma - 1.0) : 0.0;
   if (a.size() < 2 || b.size() < 2) return m;
   m.has_interval = true;
-  // 4000 resamples; fewer for very long runs (at most about 4e7 draws).
-  const std::size_t n = std::max(a.size(), b.size());
-  const std::size_t resamples = std::clamp<std::size_t>(40000000 / n, 400, 4000);
+  const std::size_t resamples = resample_count(a.size(), b.size());
   SplitMix rng{0x7470726f66ull};  // "tprof"
   std::vector<double> diff, rel;
   diff.reserve(resamples);
@@ -585,27 +597,17 @@ MetricComparison compare_metric(CompareMetric metric, const std::vector<std::int
 MetricComparison compare_metric_over_runs(CompareMetric metric, const std::vector<std::int64_t>& a,
                                           std::size_t runs_a, const std::vector<std::int64_t>& b,
                                           std::size_t runs_b, bool paired_steps, bool paired_runs) {
-  MetricComparison m;
-  m.metric = metric;
+  MetricComparison m = point_estimates(metric, a, b);
   m.runs_a = runs_a;
   m.runs_b = runs_b;
-  m.available = !a.empty() && !b.empty();
   if (!m.available) return m;
   TPROF_CHECK(a.size() % runs_a == 0 && b.size() % runs_b == 0);
   const std::size_t na = a.size() / runs_a, nb = b.size() / runs_b;
-  m.steps = std::min(a.size(), b.size());
   m.paired_runs = paired_runs && runs_a == runs_b;
   m.paired = m.paired_runs && paired_steps && na == nb;
-  const double ma = mean_of(a), mb = mean_of(b);
-  m.mean_a_ns = to_ns(ma);
-  m.mean_b_ns = to_ns(mb);
-  m.median_a_ns = internal::mean_median(a);
-  m.median_b_ns = internal::mean_median(b);
-  m.delta_pct = ma > 0 ? 100.0 * (mb / ma - 1.0) : 0.0;
   if (a.size() < 2 || b.size() < 2) return m;
   m.has_interval = true;
-  const std::size_t n = std::max(a.size(), b.size());
-  const std::size_t resamples = std::clamp<std::size_t>(40000000 / n, 400, 4000);
+  const std::size_t resamples = resample_count(a.size(), b.size());
   SplitMix rng{0x7470726f66ull};  // "tprof"
   // The sum of one side's drawn steps: its runs, then steps in each.
   const auto draw = [&rng](const std::vector<std::int64_t>& v, std::size_t runs, std::size_t per_run) {
