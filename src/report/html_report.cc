@@ -21,6 +21,7 @@
 #include "src/analyze/diagnose_context.h"
 #include "src/base/json_writer.h"
 #include "src/base/safe_text.h"
+#include "src/base/saturate.h"
 #include "src/base/url.h"
 #include "src/report/event_text.h"
 #include "src/report/html_assets.h"
@@ -105,7 +106,10 @@ struct KernelHistogram {
 // range spans a factor of 10 or more: a log axis then shows both the bulk
 // and the outliers (a 157 ms GEMM among 4 ms ones).
 bool long_tail(const KernelStat& k) {
-  return k.min_ns > 0 && k.max_ns >= 10 * k.min_ns && (k.p90_ns - k.min_ns) * 10 < k.max_ns - k.min_ns;
+  // In double: durations near 2^62 ns (hostile traces) overflow 10x in int64.
+  const double lo = static_cast<double>(k.min_ns), hi = static_cast<double>(k.max_ns),
+               p90 = static_cast<double>(k.p90_ns);
+  return lo > 0 && hi >= 10 * lo && (p90 - lo) * 10 < hi - lo;
 }
 
 // Bins each top kernel's durations (their instances found by name id among
@@ -124,7 +128,7 @@ std::vector<KernelHistogram> kernel_histograms(const DiagnoseContext& c, const K
     const std::int64_t span = h.stat->max_ns - h.stat->min_ns;
     h.log_x = long_tail(*h.stat);
     if (h.log_x) {
-      h.hi_ns = h.stat->max_ns + 1;  // the maximum falls in the last bin
+      h.hi_ns = internal::sat_add(h.stat->max_ns, 1);  // the maximum falls in the last bin
       h.counts.assign(static_cast<std::size_t>(bins), 0);
     } else {
       h.bin_ns = std::max<std::int64_t>(1, span / bins + 1);  // the maximum falls in the last bin

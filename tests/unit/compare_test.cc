@@ -612,7 +612,9 @@ TEST(CompareRunsTest, TheIntervalOverRunsHoldsTheBetweenRunNoise) {
   EXPECT_NEAR(m->low_pct, 100.0 * (115.0 / 130.0 - 1.0), 1e-9);  // B's fastest run against A's slowest
   EXPECT_NEAR(m->high_pct, 100.0 * (125.0 / 100.0 - 1.0), 1e-9);
   // A with one run: only B's between-run noise.
-  const MetricComparison* half = compare_runs(runs_of({&a2}), runs_of({&b1, &b2})).metric(CompareMetric::kStep);
+  const Comparison one_a = compare_runs(runs_of({&a2}), runs_of({&b1, &b2}));
+  const MetricComparison* half = one_a.metric(CompareMetric::kStep);
+  ASSERT_NE(half, nullptr);
   EXPECT_NEAR(half->low_pct, 100.0 * (115.0 / 130.0 - 1.0), 1e-9);
   EXPECT_NEAR(half->high_pct, 100.0 * (125.0 / 130.0 - 1.0), 1e-9);
   // The reports say so.
