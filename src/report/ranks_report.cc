@@ -182,6 +182,10 @@ std::string overlap_text(const CommCompOverlap& o) {
   return "rank " + std::to_string(o.rank) + " " + (o.overlap_pct ? pct_text(*o.overlap_pct, 2) : std::string("n/a"));
 }
 
+// A rank's step MAD, "-" where it has fewer than two steps: one step has no
+// spread to measure, and "0 ns" would say its steps agree.
+std::string mad_text(const RankRow& r) { return r.steps < 2 ? std::string("-") : internal::format_ns(r.step_mad_ns); }
+
 }  // namespace
 
 std::string format_job_text(const JobView& v) {
@@ -195,7 +199,7 @@ std::string format_job_text(const JobView& v) {
   for (const RankRow& r : v.ranks) {
     std::snprintf(buf, sizeof buf, "%6lld %6lld %12s %11s %12s %14s %12s  ", static_cast<long long>(r.rank),
                   static_cast<long long>(r.steps), internal::format_ns(r.median_step_ns).c_str(),
-                  internal::format_ns(r.step_mad_ns).c_str(), internal::format_ns(r.median_computation_ns).c_str(),
+                  mad_text(r).c_str(), internal::format_ns(r.median_computation_ns).c_str(),
                   internal::format_ns(r.median_communication_ns).c_str(), internal::format_ns(r.median_idle_ns).c_str());
     std::string verdict = verdict_text(r);
     verdict.resize(static_cast<std::size_t>(width), ' ');
@@ -244,7 +248,7 @@ std::string format_job_md(const JobView& v) {
   out += "|---:|---:|---:|---:|---:|---:|---:|---|---|\n";
   for (const RankRow& r : v.ranks) {
     out += "| " + std::to_string(r.rank) + " | " + std::to_string(r.steps) + " | " + internal::format_ns(r.median_step_ns) +
-           " | " + internal::format_ns(r.step_mad_ns) + " | " + internal::format_ns(r.median_computation_ns) + " | " +
+           " | " + mad_text(r) + " | " + internal::format_ns(r.median_computation_ns) + " | " +
            internal::format_ns(r.median_communication_ns) + " | " + internal::format_ns(r.median_idle_ns) + " | " +
            verdict_text(r) + " | `" + r.source + "` |\n";
   }

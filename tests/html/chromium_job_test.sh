@@ -10,7 +10,7 @@
 # screenshot.
 #   chromium_job_test.sh TPROF_BIN DIR WORKDIR RANKS STRAGGLER
 #   ONE_STEP=1: every rank has one step: its stats say "1 step: no spread"
-#     (never "±0 ns"), and its step is one horizontal bar as long as the
+#     (never "±0 ns"), the text view's step MAD "-" (never "0 ns"), and its step is one horizontal bar as long as the
 #     step on one scale for every rank (the screenshot: no bar taller than
 #     24 px)
 # Exits 77 (CTest's SKIP_RETURN_CODE) when Chromium is not installed.
@@ -94,7 +94,13 @@ if one_step:
         length = sum(float(r["width"]) for r in rects) / 1000
         if len(heights) != 1 or abs(length - int(a["data-dur-ns"]) / longest) > 0.01:
             fail(f"step {a['data-step']}: not one horizontal bar as long as its step ({length:.3f} of the scale, heights {heights})")
-    print("one step per rank: horizontal bars, '1 step: no spread'")
+    # The text view (tprof diagnose DIR's table) gives no step MAD for one
+    # step: "-", never "0 ns".
+    pre = "\n".join(re.findall(r'<pre>(.*?)</pre>', dom, re.S))
+    mads = re.findall(r'^\s*\d+\s+1\s+[\d.]+ \w+\s+(\S+(?: ns)?)\s', pre, re.M)
+    if len(mads) != want_ranks or any(m != "-" for m in mads):
+        fail(f"the text view's step MAD of one-step ranks: {mads[:4]} (want '-' for {want_ranks} ranks)")
+    print("one step per rank: horizontal bars, '1 step: no spread', step MAD '-'")
 PY
 
 timeout 120 "$browser" "${flags[@]}" --screenshot="$work/job.png" "$url" >/dev/null 2>"$work/chromium-shot.log"
