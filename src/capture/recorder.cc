@@ -264,11 +264,15 @@ struct NameCache {
   // Keyed by the name's text and the category's address: the categories
   // are a few constants, so a hit neither measures nor compares one (the
   // same text at another address is a slot of its own, with the same id).
+  // A name of up to 16 bytes is compared as the two words its hash was
+  // made of (NameProbe), without touching `name`: the hit of a repeated
+  // run-time name then costs the hash and three compares.
   struct Slot {
+    std::uint64_t w0 = 0, w1 = 0;    // a short name's words (short_words)
     std::uint64_t hash = 0;
-    const char* category = nullptr;
+    const char* category = nullptr;  // nullptr: an empty slot
+    std::size_t size = 0;            // the name's length
     std::uint32_t id = 0;
-    bool used = false;
     std::string name;
   };
   std::vector<Slot> slots = std::vector<Slot>(64);
@@ -330,34 +334,37 @@ bool short_words(std::string_view s, std::uint64_t* w0, std::uint64_t* w1) {
   return false;
 }
 
-// The thread cache's hash: a short name's two words in products that run
-// side by side, not hash_str's chain of dependent ones; the category's
-// address folded in beside them.
-std::uint64_t cache_hash(std::string_view name, const char* category) {
+// A name as the thread cache looks it up: a short one's two words and the
+// hash, made of those words in products that run side by side (not
+// hash_str's chain of dependent ones) with the category's address folded in.
+struct NameProbe {
+  std::uint64_t w0 = 0, w1 = 0;
+  std::uint64_t hash = 0;
+  bool is_short = false;
+};
+
+__attribute__((always_inline)) inline NameProbe probe_name(std::string_view name, const char* category) {
+  NameProbe p;
   const std::uint64_t c = reinterpret_cast<std::uintptr_t>(category) * 0x9e3779b97f4a7c15ull;
-  std::uint64_t w0, w1;
-  if (short_words(name, &w0, &w1)) {
-    return mix64(w0 ^ 0xa0761d6478bd642full, w1 ^ 0xe7037ed1a0b428dbull ^ name.size()) ^ c;
-  }
-  return hash_str(name) ^ c;
+  p.is_short = short_words(name, &p.w0, &p.w1);
+  p.hash = (p.is_short ? mix64(p.w0 ^ 0xa0761d6478bd642full, p.w1 ^ 0xe7037ed1a0b428dbull ^ name.size())
+                       : hash_str(name)) ^
+           c;
+  return p;
 }
 
-// Whether `a` (a cached name) is `b`: short names compared as their two
-// words, without a call.
-bool same_text(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  std::uint64_t a0 = 0, a1 = 0, b0 = 0, b1 = 0;
-  if (short_words(a, &a0, &a1)) {
-    short_words(b, &b0, &b1);
-    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-  }
-  return std::memcmp(a.data(), b.data(), a.size()) == 0;
+// Whether slot `s` holds (name, category) as probed by `p`.
+__attribute__((always_inline)) inline bool slot_holds(const NameCache::Slot& s, std::string_view name,
+                                                      const char* category, const NameProbe& p) {
+  if (s.category != category || s.size != name.size()) return false;
+  if (p.is_short) return ((s.w0 ^ p.w0) | (s.w1 ^ p.w1)) == 0;
+  return s.hash == p.hash && std::memcmp(s.name.data(), name.data(), name.size()) == 0;
 }
 
 // The first time this thread sees (name, category): the process-wide
 // table, under its lock, then the thread's cache.
-[[gnu::noinline]] std::uint64_t intern_dynamic_slow(std::string_view name, const char* category, std::uint64_t h,
-                                                    NameCache* cached) {
+[[gnu::noinline]] std::uint64_t intern_dynamic_slow(std::string_view name, const char* category,
+                                                    const NameProbe& p, NameCache* cached) {
   const std::string_view cat = category;
   std::string key;
   key.reserve(name.size() + 1 + cat.size());
@@ -389,18 +396,18 @@ bool same_text(std::string_view a, std::string_view b) {
     std::vector<NameCache::Slot> bigger(cache.slots.size() * 2);
     const std::size_t mask = bigger.size() - 1;
     for (NameCache::Slot& s : cache.slots) {
-      if (!s.used) continue;
+      if (s.category == nullptr) continue;
       std::size_t i = s.hash & mask;
-      while (bigger[i].used) i = (i + 1) & mask;
+      while (bigger[i].category != nullptr) i = (i + 1) & mask;
       bigger[i] = std::move(s);
     }
     cache.slots.swap(bigger);
     cache.mask = mask;
   }
   const std::size_t mask = cache.mask;
-  std::size_t i = h & mask;
-  while (cache.slots[i].used) i = (i + 1) & mask;
-  cache.slots[i] = NameCache::Slot{h, category, id, true, std::string(name)};
+  std::size_t i = p.hash & mask;
+  while (cache.slots[i].category != nullptr) i = (i + 1) & mask;
+  cache.slots[i] = NameCache::Slot{p.w0, p.w1, p.hash, category, name.size(), id, std::string(name)};
   ++cache.used;
   return result;
 }
@@ -408,16 +415,16 @@ bool same_text(std::string_view a, std::string_view b) {
 // The thread cache's key for (name, category), or kNoName when it does not
 // hold it (no cache yet, the table emptied since, a name not seen).
 __attribute__((always_inline)) inline std::uint64_t cached_name(std::string_view name, const char* category,
-                                                                std::uint64_t h) noexcept {
+                                                                const NameProbe& p) noexcept {
   const NameCache* const cached = tl_names;
   if (cached == nullptr) return kNoName;
   const std::uint32_t current = g_names_gen.load(std::memory_order_acquire);
   if (cached->gen != current) return kNoName;
   const std::size_t mask = cached->mask;
-  for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+  for (std::size_t i = p.hash & mask;; i = (i + 1) & mask) {
     const NameCache::Slot& s = cached->slots[i];
-    if (!s.used) return kNoName;
-    if (s.hash == h && s.category == category && same_text(s.name, name)) return (std::uint64_t{current} << 32) | s.id;
+    if (s.category == nullptr) return kNoName;
+    if (slot_holds(s, name, category, p)) return (std::uint64_t{current} << 32) | s.id;
   }
 }
 
@@ -425,14 +432,14 @@ __attribute__((always_inline)) inline std::uint64_t cached_name(std::string_view
 // process-wide table. Out of memory loses the name (kNoName: the record is
 // dropped and counted), never the process.
 [[gnu::noinline]] std::uint64_t intern_dynamic_miss(std::string_view name, const char* category,
-                                                    std::uint64_t h) noexcept {
+                                                    const NameProbe& p) noexcept {
   try {
     NameCache* const cached = name_cache();
     if (cached != nullptr) {
       const std::uint32_t current = g_names_gen.load(std::memory_order_acquire);
       if (cached->gen != current) cached->reset(current);  // the table was emptied since
     }
-    return intern_dynamic_slow(name, category, h, cached);
+    return intern_dynamic_slow(name, category, p, cached);
   } catch (...) {
     return kNoName;
   }
@@ -443,9 +450,9 @@ __attribute__((always_inline)) inline std::uint64_t cached_name(std::string_view
 __attribute__((always_inline)) inline std::uint64_t intern_dynamic(std::string_view name,
                                                                    const char* category) noexcept {
   if (category == nullptr) category = kUserAnnotation;
-  const std::uint64_t h = cache_hash(name, category);
-  const std::uint64_t key = cached_name(name, category, h);
-  return key != kNoName ? key : intern_dynamic_miss(name, category, h);
+  const NameProbe p = probe_name(name, category);
+  const std::uint64_t key = cached_name(name, category, p);
+  return key != kNoName ? key : intern_dynamic_miss(name, category, p);
 }
 
 }  // namespace
