@@ -113,6 +113,8 @@ class TraceAnalysis:
             if not isinstance(t, Trace):
                 raise TypeError("TraceAnalysis(traces=...): tprof.Trace objects expected")
         self._include_last_profiler_step = bool(include_last_profiler_step)
+        self._trace_path = os.fspath(trace_dir) if trace_dir is not None else ""
+        self._collection: Any = None
         figures = _tprof.hta([t._core for t in loaded], include_last_profiler_step=self._include_last_profiler_step)
         if given is None:
             given = [f["rank"] if f["has_rank"] else -1 for f in figures]
@@ -129,6 +131,15 @@ class TraceAnalysis:
         order = sorted(range(len(loaded)), key=lambda i: given[i])
         self.traces: Dict[int, Any] = {given[i]: loaded[i] for i in order}
         self._figures: Dict[int, Dict[str, Any]] = {given[i]: figures[i] for i in order}
+
+    @property
+    def t(self) -> Any:
+        """HTA's TraceCollection of the job: one DataFrame per rank in HTA's
+        columns (tprof.hta_collection), built on first use."""
+        if self._collection is None:
+            from .hta_collection import TraceCollection
+            self._collection = TraceCollection(self.traces, self._include_last_profiler_step, self._trace_path)
+        return self._collection
 
     @property
     def ranks(self) -> List[int]:
@@ -543,34 +554,27 @@ class TraceAnalysis:
         """Per rank, HTA's columns for each device activity launched by
         cudaLaunchKernel (and cudaMemcpyAsync / cudaMemsetAsync with
         include_memory_events), joined with its call by correlation id:
-        correlation, cpu_duration, gpu_duration, launch_delay (µs, the
-        file's ts and dur truncated as HTA reads them). launch_delay is
+        correlation, cpu_duration, gpu_duration, launch_delay (µs, from the
+        rank's frame in `t`, HTA's times and step filter). launch_delay is
         HTA's formula, gpu ts − cpu ts + cpu dur; launch_gap is the time
         from the call's end to the activity's start (gpu ts − cpu ts − cpu
-        dur), which is what HTA's docs describe. Activities launched outside
-        the kept steps are left out as HTA filters them. The cutoffs only
+        dur), which is what HTA's docs describe. The cutoffs only
         shape HTA's plots (none are drawn)."""
         names = ["cudaLaunchKernel"] + (["cudaMemcpyAsync", "cudaMemsetAsync"] if include_memory_events else [])
+        ids = [i for i in (self.t.symbol_table.sym_index.get(n) for n in names) if i is not None]
         out: Dict[int, pd.DataFrame] = {}
         for rank in self._ranks(ranks):
-            ev = self.traces[rank].events()
-            calls = ev[(ev["device"] == -1) & (ev["correlation"] >= 0) & ev["name"].isin(names)]
-            steps = self._steps(rank)
-            if steps:
-                lo, hi = steps[0][1], steps[-1][2]
-                calls = calls[(calls["ts_ns"] >= lo) & (calls["ts_ns"] <= hi)]
-            gpu = ev[(ev["device"] != -1) & (ev["ph"] == "X") & ev["correlation"].isin(calls["correlation"])]
-            cpu = pd.DataFrame({"correlation": calls["correlation"].to_numpy(),
-                                "ts_x": calls["ts_ns"].to_numpy() // 1000, "dur_x": calls["dur_ns"].to_numpy() // 1000})
-            dev = pd.DataFrame({"correlation": gpu["correlation"].to_numpy(),
-                                "ts_y": gpu["ts_ns"].to_numpy() // 1000, "dur_y": gpu["dur_ns"].to_numpy() // 1000})
-            j = cpu.merge(dev, on="correlation", how="inner")
+            df = self.t.get_trace(rank)
+            calls = df[df["name"].isin(ids) & (df["index_correlation"] > 0)]
+            gpu = df.loc[calls["index_correlation"].to_numpy()]
+            ts_x, dur_x = calls["ts"].to_numpy(), calls["dur"].to_numpy()
+            ts_y, dur_y = gpu["ts"].to_numpy(), gpu["dur"].to_numpy()
             out[rank] = pd.DataFrame({
-                "correlation": j["correlation"].astype(np.int64),
-                "cpu_duration": j["dur_x"].astype(np.int64),
-                "gpu_duration": j["dur_y"].astype(np.int64),
-                "launch_delay": (j["ts_y"] - j["ts_x"] + j["dur_x"]).astype(np.int64),
-                "launch_gap": (j["ts_y"] - j["ts_x"] - j["dur_x"]).astype(np.int64),
+                "correlation": calls["correlation"].to_numpy(dtype=np.int64),
+                "cpu_duration": dur_x,
+                "gpu_duration": dur_y,
+                "launch_delay": ts_y - ts_x + dur_x,
+                "launch_gap": ts_y - ts_x - dur_x,
             })
         return out
 
@@ -617,7 +621,6 @@ class TraceAnalysis:
         "get_cupti_counter_data_with_operators": "`tprof kernels` (range-profiler counters)",
         "generate_trace_with_counters": "`tprof export --sqlite` (steps, kernels, memory_timeline tables)",
         "get_cuda_kernel_launch_info": "get_cuda_kernel_launch_stats()",
-        "t": "self.traces[rank].events() (one DataFrame per rank's events)",
     }
 
     def __getattr__(self, name: str) -> Any:

@@ -323,15 +323,17 @@ class SyntheticTest(unittest.TestCase):
         # HTA's launch_delay: 50 - 10 + 1; the gap after the call: 50 - 11.
         self.assertEqual(df.values.tolist(), [[1, 1, 60, 41, 39]])
         df = last.get_cuda_kernel_launch_stats(visualize=False)[0].sort_values("correlation")
-        # The memset's call at 200 (the steps' end) is in; c's at 210 is not;
-        # 2.7 us and 240.9 us are truncated as HTA reads them.
-        self.assertEqual(df.values.tolist(), [[1, 1, 60, 41, 39], [2, 1, 10, 11, 9], [4, 2, 10, 42, 38]])
+        # The memset's call at 200 (the steps' end) is in; c's at 210 is not.
+        # A ts with a fraction (240.9) makes HTA move every event inward to
+        # whole µs: the call 200-202.7 is 200-202, the memset 240.9-250.9 is
+        # 241-250 (launch_delay 241 - 200 + 2, the gap 241 - 202).
+        self.assertEqual(df.values.tolist(), [[1, 1, 60, 41, 39], [2, 1, 10, 11, 9], [4, 2, 9, 43, 39]])
         no_memory = last.get_cuda_kernel_launch_stats(include_memory_events=False, visualize=False)[0]
         self.assertEqual(sorted(no_memory["correlation"]), [1, 2])
         for name in ("get_frequent_cuda_kernel_sequences",
                      "get_gpu_kernels_with_user_annotations", "get_gpu_user_annotation_breakdown",
                      "get_aten_op_kernels_and_delay", "get_cupti_counter_data_with_operators",
-                     "generate_trace_with_counters", "t"):
+                     "generate_trace_with_counters"):
             with self.assertRaises(NotImplementedError) as e:
                 getattr(default, name)
             self.assertIn("tprof", str(e.exception))
@@ -853,6 +855,179 @@ class MemoryTimelineTest(unittest.TestCase):
         self.assertEqual(set(df.loc[df["device_id"] == -1, "device_type"]), {0})
         triton = tprof.TraceAnalysis(trace_files=[data("public", "hta", "triton_example", "triton_example.json.gz")])
         self.assertTrue(triton.get_memory_timeline(visualize=False).empty)
+
+
+# HTA's load (parse_trace_file, align_and_filter_trace) redone on raw
+# events: complete events with a category but "Trace"; times moved inward
+# to whole µs when some ts has a fraction (the end from the exact sum);
+# stream, correlation, External id from the args; index_correlation and
+# iteration as HTA's transform_correlation_to_index and add_iteration; ts
+# and end shifted by the job's earliest ts; the step filter; GPU rows
+# first. Returns {rank: rows} with name and cat as text.
+def hta_load(raws: dict, include_last: bool) -> dict:
+    frames = {}
+    for rank, events in raws.items():
+        fractional = any(isinstance(e.get("ts"), float) and e["ts"] != int(e["ts"]) for e in events)
+        rows = []
+        for index, e in enumerate(events):
+            if e.get("ph") != "X" or e.get("cat") in (None, "", "Trace") or "dur" not in e:
+                continue
+            a = e.get("args", {})
+            ts_ns, dur_ns = round(e["ts"] * 1000), round(e["dur"] * 1000)
+            if fractional:
+                ts, end = -(-ts_ns // 1000), (ts_ns + dur_ns) // 1000
+            else:
+                ts, end = ts_ns // 1000, (ts_ns + dur_ns) // 1000
+            rows.append({"index": index, "ts": ts, "dur": end - ts, "name": e["name"], "cat": e["cat"],
+                         "stream": a.get("stream", -1), "correlation": a.get("correlation", -1),
+                         "external_id": a.get("External id", -1), "input_dims": a.get("Input Dims", "-1")})
+        steps = sorted((r["ts"], r["ts"] + r["dur"], int(r["name"].split("#")[1])) for r in rows
+                       if r["stream"] == -1 and re.fullmatch(r"ProfilerStep#\d+", r["name"]))
+        by_index = {r["index"]: r for r in rows}
+        host = {}
+        for r in rows:
+            r["index_correlation"] = min(r["correlation"], 0)
+            if r["stream"] == -1 and r["correlation"] != -1:
+                host[r["correlation"]] = r
+        for r in rows:
+            if r["stream"] >= 0 and r["correlation"] in host:
+                r["index_correlation"] = host[r["correlation"]]["index"]
+                host[r["correlation"]]["index_correlation"] = r["index"]
+        for r in rows:
+            if r["stream"] == -1:
+                r["iteration"] = next((n for s, e, n in reversed(steps) if s <= r["ts"] < e), -1)
+        for r in rows:
+            if r["stream"] >= 0:
+                r["iteration"] = by_index[r["index_correlation"]]["iteration"] if r["index_correlation"] > 0 else -1
+        frames[rank] = (rows, steps)
+    min_ts = min(r["ts"] for rows, _ in frames.values() for r in rows)
+    names = {r["name"] for rows, _ in frames.values() for r in rows if re.fullmatch(r"ProfilerStep#\d+", r["name"])}
+    keep_last = include_last or len(names) <= 1
+    out = {}
+    for rank, (rows, steps) in frames.items():
+        for r in rows:
+            r["ts"] -= min_ts
+            r["end"] = r["ts"] + r["dur"]
+        host = [r for r in rows if r["stream"] == -1]
+        if keep_last:
+            limit = max(e for _, e, _ in steps) - min_ts if steps else max(r["end"] for r in host)
+            host = [r for r in host if r["ts"] <= limit]
+        else:
+            first = max(s for s, _, _ in steps) - min_ts if steps else min(r["ts"] for r in host)
+            host = [r for r in host if r["ts"] < first]
+        launched = {r["correlation"] for r in host}
+        gpu = [r for r in rows if r["stream"] >= 0 and r["correlation"] >= 0 and r["correlation"] in launched]
+        out[rank] = gpu + host
+    return out
+
+
+class TraceCollectionTest(unittest.TestCase):
+    """`analyzer.t`, HTA's TraceCollection, against HTA's load redone on the raw JSON."""
+
+    COLUMNS = ["index", "ts", "dur", "name", "cat", "stream", "correlation", "external_id", "input_dims",
+               "index_correlation", "iteration", "end"]
+
+    def frames_of(self, analyzer) -> dict:
+        out = {}
+        for rank, df in analyzer.t.get_all_traces().items():
+            df = df.copy()
+            analyzer.t.symbol_table.add_symbols_to_trace_df(df, "name")
+            analyzer.t.symbol_table.add_symbols_to_trace_df(df, "cat")
+            out[rank] = df[self.COLUMNS].to_dict("records")
+        return out
+
+    def test_real_job_equals_htas_load_on_the_raw_json(self):
+        raws = {}
+        for rank in (0, 1):
+            with gzip.open(os.path.join(TRACE_FILTER, f"sampled_rank-{rank}.json.gz")) as f:
+                raws[rank] = json.load(f)["traceEvents"]
+        for include_last in (False, True):
+            with self.subTest(include_last_profiler_step=include_last):
+                analyzer = tprof.TraceAnalysis(trace_dir=TRACE_FILTER, include_last_profiler_step=include_last)
+                want = hta_load(raws, include_last)
+                got = self.frames_of(analyzer)
+                self.assertEqual(sorted(got), [0, 1])
+                for rank in (0, 1):
+                    self.assertGreater(len(want[rank]), 1000)
+                    self.assertEqual(got[rank], [{k: r[k] for k in self.COLUMNS} for r in want[rank]])
+                t = analyzer.t
+                self.assertEqual(t.get_ranks(), [0, 1])
+                self.assertEqual(t.get_iterations(0), [551, 552] if include_last else [551])
+                self.assertEqual(t.get_trace_duration(1), int(t.get_trace(1)["ts"].max() - t.get_trace(1)["ts"].min()))
+                self.assertEqual(list(t.get_trace(0).index), list(t.get_trace(0)["index"]))
+        # One symbol table for the job: a name has one id on both ranks.
+        t = tprof.TraceAnalysis(trace_dir=TRACE_FILTER).t
+        ids = t.symbol_table.sym_index
+        for rank in (0, 1):
+            df = t.get_trace(rank)
+            launches = df[df["name"] == ids["cudaLaunchKernel"]]
+            self.assertGreater(len(launches), 100)
+            self.assertTrue((df.loc[launches["index_correlation"], "correlation"].to_numpy()
+                             == launches["correlation"].to_numpy()).all())
+        self.assertEqual(t.get_raw_trace_for_one_rank(1)["traceEvents"], raws[1])
+        self.assertEqual(t.meta_data[0]["distributedInfo"]["rank"], 0)
+        with self.assertRaises(ValueError):
+            t.get_trace(5)
+
+    def test_fractional_times_args_and_names(self):
+        trace = b"""{"baseTimeNanoseconds": 1700000000000000000, "traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 1000, "dur": 100},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1010.5, "dur": 20.2,
+   "args": {"Input Dims": [[4, 8], [8, 2]], "Input type": ["float", "float"], "Rank": "3"}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1012, "dur": 3.7,
+   "args": {"correlation": 9, "stream": "0x0"}},
+  {"ph": "X", "cat": "kernel", "name": "void gemm<float, 4>(float const*, int) [clone]", "pid": 0, "tid": 7,
+   "ts": 1050.25, "dur": 0.5, "args": {"correlation": 9, "stream": 7}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 1200, "dur": 1},
+  {"ph": "i", "cat": "cpu_instant_event", "name": "mark", "pid": 1, "tid": 1, "ts": 1001, "s": "t"},
+  {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler", "pid": 1, "tid": 1, "ts": 999, "dur": 300}
+]}"""
+        a = tprof.TraceAnalysis(traces=[tprof.read(trace)])
+        t = a.t
+        df = t.get_trace(0)
+        t.decode_symbol_ids(use_shorten_name=False)
+        # One step name: HTA keeps the last step; the host event after it
+        # (aten::add at 1200) is past the steps' end and left out, the
+        # instant and the Trace span are not rows.
+        self.assertEqual(list(df["s_name"]), ["void gemm<float, 4>(float const*, int) [clone]",
+                                              "ProfilerStep#3", "aten::mm", "cudaLaunchKernel"])
+        self.assertEqual(t.min_ts, 1000)
+        # Inward to whole µs, in the file's frame (baseTimeNanoseconds not added):
+        # 1010.5-1030.7 -> 1011-1030; 1012-1015.7 -> 1012-1015; the kernel
+        # 1050.25-1050.75 holds no whole µs: 1051-1050, dur -1, as HTA.
+        rows = df.set_index("s_name")
+        self.assertEqual(rows.loc["aten::mm", ["ts", "dur", "end"]].tolist(), [11, 19, 30])
+        self.assertEqual(rows.loc["cudaLaunchKernel", ["ts", "dur"]].tolist(), [12, 3])
+        self.assertEqual(rows.loc["void gemm<float, 4>(float const*, int) [clone]", ["ts", "dur"]].tolist(), [51, -1])
+        # Args under HTA's names, HTA's defaults where absent; "0x0" is no stream.
+        self.assertEqual(rows.loc["aten::mm", "input_dims"], [[4, 8], [8, 2]])
+        self.assertEqual(rows.loc["aten::mm", "process_rank"], 3)
+        self.assertEqual(rows.loc["cudaLaunchKernel", "input_dims"], "-1")
+        self.assertEqual(rows.loc["cudaLaunchKernel", "stream"], -1)
+        self.assertEqual(rows.loc["ProfilerStep#3", "in_split_size"], "[]")
+        self.assertEqual(rows.loc["ProfilerStep#3", "memory_bw_gbps"], 0.0)
+        self.assertEqual(rows["iteration"].tolist(), [3, 3, 3, 3])
+        kernel = rows.loc["void gemm<float, 4>(float const*, int) [clone]"]
+        self.assertEqual(df.loc[kernel["index_correlation"], "s_name"], "cudaLaunchKernel")
+        t.decode_symbol_ids()  # HTA's default: shortened names (the last word left: "[clone]")
+        self.assertEqual(sorted(df["s_name"]), ["ProfilerStep#3", "[clone]", "aten::mm", "cudaLaunchKernel"])
+
+    def test_shorten_name_is_htas(self):
+        from tprof.hta_collection import shorten_name
+        cases = {
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+            "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)":
+                "at::native::vectorized_elementwise_kernel",
+            "aten::mm": "aten::mm",
+            "void f<(anon)>(int) [clone .kd]": ".kd]",
+            "(a<b)c>d": "d",  # a closer without its opener drops all before it
+            "a>b": "b",
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)":
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            "x->y<int>": "xy",
+        }
+        for name, want in cases.items():
+            self.assertEqual(shorten_name(name), want, name)
 
 
 class TraceFilterJobTest(unittest.TestCase):
