@@ -43,6 +43,7 @@
 #include "tprof/info.h"
 #include "tprof/kernels.h"
 #include "tprof/memory.h"
+#include "tprof/step_events.h"
 #include "tprof/key_averages.h"
 #include "tprof/ranks.h"
 #include "tprof/read.h"
@@ -189,24 +190,31 @@ py::array view(const py::object& owner, const void* data, std::size_t n) {
   return a;
 }
 
-ReadOptions read_options(int threads, bool strict) {
+ReadOptions read_options(int threads, bool strict, const std::string& step_range) {
   ReadOptions o;
   o.threads = threads;
   o.strict = strict;
+  o.step_range = step_range;
   return o;
 }
 
+// A trace read, or its error raised; a step_range the trace lacks is a
+// ValueError that lists the repeated ranges it has.
 std::shared_ptr<PyTrace> wrap(Result<Trace> r, std::string path) {
   if (!r) raise_error(r.error().with_path(path));
+  if (const std::string problem = step_range_problem(*r); !problem.empty()) {
+    throw py::value_error(path + ": step_range \"" + r->meta.step_range + "\": " + problem);
+  }
   return std::make_shared<PyTrace>(std::move(*r), std::move(path));
 }
 
-std::shared_ptr<PyTrace> read_path(const py::object& path_arg, int threads, bool strict) {
+std::shared_ptr<PyTrace> read_path(const py::object& path_arg, int threads, bool strict,
+                                   const std::string& step_range) {
   const std::string path = fs_path(path_arg);
   std::optional<Result<Trace>> r;
   {
     py::gil_scoped_release nogil;
-    r.emplace(read_trace(path, read_options(threads, strict)));
+    r.emplace(read_trace(path, read_options(threads, strict, step_range)));
   }
   return wrap(std::move(*r), path);
 }
@@ -255,7 +263,8 @@ bool immutable_bytes(const py::handle& obj) {
 // to the buffer (read_trace_bytes copies what it keeps). Bytes are read in
 // place without the GIL; any other buffer may be changed by another thread
 // meanwhile, so its bytes are copied first, with the GIL held.
-std::shared_ptr<PyTrace> read_buffer(const py::object& data, const py::object& name_arg, int threads, bool strict) {
+std::shared_ptr<PyTrace> read_buffer(const py::object& data, const py::object& name_arg, int threads, bool strict,
+                                     const std::string& step_range) {
   const std::string name = name_bytes(name_arg);
   if (PyObject_CheckBuffer(data.ptr()) == 0) {
     throw py::type_error(std::string("tprof.read: expected a path, a bytes-like object or a binary file object, not ") +
@@ -278,7 +287,7 @@ std::shared_ptr<PyTrace> read_buffer(const py::object& data, const py::object& n
   std::optional<Result<Trace>> r;
   {
     py::gil_scoped_release nogil;
-    r.emplace(read_trace_bytes(bytes, name, read_options(threads, strict)));
+    r.emplace(read_trace_bytes(bytes, name, read_options(threads, strict, step_range)));
   }
   return wrap(std::move(*r), name);
 }
@@ -286,7 +295,8 @@ std::shared_ptr<PyTrace> read_buffer(const py::object& data, const py::object& n
 // Reads several files at once: a pool of up to one worker per hardware
 // thread, each file parsed by the threads left over. The first failure
 // (in path order) is raised once all have finished.
-std::vector<std::shared_ptr<PyTrace>> read_many(const std::vector<py::object>& path_args, int threads, bool strict) {
+std::vector<std::shared_ptr<PyTrace>> read_many(const std::vector<py::object>& path_args, int threads, bool strict,
+                                                const std::string& step_range) {
   std::vector<std::string> paths;
   for (const py::object& p : path_args) paths.push_back(fs_path(p));
   const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
@@ -299,7 +309,7 @@ std::vector<std::shared_ptr<PyTrace>> read_many(const std::vector<py::object>& p
     std::atomic<std::size_t> next{0};
     auto work = [&] {
       for (std::size_t i; (i = next.fetch_add(1)) < paths.size();) {
-        results[i].emplace(read_trace(paths[i], read_options(per_file, strict)));
+        results[i].emplace(read_trace(paths[i], read_options(per_file, strict, step_range)));
       }
     };
     std::vector<std::thread> pool;
@@ -1107,7 +1117,7 @@ std::pair<std::string, std::string> summarize_path(const py::object& path_arg, i
   std::pair<std::string, std::string> out;
   {
     py::gil_scoped_release nogil;
-    r.emplace(read_trace(path, read_options(threads, strict)));
+    r.emplace(read_trace(path, read_options(threads, strict, {})));
     if (*r) {
       // The file name, as tprof diagnose DIR and summarize store it.
       out.first = format_rank_summary_json(
@@ -1200,13 +1210,15 @@ PYBIND11_MODULE(_tprof, m) {
       .def("start_ns", [](const PyTrace& t) { return t.trace.start_ns(); })
       .def("end_ns", [](const PyTrace& t) { return t.trace.end_ns(); });
 
-  m.def("read", &read_path, py::arg("path"), py::arg("threads") = 0, py::arg("strict") = false);
+  m.def("read", &read_path, py::arg("path"), py::arg("threads") = 0, py::arg("strict") = false,
+        py::arg("step_range") = std::string());
   m.def("read_bytes", &read_buffer, py::arg("data"), py::arg("name") = py::str("<bytes>"), py::arg("threads") = 0,
-        py::arg("strict") = false);
+        py::arg("strict") = false, py::arg("step_range") = std::string());
   m.def("summarize_rank", &summarize_path, py::arg("path"), py::arg("threads") = 0, py::arg("strict") = false);
   m.def("merge_job", &merge_job, py::arg("summaries"), py::arg("names") = std::vector<std::string>{},
         py::arg("format") = "text");
-  m.def("read_many", &read_many, py::arg("paths"), py::arg("threads") = 0, py::arg("strict") = false);
+  m.def("read_many", &read_many, py::arg("paths"), py::arg("threads") = 0, py::arg("strict") = false,
+        py::arg("step_range") = std::string());
   m.def("table", &table, py::arg("trace"), py::arg("sort_by") = "", py::arg("row_limit") = 100,
         py::arg("max_name_column_width") = 55, py::arg("max_src_column_width") = 75,
         py::arg("max_shapes_column_width") = 80, py::arg("header") = py::none(),

@@ -49,4 +49,9 @@ StepEvents find_step_events(const Trace& trace);
 // what --step-range could name, for an error that says what is there.
 std::vector<std::string> repeated_ranges(const Trace& trace);
 
+// What is wrong with the range trace.meta.step_range names, for an error:
+// "" when none is named or the trace has it; else "no host event of that
+// name", with the repeated ranges the trace does have (10 at most).
+std::string step_range_problem(const Trace& trace);
+
 }  // namespace tprof

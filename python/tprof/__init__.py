@@ -74,7 +74,7 @@ _COLUMNS = {
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 
 
-def read(source: Source, *, threads: int = 0, strict: bool = False) -> "Trace":
+def read(source: Source, *, threads: int = 0, strict: bool = False, step_range: Optional[str] = None) -> "Trace":
     """Reads a trace: a path (str or os.PathLike; .json or .json.gz,
     detected from the content), a bytes-like object (bytes, bytearray,
     memoryview, array, a NumPy array: any C-contiguous buffer, read as its
@@ -83,33 +83,46 @@ def read(source: Source, *, threads: int = 0, strict: bool = False) -> "Trace":
     threads: parser threads (0: one per hardware thread). strict: refuse
     the file at the first syntax error inside traceEvents instead of
     skipping to the next event (the skipped ranges are diagnostics).
-    Raises TraceError (file, byte offset, what was expected) for a file
-    that is not a trace, OSError-like failures included (code "io");
-    ValueError for a path with a NUL byte and for a buffer that is not
-    C-contiguous (a strided view: pass bytes(view)). The GIL is released
-    while reading; the trace keeps no reference to a buffer it was read
-    from."""
+    step_range: the name of the host range (an NVTX range, a
+    record_function) whose outermost calls are the steps, as the CLI's
+    --step-range (docs/steps.md); a name the trace lacks raises ValueError
+    listing the repeated ranges it has. Raises TraceError (file, byte
+    offset, what was expected) for a file that is not a trace, OSError-like
+    failures included (code "io"); ValueError for a path with a NUL byte
+    and for a buffer that is not C-contiguous (a strided view: pass
+    bytes(view)). The GIL is released while reading; the trace keeps no
+    reference to a buffer it was read from."""
+    sr = _step_range(step_range)
     if isinstance(source, (str, os.PathLike)):
-        return Trace(_tprof.read(source, threads, strict))
+        return Trace(_tprof.read(source, threads, strict, sr))
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return Trace(_tprof.read_bytes(source, "<bytes>", threads, strict))
+        return Trace(_tprof.read_bytes(source, "<bytes>", threads, strict, sr))
     if hasattr(source, "read"):
         data = source.read()
         if isinstance(data, str):
             raise TypeError("tprof.read: open the file in binary mode ('rb')")
         name = getattr(source, "name", "<file>")  # str, bytes, or os.fdopen's descriptor number
-        return Trace(_tprof.read_bytes(data, name, threads, strict))
-    return Trace(_tprof.read_bytes(source, "<bytes>", threads, strict))
+        return Trace(_tprof.read_bytes(data, name, threads, strict, sr))
+    return Trace(_tprof.read_bytes(source, "<bytes>", threads, strict, sr))
+
+
+def _step_range(step_range: Optional[str]) -> str:
+    if step_range is None:
+        return ""
+    if not isinstance(step_range, str) or not step_range:
+        raise ValueError(f"tprof.read: step_range is a range's name (a non-empty str), got {step_range!r}")
+    return step_range
 
 
 def read_many(paths: Sequence[Union[str, bytes, "os.PathLike[str]"]], *, threads: int = 0,
-              strict: bool = False) -> List["Trace"]:
+              strict: bool = False, step_range: Optional[str] = None) -> List["Trace"]:
     """Reads several trace files in parallel (C++ threads, GIL released), in
     the order given. Raises the first file's TraceError, in that order; a
-    path with a NUL byte raises ValueError before anything is read."""
+    path with a NUL byte raises ValueError before anything is read.
+    step_range: as read's, for every file."""
     if isinstance(paths, (str, bytes, os.PathLike)):
         raise TypeError("tprof.read_many: a sequence of paths, not one path")
-    return [Trace(c) for c in _tprof.read_many(list(paths), threads, strict)]
+    return [Trace(c) for c in _tprof.read_many(list(paths), threads, strict, _step_range(step_range))]
 
 
 def rule_ids() -> List[str]:

@@ -193,6 +193,17 @@ std::vector<std::string> repeated_ranges(const Trace& t) {
   return out;
 }
 
+std::string step_range_problem(const Trace& t) {
+  if (t.meta.step_range.empty() || !find_step_events(t).events.empty()) return {};
+  std::string out = "no host event of that name";
+  const std::vector<std::string> ranges = repeated_ranges(t);
+  if (ranges.empty()) return out + " (the trace repeats no user annotation or NVTX range)";
+  out += "; repeated ranges here:";
+  for (std::size_t i = 0; i < ranges.size() && i < 10; ++i) out += (i ? ", \"" : " \"") + ranges[i] + "\"";
+  if (ranges.size() > 10) out += ", ... (" + std::to_string(ranges.size()) + " in all)";
+  return out;
+}
+
 StepEvents find_step_events(const Trace& t) {
   StepEvents out;
   const EventColumns& ev = t.events;

@@ -470,6 +470,28 @@ class ReportsTest(unittest.TestCase):
                     self.assertEqual(df["start_ns"].dtype, np.int64)  # ns timestamps stay exact
                 self.assertEqual(tprof.read(path).steps(text=True), cli("steps", path))
 
+    def test_step_range_equals_the_cli(self):
+        # A range named (the CLI's --step-range), and one found (tprof
+        # record's NVTX "step" ranges): the same steps as the CLI's.
+        named = data("gpu", "h100-torch-2.11", "64_bf16_warm_eager.json")
+        want = cli_json("steps", "--step-range", "matmul_add", named)
+        for t in (tprof.read(named, step_range="matmul_add"),
+                  tprof.read_many([named], step_range="matmul_add")[0]):
+            df = t.steps()
+            self.assertGreater(len(df), 2)
+            self.assertEqual(records(df), flat_rows(want["steps"]))
+        # Not its ProfilerSteps: the ranges lie inside them.
+        self.assertNotEqual(records(tprof.read(named).steps()), records(df))
+        found = data("gpu", "h200-tprof", "record_plain_64.json")
+        self.assertEqual(len(tprof.read(found).steps()), 20)
+        # A name the trace lacks: ValueError with the ranges it has, as the CLI's exit 2.
+        with self.assertRaises(ValueError) as e:
+            tprof.read(found, step_range="no such range")
+        self.assertIn('step_range "no such range": no host event of that name; repeated ranges here: "step"',
+                      str(e.exception))
+        with self.assertRaises(ValueError):
+            tprof.read(found, step_range="")
+
     def test_kernels_equal_the_cli_json(self):
         for path in TRACES:
             with self.subTest(os.path.basename(path)):

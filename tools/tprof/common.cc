@@ -118,15 +118,9 @@ std::string color_severities(std::string_view text) {
 }  // namespace
 
 std::string step_range_error(const Trace& trace, const std::string& path) {
-  const std::string& want = trace.meta.step_range;
-  if (want.empty() || !find_step_events(trace).events.empty()) return {};
-  std::string out = "tprof: " + path + ": --step-range \"" + want + "\": no host event of that name";
-  const std::vector<std::string> ranges = repeated_ranges(trace);
-  if (ranges.empty()) return out + " (the trace repeats no user annotation or NVTX range)\n";
-  out += "; repeated ranges here:";
-  for (std::size_t i = 0; i < ranges.size() && i < 10; ++i) out += (i ? ", \"" : " \"") + ranges[i] + "\"";
-  if (ranges.size() > 10) out += ", ... (" + std::to_string(ranges.size()) + " in all)";
-  return out + "\n";
+  const std::string problem = step_range_problem(trace);
+  if (problem.empty()) return {};
+  return "tprof: " + path + ": --step-range \"" + trace.meta.step_range + "\": " + problem + "\n";
 }
 
 ReadOptions read_options() {
