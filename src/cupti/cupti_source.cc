@@ -562,6 +562,7 @@ class CuptiSource final : public ActivitySource {
 
   // Reads one completed buffer (g_feed_mutex held).
   void consume(CUcontext context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t valid_bytes) noexcept {
+    if (options_.discard_records) return;
     CUpti_Activity* record = nullptr;
     while (api_->get_next_record(buffer, valid_bytes, &record) == CUPTI_SUCCESS) converter_.add(record);
     std::size_t dropped = 0;

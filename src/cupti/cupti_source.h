@@ -88,6 +88,10 @@ struct CuptiOptions {
   // Buffers CUPTI may hold at once; beyond that it drops records and counts
   // them (reported in DeviceBatch::dropped and as a problem).
   std::size_t max_buffers = 32;
+  // Hand every completed buffer back unread: CUPTI set up exactly as above,
+  // nothing converted, stop() returns no device activity. What CUPTI itself
+  // costs with tprof's settings: bench/cuda_capture_bench's floor.
+  bool discard_records = false;
 };
 
 // Creates the source. One source may be started per process at a time (CUPTI

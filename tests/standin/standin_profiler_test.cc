@@ -20,6 +20,8 @@
 #include <tuple>
 #include <vector>
 
+#include "src/capture/activity_source.h"
+#include "src/cupti/cupti_source.h"
 #include "tests/standin/standin.h"
 #include "tests/support/trace_queries.h"
 #include "tprof/profiler.h"
@@ -328,6 +330,30 @@ TEST(StandinProfiler, ProfileMemoryRecordsCudasAllocationsOnTheirThreads) {
     }
     std::sort(totals.begin(), totals.end());
     EXPECT_EQ(totals, (std::vector<std::int64_t>{0, 1 << 20, 1 << 20, 3 << 20}));
+  }
+}
+
+// cuda_capture_bench's floor: tprof's CUPTI source set up as a window sets
+// it up, its buffers handed back unread. The same launches give the plain
+// source its kernel and the discarding one no activity at all.
+TEST(StandinCuptiSource, ADiscardingSourceKeepsNoActivity) {
+  setenv("TPROF_CUPTI_LIBRARY", STANDIN_CUPTI, 1);
+  for (const bool discard : {false, true}) {
+    SCOPED_TRACE(discard ? "discard_records" : "plain");
+    internal::CuptiOptions options;
+    options.discard_records = discard;
+    std::unique_ptr<internal::ActivitySource> source(tprof_make_cuda_source(options));
+    ASSERT_TRUE(source->start().ok());
+    launch(gemm_stub, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    internal::DeviceBatch batch;
+    source->stop(&batch);
+    const auto kernels = std::count_if(batch.events.begin(), batch.events.end(), [&](const internal::DeviceEvent& e) {
+      return e.kind == internal::DeviceEventKind::kKernel && batch.name(e) == kGemm;
+    });
+    EXPECT_EQ(kernels, discard ? 0 : 1);
+    if (discard) EXPECT_TRUE(batch.events.empty());
+    EXPECT_EQ(batch.dropped, 0u);
   }
 }
 
