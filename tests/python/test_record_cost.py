@@ -66,6 +66,57 @@ class PairedBootstrapTest(unittest.TestCase):
         self.assertEqual(rc.ratio_of_added("a", "base", "b", "base")(rounds), float("inf"))
 
 
+class TablesTest(unittest.TestCase):
+    def test_main_pairs_rounds_and_prints_both_comparisons(self):
+        # The children stubbed: each round's machine drifts; torch (CUDA)
+        # adds 10 us, tprof record 2 us, torch (CPU + CUDA) 20 us over 10
+        # events, the C++ floor 1 us and tprof's Profiler 1.1 us over 11.
+        rng = random.Random(3)
+        bases = [rng.uniform(30_000, 60_000) for _ in range(6)]
+        state = {"calls": []}
+
+        def py_result(argv, what):
+            mode = "tprof record" if argv[1] == "record" else argv[argv.index("--inner") + 1]
+            state["calls"].append(mode)
+            if mode == "info":
+                return {"torch": "t", "cuda": "c", "gpu": "g", "capability": "9.0", "memory_gib": 1}, 0, ""
+            base = bases[(len(state["calls"]) - 2) // 6]  # this round's machine
+            add = {"none": 0, "torch cuda": 10_000, "tprof record": 2_000, "none ops": 500, "torch ops": 20_500}
+            events = {"torch cuda": 4.0, "torch ops": 10.0}.get(mode)
+            return {"ns_per_step": base + add[mode], "events_per_step": events}, 0, ""
+
+        def cpp_result(argv):
+            state["calls"].append("C++")
+            return {"none": 20_000.0, "floor": 21_000.0, "tprof": 21_100.0, "tprof_events_per_step": 11.0}
+
+        saved = (rc.py_result, rc.cpp_result, rc.find_binary, rc.machine_info, rc.trace_events_per_step, sys.argv)
+        rc.py_result, rc.cpp_result = py_result, cpp_result
+        rc.find_binary = lambda *a: "/bin/true"
+        rc.machine_info = lambda *a: ["machine"]
+        rc.trace_events_per_step = lambda *a: 4.0
+        sys.argv = [SCRIPT, "--sizes", "64", "--rounds", "6", "--bootstrap", "200"]
+        import contextlib
+        import io
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                rc.main()
+        finally:
+            rc.py_result, rc.cpp_result, rc.find_binary, rc.machine_info, rc.trace_events_per_step, sys.argv = saved
+        text = out.getvalue()
+        # Each round runs every mode once, in a rotating order; each is
+        # measured against the same round's none, so the drift drops out.
+        self.assertEqual(state["calls"][0], "info")
+        self.assertEqual(len(state["calls"]), 1 + 6 * 6)
+        self.assertIn("64x64 bf16, 3000 timed steps, 6 rounds", text)
+        self.assertIn("tprof record / torch.profiler (CUDA), added per step: 0.20 [0.20, 0.20]  (target <= 0.5: met)",
+                      text)
+        self.assertIn("torch ops                   ", text)
+        self.assertIn("C++ tprof Profiler / CUPTI floor, added per step: 1.10 [1.10, 1.10]", text)
+        self.assertIn("added ns per recorded event: torch.profiler (CPU + CUDA) 2000, tprof::Profiler (CPU + CUDA) 100",
+                      text)
+
+
 class RefusalTest(unittest.TestCase):
     def test_without_torch_or_a_gpu_it_says_why_and_exits_2(self):
         try:
