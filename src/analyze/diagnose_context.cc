@@ -644,6 +644,29 @@ std::int64_t DiagnoseContext::self_device_total_ns() const {
   return self_device_total_;
 }
 
+const DiagnoseContext::HostVsDevice& DiagnoseContext::host_vs_device() const {
+  std::call_once(host_vs_device_once_, [&] {
+    HostVsDevice& h = host_vs_device_;
+    if (steps.range.empty() || steps.steps.empty()) {
+      h.cpu_ns = self_cpu_total_ns();
+      h.device_ns = self_device_total_ns();
+      return;
+    }
+    h.within_steps = true;
+    h.cpu_label = "Self CPU in the steps";
+    h.device_label = "device time of their work";
+    // torch's self times (prof.events()), of the host events that start in a step.
+    const EventList list = EventList::build(trace, {.with_memory = false});
+    for (const StatRow& r : list.event_rows()) {
+      if (!r.is_device && step_index_at(r.start_ns) >= 0) sat_acc(h.cpu_ns, r.self_cpu_time_total_ns);
+    }
+    for (const DeviceOp& op : device) {
+      if (op.step >= 0) sat_acc(h.device_ns, op.end - op.start);
+    }
+  });
+  return host_vs_device_;
+}
+
 int DiagnoseContext::step_index_at(std::int64_t ts) const {
   const auto& s = steps.steps;
   // The last step starting at or before ts.

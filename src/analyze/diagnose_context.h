@@ -99,6 +99,20 @@ class DiagnoseContext {
   const std::vector<StatRow>& averages() const;
   std::int64_t self_cpu_total_ns() const;
   std::int64_t self_device_total_ns() const;
+  // The host against the device, as the overhead- and compute-bound
+  // verdicts weigh them: torch's two totals, except where the steps are a
+  // host range (tprof record's NVTX ranges: a trace of the whole program,
+  // its start-up and exit in the totals): then the Self CPU of the host
+  // events that start inside the steps and the time of the device work
+  // they launched. Built on first use.
+  struct HostVsDevice {
+    std::int64_t cpu_ns = 0;
+    std::int64_t device_ns = 0;
+    bool within_steps = false;
+    const char* cpu_label = "Self CPU total";    // how a line names the two
+    const char* device_label = "Self CUDA total";
+  };
+  const HostVsDevice& host_vs_device() const;
   // The GPU idle time partitioned by cause (src/analyze/idle.h): built on
   // first use.
   const IdlePartition& idle() const;
@@ -264,7 +278,8 @@ class DiagnoseContext {
   bool torch_ = true;
   std::int64_t graph_launches_ = 0;
   std::int64_t graph_captures_ = 0;
-  mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_;
+  mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_;
+  mutable HostVsDevice host_vs_device_;
   mutable std::optional<std::vector<StatRow>> averages_;
   mutable std::shared_ptr<const Efficiency> efficiency_;
   mutable std::shared_ptr<const IdlePartition> idle_;

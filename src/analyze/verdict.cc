@@ -588,7 +588,8 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
   s += explain(d->verdict, all, c, growth);
   if (c.has_device()) {
     // torch's names for the two totals under its table, on ROCm too.
-    s += "; Self CPU total " + format_ns(c.self_cpu_total_ns()) + ", Self CUDA total " + format_ns(c.self_device_total_ns());
+    const DiagnoseContext::HostVsDevice& hd = c.host_vs_device();
+    s += std::string("; ") + hd.cpu_label + " " + format_ns(hd.cpu_ns) + ", " + hd.device_label + " " + format_ns(hd.device_ns);
   }
   d->summary = std::move(s);
   // A CUPTI range-profiler trace: device work with hardware counters and no

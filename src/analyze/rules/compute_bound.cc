@@ -38,8 +38,11 @@ constexpr double kEfficientGemm = 0.5;
 
 void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (!c.has_device()) return;
-  const std::int64_t cpu = c.self_cpu_total_ns();
-  const std::int64_t dev = c.self_device_total_ns();
+  // Torch's totals, or the steps' own where they are a host range (a whole
+  // program's trace, start-up and exit in its totals).
+  const DiagnoseContext::HostVsDevice& hd = c.host_vs_device();
+  const std::int64_t cpu = hd.cpu_ns;
+  const std::int64_t dev = hd.device_ns;
   if (dev < kMinDeviceTotalNs) return;
   const double ratio = static_cast<double>(cpu) / static_cast<double>(dev);
   if (ratio > kMaxCpuToDevice) return;
@@ -102,10 +105,11 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   const std::string mix = efficiency_text(eff);
   f.title = std::string(memory_bound ? "GPU-bound on memory-bound kernels" : "Compute-bound") + ": GPU busy " +
             format_pct(100.0 * busy_share) + (c.steps.steps.empty() ? " of the trace" : " of the steps") +
-            (mix.empty() ? "" : "; " + mix) + "; Self CPU " + format_ns(cpu) + " vs Self CUDA " + format_ns(dev) +
+            (mix.empty() ? "" : "; " + mix) + (hd.within_steps ? "; Self CPU in the steps " : "; Self CPU ") +
+            format_ns(cpu) + (hd.within_steps ? " vs their device time " : " vs Self CUDA ") + format_ns(dev) +
             " (ratio " + r + ")";
-  f.evidence.num("self_cpu_total_ns", cpu)
-      .num("self_device_total_ns", dev)
+  f.evidence.num(hd.within_steps ? "self_cpu_in_steps_ns" : "self_cpu_total_ns", cpu)
+      .num(hd.within_steps ? "device_in_steps_ns" : "self_device_total_ns", dev)
       .real("cpu_to_device_ratio", ratio)
       .real("gpu_busy_pct", 100.0 * busy_share)
       .num("window_ns", span)

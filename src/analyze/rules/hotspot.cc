@@ -266,7 +266,10 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   f.evidence.events("longest", longest_refs(c, instances));
   if (!steps.empty()) add_steps(f.evidence, std::move(steps));
-  const std::int64_t cpu_total = c.self_cpu_total_ns();
+  // Torch's totals, or the steps' host and device time where the steps are
+  // a host range (a whole program's trace: DiagnoseContext::host_vs_device).
+  const DiagnoseContext::HostVsDevice& hd = c.host_vs_device();
+  const std::int64_t cpu_total = hd.cpu_ns, dev_total = hd.device_ns;
   // The GPU waits: Self CPU ≥ 10× Self CUDA, or the device idle ≥ 50% of
   // the steps with Self CPU ≥ Self CUDA (87% idle with a 2.4 µs GEMM, 8×:
   // the launches are the story; a compute-bound trace whose steps hold
@@ -279,9 +282,9 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (w.span_ns > 0) f.evidence.real("gpu_idle_pct", 100.0 * (1.0 - static_cast<double>(w.busy_ns) / static_cast<double>(w.span_ns)));
   }
   const bool gpu_waits =
-      device && ((idle_gpu && cpu_total >= total) ||
-                 static_cast<double>(cpu_total) >= kOverheadRatio * static_cast<double>(total));
-  if (device) f.evidence.num("self_cpu_total_ns", cpu_total);
+      device && ((idle_gpu && cpu_total >= dev_total) ||
+                 static_cast<double>(cpu_total) >= kOverheadRatio * static_cast<double>(dev_total));
+  if (device) f.evidence.num(hd.within_steps ? "self_cpu_in_steps_ns" : "self_cpu_total_ns", cpu_total);
   // The kernel's class (the kernel-class table, through "Efficiency"): the
   // advice is the class's; a kernel no row recognises gets none of a class.
   const KernelEfficiency* kernel = device ? kernel_of(c, best->key) : nullptr;
@@ -382,8 +385,9 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                "slowest rank allow, not a matter of shapes or dtypes.";
   } else if (gpu_waits) {
     f.advice = "Fix what the GPU waits on first (the verdict's cause), then " + name +
-               ": the host spends " + format_ns(cpu_total) + " of Self CPU against " + format_ns(total) +
-               " of GPU time, so speeding it up would only leave the GPU idle longer.";
+               ": the host spends " + format_ns(cpu_total) + " of Self CPU against " + format_ns(dev_total) +
+               " of GPU time" + (hd.within_steps ? " in the steps" : "") +
+               ", so speeding it up would only leave the GPU idle longer.";
   } else if ((gemm || cls == KernelClass::kAttention) && is_fused_or_low_precision(best->key)) {
     const std::string rate = rate_note(c, best->key);
     f.advice = "Start with " + name + by + ": " + count_of(best->count, "call") + " at " + avg +

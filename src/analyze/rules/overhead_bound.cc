@@ -32,6 +32,15 @@ namespace {
 constexpr double kCpuToDeviceRatio = 10.0;
 // At 100× (the post's figure, GPU < 1% of CPU time) the finding is critical.
 constexpr double kCriticalRatio = 100.0;
+// Where the totals are the steps' own (a host range's steps: tprof record of
+// a whole program), the host time cannot exceed the steps' span on the
+// launching thread, so the ratio is at most 1 / (1 - the GPU's idle share):
+// 10× would ask the GPU to idle 90% of the steps. There "≫" is 5× (device
+// work under a fifth of the host's time), critical at 10×. tprof record's
+// H200 64×64 run: 512.5 µs vs 57.1 µs (9.0×), GPU idle 91% of the steps;
+// its whole-trace totals (CUDA start-up, 112.9 ms) read 1591×.
+constexpr double kCpuToDeviceRatioInSteps = 5.0;
+constexpr double kCriticalRatioInSteps = 10.0;
 // "GPU mostly idle": the TensorBoard plugin flags GPU utilisation < 50%.
 constexpr double kIdleShare = 0.5;
 // "The host is busy dispatching": host events cover at least half of the
@@ -89,11 +98,14 @@ std::int64_t dispatch_ns(const DiagnoseContext& c, const std::vector<Interval>& 
 
 void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (!c.has_device()) return;
-  const std::int64_t cpu = c.self_cpu_total_ns();
-  const std::int64_t dev = c.self_device_total_ns();
+  // Torch's totals, or the steps' own where they are a host range (a whole
+  // program's trace, start-up and exit in its totals).
+  const DiagnoseContext::HostVsDevice& hd = c.host_vs_device();
+  const std::int64_t cpu = hd.cpu_ns;
+  const std::int64_t dev = hd.device_ns;
   if (cpu <= 0) return;
   const double ratio = static_cast<double>(cpu) / static_cast<double>(std::max<std::int64_t>(1, dev));
-  if (ratio < kCpuToDeviceRatio) return;
+  if (ratio < (hd.within_steps ? kCpuToDeviceRatioInSteps : kCpuToDeviceRatio)) return;
 
   // GPU idle over the steps (their windows), else over the whole trace.
   const DiagnoseContext::BusyWindow w = c.gpu_busy_window();
@@ -130,13 +142,15 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   affected_windows = merge_intervals(std::move(affected_windows));
   set_idle_claim(f, claimable_idle(c.idle(), cause_bit(IdleCause::kLaunching),
                                    w.over_steps ? &affected_windows : nullptr, *out));
-  f.severity = ratio >= kCriticalRatio ? FindingSeverity::kCritical : FindingSeverity::kWarning;
+  f.severity = ratio >= (hd.within_steps ? kCriticalRatioInSteps : kCriticalRatio) ? FindingSeverity::kCritical
+                                                                                    : FindingSeverity::kWarning;
   char r[32];
   std::snprintf(r, sizeof r, "%.0fx", ratio);
-  f.title = "Overhead-bound: Self CPU " + format_ns(cpu) + " vs Self CUDA " + format_ns(dev) + " (" + r +
+  f.title = "Overhead-bound: " + std::string(hd.within_steps ? "Self CPU in the steps " : "Self CPU ") + format_ns(cpu) +
+            (hd.within_steps ? " vs their device time " : " vs Self CUDA ") + format_ns(dev) + " (" + r +
             "), GPU idle " + format_pct(100.0 * idle_share) + (c.steps.steps.empty() ? " of the trace" : " of the steps");
-  f.evidence.num("self_cpu_total_ns", cpu)
-      .num("self_device_total_ns", dev)
+  f.evidence.num(hd.within_steps ? "self_cpu_in_steps_ns" : "self_cpu_total_ns", cpu)
+      .num(hd.within_steps ? "device_in_steps_ns" : "self_device_total_ns", dev)
       .real("cpu_to_device_ratio", ratio)
       .real("gpu_idle_pct", 100.0 * idle_share)
       .num("window_ns", span)
