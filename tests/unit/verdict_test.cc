@@ -126,6 +126,77 @@ TEST(Verdict, UnclearWhenNoShareIsLargeEnough) {
   EXPECT_TRUE(d.support.empty());
 }
 
+// The unclear step above, its events shifted by `at` and numbered from `id`.
+void add_unclear_step(std::vector<std::string>* ev, int n, double at, int* id) {
+  ev->push_back(step(n, at, 10'000));
+  ev->push_back(launch(at, 5, *id));
+  ev->push_back(kernel("big", 7, at + 10, 5'500, (*id)++));
+  ev->push_back(x("cpu_op", "host_work", 1, 1, at + 5'510, 2'000));
+  for (double t = 7'510; t < 9'000; t += 100, ++*id) {
+    ev->push_back(launch(at + t, 5, *id));
+    ev->push_back(kernel("tiny", 7, at + t + 6, 1, *id));
+  }
+  ev->push_back(launch(at + 9'010, 5, *id));
+  ev->push_back(kernel("late", 7, at + 10'100, 10, (*id)++));
+}
+
+// A step with the GPU busy 90%: one 900 µs kernel.
+void add_busy_step(std::vector<std::string>* ev, int n, double at, int* id) {
+  ev->push_back(step(n, at, 1'000));
+  ev->push_back(launch(at + 1, 5, *id));
+  ev->push_back(kernel("gemm", 7, at + 10, 900, (*id)++));
+}
+
+TEST(Verdict, AStrictMajorityOfStepsNamesAnUnclearWindow) {
+  // Two unclear 10 ms steps and three 1 ms steps with the GPU busy 90%: the
+  // window is busy 59.6% (under two thirds) with no idle cause at a
+  // quarter, so it is unclear; 3 of the 5 steps are compute-bound.
+  std::vector<std::string> ev;
+  int id = 1;
+  add_unclear_step(&ev, 1, 0, &id);
+  add_unclear_step(&ev, 2, 10'200, &id);
+  for (int i = 0; i < 3; ++i) add_busy_step(&ev, 3 + i, 20'400 + 1'000 * i, &id);
+  const Diagnosis d = judge(doc(ev));
+  EXPECT_EQ(d.verdict, Verdict::kComputeBound) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "3 of 5 steps compute-bound (the steps together are unclear")) << d.summary;
+}
+
+TEST(Verdict, MostlyBusyWithNoLargeIdleCauseIsDeviceBound) {
+  // The GPU busy 70% of a step (under the 80% compute share) and the rest
+  // short launch gaps (~15%) and host work (~15%): the device is what the
+  // time goes to.
+  std::vector<std::string> ev = {step(1, 0, 10'000), launch(0, 5, 1), kernel("big", 7, 10, 7'000, 1),
+                                 x("cpu_op", "host_work", 1, 1, 7'010, 1'500)};
+  int id = 2;
+  for (double t = 8'510; t < 10'000; t += 100, ++id) {
+    ev.push_back(launch(t, 5, id));
+    ev.push_back(kernel("tiny", 7, t + 6, 1, id));
+  }
+  const Diagnosis d = judge(doc(ev));
+  EXPECT_EQ(d.verdict, Verdict::kComputeBound) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "the GPU is busy 70")) << d.summary;
+}
+
+TEST(Verdict, AHostWaitingInASyncOnABusyDeviceIsNotSyncBound) {
+  // Four steps of a benchmark loop: the kernel runs 750 µs of each 1 ms
+  // step and the host waits for it in cudaDeviceSynchronize (75% of the
+  // time, the device busy through 99% of it), then prepares the next. The
+  // host waits on real work: removing the sync would not speed it up.
+  std::vector<std::string> ev;
+  for (int i = 0; i < 4; ++i) {
+    const double at = 1'000.0 * i;
+    ev.push_back(step(i + 1, at, 1'000));
+    ev.push_back(launch(at + 5, 5, i + 1));
+    ev.push_back(kernel("gemm", 7, at + 12, 750, i + 1));
+    ev.push_back(x("cuda_runtime", "cudaDeviceSynchronize", 1, 1, at + 15, 750));
+    ev.push_back(x("cpu_op", "prepare", 1, 1, at + 770, 200));
+  }
+  const Diagnosis d = judge(doc(ev));
+  EXPECT_EQ(d.verdict, Verdict::kComputeBound) << d.summary;
+  EXPECT_GE(num(d, "sync_ns"), 2'900'000);  // the host does wait: 75% of the time
+  for (const StepVerdict& s : d.steps) EXPECT_NE(s.verdict, Verdict::kSyncBound);
+}
+
 TEST(Verdict, CpuOnlyWithoutDeviceActivity) {
   const Diagnosis d = judge(doc({step(1, 0, 100), x("cpu_op", "aten::add", 1, 1, 10, 50)}));
   EXPECT_EQ(d.verdict, Verdict::kCpuOnly);
