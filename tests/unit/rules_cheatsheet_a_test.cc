@@ -179,6 +179,18 @@ TEST(OverheadBound, SilentWhenTheGpuKeepsUpOrIsAbsent) {
   EXPECT_TRUE(run(make(cpu_only), "overhead_bound").empty());
 }
 
+TEST(OverheadBound, SilentWhenTheHostWorksMillisecondsPerLaunch) {
+  // 2 ms of host op per step around its one launch: the GPU waits, but on
+  // host work a CUDA graph would not remove (not per-op dispatch).
+  Gen slow;
+  slow.ops[0].cpu_us = 2'000;
+  EXPECT_TRUE(run(make(slow), "overhead_bound").empty());
+  // Per-op costs (40 µs a launch, the default) are its case.
+  auto f = run(make({}), "overhead_bound");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(field(f[0], "launch_calls").i, 5);
+}
+
 // ---- compute_bound -------------------------------------------------------
 
 TEST(ComputeBound, GpuBusyAndTotalsAlike) {

@@ -50,6 +50,13 @@ constexpr double kIdleShare = 0.5;
 // first op: 19.6 s and 29.9 s on the HTA traces; cudaFree; the allocator).
 constexpr double kDispatchShare = 0.5;
 constexpr std::int64_t kLongHostCallNs = 1'000'000;
+// Per-op dispatch costs µs to tens of µs (the post's 64×64 step, torch 1.13
+// with its profiler on: ~100 µs a launch). Half a millisecond of host time
+// or more per launch call is host work between the launches (Python logic,
+// data handling), which a CUDA graph does not remove: host_bound's story,
+// not this one (issue 38's fifth round: 20 launches in 22 ms of a cold MoE
+// step, 281x, got graph advice).
+constexpr std::int64_t kMaxDispatchPerLaunchNs = 500'000;
 
 // Host time in the windows spent dispatching: host ops and runtime calls
 // (ProfilerStep spans aside) minus blocking calls (synchronize, blocking
@@ -131,9 +138,22 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::vector<Interval> windows;
   for (const StepStat& st : c.steps.steps) windows.push_back({st.start_ns, st.start_ns + st.dur_ns});
   if (windows.empty()) windows.push_back({c.start_ns, c.end_ns});
-  const std::int64_t dispatch = dispatch_ns(c, merge_intervals(std::move(windows)));
+  windows = merge_intervals(std::move(windows));
+  const std::int64_t dispatch = dispatch_ns(c, windows);
   const double dispatch_share = static_cast<double>(dispatch) / static_cast<double>(span);
   if (dispatch_share < kDispatchShare) return;
+  std::unordered_set<std::uint32_t> launch_calls;  // in the windows (a call may launch several activities)
+  for (const DeviceOp& op : c.device) {
+    if (op.launch == kNoIndex) continue;
+    const std::int64_t at = c.ts(op.launch);
+    const auto w = std::upper_bound(windows.begin(), windows.end(), at,
+                                    [](std::int64_t v, const Interval& iv) { return v < iv.end; });
+    if (w != windows.end() && w->start <= at) launch_calls.insert(op.launch);
+  }
+  if (launch_calls.empty() ||
+      dispatch / static_cast<std::int64_t>(launch_calls.size()) >= kMaxDispatchPerLaunchNs) {
+    return;
+  }
 
   Finding f;
   f.id = "overhead_bound";
@@ -156,6 +176,7 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
       .num("window_ns", span)
       .num("gpu_busy_ns", busy)
       .num("host_dispatch_ns", dispatch)
+      .num("launch_calls", static_cast<std::int64_t>(launch_calls.size()))
       .real("host_dispatch_pct", 100.0 * dispatch_share)
       .num("gpu_idle_launching_ns", f.idle_ns)
       .text("window", c.steps.steps.empty() ? "trace" : "steps");
