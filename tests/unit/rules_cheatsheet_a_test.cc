@@ -246,6 +246,21 @@ TEST(Hotspot, AFusedLowPrecisionKernelIsNotToldToFuseOrShrink) {
   EXPECT_EQ(f[0].advice.find("dtype"), std::string::npos) << f[0].advice;
 }
 
+TEST(Hotspot, ACudaFreeGetsAllocatorAdviceNotTheMathOpTemplate) {
+  // No device activity recorded; two 18 ms cudaFree calls hold the host (an
+  // A40 trace of issue 38's fifth round: empty_cache between computations).
+  const std::vector<Raw> ev = {
+      {"cpu_op", "aten::bmm", 1, 1, 0, 3'000},      {"cuda_runtime", "cudaLaunchKernel", 1, 1, 10, 5, 1},
+      {"cpu_op", "aten::empty", 1, 1, 3'100, 20},   {"cuda_runtime", "cudaFree", 1, 1, 3'200, 18'000},
+      {"cpu_op", "aten::bmm", 1, 1, 21'300, 3'000}, {"cuda_runtime", "cudaLaunchKernel", 1, 1, 21'310, 5, 2},
+      {"cuda_runtime", "cudaFree", 1, 1, 24'400, 18'000}};
+  auto f = run(read(to_json(ev)), "hotspot");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].title.find("cudaFree"), std::string::npos) << f[0].title;
+  EXPECT_NE(f[0].advice.find("torch.cuda.empty_cache()"), std::string::npos) << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("intra-op threads"), std::string::npos) << f[0].advice;
+}
+
 TEST(Hotspot, SilentWhenTimeIsSpread) {
   Gen g;
   g.ops = {Op{.name = "aten::mm", .kernel = "k1", .cpu_us = 20, .kernel_us = 10},

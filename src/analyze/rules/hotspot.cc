@@ -170,6 +170,17 @@ bool copies_to_device(const DiagnoseContext& c) {
   return false;
 }
 
+// Device memory returned to / taken from the driver (CUDA, HIP; the
+// runtime's and the driver's names, async pool variants included).
+bool is_device_free(std::string_view n) {
+  return n == "cudaFree" || n == "hipFree" || n == "cuMemFree" || n == "cuMemFree_v2" || n == "cudaFreeAsync" ||
+         n == "hipFreeAsync";
+}
+bool is_device_malloc(std::string_view n) {
+  return n == "cudaMalloc" || n == "hipMalloc" || n == "cuMemAlloc" || n == "cuMemAlloc_v2" || n == "cudaMallocAsync" ||
+         n == "hipMallocAsync";
+}
+
 }  // namespace
 
 void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -236,11 +247,15 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
       }
     }
   } else {
-    for (std::uint32_t e : c.host_ops) {
-      if (c.name(e) != best->key) continue;
-      instances.push_back(e);
-      const std::int64_t s = c.step_number_at(c.ts(e));
-      if (s >= 0) steps.push_back(s);
+    // Host ops, or the runtime calls of that name (a cudaFree row).
+    for (const std::vector<std::uint32_t>* events : {&c.host_ops, &c.runtime}) {
+      for (std::uint32_t e : *events) {
+        if (c.name(e) != best->key) continue;
+        instances.push_back(e);
+        const std::int64_t s = c.step_number_at(c.ts(e));
+        if (s >= 0) steps.push_back(s);
+      }
+      if (!instances.empty()) break;
     }
   }
   std::sort(steps.begin(), steps.end());
@@ -307,6 +322,35 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                " each, mostly waiting on the other ranks. Run tprof diagnose on all ranks' traces together to find "
                "the straggler the others wait for; if none is late, send less or less often (gradient bucketing, "
                "bf16 gradients), or overlap it with compute.";
+  } else if (!device && !instances.empty() &&
+             (c.kind(instances.front()) == EventKind::kCudaRuntime || c.kind(instances.front()) == EventKind::kCudaDriver) &&
+             (is_device_free(best->key) || is_device_malloc(best->key) || is_sync_call(best->key))) {
+    // A CUDA/HIP call that waits or allocates, not math: the op template
+    // (threads, dtype, BLAS) does not apply (issue 38's fifth round: an A40
+    // trace's 2 cudaFree calls, 61% of its CPU time, got it).
+    const std::string who = "(" + count_of(best->count, "call") + " at " + avg + " each)";
+    if (is_device_free(best->key) && !c.is_torch()) {
+      f.advice = name + " gives device memory back to the driver, waiting for the device first " + who +
+                 ": keep buffers across iterations (a pool) instead of freeing and allocating them again. Each free "
+                 "also stalls the host until the queued work is done.";
+    } else if (is_device_free(best->key)) {
+      f.advice = name + " gives device memory back to the driver, waiting for the device first " + who +
+                 ": torch's caching allocator frees only when told to, so drop torch.cuda.empty_cache() from the "
+                 "loop, or find the memory limit or fraction it keeps reaching or the cache turned off "
+                 "(PYTORCH_NO_CUDA_MEMORY_CACHING=1). Each free also stalls the host until the queued work is done.";
+    } else if (is_device_malloc(best->key) && !c.is_torch()) {
+      f.advice = name + " takes memory from the driver " + who +
+                 ": keep buffers across iterations (a pool) instead of allocating them in the loop.";
+    } else if (is_device_malloc(best->key)) {
+      f.advice = name + " takes memory from the driver " + who +
+                 ": torch's caching allocator grows its pool, which in a steady loop stops after the first "
+                 "iterations; if it does not, the cache is being emptied (torch.cuda.empty_cache()) or fragmented "
+                 "(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True). Reuse buffers of the same size.";
+    } else {
+      f.advice = name + " is the host waiting for the device " + who +
+                 ": find what needs the result on the host (.item(), .cpu(), .tolist(), printing a tensor, a "
+                 "data-dependent shape) and move it out of the loop or after the work it waits for.";
+    }
   } else if (!device && !instances.empty() && c.kind(instances.front()) == EventKind::kUserAnnotation) {
     // A record_function scope: its self time is what runs between the ops
     // inside it (Python and the dispatcher), not math of its own, so the
