@@ -395,6 +395,28 @@ TEST(RulesPeers, OverlappingKernelsSilentWhenNotMaterialOrPdl) {
   EXPECT_TRUE(run(sm90, "overlapping_kernels").empty());
 }
 
+TEST(RulesPeers, APageableCopyAfterTheDataLoaderIsTheInputBatch) {
+  // The batch the loader returned, copied before the first kernel: without
+  // the loader it would read as set-up (weights moved once); after it, it
+  // is copied every iteration, and pinning is the fix (issue 38's fifth
+  // round: a 19 MB batch was told to leave the recording).
+  const std::string next = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+  const std::vector<std::string> copy_then_kernel = {
+      x("cpu_op", "aten::to", 1, 1, 1'010, 90), x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 1'020, 70, corr(1)),
+      x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, 1'030, 50, corr(1) + R"(, "bytes": 19267584)"),
+      launch(1'110, 5, 2), kernel("conv", 7, 1'120, 100, 2)};
+  std::vector<std::string> with_loader = {x("user_annotation", next, 1, 1, 0, 1'000)};
+  with_loader.insert(with_loader.end(), copy_then_kernel.begin(), copy_then_kernel.end());
+  auto f = run(doc(with_loader), "pageable_memcpy");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_EQ(field(f[0], "pattern").s, "input_batch");
+  EXPECT_TRUE(f[0].advice.starts_with("Pin the host buffers: DataLoader(pin_memory=True)")) << f[0].advice;
+  auto g = run(doc(copy_then_kernel), "pageable_memcpy");
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(field(g[0], "pattern").s, "setup");
+}
+
 TEST(RulesPeers, DataLoaderBoundWithWorkersAlreadyInUse) {
   // PARAM's resnet: the iterator is already _MultiProcessingDataLoaderIter,
   // so "use num_workers" is no advice; a wait that is mostly the first
@@ -406,8 +428,11 @@ TEST(RulesPeers, DataLoaderBoundWithWorkersAlreadyInUse) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(field(f[0], "iterator").s, "multi_process");
   EXPECT_EQ(field(f[0], "first_call_ns").i, 60000);
-  EXPECT_NE(f[0].advice.find("already uses worker processes"), std::string::npos) << f[0].advice;
+  // The action first (the default view prints the first sentence).
+  EXPECT_TRUE(f[0].advice.starts_with("Start recording after the first batch")) << f[0].advice;
+  EXPECT_NE(f[0].advice.find("multi-process DataLoader's first __next__"), std::string::npos) << f[0].advice;
   EXPECT_NE(f[0].advice.find("persistent_workers=True"), std::string::npos) << f[0].advice;
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);  // start-up happens once: never critical
   EXPECT_EQ(f[0].advice.find("num_workers=4"), std::string::npos) << f[0].advice;
   // Later waits dominate: the workers do not keep up.
   auto g = run(doc({step(1, 0, 100), x("user_annotation", mp, 1, 1, 0, 10), step(2, 100, 100),

@@ -197,6 +197,27 @@ TEST(Verdict, AHostWaitingInASyncOnABusyDeviceIsNotSyncBound) {
   for (const StepVerdict& s : d.steps) EXPECT_NE(s.verdict, Verdict::kSyncBound);
 }
 
+TEST(Verdict, TheLoadersWorkerStartUpIsNotInputBound) {
+  // One 400 ms first __next__ of a multi-process DataLoader (its workers
+  // spawning) in a 1 s trace, then a short inference: a start-up cost, not
+  // the input pipeline's pace. Three steady 400 ms waits are.
+  const std::string next = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+  const Diagnosis once = judge(doc({x("user_annotation", next, 1, 1, 0, 400'000),
+                                    x("cpu_op", "aten::conv2d", 1, 1, 400'010, 100), launch(400'020, 5, 1),
+                                    kernel("conv", 7, 400'030, 599'000, 1)}));
+  EXPECT_NE(once.verdict, Verdict::kInputBound) << once.summary;
+  std::vector<std::string> ev;
+  for (int i = 0; i < 3; ++i) {
+    const double at = 1'000'000.0 * i;
+    ev.push_back(step(i + 1, at, 1'000'000));
+    ev.push_back(x("user_annotation", next, 1, 1, at, 400'000));
+    ev.push_back(launch(at + 400'010, 5, i + 1));
+    ev.push_back(kernel("conv", 7, at + 400'020, 500'000, i + 1));
+  }
+  const Diagnosis steady = judge(doc(ev));
+  EXPECT_EQ(steady.verdict, Verdict::kInputBound) << steady.summary;
+}
+
 TEST(Verdict, CpuOnlyWithoutDeviceActivity) {
   const Diagnosis d = judge(doc({step(1, 0, 100), x("cpu_op", "aten::add", 1, 1, 10, 50)}));
   EXPECT_EQ(d.verdict, Verdict::kCpuOnly);

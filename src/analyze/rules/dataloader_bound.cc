@@ -76,11 +76,21 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
   const double share = static_cast<double>(in_loader) / static_cast<double>(total);
   if (share <= kDataLoaderShare) return;
 
+  // The first __next__ of a multi-process iterator starts the workers: a
+  // wait that is mostly that call is start-up, not a slow pipeline.
+  const std::int64_t first_ns = covered_within(exposed, c.ts(first), c.end(first));
+  const std::int64_t later_ns = in_loader - first_ns;
+  const bool startup = workers && 2 * first_ns >= in_loader;
+
   Finding f;
   f.id = "dataloader_bound";
-  f.severity = share >= kCriticalShare ? FindingSeverity::kCritical : FindingSeverity::kWarning;
-  f.title = format_pct(100.0 * share) + " of the step time is in DataLoader (" + format_ns(in_loader) + " of " +
-            format_ns(total) + ")";
+  // Start-up happens once: never critical (issue 38's fifth round: a
+  // trace without steps was told "[critical] 29.0% of the step time" for
+  // one 780 ms first __next__).
+  f.severity = share >= kCriticalShare && !startup ? FindingSeverity::kCritical : FindingSeverity::kWarning;
+  f.title = format_pct(100.0 * share) + (c.steps.steps.empty() ? " of the trace" : " of the step time") +
+            " is in DataLoader (" + format_ns(in_loader) + " of " + format_ns(total) + ")" +
+            (startup ? ", mostly its workers starting (the first __next__)" : "");
   f.evidence.real("dataloader_pct", 100.0 * share)
       .num("dataloader_ns", in_loader)
       .num("step_total_ns", total)
@@ -114,11 +124,6 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
                                                         "precomputed"
                                                       : "");
   }
-  // The first __next__ of a multi-process iterator starts the workers: a
-  // wait that is mostly that call is start-up, not a slow pipeline.
-  const std::int64_t first_ns = covered_within(exposed, c.ts(first), c.end(first));
-  const std::int64_t later_ns = in_loader - first_ns;
-  const bool startup = workers && 2 * first_ns >= in_loader;
   f.evidence.text("iterator", workers ? "multi_process" : "single_process").num("first_call_ns", first_ns);
   // Host-to-device copies from pinned memory: pin_memory is on already
   // (issue 38 review: pin_memory=True advised where every copy was
@@ -133,11 +138,11 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
   const bool pinned_already = pinned > 0 && pageable == 0;
   if (pinned_already) f.evidence.num("pinned_htod_copies", pinned);
   if (startup) {
-    f.advice = "The DataLoader already uses worker processes (_MultiProcessingDataLoaderIter), and most of the wait is "
-               "its first __next__ (" + format_ns(first_ns) + " of " + format_ns(in_loader) +
-               "): the workers starting and filling their first batches. Keep them across epochs "
-               "(persistent_workers=True) and start recording after the first batch (torch.profiler.schedule(wait=1, "
-               "...)); the later waits (" + format_ns(later_ns) +
+    f.advice = "Start recording after the first batch (torch.profiler.schedule(wait=1, ...)) and keep the workers "
+               "across epochs (persistent_workers=True): most of the wait is the multi-process DataLoader's first "
+               "__next__ (" + format_ns(first_ns) + " of " + format_ns(in_loader) +
+               "), its workers starting and filling their first batches, a one-time cost. The later waits (" +
+               format_ns(later_ns) +
                ") are the pipeline's steady cost: more workers or a larger prefetch_factor if they matter.";
   } else if (workers) {
     const bool notable_first = 10 * first_ns >= in_loader;

@@ -76,12 +76,27 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
     }
   }
   bool setup = htod == copies && first_kernel >= 0;  // a trace of copies alone precedes no compute
+  bool from_loader = false;
   for (const DeviceOp& op : c.device) {
     if (!setup) break;
     if (op.cls != DeviceClass::kMemcpy || c.name(op.event).find("Pageable") == std::string_view::npos) continue;
     if (op.start >= first_kernel) {
       const std::int64_t b = c.int_arg(op.event, "bytes");
       if (b < 0 || b >= kMinBytes) setup = false;
+    }
+  }
+  // A copy launched after a DataLoader call returned is the input batch,
+  // copied every iteration, not set-up (issue 38's fifth round: a 19 MB
+  // batch copied right after the loader's first __next__, before the first
+  // conv, was told to leave the recording).
+  if (setup && longest->launch != kNoIndex) {
+    const std::int64_t at = c.ts(longest->launch);
+    for (std::uint32_t e : c.host_ops) {
+      if (c.end(e) <= at && c.name(e).find("DataLoader") != std::string_view::npos) {
+        setup = false;
+        from_loader = true;
+        break;
+      }
     }
   }
   std::sort(steps.begin(), steps.end());
@@ -104,6 +119,7 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
       .event("longest", c.ref(longest->event));
   if (longest->launch != kNoIndex) f.evidence.event("longest_launch", c.ref(longest->launch));
   if (!steps.empty()) f.evidence.ints("steps", steps);
+  if (from_loader) f.evidence.text("pattern", "input_batch");
   if (setup) {
     const std::string site = longest->launch != kNoIndex ? call_sites(c, {longest->launch})[longest->launch] : std::string();
     f.severity = FindingSeverity::kInfo;
