@@ -774,6 +774,22 @@ IdleCause dominant_cause(const IdlePartition::Totals& t) {
   return static_cast<IdleCause>(std::max_element(t.begin(), t.end()) - t.begin());
 }
 
+bool dependency_visible(const DiagnoseContext& c) {
+  for (std::uint32_t e : c.runtime) {
+    if (c.name(e).find("StreamWaitEvent") != std::string_view::npos) return true;
+  }
+  std::vector<std::pair<std::int32_t, std::int64_t>> first_stream;  // per device: the first stream seen
+  for (const DeviceOp& op : c.device) {
+    auto it = std::find_if(first_stream.begin(), first_stream.end(), [&](const auto& d) { return d.first == op.device; });
+    if (it == first_stream.end()) {
+      first_stream.emplace_back(op.device, op.stream);
+    } else if (it->second != op.stream) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string idle_remedy(IdleCause cause, const DiagnoseContext& c) {
   const std::string api(c.api());
   const std::string rt = c.is_hip() ? "hip" : "cuda";  // the runtime's prefix: cudaMallocHost, hipMallocHost
@@ -817,6 +833,11 @@ std::string idle_remedy(IdleCause cause, const DiagnoseContext& c) {
       return "Take the blocking runtime calls host_blocked names out of the step (create streams, events and "
              "handles once).";
     case IdleCause::kStreamWait:
+      if (!dependency_visible(c)) {
+        return "Check the GPU before the program: launched work started late on an idle device, with nothing ahead "
+               "of it on its one stream and no stream wait in the trace (another process on the GPU: nvidia-smi; "
+               "its clocks or power state; lazy module loading: CUDA_MODULE_LOADING=EAGER).";
+      }
       return "Start earlier, or split, the work that launched kernels wait for on other streams (" + rt + "StreamWaitEvent), "
              "so the waits overlap compute.";
     case IdleCause::kPeers:

@@ -152,4 +152,13 @@ IdleCause dominant_cause(const IdlePartition::Totals& t);
 // The remedy for idle time of `cause`, as the first sentence of a fix.
 std::string idle_remedy(IdleCause cause, const DiagnoseContext& c);
 
+// Whether the trace shows what launched work could wait for on the device:
+// a stream wait call (cudaStreamWaitEvent, hipStreamWaitEvent,
+// cuStreamWaitEvent) or a device with work on two streams or more. Without
+// either, work that starts late on an idle device waited on nothing the
+// trace holds (another process on the GPU, its clocks or power state,
+// module loading, the trace's clocks): stream_wait's remedy says so, and
+// the verdict is not dependency-bound.
+bool dependency_visible(const DiagnoseContext& c);
+
 }  // namespace tprof::internal

@@ -55,6 +55,11 @@ struct Facts {
   std::int64_t copy_work = 0;     // copies and memsets launched by the window (steps only)
   std::int64_t sync = 0;          // host blocked in synchronizing calls or blocking copies
   std::int64_t sync_busy = 0;     // the part of `sync` with the device busy: the host waits on real work
+  // The trace shows what launched work could wait for (dependency_visible,
+  // idle.h); without it, work starting late on an idle device is no
+  // dependency (issue 38's fifth round: one stream, no wait call, read
+  // "dependency-bound").
+  bool dependency_visible = true;
   IdlePartition::Totals idle{};   // the device's idle time by cause (the partition)
   std::int64_t idle_launch = 0;   // launching
   std::int64_t idle_host = 0;     // host_work
@@ -88,6 +93,7 @@ struct Facts {
     sat_acc(copy_work, o.copy_work);
     sat_acc(sync, o.sync);
     sat_acc(sync_busy, o.sync_busy);
+    dependency_visible = dependency_visible && o.dependency_visible;
     sat_acc(idle_launch, o.idle_launch);
     sat_acc(idle_host, o.idle_host);
     sat_acc(idle_queued, o.idle_queued);
@@ -163,6 +169,7 @@ class Measure {
   Facts window(std::int64_t lo, std::int64_t hi) const {
     Facts f;
     f.span = std::max<std::int64_t>(0, hi - lo);
+    f.dependency_visible = dependency_visible_;
     f.busy = covered_within(busy_, lo, hi);
     f.dataloader = covered_within(dataloader_, lo, hi);
     f.exposed_comm = covered_within(exposed_comm_, lo, hi);
@@ -213,6 +220,7 @@ class Measure {
   const DiagnoseContext& c_;
   const IdlePartition& idle_;
   std::vector<Interval> busy_, exposed_comm_, copy_only_, dataloader_, sync_, sync_busy_;
+  bool dependency_visible_ = dependency_visible(c_);
 };
 
 Verdict classify(const Facts& f, bool has_device) {
@@ -240,7 +248,7 @@ Verdict classify(const Facts& f, bool has_device) {
   // The host blocked in an allocator call or initialisation is host work
   // that launches nothing; blocked in a sync or a synchronous copy, it waits
   // on the device (sync-bound).
-  const std::array<std::pair<std::int64_t, Verdict>, 5> causes = {{{f.idle_queued, Verdict::kDependencyBound},
+  const std::array<std::pair<std::int64_t, Verdict>, 5> causes = {{{f.idle_queued, f.dependency_visible ? Verdict::kDependencyBound : Verdict::kUnclear},
                                                                    {f.idle_launch, Verdict::kOverheadBound},
                                                                    {f.idle_host + f.idle_blocked_host, Verdict::kHostBound},
                                                                    {f.idle_sync, Verdict::kSyncBound},
@@ -351,9 +359,10 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const s
              " of the time while the host is blocked in them or in copies made synchronous (pageable memory)";
       }
       if (f.share(f.idle_queued) >= kIdleCauseShare) {
-        s += "; for " + pct(f.share(f.idle_queued)) +
-             " of the time the GPU is idle with launched work not started: the awaited work is queued behind other "
-             "streams or ranks";
+        s += "; for " + pct(f.share(f.idle_queued)) + " of the time the GPU is idle with launched work not started: " +
+             (f.dependency_visible ? "the awaited work is queued behind other streams or ranks"
+                                   : "nothing in the trace holds it back (one stream, no stream wait: another process on "
+                                     "the GPU, its clocks, module loading)");
       }
       return s;
     }
@@ -403,7 +412,11 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const s
                       ", launched work waiting " + pct(f.share(f.idle_queued)) + ", blocked in " + api +
                       " synchronization " + pct(f.share(f.sync)) + ", nothing recorded on host or device " +
                       pct(f.share(f.idle_unrecorded));
-      s += f.share(f.idle_unrecorded) >= kIdleCauseShare
+      s += !f.dependency_visible && f.share(f.idle_queued) >= kIdleCauseShare &&
+                   f.idle_queued >= f.idle_unrecorded
+               ? ": launched work starts late with nothing in the trace holding it back (one stream, no stream "
+                 "wait): check the GPU itself (another process on it, its clocks or power state, module loading)"
+           : f.share(f.idle_unrecorded) >= kIdleCauseShare
                ? ": the trace does not show what filled most of the time (an excerpt, or work outside the profiler)"
                : ": no share is large enough to name a cause";
       return s;

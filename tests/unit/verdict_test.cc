@@ -85,6 +85,22 @@ TEST(Verdict, DependencyBoundWhenLaunchedWorkWaitsWithTheDeviceIdle) {
   EXPECT_TRUE(contains(d.summary, "not on the host")) << d.summary;
 }
 
+TEST(Verdict, LateWorkOnOneStreamWithNoWaitIsNoDependency) {
+  // The same late start with no stream wait in the trace and one stream:
+  // nothing the trace holds could be waited for (another process on the
+  // GPU, its clocks): not dependency-bound, and the remedy says to check
+  // the GPU (issue 38's fifth round: an RTX 4090 sparse PDE run).
+  const Diagnosis d = judge(doc({step(1, 0, 6'000), launch(10, 5, 1), kernel("gemm", 7, 5'000, 900, 1)}));
+  EXPECT_EQ(d.verdict, Verdict::kUnclear) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "nothing in the trace holding it back")) << d.summary;
+  bool checked = false;
+  for (const Finding& f : d.findings) {
+    if (f.advice.find("Check the GPU before the program") != std::string::npos) checked = true;
+    EXPECT_EQ(f.advice.find("StreamWaitEvent"), std::string::npos) << f.id << ": " << f.advice;
+  }
+  EXPECT_TRUE(checked);
+}
+
 TEST(Verdict, SyncBoundWhenTheHostBlocksInABlockingCopy) {
   // cudaMemcpy (not Async) returns when the copy is done: 6 ms of a 10 ms step.
   const Diagnosis d = judge(doc({step(1, 0, 10'000), launch(10, 5, 1), kernel("gemm", 7, 20, 1'000, 1),
