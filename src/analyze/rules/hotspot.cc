@@ -329,23 +329,21 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     // (threads, dtype, BLAS) does not apply (issue 38's fifth round: an A40
     // trace's 2 cudaFree calls, 61% of its CPU time, got it).
     const std::string who = "(" + count_of(best->count, "call") + " at " + avg + " each)";
-    if (is_device_free(best->key) && !c.is_torch()) {
+    const std::string pool = ": keep buffers across iterations (a pool) instead of ";
+    if (is_device_free(best->key)) {
       f.advice = name + " gives device memory back to the driver, waiting for the device first " + who +
-                 ": keep buffers across iterations (a pool) instead of freeing and allocating them again. Each free "
-                 "also stalls the host until the queued work is done.";
-    } else if (is_device_free(best->key)) {
-      f.advice = name + " gives device memory back to the driver, waiting for the device first " + who +
-                 ": torch's caching allocator frees only when told to, so drop torch.cuda.empty_cache() from the "
-                 "loop, or find the memory limit or fraction it keeps reaching or the cache turned off "
-                 "(PYTORCH_NO_CUDA_MEMORY_CACHING=1). Each free also stalls the host until the queued work is done.";
-    } else if (is_device_malloc(best->key) && !c.is_torch()) {
-      f.advice = name + " takes memory from the driver " + who +
-                 ": keep buffers across iterations (a pool) instead of allocating them in the loop.";
+                 (c.is_torch() ? ": torch's caching allocator frees only when told to, so drop torch.cuda.empty_cache() "
+                                 "from the loop, or find the memory limit or fraction it keeps reaching or the cache "
+                                 "turned off (PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
+                               : pool + "freeing and allocating them again") +
+                 ". Each free also stalls the host until the queued work is done.";
     } else if (is_device_malloc(best->key)) {
       f.advice = name + " takes memory from the driver " + who +
-                 ": torch's caching allocator grows its pool, which in a steady loop stops after the first "
-                 "iterations; if it does not, the cache is being emptied (torch.cuda.empty_cache()) or fragmented "
-                 "(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True). Reuse buffers of the same size.";
+                 (c.is_torch() ? ": torch's caching allocator grows its pool, which in a steady loop stops after the "
+                                 "first iterations; if it does not, the cache is being emptied (torch.cuda.empty_cache()) "
+                                 "or fragmented (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True). Reuse buffers of the "
+                                 "same size."
+                               : pool + "allocating them in the loop.");
     } else {
       f.advice = name + " is the host waiting for the device " + who +
                  ": find what needs the result on the host (.item(), .cpu(), .tolist(), printing a tensor, a "
