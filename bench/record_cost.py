@@ -40,6 +40,7 @@ Needs PyTorch with CUDA, a GPU, tprof built with CUPTI and
 cuda_capture_bench; without a GPU it says why and exits 2.
 """
 import argparse
+import gzip
 import json
 import os
 import platform
@@ -203,7 +204,7 @@ def trace_events_per_step(directory, before, steps):
     if not written:
         return None
     path = os.path.join(directory, written[-1])
-    opener = __import__("gzip").open if path.endswith(".gz") else open
+    opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
         events = json.load(f).get("traceEvents", [])
     kinds = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver"}
