@@ -663,10 +663,12 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
   // profiler recorded the host side only (docs/diagnose.md, "Trace health",
   // device_activity_missing).
   if (const GpuWorkIssued g = gpu_work_issued(c); g.any()) {
-    d->summary = "the GPU's activity was not recorded: the trace shows " + g.text() +
-                 " but no device activity, so this is not a CPU-only program and there is nothing to judge the GPU "
-                 "by; " +
-                 (g.issue_calls > 0 && !c.runtime.empty()
+    d->summary = std::string(g.reads_only() ? "the device's" : "the GPU's") + " activity was not recorded: the trace shows " +
+                 g.text() + " but no device activity, so this is not a CPU-only program and there is nothing to judge "
+                 "the " + (g.reads_only() ? "device" : "GPU") + " by; " +
+                 (g.reads_only() ? std::string("profile the device with its own tool (Apple MPS: torch.mps.profiler and "
+                                               "Instruments; a GPU: ProfilerActivity.CUDA)")
+                  : g.issue_calls > 0 && !c.runtime.empty()
                       ? std::string("the CUDA activity was on (runtime calls are recorded), so find why its device "
                                     "records were lost")
                       : std::string("profile again with ProfilerActivity.CUDA"));

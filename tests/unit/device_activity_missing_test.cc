@@ -115,5 +115,38 @@ TEST(DeviceActivityMissing, NcclOpsWithoutDeviceActivity) {
   EXPECT_NE(d.summary.find("profile again with ProfilerActivity.CUDA"), std::string::npos) << d.summary;
 }
 
+// An Apple MPS training step as torch.profiler records it (issue 38's fifth
+// round): host ops only, no CUDA sign at all, but .item() calls
+// (aten::_local_scalar_dense) that wait milliseconds, which a CPU tensor's
+// read cannot: the tensors live on a device the trace does not record.
+TEST(DeviceActivityMissing, ScalarReadsThatWaitAreADeviceNotRecorded) {
+  auto trace = [](double read_us) {
+    std::string s = R"({"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::addcdiv_", "pid": 1, "tid": 18173459, "ts": 0, "dur": 300},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::item", "pid": 1, "tid": 18173459, "ts": 400, "dur": READ},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::_local_scalar_dense", "pid": 1, "tid": 18173459, "ts": 401, "dur": READ},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::item", "pid": 1, "tid": 18173459, "ts": 30000, "dur": READ},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::_local_scalar_dense", "pid": 1, "tid": 18173459, "ts": 30001, "dur": READ}
+]})";
+    const std::string v = std::to_string(read_us);
+    for (std::size_t at; (at = s.find("READ")) != std::string::npos;) s.replace(at, 4, v);
+    return s;
+  };
+  Result<Trace> t = read_trace_bytes(trace(5'000));
+  ASSERT_TRUE(t.has_value());
+  const Diagnosis d = diagnose(*t);
+  EXPECT_EQ(d.verdict, Verdict::kUnclear) << d.summary;
+  const Finding* f = find(d, "device_activity_missing");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->title.starts_with("the device's activity was not recorded: the trace shows 2 scalar reads")) << f->title;
+  EXPECT_NE(f->advice.find("Apple MPS"), std::string::npos) << f->advice;
+  // Reads of a microsecond are a CPU tensor's: cpu-only, silent.
+  Result<Trace> cpu = read_trace_bytes(trace(1));
+  ASSERT_TRUE(cpu.has_value());
+  const Diagnosis c = diagnose(*cpu);
+  EXPECT_EQ(c.verdict, Verdict::kCpuOnly) << c.summary;
+  EXPECT_EQ(find(c, "device_activity_missing"), nullptr);
+}
+
 }  // namespace
 }  // namespace tprof

@@ -40,6 +40,11 @@ bool is_gpu_library_op(std::string_view n) {
 // c10::DeviceType: 1 CUDA, 6 HIP.
 bool is_gpu_memory(const MemoryRecord& r) { return r.device_type == 1 || r.device_type == 6; }
 
+// A scalar read that waited: 1 ms where a CPU tensor's read takes well under
+// a µs; two of them, so one preempted call is not a device.
+constexpr std::int64_t kBlockingReadNs = 1'000'000;
+constexpr std::int64_t kMinBlockingReads = 2;
+
 }  // namespace
 
 GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
@@ -68,6 +73,19 @@ GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
   for (const MemoryRecord& r : c.trace.memory) {
     if (is_gpu_memory(r)) ++g.gpu_memory_records;
   }
+  std::int64_t reads = 0, read_ns = 0;
+  std::uint32_t longest = kNoIndex;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.name(e) != "aten::_local_scalar_dense" || c.dur(e) < kBlockingReadNs) continue;
+    ++reads;
+    sat_acc(read_ns, c.dur(e));
+    if (longest == kNoIndex || c.dur(e) > c.dur(longest)) longest = e;
+  }
+  if (reads >= kMinBlockingReads) {
+    g.blocking_reads = reads;
+    g.blocking_read_ns = read_ns;
+    g.longest_read = longest;
+  }
   return g;
 }
 
@@ -76,6 +94,10 @@ std::string GpuWorkIssued::text() const {
   if (issue_calls > 0) parts.push_back(std::to_string(issue_calls) + " kernel launch or copy calls");
   if (library_ops > 0) parts.push_back(std::to_string(library_ops) + " cuDNN/MIOpen/cuBLAS/NCCL ops");
   if (gpu_memory_records > 0) parts.push_back(std::to_string(gpu_memory_records) + " memory events on a GPU");
+  if (blocking_reads > 0) {
+    parts.push_back(std::to_string(blocking_reads) + " scalar reads (.item()) that wait " + format_ns(blocking_read_ns) +
+                    " in all (a CPU tensor's read takes under a microsecond)");
+  }
   std::string s;
   for (std::size_t i = 0; i < parts.size(); ++i) s += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
   return s;
@@ -87,8 +109,17 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
   Finding f;
   f.id = "device_activity_missing";
   f.severity = FindingSeverity::kWarning;
-  f.title = "the GPU's activity was not recorded: the trace shows " + g.text() + " but no kernel, copy or memset";
+  f.title = std::string(g.reads_only() ? "the device's" : "the GPU's") + " activity was not recorded: the trace shows " + g.text() + " but no kernel, copy or memset";
   f.evidence.num("launch_calls", g.issue_calls).num("gpu_library_ops", g.library_ops).num("gpu_memory_events", g.gpu_memory_records);
+  if (g.blocking_reads > 0) {
+    f.evidence.num("blocking_scalar_reads", g.blocking_reads)
+        .num("blocking_scalar_read_ns", g.blocking_read_ns)
+        .event("longest_scalar_read", c.ref(g.longest_read));
+  }
+  // Only waiting reads, no CUDA/HIP sign: a device torch.profiler cannot
+  // record (issue 38's fifth round: an Apple MPS training step, macOS
+  // thread ids, 5-28 ms .item() calls, was called cpu-only).
+  const bool reads_only = g.reads_only();
   if (g.first_call != kNoIndex) f.evidence.event("first_call", c.ref(g.first_call));
   if (g.first_op != kNoIndex) f.evidence.event("first_gpu_op", c.ref(g.first_op));
   // Runtime calls come from CUPTI's (roctracer's) callbacks: where the trace
@@ -99,7 +130,14 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
   const bool asked = g.issue_calls > 0 && !c.runtime.empty();
   f.evidence.text("device_side_requested", asked ? "yes: runtime calls recorded" : "no runtime call recorded");
   f.advice =
-      asked ? "Find why the device records were lost: the trace has the runtime calls, so the CUDA activity was on, "
+      reads_only
+          ? "Profile the device the program runs on with its own tool: " + std::to_string(g.blocking_reads) +
+                " .item() calls wait " + format_ns(g.blocking_read_ns) +
+                ", so the tensors live on an asynchronous device the trace does not record. On Apple MPS "
+                "torch.profiler records no device activity at all (torch.mps.profiler with Instruments' Metal System "
+                "Trace shows it); on a GPU, add ProfilerActivity.CUDA. Until then the CPU times include waits on "
+                "the device."
+      : asked ? "Find why the device records were lost: the trace has the runtime calls, so the CUDA activity was on, "
               "but CUPTI (roctracer on ROCm) delivered no kernel or copy record. Usual causes: a platform where CUPTI's "
               "activity API does not work (WSL 2 with an older driver, a vGPU or container without the profiling "
               "capability), a CUPTI older than the driver, or another profiler (Nsight Systems, DCGM profiling) holding "
