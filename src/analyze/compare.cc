@@ -508,9 +508,26 @@ std::int64_t to_ns(double v) {
   return static_cast<std::int64_t>(std::llround(v));
 }
 
-// The interval: the 2.5th and 97.5th percentiles of the resampled changes
-// (mean_B − mean_A, and mean_B / mean_A − 1 in percent).
-void set_interval(MetricComparison* m, std::vector<double> diff, std::vector<double> rel) {
+// The resampled changes of both bootstraps: mean_B − mean_A, and
+// mean_B / mean_A − 1 in percent where A's mean is positive.
+struct ResampledChanges {
+  std::vector<double> diff, rel;
+  explicit ResampledChanges(std::size_t resamples) {
+    diff.reserve(resamples);
+    rel.reserve(resamples);
+  }
+  // One resample's sums over its `na` and `nb` drawn values.
+  void add(double sum_a, std::size_t na, double sum_b, std::size_t nb) {
+    const double ra = sum_a / static_cast<double>(na), rb = sum_b / static_cast<double>(nb);
+    diff.push_back(rb - ra);
+    if (ra > 0) rel.push_back(100.0 * (rb / ra - 1.0));
+  }
+};
+
+// The interval: the 2.5th and 97.5th percentiles of the resampled changes.
+void set_interval(MetricComparison* m, ResampledChanges changes) {
+  std::vector<double>& diff = changes.diff;
+  std::vector<double>& rel = changes.rel;
   auto bounds = [](std::vector<double>& v, double* lo, double* hi) {
     if (v.empty()) return;
     std::sort(v.begin(), v.end());
@@ -562,9 +579,7 @@ MetricComparison compare_metric(CompareMetric metric, const std::vector<std::int
   m.has_interval = true;
   const std::size_t resamples = resample_count(a.size(), b.size());
   SplitMix rng{0x7470726f66ull};  // "tprof"
-  std::vector<double> diff, rel;
-  diff.reserve(resamples);
-  rel.reserve(resamples);
+  ResampledChanges changes(resamples);
   for (std::size_t r = 0; r < resamples; ++r) {
     double sa = 0, sb = 0;
     if (m.paired) {
@@ -577,11 +592,9 @@ MetricComparison compare_metric(CompareMetric metric, const std::vector<std::int
       for (std::size_t k = 0; k < a.size(); ++k) sa += static_cast<double>(a[rng.below(a.size())]);
       for (std::size_t k = 0; k < b.size(); ++k) sb += static_cast<double>(b[rng.below(b.size())]);
     }
-    const double ra = sa / static_cast<double>(a.size()), rb = sb / static_cast<double>(b.size());
-    diff.push_back(rb - ra);
-    if (ra > 0) rel.push_back(100.0 * (rb / ra - 1.0));
+    changes.add(sa, a.size(), sb, b.size());
   }
-  set_interval(&m, std::move(diff), std::move(rel));
+  set_interval(&m, std::move(changes));
   return m;
 }
 
@@ -618,9 +631,7 @@ MetricComparison compare_metric_over_runs(CompareMetric metric, const std::vecto
     }
     return sum;
   };
-  std::vector<double> diff, rel;
-  diff.reserve(resamples);
-  rel.reserve(resamples);
+  ResampledChanges changes(resamples);
   for (std::size_t r = 0; r < resamples; ++r) {
     double sa = 0, sb = 0;
     if (m.paired_runs) {
@@ -641,11 +652,9 @@ MetricComparison compare_metric_over_runs(CompareMetric metric, const std::vecto
       sa = draw(a, runs_a, na);
       sb = draw(b, runs_b, nb);
     }
-    const double ra = sa / static_cast<double>(a.size()), rb = sb / static_cast<double>(b.size());
-    diff.push_back(rb - ra);
-    if (ra > 0) rel.push_back(100.0 * (rb / ra - 1.0));
+    changes.add(sa, a.size(), sb, b.size());
   }
-  set_interval(&m, std::move(diff), std::move(rel));
+  set_interval(&m, std::move(changes));
   return m;
 }
 
