@@ -123,7 +123,7 @@ class TraceSymbolTable:
         trace_df[col] = table[ids]
 
 
-def _hta_times(trace: Any, ev: pd.DataFrame) -> Tuple[np.ndarray, np.ndarray]:
+def _hta_times(trace: Any, base: int, ev: pd.DataFrame) -> Tuple[np.ndarray, np.ndarray]:
     """HTA's ts and dur (µs) of the rows of `ev`, in the file's own time
     frame (tprof's reader adds baseTimeNanoseconds; HTA does not). When some
     event's ts is not a whole µs HTA moves every event inward to whole µs
@@ -131,7 +131,6 @@ def _hta_times(trace: Any, ev: pd.DataFrame) -> Tuple[np.ndarray, np.ndarray]:
     exact end, the exact one is taken here), else it keeps the file's
     values: whole-µs ts, and dur as written (float where one is fractional).
     The decision is the C++ breakdowns' (HtaClock, docs/diagnose.md)."""
-    base = int(trace.metadata.get("base_time_ns") or 0)
     all_ts = trace.column("ts_ns").astype(np.int64) - base
     ts_ns = ev["ts_ns"].to_numpy(dtype=np.int64) - base
     dur_ns = ev["dur_ns"].to_numpy(dtype=np.int64)
@@ -147,12 +146,12 @@ def _numeric_or(values: pd.Series, default: int) -> np.ndarray:
     return pd.to_numeric(values, errors="coerce").fillna(default).astype(np.int64).to_numpy()
 
 
-def _rank_frame(trace: Any) -> pd.DataFrame:
-    """One rank's rows before alignment and the step filter."""
+def _rank_frame(trace: Any, metadata: Dict[str, Any]) -> pd.DataFrame:
+    """One rank's rows before alignment and the step filter (metadata: trace.metadata)."""
     ev = trace.events(args=["stream", "correlation"] + [raw for _, raw, _, _ in _ARGS], derived=True)
     keep = (ev["ph"] == "X").to_numpy() & (ev["cat"] != "").to_numpy() & (ev["cat"] != "Trace").to_numpy()
     ev = ev[keep]
-    ts, dur = _hta_times(trace, ev)
+    ts, dur = _hta_times(trace, int(metadata.get("base_time_ns") or 0), ev)
     df = pd.DataFrame({
         "index": ev.index.to_numpy(dtype=np.int64),
         "ts": ts,
@@ -209,10 +208,11 @@ class TraceCollection:
     def __init__(self, traces: Dict[int, Any], include_last_profiler_step: bool, trace_path: str = "") -> None:
         self.trace_path = trace_path
         self.trace_files: Dict[int, str] = {r: t.path for r, t in traces.items()}
-        self.meta_data: Dict[int, Dict[str, Any]] = {r: dict(t.metadata["top_level"]) for r, t in traces.items()}
+        metadata = {r: t.metadata for r, t in traces.items()}  # decoded once per rank
+        self.meta_data: Dict[int, Dict[str, Any]] = {r: dict(m["top_level"]) for r, m in metadata.items()}
         self.symbol_table = TraceSymbolTable()
         self.is_parsed = True
-        frames = {r: _rank_frame(t) for r, t in traces.items()}
+        frames = {r: _rank_frame(t, metadata[r]) for r, t in traces.items()}
         starts = [int(df["ts"].min()) for df in frames.values() if len(df)]
         self.min_ts: int = min(starts) if starts else 0
         step_names = set()

@@ -89,15 +89,14 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   // copied every iteration, not set-up (issue 38's fifth round: a 19 MB
   // batch copied right after the loader's first __next__, before the first
   // conv, was told to leave the recording).
-  if (setup && longest->launch != kNoIndex) {
-    const std::int64_t at = c.ts(longest->launch);
-    for (std::uint32_t e : c.host_ops) {
-      if (c.end(e) <= at && c.name(e).find("DataLoader") != std::string_view::npos) {
-        setup = false;
-        from_loader = true;
-        break;
-      }
-    }
+  // The DataLoader calls' earliest end (INT64_MAX: none): also where pinning names the loader.
+  std::int64_t first_loader_end = INT64_MAX;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.name(e).find("DataLoader") != std::string_view::npos) first_loader_end = std::min(first_loader_end, c.end(e));
+  }
+  if (setup && longest->launch != kNoIndex && first_loader_end <= c.ts(longest->launch)) {
+    setup = false;
+    from_loader = true;
   }
   std::sort(steps.begin(), steps.end());
   steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
@@ -144,13 +143,7 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   // Kernels to overlap with, a DataLoader to pin in, and the copies' rate
   // (bytes known for every counted copy).
   const bool kernels = first_kernel >= 0;
-  bool dataloader = false;
-  for (std::uint32_t e : c.host_ops) {
-    if (c.name(e).find("DataLoader") != std::string_view::npos) {
-      dataloader = true;
-      break;
-    }
-  }
+  const bool dataloader = first_loader_end != INT64_MAX;
   const bool all_sized = read <= kMaxBytesRead && bytes > 0 && copy_ns > 0;
   const double gbps = all_sized ? static_cast<double>(bytes) / static_cast<double>(copy_ns) : 0;
   std::string rate;
