@@ -437,8 +437,9 @@ MemoryReport analyze_memory(const MemoryInput& in, const MemoryOptions& o) {
     std::size_t k = 0;
     for (std::size_t bkt = 0; bkt < nb; ++bkt) {
       MemoryPoint p;
-      p.start_ns = v.first_ns + bucket_offset(span, bkt, nb);
-      p.end_ns = v.first_ns + bucket_offset(span, bkt + 1, nb);
+      // Saturating: a hostile snapshot's first time sits at INT64_MAX (the span then clamps to 1).
+      p.start_ns = internal::sat_add(v.first_ns, bucket_offset(span, bkt, nb));
+      p.end_ns = internal::sat_add(v.first_ns, bucket_offset(span, bkt + 1, nb));
       // The level held when the bucket opens counts: a bucket is a stretch of time.
       p.min_allocated = p.max_allocated = carry;
       p.max_reserved = carry_reserved;
