@@ -11,7 +11,7 @@ and merges them (tprof merge). Ground truth: the planted late ranks (1-10%
 of a step late in every step; compute, host or input; one or two ranks; with
 and without tensor-parallel process groups of 8) and jobs with none.
 
-  bench/scale_job.py [--ranks 64 256 1024] [--jobs 20] [--workers 2] [--build build]
+  bench/scale_job.py [--ranks 64 256 1024] [--jobs 20] [--workers 2] [--build build] [--seed 100]
 
 Prints one row per size; figures in bench/README.md, "Jobs on Dask".
 """
@@ -27,7 +27,7 @@ ROOT = os.path.dirname(HERE)
 CAUSE = {"compute": "computation", "host": "host", "input": "input"}
 
 
-def specs(ranks, jobs, make_jobs):
+def specs(ranks, jobs, make_jobs, seed=100):
     """`jobs` specs: every 5th without a straggler; the others cycle causes,
     1-10% late, one or two late ranks (in different TP groups), TP 8 or none."""
     out = []
@@ -35,13 +35,13 @@ def specs(ranks, jobs, make_jobs):
     for j in range(jobs):
         tp = 8 if j % 2 == 0 else 1
         if j % 5 == 4:
-            out.append(make_jobs.Spec(ranks, late=(), tp=tp, seed=100 + j))
+            out.append(make_jobs.Spec(ranks, late=(), tp=tp, seed=seed + j))
             continue
         n_late = 1 + (j % 3 == 1)
         first = (j * 37 + 5) % ranks
         late = [first] + ([(first + ranks // 2 + 3) % ranks] if n_late == 2 else [])
         cause = ["compute", "host", "input"][j % 3]
-        out.append(make_jobs.Spec(ranks, late=late, cause=cause, late_pct=pcts[j % 4], tp=tp, seed=100 + j))
+        out.append(make_jobs.Spec(ranks, late=late, cause=cause, late_pct=pcts[j % 4], tp=tp, seed=seed + j))
     return out
 
 
@@ -51,6 +51,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=20)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--seed", type=int, default=100,
+                    help="job j's seed is SEED + j (100: the jobs the thresholds were set on; others: unseen jobs)")
     a = ap.parse_args()
     ranks_dir = os.path.join(ROOT, "tests", "data", "ranks")
     py = os.path.join(os.path.abspath(a.build), "python")
@@ -63,7 +65,7 @@ def main():
 
     cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None)
     client = Client(cluster)
-    print(f"{a.workers} worker processes, {a.jobs} jobs per size")
+    print(f"{a.workers} worker processes, {a.jobs} jobs per size, seeds {a.seed}-{a.seed + a.jobs - 1}")
     print("| ranks | jobs | planted | found (right cause) | named | recall | precision | median job wall | "
           "s per 1,000 ranks | worker peak RSS | summaries per job | client RSS growth |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -71,7 +73,7 @@ def main():
         planted = found = named = right = 0
         walls, sizes = [], []
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        for spec in specs(n, a.jobs, make_jobs):
+        for spec in specs(n, a.jobs, make_jobs, a.seed):
             t = time.perf_counter()
             summaries = client.gather(client.map(make_jobs.summarize_generated, [spec] * n, range(n), pure=False))
             view = json.loads(_tprof.merge_job(summaries, [], "json"))

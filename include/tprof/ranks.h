@@ -209,11 +209,13 @@ struct Straggler {
   std::int64_t compared = 0;
   std::vector<ArrivalCause> before;   // excess over the others, largest first (named ones only)
   // Where a rank joins several groups (tensor- and data-parallel process
-  // groups), collectives, last_at and ranks count the group where it is
-  // last at the largest share; last_on names it ("pg tp4"), "" for one group.
+  // groups), collectives, last_at, ranks, chance and lateness_z are those
+  // of the group it is judged in (one where it is named, else any; of
+  // those, where being last that often is least likely by chance);
+  // last_on names it ("pg tp4"), "" for one group.
   std::string last_on;
   double chance = 1;             // the odds of being last that often by chance (binomial tail)
-  double lateness_z = 0;         // its median lateness over the standard error of its group's arrival jitter
+  double lateness_z = 0;         // its lateness (Hodges-Lehmann) over its standard error under the others' arrival jitter
   // A rank late because it waits in another collective for a named
   // straggler of a group they share (its group's collective): that rank;
   // such a follower is not named. -1 otherwise.

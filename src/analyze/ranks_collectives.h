@@ -32,11 +32,19 @@ inline constexpr double kStragglerMinWaitPct = 5.0;
 // is last at every collective and costs every rank 1% (issue 39).
 inline constexpr double kStragglerSignificantWaitPct = 0.5;
 inline constexpr double kStragglerChance = 1e-4;
-// ... or where its median lateness (its arrival − the collective's median
-// arrival) is this many standard errors beyond the arrival jitter of its
-// group: a rank 1% late in a group of 8 whose arrivals jitter by ±0.55% is
-// last at 5 of 8 (chance 1 in 900) but 9 standard errors late.
+// ... or where its lateness (its arrival − the collective's median arrival;
+// the Hodges-Lehmann estimate over its collectives) is this many standard
+// errors beyond the arrival jitter of the others in its group: a rank 1%
+// late in a group of 8 whose arrivals jitter by ±0.55% is last at 5 of 8
+// (chance 1 in 800) but 5.2 standard errors late or more, punctual ranks
+// last that often 3.6 at most (bench/README.md, "Jobs on Dask").
 inline constexpr double kStragglerMinLatenessZ = 5.0;
+// Collectives in a group up to which the lateness is the Hodges-Lehmann
+// estimate (n(n+1)/2 pairwise means); the median beyond.
+inline constexpr std::size_t kMaxHodgesLehmann = 256;
+// The jitter a rank's lateness is judged against leaves its own arrivals
+// out unless they are under 1/kOwnShareOfPool of its group's.
+inline constexpr std::size_t kOwnShareOfPool = 32;
 // Its lateness is not chance, by either test above: a 0.5% wait suffices.
 inline bool late_beyond_chance(const Straggler& s) {
   return s.chance <= kStragglerChance || s.lateness_z >= kStragglerMinLatenessZ;

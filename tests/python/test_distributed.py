@@ -312,6 +312,49 @@ class GeneratedJobs(WithACluster):
                 for r in late:
                     self.assertEqual(named[r]["before"][0]["what"], self.CAUSE[cause])
 
+    @staticmethod
+    def view_here(spec):
+        """The job view with each rank summarized in this process (the
+        workers' function; no cluster needed)."""
+        from tprof import _tprof
+
+        summaries = [make_jobs.summarize_generated(spec, r) for r in range(spec.ranks)]
+        return json.loads(_tprof.merge_job(summaries, [], "json"))
+
+    def test_a_rank_1pct_late_in_a_tp_group_of_8_is_named_and_no_other(self):
+        # 1% of a step is 73 us; the group's arrivals jitter by about +-60 us,
+        # so the late rank is last at only 5 or 6 of its 8 TP collectives
+        # (chance 1 in 800 or more) and is named by its lateness beyond the
+        # others' jitter. The median of its latenesses, over a jitter that
+        # counted its own, left seeds 87, 89 and 104 under 5 standard errors
+        # (not named); the Hodges-Lehmann estimate over the others' jitter
+        # reads 6.8, 7.3 and 8.6. The statistic must not name a punctual
+        # rank of these jobs either.
+        for seed in range(80, 110):
+            with self.subTest(seed=seed):
+                spec = make_jobs.Spec(16, late=[5], cause="compute", late_pct=1.0, tp=8, seed=seed)
+                named = {s["rank"]: s for s in self.view_here(spec)["stragglers"]}
+                self.assertLessEqual(set(named), {5})
+                if seed in (87, 89, 104):
+                    self.assertIn(5, named)
+                    self.assertEqual(named[5]["last_on"], "pg tp0")
+                    self.assertGreater(named[5]["chance"], 1e-4)  # named on its lateness, not on the count
+                    self.assertGreaterEqual(named[5]["lateness_z"], 5.0)
+
+    def test_a_rank_is_judged_in_its_own_group_not_only_where_last_is_rarest(self):
+        # Rank 597 of 600, 1% late on the host: last at 6 of its 8 TP
+        # collectives (pg tp74, chance 8.5e-5: a straggler) but at only 3
+        # of the 8 data-parallel all-reduces, where its whole TP group
+        # arrives with it. Among 600 ranks 3 of 8 is the rarer by chance
+        # (1 in 4 million), and judged there alone it failed the share.
+        spec = make_jobs.Spec(600, late=[88, 597], cause="host", late_pct=1.0, tp=8, seed=116)
+        named = {s["rank"]: s for s in self.view_here(spec)["stragglers"]}
+        self.assertEqual(sorted(named), [88, 597])
+        s = named[597]
+        self.assertEqual((s["last_on"], s["last_at"], s["collectives"]), ("pg tp74", 6, 8))
+        self.assertLess(s["chance"], 1e-4)
+        self.assertEqual(s["before"][0]["what"], "host")
+
     def test_a_rank_is_made_alone_and_the_same_every_time(self):
         spec = make_jobs.Spec(1024, late=[5], tp=8, seed=3)
         a = make_jobs.rank_trace(spec, 1000)
