@@ -208,6 +208,14 @@ struct Straggler {
   // (within 1 ms, aligned): the ones `before` compares.
   std::int64_t compared = 0;
   std::vector<ArrivalCause> before;   // excess over the others, largest first (named ones only)
+  // Its late collectives that are the first of a recorded window on it (no
+  // earlier collective in its trace, so the stretch starts at its step) and
+  // whose stretch starts later than the others' by half its lateness there
+  // or more: it is late before the window begins, where its trace cannot
+  // say why. Their count, and the median of how much later its stretch
+  // starts than the other ranks' median.
+  std::int64_t late_at_window_start = 0;
+  std::int64_t window_start_late_ns = 0;
   // Where a rank joins several groups (tensor- and data-parallel process
   // groups), collectives, last_at, ranks, chance and lateness_z are those
   // of the group it is judged in (one where it is named, else any; of

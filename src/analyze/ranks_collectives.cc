@@ -22,6 +22,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "src/analyze/intervals.h"
@@ -311,7 +312,12 @@ std::string straggler_advice(const Straggler& s, const std::string& waits_at) {
   std::string a;
   const ArrivalCause* top = s.before.empty() ? nullptr : &s.before[0];
   const std::string named = top != nullptr && !top->top.empty() ? " (" + title_name(top->top) + ")" : "";
-  if (s.compared == 0) {
+  if (late_before_window(s)) {
+    a = k + " is already late when its recorded window begins: its step starts " + format_ns(s.window_start_late_ns) +
+        " after the other ranks' (median, clocks aligned on the collectives' ends), before anything its trace "
+        "shows. Record several steps in a row (schedule active=2 or more) or start the profiler earlier, so that "
+        "the time before its step falls inside the window, and read it again.";
+  } else if (s.compared == 0) {
     a = "Read what " + k + " does before its late collectives: its stretches before them do not start with the "
         "other ranks' (a collective only some ranks run), so they are not compared here.";
   } else if (top == nullptr) {
@@ -697,6 +703,17 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     const double se = factor * 1.4826 * mad / std::sqrt(static_cast<double>(m));
     return estimate / se;
   };
+  // Whether a collective's stretch starts at the end of one of its rank's
+  // own collectives (summarize_collectives starts it there when the trace
+  // has an earlier one; else at its step or the trace's start: the first
+  // collective of a recorded window).
+  std::vector<std::unordered_set<std::int64_t>> own_ends(n);
+  for (std::size_t ri = 0; ri < n; ++ri) {
+    for (const RankCollective& c : order[ri]->collectives) own_ends[ri].insert(c.end_ns);
+  }
+  auto starts_at_own_collective = [&](std::size_t ri, const RankCollective& c) {
+    return own_ends[ri].contains(sat_sub(c.start_ns, c.before_ns));
+  };
   std::vector<Straggler> candidates;
   std::vector<std::size_t> candidate_ri;
   for (std::size_t ri = 0; ri < n; ++ri) {
@@ -708,7 +725,7 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     s.ranks = mean_median(members_of[ri]);
     s.steps = static_cast<std::int64_t>(steps_of[ri].size());
     std::map<std::int32_t, std::int64_t> by_group;
-    std::vector<std::int64_t> leads, afters;
+    std::vector<std::int64_t> leads, afters, window_late;
     std::array<std::int64_t, 4> excess = {0, 0, 0, 0};
     std::array<std::map<std::string, std::int64_t>, 3> tops;  // kernel, collective, host event
     // The wait it inflicts, per step: summed within each group, the largest
@@ -726,10 +743,26 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
       // (each starts at its rank's previous collective: one the others
       // lack makes it shorter there, or longer on a rank that lacks it).
       std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = std::numeric_limits<std::int64_t>::min();
+      std::int64_t my_from = 0;
+      bool opens_window = false;
+      std::vector<std::int64_t> others_from;
       for (const std::size_t k : in.idx) {
         const std::int64_t from = sat_sub(arrival[k], entries[k].c->before_ns);
         lo = std::min(lo, from);
         hi = std::max(hi, from);
+        if (entries[k].ri == in.last) {
+          my_from = from;
+          opens_window = !starts_at_own_collective(ri, *entries[k].c);
+        } else {
+          others_from.push_back(from);
+        }
+      }
+      // The first collective of a window on it: its stretch starts at its
+      // step, and when that start is already late by half of its lateness
+      // here, the delay is before the window (its trace cannot show it).
+      if (opens_window && !others_from.empty()) {
+        const std::int64_t late = sat_sub(my_from, mean_median(std::move(others_from)));
+        if (late > kArrivalTieNs && late >= in.wait / 2) window_late.push_back(late);
       }
       if (sat_sub(hi, lo) > kCollectiveEndToleranceNs) continue;
       ++s.compared;
@@ -766,6 +799,8 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     s.collective = group_of[static_cast<std::size_t>(worst)].second;
     s.wait_per_step_ns = per_step(ri, s.wait_ns);
     s.wait_pct = pct(ri, s.wait_ns);
+    s.late_at_window_start = static_cast<std::int64_t>(window_late.size());
+    s.window_start_late_ns = mean_median(std::move(window_late));
     s.lead_ns = mean_median(std::move(leads));
     s.after_arrival_ns = mean_median(std::move(afters));
     auto top_name = [&](std::size_t t, bool loader) {
@@ -852,7 +887,9 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
   // in that group, waited for that rank: with tensor-parallel groups the
   // late rank's whole group arrives late at the data-parallel all-reduce.
   // The root is the straggler.
-  const auto own_cause = [](const Straggler& x) { return !x.before.empty() && x.before[0].what != kCauses[1]; };
+  const auto own_cause = [](const Straggler& x) {
+    return x.late_at_window_start > 0 || (!x.before.empty() && x.before[0].what != kCauses[1]);
+  };
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     Straggler& f = candidates[i];
     if (!f.named || own_cause(f)) continue;

@@ -5,6 +5,7 @@
 // arrives last and the wait it inflicts (view side).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -48,6 +49,17 @@ inline constexpr std::size_t kOwnShareOfPool = 32;
 // Its lateness is not chance, by either test above: a 0.5% wait suffices.
 inline bool late_beyond_chance(const Straggler& s) {
   return s.chance <= kStragglerChance || s.lateness_z >= kStragglerMinLatenessZ;
+}
+// A late rank whose delay lies before its recorded window: it is late at
+// the first collective of its windows already when its step starts
+// (Straggler::late_at_window_start), and that lateness outweighs what the
+// stretches that can be compared show (their top cause, per step).
+inline bool late_before_window(const Straggler& s) {
+  if (s.late_at_window_start == 0) return false;
+  if (s.compared == 0 || s.before.empty()) return true;
+  const double per_step = static_cast<double>(s.window_start_late_ns) * static_cast<double>(s.late_at_window_start) /
+                          static_cast<double>(std::max<std::int64_t>(s.steps, 1));
+  return per_step >= static_cast<double>(s.before[0].excess_per_step_ns);
 }
 // A rank's verdict becomes "waiting for rank k" when its own verdict is
 // communication-bound, dependency-bound or unclear, or when it waits this

@@ -301,9 +301,17 @@ std::string straggler_story(const Straggler& s, const JobView& v) {
                     ", most at " + name_html(s.collective) + " (" + esc(s.on) + "). It arrives " +
                     esc(format_ns(s.lead_ns)) + " after the next-latest rank, and its collectives finish " +
                     esc(format_ns(s.after_arrival_ns)) + " after it arrives (medians).</p>\n";
+  if (s.late_at_window_start > 0) {
+    out += "<p>Already late when its window begins: at " + std::to_string(s.late_at_window_start) + " of its " +
+           std::to_string(s.last_at) + " late collectives (the first of a recorded window on it) its step starts " +
+           esc(format_ns(s.window_start_late_ns)) +
+           " after the other ranks' (median). The delay is before the window, where its trace cannot show it.</p>\n";
+  }
   if (s.compared == 0) {
-    out += "<p class=\"note\">What it did before arriving cannot be compared: at none of its late collectives does the "
-           "stretch since the previous collective start together on every rank.</p>\n";
+    if (s.late_at_window_start == 0) {
+      out += "<p class=\"note\">What it did before arriving cannot be compared: at none of its late collectives does the "
+             "stretch since the previous collective start together on every rank.</p>\n";
+    }
   } else {
     out += "<p>Before arriving, beyond what the other ranks do in the same stretch (" + std::string(s.steps > 0 ? "per step" : "in the window");
     if (s.compared < s.last_at) {

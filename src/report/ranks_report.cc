@@ -80,24 +80,34 @@ std::string fix_label(const Straggler& s) {
   return "fix (up to " + internal::format_ns(s.wait_per_step_ns) + (s.steps > 0 ? " a step" : " in the window") + "): ";
 }
 
+// Late when its recorded window begins: the delay is before the window.
+std::string window_text(const Straggler& s) {
+  return "already late when its window begins: at " + std::to_string(s.late_at_window_start) + " of its " +
+         std::to_string(s.last_at) + " late collectives (the first of a recorded window on it) its step starts " +
+         internal::format_ns(s.window_start_late_ns) +
+         " after the other ranks' (median): the delay is before the window, where its trace cannot show it";
+}
+
 std::string before_line(const Straggler& s) {
   if (s.compared == 0) {
+    if (s.late_at_window_start > 0) return "before arriving: " + window_text(s);
     return "before arriving: not comparable (at none of its late collectives does the stretch since the previous "
            "collective start together on every rank)";
   }
+  const std::string window = s.late_at_window_start > 0 ? "; " + window_text(s) : "";
   std::string out = "before arriving, beyond the other ranks' median" + per_step_text(s);
   if (s.compared < s.last_at) {
     out += " (at " + std::to_string(s.compared) + " of its " + std::to_string(s.last_at) +
            " late collectives: where the stretch since the previous collective starts together on every rank)";
   }
   out += ":";
-  if (s.before.empty()) return out + " nothing";
+  if (s.before.empty()) return out + " nothing" + window;
   for (std::size_t i = 0; i < s.before.size(); ++i) {
     const ArrivalCause& a = s.before[i];
     out += (i == 0 ? " " : ", ") + a.what + " +" + internal::format_ns(a.excess_per_step_ns);
     if (!a.top.empty()) out += " (longest: " + internal::title_name(a.top) + ")";
   }
-  return out;
+  return out + window;
 }
 
 // Why the latest rank is no straggler: each threshold it misses.
@@ -362,6 +372,8 @@ std::string format_job_json(const JobView& v) {
       w.key("lead_ns"); w.value_int(s.lead_ns);
       w.key("after_arrival_ns"); w.value_int(s.after_arrival_ns);
       w.key("compared"); w.value_int(s.compared);
+      w.key("late_at_window_start"); w.value_int(s.late_at_window_start);
+      w.key("window_start_late_ns"); w.value_int(s.window_start_late_ns);
       w.key("before");
       w.begin_array();
       for (const ArrivalCause& c : s.before) {

@@ -428,6 +428,11 @@ TEST(RanksWindowsTest, OneProcessWindowsAreOneRank) {
   ASSERT_EQ(v.stragglers.size(), 1u);
   EXPECT_EQ(v.stragglers[0].rank, 6);
   EXPECT_EQ(v.stragglers[0].last_at, 6);
+  // Its host work is inside each step: its windows begin with the others'
+  // (the first collective of each window is no "before the window" case).
+  EXPECT_EQ(v.stragglers[0].late_at_window_start, 0);
+  ASSERT_FALSE(v.stragglers[0].before.empty());
+  EXPECT_EQ(v.stragglers[0].before[0].what, "host");
   ASSERT_TRUE(v.ranks[0].waiting_for);
   EXPECT_EQ(v.ranks[0].waiting_for->rank, 6);
   // The windows' order on input does not matter.
@@ -445,6 +450,30 @@ TEST(RanksWindowsTest, OneProcessWindowsAreOneRank) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("rank 6: 3 windows"), std::string::npos) << r.out;
+}
+
+// One window per step, and rank 3 spends 10 ms after its previous step's
+// collective and before its next window begins: every window starts late
+// on it and nothing inside explains it. The view says the delay is before
+// the window and asks for a window that starts earlier, where it used to
+// call the stretches "not comparable (a collective only some ranks run)".
+TEST(RanksWindowsTest, LatenessBeforeTheWindowIsSaidSo) {
+  const JobView v = job_view(job_parts("late_before_window"));
+  ASSERT_EQ(v.ranks.size(), 8u);
+  ASSERT_EQ(v.stragglers.size(), 1u);
+  const Straggler& s = v.stragglers[0];
+  EXPECT_EQ(s.rank, 3);
+  EXPECT_EQ(s.last_at, 5);
+  EXPECT_EQ(s.compared, 0);
+  EXPECT_EQ(s.late_at_window_start, 5);
+  EXPECT_NEAR(static_cast<double>(s.window_start_late_ns), 10e6, 0.05e6);
+  EXPECT_EQ(s.advice.rfind("rank 3 is already late when its recorded window begins", 0), 0u) << s.advice;
+  EXPECT_NE(s.advice.find("Record several steps in a row"), std::string::npos) << s.advice;
+  for (const RankRow& r : v.ranks) {
+    if (r.rank == 3) continue;
+    ASSERT_TRUE(r.waiting_for) << r.rank;
+    EXPECT_EQ(r.waiting_for->rank, 3);
+  }
 }
 
 // Without rank numbers the tensorboard worker name (and pid) groups windows;

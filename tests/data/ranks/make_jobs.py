@@ -16,6 +16,13 @@ seconds), so raw timestamps cannot be compared across ranks.
   late_host     8 ranks, rank 6's host spends 15 ms in "log_metrics" before
                 launching the step's work, every step
   late_some     8 ranks, rank 4 is 12 ms late in 2 of 8 steps only: no straggler
+  late_before_window
+                8 ranks, one profiling window per step (schedule(wait=1,
+                active=1): a step unrecorded between windows; files named as
+                tensorboard_trace_handler names them). Rank 3 spends 10 ms
+                after its previous step's collective and before the window
+                begins: every window starts late on it, and nothing in the
+                window explains its lateness
 
 The late rank's clock is set so that, read raw, it would seem to arrive
 first. Deterministic: the same bytes every run (gzip mtime 0).
@@ -37,7 +44,8 @@ OLD_NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
 LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 
 
-def job(name, ranks, late_rank=-1, late_us=0.0, cause="", late_steps=None, old_kineto=False, seed=1):
+def job(name, ranks, late_rank=-1, late_us=0.0, cause="", late_steps=None, old_kineto=False, seed=1, windowed=False,
+        steps=STEPS):
     rng = random.Random(seed)
     # Clock offsets (µs): seconds apart; the late rank's puts it early when read raw.
     offsets = [round(rng.uniform(-4e6, 4e6), 3) for _ in range(ranks)]
@@ -65,12 +73,14 @@ def job(name, ranks, late_rank=-1, late_us=0.0, cause="", late_steps=None, old_k
                           "ts": round(ts + offsets[r], 3), "dur": round(dur, 3), "args": args})
 
     start = [0.0] * ranks  # each rank's step start, true time
-    for n in range(STEPS):
+    window_events = [[] for _ in range(ranks)]  # windowed: each step's events
+    for n in range(steps):
         late_now = late_rank >= 0 and (late_steps is None or n in late_steps)
         plan = []
         for r in range(ranks):
             late = late_us if (late_now and r == late_rank) else 0.0
-            t = start[r]
+            # "outside": the delay is before the step begins, in no event.
+            t = start[r] + (late if cause == "outside" else 0.0)
             loader = 300.0 + rng.uniform(0, 20) + (late if cause == "input" else 0.0)
             host = late if cause == "host" else 0.0
             gemm = 6000.0 + rng.uniform(-40, 40) + (late if cause == "compute" else 0.0)
@@ -80,7 +90,8 @@ def job(name, ranks, late_rank=-1, late_us=0.0, cause="", late_steps=None, old_k
         arrive = [p[4] + p[5] for p in plan]  # the all-reduce waits for the GEMM
         end = max(arrive) + 800.0  # the transfer, once every rank is there
         for r, (t, loader, host, t_mm, gemm_start, gemm) in enumerate(plan):
-            step_no = FIRST_STEP + n
+            step_no = FIRST_STEP + (2 * n if windowed else n)
+            first_event = len(events[r])
             cpu(r, "cpu_op" if not old_kineto else "user_annotation", LOADER, t + 2, loader - 2)
             if host:
                 cpu(r, "user_annotation", "log_metrics", t + loader + 2, host)
@@ -105,19 +116,27 @@ def job(name, ranks, late_rank=-1, late_us=0.0, cause="", late_steps=None, old_k
                               "pid": 4000 + r, "tid": 4000 + r, "ts": round(t + offsets[r], 3),
                               "dur": round(step_end - t, 3)})
             start[r] = step_end
+            if windowed:
+                window_events[r].append(events[r][first_event:])
+                start[r] += 7300.0  # the unrecorded step between windows
     here = os.path.dirname(os.path.abspath(__file__))
     out = os.path.join(here, name)
     os.makedirs(out, exist_ok=True)
     for r in range(ranks):
-        doc = {"schemaVersion": 1,
-               "distributedInfo": {"backend": "nccl", "rank": r, "world_size": ranks},
-               "traceEvents": sorted(events[r], key=lambda e: e["ts"]) + [
-                   {"ph": "M", "name": "process_name", "pid": 4000 + r, "tid": 0, "args": {"name": "python"}},
-                   {"ph": "M", "name": "process_name", "pid": r % 8, "tid": 0, "args": {"name": "GPU %d" % (r % 8)}}]}
-        data = json.dumps(doc, separators=(",", ":")).encode()
-        with open(os.path.join(out, "rank-%02d.json.gz" % r), "wb") as f:
-            with gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9, mtime=0, filename="") as g:
-                g.write(data)
+        files = [("rank-%02d.json.gz" % r, events[r])]
+        if windowed:
+            files = [("trainer-%d_%d.%d.pt.trace.json.gz" % (r, 4000 + r, 1700000000123 + 250 * w), evs)
+                     for w, evs in enumerate(window_events[r])]
+        for file_name, evs in files:
+            doc = {"schemaVersion": 1,
+                   "distributedInfo": {"backend": "nccl", "rank": r, "world_size": ranks},
+                   "traceEvents": sorted(evs, key=lambda e: e["ts"]) + [
+                       {"ph": "M", "name": "process_name", "pid": 4000 + r, "tid": 0, "args": {"name": "python"}},
+                       {"ph": "M", "name": "process_name", "pid": r % 8, "tid": 0, "args": {"name": "GPU %d" % (r % 8)}}]}
+            data = json.dumps(doc, separators=(",", ":")).encode()
+            with open(os.path.join(out, file_name), "wb") as f:
+                with gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9, mtime=0, filename="") as g:
+                    g.write(data)
 
 
 # ---- Jobs of any size, one rank at a time (issue 39's scale test) ----------
@@ -277,6 +296,7 @@ def main():
     job("late_input", 8, late_rank=2, late_us=9000.0, cause="input", old_kineto=True, seed=3)
     job("late_host", 8, late_rank=6, late_us=15000.0, cause="host", seed=4)
     job("late_some", 8, late_rank=4, late_us=12000.0, cause="compute", late_steps={2, 5}, seed=5)
+    job("late_before_window", 8, late_rank=3, late_us=10000.0, cause="outside", seed=6, windowed=True, steps=5)
 
 
 if __name__ == "__main__":
