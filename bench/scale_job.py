@@ -11,7 +11,10 @@ and merges them (tprof merge). Ground truth: the planted late ranks (1-10%
 of a step late in every step; compute, host or input; one or two ranks; with
 and without tensor-parallel process groups of 8) and jobs with none.
 
-  bench/scale_job.py [--ranks 64 256 1024] [--jobs 20] [--workers 2] [--build build] [--seed 100]
+  bench/scale_job.py [--ranks 64 256 1024] [--jobs 20] [--network 10] [--workers 2] [--build build] [--seed 100]
+
+Then the slow-link jobs (cause "network"): one rank's links slow, read from
+the slow transfers of its groups (docs/scale.md, "Slow transfers").
 
 Prints one row per size; figures in bench/README.md, "Jobs on Dask".
 """
@@ -45,12 +48,26 @@ def specs(ranks, jobs, make_jobs, seed=100):
     return out
 
 
+def network_specs(ranks, jobs, make_jobs, seed=100):
+    """`jobs` network specs (tensor-parallel groups of 8, data-parallel
+    groups per local rank): every 5th without a slow link; the others with
+    one rank whose links are 1, 2, 5 or 10% of a step slow."""
+    out = []
+    pcts = [1.0, 2.0, 5.0, 10.0]
+    for j in range(jobs):
+        late = [] if j % 5 == 4 else [(j * 37 + 5) % ranks]
+        out.append(make_jobs.Spec(ranks, late=late, cause="network", late_pct=pcts[j % 4], tp=8, seed=seed + 50 + j,
+                                  dp_groups=True))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ranks", type=int, nargs="+", default=[64, 256, 1024])
     ap.add_argument("--jobs", type=int, default=20)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--network", type=int, default=10, help="slow-link jobs per size (0: none)")
     ap.add_argument("--seed", type=int, default=100,
                     help="job j's seed is SEED + j (100: the jobs the thresholds were set on; others: unseen jobs)")
     a = ap.parse_args()
@@ -69,7 +86,7 @@ def main():
     print("| ranks | jobs | planted | found (right cause) | named | recall | precision | median job wall | "
           "s per 1,000 ranks | worker peak RSS | summaries per job | client RSS growth |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for n in a.ranks:
+    for n in a.ranks if a.jobs > 0 else []:
         planted = found = named = right = 0
         walls, sizes = [], []
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -96,6 +113,34 @@ def main():
         print(f"| {n} | {a.jobs} | {planted} | {found} ({right}) | {named} | {100 * recall:.1f}% | "
               f"{100 * precision:.1f}% | {med:.2f} s | {1000 * med / n:.2f} | {rss / 1024:.0f} MB | "
               f"{sorted(sizes)[len(sizes) // 2] / 1024:.0f} KB | {growth / 1024:.0f} MB |", flush=True)
+    if a.network <= 0:
+        a.ranks = []
+    print()
+    print(f"Slow links ({a.network} jobs per size: tensor-parallel groups of 8, data-parallel groups per local rank; "
+          "found = named the suspect)")
+    print("| ranks | jobs | planted | found | suspects named | stragglers named | recall | precision | by slow % (found/planted) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for n in a.ranks:
+        planted = found = named = stragglers = 0
+        by_pct = {}
+        for spec in network_specs(n, a.network, make_jobs, a.seed):
+            summaries = client.gather(client.map(make_jobs.summarize_generated, [spec] * n, range(n), pure=False))
+            view = json.loads(_tprof.merge_job(summaries, [], "json"))
+            suspects = set(view["slow_transfers"]["suspects"])
+            planted += len(spec.late)
+            named += len(suspects)
+            stragglers += len(view["stragglers"])
+            hit = len(suspects.intersection(spec.late))
+            found += hit
+            if spec.late:
+                f, p = by_pct.get(spec.late_pct, (0, 0))
+                by_pct[spec.late_pct] = (f + hit, p + len(spec.late))
+            del summaries, view
+        recall = found / planted if planted else 1.0
+        precision = found / named if named else 1.0
+        pct = ", ".join(f"{k:g}%: {f}/{p}" for k, (f, p) in sorted(by_pct.items()))
+        print(f"| {n} | {a.network} | {planted} | {found} | {named} | {stragglers} | {100 * recall:.1f}% | "
+              f"{100 * precision:.1f}% | {pct} |", flush=True)
     client.close()
     cluster.close()
 

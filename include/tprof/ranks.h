@@ -216,6 +216,11 @@ struct Straggler {
   // starts than the other ranks' median.
   std::int64_t late_at_window_start = 0;
   std::int64_t window_start_late_ns = 0;
+  // Its late collectives whose stretch starts at the end of its previous
+  // collective, later than the others' by half its lateness there or more:
+  // that collective ended late on it, and the lateness is inherited, not
+  // made in the stretch.
+  std::int64_t late_from_previous = 0;
   // Where a rank joins several groups (tensor- and data-parallel process
   // groups), collectives, last_at, ranks, chance and lateness_z are those
   // of the group it is judged in (one where it is named, else any; of
@@ -257,6 +262,32 @@ struct KernelTypeRow {
   double pct = 0;       // of all rows, 1 decimal (HTA's rounding)
 };
 
+// A process group whose collectives run longer once their last rank has
+// arrived than the other groups of the same collective and size: the
+// transfer itself is slow (a link or NIC of one of its ranks), not an
+// arrival (docs/scale.md, "Slow transfers").
+struct SlowTransfer {
+  std::string group;                  // "pg tp1"
+  std::string collective;             // the kernel's name up to "("
+  std::vector<std::int64_t> members;  // its traced ranks, ascending
+  std::int64_t collectives = 0;       // its matched collectives
+  std::int64_t transfer_ns = 0;       // median: the common end − the last arrival
+  std::int64_t peers = 0;             // the other groups of that collective and size
+  std::int64_t peers_ns = 0;          // the median of their medians
+  std::int64_t excess_per_step_ns = 0;  // (transfer − peers) over its collectives, per step
+};
+
+struct SlowNetwork {
+  std::vector<SlowTransfer> groups;     // largest excess first
+  // The ranks in the most slow groups, when that is two or more (each slow
+  // group alone says only "one of its ranks"): the links to test.
+  std::vector<std::int64_t> suspects;
+  // Ranks that passed the straggler thresholds with no cause of their own,
+  // late because a collective of a slow group ended late on them: not named.
+  std::vector<std::int64_t> followers;
+  std::string advice;
+};
+
 struct JobView {
   bool ranks_from_file_names = false;  // some trace had no distributedInfo.rank
   std::vector<RankRow> ranks;          // by rank
@@ -268,6 +299,7 @@ struct JobView {
   std::vector<Straggler> stragglers;   // named ones, most wait first
   std::optional<Straggler> latest;     // none named: the rank last most often, to say why not
   std::vector<SlowRank> slow_ranks;    // slowest first
+  SlowNetwork network;                 // slow transfers (empty: none)
   std::vector<CommCompOverlap> comm_comp_overlap;  // by rank
   std::vector<KernelTypeRow> kernel_types;         // by time, largest first
 };

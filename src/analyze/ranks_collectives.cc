@@ -341,6 +341,124 @@ std::string straggler_advice(const Straggler& s, const std::string& waits_at) {
          ": overlapping their communication with compute will not help.";
 }
 
+// Ranks as "5, 8-15, 21": runs of consecutive ranks joined.
+std::string rank_list(const std::vector<std::int64_t>& ranks) {
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    out += (out.empty() ? "" : ", ") + std::to_string(ranks[i]);
+    if (j > i) out += (j == i + 1 ? ", " : "-") + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// Slow transfers: per group, the median of its collectives' transfers (the
+// common end − the last arrival), against the other groups of the same
+// collective and size; the ranks in the most slow groups when that is two
+// or more (docs/scale.md, "Slow transfers").
+SlowNetwork slow_network(const std::map<std::int32_t, std::vector<std::pair<std::int64_t, std::int64_t>>>& transfers,
+                         const std::map<std::int32_t, std::vector<std::size_t>>& members,
+                         const std::vector<std::pair<std::string, std::string>>& group_of,
+                         const std::vector<std::int64_t>& shown_rank) {
+  struct Stat {
+    std::int32_t g = 0;
+    std::int64_t median = 0, count = 0, steps = 0;
+  };
+  std::map<std::pair<std::string, std::size_t>, std::vector<Stat>> classes;
+  for (const auto& [g, t] : transfers) {
+    if (t.size() < static_cast<std::size_t>(kStragglerMinLate)) continue;
+    const auto m = members.find(g);
+    if (m == members.end()) continue;
+    std::vector<std::int64_t> v;
+    std::set<std::int64_t> steps;
+    for (const auto& [step, ns] : t) {
+      v.push_back(ns);
+      if (step >= 0) steps.insert(step);
+    }
+    classes[{group_of[static_cast<std::size_t>(g)].second, m->second.size()}].push_back(
+        {g, mean_median(std::move(v)), static_cast<std::int64_t>(t.size()), static_cast<std::int64_t>(steps.size())});
+  }
+  SlowNetwork net;
+  std::map<std::size_t, std::int64_t> slow_count;  // ri -> slow groups it is in
+  auto disjoint = [&](std::int32_t a, std::int32_t b) {
+    const std::vector<std::size_t>& x = members.at(a);  // ascending ri
+    const std::vector<std::size_t>& y = members.at(b);
+    for (std::size_t i = 0, j = 0; i < x.size() && j < y.size();) {
+      if (x[i] == y[j]) return false;
+      if (x[i] < y[j]) {
+        ++i;
+      } else {
+        ++j;
+      }
+    }
+    return true;
+  };
+  for (const auto& [key, stats] : classes) {
+    for (const Stat& x : stats) {
+      // Its peers share no rank with it: the other tensor-parallel groups
+      // for a tensor-parallel one, not the data-parallel groups it crosses
+      // (another message, another link).
+      std::vector<std::int64_t> peers;
+      for (const Stat& y : stats) {
+        if (y.g != x.g && disjoint(x.g, y.g)) peers.push_back(y.median);
+      }
+      if (peers.size() < kMinTransferPeers) continue;
+      const auto n_peers = static_cast<std::int64_t>(peers.size());
+      const std::int64_t mid = mean_median(peers);
+      for (std::int64_t& v : peers) v = v > mid ? sat_sub(v, mid) : sat_sub(mid, v);
+      const double spread = 4 * 1.4826 * static_cast<double>(mean_median(std::move(peers)));
+      const double least = std::max({spread, kSlowTransferShare * static_cast<double>(mid), static_cast<double>(kArrivalTieNs)});
+      const std::int64_t excess = sat_sub(x.median, mid);
+      if (static_cast<double>(excess) < least) continue;
+      SlowTransfer t;
+      t.group = group_of[static_cast<std::size_t>(x.g)].first;
+      t.collective = key.first;
+      for (const std::size_t ri : members.at(x.g)) {
+        t.members.push_back(shown_rank[ri]);
+        ++slow_count[ri];
+      }
+      std::sort(t.members.begin(), t.members.end());
+      t.collectives = x.count;
+      t.transfer_ns = x.median;
+      t.peers = n_peers;
+      t.peers_ns = mid;
+      t.excess_per_step_ns = sat_mul(excess, x.count) / std::max<std::int64_t>(x.steps, 1);
+      net.groups.push_back(std::move(t));
+    }
+  }
+  std::stable_sort(net.groups.begin(), net.groups.end(), [](const SlowTransfer& a, const SlowTransfer& b) {
+    return a.excess_per_step_ns > b.excess_per_step_ns;
+  });
+  std::int64_t most = 0;
+  for (const auto& [ri, c] : slow_count) most = std::max(most, c);
+  if (most >= 2) {
+    for (const auto& [ri, c] : slow_count) {
+      if (c == most) net.suspects.push_back(shown_rank[ri]);
+    }
+    std::sort(net.suspects.begin(), net.suspects.end());
+  }
+  if (net.groups.empty()) return net;
+  if (!net.suspects.empty()) {
+    const bool one = net.suspects.size() == 1;
+    net.advice = "Test the links of " + std::string(one ? "rank " : "ranks ") + rank_list(net.suspects) + " (in " +
+                 std::to_string(most) + " slow groups, more than any other rank): nccl-tests (all_reduce_perf) "
+                 "between " + (one ? "its node" : "their nodes") + " and another, the NIC's error counters and link "
+                 "speed, NCCL_DEBUG=INFO for the transport NCCL chose; replace or leave out the node. Every rank "
+                 "of those groups waits for the transfer: no rank's own work will shorten it. (Unless a slow group's "
+                 "messages are larger than its peers', as with pipeline stages of different sizes: compare their "
+                 "In msg nelems.)";
+  } else {
+    net.advice = "One of the ranks of each slow group has a slow link, and no second slow group narrows it down: "
+                 "test the links of its ranks (nccl-tests between pairs of them, the NIC's error counters, "
+                 "NCCL_DEBUG=INFO for the transport). Every rank of the group waits for the transfer. (Unless "
+                 "its messages are larger than its peers', as with pipeline stages of different sizes: compare "
+                 "their In msg nelems.)";
+  }
+  return net;
+}
+
 }  // namespace
 
 CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
@@ -462,6 +580,9 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
   // Per group: every member's lateness at every collective, pooled (their
   // spread is the arrival jitter a lateness is judged against).
   std::map<std::int32_t, std::vector<std::pair<std::size_t, std::int64_t>>> group_lateness;
+  // Per group: (step, transfer) of each matched collective, the transfer
+  // being the common end − the last arrival (the slow-transfer test).
+  std::map<std::int32_t, std::vector<std::pair<std::int64_t, std::int64_t>>> group_transfer;
   std::vector<std::int64_t> residuals;
   std::vector<std::int64_t> span_lo(n, std::numeric_limits<std::int64_t>::max()),
       span_hi(n, std::numeric_limits<std::int64_t>::min());
@@ -508,6 +629,7 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
       }
     }
     const std::size_t last = members.back();
+    group_transfer[run.gid].emplace_back(run.step, std::max<std::int64_t>(0, sat_sub(run.end, arrival[last])));
     run.lead = sat_sub(arrival[last], arrival[members[members.size() - 2]]);
     const std::int64_t tie = std::max(spread, kArrivalTieNs);
     // Several late ranks (a collective of kMinLateSetMembers or more): the
@@ -760,9 +882,17 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
       // The first collective of a window on it: its stretch starts at its
       // step, and when that start is already late by half of its lateness
       // here, the delay is before the window (its trace cannot show it).
-      if (opens_window && !others_from.empty()) {
+      // Elsewhere its stretch starts at its previous collective's end: one
+      // that ended late on it passes the lateness on (inherited).
+      if (!others_from.empty()) {
         const std::int64_t late = sat_sub(my_from, mean_median(std::move(others_from)));
-        if (late > kArrivalTieNs && late >= in.wait / 2) window_late.push_back(late);
+        if (late > kArrivalTieNs && late >= in.wait / 2) {
+          if (opens_window) {
+            window_late.push_back(late);
+          } else {
+            ++s.late_from_previous;
+          }
+        }
       }
       if (sat_sub(hi, lo) > kCollectiveEndToleranceNs) continue;
       ++s.compared;
@@ -887,15 +1017,28 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
   // in that group, waited for that rank: with tensor-parallel groups the
   // late rank's whole group arrives late at the data-parallel all-reduce.
   // The root is the straggler.
-  const auto own_cause = [](const Straggler& x) {
-    return x.late_at_window_start > 0 || (!x.before.empty() && x.before[0].what != kCauses[1]);
+  // A cause of its own: late before its window, or something in its
+  // stretches beyond the others' that is not another collective; not when
+  // fewer than kStragglerMinLate of its late collectives (over all its
+  // groups) are late of themselves, the rest inheriting their lateness from
+  // a previous collective that ended late on it (a late rank's TP peers at
+  // the data-parallel all-reduce; every rank after a slow transfer).
+  std::vector<std::int64_t> late_count(n, 0);
+  for (const Instance& in : insts) {
+    if (in.last >= 0) ++late_count[static_cast<std::size_t>(in.last)];
+  }
+  const auto own_cause = [&](std::size_t i) {
+    const Straggler& x = candidates[i];
+    if (x.late_at_window_start > 0) return true;
+    if (late_count[candidate_ri[i]] - x.late_from_previous < kStragglerMinLate) return false;
+    return !x.before.empty() && x.before[0].what != kCauses[1];
   };
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     Straggler& f = candidates[i];
-    if (!f.named || own_cause(f)) continue;
+    if (!f.named || own_cause(i)) continue;
     for (std::size_t j = 0; j < candidates.size(); ++j) {
       const Straggler& root = candidates[j];
-      if (j == i || !root.named || !own_cause(root)) continue;
+      if (j == i || !root.named || !own_cause(j)) continue;
       bool shared = false;
       for (const auto& [g, c] : per_group[candidate_ri[i]]) {
         const auto it = per_group[candidate_ri[j]].find(g);
@@ -908,11 +1051,42 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
       }
     }
   }
+  {
+    std::map<std::int32_t, std::vector<std::size_t>> members_of_group;
+    for (std::size_t ri = 0; ri < n; ++ri) {
+      for (const auto& [g, c] : per_group[ri]) members_of_group[g].push_back(ri);
+    }
+    out.network = slow_network(group_transfer, members_of_group, group_of, shown_rank);
+  }
+  // Ranks late only because a collective of a slow group ended late on
+  // them (no cause of their own) are not stragglers; nor is a suspect, whose
+  // cause is its link, said once in the network view.
+  std::vector<char> by_network(candidates.size(), 0);
+  if (!out.network.groups.empty()) {
+    std::set<std::int64_t> suspects(out.network.suspects.begin(), out.network.suspects.end());
+    std::set<std::int32_t> slow;
+    for (const SlowTransfer& t : out.network.groups) slow.insert(gids.at({t.group, t.collective}));
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      Straggler& f = candidates[i];
+      if (!f.named || own_cause(i)) continue;
+      bool in_slow = false;
+      for (const auto& [g, c] : per_group[candidate_ri[i]]) in_slow = in_slow || slow.contains(g);
+      if (!in_slow) continue;
+      f.named = false;
+      by_network[i] = 1;
+      if (suspects.contains(f.rank)) continue;
+      out.network.followers.push_back(f.rank);
+      if (suspects.size() == 1) f.follows = *suspects.begin();
+    }
+    std::sort(out.network.followers.begin(), out.network.followers.end());
+  }
   bool any_named = false;
   for (const Straggler& s : candidates) any_named = any_named || s.named;
   std::size_t latest = candidates.size();
   if (!any_named && !candidates.empty()) {
     latest = static_cast<std::size_t>(std::min_element(candidates.begin(), candidates.end(), more_wait) - candidates.begin());
+    // Late only through a slow transfer: the network view says so.
+    if (by_network[latest]) latest = candidates.size();
   }
 
   // The ranks that wait for a named straggler: their verdict, where the wait
@@ -969,6 +1143,29 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
   }
   std::stable_sort(out.stragglers.begin(), out.stragglers.end(), more_wait);
   if (latest < candidates.size()) out.latest = candidates[latest];
+  return out;
+}
+
+std::string slow_transfer_text(const SlowTransfer& t) {
+  return t.group + " (" + t.collective + ", ranks " + rank_list(t.members) + "): its collectives run " +
+         format_ns(t.transfer_ns) + " after their last rank arrives where its " + std::to_string(t.peers) +
+         (t.peers == 1 ? " peer group takes " : " peer groups take ") + format_ns(t.peers_ns) + " (medians): +" +
+         format_ns(t.excess_per_step_ns) + " a step over its " + std::to_string(t.collectives) + " collectives";
+}
+
+std::string network_who_text(const SlowNetwork& n) {
+  std::string out;
+  if (!n.suspects.empty()) {
+    out += std::string(n.suspects.size() == 1 ? "rank " : "ranks ") + rank_list(n.suspects) +
+           (n.suspects.size() == 1 ? " is in the most slow groups: its link is the suspect"
+                                   : " are in the most slow groups: their links are the suspects");
+  } else {
+    out += "no rank is in two slow groups: each group alone says only that one of its ranks has a slow link";
+  }
+  if (!n.followers.empty()) {
+    out += "; ranks " + rank_list(n.followers) +
+           " arrive last only because a collective of a slow group ended late on them: not stragglers";
+  }
   return out;
 }
 

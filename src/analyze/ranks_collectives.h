@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "src/analyze/diagnose_context.h"
@@ -50,6 +51,14 @@ inline constexpr std::size_t kOwnShareOfPool = 32;
 inline bool late_beyond_chance(const Straggler& s) {
   return s.chance <= kStragglerChance || s.lateness_z >= kStragglerMinLatenessZ;
 }
+// A group's transfer is slow when its median (the common end − the last
+// arrival) exceeds the median of its peers (the groups of the same
+// collective and size that share no rank with it), of which there are
+// kMinTransferPeers at least, by the largest of
+// kSlowTransferShare of theirs, 4 standard deviations of theirs (1.4826 ·
+// MAD) and the arrival tie; over kStragglerMinLate collectives at least.
+inline constexpr std::size_t kMinTransferPeers = 2;
+inline constexpr double kSlowTransferShare = 0.05;
 // A late rank whose delay lies before its recorded window: it is late at
 // the first collective of its windows already when its step starts
 // (Straggler::late_at_window_start), and that lateness outweighs what the
@@ -74,6 +83,7 @@ struct CollectiveView {
   CollectiveAlignment alignment;
   std::vector<Straggler> stragglers;  // named, most wait first
   std::optional<Straggler> latest;    // none named: the rank last most often
+  SlowNetwork network;
   // Per rank of `order`:
   std::vector<std::optional<WaitingFor>> waiting_for;
   std::vector<std::int64_t> collectives, last_at;
@@ -83,5 +93,11 @@ struct CollectiveView {
 // size); `median_step_ns` is the job's median step (0 without steps).
 CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
                                    const std::vector<std::int64_t>& shown_rank, std::int64_t median_step_ns);
+
+// A slow transfer in words: the group, its ranks, its transfer against its
+// peers' (text, Markdown and the job page share it).
+std::string slow_transfer_text(const SlowTransfer& t);
+// The slow transfers' suspects and the ranks late only through them.
+std::string network_who_text(const SlowNetwork& n);
 
 }  // namespace tprof::internal

@@ -135,7 +135,11 @@ std::string summary_html(const JobView& v) {
            (s.steps > 0 ? " of a step" : " of the collectives' span") + ")";
     out += s.before.empty() ? ".</li>\n" : "; before arriving it spends longer than they do in " + esc(causes_text(s)) + ".</li>\n";
   }
-  if (v.stragglers.empty()) {
+  if (!v.network.groups.empty()) {
+    out += "<li><b>Slow transfer" + std::string(v.network.groups.size() > 1 ? "s" : "") + "</b>: " +
+           esc(internal::network_who_text(v.network)) + ".</li>\n";
+  }
+  if (v.stragglers.empty() && v.network.suspects.empty() && v.network.followers.empty()) {
     out += "<li>No straggler: no rank arrives last at the collectives often enough, and long enough, to hold the others back";
     out += v.latest ? " (rank " + std::to_string(v.latest->rank) + " is the one they wait for most).</li>\n" : ".</li>\n";
   }
@@ -369,6 +373,13 @@ std::string straggler_html(const JobView& v) {
     out += "<h2>Stragglers: none</h2>\n<p>No rank arrives last at a matched collective by more than the spread of its ends.</p>\n";
   } else {
     out += "<h2>Stragglers: none</h2>\n<p>Nothing to judge them by: " + esc(v.alignment.note) + ".</p>\n";
+  }
+  if (!v.network.groups.empty()) {
+    out += "<h3>Slow transfers</h3>\n<p>Collectives that run long once their last rank arrives, against the groups of "
+           "the same collective and size that share no rank with them:</p>\n<ul id=\"slow-transfers\">\n";
+    for (const SlowTransfer& t : v.network.groups) out += "<li>" + esc(internal::slow_transfer_text(t)) + "</li>\n";
+    out += "</ul>\n<p>" + esc(internal::network_who_text(v.network)) + ".</p>\n<p><b>What to do:</b> " +
+           esc(v.network.advice) + "</p>\n";
   }
   const CollectiveAlignment& a = v.alignment;
   if (a.matched > 0) {

@@ -225,10 +225,18 @@ std::string format_job_text(const JobView& v) {
     }
   } else if (v.latest) {
     out += latest_line(*v.latest, "  ") + "\n";
+  } else if (!v.network.followers.empty() || !v.network.suspects.empty()) {
+    out += "Stragglers: none of their own (the ranks that arrive last do so because a transfer ran slow: below)\n";
   } else if (v.alignment.matched > 0) {
     out += "Stragglers: none (no rank arrives last at a matched collective by more than the spread of its ends)\n";
   } else {
     out += "Stragglers: none (" + v.alignment.note + ")\n";
+  }
+  if (!v.network.groups.empty()) {
+    out += "Slow transfers (collectives that run long once their last rank arrives, against the groups of the same "
+           "collective and size that share no rank with them):\n";
+    for (const SlowTransfer& t : v.network.groups) out += "  " + internal::slow_transfer_text(t) + "\n";
+    out += "  " + internal::network_who_text(v.network) + "\n  fix: " + v.network.advice + "\n";
   }
   out += alignment_line(v) + "\n";
   if (v.slow_ranks.empty()) {
@@ -272,10 +280,18 @@ std::string format_job_md(const JobView& v) {
     }
   } else if (v.latest) {
     out += latest_line(*v.latest, "- ") + "\n";
+  } else if (!v.network.followers.empty() || !v.network.suspects.empty()) {
+    out += "None of their own: the ranks that arrive last do so because a transfer ran slow (Slow transfers).\n";
   } else if (v.alignment.matched > 0) {
     out += "None: no rank arrives last at a matched collective by more than the spread of its ends.\n";
   } else {
     out += "None: " + v.alignment.note + ".\n";
+  }
+  if (!v.network.groups.empty()) {
+    out += "\n## Slow transfers\n\nCollectives that run long once their last rank arrives, against the groups of "
+           "the same collective and size that share no rank with them.\n\n";
+    for (const SlowTransfer& t : v.network.groups) out += "- " + internal::slow_transfer_text(t) + "\n";
+    out += "- " + internal::network_who_text(v.network) + "\n- fix: " + v.network.advice + "\n";
   }
   out += "\n" + alignment_line(v) + ".\n";
   out += std::string("\n## Slow ranks\n\nMedian step over the job median by more than ") + kNoiseRule + ".\n\n";
@@ -374,6 +390,7 @@ std::string format_job_json(const JobView& v) {
       w.key("compared"); w.value_int(s.compared);
       w.key("late_at_window_start"); w.value_int(s.late_at_window_start);
       w.key("window_start_late_ns"); w.value_int(s.window_start_late_ns);
+      w.key("late_from_previous"); w.value_int(s.late_from_previous);
       w.key("before");
       w.begin_array();
       for (const ArrivalCause& c : s.before) {
@@ -397,6 +414,36 @@ std::string format_job_json(const JobView& v) {
     } else {
       w.value_null();
     }
+    w.key("slow_transfers");
+    w.begin_object();
+    w.key("groups");
+    w.begin_array();
+    for (const SlowTransfer& t : v.network.groups) {
+      w.begin_object();
+      w.key("group"); w.value_string(t.group);
+      w.key("collective"); w.value_string(t.collective);
+      w.key("members");
+      w.begin_array();
+      for (const std::int64_t r : t.members) w.value_int(r);
+      w.end_array();
+      w.key("collectives"); w.value_int(t.collectives);
+      w.key("transfer_ns"); w.value_int(t.transfer_ns);
+      w.key("peers"); w.value_int(t.peers);
+      w.key("peers_ns"); w.value_int(t.peers_ns);
+      w.key("excess_per_step_ns"); w.value_int(t.excess_per_step_ns);
+      w.end_object();
+    }
+    w.end_array();
+    w.key("suspects");
+    w.begin_array();
+    for (const std::int64_t r : v.network.suspects) w.value_int(r);
+    w.end_array();
+    w.key("followers");
+    w.begin_array();
+    for (const std::int64_t r : v.network.followers) w.value_int(r);
+    w.end_array();
+    w.key("advice"); w.value_string(v.network.advice);
+    w.end_object();
     w.key("slow_ranks");
     w.begin_array();
     for (const SlowRank& s : v.slow_ranks) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -473,6 +474,41 @@ TEST(RanksWindowsTest, LatenessBeforeTheWindowIsSaidSo) {
     if (r.rank == 3) continue;
     ASSERT_TRUE(r.waiting_for) << r.rank;
     EXPECT_EQ(r.waiting_for->rank, 3);
+  }
+}
+
+// Rank 13 arrives on time, but its two groups' collectives (pg tp1, pg dp5)
+// run 365 us longer once their last rank arrives than their peers (the
+// groups of that collective and size sharing no rank with them). Before,
+// the view named 10 stragglers with "nothing" before arriving: the ranks of
+// those groups arrive late at their next collective. Now the slow transfers
+// are named, rank 13 as the link to test, and the others are not stragglers.
+TEST(RanksNetworkTest, SlowLinkIsNamedNotTheRanksItDelays) {
+  const JobView v = job_view(job_parts("slow_link"));
+  EXPECT_TRUE(v.stragglers.empty());
+  EXPECT_FALSE(v.latest);
+  ASSERT_EQ(v.network.groups.size(), 2u);
+  std::set<std::string> groups;
+  for (const SlowTransfer& t : v.network.groups) {
+    groups.insert(t.group);
+    EXPECT_NEAR(static_cast<double>(t.transfer_ns - t.peers_ns), 365e3, 10e3) << t.group;
+    EXPECT_EQ(t.collectives, 8);
+  }
+  EXPECT_EQ(groups, (std::set<std::string>{"pg tp1", "pg dp5"}));
+  EXPECT_EQ(v.network.suspects, (std::vector<std::int64_t>{13}));
+  EXPECT_EQ(v.network.followers, (std::vector<std::int64_t>{5, 8, 9, 10, 11, 12, 14, 15, 21}));
+  EXPECT_EQ(v.network.advice.rfind("Test the links of rank 13", 0), 0u) << v.network.advice;
+  for (const RankRow& r : v.ranks) EXPECT_FALSE(r.waiting_for) << r.rank;
+}
+
+// Where arrivals, not transfers, are late, or groups have no peers, no
+// transfer is slow.
+TEST(RanksNetworkTest, NoSlowTransferWhereNoneIs) {
+  for (const char* job : {"balanced", "late_compute", "late_host", "late_input", "late_some", "windows",
+                          "late_before_window"}) {
+    const JobView v = job_view(job_parts(job));
+    EXPECT_TRUE(v.network.groups.empty()) << job;
+    EXPECT_TRUE(v.network.suspects.empty()) << job;
   }
 }
 

@@ -355,6 +355,23 @@ class GeneratedJobs(WithACluster):
         self.assertLess(s["chance"], 1e-4)
         self.assertEqual(s["before"][0]["what"], "host")
 
+    def test_a_slow_link_is_named_from_the_groups_it_slows(self):
+        # Rank 21's links 2% of a step slow: its TP group's and its DP
+        # group's collectives run 146 us longer once their last rank has
+        # arrived than their peers'. The rank in both is the suspect; the
+        # ranks those late collective ends delay are not stragglers. A job
+        # with none has no slow transfer.
+        spec = make_jobs.Spec(64, late=[21], cause="network", late_pct=2.0, tp=8, seed=11, dp_groups=True)
+        view = self.view_here(spec)
+        net = view["slow_transfers"]
+        self.assertEqual(net["suspects"], [21])
+        self.assertEqual(sorted(g["group"] for g in net["groups"]), ["pg dp5", "pg tp2"])
+        self.assertEqual(view["stragglers"], [])
+        self.assertIn(16, net["followers"])
+        balanced = self.view_here(make_jobs.Spec(64, cause="network", tp=8, seed=12, dp_groups=True))
+        self.assertEqual(balanced["slow_transfers"]["groups"], [])
+        self.assertEqual(balanced["stragglers"], [])
+
     def test_a_rank_is_made_alone_and_the_same_every_time(self):
         spec = make_jobs.Spec(1024, late=[5], tp=8, seed=3)
         a = make_jobs.rank_trace(spec, 1000)

@@ -16,6 +16,10 @@ seconds), so raw timestamps cannot be compared across ranks.
   late_host     8 ranks, rank 6's host spends 15 ms in "log_metrics" before
                 launching the step's work, every step
   late_some     8 ranks, rank 4 is 12 ms late in 2 of 8 steps only: no straggler
+  slow_link    24 ranks in tensor-parallel groups of 8 and data-parallel
+                groups of 3 (a generated `Spec`, below): rank 13 arrives on
+                time, but every collective of its two groups transfers 365 us
+                (5% of a step) longer: a slow link, not a straggler
   late_before_window
                 8 ranks, one profiling window per step (schedule(wait=1,
                 active=1): a step unrecorded between windows; files named as
@@ -157,15 +161,25 @@ def job(name, ranks, late_rank=-1, late_us=0.0, cause="", late_steps=None, old_k
 #   compute  their GEMM runs longer
 #   host     their host runs "log_metrics" before launching the step's work
 #   input    they wait longer for their batch (DataLoader)
+#   network  they arrive on time, but every collective of a group they are
+#            in transfers `late_pct` of a step longer (a slow link or NIC).
+#            Only readable with groups that leave it out: `dp_groups`
+#            makes the data-parallel all-reduce one group per local rank
+#            ("dp<j>": ranks j, j+tp, ...), as Megatron lays them out
 
 
 class Spec:
-    def __init__(self, ranks, late=(), cause="compute", late_pct=5.0, tp=1, steps=STEPS, seed=1):
+    def __init__(self, ranks, late=(), cause="compute", late_pct=5.0, tp=1, steps=STEPS, seed=1, dp_groups=False):
         self.ranks, self.late, self.cause = ranks, tuple(sorted(late)), cause
         self.late_pct, self.tp, self.steps, self.seed = late_pct, tp, steps, seed
+        self.dp_groups = dp_groups and tp > 1
 
     def key(self):
-        return (self.ranks, self.late, self.cause, self.late_pct, self.tp, self.steps, self.seed)
+        return (self.ranks, self.late, self.cause, self.late_pct, self.tp, self.steps, self.seed, self.dp_groups)
+
+    def dp_group(self, r):
+        """Rank r's data-parallel group: its local rank's with dp_groups, else every rank's ("0")."""
+        return r % self.tp if self.dp_groups else None
 
 
 STEP_US = 7300.0  # about one step of this loop, for late_pct
@@ -194,16 +208,25 @@ def _plan(spec):
                          rng.uniform(0, 5)])
         arrive_tp = [row[4] + row[5] for row in rows]
         tp_end = list(arrive_tp)
+        slow_net = set(spec.late) if spec.cause == "network" else set()
+
+        def transfer(base, members):
+            return base + (late_us if slow_net.intersection(members) else 0.0)
+
         if spec.tp > 1:
             for g in range(0, spec.ranks, spec.tp):
-                end = max(arrive_tp[g:g + spec.tp]) + 300.0
-                for r in range(g, min(g + spec.tp, spec.ranks)):
+                members = range(g, min(g + spec.tp, spec.ranks))
+                end = max(arrive_tp[g:g + spec.tp]) + transfer(300.0, members)
+                for r in members:
                     tp_end[r] = end + rows[r][6]
         arrive_dp = [tp_end[r] + (20.0 if spec.tp > 1 else 0.0) for r in range(spec.ranks)]
-        dp_end = max(arrive_dp) + 800.0
+        dp_members = {}
+        for r in range(spec.ranks):
+            dp_members.setdefault(spec.dp_group(r), []).append(r)
+        dp_end = {j: max(arrive_dp[r] for r in m) + transfer(800.0, m) for j, m in dp_members.items()}
         out = []
         for r, row in enumerate(rows):
-            finish = dp_end + row[7]
+            finish = dp_end[spec.dp_group(r)] + row[7]
             step_end = finish + 530.0 + 5 + row[8]
             out.append((row[0], row[1], row[2], row[3], row[4], row[5], arrive_tp[r], tp_end[r], arrive_dp[r], finish,
                         step_end))
@@ -258,7 +281,11 @@ def rank_trace(spec, r):
         if spec.tp > 1:
             g = r // spec.tp
             comm("tp%d" % g, "tensor_parallel", spec.tp, 21, t_mm + 45, arrive_tp, tp_end)
-        comm("0", "default_pg", spec.ranks, 20, t_mm + 60, arrive_dp, finish)
+        if spec.dp_groups:
+            j = spec.dp_group(r)
+            comm("dp%d" % j, "data_parallel", len(range(j, spec.ranks, spec.tp)), 20, t_mm + 60, arrive_dp, finish)
+        else:
+            comm("0", "default_pg", spec.ranks, 20, t_mm + 60, arrive_dp, finish)
         kernel(OPTIMIZER, 7, finish + 15, 500.0, launch(t_mm + 80))
         cpu("cuda_runtime", "cudaStreamSynchronize", t_mm + 100, finish + 530.0 - (t_mm + 100))
         events.append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % (FIRST_STEP + n),
@@ -297,6 +324,16 @@ def main():
     job("late_host", 8, late_rank=6, late_us=15000.0, cause="host", seed=4)
     job("late_some", 8, late_rank=4, late_us=12000.0, cause="compute", late_steps={2, 5}, seed=5)
     job("late_before_window", 8, late_rank=3, late_us=10000.0, cause="outside", seed=6, windowed=True, steps=5)
+    write_spec("slow_link", Spec(24, late=[13], cause="network", late_pct=5.0, tp=8, seed=3, dp_groups=True))
+
+
+def write_spec(name, spec):
+    """A generated job (`Spec`) written whole, one file per rank."""
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+    os.makedirs(out, exist_ok=True)
+    for r in range(spec.ranks):
+        with open(os.path.join(out, "rank-%02d.json.gz" % r), "wb") as f:
+            f.write(rank_trace(spec, r))
 
 
 if __name__ == "__main__":
