@@ -414,6 +414,12 @@ std::string format_job_json(const JobView& v) {
     } else {
       w.value_null();
     }
+    auto ranks = [&w](const char* key, const std::vector<std::int64_t>& v) {
+      w.key(key);
+      w.begin_array();
+      for (const std::int64_t r : v) w.value_int(r);
+      w.end_array();
+    };
     w.key("slow_transfers");
     w.begin_object();
     w.key("groups");
@@ -422,10 +428,7 @@ std::string format_job_json(const JobView& v) {
       w.begin_object();
       w.key("group"); w.value_string(t.group);
       w.key("collective"); w.value_string(t.collective);
-      w.key("members");
-      w.begin_array();
-      for (const std::int64_t r : t.members) w.value_int(r);
-      w.end_array();
+      ranks("members", t.members);
       w.key("collectives"); w.value_int(t.collectives);
       w.key("transfer_ns"); w.value_int(t.transfer_ns);
       w.key("peers"); w.value_int(t.peers);
@@ -434,14 +437,8 @@ std::string format_job_json(const JobView& v) {
       w.end_object();
     }
     w.end_array();
-    w.key("suspects");
-    w.begin_array();
-    for (const std::int64_t r : v.network.suspects) w.value_int(r);
-    w.end_array();
-    w.key("followers");
-    w.begin_array();
-    for (const std::int64_t r : v.network.followers) w.value_int(r);
-    w.end_array();
+    ranks("suspects", v.network.suspects);
+    ranks("followers", v.network.followers);
     w.key("advice"); w.value_string(v.network.advice);
     w.end_object();
     w.key("slow_ranks");
