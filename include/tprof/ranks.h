@@ -309,7 +309,7 @@ JobView compute_job_view(const JobSummary& job);
 
 // The view as text (default), JSON or Markdown; the JSON is a stable
 // contract: {"ranks", "job", "collectives", "stragglers", "latest",
-// "slow_ranks", "breakdowns"}, ns integers.
+// "slow_transfers", "slow_ranks", "breakdowns"}, ns integers.
 std::string format_job_text(const JobView& v);
 std::string format_job_json(const JobView& v);
 std::string format_job_md(const JobView& v);

@@ -774,10 +774,10 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
   // generated jobs, a rank 1% late lost 10-20% of its z to its own). The
   // whole pool's, computed once, serves where its own are under
   // 1/kOwnShareOfPool of it (groups of 32 ranks and more: they move the MAD
-  // by a few percent), and in groups of
-  // fewer than kMinLateSetMembers ranks, where the others' latenesses are
-  // measured from a median its own arrival moves (with two ranks they are
-  // its own, mirrored) and so say nothing independent about the jitter.
+  // by a few percent), and in groups of fewer than kMinLateSetMembers
+  // ranks, where the others' latenesses are measured from a median its own
+  // arrival moves (with two ranks they are its own, mirrored) and so say
+  // nothing independent about the jitter.
   // Past kMaxHodgesLehmann collectives the plain median (standard error
   // 1.2533 · σ / √n): that many leave no doubt either way. 0 where the
   // others' arrivals do not spread.
