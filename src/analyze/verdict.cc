@@ -18,6 +18,7 @@
 #include "src/analyze/intervals.h"
 #include "src/analyze/rules/device_activity_missing.h"
 #include "src/base/saturate.h"
+#include "src/causal/names.h"
 
 namespace tprof::internal {
 
@@ -41,8 +42,6 @@ constexpr double kIdleCauseShare = 0.25;  // one idle cause / span
 constexpr std::size_t kMajorityMinSteps = 3;
 // "A deep queue": kernels start this long after their launch call returned.
 constexpr std::int64_t kDeepQueueNs = 1'000'000;
-
-bool is_dataloader(std::string_view name) { return name.find("DataLoader") != std::string_view::npos; }
 
 // What one window measured.
 struct Facts {
@@ -132,7 +131,7 @@ class Measure {
     std::vector<Interval> dl, sync;
     std::vector<std::uint32_t> workers_next;  // the multi-process iterator's calls
     for (std::uint32_t e : c.host_ops) {
-      if (!is_dataloader(c.name(e))) continue;
+      if (!causal::is_dataloader(c.name(e))) continue;
       if (c.name(e).find("_MultiProcessingDataLoaderIter") != std::string_view::npos) {
         workers_next.push_back(e);
       } else {

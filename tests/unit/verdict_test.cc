@@ -229,6 +229,23 @@ TEST(Verdict, TheLoadersWorkerStartUpIsNotInputBound) {
   EXPECT_EQ(steady.verdict, Verdict::kInputBound) << steady.summary;
 }
 
+TEST(Verdict, ADataPipeIteratorIsInputToo) {
+  // torchdata's DataPipe iterator ("enumerate(DataPipe)#...") is the input
+  // pipeline as a DataLoader's __next__ is (is_dataloader_scope): three
+  // steady 400 ms waits in it are input-bound. The verdict used to look for
+  // "DataLoader" in the name only.
+  std::vector<std::string> ev;
+  for (int i = 0; i < 3; ++i) {
+    const double at = 1'000'000.0 * i;
+    ev.push_back(step(i + 1, at, 1'000'000));
+    ev.push_back(x("user_annotation", "enumerate(DataPipe)#ShardingFilterIterDataPipe", 1, 1, at, 400'000));
+    ev.push_back(launch(at + 400'010, 5, i + 1));
+    ev.push_back(kernel("conv", 7, at + 400'020, 500'000, i + 1));
+  }
+  const Diagnosis d = judge(doc(ev));
+  EXPECT_EQ(d.verdict, Verdict::kInputBound) << d.summary;
+}
+
 TEST(Verdict, CpuOnlyWithoutDeviceActivity) {
   const Diagnosis d = judge(doc({step(1, 0, 100), x("cpu_op", "aten::add", 1, 1, 10, 50)}));
   EXPECT_EQ(d.verdict, Verdict::kCpuOnly);

@@ -23,6 +23,7 @@
 
 #include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
+#include "src/causal/names.h"
 
 namespace tprof::internal {
 
@@ -92,7 +93,7 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   // The DataLoader calls' earliest end (INT64_MAX: none): also where pinning names the loader.
   std::int64_t first_loader_end = INT64_MAX;
   for (std::uint32_t e : c.host_ops) {
-    if (c.name(e).find("DataLoader") != std::string_view::npos) first_loader_end = std::min(first_loader_end, c.end(e));
+    if (causal::is_dataloader(c.name(e))) first_loader_end = std::min(first_loader_end, c.end(e));
   }
   if (setup && longest->launch != kNoIndex && first_loader_end <= c.ts(longest->launch)) {
     setup = false;
