@@ -101,6 +101,16 @@ bool is_sync_call(std::string_view name) {
   return contains_ci(name, "synchronize");
 }
 
+bool is_device_free(std::string_view n) {
+  return n == "cudaFree" || n == "hipFree" || n == "cuMemFree" || n == "cuMemFree_v2" || n == "cudaFreeAsync" ||
+         n == "hipFreeAsync";
+}
+
+bool is_device_malloc(std::string_view n) {
+  return n == "cudaMalloc" || n == "hipMalloc" || n == "cuMemAlloc" || n == "cuMemAlloc_v2" || n == "cudaMallocAsync" ||
+         n == "hipMallocAsync";
+}
+
 
 std::string format_ns(std::int64_t ns) {
   char buf[48];

@@ -358,6 +358,10 @@ std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, double q);
 // True for names of synchronizing runtime calls (cudaDeviceSynchronize,
 // cudaStreamSynchronize, cudaEventSynchronize, hip*...).
 bool is_sync_call(std::string_view name);
+// Device memory returned to / taken from the driver: the CUDA and HIP
+// runtimes' and the driver's names, the async pool variants included.
+bool is_device_free(std::string_view name);
+bool is_device_malloc(std::string_view name);
 // is_dataloader_scope, is_blocking_memcpy, is_comm_kernel, is_graph_launch:
 // src/causal/names.h (the causal graph's too).
 

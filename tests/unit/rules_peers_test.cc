@@ -229,6 +229,21 @@ TEST(RulesPeers, MemoryPressureNamesWhatHeldThePeak) {
   EXPECT_NE(f[0].advice.find("was allocated before the window"), std::string::npos) << f[0].advice;
 }
 
+// Allocator churn through the driver API (cuMemAlloc_v2 / cuMemFree_v2, as
+// a program calling the driver records them) counts as the runtime's does.
+TEST(RulesPeers, MemoryPressureCountsTheDriversAllocationsToo) {
+  const std::string props = R"("deviceProperties": [{"id": 0, "name": "GPU", "totalGlobalMem": 1000000}])";
+  auto f = run(doc({step(1, 0, 100), memory(10, 500000, 600000), x("cuda_driver", "cuMemAlloc_v2", 1, 1, 12, 5),
+                    memory(20, 950000, 960000), x("cuda_driver", "cuMemFree_v2", 1, 1, 32, 4),
+                    x("cuda_runtime", "cudaFree", 1, 1, 40, 3), memory(50, 100, 960000)},
+                   props),
+               "memory_pressure");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(field(f[0], "malloc_calls").i, 1);
+  EXPECT_EQ(field(f[0], "free_calls").i, 2);
+  EXPECT_EQ(field(f[0], "malloc_free_ns").i, 12000);
+}
+
 TEST(RulesPeers, MemoryPressureReadsAPoolSetAsideUpFront) {
   // vLLM's capture trace: 178.5 of a 179 GiB peak was allocated before the
   // recording (the KV cache sized to gpu_memory_utilization): by design.

@@ -170,16 +170,6 @@ bool copies_to_device(const DiagnoseContext& c) {
   return false;
 }
 
-// Device memory returned to / taken from the driver (CUDA, HIP; the
-// runtime's and the driver's names, async pool variants included).
-bool is_device_free(std::string_view n) {
-  return n == "cudaFree" || n == "hipFree" || n == "cuMemFree" || n == "cuMemFree_v2" || n == "cudaFreeAsync" ||
-         n == "hipFreeAsync";
-}
-bool is_device_malloc(std::string_view n) {
-  return n == "cudaMalloc" || n == "hipMalloc" || n == "cuMemAlloc" || n == "cuMemAlloc_v2" || n == "cudaMallocAsync" ||
-         n == "hipMallocAsync";
-}
 
 }  // namespace
 

@@ -108,8 +108,8 @@ void rule_memory_pressure(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::uint32_t longest_churn = kNoIndex;
   for (std::uint32_t e : c.runtime) {
     const std::string_view n = c.name(e);
-    const bool is_malloc = n == "cudaMalloc" || n == "hipMalloc" || n == "cudaMallocAsync" || n == "hipMallocAsync";
-    const bool is_free = n == "cudaFree" || n == "hipFree" || n == "cudaFreeAsync" || n == "hipFreeAsync";
+    const bool is_malloc = is_device_malloc(n);
+    const bool is_free = is_device_free(n);
     if (!is_malloc && !is_free) continue;
     (is_malloc ? mallocs : frees) += 1;
     sat_acc(churn_ns, c.dur(e));
