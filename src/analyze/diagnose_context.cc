@@ -87,6 +87,12 @@ std::int64_t mean_median(std::vector<std::int64_t> v) {
   return std::midpoint(lo, hi);  // lo + (hi - lo) / 2 without the overflow
 }
 
+std::int64_t mad(std::vector<std::int64_t> v) {
+  const std::int64_t m = mean_median(v);
+  for (std::int64_t& x : v) x = x > m ? sat_sub(x, m) : sat_sub(m, x);
+  return mean_median(std::move(v));
+}
+
 std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, double q) {
   const std::size_t n = sorted.size();
   std::size_t rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(n)));

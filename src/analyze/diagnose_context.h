@@ -348,6 +348,9 @@ std::int64_t lower_median(std::vector<std::int64_t> v);
 // zero), the middle one of an odd count; 0 when empty (tprof compare's and
 // the ranks view's median).
 std::int64_t mean_median(std::vector<std::int64_t> v);
+// The median absolute deviation from the median (both mean_median's); 0
+// when empty.
+std::int64_t mad(std::vector<std::int64_t> v);
 
 // distributedInfo.world_size of the trace, or -1 when absent or not a positive integer.
 std::int64_t world_size(const Trace& t);

@@ -22,15 +22,6 @@ namespace {
 
 std::int64_t clamp0(std::int64_t v) { return std::max<std::int64_t>(0, v); }
 
-// The median absolute deviation from the median.
-std::int64_t mad(const std::vector<std::int64_t>& v) {
-  const std::int64_t m = internal::mean_median(v);
-  std::vector<std::int64_t> dev;
-  dev.reserve(v.size());
-  for (const std::int64_t x : v) dev.push_back(x > m ? x - m : m - x);
-  return internal::mean_median(std::move(dev));
-}
-
 double round_to(double v, double scale) { return std::round(v * scale) / scale; }
 
 
@@ -307,7 +298,7 @@ JobView compute_job_view(const JobSummary& job) {
       d.push_back(st.idle_ns);
     }
     row.median_step_ns = internal::mean_median(durs);
-    row.step_mad_ns = mad(durs);
+    row.step_mad_ns = internal::mad(durs);
     row.median_computation_ns = internal::mean_median(std::move(c));
     row.median_communication_ns = internal::mean_median(std::move(m));
     row.median_idle_ns = internal::mean_median(std::move(d));
@@ -335,7 +326,7 @@ JobView compute_job_view(const JobSummary& job) {
 
   v.ranks_with_steps = static_cast<std::int64_t>(medians.size());
   v.median_step_ns = internal::mean_median(medians);
-  v.ranks_mad_ns = mad(medians);
+  v.ranks_mad_ns = internal::mad(medians);
 
   internal::CollectiveView cv = internal::analyze_collectives(order, shown, v.median_step_ns);
   for (std::size_t i = 0; i < v.ranks.size(); ++i) {

@@ -357,11 +357,12 @@ std::string rank_list(const std::vector<std::int64_t>& ranks) {
 // Slow transfers: per group, the median of its collectives' transfers (the
 // common end − the last arrival), against the other groups of the same
 // collective and size; the ranks in the most slow groups when that is two
-// or more (docs/scale.md, "Slow transfers").
+// or more (docs/scale.md, "Slow transfers"). `slow_ids` gets the slow
+// groups' ids.
 SlowNetwork slow_network(const std::map<std::int32_t, std::vector<std::pair<std::int64_t, std::int64_t>>>& transfers,
                          const std::map<std::int32_t, std::vector<std::size_t>>& members,
                          const std::vector<std::pair<std::string, std::string>>& group_of,
-                         const std::vector<std::int64_t>& shown_rank) {
+                         const std::vector<std::int64_t>& shown_rank, std::set<std::int32_t>* slow_ids) {
   struct Stat {
     std::int32_t g = 0;
     std::int64_t median = 0, count = 0, steps = 0;
@@ -407,11 +408,11 @@ SlowNetwork slow_network(const std::map<std::int32_t, std::vector<std::pair<std:
       if (peers.size() < kMinTransferPeers) continue;
       const auto n_peers = static_cast<std::int64_t>(peers.size());
       const std::int64_t mid = mean_median(peers);
-      for (std::int64_t& v : peers) v = v > mid ? sat_sub(v, mid) : sat_sub(mid, v);
-      const double spread = 4 * 1.4826 * static_cast<double>(mean_median(std::move(peers)));
+      const double spread = 4 * 1.4826 * static_cast<double>(mad(std::move(peers)));
       const double least = std::max({spread, kSlowTransferShare * static_cast<double>(mid), static_cast<double>(kArrivalTieNs)});
       const std::int64_t excess = sat_sub(x.median, mid);
       if (static_cast<double>(excess) < least) continue;
+      slow_ids->insert(x.g);
       SlowTransfer t;
       t.group = group_of[static_cast<std::size_t>(x.g)].first;
       t.collective = key.first;
@@ -781,11 +782,6 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
   // Past kMaxHodgesLehmann collectives the plain median (standard error
   // 1.2533 · σ / √n): that many leave no doubt either way. 0 where the
   // others' arrivals do not spread.
-  auto mad_of = [](std::vector<std::int64_t> v) {
-    const std::int64_t mid = mean_median(v);
-    for (std::int64_t& x : v) x = x > mid ? sat_sub(x, mid) : sat_sub(mid, x);
-    return static_cast<double>(mean_median(std::move(v)));
-  };
   std::map<std::int32_t, double> pool_mad;
   auto group_mad = [&](std::int32_t g, std::size_t ri, std::size_t own, std::int64_t members) {
     const auto& pool = group_lateness[g];
@@ -795,7 +791,7 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
         std::vector<std::int64_t> all;
         all.reserve(pool.size());
         for (const auto& rv : pool) all.push_back(rv.second);
-        it->second = mad_of(std::move(all));
+        it->second = static_cast<double>(mad(std::move(all)));
       }
       return it->second;
     }
@@ -803,13 +799,13 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     for (const auto& [r, v] : pool) {
       if (r != ri) others.push_back(v);
     }
-    return mad_of(std::move(others));
+    return static_cast<double>(mad(std::move(others)));
   };
   auto lateness_z = [&](const GroupCount& c, std::int32_t g, std::size_t ri) {
     const std::size_t m = c.lateness.size();
     if (m < 2) return 0.0;
-    const double mad = group_mad(g, ri, m, mean_median(std::vector<std::int64_t>(c.members)));
-    if (mad <= 0) return 0.0;
+    const double jitter = group_mad(g, ri, m, mean_median(std::vector<std::int64_t>(c.members)));
+    if (jitter <= 0) return 0.0;
     double estimate = 0, factor = 1.2533;
     if (m <= kMaxHodgesLehmann) {
       std::vector<std::int64_t> pair_means;
@@ -822,7 +818,7 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     } else {
       estimate = static_cast<double>(mean_median(std::vector<std::int64_t>(c.lateness)));
     }
-    const double se = factor * 1.4826 * mad / std::sqrt(static_cast<double>(m));
+    const double se = factor * 1.4826 * jitter / std::sqrt(static_cast<double>(m));
     return estimate / se;
   };
   // Whether a collective's stretch starts at the end of one of its rank's
@@ -1051,12 +1047,13 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
       }
     }
   }
+  std::set<std::int32_t> slow;  // the slow groups' ids
   {
     std::map<std::int32_t, std::vector<std::size_t>> members_of_group;
     for (std::size_t ri = 0; ri < n; ++ri) {
       for (const auto& [g, c] : per_group[ri]) members_of_group[g].push_back(ri);
     }
-    out.network = slow_network(group_transfer, members_of_group, group_of, shown_rank);
+    out.network = slow_network(group_transfer, members_of_group, group_of, shown_rank, &slow);
   }
   // Ranks late only because a collective of a slow group ended late on
   // them (no cause of their own) are not stragglers; nor is a suspect, whose
@@ -1064,8 +1061,6 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
   std::vector<char> by_network(candidates.size(), 0);
   if (!out.network.groups.empty()) {
     std::set<std::int64_t> suspects(out.network.suspects.begin(), out.network.suspects.end());
-    std::set<std::int32_t> slow;
-    for (const SlowTransfer& t : out.network.groups) slow.insert(gids.at({t.group, t.collective}));
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       Straggler& f = candidates[i];
       if (!f.named || own_cause(i)) continue;
