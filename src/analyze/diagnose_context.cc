@@ -42,6 +42,12 @@ bool contains_ci(std::string_view s, std::string_view needle) {
   return false;
 }
 
+std::string capitalized(std::string_view text) {
+  std::string out(text);
+  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = static_cast<char>(out[0] - 'a' + 'A');
+  return out;
+}
+
 std::string title_name(std::string_view name) {
   constexpr std::size_t kTitleName = 60;
   return name.size() <= kTitleName ? std::string(name) : std::string(name.substr(0, kTitleName)) + "...";

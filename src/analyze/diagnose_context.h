@@ -335,6 +335,8 @@ bool contains_ci(std::string_view s, std::string_view needle);
 inline bool is_profiler_step(std::string_view name) { return name.starts_with("ProfilerStep"); }
 // `name`, cut to 60 characters with "..." for a finding's title.
 std::string title_name(std::string_view name);
+// `text` with its first letter in upper case (ASCII): a clause as a sentence.
+std::string capitalized(std::string_view text);
 
 // Adds "steps" (the first 32 step numbers, so lists stay readable on long
 // traces) and "steps_count" (how many there are in all) to `ev`.

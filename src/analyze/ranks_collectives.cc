@@ -1148,6 +1148,13 @@ std::string slow_transfer_text(const SlowTransfer& t) {
          format_ns(t.excess_per_step_ns) + " a step over its " + std::to_string(t.collectives) + " collectives";
 }
 
+std::string window_late_text(const Straggler& s) {
+  return "already late when its window begins: at " + std::to_string(s.late_at_window_start) + " of its " +
+         std::to_string(s.last_at) + " late collectives (the first of a recorded window on it) its step starts " +
+         format_ns(s.window_start_late_ns) +
+         " after the other ranks' (median): the delay is before the window, where its trace cannot show it";
+}
+
 std::string network_who_text(const SlowNetwork& n) {
   std::string out;
   if (!n.suspects.empty()) {

@@ -94,9 +94,17 @@ struct CollectiveView {
 CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
                                    const std::vector<std::int64_t>& shown_rank, std::int64_t median_step_ns);
 
+// What a slow transfer is measured against (text, Markdown and the job
+// page say it under their heading).
+inline constexpr const char* kSlowTransferRule =
+    "collectives that run long once their last rank arrives, against the groups of the same collective and size that "
+    "share no rank with them";
 // A slow transfer in words: the group, its ranks, its transfer against its
 // peers' (text, Markdown and the job page share it).
 std::string slow_transfer_text(const SlowTransfer& t);
+// A straggler late before its window begins (late_at_window_start > 0), in
+// words, lower case: "already late when its window begins: ...".
+std::string window_late_text(const Straggler& s);
 // The slow transfers' suspects and the ranks late only through them.
 std::string network_who_text(const SlowNetwork& n);
 

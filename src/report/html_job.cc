@@ -306,10 +306,7 @@ std::string straggler_story(const Straggler& s, const JobView& v) {
                     esc(format_ns(s.lead_ns)) + " after the next-latest rank, and its collectives finish " +
                     esc(format_ns(s.after_arrival_ns)) + " after it arrives (medians).</p>\n";
   if (s.late_at_window_start > 0) {
-    out += "<p>Already late when its window begins: at " + std::to_string(s.late_at_window_start) + " of its " +
-           std::to_string(s.last_at) + " late collectives (the first of a recorded window on it) its step starts " +
-           esc(format_ns(s.window_start_late_ns)) +
-           " after the other ranks' (median). The delay is before the window, where its trace cannot show it.</p>\n";
+    out += "<p>" + esc(internal::capitalized(internal::window_late_text(s))) + ".</p>\n";
   }
   if (s.compared == 0) {
     if (s.late_at_window_start == 0) {
@@ -375,8 +372,8 @@ std::string straggler_html(const JobView& v) {
     out += "<h2>Stragglers: none</h2>\n<p>Nothing to judge them by: " + esc(v.alignment.note) + ".</p>\n";
   }
   if (!v.network.groups.empty()) {
-    out += "<h3>Slow transfers</h3>\n<p>Collectives that run long once their last rank arrives, against the groups of "
-           "the same collective and size that share no rank with them:</p>\n<ul id=\"slow-transfers\">\n";
+    out += "<h3>Slow transfers</h3>\n<p>" + esc(internal::capitalized(internal::kSlowTransferRule)) +
+           ":</p>\n<ul id=\"slow-transfers\">\n";
     for (const SlowTransfer& t : v.network.groups) out += "<li>" + esc(internal::slow_transfer_text(t)) + "</li>\n";
     out += "</ul>\n<p>" + esc(internal::network_who_text(v.network)) + ".</p>\n<p><b>What to do:</b> " +
            esc(v.network.advice) + "</p>\n";

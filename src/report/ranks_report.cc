@@ -80,21 +80,13 @@ std::string fix_label(const Straggler& s) {
   return "fix (up to " + internal::format_ns(s.wait_per_step_ns) + (s.steps > 0 ? " a step" : " in the window") + "): ";
 }
 
-// Late when its recorded window begins: the delay is before the window.
-std::string window_text(const Straggler& s) {
-  return "already late when its window begins: at " + std::to_string(s.late_at_window_start) + " of its " +
-         std::to_string(s.last_at) + " late collectives (the first of a recorded window on it) its step starts " +
-         internal::format_ns(s.window_start_late_ns) +
-         " after the other ranks' (median): the delay is before the window, where its trace cannot show it";
-}
-
 std::string before_line(const Straggler& s) {
   if (s.compared == 0) {
-    if (s.late_at_window_start > 0) return "before arriving: " + window_text(s);
+    if (s.late_at_window_start > 0) return "before arriving: " + internal::window_late_text(s);
     return "before arriving: not comparable (at none of its late collectives does the stretch since the previous "
            "collective start together on every rank)";
   }
-  const std::string window = s.late_at_window_start > 0 ? "; " + window_text(s) : "";
+  const std::string window = s.late_at_window_start > 0 ? "; " + internal::window_late_text(s) : "";
   std::string out = "before arriving, beyond the other ranks' median" + per_step_text(s);
   if (s.compared < s.last_at) {
     out += " (at " + std::to_string(s.compared) + " of its " + std::to_string(s.last_at) +
@@ -233,8 +225,7 @@ std::string format_job_text(const JobView& v) {
     out += "Stragglers: none (" + v.alignment.note + ")\n";
   }
   if (!v.network.groups.empty()) {
-    out += "Slow transfers (collectives that run long once their last rank arrives, against the groups of the same "
-           "collective and size that share no rank with them):\n";
+    out += std::string("Slow transfers (") + internal::kSlowTransferRule + "):\n";
     for (const SlowTransfer& t : v.network.groups) out += "  " + internal::slow_transfer_text(t) + "\n";
     out += "  " + internal::network_who_text(v.network) + "\n  fix: " + v.network.advice + "\n";
   }
@@ -288,8 +279,7 @@ std::string format_job_md(const JobView& v) {
     out += "None: " + v.alignment.note + ".\n";
   }
   if (!v.network.groups.empty()) {
-    out += "\n## Slow transfers\n\nCollectives that run long once their last rank arrives, against the groups of "
-           "the same collective and size that share no rank with them.\n\n";
+    out += std::string("\n## Slow transfers\n\n") + internal::capitalized(internal::kSlowTransferRule) + ".\n\n";
     for (const SlowTransfer& t : v.network.groups) out += "- " + internal::slow_transfer_text(t) + "\n";
     out += "- " + internal::network_who_text(v.network) + "\n- fix: " + v.network.advice + "\n";
   }
