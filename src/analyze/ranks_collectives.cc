@@ -1019,14 +1019,10 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
   // groups) are late of themselves, the rest inheriting their lateness from
   // a previous collective that ended late on it (a late rank's TP peers at
   // the data-parallel all-reduce; every rank after a slow transfer).
-  std::vector<std::int64_t> late_count(n, 0);
-  for (const Instance& in : insts) {
-    if (in.last >= 0) ++late_count[static_cast<std::size_t>(in.last)];
-  }
   const auto own_cause = [&](std::size_t i) {
     const Straggler& x = candidates[i];
     if (x.late_at_window_start > 0) return true;
-    if (late_count[candidate_ri[i]] - x.late_from_previous < kStragglerMinLate) return false;
+    if (out.last_at[candidate_ri[i]] - x.late_from_previous < kStragglerMinLate) return false;
     return !x.before.empty() && x.before[0].what != kCauses[1];
   };
   for (std::size_t i = 0; i < candidates.size(); ++i) {
