@@ -61,6 +61,36 @@ def network_specs(ranks, jobs, make_jobs, seed=100):
     return out
 
 
+def network_table(a, client, make_jobs, _tprof):
+    """The slow-link jobs' table: suspects found per size."""
+    print()
+    print(f"Slow links ({a.network} jobs per size: tensor-parallel groups of 8, data-parallel groups per local rank; "
+          "found = named the suspect)")
+    print("| ranks | jobs | planted | found | suspects named | stragglers named | recall | precision | by slow % (found/planted) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for n in a.ranks:
+        planted = found = named = stragglers = 0
+        by_pct = {}
+        for spec in network_specs(n, a.network, make_jobs, a.seed):
+            summaries = client.gather(client.map(make_jobs.summarize_generated, [spec] * n, range(n), pure=False))
+            view = json.loads(_tprof.merge_job(summaries, [], "json"))
+            suspects = set(view["slow_transfers"]["suspects"])
+            planted += len(spec.late)
+            named += len(suspects)
+            stragglers += len(view["stragglers"])
+            hit = len(suspects.intersection(spec.late))
+            found += hit
+            if spec.late:
+                f, p = by_pct.get(spec.late_pct, (0, 0))
+                by_pct[spec.late_pct] = (f + hit, p + len(spec.late))
+            del summaries, view
+        recall = found / planted if planted else 1.0
+        precision = found / named if named else 1.0
+        pct = ", ".join(f"{k:g}%: {f}/{p}" for k, (f, p) in sorted(by_pct.items()))
+        print(f"| {n} | {a.network} | {planted} | {found} | {named} | {stragglers} | {100 * recall:.1f}% | "
+              f"{100 * precision:.1f}% | {pct} |", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ranks", type=int, nargs="+", default=[64, 256, 1024])
@@ -113,34 +143,8 @@ def main():
         print(f"| {n} | {a.jobs} | {planted} | {found} ({right}) | {named} | {100 * recall:.1f}% | "
               f"{100 * precision:.1f}% | {med:.2f} s | {1000 * med / n:.2f} | {rss / 1024:.0f} MB | "
               f"{sorted(sizes)[len(sizes) // 2] / 1024:.0f} KB | {growth / 1024:.0f} MB |", flush=True)
-    if a.network <= 0:
-        a.ranks = []
-    print()
-    print(f"Slow links ({a.network} jobs per size: tensor-parallel groups of 8, data-parallel groups per local rank; "
-          "found = named the suspect)")
-    print("| ranks | jobs | planted | found | suspects named | stragglers named | recall | precision | by slow % (found/planted) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for n in a.ranks:
-        planted = found = named = stragglers = 0
-        by_pct = {}
-        for spec in network_specs(n, a.network, make_jobs, a.seed):
-            summaries = client.gather(client.map(make_jobs.summarize_generated, [spec] * n, range(n), pure=False))
-            view = json.loads(_tprof.merge_job(summaries, [], "json"))
-            suspects = set(view["slow_transfers"]["suspects"])
-            planted += len(spec.late)
-            named += len(suspects)
-            stragglers += len(view["stragglers"])
-            hit = len(suspects.intersection(spec.late))
-            found += hit
-            if spec.late:
-                f, p = by_pct.get(spec.late_pct, (0, 0))
-                by_pct[spec.late_pct] = (f + hit, p + len(spec.late))
-            del summaries, view
-        recall = found / planted if planted else 1.0
-        precision = found / named if named else 1.0
-        pct = ", ".join(f"{k:g}%: {f}/{p}" for k, (f, p) in sorted(by_pct.items()))
-        print(f"| {n} | {a.network} | {planted} | {found} | {named} | {stragglers} | {100 * recall:.1f}% | "
-              f"{100 * precision:.1f}% | {pct} |", flush=True)
+    if a.network > 0:
+        network_table(a, client, make_jobs, _tprof)
     client.close()
     cluster.close()
 
