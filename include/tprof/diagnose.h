@@ -160,7 +160,7 @@ struct StepVerdict {
   std::int64_t cpu_busy_ns = 0;
   std::int64_t gpu_busy_ns = 0;      // device activity inside the step window
   std::int64_t gpu_work_ns = 0;      // device activity launched by the step (wherever it ran)
-  std::int64_t work_end_ns = 0;      // the end of the last device activity it launched; 0 when none
+  std::int64_t work_end_ns = 0;      // the end of the last device activity it launched; 0 when none (gpu_work_ns 0)
   double gpu_idle_pct = 0;
   std::optional<std::int64_t> launch_offset_ns;  // first kernel start − its launch
   std::int64_t dataloader_ns = 0;

@@ -16,6 +16,7 @@
 #include "src/trace/id_index.h"
 #include "src/trace/json_value.h"
 #include "src/analyze/intervals.h"
+#include "src/analyze/verdict.h"
 #include "src/base/check.h"
 #include "src/base/saturate.h"
 #include "tprof/key_averages.h"
@@ -171,19 +172,12 @@ RunData read_run(const Trace& t) {
   d.verdict_summary = diagnosis.summary;
   d.has_device = ctx.has_device();
   TPROF_CHECK(diagnosis.steps.size() == d.steps.steps.size());
-  // The steady state: a step ends when its host span and the device work
-  // it launched are both done; its cost is the time since the previous
-  // step's end (the first step's: since its start). One figure whichever
-  // side bounds the run, and through a change of bound (issue 40, item 1).
-  std::int64_t prev_end = 0;
-  for (std::size_t i = 0; i < diagnosis.steps.size(); ++i) {
-    const StepVerdict& v = diagnosis.steps[i];
+  // The steady state (issue 40, item 1): internal::steady_costs.
+  for (const StepVerdict& v : diagnosis.steps) {
     d.step_device_ns.push_back(v.gpu_work_ns);
     d.step_cpu_ns.push_back(v.cpu_busy_ns);
-    const std::int64_t end = std::max(internal::sat_add(v.start_ns, v.cpu_span_ns), v.work_end_ns);
-    d.step_steady_ns.push_back(std::max<std::int64_t>(0, internal::sat_sub(end, i == 0 ? v.start_ns : prev_end)));
-    prev_end = std::max(prev_end, end);
   }
+  d.step_steady_ns = internal::steady_costs(diagnosis.steps);
   {
     std::vector<internal::Interval> all;
     for (const internal::DeviceOp& op : ctx.device) all.push_back({op.start, op.end});

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -493,7 +494,10 @@ Judgement measure(const DiagnoseContext& c) {
   if (nsteps > 0) {
     // Device work launched by each step, wherever it ran.
     std::vector<std::vector<Interval>> work(nsteps), copy_work(nsteps);
-    std::vector<std::int64_t> work_end(nsteps, 0);
+    // The latest end per step; the minimum until one: 0 is a time too, and
+    // a rank's clock may run below it (make_jobs.py's offsets do).
+    constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
+    std::vector<std::int64_t> work_end(nsteps, kNone);
     for (const DeviceOp& op : c.device) {
       if (op.step < 0) continue;
       work[static_cast<std::size_t>(op.step)].push_back({op.start, op.end});
@@ -517,7 +521,7 @@ Judgement measure(const DiagnoseContext& c) {
       v.gpu_idle_pct = st.gpu_idle_pct;
       v.launch_offset_ns = st.first_kernel_offset_ns;
       v.gpu_work_ns = f.work;
-      v.work_end_ns = work_end[si];
+      v.work_end_ns = work_end[si] == kNone ? 0 : work_end[si];
       v.exposed_comm_ns = f.exposed_comm;
       v.dataloader_ns = f.dataloader;
       v.sync_ns = f.sync;
@@ -678,6 +682,22 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
                  " device ranges with hardware counters (tprof kernels), no measured kernel times, so no time "
                  "share to judge by; profile again without the range profiler for a verdict";
   }
+}
+
+std::vector<std::int64_t> steady_costs(const std::vector<StepVerdict>& steps) {
+  std::vector<std::int64_t> out;
+  out.reserve(steps.size());
+  std::int64_t prev_end = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const StepVerdict& v = steps[i];
+    // work_end_ns is 0 when the step launched nothing: a time too, where a
+    // trace's clock runs below 0 (a rank's offset), so it counts only with work.
+    const std::int64_t host_end = sat_add(v.start_ns, v.cpu_span_ns);
+    const std::int64_t end = v.gpu_work_ns > 0 ? std::max(host_end, v.work_end_ns) : host_end;
+    out.push_back(std::max<std::int64_t>(0, sat_sub(end, i == 0 ? v.start_ns : prev_end)));
+    prev_end = i == 0 ? end : std::max(prev_end, end);
+  }
+  return out;
 }
 
 }  // namespace tprof::internal

@@ -4,6 +4,9 @@
 // enough the verdict is `unclear` and says what was measured.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "src/analyze/diagnose_context.h"
 #include "tprof/diagnose.h"
 
@@ -20,5 +23,12 @@ void judge(const DiagnoseContext& c, Diagnosis* d);
 // launch-overhead cause forms without overhead_bound (causes.cc), and a rule
 // may need to know which cause it joins.
 bool launch_overhead_measured(const DiagnoseContext& c);
+
+// Each step's cost in the steady state: a step ends when its host span and
+// the device work it launched are both done, and costs the time since the
+// previous step's end (the first step: since its own start); never below 0.
+// One figure whichever side bounds the run, and through a change of bound
+// (tprof compare's "steady", a rank summary's steady_ns).
+std::vector<std::int64_t> steady_costs(const std::vector<StepVerdict>& steps);
 
 }  // namespace tprof::internal

@@ -399,7 +399,9 @@ StepBars build_step_bars(const DiagnoseContext& c, const Diagnosis& d, const Htm
   // TraceLens' classes (breakdowns.cc, tracelens_gpu_timeline), by the
   // context's device classes: memsets count as computation.
   std::vector<Interval> comp, comm, copy;
-  std::vector<std::int64_t> work_end(n, 0);
+  // The latest end of the work each step launched; the minimum until one
+  // (0 is a time too: a rank's clock may run below it).
+  std::vector<std::int64_t> work_end(n, std::numeric_limits<std::int64_t>::min());
   for (const DeviceOp& op : c.device) {
     const Interval iv{op.start, op.end};
     if (op.cls == DeviceClass::kComm) {
@@ -458,8 +460,9 @@ StepBars build_step_bars(const DiagnoseContext& c, const Diagnosis& d, const Htm
       // The idle partition covers the step window exactly (idle.h), so
       // this is 0; kept so the parts always sum to the step.
       bar.parts.push_back(std::max<std::int64_t>(0, st.dur_ns - sum));
-      bar.work_end_ns = work_end[i];
-      if (work_end[i] > hi) bar.lag_ns = work_end[i] - hi;
+      const bool launched = work_end[i] != std::numeric_limits<std::int64_t>::min();
+      bar.work_end_ns = launched ? work_end[i] : 0;
+      if (launched && work_end[i] > hi) bar.lag_ns = work_end[i] - hi;
 
       // The step on the device (the TensorBoard plugin's _update_steps_duration):
       // consecutive, never overlapping, each as long as the device took for it.

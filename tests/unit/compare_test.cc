@@ -154,6 +154,22 @@ TEST(CompareTest, ATraceAgainstItselfShowsNoChange) {
   expect_no_change(compare_traces(a, a));
 }
 
+// make_jobs.py's ranks run on clocks offset by up to ±4 s from 0, so a
+// trace's times may all be below 0. The step cost took "no device work"
+// (0) for the latest end of each step's work: the first step cost 1.96 s,
+// the others 0.
+TEST(CompareTest, StepCostIsRightOnAClockBelowZero) {
+  const Trace t = load("ranks/balanced/rank-03.json.gz");
+  ASSERT_LT(t.end_ns(), 0);
+  const Comparison c = compare_traces(t, t);
+  ASSERT_EQ(c.a.steady_ns.size(), 8u);
+  for (std::size_t i = 0; i < c.a.steady_ns.size(); ++i) {
+    EXPECT_NEAR(static_cast<double>(c.a.steady_ns[i]), static_cast<double>(c.a.dur_ns[i]),
+                0.02 * static_cast<double>(c.a.dur_ns[i]))
+        << "step " << c.a.step[i];
+  }
+}
+
 TEST(CompareTest, LegacyTorch113TracesCompare) {
   const Trace a = load("torch-1.13/blog/64_fp32_cold_eager.json");
   const Trace b = load("torch-1.13/blog/64_fp32_warm_eager.json");
