@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -1132,8 +1133,7 @@ std::pair<std::string, std::string> summarize_path(const py::object& path_arg, i
 // The job view of summary files' texts (tprof merge): text, json, md, html,
 // or "summary" (the merged summary, itself mergeable). ValueError naming
 // the part for a text that is not a summary, and for ranks that clash.
-std::string merge_job(const std::vector<std::string>& summaries, const std::vector<std::string>& names,
-                      const std::string& format) {
+std::vector<JobSummary> parse_summaries(const std::vector<std::string>& summaries, const std::vector<std::string>& names) {
   std::vector<JobSummary> parts;
   parts.reserve(summaries.size());
   for (std::size_t i = 0; i < summaries.size(); ++i) {
@@ -1144,6 +1144,12 @@ std::string merge_job(const std::vector<std::string>& summaries, const std::vect
     }
     parts.push_back(std::move(part).value());
   }
+  return parts;
+}
+
+std::string merge_job(const std::vector<std::string>& summaries, const std::vector<std::string>& names,
+                      const std::string& format) {
+  const std::vector<JobSummary> parts = parse_summaries(summaries, names);
   std::string out;
   std::optional<Error> failed;
   {
@@ -1161,6 +1167,61 @@ std::string merge_job(const std::vector<std::string>& summaries, const std::vect
   }
   if (failed) throw py::value_error(failed->message());
   return out;
+}
+
+// Two jobs compared (tprof compare --jobs), each from its ranks' summary
+// texts: (report, gate outcome "pass"/"fail"/"refused" or None, the gate's
+// line for stderr or ""). ValueError as merge_job's.
+py::tuple compare_jobs_py(const std::vector<std::string>& summaries_a, const std::vector<std::string>& names_a,
+                          const std::vector<std::string>& summaries_b, const std::vector<std::string>& names_b,
+                          const std::string& format, const std::string& label_a, const std::string& label_b,
+                          std::size_t top, std::optional<double> fail_if_slower, const std::string& metric,
+                          std::size_t min_steps, bool allow_mismatch) {
+  if (format != "text" && format != "json" && format != "md") {
+    throw py::value_error("format must be text, json or md, not " + format);
+  }
+  if (summaries_a.empty() || summaries_b.empty()) throw py::value_error("each job needs at least one rank summary");
+  if (fail_if_slower && (!std::isfinite(*fail_if_slower) || *fail_if_slower < 0)) {
+    throw py::value_error("fail_if_slower must be a non-negative number");
+  }
+  const CompareMetric m = metric == "steady" ? CompareMetric::kSteady
+                          : metric == "step" ? CompareMetric::kStep
+                          : metric == "device" ? CompareMetric::kDevice
+                          : metric == "cpu" ? CompareMetric::kCpu
+                          : metric == "auto" ? CompareMetric::kAuto
+                                             : throw py::value_error("metric must be auto, steady, step, device or cpu");
+  const std::vector<JobSummary> parts_a = parse_summaries(summaries_a, names_a);
+  const std::vector<JobSummary> parts_b = parse_summaries(summaries_b, names_b);
+  std::string out, line;
+  std::optional<GateResult> gate;
+  std::optional<Error> failed;
+  {
+    py::gil_scoped_release nogil;
+    Result<JobSummary> a = merge_summaries(parts_a);
+    Result<JobSummary> b = a ? merge_summaries(parts_b) : Result<JobSummary>(a.error());
+    if (!a || !b) {
+      failed = !a ? a.error() : b.error();
+    } else {
+      const JobComparison j = compare_jobs(*a, *b);
+      if (fail_if_slower) {
+        gate = check_gate(j.c, {.max_slower_pct = *fail_if_slower, .metric = m, .min_steps = min_steps,
+                                .allow_mismatch = allow_mismatch});
+        line = format_gate_line(*gate);
+      }
+      const CompareFormat f{.label_a = label_a, .label_b = label_b, .top = top};
+      const GateResult* g = gate ? &*gate : nullptr;
+      out = format == "json" ? format_job_comparison_json(j, f, g)
+            : format == "md" ? format_job_comparison_md(j, f, g)
+                             : format_job_comparison_text(j, f, g);
+    }
+  }
+  if (failed) throw py::value_error(failed->message());
+  py::object outcome = py::none();
+  if (gate) {
+    outcome = py::str(gate->outcome == GateOutcome::kPass ? "pass" : gate->outcome == GateOutcome::kFail ? "fail"
+                                                                                                          : "refused");
+  }
+  return py::make_tuple(out, outcome, line);
 }
 
 }  // namespace
@@ -1217,6 +1278,10 @@ PYBIND11_MODULE(_tprof, m) {
   m.def("summarize_rank", &summarize_path, py::arg("path"), py::arg("threads") = 0, py::arg("strict") = false);
   m.def("merge_job", &merge_job, py::arg("summaries"), py::arg("names") = std::vector<std::string>{},
         py::arg("format") = "text");
+  m.def("compare_jobs", &compare_jobs_py, py::arg("summaries_a"), py::arg("names_a"), py::arg("summaries_b"),
+        py::arg("names_b"), py::arg("format") = "text", py::arg("label_a") = "A", py::arg("label_b") = "B",
+        py::arg("top") = 10, py::arg("fail_if_slower") = py::none(), py::arg("metric") = "auto",
+        py::arg("min_steps") = 5, py::arg("allow_mismatch") = false);
   m.def("read_many", &read_many, py::arg("paths"), py::arg("threads") = 0, py::arg("strict") = false,
         py::arg("step_range") = std::string());
   m.def("table", &table, py::arg("trace"), py::arg("sort_by") = "", py::arg("row_limit") = 100,

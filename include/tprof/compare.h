@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "tprof/diagnose.h"
+#include "tprof/ranks.h"
 #include "tprof/trace.h"
 
 namespace tprof {
@@ -205,6 +206,7 @@ struct Comparison {
   // added or removed (docs/compare.md, "An environment change"): the
   // machine or its state changed, not the code. "" otherwise.
   std::string environment_change;
+  bool jobs = false;  // compare_jobs: each side is one job, its step the median over its ranks
   const MetricComparison* metric(CompareMetric m) const;  // nullptr for kAuto
 };
 
@@ -325,5 +327,75 @@ std::string format_comparison_json(const Comparison& c, const CompareFormat& f =
 // One line for CI logs: "compare gate: PASS|FAIL|REFUSED: B's mean device
 // time per step is ... [95% interval] against A's; limit P% (...)".
 std::string format_gate_line(const GateResult& g);
+
+// ---- Two jobs: every rank of each (docs/compare.md, "Jobs") ----
+//
+//   tprof::JobComparison j = tprof::compare_jobs(job_a, job_b);   // merged rank summaries (tprof/ranks.h)
+//   tprof::GateResult g = tprof::check_gate(j.c, {.max_slower_pct = 5.0});
+//   std::cout << tprof::format_job_comparison_text(j, {.label_a = "run1/", .label_b = "run2/"}, &g);
+//
+// A job's step is the median over its ranks of each per-step figure (the
+// ranks of a synchronous job wait for each other, so their steps agree; the
+// median ignores one rank's boundary offset). `c` holds the job's step
+// series as one run a side, so the metrics, their bootstrap interval, the
+// gate and its formats are compare's; it has no ops or kernels (a summary
+// keeps none).
+
+// One rank's mean per aligned step of the gate's default metric (steady
+// when both jobs' summaries have it, else step time), matched by rank.
+struct JobRankDelta {
+  std::int64_t rank = 0;
+  ChangeKind change = ChangeKind::kCommon;  // new: in B only; vanished: in A only
+  std::int64_t mean_a_ns = 0, mean_b_ns = 0;  // 0 on the side without it
+  std::int64_t delta_ns() const;              // B − A, saturating
+};
+
+// Mean per aligned step of one phase of the job's step (the median over
+// ranks of RankStep's computation, communication, idle).
+struct JobPhaseDelta {
+  std::string phase;  // "computation", "communication", "idle"
+  std::int64_t mean_a_ns = 0, mean_b_ns = 0;
+};
+
+// What one job's view says, for the report: ranks, verdicts, stragglers.
+struct JobSide {
+  std::int64_t ranks = 0;           // ranks of the view (windows of one process merged)
+  std::int64_t ranks_with_steps = 0;  // those whose steps make the job's steps
+  std::int64_t world_size = -1;
+  std::vector<std::pair<Verdict, std::int64_t>> verdicts;  // the ranks' own verdicts, most common first
+  std::vector<Straggler> stragglers;  // named ones (compute_job_view)
+  std::vector<std::int64_t> slow_link_suspects;
+  std::int64_t slow_transfer_groups = 0;
+  bool has_steady = false;  // every rank's summary has steady_ns (version 3)
+};
+
+struct JobComparison {
+  Comparison c;
+  JobSide a, b;
+  CompareMetric rank_metric = CompareMetric::kSteady;  // what `ranks` measures
+  std::vector<JobRankDelta> ranks;    // by |delta|, then rank; new and vanished last
+  std::vector<JobPhaseDelta> phases;  // computation, communication, idle
+};
+
+// B's job against A's. Steps: a job step is a step number every rank with
+// steps has (by order when a rank repeats a number: the first n of each
+// rank, n the fewest); A and B align as two traces do (by number when one
+// side's numbers all appear on the other, else by order). A job whose ranks
+// have no steps is one whole "step": the median over ranks of their spans,
+// step time only. steady/device/cpu are measured only when every rank's
+// summary has them (version 3). The set-ups differ when the rank counts,
+// the world sizes or the ranks with device activity differ. Never fails;
+// each job must hold at least one rank (a bug otherwise).
+JobComparison compare_jobs(const JobSummary& a, const JobSummary& b);
+
+// The job comparison as text, Markdown or JSON: the job's metrics (as
+// format_comparison_*), phases, verdicts, stragglers and slow links of each
+// side, then the ranks by |delta|. `top` limits the rank rows (JSON lists all).
+std::string format_job_comparison_text(const JobComparison& j, const CompareFormat& f = {},
+                                       const GateResult* gate = nullptr);
+std::string format_job_comparison_md(const JobComparison& j, const CompareFormat& f = {},
+                                     const GateResult* gate = nullptr);
+std::string format_job_comparison_json(const JobComparison& j, const CompareFormat& f = {},
+                                       const GateResult* gate = nullptr);
 
 }  // namespace tprof

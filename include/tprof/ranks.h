@@ -30,9 +30,10 @@
 namespace tprof {
 
 // The summary file's "format" and the version this tprof writes. It reads
-// version 1 too (summaries without collectives: no straggler analysis).
+// versions 1 (no collectives: no straggler analysis) and 2 (no per-step
+// steady_ns, device_ns, cpu_ns: tprof compare --jobs has only step time) too.
 inline constexpr std::string_view kRankSummaryFormat = "tprof.rank_summary";
-inline constexpr std::int64_t kRankSummaryVersion = 2;
+inline constexpr std::int64_t kRankSummaryVersion = 3;
 
 // One ProfilerStep's time split into phases (ns; the three sum to dur_ns).
 // With device activity: computation = device busy in the step − exposed
@@ -45,6 +46,14 @@ struct RankStep {
   std::int64_t computation_ns = 0;
   std::int64_t communication_ns = 0;
   std::int64_t idle_ns = 0;
+  // What tprof compare measures per step (summary version 3; -1 unknown, as
+  // in older summaries): the step's cost in the steady state (from the
+  // previous step's end to its own, a step ending when its host span and
+  // the device work it launched are done), the union of the device work it
+  // launched (0 without device activity), its thread's busy time.
+  std::int64_t steady_ns = -1;
+  std::int64_t device_ns = -1;
+  std::int64_t cpu_ns = -1;
 };
 
 // HolisticTraceAnalysis' kernel-type time of one label ("COMPUTATION",
@@ -318,9 +327,9 @@ std::string format_job_md(const JobView& v);
 // verdicts and slow ranks as inline SVG, the text view at the bottom.
 std::string format_job_html(const JobView& v);
 
-// The summary file: {"format": "tprof.rank_summary", "version": 2, "ranks": [...]}.
+// The summary file: {"format": "tprof.rank_summary", "version": 3, "ranks": [...]}.
 std::string format_rank_summary_json(const JobSummary& job);
-// Reads a summary file's text (version 1 or 2); kFormat with what is wrong
+// Reads a summary file's text (version 1, 2 or 3); kFormat with what is wrong
 // for anything that is not a summary this tprof writes (another format, a
 // missing or mistyped field), kUnsupported for another version.
 Result<JobSummary> parse_rank_summary_json(std::string_view text);

@@ -26,7 +26,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _tprof
 
-__all__ = ["diagnose_job", "list_traces", "JobError", "RankFailure", "FORMATS"]
+__all__ = ["diagnose_job", "compare_jobs", "JobComparison", "list_traces", "JobError", "RankFailure", "FORMATS"]
 
 # What diagnose_job writes: the job view as `tprof diagnose DIR --format`
 # (text, json, md), the job page of `tprof report DIR` (html), or the merged
@@ -117,8 +117,46 @@ def _progress_printer(stream) -> Callable[[int, int], None]:
     return show
 
 
+Where = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
+
+
+class _Cluster:
+    """The client to use: the given one, one connected to `scheduler`, or a
+    LocalCluster of `local` worker processes started (and closed) here."""
+
+    def __init__(self, client, scheduler, local):
+        from distributed import Client, LocalCluster
+
+        self.owned = []
+        self.client = client
+        if client is not None:
+            return
+        if scheduler is not None:
+            self.client = Client(scheduler)
+        else:
+            n = local if local is not None else max(1, os.cpu_count() or 1)
+            if n < 1:
+                raise ValueError(f"local must be 1 or more workers, not {n}")
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+            try:
+                self.client = Client(cluster)
+            except BaseException:
+                cluster.close()
+                raise
+            self.owned.append(cluster)
+        self.owned.insert(0, self.client)
+
+    def __enter__(self):
+        return self.client
+
+    def __exit__(self, *exc):
+        for o in self.owned:
+            o.close()
+        return False
+
+
 def diagnose_job(
-    where: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
+    where: Where,
     client=None,
     *,
     scheduler: Optional[str] = None,
@@ -134,8 +172,8 @@ def diagnose_job(
 
     client: a distributed.Client to use; else `scheduler` (an address, as
     Nsight Systems' recipes take one) is connected to; else a LocalCluster
-    of `local` worker processes (default: one per core, at most one per
-    trace) is started and closed again. format: one of FORMATS. threads:
+    of `local` worker processes (default: one per core) is started and
+    closed again. format: one of FORMATS. threads:
     reader threads per trace (0: tprof's default). retries: how often a
     rank whose worker died is tried again on another. progress: True prints
     "ranks summarized k/N" to stderr; a callable gets (done, total).
@@ -148,40 +186,109 @@ def diagnose_job(
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
-    from distributed import Client, LocalCluster, as_completed
+    from distributed import as_completed
 
-    owned = []
+    with _Cluster(client, scheduler, local) as c:
+        return _run(c, where, format, threads, retries, progress, note, as_completed)
+
+
+@dataclass
+class JobComparison:
+    """What compare_jobs returns: the report (as `tprof compare --jobs`
+    prints it), the gate's outcome ("pass", "fail", "refused"; None without
+    a gate), and its one line for a CI log ("compare gate: ...")."""
+
+    report: str
+    outcome: Optional[str] = None
+    gate_line: str = ""
+
+    @property
+    def exit_status(self) -> int:
+        """tprof compare's: 0 pass or no gate, 1 fail, 2 refused."""
+        return {"fail": 1, "refused": 2}.get(self.outcome or "", 0)
+
+
+def compare_jobs(
+    a: Where,
+    b: Where,
+    client=None,
+    *,
+    scheduler: Optional[str] = None,
+    local: Optional[int] = None,
+    format: str = "text",
+    label_a: Optional[str] = None,
+    label_b: Optional[str] = None,
+    top: int = 10,
+    fail_if_slower: Optional[float] = None,
+    metric: str = "auto",
+    min_steps: int = 5,
+    allow_mismatch: bool = False,
+    threads: int = 0,
+    retries: int = 1,
+    progress: Union[bool, Callable[[int, int], None]] = False,
+    note: Optional[Callable[[str], None]] = None,
+) -> JobComparison:
+    """Job B against job A, each a directory, glob or list of its ranks'
+    traces, summarized on Dask workers as diagnose_job does (both jobs'
+    ranks at once); the same report as `tprof compare --jobs A B` over the
+    same traces (docs/compare.md, "Jobs").
+
+    format: text, json or md. label_a / label_b: how the report names the
+    jobs (default: `a` and `b` as given). fail_if_slower, metric,
+    min_steps, allow_mismatch: the gate of `tprof compare`
+    (--fail-if-slower PCT and its options); without fail_if_slower there is
+    no gate. The other arguments are diagnose_job's. Raises JobError naming
+    every trace that failed; ValueError for bad arguments.
+    """
+    if format not in ("text", "json", "md"):
+        raise ValueError(f"format must be text, json or md, not {format!r}")
+    from distributed import as_completed
+
+    with _Cluster(client, scheduler, local) as c:
+        (pa, sa), (pb, sb) = _summarize_jobs(c, [a, b], threads, retries, progress, note, as_completed)
     try:
-        if client is None:
-            if scheduler is not None:
-                client = Client(scheduler)
-            else:
-                n = local if local is not None else max(1, os.cpu_count() or 1)
-                if n < 1:
-                    raise ValueError(f"local must be 1 or more workers, not {n}")
-                cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                       dashboard_address=None)
-                owned.append(cluster)
-                client = Client(cluster)
-            owned.insert(0, client)
-        return _run(client, where, format, threads, retries, progress, note, as_completed)
-    finally:
-        for o in owned:
-            o.close()
+        report, outcome, line = _tprof.compare_jobs(
+            sa, [os.path.basename(p) for p in pa], sb, [os.path.basename(p) for p in pb], format=format,
+            label_a=label_a if label_a is not None else _describe(a),
+            label_b=label_b if label_b is not None else _describe(b), top=top,
+            fail_if_slower=fail_if_slower, metric=metric, min_steps=min_steps, allow_mismatch=allow_mismatch)
+    except ValueError as e:
+        if str(e).startswith(("format", "metric", "fail_if_slower")):
+            raise
+        raise JobError(str(e)) from None
+    return JobComparison(report, outcome, line)
 
 
 def _run(client, where, format, threads, retries, progress, note, as_completed) -> str:
-    located = _where(client, where)
-    if not located:
-        raise JobError(f"{os.fspath(where) if isinstance(where, (str, os.PathLike)) else 'the paths'}: "
-                       "no trace seen by any worker (*.json or *.json.gz, one per rank)")
-    paths = sorted(located)
+    (paths, summaries), = _summarize_jobs(client, [where], threads, retries, progress, note, as_completed)
+    try:
+        return _tprof.merge_job(summaries, [os.path.basename(p) for p in paths], format)
+    except ValueError as e:
+        raise JobError(str(e)) from None
+
+
+def _describe(where) -> str:
+    return os.fspath(where) if isinstance(where, (str, os.PathLike)) else "the paths"
+
+
+def _summarize_jobs(client, jobs, threads, retries, progress, note, as_completed) -> List[Tuple[List[str], List[str]]]:
+    """Each job's traces (sorted) and their summaries, every rank of every
+    job summarized on the workers at once. Raises JobError naming every
+    trace that failed, or a job of which no worker sees a trace."""
+    located = [_where(client, where) for where in jobs]
+    for where, found in zip(jobs, located):
+        if not found:
+            raise JobError(f"{_describe(where)}: no trace seen by any worker (*.json or *.json.gz, one per rank)")
+    paths = [sorted(found) for found in located]
+    total = sum(len(p) for p in paths)
     show = _progress_printer(sys.stderr) if progress is True else (progress or None)
     futures = {}
-    for p in paths:
-        fut = client.submit(_summarize, p, threads, key=f"tprof-summarize-{p}", pure=False,
-                            retries=retries, workers=located[p] or None, allow_other_workers=False)
-        futures[fut] = p
+    for j, (found, job_paths) in enumerate(zip(located, paths)):
+        for p in job_paths:
+            # A trace in two jobs is summarized once (the same key).
+            fut = client.submit(_summarize, p, threads, key=f"tprof-summarize-{p}", pure=False,
+                                retries=retries, workers=found[p] or None, allow_other_workers=False)
+            futures.setdefault(fut, p)
     summaries: Dict[str, str] = {}
     notes: Dict[str, str] = {}
     failures: List[RankFailure] = []
@@ -194,21 +301,18 @@ def _run(client, where, format, threads, retries, progress, note, as_completed) 
             failures.append(RankFailure(p, _reason(e)))
         done += 1
         if show is not None:
-            show(done, len(paths))
+            show(done, len(futures))
         fut.release()
     # What the reader repaired, in path order, as `tprof diagnose DIR` notes it.
     if note is not None:
-        for p in paths:
-            if notes.get(p):
-                note(notes[p])
+        for job_paths in paths:
+            for p in job_paths:
+                if notes.get(p):
+                    note(notes[p])
     if failures:
         failures.sort(key=lambda f: f.path)
-        raise JobError(f"{len(failures)} of {len(paths)} ranks failed; the job view needs every rank", failures)
-    names = [os.path.basename(p) for p in paths]
-    try:
-        return _tprof.merge_job([summaries[p] for p in paths], names, format)
-    except ValueError as e:
-        raise JobError(str(e)) from None
+        raise JobError(f"{len(failures)} of {total} ranks failed; the job view needs every rank", failures)
+    return [(job_paths, [summaries[p] for p in job_paths]) for job_paths in paths]
 
 
 def _reason(e: BaseException) -> str:

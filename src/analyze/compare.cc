@@ -2,6 +2,7 @@
 #include "tprof/compare.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -978,7 +979,7 @@ GateResult check_gate(const Comparison& c, const GateOptions& o) {
                                                      : "nothing to measure");
   }
   if (!c.setup_differences.empty() && !o.allow_mismatch) {
-    std::string why = "the runs' set-ups differ (";
+    std::string why = c.jobs ? "the jobs' set-ups differ (" : "the runs' set-ups differ (";
     for (std::size_t i = 0; i < c.setup_differences.size(); ++i) {
       if (i) why += "; ";
       why += c.setup_differences[i];
@@ -1046,6 +1047,312 @@ GateResult check_gate(const Comparison& c, const GateOptions& o) {
 
 GateResult check_slower(const Comparison& c, double max_slower_pct) {
   return check_gate(c, GateOptions{.max_slower_pct = max_slower_pct});
+}
+
+}  // namespace tprof
+
+// ---- Two jobs (docs/compare.md, "Jobs") ----
+
+namespace tprof {
+
+std::int64_t JobRankDelta::delta_ns() const { return internal::sat_sub(mean_b_ns, mean_a_ns); }
+
+namespace {
+
+// The per-step figures a job's step takes the median of over its ranks.
+enum JobField : std::size_t { kDur = 0, kSteady, kDevice, kCpu, kComputation, kCommunication, kIdle, kJobFields };
+
+std::int64_t job_field(const RankStep& s, std::size_t f) {
+  switch (f) {
+    case kDur: return s.dur_ns;
+    case kSteady: return s.steady_ns;
+    case kDevice: return s.device_ns;
+    case kCpu: return s.cpu_ns;
+    case kComputation: return s.computation_ns;
+    case kCommunication: return s.communication_ns;
+    case kIdle: return s.idle_ns;
+    default: break;
+  }
+  return -1;
+}
+
+// One job as compare reads it: its view (windows of one process merged
+// into one rank), the ranks whose steps make the job's steps, and for each
+// job step the index of that step in each such rank.
+struct JobSteps {
+  JobView view;
+  std::vector<const RankRow*> rows;          // ranks with steps
+  std::vector<std::int64_t> numbers;         // the job's steps: their numbers (by order: the first rank's)
+  std::vector<std::vector<std::size_t>> at;  // at[k][r]: job step k in rows[r]'s step_list
+  bool by_number = true;
+  bool whole = false;                        // no rank has steps
+  std::vector<std::int64_t> spans;           // per trace: its span (whole-trace jobs)
+  bool has_device = true;                    // every rank's trace has device activity
+  std::int64_t ranks_with_device = 0;        // ranks of the view with device activity in a trace
+};
+
+JobSteps job_steps(const JobSummary& job) {
+  JobSteps s;
+  s.view = compute_job_view(job);
+  for (const RankSummary& r : job.ranks) {
+    s.has_device = s.has_device && r.has_device;
+    s.spans.push_back(std::max<std::int64_t>(0, internal::sat_sub(r.end_ns, r.start_ns)));
+  }
+  std::map<std::string_view, bool> device_of;
+  for (const RankSummary& r : job.ranks) device_of.emplace(r.source, r.has_device);
+  for (const RankRow& row : s.view.ranks) {
+    if (!row.step_list.empty()) s.rows.push_back(&row);
+    bool device = false;
+    for (const std::string& w : row.windows) device = device || device_of[w];
+    s.ranks_with_device += device ? 1 : 0;
+  }
+  if (s.rows.empty()) {
+    s.whole = true;
+    return s;
+  }
+  // By number: the numbers every rank has, none repeating in a rank.
+  std::vector<std::map<std::int64_t, std::size_t>> index(s.rows.size());
+  for (std::size_t r = 0; r < s.rows.size() && s.by_number; ++r) {
+    const std::vector<RankStep>& steps = s.rows[r]->step_list;
+    for (std::size_t i = 0; i < steps.size() && s.by_number; ++i) {
+      s.by_number = index[r].emplace(steps[i].step, i).second;
+    }
+  }
+  if (s.by_number) {
+    for (const auto& [number, i] : index.front()) {
+      std::vector<std::size_t> where;
+      for (const auto& idx : index) {
+        const auto it = idx.find(number);
+        if (it == idx.end()) break;
+        where.push_back(it->second);
+      }
+      if (where.size() != s.rows.size()) continue;
+      s.numbers.push_back(number);
+      s.at.push_back(std::move(where));
+    }
+    if (!s.numbers.empty()) return s;
+    s.by_number = false;
+  }
+  std::size_t fewest = s.rows.front()->step_list.size();
+  for (const RankRow* row : s.rows) fewest = std::min(fewest, row->step_list.size());
+  for (std::size_t k = 0; k < fewest; ++k) {
+    s.numbers.push_back(s.rows.front()->step_list[k].step);
+    s.at.emplace_back(s.rows.size(), k);
+  }
+  return s;
+}
+
+// Job step k's figure f: the median over its ranks; -1 when a rank does not
+// know it (an older summary).
+std::int64_t job_step_value(const JobSteps& s, std::size_t k, std::size_t f) {
+  std::vector<std::int64_t> v;
+  v.reserve(s.rows.size());
+  for (std::size_t r = 0; r < s.rows.size(); ++r) {
+    const std::int64_t x = job_field(s.rows[r]->step_list[s.at[k][r]], f);
+    if (x < 0) return -1;
+    v.push_back(x);
+  }
+  return internal::mean_median(std::move(v));
+}
+
+JobSide job_side(const JobSteps& s) {
+  JobSide side;
+  side.ranks = static_cast<std::int64_t>(s.view.ranks.size());
+  side.ranks_with_steps = static_cast<std::int64_t>(s.rows.size());
+  side.world_size = s.view.world_size;
+  std::map<Verdict, std::int64_t> counts;
+  for (const RankRow& row : s.view.ranks) ++counts[row.verdict];
+  side.verdicts.assign(counts.begin(), counts.end());
+  std::stable_sort(side.verdicts.begin(), side.verdicts.end(),
+                   [](const auto& x, const auto& y) { return x.second > y.second; });
+  side.stragglers = s.view.stragglers;
+  side.slow_link_suspects = s.view.network.suspects;
+  side.slow_transfer_groups = static_cast<std::int64_t>(s.view.network.groups.size());
+  return side;
+}
+
+// One side of the comparison: the aligned job steps' series.
+void fill_job_side(const JobSteps& s, const std::vector<std::size_t>& aligned, bool whole, const JobSide& info,
+                   CompareSide* side, std::array<std::vector<std::int64_t>, kJobFields>* series) {
+  side->has_steps = !s.whole;
+  side->total_steps = s.whole ? 0 : s.numbers.size();
+  if (whole) {
+    side->step.push_back(-1);
+    (*series)[kDur].push_back(internal::mean_median(s.spans));
+  } else {
+    for (const std::size_t k : aligned) {
+      side->step.push_back(s.numbers[k]);
+      for (std::size_t f = 0; f < kJobFields; ++f) (*series)[f].push_back(job_step_value(s, k, f));
+    }
+  }
+  // A figure some rank does not know is not measured; device time needs
+  // device activity on every rank.
+  for (std::size_t f = 0; f < kJobFields; ++f) {
+    std::vector<std::int64_t>& v = (*series)[f];
+    if (std::any_of(v.begin(), v.end(), [](std::int64_t x) { return x < 0; }) || (f == kDevice && !s.has_device)) {
+      v.clear();
+    }
+  }
+  side->dur_ns = (*series)[kDur];
+  side->steady_ns = (*series)[kSteady];
+  side->device_ns = (*series)[kDevice];
+  side->cpu_ns = (*series)[kCpu];
+  side->median_step_ns = internal::mean_median(side->dur_ns);
+  side->mad_ns = mad_of(side->dur_ns, side->median_step_ns);
+  if (!side->dur_ns.empty()) {
+    side->min_step_ns = *std::min_element(side->dur_ns.begin(), side->dur_ns.end());
+    side->max_step_ns = *std::max_element(side->dur_ns.begin(), side->dur_ns.end());
+  }
+  side->verdict = info.verdicts.empty() ? Verdict::kUnclear : info.verdicts.front().first;
+  const std::int64_t most = info.verdicts.empty() ? 0 : info.verdicts.front().second;
+  side->verdict_summary = std::to_string(most) + " of " + std::to_string(info.ranks) + " ranks " +
+                          std::string(verdict_name(side->verdict));
+  side->gpu_bound = side->verdict == Verdict::kComputeBound || side->verdict == Verdict::kCommunicationBound;
+  side->setup = RunSetup{.device = "", .device_count = s.ranks_with_device, .world_size = info.world_size, .dtype = ""};
+  side->runs.push_back({"", side->has_steps, side->total_steps, side->verdict, side->setup});
+}
+
+// A rank's mean per aligned step of field f (its span for a whole job); -1
+// when it is not known.
+std::map<std::int64_t, std::int64_t> rank_means(const JobSteps& s, const std::vector<std::size_t>& aligned,
+                                                bool whole, std::size_t f, const JobSummary& job) {
+  std::map<std::int64_t, std::int64_t> out;
+  if (whole) {
+    // Every trace of a rank (its windows), from the first start to the last end.
+    for (const RankRow& row : s.view.ranks) {
+      std::int64_t first = 0, last = 0;
+      bool any = false;
+      for (const std::string& w : row.windows) {
+        for (const RankSummary& r : job.ranks) {
+          if (r.source != w) continue;
+          first = any ? std::min(first, r.start_ns) : r.start_ns;
+          last = any ? std::max(last, r.end_ns) : r.end_ns;
+          any = true;
+        }
+      }
+      out[row.rank] = any ? std::max<std::int64_t>(0, internal::sat_sub(last, first)) : 0;
+    }
+    return out;
+  }
+  for (std::size_t r = 0; r < s.rows.size(); ++r) {
+    double sum = 0;
+    bool known = true;
+    for (const std::size_t k : aligned) {
+      const std::int64_t x = job_field(s.rows[r]->step_list[s.at[k][r]], f);
+      known = known && x >= 0;
+      sum += static_cast<double>(x);
+    }
+    if (known && !aligned.empty()) out[s.rows[r]->rank] = to_ns(sum / static_cast<double>(aligned.size()));
+  }
+  return out;
+}
+
+}  // namespace
+
+JobComparison compare_jobs(const JobSummary& a, const JobSummary& b) {
+  TPROF_CHECK(!a.ranks.empty() && !b.ranks.empty());
+  const JobSteps sa = job_steps(a), sb = job_steps(b);
+  JobComparison j;
+  j.c.jobs = true;
+  j.a = job_side(sa);
+  j.b = job_side(sb);
+  Comparison& c = j.c;
+
+  // Align the job steps as two traces' steps align.
+  std::vector<std::size_t> ia, ib;
+  const bool whole = sa.whole || sb.whole;
+  if (whole) {
+    c.alignment = StepAlignment::kWholeTrace;
+  } else {
+    const auto all_in = [](const std::vector<std::int64_t>& x, const std::vector<std::int64_t>& y) {
+      return std::includes(y.begin(), y.end(), x.begin(), x.end());  // both ascending (by number)
+    };
+    if (sa.by_number && sb.by_number && (all_in(sa.numbers, sb.numbers) || all_in(sb.numbers, sa.numbers))) {
+      c.alignment = StepAlignment::kStepNumber;
+      for (std::size_t i = 0, k = 0; i < sa.numbers.size(); ++i) {
+        while (k < sb.numbers.size() && sb.numbers[k] < sa.numbers[i]) ++k;
+        if (k < sb.numbers.size() && sb.numbers[k] == sa.numbers[i]) {
+          ia.push_back(i);
+          ib.push_back(k);
+        }
+      }
+    } else {
+      c.alignment = StepAlignment::kOrder;
+      for (std::size_t k = 0; k < std::min(sa.numbers.size(), sb.numbers.size()); ++k) {
+        ia.push_back(k);
+        ib.push_back(k);
+      }
+    }
+  }
+  std::array<std::vector<std::int64_t>, kJobFields> fa, fb;
+  fill_job_side(sa, ia, whole, j.a, &c.a, &fa);
+  fill_job_side(sb, ib, whole, j.b, &c.b, &fb);
+  j.a.has_steady = !c.a.steady_ns.empty();
+  j.b.has_steady = !c.b.steady_ns.empty();
+  c.delta_ns = c.b.median_step_ns - c.a.median_step_ns;
+  c.delta_pct = c.a.median_step_ns > 0
+                    ? 100.0 * static_cast<double>(c.delta_ns) / static_cast<double>(c.a.median_step_ns)
+                    : 0.0;
+  c.noise_ns = internal::sat_add(c.a.mad_ns, c.b.mad_ns);
+  c.verdict_changed = c.a.verdict != c.b.verdict;
+
+  const bool paired = c.alignment == StepAlignment::kStepNumber;
+  c.metrics.push_back(compare_metric(CompareMetric::kSteady, c.a.steady_ns, c.b.steady_ns, paired));
+  c.metrics.push_back(compare_metric(CompareMetric::kStep, c.a.dur_ns, c.b.dur_ns, paired));
+  c.metrics.push_back(compare_metric(CompareMetric::kDevice, c.a.device_ns, c.b.device_ns, paired));
+  c.metrics.push_back(compare_metric(CompareMetric::kCpu, c.a.cpu_ns, c.b.cpu_ns, paired));
+  const std::string job_step = "a job step is the median over its ranks";
+  if (c.metric(CompareMetric::kSteady)->available) {
+    c.bound_metric = CompareMetric::kSteady;
+    c.bound_reason = "the steady state: from one step's end to the next, a step ending when its host work and the "
+                     "device work it launched are done, whichever side bounds each job (" + job_step + ")";
+  } else {
+    c.bound_metric = CompareMetric::kStep;
+    c.bound_reason = whole ? "the whole trace: a job without steps is one step, the median over its ranks of their "
+                             "spans"
+                           : "the ProfilerStep's wall time: a summary from before version 3 has no steady state per "
+                             "step (summarize the traces again) (" + job_step + ")";
+  }
+  j.rank_metric = c.bound_metric;
+
+  c.setup_differences = setup_differences(c.a.setup, c.b.setup);
+  if (j.a.ranks != j.b.ranks) {
+    // Every rank with device activity on both sides: the rank counts say it all.
+    if (c.a.setup.device_count == j.a.ranks && c.b.setup.device_count == j.b.ranks) {
+      std::erase_if(c.setup_differences, [](const std::string& d) { return d.starts_with("devices with work:"); });
+    }
+    c.setup_differences.insert(c.setup_differences.begin(),
+                               "ranks: " + std::to_string(j.a.ranks) + " vs " + std::to_string(j.b.ranks));
+  }
+  c.setup_unknown = setup_unknown(c.a.setup, c.b.setup);
+
+  // Phases of the job's step, mean per aligned step.
+  for (const auto& [f, name] : {std::pair{kComputation, "computation"}, std::pair{kCommunication, "communication"},
+                                std::pair{kIdle, "idle"}}) {
+    if (fa[f].empty() || fb[f].empty()) continue;
+    j.phases.push_back({name, to_ns(mean_of(fa[f])), to_ns(mean_of(fb[f]))});
+  }
+
+  // Ranks, matched by number.
+  const std::size_t field = j.rank_metric == CompareMetric::kSteady ? kSteady : kDur;
+  const std::map<std::int64_t, std::int64_t> ra = rank_means(sa, ia, whole, field, a);
+  const std::map<std::int64_t, std::int64_t> rb = rank_means(sb, ib, whole, field, b);
+  for (const auto& [rank, mean] : ra) {
+    const auto it = rb.find(rank);
+    j.ranks.push_back({rank, it == rb.end() ? ChangeKind::kVanished : ChangeKind::kCommon, mean,
+                       it == rb.end() ? 0 : it->second});
+  }
+  for (const auto& [rank, mean] : rb) {
+    if (!ra.contains(rank)) j.ranks.push_back({rank, ChangeKind::kNew, 0, mean});
+  }
+  std::stable_sort(j.ranks.begin(), j.ranks.end(), [](const JobRankDelta& x, const JobRankDelta& y) {
+    const bool cx = x.change == ChangeKind::kCommon, cy = y.change == ChangeKind::kCommon;
+    if (cx != cy) return cx;
+    const std::uint64_t dx = magnitude(x.delta_ns()), dy = magnitude(y.delta_ns());
+    if (dx != dy) return dx > dy;
+    return x.rank < y.rank;
+  });
+  return j;
 }
 
 }  // namespace tprof

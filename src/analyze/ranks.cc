@@ -13,6 +13,7 @@
 #include "src/analyze/breakdowns.h"
 #include "src/analyze/diagnose_context.h"
 #include "src/analyze/ranks_collectives.h"
+#include "src/analyze/verdict.h"
 #include "src/base/saturate.h"
 #include "src/trace/json_value.h"
 
@@ -184,9 +185,14 @@ RankSummary summarize_rank(const Trace& trace, std::string source) {
   r.verdict = d.verdict;
   r.has_device = c.has_device();
   r.world_size = internal::world_size(trace);
-  for (const StepVerdict& s : d.steps) {
+  const std::vector<std::int64_t> steady = internal::steady_costs(d.steps);
+  for (std::size_t i = 0; i < d.steps.size(); ++i) {
+    const StepVerdict& s = d.steps[i];
     RankStep st;
     st.step = s.step;
+    st.steady_ns = steady[i];
+    st.device_ns = r.has_device ? clamp0(s.gpu_work_ns) : 0;
+    st.cpu_ns = clamp0(s.cpu_busy_ns);
     st.dur_ns = clamp0(s.cpu_span_ns);
     if (r.has_device) {
       const std::int64_t busy = std::min(clamp0(s.gpu_busy_ns), st.dur_ns);

@@ -1,8 +1,11 @@
 // Text, Markdown and JSON forms of tprof::Comparison (tprof/compare.h).
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <iterator>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -721,6 +724,38 @@ void write_names(internal::JsonWriter& w, const std::vector<Row>& rows, ChangeKi
   w.end_array();
 }
 
+void write_gate(internal::JsonWriter& w, const GateResult& g) {
+  w.key("gate");
+  w.begin_object();
+  w.key("outcome");
+  w.value_string(g.outcome == GateOutcome::kPass   ? "pass"
+                 : g.outcome == GateOutcome::kFail ? "fail"
+                                                   : "refused");
+  w.key("metric");
+  w.value_string(compare_metric_name(g.metric));
+  w.key("metric_reason");
+  w.value_string(g.metric_reason);
+  w.key("min_steps");
+  w.value_uint(g.min_steps);
+  w.key("refusal");
+  w.value_string(g.refusal);
+  w.key("max_slower_pct");
+  w.value_double(g.max_slower_pct);
+  w.key("passed");
+  w.value_bool(g.passed);
+  w.key("over_threshold");
+  w.value_bool(g.over_threshold);
+  w.key("over_noise");
+  w.value_bool(g.over_noise);
+  w.key("basis");
+  w.value_string(g.basis);
+  if (g.m.over_runs()) {
+    w.key("low_over_limit");
+    w.value_bool(g.low_over_limit);
+  }
+  w.end_object();
+}
+
 }  // namespace
 
 std::string format_comparison_json(const Comparison& c, const CompareFormat& f, const GateResult* gate) {
@@ -847,37 +882,373 @@ std::string format_comparison_json(const Comparison& c, const CompareFormat& f, 
     write_names(w, c.kernels, ChangeKind::kNew);
     w.key("vanished_kernels");
     write_names(w, c.kernels, ChangeKind::kVanished);
-    if (gate != nullptr) {
-      w.key("gate");
+    if (gate != nullptr) write_gate(w, *gate);
+    w.end_object();
+  }
+  out.push_back('\n');
+  return out;
+}
+
+// ---- Two jobs (docs/compare.md, "Jobs") ----
+
+namespace {
+
+std::string ranks_text(std::int64_t n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); }
+
+// "24 aligned by step number (A has 24, B has 24); a job step is the median over its ranks".
+std::string job_alignment_text(const Comparison& c) {
+  const std::string median = "; a job step is the median over its ranks";
+  const std::size_t n = c.a.dur_ns.size();
+  switch (c.alignment) {
+    case StepAlignment::kStepNumber:
+      return std::to_string(n) + " aligned by step number (A has " + std::to_string(c.a.total_steps) + ", B has " +
+             std::to_string(c.b.total_steps) + " that every rank has)" + median;
+    case StepAlignment::kOrder:
+      return std::to_string(n) + " aligned by order (A has " + std::to_string(c.a.total_steps) + ", B has " +
+             std::to_string(c.b.total_steps) + "; step numbers differ)" + median;
+    case StepAlignment::kWholeTrace: break;
+  }
+  const char* who = !c.a.has_steps && !c.b.has_steps ? "neither job's ranks have" : !c.a.has_steps ? "A's ranks have no"
+                                                                                                   : "B's ranks have no";
+  return std::string("whole traces compared (") + who + " ProfilerStep#N events); a job's trace is the median over " +
+         "its ranks of their spans";
+}
+
+std::string job_setup_text(const JobSide& j, const CompareSide& s) {
+  std::string out = ranks_text(j.ranks);
+  out += s.setup.device_count == j.ranks ? ", each with device activity"
+                                         : " (" + std::to_string(s.setup.device_count) + " with device activity)";
+  if (j.world_size > 0) out += ", world size " + std::to_string(j.world_size);
+  return out;
+}
+
+// "8 compute-bound" or "7 compute-bound, 1 input-bound".
+std::string verdicts_text(const JobSide& j) {
+  std::string out;
+  for (const auto& [v, n] : j.verdicts) out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + std::string(verdict_name(v));
+  return out.empty() ? "none" : out;
+}
+
+// A named straggler in one line: who, what it costs the others, why.
+std::string straggler_text(const Straggler& s) {
+  std::string out = "rank " + std::to_string(s.rank) + ": the others wait " + t(s.wait_per_step_ns) +
+                    (s.steps > 0 ? " per step" : "") + " (" + internal::fixed(s.wait_pct, 1) + "% of the step) at " +
+                    s.collective;
+  if (!s.before.empty()) {
+    out += "; before arriving, " + s.before.front().what + " " + signed_t(s.before.front().excess_per_step_ns) +
+           " per step against the others";
+  }
+  if (s.late_at_window_start > 0) out += "; late before its window begins";
+  return out;
+}
+
+std::vector<std::string> straggler_lines(const JobSide& j) {
+  std::vector<std::string> out;
+  for (const Straggler& s : j.stragglers) out.push_back(straggler_text(s));
+  return out;
+}
+
+std::string suspects_text(const JobSide& j) {
+  if (j.slow_transfer_groups == 0) return "none";
+  std::string out = std::to_string(j.slow_transfer_groups) + " slow transfer group" +
+                    (j.slow_transfer_groups == 1 ? "" : "s");
+  if (!j.slow_link_suspects.empty()) {
+    out += j.slow_link_suspects.size() == 1 ? "; suspect rank " : "; suspect ranks ";
+    for (std::size_t i = 0; i < j.slow_link_suspects.size(); ++i) {
+      out += (i ? ", " : "") + std::to_string(j.slow_link_suspects[i]);
+    }
+  }
+  return out;
+}
+
+// Which stragglers appear, stay or go from A to B.
+std::string straggler_change(const JobComparison& j) {
+  std::vector<std::int64_t> ra, rb;
+  for (const Straggler& s : j.a.stragglers) ra.push_back(s.rank);
+  for (const Straggler& s : j.b.stragglers) rb.push_back(s.rank);
+  std::sort(ra.begin(), ra.end());
+  std::sort(rb.begin(), rb.end());
+  std::vector<std::int64_t> added, gone, kept;
+  std::set_difference(rb.begin(), rb.end(), ra.begin(), ra.end(), std::back_inserter(added));
+  std::set_difference(ra.begin(), ra.end(), rb.begin(), rb.end(), std::back_inserter(gone));
+  std::set_intersection(ra.begin(), ra.end(), rb.begin(), rb.end(), std::back_inserter(kept));
+  const auto list = [](const std::vector<std::int64_t>& v) {
+    std::string out;
+    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+    return out;
+  };
+  std::vector<std::string> parts;
+  if (!added.empty()) parts.push_back("new in B: rank" + std::string(added.size() == 1 ? " " : "s ") + list(added));
+  if (!gone.empty()) parts.push_back("gone in B: rank" + std::string(gone.size() == 1 ? " " : "s ") + list(gone));
+  if (!kept.empty()) parts.push_back("on both: rank" + std::string(kept.size() == 1 ? " " : "s ") + list(kept));
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
+  return out.empty() ? "none on either side" : out;
+}
+
+std::string rank_metric_text(const JobComparison& j) {
+  return "mean " + std::string(metric_label(j.rank_metric)) + " per aligned step";
+}
+
+std::vector<std::vector<std::string>> job_metric_rows(const Comparison& c) {
+  std::vector<std::vector<std::string>> rows;
+  for (const MetricComparison& m : c.metrics) {
+    if (!m.available) continue;
+    rows.push_back({std::string(m.metric == c.bound_metric ? "* " : "  ") + std::string(metric_label(m.metric)),
+                    t(m.mean_a_ns), t(m.mean_b_ns), change_with_interval(m), metric_verdict(m)});
+  }
+  return rows;
+}
+
+std::vector<std::vector<std::string>> phase_rows(const JobComparison& j) {
+  std::vector<std::vector<std::string>> rows;
+  for (const JobPhaseDelta& p : j.phases) {
+    const std::int64_t d = internal::sat_sub(p.mean_b_ns, p.mean_a_ns);
+    const double pct = p.mean_a_ns > 0 ? 100.0 * static_cast<double>(d) / static_cast<double>(p.mean_a_ns) : 0.0;
+    rows.push_back({"  " + p.phase, t(p.mean_a_ns), t(p.mean_b_ns), signed_t(d), pct_of(pct, p.mean_a_ns)});
+  }
+  return rows;
+}
+
+std::vector<std::vector<std::string>> job_rank_rows(const JobComparison& j, const CompareFormat& f) {
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t i = 0; i < shown(j.ranks.size(), f); ++i) {
+    const JobRankDelta& r = j.ranks[i];
+    const bool both = r.change == ChangeKind::kCommon;
+    const double pct = both && r.mean_a_ns > 0
+                           ? 100.0 * static_cast<double>(r.delta_ns()) / static_cast<double>(r.mean_a_ns)
+                           : 0.0;
+    rows.push_back({"  " + std::to_string(r.rank), r.change == ChangeKind::kNew ? "-" : t(r.mean_a_ns),
+                    r.change == ChangeKind::kVanished ? "-" : t(r.mean_b_ns), both ? signed_t(r.delta_ns()) : "",
+                    both ? pct_of(pct, r.mean_a_ns) : std::string(change_mark(r.change))});
+  }
+  return rows;
+}
+
+std::string job_sampling_text(const Comparison& c) {
+  return sampling_text(c) + "; one job a side: the noise between jobs is unknown";
+}
+
+}  // namespace
+
+std::string format_job_comparison_text(const JobComparison& j, const CompareFormat& f, const GateResult* gate) {
+  const Comparison& c = j.c;
+  std::string out;
+  if (gate != nullptr) out += "gate: " + std::string(gate_outcome_text(*gate)) + ": " + gate_reason(*gate) + "\n\n";
+  out += "A: " + f.label_a + " (a job of " + ranks_text(j.a.ranks) + ")\n";
+  out += "B: " + f.label_b + " (a job of " + ranks_text(j.b.ranks) + ")\n";
+  out += "steps:        " + job_alignment_text(c) + "\n";
+  out += "median step:  A " + t(c.a.median_step_ns) + "  B " + t(c.b.median_step_ns) + "  delta " +
+         signed_t(c.delta_ns) + " (" + pct_of(c.delta_pct, c.a.median_step_ns) + ")\n";
+  out += "spread:       MAD of job step times A " + t(c.a.mad_ns) + ", B " + t(c.b.mad_ns) + "; range A " +
+         t(c.a.min_step_ns) + ".." + t(c.a.max_step_ns) + ", B " + t(c.b.min_step_ns) + ".." + t(c.b.max_step_ns) +
+         "\n";
+  out += "\nPer job step, mean of B against A with its 95% interval (" + job_sampling_text(c) + "):\n";
+  text_table(&out, {"  metric", "A", "B", "change", ""}, job_metric_rows(c));
+  out += "* the gate's metric: " + std::string(metric_label(c.bound_metric)) + ", " + c.bound_reason +
+         " (--metric chooses another)\n";
+  if (!j.phases.empty()) {
+    out += "\nPhases of the job step (the median over ranks), mean per aligned step:\n";
+    text_table(&out, {"  phase", "A", "B", "delta", "change"}, phase_rows(j));
+  }
+  out += "\nset-up:       A " + job_setup_text(j.a, c.a) + "\n              B " + job_setup_text(j.b, c.b) + "\n";
+  for (const std::string& d : c.setup_differences) out += "  differs:    " + d + "\n";
+  out += "verdicts:     A " + verdicts_text(j.a) + "\n              B " + verdicts_text(j.b) + "\n";
+  out += "stragglers:   " + straggler_change(j) + "\n";
+  for (const auto& [side, name] : {std::pair{&j.a, "A"}, std::pair{&j.b, "B"}}) {
+    for (const std::string& line : straggler_lines(*side)) out += "  " + std::string(name) + " " + line + "\n";
+  }
+  if (j.a.slow_transfer_groups > 0 || j.b.slow_transfer_groups > 0) {
+    out += "slow links:   A " + suspects_text(j.a) + "; B " + suspects_text(j.b) + "\n";
+  }
+  out += "\nRanks, " + rank_metric_text(j) + " (" +
+         (f.top == 0 || j.ranks.size() <= f.top ? "all " + std::to_string(j.ranks.size())
+                                                : "top " + std::to_string(f.top) + " of " + std::to_string(j.ranks.size())) +
+         " by |delta|):\n";
+  text_table(&out, {"  rank", "A", "B", "delta", "change"}, job_rank_rows(j, f));
+  return out;
+}
+
+std::string format_job_comparison_md(const JobComparison& j, const CompareFormat& f, const GateResult* gate) {
+  const Comparison& c = j.c;
+  std::string out = "### tprof compare (jobs)\n\n";
+  if (gate != nullptr) out += "**Gate: " + std::string(gate_outcome_text(*gate)) + "** " + gate_reason(*gate) + "\n\n";
+  out += "- A: " + name_list({f.label_a}, 0, true) + ", a job of " + ranks_text(j.a.ranks) + "\n- B: " +
+         name_list({f.label_b}, 0, true) + ", a job of " + ranks_text(j.b.ranks) + "\n\n";
+  std::vector<std::vector<std::string>> summary = {
+      {"steps", std::to_string(c.a.total_steps), std::to_string(c.b.total_steps), job_alignment_text(c)},
+      {"median step", t(c.a.median_step_ns), t(c.b.median_step_ns),
+       signed_t(c.delta_ns) + " (" + pct_of(c.delta_pct, c.a.median_step_ns) + ")"},
+      {"spread (MAD)", t(c.a.mad_ns), t(c.b.mad_ns), ""},
+  };
+  for (const MetricComparison& m : c.metrics) {
+    if (!m.available) continue;
+    const bool bound = m.metric == c.bound_metric;
+    std::string change = change_with_interval(m) + ": " + metric_verdict(m);
+    if (bound) change = "**" + change + "**";
+    summary.push_back({"mean " + std::string(metric_label(m.metric)) + (bound ? " (the gate's metric)" : ""),
+                       t(m.mean_a_ns), t(m.mean_b_ns), change});
+  }
+  for (const std::vector<std::string>& p : phase_rows(j)) {
+    summary.push_back({"mean " + p[0].substr(2), p[1], p[2], p[3] + " (" + p[4] + ")"});
+  }
+  summary.push_back({"set-up", job_setup_text(j.a, c.a), job_setup_text(j.b, c.b),
+                     c.setup_differences.empty() ? "same" : "**differs**"});
+  summary.push_back({"verdicts", verdicts_text(j.a), verdicts_text(j.b), c.verdict_changed ? "changed" : "unchanged"});
+  summary.push_back({"stragglers", std::to_string(j.a.stragglers.size()), std::to_string(j.b.stragglers.size()),
+                     straggler_change(j)});
+  if (j.a.slow_transfer_groups > 0 || j.b.slow_transfer_groups > 0) {
+    summary.push_back({"slow links", suspects_text(j.a), suspects_text(j.b), ""});
+  }
+  md_table(&out, {"", "A", "B", "B vs A"}, summary, 1);
+  out += "\nMeans per job step with their 95% interval (" + job_sampling_text(c) + "); the gate reads " +
+         std::string(metric_label(c.bound_metric)) + ", " + c.bound_reason + ".\n";
+  for (const std::string& d : c.setup_differences) out += "- set-up differs: " + d + "\n";
+  for (const auto& [side, name] : {std::pair{&j.a, "A"}, std::pair{&j.b, "B"}}) {
+    for (const std::string& line : straggler_lines(*side)) out += "- " + std::string(name) + "'s straggler " + line + "\n";
+  }
+  out += "\n**Ranks**, " + rank_metric_text(j) + ", top " + std::to_string(shown(j.ranks.size(), f)) + " of " +
+         std::to_string(j.ranks.size()) + " by |delta|\n\n";
+  std::vector<std::vector<std::string>> rows = job_rank_rows(j, f);
+  for (std::vector<std::string>& r : rows) r[0] = r[0].substr(2);
+  md_table(&out, {"rank", "A", "B", "delta", "change"}, rows, 1);
+  return out;
+}
+
+std::string format_job_comparison_json(const JobComparison& j, const CompareFormat& f, const GateResult* gate) {
+  const Comparison& c = j.c;
+  std::string out;
+  {
+    internal::JsonWriter w(&out, internal::JsonWriter::kPretty);
+    w.begin_object();
+    for (const auto& [side, job, label, key] : {std::tuple{&c.a, &j.a, &f.label_a, "a"}, std::tuple{&c.b, &j.b, &f.label_b, "b"}}) {
+      w.key(key);
+      write_side(w, *side, *label);
+      w.key(std::string("job_") + key);
       w.begin_object();
-      w.key("outcome");
-      w.value_string(gate->outcome == GateOutcome::kPass   ? "pass"
-                     : gate->outcome == GateOutcome::kFail ? "fail"
-                                                           : "refused");
-      w.key("metric");
-      w.value_string(compare_metric_name(gate->metric));
-      w.key("metric_reason");
-      w.value_string(gate->metric_reason);
-      w.key("min_steps");
-      w.value_uint(gate->min_steps);
-      w.key("refusal");
-      w.value_string(gate->refusal);
-      w.key("max_slower_pct");
-      w.value_double(gate->max_slower_pct);
-      w.key("passed");
-      w.value_bool(gate->passed);
-      w.key("over_threshold");
-      w.value_bool(gate->over_threshold);
-      w.key("over_noise");
-      w.value_bool(gate->over_noise);
-      w.key("basis");
-      w.value_string(gate->basis);
-      if (gate->m.over_runs()) {
-        w.key("low_over_limit");
-        w.value_bool(gate->low_over_limit);
+      w.key("ranks");
+      w.value_int(job->ranks);
+      w.key("ranks_with_steps");
+      w.value_int(job->ranks_with_steps);
+      w.key("world_size");
+      w.value_int(job->world_size);
+      w.key("has_steady");
+      w.value_bool(job->has_steady);
+      w.key("verdicts");
+      w.begin_object();
+      for (const auto& [v, n] : job->verdicts) {
+        w.key(verdict_name(v));
+        w.value_int(n);
       }
       w.end_object();
+      w.key("stragglers");
+      w.begin_array();
+      for (const Straggler& s : job->stragglers) {
+        w.begin_object();
+        w.key("rank");
+        w.value_int(s.rank);
+        w.key("collective");
+        w.value_string(s.collective);
+        w.key("wait_per_step_ns");
+        w.value_int(s.wait_per_step_ns);
+        w.key("wait_pct");
+        w.value_double(s.wait_pct);
+        w.key("cause");
+        w.value_string(s.before.empty() ? "" : s.before.front().what);
+        w.key("cause_excess_per_step_ns");
+        w.value_int(s.before.empty() ? 0 : s.before.front().excess_per_step_ns);
+        w.key("late_before_window");
+        w.value_bool(s.late_at_window_start > 0);
+        w.end_object();
+      }
+      w.end_array();
+      w.key("slow_transfer_groups");
+      w.value_int(job->slow_transfer_groups);
+      w.key("slow_link_suspects");
+      w.begin_array();
+      for (const std::int64_t r : job->slow_link_suspects) w.value_int(r);
+      w.end_array();
+      w.end_object();
     }
+    w.key("alignment");
+    w.value_string(step_alignment_name(c.alignment));
+    w.key("steps");
+    w.begin_array();
+    for (std::size_t i = 0; i < c.a.dur_ns.size() && i < c.b.dur_ns.size(); ++i) {
+      w.begin_object();
+      w.key("step_a");
+      w.value_int(c.a.step[i]);
+      w.key("step_b");
+      w.value_int(c.b.step[i]);
+      w.key("dur_a_ns");
+      w.value_int(c.a.dur_ns[i]);
+      w.key("dur_b_ns");
+      w.value_int(c.b.dur_ns[i]);
+      w.key("delta_ns");
+      w.value_int(internal::sat_sub(c.b.dur_ns[i], c.a.dur_ns[i]));
+      w.end_object();
+    }
+    w.end_array();
+    w.key("median_step");
+    w.begin_object();
+    w.key("a_ns");
+    w.value_int(c.a.median_step_ns);
+    w.key("b_ns");
+    w.value_int(c.b.median_step_ns);
+    w.key("delta_ns");
+    w.value_int(c.delta_ns);
+    w.key("delta_pct");
+    w.value_double(round_to(c.delta_pct, 100.0));
+    w.end_object();
+    w.key("metrics");
+    w.begin_array();
+    for (const MetricComparison& m : c.metrics) write_metric(w, m);
+    w.end_array();
+    w.key("bound_metric");
+    w.value_string(compare_metric_name(c.bound_metric));
+    w.key("bound_reason");
+    w.value_string(c.bound_reason);
+    w.key("interval");
+    w.value_string(job_sampling_text(c));
+    w.key("phases");
+    w.begin_array();
+    for (const JobPhaseDelta& p : j.phases) {
+      w.begin_object();
+      w.key("phase");
+      w.value_string(p.phase);
+      w.key("mean_a_ns");
+      w.value_int(p.mean_a_ns);
+      w.key("mean_b_ns");
+      w.value_int(p.mean_b_ns);
+      w.end_object();
+    }
+    w.end_array();
+    w.key("setup_differences");
+    w.begin_array();
+    for (const std::string& d : c.setup_differences) w.value_string(d);
+    w.end_array();
+    w.key("verdict_changed");
+    w.value_bool(c.verdict_changed);
+    w.key("rank_metric");
+    w.value_string(compare_metric_name(j.rank_metric));
+    w.key("ranks");
+    w.begin_array();
+    for (const JobRankDelta& r : j.ranks) {
+      w.begin_object();
+      w.key("rank");
+      w.value_int(r.rank);
+      w.key("change");
+      w.value_string(change_kind_name(r.change));
+      w.key("mean_a_ns");
+      w.value_int(r.mean_a_ns);
+      w.key("mean_b_ns");
+      w.value_int(r.mean_b_ns);
+      w.key("delta_ns");
+      w.value_int(r.change == ChangeKind::kCommon ? r.delta_ns() : 0);
+      w.end_object();
+    }
+    w.end_array();
+    if (gate != nullptr) write_gate(w, *gate);
     w.end_object();
   }
   out.push_back('\n');

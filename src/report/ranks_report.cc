@@ -568,6 +568,9 @@ std::string format_rank_summary_json(const JobSummary& job) {
           l.value_int(s.computation_ns);
           l.value_int(s.communication_ns);
           l.value_int(s.idle_ns);
+          l.value_int(s.steady_ns);
+          l.value_int(s.device_ns);
+          l.value_int(s.cpu_ns);
           l.end_array();
         }
         w.value_raw(line);
@@ -575,7 +578,10 @@ std::string format_rank_summary_json(const JobSummary& job) {
       w.end_array();
       w.key("step_fields");
       w.begin_array();
-      for (const char* f : {"step", "dur_ns", "computation_ns", "communication_ns", "idle_ns"}) w.value_string(f);
+      for (const char* f : {"step", "dur_ns", "computation_ns", "communication_ns", "idle_ns", "steady_ns", "device_ns",
+                            "cpu_ns"}) {
+        w.value_string(f);
+      }
       w.end_array();
       w.key("hta_comm_comp_overlap");
       w.begin_object();
@@ -702,7 +708,7 @@ Status parse_collectives(const JsonValue& o, const std::string& where, RankSumma
   return Status();
 }
 
-Result<RankSummary> parse_rank(const JsonValue& o, const std::string& where) {
+Result<RankSummary> parse_rank(const JsonValue& o, const std::string& where, std::int64_t version) {
   if (!o.is_object()) return bad(where, "not an object");
   RankSummary r;
   TPROF_TRY_ASSIGN(r.rank, get_int(o, where, "rank"));
@@ -726,17 +732,22 @@ Result<RankSummary> parse_rank(const JsonValue& o, const std::string& where) {
   for (std::size_t i = 0; i < steps->items().size(); ++i) {
     const JsonValue& s = steps->items()[i];
     const std::string at = where + ".steps[" + std::to_string(i) + "]";
-    std::int64_t f[5] = {};
-    if (!s.is_array() || s.items().size() != 5) return bad(at, "not an array of 5 integers");
-    for (std::size_t j = 0; j < 5; ++j) {
-      if (!s.items()[j].is_number() || !s.items()[j].get_int(&f[j])) return bad(at, "not an array of 5 integers");
+    // Version 3 adds steady_ns, device_ns and cpu_ns (-1: unknown, a step
+    // merged from an older summary).
+    const std::size_t fields = version >= 3 ? 8 : 5;
+    const std::string shape = "not an array of " + std::to_string(fields) + " integers";
+    std::int64_t f[8] = {0, 0, 0, 0, 0, -1, -1, -1};
+    if (!s.is_array() || s.items().size() != fields) return bad(at, shape);
+    for (std::size_t j = 0; j < fields; ++j) {
+      if (!s.items()[j].is_number() || !s.items()[j].get_int(&f[j])) return bad(at, shape);
     }
     // f[2] + f[3] + f[4] == f[1], without the sum (it could overflow).
     if (f[1] < 0 || f[2] < 0 || f[3] < 0 || f[4] < 0 || f[2] > f[1] || f[3] > f[1] - f[2] ||
         f[4] != f[1] - f[2] - f[3]) {
       return bad(at, "the phases are negative or do not sum to the step");
     }
-    r.steps.push_back({f[0], f[1], f[2], f[3], f[4]});
+    if (f[5] < -1 || f[6] < -1 || f[7] < -1) return bad(at, "steady_ns, device_ns or cpu_ns is below -1");
+    r.steps.push_back({f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]});
   }
   const JsonValue* overlap = o.find("hta_comm_comp_overlap");
   if (overlap == nullptr || !overlap->is_object()) return bad(where, "\"hta_comm_comp_overlap\" is missing or not an object");
@@ -787,16 +798,17 @@ Result<JobSummary> parse_rank_summary_json(std::string_view text) {
   }
   std::int64_t version = 0;
   TPROF_TRY_ASSIGN(version, get_int(*doc, "top level", "version"));
-  if (version != 1 && version != kRankSummaryVersion) {
-    return Error(ErrorCode::kUnsupported, "rank summary version " + std::to_string(version) + "; this tprof reads versions 1 and " +
-                                              std::to_string(kRankSummaryVersion) + " (summarize the trace again)");
+  if (version < 1 || version > kRankSummaryVersion) {
+    return Error(ErrorCode::kUnsupported, "rank summary version " + std::to_string(version) +
+                                              "; this tprof reads versions 1 to " + std::to_string(kRankSummaryVersion) +
+                                              " (summarize the trace again)");
   }
   const JsonValue* ranks = nullptr;
   TPROF_TRY_ASSIGN(ranks, get_array(*doc, "top level", "ranks"));
   JobSummary job;
   for (std::size_t i = 0; i < ranks->items().size(); ++i) {
     RankSummary r;
-    TPROF_TRY_ASSIGN(r, parse_rank(ranks->items()[i], "ranks[" + std::to_string(i) + "]"));
+    TPROF_TRY_ASSIGN(r, parse_rank(ranks->items()[i], "ranks[" + std::to_string(i) + "]", version));
     job.ranks.push_back(std::move(r));
   }
   return job;

@@ -33,7 +33,7 @@ try:
 except ImportError:  # pragma: no cover - setup.sh installs python3-distributed
     dask = None
 
-from tprof.distributed import JobError, diagnose_job
+from tprof.distributed import JobError, compare_jobs, diagnose_job
 
 JOBS = ["balanced", "late_compute", "late_host", "late_input", "late_some", "windows"]
 RANKS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "ranks")
@@ -157,6 +157,67 @@ class OnALocalCluster(WithACluster):
             self.assertIn("no trace seen by any worker", str(e.exception))
 
 
+def tprof_compare_jobs(*args):
+    """`tprof -q compare --jobs ARGS`: (exit status, stdout, stderr)."""
+    r = subprocess.run([TPROF_BIN, "-q", "compare", "--jobs", *args], capture_output=True, env=CLI_ENV, check=False)
+    return r.returncode, r.stdout.decode(), r.stderr.decode()
+
+
+class TwoJobsCompared(WithACluster):
+    """compare_jobs: every rank of both jobs summarized on the workers, then
+    the bytes and the exit status of `tprof compare --jobs A B`."""
+
+    def test_the_report_and_the_gate_are_tprof_compares(self):
+        a, b = data("ranks", "balanced"), data("ranks", "late_input")
+        for fmt in ("text", "json", "md"):
+            with self.subTest(format=fmt):
+                code, out, err = tprof_compare_jobs(a, b, "--format", fmt, "--fail-if-slower", "5")
+                got = compare_jobs(a, b, self.client, format=fmt, fail_if_slower=5)
+                self.assertEqual(code, 1, err)
+                self.assertEqual(got.report, out)
+                self.assertEqual((got.outcome, got.exit_status), ("fail", 1))
+                self.assertEqual(got.gate_line, err)
+        # The fix, the other way round, without a gate.
+        got = compare_jobs(b, a, self.client, top=3)
+        self.assertEqual(got.report, cli("compare", "--jobs", b, a, "--top", "3"))
+        self.assertEqual((got.outcome, got.gate_line, got.exit_status), (None, "", 0))
+        self.assertIn("stragglers:   gone in B: rank 2", got.report)
+
+    def test_a_refused_gate_is_exit_2(self):
+        a, b = data("ranks", "balanced"), data("ranks", "late_compute")
+        got = compare_jobs(a, b, self.client, format="json", fail_if_slower=5)
+        code, out, err = tprof_compare_jobs(a, b, "--format", "json", "--fail-if-slower", "5")
+        self.assertEqual((code, got.exit_status), (2, 2))
+        self.assertEqual(got.report, out)
+        self.assertIn("the jobs' set-ups differ (ranks: 8 vs 16", got.gate_line)
+
+    def test_progress_counts_both_jobs(self):
+        seen = []
+        compare_jobs(data("ranks", "balanced"), data("ranks", "late_compute"), self.client,
+                     progress=lambda done, total: seen.append((done, total)))
+        self.assertEqual(seen, [(i, 24) for i in range(1, 25)])
+
+    def test_a_damaged_rank_of_b_is_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            job = job_copy(tmp, "late_host")
+            damaged = os.path.join(job, "rank-03.json.gz")
+            with open(damaged, "wb") as f:
+                f.write(b"garbage")
+            with self.assertRaises(JobError) as e:
+                compare_jobs(data("ranks", "balanced"), job, self.client)
+            self.assertEqual([f.path for f in e.exception.failures], [damaged])
+            self.assertIn("1 of 16 ranks failed", str(e.exception))
+
+    def test_bad_arguments(self):
+        d = data("ranks", "balanced")
+        with self.assertRaises(ValueError):
+            compare_jobs(d, d, self.client, format="html")
+        with self.assertRaises(ValueError):
+            compare_jobs(d, d, self.client, metric="wall")
+        with self.assertRaises(ValueError):
+            compare_jobs(d, d, self.client, fail_if_slower=-1)
+
+
 class OnAGivenScheduler(unittest.TestCase):
     """A scheduler started elsewhere: the API and the command connect to its
     address (as Nsight Systems' recipes take --scheduler)."""
@@ -202,6 +263,20 @@ class ALocalClusterOfItsOwn(unittest.TestCase):
     def test_bad_arguments_exit_2(self):
         self.assertEqual(python_m_tprof("job", data("ranks", "balanced"), "--local", "0").returncode, 2)
         self.assertEqual(python_m_tprof("job", data("ranks", "balanced"), "--format", "xml").returncode, 2)
+        self.assertEqual(python_m_tprof("compare", data("ranks", "balanced"), data("ranks", "balanced"),
+                                        "--fail-if-slower", "-5").returncode, 2)
+
+    def test_compare_command_exits_as_tprof_compare_does(self):
+        a, b = data("ranks", "balanced"), data("ranks", "late_input")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "cmp.md")
+            r = python_m_tprof("compare", a, b, "--local", "2", "--format", "md", "--fail-if-slower", "5", "-o", out)
+            code, expected, gate = tprof_compare_jobs(a, b, "--format", "md", "--fail-if-slower", "5")
+            self.assertEqual((r.returncode, code), (1, 1), r.stderr.decode())
+            with open(out, encoding="utf-8") as f:
+                self.assertEqual(f.read(), expected)
+            self.assertIn("ranks summarized 16/16", r.stderr.decode())
+            self.assertTrue(r.stderr.decode().endswith(gate))
 
 
 class AWorkerKilledMidJob(unittest.TestCase):

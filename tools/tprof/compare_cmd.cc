@@ -1,6 +1,7 @@
-// tprof compare A B: step-aligned, noise-aware diff of two traces, or of
-// two sets of runs (a directory of traces a side); with --fail-if-slower
-// PCT an exit status for CI.
+// tprof compare A B: step-aligned, noise-aware diff of two traces, of two
+// sets of runs (a directory of traces a side), or with --jobs of two jobs
+// (a directory of rank traces or a summary file a side); with
+// --fail-if-slower PCT an exit status for CI.
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -14,6 +15,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "src/base/file.h"
 #include "tools/tprof/common.h"
 #include "tprof/compare.h"
 
@@ -79,6 +81,45 @@ std::set<std::int64_t> ranks_of(const std::vector<CompareRun>& runs) {
   return out;
 }
 
+// One job a side (--jobs): a directory of its ranks' traces, summarized
+// here as diagnose DIR does, or a summary file (tprof summarize / merge
+// --format summary, python3 -m tprof job --format summary). Every file it
+// read goes to `inputs` (-o must not name one). nullopt after printing why.
+std::optional<JobSummary> load_job(const std::string& path, std::vector<std::string>* inputs) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    std::vector<std::string> files;
+    std::optional<JobSummary> job = load_job_dir(path, &files);
+    inputs->insert(inputs->end(), files.begin(), files.end());
+    return job;
+  }
+  inputs->push_back(path);
+  Result<std::string> text = internal::read_file(path);
+  if (!text) {
+    std::cerr << "tprof: " << text.error().with_path(path).to_string() << "\n";
+    return std::nullopt;
+  }
+  Result<JobSummary> job = parse_rank_summary_json(*text);
+  if (!job) {
+    std::cerr << "tprof: " << path << ": " << job.error().message()
+              << " (--jobs takes a directory of one job's rank traces, or its summary file)\n";
+    return std::nullopt;
+  }
+  if (job->ranks.empty()) {
+    std::cerr << "tprof: " << path << ": the summary holds no rank\n";
+    return std::nullopt;
+  }
+  return std::move(job).value();
+}
+
+CompareMetric metric_of(const std::string& name) {
+  return name == "steady"   ? CompareMetric::kSteady
+         : name == "step"   ? CompareMetric::kStep
+         : name == "device" ? CompareMetric::kDevice
+         : name == "cpu"    ? CompareMetric::kCpu
+                            : CompareMetric::kAuto;
+}
+
 }  // namespace
 
 void add_compare_command(CLI::App& app, int* rc) {
@@ -90,6 +131,7 @@ void add_compare_command(CLI::App& app, int* rc) {
     std::size_t min_steps = 5;
     bool allow_mismatch = false;
     bool paired_runs = false;
+    bool jobs = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -139,7 +181,54 @@ void add_compare_command(CLI::App& app, int* rc) {
                 "Run i of A ran next to run i of B (interleaved, by name order; as many runs a side): resample "
                 "pairs of runs, so the machine's drift between them cancels");
 
+  cmd->add_flag("--jobs", args->jobs,
+                "A and B are two jobs: each a directory of one job's rank traces, or its summary file (tprof merge "
+                "--format summary); a job's step is the median over its ranks, and ranks and stragglers are compared");
+
   cmd->callback([args, rc, gate] {
+    std::optional<GateResult> g;
+    const auto gate_of = [&](const Comparison& c) {
+      if (gate->count() > 0) {
+        g = check_gate(c, {.max_slower_pct = args->max_slower_pct,
+                           .metric = metric_of(args->metric),
+                           .min_steps = args->min_steps,
+                           .allow_mismatch = args->allow_mismatch});
+      }
+    };
+    const auto finish = [&](const std::string& text, const std::vector<std::string>& inputs) {
+      *rc = emit(text, args->output, inputs, args->format == "json" ? Markup::kJson : Markup::kNone);
+      if (*rc != kExitOk || !g) return;
+      std::cerr << format_gate_line(*g);
+      if (g->outcome == GateOutcome::kFail) *rc = kExitCheckFailed;
+      if (g->outcome == GateOutcome::kRefused) *rc = kExitBadInput;
+    };
+    if (args->jobs) {
+      if (args->paired_runs) {
+        std::cerr << "tprof: --paired-runs compares runs, not jobs: give one or the other\n";
+        *rc = kExitBadInput;
+        return;
+      }
+      std::vector<std::string> inputs;
+      std::optional<JobSummary> ja = load_job(args->a, &inputs);
+      if (!ja) {
+        *rc = kExitBadInput;
+        return;
+      }
+      std::optional<JobSummary> jb = load_job(args->b, &inputs);
+      if (!jb) {
+        *rc = kExitBadInput;
+        return;
+      }
+      const JobComparison j = compare_jobs(*ja, *jb);
+      gate_of(j.c);
+      const CompareFormat f{.label_a = args->a, .label_b = args->b, .top = args->top};
+      const GateResult* gp = g ? &*g : nullptr;
+      finish(args->format == "json" ? format_job_comparison_json(j, f, gp)
+             : args->format == "md" ? format_job_comparison_md(j, f, gp)
+                                    : format_job_comparison_text(j, f, gp),
+             inputs);
+      return;
+    }
     // A file is one run, a directory its traces; every run loads (two at a
     // time) before anything is compared; errors are reported in argument order.
     std::vector<std::string> files_a, files_b;
@@ -174,8 +263,8 @@ void add_compare_command(CLI::App& app, int* rc) {
         std::string list;
         for (const std::int64_t r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
         std::cerr << "tprof: " << *path << ": its traces are ranks " << list
-                  << " of one job (distributedInfo.rank), not runs of one program; comparing jobs is not supported "
-                     "yet (compare one rank's runs: a directory of that rank's traces a side)\n";
+                  << " of one job (distributedInfo.rank), not runs of one program: compare two jobs with --jobs, "
+                     "or one rank's runs with a directory of that rank's traces a side\n";
         *rc = kExitBadInput;
         return;
       }
@@ -186,27 +275,12 @@ void add_compare_command(CLI::App& app, int* rc) {
     const std::string label_a = files_a.size() == 1 ? files_a.front() : args->a;
     const std::string label_b = files_b.size() == 1 ? files_b.front() : args->b;
     const CompareFormat f{.label_a = label_a, .label_b = label_b, .top = args->top};
-    std::optional<GateResult> g;
-    if (gate->count() > 0) {
-      const CompareMetric metric = args->metric == "steady"   ? CompareMetric::kSteady
-                                   : args->metric == "step"     ? CompareMetric::kStep
-                                   : args->metric == "device" ? CompareMetric::kDevice
-                                   : args->metric == "cpu"    ? CompareMetric::kCpu
-                                                              : CompareMetric::kAuto;
-      g = check_gate(c, {.max_slower_pct = args->max_slower_pct,
-                         .metric = metric,
-                         .min_steps = args->min_steps,
-                         .allow_mismatch = args->allow_mismatch});
-    }
+    gate_of(c);
     const std::string text = args->format == "json" ? format_comparison_json(c, f, g ? &*g : nullptr)
                              : args->format == "md" ? format_comparison_md(c, f, g ? &*g : nullptr)
                                                     : format_comparison_text(c, f, g ? &*g : nullptr);
     for (const std::string& note : loaded.notes) std::cerr << note;
-    *rc = emit(text, args->output, files, args->format == "json" ? Markup::kJson : Markup::kNone);
-    if (*rc != kExitOk || !g) return;
-    std::cerr << format_gate_line(*g);
-    if (g->outcome == GateOutcome::kFail) *rc = kExitCheckFailed;
-    if (g->outcome == GateOutcome::kRefused) *rc = kExitBadInput;
+    finish(text, files);
   });
 }
 
