@@ -1086,7 +1086,7 @@ struct JobSteps {
   std::vector<std::vector<std::size_t>> at;  // at[k][r]: job step k in rows[r]'s step_list
   bool by_number = true;
   bool whole = false;                        // no rank has steps
-  std::vector<std::int64_t> spans;           // per trace: its span (whole-trace jobs)
+  std::map<std::int64_t, std::int64_t> spans;  // per rank: first start to last end of its traces
   bool has_device = true;                    // every rank's trace has device activity
   std::int64_t ranks_with_device = 0;        // ranks of the view with device activity in a trace
 };
@@ -1094,17 +1094,28 @@ struct JobSteps {
 JobSteps job_steps(const JobSummary& job) {
   JobSteps s;
   s.view = compute_job_view(job);
+  std::map<std::string_view, const RankSummary*> by_source;
   for (const RankSummary& r : job.ranks) {
     s.has_device = s.has_device && r.has_device;
-    s.spans.push_back(std::max<std::int64_t>(0, internal::sat_sub(r.end_ns, r.start_ns)));
+    by_source.emplace(r.source, &r);
   }
-  std::map<std::string_view, bool> device_of;
-  for (const RankSummary& r : job.ranks) device_of.emplace(r.source, r.has_device);
   for (const RankRow& row : s.view.ranks) {
     if (!row.step_list.empty()) s.rows.push_back(&row);
-    bool device = false;
-    for (const std::string& w : row.windows) device = device || device_of[w];
+    // Its traces (the process's windows): device activity in any, and the
+    // span from the first start to the last end.
+    bool device = false, any = false;
+    std::int64_t first = 0, last = 0;
+    for (const std::string& w : row.windows) {
+      const auto it = by_source.find(w);
+      if (it == by_source.end()) continue;
+      const RankSummary& r = *it->second;
+      device = device || r.has_device;
+      first = any ? std::min(first, r.start_ns) : r.start_ns;
+      last = any ? std::max(last, r.end_ns) : r.end_ns;
+      any = true;
+    }
     s.ranks_with_device += device ? 1 : 0;
+    s.spans[row.rank] = any ? std::max<std::int64_t>(0, internal::sat_sub(last, first)) : 0;
   }
   if (s.rows.empty()) {
     s.whole = true;
@@ -1177,8 +1188,10 @@ void fill_job_side(const JobSteps& s, const std::vector<std::size_t>& aligned, b
   side->has_steps = !s.whole;
   side->total_steps = s.whole ? 0 : s.numbers.size();
   if (whole) {
+    std::vector<std::int64_t> spans;
+    for (const auto& [rank, span] : s.spans) spans.push_back(span);
     side->step.push_back(-1);
-    (*series)[kDur].push_back(internal::mean_median(s.spans));
+    (*series)[kDur].push_back(internal::mean_median(std::move(spans)));
   } else {
     for (const std::size_t k : aligned) {
       side->step.push_back(s.numbers[k]);
@@ -1212,28 +1225,12 @@ void fill_job_side(const JobSteps& s, const std::vector<std::size_t>& aligned, b
   side->runs.push_back({"", side->has_steps, side->total_steps, side->verdict, side->setup});
 }
 
-// A rank's mean per aligned step of field f (its span for a whole job); -1
-// when it is not known.
+// A rank's mean per aligned step of field f, by rank (its span for a
+// whole job); a rank that does not know f is left out.
 std::map<std::int64_t, std::int64_t> rank_means(const JobSteps& s, const std::vector<std::size_t>& aligned,
-                                                bool whole, std::size_t f, const JobSummary& job) {
+                                                bool whole, std::size_t f) {
+  if (whole) return s.spans;
   std::map<std::int64_t, std::int64_t> out;
-  if (whole) {
-    // Every trace of a rank (its windows), from the first start to the last end.
-    for (const RankRow& row : s.view.ranks) {
-      std::int64_t first = 0, last = 0;
-      bool any = false;
-      for (const std::string& w : row.windows) {
-        for (const RankSummary& r : job.ranks) {
-          if (r.source != w) continue;
-          first = any ? std::min(first, r.start_ns) : r.start_ns;
-          last = any ? std::max(last, r.end_ns) : r.end_ns;
-          any = true;
-        }
-      }
-      out[row.rank] = any ? std::max<std::int64_t>(0, internal::sat_sub(last, first)) : 0;
-    }
-    return out;
-  }
   for (std::size_t r = 0; r < s.rows.size(); ++r) {
     double sum = 0;
     bool known = true;
@@ -1335,8 +1332,8 @@ JobComparison compare_jobs(const JobSummary& a, const JobSummary& b) {
 
   // Ranks, matched by number.
   const std::size_t field = j.rank_metric == CompareMetric::kSteady ? kSteady : kDur;
-  const std::map<std::int64_t, std::int64_t> ra = rank_means(sa, ia, whole, field, a);
-  const std::map<std::int64_t, std::int64_t> rb = rank_means(sb, ib, whole, field, b);
+  const std::map<std::int64_t, std::int64_t> ra = rank_means(sa, ia, whole, field);
+  const std::map<std::int64_t, std::int64_t> rb = rank_means(sb, ib, whole, field);
   for (const auto& [rank, mean] : ra) {
     const auto it = rb.find(rank);
     j.ranks.push_back({rank, it == rb.end() ? ChangeKind::kVanished : ChangeKind::kCommon, mean,
