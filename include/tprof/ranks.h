@@ -297,6 +297,28 @@ struct SlowNetwork {
   std::string advice;
 };
 
+// One part of the critical path across ranks: a rank's stretches before
+// the collectives it arrives last at, by what its device did then (as
+// Straggler::before: "computation", "communication", "input", "host"), or
+// the transfers once the last rank arrived (rank -1, "transfer").
+struct PathPart {
+  std::int64_t rank = -1;
+  std::string what;
+  std::int64_t per_step_ns = 0;  // mean per step walked
+};
+
+// The job's critical path across ranks, collective to collective
+// (docs/scale.md, "Critical path across ranks"): per step, from its
+// last-ending matched collective back through the rank that arrives last
+// at each, to the step's start.
+struct CrossRankPath {
+  std::int64_t steps = 0;        // steps walked (a job without steps: 1); 0 none
+  std::int64_t per_step_ns = 0;  // its length, mean per step
+  double step_pct = 0;           // of those steps (each the median over ranks), 1 decimal; 0 without steps
+  double hops_per_step = 0;      // collectives on it per step
+  std::vector<PathPart> parts;   // largest first
+};
+
 struct JobView {
   bool ranks_from_file_names = false;  // some trace had no distributedInfo.rank
   std::vector<RankRow> ranks;          // by rank
@@ -309,6 +331,7 @@ struct JobView {
   std::optional<Straggler> latest;     // none named: the rank last most often, to say why not
   std::vector<SlowRank> slow_ranks;    // slowest first
   SlowNetwork network;                 // slow transfers (empty: none)
+  CrossRankPath critical_path;         // none (steps 0) when no collective matched
   std::vector<CommCompOverlap> comm_comp_overlap;  // by rank
   std::vector<KernelTypeRow> kernel_types;         // by time, largest first
 };
@@ -318,7 +341,7 @@ JobView compute_job_view(const JobSummary& job);
 
 // The view as text (default), JSON or Markdown; the JSON is a stable
 // contract: {"ranks", "job", "collectives", "stragglers", "latest",
-// "slow_transfers", "slow_ranks", "breakdowns"}, ns integers.
+// "slow_transfers", "critical_path", "slow_ranks", "breakdowns"}, ns integers.
 std::string format_job_text(const JobView& v);
 std::string format_job_json(const JobView& v);
 std::string format_job_md(const JobView& v);

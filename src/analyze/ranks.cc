@@ -344,6 +344,7 @@ JobView compute_job_view(const JobSummary& job) {
   v.stragglers = std::move(cv.stragglers);
   v.latest = std::move(cv.latest);
   v.network = std::move(cv.network);
+  v.critical_path = std::move(cv.path);
   std::stable_sort(v.ranks.begin(), v.ranks.end(), [](const RankRow& a, const RankRow& b) { return a.rank < b.rank; });
 
   const std::array<std::int64_t, 3> reference = {internal::mean_median(comp), internal::mean_median(comm),

@@ -284,6 +284,90 @@ struct Instance {
 
 constexpr const char* kCauses[] = {"computation", "communication", "input", "host"};
 
+// A matched collective: its step, its common end (aligned clock) and its
+// members (entry indices) in arrival order.
+struct Matched {
+  std::int64_t step = -1;
+  std::int64_t end = 0;
+  std::vector<std::size_t> by_arrival;
+};
+
+// The critical path across ranks (docs/scale.md, "Critical path across
+// ranks"). Per step, from the matched collective that ends last, back:
+// the rank that arrives last at it (the latest arrival, a tie or not: the
+// collective waits for it), the transfer once it arrived (the common end −
+// its arrival), and its stretch before arriving, split as RankCollective
+// splits it; the stretch began at its own previous collective, which is
+// the next collective back when it is matched in the same step; else the
+// walk ends (at the step's start, or an unmatched collective).
+CrossRankPath cross_rank_path(const std::vector<Entry>& entries, const std::vector<Matched>& matched,
+                              const std::vector<std::int32_t>& matched_of, const std::vector<std::int64_t>& arrival,
+                              const std::vector<const RankSummary*>& order, const std::vector<std::int64_t>& shown_rank) {
+  CrossRankPath out;
+  // Each entry's previous collective on its rank (by arrival), or -1.
+  std::vector<std::vector<std::size_t>> by_rank(shown_rank.size());
+  for (std::size_t k = 0; k < entries.size(); ++k) {
+    if (matched_of[k] >= 0) by_rank[static_cast<std::size_t>(entries[k].ri)].push_back(k);
+  }
+  std::vector<std::ptrdiff_t> prev(entries.size(), -1);
+  for (std::vector<std::size_t>& ks : by_rank) {
+    std::stable_sort(ks.begin(), ks.end(), [&](std::size_t a, std::size_t b) {
+      return entries[a].c->start_ns < entries[b].c->start_ns;
+    });
+    for (std::size_t i = 1; i < ks.size(); ++i) prev[ks[i]] = static_cast<std::ptrdiff_t>(ks[i - 1]);
+  }
+  // The last-ending matched collective of each step.
+  std::map<std::int64_t, std::size_t> last_of_step;
+  for (std::size_t m = 0; m < matched.size(); ++m) {
+    const auto [it, added] = last_of_step.emplace(matched[m].step, m);
+    if (!added && matched[m].end > matched[it->second].end) it->second = m;
+  }
+  std::map<std::pair<std::int64_t, int>, std::int64_t> parts;  // (shown rank or -1, cause index 0..4) -> ns
+  std::int64_t total = 0, hops = 0;
+  std::vector<char> seen(matched.size(), 0);
+  for (const auto& [step, first] : last_of_step) {
+    for (std::ptrdiff_t m = static_cast<std::ptrdiff_t>(first); m >= 0 && !seen[static_cast<std::size_t>(m)];) {
+      const Matched& x = matched[static_cast<std::size_t>(m)];
+      seen[static_cast<std::size_t>(m)] = 1;
+      ++hops;
+      const std::size_t k = x.by_arrival.back();
+      const RankCollective& c = *entries[k].c;
+      const std::int64_t rank = shown_rank[static_cast<std::size_t>(entries[k].ri)];
+      const std::int64_t transfer = std::max<std::int64_t>(0, sat_sub(x.end, arrival[k]));
+      const std::int64_t host = c.before_ns - c.computation_ns - c.communication_ns - c.input_ns;
+      const std::array<std::int64_t, 4> split = {c.computation_ns, c.communication_ns, c.input_ns, host};
+      for (int i = 0; i < 4; ++i) sat_acc(parts[{rank, i}], split[static_cast<std::size_t>(i)]);
+      sat_acc(parts[{-1, 4}], transfer);
+      sat_acc(total, sat_add(c.before_ns, transfer));
+      const std::ptrdiff_t p = prev[k];
+      m = p >= 0 && matched[static_cast<std::size_t>(matched_of[static_cast<std::size_t>(p)])].step == step
+              ? matched_of[static_cast<std::size_t>(p)]
+              : -1;
+    }
+  }
+  out.steps = static_cast<std::int64_t>(last_of_step.size());
+  if (out.steps == 0) return out;
+  out.per_step_ns = total / out.steps;
+  out.hops_per_step = static_cast<double>(hops) / static_cast<double>(out.steps);
+  // Against the same steps: each the median over ranks of its duration.
+  std::map<std::int64_t, std::vector<std::int64_t>> durs;
+  for (const RankSummary* r : order) {
+    for (const RankStep& st : r->steps) {
+      if (last_of_step.contains(st.step)) durs[st.step].push_back(st.dur_ns);
+    }
+  }
+  std::int64_t steps_ns = 0;
+  for (auto& [step, d] : durs) sat_acc(steps_ns, mean_median(std::move(d)));
+  if (steps_ns > 0) out.step_pct = pct_of(total, steps_ns);
+  for (const auto& [key, ns] : parts) {
+    if (ns <= 0) continue;
+    out.parts.push_back({key.first, key.second < 4 ? kCauses[key.second] : "transfer", ns / out.steps});
+  }
+  std::stable_sort(out.parts.begin(), out.parts.end(),
+                   [](const PathPart& a, const PathPart& b) { return a.per_step_ns > b.per_step_ns; });
+  return out;
+}
+
 // The odds that a rank is last at `last` or more of `n` collectives of
 // `ranks` ranks by chance alone (each 1/ranks): the binomial tail.
 double last_by_chance(std::int64_t last, std::int64_t n, std::int64_t ranks) {
@@ -589,6 +673,9 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
       span_hi(n, std::numeric_limits<std::int64_t>::min());
   std::set<std::int32_t> matched_groups;
   std::vector<Instance> insts;
+  // Every matched collective once (a late set splits it in insts), and each entry's.
+  std::vector<Matched> matched;
+  std::vector<std::int32_t> matched_of(entries.size(), -1);
   for (std::size_t k = 0; k < entries.size(); ++k) {
     const std::size_t ri = static_cast<std::size_t>(entries[k].ri);
     if (!aligned[ri]) continue;
@@ -629,6 +716,8 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
         group_lateness[run.gid].emplace_back(static_cast<std::size_t>(entries[k].ri), late);
       }
     }
+    for (const std::size_t k : members) matched_of[k] = static_cast<std::int32_t>(matched.size());
+    matched.push_back({run.step, run.end, members});
     const std::size_t last = members.back();
     group_transfer[run.gid].emplace_back(run.step, std::max<std::int64_t>(0, sat_sub(run.end, arrival[last])));
     run.lead = sat_sub(arrival[last], arrival[members[members.size() - 2]]);
@@ -754,6 +843,7 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     out.alignment.note = "no collective's ends agree across ranks once their clocks are aligned";
     return out;
   }
+  out.path = cross_rank_path(entries, matched, matched_of, arrival, order, shown_rank);
 
   // Per rank, over the collectives where it is last: the wait it inflicts,
   // and what it did before arriving beyond what the others did.

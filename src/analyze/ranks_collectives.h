@@ -84,6 +84,7 @@ struct CollectiveView {
   std::vector<Straggler> stragglers;  // named, most wait first
   std::optional<Straggler> latest;    // none named: the rank last most often
   SlowNetwork network;
+  CrossRankPath path;
   // Per rank of `order`:
   std::vector<std::optional<WaitingFor>> waiting_for;
   std::vector<std::int64_t> collectives, last_at;

@@ -4,12 +4,14 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <string>
 
 #include "src/analyze/diagnose_context.h"
 #include "src/analyze/ranks_collectives.h"
 #include "src/base/json_writer.h"
 #include "src/base/saturate.h"
+#include "src/report/py_format.h"
 #include "src/trace/json_value.h"
 #include "tprof/ranks.h"
 
@@ -188,6 +190,78 @@ std::string overlap_text(const CommCompOverlap& o) {
 // spread to measure, and "0 ns" would say its steps agree.
 std::string mad_text(const RankRow& r) { return r.steps < 2 ? std::string("-") : internal::format_ns(r.step_mad_ns); }
 
+// The critical path across ranks: a heading line, then one line per rank
+// on it (its stretches by cause), the rest of the ranks together, and the
+// transfers. Empty when no collective matched.
+constexpr std::size_t kPathRanksShown = 4;
+// Below this share of its steps the path says where the rest is.
+constexpr double kPathCoveredPct = 90.0;
+
+std::vector<std::string> path_lines(const JobView& v) {
+  const CrossRankPath& p = v.critical_path;
+  std::vector<std::string> out;
+  if (p.steps == 0) return out;
+  std::string head = "Critical path across ranks (from each step's last collective back, through the rank that "
+                     "arrives last at each; " +
+                     std::to_string(p.steps) + (p.steps == 1 ? " step, " : " steps, ") + internal::fixed(p.hops_per_step, 1) +
+                     " collectives a step): " + internal::format_ns(p.per_step_ns) + " per step";
+  if (p.step_pct > 0) head += ", " + pct_text(p.step_pct, 1) + " of those steps";
+  out.push_back(head);
+  const auto share = [&](std::int64_t ns) {
+    return p.per_step_ns > 0 ? pct_text(std::round(1000.0 * static_cast<double>(ns) / static_cast<double>(p.per_step_ns)) / 10.0, 1)
+                             : std::string("-");
+  };
+  // Per rank: its total and its parts (largest first, as p.parts are).
+  std::map<std::int64_t, std::pair<std::int64_t, std::string>> ranks;
+  std::int64_t transfers = 0;
+  for (const PathPart& x : p.parts) {
+    if (x.rank < 0) {
+      transfers += x.per_step_ns;
+      continue;
+    }
+    auto& [ns, text] = ranks[x.rank];
+    ns += x.per_step_ns;
+    text += (text.empty() ? "" : ", ") + x.what + " " + internal::format_ns(x.per_step_ns);
+  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> order;  // (ns, rank)
+  for (const auto& [rank, e] : ranks) order.emplace_back(e.first, rank);
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::int64_t rest = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const auto& [ns, rank] = order[i];
+    if (i >= kPathRanksShown) {
+      rest += ns;
+      continue;
+    }
+    out.push_back("rank " + std::to_string(rank) + ": " + internal::format_ns(ns) + " (" + share(ns) + "): " +
+                  ranks[rank].second);
+  }
+  if (order.size() > kPathRanksShown) {
+    const std::size_t n = order.size() - kPathRanksShown;
+    out.push_back(std::to_string(n) + (n == 1 ? " other rank: " : " other ranks: ") + internal::format_ns(rest) + " (" +
+                  share(rest) + ")");
+  }
+  if (transfers > 0) {
+    const auto traced = static_cast<std::int64_t>(v.ranks.size());
+    out.push_back("transfers: " + internal::format_ns(transfers) + " (" + share(transfers) +
+                  (v.world_size > traced ? "; with " + std::to_string(traced) + " of " + std::to_string(v.world_size) +
+                                               " ranks traced, they hold the wait for untraced ranks too)"
+                                         : ")"));
+  }
+  if (p.step_pct > 0 && p.step_pct < kPathCoveredPct) {
+    const std::int64_t unmatched = v.alignment.unmatched;
+    out.push_back("the other " + pct_text(std::round(10.0 * (100.0 - p.step_pct)) / 10.0, 1) +
+                  " of those steps is off the path: after their last collective, or before the path's first stretch, "
+                  "which " +
+                  (unmatched > 0 ? "ends the walk at a collective that is not matched (" + std::to_string(unmatched) +
+                                       (unmatched == 1 ? " collective kernel matches" : " collective kernels match") +
+                                       " no other rank's)"
+                                 : std::string("starts at its rank's step start (a rank that begins its steps late, "
+                                               "before the recorded step, leaves that wait out)")));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string format_job_text(const JobView& v) {
@@ -229,6 +303,8 @@ std::string format_job_text(const JobView& v) {
     for (const SlowTransfer& t : v.network.groups) out += "  " + internal::slow_transfer_text(t) + "\n";
     out += "  " + internal::network_who_text(v.network) + "\n  fix: " + v.network.advice + "\n";
   }
+  const std::vector<std::string> path = path_lines(v);
+  for (std::size_t i = 0; i < path.size(); ++i) out += (i == 0 ? "" : "  ") + path[i] + (i == 0 ? ":\n" : "\n");
   out += alignment_line(v) + "\n";
   if (v.slow_ranks.empty()) {
     out += std::string("Slow ranks: none (median step over the job median by more than ") + kNoiseRule + ")\n";
@@ -282,6 +358,14 @@ std::string format_job_md(const JobView& v) {
     out += std::string("\n## Slow transfers\n\n") + internal::capitalized(internal::kSlowTransferRule) + ".\n\n";
     for (const SlowTransfer& t : v.network.groups) out += "- " + internal::slow_transfer_text(t) + "\n";
     out += "- " + internal::network_who_text(v.network) + "\n- fix: " + v.network.advice + "\n";
+  }
+  const std::vector<std::string> path = path_lines(v);
+  if (!path.empty()) {
+    const std::string& head = path.front();
+    const std::size_t colon = head.find("): ");
+    out += "\n## Critical path across ranks\n\n" + internal::capitalized(head.substr(head.find('(') + 1, colon - head.find('(') - 1)) +
+           ": " + head.substr(colon + 3) + ".\n\n";
+    for (std::size_t i = 1; i < path.size(); ++i) out += "- " + path[i] + "\n";
   }
   out += "\n" + alignment_line(v) + ".\n";
   out += std::string("\n## Slow ranks\n\nMedian step over the job median by more than ") + kNoiseRule + ".\n\n";
@@ -430,6 +514,23 @@ std::string format_job_json(const JobView& v) {
     ranks("suspects", v.network.suspects);
     ranks("followers", v.network.followers);
     w.key("advice"); w.value_string(v.network.advice);
+    w.end_object();
+    w.key("critical_path");
+    w.begin_object();
+    w.key("steps"); w.value_int(v.critical_path.steps);
+    w.key("per_step_ns"); w.value_int(v.critical_path.per_step_ns);
+    w.key("step_pct"); w.value_double(v.critical_path.step_pct);
+    w.key("hops_per_step"); w.value_double(std::round(v.critical_path.hops_per_step * 100.0) / 100.0);
+    w.key("parts");
+    w.begin_array();
+    for (const PathPart& x : v.critical_path.parts) {
+      w.begin_object();
+      w.key("rank"); w.value_int(x.rank);
+      w.key("what"); w.value_string(x.what);
+      w.key("per_step_ns"); w.value_int(x.per_step_ns);
+      w.end_object();
+    }
+    w.end_array();
     w.end_object();
     w.key("slow_ranks");
     w.begin_array();

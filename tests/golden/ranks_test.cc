@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -510,6 +512,67 @@ TEST(RanksNetworkTest, NoSlowTransferWhereNoneIs) {
     EXPECT_TRUE(v.network.groups.empty()) << job;
     EXPECT_TRUE(v.network.suspects.empty()) << job;
   }
+}
+
+// The critical path across ranks goes through the rank each collective
+// waits for: the planted straggler, with its planted cause the largest part.
+TEST(RanksCriticalPathTest, GoesThroughTheStragglerAndItsCause) {
+  for (const auto& [job, rank, cause] : {std::tuple{"late_input", 2, "input"}, std::tuple{"late_host", 6, "host"},
+                                         std::tuple{"late_compute", 11, "computation"}}) {
+    const JobView v = job_view(job_parts(job));
+    const CrossRankPath& p = v.critical_path;
+    EXPECT_EQ(p.steps, 8) << job;
+    EXPECT_DOUBLE_EQ(p.hops_per_step, 1.0) << job;
+    // Step start to the all-reduce's end: all of the step but its optimizer tail.
+    EXPECT_GT(p.step_pct, 95.0) << job;
+    EXPECT_LE(p.step_pct, 101.0) << job;
+    std::int64_t on_rank = 0, sum = 0;
+    for (const PathPart& x : p.parts) {
+      sum += x.per_step_ns;
+      if (x.rank == rank) on_rank += x.per_step_ns;
+      EXPECT_TRUE(x.rank == rank || x.rank == -1) << job << ": rank " << x.rank;
+    }
+    EXPECT_NEAR(static_cast<double>(sum), static_cast<double>(p.per_step_ns), 8.0) << job;
+    EXPECT_GT(on_rank, p.per_step_ns * 9 / 10) << job;
+    ASSERT_FALSE(p.parts.empty());
+    EXPECT_EQ(p.parts[0].rank, rank) << job;
+    EXPECT_EQ(p.parts[0].what, cause) << job;
+  }
+}
+
+// Without a straggler the collectives wait for whichever rank is last by a
+// tie: no rank holds most of the path.
+TEST(RanksCriticalPathTest, ABalancedJobSharesIt) {
+  const JobView v = job_view(job_parts("balanced"));
+  std::map<std::int64_t, std::int64_t> by_rank;
+  for (const PathPart& x : v.critical_path.parts) by_rank[x.rank] += x.per_step_ns;
+  EXPECT_GE(by_rank.size(), 4u);
+  for (const auto& [rank, ns] : by_rank) EXPECT_LT(ns, v.critical_path.per_step_ns / 3) << rank;
+}
+
+// A slow link puts its transfers on the path, two collectives a step (the
+// tensor-parallel group's, then the data-parallel one).
+TEST(RanksCriticalPathTest, ASlowLinkPutsTransfersOnIt) {
+  const JobView v = job_view(job_parts("slow_link"));
+  EXPECT_DOUBLE_EQ(v.critical_path.hops_per_step, 2.0);
+  std::int64_t transfers = 0;
+  for (const PathPart& x : v.critical_path.parts) transfers += x.rank == -1 ? x.per_step_ns : 0;
+  // Two transfers a step, one of them 365 us slower than its peers'.
+  EXPECT_GT(transfers, 1'500'000);
+  EXPECT_GT(v.critical_path.step_pct, 95.0);
+}
+
+// A rank late before its recorded window: the path covers what is
+// recorded, and the text says where the rest of the step is.
+TEST(RanksCriticalPathTest, LateBeforeTheWindowLeavesTheRestUncovered) {
+  const JobView v = job_view(job_parts("late_before_window"));
+  EXPECT_LT(v.critical_path.step_pct, 60.0);
+  ASSERT_FALSE(v.critical_path.parts.empty());
+  EXPECT_EQ(v.critical_path.parts[0].rank, 3);
+  const std::string text = format_job_text(v);
+  EXPECT_NE(text.find("of those steps is off the path"), std::string::npos) << text;
+  EXPECT_NE(text.find("a rank that begins its steps late"), std::string::npos) << text;
+  EXPECT_EQ(format_job_text(job_view(job_parts("late_input"))).find("is off the path"), std::string::npos);
 }
 
 // Without rank numbers the tensorboard worker name (and pid) groups windows;
