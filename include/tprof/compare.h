@@ -367,6 +367,7 @@ struct JobSide {
   std::vector<std::int64_t> slow_link_suspects;
   std::int64_t slow_transfer_groups = 0;
   bool has_steady = false;  // every rank's summary has steady_ns (version 3)
+  CrossRankPath critical_path;  // the view's (steps 0: none)
 };
 
 struct JobComparison {

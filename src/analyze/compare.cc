@@ -1179,6 +1179,7 @@ JobSide job_side(const JobSteps& s) {
   side.stragglers = s.view.stragglers;
   side.slow_link_suspects = s.view.network.suspects;
   side.slow_transfer_groups = static_cast<std::int64_t>(s.view.network.groups.size());
+  side.critical_path = s.view.critical_path;
   return side;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <iterator>
+#include <map>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -961,6 +962,27 @@ std::string suspects_text(const JobSide& j) {
   return out;
 }
 
+// The critical path across ranks in a few words: its length per step and
+// the rank holding most of it, with that rank's largest part.
+std::string path_text(const JobSide& j) {
+  const CrossRankPath& p = j.critical_path;
+  if (p.steps == 0 || p.per_step_ns <= 0) return "none (no collective matched)";
+  std::map<std::int64_t, std::int64_t> by_rank;
+  for (const PathPart& x : p.parts) {
+    if (x.rank >= 0) by_rank[x.rank] += x.per_step_ns;
+  }
+  std::string out = t(p.per_step_ns) + " per step";
+  if (by_rank.empty()) return out + ", all transfers";
+  const auto top = std::max_element(by_rank.begin(), by_rank.end(),
+                                    [](const auto& a, const auto& b) { return a.second < b.second; });
+  const double share = 100.0 * static_cast<double>(top->second) / static_cast<double>(p.per_step_ns);
+  out += ", rank " + std::to_string(top->first) + " holds " + internal::fixed(share, 1) + "%";
+  for (const PathPart& x : p.parts) {
+    if (x.rank == top->first) return out + " (most: " + x.what + " " + t(x.per_step_ns) + ")";
+  }
+  return out;
+}
+
 // Which stragglers appear, stay or go from A to B.
 std::string straggler_change(const JobComparison& j) {
   std::vector<std::int64_t> ra, rb;
@@ -1061,6 +1083,7 @@ std::string format_job_comparison_text(const JobComparison& j, const CompareForm
   if (j.a.slow_transfer_groups > 0 || j.b.slow_transfer_groups > 0) {
     out += "slow links:   A " + suspects_text(j.a) + "; B " + suspects_text(j.b) + "\n";
   }
+  out += "critical path across ranks: A " + path_text(j.a) + "\n                            B " + path_text(j.b) + "\n";
   out += "\nRanks, " + rank_metric_text(j) + " (" +
          (f.top == 0 || j.ranks.size() <= f.top ? "all " + std::to_string(j.ranks.size())
                                                 : "top " + std::to_string(f.top) + " of " + std::to_string(j.ranks.size())) +
@@ -1100,6 +1123,7 @@ std::string format_job_comparison_md(const JobComparison& j, const CompareFormat
   if (j.a.slow_transfer_groups > 0 || j.b.slow_transfer_groups > 0) {
     summary.push_back({"slow links", suspects_text(j.a), suspects_text(j.b), ""});
   }
+  summary.push_back({"critical path across ranks", path_text(j.a), path_text(j.b), ""});
   md_table(&out, {"", "A", "B", "B vs A"}, summary, 1);
   out += "\nMeans per job step with their 95% interval (" + job_sampling_text(c) + "); the gate reads " +
          std::string(metric_label(c.bound_metric)) + ", " + c.bound_reason + ".\n";
@@ -1167,6 +1191,21 @@ std::string format_job_comparison_json(const JobComparison& j, const CompareForm
       w.key("slow_link_suspects");
       w.begin_array();
       for (const std::int64_t r : job->slow_link_suspects) w.value_int(r);
+      w.end_array();
+      w.key("critical_path_per_step_ns");
+      w.value_int(job->critical_path.per_step_ns);
+      w.key("critical_path");
+      w.begin_array();
+      for (const PathPart& x : job->critical_path.parts) {
+        w.begin_object();
+        w.key("rank");
+        w.value_int(x.rank);
+        w.key("what");
+        w.value_string(x.what);
+        w.key("per_step_ns");
+        w.value_int(x.per_step_ns);
+        w.end_object();
+      }
       w.end_array();
       w.end_object();
     }
