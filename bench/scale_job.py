@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Generated jobs of 64, 256 and 1,024 ranks diagnosed on Dask (issue 39):
-recall and precision of the planted stragglers and their causes, wall time,
-and peak memory per worker and on the client.
+recall and precision of the planted stragglers and their causes, whether
+the critical path across ranks runs mostly through a planted rank, wall
+time, and peak memory per worker and on the client.
 
 Each job is generated on the workers, a rank at a time
 (tests/data/ranks/make_jobs.py: Spec, summarize_generated): a worker makes
@@ -91,6 +92,15 @@ def network_table(a, client, make_jobs, _tprof):
               f"{100 * precision:.1f}% | {pct} |", flush=True)
 
 
+def path_top_rank(view):
+    """The rank holding most of the job's critical path across ranks, or None."""
+    by_rank = {}
+    for p in view["critical_path"]["parts"]:
+        if p["rank"] >= 0:
+            by_rank[p["rank"]] = by_rank.get(p["rank"], 0) + p["per_step_ns"]
+    return max(by_rank, key=by_rank.get) if by_rank else None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ranks", type=int, nargs="+", default=[64, 256, 1024])
@@ -113,11 +123,12 @@ def main():
     cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None)
     client = Client(cluster)
     print(f"{a.workers} worker processes, {a.jobs} jobs per size, seeds {a.seed}-{a.seed + a.jobs - 1}")
-    print("| ranks | jobs | planted | found (right cause) | named | recall | precision | median job wall | "
-          "s per 1,000 ranks | worker peak RSS | summaries per job | client RSS growth |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| ranks | jobs | planted | found (right cause) | named | recall | precision | critical path's top rank planted | "
+          "median job wall | s per 1,000 ranks | worker peak RSS | summaries per job | client RSS growth |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in a.ranks if a.jobs > 0 else []:
         planted = found = named = right = 0
+        with_late = path_right = 0  # jobs with a planted rank; of them, the path's top rank is one
         walls, sizes = [], []
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         for spec in specs(n, a.jobs, make_jobs, a.seed):
@@ -133,6 +144,9 @@ def main():
                 if r in got:
                     found += 1
                     right += got[r] == CAUSE[spec.cause]
+            if spec.late:
+                with_late += 1
+                path_right += path_top_rank(view) in spec.late
             del summaries, view
         rss = max(client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
         growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0
@@ -141,7 +155,7 @@ def main():
         recall = right / planted if planted else 1.0
         precision = right / named if named else 1.0
         print(f"| {n} | {a.jobs} | {planted} | {found} ({right}) | {named} | {100 * recall:.1f}% | "
-              f"{100 * precision:.1f}% | {med:.2f} s | {1000 * med / n:.2f} | {rss / 1024:.0f} MB | "
+              f"{100 * precision:.1f}% | {path_right}/{with_late} | {med:.2f} s | {1000 * med / n:.2f} | {rss / 1024:.0f} MB | "
               f"{sorted(sizes)[len(sizes) // 2] / 1024:.0f} KB | {growth / 1024:.0f} MB |", flush=True)
     if a.network > 0:
         network_table(a, client, make_jobs, _tprof)
