@@ -35,16 +35,17 @@ def _write(text: str, output: str) -> None:
         raise
 
 
-def _job(args: argparse.Namespace) -> int:
+def _on_dask(args: argparse.Namespace, run) -> int:
+    """run() on Dask, its report written (stdout or -o, whole or not at
+    all); exit 2 naming every failed rank, or the cluster that failed.
+    run returns (report, gate line for stderr, exit status)."""
     # Dask's own log lines (cluster start, worker restarts) stay out of the
     # output unless they are errors; the worker processes inherit it.
     os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
-    from .distributed import JobError, diagnose_job
+    from .distributed import JobError
 
     try:
-        text = diagnose_job(args.where, scheduler=args.scheduler, local=args.local, format=args.format,
-                            threads=args.threads, retries=args.retries, progress=not args.quiet,
-                            note=None if args.quiet else sys.stderr.write)
+        text, gate_line, status = run()
     except JobError as e:
         print(f"tprof: {e}", file=sys.stderr)
         return 2
@@ -57,33 +58,34 @@ def _job(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"tprof: {args.output}: cannot write: {e.strerror or e}", file=sys.stderr)
         return 2
-    return 0
+    sys.stderr.write(gate_line)
+    return status
+
+
+def _dask_options(args: argparse.Namespace) -> dict:
+    return dict(scheduler=args.scheduler, local=args.local, threads=args.threads, retries=args.retries,
+                progress=not args.quiet, note=None if args.quiet else sys.stderr.write)
+
+
+def _job(args: argparse.Namespace) -> int:
+    def run():
+        from .distributed import diagnose_job
+
+        return diagnose_job(args.where, format=args.format, **_dask_options(args)), "", 0
+
+    return _on_dask(args, run)
 
 
 def _compare(args: argparse.Namespace) -> int:
-    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
-    from .distributed import JobError, compare_jobs
+    def run():
+        from .distributed import compare_jobs
 
-    try:
-        result = compare_jobs(args.a, args.b, scheduler=args.scheduler, local=args.local, format=args.format,
-                              top=args.top, fail_if_slower=args.fail_if_slower, metric=args.metric,
-                              min_steps=args.min_steps, allow_mismatch=args.allow_mismatch, threads=args.threads,
-                              retries=args.retries, progress=not args.quiet,
-                              note=None if args.quiet else sys.stderr.write)
-    except JobError as e:
-        print(f"tprof: {e}", file=sys.stderr)
-        return 2
-    except (OSError, TimeoutError) as e:
-        where = args.scheduler or "the local cluster"
-        print(f"tprof: {where}: {type(e).__name__}: {e}", file=sys.stderr)
-        return 2
-    try:
-        _write(result.report, args.output)
-    except OSError as e:
-        print(f"tprof: {args.output}: cannot write: {e.strerror or e}", file=sys.stderr)
-        return 2
-    sys.stderr.write(result.gate_line)
-    return result.exit_status
+        r = compare_jobs(args.a, args.b, format=args.format, top=args.top, fail_if_slower=args.fail_if_slower,
+                         metric=args.metric, min_steps=args.min_steps, allow_mismatch=args.allow_mismatch,
+                         **_dask_options(args))
+        return r.report, r.gate_line, r.exit_status
+
+    return _on_dask(args, run)
 
 
 def _pct(text: str) -> float:

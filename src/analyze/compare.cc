@@ -555,6 +555,16 @@ MetricComparison point_estimates(CompareMetric metric, const std::vector<std::in
   return m;
 }
 
+// B's median step against A's, the noise shown beside it, the verdict change.
+void set_median_change(Comparison* c) {
+  c->delta_ns = c->b.median_step_ns - c->a.median_step_ns;
+  c->delta_pct = c->a.median_step_ns > 0
+                     ? 100.0 * static_cast<double>(c->delta_ns) / static_cast<double>(c->a.median_step_ns)
+                     : 0.0;
+  c->noise_ns = internal::sat_add(c->a.mad_ns, c->b.mad_ns);
+  c->verdict_changed = c->a.verdict != c->b.verdict;
+}
+
 // 4000 resamples; fewer for very long runs (at most about 4e7 draws).
 std::size_t resample_count(std::size_t a, std::size_t b) {
   return std::clamp<std::size_t>(40000000 / std::max(a, b), 400, 4000);
@@ -778,12 +788,7 @@ Comparison compare_runs(const std::vector<CompareRun>& a, const std::vector<Comp
   const std::size_t per_run = al.per_run();
   const std::vector<std::vector<Window>> wa = fill_side(da, al, 0, &c.a);
   const std::vector<std::vector<Window>> wb = fill_side(db, al, da.size(), &c.b);
-  c.delta_ns = c.b.median_step_ns - c.a.median_step_ns;
-  c.delta_pct = c.a.median_step_ns > 0
-                    ? 100.0 * static_cast<double>(c.delta_ns) / static_cast<double>(c.a.median_step_ns)
-                    : 0.0;
-  c.noise_ns = internal::sat_add(c.a.mad_ns, c.b.mad_ns);
-  c.verdict_changed = c.a.verdict != c.b.verdict;
+  set_median_change(&c);
 
   // The metrics the gate may read, and the one the runs are bound by. One
   // run a side: the steps' bootstrap; several: runs, then steps.
@@ -1287,12 +1292,7 @@ JobComparison compare_jobs(const JobSummary& a, const JobSummary& b) {
   fill_job_side(sb, ib, whole, j.b, &c.b, &fb);
   j.a.has_steady = !c.a.steady_ns.empty();
   j.b.has_steady = !c.b.steady_ns.empty();
-  c.delta_ns = c.b.median_step_ns - c.a.median_step_ns;
-  c.delta_pct = c.a.median_step_ns > 0
-                    ? 100.0 * static_cast<double>(c.delta_ns) / static_cast<double>(c.a.median_step_ns)
-                    : 0.0;
-  c.noise_ns = internal::sat_add(c.a.mad_ns, c.b.mad_ns);
-  c.verdict_changed = c.a.verdict != c.b.verdict;
+  set_median_change(&c);
 
   const bool paired = c.alignment == StepAlignment::kStepNumber;
   c.metrics.push_back(compare_metric(CompareMetric::kSteady, c.a.steady_ns, c.b.steady_ns, paired));

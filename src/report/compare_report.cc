@@ -343,6 +343,34 @@ const std::vector<std::string> kOpHead = {"Op",          "Change",      "Self CP
 const std::vector<std::string> kKernelHead = {"Device activity", "Category", "Change",  "Time A",
                                               "Time B",          "Delta",    "Count A", "Count B"};
 
+// The metric table's rows (text): "* " marks the gate's metric.
+std::vector<std::vector<std::string>> metric_rows(const Comparison& c) {
+  std::vector<std::vector<std::string>> rows;
+  for (const MetricComparison& m : c.metrics) {
+    if (!m.available) continue;
+    rows.push_back({std::string(m.metric == c.bound_metric ? "* " : "  ") + std::string(metric_label(m.metric)),
+                    t(m.mean_a_ns), t(m.mean_b_ns), change_with_interval(m), metric_verdict(m)});
+  }
+  return rows;
+}
+
+// The Markdown summary's rows on steps and metrics: steps (with how they
+// align), the median step, the spread, each metric's mean (the gate's in bold).
+void md_step_rows(const Comparison& c, const std::string& alignment, std::vector<std::vector<std::string>>* rows) {
+  rows->push_back({"steps", std::to_string(c.a.total_steps), std::to_string(c.b.total_steps), alignment});
+  rows->push_back({"median step", t(c.a.median_step_ns), t(c.b.median_step_ns),
+                   signed_t(c.delta_ns) + " (" + pct_of(c.delta_pct, c.a.median_step_ns) + ")"});
+  rows->push_back({"spread (MAD)", t(c.a.mad_ns), t(c.b.mad_ns), ""});
+  for (const MetricComparison& m : c.metrics) {
+    if (!m.available) continue;
+    const bool bound = m.metric == c.bound_metric;
+    std::string change = change_with_interval(m) + ": " + metric_verdict(m);
+    if (bound) change = "**" + change + "**";
+    rows->push_back({"mean " + std::string(metric_label(m.metric)) + (bound ? " (the gate's metric)" : ""),
+                     t(m.mean_a_ns), t(m.mean_b_ns), change});
+  }
+}
+
 std::string per_what(const Comparison& c) {
   return c.alignment == StepAlignment::kWholeTrace ? "whole trace" : "median per step";
 }
@@ -416,15 +444,7 @@ std::string format_comparison_text(const Comparison& c, const CompareFormat& f, 
          t(c.a.min_step_ns) + ".." + t(c.a.max_step_ns) + ", B " + t(c.b.min_step_ns) + ".." + t(c.b.max_step_ns) +
          "\n";
   out += "\nPer step, mean of B against A with its 95% interval (" + sampling_text(c) + "):\n";
-  {
-    std::vector<std::vector<std::string>> rows;
-    for (const MetricComparison& m : c.metrics) {
-      if (!m.available) continue;
-      rows.push_back({std::string(m.metric == c.bound_metric ? "* " : "  ") + std::string(metric_label(m.metric)),
-                      t(m.mean_a_ns), t(m.mean_b_ns), change_with_interval(m), metric_verdict(m)});
-    }
-    text_table(&out, {"  metric", "A", "B", "change", ""}, rows);
-  }
+  text_table(&out, {"  metric", "A", "B", "change", ""}, metric_rows(c));
   out += "* the gate's metric: " + std::string(metric_label(c.bound_metric)) + ", " + c.bound_reason +
          " (--metric chooses another)\n";
   if (runs) {
@@ -522,20 +542,8 @@ std::string format_comparison_md(const Comparison& c, const CompareFormat& f, co
   const bool runs = over_runs(c);
   out += "- A: " + name_list({f.label_a}, 0, true) + "\n- B: " + name_list({f.label_b}, 0, true) + "\n\n";
   std::vector<std::vector<std::string>> summary = {
-      {"trace", name_list({file_name(f.label_a)}, 0, true), name_list({file_name(f.label_b)}, 0, true), ""},
-      {"steps", std::to_string(c.a.total_steps), std::to_string(c.b.total_steps), alignment_text(c)},
-      {"median step", t(c.a.median_step_ns), t(c.b.median_step_ns),
-       signed_t(c.delta_ns) + " (" + pct_of(c.delta_pct, c.a.median_step_ns) + ")"},
-      {"spread (MAD)", t(c.a.mad_ns), t(c.b.mad_ns), ""},
-  };
-  for (const MetricComparison& m : c.metrics) {
-    if (!m.available) continue;
-    const bool bound = m.metric == c.bound_metric;
-    std::string change = change_with_interval(m) + ": " + metric_verdict(m);
-    if (bound) change = "**" + change + "**";
-    summary.push_back({"mean " + std::string(metric_label(m.metric)) + (bound ? " (the gate's metric)" : ""),
-                       t(m.mean_a_ns), t(m.mean_b_ns), change});
-  }
+      {"trace", name_list({file_name(f.label_a)}, 0, true), name_list({file_name(f.label_b)}, 0, true), ""}};
+  md_step_rows(c, alignment_text(c), &summary);
   summary.push_back({"set-up", setup_text(c.a.setup), setup_text(c.b.setup),
                      c.setup_differences.empty() ? "same" : "**differs**"});
   summary.push_back({"verdict", std::string(verdict_name(c.a.verdict)), std::string(verdict_name(c.b.verdict)),
@@ -1012,16 +1020,6 @@ std::string rank_metric_text(const JobComparison& j) {
   return "mean " + std::string(metric_label(j.rank_metric)) + " per aligned step";
 }
 
-std::vector<std::vector<std::string>> job_metric_rows(const Comparison& c) {
-  std::vector<std::vector<std::string>> rows;
-  for (const MetricComparison& m : c.metrics) {
-    if (!m.available) continue;
-    rows.push_back({std::string(m.metric == c.bound_metric ? "* " : "  ") + std::string(metric_label(m.metric)),
-                    t(m.mean_a_ns), t(m.mean_b_ns), change_with_interval(m), metric_verdict(m)});
-  }
-  return rows;
-}
-
 std::vector<std::vector<std::string>> phase_rows(const JobComparison& j) {
   std::vector<std::vector<std::string>> rows;
   for (const JobPhaseDelta& p : j.phases) {
@@ -1066,7 +1064,7 @@ std::string format_job_comparison_text(const JobComparison& j, const CompareForm
          t(c.a.min_step_ns) + ".." + t(c.a.max_step_ns) + ", B " + t(c.b.min_step_ns) + ".." + t(c.b.max_step_ns) +
          "\n";
   out += "\nPer job step, mean of B against A with its 95% interval (" + job_sampling_text(c) + "):\n";
-  text_table(&out, {"  metric", "A", "B", "change", ""}, job_metric_rows(c));
+  text_table(&out, {"  metric", "A", "B", "change", ""}, metric_rows(c));
   out += "* the gate's metric: " + std::string(metric_label(c.bound_metric)) + ", " + c.bound_reason +
          " (--metric chooses another)\n";
   if (!j.phases.empty()) {
@@ -1098,20 +1096,8 @@ std::string format_job_comparison_md(const JobComparison& j, const CompareFormat
   if (gate != nullptr) out += "**Gate: " + std::string(gate_outcome_text(*gate)) + "** " + gate_reason(*gate) + "\n\n";
   out += "- A: " + name_list({f.label_a}, 0, true) + ", a job of " + ranks_text(j.a.ranks) + "\n- B: " +
          name_list({f.label_b}, 0, true) + ", a job of " + ranks_text(j.b.ranks) + "\n\n";
-  std::vector<std::vector<std::string>> summary = {
-      {"steps", std::to_string(c.a.total_steps), std::to_string(c.b.total_steps), job_alignment_text(c)},
-      {"median step", t(c.a.median_step_ns), t(c.b.median_step_ns),
-       signed_t(c.delta_ns) + " (" + pct_of(c.delta_pct, c.a.median_step_ns) + ")"},
-      {"spread (MAD)", t(c.a.mad_ns), t(c.b.mad_ns), ""},
-  };
-  for (const MetricComparison& m : c.metrics) {
-    if (!m.available) continue;
-    const bool bound = m.metric == c.bound_metric;
-    std::string change = change_with_interval(m) + ": " + metric_verdict(m);
-    if (bound) change = "**" + change + "**";
-    summary.push_back({"mean " + std::string(metric_label(m.metric)) + (bound ? " (the gate's metric)" : ""),
-                       t(m.mean_a_ns), t(m.mean_b_ns), change});
-  }
+  std::vector<std::vector<std::string>> summary;
+  md_step_rows(c, job_alignment_text(c), &summary);
   for (const std::vector<std::string>& p : phase_rows(j)) {
     summary.push_back({"mean " + p[0].substr(2), p[1], p[2], p[3] + " (" + p[4] + ")"});
   }
