@@ -733,6 +733,42 @@ void write_names(internal::JsonWriter& w, const std::vector<Row>& rows, ChangeKi
   w.end_array();
 }
 
+// "steps" (the aligned pairs, when `pairs`) and "median_step".
+void write_steps(internal::JsonWriter& w, const Comparison& c, bool pairs) {
+  w.key("steps");
+  w.begin_array();
+  for (std::size_t i = 0; pairs && i < c.a.dur_ns.size() && i < c.b.dur_ns.size(); ++i) {
+    w.begin_object();
+    w.key("step_a");
+    w.value_int(c.a.step[i]);
+    w.key("step_b");
+    w.value_int(c.b.step[i]);
+    w.key("dur_a_ns");
+    w.value_int(c.a.dur_ns[i]);
+    w.key("dur_b_ns");
+    w.value_int(c.b.dur_ns[i]);
+    w.key("delta_ns");
+    w.value_int(internal::sat_sub(c.b.dur_ns[i], c.a.dur_ns[i]));
+    w.end_object();
+  }
+  w.end_array();
+  w.key("median_step");
+  w.begin_object();
+  w.key("a_ns");
+  w.value_int(c.a.median_step_ns);
+  w.key("b_ns");
+  w.value_int(c.b.median_step_ns);
+  w.key("delta_ns");
+  w.value_int(c.delta_ns);
+  w.key("delta_pct");
+  w.value_double(round_to(c.delta_pct, 100.0));
+  w.key("noise_ns");
+  w.value_int(c.noise_ns);
+  w.key("beyond_noise");
+  w.value_bool(std::llabs(c.delta_ns) > c.noise_ns);
+  w.end_object();
+}
+
 void write_gate(internal::JsonWriter& w, const GateResult& g) {
   w.key("gate");
   w.begin_object();
@@ -780,39 +816,8 @@ std::string format_comparison_json(const Comparison& c, const CompareFormat& f, 
     w.value_string(step_alignment_name(c.alignment));
     const bool runs = over_runs(c);
     if (runs) write_runs(w, c);
-    w.key("steps");
-    w.begin_array();
     // Over runs the steps are not paired across the sides: each run lists its own.
-    for (std::size_t i = 0; !runs && i < c.a.dur_ns.size() && i < c.b.dur_ns.size(); ++i) {
-      w.begin_object();
-      w.key("step_a");
-      w.value_int(c.a.step[i]);
-      w.key("step_b");
-      w.value_int(c.b.step[i]);
-      w.key("dur_a_ns");
-      w.value_int(c.a.dur_ns[i]);
-      w.key("dur_b_ns");
-      w.value_int(c.b.dur_ns[i]);
-      w.key("delta_ns");
-      w.value_int(c.b.dur_ns[i] - c.a.dur_ns[i]);
-      w.end_object();
-    }
-    w.end_array();
-    w.key("median_step");
-    w.begin_object();
-    w.key("a_ns");
-    w.value_int(c.a.median_step_ns);
-    w.key("b_ns");
-    w.value_int(c.b.median_step_ns);
-    w.key("delta_ns");
-    w.value_int(c.delta_ns);
-    w.key("delta_pct");
-    w.value_double(round_to(c.delta_pct, 100.0));
-    w.key("noise_ns");
-    w.value_int(c.noise_ns);
-    w.key("beyond_noise");
-    w.value_bool(std::llabs(c.delta_ns) > c.noise_ns);
-    w.end_object();
+    write_steps(w, c, !runs);
     w.key("metrics");
     w.begin_array();
     for (const MetricComparison& m : c.metrics) write_metric(w, m);
@@ -1197,34 +1202,7 @@ std::string format_job_comparison_json(const JobComparison& j, const CompareForm
     }
     w.key("alignment");
     w.value_string(step_alignment_name(c.alignment));
-    w.key("steps");
-    w.begin_array();
-    for (std::size_t i = 0; i < c.a.dur_ns.size() && i < c.b.dur_ns.size(); ++i) {
-      w.begin_object();
-      w.key("step_a");
-      w.value_int(c.a.step[i]);
-      w.key("step_b");
-      w.value_int(c.b.step[i]);
-      w.key("dur_a_ns");
-      w.value_int(c.a.dur_ns[i]);
-      w.key("dur_b_ns");
-      w.value_int(c.b.dur_ns[i]);
-      w.key("delta_ns");
-      w.value_int(internal::sat_sub(c.b.dur_ns[i], c.a.dur_ns[i]));
-      w.end_object();
-    }
-    w.end_array();
-    w.key("median_step");
-    w.begin_object();
-    w.key("a_ns");
-    w.value_int(c.a.median_step_ns);
-    w.key("b_ns");
-    w.value_int(c.b.median_step_ns);
-    w.key("delta_ns");
-    w.value_int(c.delta_ns);
-    w.key("delta_pct");
-    w.value_double(round_to(c.delta_pct, 100.0));
-    w.end_object();
+    write_steps(w, c, true);
     w.key("metrics");
     w.begin_array();
     for (const MetricComparison& m : c.metrics) write_metric(w, m);
