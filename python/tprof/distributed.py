@@ -173,8 +173,8 @@ def diagnose_job(
     client: a distributed.Client to use; else `scheduler` (an address, as
     Nsight Systems' recipes take one) is connected to; else a LocalCluster
     of `local` worker processes (default: one per core) is started and
-    closed again. format: one of FORMATS. threads:
-    reader threads per trace (0: tprof's default). retries: how often a
+    closed again. format: one of FORMATS. threads: reader threads per
+    trace (0: tprof's default). retries: how often a
     rank whose worker died is tried again on another. progress: True prints
     "ranks summarized k/N" to stderr; a callable gets (done, total).
     note: gets the line `tprof diagnose DIR` prints for each trace the
@@ -240,8 +240,13 @@ def compare_jobs(
     no gate. The other arguments are diagnose_job's. Raises JobError naming
     every trace that failed; ValueError for bad arguments.
     """
+    # Arguments are checked before any rank is read.
     if format not in ("text", "json", "md"):
         raise ValueError(f"format must be text, json or md, not {format!r}")
+    if metric not in ("auto", "steady", "step", "device", "cpu"):
+        raise ValueError(f"metric must be auto, steady, step, device or cpu, not {metric!r}")
+    if fail_if_slower is not None and not 0 <= fail_if_slower < float("inf"):
+        raise ValueError(f"fail_if_slower must be a non-negative number, not {fail_if_slower!r}")
     from distributed import as_completed
 
     with _Cluster(client, scheduler, local) as c:
@@ -252,9 +257,7 @@ def compare_jobs(
             label_a=label_a if label_a is not None else _describe(a),
             label_b=label_b if label_b is not None else _describe(b), top=top,
             fail_if_slower=fail_if_slower, metric=metric, min_steps=min_steps, allow_mismatch=allow_mismatch)
-    except ValueError as e:
-        if str(e).startswith(("format", "metric", "fail_if_slower")):
-            raise
+    except ValueError as e:  # a summary that does not merge (a rank number from two processes, ...)
         raise JobError(str(e)) from None
     return JobComparison(report, outcome, line)
 
