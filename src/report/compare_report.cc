@@ -915,11 +915,11 @@ std::string job_alignment_text(const Comparison& c) {
   const std::size_t n = c.a.dur_ns.size();
   switch (c.alignment) {
     case StepAlignment::kStepNumber:
-      return std::to_string(n) + " aligned by step number (A has " + std::to_string(c.a.total_steps) + ", B has " +
-             std::to_string(c.b.total_steps) + " that every rank has)" + median;
+      return std::to_string(n) + " aligned by step number (of the steps every rank has: A " +
+             std::to_string(c.a.total_steps) + ", B " + std::to_string(c.b.total_steps) + ")" + median;
     case StepAlignment::kOrder:
-      return std::to_string(n) + " aligned by order (A has " + std::to_string(c.a.total_steps) + ", B has " +
-             std::to_string(c.b.total_steps) + "; step numbers differ)" + median;
+      return std::to_string(n) + " aligned by order (of the steps every rank has: A " + std::to_string(c.a.total_steps) +
+             ", B " + std::to_string(c.b.total_steps) + "; step numbers differ)" + median;
     case StepAlignment::kWholeTrace: break;
   }
   const char* who = !c.a.has_steps && !c.b.has_steps ? "neither job's ranks have" : !c.a.has_steps ? "A's ranks have no"
