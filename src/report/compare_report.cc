@@ -985,6 +985,8 @@ std::string path_text(const JobSide& j) {
     if (x.rank >= 0) by_rank[x.rank] += x.per_step_ns;
   }
   std::string out = t(p.per_step_ns) + " per step";
+  // How much of those steps it covers (docs/scale.md): a short path is a partial one.
+  if (p.step_pct > 0) out += " (" + internal::fixed(p.step_pct, 1) + "% of the steps)";
   if (by_rank.empty()) return out + ", all transfers";
   const auto top = std::max_element(by_rank.begin(), by_rank.end(),
                                     [](const auto& a, const auto& b) { return a.second < b.second; });

@@ -97,7 +97,7 @@ TEST(CompareJobsTest, AnInputStragglerFailsTheGateAndIsNamedInB) {
   EXPECT_NE(text.find("before arriving, input +9.0"), std::string::npos) << text;
   // The critical path across ranks runs through rank 2, mostly its input.
   EXPECT_NE(text.find("B 16.6"), std::string::npos) << text;
-  EXPECT_NE(text.find("ms per step, rank 2 holds 9"), std::string::npos) << text;
+  EXPECT_NE(text.find("% of the steps), rank 2 holds 9"), std::string::npos) << text;
   EXPECT_NE(text.find("(most: input 9."), std::string::npos) << text;
 
   // The fix, the other way round: faster, and the straggler gone.
