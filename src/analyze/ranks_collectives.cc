@@ -304,11 +304,10 @@ CrossRankPath cross_rank_path(const std::vector<Entry>& entries, const std::vect
                               const std::vector<std::int32_t>& matched_of, const std::vector<std::int64_t>& arrival,
                               const std::vector<const RankSummary*>& order, const std::vector<std::int64_t>& shown_rank) {
   CrossRankPath out;
-  // Each entry's previous collective on its rank (by arrival), or -1.
+  // Each entry's previous collective on its rank (by start, matched or
+  // not: its stretch began at that one's end), or -1.
   std::vector<std::vector<std::size_t>> by_rank(shown_rank.size());
-  for (std::size_t k = 0; k < entries.size(); ++k) {
-    if (matched_of[k] >= 0) by_rank[static_cast<std::size_t>(entries[k].ri)].push_back(k);
-  }
+  for (std::size_t k = 0; k < entries.size(); ++k) by_rank[static_cast<std::size_t>(entries[k].ri)].push_back(k);
   std::vector<std::ptrdiff_t> prev(entries.size(), -1);
   for (std::vector<std::size_t>& ks : by_rank) {
     std::stable_sort(ks.begin(), ks.end(), [&](std::size_t a, std::size_t b) {
@@ -340,9 +339,8 @@ CrossRankPath cross_rank_path(const std::vector<Entry>& entries, const std::vect
       sat_acc(parts[{-1, 4}], transfer);
       sat_acc(total, sat_add(c.before_ns, transfer));
       const std::ptrdiff_t p = prev[k];
-      m = p >= 0 && matched[static_cast<std::size_t>(matched_of[static_cast<std::size_t>(p)])].step == step
-              ? matched_of[static_cast<std::size_t>(p)]
-              : -1;
+      const std::int32_t pm = p >= 0 ? matched_of[static_cast<std::size_t>(p)] : -1;
+      m = pm >= 0 && matched[static_cast<std::size_t>(pm)].step == step ? pm : -1;
     }
   }
   out.steps = static_cast<std::int64_t>(last_of_step.size());

@@ -251,13 +251,13 @@ std::vector<std::string> path_lines(const JobView& v) {
   if (p.step_pct > 0 && p.step_pct < kPathCoveredPct) {
     const std::int64_t unmatched = v.alignment.unmatched;
     out.push_back("the other " + pct_text(std::round(10.0 * (100.0 - p.step_pct)) / 10.0, 1) +
-                  " of those steps is off the path: after their last collective, or before the path's first stretch, "
-                  "which " +
-                  (unmatched > 0 ? "ends the walk at a collective that is not matched (" + std::to_string(unmatched) +
+                  " of those steps is off the path: after their last collective, or before its first stretch, " +
+                  (unmatched > 0 ? "where the walk stopped at a collective that is not matched (" +
+                                       std::to_string(unmatched) +
                                        (unmatched == 1 ? " collective kernel matches" : " collective kernels match") +
                                        " no other rank's)"
-                                 : std::string("starts at its rank's step start (a rank that begins its steps late, "
-                                               "before the recorded step, leaves that wait out)")));
+                                 : std::string("which starts at its rank's step start (a rank that begins its steps "
+                                               "late, before the recorded step, leaves that wait out)")));
   }
   return out;
 }

@@ -575,6 +575,25 @@ TEST(RanksCriticalPathTest, LateBeforeTheWindowLeavesTheRestUncovered) {
   EXPECT_EQ(format_job_text(job_view(job_parts("late_input"))).find("is off the path"), std::string::npos);
 }
 
+// A real pair of 128 ranks (HTA's sampled DLRM traces): 10 collective
+// kernels match no other rank's. A stretch begins at its rank's previous
+// collective, matched or not, so the walk stops there instead of jumping to
+// an earlier matched one (which covered 29% of the steps with stretches
+// that did not join); the text says so, and that transfers hold the wait
+// for the 126 untraced ranks.
+TEST(RanksCriticalPathTest, AnUnmatchedCollectiveEndsTheWalk) {
+  const JobView v = job_view({{{summarize_file(kDir + "/sampled_rank-0.json.gz")}},
+                              {{summarize_file(kDir + "/sampled_rank-1.json.gz")}}});
+  EXPECT_EQ(v.critical_path.steps, 2);
+  EXPECT_DOUBLE_EQ(v.critical_path.hops_per_step, 1.5);
+  EXPECT_LT(v.critical_path.step_pct, 20.0);
+  const std::string text = format_job_text(v);
+  EXPECT_NE(text.find("where the walk stopped at a collective that is not matched (10 collective kernels"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("with 2 of 128 ranks traced, they hold the wait for untraced ranks too"), std::string::npos);
+}
+
 // Without rank numbers the tensorboard worker name (and pid) groups windows;
 // other names stay one rank per file.
 TEST(RanksWindowsTest, UnnumberedWindowsGroupByWorker) {
