@@ -254,9 +254,7 @@ std::ptrdiff_t find_window(const std::vector<Window>& w, std::int64_t ts) {
   return ts < it->end_ns ? static_cast<std::ptrdiff_t>(it->pair) : -1;
 }
 
-bool has_duplicate_numbers(const std::vector<StepStat>& steps) {
-  std::vector<std::int64_t> n;
-  for (const StepStat& s : steps) n.push_back(s.step);
+bool has_duplicate_numbers(std::vector<std::int64_t> n) {
   std::sort(n.begin(), n.end());
   return std::adjacent_find(n.begin(), n.end()) != n.end();
 }
@@ -269,14 +267,17 @@ struct Alignment {
   std::size_t per_run() const { return steps.empty() ? 0 : steps.front().size(); }
 };
 
-Alignment align_runs(const std::vector<const StepsSummary*>& runs) {
+// The alignment of runs by their steps' numbers (each run's, in its step
+// order). `by_number` false: by order even where the numbers would align
+// (a job whose ranks share no step numbers).
+Alignment align_steps(const std::vector<std::vector<std::int64_t>>& runs, bool by_number = true) {
   Alignment out;
-  bool every_run_has_steps = true, unique = true;
+  bool every_run_has_steps = true, unique = by_number;
   std::size_t fewest = std::numeric_limits<std::size_t>::max();
-  for (const StepsSummary* r : runs) {
-    every_run_has_steps = every_run_has_steps && !r->steps.empty();
-    unique = unique && !has_duplicate_numbers(r->steps);
-    fewest = std::min(fewest, r->steps.size());
+  for (const std::vector<std::int64_t>& r : runs) {
+    every_run_has_steps = every_run_has_steps && !r.empty();
+    unique = unique && !has_duplicate_numbers(r);
+    fewest = std::min(fewest, r.size());
   }
   if (!every_run_has_steps) {
     out.steps.assign(runs.size(), std::vector<std::ptrdiff_t>{-1});
@@ -287,8 +288,8 @@ Alignment align_runs(const std::vector<const StepsSummary*>& runs) {
   // two traces, when one side's numbers all appear on the other.
   if (unique) {
     std::map<std::int64_t, std::size_t> runs_with;  // step number -> runs holding it
-    for (const StepsSummary* r : runs) {
-      for (const StepStat& s : r->steps) ++runs_with[s.step];
+    for (const std::vector<std::int64_t>& r : runs) {
+      for (const std::int64_t number : r) ++runs_with[number];
     }
     std::vector<std::int64_t> common;  // sorted by number
     for (const auto& [number, n] : runs_with) {
@@ -296,11 +297,11 @@ Alignment align_runs(const std::vector<const StepsSummary*>& runs) {
     }
     if (common.size() == fewest) {
       out.kind = StepAlignment::kStepNumber;
-      for (const StepsSummary* r : runs) {
-        std::map<std::int64_t, std::ptrdiff_t> by_number;
-        for (std::size_t j = 0; j < r->steps.size(); ++j) by_number[r->steps[j].step] = static_cast<std::ptrdiff_t>(j);
+      for (const std::vector<std::int64_t>& r : runs) {
+        std::map<std::int64_t, std::ptrdiff_t> by_number_at;
+        for (std::size_t j = 0; j < r.size(); ++j) by_number_at[r[j]] = static_cast<std::ptrdiff_t>(j);
         std::vector<std::ptrdiff_t>& idx = out.steps.emplace_back();
-        for (const std::int64_t number : common) idx.push_back(by_number[number]);
+        for (const std::int64_t number : common) idx.push_back(by_number_at[number]);
       }
       return out;
     }
@@ -770,20 +771,18 @@ Comparison compare_runs(const std::vector<CompareRun>& a, const std::vector<Comp
                         const CompareOptions& options) {
   TPROF_CHECK(!a.empty() && !b.empty());
   std::vector<const RunData*> da, db;
-  std::vector<const StepsSummary*> all_steps;
-  for (const CompareRun& r : a) {
-    TPROF_CHECK(!r.empty());
-    da.push_back(r.data_.get());
-    all_steps.push_back(&r.data_->steps);
-  }
-  for (const CompareRun& r : b) {
-    TPROF_CHECK(!r.empty());
-    db.push_back(r.data_.get());
-    all_steps.push_back(&r.data_->steps);
+  std::vector<std::vector<std::int64_t>> numbers;  // each run's step numbers, A's runs then B's
+  for (const auto& [side, runs] : {std::pair{&a, &da}, std::pair{&b, &db}}) {
+    for (const CompareRun& r : *side) {
+      TPROF_CHECK(!r.empty());
+      runs->push_back(r.data_.get());
+      std::vector<std::int64_t>& n = numbers.emplace_back();
+      for (const StepStat& st : r.data_->steps.steps) n.push_back(st.step);
+    }
   }
 
   Comparison c;
-  const Alignment al = align_runs(all_steps);
+  const Alignment al = align_steps(numbers);
   c.alignment = al.kind;
   const std::size_t per_run = al.per_run();
   const std::vector<std::vector<Window>> wa = fill_side(da, al, 0, &c.a);
@@ -1261,31 +1260,16 @@ JobComparison compare_jobs(const JobSummary& a, const JobSummary& b) {
   j.b = job_side(sb);
   Comparison& c = j.c;
 
-  // Align the job steps as two traces' steps align.
-  std::vector<std::size_t> ia, ib;
+  // Align the job steps as two traces' steps align (a job without steps:
+  // no numbers, a whole trace); a job read by order aligns by order.
   const bool whole = sa.whole || sb.whole;
-  if (whole) {
-    c.alignment = StepAlignment::kWholeTrace;
-  } else {
-    const auto all_in = [](const std::vector<std::int64_t>& x, const std::vector<std::int64_t>& y) {
-      return std::includes(y.begin(), y.end(), x.begin(), x.end());  // both ascending (by number)
-    };
-    if (sa.by_number && sb.by_number && (all_in(sa.numbers, sb.numbers) || all_in(sb.numbers, sa.numbers))) {
-      c.alignment = StepAlignment::kStepNumber;
-      for (std::size_t i = 0, k = 0; i < sa.numbers.size(); ++i) {
-        while (k < sb.numbers.size() && sb.numbers[k] < sa.numbers[i]) ++k;
-        if (k < sb.numbers.size() && sb.numbers[k] == sa.numbers[i]) {
-          ia.push_back(i);
-          ib.push_back(k);
-        }
-      }
-    } else {
-      c.alignment = StepAlignment::kOrder;
-      for (std::size_t k = 0; k < std::min(sa.numbers.size(), sb.numbers.size()); ++k) {
-        ia.push_back(k);
-        ib.push_back(k);
-      }
-    }
+  const Alignment al = align_steps({whole ? std::vector<std::int64_t>{} : sa.numbers, sb.numbers},
+                                   sa.by_number && sb.by_number);
+  c.alignment = al.kind;
+  std::vector<std::size_t> ia, ib;
+  if (!whole) {
+    for (const std::ptrdiff_t i : al.steps[0]) ia.push_back(static_cast<std::size_t>(i));
+    for (const std::ptrdiff_t i : al.steps[1]) ib.push_back(static_cast<std::size_t>(i));
   }
   std::array<std::vector<std::int64_t>, kJobFields> fa, fb;
   fill_job_side(sa, ia, whole, j.a, &c.a, &fa);
