@@ -1239,6 +1239,16 @@ std::string window_late_text(const Straggler& s) {
          " after the other ranks' (median): the delay is before the window, where its trace cannot show it";
 }
 
+std::vector<std::pair<std::int64_t, std::int64_t>> path_by_rank(const CrossRankPath& p) {
+  std::map<std::int64_t, std::int64_t> ns;
+  for (const PathPart& x : p.parts) {
+    if (x.rank >= 0) ns[x.rank] += x.per_step_ns;
+  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> out(ns.begin(), ns.end());
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
+}
+
 std::string network_who_text(const SlowNetwork& n) {
   std::string out;
   if (!n.suspects.empty()) {

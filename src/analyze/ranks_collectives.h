@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/analyze/diagnose_context.h"
@@ -108,5 +109,8 @@ std::string slow_transfer_text(const SlowTransfer& t);
 std::string window_late_text(const Straggler& s);
 // The slow transfers' suspects and the ranks late only through them.
 std::string network_who_text(const SlowNetwork& n);
+// The critical path's time per step on each rank (its parts summed), as
+// (rank, ns), largest first, ties by rank; the transfers (rank -1) left out.
+std::vector<std::pair<std::int64_t, std::int64_t>> path_by_rank(const CrossRankPath& p);
 
 }  // namespace tprof::internal

@@ -5,11 +5,11 @@
 #include <string>
 #include <string_view>
 #include <iterator>
-#include <map>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "src/analyze/ranks_collectives.h"
 #include "src/base/json_writer.h"
 #include "src/base/saturate.h"
 #include "src/report/kernel_names.h"
@@ -980,20 +980,16 @@ std::string suspects_text(const JobSide& j) {
 std::string path_text(const JobSide& j) {
   const CrossRankPath& p = j.critical_path;
   if (p.steps == 0 || p.per_step_ns <= 0) return "none (no collective matched)";
-  std::map<std::int64_t, std::int64_t> by_rank;
-  for (const PathPart& x : p.parts) {
-    if (x.rank >= 0) by_rank[x.rank] += x.per_step_ns;
-  }
+  const std::vector<std::pair<std::int64_t, std::int64_t>> by_rank = internal::path_by_rank(p);
   std::string out = t(p.per_step_ns) + " per step";
   // How much of those steps it covers (docs/scale.md): a short path is a partial one.
   if (p.step_pct > 0) out += " (" + internal::fixed(p.step_pct, 1) + "% of the steps)";
   if (by_rank.empty()) return out + ", all transfers";
-  const auto top = std::max_element(by_rank.begin(), by_rank.end(),
-                                    [](const auto& a, const auto& b) { return a.second < b.second; });
-  const double share = 100.0 * static_cast<double>(top->second) / static_cast<double>(p.per_step_ns);
-  out += ", rank " + std::to_string(top->first) + " holds " + internal::fixed(share, 1) + "%";
+  const auto& [top, ns] = by_rank.front();
+  const double share = 100.0 * static_cast<double>(ns) / static_cast<double>(p.per_step_ns);
+  out += ", rank " + std::to_string(top) + " holds " + internal::fixed(share, 1) + "%";
   for (const PathPart& x : p.parts) {
-    if (x.rank == top->first) return out + " (most: " + x.what + " " + t(x.per_step_ns) + ")";
+    if (x.rank == top) return out + " (most: " + x.what + " " + t(x.per_step_ns) + ")";
   }
   return out;
 }

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <map>
 #include <string>
 
 #include "src/analyze/diagnose_context.h"
@@ -190,74 +189,72 @@ std::string overlap_text(const CommCompOverlap& o) {
 // spread to measure, and "0 ns" would say its steps agree.
 std::string mad_text(const RankRow& r) { return r.steps < 2 ? std::string("-") : internal::format_ns(r.step_mad_ns); }
 
-// The critical path across ranks: a heading line, then one line per rank
-// on it (its stretches by cause), the rest of the ranks together, and the
-// transfers. Empty when no collective matched.
+// The critical path across ranks in words: how it was walked (`rule`), its
+// figure, then one line per rank on it (its stretches by cause), the rest
+// of the ranks together, the transfers, and where the rest of the steps is.
+// Empty lines when no collective matched.
 constexpr std::size_t kPathRanksShown = 4;
 // Below this share of its steps the path says where the rest is.
 constexpr double kPathCoveredPct = 90.0;
 
-std::vector<std::string> path_lines(const JobView& v) {
+struct PathText {
+  std::string rule, figure;
+  std::vector<std::string> lines;
+};
+
+PathText path_text(const JobView& v) {
   const CrossRankPath& p = v.critical_path;
-  std::vector<std::string> out;
+  PathText out;
   if (p.steps == 0) return out;
-  std::string head = "Critical path across ranks (from each step's last collective back, through the rank that "
-                     "arrives last at each; " +
-                     std::to_string(p.steps) + (p.steps == 1 ? " step, " : " steps, ") + internal::fixed(p.hops_per_step, 1) +
-                     " collectives a step): " + internal::format_ns(p.per_step_ns) + " per step";
-  if (p.step_pct > 0) head += ", " + pct_text(p.step_pct, 1) + " of those steps";
-  out.push_back(head);
+  out.rule = "from each step's last collective back, through the rank that arrives last at each; " +
+             std::to_string(p.steps) + (p.steps == 1 ? " step, " : " steps, ") + internal::fixed(p.hops_per_step, 1) +
+             " collectives a step";
+  out.figure = internal::format_ns(p.per_step_ns) + " per step";
+  if (p.step_pct > 0) out.figure += ", " + pct_text(p.step_pct, 1) + " of those steps";
   const auto share = [&](std::int64_t ns) {
     return p.per_step_ns > 0 ? pct_text(std::round(1000.0 * static_cast<double>(ns) / static_cast<double>(p.per_step_ns)) / 10.0, 1)
                              : std::string("-");
   };
-  // Per rank: its total and its parts (largest first, as p.parts are).
-  std::map<std::int64_t, std::pair<std::int64_t, std::string>> ranks;
-  std::int64_t transfers = 0;
-  for (const PathPart& x : p.parts) {
-    if (x.rank < 0) {
-      transfers += x.per_step_ns;
-      continue;
-    }
-    auto& [ns, text] = ranks[x.rank];
-    ns += x.per_step_ns;
-    text += (text.empty() ? "" : ", ") + x.what + " " + internal::format_ns(x.per_step_ns);
-  }
-  std::vector<std::pair<std::int64_t, std::int64_t>> order;  // (ns, rank)
-  for (const auto& [rank, e] : ranks) order.emplace_back(e.first, rank);
-  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  const std::vector<std::pair<std::int64_t, std::int64_t>> ranks = internal::path_by_rank(p);
   std::int64_t rest = 0;
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const auto& [ns, rank] = order[i];
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const auto& [rank, ns] = ranks[i];
     if (i >= kPathRanksShown) {
       rest += ns;
       continue;
     }
-    out.push_back("rank " + std::to_string(rank) + ": " + internal::format_ns(ns) + " (" + share(ns) + "): " +
-                  ranks[rank].second);
+    // Its parts, largest first (as p.parts are).
+    std::string parts;
+    for (const PathPart& x : p.parts) {
+      if (x.rank == rank) parts += (parts.empty() ? "" : ", ") + x.what + " " + internal::format_ns(x.per_step_ns);
+    }
+    out.lines.push_back("rank " + std::to_string(rank) + ": " + internal::format_ns(ns) + " (" + share(ns) + "): " + parts);
   }
-  if (order.size() > kPathRanksShown) {
-    const std::size_t n = order.size() - kPathRanksShown;
-    out.push_back(std::to_string(n) + (n == 1 ? " other rank: " : " other ranks: ") + internal::format_ns(rest) + " (" +
-                  share(rest) + ")");
+  if (ranks.size() > kPathRanksShown) {
+    const std::size_t n = ranks.size() - kPathRanksShown;
+    out.lines.push_back(std::to_string(n) + (n == 1 ? " other rank: " : " other ranks: ") + internal::format_ns(rest) +
+                        " (" + share(rest) + ")");
   }
+  std::int64_t transfers = 0;
+  for (const PathPart& x : p.parts) transfers += x.rank < 0 ? x.per_step_ns : 0;
   if (transfers > 0) {
     const auto traced = static_cast<std::int64_t>(v.ranks.size());
-    out.push_back("transfers: " + internal::format_ns(transfers) + " (" + share(transfers) +
-                  (v.world_size > traced ? "; with " + std::to_string(traced) + " of " + std::to_string(v.world_size) +
-                                               " ranks traced, they hold the wait for untraced ranks too)"
-                                         : ")"));
+    out.lines.push_back("transfers: " + internal::format_ns(transfers) + " (" + share(transfers) +
+                        (v.world_size > traced ? "; with " + std::to_string(traced) + " of " +
+                                                     std::to_string(v.world_size) +
+                                                     " ranks traced, they hold the wait for untraced ranks too)"
+                                               : ")"));
   }
   if (p.step_pct > 0 && p.step_pct < kPathCoveredPct) {
     const std::int64_t unmatched = v.alignment.unmatched;
-    out.push_back("the other " + pct_text(std::round(10.0 * (100.0 - p.step_pct)) / 10.0, 1) +
-                  " of those steps is off the path: after their last collective, or before its first stretch, " +
-                  (unmatched > 0 ? "where the walk stopped at a collective that is not matched (" +
-                                       std::to_string(unmatched) +
-                                       (unmatched == 1 ? " collective kernel matches" : " collective kernels match") +
-                                       " no other rank's)"
-                                 : std::string("which starts at its rank's step start (a rank that begins its steps "
-                                               "late, before the recorded step, leaves that wait out)")));
+    out.lines.push_back("the other " + pct_text(std::round(10.0 * (100.0 - p.step_pct)) / 10.0, 1) +
+                        " of those steps is off the path: after their last collective, or before its first stretch, " +
+                        (unmatched > 0 ? "where the walk stopped at a collective that is not matched (" +
+                                             std::to_string(unmatched) +
+                                             (unmatched == 1 ? " collective kernel matches" : " collective kernels match") +
+                                             " no other rank's)"
+                                       : std::string("which starts at its rank's step start (a rank that begins its "
+                                                     "steps late, before the recorded step, leaves that wait out)")));
   }
   return out;
 }
@@ -303,8 +300,11 @@ std::string format_job_text(const JobView& v) {
     for (const SlowTransfer& t : v.network.groups) out += "  " + internal::slow_transfer_text(t) + "\n";
     out += "  " + internal::network_who_text(v.network) + "\n  fix: " + v.network.advice + "\n";
   }
-  const std::vector<std::string> path = path_lines(v);
-  for (std::size_t i = 0; i < path.size(); ++i) out += (i == 0 ? "" : "  ") + path[i] + (i == 0 ? ":\n" : "\n");
+  const PathText path = path_text(v);
+  if (!path.rule.empty()) {
+    out += "Critical path across ranks (" + path.rule + "): " + path.figure + ":\n";
+    for (const std::string& line : path.lines) out += "  " + line + "\n";
+  }
   out += alignment_line(v) + "\n";
   if (v.slow_ranks.empty()) {
     out += std::string("Slow ranks: none (median step over the job median by more than ") + kNoiseRule + ")\n";
@@ -359,13 +359,10 @@ std::string format_job_md(const JobView& v) {
     for (const SlowTransfer& t : v.network.groups) out += "- " + internal::slow_transfer_text(t) + "\n";
     out += "- " + internal::network_who_text(v.network) + "\n- fix: " + v.network.advice + "\n";
   }
-  const std::vector<std::string> path = path_lines(v);
-  if (!path.empty()) {
-    const std::string& head = path.front();
-    const std::size_t colon = head.find("): ");
-    out += "\n## Critical path across ranks\n\n" + internal::capitalized(head.substr(head.find('(') + 1, colon - head.find('(') - 1)) +
-           ": " + head.substr(colon + 3) + ".\n\n";
-    for (std::size_t i = 1; i < path.size(); ++i) out += "- " + path[i] + "\n";
+  const PathText path = path_text(v);
+  if (!path.rule.empty()) {
+    out += "\n## Critical path across ranks\n\n" + internal::capitalized(path.rule) + ": " + path.figure + ".\n\n";
+    for (const std::string& line : path.lines) out += "- " + line + "\n";
   }
   out += "\n" + alignment_line(v) + ".\n";
   out += std::string("\n## Slow ranks\n\nMedian step over the job median by more than ") + kNoiseRule + ".\n\n";
