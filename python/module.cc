@@ -1184,12 +1184,8 @@ py::tuple compare_jobs_py(const std::vector<std::string>& summaries_a, const std
   if (fail_if_slower && (!std::isfinite(*fail_if_slower) || *fail_if_slower < 0)) {
     throw py::value_error("fail_if_slower must be a non-negative number");
   }
-  const CompareMetric m = metric == "steady" ? CompareMetric::kSteady
-                          : metric == "step" ? CompareMetric::kStep
-                          : metric == "device" ? CompareMetric::kDevice
-                          : metric == "cpu" ? CompareMetric::kCpu
-                          : metric == "auto" ? CompareMetric::kAuto
-                                             : throw py::value_error("metric must be auto, steady, step, device or cpu");
+  const std::optional<CompareMetric> m = compare_metric_named(metric);
+  if (!m) throw py::value_error("metric must be auto, steady, step, device or cpu");
   const std::vector<JobSummary> parts_a = parse_summaries(summaries_a, names_a);
   const std::vector<JobSummary> parts_b = parse_summaries(summaries_b, names_b);
   std::string out, line;
@@ -1204,7 +1200,7 @@ py::tuple compare_jobs_py(const std::vector<std::string>& summaries_a, const std
     } else {
       const JobComparison j = compare_jobs(*a, *b);
       if (fail_if_slower) {
-        gate = check_gate(j.c, {.max_slower_pct = *fail_if_slower, .metric = m, .min_steps = min_steps,
+        gate = check_gate(j.c, {.max_slower_pct = *fail_if_slower, .metric = *m, .min_steps = min_steps,
                                 .allow_mismatch = allow_mismatch});
         line = format_gate_line(*gate);
       }

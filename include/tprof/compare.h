@@ -56,7 +56,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tprof/diagnose.h"
@@ -129,6 +131,8 @@ enum class CompareMetric : std::uint8_t {
   kSteady,    // the steady state: the time between consecutive step ends (CompareSide::steady_ns)
 };
 std::string_view compare_metric_name(CompareMetric m);  // "auto", "step", "device", "cpu", "steady"
+// The metric of that name (compare_metric_name's inverse); nullopt for any other.
+std::optional<CompareMetric> compare_metric_named(std::string_view name);
 
 // One metric over the aligned steps: B's mean against A's, with the 95%
 // bootstrap interval of the change (docs/compare.md, "The gate").

@@ -49,6 +49,14 @@ std::string_view compare_metric_name(CompareMetric m) {
   return "step";
 }
 
+std::optional<CompareMetric> compare_metric_named(std::string_view name) {
+  for (const CompareMetric m : {CompareMetric::kAuto, CompareMetric::kStep, CompareMetric::kDevice, CompareMetric::kCpu,
+                                CompareMetric::kSteady}) {
+    if (compare_metric_name(m) == name) return m;
+  }
+  return std::nullopt;
+}
+
 const MetricComparison* Comparison::metric(CompareMetric m) const {
   for (const MetricComparison& x : metrics) {
     if (x.metric == m) return &x;

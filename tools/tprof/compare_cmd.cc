@@ -112,14 +112,6 @@ std::optional<JobSummary> load_job(const std::string& path, std::vector<std::str
   return std::move(job).value();
 }
 
-CompareMetric metric_of(const std::string& name) {
-  return name == "steady"   ? CompareMetric::kSteady
-         : name == "step"   ? CompareMetric::kStep
-         : name == "device" ? CompareMetric::kDevice
-         : name == "cpu"    ? CompareMetric::kCpu
-                            : CompareMetric::kAuto;
-}
-
 }  // namespace
 
 void add_compare_command(CLI::App& app, int* rc) {
@@ -190,7 +182,7 @@ void add_compare_command(CLI::App& app, int* rc) {
     const auto gate_of = [&](const Comparison& c) {
       if (gate->count() > 0) {
         g = check_gate(c, {.max_slower_pct = args->max_slower_pct,
-                           .metric = metric_of(args->metric),
+                           .metric = compare_metric_named(args->metric).value_or(CompareMetric::kAuto),
                            .min_steps = args->min_steps,
                            .allow_mismatch = args->allow_mismatch});
       }
