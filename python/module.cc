@@ -1213,10 +1213,7 @@ py::tuple compare_jobs_py(const std::vector<std::string>& summaries_a, const std
   }
   if (failed) throw py::value_error(failed->message());
   py::object outcome = py::none();
-  if (gate) {
-    outcome = py::str(gate->outcome == GateOutcome::kPass ? "pass" : gate->outcome == GateOutcome::kFail ? "fail"
-                                                                                                          : "refused");
-  }
+  if (gate) outcome = py::str(std::string(gate_outcome_name(gate->outcome)));
   return py::make_tuple(out, outcome, line);
 }
 

@@ -287,6 +287,7 @@ struct GateOptions {
 };
 
 enum class GateOutcome : std::uint8_t { kPass = 0, kFail, kRefused };
+std::string_view gate_outcome_name(GateOutcome o);  // "pass", "fail", "refused" (JSON's gate.outcome)
 
 struct GateResult {
   GateOutcome outcome = GateOutcome::kPass;

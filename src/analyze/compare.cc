@@ -49,6 +49,15 @@ std::string_view compare_metric_name(CompareMetric m) {
   return "step";
 }
 
+std::string_view gate_outcome_name(GateOutcome o) {
+  switch (o) {
+    case GateOutcome::kPass: return "pass";
+    case GateOutcome::kFail: return "fail";
+    case GateOutcome::kRefused: break;
+  }
+  return "refused";
+}
+
 std::optional<CompareMetric> compare_metric_named(std::string_view name) {
   for (const CompareMetric m : {CompareMetric::kAuto, CompareMetric::kStep, CompareMetric::kDevice, CompareMetric::kCpu,
                                 CompareMetric::kSteady}) {

@@ -773,9 +773,7 @@ void write_gate(internal::JsonWriter& w, const GateResult& g) {
   w.key("gate");
   w.begin_object();
   w.key("outcome");
-  w.value_string(g.outcome == GateOutcome::kPass   ? "pass"
-                 : g.outcome == GateOutcome::kFail ? "fail"
-                                                   : "refused");
+  w.value_string(gate_outcome_name(g.outcome));
   w.key("metric");
   w.value_string(compare_metric_name(g.metric));
   w.key("metric_reason");
