@@ -256,6 +256,16 @@ std::int64_t mad_of(const std::vector<std::int64_t>& v, std::int64_t median) {
   return internal::mean_median(std::move(dev));
 }
 
+// A side's median step, its MAD and range, from its aligned steps' durations.
+void set_spread(CompareSide* side) {
+  side->median_step_ns = internal::mean_median(side->dur_ns);
+  side->mad_ns = mad_of(side->dur_ns, side->median_step_ns);
+  if (!side->dur_ns.empty()) {
+    side->min_step_ns = *std::min_element(side->dur_ns.begin(), side->dur_ns.end());
+    side->max_step_ns = *std::max_element(side->dur_ns.begin(), side->dur_ns.end());
+  }
+}
+
 // An aligned step's window on one side: [start, end) and its pair index.
 struct Window {
   std::int64_t start_ns = 0;
@@ -400,12 +410,7 @@ std::vector<std::vector<Window>> fill_side(const std::vector<const RunData*>& ru
     std::sort(windows[r].begin(), windows[r].end(),
               [](const Window& x, const Window& y) { return x.start_ns < y.start_ns; });
   }
-  side->median_step_ns = internal::mean_median(side->dur_ns);
-  side->mad_ns = mad_of(side->dur_ns, side->median_step_ns);
-  if (!side->dur_ns.empty()) {
-    side->min_step_ns = *std::min_element(side->dur_ns.begin(), side->dur_ns.end());
-    side->max_step_ns = *std::max_element(side->dur_ns.begin(), side->dur_ns.end());
-  }
+  set_spread(side);
   const RunData& typical = *runs[most_common_verdict(runs)];
   side->verdict = typical.verdict;
   side->verdict_summary = typical.verdict_summary;
@@ -1232,12 +1237,7 @@ void fill_job_side(const JobSteps& s, const std::vector<std::size_t>& aligned, b
   side->steady_ns = (*series)[kSteady];
   side->device_ns = (*series)[kDevice];
   side->cpu_ns = (*series)[kCpu];
-  side->median_step_ns = internal::mean_median(side->dur_ns);
-  side->mad_ns = mad_of(side->dur_ns, side->median_step_ns);
-  if (!side->dur_ns.empty()) {
-    side->min_step_ns = *std::min_element(side->dur_ns.begin(), side->dur_ns.end());
-    side->max_step_ns = *std::max_element(side->dur_ns.begin(), side->dur_ns.end());
-  }
+  set_spread(side);
   side->verdict = info.verdicts.empty() ? Verdict::kUnclear : info.verdicts.front().first;
   const std::int64_t most = info.verdicts.empty() ? 0 : info.verdicts.front().second;
   side->verdict_summary = std::to_string(most) + " of " + std::to_string(info.ranks) + " ranks " +
