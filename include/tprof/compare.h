@@ -371,12 +371,11 @@ struct JobSide {
   std::vector<Straggler> stragglers;  // named ones (compute_job_view)
   std::vector<std::int64_t> slow_link_suspects;
   std::int64_t slow_transfer_groups = 0;
-  bool has_steady = false;  // every rank's summary has steady_ns (version 3)
   CrossRankPath critical_path;  // the view's (steps 0: none)
 };
 
 struct JobComparison {
-  Comparison c;
+  Comparison c;  // c.a.steady_ns empty: some rank's summary has no steady_ns (before version 3)
   JobSide a, b;
   CompareMetric rank_metric = CompareMetric::kSteady;  // what `ranks` measures
   std::vector<JobRankDelta> ranks;    // by |delta|, then rank; new and vanished last

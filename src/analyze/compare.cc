@@ -1291,8 +1291,6 @@ JobComparison compare_jobs(const JobSummary& a, const JobSummary& b) {
   std::array<std::vector<std::int64_t>, kJobFields> fa, fb;
   fill_job_side(sa, ia, whole, j.a, &c.a, &fa);
   fill_job_side(sb, ib, whole, j.b, &c.b, &fb);
-  j.a.has_steady = !c.a.steady_ns.empty();
-  j.b.has_steady = !c.b.steady_ns.empty();
   set_median_change(&c);
 
   const bool paired = c.alignment == StepAlignment::kStepNumber;

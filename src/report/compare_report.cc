@@ -1144,7 +1144,7 @@ std::string format_job_comparison_json(const JobComparison& j, const CompareForm
       w.key("world_size");
       w.value_int(job->world_size);
       w.key("has_steady");
-      w.value_bool(job->has_steady);
+      w.value_bool(!side->steady_ns.empty());  // every rank's summary has steady_ns (version 3)
       w.key("verdicts");
       w.begin_object();
       for (const auto& [v, n] : job->verdicts) {
