@@ -286,7 +286,7 @@ def _summarize_jobs(client, jobs, threads, retries, progress, note, as_completed
     total = sum(len(p) for p in paths)
     show = _progress_printer(sys.stderr) if progress is True else (progress or None)
     futures = {}
-    for j, (found, job_paths) in enumerate(zip(located, paths)):
+    for found, job_paths in zip(located, paths):
         for p in job_paths:
             # A trace in two jobs is summarized once (the same key).
             fut = client.submit(_summarize, p, threads, key=f"tprof-summarize-{p}", pure=False,
