@@ -30,10 +30,11 @@
 namespace tprof {
 
 // The summary file's "format" and the version this tprof writes. It reads
-// versions 1 (no collectives: no straggler analysis) and 2 (no per-step
-// steady_ns, device_ns, cpu_ns: tprof compare --jobs has only step time) too.
+// versions 1 (no collectives: no straggler analysis), 2 (no per-step
+// steady_ns, device_ns, cpu_ns: tprof compare --jobs has only step time)
+// and 3 (no collective sequence numbers: matched by order) too.
 inline constexpr std::string_view kRankSummaryFormat = "tprof.rank_summary";
-inline constexpr std::int64_t kRankSummaryVersion = 3;
+inline constexpr std::int64_t kRankSummaryVersion = 4;
 
 // One ProfilerStep's time split into phases (ns; the three sum to dur_ns).
 // With device activity: computation = device busy in the step − exposed
@@ -65,8 +66,9 @@ struct KernelTypeTime {
 
 // Where a rank's collectives are numbered: the kernel's process group (args
 // "Process Group Name", current Kineto) or else its stream, and the kernel's
-// name cut at "(". The n-th collective of a group in a step is the same
-// collective on every rank of the group.
+// name cut at "(". A collective's sequence number in the group (when the
+// trace has one), else the n-th collective of a group in a step, is the
+// same collective on every rank of the group.
 struct CollectiveGroup {
   std::string on;      // "pg 3", "stream 84"
   std::string kernel;  // "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
@@ -81,6 +83,11 @@ struct CollectiveGroup {
 struct RankCollective {
   std::int32_t group = 0;   // index into RankSummary::collective_groups
   std::int64_t step = -1;   // the ProfilerStep its launch (else its start) falls in
+  // Its sequence number in its process group (args "Seq" of the kernel or
+  // of the record_param_comms op around its launch: current PyTorch),
+  // the same on every rank of the group; -1 when the trace has none, for a
+  // send or receive (numbered per rank), and in summaries before version 4.
+  std::int64_t seq = -1;
   std::int64_t start_ns = 0;  // arrival
   std::int64_t end_ns = 0;
   std::int64_t before_ns = 0;
@@ -253,6 +260,7 @@ struct CollectiveAlignment {
   std::int64_t ranks_aligned = 0;     // clock offset found against the others
   std::int64_t groups = 0;            // (process group or stream, kernel) pairs seen on 2+ ranks
   std::int64_t matched = 0;           // collectives seen on 2+ aligned ranks whose ends agree (by number, else by end)
+  std::int64_t matched_by_seq = 0;    // ... of them numbered by their sequence number ("Seq") in their process group
   std::int64_t unmatched = 0;         // collective kernels of aligned ranks whose end agrees with no other rank's
   std::int64_t max_offset_ns = 0;     // the largest clock offset (signed) against the first rank
   std::int64_t max_offset_rank = -1;

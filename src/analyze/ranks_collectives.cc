@@ -80,17 +80,68 @@ std::string_view short_name(std::string_view name) {
   return name;
 }
 
-// Current Kineto puts the process group on the collective's kernel (args
-// "Process Group Name"); older traces have only the stream, which NCCL
-// creates per communicator in the same order on every rank.
-std::string group_on(const DiagnoseContext& c, const DeviceOp& op) {
-  const std::string_view args = c.trace.args_json(op.event);
-  if (!args.empty()) {
+// Where a collective kernel is numbered and its number, when the trace has
+// one. Current Kineto copies the collective's metadata from the
+// record_param_comms op that launched it onto the kernel (args "Process
+// Group Name", "Seq": PyTorch's profiler/util.cpp saveNcclMeta, Kineto's
+// output_json.cpp appendCollectiveArgs); some traces have them on that op
+// only, which is the innermost op around the launch. Older traces have
+// only the stream, which NCCL creates per communicator in the same order on
+// every rank. "Seq" counts a process group's collectives alike on every
+// rank of it; a send's or receive's counts that rank's point-to-point
+// operations only (ProcessGroupNCCL's seqP2P_), so it is no key across
+// ranks and is dropped. `pg` is "" when neither has a process group.
+struct CollectiveTag {
+  std::string pg;
+  std::int64_t seq = -1;
+};
+
+CollectiveTag tag_of(const DiagnoseContext& c, const DeviceOp& op) {
+  std::string pg;
+  std::int64_t seq = -1;
+  bool p2p = false;
+  auto read = [&](std::uint32_t event) {
+    const std::string_view args = c.trace.args_json(event);
+    if (args.empty()) return;
     Result<JsonValue> v = JsonValue::parse(args);
-    const JsonValue* pg = v && v->is_object() ? v->find("Process Group Name") : nullptr;
-    if (pg != nullptr && (pg->is_string() || pg->is_number()) && !pg->text().empty()) return "pg " + pg->text();
+    if (!v || !v->is_object()) return;
+    const JsonValue* g = v->find("Process Group Name");
+    if (pg.empty() && g != nullptr && (g->is_string() || g->is_number())) pg = g->text();
+    const JsonValue* n = v->find("Seq");
+    std::int64_t x = -1;
+    if (seq < 0 && n != nullptr && n->is_number() && n->get_int(&x) && x >= 0) seq = x;
+    const JsonValue* name = v->find("Collective name");
+    if ((name != nullptr && name->is_string() && (name->text() == "send" || name->text() == "recv")) ||
+        v->find("Src Rank") != nullptr || v->find("Dst Rank") != nullptr) {
+      p2p = true;
+    }
+  };
+  read(op.event);
+  if ((pg.empty() || seq < 0) && op.launch != kNoIndex) {
+    const std::uint32_t around = c.enclosing_op(op.launch, /*skip_views=*/false);
+    if (around != kNoIndex && c.name(around) == "record_param_comms") read(around);
   }
-  return "stream " + std::to_string(op.stream);
+  return {pg, p2p ? -1 : seq};
+}
+
+// Each collective's group: its process group, else the one the other
+// kernels of its stream name (a kernel launched before the window has no
+// launch and so no record_param_comms op: ProcessGroupNCCL gives each
+// communicator its own stream), else its stream.
+std::vector<std::string> groups_of(const std::vector<const DeviceOp*>& comm, const std::vector<CollectiveTag>& tags) {
+  std::map<std::int64_t, std::string> on_stream;  // "" where a stream has two process groups
+  for (std::size_t k = 0; k < comm.size(); ++k) {
+    if (tags[k].pg.empty()) continue;
+    const auto [it, added] = on_stream.emplace(comm[k]->stream, tags[k].pg);
+    if (!added && it->second != tags[k].pg) it->second.clear();
+  }
+  std::vector<std::string> out;
+  for (std::size_t k = 0; k < comm.size(); ++k) {
+    std::string pg = tags[k].pg;
+    if (const auto it = on_stream.find(comm[k]->stream); pg.empty() && it != on_stream.end()) pg = it->second;
+    out.push_back(pg.empty() ? "stream " + std::to_string(comm[k]->stream) : "pg " + pg);
+  }
+  return out;
 }
 
 struct Densest {
@@ -159,15 +210,19 @@ void summarize_collectives(const DiagnoseContext& c, RankSummary* r) {
     if (added) r->names.emplace_back(n);
     return it->second;
   };
+  std::vector<CollectiveTag> tags;
+  for (const DeviceOp* op : comm) tags.push_back(tag_of(c, *op));
+  std::vector<std::string> group = groups_of(comm, tags);
   std::vector<Span> windows, idle;  // id: the collective's index
   for (std::size_t k = 0; k < comm.size(); ++k) {
     const DeviceOp& op = *comm[k];
     RankCollective rc;
-    auto key = std::make_pair(group_on(c, op), std::string(short_name(c.name(op.event))));
+    auto key = std::make_pair(std::move(group[k]), std::string(short_name(c.name(op.event))));
     auto [g, added] = groups.emplace(key, static_cast<std::int32_t>(r->collective_groups.size()));
     if (added) r->collective_groups.push_back({key.first, key.second});
     rc.group = g->second;
     rc.step = c.step_number(op.step);
+    rc.seq = tags[k].seq;
     rc.start_ns = op.start;
     rc.end_ns = op.end;
     // Since the rank's previous collective ended: a point every rank of a
@@ -258,14 +313,19 @@ void summarize_collectives(const DiagnoseContext& c, RankSummary* r) {
 
 namespace {
 
-// One collective kernel of one rank, numbered within its (group, step).
+// One collective kernel of one rank and its number: its sequence number in
+// its group where the trace has one (`by_seq`; the step plays no part, kept
+// at -1), else its position within its (group, step) on its rank.
 struct Entry {
   std::int32_t gid = 0;
+  bool by_seq = false;
   std::int64_t step = -1;
-  std::int32_t seq = 0;
+  std::int64_t seq = 0;
   std::int32_t ri = 0;  // index into order
   const RankCollective* c = nullptr;
 };
+
+auto entry_key(const Entry& e) { return std::tie(e.gid, e.by_seq, e.step, e.seq); }
 
 // One collective across ranks: entries [b, e) share its number; `idx`
 // holds those whose ends agree once matched.
@@ -557,8 +617,10 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     if (!s->collectives.empty()) ++out.alignment.ranks_with_collectives;
   }
 
-  // Number each rank's collectives within (group, step): the n-th all-reduce
-  // of a process group in step 7 is the same all-reduce on every rank.
+  // Number each rank's collectives: by their sequence number in their
+  // group where the trace records one, else within (group, step): the n-th
+  // all-reduce of a process group in step 7 is the same all-reduce on every
+  // rank.
   std::map<std::pair<std::string, std::string>, std::int32_t> gids;
   std::vector<std::pair<std::string, std::string>> group_of;
   std::vector<Entry> entries;
@@ -576,25 +638,40 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     std::map<std::pair<std::int32_t, std::int64_t>, std::int32_t> seq;
     for (const RankCollective* c : cs) {
       const std::int32_t gid = local[static_cast<std::size_t>(c->group)];
-      entries.push_back({gid, c->step, seq[{gid, c->step}]++, static_cast<std::int32_t>(ri), c});
+      const auto rank_i = static_cast<std::int32_t>(ri);
+      if (c->seq >= 0) {
+        entries.push_back({gid, true, -1, c->seq, rank_i, c});
+      } else {
+        entries.push_back({gid, false, c->step, seq[{gid, c->step}]++, rank_i, c});
+      }
     }
   }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return std::tie(a.gid, a.step, a.seq, a.ri) < std::tie(b.gid, b.step, b.seq, b.ri);
+    return std::tuple_cat(entry_key(a), std::tie(a.ri)) < std::tuple_cat(entry_key(b), std::tie(b.ri));
   });
   std::vector<Instance> runs;
   for (std::size_t b = 0; b < entries.size();) {
     std::size_t e = b + 1;
-    while (e < entries.size() && entries[e].gid == entries[b].gid && entries[e].step == entries[b].step &&
-           entries[e].seq == entries[b].seq) {
-      ++e;
-    }
+    while (e < entries.size() && entry_key(entries[e]) == entry_key(entries[b])) ++e;
     if (e - b >= 2) {
       Instance run;
       run.b = b;
       run.e = e;
       run.gid = entries[b].gid;
       run.step = entries[b].step;
+      if (entries[b].by_seq) {
+        // The step most of its ranks launched it in (a rank's step
+        // boundary may fall either side of it), the lowest of a tie.
+        std::map<std::int64_t, std::int64_t> count;
+        for (std::size_t k = b; k < e; ++k) ++count[entries[k].c->step];
+        std::int64_t most = 0;
+        for (const auto& [st, n_st] : count) {
+          if (n_st > most) {
+            most = n_st;
+            run.step = st;
+          }
+        }
+      }
       runs.push_back(std::move(run));
     }
     b = e;
@@ -786,15 +863,22 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
       if (!aligned[static_cast<std::size_t>(entries[k].ri)] || finish[k] < d.lo || finish[k] > d.hi) continue;
       members.push_back(k);
     }
+    if (entries[run.b].by_seq) ++out.alignment.matched_by_seq;
     accept(run, std::move(members), sat_sub(d.hi, d.lo));
   }
   // The rest by their aligned ends within (group, step): a rank with one
   // collective more or less in a group and step shifts the numbers of the
   // ones after it. In end order, a collective takes the next kernels whose
-  // ends lie within the tolerance of its first, one per rank.
+  // ends lie within the tolerance of its first, one per rank. A kernel with
+  // a sequence number is that collective or none: it is not matched again.
   std::vector<std::size_t> rest;
   for (std::size_t k = 0; k < entries.size(); ++k) {
-    if (aligned[static_cast<std::size_t>(entries[k].ri)] && !ok[k]) rest.push_back(k);
+    if (!aligned[static_cast<std::size_t>(entries[k].ri)] || ok[k]) continue;
+    if (entries[k].by_seq) {
+      ++out.alignment.unmatched;
+    } else {
+      rest.push_back(k);
+    }
   }
   std::stable_sort(rest.begin(), rest.end(), [&](std::size_t a, std::size_t b) {
     return std::tie(entries[a].gid, entries[a].step, finish[a]) < std::tie(entries[b].gid, entries[b].step, finish[b]);

@@ -380,8 +380,9 @@ std::string straggler_html(const JobView& v) {
   }
   const CollectiveAlignment& a = v.alignment;
   if (a.matched > 0) {
-    std::string line = "Collectives matched across ranks: " + std::to_string(a.matched) + ", on " +
-                       std::to_string(a.ranks_aligned) + " ranks. Their clocks were aligned on the collectives' "
+    std::string line = "Collectives matched across ranks: " + std::to_string(a.matched) +
+                       (a.matched_by_seq > 0 ? " (" + std::to_string(a.matched_by_seq) + " by their sequence number)" : "") +
+                       ", on " + std::to_string(a.ranks_aligned) + " ranks. Their clocks were aligned on the collectives' "
                        "common ends, which agree within " + format_ns(a.end_spread_ns) +
                        " (median); the largest clock offset is " + (a.max_offset_ns < 0 ? "-" : "+") +
                        format_ns(a.max_offset_ns < 0 ? -a.max_offset_ns : a.max_offset_ns) + " (rank " +

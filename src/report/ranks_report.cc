@@ -141,8 +141,14 @@ std::string latest_line(const Straggler& s, const std::string& indent) {
 std::string alignment_line(const JobView& v) {
   const CollectiveAlignment& a = v.alignment;
   if (a.matched == 0) return "Collectives: none matched across ranks (" + a.note + ")";
-  std::string out = "Collectives: " + std::to_string(a.matched) + " matched (" + std::to_string(a.groups) +
-                    (a.groups == 1 ? " kernel" : " kernels") + " by process group or stream) across " +
+  std::string how = std::to_string(a.groups) + (a.groups == 1 ? " kernel" : " kernels");
+  if (a.matched_by_seq == a.matched) {
+    how += " by process group and sequence number";
+  } else {
+    how += " by process group or stream";
+    if (a.matched_by_seq > 0) how += ", " + std::to_string(a.matched_by_seq) + " collectives by sequence number";
+  }
+  std::string out = "Collectives: " + std::to_string(a.matched) + " matched (" + how + ") across " +
                     std::to_string(a.ranks_aligned) + " ranks; clocks aligned on their ends, which agree within " +
                     internal::format_ns(a.end_spread_ns) + " (median); largest clock offset " +
                     signed_ns(a.max_offset_ns) + " (rank " + std::to_string(a.max_offset_rank) + ")";
@@ -433,6 +439,7 @@ std::string format_job_json(const JobView& v) {
     w.key("ranks_aligned"); w.value_int(a.ranks_aligned);
     w.key("groups"); w.value_int(a.groups);
     w.key("matched"); w.value_int(a.matched);
+    w.key("matched_by_seq"); w.value_int(a.matched_by_seq);
     w.key("unmatched"); w.value_int(a.unmatched);
     w.key("max_offset_ns"); w.value_int(a.max_offset_ns);
     w.key("max_offset_rank"); w.value_int(a.max_offset_rank);
@@ -485,10 +492,10 @@ std::string format_job_json(const JobView& v) {
     } else {
       w.value_null();
     }
-    auto ranks = [&w](const char* key, const std::vector<std::int64_t>& v) {
+    auto ranks = [&w](const char* key, const std::vector<std::int64_t>& list) {
       w.key(key);
       w.begin_array();
-      for (const std::int64_t r : v) w.value_int(r);
+      for (const std::int64_t r : list) w.value_int(r);
       w.end_array();
     };
     w.key("slow_transfers");
@@ -581,7 +588,7 @@ namespace {
 constexpr const char* kCollectiveFields[] = {"group",          "step",       "start_ns",      "end_ns",
                                              "before_ns",      "computation_ns", "communication_ns", "input_ns",
                                              "top_kernel",     "top_kernel_ns",  "top_comm",     "top_comm_ns",
-                                             "top_host",       "top_host_ns"};
+                                             "top_host",       "top_host_ns",    "seq"};
 constexpr std::size_t kCollectiveFieldCount = sizeof kCollectiveFields / sizeof kCollectiveFields[0];
 
 // Starts and ends relative to the rank's first collective: shorter lines
@@ -617,7 +624,7 @@ void write_collectives(JsonWriter& w, const RankSummary& r) {
                                    internal::sat_sub(c.end_ns, base), c.before_ns,
                                    c.computation_ns, c.communication_ns, c.input_ns, std::int64_t{c.top_kernel},
                                    c.top_kernel_ns, std::int64_t{c.top_comm}, c.top_comm_ns, std::int64_t{c.top_host},
-                                   c.top_host_ns}) {
+                                   c.top_host_ns, c.seq}) {
         l.value_int(f);
       }
       l.end_array();
@@ -737,7 +744,7 @@ Result<const JsonValue*> get_array(const JsonValue& o, const std::string& where,
 
 // The collectives of a version-2 summary: every index in range, every time
 // non-negative, the stretch before each split into parts that fit in it.
-Status parse_collectives(const JsonValue& o, const std::string& where, RankSummary* r) {
+Status parse_collectives(const JsonValue& o, const std::string& where, std::int64_t version, RankSummary* r) {
   const JsonValue* groups = nullptr;
   TPROF_TRY_ASSIGN(groups, get_array(o, where, "collective_groups"));
   for (std::size_t i = 0; i < groups->items().size(); ++i) {
@@ -765,10 +772,13 @@ Status parse_collectives(const JsonValue& o, const std::string& where, RankSumma
   for (std::size_t i = 0; i < colls->items().size(); ++i) {
     const JsonValue& c = colls->items()[i];
     const std::string at = where + ".collectives[" + std::to_string(i) + "]";
-    const std::string shape = "not an array of " + std::to_string(kCollectiveFieldCount) + " integers";
+    // Version 4 adds "seq" (-1: none; before it, collectives have none).
+    const std::size_t fields = version >= 4 ? kCollectiveFieldCount : kCollectiveFieldCount - 1;
+    const std::string shape = "not an array of " + std::to_string(fields) + " integers";
     std::int64_t f[kCollectiveFieldCount] = {};
-    if (!c.is_array() || c.items().size() != kCollectiveFieldCount) return bad(at, shape);
-    for (std::size_t j = 0; j < kCollectiveFieldCount; ++j) {
+    f[14] = -1;
+    if (!c.is_array() || c.items().size() != fields) return bad(at, shape);
+    for (std::size_t j = 0; j < fields; ++j) {
       if (!c.items()[j].is_number() || !c.items()[j].get_int(&f[j])) return bad(at, shape);
     }
     if (f[0] < 0 || f[0] >= n_groups) return bad(at, "\"group\" is not an index into \"collective_groups\"");
@@ -778,6 +788,7 @@ Status parse_collectives(const JsonValue& o, const std::string& where, RankSumma
     for (const std::size_t j : {2, 3, 4, 5, 6, 7, 9, 11, 13}) {
       if (f[j] < 0) return bad(at, "\"" + std::string(kCollectiveFields[j]) + "\" is negative");
     }
+    if (f[14] < -1) return bad(at, "\"seq\" is below -1");
     // base + start and base + end must not overflow; end >= start; the
     // parts fit in the stretch, checked without adding them.
     if (f[3] < f[2] || (base > 0 && f[3] > kMax - base) || (base < 0 && f[3] + base < -kMax)) {
@@ -801,6 +812,7 @@ Status parse_collectives(const JsonValue& o, const std::string& where, RankSumma
     rc.top_comm_ns = f[11];
     rc.top_host = static_cast<std::int32_t>(f[12]);
     rc.top_host_ns = f[13];
+    rc.seq = f[14];
     r->collectives.push_back(rc);
   }
   return Status();
@@ -880,7 +892,7 @@ Result<RankSummary> parse_rank(const JsonValue& o, const std::string& where, std
   if (r.end_ns < r.start_ns) return bad(where, "\"end_ns\" is before \"start_ns\"");
   const JsonValue* colls = o.find("collectives");
   r.has_collectives = colls != nullptr;
-  if (colls != nullptr) TPROF_TRY(parse_collectives(o, where, &r));
+  if (colls != nullptr) TPROF_TRY(parse_collectives(o, where, version, &r));
   return r;
 }
 

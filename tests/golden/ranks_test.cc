@@ -29,6 +29,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::doc;
+using testing::corr;
 using testing::kernel;
 using testing::launch;
 using testing::step;
@@ -250,6 +251,94 @@ TEST(RanksStragglerTest, ClockOffsetsDoNotMatter) {
   was.alignment.max_offset_rank = v.alignment.max_offset_rank;
   EXPECT_EQ(format_job_json(v), format_job_json(was));
   EXPECT_NE(format_job_json(v), before);
+}
+
+// Current PyTorch numbers each collective in its process group ("Seq"), the
+// same on every rank. lost_kernels: DDP-style buckets 150 µs apart; rank 5's
+// trace lacks one bucket's kernel in 5 steps of 8 (CUPTI dropped them).
+// Matched by sequence number, every kernel is its own collective: rank 5 is
+// in 43 and never last. Numbered by order within the step (the sequence
+// numbers taken away, as in older traces), rank 5's later buckets pair with
+// the others' earlier ones, whose ends are within the 1 ms ends are matched
+// by: rank 5 becomes the rank the others wait for most, its collectives
+// ending before it arrives.
+TEST(RanksSeqTest, LostKernelsAreMatchedBySequenceNumber) {
+  std::vector<JobSummary> parts = job_parts("lost_kernels");
+  for (const JobSummary& p : parts) {
+    for (const RankCollective& c : p.ranks[0].collectives) EXPECT_GE(c.seq, 41);
+  }
+  const JobView v = job_view(parts);
+  EXPECT_EQ(v.alignment.matched, 48);
+  EXPECT_EQ(v.alignment.matched_by_seq, 48);
+  EXPECT_EQ(v.alignment.unmatched, 0);
+  EXPECT_TRUE(v.stragglers.empty());
+  for (const RankRow& r : v.ranks) {
+    EXPECT_EQ(r.collectives, r.rank == 5 ? 43 : 48) << r.rank;
+    if (r.rank == 5) EXPECT_EQ(r.last_at, 0);
+  }
+  ASSERT_TRUE(v.latest);
+  EXPECT_NE(v.latest->rank, 5);
+  EXPECT_GT(v.latest->after_arrival_ns, 0);
+  EXPECT_NE(format_job_text(v).find("by process group and sequence number"), std::string::npos);
+
+  for (JobSummary& p : parts) {
+    for (RankCollective& c : p.ranks[0].collectives) c.seq = -1;
+  }
+  const JobView by_order = job_view(parts);
+  EXPECT_EQ(by_order.alignment.matched_by_seq, 0);
+  ASSERT_TRUE(by_order.latest);
+  EXPECT_EQ(by_order.latest->rank, 5);
+  EXPECT_LT(by_order.latest->after_arrival_ns, 0);
+}
+
+// Where the kernel has no "Seq" the record_param_comms op around its launch
+// gives it (and its process group); a send's or receive's is dropped (it
+// counts that rank's point-to-point operations only); a kernel launched
+// before the window takes the process group of its stream's other kernels.
+TEST(RanksSeqTest, SeqFromTheOpAroundTheLaunchNotForPointToPoint) {
+  using testing::x;
+  const std::string nccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+  const std::string send = "ncclDevKernel_SendRecv";
+  const std::vector<std::string> ev = {
+      step(3, 0, 1000),
+      kernel(nccl, 20, 1, 5, 90),  // launched before the window
+      x("cpu_op", "record_param_comms", 1, 1, 10, 20,
+        R"("Process Group Name": "tp0", "Collective name": "allreduce", "Seq": 7)"),
+      launch(12, 5, 1),
+      kernel(nccl, 20, 40, 10, 1),
+      x("cpu_op", "record_param_comms", 1, 1, 100, 20,
+        R"("Process Group Name": "tp0", "Collective name": "send", "Dst Rank": 1, "Seq": 3)"),
+      launch(102, 5, 2),
+      kernel(send, 20, 140, 10, 2),
+      launch(202, 5, 3),
+      x("kernel", nccl, 0, 21, 240, 10, corr(3) + R"(, "Process Group Name": "dp0", "Seq": 12)"),
+  };
+  Result<Trace> t = read_trace_bytes(doc(ev, R"("distributedInfo": {"rank": 0})"));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const RankSummary r = summarize_rank(*t, "r.json");
+  ASSERT_EQ(r.collectives.size(), 4u);
+  std::vector<std::pair<std::string, std::int64_t>> got;
+  for (const RankCollective& c : r.collectives) {
+    got.emplace_back(r.collective_groups[static_cast<std::size_t>(c.group)].on, c.seq);
+  }
+  const std::vector<std::pair<std::string, std::int64_t>> want = {
+      {"pg tp0", -1}, {"pg tp0", 7}, {"pg tp0", -1}, {"pg dp0", 12}};
+  EXPECT_EQ(got, want);
+  // The summary keeps them (version 4); a version-3 row has no "seq".
+  const std::string text = format_rank_summary_json(JobSummary{{r}});
+  Result<JobSummary> back = parse_rank_summary_json(text);
+  ASSERT_TRUE(back) << back.error().to_string();
+  EXPECT_EQ(back->ranks[0].collectives[3].seq, 12);
+  std::string v3 = text;
+  v3.replace(v3.find("\"version\": 4"), 12, "\"version\": 3");
+  back = parse_rank_summary_json(v3);
+  ASSERT_FALSE(back);
+  EXPECT_NE(back.error().message().find("not an array of 14 integers"), std::string::npos) << back.error().message();
+  std::string low = text;
+  low.replace(low.find(", 12]"), 5, ", -2]");
+  back = parse_rank_summary_json(low);
+  ASSERT_FALSE(back);
+  EXPECT_NE(back.error().message().find("\"seq\" is below -1"), std::string::npos) << back.error().message();
 }
 
 // The 2-rank HTA pair of a 128-rank job: rank 1 arrives last at 4 of the 5
@@ -506,7 +595,7 @@ TEST(RanksNetworkTest, SlowLinkIsNamedNotTheRanksItDelays) {
 // Where arrivals, not transfers, are late, or groups have no peers, no
 // transfer is slow.
 TEST(RanksNetworkTest, NoSlowTransferWhereNoneIs) {
-  for (const char* job : {"balanced", "late_compute", "late_host", "late_input", "late_some", "windows",
+  for (const char* job : {"balanced", "late_compute", "late_host", "late_input", "late_some", "lost_kernels", "windows",
                           "late_before_window"}) {
     const JobView v = job_view(job_parts(job));
     EXPECT_TRUE(v.network.groups.empty()) << job;

@@ -447,6 +447,20 @@ class GeneratedJobs(WithACluster):
         self.assertEqual(balanced["slow_transfers"]["groups"], [])
         self.assertEqual(balanced["stragglers"], [])
 
+    def test_sequence_numbers_match_what_order_matches_on_these_jobs(self):
+        # With each collective's "Seq" (current PyTorch) the collectives are
+        # matched by it, in every group; these jobs lose no kernel, so the
+        # view is the one matching by order gives, the count aside.
+        spec = dict(ranks=64, late=[9, 40], cause="host", late_pct=2.0, tp=8, seed=21)
+        by_seq = self.view_here(make_jobs.Spec(seq=True, **spec))
+        by_order = self.view_here(make_jobs.Spec(**spec))
+        self.assertEqual(by_seq["collectives"]["matched_by_seq"], 9 * 8)  # 8 TP groups and the DP one, 8 steps
+        self.assertEqual(by_seq["collectives"]["matched"], 9 * 8)
+        self.assertEqual(by_order["collectives"]["matched_by_seq"], 0)
+        self.assertEqual(sorted(s["rank"] for s in by_seq["stragglers"]), [9, 40])
+        by_seq["collectives"]["matched_by_seq"] = 0
+        self.assertEqual(by_seq, by_order)
+
     def test_a_rank_is_made_alone_and_the_same_every_time(self):
         spec = make_jobs.Spec(1024, late=[5], tp=8, seed=3)
         a = make_jobs.rank_trace(spec, 1000)

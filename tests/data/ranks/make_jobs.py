@@ -27,6 +27,9 @@ seconds), so raw timestamps cannot be compared across ranks.
                 after its previous step's collective and before the window
                 begins: every window starts late on it, and nothing in the
                 window explains its lateness
+  lost_kernels  8 ranks, six all-reduce buckets a step with sequence numbers
+                (`bucket_job`); rank 5's trace lacks one bucket's kernel in
+                5 steps: no one is late
 
 The late rank's clock is set so that, read raw, it would seem to arrive
 first. Deterministic: the same bytes every run (gzip mtime 0).
@@ -143,6 +146,91 @@ def job(name, ranks, late_rank=-1, late_us=0.0, cause="", late_steps=None, old_k
                     g.write(data)
 
 
+def bucket_job(name, ranks=8, buckets=6, lost_rank=5, lost_steps=(0, 2, 3, 5, 6), seed=7):
+    """Data-parallel all-reduce in buckets, as DDP runs it: after the GEMM,
+    `buckets` all-reduces of process group "0" back to back (150 µs apart,
+    arrivals jittering by 20 µs, each ending 100 µs after its last arrival).
+    Current PyTorch: each collective's sequence number ("Seq", counting from
+    41 in the window) on the kernel and on its record_param_comms op. Rank
+    `lost_rank`'s trace lacks the kernel of bucket 1 in `lost_steps` (the
+    GPU records CUPTI dropped; the launch and the op are there): numbered by
+    order within the step, its later buckets would pair with the others'
+    earlier ones, ending 150 µs apart, within the 1 ms the ends are matched
+    by. No rank is late."""
+    rng = random.Random(seed)
+    offsets = [round(rng.uniform(-4e6, 4e6), 3) for _ in range(ranks)]
+    events = [[] for _ in range(ranks)]
+    corr = [1000] * ranks
+
+    def cpu(r, cat, nm, ts, dur, args=None):
+        e = {"ph": "X", "cat": cat, "name": nm, "pid": 4000 + r, "tid": 4000 + r,
+             "ts": round(T0 + ts + offsets[r], 3), "dur": round(dur, 3)}
+        if args:
+            e["args"] = args
+        events[r].append(e)
+
+    def launch(r, ts):
+        corr[r] += 1
+        cpu(r, "cuda_runtime", "cudaLaunchKernel", ts, 6.0, {"correlation": corr[r], "External id": corr[r]})
+        return corr[r]
+
+    def kernel(r, nm, stream, ts, dur, c, extra=None):
+        args = {"device": r % 8, "stream": stream, "correlation": c, "External id": c}
+        args.update(extra or {})
+        events[r].append({"ph": "X", "cat": "kernel", "name": nm, "pid": r % 8, "tid": stream,
+                          "ts": round(T0 + ts + offsets[r], 3), "dur": round(dur, 3), "args": args})
+
+    start = [0.0] * ranks
+    for n in range(STEPS):
+        gemm_end = [start[r] + 335.0 + 6000.0 + rng.uniform(-5, 5) for r in range(ranks)]
+        arrive = [[0.0] * buckets for _ in range(ranks)]
+        finish = [[0.0] * buckets for _ in range(ranks)]
+        for b in range(buckets):
+            for r in range(ranks):
+                ready = gemm_end[r] + 150.0 * b + rng.uniform(0, 20)
+                arrive[r][b] = max(ready, finish[r][b - 1] if b else 0.0)
+            end = max(arrive[r][b] for r in range(ranks)) + 100.0
+            for r in range(ranks):
+                finish[r][b] = end + rng.uniform(0, 3)
+        for r in range(ranks):
+            t = start[r]
+            cpu(r, "cpu_op", LOADER, t + 2, 298.0)
+            cpu(r, "cpu_op", "aten::mm", t + 305, 40.0)
+            kernel(r, GEMM, 7, t + 335, gemm_end[r] - (t + 335), launch(r, t + 315),
+                   {"grid": [132, 1, 1], "block": [256, 1, 1]})
+            for b in range(buckets):
+                seq = 40 + n * buckets + b + 1
+                meta = {"Collective name": "allreduce", "In msg nelems": 6_250_000, "Out msg nelems": 6_250_000,
+                        "Group size": ranks, "dtype": "Float", "Process Group Name": "0",
+                        "Process Group Description": "default_pg", "Process Group Ranks": str(list(range(ranks))),
+                        "Seq": seq}
+                t_op = t + 350 + 10 * b
+                cpu(r, "cpu_op", "record_param_comms", t_op, 8.0, dict(meta, **{"External id": corr[r] + 1}))
+                c = launch(r, t_op + 1)
+                if r == lost_rank and b == 1 and n in lost_steps:
+                    continue
+                kernel(r, NEW_NCCL, 20, arrive[r][b], finish[r][b] - arrive[r][b], c, meta)
+            last = finish[r][buckets - 1]
+            kernel(r, OPTIMIZER, 7, last + 15, 500.0, launch(r, t + 420))
+            cpu(r, "cuda_runtime", "cudaStreamSynchronize", t + 430, last + 530.0 - (t + 430))
+            step_end = last + 535.0 + rng.uniform(0, 5)
+            events[r].append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % (FIRST_STEP + n),
+                              "pid": 4000 + r, "tid": 4000 + r, "ts": round(T0 + t + offsets[r], 3),
+                              "dur": round(step_end - t, 3)})
+            start[r] = step_end
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+    os.makedirs(out, exist_ok=True)
+    for r in range(ranks):
+        doc = {"schemaVersion": 1,
+               "distributedInfo": {"backend": "nccl", "rank": r, "world_size": ranks},
+               "traceEvents": sorted(events[r], key=lambda e: e["ts"]) + [
+                   {"ph": "M", "name": "process_name", "pid": 4000 + r, "tid": 0, "args": {"name": "python"}},
+                   {"ph": "M", "name": "process_name", "pid": r % 8, "tid": 0, "args": {"name": "GPU %d" % (r % 8)}}]}
+        with open(os.path.join(out, "rank-%02d.json.gz" % r), "wb") as f:
+            with gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9, mtime=0, filename="") as g:
+                g.write(json.dumps(doc, separators=(",", ":")).encode())
+
+
 # ---- Jobs of any size, one rank at a time (issue 39's scale test) ----------
 #
 # The jobs above are written whole. A generated job (`Spec`) is a rank at a
@@ -166,13 +254,17 @@ def job(name, ranks, late_rank=-1, late_us=0.0, cause="", late_steps=None, old_k
 #            Only readable with groups that leave it out: `dp_groups`
 #            makes the data-parallel all-reduce one group per local rank
 #            ("dp<j>": ranks j, j+tp, ...), as Megatron lays them out
+# `seq` puts each collective's sequence number in its group ("Seq") on its
+# kernel, as current PyTorch does.
 
 
 class Spec:
-    def __init__(self, ranks, late=(), cause="compute", late_pct=5.0, tp=1, steps=STEPS, seed=1, dp_groups=False):
+    def __init__(self, ranks, late=(), cause="compute", late_pct=5.0, tp=1, steps=STEPS, seed=1, dp_groups=False,
+                 seq=False):
         self.ranks, self.late, self.cause = ranks, tuple(sorted(late)), cause
         self.late_pct, self.tp, self.steps, self.seed = late_pct, tp, steps, seed
         self.dp_groups = dp_groups and tp > 1
+        self.seq = seq
 
     def key(self):
         return (self.ranks, self.late, self.cause, self.late_pct, self.tp, self.steps, self.seed, self.dp_groups)
@@ -264,12 +356,14 @@ def rank_trace(spec, r):
         events.append({"ph": "X", "cat": "kernel", "name": nm, "pid": r % 8, "tid": stream,
                        "ts": round(T0 + ts + offset, 3), "dur": round(dur, 3), "args": args})
 
-    def comm(pg, desc, size, stream, t_launch, arrive, end):
+    def comm(pg, desc, size, stream, t_launch, arrive, end, n):
         cpu("cpu_op", "record_param_comms", t_launch - 8, 26.0)
         c = launch(t_launch)
-        kernel(NEW_NCCL, stream, arrive, end - arrive, c, {
-            "Collective name": "allreduce", "In msg nelems": 25_000_000, "Out msg nelems": 25_000_000,
-            "Group size": size, "dtype": "Float", "Process Group Name": pg, "Process Group Description": desc})
+        meta = {"Collective name": "allreduce", "In msg nelems": 25_000_000, "Out msg nelems": 25_000_000,
+                "Group size": size, "dtype": "Float", "Process Group Name": pg, "Process Group Description": desc}
+        if spec.seq:  # one collective of each group a step; the window starts at its 101st
+            meta["Seq"] = 100 + n + 1
+        kernel(NEW_NCCL, stream, arrive, end - arrive, c, meta)
 
     for n, row in enumerate(_plan(spec)):
         (t, loader, host, t_mm, gemm_start, gemm, arrive_tp, tp_end, arrive_dp, finish, step_end) = row[r]
@@ -280,12 +374,12 @@ def rank_trace(spec, r):
         kernel(GEMM, 7, gemm_start, gemm, launch(t_mm + 10), {"grid": [132, 1, 1], "block": [256, 1, 1]})
         if spec.tp > 1:
             g = r // spec.tp
-            comm("tp%d" % g, "tensor_parallel", spec.tp, 21, t_mm + 45, arrive_tp, tp_end)
+            comm("tp%d" % g, "tensor_parallel", spec.tp, 21, t_mm + 45, arrive_tp, tp_end, n)
         if spec.dp_groups:
             j = spec.dp_group(r)
-            comm("dp%d" % j, "data_parallel", len(range(j, spec.ranks, spec.tp)), 20, t_mm + 60, arrive_dp, finish)
+            comm("dp%d" % j, "data_parallel", len(range(j, spec.ranks, spec.tp)), 20, t_mm + 60, arrive_dp, finish, n)
         else:
-            comm("0", "default_pg", spec.ranks, 20, t_mm + 60, arrive_dp, finish)
+            comm("0", "default_pg", spec.ranks, 20, t_mm + 60, arrive_dp, finish, n)
         kernel(OPTIMIZER, 7, finish + 15, 500.0, launch(t_mm + 80))
         cpu("cuda_runtime", "cudaStreamSynchronize", t_mm + 100, finish + 530.0 - (t_mm + 100))
         events.append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % (FIRST_STEP + n),
@@ -324,6 +418,7 @@ def main():
     job("late_host", 8, late_rank=6, late_us=15000.0, cause="host", seed=4)
     job("late_some", 8, late_rank=4, late_us=12000.0, cause="compute", late_steps={2, 5}, seed=5)
     job("late_before_window", 8, late_rank=3, late_us=10000.0, cause="outside", seed=6, windowed=True, steps=5)
+    bucket_job("lost_kernels")
     write_spec("slow_link", Spec(24, late=[13], cause="network", late_pct=5.0, tp=8, seed=3, dp_groups=True))
 
 
