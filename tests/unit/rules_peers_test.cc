@@ -165,6 +165,30 @@ TEST(RulesPeers, CommExposed) {
                   .empty());
 }
 
+// The exposed time by collective: the kernel's "Collective name", else the
+// ops around its launch (c10d::alltoall_base_ over a SendRecv kernel, which
+// alone says nothing: NCCL's all-to-all is sends and receives), else the
+// kernel's name. All-to-all holding the most gets its own advice.
+TEST(RulesPeers, CommExposedByCollective) {
+  const std::vector<std::string> ev = {
+      step(1, 0, 200),
+      x("cpu_op", "c10d::alltoall_base_", 1, 1, 1, 10),
+      launch(2, 5, 1),
+      kernel("ncclDevKernel_SendRecv", 20, 10, 60, 1),
+      x("kernel", "ncclDevKernel_Generic", 0, 20, 80, 20, corr(2) + R"(, "Collective name": "_allgather_base")"),
+      kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 20, 110, 10, 3),
+      kernel("ncclDevKernel_SendRecv", 20, 130, 5, 4),
+      kernel("gemm", 7, 150, 40, 5)};
+  auto f = run(doc(ev), "comm_exposed");
+  ASSERT_EQ(f.size(), 1u);
+  const Evidence::Field& kinds = field(f[0], "exposed_by_collective");
+  const std::vector<std::string> want = {"all_to_all 60.0 us (63.2%)", "all_gather 20.0 us (21.1%)",
+                                         "all_reduce 10.0 us (10.5%)", "other 5.0 us (5.3%)"};
+  EXPECT_EQ(kinds.texts, want);
+  EXPECT_NE(f[0].advice.find("Otherwise: all-to-all holds 63.2% of it (60.0 us)"), std::string::npos) << f[0].advice;
+  EXPECT_NE(f[0].advice.find("The rest (all_gather 20.0 us (21.1%)"), std::string::npos) << f[0].advice;
+}
+
 // A forward-only recording (CPU ops, none backward): the all-reduces are
 // tensor-parallel activations on the critical path, not gradients DDP could
 // overlap with backward (issue 38's third round: DDP advice on a TP=2 LLaMA

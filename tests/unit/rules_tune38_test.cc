@@ -514,5 +514,41 @@ TEST(RulesTune38, SkewedDeviceClockOnOneMachine) {
   for (const Finding& f : d.findings) EXPECT_NE(f.id, "cpu_gpu_offset") << f.title;
 }
 
+TEST(RulesTune38, ExposedAllToAllIsNotReadAsMissingOverlap) {
+  // HTA's sampled DLRM rank (TorchRec, 128 ranks): the exposed
+  // communication is mostly all-to-all (embedding distribution, launched
+  // under c10d::alltoall_base_ in "## alltoall_fwd_single ##"), which the
+  // next layer needs whole: issue 38's fifth round rejected DDP's overlap
+  // advice for it. The all-gathers are distributed Shampoo's, in its
+  // optimizer step.
+  const std::vector<Finding> f = run("public/hta/trace_filter/sampled_rank-1.json.gz", "comm_exposed");
+  ASSERT_EQ(f.size(), 1u);
+  const Evidence::Field* kinds = f[0].evidence.find("exposed_by_collective");
+  ASSERT_NE(kinds, nullptr);
+  ASSERT_EQ(kinds->texts.size(), 3u);
+  EXPECT_TRUE(kinds->texts[0].starts_with("all_to_all ")) << kinds->texts[0];
+  EXPECT_TRUE(kinds->texts[1].starts_with("all_gather ")) << kinds->texts[1];
+  EXPECT_TRUE(kinds->texts[2].starts_with("all_reduce ")) << kinds->texts[2];
+  EXPECT_TRUE(contains(f[0].advice, "Otherwise: all-to-all holds 62.8% of it")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "slowest peer")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "TrainPipelineSparseDist")) << f[0].advice;
+  // The rest keeps the overlap advice, after the all-to-all's.
+  EXPECT_GT(f[0].advice.find("bucket_cap_mb"), f[0].advice.find("TrainPipelineSparseDist")) << f[0].advice;
+}
+
+TEST(RulesTune38, ExposedAllReduceKeepsTheOverlapAdvice) {
+  // TraceLens' ResNet DDP on MI300X: all-reduces in backward (the kind from
+  // the record_param_comms op around each launch: ROCm's kernels carry no
+  // collective args), and kernels launched before the window, kind unknown.
+  const std::vector<Finding> f = run(kResnetDdp, "comm_exposed");
+  ASSERT_EQ(f.size(), 1u);
+  const Evidence::Field* kinds = f[0].evidence.find("exposed_by_collective");
+  ASSERT_NE(kinds, nullptr);
+  ASSERT_FALSE(kinds->texts.empty());
+  EXPECT_TRUE(kinds->texts[0].starts_with("all_reduce ")) << kinds->texts[0];
+  EXPECT_TRUE(contains(f[0].advice, "bucket_cap_mb")) << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "all-to-all")) << f[0].advice;
+}
+
 }  // namespace
 }  // namespace tprof

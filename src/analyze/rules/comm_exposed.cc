@@ -6,12 +6,17 @@
 // recommends gradient compression / accumulation when that exceeds 10% of
 // the average step.
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "src/analyze/intervals.h"
 #include "src/analyze/rules/rules.h"
+#include "src/trace/json_value.h"
 
 namespace tprof::internal {
 
@@ -23,6 +28,56 @@ constexpr double kCommShare = 0.1;
 // "Verdicts") makes the finding critical.
 constexpr double kCriticalShare = 0.25;
 constexpr std::size_t kMaxSteps = 16;
+// The kind of collective with the most exposed time sets the advice when it
+// holds this share of it or more.
+constexpr double kKindShare = 0.4;
+
+// A collective's kind from a name PyTorch gives it: the "Collective name"
+// arg ("allreduce", "_allgather_base", "all_to_allv", "send"), the c10d op
+// ("c10d::alltoall_base_") or the NCCL/RCCL kernel
+// ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", "AllToAllPivot"); ""
+// when it says none. A SendRecv kernel is both NCCL's send/receive and its
+// all-to-all: it says none.
+std::string_view kind_from(std::string_view name) {
+  std::string n;
+  for (const char ch : name) {
+    if (ch != '_') n += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  if (n.find("sendrecv") != std::string::npos) return "";
+  if (n.find("alltoall") != std::string::npos) return "all_to_all";
+  if (n.find("allreduce") != std::string::npos) return "all_reduce";
+  if (n.find("allgather") != std::string::npos) return "all_gather";
+  if (n.find("reducescatter") != std::string::npos) return "reduce_scatter";
+  if (n.find("broadcast") != std::string::npos) return "broadcast";
+  if (n == "send" || n == "recv" || n.ends_with("::send") || n.ends_with("::recv") || n.ends_with("::recv_")) {
+    return "send/recv";
+  }
+  return "";
+}
+
+std::string_view collective_name_arg(const DiagnoseContext& c, std::uint32_t e) {
+  const std::string_view args = c.trace.args_json(e);
+  if (args.find("Collective name") == std::string_view::npos) return "";
+  Result<JsonValue> v = JsonValue::parse(args);
+  const JsonValue* n = v && v->is_object() ? v->find("Collective name") : nullptr;
+  return n != nullptr && n->is_string() ? kind_from(n->text()) : "";
+}
+
+// Which collective a communication activity runs: its own "Collective
+// name", else what the ops around its launch say (record_param_comms' arg,
+// the c10d op), else its kernel's name; "other" when none says.
+std::string collective_kind(const DiagnoseContext& c, const DeviceOp& op) {
+  std::string_view k = collective_name_arg(c, op.event);
+  std::uint32_t e = op.launch;
+  for (int up = 0; k.empty() && e != kNoIndex && up < 4; ++up) {
+    e = c.enclosing_op(e, /*skip_views=*/false);
+    if (e == kNoIndex) break;
+    k = collective_name_arg(c, e);
+    if (k.empty()) k = kind_from(c.name(e));
+  }
+  if (k.empty()) k = kind_from(c.name(op.event));
+  return k.empty() ? "other" : std::string(k);
+}
 
 }  // namespace
 
@@ -57,16 +112,29 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
   const double share = static_cast<double>(exposed_ns) / static_cast<double>(total);
   if (share <= kCommShare) return;
 
-  // The communication activity with the most exposed time: where to look first.
+  // The communication activity with the most exposed time: where to look
+  // first; and the exposed time by collective (activities of one stream
+  // do not overlap, of several streams they can: each counts its own).
   const DeviceOp* worst = nullptr;
   std::int64_t worst_ns = 0;
+  std::map<std::string, std::int64_t> by_kind;
   for (const DeviceOp& op : c.device) {
     if (op.cls != DeviceClass::kComm) continue;
     const std::int64_t e = covered_within(exposed, op.start, op.end);
+    if (e > 0) sat_acc(by_kind[collective_kind(c, op)], e);
     if (e > worst_ns) {
       worst_ns = e;
       worst = &op;
     }
+  }
+  std::vector<std::pair<std::string, std::int64_t>> kinds(by_kind.begin(), by_kind.end());
+  std::stable_sort(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::int64_t kinds_ns = 0;
+  for (const auto& k : kinds) sat_acc(kinds_ns, k.second);
+  std::string top_kind;
+  if (!kinds.empty() && kinds[0].first != "other" &&
+      static_cast<double>(kinds[0].second) >= kKindShare * static_cast<double>(kinds_ns)) {
+    top_kind = kinds[0].first;
   }
 
   Finding f;
@@ -86,6 +154,10 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (worst->launch != kNoIndex) f.evidence.event("worst_comm_launch", c.ref(worst->launch));
   }
   if (!steps_over.empty()) f.evidence.ints("steps", steps_over);
+  auto share_of = [&](std::int64_t ns) { return format_pct(100.0 * static_cast<double>(ns) / static_cast<double>(kinds_ns)); };
+  std::vector<std::string> kind_text;  // "all_to_all 161.463 ms (48.0%)"
+  for (const auto& [kind, ns] : kinds) kind_text.push_back(kind + " " + format_ns(ns) + " (" + share_of(ns) + ")");
+  f.evidence.texts("exposed_by_collective", kind_text);
   const std::string worst_name = worst != nullptr ? std::string(c.name(worst->event)) : std::string("the collectives");
   const std::size_t nsteps = c.steps.steps.size();
   const std::string how_much =
@@ -100,7 +172,29 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
   // (issue 38's third round: DDP advice on a TP=2 LLaMA forward).
   const bool inference = c.forward_only();
   f.evidence.text("pass", inference ? "forward only (no backward op)" : "training or unknown");
-  if (inference) {
+  if (top_kind == "all_to_all") {
+    // Issue 38, fifth round: an all-to-all read as missing overlap. Its
+    // uses all need its data at once: embeddings, MoE tokens, attention
+    // heads (DeepSpeed-Ulysses).
+    std::string rest;
+    for (std::size_t i = 1; i < kinds.size(); ++i) {
+      rest += (rest.empty() ? "" : ", ") + kind_text[i];
+    }
+    f.advice = first + "Otherwise: all-to-all holds " + share_of(kinds[0].second) + " of it (" +
+               format_ns(kinds[0].second) + "), the exchange of sharded "
+               "embeddings (TorchRec, DLRM), of MoE tokens between experts or of attention heads (DeepSpeed-Ulysses), "
+               "which the next operation needs whole, so it lasts as long as the slowest peer's share: balance what "
+               "each rank sends (embedding sharding, the router's load balancing), pipeline it with other work "
+               "(TorchRec's TrainPipelineSparseDist overlaps the next batch's input distribution with this one's "
+               "compute; MoE: overlap dispatch and combine with the shared experts or attention), or send fewer "
+               "bytes (quantized communication, fp16/bf16 embeddings); " + how_much + "." +
+               (rest.empty() ? std::string()
+                : inference  ? " The rest (" + rest + ") sits between layers too, with no backward to hide it: fewer "
+                               "ranks per model or a faster link shorten it."
+                             : " The rest (" + rest + "): overlap it with compute (DDP starts its all-reduces during "
+                               "backward, a smaller bucket_cap_mb earlier; FSDP: forward/backward_prefetch) or "
+                               "communicate less (no_sync() for gradient accumulation).");
+  } else if (inference) {
     f.advice = first + "Otherwise, in a forward-only pass the collectives (tensor-parallel all-reduces of activations) "
                "sit between layers with nothing to overlap them: use fewer ranks per model where it fits (a smaller "
                "tensor-parallel degree, data-parallel replicas instead), a faster link (NVLink/NVSwitch with P2P on; "
