@@ -72,6 +72,9 @@ struct KernelTypeTime {
 struct CollectiveGroup {
   std::string on;      // "pg 3", "stream 84"
   std::string kernel;  // "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+  // Its ranks in the job (args "Group size" of its kernels or their
+  // record_param_comms ops, the largest), traced or not; -1 unknown.
+  std::int64_t size = -1;
 };
 
 // One collective (communication) kernel of one rank, as the straggler
@@ -212,6 +215,9 @@ struct Straggler {
   std::int64_t collectives = 0;  // matched collectives it joins
   std::int64_t last_at = 0;      // ... where it arrives last
   std::int64_t ranks = 0;        // ranks per collective (median)
+  // The size of the group it is judged in ("Group size"), traced or not;
+  // -1 unknown. Above `ranks`, an untraced rank may arrive later still.
+  std::int64_t group_size = -1;
   std::string collective;        // the kernel where it makes the others wait the most
   std::string on;                // its group ("pg 0", "stream 84")
   std::int64_t steps = 0;        // steps its collectives fall in (0: the trace has none)

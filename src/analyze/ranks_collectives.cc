@@ -94,11 +94,12 @@ std::string_view short_name(std::string_view name) {
 struct CollectiveTag {
   std::string pg;
   std::int64_t seq = -1;
+  std::int64_t size = -1;  // "Group size"
 };
 
 CollectiveTag tag_of(const DiagnoseContext& c, const DeviceOp& op) {
   std::string pg;
-  std::int64_t seq = -1;
+  std::int64_t seq = -1, size = -1;
   bool p2p = false;
   auto read = [&](std::uint32_t event) {
     const std::string_view args = c.trace.args_json(event);
@@ -110,6 +111,8 @@ CollectiveTag tag_of(const DiagnoseContext& c, const DeviceOp& op) {
     const JsonValue* n = v->find("Seq");
     std::int64_t x = -1;
     if (seq < 0 && n != nullptr && n->is_number() && n->get_int(&x) && x >= 0) seq = x;
+    const JsonValue* gs = v->find("Group size");
+    if (size < 0 && gs != nullptr && gs->is_number() && gs->get_int(&x) && x > 0) size = x;
     const JsonValue* name = v->find("Collective name");
     if ((name != nullptr && name->is_string() && (name->text() == "send" || name->text() == "recv")) ||
         v->find("Src Rank") != nullptr || v->find("Dst Rank") != nullptr) {
@@ -117,11 +120,11 @@ CollectiveTag tag_of(const DiagnoseContext& c, const DeviceOp& op) {
     }
   };
   read(op.event);
-  if ((pg.empty() || seq < 0) && op.launch != kNoIndex) {
+  if ((pg.empty() || seq < 0 || size < 0) && op.launch != kNoIndex) {
     const std::uint32_t around = c.enclosing_op(op.launch, /*skip_views=*/false);
     if (around != kNoIndex && c.name(around) == "record_param_comms") read(around);
   }
-  return {pg, p2p ? -1 : seq};
+  return {pg, p2p ? -1 : seq, size};
 }
 
 // Each collective's group: its process group, else the one the other
@@ -220,6 +223,8 @@ void summarize_collectives(const DiagnoseContext& c, RankSummary* r) {
     auto key = std::make_pair(std::move(group[k]), std::string(short_name(c.name(op.event))));
     auto [g, added] = groups.emplace(key, static_cast<std::int32_t>(r->collective_groups.size()));
     if (added) r->collective_groups.push_back({key.first, key.second});
+    CollectiveGroup& cg = r->collective_groups[static_cast<std::size_t>(g->second)];
+    cg.size = std::max(cg.size, tags[k].size);
     rc.group = g->second;
     rc.step = c.step_number(op.step);
     rc.seq = tags[k].seq;
@@ -623,14 +628,20 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
   // rank.
   std::map<std::pair<std::string, std::string>, std::int32_t> gids;
   std::vector<std::pair<std::string, std::string>> group_of;
+  std::vector<std::int64_t> group_size;  // per gid, the largest any rank reports; -1 unknown
   std::vector<Entry> entries;
   for (std::size_t ri = 0; ri < n; ++ri) {
     const RankSummary& s = *order[ri];
     std::vector<std::int32_t> local;
     for (const CollectiveGroup& g : s.collective_groups) {
       auto [it, added] = gids.emplace(std::make_pair(g.on, g.kernel), static_cast<std::int32_t>(group_of.size()));
-      if (added) group_of.push_back(it->first);
+      if (added) {
+        group_of.push_back(it->first);
+        group_size.push_back(-1);
+      }
       local.push_back(it->second);
+      std::int64_t& size = group_size[static_cast<std::size_t>(it->second)];
+      size = std::max(size, g.size);
     }
     std::vector<const RankCollective*> cs;
     for (const RankCollective& c : s.collectives) cs.push_back(&c);
@@ -1142,6 +1153,7 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     if (per_group[ri].size() == 1) {
       const auto& [g, c] = *per_group[ri].begin();
       s.lateness_z = lateness_z(c, g, ri);
+      s.group_size = group_size[static_cast<std::size_t>(g)];
       judge(s);
     } else {
       // Several groups (a tensor-parallel group's and the data-parallel
@@ -1160,6 +1172,7 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
         t.last_at = c.last;
         t.ranks = mean_median(std::vector<std::int64_t>(c.members));
         t.last_on = group_of[static_cast<std::size_t>(g)].first;
+        t.group_size = group_size[static_cast<std::size_t>(g)];
         t.lateness_z = lateness_z(c, g, ri);
         judge(t);
         if (!best || t.named > best->named ||
@@ -1314,6 +1327,11 @@ std::string slow_transfer_text(const SlowTransfer& t) {
          format_ns(t.transfer_ns) + " after their last rank arrives where its " + std::to_string(t.peers) +
          (t.peers == 1 ? " peer group takes " : " peer groups take ") + format_ns(t.peers_ns) + " (medians): +" +
          format_ns(t.excess_per_step_ns) + " a step over its " + std::to_string(t.collectives) + " collectives";
+}
+
+std::string group_traced_text(const Straggler& s) {
+  if (s.group_size <= s.ranks) return "";
+  return ", of its group's " + std::to_string(s.group_size) + ": an untraced one may arrive later still";
 }
 
 std::string window_late_text(const Straggler& s) {

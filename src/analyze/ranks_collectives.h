@@ -104,6 +104,10 @@ inline constexpr const char* kSlowTransferRule =
 // A slow transfer in words: the group, its ranks, its transfer against its
 // peers' (text, Markdown and the job page share it).
 std::string slow_transfer_text(const SlowTransfer& t);
+// ", of its group's 64: an untraced one may arrive later still" when the
+// group it is judged in has more ranks than its collectives' traced ones,
+// else "" (after "8 traced ranks each").
+std::string group_traced_text(const Straggler& s);
 // A straggler late before its window begins (late_at_window_start > 0), in
 // words, lower case: "already late when its window begins: ...".
 std::string window_late_text(const Straggler& s);

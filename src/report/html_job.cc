@@ -297,7 +297,7 @@ std::string straggler_story(const Straggler& s, const JobView& v) {
   const std::string per = s.steps > 0 ? " per step" : " in the window";
   std::string out = "<p>Rank " + std::to_string(s.rank) + " arrives last at " + std::to_string(s.last_at) + " of the " +
                     std::to_string(s.collectives) + " collectives it joins (" + std::to_string(s.ranks) +
-                    " traced ranks each). The other ranks wait " + esc(format_ns(s.wait_per_step_ns)) + per +
+                    " traced ranks each" + esc(internal::group_traced_text(s)) + "). The other ranks wait " + esc(format_ns(s.wait_per_step_ns)) + per +
                     " for it: " + esc(pct_text(s.wait_pct, 1)) +
                     (s.steps > 0 ? " of the job's median step (" + esc(format_ns(s.wait_ns)) + " over " +
                                        std::to_string(s.steps) + (s.steps == 1 ? " step)" : " steps)")

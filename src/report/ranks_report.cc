@@ -70,7 +70,7 @@ std::string straggler_line(const Straggler& s) {
   return "rank " + std::to_string(s.rank) + ": last at " + std::to_string(s.last_at) + " of " +
          std::to_string(s.collectives) + " matched collectives it joins" +
          (s.last_on.empty() ? std::string() : " on " + s.last_on) + " (" + std::to_string(s.ranks) +
-         " traced ranks each); the others wait " + internal::format_ns(s.wait_per_step_ns) + per_step_text(s) + " for it (" +
+         " traced ranks each" + internal::group_traced_text(s) + "); the others wait " + internal::format_ns(s.wait_per_step_ns) + per_step_text(s) + " for it (" +
          share_text(s) + "), most at " + s.collective + " (" + s.on + "); it arrives " + internal::format_ns(s.lead_ns) +
          " after the next-latest rank and its collectives end " + internal::format_ns(s.after_arrival_ns) +
          " after it arrives (medians)";
@@ -453,6 +453,7 @@ std::string format_job_json(const JobView& v) {
       w.key("collectives"); w.value_int(s.collectives);
       w.key("last_at"); w.value_int(s.last_at);
       w.key("ranks"); w.value_int(s.ranks);
+      w.key("group_size"); w.value_int(s.group_size);
       w.key("collective"); w.value_string(s.collective);
       w.key("on"); w.value_string(s.on);
       w.key("last_on"); w.value_string(s.last_on);
@@ -605,6 +606,7 @@ void write_collectives(JsonWriter& w, const RankSummary& r) {
     w.begin_object();
     w.key("on"); w.value_string(g.on);
     w.key("kernel"); w.value_string(g.kernel);
+    w.key("size"); w.value_int(g.size);
     w.end_object();
   }
   w.end_array();
@@ -754,6 +756,10 @@ Status parse_collectives(const JsonValue& o, const std::string& where, std::int6
     CollectiveGroup cg;
     TPROF_TRY_ASSIGN(cg.on, get_string(g, at, "on"));
     TPROF_TRY_ASSIGN(cg.kernel, get_string(g, at, "kernel"));
+    // "size" (version 4): the group's ranks in the job, -1 unknown.
+    if (const JsonValue* size = g.find("size"); size != nullptr) {
+      if (!size->is_number() || !size->get_int(&cg.size) || cg.size < -1) return bad(at, "\"size\" is not an integer of -1 or more");
+    }
     r->collective_groups.push_back(std::move(cg));
   }
   const JsonValue* names = nullptr;

@@ -291,6 +291,32 @@ TEST(RanksSeqTest, LostKernelsAreMatchedBySequenceNumber) {
   EXPECT_LT(by_order.latest->after_arrival_ns, 0);
 }
 
+// A group's size comes from its collectives' "Group size": where some of
+// its ranks are untraced, the straggler's line says an untraced one may
+// arrive later still (9 of late_compute's 16 ranks); where all are traced,
+// nothing (all 16).
+TEST(RanksGroupSizeTest, AGroupWithUntracedRanksSaysSo) {
+  std::vector<JobSummary> all = job_parts("late_compute");
+  for (const JobSummary& p : all) EXPECT_EQ(p.ranks[0].collective_groups.at(0).size, 16);
+  const JobView full = job_view(all);
+  ASSERT_EQ(full.stragglers.size(), 1u);
+  EXPECT_EQ(full.stragglers[0].group_size, 16);
+  EXPECT_EQ(full.stragglers[0].ranks, 16);
+  EXPECT_EQ(format_job_text(full).find("untraced one may arrive later"), std::string::npos);
+  std::vector<JobSummary> some;
+  for (const JobSummary& p : all) {
+    if (p.ranks[0].rank < 8 || p.ranks[0].rank == 11) some.push_back(p);
+  }
+  const JobView v = job_view(some);
+  ASSERT_EQ(v.stragglers.size(), 1u);
+  EXPECT_EQ(v.stragglers[0].rank, 11);
+  EXPECT_EQ(v.stragglers[0].group_size, 16);
+  EXPECT_EQ(v.stragglers[0].ranks, 9);
+  EXPECT_NE(format_job_text(v).find("(9 traced ranks each, of its group's 16: an untraced one may arrive later still)"),
+            std::string::npos)
+      << format_job_text(v);
+}
+
 // Where the kernel has no "Seq" the record_param_comms op around its launch
 // gives it (and its process group); a send's or receive's is dropped (it
 // counts that rank's point-to-point operations only); a kernel launched
@@ -324,6 +350,7 @@ TEST(RanksSeqTest, SeqFromTheOpAroundTheLaunchNotForPointToPoint) {
   const std::vector<std::pair<std::string, std::int64_t>> want = {
       {"pg tp0", -1}, {"pg tp0", 7}, {"pg tp0", -1}, {"pg dp0", 12}};
   EXPECT_EQ(got, want);
+  EXPECT_EQ(r.collective_groups.at(0).size, -1);  // no "Group size" anywhere
   // The summary keeps them (version 4); a version-3 row has no "seq".
   const std::string text = format_rank_summary_json(JobSummary{{r}});
   Result<JobSummary> back = parse_rank_summary_json(text);
@@ -339,6 +366,12 @@ TEST(RanksSeqTest, SeqFromTheOpAroundTheLaunchNotForPointToPoint) {
   back = parse_rank_summary_json(low);
   ASSERT_FALSE(back);
   EXPECT_NE(back.error().message().find("\"seq\" is below -1"), std::string::npos) << back.error().message();
+  std::string bad_size = text;
+  bad_size.replace(bad_size.find("\"size\": -1"), 11, "\"size\": -3");
+  back = parse_rank_summary_json(bad_size);
+  ASSERT_FALSE(back);
+  EXPECT_NE(back.error().message().find("\"size\" is not an integer of -1 or more"), std::string::npos)
+      << back.error().message();
 }
 
 // The 2-rank HTA pair of a 128-rank job: rank 1 arrives last at 4 of the 5
