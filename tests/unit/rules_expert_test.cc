@@ -77,6 +77,66 @@ TEST(EagerAttention, TimesformerSoftmaxBetweenMatmulsOnH100) {
   EXPECT_TRUE(f->advice.starts_with("Compute attention with torch.nn.functional.scaled_dot_product_attention"))
       << f->advice;
   EXPECT_EQ(f->severity, FindingSeverity::kWarning);
+  // Written out: 24 chains (bmm, mul, softmax, dropout, matmul) hold 84.4%
+  // of kernel time; 84.337 ms of it launched outside the two matmuls (the
+  // softmax, the scaling), what SDPA's one kernel removes.
+  EXPECT_EQ(num(*f, "attention_chains"), 24);
+  EXPECT_NEAR(real(*f, "attention_chain_pct"), 84.41, 0.01);
+  EXPECT_NEAR(static_cast<double>(num(*f, "attention_chain_outside_matmuls_ns")), 84'337'085, 1'000);
+  EXPECT_EQ(f->impact_ns, num(*f, "attention_chain_outside_matmuls_ns"));
+}
+
+// Attention written out whose softmax is a small share (short sequences,
+// wide heads): four chains of bmm (50 us), mul (15 us), softmax (30 us),
+// bmm (50 us). The softmax holds 20.7% of kernel time, the chains all of it
+// (issue 38, fifth round: bmm, div, softmax, bmm at 70% with the softmax at
+// 16% was not told). A softmax before a top-k is no chain.
+std::string attention_chain_trace(const char* before, const char* after) {
+  std::string ev = R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 10000})";
+  int id = 1;
+  double gpu = 100;
+  auto op = [&](const std::string& name, double ts, double dur, const std::string& kernel, double kernel_us) {
+    ev += R"(, {"ph": "X", "cat": "cpu_op", "name": ")" + name + R"(", "pid": 1, "tid": 1, "ts": )" + std::to_string(ts) +
+          R"(, "dur": )" + std::to_string(dur) + "}";
+    if (kernel.empty()) return;
+    ev += R"(, {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": )" +
+          std::to_string(ts + 1) + R"(, "dur": 2, "args": {"correlation": )" + std::to_string(id) + "}}";
+    ev += R"(, {"ph": "X", "cat": "kernel", "name": ")" + kernel + R"(", "pid": 0, "tid": 7, "ts": )" +
+          std::to_string(gpu) + R"(, "dur": )" + std::to_string(kernel_us) + R"(, "args": {"correlation": )" +
+          std::to_string(id) + "}}";
+    gpu += kernel_us + 1;
+    ++id;
+  };
+  for (int n = 0; n < 4; ++n) {
+    const double t = 10 + 100 * n;
+    op(before, t, 10, "ampere_sgemm_128x64_nn", 50);
+    op("aten::mul", t + 12, 4, "vectorized_elementwise_kernel<4, MulFunctor<float>>", 15);
+    op("aten::softmax", t + 18, 6, "softmax_warp_forward<float, float, float, 7, false>", 30);
+    op(after, t + 26, 10, std::string(after) == "aten::topk" ? "sort_kernel" : "ampere_sgemm_128x64_nn", 50);
+  }
+  return R"({"traceEvents": [)" + ev + "]}";
+}
+
+TEST(EagerAttention, WrittenOutAttentionWithASmallSoftmax) {
+  Result<Trace> t = read_trace_bytes(attention_chain_trace("aten::bmm", "aten::bmm"), "chain.json");
+  ASSERT_TRUE(t) << t.error().to_string();
+  const Diagnosis d = run(*t, "eager_attention");
+  const Finding* f = only(d, "eager_attention");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(real(*f, "softmax_kernel_pct"), 20.69, 0.01);
+  EXPECT_EQ(num(*f, "attention_chains"), 4);
+  EXPECT_NEAR(real(*f, "attention_chain_pct"), 100.0, 0.01);
+  EXPECT_EQ(num(*f, "attention_chain_outside_matmuls_ns"), 180'000);  // 4 x (15 + 30) us
+  EXPECT_EQ(f->impact_ns, 180'000);
+  EXPECT_NE(f->title.find("aten::bmm, softmax and aten::bmm written out hold 100.0% of kernel time (580.0 us; the "
+                          "softmax 20.7%)"),
+            std::string::npos)
+      << f->title;
+  // A softmax followed by no matmul (a gate's top-k) is no chain, with
+  // matmul ops in the trace.
+  t = read_trace_bytes(attention_chain_trace("aten::bmm", "aten::topk"), "router.json");
+  ASSERT_TRUE(t);
+  EXPECT_FALSE(fires(*t, "eager_attention"));
 }
 
 // Fused attention already (flash / fmha / SDPA kernels), a GEMM-only run, a
