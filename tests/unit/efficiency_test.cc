@@ -278,5 +278,37 @@ TEST(Efficiency, FillsOnlyWrite) {
   EXPECT_EQ(fills, 1);
 }
 
+// Elementwise kernels holding the GPU while moving a few percent of its
+// bandwidth: nine float adds of 1024 x 1024 (12.6 MB each way and back) at
+// 120 us on an H100 (3.35 TB/s) move 105 GB/s, 3.1%: "GPU-bound on
+// elementwise and reduction kernels far below the memory ceiling", not
+// memory-bound (issue 38, fifth round).
+TEST(ComputeBound, ElementwiseFarBelowTheCeilingIsNotCalledMemoryBound) {
+  std::string ev = R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1200},)";
+  for (int i = 0; i < 9; ++i) {
+    const std::string t0 = std::to_string(10 + 12 * i), corr = std::to_string(100 + i);
+    ev += R"({"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": )" + t0 +
+          R"(, "dur": 10, "args": {"Input Dims": [[1024, 1024], [1024, 1024], []], "Input type": ["float", "float", "Scalar"]}},)";
+    ev += R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": )" + t0 +
+          R"(, "dur": 5, "args": {"correlation": )" + corr + "}},";
+    ev += R"({"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", "pid": 0, "tid": 7, "ts": )" +
+          std::to_string(120 + 120 * i) + R"(, "dur": 120, "args": {"device": 0, "stream": 7, "correlation": )" + corr +
+          "}}" + (i < 8 ? "," : "");
+  }
+  Result<Trace> t = read_trace_bytes(R"({"deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0}], "traceEvents": [)" +
+                                         ev + "]}",
+                                     "adds.json");
+  ASSERT_TRUE(t) << t.error().to_string();
+  const Diagnosis d = diagnose(*t);
+  const Finding* f = find(d, "compute_bound");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->title.starts_with("GPU-bound on elementwise and reduction kernels far below the memory ceiling")) << f->title;
+  const Evidence::Field* pct = f->evidence.find("memory_bound_pct_of_peak");
+  ASSERT_NE(pct, nullptr);
+  EXPECT_NEAR(pct->d, 100.0 * (3.0 * 1024 * 1024 * 4 / 120e3) / 3350, 0.01);
+  EXPECT_NE(f->advice.find("far below the ceiling, so their time is not the traffic alone"), std::string::npos) << f->advice;
+  EXPECT_EQ(f->advice.find("whose time is memory traffic"), std::string::npos) << f->advice;
+}
+
 }  // namespace
 }  // namespace tprof

@@ -322,6 +322,34 @@ TEST(MemoryBoundElementwise, NoSavingWhileTheGpuIdles) {
   for (std::size_t i = 0; i < all.causes.size() && i < 3; ++i) {
     EXPECT_NE(all.findings[all.causes[i].anchor].id, "memory_bound_elementwise") << all.causes[i].title;
   }
+  // The casts move 114 GB/s, 7.4% of the A100's HBM bandwidth, 10.1 us a
+  // launch: not at the memory ceiling, so not called memory-bound (issue
+  // 38, fifth round: kernels called memory-bound by class at a few GB/s).
+  EXPECT_NEAR(real(*f, "pct_of_peak"), 7.36, 0.01);
+  EXPECT_TRUE(f->title.starts_with("Elementwise kernel void at::native::unrolled_elementwise_kernel")) << f->title;
+  EXPECT_NE(f->title.find("(7.4% of the A100 40GB's HBM bandwidth, far below the ceiling)"), std::string::npos) << f->title;
+  EXPECT_NE(f->advice.find("At 7.4% of the HBM bandwidth its time is not the traffic alone: at 10.1 us a launch"),
+            std::string::npos)
+      << f->advice;
+  EXPECT_EQ(f->advice.find("its time is memory traffic"), std::string::npos) << f->advice;
+}
+
+// The blog's add on an H200 moves 93.6% of the HBM bandwidth: memory-bound,
+// and TraceLens' Qwen prefill on an MI300X, whose elementwise and reduction
+// kernels move 60% of it, stays "GPU-bound on memory-bound kernels".
+TEST(MemoryBoundElementwise, AtTheCeilingStaysMemoryBound) {
+  const Trace h200 = load("gpu/h200-tprof/4096_bf16_warm_eager.json");
+  const Diagnosis dh = run(h200, "memory_bound_elementwise");
+  const Finding* f = only(dh, "memory_bound_elementwise");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->title.starts_with("Memory-bound elementwise kernel")) << f->title;
+  const Trace qwen = load("public/tracelens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+  const Diagnosis d = run(qwen, "compute_bound");
+  const Finding* cb = only(d, "compute_bound");
+  ASSERT_NE(cb, nullptr);
+  EXPECT_TRUE(cb->title.starts_with("GPU-bound on memory-bound kernels")) << cb->title;
+  EXPECT_NEAR(real(*cb, "memory_bound_pct_of_peak"), 60.34, 0.01);
+  EXPECT_NE(cb->advice.find("whose time is memory traffic"), std::string::npos) << cb->advice;
 }
 
 }  // namespace

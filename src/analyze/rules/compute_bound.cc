@@ -33,6 +33,11 @@ constexpr double kBusyShare = 0.8;
 constexpr double kMemoryBoundShare = 0.5;
 // "Efficient math": GEMMs at half their dense peak or more.
 constexpr double kEfficientGemm = 0.5;
+// Memory-bound kernels measured below this share of the HBM bandwidth (on
+// half their time or more) are not at the memory ceiling: their time is
+// not the traffic alone (issue 38, fifth round: kernels called memory-bound
+// by class while they moved a few GB/s).
+constexpr double kFarBelowCeiling = 0.25;
 
 }  // namespace
 
@@ -89,6 +94,19 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   const bool memory_bound = memory_bound_share(eff) >= kMemoryBoundShare ||
                             (memory_bound_share(eff) > 0 && memory_bound_share(eff) > largest_other);
+  // Their bandwidth, over the instances whose shapes are known.
+  double mem_bytes = 0;
+  std::int64_t mem_sized_ns = 0, mem_ns = 0;
+  for (const KernelEfficiency& k : eff.kernels) {
+    if (k.cls != KernelClass::kElementwise && k.cls != KernelClass::kReduction) continue;
+    sat_acc(mem_ns, k.time_ns);
+    if (k.sized_time_ns <= 0 || k.bytes <= 0) continue;
+    mem_bytes += k.bytes;
+    sat_acc(mem_sized_ns, k.sized_time_ns);
+  }
+  const double mem_gbps = mem_sized_ns > 0 ? mem_bytes / static_cast<double>(mem_sized_ns) : 0;
+  const bool mem_measured = eff.peak != nullptr && mem_gbps > 0 && 2 * mem_sized_ns >= mem_ns;
+  const bool far_below = memory_bound && mem_measured && mem_gbps < kFarBelowCeiling * eff.peak->hbm_gbps;
   GemmRate gemm = gemm_rate(eff);
   // A rate above the peak is a wrong join of shapes to kernels: unmeasured.
   if (gemm.implausible) gemm = GemmRate{};
@@ -103,7 +121,10 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   // Most of the measured GEMM time below the ridge point: judged on bytes.
   const bool bandwidth_bound = eff.peak != nullptr && gemm.bw_time_ns > 0 && 2 * gemm.bw_time_ns >= gemm.measured_ns;
   const std::string mix = efficiency_text(eff);
-  f.title = std::string(memory_bound ? "GPU-bound on memory-bound kernels" : "Compute-bound") + ": GPU busy " +
+  f.title = std::string(far_below      ? "GPU-bound on elementwise and reduction kernels far below the memory ceiling"
+                        : memory_bound ? "GPU-bound on memory-bound kernels"
+                                       : "Compute-bound") +
+            ": GPU busy " +
             format_pct(100.0 * busy_share) + (c.steps.steps.empty() ? " of the trace" : " of the steps") +
             (mix.empty() ? "" : "; " + mix) + (hd.within_steps ? "; Self CPU in the steps " : "; Self CPU ") +
             format_ns(cpu) + (hd.within_steps ? " vs their device time " : " vs Self CUDA ") + format_ns(dev) +
@@ -144,6 +165,11 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   if (memory_bound) {
     f.evidence.texts("memory_bound_kernels", mem_kernels);
+    if (mem_measured) {
+      f.evidence.real("memory_bound_gbps", mem_gbps)
+          .real("memory_bound_pct_of_peak", 100.0 * mem_gbps / eff.peak->hbm_gbps)
+          .real("memory_bound_measured_pct", 100.0 * static_cast<double>(mem_sized_ns) / static_cast<double>(mem_ns));
+    }
     if (!mem_ops.empty()) f.evidence.texts("memory_bound_ops", mem_ops);
     std::string names;
     for (std::size_t i = 0; i < mem_kernels.size(); ++i) names += (i ? ", " : "") + title_name(mem_kernels[i]);
@@ -179,8 +205,17 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
                (c.is_torch() ? "with torch.compile or fused " + (fused.empty() ? std::string("ops") : fused + " kernels")
                              : "into the kernels around them (" + c.fuse_how() + ")") + ": " +
                format_pct(100.0 * memory_bound_share(eff)) +
-               " of the GPU time is elementwise and reduction kernels, whose time is memory traffic, not math; "
-               "a busy GPU is not an efficient one here." +
+               (far_below
+                    ? " of the GPU time is elementwise and reduction kernels, moving " +
+                          format_pct(100.0 * mem_gbps / eff.peak->hbm_gbps) + " of the " + std::string(eff.peak->name) +
+                          "'s HBM bandwidth (on the " +
+                          format_pct(100.0 * static_cast<double>(mem_sized_ns) / static_cast<double>(mem_ns)) +
+                          " of their time whose shapes are known): far below the ceiling, so their time is not the "
+                          "traffic alone; small launches (a launch's fixed cost), strided inputs or a GPU below its "
+                          "clocks (nvidia-smi -q -d CLOCK,PERFORMANCE: power and thermal limits) take it too. Fusing "
+                          "removes their launches and round trips either way."
+                    : " of the GPU time is elementwise and reduction kernels, whose time is memory traffic, not math; "
+                      "a busy GPU is not an efficient one here.") +
                (bn ? std::string(" For inference, fold batch norm into the convolution (model.eval(), then "
                                  "torch.compile with freezing, or torch.nn.utils.fusion.fuse_conv_bn_eval).")
                    : std::string());

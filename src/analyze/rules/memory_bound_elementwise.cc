@@ -34,6 +34,11 @@ constexpr std::int64_t kMinTimeNs = 100'000;
 constexpr std::int64_t kMinCount = 2;
 // "Near the ceiling": 70% of the device's HBM bandwidth or more.
 constexpr double kNearCeiling = 0.70;
+// Below this share of the HBM bandwidth a kernel is not at the memory
+// ceiling: its time is not the traffic alone, and it is not called
+// memory-bound (issue 38, fifth round: kernels called memory-bound by
+// class while they moved a few GB/s).
+constexpr double kFarBelowCeiling = 0.25;
 // A rate this far above the HBM peak means the byte count is wrong (an
 // input the kernel does not read, a broadcast read once from cache): the
 // rate is not printed.
@@ -118,6 +123,7 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     const bool sized = k.sized_count > 0 && k.gbps() > 0 &&
                        (eff.peak == nullptr || k.gbps() <= kImplausibleOfPeak * eff.peak->hbm_gbps);
     const bool fill = write_only_op(k.op);
+    const bool far_below = sized && eff.peak != nullptr && k.gbps() < kFarBelowCeiling * eff.peak->hbm_gbps;
     if (sized) {
       rate = gbps_text(k.gbps());
       // What the rate covers, where not all of the kernel's time.
@@ -128,14 +134,18 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
       if (eff.peak != nullptr) {
         const double of_peak = k.gbps() / eff.peak->hbm_gbps;
         rate += " (" + format_pct(100.0 * of_peak) + " of the " + std::string(eff.peak->name) + "'s HBM bandwidth, " +
-                (of_peak > 1.0 ? "at the ceiling; over 100%: part of the data comes from L2"
-                               : of_peak >= kNearCeiling ? "near the ceiling" : "below the ceiling") + ")";
+                (of_peak > 1.0             ? "at the ceiling; over 100%: part of the data comes from L2"
+                 : of_peak >= kNearCeiling ? "near the ceiling"
+                 : far_below               ? "far below the ceiling"
+                                           : "below the ceiling") +
+                ")";
       } else {
         rate += (eff.device_name.empty() ? " (no deviceProperties in the trace: no peak to compare with)"
                                          : " (" + eff.device_name + " is not in the peak table)");
       }
     }
-    f.title = "Memory-bound elementwise kernel " + title_name(k.name) + (k.op.empty() ? "" : " (" + k.op + ")") +
+    f.title = std::string(far_below ? "Elementwise kernel " : "Memory-bound elementwise kernel ") + title_name(k.name) +
+              (k.op.empty() ? "" : " (" + k.op + ")") +
               ": " + format_pct(100.0 * share) + " of GPU time" + (sized ? ", moving " + rate : "") +
               (fill ? "; it only writes memory" : "; fusable");
     f.evidence.text("kernel", k.name)
@@ -160,16 +170,25 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
       out->push_back(std::move(f));
       continue;
     }
-    f.advice = "Fuse " + (k.op.empty() ? std::string("this elementwise op") : k.op) +
+    // Far below the ceiling the traffic does not explain its time: say what
+    // does, before the fusion that removes it either way.
+    const std::string why_slow =
+        far_below ? "At " + format_pct(100.0 * k.gbps() / eff.peak->hbm_gbps) +
+                        " of the HBM bandwidth its time is not the traffic alone: at " + format_ns(time_ns / count) +
+                        " a launch, a launch's fixed cost is part of it; strided or broadcast inputs, or a GPU "
+                        "below its clocks (nvidia-smi -q -d CLOCK,PERFORMANCE: power and thermal limits), take "
+                        "the rest. "
+                  : std::string();
+    f.advice = why_slow + "Fuse " + (k.op.empty() ? std::string("this elementwise op") : k.op) +
                " into the kernel that produces its input " +
                (c.is_torch() ? "(torch.compile fuses elementwise chains and GEMM epilogues; or an addmm/epilogue "
                                "variant of the op before it)."
                              : std::string("(after a GEMM, ") + (c.is_hip() ? "hipBLASLt" : "cuBLASLt") +
                                    "'s epilogue: D = A·B + C with C as its own input, or a bias epilogue; else one "
                                    "fused kernel for the chain).") +
-               " An elementwise kernel does about "
-               "one operation per element it loads, so its time is memory traffic: only fewer round trips to "
-               "memory make it faster.";
+               (far_below ? std::string(" Fusing removes its launch and its round trip to memory.")
+                          : std::string(" An elementwise kernel does about one operation per element it loads, so its "
+                                        "time is memory traffic: only fewer round trips to memory make it faster."));
     settle(f, time_ns);
     out->push_back(std::move(f));
   }
