@@ -550,5 +550,32 @@ TEST(RulesTune38, ExposedAllReduceKeepsTheOverlapAdvice) {
   EXPECT_FALSE(contains(f[0].advice, "all-to-all")) << f[0].advice;
 }
 
+TEST(RulesTune38, GraphAdviceSaysWhatKeepsTheStepOutOfAGraph) {
+  // TraceLens' BERT-small inference step on an H100 and an MI300X: a
+  // synchronize starts and ends the step (outside any capture), and an
+  // .item() in the middle reads a value back with 61 launches around it: a
+  // CUDA graph cannot capture that (issue 38, fifth round: graph advice for
+  // loops with host syncs and data-dependent shapes).
+  for (const char* rel : {"public/tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz",
+                          "public/tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz"}) {
+    const std::vector<Finding> f = run(rel, "overhead_bound");
+    ASSERT_EQ(f.size(), 1u) << rel;
+    const Evidence::Field* n = f[0].evidence.find("mid_step_syncs");
+    ASSERT_NE(n, nullptr) << rel;
+    EXPECT_EQ(n->i, 1) << rel;
+    EXPECT_TRUE(f[0].advice.starts_with("First take the host's waits for the GPU out of the middle of the step (1 in "
+                                        "the step, with work launched before and after: aten::item x1)"))
+        << f[0].advice;
+    EXPECT_TRUE(contains(f[0].advice, "Then replay the step as a")) << f[0].advice;
+  }
+  // The blog's 64x64 loops synchronize only at the ends of their steps.
+  for (const char* rel : {"gpu/h100-torch-2.11/64_bf16_warm_eager.json", "gpu/h200-tprof/64_bf16_warm_eager.json"}) {
+    const std::vector<Finding> f = run(rel, "overhead_bound");
+    ASSERT_EQ(f.size(), 1u) << rel;
+    EXPECT_EQ(f[0].evidence.find("mid_step_syncs"), nullptr) << rel;
+    EXPECT_FALSE(contains(f[0].advice, "First take")) << f[0].advice;
+  }
+}
+
 }  // namespace
 }  // namespace tprof

@@ -101,6 +101,70 @@ std::int64_t dispatch_ns(const DiagnoseContext& c, const std::vector<Interval>& 
   return in_windows;
 }
 
+// Host waits in the middle of an iteration: a synchronize or blocking copy
+// with device work launched before and after it in its step (the whole
+// trace without steps). A CUDA graph cannot capture them (a value read back, a
+// data-dependent shape: .item(), nonzero, masked_select); torch.compile
+// breaks its graph at each (issue 38, fifth round: graph advice for loops
+// with host syncs and data-dependent shapes). A sync that ends the step
+// waits for its work, after the replay; one that starts it, before.
+// Iterations the counts are over: the steps, else 1 (the trace).
+std::int64_t steps_or_one(const DiagnoseContext& c) {
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(c.steps.steps.size()));
+}
+
+// n / d to one decimal where it is not whole: "2", "1.5".
+std::string format_count(std::int64_t n, std::int64_t d) {
+  if (n % d == 0) return std::to_string(n / d);
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", static_cast<double>(n) / static_cast<double>(d));
+  return b;
+}
+
+struct CaptureBlockers {
+  std::int64_t count = 0;
+  std::vector<std::pair<std::string, std::int64_t>> ops;  // the op around each (the call where none), most first
+};
+
+CaptureBlockers capture_blockers(const DiagnoseContext& c) {
+  const bool steps = !c.steps.steps.empty();
+  // Step index (-1: the trace) -> its first launch call's end and its last one's start.
+  std::unordered_map<int, std::pair<std::int64_t, std::int64_t>> launches;
+  for (const DeviceOp& op : c.device) {
+    if (op.launch == kNoIndex) continue;
+    const int s = steps ? c.step_index_at(c.ts(op.launch)) : -1;
+    if (steps && s < 0) continue;
+    const auto [it, added] = launches.try_emplace(s, c.end(op.launch), c.ts(op.launch));
+    if (!added) {
+      it->second.first = std::min(it->second.first, c.end(op.launch));
+      it->second.second = std::max(it->second.second, c.ts(op.launch));
+    }
+  }
+  CaptureBlockers out;
+  std::unordered_map<std::string, std::int64_t> by_op;
+  for (const std::uint32_t e : c.runtime) {
+    const std::string_view n = c.name(e);
+    if (!is_sync_call(n) && !is_blocking_memcpy(n)) continue;
+    const int s = steps ? c.step_index_at(c.ts(e)) : -1;
+    const auto it = launches.find(s);
+    if ((steps && s < 0) || it == launches.end() || c.ts(e) < it->second.first || c.end(e) > it->second.second) continue;
+    ++out.count;
+    // The op the program calls: .item() is aten::item around the
+    // aten::_local_scalar_dense that copies and waits.
+    std::uint32_t op = c.enclosing_op(e, /*skip_views=*/true);
+    if (op != kNoIndex && c.name(op) == "aten::_local_scalar_dense") {
+      const std::uint32_t up = c.enclosing_op(op, /*skip_views=*/true);
+      if (up != kNoIndex && c.name(up) == "aten::item") op = up;
+    }
+    ++by_op[std::string(op == kNoIndex ? n : c.name(op))];
+  }
+  out.ops.assign(by_op.begin(), by_op.end());
+  std::sort(out.ops.begin(), out.ops.end(), [](const auto& a, const auto& b) {
+    return a.second > b.second || (a.second == b.second && a.first < b.first);
+  });
+  return out;
+}
+
 }  // namespace
 
 void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -207,6 +271,27 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     // Without steps, the graph stands in for an iteration's calls (the
     // repeated range's), not the trace's.
     const std::string one = one_launch_remedy(c);
+    // What keeps the step out of a graph, said first.
+    const CaptureBlockers blockers = one.empty() ? capture_blockers(c) : CaptureBlockers{};
+    std::string first;
+    if (blockers.count > 0) {
+      std::string where;
+      for (std::size_t i = 0; i < blockers.ops.size() && i < 3; ++i) {
+        where += (i ? ", " : "") + blockers.ops[i].first + " x" + std::to_string(blockers.ops[i].second);
+      }
+      const std::int64_t iterations = steps_or_one(c);
+      f.evidence.num("mid_step_syncs", blockers.count);
+      first = "First take the host's waits for the GPU out of the middle of the step (" +
+              (iterations > 1             ? format_count(blockers.count, iterations) + " a step"
+               : c.steps.steps.empty() ? std::to_string(blockers.count) + " in the trace"
+                                         : std::to_string(blockers.count) + " in the step") +
+              ", with work launched before and after: " + where + "): a " + std::string(c.api()) +
+              " graph cannot capture a synchronize or a value read back from the device" +
+              (c.is_torch() ? " (torch.compile breaks its graph at each and replays only the pieces between): keep "
+                              "values on the device (no .item() or printing in the loop; masks or "
+                              "torch.nonzero_static instead of nonzero and masked_select). Then "
+                            : ": move them to the end of the iteration or out of the loop. Then ");
+    }
     const std::string graph = std::string(c.api()) + " graph (" + c.graph_how() +
                               (c.is_torch() ? ", or torch.cuda.graphs by hand)" : ")");
     const std::string calls =
@@ -215,7 +300,8 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
         : c.steps.steps.empty() ? "which turns the " + std::to_string(per_step) + " launch calls per " + rate.unit +
                                       " into one (" + std::to_string(rate.calls) + " in the trace)"
                                 : "which turns the " + std::to_string(per_step) + " launch calls per step into one";
-    f.advice = (one.empty() ? "Replay the step as a " + graph + ", " + calls + ", or fuse the small ops (" + c.fuse_how() +
+    f.advice = (one.empty() ? (first.empty() ? "Replay" : first + "replay") + " the step as a " + graph + ", " + calls +
+                                  ", or fuse the small ops (" + c.fuse_how() +
                                   ") and give each launch more work (a larger batch)"
                             : one) +
                ". The GPU waits on the CPU, which spends longer dispatching and launching each op than the GPU "
