@@ -51,6 +51,57 @@ OLD_NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
 LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 
 
+class Rank:
+    """One rank's events on its own clock (µs, `base` + t + `offset`): its
+    thread's CPU ops and launch calls (pid and tid 4000 + r), its GPU's
+    kernels (pid r % 8, tid the stream)."""
+
+    def __init__(self, r, offset, base=0.0):
+        self.r, self.offset, self.base = r, offset, base
+        self.events = []
+        self.corr = 1000
+
+    def ts(self, t):
+        return round(self.base + t + self.offset, 3)
+
+    def cpu(self, cat, nm, ts, dur, args=None):
+        e = {"ph": "X", "cat": cat, "name": nm, "pid": 4000 + self.r, "tid": 4000 + self.r,
+             "ts": self.ts(ts), "dur": round(dur, 3)}
+        if args:
+            e["args"] = args
+        self.events.append(e)
+
+    def launch(self, ts):
+        self.corr += 1
+        self.cpu("cuda_runtime", "cudaLaunchKernel", ts, 6.0, {"correlation": self.corr, "External id": self.corr})
+        return self.corr
+
+    def kernel(self, nm, stream, ts, dur, c, extra=None):
+        args = {"device": self.r % 8, "stream": stream, "correlation": c, "External id": c}
+        args.update(extra or {})
+        self.events.append({"ph": "X", "cat": "kernel", "name": nm, "pid": self.r % 8, "tid": stream,
+                            "ts": self.ts(ts), "dur": round(dur, 3), "args": args})
+
+    def step(self, number, t, dur):
+        self.events.append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % number,
+                            "pid": 4000 + self.r, "tid": 4000 + self.r, "ts": self.ts(t), "dur": round(dur, 3)})
+
+    def doc(self, world_size, events=None):
+        """The trace: `events` (default: all of them) by time, and the process names."""
+        return {"schemaVersion": 1,
+                "distributedInfo": {"backend": "nccl", "rank": self.r, "world_size": world_size},
+                "traceEvents": sorted(self.events if events is None else events, key=lambda e: e["ts"]) + [
+                    {"ph": "M", "name": "process_name", "pid": 4000 + self.r, "tid": 0, "args": {"name": "python"}},
+                    {"ph": "M", "name": "process_name", "pid": self.r % 8, "tid": 0,
+                     "args": {"name": "GPU %d" % (self.r % 8)}}]}
+
+
+def write_gz(path, doc):
+    with open(path, "wb") as f:
+        with gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9, mtime=0, filename="") as g:
+            g.write(json.dumps(doc, separators=(",", ":")).encode())
+
+
 def job(name, ranks, late_rank=-1, late_us=0.0, cause="", late_steps=None, old_kineto=False, seed=1, windowed=False,
         steps=STEPS):
     rng = random.Random(seed)
@@ -58,27 +109,7 @@ def job(name, ranks, late_rank=-1, late_us=0.0, cause="", late_steps=None, old_k
     offsets = [round(rng.uniform(-4e6, 4e6), 3) for _ in range(ranks)]
     if late_rank >= 0:
         offsets[late_rank] = round(min(offsets) - 50_000.0, 3)
-    events = [[] for _ in range(ranks)]
-    corr = [1000] * ranks
-
-    def cpu(r, cat, nm, ts, dur, args=None):
-        e = {"ph": "X", "cat": cat, "name": nm, "pid": 4000 + r, "tid": 4000 + r,
-             "ts": round(ts + offsets[r], 3), "dur": round(dur, 3)}
-        if args:
-            e["args"] = args
-        events[r].append(e)
-
-    def launch(r, ts):
-        corr[r] += 1
-        cpu(r, "cuda_runtime", "cudaLaunchKernel", ts, 6.0, {"correlation": corr[r], "External id": corr[r]})
-        return corr[r]
-
-    def kernel(r, nm, stream, ts, dur, c, extra=None):
-        args = {"device": r % 8, "stream": stream, "correlation": c, "External id": c}
-        args.update(extra or {})
-        events[r].append({"ph": "X", "cat": "kernel", "name": nm, "pid": r % 8, "tid": stream,
-                          "ts": round(ts + offsets[r], 3), "dur": round(dur, 3), "args": args})
-
+    rk = [Rank(r, offsets[r]) for r in range(ranks)]
     start = [0.0] * ranks  # each rank's step start, true time
     window_events = [[] for _ in range(ranks)]  # windowed: each step's events
     for n in range(steps):
@@ -98,52 +129,42 @@ def job(name, ranks, late_rank=-1, late_us=0.0, cause="", late_steps=None, old_k
         end = max(arrive) + 800.0  # the transfer, once every rank is there
         for r, (t, loader, host, t_mm, gemm_start, gemm) in enumerate(plan):
             step_no = FIRST_STEP + (2 * n if windowed else n)
-            first_event = len(events[r])
-            cpu(r, "cpu_op" if not old_kineto else "user_annotation", LOADER, t + 2, loader - 2)
+            first_event = len(rk[r].events)
+            rk[r].cpu("cpu_op" if not old_kineto else "user_annotation", LOADER, t + 2, loader - 2)
             if host:
-                cpu(r, "user_annotation", "log_metrics", t + loader + 2, host)
-            cpu(r, "cpu_op", "aten::mm", t_mm, 40.0)
-            c = launch(r, t_mm + 10)
-            kernel(r, GEMM, 7, gemm_start, gemm, c, {"grid": [132, 1, 1], "block": [256, 1, 1]})
-            cpu(r, "user_annotation", "nccl:all_reduce", t_mm + 50, 30.0)
-            cpu(r, "cpu_op", "record_param_comms", t_mm + 52, 26.0)
-            c = launch(r, t_mm + 60)
+                rk[r].cpu("user_annotation", "log_metrics", t + loader + 2, host)
+            rk[r].cpu("cpu_op", "aten::mm", t_mm, 40.0)
+            c = rk[r].launch(t_mm + 10)
+            rk[r].kernel(GEMM, 7, gemm_start, gemm, c, {"grid": [132, 1, 1], "block": [256, 1, 1]})
+            rk[r].cpu("user_annotation", "nccl:all_reduce", t_mm + 50, 30.0)
+            rk[r].cpu("cpu_op", "record_param_comms", t_mm + 52, 26.0)
+            c = rk[r].launch(t_mm + 60)
             extra = {} if old_kineto else {
                 "Collective name": "allreduce", "In msg nelems": 25_000_000, "Out msg nelems": 25_000_000,
                 "Group size": ranks, "dtype": "Float", "Process Group Name": "0",
                 "Process Group Description": "default_pg"}
             finish = end + rng.uniform(0, 3)
-            kernel(r, OLD_NCCL if old_kineto else NEW_NCCL, 20, arrive[r], finish - arrive[r], c, extra)
-            c = launch(r, t_mm + 80)
-            kernel(r, OPTIMIZER, 7, finish + 15, 500.0, c)
+            rk[r].kernel(OLD_NCCL if old_kineto else NEW_NCCL, 20, arrive[r], finish - arrive[r], c, extra)
+            c = rk[r].launch(t_mm + 80)
+            rk[r].kernel(OPTIMIZER, 7, finish + 15, 500.0, c)
             sync_end = finish + 530.0
-            cpu(r, "cuda_runtime", "cudaStreamSynchronize", t_mm + 100, sync_end - (t_mm + 100))
+            rk[r].cpu("cuda_runtime", "cudaStreamSynchronize", t_mm + 100, sync_end - (t_mm + 100))
             step_end = sync_end + 5 + rng.uniform(0, 5)
-            events[r].append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % step_no,
-                              "pid": 4000 + r, "tid": 4000 + r, "ts": round(t + offsets[r], 3),
-                              "dur": round(step_end - t, 3)})
+            rk[r].step(step_no, t, step_end - t)
             start[r] = step_end
             if windowed:
-                window_events[r].append(events[r][first_event:])
+                window_events[r].append(rk[r].events[first_event:])
                 start[r] += 7300.0  # the unrecorded step between windows
     here = os.path.dirname(os.path.abspath(__file__))
     out = os.path.join(here, name)
     os.makedirs(out, exist_ok=True)
     for r in range(ranks):
-        files = [("rank-%02d.json.gz" % r, events[r])]
+        files = [("rank-%02d.json.gz" % r, rk[r].events)]
         if windowed:
             files = [("trainer-%d_%d.%d.pt.trace.json.gz" % (r, 4000 + r, 1700000000123 + 250 * w), evs)
                      for w, evs in enumerate(window_events[r])]
         for file_name, evs in files:
-            doc = {"schemaVersion": 1,
-                   "distributedInfo": {"backend": "nccl", "rank": r, "world_size": ranks},
-                   "traceEvents": sorted(evs, key=lambda e: e["ts"]) + [
-                       {"ph": "M", "name": "process_name", "pid": 4000 + r, "tid": 0, "args": {"name": "python"}},
-                       {"ph": "M", "name": "process_name", "pid": r % 8, "tid": 0, "args": {"name": "GPU %d" % (r % 8)}}]}
-            data = json.dumps(doc, separators=(",", ":")).encode()
-            with open(os.path.join(out, file_name), "wb") as f:
-                with gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9, mtime=0, filename="") as g:
-                    g.write(data)
+            write_gz(os.path.join(out, file_name), rk[r].doc(ranks, evs))
 
 
 def bucket_job(name, ranks=8, buckets=6, lost_rank=5, lost_steps=(0, 2, 3, 5, 6), seed=7):
@@ -159,26 +180,7 @@ def bucket_job(name, ranks=8, buckets=6, lost_rank=5, lost_steps=(0, 2, 3, 5, 6)
     by. No rank is late."""
     rng = random.Random(seed)
     offsets = [round(rng.uniform(-4e6, 4e6), 3) for _ in range(ranks)]
-    events = [[] for _ in range(ranks)]
-    corr = [1000] * ranks
-
-    def cpu(r, cat, nm, ts, dur, args=None):
-        e = {"ph": "X", "cat": cat, "name": nm, "pid": 4000 + r, "tid": 4000 + r,
-             "ts": round(T0 + ts + offsets[r], 3), "dur": round(dur, 3)}
-        if args:
-            e["args"] = args
-        events[r].append(e)
-
-    def launch(r, ts):
-        corr[r] += 1
-        cpu(r, "cuda_runtime", "cudaLaunchKernel", ts, 6.0, {"correlation": corr[r], "External id": corr[r]})
-        return corr[r]
-
-    def kernel(r, nm, stream, ts, dur, c, extra=None):
-        args = {"device": r % 8, "stream": stream, "correlation": c, "External id": c}
-        args.update(extra or {})
-        events[r].append({"ph": "X", "cat": "kernel", "name": nm, "pid": r % 8, "tid": stream,
-                          "ts": round(T0 + ts + offsets[r], 3), "dur": round(dur, 3), "args": args})
+    rk = [Rank(r, offsets[r], base=T0) for r in range(ranks)]
 
     start = [0.0] * ranks
     for n in range(STEPS):
@@ -194,9 +196,9 @@ def bucket_job(name, ranks=8, buckets=6, lost_rank=5, lost_steps=(0, 2, 3, 5, 6)
                 finish[r][b] = end + rng.uniform(0, 3)
         for r in range(ranks):
             t = start[r]
-            cpu(r, "cpu_op", LOADER, t + 2, 298.0)
-            cpu(r, "cpu_op", "aten::mm", t + 305, 40.0)
-            kernel(r, GEMM, 7, t + 335, gemm_end[r] - (t + 335), launch(r, t + 315),
+            rk[r].cpu("cpu_op", LOADER, t + 2, 298.0)
+            rk[r].cpu("cpu_op", "aten::mm", t + 305, 40.0)
+            rk[r].kernel(GEMM, 7, t + 335, gemm_end[r] - (t + 335), rk[r].launch(t + 315),
                    {"grid": [132, 1, 1], "block": [256, 1, 1]})
             for b in range(buckets):
                 seq = 40 + n * buckets + b + 1
@@ -205,30 +207,21 @@ def bucket_job(name, ranks=8, buckets=6, lost_rank=5, lost_steps=(0, 2, 3, 5, 6)
                         "Process Group Description": "default_pg", "Process Group Ranks": str(list(range(ranks))),
                         "Seq": seq}
                 t_op = t + 350 + 10 * b
-                cpu(r, "cpu_op", "record_param_comms", t_op, 8.0, dict(meta, **{"External id": corr[r] + 1}))
-                c = launch(r, t_op + 1)
+                rk[r].cpu("cpu_op", "record_param_comms", t_op, 8.0, dict(meta, **{"External id": rk[r].corr + 1}))
+                c = rk[r].launch(t_op + 1)
                 if r == lost_rank and b == 1 and n in lost_steps:
                     continue
-                kernel(r, NEW_NCCL, 20, arrive[r][b], finish[r][b] - arrive[r][b], c, meta)
+                rk[r].kernel(NEW_NCCL, 20, arrive[r][b], finish[r][b] - arrive[r][b], c, meta)
             last = finish[r][buckets - 1]
-            kernel(r, OPTIMIZER, 7, last + 15, 500.0, launch(r, t + 420))
-            cpu(r, "cuda_runtime", "cudaStreamSynchronize", t + 430, last + 530.0 - (t + 430))
+            rk[r].kernel(OPTIMIZER, 7, last + 15, 500.0, rk[r].launch(t + 420))
+            rk[r].cpu("cuda_runtime", "cudaStreamSynchronize", t + 430, last + 530.0 - (t + 430))
             step_end = last + 535.0 + rng.uniform(0, 5)
-            events[r].append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % (FIRST_STEP + n),
-                              "pid": 4000 + r, "tid": 4000 + r, "ts": round(T0 + t + offsets[r], 3),
-                              "dur": round(step_end - t, 3)})
+            rk[r].step(FIRST_STEP + n, t, step_end - t)
             start[r] = step_end
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
     os.makedirs(out, exist_ok=True)
     for r in range(ranks):
-        doc = {"schemaVersion": 1,
-               "distributedInfo": {"backend": "nccl", "rank": r, "world_size": ranks},
-               "traceEvents": sorted(events[r], key=lambda e: e["ts"]) + [
-                   {"ph": "M", "name": "process_name", "pid": 4000 + r, "tid": 0, "args": {"name": "python"}},
-                   {"ph": "M", "name": "process_name", "pid": r % 8, "tid": 0, "args": {"name": "GPU %d" % (r % 8)}}]}
-        with open(os.path.join(out, "rank-%02d.json.gz" % r), "wb") as f:
-            with gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9, mtime=0, filename="") as g:
-                g.write(json.dumps(doc, separators=(",", ":")).encode())
+        write_gz(os.path.join(out, "rank-%02d.json.gz" % r), rk[r].doc(ranks))
 
 
 # ---- Jobs of any size, one rank at a time (issue 39's scale test) ----------
@@ -335,43 +328,24 @@ def rank_trace(spec, r):
     offset = round(rng.uniform(-4e6, 4e6), 3)
     if r in spec.late:
         offset = -4.05e6 - r  # read raw, it would seem to arrive first
-    events = []
-    corr = [1000]
-
-    def cpu(cat, nm, ts, dur, args=None):
-        e = {"ph": "X", "cat": cat, "name": nm, "pid": 4000 + r, "tid": 4000 + r,
-             "ts": round(T0 + ts + offset, 3), "dur": round(dur, 3)}
-        if args:
-            e["args"] = args
-        events.append(e)
-
-    def launch(ts):
-        corr[0] += 1
-        cpu("cuda_runtime", "cudaLaunchKernel", ts, 6.0, {"correlation": corr[0], "External id": corr[0]})
-        return corr[0]
-
-    def kernel(nm, stream, ts, dur, c, extra=None):
-        args = {"device": r % 8, "stream": stream, "correlation": c, "External id": c}
-        args.update(extra or {})
-        events.append({"ph": "X", "cat": "kernel", "name": nm, "pid": r % 8, "tid": stream,
-                       "ts": round(T0 + ts + offset, 3), "dur": round(dur, 3), "args": args})
+    rk = Rank(r, offset, base=T0)
 
     def comm(pg, desc, size, stream, t_launch, arrive, end, n):
-        cpu("cpu_op", "record_param_comms", t_launch - 8, 26.0)
-        c = launch(t_launch)
+        rk.cpu("cpu_op", "record_param_comms", t_launch - 8, 26.0)
+        c = rk.launch(t_launch)
         meta = {"Collective name": "allreduce", "In msg nelems": 25_000_000, "Out msg nelems": 25_000_000,
                 "Group size": size, "dtype": "Float", "Process Group Name": pg, "Process Group Description": desc}
         if spec.seq:  # one collective of each group a step; the window starts at its 101st
             meta["Seq"] = 100 + n + 1
-        kernel(NEW_NCCL, stream, arrive, end - arrive, c, meta)
+        rk.kernel(NEW_NCCL, stream, arrive, end - arrive, c, meta)
 
     for n, row in enumerate(_plan(spec)):
         (t, loader, host, t_mm, gemm_start, gemm, arrive_tp, tp_end, arrive_dp, finish, step_end) = row[r]
-        cpu("cpu_op", LOADER, t + 2, loader - 2)
+        rk.cpu("cpu_op", LOADER, t + 2, loader - 2)
         if host:
-            cpu("user_annotation", "log_metrics", t + loader + 2, host)
-        cpu("cpu_op", "aten::mm", t_mm, 40.0)
-        kernel(GEMM, 7, gemm_start, gemm, launch(t_mm + 10), {"grid": [132, 1, 1], "block": [256, 1, 1]})
+            rk.cpu("user_annotation", "log_metrics", t + loader + 2, host)
+        rk.cpu("cpu_op", "aten::mm", t_mm, 40.0)
+        rk.kernel(GEMM, 7, gemm_start, gemm, rk.launch(t_mm + 10), {"grid": [132, 1, 1], "block": [256, 1, 1]})
         if spec.tp > 1:
             g = r // spec.tp
             comm("tp%d" % g, "tensor_parallel", spec.tp, 21, t_mm + 45, arrive_tp, tp_end, n)
@@ -380,16 +354,10 @@ def rank_trace(spec, r):
             comm("dp%d" % j, "data_parallel", len(range(j, spec.ranks, spec.tp)), 20, t_mm + 60, arrive_dp, finish, n)
         else:
             comm("0", "default_pg", spec.ranks, 20, t_mm + 60, arrive_dp, finish, n)
-        kernel(OPTIMIZER, 7, finish + 15, 500.0, launch(t_mm + 80))
-        cpu("cuda_runtime", "cudaStreamSynchronize", t_mm + 100, finish + 530.0 - (t_mm + 100))
-        events.append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % (FIRST_STEP + n),
-                       "pid": 4000 + r, "tid": 4000 + r, "ts": round(T0 + t + offset, 3),
-                       "dur": round(step_end - t, 3)})
-    doc = {"schemaVersion": 1,
-           "distributedInfo": {"backend": "nccl", "rank": r, "world_size": spec.ranks},
-           "traceEvents": sorted(events, key=lambda e: e["ts"]) + [
-               {"ph": "M", "name": "process_name", "pid": 4000 + r, "tid": 0, "args": {"name": "python"}},
-               {"ph": "M", "name": "process_name", "pid": r % 8, "tid": 0, "args": {"name": "GPU %d" % (r % 8)}}]}
+        rk.kernel(OPTIMIZER, 7, finish + 15, 500.0, rk.launch(t_mm + 80))
+        rk.cpu("cuda_runtime", "cudaStreamSynchronize", t_mm + 100, finish + 530.0 - (t_mm + 100))
+        rk.step(FIRST_STEP + n, t, step_end - t)
+    doc = rk.doc(spec.ranks)
     return gzip.compress(json.dumps(doc, separators=(",", ":")).encode(), compresslevel=1, mtime=0)
 
 
