@@ -84,7 +84,7 @@ bool is_attention_glue_op(std::string_view name) {
         "aten::ones", "aten::full", "aten::fill_", "aten::zero_", "aten::tril", "aten::triu", "aten::bitwise_not",
         "aten::logical_not", "aten::eq", "aten::ne", "aten::lt", "aten::gt", "aten::scalar_tensor",
         "aten::lift_fresh", "aten::dropout", "aten::native_dropout", "aten::feature_dropout", "aten::bernoulli_",
-        "aten::empty_like", "aten::exp", "aten::sqrt", "aten::rsqrt", "aten::neg", "aten::clamp", "aten::maximum"}) {
+        "aten::exp", "aten::sqrt", "aten::rsqrt", "aten::neg", "aten::clamp", "aten::maximum"}) {
     if (name == k) return true;
   }
   return false;
@@ -116,7 +116,9 @@ Chains attention_chains(const DiagnoseContext& c, bool has_steps) {
   for (auto& [lane, k] : launched) std::sort(k.begin(), k.end());
   auto kernels_ns = [&](std::uint32_t lane, std::int64_t lo, std::int64_t hi) {
     std::int64_t ns = 0;
-    const auto& k = launched[lane];
+    const auto at = launched.find(lane);
+    if (at == launched.end()) return ns;
+    const auto& k = at->second;
     for (auto it = std::lower_bound(k.begin(), k.end(), std::pair{lo, std::int64_t{0}});
          it != k.end() && it->first <= hi; ++it) {
       sat_acc(ns, it->second);

@@ -101,17 +101,6 @@ std::int64_t dispatch_ns(const DiagnoseContext& c, const std::vector<Interval>& 
   return in_windows;
 }
 
-// Host waits in the middle of an iteration: a synchronize or blocking copy
-// with device work launched before and after it in its step (the whole
-// trace without steps). A CUDA graph cannot capture them (a value read back, a
-// data-dependent shape: .item(), nonzero, masked_select); torch.compile
-// breaks its graph at each (issue 38, fifth round: graph advice for loops
-// with host syncs and data-dependent shapes). A sync that ends the step
-// waits for its work, after the replay; one that starts it, before.
-// Iterations the counts are over: the steps, else 1 (the trace).
-std::int64_t steps_or_one(const DiagnoseContext& c) {
-  return std::max<std::int64_t>(1, static_cast<std::int64_t>(c.steps.steps.size()));
-}
 
 // n / d to one decimal where it is not whole: "2", "1.5".
 std::string format_count(std::int64_t n, std::int64_t d) {
@@ -121,33 +110,41 @@ std::string format_count(std::int64_t n, std::int64_t d) {
   return b;
 }
 
+// Host waits in the middle of a step: a synchronize or blocking copy with
+// device work launched before and after it in its step. A CUDA graph
+// cannot capture them (a value read back, a data-dependent shape: .item(),
+// nonzero, masked_select); torch.compile breaks its graph at each (issue
+// 38, fifth round: graph advice for loops with host syncs and
+// data-dependent shapes). A sync that ends the step waits for its work,
+// after the replay; one that starts it, before. Without steps there is no
+// iteration to be in the middle of (a per-iteration sync of a whole
+// program's trace ends its iteration): none.
 struct CaptureBlockers {
   std::int64_t count = 0;
   std::vector<std::pair<std::string, std::int64_t>> ops;  // the op around each (the call where none), most first
 };
 
 CaptureBlockers capture_blockers(const DiagnoseContext& c) {
-  const bool steps = !c.steps.steps.empty();
-  // Step index (-1: the trace) -> its first launch call's end and its last one's start.
+  CaptureBlockers out;
+  if (c.steps.steps.empty()) return out;
+  // Step index -> its first launch call's end and its last one's start.
   std::unordered_map<int, std::pair<std::int64_t, std::int64_t>> launches;
   for (const DeviceOp& op : c.device) {
     if (op.launch == kNoIndex) continue;
-    const int s = steps ? c.step_index_at(c.ts(op.launch)) : -1;
-    if (steps && s < 0) continue;
+    const int s = c.step_index_at(c.ts(op.launch));
+    if (s < 0) continue;
     const auto [it, added] = launches.try_emplace(s, c.end(op.launch), c.ts(op.launch));
     if (!added) {
       it->second.first = std::min(it->second.first, c.end(op.launch));
       it->second.second = std::max(it->second.second, c.ts(op.launch));
     }
   }
-  CaptureBlockers out;
   std::unordered_map<std::string, std::int64_t> by_op;
   for (const std::uint32_t e : c.runtime) {
     const std::string_view n = c.name(e);
     if (!is_sync_call(n) && !is_blocking_memcpy(n)) continue;
-    const int s = steps ? c.step_index_at(c.ts(e)) : -1;
-    const auto it = launches.find(s);
-    if ((steps && s < 0) || it == launches.end() || c.ts(e) < it->second.first || c.end(e) > it->second.second) continue;
+    const auto it = launches.find(c.step_index_at(c.ts(e)));
+    if (it == launches.end() || c.ts(e) < it->second.first || c.end(e) > it->second.second) continue;
     ++out.count;
     // The op the program calls: .item() is aten::item around the
     // aten::_local_scalar_dense that copies and waits.
@@ -279,12 +276,10 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
       for (std::size_t i = 0; i < blockers.ops.size() && i < 3; ++i) {
         where += (i ? ", " : "") + blockers.ops[i].first + " x" + std::to_string(blockers.ops[i].second);
       }
-      const std::int64_t iterations = steps_or_one(c);
+      const auto steps = static_cast<std::int64_t>(c.steps.steps.size());
       f.evidence.num("mid_step_syncs", blockers.count);
       first = "First take the host's waits for the GPU out of the middle of the step (" +
-              (iterations > 1             ? format_count(blockers.count, iterations) + " a step"
-               : c.steps.steps.empty() ? std::to_string(blockers.count) + " in the trace"
-                                         : std::to_string(blockers.count) + " in the step") +
+              (steps > 1 ? format_count(blockers.count, steps) + " a step" : std::to_string(blockers.count) + " in the step") +
               ", with work launched before and after: " + where + "): a " + std::string(c.api()) +
               " graph cannot capture a synchronize or a value read back from the device" +
               (c.is_torch() ? " (torch.compile breaks its graph at each and replays only the pieces between): keep "
