@@ -647,10 +647,13 @@ CollectiveView analyze_collectives(const std::vector<const RankSummary*>& order,
     for (const RankCollective& c : s.collectives) cs.push_back(&c);
     std::stable_sort(cs.begin(), cs.end(), [](const RankCollective* a, const RankCollective* b) { return a->start_ns < b->start_ns; });
     std::map<std::pair<std::int32_t, std::int64_t>, std::int32_t> seq;
+    // A second kernel of one sequence number on a rank (two kernels of one
+    // collective) is numbered by order: a collective has one arrival a rank.
+    std::set<std::pair<std::int32_t, std::int64_t>> seen;
     for (const RankCollective* c : cs) {
       const std::int32_t gid = local[static_cast<std::size_t>(c->group)];
       const auto rank_i = static_cast<std::int32_t>(ri);
-      if (c->seq >= 0) {
+      if (c->seq >= 0 && seen.emplace(gid, c->seq).second) {
         entries.push_back({gid, true, -1, c->seq, rank_i, c});
       } else {
         entries.push_back({gid, false, c->step, seq[{gid, c->step}]++, rank_i, c});

@@ -281,6 +281,23 @@ TEST(RanksSeqTest, LostKernelsAreMatchedBySequenceNumber) {
   EXPECT_GT(v.latest->after_arrival_ns, 0);
   EXPECT_NE(format_job_text(v).find("by process group and sequence number"), std::string::npos);
 
+  // Two kernels of one sequence number on a rank (one collective, two
+  // kernels): the second is numbered by order; the collective still has
+  // one arrival of that rank.
+  {
+    std::vector<JobSummary> twice = parts;
+    std::vector<RankCollective>& cs = twice[3].ranks[0].collectives;
+    RankCollective twin = cs[10];
+    twin.start_ns += 1'000;
+    twin.end_ns += 1'000;
+    cs.insert(cs.begin() + 11, twin);
+    const JobView t = job_view(twice);
+    EXPECT_EQ(t.alignment.matched_by_seq, 48);
+    for (const RankRow& r : t.ranks) {
+      if (r.rank == 3) EXPECT_EQ(r.collectives, 48);
+    }
+  }
+
   for (JobSummary& p : parts) {
     for (RankCollective& c : p.ranks[0].collectives) c.seq = -1;
   }
