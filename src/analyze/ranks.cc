@@ -221,14 +221,18 @@ Result<JobSummary> merge_summaries(const std::vector<JobSummary>& parts) {
   std::sort(out.ranks.begin(), out.ranks.end(), [](const RankSummary& a, const RankSummary& b) {
     return std::tie(a.rank, a.source) < std::tie(b.rank, b.source);
   });
-  // Traces without a number and the same file name (from two folders)
-  // would sort by input order; refuse rather than guess.
+  // One file name twice for one rank (the same trace summarized twice, two
+  // jobs' traces, or without numbers the same name from two folders) would
+  // sort by input order; refuse rather than guess.
   for (std::size_t i = 1; i < out.ranks.size(); ++i) {
     const RankSummary& a = out.ranks[i - 1];
     const RankSummary& b = out.ranks[i];
-    if (a.rank < 0 && b.rank < 0 && a.source == b.source) {
+    if (a.source != b.source || a.rank != b.rank) continue;
+    if (a.rank < 0) {
       return Error(ErrorCode::kInvalidArgument, a.source + " appears twice without a rank number (distributedInfo.rank)");
     }
+    return Error(ErrorCode::kInvalidArgument, "rank " + std::to_string(a.rank) + " appears twice from " + a.source +
+                                                  " (the same trace summarized twice, or the traces of two jobs)");
   }
   std::map<std::string, std::vector<const RankSummary*>> groups;
   for (const RankSummary& r : out.ranks) groups[group_key(r)].push_back(&r);
