@@ -94,11 +94,18 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   const bool memory_bound = memory_bound_share(eff) >= kMemoryBoundShare ||
                             (memory_bound_share(eff) > 0 && memory_bound_share(eff) > largest_other);
-  // Their bandwidth, over the instances whose shapes are known.
+  // The memory-bound kernels, largest first (at most 3); the ops that
+  // launch them, largest first (at most 6): what a user sees in the model's
+  // code; and their bandwidth, over the instances whose shapes are known.
+  std::vector<std::string> mem_kernels, mem_ops;
   double mem_bytes = 0;
   std::int64_t mem_sized_ns = 0, mem_ns = 0;
   for (const KernelEfficiency& k : eff.kernels) {
     if (k.cls != KernelClass::kElementwise && k.cls != KernelClass::kReduction) continue;
+    if (mem_kernels.size() < 3) mem_kernels.push_back(k.name);
+    if (!k.op.empty() && mem_ops.size() < 6 && std::find(mem_ops.begin(), mem_ops.end(), k.op) == mem_ops.end()) {
+      mem_ops.push_back(k.op);
+    }
     sat_acc(mem_ns, k.time_ns);
     if (k.sized_time_ns <= 0 || k.bytes <= 0) continue;
     mem_bytes += k.bytes;
@@ -151,18 +158,6 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   if (gemm.bw_time_ns > 0) f.evidence.num("gemm_bandwidth_bound_ns", gemm.bw_time_ns).real("gemm_bandwidth_bound_gbps", gemm.bw_gbps);
   if (!eff.device_name.empty()) f.evidence.text("device", eff.device_name);
-  // The memory-bound kernels, largest first (at most 3).
-  std::vector<std::string> mem_kernels;
-  // ... and the ops that launch them, largest first (at most 6): what a
-  // user sees in the model's code.
-  std::vector<std::string> mem_ops;
-  for (const KernelEfficiency& k : eff.kernels) {
-    if (k.cls != KernelClass::kElementwise && k.cls != KernelClass::kReduction) continue;
-    if (mem_kernels.size() < 3) mem_kernels.push_back(k.name);
-    if (!k.op.empty() && mem_ops.size() < 6 && std::find(mem_ops.begin(), mem_ops.end(), k.op) == mem_ops.end()) {
-      mem_ops.push_back(k.op);
-    }
-  }
   if (memory_bound) {
     f.evidence.texts("memory_bound_kernels", mem_kernels);
     if (mem_measured) {
