@@ -27,6 +27,7 @@
 
 #include "src/analyze/intervals.h"
 #include "src/base/saturate.h"
+#include "src/causal/names.h"
 #include "src/trace/json_value.h"
 
 namespace tprof::internal {
@@ -114,7 +115,7 @@ CollectiveTag tag_of(const DiagnoseContext& c, const DeviceOp& op) {
     const JsonValue* gs = v->find("Group size");
     if (size < 0 && gs != nullptr && gs->is_number() && gs->get_int(&x) && x > 0) size = x;
     const JsonValue* name = v->find("Collective name");
-    if ((name != nullptr && name->is_string() && (name->text() == "send" || name->text() == "recv")) ||
+    if ((name != nullptr && name->is_string() && collective_kind_of(name->text()) == "send/recv") ||
         v->find("Src Rank") != nullptr || v->find("Dst Rank") != nullptr) {
       p2p = true;
     }

@@ -1,6 +1,7 @@
 #include "src/causal/names.h"
 
 #include <cctype>
+#include <string>
 
 namespace tprof::internal::causal {
 namespace {
@@ -54,6 +55,23 @@ bool is_view_op(std::string_view name) {
     if (name == k) return true;
   }
   return false;
+}
+
+std::string_view collective_kind_of(std::string_view name) {
+  std::string n;
+  for (const char ch : name) {
+    if (ch != '_') n += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  if (n.find("sendrecv") != std::string::npos) return "";
+  if (n.find("alltoall") != std::string::npos) return "all_to_all";
+  if (n.find("allreduce") != std::string::npos) return "all_reduce";
+  if (n.find("allgather") != std::string::npos) return "all_gather";
+  if (n.find("reducescatter") != std::string::npos) return "reduce_scatter";
+  if (n.find("broadcast") != std::string::npos) return "broadcast";
+  if (n == "send" || n == "recv" || n.ends_with("::send") || n.ends_with("::recv") || n.ends_with("::recv_")) {
+    return "send/recv";
+  }
+  return "";
 }
 
 }  // namespace tprof::internal

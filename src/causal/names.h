@@ -26,6 +26,14 @@ bool is_graph_launch(std::string_view name);
 // carries (legacy traces give the launch the id of the last op entered, an
 // aten::as_strided inside aten::linear), so they never name the launching op.
 bool is_view_op(std::string_view name);
+// A collective's kind from a name PyTorch gives it: the "Collective name"
+// arg ("allreduce", "_allgather_base", "all_to_allv", "send"), the c10d op
+// ("c10d::alltoall_base_") or the NCCL/RCCL kernel
+// ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", "AllToAllPivot"):
+// "all_to_all", "all_reduce", "all_gather", "reduce_scatter", "broadcast",
+// "send/recv"; "" when it says none. A SendRecv kernel is both NCCL's
+// send/receive and its all-to-all: it says none.
+std::string_view collective_kind_of(std::string_view name);
 
 }  // namespace tprof::internal
 

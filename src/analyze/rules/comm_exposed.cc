@@ -6,7 +6,6 @@
 // recommends gradient compression / accumulation when that exceeds 10% of
 // the average step.
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -16,6 +15,7 @@
 
 #include "src/analyze/intervals.h"
 #include "src/analyze/rules/rules.h"
+#include "src/causal/names.h"
 #include "src/trace/json_value.h"
 
 namespace tprof::internal {
@@ -32,35 +32,12 @@ constexpr std::size_t kMaxSteps = 16;
 // holds this share of it or more.
 constexpr double kKindShare = 0.4;
 
-// A collective's kind from a name PyTorch gives it: the "Collective name"
-// arg ("allreduce", "_allgather_base", "all_to_allv", "send"), the c10d op
-// ("c10d::alltoall_base_") or the NCCL/RCCL kernel
-// ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", "AllToAllPivot"); ""
-// when it says none. A SendRecv kernel is both NCCL's send/receive and its
-// all-to-all: it says none.
-std::string_view kind_from(std::string_view name) {
-  std::string n;
-  for (const char ch : name) {
-    if (ch != '_') n += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  }
-  if (n.find("sendrecv") != std::string::npos) return "";
-  if (n.find("alltoall") != std::string::npos) return "all_to_all";
-  if (n.find("allreduce") != std::string::npos) return "all_reduce";
-  if (n.find("allgather") != std::string::npos) return "all_gather";
-  if (n.find("reducescatter") != std::string::npos) return "reduce_scatter";
-  if (n.find("broadcast") != std::string::npos) return "broadcast";
-  if (n == "send" || n == "recv" || n.ends_with("::send") || n.ends_with("::recv") || n.ends_with("::recv_")) {
-    return "send/recv";
-  }
-  return "";
-}
-
 std::string_view collective_name_arg(const DiagnoseContext& c, std::uint32_t e) {
   const std::string_view args = c.trace.args_json(e);
   if (args.find("Collective name") == std::string_view::npos) return "";
   Result<JsonValue> v = JsonValue::parse(args);
   const JsonValue* n = v && v->is_object() ? v->find("Collective name") : nullptr;
-  return n != nullptr && n->is_string() ? kind_from(n->text()) : "";
+  return n != nullptr && n->is_string() ? collective_kind_of(n->text()) : "";
 }
 
 // Which collective a communication activity runs: its own "Collective
@@ -73,9 +50,9 @@ std::string collective_kind(const DiagnoseContext& c, const DeviceOp& op) {
     e = c.enclosing_op(e, /*skip_views=*/false);
     if (e == kNoIndex) break;
     k = collective_name_arg(c, e);
-    if (k.empty()) k = kind_from(c.name(e));
+    if (k.empty()) k = collective_kind_of(c.name(e));
   }
-  if (k.empty()) k = kind_from(c.name(op.event));
+  if (k.empty()) k = collective_kind_of(c.name(op.event));
   return k.empty() ? "other" : std::string(k);
 }
 
