@@ -207,9 +207,9 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   for (const DeviceOp& op : c.device) {
     if (op.launch == kNoIndex) continue;
     const std::int64_t at = c.ts(op.launch);
-    const auto w = std::upper_bound(windows.begin(), windows.end(), at,
-                                    [](std::int64_t v, const Interval& iv) { return v < iv.end; });
-    if (w != windows.end() && w->start <= at) launch_calls.insert(op.launch);
+    const auto in = std::upper_bound(windows.begin(), windows.end(), at,
+                                     [](std::int64_t v, const Interval& iv) { return v < iv.end; });
+    if (in != windows.end() && in->start <= at) launch_calls.insert(op.launch);
   }
   if (launch_calls.empty() ||
       dispatch / static_cast<std::int64_t>(launch_calls.size()) >= kMaxDispatchPerLaunchNs) {
