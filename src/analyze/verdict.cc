@@ -279,6 +279,15 @@ Verdict classify(const Facts& f, bool has_device) {
 
 std::string pct(double share) { return format_pct(100.0 * share); }
 
+// A trace whose only host events are runtime calls, with no op, annotation
+// or device activity: nothing of the program itself was recorded (issue
+// 38's sixth round: 5 CUDA runtime calls in the last 0.2 s of a 77.9 s
+// window, device queries and a closing cudaDeviceSynchronize, was called
+// cpu-only). A CPU-only program records its ops.
+bool nothing_recorded(const DiagnoseContext& c) {
+  return c.device.empty() && c.ranges.empty() && c.host_ops.empty() && !c.runtime.empty();
+}
+
 // One sentence: the numbers the verdict rests on.
 // `growth`: the queue's growth per step where cpu_gpu_offset measured one
 // ("about 161.1 us a step"), else "".
@@ -598,7 +607,7 @@ Judgement measure(const DiagnoseContext& c) {
   // measured times: no time share to judge by (see judge()). A trace that
   // issued GPU work but recorded none of it (device_activity_missing) is
   // not a CPU-only program either: nothing to judge the GPU by.
-  if ((c.device.empty() && !c.ranges.empty()) || gpu_work_issued(c).any()) {
+  if ((c.device.empty() && !c.ranges.empty()) || gpu_work_issued(c).any() || nothing_recorded(c)) {
     j.verdict = Verdict::kUnclear;
     for (StepVerdict& v : j.steps) v.verdict = Verdict::kUnclear;
   }
@@ -657,6 +666,13 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
     const DiagnoseContext::HostVsDevice& hd = c.host_vs_device();
     s += std::string("; ") + hd.cpu_label + " " + format_ns(hd.cpu_ns) + ", " + hd.device_label + " " + format_ns(hd.device_ns);
   }
+  // Device work with no op around it: the CPU activity was not recorded
+  // (issue 38's sixth round: an Inductor run with 121 runtime calls and no
+  // op). tprof record of a program that is no torch one has no ops to record.
+  if (!c.device.empty() && c.host_ops.empty() && !c.by_tprof()) {
+    s += "; the trace records no op (ProfilerActivity.CPU was off, or the work ran on a thread the profiler did not "
+         "see), so which op launched each kernel is unknown";
+  }
   d->summary = std::move(s);
   // A CUPTI range-profiler trace: device work with hardware counters and no
   // measured times (the profiler replays each kernel; Kineto spreads the
@@ -675,6 +691,19 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
                       ? std::string("the CUDA activity was on (runtime calls are recorded), so find why its device "
                                     "records were lost")
                       : std::string("profile again with ProfilerActivity.CUDA"));
+  }
+  if (nothing_recorded(c) && !gpu_work_issued(c).any()) {
+    std::uint32_t longest = c.runtime.front();
+    for (std::uint32_t e : c.runtime)
+      if (c.dur(e) > c.dur(longest)) longest = e;
+    d->verdict_evidence.num("runtime_calls", static_cast<std::int64_t>(c.runtime.size()));
+    d->summary = "nothing of the program was recorded: the trace holds " + count_of(c.runtime.size(), "runtime call") +
+                 " (the longest " + std::string(c.name(longest)) + ", " + format_ns(c.dur(longest)) +
+                 ") and no op, annotation or device activity, so there is nothing to judge; " +
+                 (c.by_tprof() ? std::string("the program launched no device work while it was recorded")
+                               : std::string("record the work itself: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+                                             "ProfilerActivity.CUDA]) around it, on the thread that runs it, with a schedule "
+                                             "whose active steps hold it"));
   }
   if (c.device.empty() && !c.ranges.empty()) {
     d->verdict_evidence.num("profiler_ranges", static_cast<std::int64_t>(c.ranges.size()));

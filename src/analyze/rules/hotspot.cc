@@ -44,6 +44,9 @@ constexpr double kMinWindowShare = 0.001;
 constexpr double kIdleShare = 0.5;
 // Instances named as evidence (the longest ones).
 constexpr std::size_t kMaxRefs = 3;
+// A single synchronize returning this close to the trace's end (or 1% of
+// the window, if more) is the recording's closing one.
+constexpr std::int64_t kClosingSyncNs = 1'000'000;
 // A CPU op whose calls take this long each is slow in itself (a GEMM or
 // convolution on the CPU), not a small op called too often.
 constexpr std::int64_t kSlowCpuCallNs = 1'000'000;
@@ -334,10 +337,31 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                                  "or fragmented (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True). Reuse buffers of the "
                                  "same size."
                                : pool + "allocating them in the loop.");
+    } else if (const std::uint32_t last = instances.back();
+               best->count == 1 && sat_sub(c.end_ns, c.end(last)) <= std::max(kClosingSyncNs, (c.end_ns - c.start_ns) / 100)) {
+      // One call that returns as the recording ends: the closing
+      // synchronize (torch.profiler's own at its stop, or the script's),
+      // waiting for what was queued before it; no loop to move it out of
+      // (issue 38's sixth round).
+      f.advice = name + " is one call at the end of the recording (it returns " + format_ns(sat_sub(c.end_ns, c.end(last))) +
+                 " before the trace ends): the closing synchronize (torch.profiler's own at its stop, or the script's), "
+                 "waiting for the device work queued before it" +
+                 (c.device.empty() ? std::string(", which this trace does not hold") : std::string()) +
+                 ", not a stall in the loop: its time is that work's.";
     } else {
-      f.advice = name + " is the host waiting for the device " + who +
-                 ": find what needs the result on the host (.item(), .cpu(), .tolist(), printing a tensor, a "
-                 "data-dependent shape) and move it out of the loop or after the work it waits for.";
+      // What in Python issues each kind of wait: a device-wide synchronize
+      // is an explicit one; .item() and copies to the host wait on their
+      // stream (cudaMemcpy + cudaStreamSynchronize), events on an event.
+      const std::string_view k = best->key;
+      const std::string what =
+          k.find("DeviceSynchronize") != std::string_view::npos || k.find("CtxSynchronize") != std::string_view::npos
+              ? "an explicit torch.cuda.synchronize() (a timer's or a logger's): keep one where a result is needed, not "
+                "one every iteration"
+          : k.find("EventSynchronize") != std::string_view::npos
+              ? "an event's wait (torch.cuda.Event.synchronize(), elapsed_time()): read timings once at the end"
+              : "what needs the result on the host (.item(), .cpu(), .tolist(), printing a tensor, a data-dependent shape): "
+                "move it out of the loop or after the work it waits for";
+      f.advice = name + " is the host waiting for the device " + who + ": " + what + ".";
     }
   } else if (!device && !instances.empty() && c.kind(instances.front()) == EventKind::kUserAnnotation) {
     // A record_function scope: its self time is what runs between the ops
@@ -496,7 +520,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     std::int64_t top = 0;
     for (std::size_t i = 0; i < kSpreadTop; ++i) sat_acc(top, d[d.size() - 1 - i]);
     const double top_share = sum > 0 ? static_cast<double>(top) / static_cast<double>(sum) : 0;
-    if (top_share >= kSpreadShare && d.back() >= kSpreadFactor * median) {
+    if (top_share >= kSpreadShare && static_cast<double>(d.back()) >= kSpreadFactor * static_cast<double>(median)) {
       f.evidence.num("median_call_ns", median).real("longest_5_pct", 100.0 * top_share).num("max_call_ns", d.back());
       f.title += "; median " + format_ns(median) + " a call, the 5 longest hold " + format_pct(100.0 * top_share);
       f.advice = "The calls vary: median " + format_ns(median) + ", the longest " + format_ns(d.back()) +

@@ -265,6 +265,7 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
   // device activity is start-up (imports, context creation, data set-up)
   // and after the last one exit (teardown, the profiler's flush), around a
   // device phase that may be a few ms of a trace of hundreds.
+  bool whole_run = false;
   if (top == IdleCause::kUnrecorded && steps.empty() && !c.device.empty()) {
     const std::uint32_t range = measured_range(c, 0, 0);
     std::int64_t first = -1, last = 0;
@@ -273,7 +274,7 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
       last = c.end(range);
     } else {
       for (const DeviceOp& op : c.device) {
-        if (first < 0 && c.kind(op.event) == EventKind::kKernel) first = op.start;
+        if (first < 0 && c.kind(op.event) != EventKind::kGpuMemset) first = op.start;
         last = std::max(last, op.end);
       }
       if (first < 0) first = c.device.front().start;
@@ -285,6 +286,12 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
     }
     const std::int64_t outside = sat_add(startup, exit);
     if (f.idle_ns > 0 && sat_add(outside, outside) >= f.idle_ns && outside >= kMinStartupExitNs) {
+      // Stated as the spans before and after the phase, which add up with
+      // it to the window (issue 38's sixth round: the idle time's
+      // unrecorded part before it left out the first launch's module load).
+      startup = std::max<std::int64_t>(0, sat_sub(first, c.start_ns));
+      exit = std::max<std::int64_t>(0, sat_sub(c.end_ns, last));
+      whole_run = true;
       const std::string name = range != kNoIndex ? std::string(c.name(range)) : std::string();
       const std::string how =
           c.by_tprof() ? (name.empty() ? std::string("an NVTX range around it with tprof record --nvtx-range NAME, or --delay-ms")
@@ -292,15 +299,15 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
                        : "start torch.profiler after set-up and stop it before exit";
       const std::string phase =
           name.empty() ? "the device phase (" + how + "), the " + format_ns(sat_sub(last, first)) +
-                             " from the first kernel to the end of the last device activity"
+                             " from the first kernel or copy to the end of the last device activity"
                        : "\"" + name + "\" (" + how + "), the " + format_ns(sat_sub(last, first)) +
                              " range that holds the measured work";
       if (range != kNoIndex) f.evidence.event("measured_range", c.ref(range));
       f.evidence.num("startup_idle_ns", startup).num("exit_idle_ns", exit).num("device_phase_ns", sat_sub(last, first));
-      f.advice = "Record only " + phase + ": " + format_ns(startup) + " of the GPU's idle time is start-up "
-                 "before it and " + format_ns(exit) + " exit after it. A whole-run recording holds the process's "
-                 "start-up and exit, where nothing runs on the device and nothing is recorded on the host: no "
-                 "utilization to judge there.";
+      f.advice = "Record only " + phase + ": the " + format_ns(startup) + " before it is start-up and the " +
+                 format_ns(exit) + " after it exit. A whole-run recording holds the process's start-up and exit, "
+                 "where nothing runs on the device: no utilization to judge there, and no run time to save by "
+                 "recording less.";
       // The phase itself still mostly idle with nothing recorded: what to
       // record inside it.
       std::vector<Interval> in_phase;
@@ -316,7 +323,8 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
   }
   // What it accounts for beyond the findings before it (docs/diagnose.md,
   // "GPU idle time").
-  f.impact_ns = f.idle_ns;
+  // A whole run's fix is a narrower recording: no run time saved.
+  f.impact_ns = whole_run ? 0 : f.idle_ns;
   // An excerpt: the events inside the window span a sliver of it.
   if (!steps.empty()) {
     std::int64_t from = hi, to = lo;
