@@ -57,6 +57,13 @@ HostWorkKind frame_kind(std::string_view n) {
     return HostWorkKind::kDataLoader;
   }
   if (is_dataloader_scope(n)) return HostWorkKind::kDataLoader;
+  // torch.compile at work: Dynamo times its phases in user annotations
+  // ("_compile.compile_inner (dynamo_timed)", "create_aot_dispatcher_function
+  // (dynamo_timed)"), and with_stack names its modules.
+  if (has(n, "(dynamo_timed)") || has(n, "_compile.compile_inner") || has(n, "torch/_dynamo/") ||
+      has(n, "torch/_inductor/compile_fx") || has(n, "create_aot_dispatcher_function")) {
+    return HostWorkKind::kCompile;
+  }
   static constexpr std::string_view kPreprocessing[] = {
       "image_processing", "video_processing", "image_transforms", "feature_extraction", "processing_utils",
       "PIL/", "torchvision/transforms", "torchvision/io", "scipy/ndimage", "cv2", "skimage/",
@@ -234,6 +241,7 @@ const char* host_work_kind_id(HostWorkKind k) {
     case HostWorkKind::kInductorWrapper: return "inductor_wrapper";
     case HostWorkKind::kDdpBuffers: return "ddp_buffers";
     case HostWorkKind::kDataLoader: return "dataloader";
+    case HostWorkKind::kCompile: return "compile";
     case HostWorkKind::kOther: break;
   }
   return "other";
@@ -259,6 +267,11 @@ std::string host_frame_remedy(const DiagnoseContext& c, const HostFrame& f) {
       return "The main thread waits for the next batch in " + where +
              ": load it in worker processes (num_workers, persistent_workers=True), pin_memory=True and a larger "
              "prefetch_factor, so batches are ready when the step asks.";
+    case HostWorkKind::kCompile:
+      return "Leave torch.compile's compilation out of the recording: " + where +
+             " is it compiling (Dynamo, AOTAutograd, Inductor), a one-time cost per input shape; call the compiled "
+             "function once before starting the profiler (or give the schedule warmup steps), and keep shapes "
+             "stable so it does not compile again.";
     case HostWorkKind::kOther: break;
   }
   return "Move the work of " + where + " out of the step or overlap it with device work (" +

@@ -28,6 +28,7 @@ enum class HostWorkKind : std::uint8_t {
   kInductorWrapper,  // Inductor's generated wrapper: `call`, assert_size_stride in a /tmp/torchinductor_* or output_code file
   kDdpBuffers,       // DDP's buffer broadcast: _sync_buffers, _broadcast_coalesced, unflatten_dense_tensors
   kDataLoader,       // a DataLoader's __next__
+  kCompile,          // torch.compile compiling: its "(dynamo_timed)" annotations, compile_fx, AOTAutograd
 };
 
 struct HostFrame {

@@ -84,12 +84,22 @@ constexpr KindText kKinds[] = {
     {IdleCause::kBlockedOther, "runtime call", "runtime calls"},
 };
 
+// Whether device work ran, or was launched, before `ts`: then the context
+// existed (a launch call creates it when nothing did before).
+bool context_before(const DiagnoseContext& c, std::int64_t ts) {
+  for (const DeviceOp& op : c.device) {
+    if (op.start < ts || (op.launch != kNoIndex && c.end(op.launch) <= ts)) return true;
+  }
+  return false;
+}
+
 // The fix: the remedy for the longest call, named by its call and site,
 // then why (docs/diagnose.md, "host_blocked").
 // In the program's API (DiagnoseContext::is_torch): a C++ program gets
 // CUDA's calls where a PyTorch one gets torch's.
 std::string advice_for(const DiagnoseContext& c, IdleCause kind, std::string_view call, const std::string& site,
-                       std::string_view copy_name, bool lost_gpu_time, bool launch, bool has_steps) {
+                       std::string_view copy_name, bool lost_gpu_time, bool launch, bool has_steps,
+                       bool context_existed) {
   const std::string where = std::string(call) + (site.empty() ? "" : " in " + site);
   const bool torch = c.is_torch();
   const std::string rt = c.is_hip() ? "hip" : "cuda";
@@ -127,13 +137,30 @@ std::string advice_for(const DiagnoseContext& c, IdleCause kind, std::string_vie
                     : "reuse it from a pool (" + rt + "MallocAsync with a memory pool, or the program's own cache).") +
              " cudaMalloc and cudaFree synchronize the device and call into the driver on every use.";
     case IdleCause::kBlockedInit:
-      if (!launch && !has_steps) {
+      if (!launch && !has_steps && !context_existed) {
         // A whole-run recording (tprof record, a profiler started with the
         // program): the context is created in it, once per process.
         return "Leave start-up out of the recording: " + where +
                " is where this process sets up CUDA (the context, created lazily by the first call that needs "
                "one), a one-time cost. Record from the first step on (tprof record --nvtx-range or --delay-ms" +
                (torch ? ", torch.profiler's schedule with wait and warmup steps" : "") + ") to see the steady state.";
+      }
+      if (!launch && !has_steps) {
+        // Device work ran before it, so the context existed: a library's
+        // first call sets itself up (issue 38's sixth round: cuBLAS's
+        // cudaGetSymbolAddress in the first aten::mm was called the
+        // context's creation).
+        const bool blas = contains_ci(site, "aten::mm") || contains_ci(site, "matmul") || contains_ci(site, "linear") ||
+                          contains_ci(site, "bmm") || contains_ci(site, "addmm") || contains_ci(site, "gemm");
+        const bool dnn = contains_ci(site, "cudnn") || contains_ci(site, "miopen") || contains_ci(site, "convolution");
+        const std::string lib = dnn    ? (c.is_hip() ? "MIOpen's" : "cuDNN's")
+                                : blas ? (c.is_hip() ? "hipBLAS's" : "cuBLAS's")
+                                       : "a library's or the runtime's";
+        return "Warm up before recording: " + where + " is " + lib +
+               " first-call set-up (its handle, workspace and kernels), a one-time cost: the " + std::string(c.api()) +
+               " context already existed (device work ran before it). Run each path once untimed before starting "
+               "the profiler" +
+               (torch ? " (or give torch.profiler's schedule wait and warmup steps)" : "") + " to see the steady state.";
       }
       return "Warm up before recording: run the step a few times untimed (or give the schedule warmup steps) so "
              "that " + where + " happens before the window" +
@@ -455,7 +482,7 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
     const bool launch = longest->op != kNoIndex || c.name(longest->event).find("Launch") != std::string_view::npos;
     f.advice = advice_for(c, kt.kind, c.name(longest->event), top_site,
                           longest->op != kNoIndex ? c.name(c.device[longest->op].event) : std::string_view(),
-                          !gpu_busy || f.idle_ns > 0, launch, has_steps);
+                          !gpu_busy || f.idle_ns > 0, launch, has_steps, context_before(c, c.ts(longest->event)));
     if (tuning_n > 0) {
       f.evidence.num("tuning_calls", tuning_n)
           .num("tuning_host_ns", tuning_ns)

@@ -346,7 +346,9 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
       f.advice = name + " is one call at the end of the recording (it returns " + format_ns(sat_sub(c.end_ns, c.end(last))) +
                  " before the trace ends): the closing synchronize (torch.profiler's own at its stop, or the script's), "
                  "waiting for the device work queued before it" +
-                 (c.device.empty() ? std::string(", which this trace does not hold") : std::string()) +
+                 (c.device.empty() ? std::string(" (this trace holds none: where the process had run no CUDA work, "
+                                                 "it was creating the context)")
+                                   : std::string()) +
                  ", not a stall in the loop: its time is that work's.";
     } else {
       // What in Python issues each kind of wait: a device-wide synchronize
