@@ -284,8 +284,30 @@ std::string pct(double share) { return format_pct(100.0 * share); }
 // 38's sixth round: 5 CUDA runtime calls in the last 0.2 s of a 77.9 s
 // window, device queries and a closing cudaDeviceSynchronize, was called
 // cpu-only). A CPU-only program records its ops.
-bool nothing_recorded(const DiagnoseContext& c) {
-  return c.device.empty() && c.ranges.empty() && c.host_ops.empty() && !c.runtime.empty();
+// Python functions (with_stack) count as the program's unless they are
+// torch.profiler's own frames or the frames around them (the sixth round's
+// second batch: a profiler left in its warm-up at exit records only its own
+// __exit__, under the script's frames, and one closing synchronize).
+bool recorded_nothing(const DiagnoseContext& c) {
+  if (!c.device.empty() || !c.ranges.empty() || c.runtime.empty()) return false;
+  std::vector<Interval> profiler;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kPythonFunction) return false;  // an op or annotation: the program
+    const std::string_view n = c.name(e);
+    if (n.find("torch/profiler/") != std::string_view::npos || n.find("torch/autograd/profiler") != std::string_view::npos) {
+      profiler.push_back({c.ts(e), c.end(e)});
+    }
+  }
+  profiler = merge_intervals(std::move(profiler));
+  for (std::uint32_t e : c.host_ops) {
+    const auto it = std::upper_bound(profiler.begin(), profiler.end(), c.ts(e),
+                                     [](std::int64_t v, const Interval& iv) { return v < iv.end; });
+    const bool inside = it != profiler.end() && it->start <= c.ts(e);
+    bool around = false;
+    for (const Interval& iv : profiler) around |= c.ts(e) <= iv.start && iv.end <= c.end(e);
+    if (!inside && !around) return false;  // a Python function of the program's own
+  }
+  return true;
 }
 
 // One sentence: the numbers the verdict rests on.
@@ -456,7 +478,8 @@ std::vector<std::string> supporting(Verdict v, const std::vector<Finding>& findi
   auto agrees = [v](const Finding& f) {
     const std::string& id = f.id;
     const Evidence::Field* pattern = f.evidence.find("pattern");
-    const bool recurring_gap = id == "kernel_gap" && pattern != nullptr && pattern->s == "recurring";
+    const bool compiling = f.evidence.find("during") != nullptr;  // gaps inside torch.compile's compilation
+    const bool recurring_gap = id == "kernel_gap" && pattern != nullptr && pattern->s == "recurring" && !compiling;
     switch (v) {
       case Verdict::kOverheadBound:
         return id == "overhead_bound" || id == "low_gpu_utilization" || id == "kernel_launch_stats" || recurring_gap ||
@@ -467,7 +490,8 @@ std::vector<std::string> supporting(Verdict v, const std::vector<Finding>& findi
       case Verdict::kCommunicationBound: return id == "comm_exposed";
       case Verdict::kSyncBound: return id == "sync_api" || id == "sync_at_window_end";
       case Verdict::kHostBound:
-        return id == "low_gpu_utilization" || id == "compile_overhead" || id == "recompilation" || id == "cold_start";
+        return id == "low_gpu_utilization" || id == "compile_overhead" || id == "recompilation" || id == "cold_start" ||
+               (id == "kernel_gap" && compiling);
       case Verdict::kDependencyBound: return id == "low_gpu_utilization" || recurring_gap || id == "sync_api";
       case Verdict::kCpuOnly:
       case Verdict::kUnclear: return false;
@@ -607,7 +631,7 @@ Judgement measure(const DiagnoseContext& c) {
   // measured times: no time share to judge by (see judge()). A trace that
   // issued GPU work but recorded none of it (device_activity_missing) is
   // not a CPU-only program either: nothing to judge the GPU by.
-  if ((c.device.empty() && !c.ranges.empty()) || gpu_work_issued(c).any() || nothing_recorded(c)) {
+  if ((c.device.empty() && !c.ranges.empty()) || gpu_work_issued(c).any() || recorded_nothing(c)) {
     j.verdict = Verdict::kUnclear;
     for (StepVerdict& v : j.steps) v.verdict = Verdict::kUnclear;
   }
@@ -615,6 +639,8 @@ Judgement measure(const DiagnoseContext& c) {
 }
 
 }  // namespace
+
+bool nothing_recorded(const DiagnoseContext& c) { return recorded_nothing(c) && !gpu_work_issued(c).any(); }
 
 bool launch_overhead_measured(const DiagnoseContext& c) {
   const Judgement j = measure(c);
@@ -692,18 +718,21 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
                                     "records were lost")
                       : std::string("profile again with ProfilerActivity.CUDA"));
   }
-  if (nothing_recorded(c) && !gpu_work_issued(c).any()) {
+  if (recorded_nothing(c) && !gpu_work_issued(c).any()) {
     std::uint32_t longest = c.runtime.front();
     for (std::uint32_t e : c.runtime)
       if (c.dur(e) > c.dur(longest)) longest = e;
     d->verdict_evidence.num("runtime_calls", static_cast<std::int64_t>(c.runtime.size()));
     d->summary = "nothing of the program was recorded: the trace holds " + count_of(c.runtime.size(), "runtime call") +
                  " (the longest " + std::string(c.name(longest)) + ", " + format_ns(c.dur(longest)) +
-                 ") and no op, annotation or device activity, so there is nothing to judge; " +
+                 ") and no op, annotation or device activity" +
+                 (c.host_ops.empty() ? std::string() : std::string(" (its Python functions are torch.profiler's own, and the frames around them)")) +
+                 ", so there is nothing to judge; " +
                  (c.by_tprof() ? std::string("the program launched no device work while it was recorded")
                                : std::string("record the work itself: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
                                              "ProfilerActivity.CUDA]) around it, on the thread that runs it, with a schedule "
-                                             "whose active steps hold it"));
+                                             "whose active steps hold it (prof.step() every iteration, for wait + warmup + "
+                                             "active iterations at least)"));
   }
   if (c.device.empty() && !c.ranges.empty()) {
     d->verdict_evidence.num("profiler_ranges", static_cast<std::int64_t>(c.ranges.size()));

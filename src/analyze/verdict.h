@@ -24,6 +24,12 @@ void judge(const DiagnoseContext& c, Diagnosis* d);
 // may need to know which cause it joins.
 bool launch_overhead_measured(const DiagnoseContext& c);
 
+// The trace records nothing of the program: runtime calls only, no op,
+// annotation or device activity, its Python functions (if any) torch.profiler's
+// own and the frames around them. Its verdict is unclear, and rules that read
+// the host's time (hotspot) have nothing to say.
+bool nothing_recorded(const DiagnoseContext& c);
+
 // Each step's cost in the steady state: a step ends when its host span and
 // the device work it launched are both done, and costs the time since the
 // previous step's end (the first step: since its own start); never below 0.

@@ -37,6 +37,15 @@ bool is_gpu_library_op(std::string_view n) {
   return false;
 }
 
+// Attention ops torch has for GPUs only: memory-efficient attention
+// (CUTLASS) and FlashAttention; on the CPU, SDPA runs the math path or
+// _scaled_dot_product_flash_attention_for_cpu (issue 38's sixth round: a
+// GPT-2 decode through _efficient_attention_forward was called cpu-only).
+bool is_gpu_attention_op(std::string_view n) {
+  if (n.find("_efficient_attention") != std::string_view::npos) return true;
+  return n.find("_flash_attention") != std::string_view::npos && n.find("for_cpu") == std::string_view::npos;
+}
+
 // c10::DeviceType: 1 CUDA, 6 HIP.
 bool is_gpu_memory(const MemoryRecord& r) { return r.device_type == 1 || r.device_type == 6; }
 
@@ -66,9 +75,10 @@ GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
   g.issue_calls = runtime_calls > 0 ? runtime_calls : driver_calls;
   g.first_call = runtime_calls > 0 ? first_runtime : first_driver;
   for (std::uint32_t e : c.host_ops) {
-    if (!is_gpu_library_op(c.name(e))) continue;
+    const bool library = is_gpu_library_op(c.name(e));
+    if (!library && !is_gpu_attention_op(c.name(e))) continue;
     if (g.first_op == kNoIndex) g.first_op = e;
-    ++g.library_ops;
+    ++(library ? g.library_ops : g.attention_ops);
   }
   for (const MemoryRecord& r : c.trace.memory) {
     if (is_gpu_memory(r)) ++g.gpu_memory_records;
@@ -93,6 +103,9 @@ std::string GpuWorkIssued::text() const {
   std::vector<std::string> parts;
   if (issue_calls > 0) parts.push_back(std::to_string(issue_calls) + " kernel launch or copy calls");
   if (library_ops > 0) parts.push_back(std::to_string(library_ops) + " cuDNN/MIOpen/cuBLAS/NCCL ops");
+  if (attention_ops > 0) {
+    parts.push_back(std::to_string(attention_ops) + " attention ops torch runs on a GPU only (memory-efficient or flash)");
+  }
   if (gpu_memory_records > 0) parts.push_back(std::to_string(gpu_memory_records) + " memory events on a GPU");
   if (blocking_reads > 0) {
     parts.push_back(std::to_string(blocking_reads) + " scalar reads (.item()) that wait " + format_ns(blocking_read_ns) +
@@ -111,6 +124,7 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
   f.severity = FindingSeverity::kWarning;
   f.title = std::string(g.reads_only() ? "the device's" : "the GPU's") + " activity was not recorded: the trace shows " + g.text() + " but no kernel, copy or memset";
   f.evidence.num("launch_calls", g.issue_calls).num("gpu_library_ops", g.library_ops).num("gpu_memory_events", g.gpu_memory_records);
+  if (g.attention_ops > 0) f.evidence.num("gpu_attention_ops", g.attention_ops);
   if (g.blocking_reads > 0) {
     f.evidence.num("blocking_scalar_reads", g.blocking_reads)
         .num("blocking_scalar_read_ns", g.blocking_read_ns)

@@ -12,6 +12,7 @@
 
 #include "src/analyze/efficiency.h"
 #include "src/analyze/rules/rules.h"
+#include "src/analyze/verdict.h"
 
 namespace tprof::internal {
 
@@ -47,6 +48,9 @@ constexpr std::size_t kMaxRefs = 3;
 // A single synchronize returning this close to the trace's end (or 1% of
 // the window, if more) is the recording's closing one.
 constexpr std::int64_t kClosingSyncNs = 1'000'000;
+// Creating a CUDA context takes tens to hundreds of ms; a shorter closing
+// synchronize created none.
+constexpr std::int64_t kContextNs = 10'000'000;
 // A CPU op whose calls take this long each is slow in itself (a GEMM or
 // convolution on the CPU), not a small op called too often.
 constexpr std::int64_t kSlowCpuCallNs = 1'000'000;
@@ -177,6 +181,9 @@ bool copies_to_device(const DiagnoseContext& c) {
 }  // namespace
 
 void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
+  // Nothing of the program recorded: the host's time is the profiler's and
+  // the runtime's (the verdict says so; issue 38's sixth round).
+  if (nothing_recorded(c)) return;
   const std::vector<StatRow>& rows = c.averages();
   const bool device = c.has_device();
   const std::int64_t total = device ? c.self_device_total_ns() : c.self_cpu_total_ns();
@@ -346,9 +353,11 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
       f.advice = name + " is one call at the end of the recording (it returns " + format_ns(sat_sub(c.end_ns, c.end(last))) +
                  " before the trace ends): the closing synchronize (torch.profiler's own at its stop, or the script's), "
                  "waiting for the device work queued before it" +
-                 (c.device.empty() ? std::string(" (this trace holds none: where the process had run no CUDA work, "
-                                                 "it was creating the context)")
-                                   : std::string()) +
+                 (!c.device.empty() ? std::string()
+                  : c.dur(last) >= kContextNs
+                      ? std::string(" (this trace holds none: where the process had run no CUDA work, it was creating the "
+                                    "context)")
+                      : std::string(" (this trace holds none)")) +
                  ", not a stall in the loop: its time is that work's.";
     } else {
       // What in Python issues each kind of wait: a device-wide synchronize
