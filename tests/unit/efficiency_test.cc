@@ -163,7 +163,7 @@ TEST(Fp32Math, V100ResnetFp16AutocastWithGradScaler) {
 // about its fp32 peak, so TF32 is no cheap fix there (issue 38, fifth
 // round: "TF32 sold as a cheap speed-up on GeForce Ampere"); autocast stays.
 TEST(Fp32Math, NoTf32AdviceOnGeForceAmpere) {
-  auto trace_on = [](const std::string& device, int minor) {
+  auto trace_on = [](const std::string& device, int minor, int major = 8) {
     std::string ev;
     for (int i = 0; i < 4; ++i) {
       const std::string t0 = std::to_string(1000 * i), corr = std::to_string(i + 1);
@@ -176,7 +176,7 @@ TEST(Fp32Math, NoTf32AdviceOnGeForceAmpere) {
             corr + "}}" + (i < 3 ? "," : "");
     }
     const std::string json = R"({"deviceProperties": [{"id": 0, "name": ")" + device +
-                             R"(", "computeMajor": 8, "computeMinor": )" + std::to_string(minor) +
+                             R"(", "computeMajor": )" + std::to_string(major) + R"(, "computeMinor": )" + std::to_string(minor) +
                              R"(}], "traceEvents": [)" + ev + "]}";
     Result<Trace> t = read_trace_bytes(json, "sgemm.json");
     EXPECT_TRUE(t.has_value());
@@ -190,6 +190,13 @@ TEST(Fp32Math, NoTf32AdviceOnGeForceAmpere) {
       << f->advice;
   EXPECT_EQ(f->advice.find("allow_tf32 = True"), std::string::npos) << f->advice;
   EXPECT_NE(f->advice.find("TF32 gains little on this GPU"), std::string::npos) << f->advice;
+  // GeForce Blackwell (sm120) likewise (issue 38, sixth round: an RTX 5060
+  // Laptop GPU was given the TF32 cheap fix).
+  const Diagnosis blackwell = diagnose(trace_on("NVIDIA GeForce RTX 5060 Laptop GPU", 0, 12));
+  const Finding* b = find(blackwell, "fp32_math");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->advice.find("allow_tf32 = True"), std::string::npos) << b->advice;
+  EXPECT_NE(b->advice.find("TF32 gains little on this GPU"), std::string::npos) << b->advice;
   // The same loop on an A100 (sm80) keeps TF32 as the cheap fix.
   const Diagnosis a100 = diagnose(trace_on("NVIDIA A100-SXM4-40GB", 0));
   const Finding* g = find(a100, "fp32_math");

@@ -146,8 +146,12 @@ void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out) {
   // A40) run dense TF32 at about their fp32 peak or below (RTX 3090: 35.6
   // fp32, 17.8 TF32 dense), unlike the A100's 8x: TF32 is no cheap fix there
   // (issue 38, fifth round: an RTX 3060 and a 3090 Ti). The L4, sm89 with
-  // datacenter rates, is in the peak table and keeps its 2x.
-  const bool tf32_gains = tc.tf32 && !(tc.major == 8 && tc.minor >= 6 && eff.peak == nullptr);
+  // datacenter rates, is in the peak table and keeps its 2x. GeForce and
+  // workstation Blackwell (sm120/sm121: RTX 50xx, RTX PRO) likewise (RTX
+  // 5090: 104.8 fp32 and 104.8 TF32 dense; issue 38, sixth round: an RTX
+  // 5060 Laptop GPU was given the TF32 cheap fix).
+  const bool consumer = eff.peak == nullptr && ((tc.major == 8 && tc.minor >= 6) || tc.major == 12);
+  const bool tf32_gains = tc.tf32 && !consumer;
   // " (bf16: up to 16x the fp32 peak on the A100 40GB, 312 vs 19.5
   // TFLOP/s)" for the first fix, " (TF32: up to 8x, 156 TFLOP/s)" after it.
   auto gain = [&](double tensor_peak, std::string_view dtype, bool first) {
@@ -180,8 +184,8 @@ void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out) {
     fix = "Put the fp32 math on the tensor cores: torch.autocast(\"cuda\", dtype=torch.bfloat16) around the forward" +
           gain(bf16_peak, "bf16", true);
     if (any_matmul && !tf32_gains) {
-      fix += " (TF32 gains little on this GPU: GeForce and workstation Ampere/Ada run dense TF32 at about their fp32 "
-             "peak)";
+      fix += " (TF32 gains little on this GPU: GeForce and workstation Ampere, Ada and Blackwell run dense TF32 at "
+             "about their fp32 peak)";
     } else if (any_matmul && tc.tf32) {
       fix += "; or, the cheap fix for the matmuls alone, torch.backends.cuda.matmul.allow_tf32 = True "
              "(torch.set_float32_matmul_precision(\"high\"))" +
