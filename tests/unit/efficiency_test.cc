@@ -125,7 +125,7 @@ TEST(Fp32Math, A100AlexnetTf32OrBf16OnTheSgemmAndScudnnKernels) {
   // 2.621 ms of ampere_sgemm + 2.069 ms of scudnn of 10.42 ms of compute
   // kernels (cuDNN's layout conversions are copies: no math to move); the
   // TF32 xmma conv (1.814 ms) is already on the tensor cores.
-  EXPECT_NE(f->title.find("on the NVIDIA A100-PG509-200 (sm80): 45.0% of kernel time (4.690 ms, 7.1% of GPU time)"),
+  EXPECT_NE(f->title.find("on the NVIDIA A100-PG509-200 (sm80): 45.0% of compute kernel time (4.690 ms, 7.1% of GPU time)"),
             std::string::npos)
       << f->title;
   EXPECT_EQ(f->title.find("xmma"), std::string::npos) << f->title;

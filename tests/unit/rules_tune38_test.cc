@@ -775,5 +775,70 @@ TEST(RulesTune38, CompilingIsNamedFromDynamosAnnotations) {
   EXPECT_FALSE(contains(f[0].advice, "no Python stack")) << f[0].advice;
 }
 
+// Issue 38's seventh batch (tuning): an fp32 speech model's overhead-bound
+// inference pass on an RTX 5060 Laptop GPU (licence unknown, so shapes
+// and tests/data traces here).
+
+TEST(RulesTune38, AMedianOfAnEvenCountIsTheMeanOfItsMiddleTwo) {
+  // TraceLens' Falconsai H100 step: 24 gaps between two cutlass GEMMs; the
+  // title gave the lower middle value (40.5 us), the review the median.
+  const std::vector<Finding> f =
+      run("public/tracelens/h100/Falconsai_nsfw_image_detection__1016002.json.gz", "kernel_gap");
+  const auto it = std::find_if(f.begin(), f.end(), [](const Finding& x) { return x.title.starts_with("Recurring"); });
+  ASSERT_NE(it, f.end());
+  const Evidence::Field* gaps = it->evidence.find("gaps_ns");
+  ASSERT_NE(gaps, nullptr);
+  std::vector<std::int64_t> v = gaps->ints;
+  ASSERT_EQ(v.size() % 2, 0u);
+  std::sort(v.begin(), v.end());
+  const std::int64_t median = (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  EXPECT_EQ(it->evidence.find("median_long_gap_ns")->i, median);
+  EXPECT_TRUE(contains(it->title, "41.8 us (median)")) << it->title;
+}
+
+TEST(RulesTune38, Fp32MathSavesNothingWhileTheHostSetsThePace) {
+  // Short fp32 GEMMs far apart, the host launching op after op: faster
+  // kernels leave the GPU idle longer ("up to 3.655 ms" on the review's
+  // pass, the GPU idle 66.9%, most of it launching). The share is of the
+  // compute kernels' time, and says so.
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  for (int i = 0; i < 40; ++i) {
+    const double t0 = 100.0 * i;
+    ev.push_back(x("cpu_op", "aten::mm", 1, 1, t0, 90, R"("Input type": ["float", "float"])"));
+    ev.push_back(launch(t0 + 70, 10, 10 + i));
+    ev.push_back(kernel("ampere_sgemm_128x64_nn", 7, t0 + 85, 30, 10 + i));
+  }
+  const std::string top = R"("deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-40GB", "computeMajor": 8, "computeMinor": 0}])";
+  Result<Trace> t = read_trace_bytes(doc(ev, top));
+  ASSERT_TRUE(t);
+  const std::vector<Finding> f = diagnose(*t, {.only = {"fp32_math"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].advice.starts_with("Not a saving while the GPU idles")) << f[0].advice;
+  EXPECT_EQ(f[0].impact_ns, 0);
+  EXPECT_TRUE(contains(f[0].title, "of compute kernel time")) << f[0].title;
+}
+
+TEST(RulesTune38, APageableCopyWithNothingToGainIsNoFinding) {
+  // One 24 us pageable copy at 20.5 GB/s in a 46 ms pass was the review's
+  // second cause; pinning gains nothing there. A slow pageable copy stays.
+  using namespace tprof::testing;
+  auto pass = [](double copy_us) {
+    std::vector<std::string> ev;
+    for (int i = 0; i < 20; ++i) {
+      ev.push_back(launch(2'000.0 * i, 5, 10 + i));
+      ev.push_back(kernel("ampere_sgemm_128x64_nn", 7, 2'000.0 * i + 10, 1'900, 10 + i));
+    }
+    ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 40'000, copy_us + 20, corr(99)));
+    ev.push_back(x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, 40'010, copy_us,
+                   R"("device": 0, "stream": 7, "correlation": 99, "bytes": 496000)"));
+    Result<Trace> t = read_trace_bytes(doc(ev));
+    EXPECT_TRUE(t);
+    return t ? diagnose(*t, {.only = {"pageable_memcpy"}}).findings : std::vector<Finding>{};
+  };
+  EXPECT_TRUE(pass(24.2).empty());       // 20.5 GB/s: as fast as pinned
+  EXPECT_EQ(pass(400.0).size(), 1u);     // 1.24 GB/s: pinning gains
+}
+
 }  // namespace
 }  // namespace tprof
