@@ -840,5 +840,35 @@ TEST(RulesTune38, APageableCopyWithNothingToGainIsNoFinding) {
   EXPECT_EQ(pass(400.0).size(), 1u);     // 1.24 GB/s: pinning gains
 }
 
+TEST(RulesTune38, AHandoffBetweenStreamsIsNoLaunchDelay) {
+  // cuDNN's side streams waiting for stream 7 (the review's RTX 5060 pass:
+  // 8 layout kernels starting within µs of stream 7's work ending, 1.2 ms
+  // after their launch) were counted as launch delays, "the GPU waits for
+  // the CPU". A kernel that starts long after the other stream's work
+  // ended, the GPU idle, still is one.
+  using namespace tprof::testing;
+  auto delays = [](double handoff_us) {
+    std::vector<std::string> ev;
+    for (int i = 0; i < 12; ++i) {
+      const double t0 = 3'000.0 * i;
+      ev.push_back(launch(t0, 5, 10 + 2 * i));
+      ev.push_back(kernel("ampere_sgemm_128x64_nn", 7, t0 + 10, 1'000, 10 + 2 * i));
+      ev.push_back(launch(t0 + 10, 5, 11 + 2 * i));
+      ev.push_back(kernel("cudnn::engines_precompiled::nchwToNhwcKernel", 20, t0 + 1'010 + handoff_us, 5, 11 + 2 * i));
+    }
+    Result<Trace> t = read_trace_bytes(doc(ev));
+    EXPECT_TRUE(t);
+    const std::vector<Finding> f = t ? diagnose(*t, {.only = {"kernel_launch_stats"}}).findings : std::vector<Finding>{};
+    const Evidence::Field* n = f.empty() ? nullptr : f[0].evidence.find("launch_delay_outliers");
+    return n == nullptr ? std::int64_t{0} : n->i;
+  };
+  EXPECT_EQ(delays(2), 0);
+  EXPECT_EQ(delays(500), 12);
+  // HTA's sampled DLRM rank 0: 2 of its 30 delays were such handoffs.
+  const std::vector<Finding> dlrm = run("public/hta/trace_filter/sampled_rank-0.json.gz", "kernel_launch_stats");
+  ASSERT_EQ(dlrm.size(), 1u);
+  EXPECT_EQ(dlrm[0].evidence.find("launch_delay_outliers")->i, 28);
+}
+
 }  // namespace
 }  // namespace tprof

@@ -36,6 +36,9 @@ namespace {
 // launch_delay_cutoff=100), both in µs.
 constexpr std::int64_t kRuntimeCutoffNs = 50'000;
 constexpr std::int64_t kLaunchDelayCutoffNs = 100'000;
+// An activity starting this soon after another stream's activity ended
+// waited for it (an event wait), not for its launch.
+constexpr std::int64_t kStreamHandoffNs = 20'000;
 // HTA only plots the distributions; ours reports them once a trace has enough
 // launches to be a pattern, not a warm-up, and calls short kernels a finding
 // when they are at least half of the launches.
@@ -144,7 +147,27 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
       if (op.step >= 0) outlier_steps.push_back(c.step_number(op.step));
       if (at_stake.end > at_stake.start) runtime_at_stake.push_back(at_stake);
     }
-    if (delay > kLaunchDelayCutoffNs && !queued) {
+    // Or held by another stream's work it waits for (a stream-wait edge in
+    // the causal graph whose source ends after the launch): a dependency,
+    // not the launch path (issue 38's sixth round: 8 layout kernels on
+    // cuDNN's side streams waiting 1.2 ms for stream 7 counted as launch
+    // delays).
+    // Without such an edge (the graph links a cudaStreamWaitEvent only where
+    // it can tell which record it waits on): it starts within
+    // kStreamHandoffNs of the end of another stream's activity on its
+    // device that ended after the launch returned (the device was busy
+    // elsewhere until then: a handoff, not a slow launch path).
+    const bool waits_on_stream = delay > kLaunchDelayCutoffNs && !queued && [&] {
+      const std::uint32_t w = c.waited_for(op.event, EdgeType::kStreamWait);
+      if (w != kNoIndex && c.end(w) > c.end(op.launch)) return true;
+      for (const DeviceOp& o : c.device) {
+        if (o.start >= op.start) break;  // by start
+        if (o.device != op.device || o.lane == op.lane) continue;
+        if (o.end > c.end(op.launch) && o.end <= op.start && op.start - o.end <= kStreamHandoffNs) return true;
+      }
+      return false;
+    }();
+    if (delay > kLaunchDelayCutoffNs && !queued && !waits_on_stream) {
       ++delay_outliers;
       sat_acc(delay_outlier_ns, delay);
       if (delay > worst_delay_ns) {
