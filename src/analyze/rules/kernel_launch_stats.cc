@@ -106,6 +106,7 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
     if (b.op != kNoIndex) blocked.insert(b.event);
   }
   std::int64_t blocked_launches = 0;
+  std::vector<std::uint32_t> by_end;  // device activity indices by end (the handoff test)
   std::unordered_set<std::uint32_t> graph_seen;
   std::int64_t graph_launches = 0;
   for (const DeviceOp& op : c.device) {
@@ -160,10 +161,17 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
     const bool waits_on_stream = delay > kLaunchDelayCutoffNs && !queued && [&] {
       const std::uint32_t w = c.waited_for(op.event, EdgeType::kStreamWait);
       if (w != kNoIndex && c.end(w) > c.end(op.launch)) return true;
-      for (const DeviceOp& o : c.device) {
-        if (o.start >= op.start) break;  // by start
-        if (o.device != op.device || o.lane == op.lane) continue;
-        if (o.end > c.end(op.launch) && o.end <= op.start && op.start - o.end <= kStreamHandoffNs) return true;
+      if (by_end.empty()) {  // the device activities by end, built for the first candidate
+        for (std::uint32_t i = 0; i < c.device.size(); ++i) by_end.push_back(i);
+        std::sort(by_end.begin(), by_end.end(),
+                  [&](std::uint32_t a, std::uint32_t b) { return c.device[a].end < c.device[b].end; });
+      }
+      const std::int64_t from = std::max(c.end(op.launch) + 1, op.start - kStreamHandoffNs);
+      auto e = std::lower_bound(by_end.begin(), by_end.end(), from,
+                                [&](std::uint32_t i, std::int64_t t) { return c.device[i].end < t; });
+      for (; e != by_end.end() && c.device[*e].end <= op.start; ++e) {
+        const DeviceOp& o = c.device[*e];
+        if (o.device == op.device && o.lane != op.lane) return true;
       }
       return false;
     }();
