@@ -181,6 +181,10 @@ class DiagnoseContext {
     std::int64_t span_ns = 0;
     std::int64_t busy_ns = 0;
     bool over_steps = false;
+    // busy / span; 1 without a window (nothing says the GPU idles).
+    double busy_share() const {
+      return span_ns > 0 ? static_cast<double>(busy_ns) / static_cast<double>(span_ns) : 1.0;
+    }
   };
   BusyWindow gpu_busy_window() const;
   // The GPU idle time of a median step: the median over the steps of the

@@ -803,6 +803,12 @@ bool dependency_visible(const DiagnoseContext& c) {
   return false;
 }
 
+std::string not_a_saving_while_idle(double busy_share, bool over_steps, std::string_view why) {
+  return "Not a saving while the GPU idles " + format_pct(100.0 * (1.0 - busy_share)) + " of the " +
+         (over_steps ? "steps" : "trace") + " (the host sets the pace: " + std::string(why) +
+         "); once the host keeps it busy: ";
+}
+
 std::string idle_remedy(IdleCause cause, const DiagnoseContext& c) {
   const std::string api(c.api());
   const std::string rt = c.is_hip() ? "hip" : "cuda";  // the runtime's prefix: cudaMallocHost, hipMallocHost

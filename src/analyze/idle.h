@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -151,6 +152,12 @@ std::unordered_map<std::uint32_t, std::string> call_sites(const DiagnoseContext&
 IdleCause dominant_cause(const IdlePartition::Totals& t);
 // The remedy for idle time of `cause`, as the first sentence of a fix.
 std::string idle_remedy(IdleCause cause, const DiagnoseContext& c);
+// The opening of a fix that makes kernels faster where the GPU is busy only
+// `busy_share` of its window (the steps, or the trace) and the host sets
+// the pace: "Not a saving while the GPU idles 66.9% of the trace (the host
+// sets the pace: <why>); once the host keeps it busy: "
+// (memory_bound_elementwise, fp32_math).
+std::string not_a_saving_while_idle(double busy_share, bool over_steps, std::string_view why);
 
 // Whether the trace shows what launched work could wait for on the device:
 // a stream wait call (cudaStreamWaitEvent, hipStreamWaitEvent,

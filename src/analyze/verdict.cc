@@ -718,7 +718,7 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
                                     "records were lost")
                       : std::string("profile again with ProfilerActivity.CUDA"));
   }
-  if (recorded_nothing(c) && !gpu_work_issued(c).any()) {
+  if (nothing_recorded(c)) {
     std::uint32_t longest = c.runtime.front();
     for (std::uint32_t e : c.runtime)
       if (c.dur(e) > c.dur(longest)) longest = e;

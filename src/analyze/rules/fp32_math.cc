@@ -229,8 +229,7 @@ void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out) {
   // Only where the idle time is the host's pacing (launching, host work):
   // start-up or an excerpt's unrecorded time says nothing of the loop.
   const DiagnoseContext::BusyWindow busy = c.gpu_busy_window();
-  const double busy_share =
-      busy.span_ns > 0 ? static_cast<double>(busy.busy_ns) / static_cast<double>(busy.span_ns) : 1.0;
+  const double busy_share = busy.busy_share();
   const IdlePartition::Totals& idle = c.idle().totals();
   const std::int64_t paced = sat_add(idle[static_cast<std::size_t>(IdleCause::kLaunching)],
                                      idle[static_cast<std::size_t>(IdleCause::kHostWork)]);
@@ -238,10 +237,7 @@ void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.severity = FindingSeverity::kInfo;
     f.impact_ns = 0;
     f.evidence.real("gpu_busy_pct", 100.0 * busy_share);
-    f.advice = "Not a saving while the GPU idles " + format_pct(100.0 * (1.0 - busy_share)) + " of the " +
-               (busy.over_steps ? "steps" : "trace") +
-               " (the host sets the pace: faster kernels leave the GPU idle longer); once the host keeps it busy: " +
-               f.advice;
+    f.advice = not_a_saving_while_idle(busy_share, busy.over_steps, "faster kernels leave the GPU idle longer") + f.advice;
   }
   out->push_back(std::move(f));
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "src/analyze/efficiency.h"
+#include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
 #include "src/analyze/verdict.h"
 
@@ -48,9 +49,6 @@ constexpr std::size_t kMaxRefs = 3;
 // A single synchronize returning this close to the trace's end (or 1% of
 // the window, if more) is the recording's closing one.
 constexpr std::int64_t kClosingSyncNs = 1'000'000;
-// Creating a CUDA context takes tens to hundreds of ms; a shorter closing
-// synchronize created none.
-constexpr std::int64_t kContextNs = 10'000'000;
 // A CPU op whose calls take this long each is slow in itself (a GEMM or
 // convolution on the CPU), not a small op called too often.
 constexpr std::int64_t kSlowCpuCallNs = 1'000'000;
@@ -354,7 +352,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                  " before the trace ends): the closing synchronize (torch.profiler's own at its stop, or the script's), "
                  "waiting for the device work queued before it" +
                  (!c.device.empty() ? std::string()
-                  : c.dur(last) >= kContextNs
+                  : c.dur(last) >= kContextCreateNs  // a shorter closing synchronize created no context
                       ? std::string(" (this trace holds none: where the process had run no CUDA work, it was creating the "
                                     "context)")
                       : std::string(" (this trace holds none)")) +

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "src/analyze/efficiency.h"
+#include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -85,16 +86,12 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     sat_acc(ns, op.end - op.start);
   }
   const DiagnoseContext::BusyWindow busy = c.gpu_busy_window();
-  const double busy_share =
-      busy.span_ns > 0 ? static_cast<double>(busy.busy_ns) / static_cast<double>(busy.span_ns) : 1.0;
+  const double busy_share = busy.busy_share();
   // "Not a saving yet: ..." where the GPU mostly idles; "" otherwise.
-  const std::string idle_prefix =
-      busy_share < kMinBusyShare
-          ? "Not a saving while the GPU idles " + format_pct(100.0 * (1.0 - busy_share)) + " of the " +
-                (busy.over_steps ? "steps" : "trace") +
-                " (the host sets the pace: a shorter kernel leaves the GPU idle longer); once the host keeps it "
-                "busy: "
-          : std::string();
+  const std::string idle_prefix = busy_share < kMinBusyShare
+                                      ? not_a_saving_while_idle(busy_share, busy.over_steps,
+                                                                "a shorter kernel leaves the GPU idle longer")
+                                      : std::string();
   const auto settle = [&](Finding& f, std::int64_t time_ns) {
     if (idle_prefix.empty()) {
       f.impact_ns = time_ns;
