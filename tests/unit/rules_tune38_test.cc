@@ -870,5 +870,49 @@ TEST(RulesTune38, AHandoffBetweenStreamsIsNoLaunchDelay) {
   EXPECT_EQ(dlrm[0].evidence.find("launch_delay_outliers")->i, 28);
 }
 
+TEST(RulesTune38, AGapBeforeALibrarysSetUpNamesItsOp) {
+  // The review's RTX 5060 pass: a recurring gap between the attention
+  // kernel and a Memset was told to "fuse the ops between fmha and Memset",
+  // where the memset is aten::addmm's set-up before its GEMM (cuBLASLt's):
+  // no op between them to fuse. A memset that is its op's only activity
+  // keeps the usual advice.
+  using namespace tprof::testing;
+  auto gap = [](bool gemm_after) {
+    std::vector<std::string> ev;
+    for (int i = 0; i < 12; ++i) {
+      const double b = 400.0 * i;
+      const int id = 100 + 3 * i;
+      ev.push_back(x("cpu_op", "aten::scaled_dot_product_attention", 1, 1, b, 20));
+      ev.push_back(launch(b + 5, 5, id));
+      ev.push_back(kernel("fmha_cutlassF_f32_aligned_64x64_rf_sm80", 7, b + 12, 30, id));
+      ev.push_back(x("cpu_op", "aten::transpose", 1, 1, b + 25, 100));
+      ev.push_back(x("cpu_op", "aten::linear", 1, 1, b + 150, 60));
+      ev.push_back(x("cpu_op", gemm_after ? "aten::addmm" : "aten::zero_", 1, 1, b + 152, gemm_after ? 55 : 12));
+      ev.push_back(x("cuda_runtime", "cudaMemsetAsync", 1, 1, b + 155, 5, corr(id + 1)));
+      ev.push_back(x("gpu_memset", "Memset (Device)", 0, 7, b + 190, 1, corr(id + 1)));
+      ev.push_back(launch(b + 170, 5, id + 2));
+      ev.push_back(kernel("ampere_sgemm_64x64_tn", 7, b + 192, 40, id + 2));
+    }
+    Result<Trace> t = read_trace_bytes(doc(ev));
+    EXPECT_TRUE(t);
+    const std::vector<Finding> f = t ? diagnose(*t, {.only = {"kernel_gap"}}).findings : std::vector<Finding>{};
+    const auto it = std::find_if(f.begin(), f.end(), [](const Finding& y) {
+      return y.title.starts_with("Recurring") && contains(y.title, "and Memset");
+    });
+    return it == f.end() ? Finding{} : *it;
+  };
+  const Finding lib = gap(true);
+  ASSERT_FALSE(lib.title.empty());
+  EXPECT_EQ(text(lib, "after_is_setup_of"), "aten::addmm");
+  EXPECT_EQ(text(lib, "setup_kernel"), "ampere_sgemm_64x64_tn");
+  EXPECT_TRUE(contains(lib.title, "Memset (Device) of aten::addmm in 12 of 12")) << lib.title;
+  EXPECT_FALSE(contains(lib.advice, "fuse the ops between")) << lib.advice;
+  EXPECT_TRUE(contains(lib.advice, "no op between")) << lib.advice;
+  const Finding own = gap(false);
+  ASSERT_FALSE(own.title.empty());
+  EXPECT_EQ(own.evidence.find("after_is_setup_of"), nullptr);
+  EXPECT_TRUE(contains(own.advice, "fuse the ops between")) << own.advice;
+}
+
 }  // namespace
 }  // namespace tprof

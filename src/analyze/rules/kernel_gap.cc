@@ -114,7 +114,33 @@ struct GapContext {
   bool awaited_comm = false;
   HostFrame frame;        // the function (with_stack) or annotation holding most of the gaps on the launching thread
   bool ask_stack = false;  // no Python stack in the trace, and this finding asks for one (host_stack.h)
+  // The activity after is a memset or copy that an op makes before its own
+  // kernel (cuBLASLt's workspace memset in aten::addmm): that op (the
+  // innermost around the launch) and its kernel; "" otherwise. The gap is
+  // then the host's way up to that op, with no op between to fuse.
+  std::string setup_of;
+  std::string setup_kernel;  // as the trace names it (evidence: the views shorten it)
 };
+
+bool is_memset_or_copy(std::string_view name) {
+  return name.starts_with("Memset") || name.starts_with("Memcpy");
+}
+
+// The innermost op (cpu_op) on the thread of host call `e` whose span holds
+// it, kNoIndex when none: the latest-starting one that does (ops nest on a
+// thread). Scans back from the call over at most kMaxScan host events.
+std::uint32_t innermost_op(const DiagnoseContext& c, std::uint32_t e) {
+  constexpr std::size_t kMaxScan = 4096;
+  const std::uint32_t lane = c.trace.events.lane[e];
+  auto it = std::upper_bound(c.host_ops.begin(), c.host_ops.end(), c.ts(e),
+                             [&](std::int64_t v, std::uint32_t o) { return v < c.ts(o); });
+  for (std::size_t n = 0; it != c.host_ops.begin() && n < kMaxScan; ++n) {
+    const std::uint32_t o = *--it;
+    if (c.trace.events.lane[o] != lane || c.kind(o) != EventKind::kCpuOp) continue;
+    if (c.end(o) >= c.end(e)) return o;
+  }
+  return kNoIndex;
+}
 
 bool is_readback(std::string_view name) {
   return name.find("DtoH") != std::string_view::npos || name.find("Device -> Pageable") != std::string_view::npos ||
@@ -228,6 +254,15 @@ std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, con
                    : std::string()) +
            ". The host launches op after op slower than the GPU runs them.";
   }
+  if (!x.setup_of.empty()) {
+    // Nothing between the two activities to fuse: the op after the gap
+    // starts with its own set-up (a library's memset or copy).
+    return (graphs ? "Move " + x.site + " into the graph the step already replays"
+                   : "Replay the step as a " + std::string(api) + " graph (" + c.graph_how() + ")") +
+           ": the gaps are the host's way up to " + x.site + ", whose first device activity is " + after +
+           ", set-up before its kernel " + title_name(x.setup_kernel) + ", so there is no op between " + before +
+           " and it to fuse. The host launches op after op slower than the GPU runs them.";
+  }
   return (graphs ? std::string("Move the ops between ") + before + " and " + after + launched +
                        " into the graph the step already replays, or fuse them (" + c.fuse_how() + ")"
                  : "Replay the step as a " + std::string(api) + " graph (" + c.graph_how() + ") or fuse the ops between " +
@@ -264,6 +299,25 @@ GapContext gap_context(const DiagnoseContext& c, const Gap& g) {
                  x.site.find("Torch-Compiled Region") != std::string::npos;
     x.copy = c.name(after.event).find("Memcpy") != std::string_view::npos ||
              x.site.find("copy_") != std::string::npos || x.site.find("clone") != std::string::npos;
+  }
+  // A library's set-up activity: the op that launched it also launches the
+  // next activity on its stream (issue 38, sixth round: the Memset before
+  // each attention out-projection's GEMM is aten::addmm's, not an op to fuse).
+  if (after.launch != kNoIndex && is_memset_or_copy(c.name(after.event))) {
+    const std::uint32_t owner = innermost_op(c, after.launch);
+    const DeviceOp* next = nullptr;
+    for (std::size_t i = g.after + 1; i < c.device.size() && i < g.after + 4096; ++i) {
+      if (c.device[i].lane == after.lane) {
+        next = &c.device[i];
+        break;
+      }
+    }
+    if (owner != kNoIndex && next != nullptr && next->launch != kNoIndex &&
+        !is_memset_or_copy(c.name(next->event)) && c.ts(next->launch) >= c.ts(owner) &&
+        c.end(next->launch) <= c.end(owner)) {
+      x.setup_of = title_name(c.name(owner));
+      x.setup_kernel = std::string(c.name(next->event));
+    }
   }
   if (awaited != nullptr) {
     x.awaited = title_name(c.name(awaited->event));
@@ -317,6 +371,16 @@ void name_host_work(const DiagnoseContext& c, const std::vector<const Gap*>& gap
   } else if (cause == IdleCause::kHostWork && !has_python_stack(c)) {
     x.ask_stack = note_no_stack(c, earlier, f);
   }
+}
+
+// The activity after a gap as a title names it: "Memset (Device) of
+// aten::addmm" for an op's set-up activity.
+std::string after_text(const std::string& after, const GapContext& x) {
+  return x.setup_of.empty() ? after : after + " of " + x.setup_of;
+}
+
+void add_setup_evidence(Finding& f, const GapContext& x) {
+  if (!x.setup_of.empty()) f.evidence.text("after_is_setup_of", x.setup_of).text("setup_kernel", x.setup_kernel);
 }
 
 }  // namespace
@@ -515,18 +579,21 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     // The title quotes the gaps the finding is about (those of kMinGapNs or
     // more): a pair that is back to back but for one long gap a step is not
     // "a recurring gap of 1 ns".
-    f.title = "Recurring GPU gap of " + format_ns(r.long_median) + " (median) between " + title_name(t.str(before)) +
-              " and " + title_name(t.str(after)) + " in " + std::to_string(r.hits) + " of " + std::to_string(r.units) +
-              " " + unit + (r.units != r.gaps.size() ? ", " + std::to_string(r.gaps.size()) + " gaps" : "") + " (" +
-            c.lane_label(lane) + ")";
-    if (r.spikes) {
-      // Far above the pair's usual gap, but in most steps: what a step
-      // loses each time, not a one-off.
-      f.title = "Recurring GPU gap of " + format_ns(r.long_median) + " (median) between " + title_name(t.str(before)) +
-                " and " + title_name(t.str(after)) + " in " + std::to_string(r.hits) + " of " + std::to_string(r.units) +
-                " steps" + (r.hits != r.gaps.size() ? ", " + std::to_string(r.gaps.size()) + " gaps" : "") +
-                ", usually " + format_ns(r.median) + " (" + c.lane_label(lane) + ")";
-    }
+    // The title (set once the context below names the activity after).
+    auto recurring_title = [&](const std::string& after_text) {
+      if (r.spikes) {
+        // Far above the pair's usual gap, but in most steps: what a step
+        // loses each time, not a one-off.
+        return "Recurring GPU gap of " + format_ns(r.long_median) + " (median) between " + title_name(t.str(before)) +
+               " and " + after_text + " in " + std::to_string(r.hits) + " of " + std::to_string(r.units) + " steps" +
+               (r.hits != r.gaps.size() ? ", " + std::to_string(r.gaps.size()) + " gaps" : "") + ", usually " +
+               format_ns(r.median) + " (" + c.lane_label(lane) + ")";
+      }
+      return "Recurring GPU gap of " + format_ns(r.long_median) + " (median) between " + title_name(t.str(before)) +
+             " and " + after_text + " in " + std::to_string(r.hits) + " of " + std::to_string(r.units) + " " + unit +
+             (r.units != r.gaps.size() ? ", " + std::to_string(r.gaps.size()) + " gaps" : "") + " (" +
+             c.lane_label(lane) + ")";
+    };
     f.evidence.text("pattern", "recurring")
         .text("lane", c.lane_label(lane))
         .text("before", std::string(t.str(before)))
@@ -585,6 +652,8 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       f.evidence.text("launched_by", x.site);
       if (typical_gaps > 0) f.evidence.num("gaps_launched_there", typical_gaps);
     }
+    add_setup_evidence(f, x);
+    f.title = recurring_title(after_text(title_name(t.str(after)), x));
     if (!x.awaited.empty()) {
       f.evidence.text("awaited", x.awaited);
       // The claim that it waits on another stream, against the causal
@@ -637,6 +706,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
         .event("kernel_after", c.ref(c.device[g.after].event));
     GapContext x = gap_context(c, g);
     if (!x.site.empty()) f.evidence.text("launched_by", x.site);
+    add_setup_evidence(f, x);
     const IdleCause cause = add_idle_evidence(c, {&g}, f);
     name_host_work(c, {&g}, cause, *out, f, x);
     const bool comm = is_comm_kernel(c.name(c.device[g.before].event)) || is_comm_kernel(c.name(c.device[g.after].event));
