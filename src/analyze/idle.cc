@@ -787,6 +787,40 @@ IdleCause dominant_cause(const IdlePartition::Totals& t) {
   return static_cast<IdleCause>(std::max_element(t.begin(), t.end()) - t.begin());
 }
 
+OneTimeSetUp one_time_setup(const DiagnoseContext& c, std::int64_t lo, std::int64_t hi) {
+  OneTimeSetUp s;
+  for (const BlockingCall& b : c.idle().blocking()) {
+    const std::int64_t ts = c.ts(b.event);
+    if (ts < lo || ts >= hi) continue;
+    const std::int64_t d = c.dur(b.event);
+    if (b.kind == IdleCause::kBlockedAlloc) {
+      sat_acc(s.alloc_ns, d);
+      continue;
+    }
+    if (b.kind != IdleCause::kBlockedInit) continue;
+    ++s.calls;
+    if (b.tuning) {
+      sat_acc(s.tuning_ns, d);
+    } else if (b.op != kNoIndex || contains_ci(c.name(b.event), "launchkernel")) {
+      sat_acc(s.module_ns, d);
+    } else {
+      sat_acc(s.library_ns, d);
+    }
+  }
+  return s;
+}
+
+std::string one_time_setup_text(const OneTimeSetUp& s) {
+  if (s.total_ns() <= 0) return "";
+  std::vector<std::string> parts;
+  if (s.module_ns > 0) parts.push_back("lazy module loading " + format_ns(s.module_ns));
+  if (s.library_ns > 0) parts.push_back("context and library set-up " + format_ns(s.library_ns));
+  if (s.tuning_ns > 0) parts.push_back("convolution algorithm tuning " + format_ns(s.tuning_ns));
+  std::string out = format_ns(s.total_ns()) + " in one-time set-up (";
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+  return out + ")";
+}
+
 bool dependency_visible(const DiagnoseContext& c) {
   for (std::uint32_t e : c.runtime) {
     if (c.name(e).find("StreamWaitEvent") != std::string_view::npos) return true;

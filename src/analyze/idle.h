@@ -159,6 +159,23 @@ std::string idle_remedy(IdleCause cause, const DiagnoseContext& c);
 // (memory_bound_elementwise, fp32_math).
 std::string not_a_saving_while_idle(double busy_share, bool over_steps, std::string_view why);
 
+// A cold pass's one-time costs: the blocking calls starting in [lo, hi)
+// that set something up (kind kBlockedInit), by what they set up, and the
+// allocator calls beside them (kBlockedAlloc: the caching allocator
+// filling, or churn; counted apart, not as one-time).
+struct OneTimeSetUp {
+  std::int64_t module_ns = 0;   // launches and unlinked launch calls that loaded their kernel's module (lazy loading)
+  std::int64_t library_ns = 0;  // the context, libraries' handles, streams and queries, first frees and allocations
+  std::int64_t tuning_ns = 0;   // convolutions timing candidate algorithms (cuDNN benchmark, MIOpen find)
+  std::int64_t calls = 0;
+  std::int64_t alloc_ns = 0;    // allocator calls that are not set-up
+  std::int64_t total_ns() const { return module_ns + library_ns + tuning_ns; }
+};
+OneTimeSetUp one_time_setup(const DiagnoseContext& c, std::int64_t lo, std::int64_t hi);
+// "16.792 ms in one-time set-up (lazy module loading 7.0 ms, context and
+// library set-up 9.8 ms)"; "" when none.
+std::string one_time_setup_text(const OneTimeSetUp& s);
+
 // Whether the trace shows what launched work could wait for on the device:
 // a stream wait call (cudaStreamWaitEvent, hipStreamWaitEvent,
 // cuStreamWaitEvent) or a device with work on two streams or more. Without

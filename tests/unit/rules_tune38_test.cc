@@ -712,6 +712,33 @@ TEST(RulesTune38, AWholeRunsStartUpAndExitAddUpToTheWindowAndSaveNothing) {
   EXPECT_TRUE(contains(f.advice, "no run time to save by recording less")) << f.advice;
 }
 
+TEST(RulesTune38, AColdPassSumsItsOneTimeSetUp) {
+  // The round's Inductor trace: a whole run whose 3.2 s device phase holds
+  // 62 us of device work and 16.8 ms of module loading and cuBLAS set-up,
+  // which no line summed. The TensorBoard plugin's ResNet-50 first
+  // iteration is such a cold pass: its set-up (module loading, cuDNN's
+  // algorithm timing) is summed by kind, each part from its calls.
+  const Diagnosis d = diagnose(
+      load("public/kineto/tb_plugin/samples/resnet50_autograd_api_num_workers_0/worker0.first_iteration.pt.trace.json.gz"),
+      {.only = {"low_gpu_utilization"}});
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  const Evidence::Field* setup = f.evidence.find("one_time_setup_ns");
+  ASSERT_NE(setup, nullptr);
+  EXPECT_EQ(setup->i, f.evidence.find("module_loading_ns")->i + f.evidence.find("library_setup_ns")->i +
+                          f.evidence.find("algorithm_tuning_ns")->i);
+  EXPECT_GE(setup->i, f.evidence.find("phase_device_busy_ns")->i);
+  EXPECT_GT(f.evidence.find("algorithm_tuning_ns")->i, 1'000'000'000);
+  EXPECT_TRUE(contains(f.advice, "in one-time set-up (lazy module loading")) << f.advice;
+  EXPECT_TRUE(contains(f.advice, "a cold first pass")) << f.advice;
+  // A whole run whose phase is warm: no such clause (HTA's event_sync sample).
+  const Diagnosis warm = diagnose(load("public/hta/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz"),
+                                  {.only = {"low_gpu_utilization"}});
+  ASSERT_EQ(warm.findings.size(), 1u);
+  EXPECT_EQ(warm.findings[0].evidence.find("one_time_setup_ns"), nullptr);
+  EXPECT_FALSE(contains(warm.findings[0].advice, "cold first pass")) << warm.findings[0].advice;
+}
+
 TEST(RulesTune38, KernelsWithNoOpSayTheCpuActivityWasNotRecorded) {
   // TraceLens' MI210 gpu_only trace: 631 runtime calls, 562 kernels, no op
   // (the round's Inductor trace: 121 runtime calls and no op, which the

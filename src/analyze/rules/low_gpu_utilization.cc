@@ -36,6 +36,10 @@ namespace tprof::internal {
 
 namespace {
 
+// A whole run's device phase is a cold pass when its one-time set-up
+// reaches this and the device work in it.
+constexpr std::int64_t kMinColdSetUpNs = 1'000'000;
+
 // The plugin recommends a larger batch when utilization < 0.5 (data.py).
 constexpr double kLowUtilization = 0.5;
 // A whole run's start-up and exit: at least this much unrecorded idle before
@@ -314,9 +318,28 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
       }
       const std::int64_t inside = idle_by_cause(p, in_phase)[static_cast<std::size_t>(IdleCause::kUnrecorded)];
       const bool idle_inside = sat_add(inside, inside) >= sat_sub(last, first);
+      // A cold pass: one-time set-up in the phase outweighs the device
+      // work it serves (issue 38's sixth round: 16.8 ms of module loading
+      // and cuBLAS set-up around 62 us of kernels, never summed).
+      const OneTimeSetUp setup = one_time_setup(c, first, last);
+      const std::int64_t busy = c.device_busy_ns(-1, first, last);
+      const bool cold = setup.total_ns() >= kMinColdSetUpNs && setup.total_ns() >= busy;
+      if (cold) {
+        f.evidence.num("one_time_setup_ns", setup.total_ns())
+            .num("module_loading_ns", setup.module_ns)
+            .num("library_setup_ns", setup.library_ns)
+            .num("algorithm_tuning_ns", setup.tuning_ns)
+            .num("allocator_ns", setup.alloc_ns)
+            .num("phase_device_busy_ns", busy);
+      }
       f.advice = "Record only " + phase + ": the " + format_ns(startup) + " before it is start-up and the " +
                  format_ns(exit) + " after it exit" +
                  (idle_inside ? "; within it the GPU still idles " + format_ns(inside) + " with nothing recorded" : std::string()) +
+                 (cold ? std::string(idle_inside ? ", and" : "; within it") + " the host spends " +
+                             one_time_setup_text(setup) + " against " + format_ns(busy) + " of device work" +
+                             (setup.alloc_ns > 0 ? " (and " + format_ns(setup.alloc_ns) + " in allocator calls)" : "") +
+                             ": a cold first pass, so run each path once before recording"
+                       : std::string()) +
                  ". A whole-run recording holds the process's start-up and exit, where nothing runs on the device: no "
                  "utilization to judge there, and no run time to save by recording less.";
       if (idle_inside) {
