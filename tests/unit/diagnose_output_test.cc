@@ -287,6 +287,16 @@ std::string default_text(const std::string& rel, bool verbose = false) {
   return format_diagnosis_text(*t, diagnose(*t), {.verbose = verbose, .max_lines = 200});
 }
 
+TEST(DiagnoseText, HtasIdleLineSaysItsStreamsAreSummed) {
+  // HTA's idle breakdown is per stream; summed over streams that run at
+  // once it can pass the trace's span (issue 38's sixth round: 66.8 ms of
+  // host wait in a 46.4 ms trace), so the line says it is a sum.
+  const std::string multi = default_text("public/hta/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz");
+  EXPECT_NE(multi.find("GPU idle causes (HTA), rank 0, summed over 3 streams: host wait"), std::string::npos) << multi;
+  const std::string one = default_text("gpu/h200-tprof/record_vecadd.json");
+  EXPECT_NE(one.find("GPU idle causes (HTA), rank 0, 1 stream: host wait"), std::string::npos) << one;
+}
+
 // One logical line: from its first physical line up to the next line that
 // is not a continuation (deeper indented than the first).
 std::string logical_line(const std::string& text, const std::string& start) {
