@@ -1177,8 +1177,8 @@ py::tuple compare_jobs_py(const std::vector<std::string>& summaries_a, const std
                           const std::string& format, const std::string& label_a, const std::string& label_b,
                           std::size_t top, std::optional<double> fail_if_slower, const std::string& metric,
                           std::size_t min_steps, bool allow_mismatch) {
-  if (format != "text" && format != "json" && format != "md") {
-    throw py::value_error("format must be text, json or md, not " + format);
+  if (format != "text" && format != "json" && format != "md" && format != "html") {
+    throw py::value_error("format must be text, json, md or html, not " + format);
   }
   if (summaries_a.empty() || summaries_b.empty()) throw py::value_error("each job needs at least one rank summary");
   if (fail_if_slower && (!std::isfinite(*fail_if_slower) || *fail_if_slower < 0)) {
@@ -1206,9 +1206,10 @@ py::tuple compare_jobs_py(const std::vector<std::string>& summaries_a, const std
       }
       const CompareFormat f{.label_a = label_a, .label_b = label_b, .top = top};
       const GateResult* g = gate ? &*gate : nullptr;
-      out = format == "json" ? format_job_comparison_json(j, f, g)
-            : format == "md" ? format_job_comparison_md(j, f, g)
-                             : format_job_comparison_text(j, f, g);
+      out = format == "json"   ? format_job_comparison_json(j, f, g)
+            : format == "md"   ? format_job_comparison_md(j, f, g)
+            : format == "html" ? format_job_comparison_html(j, f, g)
+                               : format_job_comparison_text(j, f, g);
     }
   }
   if (failed) throw py::value_error(failed->message());

@@ -402,5 +402,10 @@ std::string format_job_comparison_md(const JobComparison& j, const CompareFormat
                                      const GateResult* gate = nullptr);
 std::string format_job_comparison_json(const JobComparison& j, const CompareFormat& f = {},
                                        const GateResult* gate = nullptr);
+// The job comparison as one self-contained HTML page (docs/compare.md,
+// "Jobs"): the job step's metrics and phases, what each job's view says,
+// every rank's A and B on one scale, and the text view; it fetches nothing.
+std::string format_job_comparison_html(const JobComparison& j, const CompareFormat& f = {},
+                                       const GateResult* gate = nullptr);
 
 }  // namespace tprof

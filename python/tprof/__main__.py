@@ -119,7 +119,8 @@ def main(argv=None) -> int:
     cmp = sub.add_parser("compare", help="job B against job A, on Dask (= tprof compare --jobs A B)")
     cmp.add_argument("a", metavar="A", help="the baseline job: a directory of one trace per rank, or a glob (quote it)")
     cmp.add_argument("b", metavar="B", help="the job compared against A")
-    cmp.add_argument("--format", default="text", choices=["text", "json", "md"], help="text, json or md")
+    cmp.add_argument("--format", default="text", choices=["text", "json", "md", "html"],
+                     help="text, json, md or html (one self-contained page)")
     cmp.add_argument("--top", type=int, default=10, help="rank rows shown, by |delta| (0: all; JSON lists all)")
     cmp.add_argument("--fail-if-slower", type=_pct, metavar="PCT",
                      help="exit 1 when B's mean per job step is slower than A's by more than PCT percent, beyond "

@@ -233,7 +233,8 @@ def compare_jobs(
     ranks at once); the same report as `tprof compare --jobs A B` over the
     same traces (docs/compare.md, "Jobs").
 
-    format: text, json or md. label_a / label_b: how the report names the
+    format: text, json, md or html (one self-contained page, as `tprof
+    compare --jobs A B --format html`). label_a / label_b: how the report names the
     jobs (default: `a` and `b` as given). fail_if_slower, metric,
     min_steps, allow_mismatch: the gate of `tprof compare`
     (--fail-if-slower PCT and its options); without fail_if_slower there is
@@ -241,8 +242,8 @@ def compare_jobs(
     every trace that failed; ValueError for bad arguments.
     """
     # Arguments are checked before any rank is read.
-    if format not in ("text", "json", "md"):
-        raise ValueError(f"format must be text, json or md, not {format!r}")
+    if format not in ("text", "json", "md", "html"):
+        raise ValueError(f"format must be text, json, md or html, not {format!r}")
     if metric not in ("auto", "steady", "step", "device", "cpu"):
         raise ValueError(f"metric must be auto, steady, step, device or cpu, not {metric!r}")
     if fail_if_slower is not None and not 0 <= fail_if_slower < float("inf"):

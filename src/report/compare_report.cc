@@ -1,6 +1,7 @@
 // Text, Markdown and JSON forms of tprof::Comparison (tprof/compare.h).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 #include "src/analyze/ranks_collectives.h"
 #include "src/base/json_writer.h"
 #include "src/base/saturate.h"
+#include "src/report/html_job_page.h"
 #include "src/report/kernel_names.h"
 #include "src/report/py_format.h"
 #include "tprof/compare.h"
@@ -1124,6 +1126,147 @@ std::string format_job_comparison_md(const JobComparison& j, const CompareFormat
   for (std::vector<std::string>& r : rows) r[0] = r[0].substr(2);
   md_table(&out, {"rank", "A", "B", "delta", "change"}, rows, 1);
   return out;
+}
+
+namespace {
+
+std::string esc(std::string_view s) { return internal::page_text(s); }
+
+// `part` of `whole` in thousandths (the pair bars' viewBox is 1000 wide), 2 decimals.
+std::string per_mille(std::int64_t part, std::int64_t whole) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f",
+                whole > 0 ? 1000.0 * static_cast<double>(std::max<std::int64_t>(part, 0)) / static_cast<double>(whole) : 0.0);
+  return buf;
+}
+
+// A table of text rows (the text view's rows, each cell escaped); numbers
+// right-aligned from column `first_number` on. Cells of one line, cut in
+// their middle when long (whole in their title); `wrap`: sentences that
+// wrap instead.
+std::string html_table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows,
+                       std::size_t first_number, bool wrap = false) {
+  std::string out = std::string(wrap ? "<table class=\"wrap\">" : "<table>") + "<thead><tr>";
+  for (std::size_t i = 0; i < head.size(); ++i) {
+    out += std::string(i >= first_number ? "<th class=\"n\">" : "<th>") + esc(head[i]) + "</th>";
+  }
+  out += "</tr></thead><tbody>\n";
+  for (const std::vector<std::string>& r : rows) {
+    out += "<tr>";
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const std::string cell = i == 0 && r[i].starts_with("  ") ? r[i].substr(2) : r[i];
+      out += std::string(i >= first_number ? "<td class=\"n\"" : "<td") +
+             (wrap ? std::string(">") : " title=\"" + esc(cell) + "\">") + esc(cell) + "</td>";
+    }
+    out += "</tr>\n";
+  }
+  return out + "</tbody></table>\n";
+}
+
+// A and B of one figure as two bars on one scale (max_ns), A above B.
+std::string pair_svg(std::int64_t a_ns, std::int64_t b_ns, std::int64_t max_ns, const std::string& label) {
+  std::string out = "<svg class=\"pair\" viewBox=\"0 0 1000 26\" preserveAspectRatio=\"none\" role=\"img\" aria-label=\"" +
+                    esc(label) + "\">";
+  const auto bar = [&](std::int64_t ns, const char* cls, int y, const char* side) {
+    if (ns <= 0) return std::string();
+    return std::string("<rect class=\"") + cls + "\" x=\"0\" y=\"" + std::to_string(y) + "\" width=\"" +
+           per_mille(ns, max_ns) + "\" height=\"11\"><title>" + esc(std::string(side) + ": " + t(ns)) + "</title></rect>";
+  };
+  return out + bar(a_ns, "c-a", 1, "A") + bar(b_ns, "c-b", 14, "B") + "</svg>";
+}
+
+std::string delta_class(std::int64_t d) { return d > 0 ? " slower" : d < 0 ? " faster" : ""; }
+
+}  // namespace
+
+std::string format_job_comparison_html(const JobComparison& j, const CompareFormat& f, const GateResult* gate) {
+  const Comparison& c = j.c;
+  std::string out = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                    "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>tprof compare: " +
+                    esc(f.label_b) + " against " + esc(f.label_a) + "</title>\n<style>" +
+                    std::string(internal::job_page_style()) + "</style></head>\n<body data-ranks-a=\"" +
+                    std::to_string(j.a.ranks) + "\" data-ranks-b=\"" + std::to_string(j.b.ranks) + "\">\n";
+  out += "<h1>tprof compare: job B against job A</h1>\n<p class=\"sub\">A: " + internal::page_name(f.label_a) + ", a job of " +
+         esc(ranks_text(j.a.ranks)) + ". B: " + internal::page_name(f.label_b) + ", a job of " + esc(ranks_text(j.b.ranks)) +
+         ".<br>Steps: " + esc(job_alignment_text(c)) + ".</p>\n";
+  if (gate != nullptr) {
+    out += "<p id=\"gate\" data-outcome=\"" + std::string(gate_outcome_name(gate->outcome)) + "\"><b>Gate: " +
+           esc(gate_outcome_text(*gate)) + "</b> " + esc(gate_reason(*gate)) + "</p>\n";
+  }
+  // The job step: the metrics with their intervals, then the phases.
+  out += "<section id=\"metrics\"><h2>The job step</h2>\n<p class=\"note\">Median step: A " + esc(t(c.a.median_step_ns)) +
+         ", B " + esc(t(c.b.median_step_ns)) + ", " + esc(signed_t(c.delta_ns)) + " (" +
+         esc(pct_of(c.delta_pct, c.a.median_step_ns)) + "). Per job step, the mean of B against A with its 95% interval (" +
+         esc(job_sampling_text(c)) + "); * marks the gate's metric: " + esc(metric_label(c.bound_metric)) + ", " +
+         esc(c.bound_reason) + ".</p>\n";
+  out += html_table({"metric", "A", "B", "change", ""}, metric_rows(c), 1);
+  if (!j.phases.empty()) {
+    std::int64_t max_ns = 0;
+    for (const JobPhaseDelta& p : j.phases) max_ns = std::max({max_ns, p.mean_a_ns, p.mean_b_ns});
+    out += "<h3>Phases of the job step</h3>\n<p class=\"legend\"><span><i class=\"sw c-a\"></i>A</span><span><i "
+           "class=\"sw c-b\"></i>B</span> the median over ranks, mean per aligned step, on one scale</p>\n"
+           "<div class=\"grid2\" id=\"phases\" data-phases=\"" +
+           std::to_string(j.phases.size()) + "\">\n";
+    for (const JobPhaseDelta& p : j.phases) {
+      const std::int64_t d = internal::sat_sub(p.mean_b_ns, p.mean_a_ns);
+      out += "<div>" + esc(p.phase) + "</div><div class=\"phase\" data-phase=\"" + esc(p.phase) + "\" data-a-ns=\"" +
+             std::to_string(p.mean_a_ns) + "\" data-b-ns=\"" + std::to_string(p.mean_b_ns) + "\">" +
+             pair_svg(p.mean_a_ns, p.mean_b_ns, max_ns, p.phase) + "</div><div class=\"" + delta_class(d).substr(1) +
+             "\">A " + esc(t(p.mean_a_ns)) + ", B " + esc(t(p.mean_b_ns)) + ": " + esc(signed_t(d)) + "</div>\n";
+    }
+    out += "</div>\n";
+  }
+  out += "</section>\n";
+  // What each job's view says.
+  std::vector<std::vector<std::string>> views = {
+      {"set-up", job_setup_text(j.a, c.a), job_setup_text(j.b, c.b), c.setup_differences.empty() ? "same" : "differs"},
+      {"verdicts", verdicts_text(j.a), verdicts_text(j.b), c.verdict_changed ? "changed" : "unchanged"},
+      {"stragglers", std::to_string(j.a.stragglers.size()), std::to_string(j.b.stragglers.size()), straggler_change(j)}};
+  if (j.a.slow_transfer_groups > 0 || j.b.slow_transfer_groups > 0) {
+    views.push_back({"slow links", suspects_text(j.a), suspects_text(j.b), ""});
+  }
+  views.push_back({"critical path across ranks", path_text(j.a), path_text(j.b), ""});
+  out += "<section id=\"views\" data-stragglers-a=\"" + std::to_string(j.a.stragglers.size()) + "\" data-stragglers-b=\"" +
+         std::to_string(j.b.stragglers.size()) + "\"><h2>What each job's view says</h2>\n" +
+         html_table({"", "A", "B", "B against A"}, views, 99, true);
+  out += "<ul>\n";
+  for (const std::string& d : c.setup_differences) out += "<li>The set-ups differ: " + esc(d) + ".</li>\n";
+  for (const auto& [side, name] : {std::pair{&j.a, "A"}, std::pair{&j.b, "B"}}) {
+    for (const std::string& line : straggler_lines(*side)) {
+      out += "<li>" + std::string(name) + "'s straggler, " + esc(line) + ".</li>\n";
+    }
+  }
+  out += "</ul>\n</section>\n";
+  // Every rank, A above B on one scale, by |delta| as the text view.
+  std::int64_t max_ns = 0;
+  for (const JobRankDelta& r : j.ranks) max_ns = std::max({max_ns, r.mean_a_ns, r.mean_b_ns});
+  out += "<section id=\"ranks\" data-ranks=\"" + std::to_string(j.ranks.size()) + "\" data-metric=\"" +
+         esc(metric_label(j.rank_metric)) + "\"><h2>Ranks</h2>\n<p class=\"note\">Each rank's " +
+         esc(rank_metric_text(j)) + ", A above B, every rank on one scale (the longest is " + esc(t(max_ns)) +
+         "); largest change first.</p>\n";
+  for (const JobRankDelta& r : j.ranks) {
+    const bool both = r.change == ChangeKind::kCommon;
+    const std::int64_t d = both ? r.delta_ns() : 0;
+    const double pct = both && r.mean_a_ns > 0 ? 100.0 * static_cast<double>(d) / static_cast<double>(r.mean_a_ns) : 0.0;
+    out += "<div class=\"rank-row\" data-rank=\"" + std::to_string(r.rank) + "\" data-change=\"" +
+           std::string(r.change == ChangeKind::kNew ? "new" : r.change == ChangeKind::kVanished ? "vanished" : "common") +
+           "\" data-a-ns=\"" + std::to_string(r.mean_a_ns) + "\" data-b-ns=\"" + std::to_string(r.mean_b_ns) + "\">" +
+           "<div class=\"rank-label\"><b>rank " + std::to_string(r.rank) + "</b></div>" +
+           pair_svg(r.mean_a_ns, r.mean_b_ns, max_ns, "rank " + std::to_string(r.rank)) + "<div class=\"rank-stats" +
+           delta_class(d) + "\">" +
+           (both ? "A " + esc(t(r.mean_a_ns)) + ", B " + esc(t(r.mean_b_ns)) + ": " + esc(signed_t(d)) + " (" +
+                       esc(pct_of(pct, r.mean_a_ns)) + ")"
+                 : r.change == ChangeKind::kNew ? "in B only: " + esc(t(r.mean_b_ns))
+                                                : "in A only: " + esc(t(r.mean_a_ns))) +
+           "</div></div>\n";
+  }
+  out += "</section>\n";
+  CompareFormat all = f;
+  all.top = 0;
+  out += "<details id=\"text-view\"><summary>The same comparison as text (<code>tprof compare --jobs A B</code>)</summary>"
+         "<pre>" +
+         esc(format_job_comparison_text(j, all, gate)) + "</pre></details>\n";
+  return out + internal::job_page_script() + "</body></html>\n";
 }
 
 std::string format_job_comparison_json(const JobComparison& j, const CompareFormat& f, const GateResult* gate) {

@@ -14,6 +14,7 @@
 #include "src/analyze/diagnose_context.h"
 #include "src/analyze/ranks_collectives.h"
 #include "src/base/safe_text.h"
+#include "src/report/html_job_page.h"
 #include "tprof/ranks.h"
 
 namespace tprof {
@@ -21,6 +22,8 @@ namespace tprof {
 namespace {
 
 using internal::format_ns;
+using internal::job_page_script;
+using internal::job_page_style;
 
 // Steps drawn per rank: enough for any window a person reads bar by bar;
 // a longer trace draws its first ones and says so.
@@ -34,12 +37,8 @@ constexpr int kStripHeight = 60;
 constexpr int kHorizontalWidth = 1000;
 constexpr int kHorizontalHeight = 20;
 
-std::string esc(std::string_view s) { return internal::html_escape(internal::safe_text(s)); }
-
-// A file or kernel name: one line, cut with an ellipsis by CSS, whole in the title.
-std::string name_html(std::string_view s) {
-  return "<span class=\"name\" title=\"" + esc(s) + "\">" + esc(s) + "</span>";
-}
+std::string esc(std::string_view s) { return internal::page_text(s); }
+std::string name_html(std::string_view s) { return internal::page_name(s); }
 
 std::string pct_text(double v, int decimals) {
   char buf[48];
@@ -66,39 +65,7 @@ std::string verdict_html(const RankRow& r) {
          name_html(r.waiting_for->collective);
 }
 
-constexpr const char* kStyle = R"css(
-*{box-sizing:border-box}
-html,body{margin:0;padding:0}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d1d1f;background:#fff;padding:16px 24px;max-width:100%;overflow-wrap:anywhere}
-h1{font-size:22px;margin:0 0 4px}
-h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #e2e2e2;padding-bottom:4px}
-p,li{max-width:72em}
-.sub{color:#555;margin:0}
-.name{display:inline-block;max-width:min(36em,100%);overflow:hidden;text-overflow:ellipsis;white-space:nowrap;vertical-align:bottom;font-family:ui-monospace,monospace;font-size:12.5px}
-.legend span{display:inline-block;margin-right:16px}
-.sw{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-1px;margin-right:4px}
-.c-comp{background:#4c78a8;fill:#4c78a8}.c-comm{background:#f58518;fill:#f58518}.c-idle{background:#c9c9c9;fill:#c9c9c9}
-.rank-row{display:grid;grid-template-columns:minmax(0,15em) minmax(0,1fr) minmax(0,15em);gap:12px;align-items:center;padding:6px 0;border-bottom:1px solid #f0f0f0}
-.rank-row.straggler{background:#fff4e8}
-.rank-label{min-width:0}
-.rank-label b{display:block}
-.rank-stats{font-size:12.5px;color:#444;min-width:0}
-svg.bars{display:block;width:100%;height:60px;background:#fafafa}
-svg.bars.horizontal{height:22px}
-.window-edge{stroke:#333;stroke-dasharray:3 2}
-.verdict{font-weight:600}.verdict.waiting{color:#b35c00}
-.meter{height:12px;background:#eee;border-radius:3px;overflow:hidden}
-.meter>div{height:100%;background:#54a24b}
-.meter.cause>div{background:#e45756}
-.grid2{display:grid;grid-template-columns:minmax(0,12em) minmax(0,1fr) minmax(0,22em);gap:8px 12px;align-items:center;max-width:72em}
-table{border-collapse:collapse;width:100%;table-layout:fixed;font-size:13px}
-th,td{text-align:left;padding:4px 6px;border-bottom:1px solid #eee;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
-.note{color:#555;font-size:13px}
-details{margin-top:28px}
-pre{font:12px/1.35 ui-monospace,monospace;white-space:pre;overflow-x:auto;max-width:100%;background:#f6f6f6;padding:8px}
-@media (max-width:700px){.rank-row{grid-template-columns:minmax(0,1fr)}.grid2{grid-template-columns:minmax(0,1fr)}}
-)css";
+
 
 std::string header_html(const JobView& v) {
   std::size_t traces = 0;
@@ -484,7 +451,7 @@ std::string format_job_html(const JobView& v) {
   const std::string ranks = std::to_string(v.ranks.size()) + (v.ranks.size() == 1 ? " rank" : " ranks");
   std::string out = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                     "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>tprof: " +
-                    esc(ranks) + "</title>\n<style>" + kStyle + "</style></head>\n<body data-ranks=\"" +
+                    esc(ranks) + "</title>\n<style>" + std::string(job_page_style()) + "</style></head>\n<body data-ranks=\"" +
                     std::to_string(v.ranks.size()) + "\">\n<h1>tprof report: " + esc(ranks) + "</h1>\n";
   out += header_html(v);
   out += summary_html(v);
@@ -495,13 +462,66 @@ std::string format_job_html(const JobView& v) {
   out += slow_html(v);
   out += "<details id=\"text-view\"><summary>The same view as text (<code>tprof diagnose DIR</code>)</summary><pre>" +
          esc(format_job_text(v)) + "</pre></details>\n";
+  out += job_page_script() + "</body></html>\n";
+  return out;
+}
+
+namespace internal {
+
+const char* job_page_style() {
+  return R"css(
+*{box-sizing:border-box}
+html,body{margin:0;padding:0}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d1d1f;background:#fff;padding:16px 24px;max-width:100%;overflow-wrap:anywhere}
+h1{font-size:22px;margin:0 0 4px}
+h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #e2e2e2;padding-bottom:4px}
+p,li{max-width:72em}
+.sub{color:#555;margin:0}
+.name{display:inline-block;max-width:min(36em,100%);overflow:hidden;text-overflow:ellipsis;white-space:nowrap;vertical-align:bottom;font-family:ui-monospace,monospace;font-size:12.5px}
+.legend span{display:inline-block;margin-right:16px}
+.sw{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-1px;margin-right:4px}
+.c-comp{background:#4c78a8;fill:#4c78a8}.c-comm{background:#f58518;fill:#f58518}.c-idle{background:#c9c9c9;fill:#c9c9c9}
+.rank-row{display:grid;grid-template-columns:minmax(0,15em) minmax(0,1fr) minmax(0,15em);gap:12px;align-items:center;padding:6px 0;border-bottom:1px solid #f0f0f0}
+.rank-row.straggler{background:#fff4e8}
+.rank-label{min-width:0}
+.rank-label b{display:block}
+.rank-stats{font-size:12.5px;color:#444;min-width:0}
+svg.bars{display:block;width:100%;height:60px;background:#fafafa}
+svg.bars.horizontal{height:22px}
+.window-edge{stroke:#333;stroke-dasharray:3 2}
+.verdict{font-weight:600}.verdict.waiting{color:#b35c00}
+.meter{height:12px;background:#eee;border-radius:3px;overflow:hidden}
+.meter>div{height:100%;background:#54a24b}
+.meter.cause>div{background:#e45756}
+.grid2{display:grid;grid-template-columns:minmax(0,12em) minmax(0,1fr) minmax(0,22em);gap:8px 12px;align-items:center;max-width:72em}
+table{border-collapse:collapse;width:100%;table-layout:fixed;font-size:13px}
+th,td{text-align:left;padding:4px 6px;border-bottom:1px solid #eee;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+table.wrap td{white-space:normal;overflow-wrap:anywhere}
+.note{color:#555;font-size:13px}
+details{margin-top:28px}
+pre{font:12px/1.35 ui-monospace,monospace;white-space:pre;overflow-x:auto;max-width:100%;background:#f6f6f6;padding:8px}
+.c-a{background:#9ecae9;fill:#9ecae9}.c-b{background:#4c78a8;fill:#4c78a8}
+.slower{color:#b3261e}.faster{color:#1b7f3b}
+svg.pair{display:block;width:100%;height:26px;background:#fafafa}
+@media (max-width:700px){.rank-row{grid-template-columns:minmax(0,1fr)}.grid2{grid-template-columns:minmax(0,1fr)}}
+)css";
+}
+
+std::string page_text(std::string_view s) { return html_escape(safe_text(s)); }
+
+std::string page_name(std::string_view s) {
+  return "<span class=\"name\" title=\"" + page_text(s) + "\">" + page_text(s) + "</span>";
+}
+
+std::string job_page_script() {
   // Cuts long names in their middle, where CSS's ellipsis would cut their
   // end (the part that tells kernels and files apart): each name box that
   // overflows gets as much of both ends as fits, measured on a canvas in
   // its own font (the whole name stays in its title). Then marks the page
   // drawn and records its width against the window's and the names still
   // overflowing, for the headless test (tests/html/chromium_job_test.sh).
-  out += "<script>(function(){var b=document.body,q='span.name,td[title]',mc=document.createElement('canvas')"
+  return "<script>(function(){var b=document.body,q='span.name,td[title]',mc=document.createElement('canvas')"
          ".getContext('2d'),todo=[],cut=0,left=0;"
          "function fit(s,w){if(mc.measureText(s).width<=w)return s;var c=Array.from(s),lo=0,hi=c.length-1;"
          "function at(k){var a=Math.ceil(k/2);return c.slice(0,a).join('')+'\\u2026'+c.slice(c.length-(k-a)).join('');}"
@@ -514,9 +534,9 @@ std::string format_job_html(const JobView& v) {
          "document.querySelectorAll(q).forEach(function(e){if(e.scrollWidth>e.clientWidth+1)left++;});"
          "b.setAttribute('data-names-cut',cut);b.setAttribute('data-names-overflowing',left);"
          "b.setAttribute('data-scroll-width',document.documentElement.scrollWidth);"
-         "b.setAttribute('data-window-width',window.innerWidth);b.setAttribute('data-rendered','1');})();</script>\n"
-         "</body></html>\n";
-  return out;
+         "b.setAttribute('data-window-width',window.innerWidth);b.setAttribute('data-rendered','1');})();</script>\n";
 }
+
+}  // namespace internal
 
 }  // namespace tprof

@@ -247,5 +247,73 @@ TEST(CompareJobsTest, CliReadsDirectoriesAndSummaryFiles) {
       << trace.err;
 }
 
+// The page (--format html; tprof report A_DIR B_DIR): every rank's A and B
+// as the comparison has them, the phases, the gate, what each view says,
+// the whole text view; nothing fetched. The CLI's two ways print the same
+// bytes; a directory and a trace are refused.
+TEST(CompareJobsTest, ThePageHoldsEveryRankAndTheTextView) {
+  const JobComparison j = compare_jobs(job("balanced"), job("late_compute"));
+  const GateResult g = check_gate(j.c, {.max_slower_pct = 5.0});
+  const CompareFormat f{.label_a = "balanced", .label_b = "late_compute"};
+  const std::string html = format_job_comparison_html(j, f, &g);
+  ASSERT_TRUE(html.starts_with("<!doctype html>"));
+  EXPECT_TRUE(html.ends_with("</body></html>\n"));
+  EXPECT_EQ(html.find("http"), std::string::npos) << "the page fetches nothing";
+  EXPECT_NE(html.find("<p id=\"gate\" data-outcome=\"refused\">"), std::string::npos);
+  EXPECT_NE(html.find("<section id=\"ranks\" data-ranks=\"16\""), std::string::npos);
+  // One row per rank, with the comparison's means: 8 in both, 8 new in B.
+  std::size_t rows = 0, added = 0;
+  for (const JobRankDelta& r : j.ranks) {
+    const std::string row = "<div class=\"rank-row\" data-rank=\"" + std::to_string(r.rank) + "\" data-change=\"" +
+                            (r.change == ChangeKind::kNew ? "new" : "common") + "\" data-a-ns=\"" +
+                            std::to_string(r.mean_a_ns) + "\" data-b-ns=\"" + std::to_string(r.mean_b_ns) + "\">";
+    EXPECT_NE(html.find(row), std::string::npos) << row;
+    ++rows;
+    added += r.change == ChangeKind::kNew ? 1 : 0;
+  }
+  EXPECT_EQ(rows, 16u);
+  EXPECT_EQ(added, 8u);
+  for (const JobPhaseDelta& p : j.phases) {
+    EXPECT_NE(html.find("data-phase=\"" + p.phase + "\" data-a-ns=\"" + std::to_string(p.mean_a_ns) + "\" data-b-ns=\"" +
+                        std::to_string(p.mean_b_ns) + "\""),
+              std::string::npos)
+        << p.phase;
+  }
+  EXPECT_NE(html.find("data-stragglers-a=\"0\" data-stragglers-b=\"1\""), std::string::npos);
+  EXPECT_NE(html.find("new in B: rank 11"), std::string::npos);
+  // The text view, every rank listed (its top is lifted on the page).
+  std::string text = format_job_comparison_text(j, {.label_a = "balanced", .label_b = "late_compute", .top = 0}, &g);
+  for (const auto& [from, to] : {std::pair{"&", "&amp;"}, std::pair{"<", "&lt;"}, std::pair{">", "&gt;"},
+                                 std::pair{"\"", "&quot;"}, std::pair{"'", "&#39;"}}) {
+    for (std::size_t p = text.find(from); p != std::string::npos; p = text.find(from, p + std::string(to).size())) {
+      text.replace(p, std::string(from).size(), to);
+    }
+  }
+  EXPECT_NE(html.find("<pre>" + text + "</pre>"), std::string::npos);
+
+  const testing::CliResult page = testing::run_cli(
+      TPROF_BIN, {"-q", "compare", "--jobs", kRanks + "balanced", kRanks + "late_input", "--format", "html"});
+  ASSERT_EQ(page.exit_code, 0) << page.err;
+  const fs::path out = fs::path(::testing::TempDir()) / "compare_jobs_page.html";
+  const testing::CliResult report = testing::run_cli(
+      TPROF_BIN, {"-q", "report", kRanks + "balanced", kRanks + "late_input", "-o", out.string()});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  std::ifstream in(out);
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(written, page.out);
+
+  const fs::path none = fs::path(::testing::TempDir()) / "compare_jobs_none.html";
+  const testing::CliResult mixed = testing::run_cli(
+      TPROF_BIN, {"-q", "report", kRanks + "balanced", kRanks + "late_input/rank-00.json.gz", "-o", none.string()});
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_NE(mixed.err.find("two traces or two job directories"), std::string::npos) << mixed.err;
+  EXPECT_FALSE(fs::exists(none));
+  const testing::CliResult traces = testing::run_cli(
+      TPROF_BIN, {"-q", "compare", kRanks + "balanced/rank-00.json.gz", kRanks + "late_input/rank-00.json.gz",
+                  "--format", "html"});
+  EXPECT_EQ(traces.exit_code, 2);
+  EXPECT_NE(traces.err.find("--format html is for two jobs"), std::string::npos) << traces.err;
+}
+
 }  // namespace
 }  // namespace tprof

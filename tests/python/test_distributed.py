@@ -169,7 +169,7 @@ class TwoJobsCompared(WithACluster):
 
     def test_the_report_and_the_gate_are_tprof_compares(self):
         a, b = data("ranks", "balanced"), data("ranks", "late_input")
-        for fmt in ("text", "json", "md"):
+        for fmt in ("text", "json", "md", "html"):
             with self.subTest(format=fmt):
                 code, out, err = tprof_compare_jobs(a, b, "--format", fmt, "--fail-if-slower", "5")
                 got = compare_jobs(a, b, self.client, format=fmt, fail_if_slower=5)
@@ -211,7 +211,7 @@ class TwoJobsCompared(WithACluster):
     def test_bad_arguments(self):
         d = data("ranks", "balanced")
         with self.assertRaises(ValueError):
-            compare_jobs(d, d, self.client, format="html")
+            compare_jobs(d, d, self.client, format="summary")
         with self.assertRaises(ValueError):
             compare_jobs(d, d, self.client, metric="wall")
         with self.assertRaises(ValueError):

@@ -133,8 +133,8 @@ void add_compare_command(CLI::App& app, int* rc) {
                   "run of the program)")
       ->required();
   cmd->add_option("B", args->b, "Compared against A: a trace (- reads stdin) or a directory of runs")->required();
-  cmd->add_option("--format", args->format, "text, json or md")
-      ->check(CLI::IsMember({"text", "json", "md"}))
+  cmd->add_option("--format", args->format, "text, json or md; with --jobs also html (one self-contained page)")
+      ->check(CLI::IsMember({"text", "json", "md", "html"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", args->output, "Write to a file instead of stdout");
   cmd->add_option("--top", args->top, "Op and kernel rows shown, by |delta| (0: all; JSON lists all)")
@@ -194,6 +194,11 @@ void add_compare_command(CLI::App& app, int* rc) {
       if (g->outcome == GateOutcome::kFail) *rc = kExitCheckFailed;
       if (g->outcome == GateOutcome::kRefused) *rc = kExitBadInput;
     };
+    if (!args->jobs && args->format == "html") {
+      std::cerr << "tprof: --format html is for two jobs (--jobs); two traces' page is tprof report A B -o FILE\n";
+      *rc = kExitBadInput;
+      return;
+    }
     if (args->jobs) {
       if (args->paired_runs) {
         std::cerr << "tprof: --paired-runs compares runs, not jobs: give one or the other\n";
@@ -215,9 +220,10 @@ void add_compare_command(CLI::App& app, int* rc) {
       gate_of(j.c);
       const CompareFormat f{.label_a = args->a, .label_b = args->b, .top = args->top};
       const GateResult* gp = g ? &*g : nullptr;
-      finish(args->format == "json" ? format_job_comparison_json(j, f, gp)
-             : args->format == "md" ? format_job_comparison_md(j, f, gp)
-                                    : format_job_comparison_text(j, f, gp),
+      finish(args->format == "json"   ? format_job_comparison_json(j, f, gp)
+             : args->format == "md"   ? format_job_comparison_md(j, f, gp)
+             : args->format == "html" ? format_job_comparison_html(j, f, gp)
+                                      : format_job_comparison_text(j, f, gp),
              inputs);
       return;
     }

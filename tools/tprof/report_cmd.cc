@@ -1,5 +1,6 @@
 // tprof report TRACE [TRACE_B] -o FILE: one self-contained HTML page
-// (docs/report.md); with two traces, B's page with B compared against A.
+// (docs/report.md); with two traces, B's page with B compared against A;
+// with a directory of rank traces the job's page, with two the jobs compared.
 #include <filesystem>
 #include <future>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/tprof/common.h"
+#include "tprof/compare.h"
 #include "tprof/html_report.h"
 #include "tprof/ranks.h"
 
@@ -22,6 +24,18 @@ int report_dir(const std::string& dir, const std::string& output) {
   const std::optional<JobSummary> job = load_job_dir(dir, &files);
   if (!job) return kExitBadInput;
   return emit(format_job_html(compute_job_view(*job)), output, files);
+}
+
+// Two directories: job B against job A as a page (tprof compare --jobs A B
+// --format html, docs/compare.md "Jobs").
+int report_dirs(const std::string& a, const std::string& b, const std::string& output) {
+  std::vector<std::string> files_a, files_b;  // each job's own list (load_job_dir reads the one it is given)
+  const std::optional<JobSummary> ja = load_job_dir(a, &files_a);
+  if (!ja) return kExitBadInput;
+  const std::optional<JobSummary> jb = load_job_dir(b, &files_b);
+  if (!jb) return kExitBadInput;
+  files_a.insert(files_a.end(), files_b.begin(), files_b.end());
+  return emit(format_job_comparison_html(compare_jobs(*ja, *jb), {.label_a = a, .label_b = b}), output, files_a);
 }
 
 }  // namespace
@@ -38,7 +52,8 @@ void add_report_html_command(CLI::App& app, int* rc) {
       "opens offline. Given A B: B's report with B compared against A");
   cmd->add_option("TRACE", a->traces,
                   "Trace file (.json or .json.gz; - reads stdin); or two: A (baseline) and B; or a directory of one "
-                  "trace per rank (the job view of tprof diagnose DIR)")
+                  "trace per rank (the job view of tprof diagnose DIR); or two such directories: job B against job A "
+                  "(tprof compare --jobs A B --format html)")
       ->required()
       ->expected(1, 2);
   cmd->add_option("-o,--output", a->output, "The HTML file to write")->required();
@@ -48,6 +63,20 @@ void add_report_html_command(CLI::App& app, int* rc) {
     if (a->traces.size() == 1 && std::filesystem::is_directory(a->traces[0], ec)) {
       *rc = report_dir(a->traces[0], a->output);
       return;
+    }
+    if (a->traces.size() == 2) {
+      const bool dir_a = std::filesystem::is_directory(a->traces[0], ec);
+      const bool dir_b = std::filesystem::is_directory(a->traces[1], ec);
+      if (dir_a && dir_b) {
+        *rc = report_dirs(a->traces[0], a->traces[1], a->output);
+        return;
+      }
+      if (dir_a || dir_b) {
+        std::cerr << "tprof: report A B takes two traces or two job directories, not one of each ("
+                  << a->traces[dir_a ? 0 : 1] << " is a directory)\n";
+        *rc = kExitBadInput;
+        return;
+      }
     }
     if (a->traces.size() == 1) {
       std::optional<Trace> trace = load_trace(a->traces[0]);
