@@ -24,14 +24,7 @@ trap 'rm -rf "$profile"' EXIT
 offline_flags "$profile" 3000
 url="file://$work/jobs.html"
 
-timeout 120 "$browser" "${flags[@]}" --dump-dom "$url" >"$work/dom.html" 2>"$work/chromium.log"
-rc=$?
-[[ $rc == 0 ]] || { tail -20 "$work/chromium.log"; fail "chromium --dump-dom exited $rc"; }
-
-body="$(grep -o '<body[^>]*>' "$work/dom.html" | head -1)"
-echo "body: $body"
-[[ "$body" == *'data-rendered="1"'* ]] || fail "page did not finish (no data-rendered=\"1\")"
-if grep -E 'CONSOLE.*(Uncaught|Error)|Uncaught ' "$work/chromium.log"; then fail "errors on the console"; fi
+dump_drawn_dom "$url" "$work/dom.html"
 
 python3 - "$work/dom.html" "$want_ranks" <<'PY' || fail "the page's structure (above)"
 import re, sys
@@ -74,11 +67,5 @@ if re.search(r'\w_ns\b', text): fail("a raw *_ns key in the page's text")
 print(f"{len(rows)} rank rows and {len(phases)} phases, each bar as long as its mean on one scale")
 PY
 
-timeout 120 "$browser" "${flags[@]}" --screenshot="$work/jobs.png" "$url" >/dev/null 2>"$work/chromium-shot.log"
-rc=$?
-[[ $rc == 0 && -s "$work/jobs.png" ]] || { tail -20 "$work/chromium-shot.log"; fail "no screenshot (exit $rc)"; }
-read -r w h nonwhite colors < <(python3 "$(dirname "$0")/png_stats.py" "$work/jobs.png") || fail "cannot read the screenshot"
-echo "screenshot $work/jobs.png: ${w}x${h}, non-white fraction $nonwhite, $colors colours"
-python3 -c "import sys; sys.exit(0 if float('$nonwhite') > 0.03 and int('$colors') > 50 else 1)" \
-  || fail "the screenshot looks blank"
+screenshot_not_blank "$url" "$work/jobs.png"
 echo "OK: headless Chromium ($("$browser" --version 2>/dev/null | head -1)) drew the jobs compared"

@@ -29,14 +29,7 @@ trap 'rm -rf "$profile"' EXIT
 offline_flags "$profile" 3000
 url="file://$work/job.html"
 
-timeout 120 "$browser" "${flags[@]}" --dump-dom "$url" >"$work/dom.html" 2>"$work/chromium.log"
-rc=$?
-[[ $rc == 0 ]] || { tail -20 "$work/chromium.log"; fail "chromium --dump-dom exited $rc"; }
-
-body="$(grep -o '<body[^>]*>' "$work/dom.html" | head -1)"
-echo "body: $body"
-[[ "$body" == *'data-rendered="1"'* ]] || fail "page did not finish (no data-rendered=\"1\")"
-if grep -E 'CONSOLE.*(Uncaught|Error)|Uncaught ' "$work/chromium.log"; then fail "errors on the console"; fi
+dump_drawn_dom "$url" "$work/dom.html"
 
 python3 - "$work/dom.html" "$want_ranks" "$want_straggler" "${ONE_STEP:-0}" <<'PY' || fail "the page's structure (above)"
 import re, sys
@@ -103,13 +96,7 @@ if one_step:
     print("one step per rank: horizontal bars, '1 step: no spread', step MAD '-'")
 PY
 
-timeout 120 "$browser" "${flags[@]}" --screenshot="$work/job.png" "$url" >/dev/null 2>"$work/chromium-shot.log"
-rc=$?
-[[ $rc == 0 && -s "$work/job.png" ]] || { tail -20 "$work/chromium-shot.log"; fail "no screenshot (exit $rc)"; }
-read -r w h nonwhite colors < <(python3 "$(dirname "$0")/png_stats.py" "$work/job.png") || fail "cannot read the screenshot"
-echo "screenshot $work/job.png: ${w}x${h}, non-white fraction $nonwhite, $colors colours"
-python3 -c "import sys; sys.exit(0 if float('$nonwhite') > 0.03 and int('$colors') > 50 else 1)" \
-  || fail "the screenshot looks blank"
+screenshot_not_blank "$url" "$work/job.png"
 if [[ "${ONE_STEP:-}" == 1 ]]; then
   # Bars a few pixels tall, in rows: the exposed communication (orange)
   # never runs down more than one bar's height.
