@@ -798,7 +798,6 @@ OneTimeSetUp one_time_setup(const DiagnoseContext& c, std::int64_t lo, std::int6
       continue;
     }
     if (b.kind != IdleCause::kBlockedInit) continue;
-    ++s.calls;
     if (b.tuning) {
       sat_acc(s.tuning_ns, d);
     } else if (b.op != kNoIndex || contains_ci(c.name(b.event), "launchkernel")) {

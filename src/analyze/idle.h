@@ -167,7 +167,6 @@ struct OneTimeSetUp {
   std::int64_t module_ns = 0;   // launches and unlinked launch calls that loaded their kernel's module (lazy loading)
   std::int64_t library_ns = 0;  // the context, libraries' handles, streams and queries, first frees and allocations
   std::int64_t tuning_ns = 0;   // convolutions timing candidate algorithms (cuDNN benchmark, MIOpen find)
-  std::int64_t calls = 0;
   std::int64_t alloc_ns = 0;    // allocator calls that are not set-up
   std::int64_t total_ns() const { return module_ns + library_ns + tuning_ns; }
 };

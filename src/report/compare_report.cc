@@ -1,4 +1,4 @@
-// Text, Markdown and JSON forms of tprof::Comparison (tprof/compare.h).
+// Text, Markdown, JSON and (for two jobs) HTML forms of tprof::Comparison (tprof/compare.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
