@@ -1175,7 +1175,8 @@ std::string pair_svg(std::int64_t a_ns, std::int64_t b_ns, std::int64_t max_ns, 
   return out + bar(a_ns, "c-a", 1, "A") + bar(b_ns, "c-b", 14, "B") + "</svg>";
 }
 
-std::string delta_class(std::int64_t d) { return d > 0 ? " slower" : d < 0 ? " faster" : ""; }
+// The class of a change's text: B slower, faster, or neither.
+std::string delta_class(std::int64_t d) { return d > 0 ? "slower" : d < 0 ? "faster" : "same"; }
 
 }  // namespace
 
@@ -1211,7 +1212,7 @@ std::string format_job_comparison_html(const JobComparison& j, const CompareForm
       const std::int64_t d = internal::sat_sub(p.mean_b_ns, p.mean_a_ns);
       out += "<div>" + esc(p.phase) + "</div><div class=\"phase\" data-phase=\"" + esc(p.phase) + "\" data-a-ns=\"" +
              std::to_string(p.mean_a_ns) + "\" data-b-ns=\"" + std::to_string(p.mean_b_ns) + "\">" +
-             pair_svg(p.mean_a_ns, p.mean_b_ns, max_ns, p.phase) + "</div><div class=\"" + delta_class(d).substr(1) +
+             pair_svg(p.mean_a_ns, p.mean_b_ns, max_ns, p.phase) + "</div><div class=\"" + delta_class(d) +
              "\">A " + esc(t(p.mean_a_ns)) + ", B " + esc(t(p.mean_b_ns)) + ": " + esc(signed_t(d)) + "</div>\n";
     }
     out += "</div>\n";
@@ -1252,7 +1253,7 @@ std::string format_job_comparison_html(const JobComparison& j, const CompareForm
            std::string(r.change == ChangeKind::kNew ? "new" : r.change == ChangeKind::kVanished ? "vanished" : "common") +
            "\" data-a-ns=\"" + std::to_string(r.mean_a_ns) + "\" data-b-ns=\"" + std::to_string(r.mean_b_ns) + "\">" +
            "<div class=\"rank-label\"><b>rank " + std::to_string(r.rank) + "</b></div>" +
-           pair_svg(r.mean_a_ns, r.mean_b_ns, max_ns, "rank " + std::to_string(r.rank)) + "<div class=\"rank-stats" +
+           pair_svg(r.mean_a_ns, r.mean_b_ns, max_ns, "rank " + std::to_string(r.rank)) + "<div class=\"rank-stats " +
            delta_class(d) + "\">" +
            (both ? "A " + esc(t(r.mean_a_ns)) + ", B " + esc(t(r.mean_b_ns)) + ": " + esc(signed_t(d)) + " (" +
                        esc(pct_of(pct, r.mean_a_ns)) + ")"

@@ -11,7 +11,9 @@
 //     again with the same values; written once more, it is the same bytes;
 //   - merging is order-independent: the ranks split in two parts merge the
 //     same way either way round (both fail, or the same summary);
-//   - the job view's JSON is strict JSON; text, Markdown and HTML are made.
+//   - the job view's JSON is strict JSON; text, Markdown and HTML are made;
+//   - the job compared with itself (compare_jobs): its JSON is strict JSON,
+//     its text and HTML page are made.
 // Seeds: tests/fuzz/corpus_summary (summaries of tests/data/ranks) and the
 // rank summaries of tests/fuzz/corpus_extreme.
 #include <cstddef>
@@ -24,6 +26,7 @@
 
 #include "src/trace/json_copy.h"
 #include "tests/support/strict_json.h"
+#include "tprof/compare.h"
 #include "tprof/ranks.h"
 
 namespace {
@@ -50,6 +53,11 @@ void check_views(const tprof::JobSummary& job) {
   (void)tprof::format_job_md(view);
   (void)tprof::format_job_html(view);
   expect_strict_json(tprof::format_job_json(view), "the job view's JSON is not strict JSON");
+  if (merged->ranks.empty()) return;  // compare_jobs needs a rank a side
+  const tprof::JobComparison j = tprof::compare_jobs(*merged, *merged);
+  (void)tprof::format_job_comparison_text(j);
+  (void)tprof::format_job_comparison_html(j);
+  expect_strict_json(tprof::format_job_comparison_json(j), "the job comparison's JSON is not strict JSON");
 }
 
 }  // namespace

@@ -291,6 +291,12 @@ TEST(CompareJobsTest, ThePageHoldsEveryRankAndTheTextView) {
   }
   EXPECT_NE(html.find("<pre>" + text + "</pre>"), std::string::npos);
 
+  // A job against itself: every change 0 (the page once cut its class from
+  // an empty string there; found by tests/fuzz/summary_fuzzer.cc).
+  const std::string same = format_job_comparison_html(compare_jobs(job("balanced"), job("balanced")));
+  EXPECT_NE(same.find("<div class=\"same\">A "), std::string::npos);
+  EXPECT_NE(same.find("<div class=\"rank-stats same\">A "), std::string::npos);
+
   const testing::CliResult page = testing::run_cli(
       TPROF_BIN, {"-q", "compare", "--jobs", kRanks + "balanced", kRanks + "late_input", "--format", "html"});
   ASSERT_EQ(page.exit_code, 0) << page.err;
