@@ -578,21 +578,24 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
                                                                                             : FindingSeverity::kInfo;
     // The title quotes the gaps the finding is about (those of kMinGapNs or
     // more): a pair that is back to back but for one long gap a step is not
-    // "a recurring gap of 1 ns".
-    // The title (set once the context below names the activity after).
+    // "a recurring gap of 1 ns". It is set once the context below names the
+    // activity after; names, not the structured bindings, go into the
+    // lambda (clang 14 refuses to capture a binding).
+    const std::string before_name = title_name(t.str(before));
+    const std::string lane_name = c.lane_label(lane);
     auto recurring_title = [&](const std::string& after_text) {
       if (r.spikes) {
         // Far above the pair's usual gap, but in most steps: what a step
         // loses each time, not a one-off.
-        return "Recurring GPU gap of " + format_ns(r.long_median) + " (median) between " + title_name(t.str(before)) +
+        return "Recurring GPU gap of " + format_ns(r.long_median) + " (median) between " + before_name +
                " and " + after_text + " in " + std::to_string(r.hits) + " of " + std::to_string(r.units) + " steps" +
                (r.hits != r.gaps.size() ? ", " + std::to_string(r.gaps.size()) + " gaps" : "") + ", usually " +
-               format_ns(r.median) + " (" + c.lane_label(lane) + ")";
+               format_ns(r.median) + " (" + lane_name + ")";
       }
-      return "Recurring GPU gap of " + format_ns(r.long_median) + " (median) between " + title_name(t.str(before)) +
+      return "Recurring GPU gap of " + format_ns(r.long_median) + " (median) between " + before_name +
              " and " + after_text + " in " + std::to_string(r.hits) + " of " + std::to_string(r.units) + " " + unit +
              (r.units != r.gaps.size() ? ", " + std::to_string(r.gaps.size()) + " gaps" : "") + " (" +
-             c.lane_label(lane) + ")";
+             lane_name + ")";
     };
     f.evidence.text("pattern", "recurring")
         .text("lane", c.lane_label(lane))
