@@ -941,5 +941,71 @@ TEST(RulesTune38, AGapBeforeALibrarysSetUpNamesItsOp) {
   EXPECT_TRUE(contains(own.advice, "fuse the ops between")) << own.advice;
 }
 
+TEST(RulesTune38, ATensorBuiltOnTheHostAndCopiedIsNamed) {
+  // The review's RTX 5060 pass: relative-position buckets computed by 24
+  // CPU ops (arange, sub, gt, log, where, ...; 2.9 ms), then a pageable
+  // copy and a synchronize, the GPU idle meanwhile: "host work 6.3%" and
+  // nothing more. The same shape here, in 4 steps; and where it must not
+  // fire: inside a DataLoader or an optimizer scope, with fewer ops, or as
+  // the trace's first device work.
+  using namespace tprof::testing;
+  struct Shape {
+    const char* scope = nullptr;
+    int ops = 8;
+    bool launch_first = true;
+  };
+  auto run_shape = [](const Shape& sh) {
+    std::vector<std::string> ev;
+    for (int i = 0; i < 4; ++i) {
+      const double b = 5'000.0 * i;
+      const int id = 10 + 3 * i;
+      ev.push_back(step(i + 1, b, 4'900));
+      if (sh.launch_first) {
+        ev.push_back(x("cpu_op", "aten::linear", 1, 1, b + 10, 20));
+        ev.push_back(launch(b + 15, 5, id));
+        ev.push_back(kernel("ampere_sgemm_64x64_tn", 7, b + 25, 30, id));
+      }
+      const double s0 = b + 100;
+      if (sh.scope != nullptr) ev.push_back(x("user_annotation", sh.scope, 1, 1, s0 - 5, 400.0 * sh.ops + 400));
+      const char* const names[] = {"aten::arange", "aten::sub", "aten::gt", "aten::abs", "aten::log", "aten::div",
+                                   "aten::min", "aten::where"};
+      for (int k = 0; k < sh.ops; ++k) ev.push_back(x("cpu_op", names[k % 8], 1, 1, s0 + 400.0 * k, 380));
+      const double cp = s0 + 400.0 * sh.ops;
+      ev.push_back(x("cpu_op", "aten::to", 1, 1, cp, 200));
+      ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, cp + 20, 100, corr(id + 1)));
+      ev.push_back(x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, cp + 110, 5, corr(id + 1)));
+      ev.push_back(x("cuda_runtime", "cudaStreamSynchronize", 1, 1, cp + 125, 10));
+      ev.push_back(x("cpu_op", "aten::add", 1, 1, cp + 220, 20));
+      ev.push_back(launch(cp + 225, 5, id + 2));
+      ev.push_back(kernel("vectorized_elementwise_kernel<4, CUDAFunctor_add<float>>", 7, cp + 235, 5, id + 2));
+    }
+    Result<Trace> t = read_trace_bytes(doc(ev));
+    EXPECT_TRUE(t);
+    return t ? diagnose(*t, {.only = {"host_built_tensor"}}).findings : std::vector<Finding>{};
+  };
+  const std::vector<Finding> f = run_shape({});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_TRUE(f[0].title.starts_with("A tensor built on the CPU and copied to the GPU in 4 of 4 steps: 8 CPU ops"))
+      << f[0].title;
+  EXPECT_TRUE(contains(f[0].title, "aten::to copies (Memcpy HtoD (Pageable -> Device))")) << f[0].title;
+  EXPECT_EQ(f[0].evidence.find("occurrences")->i, 4);
+  EXPECT_EQ(f[0].evidence.find("build_ns")->i, 4 * 8 * 380'000);
+  EXPECT_EQ(text(f[0], "sync_after_copy"), "yes");
+  EXPECT_TRUE(f[0].advice.starts_with("Build the tensor on the GPU, or once")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "from pageable memory and waits for the copy")) << f[0].advice;
+  EXPECT_TRUE(run_shape({.scope = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"}).empty());
+  EXPECT_TRUE(run_shape({.scope = "Optimizer.step#Adam.step"}).empty());
+  EXPECT_TRUE(run_shape({.ops = 3}).empty());
+  EXPECT_EQ(run_shape({.launch_first = false}).size(), 1u);  // steps 2-4 follow step 1's add
+  // Not on any real trace of tests/data (DataLoader-fed training, DDP,
+  // inference, compiled runs): the rule names only this pattern.
+  for (const std::string& p : testing::test_traces({"public", "gpu", "torch-1.13"})) {
+    Result<Trace> t = read_trace(p);
+    if (!t) continue;
+    EXPECT_TRUE(diagnose(*t, {.only = {"host_built_tensor"}}).findings.empty()) << p;
+  }
+}
+
 }  // namespace
 }  // namespace tprof

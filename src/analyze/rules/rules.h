@@ -70,6 +70,7 @@ void rule_per_param_optimizer(const DiagnoseContext& c, std::vector<Finding>* ou
 void rule_ddp_buffers(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_model_on_cpu(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out);
 
 // What the peers report (HolisticTraceAnalysis, the TensorBoard plugin,
 // Nsight Systems).

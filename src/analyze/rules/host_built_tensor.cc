@@ -1,0 +1,212 @@
+// host_built_tensor: a tensor the host computes op by op on the CPU and
+// then copies to the GPU, while the GPU waits. On the launching thread, the
+// top-level CPU ops between one launch call and the op that launches a
+// host-to-device copy launch nothing: when at least kMinOps of them are not
+// views, they hold kMinBuildNs or more, and the GPU idles at least half of
+// that stretch, the copied tensor was built on the host (issue 38's sixth
+// round: a speech model's relative-position buckets, 24 CPU ops of 2.9 ms
+// (arange, sub, gt, log, where, ...) then a pageable copy and a
+// synchronize, in the middle of a forward whose GPU idled meanwhile).
+// Not input loading: stretches inside a DataLoader scope are
+// dataloader_bound's, and the first copy of the trace (no launch before it)
+// is set-up; not an optimizer the program runs on the host on purpose
+// (inside an "Optimizer.step" scope: CPU offload). torch traces only (the
+// ops are aten's).
+// Precondition: the pattern's GPU idle time (the largest group, by the op
+// that copies) is kMinShare of the window and kMinIdleNs or more. Warning
+// from kWarnShare of the window; impact: that idle time (no claim: the gap
+// rules keep theirs; this names what the host did in it).
+#include <algorithm>
+#include <map>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "src/analyze/rules/rules.h"
+#include "src/causal/names.h"
+
+namespace tprof::internal {
+
+namespace {
+
+constexpr std::size_t kMinOps = 4;
+constexpr std::int64_t kMinBuildNs = 500'000;
+constexpr std::int64_t kMinIdleNs = 500'000;
+constexpr double kMinShare = 0.01;
+constexpr double kWarnShare = 0.02;
+
+struct Build {
+  std::uint32_t first = kNoIndex;  // the first top-level op of the stretch
+  std::uint32_t copy_op = kNoIndex;  // the top-level op that launches the copy
+  std::size_t device = 0;          // index into c.device: the copy
+  std::int64_t ops = 0;            // top-level ops in the stretch, views included
+  std::int64_t build_ns = 0;       // their time
+  std::int64_t idle_ns = 0;        // the GPU idle from the previous launch call to the copy's launch
+  bool sync_after = false;         // the copy's op synchronizes after it
+  std::vector<std::pair<std::string_view, std::int64_t>> names;  // the stretch's ops but views, with their time
+};
+
+}  // namespace
+
+void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out) {
+  if (!c.is_torch() || c.device.empty()) return;
+  const Trace& t = c.trace;
+  const EventColumns& ev = t.events;
+  // Per thread: its top-level CPU ops (ProfilerStep#N aside), the scopes
+  // that exclude a stretch, and its launch calls' (start, end).
+  const std::size_t lanes = t.lanes.size();
+  std::vector<std::vector<std::uint32_t>> top(lanes);
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> excluded(lanes);
+  std::vector<std::int64_t> top_end(lanes, INT64_MIN);
+  for (std::uint32_t o : c.host_ops) {
+    const std::string_view n = c.name(o);
+    const std::uint32_t lane = ev.lane[o];
+    if (c.kind(o) == EventKind::kUserAnnotation) {
+      if (is_dataloader_scope(n) || n.starts_with("Optimizer.")) excluded[lane].emplace_back(c.ts(o), c.end(o));
+      continue;
+    }
+    if (c.kind(o) != EventKind::kCpuOp || is_profiler_step(n)) continue;
+    if (is_dataloader_scope(n)) excluded[lane].emplace_back(c.ts(o), c.end(o));
+    if (c.ts(o) < top_end[lane]) continue;
+    top[lane].push_back(o);
+    top_end[lane] = c.end(o);
+  }
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> launches(lanes);
+  for (const DeviceOp& d : c.device) {
+    if (d.launch != kNoIndex) launches[ev.lane[d.launch]].emplace_back(c.ts(d.launch), c.end(d.launch));
+  }
+  for (auto& l : launches) {
+    std::sort(l.begin(), l.end());
+    l.erase(std::unique(l.begin(), l.end()), l.end());
+  }
+
+  std::vector<Build> builds;
+  for (std::size_t i = 0; i < c.device.size(); ++i) {
+    const DeviceOp& d = c.device[i];
+    if (d.cls != DeviceClass::kMemcpy || d.launch == kNoIndex || c.name(d.event).find("HtoD") == std::string_view::npos) {
+      continue;
+    }
+    const std::uint32_t lane = ev.lane[d.launch];
+    const std::vector<std::uint32_t>& ops = top[lane];
+    const std::int64_t at = c.ts(d.launch);
+    // The top-level op that launches the copy.
+    auto it = std::upper_bound(ops.begin(), ops.end(), at, [&](std::int64_t v, std::uint32_t o) { return v < c.ts(o); });
+    if (it == ops.begin()) continue;
+    const std::uint32_t copy_op = *std::prev(it);
+    if (c.end(copy_op) < c.end(d.launch)) continue;
+    const auto in_scope = [&](std::int64_t ts) {
+      return std::any_of(excluded[lane].begin(), excluded[lane].end(),
+                         [&](const auto& s) { return s.first <= ts && ts <= s.second; });
+    };
+    if (in_scope(c.ts(copy_op))) continue;
+    // The launch call before the copy's op: none is the trace's first
+    // device work (set-up).
+    const auto& calls = launches[lane];
+    auto p = std::lower_bound(calls.begin(), calls.end(), std::make_pair(c.ts(copy_op), INT64_MIN));
+    if (p == calls.begin()) continue;
+    const std::int64_t from = std::prev(p)->second;
+    Build b;
+    b.copy_op = copy_op;
+    b.device = i;
+    for (auto o = std::prev(it); o != ops.begin();) {
+      --o;
+      if (c.ts(*o) < from) break;
+      b.first = *o;
+      ++b.ops;
+      sat_acc(b.build_ns, c.dur(*o));
+      if (!is_view_op(c.name(*o))) b.names.emplace_back(c.name(*o), c.dur(*o));
+    }
+    if (b.names.size() < kMinOps || b.build_ns < kMinBuildNs || in_scope(c.ts(b.first))) continue;
+    const std::int64_t span = sat_sub(at, from);
+    b.idle_ns = sat_sub(span, c.device_busy_ns(d.device, from, at));
+    if (sat_add(b.idle_ns, b.idle_ns) < span) continue;
+    for (std::uint32_t r : c.runtime) {
+      if (ev.lane[r] != lane || c.ts(r) <= at || c.ts(r) > c.end(copy_op)) continue;
+      if (contains_ci(c.name(r), "synchronize")) b.sync_after = true;
+    }
+    std::reverse(b.names.begin(), b.names.end());
+    builds.push_back(std::move(b));
+  }
+  if (builds.empty()) return;
+
+  // Grouped by the thread and the op that copies: the pattern that recurs.
+  std::map<std::tuple<std::uint32_t, std::string_view>, std::vector<const Build*>> groups;
+  for (const Build& b : builds) groups[{ev.lane[b.copy_op], c.name(b.copy_op)}].push_back(&b);
+  const std::vector<const Build*>* best = nullptr;
+  std::int64_t best_idle = 0;
+  for (const auto& [key, g] : groups) {
+    std::int64_t idle = 0;
+    for (const Build* b : g) sat_acc(idle, b->idle_ns);
+    if (idle > best_idle) {
+      best_idle = idle;
+      best = &g;
+    }
+  }
+  const std::int64_t window = c.window_ns();
+  if (best == nullptr || window <= 0 || best_idle < kMinIdleNs ||
+      static_cast<double>(best_idle) < kMinShare * static_cast<double>(window)) {
+    return;
+  }
+  const std::vector<const Build*>& g = *best;
+  const Build& top_build = **std::max_element(g.begin(), g.end(), [](const Build* a, const Build* b) {
+    return a->idle_ns < b->idle_ns;
+  });
+  std::int64_t build_ns = 0, ops = 0;
+  bool sync = false, pageable = false;
+  std::vector<std::int64_t> steps;
+  std::map<std::string_view, std::int64_t> ns_by_name;
+  for (const Build* b : g) {
+    sat_acc(build_ns, b->build_ns);
+    ops += b->ops;
+    sync = sync || b->sync_after;
+    pageable = pageable || c.name(c.device[b->device].event).find("Pageable") != std::string_view::npos;
+    const std::int64_t s = c.step_number(c.device[b->device].step);
+    if (s >= 0 && std::find(steps.begin(), steps.end(), s) == steps.end()) steps.push_back(s);
+    for (const auto& [n, ns] : b->names) sat_acc(ns_by_name[n], ns);
+  }
+  // The ops holding the most of the stretches' time.
+  std::vector<std::pair<std::string_view, std::int64_t>> by_time(ns_by_name.begin(), ns_by_name.end());
+  std::stable_sort(by_time.begin(), by_time.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < by_time.size() && i < 6; ++i) names.push_back(std::string(by_time[i].first));
+  std::string listed;
+  for (std::size_t i = 0; i < names.size(); ++i) listed += (i ? ", " : "") + names[i];
+  if (by_time.size() > names.size()) listed += ", ...";
+
+  const std::size_t nsteps = c.steps.steps.size();
+  const std::string where =
+      nsteps >= 2 && !steps.empty() ? " in " + std::to_string(steps.size()) + " of " + std::to_string(nsteps) + " steps"
+      : g.size() > 1               ? ", " + std::to_string(g.size()) + " times"
+                                   : "";
+  const std::string copy = title_name(c.name(c.device[top_build.device].event));
+  Finding f;
+  f.id = "host_built_tensor";
+  f.severity = static_cast<double>(best_idle) >= kWarnShare * static_cast<double>(window) ? FindingSeverity::kWarning
+                                                                                          : FindingSeverity::kInfo;
+  f.title = "A tensor built on the CPU and copied to the GPU" + where + ": " +
+            std::to_string(top_build.names.size()) + " CPU ops (" + format_ns(top_build.build_ns) + ": " + listed +
+            ") launch nothing, then " + title_name(c.name(top_build.copy_op)) + " copies (" + copy +
+            "), the GPU idle " + format_ns(best_idle) + (g.size() > 1 ? " in all" : "");
+  f.evidence.num("occurrences", static_cast<std::int64_t>(g.size()))
+      .num("cpu_ops", ops)
+      .num("build_ns", build_ns)
+      .num("gpu_idle_ns", best_idle)
+      .texts("ops", names)
+      .text("copy_op", std::string(c.name(top_build.copy_op)))
+      .event("copy", c.ref(c.device[top_build.device].event))
+      .event("first_op", c.ref(top_build.first));
+  if (!steps.empty()) add_steps(f.evidence, steps);
+  if (sync) f.evidence.text("sync_after_copy", "yes");
+  f.advice = "Build the tensor on the GPU, or once: create its inputs on the device (torch.arange(..., "
+             "device=x.device), and the ops after it run as kernels), or compute it once and keep it on the device "
+             "(cached per shape, a registered buffer). The host computes it op by op while the GPU idles, then copies "
+             "it" +
+             std::string(pageable ? " from pageable memory" : "") + (sync ? " and waits for the copy" : "") +
+             "; CPU tensors and a synchronize inside the forward also keep it out of a CUDA graph "
+             "(torch.compile(mode=\"reduce-overhead\") skips graphs that hold them).";
+  f.impact_ns = best_idle;
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal
