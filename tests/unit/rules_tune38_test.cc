@@ -1007,5 +1007,32 @@ TEST(RulesTune38, ATensorBuiltOnTheHostAndCopiedIsNamed) {
   }
 }
 
+TEST(RulesTune38, ABufferRequestThatHoldsUpTheFirstLaunchIsNamed) {
+  // The review's RTX 5060 pass: a 2.725 ms Activity Buffer Request ending
+  // 7.6 us before the first cudaLaunchKernel (CUPTI asks for its buffer on
+  // the thread whose call needs one): "profiler 8.8%" of the idle time and
+  // no finding. One ending long before the first launch (a whole run's
+  // start-up) still holds nothing up.
+  using namespace tprof::testing;
+  auto findings = [](double gap_us) {
+    std::vector<std::string> ev;
+    ev.push_back(x("cpu_op", "aten::conv1d", 1, 1, 0, 6'000));
+    ev.push_back(x("overhead", "Activity Buffer Request", -1, 0, 600, 2'725));
+    const double l0 = 600 + 2'725 + gap_us;
+    for (int i = 0; i < 20; ++i) {
+      ev.push_back(launch(l0 + 100.0 * i, 10, 50 + i));
+      ev.push_back(kernel("implicit_convolve_sgemm", 7, l0 + 60 + 100.0 * i, 30, 50 + i));
+    }
+    Result<Trace> t = read_trace_bytes(doc(ev));
+    EXPECT_TRUE(t);
+    return t ? diagnose(*t, {.only = {"profiler_buffer_request"}}).findings : std::vector<Finding>{};
+  };
+  const std::vector<Finding> held = findings(7.6);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].evidence.find("before_first_kernel")->i, 1);
+  EXPECT_TRUE(held[0].evidence.find("steps")->ints.empty());  // no step -1 sentinel
+  EXPECT_TRUE(findings(5'000).empty());
+}
+
 }  // namespace
 }  // namespace tprof
