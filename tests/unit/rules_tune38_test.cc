@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -1032,6 +1033,47 @@ TEST(RulesTune38, ABufferRequestThatHoldsUpTheFirstLaunchIsNamed) {
   EXPECT_EQ(held[0].evidence.find("before_first_kernel")->i, 1);
   EXPECT_TRUE(held[0].evidence.find("steps")->ints.empty());  // no step -1 sentinel
   EXPECT_TRUE(findings(5'000).empty());
+}
+
+TEST(RulesTune38, ARandomDrawOnTheHostEveryStepIsNamedNotSetUp) {
+  // The round's GPU-MODE lecture toy: torch.randn(10000, 10000) on the CPU
+  // (~650 ms) then .cuda() and torch.square, in each of 2 steps. The first
+  // step's draw comes before any device work, so low_gpu_utilization
+  // called the host work "set-up, not per-step input", and nothing named
+  // the draw. Now host_built_tensor names it (one op is enough when it
+  // creates the tensor) and claims its idle time, and host work that comes
+  // back in the later steps is per step, not set-up.
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  for (int i = 0; i < 2; ++i) {
+    const double b = 10'000.0 * i;
+    ev.push_back(step(i + 2, b, 9'900));
+    ev.push_back(x("cpu_op", "aten::randn", 1, 1, b + 10, 8'000));
+    ev.push_back(x("cpu_op", "aten::normal_", 1, 1, b + 20, 7'980));
+    ev.push_back(x("cpu_op", "aten::to", 1, 1, b + 8'020, 900));
+    ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, b + 8'030, 880, corr(10 + 2 * i)));
+    ev.push_back(x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, b + 8'040, 860, corr(10 + 2 * i)));
+    ev.push_back(x("cpu_op", "aten::pow", 1, 1, b + 8'930, 20));
+    ev.push_back(launch(b + 8'935, 5, 11 + 2 * i));
+    ev.push_back(kernel("vectorized_elementwise_kernel<4, pow_tensor_scalar_kernel_impl<float, float>>", 7, b + 8'945, 50,
+                        11 + 2 * i));
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev));
+  ASSERT_TRUE(t);
+  const Diagnosis d = diagnose(*t);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& top = d.findings[0];
+  EXPECT_EQ(top.id, "host_built_tensor");
+  EXPECT_TRUE(contains(top.title, "in 2 of 2 steps: 1 CPU op (8.000 ms: aten::randn)")) << top.title;
+  EXPECT_TRUE(top.advice.starts_with("Draw the random tensor on the GPU")) << top.advice;
+  EXPECT_GT(top.idle_ns, 0);
+  EXPECT_EQ(top.impact_ns, top.idle_ns);
+  // low_gpu_utilization alone (nothing claimed before it): the host work
+  // recurs in every step, so it is no set-up.
+  const Diagnosis alone = diagnose(*t, {.only = {"low_gpu_utilization"}});
+  ASSERT_EQ(alone.findings.size(), 1u);
+  EXPECT_EQ(alone.findings[0].advice.find("set-up, not per-step input"), std::string::npos) << alone.findings[0].advice;
+  EXPECT_EQ(alone.findings[0].evidence.find("setup_host_work_ns"), nullptr);
 }
 
 }  // namespace

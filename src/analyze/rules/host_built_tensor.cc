@@ -7,15 +7,20 @@
 // round: a speech model's relative-position buckets, 24 CPU ops of 2.9 ms
 // (arange, sub, gt, log, where, ...) then a pageable copy and a
 // synchronize, in the middle of a forward whose GPU idled meanwhile).
+// One op is enough when it creates the tensor (a random draw, arange,
+// full, ...) and holds half the stretch (issue 38's seventh round: the
+// GPU-MODE lecture's torch.randn(10000, 10000) on the CPU, 650 ms a step,
+// then .cuda()). The stretch starts at the previous launch call on the
+// thread, or at the start of the copy's step when that is later.
 // Not input loading: stretches inside a DataLoader scope are
-// dataloader_bound's, and the first copy of the trace (no launch before it)
-// is set-up; not an optimizer the program runs on the host on purpose
+// dataloader_bound's, and a copy with neither a launch before it nor a step
+// around it (a whole run's first device work) is set-up; not an optimizer the program runs on the host on purpose
 // (inside an "Optimizer.step" scope: CPU offload). torch traces only (the
 // ops are aten's).
 // Precondition: the pattern's GPU idle time (the largest group, by the op
 // that copies) is kMinShare of the window and kMinIdleNs or more. Warning
-// from kWarnShare of the window; impact: that idle time (no claim: the gap
-// rules keep theirs; this names what the host did in it).
+// from kWarnShare of the window; impact: its claim on that idle time (the
+// shared causes no earlier finding, a recurring gap's, took).
 #include <algorithm>
 #include <map>
 #include <string>
@@ -23,6 +28,8 @@
 #include <tuple>
 #include <vector>
 
+#include "src/analyze/idle.h"
+#include "src/analyze/intervals.h"
 #include "src/analyze/rules/rules.h"
 #include "src/causal/names.h"
 
@@ -36,7 +43,24 @@ constexpr std::int64_t kMinIdleNs = 500'000;
 constexpr double kMinShare = 0.01;
 constexpr double kWarnShare = 0.02;
 
+// An op that creates a tensor: a random draw or a factory (the
+// dispatcher's top-level names).
+bool is_factory_op(std::string_view n) {
+  for (std::string_view k : {"aten::randn", "aten::rand", "aten::randint", "aten::randperm", "aten::randn_like",
+                             "aten::rand_like", "aten::normal", "aten::normal_", "aten::uniform_", "aten::bernoulli",
+                             "aten::arange", "aten::linspace", "aten::full", "aten::ones", "aten::zeros"}) {
+    if (n == k) return true;
+  }
+  return false;
+}
+
+bool is_random_op(std::string_view n) {
+  return n.starts_with("aten::rand") || n.starts_with("aten::normal") || n.starts_with("aten::uniform") ||
+         n.starts_with("aten::bernoulli");
+}
+
 struct Build {
+  Interval stretch;                // from the previous launch call (or the step's start) to the copy's launch
   std::uint32_t first = kNoIndex;  // the first top-level op of the stretch
   std::uint32_t copy_op = kNoIndex;  // the top-level op that launches the copy
   std::size_t device = 0;          // index into c.device: the copy
@@ -104,8 +128,10 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
     // device work (set-up).
     const auto& calls = launches[lane];
     auto p = std::lower_bound(calls.begin(), calls.end(), std::make_pair(c.ts(copy_op), INT64_MIN));
-    if (p == calls.begin()) continue;
-    const std::int64_t from = std::prev(p)->second;
+    const int step = c.step_index_at(c.ts(copy_op));
+    if (p == calls.begin() && step < 0) continue;
+    std::int64_t from = p == calls.begin() ? INT64_MIN : std::prev(p)->second;
+    if (step >= 0) from = std::max(from, c.steps.steps[static_cast<std::size_t>(step)].start_ns);
     Build b;
     b.copy_op = copy_op;
     b.device = i;
@@ -117,7 +143,13 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
       sat_acc(b.build_ns, c.dur(*o));
       if (!is_view_op(c.name(*o))) b.names.emplace_back(c.name(*o), c.dur(*o));
     }
-    if (b.names.size() < kMinOps || b.build_ns < kMinBuildNs || in_scope(c.ts(b.first))) continue;
+    if (b.first == kNoIndex || b.build_ns < kMinBuildNs || in_scope(c.ts(b.first))) continue;
+    // Enough ops, or one that creates the tensor holding half the stretch.
+    const auto factory = std::find_if(b.names.begin(), b.names.end(), [&](const auto& x) {
+      return is_factory_op(x.first) && sat_add(x.second, x.second) >= b.build_ns;
+    });
+    if (b.names.size() < kMinOps && factory == b.names.end()) continue;
+    b.stretch = {from, at};
     const std::int64_t span = sat_sub(at, from);
     b.idle_ns = sat_sub(span, c.device_busy_ns(d.device, from, at));
     if (sat_add(b.idle_ns, b.idle_ns) < span) continue;
@@ -180,13 +212,23 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
       : g.size() > 1               ? ", " + std::to_string(g.size()) + " times"
                                    : "";
   const std::string copy = title_name(c.name(c.device[top_build.device].event));
+  // Its impact is its claim on the idle time of its stretches (the shared
+  // causes no earlier finding took), so low_gpu_utilization after it
+  // accounts for the rest.
+  const auto claim = [&](Finding& f) {
+    std::vector<Interval> ranges;
+    for (const Build* b : g) ranges.push_back(b->stretch);
+    ranges = merge_intervals(std::move(ranges));
+    set_idle_claim(f, claimable_idle(c.idle(), kAllCauses & ~kReservedCauses, &ranges, *out));
+    f.impact_ns = f.idle_ns;
+  };
   Finding f;
   f.id = "host_built_tensor";
   f.severity = static_cast<double>(best_idle) >= kWarnShare * static_cast<double>(window) ? FindingSeverity::kWarning
                                                                                           : FindingSeverity::kInfo;
   f.title = "A tensor built on the CPU and copied to the GPU" + where + ": " +
-            std::to_string(top_build.names.size()) + " CPU ops (" + format_ns(top_build.build_ns) + ": " + listed +
-            ") launch nothing, then " + title_name(c.name(top_build.copy_op)) + " copies (" + copy +
+            count_of(static_cast<std::int64_t>(top_build.names.size()), "CPU op") + " (" + format_ns(top_build.build_ns) + ": " + listed +
+            ") launching nothing, then " + title_name(c.name(top_build.copy_op)) + " copies (" + copy +
             "), the GPU idle " + format_ns(best_idle) + (g.size() > 1 ? " in all" : "");
   f.evidence.num("occurrences", static_cast<std::int64_t>(g.size()))
       .num("cpu_ops", ops)
@@ -198,6 +240,16 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
       .event("first_op", c.ref(top_build.first));
   if (!steps.empty()) add_steps(f.evidence, steps);
   if (sync) f.evidence.text("sync_after_copy", "yes");
+  bool random = false;
+  for (const auto& [n, ns] : by_time) random = random || (is_random_op(n) && sat_add(ns, ns) >= build_ns);
+  if (random) {
+    f.advice = "Draw the random tensor on the GPU: torch.randn(..., device=\"cuda\") (or the generator's device): "
+               "the host's draw and the copy" + std::string(pageable ? " from pageable memory" : "") +
+               " both go away, and the GPU draws it in a fraction of the time while the host moves on.";
+    claim(f);
+    out->push_back(std::move(f));
+    return;
+  }
   f.advice = "Build the tensor on the GPU, or once: create its inputs on the device (torch.arange(..., "
              "device=x.device), and the ops after it run as kernels), or compute it once and keep it on the device "
              "(cached per shape, a registered buffer). The host computes it op by op while the GPU idles, then copies "
@@ -205,7 +257,7 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
              std::string(pageable ? " from pageable memory" : "") + (sync ? " and waits for the copy" : "") +
              "; CPU tensors and a synchronize inside the forward also keep it out of a CUDA graph "
              "(torch.compile(mode=\"reduce-overhead\") skips graphs that hold them).";
-  f.impact_ns = best_idle;
+  claim(f);
   out->push_back(std::move(f));
 }
 

@@ -191,7 +191,16 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
       if (r.start < first) before.push_back({r.start, std::min(r.end, first)});
     }
     const std::int64_t setup = idle_by_cause(p, before)[static_cast<std::size_t>(IdleCause::kHostWork)];
-    const bool before_first = host_work > 0 && 2 * setup >= host_work;
+    // Host work that comes back in the steps after the first device
+    // activity, as long, is per step, wherever the first falls (issue 38's
+    // seventh round: a torch.randn on the CPU in each of two steps, the
+    // first before any device work, called set-up).
+    std::vector<std::int64_t> later;
+    for (std::size_t i = 0; i < c.steps.steps.size(); ++i) {
+      if (c.steps.steps[i].start_ns >= first) later.push_back(p.step_totals(i)[static_cast<std::size_t>(IdleCause::kHostWork)]);
+    }
+    const bool recurs = !later.empty() && sat_add(mean_median(later), mean_median(later)) >= setup;
+    const bool before_first = host_work > 0 && 2 * setup >= host_work && !recurs;
     if (before_first || (steps.empty() && host_work > 0)) {
       // Where: the longest host-work idle span (before the first activity,
       // or anywhere), and the op holding most of it with the op inside

@@ -33,7 +33,7 @@ std::span<const RuleInfo> all_rules() {
       {"per_param_optimizer", rule_per_param_optimizer},
       {"ddp_buffers", rule_ddp_buffers},
       {"train_mode_in_inference", rule_train_mode_in_inference},
-      {"host_built_tensor", rule_host_built_tensor},
+      {"host_built_tensor", rule_host_built_tensor, kClaims},
       {"kernel_launch_stats", rule_kernel_launch_stats, kClaims},
       {"low_gpu_utilization", rule_low_gpu_utilization, kClaims},
       {"dataloader_bound", rule_dataloader_bound},
