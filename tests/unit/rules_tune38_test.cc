@@ -1076,5 +1076,40 @@ TEST(RulesTune38, ARandomDrawOnTheHostEveryStepIsNamedNotSetUp) {
   EXPECT_EQ(alone.findings[0].evidence.find("setup_host_work_ns"), nullptr);
 }
 
+TEST(RulesTune38, AnElementwiseKernelBetweenCopiesHasNothingToFuseWith) {
+  // The round's lecture toy on an L4: torch.square of a tensor copied from
+  // the host, the only kernel between two copies, was told to "fuse into
+  // the kernel that produces its input". With a GEMM before it, the
+  // fusion advice stands.
+  using namespace tprof::testing;
+  auto findings = [](bool gemm_before) {
+    std::vector<std::string> ev;
+    for (int i = 0; i < 3; ++i) {
+      const double b = 3'000.0 * i;
+      const int id = 10 + 3 * i;
+      ev.push_back(step(i + 1, b, 2'900));
+      ev.push_back(x("cpu_op", "aten::to", 1, 1, b + 10, 900));
+      ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, b + 20, 880, corr(id)));
+      ev.push_back(x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, b + 30, 860, corr(id)));
+      if (gemm_before) {
+        ev.push_back(x("cpu_op", "aten::mm", 1, 1, b + 905, 10));
+        ev.push_back(launch(b + 906, 5, id + 1));
+        ev.push_back(kernel("ampere_sgemm_128x64_nn", 7, b + 912, 400, id + 1));
+      }
+      ev.push_back(x("cpu_op", "aten::pow", 1, 1, b + 920, 20));
+      ev.push_back(launch(b + 925, 5, id + 2));
+      ev.push_back(kernel("vectorized_elementwise_kernel<4, pow_tensor_scalar_kernel_impl<float, float>>", 7, b + 1'400,
+                          900, id + 2));
+    }
+    Result<Trace> t = read_trace_bytes(doc(ev));
+    EXPECT_TRUE(t);
+    return t ? diagnose(*t, {.only = {"memory_bound_elementwise"}}).findings : std::vector<Finding>{};
+  };
+  EXPECT_TRUE(findings(false).empty());
+  const std::vector<Finding> fused = findings(true);
+  ASSERT_EQ(fused.size(), 1u);
+  EXPECT_TRUE(contains(fused[0].advice, "Fuse aten::pow into the kernel that produces its input")) << fused[0].advice;
+}
+
 }  // namespace
 }  // namespace tprof

@@ -65,6 +65,27 @@ std::string gbps_text(double gbps) {
   return b;
 }
 
+// Whether an instance of kernel `name` (in the steps, or anywhere without
+// steps) has a compute kernel just before or after it on its stream.
+bool has_compute_neighbour(const DiagnoseContext& c, std::string_view name, bool has_steps) {
+  std::unordered_map<std::uint32_t, std::size_t> last_on_lane;  // lane -> index of its previous activity
+  for (std::size_t i = 0; i < c.device.size(); ++i) {
+    const DeviceOp& op = c.device[i];
+    const auto prev = last_on_lane.find(op.lane);
+    if (prev != last_on_lane.end()) {
+      const DeviceOp& p = c.device[prev->second];
+      const bool in = !has_steps || op.step >= 0 || p.step >= 0;
+      const bool op_is = c.name(op.event) == name, p_is = c.name(p.event) == name;
+      if (in && ((op_is && p.cls == DeviceClass::kCompute && !p_is) || (p_is && op.cls == DeviceClass::kCompute && !op_is))) {
+        return true;
+      }
+      if (in && op_is && p_is) return true;  // a chain of the same op: fusable with itself
+    }
+    last_on_lane[op.lane] = i;
+  }
+  return false;
+}
+
 }  // namespace
 
 void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -112,6 +133,14 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     if (time_ns / count < kMinMeanNs) continue;
     const double share = static_cast<double>(time_ns) / static_cast<double>(eff.total_ns);
     if (share < kMinShare) continue;
+    const bool fill = write_only_op(k.op);
+    // Something to fuse it with: a compute kernel before or after one of
+    // its instances on the same stream. One that only ever runs between
+    // copies (its input copied in, nothing computed after it) has no
+    // kernel to fuse into (issue 38's seventh round: a lecture's
+    // torch.square of a tensor copied from the host, at 78% of the L4's
+    // bandwidth, told to fuse into "the kernel that produces its input").
+    if (!fill && !has_compute_neighbour(c, k.name, has_steps)) continue;
     ++fired;
     Finding f;
     f.id = "memory_bound_elementwise";
@@ -119,7 +148,6 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     std::string rate;
     const bool sized = k.sized_count > 0 && k.gbps() > 0 &&
                        (eff.peak == nullptr || k.gbps() <= kImplausibleOfPeak * eff.peak->hbm_gbps);
-    const bool fill = write_only_op(k.op);
     const bool far_below = sized && eff.peak != nullptr && k.gbps() < kFarBelowCeiling * eff.peak->hbm_gbps;
     if (sized) {
       rate = gbps_text(k.gbps());
