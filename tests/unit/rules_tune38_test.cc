@@ -1111,5 +1111,37 @@ TEST(RulesTune38, AnElementwiseKernelBetweenCopiesHasNothingToFuseWith) {
   EXPECT_TRUE(contains(fused[0].advice, "Fuse aten::pow into the kernel that produces its input")) << fused[0].advice;
 }
 
+TEST(RulesTune38, TheBusyShareAfterTheLeadCountsEveryStepsWork) {
+  // The round's lecture toy: step 2's draw comes before any device work;
+  // step 3's lies behind step 2's tail on the device, so only step 2 has a
+  // lead. "After which the GPU is busy 8.6%" divided step 2's busy time
+  // alone by both steps' rest; all the device work comes after the first
+  // device activity (17.1%).
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  for (int i = 0; i < 2; ++i) {
+    const double b = 10'000.0 * i;
+    ev.push_back(step(i + 2, b, 9'990));
+    ev.push_back(x("cpu_op", "aten::randn", 1, 1, b + 10, 8'000));
+    ev.push_back(x("cpu_op", "aten::to", 1, 1, b + 8'020, 900));
+    ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, b + 8'030, 880, corr(10 + 2 * i)));
+    ev.push_back(x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, b + 8'040, 860, corr(10 + 2 * i)));
+    ev.push_back(x("cpu_op", "aten::pow", 1, 1, b + 8'930, 20));
+    ev.push_back(launch(b + 8'935, 5, 11 + 2 * i));
+    ev.push_back(kernel("vectorized_elementwise_kernel<4, pow_tensor_scalar_kernel_impl<float, float>>", 7, b + 8'945,
+                        3'000, 11 + 2 * i));
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev));
+  ASSERT_TRUE(t);
+  const Diagnosis d = diagnose(*t);
+  const std::int64_t busy = d.verdict_evidence.find("gpu_busy_ns")->i;
+  const std::int64_t span = d.verdict_evidence.find("window_ns")->i;
+  const std::int64_t lead = d.verdict_evidence.find("lead_host_ns")->i;
+  char want[64];
+  std::snprintf(want, sizeof want, "after which the GPU is busy %.1f%%",
+                100.0 * static_cast<double>(busy) / static_cast<double>(span - lead));
+  EXPECT_TRUE(contains(d.summary, want)) << d.summary << "\nwant: " << want;
+}
+
 }  // namespace
 }  // namespace tprof
