@@ -147,6 +147,31 @@ std::string format_pct(double pct) {
   return buf;
 }
 
+namespace {
+
+std::string_view collective_name_arg(const DiagnoseContext& c, std::uint32_t e) {
+  const std::string_view args = c.trace.args_json(e);
+  if (args.find("Collective name") == std::string_view::npos) return "";
+  Result<JsonValue> v = JsonValue::parse(args);
+  const JsonValue* n = v && v->is_object() ? v->find("Collective name") : nullptr;
+  return n != nullptr && n->is_string() ? collective_kind_of(n->text()) : "";
+}
+
+}  // namespace
+
+std::string collective_kind(const DiagnoseContext& c, const DeviceOp& op) {
+  std::string_view k = collective_name_arg(c, op.event);
+  std::uint32_t e = op.launch;
+  for (int up = 0; k.empty() && e != kNoIndex && up < 4; ++up) {
+    e = c.enclosing_op(e, /*skip_views=*/false);
+    if (e == kNoIndex) break;
+    k = collective_name_arg(c, e);
+    if (k.empty()) k = collective_kind_of(c.name(e));
+  }
+  if (k.empty()) k = collective_kind_of(c.name(op.event));
+  return k.empty() ? "other" : std::string(k);
+}
+
 std::string count_of(std::int64_t n, std::string_view noun) {
   std::string s = std::to_string(n) + " " + std::string(noun);
   const bool es = noun.ends_with("s") || noun.ends_with("x") || noun.ends_with("ch") || noun.ends_with("sh");

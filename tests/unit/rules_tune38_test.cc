@@ -1143,5 +1143,21 @@ TEST(RulesTune38, TheBusyShareAfterTheLeadCountsEveryStepsWork) {
   EXPECT_TRUE(contains(d.summary, want)) << d.summary << "\nwant: " << want;
 }
 
+TEST(RulesTune38, ACommunicationHotspotsAdviceFollowsItsCollective) {
+  // The round's TorchRec DLRM ranks (scoring half, changed after it was
+  // scored): an all-to-all SendRecv kernel as the hotspot was told "DDP
+  // bucket_cap_mb, bf16 gradients". HTA's sampled DLRM rank shows the same
+  // all-to-all; a generated job's all-reduce keeps the DDP advice.
+  const std::vector<Finding> a2a = run("public/hta/trace_filter/sampled_rank-0.json.gz", "hotspot");
+  ASSERT_EQ(a2a.size(), 1u);
+  EXPECT_EQ(text(a2a[0], "collective"), "all_to_all");
+  EXPECT_TRUE(contains(a2a[0].advice, "TrainPipelineSparseDist")) << a2a[0].advice;
+  EXPECT_FALSE(contains(a2a[0].advice, "bucket_cap_mb")) << a2a[0].advice;
+  const std::vector<Finding> ar = run("ranks/late_host/rank-00.json.gz", "hotspot");
+  ASSERT_EQ(ar.size(), 1u);
+  EXPECT_EQ(text(ar[0], "collective"), "all_reduce");
+  EXPECT_TRUE(contains(ar[0].advice, "bucket_cap_mb")) << ar[0].advice;
+}
+
 }  // namespace
 }  // namespace tprof

@@ -32,30 +32,6 @@ constexpr std::size_t kMaxSteps = 16;
 // holds this share of it or more.
 constexpr double kKindShare = 0.4;
 
-std::string_view collective_name_arg(const DiagnoseContext& c, std::uint32_t e) {
-  const std::string_view args = c.trace.args_json(e);
-  if (args.find("Collective name") == std::string_view::npos) return "";
-  Result<JsonValue> v = JsonValue::parse(args);
-  const JsonValue* n = v && v->is_object() ? v->find("Collective name") : nullptr;
-  return n != nullptr && n->is_string() ? collective_kind_of(n->text()) : "";
-}
-
-// Which collective a communication activity runs: its own "Collective
-// name", else what the ops around its launch say (record_param_comms' arg,
-// the c10d op), else its kernel's name; "other" when none says.
-std::string collective_kind(const DiagnoseContext& c, const DeviceOp& op) {
-  std::string_view k = collective_name_arg(c, op.event);
-  std::uint32_t e = op.launch;
-  for (int up = 0; k.empty() && e != kNoIndex && up < 4; ++up) {
-    e = c.enclosing_op(e, /*skip_views=*/false);
-    if (e == kNoIndex) break;
-    k = collective_name_arg(c, e);
-    if (k.empty()) k = collective_kind_of(c.name(e));
-  }
-  if (k.empty()) k = collective_kind_of(c.name(op.event));
-  return k.empty() ? "other" : std::string(k);
-}
-
 }  // namespace
 
 void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {

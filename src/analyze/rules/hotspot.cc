@@ -216,12 +216,14 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::vector<std::uint32_t> instances;
   std::vector<std::int64_t> steps;
   bool comm = false;
+  std::string comm_kind;  // the collective the first communication instance runs (collective_kind)
   std::unordered_map<std::string_view, std::int64_t> launched_by;
   if (device) {
     std::unordered_set<std::int64_t> ext_ids;
     for (const DeviceOp& op : c.device) {
       if (c.name(op.event) != best->key) continue;
       instances.push_back(op.event);
+      if (op.cls == DeviceClass::kComm && !comm) comm_kind = collective_kind(c, op);
       comm = comm || op.cls == DeviceClass::kComm;
       if (op.step >= 0) steps.push_back(c.step_number(op.step));
       const std::uint32_t src = op.launch != kNoIndex ? op.launch : op.event;
@@ -444,10 +446,21 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                " each; call it less often or on larger inputs. It holds most of the CPU time, so any saving shows in "
                "the step.";
   } else if (comm) {
+    // What to send less of follows the collective (issue 38, seventh
+    // round: DDP's bucket_cap_mb for TorchRec's all-to-all).
+    const std::string less =
+        comm_kind == "all_to_all"
+            ? "balance what each rank sends (embedding sharding, an MoE router's load balancing), pipeline it with "
+              "other work (TorchRec's TrainPipelineSparseDist) or send fewer bytes (quantized communication, "
+              "half-precision payloads)"
+        : comm_kind == "all_reduce" || comm_kind == "reduce_scatter"
+            ? "overlap it with compute or send less (DDP bucket_cap_mb, bf16 gradients)"
+            : "overlap it with compute or send less (fewer or smaller messages, half-precision payloads)";
     f.advice = "Before tuning " + name + ", run tprof diagnose on all ranks' traces together: a rank that waits for a "
-               "straggler spends that wait inside this collective. If no rank is late, overlap it with compute or send "
-               "less (DDP bucket_cap_mb, bf16 gradients). Communication kernels are as fast as the link and the "
-               "slowest rank allow, not a matter of shapes or dtypes.";
+               "straggler spends that wait inside this collective. If no rank is late, " + less +
+               ". Communication kernels are as fast as the link and the slowest rank allow, not a matter of shapes or "
+               "dtypes.";
+    if (comm_kind != "other") f.evidence.text("collective", comm_kind);
   } else if (gpu_waits) {
     f.advice = "Fix what the GPU waits on first (the verdict's cause), then " + name +
                ": the host spends " + format_ns(cpu_total) + " of Self CPU against " + format_ns(dev_total) +
