@@ -1066,8 +1066,10 @@ TEST(RulesTune38, ARandomDrawOnTheHostEveryStepIsNamedNotSetUp) {
   EXPECT_EQ(top.id, "host_built_tensor");
   EXPECT_TRUE(contains(top.title, "in 2 of 2 steps: 1 CPU op (8.000 ms: aten::randn)")) << top.title;
   EXPECT_TRUE(top.advice.starts_with("Draw the random tensor on the GPU")) << top.advice;
+  // What the fix removes: the idle time it claims and the copies.
   EXPECT_GT(top.idle_ns, 0);
-  EXPECT_EQ(top.impact_ns, top.idle_ns);
+  EXPECT_EQ(top.evidence.find("copy_ns")->i, 2 * 860'000);
+  EXPECT_EQ(top.impact_ns, top.idle_ns + 2 * 860'000);
   // low_gpu_utilization alone (nothing claimed before it): the host work
   // recurs in every step, so it is no set-up.
   const Diagnosis alone = diagnose(*t, {.only = {"low_gpu_utilization"}});

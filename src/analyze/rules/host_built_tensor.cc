@@ -19,8 +19,10 @@
 // ops are aten's).
 // Precondition: the pattern's GPU idle time (the largest group, by the op
 // that copies) is kMinShare of the window and kMinIdleNs or more. Warning
-// from kWarnShare of the window; impact: its claim on that idle time (the
-// shared causes no earlier finding, a recurring gap's, took).
+// from kWarnShare of the window; impact: what the fix removes, its claim on
+// the idle time from the stretch's start to the next launch after the copy
+// (the shared causes no earlier finding, a recurring gap's, took) and the
+// copies' device time.
 #include <algorithm>
 #include <map>
 #include <string>
@@ -61,6 +63,8 @@ bool is_random_op(std::string_view n) {
 
 struct Build {
   Interval stretch;                // from the previous launch call (or the step's start) to the copy's launch
+  std::int64_t claim_end = 0;      // the next launch call after the copy's op (its step's end at most): what goes with it
+  std::int64_t copy_ns = 0;        // the copy's device time
   std::uint32_t first = kNoIndex;  // the first top-level op of the stretch
   std::uint32_t copy_op = kNoIndex;  // the top-level op that launches the copy
   std::size_t device = 0;          // index into c.device: the copy
@@ -150,6 +154,16 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
     });
     if (b.names.size() < kMinOps && factory == b.names.end()) continue;
     b.stretch = {from, at};
+    b.copy_ns = sat_sub(d.end, d.start);
+    {
+      auto next = std::lower_bound(calls.begin(), calls.end(), std::make_pair(c.end(copy_op), INT64_MIN));
+      b.claim_end = next != calls.end() ? next->first : c.end(copy_op);
+      if (step >= 0) {
+        const StepStat& st = c.steps.steps[static_cast<std::size_t>(step)];
+        b.claim_end = std::min(b.claim_end, sat_add(st.start_ns, st.dur_ns));
+      }
+      b.claim_end = std::max(b.claim_end, at);
+    }
     const std::int64_t span = sat_sub(at, from);
     b.idle_ns = sat_sub(span, c.device_busy_ns(d.device, from, at));
     if (sat_add(b.idle_ns, b.idle_ns) < span) continue;
@@ -215,12 +229,18 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
   // Its impact is its claim on the idle time of its stretches (the shared
   // causes no earlier finding took), so low_gpu_utilization after it
   // accounts for the rest.
+  // What the fix removes: the stretch, the copy and the host's time after
+  // it up to the next launch (freeing the host tensor; issue 38's seventh
+  // round: the saving left out the copy and the gap after it).
+  std::int64_t copies_ns = 0;
+  for (const Build* b : g) sat_acc(copies_ns, b->copy_ns);
   const auto claim = [&](Finding& f) {
     std::vector<Interval> ranges;
-    for (const Build* b : g) ranges.push_back(b->stretch);
+    for (const Build* b : g) ranges.push_back({b->stretch.start, b->claim_end});
     ranges = merge_intervals(std::move(ranges));
     set_idle_claim(f, claimable_idle(c.idle(), kAllCauses & ~kReservedCauses, &ranges, *out));
-    f.impact_ns = f.idle_ns;
+    f.evidence.num("copy_ns", copies_ns);
+    f.impact_ns = sat_add(f.idle_ns, copies_ns);
   };
   Finding f;
   f.id = "host_built_tensor";
