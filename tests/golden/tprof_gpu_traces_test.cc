@@ -360,7 +360,10 @@ TEST(TprofCppProgram, TheGraphAdviceCountsTheLaunchCallsOfOneIteration) {
     EXPECT_EQ(text.find("fuse small ops"), std::string::npos) << text;
     for (const char* id : {"overhead_bound", "low_gpu_utilization", "kernel_launch_stats"}) {
       if (const Finding* f = finding(d, id)) {
-        EXPECT_TRUE(f->advice.starts_with("Give each launch more work (a larger batch), or capture several iterations"))
+        // low_gpu_utilization may open with "the findings above account
+        // for ..." where they claimed most of the idle time; its fix follows.
+        EXPECT_NE(f->advice.find("Give each launch more work (a larger batch), or capture several iterations"),
+                  std::string::npos)
             << id << ": " << f->advice;
       }
     }
