@@ -50,11 +50,27 @@ void reconcile(const DiagnoseContext& c, Diagnosis* d) {
   kept.reserve(d->findings.size());
   const bool pageable = std::any_of(d->findings.begin(), d->findings.end(),
                                     [](const Finding& f) { return f.id == "pageable_memcpy"; });
+  const auto num = [](const Finding& f, std::string_view key) {
+    const Evidence::Field* x = f.evidence.find(key);
+    return x != nullptr && x->kind == Evidence::Kind::kInt ? x->i : std::int64_t{-1};
+  };
+  // host_built_tensor's pageable copies (count, device time), read before
+  // the loop moves the findings; -1 without one.
+  std::int64_t built_copies = -1, built_copy_ns = -1;
+  for (const Finding& f : d->findings) {
+    if (f.id != "host_built_tensor") continue;
+    built_copies = num(f, "pageable_copies");
+    built_copy_ns = num(f, "pageable_copy_ns");
+  }
   for (Finding& f : d->findings) {
     std::string why;
     if (pageable && f.id == "host_blocked" && says(f, "copies", "pageable, 64 KiB or more, the GPU busy")) {
       why = "its blocking copies are pageable_memcpy's, with the GPU busy copying through them: pageable memory makes "
             "them synchronous, and pinning is the fix";
+    } else if (f.id == "pageable_memcpy" && built_copies > 0 && num(f, "dtoh") == 0 &&
+               num(f, "copies") == built_copies && num(f, "copy_ns") == built_copy_ns) {
+      why = "its copies are the host-built tensor's (host_built_tensor), whose fix builds the tensor on the device: "
+            "no copy is left to pin";
     } else if (host_side_verdict(d->verdict) && says(f, "host_side", "nothing to fix")) {
       why = "says the host has nothing to fix, under a " + std::string(verdict_name(d->verdict)) + " verdict";
     } else if (says(f, "gpu_during", "busy") && c.has_device()) {

@@ -25,6 +25,11 @@ bool host_side_verdict(Verdict v);
 //   ("gpu_during": "busy") while the idle partition has the GPU idle through
 //   at least a quarter of them is dropped (a rule's claim on the idle, not
 //   the GPU, was empty);
+// - pageable_memcpy, when its copies (all host to device) are exactly the
+//   pageable copies of a host_built_tensor finding (same count and device
+//   time): that fix builds the tensor on the device, leaving nothing to pin
+//   (issue 38's seventh round: both said to fix the same copy, their
+//   savings over the step);
 // - host_blocked's blocking copies, when every one is a pageable copy of
 //   64 KiB or more and the GPU is busy through nine tenths of them
 //   ("copies": "pageable, 64 KiB or more, the GPU busy") and

@@ -361,7 +361,9 @@ TEST(TprofCppProgram, TheGraphAdviceCountsTheLaunchCallsOfOneIteration) {
     for (const char* id : {"overhead_bound", "low_gpu_utilization", "kernel_launch_stats"}) {
       if (const Finding* f = finding(d, id)) {
         // low_gpu_utilization may open with "the findings above account
-        // for ..." where they claimed most of the idle time; its fix follows.
+        // for ..." where they claimed most of the idle time; its fix
+        // follows, unless the rest is too little to need one.
+        if (f->advice.find("is too little to act on") != std::string::npos) continue;
         EXPECT_NE(f->advice.find("Give each launch more work (a larger batch), or capture several iterations"),
                   std::string::npos)
             << id << ": " << f->advice;

@@ -260,6 +260,18 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
       .event("first_op", c.ref(top_build.first));
   if (!steps.empty()) add_steps(f.evidence, steps);
   if (sync) f.evidence.text("sync_after_copy", "yes");
+  // Its pageable copies, for the consistency pass: pageable_memcpy's fix
+  // (pinning) is moot when these are all its copies.
+  {
+    std::int64_t n = 0, ns = 0;
+    for (const Build* b : g) {
+      const DeviceOp& d = c.device[b->device];
+      if (c.name(d.event).find("Pageable") == std::string_view::npos) continue;
+      ++n;
+      sat_acc(ns, b->copy_ns);
+    }
+    if (n > 0) f.evidence.num("pageable_copies", n).num("pageable_copy_ns", ns);
+  }
   bool random = false;
   for (const auto& [n, ns] : by_time) random = random || (is_random_op(n) && sat_add(ns, ns) >= build_ns);
   if (random) {

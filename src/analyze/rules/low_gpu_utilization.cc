@@ -377,9 +377,16 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
       static_cast<double>(earlier) >= (1.0 - kMostClaimed) * static_cast<double>(p.idle_ns())) {
     f.severity = FindingSeverity::kInfo;
     f.evidence.num("claimed_before_ns", earlier);
+    // The rest inside the steps (time between steps is no step's); under
+    // 1% of the window it is too little for a fix of its own.
+    std::int64_t rest = 0;
+    for (const std::int64_t v : in_steps) sat_acc(rest, v);
+    const bool sliver = static_cast<double>(rest) < 0.01 * static_cast<double>(window);
     f.advice = "The findings above account for " + format_ns(earlier) + " of the GPU's " + format_ns(p.idle_ns()) +
-               " of idle time: their fixes come first. Of the rest (" + format_ns(f.idle_ns) + "), mostly " +
-               words(idle_cause_id(top)) + ": " + idle_remedy(top, c);
+               " of idle time: their fixes come first. " +
+               (sliver ? "The rest in the steps (" + format_ns(rest) + ") is too little to act on."
+                       : "Of the rest in the steps (" + format_ns(rest) + "), mostly " + words(idle_cause_id(top)) +
+                             ": " + idle_remedy(top, c));
   }
   // What it accounts for beyond the findings before it (docs/diagnose.md,
   // "GPU idle time").
