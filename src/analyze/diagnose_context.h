@@ -331,12 +331,12 @@ std::string format_ns(std::int64_t ns);
 // "12.3%"
 std::string format_pct(double pct);
 // "1 call", "3 calls": n and the noun, plural unless n is 1.
+std::string count_of(std::int64_t n, std::string_view noun);
 // Which collective a communication activity runs: its own "Collective
 // name", else what the ops around its launch say (record_param_comms' arg,
 // the c10d op), else its kernel's name (collective_kind_of); "other" when
 // none says (a SendRecv kernel alone: NCCL's send/receive and all-to-all).
 std::string collective_kind(const DiagnoseContext& c, const DeviceOp& op);
-std::string count_of(std::int64_t n, std::string_view noun);
 
 // True when s contains needle, ASCII case-insensitively.
 bool contains_ci(std::string_view s, std::string_view needle);

@@ -1035,6 +1035,28 @@ TEST(RulesTune38, ABufferRequestThatHoldsUpTheFirstLaunchIsNamed) {
   EXPECT_TRUE(findings(5'000).empty());
 }
 
+// The GPU-MODE lecture toy in two steps (#2, #3; 10 ms apart, each
+// `step_us` long): torch.randn on the CPU (8 ms), .to() copying it from
+// pageable memory (860 us), then one pow kernel of `kernel_us`.
+std::string lecture_toy(double step_us, double kernel_us) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  for (int i = 0; i < 2; ++i) {
+    const double b = 10'000.0 * i;
+    ev.push_back(step(i + 2, b, step_us));
+    ev.push_back(x("cpu_op", "aten::randn", 1, 1, b + 10, 8'000));
+    ev.push_back(x("cpu_op", "aten::normal_", 1, 1, b + 20, 7'980));
+    ev.push_back(x("cpu_op", "aten::to", 1, 1, b + 8'020, 900));
+    ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, b + 8'030, 880, corr(10 + 2 * i)));
+    ev.push_back(x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, b + 8'040, 860, corr(10 + 2 * i)));
+    ev.push_back(x("cpu_op", "aten::pow", 1, 1, b + 8'930, 20));
+    ev.push_back(launch(b + 8'935, 5, 11 + 2 * i));
+    ev.push_back(kernel("vectorized_elementwise_kernel<4, pow_tensor_scalar_kernel_impl<float, float>>", 7, b + 8'945,
+                        kernel_us, 11 + 2 * i));
+  }
+  return doc(ev);
+}
+
 TEST(RulesTune38, ARandomDrawOnTheHostEveryStepIsNamedNotSetUp) {
   // The round's GPU-MODE lecture toy: torch.randn(10000, 10000) on the CPU
   // (~650 ms) then .cuda() and torch.square, in each of 2 steps. The first
@@ -1044,21 +1066,7 @@ TEST(RulesTune38, ARandomDrawOnTheHostEveryStepIsNamedNotSetUp) {
   // creates the tensor) and claims its idle time, and host work that comes
   // back in the later steps is per step, not set-up.
   using namespace tprof::testing;
-  std::vector<std::string> ev;
-  for (int i = 0; i < 2; ++i) {
-    const double b = 10'000.0 * i;
-    ev.push_back(step(i + 2, b, 9'000));  // ends as its kernel does
-    ev.push_back(x("cpu_op", "aten::randn", 1, 1, b + 10, 8'000));
-    ev.push_back(x("cpu_op", "aten::normal_", 1, 1, b + 20, 7'980));
-    ev.push_back(x("cpu_op", "aten::to", 1, 1, b + 8'020, 900));
-    ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, b + 8'030, 880, corr(10 + 2 * i)));
-    ev.push_back(x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, b + 8'040, 860, corr(10 + 2 * i)));
-    ev.push_back(x("cpu_op", "aten::pow", 1, 1, b + 8'930, 20));
-    ev.push_back(launch(b + 8'935, 5, 11 + 2 * i));
-    ev.push_back(kernel("vectorized_elementwise_kernel<4, pow_tensor_scalar_kernel_impl<float, float>>", 7, b + 8'945, 50,
-                        11 + 2 * i));
-  }
-  Result<Trace> t = read_trace_bytes(doc(ev));
+  Result<Trace> t = read_trace_bytes(lecture_toy(9'000, 50));  // each step ends as its kernel does
   ASSERT_TRUE(t);
   const Diagnosis d = diagnose(*t);
   ASSERT_FALSE(d.findings.empty());
@@ -1136,20 +1144,7 @@ TEST(RulesTune38, TheBusyShareAfterTheLeadCountsEveryStepsWork) {
   // alone by both steps' rest; all the device work comes after the first
   // device activity (17.1%).
   using namespace tprof::testing;
-  std::vector<std::string> ev;
-  for (int i = 0; i < 2; ++i) {
-    const double b = 10'000.0 * i;
-    ev.push_back(step(i + 2, b, 9'990));
-    ev.push_back(x("cpu_op", "aten::randn", 1, 1, b + 10, 8'000));
-    ev.push_back(x("cpu_op", "aten::to", 1, 1, b + 8'020, 900));
-    ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, b + 8'030, 880, corr(10 + 2 * i)));
-    ev.push_back(x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, b + 8'040, 860, corr(10 + 2 * i)));
-    ev.push_back(x("cpu_op", "aten::pow", 1, 1, b + 8'930, 20));
-    ev.push_back(launch(b + 8'935, 5, 11 + 2 * i));
-    ev.push_back(kernel("vectorized_elementwise_kernel<4, pow_tensor_scalar_kernel_impl<float, float>>", 7, b + 8'945,
-                        3'000, 11 + 2 * i));
-  }
-  Result<Trace> t = read_trace_bytes(doc(ev));
+  Result<Trace> t = read_trace_bytes(lecture_toy(9'990, 3'000));  // step 2's kernel runs into step 3
   ASSERT_TRUE(t);
   const Diagnosis d = diagnose(*t);
   const std::int64_t busy = d.verdict_evidence.find("gpu_busy_ns")->i;

@@ -14,9 +14,9 @@
 // thread, or at the start of the copy's step when that is later.
 // Not input loading: stretches inside a DataLoader scope are
 // dataloader_bound's, and a copy with neither a launch before it nor a step
-// around it (a whole run's first device work) is set-up; not an optimizer the program runs on the host on purpose
-// (inside an "Optimizer.step" scope: CPU offload). torch traces only (the
-// ops are aten's).
+// around it (a whole run's first device work) is set-up; not an optimizer
+// the program runs on the host on purpose (inside an "Optimizer.step"
+// scope: CPU offload). torch traces only (the ops are aten's).
 // Precondition: the pattern's GPU idle time (the largest group, by the op
 // that copies) is kMinShare of the window and kMinIdleNs or more. Warning
 // from kWarnShare of the window; impact: what the fix removes, its claim on
@@ -198,15 +198,19 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
   const Build& top_build = **std::max_element(g.begin(), g.end(), [](const Build* a, const Build* b) {
     return a->idle_ns < b->idle_ns;
   });
-  std::int64_t build_ns = 0, ops = 0;
-  bool sync = false, pageable = false;
+  std::int64_t build_ns = 0, ops = 0, copies_ns = 0, pageable = 0, pageable_ns = 0;
+  bool sync = false;
   std::vector<std::int64_t> steps;
   std::map<std::string_view, std::int64_t> ns_by_name;
   for (const Build* b : g) {
     sat_acc(build_ns, b->build_ns);
     ops += b->ops;
     sync = sync || b->sync_after;
-    pageable = pageable || c.name(c.device[b->device].event).find("Pageable") != std::string_view::npos;
+    sat_acc(copies_ns, b->copy_ns);
+    if (c.name(c.device[b->device].event).find("Pageable") != std::string_view::npos) {
+      ++pageable;
+      sat_acc(pageable_ns, b->copy_ns);
+    }
     const std::int64_t s = c.step_number(c.device[b->device].step);
     if (s >= 0 && std::find(steps.begin(), steps.end(), s) == steps.end()) steps.push_back(s);
     for (const auto& [n, ns] : b->names) sat_acc(ns_by_name[n], ns);
@@ -226,22 +230,6 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
       : g.size() > 1               ? ", " + std::to_string(g.size()) + " times"
                                    : "";
   const std::string copy = title_name(c.name(c.device[top_build.device].event));
-  // Its impact is its claim on the idle time of its stretches (the shared
-  // causes no earlier finding took), so low_gpu_utilization after it
-  // accounts for the rest.
-  // What the fix removes: the stretch, the copy and the host's time after
-  // it up to the next launch (freeing the host tensor; issue 38's seventh
-  // round: the saving left out the copy and the gap after it).
-  std::int64_t copies_ns = 0;
-  for (const Build* b : g) sat_acc(copies_ns, b->copy_ns);
-  const auto claim = [&](Finding& f) {
-    std::vector<Interval> ranges;
-    for (const Build* b : g) ranges.push_back({b->stretch.start, b->claim_end});
-    ranges = merge_intervals(std::move(ranges));
-    set_idle_claim(f, claimable_idle(c.idle(), kAllCauses & ~kReservedCauses, &ranges, *out));
-    f.evidence.num("copy_ns", copies_ns);
-    f.impact_ns = sat_add(f.idle_ns, copies_ns);
-  };
   Finding f;
   f.id = "host_built_tensor";
   f.severity = static_cast<double>(best_idle) >= kWarnShare * static_cast<double>(window) ? FindingSeverity::kWarning
@@ -262,34 +250,33 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
   if (sync) f.evidence.text("sync_after_copy", "yes");
   // Its pageable copies, for the consistency pass: pageable_memcpy's fix
   // (pinning) is moot when these are all its copies.
-  {
-    std::int64_t n = 0, ns = 0;
-    for (const Build* b : g) {
-      const DeviceOp& d = c.device[b->device];
-      if (c.name(d.event).find("Pageable") == std::string_view::npos) continue;
-      ++n;
-      sat_acc(ns, b->copy_ns);
-    }
-    if (n > 0) f.evidence.num("pageable_copies", n).num("pageable_copy_ns", ns);
-  }
+  if (pageable > 0) f.evidence.num("pageable_copies", pageable).num("pageable_copy_ns", pageable_ns);
   bool random = false;
   for (const auto& [n, ns] : by_time) random = random || (is_random_op(n) && sat_add(ns, ns) >= build_ns);
+  const std::string from_pageable = pageable > 0 ? " from pageable memory" : "";
   if (random) {
     f.advice = "Draw the random tensor on the GPU: torch.randn(..., device=\"cuda\") (or the generator's device): "
-               "the host's draw and the copy" + std::string(pageable ? " from pageable memory" : "") +
+               "the host's draw and the copy" + from_pageable +
                " both go away, and the GPU draws it in a fraction of the time while the host moves on.";
-    claim(f);
-    out->push_back(std::move(f));
-    return;
+  } else {
+    f.advice = "Build the tensor on the GPU, or once: create its inputs on the device (torch.arange(..., "
+               "device=x.device), and the ops after it run as kernels), or compute it once and keep it on the device "
+               "(cached per shape, a registered buffer). The host computes it op by op while the GPU idles, then "
+               "copies it" + from_pageable + (sync ? " and waits for the copy" : "") +
+               "; CPU tensors and a synchronize inside the forward also keep it out of a CUDA graph "
+               "(torch.compile(mode=\"reduce-overhead\") skips graphs that hold them).";
   }
-  f.advice = "Build the tensor on the GPU, or once: create its inputs on the device (torch.arange(..., "
-             "device=x.device), and the ops after it run as kernels), or compute it once and keep it on the device "
-             "(cached per shape, a registered buffer). The host computes it op by op while the GPU idles, then copies "
-             "it" +
-             std::string(pageable ? " from pageable memory" : "") + (sync ? " and waits for the copy" : "") +
-             "; CPU tensors and a synchronize inside the forward also keep it out of a CUDA graph "
-             "(torch.compile(mode=\"reduce-overhead\") skips graphs that hold them).";
-  claim(f);
+  // Its impact is what the fix removes: its claim on the idle time from each
+  // stretch's start to the next launch after the copy (the host freeing the
+  // tensor included; the shared causes no earlier finding took, so
+  // low_gpu_utilization after it accounts for the rest) and the copies
+  // (issue 38's seventh round: the saving left out the copy and the gap after it).
+  std::vector<Interval> ranges;
+  for (const Build* b : g) ranges.push_back({b->stretch.start, b->claim_end});
+  ranges = merge_intervals(std::move(ranges));
+  set_idle_claim(f, claimable_idle(c.idle(), kAllCauses & ~kReservedCauses, &ranges, *out));
+  f.evidence.num("copy_ns", copies_ns);
+  f.impact_ns = sat_add(f.idle_ns, copies_ns);
   out->push_back(std::move(f));
 }
 

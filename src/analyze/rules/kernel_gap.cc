@@ -122,25 +122,7 @@ struct GapContext {
   std::string setup_kernel;  // as the trace names it (evidence: the views shorten it)
 };
 
-bool is_memset_or_copy(std::string_view name) {
-  return name.starts_with("Memset") || name.starts_with("Memcpy");
-}
-
-// The innermost op (cpu_op) on the thread of host call `e` whose span holds
-// it, kNoIndex when none: the latest-starting one that does (ops nest on a
-// thread). Scans back from the call over at most kMaxScan host events.
-std::uint32_t innermost_op(const DiagnoseContext& c, std::uint32_t e) {
-  constexpr std::size_t kMaxScan = 4096;
-  const std::uint32_t lane = c.trace.events.lane[e];
-  auto it = std::upper_bound(c.host_ops.begin(), c.host_ops.end(), c.ts(e),
-                             [&](std::int64_t v, std::uint32_t o) { return v < c.ts(o); });
-  for (std::size_t n = 0; it != c.host_ops.begin() && n < kMaxScan; ++n) {
-    const std::uint32_t o = *--it;
-    if (c.trace.events.lane[o] != lane || c.kind(o) != EventKind::kCpuOp) continue;
-    if (c.end(o) >= c.end(e)) return o;
-  }
-  return kNoIndex;
-}
+bool is_memset_or_copy(const DeviceOp& op) { return op.cls == DeviceClass::kMemset || op.cls == DeviceClass::kMemcpy; }
 
 bool is_readback(std::string_view name) {
   return name.find("DtoH") != std::string_view::npos || name.find("Device -> Pageable") != std::string_view::npos ||
@@ -303,8 +285,8 @@ GapContext gap_context(const DiagnoseContext& c, const Gap& g) {
   // A library's set-up activity: the op that launched it also launches the
   // next activity on its stream (issue 38, sixth round: the Memset before
   // each attention out-projection's GEMM is aten::addmm's, not an op to fuse).
-  if (after.launch != kNoIndex && is_memset_or_copy(c.name(after.event))) {
-    const std::uint32_t owner = innermost_op(c, after.launch);
+  if (after.launch != kNoIndex && is_memset_or_copy(after)) {
+    const std::uint32_t owner = c.enclosing_op(after.launch, /*skip_views=*/false);
     const DeviceOp* next = nullptr;
     for (std::size_t i = g.after + 1; i < c.device.size() && i < g.after + 4096; ++i) {
       if (c.device[i].lane == after.lane) {
@@ -313,7 +295,7 @@ GapContext gap_context(const DiagnoseContext& c, const Gap& g) {
       }
     }
     if (owner != kNoIndex && next != nullptr && next->launch != kNoIndex &&
-        !is_memset_or_copy(c.name(next->event)) && c.ts(next->launch) >= c.ts(owner) &&
+        !is_memset_or_copy(*next) && c.ts(next->launch) >= c.ts(owner) &&
         c.end(next->launch) <= c.end(owner)) {
       x.setup_of = title_name(c.name(owner));
       x.setup_kernel = std::string(c.name(next->event));

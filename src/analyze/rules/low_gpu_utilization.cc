@@ -43,6 +43,9 @@ constexpr std::int64_t kMinColdSetUpNs = 1'000'000;
 // Earlier findings that claim all but this share of the idle time leave
 // this one the rest: info, their fixes first.
 constexpr double kMostClaimed = 0.10;
+// What they leave in the steps, under this share of the window, gets no
+// fix of its own.
+constexpr double kSliverShare = 0.01;
 
 // An id as words: "host_work" -> "host work".
 std::string words(std::string_view id) {
@@ -50,6 +53,7 @@ std::string words(std::string_view id) {
   std::replace(s.begin(), s.end(), '_', ' ');
   return s;
 }
+
 // The plugin recommends a larger batch when utilization < 0.5 (data.py).
 constexpr double kLowUtilization = 0.5;
 // A whole run's start-up and exit: at least this much unrecorded idle before
@@ -377,11 +381,10 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
       static_cast<double>(earlier) >= (1.0 - kMostClaimed) * static_cast<double>(p.idle_ns())) {
     f.severity = FindingSeverity::kInfo;
     f.evidence.num("claimed_before_ns", earlier);
-    // The rest inside the steps (time between steps is no step's); under
-    // 1% of the window it is too little for a fix of its own.
+    // The rest inside the steps (time between steps is no step's).
     std::int64_t rest = 0;
     for (const std::int64_t v : in_steps) sat_acc(rest, v);
-    const bool sliver = static_cast<double>(rest) < 0.01 * static_cast<double>(window);
+    const bool sliver = static_cast<double>(rest) < kSliverShare * static_cast<double>(window);
     f.advice = "The findings above account for " + format_ns(earlier) + " of the GPU's " + format_ns(p.idle_ns()) +
                " of idle time: their fixes come first. " +
                (sliver ? "The rest in the steps (" + format_ns(rest) + ") is too little to act on."

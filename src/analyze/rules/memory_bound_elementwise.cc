@@ -66,7 +66,8 @@ std::string gbps_text(double gbps) {
 }
 
 // Whether an instance of kernel `name` (in the steps, or anywhere without
-// steps) has a compute kernel just before or after it on its stream.
+// steps) has a compute kernel just before or after it on its stream (another
+// instance of it counts: a chain of the same op fuses with itself).
 bool has_compute_neighbour(const DiagnoseContext& c, std::string_view name, bool has_steps) {
   std::unordered_map<std::uint32_t, std::size_t> last_on_lane;  // lane -> index of its previous activity
   for (std::size_t i = 0; i < c.device.size(); ++i) {
@@ -76,10 +77,7 @@ bool has_compute_neighbour(const DiagnoseContext& c, std::string_view name, bool
       const DeviceOp& p = c.device[prev->second];
       const bool in = !has_steps || op.step >= 0 || p.step >= 0;
       const bool op_is = c.name(op.event) == name, p_is = c.name(p.event) == name;
-      if (in && ((op_is && p.cls == DeviceClass::kCompute && !p_is) || (p_is && op.cls == DeviceClass::kCompute && !op_is))) {
-        return true;
-      }
-      if (in && op_is && p_is) return true;  // a chain of the same op: fusable with itself
+      if (in && ((op_is && p.cls == DeviceClass::kCompute) || (p_is && op.cls == DeviceClass::kCompute))) return true;
     }
     last_on_lane[op.lane] = i;
   }
