@@ -157,6 +157,11 @@ struct CriticalPath {
   // Window time before the path's first node: that node has no known
   // predecessor (the first event of a thread, work queued before the trace).
   std::int64_t unexplained_ns = 0;
+  // measured_critical_paths only: launch and stream edges' delay beyond
+  // kUnrecordedWaitNs over the trace's median for their type, left out of
+  // bound_ns (the kernel started long after its launch and its stream's
+  // previous kernel: it waited for something the trace does not record).
+  std::int64_t unrecorded_wait_ns = 0;
   std::vector<PathSegment> segments;  // oldest first
   std::int64_t length_ns() const { return end_ns - start_ns; }
 };
@@ -211,6 +216,26 @@ Result<CausalResult> analyze_causal(const Trace& trace, std::shared_ptr<const Ca
 // kInvalidArgument when there is no such instance.
 Result<CriticalPath> annotation_critical_path(const Trace& trace, const CausalResult& r, std::string_view name,
                                               std::size_t instance);
+
+// The critical path into a node on the measured timeline: back from
+// `node` through each node's binding edge (the dependency satisfied last)
+// to `start_ns`, clipped there, with the bound types a step's path has. A
+// job's rank summaries split each rank's stretch before a collective by it
+// (docs/scale.md, "Critical path across ranks").
+struct PathQuery {
+  std::uint32_t node = 0;
+  std::int64_t start_ns = 0;
+};
+// A launch or stream edge whose delay exceeds the trace's median binding
+// delay of its type (CausalGraph::launch_latency_ns, stream_gap_ns) by more
+// than this is a wait the trace does not record (a cross-stream event wait
+// left out, a device full of other streams' work): the excess is
+// CriticalPath::unrecorded_wait_ns, not launch or kernel-to-kernel overhead.
+inline constexpr std::int64_t kUnrecordedWaitNs = 100'000;
+// One path per query, in order; linear in the paths' lengths after one
+// pass over the graph's activities.
+std::vector<CriticalPath> measured_critical_paths(const Trace& trace, const CausalGraph& graph,
+                                                  const std::vector<PathQuery>& into);
 
 // The events `paths` (computed on `graph`) mark critical, by event index
 // (of `events`, the trace's event count): both ends of each segment's edge

@@ -17,12 +17,14 @@
 // docs/scale.md.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tprof/causal.h"
 #include "tprof/diagnose.h"
 #include "tprof/status.h"
 #include "tprof/trace.h"
@@ -32,9 +34,11 @@ namespace tprof {
 // The summary file's "format" and the version this tprof writes. It reads
 // versions 1 (no collectives: no straggler analysis), 2 (no per-step
 // steady_ns, device_ns, cpu_ns: tprof compare --jobs has only step time)
-// and 3 (no collective sequence numbers: matched by order) too.
+// 3 (no collective sequence numbers: matched by order) and 4 (no stretch
+// split by the rank's critical path: the path across ranks splits it by
+// what ran) too.
 inline constexpr std::string_view kRankSummaryFormat = "tprof.rank_summary";
-inline constexpr std::int64_t kRankSummaryVersion = 4;
+inline constexpr std::int64_t kRankSummaryVersion = 5;
 
 // One ProfilerStep's time split into phases (ns; the three sum to dur_ns).
 // With device activity: computation = device busy in the step − exposed
@@ -106,6 +110,17 @@ struct RankCollective {
   std::int64_t top_comm_ns = 0;
   std::int32_t top_host = -1;
   std::int64_t top_host_ns = 0;
+  // The stretch along the rank's own critical path into the collective's
+  // start (measured_critical_paths, tprof/causal.h): its time by BoundType
+  // and unexplained (before the path's first node, and waits the trace does
+  // not record: CriticalPath::unrecorded_wait_ns), and the event holding
+  // the most of it (index into names, -1 none). has_path is false in a
+  // summary before version 5 and where the trace's graph has no node for it.
+  bool has_path = false;
+  std::array<std::int64_t, static_cast<int>(BoundType::kCount_)> path_ns{};
+  std::int64_t path_unexplained_ns = 0;
+  std::int32_t path_top = -1;
+  std::int64_t path_top_ns = 0;
 };
 
 // Everything the job view needs from one rank's trace.
@@ -312,12 +327,25 @@ struct SlowNetwork {
 };
 
 // One part of the critical path across ranks: a rank's stretches before
-// the collectives it arrives last at, by what its device did then (as
-// Straggler::before: "computation", "communication", "input", "host"), or
-// the transfers once the last rank arrived (rank -1, "transfer").
+// the collectives it arrives last at, along its own critical path (by
+// bound type: "cpu_bound", "gpu_compute_bound", "gpu_communication_bound",
+// "kernel_launch_overhead", "kernel_kernel_overhead", "data_loading", and
+// "unexplained": before the path's first node or a wait the trace does not
+// record) where every stretch on the
+// path has one, else by what its device did then (as Straggler::before:
+// "computation", "communication", "input", "host"); or the transfers once
+// the last rank arrived (rank -1, "transfer").
 struct PathPart {
   std::int64_t rank = -1;
   std::string what;
+  std::int64_t per_step_ns = 0;  // mean per step walked
+};
+
+// The event holding the most of a rank's stretches on the path (along its
+// own critical path): a kernel, a host op, a DataLoader scope.
+struct PathTop {
+  std::int64_t rank = -1;
+  std::string name;
   std::int64_t per_step_ns = 0;  // mean per step walked
 };
 
@@ -330,7 +358,16 @@ struct CrossRankPath {
   std::int64_t per_step_ns = 0;  // its length, mean per step
   double step_pct = 0;           // of those steps (each the median over ranks), 1 decimal; 0 without steps
   double hops_per_step = 0;      // collectives on it per step
+  // True when the ranks' stretches are split along their own critical
+  // paths (every stretch walked has one: summaries of version 5), false
+  // when by what ran.
+  bool along_rank_paths = false;
   std::vector<PathPart> parts;   // largest first
+  std::vector<PathTop> tops;     // one per rank on the path with one, largest first
+  // The ranks' stretches by what their device did, whichever the split
+  // (the parts themselves without version-5 summaries): what ran while
+  // an unexplained part waited.
+  std::vector<PathPart> activity;  // largest first
 };
 
 struct JobView {

@@ -181,6 +181,55 @@ double pct_of(std::int64_t part, std::int64_t whole) {
   return whole > 0 ? round1(100.0 * static_cast<double>(part) / static_cast<double>(whole)) : 0;
 }
 
+// Each stretch along the rank's own critical path, back from the
+// collective's start to the stretch's (docs/scale.md, "Critical path
+// across ranks"): by bound type, and the host or device event holding the
+// most of it (host work and device work only: a launch's or a stream's
+// wait is no event's time; ProfilerStep is no answer). A stretch whose path
+// does not span it exactly (the graph's time for the kernel differs) has
+// none.
+template <class Intern>
+void summarize_rank_paths(const DiagnoseContext& c, const std::vector<const DeviceOp*>& comm, Intern& intern,
+                          RankSummary* r) {
+  const CausalResult& cr = c.causal();
+  if (cr.graph == nullptr) return;
+  const CausalGraph& g = *cr.graph;
+  std::vector<PathQuery> queries;
+  std::vector<std::size_t> of;
+  for (std::size_t k = 0; k < comm.size(); ++k) {
+    const std::uint32_t e = comm[k]->event;
+    const std::uint32_t a = e < g.activity_of_event.size() ? g.activity_of_event[e] : kNoIndex;
+    if (a == kNoIndex) continue;
+    const RankCollective& rc = r->collectives[k];
+    queries.push_back({CausalGraph::begin_node(a), sat_sub(rc.start_ns, rc.before_ns)});
+    of.push_back(k);
+  }
+  const std::vector<CriticalPath> paths = measured_critical_paths(c.trace, g, queries);
+  std::unordered_map<std::uint32_t, std::int64_t> by_event;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    RankCollective& rc = r->collectives[of[i]];
+    const CriticalPath& p = paths[i];
+    if (p.start_ns != sat_sub(rc.start_ns, rc.before_ns) || p.end_ns != rc.start_ns) continue;
+    rc.has_path = true;
+    rc.path_ns = p.bound_ns;
+    rc.path_unexplained_ns = p.unexplained_ns + p.unrecorded_wait_ns;
+    by_event.clear();
+    for (const PathSegment& seg : p.segments) {
+      if (seg.event == kNoIndex || (seg.type != EdgeType::kHost && seg.type != EdgeType::kDevice)) continue;
+      if (is_profiler_step(c.name(seg.event))) continue;
+      by_event[seg.event] += seg.dur_ns;
+    }
+    std::uint32_t top = kNoIndex;
+    for (const auto& [e, ns] : by_event) {
+      if (top == kNoIndex || ns > by_event[top] || (ns == by_event[top] && e < top)) top = e;
+    }
+    if (top != kNoIndex) {
+      rc.path_top = intern(c.name(top));
+      rc.path_top_ns = by_event[top];
+    }
+  }
+}
+
 }  // namespace
 
 void summarize_collectives(const DiagnoseContext& c, RankSummary* r) {
@@ -315,6 +364,7 @@ void summarize_collectives(const DiagnoseContext& c, RankSummary* r) {
     const std::int64_t idle_ns = rc.before_ns - rc.computation_ns - rc.communication_ns;
     rc.input_ns = std::min(input[k], idle_ns);
   }
+  summarize_rank_paths(c, comm, intern, r);
 }
 
 namespace {
@@ -388,6 +438,11 @@ CrossRankPath cross_rank_path(const std::vector<Entry>& entries, const std::vect
     if (!added && matched[m].end > matched[it->second].end) it->second = m;
   }
   std::map<std::pair<std::int64_t, int>, std::int64_t> parts;  // (shown rank or -1, cause index 0..4) -> ns
+  // The same along the ranks' own paths: (shown rank, bound type or
+  // kCount_ for unexplained) -> ns; used when every stretch walked has one.
+  std::map<std::pair<std::int64_t, int>, std::int64_t> along;
+  std::map<std::pair<std::int64_t, std::string_view>, std::int64_t> tops;  // (shown rank, event) -> ns
+  bool all_along = true;
   std::int64_t total = 0, hops = 0;
   std::vector<char> seen(matched.size(), 0);
   for (const auto& [step, first] : last_of_step) {
@@ -402,6 +457,16 @@ CrossRankPath cross_rank_path(const std::vector<Entry>& entries, const std::vect
       const std::int64_t host = c.before_ns - c.computation_ns - c.communication_ns - c.input_ns;
       const std::array<std::int64_t, 4> split = {c.computation_ns, c.communication_ns, c.input_ns, host};
       for (int i = 0; i < 4; ++i) sat_acc(parts[{rank, i}], split[static_cast<std::size_t>(i)]);
+      all_along = all_along && c.has_path;
+      if (c.has_path) {
+        for (int i = 0; i < static_cast<int>(BoundType::kCount_); ++i)
+          sat_acc(along[{rank, i}], c.path_ns[static_cast<std::size_t>(i)]);
+        sat_acc(along[{rank, static_cast<int>(BoundType::kCount_)}], c.path_unexplained_ns);
+        if (c.path_top >= 0) {
+          const RankSummary& owner = *order[static_cast<std::size_t>(entries[k].ri)];
+          sat_acc(tops[{rank, owner.names[static_cast<std::size_t>(c.path_top)]}], c.path_top_ns);
+        }
+      }
       sat_acc(parts[{-1, 4}], transfer);
       sat_acc(total, sat_add(c.before_ns, transfer));
       const std::ptrdiff_t p = prev[k];
@@ -423,12 +488,36 @@ CrossRankPath cross_rank_path(const std::vector<Entry>& entries, const std::vect
   std::int64_t steps_ns = 0;
   for (auto& [step, d] : durs) sat_acc(steps_ns, mean_median(std::move(d)));
   if (steps_ns > 0) out.step_pct = pct_of(total, steps_ns);
+  out.along_rank_paths = all_along;
   for (const auto& [key, ns] : parts) {
     if (ns <= 0) continue;
-    out.parts.push_back({key.first, key.second < 4 ? kCauses[key.second] : "transfer", ns / out.steps});
+    PathPart x{key.first, key.second < 4 ? kCauses[key.second] : "transfer", ns / out.steps};
+    if (key.first >= 0) out.activity.push_back(x);
+    if (!all_along || key.first < 0) out.parts.push_back(std::move(x));
   }
-  std::stable_sort(out.parts.begin(), out.parts.end(),
-                   [](const PathPart& a, const PathPart& b) { return a.per_step_ns > b.per_step_ns; });
+  if (all_along) {
+    for (const auto& [key, ns] : along) {
+      if (ns <= 0) continue;
+      const auto b = static_cast<BoundType>(key.second);
+      out.parts.push_back({key.first, b == BoundType::kCount_ ? "unexplained" : std::string(bound_type_name(b)),
+                           ns / out.steps});
+    }
+    // Each rank's event holding the most of its stretches (ties: by name).
+    std::map<std::int64_t, PathTop> best;
+    for (const auto& [key, ns] : tops) {
+      PathTop& t = best[key.first];
+      if (t.name.empty() || ns > t.per_step_ns) t = {key.first, std::string(key.second), ns};
+    }
+    for (auto& [rank, t] : best) {
+      t.per_step_ns /= out.steps;
+      if (t.per_step_ns > 0) out.tops.push_back(std::move(t));
+    }
+    std::stable_sort(out.tops.begin(), out.tops.end(),
+                     [](const PathTop& a, const PathTop& b) { return a.per_step_ns > b.per_step_ns; });
+  }
+  for (std::vector<PathPart>* v : {&out.parts, &out.activity}) {
+    std::stable_sort(v->begin(), v->end(), [](const PathPart& a, const PathPart& b) { return a.per_step_ns > b.per_step_ns; });
+  }
   return out;
 }
 

@@ -338,7 +338,9 @@ class Analysis {
     p.start_ns = start;
     p.end_ns = std::max(t[node], start);  // a step that ends before it starts takes no time
     std::uint32_t v = node;
-    while (t[v] > start) {
+    // Edges of no time can only repeat a node on a cycle the replay left
+    // out; one visit per node bounds the walk.
+    for (std::size_t visits = 0; t[v] > start && visits < g_.nodes(); ++visits) {
       const std::uint32_t i = via[v];
       if (i == kNoIndex) {
         p.unexplained_ns = t[v] - start;
@@ -589,6 +591,33 @@ Result<CriticalPath> annotation_critical_path(const Trace& trace, const CausalRe
   }
   Analysis an(trace, g);
   return an.path(last, t[2 * a], t, r.via);
+}
+
+std::vector<CriticalPath> measured_critical_paths(const Trace& trace, const CausalGraph& g,
+                                                  const std::vector<PathQuery>& into) {
+  std::vector<std::uint32_t> via(g.nodes(), kNoIndex);
+  for (std::uint32_t i = 0; i < g.edges.size(); ++i)
+    if (g.edges[i].binding) via[g.edges[i].to] = i;
+  Analysis an(trace, g);
+  std::vector<CriticalPath> out;
+  out.reserve(into.size());
+  for (const PathQuery& q : into) {
+    if (q.node >= g.nodes()) {
+      out.emplace_back();
+      continue;
+    }
+    CriticalPath p = an.path(q.node, q.start_ns, g.time_ns, via);
+    for (const PathSegment& seg : p.segments) {
+      if (seg.type != EdgeType::kLaunch && seg.type != EdgeType::kStream) continue;
+      const std::int64_t floor = seg.type == EdgeType::kLaunch ? g.launch_latency_ns : g.stream_gap_ns;
+      const std::int64_t excess = seg.dur_ns - floor;
+      if (excess <= kUnrecordedWaitNs) continue;
+      p.bound_ns[static_cast<int>(seg.bound)] -= excess;
+      p.unrecorded_wait_ns += excess;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 std::vector<std::uint8_t> critical_events(const CausalGraph& g, const std::vector<const CriticalPath*>& paths,

@@ -214,7 +214,8 @@ PathText path_text(const JobView& v) {
   if (p.steps == 0) return out;
   out.rule = "from each step's last collective back, through the rank that arrives last at each; " +
              std::to_string(p.steps) + (p.steps == 1 ? " step, " : " steps, ") + internal::fixed(p.hops_per_step, 1) +
-             " collectives a step";
+             " collectives a step; each rank's stretch split " +
+             (p.along_rank_paths ? "along its own critical path" : "by what its device did (summaries before version 5)");
   out.figure = internal::format_ns(p.per_step_ns) + " per step";
   if (p.step_pct > 0) out.figure += ", " + pct_text(p.step_pct, 1) + " of those steps";
   const auto share = [&](std::int64_t ns) {
@@ -233,6 +234,21 @@ PathText path_text(const JobView& v) {
     std::string parts;
     for (const PathPart& x : p.parts) {
       if (x.rank == rank) parts += (parts.empty() ? "" : ", ") + x.what + " " + internal::format_ns(x.per_step_ns);
+    }
+    for (const PathTop& t : p.tops) {
+      if (t.rank == rank) parts += "; most in " + t.name + " (" + internal::format_ns(t.per_step_ns) + ")";
+    }
+    // Mostly unexplained: say what its device ran meanwhile.
+    std::int64_t unexplained = 0;
+    for (const PathPart& x : p.parts) unexplained += x.rank == rank && x.what == "unexplained" ? x.per_step_ns : 0;
+    if (p.along_rank_paths && 2 * unexplained >= ns) {
+      std::string ran;
+      for (const PathPart& x : p.activity) {
+        if (x.rank == rank) ran += (ran.empty() ? "" : ", ") + x.what + " " + internal::format_ns(x.per_step_ns);
+      }
+      parts += "; unexplained: waits its trace does not record (a kernel that started long after its launch and "
+               "its stream's previous kernel) or time before its first recorded event" +
+               (ran.empty() ? std::string() : "; meanwhile its device did: " + ran);
     }
     out.lines.push_back("rank " + std::to_string(rank) + ": " + internal::format_ns(ns) + " (" + share(ns) + "): " + parts);
   }
@@ -526,12 +542,33 @@ std::string format_job_json(const JobView& v) {
     w.key("per_step_ns"); w.value_int(v.critical_path.per_step_ns);
     w.key("step_pct"); w.value_double(v.critical_path.step_pct);
     w.key("hops_per_step"); w.value_double(std::round(v.critical_path.hops_per_step * 100.0) / 100.0);
+    w.key("split"); w.value_string(v.critical_path.along_rank_paths ? "rank_critical_path" : "device_activity");
     w.key("parts");
     w.begin_array();
     for (const PathPart& x : v.critical_path.parts) {
       w.begin_object();
       w.key("rank"); w.value_int(x.rank);
       w.key("what"); w.value_string(x.what);
+      w.key("per_step_ns"); w.value_int(x.per_step_ns);
+      w.end_object();
+    }
+    w.end_array();
+    w.key("activity");
+    w.begin_array();
+    for (const PathPart& x : v.critical_path.activity) {
+      w.begin_object();
+      w.key("rank"); w.value_int(x.rank);
+      w.key("what"); w.value_string(x.what);
+      w.key("per_step_ns"); w.value_int(x.per_step_ns);
+      w.end_object();
+    }
+    w.end_array();
+    w.key("tops");
+    w.begin_array();
+    for (const PathTop& x : v.critical_path.tops) {
+      w.begin_object();
+      w.key("rank"); w.value_int(x.rank);
+      w.key("name"); w.value_string(x.name);
       w.key("per_step_ns"); w.value_int(x.per_step_ns);
       w.end_object();
     }
@@ -589,7 +626,17 @@ namespace {
 constexpr const char* kCollectiveFields[] = {"group",          "step",       "start_ns",      "end_ns",
                                              "before_ns",      "computation_ns", "communication_ns", "input_ns",
                                              "top_kernel",     "top_kernel_ns",  "top_comm",     "top_comm_ns",
-                                             "top_host",       "top_host_ns",    "seq"};
+                                             "top_host",       "top_host_ns",    "seq",
+                                             // Version 5: the stretch along the rank's critical path
+                                             // (path_unexplained -1: none).
+                                             "path_cpu_bound", "path_gpu_compute_bound",
+                                             "path_gpu_communication_bound", "path_kernel_launch_overhead",
+                                             "path_kernel_kernel_overhead", "path_data_loading",
+                                             "path_unexplained", "path_top", "path_top_ns"};
+// Where the version-5 fields start, and their count before the top.
+constexpr std::size_t kPathField = 15;
+constexpr std::size_t kPathBounds = static_cast<std::size_t>(BoundType::kCount_);
+static_assert(kPathField + kPathBounds + 3 == sizeof kCollectiveFields / sizeof kCollectiveFields[0]);
 constexpr std::size_t kCollectiveFieldCount = sizeof kCollectiveFields / sizeof kCollectiveFields[0];
 
 // Starts and ends relative to the rank's first collective: shorter lines
@@ -629,6 +676,10 @@ void write_collectives(JsonWriter& w, const RankSummary& r) {
                                    c.top_host_ns, c.seq}) {
         l.value_int(f);
       }
+      for (const std::int64_t ns : c.path_ns) l.value_int(c.has_path ? ns : 0);
+      l.value_int(c.has_path ? c.path_unexplained_ns : -1);
+      l.value_int(c.has_path ? c.path_top : -1);
+      l.value_int(c.has_path ? c.path_top_ns : 0);
       l.end_array();
     }
     w.value_raw(line);
@@ -778,11 +829,14 @@ Status parse_collectives(const JsonValue& o, const std::string& where, std::int6
   for (std::size_t i = 0; i < colls->items().size(); ++i) {
     const JsonValue& c = colls->items()[i];
     const std::string at = where + ".collectives[" + std::to_string(i) + "]";
-    // Version 4 adds "seq" (-1: none; before it, collectives have none).
-    const std::size_t fields = version >= 4 ? kCollectiveFieldCount : kCollectiveFieldCount - 1;
+    // Version 4 adds "seq" (-1: none; before it, collectives have none),
+    // version 5 the stretch along the rank's critical path.
+    const std::size_t fields = version >= 5 ? kCollectiveFieldCount : version >= 4 ? kPathField : kPathField - 1;
     const std::string shape = "not an array of " + std::to_string(fields) + " integers";
     std::int64_t f[kCollectiveFieldCount] = {};
     f[14] = -1;
+    f[kPathField + kPathBounds] = -1;
+    f[kPathField + kPathBounds + 1] = -1;
     if (!c.is_array() || c.items().size() != fields) return bad(at, shape);
     for (std::size_t j = 0; j < fields; ++j) {
       if (!c.items()[j].is_number() || !c.items()[j].get_int(&f[j])) return bad(at, shape);
@@ -795,6 +849,26 @@ Status parse_collectives(const JsonValue& o, const std::string& where, std::int6
       if (f[j] < 0) return bad(at, "\"" + std::string(kCollectiveFields[j]) + "\" is negative");
     }
     if (f[14] < -1) return bad(at, "\"seq\" is below -1");
+    const std::int64_t unexplained = f[kPathField + kPathBounds], top = f[kPathField + kPathBounds + 1],
+                       top_ns = f[kPathField + kPathBounds + 2];
+    if (unexplained < 0) {
+      bool empty = unexplained == -1 && top == -1 && top_ns == 0;
+      for (std::size_t j = kPathField; j < kPathField + kPathBounds; ++j) empty = empty && f[j] == 0;
+      if (!empty) return bad(at, "\"path_unexplained\" is -1 (no path) but the other path fields are not empty");
+    } else {
+      // The path spans the stretch: its parts sum to "before_ns" exactly
+      // (checked without overflowing).
+      std::int64_t left = f[4];
+      for (std::size_t j = kPathField; j <= kPathField + kPathBounds; ++j) {
+        if (f[j] < 0 || f[j] > left) return bad(at, "the path's parts do not sum to \"before_ns\"");
+        left -= f[j];
+      }
+      if (left != 0) return bad(at, "the path's parts do not sum to \"before_ns\"");
+      if (top < -1 || top >= n_names) return bad(at, "\"path_top\" is not an index into \"names\" or -1");
+      if (top_ns < 0 || top_ns > f[4] || (top == -1 && top_ns != 0)) {
+        return bad(at, "\"path_top_ns\" is negative, beyond \"before_ns\", or set without \"path_top\"");
+      }
+    }
     // base + start and base + end must not overflow; end >= start; the
     // parts fit in the stretch, checked without adding them.
     if (f[3] < f[2] || (base > 0 && f[3] > kMax - base) || (base < 0 && f[3] + base < -kMax)) {
@@ -819,6 +893,13 @@ Status parse_collectives(const JsonValue& o, const std::string& where, std::int6
     rc.top_host = static_cast<std::int32_t>(f[12]);
     rc.top_host_ns = f[13];
     rc.seq = f[14];
+    rc.has_path = unexplained >= 0;
+    if (rc.has_path) {
+      for (std::size_t j = 0; j < kPathBounds; ++j) rc.path_ns[j] = f[kPathField + j];
+      rc.path_unexplained_ns = unexplained;
+      rc.path_top = static_cast<std::int32_t>(top);
+      rc.path_top_ns = top_ns;
+    }
     r->collectives.push_back(rc);
   }
   return Status();

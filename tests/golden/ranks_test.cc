@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -386,12 +387,13 @@ TEST(RanksSeqTest, SeqFromTheOpAroundTheLaunchNotForPointToPoint) {
   ASSERT_TRUE(back) << back.error().to_string();
   EXPECT_EQ(back->ranks[0].collectives[3].seq, 12);
   std::string v3 = text;
-  v3.replace(v3.find("\"version\": 4"), 12, "\"version\": 3");
+  v3.replace(v3.find("\"version\": 5"), 12, "\"version\": 3");
   back = parse_rank_summary_json(v3);
   ASSERT_FALSE(back);
   EXPECT_NE(back.error().message().find("not an array of 14 integers"), std::string::npos) << back.error().message();
-  std::string low = text;
-  low.replace(low.find(", 12]"), 5, ", -2]");
+  // The seq field (the 15th) of the dp0 collective.
+  const std::string low = std::regex_replace(text, std::regex(R"((\[(-?\d+, ){14})12, )"), "$1-2, ");
+  ASSERT_NE(low, text);
   back = parse_rank_summary_json(low);
   ASSERT_FALSE(back);
   EXPECT_NE(back.error().message().find("\"seq\" is below -1"), std::string::npos) << back.error().message();
@@ -459,6 +461,57 @@ TEST(RanksStragglerTest, SummaryVersionsAndBadCollectives) {
   ASSERT_FALSE(back);
   EXPECT_NE(back.error().message().find("not an index into \"collective_groups\""), std::string::npos)
       << back.error().message();
+}
+
+// Version 5 keeps each stretch along the rank's critical path: its parts
+// sum to the stretch exactly (a summary where they do not is refused), and
+// a version-4 collective (15 fields) has none.
+TEST(RanksStragglerTest, SummaryPathFieldsSumToTheStretch) {
+  const JobSummary late{{summarize_file(std::string(TPROF_TEST_DATA) + "/ranks/late_host/rank-06.json.gz")}};
+  for (const RankCollective& c : late.ranks[0].collectives) {
+    ASSERT_TRUE(c.has_path);
+    std::int64_t sum = c.path_unexplained_ns;
+    for (const std::int64_t ns : c.path_ns) sum += ns;
+    EXPECT_EQ(sum, c.before_ns);
+    ASSERT_GE(c.path_top, 0);
+    EXPECT_EQ(late.ranks[0].names[static_cast<std::size_t>(c.path_top)], "log_metrics");
+  }
+  const std::string text = format_rank_summary_json(late);
+  // The first collective's line: 24 integers; its cpu_bound part (field 15) one more.
+  const std::size_t line = text.find("[", text.find("\"collectives\": ["));
+  const std::size_t end = text.find("]", line);
+  std::vector<std::string> f;
+  for (std::size_t a = line + 1; a < end;) {
+    const std::size_t b = std::min(text.find(',', a), end);
+    f.push_back(text.substr(a, b - a));
+    a = b + 1;
+  }
+  ASSERT_EQ(f.size(), 24u);
+  std::string bad = text;
+  std::string fields;
+  for (std::size_t i = 0; i < f.size(); ++i) fields += (i ? "," : "") + (i == 15 ? std::to_string(std::stoll(f[i]) + 1) : f[i]);
+  bad.replace(line + 1, end - line - 1, fields);
+  Result<JobSummary> back = parse_rank_summary_json(bad);
+  ASSERT_FALSE(back);
+  EXPECT_NE(back.error().message().find("the path's parts do not sum to \"before_ns\""), std::string::npos)
+      << back.error().message();
+  // Version 4: every collective's first 15 fields, no path; a 24-field
+  // line is refused there.
+  std::string v4 = std::regex_replace(text, std::regex(R"(\[(-?\d+(, -?\d+){14})(, -?\d+){9}\])"), "[$1]");
+  v4.replace(v4.find("\"version\": 5"), 12, "\"version\": 4");
+  back = parse_rank_summary_json(v4);
+  ASSERT_TRUE(back) << back.error().to_string();
+  ASSERT_EQ(back->ranks[0].collectives.size(), 8u);
+  for (const RankCollective& c : back->ranks[0].collectives) EXPECT_FALSE(c.has_path);
+  v4.replace(v4.find("\"version\": 4"), 12, "\"version\": 5");
+  ASSERT_FALSE(parse_rank_summary_json(v4));
+  JobSummary stripped = late;
+  for (RankCollective& c : stripped.ranks[0].collectives) c.has_path = false;
+  const std::string none = format_rank_summary_json(stripped);
+  EXPECT_NE(none.find(", 0, 0, 0, 0, 0, 0, -1, -1, 0]"), std::string::npos);
+  back = parse_rank_summary_json(none);
+  ASSERT_TRUE(back) << back.error().to_string();
+  for (const RankCollective& c : back->ranks[0].collectives) EXPECT_FALSE(c.has_path);
 }
 
 TEST(RanksTest, ForeignSummaryIsAClearError) {
@@ -668,10 +721,17 @@ TEST(RanksNetworkTest, NoSlowTransferWhereNoneIs) {
 // The critical path across ranks goes through the rank each collective
 // waits for: the planted straggler, with its planted cause the largest part.
 TEST(RanksCriticalPathTest, GoesThroughTheStragglerAndItsCause) {
-  for (const auto& [job, rank, cause] : {std::tuple{"late_input", 2, "input"}, std::tuple{"late_host", 6, "host"},
-                                         std::tuple{"late_compute", 11, "computation"}}) {
+  for (const auto& [job, rank, cause, top] :
+       {std::tuple{"late_input", 2, "data_loading", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"},
+        std::tuple{"late_host", 6, "cpu_bound", "log_metrics"},
+        std::tuple{"late_compute", 11, "gpu_compute_bound",
+                   "ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_stages_64x3_nn"}}) {
     const JobView v = job_view(job_parts(job));
     const CrossRankPath& p = v.critical_path;
+    EXPECT_TRUE(p.along_rank_paths) << job;
+    ASSERT_EQ(p.tops.size(), 1u) << job;
+    EXPECT_EQ(p.tops[0].rank, rank) << job;
+    EXPECT_EQ(p.tops[0].name, top) << job;
     EXPECT_EQ(p.steps, 8) << job;
     EXPECT_DOUBLE_EQ(p.hops_per_step, 1.0) << job;
     // Step start to the all-reduce's end: all of the step but its optimizer tail.
@@ -688,6 +748,32 @@ TEST(RanksCriticalPathTest, GoesThroughTheStragglerAndItsCause) {
     ASSERT_FALSE(p.parts.empty());
     EXPECT_EQ(p.parts[0].rank, rank) << job;
     EXPECT_EQ(p.parts[0].what, cause) << job;
+  }
+}
+
+// Summaries before version 5 have no path inside a rank: the stretches are
+// split by what the rank's device did, the cause named as the straggler
+// test names it.
+TEST(RanksCriticalPathTest, WithoutRankPathsTheSplitIsByWhatRan) {
+  for (const auto& [job, rank, cause] : {std::tuple{"late_input", 2, "input"}, std::tuple{"late_host", 6, "host"},
+                                         std::tuple{"late_compute", 11, "computation"}}) {
+    std::vector<JobSummary> parts = job_parts(job);
+    for (JobSummary& j : parts)
+      for (RankSummary& r : j.ranks)
+        for (RankCollective& c : r.collectives) c.has_path = false;
+    const CrossRankPath p = job_view(parts).critical_path;
+    EXPECT_FALSE(p.along_rank_paths) << job;
+    EXPECT_TRUE(p.tops.empty()) << job;
+    ASSERT_FALSE(p.parts.empty()) << job;
+    EXPECT_EQ(p.parts[0].rank, rank) << job;
+    EXPECT_EQ(p.parts[0].what, cause) << job;
+    // The activity split is the parts less the transfers.
+    const auto key = [](const PathPart& x) { return std::tuple(x.rank, x.what, x.per_step_ns); };
+    std::vector<std::tuple<std::int64_t, std::string, std::int64_t>> by_rank, activity;
+    for (const PathPart& x : p.parts)
+      if (x.rank >= 0) by_rank.push_back(key(x));
+    for (const PathPart& x : p.activity) activity.push_back(key(x));
+    EXPECT_EQ(activity, by_rank) << job;
   }
 }
 
@@ -743,6 +829,19 @@ TEST(RanksCriticalPathTest, AnUnmatchedCollectiveEndsTheWalk) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("with 2 of 128 ranks traced, they hold the wait for untraced ranks too"), std::string::npos);
+  // Rank 1's collectives start long after their launches and their
+  // stream's previous kernels (the sampled traces keep no stream waits):
+  // not launch overhead but unexplained, with what its device ran meanwhile.
+  EXPECT_TRUE(v.critical_path.along_rank_paths);
+  std::int64_t unexplained = 0, launch = 0;
+  for (const PathPart& x : v.critical_path.parts) {
+    if (x.rank != 1) continue;
+    unexplained += x.what == "unexplained" ? x.per_step_ns : 0;
+    launch += x.what == "kernel_launch_overhead" ? x.per_step_ns : 0;
+  }
+  EXPECT_GT(unexplained, 40'000'000);
+  EXPECT_LT(launch, 100'000);
+  EXPECT_NE(text.find("meanwhile its device did: computation 41.804 ms"), std::string::npos) << text;
 }
 
 // Without rank numbers the tensorboard worker name (and pid) groups windows;

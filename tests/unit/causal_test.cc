@@ -9,6 +9,7 @@
 #include <set>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tests/support/test_traces.h"
@@ -114,6 +115,61 @@ TEST(CausalReplay, ReproducesTheTraceAndFollowsTheBindingEdges) {
   for (std::int64_t b : p.bound_ns) sum += b;
   EXPECT_EQ(sum, p.length_ns());
   EXPECT_EQ(p.bound_ns[static_cast<int>(BoundType::kGpuCompute)], 70000);
+}
+
+// The index of the event named `name` (the first).
+std::uint32_t event_named(const Trace& t, std::string_view name) {
+  for (std::uint32_t e = 0; e < t.events.size(); ++e)
+    if (t.name(e) == name) return e;
+  ADD_FAILURE() << "no event " << name;
+  return 0;
+}
+
+// The path into a node on the measured timeline follows the binding edges
+// back to the start asked for: into step 2's add kernel, from the step's
+// start, the gemm it queues behind, the gemm's launch and the host before.
+TEST(CausalMeasuredPath, FollowsTheBindingEdgesToTheStartAskedFor) {
+  const Trace t = parse(two_steps());
+  const CausalGraph g = build_causal_graph(t);
+  std::uint32_t add = 0;
+  for (std::uint32_t e = 0; e < t.events.size(); ++e)
+    if (t.name(e) == "add_kernel" && t.events.ts_ns[e] > 100'000) add = e;
+  const std::vector<CriticalPath> paths =
+      measured_critical_paths(t, g, {{CausalGraph::begin_node(g.activity_of_event[add]), 100'000}});
+  ASSERT_EQ(paths.size(), 1u);
+  const CriticalPath& p = paths[0];
+  EXPECT_EQ(p.start_ns, 100'000);
+  EXPECT_EQ(p.end_ns, 151'000);
+  EXPECT_EQ(p.unexplained_ns, 0);
+  EXPECT_EQ(p.unrecorded_wait_ns, 0);
+  EXPECT_EQ(p.bound_ns[static_cast<int>(BoundType::kGpuCompute)], 40'000);         // the gemm
+  EXPECT_EQ(p.bound_ns[static_cast<int>(BoundType::kKernelKernelOverhead)], 1'000);  // gemm end -> add
+  // The launch call (5 us) and its kernel's start 3 us after it returned.
+  EXPECT_EQ(p.bound_ns[static_cast<int>(BoundType::kKernelLaunchOverhead)], 8'000);
+  EXPECT_EQ(p.bound_ns[static_cast<int>(BoundType::kCpu)], 2'000);
+}
+
+// A kernel that starts long after both its launch and its stream's previous
+// kernel waited for something the trace does not record: beyond the
+// trace's usual launch delay (3 us here) its wait is not launch overhead.
+TEST(CausalMeasuredPath, ALongWaitAfterTheLaunchIsUnrecorded) {
+  std::string s;
+  for (int i = 0; i < 4; ++i) {
+    s += cpu("cuda_runtime", "cudaLaunchKernel", 20.0 * i, 5, i + 1) + ",";
+    s += gpu("k" + std::to_string(i + 1), i < 3 ? 20.0 * i + 8 : 700.0, 10, i + 1) + ",";
+  }
+  s.pop_back();
+  const Trace t = parse(s);
+  const CausalGraph g = build_causal_graph(t);
+  EXPECT_EQ(g.launch_latency_ns, 3'000);
+  const std::uint32_t k4 = g.activity_of_event[event_named(t, "k4")];
+  const CriticalPath p = measured_critical_paths(t, g, {{CausalGraph::begin_node(k4), 60'000}})[0];
+  EXPECT_EQ(p.length_ns(), 640'000);
+  EXPECT_EQ(p.unrecorded_wait_ns, 632'000);
+  EXPECT_EQ(p.bound_ns[static_cast<int>(BoundType::kKernelLaunchOverhead)], 8'000);
+  std::int64_t sum = p.unexplained_ns + p.unrecorded_wait_ns;
+  for (std::int64_t b : p.bound_ns) sum += b;
+  EXPECT_EQ(sum, p.length_ns());
 }
 
 TEST(CausalWhatIf, RemovingAnOpTakesItsHostTimeAndItsKernel) {

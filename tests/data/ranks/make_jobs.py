@@ -4,7 +4,9 @@
 Each job is a synchronous data-parallel loop, one Kineto trace per rank:
 every step the host reads a batch (a DataLoader scope), launches a GEMM on
 stream 7 and an all-reduce on stream 20 that waits for it, then the
-optimizer kernel after the all-reduce, and synchronizes. The all-reduce
+optimizer kernel after the all-reduce, and synchronizes. Each wait across
+streams is recorded as PyTorch makes it: cudaEventRecord after the launch
+waited for, cudaStreamWaitEvent before the launch that waits. The all-reduce
 ends at the same instant on every rank: when the last rank has arrived,
 plus the transfer. Every rank's clock is off by its own amount (up to
 seconds), so raw timestamps cannot be compared across ranks.
@@ -49,6 +51,7 @@ OPTIMIZER = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<a
 NEW_NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 OLD_NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
 LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+CROSS_STREAM_US = 2.0  # a kernel that waits for another stream's starts this long after it ends
 
 
 class Rank:
@@ -75,6 +78,12 @@ class Rank:
         self.corr += 1
         self.cpu("cuda_runtime", "cudaLaunchKernel", ts, 6.0, {"correlation": self.corr, "External id": self.corr})
         return self.corr
+
+    def wait(self, record_ts, wait_ts):
+        """cudaEventRecord after the last launch, then cudaStreamWaitEvent:
+        the next launch, on another stream, waits for the recorded kernel."""
+        self.cpu("cuda_runtime", "cudaEventRecord", record_ts, 3.0)
+        self.cpu("cuda_runtime", "cudaStreamWaitEvent", wait_ts, 2.0)
 
     def kernel(self, nm, stream, ts, dur, c, extra=None):
         args = {"device": self.r % 8, "stream": stream, "correlation": c, "External id": c}
@@ -125,7 +134,10 @@ def job(name, ranks, late_rank=-1, late_us=0.0, cause="", late_steps=None, old_k
             t_mm = t + loader + 5 + host
             gemm_start = t_mm + 30
             plan.append((t, loader, host, t_mm, gemm_start, gemm))
-        arrive = [p[4] + p[5] for p in plan]  # the all-reduce waits for the GEMM
+        # The all-reduce waits for the GEMM: it starts 2 us after the GEMM
+        # ends (the stream wait's latency; at 0 the two rounded timestamps
+        # could put the GEMM's end after the all-reduce's start).
+        arrive = [p[4] + p[5] + CROSS_STREAM_US for p in plan]
         end = max(arrive) + 800.0  # the transfer, once every rank is there
         for r, (t, loader, host, t_mm, gemm_start, gemm) in enumerate(plan):
             step_no = FIRST_STEP + (2 * n if windowed else n)
@@ -138,6 +150,7 @@ def job(name, ranks, late_rank=-1, late_us=0.0, cause="", late_steps=None, old_k
             rk[r].kernel(GEMM, 7, gemm_start, gemm, c, {"grid": [132, 1, 1], "block": [256, 1, 1]})
             rk[r].cpu("user_annotation", "nccl:all_reduce", t_mm + 50, 30.0)
             rk[r].cpu("cpu_op", "record_param_comms", t_mm + 52, 26.0)
+            rk[r].wait(t_mm + 20, t_mm + 54)
             c = rk[r].launch(t_mm + 60)
             extra = {} if old_kineto else {
                 "Collective name": "allreduce", "In msg nelems": 25_000_000, "Out msg nelems": 25_000_000,
@@ -145,6 +158,7 @@ def job(name, ranks, late_rank=-1, late_us=0.0, cause="", late_steps=None, old_k
                 "Process Group Description": "default_pg"}
             finish = end + rng.uniform(0, 3)
             rk[r].kernel(OLD_NCCL if old_kineto else NEW_NCCL, 20, arrive[r], finish - arrive[r], c, extra)
+            rk[r].wait(t_mm + 68, t_mm + 74)
             c = rk[r].launch(t_mm + 80)
             rk[r].kernel(OPTIMIZER, 7, finish + 15, 500.0, c)
             sync_end = finish + 530.0
@@ -189,7 +203,7 @@ def bucket_job(name, ranks=8, buckets=6, lost_rank=5, lost_steps=(0, 2, 3, 5, 6)
         finish = [[0.0] * buckets for _ in range(ranks)]
         for b in range(buckets):
             for r in range(ranks):
-                ready = gemm_end[r] + 150.0 * b + rng.uniform(0, 20)
+                ready = gemm_end[r] + CROSS_STREAM_US + 150.0 * b + rng.uniform(0, 20)
                 arrive[r][b] = max(ready, finish[r][b - 1] if b else 0.0)
             end = max(arrive[r][b] for r in range(ranks)) + 100.0
             for r in range(ranks):
@@ -200,6 +214,7 @@ def bucket_job(name, ranks=8, buckets=6, lost_rank=5, lost_steps=(0, 2, 3, 5, 6)
             rk[r].cpu("cpu_op", "aten::mm", t + 305, 40.0)
             rk[r].kernel(GEMM, 7, t + 335, gemm_end[r] - (t + 335), rk[r].launch(t + 315),
                    {"grid": [132, 1, 1], "block": [256, 1, 1]})
+            rk[r].wait(t + 325, t + 345)
             for b in range(buckets):
                 seq = 40 + n * buckets + b + 1
                 meta = {"Collective name": "allreduce", "In msg nelems": 6_250_000, "Out msg nelems": 6_250_000,
@@ -213,6 +228,7 @@ def bucket_job(name, ranks=8, buckets=6, lost_rank=5, lost_steps=(0, 2, 3, 5, 6)
                     continue
                 rk[r].kernel(NEW_NCCL, 20, arrive[r][b], finish[r][b] - arrive[r][b], c, meta)
             last = finish[r][buckets - 1]
+            rk[r].wait(t + 410, t + 415)
             rk[r].kernel(OPTIMIZER, 7, last + 15, 500.0, rk[r].launch(t + 420))
             rk[r].cpu("cuda_runtime", "cudaStreamSynchronize", t + 430, last + 530.0 - (t + 430))
             step_end = last + 535.0 + rng.uniform(0, 5)
@@ -291,7 +307,7 @@ def _plan(spec):
             t_mm = start[r] + loader + 5 + host
             rows.append([start[r], loader, host, t_mm, t_mm + 30, gemm, rng.uniform(0, 3), rng.uniform(0, 3),
                          rng.uniform(0, 5)])
-        arrive_tp = [row[4] + row[5] for row in rows]
+        arrive_tp = [row[4] + row[5] + CROSS_STREAM_US for row in rows]
         tp_end = list(arrive_tp)
         slow_net = set(spec.late) if spec.cause == "network" else set()
 
@@ -348,12 +364,17 @@ def rank_trace(spec, r):
         rk.kernel(GEMM, 7, gemm_start, gemm, rk.launch(t_mm + 10), {"grid": [132, 1, 1], "block": [256, 1, 1]})
         if spec.tp > 1:
             g = r // spec.tp
+            rk.wait(t_mm + 20, t_mm + 30)
             comm("tp%d" % g, "tensor_parallel", spec.tp, 21, t_mm + 45, arrive_tp, tp_end, n)
+            rk.wait(t_mm + 53, t_mm + 56)
+        else:
+            rk.wait(t_mm + 20, t_mm + 56)
         if spec.dp_groups:
             j = spec.dp_group(r)
             comm("dp%d" % j, "data_parallel", len(range(j, spec.ranks, spec.tp)), 20, t_mm + 60, arrive_dp, finish, n)
         else:
             comm("0", "default_pg", spec.ranks, 20, t_mm + 60, arrive_dp, finish, n)
+        rk.wait(t_mm + 68, t_mm + 74)
         rk.kernel(OPTIMIZER, 7, finish + 15, 500.0, rk.launch(t_mm + 80))
         rk.cpu("cuda_runtime", "cudaStreamSynchronize", t_mm + 100, finish + 530.0 - (t_mm + 100))
         rk.step(FIRST_STEP + n, t, step_end - t)
