@@ -365,6 +365,72 @@ std::string DiagnoseContext::graph_how() const {
   return p + "StreamBeginCapture/" + p + "StreamEndCapture once, then " + p + "GraphLaunch";
 }
 
+std::string DiagnoseContext::count_per(std::int64_t n, std::int64_t d) {
+  if (n % d == 0) return std::to_string(n / d);
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", static_cast<double>(n) / static_cast<double>(d));
+  return b;
+}
+
+const DiagnoseContext::CaptureBlockers& DiagnoseContext::capture_blockers() const {
+  std::call_once(capture_blockers_once_, [&] {
+    CaptureBlockers& out = capture_blockers_;
+    if (steps.steps.empty()) return;
+    // Step index -> its first launch call's end and its last one's start.
+    std::unordered_map<int, std::pair<std::int64_t, std::int64_t>> launches;
+    for (const DeviceOp& op : device) {
+      if (op.launch == kNoIndex) continue;
+      const int s = step_index_at(ts(op.launch));
+      if (s < 0) continue;
+      const auto [it, added] = launches.try_emplace(s, end(op.launch), ts(op.launch));
+      if (!added) {
+        it->second.first = std::min(it->second.first, end(op.launch));
+        it->second.second = std::max(it->second.second, ts(op.launch));
+      }
+    }
+    std::unordered_map<std::string, std::int64_t> by_op;
+    for (const std::uint32_t e : runtime) {
+      const std::string_view n = name(e);
+      if (!is_sync_call(n) && !is_blocking_memcpy(n)) continue;
+      const auto it = launches.find(step_index_at(ts(e)));
+      if (it == launches.end() || ts(e) < it->second.first || end(e) > it->second.second) continue;
+      ++out.count;
+      // The op the program calls: .item() is aten::item around the
+      // aten::_local_scalar_dense that copies and waits.
+      std::uint32_t op = enclosing_op(e, /*skip_views=*/true);
+      if (op != kNoIndex && name(op) == "aten::_local_scalar_dense") {
+        const std::uint32_t up = enclosing_op(op, /*skip_views=*/true);
+        if (up != kNoIndex && name(up) == "aten::item") op = up;
+      }
+      ++by_op[std::string(op == kNoIndex ? n : name(op))];
+    }
+    out.ops.assign(by_op.begin(), by_op.end());
+    std::sort(out.ops.begin(), out.ops.end(), [](const auto& a, const auto& b) {
+      return a.second > b.second || (a.second == b.second && a.first < b.first);
+    });
+  });
+  return capture_blockers_;
+}
+
+std::string DiagnoseContext::graph_blocker() const {
+  const CaptureBlockers& b = capture_blockers();
+  if (b.count <= 0) return "";
+  const auto n = static_cast<std::int64_t>(steps.steps.size());
+  std::string where;
+  for (std::size_t i = 0; i < b.ops.size() && i < 3; ++i) {
+    where += (i ? ", " : "") + b.ops[i].first + " x" + std::to_string(b.ops[i].second);
+  }
+  // "once", "10 times", "2 times a step", "3 times over 4 steps".
+  const std::string times = b.count == 1 && n <= 1 ? std::string("once")
+                            : n <= 1              ? std::to_string(b.count) + " times"
+                            : b.count % n == 0    ? std::to_string(b.count / n) + (b.count == n ? " time" : " times") +
+                                                     " a step"
+                                                  : std::to_string(b.count) + (b.count == 1 ? " time" : " times") +
+                                                     " over " + std::to_string(n) + " steps";
+  return "A " + std::string(api()) + " graph (" + graph_how() + ") cannot replay the step yet: it waits for the GPU " +
+         times + " in the middle (" + where + "; sync_api), and those waits must go first.";
+}
+
 std::string DiagnoseContext::fuse_how() const {
   if (torch_) return "torch.compile";
   return hip_ ? "a fused kernel or a hipBLASLt epilogue" : "a fused kernel or a cuBLASLt epilogue";

@@ -229,6 +229,27 @@ class DiagnoseContext {
   // ("cudaStreamBeginCapture/cudaStreamEndCapture once, then cudaGraphLaunch";
   // hip* on ROCm).
   std::string graph_how() const;
+  // n / d to one decimal where it is not whole: "2", "1.5".
+  static std::string count_per(std::int64_t n, std::int64_t d);
+  // Host waits in the middle of a step: a synchronize or blocking copy
+  // (is_sync_call, is_blocking_memcpy) with device work launched before
+  // and after it in its step. A graph cannot capture them (a value read
+  // back, a data-dependent shape: .item(), nonzero, masked_select);
+  // torch.compile breaks its graph at each (issue 38, fifth round). A sync
+  // that ends the step waits for its work, after the replay; one that
+  // starts it, before. Without steps there is no iteration to be in the
+  // middle of (a per-iteration sync of a whole program's trace ends its
+  // iteration): none. Computed once.
+  struct CaptureBlockers {
+    std::int64_t count = 0;                                 // over every step
+    std::vector<std::pair<std::string, std::int64_t>> ops;  // the op around each (the call where none), most first
+  };
+  const CaptureBlockers& capture_blockers() const;
+  // "" without capture_blockers(); else the sentence graph advice gives
+  // in place of "replay the step as a graph": "A CUDA graph (...) cannot
+  // replay the step yet: it waits for the GPU N times a step in the middle
+  // (aten::index x4, ...), and those waits must go first."
+  std::string graph_blocker() const;
   // Fusion in the program's API: "torch.compile" for PyTorch, "a fused
   // kernel or a cuBLASLt epilogue" (hipBLASLt on ROCm) for C++.
   std::string fuse_how() const;
@@ -282,7 +303,9 @@ class DiagnoseContext {
   bool torch_ = true;
   std::int64_t graph_launches_ = 0;
   std::int64_t graph_captures_ = 0;
-  mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_;
+  mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_,
+      capture_blockers_once_;
+  mutable CaptureBlockers capture_blockers_;
   mutable HostVsDevice host_vs_device_;
   mutable std::optional<std::vector<StatRow>> averages_;
   mutable std::shared_ptr<const Efficiency> efficiency_;

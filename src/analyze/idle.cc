@@ -854,6 +854,10 @@ std::string idle_remedy(IdleCause cause, const DiagnoseContext& c) {
       if (const std::string one = one_launch_remedy(c); !one.empty()) {
         return one + "; the GPU runs each launch faster than the host makes the next.";
       }
+      if (const std::string blocker = c.graph_blocker(); !blocker.empty()) {
+        return "Give each op more work (a larger batch) or fuse small ops (" + c.fuse_how() +
+               "): the host is launching op after op. " + blocker;
+      }
       return "Replay the step as a " + api + " graph (" + c.graph_how() + "), fuse small ops (" + c.fuse_how() +
              ") or give each op more work (a larger batch): the host is launching op after op.";
     case IdleCause::kHostWork:
@@ -904,6 +908,12 @@ std::string idle_remedy(IdleCause cause, const DiagnoseContext& c) {
       break;
   }
   return "Put the work between steps inside them, or record the steps that hold it.";
+}
+
+std::int64_t host_left_idle(const IdlePartition::Totals& t) {
+  auto at = [&](IdleCause k) { return t[static_cast<std::size_t>(k)]; };
+  return at(IdleCause::kLaunching) + at(IdleCause::kHostWork) + at(IdleCause::kBlockedAlloc) +
+         at(IdleCause::kBlockedInit) + at(IdleCause::kBlockedLaunchQueue) + at(IdleCause::kBlockedOther);
 }
 
 }  // namespace internal

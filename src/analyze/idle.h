@@ -143,6 +143,14 @@ std::vector<Interval> claimable_idle(const IdlePartition& p, std::uint32_t mask,
 void set_idle_claim(Finding& f, const std::vector<Interval>& ranges);
 // The idle time inside `ranges` (merged) by cause.
 IdlePartition::Totals idle_by_cause(const IdlePartition& p, const std::vector<Interval>& ranges);
+// The GPU idle the host leaves in `t`: launching op after op, host work
+// that launches nothing, the host blocked in an allocator, initialisation,
+// a full launch queue or another call (not its syncs: those wait on the
+// device). Where it exceeds the exposed communication of the same window,
+// the host sets the pace and the collectives run while it works: the
+// verdict is not communication-bound, and comm_exposed saves only the
+// host's waits for them (issue 38, seventh round).
+std::int64_t host_left_idle(const IdlePartition::Totals& t);
 // Where each host call in `events` ran: "outer op > inner op in
 // \"annotation\"" (the outermost and innermost op around it on its thread,
 // the innermost record_function scope other than ProfilerStep#N), "" when

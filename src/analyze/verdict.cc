@@ -224,7 +224,16 @@ Verdict classify(const Facts& f, bool has_device) {
   if (!has_device) return Verdict::kCpuOnly;
   if (f.span <= 0) return Verdict::kUnclear;
   if (f.share(f.dataloader) > kInputShare) return Verdict::kInputBound;
-  if (f.share(f.exposed_comm) > kCommShare) return Verdict::kCommunicationBound;
+  // Exposed communication sets the pace unless the host leaves the GPU
+  // idle longer still (launching op after op, or host work that launches
+  // nothing): then the host is what the step waits for first, and the
+  // collectives run while it works (issue 38, seventh round: a TorchRec
+  // DLRM rank, exposed all-to-all 38% of the step and the GPU idle 44%
+  // for launches, was called communication-bound; its critical path is
+  // 89% host).
+  if (f.share(f.exposed_comm) > kCommShare && f.exposed_comm >= host_left_idle(f.idle)) {
+    return Verdict::kCommunicationBound;
+  }
   // Busy with transfers, not kernels: copies and memsets with no kernel
   // beside them hold most of the busy time (a host<->device copy loop;
   // issue 38's fourth round: an A100 copy benchmark was "compute-bound").

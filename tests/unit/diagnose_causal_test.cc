@@ -152,11 +152,18 @@ TEST(DiagnoseCausal, ASyncWhileTheGpuIsBusySaysWhetherTheHostHasOtherWork) {
   const Cause* c = cause(late, "sync_api");
   ASSERT_NE(c, nullptr);
   EXPECT_GT(c->impact_per_step_ns, 0);
-  // A rank whose host has nothing after the sync keeps the condition.
-  const Diagnosis other = diagnose(read("ranks/late_host/rank-07.json.gz"));
+  // A trace whose host has nothing after the sync keeps the condition.
+  const Diagnosis other = diagnose(read("public/switch_transformers/switch_moe_a100_fp32.json.gz"));
   const Finding* g = finding(other, "sync_api");
   ASSERT_NE(g, nullptr);
   EXPECT_TRUE(g->advice.starts_with("No change needed unless the host has other work to do")) << g->advice;
+  // A rank whose sync waits behind the all-reduce, itself waiting for the
+  // late rank 6, is told so (issue 38, seventh round), not "no change".
+  const Diagnosis waiting = diagnose(read("ranks/late_host/rank-07.json.gz"));
+  const Finding* h = finding(waiting, "sync_api");
+  ASSERT_NE(h, nullptr);
+  EXPECT_TRUE(h->advice.starts_with("Read the collectives cudaStreamSynchronize waits behind across all ranks first"))
+      << h->advice;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/analyze/idle.h"
 #include "src/analyze/intervals.h"
 #include "src/analyze/rules/rules.h"
 #include "src/causal/names.h"
@@ -163,6 +164,26 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
                "arrives, which looks like exposed communication too.";
   }
   f.impact_ns = exposed_ns;
+  // The host leaves the GPU idle longer than the collectives run exposed:
+  // it sets the pace, they run while it works, and removing them saves
+  // only the host's waits for them, inside its synchronizing calls.
+  std::int64_t host_idle = 0;
+  for (const Window& w : windows) sat_acc(host_idle, host_left_idle(c.idle().totals_within(w.lo, w.hi)));
+  if (host_idle > exposed_ns) {
+    std::vector<Interval> waits;
+    for (const std::uint32_t e : c.runtime) {
+      if (is_sync_call(c.name(e)) || is_blocking_memcpy(c.name(e))) waits.push_back({c.ts(e), c.end(e)});
+    }
+    std::int64_t waited = 0;
+    for (const Interval& iv : merge_intervals(std::move(waits))) sat_acc(waited, covered_within(exposed, iv.start, iv.end));
+    f.impact_ns = std::min(exposed_ns, waited);
+    f.severity = FindingSeverity::kWarning;
+    f.evidence.num("host_left_idle_ns", host_idle).num("host_waits_ns", waited);
+    f.advice += " Here the host leaves the GPU idle longer (" + format_ns(host_idle) +
+                ", launching op after op or working) than the collectives run exposed: they run while it works, "
+                "and removing them would save only the " + format_ns(waited) +
+                " it waits for them in its synchronizing calls.";
+  }
   out->push_back(std::move(f));
 }
 

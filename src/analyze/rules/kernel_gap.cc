@@ -236,14 +236,25 @@ std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, con
                    : std::string()) +
            ". The host launches op after op slower than the GPU runs them.";
   }
+  const std::string blocker = graphs ? std::string() : c.graph_blocker();
   if (!x.setup_of.empty()) {
     // Nothing between the two activities to fuse: the op after the gap
     // starts with its own set-up (a library's memset or copy).
+    const std::string why = "the gaps are the host's way up to " + x.site + ", whose first device activity is " +
+                            after + ", set-up before its kernel " + title_name(x.setup_kernel) +
+                            ", so there is no op between " + before + " and it to fuse";
+    // A step that waits for the GPU mid-way cannot be a graph yet: say so
+    // instead of leading with one.
+    if (!blocker.empty()) {
+      return "The host launches op after op slower than the GPU runs them: " + why + ". " + blocker;
+    }
     return (graphs ? "Move " + x.site + " into the graph the step already replays"
                    : "Replay the step as a " + std::string(api) + " graph (" + c.graph_how() + ")") +
-           ": the gaps are the host's way up to " + x.site + ", whose first device activity is " + after +
-           ", set-up before its kernel " + title_name(x.setup_kernel) + ", so there is no op between " + before +
-           " and it to fuse. The host launches op after op slower than the GPU runs them.";
+           ": " + why + ". The host launches op after op slower than the GPU runs them.";
+  }
+  if (!blocker.empty()) {
+    return "Fuse the ops between " + before + " and " + after + launched + " (" + c.fuse_how() +
+           "). The host launches op after op slower than the GPU runs them, so " + after + " starts late. " + blocker;
   }
   return (graphs ? std::string("Move the ops between ") + before + " and " + after + launched +
                        " into the graph the step already replays, or fuse them (" + c.fuse_how() + ")"

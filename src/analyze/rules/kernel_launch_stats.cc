@@ -313,15 +313,22 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   std::string advice;
   if (many_short) {
     const std::string one = graph_launches > 0 ? std::string() : one_launch_remedy(c);
+    const std::string fewer = "the work into fewer, larger ops (" +
+                              (c.is_torch() ? std::string("torch.compile fuses elementwise chains") : c.fuse_how()) + ")";
+    // A step that waits for the GPU mid-way cannot be a graph yet: the
+    // other fix first, then what keeps it out of a graph.
+    const std::string blocker = graph_launches > 0 ? std::string() : c.graph_blocker();
     advice += (!one.empty() ? one
-               : (graph_launches > 0 ? std::string("Move more of the step into the graphs it already replays")
-                                     : "Replay the step as a " + std::string(c.api()) + " graph (" + c.graph_how() + ")") +
-                     " or batch the work into fewer, larger ops (" +
-                     (c.is_torch() ? std::string("torch.compile fuses elementwise chains") : c.fuse_how()) + ")") +
+               : !blocker.empty()
+                   ? "Batch " + fewer
+                   : (graph_launches > 0 ? std::string("Move more of the step into the graphs it already replays")
+                                         : "Replay the step as a " + std::string(c.api()) + " graph (" + c.graph_how() + ")") +
+                         " or batch " + fewer) +
               (one.empty() ? ": " : ". ") +
               std::to_string(short_exposed - short_elsewhere) + " activities on an idle stream" +
               (short_elsewhere > 0 ? std::string(", outside the GPU idle other findings claim,") : std::string()) +
-              " run shorter than the call that launched them, so the host, not the GPU, sets the pace. ";
+              " run shorter than the call that launched them, so the host, not the GPU, sets the pace. " +
+              (one.empty() && !blocker.empty() ? blocker + " " : "");
   }
   if (runtime_pattern) {
     advice +=

@@ -210,10 +210,14 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   const std::string_view key = best->key;
   const bool launch = key.find("LaunchKernel") != std::string_view::npos;
   std::string remedy;
+  // A step that waits for the GPU mid-way cannot be a graph yet.
+  const std::string blocker = launch ? c.graph_blocker() : std::string();
   if (launch) {
-    remedy = "Replay the step as a " + std::string(c.api()) + " graph (" + c.graph_how() +
-             ") or fuse the small ops (" + c.fuse_how() + ") to cut the " +
-             best->key + " calls (" + each + ")";
+    remedy = blocker.empty() ? "Replay the step as a " + std::string(c.api()) + " graph (" + c.graph_how() +
+                                   ") or fuse the small ops (" + c.fuse_how() + ") to cut the " + best->key +
+                                   " calls (" + each + ")"
+                             : "Fuse the small ops (" + c.fuse_how() + ") to cut the " + best->key + " calls (" + each +
+                                   ")";
   } else if (best->is_device) {
     // The idle between the launches is the saving; the kernels' time is
     // their work and stays.
@@ -236,7 +240,7 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   } else {
     f.advice = remedy + (hidden ? "; the GPU is busy through them, so this saves host time, not step time" : "") +
                ". At " + format_ns(best_cost / best->count) + " a call, the fixed cost of each call adds up to " +
-               format_ns(best_cost) + ".";
+               format_ns(best_cost) + "." + (blocker.empty() ? "" : " " + blocker);
   }
   // Behind a busy GPU host calls cost host time only: the step saves
   // nothing, and at most the GPU idle under them otherwise (without device

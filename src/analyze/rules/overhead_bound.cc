@@ -102,66 +102,6 @@ std::int64_t dispatch_ns(const DiagnoseContext& c, const std::vector<Interval>& 
 }
 
 
-// n / d to one decimal where it is not whole: "2", "1.5".
-std::string format_count(std::int64_t n, std::int64_t d) {
-  if (n % d == 0) return std::to_string(n / d);
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f", static_cast<double>(n) / static_cast<double>(d));
-  return b;
-}
-
-// Host waits in the middle of a step: a synchronize or blocking copy with
-// device work launched before and after it in its step. A CUDA graph
-// cannot capture them (a value read back, a data-dependent shape: .item(),
-// nonzero, masked_select); torch.compile breaks its graph at each (issue
-// 38, fifth round: graph advice for loops with host syncs and
-// data-dependent shapes). A sync that ends the step waits for its work,
-// after the replay; one that starts it, before. Without steps there is no
-// iteration to be in the middle of (a per-iteration sync of a whole
-// program's trace ends its iteration): none.
-struct CaptureBlockers {
-  std::int64_t count = 0;
-  std::vector<std::pair<std::string, std::int64_t>> ops;  // the op around each (the call where none), most first
-};
-
-CaptureBlockers capture_blockers(const DiagnoseContext& c) {
-  CaptureBlockers out;
-  if (c.steps.steps.empty()) return out;
-  // Step index -> its first launch call's end and its last one's start.
-  std::unordered_map<int, std::pair<std::int64_t, std::int64_t>> launches;
-  for (const DeviceOp& op : c.device) {
-    if (op.launch == kNoIndex) continue;
-    const int s = c.step_index_at(c.ts(op.launch));
-    if (s < 0) continue;
-    const auto [it, added] = launches.try_emplace(s, c.end(op.launch), c.ts(op.launch));
-    if (!added) {
-      it->second.first = std::min(it->second.first, c.end(op.launch));
-      it->second.second = std::max(it->second.second, c.ts(op.launch));
-    }
-  }
-  std::unordered_map<std::string, std::int64_t> by_op;
-  for (const std::uint32_t e : c.runtime) {
-    const std::string_view n = c.name(e);
-    if (!is_sync_call(n) && !is_blocking_memcpy(n)) continue;
-    const auto it = launches.find(c.step_index_at(c.ts(e)));
-    if (it == launches.end() || c.ts(e) < it->second.first || c.end(e) > it->second.second) continue;
-    ++out.count;
-    // The op the program calls: .item() is aten::item around the
-    // aten::_local_scalar_dense that copies and waits.
-    std::uint32_t op = c.enclosing_op(e, /*skip_views=*/true);
-    if (op != kNoIndex && c.name(op) == "aten::_local_scalar_dense") {
-      const std::uint32_t up = c.enclosing_op(op, /*skip_views=*/true);
-      if (up != kNoIndex && c.name(up) == "aten::item") op = up;
-    }
-    ++by_op[std::string(op == kNoIndex ? n : c.name(op))];
-  }
-  out.ops.assign(by_op.begin(), by_op.end());
-  std::sort(out.ops.begin(), out.ops.end(), [](const auto& a, const auto& b) {
-    return a.second > b.second || (a.second == b.second && a.first < b.first);
-  });
-  return out;
-}
-
 }  // namespace
 
 void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -269,7 +209,8 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     // repeated range's), not the trace's.
     const std::string one = one_launch_remedy(c);
     // What keeps the step out of a graph, said first.
-    const CaptureBlockers blockers = one.empty() ? capture_blockers(c) : CaptureBlockers{};
+    const DiagnoseContext::CaptureBlockers blockers =
+        one.empty() ? c.capture_blockers() : DiagnoseContext::CaptureBlockers{};
     std::string first;
     if (blockers.count > 0) {
       std::string where;
@@ -279,7 +220,7 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
       const auto steps = static_cast<std::int64_t>(c.steps.steps.size());
       f.evidence.num("mid_step_syncs", blockers.count);
       first = "First take the host's waits for the GPU out of the middle of the step (" +
-              (steps > 1 ? format_count(blockers.count, steps) + " a step" : std::to_string(blockers.count) + " in the step") +
+              (steps > 1 ? DiagnoseContext::count_per(blockers.count, steps) + " a step" : std::to_string(blockers.count) + " in the step") +
               ", with work launched before and after: " + where + "): a " + std::string(c.api()) +
               " graph cannot capture a synchronize or a value read back from the device" +
               (c.is_torch() ? " (torch.compile breaks its graph at each and replays only the pieces between): keep "

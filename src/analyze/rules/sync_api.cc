@@ -64,6 +64,26 @@ std::string trigger_of(const std::string& site) {
 // launched before it (bounded: the rule stays linear on huge traces).
 constexpr int kMaxScan = 4096;
 
+// The direction of the copy launched from the op around a sync (the op
+// holding it, views skipped): "HtoD", "DtoH", or "" (no copy, another
+// kind). A copy_ that waits after copying a CPU tensor to the GPU is not a
+// read-back: its fix is to build the tensor on the GPU.
+std::string copy_direction(const DiagnoseContext& c, std::uint32_t sync) {
+  const std::uint32_t op = c.enclosing_op(sync, /*skip_views=*/true);
+  if (op == kNoIndex) return "";
+  const std::uint32_t lane = c.trace.events.lane[sync];
+  auto it = std::lower_bound(c.device.begin(), c.device.end(), c.ts(op),
+                             [](const DeviceOp& d, std::int64_t v) { return d.start < v; });
+  for (int scanned = 0; it != c.device.end() && it->start <= c.end(op) && scanned < kMaxScan; ++it, ++scanned) {
+    if (it->cls != DeviceClass::kMemcpy || it->launch == kNoIndex || c.trace.events.lane[it->launch] != lane) continue;
+    if (c.ts(it->launch) < c.ts(op) || c.ts(it->launch) > c.ts(sync)) continue;
+    const std::string_view n = c.name(it->event);
+    if (n.find("HtoD") != std::string_view::npos) return "HtoD";
+    if (n.find("DtoH") != std::string_view::npos) return "DtoH";
+  }
+  return "";
+}
+
 }  // namespace
 
 void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -74,7 +94,13 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
     last_launch = std::max(last_launch, op.launch != kNoIndex ? c.ts(op.launch) : op.start);
   if (!has_steps && !c.has_device()) return;
   std::map<std::string_view, std::int64_t> count_by_name, ns_by_name;
-  std::int64_t calls = 0, sync_ns = 0, busy_ns = 0, queued_ns = 0;
+  std::int64_t calls = 0, sync_ns = 0, busy_ns = 0, queued_ns = 0, comm_ns = 0;
+  // Collective kernels, merged: a sync that waits behind one waits for the
+  // other ranks (or the network), not for this GPU's work.
+  std::vector<Interval> comm_iv;
+  for (const DeviceOp& op : c.device)
+    if (op.cls == DeviceClass::kComm) comm_iv.push_back({op.start, op.end});
+  const std::vector<Interval> comm = merge_intervals(std::move(comm_iv));
   // The device's idle time inside [from, to) while work launched before
   // `from` had not started yet.
   auto queued_idle = [&](std::int64_t from, std::int64_t to) -> std::int64_t {
@@ -107,6 +133,7 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
     counted.push_back({c.ts(e), c.end(e)});
     sat_acc(sync_ns, c.dur(e));  // calls on several threads may overlap
     sat_acc(busy_ns, c.device_busy_ns(-1, c.ts(e), c.end(e)));
+    if (!comm.empty()) sat_acc(comm_ns, covered_within(comm, c.ts(e), c.end(e)));
     sat_acc(queued_ns, queued_idle(c.ts(e), c.end(e)));
     ++count_by_name[name];
     sat_acc(ns_by_name[name], c.dur(e));
@@ -132,6 +159,9 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
 
   const double busy = sync_ns > 0 ? static_cast<double>(busy_ns) / static_cast<double>(sync_ns) : 0;
   const bool gpu_busy = c.has_device() && busy >= kBusyShare;
+  // Mostly in collectives: the GPU waited too, for the other ranks.
+  const bool in_collectives = gpu_busy && 2 * comm_ns >= busy_ns;
+  const double comm_share = sync_ns > 0 ? static_cast<double>(comm_ns) / static_cast<double>(sync_ns) : 0;
   // The device idled inside the calls: for want of work (the sync's cost), or
   // with launched work queued behind something else (a dependency's).
   const std::int64_t idle_ns = std::max<std::int64_t>(0, sync_ns - busy_ns);
@@ -149,8 +179,12 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
             (has_steps ? "inside steps" : "before later device work") + (calls == 1 ? " blocks" : " block") +
             " the host " + format_ns(blocked_ns) + " (" + format_pct(100.0 * share) +
             (has_steps ? " of step time)" : " of the trace)");
-  if (gpu_busy)
+  if (in_collectives) {
+    f.title += "; the GPU was in collectives " + format_pct(100.0 * comm_share) +
+               " of it: the host waited behind communication, which itself waits for the other ranks or the network";
+  } else if (gpu_busy) {
     f.title += "; the GPU was busy " + format_pct(100.0 * busy) + " of it: the host waited, the GPU did not";
+  }
   if (dependency) {
     f.title += "; work launched before it sat queued on the idle GPU " + format_ns(queued_ns) +
                " of it: the host waited for that work to start";
@@ -162,6 +196,7 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
       .num("step_total_ns", step_total)
       .text("window", has_steps ? "steps" : "trace")
       .real("gpu_busy_pct", 100.0 * busy)
+      .real("gpu_comm_pct", 100.0 * comm_share)
       .num("gpu_idle_during_sync_ns", idle_ns)
       .num("gpu_idle_queued_ns", queued_ns)
       .num("gpu_idle_ns", f.idle_ns)
@@ -178,7 +213,13 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   if (has_steps) f.evidence.ints("steps", steps);
   const std::string where = std::string(c.name(worst)) + (site.empty() ? "" : " in " + site);
-  const std::string trigger = trigger_of(site);
+  std::string trigger = trigger_of(site);
+  const std::string direction = trigger.starts_with("a copy") ? copy_direction(c, worst) : std::string();
+  if (!direction.empty()) f.evidence.text("copy", direction);
+  if (direction == "HtoD") {
+    trigger = "a CPU tensor copied to the GPU without non_blocking=True (pin it and pass non_blocking=True; an "
+              "index or mask made on the CPU each step can be built on the GPU instead)";
+  }
   if (captures > 0) f.evidence.num("graph_captures", captures);
   if (captures > 0) {
     f.title += "; during " + std::string(c.api()) + " graph capture (one-time start-up)";
@@ -190,6 +231,11 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.advice = "Fix what holds the work " + where +
                " waits for (see the verdict: an event from another stream, lazy module loading), not the call. The "
                "host waits for work that itself waits on the idle GPU.";
+  } else if (in_collectives) {
+    f.advice = "Read the collectives " + where + " waits behind across all ranks first (comm_exposed, and tprof "
+               "diagnose on the job's directory): the wait is theirs, a late rank or the transfer. " +
+               "Moving " + (trigger.empty() ? "the sync" : trigger) + " out of the step would let the host run on "
+               "while they finish.";
   } else if (gpu_busy) {
     // Whether the host has other work to do: the replay without the wait
     // (the causal model) finds the host's later work overlapping the GPU's.
