@@ -172,10 +172,15 @@ std::string whatif_for(const DiagnoseContext& c, const Cause& cause, const std::
     if (real_of(a, "gpu_busy_pct") < 50.0 && queued > idle - queued) return "";
     const Evidence::Field* by_name = a.evidence.find("by_name");  // "cudaStreamSynchronize x20 1.2 ms"
     if (by_name == nullptr || by_name->texts.empty()) return "";
+    // The calls the causal graph gives a sync edge (by name): an Async copy
+    // to pageable memory blocks the host too (blocks_host), but the graph
+    // has no edge of it to drop.
     std::vector<std::string> names;
     for (const std::string& t : by_name->texts) {
       const std::size_t x = t.rfind(" x");
-      if (x != std::string::npos && x > 0) names.push_back(t.substr(0, x));
+      if (x == std::string::npos || x == 0) continue;
+      const std::string n = t.substr(0, x);
+      if (is_sync_call(n) || is_blocking_memcpy(n)) names.push_back(n);
     }
     if (names.empty()) return "";
     if (names.size() == 1) return "drop-sync:" + names.front();

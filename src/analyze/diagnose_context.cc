@@ -314,8 +314,15 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
     const std::int64_t corr = ev.correlation[e];
     if (corr >= 0) op.launch = launch_for_correlation(corr);
     op.step = step_index_at(op.launch != kNoIndex ? ev.ts_ns[op.launch] : op.start);
+    if (op.cls == DeviceClass::kMemcpy && op.launch != kNoIndex) {
+      const std::string_view copy = t.name(e);
+      if (copy.find("DtoH") != std::string_view::npos && copy.find("Pageable") != std::string_view::npos) {
+        pageable_readbacks_.emplace_back(op.launch, op.end - op.start);
+      }
+    }
     device.push_back(op);
   }
+  std::sort(pageable_readbacks_.begin(), pageable_readbacks_.end());
   link_ranges(std::move(range_events));
   // Per device, the merged activity (device is sorted by start already),
   // and all devices' together.
@@ -372,6 +379,17 @@ std::string DiagnoseContext::count_per(std::int64_t n, std::int64_t d) {
   return b;
 }
 
+std::int64_t DiagnoseContext::pageable_readback_ns(std::uint32_t e) const {
+  const auto it = std::lower_bound(pageable_readbacks_.begin(), pageable_readbacks_.end(), e,
+                                   [](const auto& r, std::uint32_t v) { return r.first < v; });
+  return it != pageable_readbacks_.end() && it->first == e ? it->second : -1;
+}
+
+bool DiagnoseContext::blocks_host(std::uint32_t e) const {
+  const std::string_view n = name(e);
+  return is_sync_call(n) || is_blocking_memcpy(n) || pageable_readback_ns(e) >= 0;
+}
+
 const DiagnoseContext::CaptureBlockers& DiagnoseContext::capture_blockers() const {
   std::call_once(capture_blockers_once_, [&] {
     CaptureBlockers& out = capture_blockers_;
@@ -390,8 +408,8 @@ const DiagnoseContext::CaptureBlockers& DiagnoseContext::capture_blockers() cons
     }
     std::unordered_map<std::string, std::int64_t> by_op;
     for (const std::uint32_t e : runtime) {
+      if (!blocks_host(e)) continue;
       const std::string_view n = name(e);
-      if (!is_sync_call(n) && !is_blocking_memcpy(n)) continue;
       const auto it = launches.find(step_index_at(ts(e)));
       if (it == launches.end() || ts(e) < it->second.first || end(e) > it->second.second) continue;
       ++out.count;

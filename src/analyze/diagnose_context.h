@@ -231,8 +231,18 @@ class DiagnoseContext {
   std::string graph_how() const;
   // n / d to one decimal where it is not whole: "2", "1.5".
   static std::string count_per(std::int64_t n, std::int64_t d);
+  // A host call that waits for the device: a synchronize (is_sync_call), a
+  // memcpy without Async (is_blocking_memcpy), or an Async memcpy whose
+  // copy goes from the device to pageable host memory, which returns only
+  // once the copy is done (CUDA's API sync behaviour; Kineto names the copy
+  // "Memcpy DtoH (Device -> Pageable)"; issue 38's seventh round: DLRM's
+  // 880 us split-size read-back went uncounted).
+  bool blocks_host(std::uint32_t e) const;
+  // The device time of the copy that launch call e made to pageable host
+  // memory (an Async device-to-host copy), or -1 when e made none.
+  std::int64_t pageable_readback_ns(std::uint32_t e) const;
   // Host waits in the middle of a step: a synchronize or blocking copy
-  // (is_sync_call, is_blocking_memcpy) with device work launched before
+  // (blocks_host) with device work launched before
   // and after it in its step. A graph cannot capture them (a value read
   // back, a data-dependent shape: .item(), nonzero, masked_select);
   // torch.compile breaks its graph at each (issue 38, fifth round). A sync
@@ -306,6 +316,8 @@ class DiagnoseContext {
   mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_,
       capture_blockers_once_;
   mutable CaptureBlockers capture_blockers_;
+  // (launch call, the copy's device time) of Async DtoH copies to pageable memory, by call.
+  std::vector<std::pair<std::uint32_t, std::int64_t>> pageable_readbacks_;
   mutable HostVsDevice host_vs_device_;
   mutable std::optional<std::vector<StatRow>> averages_;
   mutable std::shared_ptr<const Efficiency> efficiency_;

@@ -156,8 +156,7 @@ class Measure {
       }
     }
     for (std::uint32_t e : c.runtime) {
-      const std::string_view n = c.name(e);
-      if (is_sync_call(n) || is_blocking_memcpy(n)) sync.push_back({c.ts(e), c.end(e)});
+      if (c.blocks_host(e)) sync.push_back({c.ts(e), c.end(e)});
     }
     dataloader_ = merge_intervals(std::move(dl));
     sync_ = merge_intervals(std::move(sync));

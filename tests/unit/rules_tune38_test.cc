@@ -1208,15 +1208,18 @@ TEST(RulesTune38, ASyncBehindACollectiveWaitsForTheOtherRanks) {
   // not a read-back (".cpu(), .tolist()").
   const std::vector<Finding> f = run(kDlrmRank3, "sync_api");
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_TRUE(contains(f[0].title, "the GPU was in collectives 98.0% of it")) << f[0].title;
+  EXPECT_TRUE(contains(f[0].title, "the GPU was in collectives 97.7% of it")) << f[0].title;
+  // With the two pageable read-backs of the split sizes (cudaMemcpyAsync to
+  // pageable memory returns once the copy is done): 5.7 ms, not 4.8.
+  EXPECT_TRUE(contains(f[0].title, "12 synchronizing CUDA calls inside steps block the host 5.707 ms")) << f[0].title;
   EXPECT_FALSE(contains(f[0].title, "the GPU did not")) << f[0].title;
   EXPECT_EQ(text(f[0], "copy"), "HtoD");
   EXPECT_TRUE(contains(f[0].advice, "across all ranks")) << f[0].advice;
   EXPECT_TRUE(contains(f[0].advice, "a CPU tensor copied to the GPU")) << f[0].advice;
   EXPECT_FALSE(contains(f[0].advice, ".tolist()")) << f[0].advice;
   // Where the GPU runs its own work through the waits, that stays said
-  // (HTA's event-sync trace: no collective).
-  const std::vector<Finding> own = run("public/hta/critical_path/cuda_event_sync/event_sync_trace.json.gz", "sync_api");
+  // (the Switch Transformers MoE run on an A100: no collective).
+  const std::vector<Finding> own = run(kSwitchMoe, "sync_api");
   ASSERT_EQ(own.size(), 1u);
   EXPECT_TRUE(contains(own[0].title, "the host waited, the GPU did not")) << own[0].title;
 }
@@ -1231,7 +1234,7 @@ TEST(RulesTune38, GraphAdviceWaitsForTheStepsSyncsToGo) {
     if (f.id != "low_gpu_utilization" && f.id != "kernel_launch_stats" && f.id != "kernel_gap") continue;
     ++graphed;
     EXPECT_FALSE(f.advice.starts_with("Replay the step")) << f.id << ": " << f.advice;
-    EXPECT_TRUE(contains(f.advice, "cannot replay the step yet: it waits for the GPU 10 times in the middle (aten::copy_ x10")) << f.id << ": "
+    EXPECT_TRUE(contains(f.advice, "cannot replay the step yet: it waits for the GPU 12 times in the middle (aten::copy_ x12")) << f.id << ": "
                                                                                                      << f.advice;
   }
   EXPECT_GE(graphed, 3);
@@ -1246,14 +1249,14 @@ TEST(RulesTune38, CollectivesRunningWhileTheHostWorksDoNotSetThePace) {
   // The round's DLRM rank 0: exposed all-to-all 38% of the step, but the
   // GPU idle 53% for the host (44% launching op after op); its critical
   // path is 89% host. It was called communication-bound, with a critical
-  // fix "up to 5.537 ms" where the host waits for the collectives 1 ms.
+  // fix "up to 5.537 ms" where the host waits for the collectives 1.9 ms
+  // (ten syncs and two pageable read-backs).
   const Diagnosis r0 = diagnose(load(kDlrmRank0));
   EXPECT_EQ(r0.verdict, Verdict::kOverheadBound);
   const auto c0 = std::find_if(r0.findings.begin(), r0.findings.end(), [](const Finding& f) { return f.id == "comm_exposed"; });
   ASSERT_NE(c0, r0.findings.end());
   EXPECT_EQ(c0->severity, FindingSeverity::kWarning);
-  EXPECT_LT(c0->impact_ns, 1'100'000);
-  EXPECT_GT(c0->impact_ns, 900'000);
+  EXPECT_EQ(c0->impact_ns, 1'899'000);
   EXPECT_TRUE(contains(c0->advice, "Here the host leaves the GPU idle longer")) << c0->advice;
   // Rank 3 of the same job waits longer in its collectives than the host
   // leaves the GPU idle (49% against 44%), and HTA's sampled DLRM rank

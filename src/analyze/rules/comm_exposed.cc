@@ -172,7 +172,7 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (host_idle > exposed_ns) {
     std::vector<Interval> waits;
     for (const std::uint32_t e : c.runtime) {
-      if (is_sync_call(c.name(e)) || is_blocking_memcpy(c.name(e))) waits.push_back({c.ts(e), c.end(e)});
+      if (c.blocks_host(e)) waits.push_back({c.ts(e), c.end(e)});
     }
     std::int64_t waited = 0;
     for (const Interval& iv : merge_intervals(std::move(waits))) sat_acc(waited, covered_within(exposed, iv.start, iv.end));

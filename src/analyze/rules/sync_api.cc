@@ -123,7 +123,12 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
   for (std::uint32_t e : c.runtime) {
     const std::string_view name = c.name(e);
     if (name.find("StreamBeginCapture") != std::string_view::npos) ++captures;
-    if (!is_sync_call(name) && !is_blocking_memcpy(name)) continue;
+    if (!c.blocks_host(e)) continue;
+    // A read-back to pageable memory whose own copy holds half the call or
+    // more is the copy's time (pageable_memcpy's), not a wait for other
+    // work (pytorch/benchmark's pageable copy loop); one that waits behind
+    // queued work is a sync (DLRM's split sizes behind an all-to-all).
+    if (const std::int64_t copy = c.pageable_readback_ns(e); copy >= 0 && 2 * copy >= c.dur(e)) continue;
     const int si = c.step_index_at(c.ts(e));
     if (has_steps ? si < 0 : c.end(e) > last_launch) continue;
     // cuDNN's benchmark mode reading back its trial timings: one-time
