@@ -543,26 +543,20 @@ std::string format_job_json(const JobView& v) {
     w.key("step_pct"); w.value_double(v.critical_path.step_pct);
     w.key("hops_per_step"); w.value_double(std::round(v.critical_path.hops_per_step * 100.0) / 100.0);
     w.key("split"); w.value_string(v.critical_path.along_rank_paths ? "rank_critical_path" : "device_activity");
-    w.key("parts");
-    w.begin_array();
-    for (const PathPart& x : v.critical_path.parts) {
-      w.begin_object();
-      w.key("rank"); w.value_int(x.rank);
-      w.key("what"); w.value_string(x.what);
-      w.key("per_step_ns"); w.value_int(x.per_step_ns);
-      w.end_object();
-    }
-    w.end_array();
-    w.key("activity");
-    w.begin_array();
-    for (const PathPart& x : v.critical_path.activity) {
-      w.begin_object();
-      w.key("rank"); w.value_int(x.rank);
-      w.key("what"); w.value_string(x.what);
-      w.key("per_step_ns"); w.value_int(x.per_step_ns);
-      w.end_object();
-    }
-    w.end_array();
+    const auto path_parts = [&w](const char* key, const std::vector<PathPart>& parts) {
+      w.key(key);
+      w.begin_array();
+      for (const PathPart& x : parts) {
+        w.begin_object();
+        w.key("rank"); w.value_int(x.rank);
+        w.key("what"); w.value_string(x.what);
+        w.key("per_step_ns"); w.value_int(x.per_step_ns);
+        w.end_object();
+      }
+      w.end_array();
+    };
+    path_parts("parts", v.critical_path.parts);
+    path_parts("activity", v.critical_path.activity);
     w.key("tops");
     w.begin_array();
     for (const PathTop& x : v.critical_path.tops) {
