@@ -390,6 +390,16 @@ bool DiagnoseContext::blocks_host(std::uint32_t e) const {
   return is_sync_call(n) || is_blocking_memcpy(n) || pageable_readback_ns(e) >= 0;
 }
 
+const std::vector<Interval>& DiagnoseContext::host_waits() const {
+  std::call_once(host_waits_once_, [&] {
+    std::vector<Interval> waits;
+    for (const std::uint32_t e : runtime)
+      if (blocks_host(e)) waits.push_back({ts(e), end(e)});
+    host_waits_ = merge_intervals(std::move(waits));
+  });
+  return host_waits_;
+}
+
 const DiagnoseContext::CaptureBlockers& DiagnoseContext::capture_blockers() const {
   std::call_once(capture_blockers_once_, [&] {
     CaptureBlockers& out = capture_blockers_;

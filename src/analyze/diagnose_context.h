@@ -238,6 +238,10 @@ class DiagnoseContext {
   // "Memcpy DtoH (Device -> Pageable)"; issue 38's seventh round: DLRM's
   // 880 us split-size read-back went uncounted).
   bool blocks_host(std::uint32_t e) const;
+  // The runtime calls that block the host (blocks_host), merged: where it
+  // waits for the device (the verdict's sync time, comm_exposed's host
+  // waits). Computed once.
+  const std::vector<Interval>& host_waits() const;
   // The device time of the copy that launch call e made to pageable host
   // memory (an Async device-to-host copy), or -1 when e made none.
   std::int64_t pageable_readback_ns(std::uint32_t e) const;
@@ -314,7 +318,8 @@ class DiagnoseContext {
   std::int64_t graph_launches_ = 0;
   std::int64_t graph_captures_ = 0;
   mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_,
-      capture_blockers_once_;
+      capture_blockers_once_, host_waits_once_;
+  mutable std::vector<Interval> host_waits_;
   mutable CaptureBlockers capture_blockers_;
   // (launch call, the copy's device time) of Async DtoH copies to pageable memory, by call.
   std::vector<std::pair<std::uint32_t, std::int64_t>> pageable_readbacks_;

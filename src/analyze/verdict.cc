@@ -127,7 +127,7 @@ class Measure {
     busy_ = merge_intervals(std::move(busy));
     exposed_comm_ = subtract(merge_intervals(std::move(comm)), merge_intervals(std::move(compute)));
     copy_only_ = subtract(merge_intervals(std::move(copy)), merge_intervals(std::move(kernels)));
-    std::vector<Interval> dl, sync;
+    std::vector<Interval> dl;
     std::vector<std::uint32_t> workers_next;  // the multi-process iterator's calls
     for (std::uint32_t e : c.host_ops) {
       if (!causal::is_dataloader(c.name(e))) continue;
@@ -155,11 +155,8 @@ class Measure {
         dl.push_back({c.ts(workers_next[i]), c.end(workers_next[i])});
       }
     }
-    for (std::uint32_t e : c.runtime) {
-      if (c.blocks_host(e)) sync.push_back({c.ts(e), c.end(e)});
-    }
     dataloader_ = merge_intervals(std::move(dl));
-    sync_ = merge_intervals(std::move(sync));
+    sync_ = c.host_waits();
     sync_busy_ = subtract(sync_, subtract(sync_, busy_));  // sync ∩ busy
   }
 

@@ -170,12 +170,8 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::int64_t host_idle = 0;
   for (const Window& w : windows) sat_acc(host_idle, host_left_idle(c.idle().totals_within(w.lo, w.hi)));
   if (host_idle > exposed_ns) {
-    std::vector<Interval> waits;
-    for (const std::uint32_t e : c.runtime) {
-      if (c.blocks_host(e)) waits.push_back({c.ts(e), c.end(e)});
-    }
     std::int64_t waited = 0;
-    for (const Interval& iv : merge_intervals(std::move(waits))) sat_acc(waited, covered_within(exposed, iv.start, iv.end));
+    for (const Interval& iv : c.host_waits()) sat_acc(waited, covered_within(exposed, iv.start, iv.end));
     f.impact_ns = std::min(exposed_ns, waited);
     f.severity = FindingSeverity::kWarning;
     f.evidence.num("host_left_idle_ns", host_idle).num("host_waits_ns", waited);
