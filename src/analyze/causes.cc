@@ -172,15 +172,16 @@ std::string whatif_for(const DiagnoseContext& c, const Cause& cause, const std::
     if (real_of(a, "gpu_busy_pct") < 50.0 && queued > idle - queued) return "";
     const Evidence::Field* by_name = a.evidence.find("by_name");  // "cudaStreamSynchronize x20 1.2 ms"
     if (by_name == nullptr || by_name->texts.empty()) return "";
-    // The calls the causal graph gives a sync edge (by name): an Async copy
-    // to pageable memory blocks the host too (blocks_host), but the graph
-    // has no edge of it to drop.
+    // The calls the causal graph gives a sync edge: by name, and an Async
+    // copy whose copy goes to pageable host memory (the graph's edge is
+    // there only for those, so dropping the name drops just their waits).
     std::vector<std::string> names;
     for (const std::string& t : by_name->texts) {
       const std::size_t x = t.rfind(" x");
       if (x == std::string::npos || x == 0) continue;
       const std::string n = t.substr(0, x);
-      if (is_sync_call(n) || is_blocking_memcpy(n)) names.push_back(n);
+      const bool async_copy = n.find("Memcpy") != std::string::npos && n.find("Async") != std::string::npos;
+      if (is_sync_call(n) || is_blocking_memcpy(n) || async_copy) names.push_back(n);
     }
     if (names.empty()) return "";
     if (names.size() == 1) return "drop-sync:" + names.front();

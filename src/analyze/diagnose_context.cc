@@ -315,8 +315,8 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
     if (corr >= 0) op.launch = launch_for_correlation(corr);
     op.step = step_index_at(op.launch != kNoIndex ? ev.ts_ns[op.launch] : op.start);
     if (op.cls == DeviceClass::kMemcpy && op.launch != kNoIndex) {
-      const std::string_view copy = t.name(e);
-      if (copy.find("DtoH") != std::string_view::npos && copy.find("Pageable") != std::string_view::npos) {
+      const CopyKind copy = copy_kind(t.name(e));
+      if (copy.direction == CopyDirection::kDtoH && copy.pageable()) {
         pageable_readbacks_.emplace_back(op.launch, op.end - op.start);
       }
     }

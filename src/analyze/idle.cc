@@ -186,7 +186,7 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
                              static_cast<std::int64_t>(std::upper_bound(s.begin(), s.end(), c.ts(e)) - s.begin());
       depth = std::max(depth, d);
       if (op.cls == DeviceClass::kMemcpy) {
-        copy_pageable = copy_pageable || c.name(op.event).find("Pageable") != std::string_view::npos;
+        copy_pageable = copy_pageable || copy_kind(c.name(op.event)).pageable();
         copy_done = copy_done || op.end <= c.end(e);
       }
     }

@@ -362,11 +362,11 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const s
         if (op.cls != DeviceClass::kMemcpy) continue;
         const std::int64_t b = c.int_arg(op.event, "bytes");
         if (b <= 0) continue;
-        const std::string_view n = c.name(op.event);
-        Rate& r = n.find("HtoD") != std::string_view::npos   ? rates[0]
-                  : n.find("DtoH") != std::string_view::npos ? rates[1]
-                  : n.find("DtoD") != std::string_view::npos ? rates[2]
-                                                             : rates[3];
+        const CopyDirection d = copy_kind(c.name(op.event)).direction;
+        Rate& r = d == CopyDirection::kHtoD   ? rates[0]
+                  : d == CopyDirection::kDtoH ? rates[1]
+                  : d == CopyDirection::kDtoD ? rates[2]
+                                              : rates[3];
         sat_acc(r.bytes, b);
         sat_acc(r.ns, op.end - op.start);
         ++r.copies;

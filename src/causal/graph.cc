@@ -361,7 +361,19 @@ class Builder {
         last_record = a;
         continue;
       }
-      if (described[a] || sk == causal::SyncKind::kNone) continue;
+      if (described[a]) continue;
+      if (sk == causal::SyncKind::kNone) {
+        // An Async copy to pageable host memory returns only once its copy
+        // is done (CUDA Runtime API, "API synchronization behavior"): it
+        // waits like the blocking form (DLRM's split-size read-backs).
+        for (std::uint32_t d : launched(a)) {
+          const std::uint32_t de = g_.events[d];
+          if (ev.kind[de] != EventKind::kGpuMemcpy) continue;
+          const internal::CopyKind ck = internal::copy_kind(t_.name(de));
+          if (ck.direction == internal::CopyDirection::kDtoH && ck.pageable()) add(2 * d + 1, 2 * a + 1, EdgeType::kSync, e, de);
+        }
+        continue;
+      }
       if (sk == causal::SyncKind::kBlockingCopy) {
         for (std::uint32_t d : launched(a)) add(2 * d + 1, 2 * a + 1, EdgeType::kSync, e, g_.events[d]);
       } else if (sk == causal::SyncKind::kDevice || sk == causal::SyncKind::kStream) {

@@ -74,4 +74,37 @@ std::string_view collective_kind_of(std::string_view name) {
   return "";
 }
 
+CopyKind copy_kind(std::string_view name) {
+  CopyKind k;
+  const auto has = [&](std::string_view w) { return name.find(w) != std::string_view::npos; };
+  if (has("HtoD")) {
+    k.direction = CopyDirection::kHtoD;
+  } else if (has("DtoH")) {
+    k.direction = CopyDirection::kDtoH;
+  } else if (has("DtoD")) {
+    k.direction = CopyDirection::kDtoD;
+  } else if (has("PtoP")) {
+    k.direction = CopyDirection::kOther;  // between devices: neither end is this device's memory alone
+  } else if (const std::size_t arrow = name.find(" -> "); arrow != std::string_view::npos) {
+    const bool from_device = name.substr(0, arrow).ends_with("Device");
+    const bool to_device = name.substr(arrow + 4).starts_with("Device");
+    k.direction = from_device && to_device ? CopyDirection::kDtoD
+                  : from_device            ? CopyDirection::kDtoH
+                  : to_device              ? CopyDirection::kHtoD
+                                           : CopyDirection::kOther;
+  }
+  k.host = has("Pageable") ? HostMemory::kPageable : has("Pinned") ? HostMemory::kPinned : HostMemory::kUnknown;
+  return k;
+}
+
+std::string_view copy_direction_name(CopyDirection d) {
+  switch (d) {
+    case CopyDirection::kHtoD: return "HtoD";
+    case CopyDirection::kDtoH: return "DtoH";
+    case CopyDirection::kDtoD: return "DtoD";
+    case CopyDirection::kOther: break;
+  }
+  return "other";
+}
+
 }  // namespace tprof::internal

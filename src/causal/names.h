@@ -1,7 +1,7 @@
 // What the causal graph and its edits need to know of event names:
-// synchronising calls, DataLoader scopes, graph launches. These are
-// diagnose's too (src/analyze uses them from here); kernel classes are the
-// table of src/causal/kernel_classes.h.
+// synchronising calls, DataLoader scopes, graph launches, a copy's
+// direction. These are diagnose's too (src/analyze uses them from here);
+// kernel classes are the table of src/causal/kernel_classes.h.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +34,21 @@ bool is_view_op(std::string_view name);
 // "send/recv"; "" when it says none. A SendRecv kernel is both NCCL's
 // send/receive and its all-to-all: it says none.
 std::string_view collective_kind_of(std::string_view name);
+
+// A copy's direction and host memory, read from its name the one way
+// (Kineto: "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device ->
+// Pinned)"; tprof's own traces: "Memcpy DtoD"). The token after "Memcpy"
+// wins; else the "(A -> B)" ends name it.
+enum class CopyDirection : std::uint8_t { kOther = 0, kHtoD, kDtoH, kDtoD };
+enum class HostMemory : std::uint8_t { kUnknown = 0, kPageable, kPinned };
+struct CopyKind {
+  CopyDirection direction = CopyDirection::kOther;
+  HostMemory host = HostMemory::kUnknown;
+  bool pageable() const { return host == HostMemory::kPageable; }
+};
+CopyKind copy_kind(std::string_view name);
+// "HtoD", "DtoH", "DtoD" or "other".
+std::string_view copy_direction_name(CopyDirection d);
 
 }  // namespace tprof::internal
 

@@ -57,11 +57,13 @@ class CriticalPathTest(unittest.TestCase):
         # docs/critical-path.md, "cuda_event_sync": the step's 3154 µs.
         self.assertEqual(cp.length_ns, 3_154_000)
         self.assertEqual(cp.summary_ns().to_dict(), {
-            "cpu_bound": 3_100_000, "gpu_compute_bound": 36_000,
-            "gpu_kernel_kernel_overhead": 8_000, "gpu_kernel_launch_overhead": 10_000})
+            "cpu_bound": 3_071_000, "gpu_compute_bound": 38_000,
+            "gpu_kernel_kernel_overhead": 17_000, "gpu_kernel_launch_overhead": 28_000})
+        # The read-back to pageable memory waits for its copy (a sync edge), then the spin kernel.
         device = cp.path[cp.path["type"] == "device"]
-        self.assertEqual(list(device["name"]), ["at::cuda::(anonymous namespace)::spin_kernel(long)"])
-        self.assertEqual(list(device["dur_ns"]), [36_000])
+        self.assertEqual(list(device["name"]),
+                         ["Memcpy DtoH (Device -> Pageable)", "at::cuda::(anonymous namespace)::spin_kernel(long)"])
+        self.assertEqual(list(device["dur_ns"]), [2_000, 36_000])
         # The same through the Trace, and the whole trace ("") as HTA's annotation.
         t = analyzer.traces[0]
         self.assertEqual(t.critical_path_analysis()[0].summary_ns().to_dict(), cp.summary_ns().to_dict())

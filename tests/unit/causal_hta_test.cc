@@ -395,9 +395,17 @@ TEST(CausalHta, EventSyncEdges) {
   // cudaEventQuery and cudaDeviceSynchronize) are from work already done.
   EXPECT_EQ(a.sync, 1);
   EXPECT_EQ(a.not_waited, 3);
-  // And we have no sync edge HTA lacks.
+  // And one sync edge HTA lacks: the read-back cudaMemcpyAsync to pageable
+  // memory (512252-512281) returns only once its copy (512270-512272) is
+  // done (CUDA's API synchronization behavior); HTA weighs the call as CPU.
   const auto ours = our_waits(l.g);
-  EXPECT_EQ(ours.size(), a.matched.size());
+  EXPECT_EQ(ours.size(), a.matched.size() + 1);
+  const std::uint32_t readback = find_event(l.trace, "cudaMemcpyAsync", 1707417525512252);
+  const std::uint32_t copy = find_event(l.trace, "Memcpy DtoH (Device -> Pageable)", 1707417525512270);
+  const CausalEdge* back = find_edge(l.g, EdgeType::kSync, node_of(l.g, copy, false), node_of(l.g, readback, false));
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(back->measured_ns, 9000);
+  EXPECT_EQ(std::count(a.matched.begin(), a.matched.end(), back), 0);
 }
 
 TEST(CausalHta, EventSyncPath) {
@@ -425,21 +433,26 @@ TEST(CausalHta, EventSyncPath) {
   EXPECT_TRUE(on_path(st.path, find_edge(g, EdgeType::kDevice, node_of(g, spin, true), node_of(g, spin, false)), g));
   EXPECT_TRUE(
       on_path(st.path, find_edge(g, EdgeType::kSync, node_of(g, spin, false), node_of(g, event_sync, false)), g));
-  // Same GPU time and launch delay as HTA; HTA's path length (2411 µs) is
+  // HTA's GPU time and launch delay, and one call more; HTA's path length (2411 µs) is
   // a sum of weights that leaves out the idle gaps between top-level ops
   // and the step's own begin and end, ours is the step's wall time (3154).
-  EXPECT_EQ(us(st.path, BoundType::kGpuCompute), kEventSyncSummary.gpu_compute_us);
-  EXPECT_EQ(us(st.path, BoundType::kKernelLaunchOverhead), kEventSyncSummary.launch_us);
+  // The read-back cudaMemcpyAsync to pageable memory, 29 µs of CPU in HTA,
+  // is on our path as what it waited for: 18 µs until its copy started
+  // (launch), the 2 µs copy and 9 µs from the copy's end to its return
+  // (sync; EventSyncEdges).
+  EXPECT_EQ(us(st.path, BoundType::kGpuCompute), kEventSyncSummary.gpu_compute_us + 2);
+  EXPECT_EQ(us(st.path, BoundType::kKernelLaunchOverhead), kEventSyncSummary.launch_us + 18);
   EXPECT_EQ(st.path.length_ns(), 3154000);
-  // The 8 µs from the kernel's end to cudaEventSynchronize's return: HTA's
-  // sync edges weigh 0.
-  EXPECT_EQ(us(st.path, BoundType::kKernelKernelOverhead), 8);
+  // The 8 µs from the kernel's end to cudaEventSynchronize's return and the
+  // read-back's 9: HTA's sync edges weigh 0.
+  EXPECT_EQ(us(st.path, BoundType::kKernelKernelOverhead), 8 + 9);
   // Our host time is HTA's plus what HTA weighs 0 or leaves off: 95 µs of
   // gaps between top-level ops and 9 µs of cudaStreamSynchronize and
   // cudaEventQuery (blocking calls' spans weigh 0 in HTA), 570 µs from the
   // step's begin to aten::ones and 61 µs from cudaEventElapsedTime to the
-  // step's end (HTA gives the ProfilerStep annotation no nodes).
-  EXPECT_EQ(us(st.path, BoundType::kCpu), kEventSyncSummary.cpu_us + 95 + 9 + 570 + 61);
+  // step's end (HTA gives the ProfilerStep annotation no nodes), less the
+  // read-back's 29 µs (above).
+  EXPECT_EQ(us(st.path, BoundType::kCpu), kEventSyncSummary.cpu_us + 95 + 9 + 570 + 61 - 29);
   EXPECT_EQ(print_shares("cuda_event_sync ProfilerStep#100", kEventSyncSummary, st.path), BoundType::kCpu);
 }
 

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "src/causal/names.h"
 #include "tests/support/test_traces.h"
 #include "tprof/causal.h"
 #include "tprof/read.h"
@@ -97,6 +98,48 @@ TEST(CausalGraph, LinksLaunchesStreamsAndSynchronisations) {
     EXPECT_EQ(e->weight_ns, 3000);
   }
   EXPECT_EQ(g.launch_latency_ns, 3000);
+}
+
+// A copy's direction and host memory, from the names Kineto and tprof
+// give copies (src/causal/names.h).
+TEST(CausalNames, ACopysDirectionAndHostMemoryComeFromItsName) {
+  using internal::copy_kind;
+  using internal::CopyDirection;
+  using internal::HostMemory;
+  EXPECT_EQ(copy_kind("Memcpy DtoH (Device -> Pageable)").direction, CopyDirection::kDtoH);
+  EXPECT_TRUE(copy_kind("Memcpy DtoH (Device -> Pageable)").pageable());
+  EXPECT_EQ(copy_kind("Memcpy HtoD (Pinned -> Device)").host, HostMemory::kPinned);
+  EXPECT_EQ(copy_kind("Memcpy HtoD (Pinned -> Device)").direction, CopyDirection::kHtoD);
+  EXPECT_EQ(copy_kind("Memcpy DtoD (Device -> Device)").direction, CopyDirection::kDtoD);
+  EXPECT_EQ(copy_kind("Memcpy DtoD").host, HostMemory::kUnknown);  // tprof's own traces
+  // Without the token, the arrow's ends; a peer copy is neither end's.
+  EXPECT_EQ(copy_kind("Memcpy (Device -> Pageable)").direction, CopyDirection::kDtoH);
+  EXPECT_EQ(copy_kind("Memcpy (Host -> Device)").direction, CopyDirection::kHtoD);
+  EXPECT_EQ(copy_kind("Memcpy PtoP (Device -> Device)").direction, CopyDirection::kOther);
+  EXPECT_EQ(copy_kind("Memset (Device)").direction, CopyDirection::kOther);
+  EXPECT_EQ(internal::copy_direction_name(CopyDirection::kDtoH), "DtoH");
+}
+
+// An Async copy to pageable host memory returns only once its copy is done
+// (CUDA's API synchronization behavior): a sync edge from the copy's end,
+// as for cudaMemcpy. One to pinned memory returns at once: none.
+TEST(CausalGraph, AnAsyncReadBackToPageableMemoryWaitsForItsCopy) {
+  auto copy = [](const std::string& name, double ts, double dur, int corr) {
+    std::string s = gpu(name, ts, dur, corr);
+    s.replace(s.find("\"kernel\""), 8, "\"gpu_memcpy\"");
+    return s;
+  };
+  const Trace t = parse(cpu("cuda_runtime", "cudaLaunchKernel", 1, 4, 1) + "," + gpu("k", 6, 30, 1) + "," +
+                        cpu("cuda_runtime", "cudaMemcpyAsync", 10, 32, 2) + "," +
+                        copy("Memcpy DtoH (Device -> Pageable)", 36, 2, 2) + "," +
+                        cpu("cuda_runtime", "cudaMemcpyAsync", 50, 3, 3) + "," +
+                        copy("Memcpy DtoH (Device -> Pinned)", 52, 2, 3));
+  const CausalGraph g = build_causal_graph(t);
+  const auto syncs = edges_of(g, EdgeType::kSync);
+  ASSERT_EQ(syncs.size(), 1u);
+  EXPECT_EQ(t.name(syncs[0]->cause_event), "Memcpy DtoH (Device -> Pageable)");
+  EXPECT_EQ(t.events.ts_ns[syncs[0]->event], 10000);
+  EXPECT_EQ(syncs[0]->measured_ns, 4000);  // the copy ended at 38, the call returned at 42
 }
 
 TEST(CausalReplay, ReproducesTheTraceAndFollowsTheBindingEdges) {

@@ -131,9 +131,9 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
   std::int64_t pinned = 0, pageable = 0;
   for (const DeviceOp& op : c.device) {
     if (op.cls != DeviceClass::kMemcpy) continue;
-    const std::string_view n = c.name(op.event);
-    if (n.find("HtoD") == std::string_view::npos) continue;
-    (n.find("Pinned") != std::string_view::npos ? pinned : pageable) += 1;
+    const CopyKind k = copy_kind(c.name(op.event));
+    if (k.direction != CopyDirection::kHtoD) continue;
+    (k.host == HostMemory::kPinned ? pinned : pageable) += 1;
   }
   const bool pinned_already = pinned > 0 && pageable == 0;
   if (pinned_already) f.evidence.num("pinned_htod_copies", pinned);

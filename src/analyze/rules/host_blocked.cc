@@ -105,7 +105,7 @@ std::string advice_for(const DiagnoseContext& c, IdleCause kind, std::string_vie
   const std::string rt = c.is_hip() ? "hip" : "cuda";
   switch (kind) {
     case IdleCause::kBlockedCopy:
-      if (copy_name.find("DtoH") != std::string_view::npos) {
+      if (copy_kind(copy_name).direction == CopyDirection::kDtoH) {
         return "Move the read of the result behind " + where +
                (torch ? " (.item(), .cpu(), .tolist(), printing a tensor) out of the step or do it every N steps, and "
                         "copy into pinned memory with non_blocking=True when the value is needed later."
@@ -390,7 +390,7 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
     for (const BlockingCall* b : calls) {
       if (!all_pageable) break;
       if (b->kind != kt.kind) continue;
-      all_pageable = b->op != kNoIndex && c.name(c.device[b->op].event).find("Pageable") != std::string_view::npos &&
+      all_pageable = b->op != kNoIndex && copy_kind(c.name(c.device[b->op].event)).pageable() &&
                      c.int_arg(c.device[b->op].event, "bytes") >= kPageableMinBytes;
     }
     const std::vector<Interval> claim = claimable_idle(p, cause_bit(kt.kind), nullptr, *out);

@@ -112,7 +112,7 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
   std::vector<Build> builds;
   for (std::size_t i = 0; i < c.device.size(); ++i) {
     const DeviceOp& d = c.device[i];
-    if (d.cls != DeviceClass::kMemcpy || d.launch == kNoIndex || c.name(d.event).find("HtoD") == std::string_view::npos) {
+    if (d.cls != DeviceClass::kMemcpy || d.launch == kNoIndex || copy_kind(c.name(d.event)).direction != CopyDirection::kHtoD) {
       continue;
     }
     const std::uint32_t lane = ev.lane[d.launch];
@@ -207,7 +207,7 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
     ops += b->ops;
     sync = sync || b->sync_after;
     sat_acc(copies_ns, b->copy_ns);
-    if (c.name(c.device[b->device].event).find("Pageable") != std::string_view::npos) {
+    if (copy_kind(c.name(c.device[b->device].event)).pageable()) {
       ++pageable;
       sat_acc(pageable_ns, b->copy_ns);
     }

@@ -166,7 +166,7 @@ bool is_host_rng(std::string_view n) {
 // a runtime copy call where the device side was not recorded.
 bool copies_to_device(const DiagnoseContext& c) {
   for (const DeviceOp& op : c.device) {
-    if (op.cls == DeviceClass::kMemcpy && c.name(op.event).find("HtoD") != std::string_view::npos) return true;
+    if (op.cls == DeviceClass::kMemcpy && copy_kind(c.name(op.event)).direction == CopyDirection::kHtoD) return true;
   }
   if (!c.device.empty()) return false;
   for (std::uint32_t e : c.runtime) {

@@ -124,10 +124,7 @@ struct GapContext {
 
 bool is_memset_or_copy(const DeviceOp& op) { return op.cls == DeviceClass::kMemset || op.cls == DeviceClass::kMemcpy; }
 
-bool is_readback(std::string_view name) {
-  return name.find("DtoH") != std::string_view::npos || name.find("Device -> Pageable") != std::string_view::npos ||
-         name.find("Device -> Pinned") != std::string_view::npos;
-}
+bool is_readback(std::string_view name) { return copy_kind(name).direction == CopyDirection::kDtoH; }
 
 // In the program's API (DiagnoseContext::is_torch, api).
 std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, const std::string& before,

@@ -53,8 +53,8 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::vector<std::int64_t> steps;
   for (const DeviceOp& op : c.device) {
     if (op.cls != DeviceClass::kMemcpy) continue;
-    const std::string_view name = c.name(op.event);
-    if (name.find("Pageable") == std::string_view::npos) continue;
+    const CopyKind kind = copy_kind(c.name(op.event));
+    if (!kind.pageable()) continue;
     // Args are parsed from the source: for the first kMaxBytesRead copies only.
     const std::int64_t b = ++read <= kMaxBytesRead ? c.int_arg(op.event, "bytes") : -1;
     if (b >= 0 && b < kMinBytes) {
@@ -62,8 +62,8 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
       continue;
     }
     ++copies;
-    if (name.find("HtoD") != std::string_view::npos) ++htod;
-    if (name.find("DtoH") != std::string_view::npos) ++dtoh;
+    if (kind.direction == CopyDirection::kHtoD) ++htod;
+    if (kind.direction == CopyDirection::kDtoH) ++dtoh;
     sat_acc(copy_ns, op.end - op.start);
     if (op.launch != kNoIndex) sat_acc(launch_ns, c.dur(op.launch));
     if (b > 0) sat_acc(bytes, b);
@@ -84,7 +84,7 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   bool from_loader = false;
   for (const DeviceOp& op : c.device) {
     if (!setup) break;
-    if (op.cls != DeviceClass::kMemcpy || c.name(op.event).find("Pageable") == std::string_view::npos) continue;
+    if (op.cls != DeviceClass::kMemcpy || !copy_kind(c.name(op.event)).pageable()) continue;
     if (op.start >= first_kernel) {
       const std::int64_t b = c.int_arg(op.event, "bytes");
       if (b < 0 || b >= kMinBytes) setup = false;

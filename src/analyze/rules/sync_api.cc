@@ -77,9 +77,8 @@ std::string copy_direction(const DiagnoseContext& c, std::uint32_t sync) {
   for (int scanned = 0; it != c.device.end() && it->start <= c.end(op) && scanned < kMaxScan; ++it, ++scanned) {
     if (it->cls != DeviceClass::kMemcpy || it->launch == kNoIndex || c.trace.events.lane[it->launch] != lane) continue;
     if (c.ts(it->launch) < c.ts(op) || c.ts(it->launch) > c.ts(sync)) continue;
-    const std::string_view n = c.name(it->event);
-    if (n.find("HtoD") != std::string_view::npos) return "HtoD";
-    if (n.find("DtoH") != std::string_view::npos) return "DtoH";
+    const CopyDirection d = copy_kind(c.name(it->event)).direction;
+    if (d == CopyDirection::kHtoD || d == CopyDirection::kDtoH) return std::string(copy_direction_name(d));
   }
   return "";
 }
