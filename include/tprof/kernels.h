@@ -5,8 +5,9 @@
 //   std::cout << tprof::format_kernels_text(k);
 //
 // Definitions (docs/diagnose.md, "kernels"): durations of kernels, memcpy
-// and memset by name; median and p90 by the nearest-rank method on the
-// sorted durations; cv = population standard deviation / mean; an outlier
+// and memset by name; the median (of an even count, the mean of the two
+// middle durations) and p90 by the nearest-rank method on the sorted
+// durations; cv = population standard deviation / mean; an outlier
 // is an instance slower than 1.5x the median or faster than half of it
 // (names with at least 3 instances); its step is the ProfilerStep its
 // launch call ran in (else the one it ran in).

@@ -765,6 +765,15 @@ DiagnoseContext::BusyWindow DiagnoseContext::gpu_busy_window() const {
       sat_acc(w.span_ns, st.dur_ns);  // steps may overlap: the sum is not bounded by the trace's span
       sat_acc(w.busy_ns, std::min(st.gpu_busy_ns, st.dur_ns));
     }
+    std::vector<Interval> launched;
+    for (const DeviceOp& op : device)
+      if (op.step >= 0) launched.push_back({op.start, op.end});
+    if (union_length(std::move(launched)) > w.span_ns) {
+      const Interval pw = idle().window();
+      w.queued_ahead = true;
+      w.span_ns = pw.end - pw.start;
+      w.busy_ns = std::max<std::int64_t>(0, w.span_ns - idle().idle_ns());
+    }
     return w;
   }
   std::vector<Interval> iv;

@@ -176,11 +176,17 @@ class DiagnoseContext {
 
   // GPU busy time and the span it is measured over: each step's device
   // activity clipped to the step, summed over the steps; without steps, the
-  // union of all device activity over the whole trace.
+  // union of all device activity over the whole trace. Where the device
+  // work the steps launched outlasts the steps themselves (the host runs
+  // ahead of a queue: an event replay that launches 30 ms of work in 1.5 ms
+  // of steps), the steps' spans are not where their work runs: the span is
+  // the idle partition's window, the steps and the work they queued, and
+  // busy is that window less its idle time (queued_ahead).
   struct BusyWindow {
     std::int64_t span_ns = 0;
     std::int64_t busy_ns = 0;
     bool over_steps = false;
+    bool queued_ahead = false;
     // busy / span; 1 without a window (nothing says the GPU idles).
     double busy_share() const {
       return span_ns > 0 ? static_cast<double>(busy_ns) / static_cast<double>(span_ns) : 1.0;

@@ -64,6 +64,10 @@ HostWorkKind frame_kind(std::string_view n) {
       has(n, "torch/_inductor/compile_fx") || has(n, "create_aot_dispatcher_function")) {
     return HostWorkKind::kCompile;
   }
+  // Triton compiling a kernel on its first call with a new configuration
+  // (its JIT: make_ttir, make_ttgir, make_llir, make_ptx, make_cubin under
+  // triton/compiler/compiler.py's compile).
+  if (has(n, "triton/compiler/")) return HostWorkKind::kJitCompile;
   static constexpr std::string_view kPreprocessing[] = {
       "image_processing", "video_processing", "image_transforms", "feature_extraction", "processing_utils",
       "PIL/", "torchvision/transforms", "torchvision/io", "scipy/ndimage", "cv2", "skimage/",
@@ -75,6 +79,31 @@ HostWorkKind frame_kind(std::string_view n) {
   // which decodes and resizes the input).
   if (n.size() > 12 && n.substr(n.size() - 12) == ": preprocess") return HostWorkKind::kPreprocessing;
   return HostWorkKind::kOther;
+}
+
+// A frame that waits for another thread or for time to pass: a lock's
+// acquire, a condition's or an event's wait, a queue's get, a sleep, a
+// selector's select.
+bool is_wait_frame(std::string_view n) {
+  if (starts_with(n, "<built-in method acquire of") || starts_with(n, "<built-in function sleep") ||
+      starts_with(n, "<built-in method sleep") || starts_with(n, "<built-in method poll") ||
+      starts_with(n, "<built-in method select")) {
+    return true;
+  }
+  for (std::string_view p : {"threading.py", "queue.py", "selectors.py", "multiprocessing/connection.py",
+                             "multiprocessing/synchronize.py", "concurrent/futures/"}) {
+    if (!starts_with(n, p)) continue;
+    for (std::string_view f : {": wait", ": get", ": select", ": _wait", ": result", ": poll", ": _poll", ": recv",
+                               ": acquire", ": join"}) {
+      if (has(n, f)) return true;
+    }
+  }
+  // Reading a message from another process (Inductor's compile workers'
+  // _recv_msg, a connection's recv_bytes): waiting for its sender.
+  for (std::string_view f : {": _recv_msg", ": recv_msg", ": recv_bytes", ": _recv_bytes", ": recv_pyobj"}) {
+    if (n.size() >= f.size() && n.substr(n.size() - f.size()) == f) return true;
+  }
+  return false;
 }
 
 // The name as printed: built-ins carry the object's address
@@ -116,8 +145,15 @@ std::uint32_t launching_lane(const DiagnoseContext& c) {
   return best;
 }
 
-HostFrame host_frame(const DiagnoseContext& c, std::uint32_t lane, const std::vector<Interval>& ranges) {
+namespace {
+
+// host_frame on one thread; *waiting: whether its deepest frame holding
+// the stretch waits (is_wait_frame).
+HostFrame frame_on_lane(const DiagnoseContext& c, std::uint32_t lane, const std::vector<Interval>& ranges,
+                        bool* waiting) {
+  *waiting = false;
   HostFrame out;
+  out.lane = lane;
   for (const Interval& r : ranges) sat_acc(out.stretch_ns, r.end - r.start);
   if (lane == kNoIndex || ranges.empty() || out.stretch_ns <= 0) return out;
   const std::int64_t lo = ranges.front().start, hi = ranges.back().end;
@@ -224,7 +260,36 @@ HostFrame host_frame(const DiagnoseContext& c, std::uint32_t lane, const std::ve
   out.held_ns = std::min(named->acc->held, out.stretch_ns);
   out.annotation = named->acc->annotation;
   if (named != &chain.front()) out.inner = clean_name(c.trace.str(chain.front().name));
+  *waiting = is_wait_frame(c.trace.str(chain.front().name));
   return out;
+}
+
+}  // namespace
+
+HostFrame host_frame(const DiagnoseContext& c, std::uint32_t lane, const std::vector<Interval>& ranges) {
+  bool waiting = false;
+  HostFrame out = frame_on_lane(c, lane, ranges, &waiting);
+  if (!out.found() || !waiting) return out;
+  // The thread waits: name the work of the thread that holds the stretch.
+  std::vector<std::uint32_t> lanes;
+  for (std::uint32_t e : c.host_ops) {
+    const std::uint32_t l = c.trace.events.lane[e];
+    if (l != lane && c.kind(e) == EventKind::kPythonFunction && std::find(lanes.begin(), lanes.end(), l) == lanes.end())
+      lanes.push_back(l);
+  }
+  // A frame of a known kind (a compile) before one of none; then the most
+  // of the stretch.
+  HostFrame best;
+  for (std::uint32_t l : lanes) {
+    bool w = false;
+    HostFrame other = frame_on_lane(c, l, ranges, &w);
+    if (!other.found() || w) continue;
+    const bool known = other.kind != HostWorkKind::kOther, best_known = best.kind != HostWorkKind::kOther;
+    if (!best.found() || known > best_known || (known == best_known && other.held_ns > best.held_ns)) best = std::move(other);
+  }
+  if (!best.found()) return out;
+  best.waiter = out.name;
+  return best;
 }
 
 std::string host_frame_label(const HostFrame& f) { return f.annotation ? "\"" + f.name + "\"" : f.name; }
@@ -232,6 +297,7 @@ std::string host_frame_label(const HostFrame& f) { return f.annotation ? "\"" + 
 std::string host_frame_text(const HostFrame& f) {
   std::string s = host_frame_label(f) + " (" + format_ns(f.held_ns) + ", " + format_pct(100.0 * f.share()) + " of it";
   if (!f.inner.empty()) s += "; deepest: " + f.inner;
+  if (!f.waiter.empty()) s += "; on another thread, which the launching thread waits for in " + f.waiter;
   return s + ")";
 }
 
@@ -242,6 +308,7 @@ const char* host_work_kind_id(HostWorkKind k) {
     case HostWorkKind::kDdpBuffers: return "ddp_buffers";
     case HostWorkKind::kDataLoader: return "dataloader";
     case HostWorkKind::kCompile: return "compile";
+    case HostWorkKind::kJitCompile: return "jit_compile";
     case HostWorkKind::kOther: break;
   }
   return "other";
@@ -272,6 +339,11 @@ std::string host_frame_remedy(const DiagnoseContext& c, const HostFrame& f) {
              " is it compiling (Dynamo, AOTAutograd, Inductor), a one-time cost per input shape; call the compiled "
              "function once before starting the profiler (or give the schedule warmup steps), and keep shapes "
              "stable so it does not compile again.";
+    case HostWorkKind::kJitCompile:
+      return "Leave Triton's just-in-time compilation out of the recording: " + where +
+             " compiles a kernel on its first call with a new configuration (shapes, dtypes, constants), a one-time "
+             "cost per configuration; run the workload once with the shapes it will see before starting the profiler "
+             "(a server's warm-up requests), and keep Triton's cache (TRITON_CACHE_DIR) across runs.";
     case HostWorkKind::kOther: break;
   }
   return "Move the work of " + where + " out of the step or overlap it with device work (" +

@@ -29,6 +29,7 @@ enum class HostWorkKind : std::uint8_t {
   kDdpBuffers,       // DDP's buffer broadcast: _sync_buffers, _broadcast_coalesced, unflatten_dense_tensors
   kDataLoader,       // a DataLoader's __next__
   kCompile,          // torch.compile compiling: its "(dynamo_timed)" annotations, compile_fx, AOTAutograd
+  kJitCompile,       // Triton compiling a kernel on its first call: triton/compiler/ frames
 };
 
 struct HostFrame {
@@ -39,6 +40,12 @@ struct HostFrame {
   std::int64_t stretch_ns = 0;     // the stretch's length
   HostWorkKind kind = HostWorkKind::kOther;
   bool annotation = false;  // a user annotation, not a Python function
+  // Where the thread asked about only waits (its deepest frame a lock, a
+  // condition, a queue, a sleep) and another thread's frame holds the
+  // stretch: the waiting frame ("tp_worker_overlap_thread.py(206):
+  // resolve_last_batch_result"); `name` is the other thread's.
+  std::string waiter;
+  std::uint32_t lane = kNoIndex;  // the thread the named frame ran on
   bool found() const { return event != kNoIndex; }
   double share() const { return stretch_ns > 0 ? static_cast<double>(held_ns) / static_cast<double>(stretch_ns) : 0.0; }
 };
@@ -59,6 +66,12 @@ bool has_python_stack(const DiagnoseContext& c);
 // never names anything, nor an annotation lasting 90% of the trace or more
 // (a wrapper around the whole run, PARAM's "[param|cuda]"). Not found (event kNoIndex) when no frame holds
 // enough, or the thread records none. One pass over the context's host ops.
+// A thread that only waits (its deepest frame a lock's acquire, a
+// condition's or an event's wait, a queue's get, a sleep) names the other
+// thread's work it waits for: the thread whose frames hold the most of the
+// stretch without waiting (`waiter` keeps the waiting frame; issue 38's
+// eighth round: SGLang's scheduler waiting in resolve_last_batch_result
+// while its forward thread JIT-compiled a Triton kernel).
 HostFrame host_frame(const DiagnoseContext& c, std::uint32_t lane, const std::vector<Interval>& ranges);
 
 // The CPU lane that launches the most device work (the thread whose host

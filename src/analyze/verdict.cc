@@ -327,7 +327,20 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const s
       if (f.work > f.busy) {
         char ratio[32];
         std::snprintf(ratio, sizeof ratio, "%.1fx", static_cast<double>(f.work) / static_cast<double>(std::max<std::int64_t>(1, f.span)));
-        s += ", and the steps launch " + std::string(ratio) + " their own duration of device work";
+        // The steps' host spans end before their work runs: the share that
+        // matters is over the steps and the work they queued (the idle
+        // partition's window), not over host spans the GPU is behind (issue
+        // 38's eighth round: "busy 0.0% of the time" on an MI300X replay
+        // whose GPU ran 28.9 ms back to back).
+        const Interval w = c.idle().window();
+        const std::int64_t span = w.end - w.start;
+        if (f.work > f.span && span > f.span) {
+          s = "the steps launch " + std::string(ratio) + " their own duration of device work, and the GPU is busy " +
+              format_pct(100.0 - 100.0 * static_cast<double>(c.idle().idle_ns()) / static_cast<double>(span)) +
+              " of the steps and the work they queued (" + format_ns(span) + ")";
+        } else {
+          s += ", and the steps launch " + std::string(ratio) + " their own duration of device work";
+        }
       }
       // A queue that grows step after step has no typical delay: its median
       // is wherever the recording stops (review 2026-11-26, R3). The median

@@ -55,9 +55,14 @@ constexpr std::array kFamilies{
     KernelFamily{C::kConv, "cuDNN/CUTLASS convolutions (fprop, dgrad, wgrad, scudnn, winograd, implicit_convolve)", kName, kHas, "scudnn"},
     KernelFamily{C::kConv, "cuDNN/CUTLASS convolutions (fprop, dgrad, wgrad, scudnn, winograd, implicit_convolve)", kName, kHas, "winograd"},
     KernelFamily{C::kConv, "cuDNN/CUTLASS convolutions (fprop, dgrad, wgrad, scudnn, winograd, implicit_convolve)", kName, kHas, "convolve"},
-    KernelFamily{C::kConv, "MIOpen convolutions (igemm_fwd/bwd/wrw, naive_conv, MIOpenConv)", kName, kStarts, "igemm_"},
-    KernelFamily{C::kConv, "MIOpen convolutions (igemm_fwd/bwd/wrw, naive_conv, MIOpenConv)", kName, kHas, "naive_conv"},
-    KernelFamily{C::kConv, "MIOpen convolutions (igemm_fwd/bwd/wrw, naive_conv, MIOpenConv)", kName, kHas, "miopenconv"},
+    KernelFamily{C::kConv, "MIOpen convolutions (igemm_fwd/bwd/wrw, naive_conv, MIOpenConv, assembly miopen*AsmConv*)", kName, kStarts, "igemm_"},
+    KernelFamily{C::kConv, "MIOpen convolutions (igemm_fwd/bwd/wrw, naive_conv, MIOpenConv, assembly miopen*AsmConv*)", kName, kHas, "naive_conv"},
+    KernelFamily{C::kConv, "MIOpen convolutions (igemm_fwd/bwd/wrw, naive_conv, MIOpenConv, assembly miopen*AsmConv*)", kName, kHas, "miopenconv"},
+    // MIOpen's assembly solvers: miopenSp3AsmConv_v30_3_1_gfx9_fp16_dot2_edc_f3x2_stride1
+    // (Winograd), miopenGcnAsmConv1x1U (issue 38's eighth round: an MI300X
+    // convolution_backward replay whose kernels launched before the
+    // recording had no op to tell their class).
+    KernelFamily{C::kConv, "MIOpen convolutions (igemm_fwd/bwd/wrw, naive_conv, MIOpenConv, assembly miopen*AsmConv*)", kName, kHas, "asmconv"},
     KernelFamily{C::kConv, "convolutions (other: convolution, conv2d, …)", kName, kHas, "convolution"},
     KernelFamily{C::kConv, "convolutions (other: convolution, conv2d, …)", kName, kHas, "conv1d"},
     KernelFamily{C::kConv, "convolutions (other: convolution, conv2d, …)", kName, kHas, "conv2d"},

@@ -488,6 +488,26 @@ Result<CausalResult> analyze_causal(const Trace& trace, std::shared_ptr<const Ca
   }
   const EditedWeights* ew = edited ? &*edited : nullptr;
   r.has_steps = !an.steps().empty();
+  // Without steps the window is the program's work: the device activity
+  // and the threads that launch it. A thread that launches nothing (a
+  // notebook's heartbeat, a server's watchdog, running from the first
+  // event to the last) would hold the window's end wherever edits move
+  // the work (issue 38's eighth round: a Jupyter heartbeat pinned a BERT
+  // forward's whole-trace replay at 20.5 ms, every edit saving 0).
+  std::vector<std::uint8_t> in_window(g.activities(), 1);
+  if (!r.has_steps) {
+    std::vector<std::uint8_t> launching(trace.lanes.size(), 0);
+    bool any = false;
+    for (std::uint32_t d = 0; d < g.activities(); ++d) {
+      if (!g.is_device[d] || g.launch[d] == kNoIndex) continue;
+      launching[trace.events.lane[g.events[g.launch[d]]]] = 1;
+      any = true;
+    }
+    if (any) {
+      for (std::uint32_t a = 0; a < g.activities(); ++a)
+        in_window[a] = g.is_device[a] || launching[trace.events.lane[g.events[a]]];
+    }
+  }
   if (r.has_steps) {
     auto m = an.step_ends(g.time_ns, true, nullptr);
     auto rp = an.step_ends(replayed, false, nullptr);
@@ -522,6 +542,7 @@ Result<CausalResult> analyze_causal(const Trace& trace, std::shared_ptr<const Ca
       std::int64_t lo = INT64_MAX, hi = INT64_MIN;
       std::uint32_t last = 0;
       for (std::uint32_t v = 0; v < t.size(); ++v) {
+        if (!in_window[CausalGraph::activity_of(v)]) continue;
         if (e != nullptr && e->removed[CausalGraph::activity_of(v)]) continue;
         lo = std::min(lo, t[v]);
         if (t[v] > hi) hi = t[v], last = v;
@@ -549,14 +570,16 @@ Result<CausalResult> analyze_causal(const Trace& trace, std::shared_ptr<const Ca
     r.predicted_ns = internal::sat_add(r.predicted_ns, st.predicted_ns);
   }
   if (options.window_path && g.nodes() > 0) {
-    std::uint32_t last = 0;
+    std::uint32_t last = kNoIndex;
     std::int64_t lo = INT64_MAX;
     for (std::uint32_t v = 0; v < g.nodes(); ++v) {
+      if (!in_window[CausalGraph::activity_of(v)]) continue;
       if (ew != nullptr && ew->removed[CausalGraph::activity_of(v)]) continue;
       lo = std::min(lo, r.predicted_time_ns[v]);
-      if (r.predicted_time_ns[v] > r.predicted_time_ns[last]) last = v;
+      if (last == kNoIndex || r.predicted_time_ns[v] > r.predicted_time_ns[last]) last = v;
     }
-    r.window = an.path(last, lo, r.predicted_time_ns, r.via);
+    if (last == kNoIndex) last = 0;
+    r.window = an.path(last, lo == INT64_MAX ? r.predicted_time_ns[0] : lo, r.predicted_time_ns, r.via);
   }
   return r;
 }

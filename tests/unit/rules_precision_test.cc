@@ -726,20 +726,22 @@ TEST(RulesPrecision, HotspotOnTheCpuTellsSlowCallsFromFrequentOnes) {
 }
 
 TEST(RulesPrecision, DispatchGapCostsTheDeviceIdleInItsGaps) {
-  // HTA's sampled ranks: a recurring gap in the fp8 scopes. Its impact is the
-  // GPU idle inside the gaps, not the gaps summed over threads (HTA's MTIA
-  // trace summed 616 ms in a 460 ms trace while the device ran 92% busy).
-  const std::vector<Finding> r0 = run(kRank0, "dispatch_gap");
-  ASSERT_EQ(r0.size(), 1u);
-  EXPECT_EQ(r0[0].severity, FindingSeverity::kWarning);
-  EXPECT_EQ(r0[0].impact_ns, find(r0[0], "gpu_idle_in_gaps_ns")->i);
-  EXPECT_LT(r0[0].impact_ns, find(r0[0], "total_gap_ns")->i);
-  // rank 1: the device runs through most of its gaps: info, a few µs.
-  const std::vector<Finding> r1 = run("public/hta/trace_filter/sampled_rank-1.json.gz", "dispatch_gap");
-  ASSERT_EQ(r1.size(), 1u);
-  EXPECT_EQ(r1[0].severity, FindingSeverity::kInfo);
-  EXPECT_LT(2 * find(r1[0], "gpu_idle_in_gaps_ns")->i, find(r1[0], "total_gap_ns")->i);
-  EXPECT_LE(r1[0].impact_ns, find(r1[0], "gpu_idle_in_gaps_ns")->i);
+  // PARAM's linear replay: 40 optimizer steps each spend 587 us before their
+  // first foreach op while the device idles: warning, its impact the GPU
+  // idle inside the gaps (HTA's MTIA trace once summed 616 ms of gaps over
+  // threads in a 460 ms trace while the device ran 92% busy).
+  const std::vector<Finding> f = run("public/param/et_replay/tests/inputs/linear_kineto.json.gz", "dispatch_gap");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_EQ(f[0].impact_ns, find(f[0], "gpu_idle_in_gaps_ns")->i);
+  EXPECT_LE(f[0].impact_ns, find(f[0], "total_gap_ns")->i);
+  // HTA's sampled ranks: the fp8 scopes' recurring gaps (201 and 184 us in
+  // two steps of about 600 ms) are under 1% of the window: no cause (issue
+  // 38's eighth round). TraceLens' MI300X ResNet: zero_grad's gap is torch's
+  // own loop setting grads to None.
+  EXPECT_TRUE(run(kRank0, "dispatch_gap").empty());
+  EXPECT_TRUE(run("public/hta/trace_filter/sampled_rank-1.json.gz", "dispatch_gap").empty());
+  EXPECT_TRUE(run("public/tracelens/mi300/resnet_act_checkpoint.json.gz", "dispatch_gap").empty());
 }
 
 TEST(RulesPrecision, DispatchGapLeavesCollectiveScopesAlone) {

@@ -132,7 +132,7 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
                         : memory_bound ? "GPU-bound on memory-bound kernels"
                                        : "Compute-bound") +
             ": GPU busy " +
-            format_pct(100.0 * busy_share) + (c.steps.steps.empty() ? " of the trace" : " of the steps") +
+            format_pct(100.0 * busy_share) + (c.steps.steps.empty() ? " of the trace" : w.queued_ahead ? " of the steps and the work they queued" : " of the steps") +
             (mix.empty() ? "" : "; " + mix) + (hd.within_steps ? "; Self CPU in the steps " : "; Self CPU ") +
             format_ns(cpu) + (hd.within_steps ? " vs their device time " : " vs Self CUDA ") + format_ns(dev) +
             " (ratio " + r + ")";

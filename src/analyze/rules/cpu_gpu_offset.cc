@@ -99,7 +99,7 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   if (all.empty()) return;
   if (max_op == SIZE_MAX) max_op = max_any;
-  const std::int64_t overall = lower_median(all);
+  const std::int64_t overall = mean_median(all);
   wait_iv = merge_intervals(std::move(wait_iv));
   std::int64_t union_ns = 0, union_busy = 0;
   for (const Interval& i : wait_iv) {
@@ -124,7 +124,7 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   if (per_step.size() >= 2) {
     first = per_step.front();
-    later = lower_median(std::vector<std::int64_t>(per_step.begin() + 1, per_step.end()));
+    later = mean_median(std::vector<std::int64_t>(per_step.begin() + 1, per_step.end()));
   } else {
     const DeviceOp& f0 = c.device[first_op];
     first = f0.start - c.ts(f0.launch);
@@ -135,7 +135,7 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
     for (std::size_t i = 0; i < c.device.size(); ++i) {
       if (i != first_op && c.device[i].launch != kNoIndex) rest.push_back(c.device[i].start - c.ts(c.device[i].launch));
     }
-    later = lower_median(std::move(rest));
+    later = mean_median(std::move(rest));
   }
   const bool has_later = per_step.size() >= 2 || all.size() >= 2;
   // The part of the first offset spent inside its own launch call (a 111 ms

@@ -145,23 +145,33 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
                format_ns(later_ns) +
                ") are the pipeline's steady cost: more workers or a larger prefetch_factor if they matter.";
   } else if (workers) {
+    // The action first; a CPU-only run gets no GPU advice (issue 38's
+    // eighth round: pin_memory, "decode and augment on the GPU" and "the GPU
+    // idles" on a CPU-only DataLoader profile).
+    const bool gpu = c.has_device();
     const bool notable_first = 10 * first_ns >= in_loader;
-    f.advice = "The DataLoader already uses worker processes (_MultiProcessingDataLoaderIter), yet the loop waits " +
-               where + inside + ". " +
-               (notable_first ? "Its first __next__ (" + format_ns(first_ns) +
-                                    ") is the workers starting: persistent_workers=True, and record after the first "
-                                    "batch. The later waits (" + format_ns(later_ns) + ") mean the workers do not keep up: "
-                              : std::string("The workers do not keep up: ")) +
-               "add workers (up to the CPU cores per GPU), raise "
-               "prefetch_factor, " + std::string(pinned_already ? "" : "pin_memory=True, ") +
-               "and make the per-sample transforms cheaper (decode and augment on the GPU, or pre-process the data "
-               "set; a data set that fits in GPU memory can live there). While the main process waits no kernel and "
-               "no launch runs, so the GPU idles.";
+    f.advice = std::string("Make the workers keep up: add workers (up to the CPU cores") + (gpu ? " per GPU" : "") +
+               "), raise prefetch_factor, " + (gpu && !pinned_already ? "pin_memory=True, " : "") +
+               "and make the per-sample transforms cheaper (" +
+               (gpu ? "decode and augment on the GPU, or pre-process the data set; a data set that fits in GPU memory "
+                      "can live there"
+                    : "pre-process the data set once and load the tensors") +
+               "). The DataLoader already uses worker processes (_MultiProcessingDataLoaderIter), yet the loop waits " +
+               where + inside + "; " +
+               (notable_first ? "its first __next__ (" + format_ns(first_ns) +
+                                    ") is the workers starting (persistent_workers=True, and record after the first "
+                                    "batch), the later waits (" + format_ns(later_ns) + ") are the workers not keeping up."
+                              : std::string("that is the workers not keeping up.")) +
+               (gpu ? " While the main process waits no kernel and no launch runs, so the GPU idles."
+                    : " Their work is not in this trace (only the main process is): profile the data set's __getitem__ "
+                      "alone to see what it costs.");
   } else {
-    f.advice = "Load the input in worker processes: DataLoader(num_workers=4 or more, up to the CPU cores per GPU, "
-               "pin_memory=True, persistent_workers=True, prefetch_factor=2), and move decoding and augmentation out "
-               "of the main process; the loop waits " + where + inside +
-               ". While the main process loads the next batch no kernel and no launch runs, so the GPU idles.";
+    const bool gpu = c.has_device();
+    f.advice = std::string("Load the input in worker processes: DataLoader(num_workers=4 or more, up to the CPU cores") +
+               (gpu ? " per GPU, pin_memory=True" : "") +
+               ", persistent_workers=True, prefetch_factor=2), and move decoding and augmentation out "
+               "of the main process; the loop waits " + where + inside + "." +
+               (gpu ? " While the main process loads the next batch no kernel and no launch runs, so the GPU idles." : "");
   }
   f.impact_ns = in_loader;
   out->push_back(std::move(f));

@@ -198,7 +198,10 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
       if (r.key.starts_with("Memcpy") || r.key.starts_with("Memset")) continue;
       self = r.self_device_time_total_ns;
     } else {
-      if (r.is_device || is_profiler_step(r.key)) continue;
+      // A DataLoader scope's self time is the loop waiting for its batches
+      // (dataloader_bound's subject), not Python dispatch (issue 38's eighth
+      // round: 8.2 s of a multi-process iterator's waits).
+      if (r.is_device || is_profiler_step(r.key) || is_dataloader_scope(r.key)) continue;
       self = r.self_cpu_time_total_ns;
     }
     if (self > best_self) {

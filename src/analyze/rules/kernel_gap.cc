@@ -655,14 +655,17 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     }
     const IdleCause cause = add_idle_evidence(c, listed, f);
     name_host_work(c, listed, cause, *out, f, x);
-    if (x.frame.found() && x.frame.kind == HostWorkKind::kCompile) {
+    if (x.frame.found() && (x.frame.kind == HostWorkKind::kCompile || x.frame.kind == HostWorkKind::kJitCompile)) {
       // Gaps that recur inside one compilation (Inductor's pattern matcher
-      // tracing example tensors: 23 copies, issue 38's sixth round) are
-      // compile time, not a per-step pattern.
-      f.title = "GPU gaps while torch.compile compiles: " + std::to_string(r.gaps.size()) + " of " +
+      // tracing example tensors: 23 copies, issue 38's sixth round; Triton
+      // compiling a MoE kernel twice, the eighth) are compile time, not a
+      // per-step pattern.
+      const bool jit = x.frame.kind == HostWorkKind::kJitCompile;
+      f.title = std::string(jit ? "GPU gaps while Triton compiles kernels: " : "GPU gaps while torch.compile compiles: ") +
+                std::to_string(r.gaps.size()) + " of " +
                 format_ns(r.long_median) + " (median) between " + title_name(t.str(before)) + " and " +
                 title_name(t.str(after)) + ", " + format_ns(r.total) + " in all (" + c.lane_label(lane) + ")";
-      f.evidence.text("during", "compile");
+      f.evidence.text("during", jit ? "jit_compile" : "compile");
     }
     f.advice = gap_advice(c, cause, comm, title_name(t.str(before)), title_name(t.str(after)), x);
     f.impact_ns = f.idle_ns;

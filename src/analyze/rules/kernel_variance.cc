@@ -166,10 +166,21 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
     Finding f;
     f.id = "kernel_variance";
     f.severity = skew >= kMeanSkew && static_cast<double>(slow_excess) >= kWarningSavingShare * static_cast<double>(steps_ns) ? FindingSeverity::kWarning : FindingSeverity::kInfo;
-    f.title = title_name(k.name) + ": mean " + format_ns(static_cast<std::int64_t>(mean)) + " vs median " +
-              format_ns(median) + " (cv " + cvbuf + "), " + std::to_string(slow + fast) + " outlier" +
-              (slow + fast == 1 ? "" : "s") + " of " + std::to_string(k.count) +
-              (shape.empty() ? "" : " at " + shape);
+    // Outliers in half the calls or more: no typical time, a median to judge
+    // by misleads (issue 38's eighth round: an MI300X replay's convolution
+    // at 0.11-2.56 ms in identical steps, 7 of 10 "outliers").
+    const bool no_typical = 2 * (slow + fast) >= k.count;
+    if (no_typical) {
+      f.title = title_name(k.name) + ": " + format_ns(k.min_ns) + " to " + format_ns(k.max_ns) + " across " +
+                std::to_string(k.count) + " identical calls (cv " + cvbuf + "), " + std::to_string(slow + fast) +
+                " of them over 1.5x or under half the median " + format_ns(median) +
+                (shape.empty() ? "" : " at " + shape);
+    } else {
+      f.title = title_name(k.name) + ": mean " + format_ns(static_cast<std::int64_t>(mean)) + " vs median " +
+                format_ns(median) + " (cv " + cvbuf + "), " + std::to_string(slow + fast) + " outlier" +
+                (slow + fast == 1 ? "" : "s") + " of " + std::to_string(k.count) +
+                (shape.empty() ? "" : " at " + shape);
+    }
     f.evidence.text("kernel", k.name);
     if (!shape.empty()) {
       const std::size_t block = shape.find(" block ");
@@ -190,7 +201,18 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
     std::string step_list;
     for (std::size_t i = 0; i < steps.size() && i < 5; ++i) step_list += (i ? ", " : "") + std::to_string(steps[i]);
     if (steps.size() > 5) step_list += ", ...";
-    f.advice = "Lock the GPU clocks (" + std::string(c.is_hip() ? "rocm-smi --setperfdeterminism" : "nvidia-smi -lgc") +
+    const std::string lock = c.is_hip() ? "rocm-smi --setperfdeterminism" : "nvidia-smi -lgc";
+    if (no_typical) {
+      f.advice = "Lock the GPU clocks (" + lock + ") and record more steps before judging this kernel: identical " +
+                 "calls take " + format_ns(k.min_ns) + " to " + format_ns(k.max_ns) +
+                 " with no typical time (slow in step" + (steps.size() == 1 ? " " : "s ") + step_list +
+                 "), which points at the GPU's state (clocks, power, heat, another process on it) or the profiler, "
+                 "not at the kernel; time it again on an idle GPU at fixed clocks.";
+      f.impact_ns = slow_excess;
+      found.push_back(std::move(f));
+      continue;
+    }
+    f.advice = "Lock the GPU clocks (" + lock +
                ") and record more steps to see whether the slow run" + (steps.size() == 1 ? "" : "s") +
                (step_list.empty() ? "" : " in step" + std::string(steps.size() == 1 ? " " : "s ") + step_list) +
                " repeat; judge this kernel by its median " + format_ns(median) +

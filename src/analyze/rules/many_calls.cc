@@ -44,6 +44,9 @@ constexpr double kCostlyShare = 0.1;
 constexpr double kHiddenBusyShare = 0.8;
 // The GPU idle that fewer launches (a graph, one larger launch) remove:
 // the host launching the next instance, the device starting queued work.
+// A host row whose median call times its calls is under this share of
+// its time spends the rest in calls that do work of their own.
+constexpr double kFixedShare = 0.8;
 constexpr std::uint32_t kBetweenLaunchesCauses =
     cause_bit(IdleCause::kLaunching) | cause_bit(IdleCause::kKernelLatency);
 
@@ -143,6 +146,7 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   // Example instances and the steps they ran in: one pass over the events of
   // the row's kind.
   std::vector<EventRef> examples;
+  std::vector<std::int64_t> call_ns;  // a host row's calls' durations
   if (best->is_device) {
     for (const DeviceOp& op : c.device) {
       if (c.name(op.event) != best->key) continue;
@@ -151,13 +155,24 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   } else {
     auto scan = [&](const std::vector<std::uint32_t>& list) {
       for (std::uint32_t e : list) {
-        if (examples.size() >= 3) return;
-        if (c.name(e) == best->key) examples.push_back(c.ref(e));
+        if (c.name(e) != best->key) continue;
+        if (examples.size() < 3) examples.push_back(c.ref(e));
+        call_ns.push_back(c.dur(e));
       }
     };
     scan(c.host_ops);
     scan(c.runtime);
   }
+  // A host row's fixed cost is its typical call's: the median call times
+  // the calls. Calls far above it do work of their own, which batching
+  // does not remove (issue 38's eighth round: six of 162 aten::matmul calls
+  // on a 1000x15 matrix held half their 883 us).
+  std::int64_t fixed_cost = best_cost;
+  const std::int64_t median_call = call_ns.empty() ? 0 : mean_median(call_ns);
+  if (!best->is_device && median_call > 0) {
+    fixed_cost = std::min(best_cost, sat_mul(median_call, best->count));
+  }
+  const bool uneven = static_cast<double>(fixed_cost) < kFixedShare * static_cast<double>(best_cost);
 
   const DiagnoseContext::BusyWindow w = c.gpu_busy_window();
   const double gpu_busy = w.span_ns > 0 ? static_cast<double>(w.busy_ns) / static_cast<double>(w.span_ns) : 0;
@@ -175,7 +190,9 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   const double share = 100.0 * static_cast<double>(best_cost) / static_cast<double>(best_total);
   f.title = best->key + " called " + (best->count == 1 ? std::string("once") : std::to_string(best->count) + " times") + " (" + format_ns(best_cost / best->count) +
             " each): " + format_ns(best_cost) + ", " + format_pct(share) + " of " +
-            (best->is_device ? "Self CUDA" : "Self CPU") + " total";
+            (best->is_device ? "Self CUDA" : "Self CPU") + " total" +
+            (uneven ? "; at the median call's " + format_ns(median_call) + ", " + format_ns(fixed_cost) + " is the calls' fixed cost"
+                    : std::string());
   if (hidden && gpu_busy >= kHiddenBusyShare) {
     f.title += "; hidden behind a GPU busy " + format_pct(100.0 * gpu_busy);
   } else if (hidden) {
@@ -197,6 +214,7 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
       .num("cost_ns", best_cost)
       .num("total_ns", best_total)
       .real("share_pct", share);
+  if (!best->is_device && median_call > 0) f.evidence.num("median_call_ns", median_call).num("fixed_cost_ns", fixed_cost);
   if (c.has_device()) f.evidence.real("gpu_busy_pct", 100.0 * gpu_busy);
   if (host_row_with_gpu) f.evidence.num("gpu_idle_during_calls_ns", idle_during);
   if (best->is_device) f.evidence.num("idle_between_ns", best_between.idle_ns).num("gaps", best_between.gaps);
@@ -228,9 +246,17 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
              " a launch), the most fewer launches save; the " + format_ns(best_cost) +
              " the kernels run is their own work and stays";
   } else {
-    remedy = c.is_torch() ? "Batch the " + best->key + " calls (" + each + ") into fewer, larger ones: one op on a "
-                            "stacked tensor instead of a Python loop, torch._foreach_* for per-parameter updates, or "
-                            "torch.compile to fuse them"
+    // torch._foreach_* is for an optimizer's per-parameter updates: named
+    // only where the trace runs one (issue 38's eighth round: a
+    // Gaussian-process solver's matmuls were told to use it).
+    bool optimizer = false;
+    for (const StatRow& r : rows) optimizer = optimizer || r.key.rfind("Optimizer.", 0) == 0;
+    remedy = c.is_torch() ? "Batch the " + best->key + " calls (" + each + ") into fewer, larger ones where they are "
+                            "independent: one op on a stacked tensor instead of a Python loop" +
+                                std::string(optimizer ? ", torch._foreach_* for per-parameter updates" : "") +
+                                "; where each needs the last one's result (an iterative loop), compile the loop "
+                                "(torch.compile) or replace it with one larger op (a direct solve instead of "
+                                "iterations)"
                           : "Batch the " + best->key + " calls (" + each + ") into fewer, larger ones";
   }
   if (best->is_device) {
@@ -239,16 +265,20 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
                "where each launch is too small to fill the GPU.";
   } else {
     f.advice = remedy + (hidden ? "; the GPU is busy through them, so this saves host time, not step time" : "") +
-               ". At " + format_ns(best_cost / best->count) + " a call, the fixed cost of each call adds up to " +
-               format_ns(best_cost) + "." + (blocker.empty() ? "" : " " + blocker);
+               (uneven ? ". At the median call's " + format_ns(median_call) + ", the fixed cost of each call adds up to " +
+                             format_ns(fixed_cost) + "; the other " + format_ns(best_cost - fixed_cost) +
+                             " is the longer calls' own work, which stays."
+                       : ". At " + format_ns(best_cost / best->count) + " a call, the fixed cost of each call adds up to " +
+                             format_ns(best_cost) + ".") +
+               (blocker.empty() ? "" : " " + blocker);
   }
   // Behind a busy GPU host calls cost host time only: the step saves
   // nothing, and at most the GPU idle under them otherwise (without device
   // activity, their time). A kernel's launches cost the idle between them.
   f.impact_ns = best->is_device ? best_between.idle_ns
                 : hidden        ? 0
-                : c.has_device() ? std::min(best_cost, idle_during)
-                                 : best_cost;
+                : c.has_device() ? std::min(fixed_cost, idle_during)
+                                 : fixed_cost;
   out->push_back(std::move(f));
 }
 

@@ -54,15 +54,110 @@ std::string optimizer_name(std::string_view scope) {
   return std::string(n);
 }
 
+struct Span {
+  std::int64_t start, end;
+  std::uint32_t lane, event;
+};
+
+// The advice's first clause: torch.optim's multi-tensor or fused form, or
+// the foreach ops for a class of the program's own.
+std::string use_batched(const std::string& opt, bool cpu) {
+  const bool adam = contains_ci(opt, "adam");
+  // torch.optim's own classes take foreach=; a class of the program's own
+  // (CustomAdam, issue 38 fifth round) does not: torch.optim.CustomAdam is no API.
+  static constexpr std::string_view kTorchOptim[] = {"Adam",    "AdamW", "SGD",   "RMSprop", "Adagrad", "Adadelta",
+                                                     "Adamax",  "NAdam", "RAdam", "ASGD",    "Rprop",   "SparseAdam",
+                                                     "Adafactor"};
+  const bool torch_optim = std::find(std::begin(kTorchOptim), std::end(kTorchOptim), opt) != std::end(kTorchOptim);
+  const bool fused = adam || opt == "SGD";
+  return torch_optim ? "Use the multi-tensor optimizer: torch.optim." + opt + "(..., foreach=True)" +
+                           (fused ? std::string(", or fused=True") + (cpu ? " (on the CPU from torch 2.4)" : "")
+                                  : std::string()) +
+                           " (torch before 1.12: torch.optim._multi_tensor." + opt + ")"
+                     : opt + " is not one of torch.optim's optimizers: write its update with the multi-tensor ops "
+                             "(torch._foreach_mul_, _foreach_addcmul_, _foreach_sqrt, ... over the parameter list), or, "
+                             "if it is " + (adam ? std::string("Adam") : std::string("a standard update")) + ", use " +
+                             (adam ? std::string("torch.optim.Adam(..., fused=True)")
+                                   : std::string("its torch.optim class with foreach=True"));
+}
+
+// On a CPU-only trace the loop shows as ops, not kernels: the outermost ops
+// inside each optimizer.step, a handful per parameter (add_, mul_, lerp_,
+// addcmul_, sqrt, div, item), and the Python between them (issue 38's
+// eighth round: a VAE's single-tensor Adam, 90 ops for 10 tensors, 32% of
+// each step on the CPU). The kernels' thresholds, counted in ops; none of
+// the ops a foreach or fused one. The saving: the calls' time outside
+// their ops, the per-parameter Python loop that the batched forms remove.
+void on_the_cpu(const DiagnoseContext& c, const std::vector<Span>& spans, std::vector<Finding>* out) {
+  const Trace& t = c.trace;
+  std::int64_t ops = 0, ops_ns = 0, span_ns = 0;
+  std::unordered_map<std::string_view, std::int64_t> by_name;
+  for (const Span& s : spans) {
+    sat_acc(span_ns, s.end - s.start);
+    auto it = std::lower_bound(c.host_ops.begin(), c.host_ops.end(), s.start,
+                               [&](std::uint32_t e, std::int64_t v) { return c.ts(e) < v; });
+    std::int64_t outer_end = INT64_MIN;
+    for (; it != c.host_ops.end() && c.ts(*it) < s.end; ++it) {
+      const std::uint32_t e = *it;
+      if (e == s.event || t.events.lane[e] != s.lane || c.kind(e) != EventKind::kCpuOp || c.end(e) > s.end) continue;
+      if (is_optimizer_step(c.name(e))) continue;  // the scope's Operator copy
+      if (c.ts(e) < outer_end) continue;           // inside an op already counted
+      outer_end = c.end(e);
+      const std::string_view n = c.name(e);
+      if (n.find("_foreach_") != std::string_view::npos || n.find("_fused_") != std::string_view::npos) return;
+      ++ops;
+      sat_acc(ops_ns, c.dur(e));
+      ++by_name[n];
+    }
+  }
+  const auto calls = static_cast<std::int64_t>(spans.size());
+  const std::int64_t window = c.window_ns();
+  const bool long_calls = window > 0 && static_cast<double>(span_ns) >= kWarningShare * static_cast<double>(window);
+  if (ops < kMinKernelsPerCall * calls && !(long_calls && ops >= kMinKernelsPerCallWhenLong * calls)) return;
+  // A fused optimizer (apex's or DeepSpeed's FusedAdam) whose kernels were
+  // not recorded leaves only its step counters on the CPU, one add_ per
+  // tensor (HTA's non-GPU rank: 257 of 259 ops): no per-parameter math.
+  const std::string opt_name = optimizer_name(c.name(spans.front().event));
+  if (contains_ci(opt_name, "fused")) return;
+  const auto adds = by_name.find("aten::add_");
+  if (adds != by_name.end() && 10 * adds->second >= 9 * ops) return;
+  std::vector<std::pair<std::string_view, std::int64_t>> top(by_name.begin(), by_name.end());
+  std::sort(top.begin(), top.end(),
+            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::string names;
+  for (std::size_t i = 0; i < top.size() && i < 4; ++i) {
+    names += (i ? ", " : "") + std::string(top[i].first) + " x" + std::to_string(top[i].second / calls);
+  }
+  const std::string& opt = opt_name;
+  const std::int64_t python_ns = std::max<std::int64_t>(0, span_ns - ops_ns);
+  Finding f;
+  f.id = "per_param_optimizer";
+  f.severity = long_calls ? FindingSeverity::kWarning : FindingSeverity::kInfo;
+  f.title = "The " + opt + " optimizer updates parameter by parameter on the CPU: " + std::to_string(ops / calls) +
+            " ops per optimizer.step (" + names + ", ...), " + format_ns(span_ns / calls) + " a call" +
+            (window > 0 ? ", " + format_pct(100.0 * static_cast<double>(span_ns) / static_cast<double>(window)) +
+                              " of the " + (c.steps.steps.empty() ? "trace" : "steps")
+                        : std::string()) +
+            ", no multi-tensor op";
+  f.evidence.num("optimizer_steps", calls)
+      .num("ops", ops)
+      .num("ops_per_step", ops / calls)
+      .num("ops_ns", ops_ns)
+      .num("optimizer_step_ns", span_ns)
+      .num("python_between_ops_ns", python_ns)
+      .text("top_op", top.empty() ? std::string() : std::string(top.front().first));
+  f.advice = use_batched(opt, /*cpu=*/true) + "; its " + std::to_string(ops / calls) +
+             " ops per step become a few. Of the " + format_ns(span_ns / calls) + " each optimizer.step takes, " +
+             format_ns(python_ns / calls) +
+             " is the Python loop between the ops, which the batched forms remove; the ops' own math stays.";
+  f.impact_ns = python_ns;
+  out->push_back(std::move(f));
+}
+
 }  // namespace
 
 void rule_per_param_optimizer(const DiagnoseContext& c, std::vector<Finding>* out) {
-  if (!c.has_device()) return;
   const Trace& t = c.trace;
-  struct Span {
-    std::int64_t start, end;
-    std::uint32_t lane, event;
-  };
   std::vector<Span> spans;
   for (std::uint32_t e : c.host_ops) {
     const EventKind k = c.kind(e);
@@ -75,6 +170,10 @@ void rule_per_param_optimizer(const DiagnoseContext& c, std::vector<Finding>* ou
   }
   if (spans.empty()) return;
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  if (!c.has_device()) {
+    on_the_cpu(c, spans, out);
+    return;
+  }
   auto span_of = [&](std::uint32_t launch) -> const Span* {
     const std::int64_t ts = c.ts(launch);
     auto it = std::upper_bound(spans.begin(), spans.end(), ts, [](std::int64_t v, const Span& s) { return v < s.start; });
@@ -137,22 +236,7 @@ void rule_per_param_optimizer(const DiagnoseContext& c, std::vector<Finding>* ou
       .num("gpu_idle_in_step_ns", idle_ns)
       .text("top_kernel", top)
       .num("top_kernel_count", top_n);
-  const bool adam = contains_ci(opt, "adam");
-  // torch.optim's own classes take foreach=; a class of the program's own
-  // (CustomAdam, issue 38 fifth round) does not: torch.optim.CustomAdam is no API.
-  static constexpr std::string_view kTorchOptim[] = {"Adam",    "AdamW", "SGD",   "RMSprop", "Adagrad", "Adadelta",
-                                                     "Adamax",  "NAdam", "RAdam", "ASGD",    "Rprop",   "SparseAdam",
-                                                     "Adafactor"};
-  const bool torch_optim = std::find(std::begin(kTorchOptim), std::end(kTorchOptim), opt) != std::end(kTorchOptim);
-  const std::string use =
-      torch_optim ? "Use the multi-tensor optimizer: torch.optim." + opt + "(..., foreach=True)" +
-                        (adam || opt == "SGD" ? std::string(", or fused=True") : std::string()) +
-                        " (torch before 1.12: torch.optim._multi_tensor." + opt + ")"
-                  : opt + " is not one of torch.optim's optimizers: write its update with the multi-tensor ops "
-                          "(torch._foreach_mul_, _foreach_addcmul_, _foreach_sqrt, ... over the parameter list), or, "
-                          "if it is " + (adam ? std::string("Adam") : std::string("a standard update")) + ", use " +
-                          (adam ? std::string("torch.optim.Adam(..., fused=True)") : std::string("its torch.optim "
-                                                                                                  "class with foreach=True"));
+  const std::string use = use_batched(opt, /*cpu=*/false);
   f.advice = use + "; its " + std::to_string(kernels / calls) + " launches per step become a few. Each per-parameter " +
              "kernel costs a launch call (" + format_ns(launch_ns / std::max<std::int64_t>(1, kernels)) +
              " each here) and a few microseconds of fixed cost on the GPU; the GPU idles " + format_ns(idle_ns / calls) +

@@ -16,8 +16,8 @@
 // True (Concrete Inputs, with record_shapes), cuDNN's training kernels
 // (bn_fw_tr_*), PyTorch's batch_norm_collect_statistics kernels or MIOpen's
 // forward-training ones, or the num_batches_tracked update nn.BatchNorm makes
-// in training mode: an aten::add_ just before each aten::batch_norm, with no
-// op between them. In eval mode batch norm uses its running statistics: the
+// in training mode: an aten::add_ (torch 1.10: an aten::add of a 0-dim long
+// tensor) just before each aten::batch_norm, with no op between them. In eval mode batch norm uses its running statistics: the
 // outputs stop depending on the batch and the running stats stop changing.
 // Precondition: the trace records CPU ops, none of them backward (or a
 // device activity named backward: DiagnoseContext::forward_only); the
@@ -71,6 +71,28 @@ std::string concrete_input(const DiagnoseContext& c, std::uint32_t e, std::size_
   return v->items()[i].text();
 }
 
+// The num_batches_tracked update nn.BatchNorm makes in training mode:
+// `num_batches_tracked.add_(1)`, or in older torch `num_batches_tracked + 1`,
+// an aten::add of a 0-dim long tensor (torch 1.10, issue 38's eighth round:
+// a ResNet-18 forward on the CPU whose 20 batch norms each followed one).
+bool is_tracked_update(const DiagnoseContext& c, std::uint32_t e) {
+  const std::string_view n = c.name(e);
+  if (n == "aten::add_") return true;
+  if (n != "aten::add") return false;
+  const std::string_view json = c.trace.args_json(e);
+  if (json.find("long int") == std::string_view::npos) return false;
+  const Result<JsonValue> parsed = JsonValue::parse(json);
+  if (!parsed) return false;
+  const JsonValue* dims = parsed->find("Input Dims");
+  const JsonValue* types = parsed->find("Input type");
+  if (dims == nullptr || types == nullptr || !dims->is_array() || !types->is_array() || dims->items().empty() ||
+      types->items().empty())
+    return false;
+  const JsonValue& d0 = dims->items()[0];
+  const JsonValue& t0 = types->items()[0];
+  return d0.is_array() && d0.items().empty() && t0.is_string() && t0.text() == "long int";
+}
+
 // Batch norm calls in training mode: by their `training` argument, else by
 // the num_batches_tracked update before them; and the updates' time.
 struct BatchNormUse {
@@ -110,7 +132,7 @@ BatchNormUse batch_norm_use(const DiagnoseContext& c) {
     // is "True" or "False" where the trace records it.
     const std::string training = concrete_input(c, e, 5);
     if (training == "False") ++u.eval;
-    const bool tracked = prev != kNoIndex && c.name(prev) == "aten::add_";
+    const bool tracked = prev != kNoIndex && is_tracked_update(c, prev);
     if (tracked) {
       ++u.tracked_adds;
       sat_acc(u.tracked_ns, c.dur(prev));

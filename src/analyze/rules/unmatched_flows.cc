@@ -9,8 +9,9 @@
 // launch nothing (src/trace/validate.cc): they are in every complete Kineto
 // file; the rule also leaves out those on cuda_sync spans and on calls of a
 // correlation id with neither a launching call nor device activity, and
-// those outside the first-to-last span of the matched flows (cut by the
-// profiling window).
+// those outside the first-to-last span of the matched flows or, by
+// correlation id, launched before the first recorded launch call or after
+// the last recorded device activity (cut by the profiling window).
 // Trace health.
 #include <algorithm>
 #include <cstdint>
@@ -61,6 +62,13 @@ void rule_unmatched_flows(const DiagnoseContext& c, std::vector<Finding>* out) {
   // cudaEventElapsedTime) and on cuda_sync spans ("Event Sync", "Stream Wait
   // Event"): nothing is missing there.
   std::vector<std::int64_t> linkable;
+  // Correlation ids grow with each call a process makes: a kernel whose id
+  // is below every recorded launch call's was launched before the
+  // recording began, and a launch whose id is above every recorded device
+  // activity's ran its work after it stopped, however late in time (issue 38's
+  // eighth round: an MI300X replay whose queue was 9-28 ms deep ran nine
+  // kernels launched in the warm-up steps inside the window).
+  std::int64_t first_launch_corr = INT64_MAX, last_device_corr = INT64_MIN;
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
     if (ev.correlation[e] < 0) continue;
     const EventKind k = ev.kind[e];
@@ -70,6 +78,8 @@ void rule_unmatched_flows(const DiagnoseContext& c, std::vector<Finding>* out) {
                         (n.find("Launch") != std::string_view::npos || n.find("Memcpy") != std::string_view::npos ||
                          n.find("Memset") != std::string_view::npos);
     if (device || launch) linkable.push_back(ev.correlation[e]);
+    if (launch) first_launch_corr = std::min(first_launch_corr, ev.correlation[e]);
+    if (device) last_device_corr = std::max(last_device_corr, ev.correlation[e]);
   }
   std::sort(linkable.begin(), linkable.end());
   std::int64_t inside = 0, at_edges = 0, launch_nothing = 0;
@@ -80,7 +90,9 @@ void rule_unmatched_flows(const DiagnoseContext& c, std::vector<Finding>* out) {
       ++launch_nothing;
       continue;
     }
-    if (ev.ts_ns[e] < lo || ev.ts_ns[e] > hi) {
+    const bool before_recording = ev.phase[e] == Phase::kFlowEnd && ev.flow_id[e] < first_launch_corr;
+    const bool after_recording = ev.phase[e] == Phase::kFlowStart && ev.flow_id[e] > last_device_corr;
+    if (ev.ts_ns[e] < lo || ev.ts_ns[e] > hi || before_recording || after_recording) {
       ++at_edges;
       continue;
     }
