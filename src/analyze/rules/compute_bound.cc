@@ -253,17 +253,29 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     // No measured rate to judge by: name where the GPU time goes.
     std::vector<std::string> top;
     std::string names;
+    bool all_conv = true;  // every top kernel a convolution library's
     for (const KernelEfficiency& k : eff.kernels) {
       if (top.size() == 3 || eff.total_ns <= 0) break;
       top.push_back(k.name);
+      all_conv = all_conv && k.cls == KernelClass::kConv;
       names += (names.empty() ? "" : ", ") + title_name(k.name) + " " +
                format_pct(100.0 * static_cast<double>(k.time_ns) / static_cast<double>(eff.total_ns));
     }
     f.evidence.texts("top_kernels", top);
+    // A convolution library's kernels fuse with nothing: their time is the
+    // algorithm the library chose (issue 38's eighth round: an MI300X
+    // replay's two Winograd kernels of one 1x1 convolution_backward were
+    // told to "fuse the memory-bound ones").
+    const std::string then =
+        all_conv && !top.empty()
+            ? std::string(" to see whether each is limited by memory or math, and let the library search for a faster "
+                          "algorithm for these shapes (") +
+                  (c.is_hip() ? "MIOPEN_FIND_MODE=NORMAL, or MIOPEN_FIND_ENFORCE=SEARCH" : "torch.backends.cudnn.benchmark = True") +
+                  ", or channels_last)"
+            : std::string(" to see whether each is limited by memory or math, and fuse the memory-bound ones");
     f.advice = "Start at the kernels that hold the GPU time (" + names +
-               "): profile them with " + std::string(c.is_hip() ? "rocprof (Omniperf)" : "Nsight Compute") +
-               " to see whether each is limited by memory or math, and fuse the "
-               "memory-bound ones; the host keeps the GPU fed, so speed-ups come from the kernels themselves.";
+               "): profile them with " + std::string(c.is_hip() ? "rocprof (Omniperf)" : "Nsight Compute") + then +
+               "; the host keeps the GPU fed, so speed-ups come from the kernels themselves.";
   }
   // The time it could save, not the state's size: the memory-bound kernels'
   // time it says to fuse (fusion can remove at most all of it); the GEMMs'

@@ -75,6 +75,28 @@ bool is_scope_name(std::string_view n) {
   return true;
 }
 
+// The ops that are matrix products on the CPU.
+bool is_cpu_gemm_op(std::string_view n) {
+  for (std::string_view g : {"aten::linear", "aten::addmm", "aten::matmul", "aten::mm", "aten::bmm", "aten::baddbmm",
+                             "aten::einsum"}) {
+    if (n == g) return true;
+  }
+  return false;
+}
+
+// Whether the ops record autograd's "Sequence number": grad mode was on and
+// an input required grad, so the forward built a backward graph. A bounded
+// scan of the first ops: a trace records it on its ops throughout or not.
+bool records_autograd(const DiagnoseContext& c) {
+  int scanned = 0;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kCpuOp) continue;
+    if (c.trace.args_json(e).find("\"Sequence number\"") != std::string_view::npos) return true;
+    if (++scanned == 4096) break;
+  }
+  return false;
+}
+
 }  // namespace
 
 void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -290,9 +312,28 @@ void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) 
     for (std::size_t k = 0; k < top.size() && k < kTopChildren; ++k) {
       kids += (kids.empty() ? "" : ", ") + std::string(c.trace.str(top[k].first)) + " " + format_ns(top[k].second.ns);
     }
-    f.advice = best->key + "'s " + format_ns(total) + " is spread over its children (" + kids +
-               "): no one call holds it, so start with the biggest, " + std::string(c.trace.str(top[0].first)) +
-               ", and see what the scope calls that it need not.";
+    const std::string biggest(c.trace.str(top[0].first));
+    if (!c.has_device() && c.forward_only() && is_cpu_gemm_op(biggest)) {
+      // A forward on the CPU whose biggest child is its matrix products:
+      // the remedies for CPU inference, not "see what it calls that it need
+      // not" (issue 38's eighth round: a Transformer's 97 aten::linear calls
+      // of 14-18 rows, 48% of its forward, and autograd recording).
+      const std::int64_t calls = top[0].second.count;
+      f.advice = best->key + "'s " + format_ns(total) + " is spread over its children (" + kids +
+                 "); the biggest are its matrix products, " + biggest + " (" + std::to_string(calls) + " call" +
+                 (calls == 1 ? "" : "s") + " at " + format_ns(top[0].second.ns / std::max<std::int64_t>(1, calls)) +
+                 " each): for inference on the CPU run them in int8 (torch.ao.quantization.quantize_dynamic on "
+                 "nn.Linear) or bf16, and put more rows in each call (a larger batch)" +
+                 (records_autograd(c) ? std::string("; run it under torch.inference_mode(): its ops carry autograd "
+                                                    "sequence numbers, so the forward records a backward graph it "
+                                                    "never uses")
+                                      : std::string()) +
+                 ".";
+    } else {
+      f.advice = best->key + "'s " + format_ns(total) + " is spread over its children (" + kids +
+                 "): no one call holds it, so start with the biggest, " + biggest +
+                 ", and see what the scope calls that it need not.";
+    }
   }
   // A drill path, not a saving: no impact.
   f.impact_ns = 0;

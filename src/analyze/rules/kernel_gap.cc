@@ -655,6 +655,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     }
     const IdleCause cause = add_idle_evidence(c, listed, f);
     name_host_work(c, listed, cause, *out, f, x);
+    std::int64_t compiling_ns = -1;  // the compile frames' part of the gaps, where it is not nearly all
     if (x.frame.found() && (x.frame.kind == HostWorkKind::kCompile || x.frame.kind == HostWorkKind::kJitCompile)) {
       // Gaps that recur inside one compilation (Inductor's pattern matcher
       // tracing example tensors: 23 copies, issue 38's sixth round; Triton
@@ -664,11 +665,21 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       f.title = std::string(jit ? "GPU gaps while Triton compiles kernels: " : "GPU gaps while torch.compile compiles: ") +
                 std::to_string(r.gaps.size()) + " of " +
                 format_ns(r.long_median) + " (median) between " + title_name(t.str(before)) + " and " +
-                title_name(t.str(after)) + ", " + format_ns(r.total) + " in all (" + c.lane_label(lane) + ")";
+                title_name(t.str(after)) + ", " + format_ns(r.total) + " in all";
+      // The compile frames' own share of the gaps: what leaving the
+      // compilation out of the recording removes (issue 38's eighth round:
+      // 336 ms of SGLang's 412 ms of gaps, four of its six gaps none).
+      compiling_ns = std::min(r.total, x.frame.held_ns);
+      if (static_cast<double>(compiling_ns) < 0.9 * static_cast<double>(r.total)) {
+        f.title += ", " + format_ns(compiling_ns) + " of it while " + (jit ? "Triton compiles" : "it compiles");
+      } else {
+        compiling_ns = -1;
+      }
+      f.title += " (" + c.lane_label(lane) + ")";
       f.evidence.text("during", jit ? "jit_compile" : "compile");
     }
     f.advice = gap_advice(c, cause, comm, title_name(t.str(before)), title_name(t.str(after)), x);
-    f.impact_ns = f.idle_ns;
+    f.impact_ns = compiling_ns >= 0 ? std::min(f.idle_ns, compiling_ns) : f.idle_ns;
     out->push_back(std::move(f));
   }
 

@@ -144,7 +144,7 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
     const double mean = k.mean_ns;
     const std::int64_t median = k.median_ns;
     std::int64_t excess = 0;
-    std::vector<std::int64_t> steps;
+    std::vector<std::int64_t> steps, slow_steps;
     std::vector<EventRef> refs;
     std::int64_t slow = 0, fast = 0, slow_excess = 0;
     for (const KernelOutlier& o : k.outliers) {
@@ -153,6 +153,12 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
       sat_acc(excess, o.dur_ns > median ? o.dur_ns - median : median - o.dur_ns);
       if (o.step >= 0 && steps.size() < kMaxSteps && std::find(steps.begin(), steps.end(), o.step) == steps.end()) {
         steps.push_back(o.step);
+      }
+      // The fix names the slow ones (issue 38's eighth round: "slow in
+      // steps 16, 17, 18" listed the fastest calls' steps beside them).
+      if (o.dur_ns > median && o.step >= 0 && slow_steps.size() < kMaxSteps &&
+          std::find(slow_steps.begin(), slow_steps.end(), o.step) == slow_steps.end()) {
+        slow_steps.push_back(o.step);
       }
       if (refs.size() < kMaxListed) refs.push_back(c.ref(o.event));
     }
@@ -198,14 +204,17 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
         .num("slow_excess_ns", slow_excess);
     f.evidence.ints("outlier_steps", steps);
     f.evidence.events("outliers", std::move(refs));
+    std::sort(slow_steps.begin(), slow_steps.end());
     std::string step_list;
-    for (std::size_t i = 0; i < steps.size() && i < 5; ++i) step_list += (i ? ", " : "") + std::to_string(steps[i]);
-    if (steps.size() > 5) step_list += ", ...";
+    for (std::size_t i = 0; i < slow_steps.size() && i < 5; ++i) {
+      step_list += (i ? ", " : "") + std::to_string(slow_steps[i]);
+    }
+    if (slow_steps.size() > 5) step_list += ", ...";
     const std::string lock = c.is_hip() ? "rocm-smi --setperfdeterminism" : "nvidia-smi -lgc";
     if (no_typical) {
       f.advice = "Lock the GPU clocks (" + lock + ") and record more steps before judging this kernel: identical " +
                  "calls take " + format_ns(k.min_ns) + " to " + format_ns(k.max_ns) +
-                 " with no typical time (slow in step" + (steps.size() == 1 ? " " : "s ") + step_list +
+                 " with no typical time (slow in step" + (slow_steps.size() == 1 ? " " : "s ") + step_list +
                  "), which points at the GPU's state (clocks, power, heat, another process on it) or the profiler, "
                  "not at the kernel; time it again on an idle GPU at fixed clocks.";
       f.impact_ns = slow_excess;
@@ -213,8 +222,8 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
       continue;
     }
     f.advice = "Lock the GPU clocks (" + lock +
-               ") and record more steps to see whether the slow run" + (steps.size() == 1 ? "" : "s") +
-               (step_list.empty() ? "" : " in step" + std::string(steps.size() == 1 ? " " : "s ") + step_list) +
+               ") and record more steps to see whether the slow run" + (slow_steps.size() == 1 ? "" : "s") +
+               (step_list.empty() ? "" : " in step" + std::string(slow_steps.size() == 1 ? " " : "s ") + step_list) +
                " repeat; judge this kernel by its median " + format_ns(median) +
                ", not its mean. Identical steps should run a kernel in the same time: outliers come from clocks, "
                "heat, power management, driver housekeeping or the profiler itself.";
