@@ -68,6 +68,13 @@ HostWorkKind frame_kind(std::string_view n) {
   // (its JIT: make_ttir, make_ttgir, make_llir, make_ptx, make_cubin under
   // triton/compiler/compiler.py's compile).
   if (has(n, "triton/compiler/")) return HostWorkKind::kJitCompile;
+  // A worker's batch arriving in the main process: its tensors unpickled,
+  // each storage's shared-memory file descriptor fetched from the worker
+  // through multiprocessing's resource sharer.
+  if ((has(n, "torch/multiprocessing/reductions.py") && has(n, "rebuild_storage")) ||
+      has(n, "multiprocessing/resource_sharer.py")) {
+    return HostWorkKind::kBatchHandover;
+  }
   static constexpr std::string_view kPreprocessing[] = {
       "image_processing", "video_processing", "image_transforms", "feature_extraction", "processing_utils",
       "PIL/", "torchvision/transforms", "torchvision/io", "scipy/ndimage", "cv2", "skimage/",
@@ -309,6 +316,7 @@ const char* host_work_kind_id(HostWorkKind k) {
     case HostWorkKind::kDataLoader: return "dataloader";
     case HostWorkKind::kCompile: return "compile";
     case HostWorkKind::kJitCompile: return "jit_compile";
+    case HostWorkKind::kBatchHandover: return "batch_handover";
     case HostWorkKind::kOther: break;
   }
   return "other";
@@ -344,6 +352,12 @@ std::string host_frame_remedy(const DiagnoseContext& c, const HostFrame& f) {
              " compiles a kernel on its first call with a new configuration (shapes, dtypes, constants), a one-time "
              "cost per configuration; run the workload once with the shapes it will see before starting the profiler "
              "(a server's warm-up requests), and keep Triton's cache (TRITON_CACHE_DIR) across runs.";
+    case HostWorkKind::kBatchHandover:
+      return "Make the batches cheaper to hand over: the main process spends the wait in " + where +
+             ", receiving a worker's batch (unpickling its tensors, each storage's shared-memory file descriptor "
+             "fetched from the worker), not waiting for the workers; collate each batch into a few large tensors (a "
+             "storage per tensor, not per sample), try torch.multiprocessing.set_sharing_strategy(\"file_system\"), "
+             "or set pin_memory=True so the pin-memory thread receives them off the main thread.";
     case HostWorkKind::kOther: break;
   }
   return "Move the work of " + where + " out of the step or overlap it with device work (" +

@@ -30,6 +30,7 @@ enum class HostWorkKind : std::uint8_t {
   kDataLoader,       // a DataLoader's __next__
   kCompile,          // torch.compile compiling: its "(dynamo_timed)" annotations, compile_fx, AOTAutograd
   kJitCompile,       // Triton compiling a kernel on its first call: triton/compiler/ frames
+  kBatchHandover,    // the main process receiving a DataLoader worker's batch: rebuild_storage_fd, resource_sharer
 };
 
 struct HostFrame {

@@ -119,6 +119,55 @@ TEST(HostStack, KindsFollowTheFrames) {
   EXPECT_EQ(f.name, "torch/utils/data/dataloader.py(631): __next__");
 }
 
+TEST(HostStack, ABatchHandedOverByTheWorkersIsItsOwnKind) {
+  // The main process inside a multi-process DataLoader's __next__, mostly
+  // unpickling the batch: each storage's file descriptor fetched from the
+  // worker (issue 38's eighth round: TensorRT runs, 85% of each wait in
+  // rebuild_storage_fd, 50-70 us in the queue itself).
+  const HostFrame f = frame_of({py("torch/utils/data/dataloader.py(1299): _next_data", 0, 100),
+                                py("multiprocessing/queues.py(98): get", 1, 95),
+                                py("<built-in function loads>", 8, 85),
+                                py("torch/multiprocessing/reductions.py(494): rebuild_storage_fd", 10, 70),
+                                py("multiprocessing/resource_sharer.py(55): detach", 12, 60)},
+                               0, 100);
+  ASSERT_TRUE(f.found());
+  EXPECT_EQ(f.kind, HostWorkKind::kBatchHandover);
+  EXPECT_EQ(f.name, "multiprocessing/resource_sharer.py(55): detach");
+  EXPECT_EQ(std::string(internal::host_work_kind_id(f.kind)), "batch_handover");
+}
+
+TEST(HostStack, AThreadThatWaitsNamesTheThreadItWaitsFor) {
+  // A scheduler thread (tid 1) waits on a lock while a forward thread (tid
+  // 2) compiles a Triton kernel, and a watchdog thread (tid 3) sleeps: the
+  // stretch is the forward thread's compile, named with the waiting frame.
+  Result<Trace> t = read_trace_bytes(doc({
+      x("python_function", "sched.py(10): resolve_last_batch_result", 1, 1, 0, 100),
+      x("python_function", "<built-in method acquire of _thread.lock object at 0x7f>", 1, 1, 1, 98),
+      x("python_function", "worker.py(5): forward", 1, 2, 0, 100),
+      x("python_function", "triton/compiler/compiler.py(214): compile", 1, 2, 5, 90),
+      x("python_function", "watchdog.py(3): run", 1, 3, 0, 100),
+      x("python_function", "<built-in function sleep>", 1, 3, 0, 100),
+  }));
+  ASSERT_TRUE(t);
+  const DiagnoseContext c(*t);
+  std::uint32_t sched = kNoIndex, forward = kNoIndex;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.name(e) == "sched.py(10): resolve_last_batch_result") sched = t->events.lane[e];
+    if (c.name(e) == "worker.py(5): forward") forward = t->events.lane[e];
+  }
+  const HostFrame f = internal::host_frame(c, sched, {Interval{0, 100'000}});
+  ASSERT_TRUE(f.found());
+  EXPECT_EQ(f.kind, HostWorkKind::kJitCompile);
+  EXPECT_EQ(f.name, "triton/compiler/compiler.py(214): compile");
+  EXPECT_EQ(f.lane, forward);
+  EXPECT_EQ(f.waiter, "sched.py(10): resolve_last_batch_result");
+  EXPECT_NE(internal::host_frame_text(f).find("on another thread, which the launching thread waits for in "
+                                              "sched.py(10): resolve_last_batch_result"),
+            std::string::npos);
+  // A thread whose own frames work is named as before.
+  EXPECT_TRUE(internal::host_frame(c, forward, {Interval{0, 100'000}}).waiter.empty());
+}
+
 TEST(HostStack, NothingNamedWithoutAFrameHoldingMost) {
   // Two functions of 40 µs each: neither holds most of the stretch.
   EXPECT_FALSE(frame_of({py("a.py(1): f", 0, 40), py("a.py(2): g", 50, 40)}, 0, 100).found());

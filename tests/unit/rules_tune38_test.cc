@@ -1452,5 +1452,79 @@ TEST(RulesTune38, ACpuForwardSpreadOverItsMatrixProductsGetsTheirRemedies) {
   }
 }
 
+TEST(RulesTune38, KernelsLaunchedThroughTheDriverAreNoBrokenLinks) {
+  // A TensorRT engine (issue 38's eighth round, a trace with no licence to
+  // copy here): six of its nine kernels launched through cuLaunchKernel, a
+  // driver call its Kineto did not record, so their flows ended alone; it
+  // was told to re-export the trace. Here: runtime launches linked to their
+  // kernels, and kernels between them whose correlation ids no recorded
+  // call has, with and without driver calls in the trace.
+  for (const bool driver : {false, true}) {
+    std::vector<std::string> ev = {testing::step(1, 0, 1000)};
+    const auto flow = [](char ph, int id, double ts, int pid, int tid) {
+      return std::string(R"({"ph": ")") + ph + R"(", "id": )" + std::to_string(id) +
+             R"(, "pid": )" + std::to_string(pid) + R"(, "tid": )" + std::to_string(tid) + R"(, "ts": )" +
+             std::to_string(ts) + R"(, "cat": "ac2g", "name": "ac2g", "bp": "e"})";
+    };
+    for (int i = 0; i < 12; ++i) {
+      const double t = 10 + 60.0 * i;
+      const int id = 100 + 2 * i;
+      ev.push_back(testing::launch(t, 5, id));
+      ev.push_back(flow('s', id, t, 1, 1));
+      ev.push_back(testing::kernel("copyPackedKernel", 7, t + 10, 4, id));
+      ev.push_back(flow('f', id, t + 10, 0, 7));
+      // The engine's kernel: no launch recorded.
+      ev.push_back(testing::kernel("sm80_xmma_fprop_implicit_gemm", 7, t + 20, 20, id + 1));
+      ev.push_back(flow('f', id + 1, t + 20, 0, 7));
+    }
+    if (driver) ev.push_back(testing::x("cuda_driver", "cuCtxGetCurrent", 1, 1, 900, 1, testing::corr(999)));
+    Result<Trace> t = read_trace_bytes(testing::doc(ev));
+    ASSERT_TRUE(t) << t.error().to_string();
+    const std::vector<Finding> f = diagnose(*t, {.only = {"unmatched_flows"}}).findings;
+    // Without driver calls recorded, a driver launch cannot show: silent.
+    // A trace that records them and still lacks these launches lost them.
+    EXPECT_EQ(f.size(), driver ? 1u : 0u) << driver;
+  }
+}
+
+TEST(RulesTune38, AQueueThatBacksUpOnlyWhileTheGpuWorksLeavesTheHostOpen) {
+  // A ViT step recorded with CUDA activity only (issue 38's eighth round,
+  // its scoring half): 50 ms of device work in 3.9 s, the queue backed up
+  // inside it, told "nothing to fix on the host" while the GPU idled 97%.
+  // The tb_plugin ResNet-50 excerpt is the same shape: busy 2.9% of its steps.
+  const std::vector<Finding> f = run(
+      "public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.excerpt.pt.trace.json.gz",
+      "cpu_gpu_offset");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].advice.starts_with("Look at where the GPU idles first: it is busy only 2.9% of the steps")) << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "sets the pace")) << f[0].advice;
+  EXPECT_EQ(f[0].evidence.find("host_side"), nullptr);
+}
+
+TEST(RulesTune38, ACudnnFlagQueryIsNoGpuWork) {
+  // A CNN on a Mac's CPU with stack (issue 38's eighth round, its scoring
+  // half): F.batch_norm reads torch.backends.cudnn's flag on every call,
+  // CPU or not; two "<built-in function _get_cudnn_enabled>" frames made the
+  // verdict "unclear: the GPU's activity was not recorded".
+  std::vector<std::string> ev;
+  for (int i = 0; i < 2; ++i) {
+    const double t = 100.0 * i;
+    ev.push_back(testing::x("python_function", "torch/nn/functional.py(2450): batch_norm", 1, 1, t, 80));
+    ev.push_back(testing::x("python_function", "<built-in function _get_cudnn_enabled>", 1, 1, t + 1, 1));
+    ev.push_back(testing::x("cpu_op", "aten::batch_norm", 1, 1, t + 5, 70));
+  }
+  Result<Trace> t = read_trace_bytes(testing::doc(ev));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const Diagnosis d = diagnose(*t);
+  EXPECT_EQ(d.verdict, Verdict::kCpuOnly) << d.summary;
+  EXPECT_TRUE(std::none_of(d.findings.begin(), d.findings.end(),
+                           [](const Finding& f) { return f.id == "device_activity_missing"; }));
+  // An op that runs cuDNN is still a sign of GPU work.
+  ev.push_back(testing::x("cpu_op", "aten::cudnn_convolution", 1, 1, 300, 50));
+  Result<Trace> gpu = read_trace_bytes(testing::doc(ev));
+  ASSERT_TRUE(gpu);
+  EXPECT_NE(diagnose(*gpu).verdict, Verdict::kCpuOnly);
+}
+
 }  // namespace
 }  // namespace tprof

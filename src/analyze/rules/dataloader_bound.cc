@@ -144,6 +144,11 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
                "), its workers starting and filling their first batches, a one-time cost. The later waits (" +
                format_ns(later_ns) +
                ") are the pipeline's steady cost: more workers or a larger prefetch_factor if they matter.";
+  } else if (workers && hf.found() && hf.kind == HostWorkKind::kBatchHandover) {
+    // The workers keep up; receiving their batches is the cost (issue 38's
+    // eighth round: TensorRT runs whose main thread spent 85% of each wait
+    // in rebuild_storage_fd, 50-70 us in the queue itself).
+    f.advice = host_frame_remedy(c, hf) + " The loop waits " + where + inside + ".";
   } else if (workers) {
     // The action first; a CPU-only run gets no GPU advice (issue 38's
     // eighth round: pin_memory, "decode and augment on the GPU" and "the GPU

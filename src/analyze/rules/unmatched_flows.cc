@@ -69,6 +69,12 @@ void rule_unmatched_flows(const DiagnoseContext& c, std::vector<Finding>* out) {
   // eighth round: an MI300X replay whose queue was 9-28 ms deep ran nine
   // kernels launched in the warm-up steps inside the window).
   std::int64_t first_launch_corr = INT64_MAX, last_device_corr = INT64_MIN;
+  // A trace that records no driver call cannot show a launch made through
+  // the driver API (cuLaunchKernel: TensorRT's engines, Triton): those
+  // kernels' flows are lone by the profiler's coverage, not broken (issue
+  // 38's eighth round: six TensorRT kernels told to "re-export the trace").
+  bool records_driver = false;
+  std::vector<std::int64_t> runtime_corr;
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
     if (ev.correlation[e] < 0) continue;
     const EventKind k = ev.kind[e];
@@ -78,11 +84,14 @@ void rule_unmatched_flows(const DiagnoseContext& c, std::vector<Finding>* out) {
                         (n.find("Launch") != std::string_view::npos || n.find("Memcpy") != std::string_view::npos ||
                          n.find("Memset") != std::string_view::npos);
     if (device || launch) linkable.push_back(ev.correlation[e]);
+    records_driver = records_driver || k == EventKind::kCudaDriver;
+    if (k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver) runtime_corr.push_back(ev.correlation[e]);
     if (launch) first_launch_corr = std::min(first_launch_corr, ev.correlation[e]);
     if (device) last_device_corr = std::max(last_device_corr, ev.correlation[e]);
   }
   std::sort(linkable.begin(), linkable.end());
-  std::int64_t inside = 0, at_edges = 0, launch_nothing = 0;
+  std::sort(runtime_corr.begin(), runtime_corr.end());
+  std::int64_t inside = 0, at_edges = 0, launch_nothing = 0, driver_launched = 0;
   std::uint32_t first = kNoIndex;
   std::vector<std::string> categories;
   for (std::uint32_t e : lone) {
@@ -94,6 +103,11 @@ void rule_unmatched_flows(const DiagnoseContext& c, std::vector<Finding>* out) {
     const bool after_recording = ev.phase[e] == Phase::kFlowStart && ev.flow_id[e] > last_device_corr;
     if (ev.ts_ns[e] < lo || ev.ts_ns[e] > hi || before_recording || after_recording) {
       ++at_edges;
+      continue;
+    }
+    if (!records_driver && ev.phase[e] == Phase::kFlowEnd &&
+        !std::binary_search(runtime_corr.begin(), runtime_corr.end(), ev.flow_id[e])) {
+      ++driver_launched;
       continue;
     }
     ++inside;
@@ -111,6 +125,7 @@ void rule_unmatched_flows(const DiagnoseContext& c, std::vector<Finding>* out) {
   f.evidence.num("unmatched", inside)
       .num("at_window_edges", at_edges)
       .num("on_calls_launching_nothing", launch_nothing)
+      .num("launched_through_the_driver", driver_launched)
       .num("flow_events", flow_events)
       .real("unmatched_pct", 100.0 * share)
       .texts("categories", categories);
