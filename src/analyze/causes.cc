@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "src/analyze/host_stack.h"
 #include "src/analyze/verdict.h"
 
 namespace tprof::internal {
@@ -309,7 +310,16 @@ std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c) {
       hi = std::max(hi, s.start_ns + s.dur_ns);
     }
   }
-  std::map<std::uint32_t, std::vector<Interval>> by_lane;
+  // Per thread: every event, and the time it waits: inside a wait frame (a
+  // lock's acquire, a queue's get, a sleep: is_wait_frame) and not inside an
+  // event of its own below it. A thread blocked for the whole trace is not
+  // busy (issue 38's eighth round: DataLoader queue feeder threads, blocked
+  // in threading's wait, listed "100.0%" busy).
+  struct Lane {
+    std::vector<Interval> all, waits, working_in_waits;
+    std::vector<std::int64_t> open_waits;  // ends of the wait frames open at the current event
+  };
+  std::map<std::uint32_t, Lane> by_lane;
   c.for_each_host_event([&](std::uint32_t e) {
     const std::uint32_t lane = t.events.lane[e];
     if (lane >= t.lanes.size() || t.lanes[lane].kind != LaneKind::kCpu) return;
@@ -317,15 +327,30 @@ std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c) {
     // busy whatever it did (tprof steps leaves it out of CPU busy too).
     if (is_profiler_step(c.name(e))) return;
     const std::int64_t a = std::max(c.ts(e), lo), b = std::min(c.end(e), hi);
-    if (b > a) by_lane[lane].push_back({a, b});
+    if (b <= a) return;
+    Lane& l = by_lane[lane];
+    l.all.push_back({a, b});
+    while (!l.open_waits.empty() && l.open_waits.back() <= c.ts(e)) l.open_waits.pop_back();
+    const bool wait = c.kind(e) == EventKind::kPythonFunction && is_wait_frame(c.name(e));
+    if (wait) {
+      l.waits.push_back({a, b});
+      l.open_waits.push_back(c.end(e));
+    } else if (!l.open_waits.empty() && c.end(e) <= l.open_waits.back() &&
+               !(c.kind(e) == EventKind::kPythonFunction && c.name(e).starts_with("<built-in"))) {
+      // (A built-in inside a wait frame is its blocking call: a kqueue's
+      // control under selectors' select.)
+      l.working_in_waits.push_back({a, b});
+    }
   });
   std::vector<ThreadBusy> out;
   const std::int64_t window = std::max<std::int64_t>(0, hi - lo);
-  for (auto& [lane, iv] : by_lane) {
+  for (auto& [lane, l] : by_lane) {
     ThreadBusy b;
     b.lane = c.lane_label(lane);
     b.thread_name = std::string(t.str(t.lanes[lane].thread_name));
-    b.busy_ns = union_length(std::move(iv));
+    const std::int64_t waiting =
+        std::max<std::int64_t>(0, union_length(std::move(l.waits)) - union_length(std::move(l.working_in_waits)));
+    b.busy_ns = std::max<std::int64_t>(0, union_length(std::move(l.all)) - waiting);
     b.window_ns = window;
     b.busy_pct = window > 0 ? 100.0 * static_cast<double>(b.busy_ns) / static_cast<double>(window) : 0.0;
     out.push_back(std::move(b));

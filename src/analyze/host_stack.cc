@@ -88,30 +88,6 @@ HostWorkKind frame_kind(std::string_view n) {
   return HostWorkKind::kOther;
 }
 
-// A frame that waits for another thread or for time to pass: a lock's
-// acquire, a condition's or an event's wait, a queue's get, a sleep, a
-// selector's select.
-bool is_wait_frame(std::string_view n) {
-  if (starts_with(n, "<built-in method acquire of") || starts_with(n, "<built-in function sleep") ||
-      starts_with(n, "<built-in method sleep") || starts_with(n, "<built-in method poll") ||
-      starts_with(n, "<built-in method select")) {
-    return true;
-  }
-  for (std::string_view p : {"threading.py", "queue.py", "selectors.py", "multiprocessing/connection.py",
-                             "multiprocessing/synchronize.py", "concurrent/futures/"}) {
-    if (!starts_with(n, p)) continue;
-    for (std::string_view f : {": wait", ": get", ": select", ": _wait", ": result", ": poll", ": _poll", ": recv",
-                               ": acquire", ": join"}) {
-      if (has(n, f)) return true;
-    }
-  }
-  // Reading a message from another process (Inductor's compile workers'
-  // _recv_msg, a connection's recv_bytes): waiting for its sender.
-  for (std::string_view f : {": _recv_msg", ": recv_msg", ": recv_bytes", ": _recv_bytes", ": recv_pyobj"}) {
-    if (n.size() >= f.size() && n.substr(n.size() - f.size()) == f) return true;
-  }
-  return false;
-}
 
 // The name as printed: built-ins carry the object's address
 // ("<built-in method to of Tensor object at 0x7cc1559c5310>"), different in
@@ -132,6 +108,28 @@ std::string clean_name(std::string_view n) {
 bool has_python_stack(const DiagnoseContext& c) {
   for (std::uint32_t e : c.host_ops) {
     if (c.kind(e) == EventKind::kPythonFunction) return true;
+  }
+  return false;
+}
+
+bool is_wait_frame(std::string_view n) {
+  if (starts_with(n, "<built-in method acquire of") || starts_with(n, "<built-in function sleep") ||
+      starts_with(n, "<built-in method sleep") || starts_with(n, "<built-in method poll") ||
+      starts_with(n, "<built-in method select")) {
+    return true;
+  }
+  for (std::string_view p : {"threading.py", "queue.py", "selectors.py", "multiprocessing/connection.py",
+                             "multiprocessing/synchronize.py", "concurrent/futures/"}) {
+    if (!starts_with(n, p)) continue;
+    for (std::string_view f : {": wait", ": get", ": select", ": _wait", ": result", ": poll", ": _poll", ": recv",
+                               ": acquire", ": join"}) {
+      if (has(n, f)) return true;
+    }
+  }
+  // Reading a message from another process (Inductor's compile workers'
+  // _recv_msg, a connection's recv_bytes): waiting for its sender.
+  for (std::string_view f : {": _recv_msg", ": recv_msg", ": recv_bytes", ": _recv_bytes", ": recv_pyobj"}) {
+    if (n.size() >= f.size() && n.substr(n.size() - f.size()) == f) return true;
   }
   return false;
 }

@@ -57,6 +57,11 @@ inline constexpr double kHostFrameShare = 0.5;
 // Whether the trace records Python functions (torch.profiler with_stack=True).
 bool has_python_stack(const DiagnoseContext& c);
 
+// A frame that waits for another thread or for time to pass: a lock's
+// acquire, a condition's or an event's wait, a queue's get, a sleep, a
+// selector's select, a message read from another process.
+bool is_wait_frame(std::string_view name);
+
 // The deepest Python function or user annotation on thread `lane` (a CPU
 // lane) whose calls hold more than kHostFrameShare of `ranges` (merged,
 // sorted): a function that recurs across steps counts all its calls. Frames

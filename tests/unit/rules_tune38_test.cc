@@ -1526,5 +1526,29 @@ TEST(RulesTune38, ACudnnFlagQueryIsNoGpuWork) {
   EXPECT_NE(diagnose(*gpu).verdict, Verdict::kCpuOnly);
 }
 
+TEST(RulesTune38, AThreadBlockedInAWaitIsNotBusy) {
+  // A VAE's training on the CPU (public/dtu_mlops): the DataLoader's queue
+  // feeder threads sit in threading's wait for the whole window and were
+  // listed "181.255 ms (100.0%)" busy in the Threads section.
+  const Diagnosis d = diagnose(load(kVaeCpu));
+  ASSERT_GE(d.threads.size(), 3u);
+  EXPECT_GT(d.threads[0].busy_pct, 99.0);  // the training loop's thread works throughout
+  for (std::size_t k = 2; k < d.threads.size(); ++k) EXPECT_LT(d.threads[k].busy_pct, 5.0) << d.threads[k].lane;
+  // A thread that works inside a wait frame's span (a call below a
+  // condition's wait) keeps that time; the blocking built-in under it does
+  // not count.
+  Result<Trace> t = read_trace_bytes(testing::doc({
+      testing::x("cpu_op", "aten::mm", 1, 1, 0, 1000),
+      testing::x("python_function", "multiprocessing/queues.py(239): _feed", 1, 2, 0, 1000),
+      testing::x("python_function", "threading.py(320): wait", 1, 2, 10, 980),
+      testing::x("python_function", "<built-in method acquire of _thread.lock object at 0x1>", 1, 2, 11, 900),
+      testing::x("python_function", "app.py(3): on_wake", 1, 2, 920, 60),
+  }));
+  ASSERT_TRUE(t);
+  const Diagnosis w = diagnose(*t);
+  ASSERT_EQ(w.threads.size(), 2u);
+  EXPECT_EQ(w.threads[1].busy_ns, 1000'000 - 980'000 + 60'000);
+}
+
 }  // namespace
 }  // namespace tprof
