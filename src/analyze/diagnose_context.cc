@@ -758,6 +758,12 @@ void DiagnoseContext::set_averages(std::vector<StatRow> rows) const {
 }
 
 DiagnoseContext::BusyWindow DiagnoseContext::gpu_busy_window() const {
+  // Built once: a dozen rules ask, and each answer sorts the device work.
+  std::call_once(busy_window_once_, [&] { busy_window_ = compute_busy_window(); });
+  return busy_window_;
+}
+
+DiagnoseContext::BusyWindow DiagnoseContext::compute_busy_window() const {
   BusyWindow w;
   if (!steps.steps.empty()) {
     w.over_steps = true;

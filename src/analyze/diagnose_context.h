@@ -324,8 +324,10 @@ class DiagnoseContext {
   std::int64_t graph_launches_ = 0;
   std::int64_t graph_captures_ = 0;
   mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_,
-      capture_blockers_once_, host_waits_once_;
+      capture_blockers_once_, host_waits_once_, busy_window_once_;
   mutable std::vector<Interval> host_waits_;
+  BusyWindow compute_busy_window() const;
+  mutable BusyWindow busy_window_;
   mutable CaptureBlockers capture_blockers_;
   // (launch call, the copy's device time) of Async DtoH copies to pageable memory, by call.
   std::vector<std::pair<std::uint32_t, std::int64_t>> pageable_readbacks_;
