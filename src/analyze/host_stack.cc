@@ -88,7 +88,6 @@ HostWorkKind frame_kind(std::string_view n) {
   return HostWorkKind::kOther;
 }
 
-
 // The name as printed: built-ins carry the object's address
 // ("<built-in method to of Tensor object at 0x7cc1559c5310>"), different in
 // every run and no help to the reader.
