@@ -137,6 +137,8 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
   }
   const bool pinned_already = pinned > 0 && pageable == 0;
   if (pinned_already) f.evidence.num("pinned_htod_copies", pinned);
+  // A run without device work gets no GPU advice.
+  const bool gpu = c.has_device();
   if (startup) {
     f.advice = "Start recording after the first batch (torch.profiler.schedule(wait=1, ...)) and keep the workers "
                "across epochs (persistent_workers=True): most of the wait is the multi-process DataLoader's first "
@@ -153,7 +155,6 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
     // The action first; a CPU-only run gets no GPU advice (issue 38's
     // eighth round: pin_memory, "decode and augment on the GPU" and "the GPU
     // idles" on a CPU-only DataLoader profile).
-    const bool gpu = c.has_device();
     const bool notable_first = 10 * first_ns >= in_loader;
     f.advice = std::string("Make the workers keep up: add workers (up to the CPU cores") + (gpu ? " per GPU" : "") +
                "), raise prefetch_factor, " + (gpu && !pinned_already ? "pin_memory=True, " : "") +
@@ -171,7 +172,6 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
                     : " Their work is not in this trace (only the main process is): profile the data set's __getitem__ "
                       "alone to see what it costs.");
   } else {
-    const bool gpu = c.has_device();
     f.advice = std::string("Load the input in worker processes: DataLoader(num_workers=4 or more, up to the CPU cores") +
                (gpu ? " per GPU, pin_memory=True" : "") +
                ", persistent_workers=True, prefetch_factor=2), and move decoding and augmentation out "

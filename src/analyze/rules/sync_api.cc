@@ -65,12 +65,12 @@ std::string trigger_of(const std::string& site) {
 constexpr int kMaxScan = 4096;
 
 // The direction of the copy launched from the op around a sync (the op
-// holding it, views skipped): "HtoD", "DtoH", or "" (no copy, another
+// holding it, views skipped): kHtoD, kDtoH, or kOther (no copy, another
 // kind). A copy_ that waits after copying a CPU tensor to the GPU is not a
 // read-back: its fix is to build the tensor on the GPU.
-std::string copy_direction(const DiagnoseContext& c, std::uint32_t sync) {
+CopyDirection copy_direction(const DiagnoseContext& c, std::uint32_t sync) {
   const std::uint32_t op = c.enclosing_op(sync, /*skip_views=*/true);
-  if (op == kNoIndex) return "";
+  if (op == kNoIndex) return CopyDirection::kOther;
   const std::uint32_t lane = c.trace.events.lane[sync];
   auto it = std::lower_bound(c.device.begin(), c.device.end(), c.ts(op),
                              [](const DeviceOp& d, std::int64_t v) { return d.start < v; });
@@ -78,9 +78,9 @@ std::string copy_direction(const DiagnoseContext& c, std::uint32_t sync) {
     if (it->cls != DeviceClass::kMemcpy || it->launch == kNoIndex || c.trace.events.lane[it->launch] != lane) continue;
     if (c.ts(it->launch) < c.ts(op) || c.ts(it->launch) > c.ts(sync)) continue;
     const CopyDirection d = copy_kind(c.name(it->event)).direction;
-    if (d == CopyDirection::kHtoD || d == CopyDirection::kDtoH) return std::string(copy_direction_name(d));
+    if (d == CopyDirection::kHtoD || d == CopyDirection::kDtoH) return d;
   }
-  return "";
+  return CopyDirection::kOther;
 }
 
 }  // namespace
@@ -218,9 +218,9 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (has_steps) f.evidence.ints("steps", steps);
   const std::string where = std::string(c.name(worst)) + (site.empty() ? "" : " in " + site);
   std::string trigger = trigger_of(site);
-  const std::string direction = trigger.starts_with("a copy") ? copy_direction(c, worst) : std::string();
-  if (!direction.empty()) f.evidence.text("copy", direction);
-  if (direction == "HtoD") {
+  const CopyDirection direction = trigger.starts_with("a copy") ? copy_direction(c, worst) : CopyDirection::kOther;
+  if (direction != CopyDirection::kOther) f.evidence.text("copy", std::string(copy_direction_name(direction)));
+  if (direction == CopyDirection::kHtoD) {
     trigger = "a CPU tensor copied to the GPU without non_blocking=True (pin it and pass non_blocking=True; an "
               "index or mask made on the CPU each step can be built on the GPU instead)";
   }
