@@ -122,7 +122,14 @@ class Builder {
   }
 
   // Each CPU lane: points in time order, nesting by a stack; an end that
-  // runs past its parent's is clipped to it.
+  // runs past its parent's is clipped to it. Except where the parents are
+  // Python frames (with_stack) and the child is not: a RecordFunction
+  // scope starts inside the Python call that opens it and outlives it
+  // (ProfilerStep#N begins in profiler.step() -> _record_function_enter_new
+  // and ends in the next step's call). torch nests Python frames apart from
+  // its ops; here the frames that the op outlives end where it begins, so
+  // the step keeps its length and its work (issue 38: a CPU-only VAE run's
+  // steps were clipped to 73 us and replayed one step late).
   void host_chains() {
     const EventColumns& ev = t_.events;
     const std::uint32_t nh = static_cast<std::uint32_t>(host_.size());
@@ -150,6 +157,13 @@ class Builder {
       for (; a < nh && ev.lane[g_.events[a]] == lane; ++a) {
         const std::int64_t t0 = g_.time_ns[2 * a];
         while (!stack.empty() && g_.time_ns[2 * stack.back() + 1] <= t0) close_top();
+        if (ev.kind[g_.events[a]] != EventKind::kPythonFunction) {
+          while (!stack.empty() && ev.kind[g_.events[stack.back()]] == EventKind::kPythonFunction &&
+                 g_.time_ns[2 * stack.back() + 1] < g_.time_ns[2 * a + 1]) {
+            g_.time_ns[2 * stack.back() + 1] = t0;
+            close_top();
+          }
+        }
         if (!stack.empty()) {
           g_.parent[a] = stack.back();
           // A child that starts inside its parent may end past it: clip.

@@ -80,14 +80,22 @@ class Matcher {
 class Analysis {
  public:
   Analysis(const Trace& t, const CausalGraph& g) : t_(t), g_(g) {
-    // Host activities inside a DataLoader scope: one pass, parents first.
+    // Host activities inside a DataLoader scope or a Python frame of
+    // torch.utils.data (with_stack: the first __next__ starting the
+    // workers runs outside the enumerate(DataLoader) scope): one pass,
+    // parents first.
     in_dataloader_.assign(g.activities(), 0);
     std::unordered_map<StrId, bool> named;
     for (std::uint32_t a = 0; a < g.activities(); ++a) {
       if (g.is_device[a]) continue;
       const StrId id = t.events.name[g.events[a]];
       auto it = named.find(id);
-      if (it == named.end()) it = named.emplace(id, causal::is_dataloader(t.str(id))).first;
+      if (it == named.end()) {
+        const std::string_view n = t.str(id);
+        const bool frame = t.events.kind[g.events[a]] == EventKind::kPythonFunction &&
+                           n.find("torch/utils/data/") != std::string_view::npos;
+        it = named.emplace(id, frame || causal::is_dataloader(n)).first;
+      }
       in_dataloader_[a] = it->second || (g.parent[a] != kNoIndex && in_dataloader_[g.parent[a]]);
     }
   }
