@@ -301,7 +301,7 @@ std::string host_frame_label(const HostFrame& f) { return f.annotation ? "\"" + 
 std::string host_frame_text(const HostFrame& f) {
   std::string s = host_frame_label(f) + " (" + format_ns(f.held_ns) + ", " + format_pct(100.0 * f.share()) + " of it";
   if (!f.inner.empty()) s += "; deepest: " + f.inner;
-  if (!f.waiter.empty()) s += "; on another thread, which the launching thread waits for in " + f.waiter;
+  if (!f.waiter.empty()) s += "; on another thread, while the launching thread sits in " + f.waiter;
   return s + ")";
 }
 

@@ -161,7 +161,7 @@ TEST(HostStack, AThreadThatWaitsNamesTheThreadItWaitsFor) {
   EXPECT_EQ(f.name, "triton/compiler/compiler.py(214): compile");
   EXPECT_EQ(f.lane, forward);
   EXPECT_EQ(f.waiter, "sched.py(10): resolve_last_batch_result");
-  EXPECT_NE(internal::host_frame_text(f).find("on another thread, which the launching thread waits for in "
+  EXPECT_NE(internal::host_frame_text(f).find("on another thread, while the launching thread sits in "
                                               "sched.py(10): resolve_last_batch_result"),
             std::string::npos);
   // A thread whose own frames work is named as before.

@@ -1356,7 +1356,7 @@ TEST(RulesTune38, AThreadWaitingOnALockNamesTheThreadItWaitsFor) {
   EXPECT_EQ(text(f[0], "host_work_kind"), "jit_compile");
   EXPECT_TRUE(contains(text(f[0], "host_frame"), "triton/compiler/compiler.py")) << text(f[0], "host_frame");
   EXPECT_TRUE(f[0].advice.starts_with("Leave Triton's just-in-time compilation out of the recording")) << f[0].advice;
-  EXPECT_TRUE(contains(f[0].advice, "on another thread, which the launching thread waits for in "
+  EXPECT_TRUE(contains(f[0].advice, "on another thread, while the launching thread sits in "
                                     "sglang/srt/managers/tp_worker_overlap_thread.py(206): resolve_last_batch_result"))
       << f[0].advice;
   EXPECT_FALSE(contains(f[0].advice, "Move the host work")) << f[0].advice;
