@@ -332,12 +332,11 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const s
         // partition's window), not over host spans the GPU is behind (issue
         // 38's eighth round: "busy 0.0% of the time" on an MI300X replay
         // whose GPU ran 28.9 ms back to back).
-        const Interval w = c.idle().window();
-        const std::int64_t span = w.end - w.start;
-        if (f.work > f.span && span > f.span) {
+        const DiagnoseContext::BusyWindow w = c.gpu_busy_window();
+        if (w.queued_ahead && f.work > f.span) {
           s = "the steps launch " + std::string(ratio) + " their own duration of device work, and the GPU is busy " +
-              format_pct(100.0 - 100.0 * static_cast<double>(c.idle().idle_ns()) / static_cast<double>(span)) +
-              " of the steps and the work they queued (" + format_ns(span) + ")";
+              format_pct(100.0 * w.busy_share()) + " of the steps and the work they queued (" + format_ns(w.span_ns) +
+              ")";
         } else {
           s += ", and the steps launch " + std::string(ratio) + " their own duration of device work";
         }
