@@ -92,7 +92,7 @@ class CausalGraph {
   std::vector<std::uint32_t> launch;      // device activity → the activity that launched it, or kNoIndex
   std::vector<std::uint8_t> is_device;    // activity → 1 for device activities
   std::vector<std::uint8_t> launches_work;  // activity → 1 for a call that launched device work
-  std::vector<std::int64_t> time_ns;      // node → measured time (host ends clipped to their parent's)
+  std::vector<std::int64_t> time_ns;      // node → measured time (a device activity that starts before the one before it on its stream ends starts at that end)
   std::vector<CausalEdge> edges;          // by `to`
   std::vector<std::uint32_t> in_begin;    // edges[in_begin[v], in_begin[v + 1]) end at node v
   std::vector<std::uint32_t> topo;        // every node, in an order where each edge goes forward

@@ -9,6 +9,7 @@
 #include <climits>
 #include <map>
 #include <numeric>
+#include <queue>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -121,23 +122,32 @@ class Builder {
     raw_.reserve(3 * acts);
   }
 
-  // Each CPU lane: points in time order, nesting by a stack; an end that
-  // runs past its parent's is clipped to it. Except where the parents are
-  // Python frames (with_stack) and the child is not: a RecordFunction
-  // scope starts inside the Python call that opens it and outlives it
-  // (ProfilerStep#N begins in profiler.step() -> _record_function_enter_new
-  // and ends in the next step's call). torch nests Python frames apart from
-  // its ops; here the frames that the op outlives end where it begins, so
-  // the step keeps its length and its work (issue 38: a CPU-only VAE run's
-  // steps were clipped to 73 us and replayed one step late).
+  // Each CPU lane: its events' begins and ends in time order, one chain.
+  // An event's parent (and the owner of the stretch up to each point) is
+  // the innermost event open where it begins. Events may cross: one that
+  // begins inside another and ends past it keeps both times, and each end
+  // is placed where it happened. A RecordFunction scope opens inside the
+  // Python frames that start it and outlives them (with_stack:
+  // ProfilerStep#N begins in profiler.step() -> _record_function_enter_new
+  // and ends inside the next step's call), and a step may begin 1 ns before
+  // the previous one ends; clipping either to the other moved step ends
+  // (issue 38: a CPU-only VAE run's steps replayed 73 us long, one step
+  // late; the generated ranks' steps lost one in eight).
   void host_chains() {
     const EventColumns& ev = t_.events;
     const std::uint32_t nh = static_cast<std::uint32_t>(host_.size());
-    std::vector<std::uint32_t> stack;
+    // Open events by begin (the innermost last; closed ones leave lazily)
+    // and by end (the first to end on top, the innermost of a tie): each
+    // event enters and leaves each once, O(n log n) at any depth.
+    std::vector<std::uint32_t> open;
+    using Ending = std::pair<std::int64_t, std::uint32_t>;
+    auto later = [](const Ending& x, const Ending& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; };
+    std::priority_queue<Ending, std::vector<Ending>, decltype(later)> ends(later);
+    std::vector<std::uint8_t> closed(nh, 0);
     std::uint32_t a = 0;
     while (a < nh) {
       const std::uint32_t lane = ev.lane[g_.events[a]];
-      stack.clear();
+      open.clear();
       std::uint32_t prev = kNoIndex;  // previous point (node)
       auto emit = [&](std::uint32_t node, std::uint32_t owner) {
         if (prev != kNoIndex) {
@@ -146,33 +156,24 @@ class Builder {
         }
         prev = node;
       };
-      auto close_top = [&]() {
-        const std::uint32_t top = stack.back();
-        stack.pop_back();
-        std::int64_t& te = g_.time_ns[2 * top + 1];
-        if (!stack.empty()) te = std::min(te, g_.time_ns[2 * stack.back() + 1]);
-        if (prev != kNoIndex) te = std::max(te, g_.time_ns[prev]);
-        emit(2 * top + 1, top);
+      // Ends every open event that ends at or before t, in time order.
+      auto close_until = [&](std::int64_t t) {
+        while (!ends.empty() && ends.top().first <= t) {
+          const std::uint32_t e = ends.top().second;
+          ends.pop();
+          closed[e] = 1;
+          emit(2 * e + 1, e);
+        }
+        while (!open.empty() && closed[open.back()]) open.pop_back();
       };
       for (; a < nh && ev.lane[g_.events[a]] == lane; ++a) {
-        const std::int64_t t0 = g_.time_ns[2 * a];
-        while (!stack.empty() && g_.time_ns[2 * stack.back() + 1] <= t0) close_top();
-        if (ev.kind[g_.events[a]] != EventKind::kPythonFunction) {
-          while (!stack.empty() && ev.kind[g_.events[stack.back()]] == EventKind::kPythonFunction &&
-                 g_.time_ns[2 * stack.back() + 1] < g_.time_ns[2 * a + 1]) {
-            g_.time_ns[2 * stack.back() + 1] = t0;
-            close_top();
-          }
-        }
-        if (!stack.empty()) {
-          g_.parent[a] = stack.back();
-          // A child that starts inside its parent may end past it: clip.
-          g_.time_ns[2 * a + 1] = std::min(g_.time_ns[2 * a + 1], g_.time_ns[2 * stack.back() + 1]);
-        }
-        emit(2 * a, stack.empty() ? kNoIndex : stack.back());
-        stack.push_back(a);
+        close_until(g_.time_ns[2 * a]);
+        if (!open.empty()) g_.parent[a] = open.back();
+        emit(2 * a, open.empty() ? kNoIndex : open.back());
+        open.push_back(a);
+        ends.emplace(g_.time_ns[2 * a + 1], a);
       }
-      while (!stack.empty()) close_top();
+      close_until(INT64_MAX);
     }
   }
 

@@ -285,8 +285,10 @@ TEST(CausalReplay, ErrorPerStepOverEveryTraceWithStepsMeetsTheBound) {
   const double median = errors[errors.size() / 2];
   const double p90 = errors[std::min(errors.size() - 1, errors.size() * 9 / 10)];
   std::printf("all %d traces, %zu steps: median %.3f%%, p90 %.3f%%\n", traces, errors.size(), median, p90);
-  EXPECT_LE(median, 2.0);
-  EXPECT_LE(p90, 5.0);
+  // Every trace replays exactly since crossing host events keep their
+  // times (issue 38, ninth round); the bounds leave room for a new trace.
+  EXPECT_LE(median, 0.5);
+  EXPECT_LE(p90, 1.0);
 }
 
 // A run's step time: the median over its steps (the first steps of a cold
@@ -508,10 +510,11 @@ TEST(CausalReplay, AStepThatEndsBeforeThePreviousOneTakesNoTime) {
 }
 
 // with_stack: a RecordFunction scope begins inside the Python frames that
-// open it (profiler.step -> _record_function_enter_new) and outlives them.
-// The frames end where the scope begins; clipping the scope to them instead
-// made every step of this CPU-only VAE run 73 us long in the replay and
-// each step's time the step before's (replay error: median 99.9%).
+// open it (profiler.step -> _record_function_enter_new), outlives them,
+// and ends inside the next call's frames. Host events that cross keep
+// their times; clipping the scope to the frames made every step of this
+// CPU-only VAE run 73 us long in the replay and each step's time the step
+// before's (replay error: median 99.9%).
 TEST(CausalReplay, AStepOpenedInsidePythonFramesKeepsItsWork) {
   auto t = read_trace(data("public/dtu_mlops/vae_profile_train.pt.trace.json.gz"));
   ASSERT_TRUE(t.has_value());
@@ -526,6 +529,21 @@ TEST(CausalReplay, AStepOpenedInsidePythonFramesKeepsItsWork) {
   ASSERT_TRUE(p.has_value());
   const CriticalPath& first = p->steps[0].path;
   EXPECT_GT(first.bound_ns[static_cast<int>(BoundType::kDataLoading)], first.length_ns() / 2);
+}
+
+// A step that begins 62 ns before the previous one ends (the generated
+// ranks' microsecond timestamps) crosses it: neither loses its time.
+TEST(CausalReplay, StepsThatOverlapByARoundingKeepTheirTimes) {
+  const Trace t = parse(cpu("user_annotation", "ProfilerStep#1", 0, 100.062) + "," +
+                        cpu("cpu_op", "aten::mm", 10, 80) + "," +
+                        cpu("user_annotation", "ProfilerStep#2", 100, 50) + "," +
+                        cpu("cpu_op", "aten::add", 110, 30));
+  auto r = analyze_causal(t, {.paths = false});
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->steps.size(), 2u);
+  EXPECT_EQ(r->steps[0].replayed_ns, 100'062);
+  EXPECT_EQ(r->steps[1].replayed_ns, 49'938);
+  for (const StepTime& s : r->steps) EXPECT_EQ(s.replayed_ns, s.measured_ns) << s.step;
 }
 
 }  // namespace
