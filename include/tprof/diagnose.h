@@ -135,6 +135,10 @@ struct IdleAccount {
   std::int64_t idle_ns = 0;  // the window minus device activity (every device and stream)
   std::array<std::int64_t, kIdleCauseCount> by_cause{};  // by IdleCause; sums to idle_ns
   std::vector<IdleSpan> spans;                           // sorted, disjoint; lengths sum to idle_ns
+  // Whether the trace shows what launched work could wait for (a stream
+  // wait call, or two streams on a device): without it stream_wait idle is
+  // launched work held on the device by nothing the trace records.
+  bool waits_visible = true;
 };
 
 // Per-step verdicts (docs/diagnose.md, "Verdicts").

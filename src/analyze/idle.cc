@@ -710,6 +710,7 @@ IdleAccount IdlePartition::account(const DiagnoseContext& c) const {
   a.window_end_ns = window_.end;
   a.idle_ns = idle_ns_;
   a.by_cause = totals_;
+  a.waits_visible = dependency_visible(c);
   a.spans.reserve(spans_.size());
   for (const Span& s : spans_) a.spans.push_back({s.range.start, s.range.end, s.cause, c.step_number(s.step), s.event});
   return a;
@@ -836,6 +837,11 @@ bool dependency_visible(const DiagnoseContext& c) {
   return false;
 }
 
+std::uint32_t place_causes(const DiagnoseContext& c) {
+  const std::uint32_t shared = kAllCauses & ~kReservedCauses;
+  return dependency_visible(c) ? shared : shared & ~cause_bit(IdleCause::kStreamWait);
+}
+
 std::string not_a_saving_while_idle(double busy_share, bool over_steps, std::string_view why) {
   return "Not a saving while the GPU idles " + format_pct(100.0 * (1.0 - busy_share)) + " of the " +
          (over_steps ? "steps" : "trace") + " (the host sets the pace: " + std::string(why) +
@@ -892,7 +898,8 @@ std::string idle_remedy(IdleCause cause, const DiagnoseContext& c) {
       if (!dependency_visible(c)) {
         return "Check the GPU before the program: launched work started late on an idle device, with nothing ahead "
                "of it on its one stream and no stream wait in the trace (another process on the GPU: nvidia-smi; "
-               "its clocks or power state; lazy module loading: CUDA_MODULE_LOADING=EAGER).";
+               "its clocks or power state; where it is each kernel's first launch only, lazy module loading: "
+               "CUDA_MODULE_LOADING=EAGER).";
       }
       return "Start earlier, or split, the work that launched kernels wait for on other streams (" + rt + "StreamWaitEvent), "
              "so the waits overlap compute.";

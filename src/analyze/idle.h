@@ -192,4 +192,14 @@ std::string one_time_setup_text(const OneTimeSetUp& s);
 // the verdict is not dependency-bound.
 bool dependency_visible(const DiagnoseContext& c);
 
+// The idle causes a rule that names one place (a gap, a launch delay) may
+// claim: the shared ones (not kReservedCauses), less stream waits where the
+// trace shows nothing to wait for (dependency_visible false). That idle is
+// the device held from outside the program, one cause wherever it falls:
+// low_gpu_utilization's "check the GPU" (issue 38's ninth round: a DCGAN
+// run time-sliced with another process, its 2.3 ms stalls told in four
+// findings to start earlier the work behind a cudaStreamWaitEvent on a
+// trace with one stream and no event).
+std::uint32_t place_causes(const DiagnoseContext& c);
+
 }  // namespace tprof::internal

@@ -434,6 +434,12 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const s
         const std::int64_t ns = f.idle[static_cast<std::size_t>(k)];
         if (f.share(ns) >= 0.01) s += ", " + pct(f.share(ns)) + " while the host is blocked in " + what;
       }
+      // Mostly start-up: the trace cannot show the steady state (issue
+      // 38's ninth round: a cold AlexNet forward, 92.5% of it cuDNN's
+      // first-call set-up).
+      if (f.share(f.idle[static_cast<std::size_t>(IdleCause::kBlockedInit)]) >= 0.5) {
+        s += " (a cold start: the trace shows no steady state; record warmed-up iterations)";
+      }
       if (f.lead_host > 0 && f.share(f.lead_host) >= kIdleCauseShare) {
         const std::int64_t rest = std::max<std::int64_t>(1, f.span - f.lead_host);
         // All device work comes after the first device activity: over

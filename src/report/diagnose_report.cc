@@ -326,10 +326,10 @@ void append_steps_summary(std::string* out, const Diagnosis& d) {
     }
   }
   if (growth > 0 && offsets.size() >= 2) {
-    line += "; launch -> kernel: grows " + format_ns(offsets.front()) + " to " + format_ns(offsets.back()) + " (about " +
+    line += "; first kernel after its launch: grows " + format_ns(offsets.front()) + " to " + format_ns(offsets.back()) + " (about " +
             format_ns(growth) + " a step: the host runs ahead)";
   } else if (!offsets.empty()) {
-    line += "; launch -> kernel: median " + format_ns(internal::mean_median(offsets));
+    line += "; first kernel after its launch: median " + format_ns(internal::mean_median(offsets));
   }
   line += "; verdicts:";
   for (auto it = verdicts.rbegin(); it != verdicts.rend(); ++it) {
@@ -384,7 +384,10 @@ void append_breakdowns(std::string* out, const Diagnosis& d, bool verbose) {
 }
 
 // The GPU idle partition (docs/diagnose.md, "GPU idle time") in words.
-std::string_view idle_label(IdleCause c) {
+std::string_view idle_label(IdleCause c, bool waits_visible) {
+  // Launched work waiting where the trace records nothing to wait for (one
+  // stream, no stream wait): no stream or event to name.
+  if (c == IdleCause::kStreamWait && !waits_visible) return "launched work held on the device";
   switch (c) {
     case IdleCause::kLaunching: return "launching";
     case IdleCause::kHostWork: return "host work";
@@ -441,7 +444,7 @@ void append_idle_short(std::string* out, const Diagnosis& d) {
       rest += ns;
       continue;
     }
-    text += (text.empty() ? "" : ", ") + std::string(idle_label(cause)) + " " +
+    text += (text.empty() ? "" : ", ") + std::string(idle_label(cause, a.waits_visible)) + " " +
             format_pct(100.0 * static_cast<double>(ns) / static_cast<double>(a.idle_ns));
   }
   if (rest > 0) text += ", other " + format_pct(100.0 * static_cast<double>(rest) / static_cast<double>(a.idle_ns));

@@ -220,7 +220,10 @@ std::string two_kernels(int steps, GapFn gap) {
     t.step(s + 1, b, 900);
     t.call("cudaLaunchKernel", b + 10, 5, corr);
     t.dev("kernel", kGemm, b + 20, 50, corr++);
-    t.call("cudaLaunchKernel", b + 20, 5, corr);
+    // Launched just before it runs: the gap is the host's (launching), as
+    // in a launch-bound loop. A kernel queued early that starts late on
+    // its one stream is the device held from outside (place_causes).
+    t.call("cudaLaunchKernel", b + 62 + gap(s), 5, corr);
     t.dev("kernel", kAdd, b + 70 + gap(s), 10, corr++);
   }
   return t.json();

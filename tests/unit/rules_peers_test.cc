@@ -47,6 +47,16 @@ TEST(RulesPeers, KernelLaunchStatsShortKernelsAndDelays) {
     ev.push_back(launch(900 + 400 * j, 5, 100 + j));
     ev.push_back(kernel("late", 7, 1205 + 400 * j, 50, 100 + j));
   }
+  // On one stream with no stream wait the delays are the device held from
+  // outside (low_gpu_utilization's "check the GPU"): no delay pattern here.
+  {
+    auto alone = run(doc(ev), "kernel_launch_stats");
+    ASSERT_EQ(alone.size(), 1u);
+    EXPECT_EQ(alone[0].title.find("launch delay"), std::string::npos) << alone[0].title;
+    EXPECT_EQ(alone[0].advice.find("delayed kernels"), std::string::npos) << alone[0].advice;
+  }
+  // A second stream shows work to wait for: HTA's delay outliers.
+  ev.insert(ev.begin() + 1, kernel("side", 8, 1, 1, 900));
   auto f = run(doc(ev), "kernel_launch_stats");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].id, "kernel_launch_stats");

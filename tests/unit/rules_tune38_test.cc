@@ -174,21 +174,28 @@ TEST(RulesTune38, TrainingModeInAForwardOnlyPass) {
   EXPECT_TRUE(f[0].title.starts_with("The model runs in training mode in a forward-only pass")) << f[0].title;
   EXPECT_TRUE(f[0].advice.starts_with("If this is inference, call model.eval()")) << f[0].advice;
   EXPECT_TRUE(contains(f[0].advice, "running statistics")) << f[0].advice;
-  EXPECT_EQ(f[0].impact_ns,
-            f[0].evidence.find("dropout_ns")->i + f[0].evidence.find("num_batches_tracked_ns")->i);
+  // On the CPU eval mode also skips batch norm's statistics pass: half of
+  // its time, estimated (issue 38's ninth round).
+  EXPECT_EQ(f[0].impact_ns, f[0].evidence.find("dropout_ns")->i + f[0].evidence.find("num_batches_tracked_ns")->i +
+                                f[0].evidence.find("batch_norm_ns")->i / 2);
+  EXPECT_EQ(f[0].evidence.find("batch_norm_statistics_estimate_ns")->i, f[0].evidence.find("batch_norm_ns")->i / 2);
 }
 
-// Batch norm alone in training mode (issue 38's fourth round: three CNN
+// Batch norm in training mode (issue 38's fourth round: three CNN
 // inference traces whose expert's first remark it was): ParT's GPU forward
-// runs cuDNN's bn_fw_tr kernels for its 6 batch norms; its 32 dropout
-// masks take 2 ms of a 1 s trace (under 1%) and are left out.
+// runs cuDNN's bn_fw_tr kernels for its 6 batch norms. Its 32 dropout
+// masks take 2 ms of a 1 s trace (under 1%): left out until the ninth
+// round, now named beside batch norm, since a mask drawn at inference is a
+// wrong answer at any cost. No statistics estimate on the GPU (the saving
+// there is the kernels', which the trace does not split).
 TEST(RulesTune38, BatchNormInTrainingModeOnTheGpu) {
   const std::vector<Finding> f = run("public/particle_transformer/profiler_trace_single_sample.json.gz",
                                      "train_mode_in_inference");
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_TRUE(f[0].title.starts_with("Batch norm runs in training mode in a forward-only pass")) << f[0].title;
+  EXPECT_TRUE(f[0].title.starts_with("The model runs in training mode in a forward-only pass")) << f[0].title;
   EXPECT_EQ(f[0].evidence.find("batch_norm_train_kernels")->i, 6);
-  EXPECT_EQ(f[0].evidence.find("mask_calls"), nullptr);
+  EXPECT_EQ(f[0].evidence.find("mask_calls")->i, 32);
+  EXPECT_EQ(f[0].evidence.find("batch_norm_statistics_estimate_ns"), nullptr);
 }
 
 // Where it must not fire: eval-mode dropout (aten::dropout that draws no
@@ -1548,6 +1555,67 @@ TEST(RulesTune38, AThreadBlockedInAWaitIsNotBusy) {
   const Diagnosis w = diagnose(*t);
   ASSERT_EQ(w.threads.size(), 2u);
   EXPECT_EQ(w.threads[1].busy_ns, 1000'000 - 980'000 + 60'000);
+}
+
+
+// Issue 38's ninth round (tuning half).
+const char* const kDcganHeld = "public/warming423_pf/dcgan_train_rtx3080.pt.trace.json.gz";
+const char* const kAlexnetCold = "public/warming423_pf/alexnet_infer_rtx3080.pt.trace.json.gz";
+const char* const kResnet34Cpu = "public/dtu_mlops/resnet34_cpu_10iter.pt.trace.json.gz";
+
+TEST(RulesTune38, WorkHeldOnTheDeviceIsOneCause) {
+  // A DCGAN on one stream, no stream wait: 13 stalls of ~2.3 ms with work
+  // queued (another process time-slicing the GPU). Four findings told the
+  // user to start earlier the work behind a cudaStreamWaitEvent, the
+  // DataLoader was blamed for idle the device caused, and the final sync,
+  // waiting for 8 queued Adam kernels, was called the profiler's flush.
+  const Trace t = load(kDcganHeld);
+  const Diagnosis d = diagnose(t);
+  const Finding* low = nullptr;
+  for (const Finding& f : d.findings) {
+    EXPECT_NE(f.id, "kernel_gap") << f.title;
+    EXPECT_NE(f.id, "sync_at_window_end") << f.title;
+    EXPECT_FALSE(contains(f.advice, "StreamWaitEvent")) << f.id << ": " << f.advice;
+    if (f.id == "low_gpu_utilization") low = &f;
+    if (f.id == "dataloader_bound") {
+      EXPECT_EQ(f.severity, FindingSeverity::kInfo);
+      EXPECT_TRUE(contains(f.advice, "the GPU idled on the device, not for the input")) << f.advice;
+      EXPECT_FALSE(contains(f.advice, "workers starting")) << f.advice;  // step 4's call is like the others
+    }
+  }
+  ASSERT_NE(low, nullptr);
+  EXPECT_TRUE(contains(low->advice, "Check the GPU")) << low->advice;
+  // The stalls are ~34 of the 68 ms, but the two launching threads need
+  // ~17 ms a step themselves: letting the device go saves at most the rest
+  // (it said 11.9 ms a step).
+  const std::int64_t pace = low->evidence.find("host_pace_ns")->i;
+  EXPECT_GT(pace, 45'000'000);
+  EXPECT_EQ(low->impact_ns, 68'390'000 - pace);
+  const std::string out = format_diagnosis_text(t, d);
+  EXPECT_TRUE(contains(out, "launched work held on the device")) << out;
+  EXPECT_FALSE(contains(out, "waiting on streams/events")) << out;
+}
+
+TEST(RulesTune38, DropoutInAForwardOnlyPassIsReportedAtAnyCost) {
+  // A cold AlexNet forward: its two dropouts draw masks (0.1 ms of 1.5 s).
+  const std::vector<Finding> f = run(kAlexnetCold, "train_mode_in_inference");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].title.starts_with("Dropout draws a random mask in a forward-only pass")) << f[0].title;
+  EXPECT_EQ(f[0].severity, FindingSeverity::kInfo);
+  // Its verdict says it is a cold start.
+  const Diagnosis d = diagnose(load(kAlexnetCold));
+  EXPECT_TRUE(contains(d.summary, "a cold start: the trace shows no steady state")) << d.summary;
+}
+
+TEST(RulesTune38, BatchNormInTrainingModeOnTheCpuSavesItsStatisticsPass) {
+  // Ten ResNet-34 forwards on a laptop's CPU: 360 batch norms in training
+  // mode, 110.378 ms; the saving counted only their counter updates
+  // (3.263 ms).
+  const std::vector<Finding> f = run(kResnet34Cpu, "train_mode_in_inference");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].impact_ns, 110'378'000 / 2 + 3'263'000);
+  EXPECT_TRUE(contains(f[0].advice, "about half of its 110.378 ms")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "torch.jit.freeze")) << f[0].advice;
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ std::vector<Interval> gap_claim(const DiagnoseContext& c, const std::vector<cons
     if (g->ns >= kMinGapNs) ranges.push_back(g->range);
   }
   ranges = merge_intervals(std::move(ranges));
-  return claimable_idle(c.idle(), kAllCauses & ~kReservedCauses, &ranges, earlier);
+  return claimable_idle(c.idle(), place_causes(c), &ranges, earlier);
 }
 
 // The partition's view of the gaps: their idle time by cause, as evidence,
@@ -102,6 +102,14 @@ IdleCause add_idle_evidence(const DiagnoseContext& c, const std::vector<const Ga
   const IdleCause top = dominant_cause(t);
   f.evidence.text("idle_cause", std::string(idle_cause_id(top))).texts("idle_by_cause", parts).num("gpu_idle_ns", f.idle_ns);
   return top;
+}
+
+// Gaps whose idle is mostly launched work waiting where the trace shows
+// nothing to wait for (place_causes): the device held from outside the
+// program, low_gpu_utilization's cause, not a gap to fix between two
+// kernels.
+bool held_from_outside(const DiagnoseContext& c, IdleCause cause) {
+  return cause == IdleCause::kStreamWait && !dependency_visible(c);
 }
 
 // What the advice can name about a gap beyond the two activities.
@@ -654,6 +662,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       add_waits_for(c, f.evidence, c.device[typical->after].event, EdgeType::kStreamWait);
     }
     const IdleCause cause = add_idle_evidence(c, listed, f);
+    if (held_from_outside(c, cause)) continue;
     name_host_work(c, listed, cause, *out, f, x);
     std::int64_t compiling_ns = -1;  // the compile frames' part of the gaps, where it is not nearly all
     if (x.frame.found() && (x.frame.kind == HostWorkKind::kCompile || x.frame.kind == HostWorkKind::kJitCompile)) {
@@ -715,6 +724,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (!x.site.empty()) f.evidence.text("launched_by", x.site);
     add_setup_evidence(f, x);
     const IdleCause cause = add_idle_evidence(c, {&g}, f);
+    if (held_from_outside(c, cause)) continue;
     name_host_work(c, {&g}, cause, *out, f, x);
     const bool comm = is_comm_kernel(c.name(c.device[g.before].event)) || is_comm_kernel(c.name(c.device[g.after].event));
     f.advice = "A per-step wait, not a one-off: " + after + " starts about " + format_ns(w.stream_median) +
@@ -771,6 +781,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       .events("kernels_before", std::move(befores))
       .events("kernels_after", std::move(afters));
   const IdleCause cause = add_idle_evidence(c, listed, f);
+  if (held_from_outside(c, cause)) return;
   GapContext x;
   name_host_work(c, listed, cause, *out, f, x);
   const bool host_side = cause == IdleCause::kLaunching || cause == IdleCause::kHostWork ||

@@ -194,7 +194,11 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   const bool many_short = short_share >= kShortShare && short_exposed >= kMinOutliers &&
                           static_cast<double>(short_exposed) >= kMinExposedShare * static_cast<double>(short_kernels);
   const bool runtime_pattern = runtime_outliers >= kMinOutliers;
-  const bool delay_pattern = delay_outliers >= kMinOutliers;
+  // A delay on an idle stream where the trace shows nothing to wait for
+  // (one stream a device, no stream wait) is the device held from outside
+  // the program: low_gpu_utilization's "check the GPU", not a dependency
+  // to start earlier (place_causes, issue 38's ninth round).
+  const bool delay_pattern = delay_outliers >= kMinOutliers && dependency_visible(c);
   if (!many_short && !runtime_pattern && !delay_pattern) return;
   if (!runtime_pattern) outlier_steps.clear();
   if (delay_pattern) outlier_steps.insert(outlier_steps.end(), delay_steps.begin(), delay_steps.end());
