@@ -129,6 +129,7 @@ struct WhatIfEdit {
     kGraph,     // graph — each step replayed as one CUDA graph launch
     kDropSync,  // drop-sync:PATTERN — matching synchronising calls no longer wait
     kOverlap,   // overlap:PATTERN — matching host work runs off the thread (its device work stays)
+    kRelease,   // release — launched work starts as soon as its launch and its stream allow (no device hold)
   };
   Kind kind = Kind::kRemove;
   std::string pattern;
@@ -136,7 +137,7 @@ struct WhatIfEdit {
   std::string text;  // as written
 };
 // "remove:aten::add", "scale:gemm=0.5", "graph", "drop-sync:cudaStreamSynchronize",
-// "overlap:DataLoader". Errors (kInvalidArgument) name what was expected.
+// "overlap:DataLoader", "release". Errors (kInvalidArgument) name what was expected.
 Result<WhatIfEdit> parse_whatif_edit(std::string_view text);
 
 // One stretch of the critical path: an edge, on the replayed (or predicted)

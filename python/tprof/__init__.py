@@ -496,7 +496,7 @@ class Trace:
     def whatif(self, edits: Union[str, Sequence[str]]) -> pd.DataFrame:
         """`tprof whatif --edit EDIT ...` (docs/critical-path.md, "Edits"):
         the trace's dependency graph replayed with the edits ("remove:op::add",
-        "scale:gemm=0.5", "graph", "drop-sync:PATTERN", "overlap:PATTERN").
+        "scale:gemm=0.5", "graph", "release", "drop-sync:PATTERN", "overlap:PATTERN").
         One row per step: step (<NA> for the one window of a trace without
         ProfilerSteps), measured_ns, replayed_ns (the replay without edits),
         predicted_ns (with them). attrs: matched ({edit: events it

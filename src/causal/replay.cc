@@ -182,6 +182,8 @@ class Analysis {
       std::uint64_t count = 0;
       if (edit.kind == WhatIfEdit::Kind::kGraph) {
         count = apply_graph(&ew);
+      } else if (edit.kind == WhatIfEdit::Kind::kRelease) {
+        count = apply_release(&ew);
       } else {
         auto m = Matcher::make(edit.pattern);
         if (!m) return m.error();
@@ -190,6 +192,11 @@ class Analysis {
         for (std::uint32_t a = 0; a < na && !exact; ++a) exact = t_.name(g_.events[a]) == edit.pattern;
         m->set_exact(exact);
         count = apply_matching(edit, *m, &ew);
+      }
+      if (count == 0 && edit.kind == WhatIfEdit::Kind::kRelease) {
+        return Error(ErrorCode::kInvalidArgument, "--edit release: matches no event it can change (no device work in "
+                                                  "this trace starts later than the typical delay after its launch "
+                                                  "or the work before it on its stream)");
       }
       if (count == 0) {
         return Error(ErrorCode::kInvalidArgument,
@@ -268,7 +275,8 @@ class Analysis {
         case WhatIfEdit::Kind::kDropSync:
           if (c.type == EdgeType::kSync && hit[to_act]) ew->dead[i] = 1, ++changed;
           break;
-        case WhatIfEdit::Kind::kGraph: break;
+        case WhatIfEdit::Kind::kGraph:
+        case WhatIfEdit::Kind::kRelease: break;
       }
     }
     if (edit.kind == WhatIfEdit::Kind::kRemove)
@@ -281,6 +289,25 @@ class Analysis {
   // launch calls and of the ops around them collapses into the first launch
   // call of the step (the graph launch); kernels follow it at the launch
   // latency, and each other at graph latency.
+  // Launched work held on the device (a stall with nothing in the trace
+  // ahead of it: another process time-slicing the GPU, its clocks): each
+  // device activity starts the trace's typical delay after its launch or
+  // after the work before it on its stream, whichever is later. Returns
+  // the edges shortened.
+  std::uint64_t apply_release(EditedWeights* ew) const {
+    std::uint64_t count = 0;
+    for (std::size_t i = 0; i < g_.edges.size(); ++i) {
+      const CausalEdge& c = g_.edges[i];
+      std::int64_t floor = -1;
+      if (c.type == EdgeType::kLaunch) floor = g_.launch_latency_ns;
+      if (c.type == EdgeType::kStream) floor = g_.stream_gap_ns;
+      if (floor < 0 || ew->w[i] <= floor) continue;
+      ew->w[i] = floor;
+      ++count;
+    }
+    return count;
+  }
+
   std::uint64_t apply_graph(EditedWeights* ew) const {
     const std::size_t na = g_.activities();
     std::vector<std::uint8_t> graphed(na, 0), first(na, 0), dev_in(na, 0);
@@ -438,9 +465,13 @@ Result<WhatIfEdit> parse_whatif_edit(std::string_view text) {
     e.kind = WhatIfEdit::Kind::kGraph;
     return e;
   }
+  if (text == "release") {
+    e.kind = WhatIfEdit::Kind::kRelease;
+    return e;
+  }
   const std::size_t colon = text.find(':');
   if (colon == std::string_view::npos)
-    return bad("expected remove:PATTERN, scale:PATTERN=F, graph, drop-sync:PATTERN or overlap:PATTERN");
+    return bad("expected remove:PATTERN, scale:PATTERN=F, graph, release, drop-sync:PATTERN or overlap:PATTERN");
   const std::string_view verb = text.substr(0, colon);
   std::string_view rest = text.substr(colon + 1);
   if (verb == "remove") {
@@ -461,7 +492,7 @@ Result<WhatIfEdit> parse_whatif_edit(std::string_view text) {
   } else if (verb == "overlap") {
     e.kind = WhatIfEdit::Kind::kOverlap;
   } else {
-    return bad("unknown edit \"" + std::string(verb) + "\" (expected remove, scale, graph, drop-sync or overlap)");
+    return bad("unknown edit \"" + std::string(verb) + "\" (expected remove, scale, graph, release, drop-sync or overlap)");
   }
   if (rest.empty()) return bad("expected a PATTERN after ':' (an event name or a regular expression)");
   // A pattern that is not a valid regular expression ("foo(") still

@@ -114,7 +114,7 @@ void add_whatif_command(CLI::App& app, int* rc) {
       "whatif", "Replay the trace with edits: measured, replayed and predicted time per step, the new critical path");
   common_options(cmd, a);
   cmd->add_option("--edit", a->edits,
-                  "remove:PATTERN, scale:PATTERN=F (PATTERN also gemm, elementwise, communication), graph, "
+                  "remove:PATTERN, scale:PATTERN=F (PATTERN also gemm, elementwise, communication), graph, release, "
                   "drop-sync:PATTERN or overlap:PATTERN; PATTERN an event name or a regular expression; repeatable")
       ->required();
   cmd->callback([a, rc] { *rc = run(*a, true); });
