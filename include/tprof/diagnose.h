@@ -189,6 +189,11 @@ struct TracelensGpuTimeline {
   std::int64_t total_time_ns = 0;
   std::int64_t total_comm_time_ns = 0;
   std::int64_t total_memcpy_time_ns = 0;
+  // Not TraceLens' own rows: the device activities it leaves out (no launch
+  // its call tree links: an unnamed launch call, a launch before the
+  // recording), so a reader can see why its busy time is below ours.
+  std::int64_t left_out_activities = 0;
+  std::int64_t left_out_ns = 0;
 };
 
 // HolisticTraceAnalysis' temporal breakdown of one rank (get_temporal_breakdown),

@@ -159,8 +159,13 @@ std::optional<TracelensGpuTimeline> tracelens_gpu_timeline(const DiagnoseContext
 
   std::vector<Interval> all, comp, comm, memcpy;
   std::int64_t first = kMaxTs, last = kMinTs;
+  std::int64_t left_out = 0, left_out_ns = 0;
   for (const DeviceOp& op : c.device) {
-    if (any_linked && !linked[op.event]) continue;
+    if (any_linked && !linked[op.event]) {
+      ++left_out;
+      sat_acc(left_out_ns, op.end - op.start);
+      continue;
+    }
     const Interval iv{op.start, op.end};
     // total_time is the span of the merged union, which still includes
     // zero-length events at its ends (merge_intervals here drops them).
@@ -191,6 +196,8 @@ std::optional<TracelensGpuTimeline> tracelens_gpu_timeline(const DiagnoseContext
   g.exposed_memcpy_time_ns = total_length(subtract(subtract(memcpy_u, comp_u), comm_u));
   g.busy_time_ns = total_length(all_u);
   g.idle_time_ns = g.total_time_ns - g.busy_time_ns;
+  g.left_out_activities = left_out;
+  g.left_out_ns = left_out_ns;
   return g;
 }
 

@@ -560,11 +560,22 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
     }
     filler(cur, b, long_piece, next);
     if (long_piece) {
-      std::int64_t recorded = 0;
+      // Its longest unbroken run of host work: a blocking call (a cudaFree
+      // in cuDNN's set-up) splits the stretch, as low_gpu_utilization's
+      // "longest" does (issue 38's ninth round: the verdict's "longest
+      // 38.009 ms" was four runs added, the finding's 33.771 ms one).
+      std::int64_t longest = 0, run = 0, run_end = INT64_MIN;
       for (std::size_t i = first; i < out.size(); ++i) {
-        if (out[i].cause == IdleCause::kHostWork) recorded += out[i].range.end - out[i].range.start;
+        if (out[i].cause != IdleCause::kHostWork) {
+          run = 0;
+          continue;
+        }
+        if (out[i].range.start != run_end) run = 0;
+        run += out[i].range.end - out[i].range.start;
+        run_end = out[i].range.end;
+        longest = std::max(longest, run);
       }
-      if (recorded > 0) host_work_.emplace_back(a, recorded);
+      if (longest > 0) host_work_.emplace_back(a, longest);
     }
   };
   // Without a launch linked to its work (a trace without correlation ids:

@@ -98,8 +98,8 @@ class IdlePartition {
   const Totals& step_totals(std::size_t step) const { return step_totals_[step]; }
   // The idle time inside [lo, hi) by cause.
   Totals totals_within(std::int64_t lo, std::int64_t hi) const;
-  // The longest stretch of recorded host work without a launch (the host
-  // work part of one piece of kHostWorkNs or more) starting inside [lo, hi).
+  // The longest unbroken run of recorded host work in a stretch without a
+  // launch (a piece of kHostWorkNs or more) starting inside [lo, hi).
   std::int64_t longest_host_work(std::int64_t lo, std::int64_t hi) const;
   // The idle ranges of the causes in `mask` inside [lo, hi), merged.
   std::vector<Interval> ranges(std::uint32_t mask, std::int64_t lo, std::int64_t hi) const;

@@ -362,7 +362,12 @@ void append_breakdowns(std::string* out, const Diagnosis& d, bool verbose) {
                              "), exposed comm " + format_ns(g.exposed_comm_time_ns) + " (" + pct(g.exposed_comm_time_ns) +
                              "), exposed memcpy " + format_ns(g.exposed_memcpy_time_ns) + " (" +
                              pct(g.exposed_memcpy_time_ns) + "), idle " + format_ns(g.idle_time_ns) + " (" +
-                             pct(g.idle_time_ns) + ") of " + format_ns(g.total_time_ns);
+                             pct(g.idle_time_ns) + ") of " + format_ns(g.total_time_ns) +
+                             (g.left_out_activities > 0
+                                  ? "; it leaves out " + std::to_string(g.left_out_activities) +
+                                        " device activities (" + format_ns(g.left_out_ns) +
+                                        ") whose launch it does not link"
+                                  : std::string());
     *out += verbose ? "\nGPU timeline (TraceLens)\n  " + line + "\n" : "\nGPU timeline (TraceLens): " + line + "\n";
   }
   // One line per rank: HTA's per-stream rows summed (JSON has each stream).
@@ -954,7 +959,8 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
           {"computation_time_ns", g.computation_time_ns}, {"exposed_comm_time_ns", g.exposed_comm_time_ns},
           {"exposed_memcpy_time_ns", g.exposed_memcpy_time_ns}, {"busy_time_ns", g.busy_time_ns},
           {"idle_time_ns", g.idle_time_ns}, {"total_time_ns", g.total_time_ns},
-          {"total_comm_time_ns", g.total_comm_time_ns}, {"total_memcpy_time_ns", g.total_memcpy_time_ns}};
+          {"total_comm_time_ns", g.total_comm_time_ns}, {"total_memcpy_time_ns", g.total_memcpy_time_ns},
+          {"left_out_activities", g.left_out_activities}, {"left_out_ns", g.left_out_ns}};
       for (const auto& [k, v] : rows) {
         w.key(k);
         w.value_int(v);

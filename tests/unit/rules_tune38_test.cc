@@ -1618,5 +1618,29 @@ TEST(RulesTune38, BatchNormInTrainingModeOnTheCpuSavesItsStatisticsPass) {
   EXPECT_TRUE(contains(f[0].advice, "torch.jit.freeze")) << f[0].advice;
 }
 
+
+TEST(RulesTune38, TheTraceLensLineSaysWhatItLeavesOut) {
+  // The DCGAN's 48 cudaLaunchKernelExC calls are "INVALID" to its Kineto,
+  // their flows without a start: TraceLens leaves out their kernels
+  // (computation 23.797 ms, ours 27.0 ms). A reviewer read the line as
+  // ours; it now says what TraceLens leaves out.
+  const Trace t = load(kDcganHeld);
+  const Diagnosis d = diagnose(t);
+  ASSERT_TRUE(d.breakdowns.tracelens_gpu_timeline.has_value());
+  EXPECT_EQ(d.breakdowns.tracelens_gpu_timeline->computation_time_ns, 23'797'000);
+  EXPECT_EQ(d.breakdowns.tracelens_gpu_timeline->left_out_activities, 48);
+  EXPECT_EQ(d.breakdowns.tracelens_gpu_timeline->left_out_ns, 3'338'000);
+  const std::string out = format_diagnosis_text(t, d);
+  EXPECT_TRUE(contains(out, "; it leaves out 48 device activities (3.338 ms) whose launch it does not link")) << out;
+}
+
+TEST(RulesTune38, TheVerdictsLongestHostStretchIsOneUnbrokenRun) {
+  // The cold AlexNet: cuDNN's cudaFree calls split the host work inside the
+  // first convolution; the verdict said "longest 85.964 ms" (runs added),
+  // low_gpu_utilization 83.449 ms (one run).
+  const Diagnosis d = diagnose(load(kAlexnetCold));
+  EXPECT_TRUE(contains(d.summary, "(longest 83.449 ms)")) << d.summary;
+}
+
 }  // namespace
 }  // namespace tprof
