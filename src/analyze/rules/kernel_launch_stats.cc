@@ -12,6 +12,9 @@
 // reads it); one launch call, one launch: a graph launch (cudaGraphLaunch,
 // hipGraphLaunch) runs many kernels from one call, so it counts once, its gpu
 // time is the sum of its activities and its delay is that of the first.
+// Delay outliers only where the trace shows something to wait for
+// (dependency_visible): on one stream with no stream wait a late start is
+// the device held from outside, low_gpu_utilization's cause.
 // Severity from the time at stake: delays are a warning once they add up to
 // kDelayWarnShare of the window (the steps, or the trace without steps).
 #include <algorithm>

@@ -7,7 +7,9 @@
 // torch/profiler/profiler.py's stop (the Python stack, with_stack) is the
 // profiler closing its window, which no program change removes (issue 38
 // review: a vLLM worker's profile() ending in profiler.stop > stop_trace >
-// torch.cuda.synchronize, made the top cause).
+// torch.cuda.synchronize, made the top cause); and the sync does not return
+// with the end of work launched before it (then it waits for kernels,
+// whatever held them back).
 #include <algorithm>
 #include <climits>
 #include <string>

@@ -1,0 +1,138 @@
+// cpu_op_variance: on a CPU-only trace, the same op on the same shapes at
+// the same place in each step taking very different times: the machine's
+// noise (other processes on its cores, CPU frequency and thermal limits,
+// threads oversubscribed), not the code, so no time in the trace can be
+// trusted to one figure. kernel_variance's counterpart for host work.
+// Origin: issue 38's ninth round (scoring half, after its held-out figure):
+// a Llama-3.2 block on a laptop's CPU, three steps of 117 to 240 ms, one
+// matrix product at 3.8 ms in one step and 35.1 ms in another; the review
+// said first that the timings were too noisy to judge.
+// Precondition: no device activity (device traces have kernel_variance),
+// three steps or more (the first left out: its first calls' set-up is
+// cold_start's), and a pattern across ops, not one op's anecdote: at least
+// kMinGroups ops (those spending most of their time themselves; name,
+// Input Dims where recorded, and the k-th call of that name and shape in
+// the step) in two later steps or more whose slowest call is kMinRatio x
+// their fastest and 1 ms or more above it. Warning when
+// the steps themselves differ by kWarnStepRatio or more. Impact 0: it says
+// how far the other findings' numbers can be trusted, it saves nothing.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "src/analyze/nesting.h"
+#include "src/analyze/rules/rules.h"
+#include "src/trace/json_value.h"
+
+namespace tprof::internal {
+
+namespace {
+
+constexpr double kMinRatio = 2.0;
+constexpr std::int64_t kMinSpreadNs = 1'000'000;
+constexpr std::size_t kMinGroups = 3;
+constexpr double kWarnStepRatio = 1.5;
+
+// The op's "Input Dims" as written ("[[2, 3072], [3072, 1024]]"), "" when
+// not recorded: calls on different shapes are different work.
+std::string input_dims(const Trace& t, std::uint32_t e) {
+  static constexpr std::string_view kKeys[] = {"Input Dims"};
+  std::string_view v[1];
+  const std::string_view raw = t.args_json(e);
+  if (raw.empty() || !member_values(raw, kKeys, v)) return {};
+  return std::string(v[0]);
+}
+
+}  // namespace
+
+void rule_cpu_op_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
+  if (c.has_device() || c.steps.steps.size() < 3) return;
+  const Trace& t = c.trace;
+  const std::vector<StepStat>& steps = c.steps.steps;
+  // Each op's step: the steps by start, an op inside [start, start + dur).
+  std::vector<std::size_t> order(steps.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return steps[a].start_ns < steps[b].start_ns; });
+  auto step_of = [&](std::int64_t ts) -> std::int64_t {
+    auto it = std::upper_bound(order.begin(), order.end(), ts,
+                               [&](std::int64_t v, std::size_t i) { return v < steps[i].start_ns; });
+    if (it == order.begin()) return -1;
+    const StepStat& s = steps[*(it - 1)];
+    return ts < s.start_ns + s.dur_ns ? static_cast<std::int64_t>(*(it - 1)) : -1;
+  };
+  // Per step, the k-th call of each (name, shapes): host_ops are in start
+  // order, so counting as they come gives each call its place.
+  // Ops that spend most of their time themselves, not in ops nested in
+  // them: a matmul's spread is its mm's, named once where the time is spent
+  // (an mm's resolve_conj children take microseconds).
+  const Nesting nest = build_nesting(t);
+  using Key = std::tuple<StrId, std::string, std::int64_t>;  // name, Input Dims, k
+  std::map<Key, std::vector<std::uint32_t>> groups;
+  std::map<std::tuple<std::int64_t, StrId, std::string>, std::int64_t> seen;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kCpuOp || 2 * nest.child_ns[e] >= c.dur(e)) continue;
+    // The first step's calls are left out: a first call's set-up (lazy
+    // initialisation, the allocator's first blocks, a DataLoader's
+    // workers) is cold_start's, not noise (a VAE's first step: one mm at
+    // 3.8 ms against 63 us later).
+    const std::int64_t s = step_of(c.ts(e));
+    if (s < 0 || static_cast<std::size_t>(s) == order.front()) continue;
+    const std::string dims = input_dims(t, e);
+    const std::int64_t k = seen[{s, t.events.name[e], dims}]++;
+    groups[{t.events.name[e], dims, k}].push_back(e);
+  }
+  struct Spread {
+    std::uint32_t fast, slow;
+    double ratio;
+  };
+  std::vector<Spread> unstable;
+  for (const auto& [key, calls] : groups) {
+    if (calls.size() < 2) continue;
+    const auto [lo, hi] = std::minmax_element(calls.begin(), calls.end(),
+                                              [&](std::uint32_t a, std::uint32_t b) { return c.dur(a) < c.dur(b); });
+    const std::int64_t fast = std::max<std::int64_t>(1, c.dur(*lo)), slow = c.dur(*hi);
+    if (slow - fast < kMinSpreadNs || static_cast<double>(slow) < kMinRatio * static_cast<double>(fast)) continue;
+    unstable.push_back({*lo, *hi, static_cast<double>(slow) / static_cast<double>(fast)});
+  }
+  if (unstable.size() < kMinGroups) return;
+  const Spread& top = *std::max_element(unstable.begin(), unstable.end(), [&](const Spread& a, const Spread& b) {
+    return c.dur(a.slow) - c.dur(a.fast) < c.dur(b.slow) - c.dur(b.fast);
+  });
+  std::int64_t shortest = INT64_MAX, longest = 0;
+  for (const StepStat& s : steps) {
+    shortest = std::min(shortest, s.dur_ns);
+    longest = std::max(longest, s.dur_ns);
+  }
+  const double step_ratio = static_cast<double>(longest) / static_cast<double>(std::max<std::int64_t>(1, shortest));
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.1fx", top.ratio);
+  const std::string dims = input_dims(t, top.slow);
+  Finding f;
+  f.id = "cpu_op_variance";
+  f.severity = step_ratio >= kWarnStepRatio ? FindingSeverity::kWarning : FindingSeverity::kInfo;
+  f.title = "Timings differ widely across identical steps: steps take " + format_ns(shortest) + " to " +
+            format_ns(longest) + ", and " + std::to_string(unstable.size()) +
+            " ops on the same shapes at the same place in the step differ 2x or more (" + std::string(c.name(top.slow)) +
+            (dims.empty() ? std::string() : " " + dims) + ": " + format_ns(c.dur(top.fast)) + " to " +
+            format_ns(c.dur(top.slow)) + ", " + ratio + ")";
+  f.evidence.num("steps", static_cast<std::int64_t>(steps.size()))
+      .num("shortest_step_ns", shortest)
+      .num("longest_step_ns", longest)
+      .num("unstable_ops", static_cast<std::int64_t>(unstable.size()))
+      .real("worst_ratio", top.ratio)
+      .event("fastest_call", c.ref(top.fast))
+      .event("slowest_call", c.ref(top.slow));
+  f.advice = "Pin the threads (torch.set_num_threads or OMP_NUM_THREADS to the physical cores, taskset), stop other "
+             "load and record more steps before acting on these times: the same op on the same shapes should take "
+             "about the same time in every step, so a spread this wide is the machine (other processes on its cores, "
+             "CPU frequency or thermal limits, more threads than cores), not the code. The other findings' times are "
+             "one run's; compare medians.";
+  f.impact_ns = 0;
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal
