@@ -763,6 +763,27 @@ DiagnoseContext::BusyWindow DiagnoseContext::gpu_busy_window() const {
   return busy_window_;
 }
 
+bool DiagnoseContext::dependency_visible() const {
+  std::call_once(dependency_once_, [&] {
+    dependency_visible_ = [&] {
+      for (std::uint32_t e : runtime) {
+        if (name(e).find("StreamWaitEvent") != std::string_view::npos) return true;
+      }
+      std::vector<std::pair<std::int32_t, std::int64_t>> first_stream;  // per device: the first stream seen
+      for (const DeviceOp& op : device) {
+        auto it = std::find_if(first_stream.begin(), first_stream.end(), [&](const auto& d) { return d.first == op.device; });
+        if (it == first_stream.end()) {
+          first_stream.emplace_back(op.device, op.stream);
+        } else if (it->second != op.stream) {
+          return true;
+        }
+      }
+      return false;
+    }();
+  });
+  return dependency_visible_;
+}
+
 DiagnoseContext::BusyWindow DiagnoseContext::compute_busy_window() const {
   BusyWindow w;
   if (!steps.steps.empty()) {

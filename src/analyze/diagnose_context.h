@@ -193,6 +193,15 @@ class DiagnoseContext {
     }
   };
   BusyWindow gpu_busy_window() const;
+  // Whether the trace shows what launched work could wait for on the device:
+  // a stream wait call (cudaStreamWaitEvent, hipStreamWaitEvent,
+  // cuStreamWaitEvent) or a device with work on two streams or more. Without
+  // either, work that starts late on an idle device waited on nothing the
+  // trace holds (another process on the GPU, its clocks or power state,
+  // module loading, the trace's clocks): stream_wait's remedy says so, and
+  // the verdict is not dependency-bound. Built once: the verdict, the idle
+  // account and several rules ask, and each answer scans every runtime call.
+  bool dependency_visible() const;
   // The GPU idle time of a median step: the median over the steps of the
   // step's span minus its GPU busy time (mean_median: the mean of the two
   // middle steps of an even count); 0 without steps or device activity.
@@ -324,10 +333,11 @@ class DiagnoseContext {
   std::int64_t graph_launches_ = 0;
   std::int64_t graph_captures_ = 0;
   mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_,
-      capture_blockers_once_, host_waits_once_, busy_window_once_;
+      capture_blockers_once_, host_waits_once_, busy_window_once_, dependency_once_;
   mutable std::vector<Interval> host_waits_;
   BusyWindow compute_busy_window() const;
   mutable BusyWindow busy_window_;
+  mutable bool dependency_visible_ = false;
   mutable CaptureBlockers capture_blockers_;
   // (launch call, the copy's device time) of Async DtoH copies to pageable memory, by call.
   std::vector<std::pair<std::uint32_t, std::int64_t>> pageable_readbacks_;

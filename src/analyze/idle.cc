@@ -721,7 +721,7 @@ IdleAccount IdlePartition::account(const DiagnoseContext& c) const {
   a.window_end_ns = window_.end;
   a.idle_ns = idle_ns_;
   a.by_cause = totals_;
-  a.waits_visible = dependency_visible(c);
+  a.waits_visible = c.dependency_visible();
   a.spans.reserve(spans_.size());
   for (const Span& s : spans_) a.spans.push_back({s.range.start, s.range.end, s.cause, c.step_number(s.step), s.event});
   return a;
@@ -832,25 +832,9 @@ std::string one_time_setup_text(const OneTimeSetUp& s) {
   return out + ")";
 }
 
-bool dependency_visible(const DiagnoseContext& c) {
-  for (std::uint32_t e : c.runtime) {
-    if (c.name(e).find("StreamWaitEvent") != std::string_view::npos) return true;
-  }
-  std::vector<std::pair<std::int32_t, std::int64_t>> first_stream;  // per device: the first stream seen
-  for (const DeviceOp& op : c.device) {
-    auto it = std::find_if(first_stream.begin(), first_stream.end(), [&](const auto& d) { return d.first == op.device; });
-    if (it == first_stream.end()) {
-      first_stream.emplace_back(op.device, op.stream);
-    } else if (it->second != op.stream) {
-      return true;
-    }
-  }
-  return false;
-}
-
 std::uint32_t place_causes(const DiagnoseContext& c) {
   const std::uint32_t shared = kAllCauses & ~kReservedCauses;
-  return dependency_visible(c) ? shared : shared & ~cause_bit(IdleCause::kStreamWait);
+  return c.dependency_visible() ? shared : shared & ~cause_bit(IdleCause::kStreamWait);
 }
 
 std::string not_a_saving_while_idle(double busy_share, bool over_steps, std::string_view why) {
@@ -906,7 +890,7 @@ std::string idle_remedy(IdleCause cause, const DiagnoseContext& c) {
       return "Take the blocking runtime calls host_blocked names out of the step (create streams, events and "
              "handles once).";
     case IdleCause::kStreamWait:
-      if (!dependency_visible(c)) {
+      if (!c.dependency_visible()) {
         return "Check the GPU before the program: launched work started late on an idle device, with nothing ahead "
                "of it on its one stream and no stream wait in the trace (another process on the GPU: nvidia-smi; "
                "its clocks or power state; where it is each kernel's first launch only, lazy module loading: "

@@ -183,18 +183,10 @@ OneTimeSetUp one_time_setup(const DiagnoseContext& c, std::int64_t lo, std::int6
 // library set-up 9.8 ms)"; "" when none.
 std::string one_time_setup_text(const OneTimeSetUp& s);
 
-// Whether the trace shows what launched work could wait for on the device:
-// a stream wait call (cudaStreamWaitEvent, hipStreamWaitEvent,
-// cuStreamWaitEvent) or a device with work on two streams or more. Without
-// either, work that starts late on an idle device waited on nothing the
-// trace holds (another process on the GPU, its clocks or power state,
-// module loading, the trace's clocks): stream_wait's remedy says so, and
-// the verdict is not dependency-bound.
-bool dependency_visible(const DiagnoseContext& c);
-
 // The idle causes a rule that names one place (a gap, a launch delay) may
 // claim: the shared ones (not kReservedCauses), less stream waits where the
-// trace shows nothing to wait for (dependency_visible false). That idle is
+// trace shows nothing to wait for (DiagnoseContext::dependency_visible
+// false). That idle is
 // the device held from outside the program, one cause wherever it falls:
 // low_gpu_utilization's "check the GPU" (issue 38's ninth round: a DCGAN
 // run time-sliced with another process, its 2.3 ms stalls told in four

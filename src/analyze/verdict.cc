@@ -55,8 +55,8 @@ struct Facts {
   std::int64_t copy_work = 0;     // copies and memsets launched by the window (steps only)
   std::int64_t sync = 0;          // host blocked in synchronizing calls or blocking copies
   std::int64_t sync_busy = 0;     // the part of `sync` with the device busy: the host waits on real work
-  // The trace shows what launched work could wait for (dependency_visible,
-  // idle.h); without it, work starting late on an idle device is no
+  // The trace shows what launched work could wait for (DiagnoseContext::
+  // dependency_visible); without it, work starting late on an idle device is no
   // dependency (issue 38's fifth round: one stream, no wait call, read
   // "dependency-bound").
   bool dependency_visible = true;
@@ -163,7 +163,7 @@ class Measure {
   Facts window(std::int64_t lo, std::int64_t hi) const {
     Facts f;
     f.span = std::max<std::int64_t>(0, hi - lo);
-    f.dependency_visible = dependency_visible_;
+    f.dependency_visible = c_.dependency_visible();
     f.busy = covered_within(busy_, lo, hi);
     f.dataloader = covered_within(dataloader_, lo, hi);
     f.exposed_comm = covered_within(exposed_comm_, lo, hi);
@@ -213,7 +213,6 @@ class Measure {
   const DiagnoseContext& c_;
   const IdlePartition& idle_;
   std::vector<Interval> busy_, exposed_comm_, copy_only_, dataloader_, sync_, sync_busy_;
-  bool dependency_visible_ = dependency_visible(c_);
 };
 
 Verdict classify(const Facts& f, bool has_device) {

@@ -285,10 +285,6 @@ class Analysis {
     return changed == 0 ? 0 : count;
   }
 
-  // Each step (the window without steps) as one graph: the host work of the
-  // launch calls and of the ops around them collapses into the first launch
-  // call of the step (the graph launch); kernels follow it at the launch
-  // latency, and each other at graph latency.
   // Launched work held on the device (a stall with nothing in the trace
   // ahead of it: another process time-slicing the GPU, its clocks): each
   // device activity starts the trace's typical delay after its launch or
@@ -308,6 +304,10 @@ class Analysis {
     return count;
   }
 
+  // Each step (the window without steps) as one graph: the host work of the
+  // launch calls and of the ops around them collapses into the first launch
+  // call of the step (the graph launch); kernels follow it at the launch
+  // latency, and each other at graph latency.
   std::uint64_t apply_graph(EditedWeights* ew) const {
     const std::size_t na = g_.activities();
     std::vector<std::uint8_t> graphed(na, 0), first(na, 0), dev_in(na, 0);

@@ -53,17 +53,6 @@ void rule_cpu_op_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (c.has_device() || c.steps.steps.size() < 3) return;
   const Trace& t = c.trace;
   const std::vector<StepStat>& steps = c.steps.steps;
-  // Each op's step: the steps by start, an op inside [start, start + dur).
-  std::vector<std::size_t> order(steps.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return steps[a].start_ns < steps[b].start_ns; });
-  auto step_of = [&](std::int64_t ts) -> std::int64_t {
-    auto it = std::upper_bound(order.begin(), order.end(), ts,
-                               [&](std::int64_t v, std::size_t i) { return v < steps[i].start_ns; });
-    if (it == order.begin()) return -1;
-    const StepStat& s = steps[*(it - 1)];
-    return ts < s.start_ns + s.dur_ns ? static_cast<std::int64_t>(*(it - 1)) : -1;
-  };
   // Per step, the k-th call of each (name, shapes): host_ops are in start
   // order, so counting as they come gives each call its place.
   // Ops that spend most of their time themselves, not in ops nested in
@@ -79,8 +68,8 @@ void rule_cpu_op_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
     // initialisation, the allocator's first blocks, a DataLoader's
     // workers) is cold_start's, not noise (a VAE's first step: one mm at
     // 3.8 ms against 63 us later).
-    const std::int64_t s = step_of(c.ts(e));
-    if (s < 0 || static_cast<std::size_t>(s) == order.front()) continue;
+    const int s = c.step_index_at(c.ts(e));  // the steps are in start order
+    if (s <= 0) continue;
     const std::string dims = input_dims(t, e);
     const std::int64_t k = seen[{s, t.events.name[e], dims}]++;
     groups[{t.events.name[e], dims, k}].push_back(e);

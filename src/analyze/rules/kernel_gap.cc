@@ -109,7 +109,7 @@ IdleCause add_idle_evidence(const DiagnoseContext& c, const std::vector<const Ga
 // program, low_gpu_utilization's cause, not a gap to fix between two
 // kernels.
 bool held_from_outside(const DiagnoseContext& c, IdleCause cause) {
-  return cause == IdleCause::kStreamWait && !dependency_visible(c);
+  return cause == IdleCause::kStreamWait && !c.dependency_visible();
 }
 
 // What the advice can name about a gap beyond the two activities.

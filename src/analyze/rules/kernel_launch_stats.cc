@@ -201,7 +201,7 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   // (one stream a device, no stream wait) is the device held from outside
   // the program: low_gpu_utilization's "check the GPU", not a dependency
   // to start earlier (place_causes, issue 38's ninth round).
-  const bool delay_pattern = delay_outliers >= kMinOutliers && dependency_visible(c);
+  const bool delay_pattern = delay_outliers >= kMinOutliers && c.dependency_visible();
   if (!many_short && !runtime_pattern && !delay_pattern) return;
   if (!runtime_pattern) outlier_steps.clear();
   if (delay_pattern) outlier_steps.insert(outlier_steps.end(), delay_steps.begin(), delay_steps.end());

@@ -453,7 +453,7 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
   // letting it go saves at most what the host's own pace leaves of the
   // window (issue 38's ninth round: a DCGAN's stalls were credited 11.9 ms
   // a step where its two launching threads need about 17 of its 22 ms).
-  if (!whole_run && top == IdleCause::kStreamWait && !dependency_visible(c)) {
+  if (!whole_run && top == IdleCause::kStreamWait && !c.dependency_visible()) {
     const std::int64_t pace = host_pace_ns(c, lo, hi);
     f.evidence.num("host_pace_ns", pace);
     f.impact_ns = std::min(f.impact_ns, std::max<std::int64_t>(0, window - pace));
