@@ -55,6 +55,10 @@ void check_overlaps(Trace* t) {
 // correlation id that has no device activity, and either the call launches
 // nothing or device work launched after it was recorded (a window cut at
 // the end drops the activity of the last launches only).
+// An older Kineto marks as a flow start only the launch calls it knows by
+// cbid: a call it cannot name (written "INVALID": cudaLaunchKernelExC,
+// cbid 430) gets an end, like its kernel. Two ends and no start, on a CPU
+// call and the device activity of one correlation id, are a whole link.
 std::vector<std::uint32_t> drop_expected_lone_flows(const Trace& t, std::vector<std::uint32_t> lone) {
   const EventColumns& ev = t.events;
   std::vector<std::pair<std::int64_t, std::uint32_t>> calls;  // (correlation, runtime call)
@@ -69,6 +73,14 @@ std::vector<std::uint32_t> drop_expected_lone_flows(const Trace& t, std::vector<
       calls.emplace_back(ev.correlation[e], e);
     }
   }
+  // (flow id, lane) of every flow end on a CPU lane.
+  std::vector<std::pair<std::int64_t, std::uint32_t>> cpu_ends;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (ev.phase[e] == Phase::kFlowEnd && t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
+      cpu_ends.emplace_back(ev.flow_id[e], ev.lane[e]);
+    }
+  }
+  std::sort(cpu_ends.begin(), cpu_ends.end());
   std::sort(calls.begin(), calls.end());
   std::sort(device_corr.begin(), device_corr.end());
   auto has_device = [&](std::int64_t corr) { return std::binary_search(device_corr.begin(), device_corr.end(), corr); };
@@ -84,8 +96,10 @@ std::vector<std::uint32_t> drop_expected_lone_flows(const Trace& t, std::vector<
     bool expected = false;
     for (; it != calls.end() && it->first == id && !expected; ++it) {
       const std::uint32_t call = it->second;
-      expected = ev.lane[call] == ev.lane[f] && !has_device(id) &&
-                 (!launches_device_work(t.name(call)) || ev.ts_ns[call] < last_recorded_launch);
+      expected = (ev.phase[f] == Phase::kFlowEnd && has_device(id) &&
+                  std::binary_search(cpu_ends.begin(), cpu_ends.end(), std::make_pair(id, ev.lane[call]))) ||
+                 (ev.lane[call] == ev.lane[f] && !has_device(id) &&
+                  (!launches_device_work(t.name(call)) || ev.ts_ns[call] < last_recorded_launch));
     }
     if (!expected) kept.push_back(f);
   }

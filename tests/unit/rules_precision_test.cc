@@ -64,6 +64,20 @@ TEST(RulesPrecision, UnmatchedFlowsQuietWhereNothingIsMissing) {
   }
 }
 
+TEST(RulesPrecision, UnmatchedFlowsQuietWhereTheWriterMarkedTheLaunchAnEnd) {
+  // An older Kineto writes an ac2g end, not a start, on a launch call it
+  // cannot name: the DCGAN's 48 cudaLaunchKernelExC calls ("INVALID", cbid
+  // 430) and the AlexNet's 3; a ROCm graph launch (hipGraphLaunch) whose
+  // kernels all carry its id. Both sides of the link are there (was: "flow
+  // end id 3649 (ac2g) has no start", a note on every command).
+  for (const char* rel : {"public/warming423_pf/dcgan_train_rtx3080.pt.trace.json.gz",
+                          "public/warming423_pf/alexnet_infer_rtx3080.pt.trace.json.gz",
+                          "public/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz"}) {
+    const Trace t = load(rel);
+    EXPECT_EQ(t.diagnostics.count(DiagnosticCode::kUnmatchedFlow), 0u) << rel;
+  }
+}
+
 // The blog's 64x64 eager run on H100 with the flow starts of launches in
 // the middle of the window renamed: their kernels lose their links inside
 // the window. Those launched at the ends lose theirs at the window's edge.
