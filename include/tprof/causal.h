@@ -40,9 +40,13 @@ enum class EdgeType : std::uint8_t {
                 // a blocking cudaMemcpy; hip* alike)
   kStreamWait,  // cudaStreamWaitEvent: the activity recorded by the matching
                 // cudaEventRecord ends → the waiting stream's next activity starts
+  kThread,      // one CPU thread hands work to another and waits for it without an
+                // event (loss.backward(): the autograd engine's thread runs the
+                // backward ops): the waiting thread's point → the worker's first
+                // event, and the worker's last event ends → the waiting thread's next point
   kCount_,
 };
-// "host", "host_gap", "launch", "stream", "device", "sync", "stream_wait".
+// "host", "host_gap", "launch", "stream", "device", "sync", "stream_wait", "thread".
 std::string_view edge_type_name(EdgeType type);
 
 // HolisticTraceAnalysis' bound types: what the time on the critical path is.

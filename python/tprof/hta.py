@@ -718,7 +718,7 @@ class CriticalPathGraph:
     path: one row per stretch of the path, oldest first: event_idx (the
     event whose time it is, an index into the trace's events; <NA> for a
     host gap), name, type (the edge: host, host_gap, launch, stream,
-    device, sync, stream_wait), bound_by (HTA's bound type), start_ns,
+    device, sync, stream_wait, thread), bound_by (HTA's bound type), start_ns,
     dur_ns (ns, on the replayed timeline, which is the measured one).
     start_ns, end_ns, length_ns: the window (length_ns: the step's time
     for a step); unexplained_ns: the window's time before the path's first

@@ -58,6 +58,7 @@ class Builder {
   CausalGraph build() {
     collect();
     host_chains();
+    thread_waits();
     device_chains();
     launches();
     syncs();
@@ -149,12 +150,14 @@ class Builder {
       const std::uint32_t lane = ev.lane[g_.events[a]];
       open.clear();
       std::uint32_t prev = kNoIndex;  // previous point (node)
+      chains_.push_back({lane, static_cast<std::uint32_t>(points_.size()), 0});
       auto emit = [&](std::uint32_t node, std::uint32_t owner) {
         if (prev != kNoIndex) {
           add(prev, node, owner == kNoIndex ? EdgeType::kHostGap : EdgeType::kHost,
               owner == kNoIndex ? kNoIndex : g_.events[owner]);
         }
         prev = node;
+        points_.push_back({node, owner});
       };
       // Ends every open event that ends at or before t, in time order.
       auto close_until = [&](std::int64_t t) {
@@ -174,6 +177,85 @@ class Builder {
         ends.emplace(g_.time_ns[2 * a + 1], a);
       }
       close_until(INT64_MAX);
+      chains_.back().end = static_cast<std::uint32_t>(points_.size());
+    }
+  }
+
+  // A thread that hands work to another and waits for it without an event:
+  // loss.backward() runs the backward ops on the autograd engine's thread
+  // (one per device) while the calling thread sits in one stretch of its
+  // chain. The stretch [a, b] of a thread of the same process holds the
+  // worker's top-level events from its first begin to its last end, at
+  // least one an `autograd::engine::evaluate_function`; they cover at least
+  // half the stretch, and the waiting thread goes on within a tenth of it
+  // after the last one ends. Edges: a → the first's begin (the hand-over),
+  // the last's end → b (the return). Where several threads' stretches hold
+  // the same work, the one that goes on soonest after it waits.
+  void thread_waits() {
+    const EventColumns& ev = t_.events;
+    constexpr std::string_view kEngine = "autograd::engine::evaluate_function";
+    struct Wait {
+      std::int64_t slack;  // b − the last end
+      std::uint32_t chain, point;  // the waiting thread's stretch: points_[point] → points_[point + 1]
+      std::uint32_t first, last;   // the worker's activities
+    };
+    std::vector<Wait> waits;
+    for (std::uint32_t w = 0; w < chains_.size(); ++w) {
+      // The worker's top-level activities, in begin order (its chain's order).
+      std::vector<std::uint32_t> tops;
+      bool engine = false;
+      for (std::uint32_t i = chains_[w].begin; i < chains_[w].end; ++i) {
+        const std::uint32_t node = points_[i].node;
+        const std::uint32_t act = CausalGraph::activity_of(node);
+        if (CausalGraph::is_end(node) || g_.parent[act] != kNoIndex) continue;
+        tops.push_back(act);
+        engine = engine || t_.name(g_.events[act]).starts_with(kEngine);
+      }
+      if (!engine) continue;
+      const Lane& wl = t_.lanes[chains_[w].lane];
+      for (std::uint32_t c = 0; c < chains_.size(); ++c) {
+        if (c == w || t_.lanes[chains_[c].lane].pid != wl.pid) continue;
+        const Chain& ch = chains_[c];
+        // Walk the worker's top-level events against the stretches of c.
+        std::size_t i = 0;
+        for (std::uint32_t p = ch.begin; p + 1 < ch.end && i < tops.size(); ++p) {
+          const std::int64_t a = g_.time_ns[points_[p].node], b = g_.time_ns[points_[p + 1].node];
+          while (i < tops.size() && g_.time_ns[2 * tops[i]] < a) ++i;
+          std::uint32_t first = kNoIndex, last = kNoIndex;
+          bool has_engine = false;
+          for (; i < tops.size() && g_.time_ns[2 * tops[i]] < b; ++i) {
+            const std::uint32_t x = tops[i];
+            if (g_.time_ns[2 * x + 1] > b) break;
+            if (first == kNoIndex) first = x;
+            if (last == kNoIndex || g_.time_ns[2 * x + 1] > g_.time_ns[2 * last + 1]) last = x;
+            has_engine = has_engine || t_.name(g_.events[x]).starts_with(kEngine);
+          }
+          if (!has_engine) continue;
+          const std::int64_t span = b - a, busy = g_.time_ns[2 * last + 1] - g_.time_ns[2 * first];
+          const std::int64_t slack = b - g_.time_ns[2 * last + 1];
+          if (span <= 0 || 2 * busy < span || 10 * slack > span) continue;
+          waits.push_back({slack, c, p, first, last});
+        }
+      }
+    }
+    std::sort(waits.begin(), waits.end(), [](const Wait& x, const Wait& y) { return x.slack < y.slack; });
+    struct Taken {
+      std::uint32_t lane;
+      std::int64_t lo, hi;
+    };
+    std::vector<Taken> taken;  // the worker's work already waited for
+    for (const Wait& wt : waits) {
+      const std::uint32_t lane = ev.lane[g_.events[wt.first]];
+      const std::int64_t lo = g_.time_ns[2 * wt.first], hi = g_.time_ns[2 * wt.last + 1];
+      if (std::any_of(taken.begin(), taken.end(),
+                      [&](const Taken& r) { return r.lane == lane && lo < r.hi && r.lo < hi; }))
+        continue;
+      taken.push_back({lane, lo, hi});
+      const Point& from = points_[wt.point];
+      const Point& to = points_[wt.point + 1];
+      const std::uint32_t owner = to.owner == kNoIndex ? kNoIndex : g_.events[to.owner];
+      add(from.node, 2 * wt.first, EdgeType::kThread, owner, g_.events[wt.first]);
+      add(2 * wt.last + 1, to.node, EdgeType::kThread, owner, g_.events[wt.last]);
     }
   }
 
@@ -440,7 +522,7 @@ class Builder {
     // another lane (launch, sync, wait) before program or stream order.
     auto rank = [](EdgeType t) {
       switch (t) {
-        case EdgeType::kSync: case EdgeType::kStreamWait: return 3;
+        case EdgeType::kSync: case EdgeType::kStreamWait: case EdgeType::kThread: return 3;
         case EdgeType::kLaunch: return 2;
         case EdgeType::kDevice: return 4;
         default: return 1;
@@ -530,8 +612,19 @@ class Builder {
     }
   }
 
+  // A CPU thread's chain: its points (begins and ends in time order) with
+  // the innermost event open up to each (kNoIndex: a gap), by lane.
+  struct Point {
+    std::uint32_t node, owner;
+  };
+  struct Chain {
+    std::uint32_t lane, begin, end;  // points_[begin, end)
+  };
+
   const Trace& t_;
   CausalGraph g_;
+  std::vector<Point> points_;
+  std::vector<Chain> chains_;
   std::vector<std::uint32_t> host_, device_, sync_records_;
   std::vector<Stream> streams_;
   std::map<std::pair<std::int32_t, std::int64_t>, std::size_t> stream_index_;  // (device, stream) → streams_

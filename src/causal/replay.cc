@@ -351,7 +351,8 @@ class Analysis {
   BoundType bound_of(const CausalEdge& c) const {
     switch (c.type) {
       case EdgeType::kHost:
-      case EdgeType::kHostGap: {
+      case EdgeType::kHostGap:
+      case EdgeType::kThread: {
         const std::uint32_t a = c.event == kNoIndex ? kNoIndex : g_.activity_of_event[c.event];
         return a != kNoIndex && in_dataloader_[a] ? BoundType::kDataLoading : BoundType::kCpu;
       }
@@ -437,6 +438,7 @@ std::string_view edge_type_name(EdgeType type) {
     case EdgeType::kDevice: return "device";
     case EdgeType::kSync: return "sync";
     case EdgeType::kStreamWait: return "stream_wait";
+    case EdgeType::kThread: return "thread";
     case EdgeType::kCount_: break;
   }
   return "unknown";

@@ -149,7 +149,7 @@ class OverlayTest(unittest.TestCase):
                 for _, args in flows:
                     self.assertIs(args["critical"], True)
                     self.assertIn(args["type"], {"host", "host_gap", "launch", "stream", "device", "sync",
-                                                 "stream_wait"})
+                                                 "stream_wait", "thread"})
                 # The input Trace is not changed.
                 self.assertEqual(critical_marks(t), ([], []))
 

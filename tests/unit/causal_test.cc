@@ -255,6 +255,65 @@ TEST(CausalWhatIf, ReleasingHeldWorkShortensTheStalledRun) {
   EXPECT_NE(none.error().message().find("matches no event"), std::string::npos);
 }
 
+// loss.backward(): the calling thread (tid 1) waits in one stretch while
+// the autograd engine's thread (tid 2) runs the backward ops.
+std::string backward_on_another_thread(const std::string& op, double next_at, int worker_pid = 1) {
+  auto on = [](int pid, int tid, const std::string& name, double ts, double dur) {
+    return "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"" + name + "\", \"pid\": " + std::to_string(pid) +
+           ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + std::to_string(ts) + ", \"dur\": " + std::to_string(dur) + "}";
+  };
+  return "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 1, \"tid\": 1, \"ts\": 0, "
+         "\"dur\": " + std::to_string(next_at + 40) + "}," +
+         on(1, 1, "aten::mse_loss", 10, 80) + "," + on(1, 1, "Optimizer.step#SGD.step", next_at, 30) + "," +
+         on(worker_pid, 2, op + "MseLossBackward0", 120, 180) + "," + on(worker_pid, 2, op + "AddmmBackward0", 310, 630);
+}
+
+TEST(CausalGraph, ACallerWaitsForTheAutogradThreadsBackward) {
+  const std::string engine = "autograd::engine::evaluate_function: ";
+  const Trace t = parse(backward_on_another_thread(engine, 960));
+  auto r = analyze_causal(t, {.edits = {*parse_whatif_edit("remove:AddmmBackward0")}, .paths = false});
+  ASSERT_TRUE(r.has_value()) << r.error().to_string();
+  std::vector<const CausalEdge*> waits = edges_of(*r->graph, EdgeType::kThread);
+  ASSERT_EQ(waits.size(), 2u);
+  if (r->graph->time_ns[waits[0]->to] > r->graph->time_ns[waits[1]->to]) std::swap(waits[0], waits[1]);
+  // The hand-over: the loss ends → the first backward op begins; the
+  // return: the last one ends → the optimizer step begins.
+  EXPECT_EQ(t.name(waits[0]->cause_event), engine + "MseLossBackward0");
+  EXPECT_EQ(waits[0]->measured_ns, 30'000);
+  EXPECT_EQ(t.name(waits[1]->cause_event), engine + "AddmmBackward0");
+  EXPECT_EQ(waits[1]->measured_ns, 20'000);
+  EXPECT_EQ(r->replayed_ns, r->measured_ns);
+  // Without the 630 us AddmmBackward0 the caller goes on at 330 us, not
+  // 960: the step ends at 370 us (it stayed at 1000 while the wait was a
+  // stretch of the step's own time).
+  EXPECT_EQ(r->measured_ns, 1'000'000);
+  EXPECT_EQ(r->predicted_ns, 370'000);
+  // Not a wait: ops that are not the engine's, a caller that goes on long
+  // after the work ends (560 us of 1.4 ms), a thread of another process.
+  for (const Trace& q : {parse(backward_on_another_thread("aten::", 960)),
+                         parse(backward_on_another_thread(engine, 1500)),
+                         parse(backward_on_another_thread(engine, 960, 2))}) {
+    EXPECT_TRUE(edges_of(build_causal_graph(q), EdgeType::kThread).empty());
+  }
+}
+
+TEST(CausalWhatIf, RemovingTheBackwardShortensTheStepThatWaitedForIt) {
+  // The DCGAN's three backward passes a step run on the autograd thread
+  // while the main thread sits in its ProfilerStep: removing them predicted
+  // 13% (the wait stayed as the step's own time); each pass's hand-over and
+  // return are now edges.
+  auto t = read_trace(data("public/warming423_pf/dcgan_train_rtx3080.pt.trace.json.gz"));
+  ASSERT_TRUE(t.has_value());
+  auto r = analyze_causal(*t, {.edits = {*parse_whatif_edit("remove:^autograd::engine")}, .paths = false});
+  ASSERT_TRUE(r.has_value()) << r.error().to_string();
+  EXPECT_EQ(edges_of(*r->graph, EdgeType::kThread).size(), 18u);
+  ASSERT_EQ(r->steps.size(), 3u);
+  for (const StepTime& s : r->steps) {
+    EXPECT_EQ(s.replayed_ns, s.measured_ns);
+    EXPECT_LT(s.predicted_ns, s.measured_ns * 6 / 10) << s.step;
+  }
+}
+
 TEST(CausalWhatIf, EditsParseAndRefuseWhatTheyCannotMean) {
   EXPECT_EQ(parse_whatif_edit("graph")->kind, WhatIfEdit::Kind::kGraph);
   auto s = parse_whatif_edit("scale:gemm=0.5");
