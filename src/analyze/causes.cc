@@ -314,7 +314,12 @@ std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c) {
   // lock's acquire, a queue's get, a sleep: is_wait_frame) and not inside an
   // event of its own below it. A thread blocked for the whole trace is not
   // busy (issue 38's eighth round: DataLoader queue feeder threads, blocked
-  // in threading's wait, listed "100.0%" busy).
+  // in threading's wait, listed "100.0%" busy). Work inside a wait frame's
+  // span is a call that holds no wait itself: Kineto's Python tracer can put
+  // two threads on one lane (tid 0: tqdm's monitor in threading's wait, vLLM's
+  // death-pipe monitor from _bootstrap down to a connection's _recv), and the
+  // second thread's frames around its own wait are not work (issue 38's
+  // tenth round: "2.408 s (100.0%)").
   struct Lane {
     std::vector<Interval> all, waits, working_in_waits;
     std::vector<std::int64_t> open_waits;  // ends of the wait frames open at the current event
@@ -342,6 +347,18 @@ std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c) {
       l.working_in_waits.push_back({a, b});
     }
   });
+  for (auto& [lane, l] : by_lane) {
+    if (l.working_in_waits.empty()) continue;
+    std::sort(l.waits.begin(), l.waits.end(), [](const Interval& x, const Interval& y) { return x.start < y.start; });
+    // The earliest end among the waits that begin at or after each one.
+    std::vector<std::int64_t> suffix_min_end(l.waits.size() + 1, INT64_MAX);
+    for (std::size_t i = l.waits.size(); i-- > 0;) suffix_min_end[i] = std::min(suffix_min_end[i + 1], l.waits[i].end);
+    std::erase_if(l.working_in_waits, [&](const Interval& w) {
+      auto it = std::lower_bound(l.waits.begin(), l.waits.end(), w.start,
+                                 [](const Interval& x, std::int64_t t) { return x.start < t; });
+      return suffix_min_end[static_cast<std::size_t>(it - l.waits.begin())] <= w.end;  // a wait inside it
+    });
+  }
   std::vector<ThreadBusy> out;
   const std::int64_t window = std::max<std::int64_t>(0, hi - lo);
   for (auto& [lane, l] : by_lane) {

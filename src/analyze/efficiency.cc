@@ -90,15 +90,6 @@ std::string_view base_name(std::string_view name) {
   return colon == std::string_view::npos ? name : name.substr(colon + 2);
 }
 
-std::string dtype_of_type(std::string_view t) {
-  // c10::Float8_e4m3fn and friends say "Float" too: fp8 first.
-  if (has(t, "Float8")) return "fp8";
-  if (has(t, "BFloat16")) return "bf16";
-  if (has(t, "Half")) return "fp16";
-  if (t == "float" || has(t, "Float")) return "fp32";
-  if (t == "double") return "fp64";
-  return "";
-}
 
 // A kernel name's dtype: its template arguments' element type.
 std::string dtype_of_kernel(std::string_view name) {
@@ -264,6 +255,16 @@ OpInfo op_info(const Trace& t, std::uint32_t e) {
 }
 
 }  // namespace
+
+std::string dtype_of_type(std::string_view t) {
+  // c10::Float8_e4m3fn and friends say "Float" too: fp8 first.
+  if (has(t, "Float8")) return "fp8";
+  if (has(t, "BFloat16")) return "bf16";
+  if (has(t, "Half")) return "fp16";
+  if (t == "float" || has(t, "Float")) return "fp32";
+  if (t == "double") return "fp64";
+  return "";
+}
 
 const DevicePeak* device_peak(const Trace& t, std::string* device_name) {
   device_name->clear();

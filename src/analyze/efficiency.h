@@ -37,6 +37,11 @@ struct DevicePeak {
 // name the trace gives ("" without deviceProperties).
 const DevicePeak* device_peak(const Trace& t, std::string* device_name);
 
+// The dtype of an op's "Input type" entry ("c10::BFloat16" -> "bf16",
+// "float" -> "fp32"; fp8, fp16, fp64), "" for any other (an integer, a
+// scalar, an empty entry).
+std::string dtype_of_type(std::string_view t);
+
 struct KernelEfficiency {
   std::string name;           // the kernel's full name
   KernelClass cls = KernelClass::kOther;

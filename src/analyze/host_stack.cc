@@ -121,7 +121,7 @@ bool is_wait_frame(std::string_view n) {
                              "multiprocessing/synchronize.py", "concurrent/futures/"}) {
     if (!starts_with(n, p)) continue;
     for (std::string_view f : {": wait", ": get", ": select", ": _wait", ": result", ": poll", ": _poll", ": recv",
-                               ": acquire", ": join"}) {
+                               ": _recv", ": acquire", ": join"}) {
       if (has(n, f)) return true;
     }
   }

@@ -225,7 +225,7 @@ TEST(Hotspot, OneKernelDominatesSelfCuda) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(field(f[0], "key").s, "gemm_kernel");
   EXPECT_EQ(field(f[0], "self_ns").i, 150000);
-  EXPECT_EQ(field(f[0], "total_ns").i, 165000);
+  EXPECT_EQ(field(f[0], "self_cuda_total_ns").i, 165000);
   EXPECT_NEAR(field(f[0], "share_pct").d, 90.9, 0.1);
   EXPECT_EQ(field(f[0], "count").i, 5);
   EXPECT_EQ(field(f[0], "launched_by").s, "aten::mm");

@@ -3,6 +3,7 @@
 // device activity. Origin: docs/trace-reading.md, "One event dominates CUDA
 // total: the hotspot; start there".
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <string>
 #include <unordered_map>
@@ -14,6 +15,7 @@
 #include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
 #include "src/analyze/verdict.h"
+#include "src/trace/json_value.h"
 
 namespace tprof::internal {
 
@@ -52,6 +54,65 @@ constexpr std::int64_t kClosingSyncNs = 1'000'000;
 // A CPU op whose calls take this long each is slow in itself (a GEMM or
 // convolution on the CPU), not a small op called too often.
 constexpr std::int64_t kSlowCpuCallNs = 1'000'000;
+
+// What a CPU op's calls show of its math (issue 38's tenth round: vLLM's
+// oneDNN and sgl-kernel matrix products on bf16 inputs were told to "check
+// the dtype and the BLAS in use", which their names and Input type answer).
+struct CpuMath {
+  bool matrix = false;   // a matrix product by its name (mm, linear, gemm)
+  std::string dtype;     // the first input's dtype where every call records the same one, else ""
+  std::string library;   // "oneDNN", "MKL", "the BLAS (MKL or oneDNN)", "sgl-kernel's own kernel", ""
+};
+
+CpuMath cpu_math(const DiagnoseContext& c, std::string_view key, const std::vector<std::uint32_t>& instances) {
+  CpuMath m;
+  std::string lower(key);
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string_view n = lower;
+  const std::size_t colons = n.find("::");
+  const std::string_view ns = colons == std::string_view::npos ? std::string_view() : n.substr(0, colons);
+  const std::string_view op = colons == std::string_view::npos ? n : n.substr(colons + 2);
+  m.matrix = op.ends_with("mm") || op.find("mm_") != std::string_view::npos || op.find("linear") != std::string_view::npos ||
+             op.find("gemm") != std::string_view::npos || op == "matmul" || op == "einsum";
+  if (n.find("onednn") != std::string_view::npos || n.find("mkldnn") != std::string_view::npos) {
+    m.library = "oneDNN";
+  } else if (n.find("mkl") != std::string_view::npos) {
+    m.library = "MKL";
+  } else if (ns == "aten") {
+    m.library = m.matrix ? "the BLAS (MKL or oneDNN)" : "";
+  } else if (!ns.empty()) {
+    m.library = std::string(key.substr(0, colons)) + "'s own kernel";
+  }
+  // The dtype: every call's first typed input, from a bounded sample.
+  std::size_t seen = 0;
+  bool same = true;
+  for (std::uint32_t e : instances) {
+    if (seen >= 64 || !same) break;
+    const std::string_view raw = c.trace.args_json(e);
+    if (raw.find("\"Input type\"") == std::string_view::npos) continue;
+    const Result<JsonValue> args = JsonValue::parse(raw);
+    const JsonValue* types = args ? args->find("Input type") : nullptr;
+    if (types == nullptr || !types->is_array()) continue;
+    std::string d;
+    for (const JsonValue& v : types->items()) {
+      if (v.is_string() && !(d = dtype_of_type(v.text())).empty()) break;
+    }
+    if (d.empty()) continue;
+    same = seen == 0 || d == m.dtype;
+    m.dtype = d;
+    ++seen;
+  }
+  if (!same) m.dtype.clear();
+  return m;
+}
+
+bool names_vllm(const DiagnoseContext& c) {
+  for (const Lane& l : c.trace.lanes) {
+    const std::string_view n = c.trace.str(l.thread_name);
+    if (n.find("VLLM") != std::string_view::npos || n.find("vllm") != std::string_view::npos) return true;
+  }
+  return false;
+}
 
 // The longest of `events`, as evidence.
 std::vector<EventRef> longest_refs(const DiagnoseContext& c, std::vector<std::uint32_t> events) {
@@ -273,7 +334,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
   f.evidence.text("key", best->key)
       .text("column", device ? "self_cuda" : "self_cpu")
       .num("self_ns", best_self)
-      .num("total_ns", total)
+      .num(device ? "self_cuda_total_ns" : "self_cpu_total_ns", total)
       .real("share_pct", 100.0 * share)
       .num("count", best->count)
       .num("avg_ns", best->count > 0 ? best_self / best->count : 0);
@@ -438,12 +499,35 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                ". A first call also creates oneDNN's primitives: time a warmed-up call. It holds most of the CPU "
                "time, so any saving shows in the step.";
   } else if (!device && best->count > 0 && best_self / best->count >= kSlowCpuCallNs) {
-    // Few long calls: the op's own speed, not how often it runs.
-    f.advice = "Make each call of " + name + " cheaper (" + count_of(best->count, "call") + " at " + avg +
-               " each): for math ops check the intra-op threads (" +
-               (c.is_torch() ? "torch.get_num_threads()" : "OMP_NUM_THREADS / the BLAS's threads") +
-               " against the cores), the dtype and the BLAS in use. It holds most of the CPU time, so any saving shows "
-               "in the step.";
+    // Few long calls: the op's own speed, not how often it runs. What its
+    // name and its Input type already say is said, not asked.
+    const CpuMath m = cpu_math(c, best->key, instances);
+    if (!m.dtype.empty()) f.evidence.text("dtype", m.dtype);
+    const bool reduced = m.dtype == "bf16" || m.dtype == "fp16" || m.dtype == "fp8";
+    const std::string threads = c.is_torch() ? "torch.get_num_threads()" : "OMP_NUM_THREADS / the BLAS's threads";
+    const std::string where = c.steps.steps.empty() ? "the run" : "the step";
+    if (m.matrix) {
+      f.advice = "Make each call of " + name + " cheaper (" + count_of(best->count, "call") + " at " + avg +
+                 " each): it is matrix math" + (m.dtype.empty() ? "" : " on " + m.dtype + " inputs") +
+                 (m.library.empty() ? "" : " in " + m.library) +
+                 ", so what the trace cannot show is the threads: " + threads +
+                 " against the physical cores, pinned to them (OMP_NUM_THREADS and numactl or taskset" +
+                 (names_vllm(c) ? "; vLLM: VLLM_CPU_OMP_THREADS_BIND" : "") + ")" +
+                 (m.library == "oneDNN" ? ", and ONEDNN_VERBOSE=1 shows which kernels run (AMX, AVX-512)" : "") + "; " +
+                 (reduced ? "beyond that, only less work makes each call cheaper (int8 weights where the CPU has "
+                            "AMX-INT8 or VNNI, fewer or smaller layers)"
+                  : m.dtype == "fp32"
+                      ? "its inputs are fp32: where the model tolerates bf16 and the CPU has AMX or AVX-512 BF16, "
+                        "torch.autocast(\"cpu\", dtype=torch.bfloat16) runs it faster (several times with AMX)"
+                      : "check the dtype (bf16 on a CPU with AMX or AVX-512 BF16)") +
+                 ". It holds most of the CPU time, so any saving shows in " + where + ".";
+    } else {
+      f.advice = "Make each call of " + name + " cheaper (" + count_of(best->count, "call") + " at " + avg +
+                 " each): for math ops check the intra-op threads (" + threads + " against the cores)" +
+                 (m.dtype.empty() ? " and the dtype" : " (its inputs are " + m.dtype + ")") +
+                 (m.library.empty() ? "" : "; it runs in " + m.library) +
+                 ". It holds most of the CPU time, so any saving shows in " + where + ".";
+    }
   } else if (!device) {
     f.advice = "Start with the callers of " + name + ": " + count_of(best->count, "call") + " at " + avg +
                " each; call it less often or on larger inputs. It holds most of the CPU time, so any saving shows in "
