@@ -22,6 +22,7 @@ std::span<const RuleInfo> all_rules() {
       {"kernel_gap", rule_kernel_gap, kClaims},
       {"kernel_variance", rule_kernel_variance},
       {"cpu_op_variance", rule_cpu_op_variance},
+      {"cpu_unfused_elementwise", rule_cpu_unfused_elementwise},
       {"cpu_gpu_offset", rule_cpu_gpu_offset},
       {"bmm_dispatch", rule_bmm_dispatch},
       {"addmm_fusion", rule_addmm_fusion},
