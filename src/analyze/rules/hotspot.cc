@@ -62,7 +62,34 @@ struct CpuMath {
   bool matrix = false;   // a matrix product by its name (mm, linear, gemm)
   std::string dtype;     // the first input's dtype where every call records the same one, else ""
   std::string library;   // "oneDNN", "MKL", "the BLAS (MKL or oneDNN)", "sgl-kernel's own kernel", ""
+  // Over the calls whose Input Dims give a matrix product's shapes.
+  double flops = 0;
+  std::int64_t sized_ns = 0, sized = 0;
 };
+
+// A matrix product's FLOPs from its Input Dims, 0 where the shapes are not
+// one: mm [M,K]x[K,N] (or a weight [N,K]), addmm's last two, bmm's
+// batches, a linear's input [..., K] against its weight [N, K].
+double matrix_flops(std::string_view op, const std::vector<std::vector<std::int64_t>>& d) {
+  auto prod = [](const std::vector<std::int64_t>& v) {
+    double p = 1;
+    for (std::int64_t x : v) p *= static_cast<double>(x);
+    return p;
+  };
+  std::size_t a = 0;
+  if (op.find("addmm") != std::string_view::npos || op.find("baddbmm") != std::string_view::npos) a = 1;
+  if (d.size() < a + 2) return 0;
+  const std::vector<std::int64_t>& x = d[a];
+  const std::vector<std::int64_t>& w = d[a + 1];
+  if (x.empty() || w.size() < 2) return 0;
+  const std::int64_t k = x.back();
+  if (k <= 0) return 0;
+  if (x.size() == 3 && w.size() == 3 && w[0] == x[0] && w[1] == k) return 2.0 * prod(x) * static_cast<double>(w[2]);  // bmm
+  if (w.size() != 2) return 0;
+  if (op.find("linear") == std::string_view::npos && w[0] == k) return 2.0 * prod(x) * static_cast<double>(w[1]);  // [K, N]
+  if (w[1] == k) return 2.0 * prod(x) * static_cast<double>(w[0]);  // a weight [N, K]
+  return 0;
+}
 
 CpuMath cpu_math(const DiagnoseContext& c, std::string_view key, const std::vector<std::uint32_t>& instances) {
   CpuMath m;
@@ -83,16 +110,36 @@ CpuMath cpu_math(const DiagnoseContext& c, std::string_view key, const std::vect
   } else if (!ns.empty()) {
     m.library = std::string(key.substr(0, colons)) + "'s own kernel";
   }
-  // The dtype: every call's first typed input, from a bounded sample.
-  std::size_t seen = 0;
+  // The dtype: every call's first typed input; the rate: the calls whose
+  // shapes are a matrix product's (a bounded number of calls read).
+  std::size_t seen = 0, read = 0;
   bool same = true;
   for (std::uint32_t e : instances) {
-    if (seen >= 64 || !same) break;
+    if (read++ >= 4096) break;
     const std::string_view raw = c.trace.args_json(e);
-    if (raw.find("\"Input type\"") == std::string_view::npos) continue;
+    if (raw.find("\"Input type\"") == std::string_view::npos && raw.find("\"Input Dims\"") == std::string_view::npos) continue;
     const Result<JsonValue> args = JsonValue::parse(raw);
-    const JsonValue* types = args ? args->find("Input type") : nullptr;
-    if (types == nullptr || !types->is_array()) continue;
+    if (!args) continue;
+    if (m.matrix) {
+      const JsonValue* dims = args->find("Input Dims");
+      std::vector<std::vector<std::int64_t>> d;
+      if (dims != nullptr && dims->is_array()) {
+        for (const JsonValue& item : dims->items()) {
+          std::vector<std::int64_t> shape;
+          if (item.is_array())
+            for (const JsonValue& v : item.items()) shape.push_back(v.int_or(0));
+          d.push_back(std::move(shape));
+        }
+      }
+      const double fl = matrix_flops(op, d);
+      if (fl > 0) {
+        m.flops += fl;
+        m.sized_ns += c.dur(e);
+        ++m.sized;
+      }
+    }
+    const JsonValue* types = args->find("Input type");
+    if (types == nullptr || !types->is_array() || !same) continue;
     std::string d;
     for (const JsonValue& v : types->items()) {
       if (v.is_string() && !(d = dtype_of_type(v.text())).empty()) break;
@@ -503,19 +550,31 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     // name and its Input type already say is said, not asked.
     const CpuMath m = cpu_math(c, best->key, instances);
     if (!m.dtype.empty()) f.evidence.text("dtype", m.dtype);
+    std::string rate;
+    if (m.sized > 0 && m.sized_ns > 0) {
+      const double tflops = m.flops / static_cast<double>(m.sized_ns) / 1e3;
+      f.evidence.real("tflops", tflops).num("sized_calls", m.sized);
+      char b[64];
+      if (tflops >= 1) {
+        std::snprintf(b, sizeof b, "%.2f TFLOP/s", tflops);
+      } else {
+        std::snprintf(b, sizeof b, "%.1f GFLOP/s", tflops * 1e3);
+      }
+      rate = std::string(" at ") + b + (m.sized < best->count ? " over the " + std::to_string(m.sized) + " calls with shapes" : "");
+    }
     const bool reduced = m.dtype == "bf16" || m.dtype == "fp16" || m.dtype == "fp8";
     const std::string threads = c.is_torch() ? "torch.get_num_threads()" : "OMP_NUM_THREADS / the BLAS's threads";
     const std::string where = c.steps.steps.empty() ? "the run" : "the step";
     if (m.matrix) {
       f.advice = "Make each call of " + name + " cheaper (" + count_of(best->count, "call") + " at " + avg +
                  " each): it is matrix math" + (m.dtype.empty() ? "" : " on " + m.dtype + " inputs") +
-                 (m.library.empty() ? "" : " in " + m.library) +
+                 (m.library.empty() ? "" : " in " + m.library) + rate +
                  ", so what the trace cannot show is the threads: " + threads +
                  " against the physical cores, pinned to them (OMP_NUM_THREADS and numactl or taskset" +
                  (names_vllm(c) ? "; vLLM: VLLM_CPU_OMP_THREADS_BIND" : "") + ")" +
                  (m.library == "oneDNN" ? ", and ONEDNN_VERBOSE=1 shows which kernels run (AMX, AVX-512)" : "") + "; " +
-                 (reduced ? "beyond that, only less work makes each call cheaper (int8 weights where the CPU has "
-                            "AMX-INT8 or VNNI, fewer or smaller layers)"
+                 (reduced ? "beyond that, only less work a call makes it cheaper: int8 weights and activations (W8A8) "
+                            "where the CPU has AMX-INT8"
                   : m.dtype == "fp32"
                       ? "its inputs are fp32: where the model tolerates bf16 and the CPU has AMX or AVX-512 BF16, "
                         "torch.autocast(\"cpu\", dtype=torch.bfloat16) runs it faster (several times with AMX)"

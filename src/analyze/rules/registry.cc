@@ -23,6 +23,7 @@ std::span<const RuleInfo> all_rules() {
       {"kernel_variance", rule_kernel_variance},
       {"cpu_op_variance", rule_cpu_op_variance},
       {"cpu_unfused_elementwise", rule_cpu_unfused_elementwise},
+      {"compiled_code_unrecorded", rule_compiled_code_unrecorded},
       {"cpu_gpu_offset", rule_cpu_gpu_offset},
       {"bmm_dispatch", rule_bmm_dispatch},
       {"addmm_fusion", rule_addmm_fusion},

@@ -54,6 +54,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_cpu_op_variance(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_cpu_unfused_elementwise(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_compiled_code_unrecorded(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_bmm_dispatch(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_addmm_fusion(const DiagnoseContext& c, std::vector<Finding>* out);
