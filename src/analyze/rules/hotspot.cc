@@ -577,7 +577,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                             "where the CPU has AMX-INT8"
                   : m.dtype == "fp32"
                       ? "its inputs are fp32: where the model tolerates bf16 and the CPU has AMX or AVX-512 BF16, "
-                        "torch.autocast(\"cpu\", dtype=torch.bfloat16) runs it faster (several times with AMX)"
+                        "torch.autocast(\"cpu\", dtype=torch.bfloat16) runs it faster (several times with AMX on large products; about twice on a matrix-vector product, which reads half the bytes)"
                       : "check the dtype (bf16 on a CPU with AMX or AVX-512 BF16)") +
                  ". It holds most of the CPU time, so any saving shows in " + where + ".";
     } else {
