@@ -76,10 +76,12 @@ struct CausalEdge {
   std::int64_t weight_ns = 0;
   // Whose time the edge is: the innermost host event of a host slice
   // (kNoIndex for a gap), the device activity of device, launch, stream and
-  // stream-wait edges, the waiting call of a sync edge.
+  // stream-wait edges, the waiting call of a sync edge, the waiting
+  // thread's innermost open event of a thread edge (kNoIndex in a gap).
   std::uint32_t event = kNoIndex;
   // The other end's event where it says more: the launch call of a launch
-  // edge, the activity waited for of a sync or stream-wait edge.
+  // edge, the activity waited for of a sync or stream-wait edge, the
+  // worker's first (hand-over) or last (return) event of a thread edge.
   std::uint32_t cause_event = kNoIndex;
   EdgeType type = EdgeType::kHost;
   bool binding = false;

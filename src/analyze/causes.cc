@@ -347,7 +347,8 @@ std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c) {
       l.working_in_waits.push_back({a, b});
     }
   });
-  for (auto& [lane, l] : by_lane) {
+  for (auto& entry : by_lane) {
+    Lane& l = entry.second;  // (not a structured binding: clang before 16 cannot capture one)
     if (l.working_in_waits.empty()) continue;
     std::sort(l.waits.begin(), l.waits.end(), [](const Interval& x, const Interval& y) { return x.start < y.start; });
     // The earliest end among the waits that begin at or after each one.
@@ -355,7 +356,7 @@ std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c) {
     for (std::size_t i = l.waits.size(); i-- > 0;) suffix_min_end[i] = std::min(suffix_min_end[i + 1], l.waits[i].end);
     std::erase_if(l.working_in_waits, [&](const Interval& w) {
       auto it = std::lower_bound(l.waits.begin(), l.waits.end(), w.start,
-                                 [](const Interval& x, std::int64_t t) { return x.start < t; });
+                                 [](const Interval& x, std::int64_t at) { return x.start < at; });
       return suffix_min_end[static_cast<std::size_t>(it - l.waits.begin())] <= w.end;  // a wait inside it
     });
   }

@@ -564,15 +564,15 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
       // in cuDNN's set-up) splits the stretch, as low_gpu_utilization's
       // "longest" does (issue 38's ninth round: the verdict's "longest
       // 38.009 ms" was four runs added, the finding's 33.771 ms one).
-      std::int64_t longest = 0, run = 0, run_end = INT64_MIN;
+      std::int64_t longest = 0, run = 0, stretch_end = INT64_MIN;
       for (std::size_t i = first; i < out.size(); ++i) {
         if (out[i].cause != IdleCause::kHostWork) {
           run = 0;
           continue;
         }
-        if (out[i].range.start != run_end) run = 0;
+        if (out[i].range.start != stretch_end) run = 0;
         run += out[i].range.end - out[i].range.start;
-        run_end = out[i].range.end;
+        stretch_end = out[i].range.end;
         longest = std::max(longest, run);
       }
       if (longest > 0) host_work_.emplace_back(a, longest);

@@ -195,8 +195,8 @@ class Builder {
     const EventColumns& ev = t_.events;
     constexpr std::string_view kEngine = "autograd::engine::evaluate_function";
     struct Wait {
-      std::int64_t slack;  // b − the last end
-      std::uint32_t chain, point;  // the waiting thread's stretch: points_[point] → points_[point + 1]
+      std::int64_t slack;    // b − the last end
+      std::uint32_t point;   // the waiting thread's stretch: points_[point] → points_[point + 1]
       std::uint32_t first, last;   // the worker's activities
     };
     std::vector<Wait> waits;
@@ -234,7 +234,7 @@ class Builder {
           const std::int64_t span = b - a, busy = g_.time_ns[2 * last + 1] - g_.time_ns[2 * first];
           const std::int64_t slack = b - g_.time_ns[2 * last + 1];
           if (span <= 0 || 2 * busy < span || 10 * slack > span) continue;
-          waits.push_back({slack, c, p, first, last});
+          waits.push_back({slack, p, first, last});
         }
       }
     }

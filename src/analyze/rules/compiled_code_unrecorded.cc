@@ -21,6 +21,8 @@ namespace tprof::internal {
 
 namespace {
 
+// The compiled graphs' own time must be this share of Self CPU total and
+// this much time.
 constexpr double kMinShare = 0.10;
 constexpr std::int64_t kMinNs = 10'000'000;
 

@@ -27,13 +27,15 @@
 #include <vector>
 
 #include "src/analyze/nesting.h"
-#include "src/causal/names.h"
 #include "src/analyze/rules/rules.h"
+#include "src/causal/names.h"
 
 namespace tprof::internal {
 
 namespace {
 
+// What fusing saves must be this share of Self CPU total and this much
+// time; a warning from kWarnShare.
 constexpr double kMinShare = 0.05;
 constexpr std::int64_t kMinSavingNs = 10'000'000;
 constexpr double kWarnShare = 0.10;
