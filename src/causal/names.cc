@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <string>
+#include <unordered_set>
 
 namespace tprof::internal::causal {
 namespace {
@@ -55,6 +56,18 @@ bool is_view_op(std::string_view name) {
     if (name == k) return true;
   }
   return false;
+}
+
+bool is_elementwise_op(std::string_view n) {
+  if (!n.starts_with("aten::")) return false;
+  n.remove_prefix(6);
+  if (n.size() > 1 && n.back() == '_' && n != "copy_" && n != "_to_copy") n.remove_suffix(1);  // in place
+  static const std::unordered_set<std::string_view> kOps = {
+      "add", "sub", "rsub", "mul", "div", "pow", "rsqrt", "sqrt", "exp", "log", "tanh", "sigmoid", "silu", "gelu",
+      "relu", "neg", "abs", "clamp", "clamp_min", "clamp_max", "where", "mean", "sum", "var", "to", "type_as",
+      "_to_copy", "copy_", "masked_fill", "softmax", "_softmax", "log_softmax", "maximum", "minimum", "erf",
+      "square", "reciprocal", "addcmul", "addcdiv", "lerp", "hardtanh", "leaky_relu", "cos", "sin", "amax"};
+  return kOps.count(n) != 0;
 }
 
 std::string_view collective_kind_of(std::string_view name) {

@@ -26,6 +26,11 @@ bool is_graph_launch(std::string_view name);
 // carries (legacy traces give the launch the id of the last op entered, an
 // aten::as_strided inside aten::linear), so they never name the launching op.
 bool is_view_op(std::string_view name);
+// Elementwise, reduction and cast ops, each one pass over its tensor:
+// aten::add, mul, pow, rsqrt, mean, sum, to, _to_copy, copy_, silu, gelu,
+// softmax, ... and their in-place forms (aten::mul_). Not dropout (a mask
+// drawn), not a normalisation op (native_layer_norm is one fused pass).
+bool is_elementwise_op(std::string_view name);
 // A collective's kind from a name PyTorch gives it: the "Collective name"
 // arg ("allreduce", "_allgather_base", "all_to_allv", "send"), the c10d op
 // ("c10d::alltoall_base_") or the NCCL/RCCL kernel

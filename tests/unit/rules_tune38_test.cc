@@ -1882,5 +1882,20 @@ TEST(RulesTune38, CompiledCodeOnTheCpuIsNotRecordedAsOps) {
   EXPECT_TRUE(run("gpu/h100-torch-2.11/4096_bf16_warm_compile.json", "compiled_code_unrecorded").empty());
 }
 
+
+TEST(RulesTune38, ACpuOnlyVerdictSaysWhereTheTimeGoes) {
+  // Issue 38's tenth round: "no device activity in the trace" was all a
+  // CPU-only verdict said; its reviews' misses were kinds no finding names
+  // (a tensor-parallel all-reduce, compiled code).
+  const Diagnosis threads = diagnose(load("torch-1.13/threads/threads.kineto.json"));
+  EXPECT_EQ(threads.verdict, Verdict::kCpuOnly);
+  EXPECT_TRUE(contains(threads.summary, "Self CPU by kind: matrix products/convolutions 68.1%, other ops 25.5%")) << threads.summary;
+  const Diagnosis gloo = diagnose(load("public/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"));
+  EXPECT_TRUE(contains(gloo.summary, "Self CPU by kind: communication 91.0%, scopes' own time (Python, dispatch) 9.0%"))
+      << gloo.summary;
+  const Diagnosis part = diagnose(load(kParTOnCpu));
+  EXPECT_TRUE(contains(part.summary, "random draws 15.9%, normalisation 11.7%")) << part.summary;
+}
+
 }  // namespace
 }  // namespace tprof

@@ -23,7 +23,6 @@
 #include <map>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include "src/analyze/nesting.h"
@@ -45,18 +44,6 @@ constexpr int kMaxFrameScan = 256;
 constexpr std::size_t kGroupsNamed = 3;
 // Ops of a chain named in its text.
 constexpr std::int64_t kMaxOpsNamed = 8;
-
-bool is_elementwise(std::string_view n) {
-  if (!n.starts_with("aten::")) return false;
-  n.remove_prefix(6);
-  if (n.size() > 1 && n.back() == '_' && n != "copy_" && n != "_to_copy") n.remove_suffix(1);  // in place
-  static const std::unordered_set<std::string_view> kOps = {
-      "add", "sub", "rsub", "mul", "div", "pow", "rsqrt", "sqrt", "exp", "log", "tanh", "sigmoid", "silu", "gelu",
-      "relu", "neg", "abs", "clamp", "clamp_min", "clamp_max", "where", "mean", "sum", "var", "to", "type_as",
-      "_to_copy", "copy_", "masked_fill", "softmax", "_softmax", "log_softmax", "maximum", "minimum", "erf",
-      "square", "reciprocal", "addcmul", "addcdiv", "lerp", "hardtanh", "leaky_relu", "cos", "sin", "amax"};
-  return kOps.count(n) != 0;
-}
 
 bool is_compiled_scope(std::string_view n) {
   return n.starts_with("Torch-Compiled Region") || n.starts_with("## Call CompiledFxGraph") ||
@@ -130,7 +117,7 @@ void rule_cpu_unfused_elementwise(const DiagnoseContext& c, std::vector<Finding>
     const std::string_view n = c.name(e);
     if (is_view_op(n)) continue;  // a view reads nothing: a slice between silu and mul
     const std::uint32_t lane = t.events.lane[e];
-    if (!is_elementwise(n)) {
+    if (!is_elementwise_op(n)) {
       close(lane);
       continue;
     }
