@@ -341,6 +341,8 @@ std::string cpu_kinds(const DiagnoseContext& c) {
       kind = "compiled code with no op recorded";
     } else if (!collective_kind_of(r.key).empty() || v.starts_with("gloo:") || v.starts_with("nccl:")) {
       kind = "communication";  // (gloo's collectives are record_function scopes)
+    } else if (is_dataloader_scope(r.key)) {
+      kind = "the DataLoader's own time (waiting for or loading batches)";
     } else if (is_profiler_step(r.key) || scopes.count(r.key) != 0) {
       kind = "scopes' own time (Python, dispatch)";
     } else if (v.find("attention") != std::string_view::npos || v.find("scaled_dot_product") != std::string_view::npos ||

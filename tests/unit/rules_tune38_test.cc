@@ -1895,6 +1895,9 @@ TEST(RulesTune38, ACpuOnlyVerdictSaysWhereTheTimeGoes) {
       << gloo.summary;
   const Diagnosis part = diagnose(load(kParTOnCpu));
   EXPECT_TRUE(contains(part.summary, "random draws 15.9%, normalisation 11.7%")) << part.summary;
+  // A DataLoader scope's own time is its waits and loading, not dispatch.
+  const Diagnosis vae = diagnose(load(kVaeCpu));
+  EXPECT_TRUE(contains(vae.summary, "the DataLoader's own time (waiting for or loading batches) 1.9%")) << vae.summary;
 }
 
 }  // namespace
