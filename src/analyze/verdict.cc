@@ -348,9 +348,7 @@ std::string cpu_kinds(const DiagnoseContext& c) {
     } else if (v.find("attention") != std::string_view::npos || v.find("scaled_dot_product") != std::string_view::npos ||
                v.find("sdpa") != std::string_view::npos || v.find("flash") != std::string_view::npos) {
       kind = "attention";
-    } else if (op.ends_with("mm") || op.find("mm_") != std::string_view::npos || op.find("linear") != std::string_view::npos ||
-               op.find("gemm") != std::string_view::npos || op == "matmul" || op == "einsum" ||
-               op.find("conv") != std::string_view::npos) {
+    } else if (is_matrix_product_op(r.key) || op.find("conv") != std::string_view::npos) {
       kind = "matrix products/convolutions";
     } else if (op.find("norm") != std::string_view::npos && op != "norm") {
       kind = "normalisation";

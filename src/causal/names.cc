@@ -70,6 +70,17 @@ bool is_elementwise_op(std::string_view n) {
   return kOps.count(n) != 0;
 }
 
+bool is_matrix_product_op(std::string_view name) {
+  std::string n;
+  const std::size_t colons = name.find("::");
+  for (const char ch : colons == std::string_view::npos ? name : name.substr(colons + 2)) {
+    n += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  const std::string_view op = n;
+  return op.ends_with("mm") || op.find("mm_") != std::string_view::npos || op.find("linear") != std::string_view::npos ||
+         op.find("gemm") != std::string_view::npos || op == "matmul" || op == "einsum";
+}
+
 std::string_view collective_kind_of(std::string_view name) {
   std::string n;
   for (const char ch : name) {

@@ -31,6 +31,10 @@ bool is_view_op(std::string_view name);
 // softmax, ... and their in-place forms (aten::mul_). Not dropout (a mask
 // drawn), not a normalisation op (native_layer_norm is one fused pass).
 bool is_elementwise_op(std::string_view name);
+// A matrix product by its name, the namespace aside and case ignored:
+// …mm (aten::mm, addmm, bmm, _C::onednn_mm), mm_…, linear, gemm, matmul,
+// einsum.
+bool is_matrix_product_op(std::string_view name);
 // A collective's kind from a name PyTorch gives it: the "Collective name"
 // arg ("allreduce", "_allgather_base", "all_to_allv", "send"), the c10d op
 // ("c10d::alltoall_base_") or the NCCL/RCCL kernel

@@ -99,8 +99,7 @@ CpuMath cpu_math(const DiagnoseContext& c, std::string_view key, const std::vect
   const std::size_t colons = n.find("::");
   const std::string_view ns = colons == std::string_view::npos ? std::string_view() : n.substr(0, colons);
   const std::string_view op = colons == std::string_view::npos ? n : n.substr(colons + 2);
-  m.matrix = op.ends_with("mm") || op.find("mm_") != std::string_view::npos || op.find("linear") != std::string_view::npos ||
-             op.find("gemm") != std::string_view::npos || op == "matmul" || op == "einsum";
+  m.matrix = is_matrix_product_op(key);
   if (n.find("onednn") != std::string_view::npos || n.find("mkldnn") != std::string_view::npos) {
     m.library = "oneDNN";
   } else if (n.find("mkl") != std::string_view::npos) {
@@ -577,7 +576,8 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                             "where the CPU has AMX-INT8"
                   : m.dtype == "fp32"
                       ? "its inputs are fp32: where the model tolerates bf16 and the CPU has AMX or AVX-512 BF16, "
-                        "torch.autocast(\"cpu\", dtype=torch.bfloat16) runs it faster (several times with AMX on large products; about twice on a matrix-vector product, which reads half the bytes)"
+                        "torch.autocast(\"cpu\", dtype=torch.bfloat16) runs it faster (several times with AMX on "
+                        "large products; about twice on a matrix-vector product, which reads half the bytes)"
                       : "check the dtype (bf16 on a CPU with AMX or AVX-512 BF16)") +
                  ". It holds most of the CPU time, so any saving shows in " + where + ".";
     } else {
