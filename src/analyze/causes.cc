@@ -315,11 +315,15 @@ std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c) {
   // event of its own below it. A thread blocked for the whole trace is not
   // busy (issue 38's eighth round: DataLoader queue feeder threads, blocked
   // in threading's wait, listed "100.0%" busy). Work inside a wait frame's
-  // span is a call that holds no wait itself: Kineto's Python tracer can put
-  // two threads on one lane (tid 0: tqdm's monitor in threading's wait, vLLM's
-  // death-pipe monitor from _bootstrap down to a connection's _recv), and the
-  // second thread's frames around its own wait are not work (issue 38's
-  // tenth round: "2.408 s (100.0%)").
+  // span is a call that is not mostly a wait itself: Kineto's Python tracer
+  // can put two threads on one lane (tid 0: tqdm's monitor in threading's
+  // wait, vLLM's death-pipe monitor from _bootstrap down to a connection's
+  // _recv), and the second thread's frames around its own wait are not work
+  // (issue 38's tenth round: "2.408 s (100.0%)"), while a call that takes a
+  // lock for a microsecond on its way is. A multi-process DataLoader's
+  // __next__ scope waits for its workers: its own time is a wait, what runs
+  // inside it (unpickling a batch) is work (the tenth round's review: 8.19 s
+  // of a main thread's waits for its workers counted busy).
   struct Lane {
     std::vector<Interval> all, waits, working_in_waits;
     std::vector<std::int64_t> open_waits;  // ends of the wait frames open at the current event
@@ -336,7 +340,9 @@ std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c) {
     Lane& l = by_lane[lane];
     l.all.push_back({a, b});
     while (!l.open_waits.empty() && l.open_waits.back() <= c.ts(e)) l.open_waits.pop_back();
-    const bool wait = c.kind(e) == EventKind::kPythonFunction && is_wait_frame(c.name(e));
+    const bool wait = (c.kind(e) == EventKind::kPythonFunction && is_wait_frame(c.name(e))) ||
+                      (is_dataloader_scope(c.name(e)) &&
+                       c.name(e).find("_MultiProcessingDataLoaderIter") != std::string_view::npos);
     if (wait) {
       l.waits.push_back({a, b});
       l.open_waits.push_back(c.end(e));
@@ -351,13 +357,18 @@ std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c) {
     Lane& l = entry.second;  // (not a structured binding: clang before 16 cannot capture one)
     if (l.working_in_waits.empty()) continue;
     std::sort(l.waits.begin(), l.waits.end(), [](const Interval& x, const Interval& y) { return x.start < y.start; });
-    // The earliest end among the waits that begin at or after each one.
-    std::vector<std::int64_t> suffix_min_end(l.waits.size() + 1, INT64_MAX);
-    for (std::size_t i = l.waits.size(); i-- > 0;) suffix_min_end[i] = std::min(suffix_min_end[i + 1], l.waits[i].end);
+    // Dropped: a call that waits half its time or more in the wait frames
+    // inside it.
     std::erase_if(l.working_in_waits, [&](const Interval& w) {
       auto it = std::lower_bound(l.waits.begin(), l.waits.end(), w.start,
                                  [](const Interval& x, std::int64_t at) { return x.start < at; });
-      return suffix_min_end[static_cast<std::size_t>(it - l.waits.begin())] <= w.end;  // a wait inside it
+      std::int64_t covered = 0, reach = w.start;
+      for (; it != l.waits.end() && it->start < w.end; ++it) {
+        if (it->end > w.end || it->end <= reach) continue;
+        covered += it->end - std::max(it->start, reach);
+        reach = it->end;
+      }
+      return 2 * covered >= w.end - w.start;
     });
   }
   std::vector<ThreadBusy> out;

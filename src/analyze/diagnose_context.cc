@@ -93,6 +93,14 @@ std::int64_t mean_median(std::vector<std::int64_t> v) {
   return std::midpoint(lo, hi);  // lo + (hi - lo) / 2 without the overflow
 }
 
+std::string input_dims_text(const Trace& t, std::uint32_t e) {
+  static constexpr std::string_view kKeys[] = {"Input Dims"};
+  std::string_view v[1];
+  const std::string_view raw = t.args_json(e);
+  if (raw.empty() || !member_values(raw, kKeys, v)) return {};
+  return std::string(v[0]);
+}
+
 std::int64_t mad(std::vector<std::int64_t> v) {
   const std::int64_t m = mean_median(v);
   for (std::int64_t& x : v) x = x > m ? sat_sub(x, m) : sat_sub(m, x);

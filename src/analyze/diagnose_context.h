@@ -421,6 +421,10 @@ std::int64_t mean_median(std::vector<std::int64_t> v);
 // when empty.
 std::int64_t mad(std::vector<std::int64_t> v);
 
+// An op's "Input Dims" as written ("[[2, 3072], [3072, 1024]]"), "" when
+// not recorded: calls on different shapes are different work.
+std::string input_dims_text(const Trace& t, std::uint32_t e);
+
 // distributedInfo.world_size of the trace, or -1 when absent or not a positive integer.
 std::int64_t world_size(const Trace& t);
 // Nearest rank on sorted, non-empty values: the smallest value with at

@@ -121,9 +121,16 @@ bool is_wait_frame(std::string_view n) {
                              "multiprocessing/synchronize.py", "concurrent/futures/"}) {
     if (!starts_with(n, p)) continue;
     for (std::string_view f : {": wait", ": get", ": select", ": _wait", ": result", ": poll", ": _poll", ": recv",
-                               ": _recv", ": acquire", ": join"}) {
+                               ": _recv", ": acquire", ": _acquire_restore", ": join"}) {
       if (has(n, f)) return true;
     }
+  }
+  // Jupyter's kernel threads block in C, below any Python frame: the
+  // heartbeat's zmq device, the iostream watcher's read of its pipe (issue
+  // 38's tenth round: a notebook's three kernel threads, one lane, "100.0%").
+  if ((starts_with(n, "ipykernel/heartbeat.py") && has(n, ": run")) ||
+      (starts_with(n, "ipykernel/iostream.py") && has(n, ": _watch_pipe_fd"))) {
+    return true;
   }
   // Reading a message from another process (Inductor's compile workers'
   // _recv_msg, a connection's recv_bytes): waiting for its sender.

@@ -59,7 +59,8 @@ bool has_python_stack(const DiagnoseContext& c);
 
 // A frame that waits for another thread or for time to pass: a lock's
 // acquire, a condition's or an event's wait, a queue's get, a sleep, a
-// selector's select, a message read from another process.
+// selector's select, a message read from another process, Jupyter's kernel
+// threads (its heartbeat, its iostream pipe watcher).
 bool is_wait_frame(std::string_view name);
 
 // The deepest Python function or user annotation on thread `lane` (a CPU

@@ -337,24 +337,28 @@ std::string cpu_kinds(const DiagnoseContext& c) {
     const std::string_view v = n;
     const std::string_view op = v.find("::") == std::string_view::npos ? v : v.substr(v.find("::") + 2);
     std::string kind;
-    if (v.starts_with("## call compiledfxgraph") || v.starts_with("compiledfxgraph")) {
+    if (is_compiled_graph_call(r.key)) {
       kind = "compiled code with no op recorded";
     } else if (!collective_kind_of(r.key).empty() || v.starts_with("gloo:") || v.starts_with("nccl:")) {
       kind = "communication";  // (gloo's collectives are record_function scopes)
     } else if (is_dataloader_scope(r.key)) {
       kind = "the DataLoader's own time (waiting for or loading batches)";
-    } else if (is_profiler_step(r.key) || scopes.count(r.key) != 0) {
+    } else if (is_profiler_step(r.key) || scopes.count(r.key) != 0 || v.find("::") == std::string_view::npos) {
+      // (No namespace: a record_function scope an older torch wrote as an
+      // op, "model_inference"; a TorchScript function, "fork_many".)
       kind = "scopes' own time (Python, dispatch)";
     } else if (v.find("attention") != std::string_view::npos || v.find("scaled_dot_product") != std::string_view::npos ||
                v.find("sdpa") != std::string_view::npos || v.find("flash") != std::string_view::npos) {
       kind = "attention";
     } else if (is_matrix_product_op(r.key) || op.find("conv") != std::string_view::npos) {
       kind = "matrix products/convolutions";
-    } else if (op.find("norm") != std::string_view::npos && op != "norm") {
-      kind = "normalisation";
     } else if (op.find("dropout") != std::string_view::npos || op.find("bernoulli") != std::string_view::npos ||
-               op.starts_with("rand") || op.starts_with("normal_") || op.starts_with("uniform_")) {
+               op.starts_with("rand") || op.starts_with("normal") || op.starts_with("uniform")) {
       kind = "random draws";
+    } else if (op.find("batch_norm") != std::string_view::npos || op.find("layer_norm") != std::string_view::npos ||
+               op.find("group_norm") != std::string_view::npos || op.find("instance_norm") != std::string_view::npos ||
+               op.find("rms_norm") != std::string_view::npos) {
+      kind = "normalisation";
     } else if (is_elementwise_op(r.key)) {
       kind = "elementwise/reduction/cast ops";
     } else {

@@ -66,7 +66,19 @@ bool is_elementwise_op(std::string_view n) {
       "add", "sub", "rsub", "mul", "div", "pow", "rsqrt", "sqrt", "exp", "log", "tanh", "sigmoid", "silu", "gelu",
       "relu", "neg", "abs", "clamp", "clamp_min", "clamp_max", "where", "mean", "sum", "var", "to", "type_as",
       "_to_copy", "copy_", "masked_fill", "softmax", "_softmax", "log_softmax", "maximum", "minimum", "erf",
-      "square", "reciprocal", "addcmul", "addcdiv", "lerp", "hardtanh", "leaky_relu", "cos", "sin", "amax"};
+      "square", "reciprocal", "addcmul", "addcdiv", "lerp", "hardtanh", "leaky_relu", "cos", "sin", "amax",
+      "amin", "eq", "ne", "lt", "gt", "le", "ge", "min", "max", "argmax", "argmin", "all", "any", "logical_not",
+      "logical_and", "logical_or", "fill", "zero", "clone",
+      // Losses: a reduction over their inputs.
+      "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "nll_loss_forward", "nll_loss2d_forward",
+      "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy_loss", "kl_div",
+      // The backward of an elementwise op or a loss is one pass too.
+      "threshold_backward", "gelu_backward", "silu_backward", "sigmoid_backward", "tanh_backward",
+      "hardtanh_backward", "leaky_relu_backward", "mse_loss_backward", "l1_loss_backward", "nll_loss_backward",
+      "binary_cross_entropy_backward", "_softmax_backward_data", "_log_softmax_backward_data"};
+  // The optimizers' multi-tensor forms (aten::_foreach_mul_): elementwise
+  // over a list of tensors.
+  if (n.starts_with("_foreach_")) return true;
   return kOps.count(n) != 0;
 }
 
@@ -78,7 +90,12 @@ bool is_matrix_product_op(std::string_view name) {
   }
   const std::string_view op = n;
   return op.ends_with("mm") || op.find("mm_") != std::string_view::npos || op.find("linear") != std::string_view::npos ||
-         op.find("gemm") != std::string_view::npos || op == "matmul" || op == "einsum";
+         op.find("gemm") != std::string_view::npos || op == "matmul" || op == "einsum" || op.ends_with("mv") ||
+         op == "addmv_" || op == "dot" || op == "vdot";
+}
+
+bool is_compiled_graph_call(std::string_view name) {
+  return name.starts_with("## Call CompiledFxGraph") || name.starts_with("CompiledFxGraph");
 }
 
 std::string_view collective_kind_of(std::string_view name) {

@@ -28,13 +28,17 @@ bool is_graph_launch(std::string_view name);
 bool is_view_op(std::string_view name);
 // Elementwise, reduction and cast ops, each one pass over its tensor:
 // aten::add, mul, pow, rsqrt, mean, sum, to, _to_copy, copy_, silu, gelu,
-// softmax, ... and their in-place forms (aten::mul_). Not dropout (a mask
-// drawn), not a normalisation op (native_layer_norm is one fused pass).
+// softmax, comparisons, losses, the backward of each, the optimizers'
+// _foreach_ forms, ... and their in-place forms (aten::mul_). Not dropout (a
+// mask drawn), not a normalisation op (native_layer_norm is one fused pass).
 bool is_elementwise_op(std::string_view name);
 // A matrix product by its name, the namespace aside and case ignored:
 // …mm (aten::mm, addmm, bmm, _C::onednn_mm), mm_…, linear, gemm, matmul,
-// einsum.
+// einsum, and the BLAS's matrix-vector and dot products (mv, addmv, dot).
 bool is_matrix_product_op(std::string_view name);
+// Inductor's call of a compiled graph ("## Call CompiledFxGraph f…z ##",
+// "CompiledFxGraph"): the generated code runs inside it.
+bool is_compiled_graph_call(std::string_view name);
 // A collective's kind from a name PyTorch gives it: the "Collective name"
 // arg ("allreduce", "_allgather_base", "all_to_allv", "send"), the c10d op
 // ("c10d::alltoall_base_") or the NCCL/RCCL kernel

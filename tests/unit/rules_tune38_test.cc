@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,15 @@ TEST(RulesTune38, HotspotOnACpuOpKeepsItsMathAdvice) {
   // Its 128x128 and 256x256 products: 146.8 MFLOP in 80.589 ms, a rate
   // that says the threads are the story (the trace's point).
   EXPECT_TRUE(contains(f[0].advice, "at 1.8 GFLOP/s")) << f[0].advice;
+  // Two calls far apart are named, not averaged (the tenth round's review
+  // of the new lines: "2 calls at 7.779 s each" were 14.395 s and 1.163 s).
+  Result<Trace> two = read_trace_bytes(testing::doc({testing::x("cpu_op", "aten::addmm", 1, 1, 0, 14'000),
+                                                     testing::x("cpu_op", "aten::addmm", 1, 1, 15'000, 1'000),
+                                                     testing::x("cpu_op", "aten::relu", 1, 1, 16'100, 10)}));
+  ASSERT_TRUE(two);
+  const std::vector<Finding> h = diagnose(*two, {.only = {"hotspot"}}).findings;
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_TRUE(contains(h[0].advice, "cheaper (2 calls: 14.000 ms and 1.000 ms)")) << h[0].advice;
   EXPECT_EQ(f[0].evidence.find("self_cpu_total_ns")->i, 118'451'000);
 }
 
@@ -574,6 +584,32 @@ TEST(RulesTune38, HotspotNamesASpreadOfHostCalls) {
   ASSERT_EQ(steady.size(), 1u);
   EXPECT_EQ(steady[0].evidence.find("median_call_ns"), nullptr);
   EXPECT_FALSE(contains(steady[0].advice, "The calls vary")) << steady[0].advice;
+  // With shapes recorded (issue 38's tenth round, the review of its new
+  // lines: a CPU ResNet's longest convolutions were its 7x7 stem and each
+  // shape's first call, not the host): five shapes of 8 calls, each shape's
+  // first at 5 ms, the others at 400 us, agree; the same slow calls among a
+  // shape's repeats are the host's.
+  auto shaped = [](bool first_calls) {
+    std::vector<std::string> ev;
+    double t = 0;
+    for (int i = 0; i < 40; ++i) {
+      const int shape = first_calls ? i / 8 : i % 5;
+      const double d = (first_calls ? i % 8 == 0 : i % 6 == 5) ? 5000 : 400;
+      ev.push_back(x("cpu_op", "aten::mkldnn_convolution", 1, 1, t, d,
+                     R"("Input Dims": [[1, )" + std::to_string(64 * (shape + 1)) + R"(, 56, 56], [64, 64, 3, 3]])"));
+      ev.push_back(x("cpu_op", "aten::relu", 1, 1, t + d + 1, 20));
+      t += d + 30;
+    }
+    return diagnose(*read_trace_bytes(doc(ev), "t.json"), {.only = {"hotspot"}}).findings;
+  };
+  const std::vector<Finding> firsts = shaped(true);
+  ASSERT_EQ(firsts.size(), 1u);
+  EXPECT_TRUE(contains(firsts[0].advice, "but the later calls on the same shapes agree")) << firsts[0].advice;
+  EXPECT_FALSE(contains(firsts[0].advice, "is the host")) << firsts[0].advice;
+  const std::vector<Finding> noisy = shaped(false);
+  ASSERT_EQ(noisy.size(), 1u);
+  EXPECT_TRUE(contains(noisy[0].advice, "of them later calls on shapes that ran faster")) << noisy[0].advice;
+  EXPECT_TRUE(contains(noisy[0].advice, "is the host, not the op")) << noisy[0].advice;
 }
 
 // One B200 training step whose device activities start a median 130.9 us
@@ -1642,6 +1678,25 @@ TEST(RulesTune38, AThreadBlockedInAWaitIsNotBusy) {
   const Diagnosis m = diagnose(*v);
   ASSERT_EQ(m.threads.size(), 2u);
   EXPECT_EQ(m.threads[1].busy_ns, 0);
+  // The review of the tenth round's new lines: Jupyter's kernel threads
+  // (its heartbeat, its iostream watcher, which writes for 150 us while it
+  // takes a lock for 1 us) and a main thread waiting in a multi-process
+  // DataLoader's __next__ (what it runs inside, unpickling a batch, is work).
+  Result<Trace> j = read_trace_bytes(testing::doc({
+      testing::x("python_function", "ipykernel/heartbeat.py(104): run", 1, 3, 0, 1000),
+      testing::x("python_function", "ipykernel/iostream.py(327): _watch_pipe_fd", 1, 4, 0, 1000),
+      testing::x("python_function", "ipykernel/iostream.py(526): write", 1, 4, 200, 150),
+      testing::x("python_function", "<built-in method acquire of _thread.lock object at 0x2>", 1, 4, 210, 1),
+      testing::x("user_annotation", "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 1, 1, 0, 900),
+      testing::x("cpu_op", "aten::add", 1, 1, 100, 50),
+      testing::x("cpu_op", "aten::mm", 1, 1, 900, 100),
+  }));
+  ASSERT_TRUE(j);
+  std::map<std::string, std::int64_t> busy;
+  for (const ThreadBusy& b : diagnose(*j).threads) busy[b.lane] = b.busy_ns;
+  EXPECT_EQ(busy["cpu pid 1 tid 3"], 0);
+  EXPECT_EQ(busy["cpu pid 1 tid 4"], 150'000);
+  EXPECT_EQ(busy["cpu pid 1 tid 1"], 150'000);
 }
 
 
@@ -1889,12 +1944,23 @@ TEST(RulesTune38, ACpuOnlyVerdictSaysWhereTheTimeGoes) {
   // (a tensor-parallel all-reduce, compiled code).
   const Diagnosis threads = diagnose(load("torch-1.13/threads/threads.kineto.json"));
   EXPECT_EQ(threads.verdict, Verdict::kCpuOnly);
-  EXPECT_TRUE(contains(threads.summary, "Self CPU by kind: matrix products/convolutions 68.1%, other ops 25.5%")) << threads.summary;
+  EXPECT_TRUE(contains(threads.summary, "Self CPU by kind: matrix products/convolutions 68.1%, scopes' own time (Python, dispatch) 30.0%")) << threads.summary;
   const Diagnosis gloo = diagnose(load("public/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"));
   EXPECT_TRUE(contains(gloo.summary, "Self CPU by kind: communication 91.0%, scopes' own time (Python, dispatch) 9.0%"))
       << gloo.summary;
   const Diagnosis part = diagnose(load(kParTOnCpu));
   EXPECT_TRUE(contains(part.summary, "random draws 15.9%, normalisation 11.7%")) << part.summary;
+  // (fork_many, a TorchScript function without a namespace, is a scope.)
+  // aten::normal_ is a random draw, not a normalisation (the review of
+  // the new lines: it was filed under normalisation); the BLAS's mv and dot
+  // are matrix products.
+  for (const std::string& name : {"aten::normal_", "aten::mv", "aten::dot"}) {
+    const std::vector<std::string> one = {testing::x("cpu_op", name, 1, 1, 0, 1000)};
+    Result<Trace> q = read_trace_bytes(testing::doc(one));
+    ASSERT_TRUE(q);
+    const std::string want = name == "aten::normal_" ? "random draws 100.0%" : "matrix products/convolutions 100.0%";
+    EXPECT_TRUE(contains(diagnose(*q).summary, want)) << name << ": " << diagnose(*q).summary;
+  }
   // A DataLoader scope's own time is its waits and loading, not dispatch.
   const Diagnosis vae = diagnose(load(kVaeCpu));
   EXPECT_TRUE(contains(vae.summary, "the DataLoader's own time (waiting for or loading batches) 1.9%")) << vae.summary;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "src/analyze/rules/rules.h"
+#include "src/causal/names.h"
 
 namespace tprof::internal {
 
@@ -26,10 +27,6 @@ namespace {
 constexpr double kMinShare = 0.10;
 constexpr std::int64_t kMinNs = 10'000'000;
 
-bool is_compiled_graph(std::string_view n) {
-  return n.starts_with("## Call CompiledFxGraph") || n.starts_with("CompiledFxGraph");
-}
-
 }  // namespace
 
 void rule_compiled_code_unrecorded(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -39,7 +36,7 @@ void rule_compiled_code_unrecorded(const DiagnoseContext& c, std::vector<Finding
   std::int64_t self = 0, calls = 0;
   std::string_view name;
   for (const StatRow& r : c.averages()) {
-    if (r.is_device || !is_compiled_graph(r.key)) continue;
+    if (r.is_device || !is_compiled_graph_call(r.key)) continue;
     self += r.self_cpu_time_total_ns;
     calls += r.count;
     if (name.empty()) name = r.key;
@@ -48,7 +45,7 @@ void rule_compiled_code_unrecorded(const DiagnoseContext& c, std::vector<Finding
   if (self < kMinNs || share < kMinShare) return;
   std::uint32_t longest = kNoIndex;
   for (std::uint32_t e : c.host_ops) {
-    if (is_compiled_graph(c.name(e)) && (longest == kNoIndex || c.dur(e) > c.dur(longest))) longest = e;
+    if (is_compiled_graph_call(c.name(e)) && (longest == kNoIndex || c.dur(e) > c.dur(longest))) longest = e;
   }
   Finding f;
   f.id = "compiled_code_unrecorded";

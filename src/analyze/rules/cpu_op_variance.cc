@@ -26,7 +26,6 @@
 
 #include "src/analyze/nesting.h"
 #include "src/analyze/rules/rules.h"
-#include "src/trace/json_value.h"
 
 namespace tprof::internal {
 
@@ -36,16 +35,6 @@ constexpr double kMinRatio = 2.0;
 constexpr std::int64_t kMinSpreadNs = 1'000'000;
 constexpr std::size_t kMinGroups = 3;
 constexpr double kWarnStepRatio = 1.5;
-
-// The op's "Input Dims" as written ("[[2, 3072], [3072, 1024]]"), "" when
-// not recorded: calls on different shapes are different work.
-std::string input_dims(const Trace& t, std::uint32_t e) {
-  static constexpr std::string_view kKeys[] = {"Input Dims"};
-  std::string_view v[1];
-  const std::string_view raw = t.args_json(e);
-  if (raw.empty() || !member_values(raw, kKeys, v)) return {};
-  return std::string(v[0]);
-}
 
 }  // namespace
 
@@ -70,7 +59,7 @@ void rule_cpu_op_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
     // 3.8 ms against 63 us later).
     const int s = c.step_index_at(c.ts(e));  // the steps are in start order
     if (s <= 0) continue;
-    const std::string dims = input_dims(t, e);
+    const std::string dims = input_dims_text(t, e);
     const std::int64_t k = seen[{s, t.events.name[e], dims}]++;
     groups[{t.events.name[e], dims, k}].push_back(e);
   }
@@ -99,7 +88,7 @@ void rule_cpu_op_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
   const double step_ratio = static_cast<double>(longest) / static_cast<double>(std::max<std::int64_t>(1, shortest));
   char ratio[32];
   std::snprintf(ratio, sizeof ratio, "%.1fx", top.ratio);
-  const std::string dims = input_dims(t, top.slow);
+  const std::string dims = input_dims_text(t, top.slow);
   Finding f;
   f.id = "cpu_op_variance";
   f.severity = step_ratio >= kWarnStepRatio ? FindingSeverity::kWarning : FindingSeverity::kInfo;

@@ -46,8 +46,7 @@ constexpr std::size_t kGroupsNamed = 3;
 constexpr std::int64_t kMaxOpsNamed = 8;
 
 bool is_compiled_scope(std::string_view n) {
-  return n.starts_with("Torch-Compiled Region") || n.starts_with("## Call CompiledFxGraph") ||
-         n.starts_with("CompiledFxGraph");
+  return n.starts_with("Torch-Compiled Region") || is_compiled_graph_call(n);
 }
 
 struct Chain {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -564,9 +565,22 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     const bool reduced = m.dtype == "bf16" || m.dtype == "fp16" || m.dtype == "fp8";
     const std::string threads = c.is_torch() ? "torch.get_num_threads()" : "OMP_NUM_THREADS / the BLAS's threads";
     const std::string where = c.steps.steps.empty() ? "the run" : "the step";
+    // A few calls far apart are named one by one: a mean hides them (issue
+    // 38's tenth round, the review of its new lines: "2 calls at 7.779 s
+    // each" were 14.395 s and 1.163 s, two different layers).
+    std::string calls = count_of(best->count, "call") + " at " + avg + " each";
+    if (instances.size() >= 2 && instances.size() <= 3 && instances.size() == static_cast<std::size_t>(best->count)) {
+      std::vector<std::int64_t> d;
+      for (std::uint32_t e : instances) d.push_back(c.dur(e));
+      const auto [lo, hi] = std::minmax_element(d.begin(), d.end());
+      if (*hi >= 2 * std::max<std::int64_t>(1, *lo)) {
+        calls = count_of(best->count, "call") + ": ";
+        for (std::size_t i = 0; i < d.size(); ++i)
+          calls += (i == 0 ? "" : i + 1 == d.size() ? " and " : ", ") + format_ns(d[i]);
+      }
+    }
     if (m.matrix) {
-      f.advice = "Make each call of " + name + " cheaper (" + count_of(best->count, "call") + " at " + avg +
-                 " each): it is matrix math" + (m.dtype.empty() ? "" : " on " + m.dtype + " inputs") +
+      f.advice = "Make each call of " + name + " cheaper (" + calls + "): it is matrix math" + (m.dtype.empty() ? "" : " on " + m.dtype + " inputs") +
                  (m.library.empty() ? "" : " in " + m.library) + rate +
                  ", so what the trace cannot show is the threads: " + threads +
                  " against the physical cores, pinned to them (OMP_NUM_THREADS and numactl or taskset" +
@@ -581,8 +595,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                       : "check the dtype (bf16 on a CPU with AMX or AVX-512 BF16)") +
                  ". It holds most of the CPU time, so any saving shows in " + where + ".";
     } else {
-      f.advice = "Make each call of " + name + " cheaper (" + count_of(best->count, "call") + " at " + avg +
-                 " each): for math ops check the intra-op threads (" + threads + " against the cores)" +
+      f.advice = "Make each call of " + name + " cheaper (" + calls + "): for math ops check the intra-op threads (" + threads + " against the cores)" +
                  (m.dtype.empty() ? " and the dtype" : " (its inputs are " + m.dtype + ")") +
                  (m.library.empty() ? "" : "; it runs in " + m.library) +
                  ". It holds most of the CPU time, so any saving shows in " + where + ".";
@@ -684,20 +697,52 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
       sat_acc(sum, c.dur(e));
     }
     std::sort(d.begin(), d.end());
-    const std::int64_t median = d[d.size() / 2];
+    const std::int64_t median = mean_median(d);
     std::int64_t top = 0;
     for (std::size_t i = 0; i < kSpreadTop; ++i) sat_acc(top, d[d.size() - 1 - i]);
     const double top_share = sum > 0 ? static_cast<double>(top) / static_cast<double>(sum) : 0;
     if (top_share >= kSpreadShare && static_cast<double>(d.back()) >= kSpreadFactor * static_cast<double>(median)) {
+      // Where the calls record their shapes, a call is slow against the
+      // later calls on its own shapes: a first 7x7 convolution or each
+      // shape's first call (its set-up) is other work, not the host's
+      // noise (issue 38's tenth round, the review of its new lines: a CPU
+      // ResNet's longest convolutions were the stem and each shape's first).
+      std::map<std::string, std::vector<std::uint32_t>> by_shape;
+      bool shapes = false;
+      for (std::uint32_t e : instances) {
+        std::string dims = input_dims_text(c.trace, e);
+        shapes = shapes || !dims.empty();
+        by_shape[std::move(dims)].push_back(e);  // in start order
+      }
+      std::int64_t noisy = 0;  // later calls at kSpreadFactor x their shape's median or more
+      for (auto& [dims, calls] : by_shape) {
+        if (calls.size() < 3) continue;
+        std::vector<std::int64_t> later;
+        for (std::size_t i = 1; i < calls.size(); ++i) later.push_back(c.dur(calls[i]));
+        const std::int64_t m = mean_median(later);
+        for (std::size_t i = 1; i < calls.size(); ++i) {
+          if (static_cast<double>(c.dur(calls[i])) >= kSpreadFactor * static_cast<double>(m)) ++noisy;
+        }
+      }
       f.evidence.num("median_call_ns", median).real("longest_5_pct", 100.0 * top_share).num("max_call_ns", d.back());
       f.title += "; median " + format_ns(median) + " a call, the 5 longest hold " + format_pct(100.0 * top_share);
-      f.advice = "The calls vary: median " + format_ns(median) + ", the longest " + format_ns(d.back()) +
-                 ", and the 5 longest hold " + format_pct(100.0 * top_share) +
-                 " of their time: the same op slower by that much is the host, not the op: other processes on its "
-                 "cores, more threads than physical cores (" +
-                 (c.is_torch() ? std::string("torch.set_num_threads") : std::string("OMP_NUM_THREADS")) +
-                 "), frequency or memory contention, or a first call's set-up; time warmed-up calls on a quiet host. "
-                 "Then: " + f.advice;
+      const std::string vary = "The calls vary: median " + format_ns(median) + ", the longest " + format_ns(d.back()) +
+                               ", and the 5 longest hold " + format_pct(100.0 * top_share) + " of their time";
+      if (shapes && noisy < static_cast<std::int64_t>(kSpreadTop)) {
+        f.evidence.num("slow_later_same_shape_calls", noisy);
+        f.advice = vary + ", but the later calls on the same shapes agree: the longest are other shapes or each "
+                   "shape's first call (its set-up); time warmed-up calls and compare per shape. Then: " + f.advice;
+      } else {
+        if (shapes) f.evidence.num("slow_later_same_shape_calls", noisy);
+        f.advice = vary + (shapes ? ", " + std::to_string(noisy) + " of them later calls on shapes that ran faster"
+                                  : std::string()) +
+                   ": the same op on the same work slower by that much is the host, not the op: other processes on "
+                   "its cores, more threads than physical cores (" +
+                   (c.is_torch() ? std::string("torch.set_num_threads") : std::string("OMP_NUM_THREADS")) +
+                   "), frequency or memory contention, or a first call's set-up; time warmed-up calls on a quiet "
+                   "host" + (shapes ? "" : " (record_shapes=True tells different inputs from the host's noise)") +
+                   ". Then: " + f.advice;
+      }
     }
   }
   // Where the time goes, not what a change would save: no impact (the
