@@ -15,6 +15,7 @@
 
 #include "src/analyze/host_stack.h"
 #include "src/analyze/verdict.h"
+#include "src/base/saturate.h"
 
 namespace tprof::internal {
 
@@ -365,10 +366,10 @@ std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c) {
       std::int64_t covered = 0, reach = w.start;
       for (; it != l.waits.end() && it->start < w.end; ++it) {
         if (it->end > w.end || it->end <= reach) continue;
-        covered += it->end - std::max(it->start, reach);
+        sat_acc(covered, it->end - std::max(it->start, reach));
         reach = it->end;
       }
-      return 2 * covered >= w.end - w.start;
+      return covered >= w.end - w.start - covered;
     });
   }
   std::vector<ThreadBusy> out;

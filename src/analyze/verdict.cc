@@ -364,7 +364,7 @@ std::string cpu_kinds(const DiagnoseContext& c) {
     } else {
       kind = "other ops";
     }
-    by[kind] += r.self_cpu_time_total_ns;
+    sat_acc(by[kind], r.self_cpu_time_total_ns);
   }
   std::vector<std::pair<std::int64_t, std::string>> sorted;
   for (const auto& [k, ns] : by) sorted.emplace_back(ns, k);

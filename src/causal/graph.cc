@@ -233,7 +233,7 @@ class Builder {
           if (!has_engine) continue;
           const std::int64_t span = b - a, busy = g_.time_ns[2 * last + 1] - g_.time_ns[2 * first];
           const std::int64_t slack = b - g_.time_ns[2 * last + 1];
-          if (span <= 0 || 2 * busy < span || 10 * slack > span) continue;
+          if (span <= 0 || busy < span - busy || slack > span / 10) continue;
           waits.push_back({slack, p, first, last});
         }
       }

@@ -37,8 +37,8 @@ void rule_compiled_code_unrecorded(const DiagnoseContext& c, std::vector<Finding
   std::string_view name;
   for (const StatRow& r : c.averages()) {
     if (r.is_device || !is_compiled_graph_call(r.key)) continue;
-    self += r.self_cpu_time_total_ns;
-    calls += r.count;
+    sat_acc(self, r.self_cpu_time_total_ns);
+    sat_acc(calls, r.count);
     if (name.empty()) name = r.key;
   }
   const double share = static_cast<double>(self) / static_cast<double>(total);

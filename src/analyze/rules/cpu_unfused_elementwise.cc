@@ -131,7 +131,7 @@ void rule_cpu_unfused_elementwise(const DiagnoseContext& c, std::vector<Finding>
     }
     ch.last = e;
     ++ch.ops;
-    ch.total_ns += c.dur(e);
+    sat_acc(ch.total_ns, c.dur(e));
     ch.longest_ns = std::max(ch.longest_ns, c.dur(e));
     if (ch.ops <= kMaxOpsNamed) ch.ops_text += (ch.ops_text.empty() ? "" : ", ") + std::string(n.substr(6));
     if (ch.ops == kMaxOpsNamed + 1) ch.ops_text += ", ...";
@@ -139,9 +139,9 @@ void rule_cpu_unfused_elementwise(const DiagnoseContext& c, std::vector<Finding>
   while (!open.empty()) close(open.begin()->first);
   std::int64_t saving = 0, ops = 0, ops_ns = 0;
   for (const Chain& ch : chains) {
-    saving += ch.total_ns - ch.longest_ns;
+    sat_acc(saving, ch.total_ns - ch.longest_ns);
     ops += ch.ops;
-    ops_ns += ch.total_ns;
+    sat_acc(ops_ns, ch.total_ns);
   }
   if (saving < kMinSavingNs || static_cast<double>(saving) < kMinShare * static_cast<double>(self_total)) return;
 
@@ -157,8 +157,8 @@ void rule_cpu_unfused_elementwise(const DiagnoseContext& c, std::vector<Finding>
     if (key.empty()) key = "ops " + ch.ops_text;
     Group& g = groups[key];
     ++g.chains;
-    g.saving_ns += ch.total_ns - ch.longest_ns;
-    g.total_ns += ch.total_ns;
+    sat_acc(g.saving_ns, ch.total_ns - ch.longest_ns);
+    sat_acc(g.total_ns, ch.total_ns);
     if (g.example == kNoIndex || ch.total_ns > c.dur(g.example)) g.example = ch.first;
   }
   std::vector<std::pair<std::string, Group>> ranked(groups.begin(), groups.end());

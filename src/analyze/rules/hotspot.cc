@@ -134,7 +134,7 @@ CpuMath cpu_math(const DiagnoseContext& c, std::string_view key, const std::vect
       const double fl = matrix_flops(op, d);
       if (fl > 0) {
         m.flops += fl;
-        m.sized_ns += c.dur(e);
+        sat_acc(m.sized_ns, c.dur(e));
         ++m.sized;
       }
     }
