@@ -111,6 +111,14 @@ bool has_python_stack(const DiagnoseContext& c) {
   return false;
 }
 
+bool runs_vllm(const DiagnoseContext& c) {
+  for (const Lane& l : c.trace.lanes) {
+    const std::string_view n = c.trace.str(l.thread_name);
+    if (n.find("VLLM") != std::string_view::npos || n.find("vllm") != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 bool is_wait_frame(std::string_view n) {
   if (starts_with(n, "<built-in method acquire of") || starts_with(n, "<built-in function sleep") ||
       starts_with(n, "<built-in method sleep") || starts_with(n, "<built-in method poll") ||

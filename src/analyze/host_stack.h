@@ -56,6 +56,9 @@ inline constexpr double kHostFrameShare = 0.5;
 
 // Whether the trace records Python functions (torch.profiler with_stack=True).
 bool has_python_stack(const DiagnoseContext& c);
+// Whether a thread's name says vLLM ("VLLM::Worker_TP"): its own settings
+// then name the fix (VLLM_CPU_OMP_THREADS_BIND, enforce_eager).
+bool runs_vllm(const DiagnoseContext& c);
 
 // A frame that waits for another thread or for time to pass: a lock's
 // acquire, a condition's or an event's wait, a queue's get, a sleep, a

@@ -63,21 +63,18 @@ std::vector<std::uint32_t> drop_expected_lone_flows(const Trace& t, std::vector<
   const EventColumns& ev = t.events;
   std::vector<std::pair<std::int64_t, std::uint32_t>> calls;  // (correlation, runtime call)
   std::vector<std::int64_t> device_corr;
+  std::vector<std::pair<std::int64_t, std::uint32_t>> cpu_ends;  // (flow id, lane) of every flow end on a CPU lane
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
     const EventKind k = ev.kind[e];
+    if (ev.phase[e] == Phase::kFlowEnd && t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
+      cpu_ends.emplace_back(ev.flow_id[e], ev.lane[e]);
+    }
     if (ev.correlation[e] < 0) continue;
     if (k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset) {
       device_corr.push_back(ev.correlation[e]);
     } else if ((k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver || k == EventKind::kCudaSync) &&
                t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
       calls.emplace_back(ev.correlation[e], e);
-    }
-  }
-  // (flow id, lane) of every flow end on a CPU lane.
-  std::vector<std::pair<std::int64_t, std::uint32_t>> cpu_ends;
-  for (std::uint32_t e = 0; e < ev.size(); ++e) {
-    if (ev.phase[e] == Phase::kFlowEnd && t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
-      cpu_ends.emplace_back(ev.flow_id[e], ev.lane[e]);
     }
   }
   std::sort(cpu_ends.begin(), cpu_ends.end());

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "src/analyze/host_stack.h"
 #include "src/analyze/nesting.h"
 #include "src/analyze/rules/rules.h"
 #include "src/causal/names.h"
@@ -172,11 +173,7 @@ void rule_cpu_unfused_elementwise(const DiagnoseContext& c, std::vector<Finding>
              ", " + format_ns(g.total_ns);
   }
   const double share = static_cast<double>(ops_ns) / static_cast<double>(self_total);
-  bool vllm = false;
-  for (const Lane& l : t.lanes) {
-    const std::string_view n = t.str(l.thread_name);
-    vllm = vllm || n.find("VLLM") != std::string_view::npos || n.find("vllm") != std::string_view::npos;
-  }
+  const bool vllm = runs_vllm(c);
   Finding f;
   f.id = "cpu_unfused_elementwise";
   f.severity = static_cast<double>(saving) >= kWarnShare * static_cast<double>(self_total) ? FindingSeverity::kWarning

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/analyze/efficiency.h"
+#include "src/analyze/host_stack.h"
 #include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
 #include "src/analyze/verdict.h"
@@ -151,14 +152,6 @@ CpuMath cpu_math(const DiagnoseContext& c, std::string_view key, const std::vect
   }
   if (!same) m.dtype.clear();
   return m;
-}
-
-bool names_vllm(const DiagnoseContext& c) {
-  for (const Lane& l : c.trace.lanes) {
-    const std::string_view n = c.trace.str(l.thread_name);
-    if (n.find("VLLM") != std::string_view::npos || n.find("vllm") != std::string_view::npos) return true;
-  }
-  return false;
 }
 
 // The longest of `events`, as evidence.
@@ -584,7 +577,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                  (m.library.empty() ? "" : " in " + m.library) + rate +
                  ", so what the trace cannot show is the threads: " + threads +
                  " against the physical cores, pinned to them (OMP_NUM_THREADS and numactl or taskset" +
-                 (names_vllm(c) ? "; vLLM: VLLM_CPU_OMP_THREADS_BIND" : "") + ")" +
+                 (runs_vllm(c) ? "; vLLM: VLLM_CPU_OMP_THREADS_BIND" : "") + ")" +
                  (m.library == "oneDNN" ? ", and ONEDNN_VERBOSE=1 shows which kernels run (AMX, AVX-512)" : "") + "; " +
                  (reduced ? "beyond that, only less work a call makes it cheaper: int8 weights and activations (W8A8) "
                             "where the CPU has AMX-INT8"

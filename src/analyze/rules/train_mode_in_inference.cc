@@ -28,6 +28,7 @@
 // its time (the statistics pass eval mode skips); on the GPU, what the
 // replay saves with its training kernels at two thirds of their time.
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,10 +49,20 @@ bool draws_mask(std::string_view n) {
          n == "aten::fused_dropout";
 }
 
-// Kernels that compute a batch's statistics: batch norm in training mode.
+// Kernels that compute a batch's statistics: batch norm in training mode
+// (cuDNN's, PyTorch's own, MIOpen's), by a part of their name.
+constexpr std::string_view kBnTrainKernels[] = {"bn_fw_tr", "batch_norm_collect_statistics", "BatchNormFwdTrain"};
+
 bool is_bn_train_kernel(std::string_view n) {
-  return n.find("bn_fw_tr") != std::string_view::npos || n.find("batch_norm_collect_statistics") != std::string_view::npos ||
-         n.find("BatchNormFwdTrain") != std::string_view::npos;
+  return std::any_of(std::begin(kBnTrainKernels), std::end(kBnTrainKernels),
+                     [&](std::string_view k) { return n.find(k) != std::string_view::npos; });
+}
+
+// The whatif edit that runs those kernels at `factor` of their time.
+std::string bn_train_kernels_scaled(std::string_view factor) {
+  std::string edit = "scale:";
+  for (std::string_view k : kBnTrainKernels) edit += std::string(edit.size() > 6 ? "|" : "") + std::string(k);
+  return edit + "=" + std::string(factor);
 }
 
 bool is_dropout_scope(std::string_view n) {
@@ -264,7 +275,7 @@ void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>
   // that shortens is the replay's (nothing where the GPU waits on the host).
   std::int64_t bn_device_ns = 0;
   if (batch_norm && bn.train_kernels > 0) {
-    if (const Result<WhatIfEdit> edit = parse_whatif_edit("scale:bn_fw_tr|batch_norm_collect_statistics|BatchNormFwdTrain=0.667")) {
+    if (const Result<WhatIfEdit> edit = parse_whatif_edit(bn_train_kernels_scaled("0.667"))) {
       if (const auto saving = c.replayed_saving({*edit})) bn_device_ns = saving->total_ns;
     }
   }
