@@ -272,7 +272,8 @@ void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>
   // On the device a training kernel reads its input twice (the batch's
   // statistics, then the normalisation) and writes once; an inference
   // kernel reads once and writes once: about two thirds of the time. What
-  // that shortens is the replay's (nothing where the GPU waits on the host).
+  // that shortens is the replay's (nothing where they are off the critical
+  // path: a GPU that waits on the host).
   std::int64_t bn_device_ns = 0;
   if (batch_norm && bn.train_kernels > 0) {
     if (const Result<WhatIfEdit> edit = parse_whatif_edit(bn_train_kernels_scaled("0.667"))) {
@@ -293,7 +294,7 @@ void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>
       effect += "; on the GPU its " + std::to_string(bn.train_kernels) + " training kernels (" + format_ns(bn.train_kernel_ns) +
                 ") become inference kernels that skip the statistics pass, about a third of their time, which " +
                 (bn_device_ns > 0 ? "shortens the run by " + format_ns(bn_device_ns) + " in the replay"
-                                  : "shortens nothing here in the replay: the GPU waits on the host");
+                                  : "shortens nothing here in the replay: they are off the critical path");
     }
   }
   f.advice = "If this is inference, call model.eval() (and run it under torch.inference_mode()): in eval mode " +
