@@ -11,6 +11,7 @@
 #include "src/analyze/idle.h"
 #include "src/analyze/efficiency.h"
 #include "src/analyze/intervals.h"
+#include "src/analyze/nesting.h"
 #include "src/base/radix_sort.h"
 #include "src/base/saturate.h"
 #include "src/trace/json_value.h"
@@ -686,6 +687,11 @@ const CausalResult& DiagnoseContext::causal() const {
     causal_ = std::make_shared<const CausalResult>(r ? std::move(*r) : CausalResult{});
   });
   return *causal_;
+}
+
+const Nesting& DiagnoseContext::nesting() const {
+  std::call_once(nesting_once_, [&] { nesting_ = std::make_shared<const Nesting>(build_nesting(trace)); });
+  return *nesting_;
 }
 
 std::optional<DiagnoseContext::ReplayedSaving> DiagnoseContext::replayed_saving(std::vector<WhatIfEdit> edits) const {

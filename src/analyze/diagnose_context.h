@@ -26,6 +26,7 @@ namespace tprof::internal {
 
 class IdlePartition;
 struct Efficiency;
+struct Nesting;
 // What a device activity does (HTA's and TraceLens' categories).
 enum class DeviceClass : std::uint8_t {
   kCompute = 0,  // kernels that are not communication
@@ -125,6 +126,9 @@ class DiagnoseContext {
   // without edits, with a critical path per step. Built on first use, like
   // idle().
   const CausalResult& causal() const;
+  // Every lane's call tree (src/analyze/nesting.h): which event encloses
+  // which, as torch builds prof.events()'s. Built on first use, like idle().
+  const Nesting& nesting() const;
   // What a fix saves in the model: the trace replayed with `edits` (on
   // causal()'s graph) against the replay without them, summed over the
   // steps (the window without steps), and per step the median over the
@@ -333,7 +337,7 @@ class DiagnoseContext {
   std::int64_t graph_launches_ = 0;
   std::int64_t graph_captures_ = 0;
   mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_,
-      capture_blockers_once_, host_waits_once_, busy_window_once_, dependency_once_;
+      capture_blockers_once_, host_waits_once_, busy_window_once_, dependency_once_, nesting_once_;
   mutable std::vector<Interval> host_waits_;
   BusyWindow compute_busy_window() const;
   mutable BusyWindow busy_window_;
@@ -346,6 +350,7 @@ class DiagnoseContext {
   mutable std::shared_ptr<const Efficiency> efficiency_;
   mutable std::shared_ptr<const IdlePartition> idle_;
   mutable std::shared_ptr<const CausalResult> causal_;
+  mutable std::shared_ptr<const Nesting> nesting_;
   mutable std::int64_t self_cpu_total_ = 0, self_device_total_ = 0;
 };
 

@@ -216,13 +216,7 @@ OpArgs op_args(const Trace& t, std::uint32_t e) {
 void read_dims_and_type(const JsonValue* d, const JsonValue* ty, OpInfo* o) {
   if (d != nullptr && d->is_array()) {
     o->has_dims = true;
-    for (const JsonValue& item : d->items()) {
-      std::vector<std::int64_t> shape;
-      if (item.is_array()) {
-        for (const JsonValue& v : item.items()) shape.push_back(v.int_or(0));
-      }
-      o->dims.push_back(std::move(shape));
-    }
+    o->dims = input_shapes(d);
   }
   if (ty != nullptr && ty->is_array()) {
     for (const JsonValue& v : ty->items()) {
@@ -255,6 +249,19 @@ OpInfo op_info(const Trace& t, std::uint32_t e) {
 }
 
 }  // namespace
+
+std::vector<std::vector<std::int64_t>> input_shapes(const JsonValue* dims) {
+  std::vector<std::vector<std::int64_t>> out;
+  if (dims == nullptr || !dims->is_array()) return out;
+  for (const JsonValue& item : dims->items()) {
+    std::vector<std::int64_t> shape;
+    if (item.is_array()) {
+      for (const JsonValue& v : item.items()) shape.push_back(v.int_or(0));
+    }
+    out.push_back(std::move(shape));
+  }
+  return out;
+}
 
 std::string dtype_of_type(std::string_view t) {
   // c10::Float8_e4m3fn and friends say "Float" too: fp8 first.

@@ -19,6 +19,8 @@
 
 namespace tprof::internal {
 
+class JsonValue;
+
 // KernelClass, kernel_class_name: the kernel-class table,
 // src/causal/kernel_classes.h.
 
@@ -41,6 +43,11 @@ const DevicePeak* device_peak(const Trace& t, std::string* device_name);
 // "float" -> "fp32"; fp8, fp16, fp64), "" for any other (an integer, a
 // scalar, an empty entry).
 std::string dtype_of_type(std::string_view t);
+
+// An op's "Input Dims" array as shapes, one per input ([] for a scalar or
+// an entry that is not an array; a dimension that is not a number reads
+// 0); empty when `dims` is null or not an array.
+std::vector<std::vector<std::int64_t>> input_shapes(const JsonValue* dims);
 
 struct KernelEfficiency {
   std::string name;           // the kernel's full name

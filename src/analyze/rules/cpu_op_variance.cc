@@ -47,7 +47,7 @@ void rule_cpu_op_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
   // Ops that spend most of their time themselves, not in ops nested in
   // them: a matmul's spread is its mm's, named once where the time is spent
   // (an mm's resolve_conj children take microseconds).
-  const Nesting nest = build_nesting(t);
+  const Nesting& nest = c.nesting();
   using Key = std::tuple<StrId, std::string, std::int64_t>;  // name, Input Dims, k
   std::map<Key, std::vector<std::uint32_t>> groups;
   std::map<std::tuple<std::int64_t, StrId, std::string>, std::int64_t> seen;

@@ -63,7 +63,7 @@ void rule_cpu_unfused_elementwise(const DiagnoseContext& c, std::vector<Finding>
   const std::int64_t self_total = c.self_cpu_total_ns();
   if (self_total <= 0) return;
   const Trace& t = c.trace;
-  const Nesting nest = build_nesting(t);
+  const Nesting& nest = c.nesting();
   // Top-level ops per lane in start order (host_ops are by ts); a chain is
   // a run of consecutive elementwise ones.
   auto top_level = [&](std::uint32_t e) {

@@ -122,17 +122,7 @@ CpuMath cpu_math(const DiagnoseContext& c, std::string_view key, const std::vect
     const Result<JsonValue> args = JsonValue::parse(raw);
     if (!args) continue;
     if (m.matrix) {
-      const JsonValue* dims = args->find("Input Dims");
-      std::vector<std::vector<std::int64_t>> d;
-      if (dims != nullptr && dims->is_array()) {
-        for (const JsonValue& item : dims->items()) {
-          std::vector<std::int64_t> shape;
-          if (item.is_array())
-            for (const JsonValue& v : item.items()) shape.push_back(v.int_or(0));
-          d.push_back(std::move(shape));
-        }
-      }
-      const double fl = matrix_flops(op, d);
+      const double fl = matrix_flops(op, input_shapes(args->find("Input Dims")));
       if (fl > 0) {
         m.flops += fl;
         sat_acc(m.sized_ns, c.dur(e));
