@@ -320,6 +320,12 @@ bool recorded_nothing(const DiagnoseContext& c) {
 // CPU-only verdict said nothing of where the time went, and its reviews'
 // misses were the kinds no finding names: a tensor-parallel all-reduce,
 // compiled code).
+// An autograd node's name: "AddmmBackward0", "MulBackward1", "torch::autograd::AccumulateGrad".
+bool autograd_node(std::string_view n) {
+  while (!n.empty() && n.back() >= '0' && n.back() <= '9') n.remove_suffix(1);
+  return n.size() > 8 && n.ends_with("Backward");
+}
+
 std::string cpu_kinds(const DiagnoseContext& c) {
   const std::int64_t total = c.self_cpu_total_ns();
   if (total <= 0) return "";
@@ -341,6 +347,11 @@ std::string cpu_kinds(const DiagnoseContext& c) {
       kind = "compiled code with no op recorded";
     } else if (!collective_kind_of(r.key).empty() || v.starts_with("gloo:") || v.starts_with("nccl:")) {
       kind = "communication";  // (gloo's collectives are record_function scopes)
+    } else if (v.starts_with("autograd::") || v.starts_with("torch::autograd::") ||
+               (v.find("::") == std::string_view::npos && autograd_node(r.key))) {
+      // The engine's bookkeeping around the backward's ops (evaluate_function,
+      // AccumulateGrad, AddmmBackward0's own time): dispatch, not math.
+      kind = "the autograd engine's own time";
     } else if (is_dataloader_scope(r.key)) {
       kind = "the DataLoader's own time (waiting for or loading batches)";
     } else if (is_profiler_step(r.key) || scopes.count(r.key) != 0 || v.find("::") == std::string_view::npos) {
@@ -361,17 +372,44 @@ std::string cpu_kinds(const DiagnoseContext& c) {
       kind = "normalisation";
     } else if (is_elementwise_op(r.key)) {
       kind = "elementwise/reduction/cast ops";
+    } else if (op.find("pool") != std::string_view::npos) {
+      kind = "pooling";
+    } else if (op.starts_with("linalg_") || op.find("cholesky") != std::string_view::npos ||
+               op.find("triangular_solve") != std::string_view::npos || op.starts_with("lu_") ||
+               op == "inverse" || op == "svd" || op == "qr" || op == "logdet" || op == "slogdet" || op == "det" ||
+               op == "solve" || op == "eig" || op == "symeig") {
+      kind = "linear algebra (factorisations, solves)";
+    } else if (op == "sort" || op == "topk" || op == "argsort" || op == "msort" || op == "unique" ||
+               op.starts_with("_unique")) {
+      kind = "sort/top-k";
+    } else if (op.find("embedding") != std::string_view::npos || op.starts_with("index") || op.starts_with("gather") ||
+               op.starts_with("scatter") || op == "cat" || op == "_cat" || op == "stack" || op == "take" ||
+               op == "masked_select" || op == "nonzero" || op.starts_with("_index_put")) {
+      kind = "indexing/gather/concatenation";
+    } else if (op.starts_with("empty") || op.starts_with("zeros") || op.starts_with("ones") || op.starts_with("full") ||
+               op == "arange" || op.starts_with("new_") || op == "scalar_tensor" || op == "lift_fresh" ||
+               op.starts_with("_empty")) {
+      kind = "tensor creation (allocation)";
+    } else if (is_view_op(r.key)) {
+      kind = "views and reshapes";
     } else {
       kind = "other ops";
     }
     sat_acc(by[kind], r.self_cpu_time_total_ns);
   }
+  // torch's total nets negative self times out (an older torch's scope
+  // whose children overlap its end: "matmul_add -84us" in the blog's 1.13
+  // runs); the kinds count the positive rows only, so their shares are of
+  // what they count where that is more, and never add past 100%.
+  std::int64_t counted = 0;
+  for (const auto& [k, ns] : by) sat_acc(counted, ns);
+  const std::int64_t denominator = std::max(total, counted);
   std::vector<std::pair<std::int64_t, std::string>> sorted;
   for (const auto& [k, ns] : by) sorted.emplace_back(ns, k);
   std::sort(sorted.rbegin(), sorted.rend());
   std::string s;
   for (const auto& [ns, k] : sorted) {
-    const double share = static_cast<double>(ns) / static_cast<double>(total);
+    const double share = static_cast<double>(ns) / static_cast<double>(denominator);
     if (share < 0.01) continue;
     s += (s.empty() ? "" : ", ") + k + " " + pct(share);
   }
