@@ -116,6 +116,24 @@ TEST(RulesPeers, KernelLaunchStatsCountsAGraphLaunchOnce) {
   EXPECT_EQ(f[0].advice.find("delayed kernels"), std::string::npos) << f[0].advice;  // none were found
 }
 
+TEST(RulesPeers, KernelLaunchStatsCountsALaunchKinetoCouldNotName) {
+  // An older Kineto writes "INVALID" for cudaLaunchKernelExC (Triton's and
+  // CUTLASS's launches; the DCGAN run in tests/data/public/warming423_pf
+  // has 48): joined to its kernel by correlation id, it is a launch. Ten
+  // named and ten unnamed launches of 2 us kernels are 20 launches (ten
+  // were too few for a distribution, and the rule was silent).
+  std::vector<std::string> ev = {step(1, 0, 3000)};
+  for (int i = 0; i < 20; ++i) {
+    ev.push_back(i % 2 == 0 ? launch(10 + 40 * i, 10, i + 1)
+                            : x("cuda_runtime", "INVALID", 1, 1, 10 + 40 * i, 10, corr(i + 1)));
+    ev.push_back(kernel("tiny", 7, 22 + 40 * i, 2, i + 1));
+  }
+  auto f = run(doc(ev), "kernel_launch_stats");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(field(f[0], "launches").i, 20);
+  EXPECT_EQ(field(f[0], "short_kernels").i, 20);
+}
+
 TEST(RulesPeers, LowGpuUtilization) {
   auto f = run(doc({step(1, 0, 1000), launch(10, 5, 1), kernel("k", 7, 20, 100, 1)}), "low_gpu_utilization");
   ASSERT_EQ(f.size(), 1u);

@@ -63,8 +63,11 @@ constexpr std::size_t kMaxSteps = 16;
 // every launching call by the same token (cuLaunchKernel, cudaLaunchKernelExC,
 // cudaGraphLaunch, hipLaunchKernel, cuMemcpyHtoDAsync, ...) and leaves out
 // blocking calls (cudaMemcpy, hipMemcpyWithStream), whose duration is a wait.
+// Kineto writes "INVALID" for a runtime call it cannot name (an older
+// Kineto's cudaLaunchKernelExC, which Triton and CUTLASS launch with): one
+// joined to a device activity by its correlation id launched it.
 bool is_launch_call(std::string_view name) {
-  return name.find("Launch") != std::string_view::npos || name.find("MemcpyAsync") != std::string_view::npos ||
+  return name == "INVALID" || name.find("Launch") != std::string_view::npos || name.find("MemcpyAsync") != std::string_view::npos ||
          name.find("MemsetAsync") != std::string_view::npos ||
          ((name.find("Memcpy") != std::string_view::npos || name.find("Memset") != std::string_view::npos) &&
           name.find("Async") != std::string_view::npos);
