@@ -336,6 +336,7 @@ std::string cpu_kinds(const DiagnoseContext& c) {
     if (c.kind(e) == EventKind::kUserAnnotation) scopes.insert(c.name(e));
   }
   std::map<std::string, std::int64_t> by;
+  std::map<std::string, std::int64_t> custom_ns;  // namespace -> Self CPU of its ops
   for (const StatRow& r : c.averages()) {
     if (r.is_device || r.self_cpu_time_total_ns <= 0) continue;
     std::string n(r.key);
@@ -368,7 +369,8 @@ std::string cpu_kinds(const DiagnoseContext& c) {
       kind = "random draws";
     } else if (op.find("batch_norm") != std::string_view::npos || op.find("layer_norm") != std::string_view::npos ||
                op.find("group_norm") != std::string_view::npos || op.find("instance_norm") != std::string_view::npos ||
-               op.find("rms_norm") != std::string_view::npos) {
+               op.find("rms_norm") != std::string_view::npos || op.find("rmsnorm") != std::string_view::npos ||
+               op.find("layernorm") != std::string_view::npos) {
       kind = "normalisation";
     } else if (is_elementwise_op(r.key)) {
       kind = "elementwise/reduction/cast ops";
@@ -392,6 +394,11 @@ std::string cpu_kinds(const DiagnoseContext& c) {
       kind = "tensor creation (allocation)";
     } else if (is_view_op(r.key)) {
       kind = "views and reshapes";
+    } else if (const std::string_view ns = v.substr(0, v.find("::")); ns != "aten" && ns != "prim" && ns != "c10d") {
+      // An extension's op (vLLM's _C::silu_and_mul, sgl_kernel's): named by
+      // its namespace, which says whose code it is.
+      kind = "custom ops";
+      sat_acc(custom_ns[std::string(std::string_view(r.key).substr(0, ns.size()))], r.self_cpu_time_total_ns);
     } else {
       kind = "other ops";
     }
@@ -411,7 +418,16 @@ std::string cpu_kinds(const DiagnoseContext& c) {
   for (const auto& [ns, k] : sorted) {
     const double share = static_cast<double>(ns) / static_cast<double>(denominator);
     if (share < 0.01) continue;
-    s += (s.empty() ? "" : ", ") + k + " " + pct(share);
+    std::string label = k;
+    if (k == "custom ops") {
+      std::vector<std::pair<std::int64_t, std::string>> names;
+      for (const auto& [n, t] : custom_ns) names.emplace_back(t, n);
+      std::sort(names.rbegin(), names.rend());
+      label += " (";
+      for (std::size_t i = 0; i < names.size() && i < 3; ++i) label += (i ? ", " : "") + names[i].second + "::";
+      label += names.size() > 3 ? ", ...)" : ")";
+    }
+    s += (s.empty() ? "" : ", ") + label + " " + pct(share);
   }
   return s.empty() ? "" : "; Self CPU by kind: " + s;
 }

@@ -1961,6 +1961,18 @@ TEST(RulesTune38, ACpuOnlyVerdictSaysWhereTheTimeGoes) {
   const Diagnosis vae_kinds = diagnose(load("public/dtu_mlops/vae_profile_train.pt.trace.json.gz"));
   EXPECT_TRUE(contains(vae_kinds.summary, "the autograd engine's own time 2.7%")) << vae_kinds.summary;
   EXPECT_FALSE(contains(vae_kinds.summary, "other ops")) << vae_kinds.summary;
+  // An extension's ops are named by their namespace, largest first (vLLM's
+  // CPU backend: _C::silu_and_mul was "other ops").
+  const std::string ext = R"({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 500},
+    {"ph": "X", "cat": "cpu_op", "name": "_C::silu_and_mul", "pid": 1, "tid": 1, "ts": 520, "dur": 300},
+    {"ph": "X", "cat": "cpu_op", "name": "sgl_kernel::rmsnorm_cpu", "pid": 1, "tid": 1, "ts": 830, "dur": 100}]})";
+  const Result<Trace> ext_trace = read_trace_bytes(ext);
+  ASSERT_TRUE(ext_trace);
+  const Diagnosis ext_kinds = diagnose(*ext_trace);
+  EXPECT_TRUE(contains(ext_kinds.summary, "matrix products/convolutions 50.0%, custom ops (_C::) 30.0%, scopes' own time (Python, dispatch) 10.0%, normalisation 10.0%"))
+      << "[" << ext_kinds.summary << "]";
   const Diagnosis gloo = diagnose(load("public/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"));
   EXPECT_TRUE(contains(gloo.summary, "Self CPU by kind: communication 91.0%, scopes' own time (Python, dispatch) 9.0%"))
       << gloo.summary;
