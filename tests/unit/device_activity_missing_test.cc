@@ -148,5 +148,51 @@ TEST(DeviceActivityMissing, ScalarReadsThatWaitAreADeviceNotRecorded) {
   EXPECT_EQ(find(c, "device_activity_missing"), nullptr);
 }
 
+// A MoE decode on an A6000 recorded with the CPU activity only (issue 38's
+// eleventh round, a tuning-half trace without a licence, so its shape is
+// rebuilt here): routing chains of aten::eq and aten::where, and
+// memory-efficient attention, which torch runs on a GPU only. The ops'
+// host time is launching and waiting for the GPU, so the CPU-only rules
+// (fuse on the CPU, pin the threads) are silent; device_activity_missing
+// says what to record.
+TEST(DeviceActivityMissing, CpuOnlyRulesSilentWhereGpuWorkWasIssued) {
+  auto trace = [](bool attention) {
+    std::string s = R"({"traceEvents": [)";
+    double ts = 0;
+    for (int step = 0; step < 4; ++step) {
+      s += R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#)" + std::to_string(step) +
+           R"(", "pid": 1, "tid": 1, "ts": )" + std::to_string(ts) + R"(, "dur": 40000},)";
+      double at = ts + 10;
+      if (attention) {
+        s += R"({"ph": "X", "cat": "cpu_op", "name": "aten::_scaled_dot_product_efficient_attention", "pid": 1, "tid": 1, "ts": )" +
+             std::to_string(at) + R"(, "dur": 90},)";
+      }
+      at += 100;
+      for (int i = 0; i < 20; ++i) {
+        for (const char* op : {"aten::eq", "aten::where", "aten::eq", "aten::where"}) {
+          s += R"({"ph": "X", "cat": "cpu_op", "name": ")" + std::string(op) + R"(", "pid": 1, "tid": 1, "ts": )" +
+               std::to_string(at) + R"(, "dur": 400},)";
+          at += 450;
+        }
+      }
+      ts += 41000;
+    }
+    s.pop_back();
+    return s + "]}";
+  };
+  Result<Trace> gpu = read_trace_bytes(trace(true));
+  ASSERT_TRUE(gpu.has_value());
+  const Diagnosis d = diagnose(*gpu);
+  EXPECT_EQ(d.verdict, Verdict::kUnclear) << d.summary;
+  EXPECT_NE(find(d, "device_activity_missing"), nullptr);
+  EXPECT_EQ(find(d, "cpu_unfused_elementwise"), nullptr);
+  // Without the GPU-only op it is a CPU program, and the chains are a finding.
+  Result<Trace> cpu = read_trace_bytes(trace(false));
+  ASSERT_TRUE(cpu.has_value());
+  const Diagnosis c = diagnose(*cpu);
+  EXPECT_EQ(c.verdict, Verdict::kCpuOnly) << c.summary;
+  EXPECT_NE(find(c, "cpu_unfused_elementwise"), nullptr);
+}
+
 }  // namespace
 }  // namespace tprof

@@ -8,13 +8,14 @@
 // scored): a vLLM CPU worker under torch.compile spent 396.5 ms (15.1% of
 // Self CPU) in its compiled graphs outside any op, the second cost after
 // the matrix products, and nothing said so.
-// Precondition: no device activity, and the compiled graphs' self time
+// Precondition: a CPU-only program (cpu_only_program), and the compiled graphs' self time
 // (torch's Self CPU of those rows) is kMinShare of Self CPU total and
 // kMinNs. Impact 0: it says where to look, it saves nothing.
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/rules/rules.h"
 #include "src/causal/names.h"
 
@@ -30,7 +31,7 @@ constexpr std::int64_t kMinNs = 10'000'000;
 }  // namespace
 
 void rule_compiled_code_unrecorded(const DiagnoseContext& c, std::vector<Finding>* out) {
-  if (c.has_device()) return;
+  if (!cpu_only_program(c)) return;
   const std::int64_t total = c.self_cpu_total_ns();
   if (total <= 0) return;
   std::int64_t self = 0, calls = 0;

@@ -7,7 +7,8 @@
 // a Llama-3.2 block on a laptop's CPU, three steps of 117 to 240 ms, one
 // matrix product at 3.8 ms in one step and 35.1 ms in another; the review
 // said first that the timings were too noisy to judge.
-// Precondition: no device activity (device traces have kernel_variance),
+// Precondition: a CPU-only program (cpu_only_program: device traces have
+// kernel_variance; a GPU run without its device side waits on the GPU),
 // three steps or more (the first left out: its first calls' set-up is
 // cold_start's), and a pattern across ops, not one op's anecdote: at least
 // kMinGroups ops (those spending most of their time themselves; name,
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "src/analyze/nesting.h"
+#include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -39,7 +41,7 @@ constexpr double kWarnStepRatio = 1.5;
 }  // namespace
 
 void rule_cpu_op_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
-  if (c.has_device() || c.steps.steps.size() < 3) return;
+  if (c.steps.steps.size() < 3 || !cpu_only_program(c)) return;
   const Trace& t = c.trace;
   const std::vector<StepStat>& steps = c.steps.steps;
   // Per step, the k-th call of each (name, shapes): host_ops are in start

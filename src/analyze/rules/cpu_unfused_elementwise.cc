@@ -9,7 +9,8 @@
 // native ops, 576 ms of 2.393 s of Self CPU, reported only as "make the
 // matrix products cheaper"; the review: compile the model or turn on the
 // fused ops first.
-// Precondition: no device activity (device traces have the kernel rules),
+// Precondition: a CPU-only program (cpu_only_program: no device activity,
+// which the kernel rules read, and no sign of GPU work issued),
 // a torch trace, chains of two or more consecutive top-level ops of the
 // set below on one thread (an op nested in another op is that op's work;
 // ops inside a compiled region, `Torch-Compiled Region` or `## Call
@@ -27,6 +28,7 @@
 
 #include "src/analyze/host_stack.h"
 #include "src/analyze/nesting.h"
+#include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/rules/rules.h"
 #include "src/causal/names.h"
 
@@ -59,7 +61,7 @@ struct Chain {
 }  // namespace
 
 void rule_cpu_unfused_elementwise(const DiagnoseContext& c, std::vector<Finding>* out) {
-  if (c.has_device() || !c.is_torch()) return;
+  if (!c.is_torch() || !cpu_only_program(c)) return;
   const std::int64_t self_total = c.self_cpu_total_ns();
   if (self_total <= 0) return;
   const Trace& t = c.trace;

@@ -38,6 +38,15 @@ struct GpuWorkIssued {
 // All zero when the trace has device activity or range-profiler ranges.
 GpuWorkIssued gpu_work_issued(const DiagnoseContext& c);
 
+// The program ran on the CPU alone: no device activity and no sign of GPU
+// work issued. The CPU-only rules' precondition: a GPU run recorded without
+// its device side spends its host time launching and waiting (an
+// aten::nonzero's milliseconds are a wait for the GPU), so CPU advice,
+// fusing on the CPU or pinning threads, would be wrong for it (issue 38's
+// eleventh round: a MoE decode on an A6000 recorded with the CPU activity
+// only).
+bool cpu_only_program(const DiagnoseContext& c);
+
 void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>* out);
 
 }  // namespace tprof::internal

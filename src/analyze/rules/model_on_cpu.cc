@@ -54,7 +54,7 @@ bool is_compute_op(std::string_view n) {
 }  // namespace
 
 void rule_model_on_cpu(const DiagnoseContext& c, std::vector<Finding>* out) {
-  if (c.has_device() || !c.ranges.empty() || gpu_work_issued(c).any()) return;
+  if (!c.ranges.empty() || !cpu_only_program(c)) return;
   const Trace& t = c.trace;
   std::string device;
   device_peak(t, &device);
