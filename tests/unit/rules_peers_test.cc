@@ -147,6 +147,25 @@ TEST(RulesPeers, LowGpuUtilization) {
   EXPECT_TRUE(run(doc({step(1, 0, 1000), launch(10, 5, 1), kernel("k", 7, 20, 800, 1)}), "low_gpu_utilization").empty());
 }
 
+TEST(RulesPeers, LowGpuUtilizationLeavesACopyBoundStepToTheCopyRules) {
+  // Issue 38's eleventh round (tuning half): a benchmark step that copies
+  // 21 MB host to device for 834 us and runs two 15 us kernels is busy
+  // copying 78% of the step: "each step makes one launch call ... the GPU
+  // runs each launch faster than the host makes the next" was wrong. A
+  // copy that fills the step is not idle time to launch into.
+  const std::string copy = x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, 100, 800, corr(1) + R"(, "bytes": 20971520)");
+  auto f = run(doc({step(1, 0, 1000), x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 90, 820, corr(1)), copy,
+                    launch(915, 5, 2), kernel("mul", 7, 925, 15, 2), launch(945, 5, 3), kernel("mul", 7, 955, 15, 3)}),
+               "low_gpu_utilization");
+  EXPECT_TRUE(f.empty());
+  // The same step with a copy of 100 us: the GPU idles, and the finding stays.
+  const std::string small = x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, 100, 100, corr(1) + R"(, "bytes": 2097152)");
+  f = run(doc({step(1, 0, 1000), x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 90, 120, corr(1)), small, launch(915, 5, 2),
+               kernel("mul", 7, 925, 15, 2), launch(945, 5, 3), kernel("mul", 7, 955, 15, 3)}),
+          "low_gpu_utilization");
+  EXPECT_EQ(f.size(), 1u);
+}
+
 TEST(RulesPeers, LowGpuUtilizationLeavesDataLoaderWaitsToDataLoaderBound) {
   // The GPU idles 900 µs of the 1 ms step, 600 µs of it while the host
   // waits in the DataLoader: that is dataloader_bound's, claimed once.
