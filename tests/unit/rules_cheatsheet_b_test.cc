@@ -157,7 +157,7 @@ TEST(HiddenMemcpy, FindsTheIssuingOpWithoutExternalIds) {
 
 // ---- profiler_buffer_request --------------------------------------------
 
-std::string with_buffer_requests(bool requests) {
+std::string with_buffer_requests(bool requests, bool first = true) {
   TraceText t;
   std::int64_t corr = 1;
   for (int s = 0; s < 4; ++s) {
@@ -173,7 +173,7 @@ std::string with_buffer_requests(bool requests) {
     t.dev("kernel", kAdd, k2, 10, corr++);
   }
   if (requests) {
-    t.x("overhead", "Activity Buffer Request", -1, 0, 5, 480);
+    if (first) t.x("overhead", "Activity Buffer Request", -1, 0, 5, 480);
     t.x("overhead", "Activity Buffer Request", -1, 0, 2100, 250);
   }
   return t.json();
@@ -191,6 +191,42 @@ TEST(ProfilerBufferRequest, ExplainsTheLaneOffsetAndAOneOffGap) {
   EXPECT_EQ(field(f[0], "initial_offset_ns").i, 490000);
   EXPECT_EQ(field(f[0], "requests").events.size(), 2u);
   EXPECT_EQ(field(f[0], "requests").events[1].step, 3);
+}
+
+// A request mid-run only (issue 38's eleventh round: requests in steps 60
+// and 122 of a vLLM decode; two in step 17 of a Hugging Face decode): the
+// title does not pin the first kernel's offset on it, and the fix does not
+// ask for wait/warmup steps, which do not move a request that comes when
+// CUPTI's buffers fill.
+TEST(ProfilerBufferRequest, AMidRunRequestIsNotTheLaneOffset) {
+  auto f = run(with_buffer_requests(true, false), "profiler_buffer_request");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(field(f[0], "before_first_kernel").i, 0);
+  EXPECT_EQ(f[0].title, "1 Activity Buffer Request (250.0 us): the profiler allocating its event buffer");
+  EXPECT_TRUE(f[0].advice.starts_with("Leave step 3 out when judging step time: this is the profiler, not your code."))
+      << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("wait/warmup steps so"), std::string::npos) << f[0].advice;
+  // With one before the first kernel as well, the offset is the first one's.
+  auto both = run(with_buffer_requests(true), "profiler_buffer_request");
+  ASSERT_EQ(both.size(), 1u);
+  EXPECT_NE(both[0].title.find("; the first kernel starts 490.0 us after its launch"), std::string::npos) << both[0].title;
+}
+
+// The profiler's artefacts rank after the program's causes (issue 38's
+// eleventh round: ranked first on a GPU-bound vLLM decode). B200 training
+// step (tests/data/PROVENANCE.md): its request was the second cause, above
+// the cost in the forward pass.
+TEST(ProfilerBufferRequest, RanksAfterTheProgramsCauses) {
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/public/ai_performance_engineering/b200_training_step.json.gz");
+  ASSERT_TRUE(t);
+  const Diagnosis d = diagnose(*t);
+  ASSERT_FALSE(d.causes.empty());
+  bool seen = false;
+  for (const Cause& c : d.causes) {
+    if (c.id == "profiler_buffer_request") seen = true;
+    else EXPECT_FALSE(seen) << c.id << " ranks after the profiler's buffer request";
+  }
+  EXPECT_TRUE(seen);
 }
 
 // A request after all device work (Kineto's end-of-window flush) delays

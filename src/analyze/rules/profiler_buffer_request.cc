@@ -108,7 +108,12 @@ void rule_profiler_buffer_request(const DiagnoseContext& c, std::vector<Finding>
   f.severity = FindingSeverity::kInfo;
   f.title = std::to_string(reqs.size()) + " Activity Buffer Request" + (reqs.size() == 1 ? "" : "s") + " (" +
             format_ns(total) + "): the profiler allocating its event buffer";
-  if (initial_offset >= 0) f.title += "; the first kernel starts " + format_ns(initial_offset) + " after its launch";
+  // The lane offset is the first request's only where one ran before the
+  // first kernel (issue 38's eleventh round: "the first kernel starts 898.4
+  // us after its launch" was put beside two requests 353 ms later).
+  if (initial_offset >= 0 && before_first > 0) {
+    f.title += "; the first kernel starts " + format_ns(initial_offset) + " after its launch";
+  }
   f.evidence.num("count", static_cast<std::int64_t>(reqs.size()))
       .num("total_ns", total)
       .num("first_dur_ns", c.dur(reqs.front()))
@@ -120,11 +125,24 @@ void rule_profiler_buffer_request(const DiagnoseContext& c, std::vector<Finding>
       .num("gpu_idle_ns", f.idle_ns);
   if (initial_offset >= 0) f.evidence.num("initial_offset_ns", initial_offset).event("first_kernel", c.ref(first_kernel));
   f.evidence.events("requests", std::move(refs));
-  f.advice =
-      "Give the schedule wait/warmup steps so the request falls outside the active window, and leave the steps it "
-      "lands in out when judging step time. This is the profiler, not your code: CUPTI asks for a new activity "
-      "buffer and the device work around it starts late; the first request explains the offset between the CPU and "
-      "GPU lanes at the start, one inside a step a gap that appears only once.";
+  std::string listed;
+  for (std::size_t i = 0; i < steps.size() && i < 8; ++i) listed += (i ? ", " : "") + std::to_string(steps[i]);
+  if (steps.size() > 8) listed += ", ...";
+  if (before_first > 0) {
+    f.advice =
+        "Give the schedule wait/warmup steps so the request falls outside the active window, and leave the steps it "
+        "lands in out when judging step time. This is the profiler, not your code: CUPTI asks for a new activity "
+        "buffer and the device work around it starts late; the first request explains the offset between the CPU "
+        "and GPU lanes at the start, one inside a step a gap that appears only once.";
+  } else {
+    // Mid-run requests come when CUPTI's buffers fill: wait/warmup steps do
+    // not move them (issue 38's eleventh round: requests in steps 60 and
+    // 122 of a 127-step decode).
+    f.advice = std::string("Leave ") + (steps.empty() ? std::string("the time around them") : (steps.size() == 1 ? "step " : "steps ") + listed) +
+               " out when judging step time: this is the profiler, not your code. CUPTI asks for a new activity buffer "
+               "when its buffers fill, mid-run, so wait/warmup steps do not move these; recording fewer events (fewer "
+               "active steps, without with_stack or record_shapes) makes them rarer.";
+  }
   f.impact_ns = f.idle_ns;
   out->push_back(std::move(f));
 }
