@@ -1996,5 +1996,26 @@ TEST(RulesTune38, ACpuOnlyVerdictSaysWhereTheTimeGoes) {
   EXPECT_TRUE(contains(vae.summary, "the DataLoader's own time (waiting for or loading batches) 1.9%")) << vae.summary;
 }
 
+TEST(RulesTune38, GemmsReplayedFromGraphsAreNotAskedForShapes) {
+  // Issue 38's eleventh round: "Record shapes" for GEMMs that replay from
+  // a CUDA graph, on a trace recorded with record_shapes (an RTX 5080
+  // MLP's training step, tests/data/PROVENANCE.md) and on three vLLM
+  // traces: a graph's kernels have no op around them to carry shapes.
+  const Diagnosis d = diagnose(load("public/leimao_cuda_graph/mlp_train_graph_replay_rtx5080.json.gz"),
+                               {.only = {"compute_bound"}});
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_TRUE(f.advice.starts_with("The GEMMs (75.8% of the GPU time, 100.0% of it replayed from CUDA graphs, whose "
+                                   "kernels have no op to carry shapes, though shapes were recorded) cannot be "
+                                   "measured against the peak here: profile a step without graphs"))
+      << f.advice;
+  EXPECT_EQ(f.advice.find("Record shapes"), std::string::npos) << f.advice;
+  // Not a vLLM program: no vLLM setting, no decode advice.
+  EXPECT_EQ(f.advice.find("enforce_eager"), std::string::npos) << f.advice;
+  EXPECT_EQ(f.advice.find("decodes"), std::string::npos) << f.advice;
+  ASSERT_NE(f.evidence.find("gemm_in_graphs_ns"), nullptr);
+  EXPECT_GT(f.evidence.find("gemm_in_graphs_ns")->i, 0);
+}
+
 }  // namespace
 }  // namespace tprof

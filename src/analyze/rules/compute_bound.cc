@@ -8,11 +8,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "src/analyze/efficiency.h"
+#include "src/analyze/host_stack.h"
 #include "src/analyze/rules/rules.h"
+#include "src/causal/names.h"
 #include "src/base/saturate.h"
 
 namespace tprof::internal {
@@ -245,10 +248,56 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
                             (c.is_torch() ? "torch.profiler.profile(record_shapes=True)"
                                           : "tprof's capture API with .record_shapes = true") +
                             "; tprof record sees CUDA calls, not ops)";
-    f.advice = how + " so the GEMMs (" +
-               format_pct(100.0 * eff.share(KernelClass::kGemm)) +
-               " of the GPU time) can be measured against the peak: without their shapes their TFLOP/s is unknown, "
-               "and with the host keeping the GPU fed, any speed-up is in them.";
+    // Why the GEMMs have no shapes: shapes off, or on (ops carry Input
+    // Dims) while the GEMMs replay inside CUDA graphs or are launched by
+    // ops that record none (issue 38's eleventh round: "record shapes" on
+    // three vLLM and graph-replay traces that had record_shapes on).
+    bool shapes_on = false;
+    std::size_t looked = 0;
+    for (std::uint32_t e : c.host_ops) {
+      if (c.kind(e) != EventKind::kCpuOp) continue;
+      if (++looked > 4096) break;
+      if (c.trace.args_json(e).find("\"Input Dims\"") != std::string_view::npos) {
+        shapes_on = true;
+        break;
+      }
+    }
+    std::unordered_set<std::string_view> in_graphs;
+    for (const DeviceOp& op : c.device) {
+      if (op.launch != kNoIndex && is_graph_launch(c.name(op.launch))) in_graphs.insert(c.name(op.event));
+    }
+    std::int64_t gemm_ns = 0, graph_gemm_ns = 0;
+    for (const KernelEfficiency& k : eff.kernels) {
+      if (k.cls != KernelClass::kGemm) continue;
+      sat_acc(gemm_ns, k.time_ns);
+      if (in_graphs.count(k.name) != 0) sat_acc(graph_gemm_ns, k.time_ns);
+    }
+    const std::string share = format_pct(100.0 * eff.share(KernelClass::kGemm));
+    // Decode-sized GEMMs stream whole weights: bandwidth, not TFLOP/s. One
+    // sentence with the action, which the default page prints whole.
+    const bool vllm = runs_vllm(c);
+    const std::string decode = !vllm ? std::string(".") :
+        "; where a step decodes a few tokens per request, its GEMMs read whole weights for a few rows each and are "
+        "bandwidth-bound: judge them by the weight bytes read per step against the HBM bandwidth, and the levers are "
+        "more requests per step and lower-precision weights, not kernel tuning.";
+    if (gemm_ns > 0 && graph_gemm_ns * 2 >= gemm_ns) {
+      f.evidence.num("gemm_in_graphs_ns", graph_gemm_ns);
+      f.advice = "The GEMMs (" + share + " of the GPU time, " +
+                 format_pct(100.0 * static_cast<double>(graph_gemm_ns) / static_cast<double>(std::max<std::int64_t>(1, gemm_ns))) +
+                 " of it replayed from CUDA graphs, whose kernels have no op to carry shapes" +
+                 (shapes_on ? ", though shapes were recorded" : std::string()) +
+                 ") cannot be measured against the peak here: profile a step without graphs (" +
+                 (vllm ? "enforce_eager=True" : "torch.compile's mode=\"default\" or the eager step, not the captured graph") +
+                 ") with record_shapes=True to measure them" + decode;
+    } else if (shapes_on) {
+      f.advice = "The GEMMs (" + share + " of the GPU time) carry no shapes, though shapes were recorded (the ops that "
+                 "launch them, custom or compiled, record no Input Dims): Nsight Compute on the largest gives its rate "
+                 "and its limit" + decode;
+    } else {
+      f.advice = how + " so the GEMMs (" + share +
+                 " of the GPU time) can be measured against the peak: without their shapes their TFLOP/s is unknown, "
+                 "and with the host keeping the GPU fed, any speed-up is in them.";
+    }
   } else {
     // No measured rate to judge by: name where the GPU time goes.
     std::vector<std::string> top;
