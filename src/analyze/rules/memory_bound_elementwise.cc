@@ -13,7 +13,8 @@
 // a shorter kernel shortens nothing: the host sets the pace. The finding
 // stays, as info with no saving, its fix after the host's (issue 38 review:
 // autocast's casts, 21% of GPU time on a ParT forward whose GPU idles 99%,
-// were a top cause "up to 1.650 ms").
+// were a top cause "up to 1.650 ms"). Multi-tensor (_foreach_) kernels are
+// already fused across their tensors: not this rule's.
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -139,6 +140,13 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     // torch.square of a tensor copied from the host, at 78% of the L4's
     // bandwidth, told to fuse into "the kernel that produces its input").
     if (!fill && !has_compute_neighbour(c, k.name, has_steps)) continue;
+    // A multi-tensor kernel (the _foreach_ ops: an optimizer's update over
+    // every parameter in one launch) is already fused across its tensors,
+    // and its inputs are the gradients the backward left, not one kernel's
+    // output (issue 38's eleventh round: SGD's _foreach_add_ at the RTX
+    // 5080's bandwidth was told to fuse into the kernel producing its
+    // input); per_param_optimizer speaks for optimizers.
+    if (k.name.find("multi_tensor_apply_kernel") != std::string::npos) continue;
     ++fired;
     Finding f;
     f.id = "memory_bound_elementwise";
