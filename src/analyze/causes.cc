@@ -26,11 +26,27 @@ namespace {
 // 731.5 us once", ranked first on a GPU-bound vLLM decode whose program
 // causes save nothing the replay can measure), then by the time each could
 // save, severity breaking ties.
-bool cause_before(const Cause& a, const Cause& b) {
-  const bool pa = a.id == "profiler_buffer_request", pb = b.id == "profiler_buffer_request";
-  if (pa != pb) return pb;
-  if (a.impact_ns != b.impact_ns) return a.impact_ns > b.impact_ns;
-  return a.severity > b.severity;
+// A cause whose own finding says nothing needs fixing (sync_api's "No
+// change needed unless the host has other work to do", evidence
+// host_side) comes after the causes with a fix, before the artefacts
+// (issue 38's eleventh round: such a sync was a GPU-bound vLLM run's first
+// cause).
+int rank_class(const Cause& c, const std::vector<Finding>& findings) {
+  if (c.id == "profiler_buffer_request") return 2;
+  if (c.anchor < findings.size()) {
+    const Evidence::Field* e = findings[c.anchor].evidence.find("host_side");
+    if (e != nullptr && e->kind == Evidence::Kind::kText && e->s == "nothing to fix") return 1;
+  }
+  return 0;
+}
+
+auto cause_order(const std::vector<Finding>& findings) {
+  return [&findings](const Cause& a, const Cause& b) {
+    const int ra = rank_class(a, findings), rb = rank_class(b, findings);
+    if (ra != rb) return ra < rb;
+    if (a.impact_ns != b.impact_ns) return a.impact_ns > b.impact_ns;
+    return a.severity > b.severity;
+  };
 }
 
 std::string_view text_of(const Finding& f, std::string_view key) {
@@ -306,7 +322,7 @@ std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64
   // By the time each could save; severity breaks ties (the notes without a
   // saving: trace health first). The profiler's own artefacts come after
   // the program's causes, whatever their time.
-  std::stable_sort(causes.begin(), causes.end(), cause_before);
+  std::stable_sort(causes.begin(), causes.end(), cause_order(findings));
   return causes;
 }
 
@@ -425,7 +441,7 @@ void replay_savings(const DiagnoseContext& c, Diagnosis* d) {
       anchor.evidence.text("saving_from", "estimate");
     }
   }
-  std::stable_sort(d->causes.begin(), d->causes.end(), cause_before);
+  std::stable_sort(d->causes.begin(), d->causes.end(), cause_order(d->findings));
 }
 
 }  // namespace

@@ -178,5 +178,27 @@ TEST(DiagnoseCausal, ASyncWhileTheGpuIsBusySaysWhetherTheHostHasOtherWork) {
       << h->advice;
 }
 
+// A sync the GPU works through in a GPU-bound run (busy 90% or more of
+// the window) is "no change needed" unless the replay frees 2% of the
+// window, and a cause whose fix is "no change needed" ranks after the
+// causes with a fix (issue 38's eleventh round: vLLM's 130 ms of
+// cudaEventSynchronize, 1% in the replay, was a GPU-bound run's first
+// cause). ranks/late_compute's rank 11 (synthetic, GPU busy 98.1%): its
+// sync was the first cause.
+TEST(DiagnoseCausal, ANoChangeSyncRanksAfterTheCausesWithAFix) {
+  const Diagnosis d = diagnose(read("ranks/late_compute/rank-11.json.gz"));
+  const Finding* f = finding(d, "sync_api");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->advice.starts_with("No change needed unless the host has other work to do")) << f->advice;
+  std::size_t sync_at = d.causes.size(), bound_at = d.causes.size();
+  for (std::size_t i = 0; i < d.causes.size(); ++i) {
+    if (d.causes[i].id == "sync_api") sync_at = i;
+    if (d.causes[i].id == "compute_bound") bound_at = i;
+  }
+  ASSERT_LT(sync_at, d.causes.size());
+  ASSERT_LT(bound_at, d.causes.size());
+  EXPECT_LT(bound_at, sync_at);
+}
+
 }  // namespace
 }  // namespace tprof

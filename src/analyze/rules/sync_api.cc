@@ -32,6 +32,8 @@ namespace {
 // A replayed saving below this share of the window, from a wait that holds
 // half of it or more: the host has no other work worth moving the sync for.
 constexpr double kMaterialSaving = 0.02;
+// A GPU busy this share of the window sets the run's pace.
+constexpr double kGpuBoundShare = 0.9;
 
 // Nsight reports every such call; ours makes the finding a warning once the
 // host spends more than this share of the steps blocked in them.
@@ -251,7 +253,13 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
     // too (kMaterialSaving of the window): a copy benchmark's sync that
     // times its copy blocks 99.6% of a 30.7 ms step and frees 155 us: the
     // host has nothing else to do (issue 38's fourth round).
-    const bool dominant = static_cast<double>(sync_ns) >= 0.5 * static_cast<double>(step_total);
+    // So too where the GPU is busy kGpuBoundShare of the window: the run is
+    // the GPU's, and a wait it works through is no cause unless the replay
+    // frees a share of the window (issue 38's eleventh round: vLLM's 130 ms
+    // of cudaEventSynchronize in a GPU-bound trace, 1% in the replay, was
+    // its first cause, "the host has other work to do").
+    const bool dominant = static_cast<double>(sync_ns) >= 0.5 * static_cast<double>(step_total) ||
+                          c.gpu_busy_window().busy_share() >= kGpuBoundShare;
     const bool material = saving && saving->per_step_ns > 0 &&
                           (!dominant || static_cast<double>(saving->total_ns) >=
                                             kMaterialSaving * static_cast<double>(step_total));
