@@ -1699,6 +1699,24 @@ TEST(RulesTune38, AThreadBlockedInAWaitIsNotBusy) {
   EXPECT_EQ(busy["cpu pid 1 tid 3"], 0);
   EXPECT_EQ(busy["cpu pid 1 tid 4"], 150'000);
   EXPECT_EQ(busy["cpu pid 1 tid 1"], 150'000);
+  // Issue 38's eleventh round (a vLLM frontend, Python functions only): an
+  // asyncio/uvloop event loop idles in its poll below any Python frame, its
+  // callbacks are its work; a thread-pool worker blocks in SimpleQueue.get.
+  // Each was "100.0%" busy.
+  Result<Trace> loop = read_trace_bytes(testing::doc({
+      testing::x("python_function", "uvloop/__init__.py(96): run", 1, 1, 0, 1000),
+      testing::x("python_function", "asyncio/runners.py(118): run", 1, 1, 0, 1000),
+      testing::x("python_function", "vllm/entrypoints/openai/serving_chat.py(400): chat_completion_stream_generator", 1,
+                 1, 300, 20),
+      testing::x("python_function", "concurrent/futures/thread.py(89): _worker", 1, 2, 0, 1000),
+      testing::x("python_function", "<built-in method get of _queue.SimpleQueue object at 0xe3fcb7ffc860>", 1, 2, 0,
+                 1000),
+  }));
+  ASSERT_TRUE(loop);
+  busy.clear();
+  for (const ThreadBusy& b : diagnose(*loop).threads) busy[b.lane] = b.busy_ns;
+  EXPECT_EQ(busy["cpu pid 1 tid 1"], 20'000);
+  EXPECT_EQ(busy["cpu pid 1 tid 2"], 0);
 }
 
 
