@@ -24,7 +24,9 @@
 #include <utility>
 
 #include "src/analyze/diagnose_context.h"
+#include "src/analyze/host_stack.h"
 #include "src/base/saturate.h"
+#include "src/causal/names.h"
 
 namespace tprof {
 
@@ -843,6 +845,19 @@ std::string not_a_saving_while_idle(double busy_share, bool over_steps, std::str
          "); once the host keeps it busy: ";
 }
 
+namespace {
+
+// Whether the host ran Inductor's compiled graphs (their call scopes).
+bool runs_compiled_graphs(const DiagnoseContext& c) {
+  for (std::uint32_t e : c.host_ops) {
+    const std::string_view n = c.name(e);
+    if (is_compiled_graph_call(n) || n == "Torch-Compiled Region") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string idle_remedy(IdleCause cause, const DiagnoseContext& c) {
   const std::string api(c.api());
   const std::string rt = c.is_hip() ? "hip" : "cuda";  // the runtime's prefix: cudaMallocHost, hipMallocHost
@@ -858,6 +873,15 @@ std::string idle_remedy(IdleCause cause, const DiagnoseContext& c) {
       if (const std::string blocker = c.graph_blocker(); !blocker.empty()) {
         return "Give each op more work (a larger batch) or fuse small ops (" + c.fuse_how() +
                "): the host is launching op after op. " + blocker;
+      }
+      if (runs_compiled_graphs(c)) {
+        // Already compiled: fusing is done where Inductor could (issue 38's
+        // eleventh round: a vLLM prefill under torch.compile told to "fuse
+        // small ops (torch.compile)").
+        return "Replay the step as a " + api + " graph (" + c.graph_how() +
+               (runs_vllm(c) ? "; vLLM runs a step larger than its largest CUDA-graph capture size without graphs" : "") +
+               ") or give each op more work (a larger batch): the step already runs Inductor's compiled graphs, so "
+               "what launches op after op is the work between and around them (custom ops, Python).";
       }
       return "Replay the step as a " + api + " graph (" + c.graph_how() + "), fuse small ops (" + c.fuse_how() +
              ") or give each op more work (a larger batch): the host is launching op after op.";

@@ -134,6 +134,30 @@ TEST(RulesPeers, KernelLaunchStatsCountsALaunchKinetoCouldNotName) {
   EXPECT_EQ(field(f[0], "short_kernels").i, 20);
 }
 
+TEST(RulesPeers, LaunchRemedyForACompiledStepDoesNotSayCompileIt) {
+  // Issue 38's eleventh round: a vLLM prefill under torch.compile, its
+  // GPU idle while the host launched op after op, was told to "fuse small
+  // ops (torch.compile)". A step inside Inductor's compiled graph is told
+  // what is left: graphs or more work per op.
+  auto events = [](const std::string& scope) {
+    std::vector<std::string> ev = {step(1, 0, 3000), x("user_annotation", scope, 1, 1, 1, 2990)};
+    for (int i = 0; i < 40; ++i) {
+      ev.push_back(launch(10 + 70 * i, 10, i + 1));
+      ev.push_back(kernel("triton_poi_fused_add_0", 7, 22 + 70 * i, 3, i + 1));
+    }
+    return doc(ev);
+  };
+  auto compiled = run(events("## Call CompiledFxGraph fabc123 ##"), "low_gpu_utilization");
+  ASSERT_EQ(compiled.size(), 1u);
+  EXPECT_NE(compiled[0].advice.find("the step already runs Inductor's compiled graphs"), std::string::npos)
+      << compiled[0].advice;
+  EXPECT_EQ(compiled[0].advice.find("fuse small ops (torch.compile)"), std::string::npos) << compiled[0].advice;
+  // The same step in an eager scope keeps the fusion advice.
+  auto eager = run(events("forward"), "low_gpu_utilization");
+  ASSERT_EQ(eager.size(), 1u);
+  EXPECT_NE(eager[0].advice.find("fuse small ops (torch.compile)"), std::string::npos) << eager[0].advice;
+}
+
 TEST(RulesPeers, LowGpuUtilization) {
   auto f = run(doc({step(1, 0, 1000), launch(10, 5, 1), kernel("k", 7, 20, 100, 1)}), "low_gpu_utilization");
   ASSERT_EQ(f.size(), 1u);
