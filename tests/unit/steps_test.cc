@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "src/trace/id_index.h"
 #include "src/analyze/intervals.h"
 #include "src/base/radix_sort.h"
@@ -166,6 +168,44 @@ TEST(Steps, CpuOnlyTracesHaveNoGpuColumnsAndNoStepsIsSaid) {
   Result<Trace> none = read_trace_bytes("[]");
   ASSERT_TRUE(none);
   EXPECT_NE(format_steps_text(*none, compute_steps(*none)).find("no ProfilerStep"), std::string::npos);
+}
+
+// The step torch.profiler opens as it stops: the last ProfilerStep, empty
+// and a sliver of the step before it, is no iteration (issue 38's eleventh
+// round: two H100 copy benchmarks' 17.9 us ProfilerStep#4 after a 1.07 ms
+// step #3 halved every per-step figure). HTA's MI250 toy trace ends with
+// one: a 49 us ProfilerStep#2 with nothing in it.
+TEST(Steps, TheEmptyStepTheProfilerOpensAsItStopsIsLeftOut) {
+  Result<Trace> mi250 = read_trace(std::string(TPROF_TEST_DATA) + "/public/hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+  ASSERT_TRUE(mi250);
+  const StepsSummary m = compute_steps(*mi250);
+  ASSERT_EQ(m.steps.size(), 1u);
+  EXPECT_EQ(m.steps[0].step, 1);
+  auto trace = [](int last_dur, bool launch) {
+    std::string s = R"({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 900, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#4", "pid": 1, "tid": 1, "ts": 1001, "dur": LAST})";
+    if (launch) {
+      s += R"(,
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1002, "dur": 5, "args": {"correlation": 2}},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1010, "dur": 3, "args": {"correlation": 2}})";
+    }
+    s.replace(s.find("LAST"), 4, std::to_string(last_dur));
+    return s + "]}";
+  };
+  Result<Trace> stub = read_trace_bytes(trace(18, false));
+  ASSERT_TRUE(stub);
+  EXPECT_EQ(compute_steps(*stub).steps.size(), 1u);
+  // A short last step that launches work, or one not far shorter than the
+  // step before it, is an iteration.
+  Result<Trace> short_work = read_trace_bytes(trace(18, true));
+  ASSERT_TRUE(short_work);
+  EXPECT_EQ(compute_steps(*short_work).steps.size(), 2u);
+  Result<Trace> idle = read_trace_bytes(trace(400, false));
+  ASSERT_TRUE(idle);
+  EXPECT_EQ(compute_steps(*idle).steps.size(), 2u);
 }
 
 }  // namespace
