@@ -99,19 +99,6 @@ StepsSummary compute_steps(const Trace& t) {
       }
     }
   }
-  // The step torch.profiler opens as it stops: the last ProfilerStep, with
-  // no launch and next to no host work, a sliver of the step before it
-  // (issue 38's eleventh round: two H100 copy benchmarks' ProfilerStep#4,
-  // 17.9 us with nothing in it after a 1.07 ms step #3, halved every
-  // per-step figure). It is no iteration: left out.
-  if (out.steps.size() >= 2 && out.range.empty()) {
-    const StepStat& last = out.steps.back();
-    const StepStat& prev = out.steps[out.steps.size() - 2];
-    if (last.launches == 0 && 20 * last.dur_ns < prev.dur_ns && 2 * last.cpu_busy_ns <= last.dur_ns &&
-        last.gpu_busy_ns == 0) {
-      out.steps.pop_back();
-    }
-  }
   return out;
 }
 
