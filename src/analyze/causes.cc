@@ -21,16 +21,13 @@ namespace tprof::internal {
 
 namespace {
 
-// The order of the causes: the program's before the profiler's own
-// artefacts (issue 38's eleventh round: CUPTI's buffer requests, "up to
-// 731.5 us once", ranked first on a GPU-bound vLLM decode whose program
-// causes save nothing the replay can measure), then by the time each could
-// save, severity breaking ties.
-// A cause whose own finding says nothing needs fixing (sync_api's "No
+// The order of the causes, in three classes: the causes with a fix; then
+// a cause whose own finding says nothing needs fixing (sync_api's "No
 // change needed unless the host has other work to do", evidence
-// host_side) comes after the causes with a fix, before the artefacts
-// (issue 38's eleventh round: such a sync was a GPU-bound vLLM run's first
-// cause).
+// host_side: such a sync was a GPU-bound vLLM run's first cause); then the
+// profiler's own artefacts (CUPTI's buffer requests, "up to 731.5 us once",
+// ranked first on a GPU-bound vLLM decode); both issue 38's eleventh round.
+// Within a class, by the time each could save, severity breaking ties.
 int rank_class(const Cause& c, const std::vector<Finding>& findings) {
   if (c.id == "profiler_buffer_request") return 2;
   if (c.anchor < findings.size()) {
@@ -320,8 +317,8 @@ std::vector<Cause> group_causes(const std::vector<Finding>& findings, std::int64
     c.look_at = pick_look_at(c.id, findings, c.findings);
   }
   // By the time each could save; severity breaks ties (the notes without a
-  // saving: trace health first). The profiler's own artefacts come after
-  // the program's causes, whatever their time.
+  // saving: trace health first); "no change needed" and the profiler's own
+  // artefacts last, whatever their time (cause_order).
   std::stable_sort(causes.begin(), causes.end(), cause_order(findings));
   return causes;
 }

@@ -314,18 +314,19 @@ bool recorded_nothing(const DiagnoseContext& c) {
   return true;
 }
 
+// An autograd node's own name ("AddmmBackward0", "MulBackward1"; the
+// engine's "torch::autograd::AccumulateGrad" has a namespace).
+bool autograd_node(std::string_view n) {
+  while (!n.empty() && n.back() >= '0' && n.back() <= '9') n.remove_suffix(1);
+  return n.size() > 8 && n.ends_with("Backward");
+}
+
 // A CPU-only trace's Self CPU by kind of row, the kinds at 1% or more,
 // largest first: "matrix products/convolutions 72.7%, compiled code with no
 // op recorded 15.4%, communication 6.1%" (issue 38's tenth round: a
 // CPU-only verdict said nothing of where the time went, and its reviews'
 // misses were the kinds no finding names: a tensor-parallel all-reduce,
 // compiled code).
-// An autograd node's name: "AddmmBackward0", "MulBackward1", "torch::autograd::AccumulateGrad".
-bool autograd_node(std::string_view n) {
-  while (!n.empty() && n.back() >= '0' && n.back() <= '9') n.remove_suffix(1);
-  return n.size() > 8 && n.ends_with("Backward");
-}
-
 std::string cpu_kinds(const DiagnoseContext& c) {
   const std::int64_t total = c.self_cpu_total_ns();
   if (total <= 0) return "";

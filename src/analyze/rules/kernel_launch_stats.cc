@@ -67,8 +67,8 @@ constexpr std::size_t kMaxSteps = 16;
 // Kineto's cudaLaunchKernelExC, which Triton and CUTLASS launch with): one
 // joined to a device activity by its correlation id launched it.
 bool is_launch_call(std::string_view name) {
-  return name == "INVALID" || name.find("Launch") != std::string_view::npos || name.find("MemcpyAsync") != std::string_view::npos ||
-         name.find("MemsetAsync") != std::string_view::npos ||
+  return name == "INVALID" || name.find("Launch") != std::string_view::npos ||
+         name.find("MemcpyAsync") != std::string_view::npos || name.find("MemsetAsync") != std::string_view::npos ||
          ((name.find("Memcpy") != std::string_view::npos || name.find("Memset") != std::string_view::npos) &&
           name.find("Async") != std::string_view::npos);
 }
