@@ -372,6 +372,25 @@ TEST(RulesPeers, SyncApiDuringGraphCaptureIsStartUp) {
   EXPECT_EQ(g[0].evidence.find("graph_captures"), nullptr);
 }
 
+TEST(RulesPeers, SyncApiLeavesOutWaitsOnThreadsThatLaunchNoKernel) {
+  // Issue 38's eleventh round: vLLM's output thread reads each step's
+  // results back (a copy and an event sync), its job to wait, while the
+  // thread that launches the kernels ran on: 83.6 ms "blocking the host"
+  // (45.3% of the steps), 0.77 ms of it on the launching thread.
+  std::vector<std::string> ev = {step(1, 0, 1000)};
+  for (int i = 0; i < 10; ++i) {
+    ev.push_back(launch(10 + 90 * i, 5, i + 1));
+    ev.push_back(kernel("k", 7, 20 + 90 * i, 30, i + 1));
+  }
+  ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 2, 100, 3, corr(50)));
+  ev.push_back(x("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", 0, 14, 110, 1, corr(50)));
+  ev.push_back(x("cuda_runtime", "cudaEventSynchronize", 1, 2, 104, 600));
+  EXPECT_TRUE(run(doc(ev), "sync_api").empty());
+  // The same wait on the launching thread is the rule's.
+  ev.back() = x("cuda_runtime", "cudaEventSynchronize", 1, 1, 104, 600);
+  EXPECT_EQ(run(doc(ev), "sync_api").size(), 1u);
+}
+
 TEST(RulesPeers, SyncApi) {
   auto f = run(doc({step(3, 0, 100), x("cuda_runtime", "cudaStreamSynchronize", 1, 1, 50, 40),
                     x("cuda_runtime", "cudaMemcpy", 1, 1, 92, 4), x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 97, 1),
