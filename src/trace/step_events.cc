@@ -215,26 +215,27 @@ bool is_closing_stub(const Trace& t, const std::vector<std::uint32_t>& steps) {
   if (steps.size() < 2) return false;
   const EventColumns& ev = t.events;
   const std::uint32_t last = steps.back(), prev = steps[steps.size() - 2];
-  if (20 * ev.dur_ns[last] >= ev.dur_ns[prev]) return false;
-  const std::int64_t lo = ev.ts_ns[last], hi = lo + ev.dur_ns[last];
+  // (Saturating: a trace's times may be anything up to int64's edges.)
+  if (internal::sat_mul(ev.dur_ns[last], 20) >= ev.dur_ns[prev]) return false;
+  const std::int64_t lo = ev.ts_ns[last], hi = internal::sat_add(lo, ev.dur_ns[last]);
   std::vector<std::pair<std::int64_t, std::int64_t>> host;
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
     if (e == last || ev.phase[e] != Phase::kComplete || ev.ts_ns[e] < lo || ev.ts_ns[e] > hi) continue;
     const EventKind k = ev.kind[e];
     if (is_device_kind(k)) return false;
     if ((k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver) && ev.correlation[e] >= 0) return false;
-    if (ev.lane[e] == ev.lane[last]) host.emplace_back(ev.ts_ns[e], std::min(hi, ev.ts_ns[e] + ev.dur_ns[e]));
+    if (ev.lane[e] == ev.lane[last]) host.emplace_back(ev.ts_ns[e], std::min(hi, internal::sat_add(ev.ts_ns[e], ev.dur_ns[e])));
   }
   std::sort(host.begin(), host.end());
   std::int64_t busy = 0, end = lo;
   for (const auto& [a, b] : host) {
     const std::int64_t from = std::max(a, end);
     if (b > from) {
-      busy += b - from;
+      internal::sat_acc(busy, internal::sat_sub(b, from));
       end = b;
     }
   }
-  return 2 * busy <= ev.dur_ns[last];
+  return busy <= ev.dur_ns[last] / 2;
 }
 }  // namespace
 

@@ -280,7 +280,7 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
         "; where a step decodes a few tokens per request, its GEMMs read whole weights for a few rows each and are "
         "bandwidth-bound: judge them by the weight bytes read per step against the HBM bandwidth, and the levers are "
         "more requests per step and lower-precision weights, not kernel tuning.";
-    if (gemm_ns > 0 && graph_gemm_ns * 2 >= gemm_ns) {
+    if (gemm_ns > 0 && graph_gemm_ns >= gemm_ns - graph_gemm_ns) {
       f.evidence.num("gemm_in_graphs_ns", graph_gemm_ns);
       f.advice = "The GEMMs (" + share + " of the GPU time, " +
                  format_pct(100.0 * static_cast<double>(graph_gemm_ns) / static_cast<double>(std::max<std::int64_t>(1, gemm_ns))) +
