@@ -94,6 +94,13 @@ std::int64_t mean_median(std::vector<std::int64_t> v) {
   return std::midpoint(lo, hi);  // lo + (hi - lo) / 2 without the overflow
 }
 
+bool records_shapes(const DiagnoseContext& c) {
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) == EventKind::kCpuOp && c.trace.args_json(e).find("\"Input Dims\"") != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 std::string input_dims_text(const Trace& t, std::uint32_t e) {
   static constexpr std::string_view kKeys[] = {"Input Dims"};
   std::string_view v[1];

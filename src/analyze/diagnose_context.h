@@ -430,6 +430,10 @@ std::int64_t mad(std::vector<std::int64_t> v);
 // not recorded: calls on different shapes are different work.
 std::string input_dims_text(const Trace& t, std::uint32_t e);
 
+// Whether any op in the trace records its input shapes ("Input Dims"):
+// record_shapes was on, and a missing shape is not the setting's.
+bool records_shapes(const DiagnoseContext& c);
+
 // distributedInfo.world_size of the trace, or -1 when absent or not a positive integer.
 std::int64_t world_size(const Trace& t);
 // Nearest rank on sorted, non-empty values: the smallest value with at

@@ -252,16 +252,7 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     // Dims) while the GEMMs replay inside CUDA graphs or are launched by
     // ops that record none (issue 38's eleventh round: "record shapes" on
     // three vLLM and graph-replay traces that had record_shapes on).
-    bool shapes_on = false;
-    std::size_t looked = 0;
-    for (std::uint32_t e : c.host_ops) {
-      if (c.kind(e) != EventKind::kCpuOp) continue;
-      if (++looked > 4096) break;
-      if (c.trace.args_json(e).find("\"Input Dims\"") != std::string_view::npos) {
-        shapes_on = true;
-        break;
-      }
-    }
+    const bool shapes_on = records_shapes(c);
     std::unordered_set<std::string_view> in_graphs;
     for (const DeviceOp& op : c.device) {
       if (op.launch != kNoIndex && is_graph_launch(c.name(op.launch))) in_graphs.insert(c.name(op.event));

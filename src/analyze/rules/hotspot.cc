@@ -176,15 +176,6 @@ bool is_cpu_collective(std::string_view n) {
 // Host ops scanned for the ops inside an annotation hotspot's instances.
 constexpr std::int64_t kMaxInnerScan = 1'000'000;
 
-// Whether any op in the trace records its input shapes ("Input Dims"):
-// record_shapes was on, and a missing rate is a failed join, not a setting.
-bool records_shapes(const DiagnoseContext& c) {
-  for (std::uint32_t e : c.host_ops) {
-    if (c.kind(e) == EventKind::kCpuOp && c.trace.args_json(e).find("\"Input Dims\"") != std::string_view::npos) return true;
-  }
-  return false;
-}
-
 // The kernel's row in "Efficiency" (class from the kernel-class table),
 // nullptr when it has none.
 const KernelEfficiency* kernel_of(const DiagnoseContext& c, std::string_view kernel) {
