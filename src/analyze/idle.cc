@@ -850,8 +850,7 @@ namespace {
 // Whether the host ran Inductor's compiled graphs (their call scopes).
 bool runs_compiled_graphs(const DiagnoseContext& c) {
   for (std::uint32_t e : c.host_ops) {
-    const std::string_view n = c.name(e);
-    if (is_compiled_graph_call(n) || n == "Torch-Compiled Region") return true;
+    if (is_compiled_scope(c.name(e))) return true;
   }
   return false;
 }

@@ -98,6 +98,10 @@ bool is_compiled_graph_call(std::string_view name) {
   return name.starts_with("## Call CompiledFxGraph") || name.starts_with("CompiledFxGraph");
 }
 
+bool is_compiled_scope(std::string_view name) {
+  return name.starts_with("Torch-Compiled Region") || is_compiled_graph_call(name);
+}
+
 std::string_view collective_kind_of(std::string_view name) {
   std::string n;
   for (const char ch : name) {

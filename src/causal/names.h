@@ -39,6 +39,9 @@ bool is_matrix_product_op(std::string_view name);
 // Inductor's call of a compiled graph ("## Call CompiledFxGraph f…z ##",
 // "CompiledFxGraph"): the generated code runs inside it.
 bool is_compiled_graph_call(std::string_view name);
+// Code torch.compile runs: a compiled graph's call, or Dynamo's
+// "Torch-Compiled Region: 0/0" around it.
+bool is_compiled_scope(std::string_view name);
 // A collective's kind from a name PyTorch gives it: the "Collective name"
 // arg ("allreduce", "_allgather_base", "all_to_allv", "send"), the c10d op
 // ("c10d::alltoall_base_") or the NCCL/RCCL kernel

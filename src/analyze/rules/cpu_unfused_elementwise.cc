@@ -48,10 +48,6 @@ constexpr std::size_t kGroupsNamed = 3;
 // Ops of a chain named in its text.
 constexpr std::int64_t kMaxOpsNamed = 8;
 
-bool is_compiled_scope(std::string_view n) {
-  return n.starts_with("Torch-Compiled Region") || is_compiled_graph_call(n);
-}
-
 struct Chain {
   std::uint32_t first = kNoIndex, last = kNoIndex;
   std::int64_t ops = 0, total_ns = 0, longest_ns = 0;
