@@ -21,10 +21,10 @@
 #include <string_view>
 #include <vector>
 
+#include "src/analyze/efficiency.h"
 #include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
 #include "src/causal/names.h"
-#include "src/trace/json_value.h"
 
 namespace tprof::internal {
 
@@ -55,30 +55,25 @@ constexpr double kPinnedGbps = 12.0;
 // A Grace-coupled device (GH200, GB200, GB10) copies over NVLink-C2C or
 // shared memory, not PCIe: no rate assumed beyond kPinnedGbps.
 double pinned_gbps(const Trace& t, std::string* pcie) {
-  const std::string_view raw = t.meta.top_level_json("deviceProperties");
-  if (raw.empty()) return kPinnedGbps;
-  const Result<JsonValue> v = JsonValue::parse(raw);
-  if (!v.has_value() || !v->is_array() || v->items().empty()) return kPinnedGbps;
-  const JsonValue& d = v->items().front();
-  const JsonValue* name = d.find("name");
-  const std::string n = name != nullptr && name->is_string() ? std::string(name->text()) : std::string();
-  if (n.find("GH200") != std::string::npos || n.find("GB200") != std::string::npos ||
-      n.find("GB10") != std::string::npos || n.find("GB300") != std::string::npos) {
+  const TensorCores d = tensor_cores(t);  // deviceProperties' device 0, its name and compute capability
+  const std::string_view n = d.device;
+  const bool amd = n.find("AMD") != std::string_view::npos || n.find("Instinct") != std::string_view::npos;
+  if (n.find("GH200") != std::string_view::npos || n.find("GB200") != std::string_view::npos ||
+      n.find("GB10") != std::string_view::npos || n.find("GB300") != std::string_view::npos) {
     return kPinnedGbps;
   }
-  const JsonValue* major = d.find("computeMajor");
-  const std::int64_t cc = major != nullptr ? major->int_or(-1) : -1;
-  const bool amd = n.find("AMD") != std::string::npos || n.find("Instinct") != std::string::npos;
-  if ((!amd && cc >= 9) || (amd && (n.find("MI300") != std::string::npos || n.find("MI325") != std::string::npos ||
-                                   n.find("MI35") != std::string::npos))) {
+  if ((!amd && d.major >= 9) ||
+      (amd && (n.find("MI300") != std::string_view::npos || n.find("MI325") != std::string_view::npos ||
+               n.find("MI35") != std::string_view::npos))) {
     *pcie = "PCIe Gen5";
     return 50.0;
   }
-  if ((!amd && cc == 8) || (amd && (n.find("MI2") != std::string::npos || n.find("MI100") != std::string::npos))) {
+  if ((!amd && d.major == 8) ||
+      (amd && (n.find("MI2") != std::string_view::npos || n.find("MI100") != std::string_view::npos))) {
     *pcie = "PCIe Gen4";
     return 25.0;
   }
-  if (!amd && cc >= 3) *pcie = "PCIe Gen3";
+  if (!amd && d.major >= 3) *pcie = "PCIe Gen3";
   return kPinnedGbps;
 }
 
