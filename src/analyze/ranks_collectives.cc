@@ -212,12 +212,12 @@ void summarize_rank_paths(const DiagnoseContext& c, const std::vector<const Devi
     if (p.start_ns != sat_sub(rc.start_ns, rc.before_ns) || p.end_ns != rc.start_ns) continue;
     rc.has_path = true;
     rc.path_ns = p.bound_ns;
-    rc.path_unexplained_ns = p.unexplained_ns + p.unrecorded_wait_ns;
+    rc.path_unexplained_ns = sat_add(p.unexplained_ns, p.unrecorded_wait_ns);
     by_event.clear();
     for (const PathSegment& seg : p.segments) {
       if (seg.event == kNoIndex || (seg.type != EdgeType::kHost && seg.type != EdgeType::kDevice)) continue;
       if (is_profiler_step(c.name(seg.event))) continue;
-      by_event[seg.event] += seg.dur_ns;
+      sat_acc(by_event[seg.event], seg.dur_ns);
     }
     std::uint32_t top = kNoIndex;
     for (const auto& [e, ns] : by_event) {
@@ -1437,7 +1437,7 @@ std::string window_late_text(const Straggler& s) {
 std::vector<std::pair<std::int64_t, std::int64_t>> path_by_rank(const CrossRankPath& p) {
   std::map<std::int64_t, std::int64_t> ns;
   for (const PathPart& x : p.parts) {
-    if (x.rank >= 0) ns[x.rank] += x.per_step_ns;
+    if (x.rank >= 0) sat_acc(ns[x.rank], x.per_step_ns);
   }
   std::vector<std::pair<std::int64_t, std::int64_t>> out(ns.begin(), ns.end());
   std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
