@@ -826,9 +826,14 @@ bool spill_chunk(ThreadBuffer* b) noexcept {
   if (!wait_for_free_chunk(slot->busy[next], &slot->dropping)) return false;
   {
     // Under the registry's lock: collect() reads the chunk view whole, and
-    // a buffer it has taken (held) hands nothing over after it.
-    std::lock_guard<std::mutex> lock(registry().mu);
-    if (slot->held) return false;
+    // a buffer it has taken (held) hands nothing over after it, nor once
+    // its window is built (released): the owner checked the epoch before
+    // the window ended, and the chunk would open a file for a window that
+    // is never restored again (its descriptor leaked; the records are
+    // dropped, counted, as a full buffer's after the window's end).
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (slot->held || at_or_before(b->epoch.load(std::memory_order_relaxed), r.released_epoch)) return false;
     // Busy before it is queued: the spill thread may write it and clear
     // the mark as soon as the spiller's lock is released.
     slot->busy[slot->chunk].store(true, std::memory_order_relaxed);

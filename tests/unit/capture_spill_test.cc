@@ -244,6 +244,33 @@ TEST(CaptureSpill, SlowDiskWaitsThenDropsCounted) {
   EXPECT_EQ(dir.files(), 0u);
 }
 
+// The race a loaded machine hit once (capture_load_test's ProfilerFork
+// left a spill file open): a thread checks its buffer's epoch, is
+// preempted while its window ends, is built and released, then finds its
+// chunk full. That chunk belongs to a window that is never restored again:
+// handed to the spill thread, it would open a file nobody closes. It is
+// dropped (counted) instead, as a full buffer's record after the window's
+// end. Replayed here step by step on one thread.
+TEST(CaptureSpill, AChunkOfAWindowAlreadyBuiltIsDroppedNotSpilled) {
+  SpillDir dir;
+  Profiler prof({.buffer_events_per_thread = kBuffer, .deliver_inline = true, .spill_dir = dir.path()});
+  ASSERT_TRUE(prof.start().ok());
+  ASSERT_TRUE(internal::enter_recorder());
+  internal::ThreadBuffer* b = internal::current_buffer();
+  ASSERT_NE(b, nullptr);
+  while (b->size < b->capacity) internal::append_inside(internal::Record{});  // kind 0: skipped by the builder
+  internal::leave_recorder();
+  ASSERT_TRUE(prof.stop().ok());
+  (void)prof.trace();  // built and released
+  ASSERT_TRUE(internal::enter_recorder());
+  const std::uint64_t dropped = b->dropped.load();
+  const bool handed_over = internal::make_room(b);
+  internal::leave_recorder();
+  EXPECT_FALSE(handed_over) << "a chunk of a window already built went to the spill thread";
+  EXPECT_EQ(b->dropped.load(), dropped + 1);
+  EXPECT_EQ(prof.spill_stats().chunks, 0u);
+}
+
 TEST(CaptureSpill, UnusableDirectoryIsAnErrorAtStart) {
   SpillDir dir;
   const std::string file = dir.path() + "/plain-file";
