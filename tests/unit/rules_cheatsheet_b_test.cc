@@ -212,6 +212,28 @@ TEST(ProfilerBufferRequest, AMidRunRequestIsNotTheLaneOffset) {
   EXPECT_NE(both[0].title.find("; the first kernel starts 490.0 us after its launch"), std::string::npos) << both[0].title;
 }
 
+// A host running far ahead of a deep queue (issue 38's eleventh round: a
+// vLLM decode whose kernels start 84 ms after their launch): a request
+// that overlaps a gap between kernels queued long before delays none of
+// them. The gap is the device's own (kernel latency), not the profiler's,
+// and with no step and nothing before the first kernel there is nothing
+// to say.
+TEST(ProfilerBufferRequest, AGapBetweenKernelsQueuedBeforeItIsNotTheRequests) {
+  TraceText t;
+  std::int64_t corr = 1;
+  for (int k = 0; k < 40; ++k) {
+    t.call("cudaLaunchKernel", 10.0 + 3 * k, 2, corr);
+    t.dev("kernel", k % 2 ? kAdd : kGemm, 200.0 + 58 * k, 50, corr++);  // 8 us apart, all launched by 130 us
+  }
+  t.x("overhead", "Activity Buffer Request", -1, 0, 400, 300);  // over the gaps of kernels 3-8
+  Result<Trace> trace = read_trace_bytes(t.json());
+  ASSERT_TRUE(trace);
+  const Diagnosis d = diagnose(*trace);
+  EXPECT_EQ(d.idle.by_cause[static_cast<std::size_t>(IdleCause::kProfiler)], 0);
+  EXPECT_GT(d.idle.by_cause[static_cast<std::size_t>(IdleCause::kKernelLatency)], 0);
+  EXPECT_TRUE(run(t.json(), "profiler_buffer_request").empty());
+}
+
 // The profiler's artefacts rank after the program's causes (issue 38's
 // eleventh round: ranked first on a GPU-bound vLLM decode). B200 training
 // step (tests/data/PROVENANCE.md): its request was the second cause, above

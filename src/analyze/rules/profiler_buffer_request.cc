@@ -74,8 +74,15 @@ void rule_profiler_buffer_request(const DiagnoseContext& c, std::vector<Finding>
       if (first_launch_ts == INT64_MAX || sat_add(c.end(e), kHeldUpNs) > first_launch_ts) ++before_first;
       continue;
     }
-    // A request overlapping idle device time explains that gap.
-    if (busy_until[i] < c.end(e) && busy_until[i] < it->start) {
+    // A request overlapping idle device time explains that gap, unless the
+    // work after it was queued before the device went idle and the gap is
+    // no longer than the device's own latency between kernels (issue 38's
+    // eleventh round: a vLLM decode 84 ms ahead had its 1 us gaps between
+    // queued kernels put on two requests; the blog's one-off gap in a step
+    // is hundreds of microseconds).
+    const bool queued = it->launch != kNoIndex && c.end(it->launch) <= busy_until[i] &&
+                        it->start - busy_until[i] <= kKernelLatencyNs;
+    if (!queued && busy_until[i] < c.end(e) && busy_until[i] < it->start) {
       const std::int64_t gap = it->start - busy_until[i];
       sat_acc(explained_gap_ns, gap);
       gaps.push_back(gap);
