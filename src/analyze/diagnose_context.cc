@@ -314,6 +314,17 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
   sort_by_time(ev.ts_ns, &host_ops);
   sort_by_time(ev.ts_ns, &device_events);  // device activity starts at ts: by start, then index
   launch_by_corr_ = IdIndex(std::move(launch_corr));
+  // Correlation ids grow in launch order. Device work whose id is below
+  // every recorded launch's, with no launch of its own in the trace, was
+  // launched before the recording began: the queue the first step starts
+  // behind where it runs in that step, else no step's (issue 38's eleventh
+  // round: a CUDA-graph replay launched before ProfilerStep#3 ran 638 us
+  // during step 8, and was counted as step 8's).
+  std::int64_t first_linked_corr = INT64_MAX;
+  for (std::uint32_t e : device_events) {
+    const std::int64_t corr = ev.correlation[e];
+    if (corr > 0 && corr < first_linked_corr && launch_for_correlation(corr) != kNoIndex) first_linked_corr = corr;
+  }
   device.reserve(device_events.size());
   for (std::uint32_t e : device_events) {
     const EventKind k = ev.kind[e];
@@ -329,7 +340,9 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
     }
     const std::int64_t corr = ev.correlation[e];
     if (corr >= 0) op.launch = launch_for_correlation(corr);
+    const bool launched_before = op.launch == kNoIndex && corr > 0 && first_linked_corr != INT64_MAX && corr < first_linked_corr;
     op.step = step_index_at(op.launch != kNoIndex ? ev.ts_ns[op.launch] : op.start);
+    if (launched_before && op.step > 0) op.step = -1;
     if (op.cls == DeviceClass::kMemcpy && op.launch != kNoIndex) {
       const CopyKind copy = copy_kind(t.name(e));
       if (copy.direction == CopyDirection::kDtoH && copy.pageable()) {

@@ -45,7 +45,7 @@ struct DeviceOp {
   std::int64_t end = 0;
   DeviceClass cls = DeviceClass::kCompute;
   std::uint32_t launch = kNoIndex;  // the runtime call with the same correlation id
-  std::int32_t step = -1;           // index into DiagnoseContext::steps.steps (by launch time, else start)
+  std::int32_t step = -1;           // index into DiagnoseContext::steps.steps (by launch time, else start; -1 when launched before the recording)
 };
 
 class DiagnoseContext {

@@ -430,6 +430,39 @@ TEST(KernelVariance, OneSlowStepSkewsTheMean) {
   EXPECT_NE(f[0].advice.find("in step 3"), std::string::npos) << f[0].advice;
 }
 
+// A GEMM slow in one step whose neighbours kept their times slowed alone:
+// another context on the GPU, not its clocks (issue 38's eleventh round).
+// Where the whole step slowed with it, the clocks are the suspect.
+std::string gemm_with_neighbours(const std::vector<double>& gemm, const std::vector<double>& scale) {
+  TraceText t;
+  std::int64_t corr = 1;
+  for (std::size_t s = 0; s < gemm.size(); ++s) {
+    const double b = 5000.0 * static_cast<double>(s);
+    t.step(static_cast<int>(s) + 1, b, 4000);
+    t.call("cudaLaunchKernel", b + 10, 5, corr);
+    t.dev("kernel", kGemm, b + 20, gemm[s], corr++);
+    for (int k = 0; k < 3; ++k) {
+      t.call("cudaLaunchKernel", b + 20 + k * 5, 3, corr);
+      t.dev("kernel", kAdd, b + 3000 + 300 * k, 200 * scale[s], corr++);
+    }
+  }
+  return t.json();
+}
+
+TEST(KernelVariance, AKernelThatSlowedAloneIsNotPutOnTheClocks) {
+  auto alone = run(gemm_with_neighbours({580, 582, 2500, 579, 581}, {1, 1, 1.01, 1, 1}), "kernel_variance");
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_TRUE(alone[0].advice.starts_with("Judge this kernel by its median 581.0 us, not its mean: it slowed alone in "
+                                          "step 3 (the step's other kernels kept their times, within 1.0%)"))
+      << alone[0].advice;
+  EXPECT_EQ(alone[0].advice.find("nvidia-smi -lgc"), std::string::npos) << alone[0].advice;
+  auto all = run(gemm_with_neighbours({580, 582, 2500, 579, 581}, {1, 1, 1.3, 1, 1}), "kernel_variance");
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_TRUE(all[0].advice.starts_with("Lock the GPU clocks (nvidia-smi -lgc) and record more steps to see whether "
+                                        "the slow run in step 3 repeats"))
+      << all[0].advice;
+}
+
 TEST(KernelVariance, SilentForSteadyKernels) {
   EXPECT_TRUE(run(gemm_durations({580, 582, 590, 579, 581}), "kernel_variance").empty());
 }

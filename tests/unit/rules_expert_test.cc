@@ -163,20 +163,22 @@ TEST(LayoutConversion, MiopenTransposesAroundNhwcConvsOnMi210) {
   EXPECT_NE(f->advice.find("MIOpen"), std::string::npos) << f->advice;
 }
 
-// The MI300X DDP ResNet: 943 transposes, 5.324 ms of the steps' 25.739 ms of
-// compute kernels (20.7%; the NCCL kernels, waiting for peers, are left out).
+// The MI300X DDP ResNet: 904 transposes, 5.106 ms of the steps' 24.035 ms of
+// compute kernels (21.2%; the NCCL kernels, waiting for peers, are left out;
+// so are 39 transposes launched before the recording that ran after its
+// first step).
 TEST(LayoutConversion, DdpResnetOnMi300) {
   const Trace t = load(kMi300DdpResnet);
   const Diagnosis d = run(t, "layout_conversion");
   const Finding* f = only(d, "layout_conversion");
   ASSERT_NE(f, nullptr);
-  EXPECT_EQ(num(*f, "layout_count"), 943);
-  EXPECT_NEAR(real(*f, "layout_kernel_pct"), 20.68, 0.01);
+  EXPECT_EQ(num(*f, "layout_count"), 904);
+  EXPECT_NEAR(real(*f, "layout_kernel_pct"), 21.24, 0.01);
   EXPECT_GT(num(*f, "conv_ops"), 0);
-  // The title's share is of all kernel time, collectives in (5.5%: it said
+  // The title's share is of all kernel time, collectives in (5.9%: it said
   // "20.7% of kernel time", the compute kernels' share, in the issue 38
   // tuning review), with the compute kernels' beside it.
-  EXPECT_NE(f->title.find(": 5.5% of kernel time (20.7% of the compute kernels, collectives aside)"), std::string::npos)
+  EXPECT_NE(f->title.find(": 5.9% of kernel time (21.2% of the compute kernels, collectives aside)"), std::string::npos)
       << f->title;
 }
 

@@ -2035,5 +2035,24 @@ TEST(RulesTune38, GemmsReplayedFromGraphsAreNotAskedForShapes) {
   EXPECT_GT(f.evidence.find("gemm_in_graphs_ns")->i, 0);
 }
 
+// Issue 38's eleventh round, the same RTX 5080 graph replays: the two
+// replays launched before ProfilerStep#3 (their launches are not in the
+// trace, their correlation ids below every recorded launch's) belong to no
+// step, though one ran 638 us during step 8; and a GEMM that slowed alone
+// in its replay (the step's 35 other kernels within 1%) is not put on the
+// clocks.
+TEST(RulesTune38, AReplayLaunchedBeforeTheStepsIsNoStepsOutlier) {
+  const std::vector<Finding> f =
+      run("public/leimao_cuda_graph/mlp_train_graph_replay_rtx5080.json.gz", "kernel_variance");
+  ASSERT_FALSE(f.empty());
+  const Finding& big = f[0];
+  EXPECT_NE(big.title.find("mean 257.4 us vs median 222.2 us (cv 0.34), 1 outlier of 7"), std::string::npos) << big.title;
+  ASSERT_NE(big.evidence.find("outlier_steps"), nullptr);
+  EXPECT_EQ(big.evidence.find("outlier_steps")->ints, std::vector<std::int64_t>{9});
+  EXPECT_TRUE(big.advice.starts_with("Judge this kernel by its median 222.2 us, not its mean: it slowed alone in step 9"))
+      << big.advice;
+  EXPECT_EQ(big.advice.find("nvidia-smi -lgc"), std::string::npos) << big.advice;
+}
+
 }  // namespace
 }  // namespace tprof
