@@ -604,6 +604,11 @@ Fp32Math fp32_math(const KernelEfficiency& k) {
   return Fp32Math::kNo;
 }
 
+bool tf32_math(std::string_view name) {
+  const std::string full = lower(name);
+  return has(full, "tf32") || has(full, "s1688");
+}
+
 bool is_conv_kernel(const KernelEfficiency& k) {
   // A library GEMM kernel inside a convolution op (cuDNN lowering to sgemm)
   // is still convolution work.

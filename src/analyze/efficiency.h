@@ -155,6 +155,11 @@ TensorCores tensor_cores(const Trace& t);
 // GEMV, or anything else is kNo: unknown counts as no.
 enum class Fp32Math : std::uint8_t { kNo = 0, kByName, kByOpType };
 Fp32Math fp32_math(const KernelEfficiency& k);
+// Whether a kernel's name says fp32 operands on TF32 tensor cores: `tf32`
+// (cuBLAS's sm80_xmma_gemm_f32f32_tf32f32_...), or the m16n8k8 single-
+// precision tensor-op shape `s1688` (CUTLASS's cutlass_80_tensorop_s1688gemm,
+// cuBLAS's ampere_s1688gemm).
+bool tf32_math(std::string_view name);
 // A convolution kernel (class kConv in the kernel-class table), else a matmul.
 bool is_conv_kernel(const KernelEfficiency& k);
 

@@ -129,6 +129,9 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
                 " of GPU time whose shapes are known)"
           : std::string();
   // Most of the measured GEMM time below the ridge point: judged on bytes.
+  // TF32 GEMMs replayed from graphs, told to autocast to bf16: half their
+  // time (bf16 tensor cores run at twice TF32's peak).
+  std::int64_t tf32_saving_ns = 0;
   const bool bandwidth_bound = eff.peak != nullptr && gemm.bw_time_ns > 0 && 2 * gemm.bw_time_ns >= gemm.measured_ns;
   const std::string mix = efficiency_text(eff);
   f.title = std::string(far_below      ? "GPU-bound on elementwise and reduction kernels far below the memory ceiling"
@@ -257,12 +260,20 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     for (const DeviceOp& op : c.device) {
       if (op.launch != kNoIndex && is_graph_launch(c.name(op.launch))) in_graphs.insert(c.name(op.event));
     }
-    std::int64_t gemm_ns = 0, graph_gemm_ns = 0;
+    std::int64_t gemm_ns = 0, graph_gemm_ns = 0, tf32_ns = 0;
     for (const KernelEfficiency& k : eff.kernels) {
       if (k.cls != KernelClass::kGemm) continue;
       sat_acc(gemm_ns, k.time_ns);
       if (in_graphs.count(k.name) != 0) sat_acc(graph_gemm_ns, k.time_ns);
+      if (tf32_math(k.name)) sat_acc(tf32_ns, k.time_ns);
     }
+    // GEMMs whose names say fp32 on TF32 tensor cores: what they run in is
+    // known without shapes, and bf16 doubles the peak on half the bytes
+    // (issue 38's eleventh round: an RTX 5080's graph replays, 76% of the
+    // GPU time in cutlass s1688 GEMMs at 80-99% of the TF32 peak, were only
+    // told to re-profile without graphs).
+    const bool tf32 = c.is_torch() && gemm_ns > 0 && 2 * tf32_ns >= gemm_ns;
+    if (tf32) f.evidence.num("gemm_tf32_ns", tf32_ns);
     const std::string share = format_pct(100.0 * eff.share(KernelClass::kGemm));
     // Decode-sized GEMMs stream whole weights: bandwidth, not TFLOP/s. One
     // sentence with the action, which the default page prints whole.
@@ -271,15 +282,27 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
         "; where a step decodes a few tokens per request, its GEMMs read whole weights for a few rows each and are "
         "bandwidth-bound: judge them by the weight bytes read per step against the HBM bandwidth, and the levers are "
         "more requests per step and lower-precision weights, not kernel tuning.";
+    const std::string without_graphs =
+        std::string(" a step without graphs (") +
+        (vllm ? "enforce_eager=True" : "torch.compile's mode=\"default\" or the eager step, not the captured graph") +
+        ") with record_shapes=True";
     if (gemm_ns > 0 && graph_gemm_ns >= gemm_ns - graph_gemm_ns) {
+      const std::string what =
+          "The GEMMs (" + share + " of the GPU time, " +
+          format_pct(100.0 * static_cast<double>(graph_gemm_ns) / static_cast<double>(std::max<std::int64_t>(1, gemm_ns))) +
+          " of it replayed from CUDA graphs, whose kernels have no op to carry shapes" +
+          (shapes_on ? ", though shapes were recorded" : std::string()) + ")";
       f.evidence.num("gemm_in_graphs_ns", graph_gemm_ns);
-      f.advice = "The GEMMs (" + share + " of the GPU time, " +
-                 format_pct(100.0 * static_cast<double>(graph_gemm_ns) / static_cast<double>(std::max<std::int64_t>(1, gemm_ns))) +
-                 " of it replayed from CUDA graphs, whose kernels have no op to carry shapes" +
-                 (shapes_on ? ", though shapes were recorded" : std::string()) +
-                 ") cannot be measured against the peak here: profile a step without graphs (" +
-                 (vllm ? "enforce_eager=True" : "torch.compile's mode=\"default\" or the eager step, not the captured graph") +
-                 ") with record_shapes=True to measure them" + decode;
+      if (tf32) {
+        tf32_saving_ns = tf32_ns / 2;
+        f.advice = what + " run fp32 inputs on TF32 tensor cores, as their names say (" +
+                   format_pct(100.0 * static_cast<double>(tf32_ns) / static_cast<double>(gemm_ns)) +
+                   " of the GEMM time): where the model tolerates it, torch.autocast(\"cuda\", dtype=torch.bfloat16) "
+                   "runs them on bf16 tensor cores, twice TF32's peak on half the bytes; to measure them against the "
+                   "peak, profile" + without_graphs + decode;
+      } else {
+        f.advice = what + " cannot be measured against the peak here: profile" + without_graphs + " to measure them" + decode;
+      }
     } else if (shapes_on) {
       f.advice = "The GEMMs (" + share + " of the GPU time) carry no shapes, though shapes were recorded (the ops that "
                  "launch them, custom or compiled, record no Input Dims): Nsight Compute on the largest gives its rate "
@@ -332,9 +355,12 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   } else if (!bandwidth_bound && gemm.peak_tflops > 0 && gemm.tflops > 0 && gemm.tflops < kEfficientGemm * gemm.peak_tflops) {
     const double at_peak = static_cast<double>(gemm.time_ns) * gemm.tflops / gemm.peak_tflops;
     f.impact_ns = gemm.time_ns - static_cast<std::int64_t>(at_peak);
+  } else if (tf32_saving_ns > 0) {
+    f.impact_ns = tf32_saving_ns;
   }
   f.evidence.num("saving_ns", f.impact_ns)
       .text("saving_basis", memory_bound       ? "memory-bound kernels' time (fusion)"
+                            : tf32_saving_ns > 0 && f.impact_ns == tf32_saving_ns ? "half the TF32 GEMMs' time (bf16 autocast)"
                             : f.impact_ns > 0 && bandwidth_bound ? "bandwidth-bound GEMM time above the HBM ceiling"
                             : f.impact_ns > 0  ? "GEMM time above the dense peak"
                                                : "none: the state, not a saving");
