@@ -401,17 +401,25 @@ TEST(KernelGap, AWaitOnAnotherStreamNamesTheAwaitedWork) {
 
 // ---- kernel_variance -----------------------------------------------------
 
-std::string gemm_durations(const std::vector<double>& durs) {
+// One GEMM a step of the given durations; with `scale`, three neighbours a
+// step of 200 us times the step's scale.
+std::string gemm_with_neighbours(const std::vector<double>& gemm, const std::vector<double>& scale) {
   TraceText t;
   std::int64_t corr = 1;
-  for (std::size_t s = 0; s < durs.size(); ++s) {
+  for (std::size_t s = 0; s < gemm.size(); ++s) {
     const double b = 5000.0 * static_cast<double>(s);
     t.step(static_cast<int>(s) + 1, b, 4000);
     t.call("cudaLaunchKernel", b + 10, 5, corr);
-    t.dev("kernel", kGemm, b + 20, durs[s], corr++);
+    t.dev("kernel", kGemm, b + 20, gemm[s], corr++);
+    for (int k = 0; k < 3 && !scale.empty(); ++k) {
+      t.call("cudaLaunchKernel", b + 20 + k * 5, 3, corr);
+      t.dev("kernel", kAdd, b + 3000 + 300 * k, 200 * scale[s], corr++);
+    }
   }
   return t.json();
 }
+
+std::string gemm_durations(const std::vector<double>& durs) { return gemm_with_neighbours(durs, {}); }
 
 TEST(KernelVariance, OneSlowStepSkewsTheMean) {
   // The post: ~580 µs per step except one.
@@ -433,22 +441,6 @@ TEST(KernelVariance, OneSlowStepSkewsTheMean) {
 // A GEMM slow in one step whose neighbours kept their times slowed alone:
 // another context on the GPU, not its clocks (issue 38's eleventh round).
 // Where the whole step slowed with it, the clocks are the suspect.
-std::string gemm_with_neighbours(const std::vector<double>& gemm, const std::vector<double>& scale) {
-  TraceText t;
-  std::int64_t corr = 1;
-  for (std::size_t s = 0; s < gemm.size(); ++s) {
-    const double b = 5000.0 * static_cast<double>(s);
-    t.step(static_cast<int>(s) + 1, b, 4000);
-    t.call("cudaLaunchKernel", b + 10, 5, corr);
-    t.dev("kernel", kGemm, b + 20, gemm[s], corr++);
-    for (int k = 0; k < 3; ++k) {
-      t.call("cudaLaunchKernel", b + 20 + k * 5, 3, corr);
-      t.dev("kernel", kAdd, b + 3000 + 300 * k, 200 * scale[s], corr++);
-    }
-  }
-  return t.json();
-}
-
 TEST(KernelVariance, AKernelThatSlowedAloneIsNotPutOnTheClocks) {
   auto alone = run(gemm_with_neighbours({580, 582, 2500, 579, 581}, {1, 1, 1.01, 1, 1}), "kernel_variance");
   ASSERT_EQ(alone.size(), 1u);
