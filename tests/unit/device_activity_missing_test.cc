@@ -194,5 +194,55 @@ TEST(DeviceActivityMissing, CpuOnlyRulesSilentWhereGpuWorkWasIssued) {
   EXPECT_NE(find(c, "cpu_unfused_elementwise"), nullptr);
 }
 
+// The legacy autograd profiler's export (a bare JSON array) from a build
+// without Kineto (issue 38's twelfth round, a tuning-half trace without a
+// licence, its shape rebuilt here): a torch.compile'd interpolation on CUDA
+// keeps its cpu_to_cuda flow starts and its Triton kernel op, and drops the
+// CUDA events. A GPU program recorded without its device side, not a
+// CPU-only one; and the compiled region is told no CUDA graph of "0 device
+// launches". Without the flows and the Triton op, the same ops are CPU-only.
+TEST(DeviceActivityMissing, LegacyArrayWithCpuToCudaFlowsIsNotCpuOnly) {
+  auto trace = [](bool gpu) {
+    std::string s = "[";
+    for (int i = 0; i < 5; ++i) {
+      const int b = 100 + 300 * i;
+      const std::string k = gpu ? "triton_per_fused_index_mul_sum_0" : "cpp_fused_index_mul_sum_0";
+      s += std::string(i ? "," : "") + R"({"name": "TorchDynamo Cache Lookup", "ph": "X", "ts": )" + std::to_string(b) +
+           R"(, "dur": 6, "tid": 1, "pid": "CPU functions", "args": {}},
+{"name": "Torch-Compiled Region", "ph": "X", "ts": )" + std::to_string(b + 10) +
+           R"(, "dur": 70, "tid": 1, "pid": "CPU functions", "args": {}},
+{"name": "aten::empty", "ph": "X", "ts": )" + std::to_string(b + 12) +
+           R"(, "dur": 3, "tid": 1, "pid": "CPU functions", "args": {}},
+{"name": ")" + k + R"(", "ph": "X", "ts": )" + std::to_string(b + 20) +
+           R"(, "dur": 14, "tid": 1, "pid": "CPU functions", "args": {}},
+{"name": "aten::sum", "ph": "X", "ts": )" + std::to_string(b + 40) +
+           R"(, "dur": 29, "tid": 1, "pid": "CPU functions", "args": {}})";
+      if (gpu) {
+        s += R"(,
+{"name": "aten::sum", "ph": "s", "ts": )" + std::to_string(b + 40) +
+             R"(, "tid": 1, "pid": "CPU functions", "id": )" + std::to_string(i + 1) + R"(, "cat": "cpu_to_cuda", "args": {}})";
+      }
+    }
+    return s + "]";
+  };
+  Result<Trace> t = read_trace_bytes(trace(true));
+  ASSERT_TRUE(t.has_value()) << t.error().to_string();
+  const Diagnosis d = diagnose(*t);
+  EXPECT_EQ(d.verdict, Verdict::kUnclear) << d.summary;
+  const Finding* f = find(d, "device_activity_missing");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("5 CPU-to-GPU flow links and 5 Triton kernels (Inductor's GPU code)"), std::string::npos)
+      << f->title;
+  if (const Finding* w = find(d, "compile_overhead")) {
+    EXPECT_EQ(w->advice.find("reduce-overhead"), std::string::npos) << w->advice;
+    EXPECT_EQ(w->advice.find("0 device launches"), std::string::npos) << w->advice;
+  }
+  Result<Trace> cpu = read_trace_bytes(trace(false));
+  ASSERT_TRUE(cpu.has_value());
+  const Diagnosis c = diagnose(*cpu);
+  EXPECT_EQ(c.verdict, Verdict::kCpuOnly) << c.summary;
+  EXPECT_EQ(find(c, "device_activity_missing"), nullptr);
+}
+
 }  // namespace
 }  // namespace tprof

@@ -216,9 +216,15 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
   const std::int64_t per_step = static_cast<std::int64_t>(regions.size()) / std::max<std::int64_t>(1, nsteps);
   f.advice = (exposed ? "Compile a larger region (the whole model or training step" +
                             (per_step > 1 ? ", one call per step instead of " + std::to_string(per_step) : std::string()) +
-                            ") or use torch.compile(mode=\"reduce-overhead\") to replay its " +
-                            count_of(launches, "device launch") + (c.steps.steps.empty() ? " per call" : " per step") +
-                            " as one CUDA graph; keep tiny functions eager. "
+                            ")" +
+                            // No launch recorded (the device side missing, or a CPU
+                            // program): no graph to replay them in (issue 38's twelfth
+                            // round: "replay its 0 device launches per call").
+                            (launches > 0 ? " or use torch.compile(mode=\"reduce-overhead\") to replay its " +
+                                                count_of(launches, "device launch") +
+                                                (c.steps.steps.empty() ? " per call" : " per step") + " as one CUDA graph"
+                                          : std::string()) +
+                            "; keep tiny functions eager. "
                       : std::string("Nothing to change while the GPU is busy: the step's device work (") + format_ns(gpu_step) +
                             ") hides the wrapper's CPU time. ") +
               "Every call of a compiled function pays Dynamo's guard check (TorchDynamo Cache Lookup), the compiled "

@@ -14,6 +14,7 @@
 // Trace health: the verdict (verdict.cc) reads the same evidence and does not
 // call such a trace cpu-only.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,6 +92,23 @@ GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
   for (const MemoryRecord& r : c.trace.memory) {
     if (is_gpu_memory(r)) ++g.gpu_memory_records;
   }
+  // The legacy autograd profiler's export (a bare array) of a build without
+  // Kineto keeps its cpu_to_cuda flow starts and drops the CUDA events they
+  // point at (issue 38's twelfth round: a compiled interpolation on CUDA,
+  // 29 flows and a Triton kernel a call, was called cpu-only).
+  const EventColumns& ev = c.trace.events;
+  for (const std::string_view cat : {"ac2g", "cpu_to_cuda"}) {
+    const std::optional<StrId> id = c.trace.strings.find(cat);
+    if (!id) continue;
+    for (std::uint32_t e = 0; e < ev.size(); ++e) {
+      if (ev.cat[e] == *id && ev.phase[e] == Phase::kFlowStart) ++g.gpu_flows;
+    }
+  }
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kCpuOp || !c.name(e).starts_with("triton_")) continue;
+    if (g.first_op == kNoIndex) g.first_op = e;
+    ++g.triton_ops;
+  }
   std::int64_t reads = 0, read_ns = 0;
   std::uint32_t longest = kNoIndex;
   for (std::uint32_t e : c.host_ops) {
@@ -115,6 +133,8 @@ std::string GpuWorkIssued::text() const {
     parts.push_back(std::to_string(attention_ops) + " attention ops torch runs on a GPU only (memory-efficient or flash)");
   }
   if (gpu_memory_records > 0) parts.push_back(std::to_string(gpu_memory_records) + " memory events on a GPU");
+  if (gpu_flows > 0) parts.push_back(std::to_string(gpu_flows) + " CPU-to-GPU flow links");
+  if (triton_ops > 0) parts.push_back(std::to_string(triton_ops) + " Triton kernels (Inductor's GPU code)");
   if (blocking_reads > 0) {
     parts.push_back(std::to_string(blocking_reads) + " scalar reads (.item()) that wait " + format_ns(blocking_read_ns) +
                     " in all (a CPU tensor's read takes under a microsecond)");
@@ -133,6 +153,8 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
   f.title = std::string(g.reads_only() ? "the device's" : "the GPU's") + " activity was not recorded: the trace shows " + g.text() + " but no kernel, copy or memset";
   f.evidence.num("launch_calls", g.issue_calls).num("gpu_library_ops", g.library_ops).num("gpu_memory_events", g.gpu_memory_records);
   if (g.attention_ops > 0) f.evidence.num("gpu_attention_ops", g.attention_ops);
+  if (g.gpu_flows > 0) f.evidence.num("gpu_flows", g.gpu_flows);
+  if (g.triton_ops > 0) f.evidence.num("triton_ops", g.triton_ops);
   if (g.blocking_reads > 0) {
     f.evidence.num("blocking_scalar_reads", g.blocking_reads)
         .num("blocking_scalar_read_ns", g.blocking_read_ns)

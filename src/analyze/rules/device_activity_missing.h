@@ -17,6 +17,11 @@ struct GpuWorkIssued {
   std::int64_t library_ops = 0;         // cuDNN, MIOpen, cuBLAS, NCCL ops
   std::int64_t attention_ops = 0;       // memory-efficient and flash attention ops (torch has no CPU kernel of them)
   std::int64_t gpu_memory_records = 0;  // [memory] on a CUDA/HIP device
+  // Flow starts that link a CPU op to GPU work (Kineto's "ac2g", the legacy
+  // profiler's "cpu_to_cuda"), and Inductor's Triton kernels recorded as
+  // ops ("triton_..."; its CPU code is "cpp_..."): a GPU ran them.
+  std::int64_t gpu_flows = 0;
+  std::int64_t triton_ops = 0;
   // Scalar reads (aten::_local_scalar_dense: .item()) of 1 ms or more, when
   // at least kMinBlockingReads: a CPU tensor's read is a load; milliseconds
   // are a wait for an asynchronous device (Apple MPS, which Kineto never
@@ -26,10 +31,12 @@ struct GpuWorkIssued {
   std::uint32_t first_call = kNoIndex;
   std::uint32_t first_op = kNoIndex;
   std::uint32_t longest_read = kNoIndex;
-  bool any() const { return issue_calls + library_ops + attention_ops + gpu_memory_records + blocking_reads > 0; }
+  bool any() const {
+    return issue_calls + library_ops + attention_ops + gpu_memory_records + gpu_flows + triton_ops + blocking_reads > 0;
+  }
   // Only waiting reads: a device that may not be a GPU torch.profiler can record (Apple MPS).
   bool reads_only() const {
-    return blocking_reads > 0 && issue_calls + library_ops + attention_ops + gpu_memory_records == 0;
+    return blocking_reads > 0 && issue_calls + library_ops + attention_ops + gpu_memory_records + gpu_flows + triton_ops == 0;
   }
   // "20 kernel launch or copy calls and 22 memory events on a GPU"
   std::string text() const;
