@@ -17,9 +17,9 @@ struct GpuWorkIssued {
   std::int64_t library_ops = 0;         // cuDNN, MIOpen, cuBLAS, NCCL ops
   std::int64_t attention_ops = 0;       // memory-efficient and flash attention ops (torch has no CPU kernel of them)
   std::int64_t gpu_memory_records = 0;  // [memory] on a CUDA/HIP device
-  // Flow starts that link a CPU op to GPU work (Kineto's "ac2g", the legacy
-  // profiler's "cpu_to_cuda"), and Inductor's Triton kernels recorded as
-  // ops ("triton_..."; its CPU code is "cpp_..."): a GPU ran them.
+  // Flow starts that link a CPU op to CUDA work (the legacy profiler's
+  // "cpu_to_cuda"), and Inductor's Triton kernels recorded as ops
+  // ("triton_..."; its CPU code is "cpp_..."): a GPU ran them.
   std::int64_t gpu_flows = 0;
   std::int64_t triton_ops = 0;
   // Scalar reads (aten::_local_scalar_dense: .item()) of 1 ms or more, when
