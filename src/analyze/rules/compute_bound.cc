@@ -260,10 +260,10 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     for (const DeviceOp& op : c.device) {
       if (op.launch != kNoIndex && is_graph_launch(c.name(op.launch))) in_graphs.insert(c.name(op.event));
     }
-    std::int64_t gemm_ns = 0, graph_gemm_ns = 0, tf32_ns = 0;
+    std::int64_t listed_gemm_ns = 0, graph_gemm_ns = 0, tf32_ns = 0;
     for (const KernelEfficiency& k : eff.kernels) {
       if (k.cls != KernelClass::kGemm) continue;
-      sat_acc(gemm_ns, k.time_ns);
+      sat_acc(listed_gemm_ns, k.time_ns);
       if (in_graphs.count(k.name) != 0) sat_acc(graph_gemm_ns, k.time_ns);
       if (tf32_math(k.name)) sat_acc(tf32_ns, k.time_ns);
     }
@@ -272,7 +272,7 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     // (issue 38's eleventh round: an RTX 5080's graph replays, 76% of the
     // GPU time in cutlass s1688 GEMMs at 80-99% of the TF32 peak, were only
     // told to re-profile without graphs).
-    const bool tf32 = c.is_torch() && gemm_ns > 0 && 2 * tf32_ns >= gemm_ns;
+    const bool tf32 = c.is_torch() && listed_gemm_ns > 0 && 2 * tf32_ns >= listed_gemm_ns;
     if (tf32) f.evidence.num("gemm_tf32_ns", tf32_ns);
     const std::string share = format_pct(100.0 * eff.share(KernelClass::kGemm));
     // Decode-sized GEMMs stream whole weights: bandwidth, not TFLOP/s. One
@@ -286,17 +286,17 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
         std::string(" a step without graphs (") +
         (vllm ? "enforce_eager=True" : "torch.compile's mode=\"default\" or the eager step, not the captured graph") +
         ") with record_shapes=True";
-    if (gemm_ns > 0 && graph_gemm_ns >= gemm_ns - graph_gemm_ns) {
+    if (listed_gemm_ns > 0 && graph_gemm_ns >= listed_gemm_ns - graph_gemm_ns) {
       const std::string what =
           "The GEMMs (" + share + " of the GPU time, " +
-          format_pct(100.0 * static_cast<double>(graph_gemm_ns) / static_cast<double>(std::max<std::int64_t>(1, gemm_ns))) +
+          format_pct(100.0 * static_cast<double>(graph_gemm_ns) / static_cast<double>(std::max<std::int64_t>(1, listed_gemm_ns))) +
           " of it replayed from CUDA graphs, whose kernels have no op to carry shapes" +
           (shapes_on ? ", though shapes were recorded" : std::string()) + ")";
       f.evidence.num("gemm_in_graphs_ns", graph_gemm_ns);
       if (tf32) {
         tf32_saving_ns = tf32_ns / 2;
         f.advice = what + " run fp32 inputs on TF32 tensor cores, as their names say (" +
-                   format_pct(100.0 * static_cast<double>(tf32_ns) / static_cast<double>(gemm_ns)) +
+                   format_pct(100.0 * static_cast<double>(tf32_ns) / static_cast<double>(listed_gemm_ns)) +
                    " of the GEMM time): where the model tolerates it, torch.autocast(\"cuda\", dtype=torch.bfloat16) "
                    "runs them on bf16 tensor cores, twice TF32's peak on half the bytes; to measure them against the "
                    "peak, profile" + without_graphs + decode;
