@@ -74,6 +74,10 @@ constexpr std::array kFamilies{
     KernelFamily{C::kGemm, "MoE grouped GEMMs (Triton matmul_ogs, fused_moe, moe_gemm)", kName, kHas, "matmul_ogs"},
     KernelFamily{C::kGemm, "MoE grouped GEMMs (Triton matmul_ogs, fused_moe, moe_gemm)", kName, kHas, "fused_moe"},
     KernelFamily{C::kGemm, "MoE grouped GEMMs (Triton matmul_ogs, fused_moe, moe_gemm)", kName, kHas, "moe_gemm"},
+    // vLLM's Marlin: 4- and 8-bit-weight GEMMs, dense (gptq_marlin) and MoE
+    // (marlin_moe_wna16), named "Marlin<...>" (issue 38's twelfth round: a
+    // gpt-oss-20b decode's 50.3% of GPU time was "other (not recognised)").
+    KernelFamily{C::kGemm, "Marlin quantized-weight GEMMs (vLLM's Marlin, marlin_moe)", kName, kHas, "marlin"},
     KernelFamily{C::kGemm, "Inductor GEMM templates (triton_tem_…)", kName, kStarts, "triton_tem_"},
     KernelFamily{C::kGemm, "GEMV (cuBLAS gemv, rocBLAS gemv)", kName, kHas, "gemv"},
     KernelFamily{C::kGemm, "cuBLAS/CUTLASS/rocBLAS/Composable Kernel/aiter GEMMs (…gemm…: sm90_xmma_gemm, ampere_*gemm, ck::…gemm)", kName, kHas, "gemm"},

@@ -55,6 +55,12 @@ TEST(KernelClasses, NamesOfEachVendorAndCompiler) {
   EXPECT_EQ(cls("batched_transpose_256x4_half", "aten::miopen_convolution"), KernelClass::kCopy);
   EXPECT_EQ(cls("void (anonymous namespace)::store_kvcache<2048l, 4, false, long>((anonymous namespace)::StoreKVCacheParams)"),
             KernelClass::kCopy);
+  // vLLM's Marlin (issue 38's twelfth round: a gpt-oss-20b decode on an
+  // RTX 3090, 50.3% of its GPU time "other"): 4-bit-weight MoE and dense
+  // GEMMs.
+  EXPECT_EQ(cls("Marlin<true, 4, 2, false>"), KernelClass::kGemm);
+  EXPECT_EQ(cls("void marlin_moe_wna16::Marlin<(vllm::ScalarType::Id)5, 256, 1, 8, 8, 4, false, true, 4, false>(int4 const*)"),
+            KernelClass::kGemm);
   // H100 (tests/data/public/tracelens/h100): CUTLASS by its template
   // argument, cuBLAS's sm90_xmma, FlashAttention with cutlass types, a
   // cuDNN/CUTLASS convolution, cuDNN's layout conversion, cuBLAS's GEMV.
