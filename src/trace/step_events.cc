@@ -87,6 +87,34 @@ bool torch_annotation(std::string_view name) {
                      [&](std::string_view p) { return name.starts_with(p); });
 }
 
+// Names of a training iteration's phases (lower case, whole name or its
+// first word): forward, backward, loss, optimizer step, zero_grad.
+bool is_phase_name(std::string_view name) {
+  std::string low;
+  for (const char ch : name.substr(0, name.find_first_of(" (:"))) {
+    low += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+  }
+  for (std::string_view p : {"forward", "backward", "fwd", "bwd", "loss", "optimizer", "optimizer_step", "step_optimizer",
+                             "zero_grad", "compute_loss", "forward_pass", "backward_pass"}) {
+    if (low == p) return true;
+  }
+  return false;
+}
+
+// Whether another repeated outermost range of the same thread has a call
+// between two consecutive calls of `occ` (positions in `order`, by start).
+template <class Groups, class Key>
+bool interleaved(const Groups& groups, const Key& key, const std::vector<std::uint32_t>& occ) {
+  for (const auto& [other, pos] : groups) {
+    if (other == key || other.first != key.first || pos.size() < 2) continue;
+    for (std::size_t k = 0; k + 1 < occ.size(); ++k) {
+      const auto it = std::upper_bound(pos.begin(), pos.end(), occ[k]);
+      if (it != pos.end() && *it < occ[k + 1]) return true;
+    }
+  }
+  return false;
+}
+
 // Case 3 of find_step_events: the one repeated user annotation.
 void detect_range(const Trace& t, StepEvents* out) {
   const EventColumns& ev = t.events;
@@ -162,6 +190,12 @@ void detect_range(const Trace& t, StepEvents* out) {
       }
       if (2 * inside < all_launches) continue;
     }
+    // A phase of an iteration, not the iteration: a forward, backward or
+    // loss range beside another repeated range on its thread called
+    // between its calls (issue 38's twelfth round: a CPU MLP's "forward",
+    // "loss" and "backward" annotations; "backward" alone was taken for
+    // the step, 650 us of a 5 ms iteration).
+    if (is_phase_name(t.strings.str(key.second)) && interleaved(groups, key, occ)) continue;
     chosen.push_back(&occ);
     names.emplace_back(t.strings.str(key.second));
   }

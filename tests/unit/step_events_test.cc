@@ -61,6 +61,27 @@ TEST(StepEvents, ARangeInsideAnotherRepeatedOneIsNotTheStep) {
   EXPECT_EQ(s.events.size(), 3u);
 }
 
+// A training loop annotated by phase, "forward", "loss" and "backward"
+// side by side on one thread (issue 38's twelfth round: a CPU MLP whose
+// "backward" was taken for the step, 650 us of a 5 ms iteration): a phase
+// is not the iteration. A step-like name beside other ranges stays one.
+TEST(StepEvents, APhaseBesideOtherRepeatedRangesIsNotTheStep) {
+  auto phases = [](const std::string& last) {
+    std::vector<std::string> ev;
+    for (int i = 0; i < 3; ++i) {
+      const double t = 1000.0 * i;
+      ev.push_back(ann("forward", t, 100));
+      ev.push_back(ann("loss", t + 110, 20));
+      ev.push_back(ann(last, t + 140, 800));
+    }
+    return ev;
+  };
+  EXPECT_TRUE(find_step_events(parse(phases("backward"))).events.empty());
+  const StepEvents s = find_step_events(parse(phases("train_step")));
+  EXPECT_EQ(s.range, "train_step");
+  EXPECT_EQ(s.events.size(), 3u);
+}
+
 TEST(StepEvents, ARangeHoldingFewOfTheLaunchesIsNotTheStep) {
   // "setup" repeats 3 times, covers its span, and launches nothing; the
   // trace's 6 launches are elsewhere.

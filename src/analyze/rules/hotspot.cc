@@ -48,6 +48,9 @@ constexpr double kMinWindowShare = 0.001;
 // not where the time goes. (Without steps the idle may be unrecorded time
 // between a micro-benchmark's calls: only the Self CPU ratio counts.)
 constexpr double kIdleShare = 0.5;
+// A user annotation's first call this many times its later calls' median
+// holds a one-time cost.
+constexpr double kFirstCallFactor = 10.0;
 // Instances named as evidence (the longest ones).
 constexpr std::size_t kMaxRefs = 3;
 // A single synchronize returning this close to the trace's end (or 1% of
@@ -496,12 +499,34 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     std::string names;
     for (std::string_view r : routing) names += (names.empty() ? "" : ", ") + std::string(r);
     f.evidence.num("inner_ops", inner);
-    f.advice = name + " is a user annotation (record_function): its " + format_ns(best_self) +
-               " of self time is Python and op dispatch between the " + std::to_string(inner) +
-               " ops inside it, not math. Make fewer, larger ops (batch the per-item work" +
-               (names.empty() ? std::string()
-                              : "; avoid data-dependent routing with " + names + ", which syncs and splits the work") +
-               ")" + (c.is_torch() ? ", or compile the region (torch.compile) to remove the per-op overhead." : ".");
+    // A first call far longer than the others holds a one-time cost (lazy
+    // set-up inside it), not the dispatch between its ops (issue 38's
+    // twelfth round: a CPU MLP's "backward", 41.7 ms then 0.7 ms twice,
+    // 38.2 ms of it one stall before its first op, was told to batch and
+    // compile).
+    std::int64_t first_ns = 0, later_ns = 0;
+    if (instances.size() >= 2) {
+      std::vector<std::uint32_t> by_start = instances;
+      std::sort(by_start.begin(), by_start.end(), [&](std::uint32_t a, std::uint32_t b) { return c.ts(a) < c.ts(b); });
+      std::vector<std::int64_t> later;
+      for (std::size_t i = 1; i < by_start.size(); ++i) later.push_back(c.dur(by_start[i]));
+      first_ns = c.dur(by_start.front());
+      later_ns = mean_median(later);
+    }
+    if (first_ns > 0 && first_ns >= kFirstCallFactor * std::max<std::int64_t>(1, later_ns)) {
+      f.evidence.num("first_call_ns", first_ns).num("later_call_median_ns", later_ns);
+      f.advice = name + "'s first call takes " + format_ns(first_ns) + " against " + format_ns(later_ns) +
+                 " for the later ones (median): a one-time cost inside it (lazy set-up, a first call's allocations "
+                 "or compilation), not the dispatch between its ops; warm up before recording (run an iteration "
+                 "untimed) and judge the later calls.";
+    } else {
+      f.advice = name + " is a user annotation (record_function): its " + format_ns(best_self) +
+                 " of self time is Python and op dispatch between the " + std::to_string(inner) +
+                 " ops inside it, not math. Make fewer, larger ops (batch the per-item work" +
+                 (names.empty() ? std::string()
+                                : "; avoid data-dependent routing with " + names + ", which syncs and splits the work") +
+                 ")" + (c.is_torch() ? ", or compile the region (torch.compile) to remove the per-op overhead." : ".");
+    }
   } else if (!device && is_host_rng(best->key) && copies_to_device(c)) {
     // Random numbers drawn on the CPU in a program that copies to a GPU:
     // drawn there, they cost neither the host's generator nor the copy
