@@ -174,8 +174,19 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
   // again with ProfilerActivity.CUDA" asked for what was already on).
   const bool asked = g.issue_calls > 0 && !c.runtime.empty();
   f.evidence.text("device_side_requested", asked ? "yes: runtime calls recorded" : "no runtime call recorded");
+  // The legacy autograd profiler's export (cpu_to_cuda flows): what a
+  // PyTorch build without Kineto falls back to, which writes no GPU events
+  // whatever activities are asked for (issue 38's twelfth round, the
+  // after-review: "profile again with ProfilerActivity.CUDA" repeated what
+  // the script already asked).
+  const bool legacy = g.gpu_flows > 0;
   f.advice =
-      reads_only
+      legacy
+          ? "Profile with a PyTorch build that has Kineto (torch.profiler.kineto_available() is True): this trace is "
+            "the legacy profiler's export, which a build without Kineto falls back to and which writes no GPU events "
+            "whatever activities are asked for. Until then the trace cannot say whether the GPU or the host is the "
+            "bottleneck, and its CPU times include waits on the GPU."
+      : reads_only
           ? "Profile the device the program runs on with its own tool: " + std::to_string(g.blocking_reads) +
                 " .item() calls wait " + format_ns(g.blocking_read_ns) +
                 ", so the tensors live on an asynchronous device the trace does not record. On Apple MPS "
