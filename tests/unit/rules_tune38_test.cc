@@ -137,6 +137,42 @@ TEST(RulesTune38, HotspotOnAnAnnotationWhoseFirstCallHoldsItSaysWarmUp) {
   EXPECT_FALSE(contains(f[0].advice, "fewer, larger ops")) << f[0].advice;
 }
 
+// Without steps, long gaps that come before their kernel pair's usual short
+// ones are the pairs' first calls: warm up, not "mark steps to see whether
+// it comes back", which the trace already answers (issue 38's twelfth
+// round: a vLLM decode's first engine step, a compiled ResNet's first
+// iteration). The same long gap in the middle of the pair's run keeps the
+// question.
+TEST(RulesTune38, RareGapsBeforeTheirPairsUsualOnesAreFirstCalls) {
+  auto trace = [](int slow_at) {
+    // The host runs ahead (launches every 10 us, kernels of 40 us back to
+    // back), except once: a 3 ms stall before one k_second's launch.
+    std::vector<std::string> ev;
+    double host = 0, gpu = 0;
+    int id = 1;
+    for (int i = 0; i < 24; ++i) {
+      if (i == 2 * slow_at + 1) host += 3'000;
+      ev.push_back(testing::launch(host, 3, id));
+      const double start = std::max(host + 5, gpu + 1);
+      ev.push_back(testing::kernel(i % 2 ? "k_second" : "k_first", 7, start, 40, id++));
+      gpu = start + 40;
+      host += 10;
+    }
+    return testing::doc(ev);
+  };
+  auto run_gap = [](const std::string& json) {
+    Result<Trace> t = read_trace_bytes(json);
+    EXPECT_TRUE(t);
+    return t ? diagnose(*t, {.only = {"kernel_gap"}}).findings : std::vector<Finding>{};
+  };
+  const std::vector<Finding> first = run_gap(trace(0));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_TRUE(first[0].advice.starts_with("Warm up before recording")) << first[0].title << " / " << first[0].advice;
+  const std::vector<Finding> middle = run_gap(trace(6));
+  ASSERT_EQ(middle.size(), 1u);
+  EXPECT_TRUE(middle[0].advice.starts_with("Mark each iteration as a step")) << middle[0].advice;
+}
+
 TEST(RulesTune38, HotspotOnACpuOpKeepsItsMathAdvice) {
   // torch 1.13's threads trace: aten::mm (a real op, 11.5 ms a call) is
   // still told to check the threads; its Input type says fp32, so the dtype
