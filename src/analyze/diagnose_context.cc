@@ -340,7 +340,8 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
     }
     const std::int64_t corr = ev.correlation[e];
     if (corr >= 0) op.launch = launch_for_correlation(corr);
-    const bool launched_before = op.launch == kNoIndex && corr > 0 && first_linked_corr != INT64_MAX && corr < first_linked_corr;
+    const bool launched_before =
+        op.launch == kNoIndex && corr > 0 && first_linked_corr != INT64_MAX && corr < first_linked_corr;
     op.step = step_index_at(op.launch != kNoIndex ? ev.ts_ns[op.launch] : op.start);
     if (launched_before && op.step > 0) op.step = -1;
     if (op.cls == DeviceClass::kMemcpy && op.launch != kNoIndex) {

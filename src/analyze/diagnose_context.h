@@ -45,7 +45,10 @@ struct DeviceOp {
   std::int64_t end = 0;
   DeviceClass cls = DeviceClass::kCompute;
   std::uint32_t launch = kNoIndex;  // the runtime call with the same correlation id
-  std::int32_t step = -1;           // index into DiagnoseContext::steps.steps (by launch time, else start; -1 when launched before the recording)
+  // Index into DiagnoseContext::steps.steps, by launch time, else start;
+  // work launched before the recording is the first step's where it runs
+  // in it, else -1.
+  std::int32_t step = -1;
 };
 
 class DiagnoseContext {

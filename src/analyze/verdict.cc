@@ -747,7 +747,8 @@ Judgement measure(const DiagnoseContext& c) {
     const std::int64_t first = first_recorded(c);
     if (all.span > 0 && first > c.start_ns && first < c.end_ns) {
       const Facts lead = m.window(c.start_ns, first);
-      if (all.share(sat_sub(first, c.start_ns)) >= kIdleCauseShare && 2.0 * static_cast<double>(lead.idle_unrecorded) >= static_cast<double>(lead.span)) {
+      if (all.share(sat_sub(first, c.start_ns)) >= kIdleCauseShare &&
+          2.0 * static_cast<double>(lead.idle_unrecorded) >= static_cast<double>(lead.span)) {
         all = m.window(first, c.end_ns);
         j.lead_wait_note = "judged from the first recorded event, " + format_ns(sat_sub(first, c.start_ns)) +
                            " into the trace (" + format_ns(all.span) +
