@@ -214,7 +214,7 @@ void split_one_off(const DiagnoseContext& c, Finding* f) {
     if (per_step[i] > per_step[top]) top = i;
   }
   // Most of the finding's saving, not only of its claim inside the steps.
-  if (total <= 0 || 2 * per_step[top] <= std::max(total, f->impact_ns)) return;
+  if (total <= 0 || sat_mul(2, per_step[top]) <= std::max(total, f->impact_ns)) return;
   const std::int64_t typical = mean_median(per_step);
   // At most the finding's saving (a one-off gap saves its excess over the
   // usual gap, not the whole gap it claims).

@@ -779,7 +779,7 @@ Judgement measure(const DiagnoseContext& c) {
     // preprocessing data stays in the verdict (it recurs per input).
     const std::int64_t init_before =
         all.lead_host > 0 ? m.window(c.start_ns, all.lead_end).idle[static_cast<std::size_t>(IdleCause::kBlockedInit)] : 0;
-    if (all.lead_host > 0 && all.share(all.lead_host) >= kIdleCauseShare && 2 * init_before >= all.lead_host &&
+    if (all.lead_host > 0 && all.share(all.lead_host) >= kIdleCauseShare && sat_mul(2, init_before) >= all.lead_host &&
         all.after_lead == Verdict::kComputeBound && classify(all, c.has_device()) != Verdict::kComputeBound) {
       const std::int64_t lead = all.lead_host, from = all.lead_end;
       const std::int64_t init = init_before;

@@ -171,7 +171,7 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
   // Another cause holds most of the GPU idle in the wrapper's time: the
   // host, not the GPU, sets the pace there, and the wrapper's host time is
   // what the fix saves (at most a median step's idle per step).
-  const bool held_elsewhere = exposed && claimed_elsewhere > 0 && 2 * claimed_elsewhere >= wrapper_idle_ns;
+  const bool held_elsewhere = exposed && claimed_elsewhere > 0 && sat_mul(2, claimed_elsewhere) >= wrapper_idle_ns;
   const std::int64_t median_idle = c.median_step_idle_ns();
   const std::int64_t host_step = median_idle > 0 ? std::min(wrapper_step, median_idle) : wrapper_step;
 

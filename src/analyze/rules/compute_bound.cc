@@ -115,7 +115,7 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     sat_acc(mem_sized_ns, k.sized_time_ns);
   }
   const double mem_gbps = mem_sized_ns > 0 ? mem_bytes / static_cast<double>(mem_sized_ns) : 0;
-  const bool mem_measured = eff.peak != nullptr && mem_gbps > 0 && 2 * mem_sized_ns >= mem_ns;
+  const bool mem_measured = eff.peak != nullptr && mem_gbps > 0 && sat_mul(2, mem_sized_ns) >= mem_ns;
   const bool far_below = memory_bound && mem_measured && mem_gbps < kFarBelowCeiling * eff.peak->hbm_gbps;
   GemmRate gemm = gemm_rate(eff);
   // A rate above the peak is a wrong join of shapes to kernels: unmeasured.
@@ -132,7 +132,7 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   // TF32 GEMMs replayed from graphs, told to autocast to bf16: half their
   // time (bf16 tensor cores run at twice TF32's peak).
   std::int64_t tf32_saving_ns = 0;
-  const bool bandwidth_bound = eff.peak != nullptr && gemm.bw_time_ns > 0 && 2 * gemm.bw_time_ns >= gemm.measured_ns;
+  const bool bandwidth_bound = eff.peak != nullptr && gemm.bw_time_ns > 0 && sat_mul(2, gemm.bw_time_ns) >= gemm.measured_ns;
   const std::string mix = efficiency_text(eff);
   f.title = std::string(far_below      ? "GPU-bound on elementwise and reduction kernels far below the memory ceiling"
                         : memory_bound ? "GPU-bound on memory-bound kernels"
@@ -272,7 +272,7 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     // (issue 38's eleventh round: an RTX 5080's graph replays, 76% of the
     // GPU time in cutlass s1688 GEMMs at 80-99% of the TF32 peak, were only
     // told to re-profile without graphs).
-    const bool tf32 = c.is_torch() && listed_gemm_ns > 0 && 2 * tf32_ns >= listed_gemm_ns;
+    const bool tf32 = c.is_torch() && listed_gemm_ns > 0 && sat_mul(2, tf32_ns) >= listed_gemm_ns;
     if (tf32) f.evidence.num("gemm_tf32_ns", tf32_ns);
     const std::string share = format_pct(100.0 * eff.share(KernelClass::kGemm));
     // Decode-sized GEMMs stream whole weights: bandwidth, not TFLOP/s. One

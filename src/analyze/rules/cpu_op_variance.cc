@@ -54,7 +54,7 @@ void rule_cpu_op_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::map<Key, std::vector<std::uint32_t>> groups;
   std::map<std::tuple<std::int64_t, StrId, std::string>, std::int64_t> seen;
   for (std::uint32_t e : c.host_ops) {
-    if (c.kind(e) != EventKind::kCpuOp || 2 * nest.child_ns[e] >= c.dur(e)) continue;
+    if (c.kind(e) != EventKind::kCpuOp || sat_mul(2, nest.child_ns[e]) >= c.dur(e)) continue;
     // The first step's calls are left out: a first call's set-up (lazy
     // initialisation, the allocator's first blocks, a DataLoader's
     // workers) is cold_start's, not noise (a VAE's first step: one mm at

@@ -81,7 +81,7 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
   // wait that is mostly that call is start-up, not a slow pipeline.
   const std::int64_t first_ns = covered_within(exposed, c.ts(first), c.end(first));
   const std::int64_t later_ns = in_loader - first_ns;
-  const bool startup = workers && 2 * first_ns >= in_loader;
+  const bool startup = workers && sat_mul(2, first_ns) >= in_loader;
 
   Finding f;
   f.id = "dataloader_bound";
@@ -156,7 +156,7 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
     }
     queued = idle_by_cause(c.idle(), merge_intervals(std::move(in_windows)))[static_cast<std::size_t>(IdleCause::kStreamWait)];
   }
-  const bool mostly_queued = 2 * queued >= in_loader;
+  const bool mostly_queued = sat_mul(2, queued) >= in_loader;
   const std::string gpu_idles =
       !gpu ? std::string()
       : mostly_queued

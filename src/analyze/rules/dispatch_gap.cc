@@ -235,7 +235,7 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.evidence.num("once_ns", f.impact_ns).num("once_step", first_step);
   }
   // Recurring gaps the device mostly runs through are a host matter: info.
-  if (best.recurring && c.has_device() && 2 * cost < gaps_ns) {
+  if (best.recurring && c.has_device() && sat_mul(2, cost) < gaps_ns) {
     f.severity = FindingSeverity::kInfo;
     f.advice += " The device stays busy through most of these gaps (" + format_ns(cost) + " idle of " +
                 format_ns(gaps_ns) + "), so they cost the run little as it stands.";

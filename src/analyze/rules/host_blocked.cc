@@ -314,7 +314,7 @@ std::string allocator_off(const DiagnoseContext& c, Finding& f) {
       in_run = false;
     }
   }
-  if (frees < kMinOffFrees || runs < kMinOffFreeRuns || 2 * frees < mallocs) return "";
+  if (frees < kMinOffFrees || runs < kMinOffFreeRuns || sat_mul(2, frees) < mallocs) return "";
   for (std::uint32_t e : c.host_ops) {
     if (contains_ci(c.name(e), "empty_cache")) return "";
   }

@@ -387,7 +387,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (device) {
     const DiagnoseContext::BusyWindow w = c.gpu_busy_window();
     const bool host_idle = w.over_steps || (c.steps.steps.empty() && c.idle().idle_ns() > 0 &&
-                                            2 * host_left_idle(c.idle().totals()) >= c.idle().idle_ns());
+                                            sat_mul(2, host_left_idle(c.idle().totals())) >= c.idle().idle_ns());
     idle_gpu = host_idle && w.span_ns > 0 &&
                static_cast<double>(w.busy_ns) < (1.0 - kIdleShare) * static_cast<double>(w.span_ns);
     if (w.span_ns > 0) f.evidence.real("gpu_idle_pct", 100.0 * (1.0 - static_cast<double>(w.busy_ns) / static_cast<double>(w.span_ns)));
@@ -580,7 +580,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
       std::vector<std::int64_t> d;
       for (std::uint32_t e : instances) d.push_back(c.dur(e));
       const auto [lo, hi] = std::minmax_element(d.begin(), d.end());
-      if (*hi >= 2 * std::max<std::int64_t>(1, *lo)) {
+      if (*hi >= sat_mul(2, std::max<std::int64_t>(1, *lo))) {
         calls = count_of(best->count, "call") + ": ";
         for (std::size_t i = 0; i < d.size(); ++i)
           calls += (i == 0 ? "" : i + 1 == d.size() ? " and " : ", ") + format_ns(d[i]);

@@ -252,7 +252,7 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   if (many_short) {
     const std::vector<Interval> others = merge_intervals(std::move(other_causes));
     for (const Interval& iv : short_at_stake) {
-      if (!others.empty() && 2 * covered_within(others, iv.start, iv.end) >= iv.end - iv.start) ++short_elsewhere;
+      if (!others.empty() && sat_mul(2, covered_within(others, iv.start, iv.end)) >= iv.end - iv.start) ++short_elsewhere;
     }
     const IdlePartition::Totals idle_short =
         idle_by_cause(c.idle(), subtract(subtract(merge_intervals(std::move(short_at_stake)), outliers), others));

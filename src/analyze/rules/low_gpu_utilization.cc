@@ -273,7 +273,7 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
       if (c.steps.steps[i].start_ns >= first) later.push_back(p.step_totals(i)[static_cast<std::size_t>(IdleCause::kHostWork)]);
     }
     const bool recurs = !later.empty() && sat_add(mean_median(later), mean_median(later)) >= setup;
-    const bool before_first = host_work > 0 && 2 * setup >= host_work && !recurs;
+    const bool before_first = host_work > 0 && sat_mul(2, setup) >= host_work && !recurs;
     if (before_first || (steps.empty() && host_work > 0)) {
       // Where: the longest host-work idle span (before the first activity,
       // or anywhere), and the op holding most of it with the op inside

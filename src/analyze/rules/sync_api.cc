@@ -141,7 +141,7 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
     // more is the copy's time (pageable_memcpy's), not a wait for other
     // work (pytorch/benchmark's pageable copy loop); one that waits behind
     // queued work is a sync (DLRM's split sizes behind an all-to-all).
-    if (const std::int64_t copy = c.pageable_readback_ns(e); copy >= 0 && 2 * copy >= c.dur(e)) continue;
+    if (const std::int64_t copy = c.pageable_readback_ns(e); copy >= 0 && sat_mul(2, copy) >= c.dur(e)) continue;
     const int si = c.step_index_at(c.ts(e));
     if (has_steps ? si < 0 : c.end(e) > last_launch) continue;
     // cuDNN's benchmark mode reading back its trial timings: one-time
@@ -178,7 +178,7 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
   const double busy = sync_ns > 0 ? static_cast<double>(busy_ns) / static_cast<double>(sync_ns) : 0;
   const bool gpu_busy = c.has_device() && busy >= kBusyShare;
   // Mostly in collectives: the GPU waited too, for the other ranks.
-  const bool in_collectives = gpu_busy && 2 * comm_ns >= busy_ns;
+  const bool in_collectives = gpu_busy && sat_mul(2, comm_ns) >= busy_ns;
   const double comm_share = sync_ns > 0 ? static_cast<double>(comm_ns) / static_cast<double>(sync_ns) : 0;
   // The device idled inside the calls: for want of work (the sync's cost), or
   // with launched work queued behind something else (a dependency's).
