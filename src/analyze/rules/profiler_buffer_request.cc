@@ -81,7 +81,7 @@ void rule_profiler_buffer_request(const DiagnoseContext& c, std::vector<Finding>
     // queued kernels put on two requests; the blog's one-off gap in a step
     // is hundreds of microseconds).
     const bool queued = it->launch != kNoIndex && c.end(it->launch) <= busy_until[i] &&
-                        it->start - busy_until[i] <= kKernelLatencyNs;
+                        sat_sub(it->start, busy_until[i]) <= kKernelLatencyNs;
     if (!queued && busy_until[i] < c.end(e) && busy_until[i] < it->start) {
       const std::int64_t gap = it->start - busy_until[i];
       sat_acc(explained_gap_ns, gap);
