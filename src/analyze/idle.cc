@@ -316,7 +316,7 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
       // set-up (cuDNN's handle and streams on the first convolution).
       kind = IdleCause::kBlockedInit;
     } else if (contains_ci(n, "launchkernel") && c.dur(e) >= kSlowLaunchNs &&
-               c.device_busy_ns(-1, c.ts(e), c.end(e)) * 10 < c.dur(e)) {
+               sat_mul(c.device_busy_ns(-1, c.ts(e), c.end(e)), 10) < c.dur(e)) {
       // A launch not linked to its kernel (no correlation ids), slow with
       // the GPU idle: no queue held it, so it loaded its kernel's module
       // (lazy loading; issue 38 review: a ROCm backward's first reduce

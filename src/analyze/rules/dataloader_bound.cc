@@ -187,7 +187,7 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
     // starting. A recording that begins at step 4 sees a first call like
     // the others (issue 38's ninth round).
     const std::int64_t later_calls = std::max<std::int64_t>(1, static_cast<std::int64_t>(windows.size()) - 1);
-    const bool notable_first = 10 * first_ns >= in_loader && first_ns >= 3 * (later_ns / later_calls);
+    const bool notable_first = sat_mul(10, first_ns) >= in_loader && first_ns >= sat_mul(3, later_ns / later_calls);
     f.advice = std::string("Make the workers keep up: add workers (up to the CPU cores") + (gpu ? " per GPU" : "") +
                "), raise prefetch_factor, " + (gpu && !pinned_already ? "pin_memory=True, " : "") +
                "and make the per-sample transforms cheaper (" +

@@ -216,7 +216,7 @@ std::string with_tuning(const DiagnoseContext& c, const std::string& base, std::
                               "them fixed (pad or bucket the inputs) or turn " +
                               (hip ? std::string("the find off (MIOPEN_FIND_MODE=FAST)") : std::string("benchmark mode off")) +
                               ".";
-  if (3 * tuning_ns < host_ns) return base + " " + what + ", so warm-up removes them too. " + reshape;
+  if (sat_mul(3, tuning_ns) < host_ns) return base + " " + what + ", so warm-up removes them too. " + reshape;
   std::string first = "Warm up before recording (run the step a few times untimed, or give the schedule warmup steps): " + what;
   if (tuning_calls < calls && !longest_is_tuning) first += ", and the longest, " + longest_where + ", is one-time set-up too";
   return first + ". " + reshape;
