@@ -153,7 +153,7 @@ class Measure {
       for (std::size_t i = 1; i < workers_next.size(); ++i) later.push_back(c.dur(workers_next[i]));
       const std::int64_t first = c.dur(workers_next.front());
       const bool startup =
-          first >= kWorkerStartupNs && (later.empty() || first >= kWorkerStartupFactor * upper_median(later));
+          first >= kWorkerStartupNs && (later.empty() || first >= sat_mul(kWorkerStartupFactor, upper_median(later)));
       for (std::size_t i = startup ? 1 : 0; i < workers_next.size(); ++i) {
         dl.push_back({c.ts(workers_next[i]), c.end(workers_next[i])});
       }
