@@ -668,12 +668,13 @@ struct Judgement {
 };
 
 // The start of the first host event of the program (an op, a runtime
-// call, a Python function or annotation other than the profiler's own
-// span) or device activity; end_ns when there is none.
+// call, a Python function or an annotation other than ProfilerStep#N; the
+// profiler's own span, cat "Trace", is no host op) or device activity;
+// end_ns when there is none.
 std::int64_t first_recorded(const DiagnoseContext& c) {
   std::int64_t first = c.end_ns;
   for (std::uint32_t e : c.host_ops) {
-    if (c.name(e).starts_with("PyTorch Profiler") || is_profiler_step(c.name(e))) continue;
+    if (is_profiler_step(c.name(e))) continue;
     first = std::min(first, c.ts(e));
     break;  // sorted by start
   }

@@ -50,8 +50,6 @@ constexpr std::size_t kMaxListed = 10;
 constexpr std::size_t kMaxSteps = 100;
 // Identical steps to compare: the blog's pattern is one step out of several.
 constexpr std::size_t kMinSteps = 5;
-// An outlier is slower than this many times the median (KernelStat's).
-constexpr double kSlowFactor = 1.5;
 // A slow call's neighbours "kept their times" when the step's other
 // kernels take within this share of their time in the usual steps.
 constexpr double kNeighbourSpread = 0.05;
@@ -245,7 +243,10 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
       const auto it = step_compute.find(op->step);
       if (it == step_compute.end()) continue;
       const std::int64_t others = it->second - (op->end - op->start);
-      const bool is_slow = static_cast<double>(op->end - op->start) > kSlowFactor * static_cast<double>(median);
+      // Slow: one of KernelStat's outliers, above the median.
+      const bool is_slow = std::any_of(k.outliers.begin(), k.outliers.end(), [&](const KernelOutlier& o) {
+        return o.event == op->event && o.dur_ns > median;
+      });
       (is_slow ? others_slow : others_usual).push_back(others);
     }
     bool alone = false;
@@ -261,18 +262,18 @@ void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out) {
       alone = usual > 0 && std::abs(worst) <= kNeighbourSpread;
       f.evidence.real("neighbours_change_pct", 100.0 * worst);
     }
-    const std::string runs = std::string("the slow run") + (slow_steps.size() == 1 ? "" : "s") +
-                             (step_list.empty() ? "" : " in step" + std::string(slow_steps.size() == 1 ? " " : "s ") + step_list);
+    const std::string in_steps =
+        step_list.empty() ? std::string() : " in step" + std::string(slow_steps.size() == 1 ? " " : "s ") + step_list;
     if (alone) {
-      f.advice = "Judge this kernel by its median " + format_ns(median) + ", not its mean: it slowed alone" +
-                 (step_list.empty() ? std::string() : " in step" + std::string(slow_steps.size() == 1 ? " " : "s ") + step_list) +
+      f.advice = "Judge this kernel by its median " + format_ns(median) + ", not its mean: it slowed alone" + in_steps +
                  " (the step's other kernels kept their times, within " + format_pct(100.0 * std::abs(neighbours)) +
                  "), which points at another context time-slicing the GPU (a display, another process: nvidia-smi "
                  "lists them) or the profiler, not at clocks, heat or power, which would slow its neighbours too. "
                  "Record more steps on a GPU nothing else uses to see whether " +
                  (slow_steps.size() == 1 ? "it repeats." : "they repeat.");
     } else {
-      f.advice = "Lock the GPU clocks (" + lock + ") and record more steps to see whether " + runs +
+      f.advice = "Lock the GPU clocks (" + lock + ") and record more steps to see whether the slow run" +
+                 (slow_steps.size() == 1 ? "" : "s") + in_steps +
                  (slow_steps.size() == 1 ? " repeats" : " repeat") + "; judge this kernel by its median " +
                  format_ns(median) +
                  ", not its mean. Identical steps should run a kernel in the same time: outliers come from clocks, "
