@@ -34,6 +34,12 @@ namespace tprof {
 //      optimizer step, a collective) are pieces of an iteration, never
 //      one; a trace that records graph capture has none (its ranges are
 //      the captures' warm-ups).
+//   4. else, with no such annotation, a repeated Python function
+//      (with_stack traces: vLLM's engine step) by the same tests, held
+//      stricter: calls back to back (nine tenths of their span) over four
+//      fifths of the trace's host span, half of them running an op, and
+//      no op recurring between them that never runs in one (a layer's
+//      forward repeats too).
 struct StepEvents {
   std::vector<std::uint32_t> events;    // by start, then index
   std::vector<std::int64_t> numbers;    // per step

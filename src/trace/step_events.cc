@@ -115,28 +115,74 @@ bool interleaved(const Groups& groups, const Key& key, const std::vector<std::ui
   return false;
 }
 
-// Case 3 of find_step_events: the one repeated user annotation.
-void detect_range(const Trace& t, StepEvents* out) {
+// The host span of the trace: the first CPU-lane event's start to the last
+// one's end.
+std::pair<std::int64_t, std::int64_t> host_span(const Trace& t) {
   const EventColumns& ev = t.events;
-  // Graph capture (cudaStreamBeginCapture, hipStreamBeginCapture): the
-  // repeated ranges are the captures' eager warm-ups, start-up, not steps.
-  for (StrId s = 0; s < t.strings.size(); ++s) {
-    if (t.strings.str(s).ends_with("StreamBeginCapture")) {
-      for (std::uint32_t e = 0; e < ev.size(); ++e) {
-        if (ev.name[e] == s && !is_device_kind(ev.kind[e])) return;
-      }
+  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (ev.phase[e] != Phase::kComplete || !on_cpu_lane(t, e)) continue;
+    lo = std::min(lo, ev.ts_ns[e]);
+    hi = std::max(hi, internal::sat_add(ev.ts_ns[e], ev.dur_ns[e]));
+  }
+  return {lo, hi};
+}
+
+// Whether the calls `occ` (outermost, by start, on one lane) of a repeated
+// Python function are an iteration rather than a piece of one, by the ops
+// on their thread: at least half the calls run an op, and no op runs
+// between the calls, again and again, that never runs in one (AlexNet's
+// five conv forwards have a relu between each: layers, not iterations).
+bool python_calls_are_iterations(const Trace& t, const Nest& n, const std::vector<std::uint32_t>& occ) {
+  const EventColumns& ev = t.events;
+  const std::uint32_t lane = ev.lane[n.order[occ.front()]];
+  std::vector<std::int64_t> starts, ends;
+  for (std::uint32_t i : occ) {
+    const std::uint32_t e = n.order[i];
+    starts.push_back(ev.ts_ns[e]);
+    ends.push_back(internal::sat_add(ev.ts_ns[e], ev.dur_ns[e]));
+  }
+  std::vector<std::uint8_t> call_has_op(occ.size(), 0);
+  std::map<StrId, std::size_t> outside;  // op name → calls between the calls
+  std::vector<std::uint8_t> inside_name(t.strings.size(), 0);
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (ev.lane[e] != lane || ev.kind[e] != EventKind::kCpuOp || ev.phase[e] != Phase::kComplete) continue;
+    if (ev.ts_ns[e] < starts.front() || ev.ts_ns[e] >= ends.back()) continue;
+    const std::size_t k = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), ev.ts_ns[e]) -
+                                                   starts.begin()) - 1;
+    if (ev.ts_ns[e] < ends[k]) {
+      call_has_op[k] = 1;
+      inside_name[ev.name[e]] = 1;
+    } else {
+      ++outside[ev.name[e]];
     }
   }
+  const std::size_t with_ops = static_cast<std::size_t>(std::count(call_has_op.begin(), call_has_op.end(), 1));
+  if (2 * with_ops < occ.size()) return false;
+  for (const auto& [name, count] : outside) {
+    if (!inside_name[name] && count + 1 >= occ.size()) return false;
+  }
+  return true;
+}
+
+// Cases 3 and 4 of find_step_events: the one repeated user annotation, or,
+// with none, the one repeated Python function (with_stack traces: vLLM's
+// engine step), held to stricter tests since every layer's forward
+// repeats too.
+bool detect_range_of(const Trace& t, EventKind kind, StepEvents* out) {
+  const EventColumns& ev = t.events;
+  const bool python = kind == EventKind::kPythonFunction;
   const Nest n = nest_on_lanes(t, [&](std::uint32_t e) {
-    return ev.kind[e] == EventKind::kUserAnnotation && !torch_annotation(t.name(e));
+    return ev.kind[e] == kind && (python || !torch_annotation(t.name(e)));
   });
+  if (n.order.empty()) return false;
   // (lane, name) → outermost occurrences (positions).
   std::map<std::pair<std::uint32_t, StrId>, std::vector<std::uint32_t>> groups;
   for (std::uint32_t i = 0; i < n.order.size(); ++i) {
     if (n.outermost[i]) groups[{ev.lane[n.order[i]], ev.name[n.order[i]]}].push_back(i);
   }
-  // Whether each position lies inside a repeated annotation (parents come
-  // first in `order`). An outermost call's enclosing annotations all have
+  // Whether each position lies inside a repeated range (parents come
+  // first in `order`). An outermost call's enclosing ranges all have
   // other names, so for it this means "inside another repeated range".
   std::vector<std::uint8_t> repeated(n.order.size(), 0), inside_repeated(n.order.size(), 0);
   for (const auto& [key, occ] : groups) {
@@ -164,11 +210,12 @@ void detect_range(const Trace& t, StepEvents* out) {
     }
     for (auto& l : launches) std::sort(l.begin(), l.end());
   }
+  const auto [host_lo, host_hi] = python ? host_span(t) : std::pair<std::int64_t, std::int64_t>{0, 0};
   std::vector<const std::vector<std::uint32_t>*> chosen;
   std::vector<std::string> names;
   for (const auto& [key, occ] : groups) {
     if (occ.size() < kMinCalls) continue;
-    // Inside another repeated annotation (a forward inside each train_step): that one is the step.
+    // Inside another repeated range (a forward inside each train_step): that one is the step.
     if (std::any_of(occ.begin(), occ.end(), [&](std::uint32_t i) { return inside_repeated[i] != 0; })) continue;
     const std::uint32_t first = n.order[occ.front()];
     std::int64_t covered = 0, last_end = INT64_MIN;
@@ -178,7 +225,15 @@ void detect_range(const Trace& t, StepEvents* out) {
       covered = internal::sat_add(covered, ev.dur_ns[e]);
     }
     const std::int64_t span = last_end - ev.ts_ns[first];
-    if (span <= 0 || 2 * static_cast<double>(covered) < static_cast<double>(span)) continue;
+    if (span <= 0) continue;
+    // An annotation covers half its span; a Python function, nine tenths
+    // of it and four fifths of the trace's host span: the calls are the
+    // run, back to back (an engine loop's steps), not a stretch of it.
+    if (!python && 2 * static_cast<double>(covered) < static_cast<double>(span)) continue;
+    if (python && (10 * static_cast<double>(covered) < 9 * static_cast<double>(span) ||
+                   5 * static_cast<double>(span) < 4 * (static_cast<double>(host_hi) - static_cast<double>(host_lo)))) {
+      continue;
+    }
     if (all_launches > 0) {
       const std::vector<std::int64_t>& mine = launches[key.first];
       std::size_t inside = 0;
@@ -195,7 +250,8 @@ void detect_range(const Trace& t, StepEvents* out) {
     // between its calls (issue 38's twelfth round: a CPU MLP's "forward",
     // "loss" and "backward" annotations; "backward" alone was taken for
     // the step, 650 us of a 5 ms iteration).
-    if (is_phase_name(t.strings.str(key.second)) && interleaved(groups, key, occ)) continue;
+    if (!python && is_phase_name(t.strings.str(key.second)) && interleaved(groups, key, occ)) continue;
+    if (python && !python_calls_are_iterations(t, n, occ)) continue;
     chosen.push_back(&occ);
     names.emplace_back(t.strings.str(key.second));
   }
@@ -203,11 +259,26 @@ void detect_range(const Trace& t, StepEvents* out) {
     std::sort(names.begin(), names.end());
     names.erase(std::unique(names.begin(), names.end()), names.end());
     if (chosen.size() > 1) out->candidates = std::move(names);
-    return;
+    return chosen.size() > 1;
   }
   for (std::uint32_t i : *chosen.front()) out->events.push_back(n.order[i]);
   out->range = names.front();
   out->detected = true;
+  return true;
+}
+
+void detect_range(const Trace& t, StepEvents* out) {
+  const EventColumns& ev = t.events;
+  // Graph capture (cudaStreamBeginCapture, hipStreamBeginCapture): the
+  // repeated ranges are the captures' eager warm-ups, start-up, not steps.
+  for (StrId s = 0; s < t.strings.size(); ++s) {
+    if (t.strings.str(s).ends_with("StreamBeginCapture")) {
+      for (std::uint32_t e = 0; e < ev.size(); ++e) {
+        if (ev.name[e] == s && !is_device_kind(ev.kind[e])) return;
+      }
+    }
+  }
+  if (!detect_range_of(t, EventKind::kUserAnnotation, out)) detect_range_of(t, EventKind::kPythonFunction, out);
 }
 
 }  // namespace

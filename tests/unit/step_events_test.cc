@@ -130,6 +130,106 @@ TEST(StepEvents, ANamedRangeCountsARecursiveCallOnce) {
   EXPECT_EQ(s.range, "iter");
 }
 
+std::string py(const std::string& name, double ts, double dur) { return x("python_function", name, 1, 1, ts, dur); }
+std::string op(const std::string& name, double ts, double dur) { return x("cpu_op", name, 1, 1, ts, dur); }
+
+// n back-to-back calls of the Python function `name` (with_stack traces),
+// each running an op that launches a kernel, and `between` (if any) run
+// between each two.
+std::vector<std::string> py_loop(const std::string& name, int n, const std::string& between = "") {
+  std::vector<std::string> ev;
+  for (int i = 0; i < n; ++i) {
+    const double t = 100.0 * i;
+    ev.push_back(py(name, t, 95));
+    ev.push_back(op("aten::mm", t + 5, 20));
+    ev.push_back(launch(t + 10, 5, i + 1));
+    ev.push_back(kernel("k", 7, t + 20, 5, i + 1));
+    if (!between.empty() && i + 1 < n) ev.push_back(op(between, t + 96, 3));
+  }
+  return ev;
+}
+
+TEST(StepEvents, ARepeatedPythonFunctionIsTheStepsWhenNoAnnotationIs) {
+  // vLLM's engine loop: _process_engine_step, called back to back.
+  const StepEvents s = find_step_events(parse(py_loop("core.py(915): _process_engine_step", 4)));
+  EXPECT_EQ(s.events.size(), 4u);
+  EXPECT_EQ(s.range, "core.py(915): _process_engine_step");
+  EXPECT_TRUE(s.detected);
+}
+
+TEST(StepEvents, AnAnnotationComesBeforeAPythonFunction) {
+  std::vector<std::string> ev = py_loop("loop.py(3): run_one", 4);
+  for (int i = 0; i < 4; ++i) ev.push_back(ann("step", 100.0 * i + 1, 93));
+  EXPECT_EQ(find_step_events(parse(ev)).range, "step");
+}
+
+TEST(StepEvents, APythonFunctionWithAnOpBetweenItsCallsIsALayer) {
+  // AlexNet's conv forwards with a relu between each: layers of one
+  // forward, not iterations, however much of the span they cover.
+  EXPECT_TRUE(find_step_events(parse(py_loop("conv.py(462): forward", 5, "aten::relu_"))).events.empty());
+}
+
+TEST(StepEvents, APythonFunctionCoveringLittleOfTheTraceIsNoLoop) {
+  // Ten block forwards back to back, holding most of the launches, then
+  // as long again of other work.
+  std::vector<std::string> ev = py_loop("model.py(251): forward", 10);
+  ev.push_back(py("train.py(9): backward", 1000, 1000));
+  for (int i = 0; i < 5; ++i) {
+    ev.push_back(launch(1010.0 + 190 * i, 5, 100 + i));
+    ev.push_back(kernel("k", 7, 1020.0 + 190 * i, 5, 100 + i));
+  }
+  EXPECT_TRUE(find_step_events(parse(ev)).events.empty());
+}
+
+TEST(StepEvents, APythonFunctionWithGapsBetweenItsCallsIsNoLoop) {
+  // Calls covering 60% of their span: an annotation's test passes, a
+  // Python function's (nine tenths) does not.
+  std::vector<std::string> ev;
+  for (int i = 0; i < 4; ++i) {
+    const double t = 100.0 * i;
+    ev.push_back(py("loop.py(3): run_one", t, 60));
+    ev.push_back(op("aten::mm", t + 5, 20));
+    ev.push_back(launch(t + 10, 5, i + 1));
+    ev.push_back(kernel("k", 7, t + 20, 5, i + 1));
+  }
+  EXPECT_TRUE(find_step_events(parse(ev)).events.empty());
+}
+
+TEST(StepEvents, APythonFunctionThatRunsNoOpIsAWait) {
+  // A thread's lock waits repeat and cover the run, and run no op.
+  std::vector<std::string> ev;
+  for (int i = 0; i < 4; ++i) ev.push_back(py("<built-in method acquire of _thread.lock object>", 100.0 * i, 99));
+  EXPECT_TRUE(find_step_events(parse(ev)).events.empty());
+}
+
+// Real traces with stack and no ProfilerStep: where the engine loop's
+// step is found, and where repeated Python functions are not iterations.
+Trace load(const std::string& rel) {
+  Result<Trace> t = read_trace(std::string(TPROF_TEST_DATA) + "/" + rel);
+  EXPECT_TRUE(t) << rel;
+  return t ? std::move(*t) : Trace{};
+}
+
+TEST(StepEvents, VllmsEngineStepsAreFoundFromTheStack) {
+  // Issue 38's twelfth round: 18 engine steps, the first cold; without
+  // them every one-time cost was judged against the whole trace.
+  const StepEvents s = find_step_events(load("public/vllm_gptoss20b/engine_steps_rtx3090.pt.trace.json.gz"));
+  EXPECT_EQ(s.events.size(), 18u);
+  EXPECT_TRUE(s.range.ends_with("core.py(915): _process_engine_step")) << s.range;
+  EXPECT_TRUE(s.detected);
+}
+
+TEST(StepEvents, RepeatedPythonFunctionsThatAreNotIterationsAreNotSteps) {
+  for (const char* rel : {"public/warming423_pf/alexnet_infer_rtx3080.pt.trace.json.gz",        // conv forwards
+                          "public/switch_transformers/switch_moe_a100_fp32.json.gz",            // block forwards
+                          "public/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz",  // __torch_function__
+                          "public/flowsim/test_trace_excerpt.trace.json.gz"}) {                 // scheduler pieces
+    const StepEvents s = find_step_events(load(rel));
+    EXPECT_TRUE(s.events.empty()) << rel << ": " << s.range;
+    EXPECT_TRUE(s.candidates.empty()) << rel;
+  }
+}
+
 TEST(StepEvents, ProfilerStepsComeFirst) {
   std::vector<std::string> ev = loop("step", 4);
   ev.push_back(testing::step(7, 0, 400));
