@@ -27,9 +27,15 @@ namespace {
 // host_side: such a sync was a GPU-bound vLLM run's first cause); then the
 // profiler's own artefacts (CUPTI's buffer requests, "up to 731.5 us once",
 // ranked first on a GPU-bound vLLM decode); both issue 38's eleventh round.
+// A slow or cold first step is in the middle class too: its fix is a
+// warm-up before the recording, or judging the run by its median step, and
+// a run of many steps never pays it again (issue 38's twelfth round: a
+// vLLM decode's first engine step, 57 ms once, ranked above a readback
+// sync that costs every step 1.2 ms).
 // Within a class, by the time each could save, severity breaking ties.
 int rank_class(const Cause& c, const std::vector<Finding>& findings) {
   if (c.id == "profiler_buffer_request") return 2;
+  if (c.id == "cold_start") return 1;
   if (c.anchor < findings.size()) {
     const Evidence::Field* e = findings[c.anchor].evidence.find("host_side");
     if (e != nullptr && e->kind == Evidence::Kind::kText && e->s == "nothing to fix") return 1;

@@ -105,8 +105,12 @@ TEST(Causes, GroupsSymptomsOfOneCauseAroundTheirAnchor) {
   for (const Cause& c : cs) lone_gaps += c.id == "kernel_gap";
   EXPECT_EQ(lone_gaps, 2);
 
-  // By the time they could save, then severity.
+  // The causes with a fix first, then the cold start (a warm-up before the
+  // recording: a run of many steps pays it once); each by the time it
+  // could save, then severity.
+  ASSERT_EQ(cs.back().id, "cold_start");
   for (std::size_t i = 1; i < cs.size(); ++i) {
+    if (cs[i].id == "cold_start") continue;
     EXPECT_TRUE(cs[i - 1].impact_ns > cs[i].impact_ns ||
                 (cs[i - 1].impact_ns == cs[i].impact_ns && cs[i - 1].severity >= cs[i].severity));
   }
