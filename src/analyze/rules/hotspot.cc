@@ -513,7 +513,8 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
       first_ns = c.dur(by_start.front());
       later_ns = mean_median(later);
     }
-    if (first_ns > 0 && first_ns >= kFirstCallFactor * std::max<std::int64_t>(1, later_ns)) {
+    const double later = static_cast<double>(std::max<std::int64_t>(1, later_ns));
+    if (first_ns > 0 && static_cast<double>(first_ns) >= kFirstCallFactor * later) {
       f.evidence.num("first_call_ns", first_ns).num("later_call_median_ns", later_ns);
       f.advice = name + "'s first call takes " + format_ns(first_ns) + " against " + format_ns(later_ns) +
                  " for the later ones (median): a one-time cost inside it (lazy set-up, a first call's allocations "
