@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "src/analyze/intervals.h"
+#include "src/base/ascii.h"
 #include "src/base/saturate.h"
 #include "src/trace/json_cursor.h"  // parse_int64
 #include "src/trace/json_value.h"
@@ -92,8 +93,7 @@ std::vector<char> tracelens_linked(const Trace& t) {
   bool by_correlation = false;
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
     if (!is_runtime_cat(e)) continue;
-    std::string name(t.name(e));
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    const std::string name = ascii_lower(t.name(e));
     if (name.find("launch") == std::string::npos) continue;
     by_correlation = ev.correlation[e] >= 0;
     break;

@@ -12,6 +12,7 @@
 #include "src/analyze/efficiency.h"
 #include "src/analyze/intervals.h"
 #include "src/analyze/nesting.h"
+#include "src/base/ascii.h"
 #include "src/base/radix_sort.h"
 #include "src/base/saturate.h"
 #include "src/trace/json_value.h"
@@ -23,9 +24,7 @@ namespace {
 bool starts_with_ci(std::string_view s, std::string_view prefix) {
   if (s.size() < prefix.size()) return false;
   for (std::size_t i = 0; i < prefix.size(); ++i) {
-    char a = s[i];
-    if (a >= 'A' && a <= 'Z') a = static_cast<char>(a - 'A' + 'a');
-    if (a != prefix[i]) return false;
+    if (ascii_lower(s[i]) != prefix[i]) return false;
   }
   return true;
 }

@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <deque>
 #include <map>
-#include <cctype>
 #include <cstdio>
 #include <span>
 #include <unordered_map>
 
+#include "src/base/ascii.h"
 #include "src/trace/id_index.h"
 #include "src/base/saturate.h"
 #include "src/trace/json_value.h"
@@ -49,11 +49,7 @@ double peak_tflops_of(const DevicePeak& d, std::string_view dtype) {
   return 0;
 }
 
-std::string lower(std::string_view s) {
-  std::string o(s);
-  for (char& ch : o) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return o;
-}
+std::string lower(std::string_view s) { return ascii_lower(s); }
 
 const DevicePeak* peak_for(std::string_view name, std::int64_t sms, std::int64_t mem, std::int64_t major,
                            std::int64_t minor) {

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -21,6 +20,7 @@
 #include "src/analyze/idle.h"
 #include "src/analyze/intervals.h"
 #include "src/analyze/rules/device_activity_missing.h"
+#include "src/base/ascii.h"
 #include "src/base/saturate.h"
 #include "src/causal/names.h"
 
@@ -340,8 +340,7 @@ std::string cpu_kinds(const DiagnoseContext& c) {
   std::map<std::string, std::int64_t> custom_ns;  // namespace -> Self CPU of its ops
   for (const StatRow& r : c.averages()) {
     if (r.is_device || r.self_cpu_time_total_ns <= 0) continue;
-    std::string n(r.key);
-    for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const std::string n = ascii_lower(r.key);
     const std::string_view v = n;
     const std::string_view op = v.find("::") == std::string_view::npos ? v : v.substr(v.find("::") + 2);
     std::string kind;

@@ -4,7 +4,8 @@
 #include "src/causal/kernel_classes.h"
 
 #include <array>
-#include <cctype>
+
+#include "src/base/ascii.h"
 
 namespace tprof::internal {
 namespace {
@@ -202,7 +203,7 @@ constexpr std::array kFamilies{
     KernelFamily{C::kElementwise, "elementwise ops (add, mul, copy_, fill_, relu, gelu, where, …)", kOp, kIs, "clamp"},
 };
 
-char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+char lower(char c) { return ascii_lower(c); }
 
 // `pattern` is lower case; `s` any case.
 bool starts_ci(std::string_view s, std::string_view pattern) {

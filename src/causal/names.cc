@@ -1,8 +1,9 @@
 #include "src/causal/names.h"
 
-#include <cctype>
 #include <string>
 #include <unordered_set>
+
+#include "src/base/ascii.h"
 
 namespace tprof::internal::causal {
 namespace {
@@ -83,11 +84,8 @@ bool is_elementwise_op(std::string_view n) {
 }
 
 bool is_matrix_product_op(std::string_view name) {
-  std::string n;
   const std::size_t colons = name.find("::");
-  for (const char ch : colons == std::string_view::npos ? name : name.substr(colons + 2)) {
-    n += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  }
+  const std::string n = ascii_lower(colons == std::string_view::npos ? name : name.substr(colons + 2));
   const std::string_view op = n;
   return op.ends_with("mm") || op.find("mm_") != std::string_view::npos || op.find("linear") != std::string_view::npos ||
          op.find("gemm") != std::string_view::npos || op == "matmul" || op == "einsum" || op.ends_with("mv") ||
@@ -105,7 +103,7 @@ bool is_compiled_scope(std::string_view name) {
 std::string_view collective_kind_of(std::string_view name) {
   std::string n;
   for (const char ch : name) {
-    if (ch != '_') n += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (ch != '_') n += ascii_lower(ch);
   }
   if (n.find("sendrecv") != std::string::npos) return "";
   if (n.find("alltoall") != std::string::npos) return "all_to_all";

@@ -23,6 +23,7 @@
 #include <system_error>
 #include <unordered_map>
 
+#include "src/base/ascii.h"
 #include "src/base/url.h"
 #include "tprof/diagnose.h"
 #include "tprof/read.h"
@@ -77,11 +78,7 @@ bool is_token_char(char c) {
   return std::strchr("!#$%&'*+-.^_`|~", c) != nullptr && c != '\0';
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  return out;
-}
+std::string lower(std::string_view s) { return ascii_lower(s); }
 
 // Host's value: host [":" port] (RFC 9110 7.2, RFC 3986 3.2.2), where host is
 // an IP literal in brackets or a registered name / IPv4 address, and port a

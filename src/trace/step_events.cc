@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/base/ascii.h"
 #include "src/base/saturate.h"
 #include "src/trace/validate.h"
 
@@ -90,10 +91,7 @@ bool torch_annotation(std::string_view name) {
 // Names of a training iteration's phases (lower case, whole name or its
 // first word): forward, backward, loss, optimizer step, zero_grad.
 bool is_phase_name(std::string_view name) {
-  std::string low;
-  for (const char ch : name.substr(0, name.find_first_of(" (:"))) {
-    low += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
-  }
+  const std::string low = internal::ascii_lower(name.substr(0, name.find_first_of(" (:")));
   for (std::string_view p : {"forward", "backward", "fwd", "bwd", "loss", "optimizer", "optimizer_step", "step_optimizer",
                              "zero_grad", "compute_loss", "forward_pass", "backward_pass"}) {
     if (low == p) return true;

@@ -8,7 +8,6 @@
 // (tb_plugin "Kernel using Tensor Cores" / "GPU kernels eligible for
 // Tensor Cores"), issue 24 item 4.
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "src/analyze/efficiency.h"
 #include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
+#include "src/base/ascii.h"
 #include "src/base/saturate.h"
 
 namespace tprof::internal {
@@ -47,11 +47,7 @@ std::string sm_text(const TensorCores& tc) {
   return "sm" + std::to_string(tc.major) + std::to_string(tc.minor);
 }
 
-std::string lower_ascii(std::string_view s) {
-  std::string o(s);
-  for (char& ch : o) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return o;
-}
+std::string lower_ascii(std::string_view s) { return ascii_lower(s); }
 
 std::string tflops_text(double v) {
   char b[32];

@@ -3,7 +3,6 @@
 // device activity. Origin: docs/trace-reading.md, "One event dominates CUDA
 // total: the hotspot; start there".
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -17,6 +16,7 @@
 #include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
 #include "src/analyze/verdict.h"
+#include "src/base/ascii.h"
 #include "src/trace/json_value.h"
 
 namespace tprof::internal {
@@ -98,8 +98,7 @@ double matrix_flops(std::string_view op, const std::vector<std::vector<std::int6
 
 CpuMath cpu_math(const DiagnoseContext& c, std::string_view key, const std::vector<std::uint32_t>& instances) {
   CpuMath m;
-  std::string lower(key);
-  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string lower = ascii_lower(key);
   const std::string_view n = lower;
   const std::size_t colons = n.find("::");
   const std::string_view ns = colons == std::string_view::npos ? std::string_view() : n.substr(0, colons);
