@@ -151,6 +151,25 @@ TEST(DeviceActivityMissing, ScalarReadsThatWaitAreADeviceNotRecorded) {
   EXPECT_EQ(find(c, "device_activity_missing"), nullptr);
 }
 
+// A CPU-only pipeline rank over gloo (issue 38's thirteenth round, a
+// tuning-half trace without a licence, so its shape is rebuilt here): two
+// of its many .item() reads wait milliseconds, the process preempted; the
+// rest take a microsecond. On a device every read waits: cpu-only.
+TEST(DeviceActivityMissing, AFewSlowScalarReadsAmongFastOnesAreNoDevice) {
+  std::string s = R"({"traceEvents": [)";
+  for (int i = 0; i < 20; ++i) {
+    const double dur = i == 3 ? 2543 : i == 11 ? 1023 : 1;
+    s += (i ? "," : "") + std::string(R"({"ph": "X", "cat": "cpu_op", "name": "aten::_local_scalar_dense", "pid": 1, )") +
+         R"("tid": 1, "ts": )" + std::to_string(10'000 * i) + R"(, "dur": )" + std::to_string(dur) + "}";
+  }
+  s += "]}";
+  Result<Trace> t = read_trace_bytes(s);
+  ASSERT_TRUE(t.has_value());
+  const Diagnosis d = diagnose(*t);
+  EXPECT_EQ(d.verdict, Verdict::kCpuOnly) << d.summary;
+  EXPECT_EQ(find(d, "device_activity_missing"), nullptr);
+}
+
 // A MoE decode on an A6000 recorded with the CPU activity only (issue 38's
 // eleventh round, a tuning-half trace without a licence, so its shape is
 // rebuilt here): routing chains of aten::eq and aten::where, and
