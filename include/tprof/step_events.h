@@ -46,6 +46,7 @@ struct StepEvents {
   std::vector<std::uint8_t> numbered;   // per step: 0 when N was not usable (case 2)
   std::string range;                    // "": ProfilerStep#N; else the range's name
   bool detected = false;                // the range was found (3), not named (1)
+  bool closing_step_only = false;       // (2) its one ProfilerStep was the profiler's closing step, left out
   std::vector<std::string> candidates;  // (3) found none: the repeated ranges it could not choose among
 };
 StepEvents find_step_events(const Trace& trace);

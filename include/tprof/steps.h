@@ -49,6 +49,7 @@ struct StepsSummary {
   std::int64_t trace_start_ns = 0;
   std::string range;            // as StepEvents (tprof/step_events.h): what the steps are
   bool detected = false;
+  bool closing_step_only = false;  // the trace's one ProfilerStep was the profiler's closing step (no steps)
   std::vector<std::string> candidates;
 };
 

@@ -850,8 +850,12 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
         majority_note + "; ";
     if (d->verdict == Verdict::kUnclear) s.clear();
   } else {
-    s = lead_wait_note.empty() ? "no ProfilerStep in the trace, judged over the whole trace (" + format_ns(all.span) + "): "
-                               : "no ProfilerStep in the trace, " + lead_wait_note;
+    const std::string none = c.steps.closing_step_only
+                                  ? "no iteration in a ProfilerStep (the one recorded holds only the profiler's closing "
+                                    "step() call)"
+                                  : "no ProfilerStep in the trace";
+    s = lead_wait_note.empty() ? none + ", judged over the whole trace (" + format_ns(all.span) + "): "
+                               : none + ", " + lead_wait_note;
   }
   std::string growth;
   for (const Finding& f : d->findings) {

@@ -18,7 +18,10 @@ std::string format_steps_text(const Trace& trace, const StepsSummary& s) {
   std::string out;
   if (s.steps.empty()) {
     if (!s.range.empty()) return "no call of \"" + s.range + "\" on a host thread in this trace\n";
-    out = "no ProfilerStep#N events in this trace (profile with a schedule and call prof.step()";
+    out = s.closing_step_only
+              ? "no iteration in this trace's ProfilerStep#N events: the one recorded holds only the profiler's closing "
+                "step() call (profile with a schedule whose active steps call prof.step() after each iteration"
+              : "no ProfilerStep#N events in this trace (profile with a schedule and call prof.step()";
     if (s.candidates.empty()) return out + ", or name a repeated range with --step-range NAME)\n";
     out += "); several repeated ranges could be the steps:";
     for (std::size_t i = 0; i < s.candidates.size(); ++i) out += (i ? ", \"" : " \"") + s.candidates[i] + "\"";
@@ -80,6 +83,10 @@ std::string format_steps_json(const Trace& trace, const StepsSummary& s) {
     w.value_string(s.range);
     w.key("step_range_detected");
     w.value_bool(s.detected);
+  }
+  if (s.closing_step_only) {
+    w.key("closing_step_only");
+    w.value_bool(true);
   }
   if (!s.candidates.empty()) {
     w.key("step_range_candidates");

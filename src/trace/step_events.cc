@@ -315,11 +315,18 @@ std::string step_range_problem(const Trace& t) {
 // trace ends with a 49 us one). It is no iteration.
 namespace {
 bool is_closing_stub(const Trace& t, const std::vector<std::uint32_t>& steps) {
-  if (steps.size() < 2) return false;
+  if (steps.empty()) return false;
   const EventColumns& ev = t.events;
-  const std::uint32_t last = steps.back(), prev = steps[steps.size() - 2];
+  const std::uint32_t last = steps.back();
+  // Under a twentieth of the step before it; a lone step, of the trace's
+  // host span (issue 38's thirteenth round: a VAE's only ProfilerStep#1,
+  // 14.1 us of a 14 ms trace, held the closing prof.step() and no work).
   // (Saturating: a trace's times may be anything up to int64's edges.)
-  if (internal::sat_mul(ev.dur_ns[last], 20) >= ev.dur_ns[prev]) return false;
+  const std::int64_t before = steps.size() >= 2 ? ev.dur_ns[steps[steps.size() - 2]] : [&] {
+    const auto [lo, hi] = host_span(t);
+    return internal::sat_sub(hi, lo);
+  }();
+  if (internal::sat_mul(ev.dur_ns[last], 20) >= before) return false;
   const std::int64_t lo = ev.ts_ns[last], hi = internal::sat_add(lo, ev.dur_ns[last]);
   std::vector<std::pair<std::int64_t, std::int64_t>> host;
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
@@ -327,7 +334,8 @@ bool is_closing_stub(const Trace& t, const std::vector<std::uint32_t>& steps) {
     const EventKind k = ev.kind[e];
     if (is_device_kind(k)) return false;
     if ((k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver) && ev.correlation[e] >= 0) return false;
-    if (ev.lane[e] == ev.lane[last]) host.emplace_back(ev.ts_ns[e], std::min(hi, internal::sat_add(ev.ts_ns[e], ev.dur_ns[e])));
+    // Python frames inside it are the profiler's own step() and exit (with_stack).
+    if (ev.lane[e] == ev.lane[last] && k != EventKind::kPythonFunction) host.emplace_back(ev.ts_ns[e], std::min(hi, internal::sat_add(ev.ts_ns[e], ev.dur_ns[e])));
   }
   std::sort(host.begin(), host.end());
   std::int64_t busy = 0, end = lo;
@@ -363,7 +371,10 @@ StepEvents find_step_events(const Trace& t) {
   }
   sort_by_start(t, &out.events);
   const bool profiler_steps = out.range.empty();
-  if (profiler_steps && is_closing_stub(t, out.events)) out.events.pop_back();
+  if (profiler_steps && is_closing_stub(t, out.events)) {
+    out.events.pop_back();
+    out.closing_step_only = out.events.empty();
+  }
   for (std::size_t i = 0; i < out.events.size(); ++i) {
     std::int64_t n = static_cast<std::int64_t>(i);
     bool usable = true;

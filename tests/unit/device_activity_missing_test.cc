@@ -151,6 +151,50 @@ TEST(DeviceActivityMissing, ScalarReadsThatWaitAreADeviceNotRecorded) {
   EXPECT_EQ(find(c, "device_activity_missing"), nullptr);
 }
 
+// A VAE trained on a laptop GPU whose trace recorded no device event at all
+// (issue 38's thirteenth round, a tuning-half trace without a licence, so
+// its shape is rebuilt here): CPU ops only, but backward ran on torch's
+// autograd thread for a device, "pt_autograd_0", which a CPU backward never
+// starts. Without that thread the same ops are a CPU-only program.
+TEST(DeviceActivityMissing, AutogradsDeviceThreadIsADeviceNotRecorded) {
+  auto trace = [](bool autograd_thread, bool gpu_listed) {
+    std::string s = R"({)";
+    if (gpu_listed) s += R"("deviceProperties": [{"id": 0, "name": "NVIDIA RTX A1000 6GB Laptop GPU"}], )";
+    s += R"("traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 0, "dur": 300},
+  {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: AddmmBackward0", "pid": 1, "tid": 2, "ts": 400, "dur": 200},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 410, "dur": 150})";
+    if (autograd_thread) {
+      s += R"j(,
+  {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "thread 2 (pt_autograd_0)"}})j";
+    }
+    return s + "]}";
+  };
+  Result<Trace> t = read_trace_bytes(trace(true, true));
+  ASSERT_TRUE(t.has_value());
+  const Diagnosis d = diagnose(*t);
+  EXPECT_EQ(d.verdict, Verdict::kUnclear) << d.summary;
+  const Finding* f = find(d, "device_activity_missing");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("the GPU's activity was not recorded"), std::string::npos) << f->title;
+  EXPECT_NE(f->title.find("pt_autograd_"), std::string::npos) << f->title;
+  EXPECT_NE(f->advice.find("ProfilerActivity.CUDA"), std::string::npos) << f->advice;
+  // No GPU listed: the device may be Apple MPS; its own tool.
+  Result<Trace> mps = read_trace_bytes(trace(true, false));
+  ASSERT_TRUE(mps.has_value());
+  const Diagnosis md = diagnose(*mps);
+  const Finding* m = find(md, "device_activity_missing");
+  ASSERT_NE(m, nullptr);
+  EXPECT_NE(m->title.find("the device's activity"), std::string::npos) << m->title;
+  EXPECT_NE(m->advice.find("autograd thread for a device"), std::string::npos) << m->advice;
+  // No such thread: cpu-only, silent.
+  Result<Trace> cpu = read_trace_bytes(trace(false, true));
+  ASSERT_TRUE(cpu.has_value());
+  const Diagnosis c = diagnose(*cpu);
+  EXPECT_EQ(c.verdict, Verdict::kCpuOnly) << c.summary;
+  EXPECT_EQ(find(c, "device_activity_missing"), nullptr);
+}
+
 // A CPU-only pipeline rank over gloo (issue 38's thirteenth round, a
 // tuning-half trace without a licence, so its shape is rebuilt here): two
 // of its many .item() reads wait milliseconds, the process preempted; the

@@ -230,6 +230,30 @@ TEST(StepEvents, RepeatedPythonFunctionsThatAreNotIterationsAreNotSteps) {
   }
 }
 
+TEST(StepEvents, ALoneProfilerStepHoldingOnlyTheClosingCallIsNoStep) {
+  // Issue 38's thirteenth round: a VAE's only ProfilerStep#1, 14 us at the
+  // end of a 10 ms trace, held the profiler's step() and record_function
+  // exit (Python frames, with_stack) and none of the iteration.
+  std::vector<std::string> ev;
+  for (int i = 0; i < 100; ++i) ev.push_back(op("aten::add", 100.0 * i, 90));
+  ev.push_back(testing::step(1, 10'000, 14));
+  ev.push_back(py("torch/autograd/profiler.py(738): __exit__", 10'001, 12));
+  const StepEvents s = find_step_events(parse(ev));
+  EXPECT_TRUE(s.events.empty());
+  EXPECT_TRUE(s.closing_step_only);
+  // The same step around the iteration's work is a step.
+  ev.push_back(testing::step(0, 0, 9'995));
+  const StepEvents both = find_step_events(parse(ev));
+  ASSERT_EQ(both.events.size(), 1u);
+  EXPECT_EQ(both.numbers.front(), 0);
+  EXPECT_FALSE(both.closing_step_only);
+  // A lone step that holds the work stays.
+  std::vector<std::string> one;
+  for (int i = 0; i < 100; ++i) one.push_back(op("aten::add", 100.0 * i, 90));
+  one.push_back(testing::step(1, 0, 10'000));
+  EXPECT_EQ(find_step_events(parse(one)).events.size(), 1u);
+}
+
 TEST(StepEvents, ProfilerStepsComeFirst) {
   std::vector<std::string> ev = loop("step", 4);
   ev.push_back(testing::step(7, 0, 400));

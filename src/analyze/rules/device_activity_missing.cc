@@ -108,6 +108,15 @@ GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
       if (ev.cat[e] == *id && ev.phase[e] == Phase::kFlowStart) ++g.gpu_flows;
     }
   }
+  // Autograd's device threads (issue 38's thirteenth round: a VAE trained
+  // on a laptop GPU, recorded without any device event, was called
+  // cpu-only; its backward ran on "pt_autograd_0").
+  for (const Lane& lane : c.trace.lanes) {
+    if (lane.kind == LaneKind::kCpu && c.trace.strings.str(lane.thread_name).find("pt_autograd_") != std::string_view::npos) {
+      ++g.autograd_device_threads;
+    }
+  }
+  g.gpu_listed = c.trace.meta.top_level_json("deviceProperties").find("\"name\"") != std::string_view::npos;
   std::int64_t all_reads = 0, reads = 0, read_ns = 0;
   std::uint32_t longest = kNoIndex;
   for (std::uint32_t e : c.host_ops) {
@@ -140,6 +149,9 @@ std::string GpuWorkIssued::text() const {
   if (gpu_memory_records > 0) parts.push_back(std::to_string(gpu_memory_records) + " memory events on a GPU");
   if (gpu_flows > 0) parts.push_back(std::to_string(gpu_flows) + " CPU-to-GPU flow links");
   if (triton_ops > 0) parts.push_back(std::to_string(triton_ops) + " Triton kernels (Inductor's GPU code)");
+  if (autograd_device_threads > 0) {
+    parts.push_back("torch's autograd thread for a device (pt_autograd_), which runs backward only for a device's tensors");
+  }
   if (blocking_reads > 0) {
     parts.push_back(std::to_string(blocking_reads) + " scalar reads (.item()) that wait " + format_ns(blocking_read_ns) +
                     " in all (a CPU tensor's read takes under a microsecond)");
@@ -160,6 +172,7 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
   if (g.attention_ops > 0) f.evidence.num("gpu_attention_ops", g.attention_ops);
   if (g.gpu_flows > 0) f.evidence.num("gpu_flows", g.gpu_flows);
   if (g.triton_ops > 0) f.evidence.num("triton_ops", g.triton_ops);
+  if (g.autograd_device_threads > 0) f.evidence.num("autograd_device_threads", g.autograd_device_threads);
   if (g.blocking_reads > 0) {
     f.evidence.num("blocking_scalar_reads", g.blocking_reads)
         .num("blocking_scalar_read_ns", g.blocking_read_ns)
@@ -191,9 +204,12 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
             "whatever activities are asked for. Until then the trace cannot say whether the GPU or the host is the "
             "bottleneck, and its CPU times include waits on the GPU."
       : reads_only
-          ? "Profile the device the program runs on with its own tool: " + std::to_string(g.blocking_reads) +
-                " .item() calls wait " + format_ns(g.blocking_read_ns) +
-                ", so the tensors live on an asynchronous device the trace does not record. On Apple MPS "
+          ? "Profile the device the program runs on with its own tool: " +
+                (g.blocking_reads > 0 ? std::to_string(g.blocking_reads) + " .item() calls wait " +
+                                            format_ns(g.blocking_read_ns) + ", so the tensors live on an asynchronous device"
+                                      : std::string("backward ran on torch's autograd thread for a device, so the tensors "
+                                                    "live on a device")) +
+                " the trace does not record. On Apple MPS "
                 "torch.profiler records no device activity at all (torch.mps.profiler with Instruments' Metal System "
                 "Trace shows it); on a GPU, add ProfilerActivity.CUDA. Until then the CPU times include waits on "
                 "the device."
@@ -204,8 +220,10 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
               "it. Check with a one-kernel script; until then the trace cannot say whether the GPU or the host is the "
               "bottleneck, and its CPU times include waits on the GPU."
             : "Profile again with the device side recorded: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
-              "ProfilerActivity.CUDA]) (CUDA covers ROCm too). Without it the trace cannot say whether the GPU or the "
-              "host is the bottleneck, and its CPU times include waits on the GPU.";
+              "ProfilerActivity.CUDA]) (CUDA covers ROCm too); if it was already asked for, CUPTI recorded nothing on "
+              "this platform (WSL 2 with an older driver, a container without the profiling capability, another "
+              "profiler holding it). Without it the trace cannot say whether the GPU or the host is the bottleneck, and "
+              "its CPU times include waits on the GPU.";
   f.impact_ns = 0;
   out->push_back(std::move(f));
 }

@@ -27,16 +27,25 @@ struct GpuWorkIssued {
   // are a wait for an asynchronous device (Apple MPS, which Kineto never
   // records; a GPU recorded without its device side).
   std::int64_t blocking_reads = 0;
+  // Threads torch's autograd engine starts for a device ("pt_autograd_0"):
+  // it runs backward on one only for a device's tensors (a CPU backward
+  // runs on the calling thread).
+  std::int64_t autograd_device_threads = 0;
+  bool gpu_listed = false;  // deviceProperties names a GPU
   std::int64_t blocking_read_ns = 0;
   std::uint32_t first_call = kNoIndex;
   std::uint32_t first_op = kNoIndex;
   std::uint32_t longest_read = kNoIndex;
   bool any() const {
-    return issue_calls + library_ops + attention_ops + gpu_memory_records + gpu_flows + triton_ops + blocking_reads > 0;
+    return issue_calls + library_ops + attention_ops + gpu_memory_records + gpu_flows + triton_ops + blocking_reads +
+               autograd_device_threads >
+           0;
   }
   // Only waiting reads: a device that may not be a GPU torch.profiler can record (Apple MPS).
+  // Or only autograd's device thread in a trace that lists no GPU.
   bool reads_only() const {
-    return blocking_reads > 0 && issue_calls + library_ops + attention_ops + gpu_memory_records + gpu_flows + triton_ops == 0;
+    return (blocking_reads > 0 || (autograd_device_threads > 0 && !gpu_listed)) &&
+           issue_calls + library_ops + attention_ops + gpu_memory_records + gpu_flows + triton_ops == 0;
   }
   // "20 kernel launch or copy calls and 22 memory events on a GPU"
   std::string text() const;
