@@ -1560,6 +1560,80 @@ TEST(RulesTune38, ACpuOnlyPerParameterOptimizerIsNamed) {
   EXPECT_TRUE(contains(cold[0].title, "(26.141 ms)")) << cold[0].title;
 }
 
+// Issue 38's thirteenth round, tuning half: a CPU pipeline rank's plain SGD
+// (a tuning-half trace without a licence, so its shape is rebuilt here).
+// Its first optimizer.step also creates the momentum buffers (a clone and
+// a detach per parameter) and its loop takes far longer; the saving was
+// the three calls' loop time, 16 of its 18.7 ms from the first, a warning
+// ranked first, with "aten::clone x11" per step that later steps never ran.
+TEST(RulesTune38, APerParameterOptimizersSavingIsItsTypicalCallsLoop) {
+  std::vector<std::string> ev;
+  double ts = 0;
+  // The model's work: long ops, so the loop is a small share of the trace.
+  ev.push_back(testing::x("cpu_op", "aten::conv2d", 1, 1, ts, 400'000));
+  ts += 400'010;
+  for (int call = 0; call < 3; ++call) {
+    const double gap = call == 0 ? 60 : 3;  // the Python between ops, us
+    const double start = ts;
+    std::vector<std::string> ops;
+    for (int p = 0; p < 34; ++p) {
+      if (call == 0 && p < 11) {
+        for (const char* n : {"aten::clone", "aten::detach"}) {
+          ts += gap;
+          ops.push_back(testing::x("cpu_op", n, 1, 1, ts, 5));
+          ts += 5;
+        }
+      }
+      for (const char* n : {"aten::mul_", "aten::add_", "aten::add_"}) {
+        ts += gap;
+        ops.push_back(testing::x("cpu_op", n, 1, 1, ts, 10));
+        ts += 10;
+      }
+    }
+    ts += 1;
+    ev.push_back(testing::x("user_annotation", "Optimizer.step#SGD.step", 1, 1, start, ts - start));
+    ev.insert(ev.end(), ops.begin(), ops.end());
+    ev.push_back(testing::x("cpu_op", "aten::conv2d", 1, 1, ts + 10, 400'000));
+    ts += 400'020;
+  }
+  const std::vector<Finding> f = diagnose(parse(testing::doc(ev)), {.only = {"per_param_optimizer"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  // A later call's loop: 102 gaps of 3 us and the 1 us tail.
+  const std::int64_t later = 102 * 3'000 + 1'000;
+  EXPECT_EQ(f[0].impact_ns, 3 * later);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kInfo);
+  EXPECT_GT(f[0].evidence.find("first_call_extra_ns")->i, 10 * later);
+  EXPECT_TRUE(contains(f[0].title, "(aten::add_ x68, aten::mul_ x34, ...)")) << f[0].title;
+  EXPECT_TRUE(contains(f[0].advice, "creates the optimizer's state")) << f[0].advice;
+}
+
+// The same rank's optimizer_step annotation: its first call waits 7.2 ms
+// before Optimizer.step, later ones 40 us, in a 3.7 s trace (0.19%): no
+// cause. In a 0.5 s trace it is one, and a CPU-only run is not told about
+// cuBLAS/cuDNN heuristics.
+TEST(RulesTune38, AFirstCallGapIsACauseFromHalfAPercentOfTheWindow) {
+  // Each iteration: the model's work, then the optimizer step.
+  auto trace = [](double model_us) {
+    std::vector<std::string> ev;
+    double ts = 0;
+    for (int call = 0; call < 3; ++call) {
+      ev.push_back(testing::x("cpu_op", "aten::conv2d", 1, 1, ts, model_us));
+      ts += model_us + 10;
+      const double gap = call == 0 ? 7'200 : 40;
+      ev.push_back(testing::x("user_annotation", "optimizer_step", 1, 1, ts, gap + 2'200));
+      ev.push_back(testing::x("user_annotation", "Optimizer.step#SGD.step", 1, 1, ts + gap, 2'190));
+      ev.push_back(testing::x("cpu_op", "aten::add_", 1, 1, ts + gap + 10, 2'170));
+      ts += gap + 2'300;
+    }
+    return testing::doc(ev);
+  };
+  EXPECT_TRUE(diagnose(parse(trace(1'230'000)), {.only = {"dispatch_gap"}}).findings.empty());
+  const std::vector<Finding> f = diagnose(parse(trace(160'000)), {.only = {"dispatch_gap"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(contains(f[0].advice, "lazy initialisation and cache fills")) << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "cuBLAS")) << f[0].advice;
+}
+
 TEST(RulesTune38, Torch110BatchNormInTrainingModeIsSeen) {
   // A ResNet-18 forward on the CPU recorded by torch 1.10, which writes
   // num_batches_tracked's update as an out-of-place aten::add of a 0-dim
