@@ -108,6 +108,8 @@ class EventListBuilder {
   void select_events();
   void attribute_memory(const std::vector<std::uint32_t>& order);
   void link_device_activity();
+  template <class Linked>
+  void move_unlinked_runtime_calls(Linked linked);
   std::vector<std::uint32_t> lane_order() const;
   void build_trees(const std::vector<std::uint32_t>& order);
   void merge_duplicates(const std::vector<std::uint32_t>& order);
@@ -276,6 +278,7 @@ void EventListBuilder::link_device_activity() {
     for (std::size_t i = 0; i < n; ++i) {
       if (l_.flags_[i] & kDevice) l_.self_device_[i] = l_.end_[i] - l_.start_[i];
     }
+    move_unlinked_runtime_calls([](std::size_t) { return false; });
     return;
   }
   // Per External id: the device time of its device events, and the last
@@ -328,6 +331,46 @@ void EventListBuilder::link_device_activity() {
     if (!(l_.flags_[i] & kFrontend) || external(i) < 0) continue;
     const std::size_t slot = slot_of(external(i));
     if (device_ns[slot] != 0) internal::sat_acc(l_.self_device_[i], device_ns[slot]);
+  }
+  move_unlinked_runtime_calls([&](std::size_t i) {
+    const std::size_t slot = external(i) > 0 ? slot_of(external(i)) : SIZE_MAX;
+    return slot != SIZE_MAX && last_frontend[slot] != kNoIndex;
+  });
+}
+
+// A runtime call no op links (no External id a frontend carries) is on the
+// thread that stopped the profiler in torch's tree: Kineto events take
+// their linked op's thread, else RecordFunction::currentThreadId() when
+// the profiler's results are built (collection.cpp, setKinetoTID), the
+// program's main thread. Its JSON tid is CUPTI's (issue 38's thirteenth
+// round: vLLM's sampled-token syncs, 79 ms of main-thread work inside
+// them, sat on a thread of their own, and Self CPU came out 295 ms where
+// torch printed 220.551 ms). Only a call on a thread that records no op
+// moves: torch before 1.13 kept Kineto's events apart from the ops (its
+// 2021 traces' calls share their ops' threads, unlinked), and where no
+// thread is the process's main one (tid = pid) they stay where they are.
+template <class Linked>
+void EventListBuilder::move_unlinked_runtime_calls(Linked linked) {
+  std::uint32_t main_lane = kNoIndex;
+  for (std::uint32_t l = 0; l < t_.lanes.size(); ++l) {
+    const Lane& lane = t_.lanes[l];
+    if (lane.kind == LaneKind::kCpu && !lane.pid.is_str && !lane.tid.is_str && lane.pid.num == lane.tid.num) {
+      main_lane = l;
+      break;
+    }
+  }
+  if (main_lane == kNoIndex) return;
+  const EventColumns& ev = t_.events;
+  std::vector<std::uint8_t> has_ops(t_.lanes.size(), 0);
+  for (std::size_t i = 0; i < l_.start_.size(); ++i) {
+    if (l_.flags_[i] & kFrontend) has_ops[t_.events.lane[l_.event_[i]]] = 1;
+  }
+  for (std::size_t i = 0; i < l_.start_.size(); ++i) {
+    if (l_.flags_[i] & (kDevice | kFrontend)) continue;
+    if (l_.event_[i] & kMemoryBit) continue;
+    const EventKind k = ev.kind[l_.event_[i]];
+    if (k != EventKind::kCudaRuntime && k != EventKind::kCudaDriver) continue;
+    if (!has_ops[ev.lane[l_.event_[i]]] && !linked(i)) l_.lane_[i] = main_lane;
   }
 }
 

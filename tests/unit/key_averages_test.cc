@@ -61,6 +61,25 @@ TEST(EventList, TreeGivesSelfTimesAndPartialOverlapsDoNotNest) {
   EXPECT_EQ(find(rows, "a")->self_cpu_time_total_ns, 2000);
 }
 
+TEST(EventList, AnUnlinkedRuntimeCallOnAThreadWithoutOpsIsTheMainThreads) {
+  // torch gives a Kineto event its linked op's thread, else the thread that
+  // builds the results (collection.cpp, setKinetoTID): the main thread
+  // (tid = pid). vLLM's sampled-token syncs sat on a CUPTI thread of their
+  // own in the JSON, and torch's tree nests the main thread's ops inside
+  // them (issue 38's thirteenth round: Self CPU 295 ms, torch 220.551 ms).
+  // A call on a thread that records ops stays there.
+  Trace t = make_trace({{"cuda_runtime", "cudaEventSynchronize", 7, "5", "90", "\"correlation\": 3"},
+                        {"cpu_op", "a", 100, "10", "20"},
+                        {"cpu_op", "b", 100, "40", "20"},
+                        {"cpu_op", "worker_op", 2, "10", "50"},
+                        {"cuda_runtime", "cudaStreamSynchronize", 2, "20", "10", "\"correlation\": 4"}});
+  auto rows = EventList::build(t).key_averages();
+  EXPECT_EQ(find(rows, "cudaEventSynchronize")->self_cpu_time_total_ns, 50'000);
+  EXPECT_EQ(find(rows, "cudaEventSynchronize")->cpu_time_total_ns, 90'000);
+  EXPECT_TRUE(find(rows, "a")->has_parent);
+  EXPECT_EQ(find(rows, "worker_op")->self_cpu_time_total_ns, 40'000);
+}
+
 TEST(EventList, SameNameSingleChildMergesIntoTheParent) {
   Trace t = make_trace({{"cpu_op", "aten::sum", 1, "10", "8"},
                         {"cpu_op", "aten::sum", 1, "11", "5"},
