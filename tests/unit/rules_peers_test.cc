@@ -234,6 +234,13 @@ TEST(RulesPeers, CommExposed) {
                        kernel("gemm", 7, 0, 100, 2)}),
                   "comm_exposed")
                   .empty());
+  EXPECT_TRUE(f[0].title.find("of the step time") != std::string::npos) << f[0].title;
+  // Without steps the share is the trace's, and the title says so (issue
+  // 38's thirteenth round: "of the step time" on a vLLM trace with none).
+  auto whole = run(doc({kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 20, 10, 30, 1), kernel("gemm", 7, 40, 60, 2)}),
+                   "comm_exposed");
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_TRUE(whole[0].title.find("of the trace is communication") != std::string::npos) << whole[0].title;
 }
 
 // The exposed time by collective: the kernel's "Collective name", else the

@@ -1634,6 +1634,28 @@ TEST(RulesTune38, AFirstCallGapIsACauseFromHalfAPercentOfTheWindow) {
   EXPECT_FALSE(contains(f[0].advice, "cuBLAS")) << f[0].advice;
 }
 
+// Issue 38's thirteenth round, tuning half: a vLLM decode on a GH200 whose
+// queue fills in its first decode range and then stays level (offsets
+// 0.02, 21.8, 25.1 ... 25.7 ms) was said to "grow 3.665 ms a range". A
+// repeated annotation of 8 ranges, too sparse to be the steps, each
+// launching one kernel, the GPU busy back to back.
+TEST(RulesTune38, AQueueThatFillsOnceAndStaysLevelIsNotGrowing) {
+  const double offsets_ms[] = {0.02, 21.8, 25.1, 25.6, 26.0, 26.2, 25.6, 25.7};
+  std::vector<std::string> ev;
+  for (int i = 0; i < 8; ++i) {
+    const double t = 27'000.0 * i;
+    ev.push_back(testing::x("user_annotation", "execute_context", 1, 1, t, 7'000));
+    ev.push_back(testing::launch(t + 1'000, 10, i + 1));
+    const double start = t + 1'000 + 1'000 * offsets_ms[i];
+    const double next = i < 7 ? 27'000.0 * (i + 1) + 1'000 + 1'000 * offsets_ms[i + 1] : start + 26'000;
+    ev.push_back(testing::kernel("gemm", 7, start, next - start, i + 1));
+  }
+  const std::vector<Finding> f = diagnose(parse(testing::doc(ev)), {.only = {"cpu_gpu_offset"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(contains(f[0].title, "grows")) << f[0].title;
+  EXPECT_EQ(f[0].evidence.find("growth_per_step_ns"), nullptr);
+}
+
 TEST(RulesTune38, Torch110BatchNormInTrainingModeIsSeen) {
   // A ResNet-18 forward on the CPU recorded by torch 1.10, which writes
   // num_batches_tracked's update as an out-of-place aten::add of a 0-dim

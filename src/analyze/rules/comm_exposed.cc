@@ -94,7 +94,8 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
   Finding f;
   f.id = "comm_exposed";
   f.severity = share >= kCriticalShare ? FindingSeverity::kCritical : FindingSeverity::kWarning;
-  f.title = format_pct(100.0 * share) + " of the step time is communication not overlapped by compute (" +
+  f.title = format_pct(100.0 * share) + (c.steps.steps.empty() ? " of the trace" : " of the step time") +
+            " is communication not overlapped by compute (" +
             format_ns(exposed_ns) + ")";
   const double overlap = comm_ns > 0 ? 100.0 * static_cast<double>(comm_ns - exposed_ns) / static_cast<double>(comm_ns) : 0;
   f.evidence.real("exposed_comm_pct", 100.0 * share)
