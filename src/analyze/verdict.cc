@@ -221,7 +221,14 @@ class Measure {
 Verdict classify(const Facts& f, bool has_device) {
   if (!has_device) return Verdict::kCpuOnly;
   if (f.span <= 0) return Verdict::kUnclear;
-  if (f.share(f.dataloader) > kInputShare) return Verdict::kInputBound;
+  // Input sets the pace unless the GPU idles longer still while the host
+  // launches op after op (issue 38's thirteenth round: an MLP step, its
+  // single-process DataLoader 27.9% of it and launching idle ~60%, was
+  // called input-bound beside two overhead-bound steps of the same loop).
+  if (f.share(f.dataloader) > kInputShare &&
+      f.dataloader >= f.idle[static_cast<std::size_t>(IdleCause::kLaunching)]) {
+    return Verdict::kInputBound;
+  }
   // Exposed communication sets the pace unless the host leaves the GPU
   // idle longer still (launching op after op, or host work that launches
   // nothing): then the host is what the step waits for first, and the

@@ -1656,6 +1656,36 @@ TEST(RulesTune38, AQueueThatFillsOnceAndStaysLevelIsNotGrowing) {
   EXPECT_EQ(f[0].evidence.find("growth_per_step_ns"), nullptr);
 }
 
+// Issue 38's thirteenth round, tuning half: an MLP's training steps with a
+// single-process DataLoader (a tuning-half trace without a licence, so its
+// shape is rebuilt here). The GPU idle inside the loader's __next__, 300 us
+// a step, was "launching" (97.7% of the idle), and a step whose loader
+// took 27.9% of it was input-bound though the host left the GPU idle twice
+// as long launching op after op.
+TEST(RulesTune38, TheDataLoadersIdleIsHostWorkAndLaunchingOutweighsIt) {
+  std::vector<std::string> ev;
+  int id = 1;
+  for (int n = 0; n < 3; ++n) {
+    const double t = 1'000.0 * n;
+    ev.push_back(testing::step(n, t, 1'000));
+    ev.push_back(testing::x("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 1, 1,
+                            t + 10, 280));
+    for (int k = 0; k < 10; ++k) {
+      const double at = t + 300 + 65 * k;
+      ev.push_back(testing::x("cpu_op", "aten::add", 1, 1, at, 60));
+      ev.push_back(testing::launch(at + 5, 50, id));
+      ev.push_back(testing::kernel("add_kernel", 7, at + 58, 4, id));
+      ++id;
+    }
+  }
+  const Diagnosis d = diagnose(parse(testing::doc(ev)));
+  const auto at = [&](IdleCause c) { return d.idle.by_cause[static_cast<std::size_t>(c)]; };
+  EXPECT_GE(at(IdleCause::kHostWork), 3 * 280'000);
+  EXPECT_GT(at(IdleCause::kLaunching), at(IdleCause::kHostWork));
+  for (const StepVerdict& v : d.steps) EXPECT_NE(v.verdict, Verdict::kInputBound) << "step " << v.step;
+  EXPECT_NE(d.verdict, Verdict::kInputBound) << d.summary;
+}
+
 TEST(RulesTune38, Torch110BatchNormInTrainingModeIsSeen) {
   // A ResNet-18 forward on the CPU recorded by torch 1.10, which writes
   // num_batches_tracked's update as an out-of-place aten::add of a 0-dim
