@@ -462,6 +462,15 @@ TEST(RulesPeers, PageableMemcpy) {
                        x("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 0, 7, 20, 2, corr(1) + R"(, "bytes": 4)")}),
                   "pageable_memcpy")
                   .empty());
+  // 1 MiB in 90 us (11.7 GB/s) in a 100 ms step: 2.6 us to gain, under a
+  // thousandth of the window, and the copy under 1% of it (issue 38's
+  // thirteenth round: an MLP's batches, 1.3 us a step to gain).
+  const std::string small_gain = doc(
+      {step(1, 0, 100'000), x("cuda_runtime", "cudaLaunchKernel", 1, 1, 10, 5, corr(1)), kernel("k", 7, 20, 40'000, 1),
+       x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 45'000, 100, corr(2)),
+       x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, 45'010, 90, corr(2) + R"(, "bytes": 1048576)"),
+       x("cuda_runtime", "cudaLaunchKernel", 1, 1, 45'200, 5, corr(3)), kernel("k", 7, 45'300, 54'000, 3)});
+  EXPECT_TRUE(run(small_gain, "pageable_memcpy").empty());
 }
 
 TEST(RulesPeers, TruncatedTrace) {
