@@ -1602,7 +1602,9 @@ TEST(RulesTune38, APerParameterOptimizersSavingIsItsTypicalCallsLoop) {
   const std::int64_t later = 102 * 3'000 + 1'000;
   EXPECT_EQ(f[0].impact_ns, 3 * later);
   EXPECT_EQ(f[0].severity, FindingSeverity::kInfo);
-  EXPECT_GT(f[0].evidence.find("first_call_extra_ns")->i, 10 * later);
+  const Evidence::Field* extra = f[0].evidence.find("first_call_extra_ns");
+  ASSERT_NE(extra, nullptr);
+  EXPECT_GT(extra->i, 10 * later);
   EXPECT_TRUE(contains(f[0].title, "(aten::add_ x68, aten::mul_ x34, ...)")) << f[0].title;
   EXPECT_TRUE(contains(f[0].advice, "creates the optimizer's state")) << f[0].advice;
 }
@@ -1684,6 +1686,35 @@ TEST(RulesTune38, TheDataLoadersIdleIsHostWorkAndLaunchingOutweighsIt) {
   EXPECT_GT(at(IdleCause::kLaunching), at(IdleCause::kHostWork));
   for (const StepVerdict& v : d.steps) EXPECT_NE(v.verdict, Verdict::kInputBound) << "step " << v.step;
   EXPECT_NE(d.verdict, Verdict::kInputBound) << d.summary;
+}
+
+// Issue 38's thirteenth round, scoring half (after its figure): an AMP
+// MLP whose loop waits on the DataLoader for 81% of each step. The low-
+// utilization finding told the host to give each op more work ("the host
+// is launching op after op") for the 7% of the idle time that is launching.
+TEST(RulesTune38, LowUtilizationLeavesTheDataLoadersWaitToItsFinding) {
+  std::vector<std::string> ev;
+  int id = 1;
+  for (int n = 0; n < 3; ++n) {
+    const double t = 10'000.0 * n;
+    ev.push_back(testing::step(n, t, 10'000));
+    ev.push_back(testing::x("user_annotation", "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 1, 1,
+                            t + 10, 8'000));
+    for (int k = 0; k < 20; ++k) {
+      const double at = t + 8'100 + 90 * k;
+      ev.push_back(testing::x("cpu_op", "aten::add", 1, 1, at, 80));
+      ev.push_back(testing::launch(at + 5, 60, id));
+      ev.push_back(testing::kernel("add_kernel", 7, at + 70, 5, id));
+      ++id;
+    }
+  }
+  const std::vector<Finding> f = diagnose(parse(testing::doc(ev)), {.only = {"low_gpu_utilization"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kInfo);
+  EXPECT_TRUE(f[0].advice.starts_with("The DataLoader's wait and the findings above account for")) << f[0].advice;
+  const Evidence::Field* loader = f[0].evidence.find("dataloader_idle_ns");
+  ASSERT_NE(loader, nullptr);
+  EXPECT_GT(loader->i, 3 * 7'000'000);
 }
 
 TEST(RulesTune38, Torch110BatchNormInTrainingModeIsSeen) {

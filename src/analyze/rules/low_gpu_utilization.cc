@@ -43,6 +43,10 @@ constexpr std::int64_t kMinColdSetUpNs = 1'000'000;
 // Earlier findings that claim all but this share of the idle time leave
 // this one the rest: info, their fixes first.
 constexpr double kMostClaimed = 0.10;
+// With the DataLoader's wait the larger part, half is enough (issue 38's
+// thirteenth round: an MLP's loader wait held 85% of its idle GPU and this
+// finding still told the host to launch bigger ops, "the host is launching").
+constexpr double kMostClaimedByLoader = 0.5;
 // What they leave in the steps, under this share of the window, gets no
 // fix of its own.
 constexpr double kSliverShare = 0.01;
@@ -220,8 +224,14 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
     }
   }
   const bool has_loader = !loader.empty();
+  loader = merge_intervals(std::move(loader));
+  // The idle time inside them: dataloader_bound's, whose fix comes first.
+  std::int64_t loader_idle_ns = 0;
+  if (has_loader) {
+    for (const std::int64_t v : idle_by_cause(p, loader)) sat_acc(loader_idle_ns, v);
+  }
   std::vector<Interval> candidate = {{std::min(c.start_ns, p.window().start), std::max(c.end_ns, p.window().end)}};
-  if (has_loader) candidate = subtract(candidate, merge_intervals(std::move(loader)));
+  if (has_loader) candidate = subtract(candidate, loader);
   set_idle_claim(f, claimable_idle(p, kAllCauses & ~kReservedCauses, &candidate, *out));
   // Nothing left to claim outside DataLoader waits and the other findings:
   // they say it.
@@ -437,16 +447,24 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
   // 30 us left, launch gaps, got a CUDA-graph fix as a top cause).
   std::int64_t earlier = 0;
   for (const Finding& e : *out) sat_acc(earlier, e.idle_ns);
-  if (!whole_run && p.idle_ns() > 0 && static_cast<double>(f.idle_ns) < kMostClaimed * static_cast<double>(p.idle_ns()) &&
-      static_cast<double>(earlier) >= (1.0 - kMostClaimed) * static_cast<double>(p.idle_ns())) {
+  // The DataLoader's wait counts with them: its finding comes after this
+  // one in the rules' order but claims no idle time of its own.
+  const bool loader_most = loader_idle_ns > earlier;
+  sat_acc(earlier, loader_idle_ns);
+  const double most = loader_most ? kMostClaimedByLoader : kMostClaimed;
+  if (!whole_run && p.idle_ns() > 0 && static_cast<double>(f.idle_ns) < most * static_cast<double>(p.idle_ns()) &&
+      static_cast<double>(earlier) >= (1.0 - most) * static_cast<double>(p.idle_ns())) {
     f.severity = FindingSeverity::kInfo;
     f.evidence.num("claimed_before_ns", earlier);
+    if (loader_idle_ns > 0) f.evidence.num("dataloader_idle_ns", loader_idle_ns);
     advised_ns = -1;  // the advice below speaks for the whole rest
     // The rest inside the steps (time between steps is no step's).
     std::int64_t rest = 0;
     for (const std::int64_t v : in_steps) sat_acc(rest, v);
     const bool sliver = static_cast<double>(rest) < kSliverShare * static_cast<double>(window);
-    f.advice = "The findings above account for " + format_ns(earlier) + " of the GPU's " + format_ns(p.idle_ns()) +
+    f.advice = (loader_most ? "The DataLoader's wait and the findings above account for "
+                            : "The findings above account for ") +
+               format_ns(earlier) + " of the GPU's " + format_ns(p.idle_ns()) +
                " of idle time: their fixes come first. " +
                (sliver ? "The rest in the steps (" + format_ns(rest) + ") is too little to act on."
                        : "Of the rest in the steps (" + format_ns(rest) + "), mostly " + words(idle_cause_id(top)) +
