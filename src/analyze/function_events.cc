@@ -110,6 +110,7 @@ class EventListBuilder {
   void link_device_activity();
   template <class Linked>
   void move_unlinked_runtime_calls(Linked linked);
+  std::uint32_t main_thread_lane() const;
   std::vector<std::uint32_t> lane_order() const;
   void build_trees(const std::vector<std::uint32_t>& order);
   void merge_duplicates(const std::vector<std::uint32_t>& order);
@@ -349,16 +350,18 @@ void EventListBuilder::link_device_activity() {
 // moves: torch before 1.13 kept Kineto's events apart from the ops (its
 // 2021 traces' calls share their ops' threads, unlinked), and where no
 // thread is the process's main one (tid = pid) they stay where they are.
-template <class Linked>
-void EventListBuilder::move_unlinked_runtime_calls(Linked linked) {
-  std::uint32_t main_lane = kNoIndex;
+// The process's main thread: the CPU lane whose tid is its pid (kNoIndex: none).
+std::uint32_t EventListBuilder::main_thread_lane() const {
   for (std::uint32_t l = 0; l < t_.lanes.size(); ++l) {
     const Lane& lane = t_.lanes[l];
-    if (lane.kind == LaneKind::kCpu && !lane.pid.is_str && !lane.tid.is_str && lane.pid.num == lane.tid.num) {
-      main_lane = l;
-      break;
-    }
+    if (lane.kind == LaneKind::kCpu && !lane.pid.is_str && !lane.tid.is_str && lane.pid.num == lane.tid.num) return l;
   }
+  return kNoIndex;
+}
+
+template <class Linked>
+void EventListBuilder::move_unlinked_runtime_calls(Linked linked) {
+  const std::uint32_t main_lane = main_thread_lane();
   if (main_lane == kNoIndex) return;
   const EventColumns& ev = t_.events;
   std::vector<std::uint8_t> has_ops(t_.lanes.size(), 0);
@@ -545,14 +548,7 @@ void EventListBuilder::backward_stacks() {
       if (s <= ev.ts_ns[e] && ev.ts_ns[e] <= end) l_.flags_[i] |= kBackwardNode;
     }
   }
-  std::uint32_t main_lane = kNoIndex;
-  for (std::uint32_t l = 0; l < t_.lanes.size(); ++l) {
-    const Lane& lane = t_.lanes[l];
-    if (lane.kind == LaneKind::kCpu && !lane.pid.is_str && !lane.tid.is_str && lane.pid.num == lane.tid.num) {
-      main_lane = l;
-      break;
-    }
-  }
+  const std::uint32_t main_lane = main_thread_lane();
   auto bw_parent = [&](std::uint32_t i) {
     while (i != kNoIndex && !(l_.flags_[i] & kBackwardNode)) i = l_.parent_[i];
     return i;
