@@ -174,7 +174,7 @@ TEST(DiagnoseCausal, ASyncWhileTheGpuIsBusySaysWhetherTheHostHasOtherWork) {
   const Diagnosis waiting = diagnose(read("ranks/late_host/rank-07.json.gz"));
   const Finding* h = finding(waiting, "sync_api");
   ASSERT_NE(h, nullptr);
-  EXPECT_TRUE(h->advice.starts_with("Read the collectives cudaStreamSynchronize waits behind across all ranks first"))
+  EXPECT_TRUE(h->advice.starts_with("First find why the collectives that cudaStreamSynchronize waits behind take so long"))
       << h->advice;
 }
 

@@ -168,9 +168,14 @@ TEST(RulesTune38, RareGapsBeforeTheirPairsUsualOnesAreFirstCalls) {
   const std::vector<Finding> first = run_gap(trace(0));
   ASSERT_EQ(first.size(), 1u);
   EXPECT_TRUE(first[0].advice.starts_with("Warm up before recording")) << first[0].title << " / " << first[0].advice;
+  // In the middle, nothing recorded on the host through it (issue 38's
+  // thirteenth round): the trace cannot say what it was, nor what a fix
+  // would save.
   const std::vector<Finding> middle = run_gap(trace(6));
   ASSERT_EQ(middle.size(), 1u);
-  EXPECT_TRUE(middle[0].advice.starts_with("Mark each iteration as a step")) << middle[0].advice;
+  EXPECT_TRUE(middle[0].advice.starts_with("Nothing is recorded on the host through most of this gap"))
+      << middle[0].advice;
+  EXPECT_EQ(middle[0].impact_ns, 0);
 }
 
 TEST(RulesTune38, HotspotOnACpuOpKeepsItsMathAdvice) {
@@ -1389,7 +1394,7 @@ TEST(RulesTune38, ASyncBehindACollectiveWaitsForTheOtherRanks) {
   EXPECT_TRUE(contains(f[0].title, "12 synchronizing CUDA calls inside steps block the host 5.707 ms")) << f[0].title;
   EXPECT_FALSE(contains(f[0].title, "the GPU did not")) << f[0].title;
   EXPECT_EQ(text(f[0], "copy"), "HtoD");
-  EXPECT_TRUE(contains(f[0].advice, "across all ranks")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "take so long, on all ranks")) << f[0].advice;
   EXPECT_TRUE(contains(f[0].advice, "a CPU tensor copied to the GPU")) << f[0].advice;
   EXPECT_FALSE(contains(f[0].advice, ".tolist()")) << f[0].advice;
   // Where the GPU runs its own work through the waits, that stays said

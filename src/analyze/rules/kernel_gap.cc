@@ -829,18 +829,6 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     // profiler did meanwhile.
     f.advice = host_frame_remedy(c, x.frame) + (one ? " The gap is" : " The gaps are") + " host time, mostly " +
                host_frame_text(x.frame) + ".";
-  } else if (cause == IdleCause::kUnrecorded) {
-    // Nothing recorded on the host through most of it: what the program
-    // did is not in the trace, and neither is a fix or its saving (issue
-    // 38's thirteenth round: a 334 ms stretch with no event at all, at the
-    // end of a MoE dispatch run, was "up to 337.6 ms" of a readback's).
-    f.advice = std::string(one ? "Nothing is recorded on the host through most of this gap"
-                               : "Nothing is recorded on the host through most of these gaps") +
-               ": the program did something the profiler did not see (another thread or process, I/O, a sleep, a "
-               "wait outside the traced code). Record the host side that feeds this GPU (other threads, " +
-               (c.is_torch() ? "the Python stack, " : "") + "the producing process) before judging " +
-               (one ? "it." : "them.");
-    unrecorded = true;
   } else if (has_steps && steps.size() == 1) {
     // In one step only (one gap, or several pairs' long gaps in the same step).
     f.advice = one ? "Record more steps and leave this gap out of the step time if it does not come back. A gap in one "
@@ -884,6 +872,18 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
                       "trace") +
                ", so it is a first call's set-up (lazy module loading, first-use allocation, autotuning), paid once, "
                "not the code's pace.";
+  } else if (cause == IdleCause::kUnrecorded) {
+    // Nothing recorded on the host through most of it: what the program
+    // did is not in the trace, and neither is a fix or its saving (issue
+    // 38's thirteenth round: a 334 ms stretch with no event at all, at the
+    // end of a MoE dispatch run, was "up to 337.6 ms" of a readback's).
+    f.advice = std::string(one ? "Nothing is recorded on the host through most of this gap"
+                               : "Nothing is recorded on the host through most of these gaps") +
+               ": the program did something the profiler did not see (another thread or process, I/O, a sleep, a "
+               "wait outside the traced code). Record the host side that feeds this GPU (other threads, " +
+               (c.is_torch() ? "the Python stack, " : "") + "the producing process) before judging " +
+               (one ? "it." : "them.");
+    unrecorded = true;
   } else {
     // No steps and nothing marks the measured work: whether it comes back
     // needs iterations marked as steps.

@@ -250,8 +250,9 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
                " waits for (see the verdict: an event from another stream, lazy module loading), not the call. The "
                "host waits for work that itself waits on the idle GPU.";
   } else if (in_collectives) {
-    f.advice = "Read the collectives " + where + " waits behind across all ranks first (comm_exposed, and tprof "
-               "diagnose on the job's directory): the wait is theirs, a late rank or the transfer. " +
+    f.advice = "First find why the collectives that " + where + " waits behind take so long, on all ranks "
+               "(comm_exposed, and tprof diagnose on the job's directory): the wait is theirs, a late rank or the "
+               "transfer. " +
                "Moving " + (trigger.empty() ? "the sync" : trigger) + " out of the step would let the host run on "
                "while they finish.";
   } else if (gpu_busy) {
