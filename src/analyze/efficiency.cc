@@ -422,8 +422,8 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
     // and memsets are what they are whatever launched them.
     static constexpr KernelFamily kCopies{KernelClass::kCopy, "memcpy/memset (device activity)", MatchOn::kName,
                                           MatchHow::kContains, ""};
-    static constexpr KernelFamily kCollectives{KernelClass::kComm, "NCCL/RCCL", MatchOn::kName, MatchHow::kContains,
-                                               ""};
+    static constexpr KernelFamily kCollectives{KernelClass::kComm, "NCCL/RCCL/MSCCL++", MatchOn::kName,
+                                               MatchHow::kContains, ""};
     KernelMatch m;
     bool gemm_by_name = false;  // a GEMM math kernel by its own name or template arguments
     if (op.cls == DeviceClass::kComm) {

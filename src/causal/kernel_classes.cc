@@ -26,9 +26,13 @@ constexpr MatchHow kIs = MatchHow::kBase;
 // and scan before reductions (topkGatingSoftmax routes tokens).
 constexpr std::array kFamilies{
     // Communication.
-    KernelFamily{C::kComm, "NCCL/RCCL", kName, kStarts, "nccl"},
-    KernelFamily{C::kComm, "NCCL/RCCL", kName, kStarts, "rccl"},
-    KernelFamily{C::kComm, "NCCL/RCCL", kName, kHas, "nccl:"},
+    KernelFamily{C::kComm, "NCCL/RCCL/MSCCL++", kName, kStarts, "nccl"},
+    KernelFamily{C::kComm, "NCCL/RCCL/MSCCL++", kName, kStarts, "rccl"},
+    KernelFamily{C::kComm, "NCCL/RCCL/MSCCL++", kName, kHas, "nccl:"},
+    // MSCCL++'s kernels take its handles (mscclpp::MemoryChannelDeviceHandle):
+    // a wait_kernel spins until the peer signals (issue 38's thirteenth
+    // round: 45 ms of one, sent to Nsight Compute as a hotspot).
+    KernelFamily{C::kComm, "NCCL/RCCL/MSCCL++", kName, kHas, "mscclpp::"},
     KernelFamily{C::kComm, "custom collectives (vLLM/sglang all-reduce, all-to-all)", kName, kHas, "all_reduce"},
     KernelFamily{C::kComm, "custom collectives (vLLM/sglang all-reduce, all-to-all)", kName, kHas, "allreduce"},
     KernelFamily{C::kComm, "custom collectives (vLLM/sglang all-reduce, all-to-all)", kName, kHas, "cross_device_reduce"},
@@ -326,7 +330,7 @@ KernelMatch classify_kernel(std::string_view kernel, std::string_view op) {
 bool is_comm_kernel(std::string_view name) {
   // On the name as the trace gives it (NCCL's kernels start with nccl:
   // ncclKernel_*, ncclDevKernel_*; RCCL keeps the names): the table's
-  // NCCL/RCCL rows.
+  // NCCL/RCCL/MSCCL++ rows.
   for (const KernelFamily& f : kFamilies) {
     if (f.on == MatchOn::kName && f.family == kFamilies.front().family && row_matches(f, name)) return true;
   }

@@ -97,6 +97,11 @@ TEST(KernelClasses, NamesOfEachVendorAndCompiler) {
   EXPECT_EQ(cls("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"), KernelClass::kComm);
   EXPECT_TRUE(internal::is_comm_kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));
   EXPECT_FALSE(internal::is_comm_kernel("void at::native::reduce_kernel<512, 1>"));
+  // MSCCL++ (issue 38's thirteenth round: its wait_kernel, spinning until
+  // the peer signals, was a hotspot sent to Nsight Compute).
+  EXPECT_TRUE(internal::is_comm_kernel("(anonymous namespace)::wait_kernel(mscclpp::MemoryChannelDeviceHandle)"));
+  EXPECT_TRUE(internal::is_comm_kernel(
+      "(anonymous namespace)::put_and_signal_kernel(mscclpp::MemoryChannelDeviceHandle, unsigned long, unsigned long)"));
   // A namespace never makes an add a GEMM; its op does not either when its
   // own name says what it is.
   EXPECT_EQ(cls("void matmul_add::add_kernel<__nv_bfloat16>(__nv_bfloat16*)"), KernelClass::kOther);

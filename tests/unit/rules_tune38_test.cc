@@ -1752,6 +1752,55 @@ TEST(RulesTune38, AnExtremeGapAmongAlternatingOnesIsAOneOffAndUnrecordedIsNoSavi
   EXPECT_EQ(once->impact_ns, 0);
 }
 
+// Issue 38's thirteenth round, tuning half: a vLLM decode replaying one
+// CUDA graph a step, TP4 (a tuning-half trace without a licence, so its
+// shape is rebuilt here). Between the graph's nodes the device idles a few
+// microseconds; with a collective or other work of the graph not started
+// yet, the partition called it "waiting for peers" (88%) and stream waits,
+// and a kernel_gap finding sent the user to the late rank.
+TEST(RulesTune38, BubblesInsideAGraphReplayAreItsOwnLatency) {
+  std::vector<std::string> ev;
+  for (int n = 0; n < 4; ++n) {
+    const double t = 1'000.0 * n;
+    ev.push_back(testing::x("cuda_runtime", "cudaGraphLaunch", 1, 1, t, 20, testing::corr(n + 1)));
+    double at = t + 60;
+    for (int k = 0; k < 8; ++k) {
+      const bool comm = k % 2 == 1;
+      ev.push_back(testing::kernel(comm ? "ncclDevKernel_AllGather_RING_LL" : "gemm_kernel", comm ? 8 : 7, at, 90, n + 1));
+      at += 93;  // 3 us between nodes
+    }
+  }
+  const Diagnosis d = diagnose(parse(testing::doc(ev)));
+  const auto at = [&](IdleCause c) { return d.idle.by_cause[static_cast<std::size_t>(c)]; };
+  EXPECT_EQ(at(IdleCause::kPeers), 0);
+  EXPECT_EQ(at(IdleCause::kStreamWait), 0);
+  EXPECT_GT(at(IdleCause::kKernelLatency), 4 * 7 * 2'000);
+  for (const Finding& f : d.findings) EXPECT_NE(f.id, "kernel_gap") << f.title;
+}
+
+// The same decode's compute-bound fix sent its ReduceScatter (16.5% of GPU
+// time, spinning while it waits for the other ranks) to Nsight Compute: a
+// collective's kernel is not one to tune.
+TEST(RulesTune38, ComputeBoundNamesNoCollectiveKernelToTune) {
+  std::vector<std::string> ev;
+  int id = 1;
+  for (int n = 0; n < 3; ++n) {
+    const double t = 1'000.0 * n;
+    ev.push_back(testing::step(n, t, 1'000));
+    ev.push_back(testing::launch(t + 1, 5, id));
+    ev.push_back(testing::kernel("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", 8, t + 10, 500, id++));
+    ev.push_back(testing::launch(t + 7, 5, id));
+    ev.push_back(testing::kernel("my_fused_kernel_a", 7, t + 10, 600, id++));
+    ev.push_back(testing::launch(t + 13, 5, id));
+    ev.push_back(testing::kernel("my_fused_kernel_b", 7, t + 611, 380, id++));
+  }
+  const Diagnosis d = diagnose(parse(testing::doc(ev)));
+  const Finding* cb = first_of(d, "compute_bound");
+  ASSERT_NE(cb, nullptr) << d.summary;
+  EXPECT_FALSE(contains(cb->advice, "ncclDevKernel")) << cb->advice;
+  EXPECT_TRUE(contains(cb->advice, "my_fused_kernel_a")) << cb->advice;
+}
+
 TEST(RulesTune38, Torch110BatchNormInTrainingModeIsSeen) {
   // A ResNet-18 forward on the CPU recorded by torch 1.10, which writes
   // num_batches_tracked's update as an out-of-place aten::add of a 0-dim
