@@ -593,6 +593,14 @@ Fp32Math fp32_math(const KernelEfficiency& k) {
   if ((base.starts_with("dgrad_engine") || base.starts_with("wgrad_alg")) && has(full, "<float,")) {
     return Fp32Math::kByName;
   }
+  // cuDNN's other fp32 convolution algorithms: Winograd's transforms and
+  // implicit GEMM on float templates (issue 38's thirteenth round: a T4
+  // ResNet-18's fp32 share read 39.9% on sgemm/scudnn names where the
+  // Winograd transforms brought the convolutions to 68.5%). FFT's stay out,
+  // as its gcgemm does.
+  if ((has(base, "winograd") || has(base, "implicit_convolve")) && has(full, "<float,")) {
+    return Fp32Math::kByName;
+  }
   if (k.cls == KernelClass::kGemm && k.dtype_from_op && k.dtype == "fp32" &&
       (has(base, "gemm") || k.name.starts_with("Cijk_"))) {
     return Fp32Math::kByOpType;
