@@ -335,7 +335,8 @@ bool is_closing_stub(const Trace& t, const std::vector<std::uint32_t>& steps) {
     if (is_device_kind(k)) return false;
     if ((k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver) && ev.correlation[e] >= 0) return false;
     // Python frames inside it are the profiler's own step() and exit (with_stack).
-    if (ev.lane[e] == ev.lane[last] && k != EventKind::kPythonFunction) host.emplace_back(ev.ts_ns[e], std::min(hi, internal::sat_add(ev.ts_ns[e], ev.dur_ns[e])));
+    if (ev.lane[e] != ev.lane[last] || k == EventKind::kPythonFunction) continue;
+    host.emplace_back(ev.ts_ns[e], std::min(hi, internal::sat_add(ev.ts_ns[e], ev.dur_ns[e])));
   }
   std::sort(host.begin(), host.end());
   std::int64_t busy = 0, end = lo;

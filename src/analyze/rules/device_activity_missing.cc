@@ -112,9 +112,8 @@ GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
   // on a laptop GPU, recorded without any device event, was called
   // cpu-only; its backward ran on "pt_autograd_0").
   for (const Lane& lane : c.trace.lanes) {
-    if (lane.kind == LaneKind::kCpu && c.trace.strings.str(lane.thread_name).find("pt_autograd_") != std::string_view::npos) {
-      ++g.autograd_device_threads;
-    }
+    const std::string_view thread = c.trace.strings.str(lane.thread_name);
+    if (lane.kind == LaneKind::kCpu && thread.find("pt_autograd_") != std::string_view::npos) ++g.autograd_device_threads;
   }
   g.gpu_listed = c.trace.meta.top_level_json("deviceProperties").find("\"name\"") != std::string_view::npos;
   std::int64_t all_reads = 0, reads = 0, read_ns = 0;
@@ -150,7 +149,8 @@ std::string GpuWorkIssued::text() const {
   if (gpu_flows > 0) parts.push_back(std::to_string(gpu_flows) + " CPU-to-GPU flow links");
   if (triton_ops > 0) parts.push_back(std::to_string(triton_ops) + " Triton kernels (Inductor's GPU code)");
   if (autograd_device_threads > 0) {
-    parts.push_back("torch's autograd thread for a device (pt_autograd_), which runs backward only for a device's tensors");
+    parts.push_back("torch's autograd thread for a device (pt_autograd_N), which runs backward only for a device's "
+                    "tensors");
   }
   if (blocking_reads > 0) {
     parts.push_back(std::to_string(blocking_reads) + " scalar reads (.item()) that wait " + format_ns(blocking_read_ns) +
@@ -205,10 +205,11 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
             "bottleneck, and its CPU times include waits on the GPU."
       : reads_only
           ? "Profile the device the program runs on with its own tool: " +
-                (g.blocking_reads > 0 ? std::to_string(g.blocking_reads) + " .item() calls wait " +
-                                            format_ns(g.blocking_read_ns) + ", so the tensors live on an asynchronous device"
-                                      : std::string("backward ran on torch's autograd thread for a device, so the tensors "
-                                                    "live on a device")) +
+                (g.blocking_reads > 0
+                     ? std::to_string(g.blocking_reads) + " .item() calls wait " + format_ns(g.blocking_read_ns) +
+                           ", so the tensors live on an asynchronous device"
+                     : std::string("backward ran on torch's autograd thread for a device, so the tensors live on a "
+                                   "device")) +
                 " the trace does not record. On Apple MPS "
                 "torch.profiler records no device activity at all (torch.mps.profiler with Instruments' Metal System "
                 "Trace shows it); on a GPU, add ProfilerActivity.CUDA. Until then the CPU times include waits on "
