@@ -233,8 +233,8 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
   // ms, "grows 3.665 ms a range") is a backed-up queue, not a growing one.
   const bool grows_later =
       iter_offsets.size() >= 2 &&
-      2 * static_cast<double>(iter_offsets.back() - iter_offsets[1]) >=
-          static_cast<double>(iter_offsets.back() - iter_offsets.front());
+      2 * (static_cast<double>(iter_offsets.back()) - static_cast<double>(iter_offsets[1])) >=
+          static_cast<double>(iter_offsets.back()) - static_cast<double>(iter_offsets.front());
   const bool growing = !start_offset && iter_offsets.size() >= kMinGrowingSteps &&
                        static_cast<double>(rising) >= kGrowingShare * static_cast<double>(iter_offsets.size() - 1) &&
                        static_cast<double>(iter_offsets.back()) >=

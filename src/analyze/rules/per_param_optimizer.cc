@@ -114,7 +114,7 @@ void on_the_cpu(const DiagnoseContext& c, const std::vector<Span>& spans, std::v
       ++by_name[n];
       ++last_by_name[n];
     }
-    loop_ns.push_back(std::max<std::int64_t>(0, sat_sub(s.end - s.start, call_ops_ns)));
+    loop_ns.push_back(std::max<std::int64_t>(0, sat_sub(sat_sub(s.end, s.start), call_ops_ns)));
   }
   const auto calls = static_cast<std::int64_t>(spans.size());
   const std::int64_t window = c.window_ns();
