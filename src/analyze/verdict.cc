@@ -30,6 +30,7 @@ namespace {
 
 // Thresholds (docs/diagnose.md, "Verdicts").
 constexpr double kInputShare = 0.25;    // DataLoader time / span
+constexpr double kInputMostShare = 0.5;  // ... where the device's activity was not recorded
 constexpr std::int64_t kWorkerStartupFactor = 5;  // a first __next__ this many times the others' median: start-up
 constexpr std::int64_t kWorkerStartupNs = 100'000'000;  // and at least this long (spawning worker processes)
 constexpr double kCommShare = 0.25;     // exposed communication / span
@@ -819,7 +820,12 @@ Judgement measure(const DiagnoseContext& c) {
   // issued GPU work but recorded none of it (device_activity_missing) is
   // not a CPU-only program either: nothing to judge the GPU by.
   if ((c.device.empty() && !c.ranges.empty()) || gpu_work_issued(c).any() || recorded_nothing(c)) {
-    j.verdict = Verdict::kUnclear;
+    // Unless the loop waits for its input through most of the run: no GPU
+    // speed-up shortens that (issue 38's thirteenth round: a laptop VAE
+    // recorded without device events, its single-process DataLoader 59% of
+    // the run, was "unclear").
+    const bool input = gpu_work_issued(c).any() && j.all.share(j.all.dataloader) > kInputMostShare;
+    j.verdict = input ? Verdict::kInputBound : Verdict::kUnclear;
     for (StepVerdict& v : j.steps) v.verdict = Verdict::kUnclear;
   }
   return j;
@@ -898,7 +904,12 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
   // The program issued GPU work and the trace holds none of it: the
   // profiler recorded the host side only (docs/diagnose.md, "Trace health",
   // device_activity_missing).
-  if (const GpuWorkIssued g = gpu_work_issued(c); g.any()) {
+  if (const GpuWorkIssued g = gpu_work_issued(c); g.any() && d->verdict == Verdict::kInputBound) {
+    d->summary = "the DataLoader takes " + pct(all.share(all.dataloader)) + " of the time (" + format_ns(all.dataloader) +
+                 " of " + format_ns(all.span) + "), which no device speed-up shortens; the " +
+                 (g.reads_only() ? "device's" : "GPU's") + " activity was not recorded (the trace shows " + g.text() +
+                 "), so the rest cannot be judged";
+  } else if (g.any()) {
     d->summary = std::string(g.reads_only() ? "the device's" : "the GPU's") + " activity was not recorded: the trace shows " +
                  g.text() + " but no device activity, so this is not a CPU-only program and there is nothing to judge "
                  "the " + (g.reads_only() ? "device" : "GPU") + " by; " +
