@@ -429,6 +429,20 @@ const std::vector<Interval>& DiagnoseContext::host_waits() const {
   return host_waits_;
 }
 
+const std::vector<Interval>& DiagnoseContext::dataloader_scopes() const {
+  std::call_once(dataloader_once_, [&] {
+    std::vector<Interval> scopes;
+    for (const std::uint32_t e : host_ops) {
+      const EventKind k = kind(e);
+      if ((k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) && is_dataloader_scope(name(e))) {
+        scopes.push_back({ts(e), end(e)});
+      }
+    }
+    dataloader_scopes_ = merge_intervals(std::move(scopes));
+  });
+  return dataloader_scopes_;
+}
+
 const DiagnoseContext::CaptureBlockers& DiagnoseContext::capture_blockers() const {
   std::call_once(capture_blockers_once_, [&] {
     CaptureBlockers& out = capture_blockers_;

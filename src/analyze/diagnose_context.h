@@ -264,6 +264,11 @@ class DiagnoseContext {
   // waits for the device (the verdict's sync time, comm_exposed's host
   // waits). Computed once.
   const std::vector<Interval>& host_waits() const;
+  // The DataLoader scopes (is_dataloader_scope: a DataLoader's __next__, a
+  // DataPipe's iterator) on the host, merged: the input wait, which
+  // dataloader_bound reports and the idle partition and
+  // low_gpu_utilization leave to it. Computed once.
+  const std::vector<Interval>& dataloader_scopes() const;
   // The device time of the copy that launch call e made to pageable host
   // memory (an Async device-to-host copy), or -1 when e made none.
   std::int64_t pageable_readback_ns(std::uint32_t e) const;
@@ -340,8 +345,9 @@ class DiagnoseContext {
   std::int64_t graph_launches_ = 0;
   std::int64_t graph_captures_ = 0;
   mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_,
-      capture_blockers_once_, host_waits_once_, busy_window_once_, dependency_once_, nesting_once_;
-  mutable std::vector<Interval> host_waits_;
+      capture_blockers_once_, host_waits_once_, busy_window_once_, dependency_once_, nesting_once_,
+      dataloader_once_;
+  mutable std::vector<Interval> host_waits_, dataloader_scopes_;
   BusyWindow compute_busy_window() const;
   mutable BusyWindow busy_window_;
   mutable bool dependency_visible_ = false;

@@ -49,8 +49,6 @@ double peak_tflops_of(const DevicePeak& d, std::string_view dtype) {
   return 0;
 }
 
-std::string lower(std::string_view s) { return ascii_lower(s); }
-
 const DevicePeak* peak_for(std::string_view name, std::int64_t sms, std::int64_t mem, std::int64_t major,
                            std::int64_t minor) {
   if (has(name, "H200")) return &kH200;
@@ -577,7 +575,7 @@ bool has_tensor_core_mark(const std::string& lower_name, std::string_view name) 
 }  // namespace
 
 Fp32Math fp32_math(const KernelEfficiency& k) {
-  const std::string full = lower(k.name);
+  const std::string full = ascii_lower(k.name);
   // cuBLAS's SIMT kernels carry xmma in their name and say ffma (fp32 fused
   // multiply-add on the CUDA cores): sm90_xmma_gemm_f32f32_f32f32_f32_..._ffma_...
   // (a GH200 fp32 TransformerEncoder, issue 38's third round). A 16-bit or
@@ -588,7 +586,7 @@ Fp32Math fp32_math(const KernelEfficiency& k) {
     return Fp32Math::kByName;
   }
   if (has_tensor_core_mark(full, k.name) || has(full, "gemv")) return Fp32Math::kNo;
-  const std::string base = lower(base_name(k.name));
+  const std::string base = ascii_lower(base_name(k.name));
   if (has(base, "sgemm") || has(base, "scudnn")) return Fp32Math::kByName;
   if ((base.starts_with("dgrad_engine") || base.starts_with("wgrad_alg")) && has(full, "<float,")) {
     return Fp32Math::kByName;
@@ -609,7 +607,7 @@ Fp32Math fp32_math(const KernelEfficiency& k) {
 }
 
 bool tf32_math(std::string_view name) {
-  const std::string full = lower(name);
+  const std::string full = ascii_lower(name);
   return has(full, "tf32") || has(full, "s1688");
 }
 

@@ -468,7 +468,7 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
     // (issue 38's thirteenth round: a vLLM decode replaying one graph a
     // step, its GPU idle 26.9 ms in 19,865 bubbles, 24.9 ms of them under
     // 10 us, was "waiting for peers 88%").
-    if (c.name(op.launch).ends_with("GraphLaunch")) {
+    if (is_graph_launch(c.name(op.launch))) {
       const std::int64_t from = std::max(launched, prev_end);
       if (op.start > from) graph_wait.push_back({from, op.start});
       continue;
@@ -514,11 +514,7 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
   // batch, which is host work however short, not dispatch between launches
   // (issue 38's thirteenth round: a single-process DataLoader's 300 us a
   // step, 23% of an MLP's idle GPU, was counted as launching, "97.7%").
-  std::vector<Interval> input;
-  for (std::uint32_t e : c.host_ops) {
-    if (c.end(e) > c.ts(e) && is_dataloader_scope(c.name(e))) input.push_back({c.ts(e), c.end(e)});
-  }
-  input = merge_intervals(std::move(input));
+  const std::vector<Interval>& input = c.dataloader_scopes();
 
   const std::vector<Interval> idle = subtract({window_}, c.device_busy());
   idle_ns_ = total_length(idle);
@@ -556,33 +552,32 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
   emit_all(intersect(rest, latency), IdleCause::kKernelLatency);
   rest = subtract(rest, latency);
 
-  // The host side. `filler` splits a piece without blocking calls: launching
-  // when it is short and leads to a launch, else host work where host events
-  // are recorded and unrecorded where none are.
-  auto filler = [&](std::int64_t a, std::int64_t b, bool long_piece, std::uint32_t next) {
-    if (b <= a) return;
-    if (!long_piece) {
-      std::int64_t cur = a;
-      auto it = std::upper_bound(input.begin(), input.end(), a,
-                                 [](std::int64_t v, const Interval& i) { return v < i.end; });
-      for (; it != input.end() && it->start < b; ++it) {
-        const std::int64_t s = std::max(cur, it->start), e = std::min(b, it->end);
-        emit(cur, s, IdleCause::kLaunching, next);
-        emit(s, e, IdleCause::kHostWork, kNoIndex);
-        cur = std::max(cur, e);
-      }
-      emit(cur, b, IdleCause::kLaunching, next);
-      return;
-    }
-    auto it = std::upper_bound(host.begin(), host.end(), a, [](std::int64_t v, const Interval& i) { return v < i.end; });
+  // [a, b) split by the merged intervals `by`: host work inside them,
+  // `outside` (with its event) between them.
+  auto split = [&](std::int64_t a, std::int64_t b, const std::vector<Interval>& by, IdleCause outside,
+                   std::uint32_t outside_event) {
+    auto it = std::upper_bound(by.begin(), by.end(), a, [](std::int64_t v, const Interval& i) { return v < i.end; });
     std::int64_t cur = a;
-    for (; it != host.end() && it->start < b; ++it) {
+    for (; it != by.end() && it->start < b; ++it) {
+      if (it->end <= it->start) continue;
       const std::int64_t s = std::max(cur, it->start), e = std::min(b, it->end);
-      emit(cur, s, IdleCause::kUnrecorded, kNoIndex);
+      emit(cur, s, outside, outside_event);
       emit(s, e, IdleCause::kHostWork, kNoIndex);
       cur = std::max(cur, e);
     }
-    emit(cur, b, IdleCause::kUnrecorded, kNoIndex);
+    emit(cur, b, outside, outside_event);
+  };
+  // The host side. `filler` splits a piece without blocking calls: launching
+  // when it is short and leads to a launch (host work inside a DataLoader's
+  // __next__), else host work where host events are recorded and unrecorded
+  // where none are.
+  auto filler = [&](std::int64_t a, std::int64_t b, bool long_piece, std::uint32_t next) {
+    if (b <= a) return;
+    if (long_piece) {
+      split(a, b, host, IdleCause::kUnrecorded, kNoIndex);
+    } else {
+      split(a, b, input, IdleCause::kLaunching, next);
+    }
   };
   // A piece between launch calls: the blocking calls of the thread that
   // launches next, and the filler around them.

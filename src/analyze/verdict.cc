@@ -819,12 +819,13 @@ Judgement measure(const DiagnoseContext& c) {
   // measured times: no time share to judge by (see judge()). A trace that
   // issued GPU work but recorded none of it (device_activity_missing) is
   // not a CPU-only program either: nothing to judge the GPU by.
-  if ((c.device.empty() && !c.ranges.empty()) || gpu_work_issued(c).any() || recorded_nothing(c)) {
+  const bool issued = gpu_work_issued(c).any();
+  if ((c.device.empty() && !c.ranges.empty()) || issued || recorded_nothing(c)) {
     // Unless the loop waits for its input through most of the run: no GPU
     // speed-up shortens that (issue 38's thirteenth round: a laptop VAE
     // recorded without device events, its single-process DataLoader 59% of
     // the run, was "unclear").
-    const bool input = gpu_work_issued(c).any() && j.all.share(j.all.dataloader) > kInputMostShare;
+    const bool input = issued && j.all.share(j.all.dataloader) > kInputMostShare;
     j.verdict = input ? Verdict::kInputBound : Verdict::kUnclear;
     for (StepVerdict& v : j.steps) v.verdict = Verdict::kUnclear;
   }

@@ -207,13 +207,11 @@ constexpr std::array kFamilies{
     KernelFamily{C::kElementwise, "elementwise ops (add, mul, copy_, fill_, relu, gelu, where, …)", kOp, kIs, "clamp"},
 };
 
-char lower(char c) { return ascii_lower(c); }
-
 // `pattern` is lower case; `s` any case.
 bool starts_ci(std::string_view s, std::string_view pattern) {
   if (pattern.size() > s.size()) return false;
   for (std::size_t i = 0; i < pattern.size(); ++i) {
-    if (lower(s[i]) != pattern[i]) return false;
+    if (ascii_lower(s[i]) != pattern[i]) return false;
   }
   return true;
 }

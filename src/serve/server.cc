@@ -78,8 +78,6 @@ bool is_token_char(char c) {
   return std::strchr("!#$%&'*+-.^_`|~", c) != nullptr && c != '\0';
 }
 
-std::string lower(std::string_view s) { return ascii_lower(s); }
-
 // Host's value: host [":" port] (RFC 9110 7.2, RFC 3986 3.2.2), where host is
 // an IP literal in brackets or a registered name / IPv4 address, and port a
 // TCP port (1..65535).
@@ -151,7 +149,7 @@ bool is_loopback_host(std::string_view host) {
   }
   const std::size_t colon = host.rfind(':');
   if (colon != std::string_view::npos) host = host.substr(0, colon);
-  const std::string h = lower(host);
+  const std::string h = ascii_lower(host);
   return h == "localhost" || h == "127.0.0.1";
 }
 
@@ -376,7 +374,7 @@ RequestHead parse_request_head(std::string_view head) {
       req.status = 400;
       return req;
     }
-    if (lower(field.substr(0, colon)) == "host") {
+    if (ascii_lower(field.substr(0, colon)) == "host") {
       // Two Hosts would leave it to each reader which one counts (and the
       // DNS-rebinding check to the last one): 400, as RFC 9112 3.2 asks.
       if (req.has_host || !is_valid_host(value)) {

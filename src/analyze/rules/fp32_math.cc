@@ -47,8 +47,6 @@ std::string sm_text(const TensorCores& tc) {
   return "sm" + std::to_string(tc.major) + std::to_string(tc.minor);
 }
 
-std::string lower_ascii(std::string_view s) { return ascii_lower(s); }
-
 std::string tflops_text(double v) {
   char b[32];
   std::snprintf(b, sizeof b, v >= 100 ? "%.0f" : "%.1f", v);
@@ -103,7 +101,7 @@ void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out) {
     }
     // The op only where it is a GEMM or convolution op: an External id
     // shared with another op must not name aten::clamp_min.
-    const std::string op = lower_ascii(k->op);
+    const std::string op = ascii_lower(k->op);
     const bool math_op = op.find("mm") != std::string::npos || op.find("linear") != std::string::npos ||
                          op.find("conv") != std::string::npos;
     if (math_op && op_list.size() < kMaxNamed &&

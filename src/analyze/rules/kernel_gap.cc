@@ -125,7 +125,7 @@ IdleCause add_idle_evidence(const DiagnoseContext& c, const std::vector<const Ga
 // its nodes (issue 38's thirteenth round: a vLLM decode's "37.6 us gap"
 // before each all-gather was 28 bubbles of 1-5 us inside one graph, told
 // to find the late rank).
-bool held_from_outside(const DiagnoseContext& c, IdleCause cause) {
+bool not_a_gap_to_fix(const DiagnoseContext& c, IdleCause cause) {
   return (cause == IdleCause::kStreamWait && !c.dependency_visible()) ||
          (cause == IdleCause::kKernelLatency && c.graph_launches() > 0);
 }
@@ -703,7 +703,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       add_waits_for(c, f.evidence, c.device[typical->after].event, EdgeType::kStreamWait);
     }
     const IdleCause cause = add_idle_evidence(c, listed, f);
-    if (held_from_outside(c, cause)) continue;
+    if (not_a_gap_to_fix(c, cause)) continue;
     name_host_work(c, listed, cause, *out, f, x);
     std::int64_t compiling_ns = -1;  // the compile frames' part of the gaps, where it is not nearly all
     if (x.frame.found() && (x.frame.kind == HostWorkKind::kCompile || x.frame.kind == HostWorkKind::kJitCompile)) {
@@ -765,7 +765,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (!x.site.empty()) f.evidence.text("launched_by", x.site);
     add_setup_evidence(f, x);
     const IdleCause cause = add_idle_evidence(c, {&g}, f);
-    if (held_from_outside(c, cause)) continue;
+    if (not_a_gap_to_fix(c, cause)) continue;
     name_host_work(c, {&g}, cause, *out, f, x);
     const bool comm = is_comm_kernel(c.name(c.device[g.before].event)) || is_comm_kernel(c.name(c.device[g.after].event));
     f.advice = "A per-step wait, not a one-off: " + after + " starts about " + format_ns(w.stream_median) +
@@ -822,7 +822,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       .events("kernels_before", std::move(befores))
       .events("kernels_after", std::move(afters));
   const IdleCause cause = add_idle_evidence(c, listed, f);
-  if (held_from_outside(c, cause)) return;
+  if (not_a_gap_to_fix(c, cause)) return;
   GapContext x;
   name_host_work(c, listed, cause, *out, f, x);
   const bool host_side = cause == IdleCause::kLaunching || cause == IdleCause::kHostWork ||

@@ -216,15 +216,8 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
   }
   // DataLoader scopes: their idle time is dataloader_bound's (the input
   // wait), not claimed here too.
-  std::vector<Interval> loader;
-  for (std::uint32_t e : c.host_ops) {
-    const EventKind k = c.kind(e);
-    if ((k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) && is_dataloader_scope(c.name(e))) {
-      loader.push_back({c.ts(e), c.end(e)});
-    }
-  }
+  const std::vector<Interval>& loader = c.dataloader_scopes();
   const bool has_loader = !loader.empty();
-  loader = merge_intervals(std::move(loader));
   // The idle time inside them: dataloader_bound's, whose fix comes first.
   std::int64_t loader_idle_ns = 0;
   if (has_loader) {
