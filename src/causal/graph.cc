@@ -189,15 +189,22 @@ class Builder {
   // least one an `autograd::engine::evaluate_function`; they cover at least
   // half the stretch, and the waiting thread goes on within a tenth of it
   // after the last one ends. Edges: a → the first's begin (the hand-over),
-  // the last's end → b (the return). Where several threads' stretches hold
-  // the same work, the one that goes on soonest after it waits.
+  // the last's end → b (the return). Where the waiting thread goes on later
+  // (a stall after backward() returns) but the work began within a tenth
+  // of the stretch after a, the hand-over alone: without it the worker's
+  // idle gap since its previous burst held the burst in place, and an edit
+  // before it (a DataLoader wait removed) moved nothing (issue 38's
+  // thirteenth round: a T4 MLP's last step kept its 43.6 ms). Where several
+  // threads' stretches hold the same work, the one that goes on soonest
+  // after it waits.
   void thread_waits() {
     const EventColumns& ev = t_.events;
     constexpr std::string_view kEngine = "autograd::engine::evaluate_function";
     struct Wait {
-      std::int64_t slack;    // b − the last end
+      std::int64_t slack;    // b − the last end (a hand-over alone: its lead, the first's begin − a)
       std::uint32_t point;   // the waiting thread's stretch: points_[point] → points_[point + 1]
       std::uint32_t first, last;   // the worker's activities
+      bool back;             // the return edge too
     };
     std::vector<Wait> waits;
     for (std::uint32_t w = 0; w < chains_.size(); ++w) {
@@ -232,13 +239,19 @@ class Builder {
           }
           if (!has_engine) continue;
           const std::int64_t span = b - a, busy = g_.time_ns[2 * last + 1] - g_.time_ns[2 * first];
-          const std::int64_t slack = b - g_.time_ns[2 * last + 1];
-          if (span <= 0 || busy < span - busy || slack > span / 10) continue;
-          waits.push_back({slack, p, first, last});
+          const std::int64_t slack = b - g_.time_ns[2 * last + 1], lead = g_.time_ns[2 * first] - a;
+          if (span <= 0) continue;
+          if (busy >= span - busy && slack <= span / 10) {
+            waits.push_back({slack, p, first, last, true});
+          } else if (lead <= span / 10) {
+            waits.push_back({lead, p, first, last, false});
+          }
         }
       }
     }
-    std::sort(waits.begin(), waits.end(), [](const Wait& x, const Wait& y) { return x.slack < y.slack; });
+    std::sort(waits.begin(), waits.end(), [](const Wait& x, const Wait& y) {
+      return x.back != y.back ? x.back : x.slack < y.slack;  // waits with a return first
+    });
     struct Taken {
       std::uint32_t lane;
       std::int64_t lo, hi;
@@ -255,7 +268,7 @@ class Builder {
       const Point& to = points_[wt.point + 1];
       const std::uint32_t owner = to.owner == kNoIndex ? kNoIndex : g_.events[to.owner];
       add(from.node, 2 * wt.first, EdgeType::kThread, owner, g_.events[wt.first]);
-      add(2 * wt.last + 1, to.node, EdgeType::kThread, owner, g_.events[wt.last]);
+      if (wt.back) add(2 * wt.last + 1, to.node, EdgeType::kThread, owner, g_.events[wt.last]);
     }
   }
 

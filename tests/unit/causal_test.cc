@@ -288,13 +288,53 @@ TEST(CausalGraph, ACallerWaitsForTheAutogradThreadsBackward) {
   // stretch of the step's own time).
   EXPECT_EQ(r->measured_ns, 1'000'000);
   EXPECT_EQ(r->predicted_ns, 370'000);
-  // Not a wait: ops that are not the engine's, a caller that goes on long
-  // after the work ends (560 us of 1.4 ms), a thread of another process.
+  // Not a wait: ops that are not the engine's, a thread of another process.
   for (const Trace& q : {parse(backward_on_another_thread("aten::", 960)),
-                         parse(backward_on_another_thread(engine, 1500)),
                          parse(backward_on_another_thread(engine, 960, 2))}) {
     EXPECT_TRUE(edges_of(build_causal_graph(q), EdgeType::kThread).empty());
   }
+  // A caller that goes on long after the work ends (560 us of 1.4 ms): the
+  // hand-over alone (the backward began 30 us into the stretch), no return.
+  const std::vector<const CausalEdge*> late =
+      edges_of(build_causal_graph(parse(backward_on_another_thread(engine, 1500))), EdgeType::kThread);
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0]->measured_ns, 30'000);
+}
+
+// Issue 38's thirteenth round: a T4 MLP's last step waited 43.6 ms for its
+// DataLoader, then stalled 4 ms after backward() returned. With no return
+// edge the backward had no hand-over either, so the autograd thread's idle
+// gap since the step before held its burst (and the kernels it launched,
+// and the synchronize behind them) in place: the DataLoader's removal saved
+// that step nothing. Here step 2 loads for 1 ms, the worker's backward
+// launches a kernel the step's synchronize waits for, and the caller stalls.
+TEST(CausalWhatIf, AHandOverWithoutAReturnStillMovesTheBackward) {
+  const std::string engine = "autograd::engine::evaluate_function: ";
+  auto on = [](int tid, const std::string& cat, const std::string& name, double ts, double dur, int corr = -1) {
+    std::string s = cpu(cat, name, ts, dur, corr);
+    return s.replace(s.find("\"tid\": 1"), 8, "\"tid\": " + std::to_string(tid));
+  };
+  const std::string events =
+      cpu("user_annotation", "ProfilerStep#1", 0, 1000) + "," + cpu("cpu_op", "aten::mse_loss", 10, 80) + "," +
+      on(2, "cpu_op", engine + "MseLossBackward0", 120, 180) + "," + on(2, "cpu_op", engine + "AddmmBackward0", 310, 630) +
+      "," + cpu("cpu_op", "Optimizer.step#SGD.step", 960, 30) + "," +
+      cpu("user_annotation", "ProfilerStep#2", 1000, 2000) + "," +
+      cpu("user_annotation", "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 1000, 1000) + "," +
+      cpu("cpu_op", "aten::mse_loss", 2010, 80) + "," + on(2, "cpu_op", engine + "MseLossBackward0", 2120, 180) + "," +
+      on(2, "cuda_runtime", "cudaLaunchKernel", 2150, 10, 7) + "," + gpu("gemm_kernel", 2170, 810, 7) + "," +
+      on(2, "cpu_op", engine + "AddmmBackward0", 2310, 90) + "," +
+      cpu("cuda_runtime", "cudaDeviceSynchronize", 2940, 45) + "," + cpu("cpu_op", "Optimizer.step#SGD.step", 2990, 5);
+  const Trace t = parse(events);
+  auto r = analyze_causal(
+      t, {.edits = {*parse_whatif_edit("overlap:enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__")},
+          .paths = false});
+  ASSERT_TRUE(r.has_value()) << r.error().to_string();
+  ASSERT_EQ(r->steps.size(), 2u);
+  EXPECT_EQ(r->steps[1].replayed_ns, r->steps[1].measured_ns);
+  // The hand-over (2090 → 2120) moves the burst, its kernel and the
+  // synchronize with the main thread: the step loses the 1 ms load.
+  EXPECT_EQ(r->steps[1].measured_ns, 2'000'000);
+  EXPECT_EQ(r->steps[1].predicted_ns, 1'000'000);
 }
 
 TEST(CausalWhatIf, RemovingTheBackwardShortensTheStepThatWaitedForIt) {
