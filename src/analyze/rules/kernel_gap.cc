@@ -51,6 +51,15 @@ constexpr double kOneOffShare = 0.1;
 // pattern with its per-step saving, not "one-off" or "rare".
 constexpr double kRecurringOneOffShare = 0.5;
 constexpr std::size_t kRecurringOneOffMinSteps = 2;
+// A host stall: the launching thread records nothing for at least
+// kMinStallNs inside an op whose median duration over the trace is at most
+// 1/kStallFactor of it, and such stalls hold a quarter of the gaps or more
+// (the rest is often silence between ops, which without a stack may be
+// Python).
+constexpr std::int64_t kMinStallNs = 500'000;
+constexpr double kStallShare = 0.25;
+constexpr std::int64_t kStallFactor = 5;
+constexpr std::size_t kStallLookBack = 4096;  // events scanned back for those still open
 // Findings and listed events are capped (largest first).
 constexpr std::size_t kMaxRecurring = 3;
 constexpr std::size_t kMaxListed = 5;
@@ -146,11 +155,138 @@ struct GapContext {
   // then the host's way up to that op, with no op between to fuse.
   std::string setup_of;
   std::string setup_kernel;  // as the trace names it (evidence: the views shorten it)
+  // The launching thread sat still inside an op through most of the gaps
+  // (find_host_stall): off the CPU, not running code to move.
+  std::uint32_t stall_op = kNoIndex;  // the op open through the longest stall
+  std::int64_t stall_ns = 0;          // that stall
+  std::int64_t stall_typical_ns = 0;  // the op's median duration over the trace
+  std::int64_t stall_total_ns = 0;    // the stalls inside ops over the gaps
+  std::int64_t stall_gaps_ns = 0;     // the gaps searched
 };
 
 bool is_memset_or_copy(const DeviceOp& op) { return op.cls == DeviceClass::kMemset || op.cls == DeviceClass::kMemcpy; }
 
 bool is_readback(std::string_view name) { return copy_kind(name).direction == CopyDirection::kDtoH; }
+
+// The fix for gaps the launching thread spent sitting still inside ops
+// (issue 38's thirteenth round: a T4 Colab MLP's threads sat 1.6 ms in
+// aten::linear between its t and addmm, 2 ms in a scalar's empty_strided,
+// every step; two reviewers: off-CPU stalls, the DataLoader workers and the
+// pin-memory thread contending for a small VM's cores).
+std::string stall_advice(const DiagnoseContext& c, const GapContext& x, bool one) {
+  std::string s = "The launching thread was off the CPU or blocked, not running code to move: it sat " +
+                  format_ns(x.stall_ns) + " inside " + title_name(c.name(x.stall_op)) + " (" +
+                  format_ns(x.stall_typical_ns) + " elsewhere in the trace) with nothing recorded under it";
+  if (x.stall_total_ns > x.stall_ns) {
+    s += " (such stalls: " + format_ns(x.stall_total_ns) + " of " + (one ? "the gap's " : "the gaps' ") +
+         format_ns(x.stall_gaps_ns) + ")";
+  }
+  return s + ". Most often the CPU is oversubscribed (" +
+         std::string(c.is_torch() ? "DataLoader workers, the pin-memory thread, " : "worker threads, ") +
+         "other processes on too few cores: a small or shared VM): check the CPU load while it runs and keep the "
+         "workers below the cores" +
+         (c.is_torch() ? std::string(" (num_workers at most the cores less one, torch.set_num_threads)") : "") +
+         "; a Python stack would not show it.";
+}
+
+// Where the launching thread of each gap (of kMinGapNs or more) sat still:
+// the stretches inside the gap's length before the launch, with no event of its
+// lane beginning or ending, and the innermost op open through each. A
+// stall counts when it reaches kMinStallNs and kStallFactor times the op's
+// median duration (a 2 ms aten::mm that takes 68 us elsewhere); the stalls
+// are reported when they hold kStallShare of the gaps' time or more.
+void find_host_stall(const DiagnoseContext& c, const std::vector<const Gap*>& gaps, GapContext& x) {
+  const Trace& t = c.trace;
+  const auto& ops = c.host_ops;
+  std::int64_t gaps_ns = 0, total = 0, longest = 0;
+  std::uint32_t longest_op = kNoIndex;
+  std::int64_t longest_typical = 0;
+  std::map<StrId, std::int64_t> typical;  // name → median duration
+  auto median_of = [&](StrId name) {
+    const auto it = typical.find(name);
+    if (it != typical.end()) return it->second;
+    std::vector<std::int64_t> d;
+    for (std::uint32_t e : ops)
+      if (t.events.name[e] == name) d.push_back(c.dur(e));
+    return typical[name] = lower_median(std::move(d));
+  };
+  // A first call's set-up shows in its runtime calls (module loading:
+  // vLLM's first aten::sort sat 11.5 ms, then spent 3 ms in each
+  // cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags as its kernels
+  // loaded): an op holding a call of kMinStallNs or more is cold, not stalled.
+  auto holds_long_call = [&](std::uint32_t op) {
+    const auto from = std::lower_bound(c.runtime.begin(), c.runtime.end(), c.ts(op),
+                                       [&](std::uint32_t e, std::int64_t v) { return c.ts(e) < v; });
+    for (auto it = from; it != c.runtime.end() && c.ts(*it) < c.end(op); ++it) {
+      if (t.events.lane[*it] == t.events.lane[op] && c.dur(*it) >= kMinStallNs) return true;
+    }
+    return false;
+  };
+  auto first_at = [&](std::int64_t ts) {
+    return std::lower_bound(ops.begin(), ops.end(), ts, [&](std::uint32_t e, std::int64_t v) { return c.ts(e) < v; });
+  };
+  for (const Gap* g : gaps) {
+    if (g->ns < kMinGapNs) continue;
+    sat_acc(gaps_ns, g->ns);
+    const std::uint32_t launch = c.device[g->after].launch;
+    if (launch == kNoIndex) continue;
+    const std::uint32_t lane = t.events.lane[launch];
+    // The gap's length, ending at the launch: the host's side of it, also
+    // where the device clock runs apart from the host's (a T4's ran 0.35 ms
+    // behind, its memset "starting" before its launch).
+    const std::int64_t hi = c.ts(launch), lo = hi - (g->range.end - g->range.start);
+    if (hi - lo < kMinStallNs) continue;
+    std::vector<std::int64_t> marks{lo, hi};
+    auto mark = [&](std::int64_t v) {
+      if (v > lo && v < hi) marks.push_back(v);
+    };
+    const auto from = first_at(lo);
+    for (auto it = from; it != ops.end() && c.ts(*it) < hi; ++it) {
+      if (t.events.lane[*it] != lane) continue;
+      mark(c.ts(*it));
+      mark(c.end(*it));
+    }
+    std::size_t back = 0;
+    for (auto it = from; it != ops.begin() && back < kStallLookBack; ++back) {
+      --it;
+      if (t.events.lane[*it] == lane) mark(c.end(*it));
+    }
+    const auto rt_from = std::lower_bound(c.runtime.begin(), c.runtime.end(), lo,
+                                          [&](std::uint32_t e, std::int64_t v) { return c.ts(e) < v; });
+    for (auto it = rt_from; it != c.runtime.end() && c.ts(*it) < hi; ++it) {
+      if (t.events.lane[*it] != lane) continue;
+      mark(c.ts(*it));
+      mark(c.end(*it));
+    }
+    if (rt_from != c.runtime.begin() && t.events.lane[*(rt_from - 1)] == lane) mark(c.end(*(rt_from - 1)));
+    std::sort(marks.begin(), marks.end());
+    for (std::size_t i = 1; i < marks.size(); ++i) {
+      const std::int64_t s_lo = marks[i - 1], s_hi = marks[i];
+      if (s_hi - s_lo < kMinStallNs) continue;
+      // The innermost event open through the stretch: an op (not a step,
+      // an annotation or a Python frame, whose own time is the program's).
+      std::uint32_t open = kNoIndex;
+      back = 0;
+      for (auto it = first_at(s_lo + 1); it != ops.begin() && back < kStallLookBack; ++back) {
+        --it;
+        if (t.events.lane[*it] != lane || c.end(*it) < s_hi) continue;
+        open = *it;
+        break;
+      }
+      if (open == kNoIndex || c.kind(open) != EventKind::kCpuOp || holds_long_call(open)) continue;
+      const std::int64_t typ = median_of(t.events.name[open]);
+      if (typ <= 0 || s_hi - s_lo < kStallFactor * typ) continue;
+      sat_acc(total, s_hi - s_lo);
+      if (s_hi - s_lo > longest) longest = s_hi - s_lo, longest_op = open, longest_typical = typ;
+    }
+  }
+  if (longest_op == kNoIndex || kStallShare * static_cast<double>(gaps_ns) > static_cast<double>(total)) return;
+  x.stall_op = longest_op;
+  x.stall_ns = longest;
+  x.stall_typical_ns = longest_typical;
+  x.stall_total_ns = total;
+  x.stall_gaps_ns = gaps_ns;
+}
 
 // In the program's API (DiagnoseContext::is_torch, api).
 std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, const std::string& before,
@@ -190,6 +326,7 @@ std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, con
   }
   const bool host_side = cause == IdleCause::kLaunching || cause == IdleCause::kHostWork ||
                          cause == IdleCause::kUnrecorded || (cause_bit(cause) & kBlockedCauses) != 0;
+  if (host_side && x.stall_op != kNoIndex) return stall_advice(c, x, false);
   // The stack names the host work in the gaps as something the advice
   // knows (preprocessing, Inductor's wrapper, DDP's buffer broadcast, a
   // DataLoader): its fix, not a guess from the kernels around the gap (a
@@ -379,6 +516,15 @@ void name_host_work(const DiagnoseContext& c, const std::vector<const Gap*>& gap
   const bool host_side = cause == IdleCause::kLaunching || cause == IdleCause::kHostWork ||
                          (cause_bit(cause) & kBlockedCauses) != 0;
   if (!host_side || (cause != IdleCause::kHostWork && x.frame.kind == HostWorkKind::kOther)) x.frame = HostFrame{};
+  if (host_side || cause == IdleCause::kUnrecorded) {
+    find_host_stall(c, gaps, x);
+    if (x.stall_op != kNoIndex) {
+      f.evidence.event("host_stall_in", c.ref(x.stall_op))
+          .num("host_stall_ns", x.stall_ns)
+          .num("host_stall_op_median_ns", x.stall_typical_ns)
+          .num("host_stalls_ns", x.stall_total_ns);
+    }
+  }
   if (x.frame.found()) {
     f.evidence.text("host_frame", x.frame.name)
         .num("host_frame_ns", x.frame.held_ns)
@@ -834,6 +980,8 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     // profiler did meanwhile.
     f.advice = host_frame_remedy(c, x.frame) + (one ? " The gap is" : " The gaps are") + " host time, mostly " +
                host_frame_text(x.frame) + ".";
+  } else if (x.stall_op != kNoIndex) {
+    f.advice = stall_advice(c, x, one);
   } else if (has_steps && steps.size() == 1) {
     // In one step only (one gap, or several pairs' long gaps in the same step).
     f.advice = one ? "Record more steps and leave this gap out of the step time if it does not come back. A gap in one "
