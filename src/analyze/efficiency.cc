@@ -594,9 +594,15 @@ Fp32Math fp32_math(const KernelEfficiency& k) {
   // cuDNN's other fp32 convolution algorithms: Winograd's transforms and
   // implicit GEMM on float templates (issue 38's thirteenth round: a T4
   // ResNet-18's fp32 share read 39.9% on sgemm/scudnn names where the
-  // Winograd transforms brought the convolutions to 68.5%). FFT's stay out,
-  // as its gcgemm does.
+  // Winograd transforms brought the convolutions to 68.5%). FFT convolution
+  // too, inside a convolution op: its float transforms and its complex
+  // GEMM (gcgemm) are the convolution's fp32 time, which autocast moves to
+  // a tensor-core algorithm (the same review: 7.8 ms of gcgemm and 8.1 ms
+  // of fft2d left out).
   if ((has(base, "winograd") || has(base, "implicit_convolve")) && has(full, "<float,")) {
+    return Fp32Math::kByName;
+  }
+  if ((has(base, "gcgemm") || (base.starts_with("fft") && has(full, "<float,"))) && is_conv_kernel(k)) {
     return Fp32Math::kByName;
   }
   if (k.cls == KernelClass::kGemm && k.dtype_from_op && k.dtype == "fp32" &&
