@@ -2438,5 +2438,52 @@ TEST(RulesTune38, AGapWhereTheThreadSatInsideAnOpIsAStall) {
   }
 }
 
+// Issue 38's thirteenth round: an RTX 3080 MLP's single-process loader
+// spent its time in torch's TensorDataset.__getitem__ and default_collate
+// (with_stack), and was told to move "decoding and augmentation" to
+// workers. Three steps, each waiting 400 us in __next__; `user` puts the
+// program's own __getitem__ (a transform) under it instead.
+std::string in_memory_loader(bool user) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  int id = 0;
+  for (int i = 0; i < 3; ++i) {
+    const double s = 1000.0 * i;
+    ev.push_back(step(i + 1, s, 1000));
+    ev.push_back(x("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 1, 1, s + 5, 400));
+    ev.push_back(x("python_function", "torch/utils/data/_utils/fetch.py(47): fetch", 1, 1, s + 10, 390));
+    if (user) {
+      ev.push_back(x("python_function", "train.py(21): __getitem__", 1, 1, s + 15, 300));
+    } else {
+      ev.push_back(x("python_function", "torch/utils/data/dataset.py(206): __getitem__", 1, 1, s + 15, 200));
+    }
+    ev.push_back(x("python_function", "torch/utils/data/_utils/collate.py(337): default_collate", 1, 1, s + 320, 70));
+    for (int k = 0; k < 20; ++k) {
+      const double b = s + 420 + 25 * k;
+      ev.push_back(launch(b, 5, ++id));
+      ev.push_back(kernel("k", 7, b + 8, 10, id));
+    }
+  }
+  return doc(ev);
+}
+
+TEST(RulesTune38, ALoaderIndexingAnInMemoryDatasetIsToldToIndexBatches) {
+  Result<Trace> t = read_trace_bytes(in_memory_loader(false));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<Finding> f = diagnose(*t, {.only = {"dataloader_bound"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(text(f[0], "in_memory_samples"), "yes");
+  EXPECT_TRUE(f[0].advice.starts_with("Index whole batches instead of samples")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "BatchSampler")) << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "decoding and augmentation")) << f[0].advice;
+  // The program's own __getitem__ under the loader: its work, to move to workers.
+  Result<Trace> u = read_trace_bytes(in_memory_loader(true));
+  ASSERT_TRUE(u) << u.error().to_string();
+  const std::vector<Finding> g = diagnose(*u, {.only = {"dataloader_bound"}}).findings;
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(text(g[0], "in_memory_samples"), "");
+  EXPECT_TRUE(g[0].advice.starts_with("Load the input in worker processes")) << g[0].advice;
+}
+
 }  // namespace
 }  // namespace tprof

@@ -31,6 +31,39 @@ constexpr std::size_t kMaxSteps = 16;
 
 }  // namespace
 
+// Whether the main process's time in the loader scopes `exposed` (on
+// `lane`) is torch indexing an in-memory data set sample by sample and
+// collating it: a with_stack trace whose frames called there include torch's own
+// Dataset __getitem__ (torch/utils/data/dataset.py: TensorDataset) and a
+// collate, and no frame outside torch (a data set, a transform of the
+// program's) holds a tenth of the time. Issue 38's thirteenth round: an
+// RTX 3080 MLP's single-process loader spent its 892 us in
+// TensorDataset.__getitem__ and default_collate, and was told to move
+// "decoding and augmentation" to workers.
+bool indexes_in_memory_samples(const DiagnoseContext& c, std::uint32_t lane, const std::vector<Interval>& exposed,
+                               std::int64_t in_loader) {
+  const Trace& t = c.trace;
+  bool torch_getitem = false, collate = false;
+  std::map<StrId, std::int64_t> outside;  // frames outside torch → time inside the scopes
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kPythonFunction || t.events.lane[e] != lane) continue;
+    // Frames called inside the scopes (the loop's own frame encloses them).
+    if (covered_within(exposed, c.ts(e), c.ts(e) + 1) <= 0) continue;
+    const std::int64_t in = covered_within(exposed, c.ts(e), c.end(e));
+    const std::string_view n = c.name(e);
+    if (n.find("torch/utils/data/dataset.py") != std::string_view::npos && n.ends_with("__getitem__")) torch_getitem = true;
+    if (n.find("collate") != std::string_view::npos) collate = true;
+    const bool torch_frame = n.find("torch/") != std::string_view::npos || n.starts_with("<built-in") ||
+                             n.starts_with("<frozen") || n.starts_with("<string>");
+    if (!torch_frame) sat_acc(outside[t.events.name[e]], in);
+  }
+  if (!torch_getitem || !collate) return false;
+  for (const auto& [name, ns] : outside) {
+    if (sat_mul(10, ns) >= in_loader) return false;
+  }
+  return true;
+}
+
 void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::vector<Interval> loader;
   std::uint32_t longest = kNoIndex, first = kNoIndex;
@@ -203,6 +236,15 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
                (gpu ? gpu_idles
                     : " Their work is not in this trace (only the main process is): profile the data set's __getitem__ "
                       "alone to see what it costs.");
+  } else if (indexes_in_memory_samples(c, c.trace.events.lane[longest], exposed, in_loader)) {
+    f.evidence.text("in_memory_samples", "yes");
+    f.advice = "Index whole batches instead of samples: the loop waits " + where +
+               ", torch indexing an in-memory data set one sample at a time (its own Dataset __getitem__, "
+               "TensorDataset's) and collating the samples, no transform of the program's. Pass a "
+               "BatchSampler as the sampler with batch_size=None, or shuffle an index tensor and slice the tensors "
+               "per batch" +
+               (gpu ? "; a data set that fits in GPU memory can live there and be indexed on the device" : "") +
+               ". Workers would add their hand-over to work this small.";
   } else {
     f.advice = std::string("Load the input in worker processes: DataLoader(num_workers=4 or more, up to the CPU cores") +
                (gpu ? " per GPU, pin_memory=True" : "") +
