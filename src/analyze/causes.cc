@@ -116,11 +116,20 @@ bool hidden_copy_member(const Finding& f, std::int64_t) {
   return f.id == "addmm_fusion" && int_of(f, "dtod_count", 0) > 0;
 }
 
+// A CPU run's time in its collectives: the hotspot that names one of them
+// (gloo:all_reduce's self time) is the same wait.
+bool cpu_comm_member(const Finding& f, std::int64_t) {
+  if (f.id != "hotspot" || text_of(f, "column") != "self_cpu") return false;
+  const std::string_view key = text_of(f, "key");
+  return key.starts_with("gloo:") || key.starts_with("c10d::");
+}
+
 constexpr Group kGroups[] = {
     {"launch_overhead", "overhead_bound", launch_overhead_member},
     {"cold_start", "cold_start", cold_start_member},
     {"compute_bound", "compute_bound", compute_member},
     {"hidden_memcpy", "hidden_memcpy", hidden_copy_member},
+    {"cpu_collectives", "cpu_collectives", cpu_comm_member},
 };
 
 std::string group_title(std::string_view id, const Finding& anchor) {

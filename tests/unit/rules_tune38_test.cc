@@ -2485,5 +2485,57 @@ TEST(RulesTune38, ALoaderIndexingAnInMemoryDatasetIsToldToIndexBatches) {
   EXPECT_TRUE(g[0].advice.starts_with("Load the input in worker processes")) << g[0].advice;
 }
 
+// Issue 38's thirteenth round: a 4-rank CPU gloo run, two pipeline stages
+// times two data-parallel replicas, whose stage waited 30% of the trace in
+// gloo:recv and 15% in 30 per-parameter all_reduces an iteration: "No
+// findings.". Three iterations: a 100 ms blocking receive on the main
+// thread, then 30 c10d::allreduce_ calls each run by gloo's thread (2 ms).
+std::string gloo_pipeline_stage() {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  for (int i = 0; i < 3; ++i) {
+    const double s = 300'000.0 * i;
+    ev.push_back(x("cpu_op", "aten::conv2d", 1, 1, s, 50'000));
+    ev.push_back(x("user_annotation", "gloo:recv", 1, 1, s + 50'000, 100'000));
+    ev.push_back(x("cpu_op", "c10d::recv_", 1, 1, s + 50'000, 10));
+    for (int k = 0; k < 30; ++k) {
+      const double b = s + 160'000 + 3'000 * k;
+      ev.push_back(x("cpu_op", "c10d::allreduce_", 1, 1, b, 100));
+      ev.push_back(x("user_annotation", "gloo:all_reduce", 1, 2, b + 100, 2'000));
+    }
+  }
+  return doc(ev);
+}
+
+TEST(RulesTune38, ACpuRunWaitingOnItsPeersIsAFinding) {
+  Result<Trace> t = read_trace_bytes(gloo_pipeline_stage());
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<Finding> f = diagnose(*t, {.only = {"cpu_collectives"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence.find("p2p_ns")->i, 300'000'000);
+  EXPECT_EQ(f[0].evidence.find("collectives_ns")->i, 180'000'000);
+  EXPECT_EQ(f[0].evidence.find("collective_calls")->i, 90);
+  EXPECT_TRUE(contains(f[0].title, "300.000 ms (35.3% of the trace) in point-to-point receives and sends on the main "
+                                   "thread")) << f[0].title;
+  EXPECT_TRUE(contains(f[0].title, "90 gloo collectives, 90 calls of c10d::allreduce_")) << f[0].title;
+  EXPECT_TRUE(f[0].advice.starts_with("Micro-batch the pipeline")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "Bucket the gradient reduction")) << f[0].advice;
+  // HTA's CPU-only rank of a 300-rank gloo job: ten all_reduces, 85.1% of
+  // its one step; its hotspot (gloo:all_reduce's self time) is the same
+  // wait, one cause.
+  const Diagnosis hta = diagnose(load("public/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"));
+  const Finding* g = nullptr;
+  for (const Finding& x : hta.findings)
+    if (x.id == "cpu_collectives") g = &x;
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(contains(g->title, "178.777 ms (85.1% of the steps) in 10 gloo collectives")) << g->title;
+  ASSERT_FALSE(hta.causes.empty());
+  EXPECT_EQ(hta.causes.front().id, "cpu_collectives");
+  // Where it must not fire: a CPU-only run without collectives, and a GPU
+  // job (its waits are comm_exposed's and sync_api's).
+  EXPECT_TRUE(run("public/dtu_mlops/resnet18_cpu_trace.json.gz", "cpu_collectives").empty());
+  EXPECT_TRUE(run(kResnetDdp, "cpu_collectives").empty());
+}
+
 }  // namespace
 }  // namespace tprof
