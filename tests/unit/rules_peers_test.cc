@@ -538,6 +538,13 @@ TEST(RulesPeers, OverlappingKernelsSilentWhenNotMaterialOrPdl) {
       R"({"deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0}], )" +
       tail.substr(tail.find('{') + 1);
   EXPECT_TRUE(run(sm90, "overlapping_kernels").empty());
+  // Every overlap under 1 µs: timestamps rounded at kernel boundaries, on
+  // any GPU (an RTX 3090's compiled MAE step: 291 of at most 384 ns, 23.7 us
+  // in a 12.6 ms trace, was its first cause; issue 38's fourteenth round).
+  EXPECT_TRUE(run(doc({step(1, 0, 200), kernel("a", 7, 0, 50, 1), kernel("b", 7, 49.4, 50, 2),
+                       kernel("c", 7, 98.8, 50, 3), kernel("d", 7, 148.2, 50, 4)}),
+                  "overlapping_kernels")
+                  .empty());  // 3 overlaps of 600 ns: 1.8 us, 0.9% of the window
 }
 
 TEST(RulesPeers, APageableCopyAfterTheDataLoaderIsTheInputBatch) {
