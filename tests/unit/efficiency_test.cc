@@ -204,6 +204,17 @@ TEST(Fp32Math, NoTf32AdviceOnGeForceAmpere) {
   const Finding* g = find(a100, "fp32_math");
   ASSERT_NE(g, nullptr);
   EXPECT_NE(g->advice.find("allow_tf32 = True"), std::string::npos) << g->advice;
+  // On a T4 (sm75: fp16 tensor cores only) a forward with no backward is
+  // not told to scale gradients (issue 38's fourteenth round: a ViT
+  // inference run was given GradScaler); a training run keeps it (the V100
+  // ResNet above).
+  const Diagnosis t4 = diagnose(trace_on("Tesla T4", 5, 7));
+  const Finding* h = find(t4, "fp32_math");
+  ASSERT_NE(h, nullptr);
+  EXPECT_TRUE(h->advice.starts_with("Put the fp32 math on the tensor cores: torch.autocast(\"cuda\", "
+                                    "dtype=torch.float16) around the forward;"))
+      << h->advice;
+  EXPECT_EQ(h->advice.find("GradScaler"), std::string::npos) << h->advice;
 }
 
 TEST(Fp32Math, SilentOnBf16H100AndCpuOnly) {

@@ -197,8 +197,11 @@ void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out) {
           gain(bf16_peak, "bf16", true) + touch + ".";
   } else {
     // sm70/sm75: the table's 16-bit tensor peak is fp16's.
-    fix = "Put the fp32 math on the tensor cores: torch.autocast(\"cuda\", dtype=torch.float16) around the forward, "
-          "with torch.amp.GradScaler(\"cuda\") for training" +
+    // GradScaler only where the run trains (an inference run was told to
+    // scale its gradients: a T4 ViT forward, issue 38's fourteenth round).
+    fix = std::string("Put the fp32 math on the tensor cores: torch.autocast(\"cuda\", dtype=torch.float16) around the "
+                      "forward") +
+          (c.forward_only() ? "" : ", with torch.amp.GradScaler(\"cuda\") for training") +
           gain(eff.peak != nullptr ? eff.peak->bf16_tflops : 0, "fp16", true) + touch +
           "; this GPU's tensor cores take fp16 only (no bf16, no TF32).";
   }
