@@ -2537,5 +2537,26 @@ TEST(RulesTune38, ACpuRunWaitingOnItsPeersIsAFinding) {
   EXPECT_TRUE(run(kResnetDdp, "cpu_collectives").empty());
 }
 
+// Issue 38's fourteenth round: a Linear(10, 5)'s one aten::addmm on the
+// CPU, 12.8 ms for 100 FLOPs (an Aurora node's first call), was told to pin
+// threads and use bf16 "at 0.0 GFLOP/s". At under 1 GFLOP/s over a few
+// calls the time is the library's set-up; the threads trace's aten::mm
+// (1.8 GFLOP/s, HotspotOnACpuOpKeepsItsMathAdvice) keeps the math advice.
+TEST(RulesTune38, AColdCpuMatrixCallIsSetUpNotMath) {
+  const std::string args = R"("Input Dims": [[5], [1, 10], [10, 5]], "Input type": ["float", "float", "float"])";
+  Result<Trace> t = read_trace_bytes(testing::doc({testing::x("cpu_op", "aten::linear", 1, 1, 0, 12'900),
+                                                   testing::x("cpu_op", "aten::addmm", 1, 1, 40, 12'800, args),
+                                                   testing::x("cpu_op", "aten::relu", 1, 1, 13'000, 200)}));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<Finding> f = diagnose(*t, {.only = {"hotspot"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(text(f[0], "first_call_setup"), "yes");
+  EXPECT_TRUE(f[0].advice.starts_with("Record warmed-up calls before judging aten::addmm (1 call at 12.800 ms each, "
+                                      "100 FLOPs)"))
+      << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "get_num_threads")) << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "bfloat16")) << f[0].advice;
+}
+
 }  // namespace
 }  // namespace tprof

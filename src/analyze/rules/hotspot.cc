@@ -23,6 +23,12 @@ namespace tprof::internal {
 
 namespace {
 
+// A CPU matrix op this slow is set-up, not math: at most kColdCalls calls
+// at under 1 GFLOP/s (kColdFlopsPerNs), where any BLAS runs a tiny product
+// at hundreds of MFLOP/s warm and GFLOP/s on anything larger.
+constexpr std::int64_t kColdCalls = 3;
+constexpr double kColdFlopsPerNs = 1.0;  // 1 GFLOP/s
+
 // Host calls whose few longest hold much of their time (kSpreadTop of at
 // least kMinSpreadCalls hold kSpreadShare, the longest kSpreadFactor x the
 // median): the spread is named before the op's advice.
@@ -564,8 +570,10 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
       char b[64];
       if (tflops >= 1) {
         std::snprintf(b, sizeof b, "%.2f TFLOP/s", tflops);
-      } else {
+      } else if (tflops >= 1e-3) {
         std::snprintf(b, sizeof b, "%.1f GFLOP/s", tflops * 1e3);
+      } else {
+        std::snprintf(b, sizeof b, "%.3g MFLOP/s", tflops * 1e6);
       }
       rate = std::string(" at ") + b + (m.sized < best->count ? " over the " + std::to_string(m.sized) + " calls with shapes" : "");
     }
@@ -586,7 +594,24 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
           calls += (i == 0 ? "" : i + 1 == d.size() ? " and " : ", ") + format_ns(d[i]);
       }
     }
-    if (m.matrix) {
+    // A few calls at under 1 GFLOP/s: no BLAS is that slow at its math;
+    // it is a first call's set-up (the library initialising, its threads
+    // starting, kernels JIT-compiled). Issue 38's fourteenth round: a
+    // Linear(10, 5)'s one aten::addmm, 12.8 ms on an Aurora node, was
+    // given thread pinning and bf16 advice "at 0.0 GFLOP/s".
+    const bool cold = m.matrix && m.sized > 0 && m.sized_ns > 0 && best->count <= kColdCalls &&
+                      m.flops / static_cast<double>(m.sized_ns) < kColdFlopsPerNs;
+    if (cold) {
+      f.evidence.text("first_call_setup", "yes");
+      char flops[48];
+      std::snprintf(flops, sizeof flops, "%.3g", m.flops);
+      f.advice = "Record warmed-up calls before judging " + name + " (" + calls + ", " + flops + " FLOPs" +
+                 (m.sized < best->count ? " in the calls with shapes" : "") + "): no math library is that slow at the arithmetic, so the time is a first call's set-up (the BLAS "
+                 "or oneDNN initialising, its threads starting, kernels compiled at first use). Run the step once "
+                 "untimed" +
+                 std::string(c.is_torch() ? " (or give torch.profiler's schedule wait and warmup steps)" : "") +
+                 " and profile the calls after it.";
+    } else if (m.matrix) {
       f.advice = "Make each call of " + name + " cheaper (" + calls + "): it is matrix math" + (m.dtype.empty() ? "" : " on " + m.dtype + " inputs") +
                  (m.library.empty() ? "" : " in " + m.library) + rate +
                  ", so what the trace cannot show is the threads: " + threads +
