@@ -473,6 +473,14 @@ const DiagnoseContext::CaptureBlockers& DiagnoseContext::capture_blockers() cons
         const std::uint32_t up = enclosing_op(op, /*skip_views=*/true);
         if (up != kNoIndex && name(up) == "aten::item") op = up;
       }
+      // A Python truth test on a tensor (`if mask.all():`, `assert t`) is
+      // aten::is_nonzero around that item (issue 38's fourteenth round: a
+      // Hugging Face model's attention-mask check, told to drop .item()
+      // and nonzero from the loop).
+      if (op != kNoIndex && name(op) == "aten::item") {
+        const std::uint32_t up = enclosing_op(op, /*skip_views=*/true);
+        if (up != kNoIndex && name(up) == "aten::is_nonzero") op = up;
+      }
       ++by_op[std::string(op == kNoIndex ? n : name(op))];
     }
     out.ops.assign(by_op.begin(), by_op.end());

@@ -214,19 +214,31 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     std::string first;
     if (blockers.count > 0) {
       std::string where;
-      for (std::size_t i = 0; i < blockers.ops.size() && i < 3; ++i) {
-        where += (i ? ", " : "") + blockers.ops[i].first + " x" + std::to_string(blockers.ops[i].second);
+      bool truth = false, item = false, nonzero = false;
+      for (std::size_t i = 0; i < blockers.ops.size(); ++i) {
+        const std::string& op = blockers.ops[i].first;
+        if (i < 3) where += (i ? ", " : "") + op + " x" + std::to_string(blockers.ops[i].second);
+        truth = truth || op == "aten::is_nonzero";
+        item = item || op == "aten::item";
+        nonzero = nonzero || (op.find("nonzero") != std::string::npos && op != "aten::is_nonzero") ||
+                  op.find("masked_select") != std::string::npos || op.find("unique") != std::string::npos;
       }
+      // What to keep on the device follows the ops that read back.
+      std::vector<std::string> keep;
+      if (truth) keep.push_back("no Python truth test on a device tensor (if t.all():, assert t: aten::is_nonzero)");
+      if (item) keep.push_back("no .item() or printing in the loop");
+      if (nonzero) keep.push_back("masks or torch.nonzero_static instead of nonzero and masked_select");
+      std::string keep_text;
+      for (std::size_t i = 0; i < keep.size(); ++i) keep_text += (i ? "; " : "") + keep[i];
       const auto steps = static_cast<std::int64_t>(c.steps.steps.size());
       f.evidence.num("mid_step_syncs", blockers.count);
-      first = "First take the host's waits for the GPU out of the middle of the step (" +
+      first = "; first take the host's waits for the GPU out of the middle of the step (" +
               (steps > 1 ? DiagnoseContext::count_per(blockers.count, steps) + " a step" : std::to_string(blockers.count) + " in the step") +
               ", with work launched before and after: " + where + "): a " + std::string(c.api()) +
               " graph cannot capture a synchronize or a value read back from the device" +
               (c.is_torch() ? " (torch.compile breaks its graph at each and replays only the pieces between): keep "
-                              "values on the device (no .item() or printing in the loop; masks or "
-                              "torch.nonzero_static instead of nonzero and masked_select). Then "
-                            : ": move them to the end of the iteration or out of the loop. Then ");
+                              "values on the device" + (keep_text.empty() ? std::string() : " (" + keep_text + ")")
+                            : ": move them to the end of the iteration or out of the loop");
     }
     const std::string graph = std::string(c.api()) + " graph (" + c.graph_how() +
                               (c.is_torch() ? ", or torch.cuda.graphs by hand)" : ")");
@@ -236,9 +248,11 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
         : c.steps.steps.empty() ? "which turns the " + std::to_string(per_step) + " launch calls per " + rate.unit +
                                       " into one (" + std::to_string(rate.calls) + " in the trace)"
                                 : "which turns the " + std::to_string(per_step) + " launch calls per step into one";
-    f.advice = (one.empty() ? (first.empty() ? "Replay" : first + "replay") + " the step as a " + graph + ", " + calls +
-                                  ", or fuse the small ops (" + c.fuse_how() +
-                                  ") and give each launch more work (a larger batch)"
+    // The graph first, the saving's edit; what keeps the step out of one
+    // after it (issue 38's fourteenth round: the default view printed only
+    // "first take the waits out" beside the graph replay's saving).
+    f.advice = (one.empty() ? "Replay the step as a " + graph + ", " + calls + ", or fuse the small ops (" +
+                                  c.fuse_how() + ") and give each launch more work (a larger batch)" + first
                             : one) +
                ". The GPU waits on the CPU, which spends longer dispatching and launching each op than the GPU "
                "spends running it.";
