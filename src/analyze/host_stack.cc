@@ -10,6 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "src/base/ascii.h"
 #include "src/base/saturate.h"
 
 namespace tprof::internal {
@@ -85,6 +86,9 @@ HostWorkKind frame_kind(std::string_view n) {
   // A pipeline's own preprocess step (transformers' Pipeline.preprocess,
   // which decodes and resizes the input).
   if (n.size() > 12 && n.substr(n.size() - 12) == ": preprocess") return HostWorkKind::kPreprocessing;
+  // An annotation that says so (issue 38's fourteenth round: a video
+  // classifier's "extract frames" and "process frames", 90% of each step).
+  if (is_input_annotation(n)) return HostWorkKind::kPreprocessing;
   return HostWorkKind::kOther;
 }
 
@@ -103,6 +107,17 @@ std::string clean_name(std::string_view n) {
 }
 
 }  // namespace
+
+bool is_input_annotation(std::string_view name) {
+  if (name.find(".py(") != std::string_view::npos || name.find('/') != std::string_view::npos) return false;
+  const std::string n = ascii_lower(name);
+  for (std::string_view w : {"preprocess", "pre-process", "pre_process", "decode", "decoding", "frames", "tokeniz",
+                             "augment", "resize", "read video", "read_video", "read image", "read_image", "load image",
+                             "load_image", "load video", "load_video", "open video", "open_video"}) {
+    if (n.find(w) != std::string::npos) return true;
+  }
+  return false;
+}
 
 bool has_python_stack(const DiagnoseContext& c) {
   for (std::uint32_t e : c.host_ops) {

@@ -66,6 +66,13 @@ bool runs_vllm(const DiagnoseContext& c);
 // threads (its heartbeat, its iostream pipe watcher).
 bool is_wait_frame(std::string_view name);
 
+// Whether a user annotation (record_function, NVTX) names a step of an
+// input pipeline by its words: preprocess, decode, frames, tokenize,
+// augment, resize, reading or loading an image or video ("process frames",
+// "extract frames", "open video"). Python frames (with_stack) are judged by
+// their modules instead (frame_kind's preprocessing).
+bool is_input_annotation(std::string_view name);
+
 // The deepest Python function or user annotation on thread `lane` (a CPU
 // lane) whose calls hold more than kHostFrameShare of `ranges` (merged,
 // sorted): a function that recurs across steps counts all its calls. Frames

@@ -23,6 +23,7 @@
 #include "src/base/ascii.h"
 #include "src/base/saturate.h"
 #include "src/causal/names.h"
+#include "src/trace/validate.h"
 
 namespace tprof::internal {
 
@@ -112,6 +113,30 @@ struct Facts {
   double share(std::int64_t v) const { return static_cast<double>(v) / static_cast<double>(std::max<std::int64_t>(1, span)); }
 };
 
+// An input pipeline the program annotated itself (is_input_annotation),
+// run on the thread that launches the GPU's work and launching none of it:
+// "extract frames", "process frames" (a video classifier decoding and
+// preprocessing each clip on the main thread, 90% of each step; issue 38's
+// fourteenth round called it host-bound). Its calls, by start.
+std::vector<std::uint32_t> input_annotations(const DiagnoseContext& c) {
+  std::vector<std::uint32_t> out;
+  const std::uint32_t lane = launching_lane(c);
+  if (lane == kNoIndex) return out;
+  std::vector<std::int64_t> launch_ts;
+  for (std::uint32_t e : c.runtime) {
+    if (c.trace.events.lane[e] == lane && launches_device_work(c.name(e))) launch_ts.push_back(c.ts(e));
+  }
+  std::sort(launch_ts.begin(), launch_ts.end());
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kUserAnnotation || c.trace.events.lane[e] != lane) continue;
+    if (!is_input_annotation(c.name(e))) continue;
+    const auto lo = std::lower_bound(launch_ts.begin(), launch_ts.end(), c.ts(e));
+    if (lo != launch_ts.end() && *lo < c.end(e)) continue;  // it launches device work
+    out.push_back(e);
+  }
+  return out;
+}
+
 // Everything the windows are measured against, built once per trace.
 class Measure {
  public:
@@ -159,6 +184,7 @@ class Measure {
         dl.push_back({c.ts(workers_next[i]), c.end(workers_next[i])});
       }
     }
+    for (std::uint32_t e : input_annotations(c)) dl.push_back({c.ts(e), c.end(e)});
     dataloader_ = merge_intervals(std::move(dl));
     sync_ = c.host_waits();
     sync_busy_ = subtract(sync_, subtract(sync_, busy_));  // sync ∩ busy
@@ -447,7 +473,21 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const s
   const std::string api = std::string(c.api());
   switch (v) {
     case Verdict::kCpuOnly: return "no device activity in the trace" + cpu_kinds(c);
-    case Verdict::kInputBound: return "the DataLoader takes " + pct(f.share(f.dataloader)) + " of the time";
+    case Verdict::kInputBound: {
+      // Named as the trace names it: the DataLoader, or the program's own
+      // annotated input steps.
+      std::map<std::string, std::int64_t> named;
+      for (std::uint32_t e : input_annotations(c)) sat_acc(named[std::string(c.name(e))], c.dur(e));
+      if (c.dataloader_scopes().empty() && !named.empty()) {
+        std::vector<std::pair<std::string, std::int64_t>> by_time(named.begin(), named.end());
+        std::sort(by_time.begin(), by_time.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+        std::string names;
+        for (std::size_t i = 0; i < by_time.size() && i < 3; ++i) names += (i ? ", \"" : "\"") + by_time[i].first + "\"";
+        return "the input pipeline (" + names + ": decoding and preprocessing on the thread that launches the GPU's "
+               "work) takes " + pct(f.share(f.dataloader)) + " of the time";
+      }
+      return "the DataLoader takes " + pct(f.share(f.dataloader)) + " of the time";
+    }
     case Verdict::kCommunicationBound:
       return "communication not overlapped by compute takes " + pct(f.share(f.exposed_comm)) + " of the time";
     case Verdict::kComputeBound: {
@@ -641,7 +681,7 @@ std::vector<std::string> supporting(Verdict v, const std::vector<Finding>& findi
                id == "many_calls";
       case Verdict::kComputeBound: return id == "compute_bound" || id == "hotspot";
       case Verdict::kCopyBound: return id == "pageable_memcpy" || id == "hidden_memcpy";
-      case Verdict::kInputBound: return id == "dataloader_bound";
+      case Verdict::kInputBound: return id == "dataloader_bound" || id == "low_gpu_utilization";
       case Verdict::kCommunicationBound: return id == "comm_exposed";
       case Verdict::kSyncBound: return id == "sync_api" || id == "sync_at_window_end";
       case Verdict::kHostBound:

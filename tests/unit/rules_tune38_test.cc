@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "src/analyze/host_stack.h"
 #include "tests/support/kineto_events.h"
 #include "tests/support/test_traces.h"
 #include "tprof/diagnose.h"
@@ -2564,6 +2565,47 @@ TEST(RulesTune38, AColdCpuMatrixCallIsSetUpNotMath) {
       << f[0].advice;
   EXPECT_FALSE(contains(f[0].advice, "get_num_threads")) << f[0].advice;
   EXPECT_FALSE(contains(f[0].advice, "bfloat16")) << f[0].advice;
+}
+
+// Issue 38's fourteenth round: a V100 video classifier decoded ("extract
+// frames") and preprocessed ("process frames") each clip on the main
+// thread, 90% of each step, then replayed its model as one CUDA graph. It
+// was called host-bound, and the preprocessing a dispatch gap to compile.
+// Four steps: 70 ms of extract and process frames launching nothing, then a
+// 10 ms model_inference launching a kernel.
+std::string annotated_input_steps() {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  for (int i = 0; i < 4; ++i) {
+    const double s = 100'000.0 * i;
+    ev.push_back(step(i + 1, s, 100'000));
+    ev.push_back(x("user_annotation", "extract frames", 1, 1, s + 100, 20'000));
+    ev.push_back(x("user_annotation", "process frames", 1, 1, s + 20'200, 50'000));
+    ev.push_back(x("cpu_op", "aten::empty", 1, 1, s + 69'000, 50));
+    ev.push_back(x("user_annotation", "model_inference", 1, 1, s + 71'000, 28'000));
+    ev.push_back(launch(s + 71'100, 20, i + 1));
+    ev.push_back(kernel("gemm", 7, s + 71'200, 25'000, i + 1));
+  }
+  return doc(ev);
+}
+
+TEST(RulesTune38, AnAnnotatedInputPipelineMakesTheRunInputBound) {
+  EXPECT_TRUE(internal::is_input_annotation("process frames"));
+  EXPECT_TRUE(internal::is_input_annotation("extract frames"));
+  EXPECT_TRUE(internal::is_input_annotation("Preprocess"));
+  EXPECT_TRUE(internal::is_input_annotation("decode_video"));
+  for (const char* n : {"model_inference", "forward", "train_step", "TransformerBlock", "optimizer_step",
+                        "nn.Module: ViTImageProcessor", "transformers/image_processing_utils.py(42): preprocess"}) {
+    EXPECT_FALSE(internal::is_input_annotation(n)) << n;
+  }
+  Result<Trace> t = read_trace_bytes(annotated_input_steps());
+  ASSERT_TRUE(t) << t.error().to_string();
+  const Diagnosis d = diagnose(*t);
+  EXPECT_EQ(d.verdict, Verdict::kInputBound);
+  EXPECT_TRUE(contains(d.summary, "the input pipeline (\"process frames\", \"extract frames\": decoding and "
+                                       "preprocessing on the thread that launches the GPU's work) takes"))
+      << d.summary;
+  for (const Finding& f : d.findings) EXPECT_NE(f.id, "dispatch_gap") << f.title;
 }
 
 }  // namespace

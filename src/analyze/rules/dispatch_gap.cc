@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/analyze/host_stack.h"
 #include "src/analyze/idle.h"
 #include "src/analyze/intervals.h"
 #include "src/analyze/rules/rules.h"
@@ -66,8 +67,15 @@ bool is_library_scope(std::string_view n) {
   return is_dataloader_scope(n);
 }
 
+// An input step the program annotated ("process frames", "extract
+// frames": is_input_annotation) runs its decoding and preprocessing before
+// its first op, work that records no op (PIL, numpy, a decoder), not
+// dispatch (issue 38's fourteenth round: a video classifier's 48 ms a clip
+// of frame preprocessing was told to compile the region); the verdict and
+// low_gpu_utilization speak for it.
 bool is_scope(const DiagnoseContext& c, std::uint32_t e) {
-  return c.kind(e) == EventKind::kUserAnnotation && !is_profiler_step(c.name(e)) && !is_library_scope(c.name(e));
+  return c.kind(e) == EventKind::kUserAnnotation && !is_profiler_step(c.name(e)) && !is_library_scope(c.name(e)) &&
+         !is_input_annotation(c.name(e));
 }
 
 }  // namespace
