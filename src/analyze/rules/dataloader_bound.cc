@@ -22,6 +22,11 @@ namespace tprof::internal {
 
 namespace {
 
+// A multi-process iterator's waits are mostly the batch's hand-over when
+// receiving it (from its first rebuilt tensor to the call's end) holds this
+// share of them.
+constexpr double kHandoverShare = 0.4;
+
 // data.py: dataloader_ratio > 0.05.
 constexpr double kDataLoaderShare = 0.05;
 // Ours: a quarter of the step in DataLoader is the input-bound verdict's
@@ -64,8 +69,45 @@ bool indexes_in_memory_samples(const DiagnoseContext& c, std::uint32_t lane, con
   return true;
 }
 
+// The main process receiving a worker's batch, seen without a stack: in
+// each multi-process __next__, the batch's tensors are rebuilt from the
+// workers' shared memory (aten::empty, then aten::set_ onto the received
+// storage, one per tensor), after the batch left the queue. Issue 38's
+// fourteenth round: a CIFAR-10 CNN's waits, 506-663 us each, held two such
+// rebuilds about 200 us apart (each storage's file descriptor fetched from
+// the worker), and were told to add workers.
+struct Handover {
+  std::int64_t ns = 0;        // from each call's first rebuilt tensor to its end
+  std::int64_t tensors = 0;   // aten::set_ calls in the calls
+  std::int64_t calls = 0;     // calls holding one
+};
+
+Handover batch_handover(const DiagnoseContext& c, const std::vector<std::uint32_t>& scopes) {
+  Handover h;
+  const Trace& t = c.trace;
+  for (std::uint32_t s : scopes) {
+    if (c.name(s).find("_MultiProcessingDataLoaderIter") == std::string_view::npos) continue;
+    std::int64_t first_empty = -1;
+    std::int64_t sets = 0;
+    auto it = std::lower_bound(c.host_ops.begin(), c.host_ops.end(), c.ts(s),
+                               [&](std::uint32_t e, std::int64_t v) { return c.ts(e) < v; });
+    for (; it != c.host_ops.end() && c.ts(*it) < c.end(s); ++it) {
+      if (t.events.lane[*it] != t.events.lane[s] || c.kind(*it) != EventKind::kCpuOp) continue;
+      const std::string_view n = c.name(*it);
+      if (n == "aten::empty" && first_empty < 0) first_empty = c.ts(*it);
+      if (n == "aten::set_" && first_empty >= 0) ++sets;
+    }
+    if (sets == 0) continue;
+    ++h.calls;
+    h.tensors += sets;
+    sat_acc(h.ns, c.end(s) - first_empty);
+  }
+  return h;
+}
+
 void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::vector<Interval> loader;
+  std::vector<std::uint32_t> scopes;
   std::uint32_t longest = kNoIndex, first = kNoIndex;
   bool workers = false;  // torch's multi-process iterator: workers already load the input
   for (std::uint32_t e : c.host_ops) {
@@ -73,6 +115,7 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
     if (k != EventKind::kCpuOp && k != EventKind::kUserAnnotation) continue;
     if (!is_dataloader_scope(c.name(e))) continue;
     loader.push_back({c.ts(e), c.end(e)});
+    scopes.push_back(e);
     if (longest == kNoIndex || c.dur(e) > c.dur(longest)) longest = e;
     if (first == kNoIndex || c.ts(e) < c.ts(first)) first = e;
     workers = workers || c.name(e).find("_MultiProcessingDataLoaderIter") != std::string_view::npos;
@@ -207,6 +250,24 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
                "), its workers starting and filling their first batches, a one-time cost. The later waits (" +
                format_ns(later_ns) +
                ") are the pipeline's steady cost: more workers or a larger prefetch_factor if they matter.";
+  } else if (const Handover h = workers && !mostly_queued && (!hf.found() || hf.kind == HostWorkKind::kDataLoader)
+                                   ? batch_handover(c, scopes)
+                                   : Handover{};
+             h.calls > 0 && h.tensors >= 2 * h.calls && static_cast<double>(h.ns) >= kHandoverShare * static_cast<double>(in_loader)) {
+    // The batches arrive; receiving them is much of the wait.
+    f.evidence.num("handover_ns", h.ns).num("rebuilt_tensors", h.tensors);
+    const std::string per = format_ns(h.ns / h.calls);
+    f.advice = std::string(pinned_already ? "Make the batches cheaper to hand over: "
+                                          : "Receive the batches off the main thread: pin_memory=True (the pin-memory "
+                                            "thread receives and pins them), and ") +
+               (h.tensors > 4 * h.calls ? "collate each batch into fewer, larger tensors"
+                                         : "larger batches (the hand-over costs per batch, not per sample)") +
+               ", or keep a data set that fits in GPU memory there. " +
+               format_ns(h.ns) + " of the loop's " + format_ns(in_loader) + " wait (" + per +
+               " a batch) comes after a batch left the workers' queue: the main process rebuilding its " +
+               std::to_string(h.tensors / h.calls) +
+               " tensors from the workers' shared memory, one storage's file descriptor at a time, not the workers "
+               "falling behind; more workers would not shorten it. The loop waits " + where + inside + ".";
   } else if (workers && hf.found() && hf.kind == HostWorkKind::kBatchHandover) {
     // The workers keep up; receiving their batches is the cost (issue 38's
     // eighth round: TensorRT runs whose main thread spent 85% of each wait
