@@ -678,6 +678,14 @@ TEST(RulesTune38, HotspotNamesASpreadOfHostCalls) {
   ASSERT_EQ(noisy.size(), 1u);
   EXPECT_TRUE(contains(noisy[0].advice, "of them later calls on shapes that ran faster")) << noisy[0].advice;
   EXPECT_TRUE(contains(noisy[0].advice, "is the host, not the op")) << noisy[0].advice;
+  // What the noise cost is the impact: six later calls at 5 ms where their
+  // shapes take 400 us, 27.6 ms over a 45 ms trace (issue 38's fourteenth
+  // round: a CPU ResNet-18's one 7.84 s convolution ranked below a 184 ms
+  // batch-norm fix, as an info line); the first calls' spread costs nothing.
+  EXPECT_EQ(noisy[0].impact_ns, 6 * 4'600'000);
+  EXPECT_EQ(noisy[0].severity, FindingSeverity::kWarning);
+  EXPECT_TRUE(contains(noisy[0].advice, "(27.600 ms over their shapes' medians)")) << noisy[0].advice;
+  EXPECT_EQ(firsts[0].impact_ns, 0);
 }
 
 // One B200 training step whose device activities start a median 130.9 us
