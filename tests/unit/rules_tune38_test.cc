@@ -2660,5 +2660,31 @@ TEST(RulesTune38, ALoaderWaitSpentReceivingTheBatchIsItsHandOver) {
   }
 }
 
+// Issue 38's fourteenth round: a MacBook's CPU ResNet-18 ran its
+// convolutions in aten::_slow_conv2d_forward, PyTorch's own path where it
+// has no oneDNN (Apple Silicon), and was told to check
+// torch.backends.mkldnn.is_available() and channels_last ("oneDNN's
+// layout"). Its trace's name carries the host's ("…MacBook-Pro.local_498…"):
+// the lever is the Mac's GPU. Without it, the fallback advice stays.
+TEST(RulesTune38, ASlowConvolutionOnAMacIsToldToUseItsGpu) {
+  using namespace testing;
+  std::vector<std::string> ev;
+  for (int i = 0; i < 30; ++i) {
+    const double t0 = 2000.0 * i;
+    ev.push_back(x("cpu_op", "aten::_slow_conv2d_forward", 1, 1, t0, 1400));
+    ev.push_back(x("cpu_op", "aten::relu", 1, 1, t0 + 1450, 50));
+  }
+  const std::string mac_top = R"("traceName": "./log/resnet18/Davids-MacBook-Pro.local_498.1768212113207271000.pt.trace.json")";
+  const std::vector<Finding> mac = diagnose(*read_trace_bytes(doc(ev, mac_top), "t.json"), {.only = {"hotspot"}}).findings;
+  ASSERT_EQ(mac.size(), 1u);
+  EXPECT_TRUE(mac[0].advice.starts_with("Run the model on the Mac's GPU: model and input .to(\"mps\")")) << mac[0].advice;
+  EXPECT_FALSE(contains(mac[0].advice, "mkldnn.is_available")) << mac[0].advice;
+  EXPECT_FALSE(contains(mac[0].advice, "channels_last")) << mac[0].advice;
+  const std::vector<Finding> other = diagnose(*read_trace_bytes(doc(ev), "t.json"), {.only = {"hotspot"}}).findings;
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_TRUE(contains(other[0].advice, "torch.backends.mkldnn.is_available()")) << other[0].advice;
+  EXPECT_FALSE(contains(other[0].advice, "mps")) << other[0].advice;
+}
+
 }  // namespace
 }  // namespace tprof

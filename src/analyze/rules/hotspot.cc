@@ -552,16 +552,38 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     // "the BLAS" (issue 38's fourth round: a CPU ResNet's 69% in
     // mkldnn_convolution got a BLAS checklist).
     const bool slow = best->key.find("slow_conv") != std::string::npos;
-    f.advice = "Make each convolution cheaper (" + count_of(best->count, "call") + " of " + name + " at " + avg +
-               " each): run the model and its input in channels_last (model.to(memory_format=torch.channels_last), "
-               "oneDNN's native layout), and for inference fold batch norm into the convolutions (model.eval(), then "
-               "torch.jit.freeze(torch.jit.script(model)), or torch.compile); check the threads "
-               "(torch.get_num_threads() against the physical cores)" +
-               (slow ? "; " + name + " is PyTorch's fallback, not oneDNN: check torch.backends.mkldnn.is_available() "
-                       "and the dtype"
-                     : std::string()) +
-               ". A first call also creates oneDNN's primitives: time a warmed-up call. It holds most of the CPU "
-               "time, so any saving shows in the step.";
+    // A Mac's host name in the trace's name (tensorboard_trace_handler
+    // writes HOST_PID.…pt.trace.json: "Davids-MacBook-Pro.local_498…"):
+    // PyTorch on Apple Silicon has no oneDNN, _slow_conv2d is its CPU path,
+    // and the GPU is MPS (issue 38's fourteenth round: a MacBook's ResNet-18
+    // was told to check torch.backends.mkldnn.is_available()).
+    const std::string_view trace_name = c.trace.meta.top_level_json("traceName");
+    const bool mac = trace_name.find("MacBook") != std::string_view::npos ||
+                     trace_name.find("Mac-mini") != std::string_view::npos ||
+                     trace_name.find("iMac") != std::string_view::npos ||
+                     trace_name.find("Mac-Studio") != std::string_view::npos ||
+                     trace_name.find(".local_") != std::string_view::npos;
+    if (slow && mac) {
+      f.evidence.text("host", "mac");
+      f.advice = "Run the model on the Mac's GPU: model and input .to(\"mps\") (" + count_of(best->count, "call") +
+                 " of " + name + " at " + avg +
+                 " each): " + name + " is PyTorch's own CPU convolution, its normal path on a Mac (the trace's host "
+                 "name says one), where PyTorch has no oneDNN to turn on. On the CPU, for inference, fold batch norm "
+                 "into the convolutions (model.eval(), then torch.jit.freeze(torch.jit.script(model)), or "
+                 "torch.compile) and check the threads (torch.get_num_threads() against the performance cores). It "
+                 "holds most of the CPU time, so any saving shows in the step.";
+    } else {
+      f.advice = "Make each convolution cheaper (" + count_of(best->count, "call") + " of " + name + " at " + avg +
+                 " each): run the model and its input in channels_last (model.to(memory_format=torch.channels_last), "
+                 "oneDNN's native layout), and for inference fold batch norm into the convolutions (model.eval(), then "
+                 "torch.jit.freeze(torch.jit.script(model)), or torch.compile); check the threads "
+                 "(torch.get_num_threads() against the physical cores)" +
+                 (slow ? "; " + name + " is PyTorch's fallback, not oneDNN: check torch.backends.mkldnn.is_available() "
+                         "and the dtype (on an ARM CPU without oneDNN it is the normal path)"
+                       : std::string()) +
+                 ". A first call also creates oneDNN's primitives: time a warmed-up call. It holds most of the CPU "
+                 "time, so any saving shows in the step.";
+    }
   } else if (!device && best->count > 0 && best_self / best->count >= kSlowCpuCallNs) {
     // Few long calls: the op's own speed, not how often it runs. What its
     // name and its Input type already say is said, not asked.
