@@ -137,6 +137,18 @@ std::vector<std::uint32_t> input_annotations(const DiagnoseContext& c) {
   return out;
 }
 
+// A serving engine's rank (SGLang's, vLLM's): its process groups carry
+// the tensor- and pipeline-parallel descriptions ("tp:device", "pp:cpu"),
+// or the file is named like SGLang's ("…-TP-0.trace.json"). Issue 38's
+// fourteenth round: an idle SGLang server's empty window was told to move
+// the profiler onto the thread that runs the work.
+bool serving_engine(const DiagnoseContext& c) {
+  const std::string_view info = c.trace.meta.top_level_json("distributedInfo");
+  if (info.find("\"tp:") != std::string_view::npos && info.find("\"pp:") != std::string_view::npos) return true;
+  const std::string_view name = c.trace.meta.top_level_json("traceName");
+  return name.find("-TP-") != std::string_view::npos;
+}
+
 // Everything the windows are measured against, built once per trace.
 class Measure {
  public:
@@ -972,6 +984,11 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
                  (c.host_ops.empty() ? std::string() : std::string(" (its Python functions are torch.profiler's own, and the frames around them)")) +
                  ", so there is nothing to judge; " +
                  (c.by_tprof() ? std::string("the program launched no device work while it was recorded")
+                  : serving_engine(c)
+                      ? std::string("a serving engine's trace (its tp/pp process groups): the engine served no request "
+                                    "while it recorded; send requests between starting and stopping the profiler "
+                                    "(SGLang: POST /start_profile, the requests, /stop_profile, or num_steps; vLLM: "
+                                    "start_profile and stop_profile around them)")
                                : std::string("record the work itself: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
                                              "ProfilerActivity.CUDA]) around it, on the thread that runs it, with a schedule "
                                              "whose active steps hold it (prof.step() every iteration, for wait + warmup + "

@@ -2686,5 +2686,22 @@ TEST(RulesTune38, ASlowConvolutionOnAMacIsToldToUseItsGpu) {
   EXPECT_FALSE(contains(other[0].advice, "mps")) << other[0].advice;
 }
 
+// Issue 38's fourteenth round: an SGLang server's profiler window on an
+// RTX 5090 recorded one cudaDeviceSynchronize in 4.985 s: the server served
+// no request. It was told to put the profiler around the work, on the
+// thread that runs it; the fix for a serving engine is to send requests
+// while it records. The blog's record of a program that launched nothing
+// keeps its own sentence.
+TEST(RulesTune38, AnIdleServingEnginesEmptyWindowAsksForRequests) {
+  const Diagnosis d = diagnose(load("public/sglang_windows/idle_server_TP-0.trace.json.gz"));
+  EXPECT_EQ(d.verdict, Verdict::kUnclear);
+  EXPECT_TRUE(contains(d.summary, "a serving engine's trace (its tp/pp process groups): the engine served no request "
+                                  "while it recorded"))
+      << d.summary;
+  EXPECT_TRUE(contains(d.summary, "POST /start_profile")) << d.summary;
+  EXPECT_FALSE(contains(d.summary, "on the thread that runs it")) << d.summary;
+  EXPECT_TRUE(d.findings.empty());
+}
+
 }  // namespace
 }  // namespace tprof
