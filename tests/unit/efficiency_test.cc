@@ -225,7 +225,8 @@ TEST(Fp32Math, NoTf32AdviceOnGeForceAmpere) {
 // 36.8% after it: the host sets the pace, faster kernels save nothing.
 TEST(Fp32Math, NoSavingWhereTheHostPacesTheRestOfAColdRun) {
   const Trace t = load("public/param/et_replay/tests/inputs/linear_kineto.json.gz");
-  const Finding* f = find(diagnose(t), "fp32_math");
+  const Diagnosis d = diagnose(t);
+  const Finding* f = find(d, "fp32_math");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->impact_ns, 0);
   EXPECT_TRUE(f->advice.starts_with("Not a saving while the GPU idles")) << f->advice;
