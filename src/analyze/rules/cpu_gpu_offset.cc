@@ -328,7 +328,7 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
       f.advice = "Look at where the GPU idles first: it is busy only " + format_pct(100.0 * bw.busy_share()) + " of " +
                  (c.steps.steps.empty() ? std::string("the trace") : std::string("the steps")) +
                  ", and the queue backs up only while it works (launches wait a median " + format_ns(overall) +
-                 " there, the host running ahead of " + title_name(top) + ", " + format_ns(top_ns) +
+                 " there, the host running ahead of " + std::string(top) + ", " + format_ns(top_ns) +
                  " of GPU time); the host side of the idle time is the verdict's and the other findings'.";
       out->push_back(std::move(f));
       return;
@@ -338,7 +338,7 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (!host_on_path && !top_comm) f.evidence.text("host_side", "nothing to fix");
     f.advice = std::string(host_on_path ? "Shorten the GPU work: the most GPU time goes to "
                                         : "Leave the host side alone and shorten the GPU work: the most GPU time goes to ") +
-               title_name(top) + " (" + format_ns(top_ns) + (rate.empty() ? "" : ", " + rate) + ")" +
+               std::string(top) + " (" + format_ns(top_ns) + (rate.empty() ? "" : ", " + rate) + ")" +
                (top_comm ? ", a collective: see the communication findings and the rank analysis."
                 : host_on_path
                     ? std::string(": the GPU sets the pace; the ") + (growing ? "growing " : "") +
