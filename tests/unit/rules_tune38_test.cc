@@ -2742,5 +2742,48 @@ TEST(RulesTune38, ALoaderBesideDeviceWorkGivesBothFigures) {
       << f[0].advice;
 }
 
+// Issue 38's fourteenth round: BERT fp16 under nn.DataParallel, one
+// process driving 2 GPUs, 71.5% of its steps in collectives with no
+// compute beside them, was told to run tprof on "all ranks' traces" and
+// look for a straggler; there is one process and no rank to wait for.
+// Two steps: a broadcast on GPUs 0 and 1, a compute kernel on each, a
+// reduce on both.
+TEST(RulesTune38, OneProcessDrivingTwoGpusIsToldToUseDdp) {
+  using namespace tprof::testing;
+  auto on = [](const std::string& name, int device, int stream, double ts, double dur, int id) {
+    return x("kernel", name, device, stream, ts, dur,
+             R"("device": )" + std::to_string(device) + R"(, "stream": )" + std::to_string(stream) +
+                 R"(, "correlation": )" + std::to_string(id));
+  };
+  std::vector<std::string> ev;
+  int id = 0;
+  for (int i = 0; i < 2; ++i) {
+    const double s = 10'000.0 * i;
+    ev.push_back(step(i + 1, s, 10'000));
+    for (int d = 0; d < 2; ++d) {
+      ev.push_back(launch(s + 10 + d, 1, ++id));
+      ev.push_back(on("ncclBroadcastRingLLKernel_copy_i8", d, 13, s + 100, 3'000, id));
+      ev.push_back(launch(s + 20 + d, 1, ++id));
+      ev.push_back(on("volta_sgemm_128x64_nn", d, 7, s + 3'200, 2'000, id));
+      ev.push_back(launch(s + 30 + d, 1, ++id));
+      ev.push_back(on("ncclReduceRingLLKernel_sum_f32", d, 13, s + 5'300, 4'000, id));
+    }
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<Finding> f = diagnose(*t, {.only = {"comm_exposed"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].advice.starts_with("Use DistributedDataParallel, one process per GPU, in place of this one process "
+                                      "driving 2 GPUs (nn.DataParallel)"))
+      << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "all ranks")) << f[0].advice;
+  // A DDP rank (distributedInfo world_size 2) keeps the straggler check.
+  Result<Trace> r = read_trace_bytes(doc(ev, R"("distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 2})"));
+  ASSERT_TRUE(r) << r.error().to_string();
+  const std::vector<Finding> g = diagnose(*r, {.only = {"comm_exposed"}}).findings;
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_TRUE(g[0].advice.starts_with("First run tprof diagnose on all ranks' traces together")) << g[0].advice;
+}
+
 }  // namespace
 }  // namespace tprof

@@ -119,6 +119,32 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
       format_ns(exposed_ns) + " of communication (" +
       (nsteps > 0 ? format_ns(exposed_ns / static_cast<std::int64_t>(nsteps)) + " per step" : std::string("in the window")) +
       ") runs with no compute beside it";
+  // One process driving several GPUs (nn.DataParallel): its collectives
+  // run on every GPU in this one trace, with no rank to wait for; each step
+  // broadcasts the parameters and reduces the gradients to GPU 0 (issue
+  // 38's fourteenth round: a BERT fp16 run on 2 GPUs was told to look for a
+  // straggler among its ranks).
+  std::vector<std::int32_t> comm_devices;
+  for (const DeviceOp& op : c.device) {
+    if (op.cls == DeviceClass::kComm &&
+        std::find(comm_devices.begin(), comm_devices.end(), op.device) == comm_devices.end()) {
+      comm_devices.push_back(op.device);
+    }
+  }
+  const bool one_process = comm_devices.size() >= 2 && world_size(c.trace) <= 1;
+  if (one_process) {
+    f.evidence.num("devices", static_cast<std::int64_t>(comm_devices.size())).text("processes", "one");
+    f.advice = "Use DistributedDataParallel, one process per GPU, in place of this one process driving " +
+               std::to_string(comm_devices.size()) +
+               " GPUs (nn.DataParallel): each step it broadcasts the parameters from GPU 0 and reduces the gradients "
+               "back to it, and compute on every GPU waits behind both; DDP has no per-step broadcast and overlaps "
+               "the gradient all-reduce with backward. " + how_much +
+               ". If the transfers themselves are slow, check the link between the GPUs (nvidia-smi topo -m, "
+               "NCCL_DEBUG=INFO).";
+    f.impact_ns = exposed_ns;
+    out->push_back(std::move(f));
+    return;
+  }
   const std::string first = "First run tprof diagnose on all ranks' traces together: if this rank waits for a straggler at " +
                             worst_name + ", speed up the straggler instead. ";
   // A forward-only recording (inference): no backward to hide collectives
