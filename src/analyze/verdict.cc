@@ -41,6 +41,7 @@ constexpr double kSyncShare = 0.5;      // host blocked in synchronizing calls /
 constexpr double kSyncBusyShare = 0.8;  // device busy / sync time at which the host waits on real work
 constexpr double kCopyShare = 0.5;      // copies with no kernel beside them / busy: copy-bound, not compute-bound
 constexpr double kIdleCauseShare = 0.25;  // one idle cause / span
+constexpr double kProfilerNoteShare = 0.05;  // the profiler's idle / span the compute-bound sentence names
 // The device's idle time and its causes come from the idle partition
 // (src/analyze/idle.h: kHostWorkNs, kQueueLatencyNs, the blocking calls).
 // A strict majority of this many steps or more names the verdict when the
@@ -290,7 +291,15 @@ Verdict classify(const Facts& f, bool has_device) {
     return static_cast<double>(copy) >= kCopyShare * static_cast<double>(of) ? Verdict::kCopyBound
                                                                               : Verdict::kComputeBound;
   };
-  const double busy_share = f.share(std::max(f.work, f.busy));
+  // The profiler's own idle (its buffer requests, its start) is not the
+  // program's: the device's share is judged on the rest (issue 38's
+  // fourteenth round: an H200 attention call, busy 59.9% of a 7.0 ms
+  // trace of which 1.1 ms was a CUPTI buffer request, its GPU back to back
+  // after it, was "unclear").
+  const std::int64_t profiler_idle = f.idle[static_cast<std::size_t>(IdleCause::kProfiler)];
+  const std::int64_t program_span = std::max<std::int64_t>(1, sat_sub(f.span, profiler_idle));
+  const double busy_share =
+      std::min(1.0, static_cast<double>(std::max(f.work, f.busy)) / static_cast<double>(program_span));
   if (busy_share >= kComputeShare) return device_bound();
   // The idle cause holding the most time, when it holds enough. Launched
   // work waiting on the device comes before the host's sync: a host blocked
@@ -504,6 +513,12 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const s
       return "communication not overlapped by compute takes " + pct(f.share(f.exposed_comm)) + " of the time";
     case Verdict::kComputeBound: {
       std::string s = "the GPU is busy " + pct(f.share(f.busy)) + " of the time";
+      // The profiler's own idle left out, as the verdict judges it.
+      const std::int64_t profiler_idle = f.idle[static_cast<std::size_t>(IdleCause::kProfiler)];
+      if (f.share(profiler_idle) >= kProfilerNoteShare && f.span > profiler_idle) {
+        s += " (" + pct(static_cast<double>(f.busy) / static_cast<double>(f.span - profiler_idle)) +
+             " without the profiler's own " + format_ns(profiler_idle) + " of idle)";
+      }
       if (f.work > f.busy) {
         char ratio[32];
         std::snprintf(ratio, sizeof ratio, "%.1fx", static_cast<double>(f.work) / static_cast<double>(std::max<std::int64_t>(1, f.span)));

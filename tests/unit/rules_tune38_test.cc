@@ -2785,5 +2785,16 @@ TEST(RulesTune38, OneProcessDrivingTwoGpusIsToldToUseDdp) {
   EXPECT_TRUE(g[0].advice.starts_with("First run tprof diagnose on all ranks' traces together")) << g[0].advice;
 }
 
+// Issue 38's fourteenth round (second wave): one sparse-attention call on
+// an H200, busy 59.9% of its 7.0 ms trace, of which 1.1 ms was a CUPTI
+// buffer request, its GPU back to back after it, was "unclear". The
+// profiler's own idle is left out when the verdict weighs the device.
+TEST(RulesTune38, TheProfilersOwnIdleIsNotTheProgramsInTheVerdict) {
+  const Diagnosis d = diagnose(load("public/sparse_attention_hub/masker_call_h200.json.gz"));
+  EXPECT_EQ(d.verdict, Verdict::kComputeBound) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "the GPU is busy 59.9% of the time (71.3% without the profiler's own 1.121 ms of idle)"))
+      << d.summary;
+}
+
 }  // namespace
 }  // namespace tprof
