@@ -2796,5 +2796,43 @@ TEST(RulesTune38, TheProfilersOwnIdleIsNotTheProgramsInTheVerdict) {
       << d.summary;
 }
 
+// Issue 38's fourteenth round (second wave): a custom LayerNorm backward
+// kernel, 91% of the GPU time in one 256-thread block on a 108-SM A100,
+// was told only that the host sets the pace. A library's kernel keeps its
+// own advice: the blog's 64x64 GEMM runs 8 blocks on 132 SMs because the
+// problem is that small.
+TEST(RulesTune38, AProgramsKernelThatLeavesMostSmsIdleIsToldSo) {
+  using namespace tprof::testing;
+  auto kern = [](const std::string& name, double ts, double dur, int id, const std::string& grid) {
+    return x("kernel", name, 0, 7, ts, dur,
+             R"("device": 0, "stream": 7, "correlation": )" + std::to_string(id) + R"(, "grid": )" + grid +
+                 R"(, "block": [256, 1, 1])");
+  };
+  const std::string top = R"("deviceProperties": [{"id": 0, "name": "NVIDIA A100 80GB PCIe", "computeMajor": 8, "computeMinor": 0, "numSms": 108}])";
+  std::vector<std::string> ev;
+  for (int i = 0; i < 4; ++i) {
+    const double s = 1'000.0 * i;
+    ev.push_back(step(i + 1, s, 1'000));
+    ev.push_back(launch(s + 10, 5, 2 * i + 1));
+    ev.push_back(kern("void mylayerNorm_backward_kernel<float>(float const*, float*, int)", s + 20, 600, 2 * i + 1, "[1, 1, 1]"));
+    ev.push_back(launch(s + 30, 5, 2 * i + 2));
+    ev.push_back(kern("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>", s + 630, 10,
+                      2 * i + 2, "[16, 1, 1]"));
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev, top));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<Finding> f = diagnose(*t, {.only = {"hotspot"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].advice.starts_with("Give void mylayerNorm_backward_kernel")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "at least one block per SM: its grid is 1 block on a GPU of 108 SMs, so while it "
+                                    "runs at most 1 of them work"))
+      << f[0].advice;
+  ASSERT_NE(f[0].evidence.find("grid_blocks"), nullptr);
+  EXPECT_EQ(f[0].evidence.find("grid_blocks")->i, 1);
+  for (const char* rel : {"gpu/h100-torch-2.11/64_bf16_warm_eager.json", "gpu/h200-tprof/64_bf16_warm_eager.json"}) {
+    for (const Finding& g : run(rel, "hotspot")) EXPECT_FALSE(contains(g.advice, "block per SM")) << rel << g.advice;
+  }
+}
+
 }  // namespace
 }  // namespace tprof

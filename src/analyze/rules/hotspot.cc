@@ -39,6 +39,56 @@ constexpr double kSpreadFactor = 5.0;
 // The host's noise (slow later calls over their shapes' medians) is a
 // warning from this share of the window.
 constexpr double kNoiseWarnShare = 0.10;
+// A grid of at most 1/kUnderfilledFactor blocks per SM leaves most SMs idle.
+constexpr std::int64_t kUnderfilledFactor = 4;
+
+// The device's SM count from deviceProperties (the first device's), or 0.
+std::int64_t sm_count(const DiagnoseContext& c) {
+  const std::string_view props = c.trace.meta.top_level_json("deviceProperties");
+  const std::size_t k = props.find("\"numSms\"");
+  if (k == std::string_view::npos) return 0;
+  std::size_t i = props.find(':', k);
+  if (i == std::string_view::npos) return 0;
+  ++i;
+  while (i < props.size() && props[i] == ' ') ++i;
+  std::int64_t n = 0;
+  for (; i < props.size() && props[i] >= '0' && props[i] <= '9' && n < 1'000'000; ++i) n = n * 10 + (props[i] - '0');
+  return n;
+}
+
+// A kernel a library wrote (PyTorch's, cuBLAS/cuDNN/CUTLASS/NCCL's, Triton's
+// generated ones, ROCm's, the attention and MoE libraries'), by its name:
+// its launch shape is the library's choice for the problem, not the
+// program's.
+bool library_kernel(std::string_view name) {
+  for (std::string_view p : {"at::", "c10::", "cutlass", "cublas", "cudnn", "cudnn_", "nvjet", "xmma", "triton",
+                             "nccl", "rccl", "flash", "fmha", "Cijk_", "rocblas", "miopen", "ck::", "aiter", "vllm",
+                             "sglang", "flashinfer", "marlin", "machete", "sm80_", "sm90_", "sm100_", "ampere_",
+                             "volta_", "turing_", "maxwell_", "kepler_", "hopper_", "cub::", "thrust::", "fft",
+                             "gemv", "gemmk", "cask_", "implicit_convolve", "winograd", "apex", "transformer_engine",
+                             "te::", "deepspeed", "xformers", "mscclpp", "Memcpy", "Memset"}) {
+    if (name.find(p) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// The blocks of a launch shape ("grid [1, 1, 1] block [256, 1, 1]"), or 0.
+std::int64_t grid_blocks(std::string_view shape) {
+  const std::size_t g = shape.find("grid [");
+  if (g == std::string_view::npos) return 0;
+  std::int64_t blocks = 1, n = 0;
+  bool digit = false;
+  for (std::size_t i = g + 6; i < shape.size() && shape[i] != ']'; ++i) {
+    if (shape[i] >= '0' && shape[i] <= '9') {
+      n = std::min<std::int64_t>(n * 10 + (shape[i] - '0'), 1'000'000'000);
+      digit = true;
+    } else if (shape[i] == ',') {
+      blocks = sat_mul(blocks, n);
+      n = 0;
+    }
+  }
+  return digit ? sat_mul(blocks, n) : 0;
+}
 
 // "Dominates": at least half of the total (the H100 GEMMs hold 66% at 64×64
 // and 85% at 4096²; torch's table is sorted by this column for a reason).
@@ -815,6 +865,24 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                    "host" + (shapes ? "" : " (record_shapes=True tells different inputs from the host's noise)") +
                    ". Then: " + f.advice;
       }
+    }
+  }
+  // A kernel whose grid leaves most of the GPU's SMs idle while it runs:
+  // said first, whatever else the fix says (issue 38's fourteenth round: a
+  // custom LayerNorm backward, 91% of GPU time in one 256-thread block on
+  // a 108-SM A100, was told only that the host sets the pace).
+  // The program's own kernel only (no library's name in it): a library's
+  // grid follows the problem's size (a 64x64 GEMM's 8 blocks), which its
+  // own findings speak to.
+  if (device && !comm && !instances.empty() && c.kind(instances.front()) == EventKind::kKernel &&
+      !library_kernel(best->key)) {
+    const std::int64_t sms = sm_count(c);
+    const std::int64_t blocks = grid_blocks(c.launch_shape(instances.front()));
+    if (sms > 0 && blocks > 0 && sat_mul(blocks, kUnderfilledFactor) <= sms) {
+      f.evidence.num("grid_blocks", blocks).num("sms", sms);
+      f.advice = "Give " + name + " at least one block per SM: its grid is " + count_of(blocks, "block") +
+                 " on a GPU of " + std::to_string(sms) + " SMs, so while it runs at most " + std::to_string(blocks) +
+                 " of them work (spread the rows or elements over blocks, or a grid-stride loop). " + f.advice;
     }
   }
   // Where the time goes, not what a change would save: no impact (the
