@@ -204,7 +204,11 @@ std::string event_name_of(const Finding& f, std::string_view key) {
 // copy's is to fuse it into the GEMM (remove the copies).
 std::string whatif_for(const DiagnoseContext& c, const Cause& cause, const std::vector<Finding>& findings) {
   const Finding& a = findings[cause.anchor];
-  if (cause.id == "launch_overhead" || a.id == "overhead_bound") return "graph";
+  if (cause.id == "launch_overhead" || a.id == "overhead_bound") {
+    // One cold pass: no loop for a graph to replay (overhead_bound's one_pass).
+    if (a.evidence.find("one_pass") != nullptr) return "";
+    return "graph";
+  }
   if (a.id == "sync_api") {
     // Graph capture's warm-up syncs are one-time; a sync behind work that
     // waits on a dependency is fixed at the dependency, not at the call.

@@ -2834,5 +2834,33 @@ TEST(RulesTune38, AProgramsKernelThatLeavesMostSmsIdleIsToldSo) {
   }
 }
 
+// Issue 38's fourteenth round (second wave): one call of a custom
+// LayerNorm backward, 5 launches in 963 us, two of them first-call costs
+// (a 311 us allocation, a 222 us first launch), was told to replay a CUDA
+// graph, "159 us in the replay": there is no loop to replay.
+TEST(RulesTune38, OneColdPassIsNotALoopToReplay) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  ev.push_back(x("cpu_op", "aten::empty_strided", 1, 1, 0, 311));
+  for (int i = 0; i < 5; ++i) {
+    const double t0 = 320.0 + 120.0 * i;
+    ev.push_back(x("cpu_op", "aten::fill_", 1, 1, t0, 100));
+    ev.push_back(launch(t0 + 5, i == 0 ? 90 : 5, i + 1));
+    ev.push_back(kernel("k", 7, t0 + 100, 2, i + 1));
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<Finding> f = diagnose(*t, {.only = {"overhead_bound"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].advice.starts_with("Profile several warmed-up iterations before judging the launches: the trace holds "
+                                      "one pass of 5 launch calls"))
+      << f[0].advice;
+  EXPECT_EQ(f[0].impact_ns, 0);
+  // The blog's steps keep the graph.
+  const std::vector<Finding> g = run("gpu/h100-torch-2.11/64_bf16_warm_eager.json", "overhead_bound");
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_TRUE(g[0].advice.starts_with("Replay the step as a CUDA graph")) << g[0].advice;
+}
+
 }  // namespace
 }  // namespace tprof
