@@ -295,8 +295,8 @@ TEST(CausalGraph, ACallerWaitsForTheAutogradThreadsBackward) {
   }
   // A caller that goes on long after the work ends (560 us of 1.4 ms): the
   // hand-over alone (the backward began 30 us into the stretch), no return.
-  const std::vector<const CausalEdge*> late =
-      edges_of(build_causal_graph(parse(backward_on_another_thread(engine, 1500))), EdgeType::kThread);
+  const CausalGraph late_graph = build_causal_graph(parse(backward_on_another_thread(engine, 1500)));
+  const std::vector<const CausalEdge*> late = edges_of(late_graph, EdgeType::kThread);
   ASSERT_EQ(late.size(), 1u);
   EXPECT_EQ(late[0]->measured_ns, 30'000);
 }
