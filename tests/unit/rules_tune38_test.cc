@@ -2862,5 +2862,38 @@ TEST(RulesTune38, OneColdPassIsNotALoopToReplay) {
   EXPECT_TRUE(g[0].advice.starts_with("Replay the step as a CUDA graph")) << g[0].advice;
 }
 
+// Issue 38's fourteenth round (second wave): a BERT step's mid-step waits
+// were 24 in aten::embedding_dense_backward (PyTorch's own) and 10 in
+// input copies (aten::copy_ from pageable memory); it was told to drop
+// .item() from the loop, which had none. Three steps of 30 launches, a
+// copy_ and a backward op each waiting in the middle.
+TEST(RulesTune38, MidStepWaitsAreToldWhatEachOpNeeds) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  int id = 0;
+  for (int i = 0; i < 3; ++i) {
+    const double s = 10'000.0 * i;
+    ev.push_back(step(i + 1, s, 10'000));
+    for (int k = 0; k < 30; ++k) {
+      const double b = s + 100 + 300.0 * k;
+      ev.push_back(x("cpu_op", "aten::add", 1, 1, b, 250));
+      ev.push_back(launch(b + 10, 200, ++id));
+      ev.push_back(kernel("k", 7, b + 220, 5, id));
+      if (k == 10 || k == 20) {
+        const char* op = k == 10 ? "aten::copy_" : "aten::embedding_dense_backward";
+        ev.push_back(x("cpu_op", op, 1, 1, b + 240, 50));
+        ev.push_back(x("cuda_runtime", "cudaStreamSynchronize", 1, 1, b + 245, 40, corr(100'000 + id)));
+      }
+    }
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<Finding> f = diagnose(*t, {.only = {"overhead_bound"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(contains(f[0].advice, "pinned host memory and non_blocking=True for the copies (aten::copy_)")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "the backward ops that wait do so inside PyTorch")) << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "no .item()")) << f[0].advice;
+}
+
 }  // namespace
 }  // namespace tprof
