@@ -67,7 +67,13 @@ void EventSink::commit(PendingEvent& ev, std::int64_t src) {
     case 's': phase = Phase::kFlowStart; break;
     case 't': phase = Phase::kFlowStep; break;
     case 'f': phase = Phase::kFlowEnd; break;
-    case 'M': phase = Phase::kMetadata; break;
+    case 'M':
+      // A metadata record names a process or thread; the legacy array's
+      // default category is its ops' (Kineto's first traces, a bare array
+      // with "Operator" ops, hold process_name records without "cat").
+      phase = Phase::kMetadata;
+      if (ev.cat == default_cat_) ev.cat = kEmptyStr;
+      break;
     default:
       b_->diagnostics.add(DiagnosticCode::kUnknownPhase, src,
                           std::string("unsupported \"ph\" '") + (ev.ph >= 0x20 && ev.ph < 0x7f ? ev.ph : '?') +

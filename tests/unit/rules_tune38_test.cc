@@ -2895,5 +2895,32 @@ TEST(RulesTune38, MidStepWaitsAreToldWhatEachOpNeeds) {
   EXPECT_FALSE(contains(f[0].advice, "no .item()")) << f[0].advice;
 }
 
+// Issue 38's fourteenth round (second wave, scoring half, after its
+// figure): a BERT fp16 step of December 2020 clipped its gradients with
+// torch 1.x's clip_grad_norm_, a norm and a scaling per parameter (199 of
+// each, 164 ms of each 1.13 s step with the GPU idle), and the output named
+// only the per-parameter AdamW beside it. The clip's read-back of the total
+// norm (`if clip_coef < 1`) is counted apart: on the nn.DataParallel run it
+// waits 693 ms for the GPU's queue, which is not the clip's cost.
+const char* const kBertFp16 = "public/kineto_tb_plugin_test/bert_newAPI_fp16_worker0_round1.pt.trace.json.gz";
+
+TEST(RulesTune38, PerParameterGradientClippingIsNamed) {
+  const std::vector<Finding> f = run(kBertFp16, "per_param_grad_clip");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, FindingSeverity::kWarning);
+  EXPECT_TRUE(f[0].title.starts_with("Gradient clipping norms the gradients one parameter at a time: 199 norms per clip "
+                                     "(2 clips), 164.191 ms a clip on the host (131.0 us of it waiting for the GPU"))
+      << f[0].title;
+  EXPECT_EQ(f[0].evidence.find("scales")->i, 398);
+  EXPECT_EQ(f[0].evidence.find("gpu_idle_in_clip_ns")->i, 322'607'000);
+  EXPECT_TRUE(contains(f[0].advice, "clip_grad_norm_(parameters, max_norm, foreach=True)")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "apex.contrib.clip_grad.clip_grad_norm_")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "reads the total norm back")) << f[0].advice;
+  // No clip in these runs: a DDP ResNet, a TorchRec DLRM rank, a foreach SGD.
+  EXPECT_TRUE(run(kResnetDdp, "per_param_grad_clip").empty());
+  EXPECT_TRUE(run(kDlrmRank0, "per_param_grad_clip").empty());
+  EXPECT_TRUE(run("public/param/et_replay/tests/inputs/linear_kineto.json.gz", "per_param_grad_clip").empty());
+}
+
 }  // namespace
 }  // namespace tprof

@@ -34,6 +34,7 @@ std::span<const RuleInfo> all_rules() {
       {"eager_attention", rule_eager_attention},
       {"layout_conversion", rule_layout_conversion},
       {"per_param_optimizer", rule_per_param_optimizer},
+      {"per_param_grad_clip", rule_per_param_grad_clip},
       {"ddp_buffers", rule_ddp_buffers},
       {"train_mode_in_inference", rule_train_mode_in_inference},
       {"host_built_tensor", rule_host_built_tensor, kClaims},

@@ -70,6 +70,7 @@ void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_eager_attention(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_layout_conversion(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_per_param_optimizer(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_per_param_grad_clip(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_cpu_collectives(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_ddp_buffers(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>* out);
