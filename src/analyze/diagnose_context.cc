@@ -309,6 +309,26 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
     }
   }
   torch_ = t.meta.producer != Producer::kTprof || records_torch(t);
+  // Kineto's first category names ("Operator", "Runtime": PyTorch 1.8 and
+  // before; 1.9 renamed them cpu_op and cuda_runtime).
+  if (torch_) {
+    for (std::uint32_t e : host_ops) {
+      if (ev.kind[e] != EventKind::kCpuOp) continue;
+      torch_before_graphs_ = t.str(ev.cat[e]) == "Operator";
+      break;
+    }
+    // torch's recurrent layers (nn.GRU, nn.LSTM, nn.RNN), where Dynamo
+    // breaks its graph (torch._dynamo.config.allow_rnn is off by default).
+    for (std::uint32_t e : host_ops) {
+      if (ev.kind[e] != EventKind::kCpuOp) continue;
+      const std::string_view n = t.str(ev.name[e]);
+      if (n == "aten::gru" || n == "aten::lstm" || n == "aten::rnn_tanh" || n == "aten::rnn_relu" ||
+          n == "aten::_cudnn_rnn" || n == "aten::miopen_rnn") {
+        runs_rnn_ = true;
+        break;
+      }
+    }
+  }
   sort_by_time(ev.ts_ns, &runtime);
   sort_by_time(ev.ts_ns, &host_ops);
   sort_by_time(ev.ts_ns, &device_events);  // device activity starts at ts: by start, then index
@@ -396,6 +416,14 @@ std::string DiagnoseContext::schedule_call(std::int64_t active) const {
 }
 
 std::string DiagnoseContext::graph_how() const {
+  if (torch_before_graphs_) {
+    return "torch.cuda.graphs, from PyTorch 1.10: this trace's PyTorch, 1.8 or older by its Kineto event names, "
+           "has no graph capture";
+  }
+  if (torch_ && runs_rnn_) {
+    return "torch.cuda.graphs by hand: torch.compile breaks its graph at nn.GRU, nn.LSTM and nn.RNN, which the "
+           "trace runs, and replays only the pieces around them";
+  }
   if (torch_) return "torch.compile(mode=\"reduce-overhead\")";
   const std::string p = hip_ ? "hip" : "cuda";
   return p + "StreamBeginCapture/" + p + "StreamEndCapture once, then " + p + "GraphLaunch";
@@ -511,6 +539,7 @@ std::string DiagnoseContext::graph_blocker() const {
 }
 
 std::string DiagnoseContext::fuse_how() const {
+  if (torch_before_graphs_) return "apex's fused layers; torch.compile needs PyTorch 2.0";
   if (torch_) return "torch.compile";
   return hip_ ? "a fused kernel or a hipBLASLt epilogue" : "a fused kernel or a cuBLASLt epilogue";
 }

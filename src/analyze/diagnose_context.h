@@ -238,6 +238,17 @@ class DiagnoseContext {
   // names HIP's on ROCm traces and has_device() keeps GPU advice off
   // CPU-only ones.
   bool is_torch() const { return torch_; }
+  // Whether the trace comes from a PyTorch without graph capture or
+  // torch.compile: Kineto's first category names ("Operator", "Runtime"),
+  // which PyTorch 1.9 renamed. graph_how() and fuse_how() then name the
+  // upgrade (issue 38's fourteenth round: December 2020 BERT runs told to
+  // use torch.compile(mode="reduce-overhead")).
+  bool torch_before_graphs() const { return torch_before_graphs_; }
+  // Whether the trace runs torch's recurrent layers (aten::gru, aten::lstm,
+  // aten::rnn_*, cuDNN's or MIOpen's RNN op): torch.compile breaks its
+  // graph there, so graph_how() names capture by hand (issue 38's
+  // fourteenth round: a GRU's inference told to use reduce-overhead).
+  bool runs_rnn() const { return runs_rnn_; }
   // Recorded by tprof (its capture API or tprof record), not torch.profiler:
   // advice about the recording names tprof's settings.
   bool by_tprof() const { return trace.meta.producer == Producer::kTprof; }
@@ -342,6 +353,8 @@ class DiagnoseContext {
   CoverageIndex busy_all_;  // every device's activity, merged
   bool hip_ = false;
   bool torch_ = true;
+  bool torch_before_graphs_ = false;
+  bool runs_rnn_ = false;
   std::int64_t graph_launches_ = 0;
   std::int64_t graph_captures_ = 0;
   mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_,

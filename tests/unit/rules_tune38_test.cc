@@ -2922,5 +2922,52 @@ TEST(RulesTune38, PerParameterGradientClippingIsNamed) {
   EXPECT_TRUE(run("public/param/et_replay/tests/inputs/linear_kineto.json.gz", "per_param_grad_clip").empty());
 }
 
+// The same round: the December 2020 BERT runs were told to use
+// torch.compile(mode="reduce-overhead") and torch.compile's fusion, which
+// their PyTorch (1.8 or older: Kineto's first category names, "Operator"
+// and "Runtime") does not have. The blog's torch 2.11 runs keep them.
+TEST(RulesTune38, APyTorchWithoutGraphsIsToldToUpgradeForThem) {
+  const std::vector<Finding> f = run(kBertFp16, "overhead_bound");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(contains(f[0].advice, "torch.cuda.graphs, from PyTorch 1.10: this trace's PyTorch, 1.8 or older")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "torch.compile needs PyTorch 2.0")) << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "reduce-overhead")) << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "torch.compile breaks its graph")) << f[0].advice;
+  const std::vector<Finding> g = run("gpu/h100-torch-2.11/64_bf16_warm_eager.json", "overhead_bound");
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_TRUE(contains(g[0].advice, "torch.compile(mode=\"reduce-overhead\")")) << g[0].advice;
+}
+
+// The same round: a GRU's inference, launch-bound, was told to replay its
+// step with torch.compile(mode="reduce-overhead"), which breaks its graph at
+// nn.GRU (Dynamo's allow_rnn is off by default) and replays only the pieces
+// around it. Three steps of 30 launches, one of them under aten::gru.
+TEST(RulesTune38, ARecurrentLayerIsCapturedByHand) {
+  using namespace tprof::testing;
+  auto advice = [](const char* op) {
+    std::vector<std::string> ev;
+    int id = 0;
+    for (int i = 0; i < 3; ++i) {
+      const double s = 10'000.0 * i;
+      ev.push_back(step(i + 1, s, 10'000));
+      for (int k = 0; k < 30; ++k) {
+        const double b = s + 100 + 300.0 * k;
+        ev.push_back(x("cpu_op", k == 5 ? op : "aten::add", 1, 1, b, 250));
+        ev.push_back(launch(b + 10, 200, ++id));
+        ev.push_back(kernel("k", 7, b + 220, 5, id));
+      }
+    }
+    Result<Trace> t = read_trace_bytes(doc(ev));
+    EXPECT_TRUE(t);
+    const std::vector<Finding> f = t ? diagnose(*t, {.only = {"overhead_bound"}}).findings : std::vector<Finding>{};
+    return f.size() == 1 ? f[0].advice : std::string();
+  };
+  const std::string gru = advice("aten::gru");
+  EXPECT_TRUE(contains(gru, "torch.cuda.graphs by hand: torch.compile breaks its graph at nn.GRU, nn.LSTM and nn.RNN"))
+      << gru;
+  EXPECT_FALSE(contains(gru, "reduce-overhead")) << gru;
+  EXPECT_TRUE(contains(advice("aten::mul"), "torch.compile(mode=\"reduce-overhead\"), or torch.cuda.graphs by hand"));
+}
+
 }  // namespace
 }  // namespace tprof
