@@ -144,6 +144,22 @@ TEST(Causes, AnOverheadBoundVerdictGathersTheSymptomsWithoutTheirAnchor) {
   EXPECT_EQ(ids_of(fs, cs[0]), (std::vector<std::string>{"low_gpu_utilization", "kernel_gap", "kernel_gap"}));
 }
 
+// Issue 38's fourteenth round: a Mamba-3 decode step's "cudaLaunchKernel
+// called 350 times ... up to 393 us a step" repeated the launch-overhead
+// cause's fix with a smaller saving beside it. The launch calls counted are
+// the cause's; another op called many times is not.
+TEST(Causes, TheLaunchCallsCountedJoinTheLaunchOverheadCause) {
+  std::vector<Finding> fs;
+  fs.push_back(finding("overhead_bound", kWarn, 1000));
+  fs.push_back(finding("many_calls", kWarn, 390, Evidence().text("key", "cudaLaunchKernel")));
+  fs.push_back(finding("many_calls", kWarn, 200, Evidence().text("key", "aten::to")));
+  const std::vector<Cause> cs = internal::group_causes(fs, 1);
+  ASSERT_EQ(cs.size(), 2u);
+  EXPECT_EQ(cs[0].id, "launch_overhead");
+  EXPECT_EQ(ids_of(fs, cs[0]), (std::vector<std::string>{"overhead_bound", "many_calls"}));
+  EXPECT_EQ(cs[1].id, "many_calls");
+}
+
 TEST(Causes, ComputeAndHiddenCopyGroups) {
   std::vector<Finding> fs;
   fs.push_back(finding("hidden_memcpy", kWarn, 380));
