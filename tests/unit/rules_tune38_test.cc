@@ -1334,6 +1334,43 @@ TEST(RulesTune38, AnElementwiseKernelBetweenCopiesHasNothingToFuseWith) {
   EXPECT_TRUE(contains(fused[0].advice, "Fuse aten::pow into the kernel that produces its input")) << fused[0].advice;
 }
 
+// Issue 38's fourteenth round (second wave, scoring half, after its
+// figure): a Mamba-3 decode step's multiplies of 2K-element tensors, 5.5 us
+// and 75 KB a call, were read as 0.9% of the A100's bandwidth and blamed on
+// strided inputs or clocks while the GPU idled 88%. Small tensors are the
+// kernel's fixed cost: silent while the GPU idles (launch overhead's), the
+// fixed cost named where it is busy. 64 x 64 fp32 multiplies (3 x 16 KiB).
+TEST(RulesTune38, AnElementwiseKernelOnSmallTensorsIsItsFixedCost) {
+  using namespace tprof::testing;
+  auto findings = [](double gemm_us) {
+    std::vector<std::string> ev;
+    const std::string shapes = R"("Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"])";
+    for (int i = 0; i < 3; ++i) {
+      const double b = 3'000.0 * i;
+      const int id = 10 + 3 * i;
+      ev.push_back(step(i + 1, b, 2'900));
+      ev.push_back(x("cpu_op", "aten::mm", 1, 1, b + 10, 10));
+      ev.push_back(launch(b + 12, 5, id + 1));
+      ev.push_back(kernel("ampere_sgemm_128x64_nn", 7, b + 20, gemm_us, id + 1));
+      for (int k = 0; k < 40; ++k) {
+        const double o = b + 30 + 10.0 * k;
+        ev.push_back(x("cpu_op", "aten::mul", 1, 1, o, 8, shapes));
+        ev.push_back(launch(o + 2, 4, id + 100 * (k + 1)));
+        ev.push_back(kernel("vectorized_elementwise_kernel<4, MulFunctor<float>>", 7, b + 25 + gemm_us + 6.0 * k, 6,
+                            id + 100 * (k + 1)));
+      }
+    }
+    Result<Trace> t = read_trace_bytes(doc(ev));
+    EXPECT_TRUE(t);
+    return t ? diagnose(*t, {.only = {"memory_bound_elementwise"}}).findings : std::vector<Finding>{};
+  };
+  EXPECT_TRUE(findings(100).empty());  // the GPU busy ~12% of each step
+  const std::vector<Finding> busy = findings(1'500);  // busy ~60%
+  ASSERT_EQ(busy.size(), 1u);
+  EXPECT_TRUE(busy[0].advice.starts_with("Each call moves 48.0 KiB: its 6.0 us is a kernel's fixed cost")) << busy[0].advice;
+  EXPECT_FALSE(contains(busy[0].advice, "strided")) << busy[0].advice;
+}
+
 TEST(RulesTune38, TheBusyShareAfterTheLeadCountsEveryStepsWork) {
   // The round's lecture toy: step 2's draw comes before any device work;
   // step 3's lies behind step 2's tail on the device, so only step 2 has a

@@ -51,10 +51,24 @@ constexpr double kImplausibleOfPeak = 1.5;
 // optimizer adds called memory-bound; their fix is fewer launches, the
 // per_param_optimizer and launch-overhead findings).
 constexpr std::int64_t kMinMeanNs = 5'000;
+// A kernel whose instances move under this many bytes each is latency-bound
+// too: at any HBM rate here its traffic takes well under a microsecond, and
+// its time is a kernel's fixed cost on a few blocks (issue 38's fourteenth
+// round: a Mamba-3 decode step's multiplies of 2K-element tensors, 75 KB
+// and 5.5 us a call, read as 0.9% of the A100's bandwidth and blamed on
+// strided inputs or clocks).
+constexpr double kMinBytesPerCall = 1 << 20;
 // At most this many kernels are named.
 constexpr std::size_t kMaxFindings = 3;
 // Below this GPU busy share the kernels are off the step's critical path.
 constexpr double kMinBusyShare = 0.5;
+
+// Under a MiB: "75.1 KiB".
+std::string kib_text(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f KiB", bytes / 1024.0);
+  return b;
+}
 
 std::string gbps_text(double gbps) {
   char b[32];
@@ -147,6 +161,12 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     // 5080's bandwidth was told to fuse into the kernel producing its
     // input); per_param_optimizer speaks for optimizers.
     if (k.name.find("multi_tensor_apply_kernel") != std::string::npos) continue;
+    // Small tensors: the kernel's fixed cost, not its bytes. While the GPU
+    // mostly idles that is the launch-overhead finding's (fewer, larger
+    // launches); on a busy GPU the fusion below removes it.
+    const double bytes_per_call = k.sized_count > 0 ? k.bytes / static_cast<double>(k.sized_count) : 0;
+    const bool small = k.sized_count > 0 && k.bytes > 0 && bytes_per_call < kMinBytesPerCall;
+    if (small && busy_share < kMinBusyShare) continue;
     ++fired;
     Finding f;
     f.id = "memory_bound_elementwise";
@@ -187,6 +207,7 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
         .real("gpu_time_pct", 100.0 * share);
     if (sized) {
       f.evidence.real("achieved_gbps", k.gbps()).num("sized_count", k.sized_count);
+      f.evidence.num("bytes_per_call", static_cast<std::int64_t>(bytes_per_call));
       if (eff.peak != nullptr) f.evidence.real("peak_gbps", eff.peak->hbm_gbps).real("pct_of_peak", 100.0 * k.gbps() / eff.peak->hbm_gbps);
     }
     if (fill) {
@@ -204,7 +225,10 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     // Far below the ceiling the traffic does not explain its time: say what
     // does, before the fusion that removes it either way.
     const std::string why_slow =
-        far_below ? "At " + format_pct(100.0 * k.gbps() / eff.peak->hbm_gbps) +
+        small ? "Each call moves " + kib_text(bytes_per_call) +
+                    ": its " + format_ns(time_ns / count) +
+                    " is a kernel's fixed cost (launch, ramp-up on a few blocks), not memory traffic. "
+        : far_below ? "At " + format_pct(100.0 * k.gbps() / eff.peak->hbm_gbps) +
                         " of the HBM bandwidth its time is not the traffic alone: at " + format_ns(time_ns / count) +
                         " a launch, a launch's fixed cost is part of it; strided or broadcast inputs, or a GPU "
                         "below its clocks (nvidia-smi -q -d CLOCK,PERFORMANCE: power and thermal limits), take "
@@ -217,7 +241,7 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
                              : std::string("(after a GEMM, ") + (c.is_hip() ? "hipBLASLt" : "cuBLASLt") +
                                    "'s epilogue: D = A·B + C with C as its own input, or a bias epilogue; else one "
                                    "fused kernel for the chain).") +
-               (far_below ? std::string(" Fusing removes its launch and its round trip to memory.")
+               (small || far_below ? std::string(" Fusing removes its launch and its round trip to memory.")
                           : std::string(" An elementwise kernel does about one operation per element it loads, so its "
                                         "time is memory traffic: only fewer round trips to memory make it faster."));
     settle(f, time_ns);
