@@ -282,10 +282,13 @@ TEST(RulesPrecision, KernelLaunchStatsCountsNoIdleAnotherCauseClaims) {
     bool shares_idle_with_another_cause;
     std::int64_t counted_ns;  // 0: not checked
   };
-  const char* const resnet = "public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.pt.trace.json.gz";
+  const char* const flowsim = "public/flowsim/test_trace_excerpt.trace.json.gz";
   const char* const linear = "public/param/et_replay/tests/inputs/linear_kineto.json.gz";
-  // resnet50: 56.651 ms before, 35.1 ms of it kernel_gap's zero_grad gaps.
-  for (const Case& k : {Case{resnet, true, 21'545'000}, Case{linear, true, 0},
+  // The V100 ResNet50 sample, which this test read first (56.651 ms, 35.1 ms
+  // of it kernel_gap's zero_grad gaps), is silent since issue 38's
+  // fourteenth round: 19% of its short kernels on an idle stream, the rest
+  // behind a 5.2 ms queue (RulesTune38's deep-queue case).
+  for (const Case& k : {Case{flowsim, true, 0}, Case{linear, true, 0},
                         Case{"gpu/h100-torch-2.11/64_bf16_warm_eager.json", false, 0},
                         Case{"gpu/h100-tprof/64_bf16_warm_compile.json", false, 0}}) {
     SCOPED_TRACE(k.trace);
@@ -326,7 +329,7 @@ TEST(RulesPrecision, KernelLaunchStatsCountsNoIdleAnotherCauseClaims) {
       const bool with_utilization = std::any_of(c.findings.begin(), c.findings.end(), [&](std::size_t i) {
         return d.findings[i].id == "low_gpu_utilization";
       });
-      EXPECT_EQ(c.id == "launch_overhead", k.trace != resnet) << c.id;
+      EXPECT_EQ(c.id == "launch_overhead", k.trace != flowsim) << c.id;
       if (k.trace == linear) {
         EXPECT_TRUE(with_utilization);
       }

@@ -3065,5 +3065,20 @@ TEST(RulesTune38, AnEstimatedSavingSaysItsSpeedUp) {
   EXPECT_FALSE(contains(text, "fix (up to 287.683 ms)")) << text;
 }
 
+// The same round: an H200 attention call's 55 short kernels, 7 of them on
+// an idle stream after host Python and pageable copies and the rest behind a
+// 2 ms queue, were told "the host sets the pace" and to replay a graph,
+// beside a compute-bound verdict. A quarter of the short kernels must run on
+// an idle stream; the V100 ResNet50 sample's 19% behind a 5.2 ms queue is
+// silent too, the event replay's launch-bound loop is not.
+TEST(RulesTune38, ShortKernelsBehindADeepQueueAreNotTheHostsPace) {
+  EXPECT_TRUE(run("public/sparse_attention_hub/masker_call_h200.json.gz", "kernel_launch_stats").empty());
+  EXPECT_TRUE(
+      run("public/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.pt.trace.json.gz",
+          "kernel_launch_stats")
+          .empty());
+  EXPECT_EQ(run("public/param/et_replay/tests/inputs/linear_kineto.json.gz", "kernel_launch_stats").size(), 1u);
+}
+
 }  // namespace
 }  // namespace tprof
