@@ -391,10 +391,29 @@ std::string cpu_kinds(const DiagnoseContext& c) {
   for (std::uint32_t e : c.host_ops) {
     if (c.kind(e) == EventKind::kUserAnnotation) scopes.insert(c.name(e));
   }
+  // The legacy autograd profiler before ATen's names (torch 1.5 and
+  // before: "addmm", "embedding_bag", no namespace anywhere) wrote its ops
+  // bare: there a name without "::" is an op, not a scope (issue 38's
+  // fourteenth round: a 2020 CPU DLRM's addmm and _embedding_bag read as
+  // "scopes' own time" for 99.9% of Self CPU).
+  bool bare = true, any_op = false;
+  for (const StatRow& r : c.averages()) {
+    if (r.is_device) continue;
+    if (r.key.find("::") != std::string::npos) bare = false;
+    if (is_matrix_product_op(r.key) || is_elementwise_op("aten::" + r.key)) any_op = true;
+  }
+  bare = bare && any_op;
   std::map<std::string, std::int64_t> by;
   std::map<std::string, std::int64_t> custom_ns;  // namespace -> Self CPU of its ops
-  for (const StatRow& r : c.averages()) {
-    if (r.is_device || r.self_cpu_time_total_ns <= 0) continue;
+  for (const StatRow& r0 : c.averages()) {
+    if (r0.is_device || r0.self_cpu_time_total_ns <= 0) continue;
+    StatRow named;
+    const bool as_op = bare && scopes.count(r0.key) == 0 && !is_profiler_step(r0.key);
+    if (as_op) {
+      named = r0;
+      named.key = "aten::" + r0.key;
+    }
+    const StatRow& r = as_op ? named : r0;
     const std::string n = ascii_lower(r.key);
     const std::string_view v = n;
     const std::string_view op = v.find("::") == std::string_view::npos ? v : v.substr(v.find("::") + 2);

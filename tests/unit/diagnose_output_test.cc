@@ -406,7 +406,7 @@ TEST(ReviewRound3, CountsReadAsEnglish) {
   EXPECT_EQ(vecadd.find("in the window launches"), std::string::npos) << vecadd;
   EXPECT_NE(logical_line(vecadd, "     fix (up to 219.2 us)").find("(200 launches in the window)"), std::string::npos)
       << vecadd;
-  for (const char* rel : {"torch-1.13/blog/64_bf16_cold_eager.json", "torch-1.13/threads/threads.kineto.json"}) {
+  for (const char* rel : {"torch-1.13/blog/64_bf16_cold_eager.json", "public/dlrm_legacy/dlrm_s_pytorch_cpu_2020.json.gz"}) {
     const std::string text = default_text(rel);
     EXPECT_NE(text.find("Top causes (1 of 1, 1 finding)"), std::string::npos) << text;
   }

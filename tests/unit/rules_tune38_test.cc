@@ -3080,5 +3080,34 @@ TEST(RulesTune38, ShortKernelsBehindADeepQueueAreNotTheHostsPace) {
   EXPECT_EQ(run("public/param/et_replay/tests/inputs/linear_kineto.json.gz", "kernel_launch_stats").size(), 1u);
 }
 
+// The same round: a 2020 CPU DLRM in the legacy autograd profiler's format
+// (no category, no namespace: "addmm", "embedding_bag") printed "No
+// findings" and read 99.9% of its Self CPU as "scopes' own time": its ops
+// ran 39.9% of 33.5 ms, and most of the rest was Python building each
+// iteration's inputs between them.
+const char* const kDlrmLegacy = "public/dlrm_legacy/dlrm_s_pytorch_cpu_2020.json.gz";
+
+TEST(RulesTune38, ACpuProgramsTimeBetweenOpsIsNamed) {
+  const std::vector<Finding> f = run(kDlrmLegacy, "cpu_between_ops");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].title.starts_with("No thread runs a recorded op or scope for 41.3% of the program's span (13.829 ms "
+                                     "of 33.499 ms, in 184 stretches of 20.0 us or more"))
+      << f[0].title;
+  EXPECT_TRUE(contains(f[0].advice, "with_stack=True")) << f[0].advice;
+  // The verdict reads the bare names as ops.
+  const Trace t = load(kDlrmLegacy);
+  const Diagnosis d = diagnose(t);
+  const std::string text = format_diagnosis_text(t, d, DiagnoseFormat{});
+  EXPECT_TRUE(contains(text, "Self CPU by kind: indexing/gather/concatenation 37.8%,")) << text;
+  EXPECT_TRUE(contains(text, "matrix products/convolutions 29.2%")) << text;
+  EXPECT_FALSE(contains(text, "scopes' own time")) << text;
+  // Silent where scopes name the time (a DataLoader's __next__) or the ops
+  // fill it: CPU-only runs of every kind.
+  for (const char* rel : {"public/dtu_mlops/resnet18_cpu_trace.json.gz", "public/dtu_mlops/resnet34_cpu_10iter.pt.trace.json.gz",
+                          "public/dtu_mlops/vae_profile_train.pt.trace.json.gz", kParTOnCpu, "torch-1.13/mlp/cycle0.kineto.json"}) {
+    EXPECT_TRUE(run(rel, "cpu_between_ops").empty()) << rel;
+  }
+}
+
 }  // namespace
 }  // namespace tprof

@@ -51,6 +51,7 @@ std::span<const RuleInfo> all_rules() {
       {"device_activity_missing", rule_device_activity_missing},
       {"model_on_cpu", rule_model_on_cpu},
       {"cpu_collectives", rule_cpu_collectives},
+      {"cpu_between_ops", rule_cpu_between_ops},
       {"dropped_events", rule_dropped_events},
       {"overlapping_kernels", rule_overlapping_kernels},
       {"unmatched_flows", rule_unmatched_flows},

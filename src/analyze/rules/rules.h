@@ -72,6 +72,7 @@ void rule_layout_conversion(const DiagnoseContext& c, std::vector<Finding>* out)
 void rule_per_param_optimizer(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_per_param_grad_clip(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_cpu_collectives(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_cpu_between_ops(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_ddp_buffers(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_model_on_cpu(const DiagnoseContext& c, std::vector<Finding>* out);
