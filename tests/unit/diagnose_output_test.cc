@@ -160,6 +160,22 @@ TEST(Causes, TheLaunchCallsCountedJoinTheLaunchOverheadCause) {
   EXPECT_EQ(cs[1].id, "many_calls");
 }
 
+// The same round: one cold pass of a custom LayerNorm backward, told to
+// profile warmed-up iterations (the launch-overhead cause, a warning that
+// saves nothing), was the first card above its one-block kernel. Notes on
+// the recording come after the fixes.
+TEST(Causes, NotesOnTheRecordingComeAfterTheFixes) {
+  std::vector<Finding> fs;
+  fs.push_back(finding("overhead_bound", kWarn, 0, Evidence().text("one_pass", "yes")));
+  fs.push_back(finding("hotspot", kInfo, 0, Evidence().text("column", "self_cuda")));
+  fs.push_back(finding("kernel_variance", kInfo, 50, Evidence().num("nothing_to_act_on", 1)));
+  const std::vector<Cause> cs = internal::group_causes(fs, 1);
+  ASSERT_EQ(cs.size(), 3u);
+  EXPECT_EQ(cs[0].id, "hotspot");
+  EXPECT_EQ(cs[1].id, "kernel_variance");
+  EXPECT_EQ(cs[2].id, "launch_overhead");
+}
+
 TEST(Causes, ComputeAndHiddenCopyGroups) {
   std::vector<Finding> fs;
   fs.push_back(finding("hidden_memcpy", kWarn, 380));

@@ -2911,7 +2911,10 @@ TEST(RulesTune38, OneColdPassIsNotALoopToReplay) {
 // input copies (aten::copy_ from pageable memory); it was told to drop
 // .item() from the loop, which had none. Three steps of 30 launches, a
 // copy_ and a backward op each waiting in the middle.
-TEST(RulesTune38, MidStepWaitsAreToldWhatEachOpNeeds) {
+// Three 10 ms steps of 30 launch-bound ops (250 us of host, 5 us kernels),
+// the sixth of each step `sixth`; with `waits`, a copy_ and a backward op
+// that synchronize after the 11th and the 21st.
+std::vector<std::string> launch_bound_steps(const char* sixth, bool waits) {
   using namespace tprof::testing;
   std::vector<std::string> ev;
   int id = 0;
@@ -2920,16 +2923,22 @@ TEST(RulesTune38, MidStepWaitsAreToldWhatEachOpNeeds) {
     ev.push_back(step(i + 1, s, 10'000));
     for (int k = 0; k < 30; ++k) {
       const double b = s + 100 + 300.0 * k;
-      ev.push_back(x("cpu_op", "aten::add", 1, 1, b, 250));
+      ev.push_back(x("cpu_op", k == 5 ? sixth : "aten::add", 1, 1, b, 250));
       ev.push_back(launch(b + 10, 200, ++id));
       ev.push_back(kernel("k", 7, b + 220, 5, id));
-      if (k == 10 || k == 20) {
+      if (waits && (k == 10 || k == 20)) {
         const char* op = k == 10 ? "aten::copy_" : "aten::embedding_dense_backward";
         ev.push_back(x("cpu_op", op, 1, 1, b + 240, 50));
         ev.push_back(x("cuda_runtime", "cudaStreamSynchronize", 1, 1, b + 245, 40, corr(100'000 + id)));
       }
     }
   }
+  return ev;
+}
+
+TEST(RulesTune38, MidStepWaitsAreToldWhatEachOpNeeds) {
+  using namespace tprof::testing;
+  const std::vector<std::string> ev = launch_bound_steps("aten::add", /*waits=*/true);
   Result<Trace> t = read_trace_bytes(doc(ev));
   ASSERT_TRUE(t) << t.error().to_string();
   const std::vector<Finding> f = diagnose(*t, {.only = {"overhead_bound"}}).findings;
@@ -2989,19 +2998,7 @@ TEST(RulesTune38, APyTorchWithoutGraphsIsToldToUpgradeForThem) {
 TEST(RulesTune38, ARecurrentLayerIsCapturedByHand) {
   using namespace tprof::testing;
   auto advice = [](const char* op) {
-    std::vector<std::string> ev;
-    int id = 0;
-    for (int i = 0; i < 3; ++i) {
-      const double s = 10'000.0 * i;
-      ev.push_back(step(i + 1, s, 10'000));
-      for (int k = 0; k < 30; ++k) {
-        const double b = s + 100 + 300.0 * k;
-        ev.push_back(x("cpu_op", k == 5 ? op : "aten::add", 1, 1, b, 250));
-        ev.push_back(launch(b + 10, 200, ++id));
-        ev.push_back(kernel("k", 7, b + 220, 5, id));
-      }
-    }
-    Result<Trace> t = read_trace_bytes(doc(ev));
+    Result<Trace> t = read_trace_bytes(doc(launch_bound_steps(op, /*waits=*/false)));
     EXPECT_TRUE(t);
     const std::vector<Finding> f = t ? diagnose(*t, {.only = {"overhead_bound"}}).findings : std::vector<Finding>{};
     return f.size() == 1 ? f[0].advice : std::string();
@@ -3107,6 +3104,16 @@ TEST(RulesTune38, ACpuProgramsTimeBetweenOpsIsNamed) {
                           "public/dtu_mlops/vae_profile_train.pt.trace.json.gz", kParTOnCpu, "torch-1.13/mlp/cycle0.kineto.json"}) {
     EXPECT_TRUE(run(rel, "cpu_between_ops").empty()) << rel;
   }
+}
+
+// The same round: the H200 attention call's outer annotation, one call of
+// 6.4 ms in a 7.0 ms trace, was told "the cost is in iteration_0", its
+// children being the whole run's. One call that wraps the recording names
+// no part of it; scopes called in every step still do.
+TEST(RulesTune38, AScopeWrappingTheRecordingNamesNoPartOfIt) {
+  EXPECT_TRUE(run("public/sparse_attention_hub/masker_call_h200.json.gz", "cost_in_children").empty());
+  EXPECT_TRUE(run("public/ai_performance_engineering/b200_training_step.json.gz", "cost_in_children").empty());
+  EXPECT_EQ(run("public/hta/trace_filter/sampled_rank-0.json.gz", "cost_in_children").size(), 1u);
 }
 
 }  // namespace
