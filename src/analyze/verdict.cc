@@ -408,7 +408,7 @@ std::string cpu_kinds(const DiagnoseContext& c) {
   for (const StatRow& r0 : c.averages()) {
     if (r0.is_device || r0.self_cpu_time_total_ns <= 0) continue;
     StatRow named;
-    const bool as_op = bare && scopes.count(r0.key) == 0 && !is_profiler_step(r0.key);
+    const bool as_op = bare && scopes.count(r0.key) == 0 && !is_profiler_step(r0.key) && !autograd_node(r0.key);
     if (as_op) {
       named = r0;
       named.key = "aten::" + r0.key;

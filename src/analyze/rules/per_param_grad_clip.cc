@@ -149,7 +149,7 @@ void rule_per_param_grad_clip(const DiagnoseContext& c, std::vector<Finding>* ou
   std::size_t norms = 0, scales = 0, reads = 0;
   for (const Clip& k : clips) {
     sat_acc(span_ns, k.end - k.start);
-    sat_acc(idle_ns, (k.end - k.start) - c.device_busy_ns(-1, k.start, k.end));
+    sat_acc(idle_ns, sat_sub(k.end - k.start, c.device_busy_ns(-1, k.start, k.end)));
     norms += k.norms;
     scales += k.scales;
     reads += k.reads_back ? 1 : 0;
