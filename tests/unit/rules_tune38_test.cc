@@ -1426,7 +1426,7 @@ TEST(RulesTune38, UtilizationLeftOverByEarlierFindingsIsInfoAndSaysSo) {
   const std::int64_t before = it->evidence.find("claimed_before_ns")->i;
   const std::int64_t idle = it->evidence.find("gpu_idle_ns")->i;
   EXPECT_GE(10 * before, 9 * idle);
-  EXPECT_TRUE(it->advice.starts_with("The findings above account for")) << it->advice;
+  EXPECT_TRUE(it->advice.starts_with("The other findings account for")) << it->advice;
   // What is left, 59.8 us of a 4.4 ms window (1.4%), keeps its fix.
   EXPECT_TRUE(contains(it->advice, "Of the rest in the steps (59.8 us), mostly host work")) << it->advice;
   // Where it holds the idle time itself, it stays a warning (the blog's
@@ -1777,7 +1777,7 @@ TEST(RulesTune38, LowUtilizationLeavesTheDataLoadersWaitToItsFinding) {
   const std::vector<Finding> f = diagnose(parse(testing::doc(ev)), {.only = {"low_gpu_utilization"}}).findings;
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, FindingSeverity::kInfo);
-  EXPECT_TRUE(f[0].advice.starts_with("The DataLoader's wait and the findings above account for")) << f[0].advice;
+  EXPECT_TRUE(f[0].advice.starts_with("The DataLoader's wait and the other findings account for")) << f[0].advice;
   const Evidence::Field* loader = f[0].evidence.find("dataloader_idle_ns");
   ASSERT_NE(loader, nullptr);
   EXPECT_GT(loader->i, 3 * 7'000'000);
@@ -3114,6 +3114,20 @@ TEST(RulesTune38, AScopeWrappingTheRecordingNamesNoPartOfIt) {
   EXPECT_TRUE(run("public/sparse_attention_hub/masker_call_h200.json.gz", "cost_in_children").empty());
   EXPECT_TRUE(run("public/ai_performance_engineering/b200_training_step.json.gz", "cost_in_children").empty());
   EXPECT_EQ(run("public/hta/trace_filter/sampled_rank-0.json.gz", "cost_in_children").size(), 1u);
+}
+
+// The same round: a DDP rank's "GPU 0 runs kernels 47.0% of the steps'
+// span" was 96% an all-reduce waiting for the other rank, its compute
+// 4.4%. Where collectives hold most of the kernel time the title says so.
+TEST(RulesTune38, ALowUtilizationSaysWhenCollectivesHoldIt) {
+  const std::vector<Finding> f = run(kDlrmRank0, "low_gpu_utilization");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(contains(f[0].title, "runs kernels 45.5% of the steps' span (14.455 ms), 88.2% of it collectives (busy "
+                                   "while they wait for peers)"))
+      << f[0].title;
+  const std::vector<Finding> g = run("gpu/h100-torch-2.11/64_bf16_warm_eager.json", "low_gpu_utilization");
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_FALSE(contains(g[0].title, "collectives")) << g[0].title;
 }
 
 }  // namespace
