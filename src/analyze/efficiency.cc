@@ -545,6 +545,7 @@ TensorCores tensor_cores(const Trace& t) {
   if (const JsonValue* name = d.find("name"); name != nullptr && name->is_string()) tc.device = name->text();
   tc.major = num("computeMajor");
   tc.minor = num("computeMinor");
+  tc.num_sms = num("numSms");
   if (tc.major < 0 || tc.minor < 0) return tc;
   tc.known = true;
   // ROCm reports the gfx architecture as the compute capability (gfx90a:
@@ -553,7 +554,7 @@ TensorCores tensor_cores(const Trace& t) {
   // matrix cores: 9.0 needs MI100/MI200's CU count.
   tc.amd = has(tc.device, "AMD") || has(tc.device, "Instinct") || has(tc.device, "Radeon");
   if (tc.amd) {
-    const bool matrix = tc.major == 9 && ((tc.minor == 0 && num("numSms") >= 104) || tc.minor >= 4);
+    const bool matrix = tc.major == 9 && ((tc.minor == 0 && tc.num_sms >= 104) || tc.minor >= 4);
     tc.fp16 = tc.bf16 = matrix;
     return tc;
   }

@@ -140,6 +140,7 @@ struct TensorCores {
   bool amd = false;
   std::string device;          // the name deviceProperties gives
   std::int64_t major = -1, minor = -1;
+  std::int64_t num_sms = -1;   // its numSms (CUs on ROCm), -1 when not given
   bool fp16 = false, bf16 = false, tf32 = false;
 };
 TensorCores tensor_cores(const Trace& t);

@@ -42,20 +42,6 @@ constexpr double kNoiseWarnShare = 0.10;
 // A grid of at most 1/kUnderfilledFactor blocks per SM leaves most SMs idle.
 constexpr std::int64_t kUnderfilledFactor = 4;
 
-// The device's SM count from deviceProperties (the first device's), or 0.
-std::int64_t sm_count(const DiagnoseContext& c) {
-  const std::string_view props = c.trace.meta.top_level_json("deviceProperties");
-  const std::size_t k = props.find("\"numSms\"");
-  if (k == std::string_view::npos) return 0;
-  std::size_t i = props.find(':', k);
-  if (i == std::string_view::npos) return 0;
-  ++i;
-  while (i < props.size() && props[i] == ' ') ++i;
-  std::int64_t n = 0;
-  for (; i < props.size() && props[i] >= '0' && props[i] <= '9' && n < 1'000'000; ++i) n = n * 10 + (props[i] - '0');
-  return n;
-}
-
 // A kernel a library wrote (PyTorch's, cuBLAS/cuDNN/CUTLASS/NCCL's, Triton's
 // generated ones, ROCm's, the attention and MoE libraries'), by its name:
 // its launch shape is the library's choice for the problem, not the
@@ -876,7 +862,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
   // own findings speak to.
   if (device && !comm && !instances.empty() && c.kind(instances.front()) == EventKind::kKernel &&
       !library_kernel(best->key)) {
-    const std::int64_t sms = sm_count(c);
+    const std::int64_t sms = tensor_cores(c.trace).num_sms;
     const std::int64_t blocks = grid_blocks(c.launch_shape(instances.front()));
     if (sms > 0 && blocks > 0 && sat_mul(blocks, kUnderfilledFactor) <= sms) {
       f.evidence.num("grid_blocks", blocks).num("sms", sms);
