@@ -321,9 +321,9 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
     // breaks its graph (torch._dynamo.config.allow_rnn is off by default).
     for (std::uint32_t e : host_ops) {
       if (ev.kind[e] != EventKind::kCpuOp) continue;
-      const std::string_view n = t.str(ev.name[e]);
-      if (n == "aten::gru" || n == "aten::lstm" || n == "aten::rnn_tanh" || n == "aten::rnn_relu" ||
-          n == "aten::_cudnn_rnn" || n == "aten::miopen_rnn") {
+      const std::string_view op = t.str(ev.name[e]);
+      if (op == "aten::gru" || op == "aten::lstm" || op == "aten::rnn_tanh" || op == "aten::rnn_relu" ||
+          op == "aten::_cudnn_rnn" || op == "aten::miopen_rnn") {
         runs_rnn_ = true;
         break;
       }
