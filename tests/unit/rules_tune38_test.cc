@@ -2840,6 +2840,21 @@ TEST(RulesTune38, TheProfilersOwnIdleIsNotTheProgramsInTheVerdict) {
       << d.summary;
 }
 
+// Issue 38's fourteenth round (second wave), left after it: the same
+// call's backed-up queue said "host work is 37.2% of the critical path",
+// 1.121 ms of it the profiler's buffer request inside an aten::fill_ on the
+// path. The request is the profiler's, not the program's host work.
+TEST(RulesTune38, TheProfilersBufferRequestIsNoHostWorkOnThePath) {
+  const std::vector<Finding> f =
+      run("public/sparse_attention_hub/masker_call_h200.json.gz", "cpu_gpu_offset");
+  ASSERT_EQ(f.size(), 1u);
+  const Evidence::Field* pct = f[0].evidence.find("host_critical_path_pct");
+  ASSERT_NE(pct, nullptr);
+  const double share = pct->d;
+  EXPECT_GT(share, 15.0);
+  EXPECT_LT(share, 30.0) << "the buffer request counted as host work";
+}
+
 // Issue 38's fourteenth round (second wave): a custom LayerNorm backward
 // kernel, 91% of the GPU time in one 256-thread block on a 108-SM A100,
 // was told only that the host sets the pace. A library's kernel keeps its
