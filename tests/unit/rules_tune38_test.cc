@@ -3110,9 +3110,15 @@ TEST(RulesTune38, ACpuProgramsTimeBetweenOpsIsNamed) {
   const Trace t = load(kDlrmLegacy);
   const Diagnosis d = diagnose(t);
   const std::string text = format_diagnosis_text(t, d, DiagnoseFormat{});
-  EXPECT_TRUE(contains(text, "Self CPU by kind: indexing/gather/concatenation 37.8%,")) << text;
+  EXPECT_TRUE(contains(d.summary, "Self CPU by kind: indexing/gather/concatenation 37.8%,")) << d.summary;
   EXPECT_TRUE(contains(text, "matrix products/convolutions 29.2%")) << text;
   EXPECT_FALSE(contains(text, "scopes' own time")) << text;
+  // And says first that the ops' kinds describe only part of the span
+  // (after the round's figure: "cpu-only" named only the device).
+  EXPECT_TRUE(contains(d.summary, "no device activity in the trace; no thread runs a recorded op or scope for 41.3% of the "
+                                  "program's span (13.829 ms of 33.499 ms, in Python or unrecorded native code; the ops "
+                                  "and scopes run 13.353 ms); the ops' Self CPU by kind:"))
+      << d.summary;
   // Silent where scopes name the time (a DataLoader's __next__) or the ops
   // fill it: CPU-only runs of every kind.
   for (const char* rel : {"public/dtu_mlops/resnet18_cpu_trace.json.gz", "public/dtu_mlops/resnet34_cpu_10iter.pt.trace.json.gz",

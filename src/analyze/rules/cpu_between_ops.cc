@@ -23,6 +23,7 @@
 
 #include "src/analyze/host_stack.h"
 #include "src/analyze/intervals.h"
+#include "src/analyze/rules/cpu_between_ops.h"
 #include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/rules/rules.h"
 
@@ -34,9 +35,8 @@ namespace {
 constexpr std::int64_t kMinGapNs = 20'000;
 // The thread's span: a few milliseconds at least.
 constexpr std::int64_t kMinSpanNs = 5'000'000;
-// The gaps' share of the span that makes a finding; a warning from
-// kWarnShare.
-constexpr double kMinShare = 0.30;
+// A warning from this share of the span (kBetweenOpsMinShare makes a
+// finding).
 constexpr double kWarnShare = 0.50;
 // A scope this long a share of the span wraps the whole run: it names no
 // part of it.
@@ -44,8 +44,8 @@ constexpr double kWholeRunShare = 0.9;
 
 }  // namespace
 
-void rule_cpu_between_ops(const DiagnoseContext& c, std::vector<Finding>* out) {
-  if (!c.is_torch() || !cpu_only_program(c) || has_python_stack(c)) return;
+BetweenOps between_recorded_ops(const DiagnoseContext& c) {
+  if (!c.is_torch() || !cpu_only_program(c) || has_python_stack(c)) return {};
   // What the program recorded, on every CPU thread: its ops and its scopes
   // (record_function, a DataLoader's __next__: time a name covers), not
   // ProfilerStep# (the loop itself) nor a scope wrapping the whole run.
@@ -58,9 +58,10 @@ void rule_cpu_between_ops(const DiagnoseContext& c, std::vector<Finding>* out) {
     first = std::min(first, c.ts(e));
     last = std::max(last, c.end(e));
   }
-  if (first >= last) return;
+  BetweenOps b;
+  if (first >= last) return b;
   const std::int64_t span = last - first;
-  if (span < kMinSpanNs) return;
+  if (span < kMinSpanNs) return b;
   for (const std::uint32_t e : c.host_ops) {
     const EventKind k = c.kind(e);
     if (k != EventKind::kCpuOp && k != EventKind::kUserAnnotation) continue;
@@ -69,7 +70,7 @@ void rule_cpu_between_ops(const DiagnoseContext& c, std::vector<Finding>* out) {
     recorded.push_back({c.ts(e), c.end(e)});
   }
   const std::vector<Interval> ops = merge_intervals(std::move(recorded));
-  if (ops.size() < 2) return;
+  if (ops.size() < 2) return b;
   std::int64_t busiest = 0;
   for (const Interval& i : ops) sat_acc(busiest, i.end - i.start);
   std::int64_t gaps_ns = 0, largest = 0, largest_at = 0, gaps = 0;
@@ -80,8 +81,21 @@ void rule_cpu_between_ops(const DiagnoseContext& c, std::vector<Finding>* out) {
     sat_acc(gaps_ns, g);
     if (g > largest) largest = g, largest_at = ops[i - 1].end;
   }
-  const double share = static_cast<double>(gaps_ns) / static_cast<double>(span);
-  if (share < kMinShare) return;
+  b.span_ns = span;
+  b.recorded_ns = busiest;
+  b.gaps_ns = gaps_ns;
+  b.gaps = gaps;
+  b.largest_ns = largest;
+  b.largest_at_ns = largest_at;
+  return b;
+}
+
+void rule_cpu_between_ops(const DiagnoseContext& c, std::vector<Finding>* out) {
+  const BetweenOps b = between_recorded_ops(c);
+  const std::int64_t span = b.span_ns, busiest = b.recorded_ns, gaps_ns = b.gaps_ns, gaps = b.gaps;
+  const std::int64_t largest = b.largest_ns, largest_at = b.largest_at_ns;
+  const double share = b.share();
+  if (span == 0 || share < kBetweenOpsMinShare) return;
   Finding f;
   f.id = "cpu_between_ops";
   f.severity = share >= kWarnShare ? FindingSeverity::kWarning : FindingSeverity::kInfo;
