@@ -267,6 +267,9 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
                                   (keep_text.empty() ? std::string() : " (" + keep_text + ")")
                             : ": move them to the end of the iteration or out of the loop");
     }
+    // Its fix, the graph, needs a newer PyTorch: the causes rank the fixes
+    // this one can make first (causes.cc).
+    if (c.is_torch() && c.torch_before_graphs()) f.evidence.text("needs_upgrade", "PyTorch 1.10 (torch.cuda.graphs)");
     const std::string graph = std::string(c.api()) + " graph (" + c.graph_how() +
                               (c.is_torch() && !c.torch_before_graphs() && !c.runs_rnn() ? ", or torch.cuda.graphs by hand)" : ")");
     const std::string calls =
