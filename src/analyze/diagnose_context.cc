@@ -176,6 +176,9 @@ std::string_view collective_name_arg(const DiagnoseContext& c, std::uint32_t e) 
 
 std::string collective_kind(const DiagnoseContext& c, const DeviceOp& op) {
   std::string_view k = collective_name_arg(c, op.event);
+  // The kernel's own name where it says (ncclReduce… under DataParallel's
+  // BroadcastBackward op is a reduce), else the ops that launched it.
+  if (k.empty()) k = collective_kind_of(c.name(op.event));
   std::uint32_t e = op.launch;
   for (int up = 0; k.empty() && e != kNoIndex && up < 4; ++up) {
     e = c.enclosing_op(e, /*skip_views=*/false);

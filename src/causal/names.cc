@@ -111,6 +111,13 @@ std::string_view collective_kind_of(std::string_view name) {
   if (n.find("allgather") != std::string::npos) return "all_gather";
   if (n.find("reducescatter") != std::string::npos) return "reduce_scatter";
   if (n.find("broadcast") != std::string::npos) return "broadcast";
+  // NCCL's and RCCL's reduce to one rank (nn.DataParallel's gradients:
+  // ncclReduceRingLLKernel_sum_f32, ncclDevKernel_Reduce_RING_LL), c10d's
+  // reduce; the checks above took all-reduce and reduce-scatter.
+  if (((n.starts_with("nccl") || n.starts_with("rccl")) && n.find("reduce") != std::string::npos) ||
+      n.ends_with("::reduce")) {
+    return "reduce";
+  }
   if (n == "send" || n == "recv" || n.ends_with("::send") || n.ends_with("::recv") || n.ends_with("::recv_")) {
     return "send/recv";
   }

@@ -46,7 +46,7 @@ bool is_compiled_scope(std::string_view name);
 // arg ("allreduce", "_allgather_base", "all_to_allv", "send"), the c10d op
 // ("c10d::alltoall_base_") or the NCCL/RCCL kernel
 // ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", "AllToAllPivot"):
-// "all_to_all", "all_reduce", "all_gather", "reduce_scatter", "broadcast",
+// "all_to_all", "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
 // "send/recv"; "" when it says none. A SendRecv kernel is both NCCL's
 // send/receive and its all-to-all: it says none.
 std::string_view collective_kind_of(std::string_view name);
