@@ -3175,5 +3175,27 @@ TEST(RulesTune38, ALowUtilizationSaysWhenCollectivesHoldIt) {
   EXPECT_FALSE(contains(g[0].title, "collectives")) << g[0].title;
 }
 
+// Issue 38's fifteenth round (tuning half): GPU MODE lecture 1 draws
+// torch.randn(10000, 10000) on the CPU and copies it with .cuda(), ten
+// times, about 470 ms a draw. Its first cause was the recurring gap, told
+// that no Python stack names the host work (aten::randn fills it), and the
+// low utilization called the first draw "set-up"; host_built_tensor, which
+// names the draw, counted 9 of the 10 and sat on the Also line.
+TEST(RulesTune38, AHostBuiltTensorInEveryIterationLeadsWithItsDraw) {
+  const char* rel = "public/cuda_mode_lectures/lecture_001_square_rtx6000ada.json.gz";
+  const Diagnosis d = diagnose(load(rel));
+  ASSERT_FALSE(d.causes.empty());
+  EXPECT_EQ(d.causes[0].id, "host_built_tensor") << d.causes[0].id;
+  const Finding& f = d.findings[d.causes[0].anchor];
+  EXPECT_TRUE(f.title.starts_with("A tensor built on the CPU and copied to the GPU, 10 times: 1 CPU op")) << f.title;
+  EXPECT_TRUE(contains(f.advice, "torch.randn(..., device=\"cuda\")")) << f.advice;
+  for (const Finding& g : d.findings) {
+    EXPECT_FALSE(contains(g.advice, "set-up, not per-step input")) << g.id << ": " << g.advice;
+    EXPECT_FALSE(contains(g.advice, "no Python stack")) << g.id << ": " << g.advice;
+  }
+  // Its ten copies are the draws': no pinning advice beside the fix.
+  for (const Finding& g : d.findings) EXPECT_NE(g.id, "pageable_memcpy");
+}
+
 }  // namespace
 }  // namespace tprof

@@ -72,6 +72,8 @@ struct Build {
   std::int64_t build_ns = 0;       // their time
   std::int64_t idle_ns = 0;        // the GPU idle from the previous launch call to the copy's launch
   bool sync_after = false;         // the copy's op synchronizes after it
+  bool first_work = false;         // the trace's first device work (no launch before it, no step around it)
+  std::string_view factory;        // the op that creates the tensor and holds half the stretch, "" when none
   std::vector<std::pair<std::string_view, std::int64_t>> names;  // the stretch's ops but views, with their time
 };
 
@@ -133,7 +135,7 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
     const auto& calls = launches[lane];
     auto p = std::lower_bound(calls.begin(), calls.end(), std::make_pair(c.ts(copy_op), INT64_MIN));
     const int step = c.step_index_at(c.ts(copy_op));
-    if (p == calls.begin() && step < 0) continue;
+    const bool first_work = p == calls.begin() && step < 0;
     std::int64_t from = p == calls.begin() ? INT64_MIN : std::prev(p)->second;
     if (step >= 0) from = std::max(from, c.steps.steps[static_cast<std::size_t>(step)].start_ns);
     Build b;
@@ -153,6 +155,14 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
       return is_factory_op(x.first) && sat_add(x.second, x.second) >= b.build_ns;
     });
     if (b.names.size() < kMinOps && factory == b.names.end()) continue;
+    if (factory != b.names.end()) b.factory = factory->first;
+    // The first device work's stretch is everything the thread ran before
+    // it: it starts at its first op.
+    b.first_work = first_work;
+    if (first_work) {
+      if (factory == b.names.end()) continue;
+      from = c.ts(b.first);
+    }
     b.stretch = {from, at};
     b.copy_ns = sat_sub(d.end, d.start);
     {
@@ -174,6 +184,19 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
     std::reverse(b.names.begin(), b.names.end());
     builds.push_back(std::move(b));
   }
+  // The trace's first device work is set-up, unless the same draw and copy
+  // come back at least twice after it: then it is the loop's first pass
+  // (issue 38's fifteenth round: GPU MODE lecture 1's ten CPU draws of
+  // torch.randn, "9 times", the first left out as set-up).
+  std::erase_if(builds, [&](const Build& b) {
+    if (!b.first_work) return false;
+    std::size_t same = 0;
+    for (const Build& o : builds) {
+      same += !o.first_work && ev.lane[o.copy_op] == ev.lane[b.copy_op] && c.name(o.copy_op) == c.name(b.copy_op) &&
+              o.factory == b.factory;
+    }
+    return same < 2;
+  });
   if (builds.empty()) return;
 
   // Grouped by the thread and the op that copies: the pattern that recurs.

@@ -50,6 +50,9 @@ constexpr double kMostClaimedByLoader = 0.5;
 // What they leave in the steps, under this share of the window, gets no
 // fix of its own.
 constexpr double kSliverShare = 0.01;
+// An op called this often, each call at least half as long as the one
+// holding the longest host-work stretch, is the loop's work, not set-up.
+constexpr std::int64_t kMinRecurringCalls = 3;
 
 // An id as words: "host_work" -> "host work".
 std::string words(std::string_view id) {
@@ -317,6 +320,20 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
           if (inner == kNoIndex || overlap(e) > overlap(inner)) inner = e;
         }
       }
+      // Calls of the same op at least half as long: the loop's own work
+      // where there are kMinRecurringCalls of them.
+      std::int64_t recurring_calls = 0, recurring_median = 0;
+      if (outer != kNoIndex) {
+        std::vector<std::int64_t> durs;
+        for (std::uint32_t e : c.host_ops) {
+          if (c.kind(e) == EventKind::kCpuOp && c.trace.events.name[e] == c.trace.events.name[outer] &&
+              sat_mul(2, c.dur(e)) >= c.dur(outer)) {
+            durs.push_back(c.dur(e));
+          }
+        }
+        recurring_calls = static_cast<std::int64_t>(durs.size());
+        recurring_median = mean_median(std::move(durs));
+      }
       std::string what;
       if (outer != kNoIndex) {
         what = " (longest " + format_ns(span.end - span.start) + " in " + std::string(c.name(outer)) +
@@ -350,6 +367,23 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
                    ": if it runs once (set-up), record only the timed iterations (start the profiler after it, or give "
                    "the schedule wait and warmup steps); if it runs every step, move it out of the step or overlap it "
                    "with device work." + share;
+      } else if (recurring_calls >= kMinRecurringCalls) {
+        // The op holding it runs again and again, as long: the loop's own
+        // host work, its first call before any device work (issue 38's
+        // fifteenth round: GPU MODE lecture 1's torch.randn on the CPU, 10
+        // draws of 470 ms, the first called "set-up, not per-step input").
+        f.evidence.num("recurring_calls", recurring_calls);
+        std::int64_t claimed_before = 0;
+        for (const Finding& e : *out) sat_acc(claimed_before, e.idle_ns);
+        // Its fix is theirs: nothing of its own to act on.
+        if (claimed_before > 0) f.evidence.num("nothing_to_act_on", 1);
+        f.advice = std::string(c.name(outer)) + " holds the longest of it (" + format_ns(span.end - span.start) +
+                   ") and runs " + std::to_string(recurring_calls) + " times, as long (a median of " +
+                   format_ns(recurring_median) + "), launching nothing: the loop's own host work, not set-up, " +
+                   format_ns(ns) + " of the idle time" + where + "; " +
+                   (claimed_before > 0 ? std::string("the other findings' fixes remove it")
+                                       : std::string("move it out of the loop or overlap it with device work")) +
+                   "." + share;
       } else {
         // Named by its place alone (an annotation of no known kind, such as
         // a benchmark's "[param|cuda]", says no more than the ops do): set-up,

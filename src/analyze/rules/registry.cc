@@ -19,6 +19,9 @@ std::span<const RuleInfo> all_rules() {
       {"sync_at_window_end", rule_sync_at_window_end},
       {"hidden_memcpy", rule_hidden_memcpy},
       {"profiler_buffer_request", rule_profiler_buffer_request, kClaims},
+      // Before kernel_gap: the host-built tensor names the op in the gaps
+      // before its copies, and claims their idle time first.
+      {"host_built_tensor", rule_host_built_tensor, kClaims},
       {"kernel_gap", rule_kernel_gap, kClaims},
       {"kernel_variance", rule_kernel_variance},
       {"cpu_op_variance", rule_cpu_op_variance},
@@ -37,7 +40,6 @@ std::span<const RuleInfo> all_rules() {
       {"per_param_grad_clip", rule_per_param_grad_clip},
       {"ddp_buffers", rule_ddp_buffers},
       {"train_mode_in_inference", rule_train_mode_in_inference},
-      {"host_built_tensor", rule_host_built_tensor, kClaims},
       {"kernel_launch_stats", rule_kernel_launch_stats, kClaims},
       {"low_gpu_utilization", rule_low_gpu_utilization, kClaims},
       {"dataloader_bound", rule_dataloader_bound},
