@@ -19,6 +19,7 @@
 #include "src/analyze/host_stack.h"
 #include "src/analyze/idle.h"
 #include "src/analyze/intervals.h"
+#include "src/analyze/legacy_spans.h"
 #include "src/analyze/rules/cpu_between_ops.h"
 #include "src/analyze/rules/device_activity_missing.h"
 #include "src/base/ascii.h"
@@ -510,7 +511,25 @@ std::string cpu_kinds(const DiagnoseContext& c) {
 // One sentence: the numbers the verdict rests on.
 // `growth`: the queue's growth per step where cpu_gpu_offset measured one
 // ("about 161.1 us a step"), else "".
+// The verdict's numbers from the legacy profiler's device spans.
+std::string explain_legacy(Verdict v, const LegacySpans& l, const DiagnoseContext& c) {
+  const std::string spans = "the legacy profiler recorded each op's device span (use_cuda=True), not its kernels, "
+                            "so the device's idle time is not measured; ";
+  const std::string offset = "its ops' device work starts a median " + format_ns(l.median_offset_ns) +
+                             " after their calls (" + std::to_string(l.late) + " of " + std::to_string(l.linked) +
+                             " linked spans by " + format_ns(kLegacyLateNs) + " or more)";
+  if (v == Verdict::kComputeBound) {
+    return spans + offset + ", and the device's work ends " + format_ns(sat_sub(l.device_end_ns, l.host_end_ns)) +
+           " after the host's last op: the device runs behind the host";
+  }
+  (void)c;
+  return spans + offset + ": the device keeps up with the host and waits for each op's launch";
+}
+
 std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const std::string& growth) {
+  if (c.device.empty() && (v == Verdict::kComputeBound || v == Verdict::kOverheadBound)) {
+    if (const LegacySpans l = legacy_spans(c); l.any()) return explain_legacy(v, l, c);
+  }
   const std::string api = std::string(c.api());
   switch (v) {
     case Verdict::kCpuOnly: {
@@ -921,6 +940,17 @@ Judgement measure(const DiagnoseContext& c) {
   // issued GPU work but recorded none of it (device_activity_missing) is
   // not a CPU-only program either: nothing to judge the GPU by.
   const bool issued = gpu_work_issued(c).any();
+  // The legacy profiler's device spans (use_cuda=True before Kineto): when
+  // the device got to each op's work tells which side waits, though not
+  // for how long (issue 38's fifteenth round: a batch-1 ResNet-18 whose
+  // spans start within 2 us of their calls, and a convolution benchmark
+  // whose device ends 785 ms after its host, were "GPU activity not
+  // recorded", unclear).
+  if (const LegacySpans legacy = legacy_spans(c); legacy.any()) {
+    j.verdict = legacy.device_behind(c.end_ns - c.start_ns) ? Verdict::kComputeBound : Verdict::kOverheadBound;
+    for (StepVerdict& v : j.steps) v.verdict = j.verdict;
+    return j;
+  }
   if ((c.device.empty() && !c.ranges.empty()) || issued || recorded_nothing(c)) {
     // Unless the loop waits for its input through most of the run: no GPU
     // speed-up shortens that (issue 38's thirteenth round: a laptop VAE

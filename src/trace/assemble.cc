@@ -52,6 +52,8 @@ void finish_lanes(Trace* t, std::span<const DeviceHint> hints, std::span<const s
     if (seen[l] & 2) {
       lane.kind = LaneKind::kGpu;
       if (!lane.pid.is_str) lane.device = static_cast<std::int32_t>(lane.pid.num);
+      // The legacy array's "CUDA functions": the current device's spans.
+      if (lane.pid.is_str && trace_.strings.str(lane.pid.str) == "CUDA functions") lane.device = 0;
       if (!lane.tid.is_str) {
         lane.stream = lane.tid.num;
       } else {

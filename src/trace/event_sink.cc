@@ -30,7 +30,16 @@ std::uint64_t hash_key(const LocalLaneKey& k) { return mix64(hash_id(k.pid) ^ 0x
 EventSink::EventSink(const ParseContext& ctx, EventBatch* batch) : b_(batch) {
   memory_name_ = b_->strings.intern(kineto::kMemoryName);
   oom_name_ = b_->strings.intern(kineto::kOutOfMemoryName);
-  if (ctx.legacy_array) default_cat_ = b_->strings.intern("cpu_op");
+  if (ctx.legacy_array) {
+    default_cat_ = b_->strings.intern("cpu_op");
+    // torch.autograd.profiler(use_cuda=True) before Kineto writes each op
+    // twice: its host call under "CPU functions" and, under "CUDA
+    // functions", the span between the CUDA events it recorded on the
+    // stream at the op's entry and exit, nested as the ops are. That span
+    // is no kernel: it holds the op's kernels and any wait between them.
+    cuda_functions_ = b_->strings.intern("CUDA functions");
+    gpu_annotation_cat_ = b_->strings.intern("gpu_user_annotation");
+  }
   if (b_->lane_slots.empty()) b_->lane_slots.assign(64, kEmptySlot);
 }
 
@@ -47,7 +56,12 @@ void EventSink::commit(PendingEvent& ev, std::int64_t src) {
   Phase phase;
   bool begin = false;
   switch (ev.ph) {
-    case 'X': phase = Phase::kComplete; break;
+    case 'X':
+      phase = Phase::kComplete;
+      if (ev.cat == default_cat_ && cuda_functions_ != kEmptyStr && ev.pid.is_str && ev.pid.str == cuda_functions_) {
+        ev.cat = gpu_annotation_cat_;
+      }
+      break;
     case 'B': phase = Phase::kComplete; begin = true; break;
     case 'E': {
       if (!ev.has_ts) {

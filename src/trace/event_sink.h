@@ -65,6 +65,9 @@ class EventSink {
   EventBatch* b_;
   StrId memory_name_ = 0, oom_name_ = 0;
   StrId default_cat_ = kEmptyStr;
+  // The legacy array's "CUDA functions" process (use_cuda=True): each op's
+  // device-side span, read as a GPU user annotation; kEmptyStr elsewhere.
+  StrId cuda_functions_ = kEmptyStr, gpu_annotation_cat_ = kEmptyStr;
   std::vector<std::int8_t> cat_kind_;  // by local cat id; -1 = not yet classified
   std::vector<std::uint32_t> tokens_;
   std::string scratch_, repaired_;

@@ -1197,8 +1197,11 @@ TEST(RulesTune38, ATensorBuiltOnTheHostAndCopiedIsNamed) {
   EXPECT_TRUE(run_shape({.ops = 3}).empty());
   EXPECT_EQ(run_shape({.launch_first = false}).size(), 1u);  // steps 2-4 follow step 1's add
   // Not on any real trace of tests/data (DataLoader-fed training, DDP,
-  // inference, compiled runs): the rule names only this pattern.
+  // inference, compiled runs) but the GPU MODE lecture's CPU draws
+  // (AHostBuiltTensorInEveryIterationLeadsWithItsDraw): the rule names only
+  // this pattern.
   for (const std::string& p : testing::test_traces({"public", "gpu", "torch-1.13"})) {
+    if (p.find("cuda_mode_lectures") != std::string::npos) continue;
     Result<Trace> t = read_trace(p);
     if (!t) continue;
     EXPECT_TRUE(diagnose(*t, {.only = {"host_built_tensor"}}).findings.empty()) << p;
@@ -3196,6 +3199,70 @@ TEST(RulesTune38, AHostBuiltTensorInEveryIterationLeadsWithItsDraw) {
   // Its ten copies are the draws': no pinning advice beside the fix.
   for (const Finding& g : d.findings) EXPECT_NE(g.id, "pageable_memcpy");
 }
+
+
+// Issue 38's fifteenth round: torch.autograd.profiler(use_cuda=True)
+// before Kineto writes each op twice, its call under "CPU functions" and
+// its device span under "CUDA functions", linked by cpu_to_cuda flows.
+// Both a convolution benchmark whose device ran 785 ms behind its host and
+// a batch-1 ResNet-18 whose spans started with their calls were "the GPU's
+// activity was not recorded", their spans read as CPU ops.
+std::string legacy_use_cuda(double device_lag_us) {
+  std::string out = "[";
+  double ts = 10;
+  for (int i = 0; i < 40; ++i) {
+    const std::string id = std::to_string(i);
+    const std::string name = i % 2 == 0 ? "aten::cudnn_convolution" : "aten::relu";
+    const double dev = ts + 0.5 + device_lag_us * i / 40.0;
+    if (i) out += ",";
+    out += R"({"name": ")" + name + R"(", "ph": "X", "ts": )" + std::to_string(ts) +
+           R"(, "dur": 90, "tid": 1, "pid": "CPU functions", "args": {}},)";
+    out += R"({"name": ")" + name + R"(", "ph": "s", "ts": )" + std::to_string(ts) + R"(, "tid": 1, "pid": "CPU functions", "id": )" +
+           id + R"(, "cat": "cpu_to_cuda", "args": {}},)";
+    out += R"({"name": ")" + name + R"(", "ph": "f", "ts": )" + std::to_string(dev) + R"(, "tid": 0, "pid": "CUDA functions", "id": )" +
+           id + R"(, "cat": "cpu_to_cuda", "args": {}},)";
+    out += R"({"name": ")" + name + R"(", "ph": "X", "ts": )" + std::to_string(dev) +
+           R"(, "dur": 80, "tid": 0, "pid": "CUDA functions", "args": {}})";
+    ts += 100;
+  }
+  return out + "]";
+}
+
+TEST(RulesTune38, TheLegacyProfilersDeviceSpansAreTheDevicesSide) {
+  Result<Trace> keeps = read_trace_bytes(legacy_use_cuda(0));
+  ASSERT_TRUE(keeps) << keeps.error().to_string();
+  std::size_t gpu_lanes = 0;
+  for (const Lane& l : keeps->lanes) gpu_lanes += l.kind == LaneKind::kGpu && l.device == 0;
+  EXPECT_EQ(gpu_lanes, 1u);
+  const Diagnosis k = diagnose(*keeps);
+  EXPECT_EQ(k.verdict, Verdict::kOverheadBound) << k.summary;
+  EXPECT_TRUE(contains(k.summary, "its ops' device work starts a median 500 ns after their calls")) << k.summary;
+  bool spans = false;
+  for (const Finding& f : k.findings) {
+    EXPECT_NE(f.id, "device_activity_missing");
+    EXPECT_NE(f.id, "hotspot");
+    if (f.id == "legacy_device_spans") {
+      spans = true;
+      EXPECT_TRUE(f.title.starts_with("The device keeps up with the host")) << f.title;
+    }
+  }
+  EXPECT_TRUE(spans);
+  // 20 ms behind by the end: the device sets the pace, and its busiest op
+  // by the spans' own time is named.
+  Result<Trace> behind = read_trace_bytes(legacy_use_cuda(20'000));
+  ASSERT_TRUE(behind) << behind.error().to_string();
+  const Diagnosis b = diagnose(*behind);
+  EXPECT_EQ(b.verdict, Verdict::kComputeBound) << b.summary;
+  const std::vector<Finding> f = diagnose(*behind, {.only = {"legacy_device_spans"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].title.starts_with("The device runs behind the host")) << f[0].title;
+  EXPECT_TRUE(contains(f[0].title, "aten::cudnn_convolution holds 1.600 ms of the spans' own time (20 calls)")) << f[0].title;
+  EXPECT_TRUE(contains(f[0].advice, "torch.backends.cudnn.benchmark = True")) << f[0].advice;
+  // Kineto traces and the CPU-only legacy DLRM have no such spans.
+  EXPECT_TRUE(run(kDlrmLegacy, "legacy_device_spans").empty());
+  EXPECT_TRUE(run("gpu/h100-torch-2.11/64_bf16_warm_eager.json", "legacy_device_spans").empty());
+}
+
 
 }  // namespace
 }  // namespace tprof

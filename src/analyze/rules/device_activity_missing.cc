@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "src/analyze/legacy_spans.h"
 #include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/rules/rules.h"
 
@@ -70,7 +71,9 @@ constexpr std::int64_t kMinBlockingReads = 2;
 
 GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
   GpuWorkIssued g;
-  if (c.has_device() || !c.ranges.empty()) return g;
+  // The legacy profiler's device spans are the device's activity, coarse
+  // (legacy_device_spans reads them).
+  if (c.has_device() || !c.ranges.empty() || legacy_spans(c).any()) return g;
   // A runtime call (cudaLaunchKernel, hipLaunchKernel) wraps a driver call
   // (cuLaunchKernelEx): count the runtime's where the trace has them, so
   // one launch counts once.
@@ -199,10 +202,11 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
   const bool legacy = g.gpu_flows > 0;
   f.advice =
       legacy
-          ? "Profile with a PyTorch build that has Kineto (torch.profiler.kineto_available() is True): this trace is "
-            "the legacy profiler's export, which a build without Kineto falls back to and which writes no GPU events "
-            "whatever activities are asked for. Until then the trace cannot say whether the GPU or the host is the "
-            "bottleneck, and its CPU times include waits on the GPU."
+          ? "Profile with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) "
+            "(PyTorch 1.8.1 and later): this trace is the legacy autograd profiler's export (torch.autograd.profiler."
+            "profile without use_kineto=True, its default before 2.0, or a build without Kineto), which records no "
+            "kernel, and without use_cuda=True no device time at all. Until then the trace cannot say whether the GPU "
+            "or the host is the bottleneck, and its CPU times include waits on the GPU."
       : reads_only
           ? "Profile the device the program runs on with its own tool: " +
                 (g.blocking_reads > 0

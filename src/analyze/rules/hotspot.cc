@@ -14,6 +14,7 @@
 #include "src/analyze/efficiency.h"
 #include "src/analyze/host_stack.h"
 #include "src/analyze/idle.h"
+#include "src/analyze/legacy_spans.h"
 #include "src/analyze/rules/rules.h"
 #include "src/analyze/verdict.h"
 #include "src/base/ascii.h"
@@ -312,6 +313,11 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
   // Nothing of the program recorded: the host's time is the profiler's and
   // the runtime's (the verdict says so; issue 38's sixth round).
   if (nothing_recorded(c)) return;
+  // The legacy profiler's device spans: the host's times include its waits
+  // for the device, and legacy_device_spans speaks for both sides (issue
+  // 38's fifteenth round: a convolution benchmark's cudnn_convolution, 48
+  // of 100 calls blocked 13 ms on a full queue, given CPU advice).
+  if (!c.has_device() && legacy_spans(c).any()) return;
   const std::vector<StatRow>& rows = c.averages();
   const bool device = c.has_device();
   const std::int64_t total = device ? c.self_device_total_ns() : c.self_cpu_total_ns();
