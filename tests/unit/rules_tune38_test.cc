@@ -3264,5 +3264,31 @@ TEST(RulesTune38, TheLegacyProfilersDeviceSpansAreTheDevicesSide) {
 }
 
 
+// Issue 38's fifteenth round (tuning half): a Jetson's VoteNet inference,
+// recorded without its device side: the first aten::cudnn_convolution took
+// 2.336 s of the op's 2.445 s, and the hotspot blamed the host's threads
+// and noise. The first call holding most of the time is one-time set-up.
+TEST(RulesTune38, AFirstCallHoldingMostOfAnOpIsItsSetUp) {
+  using namespace tprof::testing;
+  auto trace = [](const std::string& op) {
+    std::vector<std::string> ev;
+    double ts = 0;
+    for (int i = 0; i < 25; ++i) {
+      const double dur = i == 0 ? 2'000'000 : 1'500;
+      ev.push_back(x("cpu_op", op, 1, 1, ts, dur));
+      ts += dur + 100;
+    }
+    return doc(ev);
+  };
+  Result<Trace> t = read_trace_bytes(trace("aten::cudnn_convolution"));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<Finding> f = diagnose(*t, {.only = {"hotspot"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].advice.starts_with("Warm up before recording")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "the first of the 25 calls takes 2.000 s")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "the GPU library's handles and algorithm search")) << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "physical cores")) << f[0].advice;
+}
+
 }  // namespace
 }  // namespace tprof

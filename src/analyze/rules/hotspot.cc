@@ -832,7 +832,26 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
       f.title += "; median " + format_ns(median) + " a call, the 5 longest hold " + format_pct(100.0 * top_share);
       const std::string vary = "The calls vary: median " + format_ns(median) + ", the longest " + format_ns(d.back()) +
                                ", and the 5 longest hold " + format_pct(100.0 * top_share) + " of their time";
-      if (shapes && noisy < static_cast<std::int64_t>(kSpreadTop)) {
+      // The op's first call holding half its time or more is its one-time
+      // set-up (a GPU library's handles and algorithm search, the CUDA
+      // context, the first allocation), not the host's noise (issue 38's
+      // fifteenth round: a Jetson's first cudnn_convolution, 2.336 s of
+      // 2.356 s, told to check its threads).
+      const std::uint32_t first_call = *std::min_element(
+          instances.begin(), instances.end(), [&](std::uint32_t a, std::uint32_t b) { return c.ts(a) < c.ts(b); });
+      if (sat_mul(2, c.dur(first_call)) >= sum && c.dur(first_call) == d.back()) {
+        f.evidence.num("first_call_ns", c.dur(first_call)).event("first_call", c.ref(first_call));
+        f.advice = "Warm up before recording (run the model once first, or give the schedule wait and warmup steps): "
+                   "the first of the " + std::to_string(instances.size()) + " calls takes " +
+                   format_ns(c.dur(first_call)) + " of their " + format_ns(sum) + ", against a median of " +
+                   format_ns(median) + ": one-time set-up (" +
+                   (name.find("cudnn") != std::string::npos || name.find("miopen") != std::string::npos ||
+                            name.find("cublas") != std::string::npos
+                        ? std::string("the GPU library's handles and algorithm search, the CUDA "
+                                                          "context")
+                                            : std::string("the library initialising, the first allocation")) +
+                   "), not what each call costs.";
+      } else if (shapes && noisy < static_cast<std::int64_t>(kSpreadTop)) {
         f.evidence.num("slow_later_same_shape_calls", noisy);
         f.advice = vary + ", but the later calls on the same shapes agree: the longest are other shapes or each "
                    "shape's first call (its set-up); time warmed-up calls and compare per shape. Then: " + f.advice;
