@@ -469,9 +469,54 @@ const std::vector<Interval>& DiagnoseContext::dataloader_scopes() const {
         scopes.push_back({ts(e), end(e)});
       }
     }
+    if (const Interval s = dataloader_startup(); s.end > s.start) scopes.push_back(s);
     dataloader_scopes_ = merge_intervals(std::move(scopes));
   });
   return dataloader_scopes_;
+}
+
+Interval DiagnoseContext::dataloader_startup() const {
+  std::call_once(dataloader_startup_once_, [&] {
+    // The multi-process iterator's first __next__, and the ops before it
+    // on its thread.
+    std::uint32_t first = kNoIndex;
+    for (const std::uint32_t e : host_ops) {
+      if (is_dataloader_scope(name(e)) && name(e).find("_MultiProcessingDataLoaderIter") != std::string_view::npos) {
+        first = e;
+        break;
+      }
+    }
+    if (first == kNoIndex) return;
+    const std::uint32_t lane = trace.events.lane[first];
+    std::vector<std::uint32_t> before;
+    for (const std::uint32_t e : host_ops) {
+      if (ts(e) >= ts(first)) break;
+      if (trace.events.lane[e] == lane && kind(e) == EventKind::kCpuOp) before.push_back(e);
+    }
+    // The widest stretch with no op between them, right after the
+    // iterator's seed draw (aten::random_ then .item(), in
+    // _BaseDataLoaderIter.__init__): the workers starting.
+    std::int64_t best = 0;
+    Interval gap{0, 0};
+    std::int64_t reached = INT64_MIN;
+    for (std::size_t i = 0; i < before.size(); ++i) {
+      const std::uint32_t e = before[i];
+      const std::int64_t next = i + 1 < before.size() ? ts(before[i + 1]) : ts(first);
+      reached = std::max(reached, end(e));
+      if (next - reached <= best) continue;
+      bool seed = false;
+      for (std::size_t k = i + 1; k-- > 0 && k + 4 > i;) {
+        if (name(before[k]) == "aten::random_") seed = true;
+      }
+      const std::string_view n = name(e);
+      if (seed && (n == "aten::item" || n == "aten::_local_scalar_dense")) {
+        best = next - reached;
+        gap = {reached, next};
+      }
+    }
+    if (best >= kDataLoaderStartupNs) dataloader_startup_ = gap;
+  });
+  return dataloader_startup_;
 }
 
 const DiagnoseContext::CaptureBlockers& DiagnoseContext::capture_blockers() const {

@@ -280,6 +280,15 @@ class DiagnoseContext {
   // dataloader_bound reports and the idle partition and
   // low_gpu_utilization leave to it. Computed once.
   const std::vector<Interval>& dataloader_scopes() const;
+  // A multi-process DataLoader's workers starting before its first
+  // __next__: the stretch of kDataLoaderStartupNs or more with no op on
+  // that call's thread, right after the iterator's seed draw
+  // (aten::random_ then .item(), in _BaseDataLoaderIter.__init__); a spawn
+  // start re-imports the script in each worker (issue 38's fifteenth
+  // round: a Windows CIFAR epoch, 11.9 s of its 12.8 s before the first
+  // batch). Empty (start == end) when there is none. In dataloader_scopes.
+  Interval dataloader_startup() const;
+  static constexpr std::int64_t kDataLoaderStartupNs = 100'000'000;
   // The device time of the copy that launch call e made to pageable host
   // memory (an Async device-to-host copy), or -1 when e made none.
   std::int64_t pageable_readback_ns(std::uint32_t e) const;
@@ -359,8 +368,9 @@ class DiagnoseContext {
   std::int64_t graph_captures_ = 0;
   mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_,
       capture_blockers_once_, host_waits_once_, busy_window_once_, dependency_once_, nesting_once_,
-      dataloader_once_;
+      dataloader_once_, dataloader_startup_once_;
   mutable std::vector<Interval> host_waits_, dataloader_scopes_;
+  mutable Interval dataloader_startup_{0, 0};
   BusyWindow compute_busy_window() const;
   mutable BusyWindow busy_window_;
   mutable bool dependency_visible_ = false;

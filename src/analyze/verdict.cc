@@ -956,7 +956,14 @@ Judgement measure(const DiagnoseContext& c) {
     // speed-up shortens that (issue 38's thirteenth round: a laptop VAE
     // recorded without device events, its single-process DataLoader 59% of
     // the run, was "unclear").
-    const bool input = issued && j.all.share(j.all.dataloader) > kInputMostShare;
+    // The workers starting before the first batch count here (issue 38's
+    // fifteenth round: a Windows epoch, 11.9 s of its 12.8 s spawning
+    // workers, recorded without device events): the host's time is all the
+    // trace shows, and no device speed-up shortens that wait.
+    const Interval spawn = c.dataloader_startup();
+    const std::int64_t loading =
+        sat_add(j.all.dataloader, spawn.end > spawn.start ? covered_within({spawn}, c.start_ns, c.end_ns) : 0);
+    const bool input = issued && j.all.share(loading) > kInputMostShare;
     j.verdict = input ? Verdict::kInputBound : Verdict::kUnclear;
     for (StepVerdict& v : j.steps) v.verdict = Verdict::kUnclear;
   }
@@ -1037,8 +1044,14 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
   // profiler recorded the host side only (docs/diagnose.md, "Trace health",
   // device_activity_missing).
   if (const GpuWorkIssued g = gpu_work_issued(c); g.any() && d->verdict == Verdict::kInputBound) {
-    d->summary = "the DataLoader takes " + pct(all.share(all.dataloader)) + " of the time (" + format_ns(all.dataloader) +
-                 " of " + format_ns(all.span) + "), which no device speed-up shortens; the " +
+    const Interval spawn = c.dataloader_startup();
+    const std::int64_t spawn_ns = spawn.end > spawn.start ? covered_within({spawn}, c.start_ns, c.end_ns) : 0;
+    const std::int64_t loading = sat_add(all.dataloader, spawn_ns);
+    d->summary = "the DataLoader takes " + pct(all.share(loading)) + " of the time (" + format_ns(loading) + " of " +
+                 format_ns(all.span) +
+                 (spawn_ns > 0 ? ", " + format_ns(spawn_ns) + " of it its workers starting before the first batch"
+                               : std::string()) +
+                 "), which no device speed-up shortens; the " +
                  (g.reads_only() ? "device's" : "GPU's") + " activity was not recorded (the trace shows " + g.text() +
                  "), so the rest cannot be judged";
   } else if (g.any()) {

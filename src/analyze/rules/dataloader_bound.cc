@@ -130,6 +130,11 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
     workers = workers || c.name(e).find("_MultiProcessingDataLoaderIter") != std::string_view::npos;
   }
   if (loader.empty()) return;
+  // The workers starting before the first __next__ (the iterator's
+  // creation) are its start-up too.
+  const Interval spawn = c.dataloader_startup();
+  const std::int64_t spawn_ns = spawn.end - spawn.start;
+  if (spawn_ns > 0) loader.push_back(spawn);
   std::vector<Interval> higher;
   higher.reserve(c.device.size() + c.runtime.size());
   for (const DeviceOp& op : c.device) higher.push_back({op.start, op.end});
@@ -172,7 +177,8 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
 
   // The first __next__ of a multi-process iterator starts the workers: a
   // wait that is mostly that call is start-up, not a slow pipeline.
-  const std::int64_t first_ns = covered_within(exposed, c.ts(first), c.end(first));
+  const std::int64_t first_ns = sat_add(covered_within(exposed, c.ts(first), c.end(first)),
+                                        spawn_ns > 0 ? covered_within(exposed, spawn.start, spawn.end) : 0);
   const std::int64_t later_ns = in_loader - first_ns;
   const bool startup = workers && sat_mul(2, first_ns) >= in_loader;
 
@@ -193,7 +199,7 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
             format_ns(total) + (beside ? ", nothing else running; its calls hold " + format_ns(raw) + ", " +
                                              format_pct(100.0 * static_cast<double>(raw) / static_cast<double>(total))
                                        : std::string()) +
-            ")" + (startup ? ", mostly its workers starting (the first __next__)" : "");
+            ")" + (startup ? ", mostly its workers starting (before its first batch)" : "");
   f.evidence.real("dataloader_pct", 100.0 * share)
       .num("dataloader_ns", in_loader)
       .num("step_total_ns", total)
@@ -276,7 +282,19 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
     f.severity = FindingSeverity::kInfo;
     f.evidence.num("queued_on_device_ns", queued);
   }
-  if (startup) {
+  if (startup && spawn_ns > 0) {
+    // The workers spawned when the iterator was made (each epoch's
+    // `for batch in loader`), before any batch.
+    f.evidence.num("workers_start_ns", spawn_ns);
+    f.advice = "Keep the workers across epochs (persistent_workers=True), or load in the main process "
+               "(num_workers=0) where the data set is small, and start recording after the first batch: most of "
+               "the wait (" + format_ns(first_ns) + " of " + format_ns(in_loader) +
+               ") is the multi-process DataLoader starting its workers, " + format_ns(spawn_ns) +
+               " before its first batch with no op running (a spawned worker imports the script again: Windows "
+               "and macOS), which each epoch pays again unless they persist. The later waits (" +
+               format_ns(later_ns) +
+               ") are the pipeline's steady cost: more workers or a larger prefetch_factor if they matter.";
+  } else if (startup) {
     f.advice = "Start recording after the first batch (torch.profiler.schedule(wait=1, ...)) and keep the workers "
                "across epochs (persistent_workers=True): most of the wait is the multi-process DataLoader's first "
                "__next__ (" + format_ns(first_ns) + " of " + format_ns(in_loader) +

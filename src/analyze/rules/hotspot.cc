@@ -14,6 +14,7 @@
 #include "src/analyze/efficiency.h"
 #include "src/analyze/host_stack.h"
 #include "src/analyze/idle.h"
+#include "src/analyze/intervals.h"
 #include "src/analyze/legacy_spans.h"
 #include "src/analyze/rules/rules.h"
 #include "src/analyze/verdict.h"
@@ -395,6 +396,15 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
         if (s >= 0) steps.push_back(s);
       }
       if (!instances.empty()) break;
+    }
+    // A scope whose own time is mostly the DataLoader's (its workers
+    // starting inside it, with no op to show): dataloader_bound's subject,
+    // not Python and dispatch (issue 38's fifteenth round: a training_epoch
+    // scope's 11.909 s of self time, 11.9 s of it the workers spawning).
+    if (!instances.empty() && c.kind(instances.front()) == EventKind::kUserAnnotation) {
+      std::int64_t loading = 0;
+      for (std::uint32_t e : instances) sat_acc(loading, covered_within(c.dataloader_scopes(), c.ts(e), c.end(e)));
+      if (sat_mul(2, loading) >= best_self) return;
     }
   }
   std::sort(steps.begin(), steps.end());
