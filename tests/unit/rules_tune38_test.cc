@@ -3325,5 +3325,38 @@ TEST(RulesTune38, DataLoaderWorkersStartingBeforeTheFirstBatchAreItsStartUp) {
   for (const Finding& g : d.findings) EXPECT_NE(g.id, "hotspot") << g.title;
 }
 
+
+// Issue 38's fifteenth round (tuning half): torch 1.8's legacy profiler,
+// no shapes, a ResNet-18 forward on the CPU under model_inference: each of
+// its 20 batch norms right after an aten::add (num_batches_tracked + 1, of
+// no recorded shape) was missed, and the only finding told the wrapper to
+// "start with aten::conv2d".
+TEST(RulesTune38, ABareAddBeforeEveryBatchNormIsItsTrainingModeUpdate) {
+  using namespace tprof::testing;
+  auto trace = [](bool add_before_every) {
+    std::vector<std::string> ev = {x("user_annotation", "model_inference", 1, 1, 0, 20 * 600 + 20)};
+    double ts = 10;
+    for (int i = 0; i < 20; ++i) {
+      ev.push_back(x("cpu_op", "aten::conv2d", 1, 1, ts, 300));
+      if (add_before_every || i % 2 == 0) ev.push_back(x("cpu_op", "aten::add", 1, 1, ts + 310, 20));
+      ev.push_back(x("cpu_op", "aten::batch_norm", 1, 1, ts + 340, 150));
+      ev.push_back(x("cpu_op", "aten::relu", 1, 1, ts + 500, 50));
+      ts += 600;
+    }
+    return doc(ev);
+  };
+  Result<Trace> t = read_trace_bytes(trace(true));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<Finding> f = diagnose(*t, {.only = {"train_mode_in_inference"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence.find("num_batches_tracked_updates")->i, 20);
+  EXPECT_TRUE(contains(f[0].title, "each after its num_batches_tracked update")) << f[0].title;
+  EXPECT_TRUE(diagnose(*t, {.only = {"cost_in_children"}}).findings.empty());
+  // A residual add before some of them is no such update.
+  Result<Trace> some = read_trace_bytes(trace(false));
+  ASSERT_TRUE(some) << some.error().to_string();
+  EXPECT_TRUE(diagnose(*some, {.only = {"train_mode_in_inference"}}).findings.empty());
+}
+
 }  // namespace
 }  // namespace tprof
