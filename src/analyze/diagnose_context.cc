@@ -475,6 +475,16 @@ const std::vector<Interval>& DiagnoseContext::dataloader_scopes() const {
   return dataloader_scopes_;
 }
 
+bool DiagnoseContext::profiler_event_timing() const {
+  std::int64_t records = 0, ops = 0;
+  for (const std::uint32_t e : runtime) {
+    const std::string_view n = name(e);
+    records += n == "cudaEventRecord" || n == "hipEventRecord";
+  }
+  for (const std::uint32_t e : host_ops) ops += kind(e) == EventKind::kCpuOp;
+  return records >= 100 && ops > 0 && 2 * records >= 3 * ops;
+}
+
 Interval DiagnoseContext::dataloader_startup() const {
   std::call_once(dataloader_startup_once_, [&] {
     // The multi-process iterator's first __next__, and the ops before it

@@ -288,6 +288,13 @@ class DiagnoseContext {
   // round: a Windows CIFAR epoch, 11.9 s of its 12.8 s before the first
   // batch). Empty (start == end) when there is none. In dataloader_scopes.
   Interval dataloader_startup() const;
+  // The profiler timing each op with a pair of CUDA events (PyTorch's
+  // fallback when CUPTI cannot be used, and the legacy profiler's
+  // use_cuda=True): the trace's cudaEventRecord calls number at least 1.5
+  // a CPU op, 100 or more (issue 38's fifteenth round: 1,717 records and
+  // 1,668 creates around 834 ops, every view included, called "batch
+  // them"). Those calls are the profiler's, not the program's.
+  bool profiler_event_timing() const;
   static constexpr std::int64_t kDataLoaderStartupNs = 100'000'000;
   // The device time of the copy that launch call e made to pageable host
   // memory (an Async device-to-host copy), or -1 when e made none.

@@ -3358,5 +3358,42 @@ TEST(RulesTune38, ABareAddBeforeEveryBatchNormIsItsTrainingModeUpdate) {
   EXPECT_TRUE(diagnose(*some, {.only = {"train_mode_in_inference"}}).findings.empty());
 }
 
+
+// Issue 38's fifteenth round (scoring half, after its figure): a Kineto
+// trace of a ResNet forward on an RTX 3090 with no kernel or copy: the
+// profiler had timed each of its 834 ops with a cudaEventCreate and
+// cudaEventRecord pair (its fallback without CUPTI), and the first cause
+// was "cudaEventRecord called 1717 times: batch them".
+TEST(RulesTune38, TheProfilersOwnEventPairsAreNoCallsToBatch) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  double ts = 0;
+  for (int i = 0; i < 300; ++i) {
+    // 30 ops of 10 calls each, as a forward's many kinds of op.
+    const std::string op = i % 30 == 0 ? "aten::cudnn_convolution" : "aten::op" + std::to_string(i % 30);
+    ev.push_back(x("cpu_op", op, 1, 1, ts, 40));
+    ev.push_back(x("cuda_runtime", "cudaEventCreate", 1, 1, ts + 1, 2));
+    ev.push_back(x("cuda_runtime", "cudaEventRecord", 1, 1, ts + 4, 3));
+    if (i % 2 == 0) ev.push_back(launch(ts + 10, 8, i + 1));
+    ev.push_back(x("cuda_runtime", "cudaEventCreate", 1, 1, ts + 30, 2));
+    ev.push_back(x("cuda_runtime", "cudaEventRecord", 1, 1, ts + 33, 3));
+    ts += 50;
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const Diagnosis d = diagnose(*t);
+  bool missing = false;
+  for (const Finding& f : d.findings) {
+    EXPECT_NE(f.id, "many_calls") << f.title;
+    if (f.id == "device_activity_missing") {
+      missing = true;
+      EXPECT_TRUE(f.advice.starts_with("Profile with a PyTorch whose torch.profiler.supported_activities() includes "
+                                       "ProfilerActivity.CUDA"))
+          << f.advice;
+    }
+  }
+  EXPECT_TRUE(missing);
+}
+
 }  // namespace
 }  // namespace tprof

@@ -218,6 +218,11 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
                 "torch.profiler records no device activity at all (torch.mps.profiler with Instruments' Metal System "
                 "Trace shows it); on a GPU, add ProfilerActivity.CUDA. Until then the CPU times include waits on "
                 "the device."
+      : asked && c.profiler_event_timing()
+          ? "Profile with a PyTorch whose torch.profiler.supported_activities() includes ProfilerActivity.CUDA: "
+            "this profiler timed each op with a pair of CUDA events (cudaEventRecord around every op, views "
+            "included), its fallback when that activity is not supported (a build whose Kineto has no CUPTI), "
+            "which records no kernel or copy; those events' calls are the profiler's, not the program's."
       : asked ? "Find why the device records were lost: the trace has the runtime calls, so the CUDA activity was on, "
               "but CUPTI (roctracer on ROCm) delivered no kernel or copy record. Usual causes: a platform where CUPTI's "
               "activity API does not work (WSL 2 with an older driver, a vGPU or container without the profiling "

@@ -121,6 +121,11 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
   for (const StatRow& r : rows) {
     if (is_profiler_step(r.key) || r.is_user_annotation || r.count < kMinCalls) continue;
     if (r.count < kCallsPerBaseline * baseline) continue;
+    // The profiler's own event pair around every op (profiler_event_timing).
+    if (r.key.find("EventRecord") != std::string::npos || r.key.find("EventCreate") != std::string::npos ||
+        r.key.find("EventDestroy") != std::string::npos || r.key.find("EventElapsedTime") != std::string::npos) {
+      if (c.profiler_event_timing()) continue;
+    }
     const std::int64_t cost = r.is_device ? r.self_device_time_total_ns : r.cpu_time_total_ns;
     const std::int64_t total = r.is_device ? dev_total : cpu_total;
     if (total <= 0 || cost / r.count > kCheapPerCallNs) continue;
