@@ -258,6 +258,15 @@ TEST(Fp32Math, TensorCoreKernelNamesAreNotFp32Math) {
   EXPECT_EQ(internal::fp32_math(kernel("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw")),
             Fp32Math::kNo);
   EXPECT_EQ(internal::fp32_math(kernel("ampere_gcgemm_64x64_nt")), Fp32Math::kNo);  // no convolution around it
+  // cuDNN's backward-data algorithm 1 beside its dgrad_engine (a T4
+  // ResNet-50's 1.009 ms kernel left out; issue 38's fifteenth round).
+  EXPECT_EQ(internal::fp32_math(kernel("void cudnn::detail::dgrad_alg1_engine<float, 128, 5, 5, 3, 3, 3, false, true>("
+                                       "int, int, int, float const*, int, float const*, int, float*, kernel_grad_params, "
+                                       "unsigned long long, int, float, int)")),
+            Fp32Math::kByName);
+  EXPECT_EQ(internal::fp32_math(kernel("void cudnn::detail::dgrad_alg1_engine<__half, 128, 5, 5, 3, 3, 3, false, true>("
+                                       "int)")),
+            Fp32Math::kNo);
   // FFT convolution inside a convolution op: its complex GEMM and float
   // transforms are the convolution's fp32 time (a T4 ResNet-18: 7.8 ms of
   // volta_gcgemm and 8.1 ms of fft2d; issue 38's thirteenth round).
