@@ -3395,5 +3395,41 @@ TEST(RulesTune38, TheProfilersOwnEventPairsAreNoCallsToBatch) {
   EXPECT_TRUE(missing);
 }
 
+
+// Issue 38's fifteenth round (scoring half, after its figure): a T4 VGG16
+// step's first cudaLaunchKernel blocked the host 1.281 ms (its module
+// loading), and its kernel started 5.48 ms after the call returned, the
+// device held by work the trace does not record: "the GPU idle 1.281 ms
+// meanwhile, up to 1.281 ms". The block cost the device nothing.
+TEST(RulesTune38, ABlockWhoseWorkWaitedLongerAfterItCostsTheDeviceNothing) {
+  using namespace tprof::testing;
+  auto trace = [](double wait_after) {
+    std::vector<std::string> ev = {x("cpu_op", "aten::cudnn_convolution", 1, 1, 0, 1'400)};
+    ev.push_back(launch(50, 1'300, 1));
+    ev.push_back(kernel("volta_scudnn_128x64_relu_small_nn_v1", 7, 1'350 + wait_after, 500, 1));
+    double ts = 1'500;
+    for (int i = 0; i < 20; ++i) {
+      ev.push_back(x("cpu_op", "aten::relu", 1, 1, ts, 30));
+      ev.push_back(launch(ts + 5, 10, i + 2));
+      ev.push_back(kernel("void at::native::vectorized_elementwise_kernel<4, relu>", 7,
+                          std::max(ts + 20, 1'350 + wait_after + 500 + 400.0 * i), 390, i + 2));
+      ts += 40;
+    }
+    return doc(ev);
+  };
+  Result<Trace> held = read_trace_bytes(trace(5'000));
+  ASSERT_TRUE(held) << held.error().to_string();
+  for (const Finding& f : diagnose(*held, {.only = {"host_blocked"}}).findings) {
+    EXPECT_EQ(f.idle_ns, 0) << f.title;
+    EXPECT_EQ(f.impact_ns, 0) << f.title;
+  }
+  // Its kernel starting as the call returns: the block held the device up.
+  Result<Trace> fed = read_trace_bytes(trace(10));
+  ASSERT_TRUE(fed) << fed.error().to_string();
+  const std::vector<Finding> g = diagnose(*fed, {.only = {"host_blocked"}}).findings;
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_GT(g[0].idle_ns, 1'000'000) << g[0].title;
+}
+
 }  // namespace
 }  // namespace tprof
