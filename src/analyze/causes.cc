@@ -161,6 +161,11 @@ bool host_built_member(const Finding& f, std::int64_t) {
          (cause == "unrecorded" && text_of(f, "before").starts_with("Memcpy HtoD"));
 }
 
+// A hotspot whose time is its op's first call is the cold pass's.
+bool first_call_member(const Finding& f, std::int64_t) {
+  return f.id == "hotspot" && f.evidence.find("first_call_ns") != nullptr;
+}
+
 constexpr Group kGroups[] = {
     {"launch_overhead", "overhead_bound", launch_overhead_member},
     {"cold_start", "cold_start", cold_start_member},
@@ -168,6 +173,7 @@ constexpr Group kGroups[] = {
     {"hidden_memcpy", "hidden_memcpy", hidden_copy_member},
     {"cpu_collectives", "cpu_collectives", cpu_comm_member},
     {"host_built_tensor", "host_built_tensor", host_built_member},
+    {"first_call_setup", "first_call_setup", first_call_member},
 };
 
 std::string group_title(std::string_view id, const Finding& anchor) {

@@ -3431,5 +3431,46 @@ TEST(RulesTune38, ABlockWhoseWorkWaitedLongerAfterItCostsTheDeviceNothing) {
   EXPECT_GT(g[0].idle_ns, 1'000'000) << g[0].title;
 }
 
+
+// Issue 38's fifteenth round (tuning half): a watermarking network's
+// legacy trace, recorded without its device side, 2.6 s of its 3.5 s in
+// three first calls (a convolution, an inverse, a matmul; later calls
+// under 4 ms), said only that the GPU's activity was not recorded.
+TEST(RulesTune38, ARecordingThatIsMostlyFirstCallsIsOneColdPass) {
+  using namespace tprof::testing;
+  auto trace = [](bool steps) {
+    std::vector<std::string> ev;
+    if (steps) ev.push_back(step(1, 0, 700'000));
+    double ts = 10;
+    for (int i = 0; i < 12; ++i) {
+      const double conv = i == 0 ? 400'000 : 1'000;
+      ev.push_back(x("cpu_op", "aten::conv2d", 1, 1, ts, conv));
+      ts += conv + 50;
+      const double inv = i == 0 ? 200'000 : 500;
+      ev.push_back(x("cpu_op", "aten::inverse", 1, 1, ts, inv));
+      ts += inv + 50;
+      ev.push_back(x("cpu_op", "aten::relu", 1, 1, ts, 300));
+      ts += 400;
+    }
+    return doc(ev);
+  };
+  Result<Trace> t = read_trace_bytes(trace(false));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<Finding> f = diagnose(*t, {.only = {"first_call_setup"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].title.starts_with("One cold pass: first calls hold ")) << f[0].title;
+  EXPECT_TRUE(contains(f[0].title, "2 ops whose first call takes 10x their later ones or more: aten::conv2d 400.000 ms "
+                                   "(later calls 1.000 ms), aten::inverse 200.000 ms (later calls 500.0 us)"))
+      << f[0].title;
+  EXPECT_TRUE(f[0].advice.starts_with("Warm up before recording")) << f[0].advice;
+  EXPECT_EQ(f[0].impact_ns, 600'000'000 - 1'500'000);
+  // Steps are cold_start's; a trace with device activity has its own
+  // account of first calls (a blocking copy's first call waits for a queue).
+  Result<Trace> s = read_trace_bytes(trace(true));
+  ASSERT_TRUE(s) << s.error().to_string();
+  EXPECT_TRUE(diagnose(*s, {.only = {"first_call_setup"}}).findings.empty());
+  EXPECT_TRUE(run("public/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz", "first_call_setup").empty());
+}
+
 }  // namespace
 }  // namespace tprof

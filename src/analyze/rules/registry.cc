@@ -14,6 +14,7 @@ std::span<const RuleInfo> all_rules() {
       {"many_calls", rule_many_calls},
       {"cost_in_children", rule_cost_in_children},
       {"cold_start", rule_cold_start},
+      {"first_call_setup", rule_first_call_setup},
       {"dispatch_gap", rule_dispatch_gap},
       {"heavy_kernel_launch", rule_heavy_kernel_launch},
       {"sync_at_window_end", rule_sync_at_window_end},

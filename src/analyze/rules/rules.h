@@ -77,6 +77,7 @@ void rule_ddp_buffers(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_model_on_cpu(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_legacy_device_spans(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_first_call_setup(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out);
 
 // What the peers report (HolisticTraceAnalysis, the TensorBoard plugin,

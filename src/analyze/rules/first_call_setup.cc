@@ -1,0 +1,109 @@
+// first_call_setup: a recording without steps that is mostly first calls:
+// ops whose first call takes many times their later calls (a library
+// creating its handles and searching algorithms, the CUDA context, a
+// module loading, the first allocation). The trace is one cold pass; its
+// time says what the first pass costs, not the loop's. Origin: issue 38's
+// fifteenth round: a watermarking network's legacy trace, 2.914 s of its
+// 3.464 s in first calls (the first inverse 840 ms, the first bmm 649 ms,
+// the first cuDNN convolution 1.121 s; later calls under 4 ms), and a
+// Jetson's VoteNet whose first cudnn_convolution took 2.336 s.
+//
+// Precondition: no ProfilerStep (cold_start judges steps) and no device
+// activity (with it, a first call's time can be a wait for the device: a
+// decode's first aten::copy_, 463 ms behind a queue; host_blocked names
+// initialisation there); per op name, the
+// outermost calls on their thread, at least two: the first is the longest,
+// kMinFirstNs or more and kFirstFactor times the later calls' median or
+// more. Those first calls' union holds kMinShare of the window or more.
+// Warning from kWarnShare. Impact: that union, less the later median per
+// call (what a warm pass would still take).
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/analyze/intervals.h"
+#include "src/analyze/rules/rules.h"
+
+namespace tprof::internal {
+
+namespace {
+
+constexpr std::int64_t kMinFirstNs = 10'000'000;
+constexpr std::int64_t kFirstFactor = 10;
+constexpr double kMinShare = 0.25;
+constexpr double kWarnShare = 0.5;
+constexpr std::size_t kNamed = 3;
+
+}  // namespace
+
+void rule_first_call_setup(const DiagnoseContext& c, std::vector<Finding>* out) {
+  if (!c.steps.steps.empty() || c.has_device()) return;
+  const std::int64_t window = c.window_ns();
+  if (window <= 0) return;
+  // Outermost CPU ops per thread, by name in start order.
+  std::map<std::uint32_t, std::int64_t> open_end;  // lane -> the open outermost op's end
+  std::map<StrId, std::vector<std::uint32_t>> calls;
+  for (const std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kCpuOp) continue;
+    const std::uint32_t lane = c.trace.events.lane[e];
+    auto [it, added] = open_end.try_emplace(lane, INT64_MIN);
+    if (c.ts(e) < it->second) continue;
+    it->second = c.end(e);
+    calls[c.trace.events.name[e]].push_back(e);
+  }
+  struct First {
+    std::uint32_t event;
+    std::int64_t later_median;
+  };
+  std::vector<First> firsts;
+  std::vector<Interval> spans;
+  for (const auto& [name, v] : calls) {
+    if (v.size() < 2) continue;
+    std::vector<std::int64_t> later;
+    std::int64_t longest = 0;
+    for (std::size_t i = 1; i < v.size(); ++i) {
+      later.push_back(c.dur(v[i]));
+      longest = std::max(longest, c.dur(v[i]));
+    }
+    const std::int64_t first = c.dur(v.front());
+    const std::int64_t median = mean_median(later);
+    if (first < kMinFirstNs || first < longest || first < sat_mul(kFirstFactor, median)) continue;
+    firsts.push_back({v.front(), median});
+    spans.push_back({c.ts(v.front()), c.end(v.front())});
+  }
+  if (firsts.empty()) return;
+  const std::int64_t held = total_length(merge_intervals(std::move(spans)));
+  const double share = static_cast<double>(held) / static_cast<double>(window);
+  if (share < kMinShare) return;
+  std::sort(firsts.begin(), firsts.end(),
+            [&](const First& a, const First& b) { return c.dur(a.event) > c.dur(b.event); });
+  std::int64_t warm = 0;
+  for (const First& f : firsts) sat_acc(warm, f.later_median);
+  std::string named;
+  for (std::size_t i = 0; i < firsts.size() && i < kNamed; ++i) {
+    named += (i ? ", " : "") + std::string(c.name(firsts[i].event)) + " " + format_ns(c.dur(firsts[i].event)) +
+             " (later calls " + format_ns(firsts[i].later_median) + ")";
+  }
+  if (firsts.size() > kNamed) named += ", ...";
+  Finding f;
+  f.id = "first_call_setup";
+  f.severity = share >= kWarnShare ? FindingSeverity::kWarning : FindingSeverity::kInfo;
+  f.title = "One cold pass: first calls hold " + format_pct(100.0 * share) + " of the trace (" + format_ns(held) +
+            " of " + format_ns(window) + "), " + std::to_string(firsts.size()) + " op" +
+            (firsts.size() == 1 ? "" : "s") + " whose first call takes 10x their later ones or more: " + named;
+  f.evidence.num("first_calls_ns", held)
+      .num("window_ns", window)
+      .num("ops", static_cast<std::int64_t>(firsts.size()))
+      .event("longest_first_call", c.ref(firsts.front().event));
+  f.advice = "Warm up before recording: run the model once (or a few iterations) before the profiler starts, or "
+             "record several iterations with torch.profiler.schedule(wait=1, warmup=1, active=N): " +
+             format_ns(held) +
+             " of this trace is first calls, one-time set-up (a GPU library's handles and algorithm search, the CUDA "
+             "context, modules loading, the first allocations) that the loop does not pay again, so its times say "
+             "little about the steady state.";
+  f.impact_ns = std::max<std::int64_t>(0, sat_sub(held, warm));
+  out->push_back(std::move(f));
+}
+
+}  // namespace tprof::internal
