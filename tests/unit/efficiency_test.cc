@@ -151,7 +151,8 @@ TEST(Fp32Math, V100ResnetFp16AutocastWithGradScaler) {
   // With cuDNN's fp32 Winograd transforms (71.2% on sgemm/scudnn names alone).
   EXPECT_NEAR(real_field(*f, "kernel_time_pct"), 81.0, 0.1);
   EXPECT_TRUE(f->advice.starts_with("Put the fp32 math on the tensor cores: torch.autocast(\"cuda\", "
-                                    "dtype=torch.float16) around the forward, with torch.amp.GradScaler"))
+                                    "dtype=torch.float16) around the forward, with torch.cuda.amp.GradScaler() for "
+                                    "training (torch.amp.GradScaler(\"cuda\") from PyTorch 2.3)"))
       << f->advice;
   // Named by the conv ops that launched them; no bf16 or TF32 on sm70.
   EXPECT_NE(f->advice.find("aten::cudnn_convolution_backward_weight"), std::string::npos) << f->advice;

@@ -201,7 +201,12 @@ void rule_fp32_math(const DiagnoseContext& c, std::vector<Finding>* out) {
     // scale its gradients: a T4 ViT forward, issue 38's fourteenth round).
     fix = std::string("Put the fp32 math on the tensor cores: torch.autocast(\"cuda\", dtype=torch.float16) around the "
                       "forward") +
-          (c.forward_only() ? "" : ", with torch.amp.GradScaler(\"cuda\") for training") +
+          // torch.amp.GradScaler("cuda") is PyTorch 2.3's spelling; the
+          // older one works on every version with autocast (issue 38's
+          // fifteenth round: T4 traces of 2023, before 2.3).
+          (c.forward_only() ? ""
+                            : ", with torch.cuda.amp.GradScaler() for training (torch.amp.GradScaler(\"cuda\") from "
+                              "PyTorch 2.3)") +
           gain(eff.peak != nullptr ? eff.peak->bf16_tflops : 0, "fp16", true) + touch +
           "; this GPU's tensor cores take fp16 only (no bf16, no TF32).";
   }
