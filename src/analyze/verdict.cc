@@ -1060,6 +1060,9 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
                  "the " + (g.reads_only() ? "device" : "GPU") + " by; " +
                  (g.reads_only() ? std::string("profile the device with its own tool (Apple MPS: torch.mps.profiler and "
                                                "Instruments; a GPU: ProfilerActivity.CUDA)")
+                  : g.issue_calls > 0 && c.profiler_event_timing()
+                      ? std::string("the profiler timed each op with CUDA events (use_cuda=True without Kineto's CUDA "
+                                    "activity), so profile with ProfilerActivity.CUDA")
                   : g.issue_calls > 0 && !c.runtime.empty()
                       ? std::string("the CUDA activity was on (runtime calls are recorded), so find why its device "
                                     "records were lost")

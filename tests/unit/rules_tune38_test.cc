@@ -3387,12 +3387,15 @@ TEST(RulesTune38, TheProfilersOwnEventPairsAreNoCallsToBatch) {
     EXPECT_NE(f.id, "many_calls") << f.title;
     if (f.id == "device_activity_missing") {
       missing = true;
-      EXPECT_TRUE(f.advice.starts_with("Profile with a PyTorch whose torch.profiler.supported_activities() includes "
-                                       "ProfilerActivity.CUDA"))
+      EXPECT_TRUE(f.advice.starts_with("Profile with torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+                                       "ProfilerActivity.CUDA])"))
           << f.advice;
+      EXPECT_TRUE(contains(f.advice, "use_cuda=True without use_kineto=True")) << f.advice;
     }
   }
   EXPECT_TRUE(missing);
+  EXPECT_TRUE(contains(d.summary, "the profiler timed each op with CUDA events")) << d.summary;
+  EXPECT_FALSE(contains(d.summary, "the CUDA activity was on")) << d.summary;
 }
 
 
