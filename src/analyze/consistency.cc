@@ -62,6 +62,23 @@ void reconcile(const DiagnoseContext& c, Diagnosis* d) {
     built_copies = num(f, "pageable_copies");
     built_copy_ns = num(f, "pageable_copy_ns");
   }
+  // fp32 math holding most of the GPU time: its fix is the first for those
+  // kernels, and a compute-bound state with no saving of its own (profile
+  // the top kernels, fuse the memory-bound ones) is a note beside it
+  // (issue 38's fifteenth round: a T4 VGG16's cuDNN and cuBLAS fp32
+  // kernels, 84% of its GPU time, told to try Nsight Compute and fusion).
+  double fp32_gpu_pct = 0;
+  for (const Finding& f : d->findings) {
+    if (f.id != "fp32_math") continue;
+    const Evidence::Field* x = f.evidence.find("gpu_time_pct");
+    if (x != nullptr && x->kind == Evidence::Kind::kReal) fp32_gpu_pct = x->d;
+  }
+  for (Finding& f : d->findings) {
+    if (f.id == "compute_bound" && f.impact_ns == 0 && fp32_gpu_pct >= 50.0 &&
+        f.evidence.find("nothing_to_act_on") == nullptr) {
+      f.evidence.num("nothing_to_act_on", 1);
+    }
+  }
   for (Finding& f : d->findings) {
     std::string why;
     if (pageable && f.id == "host_blocked" && says(f, "copies", "pageable, 64 KiB or more, the GPU busy")) {

@@ -3480,5 +3480,42 @@ TEST(RulesTune38, ARecordingThatIsMostlyFirstCallsIsOneColdPass) {
   EXPECT_TRUE(run("public/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz", "first_call_setup").empty());
 }
 
+
+// Issue 38's fifteenth round (scoring half, after its after-review): a T4
+// VGG16 step, 84% of its GPU time fp32 cuDNN and cuBLAS kernels, printed a
+// compute-bound card after the fp32 fix, telling it to profile those
+// kernels with Nsight Compute and fuse the memory-bound ones. Beside fp32
+// math holding most of the GPU, that state is a note.
+TEST(RulesTune38, ComputeBoundBesideFp32MathIsANote) {
+  using namespace tprof::testing;
+  auto trace = [](const std::string& gemm) {
+    std::vector<std::string> ev;
+    for (int i = 0; i < 20; ++i) {
+      const double ts = 10 + 20.0 * i;
+      ev.push_back(x("cpu_op", "aten::mm", 1, 1, ts, 15));
+      ev.push_back(launch(ts + 2, 10, i + 1));
+      ev.push_back(kernel(gemm, 7, 50 + 900.0 * i, 895, i + 1));
+    }
+    ev.push_back(x("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 420, 17'600));
+    return doc(ev, R"("deviceProperties": [{"id": 0, "name": "Tesla T4", "computeMajor": 7, "computeMinor": 5, "numSms": 40}])");
+  };
+  Result<Trace> t = read_trace_bytes(trace("volta_sgemm_128x64_nt"));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const Diagnosis d = diagnose(*t);
+  ASSERT_FALSE(d.causes.empty());
+  EXPECT_EQ(d.causes[0].id, "fp32_math") << d.causes[0].id;
+  bool noted = false;
+  for (const Finding& f : d.findings) {
+    if (f.id == "compute_bound") noted = f.evidence.find("nothing_to_act_on") != nullptr;
+  }
+  EXPECT_TRUE(noted);
+  // fp16 tensor-core GEMMs: compute-bound keeps its card.
+  Result<Trace> h = read_trace_bytes(trace("volta_h884gemm_128x64_ldg8_nn"));
+  ASSERT_TRUE(h) << h.error().to_string();
+  for (const Finding& f : diagnose(*h).findings) {
+    if (f.id == "compute_bound") EXPECT_EQ(f.evidence.find("nothing_to_act_on"), nullptr);
+  }
+}
+
 }  // namespace
 }  // namespace tprof
