@@ -3517,5 +3517,40 @@ TEST(RulesTune38, ComputeBoundBesideFp32MathIsANote) {
   }
 }
 
+
+// Issue 38's fifteenth round (scoring half, after its figure): an MoE
+// trained on a Mac (thread ids in the millions, beyond Linux's pid_max),
+// 5 of its 196 .item() reads waiting 5-28 ms, each copying through
+// aten::empty_like as an MPS tensor's read does, was called cpu-only.
+TEST(RulesTune38, SlowDeviceReadsOnAMacAreAnUnrecordedDevice) {
+  using namespace tprof::testing;
+  auto trace = [](int tid) {
+    std::vector<std::string> ev;
+    double ts = 0;
+    for (int i = 0; i < 40; ++i) {
+      const bool slow = i % 10 == 9;
+      ev.push_back(x("cpu_op", "aten::mul", 1, tid, ts, 200));
+      ts += 250;
+      ev.push_back(x("cpu_op", "aten::item", 1, tid, ts, slow ? 6'000 : 2));
+      ev.push_back(x("cpu_op", "aten::_local_scalar_dense", 1, tid, ts + 0.5, slow ? 5'990 : 1));
+      if (slow) {
+        ev.push_back(x("cpu_op", "aten::empty_like", 1, tid, ts + 1, 3));
+        ts += 6'000;
+      }
+      ts += 10;
+    }
+    return doc(ev);
+  };
+  Result<Trace> mac = read_trace_bytes(trace(18'173'459));
+  ASSERT_TRUE(mac) << mac.error().to_string();
+  const Diagnosis d = diagnose(*mac);
+  EXPECT_EQ(d.verdict, Verdict::kUnclear) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "the device's activity was not recorded")) << d.summary;
+  // Linux thread ids: 4 slow reads of 40 can be a busy host's preemption.
+  Result<Trace> linux_run = read_trace_bytes(trace(4'242));
+  ASSERT_TRUE(linux_run) << linux_run.error().to_string();
+  EXPECT_EQ(diagnose(*linux_run).verdict, Verdict::kCpuOnly);
+}
+
 }  // namespace
 }  // namespace tprof

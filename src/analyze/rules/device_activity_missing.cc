@@ -69,6 +69,15 @@ constexpr std::int64_t kMinBlockingReads = 2;
 
 }  // namespace
 
+// Linux's thread ids stay within pid_max (at most 2^22); macOS's are a
+// 64-bit counter, in the millions soon after boot.
+bool linux_thread_ids(const DiagnoseContext& c) {
+  for (const Lane& lane : c.trace.lanes) {
+    if (lane.kind == LaneKind::kCpu && !lane.tid.is_str && lane.tid.num > (std::int64_t{1} << 22)) return false;
+  }
+  return true;
+}
+
 GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
   GpuWorkIssued g;
   // The legacy profiler's device spans are the device's activity, coarse
@@ -137,6 +146,32 @@ GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
     g.blocking_reads = reads;
     g.blocking_read_ns = read_ns;
     g.longest_read = longest;
+  } else if (reads >= kMinBlockingReads && !linux_thread_ids(c)) {
+    // A macOS host (thread ids beyond Linux's pid_max) whose slow reads
+    // copy through aten::empty_like, as an MPS tensor's read does (a CPU
+    // tensor's reads nothing): the model ran on Apple's GPU, which
+    // torch.profiler never records (issue 38's fifteenth round: an MoE
+    // trained on a Mac, 5 of 196 reads waiting 5-28 ms, called cpu-only).
+    std::int64_t device_reads = 0, device_ns = 0;
+    std::uint32_t device_longest = kNoIndex;
+    for (std::size_t i = 0; i < c.host_ops.size(); ++i) {
+      const std::uint32_t e = c.host_ops[i];
+      if (c.name(e) != "aten::_local_scalar_dense" || c.dur(e) < kBlockingReadNs) continue;
+      bool copies = false;
+      for (std::size_t k = i + 1; k < c.host_ops.size() && c.ts(c.host_ops[k]) < c.end(e); ++k) {
+        const std::uint32_t o = c.host_ops[k];
+        copies |= c.trace.events.lane[o] == c.trace.events.lane[e] && c.name(o) == "aten::empty_like";
+      }
+      if (!copies) continue;
+      ++device_reads;
+      sat_acc(device_ns, c.dur(e));
+      if (device_longest == kNoIndex || c.dur(e) > c.dur(device_longest)) device_longest = e;
+    }
+    if (device_reads >= kMinBlockingReads) {
+      g.blocking_reads = device_reads;
+      g.blocking_read_ns = device_ns;
+      g.longest_read = device_longest;
+    }
   }
   return g;
 }

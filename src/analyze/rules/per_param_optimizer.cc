@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -157,7 +158,13 @@ void on_the_cpu(const DiagnoseContext& c, const std::vector<Span>& spans, std::v
   f.id = "per_param_optimizer";
   // A warning when the loop the fix removes costs the run, not the math.
   f.severity = costly ? FindingSeverity::kWarning : FindingSeverity::kInfo;
-  f.title = "The " + opt + " optimizer updates parameter by parameter on the CPU: " + std::to_string(ops / calls) +
+  // A device the trace does not record (Apple MPS, a GPU recorded without
+  // its device side) runs the ops: no "on the CPU" (issue 38's fifteenth
+  // round: an MoE trained on a Mac).
+  const bool unrecorded_device = gpu_work_issued(c).any();
+  f.title = "The " + opt + " optimizer updates parameter by parameter" +
+            (unrecorded_device ? std::string(" (its device side not recorded)") : std::string(" on the CPU")) + ": " +
+            std::to_string(ops / calls) +
             " ops per optimizer.step (" + names + ", ...), " + format_ns(span_ns / calls) + " a call" +
             (window > 0 ? ", " + format_pct(100.0 * static_cast<double>(span_ns) / static_cast<double>(window)) +
                               " of the " + (c.steps.steps.empty() ? "trace" : "steps")
@@ -171,7 +178,7 @@ void on_the_cpu(const DiagnoseContext& c, const std::vector<Span>& spans, std::v
       .num("python_between_ops_ns", python_ns)
       .num("first_call_extra_ns", first_extra_ns)
       .text("top_op", top.empty() ? std::string() : std::string(top.front().first));
-  f.advice = use_batched(opt, /*cpu=*/true) + "; its " + std::to_string(ops / calls) +
+  f.advice = use_batched(opt, /*cpu=*/!unrecorded_device) + "; its " + std::to_string(ops / calls) +
              " ops per step become a few. Of the " + format_ns(span_ns / calls) + " each optimizer.step takes, " +
              format_ns(python_ns / calls) +
              " is the Python loop between the ops, which the batched forms remove; the ops' own math stays." +
