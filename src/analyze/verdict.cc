@@ -1067,6 +1067,17 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
                       ? std::string("the CUDA activity was on (runtime calls are recorded), so find why its device "
                                     "records were lost")
                       : std::string("profile again with ProfilerActivity.CUDA"));
+    // What the host side does show, where first calls hold most of it: a
+    // cold pass to warm up before recording again (issue 38's fifteenth
+    // round: a legacy trace, 75% of it three first calls, "unclear" alone).
+    for (const Finding& f : d->findings) {
+      if (f.id != "first_call_setup" || f.severity != FindingSeverity::kWarning) continue;
+      const Evidence::Field* held = f.evidence.find("first_calls_ns");
+      if (held == nullptr || held->kind != Evidence::Kind::kInt) continue;
+      d->summary += "; and what it shows is one cold pass: first calls hold " +
+                    pct(static_cast<double>(held->i) / static_cast<double>(std::max<std::int64_t>(1, c.window_ns()))) +
+                    " of it, so warm up before recording";
+    }
   }
   if (nothing_recorded(c)) {
     std::uint32_t longest = c.runtime.front();

@@ -3263,6 +3263,17 @@ TEST(RulesTune38, TheLegacyProfilersDeviceSpansAreTheDevicesSide) {
   EXPECT_TRUE(f[0].title.starts_with("The device runs behind the host")) << f[0].title;
   EXPECT_TRUE(contains(f[0].title, "aten::cudnn_convolution holds 1.600 ms of the spans' own time (20 calls)")) << f[0].title;
   EXPECT_TRUE(contains(f[0].advice, "torch.backends.cudnn.benchmark = True")) << f[0].advice;
+  // use_cuda=False: the legacy array's CPU side alone, its cuDNN ops the
+  // sign of a GPU; the fix names the profiler, not CUPTI's platforms.
+  Result<Trace> cpu_side = read_trace_bytes(
+      R"([{"name": "aten::cudnn_convolution", "ph": "X", "ts": 10, "dur": 900, "tid": 1, "pid": "CPU functions", "args": {}},)"
+      R"({"name": "aten::cudnn_convolution", "ph": "X", "ts": 1000, "dur": 900, "tid": 1, "pid": "CPU functions", "args": {}}])");
+  ASSERT_TRUE(cpu_side) << cpu_side.error().to_string();
+  const std::vector<Finding> m = diagnose(*cpu_side, {.only = {"device_activity_missing"}}).findings;
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_TRUE(m[0].advice.starts_with("Profile with torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+                                      "ProfilerActivity.CUDA]) (PyTorch 1.8.1 and later): this trace is the legacy"))
+      << m[0].advice;
   // Kineto traces and the CPU-only legacy DLRM have no such spans.
   EXPECT_TRUE(run(kDlrmLegacy, "legacy_device_spans").empty());
   EXPECT_TRUE(run("gpu/h100-torch-2.11/64_bf16_warm_eager.json", "legacy_device_spans").empty());
@@ -3446,13 +3457,13 @@ TEST(RulesTune38, ABlockWhoseWorkWaitedLongerAfterItCostsTheDeviceNothing) {
 // under 4 ms), said only that the GPU's activity was not recorded.
 TEST(RulesTune38, ARecordingThatIsMostlyFirstCallsIsOneColdPass) {
   using namespace tprof::testing;
-  auto trace = [](bool steps) {
+  auto trace = [](bool steps, const char* conv_op = "aten::conv2d") {
     std::vector<std::string> ev;
     if (steps) ev.push_back(step(1, 0, 700'000));
     double ts = 10;
     for (int i = 0; i < 12; ++i) {
       const double conv = i == 0 ? 400'000 : 1'000;
-      ev.push_back(x("cpu_op", "aten::conv2d", 1, 1, ts, conv));
+      ev.push_back(x("cpu_op", conv_op, 1, 1, ts, conv));
       ts += conv + 50;
       const double inv = i == 0 ? 200'000 : 500;
       ev.push_back(x("cpu_op", "aten::inverse", 1, 1, ts, inv));
@@ -3478,6 +3489,12 @@ TEST(RulesTune38, ARecordingThatIsMostlyFirstCallsIsOneColdPass) {
   ASSERT_TRUE(s) << s.error().to_string();
   EXPECT_TRUE(diagnose(*s, {.only = {"first_call_setup"}}).findings.empty());
   EXPECT_TRUE(run("public/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz", "first_call_setup").empty());
+  // A GPU's work not recorded: the verdict says what the host side shows.
+  Result<Trace> g = read_trace_bytes(trace(false, "aten::cudnn_convolution"));
+  ASSERT_TRUE(g) << g.error().to_string();
+  const Diagnosis d = diagnose(*g);
+  EXPECT_EQ(d.verdict, Verdict::kUnclear) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "; and what it shows is one cold pass: first calls hold ")) << d.summary;
 }
 
 

@@ -234,12 +234,14 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
   // whatever activities are asked for (issue 38's twelfth round, the
   // after-review: "profile again with ProfilerActivity.CUDA" repeated what
   // the script already asked).
-  const bool legacy = g.gpu_flows > 0;
+  // The legacy array without flows too: use_cuda=False, the CPU side only
+  // (issue 38's fifteenth round: a Jetson's VoteNet told of CUPTI under WSL).
+  const bool legacy = g.gpu_flows > 0 || c.trace.meta.format == TraceFormat::kLegacyArray;
   f.advice =
       legacy
           ? "Profile with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) "
             "(PyTorch 1.8.1 and later): this trace is the legacy autograd profiler's export (torch.autograd.profiler."
-            "profile without use_kineto=True, its default before 2.0, or a build without Kineto), which records no "
+            "profile without use_kineto=True, its default, or a build without Kineto), which records no "
             "kernel, and without use_cuda=True no device time at all. Until then the trace cannot say whether the GPU "
             "or the host is the bottleneck, and its CPU times include waits on the GPU."
       : reads_only
@@ -257,7 +259,7 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
           ? "Profile with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) (or "
             "torch.autograd.profiler.profile(use_cuda=True, use_kineto=True)): this profiler timed each op with a pair "
             "of CUDA events (cudaEventRecord around every op, views included), torch.autograd.profiler's use_cuda=True "
-            "without use_kineto=True (its default before 2.0) or without CUPTI's CUDA activity, which records no kernel "
+            "without use_kineto=True (its default) or without CUPTI's CUDA activity, which records no kernel "
             "or copy; those events' calls are the profiler's, not the program's."
       : asked ? "Find why the device records were lost: the trace has the runtime calls, so the CUDA activity was on, "
               "but CUPTI (roctracer on ROCm) delivered no kernel or copy record. Usual causes: a platform where CUPTI's "
