@@ -188,15 +188,21 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
   // come back at least twice after it: then it is the loop's first pass
   // (issue 38's fifteenth round: GPU MODE lecture 1's ten CPU draws of
   // torch.randn, "9 times", the first left out as set-up).
-  std::erase_if(builds, [&](const Build& b) {
-    if (!b.first_work) return false;
+  // (Decided before any is erased: the test reads the other builds.)
+  std::vector<bool> set_up(builds.size(), false);
+  for (std::size_t i = 0; i < builds.size(); ++i) {
+    const Build& b = builds[i];
+    if (!b.first_work) continue;
     std::size_t same = 0;
     for (const Build& o : builds) {
       same += !o.first_work && ev.lane[o.copy_op] == ev.lane[b.copy_op] && c.name(o.copy_op) == c.name(b.copy_op) &&
               o.factory == b.factory;
     }
-    return same < 2;
-  });
+    set_up[i] = same < 2;
+  }
+  for (std::size_t i = builds.size(); i-- > 0;) {
+    if (set_up[i]) builds.erase(builds.begin() + static_cast<std::ptrdiff_t>(i));
+  }
   if (builds.empty()) return;
 
   // Grouped by the thread and the op that copies: the pattern that recurs.
