@@ -11,6 +11,7 @@
 #include "src/analyze/idle.h"
 #include "src/analyze/efficiency.h"
 #include "src/analyze/intervals.h"
+#include "src/analyze/legacy_spans.h"
 #include "src/analyze/nesting.h"
 #include "src/base/ascii.h"
 #include "src/base/radix_sort.h"
@@ -821,6 +822,12 @@ const CausalResult& DiagnoseContext::causal() const {
 const Nesting& DiagnoseContext::nesting() const {
   std::call_once(nesting_once_, [&] { nesting_ = std::make_shared<const Nesting>(build_nesting(trace)); });
   return *nesting_;
+}
+
+const LegacySpans& DiagnoseContext::legacy_spans() const {
+  std::call_once(legacy_spans_once_,
+                 [&] { legacy_spans_ = std::make_shared<const LegacySpans>(compute_legacy_spans(*this)); });
+  return *legacy_spans_;
 }
 
 std::optional<DiagnoseContext::ReplayedSaving> DiagnoseContext::replayed_saving(std::vector<WhatIfEdit> edits) const {

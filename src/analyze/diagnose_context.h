@@ -27,6 +27,7 @@ namespace tprof::internal {
 class IdlePartition;
 struct Efficiency;
 struct Nesting;
+struct LegacySpans;
 // What a device activity does (HTA's and TraceLens' categories).
 enum class DeviceClass : std::uint8_t {
   kCompute = 0,  // kernels that are not communication
@@ -132,6 +133,9 @@ class DiagnoseContext {
   // Every lane's call tree (src/analyze/nesting.h): which event encloses
   // which, as torch builds prof.events()'s. Built on first use, like idle().
   const Nesting& nesting() const;
+  // The legacy profiler's per-op device spans (src/analyze/legacy_spans.h):
+  // built on first use, like idle(); the verdict and several rules ask.
+  const LegacySpans& legacy_spans() const;
   // What a fix saves in the model: the trace replayed with `edits` (on
   // causal()'s graph) against the replay without them, summed over the
   // steps (the window without steps), and per step the median over the
@@ -375,7 +379,7 @@ class DiagnoseContext {
   std::int64_t graph_captures_ = 0;
   mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_,
       capture_blockers_once_, host_waits_once_, busy_window_once_, dependency_once_, nesting_once_,
-      dataloader_once_, dataloader_startup_once_;
+      dataloader_once_, dataloader_startup_once_, legacy_spans_once_;
   mutable std::vector<Interval> host_waits_, dataloader_scopes_;
   mutable Interval dataloader_startup_{0, 0};
   BusyWindow compute_busy_window() const;
@@ -390,6 +394,7 @@ class DiagnoseContext {
   mutable std::shared_ptr<const IdlePartition> idle_;
   mutable std::shared_ptr<const CausalResult> causal_;
   mutable std::shared_ptr<const Nesting> nesting_;
+  mutable std::shared_ptr<const LegacySpans> legacy_spans_;
   mutable std::int64_t self_cpu_total_ = 0, self_device_total_ = 0;
 };
 

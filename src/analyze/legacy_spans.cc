@@ -17,12 +17,10 @@ bool LegacySpans::device_behind(std::int64_t span_ns) const {
   return late_most || tail;
 }
 
-LegacySpans legacy_spans(const DiagnoseContext& c) {
+LegacySpans compute_legacy_spans(const DiagnoseContext& c) {
   LegacySpans s;
   if (!c.device.empty()) return s;
   const Trace& t = c.trace;
-  // One look-up for every trace without the process name (the verdict and
-  // several rules ask).
   if (!t.strings.find("CUDA functions")) return s;
   const EventColumns& ev = t.events;
   std::vector<std::uint32_t> spans;

@@ -32,7 +32,8 @@ struct LegacySpans {
 };
 
 // Empty where the trace records device activity or no legacy span.
-LegacySpans legacy_spans(const DiagnoseContext& c);
+// DiagnoseContext::legacy_spans() computes it once; read that.
+LegacySpans compute_legacy_spans(const DiagnoseContext& c);
 
 // A span this long after its call waits behind earlier work.
 inline constexpr std::int64_t kLegacyLateNs = 100'000;

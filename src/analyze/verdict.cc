@@ -508,11 +508,8 @@ std::string cpu_kinds(const DiagnoseContext& c) {
   return s.empty() ? "" : "; Self CPU by kind: " + s;
 }
 
-// One sentence: the numbers the verdict rests on.
-// `growth`: the queue's growth per step where cpu_gpu_offset measured one
-// ("about 161.1 us a step"), else "".
 // The verdict's numbers from the legacy profiler's device spans.
-std::string explain_legacy(Verdict v, const LegacySpans& l, const DiagnoseContext& c) {
+std::string explain_legacy(Verdict v, const LegacySpans& l) {
   const std::string spans = "the legacy profiler recorded each op's device span (use_cuda=True), not its kernels, "
                             "so the device's idle time is not measured; ";
   const std::string offset = "its ops' device work starts a median " + format_ns(l.median_offset_ns) +
@@ -522,13 +519,23 @@ std::string explain_legacy(Verdict v, const LegacySpans& l, const DiagnoseContex
     return spans + offset + ", and the device's work ends " + format_ns(sat_sub(l.device_end_ns, l.host_end_ns)) +
            " after the host's last op: the device runs behind the host";
   }
-  (void)c;
   return spans + offset + ": the device keeps up with the host and waits for each op's launch";
 }
 
+// A multi-process DataLoader's workers starting before its first batch
+// (DiagnoseContext::dataloader_startup: a stretch between the trace's ops),
+// 0 without one.
+std::int64_t startup_ns(const DiagnoseContext& c) {
+  const Interval s = c.dataloader_startup();
+  return std::max<std::int64_t>(0, s.end - s.start);
+}
+
+// One sentence: the numbers the verdict rests on.
+// `growth`: the queue's growth per step where cpu_gpu_offset measured one
+// ("about 161.1 us a step"), else "".
 std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const std::string& growth) {
   if (c.device.empty() && (v == Verdict::kComputeBound || v == Verdict::kOverheadBound)) {
-    if (const LegacySpans l = legacy_spans(c); l.any()) return explain_legacy(v, l, c);
+    if (const LegacySpans& l = c.legacy_spans(); l.any()) return explain_legacy(v, l);
   }
   const std::string api = std::string(c.api());
   switch (v) {
@@ -946,7 +953,7 @@ Judgement measure(const DiagnoseContext& c) {
   // spans start within 2 us of their calls, and a convolution benchmark
   // whose device ends 785 ms after its host, were "GPU activity not
   // recorded", unclear).
-  if (const LegacySpans legacy = legacy_spans(c); legacy.any()) {
+  if (const LegacySpans& legacy = c.legacy_spans(); legacy.any()) {
     j.verdict = legacy.device_behind(c.end_ns - c.start_ns) ? Verdict::kComputeBound : Verdict::kOverheadBound;
     for (StepVerdict& v : j.steps) v.verdict = j.verdict;
     return j;
@@ -960,9 +967,7 @@ Judgement measure(const DiagnoseContext& c) {
     // fifteenth round: a Windows epoch, 11.9 s of its 12.8 s spawning
     // workers, recorded without device events): the host's time is all the
     // trace shows, and no device speed-up shortens that wait.
-    const Interval spawn = c.dataloader_startup();
-    const std::int64_t loading =
-        sat_add(j.all.dataloader, spawn.end > spawn.start ? covered_within({spawn}, c.start_ns, c.end_ns) : 0);
+    const std::int64_t loading = sat_add(j.all.dataloader, startup_ns(c));
     const bool input = issued && j.all.share(loading) > kInputMostShare;
     j.verdict = input ? Verdict::kInputBound : Verdict::kUnclear;
     for (StepVerdict& v : j.steps) v.verdict = Verdict::kUnclear;
@@ -1044,8 +1049,7 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
   // profiler recorded the host side only (docs/diagnose.md, "Trace health",
   // device_activity_missing).
   if (const GpuWorkIssued g = gpu_work_issued(c); g.any() && d->verdict == Verdict::kInputBound) {
-    const Interval spawn = c.dataloader_startup();
-    const std::int64_t spawn_ns = spawn.end > spawn.start ? covered_within({spawn}, c.start_ns, c.end_ns) : 0;
+    const std::int64_t spawn_ns = startup_ns(c);
     const std::int64_t loading = sat_add(all.dataloader, spawn_ns);
     d->summary = "the DataLoader takes " + pct(all.share(loading)) + " of the time (" + format_ns(loading) + " of " +
                  format_ns(all.span) +

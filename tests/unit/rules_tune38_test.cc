@@ -3530,7 +3530,9 @@ TEST(RulesTune38, ComputeBoundBesideFp32MathIsANote) {
   Result<Trace> h = read_trace_bytes(trace("volta_h884gemm_128x64_ldg8_nn"));
   ASSERT_TRUE(h) << h.error().to_string();
   for (const Finding& f : diagnose(*h).findings) {
-    if (f.id == "compute_bound") EXPECT_EQ(f.evidence.find("nothing_to_act_on"), nullptr);
+    if (f.id == "compute_bound") {
+      EXPECT_EQ(f.evidence.find("nothing_to_act_on"), nullptr);
+    }
   }
 }
 

@@ -148,10 +148,10 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
         (collective_kind(c, op) == "broadcast" ? bcast : rest).push_back({op.start, op.end});
       }
     }
-    const std::vector<Interval> bcast_exposed = subtract(merge_intervals(std::move(bcast)), merge_intervals(compute));
-    const std::vector<Interval> rest_exposed = subtract(subtract(merge_intervals(std::move(rest)), bcast_exposed),
-                                                        merge_intervals(compute));
     const std::vector<Interval> compute_merged = merge_intervals(std::move(compute));
+    const std::vector<Interval> bcast_exposed = subtract(merge_intervals(std::move(bcast)), compute_merged);
+    const std::vector<Interval> rest_exposed =
+        subtract(subtract(merge_intervals(std::move(rest)), bcast_exposed), compute_merged);
     std::int64_t bcast_ns = 0, rest_ns = 0, compute_ns = 0;
     for (const Window& w : windows) {
       sat_acc(bcast_ns, covered_within(bcast_exposed, w.lo, w.hi));

@@ -32,21 +32,6 @@ bool is_issue_call(std::string_view n) {
          n.find("Memset") != std::string_view::npos;
 }
 
-// An op of a GPU library by name; flag queries are no work issued
-// (torch.backends.cudnn's `_get_cudnn_enabled`, which F.batch_norm reads on
-// every call, CPU or not: issue 38's eighth round, a macOS CPU run called
-// "the GPU's activity was not recorded" for two of them).
-bool is_gpu_library_op(std::string_view n) {
-  if (n.find("_get_") != std::string_view::npos || n.find("_enabled") != std::string_view::npos ||
-      n.find("is_available") != std::string_view::npos || n.find("version") != std::string_view::npos) {
-    return false;
-  }
-  for (std::string_view lib : {"cudnn", "miopen", "cublas", "nccl"}) {
-    if (n.find(lib) != std::string_view::npos) return true;
-  }
-  return false;
-}
-
 // Attention ops torch has for GPUs only: memory-efficient attention
 // (CUTLASS) and FlashAttention; on the CPU, SDPA runs the math path or
 // _scaled_dot_product_flash_attention_for_cpu (issue 38's sixth round: a
@@ -67,8 +52,6 @@ bool is_gpu_memory(const MemoryRecord& r) { return r.device_type == 1 || r.devic
 constexpr std::int64_t kBlockingReadNs = 1'000'000;
 constexpr std::int64_t kMinBlockingReads = 2;
 
-}  // namespace
-
 // Linux's thread ids stay within pid_max (at most 2^22); macOS's are a
 // 64-bit counter, in the millions soon after boot.
 bool linux_thread_ids(const DiagnoseContext& c) {
@@ -78,11 +61,28 @@ bool linux_thread_ids(const DiagnoseContext& c) {
   return true;
 }
 
+}  // namespace
+
+// Flag queries are no work issued (torch.backends.cudnn's
+// `_get_cudnn_enabled`, which F.batch_norm reads on every call, CPU or not: issue 38's eighth round, a macOS CPU run called
+// "the GPU's activity was not recorded" for two of them).
+bool is_gpu_library_op(std::string_view n) {
+  if (n.find("_get_") != std::string_view::npos || n.find("_enabled") != std::string_view::npos ||
+      n.find("is_available") != std::string_view::npos || n.find("version") != std::string_view::npos) {
+    return false;
+  }
+  for (std::string_view lib : {"cudnn", "miopen", "cublas", "nccl"}) {
+    if (n.find(lib) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+
 GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
   GpuWorkIssued g;
   // The legacy profiler's device spans are the device's activity, coarse
   // (legacy_device_spans reads them).
-  if (c.has_device() || !c.ranges.empty() || legacy_spans(c).any()) return g;
+  if (c.has_device() || !c.ranges.empty() || c.legacy_spans().any()) return g;
   // A runtime call (cudaLaunchKernel, hipLaunchKernel) wraps a driver call
   // (cuLaunchKernelEx): count the runtime's where the trace has them, so
   // one launch counts once.
@@ -130,7 +130,9 @@ GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
   g.gpu_listed = c.trace.meta.top_level_json("deviceProperties").find("\"name\"") != std::string_view::npos;
   std::int64_t all_reads = 0, reads = 0, read_ns = 0;
   std::uint32_t longest = kNoIndex;
-  for (std::uint32_t e : c.host_ops) {
+  std::vector<std::size_t> slow;  // the slow reads' places in host_ops
+  for (std::size_t i = 0; i < c.host_ops.size(); ++i) {
+    const std::uint32_t e = c.host_ops[i];
     if (c.kind(e) == EventKind::kCpuOp && c.name(e).starts_with("triton_")) {
       if (g.first_op == kNoIndex) g.first_op = e;
       ++g.triton_ops;
@@ -139,6 +141,7 @@ GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
     ++all_reads;
     if (c.dur(e) < kBlockingReadNs) continue;
     ++reads;
+    slow.push_back(i);
     sat_acc(read_ns, c.dur(e));
     if (longest == kNoIndex || c.dur(e) > c.dur(longest)) longest = e;
   }
@@ -154,9 +157,8 @@ GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
     // trained on a Mac, 5 of 196 reads waiting 5-28 ms, called cpu-only).
     std::int64_t device_reads = 0, device_ns = 0;
     std::uint32_t device_longest = kNoIndex;
-    for (std::size_t i = 0; i < c.host_ops.size(); ++i) {
+    for (const std::size_t i : slow) {
       const std::uint32_t e = c.host_ops[i];
-      if (c.name(e) != "aten::_local_scalar_dense" || c.dur(e) < kBlockingReadNs) continue;
       bool copies = false;
       for (std::size_t k = i + 1; k < c.host_ops.size() && c.ts(c.host_ops[k]) < c.end(e); ++k) {
         const std::uint32_t o = c.host_ops[k];

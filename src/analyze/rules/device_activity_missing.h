@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/analyze/diagnose_context.h"
@@ -53,6 +54,10 @@ struct GpuWorkIssued {
 
 // All zero when the trace has device activity or range-profiler ranges.
 GpuWorkIssued gpu_work_issued(const DiagnoseContext& c);
+
+// An op of a GPU library by name (cudnn, miopen, cublas, nccl), flag and
+// version queries aside: work issued to a GPU.
+bool is_gpu_library_op(std::string_view n);
 
 // The program ran on the CPU alone: no device activity and no sign of GPU
 // work issued. The CPU-only rules' precondition: a GPU run recorded without

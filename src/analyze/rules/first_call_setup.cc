@@ -91,7 +91,8 @@ void rule_first_call_setup(const DiagnoseContext& c, std::vector<Finding>* out) 
   f.severity = share >= kWarnShare ? FindingSeverity::kWarning : FindingSeverity::kInfo;
   f.title = "One cold pass: first calls hold " + format_pct(100.0 * share) + " of the trace (" + format_ns(held) +
             " of " + format_ns(window) + "), " + std::to_string(firsts.size()) + " op" +
-            (firsts.size() == 1 ? "" : "s") + " whose first call takes " + std::to_string(kFirstFactor) + "x their later ones or more: " + named;
+            (firsts.size() == 1 ? "" : "s") + " whose first call takes " + std::to_string(kFirstFactor) +
+            "x their later ones or more: " + named;
   f.evidence.num("first_calls_ns", held)
       .num("window_ns", window)
       .num("ops", static_cast<std::int64_t>(firsts.size()))

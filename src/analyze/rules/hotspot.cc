@@ -16,6 +16,7 @@
 #include "src/analyze/idle.h"
 #include "src/analyze/intervals.h"
 #include "src/analyze/legacy_spans.h"
+#include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/rules/rules.h"
 #include "src/analyze/verdict.h"
 #include "src/base/ascii.h"
@@ -318,7 +319,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
   // for the device, and legacy_device_spans speaks for both sides (issue
   // 38's fifteenth round: a convolution benchmark's cudnn_convolution, 48
   // of 100 calls blocked 13 ms on a full queue, given CPU advice).
-  if (!c.has_device() && legacy_spans(c).any()) return;
+  if (!c.has_device() && c.legacy_spans().any()) return;
   const std::vector<StatRow>& rows = c.averages();
   const bool device = c.has_device();
   const std::int64_t total = device ? c.self_device_total_ns() : c.self_cpu_total_ns();
@@ -855,9 +856,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                    "the first of the " + std::to_string(instances.size()) + " calls takes " +
                    format_ns(c.dur(first_call)) + " of their " + format_ns(sum) + ", against a median of " +
                    format_ns(median) + ": one-time set-up (" +
-                   (name.find("cudnn") != std::string::npos || name.find("miopen") != std::string::npos ||
-                            name.find("cublas") != std::string::npos
-                        ? std::string("the GPU library's handles and algorithm search, the CUDA "
+                   (is_gpu_library_op(name) ? std::string("the GPU library's handles and algorithm search, the CUDA "
                                                           "context")
                                             : std::string("the library initialising, the first allocation")) +
                    "), not what each call costs.";

@@ -27,7 +27,7 @@ constexpr std::int64_t kMinSpanNs = 1'000'000;
 }  // namespace
 
 void rule_legacy_device_spans(const DiagnoseContext& c, std::vector<Finding>* out) {
-  const LegacySpans l = legacy_spans(c);
+  const LegacySpans& l = c.legacy_spans();
   const std::int64_t span = c.end_ns - c.start_ns;
   if (!l.any() || span < kMinSpanNs) return;
   Finding f;
