@@ -477,13 +477,16 @@ const std::vector<Interval>& DiagnoseContext::dataloader_scopes() const {
 }
 
 bool DiagnoseContext::profiler_event_timing() const {
-  std::int64_t records = 0, ops = 0;
-  for (const std::uint32_t e : runtime) {
-    const std::string_view n = name(e);
-    records += n == "cudaEventRecord" || n == "hipEventRecord";
-  }
-  for (const std::uint32_t e : host_ops) ops += kind(e) == EventKind::kCpuOp;
-  return records >= 100 && ops > 0 && 2 * records >= 3 * ops;
+  std::call_once(profiler_event_timing_once_, [&] {
+    std::int64_t records = 0, ops = 0;
+    for (const std::uint32_t e : runtime) {
+      const std::string_view n = name(e);
+      records += n == "cudaEventRecord" || n == "hipEventRecord";
+    }
+    for (const std::uint32_t e : host_ops) ops += kind(e) == EventKind::kCpuOp;
+    profiler_event_timing_ = records >= 100 && ops > 0 && 2 * records >= 3 * ops;
+  });
+  return profiler_event_timing_;
 }
 
 Interval DiagnoseContext::dataloader_startup() const {
@@ -830,6 +833,19 @@ const LegacySpans& DiagnoseContext::legacy_spans() const {
   return *legacy_spans_;
 }
 
+const std::vector<std::uint32_t>& DiagnoseContext::buffer_requests() const {
+  std::call_once(buffer_requests_once_, [&] {
+    const auto id = trace.strings.find("Activity Buffer Request");
+    if (!id) return;
+    for (std::uint32_t e = 0; e < trace.events.size(); ++e) {
+      if (trace.events.name[e] == *id && trace.events.phase[e] == Phase::kComplete) buffer_requests_.push_back(e);
+    }
+    std::sort(buffer_requests_.begin(), buffer_requests_.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return ts(a) < ts(b); });
+  });
+  return buffer_requests_;
+}
+
 std::optional<DiagnoseContext::ReplayedSaving> DiagnoseContext::replayed_saving(std::vector<WhatIfEdit> edits) const {
   const CausalResult& base = causal();
   if (base.graph == nullptr || base.steps.empty()) return std::nullopt;
@@ -874,12 +890,7 @@ double DiagnoseContext::host_path_share() const {
   // request, made "host work 37.2% of the critical path"). The overlap of
   // each host segment's event with the requests leaves the path and the
   // total, at most once per event.
-  std::vector<std::pair<std::int64_t, std::int64_t>> requests;
-  if (const auto id = trace.strings.find("Activity Buffer Request")) {
-    for (std::uint32_t e = 0; e < trace.events.size(); ++e) {
-      if (trace.events.name[e] == *id && trace.events.phase[e] == Phase::kComplete) requests.emplace_back(ts(e), end(e));
-    }
-  }
+  const std::vector<std::uint32_t>& requests = buffer_requests();
   std::int64_t host = 0, total = 0;
   for (const StepTime& st : r.steps) {
     std::int64_t profiler = 0;
@@ -889,8 +900,9 @@ double DiagnoseContext::host_path_share() const {
       if (seg.bound != BoundType::kCpu && seg.bound != BoundType::kDataLoading) continue;
       auto [it, fresh] = left.try_emplace(seg.event, 0);
       if (fresh) {
-        for (const auto& [from, to] : requests) {
-          sat_acc(it->second, std::max<std::int64_t>(0, sat_sub(std::min(to, end(seg.event)), std::max(from, ts(seg.event)))));
+        for (const std::uint32_t q : requests) {
+          sat_acc(it->second,
+                  std::max<std::int64_t>(0, sat_sub(std::min(end(q), end(seg.event)), std::max(ts(q), ts(seg.event)))));
         }
       }
       const std::int64_t take = std::min(it->second, seg.dur_ns);

@@ -136,6 +136,11 @@ class DiagnoseContext {
   // The legacy profiler's per-op device spans (src/analyze/legacy_spans.h):
   // built on first use, like idle(); the verdict and several rules ask.
   const LegacySpans& legacy_spans() const;
+  // The profiler's own buffer requests: Kineto's "Activity Buffer Request"
+  // complete events (a CUPTI overhead record), by start. Built on first
+  // use; the idle partition, the critical path's host share and
+  // profiler_buffer_request read them.
+  const std::vector<std::uint32_t>& buffer_requests() const;
   // What a fix saves in the model: the trace replayed with `edits` (on
   // causal()'s graph) against the replay without them, summed over the
   // steps (the window without steps), and per step the median over the
@@ -297,7 +302,8 @@ class DiagnoseContext {
   // use_cuda=True): the trace's cudaEventRecord calls number at least 1.5
   // a CPU op, 100 or more (issue 38's fifteenth round: 1,717 records and
   // 1,668 creates around 834 ops, every view included, called "batch
-  // them"). Those calls are the profiler's, not the program's.
+  // them"). Those calls are the profiler's, not the program's. Built on
+  // first use.
   bool profiler_event_timing() const;
   static constexpr std::int64_t kDataLoaderStartupNs = 100'000'000;
   // The device time of the copy that launch call e made to pageable host
@@ -379,12 +385,14 @@ class DiagnoseContext {
   std::int64_t graph_captures_ = 0;
   mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_,
       capture_blockers_once_, host_waits_once_, busy_window_once_, dependency_once_, nesting_once_,
-      dataloader_once_, dataloader_startup_once_, legacy_spans_once_;
+      dataloader_once_, dataloader_startup_once_, legacy_spans_once_, buffer_requests_once_,
+      profiler_event_timing_once_;
   mutable std::vector<Interval> host_waits_, dataloader_scopes_;
   mutable Interval dataloader_startup_{0, 0};
   BusyWindow compute_busy_window() const;
   mutable BusyWindow busy_window_;
   mutable bool dependency_visible_ = false;
+  mutable bool profiler_event_timing_ = false;
   mutable CaptureBlockers capture_blockers_;
   // (launch call, the copy's device time) of Async DtoH copies to pageable memory, by call.
   std::vector<std::pair<std::uint32_t, std::int64_t>> pageable_readbacks_;
@@ -395,6 +403,7 @@ class DiagnoseContext {
   mutable std::shared_ptr<const CausalResult> causal_;
   mutable std::shared_ptr<const Nesting> nesting_;
   mutable std::shared_ptr<const LegacySpans> legacy_spans_;
+  mutable std::vector<std::uint32_t> buffer_requests_;
   mutable std::int64_t self_cpu_total_ = 0, self_device_total_ = 0;
 };
 

@@ -61,8 +61,6 @@ bool is_setup_query(std::string_view n) {
          contains_ci(n, "funcgetattributes");
 }
 
-constexpr std::string_view kBufferRequest = "Activity Buffer Request";
-
 // a ∩ b for sorted, merged interval lists.
 std::vector<Interval> intersect(const std::vector<Interval>& a, const std::vector<Interval>& b) {
   std::vector<Interval> out;
@@ -488,11 +486,7 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
   pend_other = merge_intervals(std::move(pend_other));
   latency = merge_intervals(std::move(latency));
   graph_wait = merge_intervals(std::move(graph_wait));
-  if (const auto id = t.strings.find(kBufferRequest)) {
-    for (std::uint32_t e = 0; e < t.events.size(); ++e) {
-      if (t.events.name[e] == *id && t.events.phase[e] == Phase::kComplete) prof.push_back({c.ts(e), c.end(e)});
-    }
-  }
+  for (const std::uint32_t e : c.buffer_requests()) prof.push_back({c.ts(e), c.end(e)});
   prof = merge_intervals(std::move(prof));
   // Host activity, merged as it comes: host ops and runtime calls in ts
   // order (a vector of every host event, sorted and merged, was the

@@ -17,7 +17,6 @@ namespace tprof::internal {
 
 namespace {
 
-constexpr std::string_view kName = "Activity Buffer Request";
 // A request that ends this close before the first launch call held that
 // call up: CUPTI asks for its first buffer on the thread whose CUDA call
 // needs one, and the call starts once it returns (issue 38's sixth round:
@@ -30,16 +29,8 @@ constexpr std::size_t kMaxListed = 10;
 }  // namespace
 
 void rule_profiler_buffer_request(const DiagnoseContext& c, std::vector<Finding>* out) {
-  const Trace& t = c.trace;
-  const auto id = t.strings.find(kName);
-  if (!id) return;
-  std::vector<std::uint32_t> reqs;
-  const std::size_t n = t.events.size();
-  for (std::uint32_t e = 0; e < n; ++e) {
-    if (t.events.name[e] == *id && t.events.phase[e] == Phase::kComplete) reqs.push_back(e);
-  }
+  const std::vector<std::uint32_t>& reqs = c.buffer_requests();
   if (reqs.empty()) return;
-  std::sort(reqs.begin(), reqs.end(), [&](std::uint32_t a, std::uint32_t b) { return c.ts(a) < c.ts(b); });
 
   // The device's idle gaps, all streams together: prefix max of activity
   // ends over c.device (by start) gives, for each activity, the end of the
