@@ -36,7 +36,7 @@ namespace {
 // told to profile warmed-up iterations, are in the middle class too.
 // Before the middle class, after the other fixes: a fix the trace's
 // PyTorch cannot make (evidence needs_upgrade: a CUDA graph on a PyTorch
-// before 1.10): an expert first makes the fixes this version has (issue
+// before 1.10, torch.compile before 2.0): an expert first makes the fixes this version has (issue
 // 38's fourteenth round: a 1.8 BERT step's graph replay, 358 ms a step,
 // ranked above its per-parameter AdamW, 228 ms a step with the multi-tensor
 // optimizer 1.8 ships).

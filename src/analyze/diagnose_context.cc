@@ -332,6 +332,19 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
         break;
       }
     }
+    // A Kineto trace of torch 2.0 or older stamps its events with epoch
+    // time: one dated before PyTorch 2.0's release comes from an older
+    // PyTorch (a date before 2018 is no epoch time: steady-clock stamps).
+    constexpr std::int64_t kTorch110ReleaseNs = 1'634'774'400'000'000'000;  // 2021-10-21 00:00 UTC
+    constexpr std::int64_t kTorch20ReleaseNs = 1'678'838'400'000'000'000;   // 2023-03-15 00:00 UTC
+    constexpr std::int64_t kYear2018Ns = 1'514'764'800'000'000'000;         // 2018-01-01 00:00 UTC
+    const bool dated = t.meta.producer == Producer::kKineto2022 && start_ns >= kYear2018Ns;
+    constexpr std::int64_t kTorch19ReleaseNs = 1'623'715'200'000'000'000;   // 2021-06-15 00:00 UTC
+    torch_before_inference_mode_ = torch_before_graphs_ || (dated && start_ns < kTorch19ReleaseNs);
+    if (!torch_before_graphs_ && dated && start_ns < kTorch110ReleaseNs) {
+      torch_before_graphs_ = torch_before_graphs_by_date_ = true;
+    }
+    torch_before_compile_ = torch_before_graphs_ || (dated && start_ns < kTorch20ReleaseNs);
   }
   sort_by_time(ev.ts_ns, &runtime);
   sort_by_time(ev.ts_ns, &host_ops);
@@ -421,8 +434,13 @@ std::string DiagnoseContext::schedule_call(std::int64_t active) const {
 
 std::string DiagnoseContext::graph_how() const {
   if (torch_before_graphs_) {
-    return "torch.cuda.graphs, from PyTorch 1.10: this trace's PyTorch, 1.8 or older by its Kineto event names, "
-           "has no graph capture";
+    return std::string("torch.cuda.graphs, from PyTorch 1.10: this trace's PyTorch, ") +
+           (torch_before_graphs_by_date_ ? "older by its date" : "1.8 or older by its Kineto event names") +
+           ", has no graph capture";
+  }
+  if (torch_ && torch_before_compile_) {
+    return "torch.cuda.make_graphed_callables, or torch.cuda.graphs by hand: this trace's PyTorch, older than 2.0 "
+           "by its date, has no torch.compile";
   }
   if (torch_ && runs_rnn_) {
     return "torch.cuda.graphs by hand: torch.compile breaks its graph at nn.GRU, nn.LSTM and nn.RNN, which the "
@@ -602,8 +620,17 @@ std::string DiagnoseContext::graph_blocker() const {
 
 std::string DiagnoseContext::fuse_how() const {
   if (torch_before_graphs_) return "apex's fused layers; torch.compile needs PyTorch 2.0";
-  if (torch_) return "torch.compile";
+  if (torch_) return compile_how();
   return hip_ ? "a fused kernel or a hipBLASLt epilogue" : "a fused kernel or a cuBLASLt epilogue";
+}
+
+std::string DiagnoseContext::inference_mode_how() const {
+  return torch_before_inference_mode_ ? "torch.no_grad() (torch.inference_mode needs PyTorch 1.9)"
+                                      : "torch.inference_mode()";
+}
+
+std::string DiagnoseContext::compile_how() const {
+  return torch_before_compile_ ? "TorchScript (torch.jit.script; torch.compile needs PyTorch 2.0)" : "torch.compile";
 }
 
 DiagnoseContext::LaunchRate DiagnoseContext::launch_rate() const {

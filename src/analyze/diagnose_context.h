@@ -249,10 +249,18 @@ class DiagnoseContext {
   bool is_torch() const { return torch_; }
   // Whether the trace comes from a PyTorch without graph capture or
   // torch.compile: Kineto's first category names ("Operator", "Runtime"),
-  // which PyTorch 1.9 renamed. graph_how() and fuse_how() then name the
+  // which PyTorch 1.9 renamed, or epoch-time stamps dated before PyTorch
+  // 1.10's release (21 October 2021). graph_how() and fuse_how() then name the
   // upgrade (issue 38's fourteenth round: December 2020 BERT runs told to
   // use torch.compile(mode="reduce-overhead")).
   bool torch_before_graphs() const { return torch_before_graphs_; }
+  // Whether the trace comes from a PyTorch without torch.compile: one
+  // before graphs, or a Kineto trace of torch 2.0 or older whose events are
+  // dated (epoch time) before PyTorch 2.0's release, 15 March 2023 (issue
+  // 38's fifteenth round: a February 2023 CPU ResNet's batch norm was to be
+  // folded "with torch.jit.freeze, or torch.compile"). compile_how(),
+  // fuse_how() and graph_how() then name what that PyTorch has.
+  bool torch_before_compile() const { return torch_before_compile_; }
   // Whether the trace runs torch's recurrent layers (aten::gru, aten::lstm,
   // aten::rnn_*, cuDNN's or MIOpen's RNN op): torch.compile breaks its
   // graph there, so graph_how() names capture by hand (issue 38's
@@ -331,6 +339,13 @@ class DiagnoseContext {
   // Fusion in the program's API: "torch.compile" for PyTorch, "a fused
   // kernel or a cuBLASLt epilogue" (hipBLASLt on ROCm) for C++.
   std::string fuse_how() const;
+  // Compiling a region of Python: "torch.compile", or on a PyTorch before
+  // it "TorchScript (torch.jit.script; torch.compile needs PyTorch 2.0)".
+  std::string compile_how() const;
+  // Running without autograd: "torch.inference_mode()", or on a PyTorch
+  // before 1.9 (by its event names, or dated before 15 June 2021)
+  // "torch.no_grad() (torch.inference_mode needs PyTorch 1.9)".
+  std::string inference_mode_how() const;
   // Launch calls of device work per iteration, for the "one graph replay
   // for N launch calls" advice: per step (the launch calls of the steps'
   // device work / the steps); without steps, per call of the user
@@ -380,6 +395,9 @@ class DiagnoseContext {
   bool hip_ = false;
   bool torch_ = true;
   bool torch_before_graphs_ = false;
+  bool torch_before_compile_ = false;
+  bool torch_before_inference_mode_ = false;
+  bool torch_before_graphs_by_date_ = false;  // not by its event names
   bool runs_rnn_ = false;
   std::int64_t graph_launches_ = 0;
   std::int64_t graph_captures_ = 0;

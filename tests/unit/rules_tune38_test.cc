@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "src/analyze/diagnose_context.h"
 #include "src/analyze/host_stack.h"
 #include "tests/support/kineto_events.h"
 #include "tests/support/test_traces.h"
@@ -3570,6 +3572,62 @@ TEST(RulesTune38, SlowDeviceReadsOnAMacAreAnUnrecordedDevice) {
   ASSERT_TRUE(linux_run) << linux_run.error().to_string();
   EXPECT_EQ(diagnose(*linux_run).verdict, Verdict::kCpuOnly);
 }
+
+
+// Issue 38's fifteenth round: a February 2023 CPU ResNet (a PyTorch 1.13
+// Kineto trace) was told to fold batch norm "with torch.jit.freeze, or
+// torch.compile"; PyTorch 2.0, the first with torch.compile, came out on 15
+// March 2023. A torch 2.0-or-older trace's epoch-time stamps date it.
+TEST(RulesTune38, AdviceOffersWhatTheTracesPyTorchHasByItsDate) {
+  // Recorded on 9 January 2022 by PyTorch 1.10.
+  const Diagnosis old = diagnose(load("public/dtu_mlops/resnet18_cpu_trace.json.gz"));
+  int judged = 0;
+  for (const Finding& f : old.findings) {
+    if (f.id != "hotspot" && f.id != "train_mode_in_inference") continue;
+    ++judged;
+    EXPECT_FALSE(contains(f.advice, "torch.compile")) << f.id << ": " << f.advice;
+    EXPECT_TRUE(contains(f.advice, "torch.jit.freeze")) << f.id << ": " << f.advice;
+  }
+  EXPECT_EQ(judged, 2);
+  // Recorded in January 2024: its PyTorch may have torch.compile.
+  const Diagnosis later = diagnose(load("public/dtu_mlops/resnet34_cpu_10iter.pt.trace.json.gz"));
+  const auto hot = std::find_if(later.findings.begin(), later.findings.end(),
+                                [](const Finding& f) { return f.id == "hotspot"; });
+  ASSERT_NE(hot, later.findings.end());
+  EXPECT_TRUE(contains(hot->advice, "torch.compile")) << hot->advice;
+
+  // The era's boundaries, on a trace with torch 2.0's arguments dated at
+  // each: May 2021 (before 1.9: no inference_mode, no graphs), April 2022
+  // (graphs, no torch.compile), November 2023, and steady-clock stamps
+  // (no date at all).
+  auto context_at = [](double ts_us) {
+    using namespace tprof::testing;
+    Result<Trace> t = read_trace_bytes(
+        doc({x("cpu_op", "aten::mm", 1, 1, ts_us, 10, R"("Profiler Event Index": 0, "Trace name": "PyTorch Profiler")"),
+             x("cpu_op", "aten::add", 1, 1, ts_us + 20, 10, R"("Profiler Event Index": 1, "Trace name": "PyTorch Profiler")")}));
+    EXPECT_TRUE(t) << t.error().to_string();
+    return std::make_unique<Trace>(std::move(*t));
+  };
+  const auto may21 = context_at(1'620'000'000'000'000.0);
+  const internal::DiagnoseContext c21(*may21);
+  EXPECT_TRUE(c21.torch_before_graphs());
+  EXPECT_TRUE(contains(c21.inference_mode_how(), "torch.no_grad()")) << c21.inference_mode_how();
+  EXPECT_TRUE(contains(c21.graph_how(), "older by its date")) << c21.graph_how();
+  const auto apr22 = context_at(1'650'000'000'000'000.0);
+  const internal::DiagnoseContext c22(*apr22);
+  EXPECT_FALSE(c22.torch_before_graphs());
+  EXPECT_TRUE(c22.torch_before_compile());
+  EXPECT_EQ(c22.inference_mode_how(), "torch.inference_mode()");
+  EXPECT_TRUE(contains(c22.compile_how(), "TorchScript")) << c22.compile_how();
+  EXPECT_TRUE(contains(c22.graph_how(), "make_graphed_callables")) << c22.graph_how();
+  for (const double ts : {1'700'000'000'000'000.0, 5'000'000'000.0}) {
+    const auto t = context_at(ts);
+    const internal::DiagnoseContext c(*t);
+    EXPECT_FALSE(c.torch_before_compile()) << ts;
+    EXPECT_EQ(c.compile_how(), "torch.compile") << ts;
+  }
+}
+
 
 }  // namespace
 }  // namespace tprof

@@ -203,7 +203,7 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (rope) fused += std::string(fused.empty() ? "" : ", ") + "RoPE";
     if (act) fused += std::string(fused.empty() ? "" : ", ") + "SwiGLU/GELU";
     f.advice = "Fuse the memory-bound kernels (" + names + (ops.empty() ? std::string() : "; ops " + ops) + ") " +
-               (c.is_torch() ? "with torch.compile or fused " + (fused.empty() ? std::string("ops") : fused + " kernels")
+               (c.is_torch() ? "with " + c.compile_how() + " or fused " + (fused.empty() ? std::string("ops") : fused + " kernels")
                              : "into the kernels around them (" + c.fuse_how() + ")") + ": " +
                format_pct(100.0 * memory_bound_share(eff)) +
                (far_below
@@ -217,8 +217,9 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
                           "removes their launches and round trips either way."
                     : " of the GPU time is elementwise and reduction kernels, whose time is memory traffic, not math; "
                       "a busy GPU is not an efficient one here.") +
-               (bn ? std::string(" For inference, fold batch norm into the convolution (model.eval(), then "
-                                 "torch.compile with freezing, or torch.nn.utils.fusion.fuse_conv_bn_eval).")
+               (bn ? std::string(" For inference, fold batch norm into the convolution (model.eval(), then ") +
+                         (c.torch_before_compile() ? "torch.jit.freeze" : "torch.compile with freezing") +
+                         ", or torch.nn.utils.fusion.fuse_conv_bn_eval)."
                    : std::string());
   } else if (bandwidth_bound) {
     // Below the ridge point: the GEMMs wait on their operands' bytes, not

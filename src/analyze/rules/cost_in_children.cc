@@ -339,9 +339,9 @@ void rule_cost_in_children(const DiagnoseContext& c, std::vector<Finding>* out) 
                  (calls == 1 ? "" : "s") + " at " + format_ns(top[0].second.ns / std::max<std::int64_t>(1, calls)) +
                  " each): for inference on the CPU run them in int8 (torch.ao.quantization.quantize_dynamic on "
                  "nn.Linear) or bf16, and put more rows in each call (a larger batch)" +
-                 (records_autograd(c) ? std::string("; run it under torch.inference_mode(): its ops carry autograd "
-                                                    "sequence numbers, so the forward records a backward graph it "
-                                                    "never uses")
+                 (records_autograd(c) ? "; run it under " + c.inference_mode_how() +
+                                            ": its ops carry autograd sequence numbers, so the forward records a "
+                                            "backward graph it never uses"
                                       : std::string()) +
                  ".";
     } else if (best->count == 1 && window > 0 &&

@@ -186,9 +186,13 @@ void rule_cpu_unfused_elementwise(const DiagnoseContext& c, std::vector<Finding>
       .num("saving_ns", saving)
       .text("top", ranked.front().first)
       .event("example", c.ref(ranked.front().second.example));
-  f.advice = "Fuse each chain into one pass: compile the model (torch.compile; Inductor's C++ backend turns a chain "
-             "of elementwise ops into one vectorized loop and keeps the intermediates, casts included, out of "
-             "memory)" +
+  // torch.compile is the fix; a PyTorch older than it needs the upgrade
+  // first (causes.cc ranks the fixes it can make before this one).
+  if (c.torch_before_compile()) f.evidence.text("needs_upgrade", "PyTorch 2.0 (torch.compile)");
+  f.advice = "Fuse each chain into one pass: compile the model (torch.compile" +
+             std::string(c.torch_before_compile() ? ", from PyTorch 2.0: this trace's PyTorch is older by its date" : "") +
+             "; Inductor's C++ backend turns a chain of elementwise ops into one vectorized loop and keeps the "
+             "intermediates, casts included, out of memory)" +
              std::string(vllm ? "; on vLLM's CPU backend, leave enforce_eager off so that it compiles the model" : "") +
              ". A fused chain takes about as long as its longest op: " + format_ns(saving) +
              " less (an estimate from the ops' times).";

@@ -194,8 +194,12 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (widest != 0) f.evidence.event("widest_gap_annotation", c.ref(samples[widest].ann));
   if (!gap_steps.empty()) add_steps(f.evidence, std::move(gap_steps));
   if (best.recurring && name.rfind("Optimizer.step#", 0) == 0) {
-    f.advice = "Use the fused optimizer (fused=True on torch.optim.Adam/AdamW/SGD) or compile the step "
-               "(torch.compile(optimizer.step)): \"" + name + "\" spends a median " + format_ns(upper_median(all)) +
+    f.advice = std::string(c.torch_before_compile()
+                               ? "Use the fused optimizer (fused=True on torch.optim.Adam/AdamW, PyTorch 1.13 and later; "
+                                 "foreach=True before it)"
+                               : "Use the fused optimizer (fused=True on torch.optim.Adam/AdamW/SGD) or compile the step "
+                                 "(torch.compile(optimizer.step))") +
+               ": \"" + name + "\" spends a median " + format_ns(upper_median(all)) +
                " before " + child + " on each of " + std::to_string(samples.size()) + " calls, " + format_ns(total) +
                " in all. That time is the optimizer's Python grouping parameters and their state before the first "
                "kernel is launched.";
@@ -203,7 +207,7 @@ void rule_dispatch_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.advice = c.is_torch()
                    ? "Move the Python work that runs in \"" + name + "\" before " + child +
                          " out of the scope (shape checks, .item(), list building, per-call module lookups), or compile "
-                         "the region (torch.compile) so it dispatches as one graph: it costs a median " +
+                         "the region (" + c.compile_how() + ") so it dispatches as one graph: it costs a median " +
                          format_ns(upper_median(all)) + " on each of " + std::to_string(samples.size()) + " calls, " +
                          format_ns(total) +
                          " in all. Nothing is recorded between entering the scope and its first op, so that time is "

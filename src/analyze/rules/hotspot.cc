@@ -588,7 +588,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                  " ops inside it, not math. Make fewer, larger ops (batch the per-item work" +
                  (names.empty() ? std::string()
                                 : "; avoid data-dependent routing with " + names + ", which syncs and splits the work") +
-                 ")" + (c.is_torch() ? ", or compile the region (torch.compile) to remove the per-op overhead." : ".");
+                 ")" + (c.is_torch() ? ", or compile the region (" + c.compile_how() + ") to remove the per-op overhead." : ".");
     }
   } else if (!device && is_host_rng(best->key) && copies_to_device(c)) {
     // Random numbers drawn on the CPU in a program that copies to a GPU:
@@ -616,20 +616,21 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                      trace_name.find("iMac") != std::string_view::npos ||
                      trace_name.find("Mac-Studio") != std::string_view::npos ||
                      trace_name.find(".local_") != std::string_view::npos;
+    const std::string freeze = std::string("torch.jit.freeze(torch.jit.script(model))") +
+                               (c.torch_before_compile() ? "" : ", or torch.compile");
     if (slow && mac) {
       f.evidence.text("host", "mac");
       f.advice = "Run the model on the Mac's GPU: model and input .to(\"mps\") (" + count_of(best->count, "call") +
                  " of " + name + " at " + avg +
                  " each): " + name + " is PyTorch's own CPU convolution, its normal path on a Mac (the trace's host "
                  "name says one), where PyTorch has no oneDNN to turn on. On the CPU, for inference, fold batch norm "
-                 "into the convolutions (model.eval(), then torch.jit.freeze(torch.jit.script(model)), or "
-                 "torch.compile) and check the threads (torch.get_num_threads() against the performance cores). It "
+                 "into the convolutions (model.eval(), then " + freeze + ") and check the threads (torch.get_num_threads() against the performance cores). It "
                  "holds most of the CPU time, so any saving shows in the step.";
     } else {
       f.advice = "Make each convolution cheaper (" + count_of(best->count, "call") + " of " + name + " at " + avg +
                  " each): run the model and its input in channels_last (model.to(memory_format=torch.channels_last), "
-                 "oneDNN's native layout), and for inference fold batch norm into the convolutions (model.eval(), then "
-                 "torch.jit.freeze(torch.jit.script(model)), or torch.compile); check the threads "
+                 "oneDNN's native layout), and for inference fold batch norm into the convolutions (model.eval(), then " +
+                 freeze + "); check the threads "
                  "(torch.get_num_threads() against the physical cores)" +
                  (slow ? "; " + name + " is PyTorch's fallback, not oneDNN: check torch.backends.mkldnn.is_available() "
                          "and the dtype (on an ARM CPU without oneDNN it is the normal path)"

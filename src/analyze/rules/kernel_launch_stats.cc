@@ -330,7 +330,7 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
   if (many_short) {
     const std::string one = graph_launches > 0 ? std::string() : one_launch_remedy(c);
     const std::string fewer = "the work into fewer, larger ops (" +
-                              (c.is_torch() && !c.torch_before_graphs() ? std::string("torch.compile fuses elementwise chains") : c.fuse_how()) + ")";
+                              (c.is_torch() && !c.torch_before_compile() ? std::string("torch.compile fuses elementwise chains") : c.fuse_how()) + ")";
     // A step that waits for the GPU mid-way cannot be a graph yet: the
     // other fix first, then what keeps it out of a graph.
     const std::string blocker = graph_launches > 0 ? std::string() : c.graph_blocker();

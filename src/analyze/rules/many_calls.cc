@@ -267,7 +267,7 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
     // their work and stays.
     remedy = "Replay the launches of " + title_name(best->key) + " (" + each_launches + ") as a " +
              std::string(c.api()) + " graph (" + c.graph_how() + ")" +
-             (c.is_torch() ? " or fuse the ops that launch it (torch.compile)" : std::string()) +
+             (c.is_torch() ? " or fuse the ops that launch it (" + c.compile_how() + ")" : std::string()) +
              ": between them the GPU idles " + format_ns(best_between.idle_ns) + " (" + format_ns(between_avg) +
              " a launch), the most fewer launches save; the " + format_ns(best_cost) +
              " the kernels run is their own work and stays";
@@ -280,8 +280,8 @@ void rule_many_calls(const DiagnoseContext& c, std::vector<Finding>* out) {
     remedy = c.is_torch() ? "Batch the " + best->key + " calls (" + each + ") into fewer, larger ones where they are "
                             "independent: one op on a stacked tensor instead of a Python loop" +
                                 std::string(optimizer ? ", torch._foreach_* for per-parameter updates" : "") +
-                                "; where each needs the last one's result (an iterative loop), compile the loop "
-                                "(torch.compile) or replace it with one larger op (a direct solve instead of "
+                                "; where each needs the last one's result (an iterative loop), compile the loop (" +
+                                c.compile_how() + ") or replace it with one larger op (a direct solve instead of "
                                 "iterations)"
                           : "Batch the " + best->key + " calls (" + each + ") into fewer, larger ones";
   }

@@ -213,8 +213,8 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     if (fill) {
       f.advice = "Avoid writing what is overwritten or discarded: " + k.op +
                  (c.is_torch() ? " fills memory with a constant (gradients: optimizer.zero_grad(set_to_none=True); "
-                                 "buffers whose values are written later: torch.empty instead of torch.zeros; or let "
-                                 "torch.compile fold the fill into its consumer)."
+                                 "buffers whose values are written later: torch.empty instead of torch.zeros" +
+                                 std::string(c.torch_before_compile() ? ")." : "; or let torch.compile fold the fill into its consumer).")
                                : " fills memory with a constant (skip the fill where the values are written later, or "
                                  "fold it into the kernel that reads them).") +
                  " A fill's time is pure memory traffic.";
@@ -236,8 +236,9 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
                   : std::string();
     f.advice = why_slow + "Fuse " + (k.op.empty() ? std::string("this elementwise op") : k.op) +
                " into the kernel that produces its input " +
-               (c.is_torch() ? "(torch.compile fuses elementwise chains and GEMM epilogues; or an addmm/epilogue "
-                               "variant of the op before it)."
+               (c.is_torch() ? "(" + std::string(c.torch_before_compile() ? "TorchScript's fuser, torch.jit.script; torch.compile needs PyTorch 2.0"
+                                                                      : "torch.compile fuses elementwise chains and GEMM epilogues") +
+                                 "; or an addmm/epilogue variant of the op before it)."
                              : std::string("(after a GEMM, ") + (c.is_hip() ? "hipBLASLt" : "cuBLASLt") +
                                    "'s epilogue: D = A·B + C with C as its own input, or a bias epilogue; else one "
                                    "fused kernel for the chain).") +

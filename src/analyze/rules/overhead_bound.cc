@@ -260,7 +260,7 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
               (steps > 1 ? DiagnoseContext::count_per(blockers.count, steps) + " a step" : std::to_string(blockers.count) + " in the step") +
               ", with work launched before and after: " + where + "): a " + std::string(c.api()) +
               " graph cannot capture a synchronize or a value read back from the device" +
-              (c.is_torch() ? std::string(c.torch_before_graphs()
+              (c.is_torch() ? std::string(c.torch_before_compile()
                                               ? ": keep values on the device"
                                               : " (torch.compile breaks its graph at each and replays only the "
                                                 "pieces between): keep values on the device") +
@@ -271,7 +271,7 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     // this one can make first (causes.cc).
     if (c.is_torch() && c.torch_before_graphs()) f.evidence.text("needs_upgrade", "PyTorch 1.10 (torch.cuda.graphs)");
     const std::string graph = std::string(c.api()) + " graph (" + c.graph_how() +
-                              (c.is_torch() && !c.torch_before_graphs() && !c.runs_rnn() ? ", or torch.cuda.graphs by hand)" : ")");
+                              (c.is_torch() && !c.torch_before_compile() && !c.runs_rnn() ? ", or torch.cuda.graphs by hand)" : ")");
     const std::string calls =
         rate.iterations <= 0 ? "one graph launch per iteration in place of its launch calls (" +
                                    std::to_string(rate.calls) + " in the trace)"

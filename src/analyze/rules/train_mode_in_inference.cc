@@ -305,8 +305,9 @@ void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>
                                    : std::string());
     if (bn_stats_ns > 0) {
       effect += "; on the CPU it then skips the pass that computes each batch's statistics, about half of its " +
-                format_ns(bn.ns) + " (an estimate: the trace times each call as a whole), and freezing the model "
-                "(torch.jit.freeze, or torch.compile) folds it into the convolutions";
+                format_ns(bn.ns) + " (an estimate: the trace times each call as a whole), and freezing the model (" +
+                (c.torch_before_compile() ? "torch.jit.freeze" : "torch.jit.freeze, or torch.compile") +
+                ") folds it into the convolutions";
     } else if (bn.train_kernels > 0) {
       effect += "; on the GPU its " + std::to_string(bn.train_kernels) + " training kernels (" + format_ns(bn.train_kernel_ns) +
                 ") become inference kernels that skip the statistics pass, about a third of their time, which " +
@@ -314,7 +315,7 @@ void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>
                                   : "shortens nothing here in the replay: they are off the critical path");
     }
   }
-  f.advice = "If this is inference, call model.eval() (and run it under torch.inference_mode()): in eval mode " +
+  f.advice = "If this is inference, call model.eval() (and run it under " + c.inference_mode_how() + "): in eval mode " +
              effect + ". A forward-only benchmark of training mode is the one case where this belongs.";
   f.impact_ns = (dropout ? ns : 0) + (batch_norm ? bn.tracked_ns + bn_stats_ns + bn_device_ns : 0);
   if (bn_stats_ns > 0) f.evidence.num("batch_norm_statistics_estimate_ns", bn_stats_ns);
