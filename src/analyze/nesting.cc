@@ -95,6 +95,23 @@ std::uint32_t enclosing(const Trace& t, const Nesting& nest, std::uint32_t lane,
   return e;
 }
 
+std::uint32_t enclosing_module(const Trace& t, const Nesting& nest, std::uint32_t e) {
+  const EventColumns& ev = t.events;
+  const std::size_t g = 2 * static_cast<std::size_t>(ev.lane[e]) + 1;
+  if (g + 1 >= nest.group_begin.size()) return kNoIndex;
+  const auto first = nest.order.begin() + static_cast<std::ptrdiff_t>(nest.group_begin[g]);
+  const auto last = nest.order.begin() + static_cast<std::ptrdiff_t>(nest.group_begin[g + 1]);
+  const std::int64_t ts = ev.ts_ns[e], end = end_of(ev, e);
+  auto it = std::upper_bound(first, last, ts, [&](std::int64_t v, std::uint32_t p) { return v < ev.ts_ns[p]; });
+  if (it == first) return kNoIndex;
+  // The last frame to start at or before e, then its ancestors: every frame
+  // holding e is one of them (frames nest).
+  for (std::uint32_t p = *(it - 1); p != kNoIndex; p = nest.parent[p]) {
+    if (end_of(ev, p) >= end && ev.ts_ns[p] <= ts && t.str(ev.name[p]).starts_with("nn.Module: ")) return p;
+  }
+  return kNoIndex;
+}
+
 std::uint32_t next_slice(const Trace& t, const Nesting& nest, std::uint32_t lane, std::int64_t at) {
   const EventColumns& ev = t.events;
   const std::span<const std::uint32_t> events = lane_events(nest, lane);

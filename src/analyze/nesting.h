@@ -36,6 +36,10 @@ Nesting build_nesting(const Trace& t);
 // [ts, end] holds `at`, or kNoIndex.
 std::uint32_t enclosing(const Trace& t, const Nesting& nest, std::uint32_t lane, std::int64_t at);
 
+// The innermost nn.Module call (with_stack's python_function "nn.Module:
+// Linear_0") on event e's lane whose [ts, end] holds e's, or kNoIndex.
+std::uint32_t enclosing_module(const Trace& t, const Nesting& nest, std::uint32_t e);
+
 // The first complete event (not a python_function) on `lane` starting at or
 // after `at`, or kNoIndex: where a flow end without "bp": "e" binds (the
 // trace event format's "next slice").

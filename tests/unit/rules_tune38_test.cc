@@ -3629,5 +3629,42 @@ TEST(RulesTune38, AdviceOffersWhatTheTracesPyTorchHasByItsDate) {
 }
 
 
+
+// Issue 38's sixteenth round (tuning half): a CPU CNN's forward, recorded
+// with with_stack, called its aten::linear in Linear_0 (14.4 s: a 2.41 GB
+// weight on a machine out of memory) "one cold pass" against the one in
+// Linear_1 (1.2 s, a 25x1 layer), and named a GPU library's set-up on a
+// machine without a GPU. Calls compare only where the trace says they do
+// the same work: the same nn.Module, the same input shapes.
+TEST(RulesTune38, FirstCallsCompareOnlyWithTheSameWork) {
+  using namespace tprof::testing;
+  // Two linear calls, in the modules named, with the shapes given.
+  auto trace = [](const char* second_module, const char* first_dims, const char* second_dims) {
+    auto dims = [](const char* d) { return d[0] == 0 ? std::string() : std::string(R"("Input Dims": )") + d; };
+    return doc({x("python_function", "nn.Module: Linear_0", 1, 1, 0, 14'400'000),
+                x("cpu_op", "aten::linear", 1, 1, 10, 14'396'000, dims(first_dims)),
+                x("python_function", std::string("nn.Module: ") + second_module, 1, 1, 14'400'100, 101'000),
+                x("cpu_op", "aten::linear", 1, 1, 14'400'110, 100'000, dims(second_dims)),
+                x("cpu_op", "aten::relu", 1, 1, 14'501'200, 100)});
+  };
+  auto fires = [&](const char* second_module, const char* a, const char* b) {
+    Result<Trace> t = read_trace_bytes(trace(second_module, a, b));
+    EXPECT_TRUE(t) << t.error().to_string();
+    return diagnose(*t, {.only = {"first_call_setup"}}).findings;
+  };
+  // Different modules: different work, nothing to compare.
+  EXPECT_TRUE(fires("Linear_1", "", "").empty());
+  // The same module called twice: a cold first call, on a CPU-only trace
+  // with a CPU's one-time costs named.
+  const std::vector<Finding> same = fires("Linear_0", "", "");
+  ASSERT_EQ(same.size(), 1u);
+  EXPECT_TRUE(contains(same[0].advice, "oneDNN creating its primitives")) << same[0].advice;
+  EXPECT_FALSE(contains(same[0].advice, "CUDA")) << same[0].advice;
+  // The same module on different shapes: different work again.
+  EXPECT_TRUE(fires("Linear_0", "[[1, 4096], [25, 4096], [25]]", "[[1, 25], [1, 25], [1]]").empty());
+  EXPECT_EQ(fires("Linear_0", "[[1, 4096], [25, 4096], [25]]", "[[1, 4096], [25, 4096], [25]]").size(), 1u);
+}
+
+
 }  // namespace
 }  // namespace tprof

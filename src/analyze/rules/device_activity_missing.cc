@@ -278,6 +278,8 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
   out->push_back(std::move(f));
 }
 
-bool cpu_only_program(const DiagnoseContext& c) { return !c.has_device() && !gpu_work_issued(c).any(); }
+bool cpu_only_program(const DiagnoseContext& c) {
+  return !c.has_device() && c.ranges.empty() && !gpu_work_issued(c).any();
+}
 
 }  // namespace tprof::internal

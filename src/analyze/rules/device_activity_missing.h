@@ -59,8 +59,9 @@ GpuWorkIssued gpu_work_issued(const DiagnoseContext& c);
 // version queries aside: work issued to a GPU.
 bool is_gpu_library_op(std::string_view n);
 
-// The program ran on the CPU alone: no device activity and no sign of GPU
-// work issued. The CPU-only rules' precondition: a GPU run recorded without
+// The program ran on the CPU alone: no device activity, no CUPTI
+// range-profiler ranges (device work measured by counters) and no sign of
+// GPU work issued. The CPU-only rules' precondition: a GPU run recorded without
 // its device side spends its host time launching and waiting (an
 // aten::nonzero's milliseconds are a wait for the GPU), so CPU advice,
 // fusing on the CPU or pinning threads, would be wrong for it (issue 38's

@@ -7,12 +7,18 @@
 // 3.464 s in first calls (the first inverse 840 ms, the first bmm 649 ms,
 // the first cuDNN convolution 1.121 s; later calls under 4 ms), and a
 // Jetson's VoteNet whose first cudnn_convolution took 2.336 s.
+// A later call is the same work as the first only where what the trace
+// records of both agrees: the input shapes (record_shapes) and the
+// innermost nn.Module holding them (with_stack); issue 38's sixteenth
+// round: a CPU CNN's one aten::linear in Linear_0 (14.4 s, a 2.41 GB
+// weight) against the one in Linear_1 (a 25x1 layer) was "one cold pass".
 //
 // Precondition: no ProfilerStep (cold_start judges steps) and no device
 // activity (with it, a first call's time can be a wait for the device: a
 // decode's first aten::copy_, 463 ms behind a queue; host_blocked names
 // initialisation there); per op name, the
-// outermost calls on their thread, at least two: the first is the longest,
+// outermost calls on their thread, at least one later call doing the same
+// work as the first (above): the first is the longest of those,
 // kMinFirstNs or more and kFirstFactor times the later calls' median or
 // more. Those first calls' union holds kMinShare of the window or more.
 // Warning from kWarnShare. Impact: that union, less the later median per
@@ -22,7 +28,10 @@
 #include <string>
 #include <vector>
 
+#include "src/analyze/host_stack.h"
+#include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/intervals.h"
+#include "src/analyze/nesting.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -56,19 +65,32 @@ void rule_first_call_setup(const DiagnoseContext& c, std::vector<Finding>* out) 
     std::uint32_t event;
     std::int64_t later_median;
   };
+  // Whether call b does the same work as call a, as far as the trace
+  // records: the same input shapes, inside the same nn.Module.
+  const bool shapes = records_shapes(c), stack = has_python_stack(c);
+  auto module_name = [&](std::uint32_t e) {
+    const std::uint32_t m = enclosing_module(c.trace, c.nesting(), e);
+    return m == kNoIndex ? kEmptyStr : c.trace.events.name[m];
+  };
+  auto same_work = [&](std::uint32_t a, std::uint32_t b) {
+    return (!shapes || input_dims_text(c.trace, a) == input_dims_text(c.trace, b)) &&
+           (!stack || module_name(a) == module_name(b));
+  };
   std::vector<First> firsts;
   std::vector<Interval> spans;
   for (const auto& [name, v] : calls) {
-    if (v.size() < 2) continue;
+    const std::int64_t first = c.dur(v.front());
+    if (v.size() < 2 || first < kMinFirstNs) continue;
     std::vector<std::int64_t> later;
     std::int64_t longest = 0;
     for (std::size_t i = 1; i < v.size(); ++i) {
+      if (!same_work(v.front(), v[i])) continue;
       later.push_back(c.dur(v[i]));
       longest = std::max(longest, c.dur(v[i]));
     }
-    const std::int64_t first = c.dur(v.front());
+    if (later.empty()) continue;
     const std::int64_t median = mean_median(later);
-    if (first < kMinFirstNs || first < longest || first < sat_mul(kFirstFactor, median)) continue;
+    if (first < longest || first < sat_mul(kFirstFactor, median)) continue;
     firsts.push_back({v.front(), median});
     spans.push_back({c.ts(v.front()), c.end(v.front())});
   }
@@ -97,12 +119,20 @@ void rule_first_call_setup(const DiagnoseContext& c, std::vector<Finding>* out) 
       .num("window_ns", window)
       .num("ops", static_cast<std::int64_t>(firsts.size()))
       .event("longest_first_call", c.ref(firsts.front().event));
+  // The GPU's set-up is a candidate only where the trace shows GPU work
+  // issued (cpu_only_program: runtime calls, a GPU library's ops such as a
+  // legacy trace's cudnn_convolution). On the CPU alone (issue 38's
+  // sixteenth round's review) it is the first allocations and a library's
+  // lazy set-up.
+  const bool gpu = !cpu_only_program(c);
   f.advice = "Warm up before recording: run the model once (or a few iterations) before the profiler starts, or "
              "record several iterations with torch.profiler.schedule(wait=1, warmup=1, active=N): " +
-             format_ns(held) +
-             " of this trace is first calls, one-time set-up (a GPU library's handles and algorithm search, the CUDA "
-             "context, modules loading, the first allocations) that the loop does not pay again, so its times say "
-             "little about the steady state.";
+             format_ns(held) + " of this trace is first calls, one-time set-up (" +
+             (gpu ? "a GPU library's handles and algorithm search, the CUDA context, modules loading, the first "
+                    "allocations"
+                  : "the first allocations and page faults, a library's lazy set-up such as oneDNN creating its "
+                    "primitives, modules loading") +
+             ") that the loop does not pay again, so its times say little about the steady state.";
   f.impact_ns = std::max<std::int64_t>(0, sat_sub(held, warm));
   out->push_back(std::move(f));
 }
