@@ -507,6 +507,26 @@ bool DiagnoseContext::profiler_event_timing() const {
   return profiler_event_timing_;
 }
 
+bool DiagnoseContext::first_next_is_startup(std::int64_t first_ns, std::int64_t spawn_ns,
+                                            const std::vector<std::int64_t>& later) {
+  first_ns = sat_add(first_ns, spawn_ns);
+  if (first_ns < kDataLoaderStartupNs && spawn_ns < kWorkerSpawnNs) return false;
+  if (later.empty()) return true;
+  const std::int64_t longest = *std::max_element(later.begin(), later.end());
+  return first_ns >= sat_mul(kFirstNextFactor, upper_median(later)) && sat_mul(2, longest) < first_ns;
+}
+
+std::int64_t DiagnoseContext::pinned_htod_copies() const {
+  std::int64_t pinned = 0, pageable = 0;
+  for (const DeviceOp& op : device) {
+    if (op.cls != DeviceClass::kMemcpy) continue;
+    const CopyKind k = copy_kind(name(op.event));
+    if (k.direction != CopyDirection::kHtoD) continue;
+    (k.host == HostMemory::kPinned ? pinned : pageable) += 1;
+  }
+  return pageable == 0 ? pinned : 0;
+}
+
 Interval DiagnoseContext::dataloader_startup() const {
   std::call_once(dataloader_startup_once_, [&] {
     // The multi-process iterator's first __next__, and the ops before it
@@ -546,7 +566,7 @@ Interval DiagnoseContext::dataloader_startup() const {
         gap = {reached, next};
       }
     }
-    if (best >= kDataLoaderStartupNs) dataloader_startup_ = gap;
+    if (best >= kWorkerSpawnNs) dataloader_startup_ = gap;
   });
   return dataloader_startup_;
 }

@@ -298,13 +298,32 @@ class DiagnoseContext {
   // low_gpu_utilization leave to it. Computed once.
   const std::vector<Interval>& dataloader_scopes() const;
   // A multi-process DataLoader's workers starting before its first
-  // __next__: the stretch of kDataLoaderStartupNs or more with no op on
-  // that call's thread, right after the iterator's seed draw
-  // (aten::random_ then .item(), in _BaseDataLoaderIter.__init__); a spawn
-  // start re-imports the script in each worker (issue 38's fifteenth
-  // round: a Windows CIFAR epoch, 11.9 s of its 12.8 s before the first
-  // batch). Empty (start == end) when there is none. In dataloader_scopes.
+  // __next__: the stretch of kWorkerSpawnNs or more with no op on that
+  // call's thread, right after the iterator's seed draw (aten::random_
+  // then .item(), in _BaseDataLoaderIter.__init__, which starts the workers
+  // next); a spawn start re-imports the script in each worker (issue 38's
+  // fifteenth round: a Windows CIFAR epoch, 11.9 s of its 12.8 s before
+  // the first batch); a fork takes tens of milliseconds (the sixteenth
+  // round: 26.7 ms for four workers, 28% of a 94 ms trace). Empty (start ==
+  // end) when there is none. In dataloader_scopes.
   Interval dataloader_startup() const;
+  // Whether a multi-process iterator's first __next__ (first_ns long, with
+  // the workers' spawning before it, spawn_ns: dataloader_startup) is its
+  // start-up, a one-time cost, against its later calls' lengths: it
+  // lasts kDataLoaderStartupNs or more (or the spawning was seen), is the only call or
+  // kFirstNextFactor times the later calls' median or more (issue 38's
+  // fifth round: one 780 ms first __next__ made a start-up dominated
+  // inference trace "input-bound"), and no later call waits half as long:
+  // a later wait that long is the pipeline's pace, the workers taking that
+  // long per batch, which the first batch paid too (issue 38's sixteenth
+  // round: a MONAI pipeline's 8.27 s first __next__ called "its workers
+  // starting" beside a 5.39 s wait mid-run, workers already spawned in
+  // 127 ms).
+  static bool first_next_is_startup(std::int64_t first_ns, std::int64_t spawn_ns, const std::vector<std::int64_t>& later);
+  static constexpr std::int64_t kFirstNextFactor = 5;
+  // The host-to-device copies on the device where every one is from pinned
+  // memory (pin_memory is on already), else 0.
+  std::int64_t pinned_htod_copies() const;
   // The profiler timing each op with a pair of CUDA events (PyTorch's
   // fallback when CUPTI cannot be used, and the legacy profiler's
   // use_cuda=True): the trace's cudaEventRecord calls number at least 1.5
@@ -314,6 +333,7 @@ class DiagnoseContext {
   // first use.
   bool profiler_event_timing() const;
   static constexpr std::int64_t kDataLoaderStartupNs = 100'000'000;
+  static constexpr std::int64_t kWorkerSpawnNs = 10'000'000;
   // The device time of the copy that launch call e made to pageable host
   // memory (an Async device-to-host copy), or -1 when e made none.
   std::int64_t pageable_readback_ns(std::uint32_t e) const;

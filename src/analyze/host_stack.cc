@@ -374,10 +374,23 @@ std::string host_frame_remedy(const DiagnoseContext& c, const HostFrame& f) {
       return "Stop DistributedDataParallel broadcasting its buffers every forward (" + where +
              "): DistributedDataParallel(..., broadcast_buffers=False) when the buffers (BatchNorm running "
              "statistics) need not match across ranks each step, or SyncBatchNorm where they must.";
-    case HostWorkKind::kDataLoader:
+    case HostWorkKind::kDataLoader: {
+      // What the loader already does is not advised again (issue 38's
+      // sixteenth round: workers and pin_memory=True offered to a
+      // multi-process iterator whose every copy was pinned).
+      const bool pinned = c.pinned_htod_copies() > 0;
+      if (f.name.find("_MultiProcessingDataLoaderIter") != std::string::npos) {
+        return "The main thread waits for the next batch in " + where +
+               ": its worker processes do not keep up; add workers (up to the CPU cores per GPU), raise "
+               "prefetch_factor" + (pinned || !c.has_device() ? "" : ", pin_memory=True") +
+               ", and make the per-sample transforms cheaper (cache what the deterministic ones compute, or "
+               "pre-process the data set once).";
+      }
       return "The main thread waits for the next batch in " + where +
-             ": load it in worker processes (num_workers, persistent_workers=True), pin_memory=True and a larger "
-             "prefetch_factor, so batches are ready when the step asks.";
+             ": load it in worker processes (num_workers, persistent_workers=True)" +
+             (pinned || !c.has_device() ? "" : ", pin_memory=True") +
+             " and a larger prefetch_factor, so batches are ready when the step asks.";
+    }
     case HostWorkKind::kCompile:
       return "Leave torch.compile's compilation out of the recording: " + where +
              " is it compiling (Dynamo, AOTAutograd, Inductor), a one-time cost per input shape; call the compiled "

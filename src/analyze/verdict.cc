@@ -34,8 +34,6 @@ namespace {
 // Thresholds (docs/diagnose.md, "Verdicts").
 constexpr double kInputShare = 0.25;    // DataLoader time / span
 constexpr double kInputMostShare = 0.5;  // ... where the device's activity was not recorded
-constexpr std::int64_t kWorkerStartupFactor = 5;  // a first __next__ this many times the others' median: start-up
-constexpr std::int64_t kWorkerStartupNs = 100'000'000;  // and at least this long (spawning worker processes)
 constexpr double kCommShare = 0.25;     // exposed communication / span
 constexpr double kComputeShare = 0.8;   // device work (launched or in the window) / span
 constexpr double kMostlyBusyShare = 2.0 / 3.0;  // the same, when no idle cause holds kIdleCauseShare
@@ -53,6 +51,14 @@ constexpr std::size_t kMajorityMinSteps = 3;
 constexpr std::int64_t kDeepQueueNs = 1'000'000;
 
 // What one window measured.
+// A multi-process DataLoader's workers starting before its first batch
+// (DiagnoseContext::dataloader_startup: a stretch between the trace's ops),
+// 0 without one.
+std::int64_t startup_ns(const DiagnoseContext& c) {
+  const Interval s = c.dataloader_startup();
+  return std::max<std::int64_t>(0, s.end - s.start);
+}
+
 struct Facts {
   std::int64_t span = 0;
   std::int64_t busy = 0;          // device activity inside the window
@@ -73,6 +79,9 @@ struct Facts {
   std::int64_t idle_host = 0;     // host_work
   std::int64_t idle_queued = 0;   // stream_wait + peers
   std::int64_t idle_unrecorded = 0;  // unrecorded
+  // The part of idle_unrecorded while a DataLoader's workers start
+  // (dataloader_startup): once, before the first batch, not the loop's pace.
+  std::int64_t idle_startup = 0;
   std::int64_t idle_sync = 0;     // blocked_sync + blocked_copy: the host waits on the device
   std::int64_t idle_blocked_host = 0;  // the other blocked_*: allocator, initialisation, a full queue, other calls
   std::int64_t longest_host = 0;  // the longest stretch of host work without a launch
@@ -105,6 +114,7 @@ struct Facts {
     sat_acc(idle_host, o.idle_host);
     sat_acc(idle_queued, o.idle_queued);
     sat_acc(idle_unrecorded, o.idle_unrecorded);
+    sat_acc(idle_startup, o.idle_startup);
     sat_acc(idle_sync, o.idle_sync);
     sat_acc(idle_blocked_host, o.idle_blocked_host);
     for (std::size_t k = 0; k < idle.size(); ++k) sat_acc(idle[k], o.idle[k]);
@@ -155,7 +165,7 @@ bool serving_engine(const DiagnoseContext& c) {
 // Everything the windows are measured against, built once per trace.
 class Measure {
  public:
-  explicit Measure(const DiagnoseContext& c) : c_(c), idle_(c.idle()) {
+  explicit Measure(const DiagnoseContext& c) : c_(c), idle_(c.idle()), startup_(c.dataloader_startup()) {
     std::vector<Interval> busy, comm, compute, copy, kernels;
     busy.reserve(c.device.size());
     for (const DeviceOp& op : c.device) {
@@ -183,18 +193,14 @@ class Measure {
     }
     // The first call of a multi-process iterator starts its workers: a
     // one-time cost (dataloader_bound names it), not the pace of the input
-    // pipeline, when it lasts 100 ms or more (processes spawning) and is
-    // the only call or 5× the median of the others (issue 38's fifth round:
-    // one 780 ms first __next__ made a start-up dominated inference trace
-    // "input-bound").
+    // pipeline, where DiagnoseContext::first_next_is_startup says so.
     std::sort(workers_next.begin(), workers_next.end(),
               [&c](std::uint32_t a, std::uint32_t b) { return c.ts(a) < c.ts(b); });
     if (!workers_next.empty()) {
       std::vector<std::int64_t> later;
       for (std::size_t i = 1; i < workers_next.size(); ++i) later.push_back(c.dur(workers_next[i]));
       const std::int64_t first = c.dur(workers_next.front());
-      const bool startup =
-          first >= kWorkerStartupNs && (later.empty() || first >= sat_mul(kWorkerStartupFactor, upper_median(later)));
+      const bool startup = DiagnoseContext::first_next_is_startup(first, 0, later);
       for (std::size_t i = startup ? 1 : 0; i < workers_next.size(); ++i) {
         dl.push_back({c.ts(workers_next[i]), c.end(workers_next[i])});
       }
@@ -223,6 +229,9 @@ class Measure {
     f.idle_host = at(IdleCause::kHostWork);
     f.idle_queued = at(IdleCause::kStreamWait) + at(IdleCause::kPeers);
     f.idle_unrecorded = at(IdleCause::kUnrecorded);
+    if (const std::int64_t a = std::max(lo, startup_.start), b = std::min(hi, startup_.end); a < b) {
+      f.idle_startup = idle_.totals_within(a, b)[static_cast<std::size_t>(IdleCause::kUnrecorded)];
+    }
     f.idle_sync = at(IdleCause::kBlockedSync) + at(IdleCause::kBlockedCopy);
     f.idle_blocked_host = at(IdleCause::kBlockedAlloc) + at(IdleCause::kBlockedInit) +
                           at(IdleCause::kBlockedLaunchQueue) + at(IdleCause::kBlockedOther);
@@ -258,6 +267,7 @@ class Measure {
   const DiagnoseContext& c_;
   const IdlePartition& idle_;
   std::vector<Interval> busy_, exposed_comm_, copy_only_, dataloader_, sync_, sync_busy_;
+  Interval startup_{0, 0};
 };
 
 Verdict classify(const Facts& f, bool has_device) {
@@ -313,7 +323,7 @@ Verdict classify(const Facts& f, bool has_device) {
                                                                    {f.idle_launch, Verdict::kOverheadBound},
                                                                    {f.idle_host + f.idle_blocked_host, Verdict::kHostBound},
                                                                    {f.idle_sync, Verdict::kSyncBound},
-                                                                   {f.idle_unrecorded +
+                                                                   {sat_sub(f.idle_unrecorded, f.idle_startup) +
                                                                         f.idle[static_cast<std::size_t>(IdleCause::kProfiler)],
                                                                     Verdict::kUnclear}}};
   const auto top = std::max_element(causes.begin(), causes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -520,14 +530,6 @@ std::string explain_legacy(Verdict v, const LegacySpans& l) {
            " after the host's last op: the device runs behind the host";
   }
   return spans + offset + ": the device keeps up with the host and waits for each op's launch";
-}
-
-// A multi-process DataLoader's workers starting before its first batch
-// (DiagnoseContext::dataloader_startup: a stretch between the trace's ops),
-// 0 without one.
-std::int64_t startup_ns(const DiagnoseContext& c) {
-  const Interval s = c.dataloader_startup();
-  return std::max<std::int64_t>(0, s.end - s.start);
 }
 
 // One sentence: the numbers the verdict rests on.
@@ -1028,6 +1030,12 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
     }
   }
   s += explain(d->verdict, all, c, growth);
+  // The workers' start-up the verdict set aside (classify): said, where it
+  // is a share of the time a reader would look for.
+  if (d->verdict != Verdict::kUnclear && d->verdict != Verdict::kInputBound && all.share(all.idle_startup) >= 0.05) {
+    s += "; " + format_ns(all.idle_startup) + " (" + pct(all.share(all.idle_startup)) +
+         ") is the DataLoader's workers starting before the first batch, once, and left out";
+  }
   if (c.has_device()) {
     // torch's names for the two totals under its table, on ROCm too.
     const DiagnoseContext::HostVsDevice& hd = c.host_vs_device();

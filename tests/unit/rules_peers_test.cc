@@ -572,14 +572,15 @@ TEST(RulesPeers, APageableCopyAfterTheDataLoaderIsTheInputBatch) {
 TEST(RulesPeers, DataLoaderBoundWithWorkersAlreadyInUse) {
   // PARAM's resnet: the iterator is already _MultiProcessingDataLoaderIter,
   // so "use num_workers" is no advice; a wait that is mostly the first
-  // __next__ is the workers starting.
+  // __next__ is the workers starting (100 ms or more, and no later wait
+  // half as long: DiagnoseContext::first_next_is_startup).
   const std::string mp = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
-  auto f = run(doc({step(1, 0, 100), x("user_annotation", mp, 1, 1, 0, 60), step(2, 100, 100),
-                    x("user_annotation", mp, 1, 1, 100, 10)}),
+  auto f = run(doc({step(1, 0, 1'000'000), x("user_annotation", mp, 1, 1, 0, 600'000), step(2, 1'000'000, 1'000'000),
+                    x("user_annotation", mp, 1, 1, 1'000'000, 10'000)}),
                "dataloader_bound");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(field(f[0], "iterator").s, "multi_process");
-  EXPECT_EQ(field(f[0], "first_call_ns").i, 60000);
+  EXPECT_EQ(field(f[0], "first_call_ns").i, 600'000'000);
   // The action first (the default view prints the first sentence).
   EXPECT_TRUE(f[0].advice.starts_with("Start recording after the first batch")) << f[0].advice;
   EXPECT_NE(f[0].advice.find("multi-process DataLoader's first __next__"), std::string::npos) << f[0].advice;

@@ -3629,7 +3629,6 @@ TEST(RulesTune38, AdviceOffersWhatTheTracesPyTorchHasByItsDate) {
 }
 
 
-
 // Issue 38's sixteenth round (tuning half): a CPU CNN's forward, recorded
 // with with_stack, called its aten::linear in Linear_0 (14.4 s: a 2.41 GB
 // weight on a machine out of memory) "one cold pass" against the one in
@@ -3665,6 +3664,93 @@ TEST(RulesTune38, FirstCallsCompareOnlyWithTheSameWork) {
   EXPECT_EQ(fires("Linear_0", "[[1, 4096], [25, 4096], [25]]", "[[1, 4096], [25, 4096], [25]]").size(), 1u);
 }
 
+
+// Issue 38's sixteenth round (scoring half, changed after its figure): a
+// MONAI pipeline's DataLoader, workers already spawned in 127 ms, waited
+// 8.27 s for its first batch and 5.39 s for a later one. Its first wait was
+// "mostly its workers starting" (persistent_workers advised), the verdict
+// left it out (27.8% beside the finding's 66.7%), and the later wait was a
+// separate "one-off GPU gap" told to use workers and pin_memory=True, which
+// the pipeline already does (every copy pinned).
+TEST(RulesTune38, AFirstBatchAsSlowAsALaterOneIsThePipelinesPace) {
+  const Diagnosis d = diagnose(load("public/det_seg/monai_dataloader_4x4090.json.gz"));
+  EXPECT_EQ(d.verdict, Verdict::kInputBound) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "the DataLoader takes 69.8% of the time")) << d.summary;
+  ASSERT_EQ(d.causes.size(), 1u);
+  const Cause& cause = d.causes[0];
+  const Finding& f = d.findings[cause.anchor];
+  ASSERT_EQ(f.id, "dataloader_bound");
+  EXPECT_FALSE(contains(f.title, "workers starting")) << f.title;
+  EXPECT_TRUE(contains(f.title, "its calls hold 13.757 s, 69.8%")) << f.title;
+  EXPECT_TRUE(f.advice.starts_with("Make the workers keep up")) << f.advice;
+  EXPECT_FALSE(contains(f.advice, "persistent_workers")) << f.advice;
+  EXPECT_FALSE(contains(f.advice, "pin_memory=True")) << f.advice;
+  // The later wait's gap is the same cause, and its fix knows the workers
+  // and the pinning are there.
+  bool gap = false;
+  for (const std::size_t i : cause.findings) {
+    if (d.findings[i].id != "kernel_gap") continue;
+    gap = true;
+    EXPECT_TRUE(contains(d.findings[i].advice, "its worker processes do not keep up")) << d.findings[i].advice;
+    EXPECT_FALSE(contains(d.findings[i].advice, "pin_memory=True")) << d.findings[i].advice;
+  }
+  EXPECT_TRUE(gap);
+
+  // The predicate itself: a first call five times the later median or more,
+  // unless a later one waits half as long; spawning seen makes a short one
+  // start-up too.
+  using C = internal::DiagnoseContext;
+  const std::vector<std::int64_t> quick(12, 2'000'000);
+  std::vector<std::int64_t> with_slow = quick;
+  with_slow.push_back(5'390'000'000);
+  EXPECT_TRUE(C::first_next_is_startup(8'272'000'000, 0, quick));
+  EXPECT_FALSE(C::first_next_is_startup(8'272'000'000, 0, with_slow));
+  EXPECT_FALSE(C::first_next_is_startup(30'000'000, 0, quick));
+  EXPECT_TRUE(C::first_next_is_startup(6'700'000, 26'700'000, std::vector<std::int64_t>(19, 400'000)));
+}
+
+// Issue 38's sixteenth round (scoring half, changed after its figure): a
+// small bf16 MLP's training loop forked four DataLoader workers in 26.7 ms
+// (no op recorded between the iterator's seed draw and its first batch),
+// 28% of a 94 ms trace; with that time "nothing recorded", the verdict was
+// "unclear" where the loop itself is launch-bound.
+TEST(RulesTune38, ForkedWorkersStartingAreLeftOutOfTheVerdict) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  double ts = 10;
+  for (const char* op : {"aten::empty", "aten::random_", "aten::item", "aten::_local_scalar_dense"}) {
+    ev.push_back(x("cpu_op", op, 1, 1, ts, 3));
+    ts += 5;
+  }
+  ts = 26'800;  // 26.7 ms with nothing recorded: the workers forking
+  int id = 1;
+  for (int i = 0; i < 20; ++i) {
+    const double next = i == 0 ? 6'700 : 100;
+    ev.push_back(x("user_annotation", "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 1, 1, ts, next));
+    ts += next + 5;
+    // 30 short kernels, each launched 40 us after the last.
+    for (int k = 0; k < 30; ++k, ++id) {
+      ev.push_back(launch(ts, 30, id));
+      ev.push_back(kernel("vectorized_elementwise_kernel", 7, ts + 35, 3, id));
+      ts += 40;
+    }
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const Diagnosis d = diagnose(*t);
+  EXPECT_EQ(d.verdict, Verdict::kOverheadBound) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "is the DataLoader's workers starting before the first batch, once, and left out"))
+      << d.summary;
+  int loader = 0;
+  for (const Finding& f : d.findings) {
+    if (f.id != "dataloader_bound") continue;
+    ++loader;
+    EXPECT_TRUE(contains(f.title, "mostly its workers starting")) << f.title;
+    // A fork, not a spawn re-importing the script.
+    EXPECT_FALSE(contains(f.advice, "imports the script again")) << f.advice;
+  }
+  EXPECT_EQ(loader, 1);
+}
 
 }  // namespace
 }  // namespace tprof
