@@ -50,7 +50,6 @@ constexpr std::size_t kMajorityMinSteps = 3;
 // "A deep queue": kernels start this long after their launch call returned.
 constexpr std::int64_t kDeepQueueNs = 1'000'000;
 
-// What one window measured.
 // A multi-process DataLoader's workers starting before its first batch
 // (DiagnoseContext::dataloader_startup: a stretch between the trace's ops),
 // 0 without one.
@@ -59,6 +58,7 @@ std::int64_t startup_ns(const DiagnoseContext& c) {
   return std::max<std::int64_t>(0, s.end - s.start);
 }
 
+// What one window measured.
 struct Facts {
   std::int64_t span = 0;
   std::int64_t busy = 0;          // device activity inside the window

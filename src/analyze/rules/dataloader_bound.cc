@@ -179,8 +179,8 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
 
   // The first __next__ of a multi-process iterator starts the workers: a
   // wait that is mostly that call is start-up, not a slow pipeline.
-  const std::int64_t first_ns = sat_add(covered_within(exposed, c.ts(first), c.end(first)),
-                                        spawn_ns > 0 ? covered_within(exposed, spawn.start, spawn.end) : 0);
+  const std::int64_t spawn_in_ns = spawn_ns > 0 ? covered_within(exposed, spawn.start, spawn.end) : 0;
+  const std::int64_t first_ns = sat_add(covered_within(exposed, c.ts(first), c.end(first)), spawn_in_ns);
   const std::int64_t later_ns = in_loader - first_ns;
   // The multi-process iterator's first call against its later ones: start-up
   // only where DiagnoseContext::first_next_is_startup says so.
@@ -215,9 +215,7 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
   // (issue 38's sixteenth round: "13.137 s ... its calls hold 13.757 s",
   // the first with 127 ms of spawning in it, matched no reading).
   const std::string spawn_in =
-      spawn_ns > 0 && !startup && covered_within(exposed, spawn.start, spawn.end) > 0
-          ? ", with its workers' " + format_ns(covered_within(exposed, spawn.start, spawn.end)) + " start-up"
-          : std::string();
+      spawn_in_ns > 0 && !startup ? ", with its workers' " + format_ns(spawn_in_ns) + " start-up" : std::string();
   f.title = format_pct(100.0 * share) + (c.steps.steps.empty() ? " of the trace" : " of the step time") +
             " is in DataLoader" + (beside ? " alone" : "") + " (" + format_ns(in_loader) + " of " +
             format_ns(total) + spawn_in + (beside ? ", nothing else running; its calls hold " + format_ns(raw) + ", " +
