@@ -26,12 +26,13 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/analyze/host_stack.h"
-#include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/intervals.h"
 #include "src/analyze/nesting.h"
+#include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -65,16 +66,17 @@ void rule_first_call_setup(const DiagnoseContext& c, std::vector<Finding>* out) 
     std::uint32_t event;
     std::int64_t later_median;
   };
-  // Whether call b does the same work as call a, as far as the trace
-  // records: the same input shapes, inside the same nn.Module.
+  // What the trace records of a call's work: its input shapes and the
+  // nn.Module holding it, where recorded. Calls with the same key do the
+  // same work as far as the trace can tell.
   const bool shapes = records_shapes(c), stack = has_python_stack(c);
-  auto module_name = [&](std::uint32_t e) {
-    const std::uint32_t m = enclosing_module(c.trace, c.nesting(), e);
-    return m == kNoIndex ? kEmptyStr : c.trace.events.name[m];
-  };
-  auto same_work = [&](std::uint32_t a, std::uint32_t b) {
-    return (!shapes || input_dims_text(c.trace, a) == input_dims_text(c.trace, b)) &&
-           (!stack || module_name(a) == module_name(b));
+  auto work_key = [&](std::uint32_t e) {
+    StrId module = kEmptyStr;
+    if (stack) {
+      const std::uint32_t m = enclosing_module(c.trace, c.nesting(), e);
+      if (m != kNoIndex) module = c.trace.events.name[m];
+    }
+    return std::make_pair(shapes ? input_dims_text(c.trace, e) : std::string(), module);
   };
   std::vector<First> firsts;
   std::vector<Interval> spans;
@@ -83,8 +85,9 @@ void rule_first_call_setup(const DiagnoseContext& c, std::vector<Finding>* out) 
     if (v.size() < 2 || first < kMinFirstNs) continue;
     std::vector<std::int64_t> later;
     std::int64_t longest = 0;
+    const auto first_key = work_key(v.front());
     for (std::size_t i = 1; i < v.size(); ++i) {
-      if (!same_work(v.front(), v[i])) continue;
+      if (work_key(v[i]) != first_key) continue;
       later.push_back(c.dur(v[i]));
       longest = std::max(longest, c.dur(v[i]));
     }
