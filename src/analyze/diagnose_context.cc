@@ -335,11 +335,11 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
     // A Kineto trace of torch 2.0 or older stamps its events with epoch
     // time: one dated before PyTorch 2.0's release comes from an older
     // PyTorch (a date before 2018 is no epoch time: steady-clock stamps).
+    constexpr std::int64_t kTorch19ReleaseNs = 1'623'715'200'000'000'000;   // 2021-06-15 00:00 UTC
     constexpr std::int64_t kTorch110ReleaseNs = 1'634'774'400'000'000'000;  // 2021-10-21 00:00 UTC
     constexpr std::int64_t kTorch20ReleaseNs = 1'678'838'400'000'000'000;   // 2023-03-15 00:00 UTC
     constexpr std::int64_t kYear2018Ns = 1'514'764'800'000'000'000;         // 2018-01-01 00:00 UTC
     const bool dated = t.meta.producer == Producer::kKineto2022 && start_ns >= kYear2018Ns;
-    constexpr std::int64_t kTorch19ReleaseNs = 1'623'715'200'000'000'000;   // 2021-06-15 00:00 UTC
     torch_before_inference_mode_ = torch_before_graphs_ || (dated && start_ns < kTorch19ReleaseNs);
     if (!torch_before_graphs_ && dated && start_ns < kTorch110ReleaseNs) {
       torch_before_graphs_ = torch_before_graphs_by_date_ = true;
@@ -514,6 +514,14 @@ bool DiagnoseContext::first_next_is_startup(std::int64_t first_ns, std::int64_t 
   if (later.empty()) return true;
   const std::int64_t longest = *std::max_element(later.begin(), later.end());
   return first_ns >= sat_mul(kFirstNextFactor, upper_median(later)) && sat_mul(2, longest) < first_ns;
+}
+
+bool DiagnoseContext::first_next_is_startup(const std::vector<std::uint32_t>& calls, std::int64_t spawn_ns) const {
+  if (calls.empty()) return false;
+  std::vector<std::int64_t> later;
+  later.reserve(calls.size() - 1);
+  for (std::size_t i = 1; i < calls.size(); ++i) later.push_back(dur(calls[i]));
+  return first_next_is_startup(dur(calls.front()), spawn_ns, later);
 }
 
 std::int64_t DiagnoseContext::pinned_htod_copies() const {

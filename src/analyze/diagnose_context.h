@@ -320,6 +320,8 @@ class DiagnoseContext {
   // starting" beside a 5.39 s wait mid-run, workers already spawned in
   // 127 ms).
   static bool first_next_is_startup(std::int64_t first_ns, std::int64_t spawn_ns, const std::vector<std::int64_t>& later);
+  // The same, from the iterator's __next__ calls by start; false without one.
+  bool first_next_is_startup(const std::vector<std::uint32_t>& calls, std::int64_t spawn_ns) const;
   static constexpr std::int64_t kFirstNextFactor = 5;
   // The host-to-device copies on the device where every one is from pinned
   // memory (pin_memory is on already), else 0.

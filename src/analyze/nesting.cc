@@ -71,10 +71,11 @@ Nesting build_nesting(const Trace& t) {
 
 namespace {
 
-// The complete events of `lane` (not python_function), in nesting order;
-// empty for a lane the nesting does not cover.
-std::span<const std::uint32_t> lane_events(const Nesting& nest, std::uint32_t lane) {
-  const std::size_t g = 2 * static_cast<std::size_t>(lane);
+// The complete events of `lane` (its python_function frames with `python`,
+// else the others), in nesting order; empty for a lane the nesting does not
+// cover.
+std::span<const std::uint32_t> lane_events(const Nesting& nest, std::uint32_t lane, bool python = false) {
+  const std::size_t g = 2 * static_cast<std::size_t>(lane) + (python ? 1 : 0);
   if (g + 1 >= nest.group_begin.size()) return {};
   return std::span<const std::uint32_t>(nest.order).subspan(nest.group_begin[g],
                                                             nest.group_begin[g + 1] - nest.group_begin[g]);
@@ -82,34 +83,29 @@ std::span<const std::uint32_t> lane_events(const Nesting& nest, std::uint32_t la
 
 }  // namespace
 
-// The last one to start at or before `at`, or the first of its ancestors
-// that is still open at `at`.
-std::uint32_t enclosing(const Trace& t, const Nesting& nest, std::uint32_t lane, std::int64_t at) {
-  const EventColumns& ev = t.events;
-  const std::span<const std::uint32_t> events = lane_events(nest, lane);
-  const auto first = events.begin(), last = events.end();
-  auto it = std::upper_bound(first, last, at, [&](std::int64_t v, std::uint32_t e) { return v < ev.ts_ns[e]; });
-  if (it == first) return kNoIndex;
+// The innermost event of `events` (one group, in nesting order) that holds
+// [from, to] and satisfies `keep`: the last one to start at or before
+// `from`, or the first of its ancestors that does (every event holding
+// [from, to] is one of them: the group's events nest).
+template <typename Keep>
+std::uint32_t innermost_holding(const EventColumns& ev, const Nesting& nest, std::span<const std::uint32_t> events,
+                                std::int64_t from, std::int64_t to, Keep keep) {
+  auto it = std::upper_bound(events.begin(), events.end(), from,
+                             [&](std::int64_t v, std::uint32_t e) { return v < ev.ts_ns[e]; });
+  if (it == events.begin()) return kNoIndex;
   std::uint32_t e = *(it - 1);
-  while (e != kNoIndex && end_of(ev, e) < at) e = nest.parent[e];
+  while (e != kNoIndex && (end_of(ev, e) < to || !keep(e))) e = nest.parent[e];
   return e;
+}
+
+std::uint32_t enclosing(const Trace& t, const Nesting& nest, std::uint32_t lane, std::int64_t at) {
+  return innermost_holding(t.events, nest, lane_events(nest, lane), at, at, [](std::uint32_t) { return true; });
 }
 
 std::uint32_t enclosing_module(const Trace& t, const Nesting& nest, std::uint32_t e) {
   const EventColumns& ev = t.events;
-  const std::size_t g = 2 * static_cast<std::size_t>(ev.lane[e]) + 1;
-  if (g + 1 >= nest.group_begin.size()) return kNoIndex;
-  const auto first = nest.order.begin() + static_cast<std::ptrdiff_t>(nest.group_begin[g]);
-  const auto last = nest.order.begin() + static_cast<std::ptrdiff_t>(nest.group_begin[g + 1]);
-  const std::int64_t ts = ev.ts_ns[e], end = end_of(ev, e);
-  auto it = std::upper_bound(first, last, ts, [&](std::int64_t v, std::uint32_t p) { return v < ev.ts_ns[p]; });
-  if (it == first) return kNoIndex;
-  // The last frame to start at or before e, then its ancestors: every frame
-  // holding e is one of them (frames nest).
-  for (std::uint32_t p = *(it - 1); p != kNoIndex; p = nest.parent[p]) {
-    if (end_of(ev, p) >= end && ev.ts_ns[p] <= ts && t.str(ev.name[p]).starts_with("nn.Module: ")) return p;
-  }
-  return kNoIndex;
+  return innermost_holding(ev, nest, lane_events(nest, ev.lane[e], /*python=*/true), ev.ts_ns[e], end_of(ev, e),
+                           [&](std::uint32_t p) { return t.str(ev.name[p]).starts_with("nn.Module: "); });
 }
 
 std::uint32_t next_slice(const Trace& t, const Nesting& nest, std::uint32_t lane, std::int64_t at) {

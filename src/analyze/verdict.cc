@@ -196,14 +196,9 @@ class Measure {
     // pipeline, where DiagnoseContext::first_next_is_startup says so.
     std::sort(workers_next.begin(), workers_next.end(),
               [&c](std::uint32_t a, std::uint32_t b) { return c.ts(a) < c.ts(b); });
-    if (!workers_next.empty()) {
-      std::vector<std::int64_t> later;
-      for (std::size_t i = 1; i < workers_next.size(); ++i) later.push_back(c.dur(workers_next[i]));
-      const std::int64_t first = c.dur(workers_next.front());
-      const bool startup = DiagnoseContext::first_next_is_startup(first, 0, later);
-      for (std::size_t i = startup ? 1 : 0; i < workers_next.size(); ++i) {
-        dl.push_back({c.ts(workers_next[i]), c.end(workers_next[i])});
-      }
+    const bool startup = c.first_next_is_startup(workers_next, 0);
+    for (std::size_t i = startup ? 1 : 0; i < workers_next.size(); ++i) {
+      dl.push_back({c.ts(workers_next[i]), c.end(workers_next[i])});
     }
     for (std::uint32_t e : input_annotations(c)) dl.push_back({c.ts(e), c.end(e)});
     dataloader_ = merge_intervals(std::move(dl));

@@ -184,19 +184,13 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
   const std::int64_t later_ns = in_loader - first_ns;
   // The multi-process iterator's first call against its later ones: start-up
   // only where DiagnoseContext::first_next_is_startup says so.
-  std::vector<std::int64_t> later_calls_ns;
-  std::int64_t first_call_ns = 0;
-  {
-    std::vector<std::uint32_t> mp;
-    for (const std::uint32_t e : scopes) {
-      if (c.name(e).find("_MultiProcessingDataLoaderIter") != std::string_view::npos) mp.push_back(e);
-    }
-    std::sort(mp.begin(), mp.end(), [&](std::uint32_t a, std::uint32_t b) { return c.ts(a) < c.ts(b); });
-    for (std::size_t i = 0; i < mp.size(); ++i) (i == 0 ? first_call_ns : later_calls_ns.emplace_back()) = c.dur(mp[i]);
+  std::vector<std::uint32_t> mp;
+  for (const std::uint32_t e : scopes) {
+    if (c.name(e).find("_MultiProcessingDataLoaderIter") != std::string_view::npos) mp.push_back(e);
   }
+  std::sort(mp.begin(), mp.end(), [&](std::uint32_t a, std::uint32_t b) { return c.ts(a) < c.ts(b); });
   // The workers spawning before the first call (spawn) start it too.
-  const bool first_is_startup =
-      workers && DiagnoseContext::first_next_is_startup(first_call_ns, spawn_ns, later_calls_ns);
+  const bool first_is_startup = c.first_next_is_startup(mp, spawn_ns);
   const bool startup = first_is_startup && sat_mul(2, first_ns) >= in_loader;
 
   Finding f;

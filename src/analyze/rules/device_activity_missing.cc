@@ -64,8 +64,9 @@ bool linux_thread_ids(const DiagnoseContext& c) {
 }  // namespace
 
 // Flag queries are no work issued (torch.backends.cudnn's
-// `_get_cudnn_enabled`, which F.batch_norm reads on every call, CPU or not: issue 38's eighth round, a macOS CPU run called
-// "the GPU's activity was not recorded" for two of them).
+// `_get_cudnn_enabled`, which F.batch_norm reads on every call, CPU or not:
+// issue 38's eighth round, a macOS CPU run called "the GPU's activity was
+// not recorded" for two of them).
 bool is_gpu_library_op(std::string_view n) {
   if (n.find("_get_") != std::string_view::npos || n.find("_enabled") != std::string_view::npos ||
       n.find("is_available") != std::string_view::npos || n.find("version") != std::string_view::npos) {
@@ -76,7 +77,6 @@ bool is_gpu_library_op(std::string_view n) {
   }
   return false;
 }
-
 
 GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
   GpuWorkIssued g;
