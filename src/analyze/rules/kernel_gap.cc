@@ -974,6 +974,26 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
   const bool host_side = cause == IdleCause::kLaunching || cause == IdleCause::kHostWork ||
                          (cause_bit(cause) & kBlockedCauses) != 0;
   const bool one = one_offs.size() == 1;
+  if (one && x.frame.kind == HostWorkKind::kDataLoader) {
+    // A gap the stack puts inside a DataLoader's __next__ is once for its
+    // kernel pair, not for the loader: the loader's calls say whether
+    // such a wait comes back, the workers falling behind each time the
+    // prefetched batches run out (issue 38's sixteenth round: a MONAI
+    // pipeline's 5.39 s wait mid-run, "one-off" beside an 8.27 s first
+    // batch, two of its 13 calls).
+    const std::int64_t half = top.ns / 2;
+    std::int64_t calls = 0, waits = 0;
+    for (std::uint32_t e : c.host_ops) {
+      if (!is_dataloader_scope(c.name(e))) continue;
+      ++calls;
+      if (c.dur(e) >= half) ++waits;
+    }
+    if (waits >= 2) {
+      f.title = "GPU gap of " + format_ns(top.ns) + where + ", in one of the DataLoader's " + std::to_string(waits) +
+                " waits of " + format_ns(half) + " or more (" + std::to_string(calls) + " calls)";
+      f.evidence.num("dataloader_waits", waits).num("dataloader_calls", calls);
+    }
+  }
   bool unrecorded = false;
   if (host_side && x.frame.found() && x.frame.kind != HostWorkKind::kOther) {
     // The stack says what the host did: that is the code, whatever the
