@@ -48,6 +48,32 @@ TEST(StepEvents, ARepeatedRangeHoldingTheLaunchesIsTheSteps) {
   EXPECT_EQ(s.numbers, (std::vector<std::int64_t>{0, 1, 2, 3}));
 }
 
+// A loop that numbers its ranges (record_function(f"iteration_{i}"))
+// writes each name once: one range, named by its stem (issue 38's
+// seventeenth round: "inductor/iteration_0" to "_2").
+TEST(StepEvents, RangesNumberedByTheirIterationAreOneRange) {
+  std::vector<std::string> ev;
+  for (int i = 0; i < 3; ++i) {
+    const double t = 100.0 * i;
+    ev.push_back(ann("inductor/iteration_" + std::to_string(i), t, 90));
+    ev.push_back(launch(t + 10, 5, i + 1));
+    ev.push_back(kernel("k", 7, t + 20, 5, i + 1));
+  }
+  const StepEvents s = find_step_events(parse(ev));
+  EXPECT_EQ(s.events.size(), 3u);
+  EXPECT_EQ(s.range, "inductor/iteration_<n>");
+  EXPECT_TRUE(s.detected);
+  // Numbered ranges whose word is no iteration's (a model's layers) are not.
+  ev.clear();
+  for (int i = 0; i < 3; ++i) {
+    const double t = 100.0 * i;
+    ev.push_back(ann("layer_" + std::to_string(i), t, 90));
+    ev.push_back(launch(t + 10, 5, i + 1));
+    ev.push_back(kernel("k", 7, t + 20, 5, i + 1));
+  }
+  EXPECT_TRUE(find_step_events(parse(ev)).events.empty());
+}
+
 TEST(StepEvents, TwoCallsAreNoLoop) {
   // Two calls are as often set-up and tear-down, or two forks.
   EXPECT_TRUE(find_step_events(parse(loop("step", 2))).events.empty());
@@ -193,6 +219,14 @@ TEST(StepEvents, APythonFunctionWithGapsBetweenItsCallsIsNoLoop) {
     ev.push_back(kernel("k", 7, t + 20, 5, i + 1));
   }
   EXPECT_TRUE(find_step_events(parse(ev)).events.empty());
+}
+
+// Every module call passes through torch's _call_impl: back to back, they
+// are a forward's modules, not iterations (issue 38's seventeenth round:
+// four unrelated module calls of a nano-vllm decode taken for its steps).
+TEST(StepEvents, TorchsOwnPythonFunctionsAreNoSteps) {
+  EXPECT_TRUE(find_step_events(parse(py_loop("torch/nn/modules/module.py(1777): _call_impl", 4))).events.empty());
+  EXPECT_EQ(find_step_events(parse(py_loop("engine.py(40): step", 4))).events.size(), 4u);
 }
 
 TEST(StepEvents, APythonFunctionThatRunsNoOpIsAWait) {
