@@ -508,7 +508,25 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
   // batch, which is host work however short, not dispatch between launches
   // (issue 38's thirteenth round: a single-process DataLoader's 300 us a
   // step, 23% of an MLP's idle GPU, was counted as launching, "97.7%").
-  const std::vector<Interval>& input = c.dataloader_scopes();
+  // Math on the host is host work too however short the piece: a matrix
+  // product or softmax on the CPU, kHostMathNs or longer, launching nothing
+  // (issue 38's seventeenth round: a decode's attention run on the CPU,
+  // aten::bmm 88 and 134 us between launch calls, counted as launching).
+  std::vector<Interval> input = c.dataloader_scopes();
+  {
+    std::vector<std::vector<std::int64_t>> launch_ts(t.lanes.size());
+    for (const Launch& l : launches) launch_ts[l.lane].push_back(l.ts);  // (sorted: launches is)
+    for (const std::uint32_t e : c.host_ops) {
+      if (c.kind(e) != EventKind::kCpuOp || c.dur(e) < kHostMathNs) continue;
+      const std::string_view n = c.name(e);
+      if (!is_matrix_product_op(n) && !contains_ci(n, "softmax")) continue;
+      const std::vector<std::int64_t>& mine = launch_ts[t.events.lane[e]];
+      const auto it = std::lower_bound(mine.begin(), mine.end(), c.ts(e));
+      if (it != mine.end() && *it <= c.end(e)) continue;
+      input.push_back({c.ts(e), c.end(e)});
+    }
+    input = merge_intervals(std::move(input));
+  }
 
   const std::vector<Interval> idle = subtract({window_}, c.device_busy());
   idle_ns_ = total_length(idle);

@@ -178,11 +178,23 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
   Finding f;
   f.id = "compile_overhead";
   f.severity = heavy && exposed && matters ? FindingSeverity::kWarning : FindingSeverity::kInfo;
-  f.title = "torch.compile wrapper: " + format_ns(wrapper_step) + " CPU per step around " +
+  // Without steps each region's call is the unit (issue 38's seventeenth
+  // round: "per step" in a trace with none, six calls of 18 us of GPU work
+  // each behind 121 us of host time, the compiled code's included).
+  const char* const per = c.steps.steps.empty() ? " per call" : " per step";
+  f.title = "torch.compile wrapper: " + format_ns(wrapper_step) + " CPU" + per + " around " +
             (code_step > 0 ? format_ns(code_step) + " of compiled code" : std::string("no recorded compiled code")) + " (" +
             format_pct(100.0 * window_share) + (c.steps.steps.empty() ? " of the trace, " : " of the steps, ") +
             count_of(static_cast<std::int64_t>(regions.size()), "compiled region") + ", Dynamo cache lookup " +
             format_ns(lookup_n > 0 ? lookup_ns / lookup_n : 0) + " each)";
+  // The host time of a call against the device work it launches, where the
+  // device work is a fifth of it or less: the compiled code is host
+  // overhead too then, not work.
+  if (gpu_step > 0 && sat_mul(5, gpu_step) <= region_step) {
+    f.title += "; each" + std::string(c.steps.steps.empty() ? " call" : " step") + " spends " +
+               format_ns(sat_add(region_step, lookup_ns / std::max<std::int64_t>(1, nsteps))) +
+               " of host time in its regions for " + format_ns(gpu_step) + " of GPU work";
+  }
   f.evidence.num("regions", static_cast<std::int64_t>(regions.size()))
       .texts("region_names", region_names)
       .num("steps", nsteps)

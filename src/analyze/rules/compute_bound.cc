@@ -134,13 +134,27 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::int64_t tf32_saving_ns = 0;
   const bool bandwidth_bound = eff.peak != nullptr && gemm.bw_time_ns > 0 && sat_mul(2, gemm.bw_time_ns) >= gemm.measured_ns;
   const std::string mix = efficiency_text(eff);
+  // A host that spends most of its Self CPU waiting for the device says so:
+  // the ratio is the waits', not the host's work (issue 38's seventeenth
+  // round: 441.8 ms of 456.3 ms in cudaStreamSynchronize, "ratio 1.00").
+  std::string waiting;
+  {
+    const std::vector<Interval>& waits = c.host_waits();
+    std::int64_t wait_ns = 0;
+    if (hd.within_steps) {
+      for (const StepStat& st : c.steps.steps) sat_acc(wait_ns, covered_within(waits, st.start_ns, st.start_ns + st.dur_ns));
+    } else {
+      wait_ns = covered_within(waits, c.start_ns, c.end_ns);
+    }
+    if (cpu > 0 && sat_mul(2, wait_ns) >= cpu) waiting = " (" + format_ns(std::min(wait_ns, cpu)) + " of it waiting for the GPU in synchronizing calls)";
+  }
   f.title = std::string(far_below      ? "GPU-bound on elementwise and reduction kernels far below the memory ceiling"
                         : memory_bound ? "GPU-bound on memory-bound kernels"
                                        : "Compute-bound") +
             ": GPU busy " +
             format_pct(100.0 * busy_share) + (c.steps.steps.empty() ? " of the trace" : w.queued_ahead ? " of the steps and the work they queued" : " of the steps") +
             (mix.empty() ? "" : "; " + mix) + (hd.within_steps ? "; Self CPU in the steps " : "; Self CPU ") +
-            format_ns(cpu) + (hd.within_steps ? " vs their device time " : " vs Self CUDA ") + format_ns(dev) +
+            format_ns(cpu) + waiting + (hd.within_steps ? " vs their device time " : " vs Self CUDA ") + format_ns(dev) +
             " (ratio " + r + ")";
   f.evidence.num(hd.within_steps ? "self_cpu_in_steps_ns" : "self_cpu_total_ns", cpu)
       .num(hd.within_steps ? "device_in_steps_ns" : "self_device_total_ns", dev)
@@ -245,8 +259,16 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     // The recorder's setting: tprof record sees CUDA calls and no op, so no shapes.
     const bool ops = std::any_of(c.host_ops.begin(), c.host_ops.end(),
                                  [&](std::uint32_t e) { return c.kind(e) == EventKind::kCpuOp; });
+    // A trace without ops (CPU activity off) has nothing to carry shapes:
+    // recording shapes alone adds none (issue 38's seventeenth round: a
+    // serving engine's GPU-only capture told to record shapes), and GEMMs
+    // a C++ engine calls itself get none either way.
     const std::string how =
-        !c.by_tprof() ? "Record shapes (torch.profiler.profile(record_shapes=True))"
+        !c.by_tprof() && !ops
+            ? std::string("Record the CPU side with shapes (torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+                          "ProfilerActivity.CUDA], record_shapes=True); this trace holds no op, and a GEMM the engine "
+                          "calls from C++ outside PyTorch's ops gets no shapes either way)")
+        : !c.by_tprof() ? "Record shapes (torch.profiler.profile(record_shapes=True))"
         : ops         ? "Record shapes (tprof::ProfilerOptions{.record_shapes = true})"
                       : std::string("Record the ops with their shapes (") +
                             (c.is_torch() ? "torch.profiler.profile(record_shapes=True)"

@@ -73,6 +73,7 @@ struct Build {
   std::int64_t idle_ns = 0;        // the GPU idle from the previous launch call to the copy's launch
   bool sync_after = false;         // the copy's op synchronizes after it
   bool first_work = false;         // the trace's first device work (no launch before it, no step around it)
+  bool from_device = false;        // the launch call the stretch starts at copied device memory to the host
   std::string_view factory;        // the op that creates the tensor and holds half the stretch, "" when none
   std::vector<std::pair<std::string_view, std::int64_t>> names;  // the stretch's ops but views, with their time
 };
@@ -102,13 +103,19 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
     top[lane].push_back(o);
     top_end[lane] = c.end(o);
   }
-  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> launches(lanes);
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> launches(lanes), to_host(lanes);
   for (const DeviceOp& d : c.device) {
-    if (d.launch != kNoIndex) launches[ev.lane[d.launch]].emplace_back(c.ts(d.launch), c.end(d.launch));
+    if (d.launch == kNoIndex) continue;
+    launches[ev.lane[d.launch]].emplace_back(c.ts(d.launch), c.end(d.launch));
+    if (d.cls == DeviceClass::kMemcpy && copy_kind(c.name(d.event)).direction == CopyDirection::kDtoH) {
+      to_host[ev.lane[d.launch]].emplace_back(c.ts(d.launch), c.end(d.launch));
+    }
   }
-  for (auto& l : launches) {
-    std::sort(l.begin(), l.end());
-    l.erase(std::unique(l.begin(), l.end()), l.end());
+  for (auto* v : {&launches, &to_host}) {
+    for (auto& l : *v) {
+      std::sort(l.begin(), l.end());
+      l.erase(std::unique(l.begin(), l.end()), l.end());
+    }
   }
 
   std::vector<Build> builds;
@@ -159,6 +166,7 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
     // The first device work's stretch is everything the thread ran before
     // it: it starts at its first op.
     b.first_work = first_work;
+    b.from_device = p != calls.begin() && std::binary_search(to_host[lane].begin(), to_host[lane].end(), *std::prev(p));
     if (first_work) {
       if (factory == b.names.end()) continue;
       from = c.ts(b.first);
@@ -233,7 +241,9 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
   std::map<std::string_view, std::int64_t> ns_by_name;
   for (const Build* b : g) {
     sat_acc(build_ns, b->build_ns);
-    ops += b->ops;
+    // Counted as the title counts them: views aside (issue 38's
+    // seventeenth round: "25 CPU ops" beside "cpu_ops 40").
+    ops += static_cast<std::int64_t>(b->names.size());
     sync = sync || b->sync_after;
     sat_acc(copies_ns, b->copy_ns);
     if (copy_kind(c.name(c.device[b->device].event)).pageable()) {
@@ -263,10 +273,23 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
   f.id = "host_built_tensor";
   f.severity = static_cast<double>(best_idle) >= kWarnShare * static_cast<double>(window) ? FindingSeverity::kWarning
                                                                                           : FindingSeverity::kInfo;
-  f.title = "A tensor built on the CPU and copied to the GPU" + where + ": " +
-            count_of(static_cast<std::int64_t>(top_build.names.size()), "CPU op") + " (" + format_ns(top_build.build_ns) + ": " + listed +
-            ") launching nothing, then " + title_name(c.name(top_build.copy_op)) + " copies (" + copy +
-            "), the GPU idle " + format_ns(best_idle) + (g.size() > 1 ? " in all" : "");
+  // A round trip: the stretch starts at a copy of device memory to the
+  // host, and the host does math on it (matrix products, softmax) before
+  // copying the result back: computation moved off the GPU, not a tensor
+  // built from scratch (issue 38's seventeenth round: a decode's attention
+  // run on the CPU from a KV cache copied out, aten::bmm twice, then the
+  // output copied back, told to build it with torch.arange(device=...)).
+  const bool round_trip = std::all_of(g.begin(), g.end(), [](const Build* b) { return b->from_device; });
+  std::vector<std::string> math;
+  for (const auto& [n, ns] : by_time) {
+    if (is_matrix_product_op(n) || contains_ci(n, "softmax")) math.emplace_back(n);
+  }
+  const bool computed = round_trip && !math.empty();
+  f.title = (computed ? "Computed on the CPU between copies from and to the GPU" : "A tensor built on the CPU and copied to the GPU") +
+            where + ": " + count_of(static_cast<std::int64_t>(top_build.names.size()), "CPU op") + " (" +
+            format_ns(top_build.build_ns) + ": " + listed + ") launching nothing" +
+            (computed ? " after a copy from the device" : "") + ", then " + title_name(c.name(top_build.copy_op)) +
+            " copies (" + copy + "), the GPU idle " + format_ns(best_idle) + (g.size() > 1 ? " in all" : "");
   f.evidence.num("occurrences", static_cast<std::int64_t>(g.size()))
       .num("cpu_ops", ops)
       .num("build_ns", build_ns)
@@ -283,7 +306,15 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
   bool random = false;
   for (const auto& [n, ns] : by_time) random = random || (is_random_op(n) && sat_add(ns, ns) >= build_ns);
   const std::string from_pageable = pageable > 0 ? " from pageable memory" : "";
-  if (random) {
+  if (computed) {
+    std::string ops_text;
+    for (std::size_t i = 0; i < math.size() && i < 3; ++i) ops_text += (i ? ", " : "") + math[i];
+    f.evidence.text("round_trip", "yes").texts("cpu_math", math);
+    f.advice = "Run " + ops_text + " on the GPU, on the device tensors: the host copies device data out, computes on it "
+               "op by op while the GPU idles, then copies the result back" + from_pageable +
+               ". Where the work must stay on the host (a CPU offload), overlap it with the GPU's: copy to pinned "
+               "memory with non_blocking=True and run the host math while the GPU works on something else.";
+  } else if (random) {
     f.advice = "Draw the random tensor on the GPU: torch.randn(..., device=\"cuda\") (or the generator's device): "
                "the host's draw and the copy" + from_pageable +
                " both go away, and the GPU draws it in a fraction of the time while the host moves on.";
