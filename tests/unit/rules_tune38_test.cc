@@ -3787,6 +3787,34 @@ TEST(RulesTune38, AFirstStepHoldingTheProfilersBufferRequestSaysSo) {
   EXPECT_EQ(d.findings[0].evidence.find("profiler_buffer_ns")->i, 1'759'000);
 }
 
+// The same round: the launch-overhead ratio's Self CPU held the request
+// too (inside aten::zeros), "2.610 ms vs 30.5 us (85x)".
+TEST(RulesTune38, TheLaunchOverheadRatioNamesTheProfilersBufferRequest) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  int id = 1;
+  for (int s = 0; s < 3; ++s) {
+    const double b = 10'000.0 * s;
+    ev.push_back(step(s, b, s == 0 ? 4'000 : 2'000));
+    double ts = b + 10;
+    if (s == 0) {
+      ev.push_back(x("cpu_op", "aten::zeros", 1, 1, ts, 1'800));
+      ev.push_back(x("overhead", "Activity Buffer Request", -1, 0, ts + 50, 1'700));
+      ts += 1'810;
+    }
+    for (int k = 0; k < 30; ++k, ++id, ts += 60) {
+      ev.push_back(x("cpu_op", "aten::add", 1, 1, ts, 50));
+      ev.push_back(launch(ts + 20, 10, id));
+      ev.push_back(kernel("vectorized_elementwise_kernel", 7, ts + 35, 2, id));
+    }
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const Diagnosis o = diagnose(*t, {.only = {"overhead_bound"}});
+  ASSERT_EQ(o.findings.size(), 1u);
+  EXPECT_TRUE(contains(o.findings[0].title, "(1.700 ms of it the profiler allocating its buffer)")) << o.findings[0].title;
+}
+
 // The same round: a decode's attention run on the CPU, its KV cache copied
 // out (Memcpy DtoH), two aten::bmm and a softmax on the host, the output
 // copied back (Memcpy HtoD), was "a tensor built on the CPU", told to build
