@@ -24,6 +24,8 @@ constexpr MatchHow kIs = MatchHow::kBase;
 // implicit_convolve_sgemm, xmma_fprop_implicit_gemm, MIOpen's igemm_fwd
 // are convolutions); cuBLAS's split-K reduction before reductions; sort
 // and scan before reductions (topkGatingSoftmax routes tokens).
+constexpr std::string_view kHcclFamily = "HCCL (Ascend)";
+
 constexpr std::array kFamilies{
     // Communication.
     KernelFamily{C::kComm, "NCCL/RCCL/MSCCL++", kName, kStarts, "nccl"},
@@ -33,6 +35,9 @@ constexpr std::array kFamilies{
     // a wait_kernel spins until the peer signals (issue 38's thirteenth
     // round: 45 ms of one, sent to Nsight Compute as a hotspot).
     KernelFamily{C::kComm, "NCCL/RCCL/MSCCL++", kName, kHas, "mscclpp::"},
+    // Ascend's HCCL: torch_npu's trace names a whole collective
+    // "hcom_allReduce__586_0_1" (src/trace/torch_npu.h).
+    KernelFamily{C::kComm, kHcclFamily, kName, kStarts, "hcom_"},
     KernelFamily{C::kComm, "custom collectives (vLLM/sglang all-reduce, all-to-all)", kName, kHas, "all_reduce"},
     KernelFamily{C::kComm, "custom collectives (vLLM/sglang all-reduce, all-to-all)", kName, kHas, "allreduce"},
     KernelFamily{C::kComm, "custom collectives (vLLM/sglang all-reduce, all-to-all)", kName, kHas, "cross_device_reduce"},
@@ -330,7 +335,10 @@ bool is_comm_kernel(std::string_view name) {
   // ncclKernel_*, ncclDevKernel_*; RCCL keeps the names): the table's
   // NCCL/RCCL/MSCCL++ rows.
   for (const KernelFamily& f : kFamilies) {
-    if (f.on == MatchOn::kName && f.family == kFamilies.front().family && row_matches(f, name)) return true;
+    if (f.on == MatchOn::kName && (f.family == kFamilies.front().family || f.family == kHcclFamily) &&
+        row_matches(f, name)) {
+      return true;
+    }
   }
   return false;
 }

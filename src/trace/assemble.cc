@@ -6,6 +6,7 @@
 
 #include "src/trace/json_cursor.h"
 #include "src/trace/kineto_keys.h"
+#include "src/trace/torch_npu.h"
 #include "src/trace/validate.h"
 
 namespace tprof::internal {
@@ -110,6 +111,8 @@ void assemble_trace(Trace* trace, std::span<const MetaRecord> meta, std::span<co
                     std::span<const std::uint8_t> activity, bool check) {
   finish_lanes(trace, hints, activity);
   apply_metadata(trace, meta);
+  // A vendor's layout onto the one model (its processes' names say which).
+  normalize_torch_npu(trace);
   if (check) check_trace(trace);
 }
 

@@ -12,8 +12,13 @@
 namespace tprof::internal {
 
 bool launches_device_work(std::string_view name) {
+  // CANN (torch_npu's traces): its kernel launch "Node@launch", an aclnn
+  // op's execution "AscendCL@aclnnAdd" (not its GetWorkspaceSize). An op
+  // compiled at run time (AscendCL@aclopCompileAndExecute) is a blocking
+  // call: its compilation is what the host waits for.
+  if (name.starts_with("AscendCL@aclnn")) return !name.ends_with("GetWorkspaceSize");
   return name.find("Launch") != std::string_view::npos || name.find("Memcpy") != std::string_view::npos ||
-         name.find("Memset") != std::string_view::npos;
+         name.find("Memset") != std::string_view::npos || name.starts_with("Node@launch");
 }
 
 namespace {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "src/export/sqlite_export.h"
+#include "src/trace/torch_npu.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/sanitizers.h"
 #include "tests/support/stream_options.h"
@@ -93,7 +94,16 @@ void expect_same_export(const std::string& trace) {
       internal::write_sqlite_streamed(trace, testing::many_small_batches(), streamed, {.source = "t"});
   ASSERT_TRUE(whole.has_value()) << whole.error().to_string();
   EXPECT_EQ(whole->rows, in_memory->rows);
-  for (const std::string& table : kTraceTables) EXPECT_EQ(dump(streamed, table), dump(memory, table)) << table;
+  // torch_npu's layout is mapped onto the model once the whole trace is
+  // read (src/trace/torch_npu.h): --stream writes the lanes, events and
+  // flows as the file has them (docs/sql.md); every other table agrees.
+  const bool npu = internal::is_torch_npu(*t);
+  const auto mapped = [&](const std::string& table) {
+    return npu && (table == "lanes" || table == "events" || table == "flows");
+  };
+  for (const std::string& table : kTraceTables) {
+    if (!mapped(table)) EXPECT_EQ(dump(streamed, table), dump(memory, table)) << table;
+  }
   for (const std::string& table : kDerivedTables) EXPECT_EQ(dump(streamed, table), dump(memory, table)) << table;
   EXPECT_EQ(dump(streamed, "diagnostics"), dump(memory, "diagnostics"));
   EXPECT_EQ(dump(streamed, "diagnostic_counts"), dump(memory, "diagnostic_counts"));
@@ -103,7 +113,9 @@ void expect_same_export(const std::string& trace) {
   // A model limit of one byte: passed at the first batch with an event.
   const auto over = internal::write_sqlite_streamed(trace, testing::many_small_batches(1), cut, {.source = "t"});
   ASSERT_TRUE(over.has_value()) << over.error().to_string();
-  for (const std::string& table : kTraceTables) EXPECT_EQ(dump(cut, table), dump(memory, table)) << table;
+  for (const std::string& table : kTraceTables) {
+    if (!mapped(table)) EXPECT_EQ(dump(cut, table), dump(memory, table)) << table;
+  }
   if (t->events.size() == 0) {  // nothing to keep: the model fits
     EXPECT_EQ(dump(cut, "meta"), dump(streamed, "meta"));
     return;

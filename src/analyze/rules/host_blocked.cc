@@ -183,6 +183,15 @@ std::string advice_for(const DiagnoseContext& c, IdleCause kind, std::string_vie
     default:
       break;
   }
+  // Ascend (torch_npu): an op with no aclnn kernel goes through AscendCL's
+  // older op API, which compiles it at run time (issue 38's seventeenth
+  // round: 11 such ops held 47% of an NPU step's launching thread).
+  if (contains_ci(call, "aclopcompileandexecute")) {
+    return "Turn off the NPU's online operator compilation (torch_npu.npu.set_compile_mode(jit_compile=False), "
+           "precompiled binary kernels): " + where +
+           " compiles an op that has no aclnn kernel while the thread waits; where an op still compiles, keep it "
+           "out of the step (warm up first) or replace it with one that has an aclnn kernel.";
+  }
   if (contains_ci(call, "create")) {
     return "Create the streams, events and handles " + where +
            " makes once, before the loop, and reuse them. Such calls go to the driver and may synchronize the device.";
