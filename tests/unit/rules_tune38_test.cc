@@ -17,6 +17,7 @@
 #include "tests/support/test_traces.h"
 #include "tprof/diagnose.h"
 #include "tprof/read.h"
+#include "tprof/step_events.h"
 
 namespace tprof {
 namespace {
@@ -3979,6 +3980,33 @@ TEST(RulesTune38, TorchNpuCollectivesAreCommunication) {
   EXPECT_EQ(comm_ns, 800'000);
   const Diagnosis d = diagnose(*t);
   EXPECT_EQ(d.verdict, Verdict::kCommunicationBound) << d.summary;
+}
+
+// The same round's nano-vllm decode (tuning half, MIT): torch's own
+// _call_impl frames were its four "steps"; with_stack frames of Dynamo's and
+// AOTAutograd's wrappers counted as compiled code ("12.2 us CPU per call
+// around 108.7 us of compiled code"); its CPU attention's bmm between
+// launch calls counted as launching.
+TEST(RulesTune38, ANanoVllmDecodeIsReadWithoutItsWrappersAsWork) {
+  const Trace t = load("public/nano_vllm/decode_step_rtx4080.json.gz");
+  EXPECT_TRUE(find_step_events(t).events.empty());
+  const Diagnosis d = diagnose(t);
+  EXPECT_EQ(d.verdict, Verdict::kOverheadBound) << d.summary;
+  const Finding* co = nullptr;
+  for (const Finding& f : d.findings) {
+    if (f.id == "compile_overhead") co = &f;
+  }
+  ASSERT_NE(co, nullptr);
+  EXPECT_TRUE(co->title.starts_with("torch.compile wrapper: 97.2 us CPU per call around 23.7 us of compiled code"))
+      << co->title;
+  EXPECT_TRUE(contains(co->title, "each call spends 120.9 us of host time in its regions for 1.3 us of GPU work"))
+      << co->title;
+  const internal::DiagnoseContext c(t);
+  std::int64_t host = 0;
+  for (const auto& s : c.idle().spans()) {
+    if (s.cause == IdleCause::kHostWork) host += s.range.end - s.range.start;
+  }
+  EXPECT_GE(host, 400'000);  // the two CPU bmm, 88 and 134 us, and their softmax among them
 }
 
 }  // namespace

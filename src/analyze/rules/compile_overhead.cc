@@ -97,11 +97,19 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
     auto it = std::lower_bound(c.host_ops.begin(), c.host_ops.end(), c.ts(r),
                                [&](std::uint32_t e, std::int64_t v) { return c.ts(e) < v; });
     std::int64_t covered_to = INT64_MIN, code_start = INT64_MAX, code_end = INT64_MIN;
+    std::int64_t graph_start = INT64_MAX, graph_end = INT64_MIN;  // "## Call CompiledFxGraph" spans
     for (; it != c.host_ops.end() && c.ts(*it) < c.end(r); ++it) {
       const std::uint32_t e = *it;
       if (t.events.lane[e] != lane || e == r) continue;
-      if (!is_wrapper_marker(c.name(e))) {
-        // The compiled code: from its first recorded event to its last.
+      if (starts_with(c.name(e), "## Call CompiledFxGraph")) {
+        graph_start = std::min(graph_start, c.ts(e));
+        graph_end = std::max(graph_end, std::min(c.end(e), c.end(r)));
+      }
+      // The compiled code: from its first recorded event to its last. A
+      // Python frame is Dynamo's, AOTAutograd's or the caller's as often
+      // as the generated code's (issue 38's seventeenth round: with_stack
+      // frames made a region's 135 us of wrappers "compiled code").
+      if (!is_wrapper_marker(c.name(e)) && c.kind(e) != EventKind::kPythonFunction) {
         code_start = std::min(code_start, c.ts(e));
         code_end = std::max(code_end, std::min(c.end(e), c.end(r)));
       }
@@ -111,6 +119,8 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
       sat_acc(ops_ns, end - c.ts(e));
       covered_to = end;
     }
+    // The compiled graph's call, where torch marks it, is the compiled code.
+    if (graph_end > graph_start) code_start = graph_start, code_end = graph_end;
     if (code_end > code_start) {
       sat_acc(code_ns, code_end - code_start);
       wrapper_iv.push_back({c.ts(r), code_start});
