@@ -25,6 +25,7 @@
 #include "src/base/saturate.h"
 #include "src/trace/json_cursor.h"  // parse_int64
 #include "src/trace/json_value.h"
+#include "src/trace/torch_npu.h"
 
 namespace tprof::internal {
 
@@ -912,6 +913,11 @@ std::vector<TbPluginStep> tb_plugin_steps(const DiagnoseContext& c) {
 
 Breakdowns compute_breakdowns(const DiagnoseContext& c) {
   Breakdowns b;
+  // The peers read Kineto's GPU events by their own rules; none reads
+  // torch_npu's layout, which tprof maps onto its model (issue 38's
+  // seventeenth round: TraceLens' rules on an NPU step gave "exposed comm
+  // 0 ns" beside a communication-bound verdict).
+  if (is_torch_npu(c.trace)) return b;
   b.tracelens_gpu_timeline = tracelens_gpu_timeline(c);
   const std::vector<HtaOp> hta = hta_ops(c, HtaClock(c.trace), /*include_last_profiler_step=*/false);
   if (!hta.empty()) {

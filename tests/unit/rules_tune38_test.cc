@@ -3938,9 +3938,12 @@ TEST(RulesTune38, TorchNpuTracesHaveTheirNpuStreamsAsDevices) {
   ASSERT_FALSE(d.causes.empty());
   const Finding& top = d.findings[d.causes[0].anchor];
   EXPECT_EQ(top.id, "host_blocked");
-  EXPECT_TRUE(top.advice.starts_with("Turn off the NPU's online operator compilation")) << top.advice;
+  EXPECT_TRUE(top.advice.starts_with("Use the NPU's precompiled binary kernels")) << top.advice;
   // Adam's per-parameter ops run on the NPU: no CPU optimizer advice.
   for (const Finding& f : d.findings) EXPECT_NE(f.id, "per_param_optimizer") << f.title;
+  // No peer reads torch_npu's layout: no peer's breakdown beside ours.
+  EXPECT_FALSE(d.breakdowns.tracelens_gpu_timeline.has_value());
+  EXPECT_TRUE(d.breakdowns.hta_temporal.empty());
 }
 
 // The same layout with a collective: HCCL's whole operation on its group
@@ -3981,6 +3984,7 @@ TEST(RulesTune38, TorchNpuCollectivesAreCommunication) {
   const Diagnosis d = diagnose(*t);
   EXPECT_EQ(d.verdict, Verdict::kCommunicationBound) << d.summary;
 }
+
 
 // The same round's nano-vllm decode (tuning half, MIT): torch's own
 // _call_impl frames were its four "steps"; with_stack frames of Dynamo's and
