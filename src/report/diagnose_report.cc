@@ -88,7 +88,9 @@ void write_evidence(JsonWriter& w, const Evidence& ev, const EventClock& clock) 
 
 std::string offset_text(const std::optional<std::int64_t>& v) { return v ? format_ns(*v) : std::string("-"); }
 
-bool has_device(const Diagnosis& d) { return d.breakdowns.tracelens_gpu_timeline.has_value(); }
+// (TraceLens' timeline is computed for every trace with device activity
+// but torch_npu's, which no peer reads; its idle account says there.)
+bool has_device(const Diagnosis& d) { return d.breakdowns.tracelens_gpu_timeline.has_value() || d.idle.idle_ns > 0; }
 
 // A title with the kernel names finding f quotes (cut at 60 characters by
 // the rule, for JSON) as the view names them (src/report/kernel_names.h).

@@ -95,7 +95,7 @@ void normalize_torch_npu(Trace* trace) {
   }
   // Lanes: the hardware's streams and HCCL's whole operations are device
   // lanes; HCCL's planes and the derived tracks are neither host nor
-  // device. The collectives' lane gets a stream number no NPU stream has.
+  // device.
   std::int64_t max_stream = -1;
   for (std::size_t l = 0; l < nlanes; ++l) {
     if (t.lanes[l].pid == hardware && !t.lanes[l].tid.is_str) max_stream = std::max(max_stream, t.lanes[l].tid.num);
@@ -121,8 +121,11 @@ void normalize_torch_npu(Trace* trace) {
       role[l] = plane ? Role::kLeftOut : Role::kCollectives;
       lane.kind = plane ? LaneKind::kOther : LaneKind::kGpu;
       if (!plane) {
+        // The stream the collective's tasks ran on, where there is one
+        // (its own tasks there are left out); else one no NPU stream has.
         lane.device = 0;
-        lane.stream = max_stream + 1 + (lane.tid.is_str ? 0 : lane.tid.num);
+        lane.stream = comm_streams.size() == 1 ? *comm_streams.begin()
+                                               : max_stream + 1 + (lane.tid.is_str ? 0 : lane.tid.num);
       }
     } else if (is_derived) {
       role[l] = Role::kLeftOut;

@@ -3941,9 +3941,13 @@ TEST(RulesTune38, TorchNpuTracesHaveTheirNpuStreamsAsDevices) {
   EXPECT_TRUE(top.advice.starts_with("Use the NPU's precompiled binary kernels")) << top.advice;
   // Adam's per-parameter ops run on the NPU: no CPU optimizer advice.
   for (const Finding& f : d.findings) EXPECT_NE(f.id, "per_param_optimizer") << f.title;
-  // No peer reads torch_npu's layout: no peer's breakdown beside ours.
+  // No peer reads torch_npu's layout: no peer's breakdown beside ours, and
+  // the page still reads the steps as a device's.
   EXPECT_FALSE(d.breakdowns.tracelens_gpu_timeline.has_value());
   EXPECT_TRUE(d.breakdowns.hta_temporal.empty());
+  const std::string page = format_diagnosis_text(t, d);
+  EXPECT_TRUE(contains(page, "  GPU idle: median 87.3% of a step")) << page;
+  EXPECT_FALSE(contains(page, "TraceLens")) << page;
 }
 
 // The same layout with a collective: HCCL's whole operation on its group
@@ -3981,6 +3985,10 @@ TEST(RulesTune38, TorchNpuCollectivesAreCommunication) {
   }
   EXPECT_EQ(kernels, 2);  // the add and the all-reduce; the waits and the SDMA are the collective's
   EXPECT_EQ(comm_ns, 800'000);
+  // On the stream its tasks ran on (its planes' "stream id").
+  for (const Lane& l : t->lanes) {
+    if (l.kind == LaneKind::kGpu && t->strings.str(l.thread_name) == "Group 0 Communication") EXPECT_EQ(l.stream, 4);
+  }
   const Diagnosis d = diagnose(*t);
   EXPECT_EQ(d.verdict, Verdict::kCommunicationBound) << d.summary;
 }
