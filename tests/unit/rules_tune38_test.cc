@@ -3938,7 +3938,8 @@ TEST(RulesTune38, TorchNpuTracesHaveTheirNpuStreamsAsDevices) {
   ASSERT_FALSE(d.causes.empty());
   const Finding& top = d.findings[d.causes[0].anchor];
   EXPECT_EQ(top.id, "host_blocked");
-  EXPECT_TRUE(top.advice.starts_with("Use the NPU's precompiled binary kernels")) << top.advice;
+  EXPECT_TRUE(top.advice.starts_with("Move the ops AscendCL@aclopCompileAndExecute runs onto aclnn kernels")) << top.advice;
+  EXPECT_FALSE(contains(top.advice, "jit_compile")) << top.advice;  // off already: its other ops run as aclnn
   // Adam's per-parameter ops run on the NPU: no CPU optimizer advice.
   for (const Finding& f : d.findings) EXPECT_NE(f.id, "per_param_optimizer") << f.title;
   // No peer reads torch_npu's layout: no peer's breakdown beside ours, and
@@ -4019,6 +4020,32 @@ TEST(RulesTune38, ANanoVllmDecodeIsReadWithoutItsWrappersAsWork) {
     if (s.cause == IdleCause::kHostWork) host += s.range.end - s.range.start;
   }
   EXPECT_GE(host, 400'000);  // the two CPU bmm, 88 and 134 us, and their softmax among them
+}
+
+
+// The same round's NPU step 50 (scoring half, after its figure): its first
+// launch's 5.264 ms wait was told to go with a warm-up step, where steps #0
+// to #49 ran before the recording.
+TEST(RulesTune38, AFirstLaunchWaitingAfterEarlierStepsIsNoColdStart) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  int id = 1;
+  for (int s = 0; s < 3; ++s) {
+    const double b = 20'000.0 * s;
+    ev.push_back(step(50 + s, b, 10'000));
+    for (int k = 0; k < 20; ++k, ++id) {
+      const double at = b + 100 + 400.0 * k;
+      ev.push_back(launch(at, 10, id));
+      ev.push_back(kernel("k", 7, at + (s == 0 && k == 0 ? 5'000 : 20), 300, id));
+    }
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const Diagnosis d = diagnose(*t, {.only = {"cpu_gpu_offset"}});
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_TRUE(d.findings[0].advice.starts_with("Find what the first launch of step 50 waited for: steps #0 to #49"))
+      << d.findings[0].advice;
+  EXPECT_FALSE(contains(d.findings[0].advice, "warm-up step (")) << d.findings[0].advice;
 }
 
 }  // namespace

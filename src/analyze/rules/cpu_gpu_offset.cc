@@ -285,7 +285,16 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (first_launch != kNoIndex) f.evidence.event("first_launch", c.ref(first_launch));
   if (first_event != kNoIndex) f.evidence.event("first_kernel", c.ref(first_event));
   f.evidence.event("max_offset_kernel", c.ref(mx.event));
-  if (start_offset) {
+  if (start_offset && first_step > 0) {
+    // Steps ran before the recording: no cold start, and no warm-up step
+    // removes the wait (issue 38's seventeenth round: an NPU's step 50,
+    // its first launch a synchronous input copy, told to warm up).
+    f.advice = "Find what the first launch of step " + std::to_string(first_step) + " waited for: steps #0 to #" +
+               std::to_string(first_step - 1) +
+               " ran before the recording, so it is no cold start that a warm-up step removes; work queued before "
+               "the recording began, or a copy staged through pageable memory (pin the host buffer, non_blocking=True), "
+               "holds it. The later steps' launch latency is " + format_ns(later) + ".";
+  } else if (start_offset) {
     f.advice = "Start the profiler after a warm-up step (" +
                c.schedule_call(std::max<std::int64_t>(1, static_cast<std::int64_t>(c.steps.steps.size()))) + ") or run "
                "a few iterations before profiling, and judge launch latency from the later steps (" +

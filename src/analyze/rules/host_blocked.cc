@@ -189,6 +189,24 @@ std::string advice_for(const DiagnoseContext& c, IdleCause kind, std::string_vie
   // such calls held 47% of an NPU step's launching thread, their compile
   // step cached, 0.16 of 6.64 ms).
   if (contains_ci(call, "aclopcompileandexecute")) {
+    // torch_npu runs an op as an aclnn kernel only with online compilation
+    // off: aclnn calls in the trace say it is off already, and the ops
+    // left on the older API have no aclnn kernel in this torch_npu and CANN
+    // (the seventeenth round's re-review: 137 of 148 ops ran as aclnn).
+    bool aclnn = false;
+    for (const std::uint32_t e : c.runtime) {
+      if (c.name(e).starts_with("AscendCL@aclnn")) {
+        aclnn = true;
+        break;
+      }
+    }
+    if (aclnn) {
+      return "Move the ops " + where +
+             " runs onto aclnn kernels: they go through AscendCL's older op API, which prepares each call on the host "
+             "while the launching thread waits and the NPU idles; the trace's other ops already run as aclnn kernels "
+             "(online compilation is off), so these have none in this torch_npu and CANN: a newer release covers more "
+             "ops, or express them with ops that have one.";
+    }
     return "Use the NPU's precompiled binary kernels (torch_npu.npu.set_compile_mode(jit_compile=False)): " + where +
            " runs ops through AscendCL's older op API, which prepares each call on the host (compiling the op at "
            "its first use) while the launching thread waits and the NPU idles.";
