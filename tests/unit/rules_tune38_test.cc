@@ -3938,7 +3938,7 @@ TEST(RulesTune38, TorchNpuTracesHaveTheirNpuStreamsAsDevices) {
   ASSERT_FALSE(d.causes.empty());
   const Finding& top = d.findings[d.causes[0].anchor];
   EXPECT_EQ(top.id, "host_blocked");
-  EXPECT_TRUE(top.advice.starts_with("Move the ops AscendCL@aclopCompileAndExecute runs onto aclnn kernels")) << top.advice;
+  EXPECT_TRUE(top.advice.starts_with("Keep the ops AscendCL@aclopCompileAndExecute runs on aclnn kernels (torch.npu.config.allow_internal_format = False)")) << top.advice;
   EXPECT_FALSE(contains(top.advice, "jit_compile")) << top.advice;  // off already: its other ops run as aclnn
   // Adam's per-parameter ops run on the NPU: no CPU optimizer advice.
   for (const Finding& f : d.findings) EXPECT_NE(f.id, "per_param_optimizer") << f.title;

@@ -190,26 +190,35 @@ std::string advice_for(const DiagnoseContext& c, IdleCause kind, std::string_vie
   // step cached, 0.16 of 6.64 ms).
   if (contains_ci(call, "aclopcompileandexecute")) {
     // torch_npu runs an op as an aclnn kernel only with online compilation
-    // off: aclnn calls in the trace say it is off already, and the ops
-    // left on the older API have no aclnn kernel in this torch_npu and CANN
-    // (the seventeenth round's re-review: 137 of 148 ops ran as aclnn).
-    bool aclnn = false;
+    // off and, for convolutions, internal formats disallowed; otherwise
+    // it goes through the older op API. aclnn calls in the trace say
+    // compilation is off already; TransData tasks, that internal formats
+    // are in use (the seventeenth round's re-reviews: 137 of 148 ops ran
+    // as aclnn, the convolutions on the older API between TransData
+    // tasks; Ascend's own advisor pairs the two settings).
+    bool aclnn = false, transdata = false;
     for (const std::uint32_t e : c.runtime) {
       if (c.name(e).starts_with("AscendCL@aclnn")) {
         aclnn = true;
         break;
       }
     }
-    if (aclnn) {
-      return "Move the ops " + where +
-             " runs onto aclnn kernels: they go through AscendCL's older op API, which prepares each call on the host "
-             "while the launching thread waits and the NPU idles; the trace's other ops already run as aclnn kernels "
-             "(online compilation is off), so these have none in this torch_npu and CANN: a newer release covers more "
-             "ops, or express them with ops that have one.";
+    for (const DeviceOp& op : c.device) {
+      if (c.name(op.event).find("TransData") != std::string_view::npos) {
+        transdata = true;
+        break;
+      }
     }
-    return "Use the NPU's precompiled binary kernels (torch_npu.npu.set_compile_mode(jit_compile=False)): " + where +
-           " runs ops through AscendCL's older op API, which prepares each call on the host (compiling the op at "
-           "its first use) while the launching thread waits and the NPU idles.";
+    const std::string settings =
+        aclnn ? "torch.npu.config.allow_internal_format = False"
+              : "torch_npu.npu.set_compile_mode(jit_compile=False) and torch.npu.config.allow_internal_format = False";
+    return "Keep the ops " + where + " runs on aclnn kernels (" + settings + "): they go through AscendCL's older op "
+           "API, which prepares each call on the host while the launching thread waits and the NPU idles" +
+           (aclnn ? std::string("; the trace's other ops already run as aclnn kernels, so online compilation is off")
+                  : std::string()) +
+           (transdata ? "; its TransData tasks convert tensors to the NPU's internal formats, which send "
+                        "convolutions down the older path."
+                      : ".");
   }
   if (contains_ci(call, "create")) {
     return "Create the streams, events and handles " + where +
