@@ -103,7 +103,9 @@ void normalize_torch_npu(Trace* trace) {
   // Lanes holding complete events (a process's tid 0 often holds only
   // its labels).
   std::vector<std::uint8_t> used(nlanes, 0);
-  for (std::uint32_t e = 0; e < ev.size(); ++e) used[ev.lane[e]] |= ev.phase[e] == Phase::kComplete ? 1 : 0;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (ev.phase[e] == Phase::kComplete) used[ev.lane[e]] = 1;
+  }
   enum class Role : std::uint8_t { kKeep, kStream, kCollectives, kLeftOut, kCann };
   std::vector<Role> role(nlanes, Role::kKeep);
   for (std::size_t l = 0; l < nlanes; ++l) {
@@ -207,7 +209,9 @@ void normalize_torch_npu(Trace* trace) {
     std::map<std::int64_t, std::uint32_t> call_of;
     for (const std::uint32_t s : starts) {
       std::uint32_t lane = ev.lane[s];
-      if (has_python && lane < role.size() && role[lane] == Role::kCann) lane = t.lane_for(python, t.lanes[lane].tid, LaneKind::kCpu);
+      if (has_python && lane < role.size() && role[lane] == Role::kCann) {
+        lane = t.lane_for(python, t.lanes[lane].tid, LaneKind::kCpu);
+      }
       if (lane >= calls.size()) continue;
       const std::vector<std::uint32_t>& v = calls[lane];
       // The innermost call holding the start: the latest to start at or before it that ends after it.

@@ -16,15 +16,17 @@
 //   others (NPU)             counters and derived tracks (HBM, LLC, AI Core
 //                            Freq, QoS, "Overlap Analysis")
 //
-// A task and the call that launched it share an args "connection_id".
+// A HostToDevice flow runs from the call that launched a task to the task
+// (and, from 2024, both carry an args "connection_id").
 // normalize_torch_npu maps this onto the one model: tasks become device
-// activities on GPU lanes (device 0, stream N), whole collectives
-// communication on their own lane, the stream tasks a collective runs on
-// its streams (and every stream's sync tasks) are left out as the
-// collective's own, CANN calls become runtime calls on their Python
-// thread's lane with the connection id as their correlation, and the
-// derived tracks are left out (LaneKind::kOther). A trace without an
-// "Ascend Hardware" process is left as it is.
+// activities on GPU lanes (device 0, stream N); whole collectives become
+// communication on their own lane, labelled with the stream their tasks
+// ran on, whose tasks there (and every stream's sync tasks) are left out
+// as the collective's own; CANN calls become runtime calls on their
+// Python thread's lane, linked to their tasks by the flows (the
+// connection ids where there are none); the derived tracks are left out
+// (LaneKind::kOther). A trace without an "Ascend Hardware" process is
+// left as it is.
 #pragma once
 
 #include "tprof/trace.h"

@@ -3929,7 +3929,9 @@ TEST(RulesTune38, TorchNpuTracesHaveTheirNpuStreamsAsDevices) {
     device_lanes += l.kind == LaneKind::kGpu;
     cpu_lanes += l.kind == LaneKind::kCpu;
     // "Overlap Analysis" (its "Free" and "Computing" tracks) is derived, no thread.
-    if (l.kind == LaneKind::kCpu) EXPECT_NE(t.strings.str(l.thread_name), "Free");
+    if (l.kind == LaneKind::kCpu) {
+      EXPECT_NE(t.strings.str(l.thread_name), "Free");
+    }
   }
   EXPECT_EQ(device_lanes, 1u);  // Stream 3
   EXPECT_EQ(cpu_lanes, 4u);     // the Python process's threads, the CANN calls on them (one thread CANN only)
@@ -3988,7 +3990,9 @@ TEST(RulesTune38, TorchNpuCollectivesAreCommunication) {
   EXPECT_EQ(comm_ns, 800'000);
   // On the stream its tasks ran on (its planes' "stream id").
   for (const Lane& l : t->lanes) {
-    if (l.kind == LaneKind::kGpu && t->strings.str(l.thread_name) == "Group 0 Communication") EXPECT_EQ(l.stream, 4);
+    if (l.kind == LaneKind::kGpu && t->strings.str(l.thread_name) == "Group 0 Communication") {
+      EXPECT_EQ(l.stream, 4);
+    }
   }
   const Diagnosis d = diagnose(*t);
   EXPECT_EQ(d.verdict, Verdict::kCommunicationBound) << d.summary;
@@ -4021,7 +4025,6 @@ TEST(RulesTune38, ANanoVllmDecodeIsReadWithoutItsWrappersAsWork) {
   }
   EXPECT_GE(host, 400'000);  // the two CPU bmm, 88 and 134 us, and their softmax among them
 }
-
 
 // The same round's NPU step 50 (scoring half, after its figure): its first
 // launch's 5.264 ms wait was told to go with a warm-up step, where steps #0

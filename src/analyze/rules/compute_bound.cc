@@ -142,11 +142,15 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     const std::vector<Interval>& waits = c.host_waits();
     std::int64_t wait_ns = 0;
     if (hd.within_steps) {
-      for (const StepStat& st : c.steps.steps) sat_acc(wait_ns, covered_within(waits, st.start_ns, st.start_ns + st.dur_ns));
+      for (const StepStat& st : c.steps.steps) {
+        sat_acc(wait_ns, covered_within(waits, st.start_ns, st.start_ns + st.dur_ns));
+      }
     } else {
       wait_ns = covered_within(waits, c.start_ns, c.end_ns);
     }
-    if (cpu > 0 && sat_mul(2, wait_ns) >= cpu) waiting = " (" + format_ns(std::min(wait_ns, cpu)) + " of it waiting for the GPU in synchronizing calls)";
+    if (cpu > 0 && sat_mul(2, wait_ns) >= cpu) {
+      waiting = " (" + format_ns(std::min(wait_ns, cpu)) + " of it waiting for the GPU in synchronizing calls)";
+    }
   }
   f.title = std::string(far_below      ? "GPU-bound on elementwise and reduction kernels far below the memory ceiling"
                         : memory_bound ? "GPU-bound on memory-bound kernels"

@@ -285,7 +285,8 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
     if (is_matrix_product_op(n) || contains_ci(n, "softmax")) math.emplace_back(n);
   }
   const bool computed = round_trip && !math.empty();
-  f.title = (computed ? "Computed on the CPU between copies from and to the GPU" : "A tensor built on the CPU and copied to the GPU") +
+  f.title = (computed ? "Computed on the CPU between copies from and to the GPU"
+                       : "A tensor built on the CPU and copied to the GPU") +
             where + ": " + count_of(static_cast<std::int64_t>(top_build.names.size()), "CPU op") + " (" +
             format_ns(top_build.build_ns) + ": " + listed + ") launching nothing" +
             (computed ? " after a copy from the device" : "") + ", then " + title_name(c.name(top_build.copy_op)) +

@@ -191,7 +191,9 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     reqs = subtract(reqs, subtract(reqs, merge_intervals(std::move(ops))));  // reqs within ops
     std::int64_t req_ns = 0;
     if (hd.within_steps) {
-      for (const StepStat& st : c.steps.steps) sat_acc(req_ns, covered_within(reqs, st.start_ns, st.start_ns + st.dur_ns));
+      for (const StepStat& st : c.steps.steps) {
+        sat_acc(req_ns, covered_within(reqs, st.start_ns, st.start_ns + st.dur_ns));
+      }
     } else {
       req_ns = total_length(reqs);
     }
