@@ -36,11 +36,6 @@ constexpr std::int64_t kMinTs = std::numeric_limits<std::int64_t>::min();
 
 bool contains(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
 
-// a ∩ b for merged, sorted interval lists.
-std::vector<Interval> intersect(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  return subtract(a, subtract(a, b));
-}
-
 // ---------------------------------------------------------------------------
 // TraceLens: TraceLens/TreePerf/gpu_event_analyser.py (GPUEventAnalyser.
 // compute_metrics_dict) fed by TreePerfAnalyzer.get_df_gpu_timeline.

@@ -1067,6 +1067,13 @@ std::int64_t DiagnoseContext::self_device_total_ns() const {
   return self_device_total_;
 }
 
+std::int64_t DiagnoseContext::covered_in_host_window(const std::vector<Interval>& merged) const {
+  if (!host_vs_device().within_steps) return covered_within(merged, start_ns, end_ns);
+  std::int64_t ns = 0;
+  for (const StepStat& st : steps.steps) sat_acc(ns, covered_within(merged, st.start_ns, st.start_ns + st.dur_ns));
+  return ns;
+}
+
 const DiagnoseContext::HostVsDevice& DiagnoseContext::host_vs_device() const {
   std::call_once(host_vs_device_once_, [&] {
     HostVsDevice& h = host_vs_device_;

@@ -118,6 +118,10 @@ class DiagnoseContext {
     const char* device_label = "Self CUDA total";
   };
   const HostVsDevice& host_vs_device() const;
+  // The length of merged intervals inside the window host_vs_device()
+  // measures: the steps where it counts within them, else the trace (what
+  // of its Self CPU the host spent waiting, or the profiler took).
+  std::int64_t covered_in_host_window(const std::vector<Interval>& merged) const;
   // The GPU idle time partitioned by cause (src/analyze/idle.h): built on
   // first use.
   const IdlePartition& idle() const;

@@ -61,20 +61,6 @@ bool is_setup_query(std::string_view n) {
          contains_ci(n, "funcgetattributes");
 }
 
-// a ∩ b for sorted, merged interval lists.
-std::vector<Interval> intersect(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  std::vector<Interval> out;
-  std::size_t j = 0;
-  for (const Interval& x : a) {
-    while (j < b.size() && b[j].end <= x.start) ++j;
-    for (std::size_t k = j; k < b.size() && b[k].start < x.end; ++k) {
-      const std::int64_t s = std::max(x.start, b[k].start), e = std::min(x.end, b[k].end);
-      if (e > s) out.push_back({s, e});
-    }
-  }
-  return out;
-}
-
 // A call that allocates memory (cudaMalloc*, cudaHostAlloc, cuMemAlloc*,
 // cuMemCreate, hip*).
 bool allocates(std::string_view n) {

@@ -62,6 +62,19 @@ std::int64_t CoverageIndex::covered(std::int64_t lo, std::int64_t hi) const {
   return t;
 }
 
+std::vector<Interval> intersect(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> out;
+  std::size_t j = 0;
+  for (const Interval& x : a) {
+    while (j < b.size() && b[j].end <= x.start) ++j;
+    for (std::size_t k = j; k < b.size() && b[k].start < x.end; ++k) {
+      const std::int64_t s = std::max(x.start, b[k].start), e = std::min(x.end, b[k].end);
+      if (e > s) out.push_back({s, e});
+    }
+  }
+  return out;
+}
+
 std::vector<Interval> subtract(const std::vector<Interval>& a, const std::vector<Interval>& b) {
   std::vector<Interval> out;
   std::size_t j = 0;

@@ -40,6 +40,9 @@ class CoverageIndex {
 // Parts of merged `a` not covered by merged `b` (both sorted, merged).
 std::vector<Interval> subtract(const std::vector<Interval>& a, const std::vector<Interval>& b);
 
+// Parts of merged `a` covered by merged `b`: a ∩ b (both sorted, merged).
+std::vector<Interval> intersect(const std::vector<Interval>& a, const std::vector<Interval>& b);
+
 // Sum of lengths of merged intervals.
 std::int64_t total_length(const std::vector<Interval>& merged);
 

@@ -102,7 +102,9 @@ void expect_same_export(const std::string& trace) {
     return npu && (table == "lanes" || table == "events" || table == "flows");
   };
   for (const std::string& table : kTraceTables) {
-    if (!mapped(table)) EXPECT_EQ(dump(streamed, table), dump(memory, table)) << table;
+    if (!mapped(table)) {
+      EXPECT_EQ(dump(streamed, table), dump(memory, table)) << table;
+    }
   }
   for (const std::string& table : kDerivedTables) EXPECT_EQ(dump(streamed, table), dump(memory, table)) << table;
   EXPECT_EQ(dump(streamed, "diagnostics"), dump(memory, "diagnostics"));
@@ -114,7 +116,9 @@ void expect_same_export(const std::string& trace) {
   const auto over = internal::write_sqlite_streamed(trace, testing::many_small_batches(1), cut, {.source = "t"});
   ASSERT_TRUE(over.has_value()) << over.error().to_string();
   for (const std::string& table : kTraceTables) {
-    if (!mapped(table)) EXPECT_EQ(dump(cut, table), dump(memory, table)) << table;
+    if (!mapped(table)) {
+      EXPECT_EQ(dump(cut, table), dump(memory, table)) << table;
+    }
   }
   if (t->events.size() == 0) {  // nothing to keep: the model fits
     EXPECT_EQ(dump(cut, "meta"), dump(streamed, "meta"));

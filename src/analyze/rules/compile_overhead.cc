@@ -191,8 +191,8 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
   // Without steps each region's call is the unit (issue 38's seventeenth
   // round: "per step" in a trace with none, six calls of 18 us of GPU work
   // each behind 121 us of host time, the compiled code's included).
-  const char* const per = c.steps.steps.empty() ? " per call" : " per step";
-  f.title = "torch.compile wrapper: " + format_ns(wrapper_step) + " CPU" + per + " around " +
+  const std::string unit = c.steps.steps.empty() ? "call" : "step";
+  f.title = "torch.compile wrapper: " + format_ns(wrapper_step) + " CPU per " + unit + " around " +
             (code_step > 0 ? format_ns(code_step) + " of compiled code" : std::string("no recorded compiled code")) + " (" +
             format_pct(100.0 * window_share) + (c.steps.steps.empty() ? " of the trace, " : " of the steps, ") +
             count_of(static_cast<std::int64_t>(regions.size()), "compiled region") + ", Dynamo cache lookup " +
@@ -201,7 +201,7 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
   // device work is a fifth of it or less: the compiled code is host
   // overhead too then, not work.
   if (gpu_step > 0 && sat_mul(5, gpu_step) <= region_step) {
-    f.title += "; each" + std::string(c.steps.steps.empty() ? " call" : " step") + " spends " +
+    f.title += "; each " + unit + " spends " +
                format_ns(sat_add(region_step, lookup_ns / std::max<std::int64_t>(1, nsteps))) +
                " of host time in its regions for " + format_ns(gpu_step) + " of GPU work";
   }
@@ -244,7 +244,7 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
                             // round: "replay its 0 device launches per call").
                             (launches > 0 ? " or use torch.compile(mode=\"reduce-overhead\") to replay its " +
                                                 count_of(launches, "device launch") +
-                                                (c.steps.steps.empty() ? " per call" : " per step") + " as one CUDA graph"
+                                                " per " + unit + " as one CUDA graph"
                                           : std::string()) +
                             "; keep tiny functions eager. "
                       : std::string("Nothing to change while the GPU is busy: the step's device work (") + format_ns(gpu_step) +

@@ -139,15 +139,7 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   // round: 441.8 ms of 456.3 ms in cudaStreamSynchronize, "ratio 1.00").
   std::string waiting;
   {
-    const std::vector<Interval>& waits = c.host_waits();
-    std::int64_t wait_ns = 0;
-    if (hd.within_steps) {
-      for (const StepStat& st : c.steps.steps) {
-        sat_acc(wait_ns, covered_within(waits, st.start_ns, st.start_ns + st.dur_ns));
-      }
-    } else {
-      wait_ns = covered_within(waits, c.start_ns, c.end_ns);
-    }
+    const std::int64_t wait_ns = c.covered_in_host_window(c.host_waits());
     if (cpu > 0 && sat_mul(2, wait_ns) >= cpu) {
       waiting = " (" + format_ns(std::min(wait_ns, cpu)) + " of it waiting for the GPU in synchronizing calls)";
     }

@@ -187,16 +187,8 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
         if (c.kind(e) == EventKind::kCpuOp) ops.push_back({c.ts(e), c.end(e)});
       }
     }
-    reqs = merge_intervals(std::move(reqs));
-    reqs = subtract(reqs, subtract(reqs, merge_intervals(std::move(ops))));  // reqs within ops
-    std::int64_t req_ns = 0;
-    if (hd.within_steps) {
-      for (const StepStat& st : c.steps.steps) {
-        sat_acc(req_ns, covered_within(reqs, st.start_ns, st.start_ns + st.dur_ns));
-      }
-    } else {
-      req_ns = total_length(reqs);
-    }
+    reqs = intersect(merge_intervals(std::move(reqs)), merge_intervals(std::move(ops)));
+    const std::int64_t req_ns = c.covered_in_host_window(reqs);
     if (req_ns > 0 && sat_mul(10, req_ns) >= cpu) {
       profiler = " (" + format_ns(std::min(req_ns, cpu)) + " of it the profiler allocating its buffer)";
       f.evidence.num("profiler_buffer_ns", req_ns);
