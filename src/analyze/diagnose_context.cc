@@ -446,9 +446,50 @@ std::string DiagnoseContext::graph_how() const {
     return "torch.cuda.graphs by hand: torch.compile breaks its graph at nn.GRU, nn.LSTM and nn.RNN, which the "
            "trace runs, and replays only the pieces around them";
   }
+  if (torch_ && !extension_kernel().empty()) {
+    return "torch.cuda.graphs by hand: " + extension_kernel() +
+           ", most of the GPU time, is launched outside any ATen op (a C++/CUDA extension), which torch.compile "
+           "does not capture unless it is registered as a torch.library custom op";
+  }
   if (torch_) return "torch.compile(mode=\"reduce-overhead\")";
   const std::string p = hip_ ? "hip" : "cuda";
   return p + "StreamBeginCapture/" + p + "StreamEndCapture once, then " + p + "GraphLaunch";
+}
+
+const std::string& DiagnoseContext::extension_kernel() const {
+  std::call_once(extension_once_, [&] {
+    if (!torch_) return;
+    const EventColumns& ev = trace.events;
+    if (std::none_of(host_ops.begin(), host_ops.end(), [&](std::uint32_t e) { return ev.kind[e] == EventKind::kCpuOp; })) {
+      return;
+    }
+    std::int64_t all_ns = 0, outside_ns = 0;
+    std::vector<std::pair<std::string_view, std::int64_t>> by_name;
+    for (const DeviceOp& op : device) {
+      if (ev.kind[op.event] != EventKind::kKernel) continue;
+      const std::int64_t d = op.end - op.start;
+      all_ns = sat_add(all_ns, d);
+      if (op.launch == kNoIndex || ev.external_id[op.launch] > 0) continue;
+      const std::string_view call = name(op.launch);
+      if (!call.starts_with("cudaLaunchKernel") && !call.starts_with("hipLaunchKernel")) continue;
+      if (enclosing_op(op.launch, false) != kNoIndex) continue;
+      outside_ns = sat_add(outside_ns, d);
+      const std::string_view k = name(op.event);
+      auto it = std::find_if(by_name.begin(), by_name.end(), [&](const auto& p) { return p.first == k; });
+      if (it == by_name.end()) {
+        by_name.emplace_back(k, d);
+      } else {
+        it->second = sat_add(it->second, d);
+      }
+    }
+    if (by_name.empty() || sat_mul(2, outside_ns) < all_ns) return;
+    const auto top = std::max_element(by_name.begin(), by_name.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+    std::string_view k = top->first;  // "void ns::name<...>(...)": ns::name
+    if (k.starts_with("void ")) k.remove_prefix(5);
+    extension_kernel_ = std::string(k.substr(0, std::min(k.find_first_of("<("), k.size())));
+  });
+  return extension_kernel_;
 }
 
 std::string DiagnoseContext::count_per(std::int64_t n, std::int64_t d) {

@@ -270,6 +270,16 @@ class DiagnoseContext {
   // graph there, so graph_how() names capture by hand (issue 38's
   // fourteenth round: a GRU's inference told to use reduce-overhead).
   bool runs_rnn() const { return runs_rnn_; }
+  // The kernel most of the device time runs in where kernels that runtime
+  // launch calls (cudaLaunchKernel, hipLaunchKernel: not the driver API
+  // Triton launches with) make outside any ATen op (no External id, no
+  // enclosing cpu_op) hold half the kernel time or more: a C++/CUDA
+  // extension called through pybind11, which torch.compile does not trace
+  // unless it is registered as a torch.library custom op, so graph_how()
+  // names capture by hand (issue 38's seventeenth round: a course's GEMM
+  // extension told to use reduce-overhead). Empty otherwise, and on a
+  // trace with no CPU op. Built on first use.
+  const std::string& extension_kernel() const;
   // Recorded by tprof (its capture API or tprof record), not torch.profiler:
   // advice about the recording names tprof's settings.
   bool by_tprof() const { return trace.meta.producer == Producer::kTprof; }
@@ -425,8 +435,10 @@ class DiagnoseContext {
   bool torch_before_inference_mode_ = false;
   bool torch_before_graphs_by_date_ = false;  // not by its event names
   bool runs_rnn_ = false;
+  mutable std::string extension_kernel_;
   std::int64_t graph_launches_ = 0;
   std::int64_t graph_captures_ = 0;
+  mutable std::once_flag extension_once_;
   mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_,
       capture_blockers_once_, host_waits_once_, busy_window_once_, dependency_once_, nesting_once_,
       dataloader_once_, dataloader_startup_once_, legacy_spans_once_, buffer_requests_once_,

@@ -918,8 +918,9 @@ std::string idle_remedy(IdleCause cause, const DiagnoseContext& c) {
                ") or give each op more work (a larger batch): the step already runs Inductor's compiled graphs, so "
                "what launches op after op is the work between and around them (custom ops, Python).";
       }
-      return "Replay the step as a " + api + " graph (" + c.graph_how() + "), fuse small ops (" + c.fuse_how() +
-             ") or give each op more work (a larger batch): the host is launching op after op.";
+      return "Replay the step as a " + api + " graph (" + c.graph_how() + ")" +
+             (c.extension_kernel().empty() ? ", fuse small ops (" + c.fuse_how() + ")" : std::string()) +
+             " or give each op more work (a larger batch): the host is launching op after op.";
     case IdleCause::kHostWork:
       return std::string("Move the host work that launches nothing out of the step or overlap it with device work (") +
              (c.is_torch() ? "DataLoader workers, prefetching, a side thread" : "prefetching, a side thread") + ").";

@@ -4051,5 +4051,55 @@ TEST(RulesTune38, AFirstLaunchWaitingAfterEarlierStepsIsNoColdStart) {
   EXPECT_FALSE(contains(d.findings[0].advice, "warm-up step (")) << d.findings[0].advice;
 }
 
+
+// Round 17's custom CUDA extension (tuning half): a GEMM kernel launched by
+// a pybind11 call outside any ATen op was told to use
+// torch.compile(mode="reduce-overhead") and to fuse small ops, neither of
+// which reaches it; torch.cuda.graphs by hand does.
+TEST(RulesTune38, KernelsLaunchedOutsideAnyOpAreCapturedByHand) {
+  using namespace tprof::testing;
+  auto build = [](const std::string& call) {
+    std::vector<std::string> ev;
+    int id = 1;
+    for (int s = 0; s < 3; ++s) {
+      const double b = 200.0 * s;
+      ev.push_back(step(s, b, 150));
+      ev.push_back(x("cpu_op", "aten::zeros", 1, 1, b + 5, 30, R"("External id": )" + std::to_string(100 + s)));
+      ev.push_back(x("cuda_runtime", "cudaLaunchKernel", 1, 1, b + 20, 8,
+                     corr(id) + R"(, "External id": )" + std::to_string(100 + s)));
+      ev.push_back(kernel("void at::native::vectorized_elementwise_kernel<4, FillFunctor<float>>()", 7, b + 30, 2, id++));
+      ev.push_back(x("cuda_runtime", call, 1, 1, b + 60, 8, corr(id)));
+      ev.push_back(kernel("gemm_gpu_o4_kernel(float const*, float const*, float*, int)", 7, b + 70, 9, id++));
+    }
+    Result<Trace> t = read_trace_bytes(doc(ev));
+    EXPECT_TRUE(t) << t.error().to_string();
+    return std::make_unique<Trace>(std::move(*t));
+  };
+  const auto ext = build("cudaLaunchKernel");
+  const internal::DiagnoseContext c(*ext);
+  EXPECT_EQ(c.extension_kernel(), "gemm_gpu_o4_kernel");
+  EXPECT_TRUE(c.graph_how().starts_with("torch.cuda.graphs by hand: gemm_gpu_o4_kernel")) << c.graph_how();
+  const Diagnosis d = diagnose(*ext);
+  int by_hand = 0;
+  for (const Finding& f : d.findings) {
+    EXPECT_FALSE(contains(f.advice, "reduce-overhead")) << f.id << ": " << f.advice;
+    EXPECT_FALSE(contains(f.advice, "fuse small ops") || contains(f.advice, "fuse the small ops")) << f.id << ": " << f.advice;
+    by_hand += contains(f.advice, "torch.library custom op");
+  }
+  EXPECT_GE(by_hand, 1);
+
+  // Triton launches its kernels through the driver API, outside any op too:
+  // torch.compile traces user Triton kernels, so that is no extension.
+  const auto triton = build("cuLaunchKernel");
+  EXPECT_EQ(internal::DiagnoseContext(*triton).extension_kernel(), "");
+
+  // Must not fire: nano-vllm's decode launches flash-attn's splitkv kernels
+  // outside any op, but they are a small part of its kernel time.
+  const Trace nano = load("public/nano_vllm/decode_step_rtx4080.json.gz");
+  const internal::DiagnoseContext cn(nano);
+  EXPECT_EQ(cn.extension_kernel(), "");
+  EXPECT_EQ(cn.graph_how(), "torch.compile(mode=\"reduce-overhead\")");
+}
+
 }  // namespace
 }  // namespace tprof

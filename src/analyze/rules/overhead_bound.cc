@@ -294,7 +294,9 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     // this one can make first (causes.cc).
     if (c.is_torch() && c.torch_before_graphs()) f.evidence.text("needs_upgrade", "PyTorch 1.10 (torch.cuda.graphs)");
     const std::string graph = std::string(c.api()) + " graph (" + c.graph_how() +
-                              (c.is_torch() && !c.torch_before_compile() && !c.runs_rnn() ? ", or torch.cuda.graphs by hand)" : ")");
+                              (c.is_torch() && !c.torch_before_compile() && !c.runs_rnn() && c.extension_kernel().empty()
+                                   ? ", or torch.cuda.graphs by hand)"
+                                   : ")");
     const std::string calls =
         rate.iterations <= 0 ? "one graph launch per iteration in place of its launch calls (" +
                                    std::to_string(rate.calls) + " in the trace)"
@@ -304,8 +306,10 @@ void rule_overhead_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     // The graph first, the saving's edit; what keeps the step out of one
     // after it (issue 38's fourteenth round: the default view printed only
     // "first take the waits out" beside the graph replay's saving).
-    f.advice = (one.empty() ? "Replay the step as a " + graph + ", " + calls + ", or fuse the small ops (" +
-                                  c.fuse_how() + ") and give each launch more work (a larger batch)" + first
+    // Kernels launched outside any op leave torch.compile nothing to fuse.
+    const std::string fuse = c.extension_kernel().empty() ? ", or fuse the small ops (" + c.fuse_how() + ") and" : ", or";
+    f.advice = (one.empty() ? "Replay the step as a " + graph + ", " + calls + fuse +
+                                  " give each launch more work (a larger batch)" + first
                             : one) +
                ". The GPU waits on the CPU, which spends longer dispatching and launching each op than the GPU "
                "spends running it.";
