@@ -494,21 +494,42 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
   // batch, which is host work however short, not dispatch between launches
   // (issue 38's thirteenth round: a single-process DataLoader's 300 us a
   // step, 23% of an MLP's idle GPU, was counted as launching, "97.7%").
-  // Math on the host is host work too however short the piece: a matrix
-  // product or softmax on the CPU, kHostMathNs or longer, launching nothing
-  // (issue 38's seventeenth round: a decode's attention run on the CPU,
-  // aten::bmm 88 and 134 us between launch calls, counted as launching).
+  // Work on the host is host work too however short the piece: a CPU
+  // op (not a view), or a Python function or record_function scope that
+  // runs one, on a launching thread, kHostMathNs or longer, during which
+  // no thread launches anything (issue
+  // 38's seventeenth round: a decode's attention and KV cache run on the
+  // CPU, aten::bmm 88 and 134 us and load_kvcache_cpu's host copies between
+  // launch calls, counted as launching; another thread's launches, the
+  // autograd engine's inside run_backward, keep a span launching).
   std::vector<Interval> input = c.dataloader_scopes();
   {
-    std::vector<std::vector<std::int64_t>> launch_ts(t.lanes.size());
-    for (const Launch& l : launches) launch_ts[l.lane].push_back(l.ts);  // (sorted: launches is)
+    std::vector<bool> launching(t.lanes.size(), false);
+    std::vector<std::int64_t> launch_ts;
+    for (const Launch& l : launches) {
+      launching[l.lane] = true;
+      launch_ts.push_back(l.ts);  // (sorted: launches is)
+    }
+    std::vector<std::vector<std::int64_t>> op_ts(t.lanes.size());  // CPU ops other than views, by start
     for (const std::uint32_t e : c.host_ops) {
-      if (c.kind(e) != EventKind::kCpuOp || c.dur(e) < kHostMathNs) continue;
-      const std::string_view n = c.name(e);
-      if (!is_matrix_product_op(n) && !contains_ci(n, "softmax")) continue;
-      const std::vector<std::int64_t>& mine = launch_ts[t.events.lane[e]];
-      const auto it = std::lower_bound(mine.begin(), mine.end(), c.ts(e));
-      if (it != mine.end() && *it <= c.end(e)) continue;
+      if (c.kind(e) == EventKind::kCpuOp && launching[t.events.lane[e]] && !is_view_op(c.name(e))) {
+        op_ts[t.events.lane[e]].push_back(c.ts(e));
+      }
+    }
+    for (const std::uint32_t e : c.host_ops) {
+      const std::uint32_t lane = t.events.lane[e];
+      if (c.dur(e) < kHostMathNs || !launching[lane] || is_profiler_step(c.name(e))) continue;
+      if (c.kind(e) == EventKind::kCpuOp && is_view_op(c.name(e))) continue;
+      const auto it = std::lower_bound(launch_ts.begin(), launch_ts.end(), c.ts(e));
+      if (it != launch_ts.end() && *it <= c.end(e)) continue;
+      // Python or a scope counts where it runs a CPU op: the interpreter
+      // alone between launches (inspect.signature in a model's forward)
+      // is the dispatch a graph replay removes.
+      if (c.kind(e) != EventKind::kCpuOp) {
+        const std::vector<std::int64_t>& ops = op_ts[lane];
+        const auto op = std::lower_bound(ops.begin(), ops.end(), c.ts(e));
+        if (op == ops.end() || *op >= c.end(e)) continue;
+      }
       input.push_back({c.ts(e), c.end(e)});
     }
     input = merge_intervals(std::move(input));

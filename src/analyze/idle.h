@@ -64,8 +64,9 @@ inline constexpr std::int64_t kKernelLatencyNs = 10'000;
 // A stretch without launch calls this long is host work, not per-op launch
 // overhead (eager PyTorch dispatches an op in 5-100 µs).
 inline constexpr std::int64_t kHostWorkNs = 1'000'000;
-// A matrix product or softmax on the CPU this long, launching nothing, is
-// host work inside a piece shorter than kHostWorkNs too (IdlePartition).
+// A host op, Python function or scope this long on a launching thread,
+// while no thread launches anything, is host work inside a piece shorter
+// than kHostWorkNs too (IdlePartition).
 inline constexpr std::int64_t kHostMathNs = 50'000;
 
 // Bit masks of IdleCause values.

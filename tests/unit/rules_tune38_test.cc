@@ -4101,5 +4101,41 @@ TEST(RulesTune38, KernelsLaunchedOutsideAnyOpAreCapturedByHand) {
   EXPECT_EQ(cn.graph_how(), "torch.compile(mode=\"reduce-overhead\")");
 }
 
+
+// Round 17's nano-vllm attention call (tuning half): the KV cache loaded
+// on the CPU, a host copy (aten::copy_ 210 us) and Python between launch
+// calls, counted as launching; the GPU waits on host work there. A span
+// during which another thread launches (the autograd engine's, inside the
+// main thread's run_backward) stays launching.
+TEST(RulesTune38, HostOpsLaunchingNothingBetweenLaunchesAreHostWork) {
+  using namespace tprof::testing;
+  auto host_work = [](const std::vector<std::string>& ev) {
+    Result<Trace> t = read_trace_bytes(doc(ev));
+    EXPECT_TRUE(t) << t.error().to_string();
+    const internal::DiagnoseContext c(*t);
+    std::int64_t host = 0, launching = 0;
+    for (const auto& s : c.idle().spans()) {
+      if (s.cause == IdleCause::kHostWork) host += s.range.end - s.range.start;
+      if (s.cause == IdleCause::kLaunching) launching += s.range.end - s.range.start;
+    }
+    return std::make_pair(host, launching);
+  };
+  std::vector<std::string> one = {launch(0, 5, 1), kernel("k1", 7, 10, 5, 1),
+                                  x("python_function", "nanovllm/layers/attention.py(115): load_kvcache_cpu", 1, 1, 20, 400),
+                                  x("cpu_op", "aten::copy_", 1, 1, 100, 210), launch(430, 5, 2),
+                                  kernel("k2", 7, 440, 5, 2)};
+  const auto [host, launching] = host_work(one);
+  EXPECT_GE(host, 400'000);
+  EXPECT_LT(launching, 50'000);
+
+  // The same span on thread 1 while thread 2 launches inside it.
+  std::vector<std::string> two = one;
+  two.push_back(x("cuda_runtime", "cudaLaunchKernel", 1, 2, 200, 5, corr(3)));
+  two.push_back(kernel("k3", 8, 210, 5, 3));
+  const auto [host2, launching2] = host_work(two);
+  EXPECT_LT(host2, 100'000);
+  EXPECT_GT(launching2, 300'000);
+}
+
 }  // namespace
 }  // namespace tprof
