@@ -25,6 +25,7 @@ constexpr MatchHow kIs = MatchHow::kBase;
 // are convolutions); cuBLAS's split-K reduction before reductions; sort
 // and scan before reductions (topkGatingSoftmax routes tokens).
 constexpr std::string_view kHcclFamily = "HCCL (Ascend)";
+constexpr std::string_view kDeepEpFamily = "DeepEP (MoE expert-parallel dispatch and combine)";
 
 constexpr std::array kFamilies{
     // Communication.
@@ -38,6 +39,11 @@ constexpr std::array kFamilies{
     // Ascend's HCCL: torch_npu's trace names a whole collective
     // "hcom_allReduce__586_0_1" (src/trace/torch_npu.h).
     KernelFamily{C::kComm, kHcclFamily, kName, kStarts, "hcom_"},
+    // DeepEP's expert-parallel all-to-all (deep_ep::internode_ll::dispatch,
+    // ::combine, intranode::notify_dispatch): its receive loops spin until
+    // the peers' tokens land (issue 38's eighteenth round: a DeepSeek-style
+    // MoE decode's combine and dispatch, 55% of GPU time, "not recognised").
+    KernelFamily{C::kComm, kDeepEpFamily, kName, kHas, "deep_ep::"},
     KernelFamily{C::kComm, "custom collectives (vLLM/sglang all-reduce, all-to-all)", kName, kHas, "all_reduce"},
     KernelFamily{C::kComm, "custom collectives (vLLM/sglang all-reduce, all-to-all)", kName, kHas, "allreduce"},
     KernelFamily{C::kComm, "custom collectives (vLLM/sglang all-reduce, all-to-all)", kName, kHas, "cross_device_reduce"},
@@ -305,7 +311,17 @@ std::string_view rate_unit_name(RateUnit u) {
 
 std::span<const KernelFamily> kernel_families() { return kFamilies; }
 
-KernelMatch match_kernel_name(std::string_view kernel) { return first_match(MatchOn::kName, own_name(kernel)); }
+KernelMatch match_kernel_name(std::string_view kernel) {
+  const KernelMatch m = first_match(MatchOn::kName, own_name(kernel));
+  if (m.cls != KernelClass::kOther) return m;
+  // A library's namespace row ("deep_ep::", "mscclpp::") reads the whole
+  // name, namespaces and parameters: the library's kernels are its class
+  // whatever their own names ("combine", "wait_kernel").
+  for (const KernelFamily& f : kFamilies) {
+    if (f.on == MatchOn::kName && f.pattern.ends_with("::") && row_matches(f, kernel)) return {f.cls, &f};
+  }
+  return m;
+}
 
 KernelMatch match_kernel_template(std::string_view kernel) {
   const std::size_t lt = kernel.find('<');
@@ -333,9 +349,10 @@ KernelMatch classify_kernel(std::string_view kernel, std::string_view op) {
 bool is_comm_kernel(std::string_view name) {
   // On the name as the trace gives it (NCCL's kernels start with nccl:
   // ncclKernel_*, ncclDevKernel_*; RCCL keeps the names): the table's
-  // NCCL/RCCL/MSCCL++ rows.
+  // NCCL/RCCL/MSCCL++ rows, HCCL's and DeepEP's.
   for (const KernelFamily& f : kFamilies) {
-    if (f.on == MatchOn::kName && (f.family == kFamilies.front().family || f.family == kHcclFamily) &&
+    if (f.on == MatchOn::kName &&
+        (f.family == kFamilies.front().family || f.family == kHcclFamily || f.family == kDeepEpFamily) &&
         row_matches(f, name)) {
       return true;
     }

@@ -76,7 +76,9 @@ struct KernelMatch {
 
 // The first name row matching the kernel's own name `kernel` (namespaces
 // and template arguments off: "matmul_add::add_kernel<…>" is "add_kernel",
-// so a namespace never makes an add a GEMM).
+// so a namespace never makes an add a GEMM); else a row that names a
+// library's namespace ("deep_ep::", "mscclpp::") found anywhere in the
+// whole name.
 KernelMatch match_kernel_name(std::string_view kernel);
 // The first name row matching the kernel's template arguments ("<…>"), for
 // library kernels named by them ("cutlass::Kernel2<cutlass_80_…gemm…>").
