@@ -1050,6 +1050,21 @@ DiagnoseContext::BusyWindow DiagnoseContext::gpu_busy_window() const {
   return busy_window_;
 }
 
+Interval DiagnoseContext::queued_lead() const {
+  std::call_once(queued_lead_once_, [&] {
+    queued_lead_ = {start_ns, start_ns};
+    if (!steps.steps.empty() || device.empty() || end_ns <= start_ns) return;
+    std::int64_t first = INT64_MAX;
+    for (const DeviceOp& op : device) first = std::min(first, op.start);
+    if (first <= start_ns || first >= end_ns) return;
+    const IdlePartition::Totals lead = idle().totals_within(start_ns, first);
+    const std::int64_t wait = sat_add(lead[static_cast<std::size_t>(IdleCause::kStreamWait)],
+                                      lead[static_cast<std::size_t>(IdleCause::kPeers)]);
+    if (sat_mul(4, wait) >= end_ns - start_ns) queued_lead_ = {start_ns, first};
+  });
+  return queued_lead_;
+}
+
 bool DiagnoseContext::dependency_visible() const {
   std::call_once(dependency_once_, [&] {
     dependency_visible_ = [&] {

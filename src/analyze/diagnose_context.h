@@ -321,6 +321,18 @@ class DiagnoseContext {
   // round: 26.7 ms for four workers, 28% of a 94 ms trace). Empty (start ==
   // end) when there is none. In dataloader_scopes.
   Interval dataloader_startup() const;
+  // Where a trace without steps opens on launched work waiting with
+  // nothing running on the device: [start_ns, first device activity) when
+  // that wait (the idle partition's stream_wait and peers there) holds a
+  // quarter of the trace or more. The device was busy with work the trace
+  // does not hold (launched before the recording began: a previous
+  // iteration, unsynchronized) or the host and device clocks disagree. The
+  // verdict judges from its end (verdict.cc: the same test on its window);
+  // low_gpu_utilization does too and sync_api names it (issue 38's
+  // eighteenth round: LightLLM decodes profiled right after an
+  // unprofiled step, "runs kernels 48.7% of the trace", the 101 ms wait
+  // "another process on the GPU"). Empty (start == end) when none.
+  Interval queued_lead() const;
   // Whether a multi-process iterator's first __next__ (first_ns long, with
   // the workers' spawning before it, spawn_ns: dataloader_startup) is its
   // start-up, a one-time cost, against its later calls' lengths: it
@@ -440,7 +452,7 @@ class DiagnoseContext {
   std::int64_t graph_captures_ = 0;
   mutable std::once_flag extension_once_;
   mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_,
-      capture_blockers_once_, host_waits_once_, busy_window_once_, dependency_once_, nesting_once_,
+      capture_blockers_once_, host_waits_once_, busy_window_once_, dependency_once_, nesting_once_, queued_lead_once_,
       dataloader_once_, dataloader_startup_once_, legacy_spans_once_, buffer_requests_once_,
       profiler_event_timing_once_;
   mutable std::vector<Interval> host_waits_, dataloader_scopes_;
@@ -448,6 +460,7 @@ class DiagnoseContext {
   BusyWindow compute_busy_window() const;
   mutable BusyWindow busy_window_;
   mutable bool dependency_visible_ = false;
+  mutable Interval queued_lead_{};
   mutable bool profiler_event_timing_ = false;
   mutable CaptureBlockers capture_blockers_;
   // (launch call, the copy's device time) of Async DtoH copies to pageable memory, by call.

@@ -168,7 +168,10 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
       }
       const auto& q = queued_at[op.lane];
       const auto& s = started_at[op.lane];
-      const std::int64_t d = static_cast<std::int64_t>(std::upper_bound(q.begin(), q.end(), c.ts(e)) - q.begin()) -
+      // Work launched before this call, not yet started: a graph launch's
+      // own nodes are no queue it waits on (issue 38's eighteenth round: a
+      // 4568-node decode graph's launch, "queue depth up to 4568").
+      const std::int64_t d = static_cast<std::int64_t>(std::lower_bound(q.begin(), q.end(), c.ts(e)) - q.begin()) -
                              static_cast<std::int64_t>(std::upper_bound(s.begin(), s.end(), c.ts(e)) - s.begin());
       depth = std::max(depth, d);
       if (op.cls == DeviceClass::kMemcpy) {
@@ -189,12 +192,13 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
         l.kind = IdleCause::kBlockedCopy;
       } else if (depth >= kQueueFullDepth) {
         l.kind = IdleCause::kBlockedLaunchQueue;
-      } else if (c.dur(e) >= kSlowLaunchNs && first_of_kernel) {
+      } else if (c.dur(e) >= kSlowLaunchNs && first_of_kernel && !is_graph_launch(n)) {
         // The kernel's first launch: its module is loaded now (lazy loading).
         l.kind = IdleCause::kBlockedInit;
       } else if (c.dur(e) >= kSlowLaunchNs) {
-        // A slow launch that loads nothing (a graph's upload, a memset or
-        // copy call held by the driver): blocked all the same.
+        // A slow launch that loads nothing (a graph's upload or its launch
+        // of thousands of nodes, a memset or copy call held by the driver):
+        // blocked all the same.
         l.kind = IdleCause::kBlockedOther;
       } else {
         l.blocked = false;

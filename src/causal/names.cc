@@ -107,6 +107,8 @@ std::string_view collective_kind_of(std::string_view name) {
   }
   if (n.find("sendrecv") != std::string::npos) return "";
   if (n.find("alltoall") != std::string::npos) return "all_to_all";
+  // DeepEP's MoE dispatch and combine: an all-to-all of tokens.
+  if (n.find("deepep::") != std::string::npos) return "all_to_all";
   if (n.find("allreduce") != std::string::npos) return "all_reduce";
   if (n.find("allgather") != std::string::npos) return "all_gather";
   if (n.find("reducescatter") != std::string::npos) return "reduce_scatter";

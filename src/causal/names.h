@@ -48,7 +48,8 @@ bool is_compiled_scope(std::string_view name);
 // ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", "AllToAllPivot"):
 // "all_to_all", "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
 // "send/recv"; "" when it says none. A SendRecv kernel is both NCCL's
-// send/receive and its all-to-all: it says none.
+// send/receive and its all-to-all: it says none. DeepEP's dispatch and
+// combine (deep_ep::internode_ll::combine) are an all-to-all of MoE tokens.
 std::string_view collective_kind_of(std::string_view name);
 
 // A copy's direction and host memory, read from its name the one way

@@ -4137,5 +4137,119 @@ TEST(RulesTune38, HostOpsLaunchingNothingBetweenLaunchesAreHostWork) {
   EXPECT_GT(launching2, 300'000);
 }
 
+
+// Round 18's LightLLM decodes (tuning half): profiled right after an
+// unprofiled step, the first launched work waits 101 ms behind it with
+// nothing in the trace on the device. The verdict judged from the first
+// device activity; low_gpu_utilization said "runs kernels 48.7% of the
+// trace" and sync_api "sat queued on the idle GPU ... an event from another
+// stream". A trace whose first device activity starts at once has no such
+// lead.
+TEST(RulesTune38, ATraceOpeningOnQueuedWorkItDoesNotHoldIsJudgedFromItsFirstActivity) {
+  using namespace tprof::testing;
+  auto build = [](double first_us) {
+    std::vector<std::string> ev;
+    ev.push_back(x("cpu_op", "aten::copy_", 1, 1, 0, first_us + 20));
+    ev.push_back(launch(2, 5, 1));
+    ev.push_back(x("cuda_runtime", "cudaStreamSynchronize", 1, 1, 10, first_us + 5));
+    ev.push_back(x("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0, 7, first_us, 5, corr(1)));
+    ev.push_back(x("cuda_runtime", "cudaStreamWaitEvent", 1, 1, first_us + 22, 2));
+    int id = 2;
+    for (int k = 0; k < 100; ++k, ++id) {
+      const double at = first_us + 30 + 1'000.0 * k;
+      ev.push_back(launch(at - 20, 5, id));
+      ev.push_back(kernel("k", k % 2 ? 7 : 8, at, 990, id));
+    }
+    Result<Trace> t = read_trace_bytes(doc(ev));
+    EXPECT_TRUE(t) << t.error().to_string();
+    return std::make_unique<Trace>(std::move(*t));
+  };
+  const auto late = build(100'000);
+  const internal::DiagnoseContext c(*late);
+  EXPECT_EQ(c.queued_lead().end, c.queued_lead().start + 100'000'000);
+  const Diagnosis d = diagnose(*late);
+  int syncs = 0;
+  for (const Finding& f : d.findings) {
+    EXPECT_NE(f.id, "low_gpu_utilization") << f.title;
+    if (f.id == "sync_api") {
+      ++syncs;
+      EXPECT_TRUE(contains(f.title, "work the trace does not hold")) << f.title;
+      EXPECT_TRUE(f.advice.starts_with("Synchronize the device before the profiler starts (torch.cuda.synchronize())"))
+          << f.advice;
+      EXPECT_EQ(f.impact_ns, 0);
+    }
+  }
+  EXPECT_EQ(syncs, 1);
+  const auto early = build(50);
+  EXPECT_EQ(internal::DiagnoseContext(*early).queued_lead().end, internal::DiagnoseContext(*early).queued_lead().start);
+  // Must not be: nano-vllm's decode starts its device work at once.
+  const Trace nano = load("public/nano_vllm/decode_step_rtx4080.json.gz");
+  const internal::DiagnoseContext cn(nano);
+  EXPECT_EQ(cn.queued_lead().end, cn.queued_lead().start);
+}
+
+// The same round's overlap decode: one cudaGraphLaunch of a 4568-node graph
+// held the host 9.157 ms with nothing queued ahead of it, "a launch on a
+// full queue (queue depth up to 4568)": the graph's own nodes are no queue.
+TEST(RulesTune38, AGraphLaunchsOwnNodesAreNoQueue) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  ev.push_back(step(1, 0, 20'000));
+  ev.push_back(launch(10, 5, 1));
+  ev.push_back(kernel("warm", 7, 20, 50, 1));
+  ev.push_back(x("cuda_runtime", "cudaGraphLaunch", 1, 1, 100, 9'000, corr(2)));
+  for (int k = 0; k < 2000; ++k) ev.push_back(kernel("node", 7, 9'000 + 5.0 * k, 4, 2));
+  Result<Trace> t = read_trace_bytes(doc(ev));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<Finding> f = diagnose(*t, {.only = {"host_blocked"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(contains(f[0].title, "full queue")) << f[0].title;
+  EXPECT_EQ(f[0].evidence.find("graph_nodes")->i, 2000);
+  EXPECT_TRUE(contains(f[0].advice, "cudaGraphUpload")) << f[0].advice;
+}
+
+// The same round's MoE decodes: DeepEP's dispatch and combine on their own
+// stream are to be overlapped with compute; on the compute stream (the
+// micro-batch overlap run) the load's balance comes first.
+TEST(RulesTune38, DeepEpExchangesAreAnAllToAllOfTokens) {
+  using namespace tprof::testing;
+  auto advice = [](int comm_stream) {
+    std::vector<std::string> ev;
+    int id = 1;
+    for (int k = 0; k < 10; ++k, ++id) {
+      const double at = 1'000.0 * k;
+      ev.push_back(launch(at, 5, id));
+      ev.push_back(kernel("void deep_ep::internode_ll::combine<3, 10, 7168, 9>(void*)", comm_stream, at + 10, 600, id++));
+      ev.push_back(launch(at + 20, 5, id));
+      ev.push_back(kernel("fp8_gemm_kernel<4096, 7168>", 7, at + 620, 300, id));
+    }
+    Result<Trace> t = read_trace_bytes(doc(ev));
+    EXPECT_TRUE(t) << t.error().to_string();
+    const std::vector<Finding> f = t ? diagnose(*t, {.only = {"comm_exposed"}}).findings : std::vector<Finding>{};
+    return f.size() == 1 ? f[0].advice : std::string();
+  };
+  EXPECT_TRUE(advice(310).starts_with("Overlap the MoE dispatch and combine (DeepEP's all-to-all")) << advice(310);
+  EXPECT_TRUE(advice(7).starts_with("Balance the experts' load across ranks")) << advice(7);
+}
+
+// The same round: "1 copy uses pageable host memory (1 HtoD, 0 DtoH)" beside
+// six small DtoH read-backs that sync_api counted.
+TEST(RulesTune38, PageableCopiesSayTheSizeTheyCount) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  ev.push_back(step(1, 0, 20'000));
+  ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 100, 1'200, corr(1)));
+  ev.push_back(x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, 150, 1'149, corr(1) + R"(, "bytes": 8388608)"));
+  for (int k = 0; k < 6; ++k) {
+    ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 2'000 + 100.0 * k, 20, corr(2 + k)));
+    ev.push_back(x("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 0, 7, 2'005 + 100.0 * k, 2, corr(2 + k) + R"(, "bytes": 8)"));
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<Finding> f = diagnose(*t, {.only = {"pageable_memcpy"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].title.starts_with("1 copy of 64 KiB or more uses pageable host memory (1 HtoD, 0 DtoH")) << f[0].title;
+}
+
 }  // namespace
 }  // namespace tprof

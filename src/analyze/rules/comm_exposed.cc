@@ -49,7 +49,11 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
   };
   std::vector<Window> windows;
   for (const StepStat& s : c.steps.steps) windows.push_back({s.step, s.start_ns, s.start_ns + s.dur_ns});
-  if (windows.empty()) windows.push_back({-1, c.start_ns, c.end_ns});
+  // Without steps, the trace from its first device activity where it
+  // opens on queued work it does not hold (the verdict's window).
+  const Interval lead = c.queued_lead();
+  const bool from_first = windows.empty() && lead.end > lead.start;
+  if (windows.empty()) windows.push_back({-1, from_first ? lead.end : c.start_ns, c.end_ns});
   std::int64_t total = 0, exposed_ns = 0, comm_ns = 0;
   std::vector<std::int64_t> steps_over;
   for (const Window& w : windows) {
@@ -94,7 +98,10 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
   Finding f;
   f.id = "comm_exposed";
   f.severity = share >= kCriticalShare ? FindingSeverity::kCritical : FindingSeverity::kWarning;
-  f.title = format_pct(100.0 * share) + (c.steps.steps.empty() ? " of the trace" : " of the step time") +
+  f.title = format_pct(100.0 * share) +
+            (!c.steps.steps.empty() ? " of the step time"
+             : from_first           ? " of the trace from its first device activity"
+                                    : " of the trace") +
             " is communication not overlapped by compute (" +
             format_ns(exposed_ns) + ")";
   const double overlap = comm_ns > 0 ? 100.0 * static_cast<double>(comm_ns - exposed_ns) / static_cast<double>(comm_ns) : 0;
@@ -192,7 +199,35 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
     for (std::size_t i = 1; i < kinds.size(); ++i) {
       rest += (rest.empty() ? "" : ", ") + kind_text[i];
     }
-    f.advice = first + "Otherwise: all-to-all holds " + share_of(kinds[0].second) + " of it (" +
+    // DeepEP's dispatch and combine: the MoE exchange, whose fix is the
+    // overlap its serving frameworks offer, before any straggler.
+    // On the compute stream nothing on the device overlaps them: the
+    // micro-batches interleave them there (two-batch overlap with DeepEP's
+    // receive hooks) or nothing does (issue 38's eighteenth round: a
+    // LightLLM decode in micro-batch overlap told to turn it on).
+    const bool deep_ep = worst != nullptr && c.name(worst->event).find("deep_ep::") != std::string_view::npos;
+    bool inline_stream = false;
+    if (deep_ep) {
+      for (const DeviceOp& op : c.device) {
+        if (op.cls == DeviceClass::kCompute && op.device == worst->device && op.stream == worst->stream) {
+          inline_stream = true;
+          break;
+        }
+      }
+    }
+    const std::string amount = "DeepEP's all-to-all, " + format_ns(kinds[0].second) + " of it";
+    const std::string lead =
+        !deep_ep ? first + "Otherwise: "
+        : inline_stream
+            ? "Balance the experts' load across ranks: the MoE dispatch and combine (" + amount +
+                  ") run on the compute stream, in line with the layers, so each waits for the slowest rank's tokens "
+                  "(tprof diagnose on all ranks' traces together shows which); the other micro-batch's compute hides "
+                  "them only where its turn comes while they wait (two-batch overlap). "
+            : "Overlap the MoE dispatch and combine (" + amount +
+                  ") with compute: a second micro-batch's (two-batch overlap) or the shared experts' and attention's, "
+                  "and balance the experts' load, since each exchange lasts as long as the slowest rank's share "
+                  "(tprof diagnose on all ranks' traces together shows which). ";
+    f.advice = lead + "all-to-all holds " + share_of(kinds[0].second) + " of it (" +
                format_ns(kinds[0].second) + "), the exchange of sharded "
                "embeddings (TorchRec, DLRM), of MoE tokens between experts or of attention heads (DeepSpeed-Ulysses), "
                "which the next operation needs whole, so it lasts as long as the slowest peer's share: balance what "

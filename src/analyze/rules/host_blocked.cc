@@ -542,6 +542,21 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.advice = advice_for(c, kt.kind, c.name(longest->event), top_site,
                           longest->op != kNoIndex ? c.name(c.device[longest->op].event) : std::string_view(),
                           !gpu_busy || f.idle_ns > 0, launch, has_steps, context_before(c, c.ts(longest->event)));
+    // A graph launch that blocks with nothing queued ahead of it: the
+    // graph's own upload or node count (issue 38's eighteenth round: a
+    // 4568-node decode graph's one launch held the host 9.157 ms, "a full
+    // queue").
+    if (kt.kind == IdleCause::kBlockedOther && is_graph_launch(c.name(longest->event))) {
+      std::int64_t nodes = 0;
+      for (const DeviceOp& op : c.device) nodes += op.launch == longest->event;
+      f.evidence.num("graph_nodes", nodes);
+      const std::string rt = c.is_hip() ? "hip" : "cuda";
+      f.advice = std::string(c.name(longest->event)) + " launched a graph of " + std::to_string(nodes) +
+                 " device activities and held the host " + format_ns(c.dur(longest->event)) +
+                 " with nothing queued ahead of it: a graph's first launch uploads it to the device (" + rt +
+                 "GraphUpload right after instantiation moves that out of the step); where every launch costs "
+                 "this, split the graph or launch it ahead of when its output is needed.";
+    }
     if (tuning_n > 0) {
       f.evidence.num("tuning_calls", tuning_n)
           .num("tuning_host_ns", tuning_ns)

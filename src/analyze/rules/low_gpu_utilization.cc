@@ -159,6 +159,11 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
       if (op.step >= 0) hi = std::max(hi, op.end);
     }
   }
+  // A trace that opens on launched work queued behind work it does not
+  // hold is judged from its first device activity, as the verdict is.
+  const Interval lead = c.queued_lead();
+  const bool from_first = steps.empty() && lead.end > lead.start;
+  if (from_first) lo = lead.end;
   if (hi <= lo) return;
   std::map<std::int32_t, std::vector<Interval>> per_device, any_per_device;
   for (const DeviceOp& op : c.device) {
@@ -195,7 +200,10 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
   f.id = "low_gpu_utilization";
   f.severity = FindingSeverity::kWarning;
   f.title = "GPU " + std::to_string(worst.device) + " runs kernels " + format_pct(util) + " of the " +
-            (steps.empty() ? std::string("trace") : std::string("steps' span")) + " (" + format_ns(window) + ")";
+            (!steps.empty() ? std::string("steps' span")
+             : from_first   ? std::string("trace from its first device activity")
+                            : std::string("trace")) +
+            " (" + format_ns(window) + ")";
   // Collectives count as running while they wait for their peers: where
   // they hold most of the kernel time, the title says so (issue 38's
   // fourteenth round: a DDP rank's "runs kernels 47.0%", 96% of it an
@@ -246,7 +254,7 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
     const std::vector<Interval> paced = s.end > s.start ? subtract(loader, {s}) : loader;
     for (const std::int64_t v : idle_by_cause(p, paced)) sat_acc(loader_idle_ns, v);
   }
-  std::vector<Interval> candidate = {{std::min(c.start_ns, p.window().start), std::max(c.end_ns, p.window().end)}};
+  std::vector<Interval> candidate = {{from_first ? lo : std::min(c.start_ns, p.window().start), std::max(c.end_ns, p.window().end)}};
   if (has_loader) candidate = subtract(candidate, loader);
   set_idle_claim(f, claimable_idle(p, kAllCauses & ~kReservedCauses, &candidate, *out));
   // Nothing left to claim outside DataLoader waits and the other findings:

@@ -39,6 +39,7 @@ constexpr std::size_t kMaxSteps = 16;
 // Nsight's rule reports every size, ours only what pinning could speed up
 // (kPageableMinBytes, rules.h).
 constexpr std::int64_t kMinBytes = kPageableMinBytes;
+static_assert(kMinBytes == 64 * 1024, "the title says 64 KiB");
 constexpr std::int64_t kMaxBytesRead = 100'000;
 // What pinned copies reach at least: PCIe Gen3 x16 in practice (about
 // 12 GB/s; Gen4 about 25, Gen5 about 50). Pageable copies staged through the
@@ -152,8 +153,13 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   Finding f;
   f.id = "pageable_memcpy";
   f.severity = FindingSeverity::kWarning;
-  f.title = (copies == 1 ? std::string("1 copy uses") : std::to_string(copies) + " copies use") + " pageable host memory (" + std::to_string(htod) + " HtoD, " +
-            std::to_string(dtoh) + " DtoH, " + format_ns(copy_ns) + " on the device)";
+  // Smaller copies are left out (a scalar's read-back is a sync): the
+  // title says which copies it counts (issue 38's eighteenth round: "1 copy,
+  // 0 DtoH" beside a sync finding's six small DtoH read-backs).
+  const std::string sized = small > 0 ? " of 64 KiB or more" : "";
+  f.title = (copies == 1 ? "1 copy" + sized + " uses" : std::to_string(copies) + " copies" + sized + " use") +
+            " pageable host memory (" + std::to_string(htod) + " HtoD, " + std::to_string(dtoh) + " DtoH, " +
+            format_ns(copy_ns) + " on the device)";
   f.evidence.num("copies", copies)
       .num("htod", htod)
       .num("dtoh", dtoh)

@@ -203,7 +203,15 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
   } else if (gpu_busy) {
     f.title += "; the GPU was busy " + format_pct(100.0 * busy) + " of it: the host waited, the GPU did not";
   }
-  if (dependency) {
+  // The longest call inside a lead of queued work the trace does not hold
+  // (DiagnoseContext::queued_lead): it waited for that work, not for
+  // anything the program did in the recording.
+  const Interval lead = c.queued_lead();
+  const bool before_recording = dependency && lead.end > lead.start && c.ts(worst) < lead.end;
+  if (before_recording) {
+    f.title += "; the device work it waited for ran before the trace's first device activity, " +
+               format_ns(sat_sub(lead.end, lead.start)) + " into it: work the trace does not hold";
+  } else if (dependency) {
     f.title += "; work launched before it sat queued on the idle GPU " + format_ns(queued_ns) +
                " of it: the host waited for that work to start";
   }
@@ -245,6 +253,11 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
                "performance: this trace records " + std::to_string(captures) + " " + std::string(c.api()) +
                " graph capture" + (captures == 1 ? "" : "s") + " (" + (c.is_hip() ? "hipStreamBeginCapture" : "cudaStreamBeginCapture") +
                "), and " + where + " is the capture's warm-up, paid once at start-up, not per step.";
+  } else if (before_recording) {
+    f.advice = std::string("Synchronize the device before the profiler starts (") +
+               (c.is_torch() ? "torch.cuda.synchronize()" : std::string(c.is_hip() ? "hip" : "cuda") + "DeviceSynchronize()") +
+               "), so the recording does not open on earlier work still running (an unprofiled iteration): " + where +
+               " waited for that work, which the trace does not hold, not for the program's.";
   } else if (dependency) {
     f.advice = "Fix what holds the work " + where +
                " waits for (see the verdict: an event from another stream, lazy module loading), not the call. The "
@@ -291,7 +304,7 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
                "copies into pinned memory). Each call stops the host until the GPU drains, so the next launches "
                "start late and the GPU idles meanwhile.";
   }
-  f.impact_ns = f.idle_ns;
+  f.impact_ns = before_recording ? 0 : f.idle_ns;  // the recording's fix, no time of the program's
   out->push_back(std::move(f));
 }
 
