@@ -101,7 +101,7 @@ struct Finding {
 enum class IdleCause : std::uint8_t {
   kLaunching = 0,      // "launching": the host dispatching and launching op after op
   kHostWork,           // "host_work": 1 ms or more of recorded host work without a launch, a
-                       // DataLoader's __next__, or CPU math (a matrix product or softmax) launching nothing
+                       // DataLoader's __next__, or a CPU op of 50 us or more launching nothing
   kUnrecorded,         // "unrecorded": 1 ms or more where the trace records nothing
   kBlockedSync,        // "blocked_sync": the launching thread in a synchronize or a blocking copy
   kBlockedCopy,        // "blocked_copy": ... in an async copy that blocked (pageable memory)

@@ -67,6 +67,17 @@ void reconcile(const DiagnoseContext& c, Diagnosis* d) {
   // the top kernels, fuse the memory-bound ones) is a note beside it
   // (issue 38's fifteenth round: a T4 VGG16's cuDNN and cuBLAS fp32
   // kernels, 84% of its GPU time, told to try Nsight Compute and fusion).
+  // The ops another finding's time is made of ("covers_ops"): a hotspot on
+  // one of them blames its time a second time, with a fix of its own that
+  // misses the cause (issue 38's eighteenth round: dropout's mask draw,
+  // aten::bernoulli_, 95% of train_mode_in_inference's time, a hotspot told
+  // to check the intra-op threads).
+  std::vector<std::pair<std::string, std::string>> covered;  // (op, the finding's id)
+  for (const Finding& f : d->findings) {
+    const Evidence::Field* x = f.evidence.find("covers_ops");
+    if (x == nullptr || x->kind != Evidence::Kind::kTexts || f.id == "hotspot") continue;
+    for (const std::string& op : x->texts) covered.emplace_back(op, f.id);
+  }
   double fp32_gpu_pct = 0;
   for (const Finding& f : d->findings) {
     if (f.id != "fp32_math") continue;
@@ -88,6 +99,11 @@ void reconcile(const DiagnoseContext& c, Diagnosis* d) {
                num(f, "copies") == built_copies && num(f, "copy_ns") == built_copy_ns) {
       why = "its copies are the host-built tensor's (host_built_tensor), whose fix builds the tensor on the device: "
             "no copy is left to pin";
+    } else if (const Evidence::Field* key = f.id == "hotspot" ? f.evidence.find("key") : nullptr;
+               key != nullptr && key->kind == Evidence::Kind::kText &&
+               std::any_of(covered.begin(), covered.end(), [&](const auto& o) { return o.first == key->s; })) {
+      const auto it = std::find_if(covered.begin(), covered.end(), [&](const auto& o) { return o.first == key->s; });
+      why = "its op, " + key->s + ", is what " + it->second + " counts: one cause, that finding's fix";
     } else if (host_side_verdict(d->verdict) && says(f, "host_side", "nothing to fix")) {
       why = "says the host has nothing to fix, under a " + std::string(verdict_name(d->verdict)) + " verdict";
     } else if (says(f, "gpu_during", "busy") && c.has_device()) {

@@ -36,6 +36,10 @@ bool host_side_verdict(Verdict v);
 //   pageable_memcpy fired, are dropped: one cause (pageable memory makes the
 //   copies synchronous), one fix (pin), not a second finding advising to
 //   read results less often (issue 38's fourth round: an A100 copy loop);
+// - a hotspot on an op another finding's time is made of (its evidence
+//   "covers_ops": train_mode_in_inference's dropout masks, aten::bernoulli_)
+//   is dropped: one cause, that finding's fix (issue 38's eighteenth
+//   round: the mask draw told to check the intra-op threads);
 // - the verdict's support loses the ids of dropped findings.
 void reconcile(const DiagnoseContext& c, Diagnosis* d);
 

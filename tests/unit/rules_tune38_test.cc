@@ -4251,5 +4251,39 @@ TEST(RulesTune38, PageableCopiesSayTheSizeTheyCount) {
   EXPECT_TRUE(f[0].title.starts_with("1 copy of 64 KiB or more uses pageable host memory (1 HtoD, 0 DtoH")) << f[0].title;
 }
 
+
+// Round 18's CS336 memory profile (tuning half): dropout's mask draws in a
+// forward-only pass, aten::bernoulli_ 95% of train_mode_in_inference's
+// time, were a second finding, a hotspot told to check the intra-op
+// threads. One cause, one finding.
+TEST(RulesTune38, AHotspotOnAnotherFindingsOpsIsThatFinding) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  for (int s = 0; s < 3; ++s) {
+    const double b = 30'000.0 * s;
+    ev.push_back(step(2 + s, b, 29'000));
+    for (int k = 0; k < 4; ++k) {
+      const double at = b + 100 + 7'000.0 * k;
+      ev.push_back(x("cpu_op", "aten::linear", 1, 1, at, 1'500));
+      ev.push_back(x("cpu_op", "aten::dropout", 1, 1, at + 1'600, 5'000));
+      ev.push_back(x("cpu_op", "aten::bernoulli_", 1, 1, at + 1'610, 4'800));
+    }
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<Finding> alone = diagnose(*t, {.only = {"hotspot"}}).findings;
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_EQ(alone[0].evidence.find("key")->s, "aten::bernoulli_");
+  const Diagnosis d = diagnose(*t);
+  bool dropout = false;
+  for (const Finding& f : d.findings) {
+    EXPECT_NE(f.id, "hotspot") << f.title;
+    dropout = dropout || f.id == "train_mode_in_inference";
+  }
+  EXPECT_TRUE(dropout);
+  ASSERT_FALSE(d.reconciled.empty());
+  EXPECT_TRUE(contains(d.reconciled.back().why, "train_mode_in_inference")) << d.reconciled.back().why;
+}
+
 }  // namespace
 }  // namespace tprof

@@ -185,6 +185,10 @@ void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>
   std::vector<std::int64_t> open_end(t.lanes.size(), INT64_MIN);  // the outermost dropout call's end per lane
   std::vector<std::uint32_t> open(t.lanes.size(), kNoIndex);
   std::uint32_t longest = kNoIndex;
+  std::vector<std::string> covers;  // the ops whose time the dropout count holds
+  auto cover = [&](std::string_view n) {
+    if (std::find(covers.begin(), covers.end(), n) == covers.end()) covers.emplace_back(n);
+  };
   for (std::uint32_t e : c.host_ops) {
     if (c.kind(e) != EventKind::kCpuOp) continue;
     ++cpu_ops;
@@ -195,6 +199,8 @@ void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>
     if (c.ts(e) < open_end[lane]) {  // inside a dropout call already counted or pending
       if (draws_mask(n) && open[lane] != kNoIndex) {
         // The scope around it draws a mask: count the scope's time once.
+        cover(n);
+        cover(c.name(open[lane]));
         ++masks;
         sat_acc(ns, c.dur(open[lane]));
         if (longest == kNoIndex || c.dur(open[lane]) > c.dur(longest)) longest = open[lane];
@@ -214,6 +220,7 @@ void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>
         continue;
       }
       open[lane] = kNoIndex;
+      cover(n);
       ++masks;
       sat_acc(ns, c.dur(e));
       if (longest == kNoIndex || c.dur(e) > c.dur(longest)) longest = e;
@@ -259,6 +266,7 @@ void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>
   }
   f.title += ", and no backward in the trace";
   if (dropout) {
+    f.evidence.texts("covers_ops", covers);
     f.evidence.num("mask_calls", masks)
         .num("dropout_ns", ns)
         .num("dropout_scopes", scopes)
