@@ -21,6 +21,9 @@ namespace tprof {
 //      record_function, any host event), numbered 0, 1, ... by start;
 //   2. else its ProfilerStep#N events on CPU lanes, numbered N (a name
 //      without a usable N: the step before's number + 1, `numbered` false);
+//      none where no ProfilerStep#N holds another event of its thread and
+//      the thread records some (markers of the step() calls: a legacy
+//      export's, `empty_markers`);
 //   3. else a repeated range found in it: the one name of user annotation
 //      (record_function, NVTX: tprof record's ranges) on a CPU thread whose
 //      outermost occurrences repeat (3 or more: two are as often set-up and
@@ -47,6 +50,7 @@ struct StepEvents {
   std::string range;                    // "": ProfilerStep#N; else the range's name
   bool detected = false;                // the range was found (3), not named (1)
   bool closing_step_only = false;       // (2) its one ProfilerStep was the profiler's closing step, left out
+  std::int64_t empty_markers = 0;       // (2) its ProfilerStep#N events, left out: none holds another event
   std::vector<std::string> candidates;  // (3) found none: the repeated ranges it could not choose among
 };
 StepEvents find_step_events(const Trace& trace);

@@ -50,6 +50,7 @@ struct StepsSummary {
   std::string range;            // as StepEvents (tprof/step_events.h): what the steps are
   bool detected = false;
   bool closing_step_only = false;  // the trace's one ProfilerStep was the profiler's closing step (no steps)
+  std::int64_t empty_markers = 0;  // the trace's ProfilerStep#N events hold no other event (no steps)
   std::vector<std::string> candidates;
 };
 

@@ -35,6 +35,7 @@ StepsSummary compute_steps(const Trace& t) {
   out.range = std::move(found.range);
   out.detected = found.detected;
   out.closing_step_only = found.closing_step_only;
+  out.empty_markers = found.empty_markers;
   out.candidates = std::move(found.candidates);
   std::vector<std::uint8_t> is_step(ev.size(), 0);
   for (std::size_t i = 0; i < found.events.size(); ++i) {

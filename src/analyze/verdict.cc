@@ -1004,10 +1004,13 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
         majority_note + "; ";
     if (d->verdict == Verdict::kUnclear) s.clear();
   } else {
-    const std::string none = c.steps.closing_step_only
-                                  ? "no iteration in a ProfilerStep (the one recorded holds only the profiler's closing "
-                                    "step() call)"
-                                  : "no ProfilerStep in the trace";
+    const std::string none =
+        c.steps.closing_step_only
+            ? "no iteration in a ProfilerStep (the one recorded holds only the profiler's closing step() call)"
+        : c.steps.empty_markers > 0
+            ? "no iteration in a ProfilerStep (its " + std::to_string(c.steps.empty_markers) +
+                  " ProfilerStep#N events hold no other event: markers of the step() calls)"
+            : "no ProfilerStep in the trace";
     s = lead_wait_note.empty() ? none + ", judged over the whole trace (" + format_ns(all.span) + "): "
                                : none + ", " + lead_wait_note;
   }
@@ -1073,6 +1076,10 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
                   : g.issue_calls > 0 && !c.runtime.empty()
                       ? std::string("the CUDA activity was on (runtime calls are recorded), so find why its device "
                                     "records were lost")
+                  : (g.gpu_flows > 0 || c.trace.meta.format == TraceFormat::kLegacyArray) &&
+                          (c.steps.empty_markers > 0 || (!c.steps.steps.empty() && c.steps.range.empty()))
+                      ? std::string("torch.profiler wrote this legacy export (its ProfilerStep#N markers), so profile "
+                                    "with a PyTorch build that has Kineto")
                       : std::string("profile again with ProfilerActivity.CUDA"));
     // What the host side does show, where first calls hold most of it: a
     // cold pass to warm up before recording again (issue 38's fifteenth

@@ -21,6 +21,10 @@ std::string format_steps_text(const Trace& trace, const StepsSummary& s) {
     out = s.closing_step_only
               ? "no iteration in this trace's ProfilerStep#N events: the one recorded holds only the profiler's closing "
                 "step() call (profile with a schedule whose active steps call prof.step() after each iteration"
+          : s.empty_markers > 0
+              ? "no iteration in this trace's " + std::to_string(s.empty_markers) +
+                    " ProfilerStep#N events: none holds another event, so they mark the step() calls, not the "
+                    "iterations (a legacy export's; profile with a PyTorch build that has Kineto"
               : "no ProfilerStep#N events in this trace (profile with a schedule and call prof.step()";
     if (s.candidates.empty()) return out + ", or name a repeated range with --step-range NAME)\n";
     out += "); several repeated ranges could be the steps:";
@@ -87,6 +91,10 @@ std::string format_steps_json(const Trace& trace, const StepsSummary& s) {
   if (s.closing_step_only) {
     w.key("closing_step_only");
     w.value_bool(true);
+  }
+  if (s.empty_markers > 0) {
+    w.key("empty_step_markers");
+    w.value_int(s.empty_markers);
   }
   if (!s.candidates.empty()) {
     w.key("step_range_candidates");

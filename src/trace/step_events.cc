@@ -394,6 +394,35 @@ bool is_closing_stub(const Trace& t, const std::vector<std::uint32_t>& steps) {
 }
 }  // namespace
 
+// Whether no ProfilerStep#N event holds any other complete event, on any
+// thread or device, while the trace records some: markers of the step()
+// calls, not iterations (issue 38's eighteenth round: torch.profiler on a
+// build without Kineto wrote its legacy export's steps as 17 us ranges
+// beside the iterations, 2.8 ms apart; a step whose thread waits while
+// others work, HTA's gloo rank, holds their events). One pass over the
+// events, each looked up among the steps.
+bool steps_hold_nothing(const Trace& t, const std::vector<std::uint32_t>& steps) {
+  const EventColumns& ev = t.events;
+  std::vector<std::pair<std::int64_t, std::int64_t>> spans;
+  std::vector<std::uint8_t> is_step(ev.size(), 0);
+  for (const std::uint32_t e : steps) {
+    spans.emplace_back(ev.ts_ns[e], internal::sat_add(ev.ts_ns[e], ev.dur_ns[e]));
+    is_step[e] = 1;
+  }
+  std::sort(spans.begin(), spans.end());
+  for (std::size_t i = 1; i < spans.size(); ++i) {  // the furthest end so far: overlapping steps
+    spans[i].second = std::max(spans[i].second, spans[i - 1].second);
+  }
+  bool others = false;
+  for (std::uint32_t e = 0; e < ev.size(); ++e) {
+    if (is_step[e] || ev.phase[e] != Phase::kComplete) continue;
+    others = true;
+    auto it = std::upper_bound(spans.begin(), spans.end(), std::make_pair(ev.ts_ns[e], INT64_MAX));
+    if (it != spans.begin() && ev.ts_ns[e] < std::prev(it)->second) return false;
+  }
+  return others;
+}
+
 StepEvents find_step_events(const Trace& t) {
   StepEvents out;
   const EventColumns& ev = t.events;
@@ -418,6 +447,10 @@ StepEvents find_step_events(const Trace& t) {
   if (profiler_steps && is_closing_stub(t, out.events)) {
     out.events.pop_back();
     out.closing_step_only = out.events.empty();
+  }
+  if (profiler_steps && !out.events.empty() && steps_hold_nothing(t, out.events)) {
+    out.empty_markers = static_cast<std::int64_t>(out.events.size());
+    out.events.clear();
   }
   for (std::size_t i = 0; i < out.events.size(); ++i) {
     std::int64_t n = static_cast<std::int64_t>(i);

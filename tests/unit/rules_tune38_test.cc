@@ -4285,5 +4285,53 @@ TEST(RulesTune38, AHotspotOnAnotherFindingsOpsIsThatFinding) {
   EXPECT_TRUE(contains(d.reconciled.back().why, "train_mode_in_inference")) << d.reconciled.back().why;
 }
 
+
+// Round 18's CS336 naive-DDP benchmark (tuning half): torch 2.x built
+// without Kineto wrote torch.profiler's legacy export, its ProfilerStep#2-#4
+// 17 us ranges holding nothing beside iterations 2.8 ms apart ("Steps: 3,
+// median 17.4 us"); told to "profile again with ProfilerActivity.CUDA",
+// which the script did; one 33 ms all-reduce of nine called "3.699 ms each".
+TEST(RulesTune38, ALegacyExportsEmptyStepMarkersAreNoSteps) {
+  auto e = [](const std::string& name, double ts, double dur) {
+    return R"({"name": ")" + name + R"(", "ph": "X", "ts": )" + std::to_string(ts) + R"(, "dur": )" +
+           std::to_string(dur) + R"(, "tid": 1, "pid": "CPU functions", "args": {}})";
+  };
+  std::string doc = "[";
+  for (int s = 0; s < 3; ++s) {
+    const double b = 3'000.0 * s;
+    doc += e("aten::cudnn_convolution", b + 100, 400) + ",";
+    doc += e("nccl:all_reduce", b + 600, s == 0 ? 33'000 : 30) + ",";
+    doc += e("aten::add_", b + 700 + (s == 0 ? 33'000 : 0), 40) + ",";
+    doc += e("ProfilerStep#" + std::to_string(2 + s), b + 2'900 + (s == 0 ? 33'000 : 0), 17) + ",";
+  }
+  for (int k = 0; k < 6; ++k) doc += e("nccl:all_reduce", 50'000 + 100.0 * k, 30) + ",";
+  doc += e("aten::zeros", 60'000, 5) + "]";
+  Result<Trace> t = read_trace_bytes(doc, "legacy.json");
+  ASSERT_TRUE(t) << t.error().to_string();
+  const StepEvents steps = find_step_events(*t);
+  EXPECT_TRUE(steps.events.empty());
+  EXPECT_EQ(steps.empty_markers, 3);
+  const Diagnosis d = diagnose(*t);
+  EXPECT_TRUE(contains(d.summary, "so profile with a PyTorch build that has Kineto")) << d.summary;
+  int seen = 0;
+  for (const Finding& f : d.findings) {
+    if (f.id == "device_activity_missing") {
+      ++seen;
+      EXPECT_TRUE(f.advice.starts_with("Profile with a PyTorch build that has Kineto")) << f.advice;
+    }
+  }
+  EXPECT_EQ(seen, 1);
+  const std::vector<Finding> hot = diagnose(*t, {.only = {"hotspot"}}).findings;
+  ASSERT_EQ(hot.size(), 1u);
+  EXPECT_TRUE(contains(hot[0].advice, "one of its 9 calls takes 33.000 ms, the others a median of 30.0 us"))
+      << hot[0].advice;
+
+  // Must not: HTA's gloo rank, whose one ProfilerStep holds its other
+  // threads' all-reduces while its own thread waits.
+  const StepEvents hta = find_step_events(load("public/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"));
+  EXPECT_EQ(hta.events.size(), 1u);
+  EXPECT_EQ(hta.empty_markers, 0);
+}
+
 }  // namespace
 }  // namespace tprof

@@ -239,8 +239,20 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
   // The legacy array without flows too: use_cuda=False, the CPU side only
   // (issue 38's fifteenth round: a Jetson's VoteNet told of CUPTI under WSL).
   const bool legacy = g.gpu_flows > 0 || c.trace.meta.format == TraceFormat::kLegacyArray;
+  // ProfilerStep#N in a legacy export: torch.profiler.profile drove it (the
+  // legacy profiler has no step()), so the build has no Kineto and asking
+  // for ProfilerActivity.CUDA again changes nothing (issue 38's eighteenth
+  // round: a CS336 DDP benchmark on torch 2.x, already asking for CUDA).
+  const bool stepped = legacy && std::any_of(c.host_ops.begin(), c.host_ops.end(),
+                                             [&](std::uint32_t e) { return is_profiler_step(c.name(e)); });
   f.advice =
-      legacy
+      stepped
+          ? "Profile with a PyTorch build that has Kineto (torch.autograd.kineto_available() returns True; the "
+            "official wheels have it): this trace's ProfilerStep#N markers say torch.profiler.profile wrote it, and a "
+            "build without Kineto falls back to the legacy autograd profiler's export, which records no kernel "
+            "whatever activities are asked for. Until then the trace cannot say whether the GPU or the host is the "
+            "bottleneck, and its CPU times include waits on the GPU."
+      : legacy
           ? "Profile with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) "
             "(PyTorch 1.8.1 and later): this trace is the legacy autograd profiler's export (torch.autograd.profiler."
             "profile without use_kineto=True, its default, or a build without Kineto), which records no "
