@@ -4333,5 +4333,26 @@ TEST(RulesTune38, ALegacyExportsEmptyStepMarkersAreNoSteps) {
   EXPECT_EQ(hta.empty_markers, 0);
 }
 
+
+// Round 18's R-MAE pre-training rank (tuning half, Apache-2.0), recorded
+// without its device side: a Python loop of 360 torch.where(cond) calls on
+// CUDA tensors, each aten::nonzero a read-back, was named by nothing; the
+// output said only that the device records were missing.
+TEST(RulesTune38, AReadBackLoopIsNamedWithoutDeviceRecords) {
+  const std::vector<Finding> f = run("public/radial_mae/rmae_ddp_rank0_host_only.json.gz", "device_readback_loop");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence.find("calls")->i, 360);
+  EXPECT_EQ(f[0].evidence.find("calls_allocating_on_device")->i, 360);
+  EXPECT_EQ(text(f[0], "caller"), "aten::where");
+  EXPECT_TRUE(f[0].title.starts_with("aten::nonzero (in aten::where) runs 360 times on device tensors")) << f[0].title;
+  const Diagnosis d = diagnose(load("public/radial_mae/rmae_ddp_rank0_host_only.json.gz"));
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings.front().id, "device_readback_loop");
+  // Must not fire: HTA's non-GPU rank (no such op), and a trace whose
+  // device side is recorded.
+  EXPECT_TRUE(run("kineto-public/hta_rank_non_gpu_2022-08.json.gz", "device_readback_loop").empty());
+  EXPECT_TRUE(run("public/nano_vllm/decode_step_rtx4080.json.gz", "device_readback_loop").empty());
+}
+
 }  // namespace
 }  // namespace tprof

@@ -52,6 +52,7 @@ std::span<const RuleInfo> all_rules() {
       {"host_blocked", rule_host_blocked, kClaims},
       {"truncated_trace", rule_truncated_trace},
       {"device_activity_missing", rule_device_activity_missing},
+      {"device_readback_loop", rule_device_readback_loop},
       {"legacy_device_spans", rule_legacy_device_spans},
       {"model_on_cpu", rule_model_on_cpu},
       {"cpu_collectives", rule_cpu_collectives},

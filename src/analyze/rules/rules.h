@@ -75,6 +75,7 @@ void rule_cpu_collectives(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_cpu_between_ops(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_ddp_buffers(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_device_readback_loop(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_model_on_cpu(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_legacy_device_spans(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_first_call_setup(const DiagnoseContext& c, std::vector<Finding>* out);
