@@ -1050,6 +1050,15 @@ DiagnoseContext::BusyWindow DiagnoseContext::gpu_busy_window() const {
   return busy_window_;
 }
 
+bool DiagnoseContext::cold_first_step() const {
+  constexpr std::int64_t kColdFirstStepFactor = 10;
+  if (steps.steps.size() < 4) return false;
+  std::vector<std::int64_t> later;
+  for (std::size_t i = 1; i < steps.steps.size(); ++i) later.push_back(steps.steps[i].dur_ns);
+  const std::int64_t median = upper_median(std::move(later));
+  return median > 0 && steps.steps[0].dur_ns >= sat_mul(kColdFirstStepFactor, median);
+}
+
 Interval DiagnoseContext::queued_lead() const {
   std::call_once(queued_lead_once_, [&] {
     queued_lead_ = {start_ns, start_ns};
@@ -1090,18 +1099,27 @@ DiagnoseContext::BusyWindow DiagnoseContext::compute_busy_window() const {
   BusyWindow w;
   if (!steps.steps.empty()) {
     w.over_steps = true;
-    for (const StepStat& st : steps.steps) {
+    // A cold first step aside: the steady state is the steps after it.
+    const std::size_t first = cold_first_step() ? 1 : 0;
+    for (std::size_t i = first; i < steps.steps.size(); ++i) {
+      const StepStat& st = steps.steps[i];
       sat_acc(w.span_ns, st.dur_ns);  // steps may overlap: the sum is not bounded by the trace's span
       sat_acc(w.busy_ns, std::min(st.gpu_busy_ns, st.dur_ns));
     }
     std::vector<Interval> launched;
     for (const DeviceOp& op : device)
-      if (op.step >= 0) launched.push_back({op.start, op.end});
+      if (op.step >= static_cast<std::int32_t>(first)) launched.push_back({op.start, op.end});
     if (union_length(std::move(launched)) > w.span_ns) {
       const Interval pw = idle().window();
+      const std::int64_t lo = first ? std::max(pw.start, steps.steps[1].start_ns) : pw.start;
+      std::int64_t idle_ns = idle().idle_ns();
+      if (first) {
+        idle_ns = 0;
+        for (const std::int64_t v : idle().totals_within(lo, pw.end)) sat_acc(idle_ns, v);
+      }
       w.queued_ahead = true;
-      w.span_ns = pw.end - pw.start;
-      w.busy_ns = std::max<std::int64_t>(0, w.span_ns - idle().idle_ns());
+      w.span_ns = std::max<std::int64_t>(0, pw.end - lo);
+      w.busy_ns = std::max<std::int64_t>(0, w.span_ns - idle_ns);
     }
     return w;
   }
@@ -1139,15 +1157,17 @@ const DiagnoseContext::HostVsDevice& DiagnoseContext::host_vs_device() const {
       return;
     }
     h.within_steps = true;
-    h.cpu_label = "Self CPU in the steps";
+    // A cold first step aside (cold_first_step): the steady state.
+    const int first = cold_first_step() ? 1 : 0;
+    h.cpu_label = first ? "Self CPU in the steps after the first (a cold start)" : "Self CPU in the steps";
     h.device_label = "device time of their work";
     // torch's self times (prof.events()), of the host events that start in a step.
     const EventList list = EventList::build(trace, {.with_memory = false});
     for (const StatRow& r : list.event_rows()) {
-      if (!r.is_device && step_index_at(r.start_ns) >= 0) sat_acc(h.cpu_ns, r.self_cpu_time_total_ns);
+      if (!r.is_device && step_index_at(r.start_ns) >= first) sat_acc(h.cpu_ns, r.self_cpu_time_total_ns);
     }
     for (const DeviceOp& op : device) {
-      if (op.step >= 0) sat_acc(h.device_ns, op.end - op.start);
+      if (op.step >= first) sat_acc(h.device_ns, op.end - op.start);
     }
   });
   return host_vs_device_;

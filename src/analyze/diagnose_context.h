@@ -333,6 +333,14 @@ class DiagnoseContext {
   // unprofiled step, "runs kernels 48.7% of the trace", the 101 ms wait
   // "another process on the GPU"). Empty (start == end) when none.
   Interval queued_lead() const;
+  // Whether the first of four or more steps is a cold start: it lasts
+  // kColdFirstStepFactor (10) times the later steps' median or more. The
+  // verdict judges by the later steps where they agree on another verdict,
+  // and low_gpu_utilization measures them alone; cold_start and the
+  // blocking calls speak for the first (issue 38's eighteenth round: a
+  // FlashInfer RoPE benchmark's first step, 30.1 ms of JIT and lazy module
+  // loading, nine more of 123 us, GPU-bound, called host-bound).
+  bool cold_first_step() const;
   // Whether a multi-process iterator's first __next__ (first_ns long, with
   // the workers' spawning before it, spawn_ns: dataloader_startup) is its
   // start-up, a one-time cost, against its later calls' lengths: it

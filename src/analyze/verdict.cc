@@ -819,6 +819,8 @@ Judgement measure(const DiagnoseContext& c) {
   const Measure m(c);
   const std::size_t nsteps = c.steps.steps.size();
   Facts& all = j.all;
+  Facts rest;  // the steps after the first, for a cold first step
+  std::vector<std::int64_t> rest_delays;
   if (nsteps > 0) {
     // Device work launched by each step, wherever it ran.
     std::vector<std::vector<Interval>> work(nsteps), copy_work(nsteps);
@@ -861,6 +863,10 @@ Judgement measure(const DiagnoseContext& c) {
       v.verdict = classify(f, c.has_device());
       j.steps.push_back(v);
       delays.insert(delays.end(), f.queue_delays.begin(), f.queue_delays.end());
+      if (si > 0) {
+        rest_delays.insert(rest_delays.end(), f.queue_delays.begin(), f.queue_delays.end());
+        rest += f;
+      }
       all += f;
     }
     // The median over every activity the steps' windows hold, not a median
@@ -937,6 +943,28 @@ Judgement measure(const DiagnoseContext& c) {
         j.majority_note = " (the steps together are unclear: the others differ)";
         break;
       }
+    }
+  }
+  // A cold first step (DiagnoseContext::cold_first_step) that outweighs
+  // steps agreeing among themselves: the steady state
+  // is theirs, the first step's one-time cost cold_start's (issue 38's
+  // eighteenth round: a FlashInfer RoPE benchmark, its first step 30.1 ms
+  // of JIT loading and lazy module loading, the other nine 123 us and
+  // GPU-bound, was "host-bound").
+  if (c.cold_first_step()) {
+    std::array<std::size_t, kVerdictCount> count{};
+    for (std::size_t i = 1; i < nsteps; ++i) ++count[static_cast<std::size_t>(j.steps[i].verdict)];
+    const auto most = std::max_element(count.begin(), count.end());
+    const auto v = static_cast<Verdict>(most - count.begin());
+    rest.queue_delay_count = static_cast<std::int64_t>(rest_delays.size());
+    rest.queue_delay = upper_median(std::move(rest_delays));
+    if (v != Verdict::kUnclear &&
+        2 * *most > nsteps - 1 && v != j.verdict && j.steps[0].verdict == j.verdict &&
+        classify(rest, c.has_device()) == v) {
+      j.majority_note = " (the first step, " + format_ns(c.steps.steps[0].dur_ns) + ", " +
+                        std::string(verdict_name(j.verdict)) + ", is a cold start: judged by the others)";
+      j.verdict = v;
+      all = rest;
     }
   }
   // A CUPTI range-profiler trace: device work with hardware counters and no

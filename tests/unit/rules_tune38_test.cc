@@ -4354,5 +4354,38 @@ TEST(RulesTune38, AReadBackLoopIsNamedWithoutDeviceRecords) {
   EXPECT_TRUE(run("public/nano_vllm/decode_step_rtx4080.json.gz", "device_readback_loop").empty());
 }
 
+
+// Round 18's FlashInfer RoPE benchmark (scoring half, after its figure):
+// its first step, 30.1 ms of JIT and lazy module loading, outweighed nine
+// GPU-bound steps of 123 us: "host-bound", and "GPU 0 runs kernels 12.7%"
+// with CUDA-graph advice. The steady state is the steps after a cold first
+// step.
+TEST(RulesTune38, AColdFirstStepDoesNotSetTheVerdict) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  int id = 1;
+  ev.push_back(step(0, 0, 30'000));
+  ev.push_back(x("cpu_op", "aten::to", 1, 1, 10, 29'000));
+  ev.push_back(launch(29'000, 10, id));
+  ev.push_back(kernel("rope_kernel", 7, 29'020, 100, id++));
+  for (int s = 1; s < 10; ++s) {
+    const double b = 30'000.0 + 150.0 * (s - 1);
+    ev.push_back(step(s, b, 120));
+    ev.push_back(launch(b + 5, 10, id));
+    ev.push_back(kernel("rope_kernel", 7, b + 20, 140, id++));
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const internal::DiagnoseContext c(*t);
+  EXPECT_TRUE(c.cold_first_step());
+  const Diagnosis d = diagnose(*t);
+  EXPECT_EQ(d.verdict, Verdict::kComputeBound) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "is a cold start: judged by the others")) << d.summary;
+  for (const Finding& f : d.findings) EXPECT_NE(f.id, "low_gpu_utilization") << f.title;
+  // A first step under ten times the others' median is no cold start (the
+  // blog's cold eager run, about 5x).
+  EXPECT_FALSE(internal::DiagnoseContext(load("gpu/h100-torch-2.11/64_bf16_cold_eager.json")).cold_first_step());
+}
+
 }  // namespace
 }  // namespace tprof

@@ -151,8 +151,11 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
   // steps it is the whole trace.
   std::int64_t lo = c.start_ns, hi = c.end_ns;
   const auto& steps = c.steps.steps;
+  // A cold first step is cold_start's and the blocking calls': the steady
+  // state is the steps after it.
+  const bool skip_first = c.cold_first_step();
   if (!steps.empty()) {
-    lo = steps.front().start_ns;
+    lo = (skip_first ? steps[1] : steps.front()).start_ns;
     hi = 0;
     for (const StepStat& s : steps) hi = std::max(hi, s.start_ns + s.dur_ns);
     for (const DeviceOp& op : c.device) {
@@ -200,7 +203,8 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
   f.id = "low_gpu_utilization";
   f.severity = FindingSeverity::kWarning;
   f.title = "GPU " + std::to_string(worst.device) + " runs kernels " + format_pct(util) + " of the " +
-            (!steps.empty() ? std::string("steps' span")
+            (skip_first     ? std::string("steps' span after the first (a cold start)")
+             : !steps.empty() ? std::string("steps' span")
              : from_first   ? std::string("trace from its first device activity")
                             : std::string("trace")) +
             " (" + format_ns(window) + ")";
@@ -254,7 +258,7 @@ void rule_low_gpu_utilization(const DiagnoseContext& c, std::vector<Finding>* ou
     const std::vector<Interval> paced = s.end > s.start ? subtract(loader, {s}) : loader;
     for (const std::int64_t v : idle_by_cause(p, paced)) sat_acc(loader_idle_ns, v);
   }
-  std::vector<Interval> candidate = {{from_first ? lo : std::min(c.start_ns, p.window().start), std::max(c.end_ns, p.window().end)}};
+  std::vector<Interval> candidate = {{from_first || skip_first ? lo : std::min(c.start_ns, p.window().start), std::max(c.end_ns, p.window().end)}};
   if (has_loader) candidate = subtract(candidate, loader);
   set_idle_claim(f, claimable_idle(p, kAllCauses & ~kReservedCauses, &candidate, *out));
   // Nothing left to claim outside DataLoader waits and the other findings:
