@@ -195,6 +195,13 @@ struct TracelensGpuTimeline {
   // recording), so a reader can see why its busy time is below ours.
   std::int64_t left_out_activities = 0;
   std::int64_t left_out_ns = 0;
+  // Not TraceLens' rows either: the collectives its names ("nccl",
+  // "rccl", "cross_device_reduce") miss, which it counts as computation
+  // (DeepEP's dispatch and combine, MSCCL++'s kernels: the kernel-class
+  // table's communication), so a reader can see why its exposed
+  // communication is below ours (issue 38's eighteenth round).
+  std::int64_t comm_as_computation = 0;
+  std::int64_t comm_as_computation_ns = 0;
 };
 
 // HolisticTraceAnalysis' temporal breakdown of one rank (get_temporal_breakdown),

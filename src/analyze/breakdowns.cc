@@ -906,6 +906,8 @@ std::vector<TbPluginStep> tb_plugin_steps(const DiagnoseContext& c) {
 
 }  // namespace
 
+bool tracelens_counts_as_comm(std::string_view name) { return tracelens_is_comm(name); }
+
 Breakdowns compute_breakdowns(const DiagnoseContext& c) {
   Breakdowns b;
   // The peers read Kineto's GPU events by their own rules; none reads

@@ -19,6 +19,10 @@ namespace tprof::internal {
 
 Breakdowns compute_breakdowns(const DiagnoseContext& c);
 
+// TraceLens' communication test on a kernel's name (is_communication_string:
+// "nccl", "rccl", "cross_device_reduce", any case).
+bool tracelens_counts_as_comm(std::string_view name);
+
 // HolisticTraceAnalysis' arguments that change its figures, HTA's defaults
 // by default (compute_breakdowns and tprof diagnose use those).
 struct HtaOptions {

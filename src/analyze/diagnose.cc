@@ -251,6 +251,16 @@ Diagnosis internal::diagnose(const DiagnoseContext& c, const DiagnoseOptions& op
   internal::reconcile(c, &d);
   if (c.has_device()) d.idle = c.idle().account(c);
   d.breakdowns = breakdowns.get();
+  // Beside TraceLens' rows, not by its rules: the collectives its names miss
+  // and it counts as computation (the kernel-class table's communication).
+  if (d.breakdowns.tracelens_gpu_timeline) {
+    TracelensGpuTimeline& g = *d.breakdowns.tracelens_gpu_timeline;
+    for (const internal::DeviceOp& op : c.device) {
+      if (op.cls != internal::DeviceClass::kComm || internal::tracelens_counts_as_comm(c.name(op.event))) continue;
+      ++g.comm_as_computation;
+      internal::sat_acc(g.comm_as_computation_ns, op.end - op.start);
+    }
+  }
   internal::add_causes(c, &d);
   return d;
 }

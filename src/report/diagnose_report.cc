@@ -382,6 +382,11 @@ void append_breakdowns(std::string* out, const Diagnosis& d, bool verbose) {
                                   ? "; it leaves out " + std::to_string(g.left_out_activities) +
                                         " device activities (" + format_ns(g.left_out_ns) +
                                         ") whose launch it does not link"
+                                  : std::string()) +
+                             (g.comm_as_computation > 0
+                                  ? "; it counts " + std::to_string(g.comm_as_computation) +
+                                        " communication kernels (" + format_ns(g.comm_as_computation_ns) +
+                                        ") as computation, its names for collectives being NCCL's and RCCL's"
                                   : std::string());
     *out += verbose ? "\nGPU timeline (TraceLens)\n  " + line + "\n" : "\nGPU timeline (TraceLens): " + line + "\n";
   }
@@ -1001,7 +1006,8 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
           {"exposed_memcpy_time_ns", g.exposed_memcpy_time_ns}, {"busy_time_ns", g.busy_time_ns},
           {"idle_time_ns", g.idle_time_ns}, {"total_time_ns", g.total_time_ns},
           {"total_comm_time_ns", g.total_comm_time_ns}, {"total_memcpy_time_ns", g.total_memcpy_time_ns},
-          {"left_out_activities", g.left_out_activities}, {"left_out_ns", g.left_out_ns}};
+          {"left_out_activities", g.left_out_activities}, {"left_out_ns", g.left_out_ns},
+          {"comm_as_computation", g.comm_as_computation}, {"comm_as_computation_ns", g.comm_as_computation_ns}};
       for (const auto& [k, v] : rows) {
         w.key(k);
         w.value_int(v);

@@ -4229,6 +4229,20 @@ TEST(RulesTune38, DeepEpExchangesAreAnAllToAllOfTokens) {
     return f.size() == 1 ? f[0].advice : std::string();
   };
   EXPECT_TRUE(advice(310).starts_with("Overlap the MoE dispatch and combine (DeepEP's all-to-all")) << advice(310);
+  // TraceLens' rules count them as computation ("exposed comm 0 ns" beside
+  // our 53.2%, which its after-review rejected): its line says so.
+  {
+    std::vector<std::string> ev;
+    ev.push_back(launch(0, 5, 1));
+    ev.push_back(kernel("void deep_ep::internode_ll::combine<3, 10, 7168, 9>(void*)", 310, 10, 600, 1));
+    Result<Trace> t = read_trace_bytes(doc(ev));
+    ASSERT_TRUE(t) << t.error().to_string();
+    const Diagnosis d = diagnose(*t);
+    ASSERT_TRUE(d.breakdowns.tracelens_gpu_timeline.has_value());
+    EXPECT_EQ(d.breakdowns.tracelens_gpu_timeline->exposed_comm_time_ns, 0);
+    EXPECT_EQ(d.breakdowns.tracelens_gpu_timeline->comm_as_computation, 1);
+    EXPECT_TRUE(contains(format_diagnosis_text(*t, d), "it counts 1 communication kernels (600.0 us) as computation"));
+  }
   EXPECT_TRUE(advice(7).starts_with("Balance the experts' load across ranks")) << advice(7);
 }
 
@@ -4321,6 +4335,11 @@ TEST(RulesTune38, ALegacyExportsEmptyStepMarkersAreNoSteps) {
     }
   }
   EXPECT_EQ(seen, 1);
+  // A schedule ran before the markers' steps: the recorded calls are no
+  // first pass (the after-review: "one cold pass, warm up" where
+  // schedule(wait=1, warmup=1) had run).
+  for (const Finding& f : d.findings) EXPECT_NE(f.id, "first_call_setup") << f.title;
+  EXPECT_FALSE(contains(d.summary, "cold pass")) << d.summary;
   const std::vector<Finding> hot = diagnose(*t, {.only = {"hotspot"}}).findings;
   ASSERT_EQ(hot.size(), 1u);
   EXPECT_TRUE(contains(hot[0].advice, "one of its 9 calls takes 33.000 ms, the others a median of 30.0 us"))

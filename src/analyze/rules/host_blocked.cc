@@ -551,11 +551,13 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
       for (const DeviceOp& op : c.device) nodes += op.launch == longest->event;
       f.evidence.num("graph_nodes", nodes);
       const std::string rt = c.is_hip() ? "hip" : "cuda";
-      f.advice = std::string(c.name(longest->event)) + " launched a graph of " + std::to_string(nodes) +
-                 " device activities and held the host " + format_ns(c.dur(longest->event)) +
-                 " with nothing queued ahead of it: a graph's first launch uploads it to the device (" + rt +
-                 "GraphUpload right after instantiation moves that out of the step); where every launch costs "
-                 "this, split the graph or launch it ahead of when its output is needed.";
+      f.advice = "Compare with an unprofiled run's step time before acting on it: " + std::string(c.name(longest->event)) +
+                 " launched a graph of " + std::to_string(nodes) + " device activities and held the host " +
+                 format_ns(c.dur(longest->event)) +
+                 " with nothing queued ahead of it, the launch's own cost, not a full queue (a graph's first launch "
+                 "after instantiation uploads it, " + rt +
+                 "GraphUpload does that ahead; the profiler's records of thousands of nodes add to it). Where every "
+                 "launch costs this, split the graph or launch it ahead of when its output is needed.";
     }
     if (tuning_n > 0) {
       f.evidence.num("tuning_calls", tuning_n)

@@ -490,9 +490,9 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (!device && is_cpu_collective(best->key) && one_off) {
     f.evidence.text("kind", "communication").event("longest_call", c.ref(longest_call));
     f.advice = name + ": one of its " + count_of(best->count, "call") + " takes " + format_ns(c.dur(longest_call)) +
-               ", the others a median of " + format_ns(upper_median(std::move(others))) +
-               ": a one-off wait (a rank arriving late, or the first call setting up its communicator), not each "
-               "call's cost. Run tprof diagnose on all ranks' traces together to see which rank the others waited for.";
+               ", the others a median of " + format_ns(mean_median(std::move(others))) +
+               ": a one-off wait (a rank arriving late, or a one-time set-up), not each call's cost. Run tprof "
+               "diagnose on all ranks' traces together to see which rank the others waited for.";
   } else if (!device && is_cpu_collective(best->key)) {
     f.evidence.text("kind", "communication");
     f.advice = name + ": " + count_of(best->count, "call") + " at " + avg +
