@@ -21,9 +21,9 @@ namespace tprof {
 //      record_function, any host event), numbered 0, 1, ... by start;
 //   2. else its ProfilerStep#N events on CPU lanes, numbered N (a name
 //      without a usable N: the step before's number + 1, `numbered` false);
-//      none where no ProfilerStep#N holds another event of its thread and
-//      the thread records some (markers of the step() calls: a legacy
-//      export's, `empty_markers`);
+//      none where no ProfilerStep#N holds another event, on any thread or
+//      device, while the trace records some (markers of the step() calls:
+//      a legacy export's, `empty_markers`);
 //   3. else a repeated range found in it: the one name of user annotation
 //      (record_function, NVTX: tprof record's ranges) on a CPU thread whose
 //      outermost occurrences repeat (3 or more: two are as often set-up and

@@ -498,14 +498,14 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
   // batch, which is host work however short, not dispatch between launches
   // (issue 38's thirteenth round: a single-process DataLoader's 300 us a
   // step, 23% of an MLP's idle GPU, was counted as launching, "97.7%").
-  // Work on the host is host work too however short the piece: a CPU
-  // op (not a view), or a Python function or record_function scope that
-  // runs one, on a launching thread, kHostMathNs or longer, during which
-  // no thread launches anything (issue
-  // 38's seventeenth round: a decode's attention and KV cache run on the
-  // CPU, aten::bmm 88 and 134 us and load_kvcache_cpu's host copies between
-  // launch calls, counted as launching; another thread's launches, the
-  // autograd engine's inside run_backward, keep a span launching).
+  // Work on the host is host work too however short the piece: a CPU op
+  // (not a view), or a Python function or record_function scope that runs
+  // one, on a launching thread, kHostMathNs or longer, during which no
+  // thread launches anything (issue 38's seventeenth round: a decode's
+  // attention and KV cache run on the CPU, aten::bmm 88 and 134 us and
+  // load_kvcache_cpu's host copies between launch calls, counted as
+  // launching; another thread's launches, the autograd engine's inside
+  // run_backward, keep a span launching).
   std::vector<Interval> input = c.dataloader_scopes();
   {
     std::vector<bool> launching(t.lanes.size(), false);

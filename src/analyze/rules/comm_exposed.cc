@@ -200,11 +200,11 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
       rest += (rest.empty() ? "" : ", ") + kind_text[i];
     }
     // DeepEP's dispatch and combine: the MoE exchange, whose fix is the
-    // overlap its serving frameworks offer, before any straggler.
-    // On the compute stream nothing on the device overlaps them: the
-    // micro-batches interleave them there (two-batch overlap with DeepEP's
-    // receive hooks) or nothing does (issue 38's eighteenth round: a
-    // LightLLM decode in micro-batch overlap told to turn it on).
+    // overlap its serving frameworks offer, before any straggler. On the
+    // compute stream nothing on the device overlaps them: the micro-batches
+    // interleave them there (two-batch overlap with DeepEP's receive hooks)
+    // or nothing does (issue 38's eighteenth round: a LightLLM decode in
+    // micro-batch overlap told to turn it on).
     const bool deep_ep = worst != nullptr && c.name(worst->event).find("deep_ep::") != std::string_view::npos;
     bool inline_stream = false;
     if (deep_ep) {
@@ -216,7 +216,7 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
       }
     }
     const std::string amount = "DeepEP's all-to-all, " + format_ns(kinds[0].second) + " of it";
-    const std::string lead =
+    const std::string opening =
         !deep_ep ? first + "Otherwise: "
         : inline_stream
             ? "Balance the experts' load across ranks: the MoE dispatch and combine (" + amount +
@@ -227,7 +227,7 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
                   ") with compute: a second micro-batch's (two-batch overlap) or the shared experts' and attention's, "
                   "and balance the experts' load, since each exchange lasts as long as the slowest rank's share "
                   "(tprof diagnose on all ranks' traces together shows which). ";
-    f.advice = lead + "all-to-all holds " + share_of(kinds[0].second) + " of it (" +
+    f.advice = opening + "all-to-all holds " + share_of(kinds[0].second) + " of it (" +
                format_ns(kinds[0].second) + "), the exchange of sharded "
                "embeddings (TorchRec, DLRM), of MoE tokens between experts or of attention heads (DeepSpeed-Ulysses), "
                "which the next operation needs whole, so it lasts as long as the slowest peer's share: balance what "

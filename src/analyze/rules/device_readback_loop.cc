@@ -61,7 +61,13 @@ void rule_device_readback_loop(const DiagnoseContext& c, std::vector<Finding>* o
     sat_acc(it->ns, c.dur(e));
   }
   if (ops.empty()) return;
-  // Device allocations, by lane and time.
+  // The op with the most time, if it is called often enough for long
+  // enough: only then are the memory records read.
+  const std::int64_t window = c.window_ns();
+  const auto best = std::max_element(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.ns < b.ns; });
+  const auto calls = static_cast<std::int64_t>(best->calls.size());
+  if (window <= 0 || calls < kMinCalls || static_cast<double>(best->ns) < kMinShare * static_cast<double>(window)) return;
+  // Device allocations, by lane and time: the calls that make one.
   std::vector<std::pair<std::uint32_t, std::int64_t>> allocs;
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
     if (ev.kind[e] != EventKind::kMemory) continue;
@@ -69,19 +75,11 @@ void rule_device_readback_loop(const DiagnoseContext& c, std::vector<Finding>* o
     if ((type == 1 || type == 6) && c.int_arg(e, "Bytes") > 0) allocs.emplace_back(ev.lane[e], ev.ts_ns[e]);
   }
   std::sort(allocs.begin(), allocs.end());
-  for (Op& o : ops) {
-    for (const std::uint32_t e : o.calls) {
-      const auto it = std::lower_bound(allocs.begin(), allocs.end(), std::make_pair(ev.lane[e], c.ts(e)));
-      o.on_device += it != allocs.end() && it->first == ev.lane[e] && it->second <= c.end(e);
-    }
+  for (const std::uint32_t e : best->calls) {
+    const auto it = std::lower_bound(allocs.begin(), allocs.end(), std::make_pair(ev.lane[e], c.ts(e)));
+    best->on_device += it != allocs.end() && it->first == ev.lane[e] && it->second <= c.end(e);
   }
-  const std::int64_t window = c.window_ns();
-  const auto best = std::max_element(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.ns < b.ns; });
-  const auto calls = static_cast<std::int64_t>(best->calls.size());
-  if (window <= 0 || calls < kMinCalls || sat_mul(2, best->on_device) < calls ||
-      static_cast<double>(best->ns) < kMinShare * static_cast<double>(window)) {
-    return;
-  }
+  if (sat_mul(2, best->on_device) < calls) return;
   // The op the program called: the outermost op around most calls
   // (aten::where around aten::nonzero_numpy around aten::nonzero).
   std::vector<std::pair<std::string_view, std::int64_t>> callers;
