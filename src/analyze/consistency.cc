@@ -78,6 +78,12 @@ void reconcile(const DiagnoseContext& c, Diagnosis* d) {
     if (x == nullptr || x->kind != Evidence::Kind::kTexts || f.id == "hotspot") continue;
     for (const std::string& op : x->texts) covered.emplace_back(op, f.id);
   }
+  // The other finding whose ops a hotspot's is one of, else covered.end().
+  const auto covering = [&](const Finding& f) {
+    const Evidence::Field* key = f.id == "hotspot" ? f.evidence.find("key") : nullptr;
+    if (key == nullptr || key->kind != Evidence::Kind::kText) return covered.end();
+    return std::find_if(covered.begin(), covered.end(), [&](const auto& o) { return o.first == key->s; });
+  };
   double fp32_gpu_pct = 0;
   for (const Finding& f : d->findings) {
     if (f.id != "fp32_math") continue;
@@ -99,11 +105,8 @@ void reconcile(const DiagnoseContext& c, Diagnosis* d) {
                num(f, "copies") == built_copies && num(f, "copy_ns") == built_copy_ns) {
       why = "its copies are the host-built tensor's (host_built_tensor), whose fix builds the tensor on the device: "
             "no copy is left to pin";
-    } else if (const Evidence::Field* key = f.id == "hotspot" ? f.evidence.find("key") : nullptr;
-               key != nullptr && key->kind == Evidence::Kind::kText &&
-               std::any_of(covered.begin(), covered.end(), [&](const auto& o) { return o.first == key->s; })) {
-      const auto it = std::find_if(covered.begin(), covered.end(), [&](const auto& o) { return o.first == key->s; });
-      why = "its op, " + key->s + ", is what " + it->second + " counts: one cause, that finding's fix";
+    } else if (const auto it = covering(f); it != covered.end()) {
+      why = "its op, " + it->first + ", is what " + it->second + " counts: one cause, that finding's fix";
     } else if (host_side_verdict(d->verdict) && says(f, "host_side", "nothing to fix")) {
       why = "says the host has nothing to fix, under a " + std::string(verdict_name(d->verdict)) + " verdict";
     } else if (says(f, "gpu_during", "busy") && c.has_device()) {

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -264,6 +265,18 @@ class Measure {
   std::vector<Interval> busy_, exposed_comm_, copy_only_, dataloader_, sync_, sync_busy_;
   Interval startup_{0, 0};
 };
+
+// The verdict a strict majority of steps[from..] share, never unclear:
+// steps that mostly agree, where their sum does not (a slow first or last
+// step), or the steps after a cold first one.
+std::optional<Verdict> strict_majority(const std::vector<StepVerdict>& steps, std::size_t from) {
+  std::array<std::size_t, kVerdictCount> count{};
+  for (std::size_t i = from; i < steps.size(); ++i) ++count[static_cast<std::size_t>(steps[i].verdict)];
+  const auto most = std::max_element(count.begin(), count.end());
+  const auto v = static_cast<Verdict>(most - count.begin());
+  if (v == Verdict::kUnclear || 2 * *most <= steps.size() - std::min(from, steps.size())) return std::nullopt;
+  return v;
+}
 
 Verdict classify(const Facts& f, bool has_device) {
   if (!has_device) return Verdict::kCpuOnly;
@@ -934,15 +947,9 @@ Judgement measure(const DiagnoseContext& c) {
   // last step) leave unclear: a strict majority of at least 3 steps names
   // the verdict, and the summary says how many steps it holds for.
   if (j.verdict == Verdict::kUnclear && nsteps >= kMajorityMinSteps) {
-    std::array<std::size_t, kVerdictCount> count{};
-    for (const StepVerdict& v : j.steps) ++count[static_cast<std::size_t>(v.verdict)];
-    for (const StepVerdict& v : j.steps) {
-      const std::size_t n = count[static_cast<std::size_t>(v.verdict)];
-      if (v.verdict != Verdict::kUnclear && 2 * n > nsteps) {
-        j.verdict = v.verdict;
-        j.majority_note = " (the steps together are unclear: the others differ)";
-        break;
-      }
+    if (const std::optional<Verdict> v = strict_majority(j.steps, 0)) {
+      j.verdict = *v;
+      j.majority_note = " (the steps together are unclear: the others differ)";
     }
   }
   // A cold first step (DiagnoseContext::cold_first_step) that outweighs
@@ -952,18 +959,13 @@ Judgement measure(const DiagnoseContext& c) {
   // of JIT loading and lazy module loading, the other nine 123 us and
   // GPU-bound, was "host-bound").
   if (c.cold_first_step()) {
-    std::array<std::size_t, kVerdictCount> count{};
-    for (std::size_t i = 1; i < nsteps; ++i) ++count[static_cast<std::size_t>(j.steps[i].verdict)];
-    const auto most = std::max_element(count.begin(), count.end());
-    const auto v = static_cast<Verdict>(most - count.begin());
     rest.queue_delay_count = static_cast<std::int64_t>(rest_delays.size());
     rest.queue_delay = upper_median(std::move(rest_delays));
-    if (v != Verdict::kUnclear &&
-        2 * *most > nsteps - 1 && v != j.verdict && j.steps[0].verdict == j.verdict &&
-        classify(rest, c.has_device()) == v) {
+    const std::optional<Verdict> v = strict_majority(j.steps, 1);
+    if (v && *v != j.verdict && j.steps[0].verdict == j.verdict && classify(rest, c.has_device()) == *v) {
       j.majority_note = " (the first step, " + format_ns(c.steps.steps[0].dur_ns) + ", " +
                         std::string(verdict_name(j.verdict)) + ", is a cold start: judged by the others)";
-      j.verdict = v;
+      j.verdict = *v;
       all = rest;
     }
   }
@@ -1104,8 +1106,7 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
                   : g.issue_calls > 0 && !c.runtime.empty()
                       ? std::string("the CUDA activity was on (runtime calls are recorded), so find why its device "
                                     "records were lost")
-                  : (g.gpu_flows > 0 || c.trace.meta.format == TraceFormat::kLegacyArray) &&
-                          (c.steps.empty_markers > 0 || (!c.steps.steps.empty() && c.steps.range.empty()))
+                  : legacy_export_by_torch_profiler(c, g)
                       ? std::string("torch.profiler wrote this legacy export (its ProfilerStep#N markers), so profile "
                                     "with a PyTorch build that has Kineto")
                       : std::string("profile again with ProfilerActivity.CUDA"));

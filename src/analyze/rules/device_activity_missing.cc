@@ -78,6 +78,11 @@ bool is_gpu_library_op(std::string_view n) {
   return false;
 }
 
+bool legacy_export_by_torch_profiler(const DiagnoseContext& c, const GpuWorkIssued& g) {
+  if (g.gpu_flows <= 0 && c.trace.meta.format != TraceFormat::kLegacyArray) return false;
+  return std::any_of(c.host_ops.begin(), c.host_ops.end(), [&](std::uint32_t e) { return is_profiler_step(c.name(e)); });
+}
+
 GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
   GpuWorkIssued g;
   // The legacy profiler's device spans are the device's activity, coarse
@@ -239,12 +244,9 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
   // The legacy array without flows too: use_cuda=False, the CPU side only
   // (issue 38's fifteenth round: a Jetson's VoteNet told of CUPTI under WSL).
   const bool legacy = g.gpu_flows > 0 || c.trace.meta.format == TraceFormat::kLegacyArray;
-  // ProfilerStep#N in a legacy export: torch.profiler.profile drove it (the
-  // legacy profiler has no step()), so the build has no Kineto and asking
-  // for ProfilerActivity.CUDA again changes nothing (issue 38's eighteenth
-  // round: a CS336 DDP benchmark on torch 2.x, already asking for CUDA).
-  const bool stepped = legacy && std::any_of(c.host_ops.begin(), c.host_ops.end(),
-                                             [&](std::uint32_t e) { return is_profiler_step(c.name(e)); });
+  // (issue 38's eighteenth round: a CS336 DDP benchmark on torch 2.x,
+  // already asking for CUDA.)
+  const bool stepped = legacy_export_by_torch_profiler(c, g);
   f.advice =
       stepped
           ? "Profile with a PyTorch build that has Kineto (torch.autograd.kineto_available() returns True; the "

@@ -55,6 +55,13 @@ struct GpuWorkIssued {
 // All zero when the trace has device activity or range-profiler ranges.
 GpuWorkIssued gpu_work_issued(const DiagnoseContext& c);
 
+// Whether the trace is the legacy autograd profiler's export (a bare array,
+// or cpu_to_cuda flows) holding ProfilerStep#N events: torch.profiler.profile
+// wrote it (the legacy profiler has no step()), on a build without Kineto,
+// so asking for ProfilerActivity.CUDA again changes nothing (issue 38's
+// eighteenth round). The rule's fix and the verdict's summary both read it.
+bool legacy_export_by_torch_profiler(const DiagnoseContext& c, const GpuWorkIssued& g);
+
 // An op of a GPU library by name (cudnn, miopen, cublas, nccl), flag and
 // version queries aside: work issued to a GPU.
 bool is_gpu_library_op(std::string_view n);
