@@ -7,6 +7,7 @@
 
 #include "src/analyze/intervals.h"
 #include "src/base/saturate.h"
+#include "src/causal/names.h"
 
 namespace tprof::internal {
 
@@ -60,7 +61,9 @@ LegacySpans compute_legacy_spans(const DiagnoseContext& c) {
   }
   s.covered_ns = total_length(merge_intervals(std::move(all)));
   for (const auto& [name, v] : by_name) {
-    if (v.first > s.busiest_ns) {
+    // A collective's span mirrors the host's wait for its peers, not work
+    // the device was given (cpu_collectives).
+    if (v.first > s.busiest_ns && !is_host_collective(t.strings.str(name))) {
       s.busiest_ns = v.first;
       s.busiest_calls = v.second;
       s.busiest = example[name];

@@ -22,7 +22,8 @@ struct LegacySpans {
   std::int64_t host_end_ns = 0;       // the last host op's end (absolute)
   std::int64_t device_end_ns = 0;     // the last device span's end
   std::int64_t covered_ns = 0;        // the union of the spans
-  std::uint32_t busiest = kNoIndex;   // an event of the op holding the most own device-span time
+  std::uint32_t busiest = kNoIndex;   // an event of the op holding the most own device-span time,
+                                      // not a collective's (is_host_collective)
   std::int64_t busiest_ns = 0;
   std::int64_t busiest_calls = 0;
   bool any() const { return spans > 0; }

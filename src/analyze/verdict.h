@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "src/analyze/diagnose_context.h"
+#include "src/analyze/intervals.h"
 #include "tprof/diagnose.h"
 
 namespace tprof::internal {
@@ -23,6 +24,12 @@ void judge(const DiagnoseContext& c, Diagnosis* d);
 // launch-overhead cause forms without overhead_bound (causes.cc), and a rule
 // may need to know which cause it joins.
 bool launch_overhead_measured(const DiagnoseContext& c);
+
+// The windows (host spans) of the steps the measurements call compute- or
+// copy-bound, where a strict majority of the steps are and so is the
+// verdict; empty otherwise. In them the host runs ahead of the device, and
+// what a launch costs the host is hidden behind queued work.
+std::vector<Interval> device_bound_steps(const DiagnoseContext& c);
 
 // The trace records nothing of the program: runtime calls only, no op,
 // annotation or device activity, its Python functions (if any) torch.profiler's

@@ -106,7 +106,8 @@ std::string_view collective_kind_of(std::string_view name) {
     if (ch != '_') n += ascii_lower(ch);
   }
   if (n.find("sendrecv") != std::string::npos) return "";
-  if (n.find("alltoall") != std::string::npos) return "all_to_all";
+  // (DLRM's own autograd functions: "All2All_Scatter_Wait".)
+  if (n.find("alltoall") != std::string::npos || n.find("all2all") != std::string::npos) return "all_to_all";
   // DeepEP's MoE dispatch and combine: an all-to-all of tokens.
   if (n.find("deepep::") != std::string::npos) return "all_to_all";
   if (n.find("allreduce") != std::string::npos) return "all_reduce";
@@ -124,6 +125,23 @@ std::string_view collective_kind_of(std::string_view name) {
     return "send/recv";
   }
   return "";
+}
+
+bool is_host_collective(std::string_view name) {
+  if (name.starts_with("gloo:")) {
+    const std::string_view op = name.substr(5);
+    for (std::string_view k : {"all_reduce", "allreduce", "broadcast", "all_gather", "allgather", "reduce_scatter",
+                               "all_to_all", "alltoall", "barrier", "reduce", "gather", "scatter"}) {
+      if (op.starts_with(k)) return true;
+    }
+    return false;
+  }
+  // No namespace, no "nccl:" (NCCL's record_function launches its kernel
+  // and returns): a scope or autograd function a model named after its
+  // collective, its backward too ("AllGather", "AllGatherBackward").
+  if (name.find(':') != std::string_view::npos) return false;
+  const std::string_view k = collective_kind_of(name);
+  return !k.empty() && k != "send/recv";
 }
 
 CopyKind copy_kind(std::string_view name) {

@@ -51,6 +51,12 @@ bool is_compiled_scope(std::string_view name);
 // send/receive and its all-to-all: it says none. DeepEP's dispatch and
 // combine (deep_ep::internode_ll::combine) are an all-to-all of MoE tokens.
 std::string_view collective_kind_of(std::string_view name);
+// A collective the host runs and waits for: gloo's record_function scopes
+// ("gloo:all_reduce", "gloo:barrier"), or a scope or autograd function with
+// no namespace a model named after its collective (DLRM's
+// "All2All_Scatter_Wait", "AllGather" and their backwards). Not c10d's ops
+// (the call that hands the work over) nor point-to-point calls.
+bool is_host_collective(std::string_view name);
 
 // A copy's direction and host memory, read from its name the one way
 // (Kineto: "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device ->

@@ -11,23 +11,38 @@
 // 1142 ms of 3811 ms in gloo:recv and 30 per-parameter all_reduces an
 // iteration took 656 ms; stage 1 waited 954 ms in recv and 971 ms in 34
 // all_reduces an iteration. The output was "No findings.".
+// A GPU program whose collectives run on the host (gloo with no collective
+// on the device) waits the same way: issue 38's eighteenth round, a 2020
+// DLRM on two nodes over gloo, recorded by the legacy profiler with
+// use_cuda=True, spent 39% of its trace in its own autograd functions
+// All2All_Scatter_Wait and AllGather, and the only finding said the host
+// launching op after op set the pace.
 // Precondition: cpu_only_program (no device activity, no sign of GPU work
-// issued); point-to-point calls on the main thread (`gloo:recv`,
-// `gloo:send`, `c10d::recv_`, `c10d::send`, outermost) or collectives
-// (`gloo:` annotations of all_reduce, broadcast, all_gather,
-// reduce_scatter, all_to_all, barrier, reduce, gather, scatter, on any
-// thread), each part reported when it holds at least kMinShare of the
-// window and kMinNs; the collectives' advice on bucketing needs
-// kManyCalls c10d collective calls.
+// issued), or device activity (kernels, or the legacy profiler's spans)
+// with no collective among it; point-to-point calls on the main thread
+// (`gloo:recv`, `gloo:send`, and on a CPU-only program `c10d::recv_`,
+// `c10d::send`, outermost) or collectives the host runs (is_host_collective:
+// `gloo:` annotations of all_reduce, broadcast, all_gather, reduce_scatter,
+// all_to_all, barrier, reduce, gather, scatter, and scopes a model named
+// after its collective, on any thread), each part reported when it holds
+// at least kMinShare of the window and kMinNs; the collectives' advice on
+// bucketing needs kManyCalls c10d collective calls.
+#include "src/analyze/rules/cpu_collectives.h"
+
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "src/analyze/intervals.h"
+#include "src/analyze/legacy_spans.h"
 #include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/rules/rules.h"
+#include "src/causal/names.h"
 
 namespace tprof::internal {
 
@@ -45,15 +60,6 @@ bool is_p2p(std::string_view n) {
          n == "c10d::send" || n == "c10d::recv_any_source_";
 }
 
-bool is_gloo_collective(std::string_view n) {
-  if (!n.starts_with("gloo:")) return false;
-  for (std::string_view k : {"all_reduce", "allreduce", "broadcast", "all_gather", "allgather", "reduce_scatter",
-                             "all_to_all", "alltoall", "barrier", "reduce", "gather", "scatter"}) {
-    if (n.substr(5).starts_with(k)) return true;
-  }
-  return false;
-}
-
 // c10d's collective ops on the calling thread ("c10d::allreduce_"), not
 // its point-to-point ones.
 bool is_c10d_collective(std::string_view n) {
@@ -64,10 +70,36 @@ bool is_c10d_collective(std::string_view n) {
           n.find("barrier") != std::string_view::npos);
 }
 
+// The waits within the window: the steps, or the trace (a 300-rank job's
+// ten all_reduces, 1.1 s, ran mostly outside its one 210 ms step).
+std::int64_t within_window(const DiagnoseContext& c, std::vector<Interval> spans) {
+  const std::vector<Interval> merged = merge_intervals(std::move(spans));
+  if (c.steps.steps.empty()) return covered_within(merged, INT64_MIN, INT64_MAX);
+  std::int64_t ns = 0;
+  for (const StepStat& st : c.steps.steps) sat_acc(ns, covered_within(merged, st.start_ns, sat_add(st.start_ns, st.dur_ns)));
+  return ns;
+}
+
 }  // namespace
 
+bool collectives_on_host(const DiagnoseContext& c) {
+  if (cpu_only_program(c)) return true;
+  if (!c.has_device() && !c.legacy_spans().any()) return false;
+  return std::none_of(c.device.begin(), c.device.end(), [](const DeviceOp& op) { return op.cls == DeviceClass::kComm; });
+}
+
+std::int64_t host_collective_ns(const DiagnoseContext& c) {
+  if (!collectives_on_host(c)) return 0;
+  std::vector<Interval> coll;
+  for (std::uint32_t e : c.host_ops) {
+    if (is_host_collective(c.name(e))) coll.push_back({c.ts(e), c.end(e)});
+  }
+  return within_window(c, std::move(coll));
+}
+
 void rule_cpu_collectives(const DiagnoseContext& c, std::vector<Finding>* out) {
-  if (!cpu_only_program(c)) return;
+  if (!collectives_on_host(c)) return;
+  const bool cpu_only = cpu_only_program(c);
   const std::int64_t window = c.window_ns();
   if (window <= 0) return;
   const Trace& t = c.trace;
@@ -79,38 +111,33 @@ void rule_cpu_collectives(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (main == kNoIndex || ns > busy[main]) main = lane;
   if (main == kNoIndex) return;
   std::vector<Interval> p2p, coll;
-  std::uint32_t longest_p2p = kNoIndex, first_coll = kNoIndex;
-  std::int64_t p2p_calls = 0, coll_calls = 0, gloo_colls = 0;
+  std::uint32_t longest_p2p = kNoIndex, first_coll = kNoIndex, longest_coll = kNoIndex;
+  std::int64_t p2p_calls = 0, coll_calls = 0, gloo_colls = 0, named_colls = 0;
   std::map<std::string_view, std::int64_t> coll_names;  // c10d collective op → calls
+  std::map<std::string_view, std::int64_t> named_ns;    // a model's own collective scope → time
   for (std::uint32_t e : c.host_ops) {
     const std::string_view n = c.name(e);
-    if (is_p2p(n) && t.events.lane[e] == main) {
+    // c10d's point-to-point ops hand NCCL's work over on a GPU program.
+    if (is_p2p(n) && t.events.lane[e] == main && (cpu_only || n.starts_with("gloo:"))) {
       p2p.push_back({c.ts(e), c.end(e)});
       if (n.starts_with("gloo:")) ++p2p_calls;
       if (longest_p2p == kNoIndex || c.dur(e) > c.dur(longest_p2p)) longest_p2p = e;
-    } else if (is_gloo_collective(n)) {
+    } else if (is_host_collective(n)) {
       coll.push_back({c.ts(e), c.end(e)});
-      ++gloo_colls;
+      if (n.starts_with("gloo:")) {
+        ++gloo_colls;
+      } else {
+        ++named_colls;
+        sat_acc(named_ns[n], c.dur(e));
+      }
       if (first_coll == kNoIndex) first_coll = e;
+      if (longest_coll == kNoIndex || c.dur(e) > c.dur(longest_coll)) longest_coll = e;
     } else if (is_c10d_collective(n) && t.events.lane[e] == main) {
       ++coll_calls;
       ++coll_names[n];
     }
   }
-  // Within the window: the steps, or the trace (a 300-rank job's ten
-  // all_reduces, 1.1 s, ran mostly outside its one 210 ms step).
-  const std::vector<Interval> p2p_m = merge_intervals(std::move(p2p)), coll_m = merge_intervals(std::move(coll));
-  std::int64_t p2p_ns = 0, coll_ns = 0;
-  if (c.steps.steps.empty()) {
-    p2p_ns = covered_within(p2p_m, INT64_MIN, INT64_MAX);
-    coll_ns = covered_within(coll_m, INT64_MIN, INT64_MAX);
-  } else {
-    for (const StepStat& st : c.steps.steps) {
-      const std::int64_t hi = sat_add(st.start_ns, st.dur_ns);
-      sat_acc(p2p_ns, covered_within(p2p_m, st.start_ns, hi));
-      sat_acc(coll_ns, covered_within(coll_m, st.start_ns, hi));
-    }
-  }
+  const std::int64_t p2p_ns = within_window(c, std::move(p2p)), coll_ns = within_window(c, std::move(coll));
   auto counts = [&](std::int64_t ns) {
     return ns >= kMinNs && static_cast<double>(ns) >= kMinShare * static_cast<double>(window);
   };
@@ -128,7 +155,8 @@ void rule_cpu_collectives(const DiagnoseContext& c, std::vector<Finding>* out) {
   const std::int64_t total = (has_p2p ? p2p_ns : 0) + (has_coll ? coll_ns : 0);
   f.severity = static_cast<double>(total) >= kWarnShare * static_cast<double>(window) ? FindingSeverity::kWarning
                                                                                      : FindingSeverity::kInfo;
-  std::string title = "The CPU run waits on communication:";
+  std::string title = cpu_only ? "The CPU run waits on communication:"
+                               : "The host waits on collectives it runs itself (no collective ran on the device):";
   std::string advice;
   if (has_p2p) {
     title += " " + format_ns(p2p_ns) + " (" + pct(p2p_ns) + of + ") in point-to-point receives and sends on the main thread (" +
@@ -141,13 +169,34 @@ void rule_cpu_collectives(const DiagnoseContext& c, std::vector<Finding>* out) {
               "); where the ranks share one host, data parallelism without the pipeline split has no bubble.";
   }
   if (has_coll) {
-    title += std::string(has_p2p ? ", and " : " ") + format_ns(coll_ns) + " (" + pct(coll_ns) + (has_p2p ? "" : of) + ") in " +
-             count_of(gloo_colls, "gloo collective") +
-             (most > 0 ? ", " + count_of(most, "call") + " of " + coll_name : std::string());
+    // A model's own collective scopes, the two holding the most time.
+    std::vector<std::pair<std::int64_t, std::string_view>> named;
+    for (const auto& [n, ns] : named_ns) named.push_back({ns, n});
+    std::sort(named.begin(), named.end(), std::greater<>());
+    std::string names;
+    for (std::size_t i = 0; i < named.size() && i < 2; ++i) {
+      names += std::string(i > 0 ? ", " : "") + std::string(named[i].second) + " " + format_ns(named[i].first);
+    }
+    std::string calls;
+    if (gloo_colls > 0) calls = count_of(gloo_colls, "gloo collective");
+    if (named_colls > 0) {
+      calls += std::string(calls.empty() ? "" : " and ") + count_of(named_colls, "call") + " of its own collectives (" +
+               names + ")";
+    }
+    title += std::string(has_p2p ? ", and " : " ") + format_ns(coll_ns) + " (" + pct(coll_ns) + (has_p2p ? "" : of) +
+             ") in " + calls + (most > 0 ? ", " + count_of(most, "call") + " of " + coll_name : std::string());
     f.evidence.num("collectives_ns", coll_ns)
         .num("gloo_collectives", gloo_colls)
+        .num("named_collectives", named_colls)
         .num("collective_calls", coll_calls)
+        .event("longest_collective", c.ref(longest_coll))
         .event("first_collective", c.ref(first_coll));
+    if (!cpu_only) {
+      advice += std::string(advice.empty() ? "" : " ") +
+                "Run the collectives on the GPU: where their tensors are on it, the NCCL backend "
+                "(init_process_group(backend=\"nccl\")) runs them on the device, asynchronous to the host, where "
+                "gloo stages them through host memory and blocks the calling thread.";
+    }
     if (most >= kManyCalls) {
       advice += std::string(advice.empty() ? "" : " ") +
                 "Bucket the gradient reduction: flatten the gradients into one buffer "
@@ -156,11 +205,16 @@ void rule_cpu_collectives(const DiagnoseContext& c, std::vector<Finding>* out) {
                 "backward; " + count_of(most, "call") + " of " + coll_name +
                 ", a tensor or two each, are waited for one after another. A call far longer than the others is a "
                 "peer arriving late, not the transfer.";
-    } else {
+    } else if (cpu_only) {
       advice += std::string(advice.empty() ? "" : " ") +
                 "The collectives wait for the slowest rank as much as they move data: compare the ranks' traces "
                 "(tprof diagnose on the job's directory) and overlap the reduction with compute "
                 "(DistributedDataParallel) where it is a gradient sync.";
+    } else {
+      advice += " The collectives wait for the slowest rank as much as they move data: the longest, " +
+                std::string(c.name(longest_coll)) + " " + format_ns(c.dur(longest_coll)) +
+                ", against the others' tells a peer arriving late from the transfer; compare the ranks' traces "
+                "(tprof diagnose on the job's directory).";
     }
   }
   f.title = title;

@@ -293,7 +293,8 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
 }
 
 bool cpu_only_program(const DiagnoseContext& c) {
-  return !c.has_device() && c.ranges.empty() && !gpu_work_issued(c).any();
+  // (The legacy profiler's use_cuda spans are the device's work, op by op.)
+  return !c.has_device() && c.ranges.empty() && !gpu_work_issued(c).any() && !c.legacy_spans().any();
 }
 
 }  // namespace tprof::internal

@@ -67,8 +67,8 @@ bool legacy_export_by_torch_profiler(const DiagnoseContext& c, const GpuWorkIssu
 bool is_gpu_library_op(std::string_view n);
 
 // The program ran on the CPU alone: no device activity, no CUPTI
-// range-profiler ranges (device work measured by counters) and no sign of
-// GPU work issued. The CPU-only rules' precondition: a GPU run recorded without
+// range-profiler ranges (device work measured by counters), no legacy
+// use_cuda spans (each op's device span) and no sign of GPU work issued. The CPU-only rules' precondition: a GPU run recorded without
 // its device side spends its host time launching and waiting (an
 // aten::nonzero's milliseconds are a wait for the GPU), so CPU advice,
 // fusing on the CPU or pinning threads, would be wrong for it (issue 38's

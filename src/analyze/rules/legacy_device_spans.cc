@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "src/analyze/legacy_spans.h"
+#include "src/analyze/rules/cpu_collectives.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -59,8 +60,16 @@ void rule_legacy_device_spans(const DiagnoseContext& c, std::vector<Finding>* ou
     f.title = "The device keeps up with the host: its ops' device work starts " + offset +
               ", so each op waits for its launch; the spans cover " + format_ns(l.covered_ns) + " of " +
               format_ns(span) + ", an upper bound on the device's busy time";
+    // The host's waits in its collectives are not launching (issue 38's
+    // eighteenth round: a gloo DLRM, 39% of its trace in them).
+    const std::int64_t coll = host_collective_ns(c);
+    const bool waits = coll > 0 && 20 * coll >= span;
     f.advice = "Give each launch more work: more inputs per call (a larger batch), fewer and larger ops (TorchScript's "
-               "fusion; CUDA graphs from PyTorch 1.10): the host launching op after op sets the pace" + record;
+               "fusion; CUDA graphs from PyTorch 1.10): the host launching op after op sets the pace" +
+               (waits ? " outside the " + format_ns(coll) + " it waits in its collectives (cpu_collectives)"
+                      : std::string()) +
+               record;
+    if (waits) f.evidence.num("host_collectives_ns", coll);
   }
   f.evidence.num("spans", l.spans)
       .num("linked_spans", l.linked)

@@ -58,6 +58,10 @@ constexpr std::int64_t kMinMeanNs = 5'000;
 // and 5.5 us a call, read as 0.9% of the A100's bandwidth and blamed on
 // strided inputs or clocks).
 constexpr double kMinBytesPerCall = 1 << 20;
+// A launch's fixed cost (a few µs) is part of a call's time only below
+// this; a 283.6 us index_put was told its launch was (issue 38's
+// eighteenth round).
+constexpr std::int64_t kFixedCostNs = 50'000;
 // At most this many kernels are named.
 constexpr std::size_t kMaxFindings = 3;
 // Below this GPU busy share the kernels are off the step's critical path.
@@ -166,6 +170,9 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     // launches); on a busy GPU the fusion below removes it.
     const double bytes_per_call = k.sized_count > 0 ? k.bytes / static_cast<double>(k.sized_count) : 0;
     const bool small = k.sized_count > 0 && k.bytes > 0 && bytes_per_call < kMinBytesPerCall;
+    // PyTorch's scatter by index (index_put_, its accumulate form too).
+    const bool scatter = k.name.find("index_put_kernel") != std::string::npos ||
+                         k.op == "aten::index_put_" || k.op == "aten::_index_put_impl_";
     if (small && busy_share < kMinBusyShare) continue;
     ++fired;
     Finding f;
@@ -198,7 +205,7 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     f.title = std::string(far_below ? "Elementwise kernel " : "Memory-bound elementwise kernel ") + title_name(k.name) +
               (k.op.empty() ? "" : " (" + k.op + ")") +
               ": " + format_pct(100.0 * share) + " of GPU time" + (sized ? ", moving " + rate : "") +
-              (fill ? "; it only writes memory" : "; fusable");
+              (fill ? "; it only writes memory" : far_below && scatter ? "; a scatter by index" : "; fusable");
     f.evidence.text("kernel", k.name)
         .text("op", k.op)
         .text("dtype", k.dtype)
@@ -228,12 +235,24 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
         small ? "Each call moves " + kib_text(bytes_per_call) +
                     ": its " + format_ns(time_ns / count) +
                     " is a kernel's fixed cost (launch, ramp-up on a few blocks), not memory traffic. "
-        : far_below ? "At " + format_pct(100.0 * k.gbps() / eff.peak->hbm_gbps) +
-                        " of the HBM bandwidth its time is not the traffic alone: at " + format_ns(time_ns / count) +
-                        " a launch, a launch's fixed cost is part of it; strided or broadcast inputs, or a GPU "
-                        "below its clocks (nvidia-smi -q -d CLOCK,PERFORMANCE: power and thermal limits), take "
-                        "the rest. "
+        : far_below ? "At " + format_pct(100.0 * k.gbps() / eff.peak->hbm_gbps) + " of the HBM bandwidth its time is not the traffic alone: " +
+                        (time_ns / count < kFixedCostNs
+                             ? "at " + format_ns(time_ns / count) + " a launch, a launch's fixed cost is part of it; "
+                             : std::string()) +
+                        "strided or broadcast inputs, or a GPU below its clocks (nvidia-smi -q -d "
+                        "CLOCK,PERFORMANCE: power and thermal limits), take " +
+                        (time_ns / count < kFixedCostNs ? "the rest. " : "it. ")
                   : std::string();
+    if (far_below && scatter) {
+      f.advice = "Gather with the inverse index where the index is a permutation (an MoE un-permute: x[inv_idx] or "
+                 "torch.index_select, which run the vectorised gather kernel), or fuse the un-permute into the kernel "
+                 "after it: at " + format_pct(100.0 * k.gbps() / eff.peak->hbm_gbps) +
+                 " of the HBM bandwidth its time is not the traffic. PyTorch's index_put kernel writes one element a "
+                 "thread, with per-element index arithmetic and no vectorised access.";
+      settle(f, time_ns);
+      out->push_back(std::move(f));
+      continue;
+    }
     f.advice = why_slow + "Fuse " + (k.op.empty() ? std::string("this elementwise op") : k.op) +
                " into the kernel that produces its input " +
                (c.is_torch() ? "(" + std::string(c.torch_before_compile() ? "TorchScript's fuser, torch.jit.script; torch.compile needs PyTorch 2.0"

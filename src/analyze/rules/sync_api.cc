@@ -43,6 +43,16 @@ constexpr double kWarningShare = 0.1;
 // sync_at_window_end: a GPU busy through the wait is not starved by it).
 constexpr double kBusyShare = 0.5;
 constexpr std::size_t kMaxSteps = 16;
+// A sync the GPU works through still drains its queue: where the GPU then
+// idles this share of the window or more while the host launches the next
+// work, the wait costs that idle (issue 38's eighteenth round: an MoE
+// layer's split sizes read back before each all_to_all on a B200, the GPU
+// busy 82% of the waits, then idle 6.7 ms of the run's 9.1 ms as the host
+// re-issued its small ops one by one: "the host waited, the GPU did not").
+constexpr double kDrainedShare = 0.05;
+// After a drain, the queue has rebuilt once an activity starts this long
+// after its launch call ended: the host is ahead again.
+constexpr std::int64_t kRebuiltNs = 20'000;
 // Precondition: the calls block the host this share of the window (their
 // union: calls on several threads overlap) or the GPU idles this share of it
 // inside them; below, a few µs of .item() are not worth a line.
@@ -132,6 +142,7 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::uint32_t worst = kNoIndex;
   std::vector<std::int64_t> steps;
   std::vector<Interval> counted;  // the calls this finding reports
+  std::vector<std::uint32_t> call_events;
   for (std::uint32_t e : c.runtime) {
     const std::string_view name = c.name(e);
     if (name.find("StreamBeginCapture") != std::string_view::npos) ++captures;
@@ -149,6 +160,7 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (c.idle().in_tuning(c, e)) continue;
     ++calls;
     counted.push_back({c.ts(e), c.end(e)});
+    call_events.push_back(e);
     sat_acc(sync_ns, c.dur(e));  // calls on several threads may overlap
     sat_acc(busy_ns, c.device_busy_ns(-1, c.ts(e), c.end(e)));
     if (!comm.empty()) sat_acc(comm_ns, covered_within(comm, c.ts(e), c.end(e)));
@@ -179,6 +191,46 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
   const bool gpu_busy = c.has_device() && busy >= kBusyShare;
   // Mostly in collectives: the GPU waited too, for the other ranks.
   const bool in_collectives = gpu_busy && sat_mul(2, comm_ns) >= busy_ns;
+  // The GPU's idle for launches after calls that return to an empty queue
+  // (nothing running, nothing launched before the return left to start),
+  // until the queue rebuilds (an activity starting kRebuiltNs after its
+  // launch), the next counted call or its step's end.
+  std::int64_t drained_ns = 0, drained_calls = 0;
+  std::vector<Interval> drained;
+  if (gpu_busy && !in_collectives) {
+    std::sort(call_events.begin(), call_events.end(), [&](std::uint32_t a, std::uint32_t b) { return c.ts(a) < c.ts(b); });
+    for (std::size_t i = 0; i < call_events.size(); ++i) {
+      const std::int64_t from = c.end(call_events[i]);
+      std::int64_t limit = i + 1 < call_events.size() ? c.ts(call_events[i + 1]) : c.end_ns;
+      if (const int si = c.step_index_at(c.ts(call_events[i])); si >= 0) {
+        const StepStat& st = c.steps.steps[static_cast<std::size_t>(si)];
+        limit = std::min(limit, sat_add(st.start_ns, st.dur_ns));
+      }
+      if (limit <= from || c.device_busy_ns(-1, from, from + 1) > 0) continue;
+      auto it = std::lower_bound(c.device.begin(), c.device.end(), from,
+                                 [](const DeviceOp& op, std::int64_t v) { return op.start < v; });
+      if (it == c.device.end() || (it->launch != kNoIndex && c.end(it->launch) <= from)) continue;
+      std::int64_t to = limit;
+      for (int scanned = 0; it != c.device.end() && scanned < kMaxScan; ++it, ++scanned) {
+        if (it->start >= limit) break;
+        if (it->launch != kNoIndex && it->start - c.end(it->launch) >= kRebuiltNs) {
+          to = it->start;
+          break;
+        }
+      }
+      if (to <= from) continue;
+      drained.push_back({from, to});
+      ++drained_calls;
+    }
+    // The idle the host leaves launching in them (not host work that
+    // launches nothing: a 218 ms evaluation after a step's last read-back),
+    // read once over all of them (they do not overlap).
+    const IdlePartition::Totals idle_by = idle_by_cause(c.idle(), drained);
+    drained_ns = sat_add(idle_by[static_cast<std::size_t>(IdleCause::kLaunching)],
+                         idle_by[static_cast<std::size_t>(IdleCause::kKernelLatency)]);
+  }
+  const std::int64_t window = c.window_ns();
+  const bool drains = window > 0 && static_cast<double>(drained_ns) >= kDrainedShare * static_cast<double>(window);
   const double comm_share = sync_ns > 0 ? static_cast<double>(comm_ns) / static_cast<double>(sync_ns) : 0;
   // The device idled inside the calls: for want of work (the sync's cost), or
   // with launched work queued behind something else (a dependency's).
@@ -201,7 +253,10 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
     f.title += "; the GPU was in collectives " + format_pct(100.0 * comm_share) +
                " of it: the host waited behind communication, which itself waits for the other ranks or the network";
   } else if (gpu_busy) {
-    f.title += "; the GPU was busy " + format_pct(100.0 * busy) + " of it: the host waited, the GPU did not";
+    f.title += "; the GPU was busy " + format_pct(100.0 * busy) + " of it" +
+               (drains ? ", but " + std::to_string(drained_calls) + " of them return to an empty queue, and the GPU then idles " +
+                             format_ns(drained_ns) + " while the host launches the next work"
+                       : std::string(": the host waited, the GPU did not"));
   }
   // The longest call inside a lead of queued work the trace does not hold
   // (DiagnoseContext::queued_lead): it waited for that work, not for
@@ -268,6 +323,13 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
                "transfer. " +
                "Moving " + (trigger.empty() ? "the sync" : trigger) + " out of the step would let the host run on "
                "while they finish.";
+  } else if (gpu_busy && drains) {
+    f.advice = "Take " + (trigger.empty() ? "the sync" : trigger) +
+               " off the step's path: read the value without blocking (copy it early with non_blocking=True into "
+               "pinned memory and wait on an event later), keep it on the device (sizes exchanged by a collective "
+               "that needs no host copy, a fixed capacity), or do it every N steps. Each call lets the GPU's queue "
+               "drain, and the GPU idles " + format_ns(drained_ns) + " after them while the host launches the next "
+               "work op by op.";
   } else if (gpu_busy) {
     // Whether the host has other work to do: the replay without the wait
     // (the causal model) finds the host's later work overlapping the GPU's.
@@ -304,7 +366,13 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
                "copies into pinned memory). Each call stops the host until the GPU drains, so the next launches "
                "start late and the GPU idles meanwhile.";
   }
-  f.impact_ns = before_recording ? 0 : f.idle_ns;  // the recording's fix, no time of the program's
+  if (drains) {
+    f.evidence.num("drained_calls", drained_calls).num("gpu_idle_after_drain_ns", drained_ns);
+    if (static_cast<double>(drained_ns) >= kWarningShare * static_cast<double>(window)) f.severity = FindingSeverity::kWarning;
+  }
+  // The recording's fix, no time of the program's; a drained queue's idle
+  // is the waits' too.
+  f.impact_ns = before_recording ? 0 : sat_add(f.idle_ns, drains ? drained_ns : 0);
   out->push_back(std::move(f));
 }
 

@@ -1,0 +1,21 @@
+// The collectives a program runs on its host (cpu_collectives.cc): the rule
+// and the verdict (verdict.cc) read them, so a verdict of a host that
+// waits on its peers says so.
+#pragma once
+
+#include <cstdint>
+
+#include "src/analyze/diagnose_context.h"
+
+namespace tprof::internal {
+
+// A CPU-only program, or device activity (kernels, or the legacy
+// profiler's spans) with no collective among it: gloo's collectives, or a
+// model's own, run on the host and block the thread that calls them.
+bool collectives_on_host(const DiagnoseContext& c);
+
+// The union of the host's collectives (is_host_collective) within the
+// steps, or the trace without them; 0 unless collectives_on_host.
+std::int64_t host_collective_ns(const DiagnoseContext& c);
+
+}  // namespace tprof::internal
