@@ -126,7 +126,9 @@ bool is_sync_call(std::string_view name) {
   // cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize,
   // cuCtxSynchronize, hipDeviceSynchronize, ...; cudaStreamWaitEvent only
   // orders streams on the device and does not block the host.
-  return contains_ci(name, "synchronize");
+  // Cambricon's CNRT: cnrtQueueSync, cnrtSyncDevice.
+  return contains_ci(name, "synchronize") || name.starts_with("cnrtQueueSync") || name.starts_with("cnrtSyncDevice") ||
+         name.starts_with("cnQueueSync") || name.starts_with("cnCtxSync");
 }
 
 bool is_device_free(std::string_view n) {

@@ -394,6 +394,12 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
     // carries (the Switch-MoE forward's ops stop at id 2474, its kernels
     // go on), yields to the op around the launch call (issue 38 review: an
     // fp32 GEMM's rate lost to aten::as_strided's missing shapes).
+    // Without its launch call in the trace, an op by id that starts after
+    // the activity did not launch it: work launched before the recording
+    // carries ids the recorded ops reuse (issue 38's nineteenth round: a
+    // ResNet-50 step's first 694 kernels, the previous step's, read as
+    // launched by its aten::empty and aten::mm).
+    if (op.launch == kNoIndex && e != kNoIndex && c.ts(e) > op.start) e = kNoIndex;
     if (op.launch != kNoIndex && (e == kNoIndex || is_view_op(t.name(e)) || !encloses(e, op.launch))) {
       const std::uint32_t around = c.enclosing_op(op.launch, /*skip_views=*/true);
       if (around != kNoIndex) e = around;

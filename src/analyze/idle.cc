@@ -590,14 +590,67 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
     }
     emit(cur, b, outside, outside_event);
   };
+  // Inside a step, the launching thread between two of its own host
+  // events runs the step's Python (or waits on something it does not
+  // record): the host's time, not time the trace does not show (issue 38's
+  // nineteenth round: an eager DLRM building each feature's index tensor
+  // from a Python list, 91% of each 610 ms step between aten::empty and
+  // aten::to on the main thread, was "nothing recorded on host or
+  // device", unclear). Per launching lane: its recorded host time with
+  // those gaps filled, where both ends lie in one step.
+  std::vector<std::vector<Interval>> host_in_steps(t.lanes.size());
+  if (!steps.empty()) {
+    std::vector<std::vector<Interval>> own(t.lanes.size());
+    c.for_each_host_event([&](std::uint32_t e) {
+      const std::uint32_t lane = t.events.lane[e];
+      if (c.end(e) <= c.ts(e) || lane >= own.size() || (c.kind(e) != EventKind::kCudaRuntime &&
+                                                        c.kind(e) != EventKind::kCudaDriver &&
+                                                        c.kind(e) != EventKind::kCudaSync && is_profiler_step(c.name(e)))) {
+        return;
+      }
+      std::vector<Interval>& v = own[lane];
+      if (!v.empty() && c.ts(e) <= v.back().end) {
+        v.back().end = std::max(v.back().end, c.end(e));
+      } else {
+        v.push_back({c.ts(e), c.end(e)});
+      }
+    });
+    std::vector<bool> launching(t.lanes.size(), false);
+    for (const Launch& l : launches) launching[l.lane] = true;
+    for (std::uint32_t lane = 0; lane < own.size(); ++lane) {
+      if (!launching[lane] || own[lane].empty()) continue;
+      std::vector<Interval> filled = own[lane];
+      for (std::size_t i = 1; i < own[lane].size(); ++i) {
+        const std::int64_t a = own[lane][i - 1].end, b = own[lane][i].start;
+        const int si = c.step_index_at(a);
+        if (si >= 0 && si == c.step_index_at(b - 1)) filled.push_back({a, b});
+      }
+      host_in_steps[lane] = merge_intervals(std::move(filled));
+    }
+  }
   // The host side. `filler` splits a piece without blocking calls: launching
   // when it is short and leads to a launch (host work inside a DataLoader's
-  // __next__), else host work where host events are recorded and unrecorded
+  // __next__), else host work where host events are recorded (or the
+  // launching thread runs between its own inside a step) and unrecorded
   // where none are.
-  auto filler = [&](std::int64_t a, std::int64_t b, bool long_piece, std::uint32_t next) {
+  auto filler = [&](std::int64_t a, std::int64_t b, bool long_piece, std::uint32_t next, std::uint32_t lane) {
     if (b <= a) return;
     if (long_piece) {
-      split(a, b, host, IdleCause::kUnrecorded, kNoIndex);
+      if (lane < host_in_steps.size() && !host_in_steps[lane].empty()) {
+        // Recorded host work on any thread, else the lane's own stretch.
+        std::int64_t cur = a;
+        auto it = std::upper_bound(host_in_steps[lane].begin(), host_in_steps[lane].end(), a,
+                                   [](std::int64_t v, const Interval& i) { return v < i.end; });
+        for (; it != host_in_steps[lane].end() && it->start < b; ++it) {
+          const std::int64_t s = std::max(cur, it->start), e = std::min(b, it->end);
+          split(cur, s, host, IdleCause::kUnrecorded, kNoIndex);
+          emit(s, e, IdleCause::kHostWork, kNoIndex);
+          cur = std::max(cur, e);
+        }
+        split(cur, b, host, IdleCause::kUnrecorded, kNoIndex);
+      } else {
+        split(a, b, host, IdleCause::kUnrecorded, kNoIndex);
+      }
     } else {
       split(a, b, input, IdleCause::kLaunching, next);
     }
@@ -616,12 +669,12 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
         const BlockingCall& call = blocking_[*it];
         const std::int64_t s = std::max(cur, c.ts(call.event)), e = std::min(b, c.end(call.event));
         if (e <= s) continue;
-        filler(cur, s, long_piece, next);
+        filler(cur, s, long_piece, next, lane);
         emit(s, e, call.kind, call.event);
         cur = e;
       }
     }
-    filler(cur, b, long_piece, next);
+    filler(cur, b, long_piece, next, lane);
     if (long_piece) {
       // Its longest unbroken run of host work: a blocking call (a cudaFree
       // in cuDNN's set-up) splits the stretch, as low_gpu_utilization's

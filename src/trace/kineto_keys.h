@@ -93,6 +93,11 @@ inline constexpr std::string_view kCatAc2g = "ac2g";    // launch -> device work
 // Meta's MTIA accelerator: its host API calls and its device activity.
 inline constexpr std::string_view kCatMtiaRuntime = "mtia_runtime";
 inline constexpr std::string_view kCatMtiaCcpEvents = "mtia_ccp_events";
+// Cambricon's MLU (torch_mlu's Kineto): its runtime calls (cnInvokeKernel,
+// cnrtMemcpyAsync, cnrtQueueSync) and copies; its kernels are "kernel".
+inline constexpr std::string_view kCatMluRuntime = "mlu_runtime";
+inline constexpr std::string_view kCatMluMemcpy = "mlu_memcpy";
+inline constexpr std::string_view kCatMluMemset = "mlu_memset";
 // CUPTI's range profiler (Kineto's CuptiRangeProfiler, CUDA <= 12.6, removed
 // from Kineto in 2026 with the category kept): one event per kernel (auto
 // range) or user range, its hardware counters in args, its ts/dur the
@@ -113,14 +118,17 @@ inline constexpr CategoryKind kCategories[] = {
     {kCatCudaRuntime, EventKind::kCudaRuntime},
     {"Runtime", EventKind::kCudaRuntime},  // 2021
     {kCatMtiaRuntime, EventKind::kCudaRuntime},
+    {kCatMluRuntime, EventKind::kCudaRuntime},
     {kCatCudaDriver, EventKind::kCudaDriver},
     {kCatKernel, EventKind::kKernel},
     {"Kernel", EventKind::kKernel},  // 2021
     {kCatMtiaCcpEvents, EventKind::kKernel},
     {kCatGpuMemcpy, EventKind::kGpuMemcpy},
     {"Memcpy", EventKind::kGpuMemcpy},  // 2021
+    {kCatMluMemcpy, EventKind::kGpuMemcpy},
     {kCatGpuMemset, EventKind::kGpuMemset},
     {"Memset", EventKind::kGpuMemset},  // 2021
+    {kCatMluMemset, EventKind::kGpuMemset},
     {kCatGpuUserAnnotation, EventKind::kGpuUserAnnotation},
     {kCatCudaSync, EventKind::kCudaSync},
     {kCatTrace, EventKind::kTraceSpan},

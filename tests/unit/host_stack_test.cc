@@ -254,7 +254,7 @@ TEST(HostStack, WithoutAStackAskOnceAndNameNothing) {
 // Three steps; in each, twenty A -> B gaps of 2 µs and, in `long_in` steps,
 // one of 3 ms between the same kernels; `frame` (a Python function) holds
 // that host time when given, with 100 assert_size_stride calls inside.
-std::string spikes_trace(int long_in, const std::string& frame = "") {
+std::string spikes_trace(int long_in, const std::string& frame = "", bool with_op = true) {
   std::vector<std::string> ev;
   int id = 1;
   for (int s = 0; s < 3; ++s) {
@@ -269,7 +269,7 @@ std::string spikes_trace(int long_in, const std::string& frame = "") {
       ev.push_back(launch(t + 3, 2, id));
       ev.push_back(kernel("B", 7, t + 27, 20, id++));
       t += 49;
-      if (spike) ev.push_back(x("cpu_op", "aten::unique", 1, 1, t - 3'049, 3'000));
+      if (spike && with_op) ev.push_back(x("cpu_op", "aten::unique", 1, 1, t - 3'049, 3'000));
       if (spike && !frame.empty()) {
         ev.push_back(py(frame, t - 3'049, 3'000));
         for (int k = 0; k < 100; ++k) ev.push_back(py("<built-in function assert_size_stride>", t - 3'045 + 29.0 * k, 25));
@@ -308,8 +308,12 @@ TEST(KernelGapRecurrence, NamedHostWorkGetsItsFix) {
   EXPECT_EQ(text(f[0], "host_frame"), "/tmp/torchinductor_me/x7/cx7abc.py(812): call");
   EXPECT_NE(f[0].advice.find("reduce-overhead"), std::string::npos) << f[0].advice;
   EXPECT_EQ(f[0].advice.find("DataLoader"), std::string::npos) << f[0].advice;
-  // No stack: the gap's fix asks for one.
+  // No stack, an op holding the gaps: the op names the work.
   f = gaps_of(spikes_trace(3));
+  ASSERT_FALSE(f.empty());
+  EXPECT_TRUE(f[0].advice.starts_with("Make aten::unique cheaper or move it out of the step")) << f[0].advice;
+  // No stack and no op: the gap's fix asks for one.
+  f = gaps_of(spikes_trace(3, "", /*with_op=*/false));
   ASSERT_FALSE(f.empty());
   EXPECT_EQ(text(f[0], "host_stack"), "not recorded, with_stack=True asked");
   EXPECT_NE(f[0].advice.find("with_stack=True"), std::string::npos) << f[0].advice;

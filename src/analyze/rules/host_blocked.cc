@@ -50,6 +50,9 @@ namespace tprof::internal {
 
 namespace {
 
+// A burst of device frees inside one op from this many on is the caching
+// allocator's out-of-memory retry (allocator_retry).
+constexpr std::int64_t kMinRetryFrees = 3;
 // A kind is a finding once its calls block the host this long in all.
 constexpr std::int64_t kMinHostNs = 1'000'000;
 // ... and either the GPU idles this share of the window inside them, or the
@@ -367,6 +370,54 @@ std::string allocator_off(const DiagnoseContext& c, Finding& f) {
          "where a warm caching allocator keeps freed blocks and calls neither.";
 }
 
+// The caching allocator out of memory: a burst of device frees inside one
+// allocation op (aten::empty*, new_empty, zeros, ones, full; at least
+// kMinRetryFrees, no empty_cache() anywhere) is it releasing
+// its cached blocks to retry an allocation that failed; the allocations
+// after it go back to the driver. The advice, with its counts in `f`'s
+// evidence, or "" when no op holds such a burst (issue 38's nineteenth
+// round: a TorchRec V100 rank's 17 cudaFree calls, 106 ms, inside an
+// all_to_all_single's new_empty, and a 90.6 ms cudaMalloc after them in
+// BmmBackward0, told to pre-allocate the bmm's memory).
+std::string allocator_retry(const DiagnoseContext& c, Finding& f) {
+  if (!c.is_torch()) return "";
+  for (std::uint32_t e : c.host_ops) {
+    if (contains_ci(c.name(e), "empty_cache")) return "";
+  }
+  std::map<std::uint32_t, std::pair<std::int64_t, std::int64_t>> by_op;  // enclosing op -> (frees, their time)
+  for (std::uint32_t e : c.runtime) {
+    const std::string_view n = c.name(e);
+    if (n != "cudaFree" && n != "hipFree" && !n.starts_with("cuMemFree")) continue;
+    // Inside an allocation (the tensor whose memory the retry is for), not
+    // a library's set-up in its op's first call (cuDNN's, cuBLAS's frees in
+    // a first convolution or addmm).
+    const std::uint32_t op = c.enclosing_op(e, /*skip_views=*/false);
+    if (op == kNoIndex) continue;
+    const std::string_view on = c.name(op);
+    if (!on.starts_with("aten::empty") && !on.starts_with("aten::new_empty") && !on.starts_with("aten::zeros") &&
+        !on.starts_with("aten::ones") && !on.starts_with("aten::full")) {
+      continue;
+    }
+    auto& [k, ns] = by_op[op];
+    ++k;
+    sat_acc(ns, c.dur(e));
+  }
+  std::uint32_t op = kNoIndex;
+  for (const auto& [o, v] : by_op) {
+    if (v.first >= kMinRetryFrees && (op == kNoIndex || v.second > by_op[op].second)) op = o;
+  }
+  if (op == kNoIndex) return "";
+  const auto [frees, free_ns] = by_op[op];
+  const std::string site = call_sites(c, {op})[op];
+  const std::string where = std::string(c.name(op)) + (site.empty() ? "" : " in " + site);
+  f.evidence.num("retry_frees", frees).num("retry_free_ns", free_ns).event("retry_in", c.ref(op));
+  return "Lower the memory peak: the caching allocator ran out of memory in " + where + " and returned its cached "
+         "blocks to the driver to retry (" + std::to_string(frees) + " frees, " + format_ns(free_ns) +
+         "), so the allocations after it go back to the driver too. Cut the peak (torch.autocast, activation "
+         "checkpointing, a smaller batch or buffers) or fragmentation (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True); "
+         "torch.cuda.memory_stats()[\"num_alloc_retries\"] counts these retries.";
+}
+
 }  // namespace
 
 void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -573,6 +624,9 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out) {
       if (std::string off = allocator_off(c, f); !off.empty()) {
         f.evidence.text("allocator", "caching off");
         f.advice = std::move(off);
+      } else if (std::string retry = allocator_retry(c, f); !retry.empty()) {
+        f.evidence.text("allocator", "out-of-memory retry");
+        f.advice = std::move(retry);
       } else if (std::string after = after_warmup(c, calls, site, idle_of, &after_idle); !after.empty()) {
         // What the fix saves: the measured iterations' allocations; the
         // warm-up's are paid once (the claim keeps all of them).

@@ -148,10 +148,12 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
     Build b;
     b.copy_op = copy_op;
     b.device = i;
+    std::int64_t built_by = INT64_MIN;  // the end of the last op of the build
     for (auto o = std::prev(it); o != ops.begin();) {
       --o;
       if (c.ts(*o) < from) break;
       b.first = *o;
+      built_by = std::max(built_by, c.end(*o));
       ++b.ops;
       sat_acc(b.build_ns, c.dur(*o));
       if (!is_view_op(c.name(*o))) b.names.emplace_back(c.name(*o), c.dur(*o));
@@ -182,8 +184,15 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
       }
       b.claim_end = std::max(b.claim_end, at);
     }
-    const std::int64_t span = sat_sub(at, from);
-    b.idle_ns = sat_sub(span, c.device_busy_ns(d.device, from, at));
+    // The first device work's idle ends with its build: what its copy's op
+    // does before the copy (the device's first allocation, its context) is
+    // no part of building on the CPU (issue 38's nineteenth round: an MLU's
+    // 6.07 s start-up inside the first aten::to counted as a 776 us
+    // torch.randn's).
+    const std::int64_t until = first_work ? std::min(at, std::max(built_by, from)) : at;
+    if (first_work) b.stretch = {from, until};
+    const std::int64_t span = sat_sub(until, from);
+    b.idle_ns = sat_sub(span, c.device_busy_ns(d.device, from, until));
     if (sat_add(b.idle_ns, b.idle_ns) < span) continue;
     for (std::uint32_t r : c.runtime) {
       if (ev.lane[r] != lane || c.ts(r) <= at || c.ts(r) > c.end(copy_op)) continue;
@@ -316,7 +325,7 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
                ". Where the work must stay on the host (a CPU offload), overlap it with the GPU's: copy to pinned "
                "memory with non_blocking=True and run the host math while the GPU works on something else.";
   } else if (random) {
-    f.advice = "Draw the random tensor on the GPU: torch.randn(..., device=\"cuda\") (or the generator's device): "
+    f.advice = "Draw the random tensor on the device: torch.randn(..., device=x.device) (or the generator's device): "
                "the host's draw and the copy" + from_pageable +
                " both go away, and the GPU draws it in a fraction of the time while the host moves on.";
   } else {
@@ -333,7 +342,8 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
   // low_gpu_utilization after it accounts for the rest) and the copies
   // (issue 38's seventh round: the saving left out the copy and the gap after it).
   std::vector<Interval> ranges;
-  for (const Build* b : g) ranges.push_back({b->stretch.start, b->claim_end});
+  // (The first device work's claim is its build alone: see `until`.)
+  for (const Build* b : g) ranges.push_back({b->stretch.start, b->first_work ? b->stretch.end : b->claim_end});
   ranges = merge_intervals(std::move(ranges));
   set_idle_claim(f, claimable_idle(c.idle(), kAllCauses & ~kReservedCauses, &ranges, *out));
   f.evidence.num("copy_ns", copies_ns);

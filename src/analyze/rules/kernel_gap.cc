@@ -162,6 +162,12 @@ struct GapContext {
   std::int64_t stall_typical_ns = 0;  // the op's median duration over the trace
   std::int64_t stall_total_ns = 0;    // the stalls inside ops over the gaps
   std::int64_t stall_gaps_ns = 0;     // the gaps searched
+  // Without a frame naming it: the outermost CPU op on the launching
+  // thread whose calls hold more than half of the gaps' host work
+  // (host_op_in_gaps), kNoIndex when none does.
+  std::uint32_t host_op = kNoIndex;
+  std::int64_t host_op_ns = 0;
+  bool host_op_creates = false;  // it makes a tensor on the CPU (randn, zeros, arange, ...) and launches nothing
 };
 
 bool is_memset_or_copy(const DeviceOp& op) { return op.cls == DeviceClass::kMemset || op.cls == DeviceClass::kMemcpy; }
@@ -370,6 +376,16 @@ std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, con
              " (sync_api and host_blocked name it and where it runs). The next kernel is launched only when it "
              "returns.";
     case IdleCause::kHostWork:
+      if (x.host_op != kNoIndex && x.host_op_creates) {
+        return "Create the tensor on the device (torch." + std::string(c.name(x.host_op)).substr(6) +
+               "(..., device=x.device)): the host makes it on the CPU for " + format_ns(x.host_op_ns) +
+               " of the gaps between " + before + " and " + after + launched + ", and then copies it over.";
+      }
+      if (x.host_op != kNoIndex) {
+        return "Make " + std::string(c.name(x.host_op)) + " cheaper or move it out of the step: it runs on the CPU, "
+               "launching nothing, for " + format_ns(x.host_op_ns) + " of the gaps between " + before + " and " + after +
+               launched + (x.frame.found() ? ", inside " + host_frame_text(x.frame) : std::string()) + ".";
+      }
       if (x.frame.found()) {
         return "Move the host work between " + before + " and " + after + launched + ", mostly " +
                host_frame_text(x.frame) + ", out of the step or overlap it with device work. The host runs 1 ms or "
@@ -484,6 +500,54 @@ GapContext gap_context(const DiagnoseContext& c, const Gap& g) {
   return x;
 }
 
+// A CPU op that makes a tensor: a random draw, a constant fill, a range
+// (what torch.randn(..., device=...) would make on the device instead).
+bool creates_tensor(std::string_view n) {
+  for (std::string_view k : {"aten::randn", "aten::rand", "aten::randint", "aten::randperm", "aten::normal",
+                             "aten::uniform", "aten::zeros", "aten::ones", "aten::full", "aten::arange",
+                             "aten::linspace", "aten::eye", "aten::bernoulli"}) {
+    if (n.starts_with(k)) return true;
+  }
+  return false;
+}
+
+// The outermost CPU op on `lane` whose calls hold more than half of
+// `ranges` (merged): x.host_op. Where the gaps' host work is one op's
+// (issue 38's nineteenth round: torch.randn on the CPU, 940 ms of each
+// 988 ms gap before its copy to a Cambricon MLU, was "host work ... the
+// trace records no Python stack to name it").
+void host_op_in_gaps(const DiagnoseContext& c, std::uint32_t lane, const std::vector<Interval>& ranges,
+                     GapContext& x) {
+  const std::int64_t total = total_length(ranges);
+  if (total <= 0 || lane == kNoIndex) return;
+  std::map<StrId, std::pair<std::int64_t, std::uint32_t>> held;  // name -> (time in ranges, longest call)
+  std::int64_t open_end = INT64_MIN;
+  for (const std::uint32_t e : c.host_ops) {
+    if (c.trace.events.lane[e] != lane || c.kind(e) != EventKind::kCpuOp || c.ts(e) < open_end) continue;
+    open_end = c.end(e);
+    const std::int64_t in = covered_within(ranges, c.ts(e), c.end(e));
+    if (in <= 0) continue;
+    auto& [ns, longest] = held[c.trace.events.name[e]];
+    sat_acc(ns, in);
+    if (longest == 0 || c.dur(e) > c.dur(longest)) longest = e;
+  }
+  for (const auto& [name, v] : held) {
+    if (sat_mul(2, v.first) > total && v.first > x.host_op_ns) {
+      x.host_op = v.second;
+      x.host_op_ns = v.first;
+    }
+  }
+  if (x.host_op == kNoIndex) return;
+  // Its own device work: a launch inside it makes it no CPU-only op.
+  bool launches = false;
+  const auto it = std::lower_bound(c.runtime.begin(), c.runtime.end(), c.ts(x.host_op),
+                                   [&c](std::uint32_t r, std::int64_t v) { return c.ts(r) < v; });
+  for (auto r = it; r != c.runtime.end() && c.ts(*r) < c.end(x.host_op); ++r) {
+    if (c.trace.events.lane[*r] == lane) launches = true;
+  }
+  x.host_op_creates = !launches && creates_tensor(c.name(x.host_op));
+}
+
 // Names the host work in `gaps` (those of kMinGapNs or more) from the stack
 // (host_stack.h), on the thread that launched most of the activities after
 // them: x.frame, with evidence host_frame, host_frame_ns, host_work_kind.
@@ -508,7 +572,8 @@ void name_host_work(const DiagnoseContext& c, const std::vector<const Gap*>& gap
     }
   }
   if (lane == kNoIndex) lane = launching_lane(c);
-  x.frame = host_frame(c, lane, merge_intervals(std::move(ranges)));
+  const std::vector<Interval> merged = merge_intervals(std::move(ranges));
+  x.frame = host_frame(c, lane, merged);
   // Gaps of per-op launch overhead (launching) lie inside whatever launches
   // the ops: the frame says no more than "launched by", unless it is a kind
   // the advice knows (Inductor's wrapper). Host work (1 ms or more without a
@@ -530,8 +595,19 @@ void name_host_work(const DiagnoseContext& c, const std::vector<const Gap*>& gap
         .num("host_frame_ns", x.frame.held_ns)
         .text("host_work_kind", host_work_kind_id(x.frame.kind))
         .event("host_frame_event", c.ref(x.frame.event));
-  } else if (cause == IdleCause::kHostWork && !has_python_stack(c)) {
-    x.ask_stack = note_no_stack(c, earlier, f);
+    // An annotation of no kind the advice knows (a module's forward) says
+    // where, not what: the op inside it holding the gaps says what.
+    if (cause == IdleCause::kHostWork && x.frame.annotation && x.frame.kind == HostWorkKind::kOther) {
+      host_op_in_gaps(c, lane, merged, x);
+      if (x.host_op != kNoIndex) f.evidence.event("host_op", c.ref(x.host_op)).num("host_op_ns", x.host_op_ns);
+    }
+  } else if (cause == IdleCause::kHostWork) {
+    host_op_in_gaps(c, lane, merged, x);
+    if (x.host_op != kNoIndex) {
+      f.evidence.event("host_op", c.ref(x.host_op)).num("host_op_ns", x.host_op_ns);
+    } else if (!has_python_stack(c)) {
+      x.ask_stack = note_no_stack(c, earlier, f);
+    }
   }
 }
 
