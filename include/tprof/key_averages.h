@@ -23,7 +23,7 @@ namespace tprof {
 
 // How event times become the numbers torch aggregates.
 enum class TimeSemantics : std::uint8_t {
-  kAuto = 0,         // from Trace::meta.producer: truncated for torch ≤ 2.0 traces, exact otherwise
+  kAuto = 0,         // from Trace::meta.producer: truncated for Kineto traces of torch ≤ 2.0, exact otherwise (the legacy profiler's fractional µs too)
   kTruncatedMicros,  // torch 1.13: start = floor(ts µs), dur = floor(dur µs), end = start + dur
   kExactNanos,       // torch ≥ 2.1: ns precision
 };

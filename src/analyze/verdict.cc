@@ -64,7 +64,8 @@ std::int64_t startup_ns(const DiagnoseContext& c) {
 struct Facts {
   std::int64_t span = 0;
   std::int64_t busy = 0;          // device activity inside the window
-  std::int64_t work = 0;          // device activity launched by the window (steps only)
+  std::int64_t work = 0;          // device activity launched by the window (steps only), or queued before the recording where the first step runs it
+  std::int64_t own_work = 0;      // ... less the work launched before the recording: what the steps launched
   std::int64_t dataloader = 0;
   std::int64_t exposed_comm = 0;
   std::int64_t copy = 0;          // copies and memsets with no kernel beside them
@@ -105,6 +106,7 @@ struct Facts {
     sat_acc(span, o.span);
     sat_acc(busy, o.busy);
     sat_acc(work, o.work);
+    sat_acc(own_work, o.own_work);
     sat_acc(dataloader, o.dataloader);
     sat_acc(exposed_comm, o.exposed_comm);
     sat_acc(copy, o.copy);
@@ -604,7 +606,8 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const s
       }
       if (f.work > f.busy) {
         char ratio[32];
-        std::snprintf(ratio, sizeof ratio, "%.1fx", static_cast<double>(f.work) / static_cast<double>(std::max<std::int64_t>(1, f.span)));
+        std::snprintf(ratio, sizeof ratio, "%.1fx",
+                      static_cast<double>(f.own_work) / static_cast<double>(std::max<std::int64_t>(1, f.span)));
         // The steps' host spans end before their work runs: the share that
         // matters is over the steps and the work they queued (the idle
         // partition's window), not over host spans the GPU is behind (issue
@@ -855,13 +858,25 @@ Judgement measure(const DiagnoseContext& c) {
     constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
     std::vector<std::int64_t> work_end(nsteps, kNone);
     // Work whose launch the trace lacks, where it links the rest, was
-    // launched before the recording: the first step runs behind it (busy),
-    // it did not launch it (issue 38's nineteenth round: a ResNet-50 step
-    // of 61.7 ms "launching 3.1x its duration", 121.6 ms of it the
-    // previous step's).
-    const bool linked = std::any_of(c.device.begin(), c.device.end(), [](const DeviceOp& op) { return op.launch != kNoIndex; });
+    // launched before the recording: the first step runs behind it (its
+    // work, for the verdict: the queue it starts behind), it did not launch
+    // it (own_work: the steps' launched work as said and reported; issue
+    // 38's nineteenth round: a ResNet-50 step of 61.7 ms "launching 3.1x
+    // its duration", 121.6 ms of it the previous step's).
+    // (As DiagnoseContext does: no launch of its own, a correlation id
+    // below every linked one's; work merely unlinked, a launch on a thread
+    // the trace lacks, still counts.)
+    std::int64_t first_linked = INT64_MAX;
     for (const DeviceOp& op : c.device) {
-      if (op.step < 0 || (linked && op.launch == kNoIndex)) continue;
+      const std::int64_t corr = c.trace.events.correlation[op.event];
+      if (op.launch != kNoIndex && corr > 0) first_linked = std::min(first_linked, corr);
+    }
+    std::vector<std::vector<Interval>> own_work(nsteps);
+    for (const DeviceOp& op : c.device) {
+      const std::int64_t corr = c.trace.events.correlation[op.event];
+      const bool before = op.launch == kNoIndex && corr > 0 && first_linked != INT64_MAX && corr < first_linked;
+      if (op.step < 0) continue;
+      if (!before) own_work[static_cast<std::size_t>(op.step)].push_back({op.start, op.end});
       work[static_cast<std::size_t>(op.step)].push_back({op.start, op.end});
       if (op.cls == DeviceClass::kMemcpy || op.cls == DeviceClass::kMemset) {
         copy_work[static_cast<std::size_t>(op.step)].push_back({op.start, op.end});
@@ -873,6 +888,7 @@ Judgement measure(const DiagnoseContext& c) {
       const StepStat& st = c.steps.steps[si];
       Facts f = m.window(st.start_ns, st.start_ns + st.dur_ns);
       f.work = union_length(std::move(work[si]));
+      f.own_work = union_length(std::move(own_work[si]));
       f.copy_work = union_length(std::move(copy_work[si]));
       StepVerdict v;
       v.step = st.step;
@@ -882,7 +898,7 @@ Judgement measure(const DiagnoseContext& c) {
       v.gpu_busy_ns = st.gpu_busy_ns;
       v.gpu_idle_pct = st.gpu_idle_pct;
       v.launch_offset_ns = st.first_kernel_offset_ns;
-      v.gpu_work_ns = f.work;
+      v.gpu_work_ns = f.own_work;
       v.work_end_ns = work_end[si] == kNone ? 0 : work_end[si];
       v.exposed_comm_ns = f.exposed_comm;
       v.dataloader_ns = f.dataloader;

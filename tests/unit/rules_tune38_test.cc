@@ -20,6 +20,7 @@
 #include "tests/support/kineto_events.h"
 #include "tests/support/test_traces.h"
 #include "tprof/diagnose.h"
+#include "tprof/key_averages.h"
 #include "tprof/read.h"
 #include "tprof/step_events.h"
 
@@ -3145,8 +3146,8 @@ TEST(RulesTune38, ACpuProgramsTimeBetweenOpsIsNamed) {
   const Trace t = load(kDlrmLegacy);
   const Diagnosis d = diagnose(t);
   const std::string text = format_diagnosis_text(t, d, DiagnoseFormat{});
-  EXPECT_TRUE(contains(d.summary, "Self CPU by kind: indexing/gather/concatenation 37.8%,")) << d.summary;
-  EXPECT_TRUE(contains(text, "matrix products/convolutions 29.2%")) << text;
+  EXPECT_TRUE(contains(d.summary, "Self CPU by kind: indexing/gather/concatenation 36.0%,")) << d.summary;
+  EXPECT_TRUE(contains(text, "matrix products/convolutions 28.4%")) << text;
   EXPECT_FALSE(contains(text, "scopes' own time")) << text;
   // And says first that the ops' kinds describe only part of the span
   // (after the round's figure: "cpu-only" named only the device).
@@ -4703,6 +4704,23 @@ TEST(RulesTune38, WorkLaunchedBeforeTheRecordingIsNoStepsWork) {
   const Diagnosis d = diagnose(*t);
   ASSERT_EQ(d.steps.size(), 1u);
   EXPECT_EQ(d.steps[0].gpu_work_ns, 10'000'000);  // its own five kernels, not the 20 ms before them
+}
+
+// Round 19's Lightning predict loop (scoring half, after its figure): a
+// 2021 legacy autograd-profiler export writes fractional microseconds, and
+// torch's table over those FunctionEvents keeps them; tprof truncated each
+// event to whole microseconds (aten::empty 165 us where the events add up
+// to 402 us).
+TEST(RulesTune38, LegacyExportsKeepTheirFractionalMicroseconds) {
+  const std::string legacy =
+      R"([{"name": "aten::empty", "ph": "X", "ts": 10.2, "dur": 0.6, "tid": 1, "pid": "CPU functions", "args": {}},
+          {"name": "aten::empty", "ph": "X", "ts": 20.7, "dur": 0.6, "tid": 1, "pid": "CPU functions", "args": {}},
+          {"name": "aten::empty", "ph": "X", "ts": 30.9, "dur": 0.6, "tid": 1, "pid": "CPU functions", "args": {}}])";
+  Result<Trace> t = read_trace_bytes(legacy);
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<StatRow> rows = EventList::build(*t).key_averages();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].self_cpu_time_total_ns, 1'800);
 }
 
 }  // namespace
