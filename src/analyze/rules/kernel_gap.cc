@@ -377,8 +377,13 @@ std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, con
              "returns.";
     case IdleCause::kHostWork:
       if (x.host_op != kNoIndex && x.host_op_creates) {
-        return "Create the tensor on the device (torch." + std::string(c.name(x.host_op)).substr(6) +
-               "(..., device=x.device)): the host makes it on the CPU for " + format_ns(x.host_op_ns) +
+        const std::string_view op = c.name(x.host_op);
+        // torch.randn(..., device=x.device); an in-place fill (normal_,
+        // uniform_) on a tensor made on the device.
+        const std::string how = op.ends_with("_") ? "fill a tensor made there: torch.empty(..., device=x.device)." +
+                                                        std::string(op.substr(6))
+                                                  : "torch." + std::string(op.substr(6)) + "(..., device=x.device)";
+        return "Create the tensor on the device (" + how + "): the host makes it on the CPU for " + format_ns(x.host_op_ns) +
                " of the gaps between " + before + " and " + after + launched + ", and then copies it over.";
       }
       if (x.host_op != kNoIndex) {

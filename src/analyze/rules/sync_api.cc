@@ -9,7 +9,8 @@
 // it looks at the whole trace, but only at calls with device work launched
 // after them (the last drain of a trace stalls nothing).
 // Precondition for a warning: the GPU was mostly idle during the calls, and
-// idle for want of work. A sync while the GPU is busy is the host waiting
+// idle for want of work; or, busy through them, it idles after calls that
+// drained its queue for 10% of the window or more (kDrainedShare, below). A sync while the GPU is busy is the host waiting
 // for queued work: the host lost that time, the GPU did not (a GPU-bound
 // program looks like that). A sync while work launched before it sits
 // queued on an idle device (behind a wait on another stream) waits for a
