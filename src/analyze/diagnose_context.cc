@@ -382,6 +382,7 @@ DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) 
         op.launch == kNoIndex && corr > 0 && first_linked_corr != INT64_MAX && corr < first_linked_corr;
     op.step = step_index_at(op.launch != kNoIndex ? ev.ts_ns[op.launch] : op.start);
     if (launched_before && op.step > 0) op.step = -1;
+    op.before_recording = launched_before;
     if (op.cls == DeviceClass::kMemcpy && op.launch != kNoIndex) {
       const CopyKind copy = copy_kind(t.name(e));
       if (copy.direction == CopyDirection::kDtoH && copy.pageable()) {

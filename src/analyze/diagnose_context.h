@@ -3,6 +3,7 @@
 // torch's key_averages (lazily), and helpers that turn events into evidence.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,9 @@ struct DeviceOp {
   // work launched before the recording is the first step's where it runs
   // in it, else -1.
   std::int32_t step = -1;
+  // Launched before the recording began: no launch call of its own in the
+  // trace and a correlation id below every linked activity's.
+  bool before_recording = false;
 };
 
 class DiagnoseContext {
@@ -81,6 +85,16 @@ class DiagnoseContext {
       } else {
         fn(runtime[j++]);
       }
+    }
+  }
+  // Calls fn(r) for the runtime calls made on host event e's thread while
+  // it ran (starting inside it), in ts order: the calls an op makes.
+  template <typename Fn>
+  void for_each_runtime_in(std::uint32_t e, Fn fn) const {
+    auto it = std::lower_bound(runtime.begin(), runtime.end(), ts(e),
+                               [this](std::uint32_t r, std::int64_t v) { return ts(r) < v; });
+    for (; it != runtime.end() && ts(*it) < end(e); ++it) {
+      if (trace.events.lane[*it] == trace.events.lane[e]) fn(*it);
     }
   }
   std::int64_t start_ns = 0;        // first event

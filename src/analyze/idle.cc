@@ -480,17 +480,23 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
   prof = merge_intervals(std::move(prof));
   // Host activity, merged as it comes: host ops and runtime calls in ts
   // order (a vector of every host event, sorted and merged, was the
-  // largest allocation of diagnose).
+  // largest allocation of diagnose); with steps, each lane's too
+  // (host_in_steps below).
+  std::vector<std::vector<Interval>> own(steps.empty() ? 0 : t.lanes.size());
+  const auto merge_into = [&c](std::vector<Interval>& v, std::uint32_t e) {
+    if (!v.empty() && c.ts(e) <= v.back().end) {
+      v.back().end = std::max(v.back().end, c.end(e));
+    } else {
+      v.push_back({c.ts(e), c.end(e)});
+    }
+  };
   c.for_each_host_event([&](std::uint32_t e) {
     if (c.end(e) <= c.ts(e) || (c.kind(e) != EventKind::kCudaRuntime && c.kind(e) != EventKind::kCudaDriver &&
                                 c.kind(e) != EventKind::kCudaSync && is_profiler_step(c.name(e)))) {
       return;
     }
-    if (!host.empty() && c.ts(e) <= host.back().end) {
-      host.back().end = std::max(host.back().end, c.end(e));
-    } else {
-      host.push_back({c.ts(e), c.end(e)});
-    }
+    merge_into(host, e);
+    if (t.events.lane[e] < own.size()) merge_into(own[t.events.lane[e]], e);
   });
   for (const StepStat& st : steps) step_iv.push_back({st.start_ns, st.start_ns + st.dur_ns});
   step_iv = merge_intervals(std::move(step_iv));
@@ -600,21 +606,6 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
   // those gaps filled, where both ends lie in one step.
   std::vector<std::vector<Interval>> host_in_steps(t.lanes.size());
   if (!steps.empty()) {
-    std::vector<std::vector<Interval>> own(t.lanes.size());
-    c.for_each_host_event([&](std::uint32_t e) {
-      const std::uint32_t lane = t.events.lane[e];
-      if (c.end(e) <= c.ts(e) || lane >= own.size() || (c.kind(e) != EventKind::kCudaRuntime &&
-                                                        c.kind(e) != EventKind::kCudaDriver &&
-                                                        c.kind(e) != EventKind::kCudaSync && is_profiler_step(c.name(e)))) {
-        return;
-      }
-      std::vector<Interval>& v = own[lane];
-      if (!v.empty() && c.ts(e) <= v.back().end) {
-        v.back().end = std::max(v.back().end, c.end(e));
-      } else {
-        v.push_back({c.ts(e), c.end(e)});
-      }
-    });
     std::vector<bool> launching(t.lanes.size(), false);
     for (const Launch& l : launches) launching[l.lane] = true;
     for (std::uint32_t lane = 0; lane < own.size(); ++lane) {

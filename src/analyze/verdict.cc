@@ -530,7 +530,8 @@ std::string cpu_kinds(const DiagnoseContext& c) {
 }
 
 // The verdict's numbers from the legacy profiler's device spans.
-// `collectives_ns`: the host's waits in collectives it runs itself.
+// `collectives_ns`: the host's waits in collectives it runs itself
+// (host_collective_wait_ns: 0 where they are too few to say).
 std::string explain_legacy(Verdict v, const LegacySpans& l, std::int64_t span_ns, std::int64_t collectives_ns) {
   const std::string spans = "the legacy profiler recorded each op's device span (use_cuda=True), not its kernels, "
                             "so the device's idle time is not measured; ";
@@ -544,7 +545,7 @@ std::string explain_legacy(Verdict v, const LegacySpans& l, std::int64_t span_ns
   // The host's pace outside the collectives it waits in (issue 38's
   // eighteenth round: a gloo DLRM, 39% of its trace in them, read as a
   // host launching op after op).
-  const std::string waits = collectives_ns > 0 && 20 * collectives_ns >= span_ns
+  const std::string waits = collectives_ns > 0
                                 ? ", and the host waits " + format_ns(collectives_ns) + " (" +
                                       format_pct(100.0 * static_cast<double>(collectives_ns) /
                                                  static_cast<double>(span_ns)) +
@@ -559,7 +560,7 @@ std::string explain_legacy(Verdict v, const LegacySpans& l, std::int64_t span_ns
 std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const std::string& growth) {
   if (c.device.empty() && (v == Verdict::kComputeBound || v == Verdict::kOverheadBound)) {
     if (const LegacySpans& l = c.legacy_spans(); l.any()) {
-      return explain_legacy(v, l, c.window_ns(), host_collective_ns(c));
+      return explain_legacy(v, l, c.window_ns(), host_collective_wait_ns(c));
     }
   }
   const std::string api = std::string(c.api());
@@ -863,20 +864,10 @@ Judgement measure(const DiagnoseContext& c) {
     // it (own_work: the steps' launched work as said and reported; issue
     // 38's nineteenth round: a ResNet-50 step of 61.7 ms "launching 3.1x
     // its duration", 121.6 ms of it the previous step's).
-    // (As DiagnoseContext does: no launch of its own, a correlation id
-    // below every linked one's; work merely unlinked, a launch on a thread
-    // the trace lacks, still counts.)
-    std::int64_t first_linked = INT64_MAX;
-    for (const DeviceOp& op : c.device) {
-      const std::int64_t corr = c.trace.events.correlation[op.event];
-      if (op.launch != kNoIndex && corr > 0) first_linked = std::min(first_linked, corr);
-    }
     std::vector<std::vector<Interval>> own_work(nsteps);
     for (const DeviceOp& op : c.device) {
-      const std::int64_t corr = c.trace.events.correlation[op.event];
-      const bool before = op.launch == kNoIndex && corr > 0 && first_linked != INT64_MAX && corr < first_linked;
       if (op.step < 0) continue;
-      if (!before) own_work[static_cast<std::size_t>(op.step)].push_back({op.start, op.end});
+      if (!op.before_recording) own_work[static_cast<std::size_t>(op.step)].push_back({op.start, op.end});
       work[static_cast<std::size_t>(op.step)].push_back({op.start, op.end});
       if (op.cls == DeviceClass::kMemcpy || op.cls == DeviceClass::kMemset) {
         copy_work[static_cast<std::size_t>(op.step)].push_back({op.start, op.end});

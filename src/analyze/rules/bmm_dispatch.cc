@@ -94,14 +94,10 @@ void rule_bmm_dispatch(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (s->slowest == kNoIndex || c.dur(e) > c.dur(s->slowest)) s->slowest = e;
     // Runtime calls made while the op ran on its thread (runtime is sorted by
     // ts).
-    const std::uint32_t lane = t.events.lane[e];
-    auto it = std::lower_bound(c.runtime.begin(), c.runtime.end(), c.ts(e),
-                               [&](std::uint32_t r, std::int64_t v) { return c.ts(r) < v; });
-    for (; it != c.runtime.end() && c.ts(*it) < c.end(e); ++it) {
-      if (t.events.lane[*it] != lane) continue;
+    c.for_each_runtime_in(e, [&](std::uint32_t r) {
       ++s->runtime_calls;
-      if (is_occupancy_call(c.name(*it))) ++s->occupancy_calls;
-    }
+      if (is_occupancy_call(c.name(r))) ++s->occupancy_calls;
+    });
   }
   if (bmm.count < kMinBmm) return;
 

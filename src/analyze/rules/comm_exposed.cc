@@ -45,17 +45,9 @@ constexpr double kLateShare = 0.25;
 // trace writes them, "" when it has none.
 std::string_view input_dims(const DiagnoseContext& c, std::uint32_t op) {
   if (op == kNoIndex) return {};
-  const std::string_view raw = c.trace.args_json(op);
-  const std::size_t at = raw.find("\"Input Dims\"");
-  if (at == std::string_view::npos) return {};
-  const std::size_t open = raw.find('[', at);
-  if (open == std::string_view::npos) return {};
-  int depth = 0;
-  for (std::size_t i = open; i < raw.size(); ++i) {
-    if (raw[i] == '[') ++depth;
-    if (raw[i] == ']' && --depth == 0) return raw.substr(open, i + 1 - open);
-  }
-  return {};
+  static constexpr std::string_view kKeys[] = {"Input Dims"};
+  std::string_view v[1];
+  return member_values(c.trace.args_json(op), kKeys, v) ? v[0] : std::string_view();
 }
 
 }  // namespace

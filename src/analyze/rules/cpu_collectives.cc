@@ -88,13 +88,14 @@ bool collectives_on_host(const DiagnoseContext& c) {
   return std::none_of(c.device.begin(), c.device.end(), [](const DeviceOp& op) { return op.cls == DeviceClass::kComm; });
 }
 
-std::int64_t host_collective_ns(const DiagnoseContext& c) {
+std::int64_t host_collective_wait_ns(const DiagnoseContext& c) {
   if (!collectives_on_host(c)) return 0;
   std::vector<Interval> coll;
   for (std::uint32_t e : c.host_ops) {
     if (is_host_collective(c.name(e))) coll.push_back({c.ts(e), c.end(e)});
   }
-  return within_window(c, std::move(coll));
+  const std::int64_t ns = within_window(c, std::move(coll));
+  return ns > 0 && static_cast<double>(ns) >= kMinShare * static_cast<double>(c.window_ns()) ? ns : 0;
 }
 
 void rule_cpu_collectives(const DiagnoseContext& c, std::vector<Finding>* out) {

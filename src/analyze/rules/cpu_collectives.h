@@ -15,7 +15,8 @@ namespace tprof::internal {
 bool collectives_on_host(const DiagnoseContext& c);
 
 // The union of the host's collectives (is_host_collective) within the
-// steps, or the trace without them; 0 unless collectives_on_host.
-std::int64_t host_collective_ns(const DiagnoseContext& c);
+// steps, or the trace without them, where it holds the share of the window
+// the rule reports from (5%); 0 below it, or unless collectives_on_host.
+std::int64_t host_collective_wait_ns(const DiagnoseContext& c);
 
 }  // namespace tprof::internal

@@ -328,6 +328,13 @@ std::string after_warmup(const DiagnoseContext& c, const std::vector<const Block
          ") are one-time.";
 }
 
+// Whether the program empties the caching allocator itself
+// (torch.cuda.empty_cache() in its stack): its frees are then its own.
+bool empties_cache(const DiagnoseContext& c) {
+  return std::any_of(c.host_ops.begin(), c.host_ops.end(),
+                     [&c](std::uint32_t e) { return contains_ci(c.name(e), "empty_cache"); });
+}
+
 // The caching allocator turned off (see the top): the advice, with its
 // counts in `f`'s evidence, or "" when the frees do not show it.
 std::string allocator_off(const DiagnoseContext& c, Finding& f) {
@@ -355,9 +362,7 @@ std::string allocator_off(const DiagnoseContext& c, Finding& f) {
     }
   }
   if (frees < kMinOffFrees || runs < kMinOffFreeRuns || sat_mul(2, frees) < mallocs) return "";
-  for (std::uint32_t e : c.host_ops) {
-    if (contains_ci(c.name(e), "empty_cache")) return "";
-  }
+  if (empties_cache(c)) return "";
   f.evidence.num("device_frees", frees).num("device_mallocs", mallocs).num("free_runs", runs);
   const bool hip = free_name.starts_with("hip");
   return "Turn PyTorch's caching allocator back on (unset " +
@@ -380,10 +385,7 @@ std::string allocator_off(const DiagnoseContext& c, Finding& f) {
 // all_to_all_single's new_empty, and a 90.6 ms cudaMalloc after them in
 // BmmBackward0, told to pre-allocate the bmm's memory).
 std::string allocator_retry(const DiagnoseContext& c, Finding& f) {
-  if (!c.is_torch()) return "";
-  for (std::uint32_t e : c.host_ops) {
-    if (contains_ci(c.name(e), "empty_cache")) return "";
-  }
+  if (!c.is_torch() || empties_cache(c)) return "";
   std::map<std::uint32_t, std::pair<std::int64_t, std::int64_t>> by_op;  // enclosing op -> (frees, their time)
   for (std::uint32_t e : c.runtime) {
     const std::string_view n = c.name(e);

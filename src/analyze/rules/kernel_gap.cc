@@ -221,12 +221,9 @@ void find_host_stall(const DiagnoseContext& c, const std::vector<const Gap*>& ga
   // cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags as its kernels
   // loaded): an op holding a call of kMinStallNs or more is cold, not stalled.
   auto holds_long_call = [&](std::uint32_t op) {
-    const auto from = std::lower_bound(c.runtime.begin(), c.runtime.end(), c.ts(op),
-                                       [&](std::uint32_t e, std::int64_t v) { return c.ts(e) < v; });
-    for (auto it = from; it != c.runtime.end() && c.ts(*it) < c.end(op); ++it) {
-      if (t.events.lane[*it] == t.events.lane[op] && c.dur(*it) >= kMinStallNs) return true;
-    }
-    return false;
+    bool held = false;
+    c.for_each_runtime_in(op, [&](std::uint32_t r) { held = held || c.dur(r) >= kMinStallNs; });
+    return held;
   };
   auto first_at = [&](std::int64_t ts) {
     return std::lower_bound(ops.begin(), ops.end(), ts, [&](std::uint32_t e, std::int64_t v) { return c.ts(e) < v; });
@@ -545,11 +542,7 @@ void host_op_in_gaps(const DiagnoseContext& c, std::uint32_t lane, const std::ve
   if (x.host_op == kNoIndex) return;
   // Its own device work: a launch inside it makes it no CPU-only op.
   bool launches = false;
-  const auto it = std::lower_bound(c.runtime.begin(), c.runtime.end(), c.ts(x.host_op),
-                                   [&c](std::uint32_t r, std::int64_t v) { return c.ts(r) < v; });
-  for (auto r = it; r != c.runtime.end() && c.ts(*r) < c.end(x.host_op); ++r) {
-    if (c.trace.events.lane[*r] == lane) launches = true;
-  }
+  c.for_each_runtime_in(x.host_op, [&](std::uint32_t) { launches = true; });
   x.host_op_creates = !launches && creates_tensor(c.name(x.host_op));
 }
 

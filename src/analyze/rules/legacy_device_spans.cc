@@ -62,8 +62,8 @@ void rule_legacy_device_spans(const DiagnoseContext& c, std::vector<Finding>* ou
               format_ns(span) + ", an upper bound on the device's busy time";
     // The host's waits in its collectives are not launching (issue 38's
     // eighteenth round: a gloo DLRM, 39% of its trace in them).
-    const std::int64_t coll = host_collective_ns(c);
-    const bool waits = coll > 0 && 20 * coll >= span;
+    const std::int64_t coll = host_collective_wait_ns(c);
+    const bool waits = coll > 0;
     f.advice = "Give each launch more work: more inputs per call (a larger batch), fewer and larger ops (TorchScript's "
                "fusion; CUDA graphs from PyTorch 1.10): the host launching op after op sets the pace" +
                (waits ? " outside the " + format_ns(coll) + " it waits in its collectives (cpu_collectives)"
