@@ -109,6 +109,8 @@ void reconcile(const DiagnoseContext& c, Diagnosis* d) {
       why = "its op, " + it->first + ", is what " + it->second + " counts: one cause, that finding's fix";
     } else if (host_side_verdict(d->verdict) && says(f, "host_side", "nothing to fix")) {
       why = "says the host has nothing to fix, under a " + std::string(verdict_name(d->verdict)) + " verdict";
+    } else if (host_side_verdict(d->verdict) && says(f, "pace", "gpu")) {
+      why = "says the GPU sets the pace, under a " + std::string(verdict_name(d->verdict)) + " verdict";
     } else if (says(f, "gpu_during", "busy") && c.has_device()) {
       const std::vector<Interval> spans = host_spans(f);
       const std::int64_t host = total_length(spans);

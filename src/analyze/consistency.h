@@ -19,8 +19,10 @@ bool host_side_verdict(Verdict v);
 // - under a host-side verdict, a finding whose evidence says the host has
 //   nothing to fix ("host_side": "nothing to fix": cpu_gpu_offset's queue
 //   behind a busy GPU, compile_overhead's hidden wrapper, host_blocked's
-//   full launch queue, sync_api's wait on a busy GPU) is dropped: the verdict measured the opposite over
-//   more of the steps' time;
+//   full launch queue, sync_api's wait on a busy GPU), or that the GPU sets
+//   the pace ("pace": "gpu": cpu_gpu_offset's queue where host work holds
+//   part of the critical path), is dropped: the verdict measured the
+//   opposite over more of the steps' time;
 // - a finding that says the GPU stayed busy through its calls
 //   ("gpu_during": "busy") while the idle partition has the GPU idle through
 //   at least a quarter of them is dropped (a rule's claim on the idle, not

@@ -809,6 +809,18 @@ void DiagnoseContext::link_ranges(std::vector<std::uint32_t> events) {
   }
 }
 
+DiagnoseContext::CommOverlap DiagnoseContext::comm_overlap() const {
+  std::vector<Interval> comm, compute;
+  for (const DeviceOp& op : device) (op.cls == DeviceClass::kComm ? comm : compute).push_back({op.start, op.end});
+  CommOverlap o;
+  if (comm.empty()) return o;
+  o.comm_ns = union_length(comm);
+  const std::int64_t compute_ns = union_length(compute);
+  compute.insert(compute.end(), comm.begin(), comm.end());
+  o.exposed_ns = std::max<std::int64_t>(0, union_length(std::move(compute)) - compute_ns);
+  return o;
+}
+
 std::int64_t DiagnoseContext::device_busy_ns(std::int32_t dev, std::int64_t from, std::int64_t to) const {
   if (to <= from) return 0;
   if (dev >= 0) {

@@ -245,6 +245,14 @@ class DiagnoseContext {
   // Device activity on device `dev` (every stream; any device when dev < 0)
   // inside [from, to), as a union: was the GPU busy while the host waited?
   std::int64_t device_busy_ns(std::int32_t dev, std::int64_t from, std::int64_t to) const;
+  // The collectives' time (union of kComm activities) and the part of it
+  // no computation overlaps. Collectives on their own stream that compute
+  // covers are not what the GPU waits on, whatever their summed share.
+  struct CommOverlap {
+    std::int64_t comm_ns = 0, exposed_ns = 0;
+    bool mostly_overlapped() const { return comm_ns > 0 && 2 * exposed_ns < comm_ns; }
+  };
+  CommOverlap comm_overlap() const;
   // Every device's activity as merged intervals, by start.
   const std::vector<Interval>& device_busy() const { return busy_all_.intervals(); }
 

@@ -443,6 +443,11 @@ std::string cpu_kinds(const DiagnoseContext& c) {
     std::string kind;
     if (is_compiled_graph_call(r.key)) {
       kind = "compiled code with no op recorded";
+    } else if (v.starts_with("rpc_async#") || v.starts_with("rpc_sync#") || v.starts_with("rpc_remote#") ||
+               v.starts_with("to_here#")) {
+      // torch.distributed.rpc's calls, from the call to its result: the
+      // wait on another worker, not Python (issue 38's nineteenth round).
+      kind = "RPC calls to other workers (their waits included)";
     } else if (!collective_kind_of(r.key).empty() || v.starts_with("gloo:") || v.starts_with("nccl:")) {
       kind = "communication";  // (gloo's collectives are record_function scopes)
     } else if (v.starts_with("autograd::") || v.starts_with("torch::autograd::") ||
@@ -570,6 +575,17 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const s
       // only the rest (issue 38's fourteenth round: a CPU DLRM's verdict
       // listed its ops' kinds for the 40% of the span inside ops; 41% was
       // Python building each iteration's inputs).
+      // Most of the trace waiting on other workers' RPC results: that, not
+      // the kinds of its own ops, is where the time went (issue 38's
+      // nineteenth round: a PiPPy driver, 79% of its trace in rpc_async
+      // calls with nothing else recorded, was "97% Python, dispatch").
+      if (const RpcWait w = rpc_wait(c); w.ns > 0 && 2 * w.ns >= c.window_ns()) {
+        return "no device activity in the trace; it waits on other workers for " + format_ns(w.ns) + " (" +
+               pct(static_cast<double>(w.ns) / static_cast<double>(c.window_ns())) + " of the " +
+               (c.steps.steps.empty() ? "trace" : "steps") + ": " + count_of(w.calls, "RPC call") +
+               (w.to.empty() ? std::string() : ", most of their time to " + w.to.front()) +
+               ", nothing else recorded meanwhile)" + cpu_kinds(c);
+      }
       const BetweenOps b = between_recorded_ops(c);
       if (b.span_ns > 0 && b.share() >= kBetweenOpsMinShare) {
         std::string kinds = cpu_kinds(c);

@@ -44,6 +44,10 @@ constexpr std::array kFamilies{
     // the peers' tokens land (issue 38's eighteenth round: a DeepSeek-style
     // MoE decode's combine and dispatch, 55% of GPU time, "not recognised").
     KernelFamily{C::kComm, kDeepEpFamily, kName, kHas, "deep_ep::"},
+    // DeepSeek's own build names the namespace dpsk::ep (its published
+    // DualPipe training profile: internode::combine, cached_notify and
+    // dispatch, 44% of an H800 rank's GPU time; issue 38's nineteenth round).
+    KernelFamily{C::kComm, kDeepEpFamily, kName, kHas, "dpsk::ep::"},
     KernelFamily{C::kComm, "custom collectives (vLLM/sglang all-reduce, all-to-all)", kName, kHas, "all_reduce"},
     KernelFamily{C::kComm, "custom collectives (vLLM/sglang all-reduce, all-to-all)", kName, kHas, "allreduce"},
     KernelFamily{C::kComm, "custom collectives (vLLM/sglang all-reduce, all-to-all)", kName, kHas, "cross_device_reduce"},
@@ -332,7 +336,18 @@ KernelMatch match_launching_op(std::string_view op) { return first_match(MatchOn
 
 KernelMatch classify_kernel(KernelMatch by_name, KernelMatch by_op, KernelMatch by_template) {
   KernelMatch m = by_name;
-  if ((m.cls == KernelClass::kOther || m.cls == KernelClass::kElementwise) && by_op.cls != KernelClass::kOther) m = by_op;
+  // Inductor's generated kernels say what they are in their prefix
+  // (triton_poi_, triton_red_, triton_per_, triton_tem_); the rest of the
+  // name lists the ops fused into them, and the op the trace records for
+  // the launch is the kernel's own name: neither is a class. A pointwise
+  // kernel named triton_poi_fused__scaled_mm__to_copy_… casts to FP8 for a
+  // _scaled_mm, it is no GEMM (issue 38's nineteenth round: 11.6 ms of an
+  // H100 rank's "GEMM 46.6%").
+  const bool inductor = by_name.family != nullptr && by_name.family->pattern.starts_with("triton_");
+  if ((m.cls == KernelClass::kOther || m.cls == KernelClass::kElementwise) && by_op.cls != KernelClass::kOther &&
+      !inductor) {
+    m = by_op;
+  }
   // A GEMM kernel a convolution op launched is the convolution's work
   // (cuDNN's implicit-GEMM and Winograd lowerings run volta_sgemm and
   // friends; TraceLens counts them by the op): convolution, not GEMM

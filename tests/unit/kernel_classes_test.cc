@@ -110,6 +110,20 @@ TEST(KernelClasses, NamesOfEachVendorAndCompiler) {
       "const*, int const*, long const*, int*, int, int*, int, int, int, int, int, int, int, int, bool)"));
   EXPECT_EQ(cls("void deep_ep::internode_ll::dispatch<true, 3, 10, 7168>(void*, float*, int*, long*, int*)"),
             KernelClass::kComm);
+  // DeepSeek's build of DeepEP, namespace dpsk::ep (its published DualPipe
+  // profile, deepseek-ai/profile-data train.json; issue 38's nineteenth
+  // round: combine and cached_notify were "not recognised").
+  EXPECT_TRUE(internal::is_comm_kernel(
+      "void dpsk::ep::internode::combine<false, 8, __nv_bfloat16, 8, 2, 16, 24>(int4*, float*, bool const*, int4 const*)"));
+  EXPECT_EQ(cls("void dpsk::ep::internode::cached_notify<false>(int, int, int, int, int*, int, int, int const*)"),
+            KernelClass::kComm);
+  // An Inductor kernel is what its prefix says, whatever ops its name lists
+  // and whatever op the trace records for its launch (its own name):
+  // modded-nanogpt's FP8 cast for a _scaled_mm (issue 38's nineteenth round:
+  // counted as GEMM through its op).
+  constexpr const char* kFp8Cast = "triton_poi_fused__scaled_mm__to_copy_clone_div_lift_fresh_permute_0";
+  EXPECT_EQ(cls(kFp8Cast, kFp8Cast), KernelClass::kElementwise);
+  EXPECT_EQ(cls("triton_red_fused_mm_sum_3", "triton_red_fused_mm_sum_3"), KernelClass::kReduction);
   // A namespace never makes an add a GEMM; its op does not either when its
   // own name says what it is.
   EXPECT_EQ(cls("void matmul_add::add_kernel<__nv_bfloat16>(__nv_bfloat16*)"), KernelClass::kOther);

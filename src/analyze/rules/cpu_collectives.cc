@@ -17,6 +17,13 @@
 // use_cuda=True, spent 39% of its trace in its own autograd functions
 // All2All_Scatter_Wait and AllGather, and the only finding said the host
 // launching op after op set the pace.
+// torch.distributed.rpc's calls (rpc_async#, rpc_sync#, rpc_remote#,
+// to_here#: the RPC profiler's scopes, from the call to its future's
+// completion) are the same kind of wait where nothing else runs on the host
+// meanwhile: a pipeline driver waiting on its remote stages (issue 38's
+// nineteenth round: PiPPy's BERT driver, 15.2 s of a 19.9 s trace inside
+// ten overlapping rpc_async calls to workers 12 and 13 with nothing else
+// recorded, was "97% Python, dispatch" and "No findings").
 // Precondition: cpu_only_program (no device activity, no sign of GPU work
 // issued), or device activity (kernels, or the legacy profiler's spans)
 // with no collective among it; point-to-point calls on the main thread
@@ -80,6 +87,20 @@ std::int64_t within_window(const DiagnoseContext& c, std::vector<Interval> spans
   return ns;
 }
 
+// The RPC profiler's scope of one call: "rpc_async#fn(worker0 -> worker12)".
+bool is_rpc_call(std::string_view n) {
+  return n.starts_with("rpc_async#") || n.starts_with("rpc_sync#") || n.starts_with("rpc_remote#") ||
+         n.starts_with("to_here#");
+}
+
+// Its destination ("worker12"), or "" when the name has none.
+std::string_view rpc_destination(std::string_view n) {
+  const std::size_t arrow = n.rfind(" -> ");
+  if (arrow == std::string_view::npos) return {};
+  std::string_view d = n.substr(arrow + 4);
+  return d.substr(0, d.find(')'));
+}
+
 }  // namespace
 
 bool collectives_on_host(const DiagnoseContext& c) {
@@ -96,6 +117,33 @@ std::int64_t host_collective_wait_ns(const DiagnoseContext& c) {
   }
   const std::int64_t ns = within_window(c, std::move(coll));
   return ns > 0 && static_cast<double>(ns) >= kMinShare * static_cast<double>(c.window_ns()) ? ns : 0;
+}
+
+RpcWait rpc_wait(const DiagnoseContext& c) {
+  RpcWait w;
+  std::vector<Interval> rpc, other;  // RPC calls; every other host event but Python frames
+  std::map<std::string_view, std::int64_t> to;  // destination → the calls' time
+  for (std::uint32_t e : c.host_ops) {
+    const std::string_view n = c.name(e);
+    if (!is_rpc_call(n)) {
+      if (c.kind(e) != EventKind::kPythonFunction) other.push_back({c.ts(e), c.end(e)});
+      continue;
+    }
+    rpc.push_back({c.ts(e), c.end(e)});
+    ++w.calls;
+    if (w.longest == kNoIndex || c.dur(e) > c.dur(w.longest)) w.longest = e;
+    if (const std::string_view d = rpc_destination(n); !d.empty()) sat_acc(to[d], c.dur(e));
+  }
+  if (rpc.empty()) return w;
+  // |RPC ∪ other| − |other|: the calls' time with nothing else recorded.
+  const std::int64_t other_ns = within_window(c, other);
+  other.insert(other.end(), rpc.begin(), rpc.end());
+  w.ns = std::max<std::int64_t>(0, within_window(c, std::move(other)) - other_ns);
+  std::vector<std::pair<std::int64_t, std::string_view>> by_time;
+  for (const auto& [d, ns] : to) by_time.push_back({ns, d});
+  std::sort(by_time.begin(), by_time.end(), std::greater<>());
+  for (const auto& [ns, d] : by_time) w.to.emplace_back(d);
+  return w;
 }
 
 void rule_cpu_collectives(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -139,21 +187,23 @@ void rule_cpu_collectives(const DiagnoseContext& c, std::vector<Finding>* out) {
     }
   }
   const std::int64_t p2p_ns = within_window(c, std::move(p2p)), coll_ns = within_window(c, std::move(coll));
+  const RpcWait rpc = rpc_wait(c);
+  const std::int64_t rpc_ns = rpc.ns;
   auto counts = [&](std::int64_t ns) {
     return ns >= kMinNs && static_cast<double>(ns) >= kMinShare * static_cast<double>(window);
   };
-  const bool has_p2p = counts(p2p_ns), has_coll = counts(coll_ns);
+  const bool has_p2p = counts(p2p_ns), has_coll = counts(coll_ns), has_rpc = counts(rpc_ns);
   std::string coll_name;  // the most called
   std::int64_t most = 0;
   for (const auto& [n, k] : coll_names) {
     if (k > most) coll_name = std::string(n), most = k;
   }
-  if (!has_p2p && !has_coll) return;
+  if (!has_p2p && !has_coll && !has_rpc) return;
   const std::string of = c.steps.steps.empty() ? " of the trace" : " of the steps";
   auto pct = [&](std::int64_t ns) { return format_pct(100.0 * static_cast<double>(ns) / static_cast<double>(window)); };
   Finding f;
   f.id = "cpu_collectives";
-  const std::int64_t total = (has_p2p ? p2p_ns : 0) + (has_coll ? coll_ns : 0);
+  const std::int64_t total = (has_p2p ? p2p_ns : 0) + (has_coll ? coll_ns : 0) + (has_rpc ? rpc_ns : 0);
   f.severity = static_cast<double>(total) >= kWarnShare * static_cast<double>(window) ? FindingSeverity::kWarning
                                                                                      : FindingSeverity::kInfo;
   std::string title = cpu_only ? "The CPU run waits on communication:"
@@ -217,6 +267,20 @@ void rule_cpu_collectives(const DiagnoseContext& c, std::vector<Finding>* out) {
                 ", against the others' tells a peer arriving late from the transfer; compare the ranks' traces "
                 "(tprof diagnose on the job's directory).";
     }
+  }
+  if (has_rpc) {
+    // The destinations the calls spent the most time on, two at most.
+    std::string dest;
+    for (std::size_t i = 0; i < rpc.to.size() && i < 2; ++i) dest += (i > 0 ? " and " : "") + rpc.to[i];
+    title += std::string(has_p2p || has_coll ? ", and " : " ") + format_ns(rpc_ns) + " (" + pct(rpc_ns) +
+             (has_p2p || has_coll ? "" : of) + ") waiting on " + count_of(rpc.calls, "RPC call") +
+             (dest.empty() ? std::string() : ", most of their time to " + dest) + ", with nothing else recorded on the host";
+    f.evidence.num("rpc_wait_ns", rpc_ns).num("rpc_calls", rpc.calls).event("longest_rpc", c.ref(rpc.longest));
+    if (!dest.empty()) f.evidence.text("rpc_waited_on", dest);
+    advice += std::string(advice.empty() ? "" : " ") + "Profile " + (dest.empty() ? std::string("the remote workers") : dest) +
+              ": this process waits on their results (the longest, " + std::string(c.name(rpc.longest)) + ", " +
+              format_ns(c.dur(rpc.longest)) + "), so what sets its pace runs there, not in this trace; where they "
+              "are pipeline stages, more micro-batches in flight overlap them.";
   }
   f.title = title;
   f.advice = advice;

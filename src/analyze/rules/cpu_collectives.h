@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "src/analyze/diagnose_context.h"
 
@@ -18,5 +20,16 @@ bool collectives_on_host(const DiagnoseContext& c);
 // steps, or the trace without them, where it holds the share of the window
 // the rule reports from (5%); 0 below it, or unless collectives_on_host.
 std::int64_t host_collective_wait_ns(const DiagnoseContext& c);
+
+// torch.distributed.rpc's calls (rpc_async#, rpc_sync#, rpc_remote#,
+// to_here#) with nothing else recorded on the host meanwhile: a process
+// waiting on other workers' results.
+struct RpcWait {
+  std::int64_t ns = 0;      // within the steps, or the trace without them
+  std::int64_t calls = 0;
+  std::uint32_t longest = kNoIndex;
+  std::vector<std::string> to;  // destinations by the calls' time, most first
+};
+RpcWait rpc_wait(const DiagnoseContext& c);
 
 }  // namespace tprof::internal

@@ -153,7 +153,27 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
                                  first_call.find("Memset") != std::string_view::npos) &&
                                 first_call.find("Async") != std::string_view::npos);
   const std::int64_t first_call_ns = first_is_launch ? std::min(first, c.dur(first_launch)) : 0;
-  const std::int64_t first_queued = first - std::max<std::int64_t>(0, first_call_ns);
+  std::int64_t first_queued = first - std::max<std::int64_t>(0, first_call_ns);
+  // The part of the wait the device spent running earlier work is a queue,
+  // not a start-up offset: a recording that starts mid-run finds the last
+  // unrecorded step's kernels still queued, and the first recorded kernel
+  // starts as they end (issue 38's nineteenth round: modded-nanogpt's
+  // 47.9 ms "offset" began 2.6 us after 49.6 ms of step 9's work, on a GPU
+  // busy throughout). Only the device's idle part of the wait is a lane
+  // offset a warm-up removes.
+  if (first_event != kNoIndex && first_launch != kNoIndex && first_queued > 0) {
+    // Earlier work: launched before the recording, or before the first
+    // launch; clipped to the wait.
+    const std::int64_t wait_end = c.ts(first_event), wait_start = wait_end - first_queued;
+    std::vector<Interval> earlier;
+    for (const DeviceOp& op : c.device) {
+      const bool before = op.before_recording || (op.launch != kNoIndex && c.ts(op.launch) < c.ts(first_launch));
+      if (before && op.end > wait_start && op.start < wait_end) {
+        earlier.push_back({std::max(op.start, wait_start), std::min(op.end, wait_end)});
+      }
+    }
+    first_queued = sat_sub(first_queued, union_length(std::move(earlier)));
+  }
   const bool start_offset = has_later && first_queued >= kStartMinNs &&
                             static_cast<double>(first_queued) >= kStartFactor * static_cast<double>(later);
   // The queue reading needs the device busy through the waits, summed per
@@ -303,19 +323,31 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
                "module loading) delay only the first kernels.";
   } else {
     // What the queue waits behind: the device activity with the most GPU
-    // time (communication named as such, never given compute advice).
+    // time, communication named as such, never given compute advice. Where
+    // compute overlaps most of the collectives (on their own stream), the
+    // computation with the most time: the queue backs up behind it (issue
+    // 38's nineteenth round: DeepEP's combine, 49 ms on a side stream of an
+    // H800 rank, 4 ms of it exposed, was "the most GPU time").
+    const bool comm_overlapped = c.comm_overlap().mostly_overlapped();
     std::unordered_map<std::string_view, std::int64_t> by_name;
     std::string_view top;
     std::int64_t top_ns = -1;
     bool top_comm = false;
-    for (const DeviceOp& op : c.device) {
-      std::int64_t& ns = by_name[c.name(op.event)];
-      sat_acc(ns, op.end - op.start);
-      if (ns > top_ns || (ns == top_ns && c.name(op.event) < top)) {
-        top_ns = ns;
-        top = c.name(op.event);
-        top_comm = op.cls == DeviceClass::kComm;
+    // First the computation alone where the collectives overlap it, else
+    // everything; the collectives only where nothing else ran.
+    for (const bool comm_only : {false, true}) {
+      for (const DeviceOp& op : c.device) {
+        const bool is_comm = op.cls == DeviceClass::kComm;
+        if (comm_only ? !is_comm : (comm_overlapped && is_comm)) continue;
+        std::int64_t& ns = by_name[c.name(op.event)];
+        sat_acc(ns, op.end - op.start);
+        if (ns > top_ns || (ns == top_ns && c.name(op.event) < top)) {
+          top_ns = ns;
+          top = c.name(op.event);
+          top_comm = is_comm;
+        }
       }
+      if (top_ns >= 0) break;
     }
     f.evidence.text("top_device_activity", std::string(top)).num("top_device_activity_ns", top_ns);
     // Its rate against the peak, said here: a pointer to "the kernel-class
@@ -342,6 +374,11 @@ void rule_cpu_gpu_offset(const DiagnoseContext& c, std::vector<Finding>* out) {
       out->push_back(std::move(f));
       return;
     }
+    // "The GPU sets the pace": dropped under a host-side verdict by the
+    // consistency pass, where the queue backs up only between the host's
+    // stalls (issue 38's nineteenth round: modded-nanogpt's 2.2 ms launch
+    // paths, host work 62% of the path, under a host-bound verdict).
+    f.evidence.text("pace", "gpu");
     // "Nothing to fix on the host": dropped under a host-side verdict by the
     // consistency pass (src/analyze/consistency.h).
     if (!host_on_path && !top_comm) f.evidence.text("host_side", "nothing to fix");

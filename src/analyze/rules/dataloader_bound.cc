@@ -44,17 +44,21 @@ constexpr std::size_t kMaxSteps = 16;
 // collating it: a with_stack trace whose frames called there include torch's own
 // Dataset __getitem__ (torch/utils/data/dataset.py: TensorDataset) and a
 // collate, and no frame outside torch (a data set, a transform of the
-// program's) holds a tenth of the time. Issue 38's thirteenth round: an
+// program's) holds a tenth of the time; without a stack, ops that only take
+// rows and stack them. Issue 38's thirteenth round: an
 // RTX 3080 MLP's single-process loader spent its 892 us in
 // TensorDataset.__getitem__ and default_collate, and was told to move
 // "decoding and augmentation" to workers.
-bool indexes_in_memory_samples(const DiagnoseContext& c, std::uint32_t lane, const std::vector<Interval>& exposed,
-                               std::int64_t in_loader) {
+enum class InMemory { kNo, kByStack, kByOps };
+InMemory indexes_in_memory_samples(const DiagnoseContext& c, std::uint32_t lane, const std::vector<Interval>& exposed,
+                                   std::int64_t in_loader) {
   const Trace& t = c.trace;
   bool torch_getitem = false, collate = false;
   std::map<StrId, std::int64_t> outside;  // frames outside torch → time inside the scopes
+  bool any_frame = false;  // the trace records a stack on this thread
   for (std::uint32_t e : c.host_ops) {
     if (c.kind(e) != EventKind::kPythonFunction || t.events.lane[e] != lane) continue;
+    any_frame = true;
     // Frames called inside the scopes (the loop's own frame encloses them).
     if (covered_within(exposed, c.ts(e), c.ts(e) + 1) <= 0) continue;
     const std::int64_t in = covered_within(exposed, c.ts(e), c.end(e));
@@ -65,11 +69,40 @@ bool indexes_in_memory_samples(const DiagnoseContext& c, std::uint32_t lane, con
                              n.starts_with("<frozen") || n.starts_with("<string>");
     if (!torch_frame) sat_acc(outside[t.events.name[e]], in);
   }
-  if (!torch_getitem || !collate) return false;
-  for (const auto& [name, ns] : outside) {
-    if (sat_mul(10, ns) >= in_loader) return false;
+  if (!any_frame) {
+    // Without a stack, the ops say it: each call's ops only take rows
+    // (select, index, slice) and stack them, with views and allocations in
+    // between (issue 38's nineteenth round: a Lightning predict loop's 64
+    // calls of 41 us, one aten::select and one aten::stack each, recorded by
+    // the legacy profiler, were told to use worker processes).
+    // Rows taken, and tensors stacked (aten::stack unsqueezes each): every
+    // stacked sample must be a row the ops took, not a tensor Python built
+    // unrecorded (an Ascend loader's 64 samples, two slices).
+    std::int64_t rows = 0, unsqueezed = 0;
+    bool stacked = false;
+    for (std::uint32_t e : c.host_ops) {
+      if (c.kind(e) != EventKind::kCpuOp || t.events.lane[e] != lane) continue;
+      if (covered_within(exposed, c.ts(e), c.ts(e) + 1) <= 0 || is_dataloader_scope(c.name(e))) continue;
+      std::string_view n = c.name(e);
+      if (const std::size_t colons = n.rfind("::"); colons != std::string_view::npos) n.remove_prefix(colons + 2);
+      if (n == "select" || n == "index" || n == "index_select" || n == "slice" || n == "narrow") {
+        ++rows;
+      } else if (n == "stack" || n == "cat" || n == "_cat") {
+        stacked = true;
+      } else if (n == "unsqueeze") {
+        ++unsqueezed;
+      } else if (!(n == "empty" || n == "as_strided" || n == "view" || n == "resize_" ||
+                   n == "expand" || n == "reshape" || n == "_reshape_alias" || n == "alias")) {
+        return InMemory::kNo;
+      }
+    }
+    return rows > 0 && rows >= unsqueezed && stacked ? InMemory::kByOps : InMemory::kNo;
   }
-  return true;
+  if (!torch_getitem || !collate) return InMemory::kNo;
+  for (const auto& [name, ns] : outside) {
+    if (sat_mul(10, ns) >= in_loader) return InMemory::kNo;
+  }
+  return InMemory::kByStack;
 }
 
 // The main process receiving a worker's batch, seen without a stack: in
@@ -363,11 +396,15 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
                (gpu ? gpu_idles
                     : " Their work is not in this trace (only the main process is): profile the data set's __getitem__ "
                       "alone to see what it costs.");
-  } else if (indexes_in_memory_samples(c, c.trace.events.lane[longest], exposed, in_loader)) {
-    f.evidence.text("in_memory_samples", "yes");
+  } else if (const InMemory m = indexes_in_memory_samples(c, c.trace.events.lane[longest], exposed, in_loader);
+             m != InMemory::kNo) {
+    f.evidence.text("in_memory_samples", m == InMemory::kByStack ? "yes" : "by_ops");
     f.advice = "Index whole batches instead of samples: the loop waits " + where +
-               ", torch indexing an in-memory data set one sample at a time (its own Dataset __getitem__, "
-               "TensorDataset's) and collating the samples, no transform of the program's. Pass a "
+               (m == InMemory::kByStack
+                    ? ", torch indexing an in-memory data set one sample at a time (its own Dataset __getitem__, "
+                      "TensorDataset's) and collating the samples, no transform of the program's. Pass a "
+                    : ", each call only selecting rows of an in-memory tensor and stacking them (its ops: select or "
+                      "index, then stack), no decoding or transform. Pass a ") +
                "BatchSampler as the sampler with batch_size=None, or shuffle an index tensor and slice the tensors "
                "per batch" +
                (gpu ? "; a data set that fits in GPU memory can live there and be indexed on the device" : "") +

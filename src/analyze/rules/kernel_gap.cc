@@ -170,6 +170,13 @@ struct GapContext {
   bool host_op_creates = false;  // it makes a tensor on the CPU (randn, zeros, arange, ...) and launches nothing
 };
 
+// torch.compile's compiled code as the trace records it: the region Dynamo
+// runs, Inductor's graph call, the compiled autograd function.
+bool is_compiled_code_op(std::string_view n) {
+  return n.starts_with("Torch-Compiled Region") || n.find("CompiledFxGraph") != std::string_view::npos ||
+         n.starts_with("CompiledFunction");
+}
+
 bool is_memset_or_copy(const DeviceOp& op) { return op.cls == DeviceClass::kMemset || op.cls == DeviceClass::kMemcpy; }
 
 bool is_readback(std::string_view name) { return copy_kind(name).direction == CopyDirection::kDtoH; }
@@ -382,6 +389,31 @@ std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, con
                                                   : "torch." + std::string(op.substr(6)) + "(..., device=x.device)";
         return "Create the tensor on the device (" + how + "): the host makes it on the CPU for " + format_ns(x.host_op_ns) +
                " of the gaps between " + before + " and " + after + launched + ", and then copies it over.";
+      }
+      if (x.host_op != kNoIndex && is_compiled_code_op(c.name(x.host_op))) {
+        // torch.compile's compiled code holds the host time: its own launch
+        // path, which no step can do without (issue 38's nineteenth round:
+        // 2.2 ms before every launch of modded-nanogpt's user-defined
+        // Triton kernel, "move it out of the step").
+        // The op that launched it: the site's last frame ("Region > kernel_0
+        // in \"## Call CompiledFxGraph …\"").
+        std::string_view launcher = x.site;
+        launcher = launcher.substr(0, launcher.find(" in \""));
+        if (const std::size_t last = launcher.rfind(" > "); last != std::string_view::npos) {
+          launcher.remove_prefix(last + 3);
+        }
+        const bool user_triton = !after.starts_with("triton_") && launcher.size() > after.size() + 1 &&
+                                 launcher.starts_with(after + "_") &&
+                                 launcher.find_first_not_of("0123456789", after.size() + 1) == std::string_view::npos;
+        return "Find the host work inside " + std::string(c.name(x.host_op)) + " before " + after + launched + ": " +
+               (user_triton ? after + " is a user-defined Triton kernel, and its Python launch path (grid and argument "
+                              "set-up, host-side tensor descriptors, autotuning) "
+                            : std::string("the compiled code ")) +
+               "runs " + format_ns(x.host_op_ns) + " of the gaps on the CPU, launching nothing" +
+               (x.frame.found() ? ", inside " + host_frame_text(x.frame) : std::string()) +
+               ". Record with_stack=True (or py-spy) to name it, then build once what it rebuilds on every call, or "
+               "capture the region in a " + std::string(c.api()) + " graph (mode=\"reduce-overhead\"); it is the "
+               "launch path, not work to move out of the step.";
       }
       if (x.host_op != kNoIndex) {
         return "Make " + std::string(c.name(x.host_op)) + " cheaper or move it out of the step: it runs on the CPU, "
