@@ -63,7 +63,9 @@ const DevicePeak* peak_for(std::string_view name, std::int64_t sms, std::int64_t
     return &kA100_40;
   }
   if (has(name, "B200")) return &kB200;
-  if (has(name, "NVIDIA L4")) return &kL4;
+  // The L4 itself, not the L40 or L40S, whose names start the same (issue
+  // 38's twentieth round: an L40 judged against the L4's peaks).
+  if (name == "NVIDIA L4" || (has(name, "NVIDIA L4 ") && !has(name, "NVIDIA L40"))) return &kL4;
   if (has(name, "MI300X")) return &kMi300x;
   // ROCm names its devices by marketing name or "AMD Radeon Graphics": the
   // architecture (gfx90a: 9.0, gfx942: 9.4) and the CU count tell them apart.

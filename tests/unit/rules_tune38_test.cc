@@ -4495,7 +4495,9 @@ TEST(RulesTune38, AScatterIsJudgedOnItsBytesAndASyncOnTheQueueItDrains) {
   EXPECT_FALSE(contains(scatter->advice, "fixed cost")) << scatter->advice;
   const Finding* sync = first_of(d, "sync_api");
   ASSERT_NE(sync, nullptr);
-  EXPECT_TRUE(contains(sync->title, "return to an empty queue, and the GPU then idles 7.424 ms")) << sync->title;
+  // 7.424 ms after the drains, less the 3.422 ms the recurring gaps before
+  // it claim (issue 38's twentieth round: idle counted twice).
+  EXPECT_TRUE(contains(sync->title, "return to an empty queue, and the GPU then idles 4.002 ms")) << sync->title;
   EXPECT_FALSE(contains(sync->title, "the GPU did not")) << sync->title;
   EXPECT_TRUE(contains(sync->advice, "off the step's path")) << sync->advice;
   EXPECT_EQ(sync->severity, FindingSeverity::kWarning);
@@ -4913,6 +4915,136 @@ TEST(RulesTune38, CollectivesComputeOverlapsAreNotWhatAComputeBoundGpuWaitsOn) {
   for (const Finding& x : f) {
     if (x.id == "cpu_gpu_offset") EXPECT_FALSE(contains(x.advice, "a collective")) << x.advice;
   }
+}
+
+// Round 19's modded-nanogpt record (scoring half, after its figure): the
+// gaps before every launch of one kernel, after whatever kernel ran before
+// it, are one pattern, not one finding per kernel before it. A pattern of
+// its own beside them stays (and stays whole: merging once emptied the
+// patterns kept in place).
+TEST(RulesTune38, GapsBeforeOneKernelAfterSeveralAreOnePattern) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  int id = 1;
+  // Kernels start 10 us after their launch; nothing is recorded on the host
+  // between launches, so the GPU waits for the host.
+  const auto at = [&](const std::string& name, double ts, double dur) {
+    ev.push_back(launch(ts - 10, 5, id));
+    ev.push_back(kernel(name, 7, ts, dur, id++));
+  };
+  for (int s = 0; s < 4; ++s) {
+    const double t0 = 1'000 + 10'000.0 * s;
+    ev.push_back(step(s + 1, t0, 10'000));
+    at("pattern_p_kernel", t0 + 100, 50);
+    at("pattern_q_kernel", t0 + 3'150, 50);  // 3 ms after p: a pattern of its own
+    at("before_a_kernel", t0 + 3'300, 50);
+    at("user_triton_kernel", t0 + 5'350, 50);  // 2 ms after a
+    at("before_b_kernel", t0 + 5'500, 50);
+    at("user_triton_kernel", t0 + 7'600, 50);  // 2.05 ms after b
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const std::vector<Finding> f = diagnose(*t, {.only = {"kernel_gap"}}).findings;
+  bool merged = false, own = false;
+  for (const Finding& x : f) {
+    if (contains(x.title, "before user_triton_kernel, after any of 2 kernels")) {
+      merged = true;
+      EXPECT_EQ(x.evidence.find("gaps")->i, 8) << x.title;
+    }
+    own = own || contains(x.title, "between pattern_p_kernel and pattern_q_kernel");
+    EXPECT_FALSE(contains(x.title, "between before_a_kernel")) << x.title;
+  }
+  EXPECT_TRUE(merged);
+  EXPECT_TRUE(own);
+}
+
+// Round 20's GPU MODE lecture toy (tuning half; the trace has no licence to
+// copy): after the host-built tensor and CUDA's initialisation took 96% of
+// the idle GPU, "GPU 0 runs kernels 0.0%" stayed a numbered finding for a
+// rest of 3% of the window, mostly unrecorded start-up that no fix names.
+TEST(RulesTune38, AnUnrecordedRestAfterTheOtherFindingsIsNothingToActOn) {
+  using namespace tprof::testing;
+  const auto trace = [](double quiet_ms) {
+    std::vector<std::string> ev;
+    int id = 1;
+    double t = 1'000;
+    // Three times: torch.randn on the CPU for 30 ms, its pageable copy to
+    // the GPU, a square on it.
+    for (int i = 0; i < 3; ++i, t += 150) {
+      ev.push_back(x("cpu_op", "aten::randn", 1, 1, t, 30'000));
+      t += 30'000;
+      ev.push_back(x("cpu_op", "aten::to", 1, 1, t, 900));
+      ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, t + 10, 880, corr(id)));
+      ev.push_back(x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, t + 100, 800, corr(id++)));
+      t += 950;
+      ev.push_back(x("cpu_op", "aten::square", 1, 1, t, 40));
+      ev.push_back(launch(t + 10, 20, id));
+      ev.push_back(kernel("vectorized_elementwise_kernel<4, pow_tensor_scalar_kernel>", 7, t + 50, 100, id++));
+    }
+    // Nothing recorded on the host for `quiet_ms`, then a last square.
+    t += quiet_ms * 1'000;
+    ev.push_back(x("cpu_op", "aten::square", 1, 1, t, 40));
+    ev.push_back(launch(t + 10, 20, id));
+    ev.push_back(kernel("vectorized_elementwise_kernel<4, pow_tensor_scalar_kernel>", 7, t + 50, 100, id));
+    Result<Trace> r = read_trace_bytes(doc(ev));
+    EXPECT_TRUE(r) << r.error().to_string();
+    const Diagnosis d = diagnose(*r);
+    EXPECT_NE(first_of(d, "host_built_tensor"), nullptr);
+    const Finding* f = first_of(d, "low_gpu_utilization");
+    EXPECT_NE(f, nullptr);
+    return f != nullptr && f->evidence.find("nothing_to_act_on") != nullptr;
+  };
+  EXPECT_TRUE(trace(3));    // 3 ms of 96 ms, unrecorded: nothing to act on
+  EXPECT_FALSE(trace(10));  // 10 ms of 103 ms: worth its line
+}
+
+// Round 20's VGG13 training iteration (scoring half, after its figure; no
+// licence to copy): its classifier GEMMs, 2.1% of the GPU time at 77% of the
+// fp32 peak, made "the GEMMs run near the peak: do less work" the fix of a
+// step that is 42% convolutions and 20% layout conversions.
+TEST(RulesTune38, AGemmRateJudgesTheGpuOnlyWhereGemmsHoldItsTime) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  ev.push_back(step(1, 1'000, 10'000));
+  int id = 1;
+  double t = 1'010, d = 1'100;
+  for (int i = 0; i < 12; ++i, ++id, t += 30, d += 780) {
+    const std::string ext = R"("External id": )" + std::to_string(id);
+    ev.push_back(x("cpu_op", "aten::cudnn_convolution", 1, 1, t, 20, ext));
+    ev.push_back(x("cuda_runtime", "cudaLaunchKernel", 1, 1, t + 5, 10, corr(id) + ", " + ext));
+    ev.push_back(x("kernel", "void implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>", 0,
+                   7, d, 780, corr(id) + ", " + ext));
+  }
+  // One bf16 GEMM, 4096^3 in 200 us: 687 TFLOP/s, 2% of the GPU time.
+  const std::string ext = R"("External id": )" + std::to_string(id);
+  ev.push_back(x("cpu_op", "aten::mm", 1, 1, t, 20,
+                 ext + R"(, "Input Dims": [[4096, 4096], [4096, 4096]], "Input type": ["c10::BFloat16", "c10::BFloat16"])"));
+  ev.push_back(x("cuda_runtime", "cudaLaunchKernel", 1, 1, t + 5, 10, corr(id) + ", " + ext));
+  ev.push_back(x("kernel", "nvjet_tst_256x128_64x4_1x2_h_bz_coopA_NNT", 0, 7, d, 200, corr(id) + ", " + ext));
+  Result<Trace> r = read_trace_bytes(
+      doc(ev, R"("deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0, "numSms": 132}])"));
+  ASSERT_TRUE(r) << r.error().to_string();
+  const std::vector<Finding> f = diagnose(*r, {.only = {"compute_bound"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].advice.starts_with("Start at the kernels that hold the GPU time")) << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "its GEMMs run at")) << f[0].advice;
+}
+
+// Round 20's pruned ResNet20 on an NVIDIA L40 (scoring half, after its
+// figure; no licence to copy): fp32_math quoted the L4's peaks ("121 vs
+// 30.3 TFLOP/s on the L4"): its row matched any name starting "NVIDIA L4".
+TEST(RulesTune38, AnL40IsNoL4) {
+  const auto peak = [](const std::string& name) {
+    const std::string top = R"("deviceProperties": [{"id": 0, "name": ")" + name + R"(", "computeMajor": 8, "computeMinor": 9}])";
+    Result<Trace> t = read_trace_bytes(tprof::testing::doc({tprof::testing::step(1, 0, 100)}, top));
+    EXPECT_TRUE(t) << t.error().to_string();
+    std::string device;
+    const internal::DevicePeak* p = internal::device_peak(*t, &device);
+    return p == nullptr ? std::string() : std::string(p->name);
+  };
+  EXPECT_EQ(peak("NVIDIA L4"), "L4");
+  EXPECT_EQ(peak("NVIDIA L40"), "");
+  EXPECT_EQ(peak("NVIDIA L40S"), "");
 }
 
 }  // namespace

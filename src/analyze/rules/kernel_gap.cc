@@ -57,6 +57,10 @@ constexpr std::size_t kRecurringOneOffMinSteps = 2;
 // (the rest is often silence between ops, which without a stack may be
 // Python).
 constexpr std::int64_t kMinStallNs = 500'000;
+// Recurring gaps before one activity after different ones are one pattern
+// where their long gaps' medians are kMinStallNs or more and within this
+// factor of each other.
+constexpr double kSameCostFactor = 1.5;
 constexpr double kStallShare = 0.25;
 constexpr std::int64_t kStallFactor = 5;
 constexpr std::size_t kStallLookBack = 4096;  // events scanned back for those still open
@@ -696,6 +700,9 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     // A pair's long gaps that recur (kRecurringOneOffShare): `gaps` are
     // those only, `median` the pair's usual gap.
     bool spikes = false;
+    // Pairs merged into this one: the gaps before one activity after
+    // several different ones (key's `before` is the pair with the most).
+    std::size_t befores = 1;
   };
   const std::size_t nsteps = c.steps.steps.size();
   std::vector<Recurring> recurring;
@@ -840,6 +847,82 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     }
   }
 
+  // One activity after the gaps, several before: the gaps are before that
+  // activity, whatever ran before it (its launch path costs the same each
+  // time). Merged into one pattern (issue 38's nineteenth round: a
+  // user-defined Triton kernel after three different kernels, 2.2 ms
+  // before each of its 84 launches, was three findings naming the kernels
+  // before it).
+  {
+    std::map<std::pair<std::uint32_t, StrId>, std::vector<std::size_t>> by_after;
+    for (std::size_t i = 0; i < recurring.size(); ++i) {
+      const auto& [lane, before, after] = *recurring[i].key;
+      if (!recurring[i].spikes && !is_comm_kernel(t.str(after))) by_after[{lane, after}].push_back(i);
+    }
+    std::vector<char> merged_away(recurring.size(), 0);
+    for (const auto& [where, all_members] : by_after) {
+      if (all_members.size() < 2) continue;
+      std::size_t lead = all_members.front();
+      for (const std::size_t i : all_members) {
+        if (recurring[i].total > recurring[lead].total) lead = i;
+      }
+      // A stall of kMinStallNs or more before one activity: its launch path.
+      // Shorter gaps are the host's ordinary work between two ops, which
+      // the pair says more about.
+      if (recurring[lead].long_median < kMinStallNs) continue;
+      // Gaps of about the same length as the lead pair's: one cost paid
+      // before the activity, not different host work after each kernel.
+      std::vector<std::size_t> members;
+      for (const std::size_t i : all_members) {
+        const double a = static_cast<double>(recurring[i].long_median);
+        const double b = static_cast<double>(recurring[lead].long_median);
+        if (a * kSameCostFactor >= b && b * kSameCostFactor >= a) members.push_back(i);
+      }
+      if (members.size() < 2) continue;
+      Recurring m = recurring[lead];
+      m.gaps.clear();
+      m.total = 0;
+      m.befores = members.size();
+      std::vector<std::int64_t> all_ns, long_ns;
+      std::vector<std::int32_t> hit_steps, all_steps;
+      for (const std::size_t i : members) {
+        for (const Gap* g : recurring[i].gaps) {
+          m.gaps.push_back(g);
+          all_ns.push_back(g->ns);
+          all_steps.push_back(g->step);
+          if (g->ns >= kMinGapNs) {
+            long_ns.push_back(g->ns);
+            hit_steps.push_back(g->step);
+            sat_acc(m.total, g->ns);
+          }
+        }
+        if (i != lead) merged_away[i] = 1;
+      }
+      std::sort(m.gaps.begin(), m.gaps.end(), [](const Gap* a, const Gap* b) { return a->after < b->after; });
+      m.median = mean_median(std::move(all_ns));
+      m.long_median = mean_median(std::move(long_ns));
+      if (by_step) {
+        const auto distinct = [](std::vector<std::int32_t>& v) {
+          std::sort(v.begin(), v.end());
+          return static_cast<std::size_t>(std::unique(v.begin(), v.end()) - v.begin());
+        };
+        m.hits = distinct(hit_steps);
+        m.units = std::max(m.units, distinct(all_steps));
+      } else {
+        m.hits = hit_steps.size();
+        m.units = all_steps.size();
+      }
+      recurring[lead] = std::move(m);
+    }
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < recurring.size(); ++i) {
+      if (merged_away[i]) continue;
+      if (k != i) recurring[k] = std::move(recurring[i]);  // (a self-move would empty its gaps)
+      ++k;
+    }
+    recurring.resize(k);
+  }
+
   const char* unit = by_step ? "steps" : "occurrences";
   const std::int64_t window = c.window_ns();
   // Precondition (impact): the pattern's gaps add up to kMinShare of the
@@ -872,7 +955,8 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     // "a recurring gap of 1 ns". It is set once the context below names the
     // activity after; names, not the structured bindings, go into the
     // lambda (clang 14 refuses to capture a binding).
-    const std::string before_name = title_name(t.str(before));
+    const std::string before_name =
+        r.befores > 1 ? "any of " + std::to_string(r.befores) + " kernels" : title_name(t.str(before));
     const std::string lane_name = c.lane_label(lane);
     auto recurring_title = [&](const std::string& after_text) {
       if (r.spikes) {
@@ -883,8 +967,10 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
                (r.hits != r.gaps.size() ? ", " + std::to_string(r.gaps.size()) + " gaps" : "") + ", usually " +
                format_ns(r.median) + " (" + lane_name + ")";
       }
-      return "Recurring GPU gap of " + format_ns(r.long_median) + " (median) between " + before_name +
-             " and " + after_text + " in " + std::to_string(r.hits) + " of " + std::to_string(r.units) + " " + unit +
+      return "Recurring GPU gap of " + format_ns(r.long_median) + " (median) " +
+             (r.befores > 1 ? "before " + after_text + ", after " + before_name + ","
+                            : "between " + before_name + " and " + after_text) +
+             " in " + std::to_string(r.hits) + " of " + std::to_string(r.units) + " " + unit +
              (r.units != r.gaps.size() ? ", " + std::to_string(r.gaps.size()) + " gaps" : "") + " (" +
              lane_name + ")";
     };
@@ -892,6 +978,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
         .text("lane", c.lane_label(lane))
         .text("before", std::string(t.str(before)))
         .text("after", std::string(t.str(after)))
+        .num("kernels_before", static_cast<std::int64_t>(r.befores))
         .num("median_gap_ns", r.median)
         .num("median_long_gap_ns", r.long_median)
         .num("max_gap_ns", largest->ns)
@@ -980,7 +1067,7 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       f.title += " (" + c.lane_label(lane) + ")";
       f.evidence.text("during", jit ? "jit_compile" : "compile");
     }
-    f.advice = gap_advice(c, cause, comm, title_name(t.str(before)), title_name(t.str(after)), x);
+    f.advice = gap_advice(c, cause, comm, before_name, title_name(t.str(after)), x);
     f.impact_ns = compiling_ns >= 0 ? std::min(f.idle_ns, compiling_ns) : f.idle_ns;
     out->push_back(std::move(f));
   }
