@@ -5047,5 +5047,25 @@ TEST(RulesTune38, AnL40IsNoL4) {
   EXPECT_EQ(peak("NVIDIA L40S"), "");
 }
 
+// Round 19's Megatron TP2 rank on a V100 (scoring half, after its figure):
+// its work runs in bursts about 2.5 ms apart, the device idle in between
+// with work launched (a lone host-to-device copy too), and the other rank
+// waiting on this one. It was "dependency-bound" with launch overhead and a
+// CUDA graph as its first cause.
+TEST(RulesTune38, AGpuTimeSlicedWithAnotherContextIsSaidSo) {
+  const Diagnosis d = diagnose(load("public/megatron_tp2/tp2_rank0_v100.pt.trace.json.gz"));
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.id, "device_time_sliced") << f.title;
+  EXPECT_TRUE(contains(f.title, "GPU 0 starts launched work only in bursts about 2.493 ms apart: 22 gaps")) << f.title;
+  EXPECT_TRUE(f.advice.starts_with("Find what else holds GPU 0")) << f.advice;
+  EXPECT_TRUE(contains(f.advice, "nvidia-smi")) << f.advice;
+  // Waits that follow their dependencies (HTA's sampled rank, dependency-
+  // bound; a planted late rank): no fixed period, no time slicing.
+  for (const char* other : {"public/hta/trace_filter/sampled_rank-1.json.gz", "ranks/late_some/rank-00.json.gz"}) {
+    EXPECT_TRUE(run(other, "device_time_sliced").empty()) << other;
+  }
+}
+
 }  // namespace
 }  // namespace tprof

@@ -23,6 +23,7 @@ std::span<const RuleInfo> all_rules() {
       // Before kernel_gap: the host-built tensor names the op in the gaps
       // before its copies, and claims their idle time first.
       {"host_built_tensor", rule_host_built_tensor, kClaims},
+      {"device_time_sliced", rule_device_time_sliced, kClaims},
       {"kernel_gap", rule_kernel_gap, kClaims},
       {"kernel_variance", rule_kernel_variance},
       {"cpu_op_variance", rule_cpu_op_variance},

@@ -50,6 +50,7 @@ void rule_heavy_kernel_launch(const DiagnoseContext& c, std::vector<Finding>* ou
 void rule_sync_at_window_end(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_profiler_buffer_request(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_device_time_sliced(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_kernel_variance(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_cpu_op_variance(const DiagnoseContext& c, std::vector<Finding>* out);
