@@ -365,9 +365,10 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
     // its first cause, "the host has other work to do").
     const bool dominant = static_cast<double>(sync_ns) >= 0.5 * static_cast<double>(step_total) ||
                           c.gpu_busy_window().busy_share() >= kGpuBoundShare;
-    const bool material = saving && saving->per_step_ns > 0 &&
-                          (!dominant || static_cast<double>(saving->total_ns) >=
-                                            kMaterialSaving * static_cast<double>(step_total));
+    const std::int64_t saved_per_step = saving ? saving->per_step_ns : 0;
+    const std::int64_t saved_total = saving ? saving->total_ns : 0;
+    const bool material = saved_per_step > 0 && (!dominant || static_cast<double>(saved_total) >=
+                                                                  kMaterialSaving * static_cast<double>(step_total));
     if (material) {
       f.advice = "The host has other work to do: while " + where +
                  " waits, the GPU runs queued work, and the host's work after it could run meanwhile. " + move;
