@@ -5095,5 +5095,26 @@ TEST(RulesTune38, AnFp32TrainingStepIsToldMixedPrecisionOnItsOwnWork) {
   EXPECT_TRUE(qwen[0].advice.starts_with("Fuse the memory-bound kernels")) << qwen[0].advice;
 }
 
+// The same wait inside ProfilerStep#N (a Kineto trace of an RPC driver): the
+// step's annotation holds the calls as it holds everything, and is no
+// recorded host work beside them.
+TEST(RulesTune38, RpcWaitsInsideStepsAreWaits) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  for (int s = 0; s < 3; ++s) {
+    const double t0 = 1'000 + 100'000.0 * s;
+    ev.push_back(step(s + 1, t0, 100'000));
+    ev.push_back(x("cpu_op", "aten::cat", 1, 1, t0 + 100, 500));
+    ev.push_back(x("user_annotation", "rpc_async#_get_value_on_remote(worker0 -> worker3)", 1, 1, t0 + 1'000, 90'000));
+  }
+  Result<Trace> t = read_trace_bytes(doc(ev));
+  ASSERT_TRUE(t) << t.error().to_string();
+  const internal::RpcWait w = internal::rpc_wait(internal::DiagnoseContext(*t));
+  EXPECT_EQ(w.calls, 3);
+  EXPECT_EQ(w.ns, 270'000'000);
+  ASSERT_FALSE(w.to.empty());
+  EXPECT_EQ(w.to.front(), "worker3");
+}
+
 }  // namespace
 }  // namespace tprof

@@ -121,12 +121,14 @@ std::int64_t host_collective_wait_ns(const DiagnoseContext& c) {
 
 RpcWait rpc_wait(const DiagnoseContext& c) {
   RpcWait w;
-  std::vector<Interval> rpc, other;  // RPC calls; every other host event but Python frames
+  // RPC calls; the ops (cpu_op) around them: annotations (ProfilerStep#N,
+  // a program's scopes) hold RPC calls as they hold everything else.
+  std::vector<Interval> rpc, other;
   std::map<std::string_view, std::int64_t> to;  // destination → the calls' time
   for (std::uint32_t e : c.host_ops) {
     const std::string_view n = c.name(e);
     if (!is_rpc_call(n)) {
-      if (c.kind(e) != EventKind::kPythonFunction) other.push_back({c.ts(e), c.end(e)});
+      if (c.kind(e) == EventKind::kCpuOp) other.push_back({c.ts(e), c.end(e)});
       continue;
     }
     rpc.push_back({c.ts(e), c.end(e)});
