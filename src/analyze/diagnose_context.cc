@@ -810,15 +810,16 @@ void DiagnoseContext::link_ranges(std::vector<std::uint32_t> events) {
 }
 
 DiagnoseContext::CommOverlap DiagnoseContext::comm_overlap() const {
-  std::vector<Interval> comm, compute;
-  for (const DeviceOp& op : device) (op.cls == DeviceClass::kComm ? comm : compute).push_back({op.start, op.end});
-  CommOverlap o;
-  if (comm.empty()) return o;
-  o.comm_ns = union_length(comm);
-  const std::int64_t compute_ns = union_length(compute);
-  compute.insert(compute.end(), comm.begin(), comm.end());
-  o.exposed_ns = std::max<std::int64_t>(0, union_length(std::move(compute)) - compute_ns);
-  return o;
+  std::call_once(comm_overlap_once_, [&] {
+    std::vector<Interval> comm, compute;
+    for (const DeviceOp& op : device) (op.cls == DeviceClass::kComm ? comm : compute).push_back({op.start, op.end});
+    if (comm.empty()) return;
+    comm_overlap_.comm_ns = union_length(comm);
+    const std::int64_t compute_ns = union_length(compute);
+    compute.insert(compute.end(), comm.begin(), comm.end());
+    comm_overlap_.exposed_ns = std::max<std::int64_t>(0, union_length(std::move(compute)) - compute_ns);
+  });
+  return comm_overlap_;
 }
 
 std::int64_t DiagnoseContext::device_busy_ns(std::int32_t dev, std::int64_t from, std::int64_t to) const {

@@ -248,6 +248,7 @@ class DiagnoseContext {
   // The collectives' time (union of kComm activities) and the part of it
   // no computation overlaps. Collectives on their own stream that compute
   // covers are not what the GPU waits on, whatever their summed share.
+  // Built once (compute_bound and cpu_gpu_offset ask).
   struct CommOverlap {
     std::int64_t comm_ns = 0, exposed_ns = 0;
     bool mostly_overlapped() const { return comm_ns > 0 && 2 * exposed_ns < comm_ns; }
@@ -484,7 +485,8 @@ class DiagnoseContext {
   mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_,
       capture_blockers_once_, host_waits_once_, busy_window_once_, dependency_once_, nesting_once_, queued_lead_once_,
       dataloader_once_, dataloader_startup_once_, legacy_spans_once_, buffer_requests_once_,
-      profiler_event_timing_once_;
+      profiler_event_timing_once_, comm_overlap_once_;
+  mutable CommOverlap comm_overlap_;
   mutable std::vector<Interval> host_waits_, dataloader_scopes_;
   mutable Interval dataloader_startup_{0, 0};
   BusyWindow compute_busy_window() const;

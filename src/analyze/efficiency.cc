@@ -468,6 +468,7 @@ Efficiency compute_efficiency(const DiagnoseContext& c) {
     }
     const KernelClass cls = m.cls;
     sat_acc(out.class_ns[static_cast<std::size_t>(cls)], dur);
+    if (!op.before_recording) sat_acc(out.own_class_ns[static_cast<std::size_t>(cls)], dur);
     std::uint32_t& slot = kernel_of[name_id];
     const bool fresh = slot == kNoIndex;
     if (fresh) slot = static_cast<std::uint32_t>(out.kernels.size());

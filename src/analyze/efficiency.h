@@ -86,6 +86,9 @@ struct Efficiency {
   const DevicePeak* peak = nullptr;
   std::string device_name;
   std::array<std::int64_t, kKernelClassCount> class_ns{};  // sum of kernel durations by class
+  // The same over the work the recording launched: without the activities
+  // queued before it began (DeviceOp::before_recording), another step's.
+  std::array<std::int64_t, kKernelClassCount> own_class_ns{};
   std::int64_t total_ns = 0;                               // over all device activity (copies and memsets too)
   std::vector<KernelEfficiency> kernels;                   // by time, descending
   double share(KernelClass k) const {

@@ -443,8 +443,7 @@ std::string cpu_kinds(const DiagnoseContext& c) {
     std::string kind;
     if (is_compiled_graph_call(r.key)) {
       kind = "compiled code with no op recorded";
-    } else if (v.starts_with("rpc_async#") || v.starts_with("rpc_sync#") || v.starts_with("rpc_remote#") ||
-               v.starts_with("to_here#")) {
+    } else if (is_rpc_call(v)) {
       // torch.distributed.rpc's calls, from the call to its result: the
       // wait on another worker, not Python (issue 38's nineteenth round).
       kind = "RPC calls to other workers (their waits included)";

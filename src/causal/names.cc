@@ -127,6 +127,11 @@ std::string_view collective_kind_of(std::string_view name) {
   return "";
 }
 
+bool is_rpc_call(std::string_view name) {
+  return name.starts_with("rpc_async#") || name.starts_with("rpc_sync#") || name.starts_with("rpc_remote#") ||
+         name.starts_with("to_here#");
+}
+
 bool is_host_collective(std::string_view name) {
   if (name.starts_with("gloo:")) {
     const std::string_view op = name.substr(5);

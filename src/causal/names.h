@@ -57,6 +57,10 @@ std::string_view collective_kind_of(std::string_view name);
 // "All2All_Scatter_Wait", "AllGather" and their backwards). Not c10d's ops
 // (the call that hands the work over) nor point-to-point calls.
 bool is_host_collective(std::string_view name);
+// torch.distributed.rpc's call as its profiler records it, from the call to
+// its result: "rpc_async#fn(worker0 -> worker12)", rpc_sync#, rpc_remote#,
+// to_here#.
+bool is_rpc_call(std::string_view name);
 
 // A copy's direction and host memory, read from its name the one way
 // (Kineto: "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device ->

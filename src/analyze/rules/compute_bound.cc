@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
-#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -428,19 +427,10 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (memory_bound) {
     // Over the work the recording launched: what a step queued before it
     // began is another step's (issue 38's nineteenth round: a ResNet-50
-    // step's "100.3 ms a step" held 1.9 iterations' kernels; its own were
+    // step's "100.268 ms a step" held 1.9 iterations' kernels; its own were
     // 53.7 ms).
-    std::unordered_map<std::string_view, KernelClass> cls_of;
-    for (const KernelEfficiency& k : eff.kernels) cls_of.emplace(k.name, k.cls);
-    std::int64_t own = 0;
-    for (const DeviceOp& op : c.device) {
-      if (op.before_recording) continue;
-      const auto it = cls_of.find(c.name(op.event));
-      if (it != cls_of.end() && (it->second == KernelClass::kElementwise || it->second == KernelClass::kReduction)) {
-        sat_acc(own, op.end - op.start);
-      }
-    }
-    f.impact_ns = own;
+    f.impact_ns = sat_add(eff.own_class_ns[static_cast<std::size_t>(KernelClass::kElementwise)],
+                          eff.own_class_ns[static_cast<std::size_t>(KernelClass::kReduction)]);
   } else if (bandwidth_bound && gemm.bw_gbps < eff.peak->hbm_gbps) {
     const double at_hbm = static_cast<double>(gemm.bw_time_ns) * gemm.bw_gbps / eff.peak->hbm_gbps;
     f.impact_ns = gemm.bw_time_ns - static_cast<std::int64_t>(at_hbm);

@@ -87,12 +87,6 @@ std::int64_t within_window(const DiagnoseContext& c, std::vector<Interval> spans
   return ns;
 }
 
-// The RPC profiler's scope of one call: "rpc_async#fn(worker0 -> worker12)".
-bool is_rpc_call(std::string_view n) {
-  return n.starts_with("rpc_async#") || n.starts_with("rpc_sync#") || n.starts_with("rpc_remote#") ||
-         n.starts_with("to_here#");
-}
-
 // Its destination ("worker12"), or "" when the name has none.
 std::string_view rpc_destination(std::string_view n) {
   const std::size_t arrow = n.rfind(" -> ");

@@ -25,6 +25,7 @@
 #include "src/analyze/host_stack.h"
 #include "src/analyze/idle.h"
 #include "src/analyze/rules/rules.h"
+#include "src/causal/names.h"
 
 namespace tprof::internal {
 
@@ -175,10 +176,14 @@ struct GapContext {
 };
 
 // torch.compile's compiled code as the trace records it: the region Dynamo
-// runs, Inductor's graph call, the compiled autograd function.
-bool is_compiled_code_op(std::string_view n) {
-  return n.starts_with("Torch-Compiled Region") || n.find("CompiledFxGraph") != std::string_view::npos ||
-         n.starts_with("CompiledFunction");
+// runs or Inductor's graph call (is_compiled_scope), or the compiled
+// autograd function.
+bool is_compiled_code_op(std::string_view n) { return is_compiled_scope(n) || n.starts_with("CompiledFunction"); }
+
+// How many different steps `v` holds (sorts it).
+std::size_t distinct_steps(std::vector<std::int32_t>& v) {
+  std::sort(v.begin(), v.end());
+  return static_cast<std::size_t>(std::unique(v.begin(), v.end()) - v.begin());
 }
 
 bool is_memset_or_copy(const DeviceOp& op) { return op.cls == DeviceClass::kMemset || op.cls == DeviceClass::kMemcpy; }
@@ -772,12 +777,8 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     }
     std::size_t units = gaps.size();
     if (by_step) {
-      auto distinct = [](std::vector<std::int32_t>& v) {
-        std::sort(v.begin(), v.end());
-        return static_cast<std::size_t>(std::unique(v.begin(), v.end()) - v.begin());
-      };
-      hits = distinct(hit_steps);
-      units = distinct(all_steps);
+      hits = distinct_steps(hit_steps);
+      units = distinct_steps(all_steps);
     }
     if (units >= kMinUnits && static_cast<double>(hits) >= kRecurringShare * static_cast<double>(units)) {
       recurring.push_back({&key, shown_med, total, mean_median(std::move(long_gaps)), hits, units, std::move(kept)});
@@ -902,12 +903,8 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
       m.median = mean_median(std::move(all_ns));
       m.long_median = mean_median(std::move(long_ns));
       if (by_step) {
-        const auto distinct = [](std::vector<std::int32_t>& v) {
-          std::sort(v.begin(), v.end());
-          return static_cast<std::size_t>(std::unique(v.begin(), v.end()) - v.begin());
-        };
-        m.hits = distinct(hit_steps);
-        m.units = std::max(m.units, distinct(all_steps));
+        m.hits = distinct_steps(hit_steps);
+        m.units = std::max(m.units, distinct_steps(all_steps));
       } else {
         m.hits = hit_steps.size();
         m.units = all_steps.size();

@@ -78,11 +78,11 @@ std::string trigger_of(const std::string& site) {
 // launched before it (bounded: the rule stays linear on huge traces).
 constexpr int kMaxScan = 4096;
 
-// The direction of the copy launched from the op around a sync (the op
-// holding it, views skipped): kHtoD, kDtoH, or kOther (no copy, another
-// kind). A copy_ that waits after copying a CPU tensor to the GPU is not a
-// read-back: its fix is to build the tensor on the GPU.
-CopyKind copy_direction(const DiagnoseContext& c, std::uint32_t sync) {
+// The copy launched from the op around a sync (the op holding it, views
+// skipped): its direction, kHtoD, kDtoH, or kOther (no copy, another kind),
+// and its host memory. A copy_ that waits after copying a CPU tensor to the
+// GPU is not a read-back: its fix is to build the tensor on the GPU.
+CopyKind copy_around(const DiagnoseContext& c, std::uint32_t sync) {
   const std::uint32_t op = c.enclosing_op(sync, /*skip_views=*/true);
   if (op == kNoIndex) return {};
   const std::uint32_t lane = c.trace.events.lane[sync];
@@ -298,7 +298,7 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
   if (has_steps) f.evidence.ints("steps", steps);
   const std::string where = std::string(c.name(worst)) + (site.empty() ? "" : " in " + site);
   std::string trigger = trigger_of(site);
-  const CopyKind copy = trigger.starts_with("a copy") ? copy_direction(c, worst) : CopyKind{};
+  const CopyKind copy = trigger.starts_with("a copy") ? copy_around(c, worst) : CopyKind{};
   const CopyDirection direction = copy.direction;
   if (direction != CopyDirection::kOther) f.evidence.text("copy", std::string(copy_direction_name(direction)));
   if (direction == CopyDirection::kHtoD && copy.host == HostMemory::kPinned) {
