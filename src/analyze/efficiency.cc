@@ -75,17 +75,6 @@ const DevicePeak* peak_for(std::string_view name, std::int64_t sms, std::int64_t
   return nullptr;
 }
 
-// The kernel's own name: before its template arguments or parameters,
-// after its namespaces ("matmul_add::add_kernel<…>" is "add_kernel": a
-// namespace must not make an add a GEMM).
-std::string_view base_name(std::string_view name) {
-  if (name.starts_with("void ")) name.remove_prefix(5);
-  const std::size_t open = name.find_first_of("<(");
-  if (open != std::string_view::npos) name = name.substr(0, open);
-  const std::size_t colon = name.rfind("::");
-  return colon == std::string_view::npos ? name : name.substr(colon + 2);
-}
-
 
 // A kernel name's dtype: its template arguments' element type.
 std::string dtype_of_kernel(std::string_view name) {
@@ -133,8 +122,7 @@ struct GemmWork {
 };
 
 GemmWork gemm_work(std::string_view op, const Dims& in) {
-  const std::size_t colon = op.rfind("::");
-  const std::string_view base = colon == std::string_view::npos ? op : op.substr(colon + 2);
+  const std::string_view base = after_namespaces(op);
   auto mk_kn = [](const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) -> GemmWork {
     if (a.size() != 2 || b.size() != 2 || a[1] != b[0]) return {};
     const double m = static_cast<double>(a[0]), k = static_cast<double>(a[1]), n = static_cast<double>(b[1]);
@@ -605,7 +593,7 @@ Fp32Math fp32_math(const KernelEfficiency& k) {
     return Fp32Math::kByName;
   }
   if (has_tensor_core_mark(full, k.name) || has(full, "gemv")) return Fp32Math::kNo;
-  const std::string base = ascii_lower(base_name(k.name));
+  const std::string base = ascii_lower(kernel_own_name(k.name));
   if (has(base, "sgemm") || has(base, "scudnn")) return Fp32Math::kByName;
   // (dgrad_alg1_engine too: issue 38's fifteenth round, a T4 ResNet-50's
   // 1.009 ms backward-data kernel left out beside its dgrad_engine.)

@@ -6,6 +6,7 @@
 #include <array>
 
 #include "src/base/ascii.h"
+#include "src/causal/names.h"
 
 namespace tprof::internal {
 namespace {
@@ -239,16 +240,9 @@ bool contains_ci(std::string_view s, std::string_view pattern) {
   return false;
 }
 
-std::string_view after_namespaces(std::string_view name) {
-  const std::size_t colon = name.rfind("::");
-  return colon == std::string_view::npos ? name : name.substr(colon + 2);
-}
+}  // namespace
 
-// The kernel's own name: before its template arguments or parameters,
-// after its namespaces.
-// after its namespaces ("(anonymous namespace)::" is one, not the start
-// of its parameters).
-std::string_view own_name(std::string_view name) {
+std::string_view kernel_own_name(std::string_view name) {
   if (name.starts_with("void ")) name.remove_prefix(5);
   constexpr std::string_view kAnonymous = "(anonymous namespace)";
   std::size_t open = name.find_first_of("<(");
@@ -258,6 +252,8 @@ std::string_view own_name(std::string_view name) {
   if (open != std::string_view::npos) name = name.substr(0, open);
   return after_namespaces(name);
 }
+
+namespace {
 
 bool row_matches(const KernelFamily& f, std::string_view text) {
   switch (f.how) {
@@ -316,7 +312,7 @@ std::string_view rate_unit_name(RateUnit u) {
 std::span<const KernelFamily> kernel_families() { return kFamilies; }
 
 KernelMatch match_kernel_name(std::string_view kernel) {
-  const KernelMatch m = first_match(MatchOn::kName, own_name(kernel));
+  const KernelMatch m = first_match(MatchOn::kName, kernel_own_name(kernel));
   if (m.cls != KernelClass::kOther) return m;
   // A library's namespace row ("deep_ep::", "mscclpp::") reads the whole
   // name, namespaces and parameters: the library's kernels are its class

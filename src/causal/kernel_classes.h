@@ -80,6 +80,11 @@ struct KernelMatch {
 // library's namespace ("deep_ep::", "mscclpp::") found anywhere in the
 // whole name.
 KernelMatch match_kernel_name(std::string_view kernel);
+// A kernel's own name: before its template arguments or parameters, after
+// its namespaces ("void at::native::vectorized_elementwise_kernel<4, …>(…)"
+// is "vectorized_elementwise_kernel"; "(anonymous namespace)::" is a
+// namespace, not the start of its parameters). What the name rows match.
+std::string_view kernel_own_name(std::string_view kernel);
 // The first name row matching the kernel's template arguments ("<…>"), for
 // library kernels named by them ("cutlass::Kernel2<cutlass_80_…gemm…>").
 KernelMatch match_kernel_template(std::string_view kernel);

@@ -37,6 +37,11 @@ bool is_dataloader(std::string_view name) { return is_dataloader_scope(name) || 
 
 namespace tprof::internal {
 
+std::string_view after_namespaces(std::string_view name) {
+  const std::size_t colons = name.rfind("::");
+  return colons == std::string_view::npos ? name : name.substr(colons + 2);
+}
+
 bool is_dataloader_scope(std::string_view name) {
   return (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__")) ||
          name.starts_with("enumerate(DataPipe)#");

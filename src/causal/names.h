@@ -11,6 +11,9 @@
 
 namespace tprof::internal {
 
+// A name after its last namespace: "aten::copy_" is "copy_",
+// "c10d::allreduce_" is "allreduce_"; a name without one is itself.
+std::string_view after_namespaces(std::string_view name);
 // The TensorBoard plugin's DataLoader role (event_parser.py): torch's
 // "enumerate(DataLoader)#<iter>.__next__" and "enumerate(DataPipe)#..." scopes.
 bool is_dataloader_scope(std::string_view name);

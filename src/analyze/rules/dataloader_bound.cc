@@ -83,8 +83,7 @@ InMemory indexes_in_memory_samples(const DiagnoseContext& c, std::uint32_t lane,
     for (std::uint32_t e : c.host_ops) {
       if (c.kind(e) != EventKind::kCpuOp || t.events.lane[e] != lane) continue;
       if (covered_within(exposed, c.ts(e), c.ts(e) + 1) <= 0 || is_dataloader_scope(c.name(e))) continue;
-      std::string_view n = c.name(e);
-      if (const std::size_t colons = n.rfind("::"); colons != std::string_view::npos) n.remove_prefix(colons + 2);
+      const std::string_view n = after_namespaces(c.name(e));
       if (n == "select" || n == "index" || n == "index_select" || n == "slice" || n == "narrow") {
         ++rows;
       } else if (n == "stack" || n == "cat" || n == "_cat") {

@@ -65,16 +65,10 @@ bool is_gemm_kernel(std::string_view name) { return classify_kernel(name, "").cl
 
 bool is_dtod(std::string_view name) { return contains_ci(name, "dtod") || contains_ci(name, "device -> device"); }
 
-// The op's name without its namespace ("aten::copy_" -> "copy_").
-std::string_view base_name(std::string_view name) {
-  const std::size_t colons = name.rfind("::");
-  return colons == std::string_view::npos ? name : name.substr(colons + 2);
-}
-
 // Copy ops (aten::copy_, op::copy_, to, clone, ...): at the top level, a
 // copy the user asked for, whose DtoD copy is not hidden.
 bool is_user_copy_op(std::string_view name) {
-  const std::string_view b = base_name(name);
+  const std::string_view b = after_namespaces(name);
   return b == "copy_" || b == "_to_copy" || b == "to" || b == "clone" || b == "contiguous" || b == "_copy_from";
 }
 
@@ -82,7 +76,7 @@ bool is_user_copy_op(std::string_view name) {
 // into the output (aten::addmm, baddbmm, addbmm, _addmm_activation, linear
 // with a bias; examples/matmul_add's op::addmm).
 bool is_seeding_gemm_op(std::string_view name) {
-  const std::string_view b = base_name(name);
+  const std::string_view b = after_namespaces(name);
   return b == "addmm" || b == "addmm_" || b == "baddbmm" || b == "baddbmm_" || b == "addbmm" || b == "addbmm_" ||
          b == "_addmm_activation" || b == "linear";
 }
@@ -351,12 +345,12 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
   // seed.
   std::vector<std::string> notes;
   if (first_copy_op != kNoIndex) {
-    const std::string_view b = base_name(named.name);
+    const std::string_view b = after_namespaces(named.name);
     notes.push_back(b.find("bmm") != std::string_view::npos       ? "its addend copy"
                     : b.find("addmm") != std::string_view::npos ||
                               b.find("linear") != std::string_view::npos
                         ? "its bias copy"
-                        : "its " + std::string(base_name(c.name(first_copy_op))));
+                        : "its " + std::string(after_namespaces(c.name(first_copy_op))));
   }
   if (named.count < count) notes.push_back(std::to_string(named.count) + " of them");
   std::string owner_note;
@@ -413,7 +407,7 @@ void rule_hidden_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
       host_bound ? amount + " and their " + std::string(launch_name) + " calls (" + format_ns(host_step) +
                        " of host time" + unit + " while the GPU waits)"
                  : amount + " (" + format_ns(per_step) + unit + ")";
-  const std::string_view named_base = base_name(named.name);
+  const std::string_view named_base = after_namespaces(named.name);
   if (c.is_torch() && first_op != kNoIndex && (named_base.starts_with("baddbmm") || named_base.starts_with("addbmm"))) {
     // A batched GEMM's addend is a whole matrix (Muon's polar-express
     // iteration, X = a·X + X·(b·A + c·A·A)): no bias epilogue takes it, but
