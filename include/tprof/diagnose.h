@@ -154,8 +154,9 @@ enum class Verdict : std::uint8_t {
   kDependencyBound,  // launched device work waits (other streams, other ranks), not the host
   kUnclear,          // no measured share supports a verdict
   kCopyBound,        // the GPU is busy, mostly with copies and memsets: transfers bound the run
+  kSharedDevice,     // launched work waits for another context's time slice on the GPU (device_time_sliced)
 };
-inline constexpr int kVerdictCount = 10;
+inline constexpr int kVerdictCount = 11;
 std::string_view verdict_name(Verdict v);  // "overhead-bound", ...
 
 struct StepVerdict {

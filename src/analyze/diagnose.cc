@@ -42,6 +42,7 @@ std::string_view verdict_name(Verdict v) {
     case Verdict::kDependencyBound: return "dependency-bound";
     case Verdict::kUnclear: return "unclear";
     case Verdict::kCopyBound: return "copy-bound";
+    case Verdict::kSharedDevice: return "shared-device";
   }
   return "cpu-only";
 }

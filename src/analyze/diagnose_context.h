@@ -254,6 +254,24 @@ class DiagnoseContext {
     bool mostly_overlapped() const { return comm_ns > 0 && 2 * exposed_ns < comm_ns; }
   };
   CommOverlap comm_overlap() const;
+  // A device that starts launched work only in bursts at a fixed period,
+  // idle in between with work queued and nothing running on any of its
+  // streams: another context holds it in time slices (another process on
+  // the GPU, MPS, vGPU). Per device where the waits show it
+  // (docs/diagnose.md, device_time_sliced: >= 8 waits of >= 500 us, >= 75%
+  // of them within 10% of their median, one ended by work that waits on no
+  // peer, the regular waits >= 20% of the window). device_time_sliced
+  // reports it; the verdict calls such steps shared-device. Built once
+  // (src/analyze/time_slicing.cc).
+  struct TimeSlicing {
+    std::int32_t device = 0;
+    std::vector<Interval> waits;  // the regular waits, by start: launched work queued, nothing running
+    std::size_t waits_all = 0;    // every wait of >= 500 us on the device, regular or not
+    std::int64_t median_ns = 0, min_ns = 0, max_ns = 0, total_ns = 0;
+    std::int64_t period_ns = 0;   // median from one burst's start to the next; 0 with one wait
+    std::size_t witness = 0;      // index into device of the activity that ends a regular wait, not a collective
+  };
+  const std::vector<TimeSlicing>& time_slicing() const;
   // Every device's activity as merged intervals, by start.
   const std::vector<Interval>& device_busy() const { return busy_all_.intervals(); }
 
@@ -485,8 +503,9 @@ class DiagnoseContext {
   mutable std::once_flag averages_once_, efficiency_once_, idle_once_, causal_once_, host_vs_device_once_,
       capture_blockers_once_, host_waits_once_, busy_window_once_, dependency_once_, nesting_once_, queued_lead_once_,
       dataloader_once_, dataloader_startup_once_, legacy_spans_once_, buffer_requests_once_,
-      profiler_event_timing_once_, comm_overlap_once_;
+      profiler_event_timing_once_, comm_overlap_once_, time_slicing_once_;
   mutable CommOverlap comm_overlap_;
+  mutable std::vector<TimeSlicing> time_slicing_;
   mutable std::vector<Interval> host_waits_, dataloader_scopes_;
   mutable Interval dataloader_startup_{0, 0};
   BusyWindow compute_busy_window() const;

@@ -81,6 +81,10 @@ struct Facts {
   std::int64_t idle_launch = 0;   // launching
   std::int64_t idle_host = 0;     // host_work
   std::int64_t idle_queued = 0;   // stream_wait + peers
+  // The part of the device's idle time in time slicing's regular waits
+  // (DiagnoseContext::time_slicing): launched work queued for another
+  // context's turn on the GPU.
+  std::int64_t idle_sliced = 0;
   std::int64_t idle_unrecorded = 0;  // unrecorded
   // The part of idle_unrecorded while a DataLoader's workers start
   // (dataloader_startup): once, before the first batch, not the loop's pace.
@@ -117,6 +121,7 @@ struct Facts {
     sat_acc(idle_launch, o.idle_launch);
     sat_acc(idle_host, o.idle_host);
     sat_acc(idle_queued, o.idle_queued);
+    sat_acc(idle_sliced, o.idle_sliced);
     sat_acc(idle_unrecorded, o.idle_unrecorded);
     sat_acc(idle_startup, o.idle_startup);
     sat_acc(idle_sync, o.idle_sync);
@@ -208,6 +213,9 @@ class Measure {
     dataloader_ = merge_intervals(std::move(dl));
     sync_ = c.host_waits();
     sync_busy_ = subtract(sync_, subtract(sync_, busy_));  // sync ∩ busy
+    std::vector<Interval> sliced;
+    for (const DiagnoseContext::TimeSlicing& t : c.time_slicing()) sliced.insert(sliced.end(), t.waits.begin(), t.waits.end());
+    sliced_ = merge_intervals(std::move(sliced));
   }
 
   Facts window(std::int64_t lo, std::int64_t hi) const {
@@ -227,6 +235,7 @@ class Measure {
     f.idle_launch = at(IdleCause::kLaunching);
     f.idle_host = at(IdleCause::kHostWork);
     f.idle_queued = at(IdleCause::kStreamWait) + at(IdleCause::kPeers);
+    f.idle_sliced = std::min(f.idle_queued, covered_within(sliced_, lo, hi));
     f.idle_unrecorded = at(IdleCause::kUnrecorded);
     if (const std::int64_t a = std::max(lo, startup_.start), b = std::min(hi, startup_.end); a < b) {
       f.idle_startup = idle_.totals_within(a, b)[static_cast<std::size_t>(IdleCause::kUnrecorded)];
@@ -265,7 +274,7 @@ class Measure {
  private:
   const DiagnoseContext& c_;
   const IdlePartition& idle_;
-  std::vector<Interval> busy_, exposed_comm_, copy_only_, dataloader_, sync_, sync_busy_;
+  std::vector<Interval> busy_, exposed_comm_, copy_only_, dataloader_, sync_, sync_busy_, sliced_;
   Interval startup_{0, 0};
 };
 
@@ -330,7 +339,14 @@ Verdict classify(const Facts& f, bool has_device) {
   // The host blocked in an allocator call or initialisation is host work
   // that launches nothing; blocked in a sync or a synchronous copy, it waits
   // on the device (sync-bound).
-  const std::array<std::pair<std::int64_t, Verdict>, 5> causes = {{{f.idle_queued, f.dependency_visible ? Verdict::kDependencyBound : Verdict::kUnclear},
+  // Launched work waiting mostly in a time-sliced device's regular waits
+  // waits for another context's turn on the GPU, not for this program's
+  // streams or ranks (issue 38's nineteenth round: a Megatron TP2 rank on a
+  // V100, 22 waits of 2.1-2.4 ms 2.5 ms apart, was "dependency-bound").
+  const Verdict queued = 2 * f.idle_sliced >= f.idle_queued && f.idle_sliced > 0 ? Verdict::kSharedDevice
+                         : f.dependency_visible                                 ? Verdict::kDependencyBound
+                                                                                : Verdict::kUnclear;
+  const std::array<std::pair<std::int64_t, Verdict>, 5> causes = {{{f.idle_queued, queued},
                                                                    {f.idle_launch, Verdict::kOverheadBound},
                                                                    {f.idle_host + f.idle_blocked_host, Verdict::kHostBound},
                                                                    {f.idle_sync, Verdict::kSyncBound},
@@ -338,7 +354,10 @@ Verdict classify(const Facts& f, bool has_device) {
                                                                         f.idle[static_cast<std::size_t>(IdleCause::kProfiler)],
                                                                     Verdict::kUnclear}}};
   const auto top = std::max_element(causes.begin(), causes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  if (top->second == Verdict::kDependencyBound && f.share(top->first) >= kIdleCauseShare) return top->second;
+  if ((top->second == Verdict::kDependencyBound || top->second == Verdict::kSharedDevice) &&
+      f.share(top->first) >= kIdleCauseShare) {
+    return top->second;
+  }
   // Sync-bound: the host blocked in syncs most of the time while the device
   // has little to do meanwhile. A host waiting in a sync while the device
   // runs its work (busy ≥ 80% of the sync time) is how a GPU-paced loop
@@ -760,6 +779,27 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const s
       }
       return s;
     }
+    case Verdict::kSharedDevice: {
+      // The device's period and waits, from time slicing (one device in
+      // practice; the one with the most waiting where several are).
+      const DiagnoseContext::TimeSlicing* most = nullptr;
+      for (const DiagnoseContext::TimeSlicing& t : c.time_slicing()) {
+        if (most == nullptr || t.total_ns > most->total_ns) most = &t;
+      }
+      std::string s = "the GPU is idle " + pct(1.0 - f.share(f.busy)) + " of the time, " + pct(f.share(f.idle_sliced)) +
+                      " in regular waits with launched work queued and nothing running";
+      if (most != nullptr) {
+        s += " (GPU " + std::to_string(most->device) + ": " + std::to_string(most->waits.size()) + " waits of " +
+             format_ns(most->min_ns) + " to " + format_ns(most->max_ns) +
+             (most->period_ns > 0 ? ", bursts about " + format_ns(most->period_ns) + " apart" : std::string()) + ")";
+      }
+      s += ": the device runs this program's work in time slices, another context holding it between them, not "
+           "waiting on its streams or ranks";
+      if (f.share(f.sync) > kIdleCauseShare) {
+        s += "; the host meanwhile is blocked " + pct(f.share(f.sync)) + " of the time in synchronizing calls and blocking copies";
+      }
+      return s;
+    }
     case Verdict::kUnclear: {
       std::string s = "unclear: the GPU is busy " + pct(f.share(f.busy)) + "; of the time, the host launching " +
                       pct(f.share(f.idle_launch)) + ", host work without launches " + pct(f.share(f.idle_host)) +
@@ -817,6 +857,7 @@ std::vector<std::string> supporting(Verdict v, const std::vector<Finding>& findi
         return id == "low_gpu_utilization" || id == "compile_overhead" || id == "recompilation" || id == "cold_start" ||
                (id == "kernel_gap" && compiling);
       case Verdict::kDependencyBound: return id == "low_gpu_utilization" || recurring_gap || id == "sync_api";
+      case Verdict::kSharedDevice: return id == "device_time_sliced" || id == "low_gpu_utilization" || id == "sync_api";
       case Verdict::kCpuOnly:
       case Verdict::kUnclear: return false;
     }

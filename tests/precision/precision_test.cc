@@ -173,7 +173,7 @@ TEST(PrecisionManifest, NamesKnownRulesAndVerdicts) {
   // is gaining (host-bound, dependency-bound, unclear).
   const std::set<std::string> verdicts = {"overhead-bound", "compute-bound",   "input-bound", "communication-bound",
                                           "sync-bound",     "host-bound",      "dependency-bound", "cpu-only",
-                                          "unclear",        "copy-bound"};
+                                          "unclear",        "copy-bound",       "shared-device"};
   for (const Expectation& e : manifest().blocks) {
     if (e.not_a_trace) continue;
     EXPECT_TRUE(verdicts.count(e.verdict)) << e.trace << ": unknown verdict '" << e.verdict << "'";

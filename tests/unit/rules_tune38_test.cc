@@ -5070,6 +5070,27 @@ TEST(RulesTune38, AGpuTimeSlicedWithAnotherContextIsSaidSo) {
   }
 }
 
+// The same rank's verdict: its queued idle is the time slices' (22 of its
+// waits, 81.6% of the step), not other streams or ranks. It said
+// "dependency-bound (it waits on other streams or ranks, not on the host)"
+// beside the finding that the device was time-sliced.
+TEST(RulesTune38, ATimeSlicedDevicesVerdictIsSharedDevice) {
+  const Diagnosis d = diagnose(load("public/megatron_tp2/tp2_rank0_v100.pt.trace.json.gz"));
+  EXPECT_EQ(d.verdict, Verdict::kSharedDevice) << d.summary;
+  EXPECT_EQ(verdict_name(d.verdict), "shared-device");
+  EXPECT_TRUE(contains(d.summary, "81.6% in regular waits with launched work queued and nothing running (GPU 0: 22 waits of "
+                                  "2.141 ms to 2.397 ms, bursts about 2.493 ms apart)"))
+      << d.summary;
+  EXPECT_FALSE(contains(d.summary, "waits on other streams or ranks, not on the host")) << d.summary;
+  ASSERT_EQ(d.steps.size(), 1u);
+  EXPECT_EQ(d.steps[0].verdict, Verdict::kSharedDevice);
+  ASSERT_FALSE(d.support.empty());
+  EXPECT_EQ(d.support[0], "device_time_sliced");
+  // Queued idle without a fixed period stays dependency-bound (HTA's
+  // sampled rank: its waits follow the work waited on).
+  EXPECT_EQ(diagnose(load("public/hta/trace_filter/sampled_rank-1.json.gz")).verdict, Verdict::kDependencyBound);
+}
+
 // Round 19's ResNet-50 training step on an RTX 3060 Ti (tuning half): fp32
 // batch norms and elementwise kernels, TF32 convolutions, and 694 kernels
 // of the step before it still queued when the recording began. It was told
