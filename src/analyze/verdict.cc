@@ -1203,6 +1203,9 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
                   : legacy_export_by_torch_profiler(c, g)
                       ? std::string("torch.profiler wrote this legacy export (its ProfilerStep#N markers), so profile "
                                     "with a PyTorch build that has Kineto")
+                  : !windows_sign(c).empty()
+                      ? "record the GPU side on Linux or with Nsight Systems (recorded on native Windows, " +
+                            windows_sign(c) + ", where torch.profiler often records no CUDA activity)"
                       : std::string("profile again with ProfilerActivity.CUDA"));
     // What the host side does show, where first calls hold most of it: a
     // cold pass to warm up before recording again (issue 38's fifteenth

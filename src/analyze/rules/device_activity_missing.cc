@@ -247,6 +247,10 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
   // (issue 38's eighteenth round: a CS336 DDP benchmark on torch 2.x,
   // already asking for CUDA.)
   const bool stepped = legacy_export_by_torch_profiler(c, g);
+  // (issue 38's twenty-first round: a Windows resnet34 run whose notebook
+  // asked for ProfilerActivity.CUDA was told to ask for it.)
+  const std::string windows = windows_sign(c);
+  if (!windows.empty()) f.evidence.text("windows", windows);
   f.advice =
       stepped
           ? "Profile with a PyTorch build that has Kineto (torch.autograd.kineto_available() returns True; the "
@@ -283,6 +287,12 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
               "capability), a CUPTI older than the driver, or another profiler (Nsight Systems, DCGM profiling) holding "
               "it. Check with a one-kernel script; until then the trace cannot say whether the GPU or the host is the "
               "bottleneck, and its CPU times include waits on the GPU."
+      : !windows.empty()
+          ? "Record the GPU side on Linux, or with Nsight Systems (nsys profile) on Windows: this trace was recorded on "
+            "native Windows (" + windows + "), where torch.profiler often records no CUDA activity even with "
+            "ProfilerActivity.CUDA asked for (pytorch/kineto#762), so profiling again there changes nothing. Until then "
+            "the trace cannot say whether the GPU or the host is the bottleneck, and its CPU times include waits on "
+            "the GPU."
             : "Profile again with the device side recorded: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
               "ProfilerActivity.CUDA]) (CUDA covers ROCm too); if it was already asked for, CUPTI recorded nothing on "
               "this platform (WSL 2 with an older driver, a container without the profiling capability, another "
@@ -290,6 +300,24 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
               "its CPU times include waits on the GPU.";
   f.impact_ns = 0;
   out->push_back(std::move(f));
+}
+
+std::string windows_sign(const DiagnoseContext& c) {
+  std::string_view name = c.trace.meta.top_level_json("traceName");
+  if (const std::size_t slash = name.find_last_of("/\\"); slash != std::string_view::npos) name.remove_prefix(slash + 1);
+  if (name.starts_with("\"")) name.remove_prefix(1);
+  if (name.starts_with("DESKTOP-") || name.starts_with("LAPTOP-")) {
+    const std::size_t pid = name.find('_');
+    return "host " + std::string(name.substr(0, pid));
+  }
+  // A bounded number of ops' args: the dtype names MSVC gives int64_t.
+  std::size_t read = 0;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kCpuOp) continue;
+    if (read++ >= 4096) break;
+    if (c.trace.args_json(e).find("__int64") != std::string_view::npos) return "MSVC's __int64 in its input types";
+  }
+  return "";
 }
 
 bool cpu_only_program(const DiagnoseContext& c) {

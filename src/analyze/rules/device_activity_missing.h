@@ -62,6 +62,15 @@ GpuWorkIssued gpu_work_issued(const DiagnoseContext& c);
 // eighteenth round). The rule's fix and the verdict's summary both read it.
 bool legacy_export_by_torch_profiler(const DiagnoseContext& c, const GpuWorkIssued& g);
 
+// Native Windows, where the trace shows it: the host name in its
+// traceName (tensorboard_trace_handler writes HOST_PID.…: Windows' default
+// names "DESKTOP-…", "LAPTOP-…"), or MSVC's `__int64` in an op's Input type.
+// torch.profiler on native Windows often records no CUDA activity with
+// ProfilerActivity.CUDA asked for (pytorch/kineto#762), so asking again
+// changes nothing. "host DESKTOP-VR1IOQL", "MSVC's __int64 in its input
+// types", or "" where nothing says Windows.
+std::string windows_sign(const DiagnoseContext& c);
+
 // An op of a GPU library by name (cudnn, miopen, cublas, nccl), flag and
 // version queries aside: work issued to a GPU.
 bool is_gpu_library_op(std::string_view n);

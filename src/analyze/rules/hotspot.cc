@@ -639,21 +639,62 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                                (c.torch_before_compile() ? "" : ", or torch.compile");
     if (slow && mac) {
       f.evidence.text("host", "mac");
-      f.advice = "Run the model on the Mac's GPU: model and input .to(\"mps\") (" + count_of(best->count, "call") +
+      f.advice = "Run the model on the Mac's GPU: model and input .to(\"mps\") (macOS 12.3 or later; " + count_of(best->count, "call") +
                  " of " + name + " at " + avg +
                  " each): " + name + " is PyTorch's own CPU convolution, its normal path on a Mac (the trace's host "
                  "name says one), where PyTorch has no oneDNN to turn on. On the CPU, for inference, fold batch norm "
                  "into the convolutions (model.eval(), then " + freeze + ") and check the threads (torch.get_num_threads() against the performance cores). It "
                  "holds most of the CPU time, so any saving shows in the step.";
+    } else if (slow) {
+      // The fallback first: on x86 a float convolution of a batch above one
+      // runs through oneDNN (aten::mkldnn_convolution) unless the build
+      // lacks it or the program turned it off; channels_last and folding do
+      // not make the fallback itself cheaper (issue 38's twenty-first
+      // round: a Linux node's ResNet-34, batch 5, float, 73.5% in
+      // _slow_conv2d_forward, was told channels_last first and asked for
+      // the dtype its Input type gave).
+      const std::string dtype = cpu_math(c, best->key, instances).dtype;
+      f.evidence.text("backend", "fallback");
+      if (!dtype.empty()) f.evidence.text("dtype", dtype);
+      // Where the trace says Windows the CPU is x86 (oneDNN expected), and
+      // another named host is no Mac; elsewhere it may be an Apple-silicon Mac, whose PyTorch has no
+      // oneDNN (issue 38's twenty-first round: two MacBook Airs' ResNets,
+      // no host name in their traces, were told to check oneDNN and use
+      // channels_last, "oneDNN's native layout").
+      // A host name that is not a Mac's (tensorboard_trace_handler names
+      // the file HOST_PID.…: a Linux node's "dockz27-a5425.compute.dtu.dk")
+      // rules the Mac out too.
+      std::string_view file = trace_name;
+      if (const std::size_t slash = file.find_last_of("/\\"); slash != std::string_view::npos) file.remove_prefix(slash + 1);
+      const bool other_host = file.find(".pt.trace.json") != std::string_view::npos && file.find('_') != std::string_view::npos &&
+                              file.find('_') > 0;
+      const bool not_mac = !windows_sign(c).empty() || other_host;
+      const std::string floats = dtype.empty() ? std::string("float32")
+                                 : dtype == "fp32" ? std::string("these float32")
+                                                   : "float32 (these are " + dtype + ")";
+      const std::string x86 = "on an x86 CPU PyTorch runs " + floats +
+                              " convolutions through oneDNN (aten::mkldnn_convolution) unless the build has no oneDNN or "
+                              "the program turned it off: check torch.backends.mkldnn.is_available() and "
+                              "torch.backends.mkldnn.enabled";
+      f.advice = not_mac
+                     ? "Put the convolutions on oneDNN (" + count_of(best->count, "call") + " of " + name + " at " + avg +
+                           " each): " + name + " is PyTorch's own fallback convolution, and " + x86 +
+                           (other_host ? " (on an ARM CPU without oneDNN it is the normal path)" : "") + "."
+                     : "Find which CPU this ran on (" + count_of(best->count, "call") + " of " + name + " at " + avg +
+                           " each): " + name + " is PyTorch's own fallback convolution. On an Apple-silicon Mac, "
+                           "whose PyTorch has no oneDNN, it is the normal CPU path, and the lever is the Mac's GPU "
+                           "(model and input .to(\"mps\"), macOS 12.3 or later); " + x86 +
+                           " (on other ARM CPUs without oneDNN it is the normal path too).";
+      f.advice += " Then, for inference, fold batch norm into the convolutions (model.eval(), then " + freeze +
+                  ": that removes the batch norm's time, not the convolutions') and check the threads "
+                  "(torch.get_num_threads() against the physical cores). It holds most of the CPU time, so any "
+                  "saving shows in the step.";
     } else {
       f.advice = "Make each convolution cheaper (" + count_of(best->count, "call") + " of " + name + " at " + avg +
                  " each): run the model and its input in channels_last (model.to(memory_format=torch.channels_last), "
                  "oneDNN's native layout), and for inference fold batch norm into the convolutions (model.eval(), then " +
                  freeze + "); check the threads "
                  "(torch.get_num_threads() against the physical cores)" +
-                 (slow ? "; " + name + " is PyTorch's fallback, not oneDNN: check torch.backends.mkldnn.is_available() "
-                         "and the dtype (on an ARM CPU without oneDNN it is the normal path)"
-                       : std::string()) +
                  ". A first call also creates oneDNN's primitives: time a warmed-up call. It holds most of the CPU "
                  "time, so any saving shows in the step.";
     }
@@ -847,12 +888,14 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
       }
       std::int64_t noisy = 0;         // later calls at kSpreadFactor x their shape's median or more
       std::int64_t noisy_excess = 0;  // their time over that median
+      double later_ratio = 0;         // the largest later call over its shape's median
       for (auto& [dims, calls] : by_shape) {
         if (calls.size() < 3) continue;
         std::vector<std::int64_t> later;
         for (std::size_t i = 1; i < calls.size(); ++i) later.push_back(c.dur(calls[i]));
         const std::int64_t m = mean_median(later);
         for (std::size_t i = 1; i < calls.size(); ++i) {
+          if (m > 0) later_ratio = std::max(later_ratio, static_cast<double>(c.dur(calls[i])) / static_cast<double>(m));
           if (static_cast<double>(c.dur(calls[i])) >= kSpreadFactor * static_cast<double>(m)) {
             ++noisy;
             sat_acc(noisy_excess, sat_sub(c.dur(calls[i]), m));
@@ -881,9 +924,18 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                                             : std::string("the library initialising, the first allocation")) +
                    "), not what each call costs.";
       } else if (shapes && noisy < static_cast<std::int64_t>(kSpreadTop)) {
-        f.evidence.num("slow_later_same_shape_calls", noisy);
-        f.advice = vary + ", but the later calls on the same shapes agree: the longest are other shapes or each "
-                   "shape's first call (its set-up); time warmed-up calls and compare per shape. Then: " + f.advice;
+        // The op's own fix first; the spread is how to read its time (issue
+        // 38's twenty-first round: a one-pass ResNet-34's card printed only
+        // "time warmed-up calls", and "the later calls agree" where two ran
+        // 1.5x their shape's median).
+        f.evidence.num("slow_later_same_shape_calls", noisy).real("later_call_max_ratio", later_ratio);
+        char within[32];
+        std::snprintf(within, sizeof within, "%.1fx", later_ratio);
+        f.advice += " " + vary + ": the longest are other shapes or each shape's first call (its set-up), and " +
+                    (later_ratio > 0 ? "a later call on the same shape takes at most " + std::string(within) +
+                                           " that shape's median"
+                                     : std::string("no shape runs more than once after its first call")) +
+                    "; time warmed-up calls and compare per shape.";
       } else {
         if (shapes) f.evidence.num("slow_later_same_shape_calls", noisy);
         // What the host's noise cost: the slow later calls' time over their

@@ -58,6 +58,7 @@ std::span<const RuleInfo> all_rules() {
       {"model_on_cpu", rule_model_on_cpu},
       {"cpu_collectives", rule_cpu_collectives},
       {"cpu_between_ops", rule_cpu_between_ops},
+      {"cpu_max_pool_layout", rule_cpu_max_pool_layout},
       {"dropped_events", rule_dropped_events},
       {"overlapping_kernels", rule_overlapping_kernels},
       {"unmatched_flows", rule_unmatched_flows},

@@ -74,6 +74,7 @@ void rule_per_param_optimizer(const DiagnoseContext& c, std::vector<Finding>* ou
 void rule_per_param_grad_clip(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_cpu_collectives(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_cpu_between_ops(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_cpu_max_pool_layout(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_ddp_buffers(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_device_readback_loop(const DiagnoseContext& c, std::vector<Finding>* out);

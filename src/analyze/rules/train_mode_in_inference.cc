@@ -29,10 +29,12 @@
 // replay saves with its training kernels at two thirds of their time.
 #include <algorithm>
 #include <iterator>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/rules/rules.h"
 #include "src/trace/json_value.h"
 
@@ -116,6 +118,37 @@ struct BatchNormUse {
   std::int64_t ns = 0;             // the outermost calls' time
   std::uint32_t longest = kNoIndex;
 };
+
+// The autograd graph nodes the recorded ops created: the dispatcher
+// records the next node's sequence number on every op, and the number
+// advances only when a node is made, so under no_grad or inference mode
+// the ops share one or carry none. 0 where fewer than two differ.
+std::int64_t autograd_nodes(const DiagnoseContext& c) {
+  constexpr std::string_view kKey = "\"Sequence number\"";
+  std::set<std::int64_t> seen;
+  std::size_t read = 0;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kCpuOp) continue;
+    if (read++ >= 200'000) break;
+    const std::string_view raw = c.trace.args_json(e);
+    const std::size_t at = raw.find(kKey);
+    if (at == std::string_view::npos) continue;
+    std::size_t i = raw.find(':', at + kKey.size());
+    if (i == std::string_view::npos) continue;
+    ++i;
+    while (i < raw.size() && raw[i] == ' ') ++i;
+    bool negative = i < raw.size() && raw[i] == '-';
+    if (negative) ++i;
+    std::int64_t v = 0;
+    bool digits = false;
+    for (; i < raw.size() && raw[i] >= '0' && raw[i] <= '9'; ++i) {
+      v = v * 10 + (raw[i] - '0');
+      digits = true;
+    }
+    if (digits && !negative) seen.insert(v);
+  }
+  return seen.size() >= 2 ? static_cast<std::int64_t>(seen.size()) : 0;
+}
 
 BatchNormUse batch_norm_use(const DiagnoseContext& c) {
   BatchNormUse u;
@@ -293,7 +326,12 @@ void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>
   // half of it is the estimate (issue 38's ninth round: a ResNet-34's 360
   // batch norms, 110 ms on a laptop's CPU, were credited with the 3.3 ms
   // of their counter updates only).
-  const std::int64_t bn_stats_ns = batch_norm && !c.has_device() ? bn.ns / 2 : 0;
+  // Only on the CPU: a GPU program recorded without its device activity
+  // runs its batch norm in kernels the trace does not hold, and the host's
+  // calls only launch them (issue 38's twenty-first round: a Windows CUDA
+  // run's 360 cuDNN batch norms, 24.4 ms of host time, credited half of it).
+  const bool bn_on_host = !c.has_device() && cpu_only_program(c);
+  const std::int64_t bn_stats_ns = batch_norm && bn_on_host ? bn.ns / 2 : 0;
   // On the device a training kernel reads its input twice (the batch's
   // statistics, then the normalisation) and writes once; an inference
   // kernel reads once and writes once: about two thirds of the time. What
@@ -321,10 +359,24 @@ void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>
                 ") become inference kernels that skip the statistics pass, about a third of their time, which " +
                 (bn_device_ns > 0 ? "shortens the run by " + format_ns(bn_device_ns) + " in the replay"
                                   : "shortens nothing here in the replay: they are off the critical path");
+    } else if (!c.has_device() && !bn_on_host) {
+      effect += "; its kernels run on the GPU, whose activity this trace does not record, so what skipping the "
+                "statistics pass saves there cannot be measured from it";
     }
   }
   f.advice = "If this is inference, call model.eval() (and run it under " + c.inference_mode_how() + "): in eval mode " +
-             effect + ". A forward-only benchmark of training mode is the one case where this belongs.";
+             effect + ".";
+  // Grad mode on too (issue 38's twenty-first round: every review of the
+  // DTU ResNet forwards named autograd recording, 70 nodes a pass, their
+  // saved activations freed between passes; the fix only named
+  // inference_mode).
+  if (const std::int64_t nodes = autograd_nodes(c); nodes > 0) {
+    f.evidence.num("autograd_nodes", nodes);
+    f.advice += " Under " + c.inference_mode_how() + " autograd stops recording as well: these ops built " +
+                std::to_string(nodes) + " graph nodes (their sequence numbers advance) and kept their inputs alive "
+                "for a backward that never runs.";
+  }
+  f.advice += " A forward-only benchmark of training mode is the one case where this belongs.";
   f.impact_ns = (dropout ? ns : 0) + (batch_norm ? bn.tracked_ns + bn_stats_ns + bn_device_ns : 0);
   if (bn_stats_ns > 0) f.evidence.num("batch_norm_statistics_estimate_ns", bn_stats_ns);
   if (bn.train_kernels > 0 && batch_norm) {
