@@ -1,7 +1,8 @@
 // cpu_max_pool_layout: max pooling on the CPU in PyTorch's channels-first
 // kernel, many times slower than an elementwise pass over the same tensor.
 // PyTorch's CPU max_pool2d has a channels-last kernel vectorized over the
-// channels (pytorch/pytorch#48917, PyTorch 1.8: 4-10x on ResNet-50's stem);
+// channels (pytorch/pytorch#56361, PyTorch 1.9; its first version, #48917,
+// measured 4-10x on ResNet-50's stem);
 // the contiguous (NCHW) one is not (pytorch/pytorch#51393). Origin: issue
 // 38's twenty-first round (tuning half): DTU MLOps ResNet-18 forwards on
 // laptops' CPUs, aten::max_pool2d_with_indices 8-18% of Self CPU, 10-80 ms
@@ -131,8 +132,8 @@ void rule_cpu_max_pool_layout(const DiagnoseContext& c, std::vector<Finding>* ou
   f.evidence.num("saving_estimate_ns", saving);
   f.advice = "Run the model and its input in channels_last (model.to(memory_format=torch.channels_last), "
              "x = x.to(memory_format=torch.channels_last)): PyTorch's CPU max pooling has a channels-last kernel "
-             "vectorized over the channels (PyTorch 1.8 and later; 4-10x over the channels-first one on ResNet-50's "
-             "stem, pytorch/pytorch#48917), where the channels-first kernel is not (pytorch/pytorch#51393): here it takes " +
+             "vectorized over the channels (PyTorch 1.9 and later, pytorch/pytorch#56361; its first version, #48917, "
+             "measured 4-10x over the channels-first one on ResNet-50's stem), where the channels-first kernel is not (pytorch/pytorch#51393): here it takes " +
              std::string(r) + " an elementwise pass over the same tensor. The convolutions take the layout too. The "
              "saving assumes the smallest of those speed-ups.";
   f.impact_ns = saving;
