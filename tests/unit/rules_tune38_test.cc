@@ -5274,5 +5274,30 @@ TEST(RulesTune38, AHostsStallsSpreadOverManyCallsAreTheHosts) {
   EXPECT_EQ(first_of(quiet, "hotspot")->evidence.find("host_noise_excess_ns"), nullptr);
 }
 
+// Sequence numbers that do not advance are no autograd graph: under
+// no_grad the dispatcher records the same next number on every op.
+TEST(RulesTune38, OnlyAdvancingSequenceNumbersAreAnAutogradGraph) {
+  using namespace testing;
+  auto dropouts = [](bool advancing) {
+    std::vector<std::string> ev;
+    for (int i = 0; i < 4; ++i) {
+      const double t0 = 1000.0 * i;
+      const std::string seq = R"("Sequence number": )" + std::to_string(advancing ? 10 + i : 10);
+      ev.push_back(x("cpu_op", "aten::linear", 1, 1, t0, 300, seq));
+      ev.push_back(x("cpu_op", "aten::dropout", 1, 1, t0 + 350, 500, seq));
+      ev.push_back(x("cpu_op", "aten::bernoulli_", 1, 1, t0 + 360, 400, seq));
+    }
+    return diagnose(*read_trace_bytes(doc(ev), "t.json"), {.only = {"train_mode_in_inference"}}).findings;
+  };
+  const std::vector<Finding> grad = dropouts(true);
+  ASSERT_EQ(grad.size(), 1u);
+  ASSERT_NE(grad[0].evidence.find("autograd_nodes"), nullptr);
+  EXPECT_EQ(grad[0].evidence.find("autograd_nodes")->i, 4);
+  const std::vector<Finding> no_grad = dropouts(false);
+  ASSERT_EQ(no_grad.size(), 1u);
+  EXPECT_EQ(no_grad[0].evidence.find("autograd_nodes"), nullptr);
+  EXPECT_FALSE(contains(no_grad[0].advice, "graph nodes")) << no_grad[0].advice;
+}
+
 }  // namespace
 }  // namespace tprof

@@ -28,6 +28,7 @@
 // its time (the statistics pass eval mode skips); on the GPU, what the
 // replay saves with its training kernels at two thirds of their time.
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
 #include <map>
 #include <set>
@@ -152,6 +153,10 @@ std::int64_t autograd_nodes(const DiagnoseContext& c) {
     std::int64_t v = 0;
     bool digits = false;
     for (; i < raw.size() && raw[i] >= '0' && raw[i] <= '9'; ++i) {
+      if (v > (INT64_MAX - 9) / 10) {  // not a sequence number
+        digits = false;
+        break;
+      }
       v = v * 10 + (raw[i] - '0');
       digits = true;
     }
