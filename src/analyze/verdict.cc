@@ -418,6 +418,59 @@ bool autograd_node(std::string_view n) {
   return n.size() > 8 && n.ends_with("Backward");
 }
 
+// A CPU-only trace without steps that holds one pass of its work: on its
+// busiest thread, at least kOnePassOps of the top-level ops that hold 1% of
+// the thread's top-level time each, told apart by name and input shapes,
+// run once (a stem convolution, a pooling, a classifier: each once a
+// pass). Then every op's first call, its set-up, is in its time (issue 38's
+// twenty-first round: one cold ResNet forward on a laptop's CPU, its first
+// convolution at 44 GFLOP/s against 258 for the rest; most reviews' miss).
+// "" otherwise.
+std::string one_pass_note(const DiagnoseContext& c) {
+  constexpr std::size_t kOnePassOps = 3;
+  std::map<std::uint32_t, std::int64_t> by_lane;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) == EventKind::kCpuOp) sat_acc(by_lane[c.trace.events.lane[e]], c.dur(e));
+  }
+  if (by_lane.empty()) return "";
+  const std::uint32_t lane =
+      std::max_element(by_lane.begin(), by_lane.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  struct Key {
+    std::int64_t ns = 0, count = 0;
+    std::uint32_t first = kNoIndex;
+  };
+  std::map<std::string, Key> keys;
+  std::int64_t total = 0, open_end = INT64_MIN;
+  bool shapes = false;
+  for (std::uint32_t e : c.host_ops) {  // by start
+    if (c.kind(e) != EventKind::kCpuOp || c.trace.events.lane[e] != lane || c.ts(e) < open_end) continue;
+    // A scope written as an op (no namespace: an older torch's
+    // record_function, "model_inference") holds the pass: its ops count.
+    if (c.name(e).find("::") == std::string_view::npos) continue;
+    open_end = c.end(e);
+    std::string dims = input_dims_text(c.trace, e);
+    shapes = shapes || !dims.empty();
+    Key& k = keys[std::string(c.name(e)) + "|" + dims];
+    sat_acc(k.ns, c.dur(e));
+    ++k.count;
+    if (k.first == kNoIndex) k.first = e;
+    sat_acc(total, c.dur(e));
+  }
+  if (!shapes || total <= 0) return "";
+  std::size_t once = 0;
+  std::uint32_t first = kNoIndex;
+  for (const auto& [name, k] : keys) {
+    if (k.count != 1 || 100 * k.ns < total) continue;
+    ++once;
+    if (first == kNoIndex || c.ts(k.first) < c.ts(first)) first = k.first;
+  }
+  if (once < kOnePassOps) return "";
+  return "; it records one pass: " + std::to_string(once) + " of the ops that hold 1% of the time each run once (the first, " +
+         std::string(c.name(first)) + ", " + format_ns(c.dur(first)) +
+         "), so every op's first call, its set-up, is in these times: record several warmed-up iterations "
+         "(torch.profiler.schedule(wait=1, warmup=1, active=3), prof.step() after each)";
+}
+
 // A CPU-only trace's Self CPU by kind of row, the kinds at 1% or more,
 // largest first: "matrix products/convolutions 72.7%, compiled code with no
 // op recorded 15.4%, communication 6.1%" (issue 38's tenth round: a
@@ -1152,6 +1205,7 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
     }
   }
   s += explain(d->verdict, all, c, growth);
+  if (d->verdict == Verdict::kCpuOnly && nsteps == 0) s += one_pass_note(c);
   // The workers' start-up the verdict set aside (classify): said, where it
   // is a share of the time a reader would look for.
   if (d->verdict != Verdict::kUnclear && d->verdict != Verdict::kInputBound && all.share(all.idle_startup) >= 0.05) {

@@ -5299,5 +5299,24 @@ TEST(RulesTune38, OnlyAdvancingSequenceNumbersAreAnAutogradGraph) {
   EXPECT_FALSE(contains(no_grad[0].advice, "graph nodes")) << no_grad[0].advice;
 }
 
+// One cold ResNet forward on a CPU (round 21, most reviews' miss): the
+// summary says the trace is one pass, so first calls' set-up is in every
+// op's time; ten forwards are not one pass, nor is a trace without shapes.
+TEST(RulesTune38, ACpuTraceOfOnePassSaysSo) {
+  for (const char* one : {"public/dtu_mlops/resnet18_one_pass_macbook_air.json.gz",
+                          "public/dtu_mlops/resnet18_cpu_trace.json.gz"}) {
+    const Diagnosis d = diagnose(load(one));
+    EXPECT_TRUE(contains(d.summary, "; it records one pass: 7 of the ops that hold 1% of the time each run once (the first, "
+                                    "aten::conv2d"))
+        << one << ": " << d.summary;
+    EXPECT_TRUE(contains(d.summary, "torch.profiler.schedule(wait=1, warmup=1, active=3)")) << d.summary;
+  }
+  for (const char* many : {"public/dtu_mlops/resnet18_10iter_windows.json.gz",
+                           "public/dtu_mlops/resnet34_cpu_10iter.pt.trace.json.gz",
+                           "public/dtu_mlops/vae_profile_train.pt.trace.json.gz"}) {
+    EXPECT_FALSE(contains(diagnose(load(many)).summary, "one pass")) << many;
+  }
+}
+
 }  // namespace
 }  // namespace tprof
