@@ -659,14 +659,13 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
       const std::string dtype = cpu_math(c, best->key, instances).dtype;
       f.evidence.text("backend", "fallback");
       if (!dtype.empty()) f.evidence.text("dtype", dtype);
-      // Where the trace says Windows the CPU is x86 (oneDNN expected), and
-      // another named host is no Mac; elsewhere it may be an Apple-silicon Mac, whose PyTorch has no
-      // oneDNN (issue 38's twenty-first round: two MacBook Airs' ResNets,
-      // no host name in their traces, were told to check oneDNN and use
-      // channels_last, "oneDNN's native layout").
-      // A host name that is not a Mac's (tensorboard_trace_handler names
-      // the file HOST_PID.…: a Linux node's "dockz27-a5425.compute.dtu.dk")
-      // rules the Mac out too.
+      // Where the trace says Windows, or names a host that is not a Mac's
+      // (tensorboard_trace_handler names the file HOST_PID.…: a Linux
+      // node's "dockz27-a5425.compute.dtu.dk"), the fix is oneDNN; without
+      // a host name it may be an Apple-silicon Mac, whose PyTorch has no
+      // oneDNN, and the fix names both (issue 38's twenty-first round: two
+      // MacBook Airs' ResNets, no host name in their traces, were told to
+      // check oneDNN and use channels_last, "oneDNN's native layout").
       std::string_view file = trace_name;
       if (const std::size_t slash = file.find_last_of("/\\"); slash != std::string_view::npos) file.remove_prefix(slash + 1);
       const bool other_host = file.find(".pt.trace.json") != std::string_view::npos && file.find('_') != std::string_view::npos &&
@@ -881,12 +880,15 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     // shape's first call (its set-up) is other work, not the host's
     // noise (issue 38's tenth round, the review of its new lines: a CPU
     // ResNet's longest convolutions were the stem and each shape's first).
+    // Read only where the longest call is kSpreadFactor x the median (each
+    // call's args are parsed).
+    const bool spread = static_cast<double>(d.back()) >= kSpreadFactor * static_cast<double>(median);
     std::map<std::string, std::vector<std::uint32_t>> by_shape;
     bool shapes = false;
-    for (std::uint32_t e : instances) {
-      std::string dims = input_dims_text(c.trace, e);
+    for (std::size_t i = 0; spread && i < instances.size(); ++i) {
+      std::string dims = input_dims_text(c.trace, instances[i]);
       shapes = shapes || !dims.empty();
-      by_shape[std::move(dims)].push_back(e);  // in start order
+      by_shape[std::move(dims)].push_back(instances[i]);  // in start order
     }
     std::int64_t noisy = 0;         // later calls at kSpreadFactor x their shape's median or more
     std::int64_t noisy_excess = 0;  // their time over that median
@@ -906,13 +908,12 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     }
     // Many slow later calls spread the host's noise too thin for the five
     // longest to show it (issue 38's twenty-first round: a container's
-    // ResNet-18, 33 of 200 convolutions stalled 50 ms or more past their
-    // shape's time, 6.6 s of 10.7 s, the mean 53.6 ms where a call takes
-    // 22.8 ms, read as the convolutions' cost).
+    // ResNet-18, 13 later convolutions 5x or more past their shape's
+    // median, 4.06 s over it, the five longest 27.6% of the calls' time:
+    // "53.577 ms each" where a call takes 22.8 ms, read as their cost).
     const bool spread_noise = shapes && noisy >= static_cast<std::int64_t>(kSpreadTop) &&
                               static_cast<double>(noisy_excess) >= kNoiseShare * static_cast<double>(sum);
-    if ((top_share >= kSpreadShare && static_cast<double>(d.back()) >= kSpreadFactor * static_cast<double>(median)) ||
-        spread_noise) {
+    if (spread && (top_share >= kSpreadShare || spread_noise)) {
       f.evidence.num("median_call_ns", median).real("longest_5_pct", 100.0 * top_share).num("max_call_ns", d.back());
       f.title += "; median " + format_ns(median) + " a call, the 5 longest hold " + format_pct(100.0 * top_share);
       const std::string vary = "The calls vary: median " + format_ns(median) + ", the longest " + format_ns(d.back()) +
