@@ -36,6 +36,8 @@ constexpr double kMinShare = 0.05;
 constexpr std::int64_t kMinNs = 1'000'000;
 constexpr double kSlowRatio = 3.0;
 constexpr double kWarnShare = 0.10;
+// Elementwise ops whose args are read, at most.
+constexpr std::size_t kMaxPassesRead = 200'000;
 // The smallest speed-up the channels-last kernel measured (#48917: 4x at a
 // batch of 128 on a socket, up to 9.7x on one core): what the estimate
 // assumes.
@@ -69,29 +71,30 @@ void rule_cpu_max_pool_layout(const DiagnoseContext& c, std::vector<Finding>* ou
   if (!c.is_torch() || !cpu_only_program(c)) return;
   const std::int64_t self_total = c.self_cpu_total_ns();
   if (self_total <= 0) return;
-  // The poolings by input shape, and the
-  // elementwise passes by theirs.
+  // The poolings by input shape; then, where they hold enough time, the
+  // elementwise passes over those shapes (a bounded number of args read).
   std::map<std::vector<std::int64_t>, std::vector<std::uint32_t>> pools;
   std::map<std::vector<std::int64_t>, std::vector<std::int64_t>> passes;
   std::int64_t pool_ns = 0, pool_calls = 0;
   std::uint32_t longest = kNoIndex;
   for (std::uint32_t e : c.host_ops) {
-    if (c.kind(e) != EventKind::kCpuOp) continue;
-    const std::string_view n = c.name(e);
-    if (n == "aten::max_pool2d_with_indices") {
-      std::vector<std::int64_t> d = first_input(c, e);
-      if (d.size() != 4) continue;
-      sat_acc(pool_ns, c.dur(e));
-      ++pool_calls;
-      if (longest == kNoIndex || c.dur(e) > c.dur(longest)) longest = e;
-      pools[std::move(d)].push_back(e);
-    } else if (is_pass_op(n)) {
-      std::vector<std::int64_t> d = first_input(c, e);
-      if (d.size() == 4) passes[std::move(d)].push_back(c.dur(e));
-    }
+    if (c.kind(e) != EventKind::kCpuOp || c.name(e) != "aten::max_pool2d_with_indices") continue;
+    std::vector<std::int64_t> d = first_input(c, e);
+    if (d.size() != 4) continue;
+    sat_acc(pool_ns, c.dur(e));
+    ++pool_calls;
+    if (longest == kNoIndex || c.dur(e) > c.dur(longest)) longest = e;
+    pools[std::move(d)].push_back(e);
   }
   const double share = static_cast<double>(pool_ns) / static_cast<double>(self_total);
   if (pool_calls == 0 || pool_ns < kMinNs || share < kMinShare) return;
+  std::size_t read = 0;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kCpuOp || !is_pass_op(c.name(e))) continue;
+    if (read++ >= kMaxPassesRead) break;
+    std::vector<std::int64_t> d = first_input(c, e);
+    if (pools.count(d) != 0) passes[std::move(d)].push_back(c.dur(e));
+  }
   // The slowest shape against an elementwise pass over the same tensor.
   const std::vector<std::int64_t>* shape = nullptr;
   std::int64_t pool_median = 0, pass_median = 0;
@@ -100,9 +103,10 @@ void rule_cpu_max_pool_layout(const DiagnoseContext& c, std::vector<Finding>* ou
     if (it == passes.end()) continue;
     std::vector<std::int64_t> ns;
     for (std::uint32_t e : calls) ns.push_back(c.dur(e));
-    const std::int64_t pm = lower_median(ns), em = lower_median(it->second);
+    const std::int64_t pm = mean_median(ns), em = mean_median(it->second);
     if (em <= 0 || static_cast<double>(pm) < kSlowRatio * static_cast<double>(em)) continue;
-    if (shape == nullptr || pm * pass_median > pool_median * em) {
+    if (shape == nullptr || static_cast<double>(pm) * static_cast<double>(pass_median) >
+                                static_cast<double>(pool_median) * static_cast<double>(em)) {
       shape = &d;
       pool_median = pm;
       pass_median = em;
