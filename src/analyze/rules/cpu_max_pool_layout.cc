@@ -43,13 +43,14 @@ constexpr std::size_t kMaxPassesRead = 200'000;
 // assumes.
 constexpr double kChannelsLastSpeedup = 4.0;
 
-// The first input's dims, where recorded.
+// The first input's dims, where recorded (only the "Input Dims" array is
+// parsed).
 std::vector<std::int64_t> first_input(const DiagnoseContext& c, std::uint32_t e) {
-  const std::string_view raw = c.trace.args_json(e);
-  if (raw.find("\"Input Dims\"") == std::string_view::npos) return {};
-  const Result<JsonValue> args = JsonValue::parse(raw);
-  if (!args) return {};
-  const std::vector<std::vector<std::int64_t>> in = input_shapes(args->find("Input Dims"));
+  const std::string text = input_dims_text(c.trace, e);
+  if (text.empty()) return {};
+  const Result<JsonValue> dims = JsonValue::parse(text);
+  if (!dims) return {};
+  const std::vector<std::vector<std::int64_t>> in = input_shapes(&*dims);
   return in.empty() ? std::vector<std::int64_t>{} : in.front();
 }
 

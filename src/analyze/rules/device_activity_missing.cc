@@ -303,12 +303,8 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
 }
 
 std::string windows_sign(const DiagnoseContext& c) {
-  std::string_view name = c.trace.meta.top_level_json("traceName");
-  if (const std::size_t slash = name.find_last_of("/\\"); slash != std::string_view::npos) name.remove_prefix(slash + 1);
-  if (name.starts_with("\"")) name.remove_prefix(1);
-  if (name.starts_with("DESKTOP-") || name.starts_with("LAPTOP-")) {
-    const std::size_t pid = name.find('_');
-    return "host " + std::string(name.substr(0, pid));
+  if (const std::string_view host = trace_host_name(c.trace); host.starts_with("DESKTOP-") || host.starts_with("LAPTOP-")) {
+    return "host " + std::string(host);
   }
   // A bounded number of ops' args: the dtype names MSVC gives int64_t.
   std::size_t read = 0;

@@ -666,10 +666,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
       // oneDNN, and the fix names both (issue 38's twenty-first round: two
       // MacBook Airs' ResNets, no host name in their traces, were told to
       // check oneDNN and use channels_last, "oneDNN's native layout").
-      std::string_view file = trace_name;
-      if (const std::size_t slash = file.find_last_of("/\\"); slash != std::string_view::npos) file.remove_prefix(slash + 1);
-      const bool other_host = file.find(".pt.trace.json") != std::string_view::npos && file.find('_') != std::string_view::npos &&
-                              file.find('_') > 0;
+      const bool other_host = !trace_host_name(c.trace).empty();
       const bool not_mac = !windows_sign(c).empty() || other_host;
       const std::string floats = dtype.empty() ? std::string("float32")
                                  : dtype == "fp32" ? std::string("these float32")

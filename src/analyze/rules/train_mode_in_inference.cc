@@ -28,6 +28,7 @@
 // its time (the statistics pass eval mode skips); on the GPU, what the
 // replay saves with its training kernels at two thirds of their time.
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <iterator>
 #include <map>
@@ -135,32 +136,17 @@ struct BatchNormUse {
 // advances only when a node is made, so under no_grad or inference mode
 // the ops share one or carry none. 0 where fewer than two differ.
 std::int64_t autograd_nodes(const DiagnoseContext& c) {
-  constexpr std::string_view kKey = "\"Sequence number\"";
+  static constexpr std::string_view kKeys[] = {"Sequence number"};
   std::set<std::int64_t> seen;
   std::size_t read = 0;
   for (std::uint32_t e : c.host_ops) {
     if (c.kind(e) != EventKind::kCpuOp) continue;
     if (read++ >= 200'000) break;
-    const std::string_view raw = c.trace.args_json(e);
-    const std::size_t at = raw.find(kKey);
-    if (at == std::string_view::npos) continue;
-    std::size_t i = raw.find(':', at + kKey.size());
-    if (i == std::string_view::npos) continue;
-    ++i;
-    while (i < raw.size() && raw[i] == ' ') ++i;
-    bool negative = i < raw.size() && raw[i] == '-';
-    if (negative) ++i;
-    std::int64_t v = 0;
-    bool digits = false;
-    for (; i < raw.size() && raw[i] >= '0' && raw[i] <= '9'; ++i) {
-      if (v > (INT64_MAX - 9) / 10) {  // not a sequence number
-        digits = false;
-        break;
-      }
-      v = v * 10 + (raw[i] - '0');
-      digits = true;
-    }
-    if (digits && !negative) seen.insert(v);
+    std::string_view v[1];
+    if (!member_values(c.trace.args_json(e), kKeys, v) || v[0].empty()) continue;
+    std::int64_t n = 0;  // out of range or negative: not a node's number
+    const auto r = std::from_chars(v[0].data(), v[0].data() + v[0].size(), n);
+    if (r.ec == std::errc() && n >= 0) seen.insert(n);
   }
   return seen.size() >= 2 ? static_cast<std::int64_t>(seen.size()) : 0;
 }
@@ -223,17 +209,25 @@ BatchNormUse batch_norm_use(const DiagnoseContext& c) {
       sat_acc(u.train_kernel_ns, c.dur(op.event));
     }
   }
-  // Each call capped at kStallFactor x its shape's median.
+  // Each call capped at kStallFactor x its shape's median (each call's
+  // shapes read once).
   std::map<std::string, std::vector<std::int64_t>> by_shape;
-  for (std::uint32_t e : calls) by_shape[input_dims_text(c.trace, e)].push_back(c.dur(e));
-  std::map<std::string, std::int64_t> cap;
-  for (auto& [dims, ns] : by_shape) {
+  std::vector<const std::string*> shape_of;
+  shape_of.reserve(calls.size());
+  for (std::uint32_t e : calls) {
+    const auto it = by_shape.try_emplace(input_dims_text(c.trace, e)).first;
+    it->second.push_back(c.dur(e));
+    shape_of.push_back(&it->first);
+  }
+  std::map<std::string_view, std::int64_t> cap;
+  for (const auto& [dims, ns] : by_shape) {
     if (dims.empty() || ns.size() < 3) continue;
     cap[dims] = sat_mul(kStallFactor, lower_median(ns));
   }
-  for (std::uint32_t e : calls) {
-    const auto it = cap.find(input_dims_text(c.trace, e));
-    sat_acc(u.capped_ns, it == cap.end() ? c.dur(e) : std::min(c.dur(e), it->second));
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const std::int64_t d = c.dur(calls[i]);
+    const auto it = cap.find(*shape_of[i]);
+    sat_acc(u.capped_ns, it == cap.end() ? d : std::min(d, it->second));
   }
   return u;
 }
