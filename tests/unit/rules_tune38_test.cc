@@ -5318,5 +5318,98 @@ TEST(RulesTune38, ACpuTraceOfOnePassSaysSo) {
   }
 }
 
+
+// A QLoRA MLP benchmark's shape (issue 38's nineteenth round,
+// transformer_nuggets on an A100): each step runs three 4-bit linears
+// (bitsandbytes' dequantize kernel writes fp16, aten::copy_ casts it to
+// bf16, cuBLAS multiplies), then synchronizes the device while the GPU
+// works through the queue. `named` makes the steps the calls of a
+// record_function range ("qlora_mlp", a benchmark's timed function) instead
+// of ProfilerSteps.
+std::string qlora_benchmark(bool named) {
+  using testing::doc, testing::kernel, testing::launch, testing::step, testing::x;
+  const std::string dequant = "void kDequantizeBlockwise<__half, 512, 64, 8, 2>(float*, unsigned char*, float*, __half*, int, int)";
+  const std::string cast =
+      "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}"
+      "::operator()() const::{lambda()#12}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>, "
+      "TrivialOffsetCalculator<1, unsigned int>, char*, at::native::memory::LoadWithCast<1>, at::detail::Array<char*, "
+      "2>::StoreWithCast<1> >(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() "
+      "const::{lambda()#12}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>, "
+      "TrivialOffsetCalculator<1, unsigned int>, char*, at::native::memory::LoadWithCast<1>, at::detail::Array<char*, "
+      "2>::StoreWithCast<1>)";
+  const std::string gemm = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn";
+  std::vector<std::string> ev;
+  int id = 1;
+  for (int s = 0; s < 5; ++s) {
+    const double b = 3000.0 * s;
+    ev.push_back(named ? x("user_annotation", "qlora_mlp", 1, 1, b, 2900) : step(s, b, 2900));
+    double host = b + 10, gpu = b + 30;
+    for (int l = 0; l < 3; ++l) {
+      const std::pair<std::string, std::pair<std::string, double>> parts[] = {
+          {"MatMul4Bit", {dequant, 200}}, {"aten::copy_", {cast, 226}}, {"aten::mm", {gemm, 400}}};
+      for (const auto& [op, kd] : parts) {
+        ev.push_back(x("cpu_op", op, 1, 1, host, 30));
+        ev.push_back(launch(host + 10, 8, id));
+        ev.push_back(kernel(kd.first, 7, gpu, kd.second, id));
+        ++id;
+        host += 40;
+        gpu += kd.second + 2;
+      }
+    }
+    ev.push_back(x("cuda_runtime", "cudaDeviceSynchronize", 1, 1, host, gpu - host + 3));
+  }
+  return doc(ev);
+}
+
+Trace from_text(const std::string& text) {
+  Result<Trace> t = read_trace_bytes(text);
+  EXPECT_TRUE(t);
+  return t ? std::move(*t) : Trace{};
+}
+
+// The synchronize that closes each call of a benchmark's timed range while
+// the GPU works through it is the timing idiom, not the program's: no
+// finding (it was "5 synchronizing calls block the host 48.6% of step
+// time", the trace's second cause). Under ProfilerSteps (a training loop's
+// torch.cuda.synchronize()) the finding stays.
+TEST(RulesTune38, SyncApiSilentOnABenchmarksTimingSync) {
+  const Trace named = from_text(qlora_benchmark(true));
+  const Diagnosis n = diagnose(named, {.only = {"sync_api"}});
+  EXPECT_TRUE(n.findings.empty()) << n.findings[0].title;
+  const Trace steps = from_text(qlora_benchmark(false));
+  const Diagnosis d = diagnose(steps, {.only = {"sync_api"}});
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_TRUE(contains(d.findings[0].title, "the GPU was busy")) << d.findings[0].title;
+}
+
+// A cast of an unrecognised library kernel's output (bitsandbytes'
+// dequantize writes fp16, the matmul wants bf16) has no PyTorch kernel to
+// fuse into: the library's output dtype is the fix (it was "Fuse
+// aten::copy_ into the kernel that produces its input (torch.compile ...)").
+// A cast after a GEMM keeps the epilogue advice.
+TEST(RulesTune38, CastOfALibraryKernelsOutputNamesTheLibrary) {
+  const Trace t = from_text(qlora_benchmark(true));
+  const Diagnosis d = diagnose(t, {.only = {"memory_bound_elementwise"}});
+  const Finding* f = first_of(d, "memory_bound_elementwise");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(contains(f->title, "it converts the output of void kDequantizeBlockwise<__half, 512, 64, 8, 2>")) << f->title;
+  EXPECT_TRUE(contains(f->title, ", a library kernel")) << f->title;
+  EXPECT_TRUE(contains(text(*f, "source_kernel"), "kDequantizeBlockwise<__half")) << text(*f, "source_kernel");
+  EXPECT_TRUE(f->advice.starts_with("Have void kDequantizeBlockwise<__half, 512, 64, 8, 2>")) << f->advice;
+  EXPECT_TRUE(contains(f->advice, "'s library write what aten::copy_ makes of its output")) << f->advice;
+  EXPECT_FALSE(contains(f->advice, "torch.compile fuses")) << f->advice;
+  // The same cast after the GEMM (the GEMM's bf16 output cast again).
+  std::string text_gemm = qlora_benchmark(true);
+  const std::string dequant = "void kDequantizeBlockwise<__half, 512, 64, 8, 2>(float*, unsigned char*, float*, __half*, int, int)";
+  for (std::size_t at = text_gemm.find(dequant); at != std::string::npos; at = text_gemm.find(dequant, at)) {
+    text_gemm.replace(at, dequant.size(), "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn");
+  }
+  const Diagnosis g = diagnose(from_text(text_gemm), {.only = {"memory_bound_elementwise"}});
+  const Finding* fg = first_of(g, "memory_bound_elementwise");
+  ASSERT_NE(fg, nullptr);
+  EXPECT_TRUE(contains(fg->title, "; fusable")) << fg->title;
+  EXPECT_TRUE(text(*fg, "source_kernel").empty());
+}
+
 }  // namespace
 }  // namespace tprof

@@ -103,6 +103,39 @@ bool has_compute_neighbour(const DiagnoseContext& c, std::string_view name, bool
   return false;
 }
 
+
+// The kernel whose output a copy kernel `name` reads, where that is a
+// library kernel tprof does not recognise (KernelClass::kOther): the
+// activity just before most of its instances on their stream. Empty where
+// there is none, or it is one of PyTorch's, a GEMM's or a compiler's:
+// those have an epilogue or a fusion to take the copy. A library's opaque
+// kernel has neither (issue 38's nineteenth round: bitsandbytes'
+// kDequantizeBlockwise<__half> output cast to bf16 for the matmul, 26.1%
+// of the GPU time, told to fuse into "the kernel that produces its input").
+std::string_view library_source(const DiagnoseContext& c, const Efficiency& eff, std::string_view name, bool has_steps) {
+  std::unordered_map<std::uint32_t, std::size_t> last_on_lane;
+  std::unordered_map<std::string_view, std::int64_t> before;
+  std::int64_t instances = 0;
+  for (std::size_t i = 0; i < c.device.size(); ++i) {
+    const DeviceOp& op = c.device[i];
+    const auto found = last_on_lane.find(op.lane);
+    const std::size_t prev = found == last_on_lane.end() ? c.device.size() : found->second;
+    last_on_lane[op.lane] = i;
+    if ((has_steps && op.step < 0) || c.name(op.event) != name) continue;
+    ++instances;
+    if (prev < c.device.size() && c.device[prev].cls == DeviceClass::kCompute) ++before[c.name(c.device[prev].event)];
+  }
+  std::string_view top;
+  std::int64_t top_n = 0;
+  for (const auto& [n, count] : before) {
+    if (count > top_n || (count == top_n && n < top)) top = n, top_n = count;
+  }
+  if (top.empty() || 2 * top_n < instances) return {};
+  for (const KernelEfficiency& k : eff.kernels) {
+    if (k.name == top) return k.cls == KernelClass::kOther ? top : std::string_view();
+  }
+  return {};
+}
 }  // namespace
 
 void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -174,6 +207,12 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     const bool scatter = k.name.find("index_put_kernel") != std::string::npos ||
                          k.op == "aten::index_put_" || k.op == "aten::_index_put_impl_";
     if (small && busy_share < kMinBusyShare) continue;
+    // A copy of an unrecognised library kernel's output: the library, not a
+    // fusion, removes it.
+    const bool copies = k.name.find("direct_copy_kernel") != std::string::npos || k.op == "aten::copy_" ||
+                        k.op == "aten::_to_copy";
+    const std::string_view source = copies && !fill && !scatter ? library_source(c, eff, k.name, has_steps) : std::string_view();
+    const bool cast = k.name.find("WithCast") != std::string::npos;
     ++fired;
     Finding f;
     f.id = "memory_bound_elementwise";
@@ -205,7 +244,11 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
     f.title = std::string(far_below ? "Elementwise kernel " : "Memory-bound elementwise kernel ") + title_name(k.name) +
               (k.op.empty() ? "" : " (" + k.op + ")") +
               ": " + format_pct(100.0 * share) + " of GPU time" + (sized ? ", moving " + rate : "") +
-              (fill ? "; it only writes memory" : far_below && scatter ? "; a scatter by index" : "; fusable");
+              (fill                   ? "; it only writes memory"
+               : far_below && scatter ? "; a scatter by index"
+               : !source.empty()      ? std::string(cast ? "; it converts" : "; it copies") + " the output of " +
+                                       title_name(source) + ", a library kernel"
+                                      : "; fusable");
     f.evidence.text("kernel", k.name)
         .text("op", k.op)
         .text("dtype", k.dtype)
@@ -249,6 +292,20 @@ void rule_memory_bound_elementwise(const DiagnoseContext& c, std::vector<Finding
                  "after it: at " + format_pct(100.0 * k.gbps() / eff.peak->hbm_gbps) +
                  " of the HBM bandwidth its time is not the traffic. PyTorch's index_put kernel writes one element a "
                  "thread, with per-element index arithmetic and no vectorised access.";
+      settle(f, time_ns);
+      out->push_back(std::move(f));
+      continue;
+    }
+    if (!source.empty()) {
+      f.evidence.text("source_kernel", std::string(source));
+      f.advice = why_slow + "Have " + title_name(source) + "'s library write what " +
+                 (k.op.empty() ? std::string("this copy") : k.op) + " makes of its output (" +
+                 (cast ? "the dtype" : "the layout") +
+                 " its consumer wants: a library's output dtype is usually a parameter, or the dtype of the tensor it "
+                 "was given, such as the weight a quantizer packed), "
+                 "or let the consumer read the library's output as it is. It is not PyTorch's, Triton's or a GEMM's "
+                 "kernel: no fusion (torch.compile, an epilogue) reaches into it, so the copy stays as long as the "
+                 "two formats differ.";
       settle(f, time_ns);
       out->push_back(std::move(f));
       continue;
