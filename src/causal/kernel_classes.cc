@@ -358,17 +358,17 @@ KernelMatch classify_kernel(std::string_view kernel, std::string_view op) {
 }
 
 bool is_comm_kernel(std::string_view name) {
-  // On the name as the trace gives it (NCCL's kernels start with nccl:
-  // ncclKernel_*, ncclDevKernel_*; RCCL keeps the names): the table's
-  // NCCL/RCCL/MSCCL++ rows, HCCL's and DeepEP's.
-  for (const KernelFamily& f : kFamilies) {
-    if (f.on == MatchOn::kName &&
-        (f.family == kFamilies.front().family || f.family == kHcclFamily || f.family == kDeepEpFamily) &&
-        row_matches(f, name)) {
-      return true;
-    }
-  }
-  return false;
+  // The kernel-name rows of the communication class, read as the class
+  // shares read them (its own name, without `void `, templates and
+  // namespaces; a library's namespace row on the whole name): NCCL/RCCL/
+  // MSCCL++, HCCL, DeepEP, and the serving engines' custom all-reduce
+  // kernels, which spin until the peers' data lands as NCCL's do. On the
+  // name as the trace gives it the prefix rows missed ROCm's
+  // "void rcclGenericKernel<2, false>(…)" and the custom rows were not read
+  // (issue 38's twenty-second round: SGLang's DeepSeek-R1 on MI325X, its
+  // RCCL kernels 23% of GPU time in the class shares while diagnose said
+  // "no collective ran on the device").
+  return match_kernel_name(name).cls == KernelClass::kComm;
 }
 
 }  // namespace tprof::internal

@@ -97,6 +97,16 @@ TEST(KernelClasses, NamesOfEachVendorAndCompiler) {
   EXPECT_EQ(cls("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"), KernelClass::kComm);
   EXPECT_TRUE(internal::is_comm_kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));
   EXPECT_FALSE(internal::is_comm_kernel("void at::native::reduce_kernel<512, 1>"));
+  // RCCL's kernel as ROCm's trace names it, with its return type, and the
+  // serving engines' custom all-reduce: communication for diagnose as in
+  // the class shares (issue 38's twenty-second round: SGLang's DeepSeek-R1
+  // on an MI325X, "no collective ran on the device" beside "communication
+  // 23.4%").
+  EXPECT_TRUE(internal::is_comm_kernel("void rcclGenericKernel<2, false>(ncclDevKernelArgsStorage<4096ul>)"));
+  EXPECT_EQ(cls("void rcclGenericKernel<2, false>(ncclDevKernelArgsStorage<4096ul>)"), KernelClass::kComm);
+  EXPECT_TRUE(internal::is_comm_kernel(
+      "void sglang::cross_device_reduce_1stage<__hip_bfloat16, 8>(sglang::RankData*, sglang::RankSignals, int, int)"));
+  EXPECT_FALSE(internal::is_comm_kernel("void at::native::(anonymous namespace)::CatArrayBatchedCopy<int, 4>(int*)"));
   // MSCCL++ (issue 38's thirteenth round: its wait_kernel, spinning until
   // the peer signals, was a hotspot sent to Nsight Compute).
   EXPECT_TRUE(internal::is_comm_kernel("(anonymous namespace)::wait_kernel(mscclpp::MemoryChannelDeviceHandle)"));
