@@ -21,6 +21,11 @@ namespace tprof::internal {
 
 namespace {
 
+std::string_view text_of(const Finding& f, std::string_view key) {
+  const Evidence::Field* e = f.evidence.find(key);
+  return e != nullptr && e->kind == Evidence::Kind::kText ? std::string_view(e->s) : std::string_view();
+}
+
 // The order of the causes, in three classes: the causes with a fix; then
 // a cause whose own finding says nothing needs fixing (sync_api's "No
 // change needed unless the host has other work to do", evidence
@@ -32,8 +37,9 @@ namespace {
 // a run of many steps never pays it again (issue 38's twelfth round: a
 // vLLM decode's first engine step, 57 ms once, ranked above a readback
 // sync that costs every step 1.2 ms).
-// Findings that mark nothing of their own to act on, and one cold pass
-// told to profile warmed-up iterations, are in the middle class too.
+// Findings that mark nothing of their own to act on, one cold pass told to
+// profile warmed-up iterations, and a first call's one-time set-up
+// (evidence first_calls) are in the middle class too.
 // Before the middle class, after the other fixes: a fix the trace's
 // PyTorch cannot make (evidence needs_upgrade: a CUDA graph on a PyTorch
 // before 1.10, torch.compile before 2.0): an expert first makes the fixes
@@ -56,6 +62,11 @@ int rank_class(const Cause& c, const std::vector<Finding>& findings) {
     // backward's one-block grid ranked under "profile several warmed-up
     // iterations").
     if (ev.find("nothing_to_act_on") != nullptr || ev.find("one_pass") != nullptr) return 2;
+    // A first call's set-up, paid once (kernel_gap's gaps before their
+    // pairs' usual ones, host_blocked's first graph launch): a warm-up's
+    // fix, as cold_start's (issue 38's twenty-second round: both ranked
+    // above a GPU-bound SGLang decode's own kernels).
+    if (text_of(findings[c.anchor], "first_calls") == "yes") return 2;
   }
   return 0;
 }
@@ -67,11 +78,6 @@ auto cause_order(const std::vector<Finding>& findings) {
     if (a.impact_ns != b.impact_ns) return a.impact_ns > b.impact_ns;
     return a.severity > b.severity;
   };
-}
-
-std::string_view text_of(const Finding& f, std::string_view key) {
-  const Evidence::Field* e = f.evidence.find(key);
-  return e != nullptr && e->kind == Evidence::Kind::kText ? std::string_view(e->s) : std::string_view();
 }
 
 std::int64_t int_of(const Finding& f, std::string_view key, std::int64_t fallback) {

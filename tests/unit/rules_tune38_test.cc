@@ -5411,5 +5411,93 @@ TEST(RulesTune38, CastOfALibraryKernelsOutputNamesTheLibrary) {
   EXPECT_TRUE(text(*fg, "source_kernel").empty());
 }
 
+
+// A serving engine's decode on one GPU, as issue 38's twenty-second round's
+// SGLang rank on an H200 records it (no op, no ProfilerStep): ten replays of
+// a CUDA graph on stream 136, 200 nodes of 40 us with 1 us bubbles
+// between them, back to back; before each, six small kernels on stream 7,
+// launched while the previous replay runs (the host half a replay ahead).
+// The first cudaGraphLaunch uploads the graph: it holds the host 2.4 ms
+// with nothing queued; the later ones return at once. `late_host`: the
+// third replay's launches come 1 ms after the second replay ended.
+std::string graph_decode(bool late_host = false) {
+  using testing::doc, testing::kernel, testing::launch, testing::x, testing::corr;
+  const char* const small[] = {"void at::native::elementwise_kernel_with_index<int, arange>(int)",
+                               "void at::native::vectorized_elementwise_kernel<2, neg_kernel_cuda>(int)",
+                               "void at::native::vectorized_elementwise_kernel<4, FillFunctor<float>>(int)",
+                               "void at::native::index_elementwise_kernel<128, 4>(int)",
+                               "void at::native::unrolled_elementwise_kernel<direct_copy_kernel_cuda>(int)",
+                               "void at::native::reduce_kernel<512, 1>(int)"};
+  std::vector<std::string> ev;
+  int id = 1;
+  double replay_start = 0;  // the previous replay's start on the GPU
+  double stream7 = 0;       // stream 7 busy until
+  for (int i = 0; i < 10; ++i) {
+    const double host = i == 0                ? 100
+                        : late_host && i == 2 ? replay_start + 200 * 41 + 1000
+                                              : replay_start + 4000;
+    for (int k = 0; k < 6; ++k) {
+      const double at = host + 10.0 * k;
+      ev.push_back(launch(at, 5, id));
+      const double start = std::max(at + 8, stream7 + 1);
+      ev.push_back(kernel(small[k], 7, start, 1.5, id));
+      stream7 = start + 1.5;
+      ++id;
+    }
+    const double call = host + 70, call_dur = i == 0 ? 2400 : 20;
+    ev.push_back(x("cuda_runtime", "cudaGraphLaunch", 1, 1, call, call_dur, corr(id)));
+    const double start = i == 0 || (late_host && i == 2) ? call + call_dur + 5 : replay_start + 200 * 41;
+    for (int n = 0; n < 200; ++n) {
+      ev.push_back(kernel(n % 2 ? "fused_moe_kernel" : "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64",
+                          136, start + 41.0 * n, 40, id));
+    }
+    ++id;
+    replay_start = start;
+  }
+  return doc(ev);
+}
+
+// Small kernels on a stream that idles while another stream's replay keeps
+// the GPU busy cost nothing: what idle there is meanwhile is the replay's
+// own latency between its nodes. kernel_launch_stats said "207 of 241
+// device activities run shorter than their launch call ... leaving the GPU
+// idle 4.399 ms", the first cause of a GPU-bound decode.
+TEST(RulesTune38, ShortKernelsBesideABusyReplayCostNothing) {
+  const Trace t = from_text(graph_decode());
+  EXPECT_TRUE(diagnose(t, {.only = {"kernel_launch_stats"}}).findings.empty());
+}
+
+// A recurring gap on that stream is the replay's bubbles in every usual
+// occurrence; the first gap with the graph's upload in it, and one with
+// the host late, held most of the time and made it "a blocking call" to
+// remove (a recurring gap of 168.2 us in 10 of 10 occurrences).
+TEST(RulesTune38, RecurringGapOfAReplaysBubblesIsNotAGap) {
+  const Trace t = from_text(graph_decode(/*late_host=*/true));
+  for (const Finding& f : diagnose(t, {.only = {"kernel_gap"}}).findings) {
+    EXPECT_NE(text(f, "pattern"), "recurring") << f.title;
+  }
+}
+
+// The trace's first graph launch, blocking with nothing queued while the
+// later ones do not: its upload, paid once, ranked after the run's own
+// causes (compute_bound, which names the kernels holding the GPU first).
+TEST(RulesTune38, FirstGraphLaunchIsPaidOnce) {
+  const Trace t = from_text(graph_decode());
+  const Diagnosis d = diagnose(t);
+  const Finding* hb = nullptr;
+  for (const Finding& f : d.findings) {
+    if (f.id == "host_blocked" && contains(f.title, "cudaGraphLaunch")) hb = &f;
+  }
+  ASSERT_NE(hb, nullptr);
+  EXPECT_EQ(text(*hb, "first_calls"), "yes");
+  EXPECT_TRUE(hb->advice.starts_with("Paid once: cudaGraphLaunch is the trace's first graph launch, of 10")) << hb->advice;
+  ASSERT_FALSE(d.causes.empty());
+  EXPECT_EQ(d.findings[d.causes[0].anchor].id, "compute_bound") << d.causes[0].title;
+  const Finding* cb = first_of(d, "compute_bound");
+  ASSERT_NE(cb, nullptr);
+  EXPECT_TRUE(cb->advice.starts_with("Start at the kernels that hold the GPU time (")) << cb->advice;
+  EXPECT_TRUE(contains(cb->advice, "fused_moe_kernel 49.")) << cb->advice;
+}
+
 }  // namespace
 }  // namespace tprof

@@ -297,6 +297,21 @@ void rule_comm_exposed(const DiagnoseContext& c, std::vector<Finding>* out) {
                              : " The rest (" + rest + "): overlap it with compute (DDP starts its all-reduces during "
                                "backward, a smaller bucket_cap_mb earlier; FSDP: forward/backward_prefetch) or "
                                "communicate less (no_sync() for gradient accumulation).");
+  } else if (inference && !late) {
+    // The fix a forward pass has comes first (the default report shows one
+    // sentence); the straggler check follows (issue 38's twenty-second
+    // round: SGLang's DeepSeek-R1 prefill on 8 MI300X, its RCCL all-reduces
+    // 19.8% of GPU time in line with the layers, read "First run tprof
+    // diagnose on all ranks' traces together").
+    f.advice = "Shrink or hide the tensor-parallel all-reduces: in a forward-only pass they sit between layers, in "
+               "line with the compute that needs their result, so only a second micro-batch overlaps them (SGLang's "
+               "two-batch overlap, vLLM's dual-batch overlap); fewer ranks per model (a smaller tensor-parallel "
+               "degree; data-parallel attention and expert parallelism for MoE models), a faster link "
+               "(NVLink/NVSwitch or xGMI with P2P on; between PCIe GPUs each all-reduce crosses the host bridge), a "
+               "fused or custom all-reduce (vLLM's and SGLang's custom all-reduce, NCCL NVLS), or more tokens per "
+               "step so each all-reduce carries more work shorten them; " + how_much + ". " + first +
+               "In a synchronous job a rank that arrives early sits in the collective until the last one arrives, "
+               "which looks like exposed communication too.";
   } else if (inference) {
     f.advice = first + "Otherwise, in a forward-only pass the collectives (tensor-parallel all-reduces of activations) "
                "sit between layers with nothing to overlap them: use fewer ranks per model where it fits (a smaller "

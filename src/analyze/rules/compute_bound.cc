@@ -22,6 +22,21 @@ namespace tprof::internal {
 
 namespace {
 
+// The three kernels (not collectives) holding the most GPU time, with their
+// shares: "fused_moe_kernel 27.0%, …".
+std::string top_kernel_names(const Efficiency& eff) {
+  std::string names;
+  int n = 0;
+  for (const KernelEfficiency& k : eff.kernels) {
+    if (n == 3 || eff.total_ns <= 0) break;
+    if (k.cls == KernelClass::kComm) continue;
+    ++n;
+    names += (names.empty() ? "" : ", ") + title_name(k.name) + " " +
+             format_pct(100.0 * static_cast<double>(k.time_ns) / static_cast<double>(eff.total_ns));
+  }
+  return names;
+}
+
 // "≈": Self CPU at most twice Self CUDA (the post's 4096² run: 4.908 ms vs
 // 4.495 ms; the H100 ones 4.0 vs 4.0 ms). More device time than CPU time
 // counts too: the GPU is then even more clearly the bottleneck.
@@ -374,7 +389,14 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
                    "runs them on bf16 tensor cores, twice TF32's peak on half the bytes; to measure them against the "
                    "peak, profile" + without_graphs + decode;
       } else {
-        f.advice = what + " cannot be measured against the peak here: profile" + without_graphs + " to measure them" + decode;
+        // Where the GPU time goes first (the default page prints one
+        // sentence): the kernels, then why their rate is unknown (issue 38's
+        // twenty-second round: SGLang's DeepSeek-R1 decode on an H200, its
+        // fused MoE kernel 27% of GPU time, read only "cannot be measured").
+        const std::string names = top_kernel_names(eff);
+        f.advice = (names.empty() ? std::string() : "Start at the kernels that hold the GPU time (" + names + "). ") +
+                   what + " cannot be measured against the peak here: profile" + without_graphs + " to measure them" +
+                   decode;
       }
     } else if (shapes_on) {
       f.advice = "The GEMMs (" + share + " of the GPU time) carry no shapes, though shapes were recorded (the ops that "

@@ -1040,6 +1040,23 @@ void rule_kernel_gap(const DiagnoseContext& c, std::vector<Finding>* out) {
     }
     const IdleCause cause = add_idle_evidence(c, listed, f);
     if (not_a_gap_to_fix(c, cause)) continue;
+    // Nor is a pattern whose usual gaps (up to twice the median) are: one
+    // large gap among them (a start-up stall, the profiler's buffer
+    // request) can hold most of the time while every other occurrence is a
+    // graph's latency between its nodes (issue 38's twenty-second round:
+    // SGLang's decode on an H200, "a recurring gap of 168.2 us" on a side
+    // stream, nine of ten the sub-microsecond bubbles of the replay running
+    // meanwhile, the tenth the first replay's upload).
+    if (!r.spikes) {
+      std::vector<Interval> usual;
+      for (const Gap* g : listed) {
+        if (g->ns >= kMinGapNs && g->ns <= sat_mul(2, r.median)) usual.push_back(g->range);
+      }
+      if (!usual.empty() &&
+          not_a_gap_to_fix(c, dominant_cause(idle_by_cause(c.idle(), merge_intervals(std::move(usual)))))) {
+        continue;
+      }
+    }
     name_host_work(c, listed, cause, *out, f, x);
     std::int64_t compiling_ns = -1;  // the compile frames' part of the gaps, where it is not nearly all
     if (x.frame.found() && (x.frame.kind == HostWorkKind::kCompile || x.frame.kind == HostWorkKind::kJitCompile)) {

@@ -143,9 +143,19 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
     const bool queued = prev_end > c.end(op.launch);
     const Interval at_stake{prev_end == std::numeric_limits<std::int64_t>::min() ? c.ts(op.launch) : prev_end,
                             op.start};
+    // Or the device was busy with another stream's work through most of
+    // the wait: the stream idled, the GPU did not, and what idle there is
+    // inside is that work's own kernel-to-kernel latency (issue 38's
+    // twenty-second round: SGLang's decode on an H200, 71 small kernels on
+    // stream 7 between the replays of a 1,642-kernel CUDA graph on another
+    // stream, "leaving the GPU idle 4.399 ms", most of it the graph's
+    // sub-microsecond gaps).
+    const bool device_busy = !queued && at_stake.end > at_stake.start &&
+                             sat_mul(2, c.device_busy_ns(op.device, at_stake.start, at_stake.end)) >=
+                                 at_stake.end - at_stake.start;
     if (cpu <= kRuntimeCutoffNs && gpu < cpu) {
       ++short_kernels;
-      if (!queued) {
+      if (!queued && !device_busy) {
         ++short_exposed;
         sat_acc(short_excess_ns, cpu - gpu);
         if (at_stake.end > at_stake.start) short_at_stake.push_back(at_stake);
