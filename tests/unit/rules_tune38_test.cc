@@ -5499,5 +5499,46 @@ TEST(RulesTune38, FirstGraphLaunchIsPaidOnce) {
   EXPECT_TRUE(contains(cb->advice, "fused_moe_kernel 49.")) << cb->advice;
 }
 
+
+// cuDNN's NCHW -> NHWC conversions inside convolutions of `conv`
+// ("aten::conv1d", "aten::conv2d"): four calls, each converting its input
+// and weights for a tf32 implicit-GEMM kernel.
+std::string conversions_in(const std::string& conv) {
+  using testing::doc, testing::kernel, testing::launch, testing::x;
+  std::vector<std::string> ev;
+  int id = 1;
+  for (int i = 0; i < 4; ++i) {
+    const double b = 1000.0 * i;
+    ev.push_back(x("cpu_op", conv, 1, 1, b, 300));
+    ev.push_back(x("cpu_op", "aten::cudnn_convolution", 1, 1, b + 10, 280));
+    for (int k = 0; k < 3; ++k) {
+      ev.push_back(launch(b + 20 + 40 * k, 10, id));
+      ev.push_back(kernel(k < 2 ? "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>(int)"
+                                : "sm86_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize64x64x16",
+                          7, b + 40 + 80 * k, k < 2 ? 40 : 100, id));
+      ++id;
+    }
+  }
+  return doc(ev);
+}
+
+// channels_last is a 4-D layout: a 1-D convolution's conversions are
+// cuDNN's choice of kernel, not the tensors' layout to change (issue 38's
+// twenty-second round: a diffusion policy's 1-D U-Net on an RTX 3090 was
+// told model.to(memory_format=torch.channels_last), which raises on its
+// 3-D input). A 2-D convolution's keep the channels_last fix.
+TEST(RulesTune38, LayoutConversionsOfOneDConvolutionsAreCudnns) {
+  const Diagnosis d1 = diagnose(from_text(conversions_in("aten::conv1d")), {.only = {"layout_conversion"}});
+  ASSERT_EQ(d1.findings.size(), 1u);
+  EXPECT_EQ(d1.findings[0].evidence.find("conv_dims")->i, 1);
+  EXPECT_TRUE(d1.findings[0].advice.starts_with("Let cuDNN choose another algorithm for these 1-D convolutions"))
+      << d1.findings[0].advice;
+  EXPECT_FALSE(contains(d1.findings[0].advice, "memory_format=torch.channels_last)")) << d1.findings[0].advice;
+  const Diagnosis d2 = diagnose(from_text(conversions_in("aten::conv2d")), {.only = {"layout_conversion"}});
+  ASSERT_EQ(d2.findings.size(), 1u);
+  EXPECT_EQ(d2.findings[0].evidence.find("conv_dims"), nullptr);
+  EXPECT_TRUE(d2.findings[0].advice.starts_with("Put the model and its input in channels_last")) << d2.findings[0].advice;
+}
+
 }  // namespace
 }  // namespace tprof

@@ -44,6 +44,28 @@ bool is_layout_kernel(std::string_view name) {
 // (cuDNN's scudnn, implicit GEMM fprop/dgrad/wgrad, MIOpen's igemm_*).
 bool is_conv_kernel_name(std::string_view name) { return match_kernel_name(name).cls == KernelClass::kConv; }
 
+// The dimensionality of the convolution whose call launched a layout
+// kernel: 1 or 3 where an enclosing op on the launching thread is
+// aten::conv1d / conv_transpose1d (conv3d / conv_transpose3d), else 2 (a
+// 2-D convolution or unknown). The walk back is bounded, as
+// DiagnoseContext::enclosing_op's.
+int conv_dims(const DiagnoseContext& c, std::uint32_t launch) {
+  constexpr int kMaxWalk = 512;
+  const std::uint32_t lane = c.trace.events.lane[launch];
+  const std::int64_t t0 = c.ts(launch), t1 = c.end(launch);
+  auto it = std::upper_bound(c.host_ops.begin(), c.host_ops.end(), t0,
+                             [&](std::int64_t v, std::uint32_t e) { return v < c.ts(e); });
+  for (int n = 0; it != c.host_ops.begin() && n < kMaxWalk; ++n) {
+    const std::uint32_t e = *--it;
+    if (c.trace.events.lane[e] != lane || c.kind(e) != EventKind::kCpuOp || c.end(e) < t1) continue;
+    const std::string_view name = c.name(e);
+    if (name == "aten::conv1d" || name == "aten::conv_transpose1d") return 1;
+    if (name == "aten::conv3d" || name == "aten::conv_transpose3d") return 3;
+    if (name == "aten::conv2d" || name == "aten::conv_transpose2d") return 2;
+  }
+  return 2;
+}
+
 }  // namespace
 
 void rule_layout_conversion(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -52,6 +74,9 @@ void rule_layout_conversion(const DiagnoseContext& c, std::vector<Finding>* out)
   std::int64_t compute_ns = 0, kernel_ns = 0, layout_ns = 0, layout_count = 0;
   bool conv = false;
   std::vector<std::pair<std::string_view, std::int64_t>> by_name;
+  // The conversions' time by the dimensionality of the convolution that
+  // launched them (index 1, 2, 3).
+  std::int64_t by_dims[4] = {0, 0, 0, 0};
   for (const DeviceOp& op : c.device) {
     if (op.cls != DeviceClass::kCompute && op.cls != DeviceClass::kComm) continue;
     // Work queued before the recording began is an earlier step's (issue
@@ -69,6 +94,7 @@ void rule_layout_conversion(const DiagnoseContext& c, std::vector<Finding>* out)
     }
     sat_acc(layout_ns, d);
     ++layout_count;
+    sat_acc(by_dims[op.launch != kNoIndex ? conv_dims(c, op.launch) : 2], d);
     auto it = std::find_if(by_name.begin(), by_name.end(), [&](const auto& p) { return p.first == n; });
     if (it == by_name.end()) {
       by_name.emplace_back(n, d);
@@ -111,7 +137,24 @@ void rule_layout_conversion(const DiagnoseContext& c, std::vector<Finding>* out)
       .texts("layout_kernels", kernels);
   const std::string what = count_of(layout_count, "conversion") + " (" + format_ns(layout_ns) +
                            (steps > 1 ? ", " + format_ns(layout_ns / steps) + " a step" : "") + ")";
-  if (c.is_torch()) {
+  // channels_last is a 4-D layout: 1-D convolutions' 3-D tensors have none
+  // (x.to(memory_format=torch.channels_last) raises on them), and 3-D
+  // convolutions take channels_last_3d (issue 38's twenty-second round: a
+  // diffusion policy's 1-D U-Net on an RTX 3090, 52 conversions inside its
+  // conv1d calls, told to put the model in channels_last).
+  const int dims = sat_mul(2, by_dims[1]) >= layout_ns ? 1 : sat_mul(2, by_dims[3]) >= layout_ns ? 3 : 2;
+  if (dims != 2) f.evidence.num("conv_dims", dims);
+  if (c.is_torch() && dims == 1) {
+    f.advice = "Let cuDNN choose another algorithm for these 1-D convolutions (aten::conv1d: 3-D tensors, for which "
+               "channels_last does not exist): torch.backends.cudnn.benchmark = True times the candidates, "
+               "conversions included, for each shape; or run them as 2-D convolutions over (N, C, 1, L) (nn.Conv2d "
+               "with a (1, k) kernel) with the model and input in channels_last. The " +
+               what + " are cuDNN converting inside each call for the NHWC kernel it picked.";
+  } else if (c.is_torch() && dims == 3) {
+    f.advice = "Put the model and its input in channels_last_3d: model = "
+               "model.to(memory_format=torch.channels_last_3d) and x = x.to(memory_format=torch.channels_last_3d); "
+               "the " + what + " go.";
+  } else if (c.is_torch()) {
     f.advice = "Put the model and its input in channels_last: model = model.to(memory_format=torch.channels_last) "
                "and x = x.to(memory_format=torch.channels_last); the " +
                what + " go.";
@@ -120,7 +163,7 @@ void rule_layout_conversion(const DiagnoseContext& c, std::vector<Finding>* out)
                "the " +
                what + " go.";
   }
-  f.advice += std::string(" ") + (c.is_hip() ? "MIOpen" : "cuDNN") +
+  if (dims != 1) f.advice += std::string(" ") + (c.is_hip() ? "MIOpen" : "cuDNN") +
               "'s fastest convolution kernels work on NHWC tensors: with NCHW tensors the library transposes the "
               "input before each convolution and the output after it.";
   f.impact_ns = layout_ns;
