@@ -5540,5 +5540,27 @@ TEST(RulesTune38, LayoutConversionsOfOneDConvolutionsAreCudnns) {
   EXPECT_TRUE(d2.findings[0].advice.starts_with("Put the model and its input in channels_last")) << d2.findings[0].advice;
 }
 
+
+// nanoBragg's warm CPU run (issue 38's twenty-second round): Inductor's C++
+// kernels run as "<built-in function kernel>" Python events inside the
+// generated module's call, with no op; four regions are one call split by
+// graph breaks; and 21 ms after the last compiled call record nothing (its
+// large tensors freed). It read "torch.compile wrapper: 78.389 ms CPU per
+// call around 4.1 us of compiled code", a cold pass ("every op's first
+// call ... is in these times"), and "Python, dispatch 63.3%".
+const char* const kNanoBragg = "public/nanobragg/simulate_4096_cpu_compiled.json.gz";
+
+TEST(RulesTune38, CompiledCppKernelsAreCompiledCode) {
+  const Diagnosis d = diagnose(load(kNanoBragg));
+  EXPECT_EQ(first_of(d, "compile_overhead"), nullptr);
+  EXPECT_TRUE(contains(d.summary, "Self CPU by kind: compiled code with no op recorded 63.")) << d.summary;
+  EXPECT_FALSE(contains(d.summary, "it records one pass")) << d.summary;
+  EXPECT_FALSE(contains(d.summary, "scopes' own time (Python, dispatch) 6")) << d.summary;
+  const Finding* f = first_of(d, "cpu_unfused_elementwise");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(text(*f, "compiled_regions"), "yes");
+  EXPECT_TRUE(contains(f->advice, "these ops run eager, though the program compiles other code")) << f->advice;
+}
+
 }  // namespace
 }  // namespace tprof

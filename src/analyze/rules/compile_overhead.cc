@@ -42,6 +42,9 @@ constexpr double kWarnShareOfWindow = 0.05;
 // larger than its code (HTA's triton example: 1.29 ms around 95.8 µs) is
 // still worth an info line however small the share.
 constexpr double kMinShareOfWindow = 0.005;
+// A stretch with no event this long, in a region whose Python frames are
+// recorded, is not the wrapper's.
+constexpr std::int64_t kUnrecordedNs = 100'000;
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
@@ -80,14 +83,34 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
 
   // The ops a region runs: the outermost aten:: ops inside it on its thread.
   // Regions nested in regions (a compiled function calling another) count once.
-  std::int64_t region_ns = 0, ops_ns = 0, code_ns = 0, nested_end = INT64_MIN;
+  std::int64_t region_ns = 0, ops_ns = 0, code_ns = 0, nested_end = INT64_MIN, outer_regions = 0, unrecorded_ns = 0;
+  // The trace records Python frames inside the regions (with_stack).
+  bool stack_in_region = false;
+  {
+    std::vector<Interval> region_spans;
+    for (std::uint32_t r : regions) region_spans.push_back({c.ts(r), c.end(r)});
+    region_spans = merge_intervals(std::move(region_spans));
+    for (std::uint32_t e : c.host_ops) {
+      if (c.kind(e) == EventKind::kPythonFunction && covered_within(region_spans, c.ts(e), c.ts(e) + 1) > 0 &&
+          c.end(e) <= std::upper_bound(region_spans.begin(), region_spans.end(), c.ts(e),
+                                       [](std::int64_t v, const Interval& iv) { return v < iv.end; })->end) {
+        stack_in_region = true;
+        break;
+      }
+    }
+  }
   std::uint32_t nested_lane = kNoIndex;
   std::set<int> steps;
   std::uint32_t slowest = regions.front();
   std::vector<Interval> wrapper_iv;  // region time outside its compiled code, and the cache lookups
+  // Per region: Inductor's generated module's calls (their Python frames)
+  // and the C++ kernels it runs on the CPU ("<built-in function kernel>").
+  std::vector<Interval> module_calls;
+  std::vector<std::int64_t> cpp_kernels;
   for (std::uint32_t r : regions) {
     const std::uint32_t lane = t.events.lane[r];
     if (lane == nested_lane && c.ts(r) < nested_end) continue;
+    ++outer_regions;
     nested_lane = lane;
     nested_end = c.end(r);
     sat_acc(region_ns, c.dur(r));
@@ -101,9 +124,21 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
     for (; it != c.host_ops.end() && c.ts(*it) < c.end(r); ++it) {
       const std::uint32_t e = *it;
       if (t.events.lane[e] != lane || e == r) continue;
-      if (starts_with(c.name(e), "## Call CompiledFxGraph")) {
+      // Inductor's generated module's call (its Python frame, with_stack:
+      // "/tmp/torchinductor_<user>/…/c….py(N): call"): on the CPU its C++
+      // kernels run inside it as "<built-in function kernel>", with no op
+      // recorded (issue 38's twenty-second round: 212.989 ms of them read as
+      // "4.1 us of compiled code" around a 78.389 ms wrapper).
+      const std::string_view en = c.name(e);
+      if (starts_with(en, "## Call CompiledFxGraph")) {
         graph_start = std::min(graph_start, c.ts(e));
         graph_end = std::max(graph_end, std::min(c.end(e), c.end(r)));
+      } else if (c.kind(e) == EventKind::kPythonFunction) {
+        if (en.find("torchinductor_") != std::string_view::npos && en.ends_with("): call")) {
+          module_calls.push_back({c.ts(e), std::min(c.end(e), c.end(r))});
+        } else if (en == "<built-in function kernel>") {
+          cpp_kernels.push_back(c.ts(e));
+        }
       }
       // The compiled code: from its first recorded event to its last. A
       // Python frame is Dynamo's, AOTAutograd's or the caller's as often
@@ -119,23 +154,70 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
       sat_acc(ops_ns, end - c.ts(e));
       covered_to = end;
     }
+    // A generated module's call that runs C++ kernels is a compiled graph's
+    // call too (where the GPU's launches already mark the code, its frame
+    // adds only the launchers' Python).
+    for (const Interval& call : module_calls) {
+      const bool runs_kernel = std::any_of(cpp_kernels.begin(), cpp_kernels.end(),
+                                           [&](std::int64_t k) { return k >= call.start && k < call.end; });
+      if (!runs_kernel) continue;
+      graph_start = std::min(graph_start, call.start);
+      graph_end = std::max(graph_end, call.end);
+    }
+    module_calls.clear();
+    cpp_kernels.clear();
     // The compiled graph's call, where torch marks it, is the compiled code.
     if (graph_end > graph_start) code_start = graph_start, code_end = graph_end;
+    std::vector<Interval> outside;
     if (code_end > code_start) {
       sat_acc(code_ns, code_end - code_start);
-      wrapper_iv.push_back({c.ts(r), code_start});
-      wrapper_iv.push_back({code_end, c.end(r)});
+      outside = {{c.ts(r), code_start}, {code_end, c.end(r)}};
     } else {
-      wrapper_iv.push_back({c.ts(r), c.end(r)});
+      outside = {{c.ts(r), c.end(r)}};
     }
+    // With the Python stack recorded, the wrapper's Python is in frames: a
+    // stretch of the region outside its compiled code where the thread
+    // records nothing but the compiled function's own frame is not the
+    // wrapper's (issue 38's twenty-second
+    // round: 21 ms with no event after a simulator's last compiled call, as
+    // its large tensors were freed, read as "torch.compile wrapper: 21.473
+    // ms CPU per call").
+    if (stack_in_region) {
+      std::vector<Interval> recorded;
+      auto e_it = std::lower_bound(c.host_ops.begin(), c.host_ops.end(), c.ts(r),
+                                   [&](std::uint32_t e, std::int64_t v) { return c.ts(e) < v; });
+      for (; e_it != c.host_ops.end() && c.ts(*e_it) < c.end(r); ++e_it) {
+        const std::uint32_t e = *e_it;
+        if (t.events.lane[e] != lane || e == r) continue;
+        // The compiled function's own frame (the program's file, around its
+        // compiled code) covers what its body does outside the graphs, not
+        // the wrapper (its locals freed as it returns: 3.6 ms of the 21).
+        const std::string_view en = c.name(e);
+        if (c.kind(e) == EventKind::kPythonFunction && code_end > code_start && c.ts(e) <= code_start &&
+            c.end(e) >= code_end && !en.starts_with("torch/") && en.find("/torch/") == std::string_view::npos &&
+            !en.starts_with("<built-in")) {
+          continue;
+        }
+        recorded.push_back({c.ts(e), std::min(c.end(e), c.end(r))});
+      }
+      recorded = merge_intervals(std::move(recorded));
+      for (const Interval& gap : subtract(merge_intervals(std::vector<Interval>(outside)), recorded)) {
+        if (gap.end - gap.start >= kUnrecordedNs) {
+          sat_acc(unrecorded_ns, gap.end - gap.start);
+          outside = subtract(merge_intervals(std::move(outside)), {gap});
+        }
+      }
+    }
+    for (const Interval& iv : outside) wrapper_iv.push_back(iv);
   }
   // Regions outside every recorded step (a warm-up call before the loop)
   // cost the steps nothing.
   if (steps.empty() && !c.steps.steps.empty()) return;
-  const std::int64_t nsteps =
-      steps.empty() ? static_cast<std::int64_t>(regions.size()) : static_cast<std::int64_t>(steps.size());
+  // Without steps a call is an outermost region: one nested in another (a
+  // graph break's resumption inside the compiled caller) is part of its call.
+  const std::int64_t nsteps = steps.empty() ? outer_regions : static_cast<std::int64_t>(steps.size());
   // Cache lookups run just before the region (outside it): part of the wrapper.
-  const std::int64_t wrapper_ns = sat_add(std::max<std::int64_t>(0, region_ns - code_ns), lookup_ns);
+  const std::int64_t wrapper_ns = sat_add(std::max<std::int64_t>(0, region_ns - code_ns - unrecorded_ns), lookup_ns);
   const std::int64_t wrapper_step = wrapper_ns / std::max<std::int64_t>(1, nsteps);
   const std::int64_t ops_step = ops_ns / std::max<std::int64_t>(1, nsteps);
   const std::int64_t code_step = code_ns / std::max<std::int64_t>(1, nsteps);
@@ -236,7 +318,17 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
                     std::string(idle_cause_id(dominant_cause(idle_by_cause(c.idle(), wrapper_iv)))));
   }
   const std::int64_t per_step = static_cast<std::int64_t>(regions.size()) / std::max<std::int64_t>(1, nsteps);
-  f.advice = (exposed ? "Compile a larger region (the whole model or training step" +
+  if (unrecorded_ns > 0) f.evidence.num("unrecorded_in_regions_ns", unrecorded_ns);
+  // Regions nested in a compiled call: graph breaks split it, each piece
+  // paying its own guard check and wrapper (the simulator: one call, four
+  // regions).
+  const bool breaks = outer_regions < static_cast<std::int64_t>(regions.size());
+  f.advice = (exposed && breaks
+                  ? "Remove the graph breaks that split each call into " + std::to_string(per_step) +
+                        " compiled regions (TORCH_LOGS=\"graph_breaks\" names them; a Python branch on a tensor's "
+                        "value, .item(), is a common one): each region pays its own guard check and wrapper, and the "
+                        "code between them runs eager. "
+              : exposed ? "Compile a larger region (the whole model or training step" +
                             (per_step > 1 ? ", one call per step instead of " + std::to_string(per_step) : std::string()) +
                             ")" +
                             // No launch recorded (the device side missing, or a CPU
@@ -249,6 +341,10 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
                             "; keep tiny functions eager. "
                       : std::string("Nothing to change while the GPU is busy: the step's device work (") + format_ns(gpu_step) +
                             ") hides the wrapper's CPU time. ") +
+              (unrecorded_ns > 0 ? "Left out: " + format_ns(unrecorded_ns) +
+                                       " in the regions with no event on their thread but the compiled function's own "
+                                       "frame (not the wrapper's Python, which the stack records). "
+                                 : std::string()) +
               "Every call of a compiled function pays Dynamo's guard check (TorchDynamo Cache Lookup), the compiled "
               "region and AOTDispatcher's prologue before its compiled code runs; that pays off when the region holds "
               "many ops to fuse, and costs more CPU than eager for a handful.";
