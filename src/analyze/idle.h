@@ -61,6 +61,11 @@ inline constexpr std::int64_t kQueueLatencyNs = 50'000;
 // latency (1-5 µs between queued kernels on the H100 traces), not a wait.
 // Beyond it, queued work waits on something (an event, another stream).
 inline constexpr std::int64_t kKernelLatencyNs = 10'000;
+// A device whose queued kernels start a regular delay after their
+// predecessors (IdlePartition's calibration, in idle.cc) has that latency
+// instead, from this many such starts, up to this much.
+inline constexpr std::size_t kMinLatencySamples = 20;
+inline constexpr std::int64_t kMaxDeviceLatencyNs = 100'000;
 // A stretch without launch calls this long is host work, not per-op launch
 // overhead (eager PyTorch dispatches an op in 5-100 µs).
 inline constexpr std::int64_t kHostWorkNs = 1'000'000;
@@ -96,6 +101,9 @@ class IdlePartition {
 
   Interval window() const { return window_; }
   std::int64_t idle_ns() const { return idle_ns_; }
+  // The kernel-to-kernel latency the partition allowed queued work:
+  // kKernelLatencyNs, or the device's calibrated one (idle.cc).
+  std::int64_t kernel_latency_ns() const { return kernel_latency_ns_; }
   const std::vector<Span>& spans() const { return spans_; }  // sorted, disjoint
   const Totals& totals() const { return totals_; }
   // The idle time of step index `step` by cause.
@@ -127,6 +135,7 @@ class IdlePartition {
  private:
   Interval window_;
   std::int64_t idle_ns_ = 0;
+  std::int64_t kernel_latency_ns_ = kKernelLatencyNs;
   std::vector<Span> spans_;
   Totals totals_{};
   std::vector<Totals> step_totals_;

@@ -43,6 +43,9 @@ constexpr double kSyncShare = 0.5;      // host blocked in synchronizing calls /
 constexpr double kSyncBusyShare = 0.8;  // device busy / sync time at which the host waits on real work
 constexpr double kCopyShare = 0.5;      // copies with no kernel beside them / busy: copy-bound, not compute-bound
 constexpr double kIdleCauseShare = 0.25;  // one idle cause / span
+// The overhead-bound summary names the latency between queued kernels from
+// this share of the span.
+constexpr double kLatencyNoteShare = 0.10;
 constexpr double kProfilerNoteShare = 0.05;  // the profiler's idle / span the compute-bound sentence names
 // The device's idle time and its causes come from the idle partition
 // (src/analyze/idle.h: kHostWorkNs, kQueueLatencyNs, the blocking calls).
@@ -79,6 +82,7 @@ struct Facts {
   bool dependency_visible = true;
   IdlePartition::Totals idle{};   // the device's idle time by cause (the partition)
   std::int64_t idle_launch = 0;   // launching
+  std::int64_t idle_latency = 0;  // kernel-to-kernel latency (the device's per-kernel cost)
   std::int64_t idle_host = 0;     // host_work
   std::int64_t idle_queued = 0;   // stream_wait + peers
   // The part of the device's idle time in time slicing's regular waits
@@ -119,6 +123,7 @@ struct Facts {
     sat_acc(sync_busy, o.sync_busy);
     dependency_visible = dependency_visible && o.dependency_visible;
     sat_acc(idle_launch, o.idle_launch);
+    sat_acc(idle_latency, o.idle_latency);
     sat_acc(idle_host, o.idle_host);
     sat_acc(idle_queued, o.idle_queued);
     sat_acc(idle_sliced, o.idle_sliced);
@@ -233,6 +238,7 @@ class Measure {
     f.idle = idle_.totals_within(lo, hi);
     auto at = [&](IdleCause k) { return f.idle[static_cast<std::size_t>(k)]; };
     f.idle_launch = at(IdleCause::kLaunching);
+    f.idle_latency = at(IdleCause::kKernelLatency);
     f.idle_host = at(IdleCause::kHostWork);
     f.idle_queued = at(IdleCause::kStreamWait) + at(IdleCause::kPeers);
     f.idle_sliced = std::min(f.idle_queued, covered_within(sliced_, lo, hi));
@@ -347,7 +353,7 @@ Verdict classify(const Facts& f, bool has_device) {
                          : f.dependency_visible                                 ? Verdict::kDependencyBound
                                                                                 : Verdict::kUnclear;
   const std::array<std::pair<std::int64_t, Verdict>, 5> causes = {{{f.idle_queued, queued},
-                                                                   {f.idle_launch, Verdict::kOverheadBound},
+                                                                   {f.idle_launch + f.idle_latency, Verdict::kOverheadBound},
                                                                    {f.idle_host + f.idle_blocked_host, Verdict::kHostBound},
                                                                    {f.idle_sync, Verdict::kSyncBound},
                                                                    {sat_sub(f.idle_unrecorded, f.idle_startup) +
@@ -797,8 +803,14 @@ std::string explain(Verdict v, const Facts& f, const DiagnoseContext& c, const s
       return s;
     }
     case Verdict::kOverheadBound:
+      // The device's own latency between queued kernels is the other half
+      // of a small kernel's fixed cost, where it holds a share worth saying.
       return "the GPU is idle " + pct(1.0 - f.share(f.busy)) + " of the time, " + pct(f.share(f.idle_launch)) +
-             " while the host launches work (under 1 ms between launch calls)";
+             " while the host launches work (under 1 ms between launch calls)" +
+             (f.share(f.idle_latency) >= kLatencyNoteShare
+                  ? ", " + pct(f.share(f.idle_latency)) + " between kernels already queued (the device's own start-up "
+                                                           "time for each kernel)"
+                  : std::string());
     case Verdict::kHostBound: {
       std::string s = "the GPU is idle " + pct(1.0 - f.share(f.busy)) + " of the time";
       // A sliver beside a blocked host is not its cause (the tail of a

@@ -5562,5 +5562,51 @@ TEST(RulesTune38, CompiledCppKernelsAreCompiledCode) {
   EXPECT_TRUE(contains(f->advice, "these ops run eager, though the program compiles other code")) << f->advice;
 }
 
+
+// A device whose queued kernels start a regular ~24 us after their
+// predecessors, one stream, no stream wait: its own per-kernel start-up
+// cost, not work held back (issue 38's twenty-second round: a MetaX C500
+// running a small op's backward, 10 kernels a step, read "unclear: check
+// the GPU itself (another process, its clocks, module loading)"). Its
+// closing sync after the last step is in no step's time.
+std::string regular_device_latency(double latency_us, double launch_to_start_us = 30) {
+  using testing::doc, testing::kernel, testing::launch, testing::step, testing::x;
+  std::vector<std::string> ev;
+  int id = 1;
+  double gpu_end = 0;
+  for (int s = 0; s < 5; ++s) {
+    const double b = 300.0 * s;
+    ev.push_back(step(10 + s, b, 290));
+    for (int k = 0; k < 10; ++k) {
+      const double call = b + 10 + 18.0 * k;
+      ev.push_back(x("cpu_op", "aten::mul", 1, 1, call - 2, 14));
+      ev.push_back(launch(call, 6, id));
+      // Queued behind its predecessor (the launch returns before it ends).
+      const double start = std::max(call + launch_to_start_us, gpu_end + latency_us);
+      ev.push_back(kernel("void at::native::vectorized_elementwise_kernel<4, MulFunctor<float>>(int)", 0, start, 4, id));
+      gpu_end = start + 4;
+      ++id;
+    }
+  }
+  ev.push_back(x("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 1500, 400));
+  return doc(ev);
+}
+
+TEST(RulesTune38, ARegularLatencyBetweenQueuedKernelsIsTheDevicesCost) {
+  const Diagnosis d = diagnose(from_text(regular_device_latency(24)));
+  EXPECT_EQ(d.verdict, Verdict::kOverheadBound) << d.summary;
+  EXPECT_TRUE(contains(d.summary, "between kernels already queued (the device's own start-up time for each kernel)"))
+      << d.summary;
+  EXPECT_EQ(first_of(d, "sync_at_window_end"), nullptr);
+  const Trace slow = from_text(regular_device_latency(24));
+  const internal::DiagnoseContext c(slow);
+  EXPECT_GT(c.idle().kernel_latency_ns(), 24'000);
+  // A device that starts each kernel 8 us after its launch, the
+  // predecessor long done: nothing queued to calibrate on, the default.
+  const Trace fast = from_text(regular_device_latency(2, 8));
+  const internal::DiagnoseContext quick(fast);
+  EXPECT_EQ(quick.idle().kernel_latency_ns(), internal::kKernelLatencyNs);
+}
+
 }  // namespace
 }  // namespace tprof
