@@ -5608,5 +5608,41 @@ TEST(RulesTune38, ARegularLatencyBetweenQueuedKernelsIsTheDevicesCost) {
   EXPECT_EQ(quick.idle().kernel_latency_ns(), internal::kKernelLatencyNs);
 }
 
+
+// GPUPuzzlers' streams puzzle's shape (issue 38's twenty-second round, an
+// A100): matmuls on one stream, pinned DtoH copies on a second (4 MiB at
+// 12.5 GB/s), pageable HtoD copies on a third (4 MiB at 5 GB/s). The
+// pinned rate is the trace's own, not PCIe Gen4's nominal 25 GB/s ("pinned
+// ones reach about 25 GB/s on this GPU's PCIe Gen4", beside copies that
+// moved 12.5).
+TEST(RulesTune38, PageableCopiesAreComparedWithTheTracesOwnPinnedRate) {
+  using testing::corr, testing::doc, testing::kernel, testing::launch, testing::x;
+  std::vector<std::string> ev;
+  int id = 1;
+  const std::string mib4 = R"(, "bytes": 4194304)";
+  for (int i = 0; i < 10; ++i) {
+    ev.push_back(launch(10.0 * i, 5, id));
+    ev.push_back(kernel("ampere_sgemm_128x64_nn", 7, 100.0 + 1000 * i, 900, id++));
+  }
+  for (int i = 0; i < 4; ++i) {
+    ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 200.0 + 10 * i, 5, corr(id)));
+    ev.push_back(x("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", 0, 13, 300.0 + 400 * i, 335.5, corr(id++) + mib4));
+  }
+  for (int i = 0; i < 10; ++i) {
+    const double at = 2000.0 + 900 * i;
+    ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, at, 850, corr(id)));
+    ev.push_back(x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 14, at + 10, 838.9, corr(id++) + mib4));
+  }
+  const std::string top = R"("deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-40GB", "computeMajor": 8, "computeMinor": 0}])";
+  const Diagnosis d = diagnose(from_text(doc(ev, top)), {.only = {"pageable_memcpy"}});
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  ASSERT_NE(f.evidence.find("pinned_copies_measured"), nullptr) << f.advice;
+  EXPECT_EQ(f.evidence.find("pinned_copies_measured")->i, 4);
+  EXPECT_NEAR(f.evidence.find("pinned_gbps_measured")->d, 12.50, 0.01);
+  EXPECT_TRUE(contains(f.advice, "the 4 pinned ones in this trace move 12.5 GB/s")) << f.advice;
+  EXPECT_FALSE(contains(f.advice, "25 GB/s")) << f.advice;
+}
+
 }  // namespace
 }  // namespace tprof
