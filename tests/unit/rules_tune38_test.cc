@@ -5644,5 +5644,42 @@ TEST(RulesTune38, PageableCopiesAreComparedWithTheTracesOwnPinnedRate) {
   EXPECT_FALSE(contains(f.advice, "25 GB/s")) << f.advice;
 }
 
+
+// A Python loop reading a GPU tensor one element at a time (GPUPuzzlers'
+// device-to-host puzzle, issue 38's twenty-second round): each .cpu() is a
+// 4-byte pageable read-back and its stream sync. The fix is one read, not
+// "out of the step, or every N steps" (the trace has no steps). `n`
+// elements.
+std::string element_reads(int n) {
+  using testing::corr, testing::doc, testing::x;
+  std::vector<std::string> ev;
+  int id = 1;
+  for (int i = 0; i < n; ++i) {
+    const double b = 40.0 * i;
+    ev.push_back(x("cpu_op", "aten::to", 1, 1, b, 30));
+    ev.push_back(x("cpu_op", "aten::copy_", 1, 1, b + 2, 26));
+    ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, b + 4, 10, corr(id)));
+    ev.push_back(x("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 0, 7, b + 8, 2, corr(id++) + R"(, "bytes": 4)"));
+    ev.push_back(x("cuda_runtime", "cudaStreamSynchronize", 1, 1, b + 15, 10, corr(id++)));
+  }
+  // Work launched after the loop (the calls are "before later device work").
+  ev.push_back(testing::launch(40.0 * n + 10, 5, id));
+  ev.push_back(testing::kernel("void at::native::reduce_kernel<512, 1>(int)", 7, 40.0 * n + 20, 9, id));
+  return doc(ev);
+}
+
+TEST(RulesTune38, ReadingATensorOneElementAtATimeIsOneReadToMake) {
+  const Diagnosis d = diagnose(from_text(element_reads(1200)), {.only = {"sync_api"}});
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  ASSERT_NE(f.evidence.find("scalar_reads"), nullptr) << f.title;
+  EXPECT_EQ(f.evidence.find("scalar_reads")->i, 1200);
+  EXPECT_TRUE(contains(f.title, "they are 1200 read-backs of one value each (4 bytes or less)")) << f.title;
+  EXPECT_TRUE(f.advice.starts_with("Read the values back in one copy: 1200 read-backs")) << f.advice;
+  // A few reads are a few syncs: the usual advice.
+  const Diagnosis few = diagnose(from_text(element_reads(100)), {.only = {"sync_api"}});
+  for (const Finding& g : few.findings) EXPECT_EQ(g.evidence.find("scalar_reads"), nullptr) << g.title;
+}
+
 }  // namespace
 }  // namespace tprof

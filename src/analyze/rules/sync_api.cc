@@ -58,6 +58,10 @@ constexpr std::int64_t kRebuiltNs = 20'000;
 // union: calls on several threads overlap) or the GPU idles this share of it
 // inside them; below, a few µs of .item() are not worth a line.
 constexpr double kMinShare = 0.01;
+// A read-back of this many bytes or fewer is one value (a scalar, a few
+// indices); this many of them in the calls is a loop over elements.
+constexpr std::int64_t kScalarBytes = 64;
+constexpr std::int64_t kManyScalarReads = 1000;
 
 // What in Python makes the op around a sync synchronize.
 std::string trigger_of(const std::string& site) {
@@ -422,6 +426,35 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
                " out of the step, do it every N steps, or record an event and read the value later (non_blocking "
                "copies into pinned memory). Each call stops the host until the GPU drains, so the next launches "
                "start late and the GPU idles meanwhile.";
+  }
+  // A read-back of one value at a time: most calls copy a scalar (64 bytes
+  // or less) to the host, over a thousand of them: a Python loop over a
+  // tensor's elements (.item(), .cpu(), float(x[i])), each read stopping
+  // the host until the GPU drains. The fix is one read of the whole result,
+  // not moving each (issue 38's twenty-second round: GPUPuzzlers' per-element
+  // .cpu() sum, 4,096 reads of 4 bytes, 62% of its trace, told to move the
+  // copy "out of the step, or every N steps" in a trace without steps).
+  {
+    std::unordered_set<std::uint32_t> counted_calls(call_events.begin(), call_events.end());
+    std::int64_t scalar_reads = 0, read_bytes = -1;
+    for (const DeviceOp& op : c.device) {
+      if (op.cls != DeviceClass::kMemcpy || op.launch == kNoIndex || counted_calls.count(op.launch) == 0) continue;
+      if (copy_kind(c.name(op.event)).direction != CopyDirection::kDtoH) continue;
+      const std::int64_t b = c.int_arg(op.event, "bytes");
+      if (b < 0 || b > kScalarBytes) continue;
+      ++scalar_reads;
+      read_bytes = std::max(read_bytes, b);
+    }
+    // Each read is its copy call and, to pageable memory, the sync after it.
+    if (scalar_reads >= kManyScalarReads && sat_mul(5, sat_mul(2, scalar_reads)) >= sat_mul(4, calls) && !gpu_busy) {
+      f.evidence.num("scalar_reads", scalar_reads).num("scalar_read_bytes", read_bytes);
+      f.title += "; they are " + std::to_string(scalar_reads) + " read-backs of one value each (" +
+                 std::to_string(read_bytes) + " bytes or less), a copy call and its wait each";
+      f.advice = "Read the values back in one copy: " + std::to_string(scalar_reads) +
+                 " read-backs of one value each are a Python loop over a tensor's elements (.item(), .cpu() or "
+                 "float() of x[i]), and each stops the host until the GPU has drained. Compute on the device and copy "
+                 "the result once (x.sum().item(), x.tolist() or x.cpu() once, then the loop on the host copy).";
+    }
   }
   if (drains) {
     f.evidence.num("drained_calls", drained_calls).num("gpu_idle_after_drain_ns", drained_ns);
