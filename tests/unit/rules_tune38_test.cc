@@ -5678,7 +5678,10 @@ TEST(RulesTune38, ReadingATensorOneElementAtATimeIsOneReadToMake) {
   EXPECT_TRUE(f.advice.starts_with("Read the values back in one copy: 1200 read-backs")) << f.advice;
   // A few reads are a few syncs: the usual advice.
   const Diagnosis few = diagnose(from_text(element_reads(100)), {.only = {"sync_api"}});
-  for (const Finding& g : few.findings) EXPECT_EQ(g.evidence.find("scalar_reads"), nullptr) << g.title;
+  ASSERT_EQ(few.findings.size(), 1u);
+  EXPECT_EQ(few.findings[0].evidence.find("scalar_reads"), nullptr) << few.findings[0].title;
+  // Without steps the loop is the unit, not a step.
+  EXPECT_TRUE(contains(few.findings[0].advice, "out of the loop, do it every N iterations")) << few.findings[0].advice;
 }
 
 }  // namespace

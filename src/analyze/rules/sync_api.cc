@@ -423,7 +423,8 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
     }
   } else {
     f.advice = "Move " + (trigger.empty() ? "what triggers " + where : trigger + " behind " + where) +
-               " out of the step, do it every N steps, or record an event and read the value later (non_blocking "
+               (has_steps ? " out of the step, do it every N steps," : " out of the loop, do it every N iterations,") +
+               " or record an event and read the value later (non_blocking "
                "copies into pinned memory). Each call stops the host until the GPU drains, so the next launches "
                "start late and the GPU idles meanwhile.";
   }
