@@ -59,6 +59,7 @@ std::span<const RuleInfo> all_rules() {
       {"cpu_collectives", rule_cpu_collectives},
       {"cpu_between_ops", rule_cpu_between_ops},
       {"cpu_max_pool_layout", rule_cpu_max_pool_layout},
+      {"host_free_stall", rule_host_free_stall},
       {"dropped_events", rule_dropped_events},
       {"overlapping_kernels", rule_overlapping_kernels},
       {"unmatched_flows", rule_unmatched_flows},

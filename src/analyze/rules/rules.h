@@ -75,6 +75,7 @@ void rule_per_param_grad_clip(const DiagnoseContext& c, std::vector<Finding>* ou
 void rule_cpu_collectives(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_cpu_between_ops(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_cpu_max_pool_layout(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_host_free_stall(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_ddp_buffers(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_train_mode_in_inference(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_device_readback_loop(const DiagnoseContext& c, std::vector<Finding>* out);
