@@ -5702,5 +5702,52 @@ TEST(RulesTune38, LargeCpuFreesFollowedByNothingRecorded) {
   EXPECT_TRUE(diagnose(load(kParTOnCpu), {.only = {"host_free_stall"}}).findings.empty());
 }
 
+
+// A module built inside the profiled call (issue 38's twenty-second round:
+// nCompass' example builds its MLP every call): nn.Linear's
+// reset_parameters draws its weights with kaiming_uniform_ on the CPU, then
+// model.to(device) copies them. It was told to draw "torch.randn(...,
+// device=x.device)", which the program never calls; the fix is to build
+// the module on the device, or once. Without the frames, the draw's fix.
+std::string module_built_on_cpu(bool frames) {
+  using testing::corr, testing::doc, testing::kernel, testing::launch, testing::step, testing::x;
+  std::vector<std::string> ev;
+  for (int i = 0; i < 4; ++i) {
+    const double b = 5'000.0 * i;
+    const int id = 10 + 3 * i;
+    ev.push_back(step(i + 1, b, 4'900));
+    ev.push_back(x("cpu_op", "aten::linear", 1, 1, b + 10, 20));
+    ev.push_back(launch(b + 15, 5, id));
+    ev.push_back(kernel("ampere_sgemm_64x64_tn", 7, b + 25, 30, id));
+    const double s0 = b + 100;
+    if (frames) {
+      ev.push_back(x("python_function", "torch/nn/modules/linear.py(117): reset_parameters", 1, 1, s0 - 5, 2'010));
+      ev.push_back(x("python_function", "torch/nn/init.py(511): kaiming_uniform_", 1, 1, s0 - 3, 2'005));
+    }
+    ev.push_back(x("cpu_op", "aten::uniform_", 1, 1, s0, 2'000));
+    const double cp = s0 + 2'100;
+    ev.push_back(x("cpu_op", "aten::to", 1, 1, cp, 200));
+    ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, cp + 20, 100, corr(id + 1)));
+    ev.push_back(x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, cp + 110, 5, corr(id + 1)));
+    ev.push_back(x("cpu_op", "aten::add", 1, 1, cp + 220, 20));
+    ev.push_back(launch(cp + 225, 5, id + 2));
+    ev.push_back(kernel("vectorized_elementwise_kernel<4, CUDAFunctor_add<float>>", 7, cp + 235, 5, id + 2));
+  }
+  return doc(ev);
+}
+
+TEST(RulesTune38, ParametersInitialisedOnTheCpuAreTheModulesToBuildOnTheDevice) {
+  const Diagnosis d = diagnose(from_text(module_built_on_cpu(true)), {.only = {"host_built_tensor"}});
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(text(f, "parameter_init"), "yes");
+  EXPECT_TRUE(f.title.starts_with("A module's parameters initialised on the CPU and copied to the GPU")) << f.title;
+  EXPECT_TRUE(f.advice.starts_with("Build the module on the device")) << f.advice;
+  EXPECT_FALSE(contains(f.advice, "torch.randn")) << f.advice;
+  const Diagnosis bare = diagnose(from_text(module_built_on_cpu(false)), {.only = {"host_built_tensor"}});
+  ASSERT_EQ(bare.findings.size(), 1u);
+  EXPECT_TRUE(bare.findings[0].advice.starts_with("Draw the random tensor on the device")) << bare.findings[0].advice;
+}
+
 }  // namespace
 }  // namespace tprof

@@ -78,6 +78,40 @@ struct Build {
   std::vector<std::pair<std::string_view, std::int64_t>> names;  // the stretch's ops but views, with their time
 };
 
+
+// Whether a Python frame of a module's parameter initialisation
+// (reset_parameters, torch/nn/init.py) encloses `op` on its thread
+// (with_stack; a bounded walk back over the host ops).
+bool in_parameter_init(const DiagnoseContext& c, std::uint32_t op) {
+  if (op == kNoIndex) return false;
+  constexpr int kMaxWalk = 4096;
+  const std::uint32_t lane = c.trace.events.lane[op];
+  auto it = std::upper_bound(c.host_ops.begin(), c.host_ops.end(), c.ts(op),
+                             [&](std::int64_t v, std::uint32_t e) { return v < c.ts(e); });
+  for (int n = 0; it != c.host_ops.begin() && n < kMaxWalk; ++n) {
+    const std::uint32_t e = *--it;
+    if (c.trace.events.lane[e] != lane || c.kind(e) != EventKind::kPythonFunction || c.end(e) < c.end(op)) continue;
+    const std::string_view name = c.name(e);
+    if (name.ends_with(": reset_parameters") || name.find("torch/nn/init.py") != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// Whether the stretch's first random draw (an op on the first op's thread)
+// runs inside a module's parameter initialisation.
+bool random_in_parameter_init(const DiagnoseContext& c, const Build& b) {
+  if (b.first == kNoIndex) return false;
+  constexpr int kMaxScan = 100'000;
+  const std::uint32_t lane = c.trace.events.lane[b.first];
+  auto it = std::lower_bound(c.host_ops.begin(), c.host_ops.end(), b.stretch.start,
+                             [&](std::uint32_t e, std::int64_t v) { return c.ts(e) < v; });
+  for (int n = 0; it != c.host_ops.end() && c.ts(*it) < b.stretch.end && n < kMaxScan; ++it, ++n) {
+    const std::uint32_t e = *it;
+    if (c.trace.events.lane[e] != lane || c.kind(e) != EventKind::kCpuOp || !is_random_op(c.name(e))) continue;
+    return in_parameter_init(c, e);
+  }
+  return false;
+}
 }  // namespace
 
 void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out) {
@@ -294,8 +328,12 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
     if (is_matrix_product_op(n) || contains_ci(n, "softmax")) math.emplace_back(n);
   }
   const bool computed = round_trip && !math.empty();
-  f.title = (computed ? "Computed on the CPU between copies from and to the GPU"
-                       : "A tensor built on the CPU and copied to the GPU") +
+  bool random = false;
+  for (const auto& [n, ns] : by_time) random = random || (is_random_op(n) && sat_add(ns, ns) >= build_ns);
+  const bool param_init = !computed && random && random_in_parameter_init(c, top_build);
+  f.title = (computed     ? "Computed on the CPU between copies from and to the GPU"
+             : param_init ? "A module's parameters initialised on the CPU and copied to the GPU"
+                          : "A tensor built on the CPU and copied to the GPU") +
             where + ": " + count_of(static_cast<std::int64_t>(top_build.names.size()), "CPU op") + " (" +
             format_ns(top_build.build_ns) + ": " + listed + ") launching nothing" +
             (computed ? " after a copy from the device" : "") + ", then " + title_name(c.name(top_build.copy_op)) +
@@ -313,8 +351,6 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
   // Its pageable copies, for the consistency pass: pageable_memcpy's fix
   // (pinning) is moot when these are all its copies.
   if (pageable > 0) f.evidence.num("pageable_copies", pageable).num("pageable_copy_ns", pageable_ns);
-  bool random = false;
-  for (const auto& [n, ns] : by_time) random = random || (is_random_op(n) && sat_add(ns, ns) >= build_ns);
   const std::string from_pageable = pageable > 0 ? " from pageable memory" : "";
   if (computed) {
     std::string ops_text;
@@ -324,6 +360,17 @@ void rule_host_built_tensor(const DiagnoseContext& c, std::vector<Finding>* out)
                "op by op while the GPU idles, then copies the result back" + from_pageable +
                ". Where the work must stay on the host (a CPU offload), overlap it with the GPU's: copy to pinned "
                "memory with non_blocking=True and run the host math while the GPU works on something else.";
+  } else if (param_init) {
+    // A module's parameters initialised on the CPU (reset_parameters,
+    // torch.nn.init), then moved: the module is built on the wrong device
+    // (issue 38's twenty-second round: an MLP built inside the profiled
+    // call, nn.Linear's kaiming_uniform_ on the CPU, told to draw with
+    // torch.randn(device=...), which it never called).
+    f.evidence.text("parameter_init", "yes");
+    f.advice = "Build the module on the device: its parameters are initialised on the CPU (torch.nn.init inside the "
+               "layers' reset_parameters) and then copied" + from_pageable +
+               "; construct it under `with torch.device(\"cuda\"):` or pass device= to the layers, or build it "
+               "once, outside the code that runs every step.";
   } else if (random) {
     f.advice = "Draw the random tensor on the device: torch.randn(..., device=x.device) (or the generator's device): "
                "the host's draw and the copy" + from_pageable +
