@@ -5597,7 +5597,10 @@ TEST(RulesTune38, ARegularLatencyBetweenQueuedKernelsIsTheDevicesCost) {
   EXPECT_EQ(d.verdict, Verdict::kOverheadBound) << d.summary;
   EXPECT_TRUE(contains(d.summary, "between kernels already queued (the device's own start-up time for each kernel)"))
       << d.summary;
-  EXPECT_EQ(first_of(d, "sync_at_window_end"), nullptr);
+  const Finding* closing = first_of(d, "sync_at_window_end");
+  ASSERT_NE(closing, nullptr);
+  EXPECT_EQ(closing->impact_ns, 0);  // after the last step: in no step's time
+  EXPECT_EQ(closing->severity, FindingSeverity::kInfo);
   const Trace slow = from_text(regular_device_latency(24));
   const internal::DiagnoseContext c(slow);
   EXPECT_GT(c.idle().kernel_latency_ns(), 24'000);

@@ -95,9 +95,11 @@ void rule_sync_at_window_end(const DiagnoseContext& c, std::vector<Finding>* out
   // "up to 792 ns a step", was its second cause, as a warning).
   if (static_cast<double>(sync_ns) < kMinWindowShare * static_cast<double>(c.window_ns())) return;
   // After the last step (steps recorded, none holding it) it is in no step's
-  // time to leave out (issue 38's twenty-second round: a MetaX benchmark's
-  // closing 416.6 us sync, "up to 83.3 us a step", outside its five steps).
-  if (!c.steps.steps.empty() && c.step_index_at(lo) < 0 && c.step_index_at(hi - 1) < 0) return;
+  // time: the cheatsheet's closing flush, to know when reading the window,
+  // with nothing to save (issue 38's twenty-second round: a MetaX
+  // benchmark's closing 416.6 us sync, "up to 83.3 us a step", outside its
+  // five steps).
+  const bool after_steps = !c.steps.steps.empty() && c.step_index_at(lo) < 0 && c.step_index_at(hi - 1) < 0;
 
   Finding f;
   f.id = "sync_at_window_end";
@@ -119,6 +121,16 @@ void rule_sync_at_window_end(const DiagnoseContext& c, std::vector<Finding>* out
              "it and the GPU runs only " + format_ns(gpu_ns) +
              " of work during it, so the host is waiting for the profiler's flush at the window's end, not for kernels.";
   f.impact_ns = sync_ns - gpu_ns;
+  if (after_steps) {
+    f.severity = FindingSeverity::kInfo;
+    f.title += "; after the last step, in no step's time";
+    f.evidence.text("nothing_to_act_on", "after the steps");
+    f.advice = "Nothing to change in the steps: " + std::string(c.name(sync)) + " (" + format_ns(sync_ns) +
+               ") comes after the last one, so no step's time holds it. Nothing is launched after it and the GPU runs "
+               "only " + format_ns(gpu_ns) + " of work during it: the window's closing wait (the profiler's flush), "
+               "which a comparison of the whole trace's span would count.";
+    f.impact_ns = 0;
+  }
   out->push_back(std::move(f));
 }
 
