@@ -178,10 +178,9 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
     // With the Python stack recorded, the wrapper's Python is in frames: a
     // stretch of the region outside its compiled code where the thread
     // records nothing but the compiled function's own frame is not the
-    // wrapper's (issue 38's twenty-second
-    // round: 21 ms with no event after a simulator's last compiled call, as
-    // its large tensors were freed, read as "torch.compile wrapper: 21.473
-    // ms CPU per call").
+    // wrapper's (issue 38's twenty-second round: 21 ms with no event after a
+    // simulator's last compiled call, as its large tensors were freed, read
+    // as "torch.compile wrapper: 21.473 ms CPU per call").
     if (stack_in_region) {
       std::vector<Interval> recorded;
       auto e_it = std::lower_bound(c.host_ops.begin(), c.host_ops.end(), c.ts(r),
