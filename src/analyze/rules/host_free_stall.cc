@@ -106,10 +106,10 @@ void rule_host_free_stall(const DiagnoseContext& c, std::vector<Finding>* out) {
   std::int64_t stalls = 0, stall_ns = 0, freed = 0, smallest = INT64_MAX, largest = 0, longest = 0;
   std::int64_t longest_ts = 0;
   std::uint32_t longest_lane = kNoIndex;
-  std::vector<Interval> stretches;
   for (auto& [lane, v] : frees) {
     std::vector<std::int64_t>& b = bounds[lane];
     std::sort(b.begin(), b.end());
+    std::vector<Interval> stretches;  // this thread's, merged below
     for (const auto& [ts, bytes] : v) {
       const auto next = std::upper_bound(b.begin(), b.end(), ts);
       if (next == b.end()) continue;
@@ -120,13 +120,12 @@ void rule_host_free_stall(const DiagnoseContext& c, std::vector<Finding>* out) {
       sat_acc(freed, bytes);
       smallest = std::min(smallest, bytes);
       largest = std::max(largest, bytes);
-      longest_lane = lane;
     }
-  }
-  stretches = merge_intervals(std::move(stretches));
-  stall_ns = total_length(stretches);
-  for (const Interval& s : stretches) {
-    if (s.end - s.start > longest) longest = s.end - s.start, longest_ts = s.start;
+    stretches = merge_intervals(std::move(stretches));
+    sat_acc(stall_ns, total_length(stretches));  // each thread's time, summed
+    for (const Interval& s : stretches) {
+      if (s.end - s.start > longest) longest = s.end - s.start, longest_ts = s.start, longest_lane = lane;
+    }
   }
   const std::int64_t window = c.window_ns();
   if (stalls < kMinFrees || window <= 0 || static_cast<double>(stall_ns) < kMinShare * static_cast<double>(window)) return;
