@@ -459,13 +459,13 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
       const std::int64_t prev = end;
       end = std::max(end, op.end);
       if (op.launch == kNoIndex || op.cls != DeviceClass::kCompute || is_graph_launch(c.name(op.launch))) continue;
-      if (prev != INT64_MIN && c.end(op.launch) < prev && prev < op.start) gaps.push_back(op.start - prev);
+      if (prev != INT64_MIN && c.end(op.launch) < prev && prev < op.start) gaps.push_back(sat_sub(op.start, prev));
     }
     if (gaps.size() >= kMinLatencySamples) {
       std::sort(gaps.begin(), gaps.end());
       const std::int64_t median = gaps[gaps.size() / 2], p25 = gaps[gaps.size() / 4], p75 = gaps[gaps.size() * 3 / 4];
-      if (median > kKernelLatencyNs && 2 * p25 >= median && 2 * p75 <= 3 * median) {
-        kernel_latency = std::min(kMaxDeviceLatencyNs, median * 3 / 2);
+      if (median > kKernelLatencyNs && sat_mul(2, p25) >= median && sat_mul(2, p75) <= sat_mul(3, median)) {
+        kernel_latency = median >= kMaxDeviceLatencyNs ? kMaxDeviceLatencyNs : std::min(kMaxDeviceLatencyNs, median * 3 / 2);
       }
     }
   }

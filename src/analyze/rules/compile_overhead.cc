@@ -201,8 +201,8 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
       }
       recorded = merge_intervals(std::move(recorded));
       for (const Interval& gap : subtract(merge_intervals(std::vector<Interval>(outside)), recorded)) {
-        if (gap.end - gap.start >= kUnrecordedNs) {
-          sat_acc(unrecorded_ns, gap.end - gap.start);
+        if (sat_sub(gap.end, gap.start) >= kUnrecordedNs) {
+          sat_acc(unrecorded_ns, sat_sub(gap.end, gap.start));
           outside = subtract(merge_intervals(std::move(outside)), {gap});
         }
       }

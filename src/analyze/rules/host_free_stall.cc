@@ -55,7 +55,8 @@ void rule_host_free_stall(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (r.device_type != 0 || r.bytes > -kLargeFreeBytes || r.event == kNoIndex) continue;
     const std::int64_t ts = c.ts(r.event);
     if (!c.steps.steps.empty() && c.step_index_at(ts) < 0) continue;
-    frees[t.events.lane[r.event]].push_back({ts, -r.bytes});
+    // (A hostile record's INT64_MIN has no negation: the largest size.)
+    frees[t.events.lane[r.event]].push_back({ts, r.bytes == INT64_MIN ? INT64_MAX : -r.bytes});
   }
   if (frees.empty()) return;
   // Each freeing thread's recorded boundaries, sorted, and its events by
@@ -113,7 +114,7 @@ void rule_host_free_stall(const DiagnoseContext& c, std::vector<Finding>* out) {
     for (const auto& [ts, bytes] : v) {
       const auto next = std::upper_bound(b.begin(), b.end(), ts);
       if (next == b.end()) continue;
-      const std::int64_t gap = *next - ts;
+      const std::int64_t gap = sat_sub(*next, ts);
       if (gap < kMinStallNs || computing(lane, ts)) continue;
       ++stalls;
       stretches.push_back({ts, *next});
@@ -122,9 +123,9 @@ void rule_host_free_stall(const DiagnoseContext& c, std::vector<Finding>* out) {
       largest = std::max(largest, bytes);
     }
     stretches = merge_intervals(std::move(stretches));
-    sat_acc(stall_ns, total_length(stretches));  // each thread's time, summed
+    for (const Interval& s : stretches) sat_acc(stall_ns, sat_sub(s.end, s.start));  // each thread's time, summed
     for (const Interval& s : stretches) {
-      if (s.end - s.start > longest) longest = s.end - s.start, longest_ts = s.start, longest_lane = lane;
+      if (sat_sub(s.end, s.start) > longest) longest = sat_sub(s.end, s.start), longest_ts = s.start, longest_lane = lane;
     }
   }
   const std::int64_t window = c.window_ns();
@@ -143,7 +144,7 @@ void rule_host_free_stall(const DiagnoseContext& c, std::vector<Finding>* out) {
       .num("freed_bytes", freed)
       .num("stall_ns", stall_ns)
       .num("longest_stall_ns", longest)
-      .num("longest_stall_at_ns", longest_ts - c.start_ns)
+      .num("longest_stall_at_ns", sat_sub(longest_ts, c.start_ns))
       .text("thread", c.lane_label(longest_lane))
       .num("large_free_bytes", kLargeFreeBytes)
       .num("min_stall_ns", kMinStallNs);

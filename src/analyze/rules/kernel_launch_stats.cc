@@ -152,7 +152,7 @@ void rule_kernel_launch_stats(const DiagnoseContext& c, std::vector<Finding>* ou
     // sub-microsecond gaps).
     const bool device_busy = !queued && at_stake.end > at_stake.start &&
                              sat_mul(2, c.device_busy_ns(op.device, at_stake.start, at_stake.end)) >=
-                                 at_stake.end - at_stake.start;
+                                 sat_sub(at_stake.end, at_stake.start);
     if (cpu <= kRuntimeCutoffNs && gpu < cpu) {
       ++short_kernels;
       if (!queued && !device_busy) {

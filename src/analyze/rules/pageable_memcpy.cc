@@ -214,7 +214,7 @@ void rule_pageable_memcpy(const DiagnoseContext& c, std::vector<Finding>* out) {
     const std::int64_t b = c.int_arg(op.event, "bytes");
     if (b < kMeasuredMinBytes || op.end <= op.start) continue;
     sat_acc(pinned_bytes, b);
-    sat_acc(pinned_ns, op.end - op.start);
+    sat_acc(pinned_ns, sat_sub(op.end, op.start));
     ++pinned_n;
   }
   const bool measured = pinned_n >= kMeasuredMinCopies && pinned_ns > 0;
