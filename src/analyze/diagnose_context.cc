@@ -1266,17 +1266,14 @@ std::uint32_t DiagnoseContext::launch_for_correlation(std::int64_t correlation) 
 
 std::uint32_t DiagnoseContext::enclosing_op(std::uint32_t call, bool skip_views) const {
   constexpr int kMaxEnclosingWalk = 512;
-  const std::uint32_t lane = trace.events.lane[call];
-  const std::int64_t t0 = ts(call), t1 = end(call);
-  auto it = std::upper_bound(host_ops.begin(), host_ops.end(), t0, [&](std::int64_t t, std::uint32_t e) { return t < ts(e); });
-  for (int n = 0; it != host_ops.begin() && n < kMaxEnclosingWalk; ++n) {
-    const std::uint32_t e = *--it;
-    if (e == call || trace.events.lane[e] != lane || kind(e) != EventKind::kCpuOp || end(e) < t1) continue;
-    const std::string_view n_e = name(e);
-    if (is_profiler_step(n_e) || (skip_views && is_view_op(n_e))) continue;
-    return e;
-  }
-  return kNoIndex;
+  return innermost_enclosing(
+      trace.events.lane[call], ts(call), end(call), kMaxEnclosingWalk,
+      [&](std::uint32_t e) {
+        if (kind(e) != EventKind::kCpuOp) return false;
+        const std::string_view n_e = name(e);
+        return !is_profiler_step(n_e) && !(skip_views && is_view_op(n_e));
+      },
+      call);
 }
 
 }  // namespace tprof::internal

@@ -207,6 +207,24 @@ class DiagnoseContext {
   // started long before and still encloses it is an outer scope, the
   // nearer ones come first. kNoIndex when none is found.
   std::uint32_t enclosing_op(std::uint32_t call, bool skip_views) const;
+  // The innermost host event (cpu_op, annotation, Python frame) on `lane`
+  // that encloses [t0, t1] (starts at or before t0, ends at or after t1),
+  // is not `self`, and `accept`s: the latest-starting such one, walking back
+  // over at most `max_walk` host ops from t0 (an event that started long
+  // before and still encloses it is an outer scope; the nearer ones come
+  // first). kNoIndex when none is found. enclosing_op and the rules' own
+  // questions about what a call or a record runs inside are this walk.
+  template <class Accept>
+  std::uint32_t innermost_enclosing(std::uint32_t lane, std::int64_t t0, std::int64_t t1, int max_walk, Accept accept,
+                                    std::uint32_t self = kNoIndex) const {
+    auto it = std::upper_bound(host_ops.begin(), host_ops.end(), t0, [&](std::int64_t v, std::uint32_t e) { return v < ts(e); });
+    for (int n = 0; it != host_ops.begin() && n < max_walk; ++n) {
+      const std::uint32_t e = *--it;
+      if (e == self || trace.events.lane[e] != lane || end(e) < t1) continue;
+      if (accept(e)) return e;
+    }
+    return kNoIndex;
+  }
 
   // GPU busy time and the span it is measured over: each step's device
   // activity clipped to the step, summed over the steps; without steps, the

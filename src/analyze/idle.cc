@@ -449,15 +449,26 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
   // round: a MetaX C500's 24 us between queued kernels, nearly every gap of
   // a small op's backward, read as "launched work held on the device" and
   // an unclear verdict to "check the GPU itself").
+  // Each op's predecessor end on its stream, in `order` (INT64_MIN first
+  // on its stream): read by the calibration and the partition below.
+  std::vector<std::int64_t> prev_ends(order.size());
+  {
+    std::int64_t run_end = INT64_MIN;  // the latest end so far in the current (device, stream)
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const DeviceOp& op = c.device[order[k]];
+      if (k == 0 || c.device[order[k - 1]].device != op.device || c.device[order[k - 1]].stream != op.stream) {
+        run_end = INT64_MIN;
+      }
+      prev_ends[k] = run_end;
+      run_end = std::max(run_end, op.end);
+    }
+  }
   std::int64_t kernel_latency = kKernelLatencyNs;
   if (!c.dependency_visible()) {
     std::vector<std::int64_t> gaps;
-    std::int64_t end = INT64_MIN;
     for (std::size_t k = 0; k < order.size(); ++k) {
       const DeviceOp& op = c.device[order[k]];
-      if (k == 0 || c.device[order[k - 1]].device != op.device || c.device[order[k - 1]].stream != op.stream) end = INT64_MIN;
-      const std::int64_t prev = end;
-      end = std::max(end, op.end);
+      const std::int64_t prev = prev_ends[k];
       if (op.launch == kNoIndex || op.cls != DeviceClass::kCompute || is_graph_launch(c.name(op.launch))) continue;
       if (prev != INT64_MIN && c.end(op.launch) < prev && prev < op.start) gaps.push_back(sat_sub(op.start, prev));
     }
@@ -470,14 +481,9 @@ IdlePartition::IdlePartition(const DiagnoseContext& c) {
     }
   }
   kernel_latency_ns_ = kernel_latency;
-  std::int64_t run_end = INT64_MIN;  // the latest end so far in the current (device, stream)
   for (std::size_t k = 0; k < order.size(); ++k) {
     const DeviceOp& op = c.device[order[k]];
-    if (k == 0 || c.device[order[k - 1]].device != op.device || c.device[order[k - 1]].stream != op.stream) {
-      run_end = INT64_MIN;
-    }
-    const std::int64_t prev_end = run_end;
-    run_end = std::max(run_end, op.end);
+    const std::int64_t prev_end = prev_ends[k];
     if (op.launch == kNoIndex) continue;
     const std::int64_t launched = c.end(op.launch);
     // A graph's node waits for the nodes it depends on, on any stream of

@@ -24,17 +24,26 @@ namespace {
 
 // The three kernels (not collectives) holding the most GPU time, with their
 // shares: "fused_moe_kernel 27.0%, …".
-std::string top_kernel_names(const Efficiency& eff) {
-  std::string names;
-  int n = 0;
+struct TopKernels {
+  std::vector<std::string> names;  // full names
+  std::string text;                // "fused_moe_kernel 27.2%, …"
+  bool all_conv = true;            // every one a convolution library's
+};
+TopKernels top_kernels(const Efficiency& eff) {
+  TopKernels top;
   for (const KernelEfficiency& k : eff.kernels) {
-    if (n == 3 || eff.total_ns <= 0) break;
+    if (top.names.size() == 3 || eff.total_ns <= 0) break;
+    // A collective's kernel spins while it waits for the other ranks:
+    // its time is comm_exposed's, not a kernel to tune (issue 38's
+    // thirteenth round: a vLLM decode's ReduceScatter, 16.5% of GPU time,
+    // was sent to Nsight Compute).
     if (k.cls == KernelClass::kComm) continue;
-    ++n;
-    names += (names.empty() ? "" : ", ") + title_name(k.name) + " " +
-             format_pct(100.0 * static_cast<double>(k.time_ns) / static_cast<double>(eff.total_ns));
+    top.names.push_back(k.name);
+    top.all_conv = top.all_conv && k.cls == KernelClass::kConv;
+    top.text += (top.text.empty() ? "" : ", ") + title_name(k.name) + " " +
+                format_pct(100.0 * static_cast<double>(k.time_ns) / static_cast<double>(eff.total_ns));
   }
-  return names;
+  return top;
 }
 
 // "≈": Self CPU at most twice Self CUDA (the post's 4096² run: 4.908 ms vs
@@ -393,7 +402,7 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
         // sentence): the kernels, then why their rate is unknown (issue 38's
         // twenty-second round: SGLang's DeepSeek-R1 decode on an H200, its
         // fused MoE kernel 27% of GPU time, read only "cannot be measured").
-        const std::string names = top_kernel_names(eff);
+        const std::string names = top_kernels(eff).text;
         f.advice = (names.empty() ? std::string() : "Start at the kernels that hold the GPU time (" + names + "). ") +
                    what + " cannot be measured against the peak here: profile" + without_graphs + " to measure them" +
                    decode;
@@ -409,21 +418,10 @@ void rule_compute_bound(const DiagnoseContext& c, std::vector<Finding>* out) {
     }
   } else {
     // No measured rate to judge by: name where the GPU time goes.
-    std::vector<std::string> top;
-    std::string names;
-    bool all_conv = true;  // every top kernel a convolution library's
-    for (const KernelEfficiency& k : eff.kernels) {
-      if (top.size() == 3 || eff.total_ns <= 0) break;
-      // A collective's kernel spins while it waits for the other ranks:
-      // its time is comm_exposed's, not a kernel to tune (issue 38's
-      // thirteenth round: a vLLM decode's ReduceScatter, 16.5% of GPU time,
-      // was sent to Nsight Compute).
-      if (k.cls == KernelClass::kComm) continue;
-      top.push_back(k.name);
-      all_conv = all_conv && k.cls == KernelClass::kConv;
-      names += (names.empty() ? "" : ", ") + title_name(k.name) + " " +
-               format_pct(100.0 * static_cast<double>(k.time_ns) / static_cast<double>(eff.total_ns));
-    }
+    const TopKernels tk = top_kernels(eff);
+    const std::vector<std::string>& top = tk.names;
+    const std::string& names = tk.text;
+    const bool all_conv = tk.all_conv;
     f.evidence.texts("top_kernels", top);
     // A convolution library's kernels fuse with nothing: their time is the
     // algorithm the library chose (issue 38's eighth round: an MI300X

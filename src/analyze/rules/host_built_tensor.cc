@@ -85,16 +85,11 @@ struct Build {
 bool in_parameter_init(const DiagnoseContext& c, std::uint32_t op) {
   if (op == kNoIndex) return false;
   constexpr int kMaxWalk = 4096;
-  const std::uint32_t lane = c.trace.events.lane[op];
-  auto it = std::upper_bound(c.host_ops.begin(), c.host_ops.end(), c.ts(op),
-                             [&](std::int64_t v, std::uint32_t e) { return v < c.ts(e); });
-  for (int n = 0; it != c.host_ops.begin() && n < kMaxWalk; ++n) {
-    const std::uint32_t e = *--it;
-    if (c.trace.events.lane[e] != lane || c.kind(e) != EventKind::kPythonFunction || c.end(e) < c.end(op)) continue;
+  return c.innermost_enclosing(c.trace.events.lane[op], c.ts(op), c.end(op), kMaxWalk, [&](std::uint32_t e) {
+    if (c.kind(e) != EventKind::kPythonFunction) return false;
     const std::string_view name = c.name(e);
-    if (name.ends_with(": reset_parameters") || name.find("torch/nn/init.py") != std::string_view::npos) return true;
-  }
-  return false;
+    return name.ends_with(": reset_parameters") || name.find("torch/nn/init.py") != std::string_view::npos;
+  }) != kNoIndex;
 }
 
 // Whether the stretch's first random draw (an op on the first op's thread)

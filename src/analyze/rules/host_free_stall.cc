@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -59,48 +60,37 @@ void rule_host_free_stall(const DiagnoseContext& c, std::vector<Finding>* out) {
     frees[t.events.lane[r.event]].push_back({ts, r.bytes == INT64_MIN ? INT64_MAX : -r.bytes});
   }
   if (frees.empty()) return;
-  // Each freeing thread's recorded boundaries, sorted, and its events by
-  // start (host_ops is).
+  // Each freeing thread's recorded boundaries, sorted, and whether it
+  // records Python frames.
   std::unordered_map<std::uint32_t, std::vector<std::int64_t>> bounds;
-  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> events;
-  for (const auto& [lane, v] : frees) bounds[lane], events[lane];
+  for (const auto& [lane, v] : frees) bounds[lane];
+  std::unordered_set<std::uint32_t> stack_lanes;
   auto add = [&](std::uint32_t e) {
     auto it = bounds.find(t.events.lane[e]);
     if (it == bounds.end()) return;
     it->second.push_back(c.ts(e));
     it->second.push_back(c.end(e));
+    if (c.kind(e) == EventKind::kPythonFunction) stack_lanes.insert(t.events.lane[e]);
   };
-  for (std::uint32_t e : c.host_ops) {
-    add(e);
-    if (auto it = events.find(t.events.lane[e]); it != events.end()) it->second.push_back(e);
-  }
+  for (std::uint32_t e : c.host_ops) add(e);
   for (std::uint32_t e : c.runtime) add(e);
   // Without the Python stack a stretch with no event is the program's
   // Python as often as anything (ParT's CPU forward, no with_stack: 101
   // large frees with 423 ms after them, unattributable).
-  for (auto it = frees.begin(); it != frees.end();) {
-    const std::vector<std::uint32_t>& ev = events[it->first];
-    const bool stack = std::any_of(ev.begin(), ev.end(), [&](std::uint32_t e) { return c.kind(e) == EventKind::kPythonFunction; });
-    it = stack ? std::next(it) : frees.erase(it);
-  }
+  std::erase_if(frees, [&](const auto& lane_frees) { return stack_lanes.count(lane_frees.first) == 0; });
   if (frees.empty()) return;
   // Whether the innermost event open at `ts` on the lane computes: an op,
   // a runtime call or a builtin (a compiled kernel's "<built-in function
   // kernel>") whose own time after the free is its work, not the free's.
   // Only a Python frame of the program's (or nothing open) leaves the free
-  // the stretch. The walk back is bounded.
+  // the stretch.
   auto computing = [&](std::uint32_t lane, std::int64_t ts) {
     constexpr int kMaxWalk = 4096;
-    const std::vector<std::uint32_t>& ev = events[lane];
-    auto it = std::upper_bound(ev.begin(), ev.end(), ts, [&](std::int64_t v, std::uint32_t e) { return v < c.ts(e); });
-    for (int n = 0; it != ev.begin() && n < kMaxWalk; ++n) {
-      const std::uint32_t e = *--it;
-      if (c.end(e) <= ts) continue;
-      if (c.kind(e) == EventKind::kPythonFunction) return c.name(e).starts_with("<built-in");
-      // A scope (an annotation, a compiled region) runs the frames inside it.
-      return c.kind(e) != EventKind::kUserAnnotation && !is_compiled_scope(c.name(e));
-    }
-    return false;
+    const std::uint32_t e = c.innermost_enclosing(lane, ts, sat_add(ts, 1), kMaxWalk, [](std::uint32_t) { return true; });
+    if (e == kNoIndex) return false;
+    if (c.kind(e) == EventKind::kPythonFunction) return c.name(e).starts_with("<built-in");
+    // A scope (an annotation, a compiled region) runs the frames inside it.
+    return c.kind(e) != EventKind::kUserAnnotation && !is_compiled_scope(c.name(e));
   };
   // Several frees in one stretch (a function's locals as it returns) share
   // it: the stretches are counted once, from the first free in each.

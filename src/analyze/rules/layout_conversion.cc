@@ -51,19 +51,17 @@ bool is_conv_kernel_name(std::string_view name) { return match_kernel_name(name)
 // DiagnoseContext::enclosing_op's.
 int conv_dims(const DiagnoseContext& c, std::uint32_t launch) {
   constexpr int kMaxWalk = 512;
-  const std::uint32_t lane = c.trace.events.lane[launch];
-  const std::int64_t t0 = c.ts(launch), t1 = c.end(launch);
-  auto it = std::upper_bound(c.host_ops.begin(), c.host_ops.end(), t0,
-                             [&](std::int64_t v, std::uint32_t e) { return v < c.ts(e); });
-  for (int n = 0; it != c.host_ops.begin() && n < kMaxWalk; ++n) {
-    const std::uint32_t e = *--it;
-    if (c.trace.events.lane[e] != lane || c.kind(e) != EventKind::kCpuOp || c.end(e) < t1) continue;
-    const std::string_view name = c.name(e);
-    if (name == "aten::conv1d" || name == "aten::conv_transpose1d") return 1;
-    if (name == "aten::conv3d" || name == "aten::conv_transpose3d") return 3;
-    if (name == "aten::conv2d" || name == "aten::conv_transpose2d") return 2;
-  }
-  return 2;
+  auto dims = [&](std::string_view name) {
+    return name == "aten::conv1d" || name == "aten::conv_transpose1d"   ? 1
+           : name == "aten::conv3d" || name == "aten::conv_transpose3d" ? 3
+           : name == "aten::conv2d" || name == "aten::conv_transpose2d" ? 2
+                                                                        : 0;
+  };
+  const std::uint32_t conv = c.innermost_enclosing(c.trace.events.lane[launch], c.ts(launch), c.end(launch), kMaxWalk,
+                                                   [&](std::uint32_t e) {
+                                                     return c.kind(e) == EventKind::kCpuOp && dims(c.name(e)) != 0;
+                                                   });
+  return conv == kNoIndex ? 2 : dims(c.name(conv));
 }
 
 }  // namespace

@@ -37,20 +37,12 @@ constexpr double kMinWindowShare = 0.01;
 // thread (a bounded walk back over the host ops, as enclosing_op).
 bool in_profiler_stop(const DiagnoseContext& c, std::uint32_t call) {
   constexpr int kMaxWalk = 4096;
-  const Trace& t = c.trace;
-  const std::uint32_t lane = t.events.lane[call];
-  auto it = std::upper_bound(c.host_ops.begin(), c.host_ops.end(), c.ts(call),
-                             [&](std::int64_t v, std::uint32_t e) { return v < c.ts(e); });
-  for (int n = 0; it != c.host_ops.begin() && n < kMaxWalk; ++n) {
-    const std::uint32_t e = *--it;
-    if (t.events.lane[e] != lane || c.kind(e) != EventKind::kPythonFunction || c.end(e) < c.end(call)) continue;
+  return c.innermost_enclosing(c.trace.events.lane[call], c.ts(call), c.end(call), kMaxWalk, [&](std::uint32_t e) {
+    if (c.kind(e) != EventKind::kPythonFunction) return false;
     const std::string_view name = c.name(e);
-    if (name.find("profiler/profiler.py") != std::string_view::npos &&
-        (name.ends_with(": stop") || name.ends_with(": stop_trace") || name.ends_with(": __exit__"))) {
-      return true;
-    }
-  }
-  return false;
+    return name.find("profiler/profiler.py") != std::string_view::npos &&
+           (name.ends_with(": stop") || name.ends_with(": stop_trace") || name.ends_with(": __exit__"));
+  }) != kNoIndex;
 }
 
 }  // namespace
