@@ -37,7 +37,7 @@ enum class EdgeType : std::uint8_t {
   kDevice,      // a device activity runs: its start → its end
   kSync,        // a device activity ends → the call that waited for it returns
                 // (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize,
-                // a blocking cudaMemcpy; hip* alike)
+                // a blocking cudaMemcpy, a launch on a full queue; hip* alike)
   kStreamWait,  // cudaStreamWaitEvent: the activity recorded by the matching
                 // cudaEventRecord ends → the waiting stream's next activity starts
   kThread,      // one CPU thread hands work to another and waits for it without an

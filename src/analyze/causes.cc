@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "src/analyze/efficiency.h"
 #include "src/analyze/host_stack.h"
 #include "src/analyze/verdict.h"
 #include "src/base/saturate.h"
@@ -310,6 +311,19 @@ std::string whatif_for(const DiagnoseContext& c, const Cause& cause, const std::
     if (kind == "blocked_alloc") return "remove:" + call;
     if (kind == "blocked_copy") return "drop-sync:" + call;
     return "";
+  }
+  if (a.id == "fp32_math") {
+    // Tensor cores at the least speed-up fp32_math assumes (2x), on every
+    // fp32 kernel it counted: the replay says what of that reaches the
+    // step, where the kernel time alone is no saving when the host or
+    // copies set the pace (issue 38's twenty-second round: an A100's fp32
+    // GEMMs, 129 ms beside a 54 ms tail of pageable copies the host
+    // blocks in, ranked above pinning the copies).
+    std::string p;
+    for (const KernelEfficiency& k : c.efficiency().kernels) {
+      if (fp32_math(k) != Fp32Math::kNo) p += (p.empty() ? "" : "|") + exact_pattern(k.name);
+    }
+    return p.empty() ? "" : "scale:" + p + "=0.5";
   }
   if (a.id == "dataloader_bound") {
     const std::string scope = event_name_of(a, "longest_dataloader");

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "src/analyze/intervals.h"
+#include "src/causal/names.h"
 #include "tprof/diagnose.h"
 
 namespace tprof::internal {
@@ -48,10 +49,8 @@ inline constexpr std::int64_t kSlowLaunchNs = 1'000'000;
 // context (tprof record's whole-run traces on an H200: cudaMalloc 114 ms in
 // a plain CUDA program, cudaDeviceGetStreamPriorityRange 107 ms in PyTorch's).
 inline constexpr std::int64_t kContextCreateNs = 10'000'000;
-// The launch queue is full from this depth: CUDA's per-stream limit is 1024
-// (HTA's docs, "Augmented Counters"); launches stall at 942-1014 on HTA's
-// trace_diff trace, whose count misses entries the trace cannot show.
-inline constexpr std::int64_t kQueueFullDepth = 900;
+// The launch queue is full from this depth (src/causal/names.h).
+using causal::kQueueFullDepth;
 // Launched work counts as waiting (on other streams, events, peers) only
 // beyond the latency an idle device shows after a launch returns (2-20 µs
 // on the H100 traces, up to ~50 µs on a first call).

@@ -482,6 +482,7 @@ class Builder {
           const internal::CopyKind ck = internal::copy_kind(t_.name(de));
           if (ck.direction == internal::CopyDirection::kDtoH && ck.pageable()) add(2 * d + 1, 2 * a + 1, EdgeType::kSync, e, de);
         }
+        full_queue_wait(a);
         continue;
       }
       if (sk == causal::SyncKind::kBlockingCopy) {
@@ -508,6 +509,38 @@ class Builder {
   }
 
   bool is_launch_call(std::uint32_t a) const { return !launched(a).empty(); }
+
+  // A launch that began on a full queue returns when its stream frees a
+  // slot: the sync edge from the stream's work that ended last before the
+  // call returned (issue 38's twenty-second round: an A100's 1000 fp32
+  // GEMMs, 274 launches held 26.7 ms on a queue 1021 deep; the replay of
+  // faster GEMMs saved nothing, the host's launches set at their measured
+  // length). Blocking calls only (kBlockingCallNs, src/analyze/idle.h):
+  // a launch that returns at once did not wait.
+  void full_queue_wait(std::uint32_t a) {
+    constexpr std::int64_t kBlockingCallNs = 50'000;
+    const std::int64_t t0 = g_.time_ns[2 * a], t1 = g_.time_ns[2 * a + 1];
+    if (t1 - t0 < kBlockingCallNs) return;
+    for (std::uint32_t d : launched(a)) {
+      const std::uint32_t lane = t_.events.lane[g_.events[d]];
+      const Stream* s = stream(t_.lanes[lane].device, t_.lanes[lane].stream);
+      if (s == nullptr) continue;
+      // Launched before the call began, not started by then.
+      const auto launched_n = std::lower_bound(s->launched_by.begin(), s->launched_by.end(), t0) - s->launched_by.begin();
+      const auto started_n = std::partition_point(s->acts.begin(), s->acts.end(),
+                                                  [&](std::uint32_t x) { return g_.time_ns[2 * x] <= t0; }) -
+                             s->acts.begin();
+      if (launched_n - started_n < causal::kQueueFullDepth) continue;
+      // A stream's activities end in order (device_chains made them monotone).
+      const auto done = std::partition_point(s->acts.begin(), s->acts.end(),
+                                             [&](std::uint32_t x) { return g_.time_ns[2 * x + 1] <= t1; });
+      if (done == s->acts.begin()) continue;
+      const std::uint32_t b = *(done - 1);
+      if (g_.time_ns[2 * b + 1] < t0) continue;
+      add(2 * b + 1, 2 * a + 1, EdgeType::kSync, g_.events[a], g_.events[b]);
+      return;
+    }
+  }
 
   // Edges grouped by target, the binding edge of each node and the weights;
   // then a topological order (Kahn's).

@@ -95,6 +95,13 @@ enum class SyncKind : std::uint8_t {
 };
 SyncKind sync_kind(std::string_view call);
 
+// A stream's launch queue is full from this depth: CUDA's per-stream limit
+// is 1024 (HTA's docs, "Augmented Counters"); launches stall at 942-1014
+// on HTA's trace_diff trace, whose count misses entries the trace cannot
+// show. A launch that starts on a full queue returns when the stream frees
+// a slot.
+inline constexpr std::int64_t kQueueFullDepth = 900;
+
 // Host work that loads data: is_dataloader_scope, and anything named DataLoader.
 bool is_dataloader(std::string_view name);
 

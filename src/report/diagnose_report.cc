@@ -33,6 +33,8 @@ using internal::JsonWriter;
 // The short view's limits (docs/diagnose.md, "Output").
 constexpr std::size_t kLineWidth = 160;  // code points
 constexpr std::size_t kListedThreads = 4;
+// A what-if edit longer than this is named by its basis on the fix line.
+constexpr std::size_t kWhatIfShown = 60;
 
 double round2(double v) { return std::round(v * 100.0) / 100.0; }
 
@@ -634,12 +636,19 @@ std::string cause_card(const Diagnosis& d, std::size_t k, std::size_t shown, con
     if (c.saving_from == "replay") {
       // A median step the replay does not shorten: the total, said so, not
       // "0 ns a step" (issue 38's fourteenth round: a DDP rank whose
-      // all-reduce waits for the other rank's own loading).
+      // all-reduce waits for the other rank's own loading). An edit too
+      // long to read in a line (fp32_math's kernels by name) is said by
+      // its basis, the edit itself left to --verbose.
+      const Evidence::Field* basis = anchor.evidence.find("saving_basis");
+      const std::string how = c.whatif.size() <= kWhatIfShown ? "with \"" + c.whatif + "\""
+                              : basis != nullptr && basis->kind == Evidence::Kind::kText
+                                  ? basis->s
+                                  : "of its what-if edit (--verbose)";
       label = "     fix (" +
               (d.steps.empty()               ? format_ns(c.impact_ns)
                : c.impact_per_step_ns > 0    ? format_ns(c.impact_per_step_ns) + " a step"
                                              : format_ns(c.impact_ns) + " in all, none in the median step,") +
-              " in the replay with \"" + c.whatif + "\"): ";
+              " in the replay " + how + "): ";
     }
   }
   append_wrapped(&out, label, first_sentence(short_title(anchor.advice, anchor, names)), "       ");

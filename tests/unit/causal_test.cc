@@ -142,6 +142,40 @@ TEST(CausalGraph, AnAsyncReadBackToPageableMemoryWaitsForItsCopy) {
   EXPECT_EQ(syncs[0]->measured_ns, 4000);  // the copy ended at 38, the call returned at 42
 }
 
+// A launch that begins on a full queue (900 or more launched, not started)
+// returns when its stream frees a slot: a sync edge from the stream's work
+// that ended last before it returned. A quick launch on the same queue, and
+// a slow one on a shallow queue, wait for nothing.
+TEST(CausalGraph, ALaunchOnAFullQueueWaitsForTheStreamToFreeASlot) {
+  std::string s;
+  // 1100 launches 1 us apart; kernel i runs 10 us from 5 + 10 i.
+  for (int i = 0; i < 1100; ++i) {
+    s += cpu("cuda_runtime", "cudaLaunchKernel", i, 0.5, i) + "," + gpu("k", 5 + 10 * i, 10, i) + ",";
+  }
+  // At 1100 us 110 kernels have started: 990 queued. The call returns at
+  // 1165.5, just after kernel 115 ends (1165).
+  s += cpu("cuda_runtime", "cudaLaunchKernel", 1100, 65.5, 1100) + "," + gpu("k", 5 + 10 * 1100, 10, 1100) + ",";
+  // 80 us on another stream, nothing queued on it: a slow launch, no wait.
+  s += cpu("cuda_runtime", "cudaLaunchKernel", 1170, 80, 1101) + "," + gpu("other", 1260, 5, 1101, 9);
+  const Trace t = parse(s);
+  const CausalGraph g = build_causal_graph(t);
+  const auto syncs = edges_of(g, EdgeType::kSync);
+  ASSERT_EQ(syncs.size(), 1u);
+  EXPECT_EQ(t.events.ts_ns[syncs[0]->event], 1'100'000);
+  EXPECT_EQ(t.events.ts_ns[syncs[0]->cause_event], 1'155'000);  // kernel 115
+  EXPECT_EQ(syncs[0]->measured_ns, 500);
+  // Halving the kernels frees the slot sooner (kernel 115 ends by 600 us):
+  // the held launch returns after its own 0.5 us. Halving the other
+  // stream's kernel leaves it where it was.
+  const std::uint32_t held = 2 * g.activity_of_event[syncs[0]->event] + 1;
+  auto half = analyze_causal(t, {.edits = {*parse_whatif_edit("scale:^k$=0.5")}, .paths = false});
+  ASSERT_TRUE(half.has_value());
+  EXPECT_EQ(half->predicted_time_ns[held], 1'100'500);
+  auto other = analyze_causal(t, {.edits = {*parse_whatif_edit("scale:^other$=0.5")}, .paths = false});
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->predicted_time_ns[held], 1'165'500);
+}
+
 TEST(CausalReplay, ReproducesTheTraceAndFollowsTheBindingEdges) {
   const Trace t = parse(two_steps());
   auto r = analyze_causal(t);
