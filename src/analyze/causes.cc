@@ -277,6 +277,9 @@ std::string whatif_for(const DiagnoseContext& c, const Cause& cause, const std::
     // Graph capture's warm-up syncs are one-time; a sync behind work that
     // waits on a dependency is fixed at the dependency, not at the call.
     if (a.evidence.find("graph_captures") != nullptr) return "";
+    // A loop of one-value reads: its fix is one read, not reads that do
+    // not wait (the reads' ops, less one, estimated by sync_api).
+    if (a.evidence.find("read_ops_ns") != nullptr) return "";
     const std::int64_t idle = int_of(a, "gpu_idle_during_sync_ns", 0);
     const std::int64_t queued = int_of(a, "gpu_idle_queued_ns", 0);
     if (real_of(a, "gpu_busy_pct") < 50.0 && queued > idle - queued) return "";

@@ -883,11 +883,18 @@ bool DiagnoseContext::forward_only() const {
     return n.find("Backward") != std::string_view::npos || n.find("backward") != std::string_view::npos ||
            n.find("evaluate_function") != std::string_view::npos || n.starts_with("Optimizer.step");
   };
+  // An optimizer's annotation or frames (Optimizer.zero_grad#Adam.zero_grad,
+  // torch/optim/...) say training too, where the window closed before the
+  // backward (issue 38's twenty-third round: a training step recorded up to
+  // its losses, its dropout told to call model.eval()).
   bool any_op = false;
   for (std::uint32_t e : host_ops) {
+    const std::string_view n = name(e);
+    if (kind(e) == EventKind::kUserAnnotation && n.starts_with("Optimizer.")) return false;
+    if (kind(e) == EventKind::kPythonFunction && n.find("torch/optim/") != std::string_view::npos) return false;
     if (kind(e) != EventKind::kCpuOp) continue;
     any_op = true;
-    if (backward(name(e))) return false;
+    if (backward(n)) return false;
   }
   if (!any_op) return false;
   for (const DeviceOp& op : device) {

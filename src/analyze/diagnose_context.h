@@ -482,8 +482,9 @@ class DiagnoseContext {
 
   // A forward-only (inference) recording: the trace records CPU ops, none of
   // them backward or an optimizer step (a *Backward* node, autograd's
-  // evaluate_function, an aten::*_backward, Optimizer.step*), and no device
-  // activity is named backward. False where no CPU op is recorded (unknown).
+  // evaluate_function, an aten::*_backward, Optimizer.step*), no optimizer
+  // annotation (Optimizer.*) or torch/optim frame, and no device activity
+  // is named backward. False where no CPU op is recorded (unknown).
   bool forward_only() const;
 
   // Kineto's launch shape of a kernel: "grid [x, y, z] block [x, y, z]"

@@ -395,11 +395,16 @@ std::string pct(double share) { return format_pct(100.0 * share); }
 // torch.profiler's own frames or the frames around them (the sixth round's
 // second batch: a profiler left in its warm-up at exit records only its own
 // __exit__, under the script's frames, and one closing synchronize).
+// So do no runtime call at all and a ProfilerStep inside those frames
+// (issue 38's twenty-third round: a ROCm DDP run whose prof.step() came
+// once an epoch, after it, recorded only the profiler's stop, its 101.9 ms
+// torch.cuda.synchronize a Python frame, and was called cpu-only).
 bool recorded_nothing(const DiagnoseContext& c) {
-  if (!c.device.empty() || !c.ranges.empty() || c.runtime.empty()) return false;
+  if (!c.device.empty() || !c.ranges.empty() || (c.runtime.empty() && c.host_ops.empty())) return false;
   std::vector<Interval> profiler;
   for (std::uint32_t e : c.host_ops) {
-    if (c.kind(e) != EventKind::kPythonFunction) return false;  // an op or annotation: the program
+    const bool step = c.kind(e) == EventKind::kUserAnnotation && c.name(e).starts_with("ProfilerStep#");
+    if (c.kind(e) != EventKind::kPythonFunction && !step) return false;  // an op or annotation: the program
     const std::string_view n = c.name(e);
     if (n.find("torch/profiler/") != std::string_view::npos || n.find("torch/autograd/profiler") != std::string_view::npos) {
       profiler.push_back({c.ts(e), c.end(e)});
@@ -1159,8 +1164,13 @@ Judgement measure(const DiagnoseContext& c) {
     // trace shows, and no device speed-up shortens that wait.
     const std::int64_t loading = sat_add(j.all.dataloader, startup_ns(c));
     const bool input = issued && j.all.share(loading) > kInputMostShare;
-    j.verdict = input ? Verdict::kInputBound : Verdict::kUnclear;
-    for (StepVerdict& v : j.steps) v.verdict = Verdict::kUnclear;
+    // The host waiting for the unrecorded device most of the time: its
+    // work sets the pace (waits_for_unrecorded_device).
+    const bool waited = !input && waits_for_unrecorded_device(c);
+    j.verdict = input ? Verdict::kInputBound : waited ? Verdict::kComputeBound : Verdict::kUnclear;
+    for (StepVerdict& v : j.steps) {
+      v.verdict = waited && 2 * v.sync_ns >= v.cpu_span_ns ? Verdict::kComputeBound : Verdict::kUnclear;
+    }
   }
   return j;
 }
@@ -1270,6 +1280,28 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
                  "), which no device speed-up shortens; the " +
                  (g.reads_only() ? "device's" : "GPU's") + " activity was not recorded (the trace shows " + g.text() +
                  "), so the rest cannot be judged";
+  } else if (g.any() && d->verdict == Verdict::kComputeBound) {
+    std::uint32_t longest = kNoIndex;
+    std::int64_t calls = 0;
+    for (std::uint32_t e : c.runtime) {
+      // The steps' own where there are steps (not the profiler's closing one).
+      if (!c.blocks_host(e) || (nsteps > 0 && c.step_index_at(c.ts(e)) < 0)) continue;
+      ++calls;
+      if (longest == kNoIndex || c.dur(e) > c.dur(longest)) longest = e;
+    }
+    d->summary = "the GPU's activity was not recorded, but the host waits for it: " + count_of(calls, "synchronizing call") +
+                 " and blocking copies hold " + pct(all.share(all.sync)) + " of the " +
+                 (nsteps > 0 ? "steps" : "trace") +
+                 (longest == kNoIndex ? std::string()
+                                      : " (the longest " + std::string(c.name(longest)) + ", " + format_ns(c.dur(longest)) + ")") +
+                 ", so the device's work sets the pace and those waits are its time; the trace shows " + g.text() +
+                 " but no device activity: " +
+                 (g.issue_calls > 0 && !c.runtime.empty() ? std::string("find why its device records were lost")
+                                                          : std::string("profile again with ProfilerActivity.CUDA")) +
+                 (windows_sign(c).empty() ? std::string()
+                                          : " (recorded on Windows, " + windows_sign(c) +
+                                                ", where torch.profiler often records no CUDA activity: record on Linux or "
+                                                "with Nsight Systems)");
   } else if (g.any()) {
     d->summary = std::string(g.reads_only() ? "the device's" : "the GPU's") + " activity was not recorded: the trace shows " +
                  g.text() + " but no device activity, so this is not a CPU-only program and there is nothing to judge "
@@ -1302,13 +1334,26 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
     }
   }
   if (nothing_recorded(c)) {
-    std::uint32_t longest = c.runtime.front();
-    for (std::uint32_t e : c.runtime)
-      if (c.dur(e) > c.dur(longest)) longest = e;
+    // The longest runtime call, else the longest of the profiler's frames
+    // without a child (a torch.cuda.synchronize in its stop).
+    const std::vector<std::uint32_t>& pool = c.runtime.empty() ? c.host_ops : c.runtime;
+    std::uint32_t longest = pool.front();
+    for (std::uint32_t e : pool)
+      if (c.dur(e) > c.dur(longest) || (c.dur(e) == c.dur(longest) && c.ts(e) > c.ts(longest))) longest = e;
+    if (c.runtime.empty()) {
+      // The innermost frame holding the longest stretch: the deepest of the
+      // frames as long as the longest within 1%.
+      for (std::uint32_t e : c.host_ops) {
+        if (c.ts(e) >= c.ts(longest) && c.end(e) <= c.end(longest) && 100 * c.dur(e) >= 99 * c.dur(longest)) longest = e;
+      }
+    }
     d->verdict_evidence.num("runtime_calls", static_cast<std::int64_t>(c.runtime.size()));
-    d->summary = "nothing of the program was recorded: the trace holds " + count_of(c.runtime.size(), "runtime call") +
-                 " (the longest " + std::string(c.name(longest)) + ", " + format_ns(c.dur(longest)) +
-                 ") and no op, annotation or device activity" +
+    d->summary = "nothing of the program was recorded: the trace holds " +
+                 (c.runtime.empty() ? std::string("no runtime call (its longest frame ") + std::string(c.name(longest)) +
+                                          ", " + format_ns(c.dur(longest)) + ")"
+                                    : count_of(c.runtime.size(), "runtime call") + " (the longest " +
+                                          std::string(c.name(longest)) + ", " + format_ns(c.dur(longest)) + ")") +
+                 " and no op, annotation or device activity" +
                  (c.host_ops.empty() ? std::string() : std::string(" (its Python functions are torch.profiler's own, and the frames around them)")) +
                  ", so there is nothing to judge; " +
                  (c.by_tprof() ? std::string("the program launched no device work while it was recorded")

@@ -308,18 +308,54 @@ class Analysis {
   // launch calls and of the ops around them collapses into the first launch
   // call of the step (the graph launch); kernels follow it at the launch
   // latency, and each other at graph latency.
+  // The host activities a CUDA graph cannot capture: a call that waited
+  // for the device (a synchronize, a blocking copy, an Async copy to
+  // pageable memory: the graph's sync edges; not a launch held on a full
+  // queue, which a graph launch replaces), the ops it runs inside up to the
+  // first that is not an op (a Python frame or annotation around many ops
+  // keeps the rest capturable), and every launch inside those ops (issue
+  // 38's twenty-second round: GPUPuzzlers' per-element .cpu() loop, 4,096
+  // read-backs each a copy and a stream sync, counted into a 179 ms graph
+  // saving a capture could never make; its graphable add_ loop is 86 ms).
+  std::vector<std::uint8_t> uncapturable() const {
+    const std::size_t na = g_.activities();
+    std::vector<std::uint8_t> eager(na, 0);
+    for (const CausalEdge& c : g_.edges) {
+      if (c.type != EdgeType::kSync) continue;
+      const std::uint32_t a = CausalGraph::activity_of(c.to);
+      if (g_.is_device[a]) continue;
+      const std::string_view n = t_.name(g_.events[a]);
+      if (causal::sync_kind(n) == causal::SyncKind::kNone && n.find("Memcpy") == std::string_view::npos) continue;
+      eager[a] = 1;
+      for (std::uint32_t p = g_.parent[a]; p != kNoIndex && !eager[p]; p = g_.parent[p]) {
+        if (is_step_[p] || t_.events.kind[g_.events[p]] != EventKind::kCpuOp) break;
+        eager[p] = 1;
+      }
+    }
+    // Parents come before their children: a launch inside an eager op is eager.
+    for (std::uint32_t a = 0; a < na; ++a) {
+      if (!g_.is_device[a] && !eager[a] && g_.parent[a] != kNoIndex && eager[g_.parent[a]] &&
+          t_.events.kind[g_.events[a]] != EventKind::kPythonFunction) {
+        eager[a] = 1;
+      }
+    }
+    return eager;
+  }
+
   std::uint64_t apply_graph(EditedWeights* ew) const {
     const std::size_t na = g_.activities();
     std::vector<std::uint8_t> graphed(na, 0), first(na, 0), dev_in(na, 0);
     // The earliest launch call of each step (the window without steps).
     std::vector<std::uint32_t> earliest(steps_.empty() ? 1 : steps_.size(), kNoIndex);
     std::uint64_t count = 0;
+    const std::vector<std::uint8_t> eager = uncapturable();
     for (std::uint32_t d = 0; d < na; ++d) {
       if (!g_.is_device[d] || g_.launch[d] == kNoIndex) continue;
       const std::int32_t s = steps_.empty() ? 0 : step_of_device_[d];
       if (s < 0) continue;
-      dev_in[d] = 1;
       const std::uint32_t call = g_.launch[d];
+      if (eager[call]) continue;
+      dev_in[d] = 1;
       std::uint32_t& e = earliest[static_cast<std::size_t>(s)];
       if (e == kNoIndex || g_.time_ns[2 * call] < g_.time_ns[2 * e]) e = call;
       if (graphed[call]) continue;

@@ -205,6 +205,36 @@ std::uint32_t event_named(const Trace& t, std::string_view name) {
 // The path into a node on the measured timeline follows the binding edges
 // back to the start asked for: into step 2's add kernel, from the step's
 // start, the gemm it queues behind, the gemm's launch and the host before.
+// A CUDA graph cannot capture a call that waits for the device: the op a
+// read-back runs in (aten::to > cudaMemcpyAsync to pageable memory, and its
+// cudaStreamSynchronize) keeps its host time under the graph edit, while
+// the op that only launches (aten::add) collapses into the graph launch.
+TEST(CausalWhatIf, AGraphKeepsTheOpsThatWaitForTheDevice) {
+  auto copy = [](const std::string& name, double ts, double dur, int corr) {
+    std::string s = gpu(name, ts, dur, corr);
+    s.replace(s.find("\"kernel\""), 8, "\"gpu_memcpy\"");
+    return s;
+  };
+  const std::string step = cpu("user_annotation", "ProfilerStep#1", 0, 200) + ",";
+  const std::string add = cpu("cpu_op", "aten::mul", 1, 9) + "," + cpu("cuda_runtime", "cudaLaunchKernel", 3, 5, 1) + "," +
+                          gpu("k", 9, 2, 1) + ",";
+  const std::string read = cpu("cpu_op", "aten::to", 20, 60) + "," + cpu("cuda_runtime", "cudaMemcpyAsync", 25, 20, 2) + "," +
+                           copy("Memcpy DtoH (Device -> Pageable)", 30, 2, 2) + "," +
+                           cpu("cuda_runtime", "cudaStreamSynchronize", 50, 10, 3) + ",";
+  const std::string tail = cpu("cpu_op", "aten::add", 100, 60) + "," + cpu("cuda_runtime", "cudaLaunchKernel", 110, 40, 4) +
+                           "," + gpu("k", 152, 2, 4);
+  const Trace t = parse(step + add + read + tail);
+  auto r = analyze_causal(t, {.edits = {*parse_whatif_edit("graph")}, .paths = false});
+  ASSERT_TRUE(r.has_value());
+  const CausalGraph& g = *r->graph;
+  auto node_end = [&](std::string_view name) { return 2 * g.activity_of_event[event_named(t, name)] + 1; };
+  auto node_begin = [&](std::string_view name) { return 2 * g.activity_of_event[event_named(t, name)]; };
+  // aten::to keeps its 60 us; aten::add's 60 us go (its launch is not the
+  // step's first, which stands for the graph launch).
+  EXPECT_EQ(r->predicted_time_ns[node_end("aten::to")] - r->predicted_time_ns[node_begin("aten::to")], 60'000);
+  EXPECT_EQ(r->predicted_time_ns[node_end("aten::add")], r->predicted_time_ns[node_begin("aten::add")]);
+}
+
 TEST(CausalMeasuredPath, FollowsTheBindingEdgesToTheStartAskedFor) {
   const Trace t = parse(two_steps());
   const CausalGraph g = build_causal_graph(t);

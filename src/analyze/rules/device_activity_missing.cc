@@ -19,9 +19,11 @@
 #include <string_view>
 #include <vector>
 
+#include "src/analyze/intervals.h"
 #include "src/analyze/legacy_spans.h"
 #include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/rules/rules.h"
+#include "src/base/saturate.h"
 
 namespace tprof::internal {
 
@@ -81,6 +83,22 @@ bool is_gpu_library_op(std::string_view n) {
 bool legacy_export_by_torch_profiler(const DiagnoseContext& c, const GpuWorkIssued& g) {
   if (g.gpu_flows <= 0 && c.trace.meta.format != TraceFormat::kLegacyArray) return false;
   return std::any_of(c.host_ops.begin(), c.host_ops.end(), [&](std::uint32_t e) { return is_profiler_step(c.name(e)); });
+}
+
+bool waits_for_unrecorded_device(const DiagnoseContext& c) {
+  if (c.has_device() || !c.ranges.empty() || gpu_work_issued(c).issue_calls == 0) return false;
+  const std::vector<Interval>& waits = c.host_waits();
+  std::int64_t span = 0, waited = 0;
+  if (c.steps.steps.empty()) {
+    span = c.end_ns - c.start_ns;
+    waited = covered_within(waits, c.start_ns, c.end_ns);
+  } else {
+    for (const StepStat& st : c.steps.steps) {
+      sat_acc(span, st.dur_ns);
+      sat_acc(waited, covered_within(waits, st.start_ns, sat_add(st.start_ns, st.dur_ns)));
+    }
+  }
+  return span > 0 && static_cast<double>(waited) >= kDeviceWaitShare * static_cast<double>(span);
 }
 
 GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {

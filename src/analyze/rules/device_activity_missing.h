@@ -71,6 +71,18 @@ bool legacy_export_by_torch_profiler(const DiagnoseContext& c, const GpuWorkIssu
 // types", or "" where nothing says Windows.
 std::string windows_sign(const DiagnoseContext& c);
 
+// The host waits for the unrecorded device most of the time: the trace has
+// launch calls but no device activity, and synchronizing calls and
+// blocking copies (DiagnoseContext::host_waits) hold kDeviceWaitShare or
+// more of the steps (the trace without steps). Those waits are the
+// device's work as the host saw it (issue 38's twenty-third round: a
+// student's attention kernel on a WSL 2 laptop, each launch followed by a
+// cudaDeviceSynchronize of 40-98 ms, 99% of its steps, was "unclear" and
+// told to move the sync). The verdict calls it compute-bound; sync_api and
+// hotspot say the wait is the work's time.
+inline constexpr double kDeviceWaitShare = 0.5;
+bool waits_for_unrecorded_device(const DiagnoseContext& c);
+
 // An op of a GPU library by name (cudnn, miopen, cublas, nccl), flag and
 // version queries aside: work issued to a GPU.
 bool is_gpu_library_op(std::string_view n);

@@ -552,7 +552,13 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
               ? "an event's wait (torch.cuda.Event.synchronize(), elapsed_time()): read timings once at the end"
               : "what needs the result on the host (.item(), .cpu(), .tolist(), printing a tensor, a data-dependent shape): "
                 "move it out of the loop or after the work it waits for";
-      f.advice = name + " is the host waiting for the device " + who + ": " + what + ".";
+      f.advice = waits_for_unrecorded_device(c)
+                     // The device's records are missing and the waits hold most
+                     // of the time: they are its work's time.
+                     ? name + " is the host waiting for the device work launched before it; the trace holds no "
+                              "device activity, so its time is that work's: make the work faster (time its kernels "
+                              "with CUDA events or Nsight), not the wait."
+                     : name + " is the host waiting for the device " + who + ": " + what + ".";
     }
   } else if (!device && !instances.empty() && c.kind(instances.front()) == EventKind::kUserAnnotation) {
     // A record_function scope: its self time is what runs between the ops

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "src/analyze/idle.h"
+#include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
@@ -421,6 +422,14 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
       // Dropped under a host-side verdict (src/analyze/consistency.h).
       f.evidence.text("host_side", "nothing to fix");
     }
+  } else if (waits_for_unrecorded_device(c)) {
+    // The device's activity is missing and these waits hold most of the
+    // time: they are the launched work's time, not a stall to move.
+    f.advice = "Make the work " + where + " waits for faster: it waits for the work launched before it, and the trace "
+               "holds no device activity, so that work's time is these waits (" + format_pct(100.0 * share) +
+               " of " + (has_steps ? "step" : "the trace's") + " time). Time the kernels themselves (CUDA events around "
+               "them, Nsight Systems or Nsight Compute) or record the device side again (device_activity_missing); "
+               "the sync is where the work shows, not its cause.";
   } else {
     f.advice = "Move " + (trigger.empty() ? "what triggers " + where : trigger + " behind " + where) +
                (has_steps ? " out of the step, do it every N steps," : " out of the loop, do it every N iterations,") +
@@ -428,6 +437,7 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
                "copies into pinned memory). Each call stops the host until the GPU drains, so the next launches "
                "start late and the GPU idles meanwhile.";
   }
+  std::int64_t scalar_loop_saving = 0;
   // A read-back of one value at a time: most calls copy a scalar (64 bytes
   // or less) to the host, over a thousand of them: a Python loop over a
   // tensor's elements (.item(), .cpu(), float(x[i])), each read stopping
@@ -437,6 +447,7 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
   // copy "out of the step, or every N steps" in a trace without steps).
   {
     std::unordered_set<std::uint32_t> counted_calls(call_events.begin(), call_events.end());
+    constexpr int kMaxOpDepth = 16, kMaxOpWalk = 64;
     std::int64_t scalar_reads = 0, read_bytes = -1;
     for (const DeviceOp& op : c.device) {
       if (op.cls != DeviceClass::kMemcpy || op.launch == kNoIndex || counted_calls.count(op.launch) == 0) continue;
@@ -448,13 +459,47 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
     }
     // Each read is its copy call and, to pageable memory, the sync after it.
     if (scalar_reads >= kManyScalarReads && sat_mul(5, sat_mul(2, scalar_reads)) >= sat_mul(4, calls) && !gpu_busy) {
+      // What the loop's reads cost the host: each read's outermost op (a
+      // .cpu() is aten::to > aten::_to_copy > aten::copy_ > the copy and
+      // its wait), less one read, which the fix keeps (issue 38's
+      // twenty-second round: 4,096 reads, 112.8 ms in aten::to, had no
+      // saving and ranked below a graph replay that could not capture them).
+      std::unordered_set<std::uint32_t> read_ops;
+      std::vector<std::int64_t> read_durs;
+      for (const DeviceOp& op : c.device) {
+        if (op.cls != DeviceClass::kMemcpy || op.launch == kNoIndex || counted_calls.count(op.launch) == 0) continue;
+        if (copy_kind(c.name(op.event)).direction != CopyDirection::kDtoH) continue;
+        const std::int64_t b = c.int_arg(op.event, "bytes");
+        if (b < 0 || b > kScalarBytes) continue;
+        std::uint32_t top = c.enclosing_op(op.launch, false);
+        if (top == kNoIndex) continue;
+        for (int up = 0; up < kMaxOpDepth; ++up) {
+          const std::uint32_t p = c.innermost_enclosing(
+              c.trace.events.lane[top], c.ts(top), c.end(top), kMaxOpWalk,
+              [&](std::uint32_t e) { return c.kind(e) == EventKind::kCpuOp && !is_profiler_step(c.name(e)); }, top);
+          if (p == kNoIndex) break;
+          top = p;
+        }
+        if (read_ops.insert(top).second) read_durs.push_back(c.dur(top));
+      }
+      std::int64_t read_ops_ns = 0;
+      for (std::int64_t d : read_durs) sat_acc(read_ops_ns, d);
+      const std::int64_t one = read_durs.empty() ? 0 : upper_median(read_durs);
+      const std::int64_t loop_saving = sat_sub(read_ops_ns, one);
+      if (!read_durs.empty()) {
+        f.evidence.num("read_ops", static_cast<std::int64_t>(read_durs.size())).num("read_ops_ns", read_ops_ns);
+      }
       f.evidence.num("scalar_reads", scalar_reads).num("scalar_read_bytes", read_bytes);
       f.title += "; they are " + std::to_string(scalar_reads) + " read-backs of one value each (" +
                  std::to_string(read_bytes) + " bytes or less), a copy call and its wait each";
       f.advice = "Read the values back in one copy: " + std::to_string(scalar_reads) +
                  " read-backs of one value each are a Python loop over a tensor's elements (.item(), .cpu() or "
                  "float() of x[i]), and each stops the host until the GPU has drained. Compute on the device and copy "
-                 "the result once (x.sum().item(), x.tolist() or x.cpu() once, then the loop on the host copy).";
+                 "the result once (x.sum().item(), x.tolist() or x.cpu() once, then the loop on the host copy)" +
+                 (read_durs.empty() ? std::string(".")
+                                    : ": the reads' ops take " + format_ns(read_ops_ns) + " of host time, one read about " +
+                                          format_ns(one) + ".");
+      scalar_loop_saving = loop_saving;
     }
   }
   if (drains) {
@@ -463,7 +508,7 @@ void rule_sync_api(const DiagnoseContext& c, std::vector<Finding>* out) {
   }
   // The recording's fix, no time of the program's; a drained queue's idle
   // is the waits' too.
-  f.impact_ns = before_recording ? 0 : sat_add(f.idle_ns, drains ? drained_ns : 0);
+  f.impact_ns = before_recording ? 0 : std::max(scalar_loop_saving, sat_add(f.idle_ns, drains ? drained_ns : 0));
   out->push_back(std::move(f));
 }
 
