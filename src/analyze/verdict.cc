@@ -1168,8 +1168,14 @@ Judgement measure(const DiagnoseContext& c) {
     // work sets the pace (waits_for_unrecorded_device).
     const bool waited = !input && waits_for_unrecorded_device(c);
     j.verdict = input ? Verdict::kInputBound : waited ? Verdict::kComputeBound : Verdict::kUnclear;
+    std::vector<Interval> waits;
+    if (waited) {
+      for (std::uint32_t e : unrecorded_device_waits(c)) waits.push_back({c.ts(e), c.end(e)});
+      waits = merge_intervals(std::move(waits));
+    }
     for (StepVerdict& v : j.steps) {
-      v.verdict = waited && 2 * v.sync_ns >= v.cpu_span_ns ? Verdict::kComputeBound : Verdict::kUnclear;
+      const std::int64_t in_step = waited ? covered_within(waits, v.start_ns, sat_add(v.start_ns, v.cpu_span_ns)) : 0;
+      v.verdict = waited && sat_mul(2, in_step) >= v.cpu_span_ns ? Verdict::kComputeBound : Verdict::kUnclear;
     }
   }
   return j;
@@ -1281,23 +1287,21 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
                  (g.reads_only() ? "device's" : "GPU's") + " activity was not recorded (the trace shows " + g.text() +
                  "), so the rest cannot be judged";
   } else if (g.any() && d->verdict == Verdict::kComputeBound) {
-    std::uint32_t longest = kNoIndex;
-    std::int64_t calls = 0;
-    for (std::uint32_t e : c.runtime) {
-      // The steps' own where there are steps (not the profiler's closing one).
-      if (!c.blocks_host(e) || (nsteps > 0 && c.step_index_at(c.ts(e)) < 0)) continue;
-      ++calls;
-      if (longest == kNoIndex || c.dur(e) > c.dur(longest)) longest = e;
-    }
-    d->summary = "the GPU's activity was not recorded, but the host waits for it: " + count_of(calls, "synchronizing call") +
-                 " and blocking copies hold " + pct(all.share(all.sync)) + " of the " +
-                 (nsteps > 0 ? "steps" : "trace") +
-                 (longest == kNoIndex ? std::string()
-                                      : " (the longest " + std::string(c.name(longest)) + ", " + format_ns(c.dur(longest)) + ")") +
+    const DeviceWaitShare w = unrecorded_device_wait_share(c);
+    d->summary = "the GPU's activity was not recorded, but the host waits for it: " +
+                 std::to_string(w.calls) + (w.calls == 1 ? " wait" : " waits") +
+                 " (synchronizing calls, blocking copies and reads) " + (w.calls == 1 ? "holds " : "hold ") +
+                 format_pct(w.span_ns > 0 ? 100.0 * static_cast<double>(w.waited_ns) / static_cast<double>(w.span_ns) : 0.0) +
+                 " of the " + (nsteps > 0 ? "steps" : "trace") +
+                 (w.longest == kNoIndex ? std::string()
+                                        : " (the longest " + std::string(c.name(w.longest)) + ", " + format_ns(c.dur(w.longest)) + ")") +
                  ", so the device's work sets the pace and those waits are its time; the trace shows " + g.text() +
                  " but no device activity: " +
-                 (g.issue_calls > 0 && !c.runtime.empty() ? std::string("find why its device records were lost")
-                                                          : std::string("profile again with ProfilerActivity.CUDA")) +
+                 (!wsl_sign(c).empty()
+                      ? "record the GPU side on native Linux or with Nsight Systems (recorded under WSL 2, " + wsl_sign(c) +
+                            ", where CUPTI often delivers no device record)"
+                  : g.issue_calls > 0 && !c.runtime.empty() ? std::string("find why its device records were lost")
+                                                            : std::string("profile again with ProfilerActivity.CUDA")) +
                  (windows_sign(c).empty() ? std::string()
                                           : " (recorded on Windows, " + windows_sign(c) +
                                                 ", where torch.profiler often records no CUDA activity: record on Linux or "
@@ -1317,6 +1321,9 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
                   : legacy_export_by_torch_profiler(c, g)
                       ? std::string("torch.profiler wrote this legacy export (its ProfilerStep#N markers), so profile "
                                     "with a PyTorch build that has Kineto")
+                  : !wsl_sign(c).empty()
+                      ? "record the GPU side on native Linux or with Nsight Systems (recorded under WSL 2, " + wsl_sign(c) +
+                            ", where CUPTI often delivers no device record)"
                   : !windows_sign(c).empty()
                       ? "record the GPU side on Linux or with Nsight Systems (recorded on native Windows, " +
                             windows_sign(c) + ", where torch.profiler often records no CUDA activity)"

@@ -13,12 +13,15 @@
 // GPU host whose model runs on the CPU lists its GPU and queries it too.
 // Trace health: the verdict (verdict.cc) reads the same evidence and does not
 // call such a trace cpu-only.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "src/analyze/efficiency.h"
+#include "src/trace/json_value.h"
 #include "src/analyze/intervals.h"
 #include "src/analyze/legacy_spans.h"
 #include "src/analyze/rules/device_activity_missing.h"
@@ -85,20 +88,83 @@ bool legacy_export_by_torch_profiler(const DiagnoseContext& c, const GpuWorkIssu
   return std::any_of(c.host_ops.begin(), c.host_ops.end(), [&](std::uint32_t e) { return is_profiler_step(c.name(e)); });
 }
 
-bool waits_for_unrecorded_device(const DiagnoseContext& c) {
-  if (c.has_device() || !c.ranges.empty() || gpu_work_issued(c).issue_calls == 0) return false;
-  const std::vector<Interval>& waits = c.host_waits();
-  std::int64_t span = 0, waited = 0;
-  if (c.steps.steps.empty()) {
-    span = c.end_ns - c.start_ns;
-    waited = covered_within(waits, c.start_ns, c.end_ns);
-  } else {
-    for (const StepStat& st : c.steps.steps) {
-      sat_acc(span, st.dur_ns);
-      sat_acc(waited, covered_within(waits, st.start_ns, sat_add(st.start_ns, st.dur_ns)));
-    }
+namespace {
+
+// Bytes of a dtype named by an op's Input type entry; 0 when unknown.
+std::int64_t type_bytes(std::string_view t) {
+  if (t == "double" || t == "long int" || t == "long" || t == "c10::complex<float>") return 8;
+  if (t == "float" || t == "int" || t == "unsigned int") return 4;
+  if (t == "c10::BFloat16" || t == "c10::Half" || t == "short int") return 2;
+  if (t == "bool" || t == "signed char" || t == "unsigned char" || t.starts_with("c10::Float8")) return 1;
+  return 0;
+}
+
+// An aten::copy_ that moved its bytes slower than any copy runs.
+bool stalled_copy(const DiagnoseContext& c, std::uint32_t e) {
+  const std::string_view raw = c.trace.args_json(e);
+  if (raw.find("\"Input Dims\"") == std::string_view::npos) return false;
+  const Result<JsonValue> args = JsonValue::parse(raw);
+  if (!args) return false;
+  const std::vector<std::vector<std::int64_t>> shapes = input_shapes(args->find("Input Dims"));
+  const JsonValue* types = args->find("Input type");
+  if (shapes.empty() || types == nullptr || !types->is_array() || types->items().empty() ||
+      !types->items().front().is_string()) {
+    return false;
   }
-  return span > 0 && static_cast<double>(waited) >= kDeviceWaitShare * static_cast<double>(span);
+  std::int64_t bytes = type_bytes(types->items().front().text());
+  if (bytes == 0) return false;
+  for (std::int64_t d : shapes.front()) bytes = sat_mul(bytes, std::max<std::int64_t>(d, 0));
+  return static_cast<double>(bytes) < kStalledCopyRate * static_cast<double>(c.dur(e)) * 1e-9;
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> unrecorded_device_waits(const DiagnoseContext& c) {
+  std::vector<std::uint32_t> out;
+  const GpuWorkIssued g = gpu_work_issued(c);
+  if (c.has_device() || !c.ranges.empty() || !g.any() || g.reads_only()) return out;
+  for (std::uint32_t e : c.runtime)
+    if (c.blocks_host(e)) out.push_back(e);
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kCpuOp || c.dur(e) < kStalledCopyNs) continue;
+    const std::string_view n = c.name(e);
+    if (n == "aten::_local_scalar_dense" || (n == "aten::copy_" && stalled_copy(c, e))) out.push_back(e);
+  }
+  std::sort(out.begin(), out.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return c.ts(a) != c.ts(b) ? c.ts(a) < c.ts(b) : a < b; });
+  return out;
+}
+
+DeviceWaitShare unrecorded_device_wait_share(const DiagnoseContext& c) {
+  DeviceWaitShare w;
+  const std::vector<std::uint32_t> events = unrecorded_device_waits(c);
+  if (events.empty()) return w;
+  std::vector<Interval> spans;
+  if (c.steps.steps.empty()) {
+    spans.push_back({c.start_ns, c.end_ns});
+  } else {
+    for (const StepStat& st : c.steps.steps) spans.push_back({st.start_ns, sat_add(st.start_ns, st.dur_ns)});
+  }
+  spans = merge_intervals(std::move(spans));
+  std::vector<Interval> list;
+  for (std::uint32_t e : events) {
+    const bool inside = std::any_of(spans.begin(), spans.end(), [&](const Interval& s) { return c.ts(e) < s.end && c.end(e) > s.start; });
+    if (!inside) continue;
+    list.push_back({c.ts(e), c.end(e)});
+    ++w.calls;
+    if (w.longest == kNoIndex || c.dur(e) > c.dur(w.longest)) w.longest = e;
+  }
+  const std::vector<Interval> waits = merge_intervals(std::move(list));
+  for (const Interval& s : spans) {
+    sat_acc(w.span_ns, s.end - s.start);
+    sat_acc(w.waited_ns, covered_within(waits, s.start, s.end));
+  }
+  return w;
+}
+
+bool waits_for_unrecorded_device(const DiagnoseContext& c) {
+  const DeviceWaitShare w = unrecorded_device_wait_share(c);
+  return w.span_ns > 0 && static_cast<double>(w.waited_ns) >= kDeviceWaitShare * static_cast<double>(w.span_ns);
 }
 
 GpuWorkIssued gpu_work_issued(const DiagnoseContext& c) {
@@ -269,6 +335,8 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
   // asked for ProfilerActivity.CUDA was told to ask for it.)
   const std::string windows = windows_sign(c);
   if (!windows.empty()) f.evidence.text("windows", windows);
+  const std::string wsl = wsl_sign(c);
+  if (!wsl.empty()) f.evidence.text("wsl", wsl);
   f.advice =
       stepped
           ? "Profile with a PyTorch build that has Kineto (torch.autograd.kineto_available() returns True; the "
@@ -305,6 +373,11 @@ void rule_device_activity_missing(const DiagnoseContext& c, std::vector<Finding>
               "capability), a CUPTI older than the driver, or another profiler (Nsight Systems, DCGM profiling) holding "
               "it. Check with a one-kernel script; until then the trace cannot say whether the GPU or the host is the "
               "bottleneck, and its CPU times include waits on the GPU."
+      : !wsl.empty()
+          ? "Record the GPU side on native Linux, or with Nsight Systems, or time the work with CUDA events: this trace "
+            "was recorded under WSL 2 (" + wsl + "), where CUPTI often delivers no kernel or copy record even with "
+            "ProfilerActivity.CUDA asked for, so profiling again there changes nothing. Until then the trace cannot say "
+            "whether the GPU or the host is the bottleneck, and its CPU times include waits on the GPU."
       : !windows.empty()
           ? "Record the GPU side on Linux, or with Nsight Systems (nsys profile) on Windows: this trace was recorded on "
             "native Windows (" + windows + "), where torch.profiler often records no CUDA activity even with "
@@ -332,6 +405,13 @@ std::string windows_sign(const DiagnoseContext& c) {
     if (c.trace.args_json(e).find("__int64") != std::string_view::npos) return "MSVC's __int64 in its input types";
   }
   return "";
+}
+
+std::string wsl_sign(const DiagnoseContext& c) {
+  std::string_view name = c.trace.meta.top_level_json("traceName");
+  if (name.size() >= 2 && name.front() == '"' && name.back() == '"') name = name.substr(1, name.size() - 2);
+  if (name.size() < 7 || !name.starts_with("/mnt/") || name[5] < 'a' || name[5] > 'z' || name[6] != '/') return "";
+  return "its trace path " + std::string(name.substr(0, 7)) + "…";
 }
 
 bool cpu_only_program(const DiagnoseContext& c) {

@@ -70,6 +70,12 @@ bool legacy_export_by_torch_profiler(const DiagnoseContext& c, const GpuWorkIssu
 // changes nothing. "host DESKTOP-VR1IOQL", "MSVC's __int64 in its input
 // types", or "" where nothing says Windows.
 std::string windows_sign(const DiagnoseContext& c);
+// WSL 2, where the trace shows it: its traceName a path on a Windows drive
+// mounted under /mnt ("/mnt/d/Projects/…"). CUPTI under WSL 2 often
+// delivers no activity record (issue 38's twenty-third round: a training
+// step on a laptop RTX 5080, told to add ProfilerActivity.CUDA, which its
+// script already asked for). "its trace path /mnt/d/…", or "".
+std::string wsl_sign(const DiagnoseContext& c);
 
 // The host waits for the unrecorded device most of the time: the trace has
 // launch calls but no device activity, and synchronizing calls and
@@ -82,6 +88,25 @@ std::string windows_sign(const DiagnoseContext& c);
 // hotspot say the wait is the work's time.
 inline constexpr double kDeviceWaitShare = 0.5;
 bool waits_for_unrecorded_device(const DiagnoseContext& c);
+// Their time within the steps (the trace without steps), and that span.
+struct DeviceWaitShare {
+  std::int64_t waited_ns = 0, span_ns = 0;
+  std::int64_t calls = 0;             // the waits inside the span
+  std::uint32_t longest = kNoIndex;   // the longest of them
+};
+DeviceWaitShare unrecorded_device_wait_share(const DiagnoseContext& c);
+// The waits it counts, by start: blocking runtime calls
+// (DiagnoseContext::blocks_host) and, with no device activity and GPU work
+// issued, stalled host ops: an aten::copy_ of kStalledCopyNs or more whose
+// bytes (its first input's shape and dtype) moved at under kStalledCopyRate
+// (no bus or memcpy is that slow: the copy waited for the device's queue;
+// the twenty-third round's training step, 516 KB in 1.055 s), or an
+// aten::_local_scalar_dense (.item()) of that length. Empty where the trace
+// has device activity or shows no GPU work (or only an MPS-like device's
+// reads). By start (then index).
+inline constexpr std::int64_t kStalledCopyNs = 1'000'000;
+inline constexpr double kStalledCopyRate = 10e6;  // bytes per second
+std::vector<std::uint32_t> unrecorded_device_waits(const DiagnoseContext& c);
 
 // An op of a GPU library by name (cudnn, miopen, cublas, nccl), flag and
 // version queries aside: work issued to a GPU.

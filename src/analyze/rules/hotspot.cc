@@ -992,6 +992,35 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                  " of them work (spread the rows or elements over blocks, or a grid-stride loop). " + f.advice;
     }
   }
+  // A host op whose time is mostly waits for an unrecorded device (a copy
+  // that moved its bytes slower than any copy runs, an .item()): that work's
+  // time, not the op's (issue 38's twenty-third round: aten::copy_ 94.9% of
+  // a WSL 2 training step, one 516 KB copy taking 1.055 s, told to check
+  // the intra-op threads).
+  if (!device && !instances.empty() && c.kind(instances.front()) == EventKind::kCpuOp) {
+    const std::vector<std::uint32_t> waits = unrecorded_device_waits(c);
+    std::int64_t waited = 0, sum_ns = 0;
+    std::uint32_t longest = kNoIndex;
+    for (std::uint32_t e : instances) {
+      sat_acc(sum_ns, c.dur(e));
+      if (!std::binary_search(waits.begin(), waits.end(), e, [&](std::uint32_t a, std::uint32_t b) {
+            return c.ts(a) != c.ts(b) ? c.ts(a) < c.ts(b) : a < b;
+          })) {
+        continue;
+      }
+      sat_acc(waited, c.dur(e));
+      if (longest == kNoIndex || c.dur(e) > c.dur(longest)) longest = e;
+    }
+    if (longest != kNoIndex && sat_mul(2, waited) >= sum_ns) {
+      f.evidence.num("device_wait_ns", waited).event("longest_device_wait", c.ref(longest));
+      f.advice = name + "'s time is the host waiting for the device: " + format_ns(waited) + " of its " +
+                 format_ns(sum_ns) + " in calls that waited (the longest " + format_ns(c.dur(longest)) +
+                 (c.name(longest) == "aten::copy_" ? ", slower than any copy moves its bytes" : "") +
+                 ") for work queued before them, which the trace does not "
+                 "record. That work is what to make faster; record the device side to see it (device_activity_missing).";
+      noise_ns = 0;
+    }
+  }
   // Where the time goes, not what a change would save: no impact (the
   // verdict and the efficiency findings say whether it can be faster),
   // except the host's noise, which a quiet host takes back.
