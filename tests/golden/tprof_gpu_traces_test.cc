@@ -418,7 +418,11 @@ TEST(TprofCppProgram, ColdStartKnowsTheRunHadAWarmupStep) {
     ASSERT_NE(f, nullptr);
     EXPECT_EQ(f->severity, FindingSeverity::kInfo);
     EXPECT_TRUE(f->title.starts_with("Slow first step: step 1")) << f->title;
-    EXPECT_TRUE(f->advice.starts_with("Judge this run by the median step")) << f->advice;
+    // The 4096 runs' host runs ahead of the GPU: judged by the device work
+    // (issue 38's twenty-third round).
+    EXPECT_TRUE(f->advice.starts_with(std::string_view(stem).starts_with("4096") ? "Judge this run by its device work"
+                                                                                 : "Judge this run by the median step"))
+        << f->advice;
     EXPECT_EQ(f->advice.find("add a warm-up step"), std::string::npos) << f->advice;
     for (const Cause& cause : d.causes) EXPECT_FALSE(cause.title.starts_with("Cold start")) << cause.title;
   }

@@ -636,7 +636,13 @@ TEST(RulesPrecision, ColdStartNoWarningWithoutOneTimeWork) {
     // (review 2026-11-26, item 1: the fix said to add one).
     EXPECT_EQ(find(f[0], "steps_before_recording")->i, 1) << n;
     EXPECT_TRUE(f[0].title.starts_with("Slow first step: step 1 took")) << f[0].title;
-    EXPECT_TRUE(f[0].advice.starts_with("Judge this run by the median step")) << f[0].advice;
+    // The 4096 runs are GPU-bound, the host ahead of a queue: judged by
+    // their device work, with the first step's delay before its first
+    // launch (issue 38's twenty-third round); the 64 runs by the median.
+    const bool ahead = std::string_view(n).starts_with("4096");
+    EXPECT_TRUE(f[0].advice.starts_with(ahead ? "Judge this run by its device work" : "Judge this run by the median step"))
+        << f[0].advice;
+    if (ahead) EXPECT_TRUE(contains(f[0].advice, " before its first launch delays the GPU")) << f[0].advice;
     EXPECT_TRUE(contains(f[0].advice, "the profiler's first active step: the run already had step #0 before it"))
         << f[0].advice;
     EXPECT_FALSE(contains(f[0].advice, "add a warm-up step")) << f[0].advice;

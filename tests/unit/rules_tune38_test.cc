@@ -5920,5 +5920,70 @@ TEST(RulesTune38, AReadLoopSavesItsReadsAndNoGraphCapturesThem) {
   EXPECT_LT(graph->replayed_ns - graph->predicted_ns, 1'000'000);
 }
 
+// The same round's scoring half, after its figure: an IBM Spyre benchmark
+// re-uploading its three 100 MiB weights in each iteration, 125 ms gaps
+// held by aten::to, told "the trace records no Python stack to name that
+// work" and to use DataLoader workers. The copies are named, and the fix
+// is to put what does not change on the device once.
+TEST(RulesTune38, CopiesHoldingTheGapsAreMovedOutOfTheLoop) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  int id = 1;
+  for (int i = 0; i < 4; ++i) {
+    const double t = 50'000.0 * i;
+    ev.push_back(launch(t, 5, id));
+    ev.push_back(kernel("gemm_kernel", 7, t + 10, 2'000, id++));
+    for (int w = 0; w < 3; ++w) {
+      const double b = t + 100 + 14'000.0 * w;
+      ev.push_back(x("cpu_op", "aten::to", 1, 1, b, 13'900));
+      ev.push_back(x("cpu_op", "aten::_to_copy", 1, 1, b + 5, 13'890));
+      ev.push_back(x("cuda_runtime", "cudaMemcpyAsync", 1, 1, b + 13'800, 50, corr(id)));
+      ev.push_back(x("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0, 7, b + 13'810, 40, corr(id++)));
+    }
+  }
+  const Diagnosis d = diagnose(from_text(doc(ev)), {.only = {"kernel_gap"}});
+  const Finding* gap = first_of(d, "kernel_gap");
+  ASSERT_NE(gap, nullptr);
+  ASSERT_NE(gap->evidence.find("host_op"), nullptr) << gap->advice;
+  EXPECT_TRUE(gap->advice.starts_with("Move the copies out of the loop: aten::to holds")) << gap->advice;
+  EXPECT_TRUE(contains(gap->advice, "on the device once, before the loop")) << gap->advice;
+  EXPECT_FALSE(contains(gap->advice, "with_stack=True would")) << gap->advice;
+}
+
+// The same round's tuning half: the blog's 1024 fp32 matmul_add on an A100,
+// its host 74.7 us a step ahead of a GPU taking ~178 us, was told to judge
+// the run by the 74.2 us median step. Where the host runs ahead of a queue
+// the steps' spans are its queueing: no card of its own.
+TEST(RulesTune38, ASlowFirstStepOfAHostRunningAheadIsNoCard) {
+  using namespace tprof::testing;
+  std::vector<std::string> ev;
+  int id = 1;
+  double t = 0, gpu = 0;
+  for (int i = 0; i < 6; ++i) {
+    const double span = i == 0 ? 300 : 80;
+    // The first step's extra host time comes after its launch (10 us later
+    // than the others'); each kernel runs 180 us, queued behind the last.
+    const double at = t + (i == 0 ? 80 : 70);
+    ev.push_back(step(i + 2, t, span));
+    ev.push_back(launch(at, 5, id));
+    gpu = std::max(gpu, at + 10);
+    ev.push_back(kernel("ampere_sgemm_128x64_nn", 7, gpu, 180, id++));
+    gpu += 180;
+    t += span + 2;
+  }
+  const Diagnosis d = diagnose(from_text(doc(ev)), {.only = {"cold_start"}});
+  const Finding* cold = first_of(d, "cold_start");
+  ASSERT_NE(cold, nullptr);
+  EXPECT_TRUE(cold->advice.starts_with("Judge this run by its device work, not by the steps' spans")) << cold->advice;
+  EXPECT_TRUE(contains(cold->advice, "only the 10.0 us before its first launch delays the GPU")) << cold->advice;
+  EXPECT_NE(cold->evidence.find("nothing_to_act_on"), nullptr);
+  // The blog's 4096 runs: the extra time is before the first launch (cuBLAS
+  // warm-up), and the GPU waits for it: a card, with that delay.
+  const std::vector<Finding> blog = run("gpu/h100-torch-2.11/4096_bf16_cold_compile.json", "cold_start");
+  ASSERT_EQ(blog.size(), 1u);
+  EXPECT_TRUE(contains(blog[0].advice, "the 171.3 us before its first launch delays the GPU")) << blog[0].advice;
+  EXPECT_EQ(blog[0].evidence.find("nothing_to_act_on"), nullptr);
+}
+
 }  // namespace
 }  // namespace tprof

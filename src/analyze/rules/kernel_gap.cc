@@ -172,6 +172,7 @@ struct GapContext {
   // (host_op_in_gaps), kNoIndex when none does.
   std::uint32_t host_op = kNoIndex;
   std::int64_t host_op_ns = 0;
+  std::int64_t host_op_range_ns = 0;  // the gaps' ranges it was measured in (kernel end to kernel start)
   bool host_op_creates = false;  // it makes a tensor on the CPU (randn, zeros, arange, ...) and launches nothing
 };
 
@@ -307,6 +308,11 @@ void find_host_stall(const DiagnoseContext& c, const std::vector<const Gap*>& ga
   x.stall_gaps_ns = gaps_ns;
 }
 
+// An op that copies a tensor between devices (or dtypes): .to(), copy_.
+bool is_copy_op(std::string_view n) {
+  return n == "aten::to" || n == "aten::_to_copy" || n == "aten::copy_" || n == "aten::_copy_from";
+}
+
 // In the program's API (DiagnoseContext::is_torch, api).
 std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, const std::string& before,
                        const std::string& after, const GapContext& x) {
@@ -353,6 +359,16 @@ std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, con
   if (host_side && cause != IdleCause::kUnrecorded && x.frame.found() && x.frame.kind != HostWorkKind::kOther) {
     return host_frame_remedy(c, x.frame) + " The gaps between " + before + " and " + after + " are host time, mostly " +
            host_frame_text(x.frame) + ".";
+  }
+  // Copies to the device fill the gaps (the launching ones too: a copy's
+  // host side between two launches): what does not change between
+  // iterations belongs on the device once, before the loop.
+  if (host_side && cause != IdleCause::kUnrecorded && x.host_op != kNoIndex && is_copy_op(c.name(x.host_op))) {
+    return "Move the copies out of the loop: " + std::string(c.name(x.host_op)) + " holds " + format_ns(x.host_op_ns) +
+           " of the " + format_ns(x.host_op_range_ns) + " from " + before + " to " + after + launched +
+           ", the host copying tensors to the device while it idles. Put what does not change between iterations "
+           "(weights, constants) on the device once, before the loop, and bring inputs over ahead of use (pinned "
+           "memory, non_blocking=True, a prefetching loader).";
   }
   const std::string in_frame =
       x.frame.found() ? " Most of the host time in the gaps is " + host_frame_text(x.frame) + "." : std::string();
@@ -578,6 +594,7 @@ void host_op_in_gaps(const DiagnoseContext& c, std::uint32_t lane, const std::ve
     if (sat_mul(2, v.first) > total && v.first > x.host_op_ns) {
       x.host_op = v.second;
       x.host_op_ns = v.first;
+      x.host_op_range_ns = total;
     }
   }
   if (x.host_op == kNoIndex) return;
@@ -612,6 +629,24 @@ void name_host_work(const DiagnoseContext& c, const std::vector<const Gap*>& gap
   }
   if (lane == kNoIndex) lane = launching_lane(c);
   const std::vector<Interval> merged = merge_intervals(std::move(ranges));
+  // A launch recorded on no CPU thread (a PrivateUse1 backend's driver
+  // calls on the device's own row): the CPU thread whose ops hold most of
+  // the gaps (issue 38's twenty-third round: an IBM Spyre benchmark's 125 ms
+  // gaps, three weight uploads in aten::to each, "the trace records no
+  // Python stack to name that work").
+  if (lane == kNoIndex || lane >= c.trace.lanes.size() || c.trace.lanes[lane].kind != LaneKind::kCpu) {
+    std::map<std::uint32_t, std::int64_t> held;
+    for (const std::uint32_t e : c.host_ops) {
+      if (c.kind(e) == EventKind::kCpuOp) sat_acc(held[c.trace.events.lane[e]], covered_within(merged, c.ts(e), c.end(e)));
+    }
+    std::int64_t best = 0;
+    for (const auto& [l, ns] : held) {
+      if (ns > best) {
+        best = ns;
+        lane = l;
+      }
+    }
+  }
   x.frame = host_frame(c, lane, merged);
   // Gaps of per-op launch overhead (launching) lie inside whatever launches
   // the ops: the frame says no more than "launched by", unless it is a kind
@@ -647,6 +682,12 @@ void name_host_work(const DiagnoseContext& c, const std::vector<const Gap*>& gap
     } else if (!has_python_stack(c)) {
       x.ask_stack = note_no_stack(c, earlier, f);
     }
+  } else if (cause == IdleCause::kLaunching) {
+    // Launch gaps that a copy op holds most of (a copy's host side between
+    // launches): named only then.
+    host_op_in_gaps(c, lane, merged, x);
+    if (x.host_op != kNoIndex && !is_copy_op(c.name(x.host_op))) x.host_op = kNoIndex;
+    if (x.host_op != kNoIndex) f.evidence.event("host_op", c.ref(x.host_op)).num("host_op_ns", x.host_op_ns);
   }
 }
 
