@@ -28,6 +28,8 @@ constexpr MatchHow kIs = MatchHow::kBase;
 constexpr std::string_view kHcclFamily = "HCCL (Ascend)";
 constexpr std::string_view kDeepEpFamily = "DeepEP (MoE expert-parallel dispatch and combine)";
 
+constexpr const char* kSpyreGemmFamily = "IBM Spyre compiled matrix products (sdsc_fused_mm…, sdsc_fused_bmm…)";
+
 constexpr std::array kFamilies{
     // Communication.
     KernelFamily{C::kComm, "NCCL/RCCL/MSCCL++", kName, kStarts, "nccl"},
@@ -100,6 +102,12 @@ constexpr std::array kFamilies{
     // gpt-oss-20b decode's 50.3% of GPU time was "other (not recognised)").
     KernelFamily{C::kGemm, "Marlin quantized-weight GEMMs (vLLM's Marlin, marlin_moe)", kName, kHas, "marlin"},
     KernelFamily{C::kGemm, "Inductor GEMM templates (triton_tem_…)", kName, kStarts, "triton_tem_"},
+    // IBM Spyre's compiled kernels (torch-spyre's Inductor backend, SDSC):
+    // a matrix product with its epilogue fused in (sdsc_fused_bmm_mul_silu_0,
+    // issue 38's twenty-third round: 107 GFLOP a call, called a fusable
+    // elementwise kernel).
+    KernelFamily{C::kGemm, kSpyreGemmFamily, kName, kHas, "sdsc_fused_mm"},
+    KernelFamily{C::kGemm, kSpyreGemmFamily, kName, kHas, "sdsc_fused_bmm"},
     KernelFamily{C::kGemm, "GEMV (cuBLAS gemv, rocBLAS gemv)", kName, kHas, "gemv"},
     KernelFamily{C::kGemm, "cuBLAS/CUTLASS/rocBLAS/Composable Kernel/aiter GEMMs (…gemm…: sm90_xmma_gemm, ampere_*gemm, ck::…gemm)", kName, kHas, "gemm"},
     KernelFamily{C::kGemm, "CUTLASS (cutlass_…)", kName, kHas, "cutlass"},

@@ -301,5 +301,15 @@ TEST(KernelClasses, HotspotGivesNoClassAdviceToAnUnrecognisedKernel) {
   EXPECT_NE(gf->advice.find("half precision"), std::string::npos) << gf->advice;
 }
 
+TEST(KernelClasses, SpyreCompiledMatrixProductsAreGemms) {
+  // IBM Spyre's compiled kernels carry their path and the fused ops: a
+  // matrix product with its SiLU epilogue is a GEMM, not elementwise.
+  for (const char* n : {"/tmp/bench/inductor-cache/inductor-spyre/sdsc_fused_bmm_mul_silu_0_ym",
+                        "/tmp/bench/inductor-cache/inductor-spyre/sdsc_fused_mm_mul_silu_0_ab",
+                        "/tmp/bench/inductor-cache/inductor-spyre/sdsc_fused_bmm_1_kypoozpt/bu"}) {
+    EXPECT_EQ(internal::match_kernel_name(n).cls, KernelClass::kGemm) << n;
+  }
+}
+
 }  // namespace
 }  // namespace tprof
