@@ -1021,7 +1021,8 @@ std::string idle_remedy(IdleCause cause, const DiagnoseContext& c) {
         return "Replay the step as a " + api + " graph (" + c.graph_how() +
                (runs_vllm(c) ? "; vLLM runs a step larger than its largest CUDA-graph capture size without graphs" : "") +
                ") or give each op more work (a larger batch): the step already runs Inductor's compiled graphs, so "
-               "what launches op after op is the work between and around them (custom ops, Python).";
+               "fusing is done where it could be, and what is left is each call's cost on the host (the guard check, "
+               "the wrapper and the launches, and any work between the graphs).";
       }
       return "Replay the step as a " + api + " graph (" + c.graph_how() + ")" +
              (c.extension_kernel().empty() ? ", fuse small ops (" + c.fuse_how() + ")" : std::string()) +

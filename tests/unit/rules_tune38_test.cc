@@ -5811,7 +5811,9 @@ TEST(RulesTune38, WaitsForAnUnrecordedDeviceAreItsWork) {
   ASSERT_TRUE(t) << t.error().to_string();
   const Diagnosis d = diagnose(*t);
   EXPECT_EQ(d.verdict, Verdict::kComputeBound) << d.summary;
-  EXPECT_TRUE(d.summary.starts_with("the GPU's activity was not recorded, but the host waits for it: 3 waits (synchronizing calls, blocking copies and reads) hold 99.0% of the steps (the longest cudaDeviceSynchronize, 98.024 ms)"))
+  EXPECT_TRUE(d.summary.starts_with("the GPU's activity was not recorded, but the host waits for it: 3 waits "
+                                    "(synchronizing calls, blocking copies and reads) hold 99.0% of the steps (the "
+                                    "longest cudaDeviceSynchronize, 98.024 ms)"))
       << d.summary;
   const Finding* sync = first_of(d, "sync_api");
   ASSERT_NE(sync, nullptr);
@@ -5983,6 +5985,25 @@ TEST(RulesTune38, ASlowFirstStepOfAHostRunningAheadIsNoCard) {
   ASSERT_EQ(blog.size(), 1u);
   EXPECT_TRUE(contains(blog[0].advice, "the 171.3 us before its first launch delays the GPU")) << blog[0].advice;
   EXPECT_EQ(blog[0].evidence.find("nothing_to_act_on"), nullptr);
+}
+
+// The same round's tuning half: the blog's compiled 1024 matmul_add (the
+// round's XD01 on an A100, and this repository's H100 run) compiles to
+// aten::addmm's GEMM and its bias copy, no kernel of Inductor's own: told
+// to "compile a larger region" where the function is the whole workload.
+// Where Inductor generates kernels (triton_…), the usual advice stays.
+TEST(RulesTune38, CompiledCodeThatGeneratesNoKernelIsKeptEager) {
+  const std::vector<Finding> blog = run("gpu/h100-torch-2.11/64_bf16_warm_compile.json", "compile_overhead");
+  ASSERT_EQ(blog.size(), 1u);
+  ASSERT_NE(blog[0].evidence.find("generated_kernels"), nullptr) << blog[0].advice;
+  EXPECT_EQ(text(blog[0], "extern_op"), "aten::addmm");
+  EXPECT_TRUE(blog[0].advice.starts_with("Keep this function eager: its compiled code launches no kernel Inductor "
+                                         "generated"))
+      << blog[0].advice;
+  const std::vector<Finding> triton = run("public/tracelens/torch_compile_triton/trace.json.gz", "compile_overhead");
+  ASSERT_EQ(triton.size(), 1u);
+  EXPECT_EQ(triton[0].evidence.find("generated_kernels"), nullptr) << triton[0].advice;
+  EXPECT_FALSE(triton[0].advice.starts_with("Keep this function eager")) << triton[0].advice;
 }
 
 }  // namespace

@@ -226,10 +226,21 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
   std::vector<Interval> region_iv;
   for (std::uint32_t r : regions) region_iv.push_back({c.ts(r), c.end(r)});
   region_iv = merge_intervals(std::move(region_iv));
-  std::int64_t gpu_ns = 0, region_launches = 0;
+  std::int64_t gpu_ns = 0, region_launches = 0, generated = 0;
+  std::string extern_op;  // an op whose kernel the compiled code launched (aten::addmm's GEMM)
   for (const DeviceOp& op : c.device) {
     // Launched from inside a compiled region (not the whole trace's work).
-    if (op.launch != kNoIndex && covered_within(region_iv, c.ts(op.launch), c.ts(op.launch) + 1) > 0) ++region_launches;
+    if (op.launch != kNoIndex && covered_within(region_iv, c.ts(op.launch), c.ts(op.launch) + 1) > 0) {
+      ++region_launches;
+      // A kernel Inductor generated is launched by its compiled code, not
+      // inside an aten op (an extern kernel: cuBLAS through aten::addmm).
+      const std::uint32_t in = c.enclosing_op(op.launch, false);
+      if (in == kNoIndex || !c.name(in).starts_with("aten::")) {
+        ++generated;
+      } else if (extern_op.empty()) {
+        extern_op = std::string(c.name(in));
+      }
+    }
     const bool counted =
         steps.empty() ? op.launch != kNoIndex && covered_within(region_iv, c.ts(op.launch), c.ts(op.launch) + 1) > 0
                       : op.step >= 0 && steps.count(op.step) > 0;
@@ -322,7 +333,21 @@ void rule_compile_overhead(const DiagnoseContext& c, std::vector<Finding>* out) 
   // paying its own guard check and wrapper (the simulator: one call, four
   // regions).
   const bool breaks = outer_regions < static_cast<std::int64_t>(regions.size());
-  f.advice = (exposed && breaks
+  // Compiled code that launches no kernel of its own: every device op is an
+  // aten op's (the compiled graph fused nothing), so compiling buys nothing
+  // on the device and costs the wrapper on the host (issue 38's twenty-third
+  // round: the blog's compiled 1024 matmul_add, aten::addmm's GEMM and its
+  // bias copy, 121 us a step where its eager run takes 47; "compile a larger
+  // region" where the function is the whole workload).
+  const bool nothing_generated = region_launches > 0 && generated == 0;
+  if (nothing_generated) f.evidence.num("generated_kernels", 0).text("extern_op", extern_op);
+  f.advice = (exposed && nothing_generated
+                  ? "Keep this function eager: its compiled code launches no kernel Inductor generated (every "
+                    "device launch is an aten op's, " + extern_op + "), so the compiled graph fuses nothing into a "
+                    "kernel of its own while each call pays the wrapper's " +
+                        format_ns(wrapper_step) + " of CPU " + (c.steps.steps.empty() ? "per call" : "a step") +
+                        "; compile a larger region only where it holds ops to fuse. "
+              : exposed && breaks
                   ? "Remove the graph breaks that split each call into " + std::to_string(per_step) +
                         " compiled regions (TORCH_LOGS=\"graph_breaks\" names them; a Python branch on a tensor's "
                         "value, .item(), is a common one): each region pays its own guard check and wrapper, and the "
