@@ -1351,7 +1351,9 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
       // The innermost frame holding the longest stretch: the deepest of the
       // frames as long as the longest within 1%.
       for (std::uint32_t e : c.host_ops) {
-        if (c.ts(e) >= c.ts(longest) && c.end(e) <= c.end(longest) && 100 * c.dur(e) >= 99 * c.dur(longest)) longest = e;
+        if (c.ts(e) >= c.ts(longest) && c.end(e) <= c.end(longest) && sat_mul(100, c.dur(e)) >= sat_mul(99, c.dur(longest))) {
+          longest = e;
+        }
       }
     }
     d->verdict_evidence.num("runtime_calls", static_cast<std::int64_t>(c.runtime.size()));

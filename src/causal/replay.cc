@@ -304,10 +304,6 @@ class Analysis {
     return count;
   }
 
-  // Each step (the window without steps) as one graph: the host work of the
-  // launch calls and of the ops around them collapses into the first launch
-  // call of the step (the graph launch); kernels follow it at the launch
-  // latency, and each other at graph latency.
   // The host activities a CUDA graph cannot capture: a call that waited
   // for the device (a synchronize, a blocking copy, an Async copy to
   // pageable memory: the graph's sync edges; not a launch held on a full
@@ -361,6 +357,10 @@ class Analysis {
     return n.starts_with("## Call CompiledFxGraph");
   }
 
+  // Each step (the window without steps) as one graph: the host work of the
+  // launch calls and of the ops around them collapses into the first launch
+  // call of the step (the graph launch); kernels follow it at the launch
+  // latency, and each other at graph latency.
   std::uint64_t apply_graph(EditedWeights* ew) const {
     const std::size_t na = g_.activities();
     std::vector<std::uint8_t> graphed(na, 0), first(na, 0), dev_in(na, 0);

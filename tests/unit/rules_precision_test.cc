@@ -565,7 +565,9 @@ TEST(RulesPrecision, SeverityWeighsTheWindow) {
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0].severity, FindingSeverity::kInfo);
   EXPECT_GT(w[0].impact_ns, 0);
-  EXPECT_TRUE(w[0].advice.starts_with("Compile a larger region")) << w[0].advice;
+  // Its compiled code launches aten::addmm's GEMM and a copy, no kernel of
+  // Inductor's own: keep it eager (issue 38's twenty-third round).
+  EXPECT_TRUE(w[0].advice.starts_with("Keep this function eager")) << w[0].advice;
 }
 
 // ---- hidden_memcpy, cold_start on the blog's runs ---------------------------

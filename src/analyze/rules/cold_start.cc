@@ -229,7 +229,7 @@ void rule_cold_start(const DiagnoseContext& c, std::vector<Finding>* out) {
     for (const DeviceOp& op : c.device) {
       if (op.launch == kNoIndex || op.step < 0 || static_cast<std::size_t>(op.step) >= steps.size()) continue;
       std::int64_t& l = lead[static_cast<std::size_t>(op.step)];
-      const std::int64_t d = c.ts(op.launch) - steps[static_cast<std::size_t>(op.step)].start_ns;
+      const std::int64_t d = sat_sub(c.ts(op.launch), steps[static_cast<std::size_t>(op.step)].start_ns);
       if (d >= 0 && (l < 0 || d < l)) l = d;
     }
     std::vector<std::int64_t> later_lead;
