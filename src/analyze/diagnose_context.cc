@@ -109,9 +109,14 @@ std::string input_dims_text(const Trace& t, std::uint32_t e) {
   return std::string(v[0]);
 }
 
+std::string_view trace_name(const Trace& t) {
+  std::string_view name = t.meta.top_level_json("traceName");
+  if (name.size() >= 2 && name.front() == '"' && name.back() == '"') name = name.substr(1, name.size() - 2);
+  return name;
+}
+
 std::string_view trace_host_name(const Trace& t) {
-  std::string_view file = t.meta.top_level_json("traceName");
-  if (file.size() >= 2 && file.front() == '"' && file.back() == '"') file = file.substr(1, file.size() - 2);
+  std::string_view file = trace_name(t);
   if (const std::size_t slash = file.find_last_of("/\\"); slash != std::string_view::npos) file.remove_prefix(slash + 1);
   const std::size_t pid = file.find('_');
   if (file.find(".pt.trace.json") == std::string_view::npos || pid == std::string_view::npos || pid == 0) return {};

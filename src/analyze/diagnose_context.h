@@ -622,6 +622,8 @@ std::int64_t mad(std::vector<std::int64_t> v);
 // not recorded: calls on different shapes are different work.
 std::string input_dims_text(const Trace& t, std::uint32_t e);
 
+// The trace's traceName as written, its quotes off; "" when absent.
+std::string_view trace_name(const Trace& t);
 // The host a trace written by torch's tensorboard_trace_handler names in
 // its traceName (".../HOST_PID.TIME.pt.trace.json"): "DESKTOP-VR1IOQL",
 // "dockz27-a5425.compute.dtu.dk"; "" where the name is not of that form.

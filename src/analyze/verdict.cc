@@ -386,6 +386,12 @@ Verdict classify(const Facts& f, bool has_device) {
 
 std::string pct(double share) { return format_pct(100.0 * share); }
 
+// The fix a summary gives a trace recorded under WSL 2 (wsl_sign).
+std::string wsl_fix(const std::string& wsl) {
+  return "record the GPU side on native Linux or with Nsight Systems (recorded under WSL 2, " + wsl +
+         ", where CUPTI often delivers no device record)";
+}
+
 // A trace whose only host events are runtime calls, with no op, annotation
 // or device activity: nothing of the program itself was recorded (issue
 // 38's sixth round: 5 CUDA runtime calls in the last 0.2 s of a 77.9 s
@@ -1288,6 +1294,7 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
                  "), so the rest cannot be judged";
   } else if (g.any() && d->verdict == Verdict::kComputeBound) {
     const DeviceWaitShare w = unrecorded_device_wait_share(c);
+    const std::string wsl = wsl_sign(c), windows = windows_sign(c);
     d->summary = "the GPU's activity was not recorded, but the host waits for it: " +
                  std::to_string(w.calls) + (w.calls == 1 ? " wait" : " waits") +
                  " (synchronizing calls, blocking copies and reads) " + (w.calls == 1 ? "holds " : "hold ") +
@@ -1297,16 +1304,15 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
                                         : " (the longest " + std::string(c.name(w.longest)) + ", " + format_ns(c.dur(w.longest)) + ")") +
                  ", so the device's work sets the pace and those waits are its time; the trace shows " + g.text() +
                  " but no device activity: " +
-                 (!wsl_sign(c).empty()
-                      ? "record the GPU side on native Linux or with Nsight Systems (recorded under WSL 2, " + wsl_sign(c) +
-                            ", where CUPTI often delivers no device record)"
+                 (!wsl.empty()                              ? wsl_fix(wsl)
                   : g.issue_calls > 0 && !c.runtime.empty() ? std::string("find why its device records were lost")
                                                             : std::string("profile again with ProfilerActivity.CUDA")) +
-                 (windows_sign(c).empty() ? std::string()
-                                          : " (recorded on Windows, " + windows_sign(c) +
+                 (windows.empty() ? std::string()
+                                  : " (recorded on Windows, " + windows +
                                                 ", where torch.profiler often records no CUDA activity: record on Linux or "
                                                 "with Nsight Systems)");
   } else if (g.any()) {
+    const std::string wsl = wsl_sign(c), windows = windows_sign(c);
     d->summary = std::string(g.reads_only() ? "the device's" : "the GPU's") + " activity was not recorded: the trace shows " +
                  g.text() + " but no device activity, so this is not a CPU-only program and there is nothing to judge "
                  "the " + (g.reads_only() ? "device" : "GPU") + " by; " +
@@ -1321,12 +1327,10 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
                   : legacy_export_by_torch_profiler(c, g)
                       ? std::string("torch.profiler wrote this legacy export (its ProfilerStep#N markers), so profile "
                                     "with a PyTorch build that has Kineto")
-                  : !wsl_sign(c).empty()
-                      ? "record the GPU side on native Linux or with Nsight Systems (recorded under WSL 2, " + wsl_sign(c) +
-                            ", where CUPTI often delivers no device record)"
-                  : !windows_sign(c).empty()
-                      ? "record the GPU side on Linux or with Nsight Systems (recorded on native Windows, " +
-                            windows_sign(c) + ", where torch.profiler often records no CUDA activity)"
+                  : !wsl.empty() ? wsl_fix(wsl)
+                  : !windows.empty()
+                      ? "record the GPU side on Linux or with Nsight Systems (recorded on native Windows, " + windows +
+                            ", where torch.profiler often records no CUDA activity)"
                       : std::string("profile again with ProfilerActivity.CUDA"));
     // What the host side does show, where first calls hold most of it: a
     // cold pass to warm up before recording again (issue 38's fifteenth

@@ -408,8 +408,7 @@ std::string windows_sign(const DiagnoseContext& c) {
 }
 
 std::string wsl_sign(const DiagnoseContext& c) {
-  std::string_view name = c.trace.meta.top_level_json("traceName");
-  if (name.size() >= 2 && name.front() == '"' && name.back() == '"') name = name.substr(1, name.size() - 2);
+  const std::string_view name = trace_name(c.trace);
   if (name.size() < 7 || !name.starts_with("/mnt/") || name[5] < 'a' || name[5] > 'z' || name[6] != '/') return "";
   return "its trace path " + std::string(name.substr(0, 7)) + "…";
 }
