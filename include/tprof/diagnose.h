@@ -300,6 +300,10 @@ struct Diagnosis {
   Breakdowns breakdowns;
   IdleAccount idle;                     // traces with device activity: the GPU idle time by cause
   std::vector<Reconciled> reconciled;   // findings dropped as contradicting the verdict or the trace
+  // Where "at X ms" counts from when it is not the trace's first event: the
+  // first event of the trace diagnose read, when it placed device
+  // activities that had no start time (the untimed_device finding).
+  std::optional<std::int64_t> time_origin_ns;
 };
 
 struct DiagnoseOptions {

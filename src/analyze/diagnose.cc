@@ -230,6 +230,7 @@ void split_one_off(const DiagnoseContext& c, Finding* f) {
 Diagnosis internal::diagnose(const DiagnoseContext& c, const DiagnoseOptions& options) {
   std::future<Breakdowns> breakdowns = std::async(std::launch::async, internal::compute_breakdowns, std::cref(c));
   Diagnosis d;
+  if (c.untimed_device() > 0) d.time_origin_ns = c.start_ns;
   d.findings = run_rules(c, options);
   // The saving per step: averaged over the recorded steps where the rule did
   // not measure it per step (a one-time cost shows as its share of a step).

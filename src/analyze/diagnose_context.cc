@@ -264,7 +264,9 @@ DeviceOp device_op(const Trace& t, std::uint32_t e, DeviceClass cls) {
 
 }  // namespace
 
-DiagnoseContext::DiagnoseContext(const Trace& t, bool with_averages) : trace(t) {
+DiagnoseContext::DiagnoseContext(const Trace& original, bool with_averages)
+    : retimed_(retime_untimed_device(original)), trace(retimed_.trace ? *retimed_.trace : original) {
+  const Trace& t = trace;
   std::future<std::vector<StatRow>> rows;
   if (with_averages) rows = std::async(std::launch::async, torch_averages, std::cref(t));
   steps = compute_steps(t);  // its steps come sorted by start (then event)

@@ -16,6 +16,7 @@
 #include "src/causal/names.h"
 #include "src/trace/id_index.h"
 #include "src/analyze/intervals.h"
+#include "src/analyze/untimed_device.h"
 #include "tprof/causal.h"
 #include "tprof/diagnose.h"
 #include "tprof/kernels.h"
@@ -57,11 +58,17 @@ struct DeviceOp {
 };
 
 class DiagnoseContext {
+  // Declared before `trace`, which refers to its copy when it holds one.
+  RetimedTrace retimed_;
+
  public:
   // with_averages: also compute torch's key_averages() rows, on a second
   // thread while this one builds the rest (diagnose needs both).
   explicit DiagnoseContext(const Trace& trace, bool with_averages = false);
 
+  // The trace diagnose reads: the caller's, or a copy of it whose device
+  // activities stamped at ts 0 are placed after their launch calls
+  // (untimed_device.h; untimed_device() says how many).
   const Trace& trace;
   StepsSummary steps;               // steps.steps sorted by start
   std::vector<DeviceOp> device;     // kernels, memcpy, memset (not gpu_user_annotation), by start
@@ -106,6 +113,12 @@ class DiagnoseContext {
   // Device activity after the span still counts (work queued before it).
   std::int64_t end_ns = 0;
   bool has_device() const { return !device.empty(); }
+  // The device activities that had no start time (ts 0) and were placed
+  // after their launch calls, and the host's first event's distance from
+  // ts 0: 0 and 0 for a trace whose activities all carry times.
+  std::int64_t untimed_device() const { return retimed_.untimed; }
+  std::int64_t untimed_lead_ns() const { return retimed_.lead_ns; }
+  std::uint32_t untimed_first() const { return retimed_.first; }
   // The time findings are weighed against: the steps' total, or the trace's
   // span when it has no steps.
   std::int64_t window_ns() const;

@@ -727,7 +727,7 @@ std::string format_short(const Diagnosis& d, const EventClock& clock, const inte
 }  // namespace
 
 std::string format_diagnosis_text(const Trace& trace, const Diagnosis& d, const DiagnoseFormat& format) {
-  const EventClock clock(trace);
+  const EventClock clock(trace, d);
   if (!format.verbose) return format_short(d, clock, internal::KernelNames(trace), format);
   const bool device = has_device(d);
   const internal::KernelNames names(trace);
@@ -837,7 +837,7 @@ void write_idle(JsonWriter& w, const Diagnosis& d) {
 }  // namespace
 
 std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
-  const EventClock clock(trace);
+  const EventClock clock(trace, d);
   std::string out;
   {
     JsonWriter w(&out, JsonWriter::kPretty);
@@ -1082,7 +1082,7 @@ std::string format_diagnosis_json(const Trace& trace, const Diagnosis& d) {
 }
 
 std::string format_diagnosis_md(const Trace& trace, const Diagnosis& d) {
-  const EventClock clock(trace);
+  const EventClock clock(trace, d);
   const internal::KernelNames names(trace);
   const bool device = has_device(d);
   std::string out = "# tprof diagnose\n\n**Verdict: " + std::string(verdict_name(d.verdict)) + "** — " + d.summary + "\n";

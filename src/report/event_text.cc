@@ -10,6 +10,9 @@ namespace tprof::internal {
 
 EventClock::EventClock(const Trace& t) : origin_ns_(t.start_ns()), base_ns_(t.meta.base_time_ns.value_or(0)) {}
 
+EventClock::EventClock(const Trace& t, const Diagnosis& d)
+    : origin_ns_(d.time_origin_ns ? *d.time_origin_ns : t.start_ns()), base_ns_(t.meta.base_time_ns.value_or(0)) {}
+
 std::string EventClock::rel_ms_text(std::int64_t ts_ns) const {
   // Round to the µs, then print µs as ms with the one exact formatter
   // (append_us prints n / 1000 with three decimals): no floating point, so

@@ -20,6 +20,8 @@ class EventClock {
   // "baseTimeNanoseconds" (0 without it), which the reader added to every ts.
   EventClock(std::int64_t origin_ns, std::int64_t file_base_ns) : origin_ns_(origin_ns), base_ns_(file_base_ns) {}
   explicit EventClock(const Trace& t);
+  // The trace's clock, from d.time_origin_ns where diagnose set it.
+  EventClock(const Trace& t, const Diagnosis& d);
 
   // ns since the trace's first event.
   std::int64_t rel_ns(std::int64_t ts_ns) const { return ts_ns - origin_ns_; }

@@ -484,7 +484,7 @@ std::string report_json(const Trace& trace, const DiagnoseContext& c, const Diag
 // The verdict and its evidence as HTML (readable without scripts); every
 // text from the trace goes through html_escape.
 void append_verdict_html(std::string* out, const Trace& trace, const Diagnosis& d, const internal::KernelNames& names) {
-  const internal::EventClock clock(trace);
+  const internal::EventClock clock(trace, d);
   std::string& o = *out;
   o += "<section id=\"verdict\" data-verdict=\"" + html_escape(verdict_name(d.verdict)) + "\">\n";
   o += "<h2>Verdict: <span class=\"verdict\">" + html_escape(verdict_name(d.verdict)) + "</span></h2>\n";
@@ -503,7 +503,7 @@ void append_verdict_html(std::string* out, const Trace& trace, const Diagnosis& 
 // The causes, strongest first, each with its evidence folded away.
 void append_causes_html(std::string* out, const Trace& trace, const DiagnoseContext& c, const Diagnosis& d,
                         const internal::KernelNames& names, const HtmlReportOptions& options) {
-  const internal::EventClock clock(trace);
+  const internal::EventClock clock(trace, d);
   std::string& o = *out;
   const std::size_t n = std::min(d.causes.size(), options.max_causes);
   o += "<section id=\"causes\" data-causes=\"" + std::to_string(n) + "\">\n<h2>Root causes</h2>\n";

@@ -31,6 +31,11 @@ namespace tprof::internal {
 
 namespace {
 
+// .item(): aten::item around the aten::_local_scalar_dense that copies the
+// value to the host, waiting for the device first.
+bool is_scalar_read(std::string_view n) { return n == "aten::item" || n == "aten::_local_scalar_dense"; }
+
+
 // A launch on an idle GPU costs ~5–10 µs (the post's later steps: ~4–6 µs
 // between annotation and op; HTA calls shorter waits "kernel wait"). A gap
 // at least this long is GPU time lost to something else.
@@ -360,6 +365,19 @@ std::string gap_advice(const DiagnoseContext& c, IdleCause cause, bool comm, con
     return host_frame_remedy(c, x.frame) + " The gaps between " + before + " and " + after + " are host time, mostly " +
            host_frame_text(x.frame) + ".";
   }
+  // A scalar read whose copy and wait the trace does not record (no
+  // runtime call inside it: IBM Spyre's aten::item, 10.6 ms a call while
+  // its kernels ran; issue 38's twenty-third round, "runs on the CPU,
+  // launching nothing", then "replay the step as a CUDA graph"). It waits
+  // for the device; nothing is launched until it returns.
+  if (host_side && cause != IdleCause::kUnrecorded && x.host_op != kNoIndex &&
+      is_scalar_read(c.name(x.host_op))) {
+    return "Read the value less often: " + std::string(c.name(x.host_op)) +
+           " (.item()) copies a device value to the host and first waits for the device's queued work; it holds " +
+           format_ns(x.host_op_ns) + " of the host time from " + before + " to " + after + launched +
+           ", and nothing is launched until it returns. Keep the value on the device and read it once after the "
+           "loop, or every few steps.";
+  }
   // Copies to the device fill the gaps (the launching ones too: a copy's
   // host side between two launches): what does not change between
   // iterations belongs on the device once, before the loop.
@@ -683,10 +701,13 @@ void name_host_work(const DiagnoseContext& c, const std::vector<const Gap*>& gap
       x.ask_stack = note_no_stack(c, earlier, f);
     }
   } else if (cause == IdleCause::kLaunching) {
-    // Launch gaps that a copy op holds most of (a copy's host side between
-    // launches): named only then.
+    // Launch gaps that a copy op or a scalar read holds most of (a copy's
+    // host side between launches; a read that waits for the device):
+    // named only then.
     host_op_in_gaps(c, lane, merged, x);
-    if (x.host_op != kNoIndex && !is_copy_op(c.name(x.host_op))) x.host_op = kNoIndex;
+    if (x.host_op != kNoIndex && !is_copy_op(c.name(x.host_op)) && !is_scalar_read(c.name(x.host_op))) {
+      x.host_op = kNoIndex;
+    }
     if (x.host_op != kNoIndex) f.evidence.event("host_op", c.ref(x.host_op)).num("host_op_ns", x.host_op_ns);
   }
 }

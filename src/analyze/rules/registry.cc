@@ -58,12 +58,14 @@ std::span<const RuleInfo> all_rules() {
       {"model_on_cpu", rule_model_on_cpu},
       {"cpu_collectives", rule_cpu_collectives},
       {"cpu_between_ops", rule_cpu_between_ops},
+      {"cpu_thread_stall", rule_cpu_thread_stall},
       {"cpu_max_pool_layout", rule_cpu_max_pool_layout},
       {"host_free_stall", rule_host_free_stall},
       {"dropped_events", rule_dropped_events},
       {"overlapping_kernels", rule_overlapping_kernels},
       {"unmatched_flows", rule_unmatched_flows},
       {"clock_skew", rule_clock_skew},
+      {"untimed_device", rule_untimed_device},
   };
   return kRules;
 }

@@ -101,6 +101,8 @@ void rule_host_blocked(const DiagnoseContext& c, std::vector<Finding>* out);
 
 // Trace health.
 void rule_truncated_trace(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_cpu_thread_stall(const DiagnoseContext& c, std::vector<Finding>* out);
+void rule_untimed_device(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_dropped_events(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_overlapping_kernels(const DiagnoseContext& c, std::vector<Finding>* out);
 void rule_unmatched_flows(const DiagnoseContext& c, std::vector<Finding>* out);

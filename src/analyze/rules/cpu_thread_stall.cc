@@ -1,0 +1,169 @@
+// cpu_thread_stall: on a CPU-only trace, ops that take whole scheduler
+// ticks. A parallel op (torch's intra-op pool: matrix products, and
+// elementwise ops on tensors big enough to split) returns when its last
+// thread finishes; a pool with more threads than the cores the process
+// gets waits for a descheduled thread, and the kernel's scheduler hands the
+// core back a tick later (4 ms at Linux's usual HZ=250, 10 ms at HZ=100).
+// The op then takes about a multiple of the tick whatever its work: a
+// sqrt over a 400x784 weight 7.2-7.9 ms in every step where the same
+// sqrt over its bias takes 3 us. Every share in such a trace is the
+// stalls', not the work's.
+// Origin: issue 38's twenty-fourth round (CPU traces of public programs
+// recorded with torch.set_num_threads(2) on a 2-core machine shared with
+// other work: 63-93% of the calls of 1.5 ms or more within a tick's
+// multiple, "use the multi-tensor optimizer" first where the optimizer's
+// time was three stalled sqrt calls a step).
+// Precondition: a CPU-only program (cpu_only_program), at least kMinCalls
+// calls of kMinCallNs or more (ops spending most of their time themselves),
+// kMinShare of them within [k*T - kBelowNs, k*T + kAboveNs] of a tick T
+// (a duration spread evenly falls there 29% of the time; k up to
+// kMaxMultiple), those calls of kMinOps ops or more, none holding more than
+// kMaxOneOpShare of them (one op repeated at one length near a multiple is
+// a coincidence, not a stall), and the
+// stalled calls hold kMinBusyShare of the host's busy time. Impact: the
+// stalled calls' time less what their ops take when they do not stall (the
+// median of the op's calls under kMinCallNs), an upper bound.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/analyze/nesting.h"
+#include "src/analyze/rules/device_activity_missing.h"
+#include "src/analyze/rules/rules.h"
+#include "src/base/saturate.h"
+
+namespace tprof::internal {
+
+namespace {
+
+constexpr std::int64_t kTicksNs[] = {4'000'000, 10'000'000};  // HZ=250, HZ=100
+constexpr std::int64_t kMinCallNs = 1'500'000;
+constexpr std::int64_t kBelowNs = 800'000;   // the op's own work before the stall ends short of the tick
+constexpr std::int64_t kAboveNs = 350'000;   // the op's work after the thread is back
+constexpr std::size_t kMinCalls = 30;
+constexpr double kMinShare = 0.55;
+constexpr std::size_t kMinOps = 3;
+constexpr double kMaxOneOpShare = 0.6;
+// A stall is a few ticks; a call of many ticks is the op's work, and its
+// length lands near a multiple by chance.
+constexpr std::int64_t kMaxMultiple = 8;
+constexpr double kMinBusyShare = 0.25;
+
+// The multiple of `tick` that `dur` sits on, or 0 when it sits on none.
+std::int64_t tick_multiple(std::int64_t dur, std::int64_t tick) {
+  const std::int64_t k = (dur + tick / 2) / tick;
+  if (k < 1 || k > kMaxMultiple) return 0;
+  const std::int64_t off = dur - k * tick;
+  return off >= -kBelowNs && off <= kAboveNs ? k : 0;
+}
+
+}  // namespace
+
+void rule_cpu_thread_stall(const DiagnoseContext& c, std::vector<Finding>* out) {
+  if (!cpu_only_program(c)) return;
+  const Nesting& nest = c.nesting();
+  std::vector<std::uint32_t> long_calls;
+  std::map<StrId, std::vector<std::int64_t>> short_calls;  // per op name, its calls under kMinCallNs
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kCpuOp || sat_mul(2, nest.child_ns[e]) >= c.dur(e)) continue;
+    if (c.dur(e) >= kMinCallNs) {
+      long_calls.push_back(e);
+    } else {
+      short_calls[c.trace.events.name[e]].push_back(c.dur(e));
+    }
+  }
+  if (long_calls.size() < kMinCalls) return;
+  for (const std::int64_t tick : kTicksNs) {
+    std::map<std::int64_t, std::size_t> by_multiple;
+    std::vector<std::uint32_t> stalled;
+    for (std::uint32_t e : long_calls) {
+      const std::int64_t k = tick_multiple(c.dur(e), tick);
+      if (k == 0) continue;
+      ++by_multiple[k];
+      stalled.push_back(e);
+    }
+    if (static_cast<double>(stalled.size()) < kMinShare * static_cast<double>(long_calls.size())) continue;
+    // Different ops, different work, the same few lengths: a stall. One
+    // op repeated at one length near a multiple is a coincidence.
+    std::map<StrId, std::size_t> names;
+    for (std::uint32_t e : stalled) ++names[c.trace.events.name[e]];
+    std::size_t top_name = 0;
+    for (const auto& [name, n] : names) top_name = std::max(top_name, n);
+    if (names.size() < kMinOps ||
+        static_cast<double>(top_name) > kMaxOneOpShare * static_cast<double>(stalled.size())) {
+      continue;
+    }
+    std::int64_t stalled_ns = 0, excess_ns = 0;
+    std::map<StrId, std::int64_t> typical;  // median of the op's short calls, computed once per name
+    std::map<StrId, std::pair<std::int64_t, std::int64_t>> by_op;  // name -> (calls, time)
+    for (std::uint32_t e : stalled) {
+      const StrId name = c.trace.events.name[e];
+      sat_acc(stalled_ns, c.dur(e));
+      auto [it, added] = typical.try_emplace(name, 0);
+      if (added) {
+        auto sc = short_calls.find(name);
+        if (sc != short_calls.end() && !sc->second.empty()) {
+          std::vector<std::int64_t>& v = sc->second;
+          std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+          it->second = v[v.size() / 2];
+        }
+      }
+      sat_acc(excess_ns, std::max<std::int64_t>(0, c.dur(e) - it->second));
+      auto& [calls, ns] = by_op[name];
+      ++calls;
+      sat_acc(ns, c.dur(e));
+    }
+    // The host's busy time: the steps' span, else the trace's window.
+    std::int64_t busy = 0;
+    for (const StepStat& s : c.steps.steps) sat_acc(busy, s.dur_ns);
+    if (busy == 0) busy = std::max<std::int64_t>(1, c.end_ns - c.start_ns);
+    if (static_cast<double>(stalled_ns) < kMinBusyShare * static_cast<double>(busy)) continue;
+    // The ops holding the most stalled time, for the title.
+    std::vector<std::pair<std::int64_t, StrId>> ops;
+    for (const auto& [name, v] : by_op) ops.emplace_back(v.second, name);
+    std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::string top;
+    for (std::size_t i = 0; i < ops.size() && i < 3; ++i) {
+      top += (i ? ", " : "") + std::string(c.trace.str(ops[i].second)) + " x" +
+             std::to_string(by_op[ops[i].second].first);
+    }
+    std::uint32_t example = stalled.front();
+    for (std::uint32_t e : stalled) {
+      if (c.trace.events.name[e] == ops.front().second) {
+        example = e;
+        break;
+      }
+    }
+    const std::string tick_text = format_ns(tick);
+    Finding f;
+    f.id = "cpu_thread_stall";
+    f.severity = FindingSeverity::kWarning;
+    f.title = "Ops stall for whole scheduler ticks: " + std::to_string(stalled.size()) + " of " +
+              std::to_string(long_calls.size()) + " calls of " + format_ns(kMinCallNs) + " or more take a multiple of " +
+              tick_text + " (" + top + "), " + format_ns(stalled_ns) + ", " +
+              format_pct(100.0 * static_cast<double>(stalled_ns) / static_cast<double>(busy)) +
+              (c.steps.steps.empty() ? " of the trace" : " of the steps");
+    std::vector<std::int64_t> multiples_seen;
+    for (const auto& [k, n] : by_multiple) multiples_seen.push_back(k);
+    f.evidence.num("tick_ns", tick)
+        .num("long_calls", static_cast<std::int64_t>(long_calls.size()))
+        .num("stalled_calls", static_cast<std::int64_t>(stalled.size()))
+        .num("stalled_ns", stalled_ns)
+        .num("excess_ns", excess_ns)
+        .ints("multiples", multiples_seen)
+        .event("example", c.ref(example));
+    f.advice = "Give torch's intra-op pool fewer threads than the cores this process really gets: a parallel op "
+               "returns when its last thread does, and a thread without a core waits for the scheduler's next tick (" +
+               tick_text + "), whatever the op's work. Set torch.set_num_threads (or OMP_NUM_THREADS) below the cores "
+               "free to it (os.sched_getaffinity(0), the container's CPU quota, other processes and DataLoader "
+               "workers on the same cores), or stop the other load, and profile again: every share in this trace is "
+               "inflated by the stalls.";
+    f.impact_ns = excess_ns;
+    out->push_back(std::move(f));
+    return;
+  }
+}
+
+}  // namespace tprof::internal
