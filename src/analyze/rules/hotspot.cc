@@ -646,6 +646,18 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                      trace_name.find(".local_") != std::string_view::npos;
     const std::string freeze = std::string("torch.jit.freeze(torch.jit.script(model))") +
                                (c.torch_before_compile() ? "" : ", or torch.compile");
+    // Batch norm to fold only where the model runs one (issue 38's
+    // twenty-fourth round: pytorch/examples' MNIST CNN, which has none, was
+    // told to fold it).
+    bool batch_norm = false;
+    for (std::uint32_t e : c.host_ops) {
+      if (c.kind(e) == EventKind::kCpuOp && c.name(e).find("batch_norm") != std::string_view::npos) {
+        batch_norm = true;
+        break;
+      }
+    }
+    const std::string fold_bn =
+        batch_norm ? "fold batch norm into the convolutions (model.eval(), then " + freeze + ")" : std::string();
     if (slow && mac) {
       f.evidence.text("host", "mac");
       f.advice = "Run the model on the Mac's GPU: model and input .to(\"mps\") (macOS 12.3 or later; " + count_of(best->count, "call") +
@@ -690,16 +702,16 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                            "whose PyTorch has no oneDNN, it is the normal CPU path, and the lever is the Mac's GPU "
                            "(model and input .to(\"mps\"), macOS 12.3 or later); " + x86 +
                            " (on other ARM CPUs without oneDNN it is the normal path too).";
-      f.advice += " Then, for inference, fold batch norm into the convolutions (model.eval(), then " + freeze +
-                  ": that removes the batch norm's time, not the convolutions') and check the threads "
-                  "(torch.get_num_threads() against the physical cores). It holds most of the CPU time, so any "
-                  "saving shows in the step.";
+      f.advice += (batch_norm ? " Then, for inference, " + fold_bn +
+                                    " (that removes the batch norm's time, not the convolutions'), and check the threads"
+                              : std::string(" Then check the threads")) +
+                  " (torch.get_num_threads() no more than the cores free to the process). It holds most of the CPU "
+                  "time, so any saving shows in the step.";
     } else {
       f.advice = "Make each convolution cheaper (" + count_of(best->count, "call") + " of " + name + " at " + avg +
                  " each): run the model and its input in channels_last (model.to(memory_format=torch.channels_last), "
-                 "oneDNN's native layout), and for inference fold batch norm into the convolutions (model.eval(), then " +
-                 freeze + "); check the threads "
-                 "(torch.get_num_threads() against the physical cores)" +
+                 "oneDNN's native layout)" + (batch_norm ? ", and for inference " + fold_bn : std::string()) +
+                 "; check the threads (torch.get_num_threads() no more than the cores free to the process)" +
                  ". A first call also creates oneDNN's primitives: time a warmed-up call. It holds most of the CPU "
                  "time, so any saving shows in the step.";
     }
