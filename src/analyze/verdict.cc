@@ -1275,6 +1275,20 @@ void judge(const DiagnoseContext& c, Diagnosis* d) {
          "see), so which op launched each kernel is unknown";
   }
   d->summary = std::move(s);
+  // A CPU run whose ops stall for whole scheduler ticks: its kinds' shares
+  // are the stalls' (issue 38's twenty-fourth round: a transformer's
+  // "normalisation 15.1%" was stalled layer-norm backward calls).
+  if (d->verdict == Verdict::kCpuOnly) {
+    for (const Finding& f : d->findings) {
+      if (f.id != "cpu_thread_stall") continue;
+      const Evidence::Field* stalled = f.evidence.find("stalled_ns");
+      if (stalled == nullptr || stalled->kind != Evidence::Kind::kInt) break;
+      d->summary += "; " + format_ns(stalled->i) +
+                    " of it in ops stalled for whole scheduler ticks (more threads than free cores), so those shares "
+                    "are the stalls', not the work's";
+      break;
+    }
+  }
   // A CUPTI range-profiler trace: device work with hardware counters and no
   // measured times (the profiler replays each kernel; Kineto spreads the
   // profiling span evenly over the ranges). Not cpu-only; no time share to

@@ -23,6 +23,8 @@
 // stalled calls hold kMinBusyShare of the host's busy time. Impact: the
 // stalled calls' time less what their ops take when they do not stall (the
 // median of the op's calls under kMinCallNs), an upper bound.
+#include "src/analyze/rules/cpu_thread_stall.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -61,12 +63,11 @@ std::int64_t tick_multiple(std::int64_t dur, std::int64_t tick) {
 
 }  // namespace
 
-void rule_cpu_thread_stall(const DiagnoseContext& c, std::vector<Finding>* out) {
-  if (!cpu_only_program(c)) return;
+ThreadStalls stalls_among(const DiagnoseContext& c, const std::vector<std::uint32_t>& calls, std::size_t min_calls) {
   const Nesting& nest = c.nesting();
   std::vector<std::uint32_t> long_calls;
   std::map<StrId, std::vector<std::int64_t>> short_calls;  // per op name, its calls under kMinCallNs
-  for (std::uint32_t e : c.host_ops) {
+  for (std::uint32_t e : calls) {
     if (c.kind(e) != EventKind::kCpuOp || sat_mul(2, nest.child_ns[e]) >= c.dur(e)) continue;
     if (c.dur(e) >= kMinCallNs) {
       long_calls.push_back(e);
@@ -74,33 +75,30 @@ void rule_cpu_thread_stall(const DiagnoseContext& c, std::vector<Finding>* out) 
       short_calls[c.trace.events.name[e]].push_back(c.dur(e));
     }
   }
-  if (long_calls.size() < kMinCalls) return;
+  if (long_calls.size() < min_calls) return {};
   for (const std::int64_t tick : kTicksNs) {
-    std::map<std::int64_t, std::size_t> by_multiple;
-    std::vector<std::uint32_t> stalled;
+    ThreadStalls out;
     for (std::uint32_t e : long_calls) {
       const std::int64_t k = tick_multiple(c.dur(e), tick);
       if (k == 0) continue;
-      ++by_multiple[k];
-      stalled.push_back(e);
+      ++out.by_multiple[k];
+      out.stalled.push_back(e);
     }
-    if (static_cast<double>(stalled.size()) < kMinShare * static_cast<double>(long_calls.size())) continue;
+    if (static_cast<double>(out.stalled.size()) < kMinShare * static_cast<double>(long_calls.size())) continue;
     // Different ops, different work, the same few lengths: a stall. One
     // op repeated at one length near a multiple is a coincidence.
     std::map<StrId, std::size_t> names;
-    for (std::uint32_t e : stalled) ++names[c.trace.events.name[e]];
+    for (std::uint32_t e : out.stalled) ++names[c.trace.events.name[e]];
     std::size_t top_name = 0;
     for (const auto& [name, n] : names) top_name = std::max(top_name, n);
     if (names.size() < kMinOps ||
-        static_cast<double>(top_name) > kMaxOneOpShare * static_cast<double>(stalled.size())) {
+        static_cast<double>(top_name) > kMaxOneOpShare * static_cast<double>(out.stalled.size())) {
       continue;
     }
-    std::int64_t stalled_ns = 0, excess_ns = 0;
     std::map<StrId, std::int64_t> typical;  // median of the op's short calls, computed once per name
-    std::map<StrId, std::pair<std::int64_t, std::int64_t>> by_op;  // name -> (calls, time)
-    for (std::uint32_t e : stalled) {
+    for (std::uint32_t e : out.stalled) {
       const StrId name = c.trace.events.name[e];
-      sat_acc(stalled_ns, c.dur(e));
+      sat_acc(out.stalled_ns, c.dur(e));
       auto [it, added] = typical.try_emplace(name, 0);
       if (added) {
         auto sc = short_calls.find(name);
@@ -110,60 +108,78 @@ void rule_cpu_thread_stall(const DiagnoseContext& c, std::vector<Finding>* out) 
           it->second = v[v.size() / 2];
         }
       }
-      sat_acc(excess_ns, std::max<std::int64_t>(0, c.dur(e) - it->second));
-      auto& [calls, ns] = by_op[name];
-      ++calls;
-      sat_acc(ns, c.dur(e));
+      sat_acc(out.excess_ns, std::max<std::int64_t>(0, c.dur(e) - it->second));
     }
-    // The host's busy time: the steps' span, else the trace's window.
-    std::int64_t busy = 0;
-    for (const StepStat& s : c.steps.steps) sat_acc(busy, s.dur_ns);
-    if (busy == 0) busy = std::max<std::int64_t>(1, c.end_ns - c.start_ns);
-    if (static_cast<double>(stalled_ns) < kMinBusyShare * static_cast<double>(busy)) continue;
-    // The ops holding the most stalled time, for the title.
-    std::vector<std::pair<std::int64_t, StrId>> ops;
-    for (const auto& [name, v] : by_op) ops.emplace_back(v.second, name);
-    std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    std::string top;
-    for (std::size_t i = 0; i < ops.size() && i < 3; ++i) {
-      top += (i ? ", " : "") + std::string(c.trace.str(ops[i].second)) + " x" +
-             std::to_string(by_op[ops[i].second].first);
-    }
-    std::uint32_t example = stalled.front();
-    for (std::uint32_t e : stalled) {
-      if (c.trace.events.name[e] == ops.front().second) {
-        example = e;
-        break;
-      }
-    }
-    const std::string tick_text = format_ns(tick);
-    Finding f;
-    f.id = "cpu_thread_stall";
-    f.severity = FindingSeverity::kWarning;
-    f.title = "Ops stall for whole scheduler ticks: " + std::to_string(stalled.size()) + " of " +
-              std::to_string(long_calls.size()) + " calls of " + format_ns(kMinCallNs) + " or more take a multiple of " +
-              tick_text + " (" + top + "), " + format_ns(stalled_ns) + ", " +
-              format_pct(100.0 * static_cast<double>(stalled_ns) / static_cast<double>(busy)) +
-              (c.steps.steps.empty() ? " of the trace" : " of the steps");
-    std::vector<std::int64_t> multiples_seen;
-    for (const auto& [k, n] : by_multiple) multiples_seen.push_back(k);
-    f.evidence.num("tick_ns", tick)
-        .num("long_calls", static_cast<std::int64_t>(long_calls.size()))
-        .num("stalled_calls", static_cast<std::int64_t>(stalled.size()))
-        .num("stalled_ns", stalled_ns)
-        .num("excess_ns", excess_ns)
-        .ints("multiples", multiples_seen)
-        .event("example", c.ref(example));
-    f.advice = "Give torch's intra-op pool fewer threads than the cores this process really gets: a parallel op "
-               "returns when its last thread does, and a thread without a core waits for the scheduler's next tick (" +
-               tick_text + "), whatever the op's work. Set torch.set_num_threads (or OMP_NUM_THREADS) below the cores "
-               "free to it (os.sched_getaffinity(0), the container's CPU quota, other processes and DataLoader "
-               "workers on the same cores), or stop the other load, and profile again: every share in this trace is "
-               "inflated by the stalls.";
-    f.impact_ns = excess_ns;
-    out->push_back(std::move(f));
-    return;
+    out.tick_ns = tick;
+    out.long_calls = static_cast<std::int64_t>(long_calls.size());
+    return out;
   }
+  return {};
+}
+
+ThreadStalls thread_stalls(const DiagnoseContext& c) {
+  if (!cpu_only_program(c)) return {};
+  ThreadStalls out = stalls_among(c, c.host_ops, kMinCalls);
+  if (!out.found()) return {};
+  // The host's busy time: the steps' span, else the trace's window.
+  std::int64_t busy = 0;
+  for (const StepStat& s : c.steps.steps) sat_acc(busy, s.dur_ns);
+  if (busy == 0) busy = std::max<std::int64_t>(1, c.end_ns - c.start_ns);
+  if (static_cast<double>(out.stalled_ns) < kMinBusyShare * static_cast<double>(busy)) return {};
+  out.busy_ns = busy;
+  return out;
+}
+
+void rule_cpu_thread_stall(const DiagnoseContext& c, std::vector<Finding>* out) {
+  const ThreadStalls st = thread_stalls(c);
+  if (!st.found()) return;
+  std::map<StrId, std::pair<std::int64_t, std::int64_t>> by_op;  // name -> (calls, time)
+  for (std::uint32_t e : st.stalled) {
+    auto& [calls, ns] = by_op[c.trace.events.name[e]];
+    ++calls;
+    sat_acc(ns, c.dur(e));
+  }
+  // The ops holding the most stalled time, for the title.
+  std::vector<std::pair<std::int64_t, StrId>> ops;
+  for (const auto& [name, v] : by_op) ops.emplace_back(v.second, name);
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string top;
+  for (std::size_t i = 0; i < ops.size() && i < 3; ++i) {
+    top += (i ? ", " : "") + std::string(c.trace.str(ops[i].second)) + " x" + std::to_string(by_op[ops[i].second].first);
+  }
+  std::uint32_t example = st.stalled.front();
+  for (std::uint32_t e : st.stalled) {
+    if (c.trace.events.name[e] == ops.front().second) {
+      example = e;
+      break;
+    }
+  }
+  const std::string tick_text = format_ns(st.tick_ns);
+  Finding f;
+  f.id = "cpu_thread_stall";
+  f.severity = FindingSeverity::kWarning;
+  f.title = "Ops stall for whole scheduler ticks: " + std::to_string(st.stalled.size()) + " of " +
+            std::to_string(st.long_calls) + " calls of " + format_ns(kMinCallNs) + " or more take a multiple of " +
+            tick_text + " (" + top + "), " + format_ns(st.stalled_ns) + ", " +
+            format_pct(100.0 * static_cast<double>(st.stalled_ns) / static_cast<double>(st.busy_ns)) +
+            (c.steps.steps.empty() ? " of the trace" : " of the steps");
+  std::vector<std::int64_t> multiples_seen;
+  for (const auto& [k, n] : st.by_multiple) multiples_seen.push_back(k);
+  f.evidence.num("tick_ns", st.tick_ns)
+      .num("long_calls", st.long_calls)
+      .num("stalled_calls", static_cast<std::int64_t>(st.stalled.size()))
+      .num("stalled_ns", st.stalled_ns)
+      .num("excess_ns", st.excess_ns)
+      .ints("multiples", multiples_seen)
+      .event("example", c.ref(example));
+  f.advice = "Give torch's intra-op pool no more threads than the cores this process really gets: a parallel op "
+             "returns when its last thread does, and a thread without a core waits for the scheduler's next tick (" +
+             tick_text + "), whatever the op's work. Set torch.set_num_threads (or OMP_NUM_THREADS) to no more than the cores "
+             "free to it (os.sched_getaffinity(0), the container's CPU quota, other processes and DataLoader "
+             "workers on the same cores), or stop the other load, and profile again: every share in this trace is "
+             "inflated by the stalls.";
+  f.impact_ns = st.excess_ns;
+  out->push_back(std::move(f));
 }
 
 }  // namespace tprof::internal

@@ -1,0 +1,34 @@
+// Ops of a CPU-only program that take whole scheduler ticks
+// (cpu_thread_stall.cc): the rule reports them, per_param_optimizer and the
+// verdict read them, so an optimizer's time that is its stalls is not
+// called the per-parameter loop's.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "src/analyze/diagnose_context.h"
+
+namespace tprof::internal {
+
+struct ThreadStalls {
+  std::int64_t tick_ns = 0;              // 0: the preconditions fail
+  std::int64_t long_calls = 0;           // calls of kMinCallNs or more
+  std::vector<std::uint32_t> stalled;    // the calls on a tick's multiple, by start
+  std::int64_t stalled_ns = 0;
+  std::int64_t excess_ns = 0;            // less each op's median short call: the saving's bound
+  std::int64_t busy_ns = 0;              // the steps' span, else the trace's window
+  std::map<std::int64_t, std::int64_t> by_multiple;  // k -> calls
+  bool found() const { return tick_ns > 0; }
+};
+
+// The whole program's: a CPU-only program whose stalls hold a quarter of
+// its busy time (the rule's preconditions).
+ThreadStalls thread_stalls(const DiagnoseContext& c);
+
+// Among `calls` (CPU ops, by start) only, the same test with min_calls long
+// calls and without the busy share (busy_ns 0): an optimizer step's own ops.
+ThreadStalls stalls_among(const DiagnoseContext& c, const std::vector<std::uint32_t>& calls, std::size_t min_calls);
+
+}  // namespace tprof::internal
