@@ -193,6 +193,11 @@ bool optimizer_scope_member(const Finding& f, std::int64_t) {
   return f.id == "cost_in_children" && text_of(f, "key").starts_with("Optimizer.step#");
 }
 
+// A CPU run whose ops stall for whole scheduler ticks: the same op's
+// spread across steps is those stalls (one tick against two), not a
+// second cause (issue 38's twenty-fourth round).
+bool thread_stall_member(const Finding& f, std::int64_t) { return f.id == "cpu_op_variance"; }
+
 constexpr Group kGroups[] = {
     {"launch_overhead", "overhead_bound", launch_overhead_member},
     {"cold_start", "cold_start", cold_start_member},
@@ -203,6 +208,7 @@ constexpr Group kGroups[] = {
     {"first_call_setup", "first_call_setup", first_call_member},
     {"input_pipeline", "dataloader_bound", dataloader_member},
     {"per_param_optimizer", "per_param_optimizer", optimizer_scope_member},
+    {"cpu_thread_stall", "cpu_thread_stall", thread_stall_member},
 };
 
 std::string group_title(std::string_view id, const Finding& anchor) {

@@ -6120,6 +6120,14 @@ TEST(RulesTune38, OpsThatTakeWholeSchedulerTicksAreThreadStalls) {
     for (std::size_t i : c.findings) grouped = grouped || d.findings[i].id == "cost_in_children";
   }
   EXPECT_TRUE(grouped);
+  // The same ops' spread across steps is those stalls: on the stall's card,
+  // and its title says which steps it compares.
+  bool variance_on_card = false;
+  for (std::size_t i : d.causes.front().findings) variance_on_card = variance_on_card || d.findings[i].id == "cpu_op_variance";
+  EXPECT_TRUE(variance_on_card);
+  const Finding* spread = first_of(d, "cpu_op_variance");
+  ASSERT_NE(spread, nullptr);
+  EXPECT_TRUE(contains(spread->title, "differ 2x or more in steps 2-3 (no shapes recorded; ")) << spread->title;
   // Must not fire on CPU traces whose ops take their work's time (other
   // machines, other loads: none of their long calls sits on a tick).
   for (const char* rel : {kResnet34Cpu, "public/dtu_mlops/resnet18_cpu_trace.json.gz",
@@ -6174,6 +6182,33 @@ TEST(RulesTune38, CpuOpVarianceComparesTheSameCallAcrossSteps) {
   EXPECT_EQ(fast->events.front().name, slow->events.front().name);
   EXPECT_GE(place(fast->events.front()), 0);
   EXPECT_EQ(place(fast->events.front()), place(slow->events.front()));
+}
+
+// Issue 38's twenty-fourth round, tuning half: a GAN's 20 convolutions a
+// step, their calls ranging 8 ms to 1.5 s by layer, in a legacy export
+// without shapes, were called "the same op on the same work slower by that
+// much is the host". Without shapes the advice says the calls may be
+// different work, and why the export has none.
+TEST(RulesTune38, AHotspotWithoutShapesDoesNotCallItsCallsTheSameWork) {
+  std::string doc = "[";
+  double t = 0;
+  for (int s = 0; s < 3; ++s) {
+    for (int layer = 0; layer < 8; ++layer) {
+      const double dur = layer < 2 ? 150'000.0 : 8'000.0;  // two layers 150 ms, six 8 ms
+      doc += std::string(doc.size() > 1 ? ",\n" : "") + R"({"name": "aten::convolution_backward", "ph": "X", "ts": )" +
+             std::to_string(t) + R"(, "dur": )" + std::to_string(dur) +
+             R"(, "tid": 1, "pid": "CPU functions", "args": {}})";
+      t += dur + 10;
+    }
+  }
+  doc += "]";
+  const Trace trace = from_text(doc);
+  ASSERT_EQ(trace.meta.producer, Producer::kTorchLegacy);
+  const std::vector<Finding> f = diagnose(trace, {.only = {"hotspot"}}).findings;
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(contains(f[0].advice, ": different inputs (a model's different layers) or the host (")) << f[0].advice;
+  EXPECT_TRUE(contains(f[0].advice, "this export keeps no shapes (the legacy profiler's")) << f[0].advice;
+  EXPECT_FALSE(contains(f[0].advice, "the same op on the same work")) << f[0].advice;
 }
 }  // namespace
 }  // namespace tprof

@@ -973,16 +973,25 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
           f.evidence.num("host_noise_excess_ns", noisy_excess);
           noise_ns = noisy_excess;
         }
-        f.advice = vary + (shapes ? ", " + std::to_string(noisy) + " of them later calls on shapes that ran faster" +
-                                        (noisy_excess > 0 ? " (" + format_ns(noisy_excess) + " over their shapes' medians)"
-                                                          : std::string())
-                                  : std::string()) +
-                   ": the same op on the same work slower by that much is the host, not the op: other processes on "
-                   "its cores, more threads than physical cores (" +
-                   (c.is_torch() ? std::string("torch.set_num_threads") : std::string("OMP_NUM_THREADS")) +
-                   "), frequency or memory contention, or a first call's set-up; time warmed-up calls on a quiet "
-                   "host" + (shapes ? "" : " (record_shapes=True tells different inputs from the host's noise)") +
-                   ". Then: " + f.advice;
+        // Without shapes the calls may be different work (a model's
+        // different layers), not the host's noise (issue 38's twenty-fourth
+        // round: a GAN's 20 convolutions a step, its transposed ones' backward
+        // 1.5 s each in every step, called "the same op on the same work").
+        const std::string threads = c.is_torch() ? "torch.set_num_threads" : "OMP_NUM_THREADS";
+        const std::string host_causes = "other processes on its cores, more threads than the cores free to it (" +
+                                        threads + "), frequency or memory contention, or a first call's set-up";
+        const std::string no_shapes =
+            c.trace.meta.producer == Producer::kTorchLegacy
+                ? "this export keeps no shapes (the legacy profiler's, from a build without Kineto, drops them "
+                  "whatever record_shapes says)"
+                : "the trace records no shapes (record_shapes=True would)";
+        f.advice = shapes ? vary + ", " + std::to_string(noisy) + " of them later calls on shapes that ran faster" +
+                                (noisy_excess > 0 ? " (" + format_ns(noisy_excess) + " over their shapes' medians)"
+                                                  : std::string()) +
+                                ": the same op on the same work slower by that much is the host, not the op: " +
+                                host_causes + "; time warmed-up calls on a quiet host. Then: " + f.advice
+                          : vary + ": different inputs (a model's different layers) or the host (" + host_causes +
+                                "); " + no_shapes + ", so compare the same call across steps. Then: " + f.advice;
       }
     }
   }
