@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -28,29 +29,33 @@ RetimedTrace retime_untimed_device(const Trace& t) {
   const std::uint32_t n = static_cast<std::uint32_t>(ev.size());
   // The file's ts 0: its baseTimeNanoseconds where it has one.
   const std::int64_t zero = t.meta.base_time_ns.value_or(0);
-  std::int64_t first_host = std::numeric_limits<std::int64_t>::max();
+  // One cheap pass first: most traces have no activity at ts 0, and stop
+  // here without building anything.
   bool any_zero = false;
+  for (std::uint32_t e = 0; e < n && !any_zero; ++e) {
+    any_zero = ev.ts_ns[e] == zero && ev.phase[e] == Phase::kComplete && device_work(ev.kind[e]);
+  }
+  if (!any_zero) return RetimedTrace{};
+  // A PrivateUse1 backend's launch calls ("privateuse1_runtime", kOther to
+  // the reader: IBM Spyre's aiuLaunchControlBlocks) place its activities too.
+  const std::optional<StrId> pu1_runtime = t.strings.find("privateuse1_runtime");
+  std::int64_t first_host = std::numeric_limits<std::int64_t>::max();
   std::vector<std::pair<std::int64_t, std::uint32_t>> launch_corr;
   for (std::uint32_t e = 0; e < n; ++e) {
     if (ev.phase[e] != Phase::kComplete) continue;
     const EventKind k = ev.kind[e];
     if (device_work(k)) {
       ++out.device;
-      any_zero = any_zero || ev.ts_ns[e] == zero;
     } else if (t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
       first_host = std::min(first_host, ev.ts_ns[e]);
-      // A PrivateUse1 backend's launch calls ("privateuse1_runtime", kOther
-      // to the reader: IBM Spyre's aiuLaunchControlBlocks) place its
-      // activities too.
       if ((k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver || k == EventKind::kCudaSync ||
-           (k == EventKind::kOther && t.str(ev.cat[e]) == "privateuse1_runtime")) &&
+           (k == EventKind::kOther && pu1_runtime.has_value() && ev.cat[e] == *pu1_runtime)) &&
           ev.correlation[e] >= 0) {
         launch_corr.emplace_back(ev.correlation[e], e);
       }
     }
   }
-  if (!any_zero || first_host == std::numeric_limits<std::int64_t>::max() ||
-      first_host - zero < kUntimedLeadNs) {
+  if (first_host == std::numeric_limits<std::int64_t>::max() || first_host - zero < kUntimedLeadNs) {
     return RetimedTrace{};
   }
   const IdIndex launch_by_corr(std::move(launch_corr));
