@@ -14,7 +14,8 @@
 // multiple, "use the multi-tensor optimizer" first where the optimizer's
 // time was three stalled sqrt calls a step).
 // Precondition: a CPU-only program (cpu_only_program), at least kMinCalls
-// calls of kMinCallNs or more (ops spending most of their time themselves),
+// calls from kMinCallNs to kMaxMultiple ticks and a half (ops spending most
+// of their time themselves; a longer call is its op's work),
 // kMinShare of them within [k*T - kBelowNs, k*T + kAboveNs] of a tick T
 // (a duration spread evenly falls there 29% of the time; k up to
 // kMaxMultiple), those calls of kMinOps ops or more, none holding more than
@@ -51,7 +52,7 @@ constexpr double kMaxOneOpShare = 0.6;
 // A stall is a few ticks; a call of many ticks is the op's work, and its
 // length lands near a multiple by chance.
 constexpr std::int64_t kMaxMultiple = 8;
-constexpr double kMinBusyShare = 0.25;
+constexpr double kMinBusyShare = 0.10;
 
 // The multiple of `tick` that `dur` sits on, or 0 when it sits on none.
 std::int64_t tick_multiple(std::int64_t dur, std::int64_t tick) {
@@ -78,13 +79,22 @@ ThreadStalls stalls_among(const DiagnoseContext& c, const std::vector<std::uint3
   if (long_calls.size() < min_calls) return {};
   for (const std::int64_t tick : kTicksNs) {
     ThreadStalls out;
+    // A call of more ticks than a stall lasts is its op's work: it counts
+    // neither for the share nor against it (a GAN's 1.5 s transposed
+    // convolutions beside 443 elementwise and norm calls of ~8 ms).
+    std::size_t candidates = 0;
     for (std::uint32_t e : long_calls) {
+      if (c.dur(e) > kMaxMultiple * tick + tick / 2) continue;
+      ++candidates;
       const std::int64_t k = tick_multiple(c.dur(e), tick);
       if (k == 0) continue;
       ++out.by_multiple[k];
       out.stalled.push_back(e);
     }
-    if (static_cast<double>(out.stalled.size()) < kMinShare * static_cast<double>(long_calls.size())) continue;
+    if (candidates < min_calls ||
+        static_cast<double>(out.stalled.size()) < kMinShare * static_cast<double>(candidates)) {
+      continue;
+    }
     // Different ops, different work, the same few lengths: a stall. One
     // op repeated at one length near a multiple is a coincidence.
     std::map<StrId, std::size_t> names;
@@ -111,7 +121,7 @@ ThreadStalls stalls_among(const DiagnoseContext& c, const std::vector<std::uint3
       sat_acc(out.excess_ns, std::max<std::int64_t>(0, c.dur(e) - it->second));
     }
     out.tick_ns = tick;
-    out.long_calls = static_cast<std::int64_t>(long_calls.size());
+    out.long_calls = static_cast<std::int64_t>(candidates);
     return out;
   }
   return {};
@@ -159,7 +169,8 @@ void rule_cpu_thread_stall(const DiagnoseContext& c, std::vector<Finding>* out) 
   f.id = "cpu_thread_stall";
   f.severity = FindingSeverity::kWarning;
   f.title = "Ops stall for whole scheduler ticks: " + std::to_string(st.stalled.size()) + " of " +
-            std::to_string(st.long_calls) + " calls of " + format_ns(kMinCallNs) + " or more take a multiple of " +
+            std::to_string(st.long_calls) + " calls of " + format_ns(kMinCallNs) + " to " +
+            format_ns(kMaxMultiple * st.tick_ns + st.tick_ns / 2) + " take a multiple of " +
             tick_text + " (" + top + "), " + format_ns(st.stalled_ns) + ", " +
             format_pct(100.0 * static_cast<double>(st.stalled_ns) / static_cast<double>(st.busy_ns)) +
             (c.steps.steps.empty() ? " of the trace" : " of the steps");

@@ -20,18 +20,18 @@
 #include <unordered_map>
 #include <vector>
 
-#include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/rules/cpu_thread_stall.h"
+#include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/rules/rules.h"
 
 namespace tprof::internal {
 
 namespace {
 
-// "Hundreds per step": 100 kernels per optimizer.step call on average.
 // An optimizer's own stalls: 10 long calls or more (a GAN's two Adam
 // steps: 26 calls of 7.7-7.95 ms where the same ops take 2 ms in the last).
 constexpr std::size_t kMinStalledOptimizerCalls = 10;
+// "Hundreds per step": 100 kernels per optimizer.step call on average.
 constexpr std::int64_t kMinKernelsPerCall = 100;
 // Fewer, from this many a call, where the calls hold at least
 // kWarningShare of the window on the host: a small model's loop that
@@ -207,8 +207,8 @@ void on_the_cpu(const DiagnoseContext& c, const std::vector<Span>& spans, std::v
              " ops per step become a few. Of the " + format_ns(span_ns / calls) + " each optimizer.step takes, " +
              format_ns(python_ns / calls) + " is the Python loop between the ops, which the batched forms remove; " +
              (mostly_stalled ? format_ns(stalled_ns / calls) +
-                                   " is its ops stalled for whole scheduler ticks (cpu_thread_stall), which they do not: "
-                                   "fix the threads first."
+                                   " is its ops stalled for whole scheduler ticks (more threads than free cores), which "
+                                   "they do not remove: fix the threads first."
                              : std::string("the ops' own math stays.")) +
              (first_extra_ns > 0 ? " The first call's loop takes " + format_ns(first_extra_ns) +
                                        " more (it creates the optimizer's state), once."
