@@ -44,9 +44,7 @@ RetimedTrace retime_untimed_device(const Trace& t) {
   for (std::uint32_t e = 0; e < n; ++e) {
     if (ev.phase[e] != Phase::kComplete) continue;
     const EventKind k = ev.kind[e];
-    if (device_work(k)) {
-      ++out.device;
-    } else if (t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
+    if (!device_work(k) && t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
       first_host = std::min(first_host, ev.ts_ns[e]);
       if ((k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver || k == EventKind::kCudaSync ||
            (k == EventKind::kOther && pu1_runtime.has_value() && ev.cat[e] == *pu1_runtime)) &&

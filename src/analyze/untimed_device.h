@@ -16,7 +16,6 @@ namespace tprof::internal {
 struct RetimedTrace {
   std::unique_ptr<const Trace> trace;  // null when nothing was placed
   std::int64_t untimed = 0;            // device activities placed
-  std::int64_t device = 0;             // device activities in the trace
   std::int64_t lead_ns = 0;            // the host's first event − ts 0
   std::uint32_t first = kNoIndex;      // the earliest-placed activity
 };

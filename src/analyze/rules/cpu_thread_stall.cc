@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -88,7 +89,6 @@ ThreadStalls stalls_among(const DiagnoseContext& c, const std::vector<std::uint3
       ++candidates;
       const std::int64_t k = tick_multiple(c.dur(e), tick);
       if (k == 0) continue;
-      ++out.by_multiple[k];
       out.stalled.push_back(e);
     }
     if (candidates < min_calls ||
@@ -132,9 +132,7 @@ ThreadStalls thread_stalls(const DiagnoseContext& c) {
   ThreadStalls out = stalls_among(c, c.host_ops, kMinCalls);
   if (!out.found()) return {};
   // The host's busy time: the steps' span, else the trace's window.
-  std::int64_t busy = 0;
-  for (const StepStat& s : c.steps.steps) sat_acc(busy, s.dur_ns);
-  if (busy == 0) busy = std::max<std::int64_t>(1, c.end_ns - c.start_ns);
+  const std::int64_t busy = std::max<std::int64_t>(1, c.window_ns());
   if (static_cast<double>(out.stalled_ns) < kMinBusyShare * static_cast<double>(busy)) return {};
   out.busy_ns = busy;
   return out;
@@ -174,8 +172,9 @@ void rule_cpu_thread_stall(const DiagnoseContext& c, std::vector<Finding>* out) 
             tick_text + " (" + top + "), " + format_ns(st.stalled_ns) + ", " +
             format_pct(100.0 * static_cast<double>(st.stalled_ns) / static_cast<double>(st.busy_ns)) +
             (c.steps.steps.empty() ? " of the trace" : " of the steps");
-  std::vector<std::int64_t> multiples_seen;
-  for (const auto& [k, n] : st.by_multiple) multiples_seen.push_back(k);
+  std::set<std::int64_t> multiples;
+  for (std::uint32_t e : st.stalled) multiples.insert(tick_multiple(c.dur(e), st.tick_ns));
+  const std::vector<std::int64_t> multiples_seen(multiples.begin(), multiples.end());
   f.evidence.num("tick_ns", st.tick_ns)
       .num("long_calls", st.long_calls)
       .num("stalled_calls", static_cast<std::int64_t>(st.stalled.size()))

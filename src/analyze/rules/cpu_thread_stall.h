@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <vector>
 
 #include "src/analyze/diagnose_context.h"
@@ -14,17 +13,16 @@ namespace tprof::internal {
 
 struct ThreadStalls {
   std::int64_t tick_ns = 0;              // 0: the preconditions fail
-  std::int64_t long_calls = 0;           // calls of kMinCallNs or more
+  std::int64_t long_calls = 0;           // calls from kMinCallNs to kMaxMultiple ticks and a half
   std::vector<std::uint32_t> stalled;    // the calls on a tick's multiple, by start
   std::int64_t stalled_ns = 0;
   std::int64_t excess_ns = 0;            // less each op's median short call: the saving's bound
   std::int64_t busy_ns = 0;              // the steps' span, else the trace's window
-  std::map<std::int64_t, std::int64_t> by_multiple;  // k -> calls
   bool found() const { return tick_ns > 0; }
 };
 
-// The whole program's: a CPU-only program whose stalls hold a quarter of
-// its busy time (the rule's preconditions).
+// The whole program's: a CPU-only program whose stalls hold kMinBusyShare
+// (10%) of its busy time (the rule's preconditions).
 ThreadStalls thread_stalls(const DiagnoseContext& c);
 
 // Among `calls` (CPU ops, by start) only, the same test with min_calls long

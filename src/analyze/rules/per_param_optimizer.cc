@@ -98,6 +98,7 @@ void on_the_cpu(const DiagnoseContext& c, const std::vector<Span>& spans, std::v
   std::int64_t ops = 0, ops_ns = 0, span_ns = 0;
   std::unordered_map<std::string_view, std::int64_t> by_name, last_by_name;
   std::vector<std::int64_t> loop_ns;  // per call: its time outside its ops
+  std::vector<std::uint32_t> inside;  // every CPU op inside the calls, nested ones too: the stall test's
   for (const Span& s : spans) {
     sat_acc(span_ns, s.end - s.start);
     std::int64_t call_ops_ns = 0;
@@ -108,6 +109,7 @@ void on_the_cpu(const DiagnoseContext& c, const std::vector<Span>& spans, std::v
     for (; it != c.host_ops.end() && c.ts(*it) < s.end; ++it) {
       const std::uint32_t e = *it;
       if (e == s.event || t.events.lane[e] != s.lane || c.kind(e) != EventKind::kCpuOp || c.end(e) > s.end) continue;
+      inside.push_back(e);
       if (is_optimizer_step(c.name(e))) continue;  // the scope's Operator copy
       if (c.ts(e) < outer_end) continue;           // inside an op already counted
       outer_end = c.end(e);
@@ -189,18 +191,9 @@ void on_the_cpu(const DiagnoseContext& c, const std::vector<Span>& spans, std::v
   // The optimizer's own ops are tested, whatever the rest of the program
   // does (a GAN's Adam steps: 151 of 785 ops at 7.9 ms, its convolutions'
   // long calls no tick's multiple).
-  std::int64_t stalled_ns = 0;
-  if (!unrecorded_device && cpu_only_program(c)) {
-    std::vector<std::uint32_t> inside;
-    for (const Span& sp : spans) {
-      auto it = std::lower_bound(c.host_ops.begin(), c.host_ops.end(), sp.start,
-                                 [&](std::uint32_t e, std::int64_t v) { return c.ts(e) < v; });
-      for (; it != c.host_ops.end() && c.ts(*it) < sp.end; ++it) {
-        if (t.events.lane[*it] == sp.lane && *it != sp.event && c.end(*it) <= sp.end) inside.push_back(*it);
-      }
-    }
-    stalled_ns = stalls_among(c, inside, kMinStalledOptimizerCalls).stalled_ns;
-  }
+  const std::int64_t stalled_ns = !unrecorded_device && cpu_only_program(c)
+                                      ? stalls_among(c, inside, kMinStalledOptimizerCalls).stalled_ns
+                                      : 0;
   const bool mostly_stalled = sat_mul(2, stalled_ns) >= ops_ns && stalled_ns > 0;
   if (mostly_stalled) f.evidence.num("stalled_ns", stalled_ns).text("nothing_to_act_on", "stalls");
   f.advice = use_batched(opt, /*cpu=*/!unrecorded_device) + "; its " + std::to_string(ops / calls) +
