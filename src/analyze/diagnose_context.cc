@@ -629,7 +629,7 @@ Interval DiagnoseContext::dataloader_startup() const {
         if (name(before[k]) == "aten::random_") seed = true;
       }
       const std::string_view n = name(e);
-      if (seed && (n == "aten::item" || n == "aten::_local_scalar_dense")) {
+      if (seed && is_scalar_read(n)) {
         best = next - reached;
         gap = {reached, next};
       }

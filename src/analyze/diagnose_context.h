@@ -610,6 +610,12 @@ std::string collective_kind(const DiagnoseContext& c, const DeviceOp& op);
 bool contains_ci(std::string_view s, std::string_view needle);
 // True for "ProfilerStep#N" names and torch's "ProfilerStep*" key.
 inline bool is_profiler_step(std::string_view name) { return name.starts_with("ProfilerStep"); }
+
+// .item(): aten::item around the aten::_local_scalar_dense that copies the
+// value to the host, waiting for the device first.
+inline bool is_scalar_read(std::string_view name) {
+  return name == "aten::item" || name == "aten::_local_scalar_dense";
+}
 // `name`, cut to 60 characters with "..." for a finding's title.
 std::string title_name(std::string_view name);
 // `text` with its first letter in upper case (ASCII): a clause as a sentence.

@@ -638,12 +638,12 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     // PyTorch on Apple Silicon has no oneDNN, _slow_conv2d is its CPU path,
     // and the GPU is MPS (issue 38's fourteenth round: a MacBook's ResNet-18
     // was told to check torch.backends.mkldnn.is_available()).
-    const std::string_view trace_name = c.trace.meta.top_level_json("traceName");
-    const bool mac = trace_name.find("MacBook") != std::string_view::npos ||
-                     trace_name.find("Mac-mini") != std::string_view::npos ||
-                     trace_name.find("iMac") != std::string_view::npos ||
-                     trace_name.find("Mac-Studio") != std::string_view::npos ||
-                     trace_name.find(".local_") != std::string_view::npos;
+    const std::string_view name_of_trace = trace_name(c.trace);
+    const bool mac = name_of_trace.find("MacBook") != std::string_view::npos ||
+                     name_of_trace.find("Mac-mini") != std::string_view::npos ||
+                     name_of_trace.find("iMac") != std::string_view::npos ||
+                     name_of_trace.find("Mac-Studio") != std::string_view::npos ||
+                     name_of_trace.find(".local_") != std::string_view::npos;
     const std::string freeze = std::string("torch.jit.freeze(torch.jit.script(model))") +
                                (c.torch_before_compile() ? "" : ", or torch.compile");
     // Batch norm to fold only where the model runs one (issue 38's

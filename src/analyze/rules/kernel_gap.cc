@@ -31,10 +31,6 @@ namespace tprof::internal {
 
 namespace {
 
-// .item(): aten::item around the aten::_local_scalar_dense that copies the
-// value to the host, waiting for the device first.
-bool is_scalar_read(std::string_view n) { return n == "aten::item" || n == "aten::_local_scalar_dense"; }
-
 // A launch on an idle GPU costs ~5–10 µs (the post's later steps: ~4–6 µs
 // between annotation and op; HTA calls shorter waits "kernel wait"). A gap
 // at least this long is GPU time lost to something else.

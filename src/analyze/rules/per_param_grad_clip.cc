@@ -114,7 +114,7 @@ void rule_per_param_grad_clip(const DiagnoseContext& c, std::vector<Finding>* ou
           tail = j;
           break;
         }
-        if (n == "aten::is_nonzero" || n == "aten::item" || n == "aten::_local_scalar_dense") {
+        if (n == "aten::is_nonzero" || is_scalar_read(n)) {
           clip.reads_back = true;
           sat_acc(clip.read_ns, c.dur(list[j]));
         }
