@@ -69,12 +69,18 @@ enum class EventKind : std::uint8_t {
   kCount_,
 };
 
+// True for the work a device stream runs: kernels, copies and fills, the
+// activities with a launch call and a correlation id. Annotations and ranges
+// on device lanes are not work (is_device_kind counts them too).
+constexpr bool is_device_work(EventKind k) {
+  return k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset;
+}
+
 // True for activities that run on the device (they get GPU lanes). A
 // range-profiler range is device work too (torch counts it as CUDA time),
 // though its times are not measured (docs/diagnose.md, "Range profiler").
 constexpr bool is_device_kind(EventKind k) {
-  return k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset ||
-         k == EventKind::kGpuUserAnnotation || k == EventKind::kProfilerRange;
+  return is_device_work(k) || k == EventKind::kGpuUserAnnotation || k == EventKind::kProfilerRange;
 }
 
 // Event flags (EventColumns::flags).

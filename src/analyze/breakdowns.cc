@@ -117,7 +117,7 @@ std::vector<char> tracelens_linked(const Trace& t) {
     const std::int64_t id = link_id(e);
     if (id < 0) continue;
     const EventKind k = ev.kind[e];
-    if (k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset) gpu_by_id[id].push_back(e);
+    if (is_device_work(k)) gpu_by_id[id].push_back(e);
     by_lane_id[{ev.lane[e], id}] = e;
   }
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
@@ -430,7 +430,7 @@ std::vector<HtaOp> hta_ops(const DiagnoseContext& c, const HtaClock& clock, bool
       op.has_launch = true;
       op.launch_ts = first_ts;
     }
-    op.idle_cat = k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset;
+    op.idle_cat = is_device_work(k);
     auto [it, fresh] = computation.try_emplace(ev.name[e], false);
     if (fresh) it->second = hta_is_computation(t.name(e));
     op.computation = it->second;

@@ -236,7 +236,7 @@ RunData read_run(const Trace& t) {
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
     const EventKind k = ev.kind[e];
     if (ev.phase[e] != Phase::kComplete) continue;
-    if (k != EventKind::kKernel && k != EventKind::kGpuMemcpy && k != EventKind::kGpuMemset) continue;
+    if (!is_device_work(k)) continue;
     std::uint32_t& id = name_ids[ev.name[e]];
     if (id == kNoIndex) {
       id = static_cast<std::uint32_t>(d.kernel_names.size());

@@ -21,10 +21,6 @@ bool is_host_activity(EventKind k) {
          k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver;
 }
 
-bool is_device_work(EventKind k) {
-  return k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset;
-}
-
 }  // namespace
 
 StepsSummary compute_steps(const Trace& t) {

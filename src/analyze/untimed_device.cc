@@ -17,10 +17,6 @@ namespace {
 
 constexpr std::int64_t kUntimedLeadNs = 1'000'000'000;  // 1 s
 
-bool device_work(EventKind k) {
-  return k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset;
-}
-
 }  // namespace
 
 RetimedTrace retime_untimed_device(const Trace& t) {
@@ -33,7 +29,7 @@ RetimedTrace retime_untimed_device(const Trace& t) {
   // here without building anything.
   bool any_zero = false;
   for (std::uint32_t e = 0; e < n && !any_zero; ++e) {
-    any_zero = ev.ts_ns[e] == zero && ev.phase[e] == Phase::kComplete && device_work(ev.kind[e]);
+    any_zero = ev.ts_ns[e] == zero && ev.phase[e] == Phase::kComplete && is_device_work(ev.kind[e]);
   }
   if (!any_zero) return RetimedTrace{};
   // A PrivateUse1 backend's launch calls ("privateuse1_runtime", kOther to
@@ -44,7 +40,7 @@ RetimedTrace retime_untimed_device(const Trace& t) {
   for (std::uint32_t e = 0; e < n; ++e) {
     if (ev.phase[e] != Phase::kComplete) continue;
     const EventKind k = ev.kind[e];
-    if (!device_work(k) && t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
+    if (!is_device_work(k) && t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {
       first_host = std::min(first_host, ev.ts_ns[e]);
       if ((k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver || k == EventKind::kCudaSync ||
            (k == EventKind::kOther && pu1_runtime.has_value() && ev.cat[e] == *pu1_runtime)) &&
@@ -66,7 +62,7 @@ RetimedTrace retime_untimed_device(const Trace& t) {
   std::vector<std::vector<Item>> by_lane(t.lanes.size());
   std::int64_t untimed = 0;
   for (std::uint32_t e = 0; e < n; ++e) {
-    if (ev.phase[e] != Phase::kComplete || !device_work(ev.kind[e])) continue;
+    if (ev.phase[e] != Phase::kComplete || !is_device_work(ev.kind[e])) continue;
     std::uint32_t launch = kNoIndex;
     if (ev.ts_ns[e] == zero && ev.correlation[e] >= 0) launch = launch_by_corr.find(ev.correlation[e]);
     if (launch != kNoIndex && ev.ts_ns[launch] - zero >= kUntimedLeadNs) {

@@ -31,10 +31,6 @@ bool is_host_kind(EventKind k) {
          k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver;
 }
 
-bool is_stream_kind(EventKind k) {
-  return k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset;
-}
-
 struct RawEdge {
   std::uint32_t from, to;
   std::uint32_t event, cause_event;
@@ -89,7 +85,7 @@ class Builder {
       const EventKind k = ev.kind[e];
       if (lk == LaneKind::kCpu && is_host_kind(k)) {
         host_.push_back(e);
-      } else if (lk == LaneKind::kGpu && is_stream_kind(k)) {
+      } else if (lk == LaneKind::kGpu && is_device_work(k)) {
         device_.push_back(e);
       } else if (k == EventKind::kCudaSync) {
         sync_records_.push_back(e);

@@ -28,7 +28,7 @@ void check_overlaps(Trace* t) {
   std::vector<std::vector<std::uint32_t>> per_lane(t->lanes.size());
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
     const EventKind k = ev.kind[e];
-    if ((k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset) &&
+    if (is_device_work(k) &&
         ev.phase[e] == Phase::kComplete) {
       per_lane[ev.lane[e]].push_back(e);
     }
@@ -75,7 +75,7 @@ std::vector<std::uint32_t> drop_expected_lone_flows(const Trace& t, std::vector<
       cpu_ends.emplace_back(ev.flow_id[e], ev.lane[e]);
     }
     if (ev.correlation[e] < 0) continue;
-    if (k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset) {
+    if (is_device_work(k)) {
       device_corr.push_back(ev.correlation[e]);
     } else if ((k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver || k == EventKind::kCudaSync) &&
                t.lanes[ev.lane[e]].kind == LaneKind::kCpu) {

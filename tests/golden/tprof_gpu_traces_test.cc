@@ -64,10 +64,6 @@ Trace load(const GpuRun& r) {
   return t ? std::move(t).value() : Trace();
 }
 
-bool is_device_work(EventKind k) {
-  return k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset;
-}
-
 bool has_finding(const Diagnosis& d, std::string_view id) {
   return std::any_of(d.findings.begin(), d.findings.end(), [&](const Finding& f) { return f.id == id; });
 }

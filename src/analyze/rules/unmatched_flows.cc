@@ -78,7 +78,7 @@ void rule_unmatched_flows(const DiagnoseContext& c, std::vector<Finding>* out) {
   for (std::uint32_t e = 0; e < ev.size(); ++e) {
     if (ev.correlation[e] < 0) continue;
     const EventKind k = ev.kind[e];
-    const bool device = k == EventKind::kKernel || k == EventKind::kGpuMemcpy || k == EventKind::kGpuMemset;
+    const bool device = is_device_work(k);
     const std::string_view n = t.name(e);
     const bool launch = (k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver) &&
                         (n.find("Launch") != std::string_view::npos || n.find("Memcpy") != std::string_view::npos ||
