@@ -270,7 +270,8 @@ struct ThreadBusy {
   std::string lane;         // "cpu pid 1073 tid 1073"
   std::string thread_name;  // from metadata, "" when absent
   std::int64_t busy_ns = 0;
-  std::int64_t window_ns = 0;  // the steps (first start to last end), else the whole trace
+  std::int64_t waiting_ns = 0;  // left out of busy_ns: in wait frames, and a multi-process DataLoader's own time
+  std::int64_t window_ns = 0;   // the steps (first start to last end), else the whole trace
   double busy_pct = 0;
 };
 

@@ -517,7 +517,9 @@ std::vector<ThreadBusy> thread_busy(const DiagnoseContext& c) {
     b.thread_name = std::string(t.str(t.lanes[lane].thread_name));
     const std::int64_t waiting =
         std::max<std::int64_t>(0, union_length(std::move(l.waits)) - union_length(std::move(l.working_in_waits)));
-    b.busy_ns = std::max<std::int64_t>(0, union_length(std::move(l.all)) - waiting);
+    const std::int64_t all = union_length(std::move(l.all));
+    b.busy_ns = std::max<std::int64_t>(0, all - waiting);
+    b.waiting_ns = all - b.busy_ns;
     b.window_ns = window;
     b.busy_pct = window > 0 ? 100.0 * static_cast<double>(b.busy_ns) / static_cast<double>(window) : 0.0;
     out.push_back(std::move(b));

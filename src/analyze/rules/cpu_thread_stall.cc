@@ -50,6 +50,7 @@ constexpr std::size_t kMinCalls = 30;
 constexpr double kMinShare = 0.55;
 constexpr std::size_t kMinOps = 3;
 constexpr double kMaxOneOpShare = 0.6;
+constexpr std::size_t kMinOtherCalls = 20;
 // A stall is a few ticks; a call of many ticks is the op's work, and its
 // length lands near a multiple by chance.
 constexpr std::int64_t kMaxMultiple = 8;
@@ -63,6 +64,16 @@ std::int64_t tick_multiple(std::int64_t dur, std::int64_t tick) {
   return off >= -kBelowNs && off <= kAboveNs ? k : 0;
 }
 
+// An op's own call: not a scope (a legacy export files record_function
+// scopes as ops too, and a scope's own time is Python's, a DataLoader's
+// __next__ collating a batch, not an intra-op pool's: issue 38's
+// twenty-fifth round, an LSTM's "enumerate(DataLoader)#... x3" among its
+// stalled ops), and not mostly its children's time.
+bool own_op_call(const DiagnoseContext& c, const Nesting& nest, std::uint32_t e) {
+  return c.kind(e) == EventKind::kCpuOp && sat_mul(2, nest.child_ns[e]) < c.dur(e) &&
+         c.name(e).find("::") != std::string_view::npos;
+}
+
 }  // namespace
 
 ThreadStalls stalls_among(const DiagnoseContext& c, const std::vector<std::uint32_t>& calls, std::size_t min_calls) {
@@ -70,7 +81,7 @@ ThreadStalls stalls_among(const DiagnoseContext& c, const std::vector<std::uint3
   std::vector<std::uint32_t> long_calls;
   std::map<StrId, std::vector<std::int64_t>> short_calls;  // per op name, its calls under kMinCallNs
   for (std::uint32_t e : calls) {
-    if (c.kind(e) != EventKind::kCpuOp || sat_mul(2, nest.child_ns[e]) >= c.dur(e)) continue;
+    if (!own_op_call(c, nest, e)) continue;
     if (c.dur(e) >= kMinCallNs) {
       long_calls.push_back(e);
     } else {
@@ -101,8 +112,11 @@ ThreadStalls stalls_among(const DiagnoseContext& c, const std::vector<std::uint3
     for (std::uint32_t e : out.stalled) ++names[c.trace.events.name[e]];
     std::size_t top_name = 0;
     for (const auto& [name, n] : names) top_name = std::max(top_name, n);
+    // An op that dominates is no coincidence where the others' stalls are
+    // many too (an LSTM's gate addmm x44 beside its tanh x20 and more).
+    const bool others_many = out.stalled.size() - top_name >= kMinOtherCalls;
     if (names.size() < kMinOps ||
-        static_cast<double>(top_name) > kMaxOneOpShare * static_cast<double>(out.stalled.size())) {
+        (static_cast<double>(top_name) > kMaxOneOpShare * static_cast<double>(out.stalled.size()) && !others_many)) {
       continue;
     }
     std::map<StrId, std::int64_t> typical;  // median of the op's short calls, computed once per name
@@ -125,6 +139,15 @@ ThreadStalls stalls_among(const DiagnoseContext& c, const std::vector<std::uint3
     return out;
   }
   return {};
+}
+
+std::int64_t stalled_ns_at(const DiagnoseContext& c, const std::vector<std::uint32_t>& calls, std::int64_t tick) {
+  const Nesting& nest = c.nesting();
+  std::int64_t ns = 0;
+  for (std::uint32_t e : calls) {
+    if (own_op_call(c, nest, e) && c.dur(e) >= kMinCallNs && tick_multiple(c.dur(e), tick) != 0) sat_acc(ns, c.dur(e));
+  }
+  return ns;
 }
 
 ThreadStalls thread_stalls(const DiagnoseContext& c) {
@@ -183,8 +206,10 @@ void rule_cpu_thread_stall(const DiagnoseContext& c, std::vector<Finding>* out) 
       .ints("multiples", multiples_seen)
       .event("example", c.ref(example));
   f.advice = "Give torch's intra-op pool no more threads than the cores this process really gets: a parallel op "
-             "returns when its last thread does, and a thread without a core waits for the scheduler's next tick (" +
-             tick_text + "), whatever the op's work. Set torch.set_num_threads (or OMP_NUM_THREADS) to no more than the cores "
+             "returns when its last thread does, and a thread without a core, the calling one too, waits for the scheduler's "
+             "next tick (" +
+             tick_text + "), whatever the op's work. Set torch.set_num_threads (or OMP_NUM_THREADS; OPENBLAS_NUM_THREADS where torch's "
+             "BLAS is OpenBLAS with its own pool) to no more than the cores "
              "free to it (os.sched_getaffinity(0), the container's CPU quota, other processes and DataLoader "
              "workers on the same cores), or stop the other load, and profile again: every share in this trace is "
              "inflated by the stalls.";

@@ -29,4 +29,8 @@ ThreadStalls thread_stalls(const DiagnoseContext& c);
 // calls and without the busy share (busy_ns 0): an optimizer step's own ops.
 ThreadStalls stalls_among(const DiagnoseContext& c, const std::vector<std::uint32_t>& calls, std::size_t min_calls);
 
+// The time of `calls` (CPU ops) that sit on a multiple of `tick`, a tick
+// the whole program's stalls were found on: no witnesses of their own.
+std::int64_t stalled_ns_at(const DiagnoseContext& c, const std::vector<std::uint32_t>& calls, std::int64_t tick);
+
 }  // namespace tprof::internal

@@ -71,10 +71,15 @@ bool linux_thread_ids(const DiagnoseContext& c) {
 // Flag queries are no work issued (torch.backends.cudnn's
 // `_get_cudnn_enabled`, which F.batch_norm reads on every call, CPU or not:
 // issue 38's eighth round, a macOS CPU run called "the GPU's activity was
-// not recorded" for two of them).
+// not recorded" for two of them). Nor are the predicates that choose a
+// path: `aten::cudnn_is_acceptable`, which an LSTM asks on the CPU too, and
+// `aten::_use_cudnn_ctc_loss` (issue 38's twenty-fifth round: a CPU-only
+// torch 1.13 LSTM trace called "unclear, the GPU's activity was not
+// recorded" for its 3 calls of the first).
 bool is_gpu_library_op(std::string_view n) {
   if (n.find("_get_") != std::string_view::npos || n.find("_enabled") != std::string_view::npos ||
-      n.find("is_available") != std::string_view::npos || n.find("version") != std::string_view::npos) {
+      n.find("is_available") != std::string_view::npos || n.find("version") != std::string_view::npos ||
+      n.find("_is_acceptable") != std::string_view::npos || n.find("_use_") != std::string_view::npos) {
     return false;
   }
   for (std::string_view lib : {"cudnn", "miopen", "cublas", "nccl"}) {

@@ -644,7 +644,7 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
                      name_of_trace.find("iMac") != std::string_view::npos ||
                      name_of_trace.find("Mac-Studio") != std::string_view::npos ||
                      name_of_trace.find(".local_") != std::string_view::npos;
-    const std::string freeze = std::string("torch.jit.freeze(torch.jit.script(model))") +
+    const std::string freeze = std::string("torch.jit.freeze(torch.jit.trace(model, example_input))") +
                                (c.torch_before_compile() ? "" : ", or torch.compile");
     // Batch norm to fold only where the model runs one (issue 38's
     // twenty-fourth round: pytorch/examples' MNIST CNN, which has none, was
