@@ -368,8 +368,9 @@ void append_threads(std::string* out, const Diagnosis& d, std::size_t max_thread
     // waits, unexplained).
     *out += "  " + t.lane + (t.thread_name.empty() ? "" : " (" + t.thread_name + ")") + ": " + format_ns(t.busy_ns) +
             " (" + format_pct(t.busy_pct) + ")" +
-            (t.waiting_ns > 0 ? ", not counting " + format_ns(t.waiting_ns) + " of waits (a DataLoader's workers, locks, sleeps)"
-                              : std::string()) +
+            (t.waiting_ns > 0
+                 ? ", not counting " + format_ns(t.waiting_ns) + " of waits (a DataLoader's workers, locks, sleeps)"
+                 : std::string()) +
             "\n";
   }
   if (d.threads.size() > max_threads) *out += "  ... " + std::to_string(d.threads.size() - max_threads) + " more\n";
@@ -1119,7 +1120,8 @@ std::string format_diagnosis_md(const Trace& trace, const Diagnosis& d) {
   }
   if (!d.threads.empty()) {
     out += "\n## Threads\n\nBusy time over " + std::string(d.steps.empty() ? "the trace" : "the steps") + " (" +
-           format_ns(d.threads.front().window_ns) + ").\n\n| thread | name | busy | share | waits, not counted |\n|---|---|---:|---:|---:|\n";
+           format_ns(d.threads.front().window_ns) +
+           ").\n\n| thread | name | busy | share | waits, not counted |\n|---|---|---:|---:|---:|\n";
     for (const ThreadBusy& t : d.threads) {
       out += "| " + t.lane + " | " + t.thread_name + " | " + format_ns(t.busy_ns) + " | " + format_pct(t.busy_pct) + " | " +
              format_ns(t.waiting_ns) + " |\n";

@@ -206,10 +206,11 @@ void rule_cpu_thread_stall(const DiagnoseContext& c, std::vector<Finding>* out) 
       .ints("multiples", multiples_seen)
       .event("example", c.ref(example));
   f.advice = "Give torch's intra-op pool no more threads than the cores this process really gets: a parallel op "
-             "returns when its last thread does, and a thread without a core, the calling one too, waits for the scheduler's "
-             "next tick (" +
-             tick_text + "), whatever the op's work. Set torch.set_num_threads (or OMP_NUM_THREADS; OPENBLAS_NUM_THREADS where torch's "
-             "BLAS is OpenBLAS with its own pool) to no more than the cores "
+             "returns when its last thread does, and a thread without a core, the calling one too, waits for the "
+             "scheduler's next tick (" +
+             tick_text +
+             "), whatever the op's work. Set torch.set_num_threads (or OMP_NUM_THREADS; OPENBLAS_NUM_THREADS where "
+             "torch's BLAS is OpenBLAS with its own pool) to no more than the cores "
              "free to it (os.sched_getaffinity(0), the container's CPU quota, other processes and DataLoader "
              "workers on the same cores), or stop the other load, and profile again: every share in this trace is "
              "inflated by the stalls.";

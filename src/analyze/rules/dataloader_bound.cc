@@ -416,9 +416,11 @@ void rule_dataloader_bound(const DiagnoseContext& c, std::vector<Finding>* out) 
     // with no decoding to move).
     const bool in_main = c.name(longest).find("_SingleProcessDataLoaderIter") != std::string_view::npos;
     f.advice = std::string("Build the batches off the loop: ") +
-               (in_main ? "the DataLoader makes each one in the main process (num_workers=0), and " : "") +
-               (in_main ? "the loop spends " : "the loop waits ") + where + inside + ". Give it worker processes, DataLoader(num_workers=N" +
-               (gpu ? ", pin_memory=True" : "") + ", persistent_workers=True) with N no more than the cores free beside " +
+               (in_main ? "the DataLoader makes each one in the main process (num_workers=0), and the loop spends "
+                        : "the loop waits ") +
+               where + inside + ". Give it worker processes, DataLoader(num_workers=N" +
+               (gpu ? ", pin_memory=True" : "") +
+               ", persistent_workers=True) with N no more than the cores free beside " +
                (gpu ? "the main process" : "torch's own threads (torch.get_num_threads())") +
                "; a data set whose transforms are fixed (no random augmentation) can instead be transformed once, "
                "kept as tensors and indexed a whole batch at a time." +
