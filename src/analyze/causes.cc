@@ -27,6 +27,11 @@ std::string_view text_of(const Finding& f, std::string_view key) {
   return e != nullptr && e->kind == Evidence::Kind::kText ? std::string_view(e->s) : std::string_view();
 }
 
+std::int64_t int_of(const Finding& f, std::string_view key, std::int64_t fallback) {
+  const Evidence::Field* e = f.evidence.find(key);
+  return e != nullptr && e->kind == Evidence::Kind::kInt ? e->i : fallback;
+}
+
 // The order of the causes, in three classes: the causes with a fix; then
 // a cause whose own finding says nothing needs fixing (sync_api's "No
 // change needed unless the host has other work to do", evidence
@@ -68,6 +73,14 @@ int rank_class(const Cause& c, const std::vector<Finding>& findings) {
     // fix, as cold_start's (issue 38's twenty-second round: both ranked
     // above a GPU-bound SGLang decode's own kernels).
     if (text_of(findings[c.anchor], "first_calls") == "yes") return 2;
+    // The host's noise across steps, on its own card (not the stalls'),
+    // under a fifth of the shortest step: a note on the recording, after
+    // the program's own costs (issue 38's twenty-fifth round: a ResNet-50's
+    // 12.7% spread ranked above its 73% in convolutions). A larger spread
+    // leads: every other figure is suspect.
+    if (c.id == "cpu_op_variance" && sat_mul(5, c.impact_per_step_ns) < int_of(findings[c.anchor], "shortest_step_ns", 0)) {
+      return 2;
+    }
   }
   return 0;
 }
@@ -79,11 +92,6 @@ auto cause_order(const std::vector<Finding>& findings) {
     if (a.impact_ns != b.impact_ns) return a.impact_ns > b.impact_ns;
     return a.severity > b.severity;
   };
-}
-
-std::int64_t int_of(const Finding& f, std::string_view key, std::int64_t fallback) {
-  const Evidence::Field* e = f.evidence.find(key);
-  return e != nullptr && e->kind == Evidence::Kind::kInt ? e->i : fallback;
 }
 
 double real_of(const Finding& f, std::string_view key) {

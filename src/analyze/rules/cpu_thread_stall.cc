@@ -205,15 +205,18 @@ void rule_cpu_thread_stall(const DiagnoseContext& c, std::vector<Finding>* out) 
       .num("excess_ns", st.excess_ns)
       .ints("multiples", multiples_seen)
       .event("example", c.ref(example));
-  f.advice = "Give torch's intra-op pool no more threads than the cores this process really gets: a parallel op "
-             "returns when its last thread does, and a thread without a core, the calling one too, waits for the "
-             "scheduler's next tick (" +
+  // Profiling again on a quiet machine is in the first sentence, which the
+  // default page shows (issue 38's twenty-fifth round: "fewer threads"
+  // alone rejected where the stalls came and went with other load and the
+  // script's threads already matched the cores).
+  f.advice = "Give torch's intra-op pool no more threads than the cores this process really gets, or stop the other "
+             "load on them, and profile again: a parallel op returns when its last thread does, and a thread without "
+             "a core, the calling one too, waits for the scheduler's next tick (" +
              tick_text +
              "), whatever the op's work. Set torch.set_num_threads (or OMP_NUM_THREADS; OPENBLAS_NUM_THREADS where "
-             "torch's BLAS is OpenBLAS with its own pool) to no more than the cores "
-             "free to it (os.sched_getaffinity(0), the container's CPU quota, other processes and DataLoader "
-             "workers on the same cores), or stop the other load, and profile again: every share in this trace is "
-             "inflated by the stalls.";
+             "torch's BLAS is OpenBLAS with its own pool) to no more than the cores free to it "
+             "(os.sched_getaffinity(0), the container's CPU quota, other processes and DataLoader workers on the "
+             "same cores): every share in this trace is inflated by the stalls.";
   f.impact_ns = st.excess_ns;
   out->push_back(std::move(f));
 }
