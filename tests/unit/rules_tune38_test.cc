@@ -6344,5 +6344,47 @@ TEST(RulesTune38, ASmallSpreadAcrossStepsRanksAfterTheHotspot) {
   ASSERT_GE(l.causes.size(), 2u);
   EXPECT_EQ(l.causes[0].id, "cpu_op_variance");
 }
+
+// Where the ops stall for whole ticks, a CPU hotspot whose calls, however
+// long, mostly last a whole number of ticks is partly the stalls: they come
+// first (issue 38's twenty-fifth round: a DLA's 1x1 convolutions, exactly 8
+// ticks in every batch, told to use channels_last). Calls off the ticks
+// keep the op's own advice.
+TEST(RulesTune38, AHotspotWhoseCallsLastWholeTicksIsToldTheStallsFirst) {
+  auto trace_with = [](double conv_us) {
+    std::string doc = "[";
+    double t = 0;
+    auto add = [&](const char* name, double dur) {
+      doc += std::string(doc.size() > 1 ? ",\n" : "") + R"({"name": ")" + name + R"(", "ph": "X", "ts": )" +
+             std::to_string(t) + R"(, "dur": )" + std::to_string(dur) +
+             R"(, "tid": 1, "pid": "CPU functions", "args": {}})";
+      t += dur + 5;
+    };
+    for (int i = 0; i < 12; ++i) {
+      add("aten::mul", 7'900);
+      add("aten::tanh", 3'950);
+      add("aten::add", 7'950);
+      add("aten::mkldnn_convolution", conv_us);
+    }
+    doc += "]";
+    return from_text(doc);
+  };
+  const Trace on_ticks = trace_with(31'800);
+  const Diagnosis d = diagnose(on_ticks, {.only = {"hotspot", "cpu_thread_stall"}});
+  ASSERT_NE(first_of(d, "cpu_thread_stall"), nullptr);
+  const Finding* h = first_of(d, "hotspot");
+  ASSERT_NE(h, nullptr);
+  EXPECT_TRUE(h->advice.starts_with("Fix the thread stalls first (cpu_thread_stall) and profile again: 12 of its 12 "
+                                    "calls of 1.5 ms or more last a whole number of scheduler ticks (4.000 ms)"))
+      << h->advice;
+  EXPECT_TRUE(contains(h->advice, "Then: Make each convolution cheaper")) << h->advice;
+  const Trace off_ticks = trace_with(30'000);
+  const Diagnosis o = diagnose(off_ticks, {.only = {"hotspot", "cpu_thread_stall"}});
+  ASSERT_NE(first_of(o, "cpu_thread_stall"), nullptr);
+  const Finding* ho = first_of(o, "hotspot");
+  ASSERT_NE(ho, nullptr);
+  EXPECT_EQ(ho->evidence.find("calls_on_ticks"), nullptr);
+  EXPECT_TRUE(ho->advice.starts_with("Make each convolution cheaper")) << ho->advice;
+}
 }  // namespace
 }  // namespace tprof

@@ -51,6 +51,8 @@ constexpr double kMinShare = 0.55;
 constexpr std::size_t kMinOps = 3;
 constexpr double kMaxOneOpShare = 0.6;
 constexpr std::size_t kMinOtherCalls = 20;
+// An op's calls of any length judged on the ticks (calls_on_ticks).
+constexpr std::size_t kMinOpCalls = 10;
 // A stall is a few ticks; a call of many ticks is the op's work, and its
 // length lands near a multiple by chance.
 constexpr std::int64_t kMaxMultiple = 8;
@@ -148,6 +150,23 @@ std::int64_t stalled_ns_at(const DiagnoseContext& c, const std::vector<std::uint
     if (own_op_call(c, nest, e) && c.dur(e) >= kMinCallNs && tick_multiple(c.dur(e), tick) != 0) sat_acc(ns, c.dur(e));
   }
   return ns;
+}
+
+bool CallsOnTicks::most() const {
+  return calls >= static_cast<std::int64_t>(kMinOpCalls) &&
+         static_cast<double>(on_ticks) >= kMinShare * static_cast<double>(calls);
+}
+
+CallsOnTicks calls_on_ticks(const DiagnoseContext& c, std::string_view op, std::int64_t tick) {
+  CallsOnTicks out;
+  for (std::uint32_t e : c.host_ops) {
+    if (c.kind(e) != EventKind::kCpuOp || c.dur(e) < kMinCallNs || c.name(e) != op) continue;
+    ++out.calls;
+    const std::int64_t k = (c.dur(e) + tick / 2) / tick;
+    const std::int64_t off = c.dur(e) - k * tick;
+    if (k >= 1 && off >= -kBelowNs && off <= kAboveNs) ++out.on_ticks;
+  }
+  return out;
 }
 
 ThreadStalls thread_stalls(const DiagnoseContext& c) {

@@ -33,4 +33,13 @@ ThreadStalls stalls_among(const DiagnoseContext& c, const std::vector<std::uint3
 // the whole program's stalls were found on: no witnesses of their own.
 std::int64_t stalled_ns_at(const DiagnoseContext& c, const std::vector<std::uint32_t>& calls, std::int64_t tick);
 
+// An op's calls of kMinCallNs or more, however many ticks they last, and
+// those that sit on a multiple of `tick` (a call of many ticks lands there
+// by chance 29% of the time; most of them there is the stalls in it).
+struct CallsOnTicks {
+  std::int64_t calls = 0, on_ticks = 0;
+  bool most() const;  // at least kMinOpCalls calls, kMinShare of them on ticks
+};
+CallsOnTicks calls_on_ticks(const DiagnoseContext& c, std::string_view op, std::int64_t tick);
+
 }  // namespace tprof::internal

@@ -16,6 +16,7 @@
 #include "src/analyze/idle.h"
 #include "src/analyze/intervals.h"
 #include "src/analyze/legacy_spans.h"
+#include "src/analyze/rules/cpu_thread_stall.h"
 #include "src/analyze/rules/device_activity_missing.h"
 #include "src/analyze/rules/rules.h"
 #include "src/analyze/verdict.h"
@@ -1045,6 +1046,22 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
   // Where the time goes, not what a change would save: no impact (the
   // verdict and the efficiency findings say whether it can be faster),
   // except the host's noise, which a quiet host takes back.
+  // Where the program's ops stall for whole ticks and most of this op's
+  // calls, however long, last a whole number of them too, part of its time
+  // is the stalls': they come first (issue 38's twenty-fifth round: a DLA's
+  // 1x1 convolutions, exactly 8 ticks in every batch, judged as
+  // convolution work and told to use channels_last).
+  if (!device) {
+    if (const ThreadStalls st = thread_stalls(c); st.found()) {
+      if (const CallsOnTicks on = calls_on_ticks(c, best->key, st.tick_ns); on.most()) {
+        f.evidence.num("calls_on_ticks", on.on_ticks);
+        f.advice = "Fix the thread stalls first (cpu_thread_stall) and profile again: " + std::to_string(on.on_ticks) +
+                   " of its " + std::to_string(on.calls) + " calls of 1.5 ms or more last a whole number of scheduler ticks (" +
+                   format_ns(st.tick_ns) + ") as the stalled ops do, so part of its time is theirs, not its work's. Then: " +
+                   f.advice;
+      }
+    }
+  }
   f.impact_ns = noise_ns;
   if (static_cast<double>(noise_ns) >= kNoiseWarnShare * static_cast<double>(c.window_ns())) {
     f.severity = FindingSeverity::kWarning;
