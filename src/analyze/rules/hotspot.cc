@@ -1043,9 +1043,6 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
       noise_ns = 0;
     }
   }
-  // Where the time goes, not what a change would save: no impact (the
-  // verdict and the efficiency findings say whether it can be faster),
-  // except the host's noise, which a quiet host takes back.
   // Where the program's ops stall for whole ticks and most of this op's
   // calls, however long, last a whole number of them too, part of its time
   // is the stalls': they come first (issue 38's twenty-fifth round: a DLA's
@@ -1055,13 +1052,16 @@ void rule_hotspot(const DiagnoseContext& c, std::vector<Finding>* out) {
     if (const ThreadStalls st = thread_stalls(c); st.found()) {
       if (const CallsOnTicks on = calls_on_ticks(c, best->key, st.tick_ns); on.most()) {
         f.evidence.num("calls_on_ticks", on.on_ticks);
-        f.advice = "Fix the thread stalls first (cpu_thread_stall) and profile again: " + std::to_string(on.on_ticks) +
-                   " of its " + std::to_string(on.calls) + " calls of 1.5 ms or more last a whole number of scheduler ticks (" +
-                   format_ns(st.tick_ns) + ") as the stalled ops do, so part of its time is theirs, not its work's. Then: " +
-                   f.advice;
+        f.advice = "Fix the thread stalls first (cpu_thread_stall) and profile again: " +
+                   std::to_string(on.on_ticks) + " of its " + std::to_string(on.calls) +
+                   " calls of 1.5 ms or more last a whole number of scheduler ticks (" + format_ns(st.tick_ns) +
+                   ") as the stalled ops do, so part of its time is theirs, not its work's. Then: " + f.advice;
       }
     }
   }
+  // Where the time goes, not what a change would save: no impact (the
+  // verdict and the efficiency findings say whether it can be faster),
+  // except the host's noise, which a quiet host takes back.
   f.impact_ns = noise_ns;
   if (static_cast<double>(noise_ns) >= kNoiseWarnShare * static_cast<double>(c.window_ns())) {
     f.severity = FindingSeverity::kWarning;
