@@ -31,4 +31,18 @@ inline std::string doc(const std::vector<std::string>& events, const std::string
   return s + "\n]}";
 }
 
+// The legacy autograd profiler's export (torch.profiler on a build without
+// Kineto): a JSON array of complete events on one thread, args empty.
+//
+//   from_text(legacy_doc({legacy_x("aten::mm", 0, 50), legacy_x("aten::add", 60, 5)}))
+inline std::string legacy_x(const std::string& name, double ts, double dur) {
+  return R"({"name": ")" + name + R"(", "ph": "X", "ts": )" + std::to_string(ts) + R"(, "dur": )" +
+         std::to_string(dur) + R"(, "tid": 1, "pid": "CPU functions", "args": {}})";
+}
+inline std::string legacy_doc(const std::vector<std::string>& events) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < events.size(); ++i) s += (i ? ",\n" : "") + events[i];
+  return s + "]";
+}
+
 }  // namespace tprof::testing

@@ -6200,19 +6200,16 @@ TEST(RulesTune38, CpuOpVarianceComparesTheSameCallAcrossSteps) {
 // much is the host". Without shapes the advice says the calls may be
 // different work, and why the export has none.
 TEST(RulesTune38, AHotspotWithoutShapesDoesNotCallItsCallsTheSameWork) {
-  std::string doc = "[";
+  std::vector<std::string> ev;
   double t = 0;
   for (int s = 0; s < 3; ++s) {
     for (int layer = 0; layer < 8; ++layer) {
       const double dur = layer < 2 ? 150'000.0 : 8'000.0;  // two layers 150 ms, six 8 ms
-      doc += std::string(doc.size() > 1 ? ",\n" : "") + R"({"name": "aten::convolution_backward", "ph": "X", "ts": )" +
-             std::to_string(t) + R"(, "dur": )" + std::to_string(dur) +
-             R"(, "tid": 1, "pid": "CPU functions", "args": {}})";
+      ev.push_back(testing::legacy_x("aten::convolution_backward", t, dur));
       t += dur + 10;
     }
   }
-  doc += "]";
-  const Trace trace = from_text(doc);
+  const Trace trace = from_text(testing::legacy_doc(ev));
   ASSERT_EQ(trace.meta.producer, Producer::kTorchLegacy);
   const std::vector<Finding> f = diagnose(trace, {.only = {"hotspot"}}).findings;
   ASSERT_EQ(f.size(), 1u);
@@ -6259,11 +6256,10 @@ TEST(RulesTune38, AnLstmOnTheCpuAskingCudnnIsCpuOnly) {
 // time sits on a tick is Python's, not the intra-op pool's, and is not
 // counted among the stalls.
 TEST(RulesTune38, AScopeIsNotAStalledOp) {
-  std::string doc = "[";
+  std::vector<std::string> ev;
   double t = 0;
   auto add = [&](const std::string& name, double dur) {
-    doc += std::string(doc.size() > 1 ? ",\n" : "") + R"({"name": ")" + name + R"(", "ph": "X", "ts": )" +
-           std::to_string(t) + R"(, "dur": )" + std::to_string(dur) + R"(, "tid": 1, "pid": "CPU functions", "args": {}})";
+    ev.push_back(testing::legacy_x(name, t, dur));
     t += dur + 5;
   };
   for (int i = 0; i < 12; ++i) {
@@ -6274,8 +6270,7 @@ TEST(RulesTune38, AScopeIsNotAStalledOp) {
     add("aten::tanh", 30);
     add("aten::mul", 20);
   }
-  doc += "]";
-  const Trace trace = from_text(doc);
+  const Trace trace = from_text(testing::legacy_doc(ev));
   const Diagnosis d = diagnose(trace, {.only = {"cpu_thread_stall"}});
   const Finding* stall = first_of(d, "cpu_thread_stall");
   ASSERT_NE(stall, nullptr);
@@ -6307,16 +6302,11 @@ TEST(RulesTune38, AnOptimizersFewStallsOnTheProgramsTickAreStalls) {
 // ranked above its 73% in convolutions). A larger spread still leads.
 TEST(RulesTune38, ASmallSpreadAcrossStepsRanksAfterTheHotspot) {
   auto trace_with = [](double slow_ms) {
-    std::string doc = "[";
+    std::vector<std::string> ev;
     double t = 0;
-    auto add = [&](const std::string& name, double ts, double dur) {
-      doc += std::string(doc.size() > 1 ? ",\n" : "") + R"({"name": ")" + name + R"(", "ph": "X", "ts": )" +
-             std::to_string(ts) + R"(, "dur": )" + std::to_string(dur) +
-             R"(, "tid": 1, "pid": "CPU functions", "args": {}})";
-    };
+    auto add = [&](const std::string& name, double ts, double dur) { ev.push_back(testing::legacy_x(name, ts, dur)); };
     for (int step = 1; step <= 3; ++step) {
       const double start = t;
-      std::string ops;
       t += 10;
       for (int k = 0; k < 10; ++k) {
         add("aten::mkldnn_convolution", t, 21'900);
@@ -6330,8 +6320,7 @@ TEST(RulesTune38, ASmallSpreadAcrossStepsRanksAfterTheHotspot) {
       add("ProfilerStep#" + std::to_string(step), start, t - start);
       t += 10;
     }
-    doc += "]";
-    return from_text(doc);
+    return from_text(testing::legacy_doc(ev));
   };
   const Trace small = trace_with(3.0);
   const Diagnosis d = diagnose(small);
@@ -6352,12 +6341,10 @@ TEST(RulesTune38, ASmallSpreadAcrossStepsRanksAfterTheHotspot) {
 // keep the op's own advice.
 TEST(RulesTune38, AHotspotWhoseCallsLastWholeTicksIsToldTheStallsFirst) {
   auto trace_with = [](double conv_us) {
-    std::string doc = "[";
+    std::vector<std::string> ev;
     double t = 0;
     auto add = [&](const char* name, double dur) {
-      doc += std::string(doc.size() > 1 ? ",\n" : "") + R"({"name": ")" + name + R"(", "ph": "X", "ts": )" +
-             std::to_string(t) + R"(, "dur": )" + std::to_string(dur) +
-             R"(, "tid": 1, "pid": "CPU functions", "args": {}})";
+      ev.push_back(testing::legacy_x(name, t, dur));
       t += dur + 5;
     };
     for (int i = 0; i < 12; ++i) {
@@ -6366,8 +6353,7 @@ TEST(RulesTune38, AHotspotWhoseCallsLastWholeTicksIsToldTheStallsFirst) {
       add("aten::add", 7'950);
       add("aten::mkldnn_convolution", conv_us);
     }
-    doc += "]";
-    return from_text(doc);
+    return from_text(testing::legacy_doc(ev));
   };
   const Trace on_ticks = trace_with(31'800);
   const Diagnosis d = diagnose(on_ticks, {.only = {"hotspot", "cpu_thread_stall"}});

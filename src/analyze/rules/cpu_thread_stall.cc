@@ -58,10 +58,11 @@ constexpr std::size_t kMinOpCalls = 10;
 constexpr std::int64_t kMaxMultiple = 8;
 constexpr double kMinBusyShare = 0.10;
 
-// The multiple of `tick` that `dur` sits on, or 0 when it sits on none.
-std::int64_t tick_multiple(std::int64_t dur, std::int64_t tick) {
+// The multiple of `tick`, at most `max_multiple`, that `dur` sits on, or 0
+// when it sits on none.
+std::int64_t tick_multiple(std::int64_t dur, std::int64_t tick, std::int64_t max_multiple = kMaxMultiple) {
   const std::int64_t k = (dur + tick / 2) / tick;
-  if (k < 1 || k > kMaxMultiple) return 0;
+  if (k < 1 || k > max_multiple) return 0;
   const std::int64_t off = dur - k * tick;
   return off >= -kBelowNs && off <= kAboveNs ? k : 0;
 }
@@ -162,9 +163,7 @@ CallsOnTicks calls_on_ticks(const DiagnoseContext& c, std::string_view op, std::
   for (std::uint32_t e : c.host_ops) {
     if (c.kind(e) != EventKind::kCpuOp || c.dur(e) < kMinCallNs || c.name(e) != op) continue;
     ++out.calls;
-    const std::int64_t k = (c.dur(e) + tick / 2) / tick;
-    const std::int64_t off = c.dur(e) - k * tick;
-    if (k >= 1 && off >= -kBelowNs && off <= kAboveNs) ++out.on_ticks;
+    if (tick_multiple(c.dur(e), tick, INT64_MAX) != 0) ++out.on_ticks;
   }
   return out;
 }
